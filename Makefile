@@ -1,0 +1,90 @@
+# redlockd: build, test and run.  See README.md.
+#
+#   make            build build/redlockd
+#   make check      install missing Debian packages, build, run every test
+#   make run        five local masters and redlockd with conf/dev.yml
+#   make clean
+
+CC      ?= cc
+PKGS    := libevent hiredis yaml-0.1
+DEB_PKGS := build-essential pkg-config libevent-dev libhiredis-dev libyaml-dev \
+            check redis-server netcat-openbsd
+VERSION := 0.1.0
+
+# Lazy (=) so that pkg-config runs after `make deps` installed the packages.
+PKG_CFLAGS = $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
+PKG_LIBS   = $(shell pkg-config --libs $(PKGS) 2>/dev/null)
+CHECK_CFLAGS = $(shell pkg-config --cflags check 2>/dev/null)
+CHECK_LIBS   = $(shell pkg-config --libs check 2>/dev/null)
+
+WARN    := -Wall -Wextra -Werror -Wshadow -Wstrict-prototypes -Wmissing-prototypes \
+           -Wpointer-arith -Wformat=2
+CFLAGS  ?= -O2 -g
+ALL_CFLAGS = -std=gnu11 $(WARN) $(CFLAGS) -D_GNU_SOURCE -DREDLOCKD_VERSION='"$(VERSION)"' \
+             -I. $(PKG_CFLAGS) -MMD -MP
+
+B := build
+PROTO_SRC  := proto/proto.c
+CONF_SRC   := conf/conf.c
+DAEMON_SRC := $(filter-out daemon/main.c,$(wildcard daemon/*.c))
+LIB_SRC    := $(PROTO_SRC) $(CONF_SRC) $(DAEMON_SRC)
+LIB_OBJ    := $(LIB_SRC:%.c=$(B)/obj/%.o)
+
+UNIT_TESTS := check_proto check_conf check_redlock
+INTEG_TESTS := check_integration
+TEST_BINS  := $(addprefix $(B)/,$(UNIT_TESTS) $(INTEG_TESTS))
+
+SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
+
+.PHONY: all deps check test unit integration run clean
+all: $(B)/redlockd
+
+$(B)/obj/%.o: %.c
+	@mkdir -p $(dir $@)
+	$(CC) $(ALL_CFLAGS) -c -o $@ $<
+
+$(B)/redlockd: $(B)/obj/daemon/main.o $(LIB_OBJ)
+	$(CC) $(CFLAGS) -o $@ $^ $(PKG_LIBS) $(LDFLAGS)
+
+$(B)/obj/tests/%.o: tests/%.c
+	@mkdir -p $(dir $@)
+	$(CC) $(ALL_CFLAGS) $(CHECK_CFLAGS) -c -o $@ $<
+
+# Each unit suite links only the module it tests.
+$(B)/check_proto: $(B)/obj/tests/check_proto.o $(B)/obj/proto/proto.o
+$(B)/check_conf: $(B)/obj/tests/check_conf.o $(B)/obj/conf/conf.o
+$(B)/check_redlock: $(B)/obj/tests/check_redlock.o $(LIB_OBJ)
+$(B)/check_integration: $(B)/obj/tests/check_integration.o $(B)/obj/tests/harness.o \
+                        $(B)/obj/proto/proto.o
+$(TEST_BINS):
+	$(CC) $(CFLAGS) -o $@ $^ $(PKG_LIBS) $(CHECK_LIBS) $(LDFLAGS)
+
+# Install whatever Debian packages are missing; nothing when all are found.
+deps:
+	@if pkg-config --exists $(PKGS) check 2>/dev/null && command -v redis-server >/dev/null \
+	    && command -v nc >/dev/null && command -v cc >/dev/null; then :; else \
+	    echo "installing missing packages: $(DEB_PKGS)"; \
+	    $(SUDO) apt-get update -qq && \
+	    DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq $(DEB_PKGS); fi
+
+check: deps
+	$(MAKE) test
+
+test: $(B)/redlockd $(TEST_BINS)
+	@set -e; for t in $(UNIT_TESTS) $(INTEG_TESTS); do \
+	    echo "== $$t"; REDLOCKD_BIN=$(CURDIR)/$(B)/redlockd CK_DEFAULT_TIMEOUT=120 ./$(B)/$$t; done
+
+unit: $(addprefix $(B)/,$(UNIT_TESTS))
+	@set -e; for t in $(UNIT_TESTS); do ./$(B)/$$t; done
+
+integration: $(B)/redlockd $(B)/$(INTEG_TESTS)
+	REDLOCKD_BIN=$(CURDIR)/$(B)/redlockd CK_DEFAULT_TIMEOUT=120 ./$(B)/$(INTEG_TESTS)
+
+run: deps
+	$(MAKE) $(B)/redlockd
+	sh tests/dev-run.sh $(B)/redlockd conf/dev.yml
+
+clean:
+	rm -rf $(B) run
+
+-include $(shell find $(B) -name '*.d' 2>/dev/null)

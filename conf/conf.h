@@ -1,0 +1,130 @@
+/*
+ * conf.h: the redlockd configuration: a YAML file read with libyaml,
+ * checked against a table of directives, with every value defaulted.
+ *
+ * The loader parses in three passes (the shape twemproxy's nc_conf uses):
+ * the YAML is loaded into a document, each key is looked up in the
+ * directive table and its value parsed and range-checked, then the
+ * settings are checked against each other.  It reports every problem it
+ * finds, not just the first, each naming the file, line and column.
+ * conf/redlockd.yml documents every key; README.md has the reference.
+ */
+#ifndef REDLOCKD_CONF_H
+#define REDLOCKD_CONF_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#define CONF_MASTERS_MAX    15
+#define CONF_HOST_MAX       256
+#define CONF_PATH_MAX       108     /* sun_path, with NUL */
+
+/* Log levels, most severe first; LOG_* in daemon/log.h uses the same order. */
+enum conf_log_level {
+    CONF_LOG_ERROR,
+    CONF_LOG_WARN,
+    CONF_LOG_INFO,
+    CONF_LOG_DEBUG
+};
+
+/* A network endpoint: "host:port", "[v6]:port" or "unix:/path". */
+struct conf_addr {
+    bool     is_unix;                /* true for a Unix socket path */
+    char     host[CONF_HOST_MAX];    /* numeric IPv4/IPv6 or a host name, no brackets */
+    int      port;                   /* 1..65535 when !is_unix */
+    char     path[CONF_PATH_MAX];    /* socket path when is_unix */
+    char     spec[CONF_HOST_MAX + 16]; /* the address as written, for logs */
+};
+
+/*
+ * The settings.  Owned by whoever called conf_load(); strings are
+ * malloc'd and released by conf_free().  Times are milliseconds.
+ */
+struct conf {
+    char    *file;                  /* path the settings were read from */
+
+    /* listen: */
+    bool             tcp_enabled;   /* listen.tcp is not "" */
+    struct conf_addr tcp;           /* listen.tcp */
+    bool             unix_enabled;  /* listen.unix is not "" */
+    char            *unix_path;     /* listen.unix */
+    unsigned         unix_mode;     /* listen.unix_mode, octal, e.g. 0660 */
+
+    /* masters: */
+    size_t           nmasters;      /* 1..CONF_MASTERS_MAX */
+    struct conf_addr masters[CONF_MASTERS_MAX]; /* in file order */
+
+    /* redis: */
+    char    *redis_username;        /* "" for none */
+    char    *redis_password;        /* "" disables AUTH */
+    int64_t  connect_timeout_ms;    /* redis.connect_timeout_ms */
+
+    /* lock: */
+    int64_t  default_ttl_ms;        /* lease when LOCK has no ttl= */
+    int64_t  min_ttl_ms;            /* smallest ttl= accepted */
+    int64_t  max_ttl_ms;            /* largest ttl= accepted */
+    int64_t  node_timeout_ms;       /* deadline of one round */
+    double   drift_factor;          /* drift = ttl * drift_factor + 2 ms */
+    int64_t  retry_delay_ms;        /* a blocked LOCK retries after 0..this */
+    char    *key_prefix;            /* Redis key = key_prefix + name */
+
+    /* limits: */
+    int64_t  max_clients;           /* connections at once */
+    int64_t  max_line_bytes;        /* longest request line, without LF */
+    int64_t  max_locks_per_client;  /* locks held by one session */
+
+    /* log: */
+    enum conf_log_level log_level;  /* log.level */
+};
+
+/* One problem found in a file: "file:line:column: text". */
+struct conf_msg {
+    bool  is_error;                 /* false for a warning */
+    char *text;                     /* malloc'd, the whole message, no LF */
+};
+
+/* Problems found by conf_load(), in file order; owned by the caller. */
+struct conf_msgs {
+    struct conf_msg *list;          /* malloc'd array */
+    size_t           n;             /* entries in list */
+    size_t           nerrors;       /* entries with is_error */
+};
+
+/* Fill conf with every default (the values in conf/redlockd.yml). */
+void conf_defaults(struct conf *conf);
+
+/*
+ * Read and check the file at path.
+ *
+ * conf is overwritten: first with the defaults, then with the file's
+ * values.  Every problem is appended to msgs (which the caller has
+ * zeroed) as "path:line:column: what is wrong", for example
+ * "redlockd.yml:12:5: unknown key 'ttl' in 'lock'" or
+ * "redlockd.yml:7:5: masters[2]: bad address '1.2.3.4': missing ':port'".
+ * Warnings (an even number of masters) do not fail the load.
+ *
+ * Returns 0 when the file has no errors, -1 otherwise (conf then holds
+ * whatever could be parsed and must still be released with conf_free()).
+ */
+int conf_load(const char *path, struct conf *conf, struct conf_msgs *msgs);
+
+/* Release the strings held by conf; conf may be loaded again afterwards. */
+void conf_free(struct conf *conf);
+
+/* Release the messages; msgs may be used again afterwards. */
+void conf_msgs_free(struct conf_msgs *msgs);
+
+/*
+ * Parse an address as used in listen.tcp and masters: "host:port",
+ * "[v6addr]:port", or (only when allow_unix) "unix:/absolute/path".
+ * Returns 0, or -1 with a reason in err (size errlen) such as
+ * "missing ':port'" or "port 70000 out of range 1..65535".
+ */
+int conf_parse_addr(const char *spec, bool allow_unix, struct conf_addr *addr,
+                    char *err, size_t errlen);
+
+/* The name of a log level ("info"). */
+const char *conf_log_level_name(enum conf_log_level level);
+
+#endif /* REDLOCKD_CONF_H */

@@ -1,0 +1,209 @@
+/*
+ * listener.c: bind, accept, and refuse past max_clients.
+ */
+#include <errno.h>
+#include <netdb.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include <event2/listener.h>
+#include <event2/util.h>
+
+#include "conf/conf.h"
+#include "daemon/listener.h"
+#include "daemon/log.h"
+#include "daemon/session.h"
+#include "daemon/stats.h"
+
+#define LISTENER_BACKLOG 511
+
+static const struct conf     *listener_conf;
+static struct evconnlistener *listener_tcp;
+static struct evconnlistener *listener_unix;
+static char                  *listener_unix_path;   /* file to remove at stop */
+
+static void
+listener_describe(const struct sockaddr *sa, char *out, size_t size)
+{
+    char host[NI_MAXHOST], serv[NI_MAXSERV];
+
+    if (sa->sa_family == AF_UNIX) {
+        snprintf(out, size, "unix");
+        return;
+    }
+    if (getnameinfo(sa, sa->sa_family == AF_INET6 ? sizeof(struct sockaddr_in6)
+                                                  : sizeof(struct sockaddr_in),
+                    host, sizeof(host), serv, sizeof(serv),
+                    NI_NUMERICHOST | NI_NUMERICSERV) != 0) {
+        snprintf(out, size, "?");
+        return;
+    }
+    snprintf(out, size, sa->sa_family == AF_INET6 ? "[%s]:%s" : "%s:%s", host, serv);
+}
+
+static void
+listener_accept_cb(struct evconnlistener *lev, evutil_socket_t fd,
+                   struct sockaddr *sa, int socklen, void *arg)
+{
+    static const char full[] = "ERR LIMIT too many clients (limits.max_clients)\n";
+    char peer[64];
+    int one = 1;
+
+    (void)lev;
+    (void)socklen;
+    (void)arg;
+    if ((int64_t)session_count() >= listener_conf->max_clients) {
+        stats.rejected_clients++;
+        (void)!send(fd, full, sizeof(full) - 1, MSG_DONTWAIT | MSG_NOSIGNAL);
+        evutil_closesocket(fd);
+        log_debug("refused a client: max_clients reached");
+        return;
+    }
+    if (sa->sa_family != AF_UNIX) {
+        setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+    }
+    listener_describe(sa, peer, sizeof(peer));
+    if (session_accept(fd, peer) != 0) {
+        log_error("out of memory accepting a client");
+    }
+}
+
+static void
+listener_error_cb(struct evconnlistener *lev, void *arg)
+{
+    int err = EVUTIL_SOCKET_ERROR();
+
+    (void)lev;
+    (void)arg;
+    /* EMFILE and friends: the listener keeps going; say why clients wait. */
+    log_warn("accept failed: %s", evutil_socket_error_to_string(err));
+}
+
+static int
+listener_bind_tcp(struct event_base *base, const struct conf_addr *addr)
+{
+    struct addrinfo hints, *res = NULL, *ai;
+    char port[16];
+    int rc;
+
+    memset(&hints, 0, sizeof(hints));
+    hints.ai_family = AF_UNSPEC;
+    hints.ai_socktype = SOCK_STREAM;
+    hints.ai_flags = AI_PASSIVE | AI_NUMERICSERV;
+    snprintf(port, sizeof(port), "%d", addr->port);
+    rc = getaddrinfo(addr->host, port, &hints, &res);
+    if (rc != 0) {
+        log_error("listen.tcp %s: %s", addr->spec, gai_strerror(rc));
+        return -1;
+    }
+    for (ai = res; ai != NULL; ai = ai->ai_next) {
+        listener_tcp = evconnlistener_new_bind(base, listener_accept_cb, NULL,
+                                               LEV_OPT_CLOSE_ON_FREE | LEV_OPT_REUSEABLE
+                                               | LEV_OPT_CLOSE_ON_EXEC,
+                                               LISTENER_BACKLOG, ai->ai_addr,
+                                               (int)ai->ai_addrlen);
+        if (listener_tcp != NULL) {
+            break;
+        }
+    }
+    freeaddrinfo(res);
+    if (listener_tcp == NULL) {
+        log_error("listen.tcp %s: cannot listen: %s", addr->spec, strerror(errno));
+        return -1;
+    }
+    evconnlistener_set_error_cb(listener_tcp, listener_error_cb);
+    log_info("listening on tcp %s", addr->spec);
+    return 0;
+}
+
+static int
+listener_bind_unix(struct event_base *base, const char *path, unsigned mode)
+{
+    struct sockaddr_un sun;
+    struct stat st;
+    evutil_socket_t fd;
+
+    memset(&sun, 0, sizeof(sun));
+    sun.sun_family = AF_UNIX;
+    if (strlen(path) >= sizeof(sun.sun_path)) {
+        log_error("listen.unix %s: path too long", path);
+        return -1;
+    }
+    strcpy(sun.sun_path, path);
+    /* Replace a stale socket file, never anything else. */
+    if (lstat(path, &st) == 0) {
+        if (!S_ISSOCK(st.st_mode)) {
+            log_error("listen.unix %s: exists and is not a socket", path);
+            return -1;
+        }
+        unlink(path);
+    }
+    fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+    if (fd < 0) {
+        log_error("listen.unix %s: socket: %s", path, strerror(errno));
+        return -1;
+    }
+    if (bind(fd, (struct sockaddr *)&sun, sizeof(sun)) != 0
+        || chmod(path, mode) != 0 || listen(fd, LISTENER_BACKLOG) != 0) {
+        log_error("listen.unix %s: %s", path, strerror(errno));
+        close(fd);
+        return -1;
+    }
+    listener_unix = evconnlistener_new(base, listener_accept_cb, NULL,
+                                       LEV_OPT_CLOSE_ON_FREE, -1, fd);
+    if (listener_unix == NULL) {
+        log_error("listen.unix %s: cannot listen", path);
+        close(fd);
+        unlink(path);
+        return -1;
+    }
+    evconnlistener_set_error_cb(listener_unix, listener_error_cb);
+    listener_unix_path = strdup(path);
+    log_info("listening on unix %s (mode %04o)", path, mode);
+    return 0;
+}
+
+int
+listener_start(struct event_base *base, const struct conf *conf)
+{
+    listener_conf = conf;
+    if (conf->tcp_enabled && listener_bind_tcp(base, &conf->tcp) != 0) {
+        return -1;
+    }
+    if (conf->unix_enabled && listener_bind_unix(base, conf->unix_path, conf->unix_mode) != 0) {
+        listener_stop();
+        return -1;
+    }
+    return 0;
+}
+
+void
+listener_set_conf(const struct conf *conf)
+{
+    listener_conf = conf;
+}
+
+void
+listener_stop(void)
+{
+    if (listener_tcp != NULL) {
+        evconnlistener_free(listener_tcp);
+        listener_tcp = NULL;
+    }
+    if (listener_unix != NULL) {
+        evconnlistener_free(listener_unix);
+        listener_unix = NULL;
+    }
+    if (listener_unix_path != NULL) {
+        unlink(listener_unix_path);
+        free(listener_unix_path);
+        listener_unix_path = NULL;
+    }
+}

@@ -1,0 +1,26 @@
+/*
+ * listener.h: the TCP and Unix listening sockets.
+ *
+ * Accepted connections become sessions (daemon/session.h).  Past
+ * limits.max_clients a new connection is sent "ERR LIMIT ..." and closed.
+ */
+#ifndef REDLOCKD_LISTENER_H
+#define REDLOCKD_LISTENER_H
+
+struct event_base;
+struct conf;
+
+/*
+ * Bind the listeners named in conf (listen.tcp, listen.unix with
+ * unix_mode).  A stale Unix socket file is replaced.  Returns 0, or -1
+ * with the reason logged (address in use, permission, bad host).
+ */
+int listener_start(struct event_base *base, const struct conf *conf);
+
+/* Use new limits from now on (reload). */
+void listener_set_conf(const struct conf *conf);
+
+/* Stop accepting: close the sockets and remove the Unix socket file. */
+void listener_stop(void);
+
+#endif /* REDLOCKD_LISTENER_H */

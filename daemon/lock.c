@@ -1,0 +1,665 @@
+/*
+ * lock.c: the lock table, leases and waiters.
+ *
+ * The table maps a name to its entry with glibc's tsearch(3), a
+ * red-black tree: O(log n) per request whatever names clients choose.
+ * An entry lives while this daemon holds the name or has waiters on it.
+ */
+#include <search.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <event2/event.h>
+#include <event2/event_struct.h>
+
+#include "conf/conf.h"
+#include "daemon/lock.h"
+#include "daemon/log.h"
+#include "daemon/redlock.h"
+#include "daemon/stats.h"
+#include "daemon/util.h"
+#include "daemon/watchdog.h"
+#include "proto/proto.h"
+
+/*
+ * One name.  Owned by the table; freed when it has neither holder nor
+ * waiters.  key holds key_prefix + name; name points into key.
+ */
+struct lock {
+    char               *key;        /* malloc'd: prefix + name, NUL-terminated */
+    size_t              key_len;    /* bytes in key */
+    const char         *name;       /* key + prefix length */
+    size_t              name_len;   /* bytes in name */
+    struct lease       *holder;     /* the lease this daemon holds, or NULL */
+    TAILQ_HEAD(, waiter) waiters;   /* pending LOCKs, oldest first */
+    size_t              nwaiters;   /* entries in waiters */
+};
+
+/*
+ * A pending LOCK.  Owned by this module; freed when answered.  A waiter
+ * keeps its own copy of the key so that a cancelled waiter whose round
+ * is still in flight can clean up after its entry is gone.
+ */
+struct waiter {
+    struct lock        *lock;       /* entry, NULL once cancelled */
+    struct lock_client *client;     /* who asked */
+    TAILQ_ENTRY(waiter) link;       /* in lock->waiters */
+    struct event        retry;      /* the retry timer */
+    char                token[UTIL_TOKEN_HEX + 1]; /* owner token, kept across tries */
+    int64_t             ttl_ms;     /* lease asked for */
+    int64_t             deadline_us;/* monotonic end of wait=, or INT64_MAX */
+    bool                trylock;    /* failure answers BUSY, not TIMEOUT */
+    bool                in_round;   /* an acquire round is in flight */
+    bool                cancelled;  /* the client closed */
+    size_t              name_off;   /* name = key + name_off */
+    size_t              key_len;    /* bytes in key */
+    char                key[];      /* prefix + name, NUL-terminated */
+};
+
+/* An UNLOCK or STATUS in flight. */
+struct lock_op {
+    struct lock_client *client;     /* who asked */
+    bool                holder_self;/* STATUS: the client holds the name */
+    size_t              name_off;   /* name = key + name_off */
+    size_t              key_len;    /* bytes in key */
+    char                key[];      /* prefix + name */
+};
+
+static struct event_base *lock_base;
+static const struct conf *lock_conf;
+static void              *lock_root;     /* tsearch tree of struct lock */
+static size_t             lock_nheld;    /* leases alive */
+static size_t             lock_nwaiters; /* waiters queued */
+static bool               lock_stopping;
+
+static void waiter_try(struct waiter *w);
+
+void
+lock_init(struct event_base *base, const struct conf *conf)
+{
+    lock_base = base;
+    lock_conf = conf;
+}
+
+void
+lock_set_conf(const struct conf *conf)
+{
+    lock_conf = conf;
+}
+
+void
+lock_set_shutdown(void)
+{
+    lock_stopping = true;
+}
+
+void
+lock_client_init(struct lock_client *c, lock_done_fn done, lock_lost_fn lost)
+{
+    memset(c, 0, sizeof(*c));
+    c->done = done;
+    c->lost = lost;
+    TAILQ_INIT(&c->leases);
+}
+
+size_t
+lock_count_held(void)
+{
+    return lock_nheld;
+}
+
+size_t
+lock_count_waiters(void)
+{
+    return lock_nwaiters;
+}
+
+const char *
+lock_lease_name(const struct lease *l, size_t *len)
+{
+    *len = l->lock->name_len;
+    return l->lock->name;
+}
+
+const char *
+lock_lease_key(const struct lease *l, size_t *len)
+{
+    *len = l->lock->key_len;
+    return l->lock->key;
+}
+
+/* Order entries by name bytes, then length. */
+static int
+lock_cmp(const void *a, const void *b)
+{
+    const struct lock *x = a, *y = b;
+    size_t n = x->name_len < y->name_len ? x->name_len : y->name_len;
+    int c = memcmp(x->name, y->name, n);
+
+    if (c != 0) {
+        return c;
+    }
+    return (x->name_len > y->name_len) - (x->name_len < y->name_len);
+}
+
+static struct lock *
+lock_find(const char *name, size_t name_len)
+{
+    struct lock probe;
+    void *found;
+
+    probe.name = name;
+    probe.name_len = name_len;
+    found = tfind(&probe, &lock_root, lock_cmp);
+    return found != NULL ? *(struct lock **)found : NULL;
+}
+
+static struct lock *
+lock_get(const char *name, size_t name_len)
+{
+    struct lock *lk = lock_find(name, name_len);
+    size_t plen = strlen(lock_conf->key_prefix);
+    void *slot;
+
+    if (lk != NULL) {
+        return lk;
+    }
+    lk = calloc(1, sizeof(*lk));
+    if (lk == NULL) {
+        return NULL;
+    }
+    lk->key_len = plen + name_len;
+    lk->key = malloc(lk->key_len + 1);
+    if (lk->key == NULL) {
+        free(lk);
+        return NULL;
+    }
+    memcpy(lk->key, lock_conf->key_prefix, plen);
+    memcpy(lk->key + plen, name, name_len);
+    lk->key[lk->key_len] = '\0';
+    lk->name = lk->key + plen;
+    lk->name_len = name_len;
+    TAILQ_INIT(&lk->waiters);
+    slot = tsearch(lk, &lock_root, lock_cmp);
+    if (slot == NULL) {
+        free(lk->key);
+        free(lk);
+        return NULL;
+    }
+    return lk;
+}
+
+/* Free an entry that has nothing left in it. */
+static void
+lock_put(struct lock *lk)
+{
+    if (lk->holder != NULL || lk->nwaiters > 0) {
+        return;
+    }
+    tdelete(lk, &lock_root, lock_cmp);
+    free(lk->key);
+    free(lk);
+}
+
+static void
+lock_reply(struct lock_client *c, enum lock_outcome outcome, const char *name,
+           size_t name_len, const char *error)
+{
+    struct lock_result res;
+
+    memset(&res, 0, sizeof(res));
+    res.outcome = outcome;
+    res.name = name;
+    res.name_len = name_len;
+    res.error = error;
+    c->done(c, &res);
+}
+
+/*
+ * Take a lease out of the table, the client and the watchdog, and free
+ * it.  The keys on the masters are not touched here.
+ */
+static void
+lease_drop(struct lease *l)
+{
+    struct lock *lk = l->lock;
+
+    watchdog_remove(l);
+    TAILQ_REMOVE(&l->client->leases, l, client_link);
+    l->client->nleases--;
+    if (lk->holder == l) {
+        lk->holder = NULL;
+    }
+    lock_nheld--;
+    free(l);
+    lock_put(lk);
+}
+
+/* Drop a lease and compare-and-delete it on every master. */
+static void
+lease_release(struct lease *l)
+{
+    if (redlock_release(l->lock->key, l->lock->key_len, l->token, NULL, NULL) != 0) {
+        log_error("lock %s: out of memory releasing; it expires by its ttl",
+                  l->lock->key);
+    }
+    stats.releases++;
+    lease_drop(l);
+}
+
+void
+lock_lost(struct lease *l, const char *reason)
+{
+    struct lock_client *c = l->client;
+    char name[PROTO_NAME_MAX * 4 + 1];
+
+    stats.locks_lost++;
+    log_warn("lock %s: lost (%s)",
+             proto_escape(name, sizeof(name), l->lock->name, l->lock->name_len), reason);
+    c->lost(c, l->lock->name, l->lock->name_len, reason);
+    /*
+     * Not deleted from the masters: the keys expire at the end of the
+     * validity, so a holder that has not read LOST yet keeps its window.
+     */
+    lease_drop(l);
+}
+
+/* Detach a waiter from its entry (the entry may be freed). */
+static void
+waiter_unqueue(struct waiter *w)
+{
+    struct lock *lk = w->lock;
+
+    if (lk == NULL) {
+        return;
+    }
+    TAILQ_REMOVE(&lk->waiters, w, link);
+    lk->nwaiters--;
+    lock_nwaiters--;
+    w->lock = NULL;
+    lock_put(lk);
+}
+
+static void
+waiter_free(struct waiter *w)
+{
+    waiter_unqueue(w);
+    event_del(&w->retry);
+    free(w);
+}
+
+/* Answer the waiter's client and free the waiter. */
+static void
+waiter_finish(struct waiter *w, enum lock_outcome outcome, int64_t ttl_ms,
+              const char *error)
+{
+    struct lock_client *c = w->client;
+    struct lock_result res;
+    char name[PROTO_NAME_MAX];
+
+    /* Free first: done may start the client's next operation. */
+    memset(&res, 0, sizeof(res));
+    res.outcome = outcome;
+    res.name_len = w->key_len - w->name_off;
+    memcpy(name, w->key + w->name_off, res.name_len);
+    res.name = name;
+    res.ttl_ms = ttl_ms;
+    res.error = error;
+    c->waiter = NULL;
+    waiter_free(w);
+    c->done(c, &res);
+}
+
+static void
+waiter_retry_cb(evutil_socket_t fd, short what, void *arg)
+{
+    (void)fd;
+    (void)what;
+    waiter_try(arg);
+}
+
+/* Turn a granted waiter into the entry's lease and answer OK. */
+static void
+waiter_grant(struct waiter *w, const struct redlock_result *res)
+{
+    struct lock *lk = w->lock;
+    struct lock_client *c = w->client;
+    struct lock_result out;
+    struct lease *l;
+
+    l = calloc(1, sizeof(*l));
+    if (l == NULL) {
+        redlock_release(w->key, w->key_len, w->token, NULL, NULL);
+        waiter_finish(w, LOCK_FAILED, 0, "out of memory");
+        return;
+    }
+    if (lk->holder != NULL) {
+        /*
+         * A quorum granted us a name we believed held: the old lease's
+         * keys are gone from a majority (masters restarted empty), so it
+         * is no longer exclusive.
+         */
+        log_warn("lock %s: granted again while held here; the older lease is lost",
+                 lk->key);
+        lock_lost(lk->holder, "quorum");
+    }
+    l->lock = lk;
+    l->client = c;
+    memcpy(l->token, w->token, sizeof(l->token));
+    l->ttl_ms = w->ttl_ms;
+    l->validity_end_us = res->validity_end_us;
+    l->holds = 1;
+    lk->holder = l;
+    TAILQ_INSERT_TAIL(&c->leases, l, client_link);
+    c->nleases++;
+    lock_nheld++;
+    stats.acquire_ok++;
+    watchdog_add(l, res->start_us);
+
+    memset(&out, 0, sizeof(out));
+    out.outcome = LOCK_OK;
+    out.name = lk->name;
+    out.name_len = lk->name_len;
+    out.holds = 1;
+    out.validity_ms = (l->validity_end_us - util_now_us()) / 1000;
+    c->waiter = NULL;
+    waiter_free(w);
+    c->done(c, &out);
+}
+
+static void
+waiter_acquired(const struct redlock_result *res, void *arg)
+{
+    struct waiter *w = arg;
+    int64_t now = util_now_us(), delay;
+
+    w->in_round = false;
+    if (w->cancelled) {
+        redlock_release(w->key, w->key_len, w->token, NULL, NULL);
+        waiter_finish(w, LOCK_CANCELLED, 0, NULL);
+        return;
+    }
+    if (lock_stopping) {
+        redlock_release(w->key, w->key_len, w->token, NULL, NULL);
+        waiter_finish(w, LOCK_SHUTDOWN, 0, "the daemon is stopping");
+        return;
+    }
+    /* "A reply saying OK is true when it is sent": validity must remain. */
+    if (res->outcome == REDLOCK_GRANTED && res->validity_end_us > now + 1000) {
+        waiter_grant(w, res);
+        return;
+    }
+    /* Not granted: release everywhere, a set may have landed late. */
+    redlock_release(w->key, w->key_len, w->token, NULL, NULL);
+    if (res->outcome == REDLOCK_NOQUORUM) {
+        stats.acquire_noquorum++;
+        waiter_finish(w, LOCK_NOQUORUM, 0, res->error);
+        return;
+    }
+    if (w->trylock) {
+        stats.acquire_busy++;
+        waiter_finish(w, LOCK_BUSY, res->outcome == REDLOCK_BUSY ? res->ttl_ms : 0, NULL);
+        return;
+    }
+    if (now >= w->deadline_us) {
+        stats.acquire_timeout++;
+        waiter_finish(w, LOCK_TIMEOUT, 0, NULL);
+        return;
+    }
+    /* Retry after a random delay within the wait deadline. */
+    delay = util_random(lock_conf->retry_delay_ms * 1000);
+    if (now + delay > w->deadline_us) {
+        delay = w->deadline_us - now;
+    }
+    {
+        struct timeval tv = { (time_t)(delay / 1000000), (suseconds_t)(delay % 1000000) };
+
+        event_add(&w->retry, &tv);
+    }
+}
+
+static void
+waiter_try(struct waiter *w)
+{
+    w->in_round = true;
+    if (redlock_acquire(w->key, w->key_len, w->token, w->ttl_ms,
+                        waiter_acquired, w) != 0) {
+        w->in_round = false;
+        waiter_finish(w, LOCK_FAILED, 0, "out of memory");
+    }
+}
+
+void
+lock_acquire(struct lock_client *c, const char *name, size_t name_len,
+             int64_t ttl_ms, int64_t wait_ms, bool trylock)
+{
+    struct lock *lk;
+    struct waiter *w;
+    char limit[96];
+
+    if (lock_stopping) {
+        lock_reply(c, LOCK_SHUTDOWN, name, name_len, "the daemon is stopping");
+        return;
+    }
+    lk = lock_find(name, name_len);
+    if (lk != NULL && lk->holder != NULL && lk->holder->client == c) {
+        struct lock_result res;
+
+        /* Re-entry: the masters see one lock; only the count changes. */
+        lk->holder->holds++;
+        stats.acquire_reentered++;
+        memset(&res, 0, sizeof(res));
+        res.outcome = LOCK_OK;
+        res.name = name;
+        res.name_len = name_len;
+        res.holds = lk->holder->holds;
+        res.validity_ms = (lk->holder->validity_end_us - util_now_us()) / 1000;
+        c->done(c, &res);
+        return;
+    }
+    if ((int64_t)c->nleases >= lock_conf->max_locks_per_client) {
+        snprintf(limit, sizeof(limit), "this session holds %zu locks (limits.max_locks_per_client)",
+                 c->nleases);
+        lock_reply(c, LOCK_LIMIT, name, name_len, limit);
+        return;
+    }
+    lk = lock_get(name, name_len);
+    w = lk != NULL ? calloc(1, sizeof(*w) + lk->key_len + 1) : NULL;
+    if (w == NULL) {
+        if (lk != NULL) {
+            lock_put(lk);
+        }
+        lock_reply(c, LOCK_FAILED, name, name_len, "out of memory");
+        return;
+    }
+    if (util_token(w->token) != 0) {
+        free(w);
+        lock_put(lk);
+        lock_reply(c, LOCK_FAILED, name, name_len, "getrandom failed");
+        return;
+    }
+    memcpy(w->key, lk->key, lk->key_len + 1);
+    w->key_len = lk->key_len;
+    w->name_off = lk->key_len - lk->name_len;
+    w->lock = lk;
+    w->client = c;
+    w->ttl_ms = ttl_ms;
+    w->trylock = trylock;
+    w->deadline_us = wait_ms < 0 ? INT64_MAX : util_now_us() + wait_ms * 1000;
+    evtimer_assign(&w->retry, lock_base, waiter_retry_cb, w);
+    TAILQ_INSERT_TAIL(&lk->waiters, w, link);
+    lk->nwaiters++;
+    lock_nwaiters++;
+    c->waiter = w;
+    waiter_try(w);
+}
+
+static struct lock_op *
+lock_op_new(struct lock_client *c, const struct lock *lk)
+{
+    struct lock_op *op = malloc(sizeof(*op) + lk->key_len + 1);
+
+    if (op != NULL) {
+        op->client = c;
+        op->holder_self = false;
+        op->key_len = lk->key_len;
+        op->name_off = lk->key_len - lk->name_len;
+        memcpy(op->key, lk->key, lk->key_len + 1);
+    }
+    return op;
+}
+
+static void
+lock_op_finish(struct lock_op *op, struct lock_result *res)
+{
+    res->name = op->key + op->name_off;
+    res->name_len = op->key_len - op->name_off;
+    op->client->done(op->client, res);
+    free(op);
+}
+
+static void
+lock_unlock_done(const struct redlock_result *rr, void *arg)
+{
+    struct lock_op *op = arg;
+    struct lock_result res;
+
+    memset(&res, 0, sizeof(res));
+    if (rr->outcome == REDLOCK_RELEASED) {
+        res.outcome = LOCK_OK;
+        res.holds = 0;
+    } else {
+        res.outcome = LOCK_NOQUORUM;
+        res.error = rr->error;
+    }
+    lock_op_finish(op, &res);
+}
+
+void
+lock_release(struct lock_client *c, const char *name, size_t name_len)
+{
+    struct lock *lk = lock_find(name, name_len);
+    struct lease *l = lk != NULL ? lk->holder : NULL;
+    struct lock_op *op;
+    struct lock_result res;
+
+    if (l == NULL || l->client != c) {
+        lock_reply(c, LOCK_NOTHELD, name, name_len, NULL);
+        return;
+    }
+    if (l->holds > 1) {
+        l->holds--;
+        memset(&res, 0, sizeof(res));
+        res.outcome = LOCK_OK;
+        res.name = name;
+        res.name_len = name_len;
+        res.holds = l->holds;
+        c->done(c, &res);
+        return;
+    }
+    op = lock_op_new(c, lk);
+    if (op == NULL || redlock_release(lk->key, lk->key_len, l->token,
+                                      lock_unlock_done, op) != 0) {
+        free(op);
+        lease_drop(l);
+        lock_reply(c, LOCK_FAILED, name, name_len,
+                   "out of memory; the lock expires by its ttl");
+        return;
+    }
+    stats.releases++;
+    lease_drop(l);
+}
+
+static void
+lock_status_done(const struct redlock_result *rr, void *arg)
+{
+    struct lock_op *op = arg;
+    struct lock_result res;
+
+    memset(&res, 0, sizeof(res));
+    switch (rr->outcome) {
+    case REDLOCK_FREE:
+        res.outcome = LOCK_FREE;
+        break;
+    case REDLOCK_HELD:
+        res.outcome = LOCK_HELD;
+        res.ttl_ms = rr->ttl_ms;
+        res.owner_self = op->holder_self && rr->owner_self;
+        break;
+    default:
+        res.outcome = LOCK_NOQUORUM;
+        res.error = rr->error;
+        break;
+    }
+    lock_op_finish(op, &res);
+}
+
+void
+lock_status(struct lock_client *c, const char *name, size_t name_len)
+{
+    struct lock *lk = lock_find(name, name_len);
+    const char *token = NULL;
+    struct lock_op *op;
+    bool created = false;
+
+    if (lk == NULL) {
+        lk = lock_get(name, name_len);
+        created = true;
+    }
+    op = lk != NULL ? lock_op_new(c, lk) : NULL;
+    if (op != NULL && lk->holder != NULL && lk->holder->client == c) {
+        op->holder_self = true;
+        token = lk->holder->token;
+    }
+    if (op == NULL || redlock_status(lk->key, lk->key_len, token,
+                                     lock_status_done, op) != 0) {
+        free(op);
+        if (lk != NULL && created) {
+            lock_put(lk);
+        }
+        lock_reply(c, LOCK_FAILED, name, name_len, "out of memory");
+        return;
+    }
+    if (created) {
+        lock_put(lk);
+    }
+}
+
+void
+lock_client_close(struct lock_client *c)
+{
+    struct lease *l;
+    struct waiter *w = c->waiter;
+
+    c->closed = true;
+    while ((l = TAILQ_FIRST(&c->leases)) != NULL) {
+        lease_release(l);
+    }
+    if (w == NULL) {
+        return;
+    }
+    w->cancelled = true;
+    waiter_unqueue(w);
+    if (!w->in_round) {
+        waiter_finish(w, LOCK_CANCELLED, 0, NULL);
+    }
+    /* Otherwise answered (LOCK_CANCELLED) when its round ends. */
+}
+
+void
+lock_client_shutdown(struct lock_client *c)
+{
+    struct lease *l;
+    struct waiter *w = c->waiter;
+
+    while ((l = TAILQ_FIRST(&c->leases)) != NULL) {
+        stats.locks_lost++;
+        /* Tell the holder first, then delete: it must stop before others start. */
+        c->lost(c, l->lock->name, l->lock->name_len, "shutdown");
+        lease_release(l);
+    }
+    if (w != NULL && !w->in_round) {
+        waiter_finish(w, LOCK_SHUTDOWN, 0, "the daemon is stopping");
+    }
+}

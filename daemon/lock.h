@@ -1,0 +1,152 @@
+/*
+ * lock.h: the lock table: one entry per name with its holder (a lease)
+ * and its queue of waiters, and the operations a session asks for.
+ *
+ * Ownership: this module owns every struct lock, lease and waiter.  A
+ * session embeds a struct lock_client, through which it asks for
+ * operations and hears their results (done) and lost leases (lost).
+ *
+ * Every operation ends with exactly one call of client->done, possibly
+ * before the operation function returns (re-entry, NOTHELD, errors
+ * found at once).  A client has at most one operation in flight: the
+ * line protocol answers in request order.
+ */
+#ifndef REDLOCKD_LOCK_H
+#define REDLOCKD_LOCK_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/queue.h>
+
+#include "daemon/util.h"
+
+struct event_base;
+struct conf;
+struct lock;
+struct waiter;
+struct watchdog_batch;
+
+/* What an operation came to. */
+enum lock_outcome {
+    LOCK_OK,            /* LOCK granted (or re-entered); UNLOCK done */
+    LOCK_BUSY,          /* TRYLOCK: someone holds it */
+    LOCK_TIMEOUT,       /* LOCK: wait= ran out */
+    LOCK_NOTHELD,       /* UNLOCK of a name the session does not hold */
+    LOCK_HELD,          /* STATUS: held */
+    LOCK_FREE,          /* STATUS: free */
+    LOCK_NOQUORUM,      /* too few masters answered; error says which */
+    LOCK_LIMIT,         /* max_locks_per_client reached */
+    LOCK_SHUTDOWN,      /* the daemon is stopping */
+    LOCK_CANCELLED,     /* the client closed while the operation ran */
+    LOCK_FAILED         /* an internal failure (random source, memory) */
+};
+
+/* The result handed to client->done; pointers valid during the call. */
+struct lock_result {
+    enum lock_outcome outcome;  /* see above */
+    const char *name;           /* the lock name (not NUL-terminated) */
+    size_t      name_len;       /* bytes in name */
+    int64_t     validity_ms;    /* OK after LOCK: validity left, ms */
+    unsigned    holds;          /* OK: re-entrant count after the operation */
+    int64_t     ttl_ms;         /* BUSY/HELD: holder's remaining ttl, ms or -1 */
+    bool        owner_self;     /* HELD: held by this client */
+    const char *error;          /* NOQUORUM/LIMIT/FAILED: a one-line text */
+};
+
+struct lock_client;
+
+/* Callbacks a client provides; both run from the event loop. */
+typedef void (*lock_done_fn)(struct lock_client *c, const struct lock_result *res);
+typedef void (*lock_lost_fn)(struct lock_client *c, const char *name, size_t name_len,
+                             const char *reason);
+
+/* A lease: a lock this daemon holds on a quorum of masters. */
+struct lease {
+    struct lock        *lock;           /* the name's entry */
+    struct lock_client *client;         /* the session that holds it */
+    TAILQ_ENTRY(lease)  client_link;    /* in client->leases */
+    char                token[UTIL_TOKEN_HEX + 1]; /* value on the masters */
+    int64_t             ttl_ms;         /* lease written to the masters */
+    int64_t             validity_end_us;/* monotonic end of validity */
+    unsigned            holds;          /* re-entrant count, >= 1 */
+    /* Watchdog state, owned by daemon/watchdog.c. */
+    size_t              heap_index;     /* position in the heap */
+    int64_t             due_us;         /* heap key */
+    int64_t             renew_at_us;    /* next renewal */
+    struct watchdog_batch *batch;       /* renewal in flight, or NULL */
+    size_t              batch_slot;     /* index in batch */
+    bool                quorum_trouble; /* last renewal lacked a quorum */
+};
+
+TAILQ_HEAD(lease_list, lease);
+
+/* The lock side of a session; embedded in struct session. */
+struct lock_client {
+    lock_done_fn        done;       /* operation results */
+    lock_lost_fn        lost;       /* a held lease is gone */
+    struct lease_list   leases;     /* held leases, owned by lock.c */
+    size_t              nleases;    /* entries in leases */
+    struct waiter      *waiter;     /* pending LOCK, owned by lock.c */
+    bool                closed;     /* lock_client_close() was called */
+};
+
+/*
+ * Set the event base and the settings (lock.* and limits.*); conf must
+ * outlive the module or be replaced with lock_set_conf().
+ */
+void lock_init(struct event_base *base, const struct conf *conf);
+
+/* Use new settings from now on (reload). */
+void lock_set_conf(const struct conf *conf);
+
+/* Prepare a client: empty, with its two callbacks. */
+void lock_client_init(struct lock_client *c, lock_done_fn done, lock_lost_fn lost);
+
+/*
+ * LOCK / TRYLOCK name.  ttl_ms is checked by the caller; wait_ms is 0..
+ * or -1 for no limit; trylock makes failure answer BUSY (else TIMEOUT).
+ * A name the client holds already is re-entered at once.
+ */
+void lock_acquire(struct lock_client *c, const char *name, size_t name_len,
+                  int64_t ttl_ms, int64_t wait_ms, bool trylock);
+
+/* UNLOCK name: decrement, or release on the masters at zero. */
+void lock_release(struct lock_client *c, const char *name, size_t name_len);
+
+/* STATUS name: ask the masters. */
+void lock_status(struct lock_client *c, const char *name, size_t name_len);
+
+/*
+ * The client's connection closed: release every lease on the masters at
+ * once and cancel a pending LOCK.  An operation in flight still ends
+ * with one call of done (LOCK_CANCELLED, or the result of an UNLOCK or
+ * STATUS round), possibly during this call: the client must stay
+ * allocated until then.
+ */
+void lock_client_close(struct lock_client *c);
+
+/*
+ * The daemon is stopping: push LOST reason=shutdown for every lease of
+ * the client, release them on the masters, and end a pending LOCK with
+ * LOCK_SHUTDOWN.
+ */
+void lock_client_shutdown(struct lock_client *c);
+
+/* Refuse new operations from now on (LOCK_SHUTDOWN). */
+void lock_set_shutdown(void);
+
+/* The watchdog lost a lease (validity ended or not ours any more). */
+void lock_lost(struct lease *l, const char *reason);
+
+/* Counters for STATS. */
+size_t lock_count_held(void);
+size_t lock_count_waiters(void);
+
+/* The name of a lease's lock, for logs and pushes. */
+const char *lock_lease_name(const struct lease *l, size_t *len);
+
+/* The full Redis key of a lease. */
+const char *lock_lease_key(const struct lease *l, size_t *len);
+
+#endif /* REDLOCKD_LOCK_H */

@@ -1,0 +1,83 @@
+/*
+ * main.c: the command line and the start-up order, nothing else.
+ *
+ *   redlockd -c FILE        run in the foreground (systemd style)
+ *   redlockd -t -c FILE     check the config: exit 0, or print every
+ *                           problem and exit 78 (EX_CONFIG)
+ *   redlockd -V | -h        version | usage
+ */
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <sysexits.h>
+#include <unistd.h>
+
+#include "conf/conf.h"
+#include "daemon/server.h"
+
+static void
+usage(FILE *out)
+{
+    fprintf(out,
+            "usage: redlockd [-t] -c FILE\n"
+            "       redlockd -V | -h\n"
+            "  -c FILE  configuration (YAML)\n"
+            "  -t       check the configuration and exit (0 ok, 78 errors)\n"
+            "  -V       print the version\n"
+            "  -h       this help\n");
+}
+
+int
+main(int argc, char **argv)
+{
+    const char *file = NULL;
+    bool test_only = false;
+    struct conf conf;
+    struct conf_msgs msgs = { NULL, 0, 0 };
+    size_t i;
+    int opt, rc;
+
+    while ((opt = getopt(argc, argv, "c:tVh")) != -1) {
+        switch (opt) {
+        case 'c':
+            file = optarg;
+            break;
+        case 't':
+            test_only = true;
+            break;
+        case 'V':
+            printf("redlockd %s\n", REDLOCKD_VERSION);
+            return 0;
+        case 'h':
+            usage(stdout);
+            return 0;
+        default:
+            usage(stderr);
+            return EX_USAGE;
+        }
+    }
+    if (file == NULL || optind != argc) {
+        usage(stderr);
+        return EX_USAGE;
+    }
+
+    rc = conf_load(file, &conf, &msgs);
+    for (i = 0; i < msgs.n; i++) {
+        fprintf(stderr, "%s %s\n", msgs.list[i].is_error ? "error" : "warn",
+                msgs.list[i].text);
+    }
+    conf_msgs_free(&msgs);
+    if (rc != 0) {
+        fprintf(stderr, "error %s: configuration has errors\n", file);
+        conf_free(&conf);
+        return EX_CONFIG;
+    }
+    if (test_only) {
+        printf("%s: configuration ok\n", file);
+        conf_free(&conf);
+        return 0;
+    }
+    rc = server_run(&conf);
+    conf_free(&conf);
+    return rc;
+}

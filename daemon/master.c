@@ -1,0 +1,605 @@
+/*
+ * master.c: hiredis async connections to the Redis masters.
+ *
+ * The only file that includes hiredis.  hiredis 0.14.1 facts this code
+ * relies on: redisAsyncConnect returns a context even on failure (check
+ * ac->err); on error or free every pending callback runs with a NULL
+ * reply; the disconnect callback runs only for a context that had
+ * connected, and the context is freed when it returns; freeing a context
+ * from inside the connect callback is not allowed, so drops requested
+ * there are deferred to the master's timer.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <event2/event.h>
+#include <hiredis/hiredis.h>
+#include <hiredis/async.h>
+#include <hiredis/adapters/libevent.h>
+
+#include "conf/conf.h"
+#include "daemon/log.h"
+#include "daemon/master.h"
+#include "daemon/util.h"
+
+#define MASTER_SCRIPTS_MAX      8
+#define MASTER_BACKOFF_MIN_MS   100
+#define MASTER_BACKOFF_MAX_MS   5000
+#define MASTER_ARGV_STACK       16
+#define MASTER_WHY_MAX          160
+
+/*
+ * One master.  Owned by this module (the masters array); freed by
+ * master_stop().
+ */
+struct master {
+    size_t              index;      /* position in the config */
+    const struct conf_addr *addr;   /* address, points into the conf */
+    enum master_state   state;      /* connection state */
+    redisAsyncContext  *ac;         /* live context, NULL when down */
+    struct event       *timer;      /* connect deadline, or reconnect delay */
+    int64_t             backoff_ms; /* next reconnect delay before jitter */
+    int                 pending;    /* handshake replies still expected */
+    bool                ever_up;    /* has been up once (for reconnects) */
+    bool                drop_now;   /* drop requested inside connect cb */
+    char                why[MASTER_WHY_MAX]; /* last failure, for status text */
+    char                status[MASTER_WHY_MAX + 16]; /* master_status_text buffer */
+    struct master_stats stats;      /* counters */
+};
+
+/* One request in flight on a master; freed after its callback. */
+struct master_req {
+    struct master      *m;          /* the master it was sent to */
+    master_reply_fn     cb;         /* caller's callback */
+    void               *arg;        /* caller's argument */
+    int                 script;     /* script id */
+    size_t              nkeys;      /* keys among args */
+    size_t              nargs;      /* args count */
+    const char *const  *args;       /* caller's args (kept alive by caller) */
+    const size_t       *lens;       /* their lengths */
+    bool                retried;    /* NOSCRIPT retry with EVAL done */
+    int64_t             sent_us;    /* monotonic send time */
+};
+
+static struct event_base *master_base;
+static const struct conf *master_conf;
+static struct master     *masters;
+static size_t             nmasters;
+
+static const char *script_text[MASTER_SCRIPTS_MAX];
+static char        script_sha[MASTER_SCRIPTS_MAX][41];
+static int         nscripts;
+
+static void master_connect(struct master *m);
+static void master_timer_cb(evutil_socket_t fd, short what, void *arg);
+
+int
+master_script(const char *text)
+{
+    if (nscripts == MASTER_SCRIPTS_MAX) {
+        return -1;
+    }
+    script_text[nscripts] = text;
+    return nscripts++;
+}
+
+static struct master *
+master_by_ac(const redisAsyncContext *ac)
+{
+    size_t i;
+
+    for (i = 0; i < nmasters; i++) {
+        if (masters[i].ac == ac) {
+            return &masters[i];
+        }
+    }
+    return NULL;
+}
+
+static void
+master_schedule(struct master *m, int64_t ms)
+{
+    struct timeval tv;
+
+    tv.tv_sec = (time_t)(ms / 1000);
+    tv.tv_usec = (suseconds_t)((ms % 1000) * 1000);
+    evtimer_add(m->timer, &tv);
+}
+
+/* Arm the reconnect timer: backoff doubling from 100 ms to 5 s, +-50% jitter. */
+static void
+master_schedule_reconnect(struct master *m)
+{
+    int64_t delay;
+
+    delay = m->backoff_ms / 2 + util_random(m->backoff_ms);
+    m->backoff_ms *= 2;
+    if (m->backoff_ms > MASTER_BACKOFF_MAX_MS) {
+        m->backoff_ms = MASTER_BACKOFF_MAX_MS;
+    }
+    log_debug("master %s: reconnect in %lld ms", m->addr->spec, (long long)delay);
+    master_schedule(m, delay);
+}
+
+/*
+ * Forget the live context and free it.  hiredis runs the pending
+ * callbacks with NULL (they see m->ac != their context and report the
+ * loss); when called from a reply callback the free is deferred by
+ * hiredis itself.  Never called from the connect callback.
+ */
+static void
+master_drop(struct master *m, const char *why)
+{
+    redisAsyncContext *ac = m->ac;
+
+    snprintf(m->why, sizeof(m->why), "%s", why);
+    if (m->state == MASTER_UP) {
+        log_warn("master %s: down: %s", m->addr->spec, why);
+    } else {
+        log_warn("master %s: %s", m->addr->spec, why);
+    }
+    m->ac = NULL;
+    m->state = MASTER_DOWN;
+    evtimer_del(m->timer);
+    if (ac != NULL) {
+        redisAsyncFree(ac);
+    }
+    master_schedule_reconnect(m);
+}
+
+static void
+master_handshake_cb(redisAsyncContext *ac, void *r, void *privdata)
+{
+    redisReply *reply = r;
+    struct master *m = master_by_ac(ac);
+    int step = (int)(intptr_t)privdata;   /* -1 AUTH, else script id */
+    char why[MASTER_WHY_MAX];
+
+    if (m == NULL || reply == NULL || m->state != MASTER_HANDSHAKE) {
+        return;     /* dropped meanwhile; the drop did the bookkeeping */
+    }
+    if (reply->type == REDIS_REPLY_ERROR) {
+        snprintf(why, sizeof(why), "%s refused: %.100s",
+                 step < 0 ? "AUTH" : "SCRIPT LOAD", reply->str);
+        m->stats.errors++;
+        master_drop(m, why);
+        return;
+    }
+    if (step >= 0) {
+        if (reply->type != REDIS_REPLY_STRING || reply->len != 40) {
+            m->stats.errors++;
+            master_drop(m, "SCRIPT LOAD answered something other than a sha1");
+            return;
+        }
+        memcpy(script_sha[step], reply->str, 40);
+        script_sha[step][40] = '\0';
+    }
+    if (--m->pending == 0) {
+        m->state = MASTER_UP;
+        m->backoff_ms = MASTER_BACKOFF_MIN_MS;
+        m->why[0] = '\0';
+        evtimer_del(m->timer);
+        if (m->ever_up) {
+            m->stats.reconnects++;
+        }
+        m->ever_up = true;
+        log_info("master %s: up", m->addr->spec);
+    }
+}
+
+static void
+master_connect_cb(const redisAsyncContext *cac, int status)
+{
+    struct master *m = master_by_ac(cac);
+    redisAsyncContext *ac = (redisAsyncContext *)cac;
+    const char *user, *pass;
+    int i, rc = REDIS_OK;
+
+    if (m == NULL) {
+        return;
+    }
+    if (status != REDIS_OK) {
+        /* hiredis frees the context when this callback returns. */
+        m->ac = NULL;
+        m->state = MASTER_DOWN;
+        snprintf(m->why, sizeof(m->why), "%s", cac->errstr[0] ? cac->errstr : "connect failed");
+        log_debug("master %s: connect failed: %s", m->addr->spec, m->why);
+        evtimer_del(m->timer);
+        master_schedule_reconnect(m);
+        return;
+    }
+    m->state = MASTER_HANDSHAKE;
+    m->pending = 0;
+    pass = master_conf->redis_password;
+    user = master_conf->redis_username;
+    if (pass != NULL && pass[0] != '\0') {
+        if (user != NULL && user[0] != '\0') {
+            rc = redisAsyncCommand(ac, master_handshake_cb, (void *)(intptr_t)-1,
+                                   "AUTH %s %s", user, pass);
+        } else {
+            rc = redisAsyncCommand(ac, master_handshake_cb, (void *)(intptr_t)-1,
+                                   "AUTH %s", pass);
+        }
+        m->pending++;
+    }
+    for (i = 0; i < nscripts && rc == REDIS_OK; i++) {
+        rc = redisAsyncCommand(ac, master_handshake_cb, (void *)(intptr_t)i,
+                               "SCRIPT LOAD %s", script_text[i]);
+        m->pending++;
+    }
+    if (rc != REDIS_OK) {
+        /* Cannot free the context here: let the timer drop it. */
+        m->drop_now = true;
+        snprintf(m->why, sizeof(m->why), "handshake could not be sent");
+        event_active(m->timer, EV_TIMEOUT, 0);
+    }
+}
+
+static void
+master_disconnect_cb(const redisAsyncContext *ac, int status)
+{
+    struct master *m = master_by_ac(ac);
+
+    if (m == NULL) {
+        return;     /* a context we dropped ourselves */
+    }
+    (void)status;
+    /* hiredis frees the context when this returns. */
+    m->ac = NULL;
+    snprintf(m->why, sizeof(m->why), "connection lost (%s)",
+             ac->errstr[0] ? ac->errstr : "closed by peer");
+    if (m->state == MASTER_UP) {
+        log_warn("master %s: down: %s", m->addr->spec, m->why);
+    }
+    m->state = MASTER_DOWN;
+    evtimer_del(m->timer);
+    master_schedule_reconnect(m);
+}
+
+static void
+master_connect(struct master *m)
+{
+    redisAsyncContext *ac;
+    char why[MASTER_WHY_MAX];
+
+    if (m->addr->is_unix) {
+        ac = redisAsyncConnectUnix(m->addr->path);
+    } else {
+        ac = redisAsyncConnect(m->addr->host, m->addr->port);
+    }
+    if (ac == NULL) {
+        snprintf(m->why, sizeof(m->why), "out of memory");
+        master_schedule_reconnect(m);
+        return;
+    }
+    if (ac->err) {
+        snprintf(why, sizeof(why), "%s", ac->errstr);
+        redisAsyncFree(ac);
+        snprintf(m->why, sizeof(m->why), "%s", why);
+        log_debug("master %s: connect failed: %s", m->addr->spec, why);
+        master_schedule_reconnect(m);
+        return;
+    }
+    if (redisLibeventAttach(ac, master_base) != REDIS_OK) {
+        redisAsyncFree(ac);
+        snprintf(m->why, sizeof(m->why), "cannot attach to the event loop");
+        master_schedule_reconnect(m);
+        return;
+    }
+    m->ac = ac;
+    m->state = MASTER_CONNECTING;
+    m->drop_now = false;
+    redisAsyncSetConnectCallback(ac, master_connect_cb);
+    redisAsyncSetDisconnectCallback(ac, master_disconnect_cb);
+    master_schedule(m, master_conf->connect_timeout_ms);
+}
+
+/* The master's one timer: reconnect when down, or the connect deadline. */
+static void
+master_timer_cb(evutil_socket_t fd, short what, void *arg)
+{
+    struct master *m = arg;
+    char why[MASTER_WHY_MAX];
+
+    (void)fd;
+    (void)what;
+    switch (m->state) {
+    case MASTER_DOWN:
+        master_connect(m);
+        break;
+    case MASTER_CONNECTING:
+    case MASTER_HANDSHAKE:
+        if (m->drop_now) {
+            snprintf(why, sizeof(why), "%s", m->why);
+        } else {
+            snprintf(why, sizeof(why), "connect timeout after %lld ms",
+                     (long long)master_conf->connect_timeout_ms);
+        }
+        master_drop(m, why);
+        break;
+    case MASTER_UP:
+        break;
+    }
+}
+
+int
+master_start(struct event_base *base, const struct conf *conf)
+{
+    size_t i;
+
+    master_base = base;
+    master_conf = conf;
+    nmasters = conf->nmasters;
+    masters = calloc(nmasters, sizeof(*masters));
+    if (masters == NULL) {
+        log_error("out of memory allocating %zu masters", nmasters);
+        return -1;
+    }
+    for (i = 0; i < nmasters; i++) {
+        struct master *m = &masters[i];
+
+        m->index = i;
+        m->addr = &conf->masters[i];
+        m->state = MASTER_DOWN;
+        m->backoff_ms = MASTER_BACKOFF_MIN_MS;
+        m->stats.rtt_us = -1;
+        snprintf(m->why, sizeof(m->why), "not connected yet");
+        m->timer = evtimer_new(base, master_timer_cb, m);
+        if (m->timer == NULL) {
+            log_error("out of memory allocating a timer");
+            return -1;
+        }
+    }
+    for (i = 0; i < nmasters; i++) {
+        master_connect(&masters[i]);
+    }
+    return 0;
+}
+
+void
+master_stop(void)
+{
+    size_t i;
+
+    for (i = 0; i < nmasters; i++) {
+        struct master *m = &masters[i];
+        redisAsyncContext *ac = m->ac;
+
+        m->ac = NULL;
+        m->state = MASTER_DOWN;
+        snprintf(m->why, sizeof(m->why), "daemon stopping");
+        if (ac != NULL) {
+            redisAsyncFree(ac);
+        }
+        if (m->timer != NULL) {
+            event_free(m->timer);
+            m->timer = NULL;
+        }
+    }
+    free(masters);
+    masters = NULL;
+    nmasters = 0;
+}
+
+size_t
+master_count(void)
+{
+    return nmasters;
+}
+
+struct master *
+master_at(size_t i)
+{
+    return &masters[i];
+}
+
+size_t
+master_index(const struct master *m)
+{
+    return m->index;
+}
+
+const char *
+master_name(const struct master *m)
+{
+    return m->addr->spec;
+}
+
+bool
+master_is_up(const struct master *m)
+{
+    return m->state == MASTER_UP;
+}
+
+void
+master_get_stats(const struct master *m, struct master_stats *st)
+{
+    *st = m->stats;
+    st->state = m->state;
+}
+
+const char *
+master_status_text(const struct master *m)
+{
+    struct master *mm = (struct master *)m;
+
+    switch (m->state) {
+    case MASTER_DOWN:
+        snprintf(mm->status, sizeof(mm->status), "down (%s)", m->why);
+        break;
+    case MASTER_CONNECTING:
+        snprintf(mm->status, sizeof(mm->status), "connecting");
+        break;
+    case MASTER_HANDSHAKE:
+        snprintf(mm->status, sizeof(mm->status), "connecting (handshake)");
+        break;
+    case MASTER_UP:
+        snprintf(mm->status, sizeof(mm->status), "up");
+        break;
+    }
+    return m->status;
+}
+
+static void master_reply_cb(redisAsyncContext *ac, void *r, void *privdata);
+
+/* Send req as EVALSHA, or as EVAL when use_eval.  Returns REDIS_OK/ERR. */
+static int
+master_send(struct master *m, struct master_req *req, bool use_eval)
+{
+    const char *stack_argv[MASTER_ARGV_STACK];
+    size_t stack_lens[MASTER_ARGV_STACK];
+    const char **argv = stack_argv;
+    size_t *lens = stack_lens;
+    size_t argc = req->nargs + 3, i;
+    char nkeys[24];
+    int rc;
+
+    if (argc > MASTER_ARGV_STACK) {
+        argv = malloc(argc * sizeof(*argv));
+        lens = malloc(argc * sizeof(*lens));
+        if (argv == NULL || lens == NULL) {
+            free(argv);
+            free(lens);
+            return REDIS_ERR;
+        }
+    }
+    argv[0] = use_eval ? "EVAL" : "EVALSHA";
+    lens[0] = strlen(argv[0]);
+    argv[1] = use_eval ? script_text[req->script] : script_sha[req->script];
+    lens[1] = strlen(argv[1]);
+    lens[2] = (size_t)snprintf(nkeys, sizeof(nkeys), "%zu", req->nkeys);
+    argv[2] = nkeys;
+    for (i = 0; i < req->nargs; i++) {
+        argv[i + 3] = req->args[i];
+        lens[i + 3] = req->lens[i];
+    }
+    rc = redisAsyncCommandArgv(m->ac, master_reply_cb, req, (int)argc, argv, lens);
+    if (argv != stack_argv) {
+        free(argv);
+        free(lens);
+    }
+    return rc;
+}
+
+static void
+master_reply_cb(redisAsyncContext *ac, void *r, void *privdata)
+{
+    redisReply *reply = r;
+    struct master_req *req = privdata;
+    struct master *m = req->m;
+    char why[MASTER_WHY_MAX];
+
+    if (reply == NULL) {
+        m->stats.errors++;
+        snprintf(why, sizeof(why), "connection lost (%s)",
+                 ac->errstr[0] ? ac->errstr : "closed");
+        req->cb(m, NULL, why, req->arg);
+        free(req);
+        return;
+    }
+    m->stats.rtt_us = util_now_us() - req->sent_us;
+    if (reply->type == REDIS_REPLY_ERROR && !req->retried && m->ac == ac
+        && strncmp(reply->str, "NOSCRIPT", 8) == 0) {
+        /* The script cache was flushed: send the text once, same deadline. */
+        req->retried = true;
+        log_debug("master %s: NOSCRIPT, retrying with EVAL", m->addr->spec);
+        if (master_send(m, req, true) == REDIS_OK) {
+            return;
+        }
+    }
+    if (reply->type == REDIS_REPLY_ERROR) {
+        m->stats.errors++;
+    }
+    req->cb(m, (const struct master_reply *)reply, NULL, req->arg);
+    free(req);
+}
+
+int
+master_eval(struct master *m, int script, size_t nkeys, size_t nargs,
+            const char *const *args, const size_t *lens,
+            master_reply_fn cb, void *arg)
+{
+    struct master_req *req;
+
+    if (m->state != MASTER_UP || m->ac == NULL) {
+        m->stats.errors++;
+        return -1;
+    }
+    req = malloc(sizeof(*req));
+    if (req == NULL) {
+        return -1;
+    }
+    req->m = m;
+    req->cb = cb;
+    req->arg = arg;
+    req->script = script;
+    req->nkeys = nkeys;
+    req->nargs = nargs;
+    req->args = args;
+    req->lens = lens;
+    req->retried = false;
+    req->sent_us = util_now_us();
+    if (master_send(m, req, false) != REDIS_OK) {
+        free(req);
+        m->stats.errors++;
+        return -1;
+    }
+    m->stats.requests++;
+    return 0;
+}
+
+enum master_reply_type
+master_reply_type(const struct master_reply *r)
+{
+    const redisReply *reply = (const redisReply *)r;
+
+    switch (reply->type) {
+    case REDIS_REPLY_STRING:
+        return MASTER_REPLY_STRING;
+    case REDIS_REPLY_STATUS:
+        return MASTER_REPLY_STATUS;
+    case REDIS_REPLY_INTEGER:
+        return MASTER_REPLY_INTEGER;
+    case REDIS_REPLY_NIL:
+        return MASTER_REPLY_NIL;
+    case REDIS_REPLY_ERROR:
+        return MASTER_REPLY_ERROR;
+    case REDIS_REPLY_ARRAY:
+        return MASTER_REPLY_ARRAY;
+    default:
+        return MASTER_REPLY_OTHER;
+    }
+}
+
+long long
+master_reply_integer(const struct master_reply *r)
+{
+    return ((const redisReply *)r)->integer;
+}
+
+const char *
+master_reply_str(const struct master_reply *r, size_t *len)
+{
+    const redisReply *reply = (const redisReply *)r;
+
+    if (len != NULL) {
+        *len = reply->str != NULL ? reply->len : 0;
+    }
+    return reply->str != NULL ? reply->str : "";
+}
+
+size_t
+master_reply_elements(const struct master_reply *r)
+{
+    const redisReply *reply = (const redisReply *)r;
+
+    return reply->type == REDIS_REPLY_ARRAY ? reply->elements : 0;
+}
+
+const struct master_reply *
+master_reply_element(const struct master_reply *r, size_t i)
+{
+    return (const struct master_reply *)((const redisReply *)r)->element[i];
+}

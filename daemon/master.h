@@ -1,0 +1,131 @@
+/*
+ * master.h: asynchronous connections to the Redis masters.
+ *
+ * This module is the only one that includes hiredis.  It keeps one
+ * hiredis async connection per configured master on the daemon's
+ * libevent base, connects at start, authenticates when a password is
+ * set, loads the registered Lua scripts with SCRIPT LOAD on every
+ * (re)connect, and reconnects with jittered exponential backoff (100 ms
+ * doubling to 5 s).  A master is "up" only after that handshake.
+ *
+ * Requests are Lua scripts sent with EVALSHA; a NOSCRIPT answer is
+ * retried once with EVAL on the same connection.  hiredis 0.14.1 has no
+ * per-command timeout: deadlines belong to the caller (daemon/round.h).
+ * Every request's callback is called exactly once, with a reply, or with
+ * NULL and an error text when the connection failed or was dropped.
+ */
+#ifndef REDLOCKD_MASTER_H
+#define REDLOCKD_MASTER_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+struct event_base;
+struct conf;
+struct master;
+
+/* A reply from a master.  It is valid only during the callback. */
+struct master_reply;
+
+enum master_reply_type {
+    MASTER_REPLY_STRING,
+    MASTER_REPLY_STATUS,
+    MASTER_REPLY_INTEGER,
+    MASTER_REPLY_NIL,
+    MASTER_REPLY_ERROR,
+    MASTER_REPLY_ARRAY,
+    MASTER_REPLY_OTHER      /* a RESP3 type we never ask for */
+};
+
+/* Connection state of a master, for STATS and logs. */
+enum master_state {
+    MASTER_DOWN,            /* waiting for the next connect attempt */
+    MASTER_CONNECTING,      /* TCP/Unix connect in progress */
+    MASTER_HANDSHAKE,       /* AUTH and SCRIPT LOAD sent, not all answered */
+    MASTER_UP               /* ready for requests */
+};
+
+/* Counters kept per master. */
+struct master_stats {
+    enum master_state state;    /* now */
+    int64_t  rtt_us;            /* last request's round trip, us; -1 before any */
+    uint64_t errors;            /* failed requests and error replies */
+    uint64_t reconnects;        /* connections made after the first */
+    uint64_t requests;          /* requests sent */
+};
+
+/*
+ * Called once per request.  reply is NULL when the request failed
+ * without an answer; error then says why ("connection lost: ..."), and
+ * is NULL otherwise.  m is the master that answered.
+ */
+typedef void (*master_reply_fn)(struct master *m, const struct master_reply *reply,
+                                const char *error, void *arg);
+
+/*
+ * Register a Lua script before master_start().  The text is not copied
+ * and must live for the life of the process (a string literal).  Returns
+ * the script's id for master_eval(), numbered from 0.
+ */
+int master_script(const char *text);
+
+/*
+ * Create a connection for every master in conf and begin connecting.
+ * conf must outlive the masters (until master_stop()).  Returns 0, or -1
+ * when memory ran out (logged).  Masters that cannot be reached are not
+ * an error: they are retried with backoff.
+ */
+int master_start(struct event_base *base, const struct conf *conf);
+
+/* Close every connection (pending callbacks run with NULL) and free all. */
+void master_stop(void);
+
+/* Number of masters (the N of Redlock). */
+size_t master_count(void);
+
+/* The i-th master, 0 <= i < master_count(). */
+struct master *master_at(size_t i);
+
+/* Index of m in config order. */
+size_t master_index(const struct master *m);
+
+/* The address as written in the config ("127.0.0.1:7001"). */
+const char *master_name(const struct master *m);
+
+/* True when the master has finished its handshake and takes requests. */
+bool master_is_up(const struct master *m);
+
+/* Copy m's counters into st. */
+void master_get_stats(const struct master *m, struct master_stats *st);
+
+/*
+ * Why the master is not up ("down (Connection refused)", "connecting",
+ * "handshake"), for error texts.  Returns a pointer into m, valid until
+ * the next event on m.
+ */
+const char *master_status_text(const struct master *m);
+
+/*
+ * Send a registered script: EVALSHA <sha> <nkeys> args[0..nargs-1]
+ * (the first nkeys args are keys).  args/lens must stay valid until cb
+ * has been called (the round that owns them guarantees this).
+ *
+ * Returns 0 when the request was queued: cb will be called exactly once,
+ * later, from the event loop.  Returns -1 when m is not up or the
+ * connection refused the write: cb will not be called; master_status_text()
+ * says why.
+ */
+int master_eval(struct master *m, int script, size_t nkeys, size_t nargs,
+                const char *const *args, const size_t *lens,
+                master_reply_fn cb, void *arg);
+
+/* Reply accessors; r must be non-NULL. */
+enum master_reply_type master_reply_type(const struct master_reply *r);
+long long master_reply_integer(const struct master_reply *r);
+/* String, status and error text (NUL-terminated); len in *len when non-NULL. */
+const char *master_reply_str(const struct master_reply *r, size_t *len);
+size_t master_reply_elements(const struct master_reply *r);
+const struct master_reply *master_reply_element(const struct master_reply *r, size_t i);
+
+#endif /* REDLOCKD_MASTER_H */

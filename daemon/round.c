@@ -1,0 +1,276 @@
+/*
+ * round.c: fan-out to every master, one deadline, one decision.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <event2/event.h>
+#include <event2/event_struct.h>
+
+#include "conf/conf.h"
+#include "daemon/log.h"
+#include "daemon/master.h"
+#include "daemon/round.h"
+#include "daemon/util.h"
+
+#define ROUND_WHY_MAX 120
+
+/* Per-master slot of a round. */
+struct round_master {
+    struct round    *round;          /* back pointer for the reply callback */
+    enum round_slot  state;          /* what became of this master */
+    bool             waiting;        /* a callback from master.c is still due */
+    char             why[ROUND_WHY_MAX]; /* failure reason when FAILED */
+};
+
+/*
+ * A round.  Owned by itself: allocated by round_start(), freed when it
+ * is decided and no master callback is still due.
+ */
+struct round {
+    struct event        deadline;    /* the one timer of the round */
+    round_reply_fn      reply_cb;    /* classify an answer, may be NULL */
+    round_done_fn       done_cb;     /* decision, may be NULL */
+    void               *arg;         /* callbacks' argument */
+    bool                decided;     /* done has been called (or is running) */
+    size_t              waiting;     /* master callbacks still due */
+    size_t              nmasters;    /* slots in masters[] */
+    size_t              answered;    /* slots ROUND_ANSWERED */
+    size_t              finished;    /* slots not ROUND_PENDING */
+    int64_t             start_us;    /* monotonic, before the first send */
+    int64_t             end_us;      /* monotonic, at the decision */
+    int64_t             timeout_ms;  /* deadline used, for texts */
+    size_t              nargs;       /* args count */
+    const char        **args;        /* copies, in one block with the bytes */
+    size_t             *lens;        /* lengths of args */
+    struct round_master masters[];   /* one per master */
+};
+
+static struct event_base *round_base;
+static int64_t            round_timeout_ms = 50;
+static size_t             rounds_live;
+
+void
+round_init(struct event_base *base, int64_t node_timeout_ms)
+{
+    round_base = base;
+    round_timeout_ms = node_timeout_ms;
+}
+
+void
+round_set_timeout(int64_t node_timeout_ms)
+{
+    round_timeout_ms = node_timeout_ms;
+}
+
+static void
+round_release(struct round *r)
+{
+    if (!r->decided || r->waiting > 0) {
+        return;
+    }
+    event_del(&r->deadline);
+    free(r->args);
+    free(r);
+    rounds_live--;
+}
+
+static void
+round_decide(struct round *r)
+{
+    if (r->decided) {
+        return;
+    }
+    r->decided = true;
+    r->end_us = util_now_us();
+    event_del(&r->deadline);
+    if (r->done_cb != NULL) {
+        r->done_cb(r, r->arg);
+    }
+    round_release(r);
+}
+
+/* The deadline passed, or a zero-time activation after round_start(). */
+static void
+round_deadline_cb(evutil_socket_t fd, short what, void *arg)
+{
+    struct round *r = arg;
+
+    (void)fd;
+    (void)what;
+    round_decide(r);
+}
+
+static void
+round_reply_cb(struct master *m, const struct master_reply *reply,
+               const char *error, void *arg)
+{
+    struct round_master *slot = arg;
+    struct round *r = slot->round;
+    enum round_verdict verdict = ROUND_CONTINUE;
+    size_t i = master_index(m);
+
+    slot->waiting = false;
+    r->waiting--;
+    if (r->decided) {
+        /* A late reply to a round already decided: ignored. */
+        log_debug("master %s: late reply ignored", master_name(m));
+        round_release(r);
+        return;
+    }
+    if (reply == NULL) {
+        slot->state = ROUND_FAILED;
+        snprintf(slot->why, sizeof(slot->why), "%s", error);
+    } else if (master_reply_type(reply) == MASTER_REPLY_ERROR) {
+        slot->state = ROUND_FAILED;
+        snprintf(slot->why, sizeof(slot->why), "error (%.100s)",
+                 master_reply_str(reply, NULL));
+    } else {
+        slot->state = ROUND_ANSWERED;
+        if (r->reply_cb != NULL) {
+            verdict = r->reply_cb(r, i, reply, r->arg);
+        }
+        if (slot->state == ROUND_ANSWERED) {
+            r->answered++;
+        }
+    }
+    r->finished++;
+    if (verdict == ROUND_DECIDED || r->finished == r->nmasters) {
+        round_decide(r);
+    }
+}
+
+int
+round_start(int script, size_t nkeys, size_t nargs,
+            const char *const *args, const size_t *lens,
+            round_reply_fn reply_cb, round_done_fn done_cb, void *arg)
+{
+    size_t n = master_count(), i, bytes = 0;
+    struct round *r;
+    struct timeval tv;
+    char *p;
+
+    r = calloc(1, sizeof(*r) + n * sizeof(r->masters[0]));
+    if (r == NULL) {
+        return -1;
+    }
+    for (i = 0; i < nargs; i++) {
+        bytes += lens[i];
+    }
+    r->args = malloc(nargs * (sizeof(*r->args) + sizeof(*r->lens)) + bytes + 1);
+    if (r->args == NULL) {
+        free(r);
+        return -1;
+    }
+    r->lens = (size_t *)(r->args + nargs);
+    p = (char *)(r->lens + nargs);
+    for (i = 0; i < nargs; i++) {
+        memcpy(p, args[i], lens[i]);
+        r->args[i] = p;
+        r->lens[i] = lens[i];
+        p += lens[i];
+    }
+    r->nargs = nargs;
+    r->reply_cb = reply_cb;
+    r->done_cb = done_cb;
+    r->arg = arg;
+    r->nmasters = n;
+    r->timeout_ms = round_timeout_ms;
+    event_assign(&r->deadline, round_base, -1, 0, round_deadline_cb, r);
+    rounds_live++;
+
+    r->start_us = util_now_us();
+    for (i = 0; i < n; i++) {
+        struct round_master *slot = &r->masters[i];
+        struct master *m = master_at(i);
+
+        slot->round = r;
+        if (master_eval(m, script, nkeys, nargs, r->args, r->lens,
+                        round_reply_cb, slot) == 0) {
+            slot->waiting = true;
+            r->waiting++;
+        } else {
+            slot->state = ROUND_FAILED;
+            snprintf(slot->why, sizeof(slot->why), "%s", master_status_text(m));
+            r->finished++;
+        }
+    }
+    if (r->finished == n) {
+        /* Nothing was sent: decide on the next loop iteration, not here. */
+        event_active(&r->deadline, EV_TIMEOUT, 0);
+    } else {
+        tv.tv_sec = (time_t)(r->timeout_ms / 1000);
+        tv.tv_usec = (suseconds_t)((r->timeout_ms % 1000) * 1000);
+        event_add(&r->deadline, &tv);
+    }
+    return 0;
+}
+
+void
+round_fail(struct round *r, size_t master, const char *why)
+{
+    struct round_master *slot = &r->masters[master];
+
+    slot->state = ROUND_FAILED;
+    snprintf(slot->why, sizeof(slot->why), "%s", why);
+}
+
+enum round_slot
+round_slot(const struct round *r, size_t master)
+{
+    return r->masters[master].state;
+}
+
+size_t
+round_answered(const struct round *r)
+{
+    return r->answered;
+}
+
+int64_t
+round_start_us(const struct round *r)
+{
+    return r->start_us;
+}
+
+int64_t
+round_end_us(const struct round *r)
+{
+    return r->end_us;
+}
+
+char *
+round_describe_failures(const struct round *r, char *buf, size_t size)
+{
+    size_t i, used = 0;
+    int n;
+
+    buf[0] = '\0';
+    for (i = 0; i < r->nmasters && used < size; i++) {
+        const struct round_master *slot = &r->masters[i];
+
+        if (slot->state == ROUND_ANSWERED) {
+            continue;
+        }
+        if (slot->state == ROUND_PENDING) {
+            n = snprintf(buf + used, size - used, "%s%s timeout after %lld ms",
+                         used ? "; " : "", master_name(master_at(i)),
+                         (long long)r->timeout_ms);
+        } else {
+            n = snprintf(buf + used, size - used, "%s%s %s",
+                         used ? "; " : "", master_name(master_at(i)), slot->why);
+        }
+        if (n < 0) {
+            break;
+        }
+        used += (size_t)n;
+    }
+    return buf;
+}
+
+size_t
+round_live(void)
+{
+    return rounds_live;
+}

@@ -1,0 +1,100 @@
+/*
+ * round.h: one Redlock round: a script sent to every master at once,
+ * one deadline for the whole round, a tally, a single decision.
+ *
+ * The round is the unit that acquire, release, extend and status share
+ * (Redis distributed-locks page, "The Redlock algorithm", steps 1-3):
+ * the clock is read on CLOCK_MONOTONIC before the first send, every
+ * master receives the request at once (hiredis coalesces the writes),
+ * and a single libevent timer of node_timeout_ms ends the round.  The
+ * caller classifies each answer and may decide early (for example when a
+ * quorum has granted); the round then calls done exactly once.
+ *
+ * Late replies: a round lives until every master's callback has come
+ * back, so a reply that arrives after the decision finds the round
+ * still allocated, marked decided, and is ignored.
+ */
+#ifndef REDLOCKD_ROUND_H
+#define REDLOCKD_ROUND_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+struct event_base;
+struct master_reply;
+struct round;
+
+/* What became of one master in a round. */
+enum round_slot {
+    ROUND_PENDING,      /* no answer yet (a timeout, once decided) */
+    ROUND_ANSWERED,     /* a well-formed answer, counted by the caller */
+    ROUND_FAILED        /* not sent, connection failed, or a bad answer */
+};
+
+/* What the reply callback tells the round. */
+enum round_verdict {
+    ROUND_CONTINUE,     /* keep waiting for the others */
+    ROUND_DECIDED       /* the outcome is known: call done now */
+};
+
+/*
+ * Called for each master's answer that arrives before the decision.
+ * reply is never NULL here (transport failures are recorded by the
+ * round).  The callback classifies it: the round records ROUND_ANSWERED
+ * unless the callback called round_fail() for this master.
+ */
+typedef enum round_verdict (*round_reply_fn)(struct round *r, size_t master,
+                                             const struct master_reply *reply,
+                                             void *arg);
+
+/* Called once when the round is decided; r is valid only during the call. */
+typedef void (*round_done_fn)(struct round *r, void *arg);
+
+/* Set the event base and the per-round deadline (lock.node_timeout_ms). */
+void round_init(struct event_base *base, int64_t node_timeout_ms);
+
+/* Change the deadline for rounds started from now on, ms. */
+void round_set_timeout(int64_t node_timeout_ms);
+
+/*
+ * Start a round: send script (an id from master_script()) with
+ * args[0..nargs-1], the first nkeys being keys, to every master.  The
+ * args are copied.  reply_cb may be NULL (every answer counts as
+ * ROUND_ANSWERED); done_cb may be NULL (fire and forget, as for the
+ * release after a failed acquire).
+ *
+ * The decision is always delivered from the event loop, never from
+ * inside round_start().  Returns 0, or -1 when memory ran out (no
+ * callback will be called).
+ */
+int round_start(int script, size_t nkeys, size_t nargs,
+                const char *const *args, const size_t *lens,
+                round_reply_fn reply_cb, round_done_fn done_cb, void *arg);
+
+/* Mark master i's answer as failed, with a reason for error texts. */
+void round_fail(struct round *r, size_t master, const char *why);
+
+/* State of master i. */
+enum round_slot round_slot(const struct round *r, size_t master);
+
+/* Masters with ROUND_ANSWERED. */
+size_t round_answered(const struct round *r);
+
+/* Monotonic start time (just before the first send), us. */
+int64_t round_start_us(const struct round *r);
+
+/* Monotonic time of the decision, us. */
+int64_t round_end_us(const struct round *r);
+
+/*
+ * Describe the masters that did not answer, for ERR NOQUORUM:
+ * "127.0.0.1:7003 down (Connection refused); 127.0.0.1:7004 timeout
+ * after 50 ms".  Writes at most size bytes with NUL into buf; returns buf.
+ */
+char *round_describe_failures(const struct round *r, char *buf, size_t size);
+
+/* Rounds allocated now (decided or not), for STATS and leak checks. */
+size_t round_live(void);
+
+#endif /* REDLOCKD_ROUND_H */

@@ -1,0 +1,486 @@
+/*
+ * session.c: client connections and the line protocol's verbs.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/queue.h>
+
+#include <event2/buffer.h>
+#include <event2/bufferevent.h>
+#include <event2/event.h>
+
+#include "conf/conf.h"
+#include "daemon/lock.h"
+#include "daemon/log.h"
+#include "daemon/master.h"
+#include "daemon/redlock.h"
+#include "daemon/session.h"
+#include "daemon/stats.h"
+#include "daemon/util.h"
+#include "proto/proto.h"
+
+#define SESSION_READ_HIGH   (64 * 1024)   /* input buffered while a LOCK waits */
+#define SESSION_PEER_MAX    64
+
+/*
+ * One client connection.  Owned by this module (the sessions list);
+ * freed once it is closed and no lock operation is in flight.
+ */
+struct session {
+    struct lock_client  lc;         /* the lock side: leases, pending LOCK */
+    struct bufferevent *bev;        /* the socket, NULL once closed */
+    TAILQ_ENTRY(session) link;      /* in sessions */
+    uint64_t            id;         /* for logs, from 1 */
+    char                peer[SESSION_PEER_MAX]; /* peer address, for logs */
+    enum proto_verb     verb;       /* the request in flight */
+    bool                busy;       /* a lock operation is in flight */
+    bool                closing;    /* closed; freed when !busy */
+    bool                in_close;   /* inside session_close() */
+    bool                quitting;   /* QUIT or TOOLONG: close once flushed */
+    bool                processing; /* inside session_process() */
+};
+
+static struct event_base *session_base;
+static const struct conf *session_conf;
+static TAILQ_HEAD(, session) sessions = TAILQ_HEAD_INITIALIZER(sessions);
+static size_t             session_n;
+static uint64_t           session_next_id = 1;
+static bool               session_stopping;
+
+static void session_process(struct session *s);
+static void session_close(struct session *s, const char *why);
+
+void
+session_init(struct event_base *base, const struct conf *conf)
+{
+    session_base = base;
+    session_conf = conf;
+}
+
+void
+session_set_conf(const struct conf *conf)
+{
+    session_conf = conf;
+}
+
+size_t
+session_count(void)
+{
+    return session_n;
+}
+
+static void
+session_free(struct session *s)
+{
+    log_debug("client %llu: freed", (unsigned long long)s->id);
+    free(s);
+}
+
+static void
+session_send(struct session *s, const struct proto_reply *r)
+{
+    if (s->bev != NULL) {
+        bufferevent_write(s->bev, r->buf, r->len);
+    }
+}
+
+static void
+session_send_error(struct session *s, enum proto_errcode code, const char *text)
+{
+    struct proto_reply r;
+
+    proto_reply_error(&r, code, text);
+    session_send(s, &r);
+}
+
+/* Reply for a finished lock operation. */
+static void
+session_done_cb(struct lock_client *c, const struct lock_result *res)
+{
+    struct session *s = (struct session *)c;    /* lc is the first member */
+    struct proto_reply r;
+
+    s->busy = false;
+    if (s->closing) {
+        if (!s->in_close) {
+            session_free(s);
+        }
+        return;
+    }
+    switch (res->outcome) {
+    case LOCK_OK:
+        proto_reply_start(&r, "OK");
+        proto_reply_word(&r, res->name, res->name_len);
+        if (s->verb == PROTO_LOCK || s->verb == PROTO_TRYLOCK) {
+            proto_reply_int(&r, "validity", res->validity_ms);
+        }
+        proto_reply_int(&r, "holds", res->holds);
+        break;
+    case LOCK_BUSY:
+        proto_reply_start(&r, "BUSY");
+        proto_reply_word(&r, res->name, res->name_len);
+        proto_reply_int(&r, "ttl", res->ttl_ms);
+        break;
+    case LOCK_TIMEOUT:
+        proto_reply_start(&r, "TIMEOUT");
+        proto_reply_word(&r, res->name, res->name_len);
+        break;
+    case LOCK_NOTHELD:
+        proto_reply_start(&r, "NOTHELD");
+        proto_reply_word(&r, res->name, res->name_len);
+        break;
+    case LOCK_HELD:
+        proto_reply_start(&r, "HELD");
+        proto_reply_word(&r, res->name, res->name_len);
+        proto_reply_int(&r, "ttl", res->ttl_ms);
+        proto_reply_str(&r, "owner", res->owner_self ? "self" : "other");
+        break;
+    case LOCK_FREE:
+        proto_reply_start(&r, "FREE");
+        proto_reply_word(&r, res->name, res->name_len);
+        break;
+    case LOCK_NOQUORUM:
+        proto_reply_error(&r, PROTO_ERR_NOQUORUM, res->error);
+        session_send(s, &r);
+        goto next;
+    case LOCK_SHUTDOWN:
+        proto_reply_error(&r, PROTO_ERR_SHUTDOWN, res->error);
+        session_send(s, &r);
+        goto next;
+    case LOCK_LIMIT:
+    case LOCK_FAILED:
+        proto_reply_error(&r, PROTO_ERR_LIMIT, res->error);
+        session_send(s, &r);
+        goto next;
+    case LOCK_CANCELLED:
+        return;
+    }
+    proto_reply_end(&r);
+    session_send(s, &r);
+next:
+    if (!s->processing) {
+        session_process(s);
+    }
+}
+
+/* A held lock is gone: push "! LOST <name> reason=<why>". */
+static void
+session_lost_cb(struct lock_client *c, const char *name, size_t name_len,
+                const char *reason)
+{
+    struct session *s = (struct session *)c;
+    struct proto_reply r;
+
+    proto_reply_start(&r, "!");
+    proto_reply_word(&r, "LOST", 4);
+    proto_reply_word(&r, name, name_len);
+    proto_reply_str(&r, "reason", reason);
+    proto_reply_end(&r);
+    session_send(s, &r);
+}
+
+static void
+session_stats(struct session *s)
+{
+    struct evbuffer *out = bufferevent_get_output(s->bev);
+    size_t i, n = master_count(), up = 0;
+    struct master_stats ms;
+
+    for (i = 0; i < n; i++) {
+        up += master_is_up(master_at(i));
+    }
+#define STAT_U(name, v) evbuffer_add_printf(out, "STAT %s %llu\n", name, (unsigned long long)(v))
+#define STAT_I(name, v) evbuffer_add_printf(out, "STAT %s %lld\n", name, (long long)(v))
+    evbuffer_add_printf(out, "STAT version %s\n", REDLOCKD_VERSION);
+    STAT_I("uptime_ms", (util_now_us() - stats.start_us) / 1000);
+    STAT_U("connections", stats.connections);
+    STAT_U("connections_total", stats.connections_total);
+    STAT_U("rejected_clients", stats.rejected_clients);
+    STAT_U("locks_held", lock_count_held());
+    STAT_U("waiters", lock_count_waiters());
+    STAT_U("acquire_ok", stats.acquire_ok);
+    STAT_U("acquire_reentered", stats.acquire_reentered);
+    STAT_U("acquire_busy", stats.acquire_busy);
+    STAT_U("acquire_timeout", stats.acquire_timeout);
+    STAT_U("acquire_noquorum", stats.acquire_noquorum);
+    STAT_U("releases", stats.releases);
+    STAT_U("renewals_ok", stats.renewals_ok);
+    STAT_U("renewals_failed", stats.renewals_failed);
+    STAT_U("locks_lost", stats.locks_lost);
+    STAT_U("masters", n);
+    STAT_U("quorum", redlock_quorum(n));
+    STAT_U("masters_up", up);
+    for (i = 0; i < n; i++) {
+        master_get_stats(master_at(i), &ms);
+        evbuffer_add_printf(out, "STAT master.%zu.addr %s\n", i, master_name(master_at(i)));
+        evbuffer_add_printf(out, "STAT master.%zu.up %d\n", i, ms.state == MASTER_UP);
+        evbuffer_add_printf(out, "STAT master.%zu.rtt_us %lld\n", i, (long long)ms.rtt_us);
+        evbuffer_add_printf(out, "STAT master.%zu.errors %llu\n", i,
+                            (unsigned long long)ms.errors);
+        evbuffer_add_printf(out, "STAT master.%zu.reconnects %llu\n", i,
+                            (unsigned long long)ms.reconnects);
+    }
+#undef STAT_U
+#undef STAT_I
+    evbuffer_add(out, "END\n", 4);
+}
+
+/*
+ * Close once the output is flushed (QUIT, TOOLONG).  Callers have just
+ * written a reply, so the write callback will run and close; never
+ * closing here keeps the session valid for the caller.
+ */
+static void
+session_quit(struct session *s)
+{
+    s->quitting = true;
+    bufferevent_disable(s->bev, EV_READ);
+}
+
+/* Check ttl= against the config; 0 or -1 with an ERR PROTO sent. */
+static int
+session_ttl(struct session *s, const struct proto_cmd *cmd, int64_t *ttl)
+{
+    char text[160];
+
+    *ttl = cmd->has_ttl ? cmd->ttl_ms : session_conf->default_ttl_ms;
+    if (*ttl < session_conf->min_ttl_ms || *ttl > session_conf->max_ttl_ms) {
+        snprintf(text, sizeof(text), "%s: ttl=%lld out of range %lld..%lld",
+                 proto_verb_name(cmd->verb), (long long)*ttl,
+                 (long long)session_conf->min_ttl_ms, (long long)session_conf->max_ttl_ms);
+        session_send_error(s, PROTO_ERR_PROTO, text);
+        return -1;
+    }
+    return 0;
+}
+
+/* Run one parsed request. */
+static void
+session_dispatch(struct session *s, const struct proto_cmd *cmd)
+{
+    struct proto_reply r;
+    int64_t ttl;
+    size_t i;
+
+    if (session_stopping && cmd->verb != PROTO_QUIT) {
+        session_send_error(s, PROTO_ERR_SHUTDOWN, "the daemon is stopping");
+        return;
+    }
+    s->verb = cmd->verb;
+    switch (cmd->verb) {
+    case PROTO_LOCK:
+    case PROTO_TRYLOCK:
+        if (session_ttl(s, cmd, &ttl) != 0) {
+            return;
+        }
+        s->busy = true;
+        lock_acquire(&s->lc, cmd->name, cmd->name_len, ttl,
+                     cmd->verb == PROTO_TRYLOCK ? 0
+                     : cmd->has_wait ? cmd->wait_ms : PROTO_WAIT_INF,
+                     cmd->verb == PROTO_TRYLOCK);
+        return;
+    case PROTO_UNLOCK:
+        s->busy = true;
+        lock_release(&s->lc, cmd->name, cmd->name_len);
+        return;
+    case PROTO_STATUS:
+        s->busy = true;
+        lock_status(&s->lc, cmd->name, cmd->name_len);
+        return;
+    case PROTO_PING:
+        proto_reply_start(&r, "PONG");
+        if (cmd->word != NULL) {
+            proto_reply_word(&r, cmd->word, cmd->word_len);
+        }
+        break;
+    case PROTO_VERSION_VERB:
+        proto_reply_start(&r, "VERSION");
+        proto_reply_word(&r, REDLOCKD_VERSION, strlen(REDLOCKD_VERSION));
+        break;
+    case PROTO_HELP:
+        for (i = 0; proto_help[i] != NULL; i++) {
+            evbuffer_add_printf(bufferevent_get_output(s->bev), "HELP %s\n", proto_help[i]);
+        }
+        bufferevent_write(s->bev, "END\n", 4);
+        return;
+    case PROTO_STATS:
+        session_stats(s);
+        return;
+    case PROTO_QUIT:
+        bufferevent_write(s->bev, "BYE\n", 4);
+        session_quit(s);
+        return;
+    case PROTO_VERB_COUNT:
+        return;
+    }
+    proto_reply_end(&r);
+    session_send(s, &r);
+}
+
+/* Handle every complete line buffered, one request at a time. */
+static void
+session_process(struct session *s)
+{
+    struct evbuffer *in;
+    struct evbuffer_ptr eol;
+    struct proto_cmd cmd;
+    struct proto_error err;
+    size_t eol_len, max = (size_t)session_conf->max_line_bytes;
+    char text[96];
+    unsigned char *line;
+
+    s->processing = true;
+    while (!s->busy && !s->closing && !s->quitting && s->bev != NULL) {
+        in = bufferevent_get_input(s->bev);
+        eol = evbuffer_search_eol(in, NULL, &eol_len, EVBUFFER_EOL_LF);
+        if (eol.pos < 0) {
+            if (evbuffer_get_length(in) > max) {
+                goto toolong;
+            }
+            break;
+        }
+        if ((size_t)eol.pos > max) {
+            goto toolong;
+        }
+        line = evbuffer_pullup(in, eol.pos + 1);
+        if (proto_parse((const char *)line, (size_t)eol.pos, &cmd, &err) == 0) {
+            session_dispatch(s, &cmd);
+        } else {
+            session_send_error(s, err.code, err.text);
+        }
+        evbuffer_drain(in, (size_t)eol.pos + 1);
+    }
+    s->processing = false;
+    return;
+
+toolong:
+    snprintf(text, sizeof(text), "line exceeds %zu bytes (limits.max_line_bytes)", max);
+    log_info("client %llu (%s): line too long, closing", (unsigned long long)s->id, s->peer);
+    session_send_error(s, PROTO_ERR_TOOLONG, text);
+    s->processing = false;
+    session_quit(s);
+}
+
+static void
+session_read_cb(struct bufferevent *bev, void *arg)
+{
+    (void)bev;
+    session_process(arg);
+}
+
+static void
+session_write_cb(struct bufferevent *bev, void *arg)
+{
+    struct session *s = arg;
+
+    if (s->quitting && evbuffer_get_length(bufferevent_get_output(bev)) == 0) {
+        session_close(s, "quit");
+    }
+}
+
+static void
+session_event_cb(struct bufferevent *bev, short what, void *arg)
+{
+    struct session *s = arg;
+
+    (void)bev;
+    if (what & BEV_EVENT_EOF) {
+        session_close(s, "closed by client");
+    } else if (what & BEV_EVENT_ERROR) {
+        session_close(s, evutil_socket_error_to_string(EVUTIL_SOCKET_ERROR()));
+    }
+}
+
+/*
+ * Close the connection now and release the session's locks.  The
+ * struct stays until the operation in flight, if any, has called back.
+ */
+static void
+session_close(struct session *s, const char *why)
+{
+    if (s->closing) {
+        return;
+    }
+    log_debug("client %llu (%s): %s", (unsigned long long)s->id, s->peer, why);
+    s->closing = true;
+    TAILQ_REMOVE(&sessions, s, link);
+    session_n--;
+    stats.connections--;
+    bufferevent_free(s->bev);
+    s->bev = NULL;
+    s->in_close = true;
+    lock_client_close(&s->lc);
+    s->in_close = false;
+    if (!s->busy) {
+        session_free(s);
+    }
+}
+
+int
+session_accept(evutil_socket_t fd, const char *peer)
+{
+    struct session *s;
+
+    s = calloc(1, sizeof(*s));
+    if (s == NULL) {
+        evutil_closesocket(fd);
+        return -1;
+    }
+    s->bev = bufferevent_socket_new(session_base, fd,
+                                    BEV_OPT_CLOSE_ON_FREE | BEV_OPT_DEFER_CALLBACKS);
+    if (s->bev == NULL) {
+        evutil_closesocket(fd);
+        free(s);
+        return -1;
+    }
+    lock_client_init(&s->lc, session_done_cb, session_lost_cb);
+    s->id = session_next_id++;
+    snprintf(s->peer, sizeof(s->peer), "%s", peer);
+    TAILQ_INSERT_TAIL(&sessions, s, link);
+    session_n++;
+    stats.connections++;
+    stats.connections_total++;
+    bufferevent_setcb(s->bev, session_read_cb, session_write_cb, session_event_cb, s);
+    /* Stop reading while a LOCK waits and this much is buffered. */
+    bufferevent_setwatermark(s->bev, EV_READ, 0,
+                             SESSION_READ_HIGH + 2 * (size_t)session_conf->max_line_bytes);
+    bufferevent_enable(s->bev, EV_READ | EV_WRITE);
+    log_debug("client %llu (%s): connected", (unsigned long long)s->id, peer);
+    return 0;
+}
+
+void
+session_shutdown_all(void)
+{
+    struct session *s;
+
+    session_stopping = true;
+    TAILQ_FOREACH(s, &sessions, link) {
+        lock_client_shutdown(&s->lc);
+    }
+}
+
+bool
+session_all_flushed(void)
+{
+    struct session *s;
+
+    TAILQ_FOREACH(s, &sessions, link) {
+        if (s->bev != NULL && evbuffer_get_length(bufferevent_get_output(s->bev)) > 0) {
+            return false;
+        }
+    }
+    return true;
+}
+
+void
+session_close_all(void)
+{
+    struct session *s;
+
+    while ((s = TAILQ_FIRST(&sessions)) != NULL) {
+        session_close(s, "daemon stopping");
+    }
+}

@@ -1,0 +1,50 @@
+/*
+ * session.h: one client connection speaking the line protocol.
+ *
+ * A session reads request lines from a bufferevent, parses them with
+ * proto/, runs one request at a time (a blocked LOCK holds up the lines
+ * after it), and writes one reply line per request in order.  Locks
+ * belong to the session: when its connection closes, every lock it
+ * holds is released on the masters at once (daemon/lock.h).
+ */
+#ifndef REDLOCKD_SESSION_H
+#define REDLOCKD_SESSION_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include <event2/util.h>
+
+struct event_base;
+struct conf;
+
+/* Set the event base and the settings (limits.*, lock.*). */
+void session_init(struct event_base *base, const struct conf *conf);
+
+/* Use new settings from now on (reload). */
+void session_set_conf(const struct conf *conf);
+
+/*
+ * Start a session on an accepted socket.  peer describes the client for
+ * logs ("127.0.0.1:5555" or "unix").  Takes ownership of fd (closed on
+ * failure).  Returns 0, or -1 when out of memory.
+ */
+int session_accept(evutil_socket_t fd, const char *peer);
+
+/* Sessions open now. */
+size_t session_count(void);
+
+/*
+ * The daemon is stopping: every session pushes LOST reason=shutdown for
+ * its locks, which are released on the masters, a pending LOCK answers
+ * ERR SHUTDOWN, and every later request answers ERR SHUTDOWN.
+ */
+void session_shutdown_all(void);
+
+/* True when every session's output has been written to its socket. */
+bool session_all_flushed(void);
+
+/* Close and free every session (at exit). */
+void session_close_all(void);
+
+#endif /* REDLOCKD_SESSION_H */

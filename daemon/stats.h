@@ -1,0 +1,30 @@
+/*
+ * stats.h: the daemon's counters, shown by STATS.
+ *
+ * One global struct; each counter is written by the one module named in
+ * its comment and read by the session module for STATS.
+ */
+#ifndef REDLOCKD_STATS_H
+#define REDLOCKD_STATS_H
+
+#include <stdint.h>
+
+struct stats {
+    int64_t  start_us;           /* main: monotonic start time */
+    uint64_t connections;        /* session: open now */
+    uint64_t connections_total;  /* session: accepted since start */
+    uint64_t rejected_clients;   /* listener: refused by max_clients */
+    uint64_t acquire_ok;         /* lock: LOCK/TRYLOCK granted (first grant) */
+    uint64_t acquire_reentered;  /* lock: LOCK on a name already held */
+    uint64_t acquire_busy;       /* lock: TRYLOCK answered BUSY */
+    uint64_t acquire_timeout;    /* lock: LOCK answered TIMEOUT */
+    uint64_t acquire_noquorum;   /* lock: LOCK/TRYLOCK answered NOQUORUM */
+    uint64_t releases;           /* lock: leases released on the masters */
+    uint64_t renewals_ok;        /* watchdog: leases renewed */
+    uint64_t renewals_failed;    /* watchdog: renewals without a quorum */
+    uint64_t locks_lost;         /* lock: LOST pushed */
+};
+
+extern struct stats stats;
+
+#endif /* REDLOCKD_STATS_H */

@@ -1,0 +1,79 @@
+/*
+ * util.c: monotonic time, owner tokens, retry jitter.
+ */
+#include <errno.h>
+#include <stdbool.h>
+#include <sys/random.h>
+#include <time.h>
+
+#include "daemon/util.h"
+
+int64_t
+util_now_us(void)
+{
+    struct timespec ts;
+
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
+}
+
+/* Read exactly len random bytes; getrandom may return fewer or EINTR. */
+static int
+util_getrandom(void *buf, size_t len)
+{
+    unsigned char *p = buf;
+    size_t got = 0;
+    ssize_t n;
+
+    while (got < len) {
+        n = getrandom(p + got, len - got, 0);
+        if (n < 0) {
+            if (errno == EINTR) {
+                continue;
+            }
+            return -1;
+        }
+        got += (size_t)n;
+    }
+    return 0;
+}
+
+int
+util_token(char *out)
+{
+    static const char hex[] = "0123456789abcdef";
+    unsigned char raw[UTIL_TOKEN_BYTES];
+    size_t i;
+
+    if (util_getrandom(raw, sizeof(raw)) != 0) {
+        return -1;
+    }
+    for (i = 0; i < sizeof(raw); i++) {
+        out[2 * i] = hex[raw[i] >> 4];
+        out[2 * i + 1] = hex[raw[i] & 0x0f];
+    }
+    out[UTIL_TOKEN_HEX] = '\0';
+    return 0;
+}
+
+/* xorshift64*: fast, and good enough to spread retries apart. */
+int64_t
+util_random(int64_t max)
+{
+    static uint64_t state;
+    static bool seeded;
+
+    if (max <= 0) {
+        return 0;
+    }
+    if (!seeded) {
+        if (util_getrandom(&state, sizeof(state)) != 0 || state == 0) {
+            state = (uint64_t)util_now_us() | 1;
+        }
+        seeded = true;
+    }
+    state ^= state >> 12;
+    state ^= state << 25;
+    state ^= state >> 27;
+    return (int64_t)((state * UINT64_C(2685821657736338717)) % ((uint64_t)max + 1));
+}

@@ -1,0 +1,33 @@
+/*
+ * util.h: time and randomness, the two things every safety rule leans on.
+ *
+ * Every duration in redlockd is measured on CLOCK_MONOTONIC (never the
+ * wall clock, which may be stepped); owner tokens come from getrandom(2).
+ */
+#ifndef REDLOCKD_UTIL_H
+#define REDLOCKD_UTIL_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#define UTIL_TOKEN_BYTES 16                      /* 128 random bits */
+#define UTIL_TOKEN_HEX   (2 * UTIL_TOKEN_BYTES)  /* hex characters, no NUL */
+
+/* Microseconds on CLOCK_MONOTONIC since an arbitrary point (boot). */
+int64_t util_now_us(void);
+
+/*
+ * Fill out with a fresh owner token: 128 bits from getrandom(2) written
+ * as UTIL_TOKEN_HEX lowercase hex characters plus a NUL (out must hold
+ * UTIL_TOKEN_HEX + 1 bytes).  Returns 0, or -1 when the kernel's random
+ * source failed (errno set); the daemon then refuses the grant.
+ */
+int util_token(char *out);
+
+/*
+ * A uniformly distributed integer in 0..max inclusive (max >= 0), for
+ * retry jitter.  Not for secrets: seeded once from getrandom(2).
+ */
+int64_t util_random(int64_t max);
+
+#endif /* REDLOCKD_UTIL_H */

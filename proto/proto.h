@@ -1,0 +1,158 @@
+/*
+ * proto.h: the redlockd line protocol, version 1.
+ *
+ * A pure module: bytes of one request line in, a command struct or a
+ * precise error out; and a small builder for reply lines.  It includes
+ * neither libevent nor hiredis and keeps no global state, so it can be
+ * unit-tested and fuzzed on its own.  proto/PROTOCOL.md is the normative
+ * specification; this header is its C face.
+ */
+#ifndef REDLOCKD_PROTO_H
+#define REDLOCKD_PROTO_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#define PROTO_VERSION       1
+#define PROTO_NAME_MAX      250      /* longest lock name, bytes */
+#define PROTO_WORD_MAX      250      /* longest PING word, bytes */
+#define PROTO_NUMBER_MAX    INT64_C(4000000000000) /* largest ttl=/wait= value, ms */
+#define PROTO_WAIT_INF      (-1)     /* wait=inf */
+#define PROTO_ERRTEXT_MAX   160      /* room for an error text, with NUL */
+#define PROTO_REPLY_MAX     2048     /* longest reply line, with LF */
+
+/* Request verbs; PROTO_VERB_COUNT is not a verb. */
+enum proto_verb {
+    PROTO_LOCK,
+    PROTO_TRYLOCK,
+    PROTO_UNLOCK,
+    PROTO_STATUS,
+    PROTO_PING,
+    PROTO_VERSION_VERB,
+    PROTO_HELP,
+    PROTO_QUIT,
+    PROTO_STATS,
+    PROTO_VERB_COUNT
+};
+
+/* Error classes of `ERR <CODE> <text>` replies (PROTOCOL.md, "Errors"). */
+enum proto_errcode {
+    PROTO_ERR_NONE,
+    PROTO_ERR_PROTO,      /* malformed line or option */
+    PROTO_ERR_UNKNOWN,    /* unknown verb */
+    PROTO_ERR_TOOLONG,    /* line over limits.max_line_bytes */
+    PROTO_ERR_LIMIT,      /* max_clients or max_locks_per_client */
+    PROTO_ERR_NOQUORUM,   /* fewer than a quorum of masters answered */
+    PROTO_ERR_SHUTDOWN    /* the daemon is stopping */
+};
+
+/*
+ * One parsed request.  name and word point into the line given to
+ * proto_parse() and are not NUL-terminated: they are valid only as long
+ * as that line's bytes are.
+ */
+struct proto_cmd {
+    enum proto_verb verb;       /* which request */
+    const char      *name;      /* lock name, or NULL when the verb has none */
+    size_t          name_len;   /* bytes in name, 1..PROTO_NAME_MAX */
+    bool            has_ttl;    /* ttl= was given */
+    int64_t         ttl_ms;     /* ttl= value, ms (range is checked by the caller) */
+    bool            has_wait;   /* wait= was given */
+    int64_t         wait_ms;    /* wait= value, ms, or PROTO_WAIT_INF */
+    const char      *word;      /* PING argument, or NULL */
+    size_t          word_len;   /* bytes in word */
+};
+
+/* Why a line was refused: the class and a one-line text for the client. */
+struct proto_error {
+    enum proto_errcode code;            /* PROTO_ERR_PROTO or PROTO_ERR_UNKNOWN */
+    char               text[PROTO_ERRTEXT_MAX]; /* printable ASCII, NUL-terminated */
+};
+
+/*
+ * Parse one request line.
+ *
+ * line/len: the bytes of the line without its LF; a single trailing CR
+ * is ignored.  The bytes need not be NUL-terminated and are not changed.
+ * Words are separated by one or more spaces; leading and trailing spaces
+ * are ignored.  The verb is case-insensitive, option keys are lower case.
+ *
+ * Returns 0 and fills cmd, or -1 and fills err (cmd is then undefined).
+ * Error texts name what is wrong and where (the word, the option, the
+ * offending byte in hex) and never copy untrusted bytes unescaped.
+ */
+int proto_parse(const char *line, size_t len, struct proto_cmd *cmd,
+                struct proto_error *err);
+
+/* The upper-case name of a verb ("LOCK"), or "?" when out of range. */
+const char *proto_verb_name(enum proto_verb verb);
+
+/* The CODE word of an error class ("PROTO", "NOQUORUM"), "?" if unknown. */
+const char *proto_errcode_name(enum proto_errcode code);
+
+/*
+ * The HELP text: a NULL-terminated array of lines without "HELP " and
+ * without LF, one per verb, in the order of enum proto_verb.
+ */
+extern const char *const proto_help[];
+
+/*
+ * Reply builder.  A reply is one line: a status word, then words and
+ * key=value options separated by single spaces, then LF.  The builder
+ * never overflows: when the reply would exceed PROTO_REPLY_MAX it is cut
+ * and ends in "..." (only free text can be that long).
+ *
+ * Usage:
+ *     struct proto_reply r;
+ *     proto_reply_start(&r, "OK");
+ *     proto_reply_word(&r, name, name_len);
+ *     proto_reply_int(&r, "validity", 2900);
+ *     proto_reply_end(&r);          -> r.buf, r.len: "OK demo validity=2900\n"
+ */
+struct proto_reply {
+    char   buf[PROTO_REPLY_MAX];    /* the line, LF-terminated after end() */
+    size_t len;                     /* bytes used in buf */
+    bool   truncated;               /* free text was cut to fit */
+};
+
+/* Begin a reply with its status word (OK, BUSY, ERR, !, ...). */
+void proto_reply_start(struct proto_reply *r, const char *status);
+
+/*
+ * Append one word (a lock name, a PING word).  Bytes outside 0x21-0x7E
+ * are written as \xHH so that a reply stays one printable line.
+ */
+void proto_reply_word(struct proto_reply *r, const char *word, size_t len);
+
+/* Append " key=value" with a signed decimal value. */
+void proto_reply_int(struct proto_reply *r, const char *key, int64_t value);
+
+/* Append " key=value" with a string value (escaped as in _word). */
+void proto_reply_str(struct proto_reply *r, const char *key, const char *value);
+
+/*
+ * Append free text (the text of an ERR reply): a space, then the text
+ * with every byte outside 0x20-0x7E escaped as \xHH.
+ */
+void proto_reply_text(struct proto_reply *r, const char *text);
+
+/* Terminate the line with LF.  After this, buf/len hold the reply. */
+void proto_reply_end(struct proto_reply *r);
+
+/*
+ * Build a whole error reply: "ERR <CODE> <text>\n".  text may be any
+ * bytes (it is escaped); it is cut with "..." to fit.
+ */
+void proto_reply_error(struct proto_reply *r, enum proto_errcode code,
+                       const char *text);
+
+/*
+ * Escape untrusted bytes for a log line or an error text: printable
+ * ASCII (0x20-0x7E except backslash) is copied, everything else becomes
+ * \xHH.  Writes at most size-1 bytes plus NUL into out (size > 0); a cut
+ * string ends in "...".  Returns out.
+ */
+char *proto_escape(char *out, size_t size, const char *in, size_t len);
+
+#endif /* REDLOCKD_PROTO_H */
