@@ -76,7 +76,8 @@ struct proto_error {
  * line/len: the bytes of the line without its LF; a single trailing CR
  * is ignored.  The bytes need not be NUL-terminated and are not changed.
  * Words are separated by one or more spaces; leading and trailing spaces
- * are ignored.  The verb is case-insensitive, option keys are lower case.
+ * are ignored.  The verb, option keys and the word "inf" are
+ * case-insensitive.
  *
  * Returns 0 and fills cmd, or -1 and fills err (cmd is then undefined).
  * Error texts name what is wrong and where (the word, the option, the
@@ -88,7 +89,8 @@ int proto_parse(const char *line, size_t len, struct proto_cmd *cmd,
 /* The upper-case name of a verb ("LOCK"), or "?" when out of range. */
 const char *proto_verb_name(enum proto_verb verb);
 
-/* The CODE word of an error class ("PROTO", "NOQUORUM"), "?" if unknown. */
+/* The CODE word of an error class ("PROTO", "NOQUORUM"); "?" for
+ * PROTO_ERR_NONE or an unknown value. */
 const char *proto_errcode_name(enum proto_errcode code);
 
 /*
@@ -101,7 +103,9 @@ extern const char *const proto_help[];
  * Reply builder.  A reply is one line: a status word, then words and
  * key=value options separated by single spaces, then LF.  The builder
  * never overflows: when the reply would exceed PROTO_REPLY_MAX it is cut
- * and ends in "..." (only free text can be that long).
+ * and ends in "..." (only free text can be that long); after a cut,
+ * later appends are ignored.  Empty words and empty text are skipped.
+ * buf is not NUL-terminated: len is what counts.
  *
  * Usage:
  *     struct proto_reply r;
@@ -121,7 +125,9 @@ void proto_reply_start(struct proto_reply *r, const char *status);
 
 /*
  * Append one word (a lock name, a PING word).  Bytes outside 0x21-0x7E
- * are written as \xHH so that a reply stays one printable line.
+ * are written as \xHH so that a reply stays one printable line; a
+ * backslash is copied as it is (texts escaped by proto_escape() are not
+ * escaped twice).
  */
 void proto_reply_word(struct proto_reply *r, const char *word, size_t len);
 

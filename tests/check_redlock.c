@@ -1,0 +1,174 @@
+/*
+ * check_redlock.c: the Redlock arithmetic: quorum, drift, validity, and
+ * the holder's remaining ttl as seen by a quorum.
+ *
+ * Reference: the Redis distributed-locks page, "The Redlock algorithm":
+ * quorum N/2+1, validity = ttl - elapsed - drift, drift = ttl * 0.01 + 2 ms.
+ */
+#include <check.h>
+#include <stdbool.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "daemon/redlock.h"
+#include "daemon/util.h"
+
+START_TEST(test_quorum)
+{
+    ck_assert_uint_eq(redlock_quorum(1), 1);
+    ck_assert_uint_eq(redlock_quorum(2), 2);
+    ck_assert_uint_eq(redlock_quorum(3), 2);
+    ck_assert_uint_eq(redlock_quorum(4), 3);
+    ck_assert_uint_eq(redlock_quorum(5), 3);
+    ck_assert_uint_eq(redlock_quorum(6), 4);
+    ck_assert_uint_eq(redlock_quorum(15), 8);
+}
+END_TEST
+
+START_TEST(test_drift)
+{
+    /* 30 s * 0.01 + 2 ms = 302 ms */
+    ck_assert_int_eq(redlock_drift_us(30000, 0.01), 302000);
+    ck_assert_int_eq(redlock_drift_us(100, 0.01), 3000);
+    ck_assert_int_eq(redlock_drift_us(1000, 0.0), 2000);
+    ck_assert_int_eq(redlock_drift_us(10000, 0.5), 5002000);
+}
+END_TEST
+
+START_TEST(test_validity)
+{
+    /* ttl 10 s, the round took 5 ms: 10000 - 5 - 102 = 9893 ms */
+    ck_assert_int_eq(redlock_validity_us(10000, 5000, 0.01), 9893000);
+    /* The round took longer than the ttl: no validity. */
+    ck_assert_int_le(redlock_validity_us(100, 100000, 0.01), 0);
+    /* Exactly at the edge: ttl - drift consumed. */
+    ck_assert_int_eq(redlock_validity_us(100, 97000, 0.01), 0);
+    ck_assert_int_eq(redlock_validity_us(100, 96999, 0.01), 1);
+}
+END_TEST
+
+START_TEST(test_holder_ttl_all_held)
+{
+    /* 5 masters, all hold it: a quorum (3) is free when 3 keys expired. */
+    int64_t p[] = { 500, 100, 300, 200, 400 };
+
+    ck_assert_int_eq(redlock_holder_ttl(p, 5, 0, 3), 300);
+}
+END_TEST
+
+START_TEST(test_holder_ttl_some_free)
+{
+    /* 2 free, 3 held: one more must expire. */
+    int64_t p[] = { 900, 700, 800 };
+
+    ck_assert_int_eq(redlock_holder_ttl(p, 3, 2, 3), 700);
+}
+END_TEST
+
+START_TEST(test_holder_ttl_quorum_free)
+{
+    int64_t p[] = { 900, 700 };
+
+    ck_assert_int_eq(redlock_holder_ttl(p, 2, 3, 3), 0);
+    ck_assert_int_eq(redlock_holder_ttl(p, 0, 0, 3), 0);
+}
+END_TEST
+
+START_TEST(test_holder_ttl_no_expiry)
+{
+    /* A foreign key without ttl on the master we would need: never. */
+    int64_t p[] = { REDLOCK_NO_EXPIRY, 100, REDLOCK_NO_EXPIRY };
+
+    ck_assert_int_eq(redlock_holder_ttl(p, 3, 1, 3), REDLOCK_NO_EXPIRY);
+    /* But when the expiring one suffices, its ttl. */
+    {
+        int64_t q[] = { REDLOCK_NO_EXPIRY, 100, REDLOCK_NO_EXPIRY };
+
+        ck_assert_int_eq(redlock_holder_ttl(q, 3, 2, 3), 100);
+    }
+}
+END_TEST
+
+START_TEST(test_holder_ttl_too_few_answers)
+{
+    /* 1 free, 1 held, 3 failed: we cannot know more than the longest seen. */
+    int64_t p[] = { 250 };
+
+    ck_assert_int_eq(redlock_holder_ttl(p, 1, 1, 3), 250);
+}
+END_TEST
+
+START_TEST(test_token)
+{
+    char a[UTIL_TOKEN_HEX + 1], b[UTIL_TOKEN_HEX + 1];
+    size_t i;
+
+    ck_assert_int_eq(util_token(a), 0);
+    ck_assert_int_eq(util_token(b), 0);
+    ck_assert_uint_eq(strlen(a), 32);
+    for (i = 0; i < 32; i++) {
+        ck_assert(strchr("0123456789abcdef", a[i]) != NULL);
+    }
+    ck_assert_str_ne(a, b);
+}
+END_TEST
+
+START_TEST(test_random_range)
+{
+    int i;
+    int64_t v;
+    bool saw_zero = false, saw_max = false;
+
+    for (i = 0; i < 10000; i++) {
+        v = util_random(3);
+        ck_assert_int_ge(v, 0);
+        ck_assert_int_le(v, 3);
+        saw_zero |= v == 0;
+        saw_max |= v == 3;
+    }
+    ck_assert(saw_zero && saw_max);
+    ck_assert_int_eq(util_random(0), 0);
+}
+END_TEST
+
+START_TEST(test_monotonic)
+{
+    int64_t a = util_now_us(), b = util_now_us();
+
+    ck_assert_int_ge(b, a);
+    ck_assert_int_gt(a, 0);
+}
+END_TEST
+
+static Suite *
+redlock_suite(void)
+{
+    Suite *s = suite_create("redlock");
+    TCase *tc = tcase_create("arithmetic");
+
+    tcase_add_test(tc, test_quorum);
+    tcase_add_test(tc, test_drift);
+    tcase_add_test(tc, test_validity);
+    tcase_add_test(tc, test_holder_ttl_all_held);
+    tcase_add_test(tc, test_holder_ttl_some_free);
+    tcase_add_test(tc, test_holder_ttl_quorum_free);
+    tcase_add_test(tc, test_holder_ttl_no_expiry);
+    tcase_add_test(tc, test_holder_ttl_too_few_answers);
+    tcase_add_test(tc, test_token);
+    tcase_add_test(tc, test_random_range);
+    tcase_add_test(tc, test_monotonic);
+    suite_add_tcase(s, tc);
+    return s;
+}
+
+int
+main(void)
+{
+    SRunner *sr = srunner_create(redlock_suite());
+    int failed;
+
+    srunner_run_all(sr, CK_NORMAL);
+    failed = srunner_ntests_failed(sr);
+    srunner_free(sr);
+    return failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
+}
