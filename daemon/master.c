@@ -8,13 +8,20 @@
  * connected, and the context is freed when it returns; freeing a context
  * from inside the connect callback is not allowed, so drops requested
  * there are deferred to the master's timer.
+ *
+ * hiredis resolves host names with a blocking getaddrinfo(3); to keep
+ * the event loop free, a master given by name is resolved with libevent's
+ * evdns before every connect, and hiredis is handed the numeric address.
  */
+#include <arpa/inet.h>
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include <event2/dns.h>
 #include <event2/event.h>
+#include <event2/util.h>
 #include <hiredis/hiredis.h>
 #include <hiredis/async.h>
 #include <hiredis/adapters/libevent.h>
@@ -44,6 +51,8 @@ struct master {
     int                 pending;    /* handshake replies still expected */
     bool                ever_up;    /* has been up once (for reconnects) */
     bool                drop_now;   /* drop requested inside connect cb */
+    bool                resolving;  /* an evdns lookup is in flight */
+    struct evdns_getaddrinfo_request *dns_req; /* that lookup, to cancel */
     char                why[MASTER_WHY_MAX]; /* last failure, for status text */
     char                status[MASTER_WHY_MAX + 16]; /* master_status_text buffer */
     struct master_stats stats;      /* counters */
@@ -64,6 +73,7 @@ struct master_req {
 };
 
 static struct event_base *master_base;
+static struct evdns_base *master_dns;       /* only when a master has a host name */
 static const struct conf *master_conf;
 static struct master     *masters;
 static size_t             nmasters;
@@ -74,6 +84,30 @@ static int         nscripts;
 
 static void master_connect(struct master *m);
 static void master_timer_cb(evutil_socket_t fd, short what, void *arg);
+
+/* Cancel an evdns lookup in flight (its callback sees EVUTIL_EAI_CANCEL). */
+static void
+master_cancel_dns(struct master *m)
+{
+    struct evdns_getaddrinfo_request *req = m->dns_req;
+
+    if (m->resolving) {
+        m->resolving = false;
+        m->dns_req = NULL;
+        if (req != NULL) {
+            evdns_getaddrinfo_cancel(req);
+        }
+    }
+}
+
+static bool
+master_host_is_numeric(const char *host)
+{
+    struct in6_addr a6;
+    struct in_addr a4;
+
+    return inet_pton(AF_INET, host, &a4) == 1 || inet_pton(AF_INET6, host, &a6) == 1;
+}
 
 int
 master_script(const char *text)
@@ -143,6 +177,7 @@ master_drop(struct master *m, const char *why)
     m->ac = NULL;
     m->state = MASTER_DOWN;
     evtimer_del(m->timer);
+    master_cancel_dns(m);
     if (ac != NULL) {
         redisAsyncFree(ac);
     }
@@ -258,8 +293,9 @@ master_disconnect_cb(const redisAsyncContext *ac, int status)
     master_schedule_reconnect(m);
 }
 
+/* Connect to a Unix path or a numeric host (never a name: that blocks). */
 static void
-master_connect(struct master *m)
+master_connect_to(struct master *m, const char *numeric_host)
 {
     redisAsyncContext *ac;
     char why[MASTER_WHY_MAX];
@@ -267,7 +303,7 @@ master_connect(struct master *m)
     if (m->addr->is_unix) {
         ac = redisAsyncConnectUnix(m->addr->path);
     } else {
-        ac = redisAsyncConnect(m->addr->host, m->addr->port);
+        ac = redisAsyncConnect(numeric_host, m->addr->port);
     }
     if (ac == NULL) {
         snprintf(m->why, sizeof(m->why), "out of memory");
@@ -293,7 +329,66 @@ master_connect(struct master *m)
     m->drop_now = false;
     redisAsyncSetConnectCallback(ac, master_connect_cb);
     redisAsyncSetDisconnectCallback(ac, master_disconnect_cb);
+    if (!evtimer_pending(m->timer, NULL)) {
+        master_schedule(m, master_conf->connect_timeout_ms);
+    }
+}
+
+static void
+master_resolved_cb(int err, struct evutil_addrinfo *res, void *arg)
+{
+    struct master *m = arg;
+    char host[INET6_ADDRSTRLEN];
+    const void *addr;
+
+    if (err == EVUTIL_EAI_CANCEL) {
+        return;     /* master_cancel_dns() did the bookkeeping */
+    }
+    m->resolving = false;
+    m->dns_req = NULL;
+    if (err != 0 || res == NULL) {
+        snprintf(m->why, sizeof(m->why), "cannot resolve %.80s: %.50s", m->addr->host,
+                 err != 0 ? evutil_gai_strerror(err) : "no address");
+        log_debug("master %s: %s", m->addr->spec, m->why);
+        if (res != NULL) {
+            evutil_freeaddrinfo(res);
+        }
+        m->state = MASTER_DOWN;
+        evtimer_del(m->timer);
+        master_schedule_reconnect(m);
+        return;
+    }
+    if (res->ai_family == AF_INET6) {
+        addr = &((struct sockaddr_in6 *)res->ai_addr)->sin6_addr;
+    } else {
+        addr = &((struct sockaddr_in *)res->ai_addr)->sin_addr;
+    }
+    inet_ntop(res->ai_family, addr, host, sizeof(host));
+    evutil_freeaddrinfo(res);
+    master_connect_to(m, host);
+}
+
+/* Begin a connect attempt; the connect deadline covers DNS and handshake. */
+static void
+master_connect(struct master *m)
+{
+    struct evutil_addrinfo hints;
+    struct evdns_getaddrinfo_request *req;
+
+    if (m->addr->is_unix || master_host_is_numeric(m->addr->host)) {
+        master_connect_to(m, m->addr->host);
+        return;
+    }
+    memset(&hints, 0, sizeof(hints));
+    hints.ai_family = AF_UNSPEC;
+    hints.ai_socktype = SOCK_STREAM;
+    m->state = MASTER_CONNECTING;
+    m->resolving = true;
     master_schedule(m, master_conf->connect_timeout_ms);
+    req = evdns_getaddrinfo(master_dns, m->addr->host, NULL, &hints, master_resolved_cb, m);
+    if (m->resolving) {
+        m->dns_req = req;   /* NULL when the callback already ran */
+    }
 }
 
 /* The master's one timer: reconnect when down, or the connect deadline. */
@@ -353,6 +448,16 @@ master_start(struct event_base *base, const struct conf *conf)
         }
     }
     for (i = 0; i < nmasters; i++) {
+        if (!masters[i].addr->is_unix && !master_host_is_numeric(masters[i].addr->host)
+            && master_dns == NULL) {
+            master_dns = evdns_base_new(base, EVDNS_BASE_INITIALIZE_NAMESERVERS);
+            if (master_dns == NULL) {
+                log_error("cannot start the DNS resolver for master host names");
+                return -1;
+            }
+        }
+    }
+    for (i = 0; i < nmasters; i++) {
         master_connect(&masters[i]);
     }
     return 0;
@@ -369,6 +474,7 @@ master_stop(void)
 
         m->ac = NULL;
         m->state = MASTER_DOWN;
+        master_cancel_dns(m);
         snprintf(m->why, sizeof(m->why), "daemon stopping");
         if (ac != NULL) {
             redisAsyncFree(ac);
@@ -381,6 +487,10 @@ master_stop(void)
     free(masters);
     masters = NULL;
     nmasters = 0;
+    if (master_dns != NULL) {
+        evdns_base_free(master_dns, 0);
+        master_dns = NULL;
+    }
 }
 
 size_t
