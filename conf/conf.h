@@ -2,9 +2,10 @@
  * conf.h: the redlockd configuration: a YAML file read with libyaml,
  * checked against a table of directives, with every value defaulted.
  *
- * The loader parses in three passes (the shape twemproxy's nc_conf uses):
- * the YAML is loaded into a document, each key is looked up in the
- * directive table and its value parsed and range-checked, then the
+ * The loader parses in passes (the shape twemproxy's nc_conf uses): a
+ * cheap guard refuses inputs that make libyaml slow (deep nesting, many
+ * anchors), the YAML is loaded into a document, each key is looked up in
+ * the directive table and its value parsed and range-checked, then the
  * settings are checked against each other.  It reports every problem it
  * finds, not just the first, each naming the file, line and column.
  * conf/redlockd.yml documents every key; README.md has the reference.
@@ -102,7 +103,9 @@ void conf_defaults(struct conf *conf);
  * zeroed) as "path:line:column: what is wrong", for example
  * "redlockd.yml:12:5: unknown key 'ttl' in 'lock'" or
  * "redlockd.yml:7:5: masters[2]: bad address '1.2.3.4': missing ':port'".
- * Warnings (an even number of masters) do not fail the load.
+ * A problem with the whole file has no position ("path: cannot open:
+ * ...", "path: masters: required (1 to 15 addresses)").  Warnings (an
+ * even number of masters) do not fail the load.
  *
  * Returns 0 when the file has no errors, -1 otherwise (conf then holds
  * whatever could be parsed and must still be released with conf_free()).
@@ -119,7 +122,8 @@ void conf_msgs_free(struct conf_msgs *msgs);
  * Parse an address as used in listen.tcp and masters: "host:port",
  * "[v6addr]:port", or (only when allow_unix) "unix:/absolute/path".
  * Returns 0, or -1 with a reason in err (size errlen) such as
- * "missing ':port'" or "port 70000 out of range 1..65535".
+ * "missing ':port'" or "port 70000 out of range 1..65535"; *addr is
+ * zeroed on failure.
  */
 int conf_parse_addr(const char *spec, bool allow_unix, struct conf_addr *addr,
                     char *err, size_t errlen);

@@ -1,0 +1,1595 @@
+/*
+ * conf.c: load and check the redlockd configuration (see conf.h).
+ *
+ * The loader works in three passes, the shape of twemproxy's nc_conf.c,
+ * after a look at the raw events that refuses input libyaml would take
+ * minutes over (deep nesting, thousands of anchors or %TAG lines):
+ *
+ *   1. libyaml loads the whole file into a document, so that every node
+ *      keeps its start mark and every message can name a line and a
+ *      column; the top level must be a mapping.
+ *   2. each section and key is looked up in conf_directives[]; the value
+ *      is parsed by its type, range-checked and stored at the offset the
+ *      table gives.  Unknown and duplicate keys are reported here.
+ *   3. the settings are checked against each other (ttl order, node
+ *      timeout below the ttl, at least one listener, ...).
+ *
+ * Problems are collected in a conf_state, sorted into file order and only
+ * then handed to the caller's conf_msgs.  The walk never follows the YAML
+ * graph deeper than a section's values, so aliases that form cycles,
+ * deep nesting and huge unknown subtrees cost nothing.
+ */
+
+#include <arpa/inet.h>
+#include <ctype.h>
+#include <errno.h>
+#include <inttypes.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include <yaml.h>
+
+#include "conf/conf.h"
+
+#define CONF_FILE_MAX       (1024 * 1024)   /* largest file read, bytes */
+#define CONF_NOTES_MAX      100     /* messages kept from one load */
+#define CONF_DEPTH_MAX      64      /* deepest nesting of collections */
+#define CONF_ANCHORS_MAX    256     /* most anchors (&name) in a file */
+#define CONF_YAML_DIRS_MAX  64      /* most %YAML/%TAG directive lines */
+#define CONF_QUOTE_MAX      64      /* bytes of a value shown in a message */
+#define CONF_QUOTE_SIZE     (CONF_QUOTE_MAX * 4 + 4) /* escaped, "...", NUL */
+#define CONF_WHY_SIZE       320     /* room for conf_parse_addr()'s reason */
+#define CONF_ERR_SIZE       1024    /* room for one value's error text */
+#define CONF_NAME_SIZE      64      /* room for "section.key" */
+
+/* How a directive's value is parsed and what its field holds. */
+enum conf_type {
+    CONF_T_MS,          /* decimal integer of milliseconds: int64_t */
+    CONF_T_INT,         /* decimal integer count: int64_t */
+    CONF_T_DOUBLE,      /* decimal number: double */
+    CONF_T_BOOL,        /* true or false: bool */
+    CONF_T_STRING,      /* any scalar, at most max bytes when max > 0: char * */
+    CONF_T_ADDR,        /* "host:port", "[v6]:port" or "" (off): struct conf_addr */
+    CONF_T_MODE,        /* octal permission bits "0660": unsigned */
+    CONF_T_LEVEL,       /* error, warn, info or debug: enum conf_log_level */
+    CONF_T_MASTERS      /* sequence of addresses, unix: allowed: struct conf_addr[] */
+};
+
+/* Directive flags. */
+#define CONF_NO_RELOAD      0x1     /* a reload cannot change it; restart instead */
+
+/*
+ * One configuration setting.  The table below is the schema: the loader,
+ * the defaults and conf_free() are all driven by it.
+ */
+struct conf_directive {
+    const char     *section;    /* top-level key: "lock" */
+    const char     *key;        /* key in the section, NULL for a top-level value */
+    enum conf_type type;        /* how the value is parsed */
+    size_t         offset;      /* offsetof(struct conf, field) */
+    double         min;         /* smallest value of a number */
+    double         max;         /* largest number; longest string (0: any) */
+    unsigned       flags;       /* CONF_NO_RELOAD */
+    const char     *def;        /* the default as YAML text, NULL when required */
+    const char     *doc;        /* one line for humans */
+};
+
+static const struct conf_directive conf_directives[] = {
+    { "listen", "tcp", CONF_T_ADDR, offsetof(struct conf, tcp),
+      0, 0, CONF_NO_RELOAD, "127.0.0.1:7379",
+      "TCP address for clients, \"host:port\" or \"[v6]:port\"; \"\" disables" },
+    { "listen", "unix", CONF_T_STRING, offsetof(struct conf, unix_path),
+      0, CONF_PATH_MAX - 1, CONF_NO_RELOAD, "/run/redlockd/redlockd.sock",
+      "Unix socket path for clients; \"\" disables" },
+    { "listen", "unix_mode", CONF_T_MODE, offsetof(struct conf, unix_mode),
+      0, 0777, CONF_NO_RELOAD, "0660",
+      "permission bits of the Unix socket file, octal" },
+
+    { "masters", NULL, CONF_T_MASTERS, offsetof(struct conf, masters),
+      1, CONF_MASTERS_MAX, CONF_NO_RELOAD, NULL,
+      "the independent Redis masters, \"host:port\" or \"unix:/path\"" },
+
+    { "redis", "username", CONF_T_STRING, offsetof(struct conf, redis_username),
+      0, 0, 0, "",
+      "ACL user for AUTH; needs a password" },
+    { "redis", "password", CONF_T_STRING, offsetof(struct conf, redis_password),
+      0, 0, 0, "",
+      "AUTH password sent to every master; \"\" disables AUTH" },
+    { "redis", "connect_timeout_ms", CONF_T_MS,
+      offsetof(struct conf, connect_timeout_ms),
+      1, 60000, 0, "500",
+      "how long a connection to a master may take, ms" },
+
+    { "lock", "default_ttl_ms", CONF_T_MS, offsetof(struct conf, default_ttl_ms),
+      1, 86400000, 0, "30000",
+      "lease written to the masters when LOCK has no ttl=, ms" },
+    { "lock", "min_ttl_ms", CONF_T_MS, offsetof(struct conf, min_ttl_ms),
+      1, 86400000, 0, "100",
+      "smallest ttl= a client may ask for, ms" },
+    { "lock", "max_ttl_ms", CONF_T_MS, offsetof(struct conf, max_ttl_ms),
+      1, 86400000, 0, "3600000",
+      "largest ttl= a client may ask for, ms" },
+    { "lock", "node_timeout_ms", CONF_T_MS, offsetof(struct conf, node_timeout_ms),
+      1, 60000, 0, "50",
+      "deadline for one master's reply in a round, ms" },
+    { "lock", "drift_factor", CONF_T_DOUBLE, offsetof(struct conf, drift_factor),
+      0, 0.5, 0, "0.01",
+      "clock drift allowance: drift = ttl * drift_factor + 2 ms" },
+    { "lock", "retry_delay_ms", CONF_T_MS, offsetof(struct conf, retry_delay_ms),
+      1, 60000, 0, "200",
+      "a blocked LOCK retries after a random 0..retry_delay_ms, ms" },
+    { "lock", "key_prefix", CONF_T_STRING, offsetof(struct conf, key_prefix),
+      0, 256, 0, "",
+      "prepended to a lock name to form the Redis key" },
+
+    { "limits", "max_clients", CONF_T_INT, offsetof(struct conf, max_clients),
+      1, 1000000, 0, "10000",
+      "client connections at once" },
+    { "limits", "max_line_bytes", CONF_T_INT, offsetof(struct conf, max_line_bytes),
+      300, 1048576, 0, "1024",
+      "longest request line without its LF, bytes" },
+    { "limits", "max_locks_per_client", CONF_T_INT,
+      offsetof(struct conf, max_locks_per_client),
+      1, 1000000, 0, "1024",
+      "locks one client session may hold" },
+
+    { "log", "level", CONF_T_LEVEL, offsetof(struct conf, log_level),
+      0, 0, 0, "info",
+      "least severe level logged: error, warn, info or debug" },
+};
+
+#define CONF_NDIRECTIVES    (sizeof(conf_directives) / sizeof(conf_directives[0]))
+
+static const char *const conf_level_names[] = {
+    [CONF_LOG_ERROR] = "error",
+    [CONF_LOG_WARN]  = "warn",
+    [CONF_LOG_INFO]  = "info",
+    [CONF_LOG_DEBUG] = "debug",
+};
+
+/* One message while a file is loaded; sorted by position at the end. */
+struct conf_note {
+    size_t line;                /* 1-based, 0 when the message has no position */
+    size_t column;              /* 1-based */
+    size_t seq;                 /* order of discovery, to keep the sort stable */
+    bool   is_error;            /* false for a warning */
+    char   *text;               /* malloc'd, the whole message */
+};
+
+/* Where a directive was met in the file. */
+struct conf_seen {
+    bool   set;                 /* the key appears in the file */
+    bool   bad;                 /* its value was refused (the default stays) */
+    size_t key_line;            /* line of the key, for "first at line" */
+    size_t line;                /* position of the value */
+    size_t column;
+};
+
+/* The state of one conf_load(); lives on its stack. */
+struct conf_state {
+    const char       *path;     /* file name as given, prefixed to messages */
+    struct conf      *conf;     /* the settings being filled */
+    yaml_document_t  *doc;      /* the loaded document during pass 2 */
+    struct conf_note *notes;    /* malloc'd messages */
+    size_t           nnotes;    /* entries used in notes */
+    size_t           cap;       /* entries allocated in notes */
+    bool             full;      /* CONF_NOTES_MAX reached */
+    bool             oom;       /* a message could not be stored */
+    bool             bad_top;   /* the top level is not a mapping */
+    struct conf_seen seen[CONF_NDIRECTIVES];        /* by directive */
+    size_t           section_line[CONF_NDIRECTIVES]; /* by a section's first directive */
+};
+
+/*
+ * Copy len bytes of untrusted text for a message: printable ASCII except
+ * backslash is kept, everything else becomes \xHH; more than
+ * CONF_QUOTE_MAX bytes are cut and end in "...".  size >= CONF_QUOTE_SIZE.
+ */
+static const char *
+conf_quote(const char *s, size_t len, char *buf, size_t size)
+{
+    static const char hex[] = "0123456789abcdef";
+    size_t i, n = 0;
+
+    for (i = 0; i < len && i < CONF_QUOTE_MAX && n + 5 < size; i++) {
+        unsigned char c = (unsigned char)s[i];
+
+        if (c >= 0x20 && c < 0x7f && c != '\\') {
+            buf[n++] = (char)c;
+        } else {
+            buf[n++] = '\\';
+            buf[n++] = 'x';
+            buf[n++] = hex[c >> 4];
+            buf[n++] = hex[c & 0xf];
+        }
+    }
+    if (i < len && n + 4 <= size) {
+        memcpy(buf + n, "...", 3);
+        n += 3;
+    }
+    buf[n] = '\0';
+    return buf;
+}
+
+/* The name of a directive as messages show it: "lock.min_ttl_ms", "masters". */
+static const char *
+conf_name(const struct conf_directive *d, char *buf, size_t size)
+{
+    if (d->key == NULL) {
+        snprintf(buf, size, "%s", d->section);
+    } else {
+        snprintf(buf, size, "%s.%s", d->section, d->key);
+    }
+    return buf;
+}
+
+/* The directive section.key (key NULL: a top-level value), or -1. */
+static int
+conf_find(const char *section, const char *key)
+{
+    size_t i;
+
+    for (i = 0; i < CONF_NDIRECTIVES; i++) {
+        const struct conf_directive *d = &conf_directives[i];
+
+        if (strcmp(d->section, section) != 0) {
+            continue;
+        }
+        if ((key == NULL && d->key == NULL) ||
+            (key != NULL && d->key != NULL && strcmp(d->key, key) == 0)) {
+            return (int)i;
+        }
+    }
+    return -1;
+}
+
+/* The first directive of the section name (which has keys), or -1. */
+static int
+conf_find_section(const char *name)
+{
+    size_t i;
+
+    for (i = 0; i < CONF_NDIRECTIVES; i++) {
+        if (conf_directives[i].key != NULL &&
+            strcmp(conf_directives[i].section, name) == 0) {
+            return (int)i;
+        }
+    }
+    return -1;
+}
+
+/* Look up a directive that must exist (used by the cross checks). */
+static size_t
+conf_must_find(const char *section, const char *key)
+{
+    int i = conf_find(section, key);
+
+    if (i < 0) {
+        abort();    /* the table and the checks disagree: a bug */
+    }
+    return (size_t)i;
+}
+
+/* ---- messages ---- */
+
+static void conf_vnote(struct conf_state *st, size_t line, size_t column,
+                       bool is_error, const char *fmt, va_list ap)
+    __attribute__((format(printf, 5, 0)));
+static void conf_note_at(struct conf_state *st, size_t line, size_t column,
+                         bool is_error, const char *fmt, ...)
+    __attribute__((format(printf, 5, 6)));
+static void conf_error(struct conf_state *st, const yaml_node_t *node,
+                       const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+static void conf_warning(struct conf_state *st, const yaml_node_t *node,
+                         const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+/* Append one message; line 0 means the message is about the whole file. */
+static void
+conf_vnote(struct conf_state *st, size_t line, size_t column, bool is_error,
+           const char *fmt, va_list ap)
+{
+    struct conf_note *note;
+    char *body, *text;
+    int rc;
+
+    if (st->nnotes >= CONF_NOTES_MAX) {
+        if (st->full) {
+            return;
+        }
+        st->full = true;
+        /* One more slot for the notice itself, about the whole file. */
+        line = 0;
+        column = 0;
+        is_error = true;
+        rc = asprintf(&text, "%s: too many problems, only the first %d are shown",
+                      st->path, CONF_NOTES_MAX);
+        if (rc < 0) {
+            st->oom = true;
+            return;
+        }
+    } else {
+        if (vasprintf(&body, fmt, ap) < 0) {
+            st->oom = true;
+            return;
+        }
+        if (line > 0) {
+            rc = asprintf(&text, "%s:%zu:%zu: %s", st->path, line, column, body);
+        } else {
+            rc = asprintf(&text, "%s: %s", st->path, body);
+        }
+        free(body);
+        if (rc < 0) {
+            st->oom = true;
+            return;
+        }
+    }
+
+    if (st->nnotes == st->cap) {
+        size_t cap = st->cap == 0 ? 8 : st->cap * 2;
+        struct conf_note *notes = realloc(st->notes, cap * sizeof(*notes));
+
+        if (notes == NULL) {
+            free(text);
+            st->oom = true;
+            return;
+        }
+        st->notes = notes;
+        st->cap = cap;
+    }
+    note = &st->notes[st->nnotes];
+    note->line = line;
+    note->column = column;
+    note->seq = st->nnotes;
+    note->is_error = is_error;
+    note->text = text;
+    st->nnotes++;
+}
+
+static void
+conf_note_at(struct conf_state *st, size_t line, size_t column, bool is_error,
+             const char *fmt, ...)
+{
+    va_list ap;
+
+    va_start(ap, fmt);
+    conf_vnote(st, line, column, is_error, fmt, ap);
+    va_end(ap);
+}
+
+/* An error at node's start (node NULL: about the whole file). */
+static void
+conf_error(struct conf_state *st, const yaml_node_t *node, const char *fmt, ...)
+{
+    va_list ap;
+    size_t line = 0, column = 0;
+
+    if (node != NULL) {
+        line = node->start_mark.line + 1;
+        column = node->start_mark.column + 1;
+    }
+    va_start(ap, fmt);
+    conf_vnote(st, line, column, true, fmt, ap);
+    va_end(ap);
+}
+
+/* A warning at node's start. */
+static void
+conf_warning(struct conf_state *st, const yaml_node_t *node, const char *fmt, ...)
+{
+    va_list ap;
+    size_t line = 0, column = 0;
+
+    if (node != NULL) {
+        line = node->start_mark.line + 1;
+        column = node->start_mark.column + 1;
+    }
+    va_start(ap, fmt);
+    conf_vnote(st, line, column, false, fmt, ap);
+    va_end(ap);
+}
+
+/* File order: by position, messages without one last, then discovery. */
+static int
+conf_note_cmp(const void *a, const void *b)
+{
+    const struct conf_note *x = a, *y = b;
+    size_t xl = x->line == 0 ? SIZE_MAX : x->line;
+    size_t yl = y->line == 0 ? SIZE_MAX : y->line;
+
+    if (xl != yl) {
+        return xl < yl ? -1 : 1;
+    }
+    if (x->column != y->column) {
+        return x->column < y->column ? -1 : 1;
+    }
+    if (x->seq != y->seq) {
+        return x->seq < y->seq ? -1 : 1;
+    }
+    return 0;
+}
+
+/* ---- values ---- */
+
+/*
+ * Parse a decimal integer: an optional '-' and digits, nothing else.
+ * A value beyond int64_t is clamped (and so is out of every range).
+ */
+static int
+conf_parse_int(const char *s, int64_t *out)
+{
+    bool neg = false;
+    int64_t v = 0;
+
+    if (*s == '-') {
+        neg = true;
+        s++;
+    }
+    if (*s == '\0') {
+        return -1;
+    }
+    for (; *s != '\0'; s++) {
+        int digit;
+
+        if (*s < '0' || *s > '9') {
+            return -1;
+        }
+        digit = *s - '0';
+        if (v > (INT64_MAX - digit) / 10) {
+            v = INT64_MAX;
+        } else if (v != INT64_MAX) {
+            v = v * 10 + digit;
+        }
+    }
+    *out = neg ? -v : v;
+    return 0;
+}
+
+/* Parse a plain decimal number ("0.01", "1e-3"); no hex, inf or nan. */
+static int
+conf_parse_double(const char *s, double *out)
+{
+    const char *p;
+    char *end;
+    bool digit = false;
+
+    for (p = s; *p != '\0'; p++) {
+        if (*p >= '0' && *p <= '9') {
+            digit = true;
+        } else if (strchr(".eE+-", *p) == NULL) {
+            return -1;
+        }
+    }
+    if (!digit) {
+        return -1;
+    }
+    *out = strtod(s, &end);
+    if (end == s || *end != '\0') {
+        return -1;
+    }
+    if (!isfinite(*out)) {
+        *out = HUGE_VAL;    /* out of every range */
+    }
+    return 0;
+}
+
+/* Parse a boolean in the YAML 1.1 spellings most people use. */
+static int
+conf_parse_bool(const char *s, bool *out)
+{
+    static const char *const yes[] = { "true", "yes", "on" };
+    static const char *const no[] = { "false", "no", "off" };
+    size_t i;
+
+    for (i = 0; i < sizeof(yes) / sizeof(yes[0]); i++) {
+        if (strcasecmp(s, yes[i]) == 0) {
+            *out = true;
+            return 0;
+        }
+        if (strcasecmp(s, no[i]) == 0) {
+            *out = false;
+            return 0;
+        }
+    }
+    return -1;
+}
+
+/* Parse permission bits: 3 or 4 octal digits, at most 0777. */
+static int
+conf_parse_mode(const char *s, unsigned *out)
+{
+    size_t i, len = strlen(s);
+    unsigned v = 0;
+
+    if (len < 3 || len > 4) {
+        return -1;
+    }
+    for (i = 0; i < len; i++) {
+        if (s[i] < '0' || s[i] > '7') {
+            return -1;
+        }
+        v = v * 8 + (unsigned)(s[i] - '0');
+    }
+    if (v > 0777) {
+        return -1;
+    }
+    *out = v;
+    return 0;
+}
+
+/*
+ * Parse text (len bytes, NUL-terminated) as directive d's value and store
+ * it in conf.  Returns 0, or -1 with the reason in err (without the
+ * directive's name).  conf is changed only on success.
+ */
+static int
+conf_parse_value(const struct conf_directive *d, const char *text, size_t len,
+                 struct conf *conf, char *err, size_t errlen)
+{
+    char q[CONF_QUOTE_SIZE];
+    void *field = (char *)conf + d->offset;
+
+    if (memchr(text, '\0', len) != NULL) {
+        snprintf(err, errlen, "contains a NUL byte");
+        return -1;
+    }
+    conf_quote(text, len, q, sizeof(q));
+
+    switch (d->type) {
+    case CONF_T_MS:
+    case CONF_T_INT: {
+        int64_t v;
+
+        if (conf_parse_int(text, &v) != 0) {
+            snprintf(err, errlen, "expected an integer, got '%s'", q);
+            return -1;
+        }
+        if (v < (int64_t)d->min || v > (int64_t)d->max) {
+            snprintf(err, errlen, "%s is out of range %" PRId64 "..%" PRId64,
+                     q, (int64_t)d->min, (int64_t)d->max);
+            return -1;
+        }
+        *(int64_t *)field = v;
+        return 0;
+    }
+
+    case CONF_T_DOUBLE: {
+        double v;
+
+        if (conf_parse_double(text, &v) != 0) {
+            snprintf(err, errlen, "expected a number, got '%s'", q);
+            return -1;
+        }
+        if (v < d->min || v > d->max) {
+            snprintf(err, errlen, "%s is out of range %g..%g", q, d->min, d->max);
+            return -1;
+        }
+        *(double *)field = v;
+        return 0;
+    }
+
+    case CONF_T_BOOL: {
+        bool v;
+
+        if (conf_parse_bool(text, &v) != 0) {
+            snprintf(err, errlen, "expected true or false, got '%s'", q);
+            return -1;
+        }
+        *(bool *)field = v;
+        return 0;
+    }
+
+    case CONF_T_STRING: {
+        char *copy;
+
+        if (d->max > 0 && len > (size_t)d->max) {
+            snprintf(err, errlen, "too long (%zu bytes, at most %zu)",
+                     len, (size_t)d->max);
+            return -1;
+        }
+        copy = strdup(text);
+        if (copy == NULL) {
+            snprintf(err, errlen, "out of memory");
+            return -1;
+        }
+        free(*(char **)field);
+        *(char **)field = copy;
+        return 0;
+    }
+
+    case CONF_T_ADDR: {
+        struct conf_addr addr;
+        char why[CONF_WHY_SIZE];
+
+        if (len == 0) {
+            memset(field, 0, sizeof(addr));    /* disabled */
+            return 0;
+        }
+        if (conf_parse_addr(text, false, &addr, why, sizeof(why)) != 0) {
+            snprintf(err, errlen, "bad address '%s': %s", q, why);
+            return -1;
+        }
+        memcpy(field, &addr, sizeof(addr));
+        return 0;
+    }
+
+    case CONF_T_MODE: {
+        unsigned v;
+
+        if (conf_parse_mode(text, &v) != 0) {
+            snprintf(err, errlen,
+                     "expected octal permission bits like '0660' (at most 0777), got '%s'",
+                     q);
+            return -1;
+        }
+        *(unsigned *)field = v;
+        return 0;
+    }
+
+    case CONF_T_LEVEL: {
+        size_t i;
+
+        for (i = 0; i < sizeof(conf_level_names) / sizeof(conf_level_names[0]); i++) {
+            if (strcmp(text, conf_level_names[i]) == 0) {
+                *(enum conf_log_level *)field = (enum conf_log_level)i;
+                return 0;
+            }
+        }
+        snprintf(err, errlen, "expected error, warn, info or debug, got '%s'", q);
+        return -1;
+    }
+
+    case CONF_T_MASTERS:
+        break;
+    }
+
+    snprintf(err, errlen, "cannot be set from a single value");
+    return -1;
+}
+
+/* Fields computed from others, after the defaults and after a load. */
+static void
+conf_derive(struct conf *conf)
+{
+    conf->tcp_enabled = conf->tcp.spec[0] != '\0';
+    conf->unix_enabled = conf->unix_path != NULL && conf->unix_path[0] != '\0';
+}
+
+/* conf_defaults(), telling whether every string could be allocated. */
+static int
+conf_set_defaults(struct conf *conf)
+{
+    char err[CONF_ERR_SIZE];
+    size_t i;
+    int rc = 0;
+
+    memset(conf, 0, sizeof(*conf));
+    for (i = 0; i < CONF_NDIRECTIVES; i++) {
+        const struct conf_directive *d = &conf_directives[i];
+
+        if (d->def == NULL) {
+            continue;
+        }
+        if (conf_parse_value(d, d->def, strlen(d->def), conf, err, sizeof(err)) != 0) {
+            rc = -1;
+        }
+    }
+    conf_derive(conf);
+    return rc;
+}
+
+void
+conf_defaults(struct conf *conf)
+{
+    /* Only a failed strdup() can fail here; the string is then NULL. */
+    (void)conf_set_defaults(conf);
+}
+
+/* ---- addresses ---- */
+
+static int conf_addr_fail(char *err, size_t errlen, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+static int
+conf_addr_fail(char *err, size_t errlen, const char *fmt, ...)
+{
+    va_list ap;
+
+    if (err != NULL && errlen > 0) {
+        va_start(ap, fmt);
+        vsnprintf(err, errlen, fmt, ap);
+        va_end(ap);
+    }
+    return -1;
+}
+
+/* A host name: letters, digits, '-' and '.'; all digits and dots: IPv4. */
+static int
+conf_check_host(const char *host, char *err, size_t errlen)
+{
+    char q[CONF_QUOTE_SIZE];
+    unsigned char buf[sizeof(struct in6_addr)];
+    const char *p;
+    bool numeric = true;
+
+    for (p = host; *p != '\0'; p++) {
+        unsigned char c = (unsigned char)*p;
+
+        if (isascii(c) && isalpha(c)) {
+            numeric = false;
+        } else if (c == '-') {
+            numeric = false;
+        } else if (!(isascii(c) && isdigit(c)) && c != '.') {
+            return conf_addr_fail(err, errlen, "bad character '%s' in host",
+                                  conf_quote(p, 1, q, sizeof(q)));
+        }
+    }
+    if (numeric && inet_pton(AF_INET, host, buf) != 1) {
+        return conf_addr_fail(err, errlen, "'%s' is not an IPv4 address",
+                              conf_quote(host, strlen(host), q, sizeof(q)));
+    }
+    return 0;
+}
+
+int
+conf_parse_addr(const char *spec, bool allow_unix, struct conf_addr *addr,
+                char *err, size_t errlen)
+{
+    char q[CONF_QUOTE_SIZE];
+    unsigned char buf[sizeof(struct in6_addr)];
+    struct conf_addr a;
+    const char *host, *port, *p;
+    size_t hostlen, speclen = strlen(spec);
+    long v;
+
+    memset(addr, 0, sizeof(*addr));
+    memset(&a, 0, sizeof(a));
+
+    if (speclen == 0) {
+        return conf_addr_fail(err, errlen, "empty address");
+    }
+
+    if (strncmp(spec, "unix:", 5) == 0) {
+        const char *path = spec + 5;
+        size_t pathlen = speclen - 5;
+
+        if (!allow_unix) {
+            return conf_addr_fail(err, errlen, "a unix: socket is not allowed here");
+        }
+        if (path[0] != '/') {
+            return conf_addr_fail(err, errlen, "unix socket path must be absolute");
+        }
+        if (pathlen >= CONF_PATH_MAX) {
+            return conf_addr_fail(err, errlen,
+                                  "unix socket path is %zu bytes, at most %d",
+                                  pathlen, CONF_PATH_MAX - 1);
+        }
+        a.is_unix = true;
+        memcpy(a.path, path, pathlen + 1);
+        memcpy(a.spec, spec, speclen + 1);
+        *addr = a;
+        return 0;
+    }
+
+    if (speclen >= sizeof(a.spec)) {
+        return conf_addr_fail(err, errlen, "address is too long (%zu bytes)", speclen);
+    }
+
+    if (spec[0] == '[') {
+        const char *close = strchr(spec, ']');
+
+        if (close == NULL) {
+            return conf_addr_fail(err, errlen, "missing ']'");
+        }
+        host = spec + 1;
+        hostlen = (size_t)(close - host);
+        if (close[1] == '\0') {
+            return conf_addr_fail(err, errlen, "missing ':port'");
+        }
+        if (close[1] != ':') {
+            return conf_addr_fail(err, errlen, "expected ':port' after ']'");
+        }
+        port = close + 2;
+        if (hostlen == 0) {
+            return conf_addr_fail(err, errlen, "empty host");
+        }
+        memcpy(a.host, host, hostlen);  /* hostlen < speclen < CONF_HOST_MAX + 16 */
+        a.host[hostlen] = '\0';
+        if (hostlen >= CONF_HOST_MAX || inet_pton(AF_INET6, a.host, buf) != 1) {
+            return conf_addr_fail(err, errlen, "'%s' is not an IPv6 address",
+                                  conf_quote(host, hostlen, q, sizeof(q)));
+        }
+    } else {
+        const char *colon = strrchr(spec, ':');
+
+        if (colon == NULL) {
+            return conf_addr_fail(err, errlen, "missing ':port'");
+        }
+        host = spec;
+        hostlen = (size_t)(colon - spec);
+        if (memchr(host, ':', hostlen) != NULL) {
+            return conf_addr_fail(err, errlen,
+                                  "an IPv6 address must be in brackets, like '[::1]:6379'");
+        }
+        port = colon + 1;
+        if (hostlen == 0) {
+            return conf_addr_fail(err, errlen, "empty host");
+        }
+        if (hostlen >= CONF_HOST_MAX) {
+            return conf_addr_fail(err, errlen, "host is %zu bytes, at most %d",
+                                  hostlen, CONF_HOST_MAX - 1);
+        }
+        memcpy(a.host, host, hostlen);
+        a.host[hostlen] = '\0';
+        if (conf_check_host(a.host, err, errlen) != 0) {
+            return -1;
+        }
+    }
+
+    if (*port == '\0') {
+        return conf_addr_fail(err, errlen, "missing port number after ':'");
+    }
+    v = 0;
+    for (p = port; *p != '\0'; p++) {
+        if (*p < '0' || *p > '9') {
+            return conf_addr_fail(err, errlen, "bad port '%s'",
+                                  conf_quote(port, strlen(port), q, sizeof(q)));
+        }
+        if (v <= 65535) {
+            v = v * 10 + (*p - '0');
+        }
+    }
+    if (v < 1 || v > 65535) {
+        return conf_addr_fail(err, errlen, "port %s out of range 1..65535",
+                              conf_quote(port, strlen(port), q, sizeof(q)));
+    }
+    a.port = (int)v;
+    memcpy(a.spec, spec, speclen + 1);
+    *addr = a;
+    return 0;
+}
+
+/* Whether two parsed addresses name the same endpoint. */
+static bool
+conf_addr_same(const struct conf_addr *a, const struct conf_addr *b)
+{
+    unsigned char x[sizeof(struct in6_addr)], y[sizeof(struct in6_addr)];
+
+    if (a->is_unix || b->is_unix) {
+        return a->is_unix && b->is_unix && strcmp(a->path, b->path) == 0;
+    }
+    if (a->port != b->port) {
+        return false;
+    }
+    if (inet_pton(AF_INET6, a->host, x) == 1 && inet_pton(AF_INET6, b->host, y) == 1) {
+        return memcmp(x, y, sizeof(struct in6_addr)) == 0;
+    }
+    if (inet_pton(AF_INET, a->host, x) == 1 && inet_pton(AF_INET, b->host, y) == 1) {
+        return memcmp(x, y, sizeof(struct in_addr)) == 0;
+    }
+    return strcasecmp(a->host, b->host) == 0;
+}
+
+/* ---- pass 1 and 2: the document ---- */
+
+static const char *
+conf_node_kind(const yaml_node_t *node)
+{
+    switch (node->type) {
+    case YAML_SCALAR_NODE:
+        return "a scalar";
+    case YAML_SEQUENCE_NODE:
+        return "a sequence";
+    case YAML_MAPPING_NODE:
+        return "a mapping";
+    case YAML_NO_NODE:
+        break;
+    }
+    return "nothing";
+}
+
+/* A YAML null written as nothing, "~" or "null": an empty section. */
+static bool
+conf_node_is_null(const yaml_node_t *node)
+{
+    const char *s;
+
+    if (node->type != YAML_SCALAR_NODE ||
+        node->data.scalar.style != YAML_PLAIN_SCALAR_STYLE) {
+        return false;
+    }
+    s = (const char *)node->data.scalar.value;
+    return node->data.scalar.length == 0 || strcmp(s, "~") == 0 ||
+           strcmp(s, "null") == 0 || strcmp(s, "Null") == 0 || strcmp(s, "NULL") == 0;
+}
+
+/* A scalar's text, and whether it is usable as a name (no NUL byte). */
+static const char *
+conf_node_text(const yaml_node_t *node, size_t *len, bool *clean)
+{
+    const char *s = (const char *)node->data.scalar.value;
+
+    *len = node->data.scalar.length;
+    *clean = memchr(s, '\0', *len) == NULL;
+    return s;
+}
+
+/* masters: a sequence of 1..CONF_MASTERS_MAX addresses. */
+static void
+conf_set_masters(struct conf_state *st, size_t di, const yaml_node_t *node)
+{
+    struct conf *conf = st->conf;
+    struct conf_seen *seen = &st->seen[di];
+    size_t pos[CONF_MASTERS_MAX];       /* list position of conf->masters[i] */
+    yaml_node_item_t *item;
+    size_t n, i, j, good = 0;
+
+    conf->nmasters = 0;
+
+    if (conf_node_is_null(node)) {
+        n = 0;
+    } else if (node->type != YAML_SEQUENCE_NODE) {
+        conf_error(st, node, "'masters' must be a sequence, got %s", conf_node_kind(node));
+        seen->bad = true;
+        return;
+    } else {
+        n = (size_t)(node->data.sequence.items.top - node->data.sequence.items.start);
+    }
+
+    if (n == 0) {
+        conf_error(st, node, "masters: the list is empty (1 to %d addresses)",
+                   CONF_MASTERS_MAX);
+        seen->bad = true;
+        return;
+    }
+    if (n > CONF_MASTERS_MAX) {
+        conf_error(st, node, "masters: %zu addresses, at most %d are allowed",
+                   n, CONF_MASTERS_MAX);
+        seen->bad = true;
+        n = CONF_MASTERS_MAX;   /* check the first ones all the same */
+    } else if (n % 2 == 0) {
+        conf_warning(st, node,
+                     "masters: %zu masters tolerate no more failures than %zu; "
+                     "use an odd number", n, n - 1);
+    }
+
+    item = node->data.sequence.items.start;
+    for (i = 0; i < n; i++, item++) {
+        yaml_node_t *v = yaml_document_get_node(st->doc, *item);
+        char q[CONF_QUOTE_SIZE], why[CONF_WHY_SIZE];
+        struct conf_addr addr;
+        const char *text;
+        size_t len;
+        bool clean;
+
+        if (v == NULL) {
+            continue;
+        }
+        if (v->type != YAML_SCALAR_NODE) {
+            conf_error(st, v, "masters[%zu] must be a scalar", i);
+            seen->bad = true;
+            continue;
+        }
+        text = conf_node_text(v, &len, &clean);
+        if (!clean) {
+            conf_error(st, v, "masters[%zu]: contains a NUL byte", i);
+            seen->bad = true;
+            continue;
+        }
+        conf_quote(text, len, q, sizeof(q));
+        if (conf_parse_addr(text, true, &addr, why, sizeof(why)) != 0) {
+            conf_error(st, v, "masters[%zu]: bad address '%s': %s", i, q, why);
+            seen->bad = true;
+            continue;
+        }
+        for (j = 0; j < good; j++) {
+            if (conf_addr_same(&conf->masters[j], &addr)) {
+                break;
+            }
+        }
+        if (j < good) {
+            conf_error(st, v, "masters[%zu]: '%s' is listed twice (first as masters[%zu])",
+                       i, q, pos[j]);
+            seen->bad = true;
+            continue;
+        }
+        pos[good] = i;
+        conf->masters[good++] = addr;
+    }
+    conf->nmasters = good;
+}
+
+/* One key's value: parse it by the directive's type. */
+static void
+conf_set_directive(struct conf_state *st, size_t di, const yaml_node_t *val)
+{
+    const struct conf_directive *d = &conf_directives[di];
+    struct conf_seen *seen = &st->seen[di];
+    char name[CONF_NAME_SIZE], err[CONF_ERR_SIZE];
+    const char *text;
+    size_t len;
+    bool clean;
+
+    seen->line = val->start_mark.line + 1;
+    seen->column = val->start_mark.column + 1;
+    conf_name(d, name, sizeof(name));
+
+    if (d->type == CONF_T_MASTERS) {
+        conf_set_masters(st, di, val);
+        return;
+    }
+    if (val->type != YAML_SCALAR_NODE) {
+        conf_error(st, val, "%s must be a scalar", name);
+        seen->bad = true;
+        return;
+    }
+    text = conf_node_text(val, &len, &clean);
+    if (conf_parse_value(d, text, len, st->conf, err, sizeof(err)) != 0) {
+        conf_error(st, val, "%s: %s", name, err);
+        seen->bad = true;
+    }
+}
+
+/*
+ * Walk the pairs of a mapping: the top level when section is NULL, else
+ * the keys of that section.
+ */
+static void
+conf_walk_mapping(struct conf_state *st, const yaml_node_t *map,
+                  const char *section)
+{
+    yaml_node_pair_t *pair;
+
+    for (pair = map->data.mapping.pairs.start;
+         pair < map->data.mapping.pairs.top; pair++) {
+        yaml_node_t *key = yaml_document_get_node(st->doc, pair->key);
+        yaml_node_t *val = yaml_document_get_node(st->doc, pair->value);
+        char q[CONF_QUOTE_SIZE];
+        const char *name;
+        size_t len, line, *first;
+        bool clean;
+        int di, si = -1;
+
+        if (key == NULL || val == NULL) {
+            continue;
+        }
+        if (key->type != YAML_SCALAR_NODE) {
+            if (section == NULL) {
+                conf_error(st, key, "a key must be a scalar, got %s", conf_node_kind(key));
+            } else {
+                conf_error(st, key, "a key in '%s' must be a scalar, got %s",
+                           section, conf_node_kind(key));
+            }
+            continue;
+        }
+        name = conf_node_text(key, &len, &clean);
+        conf_quote(name, len, q, sizeof(q));
+        line = key->start_mark.line + 1;
+
+        if (section == NULL) {
+            di = clean ? conf_find(name, NULL) : -1;
+            if (di < 0) {
+                si = clean ? conf_find_section(name) : -1;
+            }
+            if (di < 0 && si < 0) {
+                conf_error(st, key, "unknown section '%s'", q);
+                continue;
+            }
+            first = di >= 0 ? &st->seen[di].key_line : &st->section_line[si];
+            if (*first != 0) {
+                conf_error(st, key, "duplicate key '%s' (first at line %zu)", q, *first);
+                continue;
+            }
+            *first = line;
+            if (di >= 0) {
+                st->seen[di].set = true;
+                conf_set_directive(st, (size_t)di, val);
+                continue;
+            }
+            /* A section: a mapping of keys (an empty one may be null). */
+            if (conf_node_is_null(val)) {
+                continue;
+            }
+            if (val->type != YAML_MAPPING_NODE) {
+                conf_error(st, val, "'%s' must be a mapping, got %s", q,
+                           conf_node_kind(val));
+                continue;
+            }
+            conf_walk_mapping(st, val, conf_directives[si].section);
+            continue;
+        }
+
+        di = clean ? conf_find(section, name) : -1;
+        if (di < 0) {
+            conf_error(st, key, "unknown key '%s' in '%s'", q, section);
+            continue;
+        }
+        if (st->seen[di].set) {
+            conf_error(st, key, "duplicate key '%s' in '%s' (first at line %zu)",
+                       q, section, st->seen[di].key_line);
+            continue;
+        }
+        st->seen[di].set = true;
+        st->seen[di].key_line = line;
+        conf_set_directive(st, (size_t)di, val);
+    }
+}
+
+/* Pass 1 and 2: the top level must be a mapping of sections. */
+static void
+conf_walk(struct conf_state *st, const yaml_node_t *root)
+{
+    if (root == NULL || conf_node_is_null(root)) {
+        return;     /* an empty file: every default */
+    }
+    if (root->type != YAML_MAPPING_NODE) {
+        conf_error(st, root, "the top level must be a mapping, got %s",
+                   conf_node_kind(root));
+        st->bad_top = true;
+        return;
+    }
+    conf_walk_mapping(st, root, NULL);
+}
+
+/* ---- pass 3: settings against each other ---- */
+
+/* "lock.min_ttl_ms (100)" or "lock.min_ttl_ms (100, the default)". */
+static const char *
+conf_describe(struct conf_state *st, size_t di, char *buf, size_t size)
+{
+    const struct conf_directive *d = &conf_directives[di];
+    char name[CONF_NAME_SIZE];
+    int64_t v = *(const int64_t *)((const char *)st->conf + d->offset);
+
+    snprintf(buf, size, "%s (%" PRId64 "%s)", conf_name(d, name, sizeof(name)), v,
+             st->seen[di].set ? "" : ", the default");
+    return buf;
+}
+
+/* Report at the later of a's and b's values in the file. */
+static void
+conf_pair_position(struct conf_state *st, size_t a, size_t b, size_t *line,
+                   size_t *column)
+{
+    const struct conf_seen *x = &st->seen[a], *y = &st->seen[b];
+
+    if (x->set && (!y->set || x->line > y->line ||
+                   (x->line == y->line && x->column > y->column))) {
+        *line = x->line;
+        *column = x->column;
+    } else if (y->set) {
+        *line = y->line;
+        *column = y->column;
+    } else {
+        *line = 0;
+        *column = 0;
+    }
+}
+
+/*
+ * Check a <= b (strict: a < b) for two int64_t directives; a refused
+ * value is not compared (it has been reported already).
+ */
+static void
+conf_check_order(struct conf_state *st, size_t a, size_t b, bool strict,
+                 const char *why)
+{
+    const struct conf_directive *da = &conf_directives[a], *db = &conf_directives[b];
+    int64_t va = *(const int64_t *)((const char *)st->conf + da->offset);
+    int64_t vb = *(const int64_t *)((const char *)st->conf + db->offset);
+    char x[CONF_NAME_SIZE + 32], y[CONF_NAME_SIZE + 32];
+    size_t line, column;
+
+    if (st->seen[a].bad || st->seen[b].bad) {
+        return;
+    }
+    if (strict ? va < vb : va <= vb) {
+        return;
+    }
+    conf_pair_position(st, a, b, &line, &column);
+    conf_note_at(st, line, column, true, "%s must be %s %s%s",
+                 conf_describe(st, a, x, sizeof(x)),
+                 strict ? "less than" : "at most",
+                 conf_describe(st, b, y, sizeof(y)), why);
+}
+
+/* Pass 3: the settings against each other. */
+static void
+conf_check(struct conf_state *st)
+{
+    struct conf *conf = st->conf;
+    size_t masters = conf_must_find("masters", NULL);
+    size_t user = conf_must_find("redis", "username");
+    size_t pass = conf_must_find("redis", "password");
+    size_t def = conf_must_find("lock", "default_ttl_ms");
+    size_t min = conf_must_find("lock", "min_ttl_ms");
+    size_t max = conf_must_find("lock", "max_ttl_ms");
+    size_t node = conf_must_find("lock", "node_timeout_ms");
+    size_t tcp = conf_must_find("listen", "tcp");
+    size_t unx = conf_must_find("listen", "unix");
+
+    conf_derive(conf);
+
+    if (!st->seen[masters].set && !st->bad_top) {
+        conf_note_at(st, 0, 0, true, "masters: required (1 to %d addresses)",
+                     CONF_MASTERS_MAX);
+    }
+
+    if (!st->seen[user].bad && !st->seen[pass].bad && conf->redis_username != NULL &&
+        conf->redis_password != NULL && conf->redis_username[0] != '\0' &&
+        conf->redis_password[0] == '\0') {
+        conf_note_at(st, st->seen[user].line, st->seen[user].column, true,
+                     "redis.username is set but redis.password is empty");
+    }
+
+    conf_check_order(st, min, max, false, "");
+    if (conf->min_ttl_ms <= conf->max_ttl_ms) {
+        conf_check_order(st, min, def, false, "");
+        conf_check_order(st, def, max, false, "");
+    }
+    conf_check_order(st, node, min, true,
+                     ": a round must end well before the shortest lease expires");
+
+    if (!conf->tcp_enabled && !conf->unix_enabled &&
+        !st->seen[tcp].bad && !st->seen[unx].bad) {
+        size_t line, column;
+
+        conf_pair_position(st, tcp, unx, &line, &column);
+        conf_note_at(st, line, column, true,
+                     "listen: listen.tcp and listen.unix are both disabled; "
+                     "enable at least one");
+    }
+}
+
+/* ---- loading ---- */
+
+/* Read the whole file into a NUL-terminated buffer. */
+static int
+conf_read_file(struct conf_state *st, char **bufp, size_t *lenp)
+{
+    FILE *f;
+    char *buf = NULL;
+    size_t len = 0, cap = 0;
+
+    f = fopen(st->path, "rb");
+    if (f == NULL) {
+        conf_note_at(st, 0, 0, true, "cannot open: %s", strerror(errno));
+        return -1;
+    }
+    for (;;) {
+        size_t n;
+
+        if (len + 1 >= cap) {
+            size_t ncap = cap == 0 ? 4096 : cap * 2;
+            char *nbuf;
+
+            nbuf = realloc(buf, ncap);
+            if (nbuf == NULL) {
+                conf_note_at(st, 0, 0, true, "cannot read: out of memory");
+                goto fail;
+            }
+            buf = nbuf;
+            cap = ncap;
+        }
+        n = fread(buf + len, 1, cap - len - 1, f);
+        len += n;
+        if (len > CONF_FILE_MAX) {
+            conf_note_at(st, 0, 0, true, "cannot read: larger than %d bytes",
+                         CONF_FILE_MAX);
+            goto fail;
+        }
+        if (n == 0) {
+            if (ferror(f)) {
+                conf_note_at(st, 0, 0, true, "cannot read: %s", strerror(errno));
+                goto fail;
+            }
+            break;
+        }
+    }
+    fclose(f);
+    buf[len] = '\0';
+    *bufp = buf;
+    *lenp = len;
+    return 0;
+
+fail:
+    fclose(f);
+    free(buf);
+    return -1;
+}
+
+/* Report libyaml's error with its position. */
+static void
+conf_yaml_error(struct conf_state *st, const yaml_parser_t *parser,
+                const char *buf, size_t len)
+{
+    const char *problem = parser->problem != NULL ? parser->problem : "unknown error";
+    size_t line, column;
+
+    switch (parser->error) {
+    case YAML_MEMORY_ERROR:
+        conf_note_at(st, 0, 0, true, "out of memory");
+        return;
+
+    case YAML_READER_ERROR: {
+        /* Only a byte offset is known: count the lines up to it. */
+        size_t i, off = parser->problem_offset < len ? parser->problem_offset : len;
+
+        line = 1;
+        column = 1;
+        for (i = 0; i < off; i++) {
+            if (buf[i] == '\n') {
+                line++;
+                column = 1;
+            } else {
+                column++;
+            }
+        }
+        if (parser->problem_value != -1) {
+            conf_note_at(st, line, column, true, "YAML syntax error: %s (#%X)",
+                         problem, (unsigned)parser->problem_value);
+        } else {
+            conf_note_at(st, line, column, true, "YAML syntax error: %s", problem);
+        }
+        return;
+    }
+
+    default:
+        break;
+    }
+
+    line = parser->problem_mark.line + 1;
+    column = parser->problem_mark.column + 1;
+    if (parser->context != NULL) {
+        conf_note_at(st, line, column, true,
+                     "YAML syntax error: %s (%s at line %zu, column %zu)",
+                     problem, parser->context, parser->context_mark.line + 1,
+                     parser->context_mark.column + 1);
+    } else {
+        conf_note_at(st, line, column, true, "YAML syntax error: %s", problem);
+    }
+}
+
+/*
+ * Pass 0, over libyaml's events: refuse what would make loading slow.
+ * libyaml takes time quadratic in the nesting depth (its scanner visits
+ * every open level on each token: 100000 '[' take minutes) and in the
+ * number of anchors (the loader keeps them in a list it searches for each
+ * new anchor and each alias).  Stopping early bounds both.  Returns -1
+ * when reported; 0 otherwise, also on a syntax error, which the load
+ * then reports.
+ */
+static int
+conf_check_shape(struct conf_state *st, const char *buf, size_t len)
+{
+    yaml_parser_t parser;
+    yaml_event_t event;
+    size_t depth = 0, anchors = 0, dirs = 0, line = 1, i;
+    bool done = false;
+    int rc = 0;
+
+    /*
+     * libyaml also searches its list of %TAG directives for each new one:
+     * count the lines that start with '%' (only directives can, outside
+     * of odd multi-line scalars) before it sees them.
+     */
+    for (i = 0; i < len; i++) {
+        if (buf[i] == '%' && (i == 0 || buf[i - 1] == '\n' || buf[i - 1] == '\r') &&
+            ++dirs > CONF_YAML_DIRS_MAX) {
+            conf_note_at(st, line, 1, true, "more than %d YAML directives",
+                         CONF_YAML_DIRS_MAX);
+            return -1;
+        }
+        if (buf[i] == '\n') {
+            line++;
+        }
+    }
+
+    if (!yaml_parser_initialize(&parser)) {
+        return 0;
+    }
+    yaml_parser_set_input_string(&parser, (const unsigned char *)buf, len);
+    while (!done && yaml_parser_parse(&parser, &event)) {
+        const yaml_char_t *anchor = NULL;
+
+        switch (event.type) {
+        case YAML_SCALAR_EVENT:
+            anchor = event.data.scalar.anchor;
+            break;
+        case YAML_SEQUENCE_START_EVENT:
+            anchor = event.data.sequence_start.anchor;
+            break;
+        case YAML_MAPPING_START_EVENT:
+            anchor = event.data.mapping_start.anchor;
+            break;
+        default:
+            break;
+        }
+        if (anchor != NULL && ++anchors > CONF_ANCHORS_MAX) {
+            conf_note_at(st, event.start_mark.line + 1, event.start_mark.column + 1,
+                         true, "more than %d anchors", CONF_ANCHORS_MAX);
+            rc = -1;
+            done = true;
+        }
+
+        switch (event.type) {
+        case YAML_SEQUENCE_START_EVENT:
+        case YAML_MAPPING_START_EVENT:
+            if (!done && ++depth > CONF_DEPTH_MAX) {
+                conf_note_at(st, event.start_mark.line + 1, event.start_mark.column + 1,
+                             true, "nested deeper than %d levels", CONF_DEPTH_MAX);
+                rc = -1;
+                done = true;
+            }
+            break;
+        case YAML_SEQUENCE_END_EVENT:
+        case YAML_MAPPING_END_EVENT:
+            depth--;
+            break;
+        case YAML_STREAM_END_EVENT:
+            done = true;
+            break;
+        default:
+            break;
+        }
+        yaml_event_delete(&event);
+    }
+    yaml_parser_delete(&parser);
+    return rc;
+}
+
+/* Load the document(s) in buf and run the three passes. */
+static void
+conf_parse_yaml(struct conf_state *st, const char *buf, size_t len)
+{
+    yaml_parser_t parser;
+    yaml_document_t doc;
+    yaml_node_t *root;
+    bool more;
+
+    if (conf_check_shape(st, buf, len) != 0) {
+        return;
+    }
+    if (!yaml_parser_initialize(&parser)) {
+        conf_note_at(st, 0, 0, true, "out of memory");
+        return;
+    }
+    yaml_parser_set_input_string(&parser, (const unsigned char *)buf, len);
+
+    if (!yaml_parser_load(&parser, &doc)) {
+        conf_yaml_error(st, &parser, buf, len);
+        yaml_parser_delete(&parser);
+        return;
+    }
+    st->doc = &doc;
+    root = yaml_document_get_root_node(&doc);
+    more = root != NULL;
+    conf_walk(st, root);
+    st->doc = NULL;
+    yaml_document_delete(&doc);
+
+    /* A second document would be silently ignored: refuse it. */
+    if (more) {
+        if (!yaml_parser_load(&parser, &doc)) {
+            conf_yaml_error(st, &parser, buf, len);
+        } else {
+            if (yaml_document_get_root_node(&doc) != NULL) {
+                conf_note_at(st, doc.start_mark.line + 1, doc.start_mark.column + 1, true,
+                             "only one YAML document is allowed");
+            }
+            yaml_document_delete(&doc);
+        }
+    }
+    yaml_parser_delete(&parser);
+
+    conf_check(st);
+}
+
+/* Sort the messages into file order and move them to msgs. */
+static int
+conf_finish(struct conf_state *st, struct conf_msgs *msgs)
+{
+    size_t i, nerrors = 0;
+    struct conf_msg *list;
+
+    if (st->nnotes > 0) {
+        qsort(st->notes, st->nnotes, sizeof(st->notes[0]), conf_note_cmp);
+    }
+    for (i = 0; i < st->nnotes; i++) {
+        if (st->notes[i].is_error) {
+            nerrors++;
+        }
+    }
+
+    if (st->nnotes > 0) {
+        list = realloc(msgs->list, (msgs->n + st->nnotes) * sizeof(*list));
+        if (list == NULL) {
+            for (i = 0; i < st->nnotes; i++) {
+                free(st->notes[i].text);
+            }
+            st->oom = true;
+        } else {
+            msgs->list = list;
+            for (i = 0; i < st->nnotes; i++) {
+                list[msgs->n].is_error = st->notes[i].is_error;
+                list[msgs->n].text = st->notes[i].text;
+                msgs->n++;
+            }
+            msgs->nerrors += nerrors;
+        }
+    }
+    free(st->notes);
+    st->notes = NULL;
+    st->nnotes = 0;
+
+    return (nerrors > 0 || st->oom) ? -1 : 0;
+}
+
+int
+conf_load(const char *path, struct conf *conf, struct conf_msgs *msgs)
+{
+    struct conf_state st;
+    char *buf;
+    size_t len;
+
+    memset(&st, 0, sizeof(st));
+    st.path = path;
+    st.conf = conf;
+
+    if (conf_set_defaults(conf) != 0) {
+        conf_note_at(&st, 0, 0, true, "out of memory");
+    } else if ((conf->file = strdup(path)) == NULL) {
+        conf_note_at(&st, 0, 0, true, "out of memory");
+    } else if (conf_read_file(&st, &buf, &len) == 0) {
+        conf_parse_yaml(&st, buf, len);
+        free(buf);
+    }
+    return conf_finish(&st, msgs);
+}
+
+void
+conf_free(struct conf *conf)
+{
+    size_t i;
+
+    for (i = 0; i < CONF_NDIRECTIVES; i++) {
+        const struct conf_directive *d = &conf_directives[i];
+
+        if (d->type == CONF_T_STRING) {
+            char **field = (char **)((char *)conf + d->offset);
+
+            free(*field);
+            *field = NULL;
+        }
+    }
+    free(conf->file);
+    conf->file = NULL;
+}
+
+void
+conf_msgs_free(struct conf_msgs *msgs)
+{
+    size_t i;
+
+    for (i = 0; i < msgs->n; i++) {
+        free(msgs->list[i].text);
+    }
+    free(msgs->list);
+    msgs->list = NULL;
+    msgs->n = 0;
+    msgs->nerrors = 0;
+}
+
+const char *
+conf_log_level_name(enum conf_log_level level)
+{
+    if ((unsigned)level < sizeof(conf_level_names) / sizeof(conf_level_names[0])) {
+        return conf_level_names[level];
+    }
+    return "?";
+}
