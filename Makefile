@@ -41,14 +41,17 @@ all: $(B)/redlockd
 
 $(B)/obj/%.o: %.c
 	@mkdir -p $(dir $@)
-	$(CC) $(ALL_CFLAGS) -c -o $@ $<
+	@echo "  CC      $<"
+	@$(CC) $(ALL_CFLAGS) -c -o $@ $<
 
 $(B)/redlockd: $(B)/obj/daemon/main.o $(LIB_OBJ)
-	$(CC) $(CFLAGS) -o $@ $^ $(PKG_LIBS) $(LDFLAGS)
+	@echo "  LD      $@"
+	@$(CC) $(CFLAGS) -o $@ $^ $(PKG_LIBS) $(LDFLAGS)
 
 $(B)/obj/tests/%.o: tests/%.c
 	@mkdir -p $(dir $@)
-	$(CC) $(ALL_CFLAGS) $(CHECK_CFLAGS) -c -o $@ $<
+	@echo "  CC      $<"
+	@$(CC) $(ALL_CFLAGS) $(CHECK_CFLAGS) -c -o $@ $<
 
 # Each unit suite links only the module it tests.
 $(B)/check_proto: $(B)/obj/tests/check_proto.o $(B)/obj/proto/proto.o
@@ -57,7 +60,8 @@ $(B)/check_redlock: $(B)/obj/tests/check_redlock.o $(LIB_OBJ)
 $(B)/check_integration: $(B)/obj/tests/check_integration.o $(B)/obj/tests/harness.o \
                         $(B)/obj/proto/proto.o
 $(TEST_BINS):
-	$(CC) $(CFLAGS) -o $@ $^ $(PKG_LIBS) $(CHECK_LIBS) $(LDFLAGS)
+	@echo "  LD      $@"
+	@$(CC) $(CFLAGS) -o $@ $^ $(PKG_LIBS) $(CHECK_LIBS) $(LDFLAGS)
 
 # Install whatever Debian packages are missing; nothing when all are found.
 deps:

@@ -660,6 +660,14 @@ master_eval(struct master *m, int script, size_t nkeys, size_t nargs,
     return 0;
 }
 
+void
+master_poll(struct master *m)
+{
+    if (m->ac != NULL && m->state == MASTER_UP) {
+        redisAsyncHandleRead(m->ac);
+    }
+}
+
 enum master_reply_type
 master_reply_type(const struct master_reply *r)
 {

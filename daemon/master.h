@@ -120,6 +120,14 @@ int master_eval(struct master *m, int script, size_t nkeys, size_t nargs,
                 const char *const *args, const size_t *lens,
                 master_reply_fn cb, void *arg);
 
+/*
+ * Read and dispatch whatever replies from m already sit in its socket
+ * (non-blocking; nothing happens when none do).  A round calls this at
+ * its deadline so that a busy event loop does not turn answers that
+ * arrived in time into timeouts.  Callbacks may run during the call.
+ */
+void master_poll(struct master *m);
+
 /* Reply accessors; r must be non-NULL. */
 enum master_reply_type master_reply_type(const struct master_reply *r);
 long long master_reply_integer(const struct master_reply *r);

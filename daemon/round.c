@@ -91,15 +91,32 @@ round_decide(struct round *r)
     round_release(r);
 }
 
-/* The deadline passed, or a zero-time activation after round_start(). */
+/*
+ * The deadline passed, or a zero-time activation after round_start().
+ * Replies may already be in the sockets while the loop was busy
+ * elsewhere: read them first, so that they count.  The extra reference
+ * keeps r allocated while master callbacks run.
+ */
 static void
 round_deadline_cb(evutil_socket_t fd, short what, void *arg)
 {
     struct round *r = arg;
+    size_t i;
 
     (void)fd;
     (void)what;
-    round_decide(r);
+    r->waiting++;
+    for (i = 0; i < r->nmasters && !r->decided; i++) {
+        if (r->masters[i].waiting) {
+            master_poll(master_at(i));
+        }
+    }
+    r->waiting--;
+    if (!r->decided) {
+        round_decide(r);
+    } else {
+        round_release(r);
+    }
 }
 
 static void

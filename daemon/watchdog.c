@@ -240,9 +240,14 @@ watchdog_renewed(const struct redlock_extend_result *res, void *arg)
             l->quorum_trouble = false;
             stats.renewals_ok++;
         } else if (res->denied[j] > n - q || now >= l->validity_end_us) {
-            /* A majority no longer holds our token, or time ran out. */
+            /*
+             * A majority no longer holds our token, or the validity ended
+             * first: "renew" when masters answered (late or no), "quorum"
+             * when too few of them answered at all.
+             */
             stats.renewals_failed++;
-            lock_lost(l, res->denied[j] > n - q ? "renew" : "quorum");
+            lock_lost(l, res->denied[j] > n - q || res->confirmed[j] >= q
+                         ? "renew" : "quorum");
             continue;
         } else {
             /* Too few answers: try again soon, while validity lasts. */
