@@ -86,7 +86,7 @@ integration: $(B)/redlockd $(B)/$(INTEG_TESTS)
 
 run: deps
 	$(MAKE) $(B)/redlockd
-	sh tests/dev-run.sh $(B)/redlockd conf/dev.yml
+	bash tests/dev-run.sh $(B)/redlockd conf/dev.yml
 
 clean:
 	rm -rf $(B) run

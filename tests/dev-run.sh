@@ -1,4 +1,4 @@
-#!/bin/sh
+#!/bin/bash
 # Start five local redis-server masters on 127.0.0.1:7001..7005 (no
 # persistence, data under run/) and redlockd in the foreground.  Ctrl-C
 # or SIGTERM stops the daemon and the masters; nothing is left running.
@@ -17,10 +17,18 @@ stop() {
     for p in $pids; do kill -TERM "$p" 2>/dev/null; done
     for p in $pids; do wait "$p" 2>/dev/null; done
     rm -f run/redlockd.sock
-    echo "dev-run: stopped redlockd and the five masters" >&2
+    [ -n "$pids" ] && echo "dev-run: stopped redlockd and the five masters" >&2
 }
 trap stop EXIT
 trap 'exit 0' INT TERM
+
+# Refuse to borrow somebody else's Redis or redlockd on our ports.
+for port in 7001 7002 7003 7004 7005 7379; do
+    if (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null; then
+        echo "dev-run: 127.0.0.1:$port is already in use; stop what listens there first" >&2
+        exit 1
+    fi
+done
 
 for port in 7001 7002 7003 7004 7005; do
     mkdir -p "run/$port"
