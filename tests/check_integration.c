@@ -1,0 +1,890 @@
+/*
+ * check_integration.c: redlockd end to end, with real processes.
+ *
+ * Every test starts five redis-server masters and the redlockd binary
+ * ($REDLOCKD_BIN, default ./build/redlockd) on free loopback ports in a
+ * directory of its own (tests/harness.h), talks to the daemon over TCP
+ * or its Unix socket, and looks at the keys on the masters with hiredis.
+ * Check runs each test in a forked process; the checked teardown stops
+ * everything when a test passes, and the harness cleans up (and prints
+ * the daemon log) after a test that failed.
+ */
+#include <ctype.h>
+#include <errno.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <check.h>
+
+#include "tests/harness.h"
+
+#define NMASTERS        5       /* masters per test */
+#define QUORUM          3       /* NMASTERS / 2 + 1 */
+#define DEFAULT_TTL     30000   /* lock.default_ttl_ms left at its default */
+#define CMD_MS          2000    /* deadline for a reply that needs the masters */
+#define LOCAL_MS        1000    /* deadline for a reply the daemon gives alone */
+#define TEST_TIMEOUT_S  30      /* per test, unless CK_DEFAULT_TIMEOUT is set */
+#define GROUP_MAX       128     /* lines of a HELP or STATS reply we keep */
+
+/* Every test's daemon: a blocked LOCK retries after 0..100 ms. */
+static const struct h_daemon_opts it_opts = {
+    .retry_delay_ms = 100,
+};
+
+/* ---- assertions that keep the caller's line number ---- */
+
+/* Send line on fd and require the reply to be exactly want. */
+#define EXPECT_REPLY(fd, line, want) do {                                       \
+        char *got_ = h_cmd((fd), (line), CMD_MS);                               \
+        ck_assert_msg(got_ != NULL && strcmp(got_, (want)) == 0,               \
+                      "'%s' answered '%s', expected '%s'", (line),              \
+                      got_ != NULL ? got_ : "(nothing)", (want));               \
+        free(got_);                                                             \
+    } while (0)
+
+/* Send line on fd and require the reply to start with prefix. */
+#define EXPECT_PREFIX(fd, line, prefix) do {                                    \
+        char *got_ = h_cmd((fd), (line), CMD_MS);                               \
+        ck_assert_msg(got_ != NULL && strncmp(got_, (prefix), strlen(prefix)) == 0, \
+                      "'%s' answered '%s', expected '%s...'", (line),           \
+                      got_ != NULL ? got_ : "(nothing)", (prefix));             \
+        free(got_);                                                             \
+    } while (0)
+
+/*
+ * Send a LOCK or TRYLOCK line on fd and require
+ * "OK <name> validity=V holds=<holds>"; V goes into the long long
+ * lvalue validity.
+ */
+#define EXPECT_LOCK_OK(fd, line, name, holds, validity) do {                    \
+        char *got_ = h_cmd((fd), (line), CMD_MS);                               \
+        unsigned holds_ = 0;                                                    \
+        ck_assert_msg(got_ != NULL && parse_lock_ok(got_, (name), &(validity), &holds_) \
+                      && holds_ == (unsigned)(holds),                           \
+                      "'%s' answered '%s', expected 'OK %s validity=N holds=%u'", \
+                      (line), got_ != NULL ? got_ : "(nothing)", (name),        \
+                      (unsigned)(holds));                                       \
+        free(got_);                                                             \
+    } while (0)
+
+/* ---- reply parsing ---- */
+
+/*
+ * Parse the start of a reply, "<status> <name> <key>=<integer>" (the
+ * integer may be negative), into *value.  Returns a pointer just after
+ * the integer, where the callers check the rest of the line, or NULL
+ * when the line does not start that way.
+ */
+static const char *
+parse_status_int(const char *line, const char *status, const char *name,
+                 const char *key, long long *value)
+{
+    char head[512];
+    size_t n;
+    char *end;
+
+    n = (size_t)snprintf(head, sizeof(head), "%s %s %s=", status, name, key);
+    if (n >= sizeof(head) || strncmp(line, head, n) != 0) {
+        return NULL;
+    }
+    line += n;
+    if (!isdigit((unsigned char)line[0]) && !(line[0] == '-' && isdigit((unsigned char)line[1]))) {
+        return NULL;
+    }
+    errno = 0;
+    *value = strtoll(line, &end, 10);
+    return errno == 0 ? end : NULL;
+}
+
+/* True when line is exactly "OK <name> validity=V holds=H". */
+static bool
+parse_lock_ok(const char *line, const char *name, long long *validity, unsigned *holds)
+{
+    const char *p = parse_status_int(line, "OK", name, "validity", validity);
+    char *end;
+    unsigned long h;
+
+    if (p == NULL || strncmp(p, " holds=", 7) != 0 || !isdigit((unsigned char)p[7])) {
+        return false;
+    }
+    h = strtoul(p + 7, &end, 10);
+    *holds = (unsigned)h;
+    return *end == '\0';
+}
+
+/* True when line is exactly "BUSY <name> ttl=N". */
+static bool
+parse_busy(const char *line, const char *name, long long *ttl)
+{
+    const char *p = parse_status_int(line, "BUSY", name, "ttl", ttl);
+
+    return p != NULL && *p == '\0';
+}
+
+/* True when line is exactly "HELD <name> ttl=N owner=<owner>". */
+static bool
+parse_held(const char *line, const char *name, const char *owner, long long *ttl)
+{
+    const char *p = parse_status_int(line, "HELD", name, "ttl", ttl);
+
+    return p != NULL && strncmp(p, " owner=", 7) == 0 && strcmp(p + 7, owner) == 0;
+}
+
+/* True when s is an owner token: 32 lowercase hex digits. */
+static bool
+is_token(const char *s)
+{
+    size_t i;
+
+    for (i = 0; s[i] != '\0'; i++) {
+        if (!isdigit((unsigned char)s[i]) && (s[i] < 'a' || s[i] > 'f')) {
+            return false;
+        }
+    }
+    return i == 32;
+}
+
+/*
+ * Send line and read a multi-line reply up to END.  Every line before
+ * END must start with prefix; they are stored malloc'd in lines (at
+ * most max).  Returns the number of lines before END, or -1 when a line
+ * did not match, there were too many, or END did not come.
+ */
+static int
+read_group(int fd, const char *line, const char *prefix, char **lines, int max)
+{
+    char *got;
+    int n = 0;
+
+    if (h_send(fd, line) != 0) {
+        return -1;
+    }
+    for (;;) {
+        got = h_read_line(fd, LOCAL_MS);
+        if (got == NULL) {
+            break;
+        }
+        if (strcmp(got, "END") == 0) {
+            free(got);
+            return n;
+        }
+        if (strncmp(got, prefix, strlen(prefix)) != 0 || n == max) {
+            fprintf(stderr, "'%s': unexpected line '%s'\n", line, got);
+            free(got);
+            break;
+        }
+        lines[n++] = got;
+    }
+    while (n > 0) {
+        free(lines[--n]);
+    }
+    return -1;
+}
+
+/* True when one of lines[0..n-1] is exactly want. */
+static bool
+has_line(char **lines, int n, const char *want)
+{
+    int i;
+
+    for (i = 0; i < n; i++) {
+        if (strcmp(lines[i], want) == 0) {
+            return true;
+        }
+    }
+    return false;
+}
+
+static void
+free_lines(char **lines, int n)
+{
+    int i;
+
+    for (i = 0; i < n; i++) {
+        free(lines[i]);
+    }
+}
+
+/* ---- conditions for h_wait_until / h_holds_for ---- */
+
+/* arg: const char **key.  The key is absent from every master. */
+static bool
+cond_key_gone(void *arg)
+{
+    return h_masters_without(*(const char **)arg) == h_master_count();
+}
+
+/* A STATS counter that must reach a value. */
+struct stat_want {
+    const char *name;       /* STAT name */
+    long long   want;       /* expected value */
+    long long   seen;       /* last value read, -1 if none */
+};
+
+static bool
+cond_stat(void *arg)
+{
+    struct stat_want *s = arg;
+
+    if (h_stat_once(s->name, &s->seen) != 0) {
+        s->seen = -1;
+        return false;
+    }
+    return s->seen == s->want;
+}
+
+/* arg: const char **name.  A fresh connection's TRYLOCK gets OK. */
+static bool
+cond_trylock_ok(void *arg)
+{
+    const char *name = *(const char **)arg;
+    char line[300], *got;
+    long long validity;
+    unsigned holds;
+    bool ok;
+    int fd;
+
+    fd = h_connect_tcp();
+    if (fd < 0) {
+        return false;
+    }
+    snprintf(line, sizeof(line), "TRYLOCK %s", name);
+    got = h_cmd(fd, line, CMD_MS);
+    ok = got != NULL && parse_lock_ok(got, name, &validity, &holds) && holds == 1;
+    free(got);
+    close(fd);
+    return ok;
+}
+
+/* The watchdog test's view of a held lock. */
+struct watch {
+    int         fd;         /* another client, which asks TRYLOCK */
+    const char *name;       /* lock name, also the key */
+    const char *token;      /* the holder's token */
+    long long   ttl;        /* the lease asked for, ms */
+    char        why[512];   /* what was wrong, for the failure message */
+};
+
+/*
+ * The token is on a quorum of masters with a lease of at most ttl ms,
+ * and another client gets BUSY.
+ */
+static bool
+cond_still_held(void *arg)
+{
+    struct watch *w = arg;
+    char line[300], *got, *v;
+    long long ttl = 0, pttl;
+    size_t i, n = 0;
+    bool ok;
+
+    for (i = 0; i < h_master_count(); i++) {
+        v = h_master_get(i, w->name);
+        pttl = h_master_pttl(i, w->name);
+        if (v != NULL && strcmp(v, w->token) == 0 && pttl > 0 && pttl <= w->ttl) {
+            n++;
+        }
+        free(v);
+    }
+    if (n < QUORUM) {
+        snprintf(w->why, sizeof(w->why),
+                 "the token with 0 < PTTL <= %lld is on %zu masters only", w->ttl, n);
+        return false;
+    }
+    snprintf(line, sizeof(line), "TRYLOCK %s", w->name);
+    got = h_cmd(w->fd, line, CMD_MS);
+    ok = got != NULL && parse_busy(got, w->name, &ttl) && ttl > 0;
+    if (!ok) {
+        snprintf(w->why, sizeof(w->why), "TRYLOCK answered '%s'",
+                 got != NULL ? got : "(nothing)");
+    }
+    free(got);
+    return ok;
+}
+
+/* ---- fixture ---- */
+
+/*
+ * Start of every test: a directory named for the test, five masters
+ * and the daemon.  (Called from the test body, where tcase_name() is
+ * known; the checked teardown below undoes it.)
+ */
+static void
+it_up(void)
+{
+    ck_assert_msg(h_begin(tcase_name()) == 0, "cannot create the test directory");
+    ck_assert_msg(h_start_masters(NMASTERS) == 0, "the masters did not start");
+    ck_assert_msg(h_start_daemon(&it_opts) == 0, "redlockd did not start (log above)");
+}
+
+static void
+it_teardown(void)
+{
+    h_end();
+}
+
+static int
+it_connect(void)
+{
+    int fd = h_connect_tcp();
+
+    ck_assert_msg(fd >= 0, "cannot connect to 127.0.0.1:%d: %s", h_daemon_port(),
+                  strerror(errno));
+    return fd;
+}
+
+static int
+it_connect_unix(void)
+{
+    int fd = h_connect_unix();
+
+    ck_assert_msg(fd >= 0, "cannot connect to %s: %s", h_daemon_unix_path(), strerror(errno));
+    return fd;
+}
+
+/* ---- tests ---- */
+
+START_TEST(key_on_masters)
+{
+    const char *key = "demo";
+    char *token, *v;
+    long long valid = -1;
+    size_t i;
+    int a;
+
+    it_up();
+    a = it_connect();
+    EXPECT_LOCK_OK(a, "LOCK demo", "demo", 1, valid);
+    ck_assert_msg(valid > 0 && valid <= DEFAULT_TTL, "validity=%lld", valid);
+
+    token = h_master_get(0, "demo");
+    ck_assert_msg(token != NULL, "no key 'demo' on master 0 after LOCK");
+    ck_assert_msg(is_token(token), "key value '%s' is not 32 lowercase hex digits", token);
+    for (i = 1; i < NMASTERS; i++) {
+        v = h_master_get(i, "demo");
+        ck_assert_msg(v != NULL && strcmp(v, token) == 0,
+                      "master %zu holds '%s', master 0 holds '%s'", i,
+                      v != NULL ? v : "(no key)", token);
+        free(v);
+    }
+
+    EXPECT_REPLY(a, "UNLOCK demo", "OK demo holds=0");
+    ck_assert_msg(h_wait_until(cond_key_gone, &key, 500),
+                  "key 'demo' still on %zu masters after UNLOCK",
+                  NMASTERS - h_masters_without("demo"));
+    free(token);
+    close(a);
+}
+END_TEST
+
+START_TEST(trylock_busy)
+{
+    char *got;
+    long long ttl = 0, valid;
+    int a, b, u;
+
+    it_up();
+    a = it_connect();
+    b = it_connect();
+    u = it_connect_unix();
+    EXPECT_LOCK_OK(a, "LOCK x", "x", 1, valid);
+
+    got = h_cmd(b, "TRYLOCK x", CMD_MS);
+    ck_assert_msg(got != NULL && parse_busy(got, "x", &ttl) && ttl > 0 && ttl <= DEFAULT_TTL,
+                  "TRYLOCK x over TCP answered '%s', expected 'BUSY x ttl=N'",
+                  got != NULL ? got : "(nothing)");
+    free(got);
+
+    got = h_cmd(u, "TRYLOCK x", CMD_MS);
+    ck_assert_msg(got != NULL && parse_busy(got, "x", &ttl) && ttl > 0 && ttl <= DEFAULT_TTL,
+                  "TRYLOCK x over the Unix socket answered '%s', expected 'BUSY x ttl=N'",
+                  got != NULL ? got : "(nothing)");
+    free(got);
+    close(a);
+    close(b);
+    close(u);
+}
+END_TEST
+
+START_TEST(blocked_lock_gets_it)
+{
+    long long valid;
+    unsigned holds = 0;
+    char *got;
+    int a, b;
+
+    it_up();
+    a = it_connect();
+    b = it_connect();
+    EXPECT_LOCK_OK(a, "LOCK x", "x", 1, valid);
+
+    ck_assert_int_eq(h_send(b, "LOCK x"), 0);
+    ck_assert_msg(h_quiet(b, 300), "LOCK x answered within 300 ms while A holds x");
+
+    EXPECT_REPLY(a, "UNLOCK x", "OK x holds=0");
+    got = h_read_line(b, 2000);
+    ck_assert_msg(got != NULL && parse_lock_ok(got, "x", &valid, &holds) && holds == 1,
+                  "the waiting LOCK x got '%s' within 2 s of the UNLOCK, expected 'OK x ...'",
+                  got != NULL ? got : "(nothing)");
+    free(got);
+    close(a);
+    close(b);
+}
+END_TEST
+
+START_TEST(lock_timeout)
+{
+    long long valid;
+    int64_t t0, elapsed;
+    char *got;
+    int a, b;
+
+    it_up();
+    a = it_connect();
+    b = it_connect();
+    EXPECT_LOCK_OK(a, "LOCK x", "x", 1, valid);
+
+    t0 = h_now_ms();
+    got = h_cmd(b, "LOCK x wait=300", 2000);
+    elapsed = h_now_ms() - t0;
+    ck_assert_msg(got != NULL && strcmp(got, "TIMEOUT x") == 0,
+                  "LOCK x wait=300 answered '%s' after %lld ms, expected 'TIMEOUT x'",
+                  got != NULL ? got : "(nothing)", (long long)elapsed);
+    ck_assert_msg(elapsed >= 295, "TIMEOUT came after %lld ms, before wait=300 ran out",
+                  (long long)elapsed);
+    free(got);
+    close(a);
+    close(b);
+}
+END_TEST
+
+START_TEST(close_frees_keys)
+{
+    const char *key = "x";
+    long long valid;
+    int a;
+
+    it_up();
+    a = it_connect();
+    EXPECT_LOCK_OK(a, "LOCK x", "x", 1, valid);
+    ck_assert_uint_eq(h_masters_holding("x", NULL), NMASTERS);
+
+    close(a);
+    ck_assert_msg(h_wait_until(cond_key_gone, &key, 200),
+                  "key 'x' still on %zu masters 200 ms after the holder closed",
+                  NMASTERS - h_masters_without("x"));
+}
+END_TEST
+
+START_TEST(watchdog)
+{
+    struct watch w;
+    long long valid;
+    char *token;
+    int a;
+
+    it_up();
+    a = it_connect();
+    w.fd = it_connect();
+    w.name = "w";
+    w.ttl = 1000;
+    w.why[0] = '\0';
+    EXPECT_LOCK_OK(a, "LOCK w ttl=1000", "w", 1, valid);
+    token = h_master_get(0, "w");
+    ck_assert_msg(token != NULL && is_token(token), "no token for 'w' on master 0");
+    w.token = token;
+
+    /* Five lease lengths: only renewals can keep it. */
+    ck_assert_msg(h_holds_for(cond_still_held, &w, 5000, 250), "lock w lost: %s", w.why);
+    ck_assert_msg(h_quiet(a, 0), "the holder got a pushed line while holding w");
+
+    EXPECT_REPLY(a, "UNLOCK w", "OK w holds=0");
+    free(token);
+    close(a);
+    close(w.fd);
+}
+END_TEST
+
+START_TEST(reentry)
+{
+    const char *key = "r";
+    long long valid;
+    char *token;
+    int a;
+
+    it_up();
+    a = it_connect();
+    EXPECT_LOCK_OK(a, "LOCK r", "r", 1, valid);
+    token = h_master_get(0, "r");
+    ck_assert_msg(token != NULL, "no key 'r' on master 0 after LOCK");
+    EXPECT_LOCK_OK(a, "LOCK r", "r", 2, valid);
+    ck_assert_msg(valid > 0 && valid <= DEFAULT_TTL, "re-entrant validity=%lld", valid);
+
+    EXPECT_REPLY(a, "UNLOCK r", "OK r holds=1");
+    ck_assert_msg(h_masters_holding("r", token) == NMASTERS,
+                  "after UNLOCK to holds=1 the token is on %zu masters, expected %d",
+                  h_masters_holding("r", token), NMASTERS);
+
+    EXPECT_REPLY(a, "UNLOCK r", "OK r holds=0");
+    ck_assert_msg(h_wait_until(cond_key_gone, &key, 500),
+                  "key 'r' still on %zu masters after the last UNLOCK",
+                  NMASTERS - h_masters_without("r"));
+    EXPECT_REPLY(a, "UNLOCK r", "NOTHELD r");
+    free(token);
+    close(a);
+}
+END_TEST
+
+START_TEST(two_masters_down)
+{
+    long long valid;
+    char *token;
+    size_t i;
+    int a;
+
+    it_up();
+    ck_assert_int_eq(h_kill_master(0), 0);
+    ck_assert_int_eq(h_kill_master(1), 0);
+    a = it_connect();
+    EXPECT_LOCK_OK(a, "LOCK d", "d", 1, valid);
+    ck_assert_msg(valid > 0, "validity=%lld", valid);
+
+    token = h_master_get(2, "d");
+    ck_assert_msg(token != NULL && is_token(token), "no token for 'd' on master 2");
+    for (i = 2; i < NMASTERS; i++) {
+        char *v = h_master_get(i, "d");
+
+        ck_assert_msg(v != NULL && strcmp(v, token) == 0, "master %zu holds '%s', expected '%s'",
+                      i, v != NULL ? v : "(no key)", token);
+        free(v);
+    }
+    free(token);
+    close(a);
+}
+END_TEST
+
+START_TEST(three_masters_down_noquorum)
+{
+    long long valid;
+    int64_t t_kill, left;
+    char addr[64], *got;
+    size_t i;
+    int a, b;
+
+    it_up();
+    a = it_connect();
+    b = it_connect();
+    EXPECT_LOCK_OK(a, "LOCK h ttl=1000", "h", 1, valid);
+
+    t_kill = h_now_ms();
+    for (i = 0; i < 3; i++) {
+        ck_assert_int_eq(h_kill_master(i), 0);
+    }
+
+    got = h_cmd(b, "LOCK z", 1000);
+    ck_assert_msg(got != NULL && strncmp(got, "ERR NOQUORUM ", 13) == 0,
+                  "LOCK z with 3 of 5 masters down answered '%s' within 1 s, "
+                  "expected 'ERR NOQUORUM ...'", got != NULL ? got : "(nothing)");
+    for (i = 0; i < 3; i++) {
+        snprintf(addr, sizeof(addr), "127.0.0.1:%d ", h_master_port(i));
+        ck_assert_msg(strstr(got, addr) != NULL, "'%s' does not name the dead master %s",
+                      got, addr);
+    }
+    free(got);
+
+    left = 2000 - (h_now_ms() - t_kill);
+    got = h_read_line(a, left > 0 ? left : 0);
+    ck_assert_msg(got != NULL && (strcmp(got, "! LOST h reason=quorum") == 0
+                                  || strcmp(got, "! LOST h reason=renew") == 0),
+                  "the holder of h got '%s' within 2 s of losing 3 masters, "
+                  "expected '! LOST h reason=quorum|renew'", got != NULL ? got : "(nothing)");
+    free(got);
+    close(a);
+    close(b);
+}
+END_TEST
+
+START_TEST(masters_recover)
+{
+    struct stat_want up = { "masters_up", NMASTERS, -1 };
+    const char *name = "q";
+    size_t i;
+    int a;
+
+    it_up();
+    for (i = 0; i < 3; i++) {
+        ck_assert_int_eq(h_kill_master(i), 0);
+    }
+    a = it_connect();
+    EXPECT_PREFIX(a, "TRYLOCK q", "ERR NOQUORUM ");
+    close(a);
+
+    for (i = 0; i < 3; i++) {
+        ck_assert_msg(h_restart_master(i) == 0, "master %zu did not restart", i);
+    }
+    ck_assert_msg(h_wait_until(cond_trylock_ok, &name, 10000),
+                  "no TRYLOCK q succeeded within 10 s of the masters' return");
+    ck_assert_msg(h_wait_until(cond_stat, &up, 10000),
+                  "STATS masters_up is %lld, expected %d", up.seen, NMASTERS);
+}
+END_TEST
+
+START_TEST(protocol_errors)
+{
+    static const char *const bad[][2] = {
+        { "FOO", "ERR UNKNOWN " },
+        { "LOCK", "ERR PROTO " },
+        { "LOCK x ttl=abc", "ERR PROTO " },
+        { "LOCK x ttl=5", "ERR PROTO " },
+        { "LOCK x bogus=1", "ERR PROTO " },
+    };
+    char longline[2001], *got;
+    long long valid, ttl = 0;
+    size_t i;
+    int a, b, c;
+
+    it_up();
+    a = it_connect();
+    b = it_connect();
+    c = it_connect();
+    EXPECT_LOCK_OK(c, "LOCK keep", "keep", 1, valid);
+
+    for (i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+        EXPECT_PREFIX(a, bad[i][0], bad[i][1]);
+        EXPECT_REPLY(a, "PING", "PONG");
+    }
+    /* None of the refused LOCKs took x. */
+    EXPECT_REPLY(b, "STATUS x", "FREE x");
+
+    memset(longline, 'a', 2000);
+    longline[2000] = '\n';
+    ck_assert_int_eq(h_send_raw(a, longline, sizeof(longline)), 0);
+    got = h_read_line(a, LOCAL_MS);
+    ck_assert_msg(got != NULL && strncmp(got, "ERR TOOLONG ", 12) == 0,
+                  "a 2000-byte line got '%s', expected 'ERR TOOLONG ...'",
+                  got != NULL ? got : "(nothing)");
+    free(got);
+    ck_assert_msg(h_expect_eof(a, LOCAL_MS), "the connection stayed open after ERR TOOLONG");
+
+    /* The other connections did not notice. */
+    EXPECT_REPLY(c, "PING", "PONG");
+    got = h_cmd(c, "STATUS keep", CMD_MS);
+    ck_assert_msg(got != NULL && parse_held(got, "keep", "self", &ttl) && ttl > 0,
+                  "STATUS keep by its holder answered '%s'", got != NULL ? got : "(nothing)");
+    free(got);
+    got = h_cmd(b, "TRYLOCK keep", CMD_MS);
+    ck_assert_msg(got != NULL && parse_busy(got, "keep", &ttl) && ttl > 0,
+                  "TRYLOCK keep answered '%s', expected BUSY", got != NULL ? got : "(nothing)");
+    free(got);
+    close(a);
+    close(b);
+    close(c);
+}
+END_TEST
+
+START_TEST(misc_verbs)
+{
+    char *lines[GROUP_MAX], *got;
+    long long valid;
+    int a, n, i;
+
+    it_up();
+    a = it_connect();
+    EXPECT_REPLY(a, "PING hello", "PONG hello");
+    EXPECT_REPLY(a, "PING", "PONG");
+
+    got = h_cmd(a, "VERSION", LOCAL_MS);
+    ck_assert_msg(got != NULL && strncmp(got, "VERSION ", 8) == 0 && strlen(got) > 8,
+                  "VERSION answered '%s'", got != NULL ? got : "(nothing)");
+    free(got);
+
+    n = read_group(a, "HELP", "HELP ", lines, GROUP_MAX);
+    ck_assert_msg(n > 0, "HELP did not answer HELP lines then END (%d)", n);
+    for (i = 0; i < n && strncmp(lines[i], "HELP LOCK ", 10) != 0; i++) {
+        continue;
+    }
+    ck_assert_msg(i < n, "HELP has no line for LOCK");
+    free_lines(lines, n);
+
+    n = read_group(a, "STATS", "STAT ", lines, GROUP_MAX);
+    ck_assert_msg(n > 0, "STATS did not answer STAT lines then END (%d)", n);
+    ck_assert_msg(has_line(lines, n, "STAT masters 5"), "STATS lacks 'STAT masters 5'");
+    ck_assert_msg(has_line(lines, n, "STAT quorum 3"), "STATS lacks 'STAT quorum 3'");
+    free_lines(lines, n);
+
+    /* CRLF line ends. */
+    ck_assert_int_eq(h_send_raw(a, "PING crlf\r\n", 11), 0);
+    got = h_read_line(a, LOCAL_MS);
+    ck_assert_msg(got != NULL && strcmp(got, "PONG crlf") == 0,
+                  "'PING crlf<CR><LF>' answered '%s'", got != NULL ? got : "(nothing)");
+    free(got);
+
+    /* Lower-case verbs. */
+    EXPECT_REPLY(a, "ping", "PONG");
+    EXPECT_PREFIX(a, "version", "VERSION ");
+    EXPECT_LOCK_OK(a, "lock lc", "lc", 1, valid);
+    EXPECT_REPLY(a, "unlock lc", "OK lc holds=0");
+
+    EXPECT_REPLY(a, "QUIT", "BYE");
+    ck_assert_msg(h_expect_eof(a, LOCAL_MS), "the connection stayed open after BYE");
+    close(a);
+}
+END_TEST
+
+START_TEST(sigterm_releases)
+{
+    long long valid;
+    int64_t t0, left;
+    char *got;
+    int a, rc;
+
+    it_up();
+    a = it_connect();
+    EXPECT_LOCK_OK(a, "LOCK k", "k", 1, valid);
+
+    t0 = h_now_ms();
+    ck_assert_int_eq(h_signal_daemon(SIGTERM), 0);
+    got = h_read_line(a, 3000);
+    ck_assert_msg(got != NULL && strcmp(got, "! LOST k reason=shutdown") == 0,
+                  "after SIGTERM the holder got '%s', expected '! LOST k reason=shutdown'",
+                  got != NULL ? got : "(nothing)");
+    free(got);
+
+    left = 3000 - (h_now_ms() - t0);
+    rc = h_wait_daemon(left > 0 ? left : 0);
+    ck_assert_msg(rc == 0, "redlockd %s 3 s after SIGTERM (status %d)",
+                  rc == H_STILL_RUNNING ? "was still running" : "did not exit 0", rc);
+    ck_assert_msg(h_masters_without("k") == NMASTERS,
+                  "after the shutdown key 'k' is still on %zu masters",
+                  NMASTERS - h_masters_without("k"));
+    close(a);
+}
+END_TEST
+
+START_TEST(status)
+{
+    long long valid, ttl = 0;
+    char *got;
+    int a, b;
+
+    it_up();
+    a = it_connect();
+    b = it_connect();
+    EXPECT_REPLY(a, "STATUS s", "FREE s");
+    EXPECT_LOCK_OK(a, "LOCK s", "s", 1, valid);
+
+    got = h_cmd(a, "STATUS s", CMD_MS);
+    ck_assert_msg(got != NULL && parse_held(got, "s", "self", &ttl) && ttl > 0
+                  && ttl <= DEFAULT_TTL,
+                  "STATUS s by the holder answered '%s', expected 'HELD s ttl=N owner=self'",
+                  got != NULL ? got : "(nothing)");
+    free(got);
+
+    got = h_cmd(b, "STATUS s", CMD_MS);
+    ck_assert_msg(got != NULL && parse_held(got, "s", "other", &ttl) && ttl > 0
+                  && ttl <= DEFAULT_TTL,
+                  "STATUS s by another client answered '%s', expected 'HELD s ttl=N owner=other'",
+                  got != NULL ? got : "(nothing)");
+    free(got);
+    close(a);
+    close(b);
+}
+END_TEST
+
+START_TEST(pending_lock_cancelled_on_close)
+{
+    struct stat_want waiting = { "waiters", 1, -1 };
+    const char *key = "p";
+    long long valid, waiters = -1;
+    int a, b;
+
+    it_up();
+    a = it_connect();
+    b = it_connect();
+    EXPECT_LOCK_OK(a, "LOCK p", "p", 1, valid);
+    ck_assert_int_eq(h_send(b, "LOCK p"), 0);
+    ck_assert_msg(h_wait_until(cond_stat, &waiting, 2000),
+                  "STATS waiters is %lld while B waits for p, expected 1", waiting.seen);
+    close(b);
+
+    EXPECT_REPLY(a, "UNLOCK p", "OK p holds=0");
+    ck_assert_msg(h_wait_until(cond_key_gone, &key, 1000),
+                  "key 'p' still on %zu masters 1 s after the UNLOCK",
+                  NMASTERS - h_masters_without("p"));
+    ck_assert_msg(h_holds_for(cond_key_gone, &key, 500, 10),
+                  "key 'p' came back on %zu masters after the waiter had closed",
+                  NMASTERS - h_masters_without("p"));
+    ck_assert_int_eq(h_stat_once("waiters", &waiters), 0);
+    ck_assert_msg(waiters == 0, "STATS waiters is %lld, expected 0", waiters);
+    close(a);
+}
+END_TEST
+
+START_TEST(validity)
+{
+    long long valid = -1;
+    int a;
+
+    it_up();
+    a = it_connect();
+    EXPECT_LOCK_OK(a, "LOCK v ttl=2000", "v", 1, valid);
+    ck_assert_msg(valid > 1900 && valid <= 2000,
+                  "ttl=2000 gave validity=%lld, expected 1900 < validity <= 2000", valid);
+    close(a);
+}
+END_TEST
+
+/* ---- runner ---- */
+
+static Suite *
+integration_suite(void)
+{
+    Suite *s = suite_create("redlockd integration");
+    TCase *tc = tcase_create("daemon");
+
+    /* Setup is it_up() in each test; teardown runs when a test passes. */
+    tcase_add_checked_fixture(tc, NULL, it_teardown);
+    if (getenv("CK_DEFAULT_TIMEOUT") == NULL) {
+        tcase_set_timeout(tc, TEST_TIMEOUT_S);
+    }
+    tcase_add_test(tc, key_on_masters);
+    tcase_add_test(tc, trylock_busy);
+    tcase_add_test(tc, blocked_lock_gets_it);
+    tcase_add_test(tc, lock_timeout);
+    tcase_add_test(tc, close_frees_keys);
+    tcase_add_test(tc, watchdog);
+    tcase_add_test(tc, reentry);
+    tcase_add_test(tc, two_masters_down);
+    tcase_add_test(tc, three_masters_down_noquorum);
+    tcase_add_test(tc, masters_recover);
+    tcase_add_test(tc, protocol_errors);
+    tcase_add_test(tc, misc_verbs);
+    tcase_add_test(tc, sigterm_releases);
+    tcase_add_test(tc, status);
+    tcase_add_test(tc, pending_lock_cancelled_on_close);
+    tcase_add_test(tc, validity);
+    suite_add_tcase(s, tc);
+    return s;
+}
+
+int
+main(void)
+{
+    int64_t t0 = h_now_ms();
+    SRunner *sr;
+    int failed;
+
+    if (h_suite_init() != 0) {
+        return EXIT_FAILURE;
+    }
+    sr = srunner_create(integration_suite());
+    srunner_run_all(sr, CK_NORMAL);
+    failed = srunner_ntests_failed(sr);
+    srunner_free(sr);
+    h_suite_cleanup();
+    printf("check_integration: %d failed, %.1f s\n", failed, (double)(h_now_ms() - t0) / 1000.0);
+    return failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
+}

@@ -1,0 +1,1180 @@
+/*
+ * harness.c: processes, files and a line client for the integration
+ * tests (see harness.h).
+ */
+#include <ctype.h>
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <ftw.h>
+#include <limits.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/prctl.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <sys/wait.h>
+
+#include <hiredis/hiredis.h>
+
+#include "tests/harness.h"
+
+#define H_POLL_MS           5       /* interval of h_wait_until */
+#define H_READY_POLL_MS     10      /* interval while a process starts */
+#define H_PORT_TRIES        5       /* starts on a fresh port before giving up */
+#define H_STOP_MS           5000    /* h_stop_daemon: SIGTERM, then SIGKILL */
+#define H_TAIL_LINES        40      /* log lines shown for a failed test */
+#define H_TAIL_BYTES        (64 * 1024) /* at most this much of a log is read */
+#define H_STATS_LINE_MS     1000    /* deadline per line of a STATS reply */
+
+/* One redis-server the harness started. */
+struct h_master {
+    int   port;                     /* 127.0.0.1 port, kept across restarts */
+    pid_t pid;                      /* running process, 0 when killed */
+};
+
+/*
+ * File-level state: one run directory, one test directory, the masters
+ * and at most one daemon.  Forked test processes inherit it.
+ */
+static char            h_run_dir[PATH_MAX];     /* h_suite_init(), "" if none */
+static char            h_test_dir[PATH_MAX];    /* h_begin(), "" if none */
+static struct h_master h_masters[H_MASTERS_MAX];/* started masters, in order */
+static size_t          h_nmasters;              /* entries in h_masters */
+static pid_t           h_dpid;                  /* running daemon, or 0 */
+static int             h_dport;                 /* daemon TCP port */
+static char            h_sock_path[PATH_MAX + 32]; /* daemon Unix socket */
+static char            h_log_path[PATH_MAX + 32];  /* daemon stdout+stderr */
+static char            h_conf_path[PATH_MAX + 32]; /* daemon config */
+
+/* ---- time and polling ---- */
+
+int64_t
+h_now_ms(void)
+{
+    struct timespec ts;
+
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+void
+h_sleep_ms(int64_t ms)
+{
+    struct timespec ts;
+
+    if (ms <= 0) {
+        return;
+    }
+    ts.tv_sec = (time_t)(ms / 1000);
+    ts.tv_nsec = (long)(ms % 1000) * 1000000L;
+    while (nanosleep(&ts, &ts) != 0 && errno == EINTR) {
+        continue;
+    }
+}
+
+bool
+h_wait_until(h_cond_fn cond, void *arg, int64_t timeout_ms)
+{
+    int64_t deadline = h_now_ms() + timeout_ms, now;
+
+    for (;;) {
+        if (cond(arg)) {
+            return true;
+        }
+        now = h_now_ms();
+        if (now >= deadline) {
+            return false;
+        }
+        h_sleep_ms(deadline - now < H_POLL_MS ? deadline - now : H_POLL_MS);
+    }
+}
+
+bool
+h_holds_for(h_cond_fn cond, void *arg, int64_t duration_ms, int64_t interval_ms)
+{
+    int64_t end = h_now_ms() + duration_ms, now;
+
+    for (;;) {
+        if (!cond(arg)) {
+            return false;
+        }
+        now = h_now_ms();
+        if (now >= end) {
+            return true;
+        }
+        h_sleep_ms(end - now < interval_ms ? end - now : interval_ms);
+    }
+}
+
+/* ---- files ---- */
+
+static int
+h_remove_cb(const char *path, const struct stat *st, int flag, struct FTW *ftw)
+{
+    (void)st;
+    (void)flag;
+    (void)ftw;
+    if (remove(path) != 0) {
+        fprintf(stderr, "harness: remove %s: %s\n", path, strerror(errno));
+    }
+    return 0;
+}
+
+/* Remove a directory tree; nothing happens for "". */
+static void
+h_remove_tree(const char *path)
+{
+    if (path[0] != '\0') {
+        nftw(path, h_remove_cb, 16, FTW_DEPTH | FTW_PHYS);
+    }
+}
+
+/* Print the last nlines lines of a file to stderr between two rulers. */
+static void
+h_print_tail(const char *path, size_t nlines, const char *title)
+{
+    struct stat st;
+    char *buf;
+    ssize_t n;
+    size_t len, start, seen = 0;
+    off_t off;
+    int fd;
+
+    fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0) {
+        fprintf(stderr, "harness: %s: no log (%s: %s)\n", title, path, strerror(errno));
+        return;
+    }
+    if (fstat(fd, &st) != 0) {
+        close(fd);
+        return;
+    }
+    off = st.st_size > H_TAIL_BYTES ? st.st_size - H_TAIL_BYTES : 0;
+    buf = malloc(H_TAIL_BYTES + 1);
+    if (buf == NULL) {
+        close(fd);
+        return;
+    }
+    n = pread(fd, buf, H_TAIL_BYTES, off);
+    close(fd);
+    len = n > 0 ? (size_t)n : 0;
+    /* Walk back over nlines line ends, not counting the final one. */
+    start = len;
+    if (start > 0 && buf[start - 1] == '\n') {
+        start--;
+    }
+    while (start > 0) {
+        if (buf[start - 1] == '\n' && ++seen == nlines) {
+            break;
+        }
+        start--;
+    }
+    fprintf(stderr, "---- %s: last %zu lines of %s ----\n", title, nlines, path);
+    fwrite(buf + start, 1, len - start, stderr);
+    if (len > start && buf[len - 1] != '\n') {
+        fputc('\n', stderr);
+    }
+    fprintf(stderr, "---- end of %s ----\n", path);
+    free(buf);
+}
+
+static const char *
+h_tmp_base(void)
+{
+    const char *t = getenv("TMPDIR");
+
+    return t != NULL && t[0] == '/' ? t : "/tmp";
+}
+
+int
+h_suite_init(void)
+{
+    if (snprintf(h_run_dir, sizeof(h_run_dir), "%s/redlockd-it.XXXXXX", h_tmp_base())
+        >= (int)sizeof(h_run_dir) || mkdtemp(h_run_dir) == NULL) {
+        fprintf(stderr, "harness: cannot create a directory under %s: %s\n",
+                h_tmp_base(), strerror(errno));
+        h_run_dir[0] = '\0';
+        return -1;
+    }
+    return 0;
+}
+
+void
+h_suite_cleanup(void)
+{
+    char path[PATH_MAX * 2], title[NAME_MAX + 64];
+    struct dirent *de;
+    DIR *d;
+
+    if (h_run_dir[0] == '\0') {
+        return;
+    }
+    d = opendir(h_run_dir);
+    if (d != NULL) {
+        while ((de = readdir(d)) != NULL) {
+            if (de->d_name[0] == '.') {
+                continue;
+            }
+            snprintf(title, sizeof(title), "test %s did not finish", de->d_name);
+            snprintf(path, sizeof(path), "%s/%s/redlockd.log", h_run_dir, de->d_name);
+            h_print_tail(path, H_TAIL_LINES, title);
+        }
+        closedir(d);
+    }
+    h_remove_tree(h_run_dir);
+    h_run_dir[0] = '\0';
+}
+
+int
+h_begin(const char *name)
+{
+    const char *p;
+    int n;
+
+    if (h_test_dir[0] != '\0') {
+        fprintf(stderr, "harness: h_begin: a test is already running\n");
+        return -1;
+    }
+    if (name == NULL || name[0] == '\0') {
+        name = "test";
+    }
+    for (p = name; *p != '\0'; p++) {
+        if (!isalnum((unsigned char)*p) && *p != '_' && *p != '-') {
+            fprintf(stderr, "harness: h_begin: bad test name '%s'\n", name);
+            return -1;
+        }
+    }
+    if (h_run_dir[0] != '\0') {
+        n = snprintf(h_test_dir, sizeof(h_test_dir), "%s/%s.XXXXXX", h_run_dir, name);
+    } else {
+        /* Without h_suite_init() the test directory stands alone. */
+        n = snprintf(h_test_dir, sizeof(h_test_dir), "%s/redlockd-it-%s.XXXXXX",
+                     h_tmp_base(), name);
+    }
+    if (n >= (int)sizeof(h_test_dir) || mkdtemp(h_test_dir) == NULL) {
+        fprintf(stderr, "harness: cannot create the test directory: %s\n", strerror(errno));
+        h_test_dir[0] = '\0';
+        return -1;
+    }
+    snprintf(h_sock_path, sizeof(h_sock_path), "%s/redlockd.sock", h_test_dir);
+    snprintf(h_log_path, sizeof(h_log_path), "%s/redlockd.log", h_test_dir);
+    snprintf(h_conf_path, sizeof(h_conf_path), "%s/redlockd.yml", h_test_dir);
+    h_nmasters = 0;
+    h_dpid = 0;
+    h_dport = 0;
+    /* A peer that vanished must fail a write, not kill the test. */
+    signal(SIGPIPE, SIG_IGN);
+    return 0;
+}
+
+void
+h_end(void)
+{
+    size_t i;
+
+    h_stop_daemon();
+    for (i = 0; i < h_nmasters; i++) {
+        if (h_masters[i].pid > 0) {
+            h_kill_master(i);
+        }
+    }
+    h_nmasters = 0;
+    h_remove_tree(h_test_dir);
+    h_test_dir[0] = '\0';
+}
+
+const char *
+h_dir(void)
+{
+    return h_test_dir;
+}
+
+/* ---- processes ---- */
+
+/* A 127.0.0.1 TCP port that was free a moment ago, or -1. */
+static int
+h_free_port(void)
+{
+    struct sockaddr_in sa;
+    socklen_t len = sizeof(sa);
+    int fd, port = -1;
+
+    fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (fd < 0) {
+        return -1;
+    }
+    memset(&sa, 0, sizeof(sa));
+    sa.sin_family = AF_INET;
+    sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    sa.sin_port = 0;
+    if (bind(fd, (struct sockaddr *)&sa, sizeof(sa)) == 0
+        && getsockname(fd, (struct sockaddr *)&sa, &len) == 0) {
+        port = ntohs(sa.sin_port);
+    }
+    close(fd);
+    return port;
+}
+
+/*
+ * Fork and exec argv (PATH is searched) with stdin from /dev/null and
+ * stdout/stderr appended to out_path.  The child dies with us
+ * (PR_SET_PDEATHSIG).  Returns its pid or -1.
+ */
+static pid_t
+h_spawn(const char *const argv[], const char *out_path)
+{
+    pid_t parent = getpid(), pid;
+    sigset_t none;
+    int out, in;
+
+    out = open(out_path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+    if (out < 0) {
+        fprintf(stderr, "harness: open %s: %s\n", out_path, strerror(errno));
+        return -1;
+    }
+    pid = fork();
+    if (pid < 0) {
+        fprintf(stderr, "harness: fork: %s\n", strerror(errno));
+        close(out);
+        return -1;
+    }
+    if (pid == 0) {
+        if (prctl(PR_SET_PDEATHSIG, SIGKILL) != 0 || getppid() != parent) {
+            _exit(127);
+        }
+        sigemptyset(&none);
+        sigprocmask(SIG_SETMASK, &none, NULL);
+        signal(SIGPIPE, SIG_DFL);
+        in = open("/dev/null", O_RDONLY);
+        if (in < 0 || dup2(in, 0) < 0 || dup2(out, 1) < 0 || dup2(out, 2) < 0) {
+            _exit(127);
+        }
+        execvp(argv[0], (char *const *)argv);
+        dprintf(2, "harness: exec %s: %s\n", argv[0], strerror(errno));
+        _exit(127);
+    }
+    close(out);
+    return pid;
+}
+
+/* Exit status in the shell's manner: code, or 128 + signal. */
+static int
+h_decode_status(int status)
+{
+    if (WIFEXITED(status)) {
+        return WEXITSTATUS(status);
+    }
+    if (WIFSIGNALED(status)) {
+        return 128 + WTERMSIG(status);
+    }
+    return 255;
+}
+
+/* True when pid has exited (it is then reaped; its status in *status). */
+static bool
+h_exited(pid_t pid, int *status)
+{
+    pid_t r;
+
+    do {
+        r = waitpid(pid, status, WNOHANG);
+    } while (r < 0 && errno == EINTR);
+    if (r < 0 && errno == ECHILD) {
+        /* Not our child (any more): report it gone, with status 255. */
+        *status = 255 << 8;
+        return true;
+    }
+    return r == pid;
+}
+
+/* ---- Redis masters ---- */
+
+static redisContext *
+h_redis_connect(int port)
+{
+    struct timeval tv = { 0, H_REDIS_TIMEOUT_MS * 1000 };
+    redisContext *c;
+
+    c = redisConnectWithTimeout("127.0.0.1", port, tv);
+    if (c == NULL) {
+        return NULL;
+    }
+    if (c->err != 0 || redisSetTimeout(c, tv) != REDIS_OK) {
+        redisFree(c);
+        return NULL;
+    }
+    return c;
+}
+
+static bool
+h_redis_ping(int port)
+{
+    redisContext *c = h_redis_connect(port);
+    redisReply *r;
+    bool ok;
+
+    if (c == NULL) {
+        return false;
+    }
+    r = redisCommand(c, "PING");
+    ok = r != NULL && r->type == REDIS_REPLY_STATUS && strcmp(r->str, "PONG") == 0;
+    if (r != NULL) {
+        freeReplyObject(r);
+    }
+    redisFree(c);
+    return ok;
+}
+
+/* Start the process of master i on its port. */
+static int
+h_master_spawn(size_t i)
+{
+    char port[16], log[PATH_MAX + 32];
+    const char *argv[] = {
+        "redis-server", "--port", port, "--bind", "127.0.0.1", "--save", "",
+        "--appendonly", "no", "--dir", h_test_dir, "--daemonize", "no",
+        "--logfile", log, NULL
+    };
+    pid_t pid;
+
+    snprintf(port, sizeof(port), "%d", h_masters[i].port);
+    snprintf(log, sizeof(log), "%s/redis-%d.log", h_test_dir, h_masters[i].port);
+    pid = h_spawn(argv, log);
+    if (pid < 0) {
+        return -1;
+    }
+    h_masters[i].pid = pid;
+    return 0;
+}
+
+/*
+ * Wait until master i answers PING: 0 when it does, -1 when its process
+ * exited (reaped), -2 at the deadline (still running).
+ */
+static int
+h_master_wait_up(size_t i, int64_t deadline)
+{
+    int status;
+
+    for (;;) {
+        if (h_exited(h_masters[i].pid, &status)) {
+            h_masters[i].pid = 0;
+            return -1;
+        }
+        if (h_redis_ping(h_masters[i].port)) {
+            return 0;
+        }
+        if (h_now_ms() >= deadline) {
+            return -2;
+        }
+        h_sleep_ms(H_READY_POLL_MS);
+    }
+}
+
+/* True when port is already given to one of the first n masters. */
+static bool
+h_port_taken(int port, size_t n)
+{
+    size_t i;
+
+    for (i = 0; i < n; i++) {
+        if (h_masters[i].port == port) {
+            return true;
+        }
+    }
+    return false;
+}
+
+/* A free port that none of the first n masters has, or -1. */
+static int
+h_new_master_port(size_t n)
+{
+    int port, tries;
+
+    for (tries = 0; tries < 20; tries++) {
+        port = h_free_port();
+        if (port > 0 && !h_port_taken(port, n)) {
+            return port;
+        }
+    }
+    return -1;
+}
+
+int
+h_start_masters(size_t n)
+{
+    size_t i;
+    int tries, rc;
+
+    if (h_test_dir[0] == '\0' || h_nmasters != 0 || n == 0 || n > H_MASTERS_MAX) {
+        fprintf(stderr, "harness: h_start_masters(%zu): call once, after h_begin\n", n);
+        return -1;
+    }
+    /* Start them all, then wait for each: the starts overlap. */
+    for (i = 0; i < n; i++) {
+        h_masters[i].pid = 0;
+        h_masters[i].port = h_new_master_port(i);
+        if (h_masters[i].port < 0 || h_master_spawn(i) != 0) {
+            h_nmasters = i + 1;
+            return -1;
+        }
+    }
+    h_nmasters = n;
+    for (i = 0; i < n; i++) {
+        for (tries = 1;; tries++) {
+            rc = h_master_wait_up(i, h_now_ms() + H_START_MS);
+            if (rc == 0) {
+                break;
+            }
+            if (rc == -2 || tries == H_PORT_TRIES) {
+                fprintf(stderr, "harness: master on port %d did not come up "
+                        "(see %s/redis-%d.log)\n", h_masters[i].port, h_test_dir,
+                        h_masters[i].port);
+                return -1;
+            }
+            /* It exited: most likely someone else took the port. */
+            h_masters[i].port = h_new_master_port(n);
+            if (h_masters[i].port < 0 || h_master_spawn(i) != 0) {
+                return -1;
+            }
+        }
+    }
+    return 0;
+}
+
+size_t
+h_master_count(void)
+{
+    return h_nmasters;
+}
+
+int
+h_master_port(size_t i)
+{
+    return i < h_nmasters ? h_masters[i].port : -1;
+}
+
+bool
+h_master_alive(size_t i)
+{
+    return i < h_nmasters && h_masters[i].pid > 0;
+}
+
+size_t
+h_masters_alive(void)
+{
+    size_t i, n = 0;
+
+    for (i = 0; i < h_nmasters; i++) {
+        n += h_masters[i].pid > 0;
+    }
+    return n;
+}
+
+int
+h_kill_master(size_t i)
+{
+    if (!h_master_alive(i)) {
+        return -1;
+    }
+    kill(h_masters[i].pid, SIGKILL);
+    while (waitpid(h_masters[i].pid, NULL, 0) < 0 && errno == EINTR) {
+        continue;
+    }
+    h_masters[i].pid = 0;
+    return 0;
+}
+
+int
+h_restart_master(size_t i)
+{
+    int tries, rc;
+
+    if (i >= h_nmasters || h_masters[i].pid != 0) {
+        fprintf(stderr, "harness: h_restart_master(%zu): not a killed master\n", i);
+        return -1;
+    }
+    for (tries = 1;; tries++) {
+        if (h_master_spawn(i) != 0) {
+            return -1;
+        }
+        rc = h_master_wait_up(i, h_now_ms() + H_START_MS);
+        if (rc == 0) {
+            return 0;
+        }
+        if (rc == -2 || tries == H_PORT_TRIES) {
+            fprintf(stderr, "harness: master on port %d did not come back (see %s/redis-%d.log)\n",
+                    h_masters[i].port, h_test_dir, h_masters[i].port);
+            if (rc == -2) {
+                h_kill_master(i);
+            }
+            return -1;
+        }
+        /* The port is briefly held by someone else: try again soon. */
+        h_sleep_ms(100);
+    }
+}
+
+/* GET key: 1 with *value malloc'd, 0 when absent, -1 when not asked. */
+static int
+h_master_lookup(size_t i, const char *key, char **value)
+{
+    redisContext *c;
+    redisReply *r;
+    int rc = -1;
+
+    *value = NULL;
+    if (!h_master_alive(i)) {
+        return -1;
+    }
+    c = h_redis_connect(h_masters[i].port);
+    if (c == NULL) {
+        return -1;
+    }
+    r = redisCommand(c, "GET %b", key, strlen(key));
+    if (r != NULL && r->type == REDIS_REPLY_NIL) {
+        rc = 0;
+    } else if (r != NULL && r->type == REDIS_REPLY_STRING) {
+        *value = strndup(r->str, r->len);
+        rc = *value != NULL ? 1 : -1;
+    }
+    if (r != NULL) {
+        freeReplyObject(r);
+    }
+    redisFree(c);
+    return rc;
+}
+
+char *
+h_master_get(size_t i, const char *key)
+{
+    char *value;
+
+    h_master_lookup(i, key, &value);
+    return value;
+}
+
+long long
+h_master_pttl(size_t i, const char *key)
+{
+    redisContext *c;
+    redisReply *r;
+    long long ttl = H_PTTL_ERROR;
+
+    if (!h_master_alive(i)) {
+        return H_PTTL_ERROR;
+    }
+    c = h_redis_connect(h_masters[i].port);
+    if (c == NULL) {
+        return H_PTTL_ERROR;
+    }
+    r = redisCommand(c, "PTTL %b", key, strlen(key));
+    if (r != NULL && r->type == REDIS_REPLY_INTEGER) {
+        ttl = r->integer;
+    }
+    if (r != NULL) {
+        freeReplyObject(r);
+    }
+    redisFree(c);
+    return ttl;
+}
+
+size_t
+h_masters_holding(const char *key, const char *value)
+{
+    size_t i, n = 0;
+    char *v;
+
+    for (i = 0; i < h_nmasters; i++) {
+        if (h_master_lookup(i, key, &v) == 1 && (value == NULL || strcmp(v, value) == 0)) {
+            n++;
+        }
+        free(v);
+    }
+    return n;
+}
+
+size_t
+h_masters_without(const char *key)
+{
+    size_t i, n = 0;
+    char *v;
+
+    for (i = 0; i < h_nmasters; i++) {
+        if (h_master_lookup(i, key, &v) == 0) {
+            n++;
+        }
+        free(v);
+    }
+    return n;
+}
+
+/* ---- the daemon ---- */
+
+/* Write "  key: value" when value is set (not 0). */
+static void
+h_conf_int(FILE *f, const char *key, int64_t value)
+{
+    if (value != 0) {
+        fprintf(f, "  %s: %lld\n", key, (long long)value);
+    }
+}
+
+/* Write the daemon's config for the current port and masters. */
+static int
+h_write_conf(const struct h_daemon_opts *o)
+{
+    FILE *f;
+    size_t i;
+    int rc;
+
+    f = fopen(h_conf_path, "we");
+    if (f == NULL) {
+        fprintf(stderr, "harness: %s: %s\n", h_conf_path, strerror(errno));
+        return -1;
+    }
+    fprintf(f, "# written by tests/harness.c\n");
+    fprintf(f, "listen:\n  tcp: \"127.0.0.1:%d\"\n  unix: \"%s\"\n", h_dport, h_sock_path);
+    fprintf(f, "masters:\n");
+    for (i = 0; i < h_nmasters; i++) {
+        fprintf(f, "  - \"127.0.0.1:%d\"\n", h_masters[i].port);
+    }
+    fprintf(f, "lock:\n");
+    fprintf(f, "  node_timeout_ms: %lld\n",
+            (long long)(o->node_timeout_ms != 0 ? o->node_timeout_ms : 50));
+    h_conf_int(f, "default_ttl_ms", o->default_ttl_ms);
+    h_conf_int(f, "min_ttl_ms", o->min_ttl_ms);
+    h_conf_int(f, "max_ttl_ms", o->max_ttl_ms);
+    h_conf_int(f, "retry_delay_ms", o->retry_delay_ms);
+    if (o->max_line_bytes != 0 || o->max_clients != 0 || o->max_locks_per_client != 0) {
+        fprintf(f, "limits:\n");
+        h_conf_int(f, "max_line_bytes", o->max_line_bytes);
+        h_conf_int(f, "max_clients", o->max_clients);
+        h_conf_int(f, "max_locks_per_client", o->max_locks_per_client);
+    }
+    fprintf(f, "log:\n  level: %s\n", o->log_level != NULL ? o->log_level : "debug");
+    rc = ferror(f) ? -1 : 0;
+    if (fclose(f) != 0) {
+        rc = -1;
+    }
+    if (rc != 0) {
+        fprintf(stderr, "harness: cannot write %s\n", h_conf_path);
+    }
+    return rc;
+}
+
+/*
+ * Wait until the daemon answers STATS with masters_up equal to the
+ * running masters: 0 when it does, -1 when it exited (reaped), -2 at the
+ * deadline.
+ */
+static int
+h_daemon_wait_ready(int64_t deadline)
+{
+    long long up;
+    int status;
+
+    for (;;) {
+        if (h_exited(h_dpid, &status)) {
+            fprintf(stderr, "harness: redlockd exited during start-up with status %d\n",
+                    h_decode_status(status));
+            h_dpid = 0;
+            return -1;
+        }
+        if (h_stat_once("masters_up", &up) == 0 && up == (long long)h_masters_alive()) {
+            return 0;
+        }
+        if (h_now_ms() >= deadline) {
+            return -2;
+        }
+        h_sleep_ms(H_READY_POLL_MS);
+    }
+}
+
+int
+h_start_daemon(const struct h_daemon_opts *opts)
+{
+    static const struct h_daemon_opts none;
+    const char *bin = getenv("REDLOCKD_BIN");
+    const char *argv[4];
+    int tries, rc;
+
+    if (h_test_dir[0] == '\0' || h_nmasters == 0 || h_dpid != 0) {
+        fprintf(stderr, "harness: h_start_daemon: needs h_begin and masters, and no daemon\n");
+        return -1;
+    }
+    if (strlen(h_sock_path) >= sizeof(((struct sockaddr_un *)NULL)->sun_path)
+        || strchr(h_test_dir, '"') != NULL || strchr(h_test_dir, '\\') != NULL) {
+        fprintf(stderr, "harness: test directory %s is not usable for the socket path\n",
+                h_test_dir);
+        return -1;
+    }
+    if (bin == NULL || bin[0] == '\0') {
+        bin = "./build/redlockd";
+    }
+    argv[0] = bin;
+    argv[1] = "-c";
+    argv[2] = h_conf_path;
+    argv[3] = NULL;
+    for (tries = 1; tries <= H_PORT_TRIES; tries++) {
+        h_dport = h_free_port();
+        if (h_dport < 0 || h_write_conf(opts != NULL ? opts : &none) != 0) {
+            return -1;
+        }
+        h_dpid = h_spawn(argv, h_log_path);
+        if (h_dpid < 0) {
+            h_dpid = 0;
+            return -1;
+        }
+        rc = h_daemon_wait_ready(h_now_ms() + H_START_MS);
+        if (rc == 0) {
+            return 0;
+        }
+        if (rc == -2) {
+            fprintf(stderr, "harness: redlockd (%s) not ready after %d ms\n", bin, H_START_MS);
+            h_print_daemon_log_tail(H_TAIL_LINES);
+            h_stop_daemon();
+            return -1;
+        }
+        /* It exited: perhaps its port was taken meanwhile; try another. */
+    }
+    fprintf(stderr, "harness: redlockd (%s) would not start\n", bin);
+    h_print_daemon_log_tail(H_TAIL_LINES);
+    return -1;
+}
+
+pid_t
+h_daemon_pid(void)
+{
+    return h_dpid;
+}
+
+int
+h_daemon_port(void)
+{
+    return h_dport;
+}
+
+const char *
+h_daemon_unix_path(void)
+{
+    return h_sock_path;
+}
+
+const char *
+h_daemon_log_path(void)
+{
+    return h_log_path;
+}
+
+int
+h_signal_daemon(int sig)
+{
+    if (h_dpid <= 0) {
+        return -1;
+    }
+    return kill(h_dpid, sig) == 0 ? 0 : -1;
+}
+
+int
+h_wait_daemon(int64_t timeout_ms)
+{
+    int64_t deadline = h_now_ms() + timeout_ms, now;
+    int status;
+
+    if (h_dpid <= 0) {
+        return H_NO_DAEMON;
+    }
+    for (;;) {
+        if (h_exited(h_dpid, &status)) {
+            h_dpid = 0;
+            return h_decode_status(status);
+        }
+        now = h_now_ms();
+        if (now >= deadline) {
+            return H_STILL_RUNNING;
+        }
+        h_sleep_ms(deadline - now < H_POLL_MS ? deadline - now : H_POLL_MS);
+    }
+}
+
+int
+h_stop_daemon(void)
+{
+    int rc;
+
+    if (h_dpid <= 0) {
+        return H_NO_DAEMON;
+    }
+    kill(h_dpid, SIGTERM);
+    rc = h_wait_daemon(H_STOP_MS);
+    if (rc == H_STILL_RUNNING) {
+        fprintf(stderr, "harness: redlockd ignored SIGTERM for %d ms; SIGKILL\n", H_STOP_MS);
+        kill(h_dpid, SIGKILL);
+        rc = h_wait_daemon(H_STOP_MS);
+    }
+    return rc;
+}
+
+void
+h_print_daemon_log_tail(size_t nlines)
+{
+    h_print_tail(h_log_path, nlines, "redlockd log");
+}
+
+/* ---- protocol client ---- */
+
+int
+h_connect_tcp(void)
+{
+    struct sockaddr_in sa;
+    int fd;
+
+    fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (fd < 0) {
+        return -1;
+    }
+    memset(&sa, 0, sizeof(sa));
+    sa.sin_family = AF_INET;
+    sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    sa.sin_port = htons((uint16_t)h_dport);
+    if (connect(fd, (struct sockaddr *)&sa, sizeof(sa)) != 0) {
+        close(fd);
+        return -1;
+    }
+    return fd;
+}
+
+int
+h_connect_unix(void)
+{
+    struct sockaddr_un sa;
+    int fd;
+
+    if (strlen(h_sock_path) >= sizeof(sa.sun_path)) {
+        errno = ENAMETOOLONG;
+        return -1;
+    }
+    fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (fd < 0) {
+        return -1;
+    }
+    memset(&sa, 0, sizeof(sa));
+    sa.sun_family = AF_UNIX;
+    memcpy(sa.sun_path, h_sock_path, strlen(h_sock_path) + 1);
+    if (connect(fd, (struct sockaddr *)&sa, sizeof(sa)) != 0) {
+        close(fd);
+        return -1;
+    }
+    return fd;
+}
+
+int
+h_send_raw(int fd, const void *buf, size_t len)
+{
+    const char *p = buf;
+    ssize_t n;
+
+    while (len > 0) {
+        n = send(fd, p, len, MSG_NOSIGNAL);
+        if (n < 0) {
+            if (errno == EINTR) {
+                continue;
+            }
+            return -1;
+        }
+        p += n;
+        len -= (size_t)n;
+    }
+    return 0;
+}
+
+int
+h_send(int fd, const char *line)
+{
+    size_t len = strlen(line);
+    char *buf;
+    int rc;
+
+    /* One send for the whole line. */
+    buf = malloc(len + 1);
+    if (buf == NULL) {
+        return -1;
+    }
+    memcpy(buf, line, len);
+    buf[len] = '\n';
+    rc = h_send_raw(fd, buf, len + 1);
+    free(buf);
+    return rc;
+}
+
+/* Wait until fd is readable: 1 readable, 0 at the deadline, -1 error. */
+static int
+h_poll_in(int fd, int64_t deadline)
+{
+    struct pollfd pfd;
+    int64_t left;
+    int rc;
+
+    for (;;) {
+        left = deadline - h_now_ms();
+        pfd.fd = fd;
+        pfd.events = POLLIN;
+        pfd.revents = 0;
+        rc = poll(&pfd, 1, left > 0 ? (int)left : 0);
+        if (rc < 0 && errno == EINTR) {
+            continue;
+        }
+        return rc < 0 ? -1 : rc > 0 ? 1 : 0;
+    }
+}
+
+char *
+h_read_line(int fd, int64_t timeout_ms)
+{
+    int64_t deadline = h_now_ms() + timeout_ms;
+    char chunk[4096], *line = NULL, *grown, *lf;
+    size_t len = 0, cap = 0, take;
+    ssize_t n;
+    int rc;
+
+    for (;;) {
+        rc = h_poll_in(fd, deadline);
+        if (rc <= 0) {
+            errno = rc == 0 ? ETIMEDOUT : errno;
+            break;
+        }
+        /* Peek, then consume no more than up to the LF. */
+        n = recv(fd, chunk, sizeof(chunk), MSG_PEEK);
+        if (n < 0 && errno == EINTR) {
+            continue;
+        }
+        if (n <= 0) {
+            if (n == 0) {
+                errno = 0;
+            }
+            break;
+        }
+        lf = memchr(chunk, '\n', (size_t)n);
+        take = lf != NULL ? (size_t)(lf - chunk) + 1 : (size_t)n;
+        if (len + take + 1 > cap) {
+            cap = (len + take + 1) * 2;
+            grown = realloc(line, cap);
+            if (grown == NULL) {
+                break;
+            }
+            line = grown;
+        }
+        n = recv(fd, line + len, take, 0);
+        if (n != (ssize_t)take) {
+            break;
+        }
+        len += take;
+        if (lf != NULL) {
+            line[len - 1] = '\0';
+            return line;
+        }
+    }
+    free(line);
+    return NULL;
+}
+
+char *
+h_cmd(int fd, const char *line, int64_t timeout_ms)
+{
+    if (h_send(fd, line) != 0) {
+        return NULL;
+    }
+    return h_read_line(fd, timeout_ms);
+}
+
+bool
+h_expect_eof(int fd, int64_t timeout_ms)
+{
+    int64_t deadline = h_now_ms() + timeout_ms;
+    ssize_t n;
+    char c;
+
+    for (;;) {
+        if (h_poll_in(fd, deadline) <= 0) {
+            return false;
+        }
+        n = recv(fd, &c, 1, 0);
+        if (n == 0 || (n < 0 && errno == ECONNRESET)) {
+            return true;
+        }
+        if (n < 0 && errno == EINTR) {
+            continue;
+        }
+        return false;
+    }
+}
+
+bool
+h_quiet(int fd, int64_t ms)
+{
+    return h_poll_in(fd, h_now_ms() + ms) == 0;
+}
+
+int
+h_stat(int fd, const char *name, long long *value)
+{
+    size_t nlen = strlen(name);
+    bool found = false;
+    long long v;
+    char *line, *end;
+
+    if (h_send(fd, "STATS") != 0) {
+        return -1;
+    }
+    for (;;) {
+        line = h_read_line(fd, H_STATS_LINE_MS);
+        if (line == NULL) {
+            return -1;
+        }
+        if (strcmp(line, "END") == 0) {
+            free(line);
+            break;
+        }
+        if (strncmp(line, "ERR ", 4) == 0) {
+            /* A failed request has no END. */
+            free(line);
+            return -1;
+        }
+        if (strncmp(line, "STAT ", 5) == 0 && strncmp(line + 5, name, nlen) == 0
+            && line[5 + nlen] == ' ') {
+            errno = 0;
+            v = strtoll(line + 6 + nlen, &end, 10);
+            if (errno == 0 && end != line + 6 + nlen && *end == '\0') {
+                *value = v;
+                found = true;
+            }
+        }
+        free(line);
+    }
+    return found ? 0 : -1;
+}
+
+int
+h_stat_once(const char *name, long long *value)
+{
+    int fd, rc;
+
+    fd = h_connect_tcp();
+    if (fd < 0) {
+        return -1;
+    }
+    rc = h_stat(fd, name, value);
+    close(fd);
+    return rc;
+}

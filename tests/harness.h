@@ -1,0 +1,279 @@
+/*
+ * harness.h: real processes and real sockets for the integration tests.
+ *
+ * The harness starts redis-server masters and the redlockd binary as
+ * child processes on free loopback ports, writes every file (configs,
+ * the Unix socket, redis logs, the daemon log) into a fresh temporary
+ * directory, and offers a blocking line client for the text protocol.
+ *
+ * Layout on disk:
+ *
+ *     $TMPDIR/redlockd-it.XXXXXX/              h_suite_init(), one per run
+ *         <test>.XXXXXX/                       h_begin(), one per test
+ *             redlockd.yml redlockd.log redlockd.sock redis-<port>.log
+ *
+ * Process model: the harness keeps one set of masters and at most one
+ * daemon per process (file-level state; Check runs each test in its own
+ * forked process).  Every child gets PR_SET_PDEATHSIG(SIGKILL) before
+ * exec, so it dies with the test process even when a failed assertion
+ * ends that process without a teardown.  A test that passes cleans up
+ * with h_end(); a test directory that is still there when the suite
+ * ends belongs to a test that failed (or crashed or timed out), and
+ * h_suite_cleanup() prints the tail of its daemon log before removing
+ * everything.
+ *
+ * Conventions: times are milliseconds on the monotonic clock; functions
+ * that can fail return 0 / -1 (or NULL) and print the reason to stderr
+ * with a "harness:" prefix; returned strings are malloc'd and owned by
+ * the caller (free()).  Master indexes count from 0 in start order.
+ */
+#ifndef REDLOCKD_TESTS_HARNESS_H
+#define REDLOCKD_TESTS_HARNESS_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#define H_MASTERS_MAX       15      /* as many as the daemon accepts */
+#define H_START_MS          5000    /* deadline for a master or the daemon to come up */
+#define H_REDIS_TIMEOUT_MS  500     /* connect and command timeout of h_master_* */
+#define H_PTTL_ABSENT       (-2)    /* h_master_pttl: no such key */
+#define H_PTTL_PERSIST      (-1)    /* h_master_pttl: key without expiry */
+#define H_PTTL_ERROR        (-3)    /* h_master_pttl: master down or bad reply */
+#define H_STILL_RUNNING     (-2)    /* h_wait_daemon: deadline passed */
+#define H_NO_DAEMON         (-1)    /* h_wait_daemon/h_stop_daemon: none running */
+
+/* ---- time and polling ---- */
+
+/* Milliseconds on CLOCK_MONOTONIC since an arbitrary point. */
+int64_t h_now_ms(void);
+
+/* Sleep ms milliseconds (for pacing a poll loop, never for "settling"). */
+void h_sleep_ms(int64_t ms);
+
+/* A condition polled by h_wait_until() and h_holds_for(). */
+typedef bool (*h_cond_fn)(void *arg);
+
+/*
+ * Call cond(arg) every 5 ms until it returns true or timeout_ms has
+ * passed.  The condition is always tried at least once, and once more
+ * at the deadline.  Returns true when it became true in time.
+ */
+bool h_wait_until(h_cond_fn cond, void *arg, int64_t timeout_ms);
+
+/*
+ * Check that cond(arg) stays true for duration_ms: it is called at once
+ * and then every interval_ms (the last call at or after the end).
+ * Returns true when every call returned true, false at the first call
+ * that returned false.
+ */
+bool h_holds_for(h_cond_fn cond, void *arg, int64_t duration_ms, int64_t interval_ms);
+
+/* ---- directories ---- */
+
+/*
+ * Create the run directory (under $TMPDIR, default /tmp) that holds one
+ * directory per test.  Call once in main() before the tests are forked.
+ * Returns 0 or -1.
+ */
+int h_suite_init(void);
+
+/*
+ * End of the run: for every test directory still present (a test that
+ * did not reach h_end(), i.e. failed, crashed or timed out) print the
+ * last lines of its daemon log to stderr; then remove the run directory
+ * and everything in it.  Call once in main() after the runner is done.
+ */
+void h_suite_cleanup(void);
+
+/*
+ * Start a test: create "<run dir>/<name>.XXXXXX" (name: the test's name,
+ * letters, digits, '_' and '-' only; NULL gives "test").  Returns 0 or -1.
+ */
+int h_begin(const char *name);
+
+/*
+ * End a test: stop the daemon (h_stop_daemon), kill every master, and
+ * remove the test directory.  Safe to call when nothing was started.
+ */
+void h_end(void);
+
+/* The current test directory (valid after h_begin until h_end). */
+const char *h_dir(void);
+
+/* ---- Redis masters ---- */
+
+/*
+ * Start n (1..H_MASTERS_MAX) redis-server processes, each on a free
+ * 127.0.0.1 port, without persistence, logging to <dir>/redis-<port>.log,
+ * and wait (deadline H_START_MS each) until each answers PING.  A port
+ * that turns out to be taken is replaced by another one (a few tries).
+ * Returns 0, or -1 when a master did not come up (those that did are
+ * left running for h_end to stop).
+ */
+int h_start_masters(size_t n);
+
+/* Number of masters started (alive or killed). */
+size_t h_master_count(void);
+
+/* TCP port of master i. */
+int h_master_port(size_t i);
+
+/* True when master i is running (started and not killed). */
+bool h_master_alive(size_t i);
+
+/* Number of masters running now. */
+size_t h_masters_alive(void);
+
+/* SIGKILL master i and reap it.  Returns 0, or -1 when it was not running. */
+int h_kill_master(size_t i);
+
+/*
+ * Start master i again on its old port (empty dataset) and wait
+ * (deadline H_START_MS) until it answers PING.  Returns 0 or -1.
+ */
+int h_restart_master(size_t i);
+
+/*
+ * GET key on master i (hiredis, synchronous, H_REDIS_TIMEOUT_MS).
+ * Returns the value as a malloc'd NUL-terminated string (caller frees),
+ * or NULL when the key does not exist or the master could not be asked.
+ */
+char *h_master_get(size_t i, const char *key);
+
+/*
+ * PTTL key on master i: the remaining lifetime in ms (>= 0),
+ * H_PTTL_PERSIST, H_PTTL_ABSENT, or H_PTTL_ERROR when the master could
+ * not be asked.
+ */
+long long h_master_pttl(size_t i, const char *key);
+
+/*
+ * Number of running masters that answered and hold key; with value
+ * non-NULL, only those where the key's value equals value.
+ */
+size_t h_masters_holding(const char *key, const char *value);
+
+/*
+ * Number of running masters that answered and do not have key.
+ * "Gone from all five" is h_masters_without(key) == 5; a master that is
+ * down or fails to answer counts on neither side.
+ */
+size_t h_masters_without(const char *key);
+
+/* ---- the daemon ---- */
+
+/*
+ * Settings for h_start_daemon().  A zero member leaves the daemon's
+ * default (conf/redlockd.yml), except node_timeout_ms, which is 50 when
+ * zero, and log_level, which is "debug" when NULL.
+ */
+struct h_daemon_opts {
+    int64_t     default_ttl_ms;         /* lock.default_ttl_ms */
+    int64_t     min_ttl_ms;             /* lock.min_ttl_ms */
+    int64_t     max_ttl_ms;             /* lock.max_ttl_ms */
+    int64_t     node_timeout_ms;        /* lock.node_timeout_ms (50 when 0) */
+    int64_t     retry_delay_ms;         /* lock.retry_delay_ms */
+    int64_t     max_line_bytes;         /* limits.max_line_bytes */
+    int64_t     max_clients;            /* limits.max_clients */
+    int64_t     max_locks_per_client;   /* limits.max_locks_per_client */
+    const char *log_level;              /* log.level ("debug" when NULL) */
+};
+
+/*
+ * Write <dir>/redlockd.yml (listen tcp on a free 127.0.0.1 port and unix
+ * <dir>/redlockd.sock; masters: every started master, in order; the
+ * settings in opts, NULL for all defaults) and start the binary named by
+ * $REDLOCKD_BIN (default ./build/redlockd) with its stdout and stderr
+ * appended to <dir>/redlockd.log.  Waits (deadline H_START_MS) until the
+ * daemon accepts TCP connections and STATS shows masters_up equal to
+ * h_masters_alive().  When the daemon exits during start-up (its port
+ * was taken), it is started again on another port, a few times.
+ * Returns 0, or -1 (the log tail is printed to stderr).
+ */
+int h_start_daemon(const struct h_daemon_opts *opts);
+
+/* The daemon's process id, or 0 when none is running. */
+pid_t h_daemon_pid(void);
+
+/* The daemon's TCP port. */
+int h_daemon_port(void);
+
+/* Path of the daemon's Unix socket. */
+const char *h_daemon_unix_path(void);
+
+/* Path of the daemon's log (its stdout and stderr). */
+const char *h_daemon_log_path(void);
+
+/* Send signal sig to the daemon.  Returns 0, or -1 when none is running. */
+int h_signal_daemon(int sig);
+
+/*
+ * Wait up to timeout_ms for the daemon to exit and reap it.  Returns its
+ * exit code (0..255), 128 + the signal number when a signal ended it,
+ * H_STILL_RUNNING when it is still running at the deadline, or
+ * H_NO_DAEMON when none was running.
+ */
+int h_wait_daemon(int64_t timeout_ms);
+
+/*
+ * Stop the daemon: SIGTERM, wait up to 5000 ms, then SIGKILL.  Returns
+ * what h_wait_daemon() returned (137 when SIGKILL was needed), or
+ * H_NO_DAEMON.
+ */
+int h_stop_daemon(void);
+
+/* Print the last nlines lines of the daemon log to stderr, framed. */
+void h_print_daemon_log_tail(size_t nlines);
+
+/* ---- protocol client ---- */
+
+/*
+ * Connect to the daemon over TCP (127.0.0.1:h_daemon_port()) or its
+ * Unix socket.  Returns a blocking, close-on-exec socket (caller closes
+ * it with close()), or -1.
+ */
+int h_connect_tcp(void);
+int h_connect_unix(void);
+
+/* Send line followed by LF.  Returns 0, or -1 when the send failed. */
+int h_send(int fd, const char *line);
+
+/* Send exactly len bytes (no LF added).  Returns 0 or -1. */
+int h_send_raw(int fd, const void *buf, size_t len);
+
+/*
+ * Read one line within timeout_ms.  Returns it malloc'd (caller frees)
+ * without its LF; any other byte, a CR included, is kept.  Returns NULL
+ * on timeout (errno ETIMEDOUT), at end of stream (errno 0) or on an
+ * error (errno from recv); bytes of a partial line are then dropped.
+ */
+char *h_read_line(int fd, int64_t timeout_ms);
+
+/* h_send(fd, line) then h_read_line(fd, timeout_ms); NULL if either failed. */
+char *h_cmd(int fd, const char *line, int64_t timeout_ms);
+
+/*
+ * True when the peer closes the connection (end of stream or a reset)
+ * within timeout_ms without sending any byte first.
+ */
+bool h_expect_eof(int fd, int64_t timeout_ms);
+
+/* True when nothing (no byte, no end of stream) arrives on fd for ms. */
+bool h_quiet(int fd, int64_t ms);
+
+/*
+ * Send STATS on fd and read the reply up to END (1000 ms per line).
+ * When a line "STAT <name> <value>" has an integer value, store it in
+ * *value and return 0; return -1 when the reply failed or lacks name.
+ */
+int h_stat(int fd, const char *name, long long *value);
+
+/*
+ * h_stat() over a connection of its own (opened and closed here), so
+ * that it never mixes with a test's connections.  Returns 0 or -1.
+ */
+int h_stat_once(const char *name, long long *value);
+
+#endif /* REDLOCKD_TESTS_HARNESS_H */
