@@ -168,12 +168,14 @@ master_drop(struct master *m, const char *why)
 {
     redisAsyncContext *ac = m->ac;
 
-    snprintf(m->why, sizeof(m->why), "%s", why);
     if (m->state == MASTER_UP) {
         log_warn("master %s: down: %s", m->addr->spec, why);
-    } else {
+    } else if (strcmp(m->why, why) != 0) {
         log_warn("master %s: %s", m->addr->spec, why);
+    } else {
+        log_debug("master %s: %s (again)", m->addr->spec, why);    /* each backoff */
     }
+    snprintf(m->why, sizeof(m->why), "%s", why);
     m->ac = NULL;
     m->state = MASTER_DOWN;
     evtimer_del(m->timer);

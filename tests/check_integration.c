@@ -839,6 +839,110 @@ END_TEST
 
 /* ---- runner ---- */
 
+/*
+ * The masters forgot the scripts (SCRIPT FLUSH): EVALSHA gets NOSCRIPT,
+ * and the daemon retries once with EVAL inside the same round, for the
+ * acquire, the release and the renewals alike.
+ */
+START_TEST(noscript_retry)
+{
+    const char *key = "ns";
+    long long valid;
+    size_t i;
+    int a;
+
+    it_up();
+    for (i = 0; i < NMASTERS; i++) {
+        ck_assert_int_eq(h_master_cmd(i, NULL, "SCRIPT FLUSH"), 0);
+    }
+    a = it_connect();
+    EXPECT_LOCK_OK(a, "LOCK ns ttl=300", "ns", 1, valid);
+    ck_assert_uint_eq(h_masters_holding("ns", NULL), NMASTERS);
+    for (i = 0; i < NMASTERS; i++) {
+        ck_assert_int_eq(h_master_cmd(i, NULL, "SCRIPT FLUSH"), 0);
+    }
+    /* Renewals every 100 ms keep it past its 300 ms ttl. */
+    ck_assert_msg(h_quiet(a, 600), "the holder got a line while holding ns");
+    ck_assert_uint_ge(h_masters_holding("ns", NULL), 3);
+    for (i = 0; i < NMASTERS; i++) {
+        ck_assert_int_eq(h_master_cmd(i, NULL, "SCRIPT FLUSH"), 0);
+    }
+    EXPECT_REPLY(a, "UNLOCK ns", "OK ns holds=0");
+    ck_assert(h_wait_until(cond_key_gone, &key, 500));
+    close(a);
+}
+END_TEST
+
+/*
+ * redis.password: the daemon authenticates to every master.  With the
+ * wrong password no master comes up, and a LOCK says why.
+ */
+START_TEST(auth)
+{
+    struct h_daemon_opts opts = it_opts;
+    long long valid;
+    char *got;
+    size_t i;
+    int a;
+
+    ck_assert(h_begin(tcase_name()) == 0);
+    ck_assert(h_start_masters(NMASTERS) == 0);
+    for (i = 0; i < NMASTERS; i++) {
+        ck_assert_int_eq(h_master_cmd(i, NULL, "CONFIG SET requirepass %s", "s3cret"), 0);
+    }
+    opts.redis_password = "s3cret";
+    ck_assert_msg(h_start_daemon(&opts) == 0, "redlockd did not come up with the password");
+    a = it_connect();
+    EXPECT_LOCK_OK(a, "LOCK au", "au", 1, valid);
+    EXPECT_REPLY(a, "UNLOCK au", "OK au holds=0");
+    close(a);
+    ck_assert_int_eq(h_stop_daemon(), 0);
+
+    opts.redis_password = "wrong";
+    opts.expect_masters_up = -1;
+    ck_assert(h_start_daemon(&opts) == 0);
+    a = it_connect();
+    got = h_cmd(a, "TRYLOCK au", CMD_MS);
+    ck_assert_msg(got != NULL && strncmp(got, "ERR NOQUORUM 0 of 5 masters answered", 36) == 0
+                  && strstr(got, "AUTH refused") != NULL,
+                  "TRYLOCK with a wrong password answered '%s'", got != NULL ? got : "(nothing)");
+    free(got);
+    close(a);
+}
+END_TEST
+
+/*
+ * A stalled master (SIGSTOP): a quorum of the others grants at once; its
+ * replies come after the rounds were decided and are ignored; the
+ * release queued behind the acquire on its connection removes the key
+ * once it resumes.
+ */
+START_TEST(stalled_master)
+{
+    const char *key = "st";
+    long long valid;
+    int a, b;
+
+    it_up();
+    ck_assert_int_eq(h_signal_master(0, SIGSTOP), 0);
+    a = it_connect();
+    b = it_connect();
+    EXPECT_LOCK_OK(a, "LOCK st", "st", 1, valid);
+    EXPECT_PREFIX(b, "TRYLOCK st", "BUSY st ttl=");
+    EXPECT_REPLY(a, "UNLOCK st", "OK st holds=0");
+    EXPECT_LOCK_OK(b, "LOCK st", "st", 1, valid);
+    EXPECT_REPLY(b, "UNLOCK st", "OK st holds=0");
+    ck_assert_int_eq(h_signal_master(0, SIGCONT), 0);
+    ck_assert_msg(h_wait_until(cond_key_gone, &key, 2000),
+                  "key st left on a master after the stalled one resumed");
+    ck_assert_msg(h_holds_for(cond_key_gone, &key, 300, 10),
+                  "a late SET from the stalled master's queue came back");
+    EXPECT_REPLY(a, "PING", "PONG");
+    close(a);
+    close(b);
+}
+END_TEST
+
 static Suite *
 integration_suite(void)
 {
@@ -866,6 +970,9 @@ integration_suite(void)
     tcase_add_test(tc, status);
     tcase_add_test(tc, pending_lock_cancelled_on_close);
     tcase_add_test(tc, validity);
+    tcase_add_test(tc, noscript_retry);
+    tcase_add_test(tc, auth);
+    tcase_add_test(tc, stalled_master);
     suite_add_tcase(s, tc);
     return s;
 }

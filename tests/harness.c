@@ -10,6 +10,7 @@
 #include <limits.h>
 #include <poll.h>
 #include <signal.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -655,6 +656,52 @@ h_master_lookup(size_t i, const char *key, char **value)
     return rc;
 }
 
+int
+h_master_cmd(size_t i, const char *password, const char *fmt, ...)
+{
+    redisContext *c;
+    redisReply *r;
+    va_list ap;
+    int rc = -1;
+
+    if (!h_master_alive(i)) {
+        return -1;
+    }
+    c = h_redis_connect(h_masters[i].port);
+    if (c == NULL) {
+        return -1;
+    }
+    if (password != NULL) {
+        r = redisCommand(c, "AUTH %s", password);
+        if (r == NULL || r->type == REDIS_REPLY_ERROR) {
+            if (r != NULL) {
+                freeReplyObject(r);
+            }
+            redisFree(c);
+            return -1;
+        }
+        freeReplyObject(r);
+    }
+    va_start(ap, fmt);
+    r = redisvCommand(c, fmt, ap);
+    va_end(ap);
+    if (r != NULL) {
+        rc = r->type == REDIS_REPLY_ERROR ? -1 : 0;
+        freeReplyObject(r);
+    }
+    redisFree(c);
+    return rc;
+}
+
+int
+h_signal_master(size_t i, int sig)
+{
+    if (!h_master_alive(i)) {
+        return -1;
+    }
+    return kill(h_masters[i].pid, sig);
+}
+
 char *
 h_master_get(size_t i, const char *key)
 {
@@ -762,6 +809,9 @@ h_write_conf(const struct h_daemon_opts *o)
         h_conf_int(f, "max_clients", o->max_clients);
         h_conf_int(f, "max_locks_per_client", o->max_locks_per_client);
     }
+    if (o->redis_password != NULL) {
+        fprintf(f, "redis:\n  password: \"%s\"\n", o->redis_password);
+    }
     fprintf(f, "log:\n  level: %s\n", o->log_level != NULL ? o->log_level : "debug");
     rc = ferror(f) ? -1 : 0;
     if (fclose(f) != 0) {
@@ -779,7 +829,7 @@ h_write_conf(const struct h_daemon_opts *o)
  * deadline.
  */
 static int
-h_daemon_wait_ready(int64_t deadline)
+h_daemon_wait_ready(int64_t deadline, int expect_up)
 {
     long long up;
     int status;
@@ -791,7 +841,9 @@ h_daemon_wait_ready(int64_t deadline)
             h_dpid = 0;
             return -1;
         }
-        if (h_stat_once("masters_up", &up) == 0 && up == (long long)h_masters_alive()) {
+        if (h_stat_once("masters_up", &up) == 0
+            && (expect_up < 0
+                || up == (expect_up > 0 ? (long long)expect_up : (long long)h_masters_alive()))) {
             return 0;
         }
         if (h_now_ms() >= deadline) {
@@ -836,7 +888,8 @@ h_start_daemon(const struct h_daemon_opts *opts)
             h_dpid = 0;
             return -1;
         }
-        rc = h_daemon_wait_ready(h_now_ms() + H_START_MS);
+        rc = h_daemon_wait_ready(h_now_ms() + H_START_MS,
+                                 opts != NULL ? opts->expect_masters_up : 0);
         if (rc == 0) {
             return 0;
         }

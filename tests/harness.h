@@ -179,7 +179,22 @@ struct h_daemon_opts {
     int64_t     max_clients;            /* limits.max_clients */
     int64_t     max_locks_per_client;   /* limits.max_locks_per_client */
     const char *log_level;              /* log.level ("debug" when NULL) */
+    const char *redis_password;         /* redis.password (none when NULL) */
+    int         expect_masters_up;      /* masters_up to wait for at start;
+                                           0 means h_masters_alive(), -1
+                                           means do not wait for masters */
 };
+
+/*
+ * Run one command on master i with hiredis's redisCommand format (for
+ * example "SCRIPT FLUSH" or "CONFIG SET requirepass %s"), authenticating
+ * first with password when it is not NULL.  Returns 0 when the master
+ * answered without an error reply, -1 otherwise.
+ */
+int h_master_cmd(size_t i, const char *password, const char *fmt, ...);
+
+/* Send a signal to master i's process (SIGSTOP, SIGCONT).  0 or -1. */
+int h_signal_master(size_t i, int sig);
 
 /*
  * Write <dir>/redlockd.yml (listen tcp on a free 127.0.0.1 port and unix
