@@ -3,6 +3,7 @@
 #   make            build build/redlockd
 #   make check      install missing Debian packages, build, run every test
 #   make run        five local masters and redlockd with conf/dev.yml
+#   make check-asan every suite again, built with AddressSanitizer and UBSan
 #   make clean
 
 CC      ?= cc
@@ -34,9 +35,12 @@ UNIT_TESTS := check_proto check_conf check_redlock
 INTEG_TESTS := check_integration
 TEST_BINS  := $(addprefix $(B)/,$(UNIT_TESTS) $(INTEG_TESTS))
 
+CK_TIMEOUT ?= 120
+CK_MULT ?= 1
+
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
-.PHONY: all deps check test unit integration run clean
+.PHONY: all deps check check-asan test unit integration run clean
 all: $(B)/redlockd
 
 $(B)/obj/%.o: %.c
@@ -76,7 +80,8 @@ check: deps
 
 test: $(B)/redlockd $(TEST_BINS)
 	@set -e; for t in $(UNIT_TESTS) $(INTEG_TESTS); do \
-	    echo "== $$t"; REDLOCKD_BIN=$(CURDIR)/$(B)/redlockd CK_DEFAULT_TIMEOUT=120 ./$(B)/$$t; done
+	    echo "== $$t"; REDLOCKD_BIN=$(CURDIR)/$(B)/redlockd \
+	    CK_DEFAULT_TIMEOUT=$(CK_TIMEOUT) CK_TIMEOUT_MULTIPLIER=$(CK_MULT) ./$(B)/$$t; done
 
 unit: $(addprefix $(B)/,$(UNIT_TESTS))
 	@set -e; for t in $(UNIT_TESTS); do ./$(B)/$$t; done
@@ -84,11 +89,19 @@ unit: $(addprefix $(B)/,$(UNIT_TESTS))
 integration: $(B)/redlockd $(B)/$(INTEG_TESTS)
 	REDLOCKD_BIN=$(CURDIR)/$(B)/redlockd CK_DEFAULT_TIMEOUT=120 ./$(B)/$(INTEG_TESTS)
 
+# The same suites built with sanitizers in build-asan/; the daemon aborts
+# on any report, so a report fails the test that caused it.
+ASAN_FLAGS := -O1 -g -fsanitize=address,undefined -fno-omit-frame-pointer \
+              -fno-sanitize-recover=undefined
+check-asan: deps
+	ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1 \
+	    $(MAKE) B=build-asan CFLAGS="$(ASAN_FLAGS)" CK_MULT=10 test
+
 run: deps
 	$(MAKE) $(B)/redlockd
 	bash tests/dev-run.sh $(B)/redlockd conf/dev.yml
 
 clean:
-	rm -rf $(B) run
+	rm -rf build build-asan run
 
 -include $(shell find $(B) -name '*.d' 2>/dev/null)
