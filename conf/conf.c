@@ -362,19 +362,28 @@ conf_note_at(struct conf_state *st, size_t line, size_t column, bool is_error,
     va_end(ap);
 }
 
-/* An error at node's start (node NULL: about the whole file). */
+/* A message at node's start (node NULL: about the whole file). */
 static void
-conf_error(struct conf_state *st, const yaml_node_t *node, const char *fmt, ...)
+conf_vnote_node(struct conf_state *st, const yaml_node_t *node, bool is_error,
+                const char *fmt, va_list ap)
 {
-    va_list ap;
     size_t line = 0, column = 0;
 
     if (node != NULL) {
         line = node->start_mark.line + 1;
         column = node->start_mark.column + 1;
     }
+    conf_vnote(st, line, column, is_error, fmt, ap);
+}
+
+/* An error at node's start (node NULL: about the whole file). */
+static void
+conf_error(struct conf_state *st, const yaml_node_t *node, const char *fmt, ...)
+{
+    va_list ap;
+
     va_start(ap, fmt);
-    conf_vnote(st, line, column, true, fmt, ap);
+    conf_vnote_node(st, node, true, fmt, ap);
     va_end(ap);
 }
 
@@ -383,14 +392,9 @@ static void
 conf_warning(struct conf_state *st, const yaml_node_t *node, const char *fmt, ...)
 {
     va_list ap;
-    size_t line = 0, column = 0;
 
-    if (node != NULL) {
-        line = node->start_mark.line + 1;
-        column = node->start_mark.column + 1;
-    }
     va_start(ap, fmt);
-    conf_vnote(st, line, column, false, fmt, ap);
+    conf_vnote_node(st, node, false, fmt, ap);
     va_end(ap);
 }
 

@@ -174,6 +174,15 @@ redlock_fill_error(struct redlock_result *res, struct round *r)
     round_describe_failures(r, res->error + used, sizeof(res->error) - (size_t)used);
 }
 
+/* Start a result from a decided round: times and answers. */
+static void
+redlock_result_begin(struct redlock_result *res, struct round *r)
+{
+    memset(res, 0, sizeof(*res));
+    res->start_us = round_start_us(r);
+    res->answered = round_answered(r);
+}
+
 /* Read an integer pttl out of a one-element array answer. */
 static bool
 redlock_pttl_of(const struct master_reply *reply, int64_t *pttl)
@@ -226,9 +235,7 @@ redlock_acquire_done(struct round *r, void *arg)
     size_t n = master_count(), q = redlock_quorum(n);
     int64_t start = round_start_us(r), validity;
 
-    memset(&res, 0, sizeof(res));
-    res.start_us = start;
-    res.answered = round_answered(r);
+    redlock_result_begin(&res, r);
     validity = redlock_validity_us(op->ttl_ms, round_end_us(r) - start,
                                    redlock_drift_factor);
     if (op->yes >= q && validity > 0) {
@@ -291,9 +298,7 @@ redlock_release_done(struct round *r, void *arg)
     struct redlock_result res;
     size_t q = redlock_quorum(master_count());
 
-    memset(&res, 0, sizeof(res));
-    res.start_us = round_start_us(r);
-    res.answered = round_answered(r);
+    redlock_result_begin(&res, r);
     if (res.answered >= q) {
         res.outcome = REDLOCK_RELEASED;
     } else {
@@ -361,9 +366,7 @@ redlock_status_done(struct round *r, void *arg)
     struct redlock_result res;
     size_t q = redlock_quorum(master_count());
 
-    memset(&res, 0, sizeof(res));
-    res.start_us = round_start_us(r);
-    res.answered = round_answered(r);
+    redlock_result_begin(&res, r);
     if (res.answered < q) {
         res.outcome = REDLOCK_NOQUORUM;
         redlock_fill_error(&res, r);
