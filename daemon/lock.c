@@ -354,8 +354,13 @@ waiter_grant(struct waiter *w, const struct redlock_result *res)
     TAILQ_INSERT_TAIL(&c->leases, l, client_link);
     c->nleases++;
     lock_nheld++;
+    if (watchdog_add(l, res->start_us) != 0) {
+        /* A lease nobody would renew or report lost must not be granted. */
+        lease_release(l);
+        waiter_finish(w, LOCK_FAILED, 0, "out of memory");
+        return;
+    }
     stats.acquire_ok++;
-    watchdog_add(l, res->start_us);
 
     memset(&out, 0, sizeof(out));
     out.outcome = LOCK_OK;
@@ -443,6 +448,12 @@ lock_acquire(struct lock_client *c, const char *name, size_t name_len,
         return;
     }
     lk = lock_find(name, name_len);
+    if (lk != NULL && lk->holder != NULL && lk->holder->client == c
+        && !watchdog_valid(lk->holder, util_now_us())) {
+        /* Its validity ran out before the watchdog said so: lost, not re-entered. */
+        lock_lost(lk->holder, lk->holder->quorum_trouble ? "quorum" : "renew");
+        lk = lock_find(name, name_len);
+    }
     if (lk != NULL && lk->holder != NULL && lk->holder->client == c) {
         struct lock_result res;
 

@@ -55,6 +55,7 @@ struct master {
     struct evdns_getaddrinfo_request *dns_req; /* that lookup, to cancel */
     char                why[MASTER_WHY_MAX]; /* last failure, for status text */
     char                status[MASTER_WHY_MAX + 16]; /* master_status_text buffer */
+    char                sha[MASTER_SCRIPTS_MAX][41]; /* SCRIPT LOAD answers, per master */
     struct master_stats stats;      /* counters */
 };
 
@@ -79,7 +80,6 @@ static struct master     *masters;
 static size_t             nmasters;
 
 static const char *script_text[MASTER_SCRIPTS_MAX];
-static char        script_sha[MASTER_SCRIPTS_MAX][41];
 static int         nscripts;
 
 static void master_connect(struct master *m);
@@ -210,8 +210,8 @@ master_handshake_cb(redisAsyncContext *ac, void *r, void *privdata)
             master_drop(m, "SCRIPT LOAD answered something other than a sha1");
             return;
         }
-        memcpy(script_sha[step], reply->str, 40);
-        script_sha[step][40] = '\0';
+        memcpy(m->sha[step], reply->str, 40);
+        m->sha[step][40] = '\0';
     }
     if (--m->pending == 0) {
         m->state = MASTER_UP;
@@ -579,7 +579,7 @@ master_send(struct master *m, struct master_req *req, bool use_eval)
     }
     argv[0] = use_eval ? "EVAL" : "EVALSHA";
     lens[0] = strlen(argv[0]);
-    argv[1] = use_eval ? script_text[req->script] : script_sha[req->script];
+    argv[1] = use_eval ? script_text[req->script] : m->sha[req->script];
     lens[1] = strlen(argv[1]);
     lens[2] = (size_t)snprintf(nkeys, sizeof(nkeys), "%zu", req->nkeys);
     argv[2] = nkeys;
@@ -607,6 +607,15 @@ master_reply_cb(redisAsyncContext *ac, void *r, void *privdata)
         m->stats.errors++;
         snprintf(why, sizeof(why), "connection lost (%s)",
                  ac->errstr[0] ? ac->errstr : "closed");
+        if (m->ac == ac && m->state == MASTER_UP) {
+            /*
+             * hiredis runs these callbacks before the disconnect callback:
+             * from now on the master is down, for rounds started in them too.
+             */
+            log_warn("master %s: down: %s", m->addr->spec, why);
+            m->state = MASTER_DOWN;
+            snprintf(m->why, sizeof(m->why), "%s", why);
+        }
         req->cb(m, NULL, why, req->arg);
         free(req);
         return;

@@ -50,6 +50,7 @@ struct round {
 static struct event_base *round_base;
 static int64_t            round_timeout_ms = 50;
 static size_t             rounds_live;
+static size_t             rounds_undecided;
 
 void
 round_init(struct event_base *base, int64_t node_timeout_ms)
@@ -83,6 +84,7 @@ round_decide(struct round *r)
         return;
     }
     r->decided = true;
+    rounds_undecided--;
     r->end_us = util_now_us();
     event_del(&r->deadline);
     if (r->done_cb != NULL) {
@@ -196,6 +198,7 @@ round_start(int script, size_t nkeys, size_t nargs,
     r->timeout_ms = round_timeout_ms;
     event_assign(&r->deadline, round_base, -1, 0, round_deadline_cb, r);
     rounds_live++;
+    rounds_undecided++;
 
     r->start_us = util_now_us();
     for (i = 0; i < n; i++) {
@@ -290,4 +293,10 @@ size_t
 round_live(void)
 {
     return rounds_live;
+}
+
+size_t
+round_undecided(void)
+{
+    return rounds_undecided;
 }

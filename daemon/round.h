@@ -97,4 +97,7 @@ char *round_describe_failures(const struct round *r, char *buf, size_t size);
 /* Rounds allocated now (decided or not), for STATS and leak checks. */
 size_t round_live(void);
 
+/* Rounds not decided yet (each ends by its deadline). */
+size_t round_undecided(void);
+
 #endif /* REDLOCKD_ROUND_H */

@@ -46,14 +46,15 @@ server_drain_cb(evutil_socket_t fd, short what, void *arg)
     (void)fd;
     (void)what;
     (void)arg;
-    if (round_live() == 0 && session_all_flushed()) {
+    /* Decided releases are done; replies a stalled master still owes are not waited for. */
+    if (round_undecided() == 0 && session_all_flushed()) {
         log_info("shutdown: every lock released");
         server_finish();
         return;
     }
     if (util_now_us() >= server_drain_end) {
         log_warn("shutdown: gave up waiting after %d ms (%zu rounds open); "
-                 "unreleased locks expire by their ttl", SERVER_DRAIN_MS, round_live());
+                 "unreleased locks expire by their ttl", SERVER_DRAIN_MS, round_undecided());
         server_finish();
         return;
     }

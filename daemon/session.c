@@ -22,6 +22,8 @@
 #include "proto/proto.h"
 
 #define SESSION_READ_HIGH   (64 * 1024)   /* input buffered while a LOCK waits */
+#define SESSION_OUT_HIGH    (256 * 1024)  /* stop reading past this much unsent output */
+#define SESSION_OUT_LOW     (64 * 1024)   /* ... and resume below this */
 #define SESSION_PEER_MAX    64
 
 /*
@@ -40,6 +42,7 @@ struct session {
     bool                in_close;   /* inside session_close() */
     bool                quitting;   /* QUIT or TOOLONG: close once flushed */
     bool                processing; /* inside session_process() */
+    bool                out_blocked;/* reading paused: the client does not read */
 };
 
 static struct event_base *session_base;
@@ -333,6 +336,12 @@ session_process(struct session *s)
 
     s->processing = true;
     while (!s->busy && !s->closing && !s->quitting && s->bev != NULL) {
+        if (evbuffer_get_length(bufferevent_get_output(s->bev)) >= SESSION_OUT_HIGH) {
+            /* A client that does not read its replies gets no more of them. */
+            s->out_blocked = true;
+            bufferevent_disable(s->bev, EV_READ);
+            break;
+        }
         in = bufferevent_get_input(s->bev);
         eol = evbuffer_search_eol(in, NULL, &eol_len, EVBUFFER_EOL_LF);
         if (eol.pos < 0) {
@@ -377,6 +386,14 @@ session_write_cb(struct bufferevent *bev, void *arg)
 
     if (s->quitting && evbuffer_get_length(bufferevent_get_output(bev)) == 0) {
         session_close(s, "quit");
+        return;
+    }
+    if (s->out_blocked && !s->quitting) {
+        s->out_blocked = false;
+        bufferevent_enable(bev, EV_READ);
+        if (!s->processing) {
+            session_process(s);
+        }
     }
 }
 
@@ -446,6 +463,8 @@ session_accept(evutil_socket_t fd, const char *peer)
     /* Stop reading while a LOCK waits and this much is buffered. */
     bufferevent_setwatermark(s->bev, EV_READ, 0,
                              SESSION_READ_HIGH + 2 * (size_t)session_conf->max_line_bytes);
+    /* The write callback runs once the output drains below this. */
+    bufferevent_setwatermark(s->bev, EV_WRITE, SESSION_OUT_LOW, 0);
     bufferevent_enable(s->bev, EV_READ | EV_WRITE);
     log_debug("client %llu (%s): connected", (unsigned long long)s->id, peer);
     return 0;

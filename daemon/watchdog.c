@@ -18,6 +18,7 @@
 #define WATCHDOG_BATCH_MAX   512           /* keys in one script call */
 #define WATCHDOG_WINDOW_US   20000         /* renew up to 20 ms early to batch */
 #define WATCHDOG_NO_INDEX    SIZE_MAX
+#define WATCHDOG_GUARD_US    50000         /* report LOST this long before validity ends */
 
 /*
  * A renewal in flight.  Owned by this module: freed when its round is
@@ -174,18 +175,38 @@ watchdog_arm(void)
     evtimer_add(wd_timer, &tv);
 }
 
+/* When a lease not confirmed by then is reported lost. */
+static int64_t
+watchdog_lost_at(const struct lease *l)
+{
+    int64_t guard = l->ttl_ms * 100;    /* ttl/10, in us */
+
+    if (guard > WATCHDOG_GUARD_US) {
+        guard = WATCHDOG_GUARD_US;
+    }
+    return l->validity_end_us - guard;
+}
+
+bool
+watchdog_valid(const struct lease *l, int64_t now_us)
+{
+    return now_us < watchdog_lost_at(l);
+}
+
 /* When the lease next needs attention. */
 static void
 watchdog_set_due(struct lease *l)
 {
-    if (l->batch != NULL || l->renew_at_us > l->validity_end_us) {
-        l->due_us = l->validity_end_us;
+    int64_t lost_at = watchdog_lost_at(l);
+
+    if (l->batch != NULL || l->renew_at_us > lost_at) {
+        l->due_us = lost_at;
     } else {
         l->due_us = l->renew_at_us;
     }
 }
 
-void
+int
 watchdog_add(struct lease *l, int64_t start_us)
 {
     l->renew_at_us = start_us + l->ttl_ms * 1000 / 3;
@@ -194,13 +215,13 @@ watchdog_add(struct lease *l, int64_t start_us)
     l->heap_index = WATCHDOG_NO_INDEX;
     watchdog_set_due(l);
     if (heap_push(l) != 0) {
-        /* Without a heap slot it cannot be renewed: say so now. */
-        log_error("watchdog: out of memory; the lock will be lost");
-        return;
+        log_error("watchdog: out of memory watching a new lease");
+        return -1;
     }
     if (l->heap_index == 0) {
         watchdog_arm();
     }
+    return 0;
 }
 
 void
@@ -239,7 +260,7 @@ watchdog_renewed(const struct redlock_extend_result *res, void *arg)
             l->renew_at_us = res->start_us + l->ttl_ms * 1000 / 3;
             l->quorum_trouble = false;
             stats.renewals_ok++;
-        } else if (res->denied[j] > n - q || now >= l->validity_end_us) {
+        } else if (res->denied[j] > n - q || !watchdog_valid(l, now)) {
             /*
              * A majority no longer holds our token, or the validity ended
              * first: "renew" when masters answered (late or no), "quorum"
@@ -251,7 +272,7 @@ watchdog_renewed(const struct redlock_extend_result *res, void *arg)
             continue;
         } else {
             /* Too few answers: try again soon, while validity lasts. */
-            int64_t left = l->validity_end_us - now;
+            int64_t left = watchdog_lost_at(l) - now;
             int64_t retry = l->ttl_ms * 1000 / 10;
 
             if (retry > left / 3) {
@@ -312,7 +333,7 @@ watchdog_timer_cb(evutil_socket_t fd, short what, void *arg)
     (void)arg;
     while (wd_len > 0) {
         l = wd_heap[0];
-        if (l->validity_end_us <= now) {
+        if (!watchdog_valid(l, now)) {
             /* Validity over and not renewed in time (also after a pause). */
             lock_lost(l, l->quorum_trouble ? "quorum" : "renew");
             continue;

@@ -15,6 +15,7 @@
 #ifndef REDLOCKD_WATCHDOG_H
 #define REDLOCKD_WATCHDOG_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -26,9 +27,18 @@ void watchdog_init(struct event_base *base, double drift_factor);
 
 /*
  * Start watching a new lease whose grant round started at start_us
- * (monotonic): first renewal at start + ttl/3.  O(log n).
+ * (monotonic): first renewal at start + ttl/3.  O(log n).  Returns 0,
+ * or -1 when out of memory (the lease is not watched: do not grant it).
  */
-void watchdog_add(struct lease *l, int64_t start_us);
+int watchdog_add(struct lease *l, int64_t start_us);
+
+/*
+ * True while the lease may still be used at now (monotonic us): before
+ * the end of its validity less a guard (ttl/10, at most 50 ms), the
+ * moment the watchdog reports it lost if no renewal was confirmed, so
+ * that LOST reaches the client before the validity it was told ends.
+ */
+bool watchdog_valid(const struct lease *l, int64_t now_us);
 
 /* Stop watching a lease (released, lost or dropped).  O(log n). */
 void watchdog_remove(struct lease *l);

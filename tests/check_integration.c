@@ -11,11 +11,14 @@
  */
 #include <ctype.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+
+#include <sys/socket.h>
 
 #include <check.h>
 
@@ -943,6 +946,152 @@ START_TEST(stalled_master)
 }
 END_TEST
 
+/* The daemon's resident memory in KiB, from /proc, or -1. */
+static long
+daemon_rss_kib(void)
+{
+    char path[64], line[256];
+    long kib = -1;
+    FILE *f;
+
+    snprintf(path, sizeof(path), "/proc/%d/status", (int)h_daemon_pid());
+    f = fopen(path, "re");
+    if (f == NULL) {
+        return -1;
+    }
+    while (fgets(line, sizeof(line), f) != NULL) {
+        if (sscanf(line, "VmRSS: %ld kB", &kib) == 1) {
+            break;
+        }
+    }
+    fclose(f);
+    return kib;
+}
+
+/*
+ * A client that pipelines requests and never reads the replies: the
+ * daemon stops reading from it once its unsent output is large, so its
+ * memory stays bounded and other clients are served as usual.
+ */
+START_TEST(client_never_reads)
+{
+    static const char req[] = "STATS\n";
+    char buf[64 * 1024];
+    size_t sent = 0, i;
+    int64_t deadline, stalled_since;
+    long long valid;
+    long rss;
+    ssize_t n;
+    int a, b;
+
+    it_up();
+    a = it_connect();
+    b = it_connect();
+    EXPECT_LOCK_OK(b, "LOCK nr", "nr", 1, valid);
+    for (i = 0; i + sizeof(req) - 1 <= sizeof(buf); i += sizeof(req) - 1) {
+        memcpy(buf + i, req, sizeof(req) - 1);
+    }
+    ck_assert_int_eq(fcntl(a, F_SETFL, fcntl(a, F_GETFL) | O_NONBLOCK), 0);
+    /* Push 32 MiB of requests (5 GiB of replies), or until the daemon stops reading. */
+    deadline = h_now_ms() + 5000;
+    stalled_since = h_now_ms();
+    while (sent < 32u * 1024 * 1024 && h_now_ms() < deadline) {
+        n = send(a, buf, i, MSG_NOSIGNAL);
+        if (n > 0) {
+            sent += (size_t)n;
+            stalled_since = h_now_ms();
+        } else if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
+            if (h_now_ms() - stalled_since > 300) {
+                break;      /* the daemon stopped reading from us */
+            }
+            h_sleep_ms(5);
+        } else {
+            break;
+        }
+    }
+    rss = daemon_rss_kib();
+    ck_assert_msg(rss > 0 && rss < 64 * 1024,
+                  "daemon RSS is %ld KiB after a client sent %zu bytes it never read replies to",
+                  rss, sent);
+    EXPECT_REPLY(b, "PING still", "PONG still");
+    EXPECT_PREFIX(b, "STATUS nr", "HELD nr ttl=");
+    EXPECT_REPLY(b, "UNLOCK nr", "OK nr holds=0");
+    close(a);
+    close(b);
+}
+END_TEST
+
+/*
+ * Masters stalled (SIGSTOP, connections alive): renewals time out and
+ * the holder is told LOST before the validity it was given runs out.
+ */
+START_TEST(lost_before_validity_end)
+{
+    long long valid;
+    int64_t t_send, t_lost;
+    char *got;
+    size_t i;
+    int a;
+
+    it_up();
+    a = it_connect();
+    t_send = h_now_ms();
+    EXPECT_LOCK_OK(a, "LOCK lv ttl=1000", "lv", 1, valid);
+    for (i = 0; i < 3; i++) {
+        ck_assert_int_eq(h_signal_master(i, SIGSTOP), 0);
+    }
+    got = h_read_line(a, 3000);
+    t_lost = h_now_ms();
+    for (i = 0; i < 3; i++) {
+        h_signal_master(i, SIGCONT);
+    }
+    ck_assert_msg(got != NULL && strncmp(got, "! LOST lv reason=", 17) == 0,
+                  "expected '! LOST lv ...', got '%s'", got != NULL ? got : "(nothing)");
+    free(got);
+    /* The validity ended no earlier than t_send + valid. */
+    ck_assert_msg(t_lost < t_send + valid,
+                  "LOST arrived %lld ms after the validity (%lld ms) ended",
+                  (long long)(t_lost - t_send - valid), valid);
+    fprintf(stderr, "lost_before_validity_end: LOST %lld ms before the validity ended\n",
+            (long long)(t_send + valid - t_lost));
+    close(a);
+}
+END_TEST
+
+/*
+ * The daemon paused (SIGSTOP) longer than a lease: on resume the lease
+ * is reported LOST, never renewed, and a re-entrant LOCK that waited in
+ * the socket meanwhile acquires afresh (holds=1), not holds=2.
+ */
+START_TEST(daemon_paused_past_lease)
+{
+    long long valid;
+    unsigned holds = 0;
+    char *got;
+    int a;
+
+    it_up();
+    a = it_connect();
+    EXPECT_LOCK_OK(a, "LOCK pz ttl=500", "pz", 1, valid);
+    ck_assert_int_eq(h_signal_daemon(SIGSTOP), 0);
+    ck_assert_int_eq(h_send(a, "LOCK pz"), 0);
+    /* Let the lease (500 ms) run out on the masters while the daemon sleeps. */
+    h_sleep_ms(1200);
+    ck_assert_int_eq(h_signal_daemon(SIGCONT), 0);
+    got = h_read_line(a, CMD_MS);
+    ck_assert_msg(got != NULL && strncmp(got, "! LOST pz reason=", 17) == 0,
+                  "after the pause: '%s', expected '! LOST pz ...'", got != NULL ? got : "(nothing)");
+    free(got);
+    got = h_read_line(a, CMD_MS);
+    ck_assert_msg(got != NULL && parse_lock_ok(got, "pz", &valid, &holds) && holds == 1,
+                  "the LOCK sent during the pause answered '%s', expected a fresh "
+                  "'OK pz validity=N holds=1'", got != NULL ? got : "(nothing)");
+    free(got);
+    EXPECT_REPLY(a, "UNLOCK pz", "OK pz holds=0");
+    close(a);
+}
+END_TEST
+
 static Suite *
 integration_suite(void)
 {
@@ -973,6 +1122,9 @@ integration_suite(void)
     tcase_add_test(tc, noscript_retry);
     tcase_add_test(tc, auth);
     tcase_add_test(tc, stalled_master);
+    tcase_add_test(tc, client_never_reads);
+    tcase_add_test(tc, lost_before_validity_end);
+    tcase_add_test(tc, daemon_paused_past_lease);
     suite_add_tcase(s, tc);
     return s;
 }
