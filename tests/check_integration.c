@@ -859,13 +859,13 @@ START_TEST(noscript_retry)
         ck_assert_int_eq(h_master_cmd(i, NULL, "SCRIPT FLUSH"), 0);
     }
     a = it_connect();
-    EXPECT_LOCK_OK(a, "LOCK ns ttl=300", "ns", 1, valid);
+    EXPECT_LOCK_OK(a, "LOCK ns ttl=600", "ns", 1, valid);
     ck_assert_uint_eq(h_masters_holding("ns", NULL), NMASTERS);
     for (i = 0; i < NMASTERS; i++) {
         ck_assert_int_eq(h_master_cmd(i, NULL, "SCRIPT FLUSH"), 0);
     }
-    /* Renewals every 100 ms keep it past its 300 ms ttl. */
-    ck_assert_msg(h_quiet(a, 600), "the holder got a line while holding ns");
+    /* Renewals every 200 ms keep it past its 600 ms ttl. */
+    ck_assert_msg(h_quiet(a, 900), "the holder got a line while holding ns");
     ck_assert_uint_ge(h_masters_holding("ns", NULL), 3);
     for (i = 0; i < NMASTERS; i++) {
         ck_assert_int_eq(h_master_cmd(i, NULL, "SCRIPT FLUSH"), 0);

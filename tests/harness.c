@@ -798,9 +798,10 @@ h_write_conf(const struct h_daemon_opts *o)
     }
     fprintf(f, "lock:\n");
     fprintf(f, "  node_timeout_ms: %lld\n",
-            (long long)(o->node_timeout_ms != 0 ? o->node_timeout_ms : 50));
+            (long long)(o->node_timeout_ms != 0 ? o->node_timeout_ms : H_NODE_TIMEOUT_MS));
     h_conf_int(f, "default_ttl_ms", o->default_ttl_ms);
-    h_conf_int(f, "min_ttl_ms", o->min_ttl_ms);
+    fprintf(f, "  min_ttl_ms: %lld\n",
+            (long long)(o->min_ttl_ms != 0 ? o->min_ttl_ms : H_MIN_TTL_MS));
     h_conf_int(f, "max_ttl_ms", o->max_ttl_ms);
     h_conf_int(f, "retry_delay_ms", o->retry_delay_ms);
     if (o->max_line_bytes != 0 || o->max_clients != 0 || o->max_locks_per_client != 0) {
