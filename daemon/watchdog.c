@@ -18,7 +18,7 @@
 #define WATCHDOG_BATCH_MAX   512           /* keys in one script call */
 #define WATCHDOG_WINDOW_US   20000         /* renew up to 20 ms early to batch */
 #define WATCHDOG_NO_INDEX    SIZE_MAX
-#define WATCHDOG_GUARD_US    50000         /* report LOST this long before validity ends */
+#define WATCHDOG_GUARD_US    250000        /* report LOST up to this long before validity ends */
 
 /*
  * A renewal in flight.  Owned by this module: freed when its round is
@@ -179,7 +179,7 @@ watchdog_arm(void)
 static int64_t
 watchdog_lost_at(const struct lease *l)
 {
-    int64_t guard = l->ttl_ms * 100;    /* ttl/10, in us */
+    int64_t guard = l->ttl_ms * 200;    /* ttl/5, in us */
 
     if (guard > WATCHDOG_GUARD_US) {
         guard = WATCHDOG_GUARD_US;

@@ -34,7 +34,7 @@ int watchdog_add(struct lease *l, int64_t start_us);
 
 /*
  * True while the lease may still be used at now (monotonic us): before
- * the end of its validity less a guard (ttl/10, at most 50 ms), the
+ * the end of its validity less a guard (ttl/5, at most 250 ms), the
  * moment the watchdog reports it lost if no renewal was confirmed, so
  * that LOST reaches the client before the validity it was told ends.
  */
