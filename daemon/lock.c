@@ -4,6 +4,15 @@
  * The table maps a name to its entry with glibc's tsearch(3), a
  * red-black tree: O(log n) per request whatever names clients choose.
  * An entry lives while this daemon holds the name or has waiters on it.
+ *
+ * Waiting is first in, first out: only the oldest waiting LOCK of a
+ * name (the head) asks the masters; the others wait without polling.
+ * When a session of this daemon releases a name that has a head, the
+ * lease is handed over: one round gives the key the head's token where
+ * it still holds the old one, so it is never free in between.  A LOCK
+ * with wait=0 (and TRYLOCK) is one attempt at once and never queues.
+ * Waking a new head is always deferred to its timer, never done inside
+ * the call that made it head.
  */
 #include <search.h>
 #include <stdio.h>
@@ -16,6 +25,7 @@
 #include "conf/conf.h"
 #include "daemon/lock.h"
 #include "daemon/log.h"
+#include "daemon/master.h"
 #include "daemon/redlock.h"
 #include "daemon/stats.h"
 #include "daemon/util.h"
@@ -45,11 +55,12 @@ struct waiter {
     struct lock        *lock;       /* entry, NULL once cancelled */
     struct lock_client *client;     /* who asked */
     TAILQ_ENTRY(waiter) link;       /* in lock->waiters */
-    struct event        retry;      /* the retry timer */
+    struct event        retry;      /* retry, wake-up or wait= deadline */
     char                token[UTIL_TOKEN_HEX + 1]; /* owner token, kept across tries */
     int64_t             ttl_ms;     /* lease asked for */
     int64_t             deadline_us;/* monotonic end of wait=, or INT64_MAX */
     bool                trylock;    /* failure answers BUSY, not TIMEOUT */
+    bool                immediate;  /* wait=0: one attempt, never queued behind */
     bool                in_round;   /* an acquire round is in flight */
     bool                cancelled;  /* the client closed */
     size_t              name_off;   /* name = key + name_off */
@@ -66,6 +77,13 @@ struct lock_op {
     char                key[];      /* prefix + name */
 };
 
+/* A hand-over in flight: a released lease's keys going to the head waiter. */
+struct lock_handover {
+    struct waiter      *waiter;     /* who receives the lock */
+    struct lock_op     *op;         /* the UNLOCK to answer, or NULL */
+    char                old_token[UTIL_TOKEN_HEX + 1]; /* the released lease */
+};
+
 static struct event_base *lock_base;
 static const struct conf *lock_conf;
 static void              *lock_root;     /* tsearch tree of struct lock */
@@ -74,6 +92,7 @@ static size_t             lock_nwaiters; /* waiters queued */
 static bool               lock_stopping;
 
 static void waiter_try(struct waiter *w);
+static void lock_unlock_done(const struct redlock_result *rr, void *arg);
 
 void
 lock_init(struct event_base *base, const struct conf *conf)
@@ -216,9 +235,35 @@ lock_reply(struct lock_client *c, enum lock_outcome outcome, const char *name,
     c->done(c, &res);
 }
 
+/* The oldest waiter that queues (not a wait=0 attempt), or NULL. */
+static struct waiter *
+lock_head(const struct lock *lk)
+{
+    struct waiter *w;
+
+    TAILQ_FOREACH(w, &lk->waiters, link) {
+        if (!w->immediate) {
+            return w;
+        }
+    }
+    return NULL;
+}
+
+/* Let the head look again, from its timer on the next loop turn. */
+static void
+lock_wake_head(struct lock *lk)
+{
+    struct waiter *w = lock_head(lk);
+
+    if (w != NULL && !w->in_round) {
+        event_active(&w->retry, EV_TIMEOUT, 0);
+    }
+}
+
 /*
  * Take a lease out of the table, the client and the watchdog, and free
- * it.  The keys on the masters are not touched here.
+ * it.  The keys on the masters are not touched here.  The head waiter,
+ * if any, is woken to try the masters.
  */
 static void
 lease_drop(struct lease *l)
@@ -230,22 +275,93 @@ lease_drop(struct lease *l)
     l->client->nleases--;
     if (lk->holder == l) {
         lk->holder = NULL;
+        lock_wake_head(lk);
     }
     lock_nheld--;
     free(l);
     lock_put(lk);
 }
 
-/* Drop a lease and compare-and-delete it on every master. */
+static void waiter_acquired(const struct redlock_result *res, void *arg);
+
+/* The hand-over round ended: answer the releaser, then the waiter. */
 static void
-lease_release(struct lease *l)
+lock_handover_done(const struct redlock_result *res, void *arg)
 {
-    if (redlock_release(l->lock->key, l->lock->key_len, l->token, NULL, NULL) != 0) {
-        log_error("lock %s: out of memory releasing; it expires by its ttl",
-                  l->lock->key);
+    struct lock_handover *ho = arg;
+    struct waiter *w = ho->waiter;
+
+    /* Masters that missed the round may still hold the old token. */
+    redlock_release(w->key, w->key_len, ho->old_token, NULL, NULL);
+    if (res->outcome == REDLOCK_GRANTED) {
+        stats.handovers++;
+    }
+    if (ho->op != NULL) {
+        struct redlock_result rel = *res;
+
+        /* Every master that answered dropped the old token. */
+        rel.outcome = res->answered >= redlock_quorum(master_count())
+                      ? REDLOCK_RELEASED : REDLOCK_NOQUORUM;
+        lock_unlock_done(&rel, ho->op);
+    }
+    free(ho);
+    waiter_acquired(res, w);
+}
+
+/*
+ * Give up a lease (UNLOCK to zero, or its session closed): hand it over
+ * to the head waiter when there is one and the daemon is not stopping,
+ * else compare-and-delete it on every master.  op, when not NULL, is
+ * the UNLOCK to answer once the masters did.  Frees the lease.
+ */
+static void
+lease_give_up(struct lease *l, struct lock_op *op)
+{
+    struct lock *lk = l->lock;
+    struct waiter *w = lock_stopping ? NULL : lock_head(lk);
+    struct lock_handover *ho = NULL;
+
+    if (w != NULL && !w->in_round && (ho = malloc(sizeof(*ho))) != NULL) {
+        ho->waiter = w;
+        ho->op = op;
+        memcpy(ho->old_token, l->token, sizeof(ho->old_token));
+        event_del(&w->retry);
+        w->in_round = true;
+        if (redlock_acquire(lk->key, lk->key_len, w->token, w->ttl_ms, l->token,
+                            lock_handover_done, ho) == 0) {
+            stats.releases++;
+            lease_drop(l);
+            return;
+        }
+        w->in_round = false;
+        free(ho);
+    }
+    if (redlock_release(lk->key, lk->key_len, l->token,
+                        op != NULL ? lock_unlock_done : NULL, op) != 0) {
+        log_error("lock %s: out of memory releasing; it expires by its ttl", lk->key);
+        if (op != NULL) {
+            struct lock_result res;
+
+            memset(&res, 0, sizeof(res));
+            res.outcome = LOCK_FAILED;
+            res.error = "out of memory; the lock expires by its ttl";
+            lease_drop(l);
+            res.name = op->key + op->name_off;
+            res.name_len = op->key_len - op->name_off;
+            op->client->done(op->client, &res);
+            free(op);
+            return;
+        }
     }
     stats.releases++;
     lease_drop(l);
+}
+
+/* Drop a lease and release it (or hand it over) on every master. */
+static void
+lease_release(struct lease *l)
+{
+    lease_give_up(l, NULL);
 }
 
 void
@@ -270,14 +386,19 @@ static void
 waiter_unqueue(struct waiter *w)
 {
     struct lock *lk = w->lock;
+    bool was_head;
 
     if (lk == NULL) {
         return;
     }
+    was_head = w == lock_head(lk);
     TAILQ_REMOVE(&lk->waiters, w, link);
     lk->nwaiters--;
     lock_nwaiters--;
     w->lock = NULL;
+    if (was_head && lk->holder == NULL) {
+        lock_wake_head(lk);     /* the next in line may try now */
+    }
     lock_put(lk);
 }
 
@@ -311,12 +432,49 @@ waiter_finish(struct waiter *w, enum lock_outcome outcome, int64_t ttl_ms,
     c->done(c, &res);
 }
 
+/* Arm the waiter's timer for its wait= deadline (none for wait=inf). */
 static void
-waiter_retry_cb(evutil_socket_t fd, short what, void *arg)
+waiter_wait(struct waiter *w, int64_t now)
 {
+    int64_t delay;
+    struct timeval tv;
+
+    if (w->deadline_us == INT64_MAX) {
+        return;
+    }
+    delay = w->deadline_us > now ? w->deadline_us - now : 0;
+    tv.tv_sec = (time_t)(delay / 1000000);
+    tv.tv_usec = (suseconds_t)(delay % 1000000);
+    event_add(&w->retry, &tv);
+}
+
+/*
+ * The waiter's timer: a retry after BUSY, a wake-up (it became head, or
+ * the local holder let go), or its wait= deadline.  Only the head asks
+ * the masters, and only when no session of this daemon holds the name
+ * (that one hands the lock over when it lets go).
+ */
+static void
+waiter_timer_cb(evutil_socket_t fd, short what, void *arg)
+{
+    struct waiter *w = arg;
+    int64_t now = util_now_us();
+
     (void)fd;
     (void)what;
-    waiter_try(arg);
+    if (w->in_round || w->lock == NULL) {
+        return;
+    }
+    if (now >= w->deadline_us) {
+        stats.acquire_timeout++;
+        waiter_finish(w, LOCK_TIMEOUT, 0, NULL);
+        return;
+    }
+    if (w == lock_head(w->lock) && w->lock->holder == NULL) {
+        waiter_try(w);
+        return;
+    }
+    waiter_wait(w, now);
 }
 
 /* Turn a granted waiter into the entry's lease and answer OK. */
@@ -428,7 +586,7 @@ static void
 waiter_try(struct waiter *w)
 {
     w->in_round = true;
-    if (redlock_acquire(w->key, w->key_len, w->token, w->ttl_ms,
+    if (redlock_acquire(w->key, w->key_len, w->token, w->ttl_ms, NULL,
                         waiter_acquired, w) != 0) {
         w->in_round = false;
         waiter_finish(w, LOCK_FAILED, 0, "out of memory");
@@ -497,13 +655,18 @@ lock_acquire(struct lock_client *c, const char *name, size_t name_len,
     w->client = c;
     w->ttl_ms = ttl_ms;
     w->trylock = trylock;
+    w->immediate = wait_ms == 0;
     w->deadline_us = wait_ms < 0 ? INT64_MAX : util_now_us() + wait_ms * 1000;
-    evtimer_assign(&w->retry, lock_base, waiter_retry_cb, w);
+    evtimer_assign(&w->retry, lock_base, waiter_timer_cb, w);
     TAILQ_INSERT_TAIL(&lk->waiters, w, link);
     lk->nwaiters++;
     lock_nwaiters++;
     c->waiter = w;
-    waiter_try(w);
+    if (w->immediate || (w == lock_head(lk) && lk->holder == NULL)) {
+        waiter_try(w);
+    } else {
+        waiter_wait(w, util_now_us());    /* behind others, or held here */
+    }
 }
 
 static struct lock_op *
@@ -570,16 +733,13 @@ lock_release(struct lock_client *c, const char *name, size_t name_len)
         return;
     }
     op = lock_op_new(c, lk);
-    if (op == NULL || redlock_release(lk->key, lk->key_len, l->token,
-                                      lock_unlock_done, op) != 0) {
-        free(op);
+    if (op == NULL) {
         lease_drop(l);
         lock_reply(c, LOCK_FAILED, name, name_len,
                    "out of memory; the lock expires by its ttl");
         return;
     }
-    stats.releases++;
-    lease_drop(l);
+    lease_give_up(l, op);
 }
 
 static void

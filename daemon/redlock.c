@@ -17,8 +17,16 @@
  * after a set that landed late) renew it; otherwise report its PTTL so
  * that BUSY can say how long the holder has left.  pcall: a key of
  * another type is someone else's, not an error of ours.
+ *
+ * Hand-over: with ARGV[3], the token of a lease being released, a key
+ * that still holds that token is given the new token in the same step,
+ * so that it is never free for an outsider in between.
  */
 static const char redlock_acquire_lua[] =
+    "if ARGV[3] and redis.pcall('GET', KEYS[1]) == ARGV[3] then\n"
+    "  redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2])\n"
+    "  return 1\n"
+    "end\n"
     "if redis.call('SET', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[2]) then\n"
     "  return 1\n"
     "end\n"
@@ -247,7 +255,9 @@ redlock_acquire_done(struct round *r, void *arg)
         res.ttl_ms = redlock_holder_ttl(op->pttls, op->nheld, op->yes, q);
     } else {
         res.outcome = REDLOCK_NOQUORUM;
-        redlock_fill_error(&res, r);
+    }
+    if (res.answered < q) {
+        redlock_fill_error(&res, r);     /* also for a hand-over's releaser */
     }
     op->cb(&res, op->arg);
     free(op);
@@ -255,12 +265,12 @@ redlock_acquire_done(struct round *r, void *arg)
 
 int
 redlock_acquire(const char *key, size_t key_len, const char *token,
-                int64_t ttl_ms, redlock_done_fn cb, void *arg)
+                int64_t ttl_ms, const char *old_token, redlock_done_fn cb, void *arg)
 {
     struct redlock_op *op;
     char ttl[24];
-    const char *args[3];
-    size_t lens[3];
+    const char *args[4];
+    size_t lens[4];
 
     op = redlock_op_new(cb, arg, ttl_ms);
     if (op == NULL) {
@@ -272,8 +282,10 @@ redlock_acquire(const char *key, size_t key_len, const char *token,
     lens[1] = UTIL_TOKEN_HEX;
     lens[2] = (size_t)snprintf(ttl, sizeof(ttl), "%lld", (long long)ttl_ms);
     args[2] = ttl;
-    if (round_start(script_acquire, 1, 3, args, lens, redlock_acquire_reply,
-                    redlock_acquire_done, op) != 0) {
+    args[3] = old_token;
+    lens[3] = UTIL_TOKEN_HEX;
+    if (round_start(script_acquire, 1, old_token != NULL ? 4 : 3, args, lens,
+                    redlock_acquire_reply, redlock_acquire_done, op) != 0) {
         free(op);
         return -1;
     }

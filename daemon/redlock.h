@@ -43,7 +43,8 @@ struct redlock_result {
                                            REDLOCK_NO_EXPIRY */
     bool    owner_self;                 /* HELD: our token is on a quorum */
     size_t  answered;                   /* masters that answered */
-    char    error[REDLOCK_ERROR_MAX];   /* NOQUORUM: who failed and how */
+    char    error[REDLOCK_ERROR_MAX];   /* when fewer than a quorum answered:
+                                           who failed and how */
 };
 
 typedef void (*redlock_done_fn)(const struct redlock_result *res, void *arg);
@@ -104,11 +105,18 @@ int64_t redlock_holder_ttl(int64_t *pttls, size_t nheld, size_t nfree, size_t qu
  * Acquire key with token for ttl_ms.  Granted when a quorum set the key
  * (or already held our token) and validity > 0.  On any other outcome
  * the caller must release (redlock_release) on every master, since a
- * set may have landed after the deadline.  Returns 0, or -1 when memory
- * ran out (no callback).
+ * set may have landed after the deadline.
+ *
+ * old_token, when not NULL, makes it a hand-over: on each master a key
+ * that still holds old_token is given token at once (compare-and-swap),
+ * so the key is never free between the two holders.  Every master that
+ * answered then no longer holds old_token; res->answered tells the
+ * releaser whether a quorum did (res->error names the others).
+ *
+ * Returns 0, or -1 when memory ran out (no callback).
  */
 int redlock_acquire(const char *key, size_t key_len, const char *token,
-                    int64_t ttl_ms, redlock_done_fn cb, void *arg);
+                    int64_t ttl_ms, const char *old_token, redlock_done_fn cb, void *arg);
 
 /*
  * Compare-and-delete key on every master.  cb may be NULL.  Outcome

@@ -12,6 +12,8 @@
 #include <ctype.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <poll.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -21,6 +23,7 @@
 #include <sys/socket.h>
 
 #include <check.h>
+#include <hiredis/hiredis.h>
 
 #include "tests/harness.h"
 
@@ -1108,6 +1111,151 @@ START_TEST(daemon_paused_past_lease)
 }
 END_TEST
 
+/*
+ * Fair waiting (issue 3): 20 sessions loop LOCK/UNLOCK on one name for
+ * 5 s; FIFO hand-over gives each a share within 25% of the mean.
+ */
+#define FAIR_SESSIONS   20
+#define FAIR_MS         5000
+
+START_TEST(fairness_one_daemon)
+{
+    struct pollfd pfd[FAIR_SESSIONS];
+    long count[FAIR_SESSIONS] = { 0 };
+    bool locked[FAIR_SESSIONS] = { false };
+    long total = 0, mean, min_c = -1, max_c = 0;
+    int64_t end;
+    char *got;
+    int i;
+
+    it_up();
+    for (i = 0; i < FAIR_SESSIONS; i++) {
+        pfd[i].fd = it_connect();
+        pfd[i].events = POLLIN;
+        ck_assert_int_eq(h_send(pfd[i].fd, "LOCK fair"), 0);
+    }
+    end = h_now_ms() + FAIR_MS;
+    while (h_now_ms() < end) {
+        ck_assert_int_ge(poll(pfd, FAIR_SESSIONS, 100), 0);
+        for (i = 0; i < FAIR_SESSIONS; i++) {
+            if (!(pfd[i].revents & POLLIN)) {
+                continue;
+            }
+            got = h_read_line(pfd[i].fd, CMD_MS);
+            ck_assert_msg(got != NULL, "session %d: no reply", i);
+            if (!locked[i]) {
+                ck_assert_msg(strncmp(got, "OK fair ", 8) == 0, "session %d LOCK: '%s'", i, got);
+                locked[i] = true;
+                count[i]++;
+                ck_assert_int_eq(h_send(pfd[i].fd, "UNLOCK fair"), 0);
+            } else {
+                ck_assert_msg(strcmp(got, "OK fair holds=0") == 0, "session %d UNLOCK: '%s'", i, got);
+                locked[i] = false;
+                ck_assert_int_eq(h_send(pfd[i].fd, "LOCK fair"), 0);
+            }
+            free(got);
+        }
+    }
+    for (i = 0; i < FAIR_SESSIONS; i++) {
+        total += count[i];
+        min_c = min_c < 0 || count[i] < min_c ? count[i] : min_c;
+        max_c = count[i] > max_c ? count[i] : max_c;
+        close(pfd[i].fd);
+    }
+    mean = total / FAIR_SESSIONS;
+    fprintf(stderr, "fairness_one_daemon: %ld grants in %d ms, per session min %ld "
+            "mean %ld max %ld\n", total, FAIR_MS, min_c, mean, max_c);
+    ck_assert_msg(mean > 0, "no grants at all");
+    ck_assert_msg(min_c * 4 >= mean * 3 && max_c * 4 <= mean * 5,
+                  "shares outside mean +-25%%: min %ld mean %ld max %ld", min_c, mean, max_c);
+}
+END_TEST
+
+/* Polls master 0 for the key while hand-overs run; counts moments it was free. */
+struct free_watch {
+    const char   *key;          /* key to watch */
+    volatile bool stop;         /* set by the test */
+    long          polls;        /* GETs made while held */
+    long          free_seen;    /* GETs that found no key after the first grant */
+};
+
+static void *
+free_watch_run(void *arg)
+{
+    struct free_watch *fw = arg;
+    struct timeval tv = { 1, 0 };
+    redisContext *c;
+    redisReply *r;
+    bool seen = false;
+
+    /* One connection and a tight loop: a gap of a few us is seen. */
+    c = redisConnectWithTimeout("127.0.0.1", h_master_port(0), tv);
+    if (c == NULL || c->err != 0) {
+        if (c != NULL) {
+            redisFree(c);
+        }
+        return NULL;
+    }
+    while (!fw->stop) {
+        r = redisCommand(c, "GET %s", fw->key);
+        if (r == NULL) {
+            break;
+        }
+        if (r->type == REDIS_REPLY_STRING) {
+            seen = true;
+            fw->polls++;
+        } else if (seen) {
+            fw->free_seen++;
+        }
+        freeReplyObject(r);
+    }
+    redisFree(c);
+    return NULL;
+}
+
+/*
+ * Hand-over keeps the key taken: two sessions pass one lock back and
+ * forth 200 times; a poller on a master never finds the key free in
+ * between, and STATS counts the hand-overs.  (A release followed at
+ * once by an acquire leaves a gap of microseconds that polling rarely
+ * catches, so the hand-over count is what proves the swap was used.)
+ */
+START_TEST(handover_never_free)
+{
+    struct free_watch fw = { "ho", false, 0, 0 };
+    pthread_t th;
+    long long valid, handovers = 0;
+    int fd[2], i, holder = 0;
+    char *got;
+
+    it_up();
+    fd[0] = it_connect();
+    fd[1] = it_connect();
+    EXPECT_LOCK_OK(fd[0], "LOCK ho", "ho", 1, valid);
+    ck_assert_int_eq(pthread_create(&th, NULL, free_watch_run, &fw), 0);
+    ck_assert_int_eq(h_send(fd[1], "LOCK ho"), 0);
+    for (i = 0; i < 200; i++) {
+        /* The other session is queued; the holder lets go, the lock passes. */
+        EXPECT_REPLY(fd[holder], "UNLOCK ho", "OK ho holds=0");
+        got = h_read_line(fd[1 - holder], CMD_MS);
+        ck_assert_msg(got != NULL && strncmp(got, "OK ho ", 6) == 0,
+                      "hand-over %d: the waiter got '%s'", i, got != NULL ? got : "(nothing)");
+        free(got);
+        ck_assert_int_eq(h_send(fd[holder], "LOCK ho"), 0);
+        holder = 1 - holder;
+    }
+    fw.stop = true;
+    pthread_join(th, NULL);
+    ck_assert_msg(fw.free_seen == 0, "the key was free %ld times in %ld polls during hand-overs",
+                  fw.free_seen, fw.polls);
+    ck_assert_msg(fw.polls > 0, "the poller never saw the key");
+    ck_assert_int_eq(h_stat(fd[holder], "handovers", &handovers), 0);
+    ck_assert_msg(handovers >= 200, "STATS handovers %lld, expected >= 200", handovers);
+    close(fd[0]);
+    close(fd[1]);
+}
+END_TEST
+
 static Suite *
 integration_suite(void)
 {
@@ -1141,6 +1289,8 @@ integration_suite(void)
     tcase_add_test(tc, client_never_reads);
     tcase_add_test(tc, lost_before_validity_end);
     tcase_add_test(tc, daemon_paused_past_lease);
+    tcase_add_test(tc, fairness_one_daemon);
+    tcase_add_test(tc, handover_never_free);
     suite_add_tcase(s, tc);
     return s;
 }
