@@ -174,6 +174,18 @@ lock_find(const char *name, size_t name_len)
     return found != NULL ? *(struct lock **)found : NULL;
 }
 
+/* Write key_prefix + name and a NUL into out; returns the key's length. */
+static size_t
+lock_key_write(char *out, const char *name, size_t name_len)
+{
+    size_t plen = strlen(lock_conf->key_prefix);
+
+    memcpy(out, lock_conf->key_prefix, plen);
+    memcpy(out + plen, name, name_len);
+    out[plen + name_len] = '\0';
+    return plen + name_len;
+}
+
 static struct lock *
 lock_get(const char *name, size_t name_len)
 {
@@ -188,15 +200,12 @@ lock_get(const char *name, size_t name_len)
     if (lk == NULL) {
         return NULL;
     }
-    lk->key_len = plen + name_len;
-    lk->key = malloc(lk->key_len + 1);
+    lk->key = malloc(plen + name_len + 1);
     if (lk->key == NULL) {
         free(lk);
         return NULL;
     }
-    memcpy(lk->key, lock_conf->key_prefix, plen);
-    memcpy(lk->key + plen, name, name_len);
-    lk->key[lk->key_len] = '\0';
+    lk->key_len = lock_key_write(lk->key, name, name_len);
     lk->name = lk->key + plen;
     lk->name_len = name_len;
     TAILQ_INIT(&lk->waiters);
@@ -233,6 +242,32 @@ lock_reply(struct lock_client *c, enum lock_outcome outcome, const char *name,
     res.name_len = name_len;
     res.error = error;
     c->done(c, &res);
+}
+
+/* An UNLOCK or STATUS op for name, with its own copy of the key. */
+static struct lock_op *
+lock_op_new(struct lock_client *c, const char *name, size_t name_len)
+{
+    size_t plen = strlen(lock_conf->key_prefix);
+    struct lock_op *op = malloc(sizeof(*op) + plen + name_len + 1);
+
+    if (op != NULL) {
+        op->client = c;
+        op->holder_self = false;
+        op->key_len = lock_key_write(op->key, name, name_len);
+        op->name_off = plen;
+    }
+    return op;
+}
+
+/* Answer the op's client with res (named after the op) and free the op. */
+static void
+lock_op_finish(struct lock_op *op, struct lock_result *res)
+{
+    res->name = op->key + op->name_off;
+    res->name_len = op->key_len - op->name_off;
+    op->client->done(op->client, res);
+    free(op);
 }
 
 /* The oldest waiter that queues (not a wait=0 attempt), or NULL. */
@@ -346,10 +381,7 @@ lease_give_up(struct lease *l, struct lock_op *op)
             res.outcome = LOCK_FAILED;
             res.error = "out of memory; the lock expires by its ttl";
             lease_drop(l);
-            res.name = op->key + op->name_off;
-            res.name_len = op->key_len - op->name_off;
-            op->client->done(op->client, &res);
-            free(op);
+            lock_op_finish(op, &res);
             return;
         }
     }
@@ -669,30 +701,6 @@ lock_acquire(struct lock_client *c, const char *name, size_t name_len,
     }
 }
 
-static struct lock_op *
-lock_op_new(struct lock_client *c, const struct lock *lk)
-{
-    struct lock_op *op = malloc(sizeof(*op) + lk->key_len + 1);
-
-    if (op != NULL) {
-        op->client = c;
-        op->holder_self = false;
-        op->key_len = lk->key_len;
-        op->name_off = lk->key_len - lk->name_len;
-        memcpy(op->key, lk->key, lk->key_len + 1);
-    }
-    return op;
-}
-
-static void
-lock_op_finish(struct lock_op *op, struct lock_result *res)
-{
-    res->name = op->key + op->name_off;
-    res->name_len = op->key_len - op->name_off;
-    op->client->done(op->client, res);
-    free(op);
-}
-
 static void
 lock_unlock_done(const struct redlock_result *rr, void *arg)
 {
@@ -732,7 +740,7 @@ lock_release(struct lock_client *c, const char *name, size_t name_len)
         c->done(c, &res);
         return;
     }
-    op = lock_op_new(c, lk);
+    op = lock_op_new(c, name, name_len);
     if (op == NULL) {
         lease_drop(l);
         lock_reply(c, LOCK_FAILED, name, name_len,
@@ -772,28 +780,18 @@ lock_status(struct lock_client *c, const char *name, size_t name_len)
     struct lock *lk = lock_find(name, name_len);
     const char *token = NULL;
     struct lock_op *op;
-    bool created = false;
 
-    if (lk == NULL) {
-        lk = lock_get(name, name_len);
-        created = true;
-    }
-    op = lk != NULL ? lock_op_new(c, lk) : NULL;
-    if (op != NULL && lk->holder != NULL && lk->holder->client == c) {
+    /* A name this daemon does not know needs no table entry: only a key. */
+    op = lock_op_new(c, name, name_len);
+    if (op != NULL && lk != NULL && lk->holder != NULL && lk->holder->client == c) {
         op->holder_self = true;
         token = lk->holder->token;
     }
-    if (op == NULL || redlock_status(lk->key, lk->key_len, token,
+    if (op == NULL || redlock_status(op->key, op->key_len, token,
                                      lock_status_done, op) != 0) {
         free(op);
-        if (lk != NULL && created) {
-            lock_put(lk);
-        }
         lock_reply(c, LOCK_FAILED, name, name_len, "out of memory");
         return;
-    }
-    if (created) {
-        lock_put(lk);
     }
 }
 

@@ -146,23 +146,19 @@ session_done_cb(struct lock_client *c, const struct lock_result *res)
         break;
     case LOCK_NOQUORUM:
         proto_reply_error(&r, PROTO_ERR_NOQUORUM, res->error);
-        session_send(s, &r);
-        goto next;
+        break;
     case LOCK_SHUTDOWN:
         proto_reply_error(&r, PROTO_ERR_SHUTDOWN, res->error);
-        session_send(s, &r);
-        goto next;
+        break;
     case LOCK_LIMIT:
     case LOCK_FAILED:
         proto_reply_error(&r, PROTO_ERR_LIMIT, res->error);
-        session_send(s, &r);
-        goto next;
+        break;
     case LOCK_CANCELLED:
         return;
     }
-    proto_reply_end(&r);
+    proto_reply_end(&r);        /* a no-op for the error replies, already ended */
     session_send(s, &r);
-next:
     if (!s->processing) {
         session_process(s);
     }
