@@ -878,13 +878,13 @@ START_TEST(noscript_retry)
         ck_assert_int_eq(h_master_cmd(i, NULL, "SCRIPT FLUSH"), 0);
     }
     a = it_connect();
-    EXPECT_LOCK_OK(a, "LOCK ns ttl=600", "ns", 1, valid);
+    EXPECT_LOCK_OK(a, "LOCK ns ttl=2000", "ns", 1, valid);
     ck_assert_uint_ge(h_masters_holding("ns", NULL), 3);
     for (i = 0; i < NMASTERS; i++) {
         ck_assert_int_eq(h_master_cmd(i, NULL, "SCRIPT FLUSH"), 0);
     }
-    /* Renewals every 200 ms keep it past its 600 ms ttl. */
-    ck_assert_msg(h_quiet(a, 900), "the holder got a line while holding ns");
+    /* Renewals every 667 ms keep it past its 2000 ms ttl. */
+    ck_assert_msg(h_quiet(a, 2500), "the holder got a line while holding ns");
     ck_assert_uint_ge(h_masters_holding("ns", NULL), 3);
     for (i = 0; i < NMASTERS; i++) {
         ck_assert_int_eq(h_master_cmd(i, NULL, "SCRIPT FLUSH"), 0);
@@ -1091,10 +1091,10 @@ START_TEST(daemon_paused_past_lease)
 
     it_up();
     a = it_connect();
-    EXPECT_LOCK_OK(a, "LOCK pz ttl=500", "pz", 1, valid);
+    EXPECT_LOCK_OK(a, "LOCK pz ttl=700", "pz", 1, valid);
     ck_assert_int_eq(h_signal_daemon(SIGSTOP), 0);
     ck_assert_int_eq(h_send(a, "LOCK pz"), 0);
-    /* Let the lease (500 ms) run out on the masters while the daemon sleeps. */
+    /* Let the lease (700 ms) run out on the masters while the daemon sleeps. */
     h_sleep_ms(1200);
     ck_assert_int_eq(h_signal_daemon(SIGCONT), 0);
     got = h_read_line(a, CMD_MS);
