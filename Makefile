@@ -32,7 +32,7 @@ LIB_SRC    := $(PROTO_SRC) $(CONF_SRC) $(DAEMON_SRC)
 LIB_OBJ    := $(LIB_SRC:%.c=$(B)/obj/%.o)
 
 UNIT_TESTS := check_proto check_conf check_redlock
-INTEG_TESTS := check_integration
+INTEG_TESTS := check_integration check_cluster
 TEST_BINS  := $(addprefix $(B)/,$(UNIT_TESTS) $(INTEG_TESTS))
 
 CK_TIMEOUT ?= 120
@@ -63,6 +63,7 @@ $(B)/check_conf: $(B)/obj/tests/check_conf.o $(B)/obj/conf/conf.o
 $(B)/check_redlock: $(B)/obj/tests/check_redlock.o $(LIB_OBJ)
 $(B)/check_integration: $(B)/obj/tests/check_integration.o $(B)/obj/tests/harness.o \
                         $(B)/obj/proto/proto.o
+$(B)/check_cluster: $(B)/obj/tests/check_cluster.o $(B)/obj/tests/harness.o
 $(TEST_BINS):
 	@echo "  LD      $@"
 	@$(CC) $(CFLAGS) -o $@ $^ $(PKG_LIBS) $(CHECK_LIBS) $(LDFLAGS)
@@ -86,8 +87,9 @@ test: $(B)/redlockd $(TEST_BINS)
 unit: $(addprefix $(B)/,$(UNIT_TESTS))
 	@set -e; for t in $(UNIT_TESTS); do ./$(B)/$$t; done
 
-integration: $(B)/redlockd $(B)/$(INTEG_TESTS)
-	REDLOCKD_BIN=$(CURDIR)/$(B)/redlockd CK_DEFAULT_TIMEOUT=120 ./$(B)/$(INTEG_TESTS)
+integration: $(B)/redlockd $(addprefix $(B)/,$(INTEG_TESTS))
+	@set -e; for t in $(INTEG_TESTS); do \
+	    echo "== $$t"; REDLOCKD_BIN=$(CURDIR)/$(B)/redlockd CK_DEFAULT_TIMEOUT=120 ./$(B)/$$t; done
 
 # The same suites built with sanitizers in build-asan/; the daemon aborts
 # on any report, so a report fails the test that caused it.

@@ -55,8 +55,22 @@ enum conf_type {
     CONF_T_STRING,      /* any scalar, at most max bytes when max > 0: char * */
     CONF_T_ADDR,        /* "host:port", "[v6]:port" or "" (off): struct conf_addr */
     CONF_T_MODE,        /* octal permission bits "0660": unsigned */
-    CONF_T_LEVEL,       /* error, warn, info or debug: enum conf_log_level */
+    CONF_T_ENUM,        /* one of the directive's names: an enum, stored as int */
     CONF_T_MASTERS      /* sequence of addresses, unix: allowed: struct conf_addr[] */
+};
+
+static const char *const conf_level_names[] = {
+    [CONF_LOG_ERROR] = "error",
+    [CONF_LOG_WARN]  = "warn",
+    [CONF_LOG_INFO]  = "info",
+    [CONF_LOG_DEBUG] = "debug",
+    NULL
+};
+
+static const char *const conf_fence_names[] = {
+    [CONF_FENCE_REQUEST] = "request",
+    [CONF_FENCE_ALWAYS]  = "always",
+    NULL
 };
 
 /* Directive flags. */
@@ -76,80 +90,78 @@ struct conf_directive {
     unsigned       flags;       /* CONF_NO_RELOAD */
     const char     *def;        /* the default as YAML text, NULL when required */
     const char     *doc;        /* one line for humans */
+    const char *const *names;   /* CONF_T_ENUM: the words, by value, NULL-terminated */
 };
 
 static const struct conf_directive conf_directives[] = {
     { "listen", "tcp", CONF_T_ADDR, offsetof(struct conf, tcp),
       0, 0, CONF_NO_RELOAD, "127.0.0.1:7379",
-      "TCP address for clients, \"host:port\" or \"[v6]:port\"; \"\" disables" },
+      "TCP address for clients, \"host:port\" or \"[v6]:port\"; \"\" disables", NULL },
     { "listen", "unix", CONF_T_STRING, offsetof(struct conf, unix_path),
       0, CONF_PATH_MAX - 1, CONF_NO_RELOAD, "/run/redlockd/redlockd.sock",
-      "Unix socket path for clients; \"\" disables" },
+      "Unix socket path for clients; \"\" disables", NULL },
     { "listen", "unix_mode", CONF_T_MODE, offsetof(struct conf, unix_mode),
       0, 0777, CONF_NO_RELOAD, "0660",
-      "permission bits of the Unix socket file, octal" },
+      "permission bits of the Unix socket file, octal", NULL },
 
     { "masters", NULL, CONF_T_MASTERS, offsetof(struct conf, masters),
       1, CONF_MASTERS_MAX, CONF_NO_RELOAD, NULL,
-      "the independent Redis masters, \"host:port\" or \"unix:/path\"" },
+      "the independent Redis masters, \"host:port\" or \"unix:/path\"", NULL },
 
     { "redis", "username", CONF_T_STRING, offsetof(struct conf, redis_username),
       0, 0, 0, "",
-      "ACL user for AUTH; needs a password" },
+      "ACL user for AUTH; needs a password", NULL },
     { "redis", "password", CONF_T_STRING, offsetof(struct conf, redis_password),
       0, 0, 0, "",
-      "AUTH password sent to every master; \"\" disables AUTH" },
+      "AUTH password sent to every master; \"\" disables AUTH", NULL },
     { "redis", "connect_timeout_ms", CONF_T_MS,
       offsetof(struct conf, connect_timeout_ms),
       1, 60000, 0, "500",
-      "how long a connection to a master may take, ms" },
+      "how long a connection to a master may take, ms", NULL },
 
     { "lock", "default_ttl_ms", CONF_T_MS, offsetof(struct conf, default_ttl_ms),
       1, 86400000, 0, "30000",
-      "lease written to the masters when LOCK has no ttl=, ms" },
+      "lease written to the masters when LOCK has no ttl=, ms", NULL },
     { "lock", "min_ttl_ms", CONF_T_MS, offsetof(struct conf, min_ttl_ms),
       1, 86400000, 0, "100",
-      "smallest ttl= a client may ask for, ms" },
+      "smallest ttl= a client may ask for, ms", NULL },
     { "lock", "max_ttl_ms", CONF_T_MS, offsetof(struct conf, max_ttl_ms),
       1, 86400000, 0, "3600000",
-      "largest ttl= a client may ask for, ms" },
+      "largest ttl= a client may ask for, ms", NULL },
     { "lock", "node_timeout_ms", CONF_T_MS, offsetof(struct conf, node_timeout_ms),
       1, 60000, 0, "50",
-      "deadline for one master's reply in a round, ms" },
+      "deadline for one master's reply in a round, ms", NULL },
     { "lock", "drift_factor", CONF_T_DOUBLE, offsetof(struct conf, drift_factor),
       0, 0.5, 0, "0.01",
-      "clock drift allowance: drift = ttl * drift_factor + 2 ms" },
+      "clock drift allowance: drift = ttl * drift_factor + 2 ms", NULL },
     { "lock", "retry_delay_ms", CONF_T_MS, offsetof(struct conf, retry_delay_ms),
       1, 60000, 0, "200",
-      "a blocked LOCK retries after a random 0..retry_delay_ms, ms" },
+      "a blocked LOCK retries after a random 0..retry_delay_ms, ms", NULL },
     { "lock", "key_prefix", CONF_T_STRING, offsetof(struct conf, key_prefix),
       0, 256, 0, "",
-      "prepended to a lock name to form the Redis key" },
+      "prepended to a lock name to form the Redis key", NULL },
+    { "lock", "fence", CONF_T_ENUM, offsetof(struct conf, fence),
+      0, 0, 0, "request",
+      "fencing tokens: request (LOCK ... fence) or always", conf_fence_names },
 
     { "limits", "max_clients", CONF_T_INT, offsetof(struct conf, max_clients),
       1, 1000000, 0, "10000",
-      "client connections at once" },
+      "client connections at once", NULL },
     { "limits", "max_line_bytes", CONF_T_INT, offsetof(struct conf, max_line_bytes),
       300, 1048576, 0, "1024",
-      "longest request line without its LF, bytes" },
+      "longest request line without its LF, bytes", NULL },
     { "limits", "max_locks_per_client", CONF_T_INT,
       offsetof(struct conf, max_locks_per_client),
       1, 1000000, 0, "1024",
-      "locks one client session may hold" },
+      "locks one client session may hold", NULL },
 
-    { "log", "level", CONF_T_LEVEL, offsetof(struct conf, log_level),
+    { "log", "level", CONF_T_ENUM, offsetof(struct conf, log_level),
       0, 0, 0, "info",
-      "least severe level logged: error, warn, info or debug" },
+      "least severe level logged: error, warn, info or debug", conf_level_names },
 };
 
 #define CONF_NDIRECTIVES    (sizeof(conf_directives) / sizeof(conf_directives[0]))
 
-static const char *const conf_level_names[] = {
-    [CONF_LOG_ERROR] = "error",
-    [CONF_LOG_WARN]  = "warn",
-    [CONF_LOG_INFO]  = "info",
-    [CONF_LOG_DEBUG] = "debug",
-};
 
 /* One message while a file is loaded; sorted by position at the end. */
 struct conf_note {
@@ -635,16 +647,24 @@ conf_parse_value(const struct conf_directive *d, const char *text, size_t len,
         return 0;
     }
 
-    case CONF_T_LEVEL: {
-        size_t i;
+    case CONF_T_ENUM: {
+        char expected[96];
+        size_t i, used = 0;
 
-        for (i = 0; i < sizeof(conf_level_names) / sizeof(conf_level_names[0]); i++) {
-            if (strcmp(text, conf_level_names[i]) == 0) {
-                *(enum conf_log_level *)field = (enum conf_log_level)i;
+        for (i = 0; d->names[i] != NULL; i++) {
+            if (strcmp(text, d->names[i]) == 0) {
+                *(int *)field = (int)i;
                 return 0;
             }
         }
-        snprintf(err, errlen, "expected error, warn, info or debug, got '%s'", q);
+        /* "a, b or c" */
+        expected[0] = '\0';
+        for (i = 0; d->names[i] != NULL && used < sizeof(expected); i++) {
+            used += (size_t)snprintf(expected + used, sizeof(expected) - used, "%s%s",
+                                     i == 0 ? "" : d->names[i + 1] == NULL ? " or " : ", ",
+                                     d->names[i]);
+        }
+        snprintf(err, errlen, "expected %s, got '%s'", expected, q);
         return -1;
     }
 
@@ -1592,7 +1612,7 @@ conf_msgs_free(struct conf_msgs *msgs)
 const char *
 conf_log_level_name(enum conf_log_level level)
 {
-    if ((unsigned)level < sizeof(conf_level_names) / sizeof(conf_level_names[0])) {
+    if ((unsigned)level < sizeof(conf_level_names) / sizeof(conf_level_names[0]) - 1) {
         return conf_level_names[level];
     }
     return "?";

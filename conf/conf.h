@@ -29,6 +29,12 @@ enum conf_log_level {
     CONF_LOG_DEBUG
 };
 
+/* lock.fence: when a grant carries a fencing token. */
+enum conf_fence {
+    CONF_FENCE_REQUEST,     /* only LOCK/TRYLOCK ... fence */
+    CONF_FENCE_ALWAYS       /* every grant */
+};
+
 /* A network endpoint: "host:port", "[v6]:port" or "unix:/path". */
 struct conf_addr {
     bool     is_unix;                /* true for a Unix socket path */
@@ -69,6 +75,7 @@ struct conf {
     double   drift_factor;          /* drift = ttl * drift_factor + 2 ms */
     int64_t  retry_delay_ms;        /* a blocked LOCK retries after 0..this */
     char    *key_prefix;            /* Redis key = key_prefix + name */
+    enum conf_fence fence;          /* when grants carry a fencing token */
 
     /* limits: */
     int64_t  max_clients;           /* connections at once */

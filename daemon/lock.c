@@ -13,6 +13,14 @@
  * with wait=0 (and TRYLOCK) is one attempt at once and never queues.
  * Waking a new head is always deferred to its timer, never done inside
  * the call that made it head.
+ *
+ * Holders elsewhere (another daemon, a lease-mode lock, a foreign
+ * Redlock client): while a name has queued waiters this daemon is
+ * subscribed to its release channel on every master, and a release
+ * announced there wakes the head at once.  Without a message the head
+ * retries when the holder's lease, as reported by the quorum, runs out
+ * (plus a jitter of up to lock.retry_delay_ms): a lease that expired
+ * announces nothing.
  */
 #include <search.h>
 #include <stdio.h>
@@ -44,6 +52,7 @@ struct lock {
     struct lease       *holder;     /* the lease this daemon holds, or NULL */
     TAILQ_HEAD(, waiter) waiters;   /* pending LOCKs, oldest first */
     size_t              nwaiters;   /* entries in waiters */
+    size_t              nqueued;    /* of them, not wait=0: subscribed while > 0 */
 };
 
 /*
@@ -61,17 +70,24 @@ struct waiter {
     int64_t             deadline_us;/* monotonic end of wait=, or INT64_MAX */
     bool                trylock;    /* failure answers BUSY, not TIMEOUT */
     bool                immediate;  /* wait=0: one attempt, never queued behind */
+    bool                lease_mode; /* mode=lease: no lease struct once granted */
+    bool                fence;      /* the grant carries a fencing token */
     bool                in_round;   /* an acquire round is in flight */
+    bool                woken;      /* a release was announced during the round */
+    char                woken_by[UTIL_TOKEN_HEX]; /* token of the last release heard */
     bool                cancelled;  /* the client closed */
     size_t              name_off;   /* name = key + name_off */
     size_t              key_len;    /* bytes in key */
     char                key[];      /* prefix + name, NUL-terminated */
 };
 
-/* An UNLOCK or STATUS in flight. */
+/* An UNLOCK, EXTEND or STATUS in flight. */
 struct lock_op {
     struct lock_client *client;     /* who asked */
     bool                holder_self;/* STATUS: the client holds the name */
+    bool                by_token;   /* UNLOCK/STATUS/EXTEND with token= */
+    int64_t             fence;      /* STATUS of the client's hold: its fence */
+    char                token[UTIL_TOKEN_HEX + 1]; /* by_token: the token */
     size_t              name_off;   /* name = key + name_off */
     size_t              key_len;    /* bytes in key */
     char                key[];      /* prefix + name */
@@ -99,6 +115,7 @@ lock_init(struct event_base *base, const struct conf *conf)
 {
     lock_base = base;
     lock_conf = conf;
+    redlock_on_release(lock_released);
 }
 
 void
@@ -254,6 +271,8 @@ lock_op_new(struct lock_client *c, const char *name, size_t name_len)
     if (op != NULL) {
         op->client = c;
         op->holder_self = false;
+        op->by_token = false;
+        op->fence = 0;
         op->key_len = lock_key_write(op->key, name, name_len);
         op->name_off = plen;
     }
@@ -327,7 +346,7 @@ lock_handover_done(const struct redlock_result *res, void *arg)
     struct waiter *w = ho->waiter;
 
     /* Masters that missed the round may still hold the old token. */
-    redlock_release(w->key, w->key_len, ho->old_token, NULL, NULL);
+    redlock_release(w->key, w->key_len, ho->old_token, false, NULL, NULL);
     if (res->outcome == REDLOCK_GRANTED) {
         stats.handovers++;
     }
@@ -363,7 +382,7 @@ lease_give_up(struct lease *l, struct lock_op *op)
         event_del(&w->retry);
         w->in_round = true;
         if (redlock_acquire(lk->key, lk->key_len, w->token, w->ttl_ms, l->token,
-                            lock_handover_done, ho) == 0) {
+                            w->fence, lock_handover_done, ho) == 0) {
             stats.releases++;
             lease_drop(l);
             return;
@@ -371,7 +390,7 @@ lease_give_up(struct lease *l, struct lock_op *op)
         w->in_round = false;
         free(ho);
     }
-    if (redlock_release(lk->key, lk->key_len, l->token,
+    if (redlock_release(lk->key, lk->key_len, l->token, true,
                         op != NULL ? lock_unlock_done : NULL, op) != 0) {
         log_error("lock %s: out of memory releasing; it expires by its ttl", lk->key);
         if (op != NULL) {
@@ -428,6 +447,9 @@ waiter_unqueue(struct waiter *w)
     lk->nwaiters--;
     lock_nwaiters--;
     w->lock = NULL;
+    if (!w->immediate && --lk->nqueued == 0) {
+        redlock_watch(lk->key, lk->key_len, false);
+    }
     if (was_head && lk->holder == NULL) {
         lock_wake_head(lk);     /* the next in line may try now */
     }
@@ -518,9 +540,35 @@ waiter_grant(struct waiter *w, const struct redlock_result *res)
     struct lock_result out;
     struct lease *l;
 
+    stats.acquire_ok++;
+    if (res->fence > 0) {
+        stats.fenced_grants++;
+    }
+    memset(&out, 0, sizeof(out));
+    out.outcome = LOCK_OK;
+    out.name = lk->name;
+    out.name_len = lk->name_len;
+    out.fence = res->fence;
+    if (w->lease_mode) {
+        /* Nothing to keep: the lock is the keys on the masters and the token. */
+        char token[UTIL_TOKEN_HEX + 1], name[PROTO_NAME_MAX];
+
+        stats.lease_grants++;
+        memcpy(token, w->token, sizeof(token));
+        memcpy(name, lk->name, lk->name_len);   /* the entry may go with the waiter */
+        out.name = name;
+        out.lease_mode = true;
+        out.token = token;
+        out.validity_ms = (res->validity_end_us - util_now_us()) / 1000;
+        c->waiter = NULL;
+        waiter_free(w);
+        c->done(c, &out);
+        return;
+    }
     l = calloc(1, sizeof(*l));
     if (l == NULL) {
-        redlock_release(w->key, w->key_len, w->token, NULL, NULL);
+        stats.acquire_ok--;
+        redlock_release(w->key, w->key_len, w->token, false, NULL, NULL);
         waiter_finish(w, LOCK_FAILED, 0, "out of memory");
         return;
     }
@@ -538,6 +586,7 @@ waiter_grant(struct waiter *w, const struct redlock_result *res)
     l->client = c;
     memcpy(l->token, w->token, sizeof(l->token));
     l->ttl_ms = w->ttl_ms;
+    l->fence = res->fence;
     l->validity_end_us = res->validity_end_us;
     l->holds = 1;
     lk->holder = l;
@@ -546,16 +595,11 @@ waiter_grant(struct waiter *w, const struct redlock_result *res)
     lock_nheld++;
     if (watchdog_add(l, res->start_us) != 0) {
         /* A lease nobody would renew or report lost must not be granted. */
+        stats.acquire_ok--;
         lease_release(l);
         waiter_finish(w, LOCK_FAILED, 0, "out of memory");
         return;
     }
-    stats.acquire_ok++;
-
-    memset(&out, 0, sizeof(out));
-    out.outcome = LOCK_OK;
-    out.name = lk->name;
-    out.name_len = lk->name_len;
     out.holds = 1;
     out.validity_ms = (l->validity_end_us - util_now_us()) / 1000;
     c->waiter = NULL;
@@ -567,26 +611,34 @@ static void
 waiter_acquired(const struct redlock_result *res, void *arg)
 {
     struct waiter *w = arg;
-    int64_t now = util_now_us(), delay;
+    int64_t now = util_now_us(), delay, min_left;
+    bool woken = w->woken;
 
     w->in_round = false;
+    w->woken = false;
     if (w->cancelled) {
-        redlock_release(w->key, w->key_len, w->token, NULL, NULL);
+        redlock_release(w->key, w->key_len, w->token, false, NULL, NULL);
         waiter_finish(w, LOCK_CANCELLED, 0, NULL);
         return;
     }
     if (lock_stopping) {
-        redlock_release(w->key, w->key_len, w->token, NULL, NULL);
+        redlock_release(w->key, w->key_len, w->token, false, NULL, NULL);
         waiter_finish(w, LOCK_SHUTDOWN, 0, "the daemon is stopping");
         return;
     }
-    /* "A reply saying OK is true when it is sent": validity must remain. */
-    if (res->outcome == REDLOCK_GRANTED && res->validity_end_us > now + 1000) {
+    /*
+     * "A reply saying OK is true when it is sent": validity must remain.
+     * A fenced grant needs a round's length of it: a later grant's round
+     * may have begun up to node_timeout before this lease's keys expired,
+     * and its counters must all be incremented after the write-back.
+     */
+    min_left = res->fence > 0 ? lock_conf->node_timeout_ms * 1000 : 1000;
+    if (res->outcome == REDLOCK_GRANTED && res->validity_end_us > now + min_left) {
         waiter_grant(w, res);
         return;
     }
     /* Not granted: release everywhere, a set may have landed late. */
-    redlock_release(w->key, w->key_len, w->token, NULL, NULL);
+    redlock_release(w->key, w->key_len, w->token, false, NULL, NULL);
     if (res->outcome == REDLOCK_NOQUORUM) {
         stats.acquire_noquorum++;
         waiter_finish(w, LOCK_NOQUORUM, 0, res->error);
@@ -602,8 +654,19 @@ waiter_acquired(const struct redlock_result *res, void *arg)
         waiter_finish(w, LOCK_TIMEOUT, 0, NULL);
         return;
     }
-    /* Retry after a random delay within the wait deadline. */
+    /*
+     * Retry: at once when a release was announced meanwhile; when the
+     * holder's lease runs out (a release announced before then wakes us
+     * sooner), plus jitter; after a random delay when no holder was seen
+     * on enough masters (a split vote) or its key never expires.
+     */
     delay = util_random(lock_conf->retry_delay_ms * 1000);
+    if (woken) {
+        delay = 0;
+    } else if (res->outcome == REDLOCK_BUSY && res->ttl_ms > 0) {
+        stats.fallback_retries++;
+        delay += res->ttl_ms * 1000;
+    }
     if (now + delay > w->deadline_us) {
         delay = w->deadline_us - now;
     }
@@ -618,7 +681,7 @@ static void
 waiter_try(struct waiter *w)
 {
     w->in_round = true;
-    if (redlock_acquire(w->key, w->key_len, w->token, w->ttl_ms, NULL,
+    if (redlock_acquire(w->key, w->key_len, w->token, w->ttl_ms, NULL, w->fence,
                         waiter_acquired, w) != 0) {
         w->in_round = false;
         waiter_finish(w, LOCK_FAILED, 0, "out of memory");
@@ -627,7 +690,7 @@ waiter_try(struct waiter *w)
 
 void
 lock_acquire(struct lock_client *c, const char *name, size_t name_len,
-             int64_t ttl_ms, int64_t wait_ms, bool trylock)
+             const struct lock_request *req)
 {
     struct lock *lk;
     struct waiter *w;
@@ -644,9 +707,15 @@ lock_acquire(struct lock_client *c, const char *name, size_t name_len,
         lock_lost(lk->holder, lk->holder->quorum_trouble ? "quorum" : "renew");
         lk = lock_find(name, name_len);
     }
-    if (lk != NULL && lk->holder != NULL && lk->holder->client == c) {
+    if (!req->lease_mode && lk != NULL && lk->holder != NULL && lk->holder->client == c) {
         struct lock_result res;
 
+        if (req->fence && lk->holder->fence == 0) {
+            lock_reply(c, LOCK_CONFLICT, name, name_len,
+                       "this session holds the lock without a fence; a re-entrant LOCK "
+                       "cannot add one (UNLOCK it first)");
+            return;
+        }
         /* Re-entry: the masters see one lock; only the count changes. */
         lk->holder->holds++;
         stats.acquire_reentered++;
@@ -655,11 +724,12 @@ lock_acquire(struct lock_client *c, const char *name, size_t name_len,
         res.name = name;
         res.name_len = name_len;
         res.holds = lk->holder->holds;
+        res.fence = lk->holder->fence;
         res.validity_ms = (lk->holder->validity_end_us - util_now_us()) / 1000;
         c->done(c, &res);
         return;
     }
-    if ((int64_t)c->nleases >= lock_conf->max_locks_per_client) {
+    if (!req->lease_mode && (int64_t)c->nleases >= lock_conf->max_locks_per_client) {
         snprintf(limit, sizeof(limit), "this session holds %zu locks (limits.max_locks_per_client)",
                  c->nleases);
         lock_reply(c, LOCK_LIMIT, name, name_len, limit);
@@ -685,14 +755,20 @@ lock_acquire(struct lock_client *c, const char *name, size_t name_len,
     w->name_off = lk->key_len - lk->name_len;
     w->lock = lk;
     w->client = c;
-    w->ttl_ms = ttl_ms;
-    w->trylock = trylock;
-    w->immediate = wait_ms == 0;
-    w->deadline_us = wait_ms < 0 ? INT64_MAX : util_now_us() + wait_ms * 1000;
+    w->ttl_ms = req->ttl_ms;
+    w->trylock = req->trylock;
+    w->lease_mode = req->lease_mode;
+    w->fence = req->fence || lock_conf->fence == CONF_FENCE_ALWAYS;
+    w->immediate = req->wait_ms == 0;
+    w->deadline_us = req->wait_ms < 0 ? INT64_MAX : util_now_us() + req->wait_ms * 1000;
     evtimer_assign(&w->retry, lock_base, waiter_timer_cb, w);
     TAILQ_INSERT_TAIL(&lk->waiters, w, link);
     lk->nwaiters++;
     lock_nwaiters++;
+    if (!w->immediate && lk->nqueued++ == 0) {
+        /* Hear releases made anywhere while this name has a queue. */
+        redlock_watch(lk->key, lk->key_len, true);
+    }
     c->waiter = w;
     if (w->immediate || (w == lock_head(lk) && lk->holder == NULL)) {
         waiter_try(w);
@@ -701,31 +777,99 @@ lock_acquire(struct lock_client *c, const char *name, size_t name_len,
     }
 }
 
+void
+lock_released(const char *key, size_t key_len, const char *token, size_t token_len)
+{
+    size_t plen = strlen(lock_conf->key_prefix);
+    struct lock *lk;
+    struct waiter *w;
+
+    if (key_len <= plen || memcmp(key, lock_conf->key_prefix, plen) != 0) {
+        return;
+    }
+    lk = lock_find(key + plen, key_len - plen);
+    w = lk != NULL && lk->holder == NULL ? lock_head(lk) : NULL;
+    if (w == NULL) {
+        return;
+    }
+    /* Every master announces the same release: act on it once. */
+    if (token_len == UTIL_TOKEN_HEX) {
+        if (memcmp(w->woken_by, token, UTIL_TOKEN_HEX) == 0) {
+            return;
+        }
+        memcpy(w->woken_by, token, UTIL_TOKEN_HEX);
+    }
+    stats.pubsub_wakeups++;
+    if (w->in_round) {
+        w->woken = true;    /* its round may have run before the release */
+    } else {
+        event_active(&w->retry, EV_TIMEOUT, 0);
+    }
+}
+
 static void
 lock_unlock_done(const struct redlock_result *rr, void *arg)
 {
     struct lock_op *op = arg;
     struct lock_result res;
+    struct lock *lk;
 
     memset(&res, 0, sizeof(res));
-    if (rr->outcome == REDLOCK_RELEASED) {
-        res.outcome = LOCK_OK;
-        res.holds = 0;
-    } else {
+    if (rr->outcome != REDLOCK_RELEASED) {
         res.outcome = LOCK_NOQUORUM;
         res.error = rr->error;
+    } else if (op->by_token && rr->confirmed == 0) {
+        res.outcome = LOCK_NOTHELD;     /* no master held that token */
+    } else {
+        res.outcome = LOCK_OK;
+        res.holds = 0;
+        res.lease_mode = op->by_token;
+    }
+    if (op->by_token && rr->confirmed > 0) {
+        /* Our own waiters need not wait for the announcement. */
+        lk = lock_find(op->key + op->name_off, op->key_len - op->name_off);
+        if (lk != NULL && lk->holder == NULL) {
+            lock_wake_head(lk);
+        }
     }
     lock_op_finish(op, &res);
 }
 
-void
-lock_release(struct lock_client *c, const char *name, size_t name_len)
+/* An op that names a token (UNLOCK/EXTEND/STATUS token=); NULL when out of memory. */
+static struct lock_op *
+lock_op_token(struct lock_client *c, const char *name, size_t name_len, const char *token)
 {
-    struct lock *lk = lock_find(name, name_len);
-    struct lease *l = lk != NULL ? lk->holder : NULL;
+    struct lock_op *op = lock_op_new(c, name, name_len);
+
+    if (op != NULL) {
+        op->by_token = true;
+        memcpy(op->token, token, UTIL_TOKEN_HEX);
+        op->token[UTIL_TOKEN_HEX] = '\0';
+    }
+    return op;
+}
+
+void
+lock_release(struct lock_client *c, const char *name, size_t name_len, const char *token)
+{
+    struct lock *lk;
+    struct lease *l;
     struct lock_op *op;
     struct lock_result res;
 
+    if (token != NULL) {
+        op = lock_op_token(c, name, name_len, token);
+        if (op == NULL || redlock_release(op->key, op->key_len, op->token, true,
+                                          lock_unlock_done, op) != 0) {
+            free(op);
+            lock_reply(c, LOCK_FAILED, name, name_len, "out of memory");
+            return;
+        }
+        stats.releases++;
+        return;
+    }
+    lk = lock_find(name, name_len);
+    l = lk != NULL ? lk->holder : NULL;
     if (l == NULL || l->client != c) {
         lock_reply(c, LOCK_NOTHELD, name, name_len, NULL);
         return;
@@ -751,6 +895,55 @@ lock_release(struct lock_client *c, const char *name, size_t name_len)
 }
 
 static void
+lock_extend_done(const struct redlock_result *rr, void *arg)
+{
+    struct lock_op *op = arg;
+    struct lock_result res;
+
+    memset(&res, 0, sizeof(res));
+    switch (rr->outcome) {
+    case REDLOCK_GRANTED:
+        stats.extends_ok++;
+        res.outcome = LOCK_OK;
+        res.lease_mode = true;
+        res.validity_ms = (rr->validity_end_us - util_now_us()) / 1000;
+        break;
+    case REDLOCK_NOTHELD:
+        stats.extends_notheld++;
+        res.outcome = LOCK_NOTHELD;
+        if (rr->confirmed > 0) {
+            /* A minority, or a quorum too late: not a lock; let it go now. */
+            redlock_release(op->key, op->key_len, op->token, true, NULL, NULL);
+        }
+        break;
+    default:
+        res.outcome = LOCK_NOQUORUM;
+        res.error = rr->error;
+        break;
+    }
+    lock_op_finish(op, &res);
+}
+
+void
+lock_extend(struct lock_client *c, const char *name, size_t name_len, const char *token,
+            int64_t ttl_ms)
+{
+    struct lock_op *op;
+
+    if (token == NULL) {
+        stats.extends_notheld++;
+        lock_reply(c, LOCK_NOTHELD, name, name_len, NULL);
+        return;
+    }
+    op = lock_op_token(c, name, name_len, token);
+    if (op == NULL || redlock_extend_one(op->key, op->key_len, op->token, ttl_ms,
+                                         lock_extend_done, op) != 0) {
+        free(op);
+        lock_reply(c, LOCK_FAILED, name, name_len, "out of memory");
+    }
+}
+
+static void
 lock_status_done(const struct redlock_result *rr, void *arg)
 {
     struct lock_op *op = arg;
@@ -764,7 +957,16 @@ lock_status_done(const struct redlock_result *rr, void *arg)
     case REDLOCK_HELD:
         res.outcome = LOCK_HELD;
         res.ttl_ms = rr->ttl_ms;
-        res.owner_self = op->holder_self && rr->owner_self;
+        if (op->by_token) {
+            /* Only lease-mode tokens are ever handed out. */
+            res.owner_self = rr->owner_self;
+            res.mode_known = res.owner_self;
+            res.lease_mode = true;
+        } else {
+            res.owner_self = op->holder_self && rr->owner_self;
+            res.mode_known = res.owner_self;
+            res.fence = res.owner_self ? op->fence : 0;
+        }
         break;
     default:
         res.outcome = LOCK_NOQUORUM;
@@ -775,19 +977,24 @@ lock_status_done(const struct redlock_result *rr, void *arg)
 }
 
 void
-lock_status(struct lock_client *c, const char *name, size_t name_len)
+lock_status(struct lock_client *c, const char *name, size_t name_len, const char *token)
 {
     struct lock *lk = lock_find(name, name_len);
-    const char *token = NULL;
     struct lock_op *op;
 
     /* A name this daemon does not know needs no table entry: only a key. */
-    op = lock_op_new(c, name, name_len);
-    if (op != NULL && lk != NULL && lk->holder != NULL && lk->holder->client == c) {
-        op->holder_self = true;
-        token = lk->holder->token;
+    if (token != NULL) {
+        op = lock_op_token(c, name, name_len, token);
+    } else {
+        op = lock_op_new(c, name, name_len);
+        if (op != NULL && lk != NULL && lk->holder != NULL && lk->holder->client == c) {
+            op->holder_self = true;
+            op->fence = lk->holder->fence;
+            memcpy(op->token, lk->holder->token, sizeof(op->token));
+        }
     }
-    if (op == NULL || redlock_status(op->key, op->key_len, token,
+    if (op == NULL || redlock_status(op->key, op->key_len,
+                                     op->by_token || op->holder_self ? op->token : NULL,
                                      lock_status_done, op) != 0) {
         free(op);
         lock_reply(c, LOCK_FAILED, name, name_len, "out of memory");

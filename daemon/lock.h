@@ -32,11 +32,12 @@ enum lock_outcome {
     LOCK_OK,            /* LOCK granted (or re-entered); UNLOCK done */
     LOCK_BUSY,          /* TRYLOCK: someone holds it */
     LOCK_TIMEOUT,       /* LOCK: wait= ran out */
-    LOCK_NOTHELD,       /* UNLOCK of a name the session does not hold */
+    LOCK_NOTHELD,       /* UNLOCK/EXTEND: not held (by this session or token) */
     LOCK_HELD,          /* STATUS: held */
     LOCK_FREE,          /* STATUS: free */
     LOCK_NOQUORUM,      /* too few masters answered; error says which */
     LOCK_LIMIT,         /* max_locks_per_client reached */
+    LOCK_CONFLICT,      /* the request contradicts the client's own hold */
     LOCK_SHUTDOWN,      /* the daemon is stopping */
     LOCK_CANCELLED,     /* the client closed while the operation ran */
     LOCK_FAILED         /* an internal failure (random source, memory) */
@@ -47,8 +48,14 @@ struct lock_result {
     enum lock_outcome outcome;  /* see above */
     const char *name;           /* the lock name (not NUL-terminated) */
     size_t      name_len;       /* bytes in name */
-    int64_t     validity_ms;    /* OK after LOCK: validity left, ms */
+    int64_t     validity_ms;    /* OK after LOCK/EXTEND: validity left, ms */
     unsigned    holds;          /* OK: re-entrant count after the operation */
+    bool        lease_mode;     /* OK after LOCK: a lease-mode grant (token set);
+                                   HELD: known to be a lease-mode lock */
+    bool        mode_known;     /* HELD: lease_mode says which mode it is */
+    const char *token;          /* OK after a lease-mode LOCK: the owner token,
+                                   NUL-terminated hex; NULL otherwise */
+    int64_t     fence;          /* OK after LOCK, HELD: fencing token, 0 if none */
     int64_t     ttl_ms;         /* BUSY/HELD: holder's remaining ttl, ms or -1 */
     bool        owner_self;     /* HELD: held by this client */
     const char *error;          /* NOQUORUM/LIMIT/FAILED: a one-line text */
@@ -68,6 +75,7 @@ struct lease {
     TAILQ_ENTRY(lease)  client_link;    /* in client->leases */
     char                token[UTIL_TOKEN_HEX + 1]; /* value on the masters */
     int64_t             ttl_ms;         /* lease written to the masters */
+    int64_t             fence;          /* fencing token of the grant, 0 if none */
     int64_t             validity_end_us;/* monotonic end of validity */
     unsigned            holds;          /* re-entrant count, >= 1 */
     /* Watchdog state, owned by daemon/watchdog.c. */
@@ -103,19 +111,60 @@ void lock_set_conf(const struct conf *conf);
 /* Prepare a client: empty, with its two callbacks. */
 void lock_client_init(struct lock_client *c, lock_done_fn done, lock_lost_fn lost);
 
+/* What a LOCK or TRYLOCK asks for. */
+struct lock_request {
+    int64_t ttl_ms;     /* lease, ms, checked by the caller */
+    int64_t wait_ms;    /* 0.., or -1 for no limit */
+    bool    trylock;    /* failure answers BUSY (else TIMEOUT) */
+    bool    lease_mode; /* mode=lease: not bound to the client, no watchdog;
+                           the OK carries the token */
+    bool    fence;      /* the grant carries a fencing token */
+};
+
 /*
- * LOCK / TRYLOCK name.  ttl_ms is checked by the caller; wait_ms is 0..
- * or -1 for no limit; trylock makes failure answer BUSY (else TIMEOUT).
- * A name the client holds already is re-entered at once.
+ * LOCK / TRYLOCK name.  A name the client holds already in session mode
+ * is re-entered at once (with the fence of the first grant; asking for a
+ * fence on a hold granted without one is answered LOCK_CONFLICT, since a
+ * fence can only come from a grant).  A lease-mode grant leaves no state
+ * here: the lock lives on the masters until UNLOCK token= or its ttl.
  */
 void lock_acquire(struct lock_client *c, const char *name, size_t name_len,
-                  int64_t ttl_ms, int64_t wait_ms, bool trylock);
+                  const struct lock_request *req);
 
-/* UNLOCK name: decrement, or release on the masters at zero. */
-void lock_release(struct lock_client *c, const char *name, size_t name_len);
+/*
+ * UNLOCK name.  token NULL: the client's own session-mode hold, which is
+ * decremented, or released (or handed over) on the masters at zero.
+ * token (UTIL_TOKEN_HEX bytes): compare-and-delete that token on every
+ * master, from any client: LOCK_OK when some master deleted it and a
+ * quorum answered, LOCK_NOTHELD when a quorum answered and none held it.
+ */
+void lock_release(struct lock_client *c, const char *name, size_t name_len,
+                  const char *token);
 
-/* STATUS name: ask the masters. */
-void lock_status(struct lock_client *c, const char *name, size_t name_len);
+/*
+ * EXTEND name token ttl: set the lease of the lock that holds token to
+ * ttl_ms on every master (never re-creating a key): LOCK_OK with the new
+ * validity, LOCK_NOTHELD (token NULL, wrong, expired, or confirmed too
+ * late; whatever a minority still held is released), or LOCK_NOQUORUM.
+ */
+void lock_extend(struct lock_client *c, const char *name, size_t name_len,
+                 const char *token, int64_t ttl_ms);
+
+/*
+ * STATUS name: ask the masters.  With token, owner_self says whether a
+ * quorum holds that token (a lease-mode lock); without, whether this
+ * client holds it in session mode.
+ */
+void lock_status(struct lock_client *c, const char *name, size_t name_len,
+                 const char *token);
+
+/*
+ * A master announced that key was released (daemon/redlock.h) by the
+ * lease whose token is token/token_len: wake the name's oldest waiter,
+ * if any, to try at once.  The masters each announce the same release;
+ * the token makes the waiter act on it once.
+ */
+void lock_released(const char *key, size_t key_len, const char *token, size_t token_len);
 
 /*
  * The client's connection closed: release every lease on the masters at

@@ -18,6 +18,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/queue.h>
 
 #include <event2/dns.h>
 #include <event2/event.h>
@@ -37,13 +38,19 @@
 #define MASTER_ARGV_STACK       16
 #define MASTER_WHY_MAX          160
 
+/* For log lines: which of a master's two links. */
+#define MASTER_LINK_WHAT(k)     ((k)->subscriber ? " (subscriber)" : "")
+
 /*
- * One master.  Owned by this module (the masters array); freed by
- * master_stop().
+ * One connection to a master: the command link (scripts) or the
+ * subscriber link (release announcements; a connection in subscribed
+ * mode takes no other commands).  Each connects, authenticates and
+ * reconnects on its own.
  */
-struct master {
-    size_t              index;      /* position in the config */
+struct master_link {
+    struct master      *master;     /* the master it belongs to */
     const struct conf_addr *addr;   /* address, points into the conf */
+    bool                subscriber; /* the subscriber link */
     enum master_state   state;      /* connection state */
     redisAsyncContext  *ac;         /* live context, NULL when down */
     struct event       *timer;      /* connect deadline, or reconnect delay */
@@ -54,10 +61,50 @@ struct master {
     bool                resolving;  /* an evdns lookup is in flight */
     struct evdns_getaddrinfo_request *dns_req; /* that lookup, to cancel */
     char                why[MASTER_WHY_MAX]; /* last failure, for status text */
+};
+
+/*
+ * One master.  Owned by this module (the masters array); freed by
+ * master_stop().
+ */
+struct master {
+    size_t              index;      /* position in the config */
+    const struct conf_addr *addr;   /* address, points into the conf */
+    struct master_link  cmd;        /* scripts */
+    struct master_link  sub;        /* SUBSCRIBE */
     char                status[MASTER_WHY_MAX + 16]; /* master_status_text buffer */
     char                sha[MASTER_SCRIPTS_MAX][41]; /* SCRIPT LOAD answers, per master */
     struct master_stats stats;      /* counters */
 };
+
+/* Per master, where a channel's subscription stands. */
+enum master_sub_state {
+    MASTER_SUB_NONE,        /* not subscribed */
+    MASTER_SUB_SUBSCRIBING, /* SUBSCRIBE sent, not confirmed */
+    MASTER_SUB_ON,          /* subscribed */
+    MASTER_SUB_LEAVING      /* UNSUBSCRIBE sent, not confirmed */
+};
+
+/*
+ * A channel the daemon wants, or still has to leave.  Owned by this
+ * module; freed once it is unwanted and left on every master.  At most
+ * one SUBSCRIBE or UNSUBSCRIBE per channel and master is in flight:
+ * hiredis 0.14.1 keys its callbacks by channel and drops the entry on
+ * an unsubscribe confirmation, so a re-SUBSCRIBE sent before that
+ * confirmation would lose its messages.
+ */
+struct master_chan {
+    TAILQ_ENTRY(master_chan) link;  /* in master_chans */
+    bool                wanted;     /* master_subscribe()d */
+    uint8_t             state[CONF_MASTERS_MAX]; /* enum master_sub_state, per master */
+    size_t              len;        /* bytes in name */
+    char                name[];     /* the channel */
+};
+
+/* Subscribed by every subscriber link and never left, so that hiredis
+ * never sees the count drop to zero and leave subscribed mode (its
+ * 0.14.1 asserts on replies that arrive after that). */
+#define MASTER_SENTINEL_CHANNEL "redlockd keep-subscribed"
 
 /* One request in flight on a master; freed after its callback. */
 struct master_req {
@@ -82,12 +129,19 @@ static size_t             nmasters;
 static const char *script_text[MASTER_SCRIPTS_MAX];
 static int         nscripts;
 
-static void master_connect(struct master *m);
+static TAILQ_HEAD(, master_chan) master_chans = TAILQ_HEAD_INITIALIZER(master_chans);
+static size_t             master_nwanted;   /* channels wanted now */
+static master_message_fn  master_message_cb;
+
+static void master_connect(struct master_link *m);
+static void master_sub_cb(redisAsyncContext *ac, void *r, void *privdata);
+static void master_sub_link_up(struct master_link *k);
+static void master_sub_link_down(struct master_link *k);
 static void master_timer_cb(evutil_socket_t fd, short what, void *arg);
 
 /* Cancel an evdns lookup in flight (its callback sees EVUTIL_EAI_CANCEL). */
 static void
-master_cancel_dns(struct master *m)
+master_cancel_dns(struct master_link *m)
 {
     struct evdns_getaddrinfo_request *req = m->dns_req;
 
@@ -119,21 +173,24 @@ master_script(const char *text)
     return nscripts++;
 }
 
-static struct master *
+static struct master_link *
 master_by_ac(const redisAsyncContext *ac)
 {
     size_t i;
 
     for (i = 0; i < nmasters; i++) {
-        if (masters[i].ac == ac) {
-            return &masters[i];
+        if (masters[i].cmd.ac == ac) {
+            return &masters[i].cmd;
+        }
+        if (masters[i].sub.ac == ac) {
+            return &masters[i].sub;
         }
     }
     return NULL;
 }
 
 static void
-master_schedule(struct master *m, int64_t ms)
+master_schedule(struct master_link *m, int64_t ms)
 {
     struct timeval tv;
 
@@ -144,7 +201,7 @@ master_schedule(struct master *m, int64_t ms)
 
 /* Arm the reconnect timer: backoff doubling from 100 ms to 5 s, +-50% jitter. */
 static void
-master_schedule_reconnect(struct master *m)
+master_schedule_reconnect(struct master_link *m)
 {
     int64_t delay;
 
@@ -164,20 +221,23 @@ master_schedule_reconnect(struct master *m)
  * hiredis itself.  Never called from the connect callback.
  */
 static void
-master_drop(struct master *m, const char *why)
+master_drop(struct master_link *m, const char *why)
 {
     redisAsyncContext *ac = m->ac;
 
     if (m->state == MASTER_UP) {
-        log_warn("master %s: down: %s", m->addr->spec, why);
+        log_warn("master %s%s: down: %s", m->addr->spec, MASTER_LINK_WHAT(m), why);
     } else if (strcmp(m->why, why) != 0) {
-        log_warn("master %s: %s", m->addr->spec, why);
+        log_warn("master %s%s: %s", m->addr->spec, MASTER_LINK_WHAT(m), why);
     } else {
-        log_debug("master %s: %s (again)", m->addr->spec, why);    /* each backoff */
+        log_debug("master %s%s: %s (again)", m->addr->spec, MASTER_LINK_WHAT(m), why);
     }
     snprintf(m->why, sizeof(m->why), "%s", why);
     m->ac = NULL;
     m->state = MASTER_DOWN;
+    if (m->subscriber) {
+        master_sub_link_down(m);
+    }
     evtimer_del(m->timer);
     master_cancel_dns(m);
     if (ac != NULL) {
@@ -186,11 +246,29 @@ master_drop(struct master *m, const char *why)
     master_schedule_reconnect(m);
 }
 
+/* The handshake is complete: the link takes requests. */
+static void
+master_link_up(struct master_link *m)
+{
+    m->state = MASTER_UP;
+    m->backoff_ms = MASTER_BACKOFF_MIN_MS;
+    m->why[0] = '\0';
+    evtimer_del(m->timer);
+    if (m->ever_up && !m->subscriber) {
+        m->master->stats.reconnects++;
+    }
+    m->ever_up = true;
+    log_info("master %s%s: up", m->addr->spec, MASTER_LINK_WHAT(m));
+    if (m->subscriber) {
+        master_sub_link_up(m);
+    }
+}
+
 static void
 master_handshake_cb(redisAsyncContext *ac, void *r, void *privdata)
 {
     redisReply *reply = r;
-    struct master *m = master_by_ac(ac);
+    struct master_link *m = master_by_ac(ac);
     int step = (int)(intptr_t)privdata;   /* -1 AUTH, else script id */
     char why[MASTER_WHY_MAX];
 
@@ -200,36 +278,28 @@ master_handshake_cb(redisAsyncContext *ac, void *r, void *privdata)
     if (reply->type == REDIS_REPLY_ERROR) {
         snprintf(why, sizeof(why), "%s refused: %.100s",
                  step < 0 ? "AUTH" : "SCRIPT LOAD", reply->str);
-        m->stats.errors++;
+        m->master->stats.errors++;
         master_drop(m, why);
         return;
     }
     if (step >= 0) {
         if (reply->type != REDIS_REPLY_STRING || reply->len != 40) {
-            m->stats.errors++;
+            m->master->stats.errors++;
             master_drop(m, "SCRIPT LOAD answered something other than a sha1");
             return;
         }
-        memcpy(m->sha[step], reply->str, 40);
-        m->sha[step][40] = '\0';
+        memcpy(m->master->sha[step], reply->str, 40);
+        m->master->sha[step][40] = '\0';
     }
     if (--m->pending == 0) {
-        m->state = MASTER_UP;
-        m->backoff_ms = MASTER_BACKOFF_MIN_MS;
-        m->why[0] = '\0';
-        evtimer_del(m->timer);
-        if (m->ever_up) {
-            m->stats.reconnects++;
-        }
-        m->ever_up = true;
-        log_info("master %s: up", m->addr->spec);
+        master_link_up(m);
     }
 }
 
 static void
 master_connect_cb(const redisAsyncContext *cac, int status)
 {
-    struct master *m = master_by_ac(cac);
+    struct master_link *m = master_by_ac(cac);
     redisAsyncContext *ac = (redisAsyncContext *)cac;
     const char *user, *pass;
     int i, rc = REDIS_OK;
@@ -261,7 +331,15 @@ master_connect_cb(const redisAsyncContext *cac, int status)
         }
         m->pending++;
     }
-    for (i = 0; i < nscripts && rc == REDIS_OK; i++) {
+    if (m->subscriber) {
+        /* Up once the sentinel's subscription is confirmed (master_sub_cb). */
+        if (rc == REDIS_OK) {
+            rc = redisAsyncCommand(ac, master_sub_cb, m, "SUBSCRIBE %s",
+                                   MASTER_SENTINEL_CHANNEL);
+            m->pending++;
+        }
+    }
+    for (i = 0; !m->subscriber && i < nscripts && rc == REDIS_OK; i++) {
         rc = redisAsyncCommand(ac, master_handshake_cb, (void *)(intptr_t)i,
                                "SCRIPT LOAD %s", script_text[i]);
         m->pending++;
@@ -277,7 +355,7 @@ master_connect_cb(const redisAsyncContext *cac, int status)
 static void
 master_disconnect_cb(const redisAsyncContext *ac, int status)
 {
-    struct master *m = master_by_ac(ac);
+    struct master_link *m = master_by_ac(ac);
 
     if (m == NULL) {
         return;     /* a context we dropped ourselves */
@@ -288,16 +366,19 @@ master_disconnect_cb(const redisAsyncContext *ac, int status)
     snprintf(m->why, sizeof(m->why), "connection lost (%s)",
              ac->errstr[0] ? ac->errstr : "closed by peer");
     if (m->state == MASTER_UP) {
-        log_warn("master %s: down: %s", m->addr->spec, m->why);
+        log_warn("master %s%s: down: %s", m->addr->spec, MASTER_LINK_WHAT(m), m->why);
     }
     m->state = MASTER_DOWN;
+    if (m->subscriber) {
+        master_sub_link_down(m);
+    }
     evtimer_del(m->timer);
     master_schedule_reconnect(m);
 }
 
 /* Connect to a Unix path or a numeric host (never a name: that blocks). */
 static void
-master_connect_to(struct master *m, const char *numeric_host)
+master_connect_to(struct master_link *m, const char *numeric_host)
 {
     redisAsyncContext *ac;
     char why[MASTER_WHY_MAX];
@@ -339,7 +420,7 @@ master_connect_to(struct master *m, const char *numeric_host)
 static void
 master_resolved_cb(int err, struct evutil_addrinfo *res, void *arg)
 {
-    struct master *m = arg;
+    struct master_link *m = arg;
     char host[INET6_ADDRSTRLEN];
     const void *addr;
 
@@ -372,7 +453,7 @@ master_resolved_cb(int err, struct evutil_addrinfo *res, void *arg)
 
 /* Begin a connect attempt; the connect deadline covers DNS and handshake. */
 static void
-master_connect(struct master *m)
+master_connect(struct master_link *m)
 {
     struct evutil_addrinfo hints;
     struct evdns_getaddrinfo_request *req;
@@ -397,7 +478,7 @@ master_connect(struct master *m)
 static void
 master_timer_cb(evutil_socket_t fd, short what, void *arg)
 {
-    struct master *m = arg;
+    struct master_link *m = arg;
     char why[MASTER_WHY_MAX];
 
     (void)fd;
@@ -421,6 +502,24 @@ master_timer_cb(evutil_socket_t fd, short what, void *arg)
     }
 }
 
+/* Prepare one link of m; -1 when out of memory. */
+static int
+master_link_init(struct master *m, struct master_link *k, bool subscriber)
+{
+    k->master = m;
+    k->addr = m->addr;
+    k->subscriber = subscriber;
+    k->state = MASTER_DOWN;
+    k->backoff_ms = MASTER_BACKOFF_MIN_MS;
+    snprintf(k->why, sizeof(k->why), "not connected yet");
+    k->timer = evtimer_new(master_base, master_timer_cb, k);
+    if (k->timer == NULL) {
+        log_error("out of memory allocating a timer");
+        return -1;
+    }
+    return 0;
+}
+
 int
 master_start(struct event_base *base, const struct conf *conf)
 {
@@ -439,13 +538,9 @@ master_start(struct event_base *base, const struct conf *conf)
 
         m->index = i;
         m->addr = &conf->masters[i];
-        m->state = MASTER_DOWN;
-        m->backoff_ms = MASTER_BACKOFF_MIN_MS;
         m->stats.rtt_us = -1;
-        snprintf(m->why, sizeof(m->why), "not connected yet");
-        m->timer = evtimer_new(base, master_timer_cb, m);
-        if (m->timer == NULL) {
-            log_error("out of memory allocating a timer");
+        if (master_link_init(m, &m->cmd, false) != 0
+            || master_link_init(m, &m->sub, true) != 0) {
             return -1;
         }
     }
@@ -460,32 +555,46 @@ master_start(struct event_base *base, const struct conf *conf)
         }
     }
     for (i = 0; i < nmasters; i++) {
-        master_connect(&masters[i]);
+        master_connect(&masters[i].cmd);
+        master_connect(&masters[i].sub);
     }
     return 0;
+}
+
+/* Close one link at exit (pending callbacks run with NULL). */
+static void
+master_link_stop(struct master_link *k)
+{
+    redisAsyncContext *ac = k->ac;
+
+    k->ac = NULL;
+    k->state = MASTER_DOWN;
+    master_cancel_dns(k);
+    snprintf(k->why, sizeof(k->why), "daemon stopping");
+    if (ac != NULL) {
+        redisAsyncFree(ac);
+    }
+    if (k->timer != NULL) {
+        event_free(k->timer);
+        k->timer = NULL;
+    }
 }
 
 void
 master_stop(void)
 {
+    struct master_chan *ch;
     size_t i;
 
     for (i = 0; i < nmasters; i++) {
-        struct master *m = &masters[i];
-        redisAsyncContext *ac = m->ac;
-
-        m->ac = NULL;
-        m->state = MASTER_DOWN;
-        master_cancel_dns(m);
-        snprintf(m->why, sizeof(m->why), "daemon stopping");
-        if (ac != NULL) {
-            redisAsyncFree(ac);
-        }
-        if (m->timer != NULL) {
-            event_free(m->timer);
-            m->timer = NULL;
-        }
+        master_link_stop(&masters[i].cmd);
+        master_link_stop(&masters[i].sub);
     }
+    while ((ch = TAILQ_FIRST(&master_chans)) != NULL) {
+        TAILQ_REMOVE(&master_chans, ch, link);
+        free(ch);
+    }
+    master_nwanted = 0;
     free(masters);
     masters = NULL;
     nmasters = 0;
@@ -493,6 +602,206 @@ master_stop(void)
         evdns_base_free(master_dns, 0);
         master_dns = NULL;
     }
+}
+
+/*
+ * Subscriptions.
+ */
+
+/* Send (UN)SUBSCRIBE for ch on link k; false when it could not be sent. */
+static bool
+master_sub_send(struct master_link *k, struct master_chan *ch, bool subscribe)
+{
+    const char *argv[2];
+    size_t lens[2];
+
+    argv[0] = subscribe ? "SUBSCRIBE" : "UNSUBSCRIBE";
+    lens[0] = strlen(argv[0]);
+    argv[1] = ch->name;
+    lens[1] = ch->len;
+    /* An UNSUBSCRIBE gets no callback of its own: the channel's answers. */
+    return redisAsyncCommandArgv(k->ac, subscribe ? master_sub_cb : NULL, k, 2,
+                                 argv, lens) == REDIS_OK;
+}
+
+static void
+master_chan_free_if_done(struct master_chan *ch)
+{
+    size_t i;
+
+    if (ch->wanted) {
+        return;
+    }
+    for (i = 0; i < nmasters; i++) {
+        if (ch->state[i] != MASTER_SUB_NONE) {
+            return;
+        }
+    }
+    TAILQ_REMOVE(&master_chans, ch, link);
+    free(ch);
+}
+
+/* Bring ch on master i to what is wanted, when nothing is in flight. */
+static void
+master_chan_sync(struct master_chan *ch, size_t i)
+{
+    struct master_link *k = &masters[i].sub;
+
+    if (k->state != MASTER_UP || k->ac == NULL) {
+        return;     /* re-subscribed when the link comes up */
+    }
+    if (ch->wanted && ch->state[i] == MASTER_SUB_NONE) {
+        if (master_sub_send(k, ch, true)) {
+            ch->state[i] = MASTER_SUB_SUBSCRIBING;
+        }
+    } else if (!ch->wanted && ch->state[i] == MASTER_SUB_ON) {
+        if (master_sub_send(k, ch, false)) {
+            ch->state[i] = MASTER_SUB_LEAVING;
+        }
+    }
+}
+
+static struct master_chan *
+master_chan_find(const char *name, size_t len)
+{
+    struct master_chan *ch;
+
+    TAILQ_FOREACH(ch, &master_chans, link) {
+        if (ch->len == len && memcmp(ch->name, name, len) == 0) {
+            return ch;
+        }
+    }
+    return NULL;
+}
+
+static void
+master_sub_link_up(struct master_link *k)
+{
+    struct master_chan *ch;
+
+    TAILQ_FOREACH(ch, &master_chans, link) {
+        master_chan_sync(ch, k->master->index);
+    }
+}
+
+static void
+master_sub_link_down(struct master_link *k)
+{
+    struct master_chan *ch, *next;
+    size_t i = k->master->index;
+
+    for (ch = TAILQ_FIRST(&master_chans); ch != NULL; ch = next) {
+        next = TAILQ_NEXT(ch, link);
+        ch->state[i] = MASTER_SUB_NONE;
+        master_chan_free_if_done(ch);
+    }
+}
+
+/*
+ * Every answer on a subscriber link: the sentinel's confirmation (the
+ * end of the handshake), a channel's (un)subscribe confirmation, or a
+ * message.
+ */
+static void
+master_sub_cb(redisAsyncContext *ac, void *r, void *privdata)
+{
+    redisReply *reply = r, *kind, *chan;
+    struct master_link *k = privdata;
+    struct master_chan *ch;
+    size_t i;
+
+    if (reply == NULL || k->ac != ac) {
+        return;     /* the link was dropped; the drop reset the states */
+    }
+    if (reply->type != REDIS_REPLY_ARRAY || reply->elements != 3
+        || (kind = reply->element[0])->type != REDIS_REPLY_STRING
+        || (chan = reply->element[1])->type != REDIS_REPLY_STRING) {
+        k->master->stats.errors++;
+        log_warn("master %s (subscriber): unexpected reply of type %d",
+                 k->addr->spec, reply->type);
+        return;
+    }
+    if (k->state == MASTER_HANDSHAKE) {
+        if (strcmp(kind->str, "subscribe") == 0
+            && strcmp(chan->str, MASTER_SENTINEL_CHANNEL) == 0 && --k->pending == 0) {
+            master_link_up(k);
+        }
+        return;
+    }
+    ch = master_chan_find(chan->str, chan->len);
+    i = k->master->index;
+    if (strcmp(kind->str, "message") == 0) {
+        if (ch != NULL && ch->wanted && master_message_cb != NULL
+            && reply->element[2]->type == REDIS_REPLY_STRING) {
+            master_message_cb(chan->str, chan->len, reply->element[2]->str,
+                              reply->element[2]->len);
+        }
+        return;
+    }
+    if (ch == NULL) {
+        return;
+    }
+    if (strcmp(kind->str, "subscribe") == 0) {
+        ch->state[i] = MASTER_SUB_ON;
+    } else if (strcmp(kind->str, "unsubscribe") == 0) {
+        ch->state[i] = MASTER_SUB_NONE;
+    }
+    master_chan_sync(ch, i);
+    master_chan_free_if_done(ch);
+}
+
+void
+master_on_message(master_message_fn cb)
+{
+    master_message_cb = cb;
+}
+
+int
+master_subscribe(const char *channel, size_t len)
+{
+    struct master_chan *ch = master_chan_find(channel, len);
+    size_t i;
+
+    if (ch == NULL) {
+        ch = calloc(1, sizeof(*ch) + len + 1);
+        if (ch == NULL) {
+            return -1;
+        }
+        memcpy(ch->name, channel, len);
+        ch->len = len;
+        TAILQ_INSERT_TAIL(&master_chans, ch, link);
+    }
+    if (!ch->wanted) {
+        ch->wanted = true;
+        master_nwanted++;
+    }
+    for (i = 0; i < nmasters; i++) {
+        master_chan_sync(ch, i);
+    }
+    return 0;
+}
+
+void
+master_unsubscribe(const char *channel, size_t len)
+{
+    struct master_chan *ch = master_chan_find(channel, len);
+    size_t i;
+
+    if (ch == NULL || !ch->wanted) {
+        return;
+    }
+    ch->wanted = false;
+    master_nwanted--;
+    for (i = 0; i < nmasters; i++) {
+        master_chan_sync(ch, i);
+    }
+    master_chan_free_if_done(ch);
+}
+
+size_t
+master_subscriptions(void)
+{
+    return master_nwanted;
 }
 
 size_t
@@ -522,14 +831,15 @@ master_name(const struct master *m)
 bool
 master_is_up(const struct master *m)
 {
-    return m->state == MASTER_UP;
+    return m->cmd.state == MASTER_UP;
 }
 
 void
 master_get_stats(const struct master *m, struct master_stats *st)
 {
     *st = m->stats;
-    st->state = m->state;
+    st->state = m->cmd.state;
+    st->sub_up = m->sub.state == MASTER_UP;
 }
 
 const char *
@@ -537,9 +847,9 @@ master_status_text(const struct master *m)
 {
     struct master *mm = (struct master *)m;
 
-    switch (m->state) {
+    switch (m->cmd.state) {
     case MASTER_DOWN:
-        snprintf(mm->status, sizeof(mm->status), "down (%s)", m->why);
+        snprintf(mm->status, sizeof(mm->status), "down (%s)", m->cmd.why);
         break;
     case MASTER_CONNECTING:
         snprintf(mm->status, sizeof(mm->status), "connecting");
@@ -587,7 +897,7 @@ master_send(struct master *m, struct master_req *req, bool use_eval)
         argv[i + 3] = req->args[i];
         lens[i + 3] = req->lens[i];
     }
-    rc = redisAsyncCommandArgv(m->ac, master_reply_cb, req, (int)argc, argv, lens);
+    rc = redisAsyncCommandArgv(m->cmd.ac, master_reply_cb, req, (int)argc, argv, lens);
     if (argv != stack_argv) {
         free(argv);
         free(lens);
@@ -607,21 +917,21 @@ master_reply_cb(redisAsyncContext *ac, void *r, void *privdata)
         m->stats.errors++;
         snprintf(why, sizeof(why), "connection lost (%s)",
                  ac->errstr[0] ? ac->errstr : "closed");
-        if (m->ac == ac && m->state == MASTER_UP) {
+        if (m->cmd.ac == ac && m->cmd.state == MASTER_UP) {
             /*
              * hiredis runs these callbacks before the disconnect callback:
              * from now on the master is down, for rounds started in them too.
              */
             log_warn("master %s: down: %s", m->addr->spec, why);
-            m->state = MASTER_DOWN;
-            snprintf(m->why, sizeof(m->why), "%s", why);
+            m->cmd.state = MASTER_DOWN;
+            snprintf(m->cmd.why, sizeof(m->cmd.why), "%s", why);
         }
         req->cb(m, NULL, why, req->arg);
         free(req);
         return;
     }
     m->stats.rtt_us = util_now_us() - req->sent_us;
-    if (reply->type == REDIS_REPLY_ERROR && !req->retried && m->ac == ac
+    if (reply->type == REDIS_REPLY_ERROR && !req->retried && m->cmd.ac == ac
         && strncmp(reply->str, "NOSCRIPT", 8) == 0) {
         /* The script cache was flushed: send the text once, same deadline. */
         req->retried = true;
@@ -644,7 +954,7 @@ master_eval(struct master *m, int script, size_t nkeys, size_t nargs,
 {
     struct master_req *req;
 
-    if (m->state != MASTER_UP || m->ac == NULL) {
+    if (m->cmd.state != MASTER_UP || m->cmd.ac == NULL) {
         m->stats.errors++;
         return -1;
     }
@@ -674,8 +984,8 @@ master_eval(struct master *m, int script, size_t nkeys, size_t nargs,
 void
 master_poll(struct master *m)
 {
-    if (m->ac != NULL && m->state == MASTER_UP) {
-        redisAsyncHandleRead(m->ac);
+    if (m->cmd.ac != NULL && m->cmd.state == MASTER_UP) {
+        redisAsyncHandleRead(m->cmd.ac);
     }
 }
 

@@ -48,7 +48,8 @@ enum master_state {
 
 /* Counters kept per master. */
 struct master_stats {
-    enum master_state state;    /* now */
+    enum master_state state;    /* now (the command link) */
+    bool     sub_up;            /* the subscriber link is up */
     int64_t  rtt_us;            /* last request's round trip, us; -1 before any */
     uint64_t errors;            /* failed requests and error replies */
     uint64_t reconnects;        /* connections made after the first */
@@ -127,6 +128,33 @@ int master_eval(struct master *m, int script, size_t nkeys, size_t nargs,
  * arrived in time into timeouts.  Callbacks may run during the call.
  */
 void master_poll(struct master *m);
+
+/*
+ * Pub/sub.  Each master has a second connection, the subscriber link,
+ * which connects, authenticates and reconnects on its own and
+ * re-subscribes every wanted channel after a reconnect.
+ */
+
+/* A message published on a subscribed channel; valid during the call. */
+typedef void (*master_message_fn)(const char *channel, size_t channel_len,
+                                  const char *message, size_t message_len);
+
+/* Set the function that receives every message (one per master that has it). */
+void master_on_message(master_message_fn cb);
+
+/*
+ * Want channel (bytes, copied) on every master: subscribed at once on
+ * the links that are up, on the others when they come up.  Subscribing
+ * a channel that is wanted already does nothing.  Returns 0, or -1 when
+ * out of memory.  O(channels wanted).
+ */
+int master_subscribe(const char *channel, size_t len);
+
+/* No longer want channel: unsubscribed on every master (asynchronously). */
+void master_unsubscribe(const char *channel, size_t len);
+
+/* Channels wanted now. */
+size_t master_subscriptions(void);
 
 /* Reply accessors; r must be non-NULL. */
 enum master_reply_type master_reply_type(const struct master_reply *r);

@@ -21,25 +21,83 @@
  * Hand-over: with ARGV[3], the token of a lease being released, a key
  * that still holds that token is given the new token in the same step,
  * so that it is never free for an outsider in between.
+ *
+ * Fencing: with KEYS[2], the name's counter, a grant also INCRs it and
+ * answers the new value instead of 1.  A counter that is not an integer
+ * undoes the grant here and answers an error naming the key.
  */
 static const char redlock_acquire_lua[] =
+    "local granted = false\n"
     "if ARGV[3] and redis.pcall('GET', KEYS[1]) == ARGV[3] then\n"
     "  redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2])\n"
-    "  return 1\n"
-    "end\n"
-    "if redis.call('SET', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[2]) then\n"
-    "  return 1\n"
-    "end\n"
-    "if redis.pcall('GET', KEYS[1]) == ARGV[1] then\n"
+    "  granted = true\n"
+    "elseif redis.call('SET', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[2]) then\n"
+    "  granted = true\n"
+    "elseif redis.pcall('GET', KEYS[1]) == ARGV[1] then\n"
     "  redis.call('PEXPIRE', KEYS[1], ARGV[2])\n"
-    "  return 1\n"
+    "  granted = true\n"
     "end\n"
-    "return {redis.call('PTTL', KEYS[1])}\n";
+    "if not granted then\n"
+    "  return {redis.call('PTTL', KEYS[1])}\n"
+    "end\n"
+    "if KEYS[2] then\n"
+    "  local f = redis.pcall('INCR', KEYS[2])\n"
+    "  if type(f) ~= 'number' then\n"
+    "    redis.call('DEL', KEYS[1])\n"
+    "    return redis.error_reply('fence counter ' .. KEYS[2] .. ' is not an integer')\n"
+    "  end\n"
+    "  return f\n"
+    "end\n"
+    "return 1\n";
 
-/* Release: compare-and-delete. */
+/*
+ * Fence write-back: raise the counter to ARGV[1] unless it is higher
+ * already (set-if-greater); never lowers it.
+ */
+static const char redlock_fence_lua[] =
+    "local v = redis.pcall('GET', KEYS[1])\n"
+    "if type(v) == 'table' then\n"
+    "  return redis.error_reply('fence counter ' .. KEYS[1] .. ' is not a string')\n"
+    "end\n"
+    "local c = 0\n"
+    "if v then\n"
+    "  c = tonumber(v)\n"
+    "  if c == nil then\n"
+    "    return redis.error_reply('fence counter ' .. KEYS[1] .. ' is not an integer')\n"
+    "  end\n"
+    "end\n"
+    "if c < tonumber(ARGV[1]) then\n"
+    "  redis.call('SET', KEYS[1], ARGV[1])\n"
+    "end\n"
+    "return 1\n";
+
+/*
+ * Extend one lease by its token (EXTEND): compare-and-PEXPIRE, answering
+ * the PTTL the key had before (-1: no expiry), or -3 when it is not ours.
+ * Never SET: a key that is gone stays gone.
+ */
+static const char redlock_extend_one_lua[] =
+    "if redis.pcall('GET', KEYS[1]) == ARGV[1] then\n"
+    "  local left = redis.call('PTTL', KEYS[1])\n"
+    "  redis.call('PEXPIRE', KEYS[1], ARGV[2])\n"
+    "  return left\n"
+    "end\n"
+    "return -3\n";
+
+/*
+ * Release: compare-and-delete, answering 1 when deleted.  With ARGV[2],
+ * a deleted key is announced on ARGV[2], the name's channel, with the
+ * released token (dead from now on) as the message, so that waiters
+ * elsewhere try at once and can tell the masters' copies of one
+ * announcement apart from a new one.
+ */
 static const char redlock_release_lua[] =
     "if redis.pcall('GET', KEYS[1]) == ARGV[1] then\n"
-    "  return redis.call('DEL', KEYS[1])\n"
+    "  redis.call('DEL', KEYS[1])\n"
+    "  if ARGV[2] then\n"
+    "    redis.call('PUBLISH', ARGV[2], ARGV[1])\n"
+    "  end\n"
+    "  return 1\n"
     "end\n"
     "return 0\n";
 
@@ -68,16 +126,27 @@ static const char redlock_status_lua[] =
     "return {pttl, 0}\n";
 
 static int    script_acquire, script_release, script_extend, script_status;
+static int    script_fence, script_extend_one;
 static double redlock_drift_factor = 0.01;
+
+static char *redlock_key_with(const char *key, size_t key_len, const char *suffix,
+                              size_t *len);
+static redlock_released_fn redlock_released_cb;
 
 /* Per-operation state; freed in its done callback. */
 struct redlock_op {
     redlock_done_fn cb;             /* caller's callback */
     void           *arg;            /* caller's argument */
-    int64_t         ttl_ms;         /* acquire: the lease asked for */
+    int64_t         ttl_ms;         /* acquire/extend: the lease asked for */
     size_t          yes;            /* masters that granted / confirmed */
+    size_t          no;             /* extend: masters where it is not ours */
     size_t          nheld;          /* masters where someone else holds it */
     size_t          self;           /* status: masters holding our token */
+    bool            fenced;         /* acquire: with a fencing counter */
+    int64_t         fence;          /* acquire: largest counter among grants */
+    struct redlock_result res;      /* acquire: kept across the write-back */
+    char           *fence_key;      /* acquire: the counter's key, malloc'd */
+    size_t          fence_key_len;  /* bytes in fence_key */
     int64_t         pttls[];        /* per master: holder's pttl */
 };
 
@@ -99,6 +168,46 @@ redlock_init(double drift_factor)
     script_release = master_script(redlock_release_lua);
     script_extend = master_script(redlock_extend_lua);
     script_status = master_script(redlock_status_lua);
+    script_fence = master_script(redlock_fence_lua);
+    script_extend_one = master_script(redlock_extend_one_lua);
+}
+
+/* A message on a channel: strip the suffix back to the lock's key. */
+static void
+redlock_message(const char *channel, size_t len, const char *msg, size_t msg_len)
+{
+    size_t slen = sizeof(REDLOCK_CHANNEL_SUFFIX) - 1;
+
+    if (redlock_released_cb != NULL && len > slen
+        && memcmp(channel + len - slen, REDLOCK_CHANNEL_SUFFIX, slen) == 0) {
+        redlock_released_cb(channel, len - slen, msg, msg_len);
+    }
+}
+
+void
+redlock_on_release(redlock_released_fn fn)
+{
+    redlock_released_cb = fn;
+    master_on_message(redlock_message);
+}
+
+int
+redlock_watch(const char *key, size_t key_len, bool on)
+{
+    size_t len;
+    char *channel = redlock_key_with(key, key_len, REDLOCK_CHANNEL_SUFFIX, &len);
+    int rc = 0;
+
+    if (channel == NULL) {
+        return -1;
+    }
+    if (on) {
+        rc = master_subscribe(channel, len);
+    } else {
+        master_unsubscribe(channel, len);
+    }
+    free(channel);
+    return rc;
 }
 
 void
@@ -218,14 +327,23 @@ redlock_acquire_reply(struct round *r, size_t i, const struct master_reply *repl
     int64_t pttl;
 
     if (master_reply_type(reply) == MASTER_REPLY_INTEGER
-        && master_reply_integer(reply) == 1) {
+        && (op->fenced ? master_reply_integer(reply) >= 1 : master_reply_integer(reply) == 1)) {
         op->yes++;
+        if (op->fenced && master_reply_integer(reply) > op->fence) {
+            op->fence = master_reply_integer(reply);
+        }
     } else if (redlock_pttl_of(reply, &pttl)) {
         op->pttls[op->nheld++] = pttl;
     } else {
-        round_fail(r, i, "unexpected answer to the acquire script");
-        log_warn("master %s: unexpected answer to the acquire script (type %d)",
-                 master_name(master_at(i)), (int)master_reply_type(reply));
+        if (master_reply_type(reply) == MASTER_REPLY_ERROR) {
+            round_fail(r, i, master_reply_str(reply, NULL));
+            log_warn("master %s: acquire script: %s", master_name(master_at(i)),
+                     master_reply_str(reply, NULL));
+        } else {
+            round_fail(r, i, "unexpected answer to the acquire script");
+            log_warn("master %s: unexpected answer to the acquire script (type %d)",
+                     master_name(master_at(i)), (int)master_reply_type(reply));
+        }
         return ROUND_CONTINUE;
     }
     /* Decided: granted, or so many hold it that no quorum is possible. */
@@ -236,57 +354,163 @@ redlock_acquire_reply(struct round *r, size_t i, const struct master_reply *repl
 }
 
 static void
-redlock_acquire_done(struct round *r, void *arg)
+redlock_op_free(struct redlock_op *op)
 {
-    struct redlock_op *op = arg;
-    struct redlock_result res;
-    size_t n = master_count(), q = redlock_quorum(n);
-    int64_t start = round_start_us(r), validity;
-
-    redlock_result_begin(&res, r);
-    validity = redlock_validity_us(op->ttl_ms, round_end_us(r) - start,
-                                   redlock_drift_factor);
-    if (op->yes >= q && validity > 0) {
-        res.outcome = REDLOCK_GRANTED;
-        res.validity_end_us = start + op->ttl_ms * 1000
-                              - redlock_drift_us(op->ttl_ms, redlock_drift_factor);
-    } else if (op->nheld > n - q || res.answered >= q) {
-        res.outcome = REDLOCK_BUSY;
-        res.ttl_ms = redlock_holder_ttl(op->pttls, op->nheld, op->yes, q);
-    } else {
-        res.outcome = REDLOCK_NOQUORUM;
-    }
-    if (res.answered < q) {
-        redlock_fill_error(&res, r);     /* also for a hand-over's releaser */
-    }
-    op->cb(&res, op->arg);
+    free(op->fence_key);
     free(op);
 }
 
+static enum round_verdict
+redlock_fence_reply(struct round *r, size_t i, const struct master_reply *reply, void *arg)
+{
+    struct redlock_op *op = arg;
+
+    if (master_reply_type(reply) != MASTER_REPLY_INTEGER) {
+        round_fail(r, i, master_reply_type(reply) == MASTER_REPLY_ERROR
+                         ? master_reply_str(reply, NULL)
+                         : "unexpected answer to the fence script");
+        return ROUND_CONTINUE;
+    }
+    return ++op->yes >= redlock_quorum(master_count()) ? ROUND_DECIDED : ROUND_CONTINUE;
+}
+
+/* The write-back ended: the grant stands only if a majority has the fence. */
+static void
+redlock_fence_done(struct round *r, void *arg)
+{
+    struct redlock_op *op = arg;
+    size_t n = master_count(), q = redlock_quorum(n);
+    int used;
+
+    if (op->yes >= q) {
+        op->res.fence = op->fence;
+    } else {
+        op->res.outcome = REDLOCK_NOQUORUM;
+        used = snprintf(op->res.error, sizeof(op->res.error),
+                        "fence write-back: %zu of %zu masters confirmed, quorum is %zu: ",
+                        op->yes, n, q);
+        round_describe_failures(r, op->res.error + used, sizeof(op->res.error) - (size_t)used);
+    }
+    op->cb(&op->res, op->arg);
+    redlock_op_free(op);
+}
+
+/*
+ * Write the largest counter seen back to every master, set-if-greater,
+ * before the grant is reported: any later grant's quorum intersects the
+ * majority that confirms this, so it counts from above this value.
+ */
+static void
+redlock_fence_write_back(struct redlock_op *op)
+{
+    char value[24];
+    const char *args[2];
+    size_t lens[2];
+
+    op->yes = 0;
+    args[0] = op->fence_key;
+    lens[0] = op->fence_key_len;
+    args[1] = value;
+    lens[1] = (size_t)snprintf(value, sizeof(value), "%lld", (long long)op->fence);
+    if (round_start(script_fence, 1, 2, args, lens, redlock_fence_reply,
+                    redlock_fence_done, op) != 0) {
+        op->res.outcome = REDLOCK_NOQUORUM;
+        snprintf(op->res.error, sizeof(op->res.error), "fence write-back: out of memory");
+        op->cb(&op->res, op->arg);
+        redlock_op_free(op);
+    }
+}
+
+static void
+redlock_acquire_done(struct round *r, void *arg)
+{
+    struct redlock_op *op = arg;
+    struct redlock_result *res = &op->res;
+    size_t n = master_count(), q = redlock_quorum(n);
+    int64_t start = round_start_us(r), validity;
+
+    redlock_result_begin(res, r);
+    res->confirmed = op->yes;
+    validity = redlock_validity_us(op->ttl_ms, round_end_us(r) - start,
+                                   redlock_drift_factor);
+    if (op->yes >= q && validity > 0) {
+        res->outcome = REDLOCK_GRANTED;
+        res->validity_end_us = start + op->ttl_ms * 1000
+                               - redlock_drift_us(op->ttl_ms, redlock_drift_factor);
+    } else if (op->nheld > n - q || res->answered >= q) {
+        res->outcome = REDLOCK_BUSY;
+        res->ttl_ms = redlock_holder_ttl(op->pttls, op->nheld, op->yes, q);
+    } else {
+        res->outcome = REDLOCK_NOQUORUM;
+    }
+    if (res->answered < q) {
+        redlock_fill_error(res, r);     /* also for a hand-over's releaser */
+    }
+    if (res->outcome == REDLOCK_GRANTED && op->fenced) {
+        redlock_fence_write_back(op);
+        return;
+    }
+    op->cb(res, op->arg);
+    redlock_op_free(op);
+}
+
+/* Write key + suffix into a new string; NULL when out of memory. */
+static char *
+redlock_key_with(const char *key, size_t key_len, const char *suffix, size_t *len)
+{
+    size_t slen = strlen(suffix);
+    char *out = malloc(key_len + slen + 1);
+
+    if (out != NULL) {
+        memcpy(out, key, key_len);
+        memcpy(out + key_len, suffix, slen + 1);
+        *len = key_len + slen;
+    }
+    return out;
+}
+
 int
-redlock_acquire(const char *key, size_t key_len, const char *token,
-                int64_t ttl_ms, const char *old_token, redlock_done_fn cb, void *arg)
+redlock_acquire(const char *key, size_t key_len, const char *token, int64_t ttl_ms,
+                const char *old_token, bool fence, redlock_done_fn cb, void *arg)
 {
     struct redlock_op *op;
     char ttl[24];
-    const char *args[4];
-    size_t lens[4];
+    const char *args[5];
+    size_t lens[5];
 
     op = redlock_op_new(cb, arg, ttl_ms);
     if (op == NULL) {
         return -1;
     }
+    op->fenced = fence;
+    if (fence) {
+        op->fence_key = redlock_key_with(key, key_len, REDLOCK_FENCE_SUFFIX,
+                                         &op->fence_key_len);
+        if (op->fence_key == NULL) {
+            free(op);
+            return -1;
+        }
+    }
+    /* KEYS: the lock, then the counter when fenced; ARGV follow. */
     args[0] = key;
     lens[0] = key_len;
-    args[1] = token;
-    lens[1] = UTIL_TOKEN_HEX;
-    lens[2] = (size_t)snprintf(ttl, sizeof(ttl), "%lld", (long long)ttl_ms);
-    args[2] = ttl;
-    args[3] = old_token;
-    lens[3] = UTIL_TOKEN_HEX;
-    if (round_start(script_acquire, 1, old_token != NULL ? 4 : 3, args, lens,
+    args[1] = op->fence_key;
+    lens[1] = op->fence_key_len;
+    args[2] = token;
+    lens[2] = UTIL_TOKEN_HEX;
+    lens[3] = (size_t)snprintf(ttl, sizeof(ttl), "%lld", (long long)ttl_ms);
+    args[3] = ttl;
+    args[4] = old_token;
+    lens[4] = UTIL_TOKEN_HEX;
+    if (!fence) {
+        /* No counter key: shift the arguments down over its slot. */
+        memmove(&args[1], &args[2], 3 * sizeof(args[0]));
+        memmove(&lens[1], &lens[2], 3 * sizeof(lens[0]));
+    }
+    if (round_start(script_acquire, fence ? 2 : 1,
+                    (fence ? 2 : 1) + (old_token != NULL ? 3 : 2), args, lens,
                     redlock_acquire_reply, redlock_acquire_done, op) != 0) {
-        free(op);
+        redlock_op_free(op);
         return -1;
     }
     return 0;
@@ -296,9 +520,12 @@ static enum round_verdict
 redlock_release_reply(struct round *r, size_t i, const struct master_reply *reply,
                       void *arg)
 {
-    (void)arg;
+    struct redlock_op *op = arg;
+
     if (master_reply_type(reply) != MASTER_REPLY_INTEGER) {
         round_fail(r, i, "unexpected answer to the release script");
+    } else if (master_reply_integer(reply) == 1 && op != NULL) {
+        op->yes++;
     }
     return ROUND_CONTINUE;
 }
@@ -311,6 +538,7 @@ redlock_release_done(struct round *r, void *arg)
     size_t q = redlock_quorum(master_count());
 
     redlock_result_begin(&res, r);
+    res.confirmed = op->yes;
     if (res.answered >= q) {
         res.outcome = REDLOCK_RELEASED;
     } else {
@@ -318,16 +546,18 @@ redlock_release_done(struct round *r, void *arg)
         redlock_fill_error(&res, r);
     }
     op->cb(&res, op->arg);
-    free(op);
+    redlock_op_free(op);
 }
 
 int
-redlock_release(const char *key, size_t key_len, const char *token,
+redlock_release(const char *key, size_t key_len, const char *token, bool announce,
                 redlock_done_fn cb, void *arg)
 {
     struct redlock_op *op = NULL;
-    const char *args[2] = { key, token };
-    size_t lens[2] = { key_len, UTIL_TOKEN_HEX };
+    const char *args[3] = { key, token, NULL };
+    size_t lens[3] = { key_len, UTIL_TOKEN_HEX, 0 };
+    char *channel = NULL;
+    int rc;
 
     if (cb != NULL) {
         op = redlock_op_new(cb, arg, 0);
@@ -335,9 +565,101 @@ redlock_release(const char *key, size_t key_len, const char *token,
             return -1;
         }
     }
+    if (announce) {
+        channel = redlock_key_with(key, key_len, REDLOCK_CHANNEL_SUFFIX, &lens[2]);
+        if (channel == NULL) {
+            free(op);
+            return -1;
+        }
+        args[2] = channel;
+    }
     /* Wait for every master (no early decision): release must reach all. */
-    if (round_start(script_release, 1, 2, args, lens, redlock_release_reply,
-                    cb != NULL ? redlock_release_done : NULL, op) != 0) {
+    rc = round_start(script_release, 1, announce ? 3 : 2, args, lens, redlock_release_reply,
+                     cb != NULL ? redlock_release_done : NULL, op);
+    free(channel);      /* round_start copied it */
+    if (rc != 0) {
+        free(op);
+        return -1;
+    }
+    return 0;
+}
+
+/* Extend one lease by token: count confirmations, keep their old pttls. */
+static enum round_verdict
+redlock_extend_one_reply(struct round *r, size_t i, const struct master_reply *reply,
+                         void *arg)
+{
+    struct redlock_op *op = arg;
+    size_t n = master_count(), q = redlock_quorum(n);
+    long long v;
+
+    if (master_reply_type(reply) != MASTER_REPLY_INTEGER
+        || (v = master_reply_integer(reply)) < -3 || v == -2) {
+        round_fail(r, i, "unexpected answer to the extend script");
+        return ROUND_CONTINUE;
+    }
+    if (v == -3) {
+        op->no++;
+    } else {
+        op->pttls[op->yes++] = v;
+    }
+    return op->yes >= q || op->no > n - q ? ROUND_DECIDED : ROUND_CONTINUE;
+}
+
+static void
+redlock_extend_one_done(struct round *r, void *arg)
+{
+    struct redlock_op *op = arg;
+    struct redlock_result res;
+    size_t n = master_count(), q = redlock_quorum(n);
+    int64_t elapsed = round_end_us(r) - round_start_us(r), left_ms, left_us;
+
+    redlock_result_begin(&res, r);
+    res.confirmed = op->yes;
+    if (op->yes >= q) {
+        /*
+         * The lock stayed exclusive until fewer than a quorum of the old
+         * keys remained: the q-th longest old pttl among the confirmers,
+         * less drift.  The round must have ended within that.
+         */
+        qsort(op->pttls, op->yes, sizeof(op->pttls[0]), redlock_cmp_pttl);
+        left_ms = op->pttls[op->yes - q];
+        left_us = left_ms == REDLOCK_NO_EXPIRY ? INT64_MAX
+                  : left_ms * 1000 - redlock_drift_us(left_ms, redlock_drift_factor);
+        if (elapsed < left_us
+            && redlock_validity_us(op->ttl_ms, elapsed, redlock_drift_factor) > 0) {
+            res.outcome = REDLOCK_GRANTED;
+            res.validity_end_us = res.start_us + op->ttl_ms * 1000
+                                  - redlock_drift_us(op->ttl_ms, redlock_drift_factor);
+        } else {
+            res.outcome = REDLOCK_NOTHELD;
+        }
+    } else if (op->no > n - q) {
+        res.outcome = REDLOCK_NOTHELD;
+    } else {
+        res.outcome = REDLOCK_NOQUORUM;
+        redlock_fill_error(&res, r);
+    }
+    op->cb(&res, op->arg);
+    redlock_op_free(op);
+}
+
+int
+redlock_extend_one(const char *key, size_t key_len, const char *token, int64_t ttl_ms,
+                   redlock_done_fn cb, void *arg)
+{
+    struct redlock_op *op;
+    char ttl[24];
+    const char *args[3] = { key, token, ttl };
+    size_t lens[3] = { key_len, UTIL_TOKEN_HEX, 0 };
+
+    op = redlock_op_new(cb, arg, ttl_ms);
+    if (op == NULL) {
+        return -1;
+    }
+    lens[2] = (size_t)snprintf(ttl, sizeof(ttl), "%lld", (long long)ttl_ms);
+    if (round_start(script_extend_one, 1, 3, args, lens, redlock_extend_one_reply,
+                    redlock_extend_one_done, op) != 0) {
         free(op);
         return -1;
     }
@@ -387,6 +709,7 @@ redlock_status_done(struct round *r, void *arg)
     } else {
         res.outcome = REDLOCK_HELD;
         res.owner_self = op->self >= q;
+        res.confirmed = op->self;
         res.ttl_ms = redlock_holder_ttl(op->pttls, op->nheld, op->yes, q);
     }
     op->cb(&res, op->arg);

@@ -21,6 +21,14 @@
 #include <stdint.h>
 
 #define REDLOCK_ERROR_MAX 1024      /* room for a NOQUORUM text */
+
+/*
+ * Names derived from a lock's key.  A space can never be part of a lock
+ * name (PROTOCOL.md section 2), so neither can collide with any lock's
+ * key, whatever lock.key_prefix is.
+ */
+#define REDLOCK_FENCE_SUFFIX   " fence"     /* key of the name's fence counter */
+#define REDLOCK_CHANNEL_SUFFIX " released"  /* pub/sub channel announcing releases */
 #define REDLOCK_NO_EXPIRY (-1)      /* a busy key that has no ttl */
 
 /* Outcome of an acquire or status round. */
@@ -30,6 +38,7 @@ enum redlock_outcome {
     REDLOCK_HELD,       /* status: a quorum does not see the key free */
     REDLOCK_FREE,       /* status: a quorum sees the key free */
     REDLOCK_RELEASED,   /* release: a quorum no longer holds our token */
+    REDLOCK_NOTHELD,    /* extend: a quorum did not confirm within validity */
     REDLOCK_NOQUORUM    /* fewer than a quorum of masters answered */
 };
 
@@ -42,6 +51,13 @@ struct redlock_result {
                                            time as seen by a quorum, ms, or
                                            REDLOCK_NO_EXPIRY */
     bool    owner_self;                 /* HELD: our token is on a quorum */
+    size_t  confirmed;                  /* masters that granted (acquire),
+                                           deleted our key (release), extended
+                                           it (extend) or hold our token
+                                           (status) */
+    int64_t fence;                      /* GRANTED with fence: the fencing
+                                           token, written back to a majority;
+                                           0 otherwise */
     size_t  answered;                   /* masters that answered */
     char    error[REDLOCK_ERROR_MAX];   /* when fewer than a quorum answered:
                                            who failed and how */
@@ -75,6 +91,25 @@ typedef void (*redlock_extend_fn)(const struct redlock_extend_result *res, void 
  * parameters.  Call once before master_start().
  */
 void redlock_init(double drift_factor);
+
+/*
+ * Release announcements (redlock_release with announce).  fn is called
+ * for each message a master delivers on a watched key's channel: key is
+ * the lock's key, token the released lease's token (as published; any
+ * bytes, any length, when someone else published there).
+ */
+typedef void (*redlock_released_fn)(const char *key, size_t key_len,
+                                    const char *token, size_t token_len);
+
+void redlock_on_release(redlock_released_fn fn);
+
+/*
+ * Start (on) or stop (!on) hearing release announcements for key on
+ * every master: a SUBSCRIBE to key + REDLOCK_CHANNEL_SUFFIX on each
+ * master's subscriber link (daemon/master.h).  Returns 0, or -1 when out
+ * of memory (then only the holder's ttl times the retries).
+ */
+int redlock_watch(const char *key, size_t key_len, bool on);
 
 /* Change the drift factor (reload). */
 void redlock_set_drift(double drift_factor);
@@ -113,18 +148,47 @@ int64_t redlock_holder_ttl(int64_t *pttls, size_t nheld, size_t nfree, size_t qu
  * answered then no longer holds old_token; res->answered tells the
  * releaser whether a quorum did (res->error names the others).
  *
+ * fence: each granting master also increments the name's counter (key
+ * + REDLOCK_FENCE_SUFFIX); the largest value among the masters that
+ * granted before the decision is then written back, set-if-greater, to
+ * every master, and the grant is reported only once a majority confirmed
+ * that (res->fence); otherwise the outcome is NOQUORUM and the caller
+ * releases as for any failed grant.  Any two majorities intersect, so a
+ * later grant (which needs the key free on a quorum, i.e. after this
+ * lease was released or expired) increments at least one counter that
+ * holds this value: fences strictly increase, as long as no master loses
+ * acknowledged writes.  Source: Kleppmann, "How to do distributed
+ * locking" (2016) for the need; the quorum argument is PROTOCOL.md's.
+ *
  * Returns 0, or -1 when memory ran out (no callback).
  */
-int redlock_acquire(const char *key, size_t key_len, const char *token,
-                    int64_t ttl_ms, const char *old_token, redlock_done_fn cb, void *arg);
+int redlock_acquire(const char *key, size_t key_len, const char *token, int64_t ttl_ms,
+                    const char *old_token, bool fence, redlock_done_fn cb, void *arg);
 
 /*
  * Compare-and-delete key on every master.  cb may be NULL.  Outcome
- * RELEASED when a quorum answered (deleted, or the key was not ours),
- * NOQUORUM otherwise.  Returns 0 or -1 (no callback).
+ * RELEASED when a quorum answered (res->confirmed counts the masters
+ * where our key was deleted), NOQUORUM otherwise.  announce: a master
+ * that deleted the key publishes on key + REDLOCK_CHANNEL_SUFFIX, which
+ * wakes the waiters of every daemon subscribed to it (a real release;
+ * the clean-up after a failed grant does not announce, so that two
+ * contenders that split the vote do not wake each other in step).
+ * Returns 0 or -1 (no callback).
  */
-int redlock_release(const char *key, size_t key_len, const char *token,
+int redlock_release(const char *key, size_t key_len, const char *token, bool announce,
                     redlock_done_fn cb, void *arg);
+
+/*
+ * Extend one lease by its token (EXTEND of a lease-mode lock): on each
+ * master, PEXPIRE the key to ttl_ms if it holds token; never re-creates
+ * a key.  GRANTED (validity_end_us of the new lease) when a quorum
+ * confirmed and the round ended within the validity the lock still had
+ * (the quorum's old pttl less drift); NOTHELD when a quorum cannot
+ * confirm (a majority do not hold token) or the validity had run out;
+ * NOQUORUM when too few answered to tell.  Returns 0 or -1 (no callback).
+ */
+int redlock_extend_one(const char *key, size_t key_len, const char *token, int64_t ttl_ms,
+                       redlock_done_fn cb, void *arg);
 
 /*
  * Read the key on every master: HELD (owner_self when our token is on a

@@ -116,10 +116,18 @@ session_done_cb(struct lock_client *c, const struct lock_result *res)
     case LOCK_OK:
         proto_reply_start(&r, "OK");
         proto_reply_word(&r, res->name, res->name_len);
-        if (s->verb == PROTO_LOCK || s->verb == PROTO_TRYLOCK) {
+        if (res->token != NULL) {
+            proto_reply_str(&r, "token", res->token);
+        }
+        if (s->verb == PROTO_LOCK || s->verb == PROTO_TRYLOCK || s->verb == PROTO_EXTEND) {
             proto_reply_int(&r, "validity", res->validity_ms);
         }
-        proto_reply_int(&r, "holds", res->holds);
+        if (!res->lease_mode) {
+            proto_reply_int(&r, "holds", res->holds);
+        }
+        if (res->fence > 0) {
+            proto_reply_int(&r, "fence", res->fence);
+        }
         break;
     case LOCK_BUSY:
         proto_reply_start(&r, "BUSY");
@@ -139,6 +147,12 @@ session_done_cb(struct lock_client *c, const struct lock_result *res)
         proto_reply_word(&r, res->name, res->name_len);
         proto_reply_int(&r, "ttl", res->ttl_ms);
         proto_reply_str(&r, "owner", res->owner_self ? "self" : "other");
+        if (res->mode_known) {
+            proto_reply_str(&r, "mode", res->lease_mode ? "lease" : "session");
+        }
+        if (res->fence > 0) {
+            proto_reply_int(&r, "fence", res->fence);
+        }
         break;
     case LOCK_FREE:
         proto_reply_start(&r, "FREE");
@@ -146,6 +160,9 @@ session_done_cb(struct lock_client *c, const struct lock_result *res)
         break;
     case LOCK_NOQUORUM:
         proto_reply_error(&r, PROTO_ERR_NOQUORUM, res->error);
+        break;
+    case LOCK_CONFLICT:
+        proto_reply_error(&r, PROTO_ERR_PROTO, res->error);
         break;
     case LOCK_SHUTDOWN:
         proto_reply_error(&r, PROTO_ERR_SHUTDOWN, res->error);
@@ -209,6 +226,13 @@ session_stats(struct session *s)
     STAT_U("renewals_ok", stats.renewals_ok);
     STAT_U("renewals_failed", stats.renewals_failed);
     STAT_U("locks_lost", stats.locks_lost);
+    STAT_U("fenced_grants", stats.fenced_grants);
+    STAT_U("lease_grants", stats.lease_grants);
+    STAT_U("extends_ok", stats.extends_ok);
+    STAT_U("extends_notheld", stats.extends_notheld);
+    STAT_U("subscriptions", master_subscriptions());
+    STAT_U("pubsub_wakeups", stats.pubsub_wakeups);
+    STAT_U("fallback_retries", stats.fallback_retries);
     STAT_U("masters", n);
     STAT_U("quorum", redlock_quorum(n));
     STAT_U("masters_up", up);
@@ -216,6 +240,7 @@ session_stats(struct session *s)
         master_get_stats(master_at(i), &ms);
         evbuffer_add_printf(out, "STAT master.%zu.addr %s\n", i, master_name(master_at(i)));
         evbuffer_add_printf(out, "STAT master.%zu.up %d\n", i, ms.state == MASTER_UP);
+        evbuffer_add_printf(out, "STAT master.%zu.subscriber_up %d\n", i, ms.sub_up);
         evbuffer_add_printf(out, "STAT master.%zu.rtt_us %lld\n", i, (long long)ms.rtt_us);
         evbuffer_add_printf(out, "STAT master.%zu.errors %llu\n", i,
                             (unsigned long long)ms.errors);
@@ -261,6 +286,8 @@ static void
 session_dispatch(struct session *s, const struct proto_cmd *cmd)
 {
     struct proto_reply r;
+    struct lock_request req;
+    char text[160];
     int64_t ttl;
     size_t i;
 
@@ -272,22 +299,41 @@ session_dispatch(struct session *s, const struct proto_cmd *cmd)
     switch (cmd->verb) {
     case PROTO_LOCK:
     case PROTO_TRYLOCK:
+        if (cmd->mode == PROTO_MODE_LEASE && !cmd->has_ttl) {
+            snprintf(text, sizeof(text), "%s: mode=lease needs ttl= (nothing renews a lease)",
+                     proto_verb_name(cmd->verb));
+            session_send_error(s, PROTO_ERR_PROTO, text);
+            return;
+        }
+        if (session_ttl(s, cmd, &req.ttl_ms) != 0) {
+            return;
+        }
+        req.wait_ms = cmd->verb == PROTO_TRYLOCK ? 0
+                      : cmd->has_wait ? cmd->wait_ms : PROTO_WAIT_INF;
+        req.trylock = cmd->verb == PROTO_TRYLOCK;
+        req.lease_mode = cmd->mode == PROTO_MODE_LEASE;
+        req.fence = cmd->fence;
+        s->busy = true;
+        lock_acquire(&s->lc, cmd->name, cmd->name_len, &req);
+        return;
+    case PROTO_UNLOCK:
+        s->busy = true;
+        lock_release(&s->lc, cmd->name, cmd->name_len, cmd->token);
+        return;
+    case PROTO_STATUS:
+        s->busy = true;
+        lock_status(&s->lc, cmd->name, cmd->name_len, cmd->token);
+        return;
+    case PROTO_EXTEND:
+        if (!cmd->has_ttl) {
+            session_send_error(s, PROTO_ERR_PROTO, "EXTEND: missing ttl=");
+            return;
+        }
         if (session_ttl(s, cmd, &ttl) != 0) {
             return;
         }
         s->busy = true;
-        lock_acquire(&s->lc, cmd->name, cmd->name_len, ttl,
-                     cmd->verb == PROTO_TRYLOCK ? 0
-                     : cmd->has_wait ? cmd->wait_ms : PROTO_WAIT_INF,
-                     cmd->verb == PROTO_TRYLOCK);
-        return;
-    case PROTO_UNLOCK:
-        s->busy = true;
-        lock_release(&s->lc, cmd->name, cmd->name_len);
-        return;
-    case PROTO_STATUS:
-        s->busy = true;
-        lock_status(&s->lc, cmd->name, cmd->name_len);
+        lock_extend(&s->lc, cmd->name, cmd->name_len, cmd->token, ttl);
         return;
     case PROTO_PING:
         proto_reply_start(&r, "PONG");

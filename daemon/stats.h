@@ -24,6 +24,12 @@ struct stats {
     uint64_t renewals_ok;        /* watchdog: leases renewed */
     uint64_t renewals_failed;    /* watchdog: renewals without a quorum */
     uint64_t locks_lost;         /* lock: LOST pushed */
+    uint64_t fenced_grants;      /* lock: grants that carried a fence */
+    uint64_t lease_grants;       /* lock: mode=lease grants */
+    uint64_t extends_ok;         /* lock: EXTEND answered OK */
+    uint64_t extends_notheld;    /* lock: EXTEND answered NOTHELD */
+    uint64_t pubsub_wakeups;     /* lock: waiters woken by a release announcement */
+    uint64_t fallback_retries;   /* lock: retries timed by the holder's ttl */
 };
 
 extern struct stats stats;

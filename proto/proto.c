@@ -50,6 +50,9 @@ enum proto_args {
 enum proto_opt_id {
     PROTO_OPT_TTL,
     PROTO_OPT_WAIT,
+    PROTO_OPT_MODE,
+    PROTO_OPT_TOKEN,
+    PROTO_OPT_FENCE,
     PROTO_OPT_COUNT
 };
 
@@ -101,6 +104,13 @@ static int proto_opt_ms(const struct proto_optdef *def, const char *val, size_t 
                         struct proto_cmd *cmd, const char *verb,
                         struct proto_error *err);
 
+static int proto_opt_mode(const struct proto_optdef *def, const char *val, size_t len,
+                          struct proto_cmd *cmd, const char *verb,
+                          struct proto_error *err);
+static int proto_opt_token(const struct proto_optdef *def, const char *val, size_t len,
+                           struct proto_cmd *cmd, const char *verb,
+                           struct proto_error *err);
+
 static const struct proto_optdef proto_opts[PROTO_OPT_COUNT] = {
     [PROTO_OPT_TTL] = {
         .key = "ttl", .flag = false, .set = proto_opt_ms, .min = 1,
@@ -114,15 +124,39 @@ static const struct proto_optdef proto_opts[PROTO_OPT_COUNT] = {
         .has_off = offsetof(struct proto_cmd, has_wait),
         .val_off = offsetof(struct proto_cmd, wait_ms),
     },
+    [PROTO_OPT_MODE] = {
+        .key = "mode", .flag = false, .set = proto_opt_mode, .min = 0,
+        .inf = NULL, .inf_value = 0,
+        .has_off = offsetof(struct proto_cmd, has_mode),
+        .val_off = offsetof(struct proto_cmd, mode),
+    },
+    [PROTO_OPT_TOKEN] = {
+        .key = "token", .flag = false, .set = proto_opt_token, .min = 0,
+        .inf = NULL, .inf_value = 0,
+        .has_off = offsetof(struct proto_cmd, has_token),
+        .val_off = 0,       /* the setter stores cmd->token itself */
+    },
+    [PROTO_OPT_FENCE] = {
+        .key = "fence", .flag = true, .set = NULL, .min = 0,
+        .inf = NULL, .inf_value = 0,
+        .has_off = offsetof(struct proto_cmd, fence),
+        .val_off = 0,
+    },
 };
+
+#define PROTO_LOCK_OPTS     (PROTO_OPT_BIT(PROTO_OPT_TTL) | PROTO_OPT_BIT(PROTO_OPT_MODE) \
+                             | PROTO_OPT_BIT(PROTO_OPT_FENCE))
 
 static const struct proto_verbdef proto_verbs[PROTO_VERB_COUNT] = {
     [PROTO_LOCK] = {
-        "LOCK", PROTO_ARGS_NAME, PROTO_OPT_BIT(PROTO_OPT_TTL) | PROTO_OPT_BIT(PROTO_OPT_WAIT)
+        "LOCK", PROTO_ARGS_NAME, PROTO_LOCK_OPTS | PROTO_OPT_BIT(PROTO_OPT_WAIT)
     },
-    [PROTO_TRYLOCK]      = { "TRYLOCK", PROTO_ARGS_NAME, PROTO_OPT_BIT(PROTO_OPT_TTL) },
-    [PROTO_UNLOCK]       = { "UNLOCK", PROTO_ARGS_NAME, 0 },
-    [PROTO_STATUS]       = { "STATUS", PROTO_ARGS_NAME, 0 },
+    [PROTO_TRYLOCK]      = { "TRYLOCK", PROTO_ARGS_NAME, PROTO_LOCK_OPTS },
+    [PROTO_UNLOCK]       = { "UNLOCK", PROTO_ARGS_NAME, PROTO_OPT_BIT(PROTO_OPT_TOKEN) },
+    [PROTO_STATUS]       = { "STATUS", PROTO_ARGS_NAME, PROTO_OPT_BIT(PROTO_OPT_TOKEN) },
+    [PROTO_EXTEND] = {
+        "EXTEND", PROTO_ARGS_NAME, PROTO_OPT_BIT(PROTO_OPT_TOKEN) | PROTO_OPT_BIT(PROTO_OPT_TTL)
+    },
     [PROTO_PING]         = { "PING", PROTO_ARGS_WORD, 0 },
     [PROTO_VERSION_VERB] = { "VERSION", PROTO_ARGS_NONE, 0 },
     [PROTO_HELP]         = { "HELP", PROTO_ARGS_NONE, 0 },
@@ -131,10 +165,11 @@ static const struct proto_verbdef proto_verbs[PROTO_VERB_COUNT] = {
 };
 
 const char *const proto_help[PROTO_VERB_COUNT + 1] = {
-    [PROTO_LOCK]         = "LOCK <name> [ttl=MS] [wait=MS|inf]",
-    [PROTO_TRYLOCK]      = "TRYLOCK <name> [ttl=MS]",
-    [PROTO_UNLOCK]       = "UNLOCK <name>",
-    [PROTO_STATUS]       = "STATUS <name>",
+    [PROTO_LOCK]         = "LOCK <name> [ttl=MS] [wait=MS|inf] [mode=session|lease] [fence]",
+    [PROTO_TRYLOCK]      = "TRYLOCK <name> [ttl=MS] [mode=session|lease] [fence]",
+    [PROTO_UNLOCK]       = "UNLOCK <name> [token=HEX]",
+    [PROTO_STATUS]       = "STATUS <name> [token=HEX]",
+    [PROTO_EXTEND]       = "EXTEND <name> token=HEX ttl=MS",
     [PROTO_PING]         = "PING [word]",
     [PROTO_VERSION_VERB] = "VERSION",
     [PROTO_HELP]         = "HELP",
@@ -413,6 +448,55 @@ proto_opt_ms(const struct proto_optdef *def, const char *val, size_t len,
         return -1;
     }
     *(int64_t *)(void *)((char *)cmd + def->val_off) = v;
+    return 0;
+}
+
+/* Setter for mode=: "session" or "lease", case-insensitive. */
+static int
+proto_opt_mode(const struct proto_optdef *def, const char *val, size_t len,
+               struct proto_cmd *cmd, const char *verb, struct proto_error *err)
+{
+    char quoted[PROTO_QUOTE_MAX];
+
+    (void)def;
+    if (proto_word_is(val, len, "session")) {
+        cmd->mode = PROTO_MODE_SESSION;
+    } else if (proto_word_is(val, len, "lease")) {
+        cmd->mode = PROTO_MODE_LEASE;
+    } else {
+        proto_fail(err, PROTO_ERR_PROTO,
+                   "%s: bad value for 'mode': '%s' (expected session or lease)",
+                   verb, proto_quote(quoted, val, len));
+        return -1;
+    }
+    return 0;
+}
+
+/*
+ * Setter for token=: exactly PROTO_TOKEN_LEN lowercase hex digits, the
+ * form the daemon hands out.  Case matters: the token is compared byte
+ * for byte with the value on the masters.
+ */
+static int
+proto_opt_token(const struct proto_optdef *def, const char *val, size_t len,
+                struct proto_cmd *cmd, const char *verb, struct proto_error *err)
+{
+    char quoted[PROTO_QUOTE_MAX];
+    size_t i;
+
+    (void)def;
+    for (i = 0; i < len; i++) {
+        if (!((val[i] >= '0' && val[i] <= '9') || (val[i] >= 'a' && val[i] <= 'f'))) {
+            break;
+        }
+    }
+    if (len != PROTO_TOKEN_LEN || i != len) {
+        proto_fail(err, PROTO_ERR_PROTO,
+                   "%s: bad value for 'token': '%s' (expected %d lowercase hex digits)",
+                   verb, proto_quote(quoted, val, len), PROTO_TOKEN_LEN);
+        return -1;
+    }
+    cmd->token = val;
     return 0;
 }
 

@@ -21,6 +21,7 @@
 #define PROTO_WAIT_INF      (-1)     /* wait=inf */
 #define PROTO_ERRTEXT_MAX   160      /* room for an error text, with NUL */
 #define PROTO_REPLY_MAX     2048     /* longest reply line, with LF */
+#define PROTO_TOKEN_LEN     32       /* owner token: lowercase hex digits */
 
 /* Request verbs; PROTO_VERB_COUNT is not a verb. */
 enum proto_verb {
@@ -28,6 +29,7 @@ enum proto_verb {
     PROTO_TRYLOCK,
     PROTO_UNLOCK,
     PROTO_STATUS,
+    PROTO_EXTEND,
     PROTO_PING,
     PROTO_VERSION_VERB,
     PROTO_HELP,
@@ -47,6 +49,12 @@ enum proto_errcode {
     PROTO_ERR_SHUTDOWN    /* the daemon is stopping */
 };
 
+/* What a LOCK's lease is bound to (mode=). */
+enum proto_mode {
+    PROTO_MODE_SESSION,   /* the connection: renewed, released on close */
+    PROTO_MODE_LEASE      /* nothing: a token and a ttl, until UNLOCK/expiry */
+};
+
 /*
  * One parsed request.  name and word point into the line given to
  * proto_parse() and are not NUL-terminated: they are valid only as long
@@ -62,6 +70,12 @@ struct proto_cmd {
     int64_t         wait_ms;    /* wait= value, ms, or PROTO_WAIT_INF */
     const char      *word;      /* PING argument, or NULL */
     size_t          word_len;   /* bytes in word */
+    bool            has_mode;   /* mode= was given */
+    int64_t         mode;       /* mode= value, an enum proto_mode */
+    bool            has_token;  /* token= was given */
+    const char      *token;     /* token= value, PROTO_TOKEN_LEN lowercase hex
+                                   digits, not NUL-terminated; NULL if absent */
+    bool            fence;      /* the bare word "fence" was given */
 };
 
 /* Why a line was refused: the class and a one-line text for the client. */

@@ -251,6 +251,9 @@ static const struct fixture bad_fixtures[] = {
     { FX("bad-level.yml"), {
         "E " FX("bad-level.yml") ":4:10: log.level: expected error, warn, info or debug, "
         "got 'verbose'" } },
+    { FX("bad-fence.yml"), {
+        "E " FX("bad-fence.yml") ":4:10: lock.fence: expected request or always, "
+        "got 'never'" } },
     { FX("username-no-password.yml"), {
         "E " FX("username-no-password.yml") ":4:13: redis.username is set but "
         "redis.password is empty" } },
@@ -319,6 +322,7 @@ assert_defaults(const struct conf *conf)
     ck_assert_double_eq_tol(conf->drift_factor, 0.01, 1e-12);
     ck_assert_int_eq(conf->retry_delay_ms, 200);
     ck_assert_str_eq(conf->key_prefix, "");
+    ck_assert_int_eq(conf->fence, CONF_FENCE_REQUEST);
     ck_assert_int_eq(conf->max_clients, 10000);
     ck_assert_int_eq(conf->max_line_bytes, 1024);
     ck_assert_int_eq(conf->max_locks_per_client, 1024);
@@ -396,6 +400,7 @@ START_TEST(test_full)
     ck_assert_double_eq_tol(conf.drift_factor, 0.02, 1e-12);
     ck_assert_int_eq(conf.retry_delay_ms, 150);
     ck_assert_str_eq(conf.key_prefix, "redlock:");
+    ck_assert_int_eq(conf.fence, CONF_FENCE_ALWAYS);
 
     ck_assert_int_eq(conf.max_clients, 500);
     ck_assert_int_eq(conf.max_line_bytes, 4096);

@@ -135,8 +135,17 @@ static bool
 parse_held(const char *line, const char *name, const char *owner, long long *ttl)
 {
     const char *p = parse_status_int(line, "HELD", name, "ttl", ttl);
+    size_t n = strlen(owner);
 
-    return p != NULL && strncmp(p, " owner=", 7) == 0 && strcmp(p + 7, owner) == 0;
+    if (p == NULL || strncmp(p, " owner=", 7) != 0 || strncmp(p + 7, owner, n) != 0) {
+        return false;
+    }
+    p += 7 + n;
+    /* A session's own hold also says its mode; other options may follow. */
+    if (strcmp(owner, "self") == 0) {
+        return strncmp(p, " mode=session", 13) == 0 && (p[13] == '\0' || p[13] == ' ');
+    }
+    return *p == '\0';
 }
 
 /* True when s is an owner token: 32 lowercase hex digits. */

@@ -256,11 +256,11 @@ START_TEST(test_unlock_status)
 
     parse_err("UNLOCK", PROTO_ERR_PROTO, "UNLOCK: missing lock name");
     parse_err("STATUS", PROTO_ERR_PROTO, "STATUS: missing lock name");
-    parse_err("UNLOCK a b", PROTO_ERR_PROTO, "UNLOCK: too many arguments");
-    parse_err("STATUS a b", PROTO_ERR_PROTO, "STATUS: too many arguments");
+    parse_err("UNLOCK a b", PROTO_ERR_PROTO, "UNLOCK: unexpected argument 'b' (options are key=value)");
+    parse_err("STATUS a b", PROTO_ERR_PROTO, "STATUS: unexpected argument 'b' (options are key=value)");
     /* UNLOCK and STATUS take no options at all. */
-    parse_err("UNLOCK a ttl=5", PROTO_ERR_PROTO, "UNLOCK: too many arguments");
-    parse_err("STATUS a wait=5", PROTO_ERR_PROTO, "STATUS: too many arguments");
+    parse_err("UNLOCK a ttl=5", PROTO_ERR_PROTO, "UNLOCK: unknown option 'ttl'");
+    parse_err("STATUS a wait=5", PROTO_ERR_PROTO, "STATUS: unknown option 'wait'");
 }
 END_TEST
 
@@ -324,6 +324,57 @@ START_TEST(test_no_argument_verbs)
         snprintf(line, sizeof(line), "%s ttl=1", cases[i].line);
         parse_err(line, PROTO_ERR_PROTO, cases[i].error);
     }
+}
+END_TEST
+
+/* mode=, token= and the bare flag fence, and the verbs that take them. */
+START_TEST(test_lease_and_fence_options)
+{
+    static const char tok[] = "0123456789abcdef0123456789abcdef";
+    char line[128];
+    struct proto_cmd cmd;
+
+    cmd = parse_ok("LOCK a mode=lease ttl=5000 fence");
+    ck_assert(cmd.has_mode && cmd.mode == PROTO_MODE_LEASE);
+    ck_assert(cmd.fence && cmd.has_ttl && !cmd.has_token);
+    cmd = parse_ok("trylock a MODE=Session");
+    ck_assert(cmd.has_mode && cmd.mode == PROTO_MODE_SESSION && !cmd.fence);
+    cmd = parse_ok("LOCK a FENCE");
+    ck_assert(cmd.fence && !cmd.has_mode);
+
+    snprintf(line, sizeof(line), "EXTEND a token=%s ttl=100", tok);
+    cmd = parse_ok(line);
+    ck_assert_int_eq(cmd.verb, PROTO_EXTEND);
+    ck_assert(cmd.has_token && cmd.has_ttl && cmd.ttl_ms == 100);
+    ck_bytes_eq(cmd.token, PROTO_TOKEN_LEN, tok);
+    ck_assert_ptr_eq(cmd.token, line + 15);
+    snprintf(line, sizeof(line), "UNLOCK a token=%s", tok);
+    cmd = parse_ok(line);
+    ck_assert(cmd.has_token);
+    snprintf(line, sizeof(line), "STATUS a token=%s", tok);
+    cmd = parse_ok(line);
+    ck_assert(cmd.has_token);
+    /* EXTEND without a token parses: the daemon answers NOTHELD. */
+    cmd = parse_ok("EXTEND a ttl=5");
+    ck_assert(!cmd.has_token && cmd.token == NULL);
+
+    parse_err("LOCK a mode=forever", PROTO_ERR_PROTO,
+              "LOCK: bad value for 'mode': 'forever' (expected session or lease)");
+    parse_err("LOCK a fence=1", PROTO_ERR_PROTO, "LOCK: option 'fence' takes no value");
+    parse_err("LOCK a fence fence", PROTO_ERR_PROTO, "LOCK: option 'fence' given twice");
+    parse_err("UNLOCK a fence", PROTO_ERR_PROTO, "UNLOCK: unknown option 'fence'");
+    parse_err("UNLOCK a ttl=5", PROTO_ERR_PROTO, "UNLOCK: unknown option 'ttl'");
+    parse_err("EXTEND a wait=5", PROTO_ERR_PROTO, "EXTEND: unknown option 'wait'");
+    parse_err("LOCK a token=0123456789abcdef0123456789abcdef", PROTO_ERR_PROTO,
+              "LOCK: unknown option 'token'");
+    parse_err("UNLOCK a token=abc", PROTO_ERR_PROTO,
+              "UNLOCK: bad value for 'token': 'abc' (expected 32 lowercase hex digits)");
+    parse_err("UNLOCK a token=0123456789ABCDEF0123456789abcdef", PROTO_ERR_PROTO,
+              "UNLOCK: bad value for 'token': '0123456789ABCDEF0123456789abcdef' "
+              "(expected 32 lowercase hex digits)");
+    parse_err("UNLOCK a token=0123456789abcdef0123456789abcdef0", PROTO_ERR_PROTO,
+              "UNLOCK: bad value for 'token': '0123456789abcdef0123456789abcdef0' "
+              "(expected 32 lowercase hex digits)");
 }
 END_TEST
 
@@ -486,7 +537,7 @@ START_TEST(test_name_bytes)
     /* A space ends the name: what follows is another word. */
     parse_err("LOCK a b", PROTO_ERR_PROTO,
               "LOCK: unexpected argument 'b' (options are key=value)");
-    parse_err("STATUS a b", PROTO_ERR_PROTO, "STATUS: too many arguments");
+    parse_err("STATUS a b", PROTO_ERR_PROTO, "STATUS: unexpected argument 'b' (options are key=value)");
 }
 END_TEST
 
@@ -800,7 +851,8 @@ END_TEST
 START_TEST(test_verb_names)
 {
     static const char *const names[PROTO_VERB_COUNT] = {
-        "LOCK", "TRYLOCK", "UNLOCK", "STATUS", "PING", "VERSION", "HELP", "QUIT", "STATS",
+        "LOCK", "TRYLOCK", "UNLOCK", "STATUS", "EXTEND", "PING", "VERSION", "HELP", "QUIT",
+        "STATS",
     };
     char line[32];
     struct proto_cmd cmd;
@@ -809,7 +861,7 @@ START_TEST(test_verb_names)
     for (i = 0; i < PROTO_VERB_COUNT; i++) {
         ck_assert_str_eq(proto_verb_name((enum proto_verb)i), names[i]);
         /* Every name parses back to its verb (the first four need a lock name). */
-        snprintf(line, sizeof(line), "%s%s", names[i], i <= PROTO_STATUS ? " n" : "");
+        snprintf(line, sizeof(line), "%s%s", names[i], i <= PROTO_EXTEND ? " n" : "");
         cmd = parse_ok(line);
         ck_assert_int_eq(cmd.verb, i);
     }
@@ -836,8 +888,10 @@ END_TEST
 START_TEST(test_help)
 {
     static const char *const expected[] = {
-        "LOCK <name> [ttl=MS] [wait=MS|inf]", "TRYLOCK <name> [ttl=MS]", "UNLOCK <name>",
-        "STATUS <name>", "PING [word]", "VERSION", "HELP", "QUIT", "STATS",
+        "LOCK <name> [ttl=MS] [wait=MS|inf] [mode=session|lease] [fence]",
+        "TRYLOCK <name> [ttl=MS] [mode=session|lease] [fence]", "UNLOCK <name> [token=HEX]",
+        "STATUS <name> [token=HEX]", "EXTEND <name> token=HEX ttl=MS", "PING [word]", "VERSION",
+        "HELP", "QUIT", "STATS",
     };
     const char *verb;
     size_t i, n, vlen;
@@ -1275,6 +1329,7 @@ proto_suite(void)
     tcase_add_test(tc, test_verb_names);
     tcase_add_test(tc, test_errcode_names);
     tcase_add_test(tc, test_help);
+    tcase_add_test(tc, test_lease_and_fence_options);
     suite_add_tcase(s, tc);
 
     tc = tcase_create("reply");

@@ -41,21 +41,37 @@
 struct h_master {
     int   port;                     /* 127.0.0.1 port, kept across restarts */
     pid_t pid;                      /* running process, 0 when killed */
+    bool  aof;                      /* persistent: AOF in <dir>/master-<i> */
+};
+
+/* One redlockd the harness started (a slot of h_daemons). */
+struct h_daemon {
+    pid_t pid;                      /* running process, or 0 */
+    int   port;                     /* TCP port, 0 before the start */
+    char  sock_path[PATH_MAX + 32]; /* Unix socket */
+    char  log_path[PATH_MAX + 32];  /* stdout+stderr */
+    char  conf_path[PATH_MAX + 32]; /* config */
 };
 
 /*
  * File-level state: one run directory, one test directory, the masters
- * and at most one daemon.  Forked test processes inherit it.
+ * and the daemons.  Forked test processes inherit it.  h_daemons[0]'s
+ * paths are set by h_begin(), so that the single-daemon accessors
+ * answer as before any daemon was started.
  */
 static char            h_run_dir[PATH_MAX];     /* h_suite_init(), "" if none */
 static char            h_test_dir[PATH_MAX];    /* h_begin(), "" if none */
 static struct h_master h_masters[H_MASTERS_MAX];/* started masters, in order */
 static size_t          h_nmasters;              /* entries in h_masters */
-static pid_t           h_dpid;                  /* running daemon, or 0 */
-static int             h_dport;                 /* daemon TCP port */
-static char            h_sock_path[PATH_MAX + 32]; /* daemon Unix socket */
-static char            h_log_path[PATH_MAX + 32];  /* daemon stdout+stderr */
-static char            h_conf_path[PATH_MAX + 32]; /* daemon config */
+static struct h_daemon h_daemons[H_DAEMONS_MAX];/* started daemons, in order */
+static size_t          h_ndaemons;              /* daemons started (slots used) */
+static size_t          h_cur;                   /* index of the current daemon */
+
+/* The current daemon. */
+#define H_D     (&h_daemons[h_cur])
+
+static void h_daemon_paths(size_t i);
+static void h_stop_all_daemons(void);
 
 /* ---- time and polling ---- */
 
@@ -215,6 +231,7 @@ h_suite_cleanup(void)
 {
     char path[PATH_MAX * 2], title[NAME_MAX + 64];
     struct dirent *de;
+    size_t k;
     DIR *d;
 
     if (h_run_dir[0] == '\0') {
@@ -229,6 +246,17 @@ h_suite_cleanup(void)
             snprintf(title, sizeof(title), "test %s did not finish", de->d_name);
             snprintf(path, sizeof(path), "%s/%s/redlockd.log", h_run_dir, de->d_name);
             h_print_tail(path, H_TAIL_LINES, title);
+            /* The logs of its other daemons, as long as they exist. */
+            for (k = 1; k < H_DAEMONS_MAX; k++) {
+                snprintf(path, sizeof(path), "%s/%s/redlockd-%zu.log", h_run_dir,
+                         de->d_name, k);
+                if (access(path, F_OK) != 0) {
+                    break;
+                }
+                snprintf(title, sizeof(title), "test %s did not finish, daemon %zu",
+                         de->d_name, k);
+                h_print_tail(path, H_TAIL_LINES, title);
+            }
         }
         closedir(d);
     }
@@ -267,12 +295,11 @@ h_begin(const char *name)
         h_test_dir[0] = '\0';
         return -1;
     }
-    snprintf(h_sock_path, sizeof(h_sock_path), "%s/redlockd.sock", h_test_dir);
-    snprintf(h_log_path, sizeof(h_log_path), "%s/redlockd.log", h_test_dir);
-    snprintf(h_conf_path, sizeof(h_conf_path), "%s/redlockd.yml", h_test_dir);
     h_nmasters = 0;
-    h_dpid = 0;
-    h_dport = 0;
+    memset(h_daemons, 0, sizeof(h_daemons));
+    h_ndaemons = 0;
+    h_cur = 0;
+    h_daemon_paths(0);
     /* A peer that vanished must fail a write, not kill the test. */
     signal(SIGPIPE, SIG_IGN);
     return 0;
@@ -283,13 +310,15 @@ h_end(void)
 {
     size_t i;
 
-    h_stop_daemon();
+    h_stop_all_daemons();
     for (i = 0; i < h_nmasters; i++) {
         if (h_masters[i].pid > 0) {
             h_kill_master(i);
         }
     }
     h_nmasters = 0;
+    h_ndaemons = 0;
+    h_cur = 0;
     h_remove_tree(h_test_dir);
     h_test_dir[0] = '\0';
 }
@@ -436,20 +465,58 @@ h_redis_ping(int port)
     return ok;
 }
 
-/* Start the process of master i on its port. */
+/* Data directory of persistent master i: <dir>/master-<i>. */
+static void
+h_master_data_dir(size_t i, char *out, size_t size)
+{
+    snprintf(out, size, "%s/master-%zu", h_test_dir, i);
+}
+
+/*
+ * Start the process of master i on its port.  A persistent master
+ * fsyncs its append-only file before it answers a write, so a SIGKILL
+ * loses nothing it acknowledged; its directory is its own, because
+ * redis-server keeps the file under a fixed name in --dir.
+ */
 static int
 h_master_spawn(size_t i)
 {
-    char port[16], log[PATH_MAX + 32];
-    const char *argv[] = {
-        "redis-server", "--port", port, "--bind", "127.0.0.1", "--save", "",
-        "--appendonly", "no", "--dir", h_test_dir, "--daemonize", "no",
-        "--logfile", log, NULL
-    };
+    char port[16], log[PATH_MAX + 32], dir[PATH_MAX + 32];
+    const char *argv[24];
+    size_t n = 0;
     pid_t pid;
 
     snprintf(port, sizeof(port), "%d", h_masters[i].port);
     snprintf(log, sizeof(log), "%s/redis-%d.log", h_test_dir, h_masters[i].port);
+    if (h_masters[i].aof) {
+        h_master_data_dir(i, dir, sizeof(dir));
+        if (mkdir(dir, 0755) != 0 && errno != EEXIST) {
+            fprintf(stderr, "harness: mkdir %s: %s\n", dir, strerror(errno));
+            return -1;
+        }
+    } else {
+        snprintf(dir, sizeof(dir), "%s", h_test_dir);
+    }
+    argv[n++] = "redis-server";
+    argv[n++] = "--port";
+    argv[n++] = port;
+    argv[n++] = "--bind";
+    argv[n++] = "127.0.0.1";
+    argv[n++] = "--save";
+    argv[n++] = "";
+    argv[n++] = "--appendonly";
+    argv[n++] = h_masters[i].aof ? "yes" : "no";
+    if (h_masters[i].aof) {
+        argv[n++] = "--appendfsync";
+        argv[n++] = "always";
+    }
+    argv[n++] = "--dir";
+    argv[n++] = dir;
+    argv[n++] = "--daemonize";
+    argv[n++] = "no";
+    argv[n++] = "--logfile";
+    argv[n++] = log;
+    argv[n] = NULL;
     pid = h_spawn(argv, log);
     if (pid < 0) {
         return -1;
@@ -511,8 +578,9 @@ h_new_master_port(size_t n)
     return -1;
 }
 
-int
-h_start_masters(size_t n)
+/* h_start_masters() and h_start_masters_aof(). */
+static int
+h_start_masters_mode(size_t n, bool aof)
 {
     size_t i;
     int tries, rc;
@@ -524,6 +592,7 @@ h_start_masters(size_t n)
     /* Start them all, then wait for each: the starts overlap. */
     for (i = 0; i < n; i++) {
         h_masters[i].pid = 0;
+        h_masters[i].aof = aof;
         h_masters[i].port = h_new_master_port(i);
         if (h_masters[i].port < 0 || h_master_spawn(i) != 0) {
             h_nmasters = i + 1;
@@ -551,6 +620,18 @@ h_start_masters(size_t n)
         }
     }
     return 0;
+}
+
+int
+h_start_masters(size_t n)
+{
+    return h_start_masters_mode(n, false);
+}
+
+int
+h_start_masters_aof(size_t n)
+{
+    return h_start_masters_mode(n, true);
 }
 
 size_t
@@ -766,6 +847,79 @@ h_masters_without(const char *key)
     return n;
 }
 
+/* Run a command on master i; the reply (caller frees) or NULL. */
+static redisReply *
+h_master_reply(size_t i, const char *fmt, ...)
+{
+    redisContext *c;
+    redisReply *r;
+    va_list ap;
+
+    if (!h_master_alive(i)) {
+        return NULL;
+    }
+    c = h_redis_connect(h_masters[i].port);
+    if (c == NULL) {
+        return NULL;
+    }
+    va_start(ap, fmt);
+    r = redisvCommand(c, fmt, ap);
+    va_end(ap);
+    redisFree(c);
+    return r;
+}
+
+long long
+h_master_numsub(size_t i, const char *channel)
+{
+    redisReply *r;
+    long long n = -1;
+
+    /* The reply is a flat array: channel, count, channel, count... */
+    r = h_master_reply(i, "PUBSUB NUMSUB %b", channel, strlen(channel));
+    if (r != NULL && r->type == REDIS_REPLY_ARRAY && r->elements == 2
+        && r->element[1]->type == REDIS_REPLY_INTEGER) {
+        n = r->element[1]->integer;
+    }
+    if (r != NULL) {
+        freeReplyObject(r);
+    }
+    return n;
+}
+
+long long
+h_master_calls(size_t i, const char *command)
+{
+    char head[128];
+    const char *p;
+    redisReply *r;
+    long long n = -1;
+    size_t hlen;
+
+    /* Lines look like "cmdstat_evalsha:calls=12,usec=...", CRLF-ended. */
+    hlen = (size_t)snprintf(head, sizeof(head), "cmdstat_%s:calls=", command);
+    if (hlen >= sizeof(head)) {
+        return -1;
+    }
+    r = h_master_reply(i, "INFO commandstats");
+    if (r != NULL && r->type == REDIS_REPLY_STRING) {
+        n = 0;
+        for (p = r->str; p != NULL; p = strchr(p, '\n')) {
+            if (*p == '\n') {
+                p++;
+            }
+            if (strncmp(p, head, hlen) == 0) {
+                n = strtoll(p + hlen, NULL, 10);
+                break;
+            }
+        }
+    }
+    if (r != NULL) {
+        freeReplyObject(r);
+    }
+    return n;
+}
+
 /* ---- the daemon ---- */
 
 /* Write "  key: value" when value is set (not 0). */
@@ -777,7 +931,22 @@ h_conf_int(FILE *f, const char *key, int64_t value)
     }
 }
 
-/* Write the daemon's config for the current port and masters. */
+/* Set the file names of daemon slot i: index 0 keeps the historic names. */
+static void
+h_daemon_paths(size_t i)
+{
+    struct h_daemon *d = &h_daemons[i];
+    char suffix[32] = "";
+
+    if (i > 0) {
+        snprintf(suffix, sizeof(suffix), "-%zu", i);
+    }
+    snprintf(d->sock_path, sizeof(d->sock_path), "%s/redlockd%s.sock", h_test_dir, suffix);
+    snprintf(d->log_path, sizeof(d->log_path), "%s/redlockd%s.log", h_test_dir, suffix);
+    snprintf(d->conf_path, sizeof(d->conf_path), "%s/redlockd%s.yml", h_test_dir, suffix);
+}
+
+/* Write the current daemon's config for its port and the masters. */
 static int
 h_write_conf(const struct h_daemon_opts *o)
 {
@@ -785,13 +954,13 @@ h_write_conf(const struct h_daemon_opts *o)
     size_t i;
     int rc;
 
-    f = fopen(h_conf_path, "we");
+    f = fopen(H_D->conf_path, "we");
     if (f == NULL) {
-        fprintf(stderr, "harness: %s: %s\n", h_conf_path, strerror(errno));
+        fprintf(stderr, "harness: %s: %s\n", H_D->conf_path, strerror(errno));
         return -1;
     }
     fprintf(f, "# written by tests/harness.c\n");
-    fprintf(f, "listen:\n  tcp: \"127.0.0.1:%d\"\n  unix: \"%s\"\n", h_dport, h_sock_path);
+    fprintf(f, "listen:\n  tcp: \"127.0.0.1:%d\"\n  unix: \"%s\"\n", H_D->port, H_D->sock_path);
     fprintf(f, "masters:\n");
     for (i = 0; i < h_nmasters; i++) {
         fprintf(f, "  - \"127.0.0.1:%d\"\n", h_masters[i].port);
@@ -804,6 +973,13 @@ h_write_conf(const struct h_daemon_opts *o)
             (long long)(o->min_ttl_ms != 0 ? o->min_ttl_ms : H_MIN_TTL_MS));
     h_conf_int(f, "max_ttl_ms", o->max_ttl_ms);
     h_conf_int(f, "retry_delay_ms", o->retry_delay_ms);
+    /* Only when asked: a daemon without these settings must still start. */
+    if (o->key_prefix != NULL) {
+        fprintf(f, "  key_prefix: \"%s\"\n", o->key_prefix);
+    }
+    if (o->fence != NULL) {
+        fprintf(f, "  fence: %s\n", o->fence);
+    }
     if (o->max_line_bytes != 0 || o->max_clients != 0 || o->max_locks_per_client != 0) {
         fprintf(f, "limits:\n");
         h_conf_int(f, "max_line_bytes", o->max_line_bytes);
@@ -819,15 +995,15 @@ h_write_conf(const struct h_daemon_opts *o)
         rc = -1;
     }
     if (rc != 0) {
-        fprintf(stderr, "harness: cannot write %s\n", h_conf_path);
+        fprintf(stderr, "harness: cannot write %s\n", H_D->conf_path);
     }
     return rc;
 }
 
 /*
- * Wait until the daemon answers STATS with masters_up equal to the
- * running masters: 0 when it does, -1 when it exited (reaped), -2 at the
- * deadline.
+ * Wait until the current daemon answers STATS with masters_up equal to
+ * the running masters: 0 when it does, -1 when it exited (reaped), -2 at
+ * the deadline.
  */
 static int
 h_daemon_wait_ready(int64_t deadline, int expect_up)
@@ -836,10 +1012,10 @@ h_daemon_wait_ready(int64_t deadline, int expect_up)
     int status;
 
     for (;;) {
-        if (h_exited(h_dpid, &status)) {
+        if (h_exited(H_D->pid, &status)) {
             fprintf(stderr, "harness: redlockd exited during start-up with status %d\n",
                     h_decode_status(status));
-            h_dpid = 0;
+            H_D->pid = 0;
             return -1;
         }
         if (h_stat_once("masters_up", &up) == 0
@@ -860,13 +1036,17 @@ h_start_daemon(const struct h_daemon_opts *opts)
     static const struct h_daemon_opts none;
     const char *bin = getenv("REDLOCKD_BIN");
     const char *argv[4];
+    size_t prev = h_cur, slot = h_ndaemons;
     int tries, rc;
 
-    if (h_test_dir[0] == '\0' || h_nmasters == 0 || h_dpid != 0) {
-        fprintf(stderr, "harness: h_start_daemon: needs h_begin and masters, and no daemon\n");
+    if (h_test_dir[0] == '\0' || h_nmasters == 0 || slot >= H_DAEMONS_MAX) {
+        fprintf(stderr, "harness: h_start_daemon: needs h_begin and masters, and at most "
+                "%d daemons\n", H_DAEMONS_MAX);
         return -1;
     }
-    if (strlen(h_sock_path) >= sizeof(((struct sockaddr_un *)NULL)->sun_path)
+    memset(&h_daemons[slot], 0, sizeof(h_daemons[slot]));
+    h_daemon_paths(slot);
+    if (strlen(h_daemons[slot].sock_path) >= sizeof(((struct sockaddr_un *)NULL)->sun_path)
         || strchr(h_test_dir, '"') != NULL || strchr(h_test_dir, '\\') != NULL) {
         fprintf(stderr, "harness: test directory %s is not usable for the socket path\n",
                 h_test_dir);
@@ -875,83 +1055,115 @@ h_start_daemon(const struct h_daemon_opts *opts)
     if (bin == NULL || bin[0] == '\0') {
         bin = "./build/redlockd";
     }
+    /* The accessors used while it starts (h_stat_once) must reach it. */
+    h_cur = slot;
     argv[0] = bin;
     argv[1] = "-c";
-    argv[2] = h_conf_path;
+    argv[2] = H_D->conf_path;
     argv[3] = NULL;
     for (tries = 1; tries <= H_PORT_TRIES; tries++) {
-        h_dport = h_free_port();
-        if (h_dport < 0 || h_write_conf(opts != NULL ? opts : &none) != 0) {
+        H_D->port = h_free_port();
+        if (H_D->port < 0 || h_write_conf(opts != NULL ? opts : &none) != 0) {
+            h_cur = prev;
             return -1;
         }
-        h_dpid = h_spawn(argv, h_log_path);
-        if (h_dpid < 0) {
-            h_dpid = 0;
+        H_D->pid = h_spawn(argv, H_D->log_path);
+        if (H_D->pid < 0) {
+            H_D->pid = 0;
+            h_cur = prev;
             return -1;
         }
         rc = h_daemon_wait_ready(h_now_ms() + H_START_MS,
                                  opts != NULL ? opts->expect_masters_up : 0);
         if (rc == 0) {
+            h_ndaemons = slot + 1;
             return 0;
         }
         if (rc == -2) {
             fprintf(stderr, "harness: redlockd (%s) not ready after %d ms\n", bin, H_START_MS);
             h_print_daemon_log_tail(H_TAIL_LINES);
             h_stop_daemon();
+            h_cur = prev;
             return -1;
         }
         /* It exited: perhaps its port was taken meanwhile; try another. */
     }
     fprintf(stderr, "harness: redlockd (%s) would not start\n", bin);
     h_print_daemon_log_tail(H_TAIL_LINES);
+    h_cur = prev;
     return -1;
+}
+
+size_t
+h_daemon_count(void)
+{
+    return h_ndaemons;
+}
+
+void
+h_use_daemon(size_t i)
+{
+    if (i >= h_ndaemons) {
+        /* Acting on another daemon than the test meant would mislead. */
+        fprintf(stderr, "harness: h_use_daemon(%zu): only %zu daemons were started\n",
+                i, h_ndaemons);
+        abort();
+    }
+    h_cur = i;
+}
+
+size_t
+h_current_daemon(void)
+{
+    return h_cur;
 }
 
 pid_t
 h_daemon_pid(void)
 {
-    return h_dpid;
+    return H_D->pid;
 }
 
 int
 h_daemon_port(void)
 {
-    return h_dport;
+    return H_D->port;
 }
 
 const char *
 h_daemon_unix_path(void)
 {
-    return h_sock_path;
+    return H_D->sock_path;
 }
 
 const char *
 h_daemon_log_path(void)
 {
-    return h_log_path;
+    return H_D->log_path;
 }
 
 int
 h_signal_daemon(int sig)
 {
-    if (h_dpid <= 0) {
+    if (H_D->pid <= 0) {
         return -1;
     }
-    return kill(h_dpid, sig) == 0 ? 0 : -1;
+    return kill(H_D->pid, sig) == 0 ? 0 : -1;
 }
 
-int
-h_wait_daemon(int64_t timeout_ms)
+/* h_wait_daemon() for daemon d, until deadline. */
+static int
+h_daemon_wait_exit(struct h_daemon *d, int64_t deadline)
 {
-    int64_t deadline = h_now_ms() + timeout_ms, now;
+    int64_t now;
     int status;
 
-    if (h_dpid <= 0) {
+    if (d->pid <= 0) {
         return H_NO_DAEMON;
     }
     for (;;) {
-        if (h_exited(h_dpid, &status)) {
-            h_dpid = 0;
+        if (h_exited(d->pid, &status)) {
+            d->pid = 0;
             return h_decode_status(status);
         }
         now = h_now_ms();
@@ -963,27 +1175,60 @@ h_wait_daemon(int64_t timeout_ms)
 }
 
 int
+h_wait_daemon(int64_t timeout_ms)
+{
+    return h_daemon_wait_exit(H_D, h_now_ms() + timeout_ms);
+}
+
+int
 h_stop_daemon(void)
 {
     int rc;
 
-    if (h_dpid <= 0) {
+    if (H_D->pid <= 0) {
         return H_NO_DAEMON;
     }
-    kill(h_dpid, SIGTERM);
+    kill(H_D->pid, SIGTERM);
     rc = h_wait_daemon(H_STOP_MS);
     if (rc == H_STILL_RUNNING) {
         fprintf(stderr, "harness: redlockd ignored SIGTERM for %d ms; SIGKILL\n", H_STOP_MS);
-        kill(h_dpid, SIGKILL);
+        kill(H_D->pid, SIGKILL);
         rc = h_wait_daemon(H_STOP_MS);
     }
     return rc;
 }
 
+/*
+ * Stop every running daemon: SIGTERM to all first, so that their
+ * shutdowns (up to 2 s each of releasing locks) overlap, then one
+ * deadline for all, then SIGKILL for any still running.
+ */
+static void
+h_stop_all_daemons(void)
+{
+    int64_t deadline;
+    size_t i;
+
+    for (i = 0; i < h_ndaemons; i++) {
+        if (h_daemons[i].pid > 0) {
+            kill(h_daemons[i].pid, SIGTERM);
+        }
+    }
+    deadline = h_now_ms() + H_STOP_MS;
+    for (i = 0; i < h_ndaemons; i++) {
+        if (h_daemon_wait_exit(&h_daemons[i], deadline) == H_STILL_RUNNING) {
+            fprintf(stderr, "harness: redlockd %zu ignored SIGTERM for %d ms; SIGKILL\n",
+                    i, H_STOP_MS);
+            kill(h_daemons[i].pid, SIGKILL);
+            h_daemon_wait_exit(&h_daemons[i], h_now_ms() + H_STOP_MS);
+        }
+    }
+}
+
 void
 h_print_daemon_log_tail(size_t nlines)
 {
-    h_print_tail(h_log_path, nlines, "redlockd log");
+    h_print_tail(H_D->log_path, nlines, "redlockd log");
 }
 
 /* ---- protocol client ---- */
@@ -1001,7 +1246,7 @@ h_connect_tcp(void)
     memset(&sa, 0, sizeof(sa));
     sa.sin_family = AF_INET;
     sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    sa.sin_port = htons((uint16_t)h_dport);
+    sa.sin_port = htons((uint16_t)H_D->port);
     if (connect(fd, (struct sockaddr *)&sa, sizeof(sa)) != 0) {
         close(fd);
         return -1;
@@ -1015,7 +1260,7 @@ h_connect_unix(void)
     struct sockaddr_un sa;
     int fd;
 
-    if (strlen(h_sock_path) >= sizeof(sa.sun_path)) {
+    if (strlen(H_D->sock_path) >= sizeof(sa.sun_path)) {
         errno = ENAMETOOLONG;
         return -1;
     }
@@ -1025,7 +1270,7 @@ h_connect_unix(void)
     }
     memset(&sa, 0, sizeof(sa));
     sa.sun_family = AF_UNIX;
-    memcpy(sa.sun_path, h_sock_path, strlen(h_sock_path) + 1);
+    memcpy(sa.sun_path, H_D->sock_path, strlen(H_D->sock_path) + 1);
     if (connect(fd, (struct sockaddr *)&sa, sizeof(sa)) != 0) {
         close(fd);
         return -1;

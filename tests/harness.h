@@ -11,16 +11,20 @@
  *     $TMPDIR/redlockd-it.XXXXXX/              h_suite_init(), one per run
  *         <test>.XXXXXX/                       h_begin(), one per test
  *             redlockd.yml redlockd.log redlockd.sock redis-<port>.log
+ *             redlockd-1.yml redlockd-1.log ...  the second daemon, ...
+ *             master-<i>/                      data of a persistent master
  *
- * Process model: the harness keeps one set of masters and at most one
- * daemon per process (file-level state; Check runs each test in its own
- * forked process).  Every child gets PR_SET_PDEATHSIG(SIGKILL) before
- * exec, so it dies with the test process even when a failed assertion
- * ends that process without a teardown.  A test that passes cleans up
- * with h_end(); a test directory that is still there when the suite
- * ends belongs to a test that failed (or crashed or timed out), and
- * h_suite_cleanup() prints the tail of its daemon log before removing
- * everything.
+ * Process model: the harness keeps one set of masters and the daemons
+ * started against them, per process (file-level state; Check runs each
+ * test in its own forked process).  Daemons are numbered from 0 in start
+ * order; the functions about "the daemon" act on the current one, which
+ * is the one started last unless h_use_daemon() chose another.  Every
+ * child gets PR_SET_PDEATHSIG(SIGKILL) before exec, so it dies with the
+ * test process even when a failed assertion ends that process without a
+ * teardown.  A test that passes cleans up with h_end(); a test directory
+ * that is still there when the suite ends belongs to a test that failed
+ * (or crashed or timed out), and h_suite_cleanup() prints the tail of
+ * each of its daemon logs before removing everything.
  *
  * Conventions: times are milliseconds on the monotonic clock; functions
  * that can fail return 0 / -1 (or NULL) and print the reason to stderr
@@ -36,6 +40,7 @@
 #include <sys/types.h>
 
 #define H_MASTERS_MAX       15      /* as many as the daemon accepts */
+#define H_DAEMONS_MAX       8       /* daemons per test */
 #define H_START_MS          5000    /* deadline for a master or the daemon to come up */
 #define H_REDIS_TIMEOUT_MS  500     /* connect and command timeout of h_master_* */
 #define H_PTTL_ABSENT       (-2)    /* h_master_pttl: no such key */
@@ -94,8 +99,9 @@ void h_suite_cleanup(void);
 int h_begin(const char *name);
 
 /*
- * End a test: stop the daemon (h_stop_daemon), kill every master, and
- * remove the test directory.  Safe to call when nothing was started.
+ * End a test: stop every daemon (as h_stop_daemon, all at once), kill
+ * every master, and remove the test directory.  Safe to call when
+ * nothing was started.
  */
 void h_end(void);
 
@@ -130,10 +136,23 @@ size_t h_masters_alive(void);
 int h_kill_master(size_t i);
 
 /*
- * Start master i again on its old port (empty dataset) and wait
- * (deadline H_START_MS) until it answers PING.  Returns 0 or -1.
+ * Start master i again on its old port and wait (deadline H_START_MS)
+ * until it answers PING (for a persistent master: until it has loaded
+ * its data).  A master from h_start_masters() comes back with an empty
+ * dataset, one from h_start_masters_aof() with every write it
+ * acknowledged.  Returns 0 or -1.
  */
 int h_restart_master(size_t i);
+
+/*
+ * h_start_masters() with persistence: each master writes an
+ * append-only file, fsync'd before every reply (--appendonly yes
+ * --appendfsync always), in a data directory of its own,
+ * <dir>/master-<i>, so that h_kill_master() (SIGKILL) and
+ * h_restart_master() bring it back with its data, as a production
+ * master configured as the README asks.  Returns 0 or -1.
+ */
+int h_start_masters_aof(size_t n);
 
 /*
  * GET key on master i (hiredis, synchronous, H_REDIS_TIMEOUT_MS).
@@ -161,6 +180,19 @@ size_t h_masters_holding(const char *key, const char *value);
  * down or fails to answer counts on neither side.
  */
 size_t h_masters_without(const char *key);
+
+/*
+ * PUBSUB NUMSUB channel on master i: the number of clients subscribed
+ * to channel, or -1 when the master could not be asked.
+ */
+long long h_master_numsub(size_t i, const char *channel);
+
+/*
+ * How many times master i ran command (lower case, as INFO commandstats
+ * names it: "evalsha", "eval", "set") since it started, or since CONFIG
+ * RESETSTAT; 0 when never; -1 when the master could not be asked.
+ */
+long long h_master_calls(size_t i, const char *command);
 
 /* ---- the daemon ---- */
 
@@ -195,6 +227,8 @@ struct h_daemon_opts {
     int         expect_masters_up;      /* masters_up to wait for at start;
                                            0 means h_masters_alive(), -1
                                            means do not wait for masters */
+    const char *fence;                  /* lock.fence (not written when NULL) */
+    const char *key_prefix;             /* lock.key_prefix (not written when NULL) */
 };
 
 /*
@@ -209,17 +243,38 @@ int h_master_cmd(size_t i, const char *password, const char *fmt, ...);
 int h_signal_master(size_t i, int sig);
 
 /*
- * Write <dir>/redlockd.yml (listen tcp on a free 127.0.0.1 port and unix
+ * Start one more daemon (at most H_DAEMONS_MAX per test), against the
+ * same masters as the others, and make it the current one.  Write
+ * <dir>/redlockd.yml (listen tcp on a free 127.0.0.1 port and unix
  * <dir>/redlockd.sock; masters: every started master, in order; the
  * settings in opts, NULL for all defaults) and start the binary named by
  * $REDLOCKD_BIN (default ./build/redlockd) with its stdout and stderr
- * appended to <dir>/redlockd.log.  Waits (deadline H_START_MS) until the
- * daemon accepts TCP connections and STATS shows masters_up equal to
- * h_masters_alive().  When the daemon exits during start-up (its port
- * was taken), it is started again on another port, a few times.
- * Returns 0, or -1 (the log tail is printed to stderr).
+ * appended to <dir>/redlockd.log.  The first daemon of a test (index 0)
+ * uses those names; daemon i > 0 uses redlockd-<i>.yml, .log and .sock.
+ * A daemon started after h_stop_daemon() is a new one with the next
+ * index.  Waits (deadline H_START_MS) until the daemon accepts TCP
+ * connections and STATS shows masters_up equal to h_masters_alive().
+ * When the daemon exits during start-up (its port was taken), it is
+ * started again on another port, a few times.  Returns 0, or -1 (the log
+ * tail is printed to stderr; the current daemon is then the one it was
+ * before the call).
  */
 int h_start_daemon(const struct h_daemon_opts *opts);
+
+/* Number of daemons started in this test (running or stopped). */
+size_t h_daemon_count(void);
+
+/*
+ * Make daemon i (0 .. h_daemon_count() - 1) the current one: the one
+ * that h_connect_tcp, h_connect_unix, h_daemon_port, h_daemon_pid,
+ * h_daemon_unix_path, h_daemon_log_path, h_signal_daemon, h_wait_daemon,
+ * h_stop_daemon, h_stat_once and h_print_daemon_log_tail act on.  A bad
+ * index is a bug in the test: it aborts the test process.
+ */
+void h_use_daemon(size_t i);
+
+/* Index of the current daemon (0 before any was started). */
+size_t h_current_daemon(void);
 
 /* The daemon's process id, or 0 when none is running. */
 pid_t h_daemon_pid(void);

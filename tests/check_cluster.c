@@ -1,0 +1,850 @@
+/*
+ * check_cluster.c: several redlockd daemons sharing one set of masters.
+ *
+ * Every test starts real redis-server masters and two real redlockd
+ * processes ($REDLOCKD_BIN, default ./build/redlockd) against them
+ * (tests/harness.h), and talks to each daemon over TCP.  What is tested
+ * is what only shows with more than one daemon: a waiter woken by
+ * another daemon's release (pub/sub), a waiter that does not poll a
+ * foreign holder, fairness across daemons, fencing tokens that keep
+ * increasing whichever daemon grants and whichever masters are up, and
+ * leases that any daemon can extend or release.  A first test case
+ * checks the harness features these tests rely on (several daemons,
+ * persistent masters, PUBSUB NUMSUB, command counts).
+ *
+ * Check runs each test in a forked process; the checked teardown stops
+ * everything when a test passes, and the harness cleans up (and prints
+ * every daemon's log) after a test that failed.
+ */
+#include <ctype.h>
+#include <errno.h>
+#include <limits.h>
+#include <poll.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <check.h>
+#include <hiredis/hiredis.h>
+
+#include "tests/harness.h"
+
+#define NMASTERS        5       /* masters per test */
+#define QUORUM          3       /* NMASTERS / 2 + 1 */
+#define NDAEMONS        2       /* daemons A (0) and B (1) */
+#define PREFIX          "redlock:"  /* lock.key_prefix of every daemon */
+#define CMD_MS          2000    /* deadline for a reply that needs the masters */
+#define UP_MS           20000   /* a restarted master reconnects within this (backoff <= 5 s) */
+#define HARNESS_TIMEOUT_S 30    /* per harness self-test */
+#define CLUSTER_TIMEOUT_S 120   /* per cluster test (test 5 restarts masters 20 times) */
+#define TOKEN_LEN       32      /* owner token: lowercase hex digits */
+
+/* Every daemon: a blocked LOCK retries after 0..100 ms; keys as in the spec. */
+static const struct h_daemon_opts cl_opts = {
+    .retry_delay_ms = 100,
+    .key_prefix = PREFIX,
+};
+
+/* ---- assertions that keep the caller's line number ---- */
+
+/* Send line on fd and require the reply to be exactly want. */
+#define EXPECT_REPLY(fd, line, want) do {                                       \
+        char *got_ = h_cmd((fd), (line), CMD_MS);                               \
+        ck_assert_msg(got_ != NULL && strcmp(got_, (want)) == 0,               \
+                      "'%s' answered '%s', expected '%s'", (line),              \
+                      got_ != NULL ? got_ : "(nothing)", (want));               \
+        free(got_);                                                             \
+    } while (0)
+
+/* Send line on fd and require the reply to start with prefix. */
+#define EXPECT_PREFIX(fd, line, prefix) do {                                    \
+        char *got_ = h_cmd((fd), (line), CMD_MS);                               \
+        ck_assert_msg(got_ != NULL && strncmp(got_, (prefix), strlen(prefix)) == 0, \
+                      "'%s' answered '%s', expected '%s...'", (line),           \
+                      got_ != NULL ? got_ : "(nothing)", (prefix));             \
+        free(got_);                                                             \
+    } while (0)
+
+/* ---- reply parsing ---- */
+
+/* True when line starts with "<status> <name>", then a space or its end. */
+static bool
+is_reply(const char *line, const char *status, const char *name)
+{
+    size_t sl = strlen(status), nl = strlen(name);
+
+    return line != NULL && strncmp(line, status, sl) == 0 && line[sl] == ' '
+           && strncmp(line + sl + 1, name, nl) == 0
+           && (line[sl + 1 + nl] == ' ' || line[sl + 1 + nl] == '\0');
+}
+
+/*
+ * Find the word "<key>=<value>" after the status word and the name (a
+ * name may itself contain '=', so the first two words are skipped) and
+ * copy value into out.  Returns false when there is no such word or it
+ * does not fit.
+ */
+static bool
+reply_field(const char *line, const char *key, char *out, size_t size)
+{
+    size_t klen = strlen(key), vlen;
+    const char *p = line, *end;
+    int word = 0;
+
+    while (p != NULL && *p != '\0') {
+        end = strchr(p, ' ');
+        vlen = end != NULL ? (size_t)(end - p) : strlen(p);
+        if (word >= 2 && vlen > klen && strncmp(p, key, klen) == 0 && p[klen] == '=') {
+            vlen -= klen + 1;
+            if (vlen + 1 > size) {
+                return false;
+            }
+            memcpy(out, p + klen + 1, vlen);
+            out[vlen] = '\0';
+            return true;
+        }
+        word++;
+        p = end != NULL ? end + 1 : NULL;
+    }
+    return false;
+}
+
+/* reply_field() for a decimal integer (maybe negative). */
+static bool
+reply_int(const char *line, const char *key, long long *value)
+{
+    char buf[32], *end;
+
+    if (!reply_field(line, key, buf, sizeof(buf))) {
+        return false;
+    }
+    if (!isdigit((unsigned char)buf[0]) && !(buf[0] == '-' && isdigit((unsigned char)buf[1]))) {
+        return false;
+    }
+    errno = 0;
+    *value = strtoll(buf, &end, 10);
+    return errno == 0 && *end == '\0';
+}
+
+/* True when s is an owner token: 32 lowercase hex digits. */
+static bool
+is_token(const char *s)
+{
+    size_t i;
+
+    for (i = 0; s[i] != '\0'; i++) {
+        if (!isdigit((unsigned char)s[i]) && (s[i] < 'a' || s[i] > 'f')) {
+            return false;
+        }
+    }
+    return i == TOKEN_LEN;
+}
+
+/* ---- fixture ---- */
+
+/*
+ * Start of a test: a directory named for the test, n masters (with
+ * append-only files when aof), and ndaemons daemons with opts (cl_opts
+ * when NULL).  Daemon 0 is current afterwards.
+ */
+static void
+cl_up(size_t nmasters, bool aof, size_t ndaemons, const struct h_daemon_opts *opts)
+{
+    size_t i;
+
+    ck_assert_msg(h_begin(tcase_name()) == 0, "cannot create the test directory");
+    ck_assert_msg((aof ? h_start_masters_aof(nmasters) : h_start_masters(nmasters)) == 0,
+                  "the masters did not start");
+    for (i = 0; i < ndaemons; i++) {
+        ck_assert_msg(h_start_daemon(opts != NULL ? opts : &cl_opts) == 0,
+                      "redlockd %zu did not start (log above)", i);
+    }
+    if (ndaemons > 0) {
+        h_use_daemon(0);
+    }
+}
+
+static void
+cl_teardown(void)
+{
+    h_end();
+}
+
+/* A TCP connection to daemon d (which becomes the current one). */
+static int
+cl_connect(size_t d)
+{
+    int fd;
+
+    h_use_daemon(d);
+    fd = h_connect_tcp();
+    ck_assert_msg(fd >= 0, "cannot connect to daemon %zu on 127.0.0.1:%d: %s", d,
+                  h_daemon_port(), strerror(errno));
+    return fd;
+}
+
+/* STATS counter name of daemon d over a connection of its own; -1 if absent. */
+static long long
+cl_stat(size_t d, const char *name)
+{
+    long long v;
+
+    h_use_daemon(d);
+    return h_stat_once(name, &v) == 0 ? v : -1;
+}
+
+/* Sum of EVALSHA and EVAL calls on master i (the daemon's rounds), or -1. */
+static long long
+cl_script_calls(size_t i)
+{
+    long long sha = h_master_calls(i, "evalsha"), eval = h_master_calls(i, "eval");
+
+    return sha < 0 || eval < 0 ? -1 : sha + eval;
+}
+
+/* ---- conditions for h_wait_until / h_holds_for ---- */
+
+/* Subscribers of a channel on every master. */
+struct numsub_want {
+    const char *channel;            /* channel: PREFIX + name */
+    long long   want;               /* subscribers expected on each master */
+    long long   seen[NMASTERS];     /* last counts, -1 when not asked */
+};
+
+static bool
+cond_numsub(void *arg)
+{
+    struct numsub_want *w = arg;
+    bool ok = true;
+    size_t i;
+
+    for (i = 0; i < NMASTERS; i++) {
+        w->seen[i] = h_master_numsub(i, w->channel);
+        ok = ok && w->seen[i] == w->want;
+    }
+    return ok;
+}
+
+/* arg: the channel.  Nobody subscribes to it on master 0. */
+static bool
+cond_no_subscriber_on_0(void *arg)
+{
+    return h_master_numsub(0, arg) == 0;
+}
+
+/* arg: const char **key.  The key is absent from every master. */
+static bool
+cond_key_gone(void *arg)
+{
+    return h_masters_without(*(const char **)arg) == NMASTERS;
+}
+
+/* A key holding a token on at least a quorum of masters. */
+struct key_token {
+    const char *key;                /* key on the masters */
+    const char *token;              /* expected value */
+};
+
+static bool
+cond_token_on_quorum(void *arg)
+{
+    struct key_token *kt = arg;
+
+    return h_masters_holding(kt->key, kt->token) >= QUORUM;
+}
+
+/* arg: unused.  Every daemon sees every master up. */
+static bool
+cond_all_masters_up(void *arg)
+{
+    size_t d;
+
+    (void)arg;
+    for (d = 0; d < h_daemon_count(); d++) {
+        if (cl_stat(d, "masters_up") != NMASTERS) {
+            return false;
+        }
+    }
+    return true;
+}
+
+/* ---- harness self-tests (these pass against today's daemon) ---- */
+
+/*
+ * Two daemons on the same masters: separate files, ports and processes;
+ * a lock taken through one is busy through the other; h_use_daemon
+ * chooses what the accessors act on; stopping one leaves the other.
+ */
+START_TEST(harness_two_daemons)
+{
+    const char *key = PREFIX "hz";
+    pid_t pid0, pid1;
+    int port0, port1, a, b, i;
+    char *got;
+
+    cl_up(NMASTERS, false, NDAEMONS, NULL);
+    ck_assert_uint_eq(h_daemon_count(), NDAEMONS);
+    ck_assert_uint_eq(h_current_daemon(), 0);
+    pid0 = h_daemon_pid();
+    port0 = h_daemon_port();
+    ck_assert_msg(strstr(h_daemon_log_path(), "/redlockd.log") != NULL, "daemon 0 log %s",
+                  h_daemon_log_path());
+    ck_assert_msg(strstr(h_daemon_unix_path(), "/redlockd.sock") != NULL, "daemon 0 socket %s",
+                  h_daemon_unix_path());
+    h_use_daemon(1);
+    pid1 = h_daemon_pid();
+    port1 = h_daemon_port();
+    ck_assert_msg(strstr(h_daemon_log_path(), "/redlockd-1.log") != NULL, "daemon 1 log %s",
+                  h_daemon_log_path());
+    ck_assert_msg(strstr(h_daemon_unix_path(), "/redlockd-1.sock") != NULL, "daemon 1 socket %s",
+                  h_daemon_unix_path());
+    ck_assert_msg(pid0 > 0 && pid1 > 0 && pid0 != pid1, "pids %d and %d", (int)pid0, (int)pid1);
+    ck_assert_msg(port0 > 0 && port1 > 0 && port0 != port1, "ports %d and %d", port0, port1);
+
+    /* Same masters: A's lock is B's BUSY; the key carries the prefix. */
+    a = cl_connect(0);
+    b = cl_connect(1);
+    EXPECT_PREFIX(a, "LOCK hz", "OK hz validity=");
+    ck_assert_msg(h_masters_holding(key, NULL) >= QUORUM, "key %s on %zu masters", key,
+                  h_masters_holding(key, NULL));
+    EXPECT_PREFIX(b, "TRYLOCK hz", "BUSY hz ttl=");
+    EXPECT_REPLY(a, "UNLOCK hz", "OK hz holds=0");
+
+    /* Grants alternating between the daemons (test 4 without fences). */
+    for (i = 0; i < 50; i++) {
+        int fd = i % 2 == 0 ? a : b;
+
+        got = h_cmd(fd, "LOCK hz wait=10000", 12000);
+        ck_assert_msg(is_reply(got, "OK", "hz"), "grant %d on daemon %d: '%s'", i, i % 2,
+                      got != NULL ? got : "(nothing)");
+        free(got);
+        EXPECT_REPLY(fd, "UNLOCK hz", "OK hz holds=0");
+    }
+    close(a);
+    close(b);
+
+    /* Stopping the current daemon leaves the other running. */
+    h_use_daemon(1);
+    ck_assert_int_eq(h_stop_daemon(), 0);
+    ck_assert_int_eq(h_daemon_pid(), 0);
+    ck_assert_int_eq(h_stop_daemon(), H_NO_DAEMON);
+    h_use_daemon(0);
+    ck_assert_int_eq(h_daemon_pid(), pid0);
+    a = cl_connect(0);
+    EXPECT_REPLY(a, "PING", "PONG");
+    close(a);
+}
+END_TEST
+
+/*
+ * A master from h_start_masters_aof() comes back from SIGKILL with its
+ * keys and their expiry times; PUBSUB NUMSUB and INFO commandstats
+ * through the harness see a subscriber and count commands.
+ */
+START_TEST(harness_aof_restart_keeps_data)
+{
+    struct timeval tv = { 1, 0 };
+    redisContext *sub;
+    redisReply *r;
+    long long pttl, sets;
+    char *v;
+    size_t i;
+
+    ck_assert(h_begin(tcase_name()) == 0);
+    ck_assert(h_start_masters_aof(2) == 0);
+    sets = h_master_calls(0, "set");
+    ck_assert_msg(sets >= 0, "INFO commandstats failed");
+    for (i = 0; i < 2; i++) {
+        ck_assert_int_eq(h_master_cmd(i, NULL, "SET %s %s", "kept", "v1"), 0);
+        ck_assert_int_eq(h_master_cmd(i, NULL, "SET %s %s PX %d", "expiring", "v2", 60000), 0);
+    }
+    ck_assert_int_eq(h_master_calls(0, "set"), sets + 2);
+    for (i = 0; i < 2; i++) {
+        ck_assert_int_eq(h_kill_master(i), 0);
+        ck_assert(!h_master_alive(i));
+        ck_assert_msg(h_restart_master(i) == 0, "master %zu did not restart", i);
+        v = h_master_get(i, "kept");
+        ck_assert_msg(v != NULL && strcmp(v, "v1") == 0, "master %zu after restart: kept='%s'",
+                      i, v != NULL ? v : "(no key)");
+        free(v);
+        pttl = h_master_pttl(i, "expiring");
+        ck_assert_msg(pttl > 0 && pttl <= 60000, "master %zu after restart: PTTL expiring %lld",
+                      i, pttl);
+    }
+
+    /* NUMSUB: 0, then 1 while a client subscribes, then 0 again. */
+    ck_assert_int_eq(h_master_numsub(0, "chan"), 0);
+    sub = redisConnectWithTimeout("127.0.0.1", h_master_port(0), tv);
+    ck_assert(sub != NULL && sub->err == 0);
+    r = redisCommand(sub, "SUBSCRIBE chan");
+    ck_assert(r != NULL && r->type == REDIS_REPLY_ARRAY);
+    freeReplyObject(r);
+    ck_assert_int_eq(h_master_numsub(0, "chan"), 1);
+    redisFree(sub);
+    /* The server notices the closed connection a moment later. */
+    ck_assert_msg(h_wait_until(cond_no_subscriber_on_0, "chan", 2000),
+                  "PUBSUB NUMSUB chan is %lld after the subscriber left",
+                  h_master_numsub(0, "chan"));
+    ck_assert_int_eq(h_master_numsub(5, "chan"), -1);
+}
+END_TEST
+
+/* A master from plain h_start_masters() comes back empty, as before. */
+START_TEST(harness_plain_restart_is_empty)
+{
+    char *v;
+
+    ck_assert(h_begin(tcase_name()) == 0);
+    ck_assert(h_start_masters(1) == 0);
+    ck_assert_int_eq(h_master_cmd(0, NULL, "SET %s %s", "gone", "v"), 0);
+    ck_assert_int_eq(h_kill_master(0), 0);
+    ck_assert(h_restart_master(0) == 0);
+    v = h_master_get(0, "gone");
+    ck_assert_msg(v == NULL, "key 'gone' survived a restart without persistence: '%s'", v);
+}
+END_TEST
+
+/* ---- cluster tests ---- */
+
+/*
+ * 1. A release through daemon A wakes a waiter of daemon B at once,
+ * through pub/sub, long before the holder's 30 s ttl would have let B's
+ * fallback retry in: B subscribes to the lock's channel on every master
+ * while it has a waiter, and unsubscribes when it has none left.
+ */
+START_TEST(pubsub_wakes_other_daemon)
+{
+    struct numsub_want sub = { PREFIX "n", 1, { 0 } };
+    long long holds = 0, wakeups;
+    int64_t t_unlock, waited;
+    char *got;
+    int a, b;
+
+    cl_up(NMASTERS, false, NDAEMONS, NULL);
+    a = cl_connect(0);
+    b = cl_connect(1);
+    EXPECT_PREFIX(a, "LOCK n ttl=30000", "OK n validity=");
+    ck_assert_int_eq(h_send(b, "LOCK n wait=10000"), 0);
+    ck_assert_msg(h_wait_until(cond_numsub, &sub, 5000),
+                  "PUBSUB NUMSUB %s on the masters: %lld %lld %lld %lld %lld, expected 1 each "
+                  "(daemon B subscribed for its waiter)", sub.channel, sub.seen[0], sub.seen[1],
+                  sub.seen[2], sub.seen[3], sub.seen[4]);
+    ck_assert_msg(h_quiet(b, 100), "B's LOCK n was answered while A holds n");
+
+    t_unlock = h_now_ms();
+    EXPECT_REPLY(a, "UNLOCK n", "OK n holds=0");
+    got = h_read_line(b, 12000);
+    waited = h_now_ms() - t_unlock;
+    ck_assert_msg(is_reply(got, "OK", "n") && reply_int(got, "holds", &holds) && holds == 1,
+                  "B's LOCK n wait=10000 answered '%s' %lld ms after A's UNLOCK, expected "
+                  "'OK n validity=N holds=1' (the holder's ttl was 30 s)",
+                  got != NULL ? got : "(nothing)", (long long)waited);
+    free(got);
+    fprintf(stderr, "pubsub_wakes_other_daemon: B got n %lld ms after A's UNLOCK\n",
+            (long long)waited);
+    wakeups = cl_stat(1, "pubsub_wakeups");
+    ck_assert_msg(wakeups >= 1, "B's STATS pubsub_wakeups is %lld, expected >= 1", wakeups);
+
+    /* B's waiter became a holder: nobody waits, B leaves the channel. */
+    sub.want = 0;
+    ck_assert_msg(h_wait_until(cond_numsub, &sub, 5000),
+                  "PUBSUB NUMSUB %s still %lld %lld %lld %lld %lld with no waiter left",
+                  sub.channel, sub.seen[0], sub.seen[1], sub.seen[2], sub.seen[3], sub.seen[4]);
+    EXPECT_REPLY(b, "UNLOCK n", "OK n holds=0");
+    close(a);
+    close(b);
+}
+END_TEST
+
+#define FOREIGN_TOKEN   "0123456789abcdef0123456789abcdef"
+#define FOREIGN_TTL     1500    /* ms: the foreign holder's lease */
+#define POLL_CALLS_MAX  5       /* scripts per master for one acquisition */
+
+/*
+ * 2. A holder that is not a redlockd session (nothing will PUBLISH when
+ * its key expires): the waiter retries once at the holder's remaining
+ * ttl instead of polling.  The daemon runs with retry_delay_ms 50, so a
+ * client that polled every retry delay would call the masters ~30 times
+ * in those 1.5 s; a fallback retry needs a handful (the first attempt,
+ * perhaps a clean-up, the retry, perhaps one more when it lands a
+ * millisecond early).
+ */
+START_TEST(fallback_after_expiry)
+{
+    struct h_daemon_opts opts = cl_opts;
+    long long before[NMASTERS], calls, most = 0, retries;
+    int64_t t_set, waited;
+    size_t i, worst = 0;
+    char *got;
+    int a;
+
+    opts.retry_delay_ms = 50;
+    cl_up(NMASTERS, false, 1, &opts);
+    a = cl_connect(0);
+    for (i = 0; i < NMASTERS; i++) {
+        before[i] = cl_script_calls(i);
+        ck_assert_msg(before[i] >= 0, "INFO commandstats failed on master %zu", i);
+    }
+    t_set = h_now_ms();
+    for (i = 0; i < NMASTERS; i++) {
+        ck_assert_int_eq(h_master_cmd(i, NULL, "SET %s %s PX %d", PREFIX "f", FOREIGN_TOKEN,
+                                      FOREIGN_TTL), 0);
+    }
+    /*
+     * ttl=6000, not less: the first renewal (at ttl/3) must come after
+     * the commandstats below are read, even on a slow machine.
+     */
+    got = h_cmd(a, "LOCK f wait=8000 ttl=6000", 10000);
+    waited = h_now_ms() - t_set;
+    for (i = 0; i < NMASTERS; i++) {
+        calls = cl_script_calls(i) - before[i];
+        if (calls > most) {
+            most = calls;
+            worst = i;
+        }
+    }
+    ck_assert_msg(is_reply(got, "OK", "f"),
+                  "LOCK f wait=8000 answered '%s' after %lld ms, expected 'OK f ...' once "
+                  "the foreign key expired", got != NULL ? got : "(nothing)", (long long)waited);
+    free(got);
+    fprintf(stderr, "fallback_after_expiry: OK after %lld ms, at most %lld scripts per master\n",
+            (long long)waited, most);
+    ck_assert_msg(waited >= FOREIGN_TTL - 50,
+                  "LOCK f granted %lld ms after the foreign SET PX %d", (long long)waited,
+                  FOREIGN_TTL);
+    ck_assert_msg(most <= POLL_CALLS_MAX,
+                  "master %zu ran %lld scripts for one acquisition, expected <= %d: the "
+                  "waiter polled instead of retrying at the holder's ttl", worst, most,
+                  POLL_CALLS_MAX);
+    retries = cl_stat(0, "fallback_retries");
+    ck_assert_msg(retries >= 1, "STATS fallback_retries is %lld, expected >= 1", retries);
+    EXPECT_REPLY(a, "UNLOCK f", "OK f holds=0");
+    close(a);
+}
+END_TEST
+
+#define FAIR_SESSIONS   20      /* 10 on each daemon */
+#define FAIR_MS         5000
+
+/*
+ * 3. Fairness across daemons: 20 sessions, 10 on each daemon, loop
+ * LOCK/UNLOCK on one name for 5 s.  Hand-over within a daemon must not
+ * starve the other daemon's waiters: no session gets less than half the
+ * mean.
+ */
+START_TEST(fairness_two_daemons)
+{
+    struct pollfd pfd[FAIR_SESSIONS];
+    long count[FAIR_SESSIONS] = { 0 }, per_daemon[NDAEMONS] = { 0 };
+    bool locked[FAIR_SESSIONS] = { false };
+    long total = 0, mean, min_c = -1, max_c = 0;
+    int64_t end;
+    char *got;
+    int i;
+
+    cl_up(NMASTERS, false, NDAEMONS, NULL);
+    for (i = 0; i < FAIR_SESSIONS; i++) {
+        pfd[i].fd = cl_connect((size_t)(i % NDAEMONS));
+        pfd[i].events = POLLIN;
+    }
+    for (i = 0; i < FAIR_SESSIONS; i++) {
+        ck_assert_int_eq(h_send(pfd[i].fd, "LOCK x ttl=2000 wait=inf"), 0);
+    }
+    /* One thread, poll with a timeout: nothing can stay blocked. */
+    end = h_now_ms() + FAIR_MS;
+    while (h_now_ms() < end) {
+        ck_assert_int_ge(poll(pfd, FAIR_SESSIONS, 100), 0);
+        for (i = 0; i < FAIR_SESSIONS; i++) {
+            if (!(pfd[i].revents & POLLIN)) {
+                continue;
+            }
+            got = h_read_line(pfd[i].fd, CMD_MS);
+            ck_assert_msg(got != NULL, "session %d (daemon %d): no reply", i, i % NDAEMONS);
+            if (!locked[i]) {
+                ck_assert_msg(is_reply(got, "OK", "x"), "session %d (daemon %d) LOCK: '%s'",
+                              i, i % NDAEMONS, got);
+                locked[i] = true;
+                count[i]++;
+                ck_assert_int_eq(h_send(pfd[i].fd, "UNLOCK x"), 0);
+            } else {
+                ck_assert_msg(strcmp(got, "OK x holds=0") == 0,
+                              "session %d (daemon %d) UNLOCK: '%s'", i, i % NDAEMONS, got);
+                locked[i] = false;
+                ck_assert_int_eq(h_send(pfd[i].fd, "LOCK x ttl=2000 wait=inf"), 0);
+            }
+            free(got);
+        }
+    }
+    /* Closing cancels the pending LOCKs and releases a held x. */
+    for (i = 0; i < FAIR_SESSIONS; i++) {
+        close(pfd[i].fd);
+        total += count[i];
+        per_daemon[i % NDAEMONS] += count[i];
+        min_c = min_c < 0 || count[i] < min_c ? count[i] : min_c;
+        max_c = count[i] > max_c ? count[i] : max_c;
+    }
+    mean = total / FAIR_SESSIONS;
+    fprintf(stderr, "fairness_two_daemons: %ld grants in %d ms (daemon A %ld, B %ld), "
+            "per session min %ld mean %ld max %ld:", total, FAIR_MS, per_daemon[0],
+            per_daemon[1], min_c, mean, max_c);
+    for (i = 0; i < FAIR_SESSIONS; i++) {
+        fprintf(stderr, " %c%ld", i % NDAEMONS == 0 ? 'A' : 'B', count[i]);
+    }
+    fprintf(stderr, "\n");
+    ck_assert_msg(mean > 0, "no grants at all");
+    ck_assert_msg(min_c * 2 >= mean, "a session got %ld grants, less than half the mean %ld "
+                  "(daemon A %ld, daemon B %ld in all)", min_c, mean, per_daemon[0],
+                  per_daemon[1]);
+}
+END_TEST
+
+/*
+ * Send "LOCK <name> fence wait=10000" on fd and return N from the
+ * reply's fence=N; fails the test on any other reply.  ERR NOQUORUM is
+ * retried until noquorum_ms has passed (a daemon may not have noticed
+ * yet that masters died or came back).
+ */
+static long long
+fenced_lock(int fd, const char *name, int64_t noquorum_ms, const char *what)
+{
+    int64_t deadline = h_now_ms() + noquorum_ms;
+    char line[300], *got;
+    long long fence = -1;
+
+    snprintf(line, sizeof(line), "LOCK %s fence wait=10000", name);
+    for (;;) {
+        got = h_cmd(fd, line, 12000);
+        if (got == NULL || strncmp(got, "ERR NOQUORUM ", 13) != 0 || h_now_ms() >= deadline) {
+            break;
+        }
+        free(got);
+        /* Pacing the retries, not waiting for anything in particular. */
+        h_sleep_ms(100);
+    }
+    ck_assert_msg(is_reply(got, "OK", name) && reply_int(got, "fence", &fence) && fence >= 0,
+                  "%s: '%s' answered '%s', expected 'OK %s ... fence=N'", what, line,
+                  got != NULL ? got : "(nothing)", name);
+    free(got);
+    return fence;
+}
+
+#define FENCE_GRANTS    200
+
+/*
+ * 4. Fence tokens strictly increase over 200 grants of one name that
+ * alternate between two daemons: the counter lives on the masters, not
+ * in a daemon.
+ */
+START_TEST(fence_increases_two_daemons)
+{
+    long long fence, last = LLONG_MIN, fenced[NDAEMONS];
+    char what[64];
+    int fd[NDAEMONS], i, d;
+
+    cl_up(NMASTERS, false, NDAEMONS, NULL);
+    for (d = 0; d < NDAEMONS; d++) {
+        fd[d] = cl_connect((size_t)d);
+    }
+    for (i = 0; i < FENCE_GRANTS; i++) {
+        d = i % NDAEMONS;
+        snprintf(what, sizeof(what), "grant %d on daemon %d", i, d);
+        fence = fenced_lock(fd[d], "fz", 0, what);
+        ck_assert_msg(fence > last, "%s: fence=%lld after fence=%lld", what, fence, last);
+        last = fence;
+        EXPECT_REPLY(fd[d], "UNLOCK fz", "OK fz holds=0");
+    }
+    for (d = 0; d < NDAEMONS; d++) {
+        fenced[d] = cl_stat((size_t)d, "fenced_grants");
+        ck_assert_msg(fenced[d] >= FENCE_GRANTS / NDAEMONS,
+                      "daemon %d: STATS fenced_grants %lld, expected >= %d", d, fenced[d],
+                      FENCE_GRANTS / NDAEMONS);
+        close(fd[d]);
+    }
+}
+END_TEST
+
+/*
+ * 5. Fence tokens strictly increase while the majority that grants
+ * changes.  Two masters are down for each grant, a different pair each
+ * time, and come back (with their data: append-only files) before the
+ * next.  The down sets {3,4} {2,4} {2,3} {1,4} {0,1} are the case where
+ * a daemon that only incremented a counter on the masters it reached
+ * and answered their maximum goes backwards: the counters (masters 0..4)
+ * become 1 1 1 0 0, 2 2 1 1 0, 3 3 1 1 1, 4 3 2 2 1, and the fifth
+ * grant, through masters 2, 3 and 4, which each missed increments,
+ * answers 3 after 4.  Writing the maximum back to the majority at each
+ * grant keeps the latest value on a majority, and any later majority
+ * includes one of those masters.  The masters keep their data across
+ * the restarts (append-only files), as the README requires.
+ */
+START_TEST(fence_increases_changing_majorities)
+{
+    static const size_t down[][2] = { { 3, 4 }, { 2, 4 }, { 2, 3 }, { 1, 4 }, { 0, 1 } };
+    const size_t nsets = sizeof(down) / sizeof(down[0]);
+    long long fence, last = LLONG_MIN;
+    char what[96];
+    size_t step, k, d;
+    int fd[NDAEMONS];
+
+    fprintf(stderr, "fence_increases_changing_majorities: fences");
+
+    cl_up(NMASTERS, true, NDAEMONS, NULL);
+    for (d = 0; d < NDAEMONS; d++) {
+        fd[d] = cl_connect(d);
+    }
+    /* The list twice: the second pass starts from counters that differ. */
+    for (step = 0; step < 2 * nsets; step++) {
+        const size_t *set = down[step % nsets];
+
+        d = step % NDAEMONS;
+        for (k = 0; k < 2; k++) {
+            ck_assert_int_eq(h_kill_master(set[k]), 0);
+        }
+        snprintf(what, sizeof(what), "grant %zu on daemon %zu, masters %zu and %zu down",
+                 step, d, set[0], set[1]);
+        fence = fenced_lock(fd[d], "fm", 5000, what);
+        fprintf(stderr, " %lld", fence);
+        ck_assert_msg(fence > last, "%s: fence=%lld after fence=%lld", what, fence, last);
+        last = fence;
+        EXPECT_REPLY(fd[d], "UNLOCK fm", "OK fm holds=0");
+        for (k = 0; k < 2; k++) {
+            ck_assert_msg(h_restart_master(set[k]) == 0, "master %zu did not restart", set[k]);
+        }
+        ck_assert_msg(h_wait_until(cond_all_masters_up, NULL, UP_MS),
+                      "%s: STATS masters_up is %lld on A and %lld on B %d ms after the "
+                      "restart, expected %d", what, cl_stat(0, "masters_up"),
+                      cl_stat(1, "masters_up"), UP_MS, NMASTERS);
+    }
+    fprintf(stderr, "\n");
+    for (d = 0; d < NDAEMONS; d++) {
+        close(fd[d]);
+    }
+}
+END_TEST
+
+#define WRONG_TOKEN     "ffffffffffffffffffffffffffffffff"
+
+/*
+ * 6. A lease belongs to its token, not to a connection or a daemon: it
+ * survives its connection's close; daemon B extends it and releases it
+ * with the token; a wrong token releases nothing; a released lease
+ * cannot be extended, and EXTEND never re-creates a key.
+ */
+START_TEST(lease_from_other_daemon)
+{
+    const char *key = PREFIX "l";
+    char token[TOKEN_LEN + 8], line[160], *got;
+    struct key_token kt = { key, token };
+    long long pttl;
+    size_t i, extended = 0;
+    int a, b;
+
+    cl_up(NMASTERS, false, NDAEMONS, NULL);
+    a = cl_connect(0);
+    got = h_cmd(a, "LOCK l mode=lease ttl=5000", CMD_MS);
+    ck_assert_msg(is_reply(got, "OK", "l") && reply_field(got, "token", token, sizeof(token))
+                  && is_token(token),
+                  "LOCK l mode=lease ttl=5000 answered '%s', expected 'OK l token=<32 hex> "
+                  "validity=N'", got != NULL ? got : "(nothing)");
+    free(got);
+    close(a);
+    /* A session lock would be gone within 200 ms of the close. */
+    ck_assert_msg(h_holds_for(cond_token_on_quorum, &kt, 500, 50),
+                  "the lease's token is on %zu masters only after its connection closed",
+                  h_masters_holding(key, token));
+
+    b = cl_connect(1);
+    snprintf(line, sizeof(line), "EXTEND l token=%s ttl=8000", token);
+    EXPECT_PREFIX(b, line, "OK l validity=");
+    for (i = 0; i < NMASTERS; i++) {
+        char *v = h_master_get(i, key);
+
+        pttl = h_master_pttl(i, key);
+        if (v != NULL && strcmp(v, token) == 0 && pttl > 5000) {
+            extended++;
+        }
+        free(v);
+    }
+    ck_assert_msg(extended >= QUORUM, "EXTEND ttl=8000 through B: %zu masters hold the token "
+                  "with PTTL > 5000, expected >= %d", extended, QUORUM);
+
+    snprintf(line, sizeof(line), "UNLOCK l token=%s", WRONG_TOKEN);
+    EXPECT_REPLY(b, line, "NOTHELD l");
+    ck_assert_msg(cond_token_on_quorum(&kt), "UNLOCK with a wrong token: the lease is on %zu "
+                  "masters only", h_masters_holding(key, token));
+
+    snprintf(line, sizeof(line), "UNLOCK l token=%s", token);
+    EXPECT_REPLY(b, line, "OK l");
+    ck_assert_msg(h_wait_until(cond_key_gone, &key, 1000),
+                  "key %s still on %zu masters after UNLOCK with its token", key,
+                  NMASTERS - h_masters_without(key));
+
+    snprintf(line, sizeof(line), "EXTEND l token=%s ttl=5000", token);
+    EXPECT_REPLY(b, line, "NOTHELD l");
+    ck_assert_msg(h_holds_for(cond_key_gone, &key, 300, 50),
+                  "EXTEND of a released lease re-created %s on %zu masters", key,
+                  NMASTERS - h_masters_without(key));
+    close(b);
+}
+END_TEST
+
+/*
+ * A tcase timeout of at least seconds, or CK_DEFAULT_TIMEOUT when that
+ * is longer (the sanitizer build raises it); Check applies
+ * CK_TIMEOUT_MULTIPLIER to both.
+ */
+static void
+cl_set_timeout(TCase *tc, double seconds)
+{
+    const char *env = getenv("CK_DEFAULT_TIMEOUT");
+    double t = env != NULL ? strtod(env, NULL) : 0;
+
+    tcase_set_timeout(tc, t > seconds ? t : seconds);
+}
+
+static Suite *
+cluster_suite(void)
+{
+    Suite *s = suite_create("redlockd cluster");
+    TCase *th = tcase_create("harness");
+    TCase *tc = tcase_create("cluster");
+
+    /* Setup is cl_up() in each test; teardown runs when a test passes. */
+    tcase_add_checked_fixture(th, NULL, cl_teardown);
+    cl_set_timeout(th, HARNESS_TIMEOUT_S);
+    tcase_add_test(th, harness_two_daemons);
+    tcase_add_test(th, harness_aof_restart_keeps_data);
+    tcase_add_test(th, harness_plain_restart_is_empty);
+    suite_add_tcase(s, th);
+
+    tcase_add_checked_fixture(tc, NULL, cl_teardown);
+    cl_set_timeout(tc, CLUSTER_TIMEOUT_S);
+    tcase_add_test(tc, pubsub_wakes_other_daemon);
+    tcase_add_test(tc, fallback_after_expiry);
+    tcase_add_test(tc, fairness_two_daemons);
+    tcase_add_test(tc, fence_increases_two_daemons);
+    tcase_add_test(tc, fence_increases_changing_majorities);
+    tcase_add_test(tc, lease_from_other_daemon);
+    suite_add_tcase(s, tc);
+    return s;
+}
+
+int
+main(void)
+{
+    int64_t t0 = h_now_ms();
+    SRunner *sr;
+    int failed;
+
+    if (h_suite_init() != 0) {
+        return EXIT_FAILURE;
+    }
+    sr = srunner_create(cluster_suite());
+    srunner_run_all(sr, CK_NORMAL);
+    failed = srunner_ntests_failed(sr);
+    srunner_free(sr);
+    h_suite_cleanup();
+    printf("check_cluster: %d failed, %.1f s\n", failed, (double)(h_now_ms() - t0) / 1000.0);
+    return failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
+}
