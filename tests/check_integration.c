@@ -225,10 +225,10 @@ free_lines(char **lines, int n)
 
 /* ---- conditions for h_wait_until / h_holds_for ---- */
 
-/* arg: const char **key.  The key is absent from every master. */
 /*
- * True when every master holds the key (a round is decided once a
- * quorum granted, so the last masters' SETs may land a moment after OK).
+ * arg: const char **key.  True when every master holds the key (a round
+ * is decided once a quorum granted, so the last masters' SETs may land
+ * a moment after OK).
  */
 static bool
 cond_key_on_all(void *arg)
@@ -238,6 +238,7 @@ cond_key_on_all(void *arg)
     return h_masters_holding(key, NULL) == NMASTERS;
 }
 
+/* arg: const char **key.  The key is absent from every master. */
 static bool
 cond_key_gone(void *arg)
 {
@@ -1265,6 +1266,226 @@ START_TEST(handover_never_free)
 }
 END_TEST
 
+
+/* Read "<prefix>... fence=N..." from a reply; -1 when absent. */
+static long long
+reply_fence(const char *line)
+{
+    const char *p = line != NULL ? strstr(line, " fence=") : NULL;
+
+    return p != NULL ? strtoll(p + 7, NULL, 10) : -1;
+}
+
+/* Copy the token= of a reply into tok (33 bytes); false when absent. */
+static bool
+reply_token(const char *line, char *tok)
+{
+    const char *p = line != NULL ? strstr(line, " token=") : NULL;
+
+    if (p == NULL) {
+        return false;
+    }
+    memcpy(tok, p + 7, 32);
+    tok[32] = '\0';
+    return strlen(p + 7) >= 32 && (p[39] == ' ' || p[39] == '\0') && is_token(tok);
+}
+
+/*
+ * Lease mode on one daemon: the lock outlives its connection, only its
+ * token releases or extends it, a wrong token changes nothing, and an
+ * expired lease is never re-created by EXTEND.
+ */
+START_TEST(lease_mode)
+{
+    char tok[33], line[128], *got;
+    long long valid, pttl;
+    int a, b;
+
+    it_up();
+    a = it_connect();
+    b = it_connect();
+    EXPECT_REPLY(a, "LOCK l mode=lease", "ERR PROTO LOCK: mode=lease needs ttl= (nothing renews a lease)");
+    EXPECT_REPLY(a, "LOCK l mode=lease ttl=99999999",
+                 "ERR PROTO LOCK: ttl=99999999 out of range 600..3600000");
+    got = h_cmd(a, "LOCK l mode=lease ttl=4000", CMD_MS);
+    ck_assert_msg(got != NULL && strncmp(got, "OK l token=", 11) == 0 && reply_token(got, tok),
+                  "LOCK mode=lease answered '%s'", got != NULL ? got : "(nothing)");
+    ck_assert_msg(strstr(got, " holds=") == NULL && strstr(got, " validity=") != NULL,
+                  "a lease-mode OK has a validity and no holds: '%s'", got);
+    free(got);
+    close(a);
+    /* Not bound to the connection: still on every master, with its token. */
+    ck_assert_uint_eq(h_masters_holding("l", tok), NMASTERS);
+    EXPECT_PREFIX(b, "TRYLOCK l", "BUSY l ttl=");
+    snprintf(line, sizeof(line), "STATUS l token=%s", tok);
+    EXPECT_PREFIX(b, line, "HELD l ttl=");
+    got = h_cmd(b, line, CMD_MS);
+    ck_assert_msg(got != NULL && strstr(got, " owner=self mode=lease") != NULL,
+                  "'%s' answered '%s'", line, got != NULL ? got : "(nothing)");
+    free(got);
+
+    /* A wrong or missing token: NOTHELD, nothing changes. */
+    EXPECT_REPLY(b, "UNLOCK l token=0123456789abcdef0123456789abcdef", "NOTHELD l");
+    EXPECT_REPLY(b, "EXTEND l token=0123456789abcdef0123456789abcdef ttl=9000", "NOTHELD l");
+    EXPECT_REPLY(b, "EXTEND l ttl=9000", "NOTHELD l");
+    EXPECT_REPLY(b, "UNLOCK l", "NOTHELD l");
+    ck_assert_uint_eq(h_masters_holding("l", tok), NMASTERS);
+    pttl = h_master_pttl(0, "l");
+    ck_assert_msg(pttl > 0 && pttl <= 4000, "PTTL after the wrong tokens: %lld", pttl);
+
+    /* EXTEND with the token, from another connection. */
+    snprintf(line, sizeof(line), "EXTEND l token=%s ttl=9000", tok);
+    got = h_cmd(b, line, CMD_MS);
+    ck_assert_msg(got != NULL && parse_status_int(got, "OK", "l", "validity", &valid) != NULL
+                  && valid > 8000 && valid <= 9000,
+                  "'%s' answered '%s'", line, got != NULL ? got : "(nothing)");
+    free(got);
+    pttl = h_master_pttl(2, "l");
+    ck_assert_msg(pttl > 4000, "PTTL after EXTEND ttl=9000: %lld", pttl);
+    snprintf(line, sizeof(line), "EXTEND l token=%s ttl=99999999", tok);
+    EXPECT_REPLY(b, line, "ERR PROTO EXTEND: ttl=99999999 out of range 600..3600000");
+
+    /* UNLOCK with the token: gone everywhere; then EXTEND re-creates nothing. */
+    snprintf(line, sizeof(line), "UNLOCK l token=%s", tok);
+    EXPECT_REPLY(b, line, "OK l");
+    ck_assert_uint_eq(h_masters_without("l"), NMASTERS);
+    EXPECT_REPLY(b, line, "NOTHELD l");
+    snprintf(line, sizeof(line), "EXTEND l token=%s ttl=9000", tok);
+    EXPECT_REPLY(b, line, "NOTHELD l");
+    ck_assert_uint_eq(h_masters_without("l"), NMASTERS);
+    close(b);
+}
+END_TEST
+
+/* A lease that ran out is not extended, and its key is not re-created. */
+START_TEST(lease_expired_not_extended)
+{
+    char tok[33], line[128], *got;
+    const char *key = "e";
+    int a;
+
+    it_up();
+    a = it_connect();
+    got = h_cmd(a, "LOCK e mode=lease ttl=600", CMD_MS);
+    ck_assert_msg(reply_token(got, tok), "LOCK mode=lease answered '%s'",
+                  got != NULL ? got : "(nothing)");
+    free(got);
+    ck_assert_msg(h_wait_until(cond_key_gone, &key, 3000), "the lease did not expire");
+    snprintf(line, sizeof(line), "EXTEND e token=%s ttl=5000", tok);
+    EXPECT_REPLY(a, line, "NOTHELD e");
+    ck_assert_uint_eq(h_masters_without("e"), NMASTERS);
+    close(a);
+}
+END_TEST
+
+/*
+ * Fencing on one daemon: fences increase with every grant, hand-overs
+ * included; a re-entrant hold keeps its fence; STATUS shows it; a fence
+ * cannot be added to a hold granted without one.
+ */
+START_TEST(fence_basics)
+{
+    long long f, last = 0, valid;
+    char *got;
+    int a, b, i;
+
+    it_up();
+    a = it_connect();
+    b = it_connect();
+    for (i = 0; i < 20; i++) {
+        got = h_cmd(i % 2 ? a : b, "LOCK f fence", CMD_MS);
+        f = reply_fence(got);
+        ck_assert_msg(got != NULL && strncmp(got, "OK f validity=", 14) == 0 && f > last,
+                      "grant %d answered '%s' after fence %lld", i, got != NULL ? got : "(nothing)",
+                      last);
+        free(got);
+        last = f;
+        EXPECT_REPLY(i % 2 ? a : b, "UNLOCK f", "OK f holds=0");
+    }
+    /* Every master's counter was raised to the last fence (write-back). */
+    got = h_master_get(4, "f fence");
+    ck_assert_msg(got != NULL && strtoll(got, NULL, 10) == last,
+                  "master 4's counter is '%s', last fence %lld", got != NULL ? got : "(none)", last);
+    free(got);
+
+    got = h_cmd(a, "LOCK f fence", CMD_MS);
+    f = reply_fence(got);
+    free(got);
+    ck_assert_int_gt(f, last);
+    got = h_cmd(a, "LOCK f", CMD_MS);
+    ck_assert_msg(reply_fence(got) == f && strstr(got, " holds=2") != NULL,
+                  "re-entry answered '%s', expected holds=2 fence=%lld", got, f);
+    free(got);
+    got = h_cmd(a, "STATUS f", CMD_MS);
+    ck_assert_msg(got != NULL && strstr(got, " owner=self mode=session") != NULL
+                  && reply_fence(got) == f, "STATUS answered '%s'", got != NULL ? got : "(nothing)");
+    free(got);
+
+    /* Queued behind a fenced holder: the hand-over grant is fenced too. */
+    ck_assert_int_eq(h_send(b, "LOCK f fence"), 0);
+    EXPECT_REPLY(a, "UNLOCK f", "OK f holds=1");
+    EXPECT_REPLY(a, "UNLOCK f", "OK f holds=0");
+    got = h_read_line(b, CMD_MS);
+    ck_assert_msg(got != NULL && reply_fence(got) > f, "the waiter got '%s' after fence %lld",
+                  got != NULL ? got : "(nothing)", f);
+    free(got);
+
+    EXPECT_LOCK_OK(a, "LOCK plain", "plain", 1, valid);
+    EXPECT_REPLY(a, "LOCK plain fence", "ERR PROTO this session holds the lock without a fence; "
+                 "a re-entrant LOCK cannot add one (UNLOCK it first)");
+    EXPECT_REPLY(a, "UNLOCK plain", "OK plain holds=0");
+    close(a);
+    close(b);
+}
+END_TEST
+
+/* A counter that is not a number: no grant, an error naming the key, no key left. */
+START_TEST(fence_counter_corrupt)
+{
+    size_t i;
+    char *got;
+    int a;
+
+    it_up();
+    for (i = 0; i < NMASTERS; i++) {
+        ck_assert_int_eq(h_master_cmd(i, NULL, "SET %s %s", "bad fence", "xyz"), 0);
+    }
+    a = it_connect();
+    got = h_cmd(a, "TRYLOCK bad fence", CMD_MS);
+    ck_assert_msg(got != NULL && strncmp(got, "ERR NOQUORUM ", 13) == 0
+                  && strstr(got, "fence counter bad fence is not an integer") != NULL,
+                  "TRYLOCK over a corrupt counter answered '%s'", got != NULL ? got : "(nothing)");
+    free(got);
+    ck_assert_uint_eq(h_masters_without("bad"), NMASTERS);
+    /* Unfenced locking of the same name is not affected. */
+    EXPECT_PREFIX(a, "TRYLOCK bad", "OK bad validity=");
+    close(a);
+}
+END_TEST
+
+/* lock.fence: always fences every grant, lease mode included. */
+START_TEST(fence_always)
+{
+    struct h_daemon_opts o = it_opts;
+    char *got;
+    int a;
+
+    o.fence = "always";
+    ck_assert_msg(h_begin(tcase_name()) == 0, "cannot create the test directory");
+    ck_assert_msg(h_start_masters(NMASTERS) == 0, "the masters did not start");
+    ck_assert_msg(h_start_daemon(&o) == 0, "redlockd did not start (log above)");
+    a = it_connect();
+    got = h_cmd(a, "LOCK x", CMD_MS);
+    ck_assert_msg(reply_fence(got) == 1, "LOCK x answered '%s'", got != NULL ? got : "(nothing)");
+    free(got);
+    got = h_cmd(a, "TRYLOCK y mode=lease ttl=5000", CMD_MS);
+    ck_assert_msg(reply_fence(got) == 1 && strncmp(got, "OK y token=", 11) == 0,
+                  "TRYLOCK y mode=lease answered '%s'", got != NULL ? got : "(nothing)");
+    free(got);
+    close(a);
+}
+END_TEST
+
 static Suite *
 integration_suite(void)
 {
@@ -1300,6 +1521,11 @@ integration_suite(void)
     tcase_add_test(tc, daemon_paused_past_lease);
     tcase_add_test(tc, fairness_one_daemon);
     tcase_add_test(tc, handover_never_free);
+    tcase_add_test(tc, lease_mode);
+    tcase_add_test(tc, lease_expired_not_extended);
+    tcase_add_test(tc, fence_basics);
+    tcase_add_test(tc, fence_counter_corrupt);
+    tcase_add_test(tc, fence_always);
     suite_add_tcase(s, tc);
     return s;
 }
