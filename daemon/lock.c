@@ -74,6 +74,7 @@ struct waiter {
     bool                fence;      /* the grant carries a fencing token */
     bool                in_round;   /* an acquire round is in flight */
     bool                woken;      /* a release was announced during the round */
+    bool                fallback;   /* the timer is set at the holder's ttl */
     char                woken_by[UTIL_TOKEN_HEX]; /* token of the last release heard */
     bool                cancelled;  /* the client closed */
     size_t              name_off;   /* name = key + name_off */
@@ -525,6 +526,9 @@ waiter_timer_cb(evutil_socket_t fd, short what, void *arg)
         return;
     }
     if (w == lock_head(w->lock) && w->lock->holder == NULL) {
+        if (w->fallback) {
+            stats.fallback_retries++;     /* no announcement came in time */
+        }
         waiter_try(w);
         return;
     }
@@ -664,7 +668,7 @@ waiter_acquired(const struct redlock_result *res, void *arg)
     if (woken) {
         delay = 0;
     } else if (res->outcome == REDLOCK_BUSY && res->ttl_ms > 0) {
-        stats.fallback_retries++;
+        w->fallback = true;
         delay += res->ttl_ms * 1000;
     }
     if (now + delay > w->deadline_us) {
@@ -681,6 +685,7 @@ static void
 waiter_try(struct waiter *w)
 {
     w->in_round = true;
+    w->fallback = false;
     if (redlock_acquire(w->key, w->key_len, w->token, w->ttl_ms, NULL, w->fence,
                         waiter_acquired, w) != 0) {
         w->in_round = false;
@@ -800,6 +805,7 @@ lock_released(const char *key, size_t key_len, const char *token, size_t token_l
         memcpy(w->woken_by, token, UTIL_TOKEN_HEX);
     }
     stats.pubsub_wakeups++;
+    w->fallback = false;
     if (w->in_round) {
         w->woken = true;    /* its round may have run before the release */
     } else {

@@ -683,11 +683,9 @@ START_TEST(fence_increases_changing_majorities)
     static const size_t down[][2] = { { 3, 4 }, { 2, 4 }, { 2, 3 }, { 1, 4 }, { 0, 1 } };
     const size_t nsets = sizeof(down) / sizeof(down[0]);
     long long fence, last = LLONG_MIN;
-    char what[96];
-    size_t step, k, d;
+    char what[96], seq[256] = "";
+    size_t step, k, d, len;
     int fd[NDAEMONS];
-
-    fprintf(stderr, "fence_increases_changing_majorities: fences");
 
     cl_up(NMASTERS, true, NDAEMONS, NULL);
     for (d = 0; d < NDAEMONS; d++) {
@@ -704,8 +702,10 @@ START_TEST(fence_increases_changing_majorities)
         snprintf(what, sizeof(what), "grant %zu on daemon %zu, masters %zu and %zu down",
                  step, d, set[0], set[1]);
         fence = fenced_lock(fd[d], "fm", 5000, what);
-        fprintf(stderr, " %lld", fence);
-        ck_assert_msg(fence > last, "%s: fence=%lld after fence=%lld", what, fence, last);
+        len = strlen(seq);
+        snprintf(seq + len, sizeof(seq) - len, " %lld", fence);
+        ck_assert_msg(fence > last, "%s: fence=%lld after fence=%lld (fences:%s)", what, fence,
+                      last, seq);
         last = fence;
         EXPECT_REPLY(fd[d], "UNLOCK fm", "OK fm holds=0");
         for (k = 0; k < 2; k++) {
@@ -716,7 +716,7 @@ START_TEST(fence_increases_changing_majorities)
                       "restart, expected %d", what, cl_stat(0, "masters_up"),
                       cl_stat(1, "masters_up"), UP_MS, NMASTERS);
     }
-    fprintf(stderr, "\n");
+    fprintf(stderr, "fence_increases_changing_majorities: fences%s\n", seq);
     for (d = 0; d < NDAEMONS; d++) {
         close(fd[d]);
     }

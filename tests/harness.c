@@ -48,9 +48,9 @@ struct h_master {
 struct h_daemon {
     pid_t pid;                      /* running process, or 0 */
     int   port;                     /* TCP port, 0 before the start */
-    char  sock_path[PATH_MAX + 32]; /* Unix socket */
-    char  log_path[PATH_MAX + 32];  /* stdout+stderr */
-    char  conf_path[PATH_MAX + 32]; /* config */
+    char  sock_path[PATH_MAX + 64]; /* Unix socket */
+    char  log_path[PATH_MAX + 64];  /* stdout+stderr */
+    char  conf_path[PATH_MAX + 64]; /* config */
 };
 
 /*
@@ -936,7 +936,7 @@ static void
 h_daemon_paths(size_t i)
 {
     struct h_daemon *d = &h_daemons[i];
-    char suffix[32] = "";
+    char suffix[24] = "";       /* "-<i>": room for any size_t */
 
     if (i > 0) {
         snprintf(suffix, sizeof(suffix), "-%zu", i);
