@@ -21,6 +21,14 @@
  * retries when the holder's lease, as reported by the quorum, runs out
  * (plus a jitter of up to lock.retry_delay_ms): a lease that expired
  * announces nothing.
+ *
+ * Turns: hand-overs alone would keep a busy name inside one daemon for
+ * ever, since a swap announces nothing.  A grant tells how many clients
+ * are subscribed to the name's channel; when other daemons are among
+ * them, this daemon hands over only as many times as it had waiters when
+ * its turn began, then releases with an announcement and keeps its own
+ * head back for about one round deadline, so that another daemon's head
+ * takes the next turn.
  */
 #include <search.h>
 #include <stdio.h>
@@ -53,6 +61,10 @@ struct lock {
     TAILQ_HEAD(, waiter) waiters;   /* pending LOCKs, oldest first */
     size_t              nwaiters;   /* entries in waiters */
     size_t              nqueued;    /* of them, not wait=0: subscribed while > 0 */
+    size_t              turn_left;  /* local hand-overs left in this daemon's turn */
+    bool                remote;     /* other daemons were seen waiting at the last grant */
+    int64_t             yield_until_us; /* after yielding: the head waits until then */
+    char                yield_token[UTIL_TOKEN_HEX]; /* the lease released by the yield */
 };
 
 /*
@@ -75,6 +87,7 @@ struct waiter {
     bool                in_round;   /* an acquire round is in flight */
     bool                woken;      /* a release was announced during the round */
     bool                fallback;   /* the timer is set at the holder's ttl */
+    bool                handover;   /* the round in flight is a hand-over */
     char                woken_by[UTIL_TOKEN_HEX]; /* token of the last release heard */
     bool                cancelled;  /* the client closed */
     size_t              name_off;   /* name = key + name_off */
@@ -375,13 +388,24 @@ lease_give_up(struct lease *l, struct lock_op *op)
     struct lock *lk = l->lock;
     struct waiter *w = lock_stopping ? NULL : lock_head(lk);
     struct lock_handover *ho = NULL;
+    int64_t t = lock_conf->node_timeout_ms * 1000;
 
+    if (w != NULL && lk->remote && lk->turn_left == 0) {
+        /* End of this daemon's turn: let another daemon's head in first. */
+        stats.yields++;
+        lk->yield_until_us = util_now_us() + t / 2 + util_random(t / 2);
+        memcpy(lk->yield_token, l->token, UTIL_TOKEN_HEX);
+        w = NULL;
+    } else if (lk->turn_left > 0) {
+        lk->turn_left--;
+    }
     if (w != NULL && !w->in_round && (ho = malloc(sizeof(*ho))) != NULL) {
         ho->waiter = w;
         ho->op = op;
         memcpy(ho->old_token, l->token, sizeof(ho->old_token));
         event_del(&w->retry);
         w->in_round = true;
+        w->handover = true;
         if (redlock_acquire(lk->key, lk->key_len, w->token, w->ttl_ms, l->token,
                             w->fence, lock_handover_done, ho) == 0) {
             stats.releases++;
@@ -389,6 +413,7 @@ lease_give_up(struct lease *l, struct lock_op *op)
             return;
         }
         w->in_round = false;
+        w->handover = false;
         free(ho);
     }
     if (redlock_release(lk->key, lk->key_len, l->token, true,
@@ -525,6 +550,16 @@ waiter_timer_cb(evutil_socket_t fd, short what, void *arg)
         waiter_finish(w, LOCK_TIMEOUT, 0, NULL);
         return;
     }
+    if (w == lock_head(w->lock) && w->lock->holder == NULL && now < w->lock->yield_until_us) {
+        struct timeval tv;
+        int64_t until = w->lock->yield_until_us < w->deadline_us
+                        ? w->lock->yield_until_us : w->deadline_us;
+
+        tv.tv_sec = (time_t)((until - now) / 1000000);
+        tv.tv_usec = (suseconds_t)((until - now) % 1000000);
+        event_add(&w->retry, &tv);      /* yielded: another daemon goes first */
+        return;
+    }
     if (w == lock_head(w->lock) && w->lock->holder == NULL) {
         if (w->fallback) {
             stats.fallback_retries++;     /* no announcement came in time */
@@ -585,6 +620,12 @@ waiter_grant(struct waiter *w, const struct redlock_result *res)
         log_warn("lock %s: granted again while held here; the older lease is lost",
                  lk->key);
         lock_lost(lk->holder, "quorum");
+    }
+    /* Our own subscription counts while this name has a queue. */
+    lk->remote = res->subscribers > (lk->nqueued > 0 ? 1u : 0u);
+    if (!w->handover) {
+        /* A new turn: one hand-over for each session queued behind. */
+        lk->turn_left = lk->nqueued > 0 && !w->immediate ? lk->nqueued - 1 : lk->nqueued;
     }
     l->lock = lk;
     l->client = c;
@@ -686,6 +727,7 @@ waiter_try(struct waiter *w)
 {
     w->in_round = true;
     w->fallback = false;
+    w->handover = false;
     if (redlock_acquire(w->key, w->key_len, w->token, w->ttl_ms, NULL, w->fence,
                         waiter_acquired, w) != 0) {
         w->in_round = false;
@@ -796,6 +838,12 @@ lock_released(const char *key, size_t key_len, const char *token, size_t token_l
     w = lk != NULL && lk->holder == NULL ? lock_head(lk) : NULL;
     if (w == NULL) {
         return;
+    }
+    if (util_now_us() < lk->yield_until_us) {
+        if (token_len == UTIL_TOKEN_HEX && memcmp(token, lk->yield_token, UTIL_TOKEN_HEX) == 0) {
+            return;     /* our own yield's announcement: the head's timer is set */
+        }
+        lk->yield_until_us = 0;     /* another daemon's turn ended: ours again */
     }
     /* Every master announces the same release: act on it once. */
     if (token_len == UTIL_TOKEN_HEX) {

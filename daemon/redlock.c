@@ -18,17 +18,19 @@
  * that BUSY can say how long the holder has left.  pcall: a key of
  * another type is someone else's, not an error of ours.
  *
- * Hand-over: with ARGV[3], the token of a lease being released, a key
+ * Hand-over: with ARGV[4], the token of a lease being released, a key
  * that still holds that token is given the new token in the same step,
  * so that it is never free for an outsider in between.
  *
- * Fencing: with KEYS[2], the name's counter, a grant also INCRs it and
- * answers the new value instead of 1.  A counter that is not an integer
- * undoes the grant here and answers an error naming the key.
+ * A grant answers {v, n}: v is 1, or with KEYS[2] (the name's fence
+ * counter, INCRed by the grant) the counter's new value; n is how many
+ * clients are subscribed to ARGV[3], the name's release channel, which
+ * tells the daemon whether other daemons are waiting.  A counter that is
+ * not an integer undoes the grant and answers an error naming the key.
  */
 static const char redlock_acquire_lua[] =
     "local granted = false\n"
-    "if ARGV[3] and redis.pcall('GET', KEYS[1]) == ARGV[3] then\n"
+    "if ARGV[4] and redis.pcall('GET', KEYS[1]) == ARGV[4] then\n"
     "  redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2])\n"
     "  granted = true\n"
     "elseif redis.call('SET', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[2]) then\n"
@@ -40,15 +42,15 @@ static const char redlock_acquire_lua[] =
     "if not granted then\n"
     "  return {redis.call('PTTL', KEYS[1])}\n"
     "end\n"
+    "local v = 1\n"
     "if KEYS[2] then\n"
-    "  local f = redis.pcall('INCR', KEYS[2])\n"
-    "  if type(f) ~= 'number' then\n"
+    "  v = redis.pcall('INCR', KEYS[2])\n"
+    "  if type(v) ~= 'number' then\n"
     "    redis.call('DEL', KEYS[1])\n"
     "    return redis.error_reply('fence counter ' .. KEYS[2] .. ' is not an integer')\n"
     "  end\n"
-    "  return f\n"
     "end\n"
-    "return 1\n";
+    "return {v, redis.call('PUBSUB', 'NUMSUB', ARGV[3])[2]}\n";
 
 /*
  * Fence write-back: raise the counter to ARGV[1] unless it is higher
@@ -144,6 +146,7 @@ struct redlock_op {
     size_t          self;           /* status: masters holding our token */
     bool            fenced;         /* acquire: with a fencing counter */
     int64_t         fence;          /* acquire: largest counter among grants */
+    int64_t         subscribers;    /* acquire: most release-channel subscribers seen */
     struct redlock_result res;      /* acquire: kept across the write-back */
     char           *fence_key;      /* acquire: the counter's key, malloc'd */
     size_t          fence_key_len;  /* bytes in fence_key */
@@ -300,6 +303,22 @@ redlock_result_begin(struct redlock_result *res, struct round *r)
     res->answered = round_answered(r);
 }
 
+/* Read a grant {v, subscribers} (v == 1, or a fence >= 1 when fenced). */
+static bool
+redlock_grant_of(const struct master_reply *reply, bool fenced, int64_t *v, int64_t *subs)
+{
+    const struct master_reply *e0, *e1;
+
+    if (master_reply_type(reply) != MASTER_REPLY_ARRAY || master_reply_elements(reply) != 2
+        || master_reply_type(e0 = master_reply_element(reply, 0)) != MASTER_REPLY_INTEGER
+        || master_reply_type(e1 = master_reply_element(reply, 1)) != MASTER_REPLY_INTEGER) {
+        return false;
+    }
+    *v = master_reply_integer(e0);
+    *subs = master_reply_integer(e1);
+    return (fenced ? *v >= 1 : *v == 1) && *subs >= 0;
+}
+
 /* Read an integer pttl out of a one-element array answer. */
 static bool
 redlock_pttl_of(const struct master_reply *reply, int64_t *pttl)
@@ -324,13 +343,15 @@ redlock_acquire_reply(struct round *r, size_t i, const struct master_reply *repl
 {
     struct redlock_op *op = arg;
     size_t n = master_count(), q = redlock_quorum(n);
-    int64_t pttl;
+    int64_t pttl, v, subs;
 
-    if (master_reply_type(reply) == MASTER_REPLY_INTEGER
-        && (op->fenced ? master_reply_integer(reply) >= 1 : master_reply_integer(reply) == 1)) {
+    if (redlock_grant_of(reply, op->fenced, &v, &subs)) {
         op->yes++;
-        if (op->fenced && master_reply_integer(reply) > op->fence) {
-            op->fence = master_reply_integer(reply);
+        if (op->fenced && v > op->fence) {
+            op->fence = v;
+        }
+        if (subs > op->subscribers) {
+            op->subscribers = subs;
         }
     } else if (redlock_pttl_of(reply, &pttl)) {
         op->pttls[op->nheld++] = pttl;
@@ -431,6 +452,7 @@ redlock_acquire_done(struct round *r, void *arg)
 
     redlock_result_begin(res, r);
     res->confirmed = op->yes;
+    res->subscribers = (size_t)op->subscribers;
     validity = redlock_validity_us(op->ttl_ms, round_end_us(r) - start,
                                    redlock_drift_factor);
     if (op->yes >= q && validity > 0) {
@@ -474,9 +496,10 @@ redlock_acquire(const char *key, size_t key_len, const char *token, int64_t ttl_
                 const char *old_token, bool fence, redlock_done_fn cb, void *arg)
 {
     struct redlock_op *op;
-    char ttl[24];
-    const char *args[5];
-    size_t lens[5];
+    char ttl[24], *channel;
+    const char *args[6];
+    size_t lens[6];
+    int rc;
 
     op = redlock_op_new(cb, arg, ttl_ms);
     if (op == NULL) {
@@ -500,16 +523,24 @@ redlock_acquire(const char *key, size_t key_len, const char *token, int64_t ttl_
     lens[2] = UTIL_TOKEN_HEX;
     lens[3] = (size_t)snprintf(ttl, sizeof(ttl), "%lld", (long long)ttl_ms);
     args[3] = ttl;
-    args[4] = old_token;
-    lens[4] = UTIL_TOKEN_HEX;
+    channel = redlock_key_with(key, key_len, REDLOCK_CHANNEL_SUFFIX, &lens[4]);
+    args[4] = channel;
+    args[5] = old_token;
+    lens[5] = UTIL_TOKEN_HEX;
+    if (channel == NULL) {
+        redlock_op_free(op);
+        return -1;
+    }
     if (!fence) {
         /* No counter key: shift the arguments down over its slot. */
-        memmove(&args[1], &args[2], 3 * sizeof(args[0]));
-        memmove(&lens[1], &lens[2], 3 * sizeof(lens[0]));
+        memmove(&args[1], &args[2], 4 * sizeof(args[0]));
+        memmove(&lens[1], &lens[2], 4 * sizeof(lens[0]));
     }
-    if (round_start(script_acquire, fence ? 2 : 1,
-                    (fence ? 2 : 1) + (old_token != NULL ? 3 : 2), args, lens,
-                    redlock_acquire_reply, redlock_acquire_done, op) != 0) {
+    rc = round_start(script_acquire, fence ? 2 : 1,
+                     (fence ? 2 : 1) + (old_token != NULL ? 4 : 3), args, lens,
+                     redlock_acquire_reply, redlock_acquire_done, op);
+    free(channel);      /* round_start copied it */
+    if (rc != 0) {
         redlock_op_free(op);
         return -1;
     }

@@ -55,6 +55,10 @@ struct redlock_result {
                                            deleted our key (release), extended
                                            it (extend) or hold our token
                                            (status) */
+    size_t  subscribers;                /* GRANTED: the most clients subscribed
+                                           to the name's release channel on a
+                                           granting master (other daemons'
+                                           waiters, and ours) */
     int64_t fence;                      /* GRANTED with fence: the fencing
                                            token, written back to a majority;
                                            0 otherwise */

@@ -223,6 +223,7 @@ session_stats(struct session *s)
     STAT_U("acquire_noquorum", stats.acquire_noquorum);
     STAT_U("releases", stats.releases);
     STAT_U("handovers", stats.handovers);
+    STAT_U("yields", stats.yields);
     STAT_U("renewals_ok", stats.renewals_ok);
     STAT_U("renewals_failed", stats.renewals_failed);
     STAT_U("locks_lost", stats.locks_lost);

@@ -21,6 +21,7 @@ struct stats {
     uint64_t acquire_noquorum;   /* lock: LOCK/TRYLOCK answered NOQUORUM */
     uint64_t releases;           /* lock: leases released on the masters */
     uint64_t handovers;          /* lock: leases handed to the next waiter */
+    uint64_t yields;             /* lock: releases announced to let other daemons in */
     uint64_t renewals_ok;        /* watchdog: leases renewed */
     uint64_t renewals_failed;    /* watchdog: renewals without a quorum */
     uint64_t locks_lost;         /* lock: LOST pushed */

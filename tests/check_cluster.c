@@ -34,6 +34,7 @@
 #define QUORUM          3       /* NMASTERS / 2 + 1 */
 #define NDAEMONS        2       /* daemons A (0) and B (1) */
 #define PREFIX          "redlock:"  /* lock.key_prefix of every daemon */
+#define RELEASED        " released" /* release channel: key + this (PROTOCOL.md section 9) */
 #define CMD_MS          2000    /* deadline for a reply that needs the masters */
 #define UP_MS           20000   /* a restarted master reconnects within this (backoff <= 5 s) */
 #define HARNESS_TIMEOUT_S 30    /* per harness self-test */
@@ -207,7 +208,7 @@ cl_script_calls(size_t i)
 
 /* Subscribers of a channel on every master. */
 struct numsub_want {
-    const char *channel;            /* channel: PREFIX + name */
+    const char *channel;            /* channel: PREFIX + name + RELEASED */
     long long   want;               /* subscribers expected on each master */
     long long   seen[NMASTERS];     /* last counts, -1 when not asked */
 };
@@ -410,13 +411,14 @@ END_TEST
 /*
  * 1. A release through daemon A wakes a waiter of daemon B at once,
  * through pub/sub, long before the holder's 30 s ttl would have let B's
- * fallback retry in: B subscribes to the lock's channel on every master
- * while it has a waiter, and unsubscribes when it has none left.
+ * fallback retry in: B subscribes to the name's release channel on
+ * every master while it has a waiter, and unsubscribes when it has none
+ * left.
  */
 START_TEST(pubsub_wakes_other_daemon)
 {
-    struct numsub_want sub = { PREFIX "n", 1, { 0 } };
-    long long holds = 0, wakeups;
+    struct numsub_want sub = { PREFIX "n" RELEASED, 1, { 0 } };
+    long long holds = 0, wakeups, subs;
     int64_t t_unlock, waited;
     char *got;
     int a, b;
@@ -431,6 +433,8 @@ START_TEST(pubsub_wakes_other_daemon)
                   "(daemon B subscribed for its waiter)", sub.channel, sub.seen[0], sub.seen[1],
                   sub.seen[2], sub.seen[3], sub.seen[4]);
     ck_assert_msg(h_quiet(b, 100), "B's LOCK n was answered while A holds n");
+    subs = cl_stat(1, "subscriptions");
+    ck_assert_msg(subs == 1, "B's STATS subscriptions is %lld while it waits for n", subs);
 
     t_unlock = h_now_ms();
     EXPECT_REPLY(a, "UNLOCK n", "OK n holds=0");
@@ -451,6 +455,8 @@ START_TEST(pubsub_wakes_other_daemon)
     ck_assert_msg(h_wait_until(cond_numsub, &sub, 5000),
                   "PUBSUB NUMSUB %s still %lld %lld %lld %lld %lld with no waiter left",
                   sub.channel, sub.seen[0], sub.seen[1], sub.seen[2], sub.seen[3], sub.seen[4]);
+    subs = cl_stat(1, "subscriptions");
+    ck_assert_msg(subs == 0, "B's STATS subscriptions is %lld with no waiter left", subs);
     EXPECT_REPLY(b, "UNLOCK n", "OK n holds=0");
     close(a);
     close(b);
