@@ -596,7 +596,7 @@ waiter_grant(struct waiter *w, const struct redlock_result *res)
         memcpy(token, w->token, sizeof(token));
         memcpy(name, lk->name, lk->name_len);   /* the entry may go with the waiter */
         out.name = name;
-        out.lease_mode = true;
+        out.mode = LOCK_MODE_LEASE;
         out.token = token;
         out.validity_ms = (res->validity_end_us - util_now_us()) / 1000;
         c->waiter = NULL;
@@ -877,7 +877,7 @@ lock_unlock_done(const struct redlock_result *rr, void *arg)
     } else {
         res.outcome = LOCK_OK;
         res.holds = 0;
-        res.lease_mode = op->by_token;
+        res.mode = op->by_token ? LOCK_MODE_LEASE : LOCK_MODE_UNKNOWN;
     }
     if (op->by_token && rr->confirmed > 0) {
         /* Our own waiters need not wait for the announcement. */
@@ -959,7 +959,7 @@ lock_extend_done(const struct redlock_result *rr, void *arg)
     case REDLOCK_GRANTED:
         stats.extends_ok++;
         res.outcome = LOCK_OK;
-        res.lease_mode = true;
+        res.mode = LOCK_MODE_LEASE;
         res.validity_ms = (rr->validity_end_us - util_now_us()) / 1000;
         break;
     case REDLOCK_NOTHELD:
@@ -1011,15 +1011,11 @@ lock_status_done(const struct redlock_result *rr, void *arg)
     case REDLOCK_HELD:
         res.outcome = LOCK_HELD;
         res.ttl_ms = rr->ttl_ms;
-        if (op->by_token) {
-            /* Only lease-mode tokens are ever handed out. */
-            res.owner_self = rr->owner_self;
-            res.mode_known = res.owner_self;
-            res.lease_mode = true;
-        } else {
-            res.owner_self = op->holder_self && rr->owner_self;
-            res.mode_known = res.owner_self;
-            res.fence = res.owner_self ? op->fence : 0;
+        /* By token: only lease-mode tokens are ever handed out. */
+        res.owner_self = (op->by_token || op->holder_self) && rr->owner_self;
+        if (res.owner_self) {
+            res.mode = op->by_token ? LOCK_MODE_LEASE : LOCK_MODE_SESSION;
+            res.fence = op->fence;      /* 0 by token: not known */
         }
         break;
     default:

@@ -43,6 +43,13 @@ enum lock_outcome {
     LOCK_FAILED         /* an internal failure (random source, memory) */
 };
 
+/* What a lock is bound to, as far as a result knows. */
+enum lock_mode {
+    LOCK_MODE_UNKNOWN,  /* not said (someone else's lock; a session-mode OK) */
+    LOCK_MODE_SESSION,  /* this client's session-mode hold */
+    LOCK_MODE_LEASE     /* a lease-mode lock, known by its token */
+};
+
 /* The result handed to client->done; pointers valid during the call. */
 struct lock_result {
     enum lock_outcome outcome;  /* see above */
@@ -50,9 +57,9 @@ struct lock_result {
     size_t      name_len;       /* bytes in name */
     int64_t     validity_ms;    /* OK after LOCK/EXTEND: validity left, ms */
     unsigned    holds;          /* OK: re-entrant count after the operation */
-    bool        lease_mode;     /* OK after LOCK: a lease-mode grant (token set);
-                                   HELD: known to be a lease-mode lock */
-    bool        mode_known;     /* HELD: lease_mode says which mode it is */
+    enum lock_mode mode;        /* OK: LOCK_MODE_LEASE for a lease-mode grant,
+                                   UNLOCK token= or EXTEND (no hold count);
+                                   HELD: the mode when known */
     const char *token;          /* OK after a lease-mode LOCK: the owner token,
                                    NUL-terminated hex; NULL otherwise */
     int64_t     fence;          /* OK after LOCK, HELD: fencing token, 0 if none */

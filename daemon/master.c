@@ -728,16 +728,16 @@ master_sub_cb(redisAsyncContext *ac, void *r, void *privdata)
         }
         return;
     }
-    ch = master_chan_find(chan->str, chan->len);
-    i = k->master->index;
     if (strcmp(kind->str, "message") == 0) {
-        if (ch != NULL && ch->wanted && master_message_cb != NULL
-            && reply->element[2]->type == REDIS_REPLY_STRING) {
+        /* The receiver looks the name up anyway: no channel lookup here. */
+        if (master_message_cb != NULL && reply->element[2]->type == REDIS_REPLY_STRING) {
             master_message_cb(chan->str, chan->len, reply->element[2]->str,
                               reply->element[2]->len);
         }
         return;
     }
+    ch = master_chan_find(chan->str, chan->len);
+    i = k->master->index;
     if (ch == NULL) {
         return;
     }

@@ -131,8 +131,8 @@ static int    script_acquire, script_release, script_extend, script_status;
 static int    script_fence, script_extend_one;
 static double redlock_drift_factor = 0.01;
 
-static char *redlock_key_with(const char *key, size_t key_len, const char *suffix,
-                              size_t *len);
+static size_t redlock_derived(char *out, const char *key, size_t key_len,
+                              const char *suffix);
 static redlock_released_fn redlock_released_cb;
 
 /* Per-operation state; freed in its done callback. */
@@ -197,20 +197,18 @@ redlock_on_release(redlock_released_fn fn)
 int
 redlock_watch(const char *key, size_t key_len, bool on)
 {
+    char channel[REDLOCK_DERIVED_MAX];
     size_t len;
-    char *channel = redlock_key_with(key, key_len, REDLOCK_CHANNEL_SUFFIX, &len);
-    int rc = 0;
 
-    if (channel == NULL) {
+    if (key_len > REDLOCK_KEY_MAX) {
         return -1;
     }
+    len = redlock_derived(channel, key, key_len, REDLOCK_CHANNEL_SUFFIX);
     if (on) {
-        rc = master_subscribe(channel, len);
-    } else {
-        master_unsubscribe(channel, len);
+        return master_subscribe(channel, len);
     }
-    free(channel);
-    return rc;
+    master_unsubscribe(channel, len);
+    return 0;
 }
 
 void
@@ -476,19 +474,19 @@ redlock_acquire_done(struct round *r, void *arg)
     redlock_op_free(op);
 }
 
-/* Write key + suffix into a new string; NULL when out of memory. */
-static char *
-redlock_key_with(const char *key, size_t key_len, const char *suffix, size_t *len)
+/*
+ * Write key + suffix and a NUL into out, which has room for key_len +
+ * strlen(suffix) + 1 bytes (REDLOCK_DERIVED_MAX for any key up to
+ * REDLOCK_KEY_MAX); returns the length.
+ */
+static size_t
+redlock_derived(char *out, const char *key, size_t key_len, const char *suffix)
 {
     size_t slen = strlen(suffix);
-    char *out = malloc(key_len + slen + 1);
 
-    if (out != NULL) {
-        memcpy(out, key, key_len);
-        memcpy(out + key_len, suffix, slen + 1);
-        *len = key_len + slen;
-    }
-    return out;
+    memcpy(out, key, key_len);
+    memcpy(out + key_len, suffix, slen + 1);
+    return key_len + slen;
 }
 
 int
@@ -496,51 +494,46 @@ redlock_acquire(const char *key, size_t key_len, const char *token, int64_t ttl_
                 const char *old_token, bool fence, redlock_done_fn cb, void *arg)
 {
     struct redlock_op *op;
-    char ttl[24], *channel;
+    char ttl[24], channel[REDLOCK_DERIVED_MAX];
     const char *args[6];
-    size_t lens[6];
-    int rc;
+    size_t lens[6], nkeys, n = 0;
 
+    if (key_len > REDLOCK_KEY_MAX) {
+        return -1;
+    }
     op = redlock_op_new(cb, arg, ttl_ms);
     if (op == NULL) {
         return -1;
     }
     op->fenced = fence;
+    /* KEYS: the lock, then the counter when fenced. */
+    args[n] = key;
+    lens[n++] = key_len;
     if (fence) {
-        op->fence_key = redlock_key_with(key, key_len, REDLOCK_FENCE_SUFFIX,
-                                         &op->fence_key_len);
+        op->fence_key = malloc(key_len + sizeof(REDLOCK_FENCE_SUFFIX));
         if (op->fence_key == NULL) {
             free(op);
             return -1;
         }
+        op->fence_key_len = redlock_derived(op->fence_key, key, key_len,
+                                            REDLOCK_FENCE_SUFFIX);
+        args[n] = op->fence_key;
+        lens[n++] = op->fence_key_len;
     }
-    /* KEYS: the lock, then the counter when fenced; ARGV follow. */
-    args[0] = key;
-    lens[0] = key_len;
-    args[1] = op->fence_key;
-    lens[1] = op->fence_key_len;
-    args[2] = token;
-    lens[2] = UTIL_TOKEN_HEX;
-    lens[3] = (size_t)snprintf(ttl, sizeof(ttl), "%lld", (long long)ttl_ms);
-    args[3] = ttl;
-    channel = redlock_key_with(key, key_len, REDLOCK_CHANNEL_SUFFIX, &lens[4]);
-    args[4] = channel;
-    args[5] = old_token;
-    lens[5] = UTIL_TOKEN_HEX;
-    if (channel == NULL) {
-        redlock_op_free(op);
-        return -1;
+    nkeys = n;
+    /* ARGV: token, ttl, the release channel, the old token of a hand-over. */
+    args[n] = token;
+    lens[n++] = UTIL_TOKEN_HEX;
+    args[n] = ttl;
+    lens[n++] = (size_t)snprintf(ttl, sizeof(ttl), "%lld", (long long)ttl_ms);
+    args[n] = channel;
+    lens[n++] = redlock_derived(channel, key, key_len, REDLOCK_CHANNEL_SUFFIX);
+    if (old_token != NULL) {
+        args[n] = old_token;
+        lens[n++] = UTIL_TOKEN_HEX;
     }
-    if (!fence) {
-        /* No counter key: shift the arguments down over its slot. */
-        memmove(&args[1], &args[2], 4 * sizeof(args[0]));
-        memmove(&lens[1], &lens[2], 4 * sizeof(lens[0]));
-    }
-    rc = round_start(script_acquire, fence ? 2 : 1,
-                     (fence ? 2 : 1) + (old_token != NULL ? 4 : 3), args, lens,
-                     redlock_acquire_reply, redlock_acquire_done, op);
-    free(channel);      /* round_start copied it */
-    if (rc != 0) {
+    if (round_start(script_acquire, nkeys, n, args, lens, redlock_acquire_reply,
+                    redlock_acquire_done, op) != 0) {
         redlock_op_free(op);
         return -1;
     }
@@ -585,11 +578,13 @@ redlock_release(const char *key, size_t key_len, const char *token, bool announc
                 redlock_done_fn cb, void *arg)
 {
     struct redlock_op *op = NULL;
-    const char *args[3] = { key, token, NULL };
+    char channel[REDLOCK_DERIVED_MAX];
+    const char *args[3] = { key, token, channel };
     size_t lens[3] = { key_len, UTIL_TOKEN_HEX, 0 };
-    char *channel = NULL;
-    int rc;
 
+    if (key_len > REDLOCK_KEY_MAX) {
+        return -1;
+    }
     if (cb != NULL) {
         op = redlock_op_new(cb, arg, 0);
         if (op == NULL) {
@@ -597,18 +592,11 @@ redlock_release(const char *key, size_t key_len, const char *token, bool announc
         }
     }
     if (announce) {
-        channel = redlock_key_with(key, key_len, REDLOCK_CHANNEL_SUFFIX, &lens[2]);
-        if (channel == NULL) {
-            free(op);
-            return -1;
-        }
-        args[2] = channel;
+        lens[2] = redlock_derived(channel, key, key_len, REDLOCK_CHANNEL_SUFFIX);
     }
     /* Wait for every master (no early decision): release must reach all. */
-    rc = round_start(script_release, 1, announce ? 3 : 2, args, lens, redlock_release_reply,
-                     cb != NULL ? redlock_release_done : NULL, op);
-    free(channel);      /* round_start copied it */
-    if (rc != 0) {
+    if (round_start(script_release, 1, announce ? 3 : 2, args, lens, redlock_release_reply,
+                    cb != NULL ? redlock_release_done : NULL, op) != 0) {
         free(op);
         return -1;
     }

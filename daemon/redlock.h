@@ -29,6 +29,12 @@
  */
 #define REDLOCK_FENCE_SUFFIX   " fence"     /* key of the name's fence counter */
 #define REDLOCK_CHANNEL_SUFFIX " released"  /* pub/sub channel announcing releases */
+
+/* Longest lock key: lock.key_prefix (<= 256) + a name (<= 250).  The
+ * operations refuse a longer key (-1). */
+#define REDLOCK_KEY_MAX        512
+/* Room for a key plus either suffix and a NUL. */
+#define REDLOCK_DERIVED_MAX    (REDLOCK_KEY_MAX + 16)
 #define REDLOCK_NO_EXPIRY (-1)      /* a busy key that has no ttl */
 
 /* Outcome of an acquire or status round. */

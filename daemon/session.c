@@ -122,7 +122,7 @@ session_done_cb(struct lock_client *c, const struct lock_result *res)
         if (s->verb == PROTO_LOCK || s->verb == PROTO_TRYLOCK || s->verb == PROTO_EXTEND) {
             proto_reply_int(&r, "validity", res->validity_ms);
         }
-        if (!res->lease_mode) {
+        if (res->mode != LOCK_MODE_LEASE) {
             proto_reply_int(&r, "holds", res->holds);
         }
         if (res->fence > 0) {
@@ -147,8 +147,8 @@ session_done_cb(struct lock_client *c, const struct lock_result *res)
         proto_reply_word(&r, res->name, res->name_len);
         proto_reply_int(&r, "ttl", res->ttl_ms);
         proto_reply_str(&r, "owner", res->owner_self ? "self" : "other");
-        if (res->mode_known) {
-            proto_reply_str(&r, "mode", res->lease_mode ? "lease" : "session");
+        if (res->mode != LOCK_MODE_UNKNOWN) {
+            proto_reply_str(&r, "mode", res->mode == LOCK_MODE_LEASE ? "lease" : "session");
         }
         if (res->fence > 0) {
             proto_reply_int(&r, "fence", res->fence);

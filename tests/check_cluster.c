@@ -28,6 +28,7 @@
 #include <check.h>
 #include <hiredis/hiredis.h>
 
+#include "tests/expect.h"
 #include "tests/harness.h"
 
 #define NMASTERS        5       /* masters per test */
@@ -48,99 +49,6 @@ static const struct h_daemon_opts cl_opts = {
 };
 
 /* ---- assertions that keep the caller's line number ---- */
-
-/* Send line on fd and require the reply to be exactly want. */
-#define EXPECT_REPLY(fd, line, want) do {                                       \
-        char *got_ = h_cmd((fd), (line), CMD_MS);                               \
-        ck_assert_msg(got_ != NULL && strcmp(got_, (want)) == 0,               \
-                      "'%s' answered '%s', expected '%s'", (line),              \
-                      got_ != NULL ? got_ : "(nothing)", (want));               \
-        free(got_);                                                             \
-    } while (0)
-
-/* Send line on fd and require the reply to start with prefix. */
-#define EXPECT_PREFIX(fd, line, prefix) do {                                    \
-        char *got_ = h_cmd((fd), (line), CMD_MS);                               \
-        ck_assert_msg(got_ != NULL && strncmp(got_, (prefix), strlen(prefix)) == 0, \
-                      "'%s' answered '%s', expected '%s...'", (line),           \
-                      got_ != NULL ? got_ : "(nothing)", (prefix));             \
-        free(got_);                                                             \
-    } while (0)
-
-/* ---- reply parsing ---- */
-
-/* True when line starts with "<status> <name>", then a space or its end. */
-static bool
-is_reply(const char *line, const char *status, const char *name)
-{
-    size_t sl = strlen(status), nl = strlen(name);
-
-    return line != NULL && strncmp(line, status, sl) == 0 && line[sl] == ' '
-           && strncmp(line + sl + 1, name, nl) == 0
-           && (line[sl + 1 + nl] == ' ' || line[sl + 1 + nl] == '\0');
-}
-
-/*
- * Find the word "<key>=<value>" after the status word and the name (a
- * name may itself contain '=', so the first two words are skipped) and
- * copy value into out.  Returns false when there is no such word or it
- * does not fit.
- */
-static bool
-reply_field(const char *line, const char *key, char *out, size_t size)
-{
-    size_t klen = strlen(key), vlen;
-    const char *p = line, *end;
-    int word = 0;
-
-    while (p != NULL && *p != '\0') {
-        end = strchr(p, ' ');
-        vlen = end != NULL ? (size_t)(end - p) : strlen(p);
-        if (word >= 2 && vlen > klen && strncmp(p, key, klen) == 0 && p[klen] == '=') {
-            vlen -= klen + 1;
-            if (vlen + 1 > size) {
-                return false;
-            }
-            memcpy(out, p + klen + 1, vlen);
-            out[vlen] = '\0';
-            return true;
-        }
-        word++;
-        p = end != NULL ? end + 1 : NULL;
-    }
-    return false;
-}
-
-/* reply_field() for a decimal integer (maybe negative). */
-static bool
-reply_int(const char *line, const char *key, long long *value)
-{
-    char buf[32], *end;
-
-    if (!reply_field(line, key, buf, sizeof(buf))) {
-        return false;
-    }
-    if (!isdigit((unsigned char)buf[0]) && !(buf[0] == '-' && isdigit((unsigned char)buf[1]))) {
-        return false;
-    }
-    errno = 0;
-    *value = strtoll(buf, &end, 10);
-    return errno == 0 && *end == '\0';
-}
-
-/* True when s is an owner token: 32 lowercase hex digits. */
-static bool
-is_token(const char *s)
-{
-    size_t i;
-
-    for (i = 0; s[i] != '\0'; i++) {
-        if (!isdigit((unsigned char)s[i]) && (s[i] < 'a' || s[i] > 'f')) {
-            return false;
-        }
-    }
-    return i == TOKEN_LEN;
-}
 
 /* ---- fixture ---- */
 
@@ -317,7 +225,7 @@ START_TEST(harness_two_daemons)
         int fd = i % 2 == 0 ? a : b;
 
         got = h_cmd(fd, "LOCK hz wait=10000", 12000);
-        ck_assert_msg(is_reply(got, "OK", "hz"), "grant %d on daemon %d: '%s'", i, i % 2,
+        ck_assert_msg(h_is_reply(got, "OK", "hz"), "grant %d on daemon %d: '%s'", i, i % 2,
                       got != NULL ? got : "(nothing)");
         free(got);
         EXPECT_REPLY(fd, "UNLOCK hz", "OK hz holds=0");
@@ -440,7 +348,7 @@ START_TEST(pubsub_wakes_other_daemon)
     EXPECT_REPLY(a, "UNLOCK n", "OK n holds=0");
     got = h_read_line(b, 12000);
     waited = h_now_ms() - t_unlock;
-    ck_assert_msg(is_reply(got, "OK", "n") && reply_int(got, "holds", &holds) && holds == 1,
+    ck_assert_msg(h_is_reply(got, "OK", "n") && h_reply_int(got, "holds", &holds) && holds == 1,
                   "B's LOCK n wait=10000 answered '%s' %lld ms after A's UNLOCK, expected "
                   "'OK n validity=N holds=1' (the holder's ttl was 30 s)",
                   got != NULL ? got : "(nothing)", (long long)waited);
@@ -510,7 +418,7 @@ START_TEST(fallback_after_expiry)
             worst = i;
         }
     }
-    ck_assert_msg(is_reply(got, "OK", "f"),
+    ck_assert_msg(h_is_reply(got, "OK", "f"),
                   "LOCK f wait=8000 answered '%s' after %lld ms, expected 'OK f ...' once "
                   "the foreign key expired", got != NULL ? got : "(nothing)", (long long)waited);
     free(got);
@@ -568,7 +476,7 @@ START_TEST(fairness_two_daemons)
             got = h_read_line(pfd[i].fd, CMD_MS);
             ck_assert_msg(got != NULL, "session %d (daemon %d): no reply", i, i % NDAEMONS);
             if (!locked[i]) {
-                ck_assert_msg(is_reply(got, "OK", "x"), "session %d (daemon %d) LOCK: '%s'",
+                ck_assert_msg(h_is_reply(got, "OK", "x"), "session %d (daemon %d) LOCK: '%s'",
                               i, i % NDAEMONS, got);
                 locked[i] = true;
                 count[i]++;
@@ -628,7 +536,7 @@ fenced_lock(int fd, const char *name, int64_t noquorum_ms, const char *what)
         /* Pacing the retries, not waiting for anything in particular. */
         h_sleep_ms(100);
     }
-    ck_assert_msg(is_reply(got, "OK", name) && reply_int(got, "fence", &fence) && fence >= 0,
+    ck_assert_msg(h_is_reply(got, "OK", name) && h_reply_int(got, "fence", &fence) && fence >= 0,
                   "%s: '%s' answered '%s', expected 'OK %s ... fence=N'", what, line,
                   got != NULL ? got : "(nothing)", name);
     free(got);
@@ -749,8 +657,8 @@ START_TEST(lease_from_other_daemon)
     cl_up(NMASTERS, false, NDAEMONS, NULL);
     a = cl_connect(0);
     got = h_cmd(a, "LOCK l mode=lease ttl=5000", CMD_MS);
-    ck_assert_msg(is_reply(got, "OK", "l") && reply_field(got, "token", token, sizeof(token))
-                  && is_token(token),
+    ck_assert_msg(h_is_reply(got, "OK", "l") && h_reply_field(got, "token", token, sizeof(token))
+                  && h_is_token(token),
                   "LOCK l mode=lease ttl=5000 answered '%s', expected 'OK l token=<32 hex> "
                   "validity=N'", got != NULL ? got : "(nothing)");
     free(got);

@@ -25,6 +25,7 @@
 #include <check.h>
 #include <hiredis/hiredis.h>
 
+#include "tests/expect.h"
 #include "tests/harness.h"
 
 #define NMASTERS        5       /* masters per test */
@@ -41,24 +42,6 @@ static const struct h_daemon_opts it_opts = {
 };
 
 /* ---- assertions that keep the caller's line number ---- */
-
-/* Send line on fd and require the reply to be exactly want. */
-#define EXPECT_REPLY(fd, line, want) do {                                       \
-        char *got_ = h_cmd((fd), (line), CMD_MS);                               \
-        ck_assert_msg(got_ != NULL && strcmp(got_, (want)) == 0,               \
-                      "'%s' answered '%s', expected '%s'", (line),              \
-                      got_ != NULL ? got_ : "(nothing)", (want));               \
-        free(got_);                                                             \
-    } while (0)
-
-/* Send line on fd and require the reply to start with prefix. */
-#define EXPECT_PREFIX(fd, line, prefix) do {                                    \
-        char *got_ = h_cmd((fd), (line), CMD_MS);                               \
-        ck_assert_msg(got_ != NULL && strncmp(got_, (prefix), strlen(prefix)) == 0, \
-                      "'%s' answered '%s', expected '%s...'", (line),           \
-                      got_ != NULL ? got_ : "(nothing)", (prefix));             \
-        free(got_);                                                             \
-    } while (0)
 
 /*
  * Send a LOCK or TRYLOCK line on fd and require
@@ -146,20 +129,6 @@ parse_held(const char *line, const char *name, const char *owner, long long *ttl
         return strncmp(p, " mode=session", 13) == 0 && (p[13] == '\0' || p[13] == ' ');
     }
     return *p == '\0';
-}
-
-/* True when s is an owner token: 32 lowercase hex digits. */
-static bool
-is_token(const char *s)
-{
-    size_t i;
-
-    for (i = 0; s[i] != '\0'; i++) {
-        if (!isdigit((unsigned char)s[i]) && (s[i] < 'a' || s[i] > 'f')) {
-            return false;
-        }
-    }
-    return i == 32;
 }
 
 /*
@@ -392,7 +361,7 @@ START_TEST(key_on_masters)
 
     token = h_master_get(0, "demo");
     ck_assert_msg(token != NULL, "no key 'demo' on master 0 after LOCK");
-    ck_assert_msg(is_token(token), "key value '%s' is not 32 lowercase hex digits", token);
+    ck_assert_msg(h_is_token(token), "key value '%s' is not 32 lowercase hex digits", token);
     for (i = 1; i < NMASTERS; i++) {
         v = h_master_get(i, "demo");
         ck_assert_msg(v != NULL && strcmp(v, token) == 0,
@@ -525,7 +494,7 @@ START_TEST(watchdog)
     w.why[0] = '\0';
     EXPECT_LOCK_OK(a, "LOCK w ttl=1000", "w", 1, valid);
     token = h_master_get(0, "w");
-    ck_assert_msg(token != NULL && is_token(token), "no token for 'w' on master 0");
+    ck_assert_msg(token != NULL && h_is_token(token), "no token for 'w' on master 0");
     w.token = token;
 
     /* Five lease lengths: only renewals can keep it. */
@@ -585,7 +554,7 @@ START_TEST(two_masters_down)
     ck_assert_msg(valid > 0, "validity=%lld", valid);
 
     token = h_master_get(2, "d");
-    ck_assert_msg(token != NULL && is_token(token), "no token for 'd' on master 2");
+    ck_assert_msg(token != NULL && h_is_token(token), "no token for 'd' on master 2");
     for (i = 2; i < NMASTERS; i++) {
         char *v = h_master_get(i, "d");
 
@@ -1267,27 +1236,20 @@ START_TEST(handover_never_free)
 END_TEST
 
 
-/* Read "<prefix>... fence=N..." from a reply; -1 when absent. */
+/* The fence=N of a reply; -1 when absent. */
 static long long
 reply_fence(const char *line)
 {
-    const char *p = line != NULL ? strstr(line, " fence=") : NULL;
+    long long f;
 
-    return p != NULL ? strtoll(p + 7, NULL, 10) : -1;
+    return h_reply_int(line, "fence", &f) ? f : -1;
 }
 
-/* Copy the token= of a reply into tok (33 bytes); false when absent. */
+/* Copy the token= of a reply into tok (33 bytes); false when absent or malformed. */
 static bool
 reply_token(const char *line, char *tok)
 {
-    const char *p = line != NULL ? strstr(line, " token=") : NULL;
-
-    if (p == NULL) {
-        return false;
-    }
-    memcpy(tok, p + 7, 32);
-    tok[32] = '\0';
-    return strlen(p + 7) >= 32 && (p[39] == ' ' || p[39] == '\0') && is_token(tok);
+    return h_reply_field(line, "token", tok, 33) && h_is_token(tok);
 }
 
 /*

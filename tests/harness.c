@@ -1477,3 +1477,78 @@ h_stat_once(const char *name, long long *value)
     close(fd);
     return rc;
 }
+
+/* ---- reply parsing ---- */
+
+/* True when line starts with "<status> <name>", then a space or its end. */
+bool
+h_is_reply(const char *line, const char *status, const char *name)
+{
+    size_t sl = strlen(status), nl = strlen(name);
+
+    return line != NULL && strncmp(line, status, sl) == 0 && line[sl] == ' '
+           && strncmp(line + sl + 1, name, nl) == 0
+           && (line[sl + 1 + nl] == ' ' || line[sl + 1 + nl] == '\0');
+}
+
+/*
+ * Find the word "<key>=<value>" after the status word and the name (a
+ * name may itself contain '=', so the first two words are skipped) and
+ * copy value into out.  Returns false when there is no such word or it
+ * does not fit.
+ */
+bool
+h_reply_field(const char *line, const char *key, char *out, size_t size)
+{
+    size_t klen = strlen(key), vlen;
+    const char *p = line, *end;
+    int word = 0;
+
+    while (p != NULL && *p != '\0') {
+        end = strchr(p, ' ');
+        vlen = end != NULL ? (size_t)(end - p) : strlen(p);
+        if (word >= 2 && vlen > klen && strncmp(p, key, klen) == 0 && p[klen] == '=') {
+            vlen -= klen + 1;
+            if (vlen + 1 > size) {
+                return false;
+            }
+            memcpy(out, p + klen + 1, vlen);
+            out[vlen] = '\0';
+            return true;
+        }
+        word++;
+        p = end != NULL ? end + 1 : NULL;
+    }
+    return false;
+}
+
+/* h_reply_field() for a decimal integer (maybe negative). */
+bool
+h_reply_int(const char *line, const char *key, long long *value)
+{
+    char buf[32], *end;
+
+    if (!h_reply_field(line, key, buf, sizeof(buf))) {
+        return false;
+    }
+    if (!isdigit((unsigned char)buf[0]) && !(buf[0] == '-' && isdigit((unsigned char)buf[1]))) {
+        return false;
+    }
+    errno = 0;
+    *value = strtoll(buf, &end, 10);
+    return errno == 0 && *end == '\0';
+}
+
+/* True when s is an owner token: 32 lowercase hex digits. */
+bool
+h_is_token(const char *s)
+{
+    size_t i;
+
+    for (i = 0; s[i] != '\0'; i++) {
+        if (!isdigit((unsigned char)s[i]) && (s[i] < 'a' || s[i] > 'f')) {
+            return false;
+        }
+    }
+    return i == 32;
+}

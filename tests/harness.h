@@ -358,4 +358,23 @@ int h_stat(int fd, const char *name, long long *value);
  */
 int h_stat_once(const char *name, long long *value);
 
+/* ---- reply parsing ---- */
+
+/* True when line starts with "<status> <name>", then a space or its end. */
+bool h_is_reply(const char *line, const char *status, const char *name);
+
+/*
+ * Find the word "<key>=<value>" after the status word and the name (a
+ * name may itself contain '=', so the first two words are skipped) and
+ * copy value with a NUL into out (size bytes).  Returns false when line
+ * is NULL, there is no such word, or it does not fit.
+ */
+bool h_reply_field(const char *line, const char *key, char *out, size_t size);
+
+/* h_reply_field() for a decimal integer (maybe negative) into *value. */
+bool h_reply_int(const char *line, const char *key, long long *value);
+
+/* True when s is an owner token: 32 lowercase hex digits. */
+bool h_is_token(const char *s);
+
 #endif /* REDLOCKD_TESTS_HARNESS_H */
