@@ -3,7 +3,10 @@
 #   make            build build/redlockd
 #   make check      install missing Debian packages, build, run every test
 #   make run        five local masters and redlockd with conf/dev.yml
-#   make check-asan every suite again, built with AddressSanitizer and UBSan
+#   make check SANITIZE=address,undefined
+#                   every suite built with sanitizers (in build-san/)
+#   make check-faults  fault-injection suite and a short fuzzing run
+#   make fuzz       libFuzzer targets (clang), FUZZ_SECONDS each
 #   make clean
 
 CC      ?= cc
@@ -25,6 +28,17 @@ ALL_CFLAGS = -std=gnu11 $(WARN) $(CFLAGS) -D_GNU_SOURCE -DREDLOCKD_VERSION='"$(V
              -I. $(PKG_CFLAGS) -MMD -MP
 
 B := build
+# SANITIZE=address,undefined builds everything with those sanitizers in
+# build-san/; the daemon aborts on any report, so a report fails the test
+# that caused it.
+ifneq ($(SANITIZE),)
+B := build-san
+CFLAGS := -O1 -g -fsanitize=$(SANITIZE) -fno-omit-frame-pointer \
+          -fno-sanitize-recover=all
+CK_MULT := 10
+export ASAN_OPTIONS := detect_leaks=1:abort_on_error=1
+export UBSAN_OPTIONS := print_stacktrace=1:halt_on_error=1
+endif
 PROTO_SRC  := proto/proto.c
 CONF_SRC   := conf/conf.c
 DAEMON_SRC := $(filter-out daemon/main.c,$(wildcard daemon/*.c))
@@ -40,7 +54,7 @@ CK_MULT ?= 1
 
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
-.PHONY: all deps check check-asan test unit integration run clean
+.PHONY: all deps deps-faults check check-asan check-faults test unit integration run clean
 all: $(B)/redlockd
 
 $(B)/obj/%.o: %.c
@@ -91,19 +105,30 @@ integration: $(B)/redlockd $(addprefix $(B)/,$(INTEG_TESTS))
 	@set -e; for t in $(INTEG_TESTS); do \
 	    echo "== $$t"; REDLOCKD_BIN=$(CURDIR)/$(B)/redlockd CK_DEFAULT_TIMEOUT=120 ./$(B)/$$t; done
 
-# The same suites built with sanitizers in build-asan/; the daemon aborts
-# on any report, so a report fails the test that caused it.
-ASAN_FLAGS := -O1 -g -fsanitize=address,undefined -fno-omit-frame-pointer \
-              -fno-sanitize-recover=undefined
 check-asan: deps
-	ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1 \
-	    $(MAKE) B=build-asan CFLAGS="$(ASAN_FLAGS)" CK_MULT=10 test
+	$(MAKE) SANITIZE=address,undefined test
+
+# Fault injection (tests/faults/faults.mk) and fuzzing (tests/fuzz/fuzz.mk)
+# need clang and its runtime (libFuzzer) besides the packages above.
+FAULT_DEB_PKGS := clang libclang-rt-14-dev
+deps-faults: deps
+	@if command -v clang >/dev/null \
+	    && [ -e "$$(clang -print-file-name=libclang_rt.fuzzer-x86_64.a)" ]; then :; else \
+	    echo "installing missing packages: $(FAULT_DEB_PKGS)"; \
+	    $(SUDO) apt-get update -qq && \
+	    DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq $(FAULT_DEB_PKGS); fi
+
+check-faults: deps-faults
+	$(MAKE) faults
+	$(MAKE) fuzz FUZZ_SECONDS=60
 
 run: deps
 	$(MAKE) $(B)/redlockd
 	bash tests/dev-run.sh $(B)/redlockd conf/dev.yml
 
 clean:
-	rm -rf build build-asan run
+	rm -rf build build-san build-asan build-fuzz run
+
+include $(wildcard tests/*/*.mk)
 
 -include $(shell find $(B) -name '*.d' 2>/dev/null)

@@ -118,6 +118,12 @@ static const struct conf_directive conf_directives[] = {
       offsetof(struct conf, connect_timeout_ms),
       1, 60000, 0, "500",
       "how long a connection to a master may take, ms", NULL },
+    { "redis", "max_pending", CONF_T_INT, offsetof(struct conf, max_pending),
+      1, 1000000, 0, "1024",
+      "requests a master may leave unanswered before it is dropped", NULL },
+    { "redis", "down_after_ms", CONF_T_MS, offsetof(struct conf, down_after_ms),
+      1, 600000, 0, "2000",
+      "silence with requests pending before a master is dropped, ms", NULL },
 
     { "lock", "default_ttl_ms", CONF_T_MS, offsetof(struct conf, default_ttl_ms),
       1, 86400000, 0, "30000",
@@ -143,6 +149,10 @@ static const struct conf_directive conf_directives[] = {
     { "lock", "fence", CONF_T_ENUM, offsetof(struct conf, fence),
       0, 0, 0, "request",
       "fencing tokens: request (LOCK ... fence) or always", conf_fence_names },
+    { "lock", "restart_quarantine", CONF_T_BOOL,
+      offsetof(struct conf, restart_quarantine),
+      0, 0, 0, "true",
+      "a master up for less than max_ttl_ms does not count toward a quorum", NULL },
 
     { "limits", "max_clients", CONF_T_INT, offsetof(struct conf, max_clients),
       1, 1000000, 0, "10000",
@@ -154,6 +164,19 @@ static const struct conf_directive conf_directives[] = {
       offsetof(struct conf, max_locks_per_client),
       1, 1000000, 0, "1024",
       "locks one client session may hold", NULL },
+    { "limits", "idle_timeout_ms", CONF_T_MS, offsetof(struct conf, idle_timeout_ms),
+      100, 86400000, 0, "30000",
+      "time to finish a request line, or to read pending replies, ms", NULL },
+    { "limits", "max_output_bytes", CONF_T_INT, offsetof(struct conf, max_output_bytes),
+      4096, 1073741824, 0, "1048576",
+      "unsent reply bytes a client may leave before it is closed", NULL },
+
+    { "auth", "password", CONF_T_STRING, offsetof(struct conf, auth_password),
+      0, 1024, 0, "",
+      "password clients send with AUTH; \"\" disables", NULL },
+    { "auth", "unix_exempt", CONF_T_BOOL, offsetof(struct conf, auth_unix_exempt),
+      0, 0, 0, "true",
+      "sessions on the Unix socket need no AUTH", NULL },
 
     { "log", "level", CONF_T_ENUM, offsetof(struct conf, log_level),
       0, 0, 0, "info",
@@ -1222,6 +1245,32 @@ conf_check_order(struct conf_state *st, size_t a, size_t b, bool strict,
                  conf_describe(st, b, y, sizeof(y)), why);
 }
 
+/*
+ * True when a listen.tcp host only accepts connections from this host:
+ * 127.0.0.0/8, ::1, ::ffff:127.0.0.0/104, or "localhost".  A host name
+ * other than localhost is not resolved here and counts as reachable.
+ */
+static bool
+conf_host_is_loopback(const char *host)
+{
+    struct in_addr a4;
+    struct in6_addr a6;
+
+    if (strcasecmp(host, "localhost") == 0) {
+        return true;
+    }
+    if (inet_pton(AF_INET, host, &a4) == 1) {
+        return (ntohl(a4.s_addr) >> 24) == 127;
+    }
+    if (inet_pton(AF_INET6, host, &a6) == 1) {
+        if (IN6_IS_ADDR_LOOPBACK(&a6)) {
+            return true;
+        }
+        return IN6_IS_ADDR_V4MAPPED(&a6) && a6.s6_addr[12] == 127;
+    }
+    return false;
+}
+
 /* Pass 3: the settings against each other. */
 static void
 conf_check(struct conf_state *st)
@@ -1236,6 +1285,8 @@ conf_check(struct conf_state *st)
     size_t node = conf_must_find("lock", "node_timeout_ms");
     size_t tcp = conf_must_find("listen", "tcp");
     size_t unx = conf_must_find("listen", "unix");
+    size_t down = conf_must_find("redis", "down_after_ms");
+    size_t apass = conf_must_find("auth", "password");
 
     conf_derive(conf);
 
@@ -1258,6 +1309,22 @@ conf_check(struct conf_state *st)
     }
     conf_check_order(st, node, min, true,
                      ": a round must end well before the shortest lease expires");
+    conf_check_order(st, node, down, true,
+                     ": a master is declared silent only after a round's deadline");
+
+    /* Protected mode: a session reachable from other hosts must AUTH. */
+    if (conf->tcp_enabled && !st->seen[tcp].bad && !st->seen[apass].bad &&
+        conf->auth_password != NULL && conf->auth_password[0] == '\0' &&
+        !conf_host_is_loopback(conf->tcp.host)) {
+        size_t line, column;
+
+        conf_pair_position(st, tcp, apass, &line, &column);
+        conf_note_at(st, line, column, true,
+                     "listen.tcp \"%s\" accepts connections from other hosts "
+                     "but auth.password is empty (protected mode): set "
+                     "auth.password, or listen on 127.0.0.1 or [::1]",
+                     conf->tcp.spec);
+    }
 
     if (!conf->tcp_enabled && !conf->unix_enabled &&
         !st->seen[tcp].bad && !st->seen[unx].bad) {

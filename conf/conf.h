@@ -66,6 +66,8 @@ struct conf {
     char    *redis_username;        /* "" for none */
     char    *redis_password;        /* "" disables AUTH */
     int64_t  connect_timeout_ms;    /* redis.connect_timeout_ms */
+    int64_t  max_pending;           /* requests unanswered before a drop */
+    int64_t  down_after_ms;         /* silence with requests pending before a drop */
 
     /* lock: */
     int64_t  default_ttl_ms;        /* lease when LOCK has no ttl= */
@@ -76,11 +78,18 @@ struct conf {
     int64_t  retry_delay_ms;        /* a blocked LOCK retries after 0..this */
     char    *key_prefix;            /* Redis key = key_prefix + name */
     enum conf_fence fence;          /* when grants carry a fencing token */
+    bool     restart_quarantine;    /* a restarted master votes after max_ttl_ms */
 
     /* limits: */
     int64_t  max_clients;           /* connections at once */
     int64_t  max_line_bytes;        /* longest request line, without LF */
     int64_t  max_locks_per_client;  /* locks held by one session */
+    int64_t  idle_timeout_ms;       /* a line's completion, output's progress */
+    int64_t  max_output_bytes;      /* unsent replies before a close */
+
+    /* auth: */
+    char    *auth_password;         /* "" for none; else AUTH first on TCP */
+    bool     auth_unix_exempt;      /* Unix socket sessions need no AUTH */
 
     /* log: */
     enum conf_log_level log_level;  /* log.level */

@@ -270,6 +270,14 @@ static const struct fixture bad_fixtures[] = {
         "E " FX("node-timeout.yml") ":4:20: lock.node_timeout_ms (100) must be less than "
         "lock.min_ttl_ms (100, the default): a round must end well before the shortest "
         "lease expires" } },
+    { FX("protected.yml"), {
+        "E " FX("protected.yml") ":2:8: listen.tcp \"0.0.0.0:7379\" accepts connections "
+        "from other hosts but auth.password is empty (protected mode): set auth.password, "
+        "or listen on 127.0.0.1 or [::1]" } },
+    { FX("down-after.yml"), {
+        "E " FX("down-after.yml") ":4:18: lock.node_timeout_ms (50, the default) must be "
+        "less than redis.down_after_ms (50): a master is declared silent only after a "
+        "round's deadline" } },
     { FX("no-listener.yml"), {
         "E " FX("no-listener.yml") ":3:9: listen: listen.tcp and listen.unix are both "
         "disabled; enable at least one" } },
@@ -326,6 +334,13 @@ assert_defaults(const struct conf *conf)
     ck_assert_int_eq(conf->max_clients, 10000);
     ck_assert_int_eq(conf->max_line_bytes, 1024);
     ck_assert_int_eq(conf->max_locks_per_client, 1024);
+    ck_assert_int_eq(conf->max_pending, 1024);
+    ck_assert_int_eq(conf->down_after_ms, 2000);
+    ck_assert(conf->restart_quarantine);
+    ck_assert_int_eq(conf->idle_timeout_ms, 30000);
+    ck_assert_int_eq(conf->max_output_bytes, 1048576);
+    ck_assert_str_eq(conf->auth_password, "");
+    ck_assert(conf->auth_unix_exempt);
     ck_assert_int_eq(conf->log_level, CONF_LOG_INFO);
 }
 
@@ -392,6 +407,8 @@ START_TEST(test_full)
     ck_assert_str_eq(conf.redis_username, "locker");
     ck_assert_str_eq(conf.redis_password, "s3cret");
     ck_assert_int_eq(conf.connect_timeout_ms, 750);
+    ck_assert_int_eq(conf.max_pending, 64);
+    ck_assert_int_eq(conf.down_after_ms, 1500);
 
     ck_assert_int_eq(conf.default_ttl_ms, 10000);
     ck_assert_int_eq(conf.min_ttl_ms, 500);
@@ -401,13 +418,60 @@ START_TEST(test_full)
     ck_assert_int_eq(conf.retry_delay_ms, 150);
     ck_assert_str_eq(conf.key_prefix, "redlock:");
     ck_assert_int_eq(conf.fence, CONF_FENCE_ALWAYS);
+    ck_assert(!conf.restart_quarantine);
 
     ck_assert_int_eq(conf.max_clients, 500);
     ck_assert_int_eq(conf.max_line_bytes, 4096);
     ck_assert_int_eq(conf.max_locks_per_client, 16);
+    ck_assert_int_eq(conf.idle_timeout_ms, 5000);
+    ck_assert_int_eq(conf.max_output_bytes, 65536);
+    ck_assert_str_eq(conf.auth_password, "let me in");
+    ck_assert(!conf.auth_unix_exempt);
 
     ck_assert_int_eq(conf.log_level, CONF_LOG_DEBUG);
     conf_free(&conf);
+}
+END_TEST
+
+/* Protected mode: loopback needs no password; another address needs one. */
+START_TEST(test_protected_mode)
+{
+    static const char *const loopback[] = {
+        "127.0.0.1:7379", "127.1.2.3:7379", "[::1]:7379", "localhost:7379",
+        "[::ffff:127.0.0.1]:7379"
+    };
+    static const char *const open_to_others[] = {
+        "0.0.0.0:7379", "[::]:7379", "10.0.0.5:7379", "lockbox.example.com:7379"
+    };
+    struct conf conf;
+    struct conf_msgs msgs;
+    size_t i;
+
+    load_clean(FX("protected-ok.yml"), &conf);
+    ck_assert_str_eq(conf.auth_password, "hunter2");
+    conf_free(&conf);
+
+    for (i = 0; i < sizeof(loopback) / sizeof(loopback[0]) +
+                    sizeof(open_to_others) / sizeof(open_to_others[0]); i++) {
+        bool lo = i < sizeof(loopback) / sizeof(loopback[0]);
+        const char *addr = lo ? loopback[i]
+                              : open_to_others[i - sizeof(loopback) / sizeof(loopback[0])];
+        char text[256], *path;
+
+        snprintf(text, sizeof(text), "listen:\n  tcp: \"%s\"\nmasters:\n  - \"127.0.0.1:7001\"\n",
+                 addr);
+        path = write_temp(text, strlen(text));
+        memset(&msgs, 0, sizeof(msgs));
+        ck_assert_msg((conf_load(path, &conf, &msgs) == 0) == lo, "%s", addr);
+        ck_assert_uint_eq(msgs.nerrors, lo ? 0 : 1);
+        if (!lo) {
+            ck_assert_ptr_nonnull(strstr(msgs.list[0].text, "protected mode"));
+        }
+        conf_msgs_free(&msgs);
+        conf_free(&conf);
+        unlink(path);
+        free(path);
+    }
 }
 END_TEST
 
@@ -938,6 +1002,7 @@ conf_suite(void)
     tcase_add_test(tc, test_defaults);
     tcase_add_test(tc, test_minimal);
     tcase_add_test(tc, test_full);
+    tcase_add_test(tc, test_protected_mode);
     tcase_add_test(tc, test_null_sections);
     tcase_add_test(tc, test_aliases);
     tcase_add_test(tc, test_repo_configs);

@@ -980,14 +980,27 @@ h_write_conf(const struct h_daemon_opts *o)
     if (o->fence != NULL) {
         fprintf(f, "  fence: %s\n", o->fence);
     }
-    if (o->max_line_bytes != 0 || o->max_clients != 0 || o->max_locks_per_client != 0) {
+    /* The masters start a moment before the daemon: quarantine is off
+       unless a test turns it on. */
+    fprintf(f, "  restart_quarantine: %s\n", o->restart_quarantine ? "true" : "false");
+    if (o->max_line_bytes != 0 || o->max_clients != 0 || o->max_locks_per_client != 0 ||
+        o->idle_timeout_ms != 0 || o->max_output_bytes != 0) {
         fprintf(f, "limits:\n");
         h_conf_int(f, "max_line_bytes", o->max_line_bytes);
         h_conf_int(f, "max_clients", o->max_clients);
+        h_conf_int(f, "idle_timeout_ms", o->idle_timeout_ms);
+        h_conf_int(f, "max_output_bytes", o->max_output_bytes);
         h_conf_int(f, "max_locks_per_client", o->max_locks_per_client);
     }
+    fprintf(f, "redis:\n");
     if (o->redis_password != NULL) {
-        fprintf(f, "redis:\n  password: \"%s\"\n", o->redis_password);
+        fprintf(f, "  password: \"%s\"\n", o->redis_password);
+    }
+    h_conf_int(f, "max_pending", o->max_pending);
+    h_conf_int(f, "down_after_ms", o->down_after_ms);
+    if (o->auth_password != NULL) {
+        fprintf(f, "auth:\n  password: \"%s\"\n  unix_exempt: %s\n", o->auth_password,
+                o->auth_unix_required ? "false" : "true");
     }
     fprintf(f, "log:\n  level: %s\n", o->log_level != NULL ? o->log_level : "debug");
     rc = ferror(f) ? -1 : 0;

@@ -229,6 +229,14 @@ struct h_daemon_opts {
                                            means do not wait for masters */
     const char *fence;                  /* lock.fence (not written when NULL) */
     const char *key_prefix;             /* lock.key_prefix (not written when NULL) */
+    bool        restart_quarantine;     /* lock.restart_quarantine (false here,
+                                           unlike the daemon's default) */
+    int64_t     idle_timeout_ms;        /* limits.idle_timeout_ms */
+    int64_t     max_output_bytes;       /* limits.max_output_bytes */
+    int64_t     max_pending;            /* redis.max_pending */
+    int64_t     down_after_ms;          /* redis.down_after_ms */
+    const char *auth_password;          /* auth.password (none when NULL) */
+    bool        auth_unix_required;     /* auth.unix_exempt: false */
 };
 
 /*
