@@ -37,6 +37,8 @@
 #define MASTER_BACKOFF_MAX_MS   5000
 #define MASTER_ARGV_STACK       16
 #define MASTER_WHY_MAX          160
+#define MASTER_STEP_AUTH        (-1)    /* handshake step: AUTH */
+#define MASTER_STEP_INFO        (-2)    /* handshake step: INFO server */
 
 /* For log lines: which of a master's two links. */
 #define MASTER_LINK_WHAT(k)     ((k)->subscriber ? " (subscriber)" : "")
@@ -56,6 +58,8 @@ struct master_link {
     struct event       *timer;      /* connect deadline, or reconnect delay */
     int64_t             backoff_ms; /* next reconnect delay before jitter */
     int                 pending;    /* handshake replies still expected */
+    int                 inflight;   /* requests sent on ac, not answered yet */
+    int64_t             progress_us;/* last reply, or when inflight left 0 */
     bool                ever_up;    /* has been up once (for reconnects) */
     bool                drop_now;   /* drop requested inside connect cb */
     bool                resolving;  /* an evdns lookup is in flight */
@@ -74,6 +78,9 @@ struct master {
     struct master_link  sub;        /* SUBSCRIBE */
     char                status[MASTER_WHY_MAX + 16]; /* master_status_text buffer */
     char                sha[MASTER_SCRIPTS_MAX][41]; /* SCRIPT LOAD answers, per master */
+    char                run_id[41]; /* INFO server run_id, "" before the first */
+    int64_t             quarantine_until_us; /* monotonic; its answers count after */
+    struct event       *quarantine_timer;    /* logs the end of the quarantine */
     struct master_stats stats;      /* counters */
 };
 
@@ -138,6 +145,7 @@ static void master_sub_cb(redisAsyncContext *ac, void *r, void *privdata);
 static void master_sub_link_up(struct master_link *k);
 static void master_sub_link_down(struct master_link *k);
 static void master_timer_cb(evutil_socket_t fd, short what, void *arg);
+static void master_check_silence(struct master_link *k);
 
 /* Cancel an evdns lookup in flight (its callback sees EVUTIL_EAI_CANCEL). */
 static void
@@ -235,6 +243,7 @@ master_drop(struct master_link *m, const char *why)
     snprintf(m->why, sizeof(m->why), "%s", why);
     m->ac = NULL;
     m->state = MASTER_DOWN;
+    m->inflight = 0;
     if (m->subscriber) {
         master_sub_link_down(m);
     }
@@ -251,6 +260,8 @@ static void
 master_link_up(struct master_link *m)
 {
     m->state = MASTER_UP;
+    m->inflight = 0;
+    m->progress_us = util_now_us();
     m->backoff_ms = MASTER_BACKOFF_MIN_MS;
     m->why[0] = '\0';
     evtimer_del(m->timer);
@@ -264,25 +275,150 @@ master_link_up(struct master_link *m)
     }
 }
 
+/*
+ * Find "<field>:<value>\r\n" in an INFO text and copy value (at most
+ * size - 1 bytes, NUL-terminated).  Returns false when it is missing.
+ */
+static bool
+master_info_field(const char *info, size_t len, const char *field, char *out, size_t size)
+{
+    size_t flen = strlen(field), i, n;
+    const char *p = info, *end = info + len, *nl;
+
+    while (p < end) {
+        nl = memchr(p, '\n', (size_t)(end - p));
+        n = (size_t)((nl != NULL ? nl : end) - p);
+        if (n > flen && memcmp(p, field, flen) == 0 && p[flen] == ':') {
+            i = n - flen - 1;
+            if (i > 0 && p[flen + 1 + i - 1] == '\r') {
+                i--;
+            }
+            if (i == 0 || i >= size) {
+                return false;
+            }
+            memcpy(out, p + flen + 1, i);
+            out[i] = '\0';
+            return true;
+        }
+        p += n + 1;
+    }
+    return false;
+}
+
+static void
+master_quarantine_cb(evutil_socket_t fd, short what, void *arg)
+{
+    struct master *m = arg;
+
+    (void)fd;
+    (void)what;
+    log_info("master %s: restart quarantine over: its answers count toward a quorum",
+             m->addr->spec);
+}
+
+/*
+ * The INFO server answer of a new connection: note a restart (a new
+ * run_id), and with lock.restart_quarantine keep the master's answers
+ * out of every quorum until it has been up for max_ttl_ms plus drift:
+ * by then every lock it may have lost in the restart has expired on
+ * the other masters (Redis distributed-locks page, "Performance, crash
+ * recovery and fsync": delayed restarts).  The master's uptime is read
+ * in whole seconds, so its start is taken as late as it can have been:
+ * now - uptime.  Returns 0, or -1 with the reason in why.
+ */
+static int
+master_info(struct master *m, const redisReply *reply, char *why, size_t size)
+{
+    char run_id[sizeof(m->run_id)], uptime_text[24], *end;
+    long long uptime_s;
+    int64_t now = util_now_us(), max_ttl, until, left_ms;
+    time_t wall;
+    struct tm tm;
+    char when[32];
+
+    if (reply->type != REDIS_REPLY_STRING && reply->type != REDIS_REPLY_STATUS) {
+        snprintf(why, size, "INFO server answered a reply of type %d", reply->type);
+        return -1;
+    }
+    if (!master_info_field(reply->str, reply->len, "run_id", run_id, sizeof(run_id))
+        || !master_info_field(reply->str, reply->len, "uptime_in_seconds", uptime_text,
+                              sizeof(uptime_text))) {
+        snprintf(why, size, "INFO server lacks run_id or uptime_in_seconds");
+        return -1;
+    }
+    errno = 0;
+    uptime_s = strtoll(uptime_text, &end, 10);
+    if (errno != 0 || *end != '\0' || uptime_s < 0) {
+        snprintf(why, size, "INFO server: bad uptime_in_seconds '%.20s'", uptime_text);
+        return -1;
+    }
+    if (m->run_id[0] != '\0' && strcmp(m->run_id, run_id) != 0) {
+        m->stats.restarts++;
+        log_warn("master %s: restarted (run_id %.8s... now %.8s..., up %lld s)",
+                 m->addr->spec, m->run_id, run_id, uptime_s);
+    }
+    snprintf(m->run_id, sizeof(m->run_id), "%s", run_id);
+    if (!master_conf->restart_quarantine) {
+        m->quarantine_until_us = 0;
+        return 0;
+    }
+    max_ttl = master_conf->max_ttl_ms;
+    max_ttl += (int64_t)((double)max_ttl * master_conf->drift_factor) + 2;
+    if (uptime_s > (max_ttl + 999) / 1000) {
+        m->quarantine_until_us = 0;     /* up long enough; no overflow below */
+        return 0;
+    }
+    until = now - (int64_t)uptime_s * 1000000 + max_ttl * 1000;
+    m->quarantine_until_us = until;
+    if (until <= now) {
+        return 0;
+    }
+    left_ms = (until - now + 999) / 1000;
+    wall = time(NULL) + (time_t)((left_ms + 999) / 1000);
+    if (localtime_r(&wall, &tm) == NULL || strftime(when, sizeof(when), "%H:%M:%S", &tm) == 0) {
+        snprintf(when, sizeof(when), "?");
+    }
+    log_warn("master %s: up for %lld s only, less than lock.max_ttl_ms plus drift "
+             "(%lld ms): quarantined for %lld ms, until about %s; its answers do not "
+             "count toward a quorum until then (lock.restart_quarantine)",
+             m->addr->spec, uptime_s, (long long)max_ttl, (long long)left_ms, when);
+    if (m->quarantine_timer != NULL) {
+        struct timeval tv;
+
+        tv.tv_sec = (time_t)(left_ms / 1000);
+        tv.tv_usec = (suseconds_t)((left_ms % 1000) * 1000);
+        evtimer_add(m->quarantine_timer, &tv);
+    }
+    return 0;
+}
+
 static void
 master_handshake_cb(redisAsyncContext *ac, void *r, void *privdata)
 {
     redisReply *reply = r;
     struct master_link *m = master_by_ac(ac);
-    int step = (int)(intptr_t)privdata;   /* -1 AUTH, else script id */
+    int step = (int)(intptr_t)privdata;   /* MASTER_STEP_*, else script id */
     char why[MASTER_WHY_MAX];
 
     if (m == NULL || reply == NULL || m->state != MASTER_HANDSHAKE) {
         return;     /* dropped meanwhile; the drop did the bookkeeping */
     }
+    m->progress_us = util_now_us();
     if (reply->type == REDIS_REPLY_ERROR) {
         snprintf(why, sizeof(why), "%s refused: %.100s",
-                 step < 0 ? "AUTH" : "SCRIPT LOAD", reply->str);
+                 step == MASTER_STEP_AUTH ? "AUTH" :
+                 step == MASTER_STEP_INFO ? "INFO server" : "SCRIPT LOAD", reply->str);
         m->master->stats.errors++;
         master_drop(m, why);
         return;
     }
-    if (step >= 0) {
+    if (step == MASTER_STEP_INFO) {
+        if (master_info(m->master, reply, why, sizeof(why)) != 0) {
+            m->master->stats.errors++;
+            master_drop(m, why);
+            return;
+        }
+    } else if (step >= 0) {
         if (reply->type != REDIS_REPLY_STRING || reply->len != 40) {
             m->master->stats.errors++;
             master_drop(m, "SCRIPT LOAD answered something other than a sha1");
@@ -323,11 +459,12 @@ master_connect_cb(const redisAsyncContext *cac, int status)
     user = master_conf->redis_username;
     if (pass != NULL && pass[0] != '\0') {
         if (user != NULL && user[0] != '\0') {
-            rc = redisAsyncCommand(ac, master_handshake_cb, (void *)(intptr_t)-1,
+            rc = redisAsyncCommand(ac, master_handshake_cb,
+                                   (void *)(intptr_t)MASTER_STEP_AUTH,
                                    "AUTH %s %s", user, pass);
         } else {
-            rc = redisAsyncCommand(ac, master_handshake_cb, (void *)(intptr_t)-1,
-                                   "AUTH %s", pass);
+            rc = redisAsyncCommand(ac, master_handshake_cb,
+                                   (void *)(intptr_t)MASTER_STEP_AUTH, "AUTH %s", pass);
         }
         m->pending++;
     }
@@ -338,6 +475,12 @@ master_connect_cb(const redisAsyncContext *cac, int status)
                                    MASTER_SENTINEL_CHANNEL);
             m->pending++;
         }
+    }
+    if (!m->subscriber && rc == REDIS_OK) {
+        /* Restarts and the quarantine (master_info). */
+        rc = redisAsyncCommand(ac, master_handshake_cb, (void *)(intptr_t)MASTER_STEP_INFO,
+                               "INFO server");
+        m->pending++;
     }
     for (i = 0; !m->subscriber && i < nscripts && rc == REDIS_OK; i++) {
         rc = redisAsyncCommand(ac, master_handshake_cb, (void *)(intptr_t)i,
@@ -369,6 +512,7 @@ master_disconnect_cb(const redisAsyncContext *ac, int status)
         log_warn("master %s%s: down: %s", m->addr->spec, MASTER_LINK_WHAT(m), m->why);
     }
     m->state = MASTER_DOWN;
+    m->inflight = 0;
     if (m->subscriber) {
         master_sub_link_down(m);
     }
@@ -474,6 +618,62 @@ master_connect(struct master_link *m)
     }
 }
 
+/*
+ * A request was sent on k: count it, and make sure the link's timer
+ * watches for silence (master_check_silence).
+ */
+static void
+master_link_sent(struct master_link *k)
+{
+    if (k->inflight++ == 0) {
+        k->progress_us = util_now_us();
+    }
+    if (!evtimer_pending(k->timer, NULL)) {
+        master_schedule(k, master_conf->down_after_ms);
+    }
+}
+
+/* A reply arrived on k; answered says whether it ends a request. */
+static void
+master_link_answered(struct master_link *k, bool answered)
+{
+    k->progress_us = util_now_us();
+    if (answered && k->inflight > 0) {
+        k->inflight--;
+    }
+}
+
+/*
+ * The timer of an up link.  A master that stopped answering while its
+ * connection stays open (SIGSTOP, a partition without a reset) would
+ * pile up requests for ever: with requests pending and no reply for
+ * redis.down_after_ms, drop the link, so that the pending requests fail
+ * at once and reconnecting (with backoff) begins.  Replies already in
+ * the socket are read first, so that a daemon that was itself paused
+ * does not blame its masters.
+ */
+static void
+master_check_silence(struct master_link *k)
+{
+    int64_t silent_ms;
+    char why[MASTER_WHY_MAX];
+
+    if (k->ac != NULL && k->inflight > 0) {
+        redisAsyncHandleRead(k->ac);
+    }
+    if (k->state != MASTER_UP || k->ac == NULL || k->inflight == 0) {
+        return;
+    }
+    silent_ms = (util_now_us() - k->progress_us) / 1000;
+    if (silent_ms < master_conf->down_after_ms) {
+        master_schedule(k, master_conf->down_after_ms - silent_ms);
+        return;
+    }
+    snprintf(why, sizeof(why), "no reply for %lld ms with %d requests pending "
+             "(redis.down_after_ms)", (long long)silent_ms, k->inflight);
+    master_drop(k, why);
+}
+
 /* The master's one timer: reconnect when down, or the connect deadline. */
 static void
 master_timer_cb(evutil_socket_t fd, short what, void *arg)
@@ -498,6 +698,7 @@ master_timer_cb(evutil_socket_t fd, short what, void *arg)
         master_drop(m, why);
         break;
     case MASTER_UP:
+        master_check_silence(m);
         break;
     }
 }
@@ -541,6 +742,11 @@ master_start(struct event_base *base, const struct conf *conf)
         m->stats.rtt_us = -1;
         if (master_link_init(m, &m->cmd, false) != 0
             || master_link_init(m, &m->sub, true) != 0) {
+            return -1;
+        }
+        m->quarantine_timer = evtimer_new(base, master_quarantine_cb, m);
+        if (m->quarantine_timer == NULL) {
+            log_error("out of memory allocating a timer");
             return -1;
         }
     }
@@ -589,6 +795,9 @@ master_stop(void)
     for (i = 0; i < nmasters; i++) {
         master_link_stop(&masters[i].cmd);
         master_link_stop(&masters[i].sub);
+        if (masters[i].quarantine_timer != NULL) {
+            event_free(masters[i].quarantine_timer);
+        }
     }
     while ((ch = TAILQ_FIRST(&master_chans)) != NULL) {
         TAILQ_REMOVE(&master_chans, ch, link);
@@ -620,8 +829,12 @@ master_sub_send(struct master_link *k, struct master_chan *ch, bool subscribe)
     argv[1] = ch->name;
     lens[1] = ch->len;
     /* An UNSUBSCRIBE gets no callback of its own: the channel's answers. */
-    return redisAsyncCommandArgv(k->ac, subscribe ? master_sub_cb : NULL, k, 2,
-                                 argv, lens) == REDIS_OK;
+    if (redisAsyncCommandArgv(k->ac, subscribe ? master_sub_cb : NULL, k, 2,
+                              argv, lens) != REDIS_OK) {
+        return false;
+    }
+    master_link_sent(k);
+    return true;
 }
 
 static void
@@ -721,6 +934,8 @@ master_sub_cb(redisAsyncContext *ac, void *r, void *privdata)
                  k->addr->spec, reply->type);
         return;
     }
+    master_link_answered(k, k->state == MASTER_UP &&
+                            strcmp(kind->str, "message") != 0);
     if (k->state == MASTER_HANDSHAKE) {
         if (strcmp(kind->str, "subscribe") == 0
             && strcmp(chan->str, MASTER_SENTINEL_CHANNEL) == 0 && --k->pending == 0) {
@@ -834,11 +1049,20 @@ master_is_up(const struct master *m)
     return m->cmd.state == MASTER_UP;
 }
 
+int64_t
+master_quarantine_left_ms(const struct master *m)
+{
+    int64_t left = m->quarantine_until_us - util_now_us();
+
+    return left > 0 ? (left + 999) / 1000 : 0;
+}
+
 void
 master_get_stats(const struct master *m, struct master_stats *st)
 {
     *st = m->stats;
     st->state = m->cmd.state;
+    st->quarantine_ms = master_quarantine_left_ms(m);
     st->sub_up = m->sub.state == MASTER_UP;
 }
 
@@ -858,7 +1082,12 @@ master_status_text(const struct master *m)
         snprintf(mm->status, sizeof(mm->status), "connecting (handshake)");
         break;
     case MASTER_UP:
-        snprintf(mm->status, sizeof(mm->status), "up");
+        if (master_quarantine_left_ms(m) > 0) {
+            snprintf(mm->status, sizeof(mm->status), "quarantined after a restart "
+                     "(%lld ms left)", (long long)master_quarantine_left_ms(m));
+        } else {
+            snprintf(mm->status, sizeof(mm->status), "up");
+        }
         break;
     }
     return m->status;
@@ -913,10 +1142,18 @@ master_reply_cb(redisAsyncContext *ac, void *r, void *privdata)
     struct master *m = req->m;
     char why[MASTER_WHY_MAX];
 
+    if (m->cmd.ac == ac) {
+        master_link_answered(&m->cmd, true);
+    }
     if (reply == NULL) {
         m->stats.errors++;
-        snprintf(why, sizeof(why), "connection lost (%s)",
-                 ac->errstr[0] ? ac->errstr : "closed");
+        if (m->cmd.ac != ac && m->cmd.why[0] != '\0') {
+            /* We dropped the link (master_drop): its reason. */
+            snprintf(why, sizeof(why), "%s", m->cmd.why);
+        } else {
+            snprintf(why, sizeof(why), "connection lost (%s)",
+                     ac->errstr[0] ? ac->errstr : "closed");
+        }
         if (m->cmd.ac == ac && m->cmd.state == MASTER_UP) {
             /*
              * hiredis runs these callbacks before the disconnect callback:
@@ -937,6 +1174,7 @@ master_reply_cb(redisAsyncContext *ac, void *r, void *privdata)
         req->retried = true;
         log_debug("master %s: NOSCRIPT, retrying with EVAL", m->addr->spec);
         if (master_send(m, req, true) == REDIS_OK) {
+            master_link_sent(&m->cmd);
             return;
         }
     }
@@ -958,6 +1196,17 @@ master_eval(struct master *m, int script, size_t nkeys, size_t nargs,
         m->stats.errors++;
         return -1;
     }
+    if (m->cmd.inflight >= master_conf->max_pending) {
+        char why[MASTER_WHY_MAX];
+
+        /* Not answering while its connection stays open: stop feeding it. */
+        snprintf(why, sizeof(why), "%d requests unanswered (redis.max_pending), "
+                 "last reply %lld ms ago", m->cmd.inflight,
+                 (long long)((util_now_us() - m->cmd.progress_us) / 1000));
+        m->stats.errors++;
+        master_drop(&m->cmd, why);
+        return -1;
+    }
     req = malloc(sizeof(*req));
     if (req == NULL) {
         return -1;
@@ -977,6 +1226,7 @@ master_eval(struct master *m, int script, size_t nkeys, size_t nargs,
         m->stats.errors++;
         return -1;
     }
+    master_link_sent(&m->cmd);
     m->stats.requests++;
     return 0;
 }

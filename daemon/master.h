@@ -13,6 +13,14 @@
  * per-command timeout: deadlines belong to the caller (daemon/round.h).
  * Every request's callback is called exactly once, with a reply, or with
  * NULL and an error text when the connection failed or was dropped.
+ *
+ * A master that stops answering while its connection stays open (a
+ * SIGSTOP, a partition) is dropped, failing its pending requests at
+ * once, when redis.max_pending requests are unanswered or when
+ * redis.down_after_ms passed without a reply while requests were
+ * pending; reconnecting with backoff follows.  The handshake also reads
+ * INFO server: a new run_id is a restart, and a short uptime starts the
+ * restart quarantine (master_quarantine_left_ms).
  */
 #ifndef REDLOCKD_MASTER_H
 #define REDLOCKD_MASTER_H
@@ -54,6 +62,8 @@ struct master_stats {
     uint64_t errors;            /* failed requests and error replies */
     uint64_t reconnects;        /* connections made after the first */
     uint64_t requests;          /* requests sent */
+    uint64_t restarts;          /* restarts seen (a new run_id on reconnect) */
+    int64_t  quarantine_ms;     /* restart quarantine left, ms; 0 when none */
 };
 
 /*
@@ -96,6 +106,17 @@ const char *master_name(const struct master *m);
 
 /* True when the master has finished its handshake and takes requests. */
 bool master_is_up(const struct master *m);
+
+/*
+ * Restart quarantine left, ms (0 when the master's answers count).
+ * On every connect the master's uptime is read with INFO server; with
+ * lock.restart_quarantine, a master up for less than max_ttl_ms plus
+ * drift (max_ttl_ms * drift_factor + 2 ms) is quarantined until then:
+ * it still receives every request, but rounds do not count its answers
+ * (daemon/round.h).  The delayed restart of the Redis distributed-locks
+ * page, "Performance, crash recovery and fsync".
+ */
+int64_t master_quarantine_left_ms(const struct master *m);
 
 /* Copy m's counters into st. */
 void master_get_stats(const struct master *m, struct master_stats *st);

@@ -21,6 +21,7 @@ struct round_master {
     struct round    *round;          /* back pointer for the reply callback */
     enum round_slot  state;          /* what became of this master */
     bool             waiting;        /* a callback from master.c is still due */
+    int64_t          quarantine_ms;  /* restart quarantine left at the send; 0: none */
     char             why[ROUND_WHY_MAX]; /* failure reason when FAILED */
 };
 
@@ -145,6 +146,11 @@ round_reply_cb(struct master *m, const struct master_reply *reply,
         slot->state = ROUND_FAILED;
         snprintf(slot->why, sizeof(slot->why), "error (%.100s)",
                  master_reply_str(reply, NULL));
+    } else if (slot->quarantine_ms > 0) {
+        /* It ran the script, but may have lost locks in its restart. */
+        slot->state = ROUND_FAILED;
+        snprintf(slot->why, sizeof(slot->why), "quarantined after a restart "
+                 "(%lld ms left; lock.restart_quarantine)", (long long)slot->quarantine_ms);
     } else {
         slot->state = ROUND_ANSWERED;
         if (r->reply_cb != NULL) {
@@ -206,6 +212,9 @@ round_start(int script, size_t nkeys, size_t nargs,
         struct master *m = master_at(i);
 
         slot->round = r;
+        /* Read before the send: the script runs after it, so a master
+           out of quarantine now is out of it when the script runs. */
+        slot->quarantine_ms = master_quarantine_left_ms(m);
         if (master_eval(m, script, nkeys, nargs, r->args, r->lens,
                         round_reply_cb, slot) == 0) {
             slot->waiting = true;

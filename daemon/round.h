@@ -10,6 +10,11 @@
  * caller classifies each answer and may decide early (for example when a
  * quorum has granted); the round then calls done exactly once.
  *
+ * Restart quarantine: a master quarantined when the round starts
+ * (master_quarantine_left_ms) receives the request like the others, but
+ * its answer is recorded as ROUND_FAILED ("quarantined ...") and never
+ * reaches the caller's classifier, so no quorum counts it.
+ *
  * Late replies: a round lives until every master's callback has come
  * back, so a reply that arrives after the decision finds the round
  * still allocated, marked decided, and is ignored.

@@ -201,11 +201,12 @@ static void
 session_stats(struct session *s)
 {
     struct evbuffer *out = bufferevent_get_output(s->bev);
-    size_t i, n = master_count(), up = 0;
+    size_t i, n = master_count(), up = 0, quarantined = 0;
     struct master_stats ms;
 
     for (i = 0; i < n; i++) {
         up += master_is_up(master_at(i));
+        quarantined += master_quarantine_left_ms(master_at(i)) > 0;
     }
 #define STAT_U(name, v) evbuffer_add_printf(out, "STAT %s %llu\n", name, (unsigned long long)(v))
 #define STAT_I(name, v) evbuffer_add_printf(out, "STAT %s %lld\n", name, (long long)(v))
@@ -237,6 +238,7 @@ session_stats(struct session *s)
     STAT_U("masters", n);
     STAT_U("quorum", redlock_quorum(n));
     STAT_U("masters_up", up);
+    STAT_U("masters_quarantined", quarantined);
     for (i = 0; i < n; i++) {
         master_get_stats(master_at(i), &ms);
         evbuffer_add_printf(out, "STAT master.%zu.addr %s\n", i, master_name(master_at(i)));
@@ -247,6 +249,10 @@ session_stats(struct session *s)
                             (unsigned long long)ms.errors);
         evbuffer_add_printf(out, "STAT master.%zu.reconnects %llu\n", i,
                             (unsigned long long)ms.reconnects);
+        evbuffer_add_printf(out, "STAT master.%zu.restarts %llu\n", i,
+                            (unsigned long long)ms.restarts);
+        evbuffer_add_printf(out, "STAT master.%zu.quarantine_ms %lld\n", i,
+                            (long long)ms.quarantine_ms);
     }
 #undef STAT_U
 #undef STAT_I
