@@ -172,7 +172,7 @@ static const struct conf_directive conf_directives[] = {
       "unsent reply bytes a client may leave before it is closed", NULL },
 
     { "auth", "password", CONF_T_STRING, offsetof(struct conf, auth_password),
-      0, 1024, 0, "",
+      0, 250, 0, "",
       "password clients send with AUTH; \"\" disables", NULL },
     { "auth", "unix_exempt", CONF_T_BOOL, offsetof(struct conf, auth_unix_exempt),
       0, 0, 0, "true",
@@ -1311,6 +1311,21 @@ conf_check(struct conf_state *st)
                      ": a round must end well before the shortest lease expires");
     conf_check_order(st, node, down, true,
                      ": a master is declared silent only after a round's deadline");
+
+    /* AUTH <password> is one word of the line protocol. */
+    if (!st->seen[apass].bad && conf->auth_password != NULL) {
+        const char *c;
+
+        for (c = conf->auth_password; *c != '\0'; c++) {
+            if ((unsigned char)*c < 0x21 || (unsigned char)*c > 0x7e) {
+                conf_note_at(st, st->seen[apass].line, st->seen[apass].column, true,
+                             "auth.password: byte 0x%02x at offset %zu; use printable "
+                             "ASCII without spaces (it is one word of AUTH <password>)",
+                             (unsigned char)*c, (size_t)(c - conf->auth_password));
+                break;
+            }
+        }
+    }
 
     /* Protected mode: a session reachable from other hosts must AUTH. */
     if (conf->tcp_enabled && !st->seen[tcp].bad && !st->seen[apass].bad &&

@@ -43,7 +43,8 @@ enum proto_esc {
 enum proto_args {
     PROTO_ARGS_NONE,    /* nothing at all: VERSION, HELP, QUIT, STATS */
     PROTO_ARGS_NAME,    /* a lock name, required */
-    PROTO_ARGS_WORD     /* one word, optional: PING */
+    PROTO_ARGS_WORD,    /* one word, optional: PING */
+    PROTO_ARGS_SECRET   /* one word, required, never quoted in errors: AUTH */
 };
 
 /* Options, by row of proto_opts; PROTO_OPT_COUNT is not an option. */
@@ -162,6 +163,7 @@ static const struct proto_verbdef proto_verbs[PROTO_VERB_COUNT] = {
     [PROTO_HELP]         = { "HELP", PROTO_ARGS_NONE, 0 },
     [PROTO_QUIT]         = { "QUIT", PROTO_ARGS_NONE, 0 },
     [PROTO_STATS]        = { "STATS", PROTO_ARGS_NONE, 0 },
+    [PROTO_AUTH]         = { "AUTH", PROTO_ARGS_SECRET, 0 },
 };
 
 const char *const proto_help[PROTO_VERB_COUNT + 1] = {
@@ -175,6 +177,7 @@ const char *const proto_help[PROTO_VERB_COUNT + 1] = {
     [PROTO_HELP]         = "HELP",
     [PROTO_QUIT]         = "QUIT",
     [PROTO_STATS]        = "STATS",
+    [PROTO_AUTH]         = "AUTH <password>",
     [PROTO_VERB_COUNT]   = NULL,
 };
 
@@ -186,6 +189,8 @@ static const char *const proto_errcodes[] = {
     [PROTO_ERR_LIMIT]    = "LIMIT",
     [PROTO_ERR_NOQUORUM] = "NOQUORUM",
     [PROTO_ERR_SHUTDOWN] = "SHUTDOWN",
+    [PROTO_ERR_AUTH]     = "AUTH",
+    [PROTO_ERR_TIMEOUT]  = "TIMEOUT",
 };
 
 /*
@@ -642,6 +647,15 @@ proto_parse(const char *line, size_t len, struct proto_cmd *cmd,
             cmd->word = w.s;
             cmd->word_len = w.len;
         }
+        break;
+    case PROTO_ARGS_SECRET:
+        /* Checked by the caller; never echoed, so no proto_check_word(). */
+        if (!proto_next_word(&lx, &w)) {
+            proto_fail(err, PROTO_ERR_PROTO, "%s: missing password", vd->name);
+            return -1;
+        }
+        cmd->word = w.s;
+        cmd->word_len = w.len;
         break;
     case PROTO_ARGS_NONE:
         break;

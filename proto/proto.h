@@ -35,6 +35,7 @@ enum proto_verb {
     PROTO_HELP,
     PROTO_QUIT,
     PROTO_STATS,
+    PROTO_AUTH,
     PROTO_VERB_COUNT
 };
 
@@ -46,7 +47,9 @@ enum proto_errcode {
     PROTO_ERR_TOOLONG,    /* line over limits.max_line_bytes */
     PROTO_ERR_LIMIT,      /* max_clients or max_locks_per_client */
     PROTO_ERR_NOQUORUM,   /* fewer than a quorum of masters answered */
-    PROTO_ERR_SHUTDOWN    /* the daemon is stopping */
+    PROTO_ERR_SHUTDOWN,   /* the daemon is stopping */
+    PROTO_ERR_AUTH,       /* AUTH required first, or a wrong password */
+    PROTO_ERR_TIMEOUT     /* limits.idle_timeout_ms passed (then closed) */
 };
 
 /* What a LOCK's lease is bound to (mode=). */
@@ -68,7 +71,7 @@ struct proto_cmd {
     int64_t         ttl_ms;     /* ttl= value, ms (range is checked by the caller) */
     bool            has_wait;   /* wait= was given */
     int64_t         wait_ms;    /* wait= value, ms, or PROTO_WAIT_INF */
-    const char      *word;      /* PING argument, or NULL */
+    const char      *word;      /* PING argument or AUTH password, or NULL */
     size_t          word_len;   /* bytes in word */
     bool            has_mode;   /* mode= was given */
     int64_t         mode;       /* mode= value, an enum proto_mode */

@@ -274,6 +274,9 @@ static const struct fixture bad_fixtures[] = {
         "E " FX("protected.yml") ":2:8: listen.tcp \"0.0.0.0:7379\" accepts connections "
         "from other hosts but auth.password is empty (protected mode): set auth.password, "
         "or listen on 127.0.0.1 or [::1]" } },
+    { FX("auth-space.yml"), {
+        "E " FX("auth-space.yml") ":4:13: auth.password: byte 0x20 at offset 3; use printable "
+        "ASCII without spaces (it is one word of AUTH <password>)" } },
     { FX("down-after.yml"), {
         "E " FX("down-after.yml") ":4:18: lock.node_timeout_ms (50, the default) must be "
         "less than redis.down_after_ms (50): a master is declared silent only after a "
@@ -425,7 +428,7 @@ START_TEST(test_full)
     ck_assert_int_eq(conf.max_locks_per_client, 16);
     ck_assert_int_eq(conf.idle_timeout_ms, 5000);
     ck_assert_int_eq(conf.max_output_bytes, 65536);
-    ck_assert_str_eq(conf.auth_password, "let me in");
+    ck_assert_str_eq(conf.auth_password, "let-me-in");
     ck_assert(!conf.auth_unix_exempt);
 
     ck_assert_int_eq(conf.log_level, CONF_LOG_DEBUG);

@@ -296,6 +296,25 @@ START_TEST(test_ping)
 }
 END_TEST
 
+/* AUTH takes one required word, which no error text ever repeats. */
+START_TEST(test_auth)
+{
+    struct proto_cmd cmd;
+    struct proto_error err;
+
+    cmd = parse_ok("AUTH s3cret!");
+    ck_assert_int_eq(cmd.verb, PROTO_AUTH);
+    ck_bytes_eq(cmd.word, cmd.word_len, "s3cret!");
+    ck_assert_ptr_null(cmd.name);
+    cmd = parse_ok("auth   pass=word  ");
+    ck_bytes_eq(cmd.word, cmd.word_len, "pass=word");
+    parse_err("AUTH", PROTO_ERR_PROTO, "AUTH: missing password");
+    parse_err("AUTH hunter2 more", PROTO_ERR_PROTO, "AUTH: too many arguments");
+    ck_assert_int_eq(proto_parse("AUTH hunter2 hunter2", 20, &cmd, &err), -1);
+    ck_assert_ptr_null(strstr(err.text, "hunter2"));
+}
+END_TEST
+
 START_TEST(test_no_argument_verbs)
 {
     static const struct {
@@ -852,7 +871,7 @@ START_TEST(test_verb_names)
 {
     static const char *const names[PROTO_VERB_COUNT] = {
         "LOCK", "TRYLOCK", "UNLOCK", "STATUS", "EXTEND", "PING", "VERSION", "HELP", "QUIT",
-        "STATS",
+        "STATS", "AUTH",
     };
     char line[32];
     struct proto_cmd cmd;
@@ -861,7 +880,8 @@ START_TEST(test_verb_names)
     for (i = 0; i < PROTO_VERB_COUNT; i++) {
         ck_assert_str_eq(proto_verb_name((enum proto_verb)i), names[i]);
         /* Every name parses back to its verb (the first four need a lock name). */
-        snprintf(line, sizeof(line), "%s%s", names[i], i <= PROTO_EXTEND ? " n" : "");
+        snprintf(line, sizeof(line), "%s%s", names[i],
+                 i <= PROTO_EXTEND || i == PROTO_AUTH ? " n" : "");
         cmd = parse_ok(line);
         ck_assert_int_eq(cmd.verb, i);
     }
@@ -879,8 +899,10 @@ START_TEST(test_errcode_names)
     ck_assert_str_eq(proto_errcode_name(PROTO_ERR_LIMIT), "LIMIT");
     ck_assert_str_eq(proto_errcode_name(PROTO_ERR_NOQUORUM), "NOQUORUM");
     ck_assert_str_eq(proto_errcode_name(PROTO_ERR_SHUTDOWN), "SHUTDOWN");
+    ck_assert_str_eq(proto_errcode_name(PROTO_ERR_AUTH), "AUTH");
+    ck_assert_str_eq(proto_errcode_name(PROTO_ERR_TIMEOUT), "TIMEOUT");
     ck_assert_str_eq(proto_errcode_name(PROTO_ERR_NONE), "?");
-    ck_assert_str_eq(proto_errcode_name((enum proto_errcode)(PROTO_ERR_SHUTDOWN + 1)), "?");
+    ck_assert_str_eq(proto_errcode_name((enum proto_errcode)(PROTO_ERR_TIMEOUT + 1)), "?");
     ck_assert_str_eq(proto_errcode_name((enum proto_errcode)-1), "?");
 }
 END_TEST
@@ -891,7 +913,7 @@ START_TEST(test_help)
         "LOCK <name> [ttl=MS] [wait=MS|inf] [mode=session|lease] [fence]",
         "TRYLOCK <name> [ttl=MS] [mode=session|lease] [fence]", "UNLOCK <name> [token=HEX]",
         "STATUS <name> [token=HEX]", "EXTEND <name> token=HEX ttl=MS", "PING [word]", "VERSION",
-        "HELP", "QUIT", "STATS",
+        "HELP", "QUIT", "STATS", "AUTH <password>",
     };
     const char *verb;
     size_t i, n, vlen;
@@ -1294,6 +1316,7 @@ proto_suite(void)
     tcase_add_test(tc, test_trylock);
     tcase_add_test(tc, test_unlock_status);
     tcase_add_test(tc, test_ping);
+    tcase_add_test(tc, test_auth);
     tcase_add_test(tc, test_no_argument_verbs);
     tcase_add_test(tc, test_unknown_verb);
     suite_add_tcase(s, tc);
