@@ -70,7 +70,7 @@ listener_accept_cb(struct evconnlistener *lev, evutil_socket_t fd,
         setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
     }
     listener_describe(sa, peer, sizeof(peer));
-    if (session_accept(fd, peer) != 0) {
+    if (session_accept(fd, peer, sa->sa_family == AF_UNIX) != 0) {
         log_error("out of memory accepting a client");
     }
 }

@@ -840,14 +840,14 @@ lock_released(const char *key, size_t key_len, const char *token, size_t token_l
         return;
     }
     if (util_now_us() < lk->yield_until_us) {
-        if (token_len == UTIL_TOKEN_HEX && memcmp(token, lk->yield_token, UTIL_TOKEN_HEX) == 0) {
+        if (util_equal_secret(token, token_len, lk->yield_token, UTIL_TOKEN_HEX)) {
             return;     /* our own yield's announcement: the head's timer is set */
         }
         lk->yield_until_us = 0;     /* another daemon's turn ended: ours again */
     }
     /* Every master announces the same release: act on it once. */
     if (token_len == UTIL_TOKEN_HEX) {
-        if (memcmp(w->woken_by, token, UTIL_TOKEN_HEX) == 0) {
+        if (util_equal_secret(token, token_len, w->woken_by, UTIL_TOKEN_HEX)) {
             return;
         }
         memcpy(w->woken_by, token, UTIL_TOKEN_HEX);

@@ -10,6 +10,7 @@
 #include <event2/buffer.h>
 #include <event2/bufferevent.h>
 #include <event2/event.h>
+#include <event2/event_struct.h>
 
 #include "conf/conf.h"
 #include "daemon/lock.h"
@@ -43,6 +44,9 @@ struct session {
     bool                quitting;   /* QUIT or TOOLONG: close once flushed */
     bool                processing; /* inside session_process() */
     bool                out_blocked;/* reading paused: the client does not read */
+    bool                authed;     /* AUTH done, or not needed */
+    bool                overflow;   /* unsent output over limits.max_output_bytes */
+    struct event        timer;      /* partial line deadline; overflow close */
 };
 
 static struct event_base *session_base;
@@ -78,7 +82,26 @@ static void
 session_free(struct session *s)
 {
     log_debug("client %llu: freed", (unsigned long long)s->id);
+    event_del(&s->timer);
     free(s);
+}
+
+/*
+ * Bound the unsent output: past limits.max_output_bytes the client is
+ * closed (its locks released) from the event loop, never from inside
+ * the caller, which may still use s.
+ */
+static void
+session_check_output(struct session *s)
+{
+    size_t out = evbuffer_get_length(bufferevent_get_output(s->bev));
+
+    if (!s->overflow && out > (size_t)session_conf->max_output_bytes) {
+        s->overflow = true;
+        bufferevent_disable(s->bev, EV_READ);
+        event_del(&s->timer);
+        event_active(&s->timer, EV_TIMEOUT, 0);
+    }
 }
 
 static void
@@ -86,6 +109,7 @@ session_send(struct session *s, const struct proto_reply *r)
 {
     if (s->bev != NULL) {
         bufferevent_write(s->bev, r->buf, r->len);
+        session_check_output(s);
     }
 }
 
@@ -215,6 +239,9 @@ session_stats(struct session *s)
     STAT_U("connections", stats.connections);
     STAT_U("connections_total", stats.connections_total);
     STAT_U("rejected_clients", stats.rejected_clients);
+    STAT_U("auth_failures", stats.auth_failures);
+    STAT_U("clients_timed_out", stats.clients_timed_out);
+    STAT_U("clients_closed_output", stats.clients_closed_output);
     STAT_U("locks_held", lock_count_held());
     STAT_U("waiters", lock_count_waiters());
     STAT_U("acquire_ok", stats.acquire_ok);
@@ -257,6 +284,7 @@ session_stats(struct session *s)
 #undef STAT_U
 #undef STAT_I
     evbuffer_add(out, "END\n", 4);
+    session_check_output(s);
 }
 
 /*
@@ -288,6 +316,35 @@ session_ttl(struct session *s, const struct proto_cmd *cmd, int64_t *ttl)
     return 0;
 }
 
+/*
+ * AUTH <password>: compared in constant time with auth.password.  A
+ * wrong password closes the connection, so that guessing costs a
+ * connection per try.
+ */
+static void
+session_auth(struct session *s, const char *word, size_t len)
+{
+    const char *pass = session_conf->auth_password;
+    struct proto_reply r;
+
+    if (pass == NULL || pass[0] == '\0') {
+        session_send_error(s, PROTO_ERR_AUTH, "no password is configured (auth.password)");
+        return;
+    }
+    if (!util_equal_secret(word, len, pass, strlen(pass))) {
+        stats.auth_failures++;
+        log_warn("client %llu (%s): wrong AUTH password, closing",
+                 (unsigned long long)s->id, s->peer);
+        session_send_error(s, PROTO_ERR_AUTH, "wrong password");
+        session_quit(s);
+        return;
+    }
+    s->authed = true;
+    proto_reply_start(&r, "OK");
+    proto_reply_end(&r);
+    session_send(s, &r);
+}
+
 /* Run one parsed request. */
 static void
 session_dispatch(struct session *s, const struct proto_cmd *cmd)
@@ -298,12 +355,20 @@ session_dispatch(struct session *s, const struct proto_cmd *cmd)
     int64_t ttl;
     size_t i;
 
+    if (!s->authed && cmd->verb != PROTO_AUTH && cmd->verb != PROTO_QUIT) {
+        session_send_error(s, PROTO_ERR_AUTH, "authentication required: send "
+                           "AUTH <password> first");
+        return;
+    }
     if (session_stopping && cmd->verb != PROTO_QUIT) {
         session_send_error(s, PROTO_ERR_SHUTDOWN, "the daemon is stopping");
         return;
     }
     s->verb = cmd->verb;
     switch (cmd->verb) {
+    case PROTO_AUTH:
+        session_auth(s, cmd->word, cmd->word_len);
+        return;
     case PROTO_LOCK:
     case PROTO_TRYLOCK:
         if (cmd->mode == PROTO_MODE_LEASE && !cmd->has_ttl) {
@@ -357,6 +422,7 @@ session_dispatch(struct session *s, const struct proto_cmd *cmd)
             evbuffer_add_printf(bufferevent_get_output(s->bev), "HELP %s\n", proto_help[i]);
         }
         bufferevent_write(s->bev, "END\n", 4);
+        session_check_output(s);
         return;
     case PROTO_STATS:
         session_stats(s);
@@ -370,6 +436,79 @@ session_dispatch(struct session *s, const struct proto_cmd *cmd)
     }
     proto_reply_end(&r);
     session_send(s, &r);
+}
+
+/* Reading pauses past this much unsent output (and resumes below SESSION_OUT_LOW). */
+static size_t
+session_out_high(void)
+{
+    size_t half = (size_t)session_conf->max_output_bytes / 2;
+
+    return half < SESSION_OUT_HIGH ? half : SESSION_OUT_HIGH;
+}
+
+/*
+ * Slowloris: a request line must be complete within idle_timeout_ms of
+ * its first byte.  The deadline is set when buffered input holds no
+ * complete line (only the start of one) and kept while more bytes of
+ * that line trickle in; a consumed line clears it.  Lines waiting
+ * behind a blocked LOCK are complete and have no deadline.
+ */
+static void
+session_watch_partial(struct session *s)
+{
+    struct evbuffer *in;
+    struct evbuffer_ptr eol;
+    struct timeval tv;
+    size_t eol_len;
+
+    if (s->bev == NULL || s->closing || s->quitting || s->overflow) {
+        return;
+    }
+    in = bufferevent_get_input(s->bev);
+    if (evbuffer_get_length(in) == 0) {
+        event_del(&s->timer);
+        return;
+    }
+    eol = evbuffer_search_eol(in, NULL, &eol_len, EVBUFFER_EOL_LF);
+    if (eol.pos >= 0) {
+        event_del(&s->timer);
+    } else if (!evtimer_pending(&s->timer, NULL)) {
+        tv.tv_sec = (time_t)(session_conf->idle_timeout_ms / 1000);
+        tv.tv_usec = (suseconds_t)((session_conf->idle_timeout_ms % 1000) * 1000);
+        evtimer_add(&s->timer, &tv);
+    }
+}
+
+/* The session's timer: output overflow, or a line not finished in time. */
+static void
+session_timer_cb(evutil_socket_t fd, short what, void *arg)
+{
+    struct session *s = arg;
+    char text[128];
+
+    (void)fd;
+    (void)what;
+    if (s->closing || s->bev == NULL) {
+        return;
+    }
+    if (s->overflow) {
+        stats.clients_closed_output++;
+        log_warn("client %llu (%s): %zu bytes of replies unread, over "
+                 "limits.max_output_bytes (%lld): closing",
+                 (unsigned long long)s->id, s->peer,
+                 evbuffer_get_length(bufferevent_get_output(s->bev)),
+                 (long long)session_conf->max_output_bytes);
+        session_close(s, "output over limits.max_output_bytes");
+        return;
+    }
+    stats.clients_timed_out++;
+    log_info("client %llu (%s): request line not completed within %lld ms, closing",
+             (unsigned long long)s->id, s->peer, (long long)session_conf->idle_timeout_ms);
+    snprintf(text, sizeof(text), "request line not completed within %lld ms "
+             "(limits.idle_timeout_ms)", (long long)session_conf->idle_timeout_ms);
+    session_send_error(s, PROTO_ERR_TIMEOUT, text);
+    session_quit(s);
 }
 
 /* Handle every complete line buffered, one request at a time. */
@@ -386,7 +525,7 @@ session_process(struct session *s)
 
     s->processing = true;
     while (!s->busy && !s->closing && !s->quitting && s->bev != NULL) {
-        if (evbuffer_get_length(bufferevent_get_output(s->bev)) >= SESSION_OUT_HIGH) {
+        if (evbuffer_get_length(bufferevent_get_output(s->bev)) >= session_out_high()) {
             /* A client that does not read its replies gets no more of them. */
             s->out_blocked = true;
             bufferevent_disable(s->bev, EV_READ);
@@ -410,8 +549,12 @@ session_process(struct session *s)
             session_send_error(s, err.code, err.text);
         }
         evbuffer_drain(in, (size_t)eol.pos + 1);
+        if (!s->overflow) {
+            event_del(&s->timer);   /* a new line begins: a new deadline */
+        }
     }
     s->processing = false;
+    session_watch_partial(s);
     return;
 
 toolong:
@@ -453,7 +596,15 @@ session_event_cb(struct bufferevent *bev, short what, void *arg)
     struct session *s = arg;
 
     (void)bev;
-    if (what & BEV_EVENT_EOF) {
+    if ((what & BEV_EVENT_TIMEOUT) && (what & BEV_EVENT_WRITING)) {
+        /* No byte of the pending output was taken for idle_timeout_ms. */
+        stats.clients_closed_output++;
+        log_warn("client %llu (%s): read none of %zu bytes of replies for %lld ms "
+                 "(limits.idle_timeout_ms): closing", (unsigned long long)s->id, s->peer,
+                 evbuffer_get_length(bufferevent_get_output(s->bev)),
+                 (long long)session_conf->idle_timeout_ms);
+        session_close(s, "replies not read");
+    } else if (what & BEV_EVENT_EOF) {
         session_close(s, "closed by client");
     } else if (what & BEV_EVENT_ERROR) {
         session_close(s, evutil_socket_error_to_string(EVUTIL_SOCKET_ERROR()));
@@ -486,9 +637,10 @@ session_close(struct session *s, const char *why)
 }
 
 int
-session_accept(evutil_socket_t fd, const char *peer)
+session_accept(evutil_socket_t fd, const char *peer, bool is_unix)
 {
     struct session *s;
+    struct timeval tv;
 
     s = calloc(1, sizeof(*s));
     if (s == NULL) {
@@ -503,6 +655,9 @@ session_accept(evutil_socket_t fd, const char *peer)
         return -1;
     }
     lock_client_init(&s->lc, session_done_cb, session_lost_cb);
+    evtimer_assign(&s->timer, session_base, session_timer_cb, s);
+    s->authed = session_conf->auth_password == NULL || session_conf->auth_password[0] == '\0'
+                || (is_unix && session_conf->auth_unix_exempt);
     s->id = session_next_id++;
     snprintf(s->peer, sizeof(s->peer), "%s", peer);
     TAILQ_INSERT_TAIL(&sessions, s, link);
@@ -515,6 +670,10 @@ session_accept(evutil_socket_t fd, const char *peer)
                              SESSION_READ_HIGH + 2 * (size_t)session_conf->max_line_bytes);
     /* The write callback runs once the output drains below this. */
     bufferevent_setwatermark(s->bev, EV_WRITE, SESSION_OUT_LOW, 0);
+    /* Pending output that makes no progress this long: the client does not read. */
+    tv.tv_sec = (time_t)(session_conf->idle_timeout_ms / 1000);
+    tv.tv_usec = (suseconds_t)((session_conf->idle_timeout_ms % 1000) * 1000);
+    bufferevent_set_timeouts(s->bev, NULL, &tv);
     bufferevent_enable(s->bev, EV_READ | EV_WRITE);
     log_debug("client %llu (%s): connected", (unsigned long long)s->id, peer);
     return 0;

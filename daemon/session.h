@@ -26,10 +26,17 @@ void session_set_conf(const struct conf *conf);
 
 /*
  * Start a session on an accepted socket.  peer describes the client for
- * logs ("127.0.0.1:5555" or "unix").  Takes ownership of fd (closed on
- * failure).  Returns 0, or -1 when out of memory.
+ * logs ("127.0.0.1:5555" or "unix"); is_unix says it came in on the Unix
+ * socket (exempt from AUTH with auth.unix_exempt).  Takes ownership of
+ * fd (closed on failure).  Returns 0, or -1 when out of memory.
+ *
+ * Limits: a request line must be complete within limits.idle_timeout_ms
+ * of its first byte (ERR TIMEOUT, then close); unsent output that makes
+ * no progress for idle_timeout_ms, or grows past limits.max_output_bytes,
+ * closes the connection.  With auth.password set, every request but
+ * AUTH and QUIT answers ERR AUTH until AUTH succeeds.
  */
-int session_accept(evutil_socket_t fd, const char *peer);
+int session_accept(evutil_socket_t fd, const char *peer, bool is_unix);
 
 /* Sessions open now. */
 size_t session_count(void);

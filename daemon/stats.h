@@ -14,6 +14,9 @@ struct stats {
     uint64_t connections;        /* session: open now */
     uint64_t connections_total;  /* session: accepted since start */
     uint64_t rejected_clients;   /* listener: refused by max_clients */
+    uint64_t auth_failures;      /* session: wrong AUTH passwords */
+    uint64_t clients_timed_out;  /* session: request line not finished in time */
+    uint64_t clients_closed_output; /* session: replies not read, or too many */
     uint64_t acquire_ok;         /* lock: LOCK/TRYLOCK granted (first grant) */
     uint64_t acquire_reentered;  /* lock: LOCK on a name already held */
     uint64_t acquire_busy;       /* lock: TRYLOCK answered BUSY */

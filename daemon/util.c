@@ -77,3 +77,18 @@ util_random(int64_t max)
     state ^= state >> 27;
     return (int64_t)((state * UINT64_C(2685821657736338717)) % ((uint64_t)max + 1));
 }
+
+bool
+util_equal_secret(const char *a, size_t alen, const char *b, size_t blen)
+{
+    volatile unsigned char diff = (unsigned char)(alen != blen);
+    size_t i;
+
+    for (i = 0; i < blen; i++) {
+        /* Past a's end, compare with b itself: equal, but not skipped. */
+        unsigned char x = (unsigned char)(i < alen ? a[i] : b[i]);
+
+        diff |= (unsigned char)(x ^ (unsigned char)b[i]);
+    }
+    return diff == 0;
+}

@@ -7,6 +7,7 @@
 #ifndef REDLOCKD_UTIL_H
 #define REDLOCKD_UTIL_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -29,5 +30,13 @@ int util_token(char *out);
  * retry jitter.  Not for secrets: seeded once from getrandom(2).
  */
 int64_t util_random(int64_t max);
+
+/*
+ * Compare a (alen bytes) with the secret b (blen bytes) in time that
+ * depends on blen only, not on where they differ: for owner tokens and
+ * the AUTH password, so that response times do not reveal a prefix.
+ * Returns true when they are equal.
+ */
+bool util_equal_secret(const char *a, size_t alen, const char *b, size_t blen);
 
 #endif /* REDLOCKD_UTIL_H */
