@@ -12,7 +12,7 @@
 CC      ?= cc
 PKGS    := libevent hiredis yaml-0.1
 DEB_PKGS := build-essential pkg-config libevent-dev libhiredis-dev libyaml-dev \
-            check redis-server netcat-openbsd
+            check redis-server netcat-openbsd faketime
 VERSION := 0.1.0
 
 # Lazy (=) so that pkg-config runs after `make deps` installed the packages.
@@ -46,7 +46,7 @@ LIB_SRC    := $(PROTO_SRC) $(CONF_SRC) $(DAEMON_SRC)
 LIB_OBJ    := $(LIB_SRC:%.c=$(B)/obj/%.o)
 
 UNIT_TESTS := check_proto check_conf check_redlock
-INTEG_TESTS := check_integration check_cluster
+INTEG_TESTS := check_integration check_cluster check_robust
 TEST_BINS  := $(addprefix $(B)/,$(UNIT_TESTS) $(INTEG_TESTS))
 
 CK_TIMEOUT ?= 120
@@ -78,6 +78,7 @@ $(B)/check_redlock: $(B)/obj/tests/check_redlock.o $(LIB_OBJ)
 $(B)/check_integration: $(B)/obj/tests/check_integration.o $(B)/obj/tests/harness.o \
                         $(B)/obj/proto/proto.o
 $(B)/check_cluster: $(B)/obj/tests/check_cluster.o $(B)/obj/tests/harness.o
+$(B)/check_robust: $(B)/obj/tests/check_robust.o $(B)/obj/tests/harness.o
 $(TEST_BINS):
 	@echo "  LD      $@"
 	@$(CC) $(CFLAGS) -o $@ $^ $(PKG_LIBS) $(CHECK_LIBS) $(LDFLAGS)
@@ -85,7 +86,8 @@ $(TEST_BINS):
 # Install whatever Debian packages are missing; nothing when all are found.
 deps:
 	@if pkg-config --exists $(PKGS) check 2>/dev/null && command -v redis-server >/dev/null \
-	    && command -v nc >/dev/null && command -v cc >/dev/null; then :; else \
+	    && command -v nc >/dev/null && command -v cc >/dev/null \
+	    && command -v faketime >/dev/null; then :; else \
 	    echo "installing missing packages: $(DEB_PKGS)"; \
 	    $(SUDO) apt-get update -qq && \
 	    DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq $(DEB_PKGS); fi

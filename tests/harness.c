@@ -51,6 +51,7 @@ struct h_daemon {
     char  sock_path[PATH_MAX + 64]; /* Unix socket */
     char  log_path[PATH_MAX + 64];  /* stdout+stderr */
     char  conf_path[PATH_MAX + 64]; /* config */
+    char  auth[256];                /* auth.password, "" when none */
 };
 
 /*
@@ -1070,6 +1071,8 @@ h_start_daemon(const struct h_daemon_opts *opts)
     }
     /* The accessors used while it starts (h_stat_once) must reach it. */
     h_cur = slot;
+    snprintf(H_D->auth, sizeof(H_D->auth), "%s",
+             opts != NULL && opts->auth_password != NULL ? opts->auth_password : "");
     argv[0] = bin;
     argv[1] = "-c";
     argv[2] = H_D->conf_path;
@@ -1485,6 +1488,18 @@ h_stat_once(const char *name, long long *value)
     fd = h_connect_tcp();
     if (fd < 0) {
         return -1;
+    }
+    if (H_D->auth[0] != '\0') {
+        char line[300], *got;
+
+        snprintf(line, sizeof(line), "AUTH %s", H_D->auth);
+        got = h_cmd(fd, line, H_STATS_LINE_MS);
+        rc = got != NULL && strcmp(got, "OK") == 0 ? 0 : -1;
+        free(got);
+        if (rc != 0) {
+            close(fd);
+            return -1;
+        }
     }
     rc = h_stat(fd, name, value);
     close(fd);

@@ -362,7 +362,8 @@ int h_stat(int fd, const char *name, long long *value);
 
 /*
  * h_stat() over a connection of its own (opened and closed here), so
- * that it never mixes with a test's connections.  Returns 0 or -1.
+ * that it never mixes with a test's connections; it sends AUTH first
+ * when the daemon was started with an auth_password.  Returns 0 or -1.
  */
 int h_stat_once(const char *name, long long *value);
 
