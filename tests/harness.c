@@ -68,6 +68,8 @@ static struct h_daemon h_daemons[H_DAEMONS_MAX];/* started daemons, in order */
 static size_t          h_ndaemons;              /* daemons started (slots used) */
 static size_t          h_cur;                   /* index of the current daemon */
 
+#define H_WRAP_WORDS    16      /* words of $REDLOCKD_WRAP used */
+
 /* The current daemon. */
 #define H_D     (&h_daemons[h_cur])
 
@@ -1049,8 +1051,10 @@ h_start_daemon(const struct h_daemon_opts *opts)
 {
     static const struct h_daemon_opts none;
     const char *bin = getenv("REDLOCKD_BIN");
-    const char *argv[4];
-    size_t prev = h_cur, slot = h_ndaemons;
+    const char *wrap = getenv("REDLOCKD_WRAP");
+    const char *argv[H_WRAP_WORDS + 4];
+    char wrapbuf[1024], *save = NULL, *w;
+    size_t prev = h_cur, slot = h_ndaemons, k = 0;
     int tries, rc;
 
     if (h_test_dir[0] == '\0' || h_nmasters == 0 || slot >= H_DAEMONS_MAX) {
@@ -1073,10 +1077,18 @@ h_start_daemon(const struct h_daemon_opts *opts)
     h_cur = slot;
     snprintf(H_D->auth, sizeof(H_D->auth), "%s",
              opts != NULL && opts->auth_password != NULL ? opts->auth_password : "");
-    argv[0] = bin;
-    argv[1] = "-c";
-    argv[2] = H_D->conf_path;
-    argv[3] = NULL;
+    /* REDLOCKD_WRAP: words put before the binary ("valgrind --leak-check=full"). */
+    if (wrap != NULL) {
+        snprintf(wrapbuf, sizeof(wrapbuf), "%s", wrap);
+        for (w = strtok_r(wrapbuf, " ", &save); w != NULL && k < H_WRAP_WORDS;
+             w = strtok_r(NULL, " ", &save)) {
+            argv[k++] = w;
+        }
+    }
+    argv[k++] = bin;
+    argv[k++] = "-c";
+    argv[k++] = H_D->conf_path;
+    argv[k] = NULL;
     for (tries = 1; tries <= H_PORT_TRIES; tries++) {
         H_D->port = h_free_port();
         if (H_D->port < 0 || h_write_conf(opts != NULL ? opts : &none) != 0) {

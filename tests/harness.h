@@ -259,6 +259,8 @@ int h_signal_master(size_t i, int sig);
  * $REDLOCKD_BIN (default ./build/redlockd) with its stdout and stderr
  * appended to <dir>/redlockd.log.  The first daemon of a test (index 0)
  * uses those names; daemon i > 0 uses redlockd-<i>.yml, .log and .sock.
+ * $REDLOCKD_WRAP, when set, is split at spaces and put before the binary
+ * (for example "valgrind --leak-check=full --log-file=/tmp/vg.%p").
  * A daemon started after h_stop_daemon() is a new one with the next
  * index.  Waits (deadline H_START_MS) until the daemon accepts TCP
  * connections and STATS shows masters_up equal to h_masters_alive().
