@@ -1202,6 +1202,7 @@ free_watch_run(void *arg)
 START_TEST(handover_never_free)
 {
     struct free_watch fw = { "ho", false, 0, 0 };
+    struct stat_want queued = { "waiters", 1, -1 };
     pthread_t th;
     long long valid, handovers = 0;
     int fd[2], i, holder = 0;
@@ -1213,6 +1214,7 @@ START_TEST(handover_never_free)
     EXPECT_LOCK_OK(fd[0], "LOCK ho", "ho", 1, valid);
     ck_assert_int_eq(pthread_create(&th, NULL, free_watch_run, &fw), 0);
     ck_assert_int_eq(h_send(fd[1], "LOCK ho"), 0);
+    ck_assert(h_wait_until(cond_stat, &queued, CMD_MS));
     for (i = 0; i < 200; i++) {
         /* The other session is queued; the holder lets go, the lock passes. */
         EXPECT_REPLY(fd[holder], "UNLOCK ho", "OK ho holds=0");
@@ -1221,6 +1223,10 @@ START_TEST(handover_never_free)
                       "hand-over %d: the waiter got '%s'", i, got != NULL ? got : "(nothing)");
         free(got);
         ck_assert_int_eq(h_send(fd[holder], "LOCK ho"), 0);
+        /* Requests on two connections are not ordered: let the LOCK queue
+           before the next UNLOCK, or that UNLOCK finds no one to hand to. */
+        ck_assert_msg(h_wait_until(cond_stat, &queued, CMD_MS),
+                      "hand-over %d: the LOCK did not queue (waiters %lld)", i, queued.seen);
         holder = 1 - holder;
     }
     fw.stop = true;
