@@ -446,6 +446,7 @@ lock_lost(struct lease *l, const char *reason)
 {
     struct lock_client *c = l->client;
     char name[PROTO_NAME_MAX * 4 + 1];
+    int64_t left_ms;
 
     stats.locks_lost++;
     log_warn("lock %s: lost (%s)",
@@ -454,7 +455,15 @@ lock_lost(struct lease *l, const char *reason)
     /*
      * Not deleted from the masters: the keys expire at the end of the
      * validity, so a holder that has not read LOST yet keeps its window.
+     * A renewal that failed may have pushed them further on the masters
+     * that still answered; bring them back to that end (plus drift, for
+     * masters whose clocks run fast), so the name is free again then.
      */
+    left_ms = (l->validity_end_us - util_now_us()) / 1000;
+    left_ms += redlock_drift_us(left_ms > 0 ? left_ms : 0, lock_conf->drift_factor) / 1000;
+    if (redlock_expire_by(l->lock->key, l->lock->key_len, l->token, left_ms) != 0) {
+        log_warn("lock %s: out of memory; its keys expire at their own time", name);
+    }
     lease_drop(l);
 }
 

@@ -685,6 +685,17 @@ redlock_extend_one(const char *key, size_t key_len, const char *token, int64_t t
     return 0;
 }
 
+int
+redlock_expire_by(const char *key, size_t key_len, const char *token, int64_t ms)
+{
+    char ttl[24];
+    const char *args[3] = { key, token, ttl };
+    size_t lens[3] = { key_len, UTIL_TOKEN_HEX, 0 };
+
+    lens[2] = (size_t)snprintf(ttl, sizeof(ttl), "%lld", (long long)(ms > 0 ? ms : 1));
+    return round_start(script_extend_one, 1, 3, args, lens, NULL, NULL, NULL);
+}
+
 static enum round_verdict
 redlock_status_reply(struct round *r, size_t i, const struct master_reply *reply,
                      void *arg)

@@ -189,6 +189,16 @@ int redlock_release(const char *key, size_t key_len, const char *token, bool ann
                     redlock_done_fn cb, void *arg);
 
 /*
+ * Fire and forget: on every master where key holds token, set its
+ * expiry to ms from now (at least 1 ms) with the compare-and-PEXPIRE of
+ * EXTEND; a key that is gone stays gone.  For a lost lease: a renewal
+ * that failed may still have extended the key on a minority of masters
+ * by a whole ttl, which this brings back to the end of the validity.
+ * Returns 0, or -1 when out of memory.
+ */
+int redlock_expire_by(const char *key, size_t key_len, const char *token, int64_t ms);
+
+/*
  * Extend one lease by its token (EXTEND of a lease-mode lock): on each
  * master, PEXPIRE the key to ttl_ms if it holds token; never re-creates
  * a key.  GRANTED (validity_end_us of the new lease) when a quorum
