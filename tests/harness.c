@@ -151,7 +151,7 @@ h_remove_cb(const char *path, const struct stat *st, int flag, struct FTW *ftw)
 }
 
 /* Remove a directory tree; nothing happens for "". */
-static void
+void
 h_remove_tree(const char *path)
 {
     if (path[0] != '\0') {
@@ -335,7 +335,7 @@ h_dir(void)
 /* ---- processes ---- */
 
 /* A 127.0.0.1 TCP port that was free a moment ago, or -1. */
-static int
+int
 h_free_port(void)
 {
     struct sockaddr_in sa;
@@ -363,7 +363,7 @@ h_free_port(void)
  * stdout/stderr appended to out_path.  The child dies with us
  * (PR_SET_PDEATHSIG).  Returns its pid or -1.
  */
-static pid_t
+pid_t
 h_spawn(const char *const argv[], const char *out_path)
 {
     pid_t parent = getpid(), pid;
@@ -401,7 +401,7 @@ h_spawn(const char *const argv[], const char *out_path)
 }
 
 /* Exit status in the shell's manner: code, or 128 + signal. */
-static int
+int
 h_decode_status(int status)
 {
     if (WIFEXITED(status)) {
@@ -432,7 +432,7 @@ h_exited(pid_t pid, int *status)
 
 /* ---- Redis masters ---- */
 
-static redisContext *
+redisContext *
 h_redis_connect(int port)
 {
     struct timeval tv = { 0, H_REDIS_TIMEOUT_MS * 1000 };
@@ -449,7 +449,7 @@ h_redis_connect(int port)
     return c;
 }
 
-static bool
+bool
 h_redis_ping(int port)
 {
     redisContext *c = h_redis_connect(port);

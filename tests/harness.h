@@ -108,6 +108,34 @@ void h_end(void);
 /* The current test directory (valid after h_begin until h_end). */
 const char *h_dir(void);
 
+/* ---- processes and files (for tools built on the harness) ---- */
+
+/* A 127.0.0.1 TCP port that was free a moment ago, or -1. */
+int h_free_port(void);
+
+/*
+ * Fork and exec argv (PATH is searched) with stdin from /dev/null and
+ * stdout and stderr appended to out_path.  The child gets SIGKILL when
+ * the calling process dies (PR_SET_PDEATHSIG).  Returns its pid or -1.
+ */
+pid_t h_spawn(const char *const argv[], const char *out_path);
+
+/* A wait(2) status in the shell's manner: the exit code, or 128 + signal. */
+int h_decode_status(int status);
+
+/* Remove a directory tree (nothing happens for ""); errors are printed. */
+void h_remove_tree(const char *path);
+
+/*
+ * A synchronous hiredis connection to 127.0.0.1:port with connect and
+ * command timeouts of H_REDIS_TIMEOUT_MS; NULL when it failed.  Free it
+ * with redisFree().
+ */
+struct redisContext *h_redis_connect(int port);
+
+/* True when a redis-server on 127.0.0.1:port answers PING with PONG. */
+bool h_redis_ping(int port);
+
 /* ---- Redis masters ---- */
 
 /*

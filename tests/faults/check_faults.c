@@ -1,0 +1,1646 @@
+/*
+ * check_faults.c: the fault-injection suite (make faults; see
+ * tests/faults/README.md).
+ *
+ * Each scenario is one run on fresh processes: five redis-server masters
+ * and two redlockd daemons (tests/harness.h), a separate redis-server
+ * that holds the counters (started here, once for the whole suite), and
+ * a dozen rmw-client processes (tests/faults/rmw_client.c) that do a
+ * guarded read-modify-write on a counter per lock name, through either
+ * daemon.  While they run, the scenario's schedule injects its faults
+ * (kill -9 and SIGSTOP of masters, daemons and clients; masters that come
+ * back empty) and heals them; then the clients are stopped, the masters
+ * are polled until no lock key is left, and the checker (checker.c)
+ * judges the client logs against the counters.  One line per scenario
+ * goes into the summary table printed at the end.
+ *
+ * Exit status 0 when every scenario met its expectation: no violation,
+ * except for the negative control (restart two masters empty with the
+ * restart quarantine off), where the checker must report an overlap.
+ *
+ * Before any scenario, the checker is run on synthetic logs with known
+ * violations (ft_self_test): a checker that cannot fail would make every
+ * scenario pass.
+ *
+ * Environment: REDLOCKD_BIN (the daemon, for the harness), RMW_CLIENT_BIN
+ * (default ./build/rmw-client), FAULTS_ONLY=name,name (run only those
+ * scenarios), FAULTS_KEEP=1 (keep every log, the daemons' included, even
+ * when everything passed), FAULTS_LOG_LEVEL (the daemons' log.level,
+ * default info).
+ * Every process started here dies with this one (PR_SET_PDEATHSIG).
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+
+#include <hiredis/hiredis.h>
+
+#include "tests/faults/checker.h"
+#include "tests/harness.h"
+
+#define FT_MASTERS          5       /* masters per scenario */
+#define FT_DAEMONS          2       /* daemons per scenario */
+#define FT_PREFIX           "redlock:"  /* lock.key_prefix */
+#define FT_FENCE_SUFFIX     " fence"    /* fence counters: kept forever by design */
+#define FT_TTL_MS           3000    /* lock.default_ttl_ms and the clients' ttl= */
+#define FT_MAX_TTL_MS       6000    /* lock.max_ttl_ms, so also the restart quarantine */
+#define FT_RETRY_MS         100     /* lock.retry_delay_ms */
+#define FT_SLACK_MS         1500    /* wake-up latency and CPU steal on a small VM */
+#define FT_NAMES            2       /* lock names of the regular clients */
+#define FT_PER_NAME         6       /* regular clients per name */
+#define FT_CLIENTS_MAX      16      /* clients per scenario */
+#define FT_SLEEP            "5-30"  /* regular clients' in-section sleep, ms */
+#define FT_THINK_MS         10      /* regular clients' pause between sections, 0..ms */
+#define FT_VICTIM_SLEEP_MS  600     /* in-section sleep of a client that is stopped or killed */
+#define FT_HOLD_SLEEP_MS    8000    /* in-section sleep of the long holder (restart schedules) */
+#define FT_POLL_CLIENT_MS   20      /* the contender's LOCK wait=0 interval */
+#define FT_WARMUP_MS        3000    /* clients run this long before the first fault */
+#define FT_POST_MIN_MS      4000    /* and at least this long after the heal */
+#define FT_SHORT_STOP_MS    (3 * H_NODE_TIMEOUT_MS)     /* longer than node_timeout */
+#define FT_LONG_STOP_MS     (FT_TTL_MS + 2000)          /* longer than ttl */
+#define FT_CLIENT_STOP_MS   (2 * FT_TTL_MS)             /* a client stays stopped this long */
+#define FT_STOP_CLIENTS_MS  (FT_HOLD_SLEEP_MS + 2000)   /* clients finish within this */
+#define FT_RELEASE_MS       1000    /* a killed client's keys are gone within this */
+#define FT_WAIT_MS          10000   /* deadline for a condition a schedule waits for */
+#define FT_POLL_MS          5       /* interval of those waits */
+#define FT_DEFAULT_BOUND_MS (FT_TTL_MS + 4 * FT_RETRY_MS + FT_SLACK_MS)
+
+/* The names the regular clients lock; the restart schedules add "hot". */
+static const char *const ft_names[FT_NAMES] = { "acct-a", "acct-b" };
+#define FT_HOT              "hot"
+
+/* One rmw-client process of the current scenario. */
+struct ft_client {
+    pid_t   pid;                    /* running process, 0 once reaped */
+    char    log[PATH_MAX + 64];     /* its event log */
+    char    name[CHECKER_NAME_MAX + 1]; /* the lock name it uses */
+    int64_t killed_us;              /* when we sent it SIGKILL, 0 if never */
+    bool    stopped;                /* SIGSTOPped now */
+    bool    finite;                 /* runs a fixed number of sections, then exits */
+    int     daemon;                 /* index of the daemon it tries first */
+    int     status;                 /* exit status once reaped (128 + signal), else -1 */
+};
+
+struct ft_scenario;
+
+/* The state of one scenario run; lives on ft_run_scenario's stack. */
+struct ft_run {
+    const struct ft_scenario *sc;   /* what is being run */
+    char     dir[PATH_MAX];         /* client logs and events, under ft_dir */
+    FILE    *events;                /* <dir>/events.log */
+    int64_t  start_us;              /* when the scenario started */
+    int      ports[FT_DAEMONS];     /* the daemons' TCP ports */
+    struct ft_client clients[FT_CLIENTS_MAX]; /* started clients */
+    size_t   nclients;              /* entries in clients */
+    int64_t  heal_us;               /* last fault healed (or struck, if it never heals) */
+    int64_t  bound_ms;              /* heal to first grant of each name, at most */
+    bool     hot;                   /* the name FT_HOT is in use */
+    int      killed_daemon;         /* index of the daemon killed, -1 if none */
+    bool     setup_failed;          /* the schedule could not be carried out */
+    char     external[4][256];      /* violations found here, not in the logs */
+    size_t   nexternal;             /* entries in external */
+    char     notes[768];            /* what the table's notes say about this run */
+    struct checker_result res;      /* the verdict */
+    bool     passed;                /* met the expectation */
+    double   seconds;               /* duration of the run */
+};
+
+/* One schedule. */
+struct ft_scenario {
+    const char *name;               /* as in the table and FAULTS_ONLY */
+    const char *what;               /* one line for people */
+    void      (*fault)(struct ft_run *r); /* the schedule, after the regular clients started */
+    bool        quarantine;         /* lock.restart_quarantine */
+    bool        negative;           /* negative control: an overlap must be reported */
+};
+
+static char  ft_dir[PATH_MAX / 2];  /* this suite's files */
+static const char *ft_client_bin;   /* rmw-client */
+static bool  ft_keep;               /* FAULTS_KEEP: keep every log */
+static const char *ft_log_level;    /* FAULTS_LOG_LEVEL, default "info" */
+static int   ft_counter_port;       /* the counters' redis-server */
+static pid_t ft_counter_pid;        /* its process */
+
+/* ---- small helpers ---- */
+
+static int64_t
+ft_now_us(void)
+{
+    struct timespec ts;
+
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
+}
+
+/* Append to the notes of a run, "; "-separated. */
+__attribute__((format(printf, 2, 3)))
+static void
+ft_note(struct ft_run *r, const char *fmt, ...)
+{
+    size_t len = strlen(r->notes);
+    va_list ap;
+
+    if (len > 0 && len + 2 < sizeof(r->notes)) {
+        memcpy(r->notes + len, "; ", 3);
+        len += 2;
+    }
+    va_start(ap, fmt);
+    vsnprintf(r->notes + len, sizeof(r->notes) - len, fmt, ap);
+    va_end(ap);
+}
+
+/* Print a timed event of the run (and keep it in events.log). */
+__attribute__((format(printf, 2, 3)))
+static void
+ft_event(struct ft_run *r, const char *fmt, ...)
+{
+    int64_t now = ft_now_us();
+    char msg[512];
+    va_list ap;
+
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof(msg), fmt, ap);
+    va_end(ap);
+    printf("    [%7.3f s] %s\n", (double)(now - r->start_us) / 1e6, msg);
+    if (r->events != NULL) {
+        fprintf(r->events, "@%.6f %s\n", (double)now / 1e6, msg);
+        fflush(r->events);
+    }
+}
+
+/* The schedule could not be carried out: the run fails whatever the logs say. */
+__attribute__((format(printf, 2, 3)))
+static void
+ft_setup_failed(struct ft_run *r, const char *fmt, ...)
+{
+    char msg[384];
+    va_list ap;
+
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof(msg), fmt, ap);
+    va_end(ap);
+    ft_event(r, "SETUP FAILED: %s", msg);
+    ft_note(r, "setup failed: %s", msg);
+    r->setup_failed = true;
+}
+
+/* A violation found by the orchestrator; counted after the checker ran. */
+__attribute__((format(printf, 2, 3)))
+static void
+ft_external(struct ft_run *r, const char *fmt, ...)
+{
+    va_list ap;
+
+    if (r->nexternal == sizeof(r->external) / sizeof(r->external[0])) {
+        return;
+    }
+    va_start(ap, fmt);
+    vsnprintf(r->external[r->nexternal++], sizeof(r->external[0]), fmt, ap);
+    va_end(ap);
+}
+
+
+/* Copy a file (a daemon log, before h_end removes it).  Best effort. */
+static void
+ft_copy(const char *from, const char *to)
+{
+    char buf[65536];
+    ssize_t n;
+    int in, out;
+
+    in = open(from, O_RDONLY | O_CLOEXEC);
+    if (in < 0) {
+        return;
+    }
+    out = open(to, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    if (out >= 0) {
+        while ((n = read(in, buf, sizeof(buf))) > 0) {
+            if (write(out, buf, (size_t)n) != n) {
+                break;
+            }
+        }
+        close(out);
+    }
+    close(in);
+}
+
+/* ---- redis ---- */
+
+
+/* Start the counters' redis-server (no persistence) in ft_dir.  0 or -1. */
+static int
+ft_counter_start(void)
+{
+    char port[16], log[PATH_MAX + 32];
+    const char *argv[16];
+    int64_t deadline;
+    size_t n = 0;
+    int status;
+
+    ft_counter_port = h_free_port();
+    if (ft_counter_port < 0) {
+        return -1;
+    }
+    snprintf(port, sizeof(port), "%d", ft_counter_port);
+    snprintf(log, sizeof(log), "%s/counter-redis.log", ft_dir);
+    argv[n++] = "redis-server";
+    argv[n++] = "--port";
+    argv[n++] = port;
+    argv[n++] = "--bind";
+    argv[n++] = "127.0.0.1";
+    argv[n++] = "--save";
+    argv[n++] = "";
+    argv[n++] = "--appendonly";
+    argv[n++] = "no";
+    argv[n++] = "--dir";
+    argv[n++] = ft_dir;
+    argv[n++] = "--logfile";
+    argv[n++] = log;
+    argv[n] = NULL;
+    ft_counter_pid = h_spawn(argv, log);
+    if (ft_counter_pid < 0) {
+        return -1;
+    }
+    deadline = h_now_ms() + H_START_MS;
+    while (!h_redis_ping(ft_counter_port)) {
+        if (waitpid(ft_counter_pid, &status, WNOHANG) == ft_counter_pid
+            || h_now_ms() >= deadline) {
+            fprintf(stderr, "faults: the counters' redis-server did not start (see %s)\n", log);
+            return -1;
+        }
+        h_sleep_ms(10);
+    }
+    return 0;
+}
+
+static void
+ft_counter_stop(void)
+{
+    if (ft_counter_pid > 0) {
+        kill(ft_counter_pid, SIGKILL);
+        waitpid(ft_counter_pid, NULL, 0);
+        ft_counter_pid = 0;
+    }
+}
+
+/* Run a command on the counters' redis; true when it answered without error. */
+static bool
+ft_counter_cmd(const char *cmd)
+{
+    redisContext *c = h_redis_connect(ft_counter_port);
+    redisReply *rep;
+    bool ok;
+
+    if (c == NULL) {
+        return false;
+    }
+    rep = redisCommand(c, cmd);
+    ok = rep != NULL && rep->type != REDIS_REPLY_ERROR;
+    if (rep != NULL) {
+        freeReplyObject(rep);
+    }
+    redisFree(c);
+    return ok;
+}
+
+/* The counter of name (0 when absent), or -1 when it could not be read. */
+static long long
+ft_counter_value(const char *name)
+{
+    redisContext *c = h_redis_connect(ft_counter_port);
+    redisReply *rep;
+    long long v = -1;
+
+    if (c == NULL) {
+        return -1;
+    }
+    rep = redisCommand(c, "GET counter:%s", name);
+    if (rep != NULL && rep->type == REDIS_REPLY_NIL) {
+        v = 0;
+    } else if (rep != NULL && rep->type == REDIS_REPLY_STRING) {
+        v = strtoll(rep->str, NULL, 10);
+    }
+    if (rep != NULL) {
+        freeReplyObject(rep);
+    }
+    redisFree(c);
+    return v;
+}
+
+/*
+ * Lock keys (FT_PREFIX*, fence counters excluded) on every master:
+ * their number, or -1 when a master could not be asked.  The first few
+ * are described in desc.
+ */
+static long
+ft_lock_keys(char *desc, size_t size)
+{
+    char cursor[32];
+    redisContext *c;
+    redisReply *rep;
+    size_t i, k, len, slen = strlen(FT_FENCE_SUFFIX), used = 0;
+    long n = 0;
+
+    desc[0] = '\0';
+    for (i = 0; i < FT_MASTERS; i++) {
+        c = h_master_alive(i) ? h_redis_connect(h_master_port(i)) : NULL;
+        if (c == NULL) {
+            return -1;
+        }
+        snprintf(cursor, sizeof(cursor), "0");
+        do {
+            rep = redisCommand(c, "SCAN %s MATCH %s* COUNT 1000", cursor, FT_PREFIX);
+            if (rep == NULL || rep->type != REDIS_REPLY_ARRAY || rep->elements != 2
+                || rep->element[0]->type != REDIS_REPLY_STRING) {
+                if (rep != NULL) {
+                    freeReplyObject(rep);
+                }
+                redisFree(c);
+                return -1;
+            }
+            snprintf(cursor, sizeof(cursor), "%s", rep->element[0]->str);
+            for (k = 0; k < rep->element[1]->elements; k++) {
+                const redisReply *key = rep->element[1]->element[k];
+
+                len = key->len;
+                if (len >= slen && memcmp(key->str + len - slen, FT_FENCE_SUFFIX, slen) == 0) {
+                    continue;
+                }
+                n++;
+                if (used + len + 64 < size) {
+                    redisReply *ttl = redisCommand(c, "PTTL %b", key->str, len);
+
+                    used += (size_t)snprintf(desc + used, size - used,
+                                             "%s'%.*s' on master %zu (pttl %lld)",
+                                             used > 0 ? ", " : "", (int)len, key->str, i,
+                                             ttl != NULL && ttl->type == REDIS_REPLY_INTEGER
+                                                 ? ttl->integer : -3LL);
+                    if (ttl != NULL) {
+                        freeReplyObject(ttl);
+                    }
+                }
+            }
+            freeReplyObject(rep);
+        } while (strcmp(cursor, "0") != 0);
+        redisFree(c);
+    }
+    return n;
+}
+
+/* ---- the daemons and masters ---- */
+
+/* STATS value of daemon d, or -1 when absent or not answered. */
+static long long
+ft_stat(size_t d, const char *name)
+{
+    long long v;
+
+    h_use_daemon(d);
+    return h_stat_once(name, &v) == 0 ? v : -1;
+}
+
+/* Wait until both daemons report master i connected (or not).  True in time. */
+static bool
+ft_wait_master_up(size_t i, bool up, int64_t timeout_ms)
+{
+    int64_t deadline = h_now_ms() + timeout_ms;
+    char stat[32];
+    size_t d;
+    bool ok;
+
+    snprintf(stat, sizeof(stat), "master.%zu.up", i);
+    for (;;) {
+        ok = true;
+        for (d = 0; d < FT_DAEMONS && ok; d++) {
+            ok = ft_stat(d, stat) == (up ? 1 : 0);
+        }
+        if (ok) {
+            return true;
+        }
+        if (h_now_ms() >= deadline) {
+            return false;
+        }
+        h_sleep_ms(FT_POLL_MS * 4);
+    }
+}
+
+static void
+ft_kill_master(struct ft_run *r, size_t i)
+{
+    if (h_kill_master(i) != 0) {
+        ft_setup_failed(r, "master %zu was not running", i);
+        return;
+    }
+    ft_event(r, "kill -9 master %zu (port %d)", i, h_master_port(i));
+}
+
+static void
+ft_restart_master(struct ft_run *r, size_t i)
+{
+    if (h_restart_master(i) != 0) {
+        ft_setup_failed(r, "master %zu did not come back", i);
+        return;
+    }
+    ft_event(r, "master %zu restarted, empty", i);
+}
+
+static void
+ft_signal_master(struct ft_run *r, size_t i, int sig)
+{
+    if (h_signal_master(i, sig) != 0) {
+        ft_setup_failed(r, "cannot signal master %zu", i);
+        return;
+    }
+    ft_event(r, "%s master %zu", sig == SIGSTOP ? "SIGSTOP" : "SIGCONT", i);
+}
+
+/*
+ * With the restart quarantine on, masters that started a moment ago do
+ * not count yet: wait until each daemon grants (a probe lock) and shows
+ * no master in quarantine (STATS master.<i>.quarantine_ms, when it
+ * exists).
+ */
+static bool
+ft_wait_quarantine_over(struct ft_run *r)
+{
+    int64_t deadline = h_now_ms() + FT_MAX_TTL_MS + FT_WAIT_MS;
+    char stat[48], *line;
+    long long q;
+    size_t d, i;
+    bool ok;
+    int fd;
+
+    for (;;) {
+        ok = true;
+        for (d = 0; d < FT_DAEMONS && ok; d++) {
+            for (i = 0; i < FT_MASTERS && ok; i++) {
+                snprintf(stat, sizeof(stat), "master.%zu.quarantine_ms", i);
+                q = ft_stat(d, stat);
+                ok = q <= 0;
+            }
+            if (ok) {
+                h_use_daemon(d);
+                fd = h_connect_tcp();
+                line = fd >= 0 ? h_cmd(fd, "LOCK ft-probe ttl=1000 wait=0", 3000) : NULL;
+                ok = line != NULL && strncmp(line, "OK ", 3) == 0;
+                free(line);
+                if (ok) {
+                    free(h_cmd(fd, "UNLOCK ft-probe", 3000));
+                }
+                if (fd >= 0) {
+                    close(fd);
+                }
+            }
+        }
+        if (ok) {
+            ft_event(r, "restart quarantine over: both daemons grant");
+            return true;
+        }
+        if (h_now_ms() >= deadline) {
+            return false;
+        }
+        h_sleep_ms(100);
+    }
+}
+
+/* ---- clients ---- */
+
+/*
+ * Start an rmw-client on name through the daemons in ports (a list,
+ * preferred first).  sections 0 runs until stopped; poll_ms > 0 makes it
+ * poll with LOCK wait=0.  Returns its index, or -1.
+ */
+static int
+ft_start_client(struct ft_run *r, const char *name, const char *ports, long sections,
+                long ttl_ms, const char *sleep, long poll_ms, long think_ms)
+{
+    char counter[16], nsec[24], ttl[24], poll[24], think[24], out[PATH_MAX + 64];
+    struct ft_client *c;
+    const char *argv[24];
+    size_t n = 0;
+
+    if (r->nclients == FT_CLIENTS_MAX) {
+        return -1;
+    }
+    c = &r->clients[r->nclients];
+    memset(c, 0, sizeof(*c));
+    c->status = -1;
+    c->finite = sections > 0;
+    snprintf(c->name, sizeof(c->name), "%s", name);
+    snprintf(c->log, sizeof(c->log), "%s/client-%02zu.log", r->dir, r->nclients);
+    snprintf(out, sizeof(out), "%s/client-%02zu.out", r->dir, r->nclients);
+    snprintf(counter, sizeof(counter), "%d", ft_counter_port);
+    snprintf(nsec, sizeof(nsec), "%ld", sections);
+    snprintf(ttl, sizeof(ttl), "%ld", ttl_ms);
+    snprintf(poll, sizeof(poll), "%ld", poll_ms);
+    snprintf(think, sizeof(think), "%ld", think_ms);
+    argv[n++] = ft_client_bin;
+    argv[n++] = "-p";
+    argv[n++] = ports;
+    argv[n++] = "-r";
+    argv[n++] = counter;
+    argv[n++] = "-n";
+    argv[n++] = name;
+    argv[n++] = "-l";
+    argv[n++] = c->log;
+    argv[n++] = "-c";
+    argv[n++] = nsec;
+    argv[n++] = "-t";
+    argv[n++] = ttl;
+    argv[n++] = "-s";
+    argv[n++] = sleep;
+    argv[n++] = "-P";
+    argv[n++] = poll;
+    argv[n++] = "-k";
+    argv[n++] = think;
+    argv[n] = NULL;
+    c->pid = h_spawn(argv, out);
+    if (c->pid < 0) {
+        c->pid = 0;
+        return -1;
+    }
+    return (int)r->nclients++;
+}
+
+/* "p0,p1": both daemons, d first. */
+static void
+ft_ports(const struct ft_run *r, size_t d, char *out, size_t size)
+{
+    snprintf(out, size, "%d,%d", r->ports[d], r->ports[1 - d]);
+}
+
+/* Reap clients that exited; an unexpected exit fails the setup. */
+static void
+ft_reap(struct ft_run *r)
+{
+    struct ft_client *c;
+    size_t i;
+    int status;
+
+    for (i = 0; i < r->nclients; i++) {
+        c = &r->clients[i];
+        if (c->pid > 0 && waitpid(c->pid, &status, WNOHANG) == c->pid) {
+            c->pid = 0;
+            c->status = h_decode_status(status);
+            if (c->status != 0 && c->killed_us == 0) {
+                ft_setup_failed(r, "client %zu exited with status %d (see %s)", i, c->status,
+                                c->log);
+            }
+        }
+    }
+}
+
+/* SIGKILL client i now and reap it; its kill time goes to the checker. */
+static void
+ft_kill_client(struct ft_run *r, size_t i)
+{
+    struct ft_client *c = &r->clients[i];
+    int status;
+
+    if (c->pid <= 0) {
+        return;
+    }
+    c->killed_us = ft_now_us();
+    kill(c->pid, SIGKILL);
+    while (waitpid(c->pid, &status, 0) < 0 && errno == EINTR) {
+        continue;
+    }
+    c->pid = 0;
+    c->status = h_decode_status(status);
+}
+
+/* Stop every client: SIGTERM (after SIGCONT), then SIGKILL at the deadline. */
+static void
+ft_stop_clients(struct ft_run *r)
+{
+    int64_t deadline = h_now_ms() + FT_STOP_CLIENTS_MS;
+    size_t i, running;
+
+    for (i = 0; i < r->nclients; i++) {
+        if (r->clients[i].pid > 0) {
+            if (r->clients[i].stopped) {
+                kill(r->clients[i].pid, SIGCONT);
+                r->clients[i].stopped = false;
+            }
+            kill(r->clients[i].pid, SIGTERM);
+        }
+    }
+    for (;;) {
+        ft_reap(r);
+        running = 0;
+        for (i = 0; i < r->nclients; i++) {
+            running += r->clients[i].pid > 0;
+        }
+        if (running == 0) {
+            break;
+        }
+        if (h_now_ms() >= deadline) {
+            for (i = 0; i < r->nclients; i++) {
+                if (r->clients[i].pid > 0) {
+                    ft_kill_client(r, i);
+                    ft_setup_failed(r, "client %zu ignored SIGTERM for %d ms; killed", i,
+                                    FT_STOP_CLIENTS_MS);
+                }
+            }
+            break;
+        }
+        h_sleep_ms(10);
+    }
+    ft_event(r, "clients stopped");
+}
+
+/* Load the sections of every client so far (for the waits). */
+static void
+ft_sections(const struct ft_run *r, struct checker_sections *s)
+{
+    struct checker_log logs[FT_CLIENTS_MAX];
+    size_t i;
+
+    for (i = 0; i < r->nclients; i++) {
+        logs[i].path = r->clients[i].log;
+        logs[i].killed_us = r->clients[i].killed_us;
+    }
+    memset(s, 0, sizeof(*s));
+    checker_load(logs, r->nclients, s, NULL, NULL);
+}
+
+/*
+ * Wait until client i is inside a section that began at most
+ * fresh_ms ago (so that a signal sent now lands inside it).  Returns
+ * the section's begin time, or -1 at the deadline.
+ */
+static int64_t
+ft_wait_in_section(struct ft_run *r, size_t i, int64_t fresh_ms)
+{
+    int64_t deadline = h_now_ms() + FT_WAIT_MS, begin;
+    struct checker_sections s;
+    struct checker_log log = { r->clients[i].log, 0 };
+
+    for (;;) {
+        memset(&s, 0, sizeof(s));
+        checker_load(&log, 1, &s, NULL, NULL);
+        begin = -1;
+        if (s.n > 0 && s.v[s.n - 1].how == CHECKER_END_NONE
+            && ft_now_us() - s.v[s.n - 1].begin_us < fresh_ms * 1000) {
+            begin = s.v[s.n - 1].begin_us;
+        }
+        checker_free(&s);
+        if (begin > 0) {
+            return begin;
+        }
+        if (h_now_ms() >= deadline) {
+            return -1;
+        }
+        h_sleep_ms(FT_POLL_MS);
+    }
+}
+
+/*
+ * Clients that must get their lock again after the heal (every client
+ * that runs until stopped and was not killed) but have not: their number,
+ * and the first one's index in *first.
+ */
+static size_t
+ft_unserved(const struct ft_run *r, const struct checker_sections *s, size_t *first)
+{
+    size_t i, k, n = 0;
+    bool seen;
+
+    for (i = 0; i < r->nclients; i++) {
+        if (r->clients[i].finite || r->clients[i].killed_us > 0) {
+            continue;
+        }
+        seen = false;
+        for (k = 0; k < s->n && !seen; k++) {
+            seen = s->v[k].log == i && s->v[k].begin_us >= r->heal_us;
+        }
+        if (!seen && n++ == 0) {
+            *first = i;
+        }
+    }
+    return n;
+}
+
+/*
+ * After the heal: run until every regular name was granted again, every
+ * client that runs until stopped got its lock again at least once, and
+ * every client with a fixed number of sections is done, and for at
+ * least FT_POST_MIN_MS; at most until the recovery bound has passed
+ * (the checker then reports what is missing).
+ */
+static void
+ft_post_phase(struct ft_run *r)
+{
+    int64_t min_end = h_now_ms() + FT_POST_MIN_MS;
+    int64_t deadline = r->heal_us / 1000 + r->bound_ms + 500;
+    struct checker_sections s;
+    bool done;
+    size_t k;
+
+    if (deadline < min_end) {
+        deadline = min_end;
+    }
+    for (;;) {
+        ft_reap(r);
+        ft_sections(r, &s);
+        done = ft_unserved(r, &s, &k) == 0;
+        for (k = 0; k < FT_NAMES; k++) {
+            done = done && checker_begun_since(&s, ft_names[k], r->heal_us) > 0;
+        }
+        checker_free(&s);
+        for (k = 0; k < r->nclients; k++) {
+            done = done && !(r->clients[k].finite && r->clients[k].pid > 0);
+        }
+        if ((done && h_now_ms() >= min_end) || h_now_ms() >= deadline) {
+            return;
+        }
+        h_sleep_ms(100);
+    }
+}
+
+/* After the clients are gone: every lock key must go within max_ttl. */
+static void
+ft_check_keys_gone(struct ft_run *r)
+{
+    int64_t start = h_now_ms(), deadline = start + FT_MAX_TTL_MS + FT_SLACK_MS;
+    bool first = true;
+    char desc[512];
+    long n;
+
+    for (;;) {
+        n = ft_lock_keys(desc, sizeof(desc));
+        if (n > 0 && first) {
+            ft_event(r, "lock keys left when the clients stopped: %s", desc);
+        }
+        first = false;
+        if (n == 0) {
+            ft_event(r, "no lock key on any master (%lld ms after the clients stopped)",
+                     (long long)(h_now_ms() - start));
+            return;
+        }
+        if (h_now_ms() >= deadline) {
+            break;
+        }
+        h_sleep_ms(50);
+    }
+    if (n < 0) {
+        ft_setup_failed(r, "a master could not be asked for its keys");
+    } else {
+        ft_external(r, "%ld lock keys left %d ms after the clients stopped: %s", n,
+                    FT_MAX_TTL_MS + FT_SLACK_MS, desc);
+    }
+}
+
+/* ---- schedules ---- */
+
+static void
+ft_pause(int64_t ms)
+{
+    h_sleep_ms(ms);
+}
+
+/* kill -9 one master, then a second; restart both (empty) later. */
+static void
+ft_sched_kill_masters(struct ft_run *r)
+{
+    ft_pause(FT_WARMUP_MS);
+    ft_kill_master(r, 4);
+    ft_pause(2000);
+    ft_kill_master(r, 3);
+    ft_pause(2000);
+    ft_restart_master(r, 3);
+    ft_restart_master(r, 4);
+    r->heal_us = ft_now_us();
+}
+
+/* SIGSTOP the last n masters for ms, then SIGCONT. */
+static void
+ft_stop_masters(struct ft_run *r, size_t n, int64_t ms)
+{
+    size_t i;
+
+    ft_pause(FT_WARMUP_MS);
+    for (i = 0; i < n; i++) {
+        ft_signal_master(r, FT_MASTERS - 1 - i, SIGSTOP);
+    }
+    ft_pause(ms);
+    for (i = 0; i < n; i++) {
+        ft_signal_master(r, FT_MASTERS - 1 - i, SIGCONT);
+    }
+    r->heal_us = ft_now_us();
+}
+
+static void
+ft_sched_stop1_short(struct ft_run *r)
+{
+    ft_stop_masters(r, 1, FT_SHORT_STOP_MS);
+}
+
+static void
+ft_sched_stop2_short(struct ft_run *r)
+{
+    ft_stop_masters(r, 2, FT_SHORT_STOP_MS);
+}
+
+static void
+ft_sched_stop1_long(struct ft_run *r)
+{
+    ft_stop_masters(r, 1, FT_LONG_STOP_MS);
+}
+
+static void
+ft_sched_stop2_long(struct ft_run *r)
+{
+    ft_stop_masters(r, 2, FT_LONG_STOP_MS);
+}
+
+/* A client with long sections on acct-a through daemon d first. */
+static int
+ft_start_victim(struct ft_run *r, size_t d)
+{
+    char ports[32], sleep[16];
+    int v;
+
+    ft_ports(r, d, ports, sizeof(ports));
+    snprintf(sleep, sizeof(sleep), "%d", FT_VICTIM_SLEEP_MS);
+    v = ft_start_client(r, ft_names[0], ports, 0, FT_TTL_MS, sleep, 0, FT_THINK_MS);
+    if (v < 0) {
+        ft_setup_failed(r, "cannot start the victim client");
+        return -1;
+    }
+    r->clients[v].daemon = (int)d;
+    return v;
+}
+
+/*
+ * kill -9 daemon 1 while one of its clients (a victim with long
+ * sections) holds acct-a: that client's lock lives on until its keys
+ * expire, the other clients of daemon 1 reconnect to daemon 0.
+ */
+static void
+ft_sched_kill_daemon(struct ft_run *r)
+{
+    int v = ft_start_victim(r, 1);
+
+    if (v < 0) {
+        return;
+    }
+    ft_pause(FT_WARMUP_MS);
+    if (ft_wait_in_section(r, (size_t)v, FT_VICTIM_SLEEP_MS / 3) < 0) {
+        ft_setup_failed(r, "the victim client never got %s", ft_names[0]);
+        return;
+    }
+    h_use_daemon(1);
+    if (h_signal_daemon(SIGKILL) != 0) {
+        ft_setup_failed(r, "daemon 1 was not running");
+        return;
+    }
+    r->heal_us = ft_now_us();
+    r->killed_daemon = 1;
+    h_wait_daemon(2000);
+    ft_event(r, "kill -9 daemon 1 (port %d) while client %d holds %s through it", r->ports[1],
+             v, ft_names[0]);
+    h_use_daemon(0);
+}
+
+/*
+ * SIGSTOP a client inside its section for 2 ttl: its connection stays
+ * open, so the daemon keeps renewing its lock and the others wait.
+ */
+static void
+ft_sched_stop_client(struct ft_run *r)
+{
+    struct checker_sections s;
+    const struct checker_section *held;
+    int64_t stop_us, cont_us, deadline;
+    int v = ft_start_victim(r, 0);
+
+    if (v < 0) {
+        return;
+    }
+    ft_pause(FT_WARMUP_MS);
+    if (ft_wait_in_section(r, (size_t)v, FT_VICTIM_SLEEP_MS / 3) < 0) {
+        ft_setup_failed(r, "the victim client never got %s", ft_names[0]);
+        return;
+    }
+    kill(r->clients[v].pid, SIGSTOP);
+    stop_us = ft_now_us();
+    r->clients[v].stopped = true;
+    ft_event(r, "SIGSTOP client %d (pid %d) inside its section on %s", v,
+             (int)r->clients[v].pid, ft_names[0]);
+    ft_pause(FT_CLIENT_STOP_MS);
+    kill(r->clients[v].pid, SIGCONT);
+    cont_us = ft_now_us();
+    r->clients[v].stopped = false;
+    r->heal_us = cont_us;
+    ft_event(r, "SIGCONT client %d", v);
+    /* Wait for its section to end, then see that it spanned the stop. */
+    deadline = h_now_ms() + FT_WAIT_MS;
+    for (;;) {
+        ft_sections(r, &s);
+        held = checker_held_at(&s, (size_t)v, stop_us);
+        if (held == NULL || held->how != CHECKER_END_NONE || h_now_ms() >= deadline) {
+            break;
+        }
+        checker_free(&s);
+        h_sleep_ms(FT_POLL_MS * 4);
+    }
+    if (held == NULL || held->how == CHECKER_END_NONE || held->end_us <= cont_us) {
+        ft_setup_failed(r, "the stopped client was not inside a section for the whole stop");
+    } else {
+        ft_note(r, "client %d held %s through its %.1f s SIGSTOP (fence %lld, %s), "
+                "by design: the connection stayed open", v, held->name,
+                (double)(cont_us - stop_us) / 1e6, held->fence,
+                held->how == CHECKER_END_WROTE ? "then wrote" : "then did not write");
+    }
+    checker_free(&s);
+}
+
+/* Masters holding value under key; also counts the masters that answered. */
+static size_t
+ft_masters_with(const char *key, const char *value, size_t *answered)
+{
+    size_t i, n = 0;
+    char *v;
+
+    *answered = 0;
+    for (i = 0; i < FT_MASTERS; i++) {
+        long long ttl = h_master_pttl(i, key);
+
+        if (ttl == H_PTTL_ERROR) {
+            continue;
+        }
+        (*answered)++;
+        v = ttl == H_PTTL_ABSENT ? NULL : h_master_get(i, key);
+        n += v != NULL && strcmp(v, value) == 0;
+        free(v);
+    }
+    return n;
+}
+
+/* kill -9 a client inside its section: its keys must go within 1 s. */
+static void
+ft_sched_kill_client(struct ft_run *r)
+{
+    char key[CHECKER_NAME_MAX + 16], token[64] = "";
+    size_t i, j, same, answered, left = 0;
+    int64_t start, took = -1;
+    char *vals[FT_MASTERS];
+    int v = ft_start_victim(r, 0);
+
+    if (v < 0) {
+        return;
+    }
+    snprintf(key, sizeof(key), "%s%s", FT_PREFIX, ft_names[0]);
+    ft_pause(FT_WARMUP_MS);
+    if (ft_wait_in_section(r, (size_t)v, FT_VICTIM_SLEEP_MS / 3) < 0) {
+        ft_setup_failed(r, "the victim client never got %s", ft_names[0]);
+        return;
+    }
+    /* Its token: the value that a majority of the masters hold. */
+    for (i = 0; i < FT_MASTERS; i++) {
+        vals[i] = h_master_get(i, key);
+    }
+    for (i = 0; i < FT_MASTERS && token[0] == '\0'; i++) {
+        same = 0;
+        for (j = 0; j < FT_MASTERS && vals[i] != NULL; j++) {
+            same += vals[j] != NULL && strcmp(vals[i], vals[j]) == 0;
+        }
+        if (same > FT_MASTERS / 2) {
+            snprintf(token, sizeof(token), "%s", vals[i]);
+        }
+    }
+    for (i = 0; i < FT_MASTERS; i++) {
+        free(vals[i]);
+    }
+    ft_kill_client(r, (size_t)v);
+    r->heal_us = r->clients[v].killed_us;
+    ft_event(r, "kill -9 client %d inside its section on %s (token %.8s...)", v, ft_names[0],
+             token);
+    if (token[0] == '\0') {
+        ft_setup_failed(r, "no majority value for %s on the masters", key);
+        return;
+    }
+    start = h_now_ms();
+    for (;;) {
+        left = ft_masters_with(key, token, &answered);
+        if (left == 0 && answered == FT_MASTERS) {
+            took = h_now_ms() - start;
+            break;
+        }
+        if (h_now_ms() - start >= FT_RELEASE_MS) {
+            break;
+        }
+        h_sleep_ms(FT_POLL_MS);
+    }
+    if (took < 0) {
+        ft_external(r, "the killed client's token is still on %zu masters (%zu answered) "
+                    "%d ms after the kill", left, answered, FT_RELEASE_MS);
+    } else {
+        ft_event(r, "its token is gone from all %d masters after %lld ms", FT_MASTERS,
+                 (long long)took);
+        ft_note(r, "killed client's keys gone from all masters in %lld ms", (long long)took);
+    }
+}
+
+/* Wait until PTTL of key on master i rises (the holder's lease was renewed). */
+static bool
+ft_wait_renewal(size_t i, const char *key, int64_t timeout_ms)
+{
+    int64_t deadline = h_now_ms() + timeout_ms;
+    long long prev = h_master_pttl(i, key), now;
+
+    for (;;) {
+        h_sleep_ms(FT_POLL_MS);
+        now = h_master_pttl(i, key);
+        if (now >= 0 && prev >= 0 && now > prev + 100) {
+            return true;
+        }
+        prev = now;
+        if (h_now_ms() >= deadline) {
+            return false;
+        }
+    }
+}
+
+/*
+ * Restart two masters empty while a lock is held on exactly a quorum:
+ * masters 3 and 4 die; a long holder (daemon 0) takes "hot" on {0,1,2};
+ * 3 and 4 come back empty; right after one of the holder's renewals,
+ * masters 0 and 1 are restarted empty too.  Its keys are now on master 2
+ * alone.  A contender polling through daemon 1 can then take "hot" on
+ * {0,1,3,4} before the holder's next renewal finds out, unless the
+ * restart quarantine keeps the restarted masters from counting.
+ */
+static void
+ft_sched_restart_empty(struct ft_run *r)
+{
+    char key[CHECKER_NAME_MAX + 16], ports[16], sleep[16];
+    int holder, contender;
+    size_t held;
+
+    snprintf(key, sizeof(key), "%s%s", FT_PREFIX, FT_HOT);
+    r->hot = true;
+    ft_pause(FT_WARMUP_MS);
+    ft_kill_master(r, 3);
+    ft_kill_master(r, 4);
+    snprintf(ports, sizeof(ports), "%d", r->ports[0]);
+    snprintf(sleep, sizeof(sleep), "%d", FT_HOLD_SLEEP_MS);
+    holder = ft_start_client(r, FT_HOT, ports, 1, FT_MAX_TTL_MS, sleep, 0, 0);
+    if (holder < 0 || ft_wait_in_section(r, (size_t)holder, FT_HOLD_SLEEP_MS) < 0) {
+        ft_setup_failed(r, "the holder did not get %s", FT_HOT);
+        return;
+    }
+    held = h_masters_holding(key, NULL);
+    ft_event(r, "client %d holds %s through daemon 0, on %zu masters", holder, FT_HOT, held);
+    snprintf(ports, sizeof(ports), "%d", r->ports[1]);
+    snprintf(sleep, sizeof(sleep), "%d", 200);
+    contender = ft_start_client(r, FT_HOT, ports, 1, FT_MAX_TTL_MS, sleep, FT_POLL_CLIENT_MS, 0);
+    if (contender < 0) {
+        ft_setup_failed(r, "cannot start the contender");
+        return;
+    }
+    ft_event(r, "client %d polls for %s through daemon 1", contender, FT_HOT);
+    ft_restart_master(r, 3);
+    ft_restart_master(r, 4);
+    if (!ft_wait_master_up(3, true, FT_WAIT_MS) || !ft_wait_master_up(4, true, FT_WAIT_MS)) {
+        ft_setup_failed(r, "the daemons did not reconnect to masters 3 and 4");
+        return;
+    }
+    ft_event(r, "both daemons reconnected to masters 3 and 4");
+    if (!ft_wait_renewal(2, key, FT_MAX_TTL_MS)) {
+        ft_setup_failed(r, "the holder's lease was not renewed on master 2");
+        return;
+    }
+    ft_event(r, "the holder's lease was renewed");
+    ft_kill_master(r, 0);
+    ft_kill_master(r, 1);
+    ft_restart_master(r, 0);
+    ft_restart_master(r, 1);
+    r->heal_us = ft_now_us();
+    ft_event(r, "%s is now on %zu masters", FT_HOT, h_masters_holding(key, NULL));
+    /* Quarantine: the first grant needs three masters out of it, and the
+       keys still on master 2 to expire. */
+    r->bound_ms = FT_MAX_TTL_MS + FT_TTL_MS + 4 * FT_RETRY_MS + FT_SLACK_MS;
+}
+
+static const struct ft_scenario ft_scenarios[] = {
+    { "kill-masters", "kill -9 master 4, 2 s later master 3; 2 s later restart both (empty)",
+      ft_sched_kill_masters, false, false },
+    { "stop-1-master-short", "SIGSTOP master 4 for 1.5 s (> node_timeout 500 ms)",
+      ft_sched_stop1_short, false, false },
+    { "stop-2-masters-short", "SIGSTOP masters 3 and 4 for 1.5 s (> node_timeout 500 ms)",
+      ft_sched_stop2_short, false, false },
+    { "stop-1-master-long", "SIGSTOP master 4 for 5 s (> ttl 3 s)",
+      ft_sched_stop1_long, false, false },
+    { "stop-2-masters-long", "SIGSTOP masters 3 and 4 for 5 s (> ttl 3 s)",
+      ft_sched_stop2_long, false, false },
+    { "kill-daemon", "kill -9 daemon 1 while it holds acct-a; its clients go to daemon 0",
+      ft_sched_kill_daemon, false, false },
+    { "stop-client", "SIGSTOP a client inside its section for 6 s, then SIGCONT",
+      ft_sched_stop_client, false, false },
+    { "kill-client", "kill -9 a client inside its section; its keys must go within 1 s",
+      ft_sched_kill_client, false, false },
+    { "restart-empty-quarantine",
+      "restart 2 masters empty while a lock is on exactly 3; restart quarantine on",
+      ft_sched_restart_empty, true, false },
+    { "restart-empty-no-quarantine",
+      "the same with the quarantine off (negative control: must report an overlap)",
+      ft_sched_restart_empty, false, true },
+};
+
+#define FT_NSCENARIOS (sizeof(ft_scenarios) / sizeof(ft_scenarios[0]))
+
+/* ---- one run ---- */
+
+/* Start the processes of a run: masters, daemons, regular clients. */
+static int
+ft_setup(struct ft_run *r)
+{
+    struct h_daemon_opts o = {
+        .default_ttl_ms = FT_TTL_MS,
+        .max_ttl_ms = FT_MAX_TTL_MS,
+        .retry_delay_ms = FT_RETRY_MS,
+        .fence = "always",
+        .key_prefix = FT_PREFIX,
+        .log_level = ft_log_level,
+        .restart_quarantine = r->sc->quarantine,
+        .expect_masters_up = r->sc->quarantine ? -1 : 0,
+    };
+    char ports[32];
+    size_t d, k, i;
+
+    if (h_begin(r->sc->name) != 0 || h_start_masters(FT_MASTERS) != 0) {
+        return -1;
+    }
+    for (d = 0; d < FT_DAEMONS; d++) {
+        if (h_start_daemon(&o) != 0) {
+            return -1;
+        }
+        r->ports[d] = h_daemon_port();
+    }
+    ft_event(r, "%d masters, daemons on ports %d and %d%s", FT_MASTERS, r->ports[0],
+             r->ports[1], r->sc->quarantine ? " (restart quarantine on)" : "");
+    if (r->sc->quarantine && !ft_wait_quarantine_over(r)) {
+        fprintf(stderr, "faults: the daemons do not grant %d ms after the start\n",
+                FT_MAX_TTL_MS + FT_WAIT_MS);
+        return -1;
+    }
+    if (!ft_counter_cmd("FLUSHALL")) {
+        fprintf(stderr, "faults: the counters' redis-server does not answer\n");
+        return -1;
+    }
+    for (k = 0; k < FT_NAMES; k++) {
+        for (i = 0; i < FT_PER_NAME; i++) {
+            ft_ports(r, i % FT_DAEMONS, ports, sizeof(ports));
+            if (ft_start_client(r, ft_names[k], ports, 0, FT_TTL_MS, FT_SLEEP, 0,
+                                FT_THINK_MS) < 0) {
+                return -1;
+            }
+            r->clients[r->nclients - 1].daemon = (int)(i % FT_DAEMONS);
+        }
+    }
+    ft_event(r, "%zu clients on %s and %s, half through each daemon", r->nclients,
+             ft_names[0], ft_names[1]);
+    return 0;
+}
+
+/* After a daemon was killed: what its clients did next. */
+static void
+ft_note_moved(struct ft_run *r, const struct checker_sections *s)
+{
+    int dead = r->ports[r->killed_daemon];
+    size_t i, k, clients = 0, after = 0, through_dead = 0;
+    int64_t first = -1;
+
+    for (i = 0; i < r->nclients; i++) {
+        if (r->clients[i].daemon == r->killed_daemon && !r->clients[i].finite) {
+            clients++;
+        }
+    }
+    for (k = 0; k < s->n; k++) {
+        const struct ft_client *c = &r->clients[s->v[k].log];
+
+        if (c->daemon != r->killed_daemon || s->v[k].begin_us < r->heal_us) {
+            continue;
+        }
+        after++;
+        through_dead += s->v[k].port == dead;
+        if (first < 0 || s->v[k].begin_us < first) {
+            first = s->v[k].begin_us;
+        }
+    }
+    ft_note(r, "the %zu clients of daemon %d went on through daemon %d: %zu sections after "
+            "the kill, the first %.0f ms after it", clients, r->killed_daemon,
+            1 - r->killed_daemon, after, first < 0 ? -1.0 : (double)(first - r->heal_us) / 1e3);
+    first = -1;
+    for (k = 0; k < s->n; k++) {
+        if (strcmp(s->v[k].name, ft_names[0]) == 0 && s->v[k].begin_us >= r->heal_us
+            && (first < 0 || s->v[k].begin_us < first)) {
+            first = s->v[k].begin_us;
+        }
+    }
+    ft_note(r, "%s, held through the killed daemon, was granted again %.0f ms after the kill "
+            "(ttl %d ms)", ft_names[0], first < 0 ? -1.0 : (double)(first - r->heal_us) / 1e3,
+            FT_TTL_MS);
+    if (through_dead > 0) {
+        ft_external(r, "%zu sections were granted through the killed daemon after its kill",
+                    through_dead);
+    }
+}
+
+/* Judge the logs; decide whether the run met its expectation. */
+static void
+ft_judge(struct ft_run *r)
+{
+    struct checker_log logs[FT_CLIENTS_MAX];
+    struct checker_counter counters[FT_NAMES + 1];
+    struct checker_sections s;
+    struct checker_input in;
+    size_t i, k = 0, n = 0;
+    int rc;
+
+    for (i = 0; i < r->nclients; i++) {
+        logs[i].path = r->clients[i].log;
+        logs[i].killed_us = r->clients[i].killed_us;
+    }
+    for (i = 0; i < FT_NAMES; i++) {
+        counters[n].name = ft_names[i];
+        counters[n++].value = ft_counter_value(ft_names[i]);
+    }
+    if (r->hot) {
+        counters[n].name = FT_HOT;
+        counters[n++].value = ft_counter_value(FT_HOT);
+    }
+    for (i = 0; i < n; i++) {
+        if (counters[i].value < 0) {
+            ft_setup_failed(r, "cannot read the counter of %s", counters[i].name);
+        }
+    }
+    memset(&in, 0, sizeof(in));
+    in.logs = logs;
+    in.nlogs = r->nclients;
+    in.counters = counters;
+    in.ncounters = n;
+    in.recovery_names = ft_names;
+    in.nrecovery = FT_NAMES;
+    in.heal_us = r->heal_us;
+    in.recovery_bound_us = r->bound_ms * 1000;
+    printf("    checker:\n");
+    rc = checker_run(&in, stdout, &r->res);
+    if (rc != 0) {
+        ft_setup_failed(r, "the client logs could not be read");
+    }
+    /* What the logs show beyond the checker's own verdict. */
+    ft_sections(r, &s);
+    if (r->killed_daemon >= 0) {
+        ft_note_moved(r, &s);
+    }
+    if (r->heal_us > 0 && ft_unserved(r, &s, &k) > 0) {
+        ft_external(r, "%zu clients never got their lock after the heal, client %zu first "
+                    "(%s)", ft_unserved(r, &s, &k), k, r->clients[k].log);
+    }
+    checker_free(&s);
+    for (i = 0; i < r->nexternal; i++) {
+        checker_add_external(&r->res, stdout, "%s", r->external[i]);
+    }
+    if (r->sc->negative) {
+        r->passed = !r->setup_failed && r->res.counts[CHECKER_OVERLAP] > 0;
+    } else {
+        r->passed = !r->setup_failed && r->res.violations == 0;
+    }
+    printf("    %zu sections (%zu wrote, %zu aborted, %zu killed), %zu violations",
+           r->res.sections, r->res.wrote, r->res.aborted, r->res.killed, r->res.violations);
+    for (i = 0; i < CHECKER_KINDS; i++) {
+        if (r->res.counts[i] > 0) {
+            printf(" %s=%zu", checker_kind_name(i), r->res.counts[i]);
+        }
+    }
+    printf(", recovery %.0f ms\n", (double)r->res.recovery_us / 1e3);
+    if (r->res.max_acquire_us >= 0) {
+        printf("    max acquire %.0f ms: pid %ld, granted at [%7.3f s]\n",
+               (double)r->res.max_acquire_us / 1e3, r->res.max_acquire_pid,
+               (double)(r->res.max_acquire_at_us - r->start_us) / 1e6);
+    }
+}
+
+/* Keep the daemon logs (h_end removes them); show their tails when asked. */
+static void
+ft_keep_daemon_logs(struct ft_run *r, bool tails)
+{
+    char to[PATH_MAX + 64];
+    size_t d;
+
+    for (d = 0; d < h_daemon_count(); d++) {
+        h_use_daemon(d);
+        snprintf(to, sizeof(to), "%s/redlockd-%zu.log", r->dir, d);
+        ft_copy(h_daemon_log_path(), to);
+        if (tails) {
+            h_print_daemon_log_tail(25);
+        }
+    }
+}
+
+static void
+ft_run_scenario(const struct ft_scenario *sc, struct ft_run *r)
+{
+    char path[PATH_MAX + 16];
+
+    memset(r, 0, sizeof(*r));
+    r->sc = sc;
+    r->start_us = ft_now_us();
+    r->bound_ms = FT_DEFAULT_BOUND_MS;
+    r->killed_daemon = -1;
+    printf("\n== %s: %s\n", sc->name, sc->what);
+    snprintf(r->dir, sizeof(r->dir), "%s/%s", ft_dir, sc->name);
+    if (mkdir(r->dir, 0755) != 0) {
+        ft_setup_failed(r, "mkdir %s: %s", r->dir, strerror(errno));
+        return;
+    }
+    snprintf(path, sizeof(path), "%s/events.log", r->dir);
+    r->events = fopen(path, "we");
+    if (ft_setup(r) != 0) {
+        ft_setup_failed(r, "the masters, daemons or clients did not start");
+    } else {
+        sc->fault(r);
+        if (!r->setup_failed) {
+            if (r->heal_us == 0) {
+                r->heal_us = ft_now_us();
+            }
+            ft_post_phase(r);
+        }
+    }
+    ft_stop_clients(r);
+    if (!r->setup_failed) {
+        ft_check_keys_gone(r);
+    }
+    ft_judge(r);
+    if (!r->passed || ft_keep) {
+        ft_keep_daemon_logs(r, !r->passed);
+    }
+    h_end();
+    r->seconds = (double)(ft_now_us() - r->start_us) / 1e6;
+    printf("    => %s (%s) in %.1f s\n", r->passed ? "PASS" : "FAIL",
+           sc->negative ? "expected: overlap reported" : "expected: no violation", r->seconds);
+    if (r->events != NULL) {
+        fclose(r->events);
+        r->events = NULL;
+    }
+}
+
+/* ---- the checker's self-test ---- */
+
+/* A synthetic case: two client logs and what the checker must find. */
+struct ft_case {
+    const char       *what;         /* for the failure message */
+    const char       *log_a;        /* client A's log */
+    const char       *log_b;        /* client B's log */
+    int64_t           kill_a;       /* A's kill time, 0: not killed */
+    long long         counter;      /* final counter of "x" */
+    int64_t           heal_us;      /* 0: no recovery check */
+    int64_t           bound_us;     /* recovery bound */
+    enum checker_kind kind;         /* the only kind expected; CHECKER_KINDS: none */
+};
+
+#define FT_A_CLEAN  "START 1 pid=1 name=x\n" \
+                    "BEGIN 1000 name=x fence=1 acquire_us=5 port=1\n" \
+                    "WRITE 1400 fence=1 value=1\n" \
+                    "END 1500 fence=1 read=0 wrote=1 prev_fence=0\n" \
+                    "BEGIN 5000 name=x fence=3 acquire_us=7 port=1\n" \
+                    "ABORT 5500 fence=3 why=lost\n"
+#define FT_B_CLEAN  "START 1 pid=2 name=x\n" \
+                    "BEGIN 3000 name=x fence=2 acquire_us=9 port=2\n" \
+                    "WRITE 3400 fence=2 value=2\n" \
+                    "END 3500 fence=2 read=1 wrote=2 prev_fence=1\n" \
+                    "BEGIN 6000 name=x fence=4 acquire_us=9 port=2\n" \
+                    "END 6500 fence=4 read=2 wrote=3 prev_fence=2\n"
+
+static const struct ft_case ft_cases[] = {
+    { "a clean history", FT_A_CLEAN, FT_B_CLEAN, 0, 3, 2500, 1000, CHECKER_KINDS },
+    { "B begins inside A's section",
+      "BEGIN 1000 name=x fence=1\nEND 2000 fence=1 read=0 wrote=1 prev_fence=0\n",
+      "BEGIN 1999 name=x fence=2\nEND 3000 fence=2 read=1 wrote=2 prev_fence=1\n",
+      0, 2, 0, 0, CHECKER_OVERLAP },
+    { "fences that go down",
+      "BEGIN 1000 name=x fence=5\nEND 2000 fence=5 read=0 wrote=1 prev_fence=0\n",
+      "BEGIN 3000 name=x fence=5\nEND 4000 fence=5 read=1 wrote=2 prev_fence=4\n",
+      0, 2, 0, 0, CHECKER_FENCE },
+    { "a lost update", FT_A_CLEAN, FT_B_CLEAN, 0, 2, 0, 0, CHECKER_LOST_UPDATE },
+    { "a write with a stale fence",
+      "BEGIN 1000 name=x fence=3\nEND 2000 fence=3 read=0 wrote=1 prev_fence=0\n",
+      "BEGIN 3000 name=x fence=4\nEND 4000 fence=4 read=1 wrote=2 prev_fence=9\n",
+      0, 2, 0, 0, CHECKER_STALE_WRITE },
+    { "a killed client's section, then a grant after the kill",
+      "BEGIN 1000 name=x fence=1\nWRITE 1500 fence=1 value=1\nEND 16",
+      "BEGIN 2000 name=x fence=2\nEND 3000 fence=2 read=1 wrote=2 prev_fence=1\n",
+      1800, 2, 0, 0, CHECKER_KINDS },
+    { "a grant before the killed client's kill",
+      "BEGIN 1000 name=x fence=1\n",
+      "BEGIN 1700 name=x fence=2\nEND 3000 fence=2 read=0 wrote=1 prev_fence=0\n",
+      1800, 1, 0, 0, CHECKER_OVERLAP },
+    { "no grant within the recovery bound", FT_A_CLEAN, FT_B_CLEAN, 0, 3, 2500, 400,
+      CHECKER_RECOVERY },
+    { "a section that never ended",
+      "BEGIN 1000 name=x fence=1\n",
+      "", 0, 0, 0, 0, CHECKER_OPEN },
+};
+
+/* Write text to path.  0 or -1. */
+static int
+ft_write_file(const char *path, const char *text)
+{
+    FILE *f = fopen(path, "we");
+    int rc;
+
+    if (f == NULL) {
+        return -1;
+    }
+    rc = fputs(text, f) < 0 ? -1 : 0;
+    return fclose(f) == 0 ? rc : -1;
+}
+
+/* Run the checker on every case; 0 when it finds exactly what it should. */
+static int
+ft_self_test(void)
+{
+    const char *const names[] = { "x" };
+    char pa[PATH_MAX + 16], pb[PATH_MAX + 16];
+    struct checker_log logs[2];
+    struct checker_counter counter = { "x", 0 };
+    struct checker_input in;
+    struct checker_result res;
+    size_t i, k, bad = 0;
+    bool ok;
+
+    snprintf(pa, sizeof(pa), "%s/selftest-a.log", ft_dir);
+    snprintf(pb, sizeof(pb), "%s/selftest-b.log", ft_dir);
+    for (i = 0; i < sizeof(ft_cases) / sizeof(ft_cases[0]); i++) {
+        const struct ft_case *c = &ft_cases[i];
+
+        if (ft_write_file(pa, c->log_a) != 0 || ft_write_file(pb, c->log_b) != 0) {
+            fprintf(stderr, "faults: self-test: cannot write %s\n", pa);
+            return -1;
+        }
+        logs[0].path = pa;
+        logs[0].killed_us = c->kill_a;
+        logs[1].path = pb;
+        logs[1].killed_us = 0;
+        counter.value = c->counter;
+        memset(&in, 0, sizeof(in));
+        in.logs = logs;
+        in.nlogs = 2;
+        in.counters = &counter;
+        in.ncounters = 1;
+        in.recovery_names = names;
+        in.nrecovery = 1;
+        in.heal_us = c->heal_us;
+        in.recovery_bound_us = c->bound_us;
+        ok = checker_run(&in, NULL, &res) == 0;
+        for (k = 0; k < CHECKER_KINDS; k++) {
+            ok = ok && (k == c->kind ? res.counts[k] > 0 : res.counts[k] == 0);
+        }
+        if (!ok) {
+            fprintf(stderr, "faults: self-test: the checker misjudged %s (expected %s); "
+                    "it found:\n", c->what,
+                    c->kind == CHECKER_KINDS ? "nothing" : checker_kind_name(c->kind));
+            checker_run(&in, stderr, &res);
+            bad++;
+        }
+    }
+    printf("checker self-test: %zu synthetic histories, %zu misjudged\n", i, bad);
+    return bad == 0 ? 0 : -1;
+}
+
+/* ---- main ---- */
+
+/* True when FAULTS_ONLY is unset or names sc. */
+static bool
+ft_selected(const struct ft_scenario *sc)
+{
+    const char *only = getenv("FAULTS_ONLY"), *p;
+    size_t len = strlen(sc->name);
+
+    if (only == NULL || only[0] == '\0') {
+        return true;
+    }
+    for (p = only; p != NULL; p = strchr(p, ',')) {
+        if (*p == ',') {
+            p++;
+        }
+        if (strncmp(p, sc->name, len) == 0 && (p[len] == ',' || p[len] == '\0')) {
+            return true;
+        }
+    }
+    return false;
+}
+
+static void
+ft_print_table(const struct ft_run *runs, const bool *ran, double total)
+{
+    size_t i;
+
+    printf("\n== summary: %s, %.0f s in all\n",
+           "make faults", total);
+    printf("%-28s %8s %9s %10s %13s %11s  %-15s %s\n", "scenario", "sections", "completed",
+           "violations", "max acquire", "recovery", "expected", "result");
+    for (i = 0; i < FT_NSCENARIOS; i++) {
+        const struct ft_run *r = &runs[i];
+
+        if (!ran[i]) {
+            continue;
+        }
+        printf("%-28s %8zu %9zu %10zu %10.0f ms %8.0f ms  %-15s %s\n", r->sc->name,
+               r->res.sections, r->res.wrote, r->res.violations,
+               (double)r->res.max_acquire_us / 1e3, (double)r->res.recovery_us / 1e3,
+               r->sc->negative ? "overlap found" : "no violation",
+               r->passed ? "PASS" : "FAIL");
+    }
+    printf("\nsections: grants (BEGIN); completed: sections that wrote the counter (END).\n"
+           "violations: all kinds together (overlap, fence, stale-write, lost-update,\n"
+           "recovery, open, log, external); expected: what the scenario must show.\n"
+           "max acquire: longest time from a section's first LOCK to its OK (retries included).\n"
+           "recovery: slowest first grant of a name after the last fault healed.\n");
+    for (i = 0; i < FT_NSCENARIOS; i++) {
+        if (ran[i] && runs[i].notes[0] != '\0') {
+            printf("note, %s: %s\n", runs[i].sc->name, runs[i].notes);
+        }
+    }
+}
+
+int
+main(int argc, char **argv)
+{
+    static struct ft_run runs[FT_NSCENARIOS];
+    bool ran[FT_NSCENARIOS] = { false };
+    int64_t start = ft_now_us();
+    const char *keep = getenv("FAULTS_KEEP"), *level = getenv("FAULTS_LOG_LEVEL");
+    bool all_ok = true, any = false;
+    size_t i;
+
+    (void)argv;
+    if (argc != 1) {
+        fprintf(stderr, "usage: check_faults (environment: FAULTS_ONLY, FAULTS_KEEP, "
+                "REDLOCKD_BIN, RMW_CLIENT_BIN)\n");
+        return 2;
+    }
+    setvbuf(stdout, NULL, _IOLBF, 0);
+    ft_keep = keep != NULL && keep[0] != '\0' && strcmp(keep, "0") != 0;
+    ft_log_level = level != NULL && level[0] != '\0' ? level : "info";
+    signal(SIGPIPE, SIG_IGN);
+    ft_client_bin = getenv("RMW_CLIENT_BIN");
+    if (ft_client_bin == NULL || ft_client_bin[0] == '\0') {
+        ft_client_bin = "./build/rmw-client";
+    }
+    snprintf(ft_dir, sizeof(ft_dir), "%s/redlockd-faults.XXXXXX",
+             getenv("TMPDIR") != NULL && getenv("TMPDIR")[0] == '/' ? getenv("TMPDIR") : "/tmp");
+    if (mkdtemp(ft_dir) == NULL) {
+        fprintf(stderr, "faults: mkdtemp %s: %s\n", ft_dir, strerror(errno));
+        return 1;
+    }
+    if (ft_self_test() != 0) {
+        fprintf(stderr, "faults: the checker is broken; no scenario was run (files in %s)\n",
+                ft_dir);
+        return 1;
+    }
+    if (h_suite_init() != 0 || ft_counter_start() != 0) {
+        ft_counter_stop();
+        return 1;
+    }
+    for (i = 0; i < FT_NSCENARIOS; i++) {
+        if (!ft_selected(&ft_scenarios[i])) {
+            continue;
+        }
+        ft_run_scenario(&ft_scenarios[i], &runs[i]);
+        ran[i] = true;
+        any = true;
+        all_ok = all_ok && runs[i].passed;
+    }
+    ft_counter_stop();
+    h_suite_cleanup();
+    ft_print_table(runs, ran, (double)(ft_now_us() - start) / 1e6);
+    if (!any) {
+        fprintf(stderr, "faults: FAULTS_ONLY selects no scenario\n");
+        all_ok = false;
+    }
+    if (all_ok && !ft_keep) {
+        h_remove_tree(ft_dir);
+    } else {
+        printf("client logs, events and daemon logs of failed runs: %s\n", ft_dir);
+    }
+    printf("%s\n", all_ok ? "faults: every scenario met its expectation"
+                          : "faults: FAILED");
+    return all_ok ? 0 : 1;
+}

@@ -1,0 +1,782 @@
+/*
+ * rmw_client.c: one client session of the fault-injection suite
+ * (tests/faults/README.md).
+ *
+ * It does a guarded read-modify-write on a counter, over and over:
+ *
+ *     LOCK <name> ttl=T wait=W fence      (through redlockd, TCP)
+ *     GET counter:<name>                  (a separate redis-server)
+ *     sleep a little                      (watching the daemon connection)
+ *     SET counter:<name> read+1           (only if no "! LOST" came and the
+ *                                          connection is still open)
+ *     UNLOCK <name>
+ *
+ * and logs every step to its own file, one line per write(2) with
+ * O_APPEND, so that a SIGKILL loses at most the line being written.
+ * Every line is "<EVENT> <CLOCK_MONOTONIC microseconds> key=value...";
+ * the monotonic clock is one clock for the whole machine, so the lines
+ * of all clients and of the orchestrator compare.  The events that the
+ * checker (checker.c) reads:
+ *
+ *     BEGIN us name=N fence=F validity=V acquire_us=A port=P
+ *           the OK of the LOCK was read; A is the time since the first
+ *           LOCK of this section was sent (retries and reconnects included)
+ *     WRITE us fence=F value=X      about to write X (the write may or may
+ *                                   not land if the client dies now)
+ *     END us fence=F read=R wrote=X prev_fence=PF
+ *           the write was acknowledged; PF is the fence of the previous
+ *           write, which the counter's script keeps next to the counter
+ *     ABORT us fence=F why=lost|eof|counter
+ *           the lock was lost ("! LOST") or the daemon connection closed
+ *           before the write: nothing was written
+ *
+ * The others (START, CONNECT, TIMEOUT, NOQUORUM, PUSH, UNLOCK, ERROR,
+ * EXIT) are there for people.
+ *
+ * When the daemon connection breaks, the client connects again, to the
+ * next daemon in its -p list when the first is gone.  SIGTERM asks it to
+ * stop: a pending LOCK is abandoned at once, a section in progress is
+ * finished first.
+ *
+ * Exit status: 0 stopped or done, 2 bad usage, 3 the counter's
+ * redis-server failed, 4 the log could not be written.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <sys/socket.h>
+
+#include <hiredis/hiredis.h>
+
+#define RMW_PORTS_MAX       8       /* daemons a client may know */
+#define RMW_NAME_MAX        64      /* longest lock name accepted here */
+#define RMW_BUF             8192    /* bytes received and not yet consumed */
+#define RMW_LINE_MAX        2048    /* longest reply line (PROTOCOL.md 4) */
+#define RMW_REPLY_SLACK_MS  10000   /* a reply may take this long beyond wait= */
+#define RMW_REDIS_MS        2000    /* counter redis: connect and command timeout */
+#define RMW_RECONNECT_MS    50      /* pause after a failed connect */
+#define RMW_NOQUORUM_MIN_MS 20      /* retry after ERR NOQUORUM: 20..100 ms */
+#define RMW_NOQUORUM_MAX_MS 100
+
+#define RMW_EXIT_USAGE      2
+#define RMW_EXIT_COUNTER    3
+#define RMW_EXIT_LOG        4
+
+/* The counter's write: unconditional (so that an overlap does lose an
+   update), and it keeps the writer's fence to answer the previous one. */
+static const char rmw_write_script[] =
+    "local prev = redis.call('GET', KEYS[2]) "
+    "redis.call('SET', KEYS[1], ARGV[1]) "
+    "redis.call('SET', KEYS[2], ARGV[2]) "
+    "return prev or '0'";
+
+/* Command-line settings; filled once by rmw_parse_args. */
+struct rmw_opts {
+    int         ports[RMW_PORTS_MAX];   /* daemon TCP ports on 127.0.0.1, preferred first */
+    size_t      nports;                 /* entries in ports */
+    int         counter_port;           /* redis-server holding the counter */
+    const char *name;                   /* lock name */
+    const char *log_path;               /* this client's event log */
+    long        sections;               /* sections to run; 0: until SIGTERM */
+    long        ttl_ms;                 /* ttl= of each LOCK */
+    long        wait_ms;                /* wait= of each LOCK (poll mode: 0) */
+    long        sleep_min_ms;           /* in-section sleep, lower bound */
+    long        sleep_max_ms;           /* in-section sleep, upper bound */
+    long        poll_ms;                /* > 0: LOCK wait=0, retried every poll_ms */
+    long        think_ms;               /* random pause 0..think_ms between sections */
+};
+
+/* The connection to a daemon; one per process, reused across reconnects. */
+struct rmw_conn {
+    int     fd;                     /* socket, -1 when closed */
+    int     port;                   /* port it reaches, 0 when closed */
+    size_t  next;                   /* index in ports of the next daemon to try */
+    char    buf[RMW_BUF];           /* received bytes not yet taken as lines */
+    size_t  len;                    /* bytes in buf */
+    bool    lost;                   /* "! LOST <name>" read since the last grant */
+    bool    eof;                    /* the daemon closed the connection (or it failed) */
+};
+
+static struct rmw_opts rmw_o;               /* settings */
+static int rmw_log_fd = -1;                 /* the event log, O_APPEND */
+static volatile sig_atomic_t rmw_stop;      /* SIGTERM seen */
+static uint64_t rmw_rng;                    /* xorshift64 state */
+
+/* ---- time, randomness, logging ---- */
+
+static int64_t
+rmw_now_us(void)
+{
+    struct timespec ts;
+
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
+}
+
+/* A number in lo..hi (inclusive). */
+static long
+rmw_random(long lo, long hi)
+{
+    rmw_rng ^= rmw_rng << 13;
+    rmw_rng ^= rmw_rng >> 7;
+    rmw_rng ^= rmw_rng << 17;
+    return hi <= lo ? lo : lo + (long)(rmw_rng % (uint64_t)(hi - lo + 1));
+}
+
+/* Sleep ms; returns early (false) when SIGTERM arrives and stop_aborts. */
+static bool
+rmw_sleep_ms(long ms, bool stop_aborts)
+{
+    struct timespec ts;
+
+    if (ms <= 0) {
+        return !(stop_aborts && rmw_stop);
+    }
+    ts.tv_sec = ms / 1000;
+    ts.tv_nsec = (ms % 1000) * 1000000L;
+    while (nanosleep(&ts, &ts) != 0 && errno == EINTR) {
+        if (stop_aborts && rmw_stop) {
+            return false;
+        }
+    }
+    return !(stop_aborts && rmw_stop);
+}
+
+/* Append one line (a newline is added) to the log with a single write. */
+__attribute__((format(printf, 1, 2)))
+static void
+rmw_log(const char *fmt, ...)
+{
+    char line[RMW_LINE_MAX + 256];
+    va_list ap;
+    int n;
+
+    va_start(ap, fmt);
+    n = vsnprintf(line, sizeof(line) - 1, fmt, ap);
+    va_end(ap);
+    if (n < 0) {
+        return;
+    }
+    if ((size_t)n > sizeof(line) - 2) {
+        n = (int)sizeof(line) - 2;
+    }
+    line[n++] = '\n';
+    if (write(rmw_log_fd, line, (size_t)n) != n) {
+        /* A client that cannot log is useless to the checker. */
+        _exit(RMW_EXIT_LOG);
+    }
+}
+
+/* Copy a daemon line into a log field: spaces stay, other bytes are printable. */
+static void
+rmw_printable(const char *in, char *out, size_t size)
+{
+    size_t i;
+
+    for (i = 0; in[i] != '\0' && i + 1 < size; i++) {
+        out[i] = in[i] >= 0x20 && in[i] < 0x7f ? in[i] : '?';
+    }
+    out[i] = '\0';
+}
+
+static void
+rmw_term_cb(int sig)
+{
+    (void)sig;
+    rmw_stop = 1;
+}
+
+/* ---- the daemon connection ---- */
+
+static void
+rmw_disconnect(struct rmw_conn *c)
+{
+    if (c->fd >= 0) {
+        close(c->fd);
+    }
+    c->fd = -1;
+    c->port = 0;
+    c->len = 0;
+    c->eof = false;
+}
+
+/* Connect to the next daemon that accepts, trying each once.  0 or -1. */
+static int
+rmw_connect(struct rmw_conn *c)
+{
+    struct sockaddr_in sa;
+    size_t tries;
+    int fd, one = 1, port;
+
+    rmw_disconnect(c);
+    for (tries = 0; tries < rmw_o.nports; tries++) {
+        port = rmw_o.ports[c->next];
+        fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+        if (fd < 0) {
+            return -1;
+        }
+        memset(&sa, 0, sizeof(sa));
+        sa.sin_family = AF_INET;
+        sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+        sa.sin_port = htons((uint16_t)port);
+        if (connect(fd, (struct sockaddr *)&sa, sizeof(sa)) == 0) {
+            setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+            c->fd = fd;
+            c->port = port;
+            rmw_log("CONNECT %lld port=%d", (long long)rmw_now_us(), port);
+            return 0;
+        }
+        close(fd);
+        /* This one refused: the next attempt goes to the next daemon. */
+        c->next = (c->next + 1) % rmw_o.nports;
+    }
+    return -1;
+}
+
+/* Send line + LF.  0, or -1 (the connection is then marked broken). */
+static int
+rmw_send(struct rmw_conn *c, const char *line)
+{
+    char buf[RMW_LINE_MAX];
+    size_t len = strlen(line), off = 0;
+    ssize_t n;
+
+    if (len + 1 > sizeof(buf)) {
+        return -1;
+    }
+    memcpy(buf, line, len);
+    buf[len++] = '\n';
+    while (off < len) {
+        n = send(c->fd, buf + off, len - off, MSG_NOSIGNAL);
+        if (n < 0 && errno == EINTR) {
+            continue;
+        }
+        if (n <= 0) {
+            c->eof = true;
+            return -1;
+        }
+        off += (size_t)n;
+    }
+    return 0;
+}
+
+/*
+ * Take one complete line out of the buffer into out (without its LF).
+ * Returns true when there was one.  A pushed line ("! ...") is handled
+ * here (and reported as not a line): "! LOST <name> ..." for our name
+ * sets c->lost.
+ */
+static bool
+rmw_take_line(struct rmw_conn *c, char *out, size_t size, bool *pushed)
+{
+    char *lf = memchr(c->buf, '\n', c->len);
+    char shown[RMW_LINE_MAX];
+    size_t n, nlen = strlen(rmw_o.name);
+
+    *pushed = false;
+    if (lf == NULL) {
+        return false;
+    }
+    n = (size_t)(lf - c->buf);
+    if (n + 1 > size) {
+        n = size - 1;
+    }
+    memcpy(out, c->buf, n);
+    out[n] = '\0';
+    c->len -= (size_t)(lf - c->buf) + 1;
+    memmove(c->buf, lf + 1, c->len);
+    if (out[0] == '!') {
+        *pushed = true;
+        if (strncmp(out, "! LOST ", 7) == 0 && strncmp(out + 7, rmw_o.name, nlen) == 0
+            && (out[7 + nlen] == ' ' || out[7 + nlen] == '\0')) {
+            c->lost = true;
+        }
+        rmw_printable(out, shown, sizeof(shown));
+        rmw_log("PUSH %lld %s", (long long)rmw_now_us(), shown);
+    }
+    return true;
+}
+
+/*
+ * Receive what is there, waiting until deadline_us at most.  Returns 1
+ * when bytes arrived, 0 at the deadline, -1 when the connection ended
+ * (c->eof set), -2 when interrupted by a signal.
+ */
+static int
+rmw_fill(struct rmw_conn *c, int64_t deadline_us)
+{
+    struct pollfd pfd;
+    int64_t left;
+    ssize_t n;
+    int rc;
+
+    if (c->len == sizeof(c->buf)) {
+        /* A line longer than the buffer: the daemon never sends one. */
+        c->eof = true;
+        return -1;
+    }
+    left = deadline_us - rmw_now_us();
+    pfd.fd = c->fd;
+    pfd.events = POLLIN;
+    pfd.revents = 0;
+    rc = poll(&pfd, 1, left > 0 ? (int)((left + 999) / 1000) : 0);
+    if (rc < 0 && errno == EINTR) {
+        return -2;
+    }
+    if (rc < 0) {
+        c->eof = true;
+        return -1;
+    }
+    if (rc == 0) {
+        return 0;
+    }
+    n = recv(c->fd, c->buf + c->len, sizeof(c->buf) - c->len, 0);
+    if (n < 0 && errno == EINTR) {
+        return -2;
+    }
+    if (n <= 0) {
+        c->eof = true;
+        return -1;
+    }
+    c->len += (size_t)n;
+    return 1;
+}
+
+/*
+ * Read the next reply line (pushed lines are handled and skipped) until
+ * deadline_us.  Returns 1 with the line in out, 0 at the deadline, -1
+ * when the connection ended, -2 when SIGTERM asked us to stop.
+ */
+static int
+rmw_reply(struct rmw_conn *c, char *out, size_t size, int64_t deadline_us)
+{
+    bool pushed;
+    int rc;
+
+    for (;;) {
+        while (rmw_take_line(c, out, size, &pushed)) {
+            if (!pushed) {
+                return 1;
+            }
+        }
+        rc = rmw_fill(c, deadline_us);
+        if (rc == -2 && rmw_stop) {
+            return -2;
+        }
+        if (rc == 0 || rc == -1) {
+            return rc;
+        }
+    }
+}
+
+/*
+ * Inside a section: wait up to ms, reading pushed lines, and return
+ * early when the lock is lost or the connection ends.  ms = 0 only
+ * looks at what already arrived (the check before the write).  SIGTERM
+ * does not cut a section short.
+ */
+static void
+rmw_watch(struct rmw_conn *c, long ms)
+{
+    int64_t deadline = rmw_now_us() + (int64_t)ms * 1000;
+    char line[RMW_LINE_MAX], shown[RMW_LINE_MAX];
+    bool pushed;
+    int rc;
+
+    for (;;) {
+        while (rmw_take_line(c, line, sizeof(line), &pushed)) {
+            if (!pushed) {
+                /* No request is outstanding inside a section. */
+                rmw_printable(line, shown, sizeof(shown));
+                rmw_log("UNEXPECTED %lld %s", (long long)rmw_now_us(), shown);
+            }
+        }
+        if (c->lost || c->eof) {
+            return;
+        }
+        rc = rmw_fill(c, deadline);
+        if (rc == 0 || rc == -1) {
+            /* Bytes that came with the end of stream are still taken. */
+            if (rc == -1) {
+                while (rmw_take_line(c, line, sizeof(line), &pushed)) {
+                    continue;
+                }
+            }
+            return;
+        }
+    }
+}
+
+/* ---- the lock ---- */
+
+/* The integer of "key=<digits>" in a reply line, or -1. */
+static long long
+rmw_field(const char *line, const char *key)
+{
+    size_t klen = strlen(key);
+    const char *p;
+
+    for (p = strchr(line, ' '); p != NULL; p = strchr(p + 1, ' ')) {
+        if (strncmp(p + 1, key, klen) == 0 && p[1 + klen] == '=') {
+            return strtoll(p + 2 + klen, NULL, 10);
+        }
+    }
+    return -1;
+}
+
+/*
+ * Take the lock, retrying through TIMEOUT and ERR NOQUORUM.  Returns 0
+ * with *fence and *validity set, -1 when the connection broke (the caller
+ * reconnects), -2 when SIGTERM asked us to stop.
+ */
+static int
+rmw_acquire(struct rmw_conn *c, long long *fence, long long *validity)
+{
+    char req[RMW_NAME_MAX + 96], line[RMW_LINE_MAX], shown[RMW_LINE_MAX];
+    size_t nlen = strlen(rmw_o.name);
+    long wait = rmw_o.poll_ms > 0 ? 0 : rmw_o.wait_ms;
+    int rc;
+
+    snprintf(req, sizeof(req), "LOCK %s ttl=%ld wait=%ld fence", rmw_o.name, rmw_o.ttl_ms,
+             wait);
+    for (;;) {
+        if (rmw_stop) {
+            return -2;
+        }
+        c->lost = false;
+        if (rmw_send(c, req) != 0) {
+            return -1;
+        }
+        rc = rmw_reply(c, line, sizeof(line),
+                       rmw_now_us() + (int64_t)(wait + RMW_REPLY_SLACK_MS) * 1000);
+        if (rc == -2) {
+            return -2;
+        }
+        if (rc == 0) {
+            rmw_log("ERROR %lld no reply to LOCK within %ld ms; reconnecting",
+                    (long long)rmw_now_us(), wait + RMW_REPLY_SLACK_MS);
+            return -1;
+        }
+        if (rc < 0) {
+            return -1;
+        }
+        if (strncmp(line, "OK ", 3) == 0 && strncmp(line + 3, rmw_o.name, nlen) == 0
+            && line[3 + nlen] == ' ') {
+            *fence = rmw_field(line, "fence");
+            *validity = rmw_field(line, "validity");
+            return 0;
+        }
+        rmw_printable(line, shown, sizeof(shown));
+        if (strncmp(line, "TIMEOUT ", 8) == 0) {
+            if (rmw_o.poll_ms == 0) {
+                rmw_log("TIMEOUT %lld", (long long)rmw_now_us());
+            }
+            if (!rmw_sleep_ms(rmw_o.poll_ms, true)) {
+                return -2;
+            }
+        } else if (strncmp(line, "ERR NOQUORUM ", 13) == 0) {
+            rmw_log("NOQUORUM %lld %s", (long long)rmw_now_us(), shown + 13);
+            if (!rmw_sleep_ms(rmw_random(RMW_NOQUORUM_MIN_MS, RMW_NOQUORUM_MAX_MS), true)) {
+                return -2;
+            }
+        } else if (strncmp(line, "ERR SHUTDOWN", 12) == 0) {
+            rmw_log("ERROR %lld %s", (long long)rmw_now_us(), shown);
+            return -1;
+        } else {
+            /* Not an answer this client expects: note it and try again. */
+            rmw_log("ERROR %lld LOCK answered: %s", (long long)rmw_now_us(), shown);
+            if (!rmw_sleep_ms(RMW_NOQUORUM_MAX_MS, true)) {
+                return -2;
+            }
+        }
+    }
+}
+
+/* UNLOCK after a section that wrote; the reply is only logged. */
+static void
+rmw_unlock(struct rmw_conn *c)
+{
+    char req[RMW_NAME_MAX + 16], line[RMW_LINE_MAX], shown[RMW_LINE_MAX];
+    int rc;
+
+    snprintf(req, sizeof(req), "UNLOCK %s", rmw_o.name);
+    if (rmw_send(c, req) != 0) {
+        rmw_log("UNLOCK %lld send failed", (long long)rmw_now_us());
+        return;
+    }
+    /* Not interrupted by SIGTERM: the reply comes within a round. */
+    do {
+        rc = rmw_reply(c, line, sizeof(line), rmw_now_us() + RMW_REPLY_SLACK_MS * 1000LL);
+    } while (rc == -2);
+    if (rc == 1) {
+        rmw_printable(line, shown, sizeof(shown));
+        rmw_log("UNLOCK %lld %s", (long long)rmw_now_us(), shown);
+    } else {
+        rmw_log("UNLOCK %lld no reply (%s)", (long long)rmw_now_us(),
+                rc == 0 ? "timeout" : "connection closed");
+        c->eof = true;
+    }
+}
+
+/* ---- the counter ---- */
+
+static redisContext *
+rmw_counter_connect(void)
+{
+    struct timeval tv = { RMW_REDIS_MS / 1000, (RMW_REDIS_MS % 1000) * 1000 };
+    redisContext *r;
+
+    r = redisConnectWithTimeout("127.0.0.1", rmw_o.counter_port, tv);
+    if (r == NULL || r->err != 0 || redisSetTimeout(r, tv) != REDIS_OK) {
+        rmw_log("ERROR %lld cannot connect to the counter on port %d: %s",
+                (long long)rmw_now_us(), rmw_o.counter_port,
+                r != NULL ? r->errstr : "out of memory");
+        if (r != NULL) {
+            redisFree(r);
+        }
+        return NULL;
+    }
+    return r;
+}
+
+/* GET the counter: 0 with *value (0 when absent), or -1. */
+static int
+rmw_counter_get(redisContext *r, long long *value)
+{
+    redisReply *rep;
+    int rc = -1;
+
+    rep = redisCommand(r, "GET counter:%s", rmw_o.name);
+    if (rep != NULL && rep->type == REDIS_REPLY_NIL) {
+        *value = 0;
+        rc = 0;
+    } else if (rep != NULL && rep->type == REDIS_REPLY_STRING) {
+        *value = strtoll(rep->str, NULL, 10);
+        rc = 0;
+    }
+    if (rep != NULL) {
+        freeReplyObject(rep);
+    }
+    return rc;
+}
+
+/* Write value with fence; 0 with the previous writer's fence, or -1. */
+static int
+rmw_counter_put(redisContext *r, long long value, long long fence, long long *prev)
+{
+    redisReply *rep;
+    int rc = -1;
+
+    rep = redisCommand(r, "EVAL %s 2 counter:%s fence:%s %lld %lld", rmw_write_script,
+                       rmw_o.name, rmw_o.name, value, fence);
+    if (rep != NULL && rep->type == REDIS_REPLY_STRING) {
+        *prev = strtoll(rep->str, NULL, 10);
+        rc = 0;
+    }
+    if (rep != NULL) {
+        freeReplyObject(rep);
+    }
+    return rc;
+}
+
+/* ---- main ---- */
+
+static void
+rmw_usage(void)
+{
+    fprintf(stderr,
+            "usage: rmw-client -p PORT[,PORT...] -r COUNTER_PORT -n NAME -l LOG\n"
+            "                  [-c SECTIONS] [-t TTL_MS] [-w WAIT_MS] [-s MIN_MS[-MAX_MS]]\n"
+            "                  [-P POLL_MS] [-k THINK_MS]\n");
+    exit(RMW_EXIT_USAGE);
+}
+
+/* A non-negative decimal number, or usage. */
+static long
+rmw_number(const char *s)
+{
+    char *end;
+    long v;
+
+    errno = 0;
+    v = strtol(s, &end, 10);
+    if (errno != 0 || end == s || *end != '\0' || v < 0) {
+        rmw_usage();
+    }
+    return v;
+}
+
+static void
+rmw_parse_args(int argc, char **argv)
+{
+    char *tok, *save, *dash;
+    int opt;
+
+    rmw_o.ttl_ms = 3000;
+    rmw_o.wait_ms = 10000;
+    rmw_o.sleep_min_ms = 5;
+    rmw_o.sleep_max_ms = 30;
+    while ((opt = getopt(argc, argv, "p:r:n:l:c:t:w:s:P:k:")) != -1) {
+        switch (opt) {
+        case 'p':
+            for (tok = strtok_r(optarg, ",", &save); tok != NULL;
+                 tok = strtok_r(NULL, ",", &save)) {
+                if (rmw_o.nports == RMW_PORTS_MAX) {
+                    rmw_usage();
+                }
+                rmw_o.ports[rmw_o.nports++] = (int)rmw_number(tok);
+            }
+            break;
+        case 'r':
+            rmw_o.counter_port = (int)rmw_number(optarg);
+            break;
+        case 'n':
+            rmw_o.name = optarg;
+            break;
+        case 'l':
+            rmw_o.log_path = optarg;
+            break;
+        case 'c':
+            rmw_o.sections = rmw_number(optarg);
+            break;
+        case 't':
+            rmw_o.ttl_ms = rmw_number(optarg);
+            break;
+        case 'w':
+            rmw_o.wait_ms = rmw_number(optarg);
+            break;
+        case 's':
+            dash = strchr(optarg, '-');
+            if (dash != NULL) {
+                *dash = '\0';
+                rmw_o.sleep_max_ms = rmw_number(dash + 1);
+            }
+            rmw_o.sleep_min_ms = rmw_number(optarg);
+            if (dash == NULL) {
+                rmw_o.sleep_max_ms = rmw_o.sleep_min_ms;
+            }
+            break;
+        case 'P':
+            rmw_o.poll_ms = rmw_number(optarg);
+            break;
+        case 'k':
+            rmw_o.think_ms = rmw_number(optarg);
+            break;
+        default:
+            rmw_usage();
+        }
+    }
+    if (optind != argc || rmw_o.nports == 0 || rmw_o.counter_port == 0
+        || rmw_o.name == NULL || rmw_o.log_path == NULL || rmw_o.name[0] == '\0'
+        || strlen(rmw_o.name) > RMW_NAME_MAX || strpbrk(rmw_o.name, " \t\r\n") != NULL
+        || rmw_o.sleep_max_ms < rmw_o.sleep_min_ms) {
+        rmw_usage();
+    }
+}
+
+int
+main(int argc, char **argv)
+{
+    struct rmw_conn c = { .fd = -1 };
+    struct sigaction sa;
+    redisContext *counter;
+    long long fence = -1, validity = -1, value = 0, prev = 0;
+    int64_t first_us = 0, begin_us;
+    long done = 0;
+    int rc;
+
+    rmw_parse_args(argc, argv);
+    rmw_log_fd = open(rmw_o.log_path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+    if (rmw_log_fd < 0) {
+        fprintf(stderr, "rmw-client: %s: %s\n", rmw_o.log_path, strerror(errno));
+        return RMW_EXIT_LOG;
+    }
+    rmw_rng = (uint64_t)rmw_now_us() * 0x9e3779b97f4a7c15ULL ^ (uint64_t)getpid();
+    rmw_rng |= 1;
+    /* No SA_RESTART: a SIGTERM must interrupt a blocked LOCK. */
+    memset(&sa, 0, sizeof(sa));
+    sa.sa_handler = rmw_term_cb;
+    sigemptyset(&sa.sa_mask);
+    sigaction(SIGTERM, &sa, NULL);
+    signal(SIGPIPE, SIG_IGN);
+
+    rmw_log("START %lld pid=%d name=%s ttl=%ld sleep=%ld-%ld poll=%ld sections=%ld",
+            (long long)rmw_now_us(), (int)getpid(), rmw_o.name, rmw_o.ttl_ms,
+            rmw_o.sleep_min_ms, rmw_o.sleep_max_ms, rmw_o.poll_ms, rmw_o.sections);
+    counter = rmw_counter_connect();
+    if (counter == NULL) {
+        return RMW_EXIT_COUNTER;
+    }
+    while (!rmw_stop && (rmw_o.sections == 0 || done < rmw_o.sections)) {
+        if (c.fd < 0 && rmw_connect(&c) != 0) {
+            rmw_sleep_ms(RMW_RECONNECT_MS, true);
+            continue;
+        }
+        if (first_us == 0) {
+            first_us = rmw_now_us();
+        }
+        rc = rmw_acquire(&c, &fence, &validity);
+        if (rc == -2) {
+            break;
+        }
+        if (rc == -1) {
+            rmw_log("DISCONNECT %lld port=%d", (long long)rmw_now_us(), c.port);
+            rmw_disconnect(&c);
+            continue;
+        }
+        /* The section: from here on SIGTERM waits for its end. */
+        begin_us = rmw_now_us();
+        rmw_log("BEGIN %lld name=%s fence=%lld validity=%lld acquire_us=%lld port=%d pid=%d",
+                (long long)begin_us, rmw_o.name, fence, validity,
+                (long long)(begin_us - first_us), c.port, (int)getpid());
+        first_us = 0;
+        done++;
+        if (rmw_counter_get(counter, &value) != 0) {
+            rmw_log("ABORT %lld fence=%lld why=counter", (long long)rmw_now_us(), fence);
+            return RMW_EXIT_COUNTER;
+        }
+        rmw_watch(&c, rmw_random(rmw_o.sleep_min_ms, rmw_o.sleep_max_ms));
+        /* The check before the write: only what already arrived. */
+        rmw_watch(&c, 0);
+        if (c.lost || c.eof) {
+            rmw_log("ABORT %lld fence=%lld why=%s", (long long)rmw_now_us(), fence,
+                    c.lost ? "lost" : "eof");
+            if (c.eof) {
+                rmw_log("DISCONNECT %lld port=%d", (long long)rmw_now_us(), c.port);
+                rmw_disconnect(&c);
+            }
+            continue;
+        }
+        rmw_log("WRITE %lld fence=%lld value=%lld", (long long)rmw_now_us(), fence, value + 1);
+        if (rmw_counter_put(counter, value + 1, fence, &prev) != 0) {
+            rmw_log("ERROR %lld the counter's write failed", (long long)rmw_now_us());
+            return RMW_EXIT_COUNTER;
+        }
+        rmw_log("END %lld fence=%lld read=%lld wrote=%lld prev_fence=%lld",
+                (long long)rmw_now_us(), fence, value, value + 1, prev);
+        rmw_unlock(&c);
+        if (c.eof) {
+            rmw_log("DISCONNECT %lld port=%d", (long long)rmw_now_us(), c.port);
+            rmw_disconnect(&c);
+        }
+        rmw_sleep_ms(rmw_random(0, rmw_o.think_ms), true);
+    }
+    rmw_log("EXIT %lld sections=%ld", (long long)rmw_now_us(), done);
+    rmw_disconnect(&c);
+    redisFree(counter);
+    return 0;
+}
