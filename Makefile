@@ -54,6 +54,11 @@ CK_MULT ?= 1
 
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
+# Fragments: tests/faults/faults.mk (make faults), tests/fuzz/fuzz.mk
+# (make fuzz, and FUZZ_REPLAY_BINS, which make test runs).
+.DEFAULT_GOAL := all
+include $(wildcard tests/*/*.mk)
+
 .PHONY: all deps deps-faults check check-asan check-faults check-valgrind test unit integration run clean
 all: $(B)/redlockd
 
@@ -95,7 +100,8 @@ deps:
 check: deps
 	$(MAKE) test
 
-test: $(B)/redlockd $(TEST_BINS)
+test: $(B)/redlockd $(TEST_BINS) $(FUZZ_REPLAY_BINS)
+	@set -e; for t in $(FUZZ_REPLAY_BINS); do echo "== $$t"; ./$$t; done
 	@set -e; for t in $(UNIT_TESTS) $(INTEG_TESTS); do \
 	    echo "== $$t"; REDLOCKD_BIN=$(CURDIR)/$(B)/redlockd \
 	    CK_DEFAULT_TIMEOUT=$(CK_TIMEOUT) CK_TIMEOUT_MULTIPLIER=$(CK_MULT) ./$(B)/$$t; done
@@ -145,7 +151,5 @@ run: deps
 
 clean:
 	rm -rf build build-san build-asan build-fuzz run
-
-include $(wildcard tests/*/*.mk)
 
 -include $(shell find $(B) -name '*.d' 2>/dev/null)

@@ -397,6 +397,10 @@ conf_note_at(struct conf_state *st, size_t line, size_t column, bool is_error,
     va_end(ap);
 }
 
+static void conf_vnote_node(struct conf_state *st, const yaml_node_t *node, bool is_error,
+                            const char *fmt, va_list ap)
+    __attribute__((format(printf, 4, 0)));
+
 /* A message at node's start (node NULL: about the whole file). */
 static void
 conf_vnote_node(struct conf_state *st, const yaml_node_t *node, bool is_error,

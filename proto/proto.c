@@ -727,6 +727,8 @@ proto_reply_backoff(struct proto_reply *r)
 static void
 proto_reply_put(struct proto_reply *r, const char *s, size_t len, enum proto_esc mode)
 {
+    size_t before;
+
     if (r->truncated) {
         return;
     }
@@ -734,7 +736,14 @@ proto_reply_put(struct proto_reply *r, const char *s, size_t len, enum proto_esc
         r->len += proto_esc_copy(r->buf + r->len, s, len, mode);
         return;
     }
+    before = r->len;
     proto_reply_backoff(r);
+    if (r->len < before) {
+        /* Bytes already written were dropped: nothing of s may follow
+           them, or the cut line would not be a prefix of the whole one
+           (found by tests/fuzz/fuzz_proto.c). */
+        len = 0;
+    }
     r->len += proto_esc_cut(r->buf + r->len, PROTO_REPLY_ROOM - r->len, s, len, mode);
     r->truncated = true;
 }
