@@ -120,7 +120,7 @@ static const struct conf_directive conf_directives[] = {
       "how long a connection to a master may take, ms", NULL },
     { "redis", "max_pending", CONF_T_INT, offsetof(struct conf, max_pending),
       1, 1000000, 0, "1024",
-      "requests a master may leave unanswered before it is dropped", NULL },
+      "unanswered requests (no reply for node_timeout_ms) that drop a master", NULL },
     { "redis", "down_after_ms", CONF_T_MS, offsetof(struct conf, down_after_ms),
       1, 600000, 0, "2000",
       "silence with requests pending before a master is dropped, ms", NULL },
@@ -168,7 +168,7 @@ static const struct conf_directive conf_directives[] = {
       100, 86400000, 0, "30000",
       "time to finish a request line, or to read pending replies, ms", NULL },
     { "limits", "max_output_bytes", CONF_T_INT, offsetof(struct conf, max_output_bytes),
-      4096, 1073741824, 0, "1048576",
+      65536, 1073741824, 0, "1048576",
       "unsent reply bytes a client may leave before it is closed", NULL },
 
     { "auth", "password", CONF_T_STRING, offsetof(struct conf, auth_password),

@@ -61,7 +61,8 @@ struct master_link {
     int                 inflight;   /* requests sent on ac, not answered yet */
     int64_t             progress_us;/* last reply, or when inflight left 0 */
     bool                ever_up;    /* has been up once (for reconnects) */
-    bool                drop_now;   /* drop requested inside connect cb */
+    bool                drop_now;   /* drop requested where it cannot be done:
+                                       the timer does it, with why */
     bool                resolving;  /* an evdns lookup is in flight */
     struct evdns_getaddrinfo_request *dns_req; /* that lookup, to cancel */
     char                why[MASTER_WHY_MAX]; /* last failure, for status text */
@@ -340,10 +341,13 @@ master_info(struct master *m, const redisReply *reply, char *why, size_t size)
         snprintf(why, size, "INFO server answered a reply of type %d", reply->type);
         return -1;
     }
-    if (!master_info_field(reply->str, reply->len, "run_id", run_id, sizeof(run_id))
-        || !master_info_field(reply->str, reply->len, "uptime_in_seconds", uptime_text,
-                              sizeof(uptime_text))) {
-        snprintf(why, size, "INFO server lacks run_id or uptime_in_seconds");
+    if (!master_info_field(reply->str, reply->len, "run_id", run_id, sizeof(run_id))) {
+        snprintf(why, size, "INFO server: no run_id (or one over 40 bytes)");
+        return -1;
+    }
+    if (!master_info_field(reply->str, reply->len, "uptime_in_seconds", uptime_text,
+                           sizeof(uptime_text))) {
+        snprintf(why, size, "INFO server: no uptime_in_seconds (or one over 20 digits)");
         return -1;
     }
     errno = 0;
@@ -358,15 +362,15 @@ master_info(struct master *m, const redisReply *reply, char *why, size_t size)
                  m->addr->spec, m->run_id, run_id, uptime_s);
     }
     snprintf(m->run_id, sizeof(m->run_id), "%s", run_id);
+    m->quarantine_until_us = 0;
+    evtimer_del(m->quarantine_timer);
     if (!master_conf->restart_quarantine) {
-        m->quarantine_until_us = 0;
         return 0;
     }
     max_ttl = master_conf->max_ttl_ms;
-    max_ttl += (int64_t)((double)max_ttl * master_conf->drift_factor) + 2;
+    max_ttl += (int64_t)((double)max_ttl * master_conf->drift_factor) + 1 + 2; /* rounded up */
     if (uptime_s > (max_ttl + 999) / 1000) {
-        m->quarantine_until_us = 0;     /* up long enough; no overflow below */
-        return 0;
+        return 0;     /* up long enough; no overflow below */
     }
     until = now - (int64_t)uptime_s * 1000000 + max_ttl * 1000;
     m->quarantine_until_us = until;
@@ -404,7 +408,12 @@ master_handshake_cb(redisAsyncContext *ac, void *r, void *privdata)
         return;     /* dropped meanwhile; the drop did the bookkeeping */
     }
     m->progress_us = util_now_us();
-    if (reply->type == REDIS_REPLY_ERROR) {
+    if (reply->type == REDIS_REPLY_ERROR && step == MASTER_STEP_INFO
+        && !master_conf->restart_quarantine) {
+        /* Only needed for the quarantine (an ACL user without +info). */
+        log_warn("master %s: INFO server refused (%.100s): restarts will not be "
+                 "noticed", m->addr->spec, reply->str);
+    } else if (reply->type == REDIS_REPLY_ERROR) {
         snprintf(why, sizeof(why), "%s refused: %.100s",
                  step == MASTER_STEP_AUTH ? "AUTH" :
                  step == MASTER_STEP_INFO ? "INFO server" : "SCRIPT LOAD", reply->str);
@@ -412,7 +421,7 @@ master_handshake_cb(redisAsyncContext *ac, void *r, void *privdata)
         master_drop(m, why);
         return;
     }
-    if (step == MASTER_STEP_INFO) {
+    if (step == MASTER_STEP_INFO && reply->type != REDIS_REPLY_ERROR) {
         if (master_info(m->master, reply, why, sizeof(why)) != 0) {
             m->master->stats.errors++;
             master_drop(m, why);
@@ -698,6 +707,12 @@ master_timer_cb(evutil_socket_t fd, short what, void *arg)
         master_drop(m, why);
         break;
     case MASTER_UP:
+        if (m->drop_now) {
+            m->drop_now = false;
+            snprintf(why, sizeof(why), "%s", m->why);
+            master_drop(m, why);
+            break;
+        }
         master_check_silence(m);
         break;
     }
@@ -1082,7 +1097,9 @@ master_status_text(const struct master *m)
         snprintf(mm->status, sizeof(mm->status), "connecting (handshake)");
         break;
     case MASTER_UP:
-        if (master_quarantine_left_ms(m) > 0) {
+        if (m->cmd.drop_now) {
+            snprintf(mm->status, sizeof(mm->status), "being dropped (%s)", m->cmd.why);
+        } else if (master_quarantine_left_ms(m) > 0) {
             snprintf(mm->status, sizeof(mm->status), "quarantined after a restart "
                      "(%lld ms left)", (long long)master_quarantine_left_ms(m));
         } else {
@@ -1196,15 +1213,23 @@ master_eval(struct master *m, int script, size_t nkeys, size_t nargs,
         m->stats.errors++;
         return -1;
     }
-    if (m->cmd.inflight >= master_conf->max_pending) {
-        char why[MASTER_WHY_MAX];
-
-        /* Not answering while its connection stays open: stop feeding it. */
-        snprintf(why, sizeof(why), "%d requests unanswered (redis.max_pending), "
-                 "last reply %lld ms ago", m->cmd.inflight,
+    if (m->cmd.inflight >= master_conf->max_pending && !m->cmd.drop_now
+        && util_now_us() - m->cmd.progress_us >= master_conf->node_timeout_ms * 1000) {
+        /*
+         * max_pending unanswered and no reply for a round's deadline: not
+         * answering while its connection stays open.  A burst to a master
+         * that answers is not this (its replies move progress_us).  The
+         * drop runs the pending callbacks, so it is left to the timer:
+         * never inside the caller's round_start().
+         */
+        snprintf(m->cmd.why, sizeof(m->cmd.why), "%d requests unanswered "
+                 "(redis.max_pending), last reply %lld ms ago", m->cmd.inflight,
                  (long long)((util_now_us() - m->cmd.progress_us) / 1000));
+        m->cmd.drop_now = true;
+        event_active(m->cmd.timer, EV_TIMEOUT, 0);
+    }
+    if (m->cmd.drop_now) {
         m->stats.errors++;
-        master_drop(&m->cmd, why);
         return -1;
     }
     req = malloc(sizeof(*req));

@@ -212,8 +212,10 @@ round_start(int script, size_t nkeys, size_t nargs,
         struct master *m = master_at(i);
 
         slot->round = r;
-        /* Read before the send: the script runs after it, so a master
-           out of quarantine now is out of it when the script runs. */
+        /*
+         * Read before the send: the script runs after it, so a master
+         * out of quarantine now is out of it when the script runs.
+         */
         slot->quarantine_ms = master_quarantine_left_ms(m);
         if (master_eval(m, script, nkeys, nargs, r->args, r->lens,
                         round_reply_cb, slot) == 0) {

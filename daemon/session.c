@@ -297,6 +297,9 @@ session_quit(struct session *s)
 {
     s->quitting = true;
     bufferevent_disable(s->bev, EV_READ);
+    if (!s->overflow) {
+        event_del(&s->timer);   /* no later ERR TIMEOUT after the last reply */
+    }
 }
 
 /* Check ttl= against the config; 0 or -1 with an ERR PROTO sent. */
@@ -340,6 +343,7 @@ session_auth(struct session *s, const char *word, size_t len)
         return;
     }
     s->authed = true;
+    event_del(&s->timer);       /* the AUTH deadline */
     proto_reply_start(&r, "OK");
     proto_reply_end(&r);
     session_send(s, &r);
@@ -462,8 +466,8 @@ session_watch_partial(struct session *s)
     struct timeval tv;
     size_t eol_len;
 
-    if (s->bev == NULL || s->closing || s->quitting || s->overflow) {
-        return;
+    if (s->bev == NULL || s->closing || s->quitting || s->overflow || !s->authed) {
+        return;     /* (before AUTH the timer holds the AUTH deadline) */
     }
     in = bufferevent_get_input(s->bev);
     if (evbuffer_get_length(in) == 0) {
@@ -503,6 +507,15 @@ session_timer_cb(evutil_socket_t fd, short what, void *arg)
         return;
     }
     stats.clients_timed_out++;
+    if (!s->authed) {
+        log_info("client %llu (%s): no AUTH within %lld ms, closing",
+                 (unsigned long long)s->id, s->peer, (long long)session_conf->idle_timeout_ms);
+        snprintf(text, sizeof(text), "no AUTH within %lld ms (limits.idle_timeout_ms)",
+                 (long long)session_conf->idle_timeout_ms);
+        session_send_error(s, PROTO_ERR_AUTH, text);
+        session_quit(s);
+        return;
+    }
     log_info("client %llu (%s): request line not completed within %lld ms, closing",
              (unsigned long long)s->id, s->peer, (long long)session_conf->idle_timeout_ms);
     snprintf(text, sizeof(text), "request line not completed within %lld ms "
@@ -549,7 +562,7 @@ session_process(struct session *s)
             session_send_error(s, err.code, err.text);
         }
         evbuffer_drain(in, (size_t)eol.pos + 1);
-        if (!s->overflow) {
+        if (!s->overflow && s->authed) {
             event_del(&s->timer);   /* a new line begins: a new deadline */
         }
     }
@@ -674,6 +687,10 @@ session_accept(evutil_socket_t fd, const char *peer, bool is_unix)
     tv.tv_sec = (time_t)(session_conf->idle_timeout_ms / 1000);
     tv.tv_usec = (suseconds_t)((session_conf->idle_timeout_ms % 1000) * 1000);
     bufferevent_set_timeouts(s->bev, NULL, &tv);
+    if (!s->authed) {
+        /* A session that never authenticates must not keep a client slot. */
+        evtimer_add(&s->timer, &tv);
+    }
     bufferevent_enable(s->bev, EV_READ | EV_WRITE);
     log_debug("client %llu (%s): connected", (unsigned long long)s->id, peer);
     return 0;

@@ -34,7 +34,8 @@ void session_set_conf(const struct conf *conf);
  * of its first byte (ERR TIMEOUT, then close); unsent output that makes
  * no progress for idle_timeout_ms, or grows past limits.max_output_bytes,
  * closes the connection.  With auth.password set, every request but
- * AUTH and QUIT answers ERR AUTH until AUTH succeeds.
+ * AUTH and QUIT answers ERR AUTH until AUTH succeeds, and a session not
+ * authenticated within idle_timeout_ms is closed.
  */
 int session_accept(evutil_socket_t fd, const char *peer, bool is_unix);
 

@@ -165,15 +165,59 @@ START_TEST(max_pending_drops_master)
     rb_up(&o);
     a = rb_connect();
     ck_assert_int_eq(h_signal_master(1, SIGSTOP), 0);
-    for (i = 0; i < 6; i++) {
+    /* Past 4 unanswered and a round's deadline (500 ms) without a reply. */
+    for (i = 0; i < 30; i++) {
+        long long up = -1;
+
         snprintf(line, sizeof(line), "TRYLOCK mp%d ttl=5000", i);
         EXPECT_PREFIX(a, line, "OK ");
+        if (h_stat_once("master.1.up", &up) == 0 && up == 0) {
+            break;
+        }
+        h_sleep_ms(100);
     }
-    rb_wait_stat("master.1.up", 0, false, 3000);
+    rb_wait_stat("master.1.up", 0, false, 1000);
     ck_assert_msg(rb_log_has("(redis.max_pending)"),
                   "the log does not say why the master was dropped");
     ck_assert_int_eq(h_signal_master(1, SIGCONT), 0);
     close(a);
+}
+END_TEST
+
+/*
+ * A burst of more than max_pending requests to masters that answer is
+ * not silence: a session holding 40 locks (max_pending 4) closes, every
+ * key is released at once, and no master is dropped.
+ */
+START_TEST(burst_not_dropped)
+{
+    struct h_daemon_opts o = { .retry_delay_ms = 100, .max_pending = 4 };
+    const char *key = "b39";
+    char line[64];
+    long long reconnects;
+    size_t i, left;
+    int a;
+
+    rb_up(&o);
+    a = rb_connect();
+    for (i = 0; i < 40; i++) {
+        snprintf(line, sizeof(line), "LOCK b%zu ttl=30000", i);
+        EXPECT_PREFIX(a, line, "OK b");
+    }
+    close(a);
+    ck_assert_msg(h_wait_until(rb_cond_key_gone, &key, 2000), "b39 was not released");
+    for (i = 0, left = 0; i < 40; i++) {
+        snprintf(line, sizeof(line), "b%zu", i);
+        left += h_masters_holding(line, NULL);
+    }
+    ck_assert_msg(left == 0, "%zu keys of the closed session left on the masters", left);
+    rb_wait_stat("masters_up", NMASTERS, false, LOCAL_MS);
+    for (i = 0; i < NMASTERS; i++) {
+        snprintf(line, sizeof(line), "master.%zu.reconnects", i);
+        ck_assert_int_eq(h_stat_once(line, &reconnects), 0);
+        ck_assert_msg(reconnects == 0, "master %zu was dropped during the burst", i);
+    }
+    ck_assert(!rb_log_has("(redis.max_pending)"));
 }
 END_TEST
 
@@ -227,6 +271,7 @@ rb_restart_scenario(bool quarantine)
     struct h_daemon_opts o = { .retry_delay_ms = 100, .restart_quarantine = quarantine,
                                .default_ttl_ms = 3000, .max_ttl_ms = 4000 };
     long long valid;
+    int64_t t_send;
     char *got;
     int a, b;
     size_t i;
@@ -241,6 +286,7 @@ rb_restart_scenario(bool quarantine)
     rb_wait_stat("masters_up", 3, false, 5000);
     a = rb_connect();
     b = rb_connect();
+    t_send = h_now_ms();
     got = h_cmd(a, "LOCK rs ttl=3000", CMD_MS);
     ck_assert_msg(got != NULL && h_is_reply(got, "OK", "rs") && h_reply_int(got, "validity", &valid),
                   "LOCK rs answered '%s'", got ? got : "(nothing)");
@@ -276,6 +322,8 @@ rb_restart_scenario(bool quarantine)
     ck_assert_msg(got != NULL && strncmp(got, "! LOST rs reason=", 17) == 0,
                   "A got '%s', expected '! LOST rs ...'", got ? got : "(nothing)");
     free(got);
+    ck_assert_msg(h_now_ms() < t_send + valid, "A's LOST came %lld ms after its validity",
+                  (long long)(h_now_ms() - t_send - valid));
     close(a);
     close(b);
 }
@@ -369,10 +417,31 @@ END_TEST
  * LOST.  A daemon that timed leases with the wall clock would see them
  * expire at the forward jump.
  */
+/* True when /proc/<pid>/maps names a file containing text. */
+static bool
+rb_maps_have(pid_t pid, const char *text)
+{
+    char path[64], line[1024];
+    bool found = false;
+    FILE *f;
+
+    snprintf(path, sizeof(path), "/proc/%d/maps", (int)pid);
+    f = fopen(path, "re");
+    if (f == NULL) {
+        return false;
+    }
+    while (!found && fgets(line, sizeof(line), f) != NULL) {
+        found = strstr(line, text) != NULL;
+    }
+    fclose(f);
+    return found;
+}
+
 START_TEST(wall_clock_jump)
 {
     struct h_daemon_opts o = { .retry_delay_ms = 100 };
-    char path[512], *got;
+    char path[512], opts[1024], *got;
+    const char *asan;
     long long valid, renewals;
     FILE *f;
     int a;
@@ -394,8 +463,15 @@ START_TEST(wall_clock_jump)
     setenv("FAKETIME_TIMESTAMP_FILE", path, 1);
     setenv("FAKETIME_CACHE_DURATION", "0", 1);
     setenv("FAKETIME_DONT_FAKE_MONOTONIC", "1", 1);
+    /* A sanitizer build wants its runtime first; libfaketime is harmless. */
+    asan = getenv("ASAN_OPTIONS");
+    snprintf(opts, sizeof(opts), "%s%sverify_asan_link_order=0", asan ? asan : "",
+             asan ? ":" : "");
+    setenv("ASAN_OPTIONS", opts, 1);
     ck_assert_msg(h_start_daemon(&o) == 0, "redlockd did not start under faketime");
     unsetenv("LD_PRELOAD");
+    ck_assert_msg(rb_maps_have(h_daemon_pid(), "libfaketime"),
+                  "libfaketime is not loaded in the daemon: the test would test nothing");
     a = rb_connect();
     got = h_cmd(a, "LOCK wj ttl=900", CMD_MS);
     ck_assert_msg(got != NULL && h_reply_int(got, "validity", &valid), "LOCK wj: '%s'",
@@ -621,8 +697,10 @@ START_TEST(auth_password)
     close(u);
     rb_wait_stat("auth_failures", 1, false, LOCAL_MS);
 
-    /* A second daemon that makes the Unix socket AUTH too. */
+    /* A second daemon that makes the Unix socket AUTH too, and closes a
+       session that does not authenticate within idle_timeout_ms. */
     o.auth_unix_required = true;
+    o.idle_timeout_ms = 800;
     ck_assert_msg(h_start_daemon(&o) == 0, "the second daemon did not start");
     u = h_connect_unix();
     ck_assert_int_ge(u, 0);
@@ -632,7 +710,15 @@ START_TEST(auth_password)
     free(got);
     EXPECT_REPLY(u, "AUTH s3cret-pw", "OK");
     EXPECT_REPLY(u, "PING", "PONG");
+    ck_assert_msg(h_quiet(u, 1200), "an authenticated idle session was sent something");
     close(u);
+    a = rb_connect();
+    got = h_read_line(a, 3000);
+    ck_assert_msg(got != NULL && strncmp(got, "ERR AUTH no AUTH within 800 ms", 30) == 0,
+                  "a silent TCP session got '%s'", got ? got : "(nothing)");
+    free(got);
+    ck_assert_msg(h_expect_eof(a, LOCAL_MS), "the unauthenticated session stayed open");
+    close(a);
 }
 END_TEST
 
@@ -676,6 +762,7 @@ robust_suite(void)
     }
     tcase_add_test(tc, silent_master_dropped);
     tcase_add_test(tc, max_pending_drops_master);
+    tcase_add_test(tc, burst_not_dropped);
     tcase_add_test(tc, quarantine_fresh_masters);
     tcase_add_test(tc, quarantine_restart_two_masters);
     tcase_add_test(tc, no_quarantine_control);
