@@ -178,6 +178,10 @@ static const struct conf_directive conf_directives[] = {
       0, 0, 0, "true",
       "sessions on the Unix socket need no AUTH", NULL },
 
+    { "metrics", "listen", CONF_T_ADDR, offsetof(struct conf, metrics),
+      0, 0, CONF_NO_RELOAD, "127.0.0.1:9379",
+      "Prometheus /metrics over HTTP, \"host:port\"; \"\" disables", NULL },
+
     { "log", "level", CONF_T_ENUM, offsetof(struct conf, log_level),
       0, 0, 0, "info",
       "least severe level logged: error, warn, info or debug", conf_level_names },

@@ -91,6 +91,9 @@ struct conf {
     char    *auth_password;         /* "" for none; else AUTH first on TCP */
     bool     auth_unix_exempt;      /* Unix socket sessions need no AUTH */
 
+    /* metrics: */
+    struct conf_addr metrics;       /* metrics.listen; spec "" when disabled */
+
     /* log: */
     enum conf_log_level log_level;  /* log.level */
 };

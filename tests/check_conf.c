@@ -344,6 +344,7 @@ assert_defaults(const struct conf *conf)
     ck_assert_int_eq(conf->max_output_bytes, 1048576);
     ck_assert_str_eq(conf->auth_password, "");
     ck_assert(conf->auth_unix_exempt);
+    ck_assert_str_eq(conf->metrics.spec, "127.0.0.1:9379");
     ck_assert_int_eq(conf->log_level, CONF_LOG_INFO);
 }
 
@@ -430,6 +431,8 @@ START_TEST(test_full)
     ck_assert_int_eq(conf.max_output_bytes, 65536);
     ck_assert_str_eq(conf.auth_password, "let-me-in");
     ck_assert(!conf.auth_unix_exempt);
+    ck_assert_str_eq(conf.metrics.host, "::1");
+    ck_assert_int_eq(conf.metrics.port, 9400);
 
     ck_assert_int_eq(conf.log_level, CONF_LOG_DEBUG);
     conf_free(&conf);

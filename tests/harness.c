@@ -1005,6 +1005,12 @@ h_write_conf(const struct h_daemon_opts *o)
         fprintf(f, "auth:\n  password: \"%s\"\n  unix_exempt: %s\n", o->auth_password,
                 o->auth_unix_required ? "false" : "true");
     }
+    /* Off unless asked: every daemon would want the same port. */
+    if (o->metrics_port > 0) {
+        fprintf(f, "metrics:\n  listen: \"127.0.0.1:%d\"\n", o->metrics_port);
+    } else {
+        fprintf(f, "metrics:\n  listen: \"\"\n");
+    }
     fprintf(f, "log:\n  level: %s\n", o->log_level != NULL ? o->log_level : "debug");
     rc = ferror(f) ? -1 : 0;
     if (fclose(f) != 0) {

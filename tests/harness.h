@@ -265,6 +265,7 @@ struct h_daemon_opts {
     int64_t     down_after_ms;          /* redis.down_after_ms */
     const char *auth_password;          /* auth.password (none when NULL) */
     bool        auth_unix_required;     /* auth.unix_exempt: false */
+    int         metrics_port;           /* metrics.listen on 127.0.0.1 (off when 0) */
 };
 
 /*
