@@ -43,7 +43,8 @@ export UBSAN_OPTIONS := print_stacktrace=1:halt_on_error=1:log_path=$(SAN_LOGS)/
 endif
 PROTO_SRC  := proto/proto.c
 CONF_SRC   := conf/conf.c
-DAEMON_SRC := $(filter-out daemon/main.c,$(wildcard daemon/*.c))
+# daemon/redlockctl.c is the command-line client (tests/ctl/ctl.mk), not the daemon.
+DAEMON_SRC := $(filter-out daemon/main.c daemon/redlockctl.c,$(wildcard daemon/*.c))
 LIB_SRC    := $(PROTO_SRC) $(CONF_SRC) $(DAEMON_SRC)
 LIB_OBJ    := $(LIB_SRC:%.c=$(B)/obj/%.o)
 
