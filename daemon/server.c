@@ -12,6 +12,7 @@
 #include "daemon/lock.h"
 #include "daemon/log.h"
 #include "daemon/master.h"
+#include "daemon/metrics.h"
 #include "daemon/redlock.h"
 #include "daemon/round.h"
 #include "daemon/server.h"
@@ -121,7 +122,13 @@ server_run(struct conf *conf)
         event_base_free(server_base);
         return 1;
     }
+    if (metrics_start(server_base, conf) != 0) {
+        listener_stop();
+        event_base_free(server_base);
+        return 1;
+    }
     if (master_start(server_base, conf) != 0) {
+        metrics_stop();
         listener_stop();
         event_base_free(server_base);
         return 1;
@@ -145,6 +152,7 @@ server_run(struct conf *conf)
         event_free(server_drain);
     }
     listener_stop();
+    metrics_stop();
     watchdog_stop();
     event_base_free(server_base);
     log_info("stopped");
