@@ -12,12 +12,17 @@
 CC      ?= cc
 PKGS    := libevent hiredis yaml-0.1
 DEB_PKGS := build-essential pkg-config libevent-dev libhiredis-dev libyaml-dev \
-            check redis-server netcat-openbsd faketime
+            check redis-server netcat-openbsd faketime libsystemd-dev
 VERSION := 0.1.0
 
 # Lazy (=) so that pkg-config runs after `make deps` installed the packages.
-PKG_CFLAGS = $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
-PKG_LIBS   = $(shell pkg-config --libs $(PKGS) 2>/dev/null)
+# libsystemd (sd_notify, socket activation) is used when found, and the
+# daemon builds and runs without it (NO_SYSTEMD=1 leaves it out).
+HAVE_SYSTEMD = $(if $(NO_SYSTEMD),,$(shell pkg-config --exists libsystemd 2>/dev/null && echo yes))
+PKG_CFLAGS = $(shell pkg-config --cflags $(PKGS) 2>/dev/null) \
+             $(if $(HAVE_SYSTEMD),-DHAVE_LIBSYSTEMD $(shell pkg-config --cflags libsystemd))
+PKG_LIBS   = $(shell pkg-config --libs $(PKGS) 2>/dev/null) \
+             $(if $(HAVE_SYSTEMD),$(shell pkg-config --libs libsystemd))
 CHECK_CFLAGS = $(shell pkg-config --cflags check 2>/dev/null)
 CHECK_LIBS   = $(shell pkg-config --libs check 2>/dev/null)
 
@@ -93,7 +98,8 @@ $(TEST_BINS):
 
 # Install whatever Debian packages are missing; nothing when all are found.
 deps:
-	@if pkg-config --exists $(PKGS) check 2>/dev/null && command -v redis-server >/dev/null \
+	@if pkg-config --exists $(PKGS) check libsystemd 2>/dev/null \
+	    && command -v redis-server >/dev/null \
 	    && command -v nc >/dev/null && command -v cc >/dev/null \
 	    && command -v faketime >/dev/null; then :; else \
 	    echo "installing missing packages: $(DEB_PKGS)"; \

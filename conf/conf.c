@@ -144,7 +144,7 @@ static const struct conf_directive conf_directives[] = {
       1, 60000, 0, "200",
       "a blocked LOCK retries after a random 0..retry_delay_ms, ms", NULL },
     { "lock", "key_prefix", CONF_T_STRING, offsetof(struct conf, key_prefix),
-      0, 256, 0, "",
+      0, 256, CONF_NO_RELOAD, "",
       "prepended to a lock name to form the Redis key", NULL },
     { "lock", "fence", CONF_T_ENUM, offsetof(struct conf, fence),
       0, 0, 0, "request",
@@ -1706,4 +1706,70 @@ conf_log_level_name(enum conf_log_level level)
         return conf_level_names[level];
     }
     return "?";
+}
+
+/* True when directive d has the same value in a and b. */
+static bool
+conf_same_value(const struct conf_directive *d, const struct conf *a, const struct conf *b)
+{
+    const char *pa = (const char *)a + d->offset, *pb = (const char *)b + d->offset;
+    size_t i;
+
+    switch (d->type) {
+    case CONF_T_MS:
+    case CONF_T_INT:
+        return *(const int64_t *)pa == *(const int64_t *)pb;
+    case CONF_T_DOUBLE:
+        return *(const double *)pa == *(const double *)pb;
+    case CONF_T_BOOL:
+        return *(const bool *)pa == *(const bool *)pb;
+    case CONF_T_STRING:
+        return strcmp(*(char *const *)pa != NULL ? *(char *const *)pa : "",
+                      *(char *const *)pb != NULL ? *(char *const *)pb : "") == 0;
+    case CONF_T_ADDR:
+        return strcmp(((const struct conf_addr *)pa)->spec,
+                      ((const struct conf_addr *)pb)->spec) == 0;
+    case CONF_T_MODE:
+        return *(const unsigned *)pa == *(const unsigned *)pb;
+    case CONF_T_ENUM:
+        return *(const int *)pa == *(const int *)pb;
+    case CONF_T_MASTERS:
+        if (a->nmasters != b->nmasters) {
+            return false;
+        }
+        for (i = 0; i < a->nmasters; i++) {
+            if (strcmp(a->masters[i].spec, b->masters[i].spec) != 0) {
+                return false;
+            }
+        }
+        return true;
+    }
+    return false;
+}
+
+size_t
+conf_restart_changes(const struct conf *running, const struct conf *next, char *buf,
+                     size_t size)
+{
+    char name[CONF_NAME_SIZE];
+    size_t i, n = 0, used = 0;
+    int w;
+
+    if (size > 0) {
+        buf[0] = '\0';
+    }
+    for (i = 0; i < CONF_NDIRECTIVES; i++) {
+        const struct conf_directive *d = &conf_directives[i];
+
+        if (!(d->flags & CONF_NO_RELOAD) || conf_same_value(d, running, next)) {
+            continue;
+        }
+        n++;
+        if (used < size) {
+            w = snprintf(buf + used, size - used, "%s%s", used > 0 ? ", " : "",
+                         conf_name(d, name, sizeof(name)));
+            used += w > 0 ? (size_t)w : 0;
+        }
+    }
+    return n;
 }

@@ -147,6 +147,16 @@ void conf_msgs_free(struct conf_msgs *msgs);
 int conf_parse_addr(const char *spec, bool allow_unix, struct conf_addr *addr,
                     char *err, size_t errlen);
 
+/*
+ * The settings a reload cannot change (marked "Restart" in
+ * conf/redlockd.yml: listeners, masters, metrics.listen, lock.key_prefix)
+ * whose values differ between running and next.  Writes their names,
+ * comma-separated, into buf (cut to size, NUL-terminated) and returns
+ * how many there are (0: next may be applied by a reload).
+ */
+size_t conf_restart_changes(const struct conf *running, const struct conf *next, char *buf,
+                            size_t size);
+
 /* The name of a log level ("info"). */
 const char *conf_log_level_name(enum conf_log_level level);
 

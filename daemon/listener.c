@@ -19,15 +19,19 @@
 #include "conf/conf.h"
 #include "daemon/listener.h"
 #include "daemon/log.h"
+#include "daemon/notify.h"
 #include "daemon/session.h"
 #include "daemon/stats.h"
 
 #define LISTENER_BACKLOG 511
+#define LISTENER_INHERITED_MAX 8    /* sockets taken from systemd */
 
 static const struct conf     *listener_conf;
 static struct evconnlistener *listener_tcp;
 static struct evconnlistener *listener_unix;
 static char                  *listener_unix_path;   /* file to remove at stop */
+static struct evconnlistener *listener_inherited[LISTENER_INHERITED_MAX]; /* socket activation */
+static size_t                 listener_ninherited;  /* entries used */
 
 static void
 listener_describe(const struct sockaddr *sa, char *out, size_t size)
@@ -170,10 +174,86 @@ listener_bind_unix(struct event_base *base, const char *path, unsigned mode)
     return 0;
 }
 
+/* True when a bound inet address only takes connections from this host. */
+static bool
+listener_is_loopback(const struct sockaddr_storage *ss)
+{
+    if (ss->ss_family == AF_INET) {
+        const struct sockaddr_in *sin = (const struct sockaddr_in *)ss;
+
+        return (ntohl(sin->sin_addr.s_addr) >> 24) == 127;
+    }
+    if (ss->ss_family == AF_INET6) {
+        const struct sockaddr_in6 *sin6 = (const struct sockaddr_in6 *)ss;
+
+        return IN6_IS_ADDR_LOOPBACK(&sin6->sin6_addr)
+               || (IN6_IS_ADDR_V4MAPPED(&sin6->sin6_addr) && sin6->sin6_addr.s6_addr[12] == 127);
+    }
+    return true;
+}
+
+/*
+ * Socket activation: listen on the n descriptors systemd passed
+ * (redlockd.socket) instead of binding listen.tcp and listen.unix.  The
+ * protected-mode rule holds for them too.  Returns 0 or -1 (logged).
+ */
+static int
+listener_adopt(struct event_base *base, const struct conf *conf, int n)
+{
+    struct sockaddr_storage ss;
+    socklen_t len;
+    char addr[64];
+    int i, fd;
+
+    for (i = 0; i < n; i++) {
+        fd = NOTIFY_LISTEN_FDS_START + i;
+        len = sizeof(ss);
+        if (getsockname(fd, (struct sockaddr *)&ss, &len) != 0
+            || !notify_fd_is_listener(fd, ss.ss_family)) {
+            log_error("socket activation: descriptor %d is not a listening stream socket", fd);
+            return -1;
+        }
+        listener_describe((struct sockaddr *)&ss, addr, sizeof(addr));
+        if (ss.ss_family != AF_UNIX && !listener_is_loopback(&ss)
+            && conf->auth_password[0] == '\0') {
+            log_error("socket activation: %s accepts connections from other hosts but "
+                      "auth.password is empty (protected mode)", addr);
+            return -1;
+        }
+        if (listener_ninherited == LISTENER_INHERITED_MAX) {
+            log_error("socket activation: more than %d sockets", LISTENER_INHERITED_MAX);
+            return -1;
+        }
+        evutil_make_socket_nonblocking(fd);
+        evutil_make_socket_closeonexec(fd);
+        listener_inherited[listener_ninherited] =
+            evconnlistener_new(base, listener_accept_cb, NULL, LEV_OPT_CLOSE_ON_FREE, -1, fd);
+        if (listener_inherited[listener_ninherited] == NULL) {
+            log_error("socket activation: cannot listen on descriptor %d", fd);
+            return -1;
+        }
+        evconnlistener_set_error_cb(listener_inherited[listener_ninherited++],
+                                    listener_error_cb);
+        log_info("listening on %s (socket activation, descriptor %d)", addr, fd);
+    }
+    log_info("socket activation: %d sockets from systemd; listen.tcp and listen.unix "
+             "are not bound", n);
+    return 0;
+}
+
 int
 listener_start(struct event_base *base, const struct conf *conf)
 {
+    int n = notify_listen_fds();
+
     listener_conf = conf;
+    if (n > 0) {
+        if (listener_adopt(base, conf, n) != 0) {
+            listener_stop();
+            return -1;
+        }
+        return 0;
+    }
     if (conf->tcp_enabled && listener_bind_tcp(base, &conf->tcp) != 0) {
         return -1;
     }
@@ -193,6 +273,12 @@ listener_set_conf(const struct conf *conf)
 void
 listener_stop(void)
 {
+    size_t i;
+
+    for (i = 0; i < listener_ninherited; i++) {
+        evconnlistener_free(listener_inherited[i]);
+    }
+    listener_ninherited = 0;
     if (listener_tcp != NULL) {
         evconnlistener_free(listener_tcp);
         listener_tcp = NULL;

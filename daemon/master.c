@@ -782,6 +782,19 @@ master_start(struct event_base *base, const struct conf *conf)
     return 0;
 }
 
+void
+master_set_conf(const struct conf *conf)
+{
+    size_t i;
+
+    master_conf = conf;
+    for (i = 0; i < nmasters; i++) {
+        masters[i].addr = &conf->masters[i];
+        masters[i].cmd.addr = masters[i].addr;
+        masters[i].sub.addr = masters[i].addr;
+    }
+}
+
 /* Close one link at exit (pending callbacks run with NULL). */
 static void
 master_link_stop(struct master_link *k)

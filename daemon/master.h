@@ -89,6 +89,14 @@ int master_script(const char *text);
  */
 int master_start(struct event_base *base, const struct conf *conf);
 
+/*
+ * Use new settings from now on (reload): timeouts, max_pending,
+ * down_after_ms, the quarantine setting, AUTH for later connects.  The
+ * masters' addresses must be the same as before (the caller checked,
+ * conf_restart_changes()); conf must outlive the masters.
+ */
+void master_set_conf(const struct conf *conf);
+
 /* Close every connection (pending callbacks run with NULL) and free all. */
 void master_stop(void);
 

@@ -2,7 +2,9 @@
  * server.c: start-up, signals, shutdown.
  */
 #include <signal.h>
+#include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <unistd.h>
 
 #include <event2/event.h>
@@ -13,6 +15,7 @@
 #include "daemon/log.h"
 #include "daemon/master.h"
 #include "daemon/metrics.h"
+#include "daemon/notify.h"
 #include "daemon/redlock.h"
 #include "daemon/round.h"
 #include "daemon/server.h"
@@ -27,6 +30,8 @@
 struct stats stats;
 
 static struct event_base *server_base;
+static struct conf       *server_conf;      /* the settings in use */
+static bool               server_conf_owned;/* server_conf came from a reload: ours to free */
 static struct event      *server_drain;     /* shutdown drain check */
 static int64_t            server_drain_end; /* monotonic us */
 static bool               server_stopping;
@@ -62,13 +67,105 @@ server_drain_cb(evutil_socket_t fd, short what, void *arg)
     evtimer_add(server_drain, &tv);
 }
 
+/* STATUS= for systemctl status: quorum, locks, waiters. */
+static void
+server_status(char *buf, size_t size)
+{
+    size_t i, n = master_count(), up = 0, quarantined = 0, q = redlock_quorum(n);
+
+    for (i = 0; i < n; i++) {
+        up += master_is_up(master_at(i));
+        quarantined += master_quarantine_left_ms(master_at(i)) > 0;
+    }
+    snprintf(buf, size, "%s: %zu/%zu masters up (quorum %zu), %zu quarantined; "
+             "%zu locks held, %zu waiting, %zu sessions",
+             server_stopping ? "stopping" : up - quarantined >= q ? "quorum" : "NO QUORUM",
+             up, n, q, quarantined, lock_count_held(), lock_count_waiters(), session_count());
+}
+
+/*
+ * SIGHUP: read the file again.  A file with errors is rejected whole and
+ * the running settings stay.  The listeners, the masters, metrics.listen
+ * and lock.key_prefix cannot change under live sessions and held locks
+ * (a lock's majority is counted over the masters it was granted on, and
+ * its keys carry the prefix): a file that changes them is refused whole,
+ * with the reason logged.  Everything else applies at once: limits, log
+ * level, lock defaults and timeouts (sessions already open keep their
+ * socket timeouts until they reconnect).
+ */
+static void
+server_reload(void)
+{
+    struct conf *next;
+    struct conf_msgs msgs;
+    char changed[256];
+    size_t i;
+
+    notify_reloading();
+    log_info("SIGHUP: reloading %s", server_conf->file);
+    next = calloc(1, sizeof(*next));
+    if (next == NULL) {
+        log_error("reload: out of memory; keeping the running configuration");
+        notify_ready();
+        return;
+    }
+    memset(&msgs, 0, sizeof(msgs));
+    if (conf_load(server_conf->file, next, &msgs) != 0) {
+        for (i = 0; i < msgs.n; i++) {
+            log_write(msgs.list[i].is_error ? LOG_ERROR : LOG_WARN, "reload: %s",
+                      msgs.list[i].text);
+        }
+        log_error("reload: %s has %zu errors; keeping the running configuration",
+                  server_conf->file, msgs.nerrors);
+        goto keep;
+    }
+    for (i = 0; i < msgs.n; i++) {
+        log_warn("reload: %s", msgs.list[i].text);
+    }
+    if (conf_restart_changes(server_conf, next, changed, sizeof(changed)) > 0) {
+        log_error("reload: %s changed, which takes a restart (the sessions' locks are "
+                  "bound to the masters, listeners and key prefix they began with); "
+                  "nothing was reloaded", changed);
+        goto keep;
+    }
+    log_set_level((enum log_level)next->log_level);
+    redlock_set_drift(next->drift_factor);
+    watchdog_set_drift(next->drift_factor);
+    round_set_timeout(next->node_timeout_ms);
+    master_set_conf(next);
+    lock_set_conf(next);
+    session_set_conf(next);
+    listener_set_conf(next);
+    if (server_conf_owned) {
+        conf_free(server_conf);
+        free(server_conf);
+    }
+    server_conf = next;
+    server_conf_owned = true;
+    conf_msgs_free(&msgs);
+    log_info("reload: done (log.level %s, default_ttl_ms %lld, node_timeout_ms %lld, "
+             "max_clients %lld)", conf_log_level_name(next->log_level),
+             (long long)next->default_ttl_ms, (long long)next->node_timeout_ms,
+             (long long)next->max_clients);
+    notify_ready();
+    return;
+
+keep:
+    conf_msgs_free(&msgs);
+    conf_free(next);
+    free(next);
+    notify_ready();
+}
+
 static void
 server_signal_cb(evutil_socket_t sig, short what, void *arg)
 {
     (void)what;
     (void)arg;
     if (sig == SIGHUP) {
-        log_warn("SIGHUP: configuration reload is not supported yet; ignored");
+        if (!server_stopping) {
+            server_reload();
+        }
         return;
     }
     if (server_stopping) {
@@ -77,6 +174,7 @@ server_signal_cb(evutil_socket_t sig, short what, void *arg)
         _exit(0);
     }
     server_stopping = true;
+    notify_stopping();
     log_info("%s: shutting down: releasing %zu locks", sig == SIGINT ? "SIGINT" : "SIGTERM",
              lock_count_held());
     lock_set_shutdown();
@@ -96,6 +194,7 @@ server_run(struct conf *conf)
     int i, rc = 0;
 
     signal(SIGPIPE, SIG_IGN);
+    server_conf = conf;
     stats.start_us = util_now_us();
     log_set_level((enum log_level)conf->log_level);
 
@@ -137,13 +236,23 @@ server_run(struct conf *conf)
         sigs[i] = evsignal_new(server_base, signums[i], server_signal_cb, NULL);
         evsignal_add(sigs[i], NULL);
     }
-    log_info("redlockd %s ready: %zu masters, quorum %zu", REDLOCKD_VERSION,
-             master_count(), redlock_quorum(master_count()));
+    if (notify_start(server_base, server_status) != 0) {
+        rc = 1;
+        goto out;
+    }
+    log_info("redlockd %s ready: %zu masters, quorum %zu%s", REDLOCKD_VERSION,
+             master_count(), redlock_quorum(master_count()),
+             notify_available() ? "" : " (built without libsystemd)");
+    /* The listeners exist and the masters are being connected: not
+       waiting for a quorum, which could hang the boot. */
+    notify_ready();
 
     if (event_base_dispatch(server_base) < 0) {
         log_error("event loop failed");
         rc = 1;
     }
+out:
+    notify_stop();
 
     for (i = 0; i < 3; i++) {
         event_free(sigs[i]);
@@ -155,6 +264,11 @@ server_run(struct conf *conf)
     metrics_stop();
     watchdog_stop();
     event_base_free(server_base);
+    if (server_conf_owned) {
+        conf_free(server_conf);
+        free(server_conf);
+    }
+    server_conf = NULL;
     log_info("stopped");
     return rc;
 }

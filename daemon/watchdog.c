@@ -39,6 +39,12 @@ static size_t             wd_cap;           /* slots allocated */
 static void watchdog_timer_cb(evutil_socket_t fd, short what, void *arg);
 
 void
+watchdog_set_drift(double drift_factor)
+{
+    wd_drift = drift_factor;
+}
+
+void
 watchdog_init(struct event_base *base, double drift_factor)
 {
     wd_base = base;

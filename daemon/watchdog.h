@@ -25,6 +25,9 @@ struct lease;
 /* Set the event base and the drift factor. */
 void watchdog_init(struct event_base *base, double drift_factor);
 
+/* Change the drift factor for renewals from now on (reload). */
+void watchdog_set_drift(double drift_factor);
+
 /*
  * Start watching a new lease whose grant round started at start_us
  * (monotonic): first renewal at start + ttl/3.  O(log n).  Returns 0,

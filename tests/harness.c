@@ -1171,6 +1171,12 @@ h_daemon_unix_path(void)
 }
 
 const char *
+h_daemon_conf_path(void)
+{
+    return H_D->conf_path;
+}
+
+const char *
 h_daemon_log_path(void)
 {
     return H_D->log_path;

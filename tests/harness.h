@@ -324,6 +324,9 @@ int h_daemon_port(void);
 /* Path of the daemon's Unix socket. */
 const char *h_daemon_unix_path(void);
 
+/* Path of the daemon's config file (written by h_start_daemon). */
+const char *h_daemon_conf_path(void);
+
 /* Path of the daemon's log (its stdout and stderr). */
 const char *h_daemon_log_path(void);
 
