@@ -7,6 +7,7 @@
 #                   every suite built with sanitizers (in build-san/)
 #   make check-faults  fault-injection suite and a short fuzzing run
 #   make fuzz       libFuzzer targets (clang), FUZZ_SECONDS each
+#   make install    binaries, units, example config, man pages (PREFIX, DESTDIR)
 #   make clean
 
 CC      ?= cc
@@ -67,7 +68,7 @@ SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 .DEFAULT_GOAL := all
 include $(wildcard tests/*/*.mk)
 
-.PHONY: all deps deps-faults check check-asan check-faults check-valgrind test unit integration run clean
+.PHONY: all deps deps-faults check check-asan check-faults check-valgrind check-units install test unit integration run clean
 all: $(B)/redlockd
 
 $(B)/obj/%.o: %.c
@@ -108,6 +109,7 @@ deps:
 
 check: deps
 	$(MAKE) test
+	$(MAKE) check-units
 
 test: $(B)/redlockd $(TEST_BINS) $(FUZZ_REPLAY_BINS)
 ifneq ($(SANITIZE),)
@@ -160,6 +162,44 @@ deps-faults: deps
 check-faults: deps-faults
 	$(MAKE) faults
 	$(MAKE) fuzz FUZZ_SECONDS=60
+
+# systemd-analyze verify on the units as make install writes them
+# (pointing at this build); skipped, with the reason, when unavailable.
+check-units: $(B)/redlockd
+	@mkdir -p $(B)/systemd
+	@sed -e 's|@bindir@|$(CURDIR)/$(B)|g' -e 's|@sysconfdir@|$(CURDIR)/conf|g' \
+	    systemd/redlockd.service > $(B)/systemd/redlockd.service
+	@cp systemd/redlockd.socket $(B)/systemd/redlockd.socket
+	@if ! command -v systemd-analyze >/dev/null; then \
+	    echo "check-units: skipped: systemd-analyze is not installed"; \
+	elif ! systemd-analyze --version >/dev/null 2>&1; then \
+	    echo "check-units: skipped: systemd-analyze does not run here"; \
+	else systemd-analyze verify --man=no $(B)/systemd/redlockd.service \
+	    $(B)/systemd/redlockd.socket && echo "check-units: systemd-analyze verify passed"; fi
+
+# make install [PREFIX=/usr/local] [DESTDIR=]: the config goes to /etc
+# (SYSCONFDIR) and is never overwritten; units to $(PREFIX)/lib/systemd.
+PREFIX     ?= /usr/local
+BINDIR     ?= $(PREFIX)/bin
+SYSCONFDIR ?= /etc
+MANDIR     ?= $(PREFIX)/share/man
+UNITDIR    ?= $(PREFIX)/lib/systemd/system
+SYSUSERSDIR ?= $(PREFIX)/lib/sysusers.d
+install: $(B)/redlockd $(B)/redlockctl
+	install -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(UNITDIR) $(DESTDIR)$(SYSUSERSDIR) \
+	    $(DESTDIR)$(SYSCONFDIR)/redlockd $(DESTDIR)$(MANDIR)/man1 $(DESTDIR)$(MANDIR)/man5 \
+	    $(DESTDIR)$(MANDIR)/man8
+	install -m 0755 $(B)/redlockd $(B)/redlockctl $(DESTDIR)$(BINDIR)/
+	sed -e 's|@bindir@|$(BINDIR)|g' -e 's|@sysconfdir@|$(SYSCONFDIR)|g' \
+	    systemd/redlockd.service > $(DESTDIR)$(UNITDIR)/redlockd.service
+	install -m 0644 systemd/redlockd.socket $(DESTDIR)$(UNITDIR)/
+	install -m 0644 systemd/redlockd.sysusers $(DESTDIR)$(SYSUSERSDIR)/redlockd.conf
+	@if [ -e $(DESTDIR)$(SYSCONFDIR)/redlockd/redlockd.yml ]; then \
+	    echo "keeping $(DESTDIR)$(SYSCONFDIR)/redlockd/redlockd.yml"; \
+	else install -m 0640 conf/redlockd.yml $(DESTDIR)$(SYSCONFDIR)/redlockd/redlockd.yml; fi
+	install -m 0644 daemon/redlockctl.1 $(DESTDIR)$(MANDIR)/man1/
+	install -m 0644 conf/redlockd.yml.5 $(DESTDIR)$(MANDIR)/man5/
+	install -m 0644 daemon/redlockd.8 $(DESTDIR)$(MANDIR)/man8/
 
 run: deps
 	$(MAKE) $(B)/redlockd
