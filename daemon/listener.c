@@ -74,6 +74,16 @@ listener_accept_cb(struct evconnlistener *lev, evutil_socket_t fd,
         setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
     }
     listener_describe(sa, peer, sizeof(peer));
+    if (sa->sa_family == AF_UNIX) {
+        /* Who is on the other end of the Unix socket, for the logs. */
+        struct ucred cred;
+        socklen_t len = sizeof(cred);
+
+        if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) == 0) {
+            snprintf(peer, sizeof(peer), "unix uid=%u pid=%d", (unsigned)cred.uid,
+                     (int)cred.pid);
+        }
+    }
     if (session_accept(fd, peer, sa->sa_family == AF_UNIX) != 0) {
         log_error("out of memory accepting a client");
     }

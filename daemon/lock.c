@@ -80,6 +80,7 @@ struct waiter {
     char                token[UTIL_TOKEN_HEX + 1]; /* owner token, kept across tries */
     int64_t             ttl_ms;     /* lease asked for */
     int64_t             deadline_us;/* monotonic end of wait=, or INT64_MAX */
+    int64_t             start_us;   /* monotonic time of lock_acquire(), for the latency */
     bool                trylock;    /* failure answers BUSY, not TIMEOUT */
     bool                immediate;  /* wait=0: one attempt, never queued behind */
     bool                lease_mode; /* mode=lease: no lease struct once granted */
@@ -449,6 +450,11 @@ lock_lost(struct lease *l, const char *reason)
     int64_t left_ms;
 
     stats.locks_lost++;
+    if (strcmp(reason, "renew") == 0) {
+        stats.locks_lost_renew++;
+    } else if (strcmp(reason, "quorum") == 0) {
+        stats.locks_lost_quorum++;
+    }
     log_warn("lock %s: lost (%s)",
              proto_escape(name, sizeof(name), l->lock->name, l->lock->name_len), reason);
     c->lost(c, l->lock->name, l->lock->name_len, reason);
@@ -497,6 +503,13 @@ waiter_free(struct waiter *w)
     waiter_unqueue(w);
     event_del(&w->retry);
     free(w);
+}
+
+/* The waiter's LOCK/TRYLOCK is answered with an outcome STATS counts: its latency. */
+static void
+waiter_observe(const struct waiter *w)
+{
+    stats_observe_acquire(util_now_us() - w->start_us);
 }
 
 /* Answer the waiter's client and free the waiter. */
@@ -556,6 +569,7 @@ waiter_timer_cb(evutil_socket_t fd, short what, void *arg)
     }
     if (now >= w->deadline_us) {
         stats.acquire_timeout++;
+        waiter_observe(w);
         waiter_finish(w, LOCK_TIMEOUT, 0, NULL);
         return;
     }
@@ -608,6 +622,7 @@ waiter_grant(struct waiter *w, const struct redlock_result *res)
         out.mode = LOCK_MODE_LEASE;
         out.token = token;
         out.validity_ms = (res->validity_end_us - util_now_us()) / 1000;
+        waiter_observe(w);
         c->waiter = NULL;
         waiter_free(w);
         c->done(c, &out);
@@ -656,6 +671,7 @@ waiter_grant(struct waiter *w, const struct redlock_result *res)
     }
     out.holds = 1;
     out.validity_ms = (l->validity_end_us - util_now_us()) / 1000;
+    waiter_observe(w);
     c->waiter = NULL;
     waiter_free(w);
     c->done(c, &out);
@@ -695,16 +711,19 @@ waiter_acquired(const struct redlock_result *res, void *arg)
     redlock_release(w->key, w->key_len, w->token, false, NULL, NULL);
     if (res->outcome == REDLOCK_NOQUORUM) {
         stats.acquire_noquorum++;
+        waiter_observe(w);
         waiter_finish(w, LOCK_NOQUORUM, 0, res->error);
         return;
     }
     if (w->trylock) {
         stats.acquire_busy++;
+        waiter_observe(w);
         waiter_finish(w, LOCK_BUSY, res->outcome == REDLOCK_BUSY ? res->ttl_ms : 0, NULL);
         return;
     }
     if (now >= w->deadline_us) {
         stats.acquire_timeout++;
+        waiter_observe(w);
         waiter_finish(w, LOCK_TIMEOUT, 0, NULL);
         return;
     }
@@ -751,6 +770,7 @@ lock_acquire(struct lock_client *c, const char *name, size_t name_len,
     struct lock *lk;
     struct waiter *w;
     char limit[96];
+    int64_t start_us = util_now_us();
 
     if (lock_stopping) {
         lock_reply(c, LOCK_SHUTDOWN, name, name_len, "the daemon is stopping");
@@ -775,6 +795,7 @@ lock_acquire(struct lock_client *c, const char *name, size_t name_len,
         /* Re-entry: the masters see one lock; only the count changes. */
         lk->holder->holds++;
         stats.acquire_reentered++;
+        stats_observe_acquire(util_now_us() - start_us);
         memset(&res, 0, sizeof(res));
         res.outcome = LOCK_OK;
         res.name = name;
@@ -816,6 +837,7 @@ lock_acquire(struct lock_client *c, const char *name, size_t name_len,
     w->lease_mode = req->lease_mode;
     w->fence = req->fence || lock_conf->fence == CONF_FENCE_ALWAYS;
     w->immediate = req->wait_ms == 0;
+    w->start_us = start_us;
     w->deadline_us = req->wait_ms < 0 ? INT64_MAX : util_now_us() + req->wait_ms * 1000;
     evtimer_assign(&w->retry, lock_base, waiter_timer_cb, w);
     TAILQ_INSERT_TAIL(&lk->waiters, w, link);
@@ -1090,6 +1112,7 @@ lock_client_shutdown(struct lock_client *c)
 
     while ((l = TAILQ_FIRST(&c->leases)) != NULL) {
         stats.locks_lost++;
+        stats.locks_lost_shutdown++;
         /* Tell the holder first, then delete: it must stop before others start. */
         c->lost(c, l->lock->name, l->lock->name_len, "shutdown");
         lease_release(l);

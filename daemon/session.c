@@ -227,6 +227,7 @@ session_stats(struct session *s)
     struct evbuffer *out = bufferevent_get_output(s->bev);
     size_t i, n = master_count(), up = 0, quarantined = 0;
     struct master_stats ms;
+    uint64_t cum = 0;
 
     for (i = 0; i < n; i++) {
         up += master_is_up(master_at(i));
@@ -255,13 +256,27 @@ session_stats(struct session *s)
     STAT_U("renewals_ok", stats.renewals_ok);
     STAT_U("renewals_failed", stats.renewals_failed);
     STAT_U("locks_lost", stats.locks_lost);
+    STAT_U("locks_lost_renew", stats.locks_lost_renew);
+    STAT_U("locks_lost_quorum", stats.locks_lost_quorum);
+    STAT_U("locks_lost_shutdown", stats.locks_lost_shutdown);
     STAT_U("fenced_grants", stats.fenced_grants);
     STAT_U("lease_grants", stats.lease_grants);
+    STAT_U("session_grants", stats.acquire_ok - stats.lease_grants);
     STAT_U("extends_ok", stats.extends_ok);
     STAT_U("extends_notheld", stats.extends_notheld);
     STAT_U("subscriptions", master_subscriptions());
     STAT_U("pubsub_wakeups", stats.pubsub_wakeups);
     STAT_U("fallback_retries", stats.fallback_retries);
+    /* The latency histogram, cumulative as in /metrics. */
+    for (i = 0; i < STATS_LATENCY_NBOUNDS; i++) {
+        cum += stats.acquire_latency[i];
+        evbuffer_add_printf(out, "STAT acquire_latency_ms_le_%lld %llu\n",
+                            (long long)stats_latency_bound_ms(i), (unsigned long long)cum);
+    }
+    cum += stats.acquire_latency[STATS_LATENCY_NBOUNDS];
+    STAT_U("acquire_latency_ms_le_inf", cum);
+    STAT_U("acquire_latency_count", cum);
+    STAT_U("acquire_latency_sum_us", stats.acquire_latency_sum_us);
     STAT_U("masters", n);
     STAT_U("quorum", redlock_quorum(n));
     STAT_U("masters_up", up);
@@ -272,6 +287,8 @@ session_stats(struct session *s)
         evbuffer_add_printf(out, "STAT master.%zu.up %d\n", i, ms.state == MASTER_UP);
         evbuffer_add_printf(out, "STAT master.%zu.subscriber_up %d\n", i, ms.sub_up);
         evbuffer_add_printf(out, "STAT master.%zu.rtt_us %lld\n", i, (long long)ms.rtt_us);
+        evbuffer_add_printf(out, "STAT master.%zu.requests %llu\n", i,
+                            (unsigned long long)ms.requests);
         evbuffer_add_printf(out, "STAT master.%zu.errors %llu\n", i,
                             (unsigned long long)ms.errors);
         evbuffer_add_printf(out, "STAT master.%zu.reconnects %llu\n", i,

@@ -1,13 +1,23 @@
 /*
- * stats.h: the daemon's counters, shown by STATS.
+ * stats.h: the daemon's counters, shown by STATS and by /metrics.
  *
  * One global struct; each counter is written by the one module named in
- * its comment and read by the session module for STATS.
+ * its comment and read by the session module for STATS and by the
+ * metrics module for /metrics (both from the event loop's thread).
  */
 #ifndef REDLOCKD_STATS_H
 #define REDLOCKD_STATS_H
 
+#include <stddef.h>
 #include <stdint.h>
+
+/*
+ * Upper bounds of the acquire latency histogram's buckets, in ms; one
+ * more bucket, +Inf, follows the last.  An observation goes into the
+ * first bucket whose bound it does not exceed.
+ */
+#define STATS_LATENCY_BOUNDS_MS 1, 2, 5, 10, 25, 50, 100, 250, 500, 1000, 2500, 5000, 10000
+#define STATS_LATENCY_NBOUNDS   13  /* bounds in STATS_LATENCY_BOUNDS_MS */
 
 struct stats {
     int64_t  start_us;           /* main: monotonic start time */
@@ -28,14 +38,63 @@ struct stats {
     uint64_t renewals_ok;        /* watchdog: leases renewed */
     uint64_t renewals_failed;    /* watchdog: renewals without a quorum */
     uint64_t locks_lost;         /* lock: LOST pushed */
+    uint64_t locks_lost_renew;   /* lock: of them, reason=renew */
+    uint64_t locks_lost_quorum;  /* lock: of them, reason=quorum */
+    uint64_t locks_lost_shutdown;/* lock: of them, reason=shutdown */
     uint64_t fenced_grants;      /* lock: grants that carried a fence */
     uint64_t lease_grants;       /* lock: mode=lease grants */
     uint64_t extends_ok;         /* lock: EXTEND answered OK */
     uint64_t extends_notheld;    /* lock: EXTEND answered NOTHELD */
     uint64_t pubsub_wakeups;     /* lock: waiters woken by a release announcement */
     uint64_t fallback_retries;   /* lock: retries timed by the holder's ttl */
+    /*
+     * lock: LOCK/TRYLOCK answers counted by acquire_ok, _reentered,
+     * _busy, _timeout and _noquorum, by latency (from lock_acquire() to
+     * the answer), one count per bucket (not cumulative); the last
+     * bucket holds those above the largest bound.
+     */
+    uint64_t acquire_latency[STATS_LATENCY_NBOUNDS + 1];
+    uint64_t acquire_latency_sum_us; /* lock: sum of those latencies, us */
 };
 
 extern struct stats stats;
+
+/* Bound i (0 <= i < STATS_LATENCY_NBOUNDS) of the latency buckets, ms. */
+static inline int64_t
+stats_latency_bound_ms(size_t i)
+{
+    static const int64_t bounds[STATS_LATENCY_NBOUNDS] = { STATS_LATENCY_BOUNDS_MS };
+
+    return bounds[i];
+}
+
+/* Count one answered LOCK/TRYLOCK that took us microseconds (< 0 counts as 0). */
+static inline void
+stats_observe_acquire(int64_t us)
+{
+    size_t i = 0;
+
+    if (us < 0) {
+        us = 0;
+    }
+    while (i < STATS_LATENCY_NBOUNDS && us > stats_latency_bound_ms(i) * 1000) {
+        i++;
+    }
+    stats.acquire_latency[i]++;
+    stats.acquire_latency_sum_us += (uint64_t)us;
+}
+
+/* Answered LOCK/TRYLOCKs in the histogram (its _count), the sum of the buckets. */
+static inline uint64_t
+stats_acquire_latency_count(void)
+{
+    uint64_t n = 0;
+    size_t i;
+
+    for (i = 0; i <= STATS_LATENCY_NBOUNDS; i++) {
+        n += stats.acquire_latency[i];
+    }
+    return n;
+}
 
 #endif /* REDLOCKD_STATS_H */
