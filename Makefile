@@ -55,7 +55,7 @@ LIB_SRC    := $(PROTO_SRC) $(CONF_SRC) $(DAEMON_SRC)
 LIB_OBJ    := $(LIB_SRC:%.c=$(B)/obj/%.o)
 
 UNIT_TESTS := check_proto check_conf check_redlock
-INTEG_TESTS := check_integration check_cluster check_robust
+INTEG_TESTS := check_integration check_cluster check_robust check_ops
 TEST_BINS  := $(addprefix $(B)/,$(UNIT_TESTS) $(INTEG_TESTS))
 
 CK_TIMEOUT ?= 120

@@ -246,8 +246,8 @@ listener_adopt(struct event_base *base, const struct conf *conf, int n)
                                     listener_error_cb);
         log_info("listening on %s (socket activation, descriptor %d)", addr, fd);
     }
-    log_info("socket activation: %d sockets from systemd; listen.tcp and listen.unix "
-             "are not bound", n);
+    log_info("socket activation: %d socket%s from systemd; listen.tcp and listen.unix "
+             "are not bound", n, n == 1 ? "" : "s");
     return 0;
 }
 

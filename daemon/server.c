@@ -115,8 +115,8 @@ server_reload(void)
             log_write(msgs.list[i].is_error ? LOG_ERROR : LOG_WARN, "reload: %s",
                       msgs.list[i].text);
         }
-        log_error("reload: %s has %zu errors; keeping the running configuration",
-                  server_conf->file, msgs.nerrors);
+        log_error("reload: %s has %zu error%s; keeping the running configuration",
+                  server_conf->file, msgs.nerrors, msgs.nerrors == 1 ? "" : "s");
         goto keep;
     }
     for (i = 0; i < msgs.n; i++) {

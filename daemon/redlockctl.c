@@ -1,0 +1,1594 @@
+/*
+ * redlockctl.c: flock(1) for the whole fleet, through redlockd.
+ *
+ *     redlockctl [-S SOCKET | -H HOST:PORT] [-n | -w SECONDS] [-t TTL_MS]
+ *                [-E CODE] [-k GRACE_SECONDS] [--fence] [-v]
+ *                NAME [--] COMMAND [ARGS...]
+ *     redlockctl [options] NAME -c 'SHELL COMMAND'
+ *     redlockctl [-S SOCKET | -H HOST:PORT] status NAME
+ *     redlockctl [-S SOCKET | -H HOST:PORT] stats
+ *     redlockctl [-S SOCKET | -H HOST:PORT] ping
+ *
+ * A command-line client of the line protocol (proto/PROTOCOL.md), not part
+ * of the daemon: plain blocking C around poll(2), no libevent, no hiredis.
+ *
+ * Running a command under a lock, step by step:
+ *
+ *   1. Connect to redlockd: -S, -H, else $REDLOCKD_SOCKET, else
+ *      $REDLOCKD_ADDR, else the default Unix socket
+ *      /run/redlockd/redlockd.sock when a connection to it succeeds, else
+ *      127.0.0.1:7379.  When $REDLOCKD_PASSWORD is set and not empty,
+ *      send AUTH <password> first (a daemon without a password answers
+ *      that none is configured, and that is accepted).
+ *   2. Take NAME in session mode: LOCK NAME [ttl=] [wait=] [fence], or
+ *      TRYLOCK for -n and -w 0.  The lock lives as long as this connection;
+ *      the daemon renews it.  No -n/-w: wait forever (wait=inf).
+ *   3. Fork COMMAND: its own process group (setpgid), REDLOCK_NAME=NAME and
+ *      REDLOCK_FENCE=N in its environment when the grant carried a fence
+ *      (--fence, or lock.fence: always); otherwise REDLOCK_FENCE is removed,
+ *      so that a nested redlockctl never passes on a stale one.  COMMAND is
+ *      run with execvp(), never through a shell; -c STRING runs
+ *      /bin/sh -c STRING.  It gets the signal mask redlockctl started with
+ *      and PR_SET_PDEATHSIG(SIGKILL): if redlockctl dies (SIGKILL, OOM), its
+ *      connection closes and the lock is released, so COMMAND must not
+ *      carry on unprotected.
+ *   4. Wait for COMMAND while watching the connection:
+ *      - "! LOST NAME ..." or the connection closing: SIGTERM (and SIGCONT)
+ *        to COMMAND's process group; SIGKILL to the group when COMMAND
+ *        exits or GRACE seconds later (-k, default 5), whichever is first,
+ *        so that nothing of the group runs on without the lock; then exit
+ *        75 (EX_TEMPFAIL) with a message.
+ *      - SIGINT, SIGTERM, SIGHUP to redlockctl: sent on to COMMAND's process
+ *        group; redlockctl keeps the lock until COMMAND exits.
+ *   5. After COMMAND exits: UNLOCK NAME and wait for the answer (at most
+ *      CTL_REPLY_MS), so that the name is free when redlockctl exits (a
+ *      plain close is released asynchronously, and `redlockctl -n x a;
+ *      redlockctl -n x b` would then see the name still held).  Exit with
+ *      COMMAND's status, or 128 + N when signal N killed it (as a shell).
+ *
+ * While the LOCK is pending (no COMMAND yet), SIGINT, SIGTERM and SIGHUP
+ * make redlockctl give up: it closes the connection, which cancels the
+ * pending LOCK, and exits 128 + the signal number, silently.  A signal
+ * that was ignored when redlockctl started (nohup, `cmd &` in a script) is
+ * left ignored, for redlockctl and for COMMAND.
+ *
+ * Terminals: when stdin is redlockctl's controlling terminal and
+ * redlockctl is in its foreground process group, the terminal is handed to
+ * COMMAND's process group (tcsetpgrp) so that an interactive COMMAND can
+ * read it, and Ctrl-C reaches COMMAND directly; it is taken back when
+ * COMMAND exits.  When COMMAND is stopped (Ctrl-Z, SIGTTIN) redlockctl
+ * takes the terminal back and stops itself with SIGTSTP, so that the shell
+ * sees the job stopped; when continued, it gives the terminal back (if it
+ * is in the foreground) and continues COMMAND.  The lock stays held while
+ * the job is stopped.
+ *
+ * Exit status:
+ *     COMMAND's status, or 128 + N when signal N killed it
+ *     1 (or -E CODE)   NAME is held (-n, -w 0), or -w ran out
+ *     64  EX_USAGE     bad command line, or a request redlockd refused
+ *                      as malformed (ERR PROTO: a bad name, ttl out of range)
+ *     69  EX_UNAVAILABLE  redlockd unreachable, closed the connection, did
+ *                      not answer in time, no quorum of masters (ERR
+ *                      NOQUORUM), shutting down, or any other ERR
+ *     71  EX_OSERR     fork failed
+ *     75  EX_TEMPFAIL  the lock was lost while COMMAND ran
+ *     77  EX_NOPERM    redlockd refused AUTH, or wants a password and
+ *                      $REDLOCKD_PASSWORD is not set
+ *     126, 127         COMMAND could not be executed, or was not found
+ *     128 + N          signal N made redlockctl give up while waiting
+ *     status: 0 NAME is held, 1 NAME is free
+ *
+ * A conflict (exit 1 or -E) is silent, like flock(1), so that a cron job
+ * with -n does not mail anybody; -v reports it.  Every other failure prints
+ * one line on stderr.  Times are measured on CLOCK_MONOTONIC.
+ */
+#include <ctype.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <limits.h>
+#include <netdb.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sysexits.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <sys/prctl.h>
+#include <sys/signalfd.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <sys/wait.h>
+
+#include "proto/proto.h"
+
+#ifndef REDLOCKD_VERSION
+#define REDLOCKD_VERSION "unknown"
+#endif
+
+#define CTL_DEFAULT_SOCKET  "/run/redlockd/redlockd.sock"
+#define CTL_DEFAULT_ADDR    "127.0.0.1:7379"
+#define CTL_CONNECT_MS      5000    /* connect, and the answer to AUTH */
+#define CTL_REPLY_MS        10000   /* answer to TRYLOCK, UNLOCK, STATUS, STATS, PING */
+#define CTL_WAIT_SLACK_MS   10000   /* -w: the answer is due this long after wait= ran out */
+#define CTL_GRACE_MS        5000    /* -k default: SIGTERM to SIGKILL after a lost lock */
+#define CTL_SECONDS_MAX     INT64_C(4000000000) /* -w and -k, so that ms fit wait= */
+#define CTL_BUF             (2 * PROTO_REPLY_MAX) /* read buffer and longest line kept */
+#define CTL_STATS_MAX       4096    /* STAT lines kept by `stats` */
+#define CTL_MASTERS_MAX     64      /* master rows shown by `stats` */
+#define CTL_FIELDS_MAX      32      /* master columns shown by `stats` */
+#define CTL_EXIT_CONFLICT   1       /* -n / -w conflict unless -E */
+#define CTL_EXIT_NOEXEC     126     /* COMMAND found but not executable */
+#define CTL_EXIT_NOTFOUND   127     /* COMMAND not found */
+
+/* What redlockctl was asked to do. */
+enum ctl_mode {
+    CTL_MODE_LOCK,      /* run a command under a lock */
+    CTL_MODE_STATUS,    /* status NAME */
+    CTL_MODE_STATS,     /* stats */
+    CTL_MODE_PING       /* ping */
+};
+
+/* The command line, after parsing; strings point into argv or environ. */
+struct ctl_opts {
+    enum ctl_mode   mode;           /* what to do */
+    const char     *unix_path;      /* Unix socket to use, or NULL */
+    const char     *addr;           /* TCP host:port to use, or NULL */
+    bool            fallback;       /* unix_path is the default: try addr when it fails */
+    bool            nowait;         /* -n or -w 0: one attempt (TRYLOCK) */
+    int64_t         wait_ms;        /* -w in ms; -1: wait forever */
+    int64_t         ttl_ms;         /* -t; 0: the daemon's lock.default_ttl_ms */
+    int             conflict_code;  /* -E: exit status of a conflict */
+    int64_t         grace_ms;       /* -k in ms */
+    bool            fence;          /* --fence */
+    bool            verbose;        /* -v */
+    const char     *shell_cmd;      /* -c STRING, or NULL */
+    const char     *name;           /* the lock name (lock and status modes) */
+    char          **argv;           /* COMMAND and its arguments (NULL with -c) */
+    const char     *password;       /* $REDLOCKD_PASSWORD, or NULL */
+};
+
+/* One connection to redlockd, with its read buffer.  Lives in main(). */
+struct ctl_conn {
+    int     fd;                     /* the socket; -1 once closed */
+    char    where[PATH_MAX + 16];   /* address or socket path, for messages */
+    char    why[256];               /* why the connection closed (CTL_EV_CLOSED) */
+    char    in[CTL_BUF];            /* bytes received, not yet returned as lines */
+    size_t  inlen;                  /* bytes in in[] */
+    char    line[CTL_BUF];          /* the line ctl_next() returned last, without LF */
+};
+
+/* What ctl_next() saw. */
+enum ctl_event {
+    CTL_EV_LINE,        /* conn->line holds a line from the daemon */
+    CTL_EV_SIGNAL,      /* a signal arrived (its number in *signo) */
+    CTL_EV_TIMEOUT,     /* the deadline passed */
+    CTL_EV_CLOSED       /* the connection closed or failed; conn->why says how */
+};
+
+/* The running COMMAND and what happened to it.  Lives in ctl_run(). */
+struct ctl_child {
+    pid_t   pid;        /* COMMAND's pid, also its process group id */
+    bool    tty;        /* stdin is our controlling terminal: job control applies */
+    bool    handed;     /* the terminal was handed to COMMAND's group */
+    bool    lost;       /* the lock is gone and COMMAND was told to stop */
+    int64_t kill_at;    /* when SIGKILL goes to the group (ms); -1: not due */
+    int     code;       /* exit code once reaped: status, or 128 + signal */
+};
+
+/* One "STAT <name> <value>" line of `stats`. */
+struct ctl_stat {
+    char   *name;       /* the stat name (malloc'd, with value after its NUL) */
+    char   *value;      /* the value, inside the same allocation */
+};
+
+static int      ctl_sigfd = -1;     /* signalfd: SIGCHLD and the signals we act on */
+static sigset_t ctl_origmask;       /* the signal mask we started with, for COMMAND */
+static struct sigaction ctl_origchld; /* the SIGCHLD disposition we started with */
+
+static void ctl_msg(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static void ctl_fail(int code, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3), noreturn));
+static void ctl_usage_fail(const char *fmt, ...) __attribute__((format(printf, 1, 2), noreturn));
+static int ctl_send(struct ctl_conn *c, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+/* ---- small helpers ---- */
+
+/* Milliseconds on CLOCK_MONOTONIC. */
+static int64_t
+ctl_now_ms(void)
+{
+    struct timespec ts;
+
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/* A poll(2) timeout for an absolute deadline (-1: none). */
+static int
+ctl_timeout(int64_t deadline)
+{
+    int64_t left;
+
+    if (deadline < 0) {
+        return -1;
+    }
+    left = deadline - ctl_now_ms();
+    if (left < 0) {
+        return 0;
+    }
+    return left > INT_MAX ? INT_MAX : (int)left;
+}
+
+/* One line "redlockctl: ..." on stderr. */
+static void
+ctl_msg(const char *fmt, ...)
+{
+    char text[1024];
+    va_list ap;
+
+    va_start(ap, fmt);
+    vsnprintf(text, sizeof(text), fmt, ap);
+    va_end(ap);
+    fprintf(stderr, "redlockctl: %s\n", text);
+}
+
+/* ctl_msg(), then exit with code.  Only before COMMAND runs. */
+static void
+ctl_fail(int code, const char *fmt, ...)
+{
+    char text[1024];
+    va_list ap;
+
+    va_start(ap, fmt);
+    vsnprintf(text, sizeof(text), fmt, ap);
+    va_end(ap);
+    fprintf(stderr, "redlockctl: %s\n", text);
+    exit(code);
+}
+
+static void
+ctl_usage(FILE *out)
+{
+    fputs("Usage: redlockctl [options] NAME [--] COMMAND [ARGS...]\n"
+          "       redlockctl [options] NAME -c 'SHELL COMMAND'\n"
+          "       redlockctl [-S SOCKET | -H HOST:PORT] status NAME\n"
+          "       redlockctl [-S SOCKET | -H HOST:PORT] stats\n"
+          "       redlockctl [-S SOCKET | -H HOST:PORT] ping\n"
+          "\n"
+          "Take the fleet-wide lock NAME through redlockd, run COMMAND while holding\n"
+          "it, release it, and exit with COMMAND's status (flock(1) for many machines).\n"
+          "\n"
+          "Options:\n"
+          "  -S SOCKET      redlockd's Unix socket\n"
+          "  -H HOST:PORT   redlockd's TCP address (HOST:PORT or [IPv6]:PORT)\n"
+          "  -n             fail at once if NAME is held (exit 1, or -E CODE)\n"
+          "  -w SECONDS     wait at most SECONDS (decimals allowed; -w 0 is -n);\n"
+          "                 without -n or -w, wait as long as it takes\n"
+          "  -t TTL_MS      lease in milliseconds (default: the daemon's\n"
+          "                 lock.default_ttl_ms); redlockd renews it while COMMAND runs\n"
+          "  -E CODE        exit status when NAME is held or -w runs out (default 1)\n"
+          "  -k SECONDS     when the lock is lost: SIGTERM to COMMAND's process group,\n"
+          "                 SIGKILL when COMMAND exits or SECONDS later (default 5)\n"
+          "  -c STRING      run /bin/sh -c STRING (COMMAND is never run by a shell)\n"
+          "  --fence        ask for a fencing token, passed as REDLOCK_FENCE\n"
+          "  -v             report the lock's acquisition, release and conflicts on stderr\n"
+          "  -h, --help     this text\n"
+          "  -V, --version  the version\n"
+          "\n"
+          "Without -S or -H: $REDLOCKD_SOCKET, else $REDLOCKD_ADDR, else\n"
+          "/run/redlockd/redlockd.sock if it accepts a connection, else 127.0.0.1:7379.\n"
+          "$REDLOCKD_PASSWORD, when set, is sent with AUTH first.  To lock a name\n"
+          "spelled status, stats or ping, put -- before it.\n"
+          "\n"
+          "COMMAND runs in its own process group with REDLOCK_NAME=NAME, and with\n"
+          "REDLOCK_FENCE=N when the grant carried a fence (else REDLOCK_FENCE is\n"
+          "removed).  SIGINT, SIGTERM and SIGHUP are sent on to COMMAND's group; while\n"
+          "redlockctl still waits for the lock they make it give up.  The lock is\n"
+          "released when COMMAND exits (or redlockctl dies: COMMAND is then killed).\n"
+          "\n"
+          "Exit status: COMMAND's (128+N when signal N killed it); 1 or -E CODE: NAME\n"
+          "held or -w ran out; 64: usage, or a request redlockd refused (bad name, ttl\n"
+          "out of range); 69: redlockd unreachable, no quorum of masters, or another\n"
+          "redlockd error; 71: fork failed; 75: the lock was lost while COMMAND ran;\n"
+          "77: AUTH refused or needed; 126/127: COMMAND not executable / not found;\n"
+          "128+N: signal N while waiting for the lock.  status: 0 held, 1 free.\n",
+          out);
+}
+
+/* A usage error: the reason and a hint on stderr, exit 64. */
+static void
+ctl_usage_fail(const char *fmt, ...)
+{
+    char text[1024];
+    va_list ap;
+
+    va_start(ap, fmt);
+    vsnprintf(text, sizeof(text), fmt, ap);
+    va_end(ap);
+    fprintf(stderr, "redlockctl: %s\nTry 'redlockctl -h' for more information.\n", text);
+    exit(EX_USAGE);
+}
+
+/* A decimal integer 0..max, digits only.  0 or -1. */
+static int
+ctl_parse_int(const char *s, int64_t max, int64_t *out)
+{
+    int64_t v = 0;
+
+    if (*s == '\0') {
+        return -1;
+    }
+    for (; *s != '\0'; s++) {
+        if (*s < '0' || *s > '9') {
+            return -1;
+        }
+        v = v * 10 + (*s - '0');
+        if (v > max) {
+            return -1;
+        }
+    }
+    *out = v;
+    return 0;
+}
+
+/*
+ * Seconds, "12", "0.5" or ".25", into milliseconds (digits after the
+ * third decimal are dropped).  0 or -1.
+ */
+static int
+ctl_parse_seconds(const char *s, int64_t *ms)
+{
+    int64_t whole = 0, frac = 0;
+    int ndigits = 0, nfrac = 0;
+
+    for (; *s >= '0' && *s <= '9'; s++, ndigits++) {
+        whole = whole * 10 + (*s - '0');
+        if (whole > CTL_SECONDS_MAX) {
+            return -1;
+        }
+    }
+    if (*s == '.') {
+        for (s++; *s >= '0' && *s <= '9'; s++, nfrac++) {
+            if (nfrac < 3) {
+                frac = frac * 10 + (*s - '0');
+            }
+        }
+    }
+    if (*s != '\0' || ndigits + nfrac == 0) {
+        return -1;
+    }
+    for (; nfrac < 3; nfrac++) {
+        frac *= 10;
+    }
+    *ms = whole * 1000 + frac;
+    return 0;
+}
+
+/* A protocol word: 1..max bytes, each 0x21..0x7E (lock names, passwords). */
+static bool
+ctl_word_ok(const char *s, size_t max)
+{
+    size_t n;
+
+    for (n = 0; s[n] != '\0'; n++) {
+        if ((unsigned char)s[n] < 0x21 || (unsigned char)s[n] > 0x7e) {
+            return false;
+        }
+    }
+    return n >= 1 && n <= max;
+}
+
+/*
+ * Split "host:port" or "[v6]:port" into host and port.  0 or -1 (a
+ * missing or bad port, an empty host, a v6 address without brackets).
+ */
+static int
+ctl_split_addr(const char *addr, char *host, size_t hsize, char *port, size_t psize)
+{
+    const char *colon, *h = addr;
+    size_t hlen;
+    int64_t p;
+
+    if (addr[0] == '[') {
+        const char *close = strchr(addr, ']');
+
+        if (close == NULL || close[1] != ':') {
+            return -1;
+        }
+        h = addr + 1;
+        hlen = (size_t)(close - h);
+        colon = close + 1;
+    } else {
+        colon = strchr(addr, ':');
+        if (colon == NULL || strchr(colon + 1, ':') != NULL) {
+            return -1;
+        }
+        hlen = (size_t)(colon - addr);
+    }
+    if (hlen == 0 || hlen >= hsize || ctl_parse_int(colon + 1, 65535, &p) != 0 || p == 0
+        || strlen(colon + 1) >= psize) {
+        return -1;
+    }
+    memcpy(host, h, hlen);
+    host[hlen] = '\0';
+    strcpy(port, colon + 1);
+    return 0;
+}
+
+/*
+ * In a reply line, the value of the word "<key>=<value>" after the status
+ * word and the name, copied into out.  True when found and it fits.
+ */
+static bool
+ctl_field(const char *line, const char *key, char *out, size_t size)
+{
+    size_t klen = strlen(key), vlen;
+    const char *p = line;
+    int word;
+
+    for (word = 0; *p != '\0'; word++) {
+        const char *end = strchr(p, ' ');
+
+        if (end == NULL) {
+            end = p + strlen(p);
+        }
+        if (word >= 2 && (size_t)(end - p) > klen && strncmp(p, key, klen) == 0
+            && p[klen] == '=') {
+            vlen = (size_t)(end - p) - klen - 1;
+            if (vlen >= size) {
+                return false;
+            }
+            memcpy(out, p + klen + 1, vlen);
+            out[vlen] = '\0';
+            return true;
+        }
+        p = *end == ' ' ? end + 1 : end;
+    }
+    return false;
+}
+
+/* True when line is "<status> <name>" followed by a space or its end. */
+static bool
+ctl_is(const char *line, const char *status, const char *name)
+{
+    size_t slen = strlen(status), nlen = strlen(name);
+
+    return strncmp(line, status, slen) == 0 && line[slen] == ' '
+           && strncmp(line + slen + 1, name, nlen) == 0
+           && (line[slen + 1 + nlen] == ' ' || line[slen + 1 + nlen] == '\0');
+}
+
+/* Milliseconds as seconds for people: "5 s", "1.5 s", "28.829 s". */
+static void
+ctl_seconds_text(int64_t ms, char *out, size_t size)
+{
+    char frac[8];
+    size_t n;
+
+    snprintf(frac, sizeof(frac), "%03lld", (long long)(ms % 1000));
+    for (n = 3; n > 0 && frac[n - 1] == '0'; n--) {
+        frac[n - 1] = '\0';
+    }
+    snprintf(out, size, "%lld%s%s s", (long long)(ms / 1000), n > 0 ? "." : "", frac);
+}
+
+/* ---- signals ---- */
+
+/*
+ * Block SIGCHLD, SIGINT, SIGTERM, SIGHUP (those not ignored at start) and
+ * SIGTTOU, and read the first four from a signalfd.  SIGTTOU stays blocked
+ * so that tcsetpgrp() from the background succeeds; it is not read.
+ */
+static void
+ctl_signals_init(void)
+{
+    static const int acted[] = { SIGINT, SIGTERM, SIGHUP };
+    struct sigaction sa;
+    sigset_t set, block;
+    size_t i;
+
+    /* An inherited SIG_IGN for SIGCHLD would reap COMMAND behind our back. */
+    memset(&sa, 0, sizeof(sa));
+    sa.sa_handler = SIG_DFL;
+    sigemptyset(&sa.sa_mask);
+    sigaction(SIGCHLD, &sa, &ctl_origchld);
+    sigemptyset(&set);
+    sigaddset(&set, SIGCHLD);
+    for (i = 0; i < sizeof(acted) / sizeof(acted[0]); i++) {
+        if (sigaction(acted[i], NULL, &sa) == 0 && sa.sa_handler == SIG_IGN) {
+            continue;
+        }
+        sigaddset(&set, acted[i]);
+    }
+    block = set;
+    sigaddset(&block, SIGTTOU);
+    if (sigprocmask(SIG_BLOCK, &block, &ctl_origmask) != 0) {
+        ctl_fail(EX_OSERR, "sigprocmask: %s", strerror(errno));
+    }
+    ctl_sigfd = signalfd(-1, &set, SFD_CLOEXEC | SFD_NONBLOCK);
+    if (ctl_sigfd < 0) {
+        ctl_fail(EX_OSERR, "signalfd: %s", strerror(errno));
+    }
+}
+
+/* Read one signal from the signalfd: its number, or 0 when none. */
+static int
+ctl_signal_read(void)
+{
+    struct signalfd_siginfo si;
+
+    if (read(ctl_sigfd, &si, sizeof(si)) != (ssize_t)sizeof(si)) {
+        return 0;
+    }
+    return (int)si.ssi_signo;
+}
+
+/* ---- the connection ---- */
+
+/*
+ * The next event: a signal (first, so that COMMAND's exit is seen before
+ * a line that arrived at the same time), a line from the daemon (pushed
+ * lines included), the connection closing, or the deadline (-1: none).
+ */
+static enum ctl_event
+ctl_next(struct ctl_conn *c, int64_t deadline, int *signo)
+{
+    struct pollfd pfd[2];
+    char *lf;
+    ssize_t n;
+    size_t len;
+    int rc;
+
+    for (;;) {
+        lf = memchr(c->in, '\n', c->inlen);
+        pfd[0].fd = ctl_sigfd;
+        pfd[0].events = POLLIN;
+        pfd[0].revents = 0;
+        pfd[1].fd = lf == NULL ? c->fd : -1;
+        pfd[1].events = POLLIN;
+        pfd[1].revents = 0;
+        rc = poll(pfd, 2, lf != NULL ? 0 : ctl_timeout(deadline));
+        if (rc < 0 && errno != EINTR) {
+            ctl_fail(EX_OSERR, "poll: %s", strerror(errno));
+        }
+        if (rc > 0 && (pfd[0].revents & POLLIN)) {
+            *signo = ctl_signal_read();
+            if (*signo != 0) {
+                return CTL_EV_SIGNAL;
+            }
+        }
+        if (lf != NULL) {
+            len = (size_t)(lf - c->in);
+            memcpy(c->line, c->in, len);
+            if (len > 0 && c->line[len - 1] == '\r') {
+                len--;
+            }
+            c->line[len] = '\0';
+            c->inlen -= (size_t)(lf + 1 - c->in);
+            memmove(c->in, lf + 1, c->inlen);
+            return CTL_EV_LINE;
+        }
+        if (rc > 0 && (pfd[1].revents & (POLLIN | POLLHUP | POLLERR))) {
+            n = recv(c->fd, c->in + c->inlen, sizeof(c->in) - c->inlen, 0);
+            if (n > 0) {
+                c->inlen += (size_t)n;
+                if (c->inlen == sizeof(c->in) && memchr(c->in, '\n', c->inlen) == NULL) {
+                    snprintf(c->why, sizeof(c->why), "a reply line longer than %zu bytes",
+                             sizeof(c->in));
+                } else {
+                    continue;
+                }
+            } else if (n < 0 && (errno == EAGAIN || errno == EINTR)) {
+                continue;
+            } else if (n == 0) {
+                snprintf(c->why, sizeof(c->why), "redlockd closed the connection");
+            } else {
+                snprintf(c->why, sizeof(c->why), "%s", strerror(errno));
+            }
+            close(c->fd);
+            c->fd = -1;
+            c->inlen = 0;
+            return CTL_EV_CLOSED;
+        }
+        if (rc == 0 && deadline >= 0 && ctl_now_ms() >= deadline) {
+            return CTL_EV_TIMEOUT;
+        }
+    }
+}
+
+/* Send one request line (LF added).  0, or -1 with errno. */
+static int
+ctl_send(struct ctl_conn *c, const char *fmt, ...)
+{
+    char buf[CTL_BUF];
+    struct pollfd pfd;
+    size_t len, off = 0;
+    va_list ap;
+    ssize_t n;
+    int r;
+
+    va_start(ap, fmt);
+    r = vsnprintf(buf, sizeof(buf) - 1, fmt, ap);
+    va_end(ap);
+    if (r < 0 || (size_t)r >= sizeof(buf) - 1 || c->fd < 0) {
+        errno = r < 0 || c->fd >= 0 ? EMSGSIZE : ENOTCONN;
+        return -1;
+    }
+    len = (size_t)r;
+    buf[len++] = '\n';
+    while (off < len) {
+        n = send(c->fd, buf + off, len - off, MSG_NOSIGNAL);
+        if (n > 0) {
+            off += (size_t)n;
+        } else if (n < 0 && errno == EAGAIN) {
+            pfd.fd = c->fd;
+            pfd.events = POLLOUT;
+            if (poll(&pfd, 1, CTL_REPLY_MS) == 0) {
+                errno = ETIMEDOUT;
+                return -1;
+            }
+        } else if (n < 0 && errno != EINTR) {
+            return -1;
+        }
+    }
+    return 0;
+}
+
+/*
+ * Wait until a non-blocking connect on fd has finished.  A signal we act
+ * on ends redlockctl (128 + N).  0, or -1 with errno.
+ */
+static int
+ctl_connect_wait(int fd, int64_t deadline)
+{
+    struct pollfd pfd[2];
+    socklen_t len = sizeof(int);
+    int err = 0, sig, rc;
+
+    for (;;) {
+        pfd[0].fd = ctl_sigfd;
+        pfd[0].events = POLLIN;
+        pfd[1].fd = fd;
+        pfd[1].events = POLLOUT;
+        rc = poll(pfd, 2, ctl_timeout(deadline));
+        if (rc < 0 && errno == EINTR) {
+            continue;
+        }
+        if (rc < 0) {
+            return -1;
+        }
+        if (rc > 0 && (pfd[0].revents & POLLIN)) {
+            sig = ctl_signal_read();
+            if (sig != 0 && sig != SIGCHLD) {
+                exit(128 + sig);
+            }
+        }
+        if (rc > 0 && (pfd[1].revents & (POLLOUT | POLLERR | POLLHUP))) {
+            if (getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &len) != 0) {
+                return -1;
+            }
+            if (err != 0) {
+                errno = err;
+                return -1;
+            }
+            return 0;
+        }
+        if (rc == 0 && ctl_now_ms() >= deadline) {
+            errno = ETIMEDOUT;
+            return -1;
+        }
+    }
+}
+
+/* Connect to a Unix socket.  The fd, or -1 with the reason in err. */
+static int
+ctl_connect_unix(const char *path, int64_t deadline, char *err, size_t errsize)
+{
+    struct sockaddr_un sa;
+    int fd;
+
+    memset(&sa, 0, sizeof(sa));
+    sa.sun_family = AF_UNIX;
+    if (strlen(path) >= sizeof(sa.sun_path)) {
+        snprintf(err, errsize, "%s: path too long", path);
+        return -1;
+    }
+    strcpy(sa.sun_path, path);
+    fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+    if (fd < 0) {
+        snprintf(err, errsize, "socket: %s", strerror(errno));
+        return -1;
+    }
+    if (connect(fd, (struct sockaddr *)&sa, sizeof(sa)) != 0
+        && (errno != EINPROGRESS || ctl_connect_wait(fd, deadline) != 0)) {
+        snprintf(err, errsize, "%s: %s", path,
+                 errno == EAGAIN ? "the daemon's backlog is full" : strerror(errno));
+        close(fd);
+        return -1;
+    }
+    return fd;
+}
+
+/* Connect to host:port (every address it resolves to, in order). */
+static int
+ctl_connect_tcp(const char *addr, int64_t deadline, char *err, size_t errsize)
+{
+    struct addrinfo hints, *res, *ai;
+    char host[256], port[8];
+    int fd = -1, rc;
+
+    if (ctl_split_addr(addr, host, sizeof(host), port, sizeof(port)) != 0) {
+        snprintf(err, errsize, "%s: not HOST:PORT", addr);
+        return -1;
+    }
+    memset(&hints, 0, sizeof(hints));
+    hints.ai_family = AF_UNSPEC;
+    hints.ai_socktype = SOCK_STREAM;
+    rc = getaddrinfo(host, port, &hints, &res);
+    if (rc != 0) {
+        snprintf(err, errsize, "%s: %s", addr, gai_strerror(rc));
+        return -1;
+    }
+    snprintf(err, errsize, "%s: no address", addr);
+    for (ai = res; ai != NULL; ai = ai->ai_next) {
+        fd = socket(ai->ai_family, ai->ai_socktype | SOCK_CLOEXEC | SOCK_NONBLOCK,
+                    ai->ai_protocol);
+        if (fd < 0) {
+            snprintf(err, errsize, "%s: socket: %s", addr, strerror(errno));
+            continue;
+        }
+        if (connect(fd, ai->ai_addr, ai->ai_addrlen) == 0
+            || (errno == EINPROGRESS && ctl_connect_wait(fd, deadline) == 0)) {
+            break;
+        }
+        snprintf(err, errsize, "%s: %s", addr, strerror(errno));
+        close(fd);
+        fd = -1;
+    }
+    freeaddrinfo(res);
+    return fd;
+}
+
+/*
+ * Read the reply to a request: the next line that is not a pushed one.
+ * A signal we act on ends redlockctl (128 + N); a closed connection or the
+ * deadline ends it with 69.  Returns conn->line.
+ */
+static const char *
+ctl_reply(struct ctl_conn *c, const char *what, int64_t deadline)
+{
+    int sig = 0;
+
+    for (;;) {
+        switch (ctl_next(c, deadline, &sig)) {
+        case CTL_EV_LINE:
+            if (c->line[0] == '!') {
+                continue;
+            }
+            return c->line;
+        case CTL_EV_SIGNAL:
+            if (sig != SIGCHLD) {
+                exit(128 + sig);
+            }
+            continue;
+        case CTL_EV_TIMEOUT:
+            ctl_fail(EX_UNAVAILABLE, "redlockd at %s did not answer %s in time", c->where,
+                     what);
+        case CTL_EV_CLOSED:
+            ctl_fail(EX_UNAVAILABLE, "%s at %s: %s", what, c->where, c->why);
+        }
+    }
+}
+
+/* Send a request line, or end redlockctl with 69. */
+static void
+ctl_request(struct ctl_conn *c, const char *line)
+{
+    if (ctl_send(c, "%s", line) != 0) {
+        ctl_fail(EX_UNAVAILABLE, "cannot send to redlockd at %s: %s", c->where, strerror(errno));
+    }
+}
+
+/*
+ * An ERR reply to a request: 64 for ERR PROTO, 77 for ERR AUTH, 69 for
+ * anything else.  Ends redlockctl.
+ */
+static void
+ctl_fail_err(const struct ctl_opts *o, const struct ctl_conn *c, const char *what,
+             const char *line)
+{
+    const char *text = strncmp(line, "ERR ", 4) == 0 ? line + 4 : line;
+
+    if (strncmp(text, "PROTO ", 6) == 0) {
+        ctl_fail(EX_USAGE, "redlockd refused %s: %s", what, text + 6);
+    }
+    if (strncmp(text, "AUTH ", 5) == 0) {
+        ctl_fail(EX_NOPERM, "redlockd at %s: %s%s", c->where, text + 5,
+                 o->password == NULL ? " (set REDLOCKD_PASSWORD)" : "");
+    }
+    if (strncmp(line, "ERR ", 4) != 0) {
+        ctl_fail(EX_UNAVAILABLE, "unexpected answer to %s from %s: %s", what, c->where, line);
+    }
+    ctl_fail(EX_UNAVAILABLE, "%s: %s", what, text);
+}
+
+/*
+ * Connect to the daemon chosen by the options, then AUTH when a password
+ * is set.  Ends redlockctl with 69 (or 77) when that fails.
+ */
+static void
+ctl_open(const struct ctl_opts *o, struct ctl_conn *c)
+{
+    int64_t deadline = ctl_now_ms() + CTL_CONNECT_MS;
+    char err1[PATH_MAX + 128], err2[512];
+    const char *reply;
+
+    c->fd = -1;
+    c->inlen = 0;
+    err1[0] = '\0';
+    if (o->unix_path != NULL) {
+        snprintf(c->where, sizeof(c->where), "%s", o->unix_path);
+        c->fd = ctl_connect_unix(o->unix_path, deadline, err1, sizeof(err1));
+    }
+    if (c->fd < 0 && o->addr != NULL && (o->unix_path == NULL || o->fallback)) {
+        snprintf(c->where, sizeof(c->where), "%s", o->addr);
+        c->fd = ctl_connect_tcp(o->addr, deadline, err2, sizeof(err2));
+        if (c->fd < 0) {
+            ctl_fail(EX_UNAVAILABLE, "cannot connect to redlockd: %s%s%s", err1,
+                     err1[0] != '\0' ? "; " : "", err2);
+        }
+    }
+    if (c->fd < 0) {
+        ctl_fail(EX_UNAVAILABLE, "cannot connect to redlockd: %s", err1);
+    }
+    if (o->password == NULL) {
+        return;
+    }
+    if (ctl_send(c, "AUTH %s", o->password) != 0) {
+        ctl_fail(EX_UNAVAILABLE, "cannot send to redlockd at %s: %s", c->where, strerror(errno));
+    }
+    reply = ctl_reply(c, "AUTH", ctl_now_ms() + CTL_CONNECT_MS);
+    if (strcmp(reply, "OK") == 0
+        || strncmp(reply, "ERR AUTH no password is configured", 34) == 0) {
+        return;
+    }
+    ctl_fail_err(o, c, "AUTH", reply);
+}
+
+/* ---- the command line ---- */
+
+static void
+ctl_parse(int argc, char **argv, struct ctl_opts *o)
+{
+    static const struct option longopts[] = {
+        { "fence",   no_argument, NULL, 'F' },
+        { "help",    no_argument, NULL, 'h' },
+        { "version", no_argument, NULL, 'V' },
+        { NULL,      0,           NULL, 0 }
+    };
+    const char *last_arg = NULL, *env;
+    char lock_opt = '\0', **ops;
+    bool dashdash;
+    int64_t v;
+    int ch, nops;
+
+    memset(o, 0, sizeof(*o));
+    o->wait_ms = -1;
+    o->conflict_code = CTL_EXIT_CONFLICT;
+    o->grace_ms = CTL_GRACE_MS;
+    opterr = 0;
+    while ((ch = getopt_long(argc, argv, "+nw:t:E:k:c:S:H:vhV", longopts, NULL)) != -1) {
+        if (optarg != NULL) {
+            last_arg = optarg;
+        }
+        switch (ch) {
+        case 'n':
+            o->nowait = true;
+            lock_opt = 'n';
+            break;
+        case 'w':
+            if (ctl_parse_seconds(optarg, &o->wait_ms) != 0) {
+                ctl_usage_fail("-w: bad number of seconds '%s'", optarg);
+            }
+            lock_opt = 'w';
+            break;
+        case 't':
+            if (ctl_parse_int(optarg, PROTO_NUMBER_MAX, &o->ttl_ms) != 0 || o->ttl_ms == 0) {
+                ctl_usage_fail("-t: bad ttl '%s' (milliseconds, at least 1)", optarg);
+            }
+            lock_opt = 't';
+            break;
+        case 'E':
+            if (ctl_parse_int(optarg, 255, &v) != 0) {
+                ctl_usage_fail("-E: bad exit code '%s' (0..255)", optarg);
+            }
+            o->conflict_code = (int)v;
+            lock_opt = 'E';
+            break;
+        case 'k':
+            if (ctl_parse_seconds(optarg, &o->grace_ms) != 0) {
+                ctl_usage_fail("-k: bad number of seconds '%s'", optarg);
+            }
+            lock_opt = 'k';
+            break;
+        case 'c':
+            o->shell_cmd = optarg;
+            lock_opt = 'c';
+            break;
+        case 'S':
+            o->unix_path = optarg;
+            break;
+        case 'H':
+            o->addr = optarg;
+            break;
+        case 'F':
+            o->fence = true;
+            lock_opt = 'F';
+            break;
+        case 'v':
+            o->verbose = true;
+            break;
+        case 'h':
+            ctl_usage(stdout);
+            exit(0);
+        case 'V':
+            printf("redlockctl %s\n", REDLOCKD_VERSION);
+            exit(0);
+        default:
+            if (optopt != 0 && strchr("wtEkcSH", optopt) != NULL) {
+                ctl_usage_fail("option -%c needs a value", optopt);
+            } else if (optopt != 0) {
+                ctl_usage_fail("unknown option -%c", optopt);
+            }
+            ctl_usage_fail("unknown option '%s'", argv[optind - 1]);
+        }
+    }
+    ops = argv + optind;
+    nops = argc - optind;
+    /* "--" ended the options (and was not the value of one). */
+    dashdash = optind > 1 && strcmp(argv[optind - 1], "--") == 0 && argv[optind - 1] != last_arg;
+
+    /* Where the daemon is. */
+    if (o->unix_path != NULL && o->addr != NULL) {
+        ctl_usage_fail("-S and -H exclude each other");
+    }
+    if (o->unix_path == NULL && o->addr == NULL) {
+        if ((env = getenv("REDLOCKD_SOCKET")) != NULL && env[0] != '\0') {
+            o->unix_path = env;
+        } else if ((env = getenv("REDLOCKD_ADDR")) != NULL && env[0] != '\0') {
+            o->addr = env;
+        } else {
+            o->unix_path = CTL_DEFAULT_SOCKET;
+            o->addr = CTL_DEFAULT_ADDR;
+            o->fallback = true;
+        }
+    }
+    if (o->unix_path == NULL) {
+        char host[256], port[8];
+
+        if (ctl_split_addr(o->addr, host, sizeof(host), port, sizeof(port)) != 0) {
+            ctl_usage_fail("bad redlockd address '%s' (HOST:PORT or [IPv6]:PORT)", o->addr);
+        }
+    }
+    if ((env = getenv("REDLOCKD_PASSWORD")) != NULL && env[0] != '\0') {
+        if (!ctl_word_ok(env, PROTO_WORD_MAX)) {
+            ctl_usage_fail("REDLOCKD_PASSWORD must be 1..%d printable characters without "
+                           "spaces", PROTO_WORD_MAX);
+        }
+        o->password = env;
+    }
+
+    /* Subcommands. */
+    if (nops == 0) {
+        ctl_usage_fail("no lock NAME");
+    }
+    if (!dashdash && (strcmp(ops[0], "status") == 0 || strcmp(ops[0], "stats") == 0
+                      || strcmp(ops[0], "ping") == 0)) {
+        if (lock_opt != '\0') {
+            ctl_usage_fail("%s%c is not used with '%s'", lock_opt == 'F' ? "--fence" : "-",
+                           lock_opt == 'F' ? ' ' : lock_opt, ops[0]);
+        }
+        if (strcmp(ops[0], "status") == 0) {
+            if (nops != 2) {
+                ctl_usage_fail("usage: redlockctl status NAME");
+            }
+            o->mode = CTL_MODE_STATUS;
+            o->name = ops[1];
+        } else {
+            if (nops != 1) {
+                ctl_usage_fail("'%s' takes no arguments", ops[0]);
+            }
+            o->mode = strcmp(ops[0], "stats") == 0 ? CTL_MODE_STATS : CTL_MODE_PING;
+            return;
+        }
+    } else {
+        o->mode = CTL_MODE_LOCK;
+        o->name = ops[0];
+        ops++;
+        nops--;
+        if (nops > 0 && strcmp(ops[0], "-c") == 0) {
+            if (o->shell_cmd != NULL || nops != 2) {
+                ctl_usage_fail("-c takes exactly one argument, the whole command");
+            }
+            o->shell_cmd = ops[1];
+        } else if (o->shell_cmd != NULL) {
+            if (nops > 0) {
+                ctl_usage_fail("-c takes exactly one argument, the whole command");
+            }
+        } else {
+            if (nops > 0 && strcmp(ops[0], "--") == 0) {
+                ops++;
+                nops--;
+            }
+            if (nops == 0) {
+                ctl_usage_fail("no COMMAND to run under '%s'", o->name);
+            }
+            o->argv = ops;
+        }
+        if (o->nowait && o->wait_ms > 0) {
+            ctl_usage_fail("-n and -w exclude each other");
+        }
+        if (o->wait_ms == 0) {
+            o->nowait = true;
+        }
+    }
+    if (!ctl_word_ok(o->name, PROTO_NAME_MAX)) {
+        ctl_usage_fail("bad lock name (1..%d printable ASCII characters, no spaces)",
+                       PROTO_NAME_MAX);
+    }
+}
+
+/* ---- subcommands ---- */
+
+static int
+ctl_cmd_ping(struct ctl_conn *c)
+{
+    char version[128] = "";
+    const char *reply;
+    int64_t t0, t1;
+
+    t0 = ctl_now_ms();
+    ctl_request(c, "PING");
+    reply = ctl_reply(c, "PING", t0 + CTL_REPLY_MS);
+    t1 = ctl_now_ms();
+    if (strcmp(reply, "PONG") != 0) {
+        ctl_fail(strncmp(reply, "ERR AUTH ", 9) == 0 ? EX_NOPERM : EX_UNAVAILABLE,
+                 "PING at %s answered: %s", c->where, reply);
+    }
+    ctl_request(c, "VERSION");
+    reply = ctl_reply(c, "VERSION", ctl_now_ms() + CTL_REPLY_MS);
+    if (strncmp(reply, "VERSION ", 8) == 0) {
+        snprintf(version, sizeof(version), " %s", reply + 8);
+    }
+    printf("PONG from redlockd%s at %s in %lld ms\n", version, c->where, (long long)(t1 - t0));
+    return 0;
+}
+
+
+/* status NAME: prints what the masters say; 0 when held, 1 when free. */
+static int
+ctl_cmd_status(const struct ctl_opts *o, struct ctl_conn *c)
+{
+    char req[PROTO_NAME_MAX + 16], ttl[32], fence[32], left[48];
+    const char *reply;
+    int64_t ms;
+
+    snprintf(req, sizeof(req), "STATUS %s", o->name);
+    ctl_request(c, req);
+    reply = ctl_reply(c, "STATUS", ctl_now_ms() + CTL_REPLY_MS);
+    if (ctl_is(reply, "FREE", o->name)) {
+        printf("%s: free\n", o->name);
+        return 1;
+    }
+    if (!ctl_is(reply, "HELD", o->name)) {
+        ctl_fail_err(o, c, req, reply);
+    }
+    printf("%s: held", o->name);
+    if (ctl_field(reply, "ttl", ttl, sizeof(ttl))) {
+        if (strcmp(ttl, "-1") == 0) {
+            printf(", without expiry (a key without a TTL: it may never be freed)");
+        } else if (ctl_parse_int(ttl, PROTO_NUMBER_MAX, &ms) == 0) {
+            ctl_seconds_text(ms, left, sizeof(left));
+            printf(", lease ends in %s unless its holder renews it", left);
+        }
+    }
+    if (ctl_field(reply, "fence", fence, sizeof(fence))) {
+        printf(", fence %s", fence);
+    }
+    printf("\n");
+    return 0;
+}
+
+/* Free the STAT lines kept by ctl_cmd_stats(). */
+static void
+ctl_stats_free(struct ctl_stat *st, size_t n)
+{
+    size_t i;
+
+    for (i = 0; i < n; i++) {
+        free(st[i].name);
+    }
+    free(st);
+}
+
+/* Print a padded cell of the masters table. */
+static void
+ctl_cell(const char *text, size_t width, bool last)
+{
+    if (last) {
+        printf("%s\n", text);
+    } else {
+        printf("%-*s  ", (int)width, text);
+    }
+}
+
+/*
+ * stats: the daemon's counters, aligned, and the master.<i>.<field> lines
+ * as a table with one row per master and one column per field (in the
+ * order the daemon sends them, so that new fields show up by themselves).
+ */
+static int
+ctl_cmd_stats(const struct ctl_opts *o, struct ctl_conn *c)
+{
+    static const char *cell[CTL_MASTERS_MAX][CTL_FIELDS_MAX];
+    const char *fields[CTL_FIELDS_MAX], *reply, *sp;
+    size_t n = 0, nfields = 0, nmasters = 0, width = 0, colw[CTL_FIELDS_MAX], i, f, len;
+    bool in_table[CTL_STATS_MAX];
+    struct ctl_stat *st;
+    int64_t deadline = ctl_now_ms() + CTL_REPLY_MS, m;
+    char idx[8], num[24];
+
+    st = calloc(CTL_STATS_MAX, sizeof(*st));
+    if (st == NULL) {
+        ctl_fail(EX_OSERR, "out of memory");
+    }
+    ctl_request(c, "STATS");
+    for (;;) {
+        reply = ctl_reply(c, "STATS", deadline);
+        if (strcmp(reply, "END") == 0) {
+            break;
+        }
+        if (strncmp(reply, "STAT ", 5) != 0) {
+            ctl_fail_err(o, c, "STATS", reply);
+        }
+        if (n == CTL_STATS_MAX) {
+            continue;
+        }
+        len = strlen(reply + 5);
+        st[n].name = malloc(len + 2);
+        if (st[n].name == NULL) {
+            ctl_fail(EX_OSERR, "out of memory");
+        }
+        memcpy(st[n].name, reply + 5, len + 1);
+        sp = strchr(st[n].name, ' ');
+        if (sp != NULL) {
+            st[n].name[sp - st[n].name] = '\0';
+            st[n].value = st[n].name + (sp - st[n].name) + 1;
+        } else {
+            st[n].value = st[n].name + len + 1;
+            st[n].value[0] = '\0';
+        }
+        n++;
+    }
+
+    /* master.<i>.<field> into the table. */
+    memset(cell, 0, sizeof(cell));
+    for (i = 0; i < n; i++) {
+        const char *dot, *field;
+
+        in_table[i] = false;
+        if (strncmp(st[i].name, "master.", 7) != 0
+            || (dot = strchr(st[i].name + 7, '.')) == NULL
+            || (size_t)(dot - st[i].name - 7) >= sizeof(idx) || dot[1] == '\0') {
+            continue;
+        }
+        memcpy(idx, st[i].name + 7, (size_t)(dot - st[i].name - 7));
+        idx[dot - st[i].name - 7] = '\0';
+        field = dot + 1;
+        if (ctl_parse_int(idx, CTL_MASTERS_MAX - 1, &m) != 0) {
+            continue;
+        }
+        for (f = 0; f < nfields && strcmp(fields[f], field) != 0; f++) {
+            continue;
+        }
+        if (f == nfields) {
+            if (nfields == CTL_FIELDS_MAX) {
+                continue;
+            }
+            fields[nfields++] = field;
+        }
+        cell[m][f] = st[i].value;
+        if ((size_t)m + 1 > nmasters) {
+            nmasters = (size_t)m + 1;
+        }
+        in_table[i] = true;
+    }
+
+    printf("redlockd at %s\n", c->where);
+    for (i = 0; i < n; i++) {
+        if (!in_table[i] && strlen(st[i].name) > width) {
+            width = strlen(st[i].name);
+        }
+    }
+    for (i = 0; i < n; i++) {
+        if (!in_table[i]) {
+            printf("  %-*s  %s\n", (int)width, st[i].name, st[i].value);
+        }
+    }
+    if (nmasters > 0) {
+        printf("masters:\n");
+        for (f = 0; f < nfields; f++) {
+            colw[f] = strlen(fields[f]);
+            for (i = 0; i < nmasters; i++) {
+                len = cell[i][f] != NULL ? strlen(cell[i][f]) : 1;
+                colw[f] = len > colw[f] ? len : colw[f];
+            }
+        }
+        printf("  %-3s ", "#");
+        for (f = 0; f < nfields; f++) {
+            ctl_cell(fields[f], colw[f], f + 1 == nfields);
+        }
+        for (i = 0; i < nmasters; i++) {
+            snprintf(num, sizeof(num), "%zu", i);
+            printf("  %-3s ", num);
+            for (f = 0; f < nfields; f++) {
+                ctl_cell(cell[i][f] != NULL ? cell[i][f] : "-", colw[f], f + 1 == nfields);
+            }
+        }
+    }
+    ctl_stats_free(st, n);
+    return 0;
+}
+
+/* ---- the lock and the command ---- */
+
+/*
+ * Take the lock (LOCK, or TRYLOCK for -n).  Returns with the grant's fence
+ * in fence ("" when none); a conflict or an error ends redlockctl.
+ */
+static void
+ctl_acquire(const struct ctl_opts *o, struct ctl_conn *c, char *fence, size_t fsize)
+{
+    const char *verb = o->nowait ? "TRYLOCK" : "LOCK", *reply;
+    char req[PROTO_NAME_MAX + 128], what[PROTO_NAME_MAX + 16], ttl[32], left[48];
+    int64_t deadline, ms;
+    size_t len, i;
+
+    len = (size_t)snprintf(req, sizeof(req), "%s %s", verb, o->name);
+    if (o->ttl_ms > 0) {
+        len += (size_t)snprintf(req + len, sizeof(req) - len, " ttl=%lld", (long long)o->ttl_ms);
+    }
+    if (!o->nowait && o->wait_ms > 0) {
+        len += (size_t)snprintf(req + len, sizeof(req) - len, " wait=%lld",
+                                (long long)o->wait_ms);
+    }
+    if (o->fence) {
+        snprintf(req + len, sizeof(req) - len, " fence");
+    }
+    snprintf(what, sizeof(what), "%s %s", verb, o->name);
+    ctl_request(c, req);
+    if (o->nowait) {
+        deadline = ctl_now_ms() + CTL_REPLY_MS;
+    } else if (o->wait_ms > 0) {
+        deadline = ctl_now_ms() + o->wait_ms + CTL_WAIT_SLACK_MS;
+    } else {
+        deadline = -1;
+    }
+    reply = ctl_reply(c, what, deadline);
+    if (ctl_is(reply, "OK", o->name)) {
+        fence[0] = '\0';
+        if (ctl_field(reply, "fence", fence, fsize)) {
+            for (i = 0; fence[i] != '\0'; i++) {
+                if (fence[i] < '0' || fence[i] > '9') {
+                    fence[0] = '\0';
+                    break;
+                }
+            }
+        }
+        if (o->verbose) {
+            if (!ctl_field(reply, "validity", ttl, sizeof(ttl))) {
+                strcpy(ttl, "?");
+            }
+            ctl_msg("acquired '%s' (validity=%s ms%s%s)", o->name, ttl,
+                    fence[0] != '\0' ? ", fence=" : "", fence);
+        }
+        return;
+    }
+    if (ctl_is(reply, "BUSY", o->name) || ctl_is(reply, "TIMEOUT", o->name)) {
+        if (o->verbose && reply[0] == 'B') {
+            left[0] = '\0';
+            if (ctl_field(reply, "ttl", ttl, sizeof(ttl))
+                && ctl_parse_int(ttl, PROTO_NUMBER_MAX, &ms) == 0) {
+                snprintf(left, sizeof(left), " (its lease ends in %lld ms unless renewed)",
+                         (long long)ms);
+            }
+            ctl_msg("'%s' is held by someone else%s", o->name, left);
+        } else if (o->verbose) {
+            ctl_seconds_text(o->wait_ms, left, sizeof(left));
+            ctl_msg("'%s' still held after waiting %s", o->name, left);
+        }
+        exit(o->conflict_code);
+    }
+    ctl_fail_err(o, c, what, reply);
+}
+
+/*
+ * Fork and exec COMMAND in its own process group (see the file comment).
+ * With handover, the terminal on stdin is given to that group (by both
+ * sides, so that it is done before COMMAND runs, whichever runs first).
+ */
+static pid_t
+ctl_spawn(const struct ctl_opts *o, const char *fence, bool handover)
+{
+    pid_t parent = getpid(), pid;
+    const char *file;
+    int err;
+
+    fflush(NULL);
+    pid = fork();
+    if (pid != 0) {
+        if (pid > 0) {
+            setpgid(pid, pid);
+            if (handover) {
+                tcsetpgrp(STDIN_FILENO, pid);
+            }
+        }
+        return pid;
+    }
+    setpgid(0, 0);
+    if (handover) {
+        tcsetpgrp(STDIN_FILENO, getpid());
+    }
+    /* Our death releases the lock: COMMAND must not outlive us. */
+    if (prctl(PR_SET_PDEATHSIG, SIGKILL) != 0 || getppid() != parent) {
+        _exit(EX_OSERR);
+    }
+    sigaction(SIGCHLD, &ctl_origchld, NULL);
+    sigprocmask(SIG_SETMASK, &ctl_origmask, NULL);
+    if (setenv("REDLOCK_NAME", o->name, 1) != 0
+        || (fence[0] != '\0' ? setenv("REDLOCK_FENCE", fence, 1)
+                             : unsetenv("REDLOCK_FENCE")) != 0) {
+        ctl_msg("cannot set the environment: %s", strerror(errno));
+        _exit(EX_OSERR);
+    }
+    if (o->shell_cmd != NULL) {
+        file = "/bin/sh";
+        execl(file, "sh", "-c", o->shell_cmd, (char *)NULL);
+    } else {
+        file = o->argv[0];
+        execvp(file, o->argv);
+    }
+    err = errno;
+    ctl_msg("cannot run %s: %s", file, strerror(err));
+    _exit(err == ENOENT ? CTL_EXIT_NOTFOUND : CTL_EXIT_NOEXEC);
+}
+
+/*
+ * COMMAND stopped while we have a terminal (Ctrl-Z, or SIGTTIN from the
+ * background): take the terminal back and stop ourselves, so that the
+ * shell sees the job stopped; once continued, give the terminal back if
+ * we are in the foreground, and continue COMMAND.  (In an orphaned process
+ * group SIGTSTP is discarded and COMMAND is simply continued.)
+ */
+static void
+ctl_job_stop(struct ctl_child *ch)
+{
+    if (ch->handed) {
+        tcsetpgrp(STDIN_FILENO, getpgrp());
+        ch->handed = false;
+    }
+    kill(getpid(), SIGTSTP);
+    if (tcgetpgrp(STDIN_FILENO) == getpgrp()) {
+        ch->handed = tcsetpgrp(STDIN_FILENO, ch->pid) == 0;
+    }
+    kill(-ch->pid, SIGCONT);
+}
+
+/*
+ * After SIGCHLD: deal with COMMAND's stops, and reap it when it has
+ * exited.  It is looked at first without being reaped (WNOWAIT), so that
+ * while the rest of its process group is killed after a lost lock, its
+ * process group id cannot be given to another process.  True once reaped.
+ */
+static bool
+ctl_child_reap(struct ctl_child *ch)
+{
+    siginfo_t si;
+    int status;
+
+    for (;;) {
+        memset(&si, 0, sizeof(si));
+        if (waitid(P_PID, (id_t)ch->pid, &si, WEXITED | WSTOPPED | WNOHANG | WNOWAIT) != 0) {
+            if (errno == EINTR) {
+                continue;
+            }
+            ctl_msg("waitid: %s", strerror(errno));
+            ch->code = EX_OSERR;
+            return true;
+        }
+        if (si.si_pid == 0) {
+            return false;
+        }
+        if (si.si_code != CLD_EXITED && si.si_code != CLD_KILLED && si.si_code != CLD_DUMPED) {
+            /* A stop: take it off the queue. */
+            waitid(P_PID, (id_t)ch->pid, &si, WSTOPPED | WNOHANG);
+            if (ch->tty && !ch->lost) {
+                ctl_job_stop(ch);
+            }
+            continue;
+        }
+        if (ch->lost) {
+            kill(-ch->pid, SIGKILL);
+        }
+        while (waitpid(ch->pid, &status, 0) < 0 && errno == EINTR) {
+            continue;
+        }
+        if (WIFEXITED(status)) {
+            ch->code = WEXITSTATUS(status);
+        } else if (WIFSIGNALED(status)) {
+            ch->code = 128 + WTERMSIG(status);
+        } else {
+            ch->code = 255;
+        }
+        return true;
+    }
+}
+
+/* The lock is gone: tell COMMAND's process group to stop. */
+static void
+ctl_lose(const struct ctl_opts *o, struct ctl_child *ch, const char *why)
+{
+    char grace[48];
+
+    if (ch->lost) {
+        return;
+    }
+    ch->lost = true;
+    kill(-ch->pid, SIGTERM);
+    kill(-ch->pid, SIGCONT);
+    if (o->grace_ms == 0) {
+        kill(-ch->pid, SIGKILL);
+        ctl_msg("lost the lock '%s' while the command ran (%s): SIGKILL to its process group",
+                o->name, why);
+        return;
+    }
+    ch->kill_at = ctl_now_ms() + o->grace_ms;
+    ctl_seconds_text(o->grace_ms, grace, sizeof(grace));
+    ctl_msg("lost the lock '%s' while the command ran (%s): SIGTERM to its process group, "
+            "SIGKILL when it exits or in %s", o->name, why, grace);
+}
+
+/*
+ * UNLOCK NAME and wait for the answer, so that the name is free when we
+ * exit.  Failures are reported; COMMAND's status stands.
+ */
+static void
+ctl_release(const struct ctl_opts *o, struct ctl_conn *c)
+{
+    int64_t deadline = ctl_now_ms() + CTL_REPLY_MS;
+    int sig = 0;
+
+    if (c->fd < 0 || ctl_send(c, "UNLOCK %s", o->name) != 0) {
+        return;
+    }
+    for (;;) {
+        switch (ctl_next(c, deadline, &sig)) {
+        case CTL_EV_LINE:
+            if (c->line[0] == '!') {
+                continue;
+            }
+            if (ctl_is(c->line, "OK", o->name)) {
+                if (o->verbose) {
+                    ctl_msg("released '%s'", o->name);
+                }
+            } else if (!ctl_is(c->line, "NOTHELD", o->name)) {
+                ctl_msg("releasing '%s': %s (its lease runs out by itself)", o->name, c->line);
+            }
+            return;
+        case CTL_EV_SIGNAL:
+            if (sig == SIGCHLD) {
+                continue;
+            }
+            return;     /* closing the connection releases it too */
+        case CTL_EV_TIMEOUT:
+            ctl_msg("releasing '%s': no answer from redlockd at %s (its lease runs out by "
+                    "itself)", o->name, c->where);
+            return;
+        case CTL_EV_CLOSED:
+            return;
+        }
+    }
+}
+
+/* Run COMMAND under the lock we hold; returns redlockctl's exit status. */
+static int
+ctl_run(const struct ctl_opts *o, struct ctl_conn *c, const char *fence)
+{
+    char why[sizeof(((struct ctl_conn *)NULL)->where) + 320], reason[32], grace[48];
+    struct ctl_child ch;
+    bool handover;
+    int sig = 0;
+
+    memset(&ch, 0, sizeof(ch));
+    ch.kill_at = -1;
+    ch.tty = isatty(STDIN_FILENO) && tcgetpgrp(STDIN_FILENO) != -1;
+    handover = ch.tty && tcgetpgrp(STDIN_FILENO) == getpgrp();
+    ch.pid = ctl_spawn(o, fence, handover);
+    if (ch.pid < 0) {
+        ctl_msg("cannot start the command: fork: %s", strerror(errno));
+        return EX_OSERR;
+    }
+    ch.handed = handover;
+    for (;;) {
+        switch (ctl_next(c, ch.kill_at, &sig)) {
+        case CTL_EV_SIGNAL:
+            if (sig != SIGCHLD) {
+                kill(-ch.pid, sig);
+            } else if (ctl_child_reap(&ch)) {
+                goto done;
+            }
+            break;
+        case CTL_EV_LINE:
+            if (strncmp(c->line, "! ", 2) == 0 && ctl_is(c->line + 2, "LOST", o->name)) {
+                if (!ctl_field(c->line + 2, "reason", reason, sizeof(reason))) {
+                    strcpy(reason, "?");
+                }
+                snprintf(why, sizeof(why), "reason=%s", reason);
+                ctl_lose(o, &ch, why);
+            }
+            break;
+        case CTL_EV_CLOSED:
+            snprintf(why, sizeof(why), "the connection to redlockd at %s ended: %s", c->where,
+                     c->why);
+            ctl_lose(o, &ch, why);
+            break;
+        case CTL_EV_TIMEOUT:
+            kill(-ch.pid, SIGKILL);
+            ch.kill_at = -1;
+            ctl_seconds_text(o->grace_ms, grace, sizeof(grace));
+            ctl_msg("the command did not stop within %s of SIGTERM: SIGKILL to its process "
+                    "group", grace);
+            break;
+        }
+    }
+done:
+    if (ch.handed) {
+        tcsetpgrp(STDIN_FILENO, getpgrp());
+    }
+    if (ch.lost) {
+        return EX_TEMPFAIL;
+    }
+    ctl_release(o, c);
+    return ch.code;
+}
+
+int
+main(int argc, char **argv)
+{
+    static struct ctl_conn conn;
+    struct ctl_opts o;
+    char fence[32];
+
+    ctl_parse(argc, argv, &o);
+    ctl_signals_init();
+    ctl_open(&o, &conn);
+    switch (o.mode) {
+    case CTL_MODE_PING:
+        return ctl_cmd_ping(&conn);
+    case CTL_MODE_STATUS:
+        return ctl_cmd_status(&o, &conn);
+    case CTL_MODE_STATS:
+        return ctl_cmd_stats(&o, &conn);
+    case CTL_MODE_LOCK:
+        break;
+    }
+    ctl_acquire(&o, &conn, fence, sizeof(fence));
+    return ctl_run(&o, &conn, fence);
+}

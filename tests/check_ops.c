@@ -1,0 +1,1081 @@
+/*
+ * check_ops.c: redlockd as an operator and a service manager see it.
+ *
+ * Real redis-server masters and the real daemon on free loopback ports
+ * (tests/harness.h).  SIGHUP reload: new limits apply to open sessions
+ * and held locks survive; a file with an error is rejected whole, with
+ * its file:line:column in the log; a file that changes a setting that
+ * takes a restart (masters, listen.tcp) is refused whole.  systemd:
+ * the sd_notify messages (READY, WATCHDOG, RELOADING, STOPPING) read
+ * from a datagram socket of our own, and socket activation with
+ * listening sockets we create and pass as descriptors 3 and 4, protected
+ * mode included.  The systemd tests need a daemon built with libsystemd
+ * and say so when they skip.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/prctl.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <sys/wait.h>
+
+#include <check.h>
+
+#include "tests/expect.h"
+#include "tests/harness.h"
+
+#define NMASTERS        5
+#define CMD_MS          2000    /* deadline for a reply that needs the masters */
+#define LOCAL_MS        1000    /* deadline for a reply the daemon gives alone */
+#define RELOAD_MS       3000    /* deadline for a reload to be logged */
+#define EXIT_MS         5000    /* deadline for the daemon to exit */
+#define TEST_TIMEOUT_S  40
+#define WATCHDOG_USEC   "400000"
+#define NOTIFY_MAX      512     /* datagrams kept per test */
+#define NOTIFY_SIZE     1024    /* longest datagram kept */
+
+/* ---- state a test leaves for the teardown ---- */
+
+static pid_t ops_child;         /* a daemon we spawned ourselves (socket activation) */
+static int   ops_fds[4] = { -1, -1, -1, -1 };  /* sockets to close in teardown */
+static bool  ops_have_systemd;  /* set in main(): the daemon links libsystemd */
+
+/* ---- helpers ---- */
+
+static void
+ops_up(const struct h_daemon_opts *opts)
+{
+    ck_assert_msg(h_begin(tcase_name()) == 0, "cannot create the test directory");
+    ck_assert_msg(h_start_masters(NMASTERS) == 0, "the masters did not start");
+    if (opts != NULL) {
+        ck_assert_msg(h_start_daemon(opts) == 0, "redlockd did not start (log above)");
+    }
+}
+
+static void
+ops_keep_fd(int fd)
+{
+    size_t i;
+
+    for (i = 0; i < sizeof(ops_fds) / sizeof(ops_fds[0]); i++) {
+        if (ops_fds[i] < 0) {
+            ops_fds[i] = fd;
+            return;
+        }
+    }
+    ck_abort_msg("ops_keep_fd: no room (a bug in the test)");
+}
+
+static void
+ops_teardown(void)
+{
+    size_t i;
+
+    if (ops_child > 0) {
+        kill(ops_child, SIGKILL);
+        (void)waitpid(ops_child, NULL, 0);
+        ops_child = 0;
+    }
+    for (i = 0; i < sizeof(ops_fds) / sizeof(ops_fds[0]); i++) {
+        if (ops_fds[i] >= 0) {
+            close(ops_fds[i]);
+            ops_fds[i] = -1;
+        }
+    }
+    unsetenv("NOTIFY_SOCKET");
+    unsetenv("WATCHDOG_USEC");
+    h_end();
+}
+
+/* A test that cannot run here says why and passes. */
+static void
+ops_skip(const char *why)
+{
+    printf("check_ops: %s: skipped: %s\n", tcase_name(), why);
+    fflush(stdout);
+}
+
+static int
+ops_connect(void)
+{
+    int fd = h_connect_tcp();
+
+    ck_assert_msg(fd >= 0, "cannot connect to the daemon: %s", strerror(errno));
+    return fd;
+}
+
+/* A whole file as a NUL-terminated malloc'd string. */
+static char *
+ops_read_file(const char *path)
+{
+    FILE *f = fopen(path, "re");
+    char *text;
+    long size;
+
+    ck_assert_msg(f != NULL, "cannot open %s: %s", path, strerror(errno));
+    ck_assert_int_eq(fseek(f, 0, SEEK_END), 0);
+    size = ftell(f);
+    ck_assert_int_ge(size, 0);
+    rewind(f);
+    text = malloc((size_t)size + 1);
+    ck_assert_ptr_nonnull(text);
+    ck_assert_msg(fread(text, 1, (size_t)size, f) == (size_t)size, "short read of %s", path);
+    text[size] = '\0';
+    fclose(f);
+    return text;
+}
+
+/* Write text to path through path.tmp and rename(2), as an editor would. */
+static void
+ops_write_atomic(const char *path, const char *text)
+{
+    char tmp[512];
+    FILE *f;
+    int rc;
+
+    ck_assert_int_lt(snprintf(tmp, sizeof(tmp), "%s.tmp", path), (int)sizeof(tmp));
+    f = fopen(tmp, "we");
+    ck_assert_msg(f != NULL, "cannot create %s: %s", tmp, strerror(errno));
+    fputs(text, f);
+    rc = fflush(f) == 0 && fsync(fileno(f)) == 0 && !ferror(f) ? 0 : -1;
+    ck_assert_msg(fclose(f) == 0 && rc == 0, "cannot write %s", tmp);
+    ck_assert_msg(rename(tmp, path) == 0, "rename %s: %s", tmp, strerror(errno));
+}
+
+/*
+ * Replace the one occurrence of old in the malloc'd string *text by
+ * repl.  The test fails when old does not occur exactly once (the
+ * config the harness writes is not what this test expects).
+ */
+static void
+ops_replace(char **text, const char *old, const char *repl)
+{
+    char *at = strstr(*text, old), *out;
+    size_t head, olen = strlen(old), rlen = strlen(repl), len = strlen(*text);
+
+    ck_assert_msg(at != NULL, "'%s' is not in the config:\n%s", old, *text);
+    ck_assert_msg(strstr(at + 1, old) == NULL, "'%s' is in the config twice", old);
+    head = (size_t)(at - *text);
+    out = malloc(len - olen + rlen + 1);
+    ck_assert_ptr_nonnull(out);
+    memcpy(out, *text, head);
+    memcpy(out + head, repl, rlen);
+    memcpy(out + head + rlen, at + olen, len - head - olen + 1);
+    free(*text);
+    *text = out;
+}
+
+/* 1-based number of the line of text on which the first occurrence of s starts. */
+static int
+ops_line_of(const char *text, const char *s)
+{
+    const char *at = strstr(text, s), *p;
+    int line = 1;
+
+    ck_assert_msg(at != NULL, "'%s' is not in the config", s);
+    for (p = text; p < at; p++) {
+        line += *p == '\n';
+    }
+    return line;
+}
+
+/* The size of the daemon log now: what a later search starts after. */
+static off_t
+ops_log_mark(void)
+{
+    struct stat st;
+
+    return stat(h_daemon_log_path(), &st) == 0 ? st.st_size : 0;
+}
+
+/*
+ * Search the daemon log after byte from for a line containing text;
+ * copy the line (without its LF) into line when it is not NULL.
+ */
+static bool
+ops_log_find(off_t from, const char *text, char *line, size_t size)
+{
+    FILE *f = fopen(h_daemon_log_path(), "re");
+    char *buf = NULL;
+    size_t cap = 0;
+    ssize_t n;
+    bool found = false;
+
+    if (f == NULL) {
+        return false;
+    }
+    if (fseeko(f, from, SEEK_SET) == 0) {
+        while (!found && (n = getline(&buf, &cap, f)) > 0) {
+            if (buf[n - 1] == '\n') {
+                buf[n - 1] = '\0';
+            }
+            found = strstr(buf, text) != NULL;
+        }
+    }
+    if (found && line != NULL) {
+        snprintf(line, size, "%s", buf);
+    }
+    free(buf);
+    fclose(f);
+    return found;
+}
+
+struct ops_log_wait {
+    off_t       from;   /* log offset the search starts at */
+    const char *text;   /* what a line must contain */
+};
+
+static bool
+ops_cond_log(void *arg)
+{
+    struct ops_log_wait *w = arg;
+
+    return ops_log_find(w->from, w->text, NULL, 0);
+}
+
+/*
+ * Send SIGHUP and wait for the line that ends this reload: "reload:
+ * done" or the reason it was refused (expect).  Returns the log offset
+ * from before the signal, for further searches in what the reload
+ * logged.
+ */
+static off_t
+ops_reload(const char *expect, int at)
+{
+    struct ops_log_wait w = { ops_log_mark(), expect };
+
+    ck_assert_int_eq(h_signal_daemon(SIGHUP), 0);
+    if (!h_wait_until(ops_cond_log, &w, RELOAD_MS)) {
+        h_print_daemon_log_tail(30);
+        ck_abort_msg("line %d: SIGHUP: no log line with '%s' within %d ms", at, expect,
+                     RELOAD_MS);
+    }
+    ck_assert_msg(ops_log_find(w.from, "SIGHUP: reloading ", NULL, 0),
+                  "line %d: the reload did not log its start", at);
+    return w.from;
+}
+
+#define OPS_RELOAD(expect) ops_reload((expect), __LINE__)
+
+/* A STATS counter over a connection of the test's own. */
+struct ops_stat {
+    int         fd;     /* connection to send STATS on (-1: h_stat_once) */
+    const char *name;   /* counter */
+    long long   want;   /* value to reach */
+    long long   seen;   /* last value read, -1 when none */
+};
+
+static bool
+ops_cond_stat(void *arg)
+{
+    struct ops_stat *s = arg;
+    int rc = s->fd >= 0 ? h_stat(s->fd, s->name, &s->seen) : h_stat_once(s->name, &s->seen);
+
+    if (rc != 0) {
+        s->seen = -1;
+        return false;
+    }
+    return s->seen == s->want;
+}
+
+/* True when nothing accepts TCP connections on 127.0.0.1:port. */
+static bool
+ops_port_refused(int port)
+{
+    struct sockaddr_in sin;
+    int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0), rc, err;
+
+    ck_assert_int_ge(fd, 0);
+    memset(&sin, 0, sizeof(sin));
+    sin.sin_family = AF_INET;
+    sin.sin_port = htons((uint16_t)port);
+    sin.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    rc = connect(fd, (struct sockaddr *)&sin, sizeof(sin));
+    err = errno;
+    close(fd);
+    return rc != 0 && err == ECONNREFUSED;
+}
+
+/* A blocking connection to 127.0.0.1:port, or -1. */
+static int
+ops_connect_port(int port)
+{
+    struct sockaddr_in sin;
+    int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+
+    if (fd < 0) {
+        return -1;
+    }
+    memset(&sin, 0, sizeof(sin));
+    sin.sin_family = AF_INET;
+    sin.sin_port = htons((uint16_t)port);
+    sin.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    if (connect(fd, (struct sockaddr *)&sin, sizeof(sin)) != 0) {
+        close(fd);
+        return -1;
+    }
+    return fd;
+}
+
+/* A blocking connection to the Unix socket at path, or -1. */
+static int
+ops_connect_path(const char *path)
+{
+    struct sockaddr_un sun;
+    int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+
+    if (fd < 0) {
+        return -1;
+    }
+    memset(&sun, 0, sizeof(sun));
+    sun.sun_family = AF_UNIX;
+    if (snprintf(sun.sun_path, sizeof(sun.sun_path), "%s", path) >= (int)sizeof(sun.sun_path)
+        || connect(fd, (struct sockaddr *)&sun, sizeof(sun)) != 0) {
+        close(fd);
+        return -1;
+    }
+    return fd;
+}
+
+/* ---- SIGHUP reload ---- */
+
+/*
+ * A reload applies a new limit to a session that is already open, and
+ * the lock that session holds survives it on every master.
+ */
+START_TEST(reload_applies)
+{
+    struct h_daemon_opts o = { .retry_delay_ms = 100, .max_locks_per_client = 1 };
+    const char *path;
+    char *conf, *got, line[64], owner[16];
+    off_t mark;
+    int a, i;
+
+    ops_up(&o);
+    path = h_daemon_conf_path();
+    a = ops_connect();
+    EXPECT_PREFIX(a, "LOCK a", "OK a ");
+    EXPECT_PREFIX(a, "LOCK b", "ERR LIMIT ");
+
+    conf = ops_read_file(path);
+    ops_replace(&conf, "  max_locks_per_client: 1\n", "  max_locks_per_client: 5\n");
+    ops_replace(&conf, "  level: debug\n", "  level: info\n");
+    ops_write_atomic(path, conf);
+    free(conf);
+    mark = OPS_RELOAD("reload: done");
+    ck_assert_msg(ops_log_find(mark, "reload: done (log.level info,", NULL, 0),
+                  "the reload did not report log.level info");
+
+    /* Same connection: b now fits, and so do c, d and e, but not f. */
+    EXPECT_PREFIX(a, "LOCK b", "OK b ");
+    for (i = 0; i < 3; i++) {
+        snprintf(line, sizeof(line), "LOCK %c", 'c' + i);
+        EXPECT_PREFIX(a, line, "OK ");
+    }
+    EXPECT_PREFIX(a, "LOCK f", "ERR LIMIT ");
+    /* a was held through the reload: ours, with its keys on every master. */
+    got = h_cmd(a, "STATUS a", CMD_MS);
+    ck_assert_msg(got != NULL && h_is_reply(got, "HELD", "a")
+                  && h_reply_field(got, "owner", owner, sizeof(owner))
+                  && strcmp(owner, "self") == 0,
+                  "STATUS a answered '%s'", got != NULL ? got : "(nothing)");
+    free(got);
+    ck_assert_uint_eq(h_masters_holding("a", NULL), NMASTERS);
+    EXPECT_REPLY(a, "UNLOCK a", "OK a holds=0");
+    close(a);
+}
+END_TEST
+
+/*
+ * A file with an error is rejected whole: the log names the problem by
+ * file:line:column, the limit changed in the same file does not apply,
+ * and the daemon serves on.  A good file afterwards reloads.
+ */
+START_TEST(reload_rejects_errors)
+{
+    struct h_daemon_opts o = { .retry_delay_ms = 100, .max_locks_per_client = 1 };
+    const char *path;
+    char *conf, *good, want[600], line[1024];
+    off_t mark;
+    int a, b, lineno;
+
+    ops_up(&o);
+    path = h_daemon_conf_path();
+    a = ops_connect();
+    EXPECT_PREFIX(a, "LOCK a", "OK a ");
+
+    good = ops_read_file(path);
+    conf = strdup(good);
+    ck_assert_ptr_nonnull(conf);
+    ops_replace(&conf, "  max_locks_per_client: 1\n", "  max_locks_per_client: 5\n");
+    ops_replace(&conf, "\nlock:\n", "\nlock:\n  default_ttl_ms: banana\n");
+    lineno = ops_line_of(conf, "  default_ttl_ms: banana");
+    ops_write_atomic(path, conf);
+    free(conf);
+    mark = OPS_RELOAD("keeping the running configuration");
+    /* Column 19: the value after "  default_ttl_ms: ". */
+    snprintf(want, sizeof(want), "%s:%d:19: lock.default_ttl_ms: expected an integer, got "
+             "'banana'", path, lineno);
+    ck_assert_msg(ops_log_find(mark, want, line, sizeof(line)),
+                  "the log does not say '%s'", want);
+    ck_assert_msg(strncmp(line, "error reload: ", 14) == 0, "logged as '%s'", line);
+    ck_assert_msg(!ops_log_find(mark, "reload: done", NULL, 0), "a bad file was applied");
+
+    /* Still serving, with the old settings. */
+    EXPECT_REPLY(a, "PING", "PONG");
+    EXPECT_PREFIX(a, "LOCK b", "ERR LIMIT ");
+    EXPECT_PREFIX(a, "STATUS a", "HELD a ");
+    b = ops_connect();
+    EXPECT_REPLY(b, "PING after", "PONG after");
+    EXPECT_PREFIX(b, "LOCK b", "OK b ");
+    close(b);
+
+    /* The reload machinery is not wedged: a good file applies. */
+    ops_replace(&good, "  max_locks_per_client: 1\n", "  max_locks_per_client: 2\n");
+    ops_write_atomic(path, good);
+    free(good);
+    (void)OPS_RELOAD("reload: done");
+    EXPECT_PREFIX(a, "LOCK c", "OK c ");
+    EXPECT_PREFIX(a, "LOCK d", "ERR LIMIT ");
+    close(a);
+}
+END_TEST
+
+/*
+ * Settings that take a restart: a file that drops a master, or moves
+ * listen.tcp, is refused whole with the reason logged; the limit that
+ * changed in the same file stays as it was.  The same limit change alone
+ * then applies (the control: it was the restart key that blocked it).
+ */
+START_TEST(reload_refuses_restart_keys)
+{
+    struct h_daemon_opts o = { .retry_delay_ms = 100, .max_locks_per_client = 1 };
+    struct ops_stat up = { -1, "masters_up", NMASTERS, -1 };
+    const char *path;
+    char *orig, *conf, old_item[64], old_tcp[64], new_tcp[64];
+    off_t mark;
+    int a, b, port, new_port;
+
+    ops_up(&o);
+    path = h_daemon_conf_path();
+    port = h_daemon_port();
+    a = ops_connect();
+    EXPECT_PREFIX(a, "LOCK a", "OK a ");
+    orig = ops_read_file(path);
+    ops_replace(&orig, "  max_locks_per_client: 1\n", "  max_locks_per_client: 5\n");
+
+    /* 1. Drop the last master. */
+    conf = strdup(orig);
+    ck_assert_ptr_nonnull(conf);
+    snprintf(old_item, sizeof(old_item), "  - \"127.0.0.1:%d\"\n", h_master_port(NMASTERS - 1));
+    ops_replace(&conf, old_item, "");
+    ops_write_atomic(path, conf);
+    free(conf);
+    mark = OPS_RELOAD("masters changed, which takes a restart");
+    ck_assert_msg(ops_log_find(mark, "nothing was reloaded", NULL, 0),
+                  "the refusal does not say that nothing was reloaded");
+    ck_assert_msg(!ops_log_find(mark, "reload: done", NULL, 0), "the reload was applied");
+    EXPECT_PREFIX(a, "LOCK b", "ERR LIMIT ");
+    ck_assert_msg(h_wait_until(ops_cond_stat, &up, LOCAL_MS),
+                  "masters_up is %lld after the refused reload", up.seen);
+    ck_assert_uint_eq(h_masters_holding("a", NULL), NMASTERS);
+
+    /* 2. Move listen.tcp to another port. */
+    new_port = h_free_port();
+    ck_assert_int_gt(new_port, 0);
+    conf = strdup(orig);
+    ck_assert_ptr_nonnull(conf);
+    snprintf(old_tcp, sizeof(old_tcp), "  tcp: \"127.0.0.1:%d\"\n", port);
+    snprintf(new_tcp, sizeof(new_tcp), "  tcp: \"127.0.0.1:%d\"\n", new_port);
+    ops_replace(&conf, old_tcp, new_tcp);
+    ops_write_atomic(path, conf);
+    free(conf);
+    mark = OPS_RELOAD("listen.tcp changed, which takes a restart");
+    ck_assert_msg(!ops_log_find(mark, "reload: done", NULL, 0), "the reload was applied");
+    EXPECT_PREFIX(a, "LOCK b", "ERR LIMIT ");
+    ck_assert_msg(ops_port_refused(new_port), "the daemon listens on the new port %d", new_port);
+    b = ops_connect();      /* the old port still serves */
+    EXPECT_REPLY(b, "PING", "PONG");
+    close(b);
+
+    /* 3. The control: the limit change alone applies. */
+    ops_write_atomic(path, orig);
+    free(orig);
+    (void)OPS_RELOAD("reload: done");
+    EXPECT_PREFIX(a, "LOCK b", "OK b ");
+    EXPECT_PREFIX(a, "STATUS a", "HELD a ");
+    close(a);
+}
+END_TEST
+
+/* ---- sd_notify ---- */
+
+/* The datagrams received on the notification socket, in order. */
+static char   ops_msgs[NOTIFY_MAX][NOTIFY_SIZE];
+static size_t ops_nmsgs;
+static int    ops_notify_fd = -1;
+
+/* Read every datagram waiting on the notification socket. */
+static void
+ops_notify_drain(void)
+{
+    char buf[NOTIFY_SIZE];
+    ssize_t n;
+
+    while ((n = recv(ops_notify_fd, buf, sizeof(buf) - 1, MSG_DONTWAIT)) >= 0) {
+        buf[n] = '\0';
+        if (ops_nmsgs < NOTIFY_MAX) {
+            memcpy(ops_msgs[ops_nmsgs++], buf, (size_t)n + 1);
+        }
+    }
+}
+
+/* True when message msg has the line want ("READY=1"), or a line starting with want when prefix. */
+static bool
+ops_msg_has(const char *msg, const char *want, bool prefix)
+{
+    size_t len = strlen(want);
+    const char *p = msg, *end;
+
+    for (;;) {
+        end = strchr(p, '\n');
+        if (end == NULL) {
+            end = p + strlen(p);
+        }
+        if (prefix ? (size_t)(end - p) >= len && strncmp(p, want, len) == 0
+                   : (size_t)(end - p) == len && strncmp(p, want, len) == 0) {
+            return true;
+        }
+        if (*end == '\0') {
+            return false;
+        }
+        p = end + 1;
+    }
+}
+
+/* First message at index from or later with line want; NOTIFY_MAX when none. */
+static size_t
+ops_msg_find(size_t from, const char *want)
+{
+    size_t i;
+
+    for (i = from; i < ops_nmsgs; i++) {
+        if (ops_msg_has(ops_msgs[i], want, false)) {
+            return i;
+        }
+    }
+    return NOTIFY_MAX;
+}
+
+/* A sequence of messages to wait for. */
+struct ops_notify_wait {
+    size_t      from;       /* first message index to look at */
+    const char *first;      /* a line the first message must have */
+    const char *then;       /* a line a later message must have (or NULL) */
+    size_t      count;      /* with then NULL: messages with first needed */
+    size_t      seen;       /* messages with first seen so far */
+    size_t      at;         /* index of the last message matched */
+};
+
+static bool
+ops_cond_notify(void *arg)
+{
+    struct ops_notify_wait *w = arg;
+    size_t i, j;
+
+    ops_notify_drain();
+    if (w->then != NULL) {
+        i = ops_msg_find(w->from, w->first);
+        j = i < NOTIFY_MAX ? ops_msg_find(i + 1, w->then) : NOTIFY_MAX;
+        w->at = j;
+        return j < NOTIFY_MAX;
+    }
+    for (i = w->from, w->seen = 0; i < ops_nmsgs; i++) {
+        if (ops_msg_has(ops_msgs[i], w->first, false)) {
+            w->seen++;
+            w->at = i;
+        }
+    }
+    return w->seen >= w->count;
+}
+
+/* Every message received, for a failure message. */
+static void
+ops_notify_dump(void)
+{
+    size_t i;
+
+    fprintf(stderr, "check_ops: %zu notifications:\n", ops_nmsgs);
+    for (i = 0; i < ops_nmsgs; i++) {
+        fprintf(stderr, "  [%zu] %s\n", i, ops_msgs[i]);
+    }
+}
+
+/*
+ * The daemon tells the service manager READY=1 with a STATUS= line,
+ * pings WATCHDOG=1 at half of WATCHDOG_USEC, brackets a reload with
+ * RELOADING=1 and READY=1, and says STOPPING=1 on SIGTERM.  The service
+ * manager is a datagram socket of our own named by NOTIFY_SOCKET.
+ */
+START_TEST(sd_notify_protocol)
+{
+    struct h_daemon_opts o = { .retry_delay_ms = 100 };
+    struct ops_notify_wait w;
+    struct sockaddr_un sun;
+    size_t i;
+    bool up;
+    int64_t t0;
+    int rc;
+
+    if (!ops_have_systemd) {
+        ops_skip("redlockd was built without libsystemd (ldd $REDLOCKD_BIN)");
+        return;
+    }
+    ops_up(NULL);
+    ops_notify_fd = socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+    ck_assert_int_ge(ops_notify_fd, 0);
+    ops_keep_fd(ops_notify_fd);
+    memset(&sun, 0, sizeof(sun));
+    sun.sun_family = AF_UNIX;
+    ck_assert_int_lt(snprintf(sun.sun_path, sizeof(sun.sun_path), "%s/notify.sock", h_dir()),
+                     (int)sizeof(sun.sun_path));
+    ck_assert_msg(bind(ops_notify_fd, (struct sockaddr *)&sun, sizeof(sun)) == 0,
+                  "bind %s: %s", sun.sun_path, strerror(errno));
+
+    /* Only the daemon sees these (the masters are already running). */
+    ck_assert_int_eq(setenv("NOTIFY_SOCKET", sun.sun_path, 1), 0);
+    ck_assert_int_eq(setenv("WATCHDOG_USEC", WATCHDOG_USEC, 1), 0);
+    rc = h_start_daemon(&o);
+    unsetenv("NOTIFY_SOCKET");
+    unsetenv("WATCHDOG_USEC");
+    ck_assert_msg(rc == 0, "redlockd did not start (log above)");
+    ck_assert_msg(!ops_log_find(0, "(built without libsystemd)", NULL, 0),
+                  "ldd finds libsystemd but the daemon says it was built without");
+    ck_assert_msg(ops_log_find(0, "systemd watchdog: 400 ms, pinged every 200 ms", NULL, 0),
+                  "the daemon did not take WATCHDOG_USEC=" WATCHDOG_USEC);
+
+    /* READY=1 with a STATUS= line about the masters. */
+    memset(&w, 0, sizeof(w));
+    w.first = "READY=1";
+    w.count = 1;
+    if (!h_wait_until(ops_cond_notify, &w, LOCAL_MS)) {
+        ops_notify_dump();
+        ck_abort_msg("no READY=1 from the daemon");
+    }
+    ck_assert_msg(ops_msg_has(ops_msgs[w.at], "STATUS=", true)
+                  && strstr(ops_msgs[w.at], "masters up") != NULL,
+                  "READY=1 came without a STATUS= about the masters: '%s'", ops_msgs[w.at]);
+
+    /* WATCHDOG=1 at least 3 times in 1.5 s (every 200 ms expected), counted from now. */
+    ops_notify_drain();
+    memset(&w, 0, sizeof(w));
+    w.from = ops_nmsgs;
+    w.first = "WATCHDOG=1";
+    w.count = 3;
+    t0 = h_now_ms();
+    if (!h_wait_until(ops_cond_notify, &w, 1500)) {
+        ops_notify_dump();
+        ck_abort_msg("%zu WATCHDOG=1 in 1500 ms, expected at least 3", w.seen);
+    }
+    printf("check_ops: sd_notify_protocol: 3 WATCHDOG=1 in %lld ms\n",
+           (long long)(h_now_ms() - t0));
+    fflush(stdout);
+    /* The pings carry the status too; by now every master is up. */
+    for (i = w.from, up = false; i < ops_nmsgs && !up; i++) {
+        up = strstr(ops_msgs[i], "STATUS=quorum: 5/5 masters up") != NULL;
+    }
+    ck_assert_msg(up, "no STATUS= with 'quorum: 5/5 masters up' among the pings: '%s'",
+                  ops_msgs[w.at]);
+
+    /* SIGHUP: RELOADING=1, then READY=1. */
+    ops_notify_drain();
+    memset(&w, 0, sizeof(w));
+    w.from = ops_nmsgs;
+    w.first = "RELOADING=1";
+    w.then = "READY=1";
+    (void)OPS_RELOAD("reload: done");
+    if (!h_wait_until(ops_cond_notify, &w, LOCAL_MS)) {
+        ops_notify_dump();
+        ck_abort_msg("no RELOADING=1 followed by READY=1 after SIGHUP");
+    }
+
+    /* SIGTERM: STOPPING=1, then a clean exit. */
+    ops_notify_drain();
+    memset(&w, 0, sizeof(w));
+    w.from = ops_nmsgs;
+    w.first = "STOPPING=1";
+    w.count = 1;
+    ck_assert_int_eq(h_signal_daemon(SIGTERM), 0);
+    if (!h_wait_until(ops_cond_notify, &w, LOCAL_MS)) {
+        ops_notify_dump();
+        ck_abort_msg("no STOPPING=1 after SIGTERM");
+    }
+    ck_assert_int_eq(h_wait_daemon(EXIT_MS), 0);
+}
+END_TEST
+
+/* ---- socket activation ---- */
+
+/*
+ * Write a config for a daemon we spawn ourselves: listen.tcp on
+ * tcp_port and listen.unix at unix_path (which socket activation must
+ * leave alone), every master, and auth.password when not NULL.
+ */
+static void
+ops_write_conf(const char *path, int tcp_port, const char *unix_path, const char *password)
+{
+    FILE *f = fopen(path, "we");
+    size_t i;
+
+    ck_assert_msg(f != NULL, "cannot create %s: %s", path, strerror(errno));
+    fprintf(f, "listen:\n  tcp: \"127.0.0.1:%d\"\n  unix: \"%s\"\n", tcp_port, unix_path);
+    fprintf(f, "masters:\n");
+    for (i = 0; i < h_master_count(); i++) {
+        fprintf(f, "  - \"127.0.0.1:%d\"\n", h_master_port(i));
+    }
+    fprintf(f, "lock:\n  node_timeout_ms: %d\n  min_ttl_ms: %d\n  restart_quarantine: false\n",
+            H_NODE_TIMEOUT_MS, H_MIN_TTL_MS);
+    if (password != NULL) {
+        fprintf(f, "auth:\n  password: \"%s\"\n", password);
+    }
+    fprintf(f, "metrics:\n  listen: \"\"\nlog:\n  level: debug\n");
+    ck_assert_msg(!ferror(f) && fclose(f) == 0, "cannot write %s", path);
+}
+
+/* A listening TCP socket on addr (network order) and a free port; *port gets the port. */
+static int
+ops_listen_tcp(uint32_t addr, int *port)
+{
+    struct sockaddr_in sin;
+    socklen_t len = sizeof(sin);
+    int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+
+    ck_assert_int_ge(fd, 0);
+    ops_keep_fd(fd);
+    memset(&sin, 0, sizeof(sin));
+    sin.sin_family = AF_INET;
+    sin.sin_addr.s_addr = addr;
+    ck_assert_msg(bind(fd, (struct sockaddr *)&sin, sizeof(sin)) == 0 && listen(fd, 64) == 0,
+                  "cannot listen on TCP: %s", strerror(errno));
+    ck_assert_int_eq(getsockname(fd, (struct sockaddr *)&sin, &len), 0);
+    *port = ntohs(sin.sin_port);
+    return fd;
+}
+
+/* A listening Unix stream socket at path. */
+static int
+ops_listen_unix(const char *path)
+{
+    struct sockaddr_un sun;
+    int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+
+    ck_assert_int_ge(fd, 0);
+    ops_keep_fd(fd);
+    memset(&sun, 0, sizeof(sun));
+    sun.sun_family = AF_UNIX;
+    ck_assert_int_lt(snprintf(sun.sun_path, sizeof(sun.sun_path), "%s", path),
+                     (int)sizeof(sun.sun_path));
+    ck_assert_msg(bind(fd, (struct sockaddr *)&sun, sizeof(sun)) == 0 && listen(fd, 64) == 0,
+                  "cannot listen on %s: %s", path, strerror(errno));
+    return fd;
+}
+
+/*
+ * Start $REDLOCKD_BIN -c conf as systemd would for a .socket unit: the
+ * nfds sockets in fds become descriptors 3.., LISTEN_FDS and LISTEN_PID
+ * name them; stdout and stderr go to log.  The child dies with the test
+ * process (PR_SET_PDEATHSIG); ops_child gets its pid for the teardown.
+ */
+static void
+ops_spawn_activated(const char *conf, const int *fds, int nfds, const char *log)
+{
+    const char *bin = getenv("REDLOCKD_BIN");
+    pid_t parent = getpid(), pid;
+    char num[32];
+    int out, in, high[4], i;
+    sigset_t none;
+
+    if (bin == NULL || bin[0] == '\0') {
+        bin = "./build/redlockd";
+    }
+    ck_assert_int_le(nfds, 4);
+    out = open(log, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+    ck_assert_msg(out >= 0, "open %s: %s", log, strerror(errno));
+    fflush(NULL);
+    pid = fork();
+    ck_assert_msg(pid >= 0, "fork: %s", strerror(errno));
+    if (pid == 0) {
+        if (prctl(PR_SET_PDEATHSIG, SIGKILL) != 0 || getppid() != parent) {
+            _exit(127);
+        }
+        sigemptyset(&none);
+        sigprocmask(SIG_SETMASK, &none, NULL);
+        signal(SIGPIPE, SIG_DFL);
+        /* Out of the way of 0..4 first: a socket may sit on 3 or 4 already. */
+        for (i = 0; i < nfds; i++) {
+            high[i] = fcntl(fds[i], F_DUPFD_CLOEXEC, 100);
+            if (high[i] < 0) {
+                _exit(127);
+            }
+        }
+        in = open("/dev/null", O_RDONLY | O_CLOEXEC);
+        if (in < 0 || dup2(in, 0) < 0 || dup2(out, 1) < 0 || dup2(out, 2) < 0) {
+            _exit(127);
+        }
+        for (i = 0; i < nfds; i++) {
+            if (dup2(high[i], 3 + i) < 0) {     /* the copy is not close-on-exec */
+                _exit(127);
+            }
+        }
+        snprintf(num, sizeof(num), "%d", nfds);
+        setenv("LISTEN_FDS", num, 1);
+        snprintf(num, sizeof(num), "%d", (int)getpid());
+        setenv("LISTEN_PID", num, 1);
+        unsetenv("LISTEN_FDNAMES");
+        execl(bin, bin, "-c", conf, (char *)NULL);
+        dprintf(2, "check_ops: exec %s: %s\n", bin, strerror(errno));
+        _exit(127);
+    }
+    close(out);
+    ops_child = pid;
+}
+
+struct ops_exit {
+    pid_t pid;      /* child to reap */
+    int   status;   /* its wait status, once reaped */
+};
+
+static bool
+ops_cond_exited(void *arg)
+{
+    struct ops_exit *e = arg;
+
+    return waitpid(e->pid, &e->status, WNOHANG) == e->pid;
+}
+
+/* Print the log of a daemon we spawned, for a failure message. */
+static void
+ops_print_file(const char *path)
+{
+    char *text = ops_read_file(path);
+
+    fprintf(stderr, "---- %s ----\n%s---- end ----\n", path, text);
+    free(text);
+}
+
+/* Read one reply on fd within timeout_ms and require it to start with prefix. */
+static void
+ops_expect_line(int fd, const char *what, const char *line, const char *prefix,
+                const char *log, int64_t timeout_ms)
+{
+    char *got;
+
+    got = line != NULL ? h_cmd(fd, line, timeout_ms) : h_read_line(fd, timeout_ms);
+    if (got == NULL || strncmp(got, prefix, strlen(prefix)) != 0) {
+        ops_print_file(log);
+        ck_abort_msg("%s: '%s' answered '%s', expected '%s...'", what,
+                     line != NULL ? line : "", got != NULL ? got : "(nothing)", prefix);
+    }
+    free(got);
+}
+
+/*
+ * Socket activation: the daemon serves on the TCP and Unix sockets it
+ * inherits as descriptors 3 and 4, binds neither listen.tcp nor
+ * listen.unix from its config, takes locks through them, and leaves the
+ * inherited socket file in place when it stops.
+ */
+START_TEST(socket_activation)
+{
+    char conf[512], log[512], sock[512], conf_sock[512];
+    struct ops_stat up = { -1, "masters_up", NMASTERS, -1 };
+    struct ops_exit ex;
+    struct stat st;
+    int fds[2], port, conf_port, t, u;
+
+    if (!ops_have_systemd) {
+        ops_skip("redlockd was built without libsystemd (ldd $REDLOCKD_BIN)");
+        return;
+    }
+    ops_up(NULL);
+    snprintf(conf, sizeof(conf), "%s/activated.yml", h_dir());
+    snprintf(log, sizeof(log), "%s/activated.log", h_dir());
+    snprintf(sock, sizeof(sock), "%s/activated.sock", h_dir());
+    snprintf(conf_sock, sizeof(conf_sock), "%s/conf.sock", h_dir());
+    fds[0] = ops_listen_tcp(htonl(INADDR_LOOPBACK), &port);
+    fds[1] = ops_listen_unix(sock);
+    conf_port = h_free_port();
+    ck_assert_int_gt(conf_port, 0);
+    ck_assert_int_ne(conf_port, port);
+    ops_write_conf(conf, conf_port, conf_sock, NULL);
+    ops_spawn_activated(conf, fds, 2, log);
+
+    /* The sockets already listen: connect, and the daemon answers once it runs. */
+    t = ops_connect_port(port);
+    ck_assert_msg(t >= 0, "cannot connect to the inherited TCP socket: %s", strerror(errno));
+    ops_expect_line(t, "inherited tcp", "PING tcp", "PONG tcp", log, H_START_MS);
+    u = ops_connect_path(sock);
+    ck_assert_msg(u >= 0, "cannot connect to the inherited Unix socket: %s", strerror(errno));
+    ops_expect_line(u, "inherited unix", "PING unix", "PONG unix", log, LOCAL_MS);
+
+    /* Its own listeners were not bound. */
+    ck_assert_msg(ops_port_refused(conf_port),
+                  "the config's listen.tcp port %d is listened on", conf_port);
+    ck_assert_msg(lstat(conf_sock, &st) != 0 && errno == ENOENT,
+                  "the config's listen.unix %s was created", conf_sock);
+
+    /* Locks through the inherited sockets. */
+    up.fd = t;
+    ck_assert_msg(h_wait_until(ops_cond_stat, &up, H_START_MS),
+                  "masters_up stayed at %lld", up.seen);
+    ops_expect_line(t, "lock over tcp", "LOCK sa", "OK sa ", log, CMD_MS);
+    ck_assert_uint_eq(h_masters_holding("sa", NULL), NMASTERS);
+    ops_expect_line(u, "trylock over unix", "TRYLOCK sa", "BUSY sa ", log, CMD_MS);
+    ops_expect_line(t, "unlock over tcp", "UNLOCK sa", "OK sa holds=0", log, CMD_MS);
+    ops_expect_line(u, "lock over unix", "LOCK sa", "OK sa ", log, CMD_MS);
+    close(t);
+    close(u);
+
+    /* SIGTERM: a clean exit; the socket file belongs to the service manager. */
+    ck_assert_int_eq(kill(ops_child, SIGTERM), 0);
+    ex.pid = ops_child;
+    ex.status = 0;
+    ck_assert_msg(h_wait_until(ops_cond_exited, &ex, EXIT_MS), "no exit after SIGTERM");
+    ops_child = 0;
+    ck_assert_msg(h_decode_status(ex.status) == 0, "exit status %d after SIGTERM",
+                  h_decode_status(ex.status));
+    ck_assert_msg(lstat(sock, &st) == 0 && S_ISSOCK(st.st_mode),
+                  "the daemon removed the inherited socket file %s", sock);
+}
+END_TEST
+
+/*
+ * Protected mode holds for inherited sockets: one bound to 0.0.0.0 with
+ * no auth.password stops the daemon at start.  The same socket with a
+ * password is served, behind AUTH (the control).
+ */
+START_TEST(socket_activation_protected_mode)
+{
+    char conf[512], log[512], conf_sock[512], text[1024];
+    struct ops_exit ex;
+    int fds[1], port, t, code;
+    char *all;
+
+    if (!ops_have_systemd) {
+        ops_skip("redlockd was built without libsystemd (ldd $REDLOCKD_BIN)");
+        return;
+    }
+    ops_up(NULL);
+    snprintf(conf, sizeof(conf), "%s/open.yml", h_dir());
+    snprintf(log, sizeof(log), "%s/open.log", h_dir());
+    snprintf(conf_sock, sizeof(conf_sock), "%s/conf.sock", h_dir());
+    fds[0] = ops_listen_tcp(htonl(INADDR_ANY), &port);
+    ops_write_conf(conf, h_free_port(), conf_sock, NULL);
+    ops_spawn_activated(conf, fds, 1, log);
+    ex.pid = ops_child;
+    ex.status = 0;
+    if (!h_wait_until(ops_cond_exited, &ex, EXIT_MS)) {
+        ops_print_file(log);
+        ck_abort_msg("redlockd serves an inherited 0.0.0.0 socket without a password");
+    }
+    ops_child = 0;
+    code = h_decode_status(ex.status);
+    all = ops_read_file(log);
+    snprintf(text, sizeof(text), "%s", all);
+    free(all);
+    ck_assert_msg(code != 0 && code < 128, "exit status %d; log:\n%s", code, text);
+    ck_assert_msg(strstr(text, "protected mode") != NULL
+                  && strstr(text, "0.0.0.0:") != NULL,
+                  "the log does not name the socket and protected mode:\n%s", text);
+
+    /* The control: with auth.password the same socket is served. */
+    ops_write_conf(conf, h_free_port(), conf_sock, "pw-for-ops");
+    ops_spawn_activated(conf, fds, 1, log);
+    t = ops_connect_port(port);
+    ck_assert_msg(t >= 0, "cannot connect to the inherited socket: %s", strerror(errno));
+    ops_expect_line(t, "before AUTH", "PING", "ERR AUTH ", log, H_START_MS);
+    ops_expect_line(t, "AUTH", "AUTH pw-for-ops", "OK", log, LOCAL_MS);
+    ops_expect_line(t, "after AUTH", "PING", "PONG", log, LOCAL_MS);
+    close(t);
+}
+END_TEST
+
+/* True when the binary at $REDLOCKD_BIN links libsystemd (ldd says so). */
+static bool
+ops_links_systemd(void)
+{
+    const char *bin = getenv("REDLOCKD_BIN");
+    char cmd[1200], line[512];
+    bool found = false;
+    FILE *p;
+
+    if (bin == NULL || bin[0] == '\0') {
+        bin = "./build/redlockd";
+    }
+    if (strchr(bin, '\'') != NULL) {
+        return false;
+    }
+    snprintf(cmd, sizeof(cmd), "ldd '%s' 2>/dev/null", bin);
+    p = popen(cmd, "r");
+    if (p == NULL) {
+        return false;
+    }
+    while (fgets(line, sizeof(line), p) != NULL) {
+        found = found || strstr(line, "libsystemd") != NULL;
+    }
+    pclose(p);
+    return found;
+}
+
+static Suite *
+ops_suite(void)
+{
+    Suite *s = suite_create("redlockd operations: reload, sd_notify, socket activation");
+    TCase *tc = tcase_create("ops");
+
+    tcase_add_checked_fixture(tc, NULL, ops_teardown);
+    if (getenv("CK_DEFAULT_TIMEOUT") == NULL) {
+        tcase_set_timeout(tc, TEST_TIMEOUT_S);
+    }
+    tcase_add_test(tc, reload_applies);
+    tcase_add_test(tc, reload_rejects_errors);
+    tcase_add_test(tc, reload_refuses_restart_keys);
+    tcase_add_test(tc, sd_notify_protocol);
+    tcase_add_test(tc, socket_activation);
+    tcase_add_test(tc, socket_activation_protected_mode);
+    suite_add_tcase(s, tc);
+    return s;
+}
+
+int
+main(void)
+{
+    int64_t t0 = h_now_ms();
+    SRunner *sr;
+    int failed;
+
+    ops_have_systemd = ops_links_systemd();
+    if (!ops_have_systemd) {
+        printf("check_ops: redlockd does not link libsystemd: the sd_notify and socket "
+               "activation tests will skip\n");
+    }
+    if (h_suite_init() != 0) {
+        return EXIT_FAILURE;
+    }
+    sr = srunner_create(ops_suite());
+    srunner_run_all(sr, CK_NORMAL);
+    failed = srunner_ntests_failed(sr);
+    srunner_free(sr);
+    h_suite_cleanup();
+    printf("check_ops: %d failed, %.1f s\n", failed, (double)(h_now_ms() - t0) / 1000.0);
+    return failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
+}
