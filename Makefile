@@ -196,7 +196,10 @@ install: $(B)/redlockd $(B)/redlockctl
 	install -m 0644 systemd/redlockd.sysusers $(DESTDIR)$(SYSUSERSDIR)/redlockd.conf
 	@if [ -e $(DESTDIR)$(SYSCONFDIR)/redlockd/redlockd.yml ]; then \
 	    echo "keeping $(DESTDIR)$(SYSCONFDIR)/redlockd/redlockd.yml"; \
-	else install -m 0640 conf/redlockd.yml $(DESTDIR)$(SYSCONFDIR)/redlockd/redlockd.yml; fi
+	else install -m 0640 conf/redlockd.yml $(DESTDIR)$(SYSCONFDIR)/redlockd/redlockd.yml; \
+	    chgrp redlockd $(DESTDIR)$(SYSCONFDIR)/redlockd/redlockd.yml 2>/dev/null || \
+	    echo "note: run systemd-sysusers, then chgrp redlockd $(SYSCONFDIR)/redlockd/redlockd.yml" \
+	         "(the service reads it as user redlockd)"; fi
 	install -m 0644 daemon/redlockctl.1 $(DESTDIR)$(MANDIR)/man1/
 	install -m 0644 conf/redlockd.yml.5 $(DESTDIR)$(MANDIR)/man5/
 	install -m 0644 daemon/redlockd.8 $(DESTDIR)$(MANDIR)/man8/
