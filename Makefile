@@ -55,7 +55,7 @@ LIB_SRC    := $(PROTO_SRC) $(CONF_SRC) $(DAEMON_SRC)
 LIB_OBJ    := $(LIB_SRC:%.c=$(B)/obj/%.o)
 
 UNIT_TESTS := check_proto check_conf check_redlock
-INTEG_TESTS := check_integration check_cluster check_robust check_ops
+INTEG_TESTS := check_integration check_cluster check_robust check_ops check_redlockctl
 TEST_BINS  := $(addprefix $(B)/,$(UNIT_TESTS) $(INTEG_TESTS))
 
 CK_TIMEOUT ?= 120
@@ -111,13 +111,13 @@ check: deps
 	$(MAKE) test
 	$(MAKE) check-units
 
-test: $(B)/redlockd $(TEST_BINS) $(FUZZ_REPLAY_BINS)
+test: $(B)/redlockd $(B)/redlockctl $(TEST_BINS) $(FUZZ_REPLAY_BINS)
 ifneq ($(SANITIZE),)
 	@rm -rf $(SAN_LOGS) && mkdir -p $(SAN_LOGS)
 endif
 	@set -e; for t in $(FUZZ_REPLAY_BINS); do echo "== $$t"; ./$$t; done
 	@set -e; for t in $(UNIT_TESTS) $(INTEG_TESTS); do \
-	    echo "== $$t"; REDLOCKD_BIN=$(CURDIR)/$(B)/redlockd \
+	    echo "== $$t"; REDLOCKD_BIN=$(CURDIR)/$(B)/redlockd REDLOCKCTL_BIN=$(CURDIR)/$(B)/redlockctl \
 	    CK_DEFAULT_TIMEOUT=$(CK_TIMEOUT) CK_TIMEOUT_MULTIPLIER=$(CK_MULT) ./$(B)/$$t; done
 ifneq ($(SANITIZE),)
 	@if [ -n "$$(ls -A $(SAN_LOGS))" ]; then echo "sanitizer reports:"; \

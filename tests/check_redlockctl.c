@@ -1,0 +1,1404 @@
+/*
+ * check_redlockctl.c: redlockctl (daemon/redlockctl.c) end to end.
+ *
+ * Real redis-server masters and the real daemon on free loopback ports
+ * (tests/harness.h); redlockctl is the binary named by $REDLOCKCTL_BIN
+ * (else the one next to $REDLOCKD_BIN, else ./build/redlockctl), run with
+ * h_spawn() (stdin /dev/null, stdout and stderr to <test dir>/<tag>.out)
+ * or, for the terminal test, under a pseudo-terminal.  The commands it
+ * runs are small shell scripts that leave files in the test directory.
+ *
+ * Covered: every exit status (usage 64, unreachable 69, NOQUORUM 69,
+ * ERR PROTO 64, conflicts 1 and -E, lost 75, AUTH 77, 126/127, signals
+ * 128+N), the command's status passed through, its environment and
+ * process group, no shell without -c, the lock held while the command runs
+ * and free as soon as redlockctl exits, the command stopped (SIGTERM, then
+ * SIGKILL to its whole group) when the quorum is taken away or the daemon
+ * goes, signals forwarded to the command and ending a pending wait,
+ * concurrent redlockctl serialized with increasing fences, the status,
+ * stats and ping subcommands, the defaults from the environment, the
+ * command killed when redlockctl is, and a terminal handed to the command.
+ *
+ * Cleanup: Check ends a failed test with _exit(), so no teardown runs
+ * then.  redlockctl gets PR_SET_PDEATHSIG from h_spawn() and gives it to
+ * its command; what the command starts in its process group is killed by
+ * a small reaper process, which learns the group ids through a pipe and
+ * kills them when the pipe's last writer (the test process) is gone.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <pty.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/prctl.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+
+#include <check.h>
+
+#include "tests/expect.h"
+#include "tests/harness.h"
+
+#define NMASTERS        5
+#define CMD_MS          2000    /* deadline for a reply that needs the masters */
+#define EXIT_MS         10000   /* deadline for redlockctl to exit when it should */
+#define FILE_MS         5000    /* deadline for a command to leave a file */
+#define TEST_TIMEOUT_S  60
+#define CT_KIDS_MAX     64      /* redlockctl processes per test */
+#define CT_GROUPS_MAX   64      /* process groups the reaper kills */
+#define CT_PATH_MAX     512     /* paths in the test directory */
+#define CT_CMD_MAX      2048    /* shell command lines */
+
+static char  ct_addr[64];                   /* "127.0.0.1:<daemon port>" */
+static pid_t ct_kids[CT_KIDS_MAX];          /* redlockctl processes not reaped yet */
+static int   ct_reaper_fd = -1;             /* write end of the reaper's pipe */
+static pid_t ct_reaper_pid;                 /* the reaper */
+
+/* ---- processes ---- */
+
+/* The redlockctl binary under test. */
+static const char *
+ct_bin(void)
+{
+    static char path[CT_PATH_MAX];
+    const char *env = getenv("REDLOCKCTL_BIN"), *daemon = getenv("REDLOCKD_BIN"), *slash;
+
+    if (env != NULL && env[0] != '\0') {
+        return env;
+    }
+    if (daemon != NULL && (slash = strrchr(daemon, '/')) != NULL) {
+        snprintf(path, sizeof(path), "%.*s/redlockctl", (int)(slash - daemon), daemon);
+        return path;
+    }
+    return "./build/redlockctl";
+}
+
+/*
+ * The reaper: a child that reads process group ids from a pipe and, when
+ * the pipe's last writer is gone (the test ended, however), SIGKILLs
+ * every group it was told about.
+ */
+static void
+ct_setup(void)
+{
+    pid_t list[CT_GROUPS_MAX], pgid;
+    size_t n = 0, i;
+    int p[2];
+
+    memset(ct_kids, 0, sizeof(ct_kids));
+    unsetenv("REDLOCKD_SOCKET");
+    unsetenv("REDLOCKD_ADDR");
+    unsetenv("REDLOCKD_PASSWORD");
+    unsetenv("REDLOCK_FENCE");
+    ck_assert_int_eq(pipe2(p, O_CLOEXEC), 0);
+    ct_reaper_pid = fork();
+    ck_assert_int_ge(ct_reaper_pid, 0);
+    if (ct_reaper_pid == 0) {
+        close(p[1]);
+        while (read(p[0], &pgid, sizeof(pgid)) == (ssize_t)sizeof(pgid)) {
+            if (n < CT_GROUPS_MAX && pgid > 1) {
+                list[n++] = pgid;
+            }
+        }
+        for (i = 0; i < n; i++) {
+            kill(-list[i], SIGKILL);
+        }
+        _exit(0);
+    }
+    close(p[0]);
+    ct_reaper_fd = p[1];
+}
+
+/* Kill and reap the redlockctl processes left, stop the reaper, stop everything else. */
+static void
+ct_teardown(void)
+{
+    size_t i;
+
+    for (i = 0; i < CT_KIDS_MAX; i++) {
+        if (ct_kids[i] > 0) {
+            kill(ct_kids[i], SIGKILL);
+            waitpid(ct_kids[i], NULL, 0);
+            ct_kids[i] = 0;
+        }
+    }
+    if (ct_reaper_fd >= 0) {
+        close(ct_reaper_fd);
+        ct_reaper_fd = -1;
+        waitpid(ct_reaper_pid, NULL, 0);
+    }
+    h_end();
+}
+
+/* Have the reaper kill process group pgid when the test ends. */
+static void
+ct_track_group(pid_t pgid)
+{
+    ck_assert_msg(write(ct_reaper_fd, &pgid, sizeof(pgid)) == (ssize_t)sizeof(pgid),
+                  "cannot write to the reaper");
+}
+
+static void
+ct_kid_add(pid_t pid)
+{
+    size_t i;
+
+    for (i = 0; i < CT_KIDS_MAX && ct_kids[i] != 0; i++) {
+        continue;
+    }
+    ck_assert_msg(i < CT_KIDS_MAX, "too many redlockctl processes in one test");
+    ct_kids[i] = pid;
+}
+
+static void
+ct_kid_forget(pid_t pid)
+{
+    size_t i;
+
+    for (i = 0; i < CT_KIDS_MAX; i++) {
+        if (ct_kids[i] == pid) {
+            ct_kids[i] = 0;
+        }
+    }
+}
+
+/* <test dir>/<name> into out. */
+static void
+ct_path(char *out, size_t size, const char *name)
+{
+    ck_assert_msg(snprintf(out, size, "%s/%s", h_dir(), name) < (int)size, "path too long");
+}
+
+/*
+ * Start redlockctl with args (NULL-terminated, without the program name);
+ * its stdout and stderr go to <test dir>/<tag>.out.  Returns its pid.
+ */
+static pid_t
+ct_spawn(const char *tag, const char *const *args)
+{
+    const char *argv[40];
+    char out[CT_PATH_MAX], name[64];
+    size_t n = 0;
+    pid_t pid;
+
+    argv[n++] = ct_bin();
+    while (*args != NULL) {
+        ck_assert(n < sizeof(argv) / sizeof(argv[0]) - 1);
+        argv[n++] = *args++;
+    }
+    argv[n] = NULL;
+    snprintf(name, sizeof(name), "%s.out", tag);
+    ct_path(out, sizeof(out), name);
+    pid = h_spawn(argv, out);
+    ck_assert_msg(pid > 0, "cannot start %s", argv[0]);
+    ct_kid_add(pid);
+    return pid;
+}
+
+#define CT_SPAWN(tag, ...)  ct_spawn((tag), (const char *const[]){ __VA_ARGS__, NULL })
+
+/* A process to wait for, and its status in the shell's manner. */
+struct ct_proc {
+    pid_t   pid;    /* the process (a child of the test) */
+    int     code;   /* its exit code once reaped, -1 before */
+};
+
+static bool
+ct_cond_exited(void *arg)
+{
+    struct ct_proc *p = arg;
+    int status;
+
+    if (waitpid(p->pid, &status, WNOHANG) != p->pid) {
+        return false;
+    }
+    p->code = h_decode_status(status);
+    return true;
+}
+
+/* Wait up to ms for redlockctl pid to exit: its exit code, or -1 when it did not. */
+static int
+ct_wait(pid_t pid, int64_t ms)
+{
+    struct ct_proc p = { pid, -1 };
+
+    if (!h_wait_until(ct_cond_exited, &p, ms)) {
+        return -1;
+    }
+    ct_kid_forget(pid);
+    return p.code;
+}
+
+/* ct_spawn() and ct_wait(EXIT_MS); fails the test when it does not exit. */
+static int
+ct_run(const char *tag, const char *const *args)
+{
+    pid_t pid = ct_spawn(tag, args);
+    int code = ct_wait(pid, EXIT_MS);
+
+    ck_assert_msg(code >= 0, "redlockctl (%s) did not exit within %d ms", tag, EXIT_MS);
+    return code;
+}
+
+#define CT_RUN(tag, ...)    ct_run((tag), (const char *const[]){ __VA_ARGS__, NULL })
+
+/* Contents of a file (malloc'd), or NULL when it cannot be read. */
+static char *
+ct_slurp(const char *path)
+{
+    char *buf;
+    size_t n;
+    FILE *f;
+
+    f = fopen(path, "re");
+    if (f == NULL) {
+        return NULL;
+    }
+    buf = calloc(1, 65536);
+    ck_assert_ptr_nonnull(buf);
+    n = fread(buf, 1, 65535, f);
+    buf[n] = '\0';
+    fclose(f);
+    return buf;
+}
+
+/* What redlockctl <tag> printed (stdout and stderr), "" when nothing. */
+static char *
+ct_out(const char *tag)
+{
+    char path[CT_PATH_MAX], name[64], *s;
+
+    snprintf(name, sizeof(name), "%s.out", tag);
+    ct_path(path, sizeof(path), name);
+    s = ct_slurp(path);
+    return s != NULL ? s : strdup("");
+}
+
+static size_t
+ct_lines(const char *s)
+{
+    size_t n = 0;
+
+    for (; *s != '\0'; s++) {
+        n += *s == '\n';
+    }
+    return n;
+}
+
+/* Assert that redlockctl <tag> printed text (and show what it printed if not). */
+static void
+ct_assert_out_has(const char *tag, const char *text)
+{
+    char *out = ct_out(tag);
+
+    ck_assert_msg(strstr(out, text) != NULL, "%s printed '%s', expected it to contain '%s'",
+                  tag, out, text);
+    free(out);
+}
+
+static bool
+ct_exists(const char *path)
+{
+    return access(path, F_OK) == 0;
+}
+
+/* arg: a path.  The file exists and ends in a newline (fully written). */
+static bool
+ct_cond_file(void *arg)
+{
+    char *s = ct_slurp(arg);
+    bool done = s != NULL && s[0] != '\0' && s[strlen(s) - 1] == '\n';
+
+    free(s);
+    return done;
+}
+
+/* Wait for a file with one number (a pid) and return it. */
+static pid_t
+ct_wait_pid_file(const char *path)
+{
+    char *s;
+    long v;
+
+    ck_assert_msg(h_wait_until(ct_cond_file, (void *)path, FILE_MS),
+                  "the command did not write %s", path);
+    s = ct_slurp(path);
+    ck_assert_ptr_nonnull(s);
+    v = strtol(s, NULL, 10);
+    free(s);
+    ck_assert_msg(v > 1, "bad pid in %s", path);
+    return (pid_t)v;
+}
+
+/* True when pid is a live process (not gone, not a zombie). */
+static bool
+ct_alive(pid_t pid)
+{
+    char path[64], *s, *paren;
+    bool alive;
+
+    snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
+    s = ct_slurp(path);
+    if (s == NULL) {
+        return false;
+    }
+    paren = strrchr(s, ')');
+    alive = paren != NULL && paren[1] == ' ' && paren[2] != 'Z' && paren[2] != 'X';
+    free(s);
+    return alive;
+}
+
+static bool
+ct_cond_dead(void *arg)
+{
+    return !ct_alive(*(pid_t *)arg);
+}
+
+static bool
+ct_cond_alive(void *arg)
+{
+    return ct_alive(*(pid_t *)arg);
+}
+
+/* A STATS counter to wait for. */
+struct ct_stat {
+    const char *name;   /* the stat */
+    long long   want;   /* the value wanted */
+    long long   seen;   /* the last value read (-1: none) */
+};
+
+static bool
+ct_cond_stat(void *arg)
+{
+    struct ct_stat *s = arg;
+
+    if (h_stat_once(s->name, &s->seen) != 0) {
+        s->seen = -1;
+        return false;
+    }
+    return s->seen == s->want;
+}
+
+static void
+ct_wait_stat(const char *name, long long want, int64_t ms)
+{
+    struct ct_stat st = { name, want, -1 };
+
+    ck_assert_msg(h_wait_until(ct_cond_stat, &st, ms), "STAT %s stayed at %lld, expected %lld",
+                  name, st.seen, want);
+}
+
+/* Text that redlockctl <tag> should print, to wait for. */
+struct ct_text {
+    const char *tag;    /* which redlockctl */
+    const char *text;   /* what it should print */
+};
+
+static bool
+ct_cond_out(void *arg)
+{
+    struct ct_text *t = arg;
+    char *out = ct_out(t->tag);
+    bool found = strstr(out, t->text) != NULL;
+
+    free(out);
+    return found;
+}
+
+/* Start the masters and the daemon. */
+static void
+ct_up(const struct h_daemon_opts *opts)
+{
+    ck_assert_msg(h_begin(tcase_name()) == 0, "cannot create the test directory");
+    ck_assert_msg(h_start_masters(NMASTERS) == 0, "the masters did not start");
+    ck_assert_msg(h_start_daemon(opts) == 0, "redlockd did not start (log above)");
+    snprintf(ct_addr, sizeof(ct_addr), "127.0.0.1:%d", h_daemon_port());
+}
+
+static int
+ct_connect(void)
+{
+    int fd = h_connect_tcp();
+
+    ck_assert_msg(fd >= 0, "cannot connect to the daemon: %s", strerror(errno));
+    return fd;
+}
+
+/* arg: struct ct_try.  TRYLOCK name on fd answered OK (the lock is then held on fd). */
+struct ct_try {
+    int         fd;     /* connection to try on */
+    const char *name;   /* lock name */
+};
+
+static bool
+ct_cond_trylock(void *arg)
+{
+    struct ct_try *t = arg;
+    char line[300], *got;
+    bool ok;
+
+    snprintf(line, sizeof(line), "TRYLOCK %s", t->name);
+    got = h_cmd(t->fd, line, CMD_MS);
+    ok = got != NULL && h_is_reply(got, "OK", t->name);
+    free(got);
+    return ok;
+}
+
+/* ---- usage and reachability ---- */
+
+/* Every malformed command line is exit 64 with a reason; -h and -V are 0. */
+START_TEST(usage_errors)
+{
+    static const char *const cases[][8] = {
+        { NULL },
+        { "name", NULL },
+        { "-w", "abc", "name", "true", NULL },
+        { "-w", "-1", "name", "true", NULL },
+        { "-w", NULL },
+        { "-E", "256", "name", "true", NULL },
+        { "-t", "0", "name", "true", NULL },
+        { "-t", "12x", "name", "true", NULL },
+        { "-k", "soon", "name", "true", NULL },
+        { "-Q", "name", "true", NULL },
+        { "--frobnicate", "name", "true", NULL },
+        { "-n", "-w", "3", "name", "true", NULL },
+        { "-S", "/nonexistent.sock", "-H", "127.0.0.1:1", "name", "true", NULL },
+        { "-H", "no-port", "name", "true", NULL },
+        { "-H", "::1:7379", "name", "true", NULL },
+        { "bad\001name", "true", NULL },
+        { "name", "-c", "exit 0", "extra", NULL },
+        { "-c", "exit 0", "name", "extra", NULL },
+        { "status", NULL },
+        { "status", "a", "b", NULL },
+        { "status", "bad name", NULL },
+        { "stats", "extra", NULL },
+        { "-n", "ping", NULL },
+        { "--fence", "stats", NULL },
+    };
+    char tag[32], longname[260], *out;
+    size_t i;
+    int code;
+
+    ck_assert_msg(h_begin(tcase_name()) == 0, "cannot create the test directory");
+    /* Should a case be taken as valid, it must not find a real daemon. */
+    setenv("REDLOCKD_ADDR", "127.0.0.1:1", 1);
+    for (i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        snprintf(tag, sizeof(tag), "case%zu", i);
+        code = ct_run(tag, cases[i]);
+        out = ct_out(tag);
+        ck_assert_msg(code == 64, "case %zu (%s %s ...) exited %d, expected 64: %s", i,
+                      cases[i][0] ? cases[i][0] : "", cases[i][0] && cases[i][1] ? cases[i][1] : "",
+                      code, out);
+        ck_assert_msg(strncmp(out, "redlockctl: ", 12) == 0, "case %zu printed '%s'", i, out);
+        free(out);
+    }
+    memset(longname, 'x', 251);
+    longname[251] = '\0';
+    ck_assert_int_eq(CT_RUN("long", longname, "true"), 64);
+    ct_assert_out_has("long", "bad lock name");
+    setenv("REDLOCKD_PASSWORD", "two words", 1);
+    ck_assert_int_eq(CT_RUN("pw", "name", "true"), 64);
+    ct_assert_out_has("pw", "REDLOCKD_PASSWORD");
+    unsetenv("REDLOCKD_PASSWORD");
+    ck_assert_int_eq(CT_RUN("help", "-h"), 0);
+    ct_assert_out_has("help", "Usage: redlockctl [options] NAME [--] COMMAND [ARGS...]");
+    ck_assert_int_eq(CT_RUN("version", "-V"), 0);
+    ct_assert_out_has("version", "redlockctl ");
+}
+END_TEST
+
+/* No daemon there: exit 69, one line naming the address, the command never runs. */
+START_TEST(daemon_unreachable)
+{
+    char marker[CT_PATH_MAX], cmd[CT_CMD_MAX], addr[64], sock[CT_PATH_MAX], *out;
+    int port;
+
+    ck_assert_msg(h_begin(tcase_name()) == 0, "cannot create the test directory");
+    port = h_free_port();
+    ck_assert_int_gt(port, 0);
+    snprintf(addr, sizeof(addr), "127.0.0.1:%d", port);
+    ct_path(marker, sizeof(marker), "marker");
+    ct_path(sock, sizeof(sock), "none.sock");
+    snprintf(cmd, sizeof(cmd), "touch '%s'", marker);
+
+    ck_assert_int_eq(CT_RUN("tcp", "-H", addr, "name", "-c", cmd), 69);
+    out = ct_out("tcp");
+    ck_assert_msg(ct_lines(out) == 1 && strstr(out, addr) != NULL
+                  && strstr(out, "Connection refused") != NULL, "printed '%s'", out);
+    free(out);
+    ck_assert_int_eq(CT_RUN("unix", "-S", sock, "name", "-c", cmd), 69);
+    out = ct_out("unix");
+    ck_assert_msg(ct_lines(out) == 1 && strstr(out, sock) != NULL, "printed '%s'", out);
+    free(out);
+    setenv("REDLOCKD_ADDR", addr, 1);
+    ck_assert_int_eq(CT_RUN("env", "-n", "name", "-c", cmd), 69);
+    ct_assert_out_has("env", addr);
+    ck_assert_int_eq(CT_RUN("ping", "ping"), 69);
+    ck_assert_int_eq(CT_RUN("stats", "stats"), 69);
+    ck_assert_int_eq(CT_RUN("status", "status", "name"), 69);
+    ck_assert_msg(!ct_exists(marker), "the command ran without the lock");
+}
+END_TEST
+
+/* A request the daemon refuses as malformed (ttl below lock.min_ttl_ms) is 64. */
+START_TEST(daemon_refuses_request)
+{
+    char marker[CT_PATH_MAX], cmd[CT_CMD_MAX];
+
+    ct_up(NULL);
+    ct_path(marker, sizeof(marker), "marker");
+    snprintf(cmd, sizeof(cmd), "touch '%s'", marker);
+    ck_assert_int_eq(CT_RUN("ttl", "-H", ct_addr, "-t", "50", "rq", "-c", cmd), 64);
+    ct_assert_out_has("ttl", "out of range");
+    ck_assert_msg(!ct_exists(marker), "the command ran without the lock");
+}
+END_TEST
+
+/* Three of five masters gone: exit 69 with the daemon's NOQUORUM text. */
+START_TEST(no_quorum)
+{
+    char marker[CT_PATH_MAX], cmd[CT_CMD_MAX], *out;
+
+    ct_up(NULL);
+    ct_path(marker, sizeof(marker), "marker");
+    snprintf(cmd, sizeof(cmd), "touch '%s'", marker);
+    ck_assert_int_eq(h_kill_master(0), 0);
+    ck_assert_int_eq(h_kill_master(1), 0);
+    ck_assert_int_eq(h_kill_master(2), 0);
+    ck_assert_int_eq(CT_RUN("wait", "-H", ct_addr, "nq", "-c", cmd), 69);
+    out = ct_out("wait");
+    ck_assert_msg(ct_lines(out) == 1 && strstr(out, "NOQUORUM") != NULL, "printed '%s'", out);
+    free(out);
+    ck_assert_int_eq(CT_RUN("try", "-H", ct_addr, "-n", "nq", "-c", cmd), 69);
+    ct_assert_out_has("try", "NOQUORUM");
+    ck_assert_int_eq(CT_RUN("status", "-H", ct_addr, "status", "nq"), 69);
+    ct_assert_out_has("status", "NOQUORUM");
+    ck_assert_msg(!ct_exists(marker), "the command ran without the lock");
+}
+END_TEST
+
+/* ---- the command ---- */
+
+/*
+ * The command's exit status is redlockctl's: codes, 128 + signal, 127
+ * and 126; each run with -n -E 99 right after the last, so that a name
+ * not yet released would show up as 99.
+ */
+START_TEST(exit_status_passthrough)
+{
+    char noexec[CT_PATH_MAX], tag[32];
+    struct {
+        const char *args[4];
+        int         want;
+    } cases[] = {
+        { { "-c", "exit 0", NULL }, 0 },
+        { { "-c", "exit 7", NULL }, 7 },
+        { { "false", NULL }, 1 },
+        { { "sh", "-c", "exit 200", NULL }, 200 },
+        { { "-c", "kill -TERM $$", NULL }, 143 },
+        { { "-c", "kill -KILL $$", NULL }, 137 },
+        { { "/nonexistent/command", NULL }, 127 },
+        { { noexec, NULL }, 126 },
+    };
+    const char *argv[12];
+    size_t i, j, n;
+    int fd, code;
+    struct ct_try t;
+
+    ct_up(NULL);
+    ct_path(noexec, sizeof(noexec), "not-executable");
+    fd = open(noexec, O_WRONLY | O_CREAT | O_CLOEXEC, 0644);
+    ck_assert_int_ge(fd, 0);
+    close(fd);
+    for (i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        n = 0;
+        argv[n++] = "-H";
+        argv[n++] = ct_addr;
+        argv[n++] = "-n";
+        argv[n++] = "-E";
+        argv[n++] = "99";
+        argv[n++] = "es";
+        for (j = 0; cases[i].args[j] != NULL; j++) {
+            argv[n++] = cases[i].args[j];
+        }
+        argv[n] = NULL;
+        snprintf(tag, sizeof(tag), "case%zu", i);
+        code = ct_run(tag, argv);
+        ck_assert_msg(code == cases[i].want, "case %zu (%s) exited %d, expected %d", i,
+                      cases[i].args[0], code, cases[i].want);
+    }
+    ct_assert_out_has("case6", "/nonexistent/command");
+    /* Free the moment redlockctl is gone. */
+    t.fd = ct_connect();
+    t.name = "es";
+    ck_assert_msg(ct_cond_trylock(&t), "the name was still held after redlockctl exited");
+    close(t.fd);
+}
+END_TEST
+
+/*
+ * REDLOCK_NAME, REDLOCK_FENCE (only with a fence, increasing, never
+ * inherited), the command in a process group of its own, and no shell
+ * without -c.
+ */
+START_TEST(command_environment)
+{
+    char envf[CT_PATH_MAX], pidf[CT_PATH_MAX], cmd[CT_CMD_MAX], *s, *out;
+    long f1, f2, pid, pgid;
+
+    ct_up(NULL);
+    ct_path(envf, sizeof(envf), "env");
+    snprintf(cmd, sizeof(cmd),
+             "printf '%%s|%%s\\n' \"$REDLOCK_NAME\" \"${REDLOCK_FENCE-unset}\" >> '%s'", envf);
+    setenv("REDLOCK_FENCE", "12345", 1);    /* stale, from an outer redlockctl */
+    ck_assert_int_eq(CT_RUN("plain", "-H", ct_addr, "envname", "-c", cmd), 0);
+    ck_assert_int_eq(CT_RUN("fence1", "-H", ct_addr, "--fence", "envname", "-c", cmd), 0);
+    ck_assert_int_eq(CT_RUN("fence2", "-H", ct_addr, "--fence", "envname", "-c", cmd), 0);
+    s = ct_slurp(envf);
+    ck_assert_ptr_nonnull(s);
+    ck_assert_msg(sscanf(s, "envname|unset\nenvname|%ld\nenvname|%ld\n", &f1, &f2) == 2,
+                  "the commands saw: %s", s);
+    ck_assert_msg(f1 >= 1 && f2 > f1, "fences %ld then %ld", f1, f2);
+    free(s);
+
+    /* Its own process group: the shell reads its pgrp from /proc. */
+    ct_path(pidf, sizeof(pidf), "pid");
+    snprintf(cmd, sizeof(cmd), "echo $$ $(cut -d' ' -f5 /proc/$$/stat) > '%s'", pidf);
+    ck_assert_int_eq(CT_RUN("pgrp", "-H", ct_addr, "envname", "-c", cmd), 0);
+    s = ct_slurp(pidf);
+    ck_assert_ptr_nonnull(s);
+    ck_assert_int_eq(sscanf(s, "%ld %ld", &pid, &pgid), 2);
+    free(s);
+    ck_assert_msg(pgid == pid && pgid != (long)getpgrp(),
+                  "the command (pid %ld) is in process group %ld (the test's is %ld)", pid, pgid,
+                  (long)getpgrp());
+
+    /* COMMAND is exec'd, not given to a shell. */
+    ck_assert_int_eq(CT_RUN("noshell", "-H", ct_addr, "envname", "--", "printf", "%s\\n",
+                            "a b", "$HOME", "*", ";"), 0);
+    out = ct_out("noshell");
+    ck_assert_str_eq(out, "a b\n$HOME\n*\n;\n");
+    free(out);
+}
+END_TEST
+
+/*
+ * While the command runs the name is held (TRYLOCK elsewhere is BUSY,
+ * status says held); the moment redlockctl exits, it is free.
+ */
+START_TEST(held_while_running)
+{
+    char started[CT_PATH_MAX], go[CT_PATH_MAX], cmd[CT_CMD_MAX], tag[16];
+    struct ct_try t;
+    pid_t pid;
+    char *got;
+    int a, i;
+
+    ct_up(NULL);
+    ct_path(started, sizeof(started), "started");
+    ct_path(go, sizeof(go), "go");
+    snprintf(cmd, sizeof(cmd),
+             "echo > '%s'; while [ ! -e '%s' ]; do sleep 0.02; done; exit 5", started, go);
+    pid = CT_SPAWN("run", "-H", ct_addr, "hw", "-c", cmd);
+    ck_assert_msg(h_wait_until(ct_cond_file, started, FILE_MS), "the command did not start");
+    a = ct_connect();
+    got = h_cmd(a, "TRYLOCK hw", CMD_MS);
+    ck_assert_msg(got != NULL && h_is_reply(got, "BUSY", "hw"), "TRYLOCK hw: '%s'",
+                  got ? got : "(nothing)");
+    free(got);
+    EXPECT_PREFIX(a, "STATUS hw", "HELD hw ttl=");
+    ck_assert_int_eq(CT_RUN("status", "-H", ct_addr, "status", "hw"), 0);
+    ct_assert_out_has("status", "hw: held");
+    ck_assert_int_eq(close(open(go, O_WRONLY | O_CREAT | O_CLOEXEC, 0644)), 0);
+    ck_assert_int_eq(ct_wait(pid, EXIT_MS), 5);
+    t.fd = a;
+    t.name = "hw";
+    ck_assert_msg(ct_cond_trylock(&t), "hw was still held after redlockctl exited");
+    EXPECT_REPLY(a, "UNLOCK hw", "OK hw holds=0");
+    ck_assert_int_eq(CT_RUN("free", "-H", ct_addr, "status", "hw"), 1);
+    ct_assert_out_has("free", "hw: free");
+    /* Back to back: each run finds the name free. */
+    for (i = 0; i < 5; i++) {
+        snprintf(tag, sizeof(tag), "seq%d", i);
+        ck_assert_int_eq(CT_RUN(tag, "-H", ct_addr, "-n", "-E", "99", "hw", "true"), 0);
+    }
+    close(a);
+}
+END_TEST
+
+/* ---- conflicts ---- */
+
+/*
+ * -n and -w on a held name: exit 1 or -E, silently unless -v, without
+ * running the command; -w waits about as long as asked; a waiter runs
+ * its command once the name is released.
+ */
+START_TEST(conflict_exit_codes)
+{
+    char marker[CT_PATH_MAX], cmd[CT_CMD_MAX], *out;
+    int64_t t0, took;
+    pid_t pid;
+    int a;
+
+    ct_up(NULL);
+    ct_path(marker, sizeof(marker), "marker");
+    snprintf(cmd, sizeof(cmd), "touch '%s'", marker);
+    a = ct_connect();
+    EXPECT_PREFIX(a, "LOCK cf", "OK cf ");
+
+    t0 = h_now_ms();
+    ck_assert_int_eq(CT_RUN("n", "-H", ct_addr, "-n", "cf", "-c", cmd), 1);
+    took = h_now_ms() - t0;
+    ck_assert_msg(took < 3000, "-n took %lld ms", (long long)took);
+    out = ct_out("n");
+    ck_assert_msg(out[0] == '\0', "-n printed '%s' (a conflict is silent)", out);
+    free(out);
+    ck_assert_int_eq(CT_RUN("nE", "-H", ct_addr, "-n", "-E", "3", "cf", "-c", cmd), 3);
+    ck_assert_int_eq(CT_RUN("w0", "-H", ct_addr, "-w", "0", "cf", "-c", cmd), 1);
+    ck_assert_int_eq(CT_RUN("nv", "-H", ct_addr, "-v", "-n", "cf", "-c", cmd), 1);
+    ct_assert_out_has("nv", "'cf' is held by someone else");
+
+    t0 = h_now_ms();
+    ck_assert_int_eq(CT_RUN("w", "-H", ct_addr, "-w", "0.5", "-E", "9", "cf", "-c", cmd), 9);
+    took = h_now_ms() - t0;
+    ck_assert_msg(took >= 500 && took < 5000, "-w 0.5 took %lld ms", (long long)took);
+    ck_assert_msg(!ct_exists(marker), "the command ran without the lock");
+
+    /* A waiter gets the name when it is released. */
+    pid = CT_SPAWN("waiter", "-H", ct_addr, "-w", "20", "cf", "-c", cmd);
+    ct_wait_stat("waiters", 1, 5000);
+    EXPECT_REPLY(a, "UNLOCK cf", "OK cf holds=0");
+    ck_assert_int_eq(ct_wait(pid, EXIT_MS), 0);
+    ck_assert_msg(ct_exists(marker), "the waiter did not run its command");
+    close(a);
+}
+END_TEST
+
+/*
+ * Four redlockctl on one name at once: every one runs, never two at a
+ * time (mkdir would fail), one after the other with increasing fences.
+ */
+START_TEST(serialize)
+{
+    enum { N = 4, HOLD_MS = 200 };
+    char dir[CT_PATH_MAX], fences[CT_PATH_MAX], cmd[CT_CMD_MAX], tag[16], *s, *p;
+    long prev = 0, f;
+    int64_t t0, took;
+    pid_t pids[N];
+    int i, code, n = 0;
+
+    ct_up(NULL);
+    ct_path(dir, sizeof(dir), "inside");
+    ct_path(fences, sizeof(fences), "fences");
+    snprintf(cmd, sizeof(cmd),
+             "mkdir '%s' || exit 99; echo \"$REDLOCK_FENCE\" >> '%s'; sleep 0.%d; rmdir '%s'",
+             dir, fences, HOLD_MS / 100, dir);
+    t0 = h_now_ms();
+    for (i = 0; i < N; i++) {
+        snprintf(tag, sizeof(tag), "c%d", i);
+        pids[i] = CT_SPAWN(tag, "-H", ct_addr, "-w", "30", "--fence", "same", "-c", cmd);
+    }
+    for (i = 0; i < N; i++) {
+        code = ct_wait(pids[i], 30000);
+        ck_assert_msg(code == 0, "redlockctl %d exited %d (99: two ran at once)", i, code);
+    }
+    took = h_now_ms() - t0;
+    ck_assert_msg(took >= N * HOLD_MS, "%d runs of %d ms took %lld ms", N, HOLD_MS,
+                  (long long)took);
+    s = ct_slurp(fences);
+    ck_assert_ptr_nonnull(s);
+    for (p = s; *p != '\0'; n++) {
+        f = strtol(p, &p, 10);
+        ck_assert_msg(f > prev, "fences not increasing: %s", s);
+        prev = f;
+        while (*p == '\n') {
+            p++;
+        }
+    }
+    ck_assert_msg(n == N, "%d commands ran, expected %d: %s", n, N, s);
+    free(s);
+}
+END_TEST
+
+/* ---- lost locks ---- */
+
+/*
+ * The quorum is taken away while the command runs: "! LOST", SIGTERM to
+ * the command, which stops; exit 75 well before the grace (10 s).
+ */
+START_TEST(lost_terminates_command)
+{
+    char pidf[CT_PATH_MAX], cmd[CT_CMD_MAX];
+    pid_t pid, child;
+    int64_t t0, took;
+
+    ct_up(NULL);
+    ct_path(pidf, sizeof(pidf), "pid");
+    snprintf(cmd, sizeof(cmd), "echo $$ > '%s'; exec sleep 30", pidf);
+    pid = CT_SPAWN("run", "-H", ct_addr, "-t", "1500", "-k", "10", "lt", "-c", cmd);
+    child = ct_wait_pid_file(pidf);
+    ct_track_group(child);
+    t0 = h_now_ms();
+    ck_assert_int_eq(h_kill_master(0), 0);
+    ck_assert_int_eq(h_kill_master(1), 0);
+    ck_assert_int_eq(h_kill_master(2), 0);
+    ck_assert_int_eq(ct_wait(pid, EXIT_MS), 75);
+    took = h_now_ms() - t0;
+    ck_assert_msg(took < 5000, "exit 75 came %lld ms after the quorum went", (long long)took);
+    ct_assert_out_has("run", "lost the lock 'lt' while the command ran (reason=");
+    ck_assert_msg(!ct_alive(child), "the command still runs");
+}
+END_TEST
+
+/*
+ * A command (and a child of it) that ignore SIGTERM: still running during
+ * the grace, SIGKILLed with their whole process group when it ends.
+ */
+START_TEST(lost_kills_group_after_grace)
+{
+    char pidf[CT_PATH_MAX], gpidf[CT_PATH_MAX], cmd[CT_CMD_MAX];
+    struct ct_text lost = { "run", "lost the lock 'lg'" };
+    pid_t pid, child, grandchild;
+    int64_t t_lost;
+
+    ct_up(NULL);
+    ct_path(pidf, sizeof(pidf), "pid");
+    ct_path(gpidf, sizeof(gpidf), "gpid");
+    snprintf(cmd, sizeof(cmd),
+             "trap '' TERM; sleep 30 & echo $! > '%s'; echo $$ > '%s'; wait", gpidf, pidf);
+    pid = CT_SPAWN("run", "-H", ct_addr, "-t", "1500", "-k", "2", "lg", "-c", cmd);
+    child = ct_wait_pid_file(pidf);
+    ct_track_group(child);
+    grandchild = ct_wait_pid_file(gpidf);
+    ck_assert_int_eq(h_kill_master(0), 0);
+    ck_assert_int_eq(h_kill_master(1), 0);
+    ck_assert_int_eq(h_kill_master(2), 0);
+    ck_assert_msg(h_wait_until(ct_cond_out, &lost, 5000), "no 'lost' message");
+    t_lost = h_now_ms();
+    ck_assert_msg(h_holds_for(ct_cond_alive, &child, 700, 50),
+                  "the command died within the grace although it ignores SIGTERM");
+    ck_assert_msg(ct_alive(grandchild), "the command's child died within the grace");
+    ck_assert_int_eq(ct_wait(pid, EXIT_MS), 75);
+    ck_assert_msg(h_now_ms() - t_lost >= 1300, "exit 75 only %lld ms after the loss",
+                  (long long)(h_now_ms() - t_lost));
+    ct_assert_out_has("run", "SIGKILL");
+    ck_assert_msg(h_wait_until(ct_cond_dead, &child, 2000), "the command survived SIGKILL");
+    ck_assert_msg(h_wait_until(ct_cond_dead, &grandchild, 2000),
+                  "the command's child survived: the group was not killed");
+}
+END_TEST
+
+/*
+ * The daemon goes away: SIGKILLed (the connection closes without a word)
+ * or stopped (LOST reason=shutdown).  Both are a lost lock: exit 75.
+ */
+START_TEST(daemon_gone)
+{
+    char pidf[CT_PATH_MAX], cmd[CT_CMD_MAX];
+    pid_t pid, child;
+
+    ct_up(NULL);
+    ct_path(pidf, sizeof(pidf), "pid1");
+    snprintf(cmd, sizeof(cmd), "echo $$ > '%s'; exec sleep 30", pidf);
+    pid = CT_SPAWN("killed", "-H", ct_addr, "dg", "-c", cmd);
+    child = ct_wait_pid_file(pidf);
+    ct_track_group(child);
+    ck_assert_int_eq(h_signal_daemon(SIGKILL), 0);
+    ck_assert_int_eq(h_wait_daemon(5000), 128 + SIGKILL);
+    ck_assert_int_eq(ct_wait(pid, EXIT_MS), 75);
+    ct_assert_out_has("killed", "the connection to redlockd at");
+    ck_assert_msg(!ct_alive(child), "the command still runs");
+
+    ck_assert_msg(h_start_daemon(NULL) == 0, "the second redlockd did not start");
+    snprintf(ct_addr, sizeof(ct_addr), "127.0.0.1:%d", h_daemon_port());
+    ct_path(pidf, sizeof(pidf), "pid2");
+    snprintf(cmd, sizeof(cmd), "echo $$ > '%s'; exec sleep 30", pidf);
+    /* (dg itself stays taken until its lease ends: nobody deleted its keys) */
+    pid = CT_SPAWN("stopped", "-H", ct_addr, "dg2", "-c", cmd);
+    child = ct_wait_pid_file(pidf);
+    ct_track_group(child);
+    ck_assert_int_eq(h_stop_daemon(), 0);
+    ck_assert_int_eq(ct_wait(pid, EXIT_MS), 75);
+    ct_assert_out_has("stopped", "reason=shutdown");
+    ck_assert_msg(!ct_alive(child), "the command still runs");
+}
+END_TEST
+
+/* ---- signals ---- */
+
+static const struct {
+    int         sig;    /* the signal */
+    const char *name;   /* its name for trap */
+} ct_sigs[] = {
+    { SIGINT, "INT" },
+    { SIGTERM, "TERM" },
+    { SIGHUP, "HUP" },
+};
+
+/*
+ * SIGINT, SIGTERM and SIGHUP to redlockctl reach the command, whose
+ * status is then redlockctl's; no trap: the command dies of it (128+N).
+ */
+START_TEST(signals_forwarded)
+{
+    char pidf[CT_PATH_MAX], trapped[CT_PATH_MAX], cmd[CT_CMD_MAX], tag[16], name[16], *s;
+    pid_t pid, child;
+    size_t i;
+
+    ct_up(NULL);
+    for (i = 0; i < sizeof(ct_sigs) / sizeof(ct_sigs[0]); i++) {
+        snprintf(name, sizeof(name), "pid%zu", i);
+        ct_path(pidf, sizeof(pidf), name);
+        snprintf(name, sizeof(name), "trapped%zu", i);
+        ct_path(trapped, sizeof(trapped), name);
+        snprintf(cmd, sizeof(cmd),
+                 "trap 'echo got-%s > \"%s\"; exit 3' %s; echo $$ > '%s'; "
+                 "while :; do sleep 0.02; done", ct_sigs[i].name, trapped, ct_sigs[i].name, pidf);
+        snprintf(tag, sizeof(tag), "sig%zu", i);
+        pid = CT_SPAWN(tag, "-H", ct_addr, "sf", "-c", cmd);
+        child = ct_wait_pid_file(pidf);
+        ct_track_group(child);
+        ck_assert_int_eq(kill(pid, ct_sigs[i].sig), 0);
+        ck_assert_int_eq(ct_wait(pid, EXIT_MS), 3);
+        s = ct_slurp(trapped);
+        ck_assert_msg(s != NULL && strncmp(s, "got-", 4) == 0 && strstr(s, ct_sigs[i].name),
+                      "the command did not see SIG%s", ct_sigs[i].name);
+        free(s);
+    }
+    ct_path(pidf, sizeof(pidf), "pid-plain");
+    snprintf(cmd, sizeof(cmd), "echo $$ > '%s'; exec sleep 30", pidf);
+    pid = CT_SPAWN("plain", "-H", ct_addr, "sf", "-c", cmd);
+    child = ct_wait_pid_file(pidf);
+    ct_track_group(child);
+    ck_assert_int_eq(kill(pid, SIGTERM), 0);
+    ck_assert_int_eq(ct_wait(pid, EXIT_MS), 128 + SIGTERM);
+    ck_assert_msg(!ct_alive(child), "the command survived");
+}
+END_TEST
+
+/*
+ * While the LOCK is pending, SIGINT, SIGTERM and SIGHUP make redlockctl
+ * give up at once (128+N, silently): the daemon's waiter is gone and
+ * the command never runs.
+ */
+START_TEST(signal_while_waiting)
+{
+    char marker[CT_PATH_MAX], cmd[CT_CMD_MAX], tag[16], *out;
+    struct ct_try t;
+    int64_t t0;
+    pid_t pid;
+    size_t i;
+    int a;
+
+    ct_up(NULL);
+    ct_path(marker, sizeof(marker), "marker");
+    snprintf(cmd, sizeof(cmd), "touch '%s'", marker);
+    a = ct_connect();
+    EXPECT_PREFIX(a, "LOCK sw", "OK sw ");
+    for (i = 0; i < sizeof(ct_sigs) / sizeof(ct_sigs[0]); i++) {
+        snprintf(tag, sizeof(tag), "w%zu", i);
+        pid = CT_SPAWN(tag, "-H", ct_addr, "sw", "-c", cmd);
+        ct_wait_stat("waiters", 1, 5000);
+        t0 = h_now_ms();
+        ck_assert_int_eq(kill(pid, ct_sigs[i].sig), 0);
+        ck_assert_int_eq(ct_wait(pid, 2000), 128 + ct_sigs[i].sig);
+        ck_assert_msg(h_now_ms() - t0 < 1000, "SIG%s took %lld ms", ct_sigs[i].name,
+                      (long long)(h_now_ms() - t0));
+        ct_wait_stat("waiters", 0, 2000);
+        out = ct_out(tag);
+        ck_assert_msg(out[0] == '\0', "printed '%s'", out);
+        free(out);
+    }
+    ck_assert_msg(!ct_exists(marker), "the command ran without the lock");
+    EXPECT_REPLY(a, "UNLOCK sw", "OK sw holds=0");
+    t.fd = ct_connect();
+    t.name = "sw";
+    ck_assert_msg(ct_cond_trylock(&t), "sw is held by a redlockctl that gave up");
+    close(t.fd);
+    close(a);
+}
+END_TEST
+
+/*
+ * redlockctl itself SIGKILLed: its connection closes and the lock goes,
+ * so the command is killed too (PR_SET_PDEATHSIG) and the name is free.
+ */
+START_TEST(killed_redlockctl_kills_command)
+{
+    char pidf[CT_PATH_MAX], cmd[CT_CMD_MAX];
+    struct ct_try t;
+    pid_t pid, child;
+
+    ct_up(NULL);
+    ct_path(pidf, sizeof(pidf), "pid");
+    snprintf(cmd, sizeof(cmd), "echo $$ > '%s'; exec sleep 30", pidf);
+    pid = CT_SPAWN("run", "-H", ct_addr, "kr", "-c", cmd);
+    child = ct_wait_pid_file(pidf);
+    ct_track_group(child);
+    ck_assert_int_eq(kill(pid, SIGKILL), 0);
+    ck_assert_int_eq(ct_wait(pid, EXIT_MS), 128 + SIGKILL);
+    ck_assert_msg(h_wait_until(ct_cond_dead, &child, 2000), "the command outlived redlockctl");
+    t.fd = ct_connect();
+    t.name = "kr";
+    ck_assert_msg(h_wait_until(ct_cond_trylock, &t, 2000), "kr stayed held");
+    close(t.fd);
+}
+END_TEST
+
+/* ---- subcommands, environment, AUTH ---- */
+
+/* ping, stats and status print readable answers. */
+START_TEST(subcommands)
+{
+    char port[32], *out;
+    size_t i;
+    int a;
+
+    ct_up(NULL);
+    ck_assert_int_eq(CT_RUN("ping", "-H", ct_addr, "ping"), 0);
+    out = ct_out("ping");
+    ck_assert_msg(strncmp(out, "PONG from redlockd ", 19) == 0 && strstr(out, ct_addr) != NULL
+                  && ct_lines(out) == 1, "ping printed '%s'", out);
+    free(out);
+    ck_assert_int_eq(CT_RUN("stats", "-H", ct_addr, "stats"), 0);
+    ct_assert_out_has("stats", "masters_up");
+    ct_assert_out_has("stats", "masters:");
+    ct_assert_out_has("stats", "addr");
+    for (i = 0; i < NMASTERS; i++) {
+        snprintf(port, sizeof(port), "127.0.0.1:%d", h_master_port(i));
+        ct_assert_out_has("stats", port);
+    }
+    ck_assert_int_eq(CT_RUN("free", "-H", ct_addr, "status", "sub"), 1);
+    ct_assert_out_has("free", "sub: free");
+    a = ct_connect();
+    EXPECT_PREFIX(a, "LOCK sub", "OK sub ");
+    ck_assert_int_eq(CT_RUN("held", "-H", ct_addr, "status", "sub"), 0);
+    ct_assert_out_has("held", "sub: held, lease ends in ");
+    /* A name spelled like a subcommand, after --. */
+    ck_assert_int_eq(CT_RUN("lockping", "-H", ct_addr, "--", "ping", "-c", "exit 4"), 4);
+    close(a);
+}
+END_TEST
+
+/* $REDLOCKD_ADDR and $REDLOCKD_SOCKET, in that order after -S/-H. */
+START_TEST(environment_defaults)
+{
+    char m[CT_PATH_MAX], cmd[CT_CMD_MAX], *s;
+
+    ct_up(NULL);
+    ct_path(m, sizeof(m), "m");
+    snprintf(cmd, sizeof(cmd), "echo x >> '%s'", m);
+    setenv("REDLOCKD_ADDR", ct_addr, 1);
+    ck_assert_int_eq(CT_RUN("addr", "ed", "-c", cmd), 0);
+    setenv("REDLOCKD_SOCKET", h_daemon_unix_path(), 1);
+    setenv("REDLOCKD_ADDR", "127.0.0.1:1", 1);
+    ck_assert_int_eq(CT_RUN("socket", "ed", "-c", cmd), 0);
+    setenv("REDLOCKD_SOCKET", "/nonexistent.sock", 1);
+    ck_assert_int_eq(CT_RUN("cmdline", "-H", ct_addr, "ed", "-c", cmd), 0);
+    unsetenv("REDLOCKD_SOCKET");
+    unsetenv("REDLOCKD_ADDR");
+    ck_assert_int_eq(CT_RUN("S", "-S", h_daemon_unix_path(), "ed", "-c", cmd), 0);
+    ck_assert_int_eq(CT_RUN("bad", "-S", "/nonexistent.sock", "ed", "-c", cmd), 69);
+    s = ct_slurp(m);
+    ck_assert_msg(s != NULL && ct_lines(s) == 4, "4 runs expected in %s: '%s'", m, s ? s : "");
+    free(s);
+}
+END_TEST
+
+/* AUTH: needed and missing, or wrong: 77; right: the command runs. */
+START_TEST(auth_password)
+{
+    struct h_daemon_opts o = { .auth_password = "s3cret" };
+    char marker[CT_PATH_MAX], cmd[CT_CMD_MAX];
+
+    ct_up(&o);
+    ct_path(marker, sizeof(marker), "marker");
+    snprintf(cmd, sizeof(cmd), "touch '%s'", marker);
+    ck_assert_int_eq(CT_RUN("none", "-H", ct_addr, "au", "-c", cmd), 77);
+    ct_assert_out_has("none", "REDLOCKD_PASSWORD");
+    setenv("REDLOCKD_PASSWORD", "wrong", 1);
+    ck_assert_int_eq(CT_RUN("wrong", "-H", ct_addr, "au", "-c", cmd), 77);
+    ct_assert_out_has("wrong", "wrong password");
+    ck_assert_int_eq(CT_RUN("ping-wrong", "-H", ct_addr, "ping"), 77);
+    ck_assert_msg(!ct_exists(marker), "the command ran without the lock");
+    setenv("REDLOCKD_PASSWORD", "s3cret", 1);
+    ck_assert_int_eq(CT_RUN("right", "-H", ct_addr, "au", "-c", cmd), 0);
+    ck_assert_msg(ct_exists(marker), "the command did not run");
+    ck_assert_int_eq(CT_RUN("ping", "-H", ct_addr, "ping"), 0);
+    /* The Unix socket is exempt (auth.unix_exempt): no password needed. */
+    unsetenv("REDLOCKD_PASSWORD");
+    ck_assert_int_eq(CT_RUN("unix", "-S", h_daemon_unix_path(), "au", "-c", "exit 6"), 6);
+}
+END_TEST
+
+/* ---- a scripted stand-in for redlockd ---- */
+
+/* Listen on 127.0.0.1 (a free port, into *port), playing the daemon. */
+static int
+ct_fake_listen(int *port)
+{
+    struct sockaddr_in sa;
+    socklen_t len = sizeof(sa);
+    int fd;
+
+    fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    ck_assert_int_ge(fd, 0);
+    memset(&sa, 0, sizeof(sa));
+    sa.sin_family = AF_INET;
+    sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    ck_assert_int_eq(bind(fd, (struct sockaddr *)&sa, sizeof(sa)), 0);
+    ck_assert_int_eq(listen(fd, 8), 0);
+    ck_assert_int_eq(getsockname(fd, (struct sockaddr *)&sa, &len), 0);
+    *port = ntohs(sa.sin_port);
+    return fd;
+}
+
+/* Accept redlockctl's connection within FILE_MS. */
+static int
+ct_fake_accept(int lfd)
+{
+    struct pollfd pfd = { .fd = lfd, .events = POLLIN };
+    int fd;
+
+    ck_assert_msg(poll(&pfd, 1, FILE_MS) == 1, "redlockctl did not connect");
+    fd = accept4(lfd, NULL, NULL, SOCK_CLOEXEC);
+    ck_assert_int_ge(fd, 0);
+    return fd;
+}
+
+/* Read the next request on fd and require it to be exactly want. */
+#define EXPECT_LINE(fd, want) do {                                              \
+        char *got_ = h_read_line((fd), CMD_MS);                                 \
+        ck_assert_msg(got_ != NULL && strcmp(got_, (want)) == 0,               \
+                      "redlockctl sent '%s', expected '%s'",                    \
+                      got_ != NULL ? got_ : "(nothing)", (want));               \
+        free(got_);                                                             \
+    } while (0)
+
+/*
+ * What redlockctl says and how it takes the answers, against a scripted
+ * stand-in: AUTH first, the LOCK line with its options, pushed lines
+ * skipped, the fence passed on, UNLOCK and its answer awaited before
+ * exiting; TRYLOCK for -n; an unexpected answer, ERR LIMIT on accept and a
+ * connection closed while the LOCK is pending are 69.
+ */
+START_TEST(protocol_conversation)
+{
+    char addr[64], *out;
+    struct ct_proc p;
+    int lfd, fd, port;
+    pid_t pid;
+
+    ck_assert_msg(h_begin(tcase_name()) == 0, "cannot create the test directory");
+    lfd = ct_fake_listen(&port);
+    snprintf(addr, sizeof(addr), "127.0.0.1:%d", port);
+
+    setenv("REDLOCKD_PASSWORD", "pw", 1);
+    pid = CT_SPAWN("lock", "-H", addr, "-t", "1234", "-w", "2.5", "--fence", "conv", "-c",
+                   "echo \"fence=$REDLOCK_FENCE\"; exit 3");
+    fd = ct_fake_accept(lfd);
+    EXPECT_LINE(fd, "AUTH pw");
+    ck_assert_int_eq(h_send(fd, "OK"), 0);
+    EXPECT_LINE(fd, "LOCK conv ttl=1234 wait=2500 fence");
+    ck_assert_int_eq(h_send(fd, "! LOST other reason=renew"), 0);
+    ck_assert_int_eq(h_send(fd, "OK conv validity=1000 holds=1 fence=77"), 0);
+    EXPECT_LINE(fd, "UNLOCK conv");
+    p.pid = pid;
+    ck_assert_msg(!h_wait_until(ct_cond_exited, &p, 300),
+                  "redlockctl exited (%d) before UNLOCK was answered", p.code);
+    ck_assert_int_eq(h_send(fd, "OK conv holds=0"), 0);
+    ck_assert_int_eq(ct_wait(pid, EXIT_MS), 3);
+    out = ct_out("lock");
+    ck_assert_str_eq(out, "fence=77\n");
+    free(out);
+    close(fd);
+    unsetenv("REDLOCKD_PASSWORD");
+
+    pid = CT_SPAWN("try", "-H", addr, "-n", "conv", "true");
+    fd = ct_fake_accept(lfd);
+    EXPECT_LINE(fd, "TRYLOCK conv");
+    ck_assert_int_eq(h_send(fd, "HUH conv"), 0);
+    ck_assert_int_eq(ct_wait(pid, EXIT_MS), 69);
+    ct_assert_out_has("try", "unexpected answer");
+    close(fd);
+
+    pid = CT_SPAWN("limit", "-H", addr, "ping");
+    fd = ct_fake_accept(lfd);
+    ck_assert_int_eq(h_send(fd, "ERR LIMIT too many clients"), 0);
+    close(fd);
+    ck_assert_int_eq(ct_wait(pid, EXIT_MS), 69);
+    ct_assert_out_has("limit", "LIMIT too many clients");
+
+    pid = CT_SPAWN("closed", "-H", addr, "conv", "true");
+    fd = ct_fake_accept(lfd);
+    EXPECT_LINE(fd, "LOCK conv");
+    close(fd);
+    ck_assert_int_eq(ct_wait(pid, EXIT_MS), 69);
+    ct_assert_out_has("closed", "closed the connection");
+    close(lfd);
+}
+END_TEST
+
+/* ---- a terminal ---- */
+
+/* Start redlockctl with args as the session leader of a new pseudo-terminal. */
+static pid_t
+ct_spawn_pty(int *master, const char *const *args)
+{
+    const char *argv[40];
+    pid_t parent = getpid(), pid;
+    sigset_t none;
+    size_t n = 0;
+
+    argv[n++] = ct_bin();
+    while (*args != NULL && n < sizeof(argv) / sizeof(argv[0]) - 1) {
+        argv[n++] = *args++;
+    }
+    argv[n] = NULL;
+    pid = forkpty(master, NULL, NULL, NULL);
+    ck_assert_int_ge(pid, 0);
+    if (pid == 0) {
+        if (prctl(PR_SET_PDEATHSIG, SIGKILL) != 0 || getppid() != parent) {
+            _exit(127);
+        }
+        sigemptyset(&none);
+        sigprocmask(SIG_SETMASK, &none, NULL);
+        signal(SIGPIPE, SIG_DFL);
+        execv(argv[0], (char *const *)argv);
+        _exit(127);
+    }
+    ct_kid_add(pid);
+    return pid;
+}
+
+/* Read the terminal's output into buf (appending) for up to ms, until pid exits. */
+static int
+ct_pty_wait(int master, pid_t pid, char *buf, size_t size, int64_t ms)
+{
+    int64_t deadline = h_now_ms() + ms;
+    struct ct_proc p = { pid, -1 };
+    struct pollfd pfd;
+    size_t len = strlen(buf);
+    bool exited = false;
+    ssize_t n;
+
+    while (h_now_ms() < deadline) {
+        pfd.fd = master;
+        pfd.events = POLLIN;
+        if (poll(&pfd, 1, 20) > 0) {
+            n = read(master, buf + len, size - 1 - len);
+            if (n > 0) {
+                len += (size_t)n;
+                buf[len] = '\0';
+                continue;
+            }
+            if (exited) {
+                break;      /* EIO: every writer is gone */
+            }
+        } else if (exited) {
+            break;
+        }
+        if (!exited && ct_cond_exited(&p)) {
+            exited = true;
+            ct_kid_forget(pid);
+        }
+    }
+    return exited ? p.code : -1;
+}
+
+/*
+ * Under a terminal, the command is given the terminal's foreground: it
+ * can read it, and Ctrl-C goes to it.
+ */
+START_TEST(terminal_foreground)
+{
+    char pidf[CT_PATH_MAX], cmd[CT_CMD_MAX], out[8192] = "";
+    long pgrp, tpgid;
+    pid_t pid, child;
+    int master;
+
+    ct_up(NULL);
+    snprintf(cmd, sizeof(cmd),
+             "read x; echo \"got:$x\"; echo \"fg:$(cut -d' ' -f5,8 /proc/$$/stat)\"; exit 4");
+    pid = ct_spawn_pty(&master, (const char *const[]){ "-H", ct_addr, "tty", "-c", cmd, NULL });
+    ck_assert_int_eq(write(master, "hello\n", 6), 6);
+    ck_assert_int_eq(ct_pty_wait(master, pid, out, sizeof(out), EXIT_MS), 4);
+    close(master);
+    ck_assert_msg(strstr(out, "got:hello") != NULL, "the command could not read the terminal: "
+                  "'%s'", out);
+    ck_assert_msg(sscanf(strstr(out, "fg:"), "fg:%ld %ld", &pgrp, &tpgid) == 2 && pgrp == tpgid,
+                  "the command is not the terminal's foreground: '%s'", out);
+
+    ct_path(pidf, sizeof(pidf), "pid");
+    snprintf(cmd, sizeof(cmd), "echo $$ > '%s'; exec sleep 30", pidf);
+    out[0] = '\0';
+    pid = ct_spawn_pty(&master, (const char *const[]){ "-H", ct_addr, "tty", "-c", cmd, NULL });
+    child = ct_wait_pid_file(pidf);
+    ct_track_group(child);
+    ck_assert_int_eq(write(master, "\003", 1), 1);
+    ck_assert_int_eq(ct_pty_wait(master, pid, out, sizeof(out), EXIT_MS), 128 + SIGINT);
+    close(master);
+    ck_assert_msg(!ct_alive(child), "the command survived Ctrl-C");
+}
+END_TEST
+
+static Suite *
+ctl_suite(void)
+{
+    Suite *s = suite_create("redlockctl");
+    TCase *tc = tcase_create("redlockctl");
+
+    tcase_add_checked_fixture(tc, ct_setup, ct_teardown);
+    if (getenv("CK_DEFAULT_TIMEOUT") == NULL) {
+        tcase_set_timeout(tc, TEST_TIMEOUT_S);
+    }
+    tcase_add_test(tc, usage_errors);
+    tcase_add_test(tc, daemon_unreachable);
+    tcase_add_test(tc, daemon_refuses_request);
+    tcase_add_test(tc, no_quorum);
+    tcase_add_test(tc, exit_status_passthrough);
+    tcase_add_test(tc, command_environment);
+    tcase_add_test(tc, held_while_running);
+    tcase_add_test(tc, conflict_exit_codes);
+    tcase_add_test(tc, serialize);
+    tcase_add_test(tc, lost_terminates_command);
+    tcase_add_test(tc, lost_kills_group_after_grace);
+    tcase_add_test(tc, daemon_gone);
+    tcase_add_test(tc, signals_forwarded);
+    tcase_add_test(tc, signal_while_waiting);
+    tcase_add_test(tc, killed_redlockctl_kills_command);
+    tcase_add_test(tc, subcommands);
+    tcase_add_test(tc, environment_defaults);
+    tcase_add_test(tc, auth_password);
+    tcase_add_test(tc, protocol_conversation);
+    tcase_add_test(tc, terminal_foreground);
+    suite_add_tcase(s, tc);
+    return s;
+}
+
+int
+main(void)
+{
+    int64_t t0 = h_now_ms();
+    SRunner *sr;
+    int failed;
+
+    if (h_suite_init() != 0) {
+        return EXIT_FAILURE;
+    }
+    sr = srunner_create(ctl_suite());
+    srunner_run_all(sr, CK_NORMAL);
+    failed = srunner_ntests_failed(sr);
+    srunner_free(sr);
+    h_suite_cleanup();
+    printf("check_redlockctl: %d failed, %.1f s\n", failed, (double)(h_now_ms() - t0) / 1000.0);
+    return failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
+}
