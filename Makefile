@@ -68,7 +68,7 @@ SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 .DEFAULT_GOAL := all
 include $(wildcard tests/*/*.mk)
 
-.PHONY: all deps deps-faults check check-asan check-faults check-valgrind check-units install test unit integration run clean
+.PHONY: all deps deps-faults check check-asan check-faults check-valgrind check-units check-install install test unit integration run clean
 all: $(B)/redlockd
 
 $(B)/obj/%.o: %.c
@@ -110,6 +110,7 @@ deps:
 check: deps
 	$(MAKE) test
 	$(MAKE) check-units
+	$(MAKE) check-install
 
 test: $(B)/redlockd $(B)/redlockctl $(TEST_BINS) $(FUZZ_REPLAY_BINS)
 ifneq ($(SANITIZE),)
@@ -176,6 +177,26 @@ check-units: $(B)/redlockd
 	    echo "check-units: skipped: systemd-analyze does not run here"; \
 	else systemd-analyze verify --man=no $(B)/systemd/redlockd.service \
 	    $(B)/systemd/redlockd.socket && echo "check-units: systemd-analyze verify passed"; fi
+
+# make install into a scratch DESTDIR: every file lands where the units and
+# man pages say, the unit names the installed binary, and the man pages
+# render without warnings.
+check-install: $(B)/redlockd $(B)/redlockctl
+	@rm -rf $(B)/destdir
+	@$(MAKE) -s install DESTDIR=$(CURDIR)/$(B)/destdir PREFIX=/usr >/dev/null
+	@set -e; d=$(B)/destdir; for f in usr/bin/redlockd usr/bin/redlockctl \
+	    usr/lib/systemd/system/redlockd.service usr/lib/systemd/system/redlockd.socket \
+	    usr/lib/sysusers.d/redlockd.conf etc/redlockd/redlockd.yml \
+	    usr/share/man/man8/redlockd.8 usr/share/man/man1/redlockctl.1 \
+	    usr/share/man/man5/redlockd.yml.5; do \
+	    [ -s $$d/$$f ] || { echo "check-install: $$f missing"; exit 1; }; done; \
+	grep -q '^ExecStart=/usr/bin/redlockd -c /etc/redlockd/redlockd.yml$$' \
+	    $$d/usr/lib/systemd/system/redlockd.service; \
+	$$d/usr/bin/redlockd -t -c conf/dev.yml >/dev/null; \
+	if command -v groff >/dev/null; then for m in $$d/usr/share/man/man*/*; do \
+	    [ -z "$$(groff -man -Tutf8 -ww -z $$m 2>&1)" ] || { echo "check-install: $$m:"; \
+	    groff -man -Tutf8 -ww -z $$m; exit 1; }; done; fi; \
+	echo "check-install: make install DESTDIR=... PREFIX=/usr put all 9 files in place"
 
 # make install [PREFIX=/usr/local] [DESTDIR=]: the config goes to /etc
 # (SYSCONFDIR) and is never overwritten; units to $(PREFIX)/lib/systemd.
