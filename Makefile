@@ -55,7 +55,7 @@ LIB_SRC    := $(PROTO_SRC) $(CONF_SRC) $(DAEMON_SRC)
 LIB_OBJ    := $(LIB_SRC:%.c=$(B)/obj/%.o)
 
 UNIT_TESTS := check_proto check_conf check_redlock
-INTEG_TESTS := check_integration check_cluster check_robust check_ops check_redlockctl
+INTEG_TESTS := check_integration check_cluster check_robust check_ops check_redlockctl check_metrics
 TEST_BINS  := $(addprefix $(B)/,$(UNIT_TESTS) $(INTEG_TESTS))
 
 CK_TIMEOUT ?= 120
@@ -232,4 +232,4 @@ run: deps
 clean:
 	rm -rf build build-san build-asan build-fuzz run
 
--include $(shell find $(B) -name '*.d' 2>/dev/null)
+-include $(shell find $(B) -name '*.d' -type f 2>/dev/null)

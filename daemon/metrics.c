@@ -9,8 +9,9 @@
  * per family, names prefixed "redlockd_", counters ending in "_total",
  * durations in seconds.
  *
- * The server answers /metrics to GET and HEAD, 405 to any other method
- * there, and 404 to every other path.  evhttp bounds what a client may
+ * The server answers /metrics to GET and HEAD, 405 to the other methods
+ * evhttp knows (it answers 501 to the rest itself), and 404 to every
+ * other path.  evhttp bounds what a client may
  * send (headers, body) and closes a connection that makes no progress
  * for METRICS_TIMEOUT_S, in either direction.
  */
@@ -324,6 +325,24 @@ metrics_write(struct evbuffer *out)
     metrics_write_masters(out);
 }
 
+/*
+ * Send the reply with body (not freed here).  evhttp 2.1 would send the
+ * body to a HEAD request as well: for HEAD only its Content-Length goes.
+ */
+static void
+metrics_send(struct evhttp_request *req, int code, const char *reason, struct evbuffer *body)
+{
+    char len[32];
+
+    if (evhttp_request_get_command(req) == EVHTTP_REQ_HEAD) {
+        snprintf(len, sizeof(len), "%zu", evbuffer_get_length(body));
+        evhttp_add_header(evhttp_request_get_output_headers(req), "Content-Length", len);
+        evhttp_send_reply(req, code, reason, NULL);
+        return;
+    }
+    evhttp_send_reply(req, code, reason, body);
+}
+
 /* A reply with a plain-text body. */
 static void
 metrics_reply(struct evhttp_request *req, int code, const char *reason, const char *text)
@@ -337,7 +356,7 @@ metrics_reply(struct evhttp_request *req, int code, const char *reason, const ch
     evbuffer_add(body, text, strlen(text));
     evhttp_add_header(evhttp_request_get_output_headers(req), "Content-Type",
                       "text/plain; charset=utf-8");
-    evhttp_send_reply(req, code, reason, body);
+    metrics_send(req, code, reason, body);
     evbuffer_free(body);
 }
 
@@ -370,17 +389,20 @@ metrics_request_cb(struct evhttp_request *req, void *arg)
     metrics_write(body);
     evhttp_add_header(headers, "Content-Type", METRICS_CONTENT_TYPE);
     evhttp_add_header(headers, "Cache-Control", "no-store");
-    /* HEAD: evhttp sends the headers (Content-Length included) and no body. */
-    evhttp_send_reply(req, HTTP_OK, "OK", body);
+    metrics_send(req, HTTP_OK, "OK", body);
     evbuffer_free(body);
 }
 
 /*
- * Why evhttp could not bind a->host:a->port (err: errno right after the
- * failure): a name that does not resolve, or the socket error.
+ * Resolve a->host (a name, or a numeric address without brackets) to the
+ * numeric address evhttp is to bind, the first one getaddrinfo gives,
+ * into host (size bytes); evhttp would resolve it too, but would report
+ * a failure on stderr in its own words.  Returns 0, or -1 with the
+ * reason in why (why_size bytes).
  */
-static void
-metrics_bind_error(const struct conf_addr *a, int err, char *out, size_t size)
+static int
+metrics_resolve(const struct conf_addr *a, char *host, size_t size, char *why,
+                size_t why_size)
 {
     struct addrinfo hints, *res = NULL;
     char port[16];
@@ -392,21 +414,24 @@ metrics_bind_error(const struct conf_addr *a, int err, char *out, size_t size)
     hints.ai_flags = AI_PASSIVE | AI_NUMERICSERV;
     snprintf(port, sizeof(port), "%d", a->port);
     rc = getaddrinfo(a->host, port, &hints, &res);
-    if (rc != 0) {
-        snprintf(out, size, "cannot resolve the host: %s", gai_strerror(rc));
-        return;
+    if (rc == 0) {
+        rc = getnameinfo(res->ai_addr, res->ai_addrlen, host, (socklen_t)size, NULL, 0,
+                         NI_NUMERICHOST);
+        freeaddrinfo(res);
     }
-    freeaddrinfo(res);
-    snprintf(out, size, "%s", err != 0 ? strerror(err) : "cannot listen");
+    if (rc != 0) {
+        snprintf(why, why_size, "cannot resolve the host: %s", gai_strerror(rc));
+        return -1;
+    }
+    return 0;
 }
 
 int
 metrics_start(struct event_base *base, const struct conf *conf)
 {
     const struct conf_addr *a = &conf->metrics;
-    struct evhttp_bound_socket *bound;
-    char why[256];
-    int err;
+    struct evhttp_bound_socket *bound = NULL;
+    char host[NI_MAXHOST], why[128];
 
     if (a->spec[0] == '\0') {
         return 0;
@@ -420,16 +445,19 @@ metrics_start(struct event_base *base, const struct conf *conf)
     evhttp_set_allowed_methods(metrics_http,
                                EVHTTP_REQ_GET | EVHTTP_REQ_HEAD | EVHTTP_REQ_POST
                                | EVHTTP_REQ_PUT | EVHTTP_REQ_DELETE | EVHTTP_REQ_OPTIONS
-                               | EVHTTP_REQ_TRACE | EVHTTP_REQ_PATCH);
+                               | EVHTTP_REQ_TRACE | EVHTTP_REQ_CONNECT | EVHTTP_REQ_PATCH);
     evhttp_set_max_headers_size(metrics_http, METRICS_MAX_HEADERS);
     evhttp_set_max_body_size(metrics_http, METRICS_MAX_BODY);
     evhttp_set_timeout(metrics_http, METRICS_TIMEOUT_S);
     evhttp_set_gencb(metrics_http, metrics_request_cb, NULL);
-    errno = 0;
-    bound = evhttp_bind_socket_with_handle(metrics_http, a->host, (ev_uint16_t)a->port);
+    if (metrics_resolve(a, host, sizeof(host), why, sizeof(why)) == 0) {
+        errno = 0;
+        bound = evhttp_bind_socket_with_handle(metrics_http, host, (ev_uint16_t)a->port);
+        if (bound == NULL) {
+            snprintf(why, sizeof(why), "%s", errno != 0 ? strerror(errno) : "bind failed");
+        }
+    }
     if (bound == NULL) {
-        err = errno;
-        metrics_bind_error(a, err, why, sizeof(why));
         log_error("metrics.listen %s: cannot listen: %s", a->spec, why);
         evhttp_free(metrics_http);
         metrics_http = NULL;

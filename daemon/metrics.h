@@ -1,8 +1,13 @@
 /*
  * metrics.h: Prometheus text exposition over HTTP (libevent's evhttp).
  *
- * GET /metrics on metrics.listen answers the daemon's counters in the
- * Prometheus text format, version 0.0.4; any other path answers 404.
+ * GET (or HEAD) /metrics on metrics.listen answers the daemon's counters
+ * in the Prometheus text format, version 0.0.4: the values STATS shows,
+ * read when the request arrives.  Any other path answers 404, another
+ * method 405 (one evhttp does not know, such as PROPFIND: 501; CONNECT,
+ * whose target is no path: 404).  A connection idle for 10 s (reading
+ * or writing) is closed; request headers are limited to 8 KiB, bodies
+ * to 1 KiB.
  */
 #ifndef REDLOCKD_METRICS_H
 #define REDLOCKD_METRICS_H
@@ -11,12 +16,17 @@ struct event_base;
 struct conf;
 
 /*
- * Start serving on conf->metrics (nothing when metrics.listen is "").
- * Returns 0, or -1 with the reason logged (the address cannot be bound).
+ * Start serving on conf->metrics on base (nothing when metrics.listen is
+ * ""); conf is read during the call only.  Returns 0, or -1 with the
+ * reason logged, naming metrics.listen (the host does not resolve, or
+ * the address cannot be bound: in use, not local, no permission).
  */
 int metrics_start(struct event_base *base, const struct conf *conf);
 
-/* Stop serving and free the server (at exit). */
+/*
+ * Stop serving: close the socket and every connection, free the server.
+ * Call before the event base is freed; nothing happens when not started.
+ */
 void metrics_stop(void);
 
 #endif /* REDLOCKD_METRICS_H */

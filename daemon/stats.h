@@ -48,12 +48,14 @@ struct stats {
     uint64_t pubsub_wakeups;     /* lock: waiters woken by a release announcement */
     uint64_t fallback_retries;   /* lock: retries timed by the holder's ttl */
     /*
-     * lock: LOCK/TRYLOCK answers counted by acquire_ok, _reentered,
-     * _busy, _timeout and _noquorum, by latency (from lock_acquire() to
-     * the answer), one count per bucket (not cumulative); the last
-     * bucket holds those above the largest bound.
+     * The acquire latency histogram (stats_observe_acquire): the
+     * LOCK/TRYLOCK answers counted by acquire_ok, _reentered, _busy,
+     * _timeout and _noquorum, by the time from lock_acquire() to the
+     * answer.  Session-mode grants are session_grants in STATS:
+     * acquire_ok - lease_grants.
      */
-    uint64_t acquire_latency[STATS_LATENCY_NBOUNDS + 1];
+    uint64_t acquire_latency[STATS_LATENCY_NBOUNDS + 1]; /* lock: answers per bucket, not
+                                                            cumulative; the last is +Inf */
     uint64_t acquire_latency_sum_us; /* lock: sum of those latencies, us */
 };
 

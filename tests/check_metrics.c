@@ -1,0 +1,1024 @@
+/*
+ * check_metrics.c: the Prometheus endpoint (metrics.listen), end to end.
+ *
+ * Real redis-server masters and the real daemon on free loopback ports
+ * (tests/harness.h), scraped over a plain TCP socket by the small HTTP
+ * client below (no curl needed).  Checked: the content type and the
+ * text format 0.0.4 (HELP/TYPE, names, labels and their escapes,
+ * grouping), counters that move with LOCK, TRYLOCK BUSY, re-entry,
+ * TIMEOUT, lease grants and lost locks and equal STATS at the same
+ * moment, the latency histogram (cumulative, _count equal to the
+ * acquisitions), a master's up going 1 -> 0 when it is killed, 404, 405
+ * and HEAD, label values escaped, a stalled HTTP client closed by the
+ * timeout, and a daemon that refuses to start when metrics.listen's
+ * port is taken.
+ */
+#include <errno.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <unistd.h>
+
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+
+#include <check.h>
+
+#include "tests/expect.h"
+#include "tests/harness.h"
+
+#define NMASTERS        5
+#define CMD_MS          2000    /* deadline for a reply that needs the masters */
+#define HTTP_MS         3000    /* deadline for a whole HTTP exchange */
+#define HTTP_MAX        (1024 * 1024)   /* largest response read */
+#define TEST_TIMEOUT_S  60
+#define CONTENT_TYPE    "text/plain; version=0.0.4; charset=utf-8"
+#define METRICS_IDLE_S  10      /* daemon/metrics.c: METRICS_TIMEOUT_S */
+
+/* The metrics port of the current test's daemon. */
+static int mt_port;
+
+/* ---- a small HTTP/1.1 client ---- */
+
+/* A response: status code, raw header block and body (all malloc'd). */
+struct mt_resp {
+    int     status;     /* 200, 404, ...; 0 when none was read */
+    char   *head;       /* status line and headers, CRLFs kept, NUL-terminated */
+    char   *body;       /* the body, NUL-terminated (empty for HEAD) */
+    size_t  body_len;   /* bytes in body */
+};
+
+static void
+mt_resp_free(struct mt_resp *r)
+{
+    free(r->head);
+    free(r->body);
+    memset(r, 0, sizeof(*r));
+}
+
+/* A blocking TCP connection to 127.0.0.1:port, or -1. */
+static int
+mt_connect(int port)
+{
+    struct sockaddr_in sa;
+    int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+
+    if (fd < 0) {
+        return -1;
+    }
+    memset(&sa, 0, sizeof(sa));
+    sa.sin_family = AF_INET;
+    sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    sa.sin_port = htons((uint16_t)port);
+    if (connect(fd, (struct sockaddr *)&sa, sizeof(sa)) != 0) {
+        close(fd);
+        return -1;
+    }
+    return fd;
+}
+
+/*
+ * Send request (the whole text, "Connection: close" in it) to the
+ * metrics port and read until the server closes, within HTTP_MS.
+ * Returns 0 with *r filled (free with mt_resp_free), or -1.
+ */
+static int
+mt_http(const char *request, struct mt_resp *r)
+{
+    int64_t deadline = h_now_ms() + HTTP_MS;
+    size_t len = 0, cap = 65536;
+    char *buf = malloc(cap), *sep;
+    int fd = mt_connect(mt_port);
+
+    memset(r, 0, sizeof(*r));
+    if (fd < 0 || buf == NULL || h_send_raw(fd, request, strlen(request)) != 0) {
+        goto fail;
+    }
+    for (;;) {
+        struct pollfd p = { fd, POLLIN, 0 };
+        int64_t left = deadline - h_now_ms();
+        ssize_t n;
+
+        if (left <= 0 || poll(&p, 1, (int)left) <= 0) {
+            fprintf(stderr, "mt_http: no complete response within %d ms\n", HTTP_MS);
+            goto fail;
+        }
+        if (len + 4096 + 1 > cap) {
+            char *more = cap >= HTTP_MAX ? NULL : realloc(buf, cap * 2);
+
+            if (more == NULL) {
+                goto fail;
+            }
+            buf = more;
+            cap *= 2;
+        }
+        n = recv(fd, buf + len, cap - len - 1, 0);
+        if (n < 0 && errno == EINTR) {
+            continue;
+        }
+        if (n < 0) {
+            goto fail;
+        }
+        if (n == 0) {
+            break;
+        }
+        len += (size_t)n;
+    }
+    close(fd);
+    fd = -1;
+    buf[len] = '\0';
+    sep = strstr(buf, "\r\n\r\n");
+    if (sep == NULL || sscanf(buf, "HTTP/1.%*c %d", &r->status) != 1) {
+        goto fail;
+    }
+    r->head = strndup(buf, (size_t)(sep - buf) + 2);
+    r->body_len = len - (size_t)(sep + 4 - buf);
+    r->body = malloc(r->body_len + 1);
+    if (r->head == NULL || r->body == NULL) {
+        goto fail;
+    }
+    memcpy(r->body, sep + 4, r->body_len);
+    r->body[r->body_len] = '\0';
+    free(buf);
+    return 0;
+fail:
+    if (fd >= 0) {
+        close(fd);
+    }
+    free(buf);
+    mt_resp_free(r);
+    return -1;
+}
+
+/* method path HTTP/1.1 with Connection: close. */
+static int
+mt_request(const char *method, const char *path, struct mt_resp *r)
+{
+    char req[512];
+
+    snprintf(req, sizeof(req), "%s %s HTTP/1.1\r\nHost: 127.0.0.1:%d\r\n"
+             "Connection: close\r\n\r\n", method, path, mt_port);
+    return mt_http(req, r);
+}
+
+/* GET /metrics that must succeed with 200; the body is returned (caller frees). */
+static char *
+mt_scrape(void)
+{
+    struct mt_resp r;
+    char *body;
+
+    ck_assert_msg(mt_request("GET", "/metrics", &r) == 0, "GET /metrics failed");
+    ck_assert_msg(r.status == 200, "GET /metrics answered %d", r.status);
+    body = r.body;
+    r.body = NULL;
+    mt_resp_free(&r);
+    return body;
+}
+
+/*
+ * The value of header name (case-insensitive) in a header block, copied
+ * into out (size bytes).  Returns false when there is none.
+ */
+static bool
+mt_header(const char *head, const char *name, char *out, size_t size)
+{
+    size_t nlen = strlen(name);
+    const char *line = strstr(head, "\r\n");
+
+    while (line != NULL && line[2] != '\0') {
+        const char *end;
+
+        line += 2;
+        end = strstr(line, "\r\n");
+        if (end == NULL) {
+            return false;
+        }
+        if (strncasecmp(line, name, nlen) == 0 && line[nlen] == ':') {
+            const char *v = line + nlen + 1;
+
+            while (*v == ' ') {
+                v++;
+            }
+            snprintf(out, size, "%.*s", (int)(end - v), v);
+            return true;
+        }
+        line = end;
+    }
+    return false;
+}
+
+/* ---- reading the exposition ---- */
+
+/*
+ * The value of the sample whose name and labels are exactly series
+ * ("redlockd_masters_up", "redlockd_acquisitions_total{outcome=\"ok\"}").
+ * Returns false when there is no such line.
+ */
+static bool
+mt_value(const char *body, const char *series, double *value)
+{
+    size_t slen = strlen(series);
+    const char *p = body;
+
+    while (p != NULL && *p != '\0') {
+        if (strncmp(p, series, slen) == 0 && p[slen] == ' ') {
+            char *end;
+
+            *value = strtod(p + slen + 1, &end);
+            return end != p + slen + 1 && (*end == '\n' || *end == '\0');
+        }
+        p = strchr(p, '\n');
+        if (p != NULL) {
+            p++;
+        }
+    }
+    return false;
+}
+
+/* mt_value() that must find the series; its value as an integer. */
+static long long
+mt_int(const char *body, const char *series)
+{
+    double v = 0;
+
+    ck_assert_msg(mt_value(body, series, &v), "no sample '%s' in /metrics", series);
+    ck_assert_msg(v == (double)(long long)v, "'%s' is %g, not an integer", series, v);
+    return (long long)v;
+}
+
+/* A STATS value that must be there. */
+static long long
+mt_stat(const char *name)
+{
+    long long v = -1;
+
+    ck_assert_msg(h_stat_once(name, &v) == 0, "STATS has no '%s'", name);
+    return v;
+}
+
+/* A metric family seen while checking the format. */
+struct mt_family {
+    char name[128];     /* as in # TYPE */
+    char type[32];      /* counter, gauge, histogram */
+    bool help;          /* a # HELP line came */
+    bool closed;        /* samples of another family came after its own */
+};
+
+static bool
+mt_name_char(char c, bool first)
+{
+    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '_' || c == ':'
+           || (!first && c >= '0' && c <= '9');
+}
+
+/* The family a sample name belongs to (histograms: _bucket, _sum, _count). */
+static struct mt_family *
+mt_family_of(struct mt_family *fam, size_t n, const char *name)
+{
+    static const char *const suffixes[] = { "_bucket", "_sum", "_count" };
+    size_t i, k;
+
+    for (i = 0; i < n; i++) {
+        size_t flen = strlen(fam[i].name);
+
+        if (strcmp(fam[i].name, name) == 0) {
+            return &fam[i];
+        }
+        if (strcmp(fam[i].type, "histogram") != 0 || strncmp(fam[i].name, name, flen) != 0) {
+            continue;
+        }
+        for (k = 0; k < 3; k++) {
+            if (strcmp(name + flen, suffixes[k]) == 0) {
+                return &fam[i];
+            }
+        }
+    }
+    return NULL;
+}
+
+/*
+ * Check body against the text format 0.0.4 as redlockd promises it:
+ * every line a HELP, a TYPE or a sample; one HELP and one TYPE per
+ * family, before its samples, which come together; names prefixed
+ * redlockd_, counters ending in _total; labels name="value" with only
+ * \\, \" and \n escapes; a float value and no timestamp; a final LF.
+ * Fails the test with the line at fault.
+ */
+static void
+mt_check_format(const char *body)
+{
+    struct mt_family fam[128];
+    struct mt_family *cur = NULL;
+    size_t nfam = 0, lineno = 0;
+    const char *p = body;
+
+    ck_assert_msg(body[0] != '\0' && body[strlen(body) - 1] == '\n',
+                  "the exposition does not end with a LF");
+    while (*p != '\0') {
+        const char *eol = strchr(p, '\n');
+        char line[1024], name[128];
+        size_t len = (size_t)(eol - p), i = 0;
+
+        lineno++;
+        ck_assert_msg(len < sizeof(line), "line %zu too long", lineno);
+        memcpy(line, p, len);
+        line[len] = '\0';
+        p = eol + 1;
+        if (strncmp(line, "# HELP ", 7) == 0 || strncmp(line, "# TYPE ", 7) == 0) {
+            char kind = line[2], type[32] = "";
+            struct mt_family *f;
+
+            ck_assert_msg(sscanf(line + 7, "%127s %31s", name, type) >= 1,
+                          "line %zu: '%s'", lineno, line);
+            ck_assert_msg(strncmp(name, "redlockd_", 9) == 0,
+                          "line %zu: family '%s' lacks the redlockd_ prefix", lineno, name);
+            f = NULL;
+            for (i = 0; i < nfam; i++) {
+                if (strcmp(fam[i].name, name) == 0) {
+                    f = &fam[i];
+                }
+            }
+            if (f == NULL) {
+                ck_assert_msg(nfam < sizeof(fam) / sizeof(fam[0]), "too many families");
+                f = &fam[nfam++];
+                memset(f, 0, sizeof(*f));
+                snprintf(f->name, sizeof(f->name), "%s", name);
+            }
+            if (kind == 'H') {
+                ck_assert_msg(!f->help, "line %zu: a second HELP for %s", lineno, name);
+                ck_assert_msg(strlen(line) > 8 + strlen(name), "line %zu: empty HELP", lineno);
+                f->help = true;
+            } else {
+                ck_assert_msg(f->type[0] == '\0', "line %zu: a second TYPE for %s",
+                              lineno, name);
+                ck_assert_msg(strcmp(type, "counter") == 0 || strcmp(type, "gauge") == 0
+                              || strcmp(type, "histogram") == 0,
+                              "line %zu: type '%s'", lineno, type);
+                snprintf(f->type, sizeof(f->type), "%s", type);
+                if (strcmp(type, "counter") == 0) {
+                    size_t nl = strlen(name);
+
+                    ck_assert_msg(nl > 6 && strcmp(name + nl - 6, "_total") == 0,
+                                  "line %zu: counter %s does not end in _total", lineno, name);
+                }
+            }
+            continue;
+        }
+        ck_assert_msg(line[0] != '#' && line[0] != '\0', "line %zu: '%s'", lineno, line);
+        /* A sample: name, labels, value. */
+        while (mt_name_char(line[i], i == 0)) {
+            i++;
+        }
+        ck_assert_msg(i > 0 && i < sizeof(name), "line %zu: bad name in '%s'", lineno, line);
+        memcpy(name, line, i);
+        name[i] = '\0';
+        {
+            struct mt_family *f = mt_family_of(fam, nfam, name);
+
+            ck_assert_msg(f != NULL && f->type[0] != '\0' && f->help,
+                          "line %zu: sample %s before its HELP and TYPE", lineno, name);
+            ck_assert_msg(!f->closed, "line %zu: samples of %s are not together", lineno,
+                          name);
+            if (cur != NULL && cur != f) {
+                cur->closed = true;
+            }
+            cur = f;
+        }
+        if (line[i] == '{') {
+            i++;
+            while (line[i] != '}') {
+                size_t start = i;
+
+                while (mt_name_char(line[i], i == start)) {
+                    i++;
+                }
+                ck_assert_msg(i > start && line[i] == '=' && line[i + 1] == '"',
+                              "line %zu: bad label in '%s'", lineno, line);
+                i += 2;
+                while (line[i] != '"') {
+                    ck_assert_msg(line[i] != '\0', "line %zu: open label value", lineno);
+                    if (line[i] == '\\') {
+                        ck_assert_msg(line[i + 1] == '\\' || line[i + 1] == '"'
+                                      || line[i + 1] == 'n',
+                                      "line %zu: bad escape in '%s'", lineno, line);
+                        i++;
+                    }
+                    i++;
+                }
+                i++;
+                if (line[i] == ',') {
+                    i++;
+                }
+                ck_assert_msg(line[i] != '\0', "line %zu: open label set", lineno);
+            }
+            i++;
+        }
+        ck_assert_msg(line[i] == ' ', "line %zu: no space before the value", lineno);
+        {
+            char *end;
+
+            strtod(line + i + 1, &end);
+            ck_assert_msg(end != line + i + 1 && *end == '\0',
+                          "line %zu: bad value (or a timestamp) in '%s'", lineno, line);
+        }
+    }
+    for (size_t k = 0; k < nfam; k++) {
+        ck_assert_msg(fam[k].type[0] != '\0' && fam[k].help, "%s lacks HELP or TYPE",
+                      fam[k].name);
+    }
+}
+
+/* ---- set-up ---- */
+
+static void
+mt_up(void)
+{
+    struct h_daemon_opts opts;
+
+    memset(&opts, 0, sizeof(opts));
+    ck_assert_msg(h_begin(tcase_name()) == 0, "cannot create the test directory");
+    ck_assert_msg(h_start_masters(NMASTERS) == 0, "the masters did not start");
+    mt_port = h_free_port();
+    ck_assert_msg(mt_port > 0, "no free port");
+    opts.metrics_port = mt_port;
+    ck_assert_msg(h_start_daemon(&opts) == 0, "redlockd did not start (log above)");
+}
+
+static void
+mt_teardown(void)
+{
+    h_end();
+}
+
+static int
+mt_client(void)
+{
+    int fd = h_connect_tcp();
+
+    ck_assert_msg(fd >= 0, "cannot connect to the daemon: %s", strerror(errno));
+    return fd;
+}
+
+/* ---- tests ---- */
+
+/* True when every master's redlockd_master_last_rtt_seconds is a number. */
+static bool
+mt_cond_rtt_known(void *arg)
+{
+    struct mt_resp r;
+    char series[128];
+    bool known = true;
+    size_t i;
+    double v;
+
+    (void)arg;
+    if (mt_request("GET", "/metrics", &r) != 0) {
+        return false;
+    }
+    for (i = 0; i < NMASTERS && known; i++) {
+        snprintf(series, sizeof(series),
+                 "redlockd_master_last_rtt_seconds{master=\"%zu\",addr=\"127.0.0.1:%d\"}",
+                 i, h_master_port(i));
+        known = mt_value(r.body, series, &v) && v == v;
+    }
+    mt_resp_free(&r);
+    return known;
+}
+
+/* 200 with the 0.0.4 content type, a well-formed exposition, every promised family. */
+START_TEST(metrics_format)
+{
+    static const char *const families[] = {
+        "redlockd_build_info", "redlockd_uptime_seconds", "redlockd_connections",
+        "redlockd_connections_accepted_total", "redlockd_connections_rejected_total",
+        "redlockd_auth_failures_total", "redlockd_clients_timed_out_total",
+        "redlockd_clients_closed_output_total", "redlockd_locks_held", "redlockd_waiters",
+        "redlockd_acquisitions_total", "redlockd_grants_total", "redlockd_fenced_grants_total",
+        "redlockd_acquire_latency_seconds", "redlockd_releases_total",
+        "redlockd_handovers_total", "redlockd_yields_total", "redlockd_renewals_total",
+        "redlockd_locks_lost_total", "redlockd_extends_total", "redlockd_subscriptions",
+        "redlockd_pubsub_wakeups_total", "redlockd_fallback_retries_total", "redlockd_masters",
+        "redlockd_quorum", "redlockd_masters_up", "redlockd_masters_quarantined",
+        "redlockd_master_up", "redlockd_master_subscriber_up", "redlockd_master_quarantined",
+        "redlockd_master_quarantine_remaining_seconds", "redlockd_master_last_rtt_seconds",
+        "redlockd_master_requests_total", "redlockd_master_errors_total",
+        "redlockd_master_reconnects_total", "redlockd_master_restarts_total",
+    };
+    struct mt_resp r;
+    char ct[128], series[256], stat[64], *body;
+    size_t i;
+    double v;
+    int fd;
+
+    mt_up();
+    ck_assert_int_eq(mt_request("GET", "/metrics", &r), 0);
+    ck_assert_int_eq(r.status, 200);
+    ck_assert_msg(mt_header(r.head, "Content-Type", ct, sizeof(ct)), "no Content-Type");
+    ck_assert_str_eq(ct, CONTENT_TYPE);
+    mt_check_format(r.body);
+    for (i = 0; i < sizeof(families) / sizeof(families[0]); i++) {
+        snprintf(series, sizeof(series), "# TYPE %s ", families[i]);
+        ck_assert_msg(strstr(r.body, series) != NULL, "no family %s", families[i]);
+    }
+    ck_assert_int_eq(mt_int(r.body, "redlockd_masters"), NMASTERS);
+    ck_assert_int_eq(mt_int(r.body, "redlockd_quorum"), NMASTERS / 2 + 1);
+    ck_assert_int_eq(mt_int(r.body, "redlockd_masters_up"), NMASTERS);
+    for (i = 0; i < NMASTERS; i++) {
+        snprintf(series, sizeof(series), "redlockd_master_up{master=\"%zu\",addr=\"127.0.0.1:%d\"}",
+                 i, h_master_port(i));
+        ck_assert_int_eq(mt_int(r.body, series), 1);
+        snprintf(series, sizeof(series),
+                 "redlockd_master_quarantined{master=\"%zu\",addr=\"127.0.0.1:%d\"}",
+                 i, h_master_port(i));
+        ck_assert_int_eq(mt_int(r.body, series), 0);
+        /* No request sent yet: no round trip (STATS says -1). */
+        snprintf(series, sizeof(series),
+                 "redlockd_master_last_rtt_seconds{master=\"%zu\",addr=\"127.0.0.1:%d\"}",
+                 i, h_master_port(i));
+        ck_assert_msg(mt_value(r.body, series, &v) && v != v, "%s %g, expected NaN", series, v);
+        snprintf(stat, sizeof(stat), "master.%zu.rtt_us", i);
+        ck_assert_int_eq(mt_stat(stat), -1);
+    }
+    ck_assert_msg(mt_value(r.body, "redlockd_uptime_seconds", &v) && v > 0 && v < 60,
+                  "uptime %g", v);
+    mt_resp_free(&r);
+
+    /* After a LOCK every master has answered a request: a real round trip. */
+    fd = mt_client();
+    EXPECT_PREFIX(fd, "LOCK f", "OK f validity=");
+    ck_assert_msg(h_wait_until(mt_cond_rtt_known, NULL, 5000),
+                  "some master's last round trip is still NaN after a LOCK");
+    body = mt_scrape();
+    mt_check_format(body);
+    for (i = 0; i < NMASTERS; i++) {
+        snprintf(series, sizeof(series),
+                 "redlockd_master_last_rtt_seconds{master=\"%zu\",addr=\"127.0.0.1:%d\"}",
+                 i, h_master_port(i));
+        ck_assert_msg(mt_value(body, series, &v) && v > 0 && v < 1, "%s %g", series, v);
+        snprintf(series, sizeof(series),
+                 "redlockd_master_requests_total{master=\"%zu\",addr=\"127.0.0.1:%d\"}",
+                 i, h_master_port(i));
+        ck_assert_int_ge(mt_int(body, series), 1);
+    }
+    free(body);
+    close(fd);
+}
+END_TEST
+
+/* Counters move with LOCK, TRYLOCK BUSY, re-entry, lease grants; /metrics equals STATS. */
+START_TEST(metrics_counts_match_stats)
+{
+    static const struct { const char *series, *stat; } pairs[] = {
+        { "redlockd_acquisitions_total{outcome=\"ok\"}", "acquire_ok" },
+        { "redlockd_acquisitions_total{outcome=\"reentered\"}", "acquire_reentered" },
+        { "redlockd_acquisitions_total{outcome=\"busy\"}", "acquire_busy" },
+        { "redlockd_acquisitions_total{outcome=\"timeout\"}", "acquire_timeout" },
+        { "redlockd_acquisitions_total{outcome=\"noquorum\"}", "acquire_noquorum" },
+        { "redlockd_grants_total{mode=\"session\"}", "session_grants" },
+        { "redlockd_grants_total{mode=\"lease\"}", "lease_grants" },
+        { "redlockd_fenced_grants_total", "fenced_grants" },
+        { "redlockd_releases_total", "releases" },
+        { "redlockd_locks_held", "locks_held" },
+        { "redlockd_waiters", "waiters" },
+        { "redlockd_extends_total{result=\"ok\"}", "extends_ok" },
+        { "redlockd_locks_lost_total{reason=\"renew\"}", "locks_lost_renew" },
+        { "redlockd_masters_up", "masters_up" },
+    };
+    char *body;
+    int a, b;
+    size_t i;
+
+    mt_up();
+    body = mt_scrape();
+    ck_assert_int_eq(mt_int(body, "redlockd_acquisitions_total{outcome=\"ok\"}"), 0);
+    ck_assert_int_eq(mt_int(body, "redlockd_locks_held"), 0);
+    free(body);
+
+    a = mt_client();
+    b = mt_client();
+    EXPECT_PREFIX(a, "LOCK m", "OK m validity=");
+    EXPECT_PREFIX(b, "TRYLOCK m", "BUSY m ttl=");
+    EXPECT_PREFIX(a, "LOCK m", "OK m validity=");            /* re-entry */
+    EXPECT_PREFIX(b, "LOCK n mode=lease ttl=5000 fence", "OK n token=");
+
+    body = mt_scrape();
+    ck_assert_int_eq(mt_int(body, "redlockd_acquisitions_total{outcome=\"ok\"}"), 2);
+    ck_assert_int_eq(mt_int(body, "redlockd_acquisitions_total{outcome=\"busy\"}"), 1);
+    ck_assert_int_eq(mt_int(body, "redlockd_acquisitions_total{outcome=\"reentered\"}"), 1);
+    ck_assert_int_eq(mt_int(body, "redlockd_grants_total{mode=\"session\"}"), 1);
+    ck_assert_int_eq(mt_int(body, "redlockd_grants_total{mode=\"lease\"}"), 1);
+    ck_assert_int_eq(mt_int(body, "redlockd_fenced_grants_total"), 1);
+    ck_assert_int_eq(mt_int(body, "redlockd_locks_held"), 1);
+    for (i = 0; i < sizeof(pairs) / sizeof(pairs[0]); i++) {
+        ck_assert_msg(mt_int(body, pairs[i].series) == mt_stat(pairs[i].stat),
+                      "%s is %lld, STATS %s is %lld", pairs[i].series,
+                      mt_int(body, pairs[i].series), pairs[i].stat, mt_stat(pairs[i].stat));
+    }
+    free(body);
+
+    EXPECT_REPLY(a, "UNLOCK m", "OK m holds=1");
+    EXPECT_REPLY(a, "UNLOCK m", "OK m holds=0");
+    body = mt_scrape();
+    ck_assert_int_eq(mt_int(body, "redlockd_locks_held"), 0);
+    ck_assert_int_eq(mt_int(body, "redlockd_releases_total"), 1);
+    for (i = 0; i < sizeof(pairs) / sizeof(pairs[0]); i++) {
+        ck_assert_msg(mt_int(body, pairs[i].series) == mt_stat(pairs[i].stat),
+                      "%s is %lld, STATS %s is %lld", pairs[i].series,
+                      mt_int(body, pairs[i].series), pairs[i].stat, mt_stat(pairs[i].stat));
+    }
+    free(body);
+    close(a);
+    close(b);
+}
+END_TEST
+
+/* Cumulative buckets, _count = acquisitions, a TIMEOUT in the right bucket; = STATS. */
+START_TEST(metrics_histogram)
+{
+    static const char *const les[] = {
+        "0.001", "0.002", "0.005", "0.01", "0.025", "0.05", "0.1", "0.25", "0.5", "1",
+        "2.5", "5", "10", "+Inf",
+    };
+    static const char *const stat_les[] = {
+        "1", "2", "5", "10", "25", "50", "100", "250", "500", "1000", "2500", "5000",
+        "10000", "inf",
+    };
+    static const char *const outcomes[] = { "ok", "reentered", "busy", "timeout", "noquorum" };
+    char series[128], *body;
+    long long prev = 0, bucket, count, acquisitions = 0;
+    double sum;
+    int a, b, i;
+
+    mt_up();
+    a = mt_client();
+    b = mt_client();
+    EXPECT_PREFIX(a, "LOCK h", "OK h validity=");                /* ok */
+    EXPECT_PREFIX(a, "TRYLOCK h", "OK h validity=");             /* reentered */
+    EXPECT_PREFIX(b, "TRYLOCK h", "BUSY h ttl=");                /* busy */
+    EXPECT_REPLY(b, "LOCK h wait=300", "TIMEOUT h");             /* timeout, >= 300 ms */
+    EXPECT_PREFIX(b, "LOCK g", "OK g validity=");                /* ok */
+    EXPECT_PREFIX(b, "LOCK x ttl=1", "ERR PROTO ");               /* not an acquisition */
+
+    body = mt_scrape();
+    for (i = 0; i < 14; i++) {
+        snprintf(series, sizeof(series), "redlockd_acquire_latency_seconds_bucket{le=\"%s\"}",
+                 les[i]);
+        bucket = mt_int(body, series);
+        ck_assert_msg(bucket >= prev, "bucket le=%s (%lld) below the one before (%lld)",
+                      les[i], bucket, prev);
+        snprintf(series, sizeof(series), "acquire_latency_ms_le_%s", stat_les[i]);
+        ck_assert_msg(mt_stat(series) == bucket, "STATS %s is %lld, /metrics says %lld",
+                      series, mt_stat(series), bucket);
+        prev = bucket;
+    }
+    count = mt_int(body, "redlockd_acquire_latency_seconds_count");
+    for (i = 0; i < 5; i++) {
+        snprintf(series, sizeof(series), "redlockd_acquisitions_total{outcome=\"%s\"}",
+                 outcomes[i]);
+        acquisitions += mt_int(body, series);
+    }
+    ck_assert_int_eq(acquisitions, 5);
+    ck_assert_int_eq(count, acquisitions);
+    ck_assert_int_eq(prev, count);                               /* +Inf */
+    ck_assert_int_eq(mt_stat("acquire_latency_count"), count);
+    /* The TIMEOUT waited 300 ms: one observation above 0.25 s, and in the sum. */
+    ck_assert_int_le(mt_int(body, "redlockd_acquire_latency_seconds_bucket{le=\"0.25\"}"),
+                     count - 1);
+    ck_assert_msg(mt_value(body, "redlockd_acquire_latency_seconds_sum", &sum) && sum >= 0.3,
+                  "sum %g", sum);
+    ck_assert_msg((long long)(sum * 1e6 + 0.5) == mt_stat("acquire_latency_sum_us"),
+                  "sum %.6f s, STATS acquire_latency_sum_us %lld", sum,
+                  mt_stat("acquire_latency_sum_us"));
+    free(body);
+    close(a);
+    close(b);
+}
+END_TEST
+
+struct mt_master_cond {
+    size_t    i;        /* master index */
+    long long want;     /* redlockd_master_up wanted */
+};
+
+static bool
+mt_cond_master_up(void *arg)
+{
+    struct mt_master_cond *c = arg;
+    char series[128], *body;
+    struct mt_resp r;
+    double v = -1;
+
+    if (mt_request("GET", "/metrics", &r) != 0) {
+        return false;
+    }
+    body = r.body;
+    snprintf(series, sizeof(series), "redlockd_master_up{master=\"%zu\",addr=\"127.0.0.1:%d\"}",
+             c->i, h_master_port(c->i));
+    mt_value(body, series, &v);
+    mt_resp_free(&r);
+    return v == (double)c->want;
+}
+
+/* A killed master's up goes 1 -> 0, the others stay 1, and STATS agrees. */
+START_TEST(metrics_master_down)
+{
+    struct mt_master_cond c = { 2, 1 };
+    char series[128], stat[64], *body;
+    size_t i;
+
+    mt_up();
+    ck_assert(mt_cond_master_up(&c));
+    ck_assert_int_eq(h_kill_master(2), 0);
+    c.want = 0;
+    ck_assert_msg(h_wait_until(mt_cond_master_up, &c, 5000),
+                  "redlockd_master_up for master 2 did not go to 0 within 5 s");
+    body = mt_scrape();
+    for (i = 0; i < NMASTERS; i++) {
+        snprintf(series, sizeof(series),
+                 "redlockd_master_up{master=\"%zu\",addr=\"127.0.0.1:%d\"}", i,
+                 h_master_port(i));
+        snprintf(stat, sizeof(stat), "master.%zu.up", i);
+        ck_assert_int_eq(mt_int(body, series), i == 2 ? 0 : 1);
+        ck_assert_int_eq(mt_stat(stat), i == 2 ? 0 : 1);
+    }
+    ck_assert_int_eq(mt_int(body, "redlockd_masters_up"), NMASTERS - 1);
+    free(body);
+}
+END_TEST
+
+/* LOST by reason: renew (keys deleted behind our back), quorum (3 masters killed). */
+START_TEST(metrics_locks_lost_by_reason)
+{
+    char *line, *body;
+    size_t i;
+    int a;
+
+    mt_up();
+    a = mt_client();
+    EXPECT_PREFIX(a, "LOCK r ttl=900", "OK r validity=");
+    for (i = 0; i < NMASTERS; i++) {
+        ck_assert_int_eq(h_master_cmd(i, NULL, "DEL r"), 0);
+    }
+    line = h_read_line(a, 2000);          /* the renewal at ttl/3 is denied */
+    ck_assert_msg(line != NULL && strcmp(line, "! LOST r reason=renew") == 0, "got '%s'",
+                  line != NULL ? line : "(nothing)");
+    free(line);
+
+    EXPECT_PREFIX(a, "LOCK q ttl=900", "OK q validity=");
+    for (i = 0; i < 3; i++) {
+        ck_assert_int_eq(h_kill_master(i), 0);
+    }
+    line = h_read_line(a, 2000);          /* no quorum before the validity ends */
+    ck_assert_msg(line != NULL && strcmp(line, "! LOST q reason=quorum") == 0, "got '%s'",
+                  line != NULL ? line : "(nothing)");
+    free(line);
+
+    body = mt_scrape();
+    ck_assert_int_eq(mt_int(body, "redlockd_locks_lost_total{reason=\"renew\"}"), 1);
+    ck_assert_int_eq(mt_int(body, "redlockd_locks_lost_total{reason=\"quorum\"}"), 1);
+    ck_assert_int_eq(mt_int(body, "redlockd_locks_lost_total{reason=\"shutdown\"}"), 0);
+    ck_assert_int_eq(mt_stat("locks_lost_renew"), 1);
+    ck_assert_int_eq(mt_stat("locks_lost_quorum"), 1);
+    ck_assert_int_eq(mt_stat("locks_lost_shutdown"), 0);
+    ck_assert_int_eq(mt_stat("locks_lost"), 2);
+    ck_assert_int_ge(mt_int(body, "redlockd_renewals_total{result=\"failed\"}"), 2);
+    ck_assert_int_eq(mt_int(body, "redlockd_renewals_total{result=\"failed\"}"),
+                     mt_stat("renewals_failed"));
+    free(body);
+    close(a);
+}
+END_TEST
+
+/* 404 elsewhere, 405 with Allow for other methods, HEAD without a body. */
+START_TEST(metrics_paths_and_methods)
+{
+    struct mt_resp r;
+    char v[128];
+
+    mt_up();
+    ck_assert_int_eq(mt_request("GET", "/other", &r), 0);
+    ck_assert_int_eq(r.status, 404);
+    mt_resp_free(&r);
+    ck_assert_int_eq(mt_request("GET", "/metrics/x", &r), 0);
+    ck_assert_int_eq(r.status, 404);
+    mt_resp_free(&r);
+    ck_assert_int_eq(mt_request("POST", "/metrics", &r), 0);
+    ck_assert_int_eq(r.status, 405);
+    ck_assert_msg(mt_header(r.head, "Allow", v, sizeof(v)) && strcmp(v, "GET, HEAD") == 0,
+                  "Allow: '%s'", v);
+    mt_resp_free(&r);
+    ck_assert_int_eq(mt_request("DELETE", "/metrics", &r), 0);
+    ck_assert_int_eq(r.status, 405);
+    mt_resp_free(&r);
+    ck_assert_int_eq(mt_request("HEAD", "/metrics", &r), 0);
+    ck_assert_int_eq(r.status, 200);
+    ck_assert_msg(mt_header(r.head, "Content-Type", v, sizeof(v))
+                  && strcmp(v, CONTENT_TYPE) == 0, "Content-Type: '%s'", v);
+    ck_assert_int_eq(r.body_len, 0);
+    ck_assert_msg(mt_header(r.head, "Content-Length", v, sizeof(v)) && atoi(v) > 1000,
+                  "HEAD: Content-Length '%s'", v);
+    mt_resp_free(&r);
+    ck_assert_int_eq(mt_request("HEAD", "/other", &r), 0);
+    ck_assert_int_eq(r.status, 404);
+    ck_assert_int_eq(r.body_len, 0);
+    mt_resp_free(&r);
+    /* A query string does not change the path. */
+    ck_assert_int_eq(mt_request("GET", "/metrics?x=1", &r), 0);
+    ck_assert_int_eq(r.status, 200);
+    mt_resp_free(&r);
+    /* A header block over the limit is refused, and the daemon still serves. */
+    {
+        char *big = malloc(20000);
+
+        ck_assert_ptr_nonnull(big);
+        snprintf(big, 20000, "GET /metrics HTTP/1.1\r\nX-Pad: %0*d\r\nConnection: close\r\n\r\n",
+                 16000, 0);
+        if (mt_http(big, &r) == 0) {
+            ck_assert_msg(r.status >= 400 && r.status < 500, "an oversized request got %d",
+                          r.status);
+            mt_resp_free(&r);
+        }   /* else closed without an answer: refused as well */
+        free(big);
+    }
+    free(mt_scrape());
+}
+END_TEST
+
+/* A client that sends half a request and stops is closed by the timeout. */
+START_TEST(metrics_stalled_client_closed)
+{
+    int fd, lock;
+    int64_t t0;
+
+    mt_up();
+    fd = mt_connect(mt_port);
+    ck_assert_msg(fd >= 0, "cannot connect to the metrics port");
+    ck_assert_int_eq(h_send_raw(fd, "GET /metr", 9), 0);
+    t0 = h_now_ms();
+    /* Meanwhile the daemon serves lock clients and other scrapes. */
+    lock = mt_client();
+    EXPECT_PREFIX(lock, "LOCK s", "OK s validity=");
+    free(mt_scrape());
+    ck_assert_msg(h_expect_eof(fd, (METRICS_IDLE_S + 5) * 1000),
+                  "a stalled HTTP client was not closed within %d s", METRICS_IDLE_S + 5);
+    ck_assert_msg(h_now_ms() - t0 >= (METRICS_IDLE_S - 1) * 1000,
+                  "closed after %lld ms, before the timeout", (long long)(h_now_ms() - t0));
+    close(fd);
+    close(lock);
+}
+END_TEST
+
+/* True when GET /metrics answers 200. */
+static bool
+mt_cond_serving(void *arg)
+{
+    struct mt_resp r;
+    bool ok;
+
+    (void)arg;
+    ok = mt_request("GET", "/metrics", &r) == 0 && r.status == 200;
+    if (ok) {
+        mt_resp_free(&r);
+    }
+    return ok;
+}
+
+/*
+ * A label value with a double quote, a backslash and a LF (a master's
+ * Unix socket path, which need not exist) is escaped as the format says.
+ * The daemon is started here with a config of its own (the harness
+ * writes TCP masters only), and needs no master up to serve /metrics.
+ */
+START_TEST(metrics_label_escapes)
+{
+    const char *bin = getenv("REDLOCKD_BIN");
+    const char *argv[4];
+    char conf[512], logp[512], want[512], *body;
+    FILE *f;
+    pid_t pid;
+    int status;
+
+    if (bin == NULL || bin[0] == '\0') {
+        bin = "./build/redlockd";
+    }
+    ck_assert_msg(h_begin(tcase_name()) == 0, "cannot create the test directory");
+    mt_port = h_free_port();
+    ck_assert_int_gt(mt_port, 0);
+    snprintf(conf, sizeof(conf), "%s/escapes.yml", h_dir());
+    snprintf(logp, sizeof(logp), "%s/escapes.log", h_dir());
+    f = fopen(conf, "w");
+    ck_assert_ptr_nonnull(f);
+    /* YAML "we\"ird\\na\nme.sock": the path is we"ird\na<LF>me.sock. */
+    fprintf(f, "listen:\n  tcp: \"127.0.0.1:%d\"\n  unix: \"\"\nmasters:\n"
+            "  - \"unix:%s/we\\\"ird\\\\na\\nme.sock\"\nmetrics:\n"
+            "  listen: \"127.0.0.1:%d\"\nlock:\n  restart_quarantine: false\n",
+            h_free_port(), h_dir(), mt_port);
+    fclose(f);
+    argv[0] = bin;
+    argv[1] = "-c";
+    argv[2] = conf;
+    argv[3] = NULL;
+    pid = h_spawn(argv, logp);
+    ck_assert_int_gt(pid, 0);
+    ck_assert_msg(h_wait_until(mt_cond_serving, NULL, H_START_MS),
+                  "no /metrics within %d ms (see %s)", H_START_MS, logp);
+    body = mt_scrape();
+    mt_check_format(body);
+    snprintf(want, sizeof(want),
+             "redlockd_master_up{master=\"0\",addr=\"unix:%s/we\\\"ird\\\\na\\nme.sock\"} 0\n",
+             h_dir());
+    ck_assert_msg(strstr(body, want) != NULL, "no line '%s' in:\n%s", want, body);
+    free(body);
+    ck_assert_int_eq(kill(pid, SIGTERM), 0);
+    ck_assert_int_eq(waitpid(pid, &status, 0), pid);
+    ck_assert_msg(WIFEXITED(status) && WEXITSTATUS(status) == 0, "exit status %d",
+                  h_decode_status(status));
+}
+END_TEST
+
+/* metrics.listen's port taken: the daemon says so and does not start. */
+START_TEST(metrics_port_taken)
+{
+    struct sockaddr_in sa;
+    socklen_t len = sizeof(sa);
+    struct h_daemon_opts opts;
+    char want[128], log[65536];
+    FILE *f;
+    size_t n;
+    int fd;
+
+    ck_assert_msg(h_begin(tcase_name()) == 0, "cannot create the test directory");
+    ck_assert_msg(h_start_masters(NMASTERS) == 0, "the masters did not start");
+    fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    ck_assert_int_ge(fd, 0);
+    memset(&sa, 0, sizeof(sa));
+    sa.sin_family = AF_INET;
+    sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    ck_assert_int_eq(bind(fd, (struct sockaddr *)&sa, sizeof(sa)), 0);
+    ck_assert_int_eq(listen(fd, 1), 0);
+    ck_assert_int_eq(getsockname(fd, (struct sockaddr *)&sa, &len), 0);
+    memset(&opts, 0, sizeof(opts));
+    opts.metrics_port = ntohs(sa.sin_port);
+    fprintf(stderr, "metrics_port_taken: a failed start is expected below\n");
+    ck_assert_msg(h_start_daemon(&opts) != 0, "redlockd started with metrics.listen taken");
+    ck_assert_msg(h_daemon_count() == 0, "a daemon is counted as started");
+    f = fopen(h_daemon_log_path(), "r");
+    ck_assert_ptr_nonnull(f);
+    n = fread(log, 1, sizeof(log) - 1, f);
+    log[n] = '\0';
+    fclose(f);
+    snprintf(want, sizeof(want), "error metrics.listen 127.0.0.1:%d: cannot listen: "
+             "Address already in use", opts.metrics_port);
+    ck_assert_msg(strstr(log, want) != NULL, "the log lacks '%s':\n%s", want, log);
+    close(fd);
+}
+END_TEST
+
+static Suite *
+metrics_suite(void)
+{
+    Suite *s = suite_create("redlockd Prometheus metrics");
+    TCase *tc = tcase_create("metrics");
+
+    tcase_add_checked_fixture(tc, NULL, mt_teardown);
+    if (getenv("CK_DEFAULT_TIMEOUT") == NULL) {
+        tcase_set_timeout(tc, TEST_TIMEOUT_S);
+    }
+    tcase_add_test(tc, metrics_format);
+    tcase_add_test(tc, metrics_counts_match_stats);
+    tcase_add_test(tc, metrics_histogram);
+    tcase_add_test(tc, metrics_master_down);
+    tcase_add_test(tc, metrics_locks_lost_by_reason);
+    tcase_add_test(tc, metrics_paths_and_methods);
+    tcase_add_test(tc, metrics_stalled_client_closed);
+    tcase_add_test(tc, metrics_label_escapes);
+    tcase_add_test(tc, metrics_port_taken);
+    suite_add_tcase(s, tc);
+    return s;
+}
+
+int
+main(void)
+{
+    int64_t t0 = h_now_ms();
+    SRunner *sr;
+    int failed;
+
+    if (h_suite_init() != 0) {
+        return EXIT_FAILURE;
+    }
+    sr = srunner_create(metrics_suite());
+    srunner_run_all(sr, CK_NORMAL);
+    failed = srunner_ntests_failed(sr);
+    srunner_free(sr);
+    h_suite_cleanup();
+    printf("check_metrics: %d failed, %.1f s\n", failed, (double)(h_now_ms() - t0) / 1000.0);
+    return failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
+}
