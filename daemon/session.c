@@ -576,6 +576,8 @@ session_process(struct session *s)
         if (proto_parse((const char *)line, (size_t)eol.pos, &cmd, &err) == 0) {
             session_dispatch(s, &cmd);
         } else {
+            log_debug("client %llu (%s): ERR %s %s", (unsigned long long)s->id, s->peer,
+                      proto_errcode_name(err.code), err.text);
             session_send_error(s, err.code, err.text);
         }
         evbuffer_drain(in, (size_t)eol.pos + 1);

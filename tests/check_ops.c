@@ -1036,6 +1036,42 @@ ops_links_systemd(void)
     return found;
 }
 
+/* ---- logs ---- */
+
+/*
+ * Log lines name a client by its peer: a Unix-socket client by its uid
+ * and pid (SO_PEERCRED), a TCP client by address:port; the bytes of a
+ * bad request are escaped, never written raw.
+ */
+START_TEST(log_names_peers)
+{
+    struct h_daemon_opts o = { .retry_delay_ms = 100 };
+    struct ops_log_wait w = { 0, NULL };
+    char want[96];
+    int u, t;
+
+    ops_up(&o);
+    u = h_connect_unix();
+    ck_assert_int_ge(u, 0);
+    EXPECT_REPLY(u, "PING", "PONG");
+    snprintf(want, sizeof(want), "(unix uid=%u pid=%d): connected", (unsigned)getuid(),
+             (int)getpid());
+    w.text = want;
+    ck_assert_msg(h_wait_until(ops_cond_log, &w, LOCAL_MS), "no log line with '%s'", want);
+    close(u);
+    t = ops_connect();
+    ck_assert_int_eq(h_send_raw(t, "LOCK \x1b[31mred\n", 15), 0);
+    EXPECT_PREFIX(t, "PING", "ERR PROTO ");     /* the LOCK's answer comes first */
+    w.text = "(127.0.0.1:";
+    ck_assert_msg(h_wait_until(ops_cond_log, &w, LOCAL_MS), "no TCP peer in the log");
+    w.text = "ERR PROTO LOCK: lock name has byte 0x1b at offset 0";
+    ck_assert_msg(h_wait_until(ops_cond_log, &w, LOCAL_MS), "the refused line was not logged");
+    w.text = "\x1b";
+    ck_assert_msg(!ops_cond_log(&w), "a client's raw escape byte reached the log");
+    close(t);
+}
+END_TEST
+
 static Suite *
 ops_suite(void)
 {
@@ -1052,6 +1088,7 @@ ops_suite(void)
     tcase_add_test(tc, sd_notify_protocol);
     tcase_add_test(tc, socket_activation);
     tcase_add_test(tc, socket_activation_protected_mode);
+    tcase_add_test(tc, log_names_peers);
     suite_add_tcase(s, tc);
     return s;
 }
