@@ -32,6 +32,7 @@ static struct evconnlistener *listener_unix;
 static char                  *listener_unix_path;   /* file to remove at stop */
 static struct evconnlistener *listener_inherited[LISTENER_INHERITED_MAX]; /* socket activation */
 static size_t                 listener_ninherited;  /* entries used */
+static bool                   listener_public;      /* an inherited one is not loopback */
 
 static void
 listener_describe(const struct sockaddr *sa, char *out, size_t size)
@@ -151,11 +152,20 @@ listener_bind_unix(struct event_base *base, const char *path, unsigned mode)
         return -1;
     }
     strcpy(sun.sun_path, path);
-    /* Replace a stale socket file, never anything else. */
+    /* Replace a stale socket file, never anything else, nor a live one. */
     if (lstat(path, &st) == 0) {
         if (!S_ISSOCK(st.st_mode)) {
             log_error("listen.unix %s: exists and is not a socket", path);
             return -1;
+        }
+        fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+        if (fd >= 0 && connect(fd, (struct sockaddr *)&sun, sizeof(sun)) == 0) {
+            close(fd);
+            log_error("listen.unix %s: another process is listening on it", path);
+            return -1;
+        }
+        if (fd >= 0) {
+            close(fd);
         }
         unlink(path);
     }
@@ -199,7 +209,7 @@ listener_is_loopback(const struct sockaddr_storage *ss)
         return IN6_IS_ADDR_LOOPBACK(&sin6->sin6_addr)
                || (IN6_IS_ADDR_V4MAPPED(&sin6->sin6_addr) && sin6->sin6_addr.s6_addr[12] == 127);
     }
-    return true;
+    return false;   /* another family: assume it is reachable (fail closed) */
 }
 
 /*
@@ -224,6 +234,9 @@ listener_adopt(struct event_base *base, const struct conf *conf, int n)
             return -1;
         }
         listener_describe((struct sockaddr *)&ss, addr, sizeof(addr));
+        if (ss.ss_family != AF_UNIX && !listener_is_loopback(&ss)) {
+            listener_public = true;
+        }
         if (ss.ss_family != AF_UNIX && !listener_is_loopback(&ss)
             && conf->auth_password[0] == '\0') {
             log_error("socket activation: %s accepts connections from other hosts but "
@@ -272,6 +285,12 @@ listener_start(struct event_base *base, const struct conf *conf)
         return -1;
     }
     return 0;
+}
+
+bool
+listener_needs_auth(void)
+{
+    return listener_public;
 }
 
 void

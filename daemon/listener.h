@@ -7,6 +7,8 @@
 #ifndef REDLOCKD_LISTENER_H
 #define REDLOCKD_LISTENER_H
 
+#include <stdbool.h>
+
 struct event_base;
 struct conf;
 
@@ -16,6 +18,12 @@ struct conf;
  * with the reason logged (address in use, permission, bad host).
  */
 int listener_start(struct event_base *base, const struct conf *conf);
+
+/*
+ * True when socket activation passed a listener that other hosts can
+ * reach: a reload must then keep auth.password set (protected mode).
+ */
+bool listener_needs_auth(void);
 
 /* Use new limits from now on (reload). */
 void listener_set_conf(const struct conf *conf);

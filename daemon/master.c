@@ -131,6 +131,7 @@ struct master_req {
 static struct event_base *master_base;
 static struct evdns_base *master_dns;       /* only when a master has a host name */
 static const struct conf *master_conf;
+static int64_t            master_quarantine_ttl_ms; /* largest max_ttl_ms applied since start */
 static struct master     *masters;
 static size_t             nmasters;
 
@@ -147,6 +148,7 @@ static void master_sub_link_up(struct master_link *k);
 static void master_sub_link_down(struct master_link *k);
 static void master_timer_cb(evutil_socket_t fd, short what, void *arg);
 static void master_check_silence(struct master_link *k);
+static void master_link_lost(struct master_link *k);
 
 /* Cancel an evdns lookup in flight (its callback sees EVUTIL_EAI_CANCEL). */
 static void
@@ -245,6 +247,7 @@ master_drop(struct master_link *m, const char *why)
     m->ac = NULL;
     m->state = MASTER_DOWN;
     m->inflight = 0;
+    master_link_lost(m);
     if (m->subscriber) {
         master_sub_link_down(m);
     }
@@ -254,6 +257,19 @@ master_drop(struct master_link *m, const char *why)
         redisAsyncFree(ac);
     }
     master_schedule_reconnect(m);
+}
+
+/*
+ * The command link is down: the quarantine is read again (INFO) on the
+ * next connect, so it says nothing until then (STATS, STATUS=).
+ */
+static void
+master_link_lost(struct master_link *k)
+{
+    if (!k->subscriber) {
+        k->master->quarantine_until_us = 0;
+        evtimer_del(k->master->quarantine_timer);
+    }
 }
 
 /* The handshake is complete: the link takes requests. */
@@ -367,7 +383,8 @@ master_info(struct master *m, const redisReply *reply, char *why, size_t size)
     if (!master_conf->restart_quarantine) {
         return 0;
     }
-    max_ttl = master_conf->max_ttl_ms;
+    /* Locks granted before a reload lowered max_ttl_ms keep their ttl. */
+    max_ttl = master_quarantine_ttl_ms;
     max_ttl += (int64_t)((double)max_ttl * master_conf->drift_factor) + 1 + 2; /* rounded up */
     if (uptime_s > (max_ttl + 999) / 1000) {
         return 0;     /* up long enough; no overflow below */
@@ -522,6 +539,7 @@ master_disconnect_cb(const redisAsyncContext *ac, int status)
     }
     m->state = MASTER_DOWN;
     m->inflight = 0;
+    master_link_lost(m);
     if (m->subscriber) {
         master_sub_link_down(m);
     }
@@ -743,6 +761,7 @@ master_start(struct event_base *base, const struct conf *conf)
 
     master_base = base;
     master_conf = conf;
+    master_quarantine_ttl_ms = conf->max_ttl_ms;
     nmasters = conf->nmasters;
     masters = calloc(nmasters, sizeof(*masters));
     if (masters == NULL) {
@@ -788,6 +807,9 @@ master_set_conf(const struct conf *conf)
     size_t i;
 
     master_conf = conf;
+    if (conf->max_ttl_ms > master_quarantine_ttl_ms) {
+        master_quarantine_ttl_ms = conf->max_ttl_ms;
+    }
     for (i = 0; i < nmasters; i++) {
         masters[i].addr = &conf->masters[i];
         masters[i].cmd.addr = masters[i].addr;
@@ -1191,6 +1213,7 @@ master_reply_cb(redisAsyncContext *ac, void *r, void *privdata)
              */
             log_warn("master %s: down: %s", m->addr->spec, why);
             m->cmd.state = MASTER_DOWN;
+            master_link_lost(&m->cmd);
             snprintf(m->cmd.why, sizeof(m->cmd.why), "%s", why);
         }
         req->cb(m, NULL, why, req->arg);

@@ -141,6 +141,10 @@ notify_listen_fds(void)
     }
     return n;
 #else
+    if (getenv("LISTEN_FDS") != NULL) {
+        log_warn("LISTEN_FDS is set, but redlockd was built without libsystemd: "
+                 "binding listen.tcp and listen.unix instead");
+    }
     return 0;
 #endif
 }

@@ -75,7 +75,7 @@ server_status(char *buf, size_t size)
 
     for (i = 0; i < n; i++) {
         up += master_is_up(master_at(i));
-        quarantined += master_quarantine_left_ms(master_at(i)) > 0;
+        quarantined += master_is_up(master_at(i)) && master_quarantine_left_ms(master_at(i)) > 0;
     }
     snprintf(buf, size, "%s: %zu/%zu masters up (quorum %zu), %zu quarantined; "
              "%zu locks held, %zu waiting, %zu sessions",
@@ -121,6 +121,11 @@ server_reload(void)
     }
     for (i = 0; i < msgs.n; i++) {
         log_warn("reload: %s", msgs.list[i].text);
+    }
+    if (listener_needs_auth() && next->auth_password[0] == '\0') {
+        log_error("reload: auth.password is empty, but a socket from systemd accepts "
+                  "connections from other hosts (protected mode); nothing was reloaded");
+        goto keep;
     }
     if (conf_restart_changes(server_conf, next, changed, sizeof(changed)) > 0) {
         log_error("reload: %s changed, which takes a restart (the sessions' locks are "

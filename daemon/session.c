@@ -376,7 +376,8 @@ session_dispatch(struct session *s, const struct proto_cmd *cmd)
     int64_t ttl;
     size_t i;
 
-    if (!s->authed && cmd->verb != PROTO_AUTH && cmd->verb != PROTO_QUIT) {
+    if (!s->authed && session_conf->auth_password[0] != '\0'
+        && cmd->verb != PROTO_AUTH && cmd->verb != PROTO_QUIT) {
         session_send_error(s, PROTO_ERR_AUTH, "authentication required: send "
                            "AUTH <password> first");
         return;
@@ -521,6 +522,11 @@ session_timer_cb(evutil_socket_t fd, short what, void *arg)
                  evbuffer_get_length(bufferevent_get_output(s->bev)),
                  (long long)session_conf->max_output_bytes);
         session_close(s, "output over limits.max_output_bytes");
+        return;
+    }
+    if (!s->authed && session_conf->auth_password[0] == '\0') {
+        s->authed = true;       /* a reload removed the password meanwhile */
+        session_watch_partial(s);
         return;
     }
     stats.clients_timed_out++;

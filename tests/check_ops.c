@@ -963,11 +963,24 @@ END_TEST
  * no auth.password stops the daemon at start.  The same socket with a
  * password is served, behind AUTH (the control).
  */
+/* arg: const char *[2], a file and a text.  The file contains the text. */
+static bool
+ops_cond_file_has(void *arg)
+{
+    const char *const *ft = arg;
+    char *all = ops_read_file(ft[0]);
+    bool found = strstr(all, ft[1]) != NULL;
+
+    free(all);
+    return found;
+}
+
 START_TEST(socket_activation_protected_mode)
 {
     char conf[512], log[512], conf_sock[512], text[1024];
+    const char *refused[2] = { log, "(protected mode); nothing was reloaded" };
     struct ops_exit ex;
-    int fds[1], port, t, code;
+    int fds[1], port, t, code, cport;
     char *all;
 
     if (!ops_have_systemd) {
@@ -998,13 +1011,24 @@ START_TEST(socket_activation_protected_mode)
                   "the log does not name the socket and protected mode:\n%s", text);
 
     /* The control: with auth.password the same socket is served. */
-    ops_write_conf(conf, h_free_port(), conf_sock, "pw-for-ops");
+    cport = h_free_port();
+    ops_write_conf(conf, cport, conf_sock, "pw-for-ops");
     ops_spawn_activated(conf, fds, 1, log);
     t = ops_connect_port(port);
     ck_assert_msg(t >= 0, "cannot connect to the inherited socket: %s", strerror(errno));
     ops_expect_line(t, "before AUTH", "PING", "ERR AUTH ", log, H_START_MS);
     ops_expect_line(t, "AUTH", "AUTH pw-for-ops", "OK", log, LOCAL_MS);
     ops_expect_line(t, "after AUTH", "PING", "PONG", log, LOCAL_MS);
+    close(t);
+
+    /* A reload may not drop the password while that socket is open. */
+    ops_write_conf(conf, cport, conf_sock, NULL);
+    ck_assert_int_eq(kill(ops_child, SIGHUP), 0);
+    ck_assert_msg(h_wait_until(ops_cond_file_has, (void *)&refused, CMD_MS),
+                  "a reload emptied auth.password under a 0.0.0.0 socket");
+    t = ops_connect_port(port);
+    ck_assert_msg(t >= 0, "cannot connect to the inherited socket: %s", strerror(errno));
+    ops_expect_line(t, "after the refused reload", "PING", "ERR AUTH ", log, LOCAL_MS);
     close(t);
 }
 END_TEST
