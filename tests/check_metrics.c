@@ -1007,18 +1007,5 @@ metrics_suite(void)
 int
 main(void)
 {
-    int64_t t0 = h_now_ms();
-    SRunner *sr;
-    int failed;
-
-    if (h_suite_init() != 0) {
-        return EXIT_FAILURE;
-    }
-    sr = srunner_create(metrics_suite());
-    srunner_run_all(sr, CK_NORMAL);
-    failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    h_suite_cleanup();
-    printf("check_metrics: %d failed, %.1f s\n", failed, (double)(h_now_ms() - t0) / 1000.0);
-    return failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
+    return expect_run_suite(metrics_suite(), "check_metrics");
 }

@@ -1120,23 +1120,10 @@ ops_suite(void)
 int
 main(void)
 {
-    int64_t t0 = h_now_ms();
-    SRunner *sr;
-    int failed;
-
     ops_have_systemd = ops_links_systemd();
     if (!ops_have_systemd) {
         printf("check_ops: redlockd does not link libsystemd: the sd_notify and socket "
                "activation tests will skip\n");
     }
-    if (h_suite_init() != 0) {
-        return EXIT_FAILURE;
-    }
-    sr = srunner_create(ops_suite());
-    srunner_run_all(sr, CK_NORMAL);
-    failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    h_suite_cleanup();
-    printf("check_ops: %d failed, %.1f s\n", failed, (double)(h_now_ms() - t0) / 1000.0);
-    return failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
+    return expect_run_suite(ops_suite(), "check_ops");
 }
