@@ -69,7 +69,16 @@ session_init(struct event_base *base, const struct conf *conf)
 void
 session_set_conf(const struct conf *conf)
 {
+    struct session *s;
+
     session_conf = conf;
+    /* Open sessions take a new limits.max_line_bytes at once. */
+    TAILQ_FOREACH(s, &sessions, link) {
+        if (s->bev != NULL) {
+            bufferevent_setwatermark(s->bev, EV_READ, 0,
+                                     SESSION_READ_HIGH + 2 * (size_t)conf->max_line_bytes);
+        }
+    }
 }
 
 size_t
