@@ -7,6 +7,7 @@
 #                   every suite built with sanitizers (in build-san/)
 #   make check-faults  fault-injection suite and a short fuzzing run
 #   make fuzz       libFuzzer targets (clang), FUZZ_SECONDS each
+#   make bench      the benchmark table (tests/bench/), BENCH_SECONDS per mode
 #   make install    binaries, units, example config, man pages (PREFIX, DESTDIR)
 #   make clean
 
@@ -117,7 +118,7 @@ check: deps
 	$(MAKE) check-install
 	$(MAKE) check-nosd
 
-test: $(B)/redlockd $(B)/redlockctl $(TEST_BINS) $(FUZZ_REPLAY_BINS)
+test: $(B)/redlockd $(B)/redlockctl $(TEST_BINS) $(FUZZ_REPLAY_BINS) $(BENCH_SMOKE_BINS)
 ifneq ($(SANITIZE),)
 	@rm -rf $(SAN_LOGS) && mkdir -p $(SAN_LOGS)
 endif
@@ -125,6 +126,9 @@ endif
 	@set -e; for t in $(UNIT_TESTS) $(INTEG_TESTS); do \
 	    echo "== $$t"; REDLOCKD_BIN=$(CURDIR)/$(B)/redlockd REDLOCKCTL_BIN=$(CURDIR)/$(B)/redlockctl \
 	    CK_DEFAULT_TIMEOUT=$(CK_TIMEOUT) CK_TIMEOUT_MULTIPLIER=$(CK_MULT) ./$(B)/$$t; done
+	@echo "== bench smoke (1 s per mode, so the benchmark never rots)"
+	@REDLOCKD_BIN=$(CURDIR)/$(B)/redlockd REDLOCK_BENCH_BIN=$(CURDIR)/$(B)/redlock-bench \
+	    ./$(B)/run_bench --smoke
 ifneq ($(SANITIZE),)
 	@if [ -n "$$(ls -A $(SAN_LOGS))" ]; then echo "sanitizer reports:"; \
 	    head -n 40 $(SAN_LOGS)/*; exit 1; fi; echo "sanitizers: no report"

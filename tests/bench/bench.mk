@@ -1,0 +1,34 @@
+# Benchmark (issue 6): `make bench` (BENCH_SECONDS per mode, default 10)
+# and `make bench-smoke` (1 s per mode; fails unless every mode produced
+# pairs and no errors).  See tests/bench/run_bench.c.
+#
+#   build/redlock-bench  the load generator (uncontended, hot, direct, rtt)
+#   build/run_bench      starts five masters and redlockd, runs the standard
+#                        table, prints the ratios against their targets
+
+BENCH_SMOKE_BINS := $(B)/redlock-bench $(B)/run_bench
+BENCH_SECONDS ?= 10
+
+.PHONY: bench bench-smoke
+
+# Objects of tests/bench/ (no Check needed).
+$(B)/obj/tests/bench/%.o: tests/bench/%.c
+	@mkdir -p $(dir $@)
+	@echo "  CC      $<"
+	@$(CC) $(ALL_CFLAGS) -c -o $@ $<
+
+$(B)/redlock-bench: $(B)/obj/tests/bench/redlock_bench.o
+	@echo "  LD      $@"
+	@$(CC) $(CFLAGS) -o $@ $^ $(PKG_LIBS) $(LDFLAGS)
+
+$(B)/run_bench: $(B)/obj/tests/bench/run_bench.o $(B)/obj/tests/harness.o
+	@echo "  LD      $@"
+	@$(CC) $(CFLAGS) -o $@ $^ $(PKG_LIBS) $(LDFLAGS)
+
+bench: $(B)/redlockd $(BENCH_SMOKE_BINS)
+	REDLOCKD_BIN=$(CURDIR)/$(B)/redlockd REDLOCK_BENCH_BIN=$(CURDIR)/$(B)/redlock-bench \
+	    BENCH_SECONDS=$(BENCH_SECONDS) ./$(B)/run_bench
+
+bench-smoke: $(B)/redlockd $(BENCH_SMOKE_BINS)
+	REDLOCKD_BIN=$(CURDIR)/$(B)/redlockd REDLOCK_BENCH_BIN=$(CURDIR)/$(B)/redlock-bench \
+	    ./$(B)/run_bench --smoke

@@ -1,0 +1,997 @@
+/*
+ * redlock_bench.c: load generator for redlockd (issue 6), build/redlock-bench.
+ *
+ * Modes (--mode):
+ *
+ *     uncontended  C connections to the daemon, each looping LOCK/UNLOCK
+ *                  on a name of its own
+ *     hot          C connections looping LOCK/UNLOCK on one shared name
+ *                  (hand-over speed, and fairness: acquisitions per
+ *                  connection)
+ *     direct       no daemon: C concurrent loops send an acquire script
+ *                  (SET NX PX semantics, as the daemon's) to every master
+ *                  at once, then a release script (compare-and-delete),
+ *                  pipelined over one hiredis async connection per master;
+ *                  a pair counts when a quorum granted and then released
+ *     rtt          one blocking connection to the first master doing
+ *                  SET key token NX PX ttl (timed) then DEL key
+ *
+ * A pair is one acquire and its release, both answered before the end
+ * of the run.  Acquire latency is measured on CLOCK_MONOTONIC from the
+ * LOCK (or the first acquire command) being sent to the OK (or the
+ * quorum of grants) being read.  The result is one JSON line on stdout;
+ * diagnostics go to stderr.  Exit status: 0 when the run happened (even
+ * with errors, which the JSON line counts), 1 when it could not start,
+ * 2 on a usage error.
+ */
+#include <errno.h>
+#include <getopt.h>
+#include <inttypes.h>
+#include <signal.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <sys/random.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+
+#include <event2/buffer.h>
+#include <event2/bufferevent.h>
+#include <event2/event.h>
+#include <hiredis/hiredis.h>
+#include <hiredis/async.h>
+#include <hiredis/adapters/libevent.h>
+
+#define BENCH_MASTERS_MAX   15          /* as many as the daemon accepts */
+#define BENCH_NAME_MAX      96          /* lock names we build */
+#define BENCH_TOKEN_HEX     32          /* token length, as the daemon's */
+#define BENCH_CONNS_MAX     10000       /* --connections upper bound */
+
+enum bench_mode {
+    BENCH_UNCONTENDED,
+    BENCH_HOT,
+    BENCH_DIRECT,
+    BENCH_RTT
+};
+
+/* Command-line settings; static storage, lives for the whole run. */
+struct bench_opts {
+    enum bench_mode mode;                       /* what to measure */
+    const char     *mode_name;                  /* its name, for the JSON line */
+    long            conns;                      /* connections or loops */
+    double          duration_s;                 /* length of the run */
+    long            ttl_ms;                     /* lease asked for */
+    const char     *target;                     /* daemon: host:port or /path */
+    char           *masters_spec;               /* --masters as given (strdup) */
+    char           *master_host[BENCH_MASTERS_MAX]; /* per master: host */
+    int             master_port[BENCH_MASTERS_MAX]; /* per master: port */
+    size_t          nmasters;                   /* masters given */
+};
+
+/* Results of one run; static storage. */
+struct bench_stats {
+    int64_t  *lat_us;       /* acquire latencies (grows) */
+    size_t    nlat;         /* latencies stored */
+    size_t    cap;          /* capacity of lat_us */
+    uint64_t  pairs;        /* acquire + release pairs completed in time */
+    uint64_t  errors;       /* unexpected replies, lost locks, closed links */
+    int64_t   start_us;     /* when the measured period began */
+    int64_t   end_us;       /* when it ended */
+};
+
+/* One daemon connection (uncontended, hot); owned by bench_conns. */
+struct bench_conn {
+    size_t              idx;                    /* index in bench_conns */
+    struct bufferevent *bev;                    /* the connection */
+    char                name[BENCH_NAME_MAX];   /* the lock name it loops on */
+    bool                locking;                /* waiting for LOCK's reply (else UNLOCK's) */
+    bool                dead;                   /* closed: no more requests */
+    int64_t             sent_us;                /* when the LOCK was sent */
+    uint64_t            acquired;               /* grants during the run */
+};
+
+/* One master in direct mode; owned by bench_masters. */
+struct bench_master {
+    redisAsyncContext *ac;          /* NULL once disconnected */
+};
+
+/* One acquire/release loop in direct mode; owned by bench_loops. */
+struct bench_loop {
+    char     key[BENCH_NAME_MAX];       /* the lock's key */
+    char     channel[BENCH_NAME_MAX + 16]; /* its release channel */
+    char     token[BENCH_TOKEN_HEX + 1]; /* this round's token */
+    bool     releasing;                 /* in the release phase */
+    size_t   pending;                   /* replies still due this phase */
+    size_t   granted;                   /* acquire: masters that granted */
+    size_t   released;                  /* release: masters that deleted */
+    bool     won;                       /* acquire reached a quorum */
+    int64_t  sent_us;                   /* when the acquire was sent */
+};
+
+static struct bench_opts    bench_opt;
+static struct bench_stats   bench_st;
+static struct event_base   *bench_base;
+static bool                 bench_stopping;     /* the deadline passed */
+static struct bench_conn   *bench_conns;
+static size_t               bench_connected;    /* connections up */
+static size_t               bench_alive;        /* connections not dead */
+static struct bench_master  bench_masters[BENCH_MASTERS_MAX];
+static struct bench_loop   *bench_loops;
+static char                 bench_sha_acquire[41];
+static char                 bench_sha_release[41];
+static uint64_t             bench_rng;
+
+/*
+ * The acquire script, with the daemon's semantics (daemon/redlock.c) for
+ * an unfenced grant: SET NX PX; our own token already there renews it;
+ * otherwise answer the holder's PTTL.  A grant answers {1, subscribers
+ * of ARGV[3]}, as the daemon's does, so that the masters do the same work.
+ */
+static const char bench_acquire_lua[] =
+    "if redis.call('SET', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[2]) then\n"
+    "  return {1, redis.call('PUBSUB', 'NUMSUB', ARGV[3])[2]}\n"
+    "end\n"
+    "if redis.pcall('GET', KEYS[1]) == ARGV[1] then\n"
+    "  redis.call('PEXPIRE', KEYS[1], ARGV[2])\n"
+    "  return {1, redis.call('PUBSUB', 'NUMSUB', ARGV[3])[2]}\n"
+    "end\n"
+    "return {redis.call('PTTL', KEYS[1])}\n";
+
+/* The release script: compare-and-delete, announced on ARGV[2]. */
+static const char bench_release_lua[] =
+    "if redis.pcall('GET', KEYS[1]) ~= ARGV[1] then\n"
+    "  return 0\n"
+    "end\n"
+    "redis.call('DEL', KEYS[1])\n"
+    "redis.call('PUBLISH', ARGV[2], ARGV[1])\n"
+    "return 1\n";
+
+static void bench_conn_send_lock(struct bench_conn *c);
+static void bench_loop_acquire(struct bench_loop *l);
+
+/* ---- small helpers ---- */
+
+static int64_t
+bench_now_us(void)
+{
+    struct timespec ts;
+
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
+}
+
+static void
+bench_record(int64_t us)
+{
+    int64_t *n;
+
+    if (bench_st.nlat == bench_st.cap) {
+        bench_st.cap = bench_st.cap == 0 ? 65536 : bench_st.cap * 2;
+        n = realloc(bench_st.lat_us, bench_st.cap * sizeof(*n));
+        if (n == NULL) {
+            fprintf(stderr, "redlock-bench: out of memory\n");
+            exit(1);
+        }
+        bench_st.lat_us = n;
+    }
+    bench_st.lat_us[bench_st.nlat++] = us;
+}
+
+/* A fresh 32-hex-digit token (xorshift64*, seeded from getrandom). */
+static void
+bench_token(char *out)
+{
+    static const char hex[] = "0123456789abcdef";
+    uint64_t v = 0;
+    size_t i;
+
+    for (i = 0; i < BENCH_TOKEN_HEX; i++) {
+        if (i % 16 == 0) {
+            bench_rng ^= bench_rng >> 12;
+            bench_rng ^= bench_rng << 25;
+            bench_rng ^= bench_rng >> 27;
+            v = bench_rng * 2685821657736338717ULL;
+        }
+        out[i] = hex[v & 15];
+        v >>= 4;
+    }
+    out[BENCH_TOKEN_HEX] = '\0';
+}
+
+static void
+bench_stop(void)
+{
+    if (!bench_stopping) {
+        bench_stopping = true;
+        bench_st.end_us = bench_now_us();
+    }
+    event_base_loopbreak(bench_base);
+}
+
+static void
+bench_deadline_cb(evutil_socket_t fd, short what, void *arg)
+{
+    (void)fd;
+    (void)what;
+    (void)arg;
+    bench_stop();
+}
+
+/* Start the measured period: the deadline timer. */
+static void
+bench_start_clock(void)
+{
+    static struct event *deadline;
+    struct timeval tv;
+    double whole = (double)(int64_t)bench_opt.duration_s;
+
+    tv.tv_sec = (time_t)whole;
+    tv.tv_usec = (suseconds_t)((bench_opt.duration_s - whole) * 1e6);
+    deadline = evtimer_new(bench_base, bench_deadline_cb, NULL);
+    if (deadline == NULL || evtimer_add(deadline, &tv) != 0) {
+        fprintf(stderr, "redlock-bench: cannot arm the deadline timer\n");
+        exit(1);
+    }
+    bench_st.start_us = bench_now_us();
+}
+
+/* ---- daemon modes: uncontended and hot ---- */
+
+static void
+bench_conn_kill(struct bench_conn *c)
+{
+    if (c->dead) {
+        return;
+    }
+    c->dead = true;
+    bench_alive--;
+    if (bench_alive == 0) {
+        bench_stop();
+    }
+}
+
+static void
+bench_conn_send_lock(struct bench_conn *c)
+{
+    c->locking = true;
+    c->sent_us = bench_now_us();
+    evbuffer_add_printf(bufferevent_get_output(c->bev), "LOCK %s ttl=%ld\n",
+                        c->name, bench_opt.ttl_ms);
+}
+
+/* One reply line from the daemon (without its LF). */
+static void
+bench_conn_line(struct bench_conn *c, const char *line, size_t len)
+{
+    bool ok = len >= 3 && memcmp(line, "OK ", 3) == 0;
+    int64_t now;
+
+    if (len > 0 && line[0] == '!') {
+        /* ! LOST: never expected in a healthy run. */
+        if (!bench_stopping) {
+            bench_st.errors++;
+            fprintf(stderr, "redlock-bench: conn %zu: %.*s\n", c->idx, (int)len, line);
+        }
+        return;
+    }
+    if (bench_stopping) {
+        return;
+    }
+    if (!ok) {
+        bench_st.errors++;
+        if (bench_st.errors <= 10) {
+            fprintf(stderr, "redlock-bench: conn %zu: unexpected reply to %s: %.*s\n",
+                    c->idx, c->locking ? "LOCK" : "UNLOCK", (int)len, line);
+        }
+        bench_conn_send_lock(c);
+        return;
+    }
+    if (c->locking) {
+        now = bench_now_us();
+        bench_record(now - c->sent_us);
+        c->acquired++;
+        c->locking = false;
+        evbuffer_add_printf(bufferevent_get_output(c->bev), "UNLOCK %s\n", c->name);
+    } else {
+        bench_st.pairs++;
+        bench_conn_send_lock(c);
+    }
+}
+
+static void
+bench_conn_read_cb(struct bufferevent *bev, void *arg)
+{
+    struct bench_conn *c = arg;
+    size_t len;
+    char *line;
+
+    while ((line = evbuffer_readln(bufferevent_get_input(bev), &len,
+                                   EVBUFFER_EOL_LF)) != NULL) {
+        bench_conn_line(c, line, len);
+        free(line);
+    }
+}
+
+static void
+bench_conn_all_up(void)
+{
+    size_t i;
+
+    bench_start_clock();
+    for (i = 0; i < (size_t)bench_opt.conns; i++) {
+        if (!bench_conns[i].dead) {
+            bench_conn_send_lock(&bench_conns[i]);
+        }
+    }
+}
+
+static void
+bench_conn_event_cb(struct bufferevent *bev, short what, void *arg)
+{
+    struct bench_conn *c = arg;
+    evutil_socket_t fd;
+    int one = 1;
+
+    if (what & BEV_EVENT_CONNECTED) {
+        fd = bufferevent_getfd(bev);
+        (void)setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+        bench_connected++;
+        if (bench_connected == (size_t)bench_opt.conns) {
+            bench_conn_all_up();
+        }
+        return;
+    }
+    if (what & (BEV_EVENT_EOF | BEV_EVENT_ERROR)) {
+        if (!bench_stopping) {
+            bench_st.errors++;
+            fprintf(stderr, "redlock-bench: conn %zu: connection %s\n", c->idx,
+                    (what & BEV_EVENT_EOF) ? "closed by the daemon"
+                                           : evutil_socket_error_to_string(EVUTIL_SOCKET_ERROR()));
+        }
+        if (bench_connected < (size_t)bench_opt.conns && !bench_stopping) {
+            /* Could not even connect: nothing to measure. */
+            fprintf(stderr, "redlock-bench: cannot connect to %s\n", bench_opt.target);
+            exit(1);
+        }
+        bench_conn_kill(c);
+    }
+}
+
+/* Connect c to the target (host:port, or a path for the Unix socket). */
+static int
+bench_conn_open(struct bench_conn *c)
+{
+    const char *t = bench_opt.target;
+    struct sockaddr_un sun;
+    struct sockaddr_in sin;
+    const char *colon;
+    char host[64];
+    int fd;
+
+    if (t[0] == '/') {
+        if (strlen(t) >= sizeof(sun.sun_path)) {
+            fprintf(stderr, "redlock-bench: socket path too long: %s\n", t);
+            return -1;
+        }
+        memset(&sun, 0, sizeof(sun));
+        sun.sun_family = AF_UNIX;
+        strcpy(sun.sun_path, t);
+        fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+        if (fd < 0 || connect(fd, (struct sockaddr *)&sun, sizeof(sun)) != 0) {
+            fprintf(stderr, "redlock-bench: connect %s: %s\n", t, strerror(errno));
+            if (fd >= 0) {
+                close(fd);
+            }
+            return -1;
+        }
+        evutil_make_socket_nonblocking(fd);
+        c->bev = bufferevent_socket_new(bench_base, fd, BEV_OPT_CLOSE_ON_FREE);
+        if (c->bev == NULL) {
+            close(fd);
+            return -1;
+        }
+        bufferevent_setcb(c->bev, bench_conn_read_cb, NULL, bench_conn_event_cb, c);
+        bufferevent_enable(c->bev, EV_READ | EV_WRITE);
+        bench_conn_event_cb(c->bev, BEV_EVENT_CONNECTED, c);
+        return 0;
+    }
+    colon = strrchr(t, ':');
+    if (colon == NULL || (size_t)(colon - t) >= sizeof(host)) {
+        fprintf(stderr, "redlock-bench: bad target '%s' (host:port or /path)\n", t);
+        return -1;
+    }
+    memcpy(host, t, (size_t)(colon - t));
+    host[colon - t] = '\0';
+    memset(&sin, 0, sizeof(sin));
+    sin.sin_family = AF_INET;
+    sin.sin_port = htons((uint16_t)atoi(colon + 1));
+    if (inet_pton(AF_INET, host, &sin.sin_addr) != 1) {
+        fprintf(stderr, "redlock-bench: bad target host '%s' (an IPv4 address)\n", host);
+        return -1;
+    }
+    c->bev = bufferevent_socket_new(bench_base, -1, BEV_OPT_CLOSE_ON_FREE);
+    if (c->bev == NULL) {
+        return -1;
+    }
+    bufferevent_setcb(c->bev, bench_conn_read_cb, NULL, bench_conn_event_cb, c);
+    bufferevent_enable(c->bev, EV_READ | EV_WRITE);
+    if (bufferevent_socket_connect(c->bev, (struct sockaddr *)&sin, sizeof(sin)) != 0) {
+        fprintf(stderr, "redlock-bench: connect %s failed\n", t);
+        return -1;
+    }
+    return 0;
+}
+
+static int
+bench_run_daemon(void)
+{
+    size_t i, n = (size_t)bench_opt.conns;
+    long pid = (long)getpid();
+
+    if (bench_opt.target == NULL) {
+        fprintf(stderr, "redlock-bench: --mode %s needs --target\n", bench_opt.mode_name);
+        return -1;
+    }
+    bench_conns = calloc(n, sizeof(*bench_conns));
+    if (bench_conns == NULL) {
+        return -1;
+    }
+    bench_alive = n;
+    for (i = 0; i < n; i++) {
+        bench_conns[i].idx = i;
+        if (bench_opt.mode == BENCH_HOT) {
+            snprintf(bench_conns[i].name, BENCH_NAME_MAX, "bench-%ld-hot", pid);
+        } else {
+            snprintf(bench_conns[i].name, BENCH_NAME_MAX, "bench-%ld-u%zu", pid, i);
+        }
+        if (bench_conn_open(&bench_conns[i]) != 0) {
+            return -1;
+        }
+    }
+    event_base_dispatch(bench_base);
+    if (!bench_stopping) {
+        bench_stop();
+    }
+    for (i = 0; i < n; i++) {
+        if (bench_conns[i].bev != NULL) {
+            bufferevent_free(bench_conns[i].bev);
+        }
+    }
+    return 0;
+}
+
+/* ---- direct mode ---- */
+
+static size_t
+bench_quorum(void)
+{
+    return bench_opt.nmasters / 2 + 1;
+}
+
+static void
+bench_direct_fail(const char *what, const redisReply *r)
+{
+    if (bench_stopping) {
+        return;
+    }
+    bench_st.errors++;
+    if (bench_st.errors <= 10) {
+        fprintf(stderr, "redlock-bench: %s: %s\n", what,
+                r == NULL ? "no reply (link lost)"
+                          : r->type == REDIS_REPLY_ERROR ? r->str : "unexpected reply type");
+    }
+}
+
+static void
+bench_release_cb(redisAsyncContext *ac, void *reply, void *privdata)
+{
+    struct bench_loop *l = privdata;
+    redisReply *r = reply;
+
+    (void)ac;
+    if (bench_stopping) {
+        return;
+    }
+    if (r != NULL && r->type == REDIS_REPLY_INTEGER) {
+        if (r->integer == 1) {
+            l->released++;
+        }
+    } else {
+        bench_direct_fail("release", r);
+    }
+    if (--l->pending > 0) {
+        return;
+    }
+    if (l->won && l->released >= bench_quorum()) {
+        bench_st.pairs++;
+    } else if (l->won) {
+        bench_st.errors++;
+    }
+    bench_loop_acquire(l);
+}
+
+static void
+bench_loop_release(struct bench_loop *l)
+{
+    size_t i;
+
+    l->releasing = true;
+    l->pending = 0;
+    l->released = 0;
+    for (i = 0; i < bench_opt.nmasters; i++) {
+        if (bench_masters[i].ac == NULL) {
+            continue;
+        }
+        if (redisAsyncCommand(bench_masters[i].ac, bench_release_cb, l,
+                              "EVALSHA %s 1 %s %s %s", bench_sha_release, l->key,
+                              l->token, l->channel) == REDIS_OK) {
+            l->pending++;
+        }
+    }
+    if (l->pending == 0) {
+        bench_stop();
+    }
+}
+
+static void
+bench_acquire_cb(redisAsyncContext *ac, void *reply, void *privdata)
+{
+    struct bench_loop *l = privdata;
+    redisReply *r = reply;
+
+    (void)ac;
+    if (bench_stopping) {
+        return;
+    }
+    if (r != NULL && r->type == REDIS_REPLY_ARRAY && r->elements >= 1) {
+        if (r->elements == 2) {
+            l->granted++;
+            if (l->granted == bench_quorum()) {
+                l->won = true;
+                bench_record(bench_now_us() - l->sent_us);
+            }
+        }
+    } else {
+        bench_direct_fail("acquire", r);
+    }
+    if (--l->pending > 0) {
+        return;
+    }
+    if (!l->won) {
+        bench_st.errors++;
+    }
+    bench_loop_release(l);
+}
+
+static void
+bench_loop_acquire(struct bench_loop *l)
+{
+    size_t i;
+
+    bench_token(l->token);
+    l->releasing = false;
+    l->pending = 0;
+    l->granted = 0;
+    l->won = false;
+    l->sent_us = bench_now_us();
+    for (i = 0; i < bench_opt.nmasters; i++) {
+        if (bench_masters[i].ac == NULL) {
+            continue;
+        }
+        if (redisAsyncCommand(bench_masters[i].ac, bench_acquire_cb, l,
+                              "EVALSHA %s 1 %s %s %ld %s", bench_sha_acquire, l->key,
+                              l->token, bench_opt.ttl_ms, l->channel) == REDIS_OK) {
+            l->pending++;
+        }
+    }
+    if (l->pending == 0) {
+        bench_stop();
+    }
+}
+
+static void
+bench_master_disconnect_cb(const redisAsyncContext *ac, int status)
+{
+    size_t i;
+
+    for (i = 0; i < bench_opt.nmasters; i++) {
+        if (bench_masters[i].ac == ac) {
+            bench_masters[i].ac = NULL;
+            if (!bench_stopping) {
+                bench_st.errors++;
+                fprintf(stderr, "redlock-bench: master %s:%d disconnected (%s)\n",
+                        bench_opt.master_host[i], bench_opt.master_port[i],
+                        status == REDIS_OK ? "closed" : ac->errstr);
+                bench_stop();
+            }
+        }
+    }
+}
+
+/* SCRIPT LOAD one script on a blocking connection into sha (41 bytes). */
+static int
+bench_script_load(redisContext *c, const char *text, char *sha)
+{
+    redisReply *r = redisCommand(c, "SCRIPT LOAD %s", text);
+    int rc = -1;
+
+    if (r != NULL && r->type == REDIS_REPLY_STRING && r->len == 40) {
+        memcpy(sha, r->str, 41);
+        rc = 0;
+    }
+    if (r != NULL) {
+        freeReplyObject(r);
+    }
+    return rc;
+}
+
+static int
+bench_run_direct(void)
+{
+    struct timeval tv = { 2, 0 };
+    redisContext *c;
+    size_t i, n = (size_t)bench_opt.conns;
+    long pid = (long)getpid();
+
+    if (bench_opt.nmasters == 0) {
+        fprintf(stderr, "redlock-bench: --mode direct needs --masters\n");
+        return -1;
+    }
+    for (i = 0; i < bench_opt.nmasters; i++) {
+        c = redisConnectWithTimeout(bench_opt.master_host[i], bench_opt.master_port[i], tv);
+        if (c == NULL || c->err != 0
+            || bench_script_load(c, bench_acquire_lua, bench_sha_acquire) != 0
+            || bench_script_load(c, bench_release_lua, bench_sha_release) != 0) {
+            fprintf(stderr, "redlock-bench: master %s:%d: cannot load the scripts%s%s\n",
+                    bench_opt.master_host[i], bench_opt.master_port[i],
+                    c != NULL && c->err != 0 ? ": " : "", c != NULL ? c->errstr : "");
+            if (c != NULL) {
+                redisFree(c);
+            }
+            return -1;
+        }
+        redisFree(c);
+        bench_masters[i].ac = redisAsyncConnect(bench_opt.master_host[i],
+                                                bench_opt.master_port[i]);
+        if (bench_masters[i].ac == NULL || bench_masters[i].ac->err != 0
+            || redisLibeventAttach(bench_masters[i].ac, bench_base) != REDIS_OK) {
+            fprintf(stderr, "redlock-bench: master %s:%d: cannot connect\n",
+                    bench_opt.master_host[i], bench_opt.master_port[i]);
+            return -1;
+        }
+        redisAsyncSetDisconnectCallback(bench_masters[i].ac, bench_master_disconnect_cb);
+    }
+    bench_loops = calloc(n, sizeof(*bench_loops));
+    if (bench_loops == NULL) {
+        return -1;
+    }
+    bench_start_clock();
+    for (i = 0; i < n; i++) {
+        snprintf(bench_loops[i].key, sizeof(bench_loops[i].key), "bench-%ld-d%zu", pid, i);
+        snprintf(bench_loops[i].channel, sizeof(bench_loops[i].channel), "%s released",
+                 bench_loops[i].key);
+        bench_loop_acquire(&bench_loops[i]);
+    }
+    event_base_dispatch(bench_base);
+    if (!bench_stopping) {
+        bench_stop();
+    }
+    for (i = 0; i < bench_opt.nmasters; i++) {
+        if (bench_masters[i].ac != NULL) {
+            redisAsyncFree(bench_masters[i].ac);
+        }
+    }
+    return 0;
+}
+
+/* ---- rtt mode ---- */
+
+static int
+bench_run_rtt(void)
+{
+    struct timeval tv = { 2, 0 };
+    char key[BENCH_NAME_MAX], token[BENCH_TOKEN_HEX + 1];
+    int64_t t0, t1, end_us;
+    redisContext *c;
+    redisReply *r;
+    bool ok;
+
+    if (bench_opt.nmasters == 0) {
+        fprintf(stderr, "redlock-bench: --mode rtt needs --masters (the first is used)\n");
+        return -1;
+    }
+    c = redisConnectWithTimeout(bench_opt.master_host[0], bench_opt.master_port[0], tv);
+    if (c == NULL || c->err != 0) {
+        fprintf(stderr, "redlock-bench: cannot connect to %s:%d\n",
+                bench_opt.master_host[0], bench_opt.master_port[0]);
+        if (c != NULL) {
+            redisFree(c);
+        }
+        return -1;
+    }
+    snprintf(key, sizeof(key), "bench-%ld-rtt", (long)getpid());
+    bench_st.start_us = bench_now_us();
+    end_us = bench_st.start_us + (int64_t)(bench_opt.duration_s * 1e6);
+    for (;;) {
+        bench_token(token);
+        t0 = bench_now_us();
+        if (t0 >= end_us) {
+            break;
+        }
+        r = redisCommand(c, "SET %s %s NX PX %ld", key, token, bench_opt.ttl_ms);
+        t1 = bench_now_us();
+        ok = r != NULL && r->type == REDIS_REPLY_STATUS && strcmp(r->str, "OK") == 0;
+        if (r != NULL) {
+            freeReplyObject(r);
+        }
+        if (r == NULL) {
+            bench_st.errors++;
+            fprintf(stderr, "redlock-bench: rtt: %s\n", c->errstr);
+            break;
+        }
+        if (!ok) {
+            bench_st.errors++;
+        } else {
+            bench_record(t1 - t0);
+        }
+        r = redisCommand(c, "DEL %s", key);
+        if (r == NULL) {
+            bench_st.errors++;
+            break;
+        }
+        freeReplyObject(r);
+        if (ok && bench_now_us() < end_us) {
+            bench_st.pairs++;
+        }
+    }
+    bench_st.end_us = bench_now_us();
+    if (bench_st.end_us > end_us) {
+        bench_st.end_us = end_us;
+    }
+    redisFree(c);
+    return 0;
+}
+
+/* ---- output ---- */
+
+static int
+bench_cmp_i64(const void *a, const void *b)
+{
+    int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+
+    return x < y ? -1 : x > y;
+}
+
+/* The p-th percentile (nearest rank) of the sorted latencies; 0 when none. */
+static int64_t
+bench_pct(double p)
+{
+    size_t rank;
+
+    if (bench_st.nlat == 0) {
+        return 0;
+    }
+    rank = (size_t)((p / 100.0) * (double)bench_st.nlat + 0.999999);
+    if (rank < 1) {
+        rank = 1;
+    }
+    if (rank > bench_st.nlat) {
+        rank = bench_st.nlat;
+    }
+    return bench_st.lat_us[rank - 1];
+}
+
+static void
+bench_print(void)
+{
+    double secs = (double)(bench_st.end_us - bench_st.start_us) / 1e6;
+    uint64_t amin = UINT64_MAX, amax = 0;
+    size_t i;
+
+    if (secs <= 0) {
+        secs = 1e-6;
+    }
+    qsort(bench_st.lat_us, bench_st.nlat, sizeof(*bench_st.lat_us), bench_cmp_i64);
+    printf("{\"mode\":\"%s\",\"connections\":%ld,\"seconds\":%.3f,\"ttl_ms\":%ld,"
+           "\"pairs\":%" PRIu64 ",\"pairs_per_s\":%.1f,\"p50_us\":%" PRId64
+           ",\"p90_us\":%" PRId64 ",\"p99_us\":%" PRId64 ",\"max_us\":%" PRId64
+           ",\"errors\":%" PRIu64,
+           bench_opt.mode_name, bench_opt.conns, secs, bench_opt.ttl_ms, bench_st.pairs,
+           (double)bench_st.pairs / secs, bench_pct(50), bench_pct(90), bench_pct(99),
+           bench_st.nlat > 0 ? bench_st.lat_us[bench_st.nlat - 1] : 0, bench_st.errors);
+    if (bench_opt.mode == BENCH_HOT) {
+        for (i = 0; i < (size_t)bench_opt.conns; i++) {
+            if (bench_conns[i].acquired < amin) {
+                amin = bench_conns[i].acquired;
+            }
+            if (bench_conns[i].acquired > amax) {
+                amax = bench_conns[i].acquired;
+            }
+        }
+        printf(",\"min_acq\":%" PRIu64 ",\"max_acq\":%" PRIu64, amin, amax);
+    }
+    printf("}\n");
+    fflush(stdout);
+}
+
+/* ---- command line ---- */
+
+static void
+bench_usage(FILE *f)
+{
+    fprintf(f,
+            "usage: redlock-bench --mode uncontended|hot|direct|rtt [options]\n"
+            "  -m, --mode MODE          what to measure (see the head of redlock_bench.c)\n"
+            "  -c, --connections N      connections (uncontended, hot) or loops (direct);\n"
+            "                           default 1, hot 50, direct 64; rtt always 1\n"
+            "  -d, --duration SECONDS   length of the run (default 10, fractions allowed)\n"
+            "  -t, --ttl MS             lease asked for (default 10000)\n"
+            "  -T, --target ADDR        the daemon: HOST:PORT (IPv4) or /path/to/socket\n"
+            "  -M, --masters LIST       HOST:PORT,HOST:PORT,... (direct; rtt uses the first)\n"
+            "  -h, --help\n"
+            "Prints one JSON line: pairs, pairs_per_s, p50/p90/p99/max acquire latency\n"
+            "in microseconds, errors, and for hot min_acq/max_acq per connection.\n");
+}
+
+static int
+bench_parse_masters(char *spec)
+{
+    char *save = NULL, *item, *colon, *end;
+    long port;
+
+    for (item = strtok_r(spec, ",", &save); item != NULL; item = strtok_r(NULL, ",", &save)) {
+        colon = strrchr(item, ':');
+        if (colon == NULL || bench_opt.nmasters == BENCH_MASTERS_MAX) {
+            fprintf(stderr, "redlock-bench: bad --masters item '%s'\n", item);
+            return -1;
+        }
+        *colon = '\0';
+        errno = 0;
+        port = strtol(colon + 1, &end, 10);
+        if (errno != 0 || *end != '\0' || port < 1 || port > 65535 || item[0] == '\0') {
+            fprintf(stderr, "redlock-bench: bad --masters port '%s'\n", colon + 1);
+            return -1;
+        }
+        bench_opt.master_host[bench_opt.nmasters] = item;
+        bench_opt.master_port[bench_opt.nmasters++] = (int)port;
+    }
+    return bench_opt.nmasters > 0 ? 0 : -1;
+}
+
+static int
+bench_parse(int argc, char **argv)
+{
+    static const struct option longs[] = {
+        { "mode", required_argument, NULL, 'm' },
+        { "connections", required_argument, NULL, 'c' },
+        { "duration", required_argument, NULL, 'd' },
+        { "ttl", required_argument, NULL, 't' },
+        { "target", required_argument, NULL, 'T' },
+        { "masters", required_argument, NULL, 'M' },
+        { "help", no_argument, NULL, 'h' },
+        { NULL, 0, NULL, 0 }
+    };
+    char *end;
+    int ch;
+
+    bench_opt.conns = -1;
+    bench_opt.duration_s = 10;
+    bench_opt.ttl_ms = 10000;
+    while ((ch = getopt_long(argc, argv, "m:c:d:t:T:M:h", longs, NULL)) != -1) {
+        switch (ch) {
+        case 'm':
+            bench_opt.mode_name = optarg;
+            break;
+        case 'c':
+            bench_opt.conns = strtol(optarg, &end, 10);
+            if (*end != '\0' || bench_opt.conns < 1 || bench_opt.conns > BENCH_CONNS_MAX) {
+                fprintf(stderr, "redlock-bench: --connections: 1..%d\n", BENCH_CONNS_MAX);
+                return -1;
+            }
+            break;
+        case 'd':
+            bench_opt.duration_s = strtod(optarg, &end);
+            if (*end != '\0' || !(bench_opt.duration_s > 0) || bench_opt.duration_s > 86400) {
+                fprintf(stderr, "redlock-bench: --duration: seconds > 0\n");
+                return -1;
+            }
+            break;
+        case 't':
+            bench_opt.ttl_ms = strtol(optarg, &end, 10);
+            if (*end != '\0' || bench_opt.ttl_ms < 1) {
+                fprintf(stderr, "redlock-bench: --ttl: milliseconds > 0\n");
+                return -1;
+            }
+            break;
+        case 'T':
+            bench_opt.target = optarg;
+            break;
+        case 'M':
+            free(bench_opt.masters_spec);
+            bench_opt.masters_spec = strdup(optarg);
+            bench_opt.nmasters = 0;
+            if (bench_opt.masters_spec == NULL
+                || bench_parse_masters(bench_opt.masters_spec) != 0) {
+                return -1;
+            }
+            break;
+        case 'h':
+            bench_usage(stdout);
+            exit(0);
+        default:
+            return -1;
+        }
+    }
+    if (optind != argc || bench_opt.mode_name == NULL) {
+        return -1;
+    }
+    if (strcmp(bench_opt.mode_name, "uncontended") == 0) {
+        bench_opt.mode = BENCH_UNCONTENDED;
+    } else if (strcmp(bench_opt.mode_name, "hot") == 0) {
+        bench_opt.mode = BENCH_HOT;
+    } else if (strcmp(bench_opt.mode_name, "direct") == 0) {
+        bench_opt.mode = BENCH_DIRECT;
+    } else if (strcmp(bench_opt.mode_name, "rtt") == 0) {
+        bench_opt.mode = BENCH_RTT;
+    } else {
+        fprintf(stderr, "redlock-bench: unknown mode '%s'\n", bench_opt.mode_name);
+        return -1;
+    }
+    if (bench_opt.mode == BENCH_RTT) {
+        bench_opt.conns = 1;
+    } else if (bench_opt.conns < 0) {
+        bench_opt.conns = bench_opt.mode == BENCH_HOT ? 50
+                          : bench_opt.mode == BENCH_DIRECT ? 64 : 1;
+    }
+    return 0;
+}
+
+int
+main(int argc, char **argv)
+{
+    int rc;
+
+    if (bench_parse(argc, argv) != 0) {
+        bench_usage(stderr);
+        return 2;
+    }
+    signal(SIGPIPE, SIG_IGN);
+    if (getrandom(&bench_rng, sizeof(bench_rng), 0) != (ssize_t)sizeof(bench_rng)
+        || bench_rng == 0) {
+        bench_rng = (uint64_t)bench_now_us() | 1;
+    }
+    bench_base = event_base_new();
+    if (bench_base == NULL) {
+        fprintf(stderr, "redlock-bench: event_base_new failed\n");
+        return 1;
+    }
+    switch (bench_opt.mode) {
+    case BENCH_DIRECT:
+        rc = bench_run_direct();
+        break;
+    case BENCH_RTT:
+        rc = bench_run_rtt();
+        break;
+    default:
+        rc = bench_run_daemon();
+        break;
+    }
+    if (rc != 0) {
+        return 1;
+    }
+    bench_print();
+    free(bench_st.lat_us);
+    free(bench_conns);
+    free(bench_loops);
+    free(bench_opt.masters_spec);
+    event_base_free(bench_base);
+    return 0;
+}
