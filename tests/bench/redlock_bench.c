@@ -226,17 +226,18 @@ bench_deadline_cb(evutil_socket_t fd, short what, void *arg)
 }
 
 /* Start the measured period: the deadline timer. */
+static struct event *bench_deadline;  /* end of the measured period */
+
 static void
 bench_start_clock(void)
 {
-    static struct event *deadline;
     struct timeval tv;
     double whole = (double)(int64_t)bench_opt.duration_s;
 
     tv.tv_sec = (time_t)whole;
     tv.tv_usec = (suseconds_t)((bench_opt.duration_s - whole) * 1e6);
-    deadline = evtimer_new(bench_base, bench_deadline_cb, NULL);
-    if (deadline == NULL || evtimer_add(deadline, &tv) != 0) {
+    bench_deadline = evtimer_new(bench_base, bench_deadline_cb, NULL);
+    if (bench_deadline == NULL || evtimer_add(bench_deadline, &tv) != 0) {
         fprintf(stderr, "redlock-bench: cannot arm the deadline timer\n");
         exit(1);
     }
@@ -992,6 +993,9 @@ main(int argc, char **argv)
     free(bench_conns);
     free(bench_loops);
     free(bench_opt.masters_spec);
+    if (bench_deadline != NULL) {
+        event_free(bench_deadline);
+    }
     event_base_free(bench_base);
     return 0;
 }
