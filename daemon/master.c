@@ -340,14 +340,15 @@ master_quarantine_cb(evutil_socket_t fd, short what, void *arg)
  * by then every lock it may have lost in the restart has expired on
  * the other masters (Redis distributed-locks page, "Performance, crash
  * recovery and fsync": delayed restarts).  The master's uptime is read
- * in whole seconds, so its start is taken as late as it can have been:
- * now - uptime.  Returns 0, or -1 with the reason in why.
+ * in whole seconds of its wall clock (it may say 1 s after a few ms), so
+ * its start is taken as late as it can have been: now - (uptime - 1 s).
+ * Returns 0, or -1 with the reason in why.
  */
 static int
 master_info(struct master *m, const redisReply *reply, char *why, size_t size)
 {
     char run_id[sizeof(m->run_id)], uptime_text[24], *end;
-    long long uptime_s;
+    long long uptime_s, surely_up_s;
     int64_t now = util_now_us(), max_ttl, until, left_ms;
     time_t wall;
     struct tm tm;
@@ -386,10 +387,17 @@ master_info(struct master *m, const redisReply *reply, char *why, size_t size)
     /* Locks granted before a reload lowered max_ttl_ms keep their ttl. */
     max_ttl = master_quarantine_ttl_ms;
     max_ttl += (int64_t)((double)max_ttl * master_conf->drift_factor) + 1 + 2; /* rounded up */
-    if (uptime_s > (max_ttl + 999) / 1000) {
+    /*
+     * Redis computes uptime_in_seconds from whole-second wall-clock
+     * stamps, so it can say 1 when only a few ms have passed: the master
+     * has been up for more than uptime - 1 s, no more can be assumed
+     * (the fault suite caught a quarantine that ended a second early).
+     */
+    surely_up_s = uptime_s > 0 ? uptime_s - 1 : 0;
+    if (surely_up_s > (max_ttl + 999) / 1000) {
         return 0;     /* up long enough; no overflow below */
     }
-    until = now - (int64_t)uptime_s * 1000000 + max_ttl * 1000;
+    until = now - (int64_t)surely_up_s * 1000000 + max_ttl * 1000;
     m->quarantine_until_us = until;
     if (until <= now) {
         return 0;

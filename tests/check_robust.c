@@ -35,10 +35,13 @@
 
 /* ---- helpers ---- */
 
+static int64_t rb_masters_started_ms;   /* just before the masters were started */
+
 static void
 rb_up(const struct h_daemon_opts *opts)
 {
     ck_assert_msg(h_begin(tcase_name()) == 0, "cannot create the test directory");
+    rb_masters_started_ms = h_now_ms();
     ck_assert_msg(h_start_masters(NMASTERS) == 0, "the masters did not start");
     ck_assert_msg(h_start_daemon(opts) == 0, "redlockd did not start (log above)");
 }
@@ -241,6 +244,14 @@ START_TEST(quarantine_fresh_masters)
     ck_assert_int_eq(h_stat_once("master.0.quarantine_ms", &left), 0);
     ck_assert_msg(left > 0 && left <= 2500 + 25 + 2 + 1000,
                   "master.0.quarantine_ms is %lld", left);
+    /*
+     * Never shorter than max_ttl + drift from the master's real start,
+     * which came after rb_masters_started_ms (Redis's uptime_in_seconds
+     * may read 1 a few ms after the start).
+     */
+    ck_assert_msg(h_now_ms() + left >= rb_masters_started_ms + 2500 + 25 + 2,
+                  "the quarantine ends %lld ms before max_ttl + drift from the start",
+                  (long long)(rb_masters_started_ms + 2527 - h_now_ms() - left));
     got = h_cmd(a, "TRYLOCK qf", CMD_MS);
     ck_assert_msg(got != NULL && strncmp(got, "ERR NOQUORUM ", 13) == 0
                   && strstr(got, "quarantined after a restart") != NULL,
