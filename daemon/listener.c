@@ -101,10 +101,12 @@ listener_error_cb(struct evconnlistener *lev, void *arg)
     log_warn("accept failed: %s", evutil_socket_error_to_string(err));
 }
 
-static int
-listener_bind_tcp(struct event_base *base, const struct conf_addr *addr)
+struct evconnlistener *
+listener_bind_inet(struct event_base *base, const struct conf_addr *addr,
+                   evconnlistener_cb cb, char *why, size_t why_size)
 {
     struct addrinfo hints, *res = NULL, *ai;
+    struct evconnlistener *lev = NULL;
     char port[16];
     int rc;
 
@@ -115,22 +117,32 @@ listener_bind_tcp(struct event_base *base, const struct conf_addr *addr)
     snprintf(port, sizeof(port), "%d", addr->port);
     rc = getaddrinfo(addr->host, port, &hints, &res);
     if (rc != 0) {
-        log_error("listen.tcp %s: %s", addr->spec, gai_strerror(rc));
-        return -1;
+        snprintf(why, why_size, "cannot resolve the host: %s", gai_strerror(rc));
+        return NULL;
     }
-    for (ai = res; ai != NULL; ai = ai->ai_next) {
-        listener_tcp = evconnlistener_new_bind(base, listener_accept_cb, NULL,
-                                               LEV_OPT_CLOSE_ON_FREE | LEV_OPT_REUSEABLE
-                                               | LEV_OPT_CLOSE_ON_EXEC,
-                                               LISTENER_BACKLOG, ai->ai_addr,
-                                               (int)ai->ai_addrlen);
-        if (listener_tcp != NULL) {
-            break;
-        }
+    errno = 0;
+    for (ai = res; ai != NULL && lev == NULL; ai = ai->ai_next) {
+        lev = evconnlistener_new_bind(base, cb, NULL,
+                                      LEV_OPT_CLOSE_ON_FREE | LEV_OPT_REUSEABLE
+                                      | LEV_OPT_CLOSE_ON_EXEC,
+                                      LISTENER_BACKLOG, ai->ai_addr, (int)ai->ai_addrlen);
     }
     freeaddrinfo(res);
+    if (lev == NULL) {
+        snprintf(why, why_size, "cannot listen: %s",
+                 errno != 0 ? strerror(errno) : "bind failed");
+    }
+    return lev;
+}
+
+static int
+listener_bind_tcp(struct event_base *base, const struct conf_addr *addr)
+{
+    char why[160];
+
+    listener_tcp = listener_bind_inet(base, addr, listener_accept_cb, why, sizeof(why));
     if (listener_tcp == NULL) {
-        log_error("listen.tcp %s: cannot listen: %s", addr->spec, strerror(errno));
+        log_error("listen.tcp %s: %s", addr->spec, why);
         return -1;
     }
     evconnlistener_set_error_cb(listener_tcp, listener_error_cb);

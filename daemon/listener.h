@@ -9,8 +9,11 @@
 
 #include <stdbool.h>
 
+#include <event2/listener.h>
+
 struct event_base;
 struct conf;
+struct conf_addr;
 
 /*
  * Bind the listeners named in conf (listen.tcp, listen.unix with
@@ -18,6 +21,18 @@ struct conf;
  * with the reason logged (address in use, permission, bad host).
  */
 int listener_start(struct event_base *base, const struct conf *conf);
+
+/*
+ * Bind and listen on a "host:port" address (a name is resolved with
+ * getaddrinfo; the first address that binds wins), for listen.tcp and
+ * metrics.listen.  cb may be NULL (the listener then stays disabled
+ * until one is set, as evhttp_bind_listener does).  Returns the
+ * listener (freeing it closes the socket), or NULL with the reason in
+ * why: "cannot resolve the host: ..." or "cannot listen: <errno text>".
+ */
+struct evconnlistener *listener_bind_inet(struct event_base *base,
+                                          const struct conf_addr *addr,
+                                          evconnlistener_cb cb, char *why, size_t why_size);
 
 /*
  * True when socket activation passed a listener that other hosts can

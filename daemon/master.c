@@ -668,11 +668,11 @@ master_link_sent(struct master_link *k)
     }
 }
 
-/* A reply arrived on k; answered says whether it ends a request. */
+/* A reply arrived on k at now_us; answered says whether it ends a request. */
 static void
-master_link_answered(struct master_link *k, bool answered)
+master_link_answered(struct master_link *k, bool answered, int64_t now_us)
 {
-    k->progress_us = util_now_us();
+    k->progress_us = now_us;
     if (answered && k->inflight > 0) {
         k->inflight--;
     }
@@ -992,8 +992,8 @@ master_sub_cb(redisAsyncContext *ac, void *r, void *privdata)
                  k->addr->spec, reply->type);
         return;
     }
-    master_link_answered(k, k->state == MASTER_UP &&
-                            strcmp(kind->str, "message") != 0);
+    master_link_answered(k, k->state == MASTER_UP && strcmp(kind->str, "message") != 0,
+                         util_now_us());
     if (k->state == MASTER_HANDSHAKE) {
         if (strcmp(kind->str, "subscribe") == 0
             && strcmp(chan->str, MASTER_SENTINEL_CHANNEL) == 0 && --k->pending == 0) {
@@ -1101,16 +1101,26 @@ master_name(const struct master *m)
     return m->addr->spec;
 }
 
-bool
-master_is_up(const struct master *m)
+void
+master_tally(size_t *up, size_t *quarantined)
 {
-    return m->cmd.state == MASTER_UP;
+    int64_t now = util_now_us();
+    size_t i;
+
+    *up = 0;
+    *quarantined = 0;
+    for (i = 0; i < nmasters; i++) {
+        if (masters[i].cmd.state == MASTER_UP) {
+            (*up)++;
+            *quarantined += master_quarantine_left_ms(&masters[i], now) > 0;
+        }
+    }
 }
 
 int64_t
-master_quarantine_left_ms(const struct master *m)
+master_quarantine_left_ms(const struct master *m, int64_t now_us)
 {
-    int64_t left = m->quarantine_until_us - util_now_us();
+    int64_t left = m->quarantine_until_us - now_us;
 
     return left > 0 ? (left + 999) / 1000 : 0;
 }
@@ -1120,7 +1130,7 @@ master_get_stats(const struct master *m, struct master_stats *st)
 {
     *st = m->stats;
     st->state = m->cmd.state;
-    st->quarantine_ms = master_quarantine_left_ms(m);
+    st->quarantine_ms = master_quarantine_left_ms(m, util_now_us());
     st->sub_up = m->sub.state == MASTER_UP;
 }
 
@@ -1128,6 +1138,7 @@ const char *
 master_status_text(const struct master *m)
 {
     struct master *mm = (struct master *)m;
+    int64_t left;
 
     switch (m->cmd.state) {
     case MASTER_DOWN:
@@ -1142,9 +1153,9 @@ master_status_text(const struct master *m)
     case MASTER_UP:
         if (m->cmd.drop_now) {
             snprintf(mm->status, sizeof(mm->status), "being dropped (%s)", m->cmd.why);
-        } else if (master_quarantine_left_ms(m) > 0) {
+        } else if ((left = master_quarantine_left_ms(m, util_now_us())) > 0) {
             snprintf(mm->status, sizeof(mm->status), "quarantined after a restart "
-                     "(%lld ms left)", (long long)master_quarantine_left_ms(m));
+                     "(%lld ms left)", (long long)left);
         } else {
             snprintf(mm->status, sizeof(mm->status), "up");
         }
@@ -1200,10 +1211,11 @@ master_reply_cb(redisAsyncContext *ac, void *r, void *privdata)
     redisReply *reply = r;
     struct master_req *req = privdata;
     struct master *m = req->m;
+    int64_t now = util_now_us();
     char why[MASTER_WHY_MAX];
 
     if (m->cmd.ac == ac) {
-        master_link_answered(&m->cmd, true);
+        master_link_answered(&m->cmd, true, now);
     }
     if (reply == NULL) {
         m->stats.errors++;
@@ -1228,7 +1240,7 @@ master_reply_cb(redisAsyncContext *ac, void *r, void *privdata)
         free(req);
         return;
     }
-    m->stats.rtt_us = util_now_us() - req->sent_us;
+    m->stats.rtt_us = now - req->sent_us;
     if (reply->type == REDIS_REPLY_ERROR && !req->retried && m->cmd.ac == ac
         && strncmp(reply->str, "NOSCRIPT", 8) == 0) {
         /* The script cache was flushed: send the text once, same deadline. */

@@ -112,11 +112,9 @@ size_t master_index(const struct master *m);
 /* The address as written in the config ("127.0.0.1:7001"). */
 const char *master_name(const struct master *m);
 
-/* True when the master has finished its handshake and takes requests. */
-bool master_is_up(const struct master *m);
-
 /*
- * Restart quarantine left, ms (0 when the master's answers count).
+ * Restart quarantine left at now_us (monotonic), ms; 0 when the master's
+ * answers count.
  * On every connect the master's uptime is read with INFO server; with
  * lock.restart_quarantine, a master up for less than max_ttl_ms plus
  * drift (max_ttl_ms * drift_factor + 2 ms) is quarantined until then:
@@ -124,7 +122,13 @@ bool master_is_up(const struct master *m);
  * (daemon/round.h).  The delayed restart of the Redis distributed-locks
  * page, "Performance, crash recovery and fsync".
  */
-int64_t master_quarantine_left_ms(const struct master *m);
+int64_t master_quarantine_left_ms(const struct master *m, int64_t now_us);
+
+/*
+ * Masters whose command link is up now, in *up, and how many of those
+ * are quarantined, in *quarantined (for STATS, STATUS= and /metrics).
+ */
+void master_tally(size_t *up, size_t *quarantined);
 
 /* Copy m's counters into st. */
 void master_get_stats(const struct master *m, struct master_stats *st);

@@ -15,11 +15,8 @@
  * send (headers, body) and closes a connection that makes no progress
  * for METRICS_TIMEOUT_S, in either direction.
  */
-#include <errno.h>
-#include <netdb.h>
 #include <stdio.h>
 #include <string.h>
-#include <sys/socket.h>
 
 #include <event2/buffer.h>
 #include <event2/http.h>
@@ -27,6 +24,7 @@
 
 #include "conf/conf.h"
 #include "daemon/lock.h"
+#include "daemon/listener.h"
 #include "daemon/log.h"
 #include "daemon/master.h"
 #include "daemon/metrics.h"
@@ -230,14 +228,11 @@ metrics_write_masters(struct evbuffer *out)
 static void
 metrics_write(struct evbuffer *out)
 {
-    size_t i, n = master_count(), up = 0, quarantined = 0;
+    size_t n = master_count(), up, quarantined;
     static const char lost[] = "redlockd_locks_lost_total";
     static const char acq[] = "redlockd_acquisitions_total";
 
-    for (i = 0; i < n; i++) {
-        up += master_is_up(master_at(i));
-        quarantined += master_quarantine_left_ms(master_at(i)) > 0;
-    }
+    master_tally(&up, &quarantined);
     metrics_family(out, "redlockd_build_info", "gauge", "Always 1; the version is a label.");
     evbuffer_add_printf(out, "redlockd_build_info{version=\"");
     metrics_escape(out, REDLOCKD_VERSION);
@@ -393,45 +388,13 @@ metrics_request_cb(struct evhttp_request *req, void *arg)
     evbuffer_free(body);
 }
 
-/*
- * Resolve a->host (a name, or a numeric address without brackets) to the
- * numeric address evhttp is to bind, the first one getaddrinfo gives,
- * into host (size bytes); evhttp would resolve it too, but would report
- * a failure on stderr in its own words.  Returns 0, or -1 with the
- * reason in why (why_size bytes).
- */
-static int
-metrics_resolve(const struct conf_addr *a, char *host, size_t size, char *why,
-                size_t why_size)
-{
-    struct addrinfo hints, *res = NULL;
-    char port[16];
-    int rc;
-
-    memset(&hints, 0, sizeof(hints));
-    hints.ai_family = AF_UNSPEC;
-    hints.ai_socktype = SOCK_STREAM;
-    hints.ai_flags = AI_PASSIVE | AI_NUMERICSERV;
-    snprintf(port, sizeof(port), "%d", a->port);
-    rc = getaddrinfo(a->host, port, &hints, &res);
-    if (rc == 0) {
-        rc = getnameinfo(res->ai_addr, res->ai_addrlen, host, (socklen_t)size, NULL, 0,
-                         NI_NUMERICHOST);
-        freeaddrinfo(res);
-    }
-    if (rc != 0) {
-        snprintf(why, why_size, "cannot resolve the host: %s", gai_strerror(rc));
-        return -1;
-    }
-    return 0;
-}
-
 int
 metrics_start(struct event_base *base, const struct conf *conf)
 {
     const struct conf_addr *a = &conf->metrics;
     struct evhttp_bound_socket *bound = NULL;
-    char host[NI_MAXHOST], why[128];
+    struct evconnlistener *lev;
+    char why[160];
 
     if (a->spec[0] == '\0') {
         return 0;
@@ -450,15 +413,16 @@ metrics_start(struct event_base *base, const struct conf *conf)
     evhttp_set_max_body_size(metrics_http, METRICS_MAX_BODY);
     evhttp_set_timeout(metrics_http, METRICS_TIMEOUT_S);
     evhttp_set_gencb(metrics_http, metrics_request_cb, NULL);
-    if (metrics_resolve(a, host, sizeof(host), why, sizeof(why)) == 0) {
-        errno = 0;
-        bound = evhttp_bind_socket_with_handle(metrics_http, host, (ev_uint16_t)a->port);
+    lev = listener_bind_inet(base, a, NULL, why, sizeof(why));
+    if (lev != NULL) {
+        bound = evhttp_bind_listener(metrics_http, lev);   /* frees lev with the server */
         if (bound == NULL) {
-            snprintf(why, sizeof(why), "%s", errno != 0 ? strerror(errno) : "bind failed");
+            evconnlistener_free(lev);
+            snprintf(why, sizeof(why), "cannot listen: evhttp refused the socket");
         }
     }
     if (bound == NULL) {
-        log_error("metrics.listen %s: cannot listen: %s", a->spec, why);
+        log_error("metrics.listen %s: %s", a->spec, why);
         evhttp_free(metrics_http);
         metrics_http = NULL;
         return -1;

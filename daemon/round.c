@@ -213,10 +213,11 @@ round_start(int script, size_t nkeys, size_t nargs,
 
         slot->round = r;
         /*
-         * Read before the send: the script runs after it, so a master
-         * out of quarantine now is out of it when the script runs.
+         * Read at the round's start, before the send: the script runs
+         * after it, so a master out of quarantine then is out of it when
+         * the script runs.
          */
-        slot->quarantine_ms = master_quarantine_left_ms(m);
+        slot->quarantine_ms = master_quarantine_left_ms(m, r->start_us);
         if (master_eval(m, script, nkeys, nargs, r->args, r->lens,
                         round_reply_cb, slot) == 0) {
             slot->waiting = true;

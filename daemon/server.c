@@ -71,12 +71,9 @@ server_drain_cb(evutil_socket_t fd, short what, void *arg)
 static void
 server_status(char *buf, size_t size)
 {
-    size_t i, n = master_count(), up = 0, quarantined = 0, q = redlock_quorum(n);
+    size_t n = master_count(), up, quarantined, q = redlock_quorum(n);
 
-    for (i = 0; i < n; i++) {
-        up += master_is_up(master_at(i));
-        quarantined += master_is_up(master_at(i)) && master_quarantine_left_ms(master_at(i)) > 0;
-    }
+    master_tally(&up, &quarantined);
     snprintf(buf, size, "%s: %zu/%zu masters up (quorum %zu), %zu quarantined; "
              "%zu locks held, %zu waiting, %zu sessions",
              server_stopping ? "stopping" : up - quarantined >= q ? "quorum" : "NO QUORUM",

@@ -234,14 +234,11 @@ static void
 session_stats(struct session *s)
 {
     struct evbuffer *out = bufferevent_get_output(s->bev);
-    size_t i, n = master_count(), up = 0, quarantined = 0;
+    size_t i, n = master_count(), up, quarantined;
     struct master_stats ms;
     uint64_t cum = 0;
 
-    for (i = 0; i < n; i++) {
-        up += master_is_up(master_at(i));
-        quarantined += master_quarantine_left_ms(master_at(i)) > 0;
-    }
+    master_tally(&up, &quarantined);
 #define STAT_U(name, v) evbuffer_add_printf(out, "STAT %s %llu\n", name, (unsigned long long)(v))
 #define STAT_I(name, v) evbuffer_add_printf(out, "STAT %s %lld\n", name, (long long)(v))
     evbuffer_add_printf(out, "STAT version %s\n", REDLOCKD_VERSION);

@@ -214,25 +214,6 @@ cond_key_gone(void *arg)
     return h_masters_without(*(const char **)arg) == h_master_count();
 }
 
-/* A STATS counter that must reach a value. */
-struct stat_want {
-    const char *name;       /* STAT name */
-    long long   want;       /* expected value */
-    long long   seen;       /* last value read, -1 if none */
-};
-
-static bool
-cond_stat(void *arg)
-{
-    struct stat_want *s = arg;
-
-    if (h_stat_once(s->name, &s->seen) != 0) {
-        s->seen = -1;
-        return false;
-    }
-    return s->seen == s->want;
-}
-
 /* arg: const char **name.  A fresh connection's TRYLOCK gets OK. */
 static bool
 cond_trylock_ok(void *arg)
@@ -610,7 +591,7 @@ END_TEST
 
 START_TEST(masters_recover)
 {
-    struct stat_want up = { "masters_up", NMASTERS, -1 };
+    long long up;
     const char *name = "q";
     size_t i;
     int a;
@@ -628,8 +609,8 @@ START_TEST(masters_recover)
     }
     ck_assert_msg(h_wait_until(cond_trylock_ok, &name, 10000),
                   "no TRYLOCK q succeeded within 10 s of the masters' return");
-    ck_assert_msg(h_wait_until(cond_stat, &up, 10000),
-                  "STATS masters_up is %lld, expected %d", up.seen, NMASTERS);
+    ck_assert_msg(h_wait_stat("masters_up", NMASTERS, false, 10000, &up),
+                  "STATS masters_up is %lld, expected %d", up, NMASTERS);
 }
 END_TEST
 
@@ -797,7 +778,7 @@ END_TEST
 
 START_TEST(pending_lock_cancelled_on_close)
 {
-    struct stat_want waiting = { "waiters", 1, -1 };
+    long long waiting;
     const char *key = "p";
     long long valid, waiters = -1;
     int a, b;
@@ -807,8 +788,8 @@ START_TEST(pending_lock_cancelled_on_close)
     b = it_connect();
     EXPECT_LOCK_OK(a, "LOCK p", "p", 1, valid);
     ck_assert_int_eq(h_send(b, "LOCK p"), 0);
-    ck_assert_msg(h_wait_until(cond_stat, &waiting, 2000),
-                  "STATS waiters is %lld while B waits for p, expected 1", waiting.seen);
+    ck_assert_msg(h_wait_stat("waiters", 1, false, 2000, &waiting),
+                  "STATS waiters is %lld while B waits for p, expected 1", waiting);
     close(b);
 
     EXPECT_REPLY(a, "UNLOCK p", "OK p holds=0");
@@ -1202,7 +1183,7 @@ free_watch_run(void *arg)
 START_TEST(handover_never_free)
 {
     struct free_watch fw = { "ho", false, 0, 0 };
-    struct stat_want queued = { "waiters", 1, -1 };
+    long long queued;
     pthread_t th;
     long long valid, handovers = 0;
     int fd[2], i, holder = 0;
@@ -1214,7 +1195,7 @@ START_TEST(handover_never_free)
     EXPECT_LOCK_OK(fd[0], "LOCK ho", "ho", 1, valid);
     ck_assert_int_eq(pthread_create(&th, NULL, free_watch_run, &fw), 0);
     ck_assert_int_eq(h_send(fd[1], "LOCK ho"), 0);
-    ck_assert(h_wait_until(cond_stat, &queued, CMD_MS));
+    ck_assert(h_wait_stat("waiters", 1, false, CMD_MS, &queued));
     for (i = 0; i < 200; i++) {
         /* The other session is queued; the holder lets go, the lock passes. */
         EXPECT_REPLY(fd[holder], "UNLOCK ho", "OK ho holds=0");
@@ -1225,8 +1206,8 @@ START_TEST(handover_never_free)
         ck_assert_int_eq(h_send(fd[holder], "LOCK ho"), 0);
         /* Requests on two connections are not ordered: let the LOCK queue
            before the next UNLOCK, or that UNLOCK finds no one to hand to. */
-        ck_assert_msg(h_wait_until(cond_stat, &queued, CMD_MS),
-                      "hand-over %d: the LOCK did not queue (waiters %lld)", i, queued.seen);
+        ck_assert_msg(h_wait_stat("waiters", 1, false, CMD_MS, &queued),
+                      "hand-over %d: the LOCK did not queue (waiters %lld)", i, queued);
         holder = 1 - holder;
     }
     fw.stop = true;

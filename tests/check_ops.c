@@ -188,60 +188,6 @@ ops_line_of(const char *text, const char *s)
     return line;
 }
 
-/* The size of the daemon log now: what a later search starts after. */
-static off_t
-ops_log_mark(void)
-{
-    struct stat st;
-
-    return stat(h_daemon_log_path(), &st) == 0 ? st.st_size : 0;
-}
-
-/*
- * Search the daemon log after byte from for a line containing text;
- * copy the line (without its LF) into line when it is not NULL.
- */
-static bool
-ops_log_find(off_t from, const char *text, char *line, size_t size)
-{
-    FILE *f = fopen(h_daemon_log_path(), "re");
-    char *buf = NULL;
-    size_t cap = 0;
-    ssize_t n;
-    bool found = false;
-
-    if (f == NULL) {
-        return false;
-    }
-    if (fseeko(f, from, SEEK_SET) == 0) {
-        while (!found && (n = getline(&buf, &cap, f)) > 0) {
-            if (buf[n - 1] == '\n') {
-                buf[n - 1] = '\0';
-            }
-            found = strstr(buf, text) != NULL;
-        }
-    }
-    if (found && line != NULL) {
-        snprintf(line, size, "%s", buf);
-    }
-    free(buf);
-    fclose(f);
-    return found;
-}
-
-struct ops_log_wait {
-    off_t       from;   /* log offset the search starts at */
-    const char *text;   /* what a line must contain */
-};
-
-static bool
-ops_cond_log(void *arg)
-{
-    struct ops_log_wait *w = arg;
-
-    return ops_log_find(w->from, w->text, NULL, 0);
-}
-
 /*
  * Send SIGHUP and wait for the line that ends this reload: "reload:
  * done" or the reason it was refused (expect).  Returns the log offset
@@ -251,36 +197,38 @@ ops_cond_log(void *arg)
 static off_t
 ops_reload(const char *expect, int at)
 {
-    struct ops_log_wait w = { ops_log_mark(), expect };
+    off_t from = h_log_size();
 
     ck_assert_int_eq(h_signal_daemon(SIGHUP), 0);
-    if (!h_wait_until(ops_cond_log, &w, RELOAD_MS)) {
+    if (!h_wait_log(from, expect, RELOAD_MS)) {
         h_print_daemon_log_tail(30);
         ck_abort_msg("line %d: SIGHUP: no log line with '%s' within %d ms", at, expect,
                      RELOAD_MS);
     }
-    ck_assert_msg(ops_log_find(w.from, "SIGHUP: reloading ", NULL, 0),
+    ck_assert_msg(h_log_find(from, "SIGHUP: reloading ", NULL, 0),
                   "line %d: the reload did not log its start", at);
-    return w.from;
+    return from;
 }
 
 #define OPS_RELOAD(expect) ops_reload((expect), __LINE__)
 
-/* A STATS counter over a connection of the test's own. */
+/*
+ * A STATS counter read over a connection of the test's own (a daemon
+ * the harness did not start, which h_wait_stat cannot reach).
+ */
 struct ops_stat {
-    int         fd;     /* connection to send STATS on (-1: h_stat_once) */
+    int         fd;     /* connection to send STATS on */
     const char *name;   /* counter */
     long long   want;   /* value to reach */
     long long   seen;   /* last value read, -1 when none */
 };
 
 static bool
-ops_cond_stat(void *arg)
+ops_cond_stat_fd(void *arg)
 {
     struct ops_stat *s = arg;
-    int rc = s->fd >= 0 ? h_stat(s->fd, s->name, &s->seen) : h_stat_once(s->name, &s->seen);
 
-    if (rc != 0) {
+    if (h_stat(s->fd, s->name, &s->seen) != 0) {
         s->seen = -1;
         return false;
     }
@@ -372,7 +320,7 @@ START_TEST(reload_applies)
     ops_write_atomic(path, conf);
     free(conf);
     mark = OPS_RELOAD("reload: done");
-    ck_assert_msg(ops_log_find(mark, "reload: done (log.level info,", NULL, 0),
+    ck_assert_msg(h_log_find(mark, "reload: done (log.level info,", NULL, 0),
                   "the reload did not report log.level info");
 
     /* Same connection: b now fits, and so do c, d and e, but not f. */
@@ -425,10 +373,10 @@ START_TEST(reload_rejects_errors)
     /* Column 19: the value after "  default_ttl_ms: ". */
     snprintf(want, sizeof(want), "%s:%d:19: lock.default_ttl_ms: expected an integer, got "
              "'banana'", path, lineno);
-    ck_assert_msg(ops_log_find(mark, want, line, sizeof(line)),
+    ck_assert_msg(h_log_find(mark, want, line, sizeof(line)),
                   "the log does not say '%s'", want);
     ck_assert_msg(strncmp(line, "error reload: ", 14) == 0, "logged as '%s'", line);
-    ck_assert_msg(!ops_log_find(mark, "reload: done", NULL, 0), "a bad file was applied");
+    ck_assert_msg(!h_log_find(mark, "reload: done", NULL, 0), "a bad file was applied");
 
     /* Still serving, with the old settings. */
     EXPECT_REPLY(a, "PING", "PONG");
@@ -459,7 +407,7 @@ END_TEST
 START_TEST(reload_refuses_restart_keys)
 {
     struct h_daemon_opts o = { .retry_delay_ms = 100, .max_locks_per_client = 1 };
-    struct ops_stat up = { -1, "masters_up", NMASTERS, -1 };
+    long long up;
     const char *path;
     char *orig, *conf, old_item[64], old_tcp[64], new_tcp[64];
     off_t mark;
@@ -481,12 +429,12 @@ START_TEST(reload_refuses_restart_keys)
     ops_write_atomic(path, conf);
     free(conf);
     mark = OPS_RELOAD("masters changed, which takes a restart");
-    ck_assert_msg(ops_log_find(mark, "nothing was reloaded", NULL, 0),
+    ck_assert_msg(h_log_find(mark, "nothing was reloaded", NULL, 0),
                   "the refusal does not say that nothing was reloaded");
-    ck_assert_msg(!ops_log_find(mark, "reload: done", NULL, 0), "the reload was applied");
+    ck_assert_msg(!h_log_find(mark, "reload: done", NULL, 0), "the reload was applied");
     EXPECT_PREFIX(a, "LOCK b", "ERR LIMIT ");
-    ck_assert_msg(h_wait_until(ops_cond_stat, &up, LOCAL_MS),
-                  "masters_up is %lld after the refused reload", up.seen);
+    ck_assert_msg(h_wait_stat("masters_up", NMASTERS, false, LOCAL_MS, &up),
+                  "masters_up is %lld after the refused reload", up);
     ck_assert_uint_eq(h_masters_holding("a", NULL), NMASTERS);
 
     /* 2. Move listen.tcp to another port. */
@@ -500,7 +448,7 @@ START_TEST(reload_refuses_restart_keys)
     ops_write_atomic(path, conf);
     free(conf);
     mark = OPS_RELOAD("listen.tcp changed, which takes a restart");
-    ck_assert_msg(!ops_log_find(mark, "reload: done", NULL, 0), "the reload was applied");
+    ck_assert_msg(!h_log_find(mark, "reload: done", NULL, 0), "the reload was applied");
     EXPECT_PREFIX(a, "LOCK b", "ERR LIMIT ");
     ck_assert_msg(ops_port_refused(new_port), "the daemon listens on the new port %d", new_port);
     b = ops_connect();      /* the old port still serves */
@@ -658,9 +606,9 @@ START_TEST(sd_notify_protocol)
     unsetenv("NOTIFY_SOCKET");
     unsetenv("WATCHDOG_USEC");
     ck_assert_msg(rc == 0, "redlockd did not start (log above)");
-    ck_assert_msg(!ops_log_find(0, "(built without libsystemd)", NULL, 0),
+    ck_assert_msg(!h_log_find(0, "(built without libsystemd)", NULL, 0),
                   "ldd finds libsystemd but the daemon says it was built without");
-    ck_assert_msg(ops_log_find(0, "systemd watchdog: 400 ms, pinged every 200 ms", NULL, 0),
+    ck_assert_msg(h_log_find(0, "systemd watchdog: 400 ms, pinged every 200 ms", NULL, 0),
                   "the daemon did not take WATCHDOG_USEC=" WATCHDOG_USEC);
 
     /* READY=1 with a STATUS= line about the masters. */
@@ -935,7 +883,7 @@ START_TEST(socket_activation)
 
     /* Locks through the inherited sockets. */
     up.fd = t;
-    ck_assert_msg(h_wait_until(ops_cond_stat, &up, H_START_MS),
+    ck_assert_msg(h_wait_until(ops_cond_stat_fd, &up, H_START_MS),
                   "masters_up stayed at %lld", up.seen);
     ops_expect_line(t, "lock over tcp", "LOCK sa", "OK sa ", log, CMD_MS);
     ck_assert_uint_eq(h_masters_holding("sa", NULL), NMASTERS);
@@ -1070,7 +1018,6 @@ ops_links_systemd(void)
 START_TEST(log_names_peers)
 {
     struct h_daemon_opts o = { .retry_delay_ms = 100 };
-    struct ops_log_wait w = { 0, NULL };
     char want[96];
     int u, t;
 
@@ -1080,18 +1027,15 @@ START_TEST(log_names_peers)
     EXPECT_REPLY(u, "PING", "PONG");
     snprintf(want, sizeof(want), "(unix uid=%u pid=%d): connected", (unsigned)getuid(),
              (int)getpid());
-    w.text = want;
-    ck_assert_msg(h_wait_until(ops_cond_log, &w, LOCAL_MS), "no log line with '%s'", want);
+    ck_assert_msg(h_wait_log(0, want, LOCAL_MS), "no log line with '%s'", want);
     close(u);
     t = ops_connect();
     ck_assert_int_eq(h_send_raw(t, "LOCK \x1b[31mred\n", 15), 0);
     EXPECT_PREFIX(t, "PING", "ERR PROTO ");     /* the LOCK's answer comes first */
-    w.text = "(127.0.0.1:";
-    ck_assert_msg(h_wait_until(ops_cond_log, &w, LOCAL_MS), "no TCP peer in the log");
-    w.text = "ERR PROTO LOCK: lock name has byte 0x1b at offset 0";
-    ck_assert_msg(h_wait_until(ops_cond_log, &w, LOCAL_MS), "the refused line was not logged");
-    w.text = "\x1b";
-    ck_assert_msg(!ops_cond_log(&w), "a client's raw escape byte reached the log");
+    ck_assert_msg(h_wait_log(0, "(127.0.0.1:", LOCAL_MS), "no TCP peer in the log");
+    ck_assert_msg(h_wait_log(0, "ERR PROTO LOCK: lock name has byte 0x1b at offset 0",
+                             LOCAL_MS), "the refused line was not logged");
+    ck_assert_msg(!h_log_find(0, "\x1b", NULL, 0), "a client's raw escape byte reached the log");
     close(t);
 }
 END_TEST

@@ -368,32 +368,14 @@ ct_cond_alive(void *arg)
     return ct_alive(*(pid_t *)arg);
 }
 
-/* A STATS counter to wait for. */
-struct ct_stat {
-    const char *name;   /* the stat */
-    long long   want;   /* the value wanted */
-    long long   seen;   /* the last value read (-1: none) */
-};
-
-static bool
-ct_cond_stat(void *arg)
-{
-    struct ct_stat *s = arg;
-
-    if (h_stat_once(s->name, &s->seen) != 0) {
-        s->seen = -1;
-        return false;
-    }
-    return s->seen == s->want;
-}
-
+/* Require a STATS counter to reach want within ms. */
 static void
 ct_wait_stat(const char *name, long long want, int64_t ms)
 {
-    struct ct_stat st = { name, want, -1 };
+    long long seen;
 
-    ck_assert_msg(h_wait_until(ct_cond_stat, &st, ms), "STAT %s stayed at %lld, expected %lld",
-                  name, st.seen, want);
+    ck_assert_msg(h_wait_stat(name, want, false, ms, &seen),
+                  "STAT %s stayed at %lld, expected %lld", name, seen, want);
 }
 
 /* Text that redlockctl <tag> should print, to wait for. */

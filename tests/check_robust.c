@@ -61,33 +61,14 @@ rb_connect(void)
     return fd;
 }
 
-/* A STATS counter to wait for: reaches want (or, with at_least, want or more). */
-struct rb_stat {
-    const char *name;
-    long long   want;
-    bool        at_least;
-    long long   seen;
-};
-
-static bool
-rb_cond_stat(void *arg)
-{
-    struct rb_stat *s = arg;
-
-    if (h_stat_once(s->name, &s->seen) != 0) {
-        s->seen = -1;
-        return false;
-    }
-    return s->at_least ? s->seen >= s->want : s->seen == s->want;
-}
-
+/* Require a STATS counter to reach want (or, with at_least, want or more) in time. */
 static void
 rb_wait_stat(const char *name, long long want, bool at_least, int64_t timeout_ms)
 {
-    struct rb_stat st = { name, want, at_least, -1 };
+    long long seen;
 
-    ck_assert_msg(h_wait_until(rb_cond_stat, &st, timeout_ms),
-                  "STAT %s stayed at %lld, expected %s%lld within %lld ms", name, st.seen,
+    ck_assert_msg(h_wait_stat(name, want, at_least, timeout_ms, &seen),
+                  "STAT %s stayed at %lld, expected %s%lld within %lld ms", name, seen,
                   at_least ? ">= " : "", want, (long long)timeout_ms);
 }
 
@@ -95,24 +76,7 @@ rb_wait_stat(const char *name, long long want, bool at_least, int64_t timeout_ms
 static bool
 rb_log_has(const char *text)
 {
-    FILE *f = fopen(h_daemon_log_path(), "re");
-    char line[2048];
-    bool found = false;
-
-    if (f == NULL) {
-        return false;
-    }
-    while (!found && fgets(line, sizeof(line), f) != NULL) {
-        found = strstr(line, text) != NULL;
-    }
-    fclose(f);
-    return found;
-}
-
-static bool
-rb_cond_log(void *arg)
-{
-    return rb_log_has(arg);
+    return h_log_find(0, text, NULL, 0);
 }
 
 /* arg: const char **key.  The key is absent from every master that answers. */
@@ -259,7 +223,7 @@ START_TEST(quarantine_fresh_masters)
     free(got);
     ck_assert_msg(rb_log_has("(lock.restart_quarantine)"), "the log does not name the quarantine");
     rb_wait_stat("masters_quarantined", 0, false, 6000);
-    ck_assert_msg(h_wait_until(rb_cond_log, "restart quarantine over", 2000),
+    ck_assert_msg(h_wait_log(0, "restart quarantine over", 2000),
                   "the end of the quarantine was not logged");
     EXPECT_PREFIX(a, "TRYLOCK qf", "OK qf ");
     EXPECT_REPLY(a, "UNLOCK qf", "OK qf holds=0");

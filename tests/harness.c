@@ -1530,6 +1530,99 @@ h_stat_once(const char *name, long long *value)
     return rc;
 }
 
+/* A STATS counter polled by h_wait_stat(). */
+struct h_stat_wait {
+    const char *name;       /* STAT name */
+    long long   want;       /* value to reach */
+    bool        at_least;   /* want or more will do */
+    long long   seen;       /* last value read, -1 when none */
+};
+
+static bool
+h_cond_stat(void *arg)
+{
+    struct h_stat_wait *w = arg;
+
+    if (h_stat_once(w->name, &w->seen) != 0) {
+        w->seen = -1;
+        return false;
+    }
+    return w->at_least ? w->seen >= w->want : w->seen == w->want;
+}
+
+bool
+h_wait_stat(const char *name, long long want, bool at_least, int64_t timeout_ms,
+            long long *seen)
+{
+    struct h_stat_wait w = { name, want, at_least, -1 };
+    bool ok = h_wait_until(h_cond_stat, &w, timeout_ms);
+
+    if (seen != NULL) {
+        *seen = w.seen;
+    }
+    return ok;
+}
+
+/* ---- the daemon log ---- */
+
+off_t
+h_log_size(void)
+{
+    struct stat st;
+
+    return stat(h_daemon_log_path(), &st) == 0 ? st.st_size : 0;
+}
+
+bool
+h_log_find(off_t from, const char *text, char *line, size_t size)
+{
+    FILE *f = fopen(h_daemon_log_path(), "re");
+    char *buf = NULL;
+    size_t cap = 0;
+    ssize_t n;
+    bool found = false;
+
+    if (f == NULL) {
+        return false;
+    }
+    if (fseeko(f, from, SEEK_SET) == 0) {
+        while (!found && (n = getline(&buf, &cap, f)) > 0) {
+            if (buf[n - 1] == '\n') {
+                buf[n - 1] = '\0';
+            }
+            found = strstr(buf, text) != NULL;
+        }
+    }
+    if (found && line != NULL) {
+        snprintf(line, size, "%s", buf);
+    }
+    free(buf);
+    fclose(f);
+    return found;
+}
+
+/* A log search polled by h_wait_log(). */
+struct h_log_wait {
+    off_t       from;       /* offset the search starts at */
+    const char *text;       /* what a line must contain */
+};
+
+static bool
+h_cond_log(void *arg)
+{
+    struct h_log_wait *w = arg;
+
+    return h_log_find(w->from, w->text, NULL, 0);
+}
+
+bool
+h_wait_log(off_t from, const char *text, int64_t timeout_ms)
+{
+    struct h_log_wait w = { from, text };
+
+    return h_wait_until(h_cond_log, &w, timeout_ms);
+}
+
 /* ---- reply parsing ---- */
 
 /* True when line starts with "<status> <name>", then a space or its end. */

@@ -401,6 +401,30 @@ int h_stat(int fd, const char *name, long long *value);
  */
 int h_stat_once(const char *name, long long *value);
 
+/*
+ * Poll STATS (h_stat_once, every 5 ms) until the counter name equals
+ * want (or, with at_least, is want or more), for at most timeout_ms.
+ * The last value read goes to *seen when seen is not NULL (-1 when
+ * none could be read).  Returns true when it got there in time.
+ */
+bool h_wait_stat(const char *name, long long want, bool at_least, int64_t timeout_ms,
+                 long long *seen);
+
+/* ---- the daemon log ---- */
+
+/* Size of the current daemon's log now, bytes: where a later search starts. */
+off_t h_log_size(void);
+
+/*
+ * Search the current daemon's log from byte offset from for a line that
+ * contains text; copy that line (without its LF, cut to size) into line
+ * when line is not NULL.  Returns true when there is one.
+ */
+bool h_log_find(off_t from, const char *text, char *line, size_t size);
+
+/* h_log_find(from, text, NULL, 0) polled every 5 ms for at most timeout_ms. */
+bool h_wait_log(off_t from, const char *text, int64_t timeout_ms);
+
 /* ---- reply parsing ---- */
 
 /* True when line starts with "<status> <name>", then a space or its end. */
