@@ -60,7 +60,10 @@ struct lock {
     struct lease       *holder;     /* the lease this daemon holds, or NULL */
     TAILQ_HEAD(, waiter) waiters;   /* pending LOCKs, oldest first */
     size_t              nwaiters;   /* entries in waiters */
-    size_t              nqueued;    /* of them, not wait=0: subscribed while > 0 */
+    size_t              nqueued;    /* of them, not wait=0 */
+    bool                watched;    /* subscribed to the name's release channel:
+                                       from the first of them that had to wait
+                                       until nqueued drops to 0 */
     size_t              turn_left;  /* local hand-overs left in this daemon's turn */
     bool                remote;     /* other daemons were seen waiting at the last grant */
     int64_t             yield_until_us; /* after yielding: the head waits until then */
@@ -488,7 +491,8 @@ waiter_unqueue(struct waiter *w)
     lk->nwaiters--;
     lock_nwaiters--;
     w->lock = NULL;
-    if (!w->immediate && --lk->nqueued == 0) {
+    if (!w->immediate && --lk->nqueued == 0 && lk->watched) {
+        lk->watched = false;
         redlock_watch(lk->key, lk->key_len, false);
     }
     if (was_head && lk->holder == NULL) {
@@ -534,6 +538,27 @@ waiter_finish(struct waiter *w, enum lock_outcome outcome, int64_t ttl_ms,
     c->done(c, &res);
 }
 
+/*
+ * Hear releases of the name made anywhere, from now until its queue is
+ * empty.  Not done for a LOCK that finds the name free here: most are
+ * granted at once, and subscribing first would double the masters'
+ * work of every uncontended LOCK (a SUBSCRIBE, then an UNSUBSCRIBE).
+ * Returns true when the subscription starts now.
+ */
+static bool
+lock_watch(struct lock *lk)
+{
+    if (lk->watched) {
+        return false;
+    }
+    lk->watched = true;
+    if (redlock_watch(lk->key, lk->key_len, true) != 0) {
+        log_warn("lock %s: out of memory subscribing; waiters retry at the holder's expiry",
+                 lk->key);
+    }
+    return true;
+}
+
 /* Arm the waiter's timer for its wait= deadline (none for wait=inf). */
 static void
 waiter_wait(struct waiter *w, int64_t now)
@@ -541,6 +566,9 @@ waiter_wait(struct waiter *w, int64_t now)
     int64_t delay;
     struct timeval tv;
 
+    if (!w->immediate) {
+        lock_watch(w->lock);
+    }
     if (w->deadline_us == INT64_MAX) {
         return;
     }
@@ -645,8 +673,8 @@ waiter_grant(struct waiter *w, const struct redlock_result *res)
                  lk->key);
         lock_lost(lk->holder, "quorum");
     }
-    /* Our own subscription counts while this name has a queue. */
-    lk->remote = res->subscribers > (lk->nqueued > 0 ? 1u : 0u);
+    /* Our own subscription counts while this name has one. */
+    lk->remote = res->subscribers > (lk->watched ? 1u : 0u);
     if (!w->handover) {
         /* A new turn: one hand-over for each session queued behind. */
         lk->turn_left = lk->nqueued > 0 && !w->immediate ? lk->nqueued - 1 : lk->nqueued;
@@ -734,7 +762,14 @@ waiter_acquired(const struct redlock_result *res, void *arg)
      * on enough masters (a split vote) or its key never expires.
      */
     delay = util_random(lock_conf->retry_delay_ms * 1000);
-    if (woken) {
+    if (!w->immediate && lock_watch(w->lock)) {
+        /*
+         * Subscribed only now: a release made between this round and the
+         * subscription would never be heard, so try once more at once
+         * (the SUBSCRIBE is sent first).
+         */
+        delay = 0;
+    } else if (woken) {
         delay = 0;
     } else if (res->outcome == REDLOCK_BUSY && res->ttl_ms > 0) {
         w->fallback = true;
@@ -843,9 +878,8 @@ lock_acquire(struct lock_client *c, const char *name, size_t name_len,
     TAILQ_INSERT_TAIL(&lk->waiters, w, link);
     lk->nwaiters++;
     lock_nwaiters++;
-    if (!w->immediate && lk->nqueued++ == 0) {
-        /* Hear releases made anywhere while this name has a queue. */
-        redlock_watch(lk->key, lk->key_len, true);
+    if (!w->immediate) {
+        lk->nqueued++;
     }
     c->waiter = w;
     if (w->immediate || (w == lock_head(lk) && lk->holder == NULL)) {

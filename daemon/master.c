@@ -25,11 +25,11 @@
 #include <event2/util.h>
 #include <hiredis/hiredis.h>
 #include <hiredis/async.h>
-#include <hiredis/adapters/libevent.h>
 
 #include "conf/conf.h"
 #include "daemon/log.h"
 #include "daemon/master.h"
+#include "daemon/redisev.h"
 #include "daemon/util.h"
 
 #define MASTER_SCRIPTS_MAX      8
@@ -580,7 +580,7 @@ master_connect_to(struct master_link *m, const char *numeric_host)
         master_schedule_reconnect(m);
         return;
     }
-    if (redisLibeventAttach(ac, master_base) != REDIS_OK) {
+    if (redisev_attach(ac, master_base) != 0) {
         redisAsyncFree(ac);
         snprintf(m->why, sizeof(m->why), "cannot attach to the event loop");
         master_schedule_reconnect(m);
@@ -869,6 +869,7 @@ master_stop(void)
         evdns_base_free(master_dns, 0);
         master_dns = NULL;
     }
+    redisev_stop();
 }
 
 /*

@@ -323,6 +323,95 @@ END_TEST
  * every master while it has a waiter, and unsubscribes when it has none
  * left.
  */
+/* Calls of a command on master i (INFO commandstats); -1 when unknown. */
+static long long
+cl_master_calls(size_t i, const char *cmd)
+{
+    struct redisContext *c = h_redis_connect(h_master_port(i));
+    redisReply *r;
+    long long calls = -1;
+    char pat[64];
+    const char *p;
+
+    if (c == NULL) {
+        return -1;
+    }
+    r = redisCommand(c, "INFO commandstats");
+    snprintf(pat, sizeof(pat), "cmdstat_%s:calls=", cmd);
+    if (r != NULL && r->type == REDIS_REPLY_STRING) {
+        p = strstr(r->str, pat);
+        calls = p != NULL ? strtoll(p + strlen(pat), NULL, 10) : 0;
+    }
+    if (r != NULL) {
+        freeReplyObject(r);
+    }
+    redisFree(c);
+    return calls;
+}
+
+/* arg: long long[2]: SUBSCRIBE calls on master 0 to reach [0]; [1] the last seen. */
+static bool
+cond_subscribes(void *arg)
+{
+    long long *want = arg;
+
+    want[1] = cl_master_calls(0, "subscribe");
+    return want[1] >= want[0];
+}
+
+/*
+ * 1b. A LOCK that finds the name free asks the masters once and does not
+ * subscribe to its release channel (that would double the masters' work
+ * of every uncontended lock).  A LOCK that must wait subscribes once,
+ * and leaves when nobody waits any more.
+ */
+START_TEST(subscribe_only_to_wait)
+{
+    struct numsub_want sub = { PREFIX "w" RELEASED, 1, { 0 } };
+    long long before, after, want[2];
+    char cmd[64], *got;
+    int a, b, i;
+
+    cl_up(NMASTERS, false, 1, NULL);
+    a = cl_connect(0);
+    b = cl_connect(0);
+    before = cl_master_calls(0, "subscribe");
+    ck_assert_msg(before >= 1, "INFO commandstats on master 0: subscribe calls %lld", before);
+    for (i = 0; i < 20; i++) {
+        snprintf(cmd, sizeof(cmd), "LOCK free%d", i);
+        EXPECT_PREFIX(a, cmd, "OK free");
+        snprintf(cmd, sizeof(cmd), "UNLOCK free%d", i);
+        EXPECT_PREFIX(a, cmd, "OK free");
+    }
+    after = cl_master_calls(0, "subscribe");
+    ck_assert_msg(after == before, "20 uncontended LOCKs made %lld SUBSCRIBE calls on master 0",
+                  after - before);
+    ck_assert_int_eq(cl_master_calls(0, "unsubscribe"), 0);
+
+    /* b waits behind a: one subscription, then a hand-over, then none. */
+    EXPECT_PREFIX(a, "LOCK w", "OK w validity=");
+    ck_assert_int_eq(h_send(b, "LOCK w wait=10000"), 0);
+    ck_assert_msg(h_wait_until(cond_numsub, &sub, 5000),
+                  "PUBSUB NUMSUB %s: %lld %lld %lld %lld %lld, expected 1 each while b waits",
+                  sub.channel, sub.seen[0], sub.seen[1], sub.seen[2], sub.seen[3], sub.seen[4]);
+    want[0] = before + 1;
+    ck_assert_msg(h_wait_until(cond_subscribes, want, 2000) && want[1] == before + 1,
+                  "SUBSCRIBE calls on master 0: %lld, expected %lld", want[1], before + 1);
+    EXPECT_REPLY(a, "UNLOCK w", "OK w holds=0");
+    got = h_read_line(b, 5000);
+    ck_assert_msg(got != NULL && strncmp(got, "OK w validity=", 14) == 0,
+                  "b's LOCK w answered '%s' after a's UNLOCK", got != NULL ? got : "(nothing)");
+    free(got);
+    sub.want = 0;
+    ck_assert_msg(h_wait_until(cond_numsub, &sub, 5000),
+                  "PUBSUB NUMSUB %s still %lld on master 0 with no waiter left", sub.channel,
+                  sub.seen[0]);
+    EXPECT_REPLY(b, "UNLOCK w", "OK w holds=0");
+    close(a);
+    close(b);
+}
+END_TEST
+
 START_TEST(pubsub_wakes_other_daemon)
 {
     struct numsub_want sub = { PREFIX "n" RELEASED, 1, { 0 } };
@@ -734,6 +823,7 @@ cluster_suite(void)
 
     tcase_add_checked_fixture(tc, NULL, cl_teardown);
     cl_set_timeout(tc, CLUSTER_TIMEOUT_S);
+    tcase_add_test(tc, subscribe_only_to_wait);
     tcase_add_test(tc, pubsub_wakes_other_daemon);
     tcase_add_test(tc, fallback_after_expiry);
     tcase_add_test(tc, fairness_two_daemons);

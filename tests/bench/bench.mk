@@ -1,10 +1,14 @@
 # Benchmark (issue 6): `make bench` (BENCH_SECONDS per mode, default 10)
-# and `make bench-smoke` (1 s per mode; fails unless every mode produced
-# pairs and no errors).  See tests/bench/run_bench.c.
+# and `make bench-smoke` (1 s per mode and scaled-down hold runs; fails
+# unless every mode produced pairs and no errors, and every hold run held
+# all its locks).  See tests/bench/README.md and tests/bench/run_bench.c.
 #
-#   build/redlock-bench  the load generator (uncontended, hot, direct, rtt)
+#   build/redlock-bench  the load generator (uncontended, hot, direct, rtt,
+#                        hold, lease-hold)
 #   build/run_bench      starts five masters and redlockd, runs the standard
-#                        table, prints the ratios against their targets
+#                        table and the held-locks rows (memory-session,
+#                        renewal CPU, memory-lease, each on a fresh daemon),
+#                        prints the values against their targets
 
 BENCH_SMOKE_BINS := $(B)/redlock-bench $(B)/run_bench
 BENCH_SECONDS ?= 10

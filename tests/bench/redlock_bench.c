@@ -15,6 +15,31 @@
  *                  a pair counts when a quorum granted and then released
  *     rtt          one blocking connection to the first master doing
  *                  SET key token NX PX ttl (timed) then DEL key
+ *     hold         C connections to the daemon (opened progressively, at
+ *                  most BENCH_HOLD_WINDOW not yet answered), each sending
+ *                  LOCK bench-hold-<pid>-<i> ttl=<ttl> once (session mode)
+ *                  and then holding it: the daemon renews every lock
+ *                  until the hold ends
+ *     lease-hold   --locks N lease-mode LOCKs (bench-lease-<pid>-<i>
+ *                  mode=lease ttl=<ttl>), pipelined BENCH_LEASE_DEPTH
+ *                  deep over C connections (default 8); lease locks
+ *                  belong to no connection and last their ttl
+ *
+ * The hold modes measure the daemon while it holds many locks (its
+ * memory, its renewal work), not a latency.  Once every LOCK has been
+ * answered they print one line, flushed at once,
+ *
+ *     {"event":"held","mode":"hold","asked":A,"held":G,"grant_seconds":S,"errors":E}
+ *
+ * so that a driver (run_bench) can measure the daemon while the locks
+ * are held; then they keep every connection open for --duration seconds,
+ * or until SIGTERM or SIGINT, whichever comes first, counting each
+ * "! LOST" line and each connection the daemon closes as an error; then
+ * they print the result line and exit (closing the connections releases
+ * the session locks).  The result line of a hold mode has mode,
+ * connections, ttl_ms, asked, held (locks granted), grant_seconds (from
+ * the first connection to the last answer), hold_seconds, lost and
+ * errors.
  *
  * A pair is one acquire and its release, both answered before the end
  * of the run.  Acquire latency is measured on CLOCK_MONOTONIC from the
@@ -22,7 +47,8 @@
  * quorum of grants) being read.  The result is one JSON line on stdout;
  * diagnostics go to stderr.  Exit status: 0 when the run happened (even
  * with errors, which the JSON line counts), 1 when it could not start,
- * 2 on a usage error.
+ * 2 on a usage error.  The soft RLIMIT_NOFILE is raised to the hard one
+ * at start (10000 connections need more than the usual 1024).
  */
 #include <errno.h>
 #include <getopt.h>
@@ -40,6 +66,7 @@
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <sys/random.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/un.h>
 
@@ -53,13 +80,23 @@
 #define BENCH_MASTERS_MAX   15          /* as many as the daemon accepts */
 #define BENCH_NAME_MAX      96          /* lock names we build */
 #define BENCH_TOKEN_HEX     32          /* token length, as the daemon's */
-#define BENCH_CONNS_MAX     10000       /* --connections upper bound */
+#define BENCH_CONNS_MAX     50000       /* --connections upper bound (and RLIMIT_NOFILE) */
+#define BENCH_LOCKS_MAX     10000000    /* --locks upper bound */
+#define BENCH_FDS_SPARE     32          /* descriptors besides the connections */
+#define BENCH_HOLD_WINDOW   256         /* hold: connections opened, LOCK not answered */
+#define BENCH_LEASE_DEPTH   64          /* lease-hold: LOCKs in flight per connection */
+#define BENCH_LEASE_CONNS   8           /* lease-hold: default connections */
+#define BENCH_HOLD_CONNS    100         /* hold: default connections */
+#define BENCH_LEASE_LOCKS   1000        /* lease-hold: default --locks */
+#define BENCH_DIAG_MAX      10          /* diagnostics printed per kind */
 
 enum bench_mode {
     BENCH_UNCONTENDED,
     BENCH_HOT,
     BENCH_DIRECT,
-    BENCH_RTT
+    BENCH_RTT,
+    BENCH_HOLD,
+    BENCH_LEASE_HOLD
 };
 
 /* Command-line settings; static storage, lives for the whole run. */
@@ -67,6 +104,7 @@ struct bench_opts {
     enum bench_mode mode;                       /* what to measure */
     const char     *mode_name;                  /* its name, for the JSON line */
     long            conns;                      /* connections or loops */
+    long            locks;                      /* lease-hold: LOCKs to send (--locks) */
     double          duration_s;                 /* length of the run */
     long            ttl_ms;                     /* lease asked for */
     const char     *target;                     /* daemon: host:port or /path */
@@ -96,6 +134,7 @@ struct bench_conn {
     bool                dead;                   /* closed: no more requests */
     int64_t             sent_us;                /* when the LOCK was sent */
     uint64_t            acquired;               /* grants during the run */
+    size_t              outstanding;            /* lease-hold: LOCKs not yet answered */
 };
 
 /* One master in direct mode; owned by bench_masters. */
@@ -128,6 +167,7 @@ static struct bench_loop   *bench_loops;
 static char                 bench_sha_acquire[41];
 static char                 bench_sha_release[41];
 static uint64_t             bench_rng;
+static size_t               bench_open_failures; /* connections that could not be opened */
 
 /*
  * The acquire script, with the daemon's semantics (daemon/redlock.c) for
@@ -366,9 +406,14 @@ bench_conn_event_cb(struct bufferevent *bev, short what, void *arg)
     }
 }
 
-/* Connect c to the target (host:port, or a path for the Unix socket). */
+/*
+ * Connect c to the target (host:port, or a path for the Unix socket),
+ * with read_cb and event_cb as its callbacks.  A Unix socket connects at
+ * once, and event_cb sees BEV_EVENT_CONNECTED before this returns.
+ */
 static int
-bench_conn_open(struct bench_conn *c)
+bench_conn_open(struct bench_conn *c, bufferevent_data_cb read_cb,
+                bufferevent_event_cb event_cb)
 {
     const char *t = bench_opt.target;
     struct sockaddr_un sun;
@@ -387,7 +432,9 @@ bench_conn_open(struct bench_conn *c)
         strcpy(sun.sun_path, t);
         fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
         if (fd < 0 || connect(fd, (struct sockaddr *)&sun, sizeof(sun)) != 0) {
-            fprintf(stderr, "redlock-bench: connect %s: %s\n", t, strerror(errno));
+            if (++bench_open_failures <= BENCH_DIAG_MAX) {
+                fprintf(stderr, "redlock-bench: connect %s: %s\n", t, strerror(errno));
+            }
             if (fd >= 0) {
                 close(fd);
             }
@@ -399,9 +446,9 @@ bench_conn_open(struct bench_conn *c)
             close(fd);
             return -1;
         }
-        bufferevent_setcb(c->bev, bench_conn_read_cb, NULL, bench_conn_event_cb, c);
+        bufferevent_setcb(c->bev, read_cb, NULL, event_cb, c);
         bufferevent_enable(c->bev, EV_READ | EV_WRITE);
-        bench_conn_event_cb(c->bev, BEV_EVENT_CONNECTED, c);
+        event_cb(c->bev, BEV_EVENT_CONNECTED, c);
         return 0;
     }
     colon = strrchr(t, ':');
@@ -422,10 +469,12 @@ bench_conn_open(struct bench_conn *c)
     if (c->bev == NULL) {
         return -1;
     }
-    bufferevent_setcb(c->bev, bench_conn_read_cb, NULL, bench_conn_event_cb, c);
+    bufferevent_setcb(c->bev, read_cb, NULL, event_cb, c);
     bufferevent_enable(c->bev, EV_READ | EV_WRITE);
     if (bufferevent_socket_connect(c->bev, (struct sockaddr *)&sin, sizeof(sin)) != 0) {
-        fprintf(stderr, "redlock-bench: connect %s failed\n", t);
+        if (++bench_open_failures <= BENCH_DIAG_MAX) {
+            fprintf(stderr, "redlock-bench: connect %s failed\n", t);
+        }
         return -1;
     }
     return 0;
@@ -453,7 +502,7 @@ bench_run_daemon(void)
         } else {
             snprintf(bench_conns[i].name, BENCH_NAME_MAX, "bench-%ld-u%zu", pid, i);
         }
-        if (bench_conn_open(&bench_conns[i]) != 0) {
+        if (bench_conn_open(&bench_conns[i], bench_conn_read_cb, bench_conn_event_cb) != 0) {
             return -1;
         }
     }
@@ -467,6 +516,303 @@ bench_run_daemon(void)
         }
     }
     return 0;
+}
+
+/* ---- hold modes: hold and lease-hold ---- */
+
+/* Progress of a hold run; static storage. */
+struct bench_hold {
+    uint64_t asked;         /* LOCKs to send: connections (hold) or --locks (lease-hold) */
+    uint64_t sent;          /* LOCKs sent */
+    uint64_t answered;      /* LOCKs answered, or given up with their connection */
+    uint64_t granted;       /* of them, answered OK: the locks held */
+    uint64_t lost;          /* "! LOST" lines read */
+    size_t   opened;        /* connections opened so far */
+    size_t   inflight;      /* hold: connections opened whose LOCK is not answered */
+    size_t   failed;        /* connections that failed or were closed (diagnostics) */
+    bool     filling;       /* inside bench_hold_fill (no re-entry) */
+    bool     holding;       /* every LOCK was answered: the hold has begun */
+    int64_t  begin_us;      /* when the first connection was opened */
+    int64_t  granted_us;    /* when the last LOCK was answered */
+};
+
+static struct bench_hold  bench_hd;
+static struct event      *bench_sig_term;     /* SIGTERM: end the hold */
+static struct event      *bench_sig_int;      /* SIGINT: end the hold */
+
+static void bench_hold_fill(void);
+
+static void
+bench_signal_cb(evutil_socket_t sig, short what, void *arg)
+{
+    (void)sig;
+    (void)what;
+    (void)arg;
+    bench_stop();
+}
+
+static double
+bench_hold_grant_seconds(void)
+{
+    int64_t end = bench_hd.holding ? bench_hd.granted_us
+                  : bench_st.end_us > 0 ? bench_st.end_us : bench_now_us();
+
+    return bench_hd.begin_us > 0 ? (double)(end - bench_hd.begin_us) / 1e6 : 0;
+}
+
+/* Every LOCK was answered: say so on stdout, then hold for --duration. */
+static void
+bench_hold_begin(void)
+{
+    bench_hd.holding = true;
+    bench_hd.granted_us = bench_now_us();
+    printf("{\"event\":\"held\",\"mode\":\"%s\",\"asked\":%" PRIu64 ",\"held\":%" PRIu64
+           ",\"grant_seconds\":%.3f,\"errors\":%" PRIu64 "}\n",
+           bench_opt.mode_name, bench_hd.asked, bench_hd.granted, bench_hold_grant_seconds(),
+           bench_st.errors);
+    fflush(stdout);
+    bench_start_clock();
+}
+
+/* One LOCK answered (granted when ok), or given up with its connection. */
+static void
+bench_hold_answer(bool ok)
+{
+    bench_hd.answered++;
+    if (ok) {
+        bench_hd.granted++;
+    }
+    if (bench_hd.answered == bench_hd.asked && !bench_hd.holding && !bench_stopping) {
+        bench_hold_begin();
+    }
+}
+
+/* Send what c may send now: its one LOCK (hold), or up to the depth (lease-hold). */
+static void
+bench_hold_send(struct bench_conn *c)
+{
+    struct evbuffer *out = bufferevent_get_output(c->bev);
+    long pid = (long)getpid();
+
+    if (bench_opt.mode == BENCH_HOLD) {
+        bench_hd.sent++;
+        evbuffer_add_printf(out, "LOCK %s ttl=%ld\n", c->name, bench_opt.ttl_ms);
+        return;
+    }
+    while (c->outstanding < BENCH_LEASE_DEPTH && bench_hd.sent < bench_hd.asked) {
+        evbuffer_add_printf(out, "LOCK bench-lease-%ld-%" PRIu64 " mode=lease ttl=%ld\n",
+                            pid, bench_hd.sent, bench_opt.ttl_ms);
+        bench_hd.sent++;
+        c->outstanding++;
+    }
+}
+
+/*
+ * c failed to connect, or the daemon closed it, or it broke: an error;
+ * its unanswered LOCKs are given up.  Idempotent.
+ */
+static void
+bench_hold_conn_fail(struct bench_conn *c, const char *why)
+{
+    size_t i;
+
+    if (c->dead) {
+        return;
+    }
+    if (!bench_stopping) {
+        bench_st.errors++;
+        if (++bench_hd.failed <= BENCH_DIAG_MAX) {
+            fprintf(stderr, "redlock-bench: conn %zu: %s\n", c->idx, why);
+        }
+    }
+    if (c->locking) {
+        c->locking = false;
+        bench_hd.inflight--;
+        bench_hold_answer(false);
+    }
+    for (i = c->outstanding; i > 0; i--) {
+        bench_hold_answer(false);
+    }
+    c->outstanding = 0;
+    bench_conn_kill(c);
+    if (bench_opt.mode == BENCH_HOLD) {
+        bench_hold_fill();
+    }
+}
+
+/* One line from the daemon (without its LF). */
+static void
+bench_hold_line(struct bench_conn *c, const char *line, size_t len)
+{
+    bool ok = len >= 3 && memcmp(line, "OK ", 3) == 0;
+
+    if (bench_stopping) {
+        return;
+    }
+    if (len > 0 && line[0] == '!') {
+        /* ! LOST: the daemon gave a lock up; never expected in a healthy run. */
+        bench_hd.lost++;
+        bench_st.errors++;
+        if (bench_hd.lost <= BENCH_DIAG_MAX) {
+            fprintf(stderr, "redlock-bench: conn %zu: %.*s\n", c->idx, (int)len, line);
+        }
+        return;
+    }
+    if (!ok) {
+        bench_st.errors++;
+        if (bench_st.errors <= BENCH_DIAG_MAX) {
+            fprintf(stderr, "redlock-bench: conn %zu: unexpected reply: %.*s\n", c->idx,
+                    (int)len, line);
+        }
+    }
+    if (bench_opt.mode == BENCH_HOLD) {
+        if (!c->locking) {
+            if (ok) {
+                bench_st.errors++;  /* an OK that answers nothing */
+            }
+            return;
+        }
+        c->locking = false;
+        bench_hd.inflight--;
+        bench_hold_answer(ok);
+        bench_hold_fill();
+        return;
+    }
+    if (c->outstanding == 0) {
+        if (ok) {
+            bench_st.errors++;
+        }
+        return;
+    }
+    c->outstanding--;
+    bench_hold_answer(ok);
+    bench_hold_send(c);
+}
+
+static void
+bench_hold_read_cb(struct bufferevent *bev, void *arg)
+{
+    struct bench_conn *c = arg;
+    size_t len;
+    char *line;
+
+    while ((line = evbuffer_readln(bufferevent_get_input(bev), &len,
+                                   EVBUFFER_EOL_LF)) != NULL) {
+        bench_hold_line(c, line, len);
+        free(line);
+    }
+}
+
+static void
+bench_hold_event_cb(struct bufferevent *bev, short what, void *arg)
+{
+    struct bench_conn *c = arg;
+    char why[160];
+    int one = 1;
+
+    if (what & BEV_EVENT_CONNECTED) {
+        (void)setsockopt(bufferevent_getfd(bev), IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+        bench_connected++;
+        return;
+    }
+    if (what & (BEV_EVENT_EOF | BEV_EVENT_ERROR)) {
+        snprintf(why, sizeof(why), "connection %s%s",
+                 (what & BEV_EVENT_EOF) ? "closed by the daemon"
+                                        : evutil_socket_error_to_string(EVUTIL_SOCKET_ERROR()),
+                 bench_hd.holding ? " during the hold" : "");
+        bench_hold_conn_fail(c, why);
+    }
+}
+
+/*
+ * Open connections: hold keeps at most BENCH_HOLD_WINDOW of them
+ * waiting for their LOCK's answer, so that 10000 connections neither
+ * overflow the daemon's accept backlog nor wait for SYN retries;
+ * lease-hold opens all of its few at once.
+ */
+static void
+bench_hold_fill(void)
+{
+    size_t n = (size_t)bench_opt.conns;
+    struct bench_conn *c;
+
+    if (bench_hd.filling) {
+        return;
+    }
+    bench_hd.filling = true;
+    while (bench_hd.opened < n && !bench_stopping
+           && (bench_opt.mode != BENCH_HOLD || bench_hd.inflight < BENCH_HOLD_WINDOW)) {
+        c = &bench_conns[bench_hd.opened++];
+        if (bench_opt.mode == BENCH_HOLD) {
+            /* Counted before the open, so that any failure answers its LOCK. */
+            c->locking = true;
+            bench_hd.inflight++;
+        }
+        if (bench_conn_open(c, bench_hold_read_cb, bench_hold_event_cb) != 0) {
+            bench_hold_conn_fail(c, "cannot open a connection");
+            continue;
+        }
+        bench_hold_send(c);
+    }
+    bench_hd.filling = false;
+}
+
+static int
+bench_run_hold(void)
+{
+    size_t i, n;
+    long pid = (long)getpid();
+
+    if (bench_opt.target == NULL) {
+        fprintf(stderr, "redlock-bench: --mode %s needs --target\n", bench_opt.mode_name);
+        return -1;
+    }
+    if (bench_opt.mode == BENCH_LEASE_HOLD && bench_opt.conns > bench_opt.locks) {
+        bench_opt.conns = bench_opt.locks;
+    }
+    n = (size_t)bench_opt.conns;
+    bench_hd.asked = bench_opt.mode == BENCH_HOLD ? (uint64_t)n : (uint64_t)bench_opt.locks;
+    bench_conns = calloc(n, sizeof(*bench_conns));
+    bench_sig_term = evsignal_new(bench_base, SIGTERM, bench_signal_cb, NULL);
+    bench_sig_int = evsignal_new(bench_base, SIGINT, bench_signal_cb, NULL);
+    if (bench_conns == NULL || bench_sig_term == NULL || bench_sig_int == NULL
+        || evsignal_add(bench_sig_term, NULL) != 0 || evsignal_add(bench_sig_int, NULL) != 0) {
+        fprintf(stderr, "redlock-bench: out of memory\n");
+        return -1;
+    }
+    bench_alive = n;
+    for (i = 0; i < n; i++) {
+        bench_conns[i].idx = i;
+        snprintf(bench_conns[i].name, BENCH_NAME_MAX, "bench-hold-%ld-%zu", pid, i);
+    }
+    bench_hd.begin_us = bench_now_us();
+    bench_hold_fill();
+    if (!bench_stopping) {
+        event_base_dispatch(bench_base);
+    }
+    if (!bench_stopping) {
+        bench_stop();
+    }
+    for (i = 0; i < n; i++) {
+        if (bench_conns[i].bev != NULL) {
+            bufferevent_free(bench_conns[i].bev);
+        }
+    }
+    return 0;
+}
+
+static void
+bench_hold_print(void)
+{
+    double hold = bench_hd.holding ? (double)(bench_st.end_us - bench_st.start_us) / 1e6 : 0;
+
+    printf("{\"mode\":\"%s\",\"connections\":%ld,\"ttl_ms\":%ld,\"asked\":%" PRIu64
+           ",\"held\":%" PRIu64 ",\"grant_seconds\":%.3f,\"hold_seconds\":%.3f"
+           ",\"lost\":%" PRIu64 ",\"errors\":%" PRIu64 "}\n",
+           bench_opt.mode_name, bench_opt.conns, bench_opt.ttl_ms, bench_hd.asked,
+           bench_hd.granted, bench_hold_grant_seconds(), hold, bench_hd.lost,
+           bench_st.errors);
+    fflush(stdout);
 }
 
 /* ---- direct mode ---- */
@@ -829,17 +1175,24 @@ static void
 bench_usage(FILE *f)
 {
     fprintf(f,
-            "usage: redlock-bench --mode uncontended|hot|direct|rtt [options]\n"
+            "usage: redlock-bench --mode uncontended|hot|direct|rtt|hold|lease-hold [options]\n"
             "  -m, --mode MODE          what to measure (see the head of redlock_bench.c)\n"
-            "  -c, --connections N      connections (uncontended, hot) or loops (direct);\n"
-            "                           default 1, hot 50, direct 64; rtt always 1\n"
-            "  -d, --duration SECONDS   length of the run (default 10, fractions allowed)\n"
+            "  -c, --connections N      connections (uncontended, hot, hold, lease-hold) or\n"
+            "                           loops (direct); default 1, hot 50, direct 64,\n"
+            "                           hold 100 (one lock each), lease-hold 8; rtt always 1\n"
+            "  -n, --locks N            lease-hold: lease-mode LOCKs to send (default 1000)\n"
+            "  -d, --duration SECONDS   length of the run, or of the hold after the last\n"
+            "                           grant (hold, lease-hold; SIGTERM ends it sooner);\n"
+            "                           default 10, fractions allowed\n"
             "  -t, --ttl MS             lease asked for (default 10000)\n"
             "  -T, --target ADDR        the daemon: HOST:PORT (IPv4) or /path/to/socket\n"
             "  -M, --masters LIST       HOST:PORT,HOST:PORT,... (direct; rtt uses the first)\n"
             "  -h, --help\n"
             "Prints one JSON line: pairs, pairs_per_s, p50/p90/p99/max acquire latency\n"
-            "in microseconds, errors, and for hot min_acq/max_acq per connection.\n");
+            "in microseconds, errors, and for hot min_acq/max_acq per connection.  The\n"
+            "hold modes print {\"event\":\"held\",...} once every LOCK was answered,\n"
+            "then, when the hold ends, asked, held, grant_seconds, hold_seconds, lost\n"
+            "and errors.\n");
 }
 
 static int
@@ -873,6 +1226,7 @@ bench_parse(int argc, char **argv)
     static const struct option longs[] = {
         { "mode", required_argument, NULL, 'm' },
         { "connections", required_argument, NULL, 'c' },
+        { "locks", required_argument, NULL, 'n' },
         { "duration", required_argument, NULL, 'd' },
         { "ttl", required_argument, NULL, 't' },
         { "target", required_argument, NULL, 'T' },
@@ -884,9 +1238,10 @@ bench_parse(int argc, char **argv)
     int ch;
 
     bench_opt.conns = -1;
+    bench_opt.locks = BENCH_LEASE_LOCKS;
     bench_opt.duration_s = 10;
     bench_opt.ttl_ms = 10000;
-    while ((ch = getopt_long(argc, argv, "m:c:d:t:T:M:h", longs, NULL)) != -1) {
+    while ((ch = getopt_long(argc, argv, "m:c:n:d:t:T:M:h", longs, NULL)) != -1) {
         switch (ch) {
         case 'm':
             bench_opt.mode_name = optarg;
@@ -895,6 +1250,13 @@ bench_parse(int argc, char **argv)
             bench_opt.conns = strtol(optarg, &end, 10);
             if (*end != '\0' || bench_opt.conns < 1 || bench_opt.conns > BENCH_CONNS_MAX) {
                 fprintf(stderr, "redlock-bench: --connections: 1..%d\n", BENCH_CONNS_MAX);
+                return -1;
+            }
+            break;
+        case 'n':
+            bench_opt.locks = strtol(optarg, &end, 10);
+            if (*end != '\0' || bench_opt.locks < 1 || bench_opt.locks > BENCH_LOCKS_MAX) {
+                fprintf(stderr, "redlock-bench: --locks: 1..%d\n", BENCH_LOCKS_MAX);
                 return -1;
             }
             break;
@@ -942,6 +1304,10 @@ bench_parse(int argc, char **argv)
         bench_opt.mode = BENCH_DIRECT;
     } else if (strcmp(bench_opt.mode_name, "rtt") == 0) {
         bench_opt.mode = BENCH_RTT;
+    } else if (strcmp(bench_opt.mode_name, "hold") == 0) {
+        bench_opt.mode = BENCH_HOLD;
+    } else if (strcmp(bench_opt.mode_name, "lease-hold") == 0) {
+        bench_opt.mode = BENCH_LEASE_HOLD;
     } else {
         fprintf(stderr, "redlock-bench: unknown mode '%s'\n", bench_opt.mode_name);
         return -1;
@@ -950,7 +1316,41 @@ bench_parse(int argc, char **argv)
         bench_opt.conns = 1;
     } else if (bench_opt.conns < 0) {
         bench_opt.conns = bench_opt.mode == BENCH_HOT ? 50
-                          : bench_opt.mode == BENCH_DIRECT ? 64 : 1;
+                          : bench_opt.mode == BENCH_DIRECT ? 64
+                          : bench_opt.mode == BENCH_HOLD ? BENCH_HOLD_CONNS
+                          : bench_opt.mode == BENCH_LEASE_HOLD ? BENCH_LEASE_CONNS : 1;
+    }
+    return 0;
+}
+
+/*
+ * Raise the soft RLIMIT_NOFILE to the hard one, and check that the
+ * connections fit.  Returns 0 or -1 (with a message).
+ */
+static int
+bench_raise_nofile(void)
+{
+    struct rlimit rl;
+    rlim_t need = (rlim_t)bench_opt.conns + BENCH_FDS_SPARE;
+
+    if (getrlimit(RLIMIT_NOFILE, &rl) != 0) {
+        fprintf(stderr, "redlock-bench: getrlimit(RLIMIT_NOFILE): %s\n", strerror(errno));
+        return -1;
+    }
+    if (rl.rlim_cur < rl.rlim_max) {
+        rl.rlim_cur = rl.rlim_max;
+        if (setrlimit(RLIMIT_NOFILE, &rl) != 0) {
+            fprintf(stderr, "redlock-bench: setrlimit(RLIMIT_NOFILE, %llu): %s\n",
+                    (unsigned long long)rl.rlim_cur, strerror(errno));
+            (void)getrlimit(RLIMIT_NOFILE, &rl);
+        }
+    }
+    if (rl.rlim_cur != RLIM_INFINITY && rl.rlim_cur < need) {
+        fprintf(stderr, "redlock-bench: %ld connections need %llu descriptors, "
+                "RLIMIT_NOFILE is %llu (hard %llu)\n", bench_opt.conns,
+                (unsigned long long)need, (unsigned long long)rl.rlim_cur,
+                (unsigned long long)rl.rlim_max);
+        return -1;
     }
     return 0;
 }
@@ -963,6 +1363,9 @@ main(int argc, char **argv)
     if (bench_parse(argc, argv) != 0) {
         bench_usage(stderr);
         return 2;
+    }
+    if (bench_raise_nofile() != 0) {
+        return 1;
     }
     signal(SIGPIPE, SIG_IGN);
     if (getrandom(&bench_rng, sizeof(bench_rng), 0) != (ssize_t)sizeof(bench_rng)
@@ -981,6 +1384,10 @@ main(int argc, char **argv)
     case BENCH_RTT:
         rc = bench_run_rtt();
         break;
+    case BENCH_HOLD:
+    case BENCH_LEASE_HOLD:
+        rc = bench_run_hold();
+        break;
     default:
         rc = bench_run_daemon();
         break;
@@ -988,13 +1395,23 @@ main(int argc, char **argv)
     if (rc != 0) {
         return 1;
     }
-    bench_print();
+    if (bench_opt.mode == BENCH_HOLD || bench_opt.mode == BENCH_LEASE_HOLD) {
+        bench_hold_print();
+    } else {
+        bench_print();
+    }
     free(bench_st.lat_us);
     free(bench_conns);
     free(bench_loops);
     free(bench_opt.masters_spec);
     if (bench_deadline != NULL) {
         event_free(bench_deadline);
+    }
+    if (bench_sig_term != NULL) {
+        event_free(bench_sig_term);
+    }
+    if (bench_sig_int != NULL) {
+        event_free(bench_sig_int);
     }
     event_base_free(bench_base);
     return 0;

@@ -5,33 +5,87 @@
  * Starts five redis-server masters and one redlockd on free ports with
  * the test harness (tests/harness.h), runs build/redlock-bench for each
  * entry of the standard table (rtt; uncontended with 1 and 64
- * connections; hot with 50; direct with 64 loops), collects the JSON
- * line of each run, and prints a table and the ratios of issue 6 with
- * their targets.  The targets are reported, never enforced.
+ * connections; hot with 50; direct with 1 and 64 loops), collects the
+ * JSON line of each run, and prints a table and the ratios of issue 6
+ * with their targets.  uncontended-1 p50 / direct-1 p50 is printed for
+ * information: direct-1 is the masters' own quorum latency on this
+ * machine, so the ratio shows what the daemon adds.
+ *
+ * Then the resource rows, each against a fresh daemon (stopped and
+ * started again, so that its RSS owes nothing to the earlier rows; the
+ * masters stay), measured on the daemon process from /proc/<pid>:
+ *
+ *     memory-session  redlock-bench --mode hold: 10000 connections, one
+ *                     session lock each (ttl 3000 ms); VmRSS before and
+ *                     once all are granted; target <= 64 MiB
+ *     renewal CPU     while those locks are held (the watchdog renews
+ *                     each every ~1 s, in batches), utime + stime of the
+ *                     daemon over max(BENCH_SECONDS, 5) s, as % of one
+ *                     core, target < 10 %; STATS renewals_ok and
+ *                     renewals_failed before and after give renewals/s,
+ *                     and the run fails when renewals_failed grew or
+ *                     renewals_ok did not
+ *     memory-lease    redlock-bench --mode lease-hold: 100000 lease-mode
+ *                     locks (ttl 600000 ms) over 8 connections; VmRSS
+ *                     once all are granted; target <= 128 MiB
+ *
+ * A hold run prints {"event":"held",...} when every LOCK was answered;
+ * run_bench waits for that line (with a deadline), measures, then ends
+ * the hold with SIGTERM and reads the run's result line.  The soft
+ * RLIMIT_NOFILE is raised to the hard one first, for the daemon's sake
+ * (10000 clients).
  *
  *     run_bench            BENCH_SECONDS per mode (default 10)
- *     run_bench --smoke    1 s per mode; exit 1 unless every mode printed
- *                          a JSON line with pairs > 0 and errors == 0
+ *     run_bench --smoke    1 s per mode, 200 session locks, 2000 lease
+ *                          locks, a 2 s CPU window; exit 1 unless every
+ *                          mode printed a JSON line with pairs > 0 and
+ *                          errors == 0
+ *
+ * The targets are reported, never enforced.  A hold run that did not
+ * get every lock, saw an error or a LOST line, or (renewal CPU) saw a
+ * failed renewal or none at all is a failure in both modes.
  *
  * Environment: BENCH_SECONDS, REDLOCKD_BIN (default ./build/redlockd),
  * REDLOCK_BENCH_BIN (default ./build/redlock-bench), BENCH_UNIX=1 (talk
  * to the daemon over its Unix socket instead of TCP).  Exit status: 0,
- * or 1 when the setup failed, a run printed no JSON line, or (smoke) a
- * run had no pairs or any error.
+ * or 1 when the setup failed, a run printed no JSON line, a hold run
+ * failed (above), or (smoke) a run had no pairs or any error.
  */
 #include <errno.h>
+#include <signal.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
+#include <sys/resource.h>
 #include <sys/wait.h>
 
 #include "tests/harness.h"
 
 #define RUNBENCH_LINE_MAX   1024    /* a JSON line */
 #define RUNBENCH_MASTERS    5       /* the reference setup */
+
+#define RUNBENCH_SESSION_LOCKS  10000   /* memory-session: connections, a lock each */
+#define RUNBENCH_LEASE_LOCKS    100000  /* memory-lease: lease-mode locks */
+#define RUNBENCH_SMOKE_SESSION  200     /* the same in --smoke */
+#define RUNBENCH_SMOKE_LEASE    2000
+#define RUNBENCH_SESSION_TTL_MS 3000    /* renewed every ~1 s */
+#define RUNBENCH_LEASE_TTL_MS   600000  /* outlives the measurement */
+#define RUNBENCH_LEASE_CONNS    8       /* connections carrying the lease LOCKs */
+#define RUNBENCH_CPU_MIN_MS     5000    /* shortest renewal CPU window (full run) */
+#define RUNBENCH_SMOKE_CPU_MS   2000    /* renewal CPU window in --smoke */
+#define RUNBENCH_CLIENTS_SPARE  100     /* limits.max_clients above the held connections */
+#define RUNBENCH_FDS_SPARE      128     /* descriptors the daemon needs besides clients */
+#define RUNBENCH_HELD_MS        60000   /* deadline for "held": this, plus */
+#define RUNBENCH_HELD_MS_PER_K  2000    /* this per 1000 locks */
+#define RUNBENCH_HOLD_SPARE_S   300     /* --duration beyond the CPU window (a backstop) */
+#define RUNBENCH_EXIT_MS        30000   /* a hold run's deadline to exit after SIGTERM */
+#define RUNBENCH_RELEASE_MS     30000   /* deadline for locks_held to drop to 0 */
+#define RUNBENCH_SESSION_MIB    64.0    /* target: memory-session RSS */
+#define RUNBENCH_LEASE_MIB      128.0   /* target: memory-lease RSS */
+#define RUNBENCH_CPU_PCT        10.0    /* target: renewal CPU, % of one core (below) */
 
 /* One entry of the standard table and what its run printed. */
 struct runbench_run {
@@ -52,6 +106,7 @@ static struct runbench_run runbench_runs[] = {
     { "uncontended-1", "uncontended", 1, false, "", 0, 0, 0, 0, 0, 0, 0, -1, -1 },
     { "uncontended-64", "uncontended", 64, false, "", 0, 0, 0, 0, 0, 0, 0, -1, -1 },
     { "hot-50", "hot", 50, false, "", 0, 0, 0, 0, 0, 0, 0, -1, -1 },
+    { "direct-1", "direct", 1, false, "", 0, 0, 0, 0, 0, 0, 0, -1, -1 },
     { "direct-64", "direct", 64, false, "", 0, 0, 0, 0, 0, 0, 0, -1, -1 },
 };
 
@@ -62,6 +117,7 @@ enum {
     RUNBENCH_UNC1,
     RUNBENCH_UNC64,
     RUNBENCH_HOT50,
+    RUNBENCH_DIRECT1,
     RUNBENCH_DIRECT
 };
 
@@ -97,7 +153,7 @@ runbench_read_json(const char *out_path, char *json, size_t size)
             line[strcspn(line, "\n")] = '\0';
             snprintf(json, size, "%s", line);
             found = true;
-        } else {
+        } else if (strncmp(line, "{\"event\":", 9) != 0) {
             fprintf(stderr, "  (bench) %s", line);
         }
     }
@@ -160,21 +216,368 @@ runbench_one(struct runbench_run *r, const char *bin, const char *seconds,
     r->max_acq = runbench_field(r->json, "max_acq");
 }
 
-/* One ratio row: value, target, and whether it is met. */
+/* ---- resource rows: locks held by a fresh daemon ---- */
+
+/* One hold run against a fresh daemon, and what it measured. */
+struct runbench_hold {
+    const char *label;                  /* row label */
+    const char *mode;                   /* --mode: hold or lease-hold */
+    long        locks;                  /* locks asked for */
+    long        conns;                  /* --connections */
+    long        ttl_ms;                 /* --ttl */
+    bool        cpu;                    /* also measure the renewal CPU while held */
+    bool        ran;                    /* a result line was read */
+    bool        ok;                     /* every lock held, no error, no LOST */
+    bool        cpu_good;               /* cpu: renewals happened, none failed */
+    char        json[RUNBENCH_LINE_MAX]; /* the result line */
+    double      held;                   /* "held": locks granted */
+    double      errors;                 /* "errors" */
+    double      lost;                   /* "lost" */
+    double      grant_s;                /* "grant_seconds" */
+    long long   rss_base_kib;           /* daemon VmRSS before the run; -1 unknown */
+    long long   rss_kib;                /* daemon VmRSS with every lock held; -1 unknown */
+    bool        cpu_ok;                 /* the CPU window was measured */
+    double      cpu_pct;                /* daemon CPU over the window, % of one core */
+    double      window_s;               /* the window, wall clock */
+    long long   renew_ok;               /* renewals_ok growth over the window */
+    long long   renew_failed;           /* renewals_failed growth over the window */
+};
+
+static struct runbench_hold runbench_session = {
+    "memory-session", "hold", RUNBENCH_SESSION_LOCKS, RUNBENCH_SESSION_LOCKS,
+    RUNBENCH_SESSION_TTL_MS, true, false, false, false, "", 0, 0, 0, 0, -1, -1, false, 0, 0, 0, 0
+};
+static struct runbench_hold runbench_lease = {
+    "memory-lease", "lease-hold", RUNBENCH_LEASE_LOCKS, RUNBENCH_LEASE_CONNS,
+    RUNBENCH_LEASE_TTL_MS, false, false, false, false, "", 0, 0, 0, 0, -1, -1, false, 0, 0, 0, 0
+};
+
+/* A hold run being waited for (h_wait_until conditions). */
+struct runbench_child {
+    pid_t       pid;                    /* the redlock-bench process */
+    const char *out;                    /* its stdout and stderr */
+    bool        exited;                 /* reaped */
+    int         status;                 /* its wait status, once reaped */
+};
+
+/* VmRSS of process pid in KiB, from /proc/<pid>/status; -1 when unknown. */
+static long long
+runbench_rss_kib(pid_t pid)
+{
+    char path[64], line[256];
+    long long kib = -1;
+    FILE *f;
+
+    snprintf(path, sizeof(path), "/proc/%ld/status", (long)pid);
+    f = fopen(path, "r");
+    if (f == NULL) {
+        fprintf(stderr, "run_bench: %s: %s\n", path, strerror(errno));
+        return -1;
+    }
+    while (fgets(line, sizeof(line), f) != NULL) {
+        if (sscanf(line, "VmRSS: %lld kB", &kib) == 1) {
+            break;
+        }
+    }
+    fclose(f);
+    return kib;
+}
+
+/* utime + stime of process pid in clock ticks, from /proc/<pid>/stat; -1 when unknown. */
+static long long
+runbench_cpu_ticks(pid_t pid)
+{
+    char path[64], buf[1024];
+    unsigned long long ut, st;
+    const char *p;
+    size_t n;
+    FILE *f;
+
+    snprintf(path, sizeof(path), "/proc/%ld/stat", (long)pid);
+    f = fopen(path, "r");
+    if (f == NULL) {
+        fprintf(stderr, "run_bench: %s: %s\n", path, strerror(errno));
+        return -1;
+    }
+    n = fread(buf, 1, sizeof(buf) - 1, f);
+    fclose(f);
+    buf[n] = '\0';
+    /* Fields 14 and 15, counted after the command name, which may hold spaces. */
+    p = strrchr(buf, ')');
+    if (p == NULL || sscanf(p + 1, " %*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %llu %llu",
+                            &ut, &st) != 2) {
+        fprintf(stderr, "run_bench: %s: cannot parse utime and stime\n", path);
+        return -1;
+    }
+    return (long long)(ut + st);
+}
+
+/* True when out_path has a line that starts with prefix. */
+static bool
+runbench_file_has(const char *out_path, const char *prefix)
+{
+    char line[RUNBENCH_LINE_MAX];
+    bool found = false;
+    FILE *f = fopen(out_path, "r");
+
+    if (f == NULL) {
+        return false;
+    }
+    while (!found && fgets(line, sizeof(line), f) != NULL) {
+        found = strncmp(line, prefix, strlen(prefix)) == 0;
+    }
+    fclose(f);
+    return found;
+}
+
+/* Reap the child when it has exited; true then. */
+static bool
+runbench_reaped(void *arg)
+{
+    struct runbench_child *c = arg;
+
+    if (!c->exited && waitpid(c->pid, &c->status, WNOHANG) == c->pid) {
+        c->exited = true;
+    }
+    return c->exited;
+}
+
+/* The child said every LOCK was answered, or it exited. */
+static bool
+runbench_held_or_gone(void *arg)
+{
+    struct runbench_child *c = arg;
+
+    return runbench_file_has(c->out, "{\"event\":\"held\"") || runbench_reaped(c);
+}
+
+/* End the child: SIGTERM (it prints its result and exits), SIGKILL after a deadline. */
+static void
+runbench_child_end(struct runbench_child *c)
+{
+    if (runbench_reaped(c)) {
+        return;
+    }
+    kill(c->pid, SIGTERM);
+    if (h_wait_until(runbench_reaped, c, RUNBENCH_EXIT_MS)) {
+        return;
+    }
+    fprintf(stderr, "run_bench: redlock-bench ignored SIGTERM for %d ms; SIGKILL\n",
+            RUNBENCH_EXIT_MS);
+    kill(c->pid, SIGKILL);
+    while (waitpid(c->pid, &c->status, 0) < 0 && errno == EINTR) {
+    }
+    c->exited = true;
+}
+
+/* The daemon's target address, as the standard rows use it. */
+static void
+runbench_target(char *target, size_t size, bool use_unix)
+{
+    if (use_unix) {
+        snprintf(target, size, "%s", h_daemon_unix_path());
+    } else {
+        snprintf(target, size, "127.0.0.1:%d", h_daemon_port());
+    }
+}
+
+/*
+ * Renewal CPU: daemon CPU and STATS renewals over window_ms, while the
+ * session locks are held.
+ */
+static void
+runbench_hold_cpu(struct runbench_hold *h, pid_t dpid, int64_t window_ms)
+{
+    long long ok0, ok1, bad0, bad1, t0, t1;
+    long clk = sysconf(_SC_CLK_TCK);
+    int64_t w0, w1;
+
+    if (h_stat_once("renewals_ok", &ok0) != 0 || h_stat_once("renewals_failed", &bad0) != 0) {
+        fprintf(stderr, "run_bench: %s: STATS failed before the CPU window\n", h->label);
+        return;
+    }
+    t0 = runbench_cpu_ticks(dpid);
+    w0 = h_now_ms();
+    h_sleep_ms(window_ms);      /* the measured window itself */
+    t1 = runbench_cpu_ticks(dpid);
+    w1 = h_now_ms();
+    if (h_stat_once("renewals_ok", &ok1) != 0 || h_stat_once("renewals_failed", &bad1) != 0) {
+        fprintf(stderr, "run_bench: %s: STATS failed after the CPU window\n", h->label);
+        return;
+    }
+    if (t0 < 0 || t1 < 0 || clk <= 0 || w1 <= w0) {
+        return;
+    }
+    h->window_s = (double)(w1 - w0) / 1000.0;
+    h->cpu_pct = (double)(t1 - t0) / (double)clk / h->window_s * 100.0;
+    h->renew_ok = ok1 - ok0;
+    h->renew_failed = bad1 - bad0;
+    h->cpu_ok = true;
+}
+
+/*
+ * One resource row: stop the current daemon, start a fresh one, run
+ * redlock-bench in hold mode h->mode, measure the daemon's RSS (and,
+ * h->cpu, the renewal CPU over window_ms) while every lock is held,
+ * then end the run and read its result line.  Returns false when the
+ * run failed (the reason is printed).
+ */
+static bool
+runbench_hold_one(struct runbench_hold *h, const char *bin, bool use_unix, int64_t window_ms)
+{
+    struct h_daemon_opts o;
+    struct runbench_child child;
+    char conns[24], locks[24], ttl[24], dur[32], target[4096], out[4096];
+    const char *argv[20];
+    int64_t held_ms = RUNBENCH_HELD_MS + h->locks / 1000 * RUNBENCH_HELD_MS_PER_K;
+    size_t n = 0;
+    bool held;
+    pid_t dpid;
+    int code;
+
+    fprintf(stderr, "run_bench: %s (%ld locks, fresh daemon)\n", h->label, h->locks);
+    if (h_daemon_pid() > 0) {
+        (void)h_stop_daemon();
+    }
+    memset(&o, 0, sizeof(o));
+    o.log_level = "warn";
+    o.max_clients = h->conns + RUNBENCH_CLIENTS_SPARE;
+    if (h->ttl_ms > RUNBENCH_SESSION_TTL_MS) {
+        o.max_ttl_ms = h->ttl_ms;   /* lease ttl allowed, whatever the default */
+    }
+    if (h_start_daemon(&o) != 0) {
+        fprintf(stderr, "run_bench: %s: could not start a fresh daemon\n", h->label);
+        return false;
+    }
+    dpid = h_daemon_pid();
+    runbench_target(target, sizeof(target), use_unix);
+    h->rss_base_kib = runbench_rss_kib(dpid);
+
+    snprintf(conns, sizeof(conns), "%ld", h->conns);
+    snprintf(locks, sizeof(locks), "%ld", h->locks);
+    snprintf(ttl, sizeof(ttl), "%ld", h->ttl_ms);
+    /* The hold ends with SIGTERM; the duration is only a backstop. */
+    snprintf(dur, sizeof(dur), "%lld",
+             (long long)(window_ms / 1000 + 1 + RUNBENCH_HOLD_SPARE_S));
+    snprintf(out, sizeof(out), "%s/bench-%s.out", h_dir(), h->label);
+    argv[n++] = bin;
+    argv[n++] = "--mode";
+    argv[n++] = h->mode;
+    argv[n++] = "--connections";
+    argv[n++] = conns;
+    if (strcmp(h->mode, "lease-hold") == 0) {
+        argv[n++] = "--locks";
+        argv[n++] = locks;
+    }
+    argv[n++] = "--ttl";
+    argv[n++] = ttl;
+    argv[n++] = "--duration";
+    argv[n++] = dur;
+    argv[n++] = "--target";
+    argv[n++] = target;
+    argv[n] = NULL;
+    memset(&child, 0, sizeof(child));
+    child.out = out;
+    child.pid = h_spawn(argv, out);
+    if (child.pid < 0) {
+        return false;
+    }
+    held = h_wait_until(runbench_held_or_gone, &child, held_ms)
+           && runbench_file_has(out, "{\"event\":\"held\"");
+    if (held) {
+        h->rss_kib = runbench_rss_kib(dpid);
+        if (h->cpu) {
+            runbench_hold_cpu(h, dpid, window_ms);
+        }
+    } else {
+        fprintf(stderr, "run_bench: %s: no \"held\" line from redlock-bench %s\n", h->label,
+                child.exited ? "before it exited" : "in time");
+    }
+    runbench_child_end(&child);
+    code = h_decode_status(child.status);
+    h->ran = runbench_read_json(out, h->json, sizeof(h->json));
+    if (code != 0 || !h->ran) {
+        fprintf(stderr, "run_bench: %s: redlock-bench exited with %d%s\n", h->label, code,
+                h->ran ? "" : " and printed no result");
+        h->ran = false;
+        return false;
+    }
+    printf("%s\n", h->json);
+    h->held = runbench_field(h->json, "held");
+    h->errors = runbench_field(h->json, "errors");
+    h->lost = runbench_field(h->json, "lost");
+    h->grant_s = runbench_field(h->json, "grant_seconds");
+    h->ok = held && h->held == (double)h->locks && h->errors == 0 && h->lost == 0;
+    if (!h->ok) {
+        fprintf(stderr, "run_bench: %s: held %.0f of %ld, errors %.0f, lost %.0f\n", h->label,
+                h->held, h->locks, h->errors, h->lost);
+    }
+    h->cpu_good = h->cpu_ok && h->renew_failed == 0 && h->renew_ok > 0;
+    if (h->cpu && !h->cpu_good) {
+        fprintf(stderr, "run_bench: %s: renewal window: %s\n", h->label,
+                !h->cpu_ok ? "not measured" : h->renew_failed != 0 ? "renewals failed"
+                                                                  : "no renewal");
+    }
+    /* Closed connections release the session locks: wait for that. */
+    if (strcmp(h->mode, "hold") == 0
+        && !h_wait_stat("locks_held", 0, false, RUNBENCH_RELEASE_MS, NULL)) {
+        fprintf(stderr, "run_bench: %s: locks_held did not drop to 0 within %d ms\n",
+                h->label, RUNBENCH_RELEASE_MS);
+        h->ok = false;
+    }
+    return h->ok && (!h->cpu || h->cpu_good);
+}
+
+/* One target row: value, target ("<=", "<" or ">=" target), and whether it is met. */
+static void
+runbench_goal(const char *what, bool have, double v, const char *op, double target)
+{
+    bool met = strcmp(op, "<=") == 0 ? v <= target : strcmp(op, "<") == 0 ? v < target
+                                                                           : v >= target;
+
+    if (!have) {
+        printf("  %-44s %10s   %-2s %-6.1f %s\n", what, "n/a", op, target, "no data");
+        return;
+    }
+    printf("  %-44s %10.2f   %-2s %-6.1f %s\n", what, v, op, target, met ? "met" : "MISSED");
+}
+
+/* One ratio row: num / den against its target. */
 static void
 runbench_ratio(const char *what, bool have, double num, double den, bool at_most,
                double target)
 {
-    double v;
+    runbench_goal(what, have && den > 0, den > 0 ? num / den : 0, at_most ? "<=" : ">=",
+                  target);
+}
 
-    if (!have || den <= 0) {
-        printf("  %-44s %10s   %s %.1f   %s\n", what, "n/a", at_most ? "<=" : ">=", target,
-               "no data");
+static double
+runbench_mib(long long kib)
+{
+    return (double)kib / 1024.0;
+}
+
+/* (RSS with the locks - RSS before) / locks held, in bytes; -1 when unknown. */
+static double
+runbench_per_lock(const struct runbench_hold *h)
+{
+    if (!h->ran || h->rss_kib < 0 || h->rss_base_kib < 0 || h->held <= 0) {
+        return -1;
+    }
+    return (double)(h->rss_kib - h->rss_base_kib) * 1024.0 / h->held;
+}
+
+static void
+runbench_hold_row(const struct runbench_hold *h)
+{
+    if (!h->ran) {
+        printf("  %-16s %7ld %6ld %10s\n", h->label, h->locks, h->conns, "(failed)");
         return;
     }
-    v = num / den;
-    printf("  %-44s %10.2f   %s %.1f   %s\n", what, v, at_most ? "<=" : ">=", target,
-           (at_most ? v <= target : v >= target) ? "met" : "MISSED");
+    printf("  %-16s %7ld %6ld %8.2f %8.0f %7.0f %8.1f %8.1f %10.0f%s\n", h->label, h->locks,
+           h->conns, h->grant_s, h->held, h->errors,
+           runbench_mib(h->rss_base_kib), runbench_mib(h->rss_kib), runbench_per_lock(h),
+           h->ok ? "" : "   FAILED");
 }
 
 static void
@@ -185,6 +588,9 @@ runbench_table(const char *seconds)
     const struct runbench_run *u64 = &runbench_runs[RUNBENCH_UNC64];
     const struct runbench_run *hot = &runbench_runs[RUNBENCH_HOT50];
     const struct runbench_run *dir = &runbench_runs[RUNBENCH_DIRECT];
+    const struct runbench_run *d1 = &runbench_runs[RUNBENCH_DIRECT1];
+    const struct runbench_hold *ses = &runbench_session, *lea = &runbench_lease;
+    char what[64];
     size_t i;
 
     printf("\nredlock-bench, %s s per mode, %d masters (latencies: acquire, us)\n",
@@ -205,15 +611,74 @@ runbench_table(const char *seconds)
         }
         printf("\n");
     }
-    printf("\nratios (report only)%34s   target\n", "value");
+    printf("\nheld locks (a fresh daemon each; its VmRSS; grant: first connection to last OK)\n");
+    printf("  %-16s %7s %6s %8s %8s %7s %8s %8s %10s\n", "run", "locks", "conns", "grant s",
+           "held", "errors", "base MiB", "RSS MiB", "bytes/lock");
+    runbench_hold_row(ses);
+    runbench_hold_row(lea);
+    if (ses->cpu_ok) {
+        printf("\nrenewal CPU, %ld session locks (ttl %ld ms) held, %.1f s window: daemon %.1f %% "
+               "of one core, %.0f renewals/s (%lld ok, %lld failed)%s\n", ses->locks,
+               ses->ttl_ms, ses->window_s, ses->cpu_pct, (double)ses->renew_ok / ses->window_s,
+               ses->renew_ok, ses->renew_failed, ses->cpu_good ? "" : "   FAILED");
+    } else {
+        printf("\nrenewal CPU: not measured   FAILED\n");
+    }
+    printf("\ntargets (report only)%36s   target\n", "value");
     runbench_ratio("uncontended-1 p50 / rtt p50", u1->ok && rtt->ok, u1->p50, rtt->p50,
                    true, 2.0);
-    runbench_ratio("uncontended-64 pairs/s / direct pairs/s", u64->ok && dir->ok, u64->pps,
+    if (u1->ok && d1->ok && d1->p50 > 0) {
+        printf("  %-44s %10.2f   info (direct-1 p50 %.0f us: the masters' own quorum)\n",
+               "uncontended-1 p50 / direct-1 p50", u1->p50 / d1->p50, d1->p50);
+    } else {
+        printf("  %-44s %10s   info\n", "uncontended-1 p50 / direct-1 p50", "n/a");
+    }
+    runbench_ratio("uncontended-64 pairs/s / direct-64 pairs/s", u64->ok && dir->ok, u64->pps,
                    dir->pps, false, 0.5);
     runbench_ratio("hot-50 pairs/s / uncontended-1 pairs/s", hot->ok && u1->ok, hot->pps,
                    u1->pps, false, 0.8);
     runbench_ratio("hot-50 fairness min/max acquisitions", hot->ok && hot->max_acq > 0,
                    hot->min_acq, hot->max_acq, false, 0.7);
+    snprintf(what, sizeof(what), "memory-session RSS MiB (%ld session locks)", ses->locks);
+    runbench_goal(what, ses->ran && ses->rss_kib >= 0, runbench_mib(ses->rss_kib), "<=",
+                  RUNBENCH_SESSION_MIB);
+    snprintf(what, sizeof(what), "renewal CPU %% of one core (%ld locks)", ses->locks);
+    runbench_goal(what, ses->cpu_ok, ses->cpu_pct, "<", RUNBENCH_CPU_PCT);
+    snprintf(what, sizeof(what), "memory-lease RSS MiB (%ld lease locks)", lea->locks);
+    runbench_goal(what, lea->ran && lea->rss_kib >= 0, runbench_mib(lea->rss_kib), "<=",
+                  RUNBENCH_LEASE_MIB);
+}
+
+/*
+ * Raise the soft RLIMIT_NOFILE to the hard one (the daemon and
+ * redlock-bench inherit it) and check that clients connections fit.
+ * Returns 0 or -1 (with a message).
+ */
+static int
+runbench_raise_nofile(long clients)
+{
+    rlim_t need = (rlim_t)clients + RUNBENCH_FDS_SPARE;
+    struct rlimit rl;
+
+    if (getrlimit(RLIMIT_NOFILE, &rl) != 0) {
+        fprintf(stderr, "run_bench: getrlimit(RLIMIT_NOFILE): %s\n", strerror(errno));
+        return -1;
+    }
+    if (rl.rlim_cur < rl.rlim_max) {
+        rl.rlim_cur = rl.rlim_max;
+        if (setrlimit(RLIMIT_NOFILE, &rl) != 0) {
+            fprintf(stderr, "run_bench: setrlimit(RLIMIT_NOFILE): %s\n", strerror(errno));
+            (void)getrlimit(RLIMIT_NOFILE, &rl);
+        }
+    }
+    if (rl.rlim_cur != RLIM_INFINITY && rl.rlim_cur < need) {
+        fprintf(stderr, "run_bench: %ld held connections need RLIMIT_NOFILE >= %llu, "
+                "it is %llu (hard %llu): raise it (ulimit -n)\n", clients,
+                (unsigned long long)need, (unsigned long long)rl.rlim_cur,
+                (unsigned long long)rl.rlim_max);
+        return -1;
+    }
+    return 0;
 }
 
 int
@@ -223,7 +688,8 @@ main(int argc, char **argv)
     const char *bin = getenv("REDLOCK_BENCH_BIN"), *env = getenv("BENCH_SECONDS");
     const char *unix_env = getenv("BENCH_UNIX");
     char masters[H_MASTERS_MAX * 24], target[4096], seconds[32];
-    bool smoke = false, good = true;
+    bool smoke = false, good = true, use_unix;
+    int64_t window_ms;
     size_t i, len = 0;
 
     if (argc == 2 && strcmp(argv[1], "--smoke") == 0) {
@@ -239,7 +705,17 @@ main(int argc, char **argv)
     }
     snprintf(seconds, sizeof(seconds), "%s",
              smoke ? "1" : env != NULL && atof(env) > 0 ? env : "10");
-    if (h_suite_init() != 0) {
+    use_unix = unix_env != NULL && strcmp(unix_env, "1") == 0;
+    window_ms = (int64_t)(atof(seconds) * 1000);
+    if (smoke) {
+        runbench_session.locks = runbench_session.conns = RUNBENCH_SMOKE_SESSION;
+        runbench_lease.locks = RUNBENCH_SMOKE_LEASE;
+        window_ms = RUNBENCH_SMOKE_CPU_MS;
+    } else if (window_ms < RUNBENCH_CPU_MIN_MS) {
+        window_ms = RUNBENCH_CPU_MIN_MS;
+    }
+    if (runbench_raise_nofile(runbench_session.conns + RUNBENCH_CLIENTS_SPARE) != 0
+        || h_suite_init() != 0) {
         return 1;
     }
     memset(&o, 0, sizeof(o));
@@ -254,11 +730,7 @@ main(int argc, char **argv)
         len += (size_t)snprintf(masters + len, sizeof(masters) - len, "%s127.0.0.1:%d",
                                 i > 0 ? "," : "", h_master_port(i));
     }
-    if (unix_env != NULL && strcmp(unix_env, "1") == 0) {
-        snprintf(target, sizeof(target), "%s", h_daemon_unix_path());
-    } else {
-        snprintf(target, sizeof(target), "127.0.0.1:%d", h_daemon_port());
-    }
+    runbench_target(target, sizeof(target), use_unix);
     for (i = 0; i < RUNBENCH_NRUNS; i++) {
         runbench_one(&runbench_runs[i], bin, seconds, target, masters);
         if (!runbench_runs[i].ok) {
@@ -272,11 +744,20 @@ main(int argc, char **argv)
     if (!good) {
         h_print_daemon_log_tail(20);
     }
+    if (!runbench_hold_one(&runbench_session, bin, use_unix, window_ms)) {
+        h_print_daemon_log_tail(20);
+        good = false;
+    }
+    if (!runbench_hold_one(&runbench_lease, bin, use_unix, window_ms)) {
+        h_print_daemon_log_tail(20);
+        good = false;
+    }
     h_end();
     h_suite_cleanup();
     runbench_table(seconds);
     if (smoke) {
-        printf("\nbench-smoke: %s\n", good ? "every mode ran, with pairs and no errors"
+        printf("\nbench-smoke: %s\n", good ? "every mode ran, with pairs and no errors; "
+                                         "every hold run held all its locks, renewals ok"
                                          : "FAILED");
     }
     return good ? 0 : 1;
