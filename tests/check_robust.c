@@ -6,13 +6,16 @@
  * connection open is dropped after redis.down_after_ms or
  * redis.max_pending; a restarted master is quarantined
  * (lock.restart_quarantine), with the same scenario run without the
- * quarantine as the control that shows the danger is real; a lost lock
+ * quarantine as the control that shows the danger is real; commands
+ * for a stopped master that the kernel cannot take wait in the daemon
+ * and all arrive once it runs again (partial writes); a lost lock
  * keeps its keys until its validity ends; a wall-clock jump changes
  * nothing.  Hostile clients: slowloris lines, clients that never read,
  * max_clients, max_locks_per_client, AUTH and protected mode.
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <poll.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -23,6 +26,7 @@
 #include <sys/wait.h>
 
 #include <check.h>
+#include <hiredis/hiredis.h>
 
 #include "tests/expect.h"
 #include "tests/harness.h"
@@ -185,6 +189,339 @@ START_TEST(burst_not_dropped)
         ck_assert_msg(reconnects == 0, "master %zu was dropped during the burst", i);
     }
     ck_assert(!rb_log_has("(redis.max_pending)"));
+}
+END_TEST
+
+/*
+ * Partial writes to a master.  The daemon writes a master's commands
+ * once per loop iteration and watches the socket for writability only
+ * when the kernel did not take them all (daemon/redisev.c).  With master
+ * 0 stopped, clients pipeline lease-mode TRYLOCKs with the longest
+ * names until the acquires sent to master 0 exceed what its connection
+ * can hold in the kernel (the daemon's send queue plus the stopped
+ * master's receive queue, read from /proc/net/tcp): the rest waits in
+ * the daemon.  The other four grant every one.  Once master 0 runs
+ * again, every acquire must reach it, with no new command to push the
+ * rest out, and master 0 must still be up.
+ */
+#define RB_PW_CONNS     8           /* client connections that pipeline */
+#define RB_PW_WINDOW    16          /* requests in flight per connection */
+#define RB_PW_NAME      250         /* lock name bytes, the longest allowed */
+#define RB_PW_LINE      320         /* room for one request or reply line */
+#define RB_PW_BATCH     2000        /* requests between two looks at the queues */
+#define RB_PW_MAX       60000       /* give up filling after this many */
+#define RB_PW_FILL_MS   10000       /* ... or after this long (about 1 s is needed;
+                                       ten times this under $REDLOCKD_WRAP) */
+#define RB_PW_MARGIN    (1024 * 1024) /* bytes past the kernel queues to send */
+#define RB_PW_CATCHUP_MS 5000       /* deadline for master 0 to run them all */
+/*
+ * Bytes of one acquire on the wire, at least: EVALSHA carries the
+ * script's sha1 (40 hex digits), the key (the name: no key_prefix
+ * here), the token (32 hex digits) and the release channel (the key
+ * and a suffix); RESP framing only adds to it.
+ */
+#define RB_PW_CMD_MIN   (40 + RB_PW_NAME + 32 + RB_PW_NAME)
+
+/* One pipelining client connection. */
+struct rb_pipe {
+    int     fd;                             /* non-blocking, to the daemon */
+    size_t  inflight;                       /* requests sent without a reply yet */
+    char    out[RB_PW_WINDOW * RB_PW_LINE]; /* request bytes not written yet */
+    size_t  out_len;                        /* bytes in out */
+    char    in[2 * RB_PW_LINE];             /* the reply being read */
+    size_t  in_len;                         /* bytes in in */
+};
+
+/* Queue on p the request for lock number n (a new 250-byte name). */
+static void
+rb_pipe_queue(struct rb_pipe *p, size_t n)
+{
+    char name[RB_PW_NAME + 1];
+    int len;
+
+    len = snprintf(name, sizeof(name), "pw%08zu-", n);
+    memset(name + len, 'x', RB_PW_NAME - (size_t)len);
+    name[RB_PW_NAME] = '\0';
+    p->out_len += (size_t)snprintf(p->out + p->out_len, sizeof(p->out) - p->out_len,
+                                   "TRYLOCK %s mode=lease ttl=60000\n", name);
+    p->inflight++;
+}
+
+/*
+ * Read what p has; count every reply line (all must be OK) in *ok.
+ * Returns 0, or -1 with the reason in why.
+ */
+static int
+rb_pipe_read(struct rb_pipe *p, size_t *ok, char *why, size_t size)
+{
+    ssize_t r;
+    char *lf;
+    size_t len;
+
+    r = recv(p->fd, p->in + p->in_len, sizeof(p->in) - p->in_len, 0);
+    if (r == 0 || (r < 0 && errno != EAGAIN && errno != EINTR)) {
+        snprintf(why, size, "the daemon closed a pipelining client (%s)",
+                 r == 0 ? "end of stream" : strerror(errno));
+        return -1;
+    }
+    if (r > 0) {
+        p->in_len += (size_t)r;
+    }
+    while ((lf = memchr(p->in, '\n', p->in_len)) != NULL) {
+        *lf = '\0';
+        len = (size_t)(lf - p->in) + 1;
+        if (strncmp(p->in, "OK pw", 5) != 0 || strstr(p->in, " token=") == NULL
+            || p->inflight == 0) {
+            snprintf(why, size, "a pipelined TRYLOCK answered '%.120s'", p->in);
+            return -1;
+        }
+        (*ok)++;
+        p->inflight--;
+        p->in_len -= len;
+        memmove(p->in, p->in + len, p->in_len);
+    }
+    if (p->in_len == sizeof(p->in)) {
+        snprintf(why, size, "a reply line longer than %zu bytes", sizeof(p->in));
+        return -1;
+    }
+    return 0;
+}
+
+/*
+ * Send count more requests over the np pipes, lock numbers from *next
+ * on, at most RB_PW_WINDOW in flight on each, and read every reply (OK
+ * replies are counted in *ok) before deadline.  Returns 0, or -1 with
+ * the reason in why.
+ */
+static int
+rb_pipe_run(struct rb_pipe *p, size_t np, size_t count, size_t *next, size_t *ok,
+            int64_t deadline, char *why, size_t size)
+{
+    struct pollfd pfd[RB_PW_CONNS];
+    size_t issued = 0, done = *ok + count, i;
+    int64_t left;
+    ssize_t w;
+
+    while (*ok < done) {
+        for (i = 0; i < np; i++) {
+            while (p[i].inflight < RB_PW_WINDOW && issued < count) {
+                rb_pipe_queue(&p[i], (*next)++);
+                issued++;
+            }
+            pfd[i].fd = p[i].fd;
+            pfd[i].events = (short)(POLLIN | (p[i].out_len > 0 ? POLLOUT : 0));
+            pfd[i].revents = 0;
+        }
+        left = deadline - h_now_ms();
+        if (left <= 0) {
+            snprintf(why, size, "%zu TRYLOCKs answered, the rest not within the deadline",
+                     *ok);
+            return -1;
+        }
+        if (poll(pfd, np, (int)left) < 0 && errno != EINTR) {
+            snprintf(why, size, "poll: %s", strerror(errno));
+            return -1;
+        }
+        for (i = 0; i < np; i++) {
+            if ((pfd[i].revents & POLLOUT) != 0) {
+                w = send(p[i].fd, p[i].out, p[i].out_len, MSG_NOSIGNAL);
+                if (w < 0 && errno != EAGAIN && errno != EINTR) {
+                    snprintf(why, size, "send: %s", strerror(errno));
+                    return -1;
+                }
+                if (w > 0) {
+                    p[i].out_len -= (size_t)w;
+                    memmove(p[i].out, p[i].out + w, p[i].out_len);
+                }
+            }
+            if ((pfd[i].revents & (POLLIN | POLLHUP | POLLERR)) != 0
+                && rb_pipe_read(&p[i], ok, why, size) != 0) {
+                return -1;
+            }
+        }
+    }
+    return 0;
+}
+
+/*
+ * Bytes the kernel holds on the established IPv4 connections of
+ * 127.0.0.1:port (/proc/net/tcp): in *send_q the send queues of the
+ * sockets connected to port (the daemon's), in *recv_q the receive
+ * queues of the sockets on port (the master's).  Returns the number of
+ * connections to port, or -1 when /proc/net/tcp cannot be read.
+ */
+static int
+rb_tcp_queues(int port, long long *send_q, long long *recv_q)
+{
+    unsigned int lport, rport, st;
+    unsigned long tx, rx;
+    char line[512];
+    int n = 0;
+    FILE *f;
+
+    *send_q = 0;
+    *recv_q = 0;
+    f = fopen("/proc/net/tcp", "re");
+    if (f == NULL) {
+        return -1;
+    }
+    while (fgets(line, sizeof(line), f) != NULL) {
+        /* "  sl  local_address rem_address   st tx_queue:rx_queue ..." */
+        if (sscanf(line, " %*u: %*x:%x %*x:%x %x %lx:%lx", &lport, &rport, &st, &tx,
+                   &rx) != 5 || st != 1) {
+            continue;   /* the heading, or not ESTABLISHED */
+        }
+        if ((int)rport == port) {
+            *send_q += (long long)tx;
+            n++;
+        }
+        if ((int)lport == port) {
+            *recv_q += (long long)rx;
+        }
+    }
+    fclose(f);
+    return n;
+}
+
+/* What rb_cond_calls waits for. */
+struct rb_calls {
+    long long   want;       /* evalsha calls master 0 must reach */
+    long long   seen;       /* the last count read (-1: none) */
+};
+
+/* arg: struct rb_calls *.  Master 0 has run want EVALSHAs or more. */
+static bool
+rb_cond_calls(void *arg)
+{
+    struct rb_calls *c = arg;
+
+    c->seen = h_master_calls(0, "evalsha");
+    return c->seen >= c->want;
+}
+
+/* DBSIZE of master i, or -1. */
+static long long
+rb_master_dbsize(size_t i)
+{
+    redisContext *c = h_redis_connect(h_master_port(i));
+    redisReply *r;
+    long long n = -1;
+
+    if (c == NULL) {
+        return -1;
+    }
+    r = redisCommand(c, "DBSIZE");
+    if (r != NULL && r->type == REDIS_REPLY_INTEGER) {
+        n = r->integer;
+    }
+    if (r != NULL) {
+        freeReplyObject(r);
+    }
+    redisFree(c);
+    return n;
+}
+
+/* arg: const char **key.  Every master holds the key. */
+static bool
+rb_cond_key_everywhere(void *arg)
+{
+    return h_masters_holding(*(const char **)arg, NULL) == NMASTERS;
+}
+
+START_TEST(partial_write_to_stopped_master)
+{
+    /* Neither limit may drop the stopped master during the test. */
+    struct h_daemon_opts o = { .retry_delay_ms = 100, .max_pending = 1000000,
+                               .down_after_ms = 600000, .log_level = "info" };
+    struct rb_pipe p[RB_PW_CONNS];
+    struct rb_calls calls;
+    const char *key = "pw-fresh";
+    long long base, send_q = 0, recv_q = 0, sent_min = 0, v;
+    int64_t t0, t_fill, t_cont, fill_ms;
+    size_t i, next = 0, ok = 0;
+    char why[256] = "";
+    int a, port, conns = -1;
+    bool failed = false;
+
+    rb_up(&o);
+    port = h_master_port(0);
+    memset(p, 0, sizeof(p));
+    for (i = 0; i < RB_PW_CONNS; i++) {
+        p[i].fd = rb_connect();
+        ck_assert_int_eq(fcntl(p[i].fd, F_SETFL, fcntl(p[i].fd, F_GETFL) | O_NONBLOCK), 0);
+    }
+    base = h_master_calls(0, "evalsha");
+    ck_assert_msg(base >= 0, "cannot read master 0's INFO commandstats");
+    /* valgrind makes the daemon some 20 times slower. */
+    fill_ms = getenv("REDLOCKD_WRAP") != NULL ? 10 * RB_PW_FILL_MS : RB_PW_FILL_MS;
+
+    ck_assert_int_eq(h_signal_master(0, SIGSTOP), 0);
+    /* No assertion until master 0 runs again: record the first failure. */
+    t0 = h_now_ms();
+    for (;;) {
+        if (rb_pipe_run(p, RB_PW_CONNS, RB_PW_BATCH, &next, &ok, t0 + fill_ms, why,
+                        sizeof(why)) != 0) {
+            failed = true;
+            break;
+        }
+        conns = rb_tcp_queues(port, &send_q, &recv_q);
+        sent_min = (long long)ok * RB_PW_CMD_MIN;
+        if (conns < 0 || sent_min >= send_q + recv_q + RB_PW_MARGIN || ok >= RB_PW_MAX) {
+            break;
+        }
+    }
+    t_fill = h_now_ms() - t0;
+    ck_assert_int_eq(h_signal_master(0, SIGCONT), 0);
+    t_cont = h_now_ms();
+
+    ck_assert_msg(!failed, "while master 0 was stopped: %s", why);
+    ck_assert_msg(conns >= 1, "no established connection to master 0 (port %d) in "
+                  "/proc/net/tcp", port);
+    fprintf(stderr, "partial_write_to_stopped_master: %zu acquires (>= %lld bytes) to the "
+            "stopped master in %lld ms; kernel queues: daemon send %lld, master receive "
+            "%lld\n", ok, sent_min, (long long)t_fill, send_q, recv_q);
+    /*
+     * What the kernel did not take stayed in the daemon: its writes to
+     * master 0 came up short, the case under test.
+     */
+    ck_assert_msg(send_q > 0, "the daemon's send queue to the stopped master is empty");
+    ck_assert_msg(sent_min > send_q + recv_q,
+                  "%zu acquires (>= %lld bytes) fit in the kernel queues (%lld + %lld "
+                  "bytes): no partial write; raise RB_PW_MAX", ok, sent_min, send_q, recv_q);
+
+    /* Every acquire reaches master 0 without a new command to push it. */
+    calls.want = base + (long long)ok;
+    calls.seen = -1;
+    ck_assert_msg(h_wait_until(rb_cond_calls, &calls, RB_PW_CATCHUP_MS),
+                  "master 0 ran %lld of the %zu acquires sent while it was stopped "
+                  "within %d ms: the rest stayed in the daemon's output buffer",
+                  calls.seen < 0 ? -1 : calls.seen - base, ok, RB_PW_CATCHUP_MS);
+    fprintf(stderr, "partial_write_to_stopped_master: master 0 ran all %zu %lld ms "
+            "after SIGCONT\n", ok, (long long)(h_now_ms() - t_cont));
+    v = rb_master_dbsize(0);
+    ck_assert_msg(v >= (long long)ok, "master 0 holds %lld keys, expected the %zu leases",
+                  v, ok);
+
+    /* Master 0 was never dropped, and it takes part in a new lock. */
+    ck_assert_int_eq(h_stat_once("master.0.up", &v), 0);
+    ck_assert_msg(v == 1, "master 0 is down after the test");
+    ck_assert_int_eq(h_stat_once("master.0.reconnects", &v), 0);
+    ck_assert_msg(v == 0, "master 0 was dropped and reconnected %lld times", v);
+    rb_wait_stat("masters_up", NMASTERS, false, LOCAL_MS);
+    a = rb_connect();
+    EXPECT_PREFIX(a, "LOCK pw-fresh ttl=60000", "OK pw-fresh ");
+    ck_assert_msg(h_wait_until(rb_cond_key_everywhere, &key, LOCAL_MS),
+                  "pw-fresh is on %zu masters, expected all %d", h_masters_holding(key, NULL),
+                  NMASTERS);
+    v = h_master_pttl(0, key);
+    ck_assert_msg(v > 50000, "pw-fresh has pttl %lld on master 0", v);
+    EXPECT_REPLY(a, "UNLOCK pw-fresh", "OK pw-fresh holds=0");
+    ck_assert_msg(h_wait_until(rb_cond_key_gone, &key, LOCAL_MS),
+                  "pw-fresh stayed on a master after UNLOCK");
+    close(a);
+    for (i = 0; i < RB_PW_CONNS; i++) {
+        close(p[i].fd);
+    }
 }
 END_TEST
 
@@ -738,6 +1075,7 @@ robust_suite(void)
     tcase_add_test(tc, silent_master_dropped);
     tcase_add_test(tc, max_pending_drops_master);
     tcase_add_test(tc, burst_not_dropped);
+    tcase_add_test(tc, partial_write_to_stopped_master);
     tcase_add_test(tc, quarantine_fresh_masters);
     tcase_add_test(tc, quarantine_restart_two_masters);
     tcase_add_test(tc, no_quarantine_control);
