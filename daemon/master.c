@@ -1167,9 +1167,14 @@ master_status_text(const struct master *m)
 
 static void master_reply_cb(redisAsyncContext *ac, void *r, void *privdata);
 
-/* Send req as EVALSHA, or as EVAL when use_eval.  Returns REDIS_OK/ERR. */
+/*
+ * Send req as EVALSHA, or as EVAL when use_eval.  shared, when not NULL
+ * and use_eval is false, holds (or receives) the EVALSHA formatted once
+ * for every master.  Returns REDIS_OK/ERR.
+ */
 static int
-master_send(struct master *m, struct master_req *req, bool use_eval)
+master_send(struct master *m, struct master_req *req, bool use_eval,
+            struct master_shared *shared)
 {
     const char *stack_argv[MASTER_ARGV_STACK];
     size_t stack_lens[MASTER_ARGV_STACK];
@@ -1179,6 +1184,12 @@ master_send(struct master *m, struct master_req *req, bool use_eval)
     char nkeys[24];
     int rc;
 
+    if (shared != NULL && !use_eval && shared->cmd != NULL
+        && strcmp(shared->sha, m->sha[req->script]) == 0) {
+        /* Formatted for an earlier master of the round: only copied. */
+        return redisAsyncFormattedCommand(m->cmd.ac, master_reply_cb, req, shared->cmd,
+                                          shared->len);
+    }
     if (argc > MASTER_ARGV_STACK) {
         argv = malloc(argc * sizeof(*argv));
         lens = malloc(argc * sizeof(*lens));
@@ -1198,7 +1209,23 @@ master_send(struct master *m, struct master_req *req, bool use_eval)
         argv[i + 3] = req->args[i];
         lens[i + 3] = req->lens[i];
     }
-    rc = redisAsyncCommandArgv(m->cmd.ac, master_reply_cb, req, (int)argc, argv, lens);
+    if (shared != NULL && !use_eval && shared->cmd == NULL) {
+        int len = redisFormatCommandArgv(&shared->cmd, (int)argc, argv, lens);
+
+        if (len >= 0) {
+            shared->len = (size_t)len;
+            memcpy(shared->sha, m->sha[req->script], sizeof(shared->sha));
+        } else {
+            shared->cmd = NULL;     /* out of memory: each master formats its own */
+        }
+    }
+    if (shared != NULL && !use_eval && shared->cmd != NULL
+        && strcmp(shared->sha, m->sha[req->script]) == 0) {
+        rc = redisAsyncFormattedCommand(m->cmd.ac, master_reply_cb, req, shared->cmd,
+                                        shared->len);
+    } else {
+        rc = redisAsyncCommandArgv(m->cmd.ac, master_reply_cb, req, (int)argc, argv, lens);
+    }
     if (argv != stack_argv) {
         free(argv);
         free(lens);
@@ -1247,7 +1274,7 @@ master_reply_cb(redisAsyncContext *ac, void *r, void *privdata)
         /* The script cache was flushed: send the text once, same deadline. */
         req->retried = true;
         log_debug("master %s: NOSCRIPT, retrying with EVAL", m->addr->spec);
-        if (master_send(m, req, true) == REDIS_OK) {
+        if (master_send(m, req, true, NULL) == REDIS_OK) {
             master_link_sent(&m->cmd);
             return;
         }
@@ -1259,10 +1286,19 @@ master_reply_cb(redisAsyncContext *ac, void *r, void *privdata)
     free(req);
 }
 
+void
+master_shared_free(struct master_shared *shared)
+{
+    if (shared->cmd != NULL) {
+        redisFreeCommand(shared->cmd);
+        shared->cmd = NULL;
+    }
+}
+
 int
 master_eval(struct master *m, int script, size_t nkeys, size_t nargs,
             const char *const *args, const size_t *lens,
-            master_reply_fn cb, void *arg)
+            struct master_shared *shared, master_reply_fn cb, void *arg)
 {
     struct master_req *req;
 
@@ -1303,7 +1339,7 @@ master_eval(struct master *m, int script, size_t nkeys, size_t nargs,
     req->lens = lens;
     req->retried = false;
     req->sent_us = util_now_us();
-    if (master_send(m, req, false) != REDIS_OK) {
+    if (master_send(m, req, false, shared) != REDIS_OK) {
         free(req);
         m->stats.errors++;
         return -1;

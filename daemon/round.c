@@ -174,6 +174,7 @@ round_start(int script, size_t nkeys, size_t nargs,
     size_t n = master_count(), i, bytes = 0;
     struct round *r;
     struct timeval tv;
+    struct master_shared shared = { NULL, 0, "" };
     char *p;
 
     r = calloc(1, sizeof(*r) + n * sizeof(r->masters[0]));
@@ -218,7 +219,7 @@ round_start(int script, size_t nkeys, size_t nargs,
          * the script runs.
          */
         slot->quarantine_ms = master_quarantine_left_ms(m, r->start_us);
-        if (master_eval(m, script, nkeys, nargs, r->args, r->lens,
+        if (master_eval(m, script, nkeys, nargs, r->args, r->lens, &shared,
                         round_reply_cb, slot) == 0) {
             slot->waiting = true;
             r->waiting++;
@@ -228,6 +229,7 @@ round_start(int script, size_t nkeys, size_t nargs,
             r->finished++;
         }
     }
+    master_shared_free(&shared);
     if (r->finished == n) {
         /* Nothing was sent: decide on the next loop iteration, not here. */
         event_active(&r->deadline, EV_TIMEOUT, 0);
