@@ -1167,6 +1167,13 @@ master_status_text(const struct master *m)
 
 static void master_reply_cb(redisAsyncContext *ac, void *r, void *privdata);
 
+/* shared holds an EVALSHA that m can be sent as it is. */
+static bool
+master_shared_fits(const struct master_shared *shared, const struct master *m, int script)
+{
+    return shared != NULL && shared->cmd != NULL && strcmp(shared->sha, m->sha[script]) == 0;
+}
+
 /*
  * Send req as EVALSHA, or as EVAL when use_eval.  shared, when not NULL
  * and use_eval is false, holds (or receives) the EVALSHA formatted once
@@ -1184,8 +1191,10 @@ master_send(struct master *m, struct master_req *req, bool use_eval,
     char nkeys[24];
     int rc;
 
-    if (shared != NULL && !use_eval && shared->cmd != NULL
-        && strcmp(shared->sha, m->sha[req->script]) == 0) {
+    if (use_eval) {
+        shared = NULL;      /* the script's text, for this master alone */
+    }
+    if (master_shared_fits(shared, m, req->script)) {
         /* Formatted for an earlier master of the round: only copied. */
         return redisAsyncFormattedCommand(m->cmd.ac, master_reply_cb, req, shared->cmd,
                                           shared->len);
@@ -1209,7 +1218,7 @@ master_send(struct master *m, struct master_req *req, bool use_eval,
         argv[i + 3] = req->args[i];
         lens[i + 3] = req->lens[i];
     }
-    if (shared != NULL && !use_eval && shared->cmd == NULL) {
+    if (shared != NULL && shared->cmd == NULL) {
         int len = redisFormatCommandArgv(&shared->cmd, (int)argc, argv, lens);
 
         if (len >= 0) {
@@ -1219,8 +1228,7 @@ master_send(struct master *m, struct master_req *req, bool use_eval,
             shared->cmd = NULL;     /* out of memory: each master formats its own */
         }
     }
-    if (shared != NULL && !use_eval && shared->cmd != NULL
-        && strcmp(shared->sha, m->sha[req->script]) == 0) {
+    if (master_shared_fits(shared, m, req->script)) {
         rc = redisAsyncFormattedCommand(m->cmd.ac, master_reply_cb, req, shared->cmd,
                                         shared->len);
     } else {

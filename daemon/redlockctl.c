@@ -226,30 +226,36 @@ ctl_timeout(int64_t deadline)
     return left > INT_MAX ? INT_MAX : (int)left;
 }
 
+/* "redlockctl: <text>" and then hint (may be "") on stderr, in one write. */
+static void
+ctl_vmsg(const char *hint, const char *fmt, va_list ap)
+{
+    char text[1024];
+
+    vsnprintf(text, sizeof(text), fmt, ap);
+    fprintf(stderr, "redlockctl: %s\n%s", text, hint);
+}
+
 /* One line "redlockctl: ..." on stderr. */
 static void
 ctl_msg(const char *fmt, ...)
 {
-    char text[1024];
     va_list ap;
 
     va_start(ap, fmt);
-    vsnprintf(text, sizeof(text), fmt, ap);
+    ctl_vmsg("", fmt, ap);
     va_end(ap);
-    fprintf(stderr, "redlockctl: %s\n", text);
 }
 
 /* ctl_msg(), then exit with code.  Only before COMMAND runs. */
 static void
 ctl_fail(int code, const char *fmt, ...)
 {
-    char text[1024];
     va_list ap;
 
     va_start(ap, fmt);
-    vsnprintf(text, sizeof(text), fmt, ap);
+    ctl_vmsg("", fmt, ap);
     va_end(ap);
-    fprintf(stderr, "redlockctl: %s\n", text);
     exit(code);
 }
 
@@ -306,13 +312,11 @@ ctl_usage(FILE *out)
 static void
 ctl_usage_fail(const char *fmt, ...)
 {
-    char text[1024];
     va_list ap;
 
     va_start(ap, fmt);
-    vsnprintf(text, sizeof(text), fmt, ap);
+    ctl_vmsg("Try 'redlockctl -h' for more information.\n", fmt, ap);
     va_end(ap);
-    fprintf(stderr, "redlockctl: %s\nTry 'redlockctl -h' for more information.\n", text);
     exit(EX_USAGE);
 }
 

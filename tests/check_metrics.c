@@ -62,27 +62,6 @@ mt_resp_free(struct mt_resp *r)
     memset(r, 0, sizeof(*r));
 }
 
-/* A blocking TCP connection to 127.0.0.1:port, or -1. */
-static int
-mt_connect(int port)
-{
-    struct sockaddr_in sa;
-    int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-
-    if (fd < 0) {
-        return -1;
-    }
-    memset(&sa, 0, sizeof(sa));
-    sa.sin_family = AF_INET;
-    sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    sa.sin_port = htons((uint16_t)port);
-    if (connect(fd, (struct sockaddr *)&sa, sizeof(sa)) != 0) {
-        close(fd);
-        return -1;
-    }
-    return fd;
-}
-
 /*
  * Send request (the whole text, "Connection: close" in it) to the
  * metrics port and read until the server closes, within HTTP_MS.
@@ -94,7 +73,7 @@ mt_http(const char *request, struct mt_resp *r)
     int64_t deadline = h_now_ms() + HTTP_MS;
     size_t len = 0, cap = 65536;
     char *buf = malloc(cap), *sep;
-    int fd = mt_connect(mt_port);
+    int fd = h_connect_port(mt_port);
 
     memset(r, 0, sizeof(*r));
     if (fd < 0 || buf == NULL || h_send_raw(fd, request, strlen(request)) != 0) {
@@ -858,7 +837,7 @@ START_TEST(metrics_stalled_client_closed)
     int64_t t0;
 
     mt_up();
-    fd = mt_connect(mt_port);
+    fd = h_connect_port(mt_port);
     ck_assert_msg(fd >= 0, "cannot connect to the metrics port");
     ck_assert_int_eq(h_send_raw(fd, "GET /metr", 9), 0);
     t0 = h_now_ms();

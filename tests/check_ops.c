@@ -22,7 +22,6 @@
 
 #include <arpa/inet.h>
 #include <netinet/in.h>
-#include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
@@ -251,27 +250,6 @@ ops_port_refused(int port)
     err = errno;
     close(fd);
     return rc != 0 && err == ECONNREFUSED;
-}
-
-/* A blocking connection to 127.0.0.1:port, or -1. */
-static int
-ops_connect_port(int port)
-{
-    struct sockaddr_in sin;
-    int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-
-    if (fd < 0) {
-        return -1;
-    }
-    memset(&sin, 0, sizeof(sin));
-    sin.sin_family = AF_INET;
-    sin.sin_port = htons((uint16_t)port);
-    sin.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    if (connect(fd, (struct sockaddr *)&sin, sizeof(sin)) != 0) {
-        close(fd);
-        return -1;
-    }
-    return fd;
 }
 
 /* A blocking connection to the Unix socket at path, or -1. */
@@ -750,7 +728,6 @@ ops_spawn_activated(const char *conf, const int *fds, int nfds, const char *log)
     pid_t parent = getpid(), pid;
     char num[32];
     int out, in, high[4], i;
-    sigset_t none;
 
     if (bin == NULL || bin[0] == '\0') {
         bin = "./build/redlockd";
@@ -762,12 +739,7 @@ ops_spawn_activated(const char *conf, const int *fds, int nfds, const char *log)
     pid = fork();
     ck_assert_msg(pid >= 0, "fork: %s", strerror(errno));
     if (pid == 0) {
-        if (prctl(PR_SET_PDEATHSIG, SIGKILL) != 0 || getppid() != parent) {
-            _exit(127);
-        }
-        sigemptyset(&none);
-        sigprocmask(SIG_SETMASK, &none, NULL);
-        signal(SIGPIPE, SIG_DFL);
+        h_child_setup(parent);
         /* Out of the way of 0..4 first: a socket may sit on 3 or 4 already. */
         for (i = 0; i < nfds; i++) {
             high[i] = fcntl(fds[i], F_DUPFD_CLOEXEC, 100);
@@ -868,7 +840,7 @@ START_TEST(socket_activation)
     ops_spawn_activated(conf, fds, 2, log);
 
     /* The sockets already listen: connect, and the daemon answers once it runs. */
-    t = ops_connect_port(port);
+    t = h_connect_port(port);
     ck_assert_msg(t >= 0, "cannot connect to the inherited TCP socket: %s", strerror(errno));
     ops_expect_line(t, "inherited tcp", "PING tcp", "PONG tcp", log, H_START_MS);
     u = ops_connect_path(sock);
@@ -962,7 +934,7 @@ START_TEST(socket_activation_protected_mode)
     cport = h_free_port();
     ops_write_conf(conf, cport, conf_sock, "pw-for-ops");
     ops_spawn_activated(conf, fds, 1, log);
-    t = ops_connect_port(port);
+    t = h_connect_port(port);
     ck_assert_msg(t >= 0, "cannot connect to the inherited socket: %s", strerror(errno));
     ops_expect_line(t, "before AUTH", "PING", "ERR AUTH ", log, H_START_MS);
     ops_expect_line(t, "AUTH", "AUTH pw-for-ops", "OK", log, LOCAL_MS);
@@ -974,7 +946,7 @@ START_TEST(socket_activation_protected_mode)
     ck_assert_int_eq(kill(ops_child, SIGHUP), 0);
     ck_assert_msg(h_wait_until(ops_cond_file_has, (void *)&refused, CMD_MS),
                   "a reload emptied auth.password under a 0.0.0.0 socket");
-    t = ops_connect_port(port);
+    t = h_connect_port(port);
     ck_assert_msg(t >= 0, "cannot connect to the inherited socket: %s", strerror(errno));
     ops_expect_line(t, "after the refused reload", "PING", "ERR AUTH ", log, LOCAL_MS);
     close(t);

@@ -37,7 +37,6 @@
 
 #include <arpa/inet.h>
 #include <netinet/in.h>
-#include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -1237,7 +1236,6 @@ ct_spawn_pty(int *master, const char *const *args)
 {
     const char *argv[40];
     pid_t parent = getpid(), pid;
-    sigset_t none;
     size_t n = 0;
 
     argv[n++] = ct_bin();
@@ -1248,12 +1246,7 @@ ct_spawn_pty(int *master, const char *const *args)
     pid = forkpty(master, NULL, NULL, NULL);
     ck_assert_int_ge(pid, 0);
     if (pid == 0) {
-        if (prctl(PR_SET_PDEATHSIG, SIGKILL) != 0 || getppid() != parent) {
-            _exit(127);
-        }
-        sigemptyset(&none);
-        sigprocmask(SIG_SETMASK, &none, NULL);
-        signal(SIGPIPE, SIG_DFL);
+        h_child_setup(parent);
         execv(argv[0], (char *const *)argv);
         _exit(127);
     }

@@ -358,6 +358,19 @@ h_free_port(void)
     return port;
 }
 
+void
+h_child_setup(pid_t parent)
+{
+    sigset_t none;
+
+    if (prctl(PR_SET_PDEATHSIG, SIGKILL) != 0 || getppid() != parent) {
+        _exit(127);
+    }
+    sigemptyset(&none);
+    sigprocmask(SIG_SETMASK, &none, NULL);
+    signal(SIGPIPE, SIG_DFL);
+}
+
 /*
  * Fork and exec argv (PATH is searched) with stdin from /dev/null and
  * stdout/stderr appended to out_path.  The child dies with us
@@ -367,7 +380,6 @@ pid_t
 h_spawn(const char *const argv[], const char *out_path)
 {
     pid_t parent = getpid(), pid;
-    sigset_t none;
     int out, in;
 
     out = open(out_path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
@@ -382,12 +394,7 @@ h_spawn(const char *const argv[], const char *out_path)
         return -1;
     }
     if (pid == 0) {
-        if (prctl(PR_SET_PDEATHSIG, SIGKILL) != 0 || getppid() != parent) {
-            _exit(127);
-        }
-        sigemptyset(&none);
-        sigprocmask(SIG_SETMASK, &none, NULL);
-        signal(SIGPIPE, SIG_DFL);
+        h_child_setup(parent);
         in = open("/dev/null", O_RDONLY);
         if (in < 0 || dup2(in, 0) < 0 || dup2(out, 1) < 0 || dup2(out, 2) < 0) {
             _exit(127);
@@ -1276,6 +1283,12 @@ h_print_daemon_log_tail(size_t nlines)
 int
 h_connect_tcp(void)
 {
+    return h_connect_port(H_D->port);
+}
+
+int
+h_connect_port(int port)
+{
     struct sockaddr_in sa;
     int fd;
 
@@ -1286,7 +1299,7 @@ h_connect_tcp(void)
     memset(&sa, 0, sizeof(sa));
     sa.sin_family = AF_INET;
     sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    sa.sin_port = htons((uint16_t)H_D->port);
+    sa.sin_port = htons((uint16_t)port);
     if (connect(fd, (struct sockaddr *)&sa, sizeof(sa)) != 0) {
         close(fd);
         return -1;

@@ -120,6 +120,13 @@ int h_free_port(void);
  */
 pid_t h_spawn(const char *const argv[], const char *out_path);
 
+/*
+ * In a child just forked by a test (before exec): die with the test
+ * process (PR_SET_PDEATHSIG, SIGKILL; _exit(127) when parent, the pid
+ * that forked, is already gone), no blocked signals, default SIGPIPE.
+ */
+void h_child_setup(pid_t parent);
+
 /* A wait(2) status in the shell's manner: the exit code, or 128 + signal. */
 int h_decode_status(int status);
 
@@ -360,6 +367,9 @@ void h_print_daemon_log_tail(size_t nlines);
  */
 int h_connect_tcp(void);
 int h_connect_unix(void);
+
+/* The same as h_connect_tcp() to any port of 127.0.0.1 (the metrics port). */
+int h_connect_port(int port);
 
 /* Send line followed by LF.  Returns 0, or -1 when the send failed. */
 int h_send(int fd, const char *line);

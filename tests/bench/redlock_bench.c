@@ -135,6 +135,7 @@ struct bench_conn {
     int64_t             sent_us;                /* when the LOCK was sent */
     uint64_t            acquired;               /* grants during the run */
     size_t              outstanding;            /* lease-hold: LOCKs not yet answered */
+    void (*on_line)(struct bench_conn *c, const char *line, size_t len); /* per reply line */
 };
 
 /* One master in direct mode; owned by bench_masters. */
@@ -356,7 +357,7 @@ bench_conn_read_cb(struct bufferevent *bev, void *arg)
 
     while ((line = evbuffer_readln(bufferevent_get_input(bev), &len,
                                    EVBUFFER_EOL_LF)) != NULL) {
-        bench_conn_line(c, line, len);
+        c->on_line(c, line, len);
         free(line);
     }
 }
@@ -407,12 +408,13 @@ bench_conn_event_cb(struct bufferevent *bev, short what, void *arg)
 }
 
 /*
- * Connect c to the target (host:port, or a path for the Unix socket),
- * with read_cb and event_cb as its callbacks.  A Unix socket connects at
+ * Connect c to the target (host:port, or a path for the Unix socket);
+ * each reply line goes to on_line, connection events to event_cb.  A Unix socket connects at
  * once, and event_cb sees BEV_EVENT_CONNECTED before this returns.
  */
 static int
-bench_conn_open(struct bench_conn *c, bufferevent_data_cb read_cb,
+bench_conn_open(struct bench_conn *c,
+                void (*on_line)(struct bench_conn *c, const char *line, size_t len),
                 bufferevent_event_cb event_cb)
 {
     const char *t = bench_opt.target;
@@ -422,6 +424,7 @@ bench_conn_open(struct bench_conn *c, bufferevent_data_cb read_cb,
     char host[64];
     int fd;
 
+    c->on_line = on_line;
     if (t[0] == '/') {
         if (strlen(t) >= sizeof(sun.sun_path)) {
             fprintf(stderr, "redlock-bench: socket path too long: %s\n", t);
@@ -446,7 +449,7 @@ bench_conn_open(struct bench_conn *c, bufferevent_data_cb read_cb,
             close(fd);
             return -1;
         }
-        bufferevent_setcb(c->bev, read_cb, NULL, event_cb, c);
+        bufferevent_setcb(c->bev, bench_conn_read_cb, NULL, event_cb, c);
         bufferevent_enable(c->bev, EV_READ | EV_WRITE);
         event_cb(c->bev, BEV_EVENT_CONNECTED, c);
         return 0;
@@ -469,7 +472,7 @@ bench_conn_open(struct bench_conn *c, bufferevent_data_cb read_cb,
     if (c->bev == NULL) {
         return -1;
     }
-    bufferevent_setcb(c->bev, read_cb, NULL, event_cb, c);
+    bufferevent_setcb(c->bev, bench_conn_read_cb, NULL, event_cb, c);
     bufferevent_enable(c->bev, EV_READ | EV_WRITE);
     if (bufferevent_socket_connect(c->bev, (struct sockaddr *)&sin, sizeof(sin)) != 0) {
         if (++bench_open_failures <= BENCH_DIAG_MAX) {
@@ -502,7 +505,7 @@ bench_run_daemon(void)
         } else {
             snprintf(bench_conns[i].name, BENCH_NAME_MAX, "bench-%ld-u%zu", pid, i);
         }
-        if (bench_conn_open(&bench_conns[i], bench_conn_read_cb, bench_conn_event_cb) != 0) {
+        if (bench_conn_open(&bench_conns[i], bench_conn_line, bench_conn_event_cb) != 0) {
             return -1;
         }
     }
@@ -690,20 +693,6 @@ bench_hold_line(struct bench_conn *c, const char *line, size_t len)
 }
 
 static void
-bench_hold_read_cb(struct bufferevent *bev, void *arg)
-{
-    struct bench_conn *c = arg;
-    size_t len;
-    char *line;
-
-    while ((line = evbuffer_readln(bufferevent_get_input(bev), &len,
-                                   EVBUFFER_EOL_LF)) != NULL) {
-        bench_hold_line(c, line, len);
-        free(line);
-    }
-}
-
-static void
 bench_hold_event_cb(struct bufferevent *bev, short what, void *arg)
 {
     struct bench_conn *c = arg;
@@ -748,7 +737,7 @@ bench_hold_fill(void)
             c->locking = true;
             bench_hd.inflight++;
         }
-        if (bench_conn_open(c, bench_hold_read_cb, bench_hold_event_cb) != 0) {
+        if (bench_conn_open(c, bench_hold_line, bench_hold_event_cb) != 0) {
             bench_hold_conn_fail(c, "cannot open a connection");
             continue;
         }
