@@ -1,8 +1,8 @@
 /*
  * master.c: hiredis async connections to the Redis masters.
  *
- * The only file that includes hiredis.  hiredis 0.14.1 facts this code
- * relies on: redisAsyncConnect returns a context even on failure (check
+ * With daemon/redisev.c, the only file that includes hiredis.  hiredis
+ * 0.14.1 facts this code relies on: redisAsyncConnect returns a context even on failure (check
  * ac->err); on error or free every pending callback runs with a NULL
  * reply; the disconnect callback runs only for a context that had
  * connected, and the context is freed when it returns; freeing a context

@@ -1,7 +1,8 @@
 /*
  * master.h: asynchronous connections to the Redis masters.
  *
- * This module is the only one that includes hiredis.  It keeps one
+ * This module (with its event hooks, daemon/redisev.h) is the only one
+ * that includes hiredis.  It keeps one
  * hiredis async connection per configured master on the daemon's
  * libevent base, connects at start, authenticates when a password is
  * set, loads the registered Lua scripts with SCRIPT LOAD on every
