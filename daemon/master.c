@@ -2,12 +2,12 @@
  * master.c: hiredis async connections to the Redis masters.
  *
  * With daemon/redisev.c, the only file that includes hiredis.  hiredis
- * 0.14.1 facts this code relies on: redisAsyncConnect returns a context even on failure (check
- * ac->err); on error or free every pending callback runs with a NULL
- * reply; the disconnect callback runs only for a context that had
- * connected, and the context is freed when it returns; freeing a context
- * from inside the connect callback is not allowed, so drops requested
- * there are deferred to the master's timer.
+ * 0.14.1 facts this code relies on: redisAsyncConnect returns a context
+ * even on failure (check ac->err); on error or free every pending
+ * callback runs with a NULL reply; the disconnect callback runs only for
+ * a context that had connected, and the context is freed when it
+ * returns; freeing a context from inside the connect callback is not
+ * allowed, so drops requested there are deferred to the master's timer.
  *
  * hiredis resolves host names with a blocking getaddrinfo(3); to keep
  * the event loop free, a master given by name is resolved with libevent's
