@@ -31,6 +31,7 @@
  * takes the next turn.
  */
 #include <search.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -39,13 +40,13 @@
 #include <event2/event_struct.h>
 
 #include "conf/conf.h"
+#include "daemon/lease.h"
 #include "daemon/lock.h"
 #include "daemon/log.h"
 #include "daemon/master.h"
 #include "daemon/redlock.h"
 #include "daemon/stats.h"
 #include "daemon/util.h"
-#include "daemon/watchdog.h"
 #include "proto/proto.h"
 
 /*
@@ -57,7 +58,7 @@ struct lock {
     size_t              key_len;    /* bytes in key */
     const char         *name;       /* key + prefix length */
     size_t              name_len;   /* bytes in name */
-    struct lease       *holder;     /* the lease this daemon holds, or NULL */
+    struct hold        *holder;     /* the session-mode hold of this daemon, or NULL */
     TAILQ_HEAD(, waiter) waiters;   /* pending LOCKs, oldest first */
     size_t              nwaiters;   /* entries in waiters */
     size_t              nqueued;    /* of them, not wait=0 */
@@ -68,6 +69,18 @@ struct lock {
     bool                remote;     /* other daemons were seen waiting at the last grant */
     int64_t             yield_until_us; /* after yielding: the head waits until then */
     char                yield_token[UTIL_TOKEN_HEX]; /* the lease released by the yield */
+};
+
+/*
+ * A session-mode hold: a lease (daemon/lease.h, which owns its fields)
+ * and who holds it.  Owned by this module; freed when released or lost.
+ */
+struct hold {
+    struct lease        lease;      /* the lease on the masters; key borrowed from lock */
+    struct lock        *lock;       /* the name's entry */
+    struct lock_client *client;     /* the session that holds it */
+    TAILQ_ENTRY(hold)   client_link;/* in client->holds */
+    unsigned            holds;      /* re-entrant count, >= 1 */
 };
 
 /*
@@ -94,6 +107,9 @@ struct waiter {
     bool                handover;   /* the round in flight is a hand-over */
     char                woken_by[UTIL_TOKEN_HEX]; /* token of the last release heard */
     bool                cancelled;  /* the client closed */
+    char               *noquorum;   /* malloc'd text of the last attempt's NOQUORUM,
+                                       NULL when it had a quorum of answers */
+    int64_t             backoff_us; /* delay of the next retry after NOQUORUM */
     size_t              name_off;   /* name = key + name_off */
     size_t              key_len;    /* bytes in key */
     char                key[];      /* prefix + name, NUL-terminated */
@@ -118,15 +134,24 @@ struct lock_handover {
     char                old_token[UTIL_TOKEN_HEX + 1]; /* the released lease */
 };
 
+/* A token released for nobody (lock_abandon); freed when the masters answered. */
+struct lock_orphan {
+    size_t              name_len;   /* bytes in name */
+    char                name[];     /* the lock's name */
+};
+
+#define LOCK_BACKOFF_MAX_US 500000  /* longest retry delay of a LOCK after NOQUORUM */
+
 static struct event_base *lock_base;
 static const struct conf *lock_conf;
 static void              *lock_root;     /* tsearch tree of struct lock */
-static size_t             lock_nheld;    /* leases alive */
+static size_t             lock_nheld;    /* holds alive */
 static size_t             lock_nwaiters; /* waiters queued */
 static bool               lock_stopping;
 
 static void waiter_try(struct waiter *w);
 static void lock_unlock_done(const struct redlock_result *rr, void *arg);
+static void lock_lease_lost(struct lease *l);
 
 void
 lock_init(struct event_base *base, const struct conf *conf)
@@ -134,6 +159,7 @@ lock_init(struct event_base *base, const struct conf *conf)
     lock_base = base;
     lock_conf = conf;
     redlock_on_release(lock_released);
+    lease_init(base, lock_lease_lost);
 }
 
 void
@@ -154,7 +180,7 @@ lock_client_init(struct lock_client *c, lock_done_fn done, lock_lost_fn lost)
     memset(c, 0, sizeof(*c));
     c->done = done;
     c->lost = lost;
-    TAILQ_INIT(&c->leases);
+    TAILQ_INIT(&c->holds);
 }
 
 size_t
@@ -167,20 +193,6 @@ size_t
 lock_count_waiters(void)
 {
     return lock_nwaiters;
-}
-
-const char *
-lock_lease_name(const struct lease *l, size_t *len)
-{
-    *len = l->lock->name_len;
-    return l->lock->name;
-}
-
-const char *
-lock_lease_key(const struct lease *l, size_t *len)
-{
-    *len = l->lock->key_len;
-    return l->lock->key;
 }
 
 /* Order entries by name bytes, then length. */
@@ -333,47 +345,116 @@ lock_wake_head(struct lock *lk)
 }
 
 /*
- * Take a lease out of the table, the client and the watchdog, and free
- * it.  The keys on the masters are not touched here.  The head waiter,
- * if any, is woken to try the masters.
+ * Take a hold out of the table and the client, end its lease (unless
+ * it is lost already), and free it.  The keys on the masters are not
+ * touched here.  The head waiter, if any, is woken to try the masters.
  */
 static void
-lease_drop(struct lease *l)
+hold_drop(struct hold *h)
 {
-    struct lock *lk = l->lock;
+    struct lock *lk = h->lock;
 
-    watchdog_remove(l);
-    TAILQ_REMOVE(&l->client->leases, l, client_link);
-    l->client->nleases--;
-    if (lk->holder == l) {
+    lease_end(&h->lease);
+    TAILQ_REMOVE(&h->client->holds, h, client_link);
+    h->client->nholds--;
+    if (lk->holder == h) {
         lk->holder = NULL;
         lock_wake_head(lk);
     }
     lock_nheld--;
-    free(l);
+    free(h);
     lock_put(lk);
+}
+
+/* Push "! LOST" for a hold to its client (the hold is still there). */
+static void
+hold_report_lost(struct hold *h, enum lease_reason why)
+{
+    h->client->lost(h->client, h->lock->name, h->lock->name_len, lease_reason_name(why));
+}
+
+/*
+ * This module found a hold lost (why: QUORUM for a grant that replaced
+ * it, SHUTDOWN): the lease ends LOST, the client hears it first, then
+ * the hold goes.  The keys are not touched here.
+ */
+static void
+hold_lost(struct hold *h, enum lease_reason why)
+{
+    lease_lose(&h->lease, why);
+    log_warn("lock %s: lost (%s)", h->lock->key, lease_reason_name(why));
+    hold_report_lost(h, why);
+    hold_drop(h);
+}
+
+/* The lease module found a hold's lease lost: tell the client, drop the hold. */
+static void
+lock_lease_lost(struct lease *l)
+{
+    struct hold *h = (struct hold *)(void *)((char *)l - offsetof(struct hold, lease));
+
+    hold_report_lost(h, l->reason);
+    hold_drop(h);
 }
 
 static void waiter_acquired(const struct redlock_result *res, void *arg);
 
-/* The hand-over round ended: answer the releaser, then the waiter. */
+/* The release of an orphaned token ended: our own head may try now. */
+static void
+lock_orphan_done(const struct redlock_result *res, void *arg)
+{
+    struct lock_orphan *o = arg;
+    struct lock *lk;
+
+    if (res->confirmed > 0 && (lk = lock_find(o->name, o->name_len)) != NULL
+        && lk->holder == NULL) {
+        lock_wake_head(lk);
+    }
+    free(o);
+}
+
+void
+lock_abandon(const char *name, size_t name_len, const char *token)
+{
+    struct lock_orphan *o = malloc(sizeof(*o) + name_len);
+    char key[REDLOCK_DERIVED_MAX];
+    size_t plen = strlen(lock_conf->key_prefix), key_len;
+
+    if (o == NULL || plen + name_len > REDLOCK_KEY_MAX) {
+        free(o);
+        log_error("lock %.*s: cannot release an undelivered grant; it expires by its ttl",
+                  (int)name_len, name);
+        return;
+    }
+    o->name_len = name_len;
+    memcpy(o->name, name, name_len);
+    key_len = lock_key_write(key, name, name_len);
+    if (redlock_release(key, key_len, token, true, lock_orphan_done, o) != 0) {
+        free(o);
+        log_error("lock %.*s: out of memory releasing an undelivered grant; it expires "
+                  "by its ttl", (int)name_len, name);
+    }
+}
+
+/*
+ * The hand-over round ended: answer the releaser (OK only where a
+ * quorum still held its token and swapped it), then the waiter.
+ */
 static void
 lock_handover_done(const struct redlock_result *res, void *arg)
 {
     struct lock_handover *ho = arg;
     struct waiter *w = ho->waiter;
+    struct redlock_result rel = *res;
 
     /* Masters that missed the round may still hold the old token. */
     redlock_release(w->key, w->key_len, ho->old_token, false, NULL, NULL);
-    if (res->outcome == REDLOCK_GRANTED) {
+    rel.confirmed = res->swapped;
+    rel.outcome = redlock_release_verdict(res->answered, res->swapped, master_count());
+    if (res->outcome == REDLOCK_GRANTED && rel.outcome == REDLOCK_RELEASED) {
         stats.handovers++;
     }
     if (ho->op != NULL) {
-        struct redlock_result rel = *res;
-
-        /* Every master that answered dropped the old token. */
-        rel.outcome = res->answered >= redlock_quorum(master_count())
-                      ? REDLOCK_RELEASED : REDLOCK_NOQUORUM;
         lock_unlock_done(&rel, ho->op);
     }
     free(ho);
@@ -381,15 +462,15 @@ lock_handover_done(const struct redlock_result *res, void *arg)
 }
 
 /*
- * Give up a lease (UNLOCK to zero, or its session closed): hand it over
+ * Give up a hold (UNLOCK to zero, or its session closed): hand it over
  * to the head waiter when there is one and the daemon is not stopping,
  * else compare-and-delete it on every master.  op, when not NULL, is
- * the UNLOCK to answer once the masters did.  Frees the lease.
+ * the UNLOCK to answer once the masters did.  Frees the hold.
  */
 static void
-lease_give_up(struct lease *l, struct lock_op *op)
+hold_give_up(struct hold *h, struct lock_op *op)
 {
-    struct lock *lk = l->lock;
+    struct lock *lk = h->lock;
     struct waiter *w = lock_stopping ? NULL : lock_head(lk);
     struct lock_handover *ho = NULL;
     int64_t t = lock_conf->node_timeout_ms * 1000;
@@ -398,7 +479,7 @@ lease_give_up(struct lease *l, struct lock_op *op)
         /* End of this daemon's turn: let another daemon's head in first. */
         stats.yields++;
         lk->yield_until_us = util_now_us() + t / 2 + util_random(t / 2);
-        memcpy(lk->yield_token, l->token, UTIL_TOKEN_HEX);
+        memcpy(lk->yield_token, h->lease.token, UTIL_TOKEN_HEX);
         w = NULL;
     } else if (lk->turn_left > 0) {
         lk->turn_left--;
@@ -406,21 +487,21 @@ lease_give_up(struct lease *l, struct lock_op *op)
     if (w != NULL && !w->in_round && (ho = malloc(sizeof(*ho))) != NULL) {
         ho->waiter = w;
         ho->op = op;
-        memcpy(ho->old_token, l->token, sizeof(ho->old_token));
+        memcpy(ho->old_token, h->lease.token, sizeof(ho->old_token));
         event_del(&w->retry);
         w->in_round = true;
         w->handover = true;
-        if (redlock_acquire(lk->key, lk->key_len, w->token, w->ttl_ms, l->token,
+        if (redlock_acquire(lk->key, lk->key_len, w->token, w->ttl_ms, h->lease.token,
                             w->fence, lock_handover_done, ho) == 0) {
             stats.releases++;
-            lease_drop(l);
+            hold_drop(h);
             return;
         }
         w->in_round = false;
         w->handover = false;
         free(ho);
     }
-    if (redlock_release(lk->key, lk->key_len, l->token, true,
+    if (redlock_release(lk->key, lk->key_len, h->lease.token, true,
                         op != NULL ? lock_unlock_done : NULL, op) != 0) {
         log_error("lock %s: out of memory releasing; it expires by its ttl", lk->key);
         if (op != NULL) {
@@ -429,51 +510,13 @@ lease_give_up(struct lease *l, struct lock_op *op)
             memset(&res, 0, sizeof(res));
             res.outcome = LOCK_FAILED;
             res.error = "out of memory; the lock expires by its ttl";
-            lease_drop(l);
+            hold_drop(h);
             lock_op_finish(op, &res);
             return;
         }
     }
     stats.releases++;
-    lease_drop(l);
-}
-
-/* Drop a lease and release it (or hand it over) on every master. */
-static void
-lease_release(struct lease *l)
-{
-    lease_give_up(l, NULL);
-}
-
-void
-lock_lost(struct lease *l, const char *reason)
-{
-    struct lock_client *c = l->client;
-    char name[PROTO_NAME_MAX * 4 + 1];
-    int64_t left_ms;
-
-    stats.locks_lost++;
-    if (strcmp(reason, "renew") == 0) {
-        stats.locks_lost_renew++;
-    } else if (strcmp(reason, "quorum") == 0) {
-        stats.locks_lost_quorum++;
-    }
-    log_warn("lock %s: lost (%s)",
-             proto_escape(name, sizeof(name), l->lock->name, l->lock->name_len), reason);
-    c->lost(c, l->lock->name, l->lock->name_len, reason);
-    /*
-     * Not deleted from the masters: the keys expire at the end of the
-     * validity, so a holder that has not read LOST yet keeps its window.
-     * A renewal that failed may have pushed them further on the masters
-     * that still answered; bring them back to that end (plus drift, for
-     * masters whose clocks run fast), so the name is free again then.
-     */
-    left_ms = (l->validity_end_us - util_now_us()) / 1000;
-    left_ms += redlock_drift_us(left_ms > 0 ? left_ms : 0, lock_conf->drift_factor) / 1000;
-    if (redlock_expire_by(l->lock->key, l->lock->key_len, l->token, left_ms) != 0) {
-        log_warn("lock %s: out of memory; its keys expire at their own time", name);
-    }
-    lease_drop(l);
+    hold_drop(h);
 }
 
 /* Detach a waiter from its entry (the entry may be freed). */
@@ -506,6 +549,7 @@ waiter_free(struct waiter *w)
 {
     waiter_unqueue(w);
     event_del(&w->retry);
+    free(w->noquorum);
     free(w);
 }
 
@@ -524,8 +568,13 @@ waiter_finish(struct waiter *w, enum lock_outcome outcome, int64_t ttl_ms,
     struct lock_client *c = w->client;
     struct lock_result res;
     char name[PROTO_NAME_MAX];
+    char *owned = NULL;
 
     /* Free first: done may start the client's next operation. */
+    if (error != NULL && error == w->noquorum) {
+        owned = w->noquorum;        /* the text outlives the waiter */
+        w->noquorum = NULL;
+    }
     memset(&res, 0, sizeof(res));
     res.outcome = outcome;
     res.name_len = w->key_len - w->name_off;
@@ -536,6 +585,7 @@ waiter_finish(struct waiter *w, enum lock_outcome outcome, int64_t ttl_ms,
     c->waiter = NULL;
     waiter_free(w);
     c->done(c, &res);
+    free(owned);
 }
 
 /*
@@ -579,6 +629,54 @@ waiter_wait(struct waiter *w, int64_t now)
 }
 
 /*
+ * A LOCK that may still wait met NOQUORUM: keep the text for the answer
+ * at its deadline and retry with a jittered exponential backoff, from
+ * lock.retry_delay_ms doubling to LOCK_BACKOFF_MAX_US (masters that
+ * restart come back within it).
+ */
+static void
+waiter_backoff(struct waiter *w, const char *error, int64_t now)
+{
+    char *copy = strdup(error);
+    int64_t delay;
+    struct timeval tv;
+
+    if (copy != NULL) {
+        free(w->noquorum);
+        w->noquorum = copy;
+    }
+    if (w->backoff_us == 0) {
+        w->backoff_us = lock_conf->retry_delay_ms * 1000;
+    } else if (w->backoff_us < LOCK_BACKOFF_MAX_US) {
+        w->backoff_us *= 2;
+    }
+    if (w->backoff_us > LOCK_BACKOFF_MAX_US) {
+        w->backoff_us = LOCK_BACKOFF_MAX_US;
+    }
+    delay = w->backoff_us / 2 + util_random(w->backoff_us / 2 + 1);
+    if (now + delay > w->deadline_us) {
+        delay = w->deadline_us - now;
+    }
+    tv.tv_sec = (time_t)(delay / 1000000);
+    tv.tv_usec = (suseconds_t)(delay % 1000000);
+    event_add(&w->retry, &tv);
+}
+
+/* The waiter's wait= ran out: NOQUORUM when its last attempt lacked a quorum, else TIMEOUT. */
+static void
+waiter_expired(struct waiter *w)
+{
+    waiter_observe(w);
+    if (w->noquorum != NULL) {
+        stats.acquire_noquorum++;
+        waiter_finish(w, LOCK_NOQUORUM, 0, w->noquorum);
+        return;
+    }
+    stats.acquire_timeout++;
+    waiter_finish(w, LOCK_TIMEOUT, 0, NULL);
+}
+
+/*
  * The waiter's timer: a retry after BUSY, a wake-up (it became head, or
  * the local holder let go), or its wait= deadline.  Only the head asks
  * the masters, and only when no session of this daemon holds the name
@@ -596,9 +694,7 @@ waiter_timer_cb(evutil_socket_t fd, short what, void *arg)
         return;
     }
     if (now >= w->deadline_us) {
-        stats.acquire_timeout++;
-        waiter_observe(w);
-        waiter_finish(w, LOCK_TIMEOUT, 0, NULL);
+        waiter_expired(w);
         return;
     }
     if (w == lock_head(w->lock) && w->lock->holder == NULL && now < w->lock->yield_until_us) {
@@ -628,7 +724,7 @@ waiter_grant(struct waiter *w, const struct redlock_result *res)
     struct lock *lk = w->lock;
     struct lock_client *c = w->client;
     struct lock_result out;
-    struct lease *l;
+    struct hold *h;
 
     stats.acquire_ok++;
     if (res->fence > 0) {
@@ -656,8 +752,8 @@ waiter_grant(struct waiter *w, const struct redlock_result *res)
         c->done(c, &out);
         return;
     }
-    l = calloc(1, sizeof(*l));
-    if (l == NULL) {
+    h = calloc(1, sizeof(*h));
+    if (h == NULL) {
         stats.acquire_ok--;
         redlock_release(w->key, w->key_len, w->token, false, NULL, NULL);
         waiter_finish(w, LOCK_FAILED, 0, "out of memory");
@@ -671,7 +767,7 @@ waiter_grant(struct waiter *w, const struct redlock_result *res)
          */
         log_warn("lock %s: granted again while held here; the older lease is lost",
                  lk->key);
-        lock_lost(lk->holder, "quorum");
+        hold_lost(lk->holder, LEASE_REASON_QUORUM);
     }
     /* Our own subscription counts while this name has one. */
     lk->remote = res->subscribers > (lk->watched ? 1u : 0u);
@@ -679,26 +775,24 @@ waiter_grant(struct waiter *w, const struct redlock_result *res)
         /* A new turn: one hand-over for each session queued behind. */
         lk->turn_left = lk->nqueued > 0 && !w->immediate ? lk->nqueued - 1 : lk->nqueued;
     }
-    l->lock = lk;
-    l->client = c;
-    memcpy(l->token, w->token, sizeof(l->token));
-    l->ttl_ms = w->ttl_ms;
-    l->fence = res->fence;
-    l->validity_end_us = res->validity_end_us;
-    l->holds = 1;
-    lk->holder = l;
-    TAILQ_INSERT_TAIL(&c->leases, l, client_link);
-    c->nleases++;
-    lock_nheld++;
-    if (watchdog_add(l, res->start_us) != 0) {
+    if (lease_start(&h->lease, lk->key, lk->key_len, w->token, w->ttl_ms, res->fence,
+                    res->start_us, res->validity_end_us) != 0) {
         /* A lease nobody would renew or report lost must not be granted. */
+        free(h);
         stats.acquire_ok--;
-        lease_release(l);
+        redlock_release(w->key, w->key_len, w->token, true, NULL, NULL);
         waiter_finish(w, LOCK_FAILED, 0, "out of memory");
         return;
     }
+    h->lock = lk;
+    h->client = c;
+    h->holds = 1;
+    lk->holder = h;
+    TAILQ_INSERT_TAIL(&c->holds, h, client_link);
+    c->nholds++;
+    lock_nheld++;
     out.holds = 1;
-    out.validity_ms = (l->validity_end_us - util_now_us()) / 1000;
+    out.validity_ms = lease_validity_left_ms(&h->lease, util_now_us());
     waiter_observe(w);
     c->waiter = NULL;
     waiter_free(w);
@@ -709,13 +803,19 @@ static void
 waiter_acquired(const struct redlock_result *res, void *arg)
 {
     struct waiter *w = arg;
-    int64_t now = util_now_us(), delay, min_left;
+    int64_t now = util_now_us(), delay;
     bool woken = w->woken;
 
     w->in_round = false;
     w->woken = false;
     if (w->cancelled) {
-        redlock_release(w->key, w->key_len, w->token, false, NULL, NULL);
+        /*
+         * Granted or not, nobody takes it now: release it where it may
+         * have landed, announced, and wake our own next head when done
+         * (a grant made during a hand-over must not stall the next
+         * waiter for the whole ttl).
+         */
+        lock_abandon(w->key + w->name_off, w->key_len - w->name_off, w->token);
         waiter_finish(w, LOCK_CANCELLED, 0, NULL);
         return;
     }
@@ -724,25 +824,26 @@ waiter_acquired(const struct redlock_result *res, void *arg)
         waiter_finish(w, LOCK_SHUTDOWN, 0, "the daemon is stopping");
         return;
     }
-    /*
-     * "A reply saying OK is true when it is sent": validity must remain.
-     * A fenced grant needs a round's length of it: a later grant's round
-     * may have begun up to node_timeout before this lease's keys expired,
-     * and its counters must all be incremented after the write-back.
-     */
-    min_left = res->fence > 0 ? lock_conf->node_timeout_ms * 1000 : 1000;
-    if (res->outcome == REDLOCK_GRANTED && res->validity_end_us > now + min_left) {
+    /* GRANTED has validity left (redlock.h; a late grant is LATE). */
+    if (res->outcome == REDLOCK_GRANTED) {
         waiter_grant(w, res);
         return;
     }
     /* Not granted: release everywhere, a set may have landed late. */
     redlock_release(w->key, w->key_len, w->token, false, NULL, NULL);
     if (res->outcome == REDLOCK_NOQUORUM) {
-        stats.acquire_noquorum++;
-        waiter_observe(w);
-        waiter_finish(w, LOCK_NOQUORUM, 0, res->error);
+        if (w->immediate || now >= w->deadline_us) {
+            stats.acquire_noquorum++;
+            waiter_observe(w);
+            waiter_finish(w, LOCK_NOQUORUM, 0, res->error);
+            return;
+        }
+        waiter_backoff(w, res->error, now);
         return;
     }
+    free(w->noquorum);      /* this attempt had a quorum of answers */
+    w->noquorum = NULL;
+    w->backoff_us = 0;
     if (w->trylock) {
         stats.acquire_busy++;
         waiter_observe(w);
@@ -750,9 +851,7 @@ waiter_acquired(const struct redlock_result *res, void *arg)
         return;
     }
     if (now >= w->deadline_us) {
-        stats.acquire_timeout++;
-        waiter_observe(w);
-        waiter_finish(w, LOCK_TIMEOUT, 0, NULL);
+        waiter_expired(w);
         return;
     }
     /*
@@ -813,15 +912,14 @@ lock_acquire(struct lock_client *c, const char *name, size_t name_len,
     }
     lk = lock_find(name, name_len);
     if (lk != NULL && lk->holder != NULL && lk->holder->client == c
-        && !watchdog_valid(lk->holder, util_now_us())) {
-        /* Its validity ran out before the watchdog said so: lost, not re-entered. */
-        lock_lost(lk->holder, lk->holder->quorum_trouble ? "quorum" : "renew");
+        && !lease_check(&lk->holder->lease, util_now_us())) {
+        /* Its validity ran out before the timer said so: lost (reported), not re-entered. */
         lk = lock_find(name, name_len);
     }
     if (!req->lease_mode && lk != NULL && lk->holder != NULL && lk->holder->client == c) {
         struct lock_result res;
 
-        if (req->fence && lk->holder->fence == 0) {
+        if (req->fence && lk->holder->lease.fence == 0) {
             lock_reply(c, LOCK_CONFLICT, name, name_len,
                        "this session holds the lock without a fence; a re-entrant LOCK "
                        "cannot add one (UNLOCK it first)");
@@ -836,14 +934,14 @@ lock_acquire(struct lock_client *c, const char *name, size_t name_len,
         res.name = name;
         res.name_len = name_len;
         res.holds = lk->holder->holds;
-        res.fence = lk->holder->fence;
-        res.validity_ms = (lk->holder->validity_end_us - util_now_us()) / 1000;
+        res.fence = lk->holder->lease.fence;
+        res.validity_ms = lease_validity_left_ms(&lk->holder->lease, util_now_us());
         c->done(c, &res);
         return;
     }
-    if (!req->lease_mode && (int64_t)c->nleases >= lock_conf->max_locks_per_client) {
+    if (!req->lease_mode && (int64_t)c->nholds >= lock_conf->max_locks_per_client) {
         snprintf(limit, sizeof(limit), "this session holds %zu locks (limits.max_locks_per_client)",
-                 c->nleases);
+                 c->nholds);
         lock_reply(c, LOCK_LIMIT, name, name_len, limit);
         return;
     }
@@ -871,9 +969,11 @@ lock_acquire(struct lock_client *c, const char *name, size_t name_len,
     w->trylock = req->trylock;
     w->lease_mode = req->lease_mode;
     w->fence = req->fence || lock_conf->fence == CONF_FENCE_ALWAYS;
-    w->immediate = req->wait_ms == 0;
+    /* A client whose input ended cannot wait: one attempt (lock_client_drain). */
+    w->immediate = req->wait_ms == 0 || c->draining;
     w->start_us = start_us;
-    w->deadline_us = req->wait_ms < 0 ? INT64_MAX : util_now_us() + req->wait_ms * 1000;
+    w->deadline_us = w->immediate ? start_us
+                     : req->wait_ms < 0 ? INT64_MAX : start_us + req->wait_ms * 1000;
     evtimer_assign(&w->retry, lock_base, waiter_timer_cb, w);
     TAILQ_INSERT_TAIL(&lk->waiters, w, link);
     lk->nwaiters++;
@@ -934,15 +1034,32 @@ lock_unlock_done(const struct redlock_result *rr, void *arg)
     struct lock *lk;
 
     memset(&res, 0, sizeof(res));
-    if (rr->outcome != REDLOCK_RELEASED) {
-        res.outcome = LOCK_NOQUORUM;
-        res.error = rr->error;
-    } else if (op->by_token && rr->confirmed == 0) {
-        res.outcome = LOCK_NOTHELD;     /* no master held that token */
-    } else {
+    switch (rr->outcome) {
+    case REDLOCK_RELEASED:
         res.outcome = LOCK_OK;
         res.holds = 0;
         res.mode = op->by_token ? LOCK_MODE_LEASE : LOCK_MODE_UNKNOWN;
+        break;
+    case REDLOCK_GONE:
+        /*
+         * A quorum answered, but fewer than a quorum still held the
+         * token: whatever the client did since the keys went (evicted,
+         * flushed, a master restarted) was not under the lock.  A
+         * session's hold is reported lost before the answer.
+         */
+        if (!op->by_token) {
+            lease_note_lost(LEASE_REASON_GONE);
+            log_warn("lock %s: lost (gone): %zu of %zu masters still held it at UNLOCK",
+                     op->key, rr->confirmed, master_count());
+            op->client->lost(op->client, op->key + op->name_off, op->key_len - op->name_off,
+                             lease_reason_name(LEASE_REASON_GONE));
+        }
+        res.outcome = LOCK_NOTHELD;
+        break;
+    default:
+        res.outcome = LOCK_NOQUORUM;
+        res.error = rr->error;
+        break;
     }
     if (op->by_token && rr->confirmed > 0) {
         /* Our own waiters need not wait for the announcement. */
@@ -972,7 +1089,7 @@ void
 lock_release(struct lock_client *c, const char *name, size_t name_len, const char *token)
 {
     struct lock *lk;
-    struct lease *l;
+    struct hold *l;
     struct lock_op *op;
     struct lock_result res;
 
@@ -989,6 +1106,9 @@ lock_release(struct lock_client *c, const char *name, size_t name_len, const cha
     }
     lk = lock_find(name, name_len);
     l = lk != NULL ? lk->holder : NULL;
+    if (l != NULL && l->client == c && !lease_check(&l->lease, util_now_us())) {
+        l = NULL;       /* its validity ran out: reported lost just now */
+    }
     if (l == NULL || l->client != c) {
         lock_reply(c, LOCK_NOTHELD, name, name_len, NULL);
         return;
@@ -1005,12 +1125,12 @@ lock_release(struct lock_client *c, const char *name, size_t name_len, const cha
     }
     op = lock_op_new(c, name, name_len);
     if (op == NULL) {
-        lease_drop(l);
+        hold_drop(l);
         lock_reply(c, LOCK_FAILED, name, name_len,
                    "out of memory; the lock expires by its ttl");
         return;
     }
-    lease_give_up(l, op);
+    hold_give_up(l, op);
 }
 
 static void
@@ -1030,9 +1150,14 @@ lock_extend_done(const struct redlock_result *rr, void *arg)
     case REDLOCK_NOTHELD:
         stats.extends_notheld++;
         res.outcome = LOCK_NOTHELD;
-        if (rr->confirmed > 0) {
-            /* A minority, or a quorum too late: not a lock; let it go now. */
-            redlock_release(op->key, op->key_len, op->token, true, NULL, NULL);
+        /*
+         * Not a lock (a minority, or a quorum too late).  Masters that
+         * answered after the decision may have extended it too: delete
+         * the token everywhere, so that NOTHELD leaves nothing behind.
+         */
+        if (redlock_release(op->key, op->key_len, op->token, true, NULL, NULL) != 0) {
+            log_warn("lock %s: out of memory releasing after EXTEND; its keys expire "
+                     "by their ttl", op->key);
         }
         break;
     default:
@@ -1104,8 +1229,8 @@ lock_status(struct lock_client *c, const char *name, size_t name_len, const char
         op = lock_op_new(c, name, name_len);
         if (op != NULL && lk != NULL && lk->holder != NULL && lk->holder->client == c) {
             op->holder_self = true;
-            op->fence = lk->holder->fence;
-            memcpy(op->token, lk->holder->token, sizeof(op->token));
+            op->fence = lk->holder->lease.fence;
+            memcpy(op->token, lk->holder->lease.token, sizeof(op->token));
         }
     }
     if (op == NULL || redlock_status(op->key, op->key_len,
@@ -1118,38 +1243,52 @@ lock_status(struct lock_client *c, const char *name, size_t name_len, const char
 }
 
 void
+lock_client_drain(struct lock_client *c)
+{
+    struct waiter *w = c->waiter;
+
+    c->draining = true;
+    if (w != NULL && !w->cancelled) {
+        /* Its deadline is now: answered by its timer, or when its round ends. */
+        w->deadline_us = util_now_us();
+        if (!w->in_round) {
+            event_active(&w->retry, EV_TIMEOUT, 0);
+        }
+    }
+}
+
+void
 lock_client_close(struct lock_client *c)
 {
-    struct lease *l;
+    struct hold *h;
     struct waiter *w = c->waiter;
 
     c->closed = true;
-    while ((l = TAILQ_FIRST(&c->leases)) != NULL) {
-        lease_release(l);
+    /* The waiter first: a released lock must not go to our own dying waiter. */
+    if (w != NULL) {
+        w->cancelled = true;
+        waiter_unqueue(w);
+        if (!w->in_round) {
+            waiter_finish(w, LOCK_CANCELLED, 0, NULL);
+        }
+        /* Otherwise answered (LOCK_CANCELLED) when its round ends. */
     }
-    if (w == NULL) {
-        return;
+    while ((h = TAILQ_FIRST(&c->holds)) != NULL) {
+        hold_give_up(h, NULL);
     }
-    w->cancelled = true;
-    waiter_unqueue(w);
-    if (!w->in_round) {
-        waiter_finish(w, LOCK_CANCELLED, 0, NULL);
-    }
-    /* Otherwise answered (LOCK_CANCELLED) when its round ends. */
 }
 
 void
 lock_client_shutdown(struct lock_client *c)
 {
-    struct lease *l;
+    struct hold *h;
     struct waiter *w = c->waiter;
 
-    while ((l = TAILQ_FIRST(&c->leases)) != NULL) {
-        stats.locks_lost++;
-        stats.locks_lost_shutdown++;
+    while ((h = TAILQ_FIRST(&c->holds)) != NULL) {
         /* Tell the holder first, then delete: it must stop before others start. */
-        c->lost(c, l->lock->name, l->lock->name_len, "shutdown");
-        lease_release(l);
+        lease_lose(&h->lease, LEASE_REASON_SHUTDOWN);
+        hold_report_lost(h, LEASE_REASON_SHUTDOWN);
+        hold_give_up(h, NULL);
     }
     if (w != NULL && !w->in_round) {
         waiter_finish(w, LOCK_SHUTDOWN, 0, "the daemon is stopping");

@@ -25,7 +25,6 @@ struct event_base;
 struct conf;
 struct lock;
 struct waiter;
-struct watchdog_batch;
 
 /* What an operation came to. */
 enum lock_outcome {
@@ -75,35 +74,19 @@ typedef void (*lock_done_fn)(struct lock_client *c, const struct lock_result *re
 typedef void (*lock_lost_fn)(struct lock_client *c, const char *name, size_t name_len,
                              const char *reason);
 
-/* A lease: a lock this daemon holds on a quorum of masters. */
-struct lease {
-    struct lock        *lock;           /* the name's entry */
-    struct lock_client *client;         /* the session that holds it */
-    TAILQ_ENTRY(lease)  client_link;    /* in client->leases */
-    char                token[UTIL_TOKEN_HEX + 1]; /* value on the masters */
-    int64_t             ttl_ms;         /* lease written to the masters */
-    int64_t             fence;          /* fencing token of the grant, 0 if none */
-    int64_t             validity_end_us;/* monotonic end of validity */
-    unsigned            holds;          /* re-entrant count, >= 1 */
-    /* Watchdog state, owned by daemon/watchdog.c. */
-    size_t              heap_index;     /* position in the heap */
-    int64_t             due_us;         /* heap key */
-    int64_t             renew_at_us;    /* next renewal */
-    struct watchdog_batch *batch;       /* renewal in flight, or NULL */
-    size_t              batch_slot;     /* index in batch */
-    bool                quorum_trouble; /* last renewal lacked a quorum */
-};
+struct hold;
 
-TAILQ_HEAD(lease_list, lease);
+TAILQ_HEAD(hold_list, hold);
 
 /* The lock side of a session; embedded in struct session. */
 struct lock_client {
     lock_done_fn        done;       /* operation results */
     lock_lost_fn        lost;       /* a held lease is gone */
-    struct lease_list   leases;     /* held leases, owned by lock.c */
-    size_t              nleases;    /* entries in leases */
+    struct hold_list    holds;      /* session-mode holds, owned by lock.c */
+    size_t              nholds;     /* entries in holds */
     struct waiter      *waiter;     /* pending LOCK, owned by lock.c */
     bool                closed;     /* lock_client_close() was called */
+    bool                draining;   /* lock_client_drain() was called */
 };
 
 /*
@@ -142,8 +125,11 @@ void lock_acquire(struct lock_client *c, const char *name, size_t name_len,
  * UNLOCK name.  token NULL: the client's own session-mode hold, which is
  * decremented, or released (or handed over) on the masters at zero.
  * token (UTIL_TOKEN_HEX bytes): compare-and-delete that token on every
- * master, from any client: LOCK_OK when some master deleted it and a
- * quorum answered, LOCK_NOTHELD when a quorum answered and none held it.
+ * master, from any client.  Either way LOCK_OK only when a quorum
+ * confirmed the delete (or, for a hand-over, the swap) of the token;
+ * when a quorum answered but fewer held the token, a session-mode hold
+ * is reported lost first (client->lost, reason gone) and the answer is
+ * LOCK_NOTHELD; when fewer than a quorum answered, LOCK_NOQUORUM.
  */
 void lock_release(struct lock_client *c, const char *name, size_t name_len,
                   const char *token);
@@ -151,8 +137,9 @@ void lock_release(struct lock_client *c, const char *name, size_t name_len,
 /*
  * EXTEND name token ttl: set the lease of the lock that holds token to
  * ttl_ms on every master (never re-creating a key): LOCK_OK with the new
- * validity, LOCK_NOTHELD (token NULL, wrong, expired, or confirmed too
- * late; whatever a minority still held is released), or LOCK_NOQUORUM.
+ * validity, LOCK_NOTHELD (token wrong, expired, or confirmed too late;
+ * the token is then compare-and-deleted on every master, so no minority
+ * keeps it), or LOCK_NOQUORUM.  token is UTIL_TOKEN_HEX bytes.
  */
 void lock_extend(struct lock_client *c, const char *name, size_t name_len,
                  const char *token, int64_t ttl_ms);
@@ -174,8 +161,28 @@ void lock_status(struct lock_client *c, const char *name, size_t name_len,
 void lock_released(const char *key, size_t key_len, const char *token, size_t token_len);
 
 /*
- * The client's connection closed: release every lease on the masters at
- * once and cancel a pending LOCK.  An operation in flight still ends
+ * The client's input ended (it half-closed, or closed): it will send no
+ * more requests, so nothing can be waited for on its behalf.  A pending
+ * LOCK stops waiting: it is answered after its attempt in flight, if
+ * any (OK when that grants, else TIMEOUT, or NOQUORUM when its last
+ * attempt lacked a quorum), and every later LOCK makes one attempt only,
+ * as with wait=0.  The client still holds its locks until
+ * lock_client_close().
+ */
+void lock_client_drain(struct lock_client *c);
+
+/*
+ * A lease-mode grant whose OK could not be delivered (its connection
+ * closed first): nobody knows the token, so compare-and-delete it on
+ * every master now (announced; this daemon's waiters on the name are
+ * woken when it is done).  token is UTIL_TOKEN_HEX bytes.
+ */
+void lock_abandon(const char *name, size_t name_len, const char *token);
+
+/*
+ * The client's connection closed: cancel a pending LOCK (first, so that
+ * a released lock is never handed to the client's own dying waiter),
+ * then release every lease on the masters at once.  An operation in flight still ends
  * with one call of done (LOCK_CANCELLED, or the result of an UNLOCK or
  * STATUS round), possibly during this call: the client must stay
  * allocated until then.
@@ -192,17 +199,8 @@ void lock_client_shutdown(struct lock_client *c);
 /* Refuse new operations from now on (LOCK_SHUTDOWN). */
 void lock_set_shutdown(void);
 
-/* The watchdog lost a lease (validity ended or not ours any more). */
-void lock_lost(struct lease *l, const char *reason);
-
 /* Counters for STATS. */
 size_t lock_count_held(void);
 size_t lock_count_waiters(void);
-
-/* The name of a lease's lock, for logs and pushes. */
-const char *lock_lease_name(const struct lease *l, size_t *len);
-
-/* The full Redis key of a lease. */
-const char *lock_lease_key(const struct lease *l, size_t *len);
 
 #endif /* REDLOCKD_LOCK_H */

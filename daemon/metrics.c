@@ -294,9 +294,13 @@ metrics_write(struct evbuffer *out)
     metrics_labelled(out, "redlockd_renewals_total", "result", "ok", stats.renewals_ok);
     metrics_labelled(out, "redlockd_renewals_total", "result", "failed",
                      stats.renewals_failed);
+    metrics_one(out, "redlockd_keys_restored_total", "counter",
+                "Lock keys put back on a master that had lost them, while a quorum held "
+                "the lease.", stats.keys_restored);
     metrics_family(out, lost, "counter", "! LOST lines sent, by reason.");
     metrics_labelled(out, lost, "reason", "renew", stats.locks_lost_renew);
     metrics_labelled(out, lost, "reason", "quorum", stats.locks_lost_quorum);
+    metrics_labelled(out, lost, "reason", "gone", stats.locks_lost_gone);
     metrics_labelled(out, lost, "reason", "shutdown", stats.locks_lost_shutdown);
     metrics_family(out, "redlockd_extends_total", "counter", "EXTEND requests by answer.");
     metrics_labelled(out, "redlockd_extends_total", "result", "ok", stats.extends_ok);

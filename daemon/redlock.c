@@ -10,6 +10,7 @@
 #include "daemon/master.h"
 #include "daemon/redlock.h"
 #include "daemon/round.h"
+#include "daemon/stats.h"
 #include "daemon/util.h"
 
 /*
@@ -22,22 +23,25 @@
  * that still holds that token is given the new token in the same step,
  * so that it is never free for an outsider in between.
  *
- * A grant answers {v, n}: v is 1, or with KEYS[2] (the name's fence
+ * A grant answers {v, n, b}: v is 1, or with KEYS[2] (the name's fence
  * counter, INCRed by the grant) the counter's new value; n is how many
  * clients are subscribed to ARGV[3], the name's release channel, which
- * tells the daemon whether other daemons are waiting.  A counter that is
+ * tells the daemon whether other daemons are waiting; b is the branch
+ * that granted (enum redlock_branch: 1 set on a free key, 2 swapped from
+ * ARGV[4], 3 ours already), so that a hand-over's releaser learns where
+ * its own token was really there to hand over.  A counter that is
  * not an integer undoes the grant and answers an error naming the key.
  */
 static const char redlock_acquire_lua[] =
     "local granted = false\n"
     "if ARGV[4] and redis.pcall('GET', KEYS[1]) == ARGV[4] then\n"
     "  redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2])\n"
-    "  granted = true\n"
+    "  granted = 2\n"
     "elseif redis.call('SET', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[2]) then\n"
-    "  granted = true\n"
+    "  granted = 1\n"
     "elseif redis.pcall('GET', KEYS[1]) == ARGV[1] then\n"
     "  redis.call('PEXPIRE', KEYS[1], ARGV[2])\n"
-    "  granted = true\n"
+    "  granted = 3\n"
     "end\n"
     "if not granted then\n"
     "  return {redis.call('PTTL', KEYS[1])}\n"
@@ -50,7 +54,7 @@ static const char redlock_acquire_lua[] =
     "    return redis.error_reply('fence counter ' .. KEYS[2] .. ' is not an integer')\n"
     "  end\n"
     "end\n"
-    "return {v, redis.call('PUBSUB', 'NUMSUB', ARGV[3])[2]}\n";
+    "return {v, redis.call('PUBSUB', 'NUMSUB', ARGV[3])[2], granted}\n";
 
 /*
  * Fence write-back: raise the counter to ARGV[1] unless it is higher
@@ -103,18 +107,39 @@ static const char redlock_release_lua[] =
     "end\n"
     "return 0\n";
 
-/* Extend n keys: compare-and-PEXPIRE each; never SET. */
+/*
+ * Extend n keys: compare-and-PEXPIRE each; never SET.  Per key: 1
+ * extended, 0 someone else's value, 2 no such key (a master that lost
+ * it, for redlock_restore).
+ */
 static const char redlock_extend_lua[] =
     "local out = {}\n"
     "for i = 1, #KEYS do\n"
-    "  if redis.pcall('GET', KEYS[i]) == ARGV[2 * i - 1] then\n"
+    "  local v = redis.pcall('GET', KEYS[i])\n"
+    "  if v == ARGV[2 * i - 1] then\n"
     "    redis.call('PEXPIRE', KEYS[i], ARGV[2 * i])\n"
     "    out[i] = 1\n"
+    "  elseif v == false then\n"
+    "    out[i] = 2\n"
     "  else\n"
     "    out[i] = 0\n"
     "  end\n"
     "end\n"
     "return out\n";
+
+/*
+ * Restore: put keys back where a master lost them, only where absent,
+ * each with its own expiry: KEYS[i] gets ARGV[2i-1] for ARGV[2i] ms.
+ * Answers how many were set.
+ */
+static const char redlock_restore_lua[] =
+    "local n = 0\n"
+    "for i = 1, #KEYS do\n"
+    "  if redis.call('SET', KEYS[i], ARGV[2 * i - 1], 'NX', 'PX', ARGV[2 * i]) then\n"
+    "    n = n + 1\n"
+    "  end\n"
+    "end\n"
+    "return n\n";
 
 /* Status: {pttl, 1 if the value is our token}; pttl -2 when absent. */
 static const char redlock_status_lua[] =
@@ -128,7 +153,7 @@ static const char redlock_status_lua[] =
     "return {pttl, 0}\n";
 
 static int    script_acquire, script_release, script_extend, script_status;
-static int    script_fence, script_extend_one;
+static int    script_fence, script_extend_one, script_restore;
 static double redlock_drift_factor = 0.01;
 
 static size_t redlock_derived(char *out, const char *key, size_t key_len,
@@ -141,10 +166,12 @@ struct redlock_op {
     void           *arg;            /* caller's argument */
     int64_t         ttl_ms;         /* acquire/extend: the lease asked for */
     size_t          yes;            /* masters that granted / confirmed */
+    size_t          swapped;        /* acquire: grants that swapped the old token */
     size_t          no;             /* extend: masters where it is not ours */
     size_t          nheld;          /* masters where someone else holds it */
     size_t          self;           /* status: masters holding our token */
     bool            fenced;         /* acquire: with a fencing counter */
+    bool            handover;       /* acquire: with an old token to swap */
     int64_t         fence;          /* acquire: largest counter among grants */
     int64_t         subscribers;    /* acquire: most release-channel subscribers seen */
     struct redlock_result res;      /* acquire: kept across the write-back */
@@ -158,9 +185,9 @@ struct redlock_extend_op {
     redlock_extend_fn cb;           /* caller's callback */
     void             *arg;          /* caller's argument */
     size_t            n;            /* items */
-    size_t            at_quorum;    /* items confirmed by a quorum so far */
     uint8_t          *confirmed;    /* per item */
     uint8_t          *denied;       /* per item */
+    uint16_t         *absent;       /* per item: masters without the key */
 };
 
 void
@@ -173,6 +200,7 @@ redlock_init(double drift_factor)
     script_status = master_script(redlock_status_lua);
     script_fence = master_script(redlock_fence_lua);
     script_extend_one = master_script(redlock_extend_one_lua);
+    script_restore = master_script(redlock_restore_lua);
 }
 
 /* A message on a channel: strip the suffix back to the lock's key. */
@@ -301,20 +329,27 @@ redlock_result_begin(struct redlock_result *res, struct round *r)
     res->answered = round_answered(r);
 }
 
-/* Read a grant {v, subscribers} (v == 1, or a fence >= 1 when fenced). */
+/*
+ * Read a grant {v, subscribers, branch} (v == 1, or a fence >= 1 when
+ * fenced; branch an enum redlock_branch).
+ */
 static bool
-redlock_grant_of(const struct master_reply *reply, bool fenced, int64_t *v, int64_t *subs)
+redlock_grant_of(const struct master_reply *reply, bool fenced, int64_t *v, int64_t *subs,
+                 int64_t *branch)
 {
-    const struct master_reply *e0, *e1;
+    const struct master_reply *e0, *e1, *e2;
 
-    if (master_reply_type(reply) != MASTER_REPLY_ARRAY || master_reply_elements(reply) != 2
+    if (master_reply_type(reply) != MASTER_REPLY_ARRAY || master_reply_elements(reply) != 3
         || master_reply_type(e0 = master_reply_element(reply, 0)) != MASTER_REPLY_INTEGER
-        || master_reply_type(e1 = master_reply_element(reply, 1)) != MASTER_REPLY_INTEGER) {
+        || master_reply_type(e1 = master_reply_element(reply, 1)) != MASTER_REPLY_INTEGER
+        || master_reply_type(e2 = master_reply_element(reply, 2)) != MASTER_REPLY_INTEGER) {
         return false;
     }
     *v = master_reply_integer(e0);
     *subs = master_reply_integer(e1);
-    return (fenced ? *v >= 1 : *v == 1) && *subs >= 0;
+    *branch = master_reply_integer(e2);
+    return (fenced ? *v >= 1 : *v == 1) && *subs >= 0
+           && *branch >= REDLOCK_BRANCH_SET && *branch <= REDLOCK_BRANCH_OURS;
 }
 
 /* Read an integer pttl out of a one-element array answer. */
@@ -341,10 +376,13 @@ redlock_acquire_reply(struct round *r, size_t i, const struct master_reply *repl
 {
     struct redlock_op *op = arg;
     size_t n = master_count(), q = redlock_quorum(n);
-    int64_t pttl, v, subs;
+    int64_t pttl, v, subs, branch;
 
-    if (redlock_grant_of(reply, op->fenced, &v, &subs)) {
+    if (redlock_grant_of(reply, op->fenced, &v, &subs, &branch)) {
         op->yes++;
+        if (branch == REDLOCK_BRANCH_SWAPPED) {
+            op->swapped++;
+        }
         if (op->fenced && v > op->fence) {
             op->fence = v;
         }
@@ -365,8 +403,13 @@ redlock_acquire_reply(struct round *r, size_t i, const struct master_reply *repl
         }
         return ROUND_CONTINUE;
     }
-    /* Decided: granted, or so many hold it that no quorum is possible. */
-    if (op->yes >= q || op->nheld > n - q) {
+    /*
+     * Decided: granted (for a hand-over, once a quorum swapped the old
+     * token, so the releaser learns whether its lease was still there;
+     * else at the end of the round), or so many hold it that no quorum
+     * is possible.
+     */
+    if ((op->yes >= q && (!op->handover || op->swapped >= q)) || op->nheld > n - q) {
         return ROUND_DECIDED;
     }
     return ROUND_CONTINUE;
@@ -393,6 +436,21 @@ redlock_fence_reply(struct round *r, size_t i, const struct master_reply *reply,
     return ++op->yes >= redlock_quorum(master_count()) ? ROUND_DECIDED : ROUND_CONTINUE;
 }
 
+/*
+ * "A reply saying OK is true when it is sent": a grant must still have
+ * validity left when it is reported; a fenced one a round deadline of
+ * it (see redlock_acquire in redlock.h).  Otherwise it is LATE.
+ */
+static void
+redlock_check_left(struct redlock_result *res)
+{
+    int64_t min_left = res->fence > 0 ? round_timeout_us() : 1000;
+
+    if (res->outcome == REDLOCK_GRANTED && res->validity_end_us <= util_now_us() + min_left) {
+        res->outcome = REDLOCK_LATE;
+    }
+}
+
 /* The write-back ended: the grant stands only if a majority has the fence. */
 static void
 redlock_fence_done(struct round *r, void *arg)
@@ -403,6 +461,7 @@ redlock_fence_done(struct round *r, void *arg)
 
     if (op->yes >= q) {
         op->res.fence = op->fence;
+        redlock_check_left(&op->res);
     } else {
         op->res.outcome = REDLOCK_NOQUORUM;
         used = snprintf(op->res.error, sizeof(op->res.error),
@@ -450,6 +509,7 @@ redlock_acquire_done(struct round *r, void *arg)
 
     redlock_result_begin(res, r);
     res->confirmed = op->yes;
+    res->swapped = op->swapped;
     res->subscribers = (size_t)op->subscribers;
     validity = redlock_validity_us(op->ttl_ms, round_end_us(r) - start,
                                    redlock_drift_factor);
@@ -470,6 +530,7 @@ redlock_acquire_done(struct round *r, void *arg)
         redlock_fence_write_back(op);
         return;
     }
+    redlock_check_left(res);
     op->cb(res, op->arg);
     redlock_op_free(op);
 }
@@ -506,6 +567,7 @@ redlock_acquire(const char *key, size_t key_len, const char *token, int64_t ttl_
         return -1;
     }
     op->fenced = fence;
+    op->handover = old_token != NULL;
     /* KEYS: the lock, then the counter when fenced. */
     args[n] = key;
     lens[n++] = key_len;
@@ -554,19 +616,27 @@ redlock_release_reply(struct round *r, size_t i, const struct master_reply *repl
     return ROUND_CONTINUE;
 }
 
+enum redlock_outcome
+redlock_release_verdict(size_t answered, size_t confirmed, size_t nmasters)
+{
+    size_t q = redlock_quorum(nmasters);
+
+    if (confirmed >= q) {
+        return REDLOCK_RELEASED;
+    }
+    return answered >= q ? REDLOCK_GONE : REDLOCK_NOQUORUM;
+}
+
 static void
 redlock_release_done(struct round *r, void *arg)
 {
     struct redlock_op *op = arg;
     struct redlock_result res;
-    size_t q = redlock_quorum(master_count());
 
     redlock_result_begin(&res, r);
     res.confirmed = op->yes;
-    if (res.answered >= q) {
-        res.outcome = REDLOCK_RELEASED;
-    } else {
-        res.outcome = REDLOCK_NOQUORUM;
+    res.outcome = redlock_release_verdict(res.answered, res.confirmed, master_count());
+    if (res.outcome == REDLOCK_NOQUORUM) {
         redlock_fill_error(&res, r);
     }
     op->cb(&res, op->arg);
@@ -686,12 +756,15 @@ redlock_extend_one(const char *key, size_t key_len, const char *token, int64_t t
 }
 
 int
-redlock_expire_by(const char *key, size_t key_len, const char *token, int64_t ms)
+redlock_expire_at(const char *key, size_t key_len, const char *token, int64_t validity_end_us)
 {
     char ttl[24];
     const char *args[3] = { key, token, ttl };
     size_t lens[3] = { key_len, UTIL_TOKEN_HEX, 0 };
+    int64_t ms = (validity_end_us - util_now_us()) / 1000;
 
+    /* Plus drift, for masters whose clocks run fast. */
+    ms += redlock_drift_us(ms > 0 ? ms : 0, redlock_drift_factor) / 1000;
     lens[2] = (size_t)snprintf(ttl, sizeof(ttl), "%lld", (long long)(ms > 0 ? ms : 1));
     return round_start(script_extend_one, 1, 3, args, lens, NULL, NULL, NULL);
 }
@@ -771,7 +844,7 @@ redlock_extend_reply(struct round *r, size_t i, const struct master_reply *reply
                      void *arg)
 {
     struct redlock_extend_op *op = arg;
-    size_t q = redlock_quorum(master_count()), j;
+    size_t j;
     const struct master_reply *e;
 
     if (master_reply_type(reply) != MASTER_REPLY_ARRAY
@@ -782,14 +855,16 @@ redlock_extend_reply(struct round *r, size_t i, const struct master_reply *reply
     for (j = 0; j < op->n; j++) {
         e = master_reply_element(reply, j);
         if (master_reply_type(e) == MASTER_REPLY_INTEGER && master_reply_integer(e) == 1) {
-            if (++op->confirmed[j] == q) {
-                op->at_quorum++;
-            }
+            op->confirmed[j]++;
         } else {
             op->denied[j]++;
+            if (master_reply_type(e) == MASTER_REPLY_INTEGER && master_reply_integer(e) == 2) {
+                op->absent[j] |= (uint16_t)(1u << i);
+            }
         }
     }
-    return op->at_quorum == op->n ? ROUND_DECIDED : ROUND_CONTINUE;
+    /* No early decision: the late answers say where a key went missing. */
+    return ROUND_CONTINUE;
 }
 
 static void
@@ -802,6 +877,7 @@ redlock_extend_done(struct round *r, void *arg)
     res.n = op->n;
     res.confirmed = op->confirmed;
     res.denied = op->denied;
+    res.absent = op->absent;
     res.answered = round_answered(r);
     res.start_us = round_start_us(r);
     res.end_us = round_end_us(r);
@@ -820,7 +896,7 @@ redlock_extend(const struct redlock_extend_item *items, size_t n,
     char *ttls;
     int rc;
 
-    op = calloc(1, sizeof(*op) + 2 * n);
+    op = calloc(1, sizeof(*op) + n * sizeof(*op->absent) + 2 * n);
     args = malloc(nargs * sizeof(*args));
     lens = malloc(nargs * sizeof(*lens));
     ttls = malloc(n * 24);
@@ -834,7 +910,8 @@ redlock_extend(const struct redlock_extend_item *items, size_t n,
     op->cb = cb;
     op->arg = arg;
     op->n = n;
-    op->confirmed = (uint8_t *)(op + 1);
+    op->absent = (uint16_t *)(op + 1);
+    op->confirmed = (uint8_t *)(op->absent + n);
     op->denied = op->confirmed + n;
     for (i = 0; i < n; i++) {
         args[i] = items[i].key;
@@ -853,6 +930,107 @@ redlock_extend(const struct redlock_extend_item *items, size_t n,
     if (rc != 0) {
         free(op);
         return -1;
+    }
+    return 0;
+}
+
+enum redlock_renewal
+redlock_renewal_verdict(size_t confirmed, size_t denied, size_t nmasters, int64_t start_us,
+                        int64_t end_us, int64_t ttl_ms, int64_t validity_end_us,
+                        int64_t *new_end_us)
+{
+    size_t q = redlock_quorum(nmasters);
+
+    if (confirmed >= q) {
+        if (end_us >= validity_end_us) {
+            return REDLOCK_TOO_LATE;
+        }
+        *new_end_us = start_us + ttl_ms * 1000 - redlock_drift_us(ttl_ms, redlock_drift_factor);
+        return REDLOCK_RENEWED;
+    }
+    return denied > nmasters - q ? REDLOCK_DENIED : REDLOCK_UNDECIDED;
+}
+
+/* A restore sent to one master: its own copy of the args; freed when answered. */
+struct redlock_restore_req {
+    size_t       n;         /* keys */
+    const char **args;      /* n keys, then token and px per key (into bytes) */
+    size_t      *lens;      /* bytes of each arg */
+    char         bytes[];   /* the keys, tokens and px texts */
+};
+
+static void
+redlock_restore_cb(struct master *m, const struct master_reply *reply, const char *error,
+                   void *arg)
+{
+    struct redlock_restore_req *req = arg;
+
+    if (reply != NULL && master_reply_type(reply) == MASTER_REPLY_INTEGER) {
+        stats.keys_restored += (uint64_t)master_reply_integer(reply);
+    } else {
+        log_warn("master %s: restoring %zu lost lock keys failed: %s", master_name(m), req->n,
+                 reply != NULL ? "unexpected answer to the restore script" : error);
+    }
+    free(req);
+}
+
+/* Whether item goes to master i now (named in its mask, validity left). */
+static bool
+redlock_restore_wanted(const struct redlock_restore_item *item, size_t i, int64_t now)
+{
+    return ((item->masters >> i) & 1u) && item->validity_end_us - now >= 1000;
+}
+
+int
+redlock_restore(const struct redlock_restore_item *items, size_t n)
+{
+    size_t nm = master_count(), i, j, k, cnt, size;
+    int64_t now = util_now_us();
+
+    for (i = 0; i < nm && i < 16; i++) {
+        struct redlock_restore_req *req;
+        char *p;
+
+        for (j = 0, cnt = 0, size = 0; j < n; j++) {
+            if (redlock_restore_wanted(&items[j], i, now)) {
+                cnt++;
+                size += items[j].key_len + UTIL_TOKEN_HEX + 24;
+            }
+        }
+        if (cnt == 0) {
+            continue;
+        }
+        size = (size + 7) & ~(size_t)7;     /* the arrays after the bytes are aligned */
+        req = malloc(sizeof(*req) + size + 3 * cnt * (sizeof(*req->args) + sizeof(*req->lens)));
+        if (req == NULL) {
+            return -1;
+        }
+        req->n = cnt;
+        req->args = (const char **)(void *)(req->bytes + size);
+        req->lens = (size_t *)(void *)(req->args + 3 * cnt);
+        p = req->bytes;
+        for (j = 0, k = 0; j < n; j++) {
+            if (!redlock_restore_wanted(&items[j], i, now)) {
+                continue;
+            }
+            memcpy(p, items[j].key, items[j].key_len);
+            req->args[k] = p;
+            req->lens[k] = items[j].key_len;
+            p += items[j].key_len;
+            memcpy(p, items[j].token, UTIL_TOKEN_HEX);
+            req->args[cnt + 2 * k] = p;
+            req->lens[cnt + 2 * k] = UTIL_TOKEN_HEX;
+            p += UTIL_TOKEN_HEX;
+            req->args[cnt + 2 * k + 1] = p;
+            req->lens[cnt + 2 * k + 1] = (size_t)snprintf(
+                p, 24, "%lld", (long long)((items[j].validity_end_us - now) / 1000));
+            p += 24;
+            k++;
+        }
+        if (master_eval(master_at(i), script_restore, cnt, 3 * cnt, req->args, req->lens,
+                        NULL, redlock_restore_cb, req) != 0) {
+            free(req);
+        }
     }
     return 0;
 }

@@ -43,9 +43,21 @@ enum redlock_outcome {
     REDLOCK_BUSY,       /* acquire: not granted, someone holds the key */
     REDLOCK_HELD,       /* status: a quorum does not see the key free */
     REDLOCK_FREE,       /* status: a quorum sees the key free */
-    REDLOCK_RELEASED,   /* release: a quorum no longer holds our token */
+    REDLOCK_LATE,       /* acquire: a quorum granted, but too little validity
+                           was left when the round ended (it is not a grant) */
+    REDLOCK_RELEASED,   /* release: a quorum confirmed the compare-and-delete */
+    REDLOCK_GONE,       /* release: a quorum answered, but fewer than a quorum
+                           still held our token (it was no longer a lock) */
     REDLOCK_NOTHELD,    /* extend: a quorum did not confirm within validity */
     REDLOCK_NOQUORUM    /* fewer than a quorum of masters answered */
+};
+
+/* What a batched renewal came to for one lease (redlock_renewal_verdict). */
+enum redlock_renewal {
+    REDLOCK_RENEWED,    /* a quorum confirmed within the validity: a new lease */
+    REDLOCK_DENIED,     /* a majority of the masters do not hold our token */
+    REDLOCK_TOO_LATE,   /* a quorum confirmed, but after the validity ended */
+    REDLOCK_UNDECIDED   /* too few answers to tell; try again while valid */
 };
 
 /* The result of one acquire, release or status round. */
@@ -61,6 +73,9 @@ struct redlock_result {
                                            deleted our key (release), extended
                                            it (extend) or hold our token
                                            (status) */
+    size_t  swapped;                    /* acquire with old_token (a hand-over):
+                                           masters where the key still held
+                                           old_token and was given the new one */
     size_t  subscribers;                /* GRANTED: the most clients subscribed
                                            to the name's release channel on a
                                            granting master (other daemons'
@@ -87,7 +102,10 @@ struct redlock_extend_item {
 struct redlock_extend_result {
     size_t         n;           /* items */
     const uint8_t *confirmed;   /* per item: masters that extended it */
-    const uint8_t *denied;      /* per item: masters where it is not ours */
+    const uint8_t *denied;      /* per item: masters where it is not ours
+                                   (someone else's value, or no key) */
+    const uint16_t *absent;     /* per item: bit i set when counted master i
+                                   answered that the key does not exist */
     size_t         answered;    /* masters that answered */
     int64_t        start_us;    /* monotonic, before the first send */
     int64_t        end_us;      /* monotonic, at the decision */
@@ -124,6 +142,16 @@ int redlock_watch(const char *key, size_t key_len, bool on);
 /* Change the drift factor (reload). */
 void redlock_set_drift(double drift_factor);
 
+/*
+ * The acquire script's answer: which branch granted the key on a
+ * master (for a hand-over's releaser, only SWAPPED confirms its token).
+ */
+enum redlock_branch {
+    REDLOCK_BRANCH_SET = 1,     /* the key was free: SET NX */
+    REDLOCK_BRANCH_SWAPPED = 2, /* the key held old_token: given the new one */
+    REDLOCK_BRANCH_OURS = 3     /* the key held our token already: PEXPIRE */
+};
+
 /* The quorum for n masters: n/2 + 1. */
 size_t redlock_quorum(size_t nmasters);
 
@@ -147,8 +175,13 @@ int64_t redlock_validity_us(int64_t ttl_ms, int64_t elapsed_us, double drift_fac
 int64_t redlock_holder_ttl(int64_t *pttls, size_t nheld, size_t nfree, size_t quorum);
 
 /*
- * Acquire key with token for ttl_ms.  Granted when a quorum set the key
- * (or already held our token) and validity > 0.  On any other outcome
+ * Acquire key with token for ttl_ms.  GRANTED when a quorum set the key
+ * (or already held our token) and, when the callback runs, validity is
+ * left: at least 1 ms, or, with fence, at least one round deadline
+ * (lock.node_timeout_ms: a later grant's round may begin that long
+ * before this lease's keys expire, and each of its counter increments
+ * must come after the write-back).  A quorum that granted too late is
+ * LATE.  On any other outcome
  * the caller must release (redlock_release) on every master, since a
  * set may have landed after the deadline.
  *
@@ -177,8 +210,10 @@ int redlock_acquire(const char *key, size_t key_len, const char *token, int64_t 
 
 /*
  * Compare-and-delete key on every master.  cb may be NULL.  Outcome
- * RELEASED when a quorum answered (res->confirmed counts the masters
- * where our key was deleted), NOQUORUM otherwise.  announce: a master
+ * (redlock_release_verdict): RELEASED when a quorum confirmed the
+ * delete of our token (res->confirmed counts them), GONE when a quorum
+ * answered but fewer than a quorum still held the token, NOQUORUM when
+ * fewer than a quorum answered.  announce: a master
  * that deleted the key publishes on key + REDLOCK_CHANNEL_SUFFIX, which
  * wakes the waiters of every daemon subscribed to it (a real release;
  * the clean-up after a failed grant does not announce, so that two
@@ -189,14 +224,64 @@ int redlock_release(const char *key, size_t key_len, const char *token, bool ann
                     redlock_done_fn cb, void *arg);
 
 /*
- * Fire and forget: on every master where key holds token, set its
- * expiry to ms from now (at least 1 ms) with the compare-and-PEXPIRE of
- * EXTEND; a key that is gone stays gone.  For a lost lease: a renewal
- * that failed may still have extended the key on a minority of masters
- * by a whole ttl, which this brings back to the end of the validity.
- * Returns 0, or -1 when out of memory.
+ * Fire and forget, for a lost lease: on every master where key still
+ * holds token, set its expiry to the end of the validity the holder was
+ * told (validity_end_us, monotonic) plus the drift allowance of what is
+ * left, at least 1 ms, with the compare-and-PEXPIRE of EXTEND; a key
+ * that is gone stays gone.  A renewal that failed may have pushed the
+ * key a whole ttl further on a minority of masters; this brings it back,
+ * so the name is free again when the lease would have ended.  Returns
+ * 0, or -1 when out of memory.
  */
-int redlock_expire_by(const char *key, size_t key_len, const char *token, int64_t ms);
+int redlock_expire_at(const char *key, size_t key_len, const char *token,
+                      int64_t validity_end_us);
+
+/*
+ * The verdict on one lease of a batched renewal: confirmed and denied
+ * are its counts out of nmasters, start_us and end_us the round's
+ * monotonic start and decision, validity_end_us the end of the lease's
+ * current validity.  RENEWED when a quorum confirmed before the validity
+ * ended; *new_end_us is then start + ttl - drift (the lease is renewed
+ * from the moment the round began, as an acquire is).  DENIED when more
+ * than nmasters - quorum masters answered that the key is not ours (no
+ * quorum can confirm it any more).  TOO_LATE when a quorum confirmed
+ * after the validity ended (a renewal never revives an expired lease).
+ * UNDECIDED otherwise.  Pure arithmetic; no I/O.
+ */
+enum redlock_renewal redlock_renewal_verdict(size_t confirmed, size_t denied, size_t nmasters,
+                                             int64_t start_us, int64_t end_us,
+                                             int64_t ttl_ms, int64_t validity_end_us,
+                                             int64_t *new_end_us);
+
+/*
+ * The verdict on a compare-and-delete (or a hand-over's swap of the old
+ * token) out of nmasters: RELEASED when confirmed >= quorum, GONE when
+ * answered >= quorum but confirmed < quorum, NOQUORUM otherwise.  Pure.
+ */
+enum redlock_outcome redlock_release_verdict(size_t answered, size_t confirmed,
+                                             size_t nmasters);
+
+/* One key to put back on the masters that lost it (redlock_restore). */
+struct redlock_restore_item {
+    const char *key;            /* full Redis key */
+    size_t      key_len;        /* bytes in key */
+    const char *token;          /* owner token, UTIL_TOKEN_HEX bytes */
+    int64_t     validity_end_us;/* monotonic end of the lease's validity */
+    uint16_t    masters;        /* bit i: master i answered that the key is absent */
+};
+
+/*
+ * Put renewed leases back where a master lost them: on each master named
+ * in an item's mask, SET key token NX PX <validity left, ms> (set only
+ * if absent; an item whose validity is over is skipped), one script call
+ * per master for all its keys.  Call only for leases a quorum confirmed
+ * in this same turn of the event loop: a confirmed quorum holds the
+ * token, and every other quorum intersects it, so nobody else can hold
+ * the name before the validity ends, and a key set to expire by then
+ * grants nothing that was not ours.  Fire and forget; each key set is
+ * counted in stats.keys_restored.  Returns 0, or -1 when out of memory.
+ */
+int redlock_restore(const struct redlock_restore_item *items, size_t n);
 
 /*
  * Extend one lease by its token (EXTEND of a lease-mode lock): on each
@@ -220,9 +305,10 @@ int redlock_status(const char *key, size_t key_len, const char *token,
 
 /*
  * Compare-and-PEXPIRE n keys on every master in one script call each.
- * Never re-creates a key that is gone.  The caller decides, per item,
- * whether a quorum confirmed within the lease's remaining validity.
- * Returns 0 or -1 (no callback).
+ * Never re-creates a key that is gone.  The round waits for every
+ * master (or its deadline), so that the result also says where a key
+ * is missing (res->absent).  The caller decides, per item, with
+ * redlock_renewal_verdict().  Returns 0 or -1 (no callback).
  */
 int redlock_extend(const struct redlock_extend_item *items, size_t n,
                    redlock_extend_fn cb, void *arg);

@@ -66,6 +66,12 @@ round_set_timeout(int64_t node_timeout_ms)
     round_timeout_ms = node_timeout_ms;
 }
 
+int64_t
+round_timeout_us(void)
+{
+    return round_timeout_ms * 1000;
+}
+
 static void
 round_release(struct round *r)
 {

@@ -62,6 +62,9 @@ void round_init(struct event_base *base, int64_t node_timeout_ms);
 /* Change the deadline for rounds started from now on, ms. */
 void round_set_timeout(int64_t node_timeout_ms);
 
+/* The deadline of a round started now, us. */
+int64_t round_timeout_us(void);
+
 /*
  * Start a round: send script (an id from master_script()) with
  * args[0..nargs-1], the first nkeys being keys, to every master.  The

@@ -22,7 +22,7 @@
 #include "daemon/session.h"
 #include "daemon/stats.h"
 #include "daemon/util.h"
-#include "daemon/watchdog.h"
+#include "daemon/lease.h"
 
 #define SERVER_DRAIN_MS     2000    /* longest wait for releases at shutdown */
 #define SERVER_DRAIN_POLL   10      /* ms between drain checks */
@@ -132,7 +132,6 @@ server_reload(void)
     }
     log_set_level((enum log_level)next->log_level);
     redlock_set_drift(next->drift_factor);
-    watchdog_set_drift(next->drift_factor);
     round_set_timeout(next->node_timeout_ms);
     master_set_conf(next);
     lock_set_conf(next);
@@ -217,7 +216,6 @@ server_run(struct conf *conf)
     redlock_init(conf->drift_factor);
     round_init(server_base, conf->node_timeout_ms);
     lock_init(server_base, conf);
-    watchdog_init(server_base, conf->drift_factor);
     session_init(server_base, conf);
     if (listener_start(server_base, conf) != 0) {
         event_base_free(server_base);
@@ -264,7 +262,7 @@ out:
     }
     listener_stop();
     metrics_stop();
-    watchdog_stop();
+    lease_stop();
     event_base_free(server_base);
     if (server_conf_owned) {
         conf_free(server_conf);

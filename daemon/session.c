@@ -28,6 +28,20 @@
 #define SESSION_PEER_MAX    64
 
 /*
+ * A lease-mode grant whose OK is written to the output buffer but not
+ * yet to the socket.  Owned by its session; freed once the reply left
+ * (the output drained past end), or, when the session closes first,
+ * after the token was released on the masters (nobody else knows it).
+ */
+struct session_grant {
+    struct session_grant *next;     /* next younger grant, or NULL */
+    uint64_t              end;      /* output offset just after its reply */
+    char                  token[UTIL_TOKEN_HEX];  /* the lease's token */
+    size_t                name_len; /* bytes in name */
+    char                  name[];   /* the lock's name */
+};
+
+/*
  * One client connection.  Owned by this module (the sessions list);
  * freed once it is closed and no lock operation is in flight.
  */
@@ -46,7 +60,13 @@ struct session {
     bool                out_blocked;/* reading paused: the client does not read */
     bool                authed;     /* AUTH done, or not needed */
     bool                overflow;   /* unsent output over limits.max_output_bytes */
-    struct event        timer;      /* partial line deadline; overflow close */
+    bool                input_ended;/* end of input: answer what came, then close */
+    struct event        timer;      /* partial line deadline; overflow close; quit */
+    struct session_grant *grants;   /* lease grants not yet written, oldest first */
+    struct session_grant **grants_tail; /* where the next grant is linked */
+    uint64_t            out_sent;   /* output bytes written to the socket, once
+                                       grants are tracked (session_output_cb) */
+    bool                out_tracked;/* session_output_cb is installed */
 };
 
 static struct event_base *session_base;
@@ -58,6 +78,8 @@ static bool               session_stopping;
 
 static void session_process(struct session *s);
 static void session_close(struct session *s, const char *why);
+static void session_lost_cb(struct lock_client *c, const char *name, size_t name_len,
+                            const char *reason);
 
 void
 session_init(struct event_base *base, const struct conf *conf)
@@ -131,6 +153,67 @@ session_send_error(struct session *s, enum proto_errcode code, const char *text)
     session_send(s, &r);
 }
 
+/* Bytes left the output buffer (to the socket): free the grants they carried. */
+static void
+session_output_cb(struct evbuffer *buf, const struct evbuffer_cb_info *info, void *arg)
+{
+    struct session *s = arg;
+    struct session_grant *g;
+
+    (void)buf;
+    s->out_sent += info->n_deleted;
+    while ((g = s->grants) != NULL && g->end <= s->out_sent) {
+        s->grants = g->next;
+        free(g);
+    }
+    if (s->grants == NULL) {
+        s->grants_tail = &s->grants;
+    }
+}
+
+/*
+ * A lease-mode OK was just written to the output buffer: keep its token
+ * until the reply has left for the socket (session_close releases what
+ * is still here).  Out of memory: the token cannot be kept, so the
+ * grant is released at once and the client learns it as LOST.
+ */
+static void
+session_track_grant(struct session *s, const struct lock_result *res)
+{
+    struct evbuffer *out;
+    struct session_grant *g;
+
+    if (s->bev == NULL) {
+        return;
+    }
+    out = bufferevent_get_output(s->bev);
+    if (!s->out_tracked) {
+        if (evbuffer_add_cb(out, session_output_cb, s) == NULL) {
+            goto fail;
+        }
+        s->out_tracked = true;
+        s->grants_tail = &s->grants;
+    }
+    g = malloc(sizeof(*g) + res->name_len);
+    if (g == NULL) {
+        goto fail;
+    }
+    g->next = NULL;
+    g->end = s->out_sent + evbuffer_get_length(out);
+    memcpy(g->token, res->token, UTIL_TOKEN_HEX);
+    g->name_len = res->name_len;
+    memcpy(g->name, res->name, res->name_len);
+    *s->grants_tail = g;
+    s->grants_tail = &g->next;
+    return;
+
+fail:
+    log_error("client %llu (%s): out of memory tracking a lease grant; releasing it",
+              (unsigned long long)s->id, s->peer);
+    lock_abandon(res->name, res->name_len, res->token);
+    session_lost_cb(&s->lc, res->name, res->name_len, "gone");
+}
+
 /* Reply for a finished lock operation. */
 static void
 session_done_cb(struct lock_client *c, const struct lock_result *res)
@@ -140,6 +223,10 @@ session_done_cb(struct lock_client *c, const struct lock_result *res)
 
     s->busy = false;
     if (s->closing) {
+        if (res->outcome == LOCK_OK && res->token != NULL) {
+            /* A lease-mode grant nobody will read: release it now. */
+            lock_abandon(res->name, res->name_len, res->token);
+        }
         if (!s->in_close) {
             session_free(s);
         }
@@ -209,6 +296,9 @@ session_done_cb(struct lock_client *c, const struct lock_result *res)
     }
     proto_reply_end(&r);        /* a no-op for the error replies, already ended */
     session_send(s, &r);
+    if (res->outcome == LOCK_OK && res->token != NULL) {
+        session_track_grant(s, res);
+    }
     if (!s->processing) {
         session_process(s);
     }
@@ -261,9 +351,11 @@ session_stats(struct session *s)
     STAT_U("yields", stats.yields);
     STAT_U("renewals_ok", stats.renewals_ok);
     STAT_U("renewals_failed", stats.renewals_failed);
+    STAT_U("keys_restored", stats.keys_restored);
     STAT_U("locks_lost", stats.locks_lost);
     STAT_U("locks_lost_renew", stats.locks_lost_renew);
     STAT_U("locks_lost_quorum", stats.locks_lost_quorum);
+    STAT_U("locks_lost_gone", stats.locks_lost_gone);
     STAT_U("locks_lost_shutdown", stats.locks_lost_shutdown);
     STAT_U("fenced_grants", stats.fenced_grants);
     STAT_U("lease_grants", stats.lease_grants);
@@ -322,6 +414,9 @@ session_quit(struct session *s)
     bufferevent_disable(s->bev, EV_READ);
     if (!s->overflow) {
         event_del(&s->timer);   /* no later ERR TIMEOUT after the last reply */
+        if (evbuffer_get_length(bufferevent_get_output(s->bev)) == 0) {
+            event_active(&s->timer, EV_TIMEOUT, 0);     /* nothing to flush: close */
+        }
     }
 }
 
@@ -520,6 +615,12 @@ session_timer_cb(evutil_socket_t fd, short what, void *arg)
     if (s->closing || s->bev == NULL) {
         return;
     }
+    if (s->quitting && !s->overflow) {
+        if (evbuffer_get_length(bufferevent_get_output(s->bev)) == 0) {
+            session_close(s, s->input_ended ? "end of input, every request answered" : "quit");
+        }
+        return;     /* otherwise the write callback closes once flushed */
+    }
     if (s->overflow) {
         stats.clients_closed_output++;
         log_warn("client %llu (%s): %zu bytes of replies unread, over "
@@ -598,6 +699,12 @@ session_process(struct session *s)
         }
     }
     s->processing = false;
+    if (s->input_ended && !s->busy && !s->closing && !s->quitting && !s->out_blocked
+        && s->bev != NULL) {
+        /* Every complete request is answered; what is left is no request. */
+        session_quit(s);
+        return;
+    }
     session_watch_partial(s);
     return;
 
@@ -627,10 +734,37 @@ session_write_cb(struct bufferevent *bev, void *arg)
     }
     if (s->out_blocked && !s->quitting) {
         s->out_blocked = false;
-        bufferevent_enable(bev, EV_READ);
+        if (!s->input_ended) {
+            bufferevent_enable(bev, EV_READ);
+        }
         if (!s->processing) {
             session_process(s);
         }
+    }
+}
+
+/*
+ * End of input (the client half-closed or closed): as memcached and
+ * Redis do, answer every complete request received, in order, then close
+ * (releasing the session's locks) once the replies are written.  A LOCK
+ * cannot wait for a client that sends nothing more: lock_client_drain().
+ * Bytes after the last LF are not a request.
+ */
+static void
+session_input_end(struct session *s)
+{
+    if (s->input_ended || s->closing) {
+        return;
+    }
+    log_debug("client %llu (%s): end of input", (unsigned long long)s->id, s->peer);
+    s->input_ended = true;
+    bufferevent_disable(s->bev, EV_READ);
+    if (!s->overflow) {
+        event_del(&s->timer);   /* no partial-line or AUTH deadline any more */
+    }
+    lock_client_drain(&s->lc);
+    if (!s->processing) {
+        session_process(s);
     }
 }
 
@@ -649,7 +783,7 @@ session_event_cb(struct bufferevent *bev, short what, void *arg)
                  (long long)session_conf->idle_timeout_ms);
         session_close(s, "replies not read");
     } else if (what & BEV_EVENT_EOF) {
-        session_close(s, "closed by client");
+        session_input_end(s);
     } else if (what & BEV_EVENT_ERROR) {
         session_close(s, evutil_socket_error_to_string(EVUTIL_SOCKET_ERROR()));
     }
@@ -662,6 +796,8 @@ session_event_cb(struct bufferevent *bev, short what, void *arg)
 static void
 session_close(struct session *s, const char *why)
 {
+    struct session_grant *g;
+
     if (s->closing) {
         return;
     }
@@ -670,6 +806,14 @@ session_close(struct session *s, const char *why)
     TAILQ_REMOVE(&sessions, s, link);
     session_n--;
     stats.connections--;
+    /* Lease grants whose OK never reached the socket: nobody knows their tokens. */
+    while ((g = s->grants) != NULL) {
+        s->grants = g->next;
+        log_info("client %llu (%s): closed before the OK of lease %.*s was sent; releasing it",
+                 (unsigned long long)s->id, s->peer, (int)g->name_len, g->name);
+        lock_abandon(g->name, g->name_len, g->token);
+        free(g);
+    }
     bufferevent_free(s->bev);
     s->bev = NULL;
     s->in_close = true;

@@ -35,12 +35,14 @@ struct stats {
     uint64_t releases;           /* lock: leases released on the masters */
     uint64_t handovers;          /* lock: leases handed to the next waiter */
     uint64_t yields;             /* lock: releases announced to let other daemons in */
-    uint64_t renewals_ok;        /* watchdog: leases renewed */
-    uint64_t renewals_failed;    /* watchdog: renewals without a quorum */
-    uint64_t locks_lost;         /* lock: LOST pushed */
-    uint64_t locks_lost_renew;   /* lock: of them, reason=renew */
-    uint64_t locks_lost_quorum;  /* lock: of them, reason=quorum */
-    uint64_t locks_lost_shutdown;/* lock: of them, reason=shutdown */
+    uint64_t renewals_ok;        /* lease: leases renewed */
+    uint64_t renewals_failed;    /* lease: renewals without a quorum */
+    uint64_t keys_restored;      /* redlock: lock keys put back on a master that lost them */
+    uint64_t locks_lost;         /* lease: LOST pushed */
+    uint64_t locks_lost_renew;   /* lease: of them, reason=renew */
+    uint64_t locks_lost_quorum;  /* lease: of them, reason=quorum */
+    uint64_t locks_lost_gone;    /* lease: of them, reason=gone */
+    uint64_t locks_lost_shutdown;/* lease: of them, reason=shutdown */
     uint64_t fenced_grants;      /* lock: grants that carried a fence */
     uint64_t lease_grants;       /* lock: mode=lease grants */
     uint64_t extends_ok;         /* lock: EXTEND answered OK */
