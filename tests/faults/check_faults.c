@@ -15,7 +15,7 @@
  * goes into the summary table printed at the end.
  *
  * Exit status 0 when every scenario met its expectation: no violation,
- * except for the negative control (restart two masters empty with the
+ * except for the negative control (restart three masters empty with the
  * restart quarantine off), where the checker must report an overlap.
  *
  * Before any scenario, the checker is run on synthetic logs with known
@@ -1080,10 +1080,13 @@ ft_wait_renewal(size_t i, const char *key, int64_t timeout_ms)
  * Restart two masters empty while a lock is held on exactly a quorum:
  * masters 3 and 4 die; a long holder (daemon 0) takes "hot" on {0,1,2};
  * 3 and 4 come back empty; right after one of the holder's renewals,
- * masters 0 and 1 are restarted empty too.  Its keys are now on master 2
- * alone.  A contender polling through daemon 1 can then take "hot" on
- * {0,1,3,4} before the holder's next renewal finds out, unless the
- * restart quarantine keeps the restarted masters from counting.
+ * masters 0 and 1 are restarted empty too.  Without the quarantine, that
+ * renewal (confirmed by {0,1,2}) has put the holder's keys back on 3 and
+ * 4, and the schedule waits until they are there: the lock is then on
+ * {2,3,4} after the second restart and no contender can take a quorum.
+ * With the quarantine, 3 and 4 do not count (nothing is put back there),
+ * the holder's keys are on master 2 alone, and the contender polling
+ * through daemon 1 gets nothing until the restarted masters count again.
  */
 static void
 ft_sched_restart_empty(struct ft_run *r)
@@ -1126,6 +1129,19 @@ ft_sched_restart_empty(struct ft_run *r)
         return;
     }
     ft_event(r, "the holder's lease was renewed");
+    if (!r->sc->quarantine) {
+        int64_t deadline = h_now_ms() + FT_WAIT_MS;
+
+        while ((held = h_masters_holding(key, NULL)) < FT_MASTERS && h_now_ms() < deadline) {
+            h_sleep_ms(FT_POLL_MS);
+        }
+        if (held < FT_MASTERS) {
+            ft_setup_failed(r, "the holder's keys were not put back on masters 3 and 4 "
+                            "(%zu masters hold %s)", held, FT_HOT);
+            return;
+        }
+        ft_event(r, "the renewal put %s back on masters 3 and 4: on %zu masters", FT_HOT, held);
+    }
     ft_kill_master(r, 0);
     ft_kill_master(r, 1);
     ft_restart_master(r, 0);
@@ -1134,6 +1150,59 @@ ft_sched_restart_empty(struct ft_run *r)
     ft_event(r, "%s is now on %zu masters", FT_HOT, h_masters_holding(key, NULL));
     /* Quarantine: the first grant needs three masters out of it, and the
        keys still on master 2 to expire. */
+    r->bound_ms = FT_MAX_TTL_MS + FT_TTL_MS + 4 * FT_RETRY_MS + FT_SLACK_MS;
+}
+
+/*
+ * Restart a majority empty at once while a lock is on all five: a long
+ * holder (daemon 0) takes "hot"; a contender polls through daemon 1;
+ * right after one of the holder's renewals masters 0, 1 and 2 are
+ * killed and restarted empty, so the holder's keys are on {3,4} only
+ * and no renewal can put them back (it needs a quorum's confirmation).
+ * Without the restart quarantine the contender takes "hot" on {0,1,2}
+ * while the holder is inside its section (the negative control); with
+ * it, the restarted masters do not count until max_ttl has passed.
+ */
+static void
+ft_sched_restart_majority(struct ft_run *r)
+{
+    char key[CHECKER_NAME_MAX + 16], ports[16], sleep[16];
+    int holder, contender;
+    size_t i;
+
+    snprintf(key, sizeof(key), "%s%s", FT_PREFIX, FT_HOT);
+    r->hot = true;
+    ft_pause(FT_WARMUP_MS);
+    snprintf(ports, sizeof(ports), "%d", r->ports[0]);
+    snprintf(sleep, sizeof(sleep), "%d", FT_HOLD_SLEEP_MS);
+    holder = ft_start_client(r, FT_HOT, ports, 1, FT_MAX_TTL_MS, sleep, 0, 0);
+    if (holder < 0 || ft_wait_in_section(r, (size_t)holder, FT_HOLD_SLEEP_MS) < 0) {
+        ft_setup_failed(r, "the holder did not get %s", FT_HOT);
+        return;
+    }
+    ft_event(r, "client %d holds %s through daemon 0, on %zu masters", holder, FT_HOT,
+             h_masters_holding(key, NULL));
+    snprintf(ports, sizeof(ports), "%d", r->ports[1]);
+    snprintf(sleep, sizeof(sleep), "%d", 200);
+    contender = ft_start_client(r, FT_HOT, ports, 1, FT_MAX_TTL_MS, sleep, FT_POLL_CLIENT_MS, 0);
+    if (contender < 0) {
+        ft_setup_failed(r, "cannot start the contender");
+        return;
+    }
+    ft_event(r, "client %d polls for %s through daemon 1", contender, FT_HOT);
+    if (!ft_wait_renewal(4, key, FT_MAX_TTL_MS)) {
+        ft_setup_failed(r, "the holder's lease was not renewed on master 4");
+        return;
+    }
+    ft_event(r, "the holder's lease was renewed");
+    for (i = 0; i < 3; i++) {
+        ft_kill_master(r, i);
+    }
+    for (i = 0; i < 3; i++) {
+        ft_restart_master(r, i);
+    }
+    r->heal_us = ft_now_us();
+    ft_event(r, "%s is now on %zu masters", FT_HOT, h_masters_holding(key, NULL));
     r->bound_ms = FT_MAX_TTL_MS + FT_TTL_MS + 4 * FT_RETRY_MS + FT_SLACK_MS;
 }
 
@@ -1157,9 +1226,15 @@ static const struct ft_scenario ft_scenarios[] = {
     { "restart-empty-quarantine",
       "restart 2 masters empty while a lock is on exactly 3; restart quarantine on",
       ft_sched_restart_empty, true, false },
-    { "restart-empty-no-quarantine",
+    { "restart-empty-restored",
+      "the same with the quarantine off: a renewal puts the lost keys back first",
+      ft_sched_restart_empty, false, false },
+    { "restart-majority-quarantine",
+      "restart 3 of 5 masters empty at once while a lock is on all 5; quarantine on",
+      ft_sched_restart_majority, true, false },
+    { "restart-majority-no-quarantine",
       "the same with the quarantine off (negative control: must report an overlap)",
-      ft_sched_restart_empty, false, true },
+      ft_sched_restart_majority, false, true },
 };
 
 #define FT_NSCENARIOS (sizeof(ft_scenarios) / sizeof(ft_scenarios[0]))
