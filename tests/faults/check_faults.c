@@ -1077,6 +1077,38 @@ ft_wait_renewal(size_t i, const char *key, int64_t timeout_ms)
 }
 
 /*
+ * The restart schedules' two clients of FT_HOT: a long holder (one
+ * FT_HOLD_SLEEP_MS section, ttl max_ttl) through daemon 0, waited for
+ * until it is inside its section, then a contender polling through
+ * daemon 1.  Returns 0, or -1 with the setup failure recorded.
+ */
+static int
+ft_start_hot_pair(struct ft_run *r, const char *key)
+{
+    char ports[16], sleep[16];
+    int holder, contender;
+
+    snprintf(ports, sizeof(ports), "%d", r->ports[0]);
+    snprintf(sleep, sizeof(sleep), "%d", FT_HOLD_SLEEP_MS);
+    holder = ft_start_client(r, FT_HOT, ports, 1, FT_MAX_TTL_MS, sleep, 0, 0);
+    if (holder < 0 || ft_wait_in_section(r, (size_t)holder, FT_HOLD_SLEEP_MS) < 0) {
+        ft_setup_failed(r, "the holder did not get %s", FT_HOT);
+        return -1;
+    }
+    ft_event(r, "client %d holds %s through daemon 0, on %zu masters", holder, FT_HOT,
+             h_masters_holding(key, NULL));
+    snprintf(ports, sizeof(ports), "%d", r->ports[1]);
+    snprintf(sleep, sizeof(sleep), "%d", 200);
+    contender = ft_start_client(r, FT_HOT, ports, 1, FT_MAX_TTL_MS, sleep, FT_POLL_CLIENT_MS, 0);
+    if (contender < 0) {
+        ft_setup_failed(r, "cannot start the contender");
+        return -1;
+    }
+    ft_event(r, "client %d polls for %s through daemon 1", contender, FT_HOT);
+    return 0;
+}
+
+/*
  * Restart two masters empty while a lock is held on exactly a quorum:
  * masters 3 and 4 die; a long holder (daemon 0) takes "hot" on {0,1,2};
  * 3 and 4 come back empty; right after one of the holder's renewals,
@@ -1091,8 +1123,7 @@ ft_wait_renewal(size_t i, const char *key, int64_t timeout_ms)
 static void
 ft_sched_restart_empty(struct ft_run *r)
 {
-    char key[CHECKER_NAME_MAX + 16], ports[16], sleep[16];
-    int holder, contender;
+    char key[CHECKER_NAME_MAX + 16];
     size_t held;
 
     snprintf(key, sizeof(key), "%s%s", FT_PREFIX, FT_HOT);
@@ -1100,23 +1131,9 @@ ft_sched_restart_empty(struct ft_run *r)
     ft_pause(FT_WARMUP_MS);
     ft_kill_master(r, 3);
     ft_kill_master(r, 4);
-    snprintf(ports, sizeof(ports), "%d", r->ports[0]);
-    snprintf(sleep, sizeof(sleep), "%d", FT_HOLD_SLEEP_MS);
-    holder = ft_start_client(r, FT_HOT, ports, 1, FT_MAX_TTL_MS, sleep, 0, 0);
-    if (holder < 0 || ft_wait_in_section(r, (size_t)holder, FT_HOLD_SLEEP_MS) < 0) {
-        ft_setup_failed(r, "the holder did not get %s", FT_HOT);
+    if (ft_start_hot_pair(r, key) != 0) {
         return;
     }
-    held = h_masters_holding(key, NULL);
-    ft_event(r, "client %d holds %s through daemon 0, on %zu masters", holder, FT_HOT, held);
-    snprintf(ports, sizeof(ports), "%d", r->ports[1]);
-    snprintf(sleep, sizeof(sleep), "%d", 200);
-    contender = ft_start_client(r, FT_HOT, ports, 1, FT_MAX_TTL_MS, sleep, FT_POLL_CLIENT_MS, 0);
-    if (contender < 0) {
-        ft_setup_failed(r, "cannot start the contender");
-        return;
-    }
-    ft_event(r, "client %d polls for %s through daemon 1", contender, FT_HOT);
     ft_restart_master(r, 3);
     ft_restart_master(r, 4);
     if (!ft_wait_master_up(3, true, FT_WAIT_MS) || !ft_wait_master_up(4, true, FT_WAIT_MS)) {
@@ -1166,30 +1183,15 @@ ft_sched_restart_empty(struct ft_run *r)
 static void
 ft_sched_restart_majority(struct ft_run *r)
 {
-    char key[CHECKER_NAME_MAX + 16], ports[16], sleep[16];
-    int holder, contender;
+    char key[CHECKER_NAME_MAX + 16];
     size_t i;
 
     snprintf(key, sizeof(key), "%s%s", FT_PREFIX, FT_HOT);
     r->hot = true;
     ft_pause(FT_WARMUP_MS);
-    snprintf(ports, sizeof(ports), "%d", r->ports[0]);
-    snprintf(sleep, sizeof(sleep), "%d", FT_HOLD_SLEEP_MS);
-    holder = ft_start_client(r, FT_HOT, ports, 1, FT_MAX_TTL_MS, sleep, 0, 0);
-    if (holder < 0 || ft_wait_in_section(r, (size_t)holder, FT_HOLD_SLEEP_MS) < 0) {
-        ft_setup_failed(r, "the holder did not get %s", FT_HOT);
+    if (ft_start_hot_pair(r, key) != 0) {
         return;
     }
-    ft_event(r, "client %d holds %s through daemon 0, on %zu masters", holder, FT_HOT,
-             h_masters_holding(key, NULL));
-    snprintf(ports, sizeof(ports), "%d", r->ports[1]);
-    snprintf(sleep, sizeof(sleep), "%d", 200);
-    contender = ft_start_client(r, FT_HOT, ports, 1, FT_MAX_TTL_MS, sleep, FT_POLL_CLIENT_MS, 0);
-    if (contender < 0) {
-        ft_setup_failed(r, "cannot start the contender");
-        return;
-    }
-    ft_event(r, "client %d polls for %s through daemon 1", contender, FT_HOT);
     if (!ft_wait_renewal(4, key, FT_MAX_TTL_MS)) {
         ft_setup_failed(r, "the holder's lease was not renewed on master 4");
         return;
