@@ -59,7 +59,7 @@ DAEMON_SRC := $(filter-out daemon/main.c daemon/redlockctl.c,$(wildcard daemon/*
 LIB_SRC    := $(PROTO_SRC) $(CONF_SRC) $(DAEMON_SRC)
 LIB_OBJ    := $(LIB_SRC:%.c=$(B)/obj/%.o)
 
-UNIT_TESTS := check_proto check_conf check_redlock
+UNIT_TESTS := check_proto check_conf check_redlock check_lease
 INTEG_TESTS := check_integration check_cluster check_robust check_ops check_redlockctl check_metrics
 TEST_BINS  := $(addprefix $(B)/,$(UNIT_TESTS) $(INTEG_TESTS))
 
@@ -94,13 +94,18 @@ $(B)/obj/tests/%.o: tests/%.c
 $(B)/check_proto: $(B)/obj/tests/check_proto.o $(B)/obj/proto/proto.o
 $(B)/check_conf: $(B)/obj/tests/check_conf.o $(B)/obj/conf/conf.o
 $(B)/check_redlock: $(B)/obj/tests/check_redlock.o $(LIB_OBJ)
+# The lease state machine without Redis: the engine's I/O is replaced by
+# the suite's own functions (GNU ld --wrap; see tests/check_lease.c).
+$(B)/check_lease: $(B)/obj/tests/check_lease.o $(LIB_OBJ)
+$(B)/check_lease: WRAP_LDFLAGS := -Wl,--wrap=redlock_extend,--wrap=redlock_restore \
+                                  -Wl,--wrap=redlock_expire_at,--wrap=master_count
 $(B)/check_integration: $(B)/obj/tests/check_integration.o $(B)/obj/tests/harness.o \
                         $(B)/obj/proto/proto.o
 $(B)/check_cluster: $(B)/obj/tests/check_cluster.o $(B)/obj/tests/harness.o
 $(B)/check_robust: $(B)/obj/tests/check_robust.o $(B)/obj/tests/harness.o
 $(TEST_BINS):
 	@echo "  LD      $@"
-	@$(CC) $(CFLAGS) -o $@ $^ $(PKG_LIBS) $(CHECK_LIBS) $(LDFLAGS)
+	@$(CC) $(CFLAGS) -o $@ $^ $(PKG_LIBS) $(CHECK_LIBS) $(WRAP_LDFLAGS) $(LDFLAGS)
 
 # Install whatever Debian packages are missing; nothing when all are found.
 deps:

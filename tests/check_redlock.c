@@ -1,6 +1,7 @@
 /*
- * check_redlock.c: the Redlock arithmetic: quorum, drift, validity, and
- * the holder's remaining ttl as seen by a quorum.
+ * check_redlock.c: the Redlock arithmetic: quorum, drift, validity, the
+ * holder's remaining ttl as seen by a quorum, and the verdicts on a
+ * renewal and on a release.
  *
  * Reference: the Redis distributed-locks page, "The Redlock algorithm":
  * quorum N/2+1, validity = ttl - elapsed - drift, drift = ttl * 0.01 + 2 ms.
@@ -140,6 +141,121 @@ START_TEST(test_monotonic)
 }
 END_TEST
 
+/* Verdict on one lease of a batched renewal, with *new_end preset to -1. */
+static enum redlock_renewal
+t_renewal(size_t confirmed, size_t denied, size_t n, int64_t end_us, int64_t *new_end)
+{
+    *new_end = -1;
+    /* Round from 1 s, ttl 10 s, current validity until 2 s. */
+    return redlock_renewal_verdict(confirmed, denied, n, 1000000, end_us, 10000, 2000000,
+                                   new_end);
+}
+
+START_TEST(test_renewal_verdict_five)
+{
+    int64_t e;
+
+    redlock_set_drift(0.01);
+    /* A quorum confirmed within the validity: start + ttl - drift (102 ms). */
+    ck_assert_int_eq(t_renewal(3, 0, 5, 1050000, &e), REDLOCK_RENEWED);
+    ck_assert_int_eq(e, 1000000 + 10000000 - 102000);
+    ck_assert_int_eq(t_renewal(3, 2, 5, 1050000, &e), REDLOCK_RENEWED);
+    ck_assert_int_eq(t_renewal(5, 0, 5, 1999999, &e), REDLOCK_RENEWED);
+    ck_assert_int_eq(e, 10898000);
+    /* The decision at the validity's end, or after: too late, no new end. */
+    ck_assert_int_eq(t_renewal(5, 0, 5, 2000000, &e), REDLOCK_TOO_LATE);
+    ck_assert_int_eq(e, -1);
+    ck_assert_int_eq(t_renewal(3, 0, 5, 2000001, &e), REDLOCK_TOO_LATE);
+    ck_assert_int_eq(e, -1);
+    /* More than n - quorum (2) said no: no quorum can confirm any more. */
+    ck_assert_int_eq(t_renewal(2, 3, 5, 1050000, &e), REDLOCK_DENIED);
+    ck_assert_int_eq(e, -1);
+    ck_assert_int_eq(t_renewal(0, 3, 5, 1050000, &e), REDLOCK_DENIED);
+    ck_assert_int_eq(t_renewal(0, 5, 5, 1050000, &e), REDLOCK_DENIED);
+    ck_assert_int_eq(t_renewal(0, 4, 5, 2500000, &e), REDLOCK_DENIED);
+    /* Too few answers to tell. */
+    ck_assert_int_eq(t_renewal(2, 2, 5, 1050000, &e), REDLOCK_UNDECIDED);
+    ck_assert_int_eq(t_renewal(2, 0, 5, 1050000, &e), REDLOCK_UNDECIDED);
+    ck_assert_int_eq(t_renewal(1, 2, 5, 1050000, &e), REDLOCK_UNDECIDED);
+    ck_assert_int_eq(t_renewal(0, 0, 5, 1050000, &e), REDLOCK_UNDECIDED);
+    ck_assert_int_eq(t_renewal(0, 2, 5, 2500000, &e), REDLOCK_UNDECIDED);
+    ck_assert_int_eq(e, -1);
+}
+END_TEST
+
+START_TEST(test_renewal_verdict_three)
+{
+    int64_t e;
+
+    redlock_set_drift(0.01);
+    ck_assert_int_eq(t_renewal(2, 0, 3, 1050000, &e), REDLOCK_RENEWED);
+    ck_assert_int_eq(e, 10898000);
+    ck_assert_int_eq(t_renewal(2, 1, 3, 1999999, &e), REDLOCK_RENEWED);
+    ck_assert_int_eq(t_renewal(3, 0, 3, 1050000, &e), REDLOCK_RENEWED);
+    ck_assert_int_eq(t_renewal(3, 0, 3, 2000000, &e), REDLOCK_TOO_LATE);
+    ck_assert_int_eq(e, -1);
+    ck_assert_int_eq(t_renewal(2, 0, 3, 3000000, &e), REDLOCK_TOO_LATE);
+    /* More than 3 - 2 = 1 said no. */
+    ck_assert_int_eq(t_renewal(1, 2, 3, 1050000, &e), REDLOCK_DENIED);
+    ck_assert_int_eq(t_renewal(0, 2, 3, 1050000, &e), REDLOCK_DENIED);
+    ck_assert_int_eq(t_renewal(0, 3, 3, 1050000, &e), REDLOCK_DENIED);
+    ck_assert_int_eq(t_renewal(1, 1, 3, 1050000, &e), REDLOCK_UNDECIDED);
+    ck_assert_int_eq(t_renewal(1, 0, 3, 1050000, &e), REDLOCK_UNDECIDED);
+    ck_assert_int_eq(t_renewal(0, 1, 3, 1050000, &e), REDLOCK_UNDECIDED);
+    ck_assert_int_eq(t_renewal(0, 0, 3, 1050000, &e), REDLOCK_UNDECIDED);
+    ck_assert_int_eq(e, -1);
+}
+END_TEST
+
+START_TEST(test_renewal_verdict_drift)
+{
+    int64_t e;
+
+    /* The new end follows the drift factor in force: 10 s * 0.1 + 2 ms. */
+    redlock_set_drift(0.1);
+    ck_assert_int_eq(t_renewal(3, 0, 5, 1050000, &e), REDLOCK_RENEWED);
+    ck_assert_int_eq(e, 1000000 + 10000000 - 1002000);
+    redlock_set_drift(0.0);
+    ck_assert_int_eq(t_renewal(3, 0, 5, 1050000, &e), REDLOCK_RENEWED);
+    ck_assert_int_eq(e, 1000000 + 10000000 - 2000);
+    redlock_set_drift(0.01);
+    ck_assert_int_eq(t_renewal(3, 0, 5, 1050000, &e), REDLOCK_RENEWED);
+    ck_assert_int_eq(e, 10898000);
+}
+END_TEST
+
+START_TEST(test_release_verdict_five)
+{
+    /* (answered, confirmed, masters) */
+    ck_assert_int_eq(redlock_release_verdict(5, 5, 5), REDLOCK_RELEASED);
+    ck_assert_int_eq(redlock_release_verdict(5, 3, 5), REDLOCK_RELEASED);
+    ck_assert_int_eq(redlock_release_verdict(3, 3, 5), REDLOCK_RELEASED);
+    /* A quorum answered, fewer than a quorum still held the token. */
+    ck_assert_int_eq(redlock_release_verdict(5, 2, 5), REDLOCK_GONE);
+    ck_assert_int_eq(redlock_release_verdict(3, 2, 5), REDLOCK_GONE);
+    ck_assert_int_eq(redlock_release_verdict(3, 0, 5), REDLOCK_GONE);
+    ck_assert_int_eq(redlock_release_verdict(5, 0, 5), REDLOCK_GONE);
+    /* Fewer than a quorum answered. */
+    ck_assert_int_eq(redlock_release_verdict(2, 2, 5), REDLOCK_NOQUORUM);
+    ck_assert_int_eq(redlock_release_verdict(2, 0, 5), REDLOCK_NOQUORUM);
+    ck_assert_int_eq(redlock_release_verdict(0, 0, 5), REDLOCK_NOQUORUM);
+}
+END_TEST
+
+START_TEST(test_release_verdict_three)
+{
+    ck_assert_int_eq(redlock_release_verdict(3, 3, 3), REDLOCK_RELEASED);
+    ck_assert_int_eq(redlock_release_verdict(3, 2, 3), REDLOCK_RELEASED);
+    ck_assert_int_eq(redlock_release_verdict(2, 2, 3), REDLOCK_RELEASED);
+    ck_assert_int_eq(redlock_release_verdict(3, 1, 3), REDLOCK_GONE);
+    ck_assert_int_eq(redlock_release_verdict(2, 1, 3), REDLOCK_GONE);
+    ck_assert_int_eq(redlock_release_verdict(2, 0, 3), REDLOCK_GONE);
+    ck_assert_int_eq(redlock_release_verdict(1, 1, 3), REDLOCK_NOQUORUM);
+    ck_assert_int_eq(redlock_release_verdict(1, 0, 3), REDLOCK_NOQUORUM);
+    ck_assert_int_eq(redlock_release_verdict(0, 0, 3), REDLOCK_NOQUORUM);
+}
+END_TEST
+
 static Suite *
 redlock_suite(void)
 {
@@ -157,6 +273,11 @@ redlock_suite(void)
     tcase_add_test(tc, test_token);
     tcase_add_test(tc, test_random_range);
     tcase_add_test(tc, test_monotonic);
+    tcase_add_test(tc, test_renewal_verdict_five);
+    tcase_add_test(tc, test_renewal_verdict_three);
+    tcase_add_test(tc, test_renewal_verdict_drift);
+    tcase_add_test(tc, test_release_verdict_five);
+    tcase_add_test(tc, test_release_verdict_three);
     suite_add_tcase(s, tc);
     return s;
 }
