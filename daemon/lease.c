@@ -427,8 +427,24 @@ static void
 lease_send(struct lease_batch *b)
 {
     struct redlock_extend_item items[LEASE_BATCH_MAX];
-    size_t j;
+    size_t j, k;
 
+    /*
+     * A lost callback run while the batch was built may have ended a
+     * lease already in it (its slot is NULL): close the gaps first.
+     */
+    for (j = 0, k = 0; j < b->n; j++) {
+        if (b->leases[j] != NULL) {
+            b->leases[k] = b->leases[j];
+            b->leases[k]->batch_slot = k;
+            k++;
+        }
+    }
+    b->n = k;
+    if (b->n == 0) {
+        free(b);
+        return;
+    }
     for (j = 0; j < b->n; j++) {
         struct lease *l = b->leases[j];
 

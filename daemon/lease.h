@@ -50,6 +50,7 @@ struct lease_batch;
 
 /* Where a lease is in its life. */
 enum lease_state {
+    LEASE_IDLE,         /* never started (a zeroed struct) */
     LEASE_HELD,         /* valid; no renewal in flight */
     LEASE_RENEWING,     /* valid; a renewal in flight */
     LEASE_LOST,         /* reported lost: not exclusive any more */
