@@ -39,6 +39,9 @@
 #define MASTER_WHY_MAX          160
 #define MASTER_STEP_AUTH        (-1)    /* handshake step: AUTH */
 #define MASTER_STEP_INFO        (-2)    /* handshake step: INFO server */
+#define MASTER_STEP_PERSIST     (-3)    /* handshake step: INFO persistence */
+#define MASTER_STEP_FSYNC       (-4)    /* handshake step: CONFIG GET appendfsync */
+#define MASTER_STEP_MEMORY      (-5)    /* handshake step: INFO memory */
 
 /* For log lines: which of a master's two links. */
 #define MASTER_LINK_WHAT(k)     ((k)->subscriber ? " (subscriber)" : "")
@@ -80,9 +83,17 @@ struct master {
     char                status[MASTER_WHY_MAX + 16]; /* master_status_text buffer */
     char                sha[MASTER_SCRIPTS_MAX][41]; /* SCRIPT LOAD answers, per master */
     char                run_id[41]; /* INFO server run_id, "" before the first */
+    bool                run_id_now; /* run_id was read on the live command link */
+    long long           uptime_s;   /* INFO server uptime on this connect; -1: unread */
+    int                 aof;        /* INFO persistence aof_enabled: 1, 0, -1 unread */
+    char                appendfsync[16]; /* CONFIG GET appendfsync, "" when unread */
+    bool                fsync_refusal_logged;   /* the refusal was logged once */
+    bool                persist_refusal_logged; /* INFO persistence's, likewise */
+    bool                memory_refusal_logged;  /* INFO memory's, likewise */
+    char                maxmemory_policy[32];   /* INFO memory, "" when unread */
     int64_t             quarantine_until_us; /* monotonic; its answers count after */
     struct event       *quarantine_timer;    /* logs the end of the quarantine */
-    struct master_stats stats;      /* counters */
+    struct master_stats stats;      /* counters (duplicate_of, evicting too) */
 };
 
 /* Per master, where a channel's subscription stands. */
@@ -131,7 +142,8 @@ struct master_req {
 static struct event_base *master_base;
 static struct evdns_base *master_dns;       /* only when a master has a host name */
 static const struct conf *master_conf;
-static int64_t            master_quarantine_ttl_ms; /* largest max_ttl_ms applied since start */
+static int64_t            master_quarantine_ms; /* how long a restarted master is
+                                                   kept out, ms (the caller's) */
 static struct master     *masters;
 static size_t             nmasters;
 
@@ -149,6 +161,8 @@ static void master_sub_link_down(struct master_link *k);
 static void master_timer_cb(evutil_socket_t fd, short what, void *arg);
 static void master_check_silence(struct master_link *k);
 static void master_link_lost(struct master_link *k);
+static void master_dups_update(void);
+static void master_quarantine_begin(struct master *m);
 
 /* Cancel an evdns lookup in flight (its callback sees EVUTIL_EAI_CANCEL). */
 static void
@@ -268,7 +282,9 @@ master_link_lost(struct master_link *k)
 {
     if (!k->subscriber) {
         k->master->quarantine_until_us = 0;
+        k->master->run_id_now = false;
         evtimer_del(k->master->quarantine_timer);
+        master_dups_update();
     }
 }
 
@@ -289,6 +305,54 @@ master_link_up(struct master_link *m)
     log_info("master %s%s: up", m->addr->spec, MASTER_LINK_WHAT(m));
     if (m->subscriber) {
         master_sub_link_up(m);
+    } else {
+        master_quarantine_begin(m->master);
+        master_dups_update();
+    }
+}
+
+/*
+ * Work out again which masters are the same server as one listed
+ * before them (master_duplicate_of): among the up command links that
+ * read a run_id, the first entry with a given run_id counts, each later
+ * one is its duplicate.  Called when a command link comes up or goes
+ * down, never per request.  O(masters^2), at most 15 * 15.
+ */
+static void
+master_dups_update(void)
+{
+    size_t i, j;
+    int dup, was;
+
+    for (i = 0; i < nmasters; i++) {
+        struct master *m = &masters[i];
+
+        dup = -1;
+        if (m->cmd.state == MASTER_UP && m->run_id_now) {
+            for (j = 0; j < i; j++) {
+                if (masters[j].cmd.state == MASTER_UP && masters[j].run_id_now
+                    && strcmp(masters[j].run_id, m->run_id) == 0) {
+                    dup = (int)j;
+                    break;
+                }
+            }
+        }
+        was = m->stats.duplicate_of;
+        if (dup == was) {
+            continue;
+        }
+        m->stats.duplicate_of = dup;
+        if (dup >= 0) {
+            log_warn("master %s (masters entry %zu) is the same Redis server as %s "
+                     "(entry %d): both report run_id %.8s...; only %s counts toward a "
+                     "quorum, so one server cannot be counted twice; list each server "
+                     "once in masters", m->addr->spec, i, masters[dup].addr->spec, dup,
+                     m->run_id, masters[dup].addr->spec);
+        } else if (m->cmd.state == MASTER_UP) {
+            log_info("master %s (masters entry %zu) is no longer the same server as %s "
+                     "(entry %d) among the up masters: its answers count again",
+                     m->addr->spec, i, masters[was].addr->spec, was);
+        }
     }
 }
 
@@ -322,37 +386,17 @@ master_info_field(const char *info, size_t len, const char *field, char *out, si
     return false;
 }
 
-static void
-master_quarantine_cb(evutil_socket_t fd, short what, void *arg)
-{
-    struct master *m = arg;
-
-    (void)fd;
-    (void)what;
-    log_info("master %s: restart quarantine over: its answers count toward a quorum",
-             m->addr->spec);
-}
-
 /*
  * The INFO server answer of a new connection: note a restart (a new
- * run_id), and with lock.restart_quarantine keep the master's answers
- * out of every quorum until it has been up for max_ttl_ms plus drift:
- * by then every lock it may have lost in the restart has expired on
- * the other masters (Redis distributed-locks page, "Performance, crash
- * recovery and fsync": delayed restarts).  The master's uptime is read
- * in whole seconds of its wall clock (it may say 1 s after a few ms), so
- * its start is taken as late as it can have been: now - (uptime - 1 s).
- * Returns 0, or -1 with the reason in why.
+ * run_id) and keep the run_id (duplicates) and the uptime (the
+ * quarantine, decided when the handshake is complete:
+ * master_quarantine_begin).  Returns 0, or -1 with the reason in why.
  */
 static int
 master_info(struct master *m, const redisReply *reply, char *why, size_t size)
 {
     char run_id[sizeof(m->run_id)], uptime_text[24], *end;
-    long long uptime_s, surely_up_s;
-    int64_t now = util_now_us(), max_ttl, until, left_ms;
-    time_t wall;
-    struct tm tm;
-    char when[32];
+    long long uptime_s;
 
     if (reply->type != REDIS_REPLY_STRING && reply->type != REDIS_REPLY_STATUS) {
         snprintf(why, size, "INFO server answered a reply of type %d", reply->type);
@@ -379,38 +423,173 @@ master_info(struct master *m, const redisReply *reply, char *why, size_t size)
                  m->addr->spec, m->run_id, run_id, uptime_s);
     }
     snprintf(m->run_id, sizeof(m->run_id), "%s", run_id);
+    m->run_id_now = true;
+    m->uptime_s = uptime_s;
+    return 0;
+}
+
+/* INFO persistence: aof_enabled (0 or 1). */
+static void
+master_persist_info(struct master *m, const redisReply *reply)
+{
+    char aof[8];
+
+    if ((reply->type == REDIS_REPLY_STRING || reply->type == REDIS_REPLY_STATUS)
+        && master_info_field(reply->str, reply->len, "aof_enabled", aof, sizeof(aof))) {
+        m->aof = strcmp(aof, "1") == 0;
+    }
+}
+
+/* CONFIG GET appendfsync: ["appendfsync", "always"]. */
+static void
+master_fsync_info(struct master *m, const redisReply *reply)
+{
+    const redisReply *v;
+
+    if (reply->type == REDIS_REPLY_ARRAY && reply->elements == 2
+        && (v = reply->element[1])->type == REDIS_REPLY_STRING) {
+        snprintf(m->appendfsync, sizeof(m->appendfsync), "%.*s", (int)v->len, v->str);
+    }
+}
+
+/*
+ * INFO memory: a maxmemory with a policy that evicts keys may drop lock
+ * keys when the master is full, which ends those locks without anyone
+ * being told.  Warned at every connect while it is so.
+ */
+static void
+master_memory_info(struct master *m, const redisReply *reply)
+{
+    char maxmem[24], *end;
+    long long bytes;
+
+    m->stats.evicting = false;
+    m->stats.maxmemory = 0;
+    m->maxmemory_policy[0] = '\0';
+    if ((reply->type != REDIS_REPLY_STRING && reply->type != REDIS_REPLY_STATUS)
+        || !master_info_field(reply->str, reply->len, "maxmemory", maxmem, sizeof(maxmem))
+        || !master_info_field(reply->str, reply->len, "maxmemory_policy",
+                              m->maxmemory_policy, sizeof(m->maxmemory_policy))) {
+        return;
+    }
+    errno = 0;
+    bytes = strtoll(maxmem, &end, 10);
+    if (errno != 0 || *end != '\0' || bytes < 0) {
+        return;
+    }
+    m->stats.maxmemory = bytes;
+    if (bytes > 0 && strcmp(m->maxmemory_policy, "noeviction") != 0) {
+        m->stats.evicting = true;
+        log_warn("master %s: maxmemory is %lld bytes with maxmemory-policy %s: when it is "
+                 "full, Redis may evict lock keys, which ends those locks silently; set "
+                 "maxmemory-policy noeviction (or maxmemory 0) on every master",
+                 m->addr->spec, bytes, m->maxmemory_policy);
+    }
+}
+
+/* A refused INFO persistence, CONFIG GET appendfsync or INFO memory. */
+static void
+master_refused(struct master *m, int step, const char *err)
+{
+    if (step == MASTER_STEP_FSYNC && !m->fsync_refusal_logged
+        && master_conf->restart_quarantine) {
+        m->fsync_refusal_logged = true;
+        log_warn("master %s: CONFIG GET appendfsync refused (%.100s): appendfsync cannot "
+                 "be read, so the daemon cannot tell that the master persists every "
+                 "write, and a restart quarantine still applies to it (grant the ACL "
+                 "user +config|get to exempt a master with appendfsync always)",
+                 m->addr->spec, err);
+    } else if (step == MASTER_STEP_PERSIST && !m->persist_refusal_logged
+               && master_conf->restart_quarantine) {
+        m->persist_refusal_logged = true;
+        log_warn("master %s: INFO persistence refused (%.100s): whether it persists every "
+                 "write cannot be read, so a restart quarantine still applies to it",
+                 m->addr->spec, err);
+    } else if (step == MASTER_STEP_MEMORY && !m->memory_refusal_logged) {
+        m->memory_refusal_logged = true;
+        log_warn("master %s: INFO memory refused (%.100s): an evicting maxmemory-policy "
+                 "cannot be noticed", m->addr->spec, err);
+    }
+}
+
+static void
+master_quarantine_cb(evutil_socket_t fd, short what, void *arg)
+{
+    struct master *m = arg;
+
+    (void)fd;
+    (void)what;
+    log_info("master %s: restart quarantine over: its answers count toward a quorum",
+             m->addr->spec);
+}
+
+/*
+ * The handshake of the command link is complete: with
+ * lock.restart_quarantine keep the master's answers out of every
+ * quorum until it has been up for master_quarantine_ms: by then every
+ * lock it may have lost in its restart has expired on the other masters
+ * (Redis distributed-locks page, "Performance, crash recovery and
+ * fsync": delayed restarts).  A master that fsyncs every write before
+ * answering (aof_enabled:1, appendfsync always) lost nothing and is not
+ * quarantined.  The uptime is in whole seconds of the master's wall
+ * clock (it may say 1 s after a few ms), so its start is taken as late
+ * as it can have been: now - (uptime - 1 s).
+ */
+static void
+master_quarantine_begin(struct master *m)
+{
+    int64_t now = util_now_us(), max_ttl = master_quarantine_ms, until, left_ms;
+    long long surely_up_s;
+    time_t wall;
+    struct tm tm;
+    char when[32], reason[96];
+
     m->quarantine_until_us = 0;
     evtimer_del(m->quarantine_timer);
-    if (!master_conf->restart_quarantine) {
-        return 0;
+    if (!master_conf->restart_quarantine || m->uptime_s < 0) {
+        return;
     }
-    /* Locks granted before a reload lowered max_ttl_ms keep their ttl. */
-    max_ttl = master_quarantine_ttl_ms;
-    max_ttl += (int64_t)((double)max_ttl * master_conf->drift_factor) + 1 + 2; /* rounded up */
     /*
      * Redis computes uptime_in_seconds from whole-second wall-clock
      * stamps, so it can say 1 when only a few ms have passed: the master
      * has been up for more than uptime - 1 s, no more can be assumed
      * (the fault suite caught a quarantine that ended a second early).
      */
-    surely_up_s = uptime_s > 0 ? uptime_s - 1 : 0;
+    surely_up_s = m->uptime_s > 0 ? m->uptime_s - 1 : 0;
     if (surely_up_s > (max_ttl + 999) / 1000) {
-        return 0;     /* up long enough; no overflow below */
+        return;     /* up long enough; no overflow below */
     }
     until = now - (int64_t)surely_up_s * 1000000 + max_ttl * 1000;
-    m->quarantine_until_us = until;
     if (until <= now) {
-        return 0;
+        return;
     }
+    if (m->aof == 1 && strcmp(m->appendfsync, "always") == 0) {
+        log_info("master %s: up for %lld s only, but it persists every write before "
+                 "answering (aof_enabled:1, appendfsync always), so its restart lost no "
+                 "lock: no restart quarantine", m->addr->spec, m->uptime_s);
+        return;
+    }
+    if (m->aof < 0) {
+        snprintf(reason, sizeof(reason), "INFO persistence was refused");
+    } else if (m->aof == 0) {
+        snprintf(reason, sizeof(reason), "it has no append-only file (aof_enabled:0)");
+    } else if (m->appendfsync[0] == '\0') {
+        snprintf(reason, sizeof(reason), "its appendfsync cannot be read "
+                 "(CONFIG GET refused)");
+    } else {
+        snprintf(reason, sizeof(reason), "appendfsync is %s, not always", m->appendfsync);
+    }
+    m->quarantine_until_us = until;
     left_ms = (until - now + 999) / 1000;
     wall = time(NULL) + (time_t)((left_ms + 999) / 1000);
     if (localtime_r(&wall, &tm) == NULL || strftime(when, sizeof(when), "%H:%M:%S", &tm) == 0) {
         snprintf(when, sizeof(when), "?");
     }
     log_warn("master %s: up for %lld s only, less than lock.max_ttl_ms plus drift "
-             "(%lld ms): quarantined for %lld ms, until about %s; its answers do not "
-             "count toward a quorum until then (lock.restart_quarantine)",
-             m->addr->spec, uptime_s, (long long)max_ttl, (long long)left_ms, when);
+             "(%lld ms), and %s: quarantined for %lld ms, until about %s; its answers "
+             "do not count toward a quorum until then (lock.restart_quarantine)",
+             m->addr->spec, m->uptime_s, (long long)max_ttl, reason, (long long)left_ms,
+             when);
     if (m->quarantine_timer != NULL) {
         struct timeval tv;
 
@@ -418,7 +597,6 @@ master_info(struct master *m, const redisReply *reply, char *why, size_t size)
         tv.tv_usec = (suseconds_t)((left_ms % 1000) * 1000);
         evtimer_add(m->quarantine_timer, &tv);
     }
-    return 0;
 }
 
 static void
@@ -433,11 +611,23 @@ master_handshake_cb(redisAsyncContext *ac, void *r, void *privdata)
         return;     /* dropped meanwhile; the drop did the bookkeeping */
     }
     m->progress_us = util_now_us();
-    if (reply->type == REDIS_REPLY_ERROR && step == MASTER_STEP_INFO
+    if (step == MASTER_STEP_PERSIST || step == MASTER_STEP_FSYNC
+        || step == MASTER_STEP_MEMORY) {
+        /* Nice to know, never needed for the link (an ACL may refuse them). */
+        if (reply->type == REDIS_REPLY_ERROR) {
+            master_refused(m->master, step, reply->str);
+        } else if (step == MASTER_STEP_PERSIST) {
+            master_persist_info(m->master, reply);
+        } else if (step == MASTER_STEP_FSYNC) {
+            master_fsync_info(m->master, reply);
+        } else {
+            master_memory_info(m->master, reply);
+        }
+    } else if (reply->type == REDIS_REPLY_ERROR && step == MASTER_STEP_INFO
         && !master_conf->restart_quarantine) {
         /* Only needed for the quarantine (an ACL user without +info). */
-        log_warn("master %s: INFO server refused (%.100s): restarts will not be "
-                 "noticed", m->addr->spec, reply->str);
+        log_warn("master %s: INFO server refused (%.100s): restarts, and a server "
+                 "listed twice in masters, will not be noticed", m->addr->spec, reply->str);
     } else if (reply->type == REDIS_REPLY_ERROR) {
         snprintf(why, sizeof(why), "%s refused: %.100s",
                  step == MASTER_STEP_AUTH ? "AUTH" :
@@ -511,10 +701,30 @@ master_connect_cb(const redisAsyncContext *cac, int status)
         }
     }
     if (!m->subscriber && rc == REDIS_OK) {
-        /* Restarts and the quarantine (master_info). */
+        /* Restarts, duplicates, the quarantine, eviction (master_info and after). */
+        m->master->run_id_now = false;
+        m->master->uptime_s = -1;
+        m->master->aof = -1;
+        m->master->appendfsync[0] = '\0';
         rc = redisAsyncCommand(ac, master_handshake_cb, (void *)(intptr_t)MASTER_STEP_INFO,
                                "INFO server");
         m->pending++;
+        if (rc == REDIS_OK) {
+            rc = redisAsyncCommand(ac, master_handshake_cb,
+                                   (void *)(intptr_t)MASTER_STEP_PERSIST, "INFO persistence");
+            m->pending++;
+        }
+        if (rc == REDIS_OK) {
+            rc = redisAsyncCommand(ac, master_handshake_cb,
+                                   (void *)(intptr_t)MASTER_STEP_FSYNC,
+                                   "CONFIG GET appendfsync");
+            m->pending++;
+        }
+        if (rc == REDIS_OK) {
+            rc = redisAsyncCommand(ac, master_handshake_cb,
+                                   (void *)(intptr_t)MASTER_STEP_MEMORY, "INFO memory");
+            m->pending++;
+        }
     }
     for (i = 0; !m->subscriber && i < nscripts && rc == REDIS_OK; i++) {
         rc = redisAsyncCommand(ac, master_handshake_cb, (void *)(intptr_t)i,
@@ -769,7 +979,6 @@ master_start(struct event_base *base, const struct conf *conf)
 
     master_base = base;
     master_conf = conf;
-    master_quarantine_ttl_ms = conf->max_ttl_ms;
     nmasters = conf->nmasters;
     masters = calloc(nmasters, sizeof(*masters));
     if (masters == NULL) {
@@ -782,6 +991,9 @@ master_start(struct event_base *base, const struct conf *conf)
         m->index = i;
         m->addr = &conf->masters[i];
         m->stats.rtt_us = -1;
+        m->stats.duplicate_of = -1;
+        m->uptime_s = -1;
+        m->aof = -1;
         if (master_link_init(m, &m->cmd, false) != 0
             || master_link_init(m, &m->sub, true) != 0) {
             return -1;
@@ -812,17 +1024,32 @@ master_start(struct event_base *base, const struct conf *conf)
 void
 master_set_conf(const struct conf *conf)
 {
-    size_t i;
+    int64_t now = util_now_us();
+    size_t i, ended = 0;
 
     master_conf = conf;
-    if (conf->max_ttl_ms > master_quarantine_ttl_ms) {
-        master_quarantine_ttl_ms = conf->max_ttl_ms;
-    }
     for (i = 0; i < nmasters; i++) {
         masters[i].addr = &conf->masters[i];
         masters[i].cmd.addr = masters[i].addr;
         masters[i].sub.addr = masters[i].addr;
+        if (!conf->restart_quarantine && masters[i].quarantine_until_us > now) {
+            /* Turned off: the operator says no master lost locks. */
+            masters[i].quarantine_until_us = 0;
+            evtimer_del(masters[i].quarantine_timer);
+            ended++;
+        }
     }
+    if (ended > 0) {
+        log_info("lock.restart_quarantine is off now: the restart quarantine of %zu "
+                 "master%s ends at once; their answers count toward a quorum", ended,
+                 ended == 1 ? "" : "s");
+    }
+}
+
+void
+master_set_quarantine_ms(int64_t ms)
+{
+    master_quarantine_ms = ms;
 }
 
 /* Close one link at exit (pending callbacks run with NULL). */
@@ -1103,19 +1330,38 @@ master_name(const struct master *m)
 }
 
 void
-master_tally(size_t *up, size_t *quarantined)
+master_tally(struct master_summary *sum)
 {
-    int64_t now = util_now_us();
+    int64_t now = util_now_us(), left;
     size_t i;
 
-    *up = 0;
-    *quarantined = 0;
+    memset(sum, 0, sizeof(*sum));
     for (i = 0; i < nmasters; i++) {
-        if (masters[i].cmd.state == MASTER_UP) {
-            (*up)++;
-            *quarantined += master_quarantine_left_ms(&masters[i], now) > 0;
+        sum->evicting += masters[i].stats.evicting;
+        if (masters[i].cmd.state != MASTER_UP) {
+            continue;
         }
+        sum->up++;
+        left = master_quarantine_left_ms(&masters[i], now);
+        if (left > sum->quarantine_left_ms) {
+            sum->quarantine_left_ms = left;
+        }
+        sum->quarantined += left > 0;
+        sum->duplicate += masters[i].stats.duplicate_of >= 0;
+        sum->counted += left == 0 && masters[i].stats.duplicate_of < 0;
     }
+}
+
+int
+master_duplicate_of(const struct master *m)
+{
+    return m->stats.duplicate_of;
+}
+
+const char *
+master_run_id(const struct master *m)
+{
+    return m->run_id;
 }
 
 int64_t

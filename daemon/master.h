@@ -19,9 +19,17 @@
  * SIGSTOP, a partition) is dropped, failing its pending requests at
  * once, when redis.max_pending requests are unanswered or when
  * redis.down_after_ms passed without a reply while requests were
- * pending; reconnecting with backoff follows.  The handshake also reads
- * INFO server: a new run_id is a restart, and a short uptime starts the
- * restart quarantine (master_quarantine_left_ms).
+ * pending; reconnecting with backoff follows.
+ *
+ * The handshake also reads what the master says about itself: INFO
+ * server (a new run_id is a restart, a short uptime starts the restart
+ * quarantine, master_quarantine_left_ms; two config entries with the
+ * same run_id are one server, master_duplicate_of), INFO persistence and
+ * CONFIG GET appendfsync (a master that fsyncs every write before
+ * answering loses no lock in a restart: no quarantine), and INFO memory
+ * (a maxmemory with an evicting policy may drop lock keys: a warning).
+ * Only INFO server is needed for the link (and only with the
+ * quarantine on); the others may be refused by an ACL.
  */
 #ifndef REDLOCKD_MASTER_H
 #define REDLOCKD_MASTER_H
@@ -65,6 +73,25 @@ struct master_stats {
     uint64_t requests;          /* requests sent */
     uint64_t restarts;          /* restarts seen (a new run_id on reconnect) */
     int64_t  quarantine_ms;     /* restart quarantine left, ms; 0 when none */
+    int      duplicate_of;      /* index of the master it is the same server
+                                   as (master_duplicate_of), or -1 */
+    bool     evicting;          /* at its last connect: maxmemory set and a
+                                   maxmemory-policy other than noeviction */
+    long long maxmemory;        /* INFO memory maxmemory at the last connect,
+                                   bytes; 0 when none or unknown */
+};
+
+/* The masters at a glance (master_tally), for STATS, STATUS= and /metrics. */
+struct master_summary {
+    size_t   up;                /* command link up now */
+    size_t   quarantined;       /* of those, in restart quarantine */
+    size_t   duplicate;         /* of those, the same server as another
+                                   (master_duplicate_of() >= 0) */
+    size_t   counted;           /* up, not quarantined, not a duplicate: the
+                                   masters whose answers count now */
+    size_t   evicting;          /* masters whose last connect found an evicting
+                                   maxmemory-policy (up or not) */
+    int64_t  quarantine_left_ms;/* the longest quarantine left, ms; 0: none */
 };
 
 /*
@@ -98,6 +125,15 @@ int master_start(struct event_base *base, const struct conf *conf);
  */
 void master_set_conf(const struct conf *conf);
 
+/*
+ * How long a restarted master stays out of quorums, ms: the largest
+ * lock.max_ttl_ms applied since start plus its drift allowance, computed
+ * by the caller (server.c, which knows the drift rule of
+ * daemon/redlock.h).  Call before master_start() and on every reload;
+ * it applies to quarantines that begin from then on.
+ */
+void master_set_quarantine_ms(int64_t ms);
+
 /* Close every connection (pending callbacks run with NULL) and free all. */
 void master_stop(void);
 
@@ -117,19 +153,34 @@ const char *master_name(const struct master *m);
  * Restart quarantine left at now_us (monotonic), ms; 0 when the master's
  * answers count.
  * On every connect the master's uptime is read with INFO server; with
- * lock.restart_quarantine, a master up for less than max_ttl_ms plus
- * drift (max_ttl_ms * drift_factor + 2 ms) is quarantined until then:
- * it still receives every request, but rounds do not count its answers
+ * lock.restart_quarantine, a master up for less than the time set with
+ * master_set_quarantine_ms() is quarantined until then: it still
+ * receives every request, but rounds do not count its answers
  * (daemon/round.h).  The delayed restart of the Redis distributed-locks
- * page, "Performance, crash recovery and fsync".
+ * page, "Performance, crash recovery and fsync".  A master that persists
+ * every write before answering (INFO persistence aof_enabled:1 and
+ * CONFIG GET appendfsync "always") is never quarantined; one whose
+ * appendfsync cannot be read (CONFIG refused) is.  A reload that turns
+ * lock.restart_quarantine off ends every quarantine at once.
  */
 int64_t master_quarantine_left_ms(const struct master *m, int64_t now_us);
 
 /*
- * Masters whose command link is up now, in *up, and how many of those
- * are quarantined, in *quarantined (for STATS, STATUS= and /metrics).
+ * The index of the master m is the same Redis server as, or -1.  Two
+ * config entries whose command links are up and whose INFO server
+ * run_id is the same are one server (an address written twice, under
+ * two spellings): of those, the one listed first counts, and each other
+ * one is a duplicate of it, whose answers count toward no quorum
+ * (daemon/round.h).  Worked out again when a command link comes up or
+ * goes down; O(1).
  */
-void master_tally(size_t *up, size_t *quarantined);
+int master_duplicate_of(const struct master *m);
+
+/* The INFO server run_id read at m's last connect; "" before any. */
+const char *master_run_id(const struct master *m);
+
+/* Fill *sum with the masters' state now.  O(masters). */
+void master_tally(struct master_summary *sum);
 
 /* Copy m's counters into st. */
 void master_get_stats(const struct master *m, struct master_stats *st);

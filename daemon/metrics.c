@@ -186,6 +186,20 @@ metrics_write_masters(struct evbuffer *out)
         metrics_seconds(out, ms[i].quarantine_ms > 0 ? ms[i].quarantine_ms * 1000 : 0);
         evbuffer_add(out, "\n", 1);
     }
+    metrics_family(out, "redlockd_master_duplicate", "gauge",
+                   "1 while the master is the same server (run_id) as one listed before "
+                   "it (its answers do not count).");
+    for (i = 0; i < n; i++) {
+        metrics_master_sample(out, "redlockd_master_duplicate", i);
+        evbuffer_add_printf(out, "%d\n", ms[i].duplicate_of >= 0);
+    }
+    metrics_family(out, "redlockd_master_evicting_policy", "gauge",
+                   "1 when the master's last connect found maxmemory set with a "
+                   "maxmemory-policy other than noeviction (lock keys may be evicted).");
+    for (i = 0; i < n; i++) {
+        metrics_master_sample(out, "redlockd_master_evicting_policy", i);
+        evbuffer_add_printf(out, "%d\n", ms[i].evicting);
+    }
     metrics_family(out, "redlockd_master_last_rtt_seconds", "gauge",
                    "Round trip of the last request to the master; NaN before the first.");
     for (i = 0; i < n; i++) {
@@ -228,11 +242,12 @@ metrics_write_masters(struct evbuffer *out)
 static void
 metrics_write(struct evbuffer *out)
 {
-    size_t n = master_count(), up, quarantined;
+    size_t n = master_count();
+    struct master_summary sum;
     static const char lost[] = "redlockd_locks_lost_total";
     static const char acq[] = "redlockd_acquisitions_total";
 
-    master_tally(&up, &quarantined);
+    master_tally(&sum);
     metrics_family(out, "redlockd_build_info", "gauge", "Always 1; the version is a label.");
     evbuffer_add_printf(out, "redlockd_build_info{version=\"");
     metrics_escape(out, REDLOCKD_VERSION);
@@ -318,9 +333,15 @@ metrics_write(struct evbuffer *out)
     metrics_one(out, "redlockd_masters", "gauge", "Masters configured.", n);
     metrics_one(out, "redlockd_quorum", "gauge", "Masters needed for a quorum.",
                 redlock_quorum(n));
-    metrics_one(out, "redlockd_masters_up", "gauge", "Masters connected now.", up);
+    metrics_one(out, "redlockd_masters_up", "gauge", "Masters connected now.", sum.up);
     metrics_one(out, "redlockd_masters_quarantined", "gauge",
-                "Masters in restart quarantine now.", quarantined);
+                "Masters in restart quarantine now.", sum.quarantined);
+    metrics_one(out, "redlockd_masters_duplicate", "gauge",
+                "Masters up now that are the same server as one listed before them "
+                "(same run_id; their answers do not count).", sum.duplicate);
+    metrics_one(out, "redlockd_masters_evicting", "gauge",
+                "Masters whose last connect found maxmemory set with a policy other "
+                "than noeviction.", sum.evicting);
     metrics_write_masters(out);
 }
 

@@ -2,9 +2,11 @@
  * redlock.c: the Redlock algorithm: scripts, quorum and validity
  * arithmetic, and the four operations built on rounds.
  */
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "daemon/log.h"
 #include "daemon/master.h"
@@ -308,16 +310,83 @@ redlock_op_new(redlock_done_fn cb, void *arg, int64_t ttl_ms)
     return op;
 }
 
+/* Append to buf (size bytes in all, used taken) what fmt says; returns the new used. */
+static size_t
+redlock_append(char *buf, size_t size, size_t used, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+
+static size_t
+redlock_append(char *buf, size_t size, size_t used, const char *fmt, ...)
+{
+    va_list ap;
+    int n;
+
+    if (used >= size) {
+        return used;
+    }
+    va_start(ap, fmt);
+    n = vsnprintf(buf + used, size - used, fmt, ap);
+    va_end(ap);
+    if (n < 0) {
+        return used;
+    }
+    return used + (size_t)n < size ? used + (size_t)n : size - 1;
+}
+
+/*
+ * The text of a NOQUORUM.  When answers arrived that do not count
+ * (restart quarantine, a server listed twice), it says so first, with
+ * how many, until when, and what an operator can do, because "0 of 5
+ * answered" would be untrue: the masters did answer.
+ */
 static void
 redlock_fill_error(struct redlock_result *res, struct round *r)
 {
-    size_t n = master_count();
-    int used;
+    size_t n = master_count(), size = sizeof(res->error), used, nq, nd;
+    int64_t left_ms;
+    time_t wall;
+    struct tm tm;
+    char when[32];
 
-    used = snprintf(res->error, sizeof(res->error),
-                    "%zu of %zu masters answered, quorum is %zu: ",
-                    round_answered(r), n, redlock_quorum(n));
-    round_describe_failures(r, res->error + used, sizeof(res->error) - (size_t)used);
+    nq = round_quarantined(r, &left_ms);
+    nd = round_duplicates(r);
+    if (nq == 0 && nd == 0) {
+        used = redlock_append(res->error, size, 0, "%zu of %zu masters answered, quorum is %zu: ",
+                              round_answered(r), n, redlock_quorum(n));
+        round_describe_failures(r, res->error + used, size - used);
+        return;
+    }
+    used = redlock_append(res->error, size, 0, "%zu of %zu masters answered",
+                          round_answered(r) + nq + nd, n);
+    if (nq > 0) {
+        wall = time(NULL) + (time_t)((left_ms + 999) / 1000);
+        if (localtime_r(&wall, &tm) == NULL
+            || strftime(when, sizeof(when), "%H:%M:%S", &tm) == 0) {
+            snprintf(when, sizeof(when), "?");
+        }
+        used = redlock_append(res->error, size, used, ", but %zu of them %s in restart "
+                              "quarantine (until %s, %lld ms left; a master up less than "
+                              "lock.max_ttl_ms may have lost locks in its restart)", nq,
+                              nq == 1 ? "is" : "are", when, (long long)left_ms);
+    }
+    if (nd > 0) {
+        used = redlock_append(res->error, size, used, "%s %zu of them %s the same server "
+                              "as a master listed before (same run_id)",
+                              nq > 0 ? " and" : ", but", nd, nd == 1 ? "is" : "are");
+    }
+    used = redlock_append(res->error, size, used, "; quorum is %zu counted masters.",
+                          redlock_quorum(n));
+    if (nq > 0) {
+        used = redlock_append(res->error, size, used, " If these masters are new or persist "
+                              "with appendfsync always, set lock.restart_quarantine: false "
+                              "and reload (systemctl reload redlockd).");
+    }
+    if (nd > 0) {
+        used = redlock_append(res->error, size, used, " List each Redis server once in "
+                              "masters.");
+    }
+    used = redlock_append(res->error, size, used, " Not counted: ");
+    round_describe_failures(r, res->error + used, size - used);
 }
 
 /* Start a result from a decided round: times and answers. */

@@ -14,7 +14,7 @@
 #include "daemon/round.h"
 #include "daemon/util.h"
 
-#define ROUND_WHY_MAX 120
+#define ROUND_WHY_MAX 160
 
 /* Per-master slot of a round. */
 struct round_master {
@@ -22,6 +22,7 @@ struct round_master {
     enum round_slot  state;          /* what became of this master */
     bool             waiting;        /* a callback from master.c is still due */
     int64_t          quarantine_ms;  /* restart quarantine left at the send; 0: none */
+    int              duplicate_of;   /* master_duplicate_of() at the send; -1: none */
     char             why[ROUND_WHY_MAX]; /* failure reason when FAILED */
 };
 
@@ -38,6 +39,10 @@ struct round {
     size_t              waiting;     /* master callbacks still due */
     size_t              nmasters;    /* slots in masters[] */
     size_t              answered;    /* slots ROUND_ANSWERED */
+    size_t              quarantined; /* answers not counted: restart quarantine */
+    size_t              duplicates;  /* answers not counted: the same server as
+                                        another master */
+    int64_t             quarantine_ms; /* longest quarantine left among those, ms */
     size_t              finished;    /* slots not ROUND_PENDING */
     int64_t             start_us;    /* monotonic, before the first send */
     int64_t             end_us;      /* monotonic, at the decision */
@@ -152,11 +157,21 @@ round_reply_cb(struct master *m, const struct master_reply *reply,
         slot->state = ROUND_FAILED;
         snprintf(slot->why, sizeof(slot->why), "error (%.100s)",
                  master_reply_str(reply, NULL));
+    } else if (slot->duplicate_of >= 0) {
+        /* Its answer is another master's answer: counting it would count one server twice. */
+        slot->state = ROUND_FAILED;
+        snprintf(slot->why, sizeof(slot->why), "same server as %s (run_id %.8s...), not counted",
+                 master_name(master_at((size_t)slot->duplicate_of)), master_run_id(m));
+        r->duplicates++;
     } else if (slot->quarantine_ms > 0) {
         /* It ran the script, but may have lost locks in its restart. */
         slot->state = ROUND_FAILED;
         snprintf(slot->why, sizeof(slot->why), "quarantined after a restart "
                  "(%lld ms left; lock.restart_quarantine)", (long long)slot->quarantine_ms);
+        r->quarantined++;
+        if (slot->quarantine_ms > r->quarantine_ms) {
+            r->quarantine_ms = slot->quarantine_ms;
+        }
     } else {
         slot->state = ROUND_ANSWERED;
         if (r->reply_cb != NULL) {
@@ -225,6 +240,7 @@ round_start(int script, size_t nkeys, size_t nargs,
          * the script runs.
          */
         slot->quarantine_ms = master_quarantine_left_ms(m, r->start_us);
+        slot->duplicate_of = master_duplicate_of(m);
         if (master_eval(m, script, nkeys, nargs, r->args, r->lens, &shared,
                         round_reply_cb, slot) == 0) {
             slot->waiting = true;
@@ -266,6 +282,21 @@ size_t
 round_answered(const struct round *r)
 {
     return r->answered;
+}
+
+size_t
+round_quarantined(const struct round *r, int64_t *left_ms)
+{
+    if (left_ms != NULL) {
+        *left_ms = r->quarantine_ms;
+    }
+    return r->quarantined;
+}
+
+size_t
+round_duplicates(const struct round *r)
+{
+    return r->duplicates;
 }
 
 int64_t

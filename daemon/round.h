@@ -13,7 +13,10 @@
  * Restart quarantine: a master quarantined when the round starts
  * (master_quarantine_left_ms) receives the request like the others, but
  * its answer is recorded as ROUND_FAILED ("quarantined ...") and never
- * reaches the caller's classifier, so no quorum counts it.
+ * reaches the caller's classifier, so no quorum counts it.  The same
+ * holds for a duplicate, a config entry that is the same Redis server as
+ * another one (master_duplicate_of, read at the round's start): "same
+ * server as ... (run_id ...), not counted".
  *
  * Late replies: a round lives until every master's callback has come
  * back, so a reply that arrives after the decision finds the round
@@ -88,6 +91,16 @@ enum round_slot round_slot(const struct round *r, size_t master);
 
 /* Masters with ROUND_ANSWERED. */
 size_t round_answered(const struct round *r);
+
+/*
+ * Answers that arrived but were not counted because their master was in
+ * restart quarantine; the longest quarantine left among those, ms, in
+ * *left_ms when it is not NULL (0 when none).
+ */
+size_t round_quarantined(const struct round *r, int64_t *left_ms);
+
+/* Answers that arrived but were not counted: duplicates of another master. */
+size_t round_duplicates(const struct round *r);
 
 /* Monotonic start time (just before the first send), us. */
 int64_t round_start_us(const struct round *r);

@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <event2/event.h>
@@ -35,6 +36,7 @@ static bool               server_conf_owned;/* server_conf came from a reload: o
 static struct event      *server_drain;     /* shutdown drain check */
 static int64_t            server_drain_end; /* monotonic us */
 static bool               server_stopping;
+static int64_t            server_max_ttl_ms;/* largest lock.max_ttl_ms applied since start */
 
 static void
 server_finish(void)
@@ -67,17 +69,57 @@ server_drain_cb(evutil_socket_t fd, short what, void *arg)
     evtimer_add(server_drain, &tv);
 }
 
-/* STATUS= for systemctl status: quorum, locks, waiters. */
+/*
+ * Tell the masters how long a restarted master stays out of quorums:
+ * the largest max_ttl_ms applied since start (locks granted before a
+ * reload lowered it keep their ttl) plus its drift allowance.
+ */
+static void
+server_set_quarantine(const struct conf *conf)
+{
+    if (conf->max_ttl_ms > server_max_ttl_ms) {
+        server_max_ttl_ms = conf->max_ttl_ms;
+    }
+    master_set_quarantine_ms(server_max_ttl_ms
+                             + (redlock_drift_us(server_max_ttl_ms, conf->drift_factor)
+                                + 999) / 1000);
+}
+
+/*
+ * STATUS= for systemctl status: quorum, locks, waiters.  Masters that
+ * are up but do not count (restart quarantine, the same server listed
+ * twice) are named, with the end of the quarantine, so that "NO QUORUM"
+ * with every master up explains itself.
+ */
 static void
 server_status(char *buf, size_t size)
 {
-    size_t n = master_count(), up, quarantined, q = redlock_quorum(n);
+    size_t n = master_count(), q = redlock_quorum(n);
+    struct master_summary sum;
+    time_t wall;
+    struct tm tm;
+    char when[16], quarantine[80], twice[48] = "";
 
-    master_tally(&up, &quarantined);
-    snprintf(buf, size, "%s: %zu/%zu masters up (quorum %zu), %zu quarantined; "
+    master_tally(&sum);
+    if (sum.quarantined > 0) {
+        wall = time(NULL) + (time_t)((sum.quarantine_left_ms + 999) / 1000);
+        if (localtime_r(&wall, &tm) == NULL
+            || strftime(when, sizeof(when), "%H:%M:%S", &tm) == 0) {
+            snprintf(when, sizeof(when), "?");
+        }
+        snprintf(quarantine, sizeof(quarantine), "%zu in restart quarantine until %s",
+                 sum.quarantined, when);
+    } else {
+        snprintf(quarantine, sizeof(quarantine), "0 quarantined");
+    }
+    if (sum.duplicate > 0) {
+        snprintf(twice, sizeof(twice), ", %zu listed twice", sum.duplicate);
+    }
+    snprintf(buf, size, "%s: %zu/%zu masters up (quorum %zu), %s%s; "
              "%zu locks held, %zu waiting, %zu sessions",
-             server_stopping ? "stopping" : up - quarantined >= q ? "quorum" : "NO QUORUM",
-             up, n, q, quarantined, lock_count_held(), lock_count_waiters(), session_count());
+             server_stopping ? "stopping" : sum.counted >= q ? "quorum" : "NO QUORUM",
+             sum.up, n, q, quarantine, twice, lock_count_held(), lock_count_waiters(),
+             session_count());
 }
 
 /*
@@ -133,6 +175,7 @@ server_reload(void)
     log_set_level((enum log_level)next->log_level);
     redlock_set_drift(next->drift_factor);
     round_set_timeout(next->node_timeout_ms);
+    server_set_quarantine(next);
     master_set_conf(next);
     lock_set_conf(next);
     session_set_conf(next);
@@ -226,6 +269,7 @@ server_run(struct conf *conf)
         event_base_free(server_base);
         return 1;
     }
+    server_set_quarantine(conf);
     if (master_start(server_base, conf) != 0) {
         metrics_stop();
         listener_stop();

@@ -324,11 +324,12 @@ static void
 session_stats(struct session *s)
 {
     struct evbuffer *out = bufferevent_get_output(s->bev);
-    size_t i, n = master_count(), up, quarantined;
+    size_t i, n = master_count();
+    struct master_summary sum;
     struct master_stats ms;
     uint64_t cum = 0;
 
-    master_tally(&up, &quarantined);
+    master_tally(&sum);
 #define STAT_U(name, v) evbuffer_add_printf(out, "STAT %s %llu\n", name, (unsigned long long)(v))
 #define STAT_I(name, v) evbuffer_add_printf(out, "STAT %s %lld\n", name, (long long)(v))
     evbuffer_add_printf(out, "STAT version %s\n", REDLOCKD_VERSION);
@@ -377,8 +378,10 @@ session_stats(struct session *s)
     STAT_U("acquire_latency_sum_us", stats.acquire_latency_sum_us);
     STAT_U("masters", n);
     STAT_U("quorum", redlock_quorum(n));
-    STAT_U("masters_up", up);
-    STAT_U("masters_quarantined", quarantined);
+    STAT_U("masters_up", sum.up);
+    STAT_U("masters_quarantined", sum.quarantined);
+    STAT_U("masters_duplicate", sum.duplicate);
+    STAT_U("masters_evicting", sum.evicting);
     for (i = 0; i < n; i++) {
         master_get_stats(master_at(i), &ms);
         evbuffer_add_printf(out, "STAT master.%zu.addr %s\n", i, master_name(master_at(i)));
@@ -395,6 +398,8 @@ session_stats(struct session *s)
                             (unsigned long long)ms.restarts);
         evbuffer_add_printf(out, "STAT master.%zu.quarantine_ms %lld\n", i,
                             (long long)ms.quarantine_ms);
+        evbuffer_add_printf(out, "STAT master.%zu.duplicate_of %d\n", i, ms.duplicate_of);
+        evbuffer_add_printf(out, "STAT master.%zu.evicting_policy %d\n", i, ms.evicting);
     }
 #undef STAT_U
 #undef STAT_I

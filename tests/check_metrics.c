@@ -489,6 +489,8 @@ START_TEST(metrics_format)
         "redlockd_master_quarantine_remaining_seconds", "redlockd_master_last_rtt_seconds",
         "redlockd_master_requests_total", "redlockd_master_errors_total",
         "redlockd_master_reconnects_total", "redlockd_master_restarts_total",
+        "redlockd_masters_duplicate", "redlockd_masters_evicting",
+        "redlockd_master_duplicate", "redlockd_master_evicting_policy",
     };
     struct mt_resp r;
     char ct[128], series[256], stat[64], *body;
@@ -515,6 +517,14 @@ START_TEST(metrics_format)
         ck_assert_int_eq(mt_int(r.body, series), 1);
         snprintf(series, sizeof(series),
                  "redlockd_master_quarantined{master=\"%zu\",addr=\"127.0.0.1:%d\"}",
+                 i, h_master_port(i));
+        ck_assert_int_eq(mt_int(r.body, series), 0);
+        snprintf(series, sizeof(series),
+                 "redlockd_master_duplicate{master=\"%zu\",addr=\"127.0.0.1:%d\"}",
+                 i, h_master_port(i));
+        ck_assert_int_eq(mt_int(r.body, series), 0);
+        snprintf(series, sizeof(series),
+                 "redlockd_master_evicting_policy{master=\"%zu\",addr=\"127.0.0.1:%d\"}",
                  i, h_master_port(i));
         ck_assert_int_eq(mt_int(r.body, series), 0);
         /* No request sent yet: no round trip (STATS says -1). */

@@ -546,6 +546,61 @@ ops_notify_dump(void)
     }
 }
 
+/* For h_wait_until: a message has a line that begins with (char *)arg. */
+static bool
+ops_cond_status(void *arg)
+{
+    size_t i;
+
+    ops_notify_drain();
+    for (i = 0; i < ops_nmsgs; i++) {
+        if (ops_msg_has(ops_msgs[i], arg, true)) {
+            return true;
+        }
+    }
+    return false;
+}
+
+/*
+ * STATUS= tells the truth about quarantined masters: every master is
+ * up, none counts, and the line says why and until when.
+ */
+START_TEST(sd_notify_status_quarantine)
+{
+    struct h_daemon_opts o = { .restart_quarantine = true, .max_ttl_ms = 3600000,
+                               .default_ttl_ms = 30000 };
+    static const char want[] =
+        "STATUS=NO QUORUM: 5/5 masters up (quorum 3), 5 in restart quarantine until ";
+    struct sockaddr_un sun;
+    int rc;
+
+    if (!ops_have_systemd) {
+        ops_skip("redlockd was built without libsystemd (ldd $REDLOCKD_BIN)");
+        return;
+    }
+    ops_up(NULL);
+    ops_notify_fd = socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+    ck_assert_int_ge(ops_notify_fd, 0);
+    ops_keep_fd(ops_notify_fd);
+    memset(&sun, 0, sizeof(sun));
+    sun.sun_family = AF_UNIX;
+    ck_assert_int_lt(snprintf(sun.sun_path, sizeof(sun.sun_path), "%s/notify.sock", h_dir()),
+                     (int)sizeof(sun.sun_path));
+    ck_assert_msg(bind(ops_notify_fd, (struct sockaddr *)&sun, sizeof(sun)) == 0,
+                  "bind %s: %s", sun.sun_path, strerror(errno));
+    ck_assert_int_eq(setenv("NOTIFY_SOCKET", sun.sun_path, 1), 0);
+    ck_assert_int_eq(setenv("WATCHDOG_USEC", WATCHDOG_USEC, 1), 0);
+    rc = h_start_daemon(&o);
+    unsetenv("NOTIFY_SOCKET");
+    unsetenv("WATCHDOG_USEC");
+    ck_assert_msg(rc == 0, "redlockd did not start (log above)");
+    if (!h_wait_until(ops_cond_status, (void *)want, 3000)) {
+        ops_notify_dump();
+        ck_abort_msg("no '%s...' among the messages", want);
+    }
+}
+END_TEST
+
 /*
  * The daemon tells the service manager READY=1 with a STATUS= line,
  * pings WATCHDOG=1 at half of WATCHDOG_USEC, brackets a reload with
@@ -1026,6 +1081,7 @@ ops_suite(void)
     tcase_add_test(tc, reload_rejects_errors);
     tcase_add_test(tc, reload_refuses_restart_keys);
     tcase_add_test(tc, sd_notify_protocol);
+    tcase_add_test(tc, sd_notify_status_quarantine);
     tcase_add_test(tc, socket_activation);
     tcase_add_test(tc, socket_activation_protected_mode);
     tcase_add_test(tc, log_names_peers);

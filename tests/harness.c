@@ -975,6 +975,9 @@ h_write_conf(const struct h_daemon_opts *o)
     for (i = 0; i < h_nmasters; i++) {
         fprintf(f, "  - \"127.0.0.1:%d\"\n", h_masters[i].port);
     }
+    for (i = 0; o->extra_masters != NULL && o->extra_masters[i] != NULL; i++) {
+        fprintf(f, "  - \"%s\"\n", o->extra_masters[i]);
+    }
     fprintf(f, "lock:\n");
     fprintf(f, "  node_timeout_ms: %lld\n",
             (long long)(o->node_timeout_ms != 0 ? o->node_timeout_ms : H_NODE_TIMEOUT_MS));

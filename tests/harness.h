@@ -273,6 +273,10 @@ struct h_daemon_opts {
     const char *auth_password;          /* auth.password (none when NULL) */
     bool        auth_unix_required;     /* auth.unix_exempt: false */
     int         metrics_port;           /* metrics.listen on 127.0.0.1 (off when 0) */
+    const char *const *extra_masters;   /* more masters entries, written as they
+                                           are ("localhost:6380") after every
+                                           started master; NULL-terminated;
+                                           NULL for none */
 };
 
 /*
@@ -290,8 +294,8 @@ int h_signal_master(size_t i, int sig);
  * Start one more daemon (at most H_DAEMONS_MAX per test), against the
  * same masters as the others, and make it the current one.  Write
  * <dir>/redlockd.yml (listen tcp on a free 127.0.0.1 port and unix
- * <dir>/redlockd.sock; masters: every started master, in order; the
- * settings in opts, NULL for all defaults) and start the binary named by
+ * <dir>/redlockd.sock; masters: every started master, in order, then
+ * opts->extra_masters; the settings in opts, NULL for all defaults) and start the binary named by
  * $REDLOCKD_BIN (default ./build/redlockd) with its stdout and stderr
  * appended to <dir>/redlockd.log.  The first daemon of a test (index 0)
  * uses those names; daemon i > 0 uses redlockd-<i>.yml, .log and .sock.
