@@ -60,7 +60,8 @@ LIB_SRC    := $(PROTO_SRC) $(CONF_SRC) $(DAEMON_SRC)
 LIB_OBJ    := $(LIB_SRC:%.c=$(B)/obj/%.o)
 
 UNIT_TESTS := check_proto check_conf check_redlock
-INTEG_TESTS := check_integration check_cluster check_robust check_ops check_redlockctl check_metrics
+INTEG_TESTS := check_integration check_cluster check_robust check_ops check_redlockctl check_metrics \
+               check_edges
 TEST_BINS  := $(addprefix $(B)/,$(UNIT_TESTS) $(INTEG_TESTS))
 
 CK_TIMEOUT ?= 120
@@ -98,6 +99,7 @@ $(B)/check_integration: $(B)/obj/tests/check_integration.o $(B)/obj/tests/harnes
                         $(B)/obj/proto/proto.o
 $(B)/check_cluster: $(B)/obj/tests/check_cluster.o $(B)/obj/tests/harness.o
 $(B)/check_robust: $(B)/obj/tests/check_robust.o $(B)/obj/tests/harness.o
+$(B)/check_edges: $(B)/obj/tests/check_edges.o $(B)/obj/tests/harness.o
 $(TEST_BINS):
 	@echo "  LD      $@"
 	@$(CC) $(CFLAGS) -o $@ $^ $(PKG_LIBS) $(CHECK_LIBS) $(LDFLAGS)
