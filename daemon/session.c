@@ -5,7 +5,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/ioctl.h>
 #include <sys/queue.h>
+#include <sys/socket.h>
+
+#include <linux/sockios.h>
 
 #include <event2/buffer.h>
 #include <event2/bufferevent.h>
@@ -26,12 +30,16 @@
 #define SESSION_OUT_HIGH    (256 * 1024)  /* stop reading past this much unsent output */
 #define SESSION_OUT_LOW     (64 * 1024)   /* ... and resume below this */
 #define SESSION_PEER_MAX    64
+#define SESSION_LINGER_MS   2000          /* longest wait at close for lease grants to be read */
+#define SESSION_LINGER_TICK_MS 5          /* how often that wait looks */
 
 /*
- * A lease-mode grant whose OK is written to the output buffer but not
- * yet to the socket.  Owned by its session; freed once the reply left
- * (the output drained past end), or, when the session closes first,
- * after the token was released on the masters (nobody else knows it).
+ * A lease-mode grant whose OK the client may not have received yet.
+ * Owned by its session; freed once the reply is confirmed delivered
+ * (session_grants_confirm: written to the socket and acknowledged by
+ * the peer's TCP, or read by the peer of a Unix socket), or, when the
+ * session closes first, after the token was released on the masters
+ * (nobody else knows it).
  */
 struct session_grant {
     struct session_grant *next;     /* next younger grant, or NULL */
@@ -62,11 +70,14 @@ struct session {
     bool                overflow;   /* unsent output over limits.max_output_bytes */
     bool                input_ended;/* end of input: answer what came, then close */
     struct event        timer;      /* partial line deadline; overflow close; quit */
-    struct session_grant *grants;   /* lease grants not yet written, oldest first */
+    struct session_grant *grants;   /* lease grants not confirmed delivered, oldest first */
     struct session_grant **grants_tail; /* where the next grant is linked */
     uint64_t            out_sent;   /* output bytes written to the socket, once
                                        grants are tracked (session_output_cb) */
     bool                out_tracked;/* session_output_cb is installed */
+    bool                out_failed; /* the socket reported an error: nothing more
+                                       can be confirmed delivered */
+    int64_t             linger_until_us; /* closing: wait for grants until then */
 };
 
 static struct event_base *session_base;
@@ -153,16 +164,35 @@ session_send_error(struct session *s, enum proto_errcode code, const char *text)
     session_send(s, &r);
 }
 
-/* Bytes left the output buffer (to the socket): free the grants they carried. */
+/*
+ * Free the grants whose replies are delivered: written to the socket
+ * (out_sent) and no longer in the kernel's send queue (SIOCOUTQ: on TCP
+ * the bytes not yet acknowledged by the peer; on a Unix socket those its
+ * reader has not taken).  A pending socket error (a peer that closed
+ * without reading: ECONNRESET) confirms nothing more: out_failed, and
+ * what is left is released at close.
+ */
 static void
-session_output_cb(struct evbuffer *buf, const struct evbuffer_cb_info *info, void *arg)
+session_grants_confirm(struct session *s)
 {
-    struct session *s = arg;
     struct session_grant *g;
+    int fd, err = 0, queued = 0;
+    socklen_t len = sizeof(err);
+    uint64_t acked;
 
-    (void)buf;
-    s->out_sent += info->n_deleted;
-    while ((g = s->grants) != NULL && g->end <= s->out_sent) {
+    if (s->grants == NULL || s->bev == NULL || s->out_failed) {
+        return;
+    }
+    fd = (int)bufferevent_getfd(s->bev);
+    if (getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &len) != 0 || err != 0) {
+        s->out_failed = true;
+        return;
+    }
+    if (ioctl(fd, SIOCOUTQ, &queued) != 0 || queued < 0) {
+        return;     /* cannot tell: keep them until it can */
+    }
+    acked = (uint64_t)queued < s->out_sent ? s->out_sent - (uint64_t)queued : 0;
+    while ((g = s->grants) != NULL && g->end <= acked) {
         s->grants = g->next;
         free(g);
     }
@@ -171,9 +201,22 @@ session_output_cb(struct evbuffer *buf, const struct evbuffer_cb_info *info, voi
     }
 }
 
+/* Bytes left the output buffer (to the socket): count them, confirm grants. */
+static void
+session_output_cb(struct evbuffer *buf, const struct evbuffer_cb_info *info, void *arg)
+{
+    struct session *s = arg;
+
+    (void)buf;
+    s->out_sent += info->n_deleted;
+    if (info->n_deleted > 0) {
+        session_grants_confirm(s);
+    }
+}
+
 /*
  * A lease-mode OK was just written to the output buffer: keep its token
- * until the reply has left for the socket (session_close releases what
+ * until the reply is confirmed delivered (session_close releases what
  * is still here).  Out of memory: the token cannot be kept, so the
  * grant is released at once and the client learns it as LOST.
  */
@@ -408,6 +451,32 @@ session_stats(struct session *s)
 }
 
 /*
+ * A quitting session's output is all written to the socket: close now,
+ * unless lease grants are not confirmed delivered yet; then look again
+ * every SESSION_LINGER_TICK_MS, for at most SESSION_LINGER_MS, so that a
+ * token the client received is not released and one it never got (it
+ * closed without reading) is released at once.
+ */
+static void
+session_quit_flushed(struct session *s)
+{
+    struct timeval tv = { 0, SESSION_LINGER_TICK_MS * 1000 };
+    int64_t now = util_now_us();
+
+    session_grants_confirm(s);
+    if (s->grants != NULL && !s->out_failed) {
+        if (s->linger_until_us == 0) {
+            s->linger_until_us = now + SESSION_LINGER_MS * 1000;
+        }
+        if (now < s->linger_until_us) {
+            evtimer_add(&s->timer, &tv);
+            return;
+        }
+    }
+    session_close(s, s->input_ended ? "end of input, every request answered" : "quit");
+}
+
+/*
  * Close once the output is flushed (QUIT, TOOLONG).  Callers have just
  * written a reply, so the write callback will run and close; never
  * closing here keeps the session valid for the caller.
@@ -622,7 +691,7 @@ session_timer_cb(evutil_socket_t fd, short what, void *arg)
     }
     if (s->quitting && !s->overflow) {
         if (evbuffer_get_length(bufferevent_get_output(s->bev)) == 0) {
-            session_close(s, s->input_ended ? "end of input, every request answered" : "quit");
+            session_quit_flushed(s);
         }
         return;     /* otherwise the write callback closes once flushed */
     }
@@ -725,6 +794,7 @@ static void
 session_read_cb(struct bufferevent *bev, void *arg)
 {
     (void)bev;
+    session_grants_confirm(arg);    /* more from the client: it likely read them */
     session_process(arg);
 }
 
@@ -734,7 +804,7 @@ session_write_cb(struct bufferevent *bev, void *arg)
     struct session *s = arg;
 
     if (s->quitting && evbuffer_get_length(bufferevent_get_output(bev)) == 0) {
-        session_close(s, "quit");
+        session_quit_flushed(s);
         return;
     }
     if (s->out_blocked && !s->quitting) {
