@@ -1,6 +1,6 @@
 # redlockd: build, test and run.  See README.md.
 #
-#   make            build build/redlockd
+#   make            build build/redlockd and build/redlockctl
 #   make check      install missing Debian packages, build, run every test
 #   make run        five local masters and redlockd with conf/dev.yml
 #   make check SANITIZE=address,undefined
@@ -73,8 +73,8 @@ SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 .DEFAULT_GOAL := all
 include $(wildcard tests/*/*.mk)
 
-.PHONY: all deps deps-faults check check-asan check-faults check-valgrind check-units check-install check-nosd install test unit integration run clean
-all: $(B)/redlockd
+.PHONY: all deps deps-faults check check-asan check-faults check-valgrind check-build check-units check-install check-nosd install test unit integration run clean
+all: $(B)/redlockd $(B)/redlockctl
 
 $(B)/obj/%.o: %.c
 	@mkdir -p $(dir $@)
@@ -113,6 +113,7 @@ deps:
 	    DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq $(DEB_PKGS); fi
 
 check: deps
+	$(MAKE) check-build
 	$(MAKE) test
 	$(MAKE) check-units
 	$(MAKE) check-install
@@ -172,6 +173,13 @@ deps-faults: deps
 check-faults: deps-faults
 	$(MAKE) faults
 	$(MAKE) fuzz FUZZ_SECONDS=60
+
+# The default goal builds both programs (a dry run into an empty directory).
+check-build:
+	@$(MAKE) -n --no-print-directory all B=$(B)/goal-probe 2>/dev/null | \
+	    grep -q 'LD .*/goal-probe/redlockctl' || \
+	    { echo "check-build: make (all) does not build redlockctl"; exit 1; }
+	@echo "check-build: make builds redlockd and redlockctl"
 
 # systemd-analyze verify on the units as make install writes them
 # (pointing at this build); skipped, with the reason, when unavailable.
@@ -244,7 +252,7 @@ install: $(B)/redlockd $(B)/redlockctl
 	install -m 0644 daemon/redlockd.8 $(DESTDIR)$(MANDIR)/man8/
 
 run: deps
-	$(MAKE) $(B)/redlockd
+	$(MAKE) all
 	bash tests/dev-run.sh $(B)/redlockd conf/dev.yml
 
 clean:
