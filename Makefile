@@ -73,7 +73,7 @@ SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 .DEFAULT_GOAL := all
 include $(wildcard tests/*/*.mk)
 
-.PHONY: all deps deps-faults check check-asan check-faults check-valgrind check-build check-units check-install check-nosd install test unit integration run clean
+.PHONY: all deps deps-faults check check-asan check-faults check-valgrind check-build check-units check-install check-nosd check-devrun install test unit integration run clean
 all: $(B)/redlockd $(B)/redlockctl
 
 $(B)/obj/%.o: %.c
@@ -118,6 +118,7 @@ check: deps
 	$(MAKE) check-units
 	$(MAKE) check-install
 	$(MAKE) check-nosd
+	$(MAKE) check-devrun
 
 test: $(B)/redlockd $(B)/redlockctl $(TEST_BINS) $(FUZZ_REPLAY_BINS) $(BENCH_SMOKE_BINS)
 ifneq ($(SANITIZE),)
@@ -200,6 +201,13 @@ check-units: $(B)/redlockd
 check-nosd:
 	$(MAKE) NO_SYSTEMD=1 build-nosd/redlockd build-nosd/check_ops
 	REDLOCKD_BIN=$(CURDIR)/build-nosd/redlockd ./build-nosd/check_ops
+
+# make run's script (tests/dev-run.sh): Ctrl-C lets the daemon release its
+# locks before the masters stop, and a master restarted with
+# tests/dev-master.sh is stopped too.  Uses make run's fixed ports; skipped
+# when one is taken.
+check-devrun: $(B)/redlockd
+	@bash tests/check_devrun.sh $(B)/redlockd
 
 # make install into a scratch DESTDIR: every file lands where the units and
 # man pages say, the unit names the installed binary, and the man pages
