@@ -1273,10 +1273,12 @@ START_TEST(lease_mode)
                   "'%s' answered '%s'", line, got != NULL ? got : "(nothing)");
     free(got);
 
-    /* A wrong or missing token: NOTHELD, nothing changes. */
+    /* A wrong or missing token: NOTHELD (EXTEND without one: ERR PROTO), nothing changes. */
     EXPECT_REPLY(b, "UNLOCK l token=0123456789abcdef0123456789abcdef", "NOTHELD l");
     EXPECT_REPLY(b, "EXTEND l token=0123456789abcdef0123456789abcdef ttl=9000", "NOTHELD l");
-    EXPECT_REPLY(b, "EXTEND l ttl=9000", "NOTHELD l");
+    EXPECT_REPLY(b, "EXTEND l ttl=9000",
+                 "ERR PROTO EXTEND: missing token= (EXTEND renews a lease-mode lock by its "
+                 "token; session-mode locks are renewed by the daemon)");
     EXPECT_REPLY(b, "UNLOCK l", "NOTHELD l");
     ck_assert_uint_eq(h_masters_holding("l", tok), NMASTERS);
     pttl = h_master_pttl(0, "l");
