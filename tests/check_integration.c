@@ -1072,7 +1072,7 @@ START_TEST(daemon_paused_past_lease)
 END_TEST
 
 /*
- * Fair waiting (issue 3): 20 sessions loop LOCK/UNLOCK on one name for
+ * Fair waiting (FIFO queues per name): 20 sessions loop LOCK/UNLOCK on one name for
  * 5 s; FIFO hand-over gives each a share within 25% of the mean.
  */
 #define FAIR_SESSIONS   20

@@ -6,8 +6,8 @@
  * the test harness (tests/harness.h), runs build/redlock-bench for each
  * entry of the standard table (rtt; uncontended with 1 and 64
  * connections; hot with 50; direct with 1 and 64 loops), collects the
- * JSON line of each run, and prints a table and the ratios of issue 6
- * with their targets.  uncontended-1 p50 / direct-1 p50 is printed for
+ * JSON line of each run, and prints a table and the performance ratios
+ * with their targets (README.md, Performance).  uncontended-1 p50 / direct-1 p50 is printed for
  * information: direct-1 is the masters' own quorum latency on this
  * machine, so the ratio shows what the daemon adds.
  *
