@@ -62,6 +62,11 @@ main(int argc, char **argv)
     }
 
     rc = conf_load(file, &conf, &msgs);
+    /* The daemon itself checks this when it binds listen.unix (not when
+       systemd passes the sockets). */
+    if (test_only && conf_check_unix_dir(&conf, &msgs) != 0) {
+        rc = -1;
+    }
     for (i = 0; i < msgs.n; i++) {
         fprintf(stderr, "%s %s\n", msgs.list[i].is_error ? "error" : "warn",
                 msgs.list[i].text);
