@@ -1041,6 +1041,39 @@ ops_run_bin(const char *tag, const char *const args[], char **out, char **err)
 }
 
 /*
+ * --help and -h print the usage to stdout and exit 0; an unknown option
+ * prints it to stderr and exits 64 (EX_USAGE).
+ */
+START_TEST(help_and_usage)
+{
+    static const char *const good[][2] = { { "--help", NULL }, { "-h", NULL } };
+    static const char *const bad[][2] = { { "--frobnicate", NULL }, { "-x", NULL } };
+    char *out, *err;
+    size_t i;
+    int rc;
+
+    ck_assert_msg(h_begin(tcase_name()) == 0, "cannot create the test directory");
+    for (i = 0; i < 2; i++) {
+        rc = ops_run_bin("help", good[i], &out, &err);
+        ck_assert_msg(rc == 0, "redlockd %s exited %d; stderr: %s", good[i][0], rc, err);
+        ck_assert_msg(strncmp(out, "usage: redlockd", 15) == 0 && strstr(out, "--help") != NULL,
+                      "redlockd %s: stdout is '%s'", good[i][0], out);
+        ck_assert_msg(err[0] == '\0', "redlockd %s wrote to stderr: '%s'", good[i][0], err);
+        free(out);
+        free(err);
+
+        rc = ops_run_bin("bad", bad[i], &out, &err);
+        ck_assert_msg(rc == 64, "redlockd %s exited %d", bad[i][0], rc);
+        ck_assert_msg(out[0] == '\0', "redlockd %s wrote to stdout: '%s'", bad[i][0], out);
+        ck_assert_msg(strstr(err, "usage: redlockd") != NULL, "redlockd %s: stderr is '%s'",
+                      bad[i][0], err);
+        free(out);
+        free(err);
+    }
+}
+END_TEST
+
+/*
  * listen.unix in a directory that does not exist: redlockd -t says so,
  * naming the setting's file:line:column and the directory, and exits 78;
  * the daemon refuses to start with the same line.
@@ -1147,6 +1180,7 @@ ops_suite(void)
     if (getenv("CK_DEFAULT_TIMEOUT") == NULL) {
         tcase_set_timeout(tc, TEST_TIMEOUT_S);
     }
+    tcase_add_test(tc, help_and_usage);
     tcase_add_test(tc, config_test_unix_dir);
     suite_add_tcase(s, tc);
     return s;
