@@ -112,13 +112,14 @@ deps:
 	    $(SUDO) apt-get update -qq && \
 	    DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq $(DEB_PKGS); fi
 
+# Ends with the time it took (after deps): "make check: all passed in N s".
 check: deps
-	$(MAKE) check-build
-	$(MAKE) test
-	$(MAKE) check-units
-	$(MAKE) check-install
-	$(MAKE) check-nosd
-	$(MAKE) check-devrun
+	@start=$$(date +%s); \
+	$(MAKE) check-build && $(MAKE) test && $(MAKE) check-units && \
+	    $(MAKE) check-install && $(MAKE) check-nosd && $(MAKE) check-devrun; \
+	rc=$$?; secs=$$(( $$(date +%s) - start )); \
+	if [ $$rc -eq 0 ]; then echo "make check: all passed in $$secs s"; \
+	else echo "make check: FAILED after $$secs s"; fi; exit $$rc
 
 test: $(B)/redlockd $(B)/redlockctl $(TEST_BINS) $(FUZZ_REPLAY_BINS) $(BENCH_SMOKE_BINS)
 ifneq ($(SANITIZE),)
