@@ -214,7 +214,7 @@ check-devrun: $(B)/redlockd
 # man pages say, the unit names the installed binary, the example config
 # passes redlockd -t (its socket directory, which systemd creates as
 # RuntimeDirectory, moved into DESTDIR), and the man pages render without
-# warnings.
+# warnings; a crontab line in them works with cron's PATH=/usr/bin:/bin.
 check-install: $(B)/redlockd $(B)/redlockctl
 	@rm -rf $(B)/destdir
 	@$(MAKE) -s install DESTDIR=$(CURDIR)/$(B)/destdir PREFIX=/usr >/dev/null
@@ -230,6 +230,12 @@ check-install: $(B)/redlockd $(B)/redlockctl
 	sed 's|"/run/redlockd/|"$(CURDIR)/'"$$d"'/run/redlockd/|' $$d/etc/redlockd/redlockd.yml \
 	    > $$d/redlockd-t.yml; \
 	$$d/usr/bin/redlockd -t -c $$d/redlockd-t.yml >/dev/null; \
+	awk 'function sched(f) { return f ~ /^[0-9*\/,-]+$$/ } \
+	    /^PATH=/ { path = 1 } /^\.fi/ { path = 0 } \
+	    NF >= 6 && sched($$1) && sched($$2) && sched($$3) && sched($$4) && sched($$5) \
+	        && $$6 !~ /^\// && !path { print "check-install: " FILENAME ":" FNR \
+	        ": a crontab line must name its command by full path or set PATH first"; bad = 1 } \
+	    END { exit bad }' $$d/usr/share/man/man*/*; \
 	if command -v groff >/dev/null; then for m in $$d/usr/share/man/man*/*; do \
 	    [ -z "$$(groff -man -Tutf8 -ww -z $$m 2>&1)" ] || { echo "check-install: $$m:"; \
 	    groff -man -Tutf8 -ww -z $$m; exit 1; }; done; fi; \
