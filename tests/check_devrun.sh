@@ -7,7 +7,10 @@
 # compare-and-delete reached every master (their MONITOR streams) before
 # the masters stopped, that the daemon did not take a second signal, and
 # that nothing is left running.  Before that, it stops one master and
-# starts it again with tests/dev-master.sh, as the README says.
+# starts it again with tests/dev-master.sh, and runs the README's two
+# shell scripts as written (the first one's job exits 7 and leaves a
+# child in the background; the script must exit 7, and the lock must be
+# free once it has ended, or been killed).
 #
 # dev-run.sh uses fixed ports (7001..7005, 7379, 9379): the check is
 # skipped, saying so, when one of them is taken (a `make run` elsewhere).
@@ -32,6 +35,8 @@ for port in $ports 7379 9379; do
 done
 
 cleanup() {
+    # What a README script's test job may have left behind.
+    kill $(cat "$tmp/child" "$tmp/fg" 2>/dev/null) 2>/dev/null
     if [ "${finished:-false}" = true ]; then
         rm -rf "$tmp"
         return
@@ -77,6 +82,81 @@ until [ "$(grep -c 'master 127.0.0.1:7003: up' "$tmp/run.log")" -ge 2 ]; do
     [ "$i" -gt 200 ] && { bad "the daemon did not reconnect to the restarted master 7003"; break; }
     sleep 0.05
 done
+# The README's shell scripts ("Using it from a shell script"), as written,
+# against this daemon; the job of the first one is a function put after
+# its #! line.
+readme_script() {   # N: the Nth ```sh block of that section
+    awk -v n="$1" '/^## Using it from a shell script/ { in_sec = 1; next }
+        in_sec && /^## / { exit }
+        in_sec && /^```sh$/ { k++; if (k == n) { on = 1 }; next }
+        on && /^```$/ { exit }
+        on { print }' README.md
+}
+trylock() {         # NAME: TRYLOCK on a connection of its own, closed at once
+    (exec 4<>/dev/tcp/127.0.0.1/7379 && echo "TRYLOCK $1" >&4 && read -r -t 2 l <&4 &&
+        echo "$l") 2>/dev/null
+}
+free_within() {     # NAME: the name can be taken within 2 s
+    local i
+    for i in $(seq 1 40); do
+        case $(trylock "$1") in OK*) return 0 ;; esac
+        sleep 0.05
+    done
+    return 1
+}
+script1=$(readme_script 1)
+script2=$(readme_script 2)
+[ -n "$script1" ] && [ -n "$script2" ] || bad "README.md: the shell scripts were not found"
+# A job that leaves a child in the background and returns 7, or (hang)
+# also waits in the foreground until the script is killed.
+{
+    echo '#!/bin/bash'
+    echo 'run-the-backup() {'
+    echo '    sleep 60 & echo "$!" > "$JOB_DIR/child"'
+    echo '    if [ "$JOB_MODE" = hang ]; then sleep 60 & echo "$!" > "$JOB_DIR/fg"; wait "$!"; fi'
+    echo '    return 7'
+    echo '}'
+    printf '%s\n' "$script1" | sed 1d
+} > "$tmp/script1.sh"
+printf '%s\n' "$script2" > "$tmp/script2.sh"
+job_kill() {
+    kill "$(cat "$tmp/child" 2>/dev/null)" "$(cat "$tmp/fg" 2>/dev/null)" 2>/dev/null
+    rm -f "$tmp/child" "$tmp/fg"
+}
+
+JOB_DIR=$tmp JOB_MODE=return bash "$tmp/script1.sh"
+rc=$?
+[ "$rc" -eq 7 ] || bad "README script 1 exited $rc, not the job's 7"
+free_within nightly-backup ||
+    bad "README script 1: nightly-backup still held after the script ended (a background child kept it)"
+job_kill
+
+JOB_DIR=$tmp JOB_MODE=hang bash "$tmp/script1.sh" &
+script_pid=$!
+i=0
+until [ -s "$tmp/fg" ]; do
+    i=$((i + 1))
+    [ "$i" -gt 100 ] && { bad "README script 1 did not start its job"; break; }
+    sleep 0.05
+done
+case $(trylock nightly-backup) in
+BUSY*) ;;
+*) bad "README script 1 does not hold nightly-backup while its job runs" ;;
+esac
+kill -KILL "$script_pid"
+wait "$script_pid" 2>/dev/null
+free_within nightly-backup ||
+    bad "README script 1 killed: nightly-backup still held by its job's processes"
+job_kill
+
+out=$(bash "$tmp/script2.sh")
+rc=$?
+case $out in
+"OK nightly validity="*$'\n'"OK nightly") ;;
+*) bad "README script 2 exited $rc and printed '$out'" ;;
+esac
+free_within nightly || bad "README script 2: nightly still held"
+
 for port in $ports; do
     redis-cli -p "$port" monitor >"$tmp/monitor.$port" 2>&1 &
 done
