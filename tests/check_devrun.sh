@@ -131,7 +131,9 @@ free_within nightly-backup ||
     bad "README script 1: nightly-backup still held after the script ended (a background child kept it)"
 job_kill
 
-JOB_DIR=$tmp JOB_MODE=hang bash "$tmp/script1.sh" &
+# In a subshell of its own, so that this shell has no job to report as
+# "Killed".
+(JOB_DIR=$tmp JOB_MODE=hang exec bash "$tmp/script1.sh") &
 script_pid=$!
 i=0
 until [ -s "$tmp/fg" ]; do
