@@ -31,6 +31,8 @@
 #include <string.h>
 #include <strings.h>
 
+#include <sys/stat.h>
+
 #include <yaml.h>
 
 #include "conf/conf.h"
@@ -226,7 +228,8 @@ struct conf_state {
 /*
  * Copy len bytes of untrusted text for a message: printable ASCII except
  * backslash is kept, everything else becomes \xHH; more than
- * CONF_QUOTE_MAX bytes are cut and end in "...".  size >= CONF_QUOTE_SIZE.
+ * (size - 4) / 4 bytes (CONF_QUOTE_MAX in a buffer of CONF_QUOTE_SIZE) are
+ * cut and end in "...".  size >= 8.
  */
 static const char *
 conf_quote(const char *s, size_t len, char *buf, size_t size)
@@ -234,7 +237,7 @@ conf_quote(const char *s, size_t len, char *buf, size_t size)
     static const char hex[] = "0123456789abcdef";
     size_t i, n = 0;
 
-    for (i = 0; i < len && i < CONF_QUOTE_MAX && n + 5 < size; i++) {
+    for (i = 0; i < len && i < (size - 4) / 4 && n + 5 < size; i++) {
         unsigned char c = (unsigned char)s[i];
 
         if (c >= 0x20 && c < 0x7f && c != '\\') {
@@ -1297,6 +1300,10 @@ conf_check(struct conf_state *st)
     size_t apass = conf_must_find("auth", "password");
 
     conf_derive(conf);
+    if (st->seen[unx].set && !st->seen[unx].bad) {
+        conf->unix_line = st->seen[unx].line;
+        conf->unix_column = st->seen[unx].column;
+    }
 
     if (!st->seen[masters].set && !st->bad_top) {
         conf_note_at(st, 0, 0, true, "masters: required (1 to %d addresses)",
@@ -1664,6 +1671,65 @@ conf_load(const char *path, struct conf *conf, struct conf_msgs *msgs)
         free(buf);
     }
     return conf_finish(&st, msgs);
+}
+
+int
+conf_check_unix_dir(const struct conf *conf, struct conf_msgs *msgs)
+{
+    char dir[CONF_PATH_MAX], qdir[CONF_PATH_MAX * 4 + 4];
+    const char *slash, *problem = NULL, *file;
+    struct conf_msg *list;
+    struct stat st;
+    char *text;
+    size_t len;
+    int rc;
+
+    if (!conf->unix_enabled || conf->unix_path == NULL) {
+        return 0;
+    }
+    slash = strrchr(conf->unix_path, '/');
+    if (slash == NULL) {
+        return 0;                   /* in the working directory */
+    }
+    len = slash == conf->unix_path ? 1 : (size_t)(slash - conf->unix_path);
+    if (len >= sizeof(dir)) {
+        return 0;                   /* conf_load() refused the path already */
+    }
+    memcpy(dir, conf->unix_path, len);
+    dir[len] = '\0';
+    if (stat(dir, &st) != 0) {
+        problem = errno == ENOENT ? "does not exist" : strerror(errno);
+    } else if (!S_ISDIR(st.st_mode)) {
+        problem = "is not a directory";
+    }
+    if (problem == NULL) {
+        return 0;
+    }
+    file = conf->file != NULL ? conf->file : "(configuration)";
+    conf_quote(dir, len, qdir, sizeof(qdir));
+    if (conf->unix_line > 0) {
+        rc = asprintf(&text, "%s:%zu:%zu: listen.unix: directory %s %s (the socket is "
+                      "created in it); create it or change listen.unix", file,
+                      conf->unix_line, conf->unix_column, qdir, problem);
+    } else {
+        rc = asprintf(&text, "%s: listen.unix (default %s): directory %s %s (the socket is "
+                      "created in it); create it or set listen.unix", file,
+                      conf->unix_path, qdir, problem);
+    }
+    if (rc < 0) {
+        return -1;
+    }
+    list = realloc(msgs->list, (msgs->n + 1) * sizeof(*list));
+    if (list == NULL) {
+        free(text);
+        return -1;
+    }
+    msgs->list = list;
+    list[msgs->n].is_error = true;
+    list[msgs->n].text = text;
+    msgs->n++;
+    msgs->nerrors++;
+    return -1;
 }
 
 void

@@ -56,6 +56,8 @@ struct conf {
     struct conf_addr tcp;           /* listen.tcp */
     bool             unix_enabled;  /* listen.unix is not "" */
     char            *unix_path;     /* listen.unix */
+    size_t           unix_line;     /* where listen.unix's value is in file; 0: the default */
+    size_t           unix_column;   /* its column, 1-based */
     unsigned         unix_mode;     /* listen.unix_mode, octal, e.g. 0660 */
 
     /* masters: */
@@ -130,6 +132,18 @@ void conf_defaults(struct conf *conf);
  * whatever could be parsed and must still be released with conf_free()).
  */
 int conf_load(const char *path, struct conf *conf, struct conf_msgs *msgs);
+
+/*
+ * Check listen.unix against the file system: the directory the socket
+ * file is to be created in must exist.  Appends an error to msgs, with
+ * the file:line:column of listen.unix ("path: listen.unix ..." when it
+ * has its default), and returns -1 when it does not; 0 when it does or
+ * listen.unix is disabled.  Not part of conf_load(), which reads only
+ * the file: `redlockd -t` calls both, the daemon calls this one before
+ * it binds the socket (not when systemd passes the sockets, nor on a
+ * reload, which cannot change listen.unix).
+ */
+int conf_check_unix_dir(const struct conf *conf, struct conf_msgs *msgs);
 
 /* Release the strings held by conf; conf may be loaded again afterwards. */
 void conf_free(struct conf *conf);

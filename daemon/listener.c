@@ -289,6 +289,18 @@ listener_start(struct event_base *base, const struct conf *conf)
         }
         return 0;
     }
+    if (conf->unix_enabled) {
+        struct conf_msgs msgs = { NULL, 0, 0 };
+        size_t i;
+
+        if (conf_check_unix_dir(conf, &msgs) != 0) {
+            for (i = 0; i < msgs.n; i++) {
+                log_error("%s", msgs.list[i].text);
+            }
+            conf_msgs_free(&msgs);
+            return -1;
+        }
+    }
     if (conf->tcp_enabled && listener_bind_tcp(base, &conf->tcp) != 0) {
         return -1;
     }

@@ -4,8 +4,9 @@
  *   redlockd -c FILE        run in the foreground (systemd style)
  *   redlockd -t -c FILE     check the config: exit 0, or print every
  *                           problem and exit 78 (EX_CONFIG)
- *   redlockd -V | -h        version | usage
+ *   redlockd -V | -h        version | usage (also --version, --help)
  */
+#include <getopt.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -21,10 +22,10 @@ usage(FILE *out)
     fprintf(out,
             "usage: redlockd [-t] -c FILE\n"
             "       redlockd -V | -h\n"
-            "  -c FILE  configuration (YAML)\n"
-            "  -t       check the configuration and exit (0 ok, 78 errors)\n"
-            "  -V       print the version\n"
-            "  -h       this help\n");
+            "  -c, --config FILE  configuration (YAML)\n"
+            "  -t, --test         check the configuration and exit (0 ok, 78 errors)\n"
+            "  -V, --version      print the version\n"
+            "  -h, --help         this help\n");
 }
 
 int
@@ -35,9 +36,16 @@ main(int argc, char **argv)
     struct conf conf;
     struct conf_msgs msgs = { NULL, 0, 0 };
     size_t i;
+    static const struct option longopts[] = {
+        { "config", required_argument, NULL, 'c' },
+        { "test", no_argument, NULL, 't' },
+        { "version", no_argument, NULL, 'V' },
+        { "help", no_argument, NULL, 'h' },
+        { NULL, 0, NULL, 0 },
+    };
     int opt, rc;
 
-    while ((opt = getopt(argc, argv, "c:tVh")) != -1) {
+    while ((opt = getopt_long(argc, argv, "c:tVh", longopts, NULL)) != -1) {
         switch (opt) {
         case 'c':
             file = optarg;
@@ -62,6 +70,11 @@ main(int argc, char **argv)
     }
 
     rc = conf_load(file, &conf, &msgs);
+    /* The daemon itself checks this when it binds listen.unix (not when
+       systemd passes the sockets). */
+    if (test_only && conf_check_unix_dir(&conf, &msgs) != 0) {
+        rc = -1;
+    }
     for (i = 0; i < msgs.n; i++) {
         fprintf(stderr, "%s %s\n", msgs.list[i].is_error ? "error" : "warn",
                 msgs.list[i].text);

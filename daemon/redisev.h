@@ -8,7 +8,7 @@
  * (adapters/libevent.h) re-adds a one-shot read event after every reply
  * and adds then deletes a write event for every command: two to four
  * epoll_ctl(2) calls and an extra epoll_wait(2) per command, which the
- * benchmark measured as most of the daemon's system calls (issue 6).
+ * benchmark (tests/bench/) measured as most of the daemon's system calls.
  *
  * This adapter keeps one persistent read event per context and, once a
  * context is connected, does not wait for writability: a context with

@@ -3,7 +3,7 @@
  *
  * Source: the Redis distributed-locks page ("Distributed Locks with
  * Redis", redis.io/docs/manual/patterns/distributed-locks), section "The
- * Redlock Algorithm", and the safety notes in shared/SAFETY.md.
+ * Redlock Algorithm", and the project's safety notes, proto/SAFETY.md.
  *
  * Key layout, compatible with redsync, node-redlock and redlock-rb: the
  * key is a plain string set with SET key token NX PX ttl; the token is a

@@ -594,10 +594,7 @@ session_dispatch(struct session *s, const struct proto_cmd *cmd)
         lock_status(&s->lc, cmd->name, cmd->name_len, cmd->token);
         return;
     case PROTO_EXTEND:
-        if (!cmd->has_ttl) {
-            session_send_error(s, PROTO_ERR_PROTO, "EXTEND: missing ttl=");
-            return;
-        }
+        /* The parser made sure of token= and ttl=. */
         if (session_ttl(s, cmd, &ttl) != 0) {
             return;
         }

@@ -101,6 +101,13 @@ struct proto_verbdef {
     uint32_t        opts;       /* PROTO_OPT_BIT()s of the options it accepts */
 };
 
+/* An option a verb cannot do without.  Static data. */
+struct proto_required {
+    enum proto_verb   verb;     /* the verb that requires it */
+    enum proto_opt_id opt;      /* the option, also listed in the verb's opts */
+    const char        *why;     /* "" or " (reason)", after "<VERB>: missing <key>=" */
+};
+
 static int proto_opt_ms(const struct proto_optdef *def, const char *val, size_t len,
                         struct proto_cmd *cmd, const char *verb,
                         struct proto_error *err);
@@ -164,6 +171,14 @@ static const struct proto_verbdef proto_verbs[PROTO_VERB_COUNT] = {
     [PROTO_QUIT]         = { "QUIT", PROTO_ARGS_NONE, 0 },
     [PROTO_STATS]        = { "STATS", PROTO_ARGS_NONE, 0 },
     [PROTO_AUTH]         = { "AUTH", PROTO_ARGS_SECRET, 0 },
+};
+
+/* The required options, in the order a line missing several reports them. */
+static const struct proto_required proto_required[] = {
+    { PROTO_EXTEND, PROTO_OPT_TTL, "" },
+    { PROTO_EXTEND, PROTO_OPT_TOKEN,
+      " (EXTEND renews a lease-mode lock by its token; session-mode locks are renewed "
+      "by the daemon)" },
 };
 
 const char *const proto_help[PROTO_VERB_COUNT + 1] = {
@@ -589,6 +604,28 @@ proto_parse_option(const struct proto_verbdef *vd, const struct proto_word *w,
     return 0;
 }
 
+/*
+ * Whether the line gave every option its verb requires; if not, fill err
+ * for the first one missing.  seen holds the options given.
+ */
+static bool
+proto_has_required(const struct proto_verbdef *vd, enum proto_verb verb, uint32_t seen,
+                   struct proto_error *err)
+{
+    size_t i;
+
+    for (i = 0; i < sizeof(proto_required) / sizeof(proto_required[0]); i++) {
+        const struct proto_required *rq = &proto_required[i];
+
+        if (rq->verb == verb && !(seen & PROTO_OPT_BIT(rq->opt))) {
+            proto_fail(err, PROTO_ERR_PROTO, "%s: missing %s=%s", vd->name,
+                       proto_opts[rq->opt].key, rq->why);
+            return false;
+        }
+    }
+    return true;
+}
+
 int
 proto_parse(const char *line, size_t len, struct proto_cmd *cmd,
             struct proto_error *err)
@@ -669,6 +706,9 @@ proto_parse(const char *line, size_t len, struct proto_cmd *cmd,
         if (proto_parse_option(vd, &w, &seen, cmd, err) != 0) {
             return -1;
         }
+    }
+    if (!proto_has_required(vd, cmd->verb, seen, err)) {
+        return -1;
     }
     return 0;
 }

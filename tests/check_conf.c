@@ -546,6 +546,51 @@ START_TEST(test_repo_configs)
 }
 END_TEST
 
+/*
+ * listen.unix against the file system (conf_check_unix_dir): its
+ * directory must exist.  The files themselves load cleanly.
+ */
+START_TEST(test_unix_dir)
+{
+    static const struct {
+        const char *path;       /* fixture */
+        const char *want;       /* the error, or NULL when there is none */
+    } cases[] = {
+        { FX("unix-dir-missing.yml"),
+          FX("unix-dir-missing.yml") ":4:9: listen.unix: directory /nonexistent-redlockd-dir "
+          "does not exist (the socket is created in it); create it or change listen.unix" },
+        { FX("unix-dir-file.yml"),
+          FX("unix-dir-file.yml") ":3:9: listen.unix: directory tests/conf/unix-dir-file.yml "
+          "is not a directory (the socket is created in it); create it or change "
+          "listen.unix" },
+        { FX("no-unix.yml"), NULL },        /* listen.unix "" */
+        { FX("unix-dir-cwd.yml"), NULL },   /* "redlockd.sock": the working directory */
+    };
+    struct conf_msgs msgs;
+    struct conf conf;
+    size_t i;
+    int rc;
+
+    for (i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        load_clean(cases[i].path, &conf);
+        memset(&msgs, 0, sizeof(msgs));
+        rc = conf_check_unix_dir(&conf, &msgs);
+        if (cases[i].want == NULL) {
+            ck_assert_msg(rc == 0 && msgs.n == 0, "%s: refused: %s", cases[i].path,
+                          msgs.n > 0 ? msgs.list[0].text : "(no message)");
+        } else {
+            ck_assert_msg(rc == -1, "%s: accepted", cases[i].path);
+            ck_assert_uint_eq(msgs.n, 1);
+            ck_assert_uint_eq(msgs.nerrors, 1);
+            ck_assert(msgs.list[0].is_error);
+            ck_assert_str_eq(msgs.list[0].text, cases[i].want);
+        }
+        conf_msgs_free(&msgs);
+        conf_free(&conf);
+    }
+}
+END_TEST
+
 /* ---- several problems, warnings ---- */
 
 START_TEST(test_several)
@@ -1012,6 +1057,7 @@ conf_suite(void)
     tcase_add_test(tc, test_null_sections);
     tcase_add_test(tc, test_aliases);
     tcase_add_test(tc, test_repo_configs);
+    tcase_add_test(tc, test_unix_dir);
     tcase_add_test(tc, test_several);
     tcase_add_test(tc, test_even_masters);
     tcase_add_test(tc, test_reload_appends);

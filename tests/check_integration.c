@@ -1073,7 +1073,7 @@ START_TEST(daemon_paused_past_lease)
 END_TEST
 
 /*
- * Fair waiting (issue 3): 20 sessions loop LOCK/UNLOCK on one name for
+ * Fair waiting (FIFO queues per name): 20 sessions loop LOCK/UNLOCK on one name for
  * 5 s; FIFO hand-over gives each a share within 25% of the mean.
  */
 #define FAIR_SESSIONS   20
@@ -1274,10 +1274,12 @@ START_TEST(lease_mode)
                   "'%s' answered '%s'", line, got != NULL ? got : "(nothing)");
     free(got);
 
-    /* A wrong or missing token: NOTHELD, nothing changes. */
+    /* A wrong or missing token: NOTHELD (EXTEND without one: ERR PROTO), nothing changes. */
     EXPECT_REPLY(b, "UNLOCK l token=0123456789abcdef0123456789abcdef", "NOTHELD l");
     EXPECT_REPLY(b, "EXTEND l token=0123456789abcdef0123456789abcdef ttl=9000", "NOTHELD l");
-    EXPECT_REPLY(b, "EXTEND l ttl=9000", "NOTHELD l");
+    EXPECT_REPLY(b, "EXTEND l ttl=9000",
+                 "ERR PROTO EXTEND: missing token= (EXTEND renews a lease-mode lock by its "
+                 "token; session-mode locks are renewed by the daemon)");
     EXPECT_REPLY(b, "UNLOCK l", "NOTHELD l");
     ck_assert_uint_eq(h_masters_holding("l", tok), NMASTERS);
     pttl = h_master_pttl(0, "l");

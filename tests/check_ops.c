@@ -1035,6 +1035,149 @@ ops_links_systemd(void)
     return found;
 }
 
+/* ---- the command line ---- */
+
+/*
+ * Run $REDLOCKD_BIN with args (NULL-terminated) to its end (deadline
+ * EXIT_MS), stdin from /dev/null; its stdout and stderr go to <dir>/<tag>.out
+ * and <dir>/<tag>.err and come back malloc'd in *out and *err.  Returns the
+ * exit status as the shell shows it.
+ */
+static int
+ops_run_bin(const char *tag, const char *const args[], char **out, char **err)
+{
+    const char *bin = getenv("REDLOCKD_BIN");
+    const char *argv[16];
+    char out_path[512], err_path[512];
+    pid_t parent = getpid(), pid;
+    int64_t end;
+    int fo, fe, in, status = 0;
+    size_t n = 0;
+
+    if (bin == NULL || bin[0] == '\0') {
+        bin = "./build/redlockd";
+    }
+    argv[n++] = bin;
+    while (*args != NULL && n < sizeof(argv) / sizeof(argv[0]) - 1) {
+        argv[n++] = *args++;
+    }
+    argv[n] = NULL;
+    snprintf(out_path, sizeof(out_path), "%s/%s.out", h_dir(), tag);
+    snprintf(err_path, sizeof(err_path), "%s/%s.err", h_dir(), tag);
+    fo = open(out_path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    fe = open(err_path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    ck_assert_msg(fo >= 0 && fe >= 0, "cannot create %s.out/.err: %s", tag, strerror(errno));
+    fflush(NULL);
+    pid = fork();
+    ck_assert_msg(pid >= 0, "fork: %s", strerror(errno));
+    if (pid == 0) {
+        h_child_setup(parent);
+        in = open("/dev/null", O_RDONLY | O_CLOEXEC);
+        if (in < 0 || dup2(in, 0) < 0 || dup2(fo, 1) < 0 || dup2(fe, 2) < 0) {
+            _exit(127);
+        }
+        execv(bin, (char *const *)argv);
+        _exit(127);
+    }
+    close(fo);
+    close(fe);
+    end = h_now_ms() + EXIT_MS;
+    while (waitpid(pid, &status, WNOHANG) == 0) {
+        if (h_now_ms() > end) {
+            kill(pid, SIGKILL);
+            (void)waitpid(pid, NULL, 0);
+            ck_abort_msg("%s: redlockd %s did not exit within %d ms", tag, argv[1], EXIT_MS);
+        }
+        usleep(10000);
+    }
+    *out = ops_read_file(out_path);
+    *err = ops_read_file(err_path);
+    return h_decode_status(status);
+}
+
+/*
+ * --help and -h print the usage to stdout and exit 0; an unknown option
+ * prints it to stderr and exits 64 (EX_USAGE).
+ */
+START_TEST(help_and_usage)
+{
+    static const char *const good[][2] = { { "--help", NULL }, { "-h", NULL } };
+    static const char *const bad[][2] = { { "--frobnicate", NULL }, { "-x", NULL } };
+    char *out, *err;
+    size_t i;
+    int rc;
+
+    ck_assert_msg(h_begin(tcase_name()) == 0, "cannot create the test directory");
+    for (i = 0; i < 2; i++) {
+        rc = ops_run_bin("help", good[i], &out, &err);
+        ck_assert_msg(rc == 0, "redlockd %s exited %d; stderr: %s", good[i][0], rc, err);
+        ck_assert_msg(strncmp(out, "usage: redlockd", 15) == 0 && strstr(out, "--help") != NULL,
+                      "redlockd %s: stdout is '%s'", good[i][0], out);
+        ck_assert_msg(err[0] == '\0', "redlockd %s wrote to stderr: '%s'", good[i][0], err);
+        free(out);
+        free(err);
+
+        rc = ops_run_bin("bad", bad[i], &out, &err);
+        ck_assert_msg(rc == 64, "redlockd %s exited %d", bad[i][0], rc);
+        ck_assert_msg(out[0] == '\0', "redlockd %s wrote to stdout: '%s'", bad[i][0], out);
+        ck_assert_msg(strstr(err, "usage: redlockd") != NULL, "redlockd %s: stderr is '%s'",
+                      bad[i][0], err);
+        free(out);
+        free(err);
+    }
+}
+END_TEST
+
+/*
+ * listen.unix in a directory that does not exist: redlockd -t says so,
+ * naming the setting's file:line:column and the directory, and exits 78;
+ * the daemon refuses to start with the same line.
+ */
+START_TEST(config_test_unix_dir)
+{
+    char conf[512], text[1024], want[1024], port[16];
+    const char *check[] = { "-t", "-c", conf, NULL };
+    const char *start[] = { "-c", conf, NULL };
+    char *out, *err;
+    int rc;
+
+    ck_assert_msg(h_begin(tcase_name()) == 0, "cannot create the test directory");
+    snprintf(conf, sizeof(conf), "%s/missing-dir.yml", h_dir());
+    snprintf(port, sizeof(port), "%d", h_free_port());
+    snprintf(text, sizeof(text),
+             "listen:\n"
+             "  tcp: \"127.0.0.1:%s\"\n"
+             "  unix: \"%s/no-such-dir/redlockd.sock\"\n"
+             "masters:\n"
+             "  - \"127.0.0.1:1\"\n"
+             "metrics:\n"
+             "  listen: \"\"\n", port, h_dir());
+    ops_write_atomic(conf, text);
+    snprintf(want, sizeof(want), "error %s:3:9: listen.unix: directory %s/no-such-dir "
+             "does not exist", conf, h_dir());
+
+    rc = ops_run_bin("check", check, &out, &err);
+    ck_assert_msg(rc == 78, "redlockd -t exited %d; stdout: %s", rc, out);
+    ck_assert_msg(strstr(err, want) != NULL, "redlockd -t: stderr is '%s', want '%s'", err, want);
+    free(out);
+    free(err);
+
+    rc = ops_run_bin("start", start, &out, &err);
+    ck_assert_msg(rc != 0, "redlockd started with listen.unix in a missing directory");
+    ck_assert_msg(strstr(err, want) != NULL, "redlockd: stderr is '%s', want '%s'", err, want);
+    free(out);
+    free(err);
+
+    /* Once the directory exists, -t accepts the file. */
+    snprintf(text, sizeof(text), "%s/no-such-dir", h_dir());
+    ck_assert_int_eq(mkdir(text, 0700), 0);
+    rc = ops_run_bin("check-again", check, &out, &err);
+    ck_assert_msg(rc == 0, "redlockd -t exited %d; stderr: %s", rc, err);
+    free(out);
+    free(err);
+}
+END_TEST
+
 /* ---- logs ---- */
 
 /*
@@ -1085,6 +1228,16 @@ ops_suite(void)
     tcase_add_test(tc, socket_activation);
     tcase_add_test(tc, socket_activation_protected_mode);
     tcase_add_test(tc, log_names_peers);
+    suite_add_tcase(s, tc);
+
+    /* No masters: the binary's command line. */
+    tc = tcase_create("command line");
+    tcase_add_checked_fixture(tc, NULL, ops_teardown);
+    if (getenv("CK_DEFAULT_TIMEOUT") == NULL) {
+        tcase_set_timeout(tc, TEST_TIMEOUT_S);
+    }
+    tcase_add_test(tc, help_and_usage);
+    tcase_add_test(tc, config_test_unix_dir);
     suite_add_tcase(s, tc);
     return s;
 }

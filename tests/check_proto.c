@@ -373,9 +373,13 @@ START_TEST(test_lease_and_fence_options)
     snprintf(line, sizeof(line), "STATUS a token=%s", tok);
     cmd = parse_ok(line);
     ck_assert(cmd.has_token);
-    /* EXTEND without a token parses: the daemon answers NOTHELD. */
-    cmd = parse_ok("EXTEND a ttl=5");
-    ck_assert(!cmd.has_token && cmd.token == NULL);
+    /* EXTEND needs both: a session-mode lock has no token to give. */
+    parse_err("EXTEND a ttl=5", PROTO_ERR_PROTO,
+              "EXTEND: missing token= (EXTEND renews a lease-mode lock by its token; "
+              "session-mode locks are renewed by the daemon)");
+    snprintf(line, sizeof(line), "EXTEND a token=%s", tok);
+    parse_err(line, PROTO_ERR_PROTO, "EXTEND: missing ttl=");
+    parse_err("EXTEND a", PROTO_ERR_PROTO, "EXTEND: missing ttl=");
 
     parse_err("LOCK a mode=forever", PROTO_ERR_PROTO,
               "LOCK: bad value for 'mode': 'forever' (expected session or lease)");
@@ -873,15 +877,17 @@ START_TEST(test_verb_names)
         "LOCK", "TRYLOCK", "UNLOCK", "STATUS", "EXTEND", "PING", "VERSION", "HELP", "QUIT",
         "STATS", "AUTH",
     };
-    char line[32];
+    char line[80];
     struct proto_cmd cmd;
     int i;
 
     for (i = 0; i < PROTO_VERB_COUNT; i++) {
         ck_assert_str_eq(proto_verb_name((enum proto_verb)i), names[i]);
-        /* Every name parses back to its verb (the first four need a lock name). */
-        snprintf(line, sizeof(line), "%s%s", names[i],
-                 i <= PROTO_EXTEND || i == PROTO_AUTH ? " n" : "");
+        /* Every name parses back to its verb (the first five need a lock
+           name, EXTEND its two options too). */
+        snprintf(line, sizeof(line), "%s%s%s", names[i],
+                 i <= PROTO_EXTEND || i == PROTO_AUTH ? " n" : "",
+                 i == PROTO_EXTEND ? " token=0123456789abcdef0123456789abcdef ttl=1" : "");
         cmd = parse_ok(line);
         ck_assert_int_eq(cmd.verb, i);
     }

@@ -1034,19 +1034,18 @@ h_write_conf(const struct h_daemon_opts *o)
 
 /*
  * Wait until the current daemon answers STATS with masters_up equal to
- * the running masters: 0 when it does, -1 when it exited (reaped), -2 at
- * the deadline.
+ * the running masters: 0 when it does, -1 when it exited (reaped; its
+ * exit status in *exit_status), -2 at the deadline.
  */
 static int
-h_daemon_wait_ready(int64_t deadline, int expect_up)
+h_daemon_wait_ready(int64_t deadline, int expect_up, int *exit_status)
 {
     long long up;
     int status;
 
     for (;;) {
         if (h_exited(H_D->pid, &status)) {
-            fprintf(stderr, "harness: redlockd exited during start-up with status %d\n",
-                    h_decode_status(status));
+            *exit_status = h_decode_status(status);
             H_D->pid = 0;
             return -1;
         }
@@ -1069,9 +1068,10 @@ h_start_daemon(const struct h_daemon_opts *opts)
     const char *bin = getenv("REDLOCKD_BIN");
     const char *wrap = getenv("REDLOCKD_WRAP");
     const char *argv[H_WRAP_WORDS + 4];
-    char wrapbuf[1024], *save = NULL, *w;
-    size_t prev = h_cur, slot = h_ndaemons, k = 0;
-    int tries, rc;
+    char wrapbuf[1024], *save = NULL, *w, exits[H_PORT_TRIES * 16] = "";
+    size_t prev = h_cur, slot = h_ndaemons, k = 0, used = 0;
+    bool quiet = opts != NULL && opts->start_fails;
+    int tries, rc, status = 0;
 
     if (h_test_dir[0] == '\0' || h_nmasters == 0 || slot >= H_DAEMONS_MAX) {
         fprintf(stderr, "harness: h_start_daemon: needs h_begin and masters, and at most "
@@ -1105,7 +1105,7 @@ h_start_daemon(const struct h_daemon_opts *opts)
     argv[k++] = "-c";
     argv[k++] = H_D->conf_path;
     argv[k] = NULL;
-    for (tries = 1; tries <= H_PORT_TRIES; tries++) {
+    for (tries = 1; tries <= (quiet ? 1 : H_PORT_TRIES); tries++) {
         H_D->port = h_free_port();
         if (H_D->port < 0 || h_write_conf(opts != NULL ? opts : &none) != 0) {
             h_cur = prev;
@@ -1118,22 +1118,31 @@ h_start_daemon(const struct h_daemon_opts *opts)
             return -1;
         }
         rc = h_daemon_wait_ready(h_now_ms() + H_START_MS,
-                                 opts != NULL ? opts->expect_masters_up : 0);
+                                 opts != NULL ? opts->expect_masters_up : 0, &status);
         if (rc == 0) {
+            /* Tries that exited (a port taken meanwhile) are not news. */
             h_ndaemons = slot + 1;
             return 0;
         }
         if (rc == -2) {
-            fprintf(stderr, "harness: redlockd (%s) not ready after %d ms\n", bin, H_START_MS);
-            h_print_daemon_log_tail(H_TAIL_LINES);
+            if (!quiet) {
+                fprintf(stderr, "harness: redlockd (%s) not ready after %d ms\n", bin,
+                        H_START_MS);
+                h_print_daemon_log_tail(H_TAIL_LINES);
+            }
             h_stop_daemon();
             h_cur = prev;
             return -1;
         }
         /* It exited: perhaps its port was taken meanwhile; try another. */
+        used += (size_t)snprintf(exits + used, sizeof(exits) - used, "%s%d",
+                                 used > 0 ? ", " : "", status);
     }
-    fprintf(stderr, "harness: redlockd (%s) would not start\n", bin);
-    h_print_daemon_log_tail(H_TAIL_LINES);
+    if (!quiet) {
+        fprintf(stderr, "harness: redlockd (%s) would not start: it exited during start-up "
+                "%d times (status %s)\n", bin, tries - 1, exits);
+        h_print_daemon_log_tail(H_TAIL_LINES);
+    }
     h_cur = prev;
     return -1;
 }

@@ -277,6 +277,8 @@ struct h_daemon_opts {
                                            are ("localhost:6380") after every
                                            started master; NULL-terminated;
                                            NULL for none */
+    bool        start_fails;            /* the test wants the start to fail: one
+                                           try, and nothing printed about it */
 };
 
 /*
@@ -305,8 +307,9 @@ int h_signal_master(size_t i, int sig);
  * index.  Waits (deadline H_START_MS) until the daemon accepts TCP
  * connections and STATS shows masters_up equal to h_masters_alive().
  * When the daemon exits during start-up (its port was taken), it is
- * started again on another port, a few times.  Returns 0, or -1 (the log
- * tail is printed to stderr; the current daemon is then the one it was
+ * started again on another port, a few times, quietly.  Returns 0, or -1
+ * (the exit statuses of the tries and the log tail are printed to stderr,
+ * unless opts->start_fails; the current daemon is then the one it was
  * before the call).
  */
 int h_start_daemon(const struct h_daemon_opts *opts);

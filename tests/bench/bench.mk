@@ -1,7 +1,8 @@
-# Benchmark (issue 6): `make bench` (BENCH_SECONDS per mode, default 10)
-# and `make bench-smoke` (1 s per mode and scaled-down hold runs; fails
-# unless every mode produced pairs and no errors, and every hold run held
-# all its locks).  See tests/bench/README.md and tests/bench/run_bench.c.
+# Benchmark of the performance targets: `make bench` (BENCH_SECONDS per
+# mode, default 10) and `make bench-smoke` (1 s per mode and scaled-down
+# hold runs; fails unless every mode produced pairs and no errors, and
+# every hold run held all its locks).  See tests/bench/README.md and
+# tests/bench/run_bench.c.
 #
 #   build/redlock-bench  the load generator (uncontended, hot, direct, rtt,
 #                        hold, lease-hold)

@@ -1,5 +1,5 @@
 /*
- * redlock_bench.c: load generator for redlockd (issue 6), build/redlock-bench.
+ * redlock_bench.c: load generator for redlockd, build/redlock-bench.
  *
  * Modes (--mode):
  *

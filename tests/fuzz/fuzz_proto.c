@@ -139,6 +139,8 @@ fuzz_proto_check_options(const struct proto_cmd *cmd)
     FUZZ_PROTO_CHECK(mode || !cmd->has_mode);
     FUZZ_PROTO_CHECK(token || !cmd->has_token);
     FUZZ_PROTO_CHECK(fence || !cmd->fence);
+    /* EXTEND's two options are required. */
+    FUZZ_PROTO_CHECK(cmd->verb != PROTO_EXTEND || (cmd->has_token && cmd->has_ttl));
 
     if (cmd->has_ttl) {
         FUZZ_PROTO_CHECK(cmd->ttl_ms >= 1 && cmd->ttl_ms <= PROTO_NUMBER_MAX);
