@@ -79,14 +79,14 @@ lease_reason_name(enum lease_reason why)
 }
 
 static void
-heap_set(size_t i, struct lease *l)
+lease_heap_set(size_t i, struct lease *l)
 {
     lease_heap[i] = l;
     l->heap_index = i;
 }
 
 static void
-heap_up(size_t i)
+lease_heap_up(size_t i)
 {
     struct lease *l = lease_heap[i];
 
@@ -96,14 +96,14 @@ heap_up(size_t i)
         if (lease_heap[parent]->due_us <= l->due_us) {
             break;
         }
-        heap_set(i, lease_heap[parent]);
+        lease_heap_set(i, lease_heap[parent]);
         i = parent;
     }
-    heap_set(i, l);
+    lease_heap_set(i, l);
 }
 
 static void
-heap_down(size_t i)
+lease_heap_down(size_t i)
 {
     struct lease *l = lease_heap[i];
 
@@ -119,14 +119,14 @@ heap_down(size_t i)
         if (l->due_us <= lease_heap[child]->due_us) {
             break;
         }
-        heap_set(i, lease_heap[child]);
+        lease_heap_set(i, lease_heap[child]);
         i = child;
     }
-    heap_set(i, l);
+    lease_heap_set(i, l);
 }
 
 static int
-heap_push(struct lease *l)
+lease_heap_push(struct lease *l)
 {
     if (lease_len == lease_cap) {
         size_t cap = lease_cap ? 2 * lease_cap : 64;
@@ -138,13 +138,13 @@ heap_push(struct lease *l)
         lease_heap = h;
         lease_cap = cap;
     }
-    heap_set(lease_len++, l);
-    heap_up(l->heap_index);
+    lease_heap_set(lease_len++, l);
+    lease_heap_up(l->heap_index);
     return 0;
 }
 
 static void
-heap_remove(struct lease *l)
+lease_heap_remove(struct lease *l)
 {
     size_t i = l->heap_index;
     struct lease *last;
@@ -155,18 +155,18 @@ heap_remove(struct lease *l)
     l->heap_index = LEASE_NO_INDEX;
     last = lease_heap[--lease_len];
     if (last != l) {
-        heap_set(i, last);
-        heap_up(i);
-        heap_down(last->heap_index);
+        lease_heap_set(i, last);
+        lease_heap_up(i);
+        lease_heap_down(last->heap_index);
     }
 }
 
 /* Re-key a lease in the heap after its due time changed. */
 static void
-heap_update(struct lease *l)
+lease_heap_update(struct lease *l)
 {
-    heap_up(l->heap_index);
-    heap_down(l->heap_index);
+    lease_heap_up(l->heap_index);
+    lease_heap_down(l->heap_index);
 }
 
 /* Arm the timer for the earliest due lease. */
@@ -245,7 +245,7 @@ lease_start(struct lease *l, const char *key, size_t key_len, const char *token,
     l->renew_at_us = start_us + ttl_ms * 1000 / 3;
     l->heap_index = LEASE_NO_INDEX;
     lease_set_due(l);
-    if (heap_push(l) != 0) {
+    if (lease_heap_push(l) != 0) {
         log_error("lease: out of memory watching a new lease");
         l->state = LEASE_RELEASED;
         return -1;
@@ -266,7 +266,7 @@ lease_leave(struct lease *l, enum lease_state state)
         l->batch->leases[l->batch_slot] = NULL;
         l->batch = NULL;
     }
-    heap_remove(l);
+    lease_heap_remove(l);
     l->state = state;
     if (was_top) {
         lease_arm();
@@ -413,7 +413,7 @@ lease_renewed(const struct redlock_extend_result *res, void *arg)
             break;
         }
         lease_set_due(l);
-        heap_update(l);
+        lease_heap_update(l);
     }
     if (nrestore > 0 && redlock_restore(restore, nrestore) != 0) {
         log_warn("lease: out of memory restoring %zu lost lock keys; retried next renewal",
@@ -460,9 +460,9 @@ lease_send(struct lease_batch *b)
 
             l->batch = NULL;
             l->state = LEASE_HELD;
-            l->renew_at_us = util_now_us() + 10000;
+            l->renew_at_us = util_now_us() + LEASE_WINDOW_US + 10000;   /* not this turn */
             lease_set_due(l);
-            heap_update(l);
+            lease_heap_update(l);
         }
         free(b);
     }
@@ -498,7 +498,7 @@ lease_timer_cb(evutil_socket_t fd, short what, void *arg)
         l->batch_slot = b->n;
         b->leases[b->n++] = l;
         lease_set_due(l);
-        heap_down(0);
+        lease_heap_down(0);
         if (b->n == LEASE_BATCH_MAX) {
             lease_send(b);
             b = NULL;

@@ -339,7 +339,12 @@ lock_wake_head(struct lock *lk)
 {
     struct waiter *w = lock_head(lk);
 
-    if (w != NULL && !w->in_round) {
+    if (w == NULL) {
+        return;
+    }
+    if (w->in_round) {
+        w->woken = true;    /* its round may have run before this: again at once */
+    } else {
         event_active(&w->retry, EV_TIMEOUT, 0);
     }
 }
@@ -1057,6 +1062,18 @@ lock_unlock_done(const struct redlock_result *rr, void *arg)
         res.outcome = LOCK_NOTHELD;
         break;
     default:
+        if (!op->by_token) {
+            /*
+             * Not confirmed either: the session's hold is gone (nothing
+             * renews it now) and its keys expire by their ttl.
+             */
+            lease_note_lost(LEASE_REASON_QUORUM);
+            log_warn("lock %s: lost (quorum): UNLOCK without a quorum: %s", op->key, rr->error);
+            op->client->lost(op->client, op->key + op->name_off, op->key_len - op->name_off,
+                             lease_reason_name(LEASE_REASON_QUORUM));
+            res.outcome = LOCK_NOTHELD;
+            break;
+        }
         res.outcome = LOCK_NOQUORUM;
         res.error = rr->error;
         break;

@@ -129,7 +129,9 @@ void lock_acquire(struct lock_client *c, const char *name, size_t name_len,
  * confirmed the delete (or, for a hand-over, the swap) of the token;
  * when a quorum answered but fewer held the token, a session-mode hold
  * is reported lost first (client->lost, reason gone) and the answer is
- * LOCK_NOTHELD; when fewer than a quorum answered, LOCK_NOQUORUM.
+ * LOCK_NOTHELD; when fewer than a quorum answered, a session-mode hold
+ * is reported lost (reason quorum) and the answer is LOCK_NOTHELD, and a
+ * release by token answers LOCK_NOQUORUM.
  */
 void lock_release(struct lock_client *c, const char *name, size_t name_len,
                   const char *token);
@@ -180,9 +182,10 @@ void lock_client_drain(struct lock_client *c);
 void lock_abandon(const char *name, size_t name_len, const char *token);
 
 /*
- * The client's connection closed: cancel a pending LOCK (first, so that
- * a released lock is never handed to the client's own dying waiter),
- * then release every lease on the masters at once.  An operation in flight still ends
+ * The client's connection closed (or is closing and will send nothing
+ * more): cancel a pending LOCK (first, so that a released lock is never
+ * handed to the client's own dying waiter), then release every lease on
+ * the masters at once.  Calling it again does nothing more.  An operation in flight still ends
  * with one call of done (LOCK_CANCELLED, or the result of an UNLOCK or
  * STATUS round), possibly during this call: the client must stay
  * allocated until then.

@@ -377,9 +377,12 @@ redlock_fill_error(struct redlock_result *res, struct round *r)
     used = redlock_append(res->error, size, used, "; quorum is %zu counted masters.",
                           redlock_quorum(n));
     if (nq > 0) {
-        used = redlock_append(res->error, size, used, " If these masters are new or persist "
-                              "with appendfsync always, set lock.restart_quarantine: false "
-                              "and reload (systemctl reload redlockd).");
+        used = redlock_append(res->error, size, used, " If these masters are new (they hold "
+                              "no locks), set lock.restart_quarantine: false and reload "
+                              "(systemctl reload redlockd), then set it back to true; "
+                              "masters with appendonly yes and appendfsync always are never "
+                              "quarantined (the daemon's ACL user needs +config|get to see "
+                              "that).");
     }
     if (nd > 0) {
         used = redlock_append(res->error, size, used, " List each Redis server once in "

@@ -35,11 +35,10 @@
 
 /*
  * A lease-mode grant whose OK the client may not have received yet.
- * Owned by its session; freed once the reply is confirmed delivered
- * (session_grants_confirm: written to the socket and acknowledged by
- * the peer's TCP, or read by the peer of a Unix socket), or, when the
- * session closes first, after the token was released on the masters
- * (nobody else knows it).
+ * Owned by its session; freed once the reply cannot have been lost
+ * (session_grants_confirm), or at close, after the token was released
+ * on the masters when the reply provably never reached the client
+ * (session_grants_settle; nobody else knows the token).
  */
 struct session_grant {
     struct session_grant *next;     /* next younger grant, or NULL */
@@ -75,8 +74,9 @@ struct session {
     uint64_t            out_sent;   /* output bytes written to the socket, once
                                        grants are tracked (session_output_cb) */
     bool                out_tracked;/* session_output_cb is installed */
-    bool                out_failed; /* the socket reported an error: nothing more
-                                       can be confirmed delivered */
+    bool                is_unix;    /* came in on the Unix socket */
+    bool                peer_reset; /* the peer reset the connection (ECONNRESET,
+                                       EPIPE): it did not read everything */
     int64_t             linger_until_us; /* closing: wait for grants until then */
 };
 
@@ -165,40 +165,83 @@ session_send_error(struct session *s, enum proto_errcode code, const char *text)
 }
 
 /*
- * Free the grants whose replies are delivered: written to the socket
- * (out_sent) and no longer in the kernel's send queue (SIOCOUTQ: on TCP
- * the bytes not yet acknowledged by the peer; on a Unix socket those its
- * reader has not taken).  A pending socket error (a peer that closed
- * without reading: ECONNRESET) confirms nothing more: out_failed, and
- * what is left is released at close.
+ * Free the grants whose replies cannot have been lost any more.  On TCP:
+ * the peer's TCP acknowledged them (SIOCOUTQ counts the bytes written but
+ * not yet acknowledged).  On a Unix socket: more output was written
+ * after them, or the peer read everything (SIOCOUTQ 0).  What remains is
+ * judged at close by session_grants_settle().
  */
 static void
 session_grants_confirm(struct session *s)
 {
     struct session_grant *g;
-    int fd, err = 0, queued = 0;
-    socklen_t len = sizeof(err);
-    uint64_t acked;
+    int queued = 0;
+    uint64_t done;
 
-    if (s->grants == NULL || s->bev == NULL || s->out_failed) {
+    if (s->grants == NULL || s->bev == NULL) {
         return;
     }
-    fd = (int)bufferevent_getfd(s->bev);
-    if (getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &len) != 0 || err != 0) {
-        s->out_failed = true;
-        return;
-    }
-    if (ioctl(fd, SIOCOUTQ, &queued) != 0 || queued < 0) {
+    if (ioctl((int)bufferevent_getfd(s->bev), SIOCOUTQ, &queued) != 0 || queued < 0) {
         return;     /* cannot tell: keep them until it can */
     }
-    acked = (uint64_t)queued < s->out_sent ? s->out_sent - (uint64_t)queued : 0;
-    while ((g = s->grants) != NULL && g->end <= acked) {
+    if (s->is_unix) {
+        done = queued == 0 ? s->out_sent : s->out_sent - (s->out_sent > 0);
+    } else {
+        done = (uint64_t)queued < s->out_sent ? s->out_sent - (uint64_t)queued : 0;
+    }
+    while ((g = s->grants) != NULL && g->end <= done) {
         s->grants = g->next;
         free(g);
     }
     if (s->grants == NULL) {
         s->grants_tail = &s->grants;
     }
+}
+
+/*
+ * The session closes: release the lease grants whose replies provably
+ * never reached the client, and free the list.  A reply is lost when it
+ * was never written to the socket, or when the peer reset the connection
+ * while the reply was not taken: on TCP, not acknowledged by the peer's
+ * TCP (SIOCOUTQ still counts it after the reset); on a Unix socket, the
+ * last bytes written (a Unix peer resets only when it closes with unread
+ * data, and that data includes the end of the stream).  A reply that may
+ * have been read is never released: the client would use a lock it no
+ * longer holds.
+ */
+static void
+session_grants_settle(struct session *s)
+{
+    struct session_grant *g;
+    int queued = 0, err = 0;
+    socklen_t len = sizeof(err);
+    uint64_t acked = 0;
+    bool lost;
+
+    if (s->grants == NULL) {
+        return;
+    }
+    if (getsockopt((int)bufferevent_getfd(s->bev), SOL_SOCKET, SO_ERROR, &err, &len) == 0
+        && (err == ECONNRESET || err == EPIPE)) {
+        s->peer_reset = true;
+    }
+    if (!s->is_unix
+        && ioctl((int)bufferevent_getfd(s->bev), SIOCOUTQ, &queued) == 0 && queued >= 0) {
+        acked = (uint64_t)queued < s->out_sent ? s->out_sent - (uint64_t)queued : 0;
+    }
+    while ((g = s->grants) != NULL) {
+        s->grants = g->next;
+        lost = g->end > s->out_sent
+               || (s->peer_reset && (s->is_unix ? g->end == s->out_sent : g->end > acked));
+        if (lost) {
+            log_info("client %llu (%s): the OK of lease %.*s never reached the client; "
+                     "releasing it", (unsigned long long)s->id, s->peer, (int)g->name_len,
+                     g->name);
+            lock_abandon(g->name, g->name_len, g->token);
+        }
+        free(g);
+    }
+    s->grants_tail = &s->grants;
 }
 
 /* Bytes left the output buffer (to the socket): count them, confirm grants. */
@@ -462,15 +505,24 @@ session_quit_flushed(struct session *s)
 {
     struct timeval tv = { 0, SESSION_LINGER_TICK_MS * 1000 };
     int64_t now = util_now_us();
+    int err = 0;
+    socklen_t len = sizeof(err);
 
     session_grants_confirm(s);
-    if (s->grants != NULL && !s->out_failed) {
-        if (s->linger_until_us == 0) {
-            s->linger_until_us = now + SESSION_LINGER_MS * 1000;
-        }
-        if (now < s->linger_until_us) {
-            evtimer_add(&s->timer, &tv);
-            return;
+    if (s->grants != NULL
+        && getsockopt((int)bufferevent_getfd(s->bev), SOL_SOCKET, SO_ERROR, &err, &len) == 0) {
+        if (err != 0) {
+            /* Reading SO_ERROR clears it: keep what it said for the settling. */
+            s->peer_reset = err == ECONNRESET || err == EPIPE;
+        } else {
+            if (s->linger_until_us == 0) {
+                s->linger_until_us = now + SESSION_LINGER_MS * 1000;
+                lock_client_close(&s->lc);  /* its session-mode locks go now */
+            }
+            if (now < s->linger_until_us) {
+                evtimer_add(&s->timer, &tv);
+                return;
+            }
         }
     }
     session_close(s, s->input_ended ? "end of input, every request answered" : "quit");
@@ -857,7 +909,10 @@ session_event_cb(struct bufferevent *bev, short what, void *arg)
     } else if (what & BEV_EVENT_EOF) {
         session_input_end(s);
     } else if (what & BEV_EVENT_ERROR) {
-        session_close(s, evutil_socket_error_to_string(EVUTIL_SOCKET_ERROR()));
+        int err = EVUTIL_SOCKET_ERROR();
+
+        s->peer_reset = err == ECONNRESET || err == EPIPE;
+        session_close(s, evutil_socket_error_to_string(err));
     }
 }
 
@@ -868,8 +923,6 @@ session_event_cb(struct bufferevent *bev, short what, void *arg)
 static void
 session_close(struct session *s, const char *why)
 {
-    struct session_grant *g;
-
     if (s->closing) {
         return;
     }
@@ -878,14 +931,8 @@ session_close(struct session *s, const char *why)
     TAILQ_REMOVE(&sessions, s, link);
     session_n--;
     stats.connections--;
-    /* Lease grants whose OK never reached the socket: nobody knows their tokens. */
-    while ((g = s->grants) != NULL) {
-        s->grants = g->next;
-        log_info("client %llu (%s): closed before the OK of lease %.*s was sent; releasing it",
-                 (unsigned long long)s->id, s->peer, (int)g->name_len, g->name);
-        lock_abandon(g->name, g->name_len, g->token);
-        free(g);
-    }
+    /* Lease grants whose OK never reached the client: nobody knows their tokens. */
+    session_grants_settle(s);
     bufferevent_free(s->bev);
     s->bev = NULL;
     s->in_close = true;
@@ -919,6 +966,7 @@ session_accept(evutil_socket_t fd, const char *peer, bool is_unix)
     s->authed = session_conf->auth_password == NULL || session_conf->auth_password[0] == '\0'
                 || (is_unix && session_conf->auth_unix_exempt);
     s->id = session_next_id++;
+    s->is_unix = is_unix;
     snprintf(s->peer, sizeof(s->peer), "%s", peer);
     TAILQ_INSERT_TAIL(&sessions, s, link);
     session_n++;

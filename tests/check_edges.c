@@ -118,6 +118,13 @@ eg_cond_holding(void *arg)
     return h_masters_holding(kv->key, kv->value) == kv->want;
 }
 
+/* arg: const char *key.  Every running master holds the key. */
+static bool
+eg_cond_holding_all(void *arg)
+{
+    return h_masters_holding(arg, NULL) == h_masters_alive();
+}
+
 /* Require a STATS counter to reach want in time. */
 static void
 eg_wait_stat(const char *name, long long want, int64_t timeout_ms)
@@ -1071,6 +1078,111 @@ START_TEST(noquorum_after_wait)
 }
 END_TEST
 
+/* ---- lease grants that were read are never released ---- */
+
+/* Send raw text on fd, read its first reply line, then reset the connection. */
+static char *
+eg_read_one_then_reset(int fd, const char *text)
+{
+    struct linger lg = { 1, 0 };
+    char *got;
+
+    ck_assert_int_eq(h_send_raw(fd, text, strlen(text)), 0);
+    got = h_read_line(fd, CMD_MS);
+    ck_assert_int_eq(setsockopt(fd, SOL_SOCKET, SO_LINGER, &lg, sizeof(lg)), 0);
+    close(fd);
+    return got;
+}
+
+/*
+ * A client that read its lease-mode OK keeps the lease whatever way it
+ * closes: with the PONG after it unread (a Unix socket reports that as
+ * ECONNRESET), or with an abortive close (SO_LINGER 0, a TCP reset)
+ * after reading everything.  The daemon cannot tell "read" from "not
+ * read" once the client's side took the bytes, so it must not release:
+ * the client would go on under a lock nobody holds.  Only a reply that
+ * never reached the client is released (lease_abrupt_close).
+ */
+START_TEST(lease_read_then_reset)
+{
+    const char *names[2] = { "rr0", "rr1" };
+    char key[64], line[96], *got;
+    size_t i;
+    int fd;
+
+    eg_up(NMASTERS, &eg_opts);
+    for (i = 0; i < 2; i++) {
+        fd = i == 0 ? h_connect_unix() : eg_connect();
+        ck_assert(fd >= 0);
+        snprintf(line, sizeof(line), "LOCK %s mode=lease ttl=60000\n%s", names[i],
+                 i == 0 ? "PING\n" : "");
+        got = eg_read_one_then_reset(fd, line);
+        ck_assert_msg(got != NULL && strncmp(got, "OK ", 3) == 0 && strstr(got, "token=") != NULL,
+                      "%s: got '%s'", names[i], got != NULL ? got : "(nothing)");
+        free(got);
+    }
+    for (i = 0; i < 2; i++) {
+        eg_key(names[i], key, sizeof(key));
+        /* Kept: the key stays on every master for the whole check. */
+        ck_assert_msg(h_holds_for(eg_cond_holding_all, key, 1500, 20),
+                      "%s: a lease whose OK the client read was released after its close",
+                      names[i]);
+    }
+}
+END_TEST
+
+/*
+ * UNLOCK of a session-mode lock when too few masters answer: the hold is
+ * gone (nothing renews it any more, its keys expire by their ttl), so
+ * the session hears "! LOST x reason=quorum" first, then "NOTHELD x".
+ */
+START_TEST(unlock_without_quorum)
+{
+    size_t i;
+    int a;
+
+    eg_up(NMASTERS, &eg_opts);
+    a = eg_connect();
+    EXPECT_PREFIX(a, "LOCK nq1", "OK nq1 ");
+    for (i = 0; i < 3; i++) {
+        ck_assert_int_eq(h_kill_master(i), 0);
+    }
+    ck_assert_int_eq(h_send(a, "UNLOCK nq1"), 0);
+    eg_expect_line(a, "! LOST nq1 reason=quorum", CMD_MS, "UNLOCK nq1 without a quorum, first");
+    eg_expect_line(a, "NOTHELD nq1", CMD_MS, "UNLOCK nq1 without a quorum, second");
+    close(a);
+}
+END_TEST
+
+/*
+ * A LOCK already waiting (queued behind a holder) when the client's input
+ * ends is answered TIMEOUT promptly, and the session then ends.
+ */
+START_TEST(queued_lock_input_ends)
+{
+    int64_t t0;
+    char *got;
+    int a, b;
+
+    eg_up(NMASTERS, &eg_opts);
+    a = eg_connect();
+    b = eg_connect();
+    EXPECT_PREFIX(a, "LOCK q1", "OK q1 ");
+    ck_assert_int_eq(h_send(b, "LOCK q1"), 0);
+    eg_wait_stat("waiters", 1, CMD_MS);
+    t0 = h_now_ms();
+    ck_assert_int_eq(shutdown(b, SHUT_WR), 0);
+    got = h_read_line(b, 3000);
+    ck_assert_msg(got != NULL && strcmp(got, "TIMEOUT q1") == 0,
+                  "queued LOCK after end of input: got '%s' after %lld ms",
+                  got != NULL ? got : "(nothing)", (long long)(h_now_ms() - t0));
+    free(got);
+    ck_assert_msg(h_expect_eof(b, CMD_MS), "the session did not end after its last reply");
+    close(b);
+    close(a);
+}
+END_TEST
+
 /*
  * Each test is a test case of its own, named as the test, so that
  * CK_RUN_CASE=<test> runs just that one.
@@ -1111,6 +1223,9 @@ edges_suite(void)
     EG_ADD(s, relock_restarted_masters);
     EG_ADD(s, lock_waits_out_outage);
     EG_ADD(s, noquorum_after_wait);
+    EG_ADD(s, lease_read_then_reset);
+    EG_ADD(s, unlock_without_quorum);
+    EG_ADD(s, queued_lock_input_ends);
     return s;
 }
 
