@@ -556,7 +556,7 @@ eg_cond_grows(void *arg)
 struct eg_batch {
     const char *base;       /* name without its number */
     int         n;          /* names in the batch */
-    char        why[256];   /* the first key still held, for the message */
+    char        why[512];   /* the first key still held, for the message */
 };
 
 /* arg: struct eg_batch.  No key of the batch is on any running master. */
