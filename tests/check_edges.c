@@ -981,6 +981,67 @@ START_TEST(relock_restarted_masters)
 }
 END_TEST
 
+/* arg: struct eg_keyval.  Neither master 0 nor 1 holds key = value. */
+static bool
+eg_cond_not_on_01(void *arg)
+{
+    struct eg_keyval *kv = arg;
+    char *v0 = h_master_get(0, kv->key), *v1 = h_master_get(1, kv->key);
+    bool none = (v0 == NULL || strcmp(v0, kv->value) != 0)
+                && (v1 == NULL || strcmp(v1, kv->value) != 0);
+
+    free(v0);
+    free(v1);
+    return none;
+}
+
+/*
+ * The restore goes only to counted masters: with the restart quarantine
+ * on (max_ttl_ms 3000, so about 3 s), masters 0 and 1 restarted empty
+ * do not get the key back while they are quarantined, although renewals
+ * run every second; once their quarantine is over, the next renewal puts
+ * it back on them too.
+ */
+START_TEST(restore_skips_quarantined)
+{
+    struct h_daemon_opts o = eg_opts;
+    struct eg_keyval kv;
+    char key[64], *token;
+    long long left = 0;
+    size_t i;
+    int a;
+
+    o.restart_quarantine = true;
+    o.max_ttl_ms = 3000;
+    o.default_ttl_ms = 3000;
+    eg_up(NMASTERS, &o);
+    /* The fresh masters are quarantined too: wait until they count. */
+    ck_assert_msg(h_wait_stat("masters_quarantined", 0, false, 8000, &left),
+                  "masters still quarantined after 8 s (%lld)", left);
+    eg_key("rq", key, sizeof(key));
+    a = eg_connect();
+    EXPECT_PREFIX(a, "LOCK rq ttl=3000", "OK rq ");
+    token = h_master_get(2, key);
+    ck_assert_msg(token != NULL && h_is_token(token), "master 2 has no token at '%s'", key);
+    for (i = 0; i < 2; i++) {
+        ck_assert_int_eq(h_kill_master(i), 0);
+        ck_assert_msg(h_restart_master(i) == 0, "master %zu did not restart", i);
+    }
+    eg_wait_stat("masters_quarantined", 2, 5000);
+    kv.key = key;
+    kv.value = token;
+    kv.want = NMASTERS;
+    /* Two renewals (ttl/3 = 1 s) happen in this window; none writes to 0 or 1. */
+    ck_assert_msg(h_holds_for(eg_cond_not_on_01, &kv, 2000, 20),
+                  "a quarantined master got the lock's key back");
+    ck_assert_msg(h_wait_until(eg_cond_holding, &kv, 8000),
+                  "after the quarantine, %zu of 5 masters hold the lock's token",
+                  h_masters_holding(key, token));
+    free(token);
+    close(a);
+}
+END_TEST
+
 /* ---- 9. a waiting LOCK rides out an outage ---- */
 
 /* Kill masters 0..2 (3 of 5) and wait until the daemon sees 2 up. */
@@ -1221,6 +1282,7 @@ edges_suite(void)
     EG_ADD(s, extend_notheld_cleans);
     EG_ADD(s, waiter_leaves_handover);
     EG_ADD(s, relock_restarted_masters);
+    EG_ADD(s, restore_skips_quarantined);
     EG_ADD(s, lock_waits_out_outage);
     EG_ADD(s, noquorum_after_wait);
     EG_ADD(s, lease_read_then_reset);
