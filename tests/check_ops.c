@@ -562,23 +562,17 @@ ops_cond_status(void *arg)
 }
 
 /*
- * STATUS= tells the truth about quarantined masters: every master is
- * up, none counts, and the line says why and until when.
+ * Start the daemon with opts and a service manager of our own: a
+ * datagram socket bound at <test dir>/notify.sock (ops_notify_fd) named
+ * by NOTIFY_SOCKET, and WATCHDOG_USEC.  Only the daemon sees these (the
+ * masters are already running).
  */
-START_TEST(sd_notify_status_quarantine)
+static void
+ops_start_notified(const struct h_daemon_opts *o)
 {
-    struct h_daemon_opts o = { .restart_quarantine = true, .max_ttl_ms = 3600000,
-                               .default_ttl_ms = 30000 };
-    static const char want[] =
-        "STATUS=NO QUORUM: 5/5 masters up (quorum 3), 5 in restart quarantine until ";
     struct sockaddr_un sun;
     int rc;
 
-    if (!ops_have_systemd) {
-        ops_skip("redlockd was built without libsystemd (ldd $REDLOCKD_BIN)");
-        return;
-    }
-    ops_up(NULL);
     ops_notify_fd = socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0);
     ck_assert_int_ge(ops_notify_fd, 0);
     ops_keep_fd(ops_notify_fd);
@@ -590,10 +584,29 @@ START_TEST(sd_notify_status_quarantine)
                   "bind %s: %s", sun.sun_path, strerror(errno));
     ck_assert_int_eq(setenv("NOTIFY_SOCKET", sun.sun_path, 1), 0);
     ck_assert_int_eq(setenv("WATCHDOG_USEC", WATCHDOG_USEC, 1), 0);
-    rc = h_start_daemon(&o);
+    rc = h_start_daemon(o);
     unsetenv("NOTIFY_SOCKET");
     unsetenv("WATCHDOG_USEC");
     ck_assert_msg(rc == 0, "redlockd did not start (log above)");
+}
+
+/*
+ * STATUS= tells the truth about quarantined masters: every master is
+ * up, none counts, and the line says why and until when.
+ */
+START_TEST(sd_notify_status_quarantine)
+{
+    struct h_daemon_opts o = { .restart_quarantine = true, .max_ttl_ms = 3600000,
+                               .default_ttl_ms = 30000 };
+    static const char want[] =
+        "STATUS=NO QUORUM: 5/5 masters up (quorum 3), 5 in restart quarantine until ";
+
+    if (!ops_have_systemd) {
+        ops_skip("redlockd was built without libsystemd (ldd $REDLOCKD_BIN)");
+        return;
+    }
+    ops_up(NULL);
+    ops_start_notified(&o);
     if (!h_wait_until(ops_cond_status, (void *)want, 3000)) {
         ops_notify_dump();
         ck_abort_msg("no '%s...' among the messages", want);
@@ -611,34 +624,16 @@ START_TEST(sd_notify_protocol)
 {
     struct h_daemon_opts o = { .retry_delay_ms = 100 };
     struct ops_notify_wait w;
-    struct sockaddr_un sun;
     size_t i;
     bool up;
     int64_t t0;
-    int rc;
 
     if (!ops_have_systemd) {
         ops_skip("redlockd was built without libsystemd (ldd $REDLOCKD_BIN)");
         return;
     }
     ops_up(NULL);
-    ops_notify_fd = socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0);
-    ck_assert_int_ge(ops_notify_fd, 0);
-    ops_keep_fd(ops_notify_fd);
-    memset(&sun, 0, sizeof(sun));
-    sun.sun_family = AF_UNIX;
-    ck_assert_int_lt(snprintf(sun.sun_path, sizeof(sun.sun_path), "%s/notify.sock", h_dir()),
-                     (int)sizeof(sun.sun_path));
-    ck_assert_msg(bind(ops_notify_fd, (struct sockaddr *)&sun, sizeof(sun)) == 0,
-                  "bind %s: %s", sun.sun_path, strerror(errno));
-
-    /* Only the daemon sees these (the masters are already running). */
-    ck_assert_int_eq(setenv("NOTIFY_SOCKET", sun.sun_path, 1), 0);
-    ck_assert_int_eq(setenv("WATCHDOG_USEC", WATCHDOG_USEC, 1), 0);
-    rc = h_start_daemon(&o);
-    unsetenv("NOTIFY_SOCKET");
-    unsetenv("WATCHDOG_USEC");
-    ck_assert_msg(rc == 0, "redlockd did not start (log above)");
+    ops_start_notified(&o);
     ck_assert_msg(!h_log_find(0, "(built without libsystemd)", NULL, 0),
                   "ldd finds libsystemd but the daemon says it was built without");
     ck_assert_msg(h_log_find(0, "systemd watchdog: 400 ms, pinged every 200 ms", NULL, 0),
