@@ -117,6 +117,11 @@ struct lock_request {
  * fence on a hold granted without one is answered LOCK_CONFLICT, since a
  * fence can only come from a grant).  A lease-mode grant leaves no state
  * here: the lock lives on the masters until UNLOCK token= or its ttl.
+ * Outcomes: LOCK_OK; LOCK_BUSY (TRYLOCK); LOCK_TIMEOUT when wait_ms ran
+ * out; LOCK_NOQUORUM at once for wait_ms 0, otherwise only when the wait
+ * ran out while the last attempt lacked a quorum (attempts without a
+ * quorum are retried with a backoff from lock.retry_delay_ms doubling to
+ * 500 ms); after lock_client_drain() every LOCK makes one attempt.
  */
 void lock_acquire(struct lock_client *c, const char *name, size_t name_len,
                   const struct lock_request *req);
