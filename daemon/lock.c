@@ -1015,11 +1015,29 @@ lock_released(const char *key, size_t key_len, const char *token, size_t token_l
         }
         lk->yield_until_us = 0;     /* another daemon's turn ended: ours again */
     }
-    /* Every master announces the same release: act on it once. */
-    if (token_len == UTIL_TOKEN_HEX) {
-        if (util_equal_secret(token, token_len, w->woken_by, UTIL_TOKEN_HEX)) {
-            return;
+    /*
+     * Every master announces the same release, and each copy says that
+     * its master has let the key go.  The first wakes the head; a copy
+     * that comes while the head's try is in flight makes it try again
+     * at once if that try finds the name busy (the masters process the
+     * release and our try in any order, so the try may have reached this
+     * master first); copies that come while it waits to try again do
+     * nothing more (the wake-up is pending already).  So a release makes
+     * at most one try per master that announced it, and none is lost.
+     */
+    if (token_len == UTIL_TOKEN_HEX
+        && util_equal_secret(token, token_len, w->woken_by, UTIL_TOKEN_HEX)) {
+        if (w->in_round) {
+            w->woken = true;
+        } else if (!w->fallback) {
+            return;     /* the wake-up of the first copy is pending */
+        } else {
+            event_active(&w->retry, EV_TIMEOUT, 0);
         }
+        w->fallback = false;
+        return;
+    }
+    if (token_len == UTIL_TOKEN_HEX) {
         memcpy(w->woken_by, token, UTIL_TOKEN_HEX);
     }
     stats.pubsub_wakeups++;

@@ -460,6 +460,58 @@ START_TEST(pubsub_wakes_other_daemon)
 }
 END_TEST
 
+/*
+ * Each master's copy of a release announcement counts.  The masters run
+ * a release and another daemon's try in any order, so a try woken by the
+ * first copy can reach a master that has not released yet and come back
+ * BUSY; the later copies (the same token) must wake it again, not be
+ * dropped as duplicates, or the waiter sleeps until the holder's ttl.
+ * Here the early copy is published by hand on master 0 while A still
+ * holds n (A's token, read from the masters): B tries, finds n busy and
+ * falls back to A's ttl (30 s); then A's real UNLOCK announces the same
+ * token on every master, and B must get n at once.
+ */
+START_TEST(pubsub_copies_after_busy)
+{
+    struct numsub_want sub = { PREFIX "c" RELEASED, 1, { 0 } };
+    long long tries = 0, before;
+    int64_t t_unlock;
+    char *token, *got;
+    int a, b;
+
+    cl_up(NMASTERS, false, NDAEMONS, NULL);
+    a = cl_connect(0);
+    b = cl_connect(1);
+    EXPECT_PREFIX(a, "LOCK c ttl=30000", "OK c validity=");
+    ck_assert_int_eq(h_send(b, "LOCK c wait=10000"), 0);
+    ck_assert_msg(h_wait_until(cond_numsub, &sub, 5000), "daemon B did not subscribe for c");
+    token = h_master_get(0, PREFIX "c");
+    ck_assert_msg(token != NULL && h_is_token(token), "no token for c on master 0");
+    before = cl_stat(1, "fallback_retries");
+    ck_assert_int_eq(h_master_cmd(0, NULL, "PUBLISH %s %s", PREFIX "c" RELEASED, token), 0);
+    /* B tried on the early copy and found c busy: its pubsub wake-up is counted. */
+    h_use_daemon(1);
+    ck_assert_msg(h_wait_stat("pubsub_wakeups", 1, true, 3000, &tries),
+                  "daemon B did not act on the announcement (pubsub_wakeups %lld)", tries);
+    ck_assert_msg(h_quiet(b, 300), "B's LOCK c was answered while A holds c");
+    t_unlock = h_now_ms();
+    EXPECT_REPLY(a, "UNLOCK c", "OK c holds=0");
+    got = h_read_line(b, 12000);
+    ck_assert_msg(h_is_reply(got, "OK", "c"),
+                  "B's LOCK c answered '%s' %lld ms after A's UNLOCK (copies of an announcement "
+                  "already heard were dropped?)", got != NULL ? got : "(nothing)",
+                  (long long)(h_now_ms() - t_unlock));
+    ck_assert_msg(h_now_ms() - t_unlock < 2000, "B got c only %lld ms after A's UNLOCK",
+                  (long long)(h_now_ms() - t_unlock));
+    ck_assert_int_eq(cl_stat(1, "fallback_retries"), before);
+    free(got);
+    free(token);
+    EXPECT_REPLY(b, "UNLOCK c", "OK c holds=0");
+    close(a);
+    close(b);
+}
+END_TEST
+
 #define FOREIGN_TOKEN   "0123456789abcdef0123456789abcdef"
 #define FOREIGN_TTL     1500    /* ms: the foreign holder's lease */
 #define POLL_CALLS_MAX  5       /* scripts per master for one acquisition */
@@ -825,6 +877,7 @@ cluster_suite(void)
     cl_set_timeout(tc, CLUSTER_TIMEOUT_S);
     tcase_add_test(tc, subscribe_only_to_wait);
     tcase_add_test(tc, pubsub_wakes_other_daemon);
+    tcase_add_test(tc, pubsub_copies_after_busy);
     tcase_add_test(tc, fallback_after_expiry);
     tcase_add_test(tc, fairness_two_daemons);
     tcase_add_test(tc, fence_increases_two_daemons);
