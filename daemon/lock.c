@@ -333,19 +333,30 @@ lock_head(const struct lock *lk)
     return NULL;
 }
 
-/* Let the head look again, from its timer on the next loop turn. */
+/*
+ * Let a waiter look again: from its timer on the next loop turn, or,
+ * when its round is in flight (that round may have run before what woke
+ * it), at once after the round if it finds the name busy.
+ */
+static void
+waiter_wake(struct waiter *w)
+{
+    w->fallback = false;
+    if (w->in_round) {
+        w->woken = true;
+    } else {
+        event_active(&w->retry, EV_TIMEOUT, 0);
+    }
+}
+
+/* Let the name's head, if any, look again. */
 static void
 lock_wake_head(struct lock *lk)
 {
     struct waiter *w = lock_head(lk);
 
-    if (w == NULL) {
-        return;
-    }
-    if (w->in_round) {
-        w->woken = true;    /* its round may have run before this: again at once */
-    } else {
-        event_active(&w->retry, EV_TIMEOUT, 0);
+    if (w != NULL) {
+        waiter_wake(w);
     }
 }
 
@@ -1027,26 +1038,30 @@ lock_released(const char *key, size_t key_len, const char *token, size_t token_l
      */
     if (token_len == UTIL_TOKEN_HEX
         && util_equal_secret(token, token_len, w->woken_by, UTIL_TOKEN_HEX)) {
-        if (w->in_round) {
-            w->woken = true;
-        } else if (!w->fallback) {
+        if (!w->in_round && !w->fallback) {
             return;     /* the wake-up of the first copy is pending */
-        } else {
-            event_active(&w->retry, EV_TIMEOUT, 0);
         }
-        w->fallback = false;
-        return;
-    }
-    if (token_len == UTIL_TOKEN_HEX) {
-        memcpy(w->woken_by, token, UTIL_TOKEN_HEX);
-    }
-    stats.pubsub_wakeups++;
-    w->fallback = false;
-    if (w->in_round) {
-        w->woken = true;    /* its round may have run before the release */
     } else {
-        event_active(&w->retry, EV_TIMEOUT, 0);
+        if (token_len == UTIL_TOKEN_HEX) {
+            memcpy(w->woken_by, token, UTIL_TOKEN_HEX);
+        }
+        stats.pubsub_wakeups++;
     }
+    waiter_wake(w);
+}
+
+/*
+ * A session's UNLOCK could not confirm its token (why: GONE or QUORUM;
+ * detail says how, for the log): the hold is lost, and the client hears
+ * it before the answer.
+ */
+static void
+lock_op_lost(struct lock_op *op, enum lease_reason why, const char *detail)
+{
+    lease_note_lost(why);
+    log_warn("lock %s: lost (%s) at UNLOCK: %s", op->key, lease_reason_name(why), detail);
+    op->client->lost(op->client, op->key + op->name_off, op->key_len - op->name_off,
+                     lease_reason_name(why));
 }
 
 static void
@@ -1055,6 +1070,7 @@ lock_unlock_done(const struct redlock_result *rr, void *arg)
     struct lock_op *op = arg;
     struct lock_result res;
     struct lock *lk;
+    char detail[64];
 
     memset(&res, 0, sizeof(res));
     switch (rr->outcome) {
@@ -1071,11 +1087,9 @@ lock_unlock_done(const struct redlock_result *rr, void *arg)
          * session's hold is reported lost before the answer.
          */
         if (!op->by_token) {
-            lease_note_lost(LEASE_REASON_GONE);
-            log_warn("lock %s: lost (gone): %zu of %zu masters still held it at UNLOCK",
-                     op->key, rr->confirmed, master_count());
-            op->client->lost(op->client, op->key + op->name_off, op->key_len - op->name_off,
-                             lease_reason_name(LEASE_REASON_GONE));
+            snprintf(detail, sizeof(detail), "%zu of %zu masters still held it",
+                     rr->confirmed, master_count());
+            lock_op_lost(op, LEASE_REASON_GONE, detail);
         }
         res.outcome = LOCK_NOTHELD;
         break;
@@ -1085,10 +1099,7 @@ lock_unlock_done(const struct redlock_result *rr, void *arg)
              * Not confirmed either: the session's hold is gone (nothing
              * renews it now) and its keys expire by their ttl.
              */
-            lease_note_lost(LEASE_REASON_QUORUM);
-            log_warn("lock %s: lost (quorum): UNLOCK without a quorum: %s", op->key, rr->error);
-            op->client->lost(op->client, op->key + op->name_off, op->key_len - op->name_off,
-                             lease_reason_name(LEASE_REASON_QUORUM));
+            lock_op_lost(op, LEASE_REASON_QUORUM, rr->error);
             res.outcome = LOCK_NOTHELD;
             break;
         }

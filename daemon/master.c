@@ -540,8 +540,6 @@ master_quarantine_begin(struct master *m)
 {
     int64_t now = util_now_us(), max_ttl = master_quarantine_ms, until, left_ms;
     long long surely_up_s;
-    time_t wall;
-    struct tm tm;
     char when[32], reason[96];
 
     m->quarantine_until_us = 0;
@@ -581,10 +579,7 @@ master_quarantine_begin(struct master *m)
     }
     m->quarantine_until_us = until;
     left_ms = (until - now + 999) / 1000;
-    wall = time(NULL) + (time_t)((left_ms + 999) / 1000);
-    if (localtime_r(&wall, &tm) == NULL || strftime(when, sizeof(when), "%H:%M:%S", &tm) == 0) {
-        snprintf(when, sizeof(when), "?");
-    }
+    util_clock_after(left_ms, when, sizeof(when));
     log_warn("master %s: up for %lld s only, less than lock.max_ttl_ms plus drift "
              "(%lld ms), and %s: quarantined for %lld ms, until about %s; its answers "
              "do not count toward a quorum until then (lock.restart_quarantine)",

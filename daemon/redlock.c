@@ -6,7 +6,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "daemon/log.h"
 #include "daemon/master.h"
@@ -344,8 +343,6 @@ redlock_fill_error(struct redlock_result *res, struct round *r)
 {
     size_t n = master_count(), size = sizeof(res->error), used, nq, nd;
     int64_t left_ms;
-    time_t wall;
-    struct tm tm;
     char when[32];
 
     nq = round_quarantined(r, &left_ms);
@@ -359,11 +356,7 @@ redlock_fill_error(struct redlock_result *res, struct round *r)
     used = redlock_append(res->error, size, 0, "%zu of %zu masters answered",
                           round_answered(r) + nq + nd, n);
     if (nq > 0) {
-        wall = time(NULL) + (time_t)((left_ms + 999) / 1000);
-        if (localtime_r(&wall, &tm) == NULL
-            || strftime(when, sizeof(when), "%H:%M:%S", &tm) == 0) {
-            snprintf(when, sizeof(when), "?");
-        }
+        util_clock_after(left_ms, when, sizeof(when));
         used = redlock_append(res->error, size, used, ", but %zu of them %s in restart "
                               "quarantine (until %s, %lld ms left; a master up less than "
                               "lock.max_ttl_ms may have lost locks in its restart)", nq,

@@ -5,7 +5,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 #include <unistd.h>
 
 #include <event2/event.h>
@@ -96,19 +95,12 @@ server_status(char *buf, size_t size)
 {
     size_t n = master_count(), q = redlock_quorum(n);
     struct master_summary sum;
-    time_t wall;
-    struct tm tm;
     char when[16], quarantine[80], twice[48] = "";
 
     master_tally(&sum);
     if (sum.quarantined > 0) {
-        wall = time(NULL) + (time_t)((sum.quarantine_left_ms + 999) / 1000);
-        if (localtime_r(&wall, &tm) == NULL
-            || strftime(when, sizeof(when), "%H:%M:%S", &tm) == 0) {
-            snprintf(when, sizeof(when), "?");
-        }
         snprintf(quarantine, sizeof(quarantine), "%zu in restart quarantine until %s",
-                 sum.quarantined, when);
+                 sum.quarantined, util_clock_after(sum.quarantine_left_ms, when, sizeof(when)));
     } else {
         snprintf(quarantine, sizeof(quarantine), "0 quarantined");
     }

@@ -165,6 +165,43 @@ session_send_error(struct session *s, enum proto_errcode code, const char *text)
 }
 
 /*
+ * Output bytes the peer's TCP has acknowledged, into *acked: SIOCOUTQ
+ * counts those written but not acknowledged, and still does after a
+ * reset.  False when it cannot tell.
+ */
+static bool
+session_tcp_acked(struct session *s, uint64_t *acked)
+{
+    int queued = 0;
+
+    if (ioctl((int)bufferevent_getfd(s->bev), SIOCOUTQ, &queued) != 0 || queued < 0) {
+        return false;
+    }
+    *acked = (uint64_t)queued < s->out_sent ? s->out_sent - (uint64_t)queued : 0;
+    return true;
+}
+
+/*
+ * Read (which clears) the socket's pending error; a reset by the peer
+ * (ECONNRESET, EPIPE) is remembered in peer_reset.  Returns the error, 0
+ * when none.
+ */
+static int
+session_take_error(struct session *s)
+{
+    int err = 0;
+    socklen_t len = sizeof(err);
+
+    if (getsockopt((int)bufferevent_getfd(s->bev), SOL_SOCKET, SO_ERROR, &err, &len) != 0) {
+        return 0;
+    }
+    if (err == ECONNRESET || err == EPIPE) {
+        s->peer_reset = true;
+    }
+    return err;
+}
+
+/*
  * Free the grants whose replies cannot have been lost any more.  On TCP:
  * the peer's TCP acknowledged them (SIOCOUTQ counts the bytes written but
  * not yet acknowledged).  On a Unix socket: more output was written
@@ -181,13 +218,13 @@ session_grants_confirm(struct session *s)
     if (s->grants == NULL || s->bev == NULL) {
         return;
     }
-    if (ioctl((int)bufferevent_getfd(s->bev), SIOCOUTQ, &queued) != 0 || queued < 0) {
-        return;     /* cannot tell: keep them until it can */
-    }
     if (s->is_unix) {
+        if (ioctl((int)bufferevent_getfd(s->bev), SIOCOUTQ, &queued) != 0) {
+            return;     /* cannot tell: keep them until it can */
+        }
         done = queued == 0 ? s->out_sent : s->out_sent - (s->out_sent > 0);
-    } else {
-        done = (uint64_t)queued < s->out_sent ? s->out_sent - (uint64_t)queued : 0;
+    } else if (!session_tcp_acked(s, &done)) {
+        return;
     }
     while ((g = s->grants) != NULL && g->end <= done) {
         s->grants = g->next;
@@ -213,21 +250,15 @@ static void
 session_grants_settle(struct session *s)
 {
     struct session_grant *g;
-    int queued = 0, err = 0;
-    socklen_t len = sizeof(err);
     uint64_t acked = 0;
     bool lost;
 
     if (s->grants == NULL) {
         return;
     }
-    if (getsockopt((int)bufferevent_getfd(s->bev), SOL_SOCKET, SO_ERROR, &err, &len) == 0
-        && (err == ECONNRESET || err == EPIPE)) {
-        s->peer_reset = true;
-    }
-    if (!s->is_unix
-        && ioctl((int)bufferevent_getfd(s->bev), SIOCOUTQ, &queued) == 0 && queued >= 0) {
-        acked = (uint64_t)queued < s->out_sent ? s->out_sent - (uint64_t)queued : 0;
+    session_take_error(s);
+    if (!s->is_unix && !session_tcp_acked(s, &acked)) {
+        acked = 0;      /* cannot tell: nothing counts as acknowledged */
     }
     while ((g = s->grants) != NULL) {
         s->grants = g->next;
@@ -505,24 +536,17 @@ session_quit_flushed(struct session *s)
 {
     struct timeval tv = { 0, SESSION_LINGER_TICK_MS * 1000 };
     int64_t now = util_now_us();
-    int err = 0;
-    socklen_t len = sizeof(err);
 
     session_grants_confirm(s);
-    if (s->grants != NULL
-        && getsockopt((int)bufferevent_getfd(s->bev), SOL_SOCKET, SO_ERROR, &err, &len) == 0) {
-        if (err != 0) {
-            /* Reading SO_ERROR clears it: keep what it said for the settling. */
-            s->peer_reset = err == ECONNRESET || err == EPIPE;
-        } else {
-            if (s->linger_until_us == 0) {
-                s->linger_until_us = now + SESSION_LINGER_MS * 1000;
-                lock_client_close(&s->lc);  /* its session-mode locks go now */
-            }
-            if (now < s->linger_until_us) {
-                evtimer_add(&s->timer, &tv);
-                return;
-            }
+    /* A pending error (remembered for the settling) ends the wait. */
+    if (s->grants != NULL && session_take_error(s) == 0) {
+        if (s->linger_until_us == 0) {
+            s->linger_until_us = now + SESSION_LINGER_MS * 1000;
+            lock_client_close(&s->lc);  /* its session-mode locks go now */
+        }
+        if (now < s->linger_until_us) {
+            evtimer_add(&s->timer, &tv);
+            return;
         }
     }
     session_close(s, s->input_ended ? "end of input, every request answered" : "quit");

@@ -3,6 +3,7 @@
  */
 #include <errno.h>
 #include <stdbool.h>
+#include <stdio.h>
 #include <sys/random.h>
 #include <time.h>
 
@@ -91,4 +92,16 @@ util_equal_secret(const char *a, size_t alen, const char *b, size_t blen)
         diff |= (unsigned char)(x ^ (unsigned char)b[i]);
     }
     return diff == 0;
+}
+
+char *
+util_clock_after(int64_t ms, char *buf, size_t size)
+{
+    time_t wall = time(NULL) + (time_t)((ms + 999) / 1000);
+    struct tm tm;
+
+    if (localtime_r(&wall, &tm) == NULL || strftime(buf, size, "%H:%M:%S", &tm) == 0) {
+        snprintf(buf, size, "?");
+    }
+    return buf;
 }

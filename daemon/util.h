@@ -39,4 +39,12 @@ int64_t util_random(int64_t max);
  */
 bool util_equal_secret(const char *a, size_t alen, const char *b, size_t blen);
 
+/*
+ * Write the local wall-clock time ms milliseconds from now, rounded up
+ * to the second, as "HH:MM:SS" into buf (size bytes, at least 9), or
+ * "?" when it cannot be told.  For messages to people only ("until
+ * 21:03:04"); never for a duration.  Returns buf.
+ */
+char *util_clock_after(int64_t ms, char *buf, size_t size);
+
 #endif /* REDLOCKD_UTIL_H */
