@@ -125,6 +125,10 @@ struct ft_scenario {
     void      (*fault)(struct ft_run *r); /* the schedule, after the regular clients started */
     bool        quarantine;         /* lock.restart_quarantine */
     bool        negative;           /* negative control: an overlap must be reported */
+    bool        fences_lost;        /* a majority of the masters lose their fence
+                                       counters, so fences may go back (a documented
+                                       limit: fences need persistent masters): fence
+                                       and stale-write findings are shown, not judged */
 };
 
 static char  ft_dir[PATH_MAX / 2];  /* this suite's files */
@@ -1210,33 +1214,33 @@ ft_sched_restart_majority(struct ft_run *r)
 
 static const struct ft_scenario ft_scenarios[] = {
     { "kill-masters", "kill -9 master 4, 2 s later master 3; 2 s later restart both (empty)",
-      ft_sched_kill_masters, false, false },
+      ft_sched_kill_masters, false, false, false },
     { "stop-1-master-short", "SIGSTOP master 4 for 1.5 s (> node_timeout 500 ms)",
-      ft_sched_stop1_short, false, false },
+      ft_sched_stop1_short, false, false, false },
     { "stop-2-masters-short", "SIGSTOP masters 3 and 4 for 1.5 s (> node_timeout 500 ms)",
-      ft_sched_stop2_short, false, false },
+      ft_sched_stop2_short, false, false, false },
     { "stop-1-master-long", "SIGSTOP master 4 for 5 s (> ttl 3 s)",
-      ft_sched_stop1_long, false, false },
+      ft_sched_stop1_long, false, false, false },
     { "stop-2-masters-long", "SIGSTOP masters 3 and 4 for 5 s (> ttl 3 s)",
-      ft_sched_stop2_long, false, false },
+      ft_sched_stop2_long, false, false, false },
     { "kill-daemon", "kill -9 daemon 1 while it holds acct-a; its clients go to daemon 0",
-      ft_sched_kill_daemon, false, false },
+      ft_sched_kill_daemon, false, false, false },
     { "stop-client", "SIGSTOP a client inside its section for 6 s, then SIGCONT",
-      ft_sched_stop_client, false, false },
+      ft_sched_stop_client, false, false, false },
     { "kill-client", "kill -9 a client inside its section; its keys must go within 1 s",
-      ft_sched_kill_client, false, false },
+      ft_sched_kill_client, false, false, false },
     { "restart-empty-quarantine",
       "restart 2 masters empty while a lock is on exactly 3; restart quarantine on",
-      ft_sched_restart_empty, true, false },
+      ft_sched_restart_empty, true, false, false },
     { "restart-empty-restored",
       "the same with the quarantine off: a renewal puts the lost keys back first",
-      ft_sched_restart_empty, false, false },
+      ft_sched_restart_empty, false, false, false },
     { "restart-majority-quarantine",
       "restart 3 of 5 masters empty at once while a lock is on all 5; quarantine on",
-      ft_sched_restart_majority, true, false },
+      ft_sched_restart_majority, true, false, true },
     { "restart-majority-no-quarantine",
       "the same with the quarantine off (negative control: must report an overlap)",
-      ft_sched_restart_majority, false, true },
+      ft_sched_restart_majority, false, true, true },
 };
 
 #define FT_NSCENARIOS (sizeof(ft_scenarios) / sizeof(ft_scenarios[0]))
@@ -1397,7 +1401,17 @@ ft_judge(struct ft_run *r)
     if (r->sc->negative) {
         r->passed = !r->setup_failed && r->res.counts[CHECKER_OVERLAP] > 0;
     } else {
-        r->passed = !r->setup_failed && r->res.violations == 0;
+        size_t judged = r->res.violations, fences = 0;
+
+        if (r->sc->fences_lost) {
+            fences = r->res.counts[CHECKER_FENCE] + r->res.counts[CHECKER_STALE_WRITE];
+            judged -= fences;
+        }
+        if (fences > 0) {
+            ft_note(r, "%zu fence/stale-write findings after three masters lost their "
+                    "counters: shown, not judged (fences need persistent masters)", fences);
+        }
+        r->passed = !r->setup_failed && judged == 0;
     }
     printf("    %zu sections (%zu wrote, %zu aborted, %zu killed), %zu violations",
            r->res.sections, r->res.wrote, r->res.aborted, r->res.killed, r->res.violations);
