@@ -771,7 +771,8 @@ START_TEST(test_check_past_guard)
     ck_assert_int_eq(t_nlost, 1);
     t_run_for(30);
     ck_assert_int_eq(t_nlost, 1);
-    ck_assert_int_eq(ok->state, LEASE_HELD);
+    /* Unaffected: held, or renewing if a slow machine reached its ttl/3 meanwhile. */
+    ck_assert(ok->state == LEASE_HELD || ok->state == LEASE_RENEWING);
     ck_assert(lease_check(ok, util_now_us()));
 }
 END_TEST
