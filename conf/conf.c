@@ -155,6 +155,9 @@ static const struct conf_directive conf_directives[] = {
       offsetof(struct conf, restart_quarantine),
       0, 0, 0, "true",
       "a master up for less than max_ttl_ms does not count toward a quorum", NULL },
+    { "lock", "max_limit", CONF_T_INT, offsetof(struct conf, max_limit),
+      1, 1000, 0, "1000",
+      "largest limit= of a counted LOCK (each master reads up to this many permits)", NULL },
 
     { "limits", "max_clients", CONF_T_INT, offsetof(struct conf, max_clients),
       1, 1000000, 0, "10000",

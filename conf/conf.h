@@ -86,6 +86,7 @@ struct conf {
     int64_t  max_clients;           /* connections at once */
     int64_t  max_line_bytes;        /* longest request line, without LF */
     int64_t  max_locks_per_client;  /* locks held by one session */
+    int64_t  max_limit;             /* largest limit= of a counted LOCK, 1..1000 */
     int64_t  idle_timeout_ms;       /* a line's completion, output's progress */
     int64_t  max_output_bytes;      /* unsent replies before a close */
 

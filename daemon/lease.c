@@ -230,13 +230,12 @@ lease_set_due(struct lease *l)
 }
 
 int
-lease_start(struct lease *l, const char *key, size_t key_len, const char *token,
+lease_start(struct lease *l, const struct redlock_rec *rec, const char *token,
             int64_t ttl_ms, int64_t fence, int64_t start_us, int64_t validity_end_us)
 {
     memset(l, 0, sizeof(*l));
     l->state = LEASE_HELD;
-    l->key = key;
-    l->key_len = key_len;
+    l->rec = *rec;
     memcpy(l->token, token, UTIL_TOKEN_HEX);
     l->token[UTIL_TOKEN_HEX] = '\0';
     l->ttl_ms = ttl_ms;
@@ -323,10 +322,10 @@ static void
 lease_found_lost(struct lease *l, enum lease_reason why)
 {
     lease_lose(l, why);
-    log_warn("lock %.*s: lost (%s)", (int)l->key_len, l->key, lease_reason_name(why));
-    if (redlock_expire_at(l->key, l->key_len, l->token, l->validity_end_us) != 0) {
+    log_warn("lock %.*s: lost (%s)", (int)l->rec.base_len, l->rec.base, lease_reason_name(why));
+    if (redlock_expire_at(&l->rec, l->token, l->validity_end_us) != 0) {
         log_warn("lock %.*s: out of memory; its keys expire at their own time",
-                 (int)l->key_len, l->key);
+                 (int)l->rec.base_len, l->rec.base);
     }
     lease_lost_cb(l);
 }
@@ -377,8 +376,7 @@ lease_renewed(const struct redlock_extend_result *res, void *arg)
             stats.renewals_ok++;
             if (res->absent[j] != 0) {
                 /* A counted master lost the key: put it back while a quorum holds it. */
-                restore[nrestore].key = l->key;
-                restore[nrestore].key_len = l->key_len;
+                restore[nrestore].rec = &l->rec;
                 restore[nrestore].token = l->token;
                 restore[nrestore].validity_end_us = l->validity_end_us;
                 restore[nrestore].masters = res->absent[j];
@@ -405,7 +403,7 @@ lease_renewed(const struct redlock_extend_result *res, void *arg)
                 }
                 if (!l->quorum_trouble) {
                     log_warn("lock %.*s: renewal without a quorum (%s); retrying for %lld ms",
-                             (int)l->key_len, l->key, res->error, (long long)(left / 1000));
+                             (int)l->rec.base_len, l->rec.base, res->error, (long long)(left / 1000));
                 }
                 l->quorum_trouble = true;
                 l->renew_at_us = now + retry;
@@ -448,8 +446,7 @@ lease_send(struct lease_batch *b)
     for (j = 0; j < b->n; j++) {
         struct lease *l = b->leases[j];
 
-        items[j].key = l->key;
-        items[j].key_len = l->key_len;
+        items[j].rec = &l->rec;
         items[j].token = l->token;
         items[j].ttl_ms = l->ttl_ms;
     }

@@ -43,6 +43,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "daemon/redlock.h"
 #include "daemon/util.h"
 
 struct event_base;
@@ -70,9 +71,9 @@ enum lease_reason {
 struct lease {
     enum lease_state    state;          /* see above */
     enum lease_reason   reason;         /* LOST: why */
-    const char         *key;            /* full Redis key, borrowed from the
-                                           owner, valid while the lease is */
-    size_t              key_len;        /* bytes in key */
+    struct redlock_rec  rec;            /* its record on the masters; rec.base
+                                           is borrowed from the owner, valid
+                                           while the lease is */
     char                token[UTIL_TOKEN_HEX + 1]; /* value on the masters */
     int64_t             ttl_ms;         /* lease written to the masters, ms */
     int64_t             fence;          /* fencing token of the grant, 0 if none */
@@ -94,11 +95,11 @@ void lease_init(struct event_base *base, lease_lost_fn lost);
 /*
  * Start a lease granted by a round that began at start_us (monotonic)
  * with validity until validity_end_us: HELD, first renewal at start +
- * ttl/3.  key (key_len bytes) must stay valid until the lease ends;
+ * ttl/3.  rec is copied; rec->base must stay valid until the lease ends;
  * token is UTIL_TOKEN_HEX bytes, copied.  O(log n).  Returns 0, or -1
  * when out of memory (the lease is not watched: do not grant it).
  */
-int lease_start(struct lease *l, const char *key, size_t key_len, const char *token,
+int lease_start(struct lease *l, const struct redlock_rec *rec, const char *token,
                 int64_t ttl_ms, int64_t fence, int64_t start_us, int64_t validity_end_us);
 
 /*

@@ -6,7 +6,12 @@
  * An entry lives while this daemon holds the name or has waiters on it.
  *
  * Waiting is first in, first out: only the oldest waiting LOCK of a
- * name (the head) asks the masters; the others wait without polling.
+ * name (the head) asks the masters, and only when the holds this daemon
+ * has of the name leave it room (none for an exclusive head, no
+ * exclusive one for a shared head, fewer than the limit for a counted
+ * head); the others wait without polling.  A head that is granted makes
+ * the next one head at once, so shared heads are granted one after the
+ * other, and an exclusive waiter stops the shared ones behind it.
  * When a session of this daemon releases a name that has a head, the
  * lease is handed over: one round gives the key the head's token where
  * it still holds the old one, so it is never free in between.  A LOCK
@@ -58,7 +63,13 @@ struct lock {
     size_t              key_len;    /* bytes in key */
     const char         *name;       /* key + prefix length */
     size_t              name_len;   /* bytes in name */
-    struct hold        *holder;     /* the session-mode hold of this daemon, or NULL */
+    TAILQ_HEAD(, hold)  holders;    /* this daemon's session-mode holds of it */
+    size_t              nholders;   /* entries in holders */
+    size_t              nexclusive; /* of them, exclusive */
+    bool                counted;    /* the kind asked for here: counted (else the
+                                       exclusive/shared family) */
+    unsigned            limit;      /* counted: the limit */
+    unsigned            next_slot;  /* counted: the permit to propose next */
     TAILQ_HEAD(, waiter) waiters;   /* pending LOCKs, oldest first */
     size_t              nwaiters;   /* entries in waiters */
     size_t              nqueued;    /* of them, not wait=0 */
@@ -80,6 +91,7 @@ struct hold {
     struct lock        *lock;       /* the name's entry */
     struct lock_client *client;     /* the session that holds it */
     TAILQ_ENTRY(hold)   client_link;/* in client->holds */
+    TAILQ_ENTRY(hold)   lock_link;  /* in lock->holders */
     unsigned            holds;      /* re-entrant count, >= 1 */
 };
 
@@ -101,6 +113,12 @@ struct waiter {
     bool                immediate;  /* wait=0: one attempt, never queued behind */
     bool                lease_mode; /* mode=lease: no lease struct once granted */
     bool                fence;      /* the grant carries a fencing token */
+    enum redlock_kind   kind;       /* the record it asks for */
+    unsigned            slot;       /* a permit: the one it asks for now */
+    unsigned            limit;      /* a permit: the name's limit */
+    unsigned            hops;       /* a permit: tries of other permits since it woke */
+    bool                hinted;     /* a permit: slot was named by a refusal */
+    bool                gated;      /* exclusive: a try asked for the gate */
     bool                in_round;   /* an acquire round is in flight */
     bool                woken;      /* a release was announced during the round */
     bool                fallback;   /* the timer is set at the holder's ttl */
@@ -121,6 +139,8 @@ struct lock_op {
     bool                holder_self;/* STATUS: the client holds the name */
     bool                by_token;   /* UNLOCK/STATUS/EXTEND with token= */
     int64_t             fence;      /* STATUS of the client's hold: its fence */
+    int                 permit;     /* STATUS of the client's counted hold: its
+                                       permit, else -1 */
     char                token[UTIL_TOKEN_HEX + 1]; /* by_token: the token */
     size_t              name_off;   /* name = key + name_off */
     size_t              key_len;    /* bytes in key */
@@ -141,6 +161,8 @@ struct lock_orphan {
 };
 
 #define LOCK_BACKOFF_MAX_US 500000  /* longest retry delay of a LOCK after NOQUORUM */
+#define LOCK_PERMIT_HOPS    3       /* other permits a counted LOCK tries at once when
+                                       its own was taken, before it waits */
 
 static struct event_base *lock_base;
 static const struct conf *lock_conf;
@@ -256,6 +278,7 @@ lock_get(const char *name, size_t name_len)
     lk->name = lk->key + plen;
     lk->name_len = name_len;
     TAILQ_INIT(&lk->waiters);
+    TAILQ_INIT(&lk->holders);
     slot = tsearch(lk, &lock_root, lock_cmp);
     if (slot == NULL) {
         free(lk->key);
@@ -269,7 +292,7 @@ lock_get(const char *name, size_t name_len)
 static void
 lock_put(struct lock *lk)
 {
-    if (lk->holder != NULL || lk->nwaiters > 0) {
+    if (lk->nholders > 0 || lk->nwaiters > 0) {
         return;
     }
     tdelete(lk, &lock_root, lock_cmp);
@@ -291,6 +314,60 @@ lock_reply(struct lock_client *c, enum lock_outcome outcome, const char *name,
     c->done(c, &res);
 }
 
+/* The record letter of a requested kind. */
+static enum redlock_kind
+lock_record_kind(enum lock_kind kind)
+{
+    return kind == LOCK_KIND_SHARED ? REDLOCK_SHARED
+           : kind == LOCK_KIND_COUNTED ? REDLOCK_PERMIT : REDLOCK_EXCLUSIVE;
+}
+
+/* The word a kind of hold is called in texts. */
+static const char *
+lock_kind_word(enum redlock_kind kind)
+{
+    return kind == REDLOCK_SHARED ? "shared" : kind == REDLOCK_PERMIT ? "counted"
+           : "exclusive";
+}
+
+/*
+ * The text of ERR KIND for name, from what a master said ("limit=3",
+ * "exclusive", "shared") or this daemon knows.
+ */
+static void
+lock_kind_text(char *out, size_t size, const char *name, size_t name_len, const char *what)
+{
+    snprintf(out, size, "%.*s is held %s%.32s", (int)name_len, name,
+             strncmp(what, "limit=", 6) == 0 ? "with " : "", what);
+}
+
+/*
+ * Whether a request of this kind and limit fits the kind the name has
+ * here (its holds and waiters); when not, the text of ERR KIND.
+ */
+static bool
+lock_kind_fits(const struct lock *lk, const struct lock_request *req, char *out, size_t size)
+{
+    bool counted = req->kind == LOCK_KIND_COUNTED;
+    char what[32];
+
+    if (lk->counted == counted && (!counted || lk->limit == req->limit)) {
+        return true;
+    }
+    if (lk->counted) {
+        snprintf(what, sizeof(what), "limit=%u", lk->limit);
+    } else {
+        snprintf(what, sizeof(what), "%s", lk->nexclusive > 0 ? "exclusive" : "shared");
+    }
+    if (lk->nholders > 0) {
+        lock_kind_text(out, size, lk->name, lk->name_len, what);
+    } else {
+        snprintf(out, size, "%.*s is waited for %s%s", (int)lk->name_len, lk->name,
+                 lk->counted ? "with " : "without a limit", lk->counted ? what : "");
+    }
+    return false;
+}
+
 /* An UNLOCK or STATUS op for name, with its own copy of the key. */
 static struct lock_op *
 lock_op_new(struct lock_client *c, const char *name, size_t name_len)
@@ -303,10 +380,23 @@ lock_op_new(struct lock_client *c, const char *name, size_t name_len)
         op->holder_self = false;
         op->by_token = false;
         op->fence = 0;
+        op->permit = -1;
         op->key_len = lock_key_write(op->key, name, name_len);
         op->name_off = plen;
     }
     return op;
+}
+
+/* The name's record for an op by token: whichever kind holds it. */
+static const struct redlock_rec *
+lock_op_rec(const struct lock_op *op, struct redlock_rec *rec)
+{
+    rec->base = op->key;
+    rec->base_len = op->key_len;
+    rec->kind = REDLOCK_ANY;
+    rec->slot = 0;
+    rec->limit = 0;
+    return rec;
 }
 
 /* Answer the op's client with res (named after the op) and free the op. */
@@ -334,6 +424,83 @@ lock_head(const struct lock *lk)
 }
 
 /*
+ * Whether this daemon's holds of lk leave room for a hold of kind: none
+ * for an exclusive one, no exclusive one for a shared one, fewer than
+ * the limit for a permit.
+ */
+static bool
+lock_room(const struct lock *lk, enum redlock_kind kind)
+{
+    switch (kind) {
+    case REDLOCK_EXCLUSIVE:
+        return lk->nholders == 0;
+    case REDLOCK_SHARED:
+        return lk->nexclusive == 0;
+    default:
+        return lk->nholders < lk->limit;
+    }
+}
+
+/* The head, when this daemon's holds leave it room to ask the masters; else NULL. */
+static struct waiter *
+lock_ready_head(const struct lock *lk)
+{
+    struct waiter *w = lock_head(lk);
+
+    return w != NULL && lock_room(lk, w->kind) ? w : NULL;
+}
+
+/* The client's session-mode hold of lk, or NULL. */
+static struct hold *
+client_hold(const struct lock_client *c, const struct lock *lk)
+{
+    struct hold *h;
+
+    TAILQ_FOREACH(h, &c->holds, client_link) {
+        if (h->lock == lk) {
+            return h;
+        }
+    }
+    return NULL;
+}
+
+/* The record a waiter's next try asks for. */
+static void
+waiter_rec(const struct waiter *w, struct redlock_rec *rec)
+{
+    rec->base = w->key;
+    rec->base_len = w->key_len;
+    rec->kind = w->kind;
+    rec->slot = w->slot;
+    rec->limit = w->limit;
+}
+
+/*
+ * A permit for a counted head to propose: the next one, from a point
+ * that moves on with each proposal, that no hold of this daemon has.
+ */
+static unsigned
+lock_pick_slot(struct lock *lk)
+{
+    unsigned char mine[(REDLOCK_LIMIT_MAX + 7) / 8];
+    struct hold *h;
+    unsigned j, s;
+
+    memset(mine, 0, sizeof(mine));
+    TAILQ_FOREACH(h, &lk->holders, lock_link) {
+        mine[h->lease.rec.slot / 8] |= (unsigned char)(1u << (h->lease.rec.slot % 8));
+    }
+    for (j = 0; j < lk->limit; j++) {
+        s = (lk->next_slot + j) % lk->limit;
+        if (!(mine[s / 8] & (1u << (s % 8)))) {
+            lk->next_slot = (s + 1) % lk->limit;
+            return s;
+        }
+    }
+    return lk->next_slot;
+}
+
+/*
  * Let a waiter look again: from its timer on the next loop turn, or,
  * when its round is in flight (that round may have run before what woke
  * it), at once after the round if it finds the name busy.
@@ -349,11 +516,11 @@ waiter_wake(struct waiter *w)
     }
 }
 
-/* Let the name's head, if any, look again. */
+/* Let the name's head, if any and if this daemon's holds leave it room, look again. */
 static void
 lock_wake_head(struct lock *lk)
 {
-    struct waiter *w = lock_head(lk);
+    struct waiter *w = lock_ready_head(lk);
 
     if (w != NULL) {
         waiter_wake(w);
@@ -373,10 +540,12 @@ hold_drop(struct hold *h)
     lease_end(&h->lease);
     TAILQ_REMOVE(&h->client->holds, h, client_link);
     h->client->nholds--;
-    if (lk->holder == h) {
-        lk->holder = NULL;
-        lock_wake_head(lk);
+    TAILQ_REMOVE(&lk->holders, h, lock_link);
+    lk->nholders--;
+    if (h->lease.rec.kind == REDLOCK_EXCLUSIVE) {
+        lk->nexclusive--;
     }
+    lock_wake_head(lk);
     lock_nheld--;
     free(h);
     lock_put(lk);
@@ -422,8 +591,7 @@ lock_orphan_done(const struct redlock_result *res, void *arg)
     struct lock_orphan *o = arg;
     struct lock *lk;
 
-    if (res->confirmed > 0 && (lk = lock_find(o->name, o->name_len)) != NULL
-        && lk->holder == NULL) {
+    if (res->confirmed > 0 && (lk = lock_find(o->name, o->name_len)) != NULL) {
         lock_wake_head(lk);
     }
     free(o);
@@ -434,7 +602,8 @@ lock_abandon(const char *name, size_t name_len, const char *token)
 {
     struct lock_orphan *o = malloc(sizeof(*o) + name_len);
     char key[REDLOCK_DERIVED_MAX];
-    size_t plen = strlen(lock_conf->key_prefix), key_len;
+    size_t plen = strlen(lock_conf->key_prefix);
+    struct redlock_rec rec;
 
     if (o == NULL || plen + name_len > REDLOCK_KEY_MAX) {
         free(o);
@@ -444,8 +613,12 @@ lock_abandon(const char *name, size_t name_len, const char *token)
     }
     o->name_len = name_len;
     memcpy(o->name, name, name_len);
-    key_len = lock_key_write(key, name, name_len);
-    if (redlock_release(key, key_len, token, true, lock_orphan_done, o) != 0) {
+    rec.base = key;
+    rec.base_len = lock_key_write(key, name, name_len);
+    rec.kind = REDLOCK_ANY;     /* whichever kind it was granted as */
+    rec.slot = 0;
+    rec.limit = 0;
+    if (redlock_release(&rec, token, true, lock_orphan_done, o) != 0) {
         free(o);
         log_error("lock %.*s: out of memory releasing an undelivered grant; it expires "
                   "by its ttl", (int)name_len, name);
@@ -462,9 +635,11 @@ lock_handover_done(const struct redlock_result *res, void *arg)
     struct lock_handover *ho = arg;
     struct waiter *w = ho->waiter;
     struct redlock_result rel = *res;
+    struct redlock_rec rec;
 
     /* Masters that missed the round may still hold the old token. */
-    redlock_release(w->key, w->key_len, ho->old_token, false, NULL, NULL);
+    waiter_rec(w, &rec);
+    redlock_release(&rec, ho->old_token, false, NULL, NULL);
     rel.confirmed = res->swapped;
     rel.outcome = redlock_release_verdict(res->answered, res->swapped, master_count());
     if (res->outcome == REDLOCK_GRANTED && rel.outcome == REDLOCK_RELEASED) {
@@ -479,8 +654,11 @@ lock_handover_done(const struct redlock_result *res, void *arg)
 
 /*
  * Give up a hold (UNLOCK to zero, or its session closed): hand it over
- * to the head waiter when there is one and the daemon is not stopping,
- * else compare-and-delete it on every master.  op, when not NULL, is
+ * to the head waiter when there is one that asks for the same record
+ * (an exclusive lock, or any permit: it takes this one) and the daemon
+ * is not stopping, else compare-and-delete it on every master.  A shared
+ * hold is never handed over: it keeps nobody else out but an exclusive
+ * waiter, which may try once the last one here is gone.  op, when not NULL, is
  * the UNLOCK to answer once the masters did.  Frees the hold.
  */
 static void
@@ -489,8 +667,12 @@ hold_give_up(struct hold *h, struct lock_op *op)
     struct lock *lk = h->lock;
     struct waiter *w = lock_stopping ? NULL : lock_head(lk);
     struct lock_handover *ho = NULL;
+    struct redlock_rec rec;
     int64_t t = lock_conf->node_timeout_ms * 1000;
 
+    if (w != NULL && (w->kind != h->lease.rec.kind || w->kind == REDLOCK_SHARED)) {
+        w = NULL;       /* nothing to hand over: released, and the head is woken */
+    }
     if (w != NULL && lk->remote && lk->turn_left == 0) {
         /* End of this daemon's turn: let another daemon's head in first. */
         stats.yields++;
@@ -507,8 +689,10 @@ hold_give_up(struct hold *h, struct lock_op *op)
         event_del(&w->retry);
         w->in_round = true;
         w->handover = true;
-        if (redlock_acquire(lk->key, lk->key_len, w->token, w->ttl_ms, h->lease.token,
-                            w->fence, lock_handover_done, ho) == 0) {
+        w->slot = h->lease.rec.slot;    /* a permit: the head takes this one */
+        waiter_rec(w, &rec);
+        if (redlock_acquire(&rec, w->token, w->ttl_ms, h->lease.token, w->fence, false,
+                            lock_handover_done, ho) == 0) {
             stats.releases++;
             hold_drop(h);
             return;
@@ -517,7 +701,7 @@ hold_give_up(struct hold *h, struct lock_op *op)
         w->handover = false;
         free(ho);
     }
-    if (redlock_release(lk->key, lk->key_len, h->lease.token, true,
+    if (redlock_release(&h->lease.rec, h->lease.token, true,
                         op != NULL ? lock_unlock_done : NULL, op) != 0) {
         log_error("lock %s: out of memory releasing; it expires by its ttl", lk->key);
         if (op != NULL) {
@@ -554,7 +738,7 @@ waiter_unqueue(struct waiter *w)
         lk->watched = false;
         redlock_watch(lk->key, lk->key_len, false);
     }
-    if (was_head && lk->holder == NULL) {
+    if (was_head) {
         lock_wake_head(lk);     /* the next in line may try now */
     }
     lock_put(lk);
@@ -563,6 +747,9 @@ waiter_unqueue(struct waiter *w)
 static void
 waiter_free(struct waiter *w)
 {
+    if (w->gated && redlock_ungate(w->key, w->key_len, w->token) != 0) {
+        log_warn("lock %s: out of memory opening the gate; it expires by its ttl", w->key);
+    }
     waiter_unqueue(w);
     event_del(&w->retry);
     free(w->noquorum);
@@ -713,7 +900,7 @@ waiter_timer_cb(evutil_socket_t fd, short what, void *arg)
         waiter_expired(w);
         return;
     }
-    if (w == lock_head(w->lock) && w->lock->holder == NULL && now < w->lock->yield_until_us) {
+    if (w == lock_ready_head(w->lock) && now < w->lock->yield_until_us) {
         struct timeval tv;
         int64_t until = w->lock->yield_until_us < w->deadline_us
                         ? w->lock->yield_until_us : w->deadline_us;
@@ -723,14 +910,36 @@ waiter_timer_cb(evutil_socket_t fd, short what, void *arg)
         event_add(&w->retry, &tv);      /* yielded: another daemon goes first */
         return;
     }
-    if (w == lock_head(w->lock) && w->lock->holder == NULL) {
+    if (w == lock_ready_head(w->lock)) {
         if (w->fallback) {
             stats.fallback_retries++;     /* no announcement came in time */
         }
+        w->hops = 0;
         waiter_try(w);
         return;
     }
     waiter_wait(w, now);
+}
+
+/*
+ * The hold of this daemon on the record rec: the exclusive one, or the
+ * one on the same permit; NULL for a shared record (they exclude
+ * nobody) or when there is none.
+ */
+static struct hold *
+lock_same_record(const struct lock *lk, const struct redlock_rec *rec)
+{
+    struct hold *h;
+
+    if (rec->kind == REDLOCK_SHARED) {
+        return NULL;
+    }
+    TAILQ_FOREACH(h, &lk->holders, lock_link) {
+        if (h->lease.rec.kind == rec->kind && h->lease.rec.slot == rec->slot) {
+            return h;
+        }
+    }
+    return NULL;
 }
 
 /* Turn a granted waiter into the entry's lease and answer OK. */
@@ -740,17 +949,28 @@ waiter_grant(struct waiter *w, const struct redlock_result *res)
     struct lock *lk = w->lock;
     struct lock_client *c = w->client;
     struct lock_result out;
-    struct hold *h;
+    struct redlock_rec rec;
+    struct hold *h, *old;
 
     stats.acquire_ok++;
     if (res->fence > 0) {
         stats.fenced_grants++;
     }
+    if (w->kind == REDLOCK_SHARED) {
+        stats.shared_grants++;
+    } else if (w->kind == REDLOCK_PERMIT) {
+        stats.counted_grants++;
+    }
+    waiter_rec(w, &rec);
     memset(&out, 0, sizeof(out));
     out.outcome = LOCK_OK;
     out.name = lk->name;
     out.name_len = lk->name_len;
     out.fence = res->fence;
+    out.kind = w->kind == REDLOCK_SHARED ? LOCK_KIND_SHARED
+               : w->kind == REDLOCK_PERMIT ? LOCK_KIND_COUNTED : LOCK_KIND_EXCLUSIVE;
+    out.limit = w->limit;
+    out.permit = w->kind == REDLOCK_PERMIT ? (int)w->slot : -1;
     if (w->lease_mode) {
         /* Nothing to keep: the lock is the keys on the masters and the token. */
         char token[UTIL_TOKEN_HEX + 1], name[PROTO_NAME_MAX];
@@ -771,19 +991,19 @@ waiter_grant(struct waiter *w, const struct redlock_result *res)
     h = calloc(1, sizeof(*h));
     if (h == NULL) {
         stats.acquire_ok--;
-        redlock_release(w->key, w->key_len, w->token, false, NULL, NULL);
+        redlock_release(&rec, w->token, false, NULL, NULL);
         waiter_finish(w, LOCK_FAILED, 0, "out of memory");
         return;
     }
-    if (lk->holder != NULL) {
+    if ((old = lock_same_record(lk, &rec)) != NULL) {
         /*
-         * A quorum granted us a name we believed held: the old lease's
-         * keys are gone from a majority (masters restarted empty), so it
-         * is no longer exclusive.
+         * A quorum granted us a record we believed held here: the old
+         * lease's keys are gone from a majority (masters restarted
+         * empty), so it is no longer exclusive.
          */
         log_warn("lock %s: granted again while held here; the older lease is lost",
                  lk->key);
-        hold_lost(lk->holder, LEASE_REASON_QUORUM);
+        hold_lost(old, LEASE_REASON_QUORUM);
     }
     /* Our own subscription counts while this name has one. */
     lk->remote = res->subscribers > (lk->watched ? 1u : 0u);
@@ -791,19 +1011,24 @@ waiter_grant(struct waiter *w, const struct redlock_result *res)
         /* A new turn: one hand-over for each session queued behind. */
         lk->turn_left = lk->nqueued > 0 && !w->immediate ? lk->nqueued - 1 : lk->nqueued;
     }
-    if (lease_start(&h->lease, lk->key, lk->key_len, w->token, w->ttl_ms, res->fence,
+    rec.base = lk->key;     /* the lease borrows the entry's key */
+    if (lease_start(&h->lease, &rec, w->token, w->ttl_ms, res->fence,
                     res->start_us, res->validity_end_us) != 0) {
         /* A lease nobody would renew or report lost must not be granted. */
         free(h);
         stats.acquire_ok--;
-        redlock_release(w->key, w->key_len, w->token, true, NULL, NULL);
+        redlock_release(&rec, w->token, true, NULL, NULL);
         waiter_finish(w, LOCK_FAILED, 0, "out of memory");
         return;
     }
     h->lock = lk;
     h->client = c;
     h->holds = 1;
-    lk->holder = h;
+    TAILQ_INSERT_TAIL(&lk->holders, h, lock_link);
+    lk->nholders++;
+    if (rec.kind == REDLOCK_EXCLUSIVE) {
+        lk->nexclusive++;
+    }
     TAILQ_INSERT_TAIL(&c->holds, h, client_link);
     c->nholds++;
     lock_nheld++;
@@ -821,6 +1046,7 @@ waiter_acquired(const struct redlock_result *res, void *arg)
     struct waiter *w = arg;
     int64_t now = util_now_us(), delay;
     bool woken = w->woken;
+    struct redlock_rec rec;
 
     w->in_round = false;
     w->woken = false;
@@ -835,8 +1061,9 @@ waiter_acquired(const struct redlock_result *res, void *arg)
         waiter_finish(w, LOCK_CANCELLED, 0, NULL);
         return;
     }
+    waiter_rec(w, &rec);
     if (lock_stopping) {
-        redlock_release(w->key, w->key_len, w->token, false, NULL, NULL);
+        redlock_release(&rec, w->token, false, NULL, NULL);
         waiter_finish(w, LOCK_SHUTDOWN, 0, "the daemon is stopping");
         return;
     }
@@ -846,7 +1073,26 @@ waiter_acquired(const struct redlock_result *res, void *arg)
         return;
     }
     /* Not granted: release everywhere, a set may have landed late. */
-    redlock_release(w->key, w->key_len, w->token, false, NULL, NULL);
+    redlock_release(&rec, w->token, false, NULL, NULL);
+    if (res->outcome == REDLOCK_KIND) {
+        char text[PROTO_NAME_MAX + 64];
+
+        stats.kind_refusals++;
+        waiter_observe(w);
+        lock_kind_text(text, sizeof(text), w->key + w->name_off, w->key_len - w->name_off,
+                       res->error);
+        waiter_finish(w, LOCK_WRONG_KIND, 0, text);
+        return;
+    }
+    if (res->outcome == REDLOCK_BUSY && w->kind == REDLOCK_PERMIT && res->free_slot >= 0
+        && w->hops < LOCK_PERMIT_HOPS) {
+        /* Ours was taken, another one was free on the masters that answered: try it now. */
+        w->slot = (unsigned)res->free_slot;
+        w->hinted = true;
+        w->hops++;
+        waiter_try(w);
+        return;
+    }
     if (res->outcome == REDLOCK_NOQUORUM) {
         if (w->immediate || now >= w->deadline_us) {
             stats.acquire_noquorum++;
@@ -889,6 +1135,9 @@ waiter_acquired(const struct redlock_result *res, void *arg)
     } else if (res->outcome == REDLOCK_BUSY && res->ttl_ms > 0) {
         w->fallback = true;
         delay += res->ttl_ms * 1000;
+        if (w->gated && delay > w->ttl_ms * 1000 / 2) {
+            delay = w->ttl_ms * 1000 / 2;   /* renew the gate before it expires */
+        }
     }
     if (now + delay > w->deadline_us) {
         delay = w->deadline_us - now;
@@ -900,13 +1149,27 @@ waiter_acquired(const struct redlock_result *res, void *arg)
     }
 }
 
+/*
+ * Ask the masters.  A permit proposes the one a refusal pointed to, else
+ * one this daemon does not hold; an exclusive LOCK that queues may close
+ * the gate against new shared holders.
+ */
 static void
 waiter_try(struct waiter *w)
 {
+    struct redlock_rec rec;
+    bool gate = w->kind == REDLOCK_EXCLUSIVE && !w->immediate;
+
+    if (w->kind == REDLOCK_PERMIT && !w->hinted && w->lock != NULL) {
+        w->slot = lock_pick_slot(w->lock);
+    }
+    w->hinted = false;
     w->in_round = true;
     w->fallback = false;
     w->handover = false;
-    if (redlock_acquire(w->key, w->key_len, w->token, w->ttl_ms, NULL, w->fence,
+    w->gated = w->gated || gate;
+    waiter_rec(w, &rec);
+    if (redlock_acquire(&rec, w->token, w->ttl_ms, NULL, w->fence, gate,
                         waiter_acquired, w) != 0) {
         w->in_round = false;
         waiter_finish(w, LOCK_FAILED, 0, "out of memory");
@@ -919,40 +1182,58 @@ lock_acquire(struct lock_client *c, const char *name, size_t name_len,
 {
     struct lock *lk;
     struct waiter *w;
-    char limit[96];
+    struct hold *h = NULL;
+    char limit[PROTO_NAME_MAX + 96];
     int64_t start_us = util_now_us();
+    enum redlock_kind kind = lock_record_kind(req->kind);
 
     if (lock_stopping) {
         lock_reply(c, LOCK_SHUTDOWN, name, name_len, "the daemon is stopping");
         return;
     }
     lk = lock_find(name, name_len);
-    if (lk != NULL && lk->holder != NULL && lk->holder->client == c
-        && !lease_check(&lk->holder->lease, util_now_us())) {
+    if (lk != NULL && (h = client_hold(c, lk)) != NULL
+        && !lease_check(&h->lease, util_now_us())) {
         /* Its validity ran out before the timer said so: lost (reported), not re-entered. */
         lk = lock_find(name, name_len);
+        h = NULL;
     }
-    if (!req->lease_mode && lk != NULL && lk->holder != NULL && lk->holder->client == c) {
+    if (!req->lease_mode && h != NULL) {
         struct lock_result res;
 
-        if (req->fence && lk->holder->lease.fence == 0) {
+        if (h->lease.rec.kind != kind) {
+            snprintf(limit, sizeof(limit), "this session holds %.*s as a %s lock; a re-entrant "
+                     "LOCK must ask for the same kind (UNLOCK it first)", (int)name_len, name,
+                     lock_kind_word(h->lease.rec.kind));
+            lock_reply(c, LOCK_CONFLICT, name, name_len, limit);
+            return;
+        }
+        if (req->fence && h->lease.fence == 0) {
             lock_reply(c, LOCK_CONFLICT, name, name_len,
                        "this session holds the lock without a fence; a re-entrant LOCK "
                        "cannot add one (UNLOCK it first)");
             return;
         }
         /* Re-entry: the masters see one lock; only the count changes. */
-        lk->holder->holds++;
+        h->holds++;
         stats.acquire_reentered++;
         stats_observe_acquire(util_now_us() - start_us);
         memset(&res, 0, sizeof(res));
         res.outcome = LOCK_OK;
         res.name = name;
         res.name_len = name_len;
-        res.holds = lk->holder->holds;
-        res.fence = lk->holder->lease.fence;
-        res.validity_ms = lease_validity_left_ms(&lk->holder->lease, util_now_us());
+        res.holds = h->holds;
+        res.fence = h->lease.fence;
+        res.kind = req->kind;
+        res.limit = h->lease.rec.limit;
+        res.permit = kind == REDLOCK_PERMIT ? (int)h->lease.rec.slot : -1;
+        res.validity_ms = lease_validity_left_ms(&h->lease, util_now_us());
         c->done(c, &res);
+        return;
+    }
+    if (lk != NULL && !lock_kind_fits(lk, req, limit, sizeof(limit))) {
+        stats.kind_refusals++;
+        lock_reply(c, LOCK_WRONG_KIND, name, name_len, limit);
         return;
     }
     if (!req->lease_mode && (int64_t)c->nholds >= lock_conf->max_locks_per_client) {
@@ -962,6 +1243,12 @@ lock_acquire(struct lock_client *c, const char *name, size_t name_len,
         return;
     }
     lk = lock_get(name, name_len);
+    if (lk != NULL && lk->nholders == 0 && lk->nwaiters == 0) {
+        /* A new entry: the name is of the kind its first request asks for. */
+        lk->counted = req->kind == LOCK_KIND_COUNTED;
+        lk->limit = lk->counted ? req->limit : 0;
+        lk->next_slot = lk->counted ? (unsigned)util_random(req->limit) : 0;
+    }
     w = lk != NULL ? calloc(1, sizeof(*w) + lk->key_len + 1) : NULL;
     if (w == NULL) {
         if (lk != NULL) {
@@ -985,6 +1272,8 @@ lock_acquire(struct lock_client *c, const char *name, size_t name_len,
     w->trylock = req->trylock;
     w->lease_mode = req->lease_mode;
     w->fence = req->fence || lock_conf->fence == CONF_FENCE_ALWAYS;
+    w->kind = kind;
+    w->limit = lk->limit;
     /* A client whose input ended cannot wait: one attempt (lock_client_drain). */
     w->immediate = req->wait_ms == 0 || c->draining;
     w->start_us = start_us;
@@ -998,7 +1287,7 @@ lock_acquire(struct lock_client *c, const char *name, size_t name_len,
         lk->nqueued++;
     }
     c->waiter = w;
-    if (w->immediate || (w == lock_head(lk) && lk->holder == NULL)) {
+    if (w->immediate || w == lock_ready_head(lk)) {
         waiter_try(w);
     } else {
         waiter_wait(w, util_now_us());    /* behind others, or held here */
@@ -1016,7 +1305,7 @@ lock_released(const char *key, size_t key_len, const char *token, size_t token_l
         return;
     }
     lk = lock_find(key + plen, key_len - plen);
-    w = lk != NULL && lk->holder == NULL ? lock_head(lk) : NULL;
+    w = lk != NULL ? lock_ready_head(lk) : NULL;
     if (w == NULL) {
         return;
     }
@@ -1110,7 +1399,7 @@ lock_unlock_done(const struct redlock_result *rr, void *arg)
     if (op->by_token && rr->confirmed > 0) {
         /* Our own waiters need not wait for the announcement. */
         lk = lock_find(op->key + op->name_off, op->key_len - op->name_off);
-        if (lk != NULL && lk->holder == NULL) {
+        if (lk != NULL) {
             lock_wake_head(lk);
         }
     }
@@ -1138,10 +1427,11 @@ lock_release(struct lock_client *c, const char *name, size_t name_len, const cha
     struct hold *l;
     struct lock_op *op;
     struct lock_result res;
+    struct redlock_rec rec;
 
     if (token != NULL) {
         op = lock_op_token(c, name, name_len, token);
-        if (op == NULL || redlock_release(op->key, op->key_len, op->token, true,
+        if (op == NULL || redlock_release(lock_op_rec(op, &rec), op->token, true,
                                           lock_unlock_done, op) != 0) {
             free(op);
             lock_reply(c, LOCK_FAILED, name, name_len, "out of memory");
@@ -1151,11 +1441,11 @@ lock_release(struct lock_client *c, const char *name, size_t name_len, const cha
         return;
     }
     lk = lock_find(name, name_len);
-    l = lk != NULL ? lk->holder : NULL;
-    if (l != NULL && l->client == c && !lease_check(&l->lease, util_now_us())) {
+    l = lk != NULL ? client_hold(c, lk) : NULL;
+    if (l != NULL && !lease_check(&l->lease, util_now_us())) {
         l = NULL;       /* its validity ran out: reported lost just now */
     }
-    if (l == NULL || l->client != c) {
+    if (l == NULL) {
         lock_reply(c, LOCK_NOTHELD, name, name_len, NULL);
         return;
     }
@@ -1201,7 +1491,9 @@ lock_extend_done(const struct redlock_result *rr, void *arg)
          * answered after the decision may have extended it too: delete
          * the token everywhere, so that NOTHELD leaves nothing behind.
          */
-        if (redlock_release(op->key, op->key_len, op->token, true, NULL, NULL) != 0) {
+        struct redlock_rec rec;
+
+        if (redlock_release(lock_op_rec(op, &rec), op->token, true, NULL, NULL) != 0) {
             log_warn("lock %s: out of memory releasing after EXTEND; its keys expire "
                      "by their ttl", op->key);
         }
@@ -1247,11 +1539,17 @@ lock_status_done(const struct redlock_result *rr, void *arg)
     case REDLOCK_HELD:
         res.outcome = LOCK_HELD;
         res.ttl_ms = rr->ttl_ms;
+        res.kind = rr->kind == REDLOCK_SHARED ? LOCK_KIND_SHARED
+                   : rr->kind == REDLOCK_PERMIT ? LOCK_KIND_COUNTED : LOCK_KIND_EXCLUSIVE;
+        res.holders = rr->holders;
+        res.limit = rr->limit;
+        res.permit = -1;
         /* By token: only lease-mode tokens are ever handed out. */
         res.owner_self = (op->by_token || op->holder_self) && rr->owner_self;
         if (res.owner_self) {
             res.mode = op->by_token ? LOCK_MODE_LEASE : LOCK_MODE_SESSION;
             res.fence = op->fence;      /* 0 by token: not known */
+            res.permit = op->permit;    /* -1 by token: not known */
         }
         break;
     default:
@@ -1273,10 +1571,13 @@ lock_status(struct lock_client *c, const char *name, size_t name_len, const char
         op = lock_op_token(c, name, name_len, token);
     } else {
         op = lock_op_new(c, name, name_len);
-        if (op != NULL && lk != NULL && lk->holder != NULL && lk->holder->client == c) {
+        struct hold *h = lk != NULL ? client_hold(c, lk) : NULL;
+
+        if (op != NULL && h != NULL) {
             op->holder_self = true;
-            op->fence = lk->holder->lease.fence;
-            memcpy(op->token, lk->holder->lease.token, sizeof(op->token));
+            op->fence = h->lease.fence;
+            op->permit = h->lease.rec.kind == REDLOCK_PERMIT ? (int)h->lease.rec.slot : -1;
+            memcpy(op->token, h->lease.token, sizeof(op->token));
         }
     }
     if (op == NULL || redlock_status(op->key, op->key_len,

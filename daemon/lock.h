@@ -1,6 +1,12 @@
 /*
- * lock.h: the lock table: one entry per name with its holder (a lease)
- * and its queue of waiters, and the operations a session asks for.
+ * lock.h: the lock table: one entry per name with its holders (each a
+ * lease) and its queue of waiters, and the operations a session asks for.
+ *
+ * Kinds (PROTOCOL.md section 9 has their keys and safety argument): an
+ * exclusive hold (plain LOCK), a shared hold (any number at once, none
+ * while an exclusive one is held: exclusive and shared are one family
+ * of the same name), and a counted hold (at most limit holders at once,
+ * each on a permit of its own).  One name is one kind at a time.
  *
  * Ownership: this module owns every struct lock, lease and waiter.  A
  * session embeds a struct lock_client, through which it asks for
@@ -39,7 +45,16 @@ enum lock_outcome {
     LOCK_CONFLICT,      /* the request contradicts the client's own hold */
     LOCK_SHUTDOWN,      /* the daemon is stopping */
     LOCK_CANCELLED,     /* the client closed while the operation ran */
+    LOCK_WRONG_KIND,    /* the name is held or waited for as another kind
+                           (error says which) */
     LOCK_FAILED         /* an internal failure (random source, memory) */
+};
+
+/* The kind of hold a LOCK asks for. */
+enum lock_kind {
+    LOCK_KIND_EXCLUSIVE,    /* alone: the default */
+    LOCK_KIND_SHARED,       /* with other shared holders, never with an exclusive one */
+    LOCK_KIND_COUNTED       /* one of at most limit holders */
 };
 
 /* What a lock is bound to, as far as a result knows. */
@@ -64,7 +79,12 @@ struct lock_result {
     int64_t     fence;          /* OK after LOCK, HELD: fencing token, 0 if none */
     int64_t     ttl_ms;         /* BUSY/HELD: holder's remaining ttl, ms or -1 */
     bool        owner_self;     /* HELD: held by this client */
-    const char *error;          /* NOQUORUM/LIMIT/FAILED: a one-line text */
+    enum lock_kind kind;        /* OK after LOCK, HELD: the kind of hold */
+    size_t      holders;        /* HELD: holders of that kind now */
+    unsigned    limit;          /* OK after LOCK, HELD of a counted name: its limit */
+    int         permit;         /* OK after LOCK of a counted hold: the permit's
+                                   index; HELD: this client's permit; else -1 */
+    const char *error;          /* NOQUORUM/LIMIT/FAILED/WRONG_KIND: a one-line text */
 };
 
 struct lock_client;
@@ -109,13 +129,19 @@ struct lock_request {
     bool    lease_mode; /* mode=lease: not bound to the client, no watchdog;
                            the OK carries the token */
     bool    fence;      /* the grant carries a fencing token */
+    enum lock_kind kind;/* what kind of hold */
+    unsigned limit;     /* LOCK_KIND_COUNTED: 1..REDLOCK_LIMIT_MAX, checked by
+                           the caller against lock.max_limit */
 };
 
 /*
  * LOCK / TRYLOCK name.  A name the client holds already in session mode
  * is re-entered at once (with the fence of the first grant; asking for a
- * fence on a hold granted without one is answered LOCK_CONFLICT, since a
- * fence can only come from a grant).  A lease-mode grant leaves no state
+ * fence on a hold granted without one, or another kind than the hold's,
+ * is answered LOCK_CONFLICT, since a fence can only come from a grant).
+ * A name held or waited for here as another kind (or another limit) is
+ * answered LOCK_WRONG_KIND at once, and so is a round in which a master
+ * holds it as another kind.  A lease-mode grant leaves no state
  * here: the lock lives on the masters until UNLOCK token= or its ttl.
  * Outcomes: LOCK_OK; LOCK_BUSY (TRYLOCK); LOCK_TIMEOUT when wait_ms ran
  * out; LOCK_NOQUORUM at once for wait_ms 0, otherwise only when the wait

@@ -32,7 +32,7 @@
 #include "daemon/redisev.h"
 #include "daemon/util.h"
 
-#define MASTER_SCRIPTS_MAX      8
+#define MASTER_SCRIPTS_MAX      12
 #define MASTER_BACKOFF_MIN_MS   100
 #define MASTER_BACKOFF_MAX_MS   5000
 #define MASTER_ARGV_STACK       16

@@ -294,6 +294,13 @@ metrics_write(struct evbuffer *out)
     metrics_labelled(out, "redlockd_grants_total", "mode", "lease", stats.lease_grants);
     metrics_one(out, "redlockd_fenced_grants_total", "counter",
                 "Grants that carried a fencing token.", stats.fenced_grants);
+    metrics_one(out, "redlockd_shared_grants_total", "counter",
+                "Grants of a shared hold.", stats.shared_grants);
+    metrics_one(out, "redlockd_counted_grants_total", "counter",
+                "Grants of a permit of a counted name (limit=N).", stats.counted_grants);
+    metrics_one(out, "redlockd_kind_refusals_total", "counter",
+                "LOCKs refused with ERR KIND: the name is held or waited for as another kind.",
+                stats.kind_refusals);
     metrics_write_latency(out);
 
     metrics_one(out, "redlockd_releases_total", "counter",

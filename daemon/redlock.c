@@ -15,47 +15,206 @@
 #include "daemon/util.h"
 
 /*
- * Acquire: SET NX PX; when the key already holds our token (a retry
- * after a set that landed late) renew it; otherwise report its PTTL so
- * that BUSY can say how long the holder has left.  pcall: a key of
- * another type is someone else's, not an error of ours.
+ * Every script begins with this prelude: the three kinds of record a
+ * holder has on a master (redlock.h, enum redlock_kind), read and
+ * written one way everywhere.  c is the kind's letter, k the record's
+ * key, tok the holder's token, aux a counted name's limit key ('' for
+ * the other kinds).  A shared holder is a member of the sorted set k
+ * whose score is its expiry on the master's clock (ms, from TIME, the
+ * clock PX uses); the set itself expires no sooner than its last
+ * member.  A counted name's limit key (value: the limit) expires no
+ * sooner than any of its permits, so a master without it holds none.
+ */
+#define REDLOCK_PRELUDE_LUA \
+    "local function rl_now()\n" \
+    "  local t = redis.call('TIME')\n" \
+    "  return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)\n" \
+    "end\n" \
+    "local function rl_str(k)\n" \
+    "  local v = redis.pcall('GET', k)\n" \
+    "  if type(v) == 'string' then return v end\n" \
+    "  return nil\n" \
+    "end\n" \
+    "local function rl_raise(k, ms)\n" \
+    "  local p = redis.call('PTTL', k)\n" \
+    "  if p >= 0 and p < ms then redis.call('PEXPIRE', k, ms) end\n" \
+    "end\n" \
+    "local function rl_readers(sk)\n" \
+    "  if redis.call('TYPE', sk).ok ~= 'zset' then return 0 end\n" \
+    "  return redis.call('ZCOUNT', sk, '(' .. rl_now(), '+inf')\n" \
+    "end\n" \
+    /* 1: tok holds the record here; 0: someone else's; 2: absent */ \
+    "local function rl_state(c, k, tok)\n" \
+    "  if c == 's' then\n" \
+    "    if redis.call('TYPE', k).ok ~= 'zset' then\n" \
+    "      if redis.call('EXISTS', k) == 1 then return 0 end\n" \
+    "      return 2\n" \
+    "    end\n" \
+    "    local s = redis.call('ZSCORE', k, tok)\n" \
+    "    if s and tonumber(s) > rl_now() then return 1 end\n" \
+    "    return 2\n" \
+    "  end\n" \
+    "  if redis.pcall('GET', k) == tok then return 1 end\n" \
+    "  if redis.call('EXISTS', k) == 1 then return 0 end\n" \
+    "  return 2\n" \
+    "end\n" \
+    /* Write tok's record to expire in ms; a permit writes its limit too. */ \
+    "local function rl_set(c, k, tok, ms, aux, limit)\n" \
+    "  if c == 's' then\n" \
+    "    local now = rl_now()\n" \
+    "    redis.call('ZREMRANGEBYSCORE', k, '-inf', now)\n" \
+    "    redis.call('ZADD', k, now + ms, tok)\n" \
+    "    if redis.call('PTTL', k) < ms then redis.call('PEXPIRE', k, ms) end\n" \
+    "  else\n" \
+    "    redis.call('SET', k, tok, 'PX', ms)\n" \
+    "  end\n" \
+    "  if aux ~= '' and redis.call('PTTL', aux) < ms then\n" \
+    "    redis.call('SET', aux, limit, 'PX', ms)\n" \
+    "  end\n" \
+    "end\n" \
+    /* Set the expiry of a record tok holds (never creates one). */ \
+    "local function rl_expire(c, k, tok, ms, aux)\n" \
+    "  if c == 's' then\n" \
+    "    redis.call('ZADD', k, 'XX', rl_now() + ms, tok)\n" \
+    "    rl_raise(k, ms)\n" \
+    "  else\n" \
+    "    redis.call('PEXPIRE', k, ms)\n" \
+    "  end\n" \
+    "  if aux ~= '' then rl_raise(aux, ms) end\n" \
+    "end\n" \
+    /* Delete tok's record; 1 when it held it.  The last permit takes the limit along. */ \
+    "local function rl_delete(c, k, tok, aux)\n" \
+    "  local st = rl_state(c, k, tok)\n" \
+    "  if c == 's' then\n" \
+    "    if st ~= 0 then\n" \
+    "      redis.call('ZREM', k, tok)\n" \
+    "      redis.call('ZREMRANGEBYSCORE', k, '-inf', rl_now())\n" \
+    "    end\n" \
+    "  elseif st == 1 then\n" \
+    "    redis.call('DEL', k)\n" \
+    "    local n = aux ~= '' and tonumber(rl_str(aux) or '')\n" \
+    "    if n then\n" \
+    "      local base, keys = string.sub(aux, 1, -7), {}\n" \
+    "      for i = 0, n - 1 do keys[i + 1] = base .. ' permit ' .. i end\n" \
+    "      if redis.call('EXISTS', unpack(keys)) == 0 then redis.call('DEL', aux) end\n" \
+    "    end\n" \
+    "  end\n" \
+    "  if st == 1 then return 1 end\n" \
+    "  return 0\n" \
+    "end\n" \
+    /* The record of the name base that tok holds, whatever its kind: c, k, aux. */ \
+    "local function rl_find(base, tok)\n" \
+    "  if redis.pcall('GET', base) == tok then return 'x', base, '' end\n" \
+    "  local sk = base .. ' shared'\n" \
+    "  if rl_state('s', sk, tok) == 1 then return 's', sk, '' end\n" \
+    "  local aux = base .. ' limit'\n" \
+    "  local n = tonumber(rl_str(aux) or '')\n" \
+    "  if n then\n" \
+    "    for i = 0, n - 1 do\n" \
+    "      local k = base .. ' permit ' .. i\n" \
+    "      if redis.pcall('GET', k) == tok then return 'p', k, aux end\n" \
+    "    end\n" \
+    "  end\n" \
+    "  return 'x', base, ''\n" \
+    "end\n"
+
+/*
+ * Acquire.  KEYS: the name's key, the record's key, and the fence
+ * counter when fenced.  ARGV: token, ttl, the release channel, the old
+ * token of a hand-over ('' for none), the kind, the limit ('' unless a
+ * permit), '1' when a waiting exclusive LOCK may close the gate.
  *
- * Hand-over: with ARGV[4], the token of a lease being released, a key
- * that still holds that token is given the new token in the same step,
- * so that it is never free for an outsider in between.
+ * First the kind: a name is one kind at a time, and a master that holds
+ * it as another answers {'kind', what}.  Then the grant: SET NX PX (a
+ * shared holder: its member), or, when the record already holds our
+ * token (a retry after a set that landed late), renew it; with an old
+ * token (a hand-over) a record that still holds it is given the new
+ * token in the same step, so it is never free for an outsider in
+ * between.  An exclusive request that only shared holders keep out sets
+ * the gate (when asked), so that new shared requests wait behind it; a
+ * shared request waits while an exclusive key or someone else's gate
+ * is there.  Not granted: {pttl} of what keeps us out; for a permit
+ * also how many permits are held here, the shortest pttl among them,
+ * and their indices, so that the daemon can pick a free one.
  *
- * A grant answers {v, n, b}: v is 1, or with KEYS[2] (the name's fence
- * counter, INCRed by the grant) the counter's new value; n is how many
- * clients are subscribed to ARGV[3], the name's release channel, which
- * tells the daemon whether other daemons are waiting; b is the branch
- * that granted (enum redlock_branch: 1 set on a free key, 2 swapped from
- * ARGV[4], 3 ours already), so that a hand-over's releaser learns where
- * its own token was really there to hand over.  A counter that is
- * not an integer undoes the grant and answers an error naming the key.
+ * A grant answers {v, n, b}: v is 1, or with the fence counter (INCRed
+ * by the grant) the counter's new value; n is how many clients are
+ * subscribed to the name's release channel, which tells the daemon
+ * whether other daemons are waiting; b is the branch that granted
+ * (enum redlock_branch: 1 set on a free record, 2 swapped from the old
+ * token, 3 ours already), so that a hand-over's releaser learns where
+ * its own token was really there to hand over.  A counter that is not
+ * an integer undoes the grant and answers an error naming the key.
  */
 static const char redlock_acquire_lua[] =
+    REDLOCK_PRELUDE_LUA
+    "local base, k, fkey = KEYS[1], KEYS[2], KEYS[3]\n"
+    "local tok, ms, chan, old, c, limit = ARGV[1], tonumber(ARGV[2]), ARGV[3], ARGV[4],"
+    " ARGV[5], ARGV[6]\n"
+    "local sk, gk, aux = base .. ' shared', base .. ' gate', ''\n"
+    "local have = rl_str(base .. ' limit')\n"
+    "if have and have ~= limit then return {'kind', 'limit=' .. have} end\n"
+    "if c == 'p' then\n"
+    "  aux = base .. ' limit'\n"
+    "  if redis.call('EXISTS', base) == 1 then return {'kind', 'exclusive'} end\n"
+    "  if rl_readers(sk) > 0 then return {'kind', 'shared'} end\n"
+    "end\n"
     "local granted = false\n"
-    "if ARGV[4] and redis.pcall('GET', KEYS[1]) == ARGV[4] then\n"
-    "  redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2])\n"
-    "  granted = 2\n"
-    "elseif redis.call('SET', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[2]) then\n"
+    "if c == 's' then\n"
+    "  if redis.call('EXISTS', base) == 1 then return {redis.call('PTTL', base)} end\n"
+    "  local g = rl_str(gk)\n"
+    "  if g and g ~= tok then return {redis.call('PTTL', gk)} end\n"
     "  granted = 1\n"
-    "elseif redis.pcall('GET', KEYS[1]) == ARGV[1] then\n"
-    "  redis.call('PEXPIRE', KEYS[1], ARGV[2])\n"
+    "  if rl_state('s', k, tok) == 1 then granted = 3 end\n"
+    "  rl_set('s', k, tok, ms, '', '')\n"
+    "elseif old ~= '' and redis.pcall('GET', k) == old then\n"
+    "  rl_set(c, k, tok, ms, aux, limit)\n"
+    "  granted = 2\n"
+    "elseif c == 'x' and rl_readers(sk) > 0 then\n"
+    "  if ARGV[7] == '1' then\n"
+    "    local g = rl_str(gk)\n"
+    "    if not g or g == tok then redis.call('SET', gk, tok, 'PX', ms) end\n"
+    "  end\n"
+    "  local last = redis.call('ZRANGE', sk, -1, -1, 'WITHSCORES')\n"
+    "  local left = math.floor(tonumber(last[2]) - rl_now())\n"
+    "  if left < 0 then left = 0 end\n"
+    "  return {left}\n"
+    "elseif redis.call('SET', k, tok, 'NX', 'PX', ms) then\n"
+    "  if aux ~= '' and redis.call('PTTL', aux) < ms then\n"
+    "    redis.call('SET', aux, limit, 'PX', ms)\n"
+    "  end\n"
+    "  granted = 1\n"
+    "elseif redis.pcall('GET', k) == tok then\n"
+    "  rl_expire(c, k, tok, ms, aux)\n"
     "  granted = 3\n"
     "end\n"
     "if not granted then\n"
-    "  return {redis.call('PTTL', KEYS[1])}\n"
+    "  local out = {redis.call('PTTL', k)}\n"
+    "  if c == 'p' then\n"
+    "    local n, short = 0, -1\n"
+    "    out[2], out[3] = 0, -1\n"
+    "    for i = 0, tonumber(limit) - 1 do\n"
+    "      local p = redis.call('PTTL', base .. ' permit ' .. i)\n"
+    "      if p ~= -2 then\n"
+    "        n = n + 1\n"
+    "        out[n + 3] = i\n"
+    "        if short == -1 or (p >= 0 and p < short) then short = p end\n"
+    "      end\n"
+    "    end\n"
+    "    out[2], out[3] = n, short\n"
+    "  end\n"
+    "  return out\n"
     "end\n"
+    "if c == 'x' and rl_str(gk) == tok then redis.call('DEL', gk) end\n"
     "local v = 1\n"
-    "if KEYS[2] then\n"
-    "  v = redis.pcall('INCR', KEYS[2])\n"
+    "if fkey then\n"
+    "  v = redis.pcall('INCR', fkey)\n"
     "  if type(v) ~= 'number' then\n"
-    "    redis.call('DEL', KEYS[1])\n"
-    "    return redis.error_reply('fence counter ' .. KEYS[2] .. ' is not an integer')\n"
+    "    rl_delete(c, k, tok, aux)\n"
+    "    return redis.error_reply('fence counter ' .. fkey .. ' is not an integer')\n"
     "  end\n"
     "end\n"
-    "return {v, redis.call('PUBSUB', 'NUMSUB', ARGV[3])[2], granted}\n";
+    "return {v, redis.call('PUBSUB', 'NUMSUB', chan)[2], granted}\n";
 
 /*
  * Fence write-back: raise the counter to ARGV[1] unless it is higher
@@ -79,82 +238,145 @@ static const char redlock_fence_lua[] =
     "return 1\n";
 
 /*
- * Extend one lease by its token (EXTEND): compare-and-PEXPIRE, answering
- * the PTTL the key had before (-1: no expiry), or -3 when it is not ours.
- * Never SET: a key that is gone stays gone.
+ * Extend one lease by its token: KEYS[1] the name's key (ARGV[3] '?':
+ * whichever record holds the token) or the record's key (ARGV[3] its
+ * kind, ARGV[4] a permit's limit key).  Compare-and-PEXPIRE, answering
+ * the PTTL the record had before (-1: no expiry), or -3 when it is not
+ * ours.  Never creates a record: one that is gone stays gone.
  */
 static const char redlock_extend_one_lua[] =
-    "if redis.pcall('GET', KEYS[1]) == ARGV[1] then\n"
-    "  local left = redis.call('PTTL', KEYS[1])\n"
-    "  redis.call('PEXPIRE', KEYS[1], ARGV[2])\n"
-    "  return left\n"
+    REDLOCK_PRELUDE_LUA
+    "local c, k, aux = ARGV[3], KEYS[1], ARGV[4] or ''\n"
+    "if c == '?' then c, k, aux = rl_find(KEYS[1], ARGV[1]) end\n"
+    "if rl_state(c, k, ARGV[1]) ~= 1 then return -3 end\n"
+    "local left = redis.call('PTTL', k)\n"
+    "if c == 's' then\n"
+    "  left = math.floor(tonumber(redis.call('ZSCORE', k, ARGV[1])) - rl_now())\n"
     "end\n"
-    "return -3\n";
+    "rl_expire(c, k, ARGV[1], tonumber(ARGV[2]), aux)\n"
+    "return left\n";
 
 /*
- * Release: compare-and-delete, answering 1 when deleted.  With ARGV[2],
- * a deleted key is announced on ARGV[2], the name's channel, with the
- * released token (dead from now on) as the message, so that waiters
- * elsewhere try at once and can tell the masters' copies of one
- * announcement apart from a new one.
+ * Release: compare-and-delete, answering 1 when deleted.  KEYS[1] is
+ * the name's key (ARGV[3] '?': whichever record holds the token) or the
+ * record's key (ARGV[3] its kind, ARGV[4] a permit's limit key).  With
+ * ARGV[2] not '', a deleted record is announced on ARGV[2], the name's
+ * channel, with the released token (dead from now on) as the message,
+ * so that waiters elsewhere try at once and can tell the masters'
+ * copies of one announcement apart from a new one.
  */
 static const char redlock_release_lua[] =
-    "if redis.pcall('GET', KEYS[1]) == ARGV[1] then\n"
-    "  redis.call('DEL', KEYS[1])\n"
-    "  if ARGV[2] then\n"
+    REDLOCK_PRELUDE_LUA
+    "local c, k, aux = ARGV[3], KEYS[1], ARGV[4] or ''\n"
+    "if c == '?' then c, k, aux = rl_find(KEYS[1], ARGV[1]) end\n"
+    "if rl_delete(c, k, ARGV[1], aux) == 1 then\n"
+    "  if ARGV[2] ~= '' then\n"
     "    redis.call('PUBLISH', ARGV[2], ARGV[1])\n"
     "  end\n"
     "  return 1\n"
     "end\n"
     "return 0\n";
 
+/* Ungate: delete the gate KEYS[1] if it holds ARGV[1], announced on ARGV[2]. */
+static const char redlock_ungate_lua[] =
+    "if redis.pcall('GET', KEYS[1]) == ARGV[1] then\n"
+    "  redis.call('DEL', KEYS[1])\n"
+    "  redis.call('PUBLISH', ARGV[2], ARGV[1])\n"
+    "  return 1\n"
+    "end\n"
+    "return 0\n";
+
 /*
- * Extend n keys: compare-and-PEXPIRE each; never SET.  Per key: 1
- * extended, 0 someone else's value, 2 no such key (a master that lost
- * it, for redlock_restore).
+ * Extend n records: compare-and-PEXPIRE each; never create one.  KEYS
+ * are the records; ARGV per record: token, ttl, kind, a permit's limit
+ * key ('' for the other kinds).  Per record: 1 extended, 0 someone
+ * else's, 2 not there (a master that lost it, for redlock_restore).
  */
 static const char redlock_extend_lua[] =
+    REDLOCK_PRELUDE_LUA
     "local out = {}\n"
     "for i = 1, #KEYS do\n"
-    "  local v = redis.pcall('GET', KEYS[i])\n"
-    "  if v == ARGV[2 * i - 1] then\n"
-    "    redis.call('PEXPIRE', KEYS[i], ARGV[2 * i])\n"
-    "    out[i] = 1\n"
-    "  elseif v == false then\n"
-    "    out[i] = 2\n"
-    "  else\n"
-    "    out[i] = 0\n"
+    "  local tok, c = ARGV[4 * i - 3], ARGV[4 * i - 1]\n"
+    "  local st = rl_state(c, KEYS[i], tok)\n"
+    "  if st == 1 then\n"
+    "    rl_expire(c, KEYS[i], tok, tonumber(ARGV[4 * i - 2]), ARGV[4 * i])\n"
     "  end\n"
+    "  out[i] = st\n"
     "end\n"
     "return out\n";
 
 /*
- * Restore: put keys back where a master lost them, only where absent,
- * each with its own expiry: KEYS[i] gets ARGV[2i-1] for ARGV[2i] ms.
- * Answers how many were set.
+ * Restore: put records back where a master lost them, only where
+ * absent, each with its own expiry: KEYS[i] gets token ARGV[5i-4] for
+ * ARGV[5i-3] ms, kind ARGV[5i-2], limit key ARGV[5i-1] and limit
+ * ARGV[5i] for a permit.  A shared holder's member goes back only where
+ * no exclusive key is (ARGV[5i-1] is then the name's key).  Answers how
+ * many were set.
  */
 static const char redlock_restore_lua[] =
+    REDLOCK_PRELUDE_LUA
     "local n = 0\n"
     "for i = 1, #KEYS do\n"
-    "  if redis.call('SET', KEYS[i], ARGV[2 * i - 1], 'NX', 'PX', ARGV[2 * i]) then\n"
+    "  local k, tok, ms, c = KEYS[i], ARGV[5 * i - 4], tonumber(ARGV[5 * i - 3]), ARGV[5 * i - 2]\n"
+    "  if c == 's' then\n"
+    "    if rl_state('s', k, tok) == 2 and redis.call('EXISTS', ARGV[5 * i - 1]) == 0 then\n"
+    "      rl_set('s', k, tok, ms, '', '')\n"
+    "      n = n + 1\n"
+    "    end\n"
+    "  elseif redis.call('EXISTS', k) == 0 then\n"
+    "    rl_set(c, k, tok, ms, ARGV[5 * i - 1], ARGV[5 * i])\n"
     "    n = n + 1\n"
     "  end\n"
     "end\n"
     "return n\n";
 
-/* Status: {pttl, 1 if the value is our token}; pttl -2 when absent. */
+/*
+ * Status of the name KEYS[1], whatever its kind: {limit or 0, then per
+ * holder: kind, id, pttl, 1 if it holds ARGV[1]}.  The id is '' for
+ * the exclusive key, the permit's index, or a shared holder's token.
+ */
 static const char redlock_status_lua[] =
-    "local pttl = redis.call('PTTL', KEYS[1])\n"
-    "if pttl == -2 then\n"
-    "  return {-2, 0}\n"
+    REDLOCK_PRELUDE_LUA
+    "local base, tok, out = KEYS[1], ARGV[1], {0}\n"
+    "local function add(c, id, pttl, mine)\n"
+    "  out[#out + 1] = c\n"
+    "  out[#out + 1] = id\n"
+    "  out[#out + 1] = pttl\n"
+    "  out[#out + 1] = mine\n"
     "end\n"
-    "if redis.pcall('GET', KEYS[1]) == ARGV[1] then\n"
-    "  return {pttl, 1}\n"
+    "local p = redis.call('PTTL', base)\n"
+    "if p ~= -2 then\n"
+    "  local mine = 0\n"
+    "  if tok ~= '' and redis.pcall('GET', base) == tok then mine = 1 end\n"
+    "  add('x', '', p, mine)\n"
     "end\n"
-    "return {pttl, 0}\n";
+    "local n = tonumber(rl_str(base .. ' limit') or '')\n"
+    "if n then\n"
+    "  out[1] = n\n"
+    "  for i = 0, n - 1 do\n"
+    "    local k = base .. ' permit ' .. i\n"
+    "    p = redis.call('PTTL', k)\n"
+    "    if p ~= -2 then\n"
+    "      local mine = 0\n"
+    "      if tok ~= '' and redis.pcall('GET', k) == tok then mine = 1 end\n"
+    "      add('p', tostring(i), p, mine)\n"
+    "    end\n"
+    "  end\n"
+    "end\n"
+    "local sk = base .. ' shared'\n"
+    "if redis.call('TYPE', sk).ok == 'zset' then\n"
+    "  local now = rl_now()\n"
+    "  local m = redis.call('ZRANGEBYSCORE', sk, '(' .. now, '+inf', 'WITHSCORES')\n"
+    "  for i = 1, #m, 2 do\n"
+    "    local mine = 0\n"
+    "    if m[i] == tok then mine = 1 end\n"
+    "    add('s', m[i], math.floor(tonumber(m[i + 1]) - now), mine)\n"
+    "  end\n"
+    "end\n"
+    "return out\n";
 
 static int    script_acquire, script_release, script_extend, script_status;
-static int    script_fence, script_extend_one, script_restore;
+static int    script_fence, script_extend_one, script_restore, script_ungate;
 static double redlock_drift_factor = 0.01;
 
 static size_t redlock_derived(char *out, const char *key, size_t key_len,
@@ -178,7 +400,40 @@ struct redlock_op {
     struct redlock_result res;      /* acquire: kept across the write-back */
     char           *fence_key;      /* acquire: the counter's key, malloc'd */
     size_t          fence_key_len;  /* bytes in fence_key */
+    size_t          npttl;          /* acquire, status: entries in pttls */
+    size_t          nopen;          /* acquire of a permit: masters that refused it
+                                       but have another permit free */
+    size_t          nkind;          /* acquire: masters holding another kind */
+    char            kind_text[32];  /* acquire: what the first of them said */
+    enum redlock_kind kind;         /* acquire: the kind asked for */
+    unsigned        slot;           /* acquire of a permit: the one asked for */
+    unsigned        limit;          /* acquire of a permit: the name's limit */
+    size_t          nlists;         /* acquire of a permit: masters that listed theirs */
+    uint16_t       *live;           /* acquire of a permit: per permit, masters
+                                       that hold it (limit entries, malloc'd) */
+    struct redlock_holder *holders; /* status: every holder each master named */
+    size_t          nholders;       /* status: entries in holders */
+    size_t          holders_cap;    /* status: room in holders */
     int64_t         pttls[];        /* per master: holder's pttl */
+};
+
+/* One holder as one master named it (status). */
+struct redlock_holder {
+    char    kind;                   /* its record's kind letter */
+    char    id[UTIL_TOKEN_HEX + 1]; /* "" exclusive, a permit's index, a token */
+    int64_t pttl;                   /* its time left there, ms, or -1 */
+    bool    mine;                   /* it holds the token asked about */
+};
+
+/* The keys and words of one record, as the scripts take them. */
+struct redlock_keys {
+    char   rec[REDLOCK_DERIVED_MAX];    /* the record's key (the name's for ANY) */
+    size_t rec_len;                     /* bytes in rec */
+    char   aux[REDLOCK_DERIVED_MAX];    /* a permit's limit key, else "" */
+    size_t aux_len;                     /* bytes in aux */
+    char   kind[2];                     /* the kind's letter and NUL */
+    char   limit[12];                   /* a permit's limit, else "" */
+    size_t limit_len;                   /* bytes in limit */
 };
 
 /* Batched extend state; freed in its done callback. */
@@ -202,6 +457,7 @@ redlock_init(double drift_factor)
     script_fence = master_script(redlock_fence_lua);
     script_extend_one = master_script(redlock_extend_one_lua);
     script_restore = master_script(redlock_restore_lua);
+    script_ungate = master_script(redlock_ungate_lua);
 }
 
 /* A message on a channel: strip the suffix back to the lock's key. */
@@ -435,6 +691,63 @@ redlock_pttl_of(const struct master_reply *reply, int64_t *pttl)
     return *pttl >= -1;
 }
 
+/* A master holds the name as another kind: {'kind', what}.  Copies what into out. */
+static bool
+redlock_kind_of(const struct master_reply *reply, char *out, size_t size)
+{
+    const struct master_reply *e0, *e1;
+    size_t len;
+    const char *str;
+
+    if (master_reply_type(reply) != MASTER_REPLY_ARRAY || master_reply_elements(reply) != 2
+        || master_reply_type(e0 = master_reply_element(reply, 0)) != MASTER_REPLY_STRING
+        || master_reply_type(e1 = master_reply_element(reply, 1)) != MASTER_REPLY_STRING
+        || strcmp(master_reply_str(e0, NULL), "kind") != 0) {
+        return false;
+    }
+    str = master_reply_str(e1, &len);
+    snprintf(out, size, "%.*s", (int)(len < size ? len : size - 1), str);
+    return true;
+}
+
+/*
+ * A permit refused, {pttl, held, shortest pttl, index...}: note which
+ * permits this master holds, and whether it has one free.  False when
+ * the answer is malformed.
+ */
+static bool
+redlock_permits_of(struct redlock_op *op, const struct master_reply *reply)
+{
+    size_t ne = master_reply_elements(reply), j;
+    int64_t held, shortest, idx;
+
+    if (ne < 3 || master_reply_type(master_reply_element(reply, 1)) != MASTER_REPLY_INTEGER
+        || master_reply_type(master_reply_element(reply, 2)) != MASTER_REPLY_INTEGER) {
+        return false;
+    }
+    held = master_reply_integer(master_reply_element(reply, 1));
+    shortest = master_reply_integer(master_reply_element(reply, 2));
+    if (held < 0 || (size_t)held != ne - 3 || held > (int64_t)op->limit || shortest < -1) {
+        return false;
+    }
+    for (j = 3; j < ne; j++) {
+        const struct master_reply *e = master_reply_element(reply, j);
+
+        if (master_reply_type(e) != MASTER_REPLY_INTEGER
+            || (idx = master_reply_integer(e)) < 0 || idx >= (int64_t)op->limit) {
+            return false;
+        }
+        op->live[idx]++;
+    }
+    op->nlists++;
+    if (held < (int64_t)op->limit) {
+        op->nopen++;                        /* another permit is free here */
+    } else {
+        op->pttls[op->npttl++] = shortest;  /* full: until its first permit frees */
+    }
+    return true;
+}
+
 static enum round_verdict
 redlock_acquire_reply(struct round *r, size_t i, const struct master_reply *reply,
                       void *arg)
@@ -442,6 +755,7 @@ redlock_acquire_reply(struct round *r, size_t i, const struct master_reply *repl
     struct redlock_op *op = arg;
     size_t n = master_count(), q = redlock_quorum(n);
     int64_t pttl, v, subs, branch;
+    char what[sizeof(op->kind_text)];
 
     if (redlock_grant_of(reply, op->fenced, &v, &subs, &branch)) {
         op->yes++;
@@ -454,8 +768,16 @@ redlock_acquire_reply(struct round *r, size_t i, const struct master_reply *repl
         if (subs > op->subscribers) {
             op->subscribers = subs;
         }
-    } else if (redlock_pttl_of(reply, &pttl)) {
-        op->pttls[op->nheld++] = pttl;
+    } else if (redlock_kind_of(reply, what, sizeof(what))) {
+        if (op->nkind++ == 0) {
+            memcpy(op->kind_text, what, sizeof(what));
+        }
+    } else if (redlock_pttl_of(reply, &pttl)
+               && (op->kind != REDLOCK_PERMIT || redlock_permits_of(op, reply))) {
+        op->nheld++;
+        if (op->kind != REDLOCK_PERMIT) {
+            op->pttls[op->npttl++] = pttl;
+        }
     } else {
         if (master_reply_type(reply) == MASTER_REPLY_ERROR) {
             round_fail(r, i, master_reply_str(reply, NULL));
@@ -471,10 +793,10 @@ redlock_acquire_reply(struct round *r, size_t i, const struct master_reply *repl
     /*
      * Decided: granted (for a hand-over, once a quorum swapped the old
      * token, so the releaser learns whether its lease was still there;
-     * else at the end of the round), or so many hold it that no quorum
+     * else at the end of the round), or so many refused that no quorum
      * is possible.
      */
-    if ((op->yes >= q && (!op->handover || op->swapped >= q)) || op->nheld > n - q) {
+    if ((op->yes >= q && (!op->handover || op->swapped >= q)) || op->nheld + op->nkind > n - q) {
         return ROUND_DECIDED;
     }
     return ROUND_CONTINUE;
@@ -484,7 +806,48 @@ static void
 redlock_op_free(struct redlock_op *op)
 {
     free(op->fence_key);
+    free(op->live);
+    free(op->holders);
     free(op);
+}
+
+/*
+ * Fill k with rec's keys: the record (the name's key, key + " shared",
+ * or key + " permit <i>"), and for a permit its limit key and limit.
+ * Returns 0, or -1 when the name's key is too long.
+ */
+static int
+redlock_keys_of(const struct redlock_rec *rec, struct redlock_keys *k)
+{
+    int n;
+
+    if (rec->base_len > REDLOCK_KEY_MAX) {
+        return -1;
+    }
+    memcpy(k->rec, rec->base, rec->base_len);
+    k->rec_len = rec->base_len;
+    k->aux_len = 0;
+    k->limit_len = 0;
+    k->aux[0] = '\0';
+    k->limit[0] = '\0';
+    k->kind[0] = (char)rec->kind;
+    k->kind[1] = '\0';
+    switch (rec->kind) {
+    case REDLOCK_SHARED:
+        k->rec_len = redlock_derived(k->rec, rec->base, rec->base_len, REDLOCK_SHARED_SUFFIX);
+        break;
+    case REDLOCK_PERMIT:
+        n = snprintf(k->rec + rec->base_len, sizeof(k->rec) - rec->base_len, "%s%u",
+                     REDLOCK_PERMIT_SUFFIX, rec->slot);
+        k->rec_len = rec->base_len + (size_t)n;
+        k->aux_len = redlock_derived(k->aux, rec->base, rec->base_len, REDLOCK_LIMIT_SUFFIX);
+        k->limit_len = (size_t)snprintf(k->limit, sizeof(k->limit), "%u", rec->limit);
+        break;
+    default:
+        k->rec[k->rec_len] = '\0';
+        break;
+    }
+    return 0;
 }
 
 static enum round_verdict
@@ -564,6 +927,31 @@ redlock_fence_write_back(struct redlock_op *op)
     }
 }
 
+/*
+ * A permit worth trying after ours was refused: the one the fewest
+ * answering masters hold, from the next after ours on (so that
+ * contenders spread), or -1 when every master that listed its permits
+ * holds every one.
+ */
+static int
+redlock_free_slot(const struct redlock_op *op)
+{
+    unsigned j, s, best = 0;
+    uint16_t fewest = UINT16_MAX;
+
+    if (op->kind != REDLOCK_PERMIT || op->nlists == 0) {
+        return -1;
+    }
+    for (j = 1; j <= op->limit; j++) {
+        s = (op->slot + j) % op->limit;
+        if (op->live[s] < fewest) {
+            fewest = op->live[s];
+            best = s;
+        }
+    }
+    return fewest < op->nlists ? (int)best : -1;
+}
+
 static void
 redlock_acquire_done(struct round *r, void *arg)
 {
@@ -582,13 +970,17 @@ redlock_acquire_done(struct round *r, void *arg)
         res->outcome = REDLOCK_GRANTED;
         res->validity_end_us = start + op->ttl_ms * 1000
                                - redlock_drift_us(op->ttl_ms, redlock_drift_factor);
+    } else if (op->nkind > 0) {
+        res->outcome = REDLOCK_KIND;
+        snprintf(res->error, sizeof(res->error), "%s", op->kind_text);
     } else if (op->nheld > n - q || res->answered >= q) {
         res->outcome = REDLOCK_BUSY;
-        res->ttl_ms = redlock_holder_ttl(op->pttls, op->nheld, op->yes, q);
+        res->ttl_ms = redlock_holder_ttl(op->pttls, op->npttl, op->yes + op->nopen, q);
     } else {
         res->outcome = REDLOCK_NOQUORUM;
     }
-    if (res->answered < q) {
+    res->free_slot = redlock_free_slot(op);
+    if (res->answered < q && res->outcome != REDLOCK_KIND) {
         redlock_fill_error(res, r);     /* also for a hand-over's releaser */
     }
     if (res->outcome == REDLOCK_GRANTED && op->fenced) {
@@ -616,15 +1008,16 @@ redlock_derived(char *out, const char *key, size_t key_len, const char *suffix)
 }
 
 int
-redlock_acquire(const char *key, size_t key_len, const char *token, int64_t ttl_ms,
-                const char *old_token, bool fence, redlock_done_fn cb, void *arg)
+redlock_acquire(const struct redlock_rec *rec, const char *token, int64_t ttl_ms,
+                const char *old_token, bool fence, bool gate, redlock_done_fn cb, void *arg)
 {
     struct redlock_op *op;
+    struct redlock_keys k;
     char ttl[24], channel[REDLOCK_DERIVED_MAX];
-    const char *args[6];
-    size_t lens[6], nkeys, n = 0;
+    const char *args[10];
+    size_t lens[10], nkeys, n = 0;
 
-    if (key_len > REDLOCK_KEY_MAX) {
+    if (rec->kind == REDLOCK_ANY || redlock_keys_of(rec, &k) != 0) {
         return -1;
     }
     op = redlock_op_new(cb, arg, ttl_ms);
@@ -633,32 +1026,51 @@ redlock_acquire(const char *key, size_t key_len, const char *token, int64_t ttl_
     }
     op->fenced = fence;
     op->handover = old_token != NULL;
-    /* KEYS: the lock, then the counter when fenced. */
-    args[n] = key;
-    lens[n++] = key_len;
-    if (fence) {
-        op->fence_key = malloc(key_len + sizeof(REDLOCK_FENCE_SUFFIX));
-        if (op->fence_key == NULL) {
-            free(op);
+    op->kind = rec->kind;
+    op->slot = rec->slot;
+    op->limit = rec->limit;
+    if (rec->kind == REDLOCK_PERMIT) {
+        if (rec->limit == 0 || rec->limit > REDLOCK_LIMIT_MAX || rec->slot >= rec->limit
+            || (op->live = calloc(rec->limit, sizeof(*op->live))) == NULL) {
+            redlock_op_free(op);
             return -1;
         }
-        op->fence_key_len = redlock_derived(op->fence_key, key, key_len,
-                                            REDLOCK_FENCE_SUFFIX);
+    }
+    /* KEYS: the name, the record, then the counter when fenced. */
+    args[n] = rec->base;
+    lens[n++] = rec->base_len;
+    args[n] = k.rec;
+    lens[n++] = k.rec_len;
+    if (fence) {
+        /* A permit counts on its own counter; the other kinds on the name's. */
+        const char *on = rec->kind == REDLOCK_PERMIT ? k.rec : rec->base;
+        size_t on_len = rec->kind == REDLOCK_PERMIT ? k.rec_len : rec->base_len;
+
+        op->fence_key = malloc(on_len + sizeof(REDLOCK_FENCE_SUFFIX));
+        if (op->fence_key == NULL) {
+            redlock_op_free(op);
+            return -1;
+        }
+        op->fence_key_len = redlock_derived(op->fence_key, on, on_len, REDLOCK_FENCE_SUFFIX);
         args[n] = op->fence_key;
         lens[n++] = op->fence_key_len;
     }
     nkeys = n;
-    /* ARGV: token, ttl, the release channel, the old token of a hand-over. */
+    /* ARGV: token, ttl, channel, old token, kind, limit, gate. */
     args[n] = token;
     lens[n++] = UTIL_TOKEN_HEX;
     args[n] = ttl;
     lens[n++] = (size_t)snprintf(ttl, sizeof(ttl), "%lld", (long long)ttl_ms);
     args[n] = channel;
-    lens[n++] = redlock_derived(channel, key, key_len, REDLOCK_CHANNEL_SUFFIX);
-    if (old_token != NULL) {
-        args[n] = old_token;
-        lens[n++] = UTIL_TOKEN_HEX;
-    }
+    lens[n++] = redlock_derived(channel, rec->base, rec->base_len, REDLOCK_CHANNEL_SUFFIX);
+    args[n] = old_token != NULL ? old_token : "";
+    lens[n++] = old_token != NULL ? UTIL_TOKEN_HEX : 0;
+    args[n] = k.kind;
+    lens[n++] = 1;
+    args[n] = k.limit;
+    lens[n++] = k.limit_len;
+    args[n] = gate ? "1" : "0";
+    lens[n++] = 1;
     if (round_start(script_acquire, nkeys, n, args, lens, redlock_acquire_reply,
                     redlock_acquire_done, op) != 0) {
         redlock_op_free(op);
@@ -709,17 +1121,20 @@ redlock_release_done(struct round *r, void *arg)
 }
 
 int
-redlock_release(const char *key, size_t key_len, const char *token, bool announce,
+redlock_release(const struct redlock_rec *rec, const char *token, bool announce,
                 redlock_done_fn cb, void *arg)
 {
     struct redlock_op *op = NULL;
+    struct redlock_keys k;
     char channel[REDLOCK_DERIVED_MAX];
-    const char *args[3] = { key, token, channel };
-    size_t lens[3] = { key_len, UTIL_TOKEN_HEX, 0 };
+    const char *args[5] = { k.rec, token, channel, k.kind, k.aux };
+    size_t lens[5] = { 0, UTIL_TOKEN_HEX, 0, 1, 0 };
 
-    if (key_len > REDLOCK_KEY_MAX) {
+    if (redlock_keys_of(rec, &k) != 0) {
         return -1;
     }
+    lens[0] = k.rec_len;
+    lens[4] = k.aux_len;
     if (cb != NULL) {
         op = redlock_op_new(cb, arg, 0);
         if (op == NULL) {
@@ -727,15 +1142,30 @@ redlock_release(const char *key, size_t key_len, const char *token, bool announc
         }
     }
     if (announce) {
-        lens[2] = redlock_derived(channel, key, key_len, REDLOCK_CHANNEL_SUFFIX);
+        lens[2] = redlock_derived(channel, rec->base, rec->base_len, REDLOCK_CHANNEL_SUFFIX);
     }
     /* Wait for every master (no early decision): release must reach all. */
-    if (round_start(script_release, 1, announce ? 3 : 2, args, lens, redlock_release_reply,
+    if (round_start(script_release, 1, 5, args, lens, redlock_release_reply,
                     cb != NULL ? redlock_release_done : NULL, op) != 0) {
         free(op);
         return -1;
     }
     return 0;
+}
+
+int
+redlock_ungate(const char *base, size_t base_len, const char *token)
+{
+    char gate[REDLOCK_DERIVED_MAX], channel[REDLOCK_DERIVED_MAX];
+    const char *args[3] = { gate, token, channel };
+    size_t lens[3] = { 0, UTIL_TOKEN_HEX, 0 };
+
+    if (base_len > REDLOCK_KEY_MAX) {
+        return -1;
+    }
+    lens[0] = redlock_derived(gate, base, base_len, REDLOCK_GATE_SUFFIX);
+    lens[2] = redlock_derived(channel, base, base_len, REDLOCK_CHANNEL_SUFFIX);
+    return round_start(script_ungate, 1, 3, args, lens, NULL, NULL, NULL);
 }
 
 /* Extend one lease by token: count confirmations, keep their old pttls. */
@@ -799,20 +1229,23 @@ redlock_extend_one_done(struct round *r, void *arg)
 }
 
 int
-redlock_extend_one(const char *key, size_t key_len, const char *token, int64_t ttl_ms,
+redlock_extend_one(const char *base, size_t base_len, const char *token, int64_t ttl_ms,
                    redlock_done_fn cb, void *arg)
 {
     struct redlock_op *op;
     char ttl[24];
-    const char *args[3] = { key, token, ttl };
-    size_t lens[3] = { key_len, UTIL_TOKEN_HEX, 0 };
+    const char *args[5] = { base, token, ttl, "?", "" };
+    size_t lens[5] = { base_len, UTIL_TOKEN_HEX, 0, 1, 0 };
 
+    if (base_len > REDLOCK_KEY_MAX) {
+        return -1;
+    }
     op = redlock_op_new(cb, arg, ttl_ms);
     if (op == NULL) {
         return -1;
     }
     lens[2] = (size_t)snprintf(ttl, sizeof(ttl), "%lld", (long long)ttl_ms);
-    if (round_start(script_extend_one, 1, 3, args, lens, redlock_extend_one_reply,
+    if (round_start(script_extend_one, 1, 5, args, lens, redlock_extend_one_reply,
                     redlock_extend_one_done, op) != 0) {
         free(op);
         return -1;
@@ -821,84 +1254,191 @@ redlock_extend_one(const char *key, size_t key_len, const char *token, int64_t t
 }
 
 int
-redlock_expire_at(const char *key, size_t key_len, const char *token, int64_t validity_end_us)
+redlock_expire_at(const struct redlock_rec *rec, const char *token, int64_t validity_end_us)
 {
+    struct redlock_keys k;
     char ttl[24];
-    const char *args[3] = { key, token, ttl };
-    size_t lens[3] = { key_len, UTIL_TOKEN_HEX, 0 };
+    const char *args[5] = { k.rec, token, ttl, k.kind, k.aux };
+    size_t lens[5] = { 0, UTIL_TOKEN_HEX, 0, 1, 0 };
     int64_t ms = (validity_end_us - util_now_us()) / 1000;
 
+    if (redlock_keys_of(rec, &k) != 0) {
+        return -1;
+    }
+    lens[0] = k.rec_len;
+    lens[4] = k.aux_len;
     /* Plus drift, for masters whose clocks run fast. */
     ms += redlock_drift_us(ms > 0 ? ms : 0, redlock_drift_factor) / 1000;
     lens[2] = (size_t)snprintf(ttl, sizeof(ttl), "%lld", (long long)(ms > 0 ? ms : 1));
-    return round_start(script_extend_one, 1, 3, args, lens, NULL, NULL, NULL);
+    return round_start(script_extend_one, 1, 5, args, lens, NULL, NULL, NULL);
 }
 
+/* Keep one holder a master named; false when out of memory. */
+static bool
+redlock_holder_add(struct redlock_op *op, char kind, const char *id, size_t id_len,
+                   int64_t pttl, bool mine)
+{
+    struct redlock_holder *h;
+
+    if (op->nholders == op->holders_cap) {
+        size_t cap = op->holders_cap == 0 ? 8 : op->holders_cap * 2;
+
+        h = realloc(op->holders, cap * sizeof(*h));
+        if (h == NULL) {
+            return false;
+        }
+        op->holders = h;
+        op->holders_cap = cap;
+    }
+    h = &op->holders[op->nholders++];
+    h->kind = kind;
+    memcpy(h->id, id, id_len);
+    h->id[id_len] = '\0';
+    h->pttl = pttl;
+    h->mine = mine;
+    return true;
+}
+
+/* {limit, then kind, id, pttl, mine per holder}: keep each holder. */
 static enum round_verdict
 redlock_status_reply(struct round *r, size_t i, const struct master_reply *reply,
                      void *arg)
 {
     struct redlock_op *op = arg;
-    const struct master_reply *e0, *e1;
-    int64_t pttl;
+    size_t ne = master_reply_elements(reply), j, len, id_len;
+    const struct master_reply *e[4];
+    const char *kind, *id;
 
-    if (master_reply_type(reply) != MASTER_REPLY_ARRAY
-        || master_reply_elements(reply) != 2
-        || master_reply_type(e0 = master_reply_element(reply, 0)) != MASTER_REPLY_INTEGER
-        || master_reply_type(e1 = master_reply_element(reply, 1)) != MASTER_REPLY_INTEGER) {
+    if (master_reply_type(reply) != MASTER_REPLY_ARRAY || ne < 1 || (ne - 1) % 4 != 0
+        || master_reply_type(master_reply_element(reply, 0)) != MASTER_REPLY_INTEGER) {
         round_fail(r, i, "unexpected answer to the status script");
         return ROUND_CONTINUE;
     }
-    pttl = master_reply_integer(e0);
-    if (pttl == -2) {
-        op->yes++;                      /* free on this master */
-    } else {
-        op->pttls[op->nheld++] = pttl;
-        if (master_reply_integer(e1) == 1) {
-            op->self++;
+    for (j = 1; j < ne; j += 4) {
+        e[0] = master_reply_element(reply, j);
+        e[1] = master_reply_element(reply, j + 1);
+        e[2] = master_reply_element(reply, j + 2);
+        e[3] = master_reply_element(reply, j + 3);
+        if (master_reply_type(e[0]) != MASTER_REPLY_STRING
+            || master_reply_type(e[1]) != MASTER_REPLY_STRING
+            || master_reply_type(e[2]) != MASTER_REPLY_INTEGER
+            || master_reply_type(e[3]) != MASTER_REPLY_INTEGER
+            || (kind = master_reply_str(e[0], &len), len != 1)
+            || strchr("xps", kind[0]) == NULL
+            || (id = master_reply_str(e[1], &id_len), id_len > UTIL_TOKEN_HEX)
+            || master_reply_integer(e[2]) < -1) {
+            round_fail(r, i, "unexpected answer to the status script");
+            return ROUND_CONTINUE;
         }
+        if (!redlock_holder_add(op, kind[0], id, id_len, master_reply_integer(e[2]),
+                                master_reply_integer(e[3]) == 1)) {
+            round_fail(r, i, "out of memory reading the status");
+            return ROUND_CONTINUE;
+        }
+    }
+    if (master_reply_integer(master_reply_element(reply, 0)) > (int64_t)op->limit) {
+        op->limit = (unsigned)master_reply_integer(master_reply_element(reply, 0));
     }
     return ROUND_CONTINUE;
 }
 
+static int
+redlock_holder_cmp(const void *a, const void *b)
+{
+    const struct redlock_holder *x = a, *y = b;
+
+    if (x->kind != y->kind) {
+        return x->kind < y->kind ? -1 : 1;
+    }
+    return strcmp(x->id, y->id);
+}
+
+/* How much a kind ranks when a master holds several (a mix left by hand). */
+static int
+redlock_kind_rank(char kind)
+{
+    return kind == REDLOCK_EXCLUSIVE ? 3 : kind == REDLOCK_PERMIT ? 2 : 1;
+}
+
+/*
+ * Decide a status: group the holders the masters named by (kind, id);
+ * a holder counts when fewer than a quorum see it absent (nobody could
+ * take its place now), as an exclusive key does for HELD.
+ */
 static void
 redlock_status_done(struct round *r, void *arg)
 {
     struct redlock_op *op = arg;
     struct redlock_result res;
-    size_t q = redlock_quorum(master_count());
+    size_t q = redlock_quorum(master_count()), j, k, present, mine;
+    int64_t ttl;
 
     redlock_result_begin(&res, r);
+    res.outcome = REDLOCK_FREE;
     if (res.answered < q) {
         res.outcome = REDLOCK_NOQUORUM;
         redlock_fill_error(&res, r);
-    } else if (op->yes >= q) {
-        res.outcome = REDLOCK_FREE;
-    } else {
-        res.outcome = REDLOCK_HELD;
-        res.owner_self = op->self >= q;
-        res.confirmed = op->self;
-        res.ttl_ms = redlock_holder_ttl(op->pttls, op->nheld, op->yes, q);
+        op->nholders = 0;
     }
+    if (op->nholders > 0) {
+        qsort(op->holders, op->nholders, sizeof(*op->holders), redlock_holder_cmp);
+    }
+    for (j = 0; j < op->nholders; j = k) {
+        present = 0;
+        mine = 0;
+        for (k = j; k < op->nholders && redlock_holder_cmp(&op->holders[j], &op->holders[k]) == 0
+             && present < master_count(); k++) {
+            op->pttls[present++] = op->holders[k].pttl;
+            mine += op->holders[k].mine;
+        }
+        if (res.answered - present >= q) {
+            continue;       /* a quorum sees it gone: not a holder */
+        }
+        ttl = redlock_holder_ttl(op->pttls, present, res.answered - present, q);
+        if (res.outcome == REDLOCK_HELD
+            && redlock_kind_rank(op->holders[j].kind) < redlock_kind_rank((char)res.kind)) {
+            continue;
+        }
+        if (res.outcome != REDLOCK_HELD || op->holders[j].kind != (char)res.kind) {
+            res.outcome = REDLOCK_HELD;
+            res.kind = (enum redlock_kind)op->holders[j].kind;
+            res.holders = 0;
+            res.ttl_ms = 0;
+            res.owner_self = false;
+            res.confirmed = 0;
+        }
+        res.holders++;
+        if (res.ttl_ms != REDLOCK_NO_EXPIRY && (ttl == REDLOCK_NO_EXPIRY || ttl > res.ttl_ms)) {
+            res.ttl_ms = ttl;
+        }
+        if (mine >= q) {
+            res.owner_self = true;
+            res.confirmed = mine;
+        }
+    }
+    res.limit = res.kind == REDLOCK_PERMIT ? op->limit : 0;
     op->cb(&res, op->arg);
-    free(op);
+    redlock_op_free(op);
 }
 
 int
-redlock_status(const char *key, size_t key_len, const char *token,
+redlock_status(const char *base, size_t base_len, const char *token,
                redlock_done_fn cb, void *arg)
 {
     struct redlock_op *op;
-    const char *args[2] = { key, token != NULL ? token : "" };
-    size_t lens[2] = { key_len, token != NULL ? UTIL_TOKEN_HEX : 0 };
+    const char *args[2] = { base, token != NULL ? token : "" };
+    size_t lens[2] = { base_len, token != NULL ? UTIL_TOKEN_HEX : 0 };
 
+    if (base_len > REDLOCK_KEY_MAX) {
+        return -1;
+    }
     op = redlock_op_new(cb, arg, 0);
     if (op == NULL) {
         return -1;
     }
     if (round_start(script_status, 1, 2, args, lens, redlock_status_reply,
                     redlock_status_done, op) != 0) {
-        free(op);
+        redlock_op_free(op);
         return -1;
     }
     return 0;
@@ -951,26 +1491,46 @@ redlock_extend_done(struct round *r, void *arg)
     free(op);
 }
 
+/*
+ * Copy len bytes of src to *p (advanced past them) and point *arg and
+ * *arg_len at the copy: how the batched scripts lay out their words.
+ */
+static void
+redlock_put(char **p, const char *src, size_t len, const char **arg, size_t *arg_len)
+{
+    memcpy(*p, src, len);
+    *arg = *p;
+    *arg_len = len;
+    *p += len;
+}
+
+/* Bytes the words of one batched record may take: its keys, token, numbers. */
+static size_t
+redlock_rec_room(const struct redlock_rec *rec)
+{
+    return 2 * rec->base_len + 64 + UTIL_TOKEN_HEX + 48;
+}
+
 int
 redlock_extend(const struct redlock_extend_item *items, size_t n,
                redlock_extend_fn cb, void *arg)
 {
     struct redlock_extend_op *op;
+    struct redlock_keys k;
     const char **args;
-    size_t *lens, i, nargs = 3 * n;
-    char *ttls;
-    int rc;
+    size_t *lens, i, nargs = 5 * n, room = 0;
+    char *bytes, *p, ttl[24];
+    int rc = -1;
 
+    for (i = 0; i < n; i++) {
+        room += redlock_rec_room(items[i].rec);
+    }
     op = calloc(1, sizeof(*op) + n * sizeof(*op->absent) + 2 * n);
     args = malloc(nargs * sizeof(*args));
     lens = malloc(nargs * sizeof(*lens));
-    ttls = malloc(n * 24);
-    if (op == NULL || args == NULL || lens == NULL || ttls == NULL) {
-        free(op);
-        free(args);
-        free(lens);
-        free(ttls);
-        return -1;
+    bytes = malloc(room);
+    if (op == NULL || args == NULL || lens == NULL || bytes == NULL) {
+        goto out;
     }
     op->cb = cb;
     op->arg = arg;
@@ -978,20 +1538,25 @@ redlock_extend(const struct redlock_extend_item *items, size_t n,
     op->absent = (uint16_t *)(op + 1);
     op->confirmed = (uint8_t *)(op->absent + n);
     op->denied = op->confirmed + n;
-    for (i = 0; i < n; i++) {
-        args[i] = items[i].key;
-        lens[i] = items[i].key_len;
-        args[n + 2 * i] = items[i].token;
-        lens[n + 2 * i] = UTIL_TOKEN_HEX;
-        args[n + 2 * i + 1] = ttls + 24 * i;
-        lens[n + 2 * i + 1] = (size_t)snprintf(ttls + 24 * i, 24, "%lld",
-                                               (long long)items[i].ttl_ms);
+    /* KEYS: the records; ARGV per record: token, ttl, kind, limit key. */
+    for (i = 0, p = bytes; i < n; i++) {
+        if (redlock_keys_of(items[i].rec, &k) != 0) {
+            goto out;
+        }
+        redlock_put(&p, k.rec, k.rec_len, &args[i], &lens[i]);
+        redlock_put(&p, items[i].token, UTIL_TOKEN_HEX, &args[n + 4 * i], &lens[n + 4 * i]);
+        redlock_put(&p, ttl, (size_t)snprintf(ttl, sizeof(ttl), "%lld",
+                                              (long long)items[i].ttl_ms),
+                    &args[n + 4 * i + 1], &lens[n + 4 * i + 1]);
+        redlock_put(&p, k.kind, 1, &args[n + 4 * i + 2], &lens[n + 4 * i + 2]);
+        redlock_put(&p, k.aux, k.aux_len, &args[n + 4 * i + 3], &lens[n + 4 * i + 3]);
     }
     rc = round_start(script_extend, n, nargs, args, lens, redlock_extend_reply,
                      redlock_extend_done, op);
+out:
     free(args);
     free(lens);
-    free(ttls);
+    free(bytes);
     if (rc != 0) {
         free(op);
         return -1;
@@ -1019,7 +1584,7 @@ redlock_renewal_verdict(size_t confirmed, size_t denied, size_t nmasters, int64_
 /* A restore sent to one master: its own copy of the args; freed when answered. */
 struct redlock_restore_req {
     size_t       n;         /* keys */
-    const char **args;      /* n keys, then token and px per key (into bytes) */
+    const char **args;      /* n records, then five words per record (into bytes) */
     size_t      *lens;      /* bytes of each arg */
     char         bytes[];   /* the keys, tokens and px texts */
 };
@@ -1043,7 +1608,8 @@ redlock_restore_cb(struct master *m, const struct master_reply *reply, const cha
 static bool
 redlock_restore_wanted(const struct redlock_restore_item *item, size_t i, int64_t now)
 {
-    return ((item->masters >> i) & 1u) && item->validity_end_us - now >= 1000;
+    return ((item->masters >> i) & 1u) && item->validity_end_us - now >= 1000
+           && item->rec->base_len <= REDLOCK_KEY_MAX;
 }
 
 int
@@ -1051,6 +1617,8 @@ redlock_restore(const struct redlock_restore_item *items, size_t n)
 {
     size_t nm = master_count(), i, j, k, cnt, size;
     int64_t now = util_now_us();
+    struct redlock_keys keys;
+    char num[24];
 
     for (i = 0; i < nm && i < 16; i++) {
         struct redlock_restore_req *req;
@@ -1059,40 +1627,45 @@ redlock_restore(const struct redlock_restore_item *items, size_t n)
         for (j = 0, cnt = 0, size = 0; j < n; j++) {
             if (redlock_restore_wanted(&items[j], i, now)) {
                 cnt++;
-                size += items[j].key_len + UTIL_TOKEN_HEX + 24;
+                size += redlock_rec_room(items[j].rec);
             }
         }
         if (cnt == 0) {
             continue;
         }
         size = (size + 7) & ~(size_t)7;     /* the arrays after the bytes are aligned */
-        req = malloc(sizeof(*req) + size + 3 * cnt * (sizeof(*req->args) + sizeof(*req->lens)));
+        req = malloc(sizeof(*req) + size + 6 * cnt * (sizeof(*req->args) + sizeof(*req->lens)));
         if (req == NULL) {
             return -1;
         }
         req->n = cnt;
         req->args = (const char **)(void *)(req->bytes + size);
-        req->lens = (size_t *)(void *)(req->args + 3 * cnt);
+        req->lens = (size_t *)(void *)(req->args + 6 * cnt);
         p = req->bytes;
+        /* KEYS: the records; ARGV per record: token, ms, kind, limit or name key, limit. */
         for (j = 0, k = 0; j < n; j++) {
+            const struct redlock_rec *rec = items[j].rec;
+            size_t a = cnt + 5 * k;
+
             if (!redlock_restore_wanted(&items[j], i, now)) {
                 continue;
             }
-            memcpy(p, items[j].key, items[j].key_len);
-            req->args[k] = p;
-            req->lens[k] = items[j].key_len;
-            p += items[j].key_len;
-            memcpy(p, items[j].token, UTIL_TOKEN_HEX);
-            req->args[cnt + 2 * k] = p;
-            req->lens[cnt + 2 * k] = UTIL_TOKEN_HEX;
-            p += UTIL_TOKEN_HEX;
-            req->args[cnt + 2 * k + 1] = p;
-            req->lens[cnt + 2 * k + 1] = (size_t)snprintf(
-                p, 24, "%lld", (long long)((items[j].validity_end_us - now) / 1000));
-            p += 24;
+            (void)redlock_keys_of(rec, &keys);      /* cannot fail: base_len was checked */
+            redlock_put(&p, keys.rec, keys.rec_len, &req->args[k], &req->lens[k]);
+            redlock_put(&p, items[j].token, UTIL_TOKEN_HEX, &req->args[a], &req->lens[a]);
+            redlock_put(&p, num, (size_t)snprintf(num, sizeof(num), "%lld", (long long)(
+                            (items[j].validity_end_us - now) / 1000)),
+                        &req->args[a + 1], &req->lens[a + 1]);
+            redlock_put(&p, keys.kind, 1, &req->args[a + 2], &req->lens[a + 2]);
+            if (rec->kind == REDLOCK_SHARED) {
+                redlock_put(&p, rec->base, rec->base_len, &req->args[a + 3], &req->lens[a + 3]);
+            } else {
+                redlock_put(&p, keys.aux, keys.aux_len, &req->args[a + 3], &req->lens[a + 3]);
+            }
+            redlock_put(&p, keys.limit, keys.limit_len, &req->args[a + 4], &req->lens[a + 4]);
             k++;
         }
-        if (master_eval(master_at(i), script_restore, cnt, 3 * cnt, req->args, req->lens,
+        if (master_eval(master_at(i), script_restore, cnt, 6 * cnt, req->args, req->lens,
                         NULL, redlock_restore_cb, req) != 0) {
             free(req);
         }

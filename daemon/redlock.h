@@ -5,10 +5,12 @@
  * Redis", redis.io/docs/manual/patterns/distributed-locks), section "The
  * Redlock Algorithm", and the project's safety notes, proto/SAFETY.md.
  *
- * Key layout, compatible with redsync, node-redlock and redlock-rb: the
- * key is a plain string set with SET key token NX PX ttl; the token is a
- * 128-bit random value in hex; release is compare-and-delete; extend is
- * compare-and-PEXPIRE and never re-creates a key.
+ * Key layout of an exclusive lock, compatible with redsync, node-redlock
+ * and redlock-rb: the key is a plain string set with SET key token NX PX
+ * ttl; the token is a 128-bit random value in hex; release is
+ * compare-and-delete; extend is compare-and-PEXPIRE and never re-creates
+ * a key.  Counted and shared holds (struct redlock_rec) have their own
+ * records next to it: PROTOCOL.md section 9 lists every key.
  *
  * Each operation is one round (daemon/round.h).  Results are delivered
  * through a callback from the event loop, never from inside the call.
@@ -29,12 +31,17 @@
  */
 #define REDLOCK_FENCE_SUFFIX   " fence"     /* key of the name's fence counter */
 #define REDLOCK_CHANNEL_SUFFIX " released"  /* pub/sub channel announcing releases */
+#define REDLOCK_SHARED_SUFFIX  " shared"    /* sorted set of the name's shared holders */
+#define REDLOCK_LIMIT_SUFFIX   " limit"     /* a counted name's limit (its marker) */
+#define REDLOCK_PERMIT_SUFFIX  " permit "   /* + index: one permit of a counted name */
+#define REDLOCK_GATE_SUFFIX    " gate"      /* a waiting exclusive LOCK's gate */
+#define REDLOCK_LIMIT_MAX      1000         /* most permits a counted name may have */
 
 /* Longest lock key: lock.key_prefix (<= 256) + a name (<= 250).  The
  * operations refuse a longer key (-1). */
 #define REDLOCK_KEY_MAX        512
-/* Room for a key plus either suffix and a NUL. */
-#define REDLOCK_DERIVED_MAX    (REDLOCK_KEY_MAX + 16)
+/* Room for a key plus any suffix (" permit 999 fence" is the longest) and a NUL. */
+#define REDLOCK_DERIVED_MAX    (REDLOCK_KEY_MAX + 32)
 #define REDLOCK_NO_EXPIRY (-1)      /* a busy key that has no ttl */
 
 /* Outcome of an acquire or status round. */
@@ -49,7 +56,36 @@ enum redlock_outcome {
     REDLOCK_GONE,       /* release: a quorum answered, but fewer than a quorum
                            still held our token (it was no longer a lock) */
     REDLOCK_NOTHELD,    /* extend: a quorum did not confirm within validity */
+    REDLOCK_KIND,       /* acquire: not granted, and a master holds the name
+                           as another kind (res->error says which) */
     REDLOCK_NOQUORUM    /* fewer than a quorum of masters answered */
+};
+
+/*
+ * The kinds of hold (PROTOCOL.md section 9 has their keys and their
+ * safety argument).  The value is the letter the scripts use.
+ */
+enum redlock_kind {
+    REDLOCK_EXCLUSIVE = 'x',    /* the key itself holds the token */
+    REDLOCK_SHARED = 's',       /* a member of key + " shared", scored by its expiry */
+    REDLOCK_PERMIT = 'p',       /* key + " permit <i>" holds the token: permit i
+                                   of a counted name, an exclusive lock of its own */
+    REDLOCK_ANY = '?'           /* release, extend: whichever record of the name
+                                   holds the token (a lease-mode token; for a
+                                   counted name each master reads its permits) */
+};
+
+/*
+ * Where one holder's record lives on the masters.  base is the name's
+ * key (lock.key_prefix + name), borrowed; the record's own keys are
+ * derived from it inside the engine.
+ */
+struct redlock_rec {
+    const char        *base;    /* the name's key, not NUL-terminated */
+    size_t             base_len;/* bytes in base, <= REDLOCK_KEY_MAX */
+    enum redlock_kind  kind;    /* see above */
+    unsigned           slot;    /* PERMIT: the permit's index, < limit */
+    unsigned           limit;   /* PERMIT: the name's limit, 1..REDLOCK_LIMIT_MAX */
 };
 
 /* What a batched renewal came to for one lease (redlock_renewal_verdict). */
@@ -83,6 +119,14 @@ struct redlock_result {
     int64_t fence;                      /* GRANTED with fence: the fencing
                                            token, written back to a majority;
                                            0 otherwise */
+    int     free_slot;                  /* acquire of a PERMIT, not granted: a
+                                           permit no answering master reported
+                                           held, worth trying next; -1 when
+                                           every permit was held somewhere */
+    enum redlock_kind kind;             /* status HELD: the kind of the holders */
+    size_t  holders;                    /* status HELD: holders no quorum could
+                                           take over now (1 for an exclusive lock) */
+    unsigned limit;                     /* status HELD of a counted name: its limit */
     size_t  answered;                   /* masters that answered */
     char    error[REDLOCK_ERROR_MAX];   /* when fewer than a quorum answered:
                                            who failed and how */
@@ -92,8 +136,7 @@ typedef void (*redlock_done_fn)(const struct redlock_result *res, void *arg);
 
 /* One lease in a batched extend. */
 struct redlock_extend_item {
-    const char *key;            /* full Redis key */
-    size_t      key_len;        /* bytes in key */
+    const struct redlock_rec *rec;  /* its record */
     const char *token;          /* owner token, UTIL_TOKEN_HEX bytes */
     int64_t     ttl_ms;         /* new lease, ms */
 };
@@ -175,7 +218,7 @@ int64_t redlock_validity_us(int64_t ttl_ms, int64_t elapsed_us, double drift_fac
 int64_t redlock_holder_ttl(int64_t *pttls, size_t nheld, size_t nfree, size_t quorum);
 
 /*
- * Acquire key with token for ttl_ms.  GRANTED when a quorum set the key
+ * Acquire rec (not REDLOCK_ANY) with token for ttl_ms.  GRANTED when a quorum set the key
  * (or already held our token) and, when the callback runs, validity is
  * left: at least 1 ms, or, with fence, at least one round deadline
  * (lock.node_timeout_ms: a later grant's round may begin that long
@@ -202,29 +245,57 @@ int64_t redlock_holder_ttl(int64_t *pttls, size_t nheld, size_t nfree, size_t qu
  * holds this value: fences strictly increase, as long as no master loses
  * acknowledged writes.  Source: Kleppmann, "How to do distributed
  * locking" (2016) for the need; the quorum argument is PROTOCOL.md's.
+ * An exclusive or shared grant counts on the name's counter; a permit
+ * on its own (permit key + REDLOCK_FENCE_SUFFIX): fences order the
+ * holders of one permit.
+ *
+ * Kinds: one name is one kind at a time.  A master that holds the name
+ * as another kind (a counted name with another limit, an exclusive or
+ * shared hold asked as a permit, a permit asked as exclusive or shared)
+ * refuses with its kind; when the round grants nothing the outcome is
+ * KIND and res->error says "limit=3", "exclusive" or "shared".  An
+ * exclusive request on a name with live shared holders is BUSY (the
+ * same family); with gate, a master where only shared holders keep it
+ * out also sets the name's gate to token (for ttl_ms), which makes new
+ * shared requests wait, so that a stream of shared holders cannot
+ * starve it; the gate is deleted by the grant, or by redlock_ungate().
+ * A PERMIT that is not granted reports in res->free_slot a permit worth
+ * trying next (free on the most answering masters).
  *
  * Returns 0, or -1 when memory ran out (no callback).
  */
-int redlock_acquire(const char *key, size_t key_len, const char *token, int64_t ttl_ms,
-                    const char *old_token, bool fence, redlock_done_fn cb, void *arg);
+int redlock_acquire(const struct redlock_rec *rec, const char *token, int64_t ttl_ms,
+                    const char *old_token, bool fence, bool gate, redlock_done_fn cb,
+                    void *arg);
 
 /*
- * Compare-and-delete key on every master.  cb may be NULL.  Outcome
+ * Compare-and-delete rec's record holding token on every master (a
+ * shared holder's member; a permit's key, deleting the name's limit with
+ * its last permit; with REDLOCK_ANY, whichever record holds the token).
+ * cb may be NULL.  Outcome
  * (redlock_release_verdict): RELEASED when a quorum confirmed the
  * delete of our token (res->confirmed counts them), GONE when a quorum
  * answered but fewer than a quorum still held the token, NOQUORUM when
  * fewer than a quorum answered.  announce: a master
- * that deleted the key publishes on key + REDLOCK_CHANNEL_SUFFIX, which
+ * that deleted the record publishes on the name's key + REDLOCK_CHANNEL_SUFFIX, which
  * wakes the waiters of every daemon subscribed to it (a real release;
  * the clean-up after a failed grant does not announce, so that two
  * contenders that split the vote do not wake each other in step).
  * Returns 0 or -1 (no callback).
  */
-int redlock_release(const char *key, size_t key_len, const char *token, bool announce,
+int redlock_release(const struct redlock_rec *rec, const char *token, bool announce,
                     redlock_done_fn cb, void *arg);
 
 /*
- * Fire and forget, for a lost lease: on every master where key still
+ * Fire and forget: delete the gate of the name whose key is base where
+ * it still holds token (an exclusive LOCK that stopped waiting), and
+ * announce it, so that the shared waiters it held back try again.
+ * Returns 0, or -1 when out of memory.
+ */
+int redlock_ungate(const char *base, size_t base_len, const char *token);
+
+/*
+ * Fire and forget, for a lost lease: on every master where rec still
  * holds token, set its expiry to the end of the validity the holder was
  * told (validity_end_us, monotonic) plus the drift allowance of what is
  * left, at least 1 ms, with the compare-and-PEXPIRE of EXTEND; a key
@@ -233,7 +304,7 @@ int redlock_release(const char *key, size_t key_len, const char *token, bool ann
  * so the name is free again when the lease would have ended.  Returns
  * 0, or -1 when out of memory.
  */
-int redlock_expire_at(const char *key, size_t key_len, const char *token,
+int redlock_expire_at(const struct redlock_rec *rec, const char *token,
                       int64_t validity_end_us);
 
 /*
@@ -261,10 +332,9 @@ enum redlock_renewal redlock_renewal_verdict(size_t confirmed, size_t denied, si
 enum redlock_outcome redlock_release_verdict(size_t answered, size_t confirmed,
                                              size_t nmasters);
 
-/* One key to put back on the masters that lost it (redlock_restore). */
+/* One record to put back on the masters that lost it (redlock_restore). */
 struct redlock_restore_item {
-    const char *key;            /* full Redis key */
-    size_t      key_len;        /* bytes in key */
+    const struct redlock_rec *rec; /* its record (not REDLOCK_ANY) */
     const char *token;          /* owner token, UTIL_TOKEN_HEX bytes */
     int64_t     validity_end_us;/* monotonic end of the lease's validity */
     uint16_t    masters;        /* bit i: master i answered that the key is absent */
@@ -273,8 +343,9 @@ struct redlock_restore_item {
 /*
  * Put renewed leases back where a master lost them: on each master named
  * in an item's mask, SET key token NX PX <validity left, ms> (set only
- * if absent; an item whose validity is over is skipped), one script call
- * per master for all its keys.  Call only for leases a quorum confirmed
+ * if absent; a shared holder's member only where no exclusive key is
+ * there; a permit with the name's limit; an item whose validity is over
+ * is skipped), one script call per master for all its records.  Call only for leases a quorum confirmed
  * in this same turn of the event loop: a confirmed quorum holds the
  * token, and every other quorum intersects it, so nobody else can hold
  * the name before the validity ends, and a key set to expire by then
@@ -285,27 +356,34 @@ int redlock_restore(const struct redlock_restore_item *items, size_t n);
 
 /*
  * Extend one lease by its token (EXTEND of a lease-mode lock): on each
- * master, PEXPIRE the key to ttl_ms if it holds token; never re-creates
- * a key.  GRANTED (validity_end_us of the new lease) when a quorum
+ * master, PEXPIRE the record of the name whose key is base that holds
+ * token (whichever kind it is) to ttl_ms; never re-creates one.  GRANTED (validity_end_us of the new lease) when a quorum
  * confirmed and the round ended within the validity the lock still had
  * (the quorum's old pttl less drift); NOTHELD when a quorum cannot
  * confirm (a majority do not hold token) or the validity had run out;
  * NOQUORUM when too few answered to tell.  Returns 0 or -1 (no callback).
  */
-int redlock_extend_one(const char *key, size_t key_len, const char *token, int64_t ttl_ms,
+int redlock_extend_one(const char *base, size_t base_len, const char *token, int64_t ttl_ms,
                        redlock_done_fn cb, void *arg);
 
 /*
- * Read the key on every master: HELD (owner_self when our token is on a
- * quorum; token may be NULL) with the holder's ttl, FREE, or NOQUORUM.
- * Returns 0 or -1 (no callback).
+ * Read the name whose key is base on every master, whatever its kind:
+ * HELD when some holder is on so many masters that no quorum could take
+ * its place now (res->kind, res->holders of that sort, res->limit of a
+ * counted name; owner_self when a holder holding token is on a quorum;
+ * token may be NULL; res->ttl_ms the time until enough records expire
+ * that a quorum sees the name free, the longest over its holders), FREE,
+ * or NOQUORUM.  Each master reads every holder of the name: O(limit)
+ * for a counted name, O(holders) for a shared one.  Returns 0 or -1
+ * (no callback).
  */
-int redlock_status(const char *key, size_t key_len, const char *token,
+int redlock_status(const char *base, size_t base_len, const char *token,
                    redlock_done_fn cb, void *arg);
 
 /*
- * Compare-and-PEXPIRE n keys on every master in one script call each.
- * Never re-creates a key that is gone.  The round waits for every
+ * Compare-and-PEXPIRE n records on every master in one script call each
+ * (a shared holder's score; a permit's limit is kept alive with it).
+ * Never re-creates a record that is gone.  The round waits for every
  * master (or its deadline), so that the result also says where a key
  * is missing (res->absent).  The caller decides, per item, with
  * redlock_renewal_verdict().  Returns 0 or -1 (no callback).

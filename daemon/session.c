@@ -332,6 +332,34 @@ fail:
 }
 
 /* Reply for a finished lock operation. */
+/*
+ * The kind words of an OK to LOCK (only for a shared or counted hold:
+ * "kind=shared", "permit=I limit=N") or of HELD (always: "kind=...
+ * holders=N", a counted name's "limit=N", this client's "permit=I").
+ */
+static void
+session_reply_kind(struct proto_reply *r, const struct lock_result *res, bool status)
+{
+    static const char *const words[] = {
+        [LOCK_KIND_EXCLUSIVE] = "exclusive",
+        [LOCK_KIND_SHARED] = "shared",
+        [LOCK_KIND_COUNTED] = "counted",
+    };
+
+    if (status || res->kind != LOCK_KIND_EXCLUSIVE) {
+        proto_reply_str(r, "kind", words[res->kind]);
+    }
+    if (status) {
+        proto_reply_int(r, "holders", (int64_t)res->holders);
+    }
+    if (res->kind == LOCK_KIND_COUNTED) {
+        proto_reply_int(r, "limit", res->limit);
+        if (res->permit >= 0) {
+            proto_reply_int(r, "permit", res->permit);
+        }
+    }
+}
+
 static void
 session_done_cb(struct lock_client *c, const struct lock_result *res)
 {
@@ -365,6 +393,9 @@ session_done_cb(struct lock_client *c, const struct lock_result *res)
         if (res->fence > 0) {
             proto_reply_int(&r, "fence", res->fence);
         }
+        if (s->verb == PROTO_LOCK || s->verb == PROTO_TRYLOCK) {
+            session_reply_kind(&r, res, false);
+        }
         break;
     case LOCK_BUSY:
         proto_reply_start(&r, "BUSY");
@@ -390,6 +421,7 @@ session_done_cb(struct lock_client *c, const struct lock_result *res)
         if (res->fence > 0) {
             proto_reply_int(&r, "fence", res->fence);
         }
+        session_reply_kind(&r, res, true);
         break;
     case LOCK_FREE:
         proto_reply_start(&r, "FREE");
@@ -407,6 +439,9 @@ session_done_cb(struct lock_client *c, const struct lock_result *res)
     case LOCK_LIMIT:
     case LOCK_FAILED:
         proto_reply_error(&r, PROTO_ERR_LIMIT, res->error);
+        break;
+    case LOCK_WRONG_KIND:
+        proto_reply_error(&r, PROTO_ERR_KIND, res->error);
         break;
     case LOCK_CANCELLED:
         return;
@@ -476,6 +511,9 @@ session_stats(struct session *s)
     STAT_U("locks_lost_gone", stats.locks_lost_gone);
     STAT_U("locks_lost_shutdown", stats.locks_lost_shutdown);
     STAT_U("fenced_grants", stats.fenced_grants);
+    STAT_U("shared_grants", stats.shared_grants);
+    STAT_U("counted_grants", stats.counted_grants);
+    STAT_U("kind_refusals", stats.kind_refusals);
     STAT_U("lease_grants", stats.lease_grants);
     STAT_U("session_grants", stats.acquire_ok - stats.lease_grants);
     STAT_U("extends_ok", stats.extends_ok);
@@ -658,6 +696,19 @@ session_dispatch(struct session *s, const struct proto_cmd *cmd)
         req.trylock = cmd->verb == PROTO_TRYLOCK;
         req.lease_mode = cmd->mode == PROTO_MODE_LEASE;
         req.fence = cmd->fence;
+        req.kind = cmd->shared ? LOCK_KIND_SHARED
+                   : cmd->has_limit ? LOCK_KIND_COUNTED : LOCK_KIND_EXCLUSIVE;
+        req.limit = 0;
+        if (cmd->has_limit) {
+            if (cmd->limit > session_conf->max_limit) {
+                snprintf(text, sizeof(text), "%s: limit=%lld out of range 1..%lld "
+                         "(lock.max_limit)", proto_verb_name(cmd->verb),
+                         (long long)cmd->limit, (long long)session_conf->max_limit);
+                session_send_error(s, PROTO_ERR_PROTO, text);
+                return;
+            }
+            req.limit = (unsigned)cmd->limit;
+        }
         s->busy = true;
         lock_acquire(&s->lc, cmd->name, cmd->name_len, &req);
         return;

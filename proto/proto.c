@@ -54,6 +54,8 @@ enum proto_opt_id {
     PROTO_OPT_MODE,
     PROTO_OPT_TOKEN,
     PROTO_OPT_FENCE,
+    PROTO_OPT_LIMIT,
+    PROTO_OPT_SHARED,
     PROTO_OPT_COUNT
 };
 
@@ -101,6 +103,12 @@ struct proto_verbdef {
     uint32_t        opts;       /* PROTO_OPT_BIT()s of the options it accepts */
 };
 
+/* Two options that cannot go together on one line.  Static data. */
+struct proto_exclusive {
+    enum proto_opt_id a, b;     /* the options */
+    const char        *why;     /* " (reason)" after "<VERB>: 'a' and 'b' cannot go together" */
+};
+
 /* An option a verb cannot do without.  Static data. */
 struct proto_required {
     enum proto_verb   verb;     /* the verb that requires it */
@@ -116,6 +124,9 @@ static int proto_opt_mode(const struct proto_optdef *def, const char *val, size_
                           struct proto_cmd *cmd, const char *verb,
                           struct proto_error *err);
 static int proto_opt_token(const struct proto_optdef *def, const char *val, size_t len,
+                           struct proto_cmd *cmd, const char *verb,
+                           struct proto_error *err);
+static int proto_opt_count(const struct proto_optdef *def, const char *val, size_t len,
                            struct proto_cmd *cmd, const char *verb,
                            struct proto_error *err);
 
@@ -150,10 +161,23 @@ static const struct proto_optdef proto_opts[PROTO_OPT_COUNT] = {
         .has_off = offsetof(struct proto_cmd, fence),
         .val_off = 0,
     },
+    [PROTO_OPT_LIMIT] = {
+        .key = "limit", .flag = false, .set = proto_opt_count, .min = 1,
+        .inf = NULL, .inf_value = 0,
+        .has_off = offsetof(struct proto_cmd, has_limit),
+        .val_off = offsetof(struct proto_cmd, limit),
+    },
+    [PROTO_OPT_SHARED] = {
+        .key = "shared", .flag = true, .set = NULL, .min = 0,
+        .inf = NULL, .inf_value = 0,
+        .has_off = offsetof(struct proto_cmd, shared),
+        .val_off = 0,
+    },
 };
 
 #define PROTO_LOCK_OPTS     (PROTO_OPT_BIT(PROTO_OPT_TTL) | PROTO_OPT_BIT(PROTO_OPT_MODE) \
-                             | PROTO_OPT_BIT(PROTO_OPT_FENCE))
+                             | PROTO_OPT_BIT(PROTO_OPT_FENCE) | PROTO_OPT_BIT(PROTO_OPT_LIMIT) \
+                             | PROTO_OPT_BIT(PROTO_OPT_SHARED))
 
 static const struct proto_verbdef proto_verbs[PROTO_VERB_COUNT] = {
     [PROTO_LOCK] = {
@@ -173,6 +197,12 @@ static const struct proto_verbdef proto_verbs[PROTO_VERB_COUNT] = {
     [PROTO_AUTH]         = { "AUTH", PROTO_ARGS_SECRET, 0 },
 };
 
+/* Options that exclude each other. */
+static const struct proto_exclusive proto_exclusives[] = {
+    { PROTO_OPT_SHARED, PROTO_OPT_LIMIT,
+      " (a name is one kind: shared, or counted with limit=N)" },
+};
+
 /* The required options, in the order a line missing several reports them. */
 static const struct proto_required proto_required[] = {
     { PROTO_EXTEND, PROTO_OPT_TTL, "" },
@@ -182,8 +212,9 @@ static const struct proto_required proto_required[] = {
 };
 
 const char *const proto_help[PROTO_VERB_COUNT + 1] = {
-    [PROTO_LOCK]         = "LOCK <name> [ttl=MS] [wait=MS|inf] [mode=session|lease] [fence]",
-    [PROTO_TRYLOCK]      = "TRYLOCK <name> [ttl=MS] [mode=session|lease] [fence]",
+    [PROTO_LOCK]         = "LOCK <name> [ttl=MS] [wait=MS|inf] [mode=session|lease] [fence] "
+                           "[shared|limit=N]",
+    [PROTO_TRYLOCK]      = "TRYLOCK <name> [ttl=MS] [mode=session|lease] [fence] [shared|limit=N]",
     [PROTO_UNLOCK]       = "UNLOCK <name> [token=HEX]",
     [PROTO_STATUS]       = "STATUS <name> [token=HEX]",
     [PROTO_EXTEND]       = "EXTEND <name> token=HEX ttl=MS",
@@ -206,6 +237,7 @@ static const char *const proto_errcodes[] = {
     [PROTO_ERR_SHUTDOWN] = "SHUTDOWN",
     [PROTO_ERR_AUTH]     = "AUTH",
     [PROTO_ERR_TIMEOUT]  = "TIMEOUT",
+    [PROTO_ERR_KIND]     = "KIND",
 };
 
 /*
@@ -471,6 +503,29 @@ proto_opt_ms(const struct proto_optdef *def, const char *val, size_t len,
     return 0;
 }
 
+/* Setter for limit=: a number of holders, at least def->min. */
+static int
+proto_opt_count(const struct proto_optdef *def, const char *val, size_t len,
+                struct proto_cmd *cmd, const char *verb, struct proto_error *err)
+{
+    char quoted[PROTO_QUOTE_MAX];
+    int64_t v;
+
+    if (proto_parse_number(val, len, &v) != 0) {
+        proto_fail(err, PROTO_ERR_PROTO,
+                   "%s: bad value for '%s': '%s' (expected a number of holders)",
+                   verb, def->key, proto_quote(quoted, val, len));
+        return -1;
+    }
+    if (v < def->min) {
+        proto_fail(err, PROTO_ERR_PROTO, "%s: %s must be at least %" PRId64, verb, def->key,
+                   def->min);
+        return -1;
+    }
+    *(int64_t *)(void *)((char *)cmd + def->val_off) = v;
+    return 0;
+}
+
 /* Setter for mode=: "session" or "lease", case-insensitive. */
 static int
 proto_opt_mode(const struct proto_optdef *def, const char *val, size_t len,
@@ -709,6 +764,15 @@ proto_parse(const char *line, size_t len, struct proto_cmd *cmd,
     }
     if (!proto_has_required(vd, cmd->verb, seen, err)) {
         return -1;
+    }
+    for (i = 0; i < (int)(sizeof(proto_exclusives) / sizeof(proto_exclusives[0])); i++) {
+        const struct proto_exclusive *ex = &proto_exclusives[i];
+
+        if ((seen & PROTO_OPT_BIT(ex->a)) && (seen & PROTO_OPT_BIT(ex->b))) {
+            proto_fail(err, PROTO_ERR_PROTO, "%s: '%s' and '%s' cannot go together%s",
+                       vd->name, proto_opts[ex->a].key, proto_opts[ex->b].key, ex->why);
+            return -1;
+        }
     }
     return 0;
 }

@@ -49,7 +49,8 @@ enum proto_errcode {
     PROTO_ERR_NOQUORUM,   /* fewer than a quorum of masters answered */
     PROTO_ERR_SHUTDOWN,   /* the daemon is stopping */
     PROTO_ERR_AUTH,       /* AUTH required first, or a wrong password */
-    PROTO_ERR_TIMEOUT     /* limits.idle_timeout_ms passed (then closed) */
+    PROTO_ERR_TIMEOUT,    /* limits.idle_timeout_ms passed (then closed) */
+    PROTO_ERR_KIND        /* the name is held or waited for as another kind */
 };
 
 /* What a LOCK's lease is bound to (mode=). */
@@ -79,6 +80,10 @@ struct proto_cmd {
     const char      *token;     /* token= value, PROTO_TOKEN_LEN lowercase hex
                                    digits, not NUL-terminated; NULL if absent */
     bool            fence;      /* the bare word "fence" was given */
+    bool            has_limit;  /* limit= was given */
+    int64_t         limit;      /* limit= value: holders at once, >= 1 (the upper
+                                   bound is checked by the caller) */
+    bool            shared;     /* the bare word "shared" was given */
 };
 
 /* Why a line was refused: the class and a one-line text for the client. */
