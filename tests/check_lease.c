@@ -91,7 +91,7 @@ static struct lease       t_leases[8];        /* leases of the current test */
 int __wrap_redlock_extend(const struct redlock_extend_item *items, size_t n,
                           redlock_extend_fn cb, void *arg);
 int __wrap_redlock_restore(const struct redlock_restore_item *items, size_t n);
-int __wrap_redlock_expire_at(const char *key, size_t key_len, const char *token,
+int __wrap_redlock_expire_at(const struct redlock_rec *rec, const char *token,
                              int64_t validity_end_us);
 size_t __wrap_master_count(void);
 
@@ -113,9 +113,9 @@ __wrap_redlock_extend(const struct redlock_extend_item *items, size_t n,
     memset(e, 0, sizeof(*e));
     e->n = n;
     for (i = 0; i < n; i++) {
-        ck_assert_uint_lt(items[i].key_len, T_KEY_MAX);
-        memcpy(e->key[i], items[i].key, items[i].key_len);
-        e->key_len[i] = items[i].key_len;
+        ck_assert_uint_lt(items[i].rec->base_len, T_KEY_MAX);
+        memcpy(e->key[i], items[i].rec->base, items[i].rec->base_len);
+        e->key_len[i] = items[i].rec->base_len;
         memcpy(e->token[i], items[i].token, UTIL_TOKEN_HEX);
         e->ttl_ms[i] = items[i].ttl_ms;
     }
@@ -137,8 +137,8 @@ __wrap_redlock_restore(const struct redlock_restore_item *items, size_t n)
         ck_assert_int_lt(t_nrestore_items, T_MAX_CALLS);
         r = &t_restores[t_nrestore_items++];
         memset(r, 0, sizeof(*r));
-        ck_assert_uint_lt(items[i].key_len, T_KEY_MAX);
-        memcpy(r->key, items[i].key, items[i].key_len);
+        ck_assert_uint_lt(items[i].rec->base_len, T_KEY_MAX);
+        memcpy(r->key, items[i].rec->base, items[i].rec->base_len);
         memcpy(r->token, items[i].token, UTIL_TOKEN_HEX);
         r->validity_end_us = items[i].validity_end_us;
         r->masters = items[i].masters;
@@ -147,7 +147,7 @@ __wrap_redlock_restore(const struct redlock_restore_item *items, size_t n)
 }
 
 int
-__wrap_redlock_expire_at(const char *key, size_t key_len, const char *token,
+__wrap_redlock_expire_at(const struct redlock_rec *rec, const char *token,
                          int64_t validity_end_us)
 {
     struct t_expire *x;
@@ -155,8 +155,8 @@ __wrap_redlock_expire_at(const char *key, size_t key_len, const char *token,
     ck_assert_int_lt(t_nexpire, T_MAX_CALLS);
     x = &t_expires[t_nexpire++];
     memset(x, 0, sizeof(*x));
-    ck_assert_uint_lt(key_len, T_KEY_MAX);
-    memcpy(x->key, key, key_len);
+    ck_assert_uint_lt(rec->base_len, T_KEY_MAX);
+    memcpy(x->key, rec->base, rec->base_len);
     memcpy(x->token, token, UTIL_TOKEN_HEX);
     x->validity_end_us = validity_end_us;
     return 0;
@@ -290,13 +290,32 @@ t_sleep_until(int64_t when_us)
     }
 }
 
+/*
+ * An exclusive record of key (a string that lives for the whole test),
+ * in a ring of slots so that several may be in use at once.
+ */
+static const struct redlock_rec *
+t_rec(const char *key)
+{
+    static struct redlock_rec recs[16];
+    static size_t next;
+    struct redlock_rec *r = &recs[next++ % 16];
+
+    r->base = key;
+    r->base_len = strlen(key);
+    r->kind = REDLOCK_EXCLUSIVE;
+    r->slot = 0;
+    r->limit = 0;
+    return r;
+}
+
 /* Start t_leases[i] with key, ttl T_TTL_MS, from a round that began at start_us. */
 static struct lease *
 t_start(size_t i, const char *key, int64_t start_us)
 {
     struct lease *l = &t_leases[i];
 
-    ck_assert_int_eq(lease_start(l, key, strlen(key), t_token, T_TTL_MS, 7, start_us,
+    ck_assert_int_eq(lease_start(l, t_rec(key), t_token, T_TTL_MS, 7, start_us,
                                  start_us + T_VALIDITY_US), 0);
     return l;
 }
@@ -371,8 +390,9 @@ START_TEST(test_start_held)
 
     ck_assert_int_eq(a->state, LEASE_HELD);
     ck_assert_uint_eq(lease_count(), 1);
-    ck_assert(memcmp(a->key, "lk:a", 4) == 0);
-    ck_assert_uint_eq(a->key_len, 4);
+    ck_assert(memcmp(a->rec.base, "lk:a", 4) == 0);
+    ck_assert_uint_eq(a->rec.base_len, 4);
+    ck_assert_int_eq(a->rec.kind, REDLOCK_EXCLUSIVE);
     ck_assert_str_eq(a->token, t_token);
     ck_assert_int_eq(a->ttl_ms, T_TTL_MS);
     ck_assert_int_eq(a->fence, 7);
@@ -610,7 +630,7 @@ START_TEST(test_undecided_past_guard)
     struct lease *l = &t_leases[0];
 
     /* Renewal due at once; lost at now + 50 ms. */
-    ck_assert_int_eq(lease_start(l, "lk:a", 4, t_token, T_TTL_MS, 0, now - T_RENEW_US,
+    ck_assert_int_eq(lease_start(l, t_rec("lk:a"), t_token, T_TTL_MS, 0, now - T_RENEW_US,
                                  now + 50000 + T_GUARD_US), 0);
     ck_assert(t_run_until(&t_nextend, 1, 2000));
     ck_assert_int_eq(l->state, LEASE_RENEWING);
@@ -747,7 +767,7 @@ START_TEST(test_check_past_guard)
     struct lease *ok = t_start(1, "lk:b", now);
 
     /* Lost at now + 10 ms, before its renewal (now + 100 ms). */
-    ck_assert_int_eq(lease_start(l, "lk:a", 4, t_token, T_TTL_MS, 0, now,
+    ck_assert_int_eq(lease_start(l, t_rec("lk:a"), t_token, T_TTL_MS, 0, now,
                                  now + 10000 + T_GUARD_US), 0);
     ck_assert(lease_check(l, now));
     ck_assert(lease_check(ok, now));
@@ -783,7 +803,7 @@ START_TEST(test_timer_finds_lost)
     struct lease *l = &t_leases[0];
 
     /* The validity ends before the first renewal is due: the timer reports it. */
-    ck_assert_int_eq(lease_start(l, "lk:a", 4, t_token, T_TTL_MS, 0, now,
+    ck_assert_int_eq(lease_start(l, t_rec("lk:a"), t_token, T_TTL_MS, 0, now,
                                  now + 30000 + T_GUARD_US), 0);
     ck_assert(t_run_until(&t_nlost, 1, 2000));
     ck_assert_int_ge(util_now_us(), now + 30000);
@@ -918,7 +938,7 @@ START_TEST(test_batch_window)
     struct lease *c = &t_leases[2];
 
     /* c is due a second later: not in a's batch. */
-    ck_assert_int_eq(lease_start(c, "lk:c", 4, t_token, 3000, 0, now, now + 2965000), 0);
+    ck_assert_int_eq(lease_start(c, t_rec("lk:c"), t_token, 3000, 0, now, now + 2965000), 0);
     ck_assert(t_run_until(&t_nextend, 1, 2000));
     ck_assert_uint_eq(t_extends[0].n, 2);
     ck_assert_int_ge(t_slot(&t_extends[0], "lk:a"), 0);
@@ -936,7 +956,7 @@ START_TEST(test_lost_cb_frees)
 
     ck_assert_ptr_nonnull(l);
     t_free_in_lost = true;
-    ck_assert_int_eq(lease_start(l, "lk:a", 4, t_token, T_TTL_MS, 0, now,
+    ck_assert_int_eq(lease_start(l, t_rec("lk:a"), t_token, T_TTL_MS, 0, now,
                                  now + T_VALIDITY_US), 0);
     ck_assert(t_run_until(&t_nextend, 1, 2000));
     t1 = t_extends[0].at_us;
@@ -984,9 +1004,9 @@ START_TEST(test_lost_cb_ends_batched)
     struct lease *b = &t_leases[1];
 
     /* a: renewal due 10 ms ago (first on the heap); b: lost 5 ms ago. */
-    ck_assert_int_eq(lease_start(a, "lk:a", 4, t_token, T_TTL_MS, 0, now - T_RENEW_US - 10000,
+    ck_assert_int_eq(lease_start(a, t_rec("lk:a"), t_token, T_TTL_MS, 0, now - T_RENEW_US - 10000,
                                  now - T_RENEW_US - 10000 + T_VALIDITY_US), 0);
-    ck_assert_int_eq(lease_start(b, "lk:b", 4, t_token, T_TTL_MS, 0, now,
+    ck_assert_int_eq(lease_start(b, t_rec("lk:b"), t_token, T_TTL_MS, 0, now,
                                  now - 5000 + T_GUARD_US), 0);
     t_end_in_lost = a;
     t_run_for(30);

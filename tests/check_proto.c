@@ -347,6 +347,35 @@ START_TEST(test_no_argument_verbs)
 END_TEST
 
 /* mode=, token= and the bare flag fence, and the verbs that take them. */
+START_TEST(test_kind_options)
+{
+    struct proto_cmd cmd;
+
+    cmd = parse_ok("LOCK a limit=3");
+    ck_assert(cmd.has_limit && cmd.limit == 3 && !cmd.shared);
+    cmd = parse_ok("TRYLOCK a LIMIT=0001 mode=lease ttl=5");
+    ck_assert(cmd.has_limit && cmd.limit == 1 && cmd.has_mode);
+    cmd = parse_ok("LOCK a Shared wait=5");
+    ck_assert(cmd.shared && !cmd.has_limit && cmd.wait_ms == 5);
+    cmd = parse_ok("LOCK a");
+    ck_assert(!cmd.shared && !cmd.has_limit);
+    parse_err("LOCK a limit=0", PROTO_ERR_PROTO, "LOCK: limit must be at least 1");
+    parse_err("LOCK a limit=x", PROTO_ERR_PROTO,
+              "LOCK: bad value for 'limit': 'x' (expected a number of holders)");
+    parse_err("LOCK a limit=-2", PROTO_ERR_PROTO,
+              "LOCK: bad value for 'limit': '-2' (expected a number of holders)");
+    parse_err("LOCK a shared=1", PROTO_ERR_PROTO, "LOCK: option 'shared' takes no value");
+    parse_err("LOCK a shared limit=2", PROTO_ERR_PROTO,
+              "LOCK: 'shared' and 'limit' cannot go together (a name is one kind: shared, "
+              "or counted with limit=N)");
+    parse_err("TRYLOCK a limit=2 shared", PROTO_ERR_PROTO,
+              "TRYLOCK: 'shared' and 'limit' cannot go together (a name is one kind: shared, "
+              "or counted with limit=N)");
+    parse_err("UNLOCK a shared", PROTO_ERR_PROTO, "UNLOCK: unknown option 'shared'");
+    parse_err("STATUS a limit=3", PROTO_ERR_PROTO, "STATUS: unknown option 'limit'");
+}
+END_TEST
+
 START_TEST(test_lease_and_fence_options)
 {
     static const char tok[] = "0123456789abcdef0123456789abcdef";
@@ -907,8 +936,9 @@ START_TEST(test_errcode_names)
     ck_assert_str_eq(proto_errcode_name(PROTO_ERR_SHUTDOWN), "SHUTDOWN");
     ck_assert_str_eq(proto_errcode_name(PROTO_ERR_AUTH), "AUTH");
     ck_assert_str_eq(proto_errcode_name(PROTO_ERR_TIMEOUT), "TIMEOUT");
+    ck_assert_str_eq(proto_errcode_name(PROTO_ERR_KIND), "KIND");
     ck_assert_str_eq(proto_errcode_name(PROTO_ERR_NONE), "?");
-    ck_assert_str_eq(proto_errcode_name((enum proto_errcode)(PROTO_ERR_TIMEOUT + 1)), "?");
+    ck_assert_str_eq(proto_errcode_name((enum proto_errcode)(PROTO_ERR_KIND + 1)), "?");
     ck_assert_str_eq(proto_errcode_name((enum proto_errcode)-1), "?");
 }
 END_TEST
@@ -916,8 +946,9 @@ END_TEST
 START_TEST(test_help)
 {
     static const char *const expected[] = {
-        "LOCK <name> [ttl=MS] [wait=MS|inf] [mode=session|lease] [fence]",
-        "TRYLOCK <name> [ttl=MS] [mode=session|lease] [fence]", "UNLOCK <name> [token=HEX]",
+        "LOCK <name> [ttl=MS] [wait=MS|inf] [mode=session|lease] [fence] [shared|limit=N]",
+        "TRYLOCK <name> [ttl=MS] [mode=session|lease] [fence] [shared|limit=N]",
+        "UNLOCK <name> [token=HEX]",
         "STATUS <name> [token=HEX]", "EXTEND <name> token=HEX ttl=MS", "PING [word]", "VERSION",
         "HELP", "QUIT", "STATS", "AUTH <password>",
     };
@@ -1325,6 +1356,7 @@ proto_suite(void)
     tcase_add_test(tc, test_auth);
     tcase_add_test(tc, test_no_argument_verbs);
     tcase_add_test(tc, test_unknown_verb);
+    tcase_add_test(tc, test_kind_options);
     suite_add_tcase(s, tc);
 
     tc = tcase_create("framing");
