@@ -2,7 +2,7 @@
  * redlockctl.c: flock(1) for the whole fleet, through redlockd.
  *
  *     redlockctl [-S SOCKET | -H HOST:PORT] [-n | -w SECONDS] [-t TTL_MS]
- *                [-E CODE] [-k GRACE_SECONDS] [--fence] [-v]
+ *                [-E CODE] [-k GRACE_SECONDS] [--fence] [-s | --limit N] [-v]
  *                NAME [--] COMMAND [ARGS...]
  *     redlockctl [options] NAME -c 'SHELL COMMAND'
  *     redlockctl [-S SOCKET | -H HOST:PORT] status NAME
@@ -20,13 +20,15 @@
  *      127.0.0.1:7379.  When $REDLOCKD_PASSWORD is set and not empty,
  *      send AUTH <password> first (a daemon without a password answers
  *      that none is configured, and that is accepted).
- *   2. Take NAME in session mode: LOCK NAME [ttl=] [wait=] [fence], or
- *      TRYLOCK for -n and -w 0.  The lock lives as long as this connection;
+ *   2. Take NAME in session mode: LOCK NAME [ttl=] [wait=] [fence]
+ *      [shared | limit=N], or TRYLOCK for -n and -w 0.  The lock lives as long as this connection;
  *      the daemon renews it.  No -n/-w: wait forever (wait=inf).
  *   3. Fork COMMAND: its own process group (setpgid), REDLOCK_NAME=NAME and
  *      REDLOCK_FENCE=N in its environment when the grant carried a fence
  *      (--fence, or lock.fence: always); otherwise REDLOCK_FENCE is removed,
- *      so that a nested redlockctl never passes on a stale one.  COMMAND is
+ *      so that a nested redlockctl never passes on a stale one.  With
+ *      --limit, REDLOCK_PERMIT=I names the permit held (fences order the
+ *      holders of one permit); otherwise it is removed too.  COMMAND is
  *      run with execvp(), never through a shell; -c STRING runs
  *      /bin/sh -c STRING.  It gets the signal mask redlockctl started with
  *      and PR_SET_PDEATHSIG(SIGKILL): if redlockctl dies (SIGKILL, OOM), its
@@ -147,11 +149,19 @@ struct ctl_opts {
     int             conflict_code;  /* -E: exit status of a conflict */
     int64_t         grace_ms;       /* -k in ms */
     bool            fence;          /* --fence */
+    bool            shared;         /* -s, --shared: a shared hold */
+    int64_t         limit;          /* --limit N: a counted hold; 0: exclusive */
     bool            verbose;        /* -v */
     const char     *shell_cmd;      /* -c STRING, or NULL */
     const char     *name;           /* the lock name (lock and status modes) */
     char          **argv;           /* COMMAND and its arguments (NULL with -c) */
     const char     *password;       /* $REDLOCKD_PASSWORD, or NULL */
+};
+
+/* What a grant carried, for COMMAND's environment. */
+struct ctl_grant {
+    char    fence[32];              /* the fencing token's digits, or "" */
+    char    permit[16];             /* a counted hold's permit, or "" */
 };
 
 /* One connection to redlockd, with its read buffer.  Lives in main(). */
@@ -284,6 +294,10 @@ ctl_usage(FILE *out)
           "                 SIGKILL when COMMAND exits or SECONDS later (default 5)\n"
           "  -c STRING      run /bin/sh -c STRING (COMMAND is never run by a shell)\n"
           "  --fence        ask for a fencing token, passed as REDLOCK_FENCE\n"
+          "  -s, --shared   a shared hold: with other shared holders, never with an\n"
+          "                 exclusive one (flock -s)\n"
+          "  --limit N      a counted hold: at most N holders of NAME at once across\n"
+          "                 the fleet; the permit held is passed as REDLOCK_PERMIT\n"
           "  -v             report the lock's acquisition, release and conflicts on stderr\n"
           "  -h, --help     this text\n"
           "  -V, --version  the version\n"
@@ -295,7 +309,7 @@ ctl_usage(FILE *out)
           "\n"
           "COMMAND runs in its own process group with REDLOCK_NAME=NAME, and with\n"
           "REDLOCK_FENCE=N when the grant carried a fence (else REDLOCK_FENCE is\n"
-          "removed).  SIGINT, SIGTERM and SIGHUP are sent on to COMMAND's group; while\n"
+          "removed), and REDLOCK_PERMIT=I with --limit (else removed).  SIGINT, SIGTERM and SIGHUP are sent on to COMMAND's group; while\n"
           "redlockctl still waits for the lock they make it give up.  The lock is\n"
           "released when COMMAND exits (or redlockctl dies: COMMAND is then killed).\n"
           "\n"
@@ -873,6 +887,8 @@ ctl_parse(int argc, char **argv, struct ctl_opts *o)
 {
     static const struct option longopts[] = {
         { "fence",   no_argument, NULL, 'F' },
+        { "shared",  no_argument, NULL, 's' },
+        { "limit",   required_argument, NULL, 'L' },
         { "help",    no_argument, NULL, 'h' },
         { "version", no_argument, NULL, 'V' },
         { NULL,      0,           NULL, 0 }
@@ -888,7 +904,7 @@ ctl_parse(int argc, char **argv, struct ctl_opts *o)
     o->conflict_code = CTL_EXIT_CONFLICT;
     o->grace_ms = CTL_GRACE_MS;
     opterr = 0;
-    while ((ch = getopt_long(argc, argv, "+nw:t:E:k:c:S:H:vhV", longopts, NULL)) != -1) {
+    while ((ch = getopt_long(argc, argv, "+nw:t:E:k:c:S:H:svhV", longopts, NULL)) != -1) {
         if (optarg != NULL) {
             last_arg = optarg;
         }
@@ -936,6 +952,16 @@ ctl_parse(int argc, char **argv, struct ctl_opts *o)
             o->fence = true;
             lock_opt = 'F';
             break;
+        case 's':
+            o->shared = true;
+            lock_opt = 's';
+            break;
+        case 'L':
+            if (ctl_parse_int(optarg, PROTO_NUMBER_MAX, &o->limit) != 0 || o->limit == 0) {
+                ctl_usage_fail("--limit: bad number of holders '%s' (at least 1)", optarg);
+            }
+            lock_opt = 'L';
+            break;
         case 'v':
             o->verbose = true;
             break;
@@ -946,6 +972,9 @@ ctl_parse(int argc, char **argv, struct ctl_opts *o)
             printf("redlockctl %s\n", REDLOCKD_VERSION);
             exit(0);
         default:
+            if (optopt == 'L') {
+                ctl_usage_fail("option --limit needs a value");
+            }
             if (optopt != 0 && strchr("wtEkcSH", optopt) != NULL) {
                 ctl_usage_fail("option -%c needs a value", optopt);
             } else if (optopt != 0) {
@@ -989,6 +1018,9 @@ ctl_parse(int argc, char **argv, struct ctl_opts *o)
         o->password = env;
     }
 
+    if (o->shared && o->limit > 0) {
+        ctl_usage_fail("-s and --limit exclude each other (a name is one kind)");
+    }
     /* Subcommands. */
     if (nops == 0) {
         ctl_usage_fail("no lock NAME");
@@ -996,8 +1028,9 @@ ctl_parse(int argc, char **argv, struct ctl_opts *o)
     if (!dashdash && (strcmp(ops[0], "status") == 0 || strcmp(ops[0], "stats") == 0
                       || strcmp(ops[0], "ping") == 0)) {
         if (lock_opt != '\0') {
-            ctl_usage_fail("%s%c is not used with '%s'", lock_opt == 'F' ? "--fence" : "-",
-                           lock_opt == 'F' ? ' ' : lock_opt, ops[0]);
+            ctl_usage_fail("%s%c is not used with '%s'",
+                           lock_opt == 'F' ? "--fence" : lock_opt == 'L' ? "--limit" : "-",
+                           lock_opt == 'F' || lock_opt == 'L' ? ' ' : lock_opt, ops[0]);
         }
         if (strcmp(ops[0], "status") == 0) {
             if (nops != 2) {
@@ -1081,6 +1114,7 @@ static int
 ctl_cmd_status(const struct ctl_opts *o, struct ctl_conn *c)
 {
     char req[PROTO_NAME_MAX + 16], ttl[32], fence[32], left[48];
+    char kind[16], holders[24], limit[16];
     const char *reply;
     int64_t ms;
 
@@ -1105,6 +1139,13 @@ ctl_cmd_status(const struct ctl_opts *o, struct ctl_conn *c)
     }
     if (ctl_field(reply, "fence", fence, sizeof(fence))) {
         printf(", fence %s", fence);
+    }
+    if (ctl_field(reply, "kind", kind, sizeof(kind)) && strcmp(kind, "exclusive") != 0
+        && ctl_field(reply, "holders", holders, sizeof(holders))) {
+        printf(", %s by %s holder%s", kind, holders, strcmp(holders, "1") == 0 ? "" : "s");
+        if (ctl_field(reply, "limit", limit, sizeof(limit))) {
+            printf(" of %s", limit);
+        }
     }
     printf("\n");
     return 0;
@@ -1253,17 +1294,34 @@ ctl_cmd_stats(const struct ctl_opts *o, struct ctl_conn *c)
 
 /* ---- the lock and the command ---- */
 
+/* Keep in out (size bytes) the digits of field key of reply; "" when absent or not digits. */
+static void
+ctl_digits(const char *reply, const char *key, char *out, size_t size)
+{
+    size_t i;
+
+    out[0] = '\0';
+    if (ctl_field(reply, key, out, size)) {
+        for (i = 0; out[i] != '\0'; i++) {
+            if (out[i] < '0' || out[i] > '9') {
+                out[0] = '\0';
+                break;
+            }
+        }
+    }
+}
+
 /*
  * Take the lock (LOCK, or TRYLOCK for -n).  Returns with the grant's fence
- * in fence ("" when none); a conflict or an error ends redlockctl.
+ * and permit in g ("" when none); a conflict or an error ends redlockctl.
  */
 static void
-ctl_acquire(const struct ctl_opts *o, struct ctl_conn *c, char *fence, size_t fsize)
+ctl_acquire(const struct ctl_opts *o, struct ctl_conn *c, struct ctl_grant *g)
 {
     const char *verb = o->nowait ? "TRYLOCK" : "LOCK", *reply;
     char req[PROTO_NAME_MAX + 128], what[PROTO_NAME_MAX + 16], ttl[32], left[48];
     int64_t deadline, ms;
-    size_t len, i;
+    size_t len;
 
     len = (size_t)snprintf(req, sizeof(req), "%s %s", verb, o->name);
     if (o->ttl_ms > 0) {
@@ -1274,7 +1332,12 @@ ctl_acquire(const struct ctl_opts *o, struct ctl_conn *c, char *fence, size_t fs
                                 (long long)o->wait_ms);
     }
     if (o->fence) {
-        snprintf(req + len, sizeof(req) - len, " fence");
+        len += (size_t)snprintf(req + len, sizeof(req) - len, " fence");
+    }
+    if (o->shared) {
+        snprintf(req + len, sizeof(req) - len, " shared");
+    } else if (o->limit > 0) {
+        snprintf(req + len, sizeof(req) - len, " limit=%lld", (long long)o->limit);
     }
     snprintf(what, sizeof(what), "%s %s", verb, o->name);
     ctl_request(c, req);
@@ -1287,21 +1350,15 @@ ctl_acquire(const struct ctl_opts *o, struct ctl_conn *c, char *fence, size_t fs
     }
     reply = ctl_reply(c, what, deadline);
     if (ctl_is(reply, "OK", o->name)) {
-        fence[0] = '\0';
-        if (ctl_field(reply, "fence", fence, fsize)) {
-            for (i = 0; fence[i] != '\0'; i++) {
-                if (fence[i] < '0' || fence[i] > '9') {
-                    fence[0] = '\0';
-                    break;
-                }
-            }
-        }
+        ctl_digits(reply, "fence", g->fence, sizeof(g->fence));
+        ctl_digits(reply, "permit", g->permit, sizeof(g->permit));
         if (o->verbose) {
             if (!ctl_field(reply, "validity", ttl, sizeof(ttl))) {
                 strcpy(ttl, "?");
             }
-            ctl_msg("acquired '%s' (validity=%s ms%s%s)", o->name, ttl,
-                    fence[0] != '\0' ? ", fence=" : "", fence);
+            ctl_msg("acquired '%s' (validity=%s ms%s%s%s%s)", o->name, ttl,
+                    g->fence[0] != '\0' ? ", fence=" : "", g->fence,
+                    g->permit[0] != '\0' ? ", permit=" : "", g->permit);
         }
         return;
     }
@@ -1329,7 +1386,7 @@ ctl_acquire(const struct ctl_opts *o, struct ctl_conn *c, char *fence, size_t fs
  * sides, so that it is done before COMMAND runs, whichever runs first).
  */
 static pid_t
-ctl_spawn(const struct ctl_opts *o, const char *fence, bool handover)
+ctl_spawn(const struct ctl_opts *o, const struct ctl_grant *g, bool handover)
 {
     pid_t parent = getpid(), pid;
     const char *file;
@@ -1357,8 +1414,10 @@ ctl_spawn(const struct ctl_opts *o, const char *fence, bool handover)
     sigaction(SIGCHLD, &ctl_origchld, NULL);
     sigprocmask(SIG_SETMASK, &ctl_origmask, NULL);
     if (setenv("REDLOCK_NAME", o->name, 1) != 0
-        || (fence[0] != '\0' ? setenv("REDLOCK_FENCE", fence, 1)
-                             : unsetenv("REDLOCK_FENCE")) != 0) {
+        || (g->fence[0] != '\0' ? setenv("REDLOCK_FENCE", g->fence, 1)
+                                : unsetenv("REDLOCK_FENCE")) != 0
+        || (g->permit[0] != '\0' ? setenv("REDLOCK_PERMIT", g->permit, 1)
+                                 : unsetenv("REDLOCK_PERMIT")) != 0) {
         ctl_msg("cannot set the environment: %s", strerror(errno));
         _exit(EX_OSERR);
     }
@@ -1513,7 +1572,7 @@ ctl_release(const struct ctl_opts *o, struct ctl_conn *c)
 
 /* Run COMMAND under the lock we hold; returns redlockctl's exit status. */
 static int
-ctl_run(const struct ctl_opts *o, struct ctl_conn *c, const char *fence)
+ctl_run(const struct ctl_opts *o, struct ctl_conn *c, const struct ctl_grant *g)
 {
     char why[sizeof(((struct ctl_conn *)NULL)->where) + 320], reason[32], grace[48];
     struct ctl_child ch;
@@ -1524,7 +1583,7 @@ ctl_run(const struct ctl_opts *o, struct ctl_conn *c, const char *fence)
     ch.kill_at = -1;
     ch.tty = isatty(STDIN_FILENO) && tcgetpgrp(STDIN_FILENO) != -1;
     handover = ch.tty && tcgetpgrp(STDIN_FILENO) == getpgrp();
-    ch.pid = ctl_spawn(o, fence, handover);
+    ch.pid = ctl_spawn(o, g, handover);
     if (ch.pid < 0) {
         ctl_msg("cannot start the command: fork: %s", strerror(errno));
         return EX_OSERR;
@@ -1578,7 +1637,7 @@ main(int argc, char **argv)
 {
     static struct ctl_conn conn;
     struct ctl_opts o;
-    char fence[32];
+    struct ctl_grant g;
 
     ctl_parse(argc, argv, &o);
     ctl_signals_init();
@@ -1593,6 +1652,6 @@ main(int argc, char **argv)
     case CTL_MODE_LOCK:
         break;
     }
-    ctl_acquire(&o, &conn, fence, sizeof(fence));
-    return ctl_run(&o, &conn, fence);
+    ctl_acquire(&o, &conn, &g);
+    return ctl_run(&o, &conn, &g);
 }
