@@ -124,11 +124,14 @@ parse_held(const char *line, const char *name, const char *owner, long long *ttl
         return false;
     }
     p += 7 + n;
-    /* A session's own hold also says its mode; other options may follow. */
+    /* A session's own hold also says its mode; the kind and holders follow. */
     if (strcmp(owner, "self") == 0) {
-        return strncmp(p, " mode=session", 13) == 0 && (p[13] == '\0' || p[13] == ' ');
+        if (strncmp(p, " mode=session", 13) != 0) {
+            return false;
+        }
+        p += 13;
     }
-    return *p == '\0';
+    return strcmp(p, " kind=exclusive holders=1") == 0;
 }
 
 /*
