@@ -824,8 +824,9 @@ ctl_fail_err(const struct ctl_opts *o, const struct ctl_conn *c, const char *wha
 {
     const char *text = strncmp(line, "ERR ", 4) == 0 ? line + 4 : line;
 
-    if (strncmp(text, "PROTO ", 6) == 0) {
-        ctl_fail(EX_USAGE, "redlockd refused %s: %s", what, text + 6);
+    if (strncmp(text, "PROTO ", 6) == 0 || strncmp(text, "KIND ", 5) == 0) {
+        /* A bad request, or a kind (-s, --limit) that the name's other holders do not use. */
+        ctl_fail(EX_USAGE, "redlockd refused %s: %s", what, text + (text[0] == 'P' ? 6 : 5));
     }
     if (strncmp(text, "AUTH ", 5) == 0) {
         ctl_fail(EX_NOPERM, "redlockd at %s: %s%s", c->where, text + 5,
