@@ -310,6 +310,80 @@ START_TEST(evicting_policy_warned)
 }
 END_TEST
 
+/*
+ * The ACL user the README gives, applied word for word from README.md
+ * to every master, and the settings it goes with: every kind of hold
+ * (exclusive with a fence, shared, counted, a waiter woken by a release
+ * announcement, STATUS, lease mode by token) works through it, and no
+ * master logged an ACL refusal.
+ */
+START_TEST(readme_acl_covers_every_kind)
+{
+    static const struct h_daemon_opts acl = {
+        .redis_username = "redlockd",
+        .redis_password = "MASTERS-PASSWORD",
+        .key_prefix = "redlock:",
+    };
+    char rule[2048], *got, token[64];
+    FILE *f;
+    size_t i;
+    int a, b;
+
+    ms_begin();
+    f = fopen("README.md", "r");
+    ck_assert_msg(f != NULL, "README.md not found (run from the repository root)");
+    rule[0] = '\0';
+    while (fgets(rule, sizeof(rule), f) != NULL && strncmp(rule, "    user redlockd on ", 21) != 0) {
+    }
+    fclose(f);
+    ck_assert_msg(strncmp(rule, "    user redlockd on ", 21) == 0,
+                  "README.md has no line '    user redlockd on ...'");
+    rule[strcspn(rule, "\n")] = '\0';
+    ck_assert_msg(strchr(rule, '%') == NULL, "the ACL line has a '%%'");
+    ck_assert_msg(h_start_masters(NMASTERS) == 0, "the masters did not start");
+    for (i = 0; i < NMASTERS; i++) {
+        char cmd[2100];
+
+        snprintf(cmd, sizeof(cmd), "ACL SETUSER %s", rule + 9);     /* after "    user " */
+        ck_assert_msg(h_master_cmd(i, NULL, cmd) == 0, "master %zu refused '%s'", i, cmd);
+    }
+    ck_assert_msg(h_start_daemon(&acl) == 0, "redlockd did not start (log above)");
+    a = ms_connect();
+    b = ms_connect();
+    EXPECT_PREFIX(a, "LOCK x fence", "OK x validity=");
+    EXPECT_PREFIX(a, "STATUS x", "HELD x ");
+    EXPECT_REPLY(a, "UNLOCK x", "OK x holds=0");
+    EXPECT_PREFIX(a, "LOCK r shared", "OK r validity=");
+    EXPECT_PREFIX(b, "LOCK r shared fence", "OK r validity=");
+    EXPECT_PREFIX(a, "STATUS r", "HELD r ");
+    EXPECT_REPLY(a, "UNLOCK r", "OK r holds=0");
+    EXPECT_REPLY(b, "UNLOCK r", "OK r holds=0");
+    EXPECT_PREFIX(a, "LOCK c limit=1 fence", "OK c validity=");
+    /* b waits; a's release is announced on the channel and hands c over. */
+    ck_assert_int_eq(h_send(b, "LOCK c limit=1 wait=5000"), 0);
+    ck_assert(h_quiet(b, 300));
+    EXPECT_REPLY(a, "UNLOCK c", "OK c holds=0");
+    got = h_read_line(b, 5000);
+    ck_assert_msg(got != NULL && strncmp(got, "OK c validity=", 14) == 0,
+                  "the waiter got '%s'", got != NULL ? got : "(nothing)");
+    free(got);
+    EXPECT_PREFIX(b, "STATUS c", "HELD c ");
+    EXPECT_REPLY(b, "UNLOCK c", "OK c holds=0");
+    got = h_cmd(a, "LOCK l limit=2 mode=lease ttl=5000", CMD_MS);
+    ck_assert_msg(got != NULL && h_reply_field(got, "token", token, sizeof(token)),
+                  "lease-mode LOCK answered '%s'", got != NULL ? got : "(nothing)");
+    free(got);
+    snprintf(rule, sizeof(rule), "EXTEND l token=%s ttl=5000", token);
+    EXPECT_PREFIX(a, rule, "OK l validity=");
+    snprintf(rule, sizeof(rule), "UNLOCK l token=%s", token);
+    EXPECT_REPLY(a, rule, "OK l");
+    close(a);
+    close(b);
+    ck_assert_msg(!h_log_find(0, "NOPERM", rule, sizeof(rule)),
+                  "a master refused a command: %s", rule);
+}
+END_TEST
+
 static Suite *
 masters_suite(void)
 {
@@ -325,6 +399,7 @@ masters_suite(void)
     tcase_add_test(tc, appendfsync_unreadable_keeps_quarantine);
     tcase_add_test(tc, quarantine_says_why_and_reload_ends_it);
     tcase_add_test(tc, evicting_policy_warned);
+    tcase_add_test(tc, readme_acl_covers_every_kind);
     suite_add_tcase(s, tc);
     return s;
 }

@@ -1009,6 +1009,9 @@ h_write_conf(const struct h_daemon_opts *o)
     if (o->redis_password != NULL) {
         fprintf(f, "  password: \"%s\"\n", o->redis_password);
     }
+    if (o->redis_username != NULL) {
+        fprintf(f, "  username: \"%s\"\n", o->redis_username);
+    }
     h_conf_int(f, "max_pending", o->max_pending);
     h_conf_int(f, "down_after_ms", o->down_after_ms);
     if (o->auth_password != NULL) {

@@ -259,6 +259,7 @@ struct h_daemon_opts {
     int64_t     max_locks_per_client;   /* limits.max_locks_per_client */
     const char *log_level;              /* log.level ("debug" when NULL) */
     const char *redis_password;         /* redis.password (none when NULL) */
+    const char *redis_username;         /* redis.username (none when NULL) */
     int         expect_masters_up;      /* masters_up to wait for at start;
                                            0 means h_masters_alive(), -1
                                            means do not wait for masters */
