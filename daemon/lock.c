@@ -118,7 +118,7 @@ struct waiter {
     unsigned            limit;      /* a permit: the name's limit */
     unsigned            hops;       /* a permit: tries of other permits since it woke */
     bool                hinted;     /* a permit: slot was named by a refusal */
-    bool                gated;      /* exclusive: a try asked for the gate */
+    bool                gated;      /* exclusive: a master closed the gate for it */
     bool                in_round;   /* an acquire round is in flight */
     bool                woken;      /* a release was announced during the round */
     bool                fallback;   /* the timer is set at the holder's ttl */
@@ -1050,6 +1050,7 @@ waiter_acquired(const struct redlock_result *res, void *arg)
 
     w->in_round = false;
     w->woken = false;
+    w->gated = w->gated || res->gated;
     if (w->cancelled) {
         /*
          * Granted or not, nobody takes it now: release it where it may
@@ -1167,7 +1168,6 @@ waiter_try(struct waiter *w)
     w->in_round = true;
     w->fallback = false;
     w->handover = false;
-    w->gated = w->gated || gate;
     waiter_rec(w, &rec);
     if (redlock_acquire(&rec, w->token, w->ttl_ms, NULL, w->fence, gate,
                         waiter_acquired, w) != 0) {

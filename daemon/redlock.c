@@ -131,9 +131,10 @@
  * token (a hand-over) a record that still holds it is given the new
  * token in the same step, so it is never free for an outsider in
  * between.  An exclusive request that only shared holders keep out sets
- * the gate (when asked), so that new shared requests wait behind it; a
- * shared request waits while an exclusive key or someone else's gate
- * is there.  Not granted: {pttl} of what keeps us out; for a permit
+ * the gate (when asked), so that new shared requests wait behind it,
+ * and says so ({left, 'gate'}); a shared request waits while an
+ * exclusive key or someone else's gate is there.  Not granted: {pttl}
+ * of what keeps us out; for a permit
  * also how many permits are held here, the shortest pttl among them,
  * and their indices, so that the daemon can pick a free one.
  *
@@ -171,13 +172,16 @@ static const char redlock_acquire_lua[] =
     "  rl_set(c, k, tok, ms, aux, limit)\n"
     "  granted = 2\n"
     "elseif c == 'x' and rl_readers(sk) > 0 then\n"
-    "  if ARGV[7] == '1' then\n"
-    "    local g = rl_str(gk)\n"
-    "    if not g or g == tok then redis.call('SET', gk, tok, 'PX', ms) end\n"
-    "  end\n"
     "  local last = redis.call('ZRANGE', sk, -1, -1, 'WITHSCORES')\n"
     "  local left = math.floor(tonumber(last[2]) - rl_now())\n"
     "  if left < 0 then left = 0 end\n"
+    "  if ARGV[7] == '1' then\n"
+    "    local g = rl_str(gk)\n"
+    "    if not g or g == tok then\n"
+    "      redis.call('SET', gk, tok, 'PX', ms)\n"
+    "      return {left, 'gate'}\n"
+    "    end\n"
+    "  end\n"
     "  return {left}\n"
     "elseif redis.call('SET', k, tok, 'NX', 'PX', ms) then\n"
     "  if aux ~= '' and redis.call('PTTL', aux) < ms then\n"
@@ -404,6 +408,7 @@ struct redlock_op {
     size_t          nopen;          /* acquire of a permit: masters that refused it
                                        but have another permit free */
     size_t          nkind;          /* acquire: masters holding another kind */
+    bool            gated;          /* acquire: a master closed the gate for us */
     char            kind_text[32];  /* acquire: what the first of them said */
     enum redlock_kind kind;         /* acquire: the kind asked for */
     unsigned        slot;           /* acquire of a permit: the one asked for */
@@ -778,6 +783,10 @@ redlock_acquire_reply(struct round *r, size_t i, const struct master_reply *repl
         if (op->kind != REDLOCK_PERMIT) {
             op->pttls[op->npttl++] = pttl;
         }
+        if (op->kind == REDLOCK_EXCLUSIVE && master_reply_elements(reply) == 2
+            && master_reply_type(master_reply_element(reply, 1)) == MASTER_REPLY_STRING) {
+            op->gated = true;       /* {left, 'gate'}: this master closed our gate */
+        }
     } else {
         if (master_reply_type(reply) == MASTER_REPLY_ERROR) {
             round_fail(r, i, master_reply_str(reply, NULL));
@@ -980,6 +989,7 @@ redlock_acquire_done(struct round *r, void *arg)
         res->outcome = REDLOCK_NOQUORUM;
     }
     res->free_slot = redlock_free_slot(op);
+    res->gated = op->gated;
     if (res->answered < q && res->outcome != REDLOCK_KIND) {
         redlock_fill_error(res, r);     /* also for a hand-over's releaser */
     }

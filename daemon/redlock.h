@@ -123,6 +123,9 @@ struct redlock_result {
                                            permit no answering master reported
                                            held, worth trying next; -1 when
                                            every permit was held somewhere */
+    bool    gated;                      /* acquire of an exclusive record with gate:
+                                           a master closed the gate for this token
+                                           (redlock_ungate() opens it) */
     enum redlock_kind kind;             /* status HELD: the kind of the holders */
     size_t  holders;                    /* status HELD: holders no quorum could
                                            take over now (1 for an exclusive lock) */
