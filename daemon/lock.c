@@ -322,12 +322,12 @@ lock_record_kind(enum lock_kind kind)
            : kind == LOCK_KIND_COUNTED ? REDLOCK_PERMIT : REDLOCK_EXCLUSIVE;
 }
 
-/* The word a kind of hold is called in texts. */
+/* The words a kind of hold is called in texts, with its article. */
 static const char *
 lock_kind_word(enum redlock_kind kind)
 {
-    return kind == REDLOCK_SHARED ? "shared" : kind == REDLOCK_PERMIT ? "counted"
-           : "exclusive";
+    return kind == REDLOCK_SHARED ? "a shared" : kind == REDLOCK_PERMIT ? "a counted"
+           : "an exclusive";
 }
 
 /*
@@ -1198,11 +1198,16 @@ lock_acquire(struct lock_client *c, const char *name, size_t name_len,
         lk = lock_find(name, name_len);
         h = NULL;
     }
+    if (lk != NULL && !lock_kind_fits(lk, req, limit, sizeof(limit))) {
+        stats.kind_refusals++;
+        lock_reply(c, LOCK_WRONG_KIND, name, name_len, limit);
+        return;
+    }
     if (!req->lease_mode && h != NULL) {
         struct lock_result res;
 
         if (h->lease.rec.kind != kind) {
-            snprintf(limit, sizeof(limit), "this session holds %.*s as a %s lock; a re-entrant "
+            snprintf(limit, sizeof(limit), "this session holds %.*s as %s lock; a re-entrant "
                      "LOCK must ask for the same kind (UNLOCK it first)", (int)name_len, name,
                      lock_kind_word(h->lease.rec.kind));
             lock_reply(c, LOCK_CONFLICT, name, name_len, limit);
@@ -1229,11 +1234,6 @@ lock_acquire(struct lock_client *c, const char *name, size_t name_len,
         res.permit = kind == REDLOCK_PERMIT ? (int)h->lease.rec.slot : -1;
         res.validity_ms = lease_validity_left_ms(&h->lease, util_now_us());
         c->done(c, &res);
-        return;
-    }
-    if (lk != NULL && !lock_kind_fits(lk, req, limit, sizeof(limit))) {
-        stats.kind_refusals++;
-        lock_reply(c, LOCK_WRONG_KIND, name, name_len, limit);
         return;
     }
     if (!req->lease_mode && (int64_t)c->nholds >= lock_conf->max_locks_per_client) {

@@ -22,8 +22,13 @@
  * the other kinds).  A shared holder is a member of the sorted set k
  * whose score is its expiry on the master's clock (ms, from TIME, the
  * clock PX uses); the set itself expires no sooner than its last
- * member.  A counted name's limit key (value: the limit) expires no
- * sooner than any of its permits, so a master without it holds none.
+ * member.  A counted name's limit key is a hash: field limit, the
+ * limit; field held, how many of its permits were set on this master
+ * and not released since (one that expired by itself is still counted,
+ * so held is never below the permits alive).  It expires no sooner
+ * than any of its permits and is deleted when held comes back to 0, so
+ * a master without it holds no permit of the name; no script has to
+ * read all the permits to know that.
  */
 #define REDLOCK_PRELUDE_LUA \
     "local function rl_now()\n" \
@@ -38,6 +43,23 @@
     "local function rl_raise(k, ms)\n" \
     "  local p = redis.call('PTTL', k)\n" \
     "  if p >= 0 and p < ms then redis.call('PEXPIRE', k, ms) end\n" \
+    "end\n" \
+    "local function rl_limit(base)\n" \
+    "  local v = redis.pcall('HGET', base .. ' limit', 'limit')\n" \
+    "  if type(v) == 'string' then return v end\n" \
+    "  return nil\n" \
+    "end\n" \
+    /* A permit was written: the limit key says so and lives as long; n permits more held. */ \
+    "local function rl_mark(aux, limit, ms, n)\n" \
+    "  redis.call('HSET', aux, 'limit', limit)\n" \
+    "  if n ~= 0 then redis.call('HINCRBY', aux, 'held', n) end\n" \
+    "  if redis.call('PTTL', aux) < ms then redis.call('PEXPIRE', aux, ms) end\n" \
+    "end\n" \
+    /* Permits of base (limit n) alive on this master: O(n), for a kind in doubt only. */ \
+    "local function rl_permits(base, n)\n" \
+    "  local keys = {}\n" \
+    "  for i = 0, n - 1 do keys[i + 1] = base .. ' permit ' .. i end\n" \
+    "  return redis.call('EXISTS', unpack(keys))\n" \
     "end\n" \
     "local function rl_readers(sk)\n" \
     "  if redis.call('TYPE', sk).ok ~= 'zset' then return 0 end\n" \
@@ -58,8 +80,8 @@
     "  if redis.call('EXISTS', k) == 1 then return 0 end\n" \
     "  return 2\n" \
     "end\n" \
-    /* Write tok's record to expire in ms; a permit writes its limit too. */ \
-    "local function rl_set(c, k, tok, ms, aux, limit)\n" \
+    /* Write tok's record to expire in ms (n: 1 when it was absent); a permit marks its limit. */ \
+    "local function rl_set(c, k, tok, ms, aux, limit, n)\n" \
     "  if c == 's' then\n" \
     "    local now = rl_now()\n" \
     "    redis.call('ZREMRANGEBYSCORE', k, '-inf', now)\n" \
@@ -68,9 +90,7 @@
     "  else\n" \
     "    redis.call('SET', k, tok, 'PX', ms)\n" \
     "  end\n" \
-    "  if aux ~= '' and redis.call('PTTL', aux) < ms then\n" \
-    "    redis.call('SET', aux, limit, 'PX', ms)\n" \
-    "  end\n" \
+    "  if aux ~= '' then rl_mark(aux, limit, ms, n) end\n" \
     "end\n" \
     /* Set the expiry of a record tok holds (never creates one). */ \
     "local function rl_expire(c, k, tok, ms, aux)\n" \
@@ -92,11 +112,8 @@
     "    end\n" \
     "  elseif st == 1 then\n" \
     "    redis.call('DEL', k)\n" \
-    "    local n = aux ~= '' and tonumber(rl_str(aux) or '')\n" \
-    "    if n then\n" \
-    "      local base, keys = string.sub(aux, 1, -7), {}\n" \
-    "      for i = 0, n - 1 do keys[i + 1] = base .. ' permit ' .. i end\n" \
-    "      if redis.call('EXISTS', unpack(keys)) == 0 then redis.call('DEL', aux) end\n" \
+    "    if aux ~= '' and redis.call('HINCRBY', aux, 'held', -1) <= 0 then\n" \
+    "      redis.call('DEL', aux)\n" \
     "    end\n" \
     "  end\n" \
     "  if st == 1 then return 1 end\n" \
@@ -107,12 +124,11 @@
     "  if redis.pcall('GET', base) == tok then return 'x', base, '' end\n" \
     "  local sk = base .. ' shared'\n" \
     "  if rl_state('s', sk, tok) == 1 then return 's', sk, '' end\n" \
-    "  local aux = base .. ' limit'\n" \
-    "  local n = tonumber(rl_str(aux) or '')\n" \
+    "  local n = tonumber(rl_limit(base) or '')\n" \
     "  if n then\n" \
     "    for i = 0, n - 1 do\n" \
     "      local k = base .. ' permit ' .. i\n" \
-    "      if redis.pcall('GET', k) == tok then return 'p', k, aux end\n" \
+    "      if redis.pcall('GET', k) == tok then return 'p', k, base .. ' limit' end\n" \
     "    end\n" \
     "  end\n" \
     "  return 'x', base, ''\n" \
@@ -125,7 +141,9 @@
  * permit), '1' when a waiting exclusive LOCK may close the gate.
  *
  * First the kind: a name is one kind at a time, and a master that holds
- * it as another answers {'kind', what}.  Then the grant: SET NX PX (a
+ * it as another answers {'kind', what}.  A limit key left by permits
+ * that all expired by themselves (held counts them still) is found out
+ * by reading the permits, and deleted.  Then the grant: SET NX PX (a
  * shared holder: its member), or, when the record already holds our
  * token (a retry after a set that landed late), renew it; with an old
  * token (a hand-over) a record that still holds it is given the new
@@ -153,8 +171,11 @@ static const char redlock_acquire_lua[] =
     "local tok, ms, chan, old, c, limit = ARGV[1], tonumber(ARGV[2]), ARGV[3], ARGV[4],"
     " ARGV[5], ARGV[6]\n"
     "local sk, gk, aux = base .. ' shared', base .. ' gate', ''\n"
-    "local have = rl_str(base .. ' limit')\n"
-    "if have and have ~= limit then return {'kind', 'limit=' .. have} end\n"
+    "local have = rl_limit(base)\n"
+    "if have and have ~= limit then\n"
+    "  if rl_permits(base, tonumber(have) or 0) > 0 then return {'kind', 'limit=' .. have} end\n"
+    "  redis.call('DEL', base .. ' limit')\n"
+    "end\n"
     "if c == 'p' then\n"
     "  aux = base .. ' limit'\n"
     "  if redis.call('EXISTS', base) == 1 then return {'kind', 'exclusive'} end\n"
@@ -167,9 +188,9 @@ static const char redlock_acquire_lua[] =
     "  if g and g ~= tok then return {redis.call('PTTL', gk)} end\n"
     "  granted = 1\n"
     "  if rl_state('s', k, tok) == 1 then granted = 3 end\n"
-    "  rl_set('s', k, tok, ms, '', '')\n"
+    "  rl_set('s', k, tok, ms, '', '', 0)\n"
     "elseif old ~= '' and redis.pcall('GET', k) == old then\n"
-    "  rl_set(c, k, tok, ms, aux, limit)\n"
+    "  rl_set(c, k, tok, ms, aux, limit, 0)\n"
     "  granted = 2\n"
     "elseif c == 'x' and rl_readers(sk) > 0 then\n"
     "  local last = redis.call('ZRANGE', sk, -1, -1, 'WITHSCORES')\n"
@@ -184,9 +205,7 @@ static const char redlock_acquire_lua[] =
     "  end\n"
     "  return {left}\n"
     "elseif redis.call('SET', k, tok, 'NX', 'PX', ms) then\n"
-    "  if aux ~= '' and redis.call('PTTL', aux) < ms then\n"
-    "    redis.call('SET', aux, limit, 'PX', ms)\n"
-    "  end\n"
+    "  if aux ~= '' then rl_mark(aux, limit, ms, 1) end\n"
     "  granted = 1\n"
     "elseif redis.pcall('GET', k) == tok then\n"
     "  rl_expire(c, k, tok, ms, aux)\n"
@@ -324,11 +343,11 @@ static const char redlock_restore_lua[] =
     "  local k, tok, ms, c = KEYS[i], ARGV[5 * i - 4], tonumber(ARGV[5 * i - 3]), ARGV[5 * i - 2]\n"
     "  if c == 's' then\n"
     "    if rl_state('s', k, tok) == 2 and redis.call('EXISTS', ARGV[5 * i - 1]) == 0 then\n"
-    "      rl_set('s', k, tok, ms, '', '')\n"
+    "      rl_set('s', k, tok, ms, '', '', 0)\n"
     "      n = n + 1\n"
     "    end\n"
     "  elseif redis.call('EXISTS', k) == 0 then\n"
-    "    rl_set(c, k, tok, ms, ARGV[5 * i - 1], ARGV[5 * i])\n"
+    "    rl_set(c, k, tok, ms, ARGV[5 * i - 1], ARGV[5 * i], 1)\n"
     "    n = n + 1\n"
     "  end\n"
     "end\n"
@@ -354,7 +373,7 @@ static const char redlock_status_lua[] =
     "  if tok ~= '' and redis.pcall('GET', base) == tok then mine = 1 end\n"
     "  add('x', '', p, mine)\n"
     "end\n"
-    "local n = tonumber(rl_str(base .. ' limit') or '')\n"
+    "local n = tonumber(rl_limit(base) or '')\n"
     "if n then\n"
     "  out[1] = n\n"
     "  for i = 0, n - 1 do\n"
