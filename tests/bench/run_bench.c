@@ -896,8 +896,7 @@ runbench_table(const char *seconds, bool smoke)
                   RUNBENCH_SESSION_MIB);
     snprintf(what, sizeof(what), "renewal CPU %% of one core (%ld locks)", ses->locks);
     runbench_goal(what, ses->cpu_ok, ses->cpu_pct, "<", RUNBENCH_CPU_PCT);
-    snprintf(what, sizeof(what), "memory-counted RSS MiB (%ld permits, %ld names)", cnt->locks,
-             cnt->names);
+    snprintf(what, sizeof(what), "memory-counted RSS MiB (%ld permits)", cnt->locks);
     runbench_goal(what, cnt->ran && cnt->rss_kib >= 0, runbench_mib(cnt->rss_kib), "<=",
                   RUNBENCH_SESSION_MIB);
     if (cnt->ran && cnt->rss_kib >= 0) {
