@@ -4,12 +4,13 @@
 # every hold run held all its locks).  See tests/bench/README.md and
 # tests/bench/run_bench.c.
 #
-#   build/redlock-bench  the load generator (uncontended, hot, direct, rtt,
-#                        hold, lease-hold)
+#   build/redlock-bench  the load generator (uncontended, hot, counted,
+#                        shared, direct, rtt, hold, lease-hold)
 #   build/run_bench      starts five masters and redlockd, runs the standard
-#                        table and the held-locks rows (memory-session,
-#                        renewal CPU, memory-lease, each on a fresh daemon),
-#                        prints the values against their targets
+#                        table (with the counted and shared rows) and the
+#                        held-locks rows (memory-session, renewal CPU,
+#                        memory-counted, memory-lease, each on a fresh
+#                        daemon), prints the values against their targets
 
 BENCH_SMOKE_BINS := $(B)/redlock-bench $(B)/run_bench
 BENCH_SECONDS ?= 10

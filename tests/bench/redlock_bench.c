@@ -8,6 +8,17 @@
  *     hot          C connections looping LOCK/UNLOCK on one shared name
  *                  (hand-over speed, and fairness: acquisitions per
  *                  connection)
+ *     counted      C connections (default 64) looping LOCK bench-<pid>-sem
+ *                  limit=<limit>/UNLOCK on one counted name (default
+ *                  limit 8); with --fill F, F permits of the name are
+ *                  first taken by lease-mode LOCKs on connections of
+ *                  their own (ttl: the run plus 30 s; nobody releases
+ *                  them), so that the loops find the name nearly full;
+ *                  every OK must name a permit below the limit
+ *     shared       C connections (default 64) looping LOCK bench-<pid>-rw
+ *                  shared/UNLOCK, and --writers W (default 1) more
+ *                  looping the exclusive LOCK bench-<pid>-rw/UNLOCK on
+ *                  the same name; reported apart (writer_* fields)
  *     direct       no daemon: C concurrent loops send an acquire script
  *                  (SET NX PX semantics, as the daemon's) to every master
  *                  at once, then a release script (compare-and-delete),
@@ -23,7 +34,22 @@
  *     lease-hold   --locks N lease-mode LOCKs (bench-lease-<pid>-<i>
  *                  mode=lease ttl=<ttl>), pipelined BENCH_LEASE_DEPTH
  *                  deep over C connections (default 8); lease locks
- *                  belong to no connection and last their ttl
+ *                  belong to no connection and last their ttl;
+ *                  hold with --limit N and --names K asks instead for
+ *                  a permit: connection i sends LOCK
+ *                  bench-counted-<pid>-<i mod K> limit=N ttl=<ttl>
+ *
+ * Holders seen by the clients (counted, shared): a connection counts as
+ * a holder from the moment its OK is read to the moment its UNLOCK is
+ * sent.  The UNLOCKs answering the OKs read in one pass of the event
+ * loop are sent together after that pass, so OKs read together are
+ * held together.  That interval lies inside the real hold (granted on
+ * the masters before the OK, released after the UNLOCK), so what the
+ * clients see at once is never more than what the masters granted at
+ * once: max_holders above the limit, two holders of one permit
+ * (clashes), or a writer holding with anyone else (mixed) is a real
+ * violation, never an artefact of the measurement.  The converse does
+ * not hold: a small max_holders proves little.
  *
  * The hold modes measure the daemon while it holds many locks (its
  * memory, its renewal work), not a latency.  Once every LOCK has been
@@ -44,7 +70,9 @@
  * A pair is one acquire and its release, both answered before the end
  * of the run.  Acquire latency is measured on CLOCK_MONOTONIC from the
  * LOCK (or the first acquire command) being sent to the OK (or the
- * quorum of grants) being read.  The result is one JSON line on stdout;
+ * quorum of grants) being read; release latency (daemon modes,
+ * rel_p50_us and rel_p99_us) from the UNLOCK being sent to its OK being
+ * read.  The result is one JSON line on stdout;
  * diagnostics go to stderr.  Exit status: 0 when the run happened (even
  * with errors, which the JSON line counts), 1 when it could not start,
  * 2 on a usage error.  The soft RLIMIT_NOFILE is raised to the hard one
@@ -89,6 +117,9 @@
 #define BENCH_HOLD_CONNS    100         /* hold: default connections */
 #define BENCH_LEASE_LOCKS   1000        /* lease-hold: default --locks */
 #define BENCH_DIAG_MAX      10          /* diagnostics printed per kind */
+#define BENCH_COUNTED_LIMIT 8           /* counted: default --limit */
+#define BENCH_FILL_CONNS    8           /* counted --fill: connections carrying it */
+#define BENCH_LIMIT_MAX     1000        /* --limit upper bound (the daemon's) */
 
 enum bench_mode {
     BENCH_UNCONTENDED,
@@ -96,7 +127,9 @@ enum bench_mode {
     BENCH_DIRECT,
     BENCH_RTT,
     BENCH_HOLD,
-    BENCH_LEASE_HOLD
+    BENCH_LEASE_HOLD,
+    BENCH_COUNTED,
+    BENCH_SHARED
 };
 
 /* Command-line settings; static storage, lives for the whole run. */
@@ -105,6 +138,11 @@ struct bench_opts {
     const char     *mode_name;                  /* its name, for the JSON line */
     long            conns;                      /* connections or loops */
     long            locks;                      /* lease-hold: LOCKs to send (--locks) */
+    long            limit;                      /* counted, hold: limit= (0: hold asks for
+                                                   an exclusive lock) */
+    long            names;                      /* hold with --limit: counted names */
+    long            fill;                       /* counted: permits taken before the run */
+    long            writers;                    /* shared: exclusive loops */
     double          duration_s;                 /* length of the run */
     long            ttl_ms;                     /* lease asked for */
     const char     *target;                     /* daemon: host:port or /path */
@@ -114,15 +152,35 @@ struct bench_opts {
     size_t          nmasters;                   /* masters given */
 };
 
+/* Latencies of one kind, in microseconds; grows. */
+struct bench_lat {
+    int64_t  *us;           /* the latencies, sorted by bench_lat_sort */
+    size_t    n;            /* stored */
+    size_t    cap;          /* room in us */
+};
+
 /* Results of one run; static storage. */
 struct bench_stats {
-    int64_t  *lat_us;       /* acquire latencies (grows) */
-    size_t    nlat;         /* latencies stored */
-    size_t    cap;          /* capacity of lat_us */
-    uint64_t  pairs;        /* acquire + release pairs completed in time */
+    struct bench_lat lat;   /* acquire latencies (shared: the readers') */
+    struct bench_lat rel;   /* release latencies (daemon modes; shared: the readers') */
+    struct bench_lat wlat;  /* shared: the writers' acquire latencies */
+    struct bench_lat wrel;  /* shared: the writers' release latencies */
+    uint64_t  pairs;        /* acquire + release pairs completed in time (shared: readers) */
+    uint64_t  wpairs;       /* shared: the writers' pairs */
     uint64_t  errors;       /* unexpected replies, lost locks, closed links */
     int64_t   start_us;     /* when the measured period began */
     int64_t   end_us;       /* when it ended */
+};
+
+/* What the clients saw held at once (counted, shared); static storage. */
+struct bench_seen {
+    uint64_t  holders;      /* connections holding now (counted; shared: readers) */
+    uint64_t  max_holders;  /* the most at once */
+    uint64_t  wholders;     /* shared: writers holding now */
+    uint64_t  mixed;        /* shared: OKs of a writer read while anyone else held,
+                               or of a reader while a writer held */
+    uint64_t  clashes;      /* counted: OKs naming a permit another connection held */
+    size_t   *permit_of;    /* counted: per permit, 1 + the index of its holder, 0 none */
 };
 
 /* One daemon connection (uncontended, hot); owned by bench_conns. */
@@ -134,6 +192,11 @@ struct bench_conn {
     bool                dead;                   /* closed: no more requests */
     int64_t             sent_us;                /* when the LOCK was sent */
     uint64_t            acquired;               /* grants during the run */
+    bool                writer;                 /* shared: loops on the exclusive lock */
+    bool                holding;                /* counted, shared: OK read, UNLOCK not sent */
+    long                permit;                 /* counted: the permit held */
+    int64_t             rel_sent_us;            /* when the UNLOCK was sent */
+    struct bench_conn  *next_unlock;            /* in bench_unlocks */
     size_t              outstanding;            /* lease-hold: LOCKs not yet answered */
     void (*on_line)(struct bench_conn *c, const char *line, size_t len); /* per reply line */
 };
@@ -161,6 +224,10 @@ static struct bench_stats   bench_st;
 static struct event_base   *bench_base;
 static bool                 bench_stopping;     /* the deadline passed */
 static struct bench_conn   *bench_conns;
+static size_t               bench_nconns;       /* entries in bench_conns (daemon modes) */
+static struct bench_seen    bench_seen;
+static struct bench_conn   *bench_unlocks;      /* OKs read this pass, UNLOCK not yet sent */
+static struct event        *bench_flush;        /* sends them after the pass */
 static size_t               bench_connected;    /* connections up */
 static size_t               bench_alive;        /* connections not dead */
 static struct bench_master  bench_masters[BENCH_MASTERS_MAX];
@@ -210,20 +277,26 @@ bench_now_us(void)
 }
 
 static void
-bench_record(int64_t us)
+bench_lat_add(struct bench_lat *l, int64_t us)
 {
     int64_t *n;
 
-    if (bench_st.nlat == bench_st.cap) {
-        bench_st.cap = bench_st.cap == 0 ? 65536 : bench_st.cap * 2;
-        n = realloc(bench_st.lat_us, bench_st.cap * sizeof(*n));
+    if (l->n == l->cap) {
+        l->cap = l->cap == 0 ? 65536 : l->cap * 2;
+        n = realloc(l->us, l->cap * sizeof(*n));
         if (n == NULL) {
             fprintf(stderr, "redlock-bench: out of memory\n");
             exit(1);
         }
-        bench_st.lat_us = n;
+        l->us = n;
     }
-    bench_st.lat_us[bench_st.nlat++] = us;
+    l->us[l->n++] = us;
+}
+
+static void
+bench_record(int64_t us)
+{
+    bench_lat_add(&bench_st.lat, us);
 }
 
 /* A fresh 32-hex-digit token (xorshift64*, seeded from getrandom). */
@@ -285,7 +358,7 @@ bench_start_clock(void)
     bench_st.start_us = bench_now_us();
 }
 
-/* ---- daemon modes: uncontended and hot ---- */
+/* ---- daemon modes: uncontended, hot, counted, shared ---- */
 
 static void
 bench_conn_kill(struct bench_conn *c)
@@ -303,10 +376,136 @@ bench_conn_kill(struct bench_conn *c)
 static void
 bench_conn_send_lock(struct bench_conn *c)
 {
+    struct evbuffer *out = bufferevent_get_output(c->bev);
+
     c->locking = true;
     c->sent_us = bench_now_us();
-    evbuffer_add_printf(bufferevent_get_output(c->bev), "LOCK %s ttl=%ld\n",
-                        c->name, bench_opt.ttl_ms);
+    if (bench_opt.mode == BENCH_COUNTED) {
+        evbuffer_add_printf(out, "LOCK %s limit=%ld ttl=%ld\n", c->name, bench_opt.limit,
+                            bench_opt.ttl_ms);
+    } else if (bench_opt.mode == BENCH_SHARED && !c->writer) {
+        evbuffer_add_printf(out, "LOCK %s shared ttl=%ld\n", c->name, bench_opt.ttl_ms);
+    } else {
+        evbuffer_add_printf(out, "LOCK %s ttl=%ld\n", c->name, bench_opt.ttl_ms);
+    }
+}
+
+static void
+bench_conn_send_unlock(struct bench_conn *c)
+{
+    c->rel_sent_us = bench_now_us();
+    evbuffer_add_printf(bufferevent_get_output(c->bev), "UNLOCK %s\n", c->name);
+}
+
+/* The value of " key=" in a reply line as a number >= 0; -1 when absent or bad. */
+static long
+bench_reply_num(const char *line, size_t len, const char *key)
+{
+    size_t klen = strlen(key), i;
+    long v = -1;
+
+    for (i = 0; i + klen + 2 <= len; i++) {
+        if (line[i] == ' ' && memcmp(line + i + 1, key, klen) == 0 && line[i + 1 + klen] == '=') {
+            i += klen + 2;
+            if (i >= len || line[i] < '0' || line[i] > '9') {
+                return -1;
+            }
+            for (v = 0; i < len && line[i] >= '0' && line[i] <= '9' && v < 100000000; i++) {
+                v = v * 10 + (line[i] - '0');
+            }
+            return v;
+        }
+    }
+    return v;
+}
+
+/*
+ * c read the OK to its LOCK (line): it holds from now until its UNLOCK
+ * is sent.  Counts what the clients see held at once; a counted OK
+ * must name a permit below the limit that no other holder has.
+ */
+static void
+bench_seen_take(struct bench_conn *c, const char *line, size_t len)
+{
+    long p;
+
+    c->holding = true;
+    if (bench_opt.mode == BENCH_SHARED) {
+        if (c->writer ? bench_seen.holders + bench_seen.wholders > 0 : bench_seen.wholders > 0) {
+            if (++bench_seen.mixed <= BENCH_DIAG_MAX) {
+                fprintf(stderr, "redlock-bench: conn %zu (%s) granted while %" PRIu64
+                        " readers and %" PRIu64 " writers hold\n", c->idx,
+                        c->writer ? "writer" : "reader", bench_seen.holders,
+                        bench_seen.wholders);
+            }
+        }
+        if (c->writer) {
+            bench_seen.wholders++;
+            return;
+        }
+    }
+    if (++bench_seen.holders > bench_seen.max_holders) {
+        bench_seen.max_holders = bench_seen.holders;
+    }
+    if (bench_opt.mode != BENCH_COUNTED) {
+        return;
+    }
+    p = bench_reply_num(line, len, "permit");
+    c->permit = p;
+    if (p < 0 || p >= bench_opt.limit || bench_reply_num(line, len, "limit") != bench_opt.limit) {
+        bench_st.errors++;
+        c->permit = -1;
+        if (bench_st.errors <= BENCH_DIAG_MAX) {
+            fprintf(stderr, "redlock-bench: conn %zu: no permit below limit=%ld in: %.*s\n",
+                    c->idx, bench_opt.limit, (int)len, line);
+        }
+        return;
+    }
+    if (bench_seen.permit_of[p] != 0) {
+        if (++bench_seen.clashes <= BENCH_DIAG_MAX) {
+            fprintf(stderr, "redlock-bench: conn %zu granted permit %ld, which conn %zu holds\n",
+                    c->idx, p, bench_seen.permit_of[p] - 1);
+        }
+    }
+    bench_seen.permit_of[p] = c->idx + 1;
+}
+
+/* c is about to send its UNLOCK: it no longer counts as a holder. */
+static void
+bench_seen_drop(struct bench_conn *c)
+{
+    if (!c->holding) {
+        return;
+    }
+    c->holding = false;
+    if (bench_opt.mode == BENCH_SHARED && c->writer) {
+        bench_seen.wholders--;
+        return;
+    }
+    bench_seen.holders--;
+    if (bench_opt.mode == BENCH_COUNTED && c->permit >= 0
+        && bench_seen.permit_of[c->permit] == c->idx + 1) {
+        bench_seen.permit_of[c->permit] = 0;
+    }
+}
+
+/* After a pass of the event loop: the UNLOCKs of the OKs read during it. */
+static void
+bench_flush_cb(evutil_socket_t fd, short what, void *arg)
+{
+    struct bench_conn *c;
+
+    (void)fd;
+    (void)what;
+    (void)arg;
+    while ((c = bench_unlocks) != NULL) {
+        bench_unlocks = c->next_unlock;
+        c->next_unlock = NULL;
+        bench_seen_drop(c);
+        if (!bench_stopping && !c->dead) {
+            bench_conn_send_unlock(c);
+        }
+    }
 }
 
 /* One reply line from the daemon (without its LF). */
@@ -314,6 +513,7 @@ static void
 bench_conn_line(struct bench_conn *c, const char *line, size_t len)
 {
     bool ok = len >= 3 && memcmp(line, "OK ", 3) == 0;
+    bool seen = bench_opt.mode == BENCH_COUNTED || bench_opt.mode == BENCH_SHARED;
     int64_t now;
 
     if (len > 0 && line[0] == '!') {
@@ -336,14 +536,27 @@ bench_conn_line(struct bench_conn *c, const char *line, size_t len)
         bench_conn_send_lock(c);
         return;
     }
+    now = bench_now_us();
     if (c->locking) {
-        now = bench_now_us();
-        bench_record(now - c->sent_us);
+        bench_lat_add(c->writer ? &bench_st.wlat : &bench_st.lat, now - c->sent_us);
         c->acquired++;
         c->locking = false;
-        evbuffer_add_printf(bufferevent_get_output(c->bev), "UNLOCK %s\n", c->name);
+        if (!seen) {
+            bench_conn_send_unlock(c);
+            return;
+        }
+        /* Held until the UNLOCK goes, after this pass of the loop. */
+        bench_seen_take(c, line, len);
+        c->next_unlock = bench_unlocks;
+        bench_unlocks = c;
+        event_active(bench_flush, EV_TIMEOUT, 0);
     } else {
-        bench_st.pairs++;
+        bench_lat_add(c->writer ? &bench_st.wrel : &bench_st.rel, now - c->rel_sent_us);
+        if (c->writer) {
+            bench_st.wpairs++;
+        } else {
+            bench_st.pairs++;
+        }
         bench_conn_send_lock(c);
     }
 }
@@ -368,7 +581,7 @@ bench_conn_all_up(void)
     size_t i;
 
     bench_start_clock();
-    for (i = 0; i < (size_t)bench_opt.conns; i++) {
+    for (i = 0; i < bench_nconns; i++) {
         if (!bench_conns[i].dead) {
             bench_conn_send_lock(&bench_conns[i]);
         }
@@ -386,7 +599,7 @@ bench_conn_event_cb(struct bufferevent *bev, short what, void *arg)
         fd = bufferevent_getfd(bev);
         (void)setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
         bench_connected++;
-        if (bench_connected == (size_t)bench_opt.conns) {
+        if (bench_connected == bench_nconns) {
             bench_conn_all_up();
         }
         return;
@@ -398,13 +611,54 @@ bench_conn_event_cb(struct bufferevent *bev, short what, void *arg)
                     (what & BEV_EVENT_EOF) ? "closed by the daemon"
                                            : evutil_socket_error_to_string(EVUTIL_SOCKET_ERROR()));
         }
-        if (bench_connected < (size_t)bench_opt.conns && !bench_stopping) {
+        if (bench_connected < bench_nconns && !bench_stopping) {
             /* Could not even connect: nothing to measure. */
             fprintf(stderr, "redlock-bench: cannot connect to %s\n", bench_opt.target);
             exit(1);
         }
         bench_conn_kill(c);
     }
+}
+
+/*
+ * The target (host:port, or a path for the Unix socket) as an address;
+ * 0, or -1 with a message.
+ */
+static int
+bench_target_addr(struct sockaddr_storage *ss, socklen_t *sslen)
+{
+    const char *t = bench_opt.target;
+    struct sockaddr_un *sun = (struct sockaddr_un *)ss;
+    struct sockaddr_in *sin = (struct sockaddr_in *)ss;
+    const char *colon;
+    char host[64];
+
+    memset(ss, 0, sizeof(*ss));
+    if (t[0] == '/') {
+        if (strlen(t) >= sizeof(sun->sun_path)) {
+            fprintf(stderr, "redlock-bench: socket path too long: %s\n", t);
+            return -1;
+        }
+        sun->sun_family = AF_UNIX;
+        strcpy(sun->sun_path, t);
+        *sslen = sizeof(*sun);
+        return 0;
+    }
+    colon = strrchr(t, ':');
+    if (colon == NULL || (size_t)(colon - t) >= sizeof(host)) {
+        fprintf(stderr, "redlock-bench: bad target '%s' (host:port or /path)\n", t);
+        return -1;
+    }
+    memcpy(host, t, (size_t)(colon - t));
+    host[colon - t] = '\0';
+    sin->sin_family = AF_INET;
+    sin->sin_port = htons((uint16_t)atoi(colon + 1));
+    if (inet_pton(AF_INET, host, &sin->sin_addr) != 1) {
+        fprintf(stderr, "redlock-bench: bad target host '%s' (an IPv4 address)\n", host);
+        return -1;
+    }
+    *sslen = sizeof(*sin);
+    return 0;
 }
 
 /*
@@ -418,23 +672,17 @@ bench_conn_open(struct bench_conn *c,
                 bufferevent_event_cb event_cb)
 {
     const char *t = bench_opt.target;
-    struct sockaddr_un sun;
-    struct sockaddr_in sin;
-    const char *colon;
-    char host[64];
+    struct sockaddr_storage ss;
+    socklen_t sslen;
     int fd;
 
     c->on_line = on_line;
-    if (t[0] == '/') {
-        if (strlen(t) >= sizeof(sun.sun_path)) {
-            fprintf(stderr, "redlock-bench: socket path too long: %s\n", t);
-            return -1;
-        }
-        memset(&sun, 0, sizeof(sun));
-        sun.sun_family = AF_UNIX;
-        strcpy(sun.sun_path, t);
+    if (bench_target_addr(&ss, &sslen) != 0) {
+        return -1;
+    }
+    if (ss.ss_family == AF_UNIX) {
         fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-        if (fd < 0 || connect(fd, (struct sockaddr *)&sun, sizeof(sun)) != 0) {
+        if (fd < 0 || connect(fd, (struct sockaddr *)&ss, sslen) != 0) {
             if (++bench_open_failures <= BENCH_DIAG_MAX) {
                 fprintf(stderr, "redlock-bench: connect %s: %s\n", t, strerror(errno));
             }
@@ -454,33 +702,156 @@ bench_conn_open(struct bench_conn *c,
         event_cb(c->bev, BEV_EVENT_CONNECTED, c);
         return 0;
     }
-    colon = strrchr(t, ':');
-    if (colon == NULL || (size_t)(colon - t) >= sizeof(host)) {
-        fprintf(stderr, "redlock-bench: bad target '%s' (host:port or /path)\n", t);
-        return -1;
-    }
-    memcpy(host, t, (size_t)(colon - t));
-    host[colon - t] = '\0';
-    memset(&sin, 0, sizeof(sin));
-    sin.sin_family = AF_INET;
-    sin.sin_port = htons((uint16_t)atoi(colon + 1));
-    if (inet_pton(AF_INET, host, &sin.sin_addr) != 1) {
-        fprintf(stderr, "redlock-bench: bad target host '%s' (an IPv4 address)\n", host);
-        return -1;
-    }
     c->bev = bufferevent_socket_new(bench_base, -1, BEV_OPT_CLOSE_ON_FREE);
     if (c->bev == NULL) {
         return -1;
     }
     bufferevent_setcb(c->bev, bench_conn_read_cb, NULL, event_cb, c);
     bufferevent_enable(c->bev, EV_READ | EV_WRITE);
-    if (bufferevent_socket_connect(c->bev, (struct sockaddr *)&sin, sizeof(sin)) != 0) {
+    if (bufferevent_socket_connect(c->bev, (struct sockaddr *)&ss, (int)sslen) != 0) {
         if (++bench_open_failures <= BENCH_DIAG_MAX) {
             fprintf(stderr, "redlock-bench: connect %s failed\n", t);
         }
         return -1;
     }
     return 0;
+}
+
+/* ---- counted --fill: permits taken first by lease-mode LOCKs ---- */
+
+/* Progress of the fill; static storage. */
+struct bench_fill {
+    struct bench_conn conns[BENCH_FILL_CONNS]; /* its connections */
+    size_t   nconns;        /* of them, in use */
+    long     sent;          /* LOCKs sent */
+    long     answered;      /* LOCKs answered */
+    long     granted;       /* of them, OK */
+    bool     failed;        /* a connection failed, or a LOCK was refused */
+};
+
+static struct bench_fill bench_fl;
+
+static void bench_open_loops(void);
+
+/* The fill is over (done or failed): the loops start, or the run ends. */
+static void
+bench_fill_over(void)
+{
+    if (bench_fl.failed || bench_fl.granted != bench_opt.fill) {
+        bench_fl.failed = true;
+        fprintf(stderr, "redlock-bench: fill: %ld of %ld permits taken\n", bench_fl.granted,
+                bench_opt.fill);
+        bench_stop();
+        return;
+    }
+    bench_open_loops();
+}
+
+/* Send what c may send now: up to BENCH_LEASE_DEPTH fill LOCKs in flight. */
+static void
+bench_fill_send(struct bench_conn *c)
+{
+    /* The leases outlive the run by half a minute; nobody releases them. */
+    long ttl = (long)(bench_opt.duration_s * 1000) + 30000;
+
+    while (c->outstanding < BENCH_LEASE_DEPTH && bench_fl.sent < bench_opt.fill) {
+        evbuffer_add_printf(bufferevent_get_output(c->bev), "LOCK %s limit=%ld mode=lease "
+                            "ttl=%ld\n", bench_conns[0].name, bench_opt.limit, ttl);
+        bench_fl.sent++;
+        c->outstanding++;
+    }
+}
+
+static void
+bench_fill_line(struct bench_conn *c, const char *line, size_t len)
+{
+    if (bench_stopping || bench_fl.failed || (len > 0 && line[0] == '!')
+        || c->outstanding == 0) {
+        return;
+    }
+    c->outstanding--;
+    bench_fl.answered++;
+    if (len >= 3 && memcmp(line, "OK ", 3) == 0) {
+        bench_fl.granted++;
+    } else {
+        bench_st.errors++;
+        bench_fl.failed = true;
+        fprintf(stderr, "redlock-bench: fill: unexpected reply: %.*s\n", (int)len, line);
+    }
+    if (bench_fl.failed || bench_fl.answered == bench_opt.fill) {
+        bench_fill_over();
+        return;
+    }
+    bench_fill_send(c);
+}
+
+static void
+bench_fill_event_cb(struct bufferevent *bev, short what, void *arg)
+{
+    struct bench_conn *c = arg;
+
+    (void)bev;
+    if ((what & (BEV_EVENT_EOF | BEV_EVENT_ERROR)) && !bench_stopping && !bench_fl.failed) {
+        bench_st.errors++;
+        fprintf(stderr, "redlock-bench: fill: conn %zu: connection %s\n", c->idx,
+                (what & BEV_EVENT_EOF) ? "closed by the daemon"
+                                       : evutil_socket_error_to_string(EVUTIL_SOCKET_ERROR()));
+        bench_fl.failed = true;
+        bench_fill_over();
+    }
+}
+
+/*
+ * Take --fill permits of the counted name with lease-mode LOCKs over a
+ * few connections.  They belong to no session, so the daemon keeps no
+ * trace of them once granted: its proposals then land on taken
+ * permits, as another daemon's holders would make them.  The loops
+ * start once every fill LOCK was granted.  0, or -1.
+ */
+static int
+bench_fill_start(void)
+{
+    size_t i;
+
+    bench_fl.nconns = bench_opt.fill < BENCH_FILL_CONNS ? (size_t)bench_opt.fill
+                                                        : BENCH_FILL_CONNS;
+    for (i = 0; i < bench_fl.nconns; i++) {
+        bench_fl.conns[i].idx = i;
+        if (bench_conn_open(&bench_fl.conns[i], bench_fill_line, bench_fill_event_cb) != 0) {
+            return -1;
+        }
+    }
+    for (i = 0; i < bench_fl.nconns; i++) {
+        bench_fill_send(&bench_fl.conns[i]);
+    }
+    return 0;
+}
+
+static void
+bench_fill_free(void)
+{
+    size_t i;
+
+    for (i = 0; i < bench_fl.nconns; i++) {
+        if (bench_fl.conns[i].bev != NULL) {
+            bufferevent_free(bench_fl.conns[i].bev);
+            bench_fl.conns[i].bev = NULL;
+        }
+    }
+}
+
+/* Open the looping connections; the clock starts once all are up. */
+static void
+bench_open_loops(void)
+{
+    size_t i;
+
+    for (i = 0; i < bench_nconns; i++) {
+        if (bench_conn_open(&bench_conns[i], bench_conn_line, bench_conn_event_cb) != 0) {
+            fprintf(stderr, "redlock-bench: cannot open connection %zu\n", i);
+            exit(1);
+        }
+    }
 }
 
 static int
@@ -493,8 +864,17 @@ bench_run_daemon(void)
         fprintf(stderr, "redlock-bench: --mode %s needs --target\n", bench_opt.mode_name);
         return -1;
     }
+    if (bench_opt.mode == BENCH_SHARED) {
+        n += (size_t)bench_opt.writers;     /* the writers come last */
+    }
+    bench_nconns = n;
     bench_conns = calloc(n, sizeof(*bench_conns));
-    if (bench_conns == NULL) {
+    bench_flush = event_new(bench_base, -1, 0, bench_flush_cb, NULL);
+    if (bench_opt.mode == BENCH_COUNTED) {
+        bench_seen.permit_of = calloc((size_t)bench_opt.limit, sizeof(*bench_seen.permit_of));
+    }
+    if (bench_conns == NULL || bench_flush == NULL
+        || (bench_opt.mode == BENCH_COUNTED && bench_seen.permit_of == NULL)) {
         return -1;
     }
     bench_alive = n;
@@ -502,14 +882,26 @@ bench_run_daemon(void)
         bench_conns[i].idx = i;
         if (bench_opt.mode == BENCH_HOT) {
             snprintf(bench_conns[i].name, BENCH_NAME_MAX, "bench-%ld-hot", pid);
+        } else if (bench_opt.mode == BENCH_COUNTED) {
+            snprintf(bench_conns[i].name, BENCH_NAME_MAX, "bench-%ld-sem", pid);
+        } else if (bench_opt.mode == BENCH_SHARED) {
+            snprintf(bench_conns[i].name, BENCH_NAME_MAX, "bench-%ld-rw", pid);
+            bench_conns[i].writer = i >= (size_t)bench_opt.conns;
         } else {
             snprintf(bench_conns[i].name, BENCH_NAME_MAX, "bench-%ld-u%zu", pid, i);
         }
-        if (bench_conn_open(&bench_conns[i], bench_conn_line, bench_conn_event_cb) != 0) {
+    }
+    if (bench_opt.fill > 0) {
+        if (bench_fill_start() != 0) {
+            bench_fill_free();
             return -1;
         }
+    } else {
+        bench_open_loops();
     }
-    event_base_dispatch(bench_base);
+    if (!bench_stopping) {
+        event_base_dispatch(bench_base);
+    }
     if (!bench_stopping) {
         bench_stop();
     }
@@ -518,7 +910,8 @@ bench_run_daemon(void)
             bufferevent_free(bench_conns[i].bev);
         }
     }
-    return 0;
+    bench_fill_free();
+    return bench_fl.failed ? -1 : 0;
 }
 
 /* ---- hold modes: hold and lease-hold ---- */
@@ -599,7 +992,12 @@ bench_hold_send(struct bench_conn *c)
 
     if (bench_opt.mode == BENCH_HOLD) {
         bench_hd.sent++;
-        evbuffer_add_printf(out, "LOCK %s ttl=%ld\n", c->name, bench_opt.ttl_ms);
+        if (bench_opt.limit > 0) {
+            evbuffer_add_printf(out, "LOCK %s limit=%ld ttl=%ld\n", c->name, bench_opt.limit,
+                                bench_opt.ttl_ms);
+        } else {
+            evbuffer_add_printf(out, "LOCK %s ttl=%ld\n", c->name, bench_opt.ttl_ms);
+        }
         return;
     }
     while (c->outstanding < BENCH_LEASE_DEPTH && bench_hd.sent < bench_hd.asked) {
@@ -772,7 +1170,12 @@ bench_run_hold(void)
     bench_alive = n;
     for (i = 0; i < n; i++) {
         bench_conns[i].idx = i;
-        snprintf(bench_conns[i].name, BENCH_NAME_MAX, "bench-hold-%ld-%zu", pid, i);
+        if (bench_opt.limit > 0) {
+            snprintf(bench_conns[i].name, BENCH_NAME_MAX, "bench-counted-%ld-%zu", pid,
+                     i % (size_t)bench_opt.names);
+        } else {
+            snprintf(bench_conns[i].name, BENCH_NAME_MAX, "bench-hold-%ld-%zu", pid, i);
+        }
     }
     bench_hd.begin_us = bench_now_us();
     bench_hold_fill();
@@ -797,10 +1200,14 @@ bench_hold_print(void)
 
     printf("{\"mode\":\"%s\",\"connections\":%ld,\"ttl_ms\":%ld,\"asked\":%" PRIu64
            ",\"held\":%" PRIu64 ",\"grant_seconds\":%.3f,\"hold_seconds\":%.3f"
-           ",\"lost\":%" PRIu64 ",\"errors\":%" PRIu64 "}\n",
+           ",\"lost\":%" PRIu64 ",\"errors\":%" PRIu64,
            bench_opt.mode_name, bench_opt.conns, bench_opt.ttl_ms, bench_hd.asked,
            bench_hd.granted, bench_hold_grant_seconds(), hold, bench_hd.lost,
            bench_st.errors);
+    if (bench_opt.limit > 0) {
+        printf(",\"limit\":%ld,\"names\":%ld", bench_opt.limit, bench_opt.names);
+    }
+    printf("}\n");
     fflush(stdout);
 }
 
@@ -1106,53 +1513,111 @@ bench_cmp_i64(const void *a, const void *b)
     return x < y ? -1 : x > y;
 }
 
-/* The p-th percentile (nearest rank) of the sorted latencies; 0 when none. */
+static void
+bench_lat_sort(struct bench_lat *l)
+{
+    if (l->n > 0) {
+        qsort(l->us, l->n, sizeof(*l->us), bench_cmp_i64);
+    }
+}
+
+/* The p-th percentile (nearest rank) of sorted latencies l; 0 when none. */
 static int64_t
-bench_pct(double p)
+bench_lat_pct(const struct bench_lat *l, double p)
 {
     size_t rank;
 
-    if (bench_st.nlat == 0) {
+    if (l->n == 0) {
         return 0;
     }
-    rank = (size_t)((p / 100.0) * (double)bench_st.nlat + 0.999999);
+    rank = (size_t)((p / 100.0) * (double)l->n + 0.999999);
     if (rank < 1) {
         rank = 1;
     }
-    if (rank > bench_st.nlat) {
-        rank = bench_st.nlat;
+    if (rank > l->n) {
+        rank = l->n;
     }
-    return bench_st.lat_us[rank - 1];
+    return l->us[rank - 1];
+}
+
+static int64_t
+bench_lat_max(const struct bench_lat *l)
+{
+    return l->n > 0 ? l->us[l->n - 1] : 0;
+}
+
+/* Fewest and most grants per connection among connections [from, to). */
+static void
+bench_acq_range(size_t from, size_t to, uint64_t *amin, uint64_t *amax, uint64_t *sum)
+{
+    size_t i;
+
+    *amin = UINT64_MAX;
+    *amax = 0;
+    *sum = 0;
+    for (i = from; i < to; i++) {
+        if (bench_conns[i].acquired < *amin) {
+            *amin = bench_conns[i].acquired;
+        }
+        if (bench_conns[i].acquired > *amax) {
+            *amax = bench_conns[i].acquired;
+        }
+        *sum += bench_conns[i].acquired;
+    }
+    if (*amin == UINT64_MAX) {
+        *amin = 0;
+    }
 }
 
 static void
 bench_print(void)
 {
     double secs = (double)(bench_st.end_us - bench_st.start_us) / 1e6;
-    uint64_t amin = UINT64_MAX, amax = 0;
-    size_t i;
+    uint64_t amin, amax, sum;
+    bool daemon = bench_opt.mode == BENCH_UNCONTENDED || bench_opt.mode == BENCH_HOT
+                  || bench_opt.mode == BENCH_COUNTED || bench_opt.mode == BENCH_SHARED;
 
     if (secs <= 0) {
         secs = 1e-6;
     }
-    qsort(bench_st.lat_us, bench_st.nlat, sizeof(*bench_st.lat_us), bench_cmp_i64);
+    bench_lat_sort(&bench_st.lat);
+    bench_lat_sort(&bench_st.rel);
+    bench_lat_sort(&bench_st.wlat);
+    bench_lat_sort(&bench_st.wrel);
     printf("{\"mode\":\"%s\",\"connections\":%ld,\"seconds\":%.3f,\"ttl_ms\":%ld,"
            "\"pairs\":%" PRIu64 ",\"pairs_per_s\":%.1f,\"p50_us\":%" PRId64
            ",\"p90_us\":%" PRId64 ",\"p99_us\":%" PRId64 ",\"max_us\":%" PRId64
            ",\"errors\":%" PRIu64,
            bench_opt.mode_name, bench_opt.conns, secs, bench_opt.ttl_ms, bench_st.pairs,
-           (double)bench_st.pairs / secs, bench_pct(50), bench_pct(90), bench_pct(99),
-           bench_st.nlat > 0 ? bench_st.lat_us[bench_st.nlat - 1] : 0, bench_st.errors);
-    if (bench_opt.mode == BENCH_HOT) {
-        for (i = 0; i < (size_t)bench_opt.conns; i++) {
-            if (bench_conns[i].acquired < amin) {
-                amin = bench_conns[i].acquired;
-            }
-            if (bench_conns[i].acquired > amax) {
-                amax = bench_conns[i].acquired;
-            }
-        }
+           (double)bench_st.pairs / secs, bench_lat_pct(&bench_st.lat, 50),
+           bench_lat_pct(&bench_st.lat, 90), bench_lat_pct(&bench_st.lat, 99),
+           bench_lat_max(&bench_st.lat), bench_st.errors);
+    if (daemon) {
+        printf(",\"rel_p50_us\":%" PRId64 ",\"rel_p99_us\":%" PRId64,
+               bench_lat_pct(&bench_st.rel, 50), bench_lat_pct(&bench_st.rel, 99));
+    }
+    if (bench_opt.mode == BENCH_HOT || bench_opt.mode == BENCH_COUNTED
+        || bench_opt.mode == BENCH_SHARED) {
+        /* shared: the readers only */
+        bench_acq_range(0, (size_t)bench_opt.conns, &amin, &amax, &sum);
         printf(",\"min_acq\":%" PRIu64 ",\"max_acq\":%" PRIu64, amin, amax);
+    }
+    if (bench_opt.mode == BENCH_COUNTED) {
+        printf(",\"limit\":%ld,\"fill\":%ld,\"max_holders\":%" PRIu64 ",\"clashes\":%" PRIu64,
+               bench_opt.limit, bench_opt.fill, bench_seen.max_holders, bench_seen.clashes);
+    }
+    if (bench_opt.mode == BENCH_SHARED) {
+        bench_acq_range((size_t)bench_opt.conns, bench_nconns, &amin, &amax, &sum);
+        printf(",\"max_readers\":%" PRIu64 ",\"mixed\":%" PRIu64 ",\"writers\":%ld"
+               ",\"writer_pairs\":%" PRIu64 ",\"writer_pairs_per_s\":%.1f"
+               ",\"writer_p50_us\":%" PRId64 ",\"writer_p90_us\":%" PRId64
+               ",\"writer_p99_us\":%" PRId64 ",\"writer_max_us\":%" PRId64
+               ",\"writer_rel_p50_us\":%" PRId64 ",\"writer_acq\":%" PRIu64
+               ",\"writer_min_acq\":%" PRIu64,
+               bench_seen.max_holders, bench_seen.mixed, bench_opt.writers, bench_st.wpairs,
+               (double)bench_st.wpairs / secs, bench_lat_pct(&bench_st.wlat, 50),
+               bench_lat_pct(&bench_st.wlat, 90), bench_lat_pct(&bench_st.wlat, 99),
+               bench_lat_max(&bench_st.wlat), bench_lat_pct(&bench_st.wrel, 50), sum, amin);
     }
     printf("}\n");
     fflush(stdout);
@@ -1164,12 +1629,21 @@ static void
 bench_usage(FILE *f)
 {
     fprintf(f,
-            "usage: redlock-bench --mode uncontended|hot|direct|rtt|hold|lease-hold [options]\n"
+            "usage: redlock-bench --mode uncontended|hot|counted|shared|direct|rtt|hold|\n"
+            "                            lease-hold [options]\n"
             "  -m, --mode MODE          what to measure (see the head of redlock_bench.c)\n"
-            "  -c, --connections N      connections (uncontended, hot, hold, lease-hold) or\n"
-            "                           loops (direct); default 1, hot 50, direct 64,\n"
+            "  -c, --connections N      connections (uncontended, hot, counted, shared:\n"
+            "                           the readers, hold, lease-hold) or loops (direct);\n"
+            "                           default 1, hot 50, counted and shared 64, direct 64,\n"
             "                           hold 100 (one lock each), lease-hold 8; rtt always 1\n"
             "  -n, --locks N            lease-hold: lease-mode LOCKs to send (default 1000)\n"
+            "  -l, --limit N            counted: the name's limit (default 8); hold: ask\n"
+            "                           for permits of counted names with this limit\n"
+            "  -k, --names K            hold with --limit: connection i asks for name\n"
+            "                           i mod K (default 1); connections <= K * limit\n"
+            "  -f, --fill F             counted: F permits taken first by lease-mode LOCKs\n"
+            "                           (F < limit; they expire 30 s after the run)\n"
+            "  -w, --writers W          shared: exclusive loops besides the readers (default 1)\n"
             "  -d, --duration SECONDS   length of the run, or of the hold after the last\n"
             "                           grant (hold, lease-hold; SIGTERM ends it sooner);\n"
             "                           default 10, fractions allowed\n"
@@ -1178,7 +1652,9 @@ bench_usage(FILE *f)
             "  -M, --masters LIST       HOST:PORT,HOST:PORT,... (direct; rtt uses the first)\n"
             "  -h, --help\n"
             "Prints one JSON line: pairs, pairs_per_s, p50/p90/p99/max acquire latency\n"
-            "in microseconds, errors, and for hot min_acq/max_acq per connection.  The\n"
+            "in microseconds, errors, rel_p50/p99 release latency (daemon modes), for\n"
+            "hot, counted and shared min_acq/max_acq per connection, for counted\n"
+            "max_holders and clashes, for shared max_readers, mixed and writer_*.  The\n"
             "hold modes print {\"event\":\"held\",...} once every LOCK was answered,\n"
             "then, when the hold ends, asked, held, grant_seconds, hold_seconds, lost\n"
             "and errors.\n");
@@ -1216,6 +1692,10 @@ bench_parse(int argc, char **argv)
         { "mode", required_argument, NULL, 'm' },
         { "connections", required_argument, NULL, 'c' },
         { "locks", required_argument, NULL, 'n' },
+        { "limit", required_argument, NULL, 'l' },
+        { "names", required_argument, NULL, 'k' },
+        { "fill", required_argument, NULL, 'f' },
+        { "writers", required_argument, NULL, 'w' },
         { "duration", required_argument, NULL, 'd' },
         { "ttl", required_argument, NULL, 't' },
         { "target", required_argument, NULL, 'T' },
@@ -1228,9 +1708,13 @@ bench_parse(int argc, char **argv)
 
     bench_opt.conns = -1;
     bench_opt.locks = BENCH_LEASE_LOCKS;
+    bench_opt.limit = -1;
+    bench_opt.names = 1;
+    bench_opt.fill = 0;
+    bench_opt.writers = 1;
     bench_opt.duration_s = 10;
     bench_opt.ttl_ms = 10000;
-    while ((ch = getopt_long(argc, argv, "m:c:n:d:t:T:M:h", longs, NULL)) != -1) {
+    while ((ch = getopt_long(argc, argv, "m:c:n:l:k:f:w:d:t:T:M:h", longs, NULL)) != -1) {
         switch (ch) {
         case 'm':
             bench_opt.mode_name = optarg;
@@ -1249,6 +1733,24 @@ bench_parse(int argc, char **argv)
                 return -1;
             }
             break;
+        case 'l':
+        case 'k':
+        case 'f':
+        case 'w': {
+            long v = strtol(optarg, &end, 10);
+            long lo = ch == 'f' ? 0 : 1;
+            long hi = ch == 'k' ? BENCH_CONNS_MAX : ch == 'w' ? 1000 : BENCH_LIMIT_MAX;
+
+            if (*end != '\0' || optarg[0] == '\0' || v < lo || v > hi) {
+                fprintf(stderr, "redlock-bench: --%s: %ld..%ld\n",
+                        ch == 'l' ? "limit" : ch == 'k' ? "names" : ch == 'f' ? "fill"
+                                                                        : "writers", lo, hi);
+                return -1;
+            }
+            *(ch == 'l' ? &bench_opt.limit : ch == 'k' ? &bench_opt.names
+              : ch == 'f' ? &bench_opt.fill : &bench_opt.writers) = v;
+            break;
+        }
         case 'd':
             bench_opt.duration_s = strtod(optarg, &end);
             if (*end != '\0' || !(bench_opt.duration_s > 0) || bench_opt.duration_s > 86400) {
@@ -1297,6 +1799,10 @@ bench_parse(int argc, char **argv)
         bench_opt.mode = BENCH_HOLD;
     } else if (strcmp(bench_opt.mode_name, "lease-hold") == 0) {
         bench_opt.mode = BENCH_LEASE_HOLD;
+    } else if (strcmp(bench_opt.mode_name, "counted") == 0) {
+        bench_opt.mode = BENCH_COUNTED;
+    } else if (strcmp(bench_opt.mode_name, "shared") == 0) {
+        bench_opt.mode = BENCH_SHARED;
     } else {
         fprintf(stderr, "redlock-bench: unknown mode '%s'\n", bench_opt.mode_name);
         return -1;
@@ -1306,8 +1812,33 @@ bench_parse(int argc, char **argv)
     } else if (bench_opt.conns < 0) {
         bench_opt.conns = bench_opt.mode == BENCH_HOT ? 50
                           : bench_opt.mode == BENCH_DIRECT ? 64
+                          : bench_opt.mode == BENCH_COUNTED ? 64
+                          : bench_opt.mode == BENCH_SHARED ? 64
                           : bench_opt.mode == BENCH_HOLD ? BENCH_HOLD_CONNS
                           : bench_opt.mode == BENCH_LEASE_HOLD ? BENCH_LEASE_CONNS : 1;
+    }
+    if (bench_opt.mode == BENCH_COUNTED && bench_opt.limit < 0) {
+        bench_opt.limit = BENCH_COUNTED_LIMIT;
+    }
+    if (bench_opt.mode != BENCH_COUNTED && bench_opt.mode != BENCH_HOLD) {
+        bench_opt.limit = -1;
+    }
+    if (bench_opt.mode == BENCH_COUNTED && bench_opt.fill >= bench_opt.limit) {
+        fprintf(stderr, "redlock-bench: --fill must leave a permit free (below --limit %ld)\n",
+                bench_opt.limit);
+        return -1;
+    }
+    if (bench_opt.mode == BENCH_HOLD && bench_opt.limit > 0
+        && bench_opt.conns > bench_opt.names * bench_opt.limit) {
+        fprintf(stderr, "redlock-bench: %ld connections cannot all hold a permit of %ld "
+                "names with limit=%ld\n", bench_opt.conns, bench_opt.names, bench_opt.limit);
+        return -1;
+    }
+    if (bench_opt.mode != BENCH_SHARED) {
+        bench_opt.writers = 0;
+    }
+    if (bench_opt.mode != BENCH_COUNTED) {
+        bench_opt.fill = 0;
     }
     return 0;
 }
@@ -1320,7 +1851,7 @@ static int
 bench_raise_nofile(void)
 {
     struct rlimit rl;
-    rlim_t need = (rlim_t)bench_opt.conns + BENCH_FDS_SPARE;
+    rlim_t need = (rlim_t)bench_opt.conns + (rlim_t)bench_opt.writers + BENCH_FDS_SPARE;
 
     if (getrlimit(RLIMIT_NOFILE, &rl) != 0) {
         fprintf(stderr, "redlock-bench: getrlimit(RLIMIT_NOFILE): %s\n", strerror(errno));
@@ -1389,7 +1920,14 @@ main(int argc, char **argv)
     } else {
         bench_print();
     }
-    free(bench_st.lat_us);
+    free(bench_st.lat.us);
+    free(bench_st.rel.us);
+    free(bench_st.wlat.us);
+    free(bench_st.wrel.us);
+    free(bench_seen.permit_of);
+    if (bench_flush != NULL) {
+        event_free(bench_flush);
+    }
     free(bench_conns);
     free(bench_loops);
     free(bench_opt.masters_spec);

@@ -5,11 +5,31 @@
  * Starts five redis-server masters and one redlockd on free ports with
  * the test harness (tests/harness.h), runs build/redlock-bench for each
  * entry of the standard table (rtt; uncontended with 1 and 64
- * connections; hot with 50; direct with 1 and 64 loops), collects the
- * JSON line of each run, and prints a table and the performance ratios
- * with their targets (README.md, Performance).  uncontended-1 p50 / direct-1 p50 is printed for
+ * connections; hot with 50; direct with 1 and 64 loops; the counted and
+ * shared rows below), collects the JSON line of each run, and prints a
+ * table and the performance ratios with their targets (README.md,
+ * Performance).  uncontended-1 p50 / direct-1 p50 is printed for
  * information: direct-1 is the masters' own quorum latency on this
  * machine, so the ratio shows what the daemon adds.
+ *
+ * The counted and shared rows of the standard table:
+ *
+ *     counted-64      --mode counted: 64 connections on one name with
+ *                     limit=8; fairness, and the most holders the
+ *                     clients saw at once (must be <= 8, with no two
+ *                     holders of one permit)
+ *     shared-64+1     --mode shared: 64 connections LOCK ... shared and
+ *                     one exclusive writer on the same name, reported
+ *                     apart; the writer must be granted (not starve) and
+ *                     never be seen holding with anyone else
+ *     grant-l1, grant-l1000, grant-l1000-full
+ *                     --mode counted, one connection: a name of limit 1,
+ *                     of limit 1000, and of limit 1000 with 999 permits
+ *                     held by lease-mode locks (--fill 999); acquire and
+ *                     release p50 and their ratios to grant-l1
+ *
+ * A counted or shared row that breaks those checks fails the run (both
+ * modes); the figures are reported, never judged.
  *
  * Then the resource rows, each against a fresh daemon (stopped and
  * started again, so that its RSS owes nothing to the earlier rows; the
@@ -25,21 +45,29 @@
  *                     renewals_failed before and after give renewals/s,
  *                     and the run fails when renewals_failed grew or
  *                     renewals_ok did not
+ *     memory-counted  redlock-bench --mode hold --limit 1000 --names 10:
+ *                     10000 connections, one permit each, of 10 names
+ *                     with limit=1000 (every permit taken); VmRSS as for
+ *                     memory-session, same target (<= 64 MiB)
  *     memory-lease    redlock-bench --mode lease-hold: 100000 lease-mode
  *                     locks (ttl 600000 ms) over 8 connections; VmRSS
  *                     once all are granted; target <= 128 MiB
  *
  * A hold run prints {"event":"held",...} when every LOCK was answered;
  * run_bench waits for that line (with a deadline), measures, then ends
- * the hold with SIGTERM and reads the run's result line.  The soft
+ * the hold with SIGTERM and reads the run's result line.  For the
+ * session rows (memory-session, memory-counted) it then reports the
+ * release: from the SIGTERM to STATS locks_held 0, and how much
+ * renewals_failed grew meanwhile (reported, not judged).  The soft
  * RLIMIT_NOFILE is raised to the hard one first, for the daemon's sake
  * (10000 clients).
  *
  *     run_bench            BENCH_SECONDS per mode (default 10)
- *     run_bench --smoke    1 s per mode, 200 session locks, 2000 lease
- *                          locks, a 2 s CPU window; exit 1 unless every
- *                          mode printed a JSON line with pairs > 0 and
- *                          errors == 0
+ *     run_bench --smoke    1 s per mode (0.3 s per grant-cost run), 200
+ *                          session locks, 200 permits (10 names, limit
+ *                          20), 2000 lease locks, a 2 s CPU window;
+ *                          exit 1 unless every mode printed a JSON line
+ *                          with pairs > 0 and errors == 0
  *
  * The targets are reported, never enforced.  A hold run that did not
  * get every lock, saw an error or a LOST line, or (renewal CPU) saw a
@@ -49,7 +77,8 @@
  * REDLOCK_BENCH_BIN (default ./build/redlock-bench), BENCH_UNIX=1 (talk
  * to the daemon over its Unix socket instead of TCP).  Exit status: 0,
  * or 1 when the setup failed, a run printed no JSON line, a hold run
- * failed (above), or (smoke) a run had no pairs or any error.
+ * failed (above), a counted or shared row broke its checks, or (smoke)
+ * a run had no pairs or any error.
  */
 #include <errno.h>
 #include <signal.h>
@@ -86,28 +115,55 @@
 #define RUNBENCH_SESSION_MIB    64.0    /* target: memory-session RSS */
 #define RUNBENCH_LEASE_MIB      128.0   /* target: memory-lease RSS */
 #define RUNBENCH_CPU_PCT        10.0    /* target: renewal CPU, % of one core (below) */
+#define RUNBENCH_COUNTED_LOCKS  10000   /* memory-counted: connections, a permit each, */
+#define RUNBENCH_COUNTED_NAMES  10      /* over this many names */
+#define RUNBENCH_COUNTED_LIMIT  1000    /* of this limit (every permit taken) */
+#define RUNBENCH_SMOKE_COUNTED  200     /* memory-counted in --smoke: 10 names, limit 20 */
+#define RUNBENCH_SMOKE_GRANT_S  "0.3"   /* --smoke: seconds of each grant-cost run */
+#define RUNBENCH_RELEASE_SETTLE_MS 600  /* after locks_held 0: renewals in flight end
+                                           (the harness's round deadline is 500 ms) */
+#define RUNBENCH_SMOKE_SETTLE_MS 100    /* the same in --smoke */
 
 /* One entry of the standard table and what its run printed. */
 struct runbench_run {
     const char *label;                  /* row label */
     const char *mode;                   /* --mode */
     int         conns;                  /* --connections */
+    const char *extra[5];               /* more arguments, NULL-terminated */
+    const char *smoke_seconds;          /* --duration in --smoke; NULL: 1 */
     bool        ok;                     /* a JSON line was read */
     char        json[RUNBENCH_LINE_MAX]; /* that line */
     double      pairs;                  /* "pairs" */
     double      pps;                    /* "pairs_per_s" */
     double      p50, p90, p99, max;     /* latencies, us */
     double      errors;                 /* "errors" */
-    double      min_acq, max_acq;       /* hot only; -1 otherwise */
+    double      min_acq, max_acq;       /* hot, counted, shared (readers); -1 otherwise */
+    double      rel_p50;                /* "rel_p50_us": release latency (daemon rows) */
+    double      limit;                  /* counted: "limit" */
+    double      max_holders;            /* counted: "max_holders"; shared: "max_readers" */
+    double      clashes;                /* counted: "clashes" */
+    double      mixed;                  /* shared: "mixed" */
+    double      w_pairs, w_pps;         /* shared: the writer's pairs */
+    double      w_p50, w_p90, w_p99, w_max; /* shared: the writer's latencies */
+    double      w_acq;                  /* shared: the writer's grants */
 };
 
+/* Counted rows pass their limit (and fill) to redlock-bench --mode counted. */
 static struct runbench_run runbench_runs[] = {
-    { "rtt", "rtt", 1, false, "", 0, 0, 0, 0, 0, 0, 0, -1, -1 },
-    { "uncontended-1", "uncontended", 1, false, "", 0, 0, 0, 0, 0, 0, 0, -1, -1 },
-    { "uncontended-64", "uncontended", 64, false, "", 0, 0, 0, 0, 0, 0, 0, -1, -1 },
-    { "hot-50", "hot", 50, false, "", 0, 0, 0, 0, 0, 0, 0, -1, -1 },
-    { "direct-1", "direct", 1, false, "", 0, 0, 0, 0, 0, 0, 0, -1, -1 },
-    { "direct-64", "direct", 64, false, "", 0, 0, 0, 0, 0, 0, 0, -1, -1 },
+    { .label = "rtt", .mode = "rtt", .conns = 1 },
+    { .label = "uncontended-1", .mode = "uncontended", .conns = 1 },
+    { .label = "uncontended-64", .mode = "uncontended", .conns = 64 },
+    { .label = "hot-50", .mode = "hot", .conns = 50 },
+    { .label = "direct-1", .mode = "direct", .conns = 1 },
+    { .label = "direct-64", .mode = "direct", .conns = 64 },
+    { .label = "counted-64", .mode = "counted", .conns = 64, .extra = { "--limit", "8" } },
+    { .label = "shared-64+1", .mode = "shared", .conns = 64, .extra = { "--writers", "1" } },
+    { .label = "grant-l1", .mode = "counted", .conns = 1, .extra = { "--limit", "1" },
+      .smoke_seconds = RUNBENCH_SMOKE_GRANT_S },
+    { .label = "grant-l1000", .mode = "counted", .conns = 1, .extra = { "--limit", "1000" },
+      .smoke_seconds = RUNBENCH_SMOKE_GRANT_S },
+    { .label = "grant-l1000-full", .mode = "counted", .conns = 1,
+      .extra = { "--limit", "1000", "--fill", "999" }, .smoke_seconds = RUNBENCH_SMOKE_GRANT_S },
 };
 
 #define RUNBENCH_NRUNS  (sizeof(runbench_runs) / sizeof(runbench_runs[0]))
@@ -118,7 +174,12 @@ enum {
     RUNBENCH_UNC64,
     RUNBENCH_HOT50,
     RUNBENCH_DIRECT1,
-    RUNBENCH_DIRECT
+    RUNBENCH_DIRECT,
+    RUNBENCH_COUNTED64,
+    RUNBENCH_SHARED64,
+    RUNBENCH_GRANT1,
+    RUNBENCH_GRANT1000,
+    RUNBENCH_GRANTFULL
 };
 
 /* The number after "\"key\":" in a JSON line; -1 when absent. */
@@ -166,8 +227,8 @@ runbench_one(struct runbench_run *r, const char *bin, const char *seconds,
              const char *target, const char *masters)
 {
     char conns[16], out[4096];
-    const char *argv[16];
-    size_t n = 0;
+    const char *argv[24];
+    size_t n = 0, i;
     int status = 0, code;
     pid_t pid;
 
@@ -184,6 +245,9 @@ runbench_one(struct runbench_run *r, const char *bin, const char *seconds,
     argv[n++] = target;
     argv[n++] = "--masters";
     argv[n++] = masters;
+    for (i = 0; r->extra[i] != NULL; i++) {
+        argv[n++] = r->extra[i];
+    }
     argv[n] = NULL;
     fprintf(stderr, "run_bench: %s (%s s)\n", r->label, seconds);
     pid = h_spawn(argv, out);
@@ -214,6 +278,53 @@ runbench_one(struct runbench_run *r, const char *bin, const char *seconds,
     r->errors = runbench_field(r->json, "errors");
     r->min_acq = runbench_field(r->json, "min_acq");
     r->max_acq = runbench_field(r->json, "max_acq");
+    r->rel_p50 = runbench_field(r->json, "rel_p50_us");
+    r->limit = runbench_field(r->json, "limit");
+    r->max_holders = runbench_field(r->json, strcmp(r->mode, "shared") == 0 ? "max_readers"
+                                                                           : "max_holders");
+    r->clashes = runbench_field(r->json, "clashes");
+    r->mixed = runbench_field(r->json, "mixed");
+    r->w_pairs = runbench_field(r->json, "writer_pairs");
+    r->w_pps = runbench_field(r->json, "writer_pairs_per_s");
+    r->w_p50 = runbench_field(r->json, "writer_p50_us");
+    r->w_p90 = runbench_field(r->json, "writer_p90_us");
+    r->w_p99 = runbench_field(r->json, "writer_p99_us");
+    r->w_max = runbench_field(r->json, "writer_max_us");
+    r->w_acq = runbench_field(r->json, "writer_acq");
+}
+
+/*
+ * The sanity checks of the counted and shared rows, from the clients'
+ * side (redlock_bench.c, "Holders seen by the clients"): a counted row
+ * never saw more holders at once than its limit, nor two holders of one
+ * permit; the shared row never saw the writer hold with anyone else, and
+ * its writer was granted at least once (it did not starve).  True when
+ * the run (if any) passes; a failure is printed.
+ */
+static bool
+runbench_sane(const struct runbench_run *r, bool say)
+{
+    if (!r->ok) {
+        return true;    /* failed already, for another reason */
+    }
+    if (strcmp(r->mode, "counted") == 0
+        && (r->max_holders < 0 || r->max_holders > r->limit || r->clashes != 0)) {
+        if (!say) {
+            return false;
+        }
+        fprintf(stderr, "run_bench: %s: %.0f holders seen at once (limit %.0f), %.0f permit "
+                "clashes\n", r->label, r->max_holders, r->limit, r->clashes);
+        return false;
+    }
+    if (strcmp(r->mode, "shared") == 0 && (r->mixed != 0 || r->w_acq <= 0)) {
+        if (!say) {
+            return false;
+        }
+        fprintf(stderr, "run_bench: %s: %.0f grants mixed the writer with another holder; "
+                "the writer was granted %.0f times\n", r->label, r->mixed, r->w_acq);
+        return false;
+    }
+    return true;
 }
 
 /* ---- resource rows: locks held by a fresh daemon ---- */
@@ -241,15 +352,31 @@ struct runbench_hold {
     double      window_s;               /* the window, wall clock */
     long long   renew_ok;               /* renewals_ok growth over the window */
     long long   renew_failed;           /* renewals_failed growth over the window */
+    long        limit;                  /* hold: permits of counted names of this limit
+                                           (0: exclusive locks) */
+    long        names;                  /* hold with limit: that many names */
+    bool        release_ok;             /* hold: the release was measured */
+    double      release_s;              /* hold: from SIGTERM to STATS locks_held 0 */
+    long long   release_failed;         /* hold: renewals_failed growth over the release */
 };
 
+static int64_t runbench_settle_ms = RUNBENCH_RELEASE_SETTLE_MS;
+
 static struct runbench_hold runbench_session = {
-    "memory-session", "hold", RUNBENCH_SESSION_LOCKS, RUNBENCH_SESSION_LOCKS,
-    RUNBENCH_SESSION_TTL_MS, true, false, false, false, "", 0, 0, 0, 0, -1, -1, false, 0, 0, 0, 0
+    .label = "memory-session", .mode = "hold", .locks = RUNBENCH_SESSION_LOCKS,
+    .conns = RUNBENCH_SESSION_LOCKS, .ttl_ms = RUNBENCH_SESSION_TTL_MS, .cpu = true,
+    .rss_base_kib = -1, .rss_kib = -1
+};
+static struct runbench_hold runbench_counted = {
+    .label = "memory-counted", .mode = "hold", .locks = RUNBENCH_COUNTED_LOCKS,
+    .conns = RUNBENCH_COUNTED_LOCKS, .ttl_ms = RUNBENCH_SESSION_TTL_MS,
+    .limit = RUNBENCH_COUNTED_LIMIT, .names = RUNBENCH_COUNTED_NAMES,
+    .rss_base_kib = -1, .rss_kib = -1
 };
 static struct runbench_hold runbench_lease = {
-    "memory-lease", "lease-hold", RUNBENCH_LEASE_LOCKS, RUNBENCH_LEASE_CONNS,
-    RUNBENCH_LEASE_TTL_MS, false, false, false, false, "", 0, 0, 0, 0, -1, -1, false, 0, 0, 0, 0
+    .label = "memory-lease", .mode = "lease-hold", .locks = RUNBENCH_LEASE_LOCKS,
+    .conns = RUNBENCH_LEASE_CONNS, .ttl_ms = RUNBENCH_LEASE_TTL_MS,
+    .rss_base_kib = -1, .rss_kib = -1
 };
 
 /* A hold run being waited for (h_wait_until conditions). */
@@ -427,13 +554,15 @@ runbench_hold_one(struct runbench_hold *h, const char *bin, bool use_unix, int64
 {
     struct h_daemon_opts o;
     struct runbench_child child;
-    char conns[24], locks[24], ttl[24], dur[32], target[4096], out[4096];
-    const char *argv[20];
+    char conns[24], locks[24], ttl[24], dur[32], limit[24], names[24], target[4096], out[4096];
+    const char *argv[24];
     int64_t held_ms = RUNBENCH_HELD_MS + h->locks / 1000 * RUNBENCH_HELD_MS_PER_K;
     size_t n = 0;
     bool held;
     pid_t dpid;
     int code;
+    long long failed0 = -1, failed1 = -1;
+    int64_t term_ms = 0;
 
     fprintf(stderr, "run_bench: %s (%ld locks, fresh daemon)\n", h->label, h->locks);
     if (h_daemon_pid() > 0) {
@@ -469,6 +598,14 @@ runbench_hold_one(struct runbench_hold *h, const char *bin, bool use_unix, int64
         argv[n++] = "--locks";
         argv[n++] = locks;
     }
+    if (h->limit > 0) {
+        snprintf(limit, sizeof(limit), "%ld", h->limit);
+        snprintf(names, sizeof(names), "%ld", h->names);
+        argv[n++] = "--limit";
+        argv[n++] = limit;
+        argv[n++] = "--names";
+        argv[n++] = names;
+    }
     argv[n++] = "--ttl";
     argv[n++] = ttl;
     argv[n++] = "--duration";
@@ -493,6 +630,10 @@ runbench_hold_one(struct runbench_hold *h, const char *bin, bool use_unix, int64
         fprintf(stderr, "run_bench: %s: no \"held\" line from redlock-bench %s\n", h->label,
                 child.exited ? "before it exited" : "in time");
     }
+    if (strcmp(h->mode, "hold") == 0 && h_stat_once("renewals_failed", &failed0) != 0) {
+        failed0 = -1;
+    }
+    term_ms = h_now_ms();
     runbench_child_end(&child);
     code = h_decode_status(child.status);
     h->ran = runbench_read_json(out, h->json, sizeof(h->json));
@@ -524,6 +665,19 @@ runbench_hold_one(struct runbench_hold *h, const char *bin, bool use_unix, int64
         fprintf(stderr, "run_bench: %s: locks_held did not drop to 0 within %d ms\n",
                 h->label, RUNBENCH_RELEASE_MS);
         h->ok = false;
+    } else if (strcmp(h->mode, "hold") == 0) {
+        /*
+         * The release: SIGTERM to locks_held 0, and the renewals that
+         * failed meanwhile (of the locks whose sessions were still
+         * closing), counted once the rounds in flight had their round
+         * deadline to end.  Reported, not judged.
+         */
+        h->release_s = (double)(h_now_ms() - term_ms) / 1000.0;
+        h_sleep_ms(runbench_settle_ms);
+        if (failed0 >= 0 && h_stat_once("renewals_failed", &failed1) == 0) {
+            h->release_failed = failed1 - failed0;
+            h->release_ok = true;
+        }
     }
     return h->ok && (!h->cpu || h->cpu_good);
 }
@@ -580,6 +734,73 @@ runbench_hold_row(const struct runbench_hold *h)
            h->ok ? "" : "   FAILED");
 }
 
+/* The release line of a hold row. */
+static void
+runbench_release_row(const struct runbench_hold *h)
+{
+    if (!h->release_ok) {
+        printf("  %-16s %s\n", h->label, "not measured");
+        return;
+    }
+    printf("  %-16s %7ld locks%s: %.2f s, %lld renewals failed\n", h->label, h->locks,
+           h->limit > 0 ? " (permits)" : "", h->release_s, h->release_failed);
+}
+
+/* One grant-cost row, and its ratios to the limit=1 row (base). */
+static void
+runbench_grant_row(const struct runbench_run *r, const struct runbench_run *base)
+{
+    if (!r->ok) {
+        printf("  %-16s %10s\n", r->label, "(failed)");
+        return;
+    }
+    printf("  %-16s %10.0f %8.0f %8.0f %8.0f", r->label, r->pps, r->p50, r->p99, r->rel_p50);
+    if (base->ok && base->pps > 0 && base->p50 > 0 && base->rel_p50 > 0) {
+        printf("   %8.2f %8.2f %8.2f", r->pps / base->pps, r->p50 / base->p50,
+               r->rel_p50 / base->rel_p50);
+    }
+    printf("\n");
+}
+
+/*
+ * The counted and shared rows: what the clients saw held at once (the
+ * checks runbench_sane applies), and the grant cost of a counted name
+ * by its limit.
+ */
+static void
+runbench_kinds_table(const struct runbench_run *c64, const struct runbench_run *sh)
+{
+    const struct runbench_run *g1 = &runbench_runs[RUNBENCH_GRANT1];
+
+    printf("\ncounted and shared holds as the clients saw them (a holder: from its OK read to "
+           "its\nUNLOCK sent; a lower bound of what the masters granted at once)\n");
+    if (c64->ok) {
+        printf("  %-16s limit %.0f: most holders at once %.0f (<= %.0f), permit clashes %.0f, "
+               "fairness min/max %.2f   %s\n", c64->label, c64->limit, c64->max_holders,
+               c64->limit, c64->clashes, c64->max_acq > 0 ? c64->min_acq / c64->max_acq : 0,
+               runbench_sane(c64, false) ? "ok" : "FAILED");
+    } else {
+        printf("  %-16s (failed)\n", c64->label);
+    }
+    if (sh->ok) {
+        printf("  %-16s most readers at once %.0f, grants mixing the writer with another "
+               "holder %.0f;\n  %-16s writer granted %.0f times (a reader %.0f..%.0f), "
+               "fairness min/max %.2f   %s\n", sh->label, sh->max_holders, sh->mixed, "",
+               sh->w_acq, sh->min_acq, sh->max_acq,
+               sh->max_acq > 0 ? sh->min_acq / sh->max_acq : 0,
+               runbench_sane(sh, false) ? "ok" : "FAILED");
+    } else {
+        printf("  %-16s (failed)\n", sh->label);
+    }
+    printf("\ngrant cost on a counted name, one connection (us; grant-l1000-full: 999 of the "
+           "1000\npermits held by lease-mode locks; ratios: the row / grant-l1)\n");
+    printf("  %-16s %10s %8s %8s %8s   %8s %8s %8s\n", "run", "pairs/s", "acq p50", "acq p99",
+           "rel p50", "pairs/s", "acq p50", "rel p50");
+    runbench_grant_row(g1, g1);
+    runbench_grant_row(&runbench_runs[RUNBENCH_GRANT1000], g1);
+    runbench_grant_row(&runbench_runs[RUNBENCH_GRANTFULL], g1);
+}
+
 /*
  * The measurements, then (not in a smoke run, whose 1 s runs and small
  * hold counts say nothing about them) the targets.
@@ -593,7 +814,10 @@ runbench_table(const char *seconds, bool smoke)
     const struct runbench_run *hot = &runbench_runs[RUNBENCH_HOT50];
     const struct runbench_run *dir = &runbench_runs[RUNBENCH_DIRECT];
     const struct runbench_run *d1 = &runbench_runs[RUNBENCH_DIRECT1];
+    const struct runbench_run *c64 = &runbench_runs[RUNBENCH_COUNTED64];
+    const struct runbench_run *sh = &runbench_runs[RUNBENCH_SHARED64];
     const struct runbench_hold *ses = &runbench_session, *lea = &runbench_lease;
+    const struct runbench_hold *cnt = &runbench_counted;
     char what[64];
     size_t i;
 
@@ -603,22 +827,32 @@ runbench_table(const char *seconds, bool smoke)
            "p50", "p90", "p99", "max", "errors", "acq min/max");
     for (i = 0; i < RUNBENCH_NRUNS; i++) {
         const struct runbench_run *r = &runbench_runs[i];
+        bool rw = strcmp(r->mode, "shared") == 0;
 
+        snprintf(what, sizeof(what), "%s%s", r->label, rw ? " r" : "");
         if (!r->ok) {
-            printf("  %-16s %5d %10s\n", r->label, r->conns, "(failed)");
+            printf("  %-16s %5d %10s\n", what, r->conns, "(failed)");
             continue;
         }
-        printf("  %-16s %5d %10.0f %8.0f %8.0f %8.0f %9.0f %7.0f", r->label, r->conns,
+        printf("  %-16s %5d %10.0f %8.0f %8.0f %8.0f %9.0f %7.0f", what, r->conns,
                r->pps, r->p50, r->p90, r->p99, r->max, r->errors);
         if (r->min_acq >= 0) {
             printf(" %6.0f/%-6.0f", r->min_acq, r->max_acq);
         }
         printf("\n");
+        if (rw) {
+            /* The writer: its own pairs and latencies; errors are the run's, above. */
+            snprintf(what, sizeof(what), "%s w", r->label);
+            printf("  %-16s %5d %10.0f %8.0f %8.0f %8.0f %9.0f %7s %6.0f\n", what, 1, r->w_pps,
+                   r->w_p50, r->w_p90, r->w_p99, r->w_max, "", r->w_acq);
+        }
     }
+    runbench_kinds_table(c64, sh);
     printf("\nheld locks (a fresh daemon each; its VmRSS; grant: first connection to last OK)\n");
     printf("  %-16s %7s %6s %8s %8s %7s %8s %8s %10s\n", "run", "locks", "conns", "grant s",
            "held", "errors", "base MiB", "RSS MiB", "bytes/lock");
     runbench_hold_row(ses);
+    runbench_hold_row(cnt);
     runbench_hold_row(lea);
     if (ses->cpu_ok) {
         printf("\nrenewal CPU, %ld session locks (ttl %ld ms) held, %.1f s window: daemon %.1f %% "
@@ -628,6 +862,10 @@ runbench_table(const char *seconds, bool smoke)
     } else {
         printf("\nrenewal CPU: not measured   FAILED\n");
     }
+    printf("\nrelease of the held session locks (every connection closed at once; from the "
+           "SIGTERM\nto STATS locks_held 0; renewals that failed meanwhile; reported, not judged)\n");
+    runbench_release_row(ses);
+    runbench_release_row(cnt);
     if (smoke) {
         printf("\ntargets: not judged in a smoke run (make bench judges them)\n");
         return;
@@ -658,6 +896,15 @@ runbench_table(const char *seconds, bool smoke)
                   RUNBENCH_SESSION_MIB);
     snprintf(what, sizeof(what), "renewal CPU %% of one core (%ld locks)", ses->locks);
     runbench_goal(what, ses->cpu_ok, ses->cpu_pct, "<", RUNBENCH_CPU_PCT);
+    snprintf(what, sizeof(what), "memory-counted RSS MiB (%ld permits)", cnt->locks);
+    runbench_goal(what, cnt->ran && cnt->rss_kib >= 0, runbench_mib(cnt->rss_kib), "<=",
+                  RUNBENCH_SESSION_MIB);
+    if (cnt->ran && cnt->rss_kib >= 0) {
+        printf("  %-44s %10.2f   info (memory-session: %.2f)\n", "memory-counted RSS / its target",
+               runbench_mib(cnt->rss_kib) / RUNBENCH_SESSION_MIB,
+               ses->ran && ses->rss_kib >= 0 ? runbench_mib(ses->rss_kib) / RUNBENCH_SESSION_MIB
+                                             : 0.0);
+    }
     snprintf(what, sizeof(what), "memory-lease RSS MiB (%ld lease locks)", lea->locks);
     runbench_goal(what, lea->ran && lea->rss_kib >= 0, runbench_mib(lea->rss_kib), "<=",
                   RUNBENCH_LEASE_MIB);
@@ -723,12 +970,17 @@ main(int argc, char **argv)
     window_ms = (int64_t)(atof(seconds) * 1000);
     if (smoke) {
         runbench_session.locks = runbench_session.conns = RUNBENCH_SMOKE_SESSION;
+        runbench_counted.locks = runbench_counted.conns = RUNBENCH_SMOKE_COUNTED;
+        runbench_counted.limit = RUNBENCH_SMOKE_COUNTED / RUNBENCH_COUNTED_NAMES;
         runbench_lease.locks = RUNBENCH_SMOKE_LEASE;
+        runbench_settle_ms = RUNBENCH_SMOKE_SETTLE_MS;
         window_ms = RUNBENCH_SMOKE_CPU_MS;
     } else if (window_ms < RUNBENCH_CPU_MIN_MS) {
         window_ms = RUNBENCH_CPU_MIN_MS;
     }
-    if (runbench_raise_nofile(runbench_session.conns + RUNBENCH_CLIENTS_SPARE) != 0
+    if (runbench_raise_nofile((runbench_session.conns > runbench_counted.conns
+                               ? runbench_session.conns : runbench_counted.conns)
+                              + RUNBENCH_CLIENTS_SPARE) != 0
         || h_suite_init() != 0) {
         return 1;
     }
@@ -746,8 +998,10 @@ main(int argc, char **argv)
     }
     runbench_target(target, sizeof(target), use_unix);
     for (i = 0; i < RUNBENCH_NRUNS; i++) {
-        runbench_one(&runbench_runs[i], bin, seconds, target, masters);
-        if (!runbench_runs[i].ok) {
+        runbench_one(&runbench_runs[i], bin,
+                     smoke && runbench_runs[i].smoke_seconds != NULL
+                     ? runbench_runs[i].smoke_seconds : seconds, target, masters);
+        if (!runbench_runs[i].ok || !runbench_sane(&runbench_runs[i], true)) {
             good = false;
         } else if (smoke && (runbench_runs[i].pairs <= 0 || runbench_runs[i].errors != 0)) {
             fprintf(stderr, "run_bench: smoke: %s: pairs %.0f, errors %.0f\n",
@@ -762,6 +1016,10 @@ main(int argc, char **argv)
         h_print_daemon_log_tail(20);
         good = false;
     }
+    if (!runbench_hold_one(&runbench_counted, bin, use_unix, window_ms)) {
+        h_print_daemon_log_tail(20);
+        good = false;
+    }
     if (!runbench_hold_one(&runbench_lease, bin, use_unix, window_ms)) {
         h_print_daemon_log_tail(20);
         good = false;
@@ -771,7 +1029,8 @@ main(int argc, char **argv)
     runbench_table(seconds, smoke);
     if (smoke) {
         printf("\nbench-smoke: %s\n", good ? "every mode ran, with pairs and no errors; "
-                                         "every hold run held all its locks, renewals ok"
+                                         "every hold run held all its locks, renewals ok; "
+                                         "counted and shared holds within their kinds"
                                          : "FAILED");
     }
     return good ? 0 : 1;
