@@ -1198,11 +1198,6 @@ lock_acquire(struct lock_client *c, const char *name, size_t name_len,
         lk = lock_find(name, name_len);
         h = NULL;
     }
-    if (lk != NULL && !lock_kind_fits(lk, req, limit, sizeof(limit))) {
-        stats.kind_refusals++;
-        lock_reply(c, LOCK_WRONG_KIND, name, name_len, limit);
-        return;
-    }
     if (!req->lease_mode && h != NULL) {
         struct lock_result res;
 
@@ -1210,6 +1205,13 @@ lock_acquire(struct lock_client *c, const char *name, size_t name_len,
             snprintf(limit, sizeof(limit), "this session holds %.*s as %s lock; a re-entrant "
                      "LOCK must ask for the same kind (UNLOCK it first)", (int)name_len, name,
                      lock_kind_word(h->lease.rec.kind));
+            lock_reply(c, LOCK_CONFLICT, name, name_len, limit);
+            return;
+        }
+        if (kind == REDLOCK_PERMIT && h->lease.rec.limit != req->limit) {
+            snprintf(limit, sizeof(limit), "this session holds %.*s with limit=%u; a re-entrant "
+                     "LOCK must ask for the same limit (UNLOCK it first)", (int)name_len, name,
+                     h->lease.rec.limit);
             lock_reply(c, LOCK_CONFLICT, name, name_len, limit);
             return;
         }
@@ -1234,6 +1236,11 @@ lock_acquire(struct lock_client *c, const char *name, size_t name_len,
         res.permit = kind == REDLOCK_PERMIT ? (int)h->lease.rec.slot : -1;
         res.validity_ms = lease_validity_left_ms(&h->lease, util_now_us());
         c->done(c, &res);
+        return;
+    }
+    if (lk != NULL && !lock_kind_fits(lk, req, limit, sizeof(limit))) {
+        stats.kind_refusals++;
+        lock_reply(c, LOCK_WRONG_KIND, name, name_len, limit);
         return;
     }
     if (!req->lease_mode && (int64_t)c->nholds >= lock_conf->max_locks_per_client) {

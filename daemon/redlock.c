@@ -23,12 +23,12 @@
  * whose score is its expiry on the master's clock (ms, from TIME, the
  * clock PX uses); the set itself expires no sooner than its last
  * member.  A counted name's limit key is a hash: field limit, the
- * limit; field held, how many of its permits were set on this master
- * and not released since (one that expired by itself is still counted,
- * so held is never below the permits alive).  It expires no sooner
- * than any of its permits and is deleted when held comes back to 0, so
- * a master without it holds no permit of the name; no script has to
- * read all the permits to know that.
+ * limit, and a field named after each permit that may be alive on this
+ * master (set with the permit; removed when the permit is released, or
+ * found gone by a release).  It expires no sooner than any of its
+ * permits and is deleted with its last permit field, so a master
+ * without it holds no permit of the name; no script has to read all
+ * the permits to know that.
  */
 #define REDLOCK_PRELUDE_LUA \
     "local function rl_now()\n" \
@@ -49,11 +49,15 @@
     "  if type(v) == 'string' then return v end\n" \
     "  return nil\n" \
     "end\n" \
-    /* A permit was written: the limit key says so and lives as long; n permits more held. */ \
-    "local function rl_mark(aux, limit, ms, n)\n" \
-    "  redis.call('HSET', aux, 'limit', limit)\n" \
-    "  if n ~= 0 then redis.call('HINCRBY', aux, 'held', n) end\n" \
+    /* Permit k was written: the limit key names it and lives as long. */ \
+    "local function rl_mark(aux, k, limit, ms)\n" \
+    "  redis.call('HSET', aux, 'limit', limit, string.match(k, '(%d+)$'), 1)\n" \
     "  if redis.call('PTTL', aux) < ms then redis.call('PEXPIRE', aux, ms) end\n" \
+    "end\n" \
+    /* Permit k is gone from this master: so is its field, and the limit key with the last. */ \
+    "local function rl_unmark(aux, k)\n" \
+    "  redis.call('HDEL', aux, string.match(k, '(%d+)$'))\n" \
+    "  if redis.call('HLEN', aux) <= 1 then redis.call('DEL', aux) end\n" \
     "end\n" \
     /* Permits of base (limit n) alive on this master: O(n), for a kind in doubt only. */ \
     "local function rl_permits(base, n)\n" \
@@ -80,8 +84,8 @@
     "  if redis.call('EXISTS', k) == 1 then return 0 end\n" \
     "  return 2\n" \
     "end\n" \
-    /* Write tok's record to expire in ms (n: 1 when it was absent); a permit marks its limit. */ \
-    "local function rl_set(c, k, tok, ms, aux, limit, n)\n" \
+    /* Write tok's record to expire in ms; a permit marks its limit key. */ \
+    "local function rl_set(c, k, tok, ms, aux, limit)\n" \
     "  if c == 's' then\n" \
     "    local now = rl_now()\n" \
     "    redis.call('ZREMRANGEBYSCORE', k, '-inf', now)\n" \
@@ -90,7 +94,7 @@
     "  else\n" \
     "    redis.call('SET', k, tok, 'PX', ms)\n" \
     "  end\n" \
-    "  if aux ~= '' then rl_mark(aux, limit, ms, n) end\n" \
+    "  if aux ~= '' then rl_mark(aux, k, limit, ms) end\n" \
     "end\n" \
     /* Set the expiry of a record tok holds (never creates one). */ \
     "local function rl_expire(c, k, tok, ms, aux)\n" \
@@ -110,11 +114,9 @@
     "      redis.call('ZREM', k, tok)\n" \
     "      redis.call('ZREMRANGEBYSCORE', k, '-inf', rl_now())\n" \
     "    end\n" \
-    "  elseif st == 1 then\n" \
-    "    redis.call('DEL', k)\n" \
-    "    if aux ~= '' and redis.call('HINCRBY', aux, 'held', -1) <= 0 then\n" \
-    "      redis.call('DEL', aux)\n" \
-    "    end\n" \
+    "  else\n" \
+    "    if st == 1 then redis.call('DEL', k) end\n" \
+    "    if st ~= 0 and aux ~= '' then rl_unmark(aux, k) end\n" \
     "  end\n" \
     "  if st == 1 then return 1 end\n" \
     "  return 0\n" \
@@ -142,8 +144,8 @@
  *
  * First the kind: a name is one kind at a time, and a master that holds
  * it as another answers {'kind', what}.  A limit key left by permits
- * that all expired by themselves (held counts them still) is found out
- * by reading the permits, and deleted.  Then the grant: SET NX PX (a
+ * that all expired by themselves (their fields are still there) is
+ * found out by reading the permits, and deleted.  Then the grant: SET NX PX (a
  * shared holder: its member), or, when the record already holds our
  * token (a retry after a set that landed late), renew it; with an old
  * token (a hand-over) a record that still holds it is given the new
@@ -188,9 +190,9 @@ static const char redlock_acquire_lua[] =
     "  if g and g ~= tok then return {redis.call('PTTL', gk)} end\n"
     "  granted = 1\n"
     "  if rl_state('s', k, tok) == 1 then granted = 3 end\n"
-    "  rl_set('s', k, tok, ms, '', '', 0)\n"
+    "  rl_set('s', k, tok, ms, '', '')\n"
     "elseif old ~= '' and redis.pcall('GET', k) == old then\n"
-    "  rl_set(c, k, tok, ms, aux, limit, 0)\n"
+    "  rl_set(c, k, tok, ms, aux, limit)\n"
     "  granted = 2\n"
     "elseif c == 'x' and rl_readers(sk) > 0 then\n"
     "  local last = redis.call('ZRANGE', sk, -1, -1, 'WITHSCORES')\n"
@@ -205,7 +207,7 @@ static const char redlock_acquire_lua[] =
     "  end\n"
     "  return {left}\n"
     "elseif redis.call('SET', k, tok, 'NX', 'PX', ms) then\n"
-    "  if aux ~= '' then rl_mark(aux, limit, ms, 1) end\n"
+    "  if aux ~= '' then rl_mark(aux, k, limit, ms) end\n"
     "  granted = 1\n"
     "elseif redis.pcall('GET', k) == tok then\n"
     "  rl_expire(c, k, tok, ms, aux)\n"
@@ -343,11 +345,11 @@ static const char redlock_restore_lua[] =
     "  local k, tok, ms, c = KEYS[i], ARGV[5 * i - 4], tonumber(ARGV[5 * i - 3]), ARGV[5 * i - 2]\n"
     "  if c == 's' then\n"
     "    if rl_state('s', k, tok) == 2 and redis.call('EXISTS', ARGV[5 * i - 1]) == 0 then\n"
-    "      rl_set('s', k, tok, ms, '', '', 0)\n"
+    "      rl_set('s', k, tok, ms, '', '')\n"
     "      n = n + 1\n"
     "    end\n"
     "  elseif redis.call('EXISTS', k) == 0 then\n"
-    "    rl_set(c, k, tok, ms, ARGV[5 * i - 1], ARGV[5 * i], 1)\n"
+    "    rl_set(c, k, tok, ms, ARGV[5 * i - 1], ARGV[5 * i])\n"
     "    n = n + 1\n"
     "  end\n"
     "end\n"
