@@ -80,19 +80,6 @@ cl_teardown(void)
     h_end();
 }
 
-/* A TCP connection to daemon d (which becomes the current one). */
-static int
-cl_connect(size_t d)
-{
-    int fd;
-
-    h_use_daemon(d);
-    fd = h_connect_tcp();
-    ck_assert_msg(fd >= 0, "cannot connect to daemon %zu on 127.0.0.1:%d: %s", d,
-                  h_daemon_port(), strerror(errno));
-    return fd;
-}
-
 /* STATS counter name of daemon d over a connection of its own; -1 if absent. */
 static long long
 cl_stat(size_t d, const char *name)
@@ -212,8 +199,8 @@ START_TEST(harness_two_daemons)
     ck_assert_msg(port0 > 0 && port1 > 0 && port0 != port1, "ports %d and %d", port0, port1);
 
     /* Same masters: A's lock is B's BUSY; the key carries the prefix. */
-    a = cl_connect(0);
-    b = cl_connect(1);
+    a = expect_connect(0);
+    b = expect_connect(1);
     EXPECT_PREFIX(a, "LOCK hz", "OK hz validity=");
     ck_assert_msg(h_masters_holding(key, NULL) >= QUORUM, "key %s on %zu masters", key,
                   h_masters_holding(key, NULL));
@@ -240,7 +227,7 @@ START_TEST(harness_two_daemons)
     ck_assert_int_eq(h_stop_daemon(), H_NO_DAEMON);
     h_use_daemon(0);
     ck_assert_int_eq(h_daemon_pid(), pid0);
-    a = cl_connect(0);
+    a = expect_connect(0);
     EXPECT_REPLY(a, "PING", "PONG");
     close(a);
 }
@@ -373,8 +360,8 @@ START_TEST(subscribe_only_to_wait)
     int a, b, i;
 
     cl_up(NMASTERS, false, 1, NULL);
-    a = cl_connect(0);
-    b = cl_connect(0);
+    a = expect_connect(0);
+    b = expect_connect(0);
     before = cl_master_calls(0, "subscribe");
     ck_assert_msg(before >= 1, "INFO commandstats on master 0: subscribe calls %lld", before);
     for (i = 0; i < 20; i++) {
@@ -421,8 +408,8 @@ START_TEST(pubsub_wakes_other_daemon)
     int a, b;
 
     cl_up(NMASTERS, false, NDAEMONS, NULL);
-    a = cl_connect(0);
-    b = cl_connect(1);
+    a = expect_connect(0);
+    b = expect_connect(1);
     EXPECT_PREFIX(a, "LOCK n ttl=30000", "OK n validity=");
     ck_assert_int_eq(h_send(b, "LOCK n wait=10000"), 0);
     ck_assert_msg(h_wait_until(cond_numsub, &sub, 5000),
@@ -480,8 +467,8 @@ START_TEST(pubsub_copies_after_busy)
     int a, b;
 
     cl_up(NMASTERS, false, NDAEMONS, NULL);
-    a = cl_connect(0);
-    b = cl_connect(1);
+    a = expect_connect(0);
+    b = expect_connect(1);
     EXPECT_PREFIX(a, "LOCK c ttl=30000", "OK c validity=");
     ck_assert_int_eq(h_send(b, "LOCK c wait=10000"), 0);
     ck_assert_msg(h_wait_until(cond_numsub, &sub, 5000), "daemon B did not subscribe for c");
@@ -536,7 +523,7 @@ START_TEST(fallback_after_expiry)
 
     opts.retry_delay_ms = 50;
     cl_up(NMASTERS, false, 1, &opts);
-    a = cl_connect(0);
+    a = expect_connect(0);
     for (i = 0; i < NMASTERS; i++) {
         before[i] = cl_script_calls(i);
         ck_assert_msg(before[i] >= 0, "INFO commandstats failed on master %zu", i);
@@ -600,7 +587,7 @@ START_TEST(fairness_two_daemons)
 
     cl_up(NMASTERS, false, NDAEMONS, NULL);
     for (i = 0; i < FAIR_SESSIONS; i++) {
-        pfd[i].fd = cl_connect((size_t)(i % NDAEMONS));
+        pfd[i].fd = expect_connect((size_t)(i % NDAEMONS));
         pfd[i].events = POLLIN;
     }
     for (i = 0; i < FAIR_SESSIONS; i++) {
@@ -699,7 +686,7 @@ START_TEST(fence_increases_two_daemons)
 
     cl_up(NMASTERS, false, NDAEMONS, NULL);
     for (d = 0; d < NDAEMONS; d++) {
-        fd[d] = cl_connect((size_t)d);
+        fd[d] = expect_connect((size_t)d);
     }
     for (i = 0; i < FENCE_GRANTS; i++) {
         d = i % NDAEMONS;
@@ -744,7 +731,7 @@ START_TEST(fence_increases_changing_majorities)
 
     cl_up(NMASTERS, true, NDAEMONS, NULL);
     for (d = 0; d < NDAEMONS; d++) {
-        fd[d] = cl_connect(d);
+        fd[d] = expect_connect(d);
     }
     /* The list twice: the second pass starts from counters that differ. */
     for (step = 0; step < 2 * nsets; step++) {
@@ -796,7 +783,7 @@ START_TEST(lease_from_other_daemon)
     int a, b;
 
     cl_up(NMASTERS, false, NDAEMONS, NULL);
-    a = cl_connect(0);
+    a = expect_connect(0);
     got = h_cmd(a, "LOCK l mode=lease ttl=5000", CMD_MS);
     ck_assert_msg(h_is_reply(got, "OK", "l") && h_reply_field(got, "token", token, sizeof(token))
                   && h_is_token(token),
@@ -809,7 +796,7 @@ START_TEST(lease_from_other_daemon)
                   "the lease's token is on %zu masters only after its connection closed",
                   h_masters_holding(key, token));
 
-    b = cl_connect(1);
+    b = expect_connect(1);
     snprintf(line, sizeof(line), "EXTEND l token=%s ttl=8000", token);
     EXPECT_PREFIX(b, line, "OK l validity=");
     for (i = 0; i < NMASTERS; i++) {

@@ -105,19 +105,6 @@ kt_teardown(void)
     h_end();
 }
 
-/* A TCP connection to daemon d (which becomes the current one). */
-static int
-kt_connect(size_t d)
-{
-    int fd;
-
-    h_use_daemon(d);
-    fd = h_connect_tcp();
-    ck_assert_msg(fd >= 0, "cannot connect to daemon %zu on 127.0.0.1:%d: %s", d,
-                  h_daemon_port(), strerror(errno));
-    return fd;
-}
-
 /* ---- requests and replies ---- */
 
 /* Send line, read its reply (which must come within CMD_MS); caller frees. */
@@ -428,7 +415,7 @@ START_TEST(counted_admits_limit)
 
     kt_up(1, NULL);
     for (i = 0; i < 4; i++) {
-        s[i] = kt_connect(0);
+        s[i] = expect_connect(0);
     }
     for (i = 0; i < 3; i++) {
         got = KT_GRANT(s[i], "TRYLOCK sem limit=3 ttl=20000", "sem");
@@ -479,7 +466,7 @@ START_TEST(counted_admits_limit)
     /* A closed connection frees its permit at once. */
     close(s[1]);
     KT_WAIT_STATUS(s[2], "sem", "holders=2", PROMPT_MS);
-    late = kt_connect(0);
+    late = expect_connect(0);
     t0 = h_now_ms();
     got = KT_GRANT(late, "TRYLOCK sem limit=3 ttl=20000", "sem");
     ck_assert_msg(KT_PERMIT(got, 3) == permit[1], "'%s': expected the closed session's permit %d",
@@ -521,10 +508,10 @@ START_TEST(counted_two_daemons)
     char *got;
 
     kt_up(2, NULL);
-    a1 = kt_connect(0);
-    a2 = kt_connect(0);
-    b1 = kt_connect(1);
-    b2 = kt_connect(1);
+    a1 = expect_connect(0);
+    a2 = expect_connect(0);
+    b1 = expect_connect(1);
+    b2 = expect_connect(1);
     got = KT_GRANT(a1, "LOCK c2 limit=2 ttl=20000", "c2");
     pa = KT_PERMIT(got, 2);
     free(got);
@@ -599,8 +586,8 @@ START_TEST(kind_errors_local)
     char *got, key[64];
 
     kt_up(1, NULL);
-    h = kt_connect(0);
-    o = kt_connect(0);
+    h = expect_connect(0);
+    o = expect_connect(0);
 
     /* Held with limit=3. */
     got = KT_GRANT(h, "LOCK k limit=3", "k");
@@ -704,7 +691,7 @@ START_TEST(kind_max_limit_reload)
     int o;
 
     kt_up(1, NULL);
-    o = kt_connect(0);
+    o = expect_connect(0);
     EXPECT_REPLY(o, "LOCK m limit=1001", "ERR PROTO LOCK: limit=1001 out of range 1..1000 "
                  "(lock.max_limit)");
     /* Put max_limit: 5 into the lock: section and reload. */
@@ -754,10 +741,10 @@ START_TEST(kind_errors_masters)
     char *got, tok[33], line[128], key[64];
 
     kt_up(2, NULL);
-    a = kt_connect(0);
-    a2 = kt_connect(0);
-    b = kt_connect(1);
-    b2 = kt_connect(1);
+    a = expect_connect(0);
+    a2 = expect_connect(0);
+    b = expect_connect(1);
+    b2 = expect_connect(1);
 
     /* Held on A with limit=3: B hears of it from the masters. */
     got = KT_GRANT(a, "LOCK n limit=3", "n");
@@ -858,8 +845,8 @@ START_TEST(reentry_other_limit)
     char *got;
 
     kt_up(1, NULL);
-    h = kt_connect(0);
-    o = kt_connect(0);
+    h = expect_connect(0);
+    o = expect_connect(0);
     got = KT_GRANT(h, "LOCK r limit=2", "r");
     free(got);
     EXPECT_REPLY(o, "LOCK r limit=3", "ERR KIND r is held with limit=2");
@@ -887,9 +874,9 @@ START_TEST(shared_together)
     char *got, gate[64];
 
     kt_up(1, NULL);
-    r1 = kt_connect(0);
-    r2 = kt_connect(0);
-    w = kt_connect(0);
+    r1 = expect_connect(0);
+    r2 = expect_connect(0);
+    w = expect_connect(0);
     got = KT_GRANT(r1, "LOCK rw shared ttl=20000", "rw");
     KT_FIELD(got, "kind", "shared");
     KT_FIELD(got, "holds", "1");
@@ -954,9 +941,9 @@ START_TEST(shared_fifo_one_daemon)
     char *got;
 
     kt_up(1, NULL);
-    r1 = kt_connect(0);
-    r2 = kt_connect(0);
-    w = kt_connect(0);
+    r1 = expect_connect(0);
+    r2 = expect_connect(0);
+    w = expect_connect(0);
     got = KT_GRANT(r1, "LOCK rw shared ttl=20000", "rw");
     free(got);
     ck_assert_int_eq(h_send(w, "LOCK rw ttl=20000 wait=15000"), 0);
@@ -998,11 +985,11 @@ START_TEST(queue_order)
     char *got;
 
     kt_up(1, NULL);
-    h = kt_connect(0);
-    w1 = kt_connect(0);
-    w2 = kt_connect(0);
-    r1 = kt_connect(0);
-    r2 = kt_connect(0);
+    h = expect_connect(0);
+    w1 = expect_connect(0);
+    w2 = expect_connect(0);
+    r1 = expect_connect(0);
+    r2 = expect_connect(0);
     got = KT_GRANT(h, "LOCK q limit=1 ttl=20000", "q");
     free(got);
     ck_assert_int_eq(h_send(w1, "LOCK q limit=1 ttl=20000 wait=15000"), 0);
@@ -1066,10 +1053,10 @@ START_TEST(shared_gate_two_daemons)
     char *got, gate[64];
 
     kt_up(2, NULL);
-    r1 = kt_connect(0);
-    r2 = kt_connect(0);
-    r3 = kt_connect(0);
-    w = kt_connect(1);
+    r1 = expect_connect(0);
+    r2 = expect_connect(0);
+    r3 = expect_connect(0);
+    w = expect_connect(1);
     kt_key(gate, sizeof(gate), "g", " gate");
     got = KT_GRANT(r1, "LOCK g shared ttl=20000", "g");
     free(got);
@@ -1133,9 +1120,9 @@ START_TEST(shared_gate_writer_leaves)
     char *got, gate[64];
 
     kt_up(2, NULL);
-    r1 = kt_connect(0);
-    r2 = kt_connect(0);
-    w = kt_connect(1);
+    r1 = expect_connect(0);
+    r2 = expect_connect(0);
+    w = expect_connect(1);
     kt_key(gate, sizeof(gate), "gl", " gate");
     got = KT_GRANT(r1, "LOCK gl shared ttl=20000", "gl");
     free(got);
@@ -1226,8 +1213,8 @@ START_TEST(lease_token_ops)
     int p1, p2;
 
     kt_up(1, NULL);
-    a = kt_connect(0);
-    b = kt_connect(0);
+    a = expect_connect(0);
+    b = expect_connect(0);
     kt_lease_round(a, b, "lc", "limit=2");
     kt_lease_round(a, b, "ls", "shared");
     kt_lease_round(a, b, "lx", "");
@@ -1273,8 +1260,8 @@ START_TEST(fences)
     int a, b;
 
     kt_up(1, NULL);
-    a = kt_connect(0);
-    b = kt_connect(0);
+    a = expect_connect(0);
+    b = expect_connect(0);
     got = KT_GRANT(a, "LOCK f limit=1 fence", "f");
     KT_PERMIT(got, 1);
     f1 = KT_INT(got, "fence");
@@ -1335,8 +1322,8 @@ START_TEST(permit_gone_lost)
     size_t i;
 
     kt_up(1, NULL);
-    a = kt_connect(0);
-    b = kt_connect(0);
+    a = expect_connect(0);
+    b = expect_connect(0);
     got = KT_GRANT(a, "LOCK pg limit=2 ttl=20000", "pg");
     p = KT_PERMIT(got, 2);
     free(got);
@@ -1394,7 +1381,7 @@ START_TEST(stale_limit_marker)
     int a;
 
     kt_up(1, NULL);
-    a = kt_connect(0);
+    a = expect_connect(0);
     got = KT_GRANT(a, "LOCK st limit=2 mode=lease ttl=20000", "st");
     kt_token(got, tok);
     free(got);
@@ -1428,9 +1415,9 @@ START_TEST(kinds_renewed_restored)
     int a, b, c, p;
 
     kt_up(1, NULL);
-    a = kt_connect(0);
-    b = kt_connect(0);
-    c = kt_connect(0);
+    a = expect_connect(0);
+    b = expect_connect(0);
+    c = expect_connect(0);
     got = KT_GRANT(a, "LOCK rn limit=2 ttl=1500", "rn");
     p = KT_PERMIT(got, 2);
     free(got);
@@ -1487,23 +1474,6 @@ END_TEST
 
 /* ---- 7. redlockctl ---- */
 
-/* The redlockctl binary under test. */
-static const char *
-kt_ctl_bin(void)
-{
-    static char path[KT_PATH_MAX];
-    const char *env = getenv("REDLOCKCTL_BIN"), *daemon = getenv("REDLOCKD_BIN"), *slash;
-
-    if (env != NULL && env[0] != '\0') {
-        return env;
-    }
-    if (daemon != NULL && (slash = strrchr(daemon, '/')) != NULL) {
-        snprintf(path, sizeof(path), "%.*s/redlockctl", (int)(slash - daemon), daemon);
-        return path;
-    }
-    return "./build/redlockctl";
-}
-
 /* <test dir>/<name> into out. */
 static void
 kt_path(char *out, size_t size, const char *name)
@@ -1522,7 +1492,7 @@ kt_ctl_spawn(const char *tag, const char *const *args)
 
     h_use_daemon(0);
     snprintf(addr, sizeof(addr), "127.0.0.1:%d", h_daemon_port());
-    argv[n++] = kt_ctl_bin();
+    argv[n++] = h_redlockctl_bin();
     argv[n++] = "-H";
     argv[n++] = addr;
     while (*args != NULL) {
@@ -1739,7 +1709,7 @@ START_TEST(ctl_limit)
         ran++;
     }
     ck_assert(ran == 2 && refused == 1);
-    fd = kt_connect(0);
+    fd = expect_connect(0);
     EXPECT_PREFIX(fd, "STATUS backups", "HELD backups ");
     close(fd);
     st = KT_CTL("status", "status", "backups");
@@ -1839,49 +1809,21 @@ static char *
 kt_scrape(int port)
 {
     const char *req = "GET /metrics HTTP/1.0\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n";
-    size_t len = 0, cap = 1 << 20;
-    char *buf = malloc(cap), *body;
-    int64_t deadline = h_now_ms() + CMD_MS;
+    char *buf = NULL, *body;
     int fd = h_connect_port(port);
-    ssize_t n;
 
-    if (fd < 0 || buf == NULL || h_send_raw(fd, req, strlen(req)) != 0) {
-        goto fail;
+    if (fd >= 0 && h_send_raw(fd, req, strlen(req)) == 0) {
+        buf = h_read_all(fd, 1 << 20, CMD_MS, NULL);
     }
-    for (;;) {
-        struct pollfd p = { fd, POLLIN, 0 };
-        int64_t left = deadline - h_now_ms();
-
-        if (left <= 0 || poll(&p, 1, (int)left) <= 0 || len + 1 >= cap) {
-            goto fail;
-        }
-        n = recv(fd, buf + len, cap - len - 1, 0);
-        if (n < 0 && errno == EINTR) {
-            continue;
-        }
-        if (n < 0) {
-            goto fail;
-        }
-        if (n == 0) {
-            break;
-        }
-        len += (size_t)n;
+    if (fd >= 0) {
+        close(fd);
     }
-    close(fd);
-    buf[len] = '\0';
-    body = strstr(buf, "\r\n\r\n");
-    if (body == NULL) {
+    if (buf == NULL || (body = strstr(buf, "\r\n\r\n")) == NULL) {
         free(buf);
         return NULL;
     }
     memmove(buf, body + 4, strlen(body + 4) + 1);
     return buf;
-fail:
-    if (fd >= 0) {
-        close(fd);
-    }
-    free(buf);
-    return NULL;
 }
 
 /* The value of the sample named series (no labels) in an exposition, or -1. */
@@ -1918,9 +1860,9 @@ START_TEST(stats_counters)
     ck_assert(mport > 0);
     opts.metrics_port = mport;
     kt_up(1, &opts);
-    a = kt_connect(0);
-    b = kt_connect(0);
-    c = kt_connect(0);
+    a = expect_connect(0);
+    b = expect_connect(0);
+    c = expect_connect(0);
     sh0 = kt_stat(0, "shared_grants");
     co0 = kt_stat(0, "counted_grants");
     kr0 = kt_stat(0, "kind_refusals");

@@ -71,50 +71,22 @@ mt_resp_free(struct mt_resp *r)
 static int
 mt_http(const char *request, struct mt_resp *r)
 {
-    int64_t deadline = h_now_ms() + HTTP_MS;
-    size_t len = 0, cap = 65536;
-    char *buf = malloc(cap), *sep;
+    size_t len = 0;
+    char *buf = NULL, *sep;
     int fd = h_connect_port(mt_port);
 
     memset(r, 0, sizeof(*r));
-    if (fd < 0 || buf == NULL || h_send_raw(fd, request, strlen(request)) != 0) {
-        goto fail;
-    }
-    for (;;) {
-        struct pollfd p = { fd, POLLIN, 0 };
-        int64_t left = deadline - h_now_ms();
-        ssize_t n;
-
-        if (left <= 0 || poll(&p, 1, (int)left) <= 0) {
+    if (fd >= 0 && h_send_raw(fd, request, strlen(request)) == 0) {
+        buf = h_read_all(fd, HTTP_MAX, HTTP_MS, &len);
+        if (buf == NULL) {
             fprintf(stderr, "mt_http: no complete response within %d ms\n", HTTP_MS);
-            goto fail;
         }
-        if (len + 4096 + 1 > cap) {
-            char *more = cap >= HTTP_MAX ? NULL : realloc(buf, cap * 2);
-
-            if (more == NULL) {
-                goto fail;
-            }
-            buf = more;
-            cap *= 2;
-        }
-        n = recv(fd, buf + len, cap - len - 1, 0);
-        if (n < 0 && errno == EINTR) {
-            continue;
-        }
-        if (n < 0) {
-            goto fail;
-        }
-        if (n == 0) {
-            break;
-        }
-        len += (size_t)n;
     }
-    close(fd);
-    fd = -1;
-    buf[len] = '\0';
-    sep = strstr(buf, "\r\n\r\n");
-    if (sep == NULL || sscanf(buf, "HTTP/1.%*c %d", &r->status) != 1) {
+    if (fd >= 0) {
+        close(fd);
+    }
+    if (buf == NULL || (sep = strstr(buf, "\r\n\r\n")) == NULL
+        || sscanf(buf, "HTTP/1.%*c %d", &r->status) != 1) {
         goto fail;
     }
     r->head = strndup(buf, (size_t)(sep - buf) + 2);
@@ -128,9 +100,6 @@ mt_http(const char *request, struct mt_resp *r)
     free(buf);
     return 0;
 fail:
-    if (fd >= 0) {
-        close(fd);
-    }
     free(buf);
     mt_resp_free(r);
     return -1;

@@ -63,23 +63,6 @@ static pid_t ct_reaper_pid;                 /* the reaper */
 
 /* ---- processes ---- */
 
-/* The redlockctl binary under test. */
-static const char *
-ct_bin(void)
-{
-    static char path[CT_PATH_MAX];
-    const char *env = getenv("REDLOCKCTL_BIN"), *daemon = getenv("REDLOCKD_BIN"), *slash;
-
-    if (env != NULL && env[0] != '\0') {
-        return env;
-    }
-    if (daemon != NULL && (slash = strrchr(daemon, '/')) != NULL) {
-        snprintf(path, sizeof(path), "%.*s/redlockctl", (int)(slash - daemon), daemon);
-        return path;
-    }
-    return "./build/redlockctl";
-}
-
 /*
  * The reaper: a child that reads process group ids from a pipe and, when
  * the pipe's last writer is gone (the test ended, however), SIGKILLs
@@ -188,7 +171,7 @@ ct_spawn(const char *tag, const char *const *args)
     size_t n = 0;
     pid_t pid;
 
-    argv[n++] = ct_bin();
+    argv[n++] = h_redlockctl_bin();
     while (*args != NULL) {
         ck_assert(n < sizeof(argv) / sizeof(argv[0]) - 1);
         argv[n++] = *args++;
@@ -1242,7 +1225,7 @@ ct_spawn_pty(int *master, const char *const *args)
     pid_t parent = getpid(), pid;
     size_t n = 0;
 
-    argv[n++] = ct_bin();
+    argv[n++] = h_redlockctl_bin();
     while (*args != NULL && n < sizeof(argv) / sizeof(argv[0]) - 1) {
         argv[n++] = *args++;
     }

@@ -7,6 +7,7 @@
 #ifndef REDLOCKD_TESTS_EXPECT_H
 #define REDLOCKD_TESTS_EXPECT_H
 
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -32,6 +33,22 @@
                       got_ != NULL ? got_ : "(nothing)", (prefix));             \
         free(got_);                                                             \
     } while (0)
+
+/*
+ * Make daemon d the current one and connect to it over TCP; the test
+ * fails (naming the daemon and the reason) when that does not work.
+ */
+static inline int
+expect_connect(size_t d)
+{
+    int fd;
+
+    h_use_daemon(d);
+    fd = h_connect_tcp();
+    ck_assert_msg(fd >= 0, "cannot connect to daemon %zu on 127.0.0.1:%d: %s", d,
+                  h_daemon_port(), strerror(errno));
+    return fd;
+}
 
 /*
  * The main() of an integration suite: create the harness's run

@@ -1301,6 +1301,66 @@ h_connect_tcp(void)
     return h_connect_port(H_D->port);
 }
 
+const char *
+h_redlockctl_bin(void)
+{
+    static char path[PATH_MAX];
+    const char *env = getenv("REDLOCKCTL_BIN"), *daemon = getenv("REDLOCKD_BIN"), *slash;
+
+    if (env != NULL && env[0] != '\0') {
+        return env;
+    }
+    if (daemon != NULL && (slash = strrchr(daemon, '/')) != NULL) {
+        snprintf(path, sizeof(path), "%.*s/redlockctl", (int)(slash - daemon), daemon);
+        return path;
+    }
+    return "./build/redlockctl";
+}
+
+char *
+h_read_all(int fd, size_t max, int64_t timeout_ms, size_t *len)
+{
+    int64_t deadline = h_now_ms() + timeout_ms;
+    size_t used = 0, cap = 65536;
+    char *buf = malloc(cap);
+
+    while (buf != NULL) {
+        struct pollfd p = { fd, POLLIN, 0 };
+        int64_t left = deadline - h_now_ms();
+        ssize_t n;
+
+        if (left <= 0 || poll(&p, 1, (int)left) <= 0) {
+            break;
+        }
+        if (used + 4096 + 1 > cap) {
+            char *more = cap >= max + 1 ? NULL : realloc(buf, cap * 2);
+
+            if (more == NULL) {
+                break;
+            }
+            buf = more;
+            cap *= 2;
+        }
+        n = recv(fd, buf + used, cap - used - 1, 0);
+        if (n < 0 && errno == EINTR) {
+            continue;
+        }
+        if (n < 0 || used + (size_t)n > max) {
+            break;
+        }
+        if (n == 0) {
+            buf[used] = '\0';
+            if (len != NULL) {
+                *len = used;
+            }
+            return buf;
+        }
+        used += (size_t)n;
+    }
+    free(buf);
+    return NULL;
+}
+
 int
 h_connect_port(int port)
 {

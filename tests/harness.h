@@ -290,6 +290,20 @@ struct h_daemon_opts {
  */
 int h_master_cmd(size_t i, const char *password, const char *fmt, ...);
 
+/*
+ * The redlockctl binary under test: $REDLOCKCTL_BIN, else redlockctl next
+ * to $REDLOCKD_BIN, else ./build/redlockctl.  The string is static.
+ */
+const char *h_redlockctl_bin(void);
+
+/*
+ * Read fd until the peer closes it, within timeout_ms, at most max
+ * bytes.  Returns the bytes, NUL-terminated and malloc'd (*len, when
+ * not NULL, says how many), or NULL on a timeout, an error, more than
+ * max bytes, or no memory.  fd is not closed.
+ */
+char *h_read_all(int fd, size_t max, int64_t timeout_ms, size_t *len);
+
 /* Send a signal to master i's process (SIGSTOP, SIGCONT).  0 or -1. */
 int h_signal_master(size_t i, int sig);
 
