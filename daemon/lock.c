@@ -642,6 +642,11 @@ lock_handover_done(const struct redlock_result *res, void *arg)
     redlock_release(&rec, ho->old_token, false, NULL, NULL);
     rel.confirmed = res->swapped;
     rel.outcome = redlock_release_verdict(res->answered, res->swapped, master_count());
+    if (rel.outcome == REDLOCK_NOQUORUM && res->answered >= redlock_quorum(master_count())) {
+        snprintf(rel.error, sizeof(rel.error), "%zu of %zu masters confirmed the token at the "
+                 "hand-over, and the ones that did not answer may hold it", res->swapped,
+                 master_count());
+    }
     if (res->outcome == REDLOCK_GRANTED && rel.outcome == REDLOCK_RELEASED) {
         stats.handovers++;
     }
@@ -1377,7 +1382,7 @@ lock_unlock_done(const struct redlock_result *rr, void *arg)
         break;
     case REDLOCK_GONE:
         /*
-         * A quorum answered, but fewer than a quorum still held the
+         * The answers show that fewer than a quorum still held the
          * token: whatever the client did since the keys went (evicted,
          * flushed, a master restarted) was not under the lock.  A
          * session's hold is reported lost before the answer.

@@ -1132,7 +1132,9 @@ redlock_release_verdict(size_t answered, size_t confirmed, size_t nmasters)
     if (confirmed >= q) {
         return REDLOCK_RELEASED;
     }
-    return answered >= q ? REDLOCK_GONE : REDLOCK_NOQUORUM;
+    /* Gone only if not even every silent master holding it could make a quorum. */
+    return confirmed + (nmasters - (answered < nmasters ? answered : nmasters)) < q
+           ? REDLOCK_GONE : REDLOCK_NOQUORUM;
 }
 
 static void
@@ -1144,7 +1146,13 @@ redlock_release_done(struct round *r, void *arg)
     redlock_result_begin(&res, r);
     res.confirmed = op->yes;
     res.outcome = redlock_release_verdict(res.answered, res.confirmed, master_count());
-    if (res.outcome == REDLOCK_NOQUORUM) {
+    if (res.outcome == REDLOCK_NOQUORUM && res.answered >= redlock_quorum(master_count())) {
+        int used = snprintf(res.error, sizeof(res.error), "%zu of %zu masters confirmed the "
+                            "token, and the ones that did not answer may hold it: ",
+                            res.confirmed, master_count());
+
+        round_describe_failures(r, res.error + used, sizeof(res.error) - (size_t)used);
+    } else if (res.outcome == REDLOCK_NOQUORUM) {
         redlock_fill_error(&res, r);
     }
     op->cb(&res, op->arg);

@@ -53,7 +53,7 @@ enum redlock_outcome {
     REDLOCK_LATE,       /* acquire: a quorum granted, but too little validity
                            was left when the round ended (it is not a grant) */
     REDLOCK_RELEASED,   /* release: a quorum confirmed the compare-and-delete */
-    REDLOCK_GONE,       /* release: a quorum answered, but fewer than a quorum
+    REDLOCK_GONE,       /* release: the answers tell that fewer than a quorum
                            still held our token (it was no longer a lock) */
     REDLOCK_NOTHELD,    /* extend: a quorum did not confirm within validity */
     REDLOCK_KIND,       /* acquire: not granted, and a master holds the name
@@ -277,9 +277,9 @@ int redlock_acquire(const struct redlock_rec *rec, const char *token, int64_t tt
  * its last permit; with REDLOCK_ANY, whichever record holds the token).
  * cb may be NULL.  Outcome
  * (redlock_release_verdict): RELEASED when a quorum confirmed the
- * delete of our token (res->confirmed counts them), GONE when a quorum
- * answered but fewer than a quorum still held the token, NOQUORUM when
- * fewer than a quorum answered.  announce: a master
+ * delete of our token (res->confirmed counts them), GONE when the
+ * answers tell that fewer than a quorum still held the token, NOQUORUM
+ * when too few answered to tell (redlock_release_verdict).  announce: a master
  * that deleted the record publishes on the name's key + REDLOCK_CHANNEL_SUFFIX, which
  * wakes the waiters of every daemon subscribed to it (a real release;
  * the clean-up after a failed grant does not announce, so that two
@@ -329,8 +329,11 @@ enum redlock_renewal redlock_renewal_verdict(size_t confirmed, size_t denied, si
 
 /*
  * The verdict on a compare-and-delete (or a hand-over's swap of the old
- * token) out of nmasters: RELEASED when confirmed >= quorum, GONE when
- * answered >= quorum but confirmed < quorum, NOQUORUM otherwise.  Pure.
+ * token) out of nmasters: RELEASED when confirmed >= quorum; GONE when
+ * the masters that answered tell that no quorum held the token (confirmed
+ * plus every master that did not answer is below the quorum); NOQUORUM
+ * otherwise (too few answers to tell: a master that holds the token may
+ * be among the silent ones).  Pure.
  */
 enum redlock_outcome redlock_release_verdict(size_t answered, size_t confirmed,
                                              size_t nmasters);

@@ -1216,6 +1216,36 @@ START_TEST(unlock_without_quorum)
 END_TEST
 
 /*
+ * A quorum answers an UNLOCK but the token is not known to be gone: the
+ * lock was granted on exactly three masters (someone else's value sits
+ * on the other two), and one of the three is stopped.  Four masters
+ * answer, two of them confirm, and the stopped one may still hold it, so
+ * the release is not confirmed: "! LOST reason=quorum", never "gone"
+ * (which says the keys went away while the session held them).
+ */
+START_TEST(unlock_silent_holder_not_gone)
+{
+    char key[64];
+    size_t i;
+    int a;
+
+    eg_up(NMASTERS, &eg_opts);
+    eg_key("sg1", key, sizeof(key));
+    for (i = 3; i < NMASTERS; i++) {
+        ck_assert_int_eq(h_master_cmd(i, NULL, "SET %s someone-else", key), 0);
+    }
+    a = eg_connect();
+    EXPECT_PREFIX(a, "LOCK sg1", "OK sg1 ");
+    ck_assert_int_eq(h_signal_master(2, SIGSTOP), 0);
+    ck_assert_int_eq(h_send(a, "UNLOCK sg1"), 0);
+    eg_expect_line(a, "! LOST sg1 reason=quorum", CMD_MS, "UNLOCK sg1, first line");
+    eg_expect_line(a, "NOTHELD sg1", CMD_MS, "UNLOCK sg1, second line");
+    ck_assert_int_eq(h_signal_master(2, SIGCONT), 0);
+    close(a);
+}
+END_TEST
+
+/*
  * A LOCK already waiting (queued behind a holder) when the client's input
  * ends is answered TIMEOUT promptly, and the session then ends.
  */
@@ -1287,6 +1317,7 @@ edges_suite(void)
     EG_ADD(s, noquorum_after_wait);
     EG_ADD(s, lease_read_then_reset);
     EG_ADD(s, unlock_without_quorum);
+    EG_ADD(s, unlock_silent_holder_not_gone);
     EG_ADD(s, queued_lock_input_ends);
     return s;
 }

@@ -230,11 +230,15 @@ START_TEST(test_release_verdict_five)
     ck_assert_int_eq(redlock_release_verdict(5, 5, 5), REDLOCK_RELEASED);
     ck_assert_int_eq(redlock_release_verdict(5, 3, 5), REDLOCK_RELEASED);
     ck_assert_int_eq(redlock_release_verdict(3, 3, 5), REDLOCK_RELEASED);
-    /* A quorum answered, fewer than a quorum still held the token. */
+    /* No quorum held the token, even if every silent master did. */
     ck_assert_int_eq(redlock_release_verdict(5, 2, 5), REDLOCK_GONE);
-    ck_assert_int_eq(redlock_release_verdict(3, 2, 5), REDLOCK_GONE);
+    ck_assert_int_eq(redlock_release_verdict(4, 1, 5), REDLOCK_GONE);
     ck_assert_int_eq(redlock_release_verdict(3, 0, 5), REDLOCK_GONE);
     ck_assert_int_eq(redlock_release_verdict(5, 0, 5), REDLOCK_GONE);
+    /* A quorum answered, but a silent master may hold the token: not known. */
+    ck_assert_int_eq(redlock_release_verdict(4, 2, 5), REDLOCK_NOQUORUM);
+    ck_assert_int_eq(redlock_release_verdict(3, 2, 5), REDLOCK_NOQUORUM);
+    ck_assert_int_eq(redlock_release_verdict(3, 1, 5), REDLOCK_NOQUORUM);
     /* Fewer than a quorum answered. */
     ck_assert_int_eq(redlock_release_verdict(2, 2, 5), REDLOCK_NOQUORUM);
     ck_assert_int_eq(redlock_release_verdict(2, 0, 5), REDLOCK_NOQUORUM);
@@ -248,7 +252,7 @@ START_TEST(test_release_verdict_three)
     ck_assert_int_eq(redlock_release_verdict(3, 2, 3), REDLOCK_RELEASED);
     ck_assert_int_eq(redlock_release_verdict(2, 2, 3), REDLOCK_RELEASED);
     ck_assert_int_eq(redlock_release_verdict(3, 1, 3), REDLOCK_GONE);
-    ck_assert_int_eq(redlock_release_verdict(2, 1, 3), REDLOCK_GONE);
+    ck_assert_int_eq(redlock_release_verdict(2, 1, 3), REDLOCK_NOQUORUM);
     ck_assert_int_eq(redlock_release_verdict(2, 0, 3), REDLOCK_GONE);
     ck_assert_int_eq(redlock_release_verdict(1, 1, 3), REDLOCK_NOQUORUM);
     ck_assert_int_eq(redlock_release_verdict(1, 0, 3), REDLOCK_NOQUORUM);
