@@ -17,10 +17,14 @@ struct checker_ctx {
 
 static const char *const checker_kind_names[CHECKER_KINDS] = {
     [CHECKER_OVERLAP] = "overlap",
+    [CHECKER_OVER_LIMIT] = "over-limit",
     [CHECKER_FENCE] = "fence",
     [CHECKER_STALE_WRITE] = "stale-write",
     [CHECKER_LOST_UPDATE] = "lost-update",
+    [CHECKER_DIRTY_READ] = "dirty-read",
+    [CHECKER_VALIDITY] = "validity",
     [CHECKER_RECOVERY] = "recovery",
+    [CHECKER_NEVER_FULL] = "never-full",
     [CHECKER_OPEN] = "open",
     [CHECKER_LOG] = "log",
     [CHECKER_EXTERNAL] = "external",
@@ -164,6 +168,38 @@ checker_log_error(FILE *report, size_t *errors, const char *path, const char *fm
     fputc('\n', report);
 }
 
+/*
+ * The kind of hold of a BEGIN line: kind= (absent: exclusive), and for a
+ * counted one limit= >= 1 and 0 <= permit= < limit.  0, or -1 when bad.
+ */
+static int
+checker_begin_kind(struct checker_section *sec, const char *line)
+{
+    char kind[16];
+    long long limit, permit;
+
+    if (!checker_field_word(line, "kind", kind, sizeof(kind))
+        || strcmp(kind, "exclusive") == 0) {
+        sec->hold = CHECKER_HOLD_EXCLUSIVE;
+        return 0;
+    }
+    if (strcmp(kind, "shared") == 0) {
+        sec->hold = CHECKER_HOLD_SHARED;
+        return 0;
+    }
+    if (strcmp(kind, "counted") != 0) {
+        return -1;
+    }
+    sec->hold = CHECKER_HOLD_COUNTED;
+    if (!checker_field_ll(line, "limit", &limit) || !checker_field_ll(line, "permit", &permit)
+        || limit < 1 || limit > 100000 || permit < 0 || permit >= limit) {
+        return -1;
+    }
+    sec->limit = (int)limit;
+    sec->permit = (int)permit;
+    return 0;
+}
+
 /* Close the open section of a log (index cur in out) at the end of it. */
 static void
 checker_close_at_eof(struct checker_sections *out, size_t cur, const struct checker_log *lg)
@@ -187,7 +223,7 @@ checker_load_one(const struct checker_log *lg, size_t idx, struct checker_sectio
     struct checker_section *sec;
     char *line = NULL, word[16];
     size_t cap = 0, lineno = 0, cur = SIZE_MAX;
-    long long ts, v, pid = -1;
+    long long ts, v, pid = -1, ttl = 0;
     ssize_t len;
     FILE *f;
 
@@ -209,6 +245,9 @@ checker_load_one(const struct checker_log *lg, size_t idx, struct checker_sectio
         }
         if (strcmp(word, "START") == 0) {
             checker_field_ll(line, "pid", &pid);
+            if (!checker_field_ll(line, "ttl", &ttl)) {
+                ttl = 0;
+            }
         } else if (strcmp(word, "BEGIN") == 0) {
             if (cur != SIZE_MAX) {
                 checker_log_error(report, errors, lg->path,
@@ -230,10 +269,20 @@ checker_load_one(const struct checker_log *lg, size_t idx, struct checker_sectio
             sec->how = CHECKER_END_NONE;
             sec->wrote = -1;
             sec->prev_fence = -1;
+            sec->read = -1;
+            sec->reread = -1;
+            sec->permit = -1;
+            sec->ttl_ms = ttl;
             if (!checker_field_word(line, "name", sec->name, sizeof(sec->name))) {
                 checker_log_error(report, errors, lg->path, "line %zu: BEGIN without name",
                                   lineno);
             }
+            if (checker_begin_kind(sec, line) != 0) {
+                checker_log_error(report, errors, lg->path,
+                                  "line %zu: BEGIN with a bad kind=, limit= or permit=",
+                                  lineno);
+            }
+            sec->has_validity = checker_field_ll(line, "validity", &sec->validity);
             if (!checker_field_ll(line, "fence", &sec->fence)) {
                 sec->fence = -1;
             }
@@ -260,7 +309,15 @@ checker_load_one(const struct checker_log *lg, size_t idx, struct checker_sectio
                 continue;
             }
             sec->end_us = ts;
-            if (strcmp(word, "END") == 0) {
+            if (strcmp(word, "END") == 0 && sec->hold == CHECKER_HOLD_SHARED) {
+                sec->how = CHECKER_END_READ;
+                if (!checker_field_ll(line, "read", &sec->read)
+                    || !checker_field_ll(line, "reread", &sec->reread)) {
+                    checker_log_error(report, errors, lg->path,
+                                      "line %zu: a shared END without read= or reread=",
+                                      lineno);
+                }
+            } else if (strcmp(word, "END") == 0) {
                 sec->how = CHECKER_END_WROTE;
                 if (!checker_field_ll(line, "wrote", &sec->wrote)
                     || !checker_field_ll(line, "prev_fence", &sec->prev_fence)) {
@@ -354,12 +411,27 @@ checker_cmp(const void *a, const void *b)
     return x->log < y->log ? -1 : x->log > y->log;
 }
 
+/* qsort: by permit, then begin, then log (the sections of one counted name). */
+static int
+checker_cmp_permit(const void *a, const void *b)
+{
+    const struct checker_section *x = *(const struct checker_section *const *)a;
+    const struct checker_section *y = *(const struct checker_section *const *)b;
+
+    if (x->permit != y->permit) {
+        return x->permit < y->permit ? -1 : 1;
+    }
+    return checker_cmp(a, b);
+}
+
 static const char *
 checker_how(const struct checker_section *s)
 {
     switch (s->how) {
     case CHECKER_END_WROTE:
         return "wrote";
+    case CHECKER_END_READ:
+        return "read";
     case CHECKER_END_ABORT:
         return "aborted";
     case CHECKER_END_KILLED:
@@ -370,52 +442,284 @@ checker_how(const struct checker_section *s)
     return "never ended";
 }
 
+/* "pid P (fence F, port D)", with the kind of hold first unless plain exclusive. */
+static const char *
+checker_who(const struct checker_section *s, bool kinds, char *buf, size_t size)
+{
+    char what[48] = "";
+
+    if (s->hold == CHECKER_HOLD_COUNTED) {
+        snprintf(what, sizeof(what), "permit %d, ", s->permit);
+    } else if (kinds) {
+        snprintf(what, sizeof(what), "%s, ",
+                 s->hold == CHECKER_HOLD_SHARED ? "shared" : "exclusive");
+    }
+    snprintf(buf, size, "pid %ld (%sfence %lld, port %d)", s->pid, what, s->fence, s->port);
+    return buf;
+}
+
+/* The stat of name in r, added when there is room; NULL when there is none. */
+static struct checker_name_stat *
+checker_stat(struct checker_result *r, const char *name)
+{
+    size_t i;
+
+    for (i = 0; i < r->nnames; i++) {
+        if (strcmp(r->names[i].name, name) == 0) {
+            return &r->names[i];
+        }
+    }
+    if (r->nnames == CHECKER_NAMES_MAX) {
+        return NULL;
+    }
+    memset(&r->names[r->nnames], 0, sizeof(r->names[0]));
+    snprintf(r->names[r->nnames].name, sizeof(r->names[0].name), "%s", name);
+    return &r->names[r->nnames++];
+}
+
+const struct checker_name_stat *
+checker_name(const struct checker_result *r, const char *name)
+{
+    size_t i;
+
+    for (i = 0; i < r->nnames; i++) {
+        if (strcmp(r->names[i].name, name) == 0) {
+            return &r->names[i];
+        }
+    }
+    return NULL;
+}
+
 /*
- * Overlaps and fence order: walk each name's sections in the order they
- * began, keeping the one that ends last so far and the largest fence.
+ * Overlaps and fence order of sections that exclude each other, in the
+ * order they began: a name of the exclusive/shared family, or the
+ * sections of one permit of a counted name (label says which).  A
+ * shared section conflicts only with exclusive ones; any other with
+ * every other.  Kept while walking: the section that ends last so far
+ * (among all, and among the exclusive ones) and the largest fence (the
+ * same two ways).
  */
 static void
-checker_order(struct checker_ctx *x, struct checker_section **v, size_t n)
+checker_walk(struct checker_ctx *x, const char *label, struct checker_section **v, size_t n,
+             bool kinds, struct checker_name_stat *st)
 {
-    const struct checker_section *last = NULL, *top = NULL;
+    const struct checker_section *last = NULL, *last_x = NULL, *top = NULL, *top_x = NULL;
+    const struct checker_section *other, *ref;
+    char w1[96], w2[96];
     size_t i;
+    bool excl;
 
     for (i = 0; i < n; i++) {
         const struct checker_section *s = v[i];
 
-        if (i > 0 && strcmp(s->name, v[i - 1]->name) != 0) {
-            last = NULL;
-            top = NULL;
-        }
-        if (last != NULL && s->begin_us < last->end_us) {
+        excl = s->hold != CHECKER_HOLD_SHARED;
+        other = excl ? last : last_x;
+        if (other != NULL && s->begin_us < other->end_us) {
+            if (st != NULL) {
+                st->overlaps++;
+            }
             checker_note(x, CHECKER_OVERLAP,
-                         "%s: pid %ld (fence %lld, port %d) held it from @%.6f to @%.6f (%s); "
-                         "pid %ld (fence %lld, port %d) began @%.6f, %.1f ms before that end",
-                         s->name, last->pid, last->fence, last->port, checker_s(last->begin_us),
-                         last->end_us == CHECKER_OPEN_END ? 0.0 : checker_s(last->end_us),
-                         checker_how(last), s->pid, s->fence, s->port, checker_s(s->begin_us),
-                         last->end_us == CHECKER_OPEN_END
-                             ? 0.0 : (double)(last->end_us - s->begin_us) / 1e3);
+                         "%s: %s held it from @%.6f to @%.6f (%s); %s began @%.6f, %.1f ms "
+                         "before that end", label, checker_who(other, kinds, w1, sizeof(w1)),
+                         checker_s(other->begin_us),
+                         other->end_us == CHECKER_OPEN_END ? 0.0 : checker_s(other->end_us),
+                         checker_how(other), checker_who(s, kinds, w2, sizeof(w2)),
+                         checker_s(s->begin_us),
+                         other->end_us == CHECKER_OPEN_END
+                             ? 0.0 : (double)(other->end_us - s->begin_us) / 1e3);
         }
+        ref = excl ? top : top_x;
         if (s->fence < 0) {
-            checker_note(x, CHECKER_FENCE, "%s: pid %ld's grant @%.6f has no fence", s->name,
+            checker_note(x, CHECKER_FENCE, "%s: pid %ld's grant @%.6f has no fence", label,
                          s->pid, checker_s(s->begin_us));
-        } else if (top != NULL && s->fence <= top->fence) {
+        } else if (ref != NULL && s->fence <= ref->fence) {
             checker_note(x, CHECKER_FENCE,
-                         "%s: pid %ld's grant @%.6f has fence %lld, not above fence %lld of "
-                         "pid %ld's grant @%.6f", s->name, s->pid, checker_s(s->begin_us),
-                         s->fence, top->fence, top->pid, checker_s(top->begin_us));
+                         "%s: %s's grant @%.6f has fence %lld, not above fence %lld of "
+                         "%s's grant @%.6f", label, checker_who(s, kinds, w1, sizeof(w1)),
+                         checker_s(s->begin_us), s->fence, ref->fence,
+                         checker_who(ref, kinds, w2, sizeof(w2)), checker_s(ref->begin_us));
         }
         if (last == NULL || s->end_us > last->end_us) {
             last = s;
         }
+        if (excl && (last_x == NULL || s->end_us > last_x->end_us)) {
+            last_x = s;
+        }
         if (s->fence >= 0 && (top == NULL || s->fence > top->fence)) {
             top = s;
+        }
+        if (excl && s->fence >= 0 && (top_x == NULL || s->fence > top_x->fence)) {
+            top_x = s;
         }
     }
 }
 
-/* Per-section checks: writes with stale fences, sections never ended. */
+/* A begin or an end of a section, for the sweeps. */
+struct checker_event {
+    int64_t                       t;    /* when */
+    int                           up;   /* 1 begin, 0 end */
+    const struct checker_section *s;    /* whose */
+};
+
+/* qsort: by time, an end before a begin at the same time (they do not overlap). */
+static int
+checker_cmp_event(const void *a, const void *b)
+{
+    const struct checker_event *x = a, *y = b;
+
+    if (x->t != y->t) {
+        return x->t < y->t ? -1 : 1;
+    }
+    return x->up - y->up;
+}
+
+/*
+ * Sweep the sections v[0..n) that count (counted: all; the family: the
+ * shared ones) in time order: the most at once, and, when limit > 0,
+ * an over-limit finding each time their number rises above it.
+ * Returns the most at once, or 0 when memory ran out.
+ */
+static size_t
+checker_sweep(struct checker_ctx *x, struct checker_section **v, size_t n, bool shared_only,
+              int limit, struct checker_name_stat *st)
+{
+    struct checker_event *ev;
+    const struct checker_section **live;
+    size_t i, k, ne = 0, nlive = 0, most = 0, used;
+    char list[512], w[96];
+
+    ev = malloc(2 * n * sizeof(*ev) + 1);
+    live = malloc(n * sizeof(*live) + 1);
+    if (ev == NULL || live == NULL) {
+        free(ev);
+        free(live);
+        return 0;
+    }
+    for (i = 0; i < n; i++) {
+        if (shared_only && v[i]->hold != CHECKER_HOLD_SHARED) {
+            continue;
+        }
+        ev[ne].t = v[i]->begin_us;
+        ev[ne].up = 1;
+        ev[ne++].s = v[i];
+        ev[ne].t = v[i]->end_us;
+        ev[ne].up = 0;
+        ev[ne++].s = v[i];
+    }
+    qsort(ev, ne, sizeof(*ev), checker_cmp_event);
+    for (i = 0; i < ne; i++) {
+        if (!ev[i].up) {
+            for (k = 0; k < nlive; k++) {
+                if (live[k] == ev[i].s) {
+                    live[k] = live[--nlive];
+                    break;
+                }
+            }
+            continue;
+        }
+        live[nlive++] = ev[i].s;
+        if (nlive > most) {
+            most = nlive;
+        }
+        if (limit > 0 && nlive == (size_t)limit + 1) {
+            /* One more than the limit: name them all. */
+            used = 0;
+            list[0] = '\0';
+            for (k = 0; k < nlive && used + 1 < sizeof(list); k++) {
+                used += (size_t)snprintf(list + used, sizeof(list) - used, "%s%s since @%.6f",
+                                         k > 0 ? ", " : "",
+                                         checker_who(live[k], true, w, sizeof(w)),
+                                         checker_s(live[k]->begin_us));
+            }
+            if (st != NULL) {
+                st->over_limit++;
+            }
+            checker_note(x, CHECKER_OVER_LIMIT, "%s: %zu holders at once @%.6f, limit %d: %s",
+                         ev[i].s->name, nlive, checker_s(ev[i].t), limit, list);
+        }
+    }
+    free(ev);
+    free(live);
+    return most;
+}
+
+/* The sections of one name, v[0..n) in the order they began. */
+static void
+checker_one_name(struct checker_ctx *x, struct checker_section **v, size_t n)
+{
+    struct checker_name_stat *st = checker_stat(x->res, v[0]->name);
+    struct checker_section **byp;
+    char label[CHECKER_NAME_MAX + 32];
+    bool counted = v[0]->hold == CHECKER_HOLD_COUNTED, kinds = false;
+    size_t i, j;
+    int limit = v[0]->limit;
+
+    for (i = 0; i < n; i++) {
+        if ((v[i]->hold == CHECKER_HOLD_COUNTED) != counted
+            || (counted && v[i]->limit != limit)) {
+            checker_note(x, CHECKER_LOG, "%s: sections of different kinds (pid %ld's @%.6f "
+                         "and pid %ld's @%.6f): a name is one kind at a time", v[0]->name,
+                         v[0]->pid, checker_s(v[0]->begin_us), v[i]->pid,
+                         checker_s(v[i]->begin_us));
+            return;
+        }
+        kinds = kinds || v[i]->hold != CHECKER_HOLD_EXCLUSIVE;
+    }
+    if (st != NULL) {
+        st->hold = counted ? CHECKER_HOLD_COUNTED : CHECKER_HOLD_EXCLUSIVE;
+        st->limit = limit;
+        st->sections = n;
+        for (i = 0; i < n; i++) {
+            st->exclusive += v[i]->hold == CHECKER_HOLD_EXCLUSIVE;
+            st->shared += v[i]->hold == CHECKER_HOLD_SHARED;
+        }
+        if (st->exclusive == 0 && st->shared > 0) {
+            st->hold = CHECKER_HOLD_SHARED;
+        }
+    }
+    if (!counted) {
+        checker_walk(x, v[0]->name, v, n, kinds, st);
+        if (st != NULL && st->shared > 0) {
+            st->max_holders = checker_sweep(x, v, n, true, 0, st);
+        }
+        return;
+    }
+    /* Counted: each permit is a mutex; all of them together, at most the limit. */
+    byp = malloc(n * sizeof(*byp));
+    if (byp == NULL) {
+        return;
+    }
+    memcpy(byp, v, n * sizeof(*byp));
+    qsort(byp, n, sizeof(*byp), checker_cmp_permit);
+    for (i = 0; i < n; i = j) {
+        for (j = i + 1; j < n && byp[j]->permit == byp[i]->permit; j++) {
+            continue;
+        }
+        snprintf(label, sizeof(label), "%s permit %d", v[0]->name, byp[i]->permit);
+        checker_walk(x, label, byp + i, j - i, true, st);
+    }
+    free(byp);
+    i = checker_sweep(x, v, n, false, limit, st);
+    if (st != NULL) {
+        st->max_holders = i;
+    }
+}
+
+/* Every name's sections (order: sorted by name, then begin). */
+static void
+checker_order(struct checker_ctx *x, struct checker_section **v, size_t n)
+{
+    size_t i, j;
+
+    for (i = 0; i < n; i = j) {
+        for (j = i + 1; j < n && strcmp(v[j]->name, v[i]->name) == 0; j++) {
+            continue;
+        }
+        checker_one_name(x, v + i, j - i);
+    }
+}
+
+/* Per-section checks: stale fences, torn reads, validity, sections never ended. */
 static void
 checker_each(struct checker_ctx *x, const struct checker_sections *all,
              const struct checker_input *in)
@@ -431,6 +735,12 @@ checker_each(struct checker_ctx *x, const struct checker_sections *all,
             x->res->max_acquire_at_us = s->begin_us;
             x->res->max_acquire_pid = s->pid;
         }
+        if (s->has_validity
+            && (s->validity <= 0 || (s->ttl_ms > 0 && s->validity > s->ttl_ms))) {
+            checker_note(x, CHECKER_VALIDITY, "%s: pid %ld's grant @%.6f reported validity "
+                         "%lld ms (ttl %lld ms)", s->name, s->pid, checker_s(s->begin_us),
+                         s->validity, s->ttl_ms);
+        }
         switch (s->how) {
         case CHECKER_END_WROTE:
             x->res->wrote++;
@@ -439,6 +749,16 @@ checker_each(struct checker_ctx *x, const struct checker_sections *all,
                              "%s: pid %ld wrote @%.6f with fence %lld after a write with "
                              "fence %lld", s->name, s->pid, checker_s(s->end_us), s->fence,
                              s->prev_fence);
+            }
+            break;
+        case CHECKER_END_READ:
+            x->res->read++;
+            if (s->read != s->reread) {
+                checker_note(x, CHECKER_DIRTY_READ,
+                             "%s: pid %ld (shared, fence %lld) read %lld @%.6f and %lld "
+                             "@%.6f: a write landed inside its section", s->name, s->pid,
+                             s->fence, s->read, checker_s(s->begin_us), s->reread,
+                             checker_s(s->end_us));
             }
             break;
         case CHECKER_END_ABORT:
@@ -455,12 +775,13 @@ checker_each(struct checker_ctx *x, const struct checker_sections *all,
     }
 }
 
-/* The counter of each name against the sections that wrote. */
+/* The counter of each name (or permit) against the sections that wrote. */
 static void
 checker_counters(struct checker_ctx *x, const struct checker_sections *all,
                  const struct checker_input *in)
 {
     size_t i, k, wrote, maybe;
+    char label[CHECKER_NAME_MAX + 32];
 
     for (k = 0; k < in->ncounters; k++) {
         const struct checker_counter *c = &in->counters[k];
@@ -468,7 +789,8 @@ checker_counters(struct checker_ctx *x, const struct checker_sections *all,
         wrote = 0;
         maybe = 0;
         for (i = 0; i < all->n; i++) {
-            if (strcmp(all->v[i].name, c->name) != 0) {
+            if (strcmp(all->v[i].name, c->name) != 0
+                || (c->per_permit && all->v[i].permit != c->permit)) {
                 continue;
             }
             if (all->v[i].how == CHECKER_END_WROTE) {
@@ -477,10 +799,39 @@ checker_counters(struct checker_ctx *x, const struct checker_sections *all,
                 maybe++;
             }
         }
+        if (c->per_permit) {
+            snprintf(label, sizeof(label), "%s permit %d", c->name, c->permit);
+        } else {
+            snprintf(label, sizeof(label), "%s", c->name);
+        }
         if (c->value < (long long)wrote || c->value > (long long)(wrote + maybe)) {
             checker_note(x, CHECKER_LOST_UPDATE,
-                         "%s: the counter is %lld, but %zu sections wrote%s", c->name, c->value,
+                         "%s: the counter is %lld, but %zu sections wrote%s", label, c->value,
                          wrote, maybe > 0 ? " (plus some that may have)" : "");
+        }
+    }
+}
+
+/* Names that must have had their full number of holders at once. */
+static void
+checker_full(struct checker_ctx *x, const struct checker_input *in)
+{
+    const struct checker_name_stat *st;
+    size_t k;
+
+    for (k = 0; k < in->nfull; k++) {
+        st = checker_name(x->res, in->full_names[k]);
+        if (st == NULL) {
+            checker_note(x, CHECKER_NEVER_FULL, "%s: never granted", in->full_names[k]);
+        } else if (st->hold == CHECKER_HOLD_COUNTED && st->max_holders < (size_t)st->limit) {
+            checker_note(x, CHECKER_NEVER_FULL,
+                         "%s: at most %zu at once in %zu sections, never its limit %d: the "
+                         "permits serialize their holders", st->name, st->max_holders,
+                         st->sections, st->limit);
+        } else if (st->hold != CHECKER_HOLD_COUNTED && st->max_holders < 2) {
+            checker_note(x, CHECKER_NEVER_FULL,
+                         "%s: never two shared holders at once in %zu shared sections: "
+                         "shared holds serialize", st->name, st->shared);
         }
     }
 }
@@ -554,6 +905,7 @@ checker_run(const struct checker_input *in, FILE *report, struct checker_result 
     }
     checker_each(&x, &all, in);
     checker_counters(&x, &all, in);
+    checker_full(&x, in);
     checker_recovery(&x, &all, in);
     if (report != NULL) {
         for (k = 0; k < CHECKER_KINDS; k++) {

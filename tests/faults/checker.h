@@ -10,25 +10,51 @@
  * section, the moment of the kill.  All times are CLOCK_MONOTONIC
  * microseconds, one clock for every process on the machine.
  *
+ * A section is of one of three kinds of hold (kind= of its BEGIN;
+ * absent: exclusive).  A name is either of the exclusive/shared family
+ * (plain LOCK and LOCK shared) or counted (LOCK limit=N, every section
+ * with the same limit and a permit 0..N-1).
+ *
  * What counts as a violation (each kind is counted separately):
  *
  *   overlap      a section on a name begins before an earlier-begun
- *                section on the same name has ended
+ *                section on the same name has ended, when one of the two
+ *                is exclusive (two shared sections may overlap); on a
+ *                counted name, two sections on the same permit (each
+ *                permit is a mutex of its own)
+ *   over-limit   more sections of a counted name at once than its limit
  *   fence        fences do not strictly increase in the order in which
- *                the sections of a name began (or a grant has no fence)
+ *                the sections of a name began (or a grant has no fence);
+ *                on the exclusive/shared family, an exclusive section's
+ *                fence must exceed every earlier one's and a shared
+ *                section's every earlier exclusive one's (two shared
+ *                sections are granted in any order); on a counted name,
+ *                per permit
  *   stale-write  a write carried a fence no larger than the previous
  *                write's (what a fenced resource would have refused)
  *   lost-update  the final counter differs from the number of sections
  *                that wrote (ENDs); a killed client's WRITE without an END
  *                may or may not have landed and widens the range by one
+ *   dirty-read   a shared section read the counter twice (at its start and
+ *                at its end) and the values differ: an exclusive holder
+ *                wrote inside it
+ *   validity     a grant whose reported validity is not in (0, ttl]
  *   recovery     after the heal, a name was not granted again within the
  *                bound
+ *   never-full   a name listed in full_names never had its full number of
+ *                holders at once: a counted name never N, a shared name
+ *                never two shared holders (a lock that serializes what it
+ *                should let through together)
  *   open         a section that never ended although its client was not
  *                killed (the client hung, or the log is cut)
  *   log          a log that does not follow the client's grammar
  *   external     found by the orchestrator, not in the logs (keys left on
  *                a master, a killed client's keys not released in time);
  *                added by the caller with checker_add_external()
+ *
+ * "At once" is judged on the sections as the clients stamped them, the
+ * same intervals for every kind: a section that ends at the very moment
+ * another begins does not overlap it.
  *
  * Reports go to a FILE (one line per finding, at most a few per kind,
  * then a count of the rest).
@@ -44,13 +70,18 @@
 #define CHECKER_NAME_MAX    64          /* longest lock name in a log */
 #define CHECKER_OPEN_END    INT64_MAX   /* end_us of a section that never ended */
 #define CHECKER_REPORT_MAX  5           /* findings printed per kind */
+#define CHECKER_NAMES_MAX   16          /* names with a checker_name_stat */
 
 enum checker_kind {
     CHECKER_OVERLAP,
+    CHECKER_OVER_LIMIT,
     CHECKER_FENCE,
     CHECKER_STALE_WRITE,
     CHECKER_LOST_UPDATE,
+    CHECKER_DIRTY_READ,
+    CHECKER_VALIDITY,
     CHECKER_RECOVERY,
+    CHECKER_NEVER_FULL,
     CHECKER_OPEN,
     CHECKER_LOG,
     CHECKER_EXTERNAL,
@@ -60,9 +91,17 @@ enum checker_kind {
 /* How a section ended. */
 enum checker_end {
     CHECKER_END_WROTE,                  /* END: the write was acknowledged */
+    CHECKER_END_READ,                   /* END of a shared section: read twice */
     CHECKER_END_ABORT,                  /* ABORT: lost or disconnected, no write */
     CHECKER_END_KILLED,                 /* the client was killed inside it */
     CHECKER_END_NONE                    /* never ended (a violation) */
+};
+
+/* The kind of hold a section had (kind= of its BEGIN). */
+enum checker_hold {
+    CHECKER_HOLD_EXCLUSIVE,             /* plain LOCK (kind= absent or exclusive) */
+    CHECKER_HOLD_SHARED,                /* LOCK shared */
+    CHECKER_HOLD_COUNTED                /* LOCK limit=N: one of N permits */
 };
 
 /* One client log as the orchestrator knows it (caller-owned). */
@@ -85,6 +124,14 @@ struct checker_section {
     long long        prev_fence;        /* fence of the previous write (END), else -1 */
     bool             write_started;     /* a WRITE line was logged */
     int64_t          acquire_us;        /* first LOCK sent to OK read */
+    enum checker_hold hold;             /* kind of hold */
+    int              limit;             /* counted: limit=, else 0 */
+    int              permit;            /* counted: permit=, else -1 */
+    bool             has_validity;      /* validity= was in the BEGIN */
+    long long        validity;          /* validity= (ms), as the daemon reported it */
+    long long        ttl_ms;            /* ttl= of the client's START, 0 if unknown */
+    long long        read;              /* shared END: read= (at the start), else -1 */
+    long long        reread;            /* shared END: reread= (at the end), else -1 */
 };
 
 /* Every section of a set of logs, in log order; free with checker_free(). */
@@ -94,10 +141,12 @@ struct checker_sections {
     size_t                  cap;        /* allocated */
 };
 
-/* The final value of a name's counter (caller-owned). */
+/* The final value of a name's counter, or of one permit's (caller-owned). */
 struct checker_counter {
     const char *name;                   /* lock name */
-    long long   value;                  /* GET counter:<name>, 0 when absent */
+    long long   value;                  /* GET counter:<name>[:<permit>], 0 when absent */
+    bool        per_permit;             /* the counter of one permit of a counted name */
+    int         permit;                 /* which, when per_permit */
 };
 
 /* What the checker is asked to judge (every pointer caller-owned). */
@@ -110,12 +159,31 @@ struct checker_input {
     size_t                        nrecovery;    /* entries in recovery_names */
     int64_t                       heal_us;      /* the last fault healed; 0: no recovery check */
     int64_t                       recovery_bound_us; /* longest allowed heal-to-grant time */
+    const char *const            *full_names;   /* names that must have their full
+                                                   number of holders at once */
+    size_t                        nfull;        /* entries in full_names */
+};
+
+/* What the checker saw of one name (the first CHECKER_NAMES_MAX names). */
+struct checker_name_stat {
+    char              name[CHECKER_NAME_MAX + 1];
+    enum checker_hold hold;             /* COUNTED, or EXCLUSIVE for the family
+                                           (SHARED when only shared sections) */
+    int               limit;            /* counted: the limit */
+    size_t            sections;         /* sections begun */
+    size_t            exclusive;        /* of them, exclusive */
+    size_t            shared;           /* of them, shared */
+    size_t            overlaps;         /* overlap findings on it */
+    size_t            over_limit;       /* over-limit findings on it */
+    size_t            max_holders;      /* counted: most sections at once; the
+                                           family: most shared sections at once */
 };
 
 /* The verdict (filled by checker_run, added to by checker_add_external). */
 struct checker_result {
     size_t  sections;                   /* sections begun (grants) */
     size_t  wrote;                      /* sections that wrote (END) */
+    size_t  read;                       /* shared sections that read twice (END) */
     size_t  aborted;                    /* sections that ended in ABORT */
     size_t  killed;                     /* sections cut by their client's SIGKILL */
     size_t  counts[CHECKER_KINDS];      /* violations per kind */
@@ -125,6 +193,8 @@ struct checker_result {
     long    max_acquire_pid;            /* its client */
     int64_t recovery_us;                /* slowest first grant after heal over the
                                            recovery names; -1 when not measured */
+    struct checker_name_stat names[CHECKER_NAMES_MAX]; /* per name, in name order */
+    size_t  nnames;                     /* entries in names */
 };
 
 /* Short name of a kind ("overlap", "fence", ...). */
@@ -157,6 +227,9 @@ size_t checker_begun_since(const struct checker_sections *s, const char *name, i
  * (out then holds what was known; the caller treats it as a failure).
  */
 int checker_run(const struct checker_input *in, FILE *report, struct checker_result *out);
+
+/* What was seen of name, or NULL when it had no section (or too many names). */
+const struct checker_name_stat *checker_name(const struct checker_result *r, const char *name);
 
 /* Count and print a violation that the orchestrator found itself. */
 __attribute__((format(printf, 3, 4)))

@@ -11,6 +11,13 @@
  *                                          connection is still open)
  *     UNLOCK <name>
  *
+ * With -L N it holds a permit of a counted name instead (LOCK <name>
+ * limit=N): each permit is a mutex of its own, so the counter it guards
+ * is counter:<name>:<permit> (its fence next to it in fence:<name>:<permit>).
+ * With -S it is a shared holder (LOCK <name> shared): it reads
+ * counter:<name> at the start of its section and again at the end, and
+ * writes nothing; the exclusive holders of the same name write it.
+ *
  * and logs every step to its own file, one line per write(2) with
  * O_APPEND, so that a SIGKILL loses at most the line being written.
  * Every line is "<EVENT> <CLOCK_MONOTONIC microseconds> key=value...";
@@ -18,14 +25,20 @@
  * of all clients and of the orchestrator compare.  The events that the
  * checker (checker.c) reads:
  *
- *     BEGIN us name=N fence=F validity=V acquire_us=A port=P
+ *     BEGIN us name=N fence=F validity=V acquire_us=A port=P pid=X
+ *           kind=exclusive|shared|counted [limit=L permit=I]
  *           the OK of the LOCK was read; A is the time since the first
- *           LOCK of this section was sent (retries and reconnects included)
+ *           LOCK of this section was sent (retries and reconnects included);
+ *           V the validity the daemon reported, L and I what it said of
+ *           a counted hold
  *     WRITE us fence=F value=X      about to write X (the write may or may
  *                                   not land if the client dies now)
  *     END us fence=F read=R wrote=X prev_fence=PF
  *           the write was acknowledged; PF is the fence of the previous
  *           write, which the counter's script keeps next to the counter
+ *     END us fence=F read=R reread=R2
+ *           a shared holder's section: R read at its start, R2 at its end
+ *           (a write in between means an exclusive holder overlapped it)
  *     ABORT us fence=F why=lost|eof|counter
  *           the lock was lost ("! LOST") or the daemon connection closed
  *           before the write: nothing was written
@@ -98,6 +111,8 @@ struct rmw_opts {
     long        sleep_max_ms;           /* in-section sleep, upper bound */
     long        poll_ms;                /* > 0: LOCK wait=0, retried every poll_ms */
     long        think_ms;               /* random pause 0..think_ms between sections */
+    long        limit;                  /* > 0: LOCK ... limit=N (a counted name) */
+    bool        shared;                 /* LOCK ... shared: read only */
 };
 
 /* The connection to a daemon; one per process, reused across reconnects. */
@@ -438,21 +453,56 @@ rmw_field(const char *line, const char *key)
     return -1;
 }
 
+/* What the OK of a LOCK said. */
+struct rmw_grant {
+    long long fence;                /* fence=, -1 when absent */
+    long long validity;             /* validity=, -1 when absent */
+    long long limit;                /* limit= (a counted hold), -1 when absent */
+    long long permit;               /* permit= (a counted hold), -1 when absent */
+    char      kind[16];             /* kind=, "exclusive" when absent */
+};
+
+/* The word of "key=<word>" in a reply line, copied into out; "" when absent. */
+static void
+rmw_field_word(const char *line, const char *key, char *out, size_t size)
+{
+    size_t klen = strlen(key), n;
+    const char *p;
+
+    out[0] = '\0';
+    for (p = strchr(line, ' '); p != NULL; p = strchr(p + 1, ' ')) {
+        if (strncmp(p + 1, key, klen) == 0 && p[1 + klen] == '=') {
+            n = strcspn(p + 2 + klen, " ");
+            if (n + 1 > size) {
+                n = size - 1;
+            }
+            memcpy(out, p + 2 + klen, n);
+            out[n] = '\0';
+            return;
+        }
+    }
+}
+
 /*
  * Take the lock, retrying through TIMEOUT and ERR NOQUORUM.  Returns 0
- * with *fence and *validity set, -1 when the connection broke (the caller
- * reconnects), -2 when SIGTERM asked us to stop.
+ * with *g filled, -1 when the connection broke (the caller reconnects),
+ * -2 when SIGTERM asked us to stop.
  */
 static int
-rmw_acquire(struct rmw_conn *c, long long *fence, long long *validity)
+rmw_acquire(struct rmw_conn *c, struct rmw_grant *g)
 {
-    char req[RMW_NAME_MAX + 96], line[RMW_LINE_MAX], shown[RMW_LINE_MAX];
+    char req[RMW_NAME_MAX + 128], line[RMW_LINE_MAX], shown[RMW_LINE_MAX], kind[32] = "";
     size_t nlen = strlen(rmw_o.name);
     long wait = rmw_o.poll_ms > 0 ? 0 : rmw_o.wait_ms;
     int rc;
 
-    snprintf(req, sizeof(req), "LOCK %s ttl=%ld wait=%ld fence", rmw_o.name, rmw_o.ttl_ms,
-             wait);
+    if (rmw_o.shared) {
+        snprintf(kind, sizeof(kind), " shared");
+    } else if (rmw_o.limit > 0) {
+        snprintf(kind, sizeof(kind), " limit=%ld", rmw_o.limit);
+    }
+    snprintf(req, sizeof(req), "LOCK %s ttl=%ld wait=%ld fence%s", rmw_o.name, rmw_o.ttl_ms,
+             wait, kind);
     for (;;) {
         if (rmw_stop) {
             return -2;
@@ -476,8 +526,14 @@ rmw_acquire(struct rmw_conn *c, long long *fence, long long *validity)
         }
         if (strncmp(line, "OK ", 3) == 0 && strncmp(line + 3, rmw_o.name, nlen) == 0
             && line[3 + nlen] == ' ') {
-            *fence = rmw_field(line, "fence");
-            *validity = rmw_field(line, "validity");
+            g->fence = rmw_field(line, "fence");
+            g->validity = rmw_field(line, "validity");
+            g->limit = rmw_field(line, "limit");
+            g->permit = rmw_field(line, "permit");
+            rmw_field_word(line, "kind", g->kind, sizeof(g->kind));
+            if (g->kind[0] == '\0') {
+                snprintf(g->kind, sizeof(g->kind), "exclusive");
+            }
             return 0;
         }
         rmw_printable(line, shown, sizeof(shown));
@@ -553,14 +609,14 @@ rmw_counter_connect(void)
     return r;
 }
 
-/* GET the counter: 0 with *value (0 when absent), or -1. */
+/* GET counter:<id>: 0 with *value (0 when absent), or -1. */
 static int
-rmw_counter_get(redisContext *r, long long *value)
+rmw_counter_get(redisContext *r, const char *id, long long *value)
 {
     redisReply *rep;
     int rc = -1;
 
-    rep = redisCommand(r, "GET counter:%s", rmw_o.name);
+    rep = redisCommand(r, "GET counter:%s", id);
     if (rep != NULL && rep->type == REDIS_REPLY_NIL) {
         *value = 0;
         rc = 0;
@@ -574,15 +630,16 @@ rmw_counter_get(redisContext *r, long long *value)
     return rc;
 }
 
-/* Write value with fence; 0 with the previous writer's fence, or -1. */
+/* Write value with fence to counter:<id>; 0 with the previous writer's fence, or -1. */
 static int
-rmw_counter_put(redisContext *r, long long value, long long fence, long long *prev)
+rmw_counter_put(redisContext *r, const char *id, long long value, long long fence,
+                long long *prev)
 {
     redisReply *rep;
     int rc = -1;
 
     rep = redisCommand(r, "EVAL %s 2 counter:%s fence:%s %lld %lld", rmw_write_script,
-                       rmw_o.name, rmw_o.name, value, fence);
+                       id, id, value, fence);
     if (rep != NULL && rep->type == REDIS_REPLY_STRING) {
         *prev = strtoll(rep->str, NULL, 10);
         rc = 0;
@@ -601,7 +658,7 @@ rmw_usage(void)
     fprintf(stderr,
             "usage: rmw-client -p PORT[,PORT...] -r COUNTER_PORT -n NAME -l LOG\n"
             "                  [-c SECTIONS] [-t TTL_MS] [-w WAIT_MS] [-s MIN_MS[-MAX_MS]]\n"
-            "                  [-P POLL_MS] [-k THINK_MS]\n");
+            "                  [-P POLL_MS] [-k THINK_MS] [-L LIMIT | -S]\n");
     exit(RMW_EXIT_USAGE);
 }
 
@@ -630,7 +687,7 @@ rmw_parse_args(int argc, char **argv)
     rmw_o.wait_ms = 10000;
     rmw_o.sleep_min_ms = 5;
     rmw_o.sleep_max_ms = 30;
-    while ((opt = getopt(argc, argv, "p:r:n:l:c:t:w:s:P:k:")) != -1) {
+    while ((opt = getopt(argc, argv, "p:r:n:l:c:t:w:s:P:k:L:S")) != -1) {
         switch (opt) {
         case 'p':
             for (tok = strtok_r(optarg, ",", &save); tok != NULL;
@@ -676,6 +733,15 @@ rmw_parse_args(int argc, char **argv)
         case 'k':
             rmw_o.think_ms = rmw_number(optarg);
             break;
+        case 'L':
+            rmw_o.limit = rmw_number(optarg);
+            if (rmw_o.limit == 0) {
+                rmw_usage();
+            }
+            break;
+        case 'S':
+            rmw_o.shared = true;
+            break;
         default:
             rmw_usage();
         }
@@ -683,7 +749,7 @@ rmw_parse_args(int argc, char **argv)
     if (optind != argc || rmw_o.nports == 0 || rmw_o.counter_port == 0
         || rmw_o.name == NULL || rmw_o.log_path == NULL || rmw_o.name[0] == '\0'
         || strlen(rmw_o.name) > RMW_NAME_MAX || strpbrk(rmw_o.name, " \t\r\n") != NULL
-        || rmw_o.sleep_max_ms < rmw_o.sleep_min_ms) {
+        || rmw_o.sleep_max_ms < rmw_o.sleep_min_ms || (rmw_o.shared && rmw_o.limit > 0)) {
         rmw_usage();
     }
 }
@@ -694,7 +760,9 @@ main(int argc, char **argv)
     struct rmw_conn c = { .fd = -1 };
     struct sigaction sa;
     redisContext *counter;
-    long long fence = -1, validity = -1, value = 0, prev = 0;
+    struct rmw_grant g;
+    char id[RMW_NAME_MAX + 32], extra[64];
+    long long fence = -1, value = 0, prev = 0, reread = 0;
     int64_t first_us = 0, begin_us;
     long done = 0;
     int rc;
@@ -714,9 +782,10 @@ main(int argc, char **argv)
     sigaction(SIGTERM, &sa, NULL);
     signal(SIGPIPE, SIG_IGN);
 
-    rmw_log("START %lld pid=%d name=%s ttl=%ld sleep=%ld-%ld poll=%ld sections=%ld",
-            (long long)rmw_now_us(), (int)getpid(), rmw_o.name, rmw_o.ttl_ms,
-            rmw_o.sleep_min_ms, rmw_o.sleep_max_ms, rmw_o.poll_ms, rmw_o.sections);
+    rmw_log("START %lld pid=%d name=%s ttl=%ld sleep=%ld-%ld poll=%ld sections=%ld kind=%s "
+            "limit=%ld", (long long)rmw_now_us(), (int)getpid(), rmw_o.name, rmw_o.ttl_ms,
+            rmw_o.sleep_min_ms, rmw_o.sleep_max_ms, rmw_o.poll_ms, rmw_o.sections,
+            rmw_o.shared ? "shared" : rmw_o.limit > 0 ? "counted" : "exclusive", rmw_o.limit);
     counter = rmw_counter_connect();
     if (counter == NULL) {
         return RMW_EXIT_COUNTER;
@@ -729,7 +798,7 @@ main(int argc, char **argv)
         if (first_us == 0) {
             first_us = rmw_now_us();
         }
-        rc = rmw_acquire(&c, &fence, &validity);
+        rc = rmw_acquire(&c, &g);
         if (rc == -2) {
             break;
         }
@@ -740,12 +809,23 @@ main(int argc, char **argv)
         }
         /* The section: from here on SIGTERM waits for its end. */
         begin_us = rmw_now_us();
-        rmw_log("BEGIN %lld name=%s fence=%lld validity=%lld acquire_us=%lld port=%d pid=%d",
-                (long long)begin_us, rmw_o.name, fence, validity,
-                (long long)(begin_us - first_us), c.port, (int)getpid());
+        fence = g.fence;
+        extra[0] = '\0';
+        if (strcmp(g.kind, "counted") == 0) {
+            snprintf(extra, sizeof(extra), " limit=%lld permit=%lld", g.limit, g.permit);
+        }
+        rmw_log("BEGIN %lld name=%s fence=%lld validity=%lld acquire_us=%lld port=%d pid=%d "
+                "kind=%s%s", (long long)begin_us, rmw_o.name, fence, g.validity,
+                (long long)(begin_us - first_us), c.port, (int)getpid(), g.kind, extra);
         first_us = 0;
         done++;
-        if (rmw_counter_get(counter, &value) != 0) {
+        /* A permit is a mutex of its own: it guards a counter of its own. */
+        if (g.permit >= 0) {
+            snprintf(id, sizeof(id), "%s:%lld", rmw_o.name, g.permit);
+        } else {
+            snprintf(id, sizeof(id), "%s", rmw_o.name);
+        }
+        if (rmw_counter_get(counter, id, &value) != 0) {
             rmw_log("ABORT %lld fence=%lld why=counter", (long long)rmw_now_us(), fence);
             return RMW_EXIT_COUNTER;
         }
@@ -761,13 +841,24 @@ main(int argc, char **argv)
             }
             continue;
         }
-        rmw_log("WRITE %lld fence=%lld value=%lld", (long long)rmw_now_us(), fence, value + 1);
-        if (rmw_counter_put(counter, value + 1, fence, &prev) != 0) {
-            rmw_log("ERROR %lld the counter's write failed", (long long)rmw_now_us());
-            return RMW_EXIT_COUNTER;
+        if (rmw_o.shared) {
+            /* A reader: the counter must be what it was at the start. */
+            if (rmw_counter_get(counter, id, &reread) != 0) {
+                rmw_log("ABORT %lld fence=%lld why=counter", (long long)rmw_now_us(), fence);
+                return RMW_EXIT_COUNTER;
+            }
+            rmw_log("END %lld fence=%lld read=%lld reread=%lld", (long long)rmw_now_us(),
+                    fence, value, reread);
+        } else {
+            rmw_log("WRITE %lld fence=%lld value=%lld", (long long)rmw_now_us(), fence,
+                    value + 1);
+            if (rmw_counter_put(counter, id, value + 1, fence, &prev) != 0) {
+                rmw_log("ERROR %lld the counter's write failed", (long long)rmw_now_us());
+                return RMW_EXIT_COUNTER;
+            }
+            rmw_log("END %lld fence=%lld read=%lld wrote=%lld prev_fence=%lld",
+                    (long long)rmw_now_us(), fence, value, value + 1, prev);
         }
-        rmw_log("END %lld fence=%lld read=%lld wrote=%lld prev_fence=%lld",
-                (long long)rmw_now_us(), fence, value, value + 1, prev);
         rmw_unlock(&c);
         if (c.eof) {
             rmw_log("DISCONNECT %lld port=%d", (long long)rmw_now_us(), c.port);
