@@ -1126,7 +1126,9 @@ waiter_acquired(const struct redlock_result *res, void *arg)
      * Retry: at once when a release was announced meanwhile; when the
      * holder's lease runs out (a release announced before then wakes us
      * sooner), plus jitter; after a random delay when no holder was seen
-     * on enough masters (a split vote) or its key never expires.
+     * on a quorum of the masters that answered (a split vote: the other
+     * contender releases its partial grant at once, unannounced) or its
+     * key never expires.
      */
     delay = util_random(lock_conf->retry_delay_ms * 1000);
     if (!w->immediate && lock_watch(w->lock)) {
@@ -1138,7 +1140,7 @@ waiter_acquired(const struct redlock_result *res, void *arg)
         delay = 0;
     } else if (woken) {
         delay = 0;
-    } else if (res->outcome == REDLOCK_BUSY && res->ttl_ms > 0) {
+    } else if (res->outcome == REDLOCK_BUSY && res->ttl_ms > 0 && !res->split) {
         w->fallback = true;
         delay += res->ttl_ms * 1000;
         if (w->gated && delay > w->ttl_ms * 1000 / 2) {

@@ -1006,6 +1006,7 @@ redlock_acquire_done(struct round *r, void *arg)
     } else if (op->nheld > n - q || res->answered >= q) {
         res->outcome = REDLOCK_BUSY;
         res->ttl_ms = redlock_holder_ttl(op->pttls, op->npttl, op->yes + op->nopen, q);
+        res->split = op->nheld < q;
     } else {
         res->outcome = REDLOCK_NOQUORUM;
     }

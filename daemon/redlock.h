@@ -123,6 +123,11 @@ struct redlock_result {
                                            permit no answering master reported
                                            held, worth trying next; -1 when
                                            every permit was held somewhere */
+    bool    split;                      /* BUSY: no holder was seen on a quorum of
+                                           the masters that answered (contenders
+                                           split the vote, or a minority was left
+                                           over): ttl_ms says when its keys expire,
+                                           but a new try may win much sooner */
     bool    gated;                      /* acquire of an exclusive record with gate:
                                            a master closed the gate for this token
                                            (redlock_ungate() opens it) */
