@@ -424,16 +424,17 @@ lock_head(const struct lock *lk)
 }
 
 /*
- * Whether this daemon's holds of lk leave room for a hold of kind: none
- * for an exclusive one, no exclusive one for a shared one, fewer than
- * the limit for a permit.
+ * Whether this daemon's holds of lk leave a head of kind something to
+ * ask the masters: no exclusive hold for an exclusive or a shared head
+ * (an exclusive head behind shared holds of this daemon asks anyway:
+ * the masters refuse it, and close the gate so that no new shared
+ * holder gets in, here or elsewhere), fewer than the limit for a permit.
  */
 static bool
 lock_room(const struct lock *lk, enum redlock_kind kind)
 {
     switch (kind) {
     case REDLOCK_EXCLUSIVE:
-        return lk->nholders == 0;
     case REDLOCK_SHARED:
         return lk->nexclusive == 0;
     default:
@@ -448,6 +449,23 @@ lock_ready_head(const struct lock *lk)
     struct waiter *w = lock_head(lk);
 
     return w != NULL && lock_room(lk, w->kind) ? w : NULL;
+}
+
+/*
+ * The ttl of the first exclusive LOCK queued here for lk (its gate's, on
+ * the masters), or 0 when none is queued.
+ */
+static int64_t
+lock_queued_exclusive(const struct lock *lk)
+{
+    struct waiter *w;
+
+    TAILQ_FOREACH(w, &lk->waiters, link) {
+        if (!w->immediate && w->kind == REDLOCK_EXCLUSIVE) {
+            return w->ttl_ms;
+        }
+    }
+    return 0;
 }
 
 /* The client's session-mode hold of lk, or NULL. */
@@ -1191,7 +1209,7 @@ lock_acquire(struct lock_client *c, const char *name, size_t name_len,
     struct waiter *w;
     struct hold *h = NULL;
     char limit[PROTO_NAME_MAX + 96];
-    int64_t start_us = util_now_us();
+    int64_t start_us = util_now_us(), ttl;
     enum redlock_kind kind = lock_record_kind(req->kind);
 
     if (lock_stopping) {
@@ -1248,6 +1266,22 @@ lock_acquire(struct lock_client *c, const char *name, size_t name_len,
     if (lk != NULL && !lock_kind_fits(lk, req, limit, sizeof(limit))) {
         stats.kind_refusals++;
         lock_reply(c, LOCK_WRONG_KIND, name, name_len, limit);
+        return;
+    }
+    if (kind == REDLOCK_SHARED && (req->trylock || req->wait_ms == 0 || c->draining)
+        && lk != NULL && (ttl = lock_queued_exclusive(lk)) > 0) {
+        /* A shared attempt never overtakes an exclusive LOCK queued here (its gate). */
+        struct lock_result res;
+
+        stats.acquire_busy += req->trylock;
+        stats.acquire_timeout += !req->trylock;
+        stats_observe_acquire(util_now_us() - start_us);
+        memset(&res, 0, sizeof(res));
+        res.outcome = req->trylock ? LOCK_BUSY : LOCK_TIMEOUT;
+        res.name = name;
+        res.name_len = name_len;
+        res.ttl_ms = ttl;
+        c->done(c, &res);
         return;
     }
     if (!req->lease_mode && (int64_t)c->nholds >= lock_conf->max_locks_per_client) {

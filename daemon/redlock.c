@@ -1000,13 +1000,15 @@ redlock_acquire_done(struct round *r, void *arg)
         res->outcome = REDLOCK_GRANTED;
         res->validity_end_us = start + op->ttl_ms * 1000
                                - redlock_drift_us(op->ttl_ms, redlock_drift_factor);
-    } else if (op->nkind > 0) {
+    } else if (op->nkind > n - q) {
+        /* So many hold it as another kind that no quorum of this kind is possible. */
         res->outcome = REDLOCK_KIND;
         snprintf(res->error, sizeof(res->error), "%s", op->kind_text);
-    } else if (op->nheld > n - q || res->answered >= q) {
+    } else if (op->nheld + op->nkind > n - q || res->answered >= q) {
+        /* A few masters of another kind (left over, or a minority) only refuse. */
         res->outcome = REDLOCK_BUSY;
         res->ttl_ms = redlock_holder_ttl(op->pttls, op->npttl, op->yes + op->nopen, q);
-        res->split = op->nheld < q;
+        res->split = op->nheld + op->nkind < q;
     } else {
         res->outcome = REDLOCK_NOQUORUM;
     }

@@ -260,8 +260,10 @@ int64_t redlock_holder_ttl(int64_t *pttls, size_t nheld, size_t nfree, size_t qu
  * Kinds: one name is one kind at a time.  A master that holds the name
  * as another kind (a counted name with another limit, an exclusive or
  * shared hold asked as a permit, a permit asked as exclusive or shared)
- * refuses with its kind; when the round grants nothing the outcome is
- * KIND and res->error says "limit=3", "exclusive" or "shared".  An
+ * refuses with its kind; when so many refuse so that no quorum of this
+ * kind is possible (more than nmasters - quorum), the outcome is KIND and
+ * res->error says "limit=3", "exclusive" or "shared"; fewer only refuse
+ * (BUSY: a leftover on a minority must not turn a wait into an error).  An
  * exclusive request on a name with live shared holders is BUSY (the
  * same family); with gate, a master where only shared holders keep it
  * out also sets the name's gate to token (for ttl_ms), which makes new

@@ -1143,6 +1143,94 @@ START_TEST(shared_gate_writer_leaves)
 }
 END_TEST
 
+/*
+ * A writer queued behind shared holders of its own daemon: it still asks
+ * the masters (which refuse it and close the gate on every master), and
+ * shared attempts through the same daemon do not overtake it: TRYLOCK is
+ * BUSY, wait=0 is TIMEOUT, a waiting shared LOCK is granted only after
+ * the writer had its turn.
+ */
+START_TEST(shared_local_writer_not_overtaken)
+{
+    int r1, r2, w;
+    char *got, gate[64];
+
+    kt_up(1, NULL);
+    r1 = expect_connect(0);
+    r2 = expect_connect(0);
+    w = expect_connect(0);
+    kt_key(gate, sizeof(gate), "lw", " gate");
+    got = KT_GRANT(r1, "LOCK lw shared ttl=20000", "lw");
+    free(got);
+    ck_assert_int_eq(h_send(w, "LOCK lw ttl=20000"), 0);
+    KT_WAIT_KEY(gate, NMASTERS);
+    got = KT_CMD(r2, "TRYLOCK lw shared");
+    KT_IS(got, "BUSY", "lw");
+    ck_assert_msg(KT_INT(got, "ttl") == 20000, "'%s': ttl is not the writer's", got);
+    free(got);
+    got = KT_CMD(r2, "LOCK lw shared wait=0");
+    KT_IS(got, "TIMEOUT", "lw");
+    free(got);
+    ck_assert_int_eq(h_send(r2, "LOCK lw shared"), 0);
+    ck_assert(h_quiet(r2, 300));
+    EXPECT_REPLY(r1, "UNLOCK lw", "OK lw holds=0");
+    got = KT_READ(w, CMD_MS, "the writer's grant");
+    KT_IS(got, "OK", "lw");
+    free(got);
+    ck_assert(h_quiet(r2, 300));
+    EXPECT_REPLY(w, "UNLOCK lw", "OK lw holds=0");
+    got = KT_READ(r2, CMD_MS, "the second reader's grant");
+    KT_IS(got, "OK", "lw");
+    free(got);
+    EXPECT_REPLY(r2, "UNLOCK lw", "OK lw holds=0");
+    KT_KEYS_GONE("lw");
+    close(r1);
+    close(r2);
+    close(w);
+}
+END_TEST
+
+/*
+ * Leftovers of another kind on two masters (a permit and its limit key)
+ * refuse there, but do not make a request an error while the name's
+ * own kind may still hold a quorum: the exclusive holder is on the
+ * other three, one of which is stopped, so every decided round has seen
+ * a leftover.  TRYLOCK is BUSY and a waiting LOCK waits (TIMEOUT); only
+ * a refusal of another kind by so many masters that no quorum is
+ * possible is ERR KIND.
+ */
+START_TEST(kind_minority_only_refuses)
+{
+    char permit[64], limit[64], *got;
+    size_t i;
+    int a, b;
+
+    kt_up(1, NULL);
+    a = expect_connect(0);
+    b = expect_connect(0);
+    kt_key(permit, sizeof(permit), "mk", " permit 0");
+    kt_key(limit, sizeof(limit), "mk", " limit");
+    for (i = 3; i < NMASTERS; i++) {
+        ck_assert_int_eq(h_master_cmd(i, NULL, "SET %s leftover PX 20000", permit), 0);
+        ck_assert_int_eq(h_master_cmd(i, NULL, "HSET %s limit 3 0 1", limit), 0);
+        ck_assert_int_eq(h_master_cmd(i, NULL, "PEXPIRE %s 20000", limit), 0);
+    }
+    got = KT_GRANT(a, "LOCK mk ttl=20000", "mk");
+    free(got);
+    ck_assert_int_eq(h_signal_master(0, SIGSTOP), 0);
+    got = KT_CMD(b, "TRYLOCK mk");
+    KT_IS(got, "BUSY", "mk");
+    free(got);
+    got = KT_CMD(b, "LOCK mk wait=500");
+    KT_IS(got, "TIMEOUT", "mk");
+    free(got);
+    ck_assert_int_eq(h_signal_master(0, SIGCONT), 0);
+    EXPECT_REPLY(a, "UNLOCK mk", "OK mk holds=0");
+    close(a);
+    close(b);
+}
+END_TEST
+
 /* ---- 5. lease mode and fences ---- */
 
 /* One lease-mode lock of a kind: token STATUS, EXTEND, UNLOCK, then EXTEND is NOTHELD. */
@@ -1957,6 +2045,8 @@ kinds_suite(void)
     KT_ADD(s, queue_order);
     KT_ADD(s, shared_gate_two_daemons);
     KT_ADD(s, shared_gate_writer_leaves);
+    KT_ADD(s, shared_local_writer_not_overtaken);
+    KT_ADD(s, kind_minority_only_refuses);
     KT_ADD(s, lease_token_ops);
     KT_ADD(s, fences);
     KT_ADD(s, permit_gone_lost);

@@ -1620,14 +1620,33 @@ ft_start_hot_pair(struct ft_run *r, const char *key)
     return 0;
 }
 
-/* Masters on which permit i of FT_HOT_SEM is held (by anyone). */
+/*
+ * Masters on which key holds what it holds on master 2, which kept its
+ * keys through the first restart: the long holder's own token.  A
+ * contender's passing key on a restarted master (its try landed there
+ * before the holder's renewal put the holder's back, and its clean-up
+ * deletes it) does not count: counting any value, the schedule once saw
+ * "on 5 masters" in that moment and restarted masters 0 and 1 while the
+ * holder's permit was on master 2 alone.
+ */
+static size_t
+ft_masters_like_2(const char *key)
+{
+    char *token = h_master_get(2, key);
+    size_t n = token != NULL ? h_masters_holding(key, token) : 0;
+
+    free(token);
+    return n;
+}
+
+/* Masters on which permit i of FT_HOT_SEM is held by its long holder. */
 static size_t
 ft_permit_masters(size_t i)
 {
     char key[CHECKER_NAME_MAX + 32];
 
     snprintf(key, sizeof(key), "%s%s permit %zu", FT_PREFIX, FT_HOT_SEM, i);
-    return h_masters_holding(key, NULL);
+    return ft_masters_like_2(key);
 }
 
 /* Masters on which the shared set of name has a live member. */
@@ -1723,7 +1742,7 @@ ft_sched_restart_empty(struct ft_run *r)
     if (!r->sc->quarantine) {
         int64_t deadline = h_now_ms() + FT_WAIT_MS;
 
-        while ((held = h_masters_holding(key, NULL)) < FT_MASTERS && h_now_ms() < deadline) {
+        while ((held = ft_masters_like_2(key)) < FT_MASTERS && h_now_ms() < deadline) {
             h_sleep_ms(FT_POLL_MS);
         }
         if (held < FT_MASTERS) {
