@@ -855,6 +855,17 @@ waiter_wait(struct waiter *w, int64_t now)
 }
 
 /*
+ * The delay before a waiter's next try, us: at most half its ttl while a
+ * master holds its gate, so that the gate (set for one ttl) is renewed
+ * by the next try before it lapses.
+ */
+static int64_t
+waiter_gate_delay(const struct waiter *w, int64_t delay_us)
+{
+    return w->gated && delay_us > w->ttl_ms * 1000 / 2 ? w->ttl_ms * 1000 / 2 : delay_us;
+}
+
+/*
  * A LOCK that may still wait met NOQUORUM: keep the text for the answer
  * at its deadline and retry with a jittered exponential backoff, from
  * lock.retry_delay_ms doubling to LOCK_BACKOFF_MAX_US (masters that
@@ -879,7 +890,7 @@ waiter_backoff(struct waiter *w, const char *error, int64_t now)
     if (w->backoff_us > LOCK_BACKOFF_MAX_US) {
         w->backoff_us = LOCK_BACKOFF_MAX_US;
     }
-    delay = w->backoff_us / 2 + util_random(w->backoff_us / 2 + 1);
+    delay = waiter_gate_delay(w, w->backoff_us / 2 + util_random(w->backoff_us / 2 + 1));
     if (now + delay > w->deadline_us) {
         delay = w->deadline_us - now;
     }
@@ -1161,10 +1172,8 @@ waiter_acquired(const struct redlock_result *res, void *arg)
     } else if (res->outcome == REDLOCK_BUSY && res->ttl_ms > 0 && !res->split) {
         w->fallback = true;
         delay += res->ttl_ms * 1000;
-        if (w->gated && delay > w->ttl_ms * 1000 / 2) {
-            delay = w->ttl_ms * 1000 / 2;   /* renew the gate before it expires */
-        }
     }
+    delay = waiter_gate_delay(w, delay);
     if (now + delay > w->deadline_us) {
         delay = w->deadline_us - now;
     }
