@@ -14,6 +14,9 @@
 #include "daemon/stats.h"
 #include "daemon/util.h"
 
+#define REDLOCK_STR(x)  #x
+#define REDLOCK_XSTR(x) REDLOCK_STR(x)      /* a macro's value as a string literal */
+
 /*
  * Every script begins with this prelude: the three kinds of record a
  * holder has on a master (redlock.h, enum redlock_kind), read and
@@ -47,6 +50,14 @@
     "local function rl_limit(base)\n" \
     "  local v = redis.pcall('HGET', base .. ' limit', 'limit')\n" \
     "  if type(v) == 'string' then return v end\n" \
+    "  return nil\n" \
+    "end\n" \
+    /* A limit as a number of permits, or nil when it is not one (a key written by hand). */ \
+    "local function rl_limit_n(v)\n" \
+    "  local n = tonumber(v or '')\n" \
+    "  if n and n >= 1 and n <= " REDLOCK_XSTR(REDLOCK_LIMIT_MAX) " and n == math.floor(n) then\n" \
+    "    return n\n" \
+    "  end\n" \
     "  return nil\n" \
     "end\n" \
     /* Permit k was written: the limit key names it and lives as long. */ \
@@ -126,7 +137,7 @@
     "  if redis.pcall('GET', base) == tok then return 'x', base, '' end\n" \
     "  local sk = base .. ' shared'\n" \
     "  if rl_state('s', sk, tok) == 1 then return 's', sk, '' end\n" \
-    "  local n = tonumber(rl_limit(base) or '')\n" \
+    "  local n = rl_limit_n(rl_limit(base))\n" \
     "  if n then\n" \
     "    for i = 0, n - 1 do\n" \
     "      local k = base .. ' permit ' .. i\n" \
@@ -175,7 +186,8 @@ static const char redlock_acquire_lua[] =
     "local sk, gk, aux = base .. ' shared', base .. ' gate', ''\n"
     "local have = rl_limit(base)\n"
     "if have and have ~= limit then\n"
-    "  if rl_permits(base, tonumber(have) or 0) > 0 then return {'kind', 'limit=' .. have} end\n"
+    "  local hn = rl_limit_n(have)\n"
+    "  if not hn or rl_permits(base, hn) > 0 then return {'kind', 'limit=' .. have} end\n"
     "  redis.call('DEL', base .. ' limit')\n"
     "end\n"
     "if c == 'p' then\n"
@@ -375,7 +387,7 @@ static const char redlock_status_lua[] =
     "  if tok ~= '' and redis.pcall('GET', base) == tok then mine = 1 end\n"
     "  add('x', '', p, mine)\n"
     "end\n"
-    "local n = tonumber(rl_limit(base) or '')\n"
+    "local n = rl_limit_n(rl_limit(base))\n"
     "if n then\n"
     "  out[1] = n\n"
     "  for i = 0, n - 1 do\n"

@@ -1231,6 +1231,37 @@ START_TEST(kind_minority_only_refuses)
 }
 END_TEST
 
+/*
+ * A limit key written by hand with a value that is no limit (not a
+ * number, or more permits than any name may have) is taken for a name
+ * of another kind, named as it is, and never read as a count of permits
+ * (a master would otherwise be asked to read a billion keys, or an
+ * EXISTS of nothing); STATUS of the name is answered.
+ */
+START_TEST(kind_garbage_limit_key)
+{
+    char limit[64], *got;
+    size_t i;
+    int a;
+
+    kt_up(1, NULL);
+    a = expect_connect(0);
+    kt_key(limit, sizeof(limit), "gk", " limit");
+    for (i = 0; i < NMASTERS; i++) {
+        ck_assert_int_eq(h_master_cmd(i, NULL, "HSET %s limit abc", limit), 0);
+    }
+    EXPECT_REPLY(a, "TRYLOCK gk", "ERR KIND gk is held with limit=abc");
+    for (i = 0; i < NMASTERS; i++) {
+        ck_assert_int_eq(h_master_cmd(i, NULL, "HSET %s limit 1000000000", limit), 0);
+    }
+    EXPECT_REPLY(a, "TRYLOCK gk shared", "ERR KIND gk is held with limit=1000000000");
+    got = KT_CMD(a, "STATUS gk");
+    KT_IS(got, "FREE", "gk");
+    free(got);
+    close(a);
+}
+END_TEST
+
 /* ---- 5. lease mode and fences ---- */
 
 /* One lease-mode lock of a kind: token STATUS, EXTEND, UNLOCK, then EXTEND is NOTHELD. */
@@ -2047,6 +2078,7 @@ kinds_suite(void)
     KT_ADD(s, shared_gate_writer_leaves);
     KT_ADD(s, shared_local_writer_not_overtaken);
     KT_ADD(s, kind_minority_only_refuses);
+    KT_ADD(s, kind_garbage_limit_key);
     KT_ADD(s, lease_token_ops);
     KT_ADD(s, fences);
     KT_ADD(s, permit_gone_lost);
