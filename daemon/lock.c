@@ -322,6 +322,14 @@ lock_record_kind(enum lock_kind kind)
            : kind == LOCK_KIND_COUNTED ? REDLOCK_PERMIT : REDLOCK_EXCLUSIVE;
 }
 
+/* The kind of hold of a record letter: the inverse of lock_record_kind(). */
+static enum lock_kind
+lock_kind_of(enum redlock_kind kind)
+{
+    return kind == REDLOCK_SHARED ? LOCK_KIND_SHARED
+           : kind == REDLOCK_PERMIT ? LOCK_KIND_COUNTED : LOCK_KIND_EXCLUSIVE;
+}
+
 /* The words a kind of hold is called in texts, with its article. */
 static const char *
 lock_kind_word(enum redlock_kind kind)
@@ -468,12 +476,25 @@ lock_queued_exclusive(const struct lock *lk)
     return 0;
 }
 
-/* The client's session-mode hold of lk, or NULL. */
+/*
+ * The client's session-mode hold of lk, or NULL: looked for in the
+ * shorter of the client's holds and the name's (both are usually one
+ * long; either may be long: a session with many names, a name with many
+ * shared holders).
+ */
 static struct hold *
 client_hold(const struct lock_client *c, const struct lock *lk)
 {
     struct hold *h;
 
+    if (lk->nholders <= c->nholds) {
+        TAILQ_FOREACH(h, &lk->holders, lock_link) {
+            if (h->client == c) {
+                return h;
+            }
+        }
+        return NULL;
+    }
     TAILQ_FOREACH(h, &c->holds, client_link) {
         if (h->lock == lk) {
             return h;
@@ -659,12 +680,7 @@ lock_handover_done(const struct redlock_result *res, void *arg)
     waiter_rec(w, &rec);
     redlock_release(&rec, ho->old_token, false, NULL, NULL);
     rel.confirmed = res->swapped;
-    rel.outcome = redlock_release_verdict(res->answered, res->swapped, master_count());
-    if (rel.outcome == REDLOCK_NOQUORUM && res->answered >= redlock_quorum(master_count())) {
-        snprintf(rel.error, sizeof(rel.error), "%zu of %zu masters confirmed the token at the "
-                 "hand-over, and the ones that did not answer may hold it", res->swapped,
-                 master_count());
-    }
+    rel.outcome = res->released;
     if (res->outcome == REDLOCK_GRANTED && rel.outcome == REDLOCK_RELEASED) {
         stats.handovers++;
     }
@@ -914,6 +930,22 @@ waiter_expired(struct waiter *w)
 }
 
 /*
+ * The name is not the waiter's and it may not wait: TRYLOCK is BUSY
+ * (ttl_ms: the holder's time left), anything else its wait= ran out.
+ */
+static void
+waiter_refused(struct waiter *w, int64_t ttl_ms)
+{
+    if (!w->trylock) {
+        waiter_expired(w);
+        return;
+    }
+    stats.acquire_busy++;
+    waiter_observe(w);
+    waiter_finish(w, LOCK_BUSY, ttl_ms, NULL);
+}
+
+/*
  * The waiter's timer: a retry after BUSY, a wake-up (it became head, or
  * the local holder let go), or its wait= deadline.  Only the head asks
  * the masters, and only when no session of this daemon holds the name
@@ -1001,8 +1033,7 @@ waiter_grant(struct waiter *w, const struct redlock_result *res)
     out.name = lk->name;
     out.name_len = lk->name_len;
     out.fence = res->fence;
-    out.kind = w->kind == REDLOCK_SHARED ? LOCK_KIND_SHARED
-               : w->kind == REDLOCK_PERMIT ? LOCK_KIND_COUNTED : LOCK_KIND_EXCLUSIVE;
+    out.kind = lock_kind_of(w->kind);
     out.limit = w->limit;
     out.permit = w->kind == REDLOCK_PERMIT ? (int)w->slot : -1;
     if (w->lease_mode) {
@@ -1142,9 +1173,7 @@ waiter_acquired(const struct redlock_result *res, void *arg)
     w->noquorum = NULL;
     w->backoff_us = 0;
     if (w->trylock) {
-        stats.acquire_busy++;
-        waiter_observe(w);
-        waiter_finish(w, LOCK_BUSY, res->outcome == REDLOCK_BUSY ? res->ttl_ms : 0, NULL);
+        waiter_refused(w, res->outcome == REDLOCK_BUSY ? res->ttl_ms : 0);
         return;
     }
     if (now >= w->deadline_us) {
@@ -1277,22 +1306,6 @@ lock_acquire(struct lock_client *c, const char *name, size_t name_len,
         lock_reply(c, LOCK_WRONG_KIND, name, name_len, limit);
         return;
     }
-    if (kind == REDLOCK_SHARED && (req->trylock || req->wait_ms == 0 || c->draining)
-        && lk != NULL && (ttl = lock_queued_exclusive(lk)) > 0) {
-        /* A shared attempt never overtakes an exclusive LOCK queued here (its gate). */
-        struct lock_result res;
-
-        stats.acquire_busy += req->trylock;
-        stats.acquire_timeout += !req->trylock;
-        stats_observe_acquire(util_now_us() - start_us);
-        memset(&res, 0, sizeof(res));
-        res.outcome = req->trylock ? LOCK_BUSY : LOCK_TIMEOUT;
-        res.name = name;
-        res.name_len = name_len;
-        res.ttl_ms = ttl;
-        c->done(c, &res);
-        return;
-    }
     if (!req->lease_mode && (int64_t)c->nholds >= lock_conf->max_locks_per_client) {
         snprintf(limit, sizeof(limit), "this session holds %zu locks (limits.max_locks_per_client)",
                  c->nholds);
@@ -1344,7 +1357,10 @@ lock_acquire(struct lock_client *c, const char *name, size_t name_len,
         lk->nqueued++;
     }
     c->waiter = w;
-    if (w->immediate || w == lock_ready_head(lk)) {
+    if (w->immediate && w->kind == REDLOCK_SHARED && (ttl = lock_queued_exclusive(lk)) > 0) {
+        /* A shared attempt never overtakes an exclusive LOCK queued here (its gate's ttl). */
+        waiter_refused(w, ttl);
+    } else if (w->immediate || w == lock_ready_head(lk)) {
         waiter_try(w);
     } else {
         waiter_wait(w, util_now_us());    /* behind others, or held here */
@@ -1596,8 +1612,7 @@ lock_status_done(const struct redlock_result *rr, void *arg)
     case REDLOCK_HELD:
         res.outcome = LOCK_HELD;
         res.ttl_ms = rr->ttl_ms;
-        res.kind = rr->kind == REDLOCK_SHARED ? LOCK_KIND_SHARED
-                   : rr->kind == REDLOCK_PERMIT ? LOCK_KIND_COUNTED : LOCK_KIND_EXCLUSIVE;
+        res.kind = lock_kind_of(rr->kind);
         res.holders = rr->holders;
         res.limit = rr->limit;
         res.permit = -1;

@@ -153,8 +153,10 @@
  * token of a hand-over ('' for none), the kind, the limit ('' unless a
  * permit), '1' when a waiting exclusive LOCK may close the gate.
  *
- * First the kind: a name is one kind at a time, and a master that holds
- * it as another answers {'kind', what}.  A limit key left by permits
+ * One EXISTS tells whether anything but the record itself is there (a
+ * limit key, shared holders, a gate); an uncontended exclusive LOCK
+ * reads no more.  First the kind: a name is one kind at a time, and a
+ * master that holds it as another answers {'kind', what}.  A limit key left by permits
  * that all expired by themselves (their fields are still there) is
  * found out by reading the permits, and deleted.  Then the grant: SET NX PX (a
  * shared holder: its member), or, when the record already holds our
@@ -183,22 +185,23 @@ static const char redlock_acquire_lua[] =
     "local base, k, fkey = KEYS[1], KEYS[2], KEYS[3]\n"
     "local tok, ms, chan, old, c, limit = ARGV[1], tonumber(ARGV[2]), ARGV[3], ARGV[4],"
     " ARGV[5], ARGV[6]\n"
-    "local sk, gk, aux = base .. ' shared', base .. ' gate', ''\n"
-    "local have = rl_limit(base)\n"
+    "local sk, gk, lk, aux = base .. ' shared', base .. ' gate', base .. ' limit', ''\n"
+    "local marked = redis.call('EXISTS', lk, sk, gk) > 0\n"
+    "local have = marked and rl_limit(base)\n"
     "if have and have ~= limit then\n"
     "  local hn = rl_limit_n(have)\n"
     "  if not hn or rl_permits(base, hn) > 0 then return {'kind', 'limit=' .. have} end\n"
-    "  redis.call('DEL', base .. ' limit')\n"
+    "  redis.call('DEL', lk)\n"
     "end\n"
     "if c == 'p' then\n"
-    "  aux = base .. ' limit'\n"
+    "  aux = lk\n"
     "  if redis.call('EXISTS', base) == 1 then return {'kind', 'exclusive'} end\n"
-    "  if rl_readers(sk) > 0 then return {'kind', 'shared'} end\n"
+    "  if marked and rl_readers(sk) > 0 then return {'kind', 'shared'} end\n"
     "end\n"
     "local granted = false\n"
     "if c == 's' then\n"
     "  if redis.call('EXISTS', base) == 1 then return {redis.call('PTTL', base)} end\n"
-    "  local g = rl_str(gk)\n"
+    "  local g = marked and rl_str(gk)\n"
     "  if g and g ~= tok then return {redis.call('PTTL', gk)} end\n"
     "  granted = 1\n"
     "  if rl_state('s', k, tok) == 1 then granted = 3 end\n"
@@ -206,7 +209,7 @@ static const char redlock_acquire_lua[] =
     "elseif old ~= '' and redis.pcall('GET', k) == old then\n"
     "  rl_set(c, k, tok, ms, aux, limit)\n"
     "  granted = 2\n"
-    "elseif c == 'x' and rl_readers(sk) > 0 then\n"
+    "elseif c == 'x' and marked and rl_readers(sk) > 0 then\n"
     "  local last = redis.call('ZRANGE', sk, -1, -1, 'WITHSCORES')\n"
     "  local left = math.floor(tonumber(last[2]) - rl_now())\n"
     "  if left < 0 then left = 0 end\n"
@@ -242,7 +245,7 @@ static const char redlock_acquire_lua[] =
     "  end\n"
     "  return out\n"
     "end\n"
-    "if c == 'x' and rl_str(gk) == tok then redis.call('DEL', gk) end\n"
+    "if c == 'x' and marked and rl_str(gk) == tok then redis.call('DEL', gk) end\n"
     "local v = 1\n"
     "if fkey then\n"
     "  v = redis.pcall('INCR', fkey)\n"
@@ -679,6 +682,22 @@ redlock_fill_error(struct redlock_result *res, struct round *r)
     round_describe_failures(r, res->error + used, size - used);
 }
 
+/*
+ * The text of a release (or a hand-over's swap) that a quorum answered
+ * without confirming: confirmed masters held the token (at says where),
+ * and the masters that did not answer, named, may hold it still.
+ */
+static void
+redlock_unconfirmed_error(struct redlock_result *res, struct round *r, size_t confirmed,
+                          const char *at)
+{
+    size_t used = redlock_append(res->error, sizeof(res->error), 0, "%zu of %zu masters "
+                                 "confirmed the token%s, and the ones that did not answer "
+                                 "may hold it: ", confirmed, master_count(), at);
+
+    round_describe_failures(r, res->error + used, sizeof(res->error) - used);
+}
+
 /* Start a result from a decided round: times and answers. */
 static void
 redlock_result_begin(struct redlock_result *res, struct round *r)
@@ -1029,6 +1048,14 @@ redlock_acquire_done(struct round *r, void *arg)
     if (res->answered < q && res->outcome != REDLOCK_KIND) {
         redlock_fill_error(res, r);     /* also for a hand-over's releaser */
     }
+    if (op->handover) {
+        /* The releaser's verdict: only masters that swapped held its token. */
+        res->released = redlock_release_verdict(res->answered, op->swapped, n);
+        if (res->released == REDLOCK_NOQUORUM && res->answered >= q
+            && res->outcome != REDLOCK_KIND) {
+            redlock_unconfirmed_error(res, r, op->swapped, " at the hand-over");
+        }
+    }
     if (res->outcome == REDLOCK_GRANTED && op->fenced) {
         redlock_fence_write_back(op);
         return;
@@ -1162,11 +1189,7 @@ redlock_release_done(struct round *r, void *arg)
     res.confirmed = op->yes;
     res.outcome = redlock_release_verdict(res.answered, res.confirmed, master_count());
     if (res.outcome == REDLOCK_NOQUORUM && res.answered >= redlock_quorum(master_count())) {
-        int used = snprintf(res.error, sizeof(res.error), "%zu of %zu masters confirmed the "
-                            "token, and the ones that did not answer may hold it: ",
-                            res.confirmed, master_count());
-
-        round_describe_failures(r, res.error + used, sizeof(res.error) - (size_t)used);
+        redlock_unconfirmed_error(&res, r, res.confirmed, "");
     } else if (res.outcome == REDLOCK_NOQUORUM) {
         redlock_fill_error(&res, r);
     }

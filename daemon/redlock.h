@@ -112,6 +112,11 @@ struct redlock_result {
     size_t  swapped;                    /* acquire with old_token (a hand-over):
                                            masters where the key still held
                                            old_token and was given the new one */
+    enum redlock_outcome released;      /* acquire with old_token: the verdict
+                                           on the releaser's token, as for a
+                                           release (redlock_release_verdict of
+                                           swapped; RELEASED, GONE, NOQUORUM with
+                                           res->error naming the silent masters) */
     size_t  subscribers;                /* GRANTED: the most clients subscribed
                                            to the name's release channel on a
                                            granting master (other daemons'
