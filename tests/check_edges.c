@@ -1274,25 +1274,8 @@ START_TEST(queued_lock_input_ends)
 }
 END_TEST
 
-/*
- * Each test is a test case of its own, named as the test, so that
- * CK_RUN_CASE=<test> runs just that one.
- */
-static void
-eg_add(Suite *s, const char *name, const TTest *test)
-{
-    TCase *tc = tcase_create(name);
-
-    /* Setup is eg_up() in each test; teardown runs when a test passes. */
-    tcase_add_checked_fixture(tc, NULL, eg_teardown);
-    if (getenv("CK_DEFAULT_TIMEOUT") == NULL) {
-        tcase_set_timeout(tc, TEST_TIMEOUT_S);
-    }
-    tcase_add_test(tc, test);
-    suite_add_tcase(s, tc);
-}
-
-#define EG_ADD(s, test) eg_add((s), #test, (test))
+/* Each test is a test case of its own (CK_RUN_CASE=<test> runs one). */
+#define EG_ADD(s, test) expect_add_case((s), #test, (test), eg_teardown, TEST_TIMEOUT_S)
 
 static Suite *
 edges_suite(void)

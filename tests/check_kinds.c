@@ -2045,20 +2045,8 @@ END_TEST
 
 /* ---- the suite ---- */
 
-static void
-kt_add(Suite *s, const char *name, const TTest *test)
-{
-    TCase *tc = tcase_create(name);
-
-    tcase_add_checked_fixture(tc, NULL, kt_teardown);
-    if (getenv("CK_DEFAULT_TIMEOUT") == NULL) {
-        tcase_set_timeout(tc, TEST_TIMEOUT_S);
-    }
-    tcase_add_test(tc, test);
-    suite_add_tcase(s, tc);
-}
-
-#define KT_ADD(s, test) kt_add((s), #test, (test))
+/* Each test is a test case of its own (CK_RUN_CASE=<test> runs one). */
+#define KT_ADD(s, test) expect_add_case((s), #test, (test), kt_teardown, TEST_TIMEOUT_S)
 
 static Suite *
 kinds_suite(void)

@@ -51,6 +51,26 @@ expect_connect(size_t d)
 }
 
 /*
+ * Add test to s as a test case of its own named name, so that
+ * CK_RUN_CASE=<name> runs just that one, with teardown (run when the
+ * test passes; setup is the test's own) and, unless CK_DEFAULT_TIMEOUT
+ * says otherwise, a timeout of timeout_s seconds.
+ */
+static inline void
+expect_add_case(Suite *s, const char *name, const TTest *test, void (*teardown)(void),
+                double timeout_s)
+{
+    TCase *tc = tcase_create(name);
+
+    tcase_add_checked_fixture(tc, NULL, teardown);
+    if (getenv("CK_DEFAULT_TIMEOUT") == NULL) {
+        tcase_set_timeout(tc, timeout_s);
+    }
+    tcase_add_test(tc, test);
+    suite_add_tcase(s, tc);
+}
+
+/*
  * The main() of an integration suite: create the harness's run
  * directory, run every test of s (each forked), clean up (printing the
  * daemon logs of failed tests), and print "<name>: N failed, T s".
