@@ -859,9 +859,13 @@ conf_parse_addr(const char *spec, bool allow_unix, struct conf_addr *addr,
         if (hostlen == 0) {
             return conf_addr_fail(err, errlen, "empty host");
         }
-        memcpy(a.host, host, hostlen);  /* hostlen < speclen < CONF_HOST_MAX + 16 */
+        if (hostlen >= CONF_HOST_MAX) {
+            return conf_addr_fail(err, errlen, "host is %zu bytes, at most %d",
+                                  hostlen, CONF_HOST_MAX - 1);
+        }
+        memcpy(a.host, host, hostlen);
         a.host[hostlen] = '\0';
-        if (hostlen >= CONF_HOST_MAX || inet_pton(AF_INET6, a.host, buf) != 1) {
+        if (inet_pton(AF_INET6, a.host, buf) != 1) {
             return conf_addr_fail(err, errlen, "'%s' is not an IPv6 address",
                                   conf_quote(host, hostlen, q, sizeof(q)));
         }

@@ -913,6 +913,9 @@ struct addr_case {
     const char *err;            /* expected reason when it fails */
 };
 
+/* 64 bytes of a host name, to build over-long ones. */
+#define ADDR_64 "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"
+
 static const struct addr_case addr_cases[] = {
     { "127.0.0.1:7001", false, "127.0.0.1", 7001, NULL, NULL },
     { "localhost:6379", false, "localhost", 6379, NULL, NULL },
@@ -942,6 +945,9 @@ static const struct addr_case addr_cases[] = {
     { "[::1]6379", false, NULL, 0, NULL, "expected ':port' after ']'" },
     { "[::g]:6379", false, NULL, 0, NULL, "'::g' is not an IPv6 address" },
     { "[10.0.0.1]:6379", false, NULL, 0, NULL, "'10.0.0.1' is not an IPv6 address" },
+    /* A bracketed host longer than a host may be, as the fuzzer found it (once written past a.host). */
+    { "[" ADDR_64 ADDR_64 ADDR_64 ADDR_64 "abcd]:6379", false, NULL, 0, NULL,
+      "host is 260 bytes, at most 255" },
     { "256.1.1.1:6379", false, NULL, 0, NULL, "'256.1.1.1' is not an IPv4 address" },
     { "1.2.3:6379", false, NULL, 0, NULL, "'1.2.3' is not an IPv4 address" },
     { "my_host:6379", false, NULL, 0, NULL, "bad character '_' in host" },
