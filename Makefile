@@ -61,7 +61,7 @@ LIB_OBJ    := $(LIB_SRC:%.c=$(B)/obj/%.o)
 
 UNIT_TESTS := check_proto check_conf check_redlock check_lease
 INTEG_TESTS := check_integration check_cluster check_robust check_ops check_redlockctl check_metrics \
-               check_masters check_edges check_kinds
+               check_masters check_edges check_kinds check_who
 TEST_BINS  := $(addprefix $(B)/,$(UNIT_TESTS) $(INTEG_TESTS))
 
 CK_TIMEOUT ?= 120
@@ -107,6 +107,7 @@ $(B)/check_robust: $(B)/obj/tests/check_robust.o $(B)/obj/tests/harness.o
 $(B)/check_masters: $(B)/obj/tests/check_masters.o $(B)/obj/tests/harness.o
 $(B)/check_edges: $(B)/obj/tests/check_edges.o $(B)/obj/tests/harness.o
 $(B)/check_kinds: $(B)/obj/tests/check_kinds.o $(B)/obj/tests/harness.o
+$(B)/check_who: $(B)/obj/tests/check_who.o $(B)/obj/tests/harness.o
 $(TEST_BINS):
 	@echo "  LD      $@"
 	@$(CC) $(CFLAGS) -o $@ $^ $(PKG_LIBS) $(CHECK_LIBS) $(WRAP_LDFLAGS) $(LDFLAGS)

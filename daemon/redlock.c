@@ -187,9 +187,11 @@
  * A grant also writes the holder's label (ARGV[8], unless '') next to
  * the record, as "<grant time, ms on the master's clock> <fence> <text>"
  * with the record's expiry (the fence is 0 until the write-back sets
- * it), drops a hand-over's old label, and, when anyone is subscribed to
- * the name's channel (waiters or watchers elsewhere), announces itself
- * there as '+' .. token, which no release announcement looks like.
+ * it), drops a hand-over's old label, and, when a daemon watches the
+ * name (someone is subscribed to its changes channel), announces itself
+ * there (a fenced grant does so at its write-back, once its label has
+ * the fence).  Watchers have a channel of their own so that the count of the
+ * release channel's subscribers stays a count of waiting daemons.
  *
  * A grant answers {v, n, b}: v is 1, or with the fence counter (INCRed
  * by the grant) the counter's new value; n is how many clients are
@@ -278,22 +280,28 @@ static const char redlock_acquire_lua[] =
     "    return redis.error_reply('fence counter ' .. fkey .. ' is not an integer')\n"
     "  end\n"
     "end\n"
-    "local subs = redis.call('PUBSUB', 'NUMSUB', chan)[2]\n"
-    "if subs > 0 then redis.call('PUBLISH', chan, '+' .. tok) end\n"
-    "return {v, subs, granted}\n";
+    "local wchan = base .. '" REDLOCK_CHANGED_SUFFIX "'\n"
+    "if not fkey and redis.call('PUBSUB', 'NUMSUB', wchan)[2] > 0 then\n"
+    "  redis.call('PUBLISH', wchan, tok)\n"
+    "end\n"
+    "return {v, redis.call('PUBSUB', 'NUMSUB', chan)[2], granted}\n";
 
 /*
  * Fence write-back: raise the counter to ARGV[1] unless it is higher
  * already (set-if-greater); never lowers it.  KEYS[2], when given, is
  * the grant's label, whose fence field then becomes ARGV[1] (its expiry
- * kept), so that readers see the fence the holder was told.
+ * kept), so that readers see the fence the holder was told, and the
+ * grant is announced to watchers on ARGV[2], the name's changes channel.
  */
 static const char redlock_fence_lua[] =
     "if KEYS[2] then\n"
     "  local l = redis.pcall('GET', KEYS[2])\n"
     "  local g, t = string.match(type(l) == 'string' and l or '', '^(%d+) %d+ (.+)$')\n"
     "  local p = redis.call('PTTL', KEYS[2])\n"
-    "  if g and p > 0 then redis.call('SET', KEYS[2], g .. ' ' .. ARGV[1] .. ' ' .. t, 'PX', p) end\n"
+    "  if g and p > 0 then\n"
+    "    redis.call('SET', KEYS[2], g .. ' ' .. ARGV[1] .. ' ' .. t, 'PX', p)\n"
+    "    redis.call('PUBLISH', ARGV[2], '+')\n"
+    "  end\n"
     "end\n"
     "local v = redis.pcall('GET', KEYS[1])\n"
     "if type(v) == 'table' then\n"
@@ -337,7 +345,8 @@ static const char redlock_extend_one_lua[] =
  * ARGV[2] not '', a deleted record is announced on ARGV[2], the name's
  * channel, with the released token (dead from now on) as the message,
  * so that waiters elsewhere try at once and can tell the masters'
- * copies of one announcement apart from a new one.
+ * copies of one announcement apart from a new one; and on ARGV[5], the
+ * name's changes channel, for watchers.
  */
 static const char redlock_release_lua[] =
     REDLOCK_PRELUDE_LUA
@@ -346,6 +355,7 @@ static const char redlock_release_lua[] =
     "if rl_delete(c, k, ARGV[1], aux) == 1 then\n"
     "  if ARGV[2] ~= '' then\n"
     "    redis.call('PUBLISH', ARGV[2], ARGV[1])\n"
+    "    redis.call('PUBLISH', ARGV[5], ARGV[1])\n"
     "  end\n"
     "  return 1\n"
     "end\n"
@@ -461,7 +471,8 @@ static const char redlock_status_lua[] =
  * holder, the gate, and their labels; raises the name's fence counter
  * (and the counter of each permit that was held) by one, whatever it
  * was; announces each deleted holder's token on the name's channel
- * ARGV[1] (as a release, so that waiters everywhere try at once) and
+ * ARGV[1] (as a release, so that waiters everywhere try at once), its
+ * changes channel (for watchers), and
  * the key with every deleted token on the daemons' channel ARGV[2], so
  * that a daemon whose session held one tells it LOST.  Answers {holders
  * deleted, the name's counter after the raise, the first holder's
@@ -505,6 +516,7 @@ static const char redlock_break_lua[] =
     "local f = redis.pcall('INCR', base .. ' fence')\n"
     "if type(f) ~= 'number' then bad = base .. ' fence' end\n"
     "for i = 1, #toks do redis.call('PUBLISH', chan, toks[i]) end\n"
+    "if #toks > 0 then redis.call('PUBLISH', base .. '" REDLOCK_CHANGED_SUFFIX "', '!') end\n"
     "if #toks > 0 then redis.call('PUBLISH', bchan, base .. ' ' .. table.concat(toks, ' ')) end\n"
     "if bad then return redis.error_reply('fence counter ' .. bad .. ' is not an integer') end\n"
     "return {#toks, f, first or ''}\n";
@@ -516,6 +528,7 @@ static double redlock_drift_factor = 0.01;
 static size_t redlock_derived(char *out, const char *key, size_t key_len,
                               const char *suffix);
 static redlock_released_fn redlock_released_cb;
+static int redlock_subscribe(const char *key, size_t key_len, const char *suffix, bool on);
 static redlock_changed_fn  redlock_changed_cb;
 static redlock_broken_fn   redlock_broken_cb;
 static char               *redlock_broken_chan;     /* prefix + REDLOCK_BROKEN_SUFFIX */
@@ -541,6 +554,9 @@ struct redlock_op {
     char           *label_key;      /* acquire with a label and fence: the label's
                                        key, malloc'd, for the write-back; else NULL */
     size_t          label_key_len;  /* bytes in label_key */
+    char            changed[REDLOCK_DERIVED_MAX]; /* with label_key: the name's
+                                       changes channel */
+    size_t          changed_len;    /* bytes in changed */
     size_t          npttl;          /* acquire, status: entries in pttls */
     size_t          nopen;          /* acquire of a permit: masters that refused it
                                        but have another permit free */
@@ -608,23 +624,24 @@ redlock_init(double drift_factor)
 }
 
 /*
- * A message on a channel: a name's channel (strip the suffix back to the
- * lock's key): a release for the waiters unless it announces a grant
- * ('+' token), and a change for the watchers; or the daemons' BREAK
- * channel: "<key> <token> ...".
+ * A message on a channel: a name's release channel (strip the suffix
+ * back to the lock's key), for the waiters; a name's changes channel,
+ * for the watchers; or the daemons' BREAK channel: "<key> <token> ...".
  */
 static void
 redlock_message(const char *channel, size_t len, const char *msg, size_t msg_len)
 {
     size_t slen = sizeof(REDLOCK_CHANNEL_SUFFIX) - 1;
+    size_t clen = sizeof(REDLOCK_CHANGED_SUFFIX) - 1;
     const char *sp;
 
     if (len > slen && memcmp(channel + len - slen, REDLOCK_CHANNEL_SUFFIX, slen) == 0) {
-        if (redlock_released_cb != NULL && (msg_len == 0 || msg[0] != '+')) {
+        if (redlock_released_cb != NULL) {
             redlock_released_cb(channel, len - slen, msg, msg_len);
         }
+    } else if (len > clen && memcmp(channel + len - clen, REDLOCK_CHANGED_SUFFIX, clen) == 0) {
         if (redlock_changed_cb != NULL) {
-            redlock_changed_cb(channel, len - slen);
+            redlock_changed_cb(channel, len - clen);
         }
     } else if (redlock_broken_cb != NULL && len == redlock_broken_chan_len
                && memcmp(channel, redlock_broken_chan, len) == 0
@@ -675,13 +692,26 @@ redlock_subscriptions(void)
 int
 redlock_watch(const char *key, size_t key_len, bool on)
 {
+    return redlock_subscribe(key, key_len, REDLOCK_CHANNEL_SUFFIX, on);
+}
+
+int
+redlock_watch_changes(const char *key, size_t key_len, bool on)
+{
+    return redlock_subscribe(key, key_len, REDLOCK_CHANGED_SUFFIX, on);
+}
+
+/* Subscribe (on) or leave (!on) key + suffix on every master. */
+static int
+redlock_subscribe(const char *key, size_t key_len, const char *suffix, bool on)
+{
     char channel[REDLOCK_DERIVED_MAX];
     size_t len;
 
     if (key_len > REDLOCK_KEY_MAX) {
         return -1;
     }
-    len = redlock_derived(channel, key, key_len, REDLOCK_CHANNEL_SUFFIX);
+    len = redlock_derived(channel, key, key_len, suffix);
     if (on) {
         return master_subscribe(channel, len);
     }
@@ -1124,8 +1154,8 @@ static void
 redlock_fence_write_back(struct redlock_op *op)
 {
     char value[24];
-    const char *args[3];
-    size_t lens[3], nkeys = 1;
+    const char *args[4];
+    size_t lens[4], nkeys = 1, n;
 
     op->yes = 0;
     args[0] = op->fence_key;
@@ -1134,9 +1164,14 @@ redlock_fence_write_back(struct redlock_op *op)
         args[nkeys] = op->label_key;
         lens[nkeys++] = op->label_key_len;
     }
-    args[nkeys] = value;
-    lens[nkeys] = (size_t)snprintf(value, sizeof(value), "%lld", (long long)op->fence);
-    if (round_start(script_fence, nkeys, nkeys + 1, args, lens, redlock_fence_reply,
+    n = nkeys;
+    args[n] = value;
+    lens[n++] = (size_t)snprintf(value, sizeof(value), "%lld", (long long)op->fence);
+    if (op->label_key != NULL) {
+        args[n] = op->changed;
+        lens[n++] = op->changed_len;
+    }
+    if (round_start(script_fence, nkeys, n, args, lens, redlock_fence_reply,
                     redlock_fence_done, op) != 0) {
         op->res.outcome = REDLOCK_NOQUORUM;
         snprintf(op->res.error, sizeof(op->res.error), "fence write-back: out of memory");
@@ -1294,6 +1329,8 @@ redlock_acquire(const struct redlock_rec *rec, const char *token, int64_t ttl_ms
             }
             op->label_key_len = redlock_derived(op->label_key, k.rec, k.rec_len,
                                                 REDLOCK_LABEL_SUFFIX);
+            op->changed_len = redlock_derived(op->changed, rec->base, rec->base_len,
+                                              REDLOCK_CHANGED_SUFFIX);
             memcpy(op->label_key + op->label_key_len, token, UTIL_TOKEN_HEX);
             op->label_key_len += UTIL_TOKEN_HEX;
         }
@@ -1376,8 +1413,9 @@ redlock_release(const struct redlock_rec *rec, const char *token, bool announce,
     struct redlock_op *op = NULL;
     struct redlock_keys k;
     char channel[REDLOCK_DERIVED_MAX];
-    const char *args[5] = { k.rec, token, channel, k.kind, k.aux };
-    size_t lens[5] = { 0, UTIL_TOKEN_HEX, 0, 1, 0 };
+    char changed[REDLOCK_DERIVED_MAX];
+    const char *args[6] = { k.rec, token, channel, k.kind, k.aux, changed };
+    size_t lens[6] = { 0, UTIL_TOKEN_HEX, 0, 1, 0, 0 };
 
     if (redlock_keys_of(rec, &k) != 0) {
         return -1;
@@ -1392,9 +1430,10 @@ redlock_release(const struct redlock_rec *rec, const char *token, bool announce,
     }
     if (announce) {
         lens[2] = redlock_derived(channel, rec->base, rec->base_len, REDLOCK_CHANNEL_SUFFIX);
+        lens[5] = redlock_derived(changed, rec->base, rec->base_len, REDLOCK_CHANGED_SUFFIX);
     }
     /* Wait for every master (no early decision): release must reach all. */
-    if (round_start(script_release, 1, 5, args, lens, redlock_release_reply,
+    if (round_start(script_release, 1, 6, args, lens, redlock_release_reply,
                     cb != NULL ? redlock_release_done : NULL, op) != 0) {
         free(op);
         return -1;
@@ -1555,7 +1594,7 @@ redlock_holder_add(struct redlock_op *op, char kind, const char *id, size_t id_l
     snprintf(h->who, sizeof(h->who), "%.*s", (int)who_len, who);
     h->age_ms = -1;
     h->fence = 0;
-    h->label[0] = '\0';
+    memset(h->label, 0, sizeof(h->label));
     /* The script wrote it from a label of at most 64 printable bytes; trust no more. */
     if (info_len > 0 && info_len < 128 && info[info_len] == '\0'
         && sscanf(info, "%lld %lld %n", &age, &fence, &off) == 2 && off > 0
@@ -1621,9 +1660,11 @@ redlock_status_reply(struct round *r, size_t i, const struct master_reply *reply
 
 /*
  * What a status shows of one holder, from the entries [j, k) the masters
- * gave of it: its label and fence where a master has them (the fence is
- * the written-back one where it is not 0), the least time held any of
- * them says (each on its own clock), and its token.
+ * gave of it: its token as the first master with a label has it (during
+ * a hand-over masters may still name the old holder), and, from the
+ * entries of that token, its label, its fence (the written-back one
+ * where it is not 0) and the least time held any of them says (each on
+ * its own clock).
  */
 static void
 redlock_holder_show(const struct redlock_holder *hs, size_t j, size_t k,
@@ -1631,17 +1672,24 @@ redlock_holder_show(const struct redlock_holder *hs, size_t j, size_t k,
 {
     size_t i;
 
-    res->label[0] = '\0';
+    /* Whole arrays: watchers compare states byte for byte. */
+    memset(res->label, 0, sizeof(res->label));
+    memset(res->holder, 0, sizeof(res->holder));
     res->held_ms = -1;
     res->fence = 0;
     snprintf(res->holder, sizeof(res->holder), "%s", hs[j].who);
+    /* The token of the first master that has a label; only its entries count. */
     for (i = j; i < k; i++) {
-        if (hs[i].age_ms < 0) {
-            continue;
-        }
-        if (res->label[0] == '\0') {
-            memcpy(res->label, hs[i].label, sizeof(res->label));
+        if (hs[i].age_ms >= 0) {
+            memset(res->holder, 0, sizeof(res->holder));
             snprintf(res->holder, sizeof(res->holder), "%s", hs[i].who);
+            memcpy(res->label, hs[i].label, sizeof(res->label));
+            break;
+        }
+    }
+    for (i = j; i < k; i++) {
+        if (hs[i].age_ms < 0 || strcmp(hs[i].who, res->holder) != 0) {
+            continue;
         }
         if (res->held_ms < 0 || hs[i].age_ms < res->held_ms) {
             res->held_ms = hs[i].age_ms;

@@ -31,6 +31,8 @@
  */
 #define REDLOCK_FENCE_SUFFIX   " fence"     /* key of the name's fence counter */
 #define REDLOCK_CHANNEL_SUFFIX " released"  /* pub/sub channel announcing releases */
+#define REDLOCK_CHANGED_SUFFIX " changed"   /* pub/sub channel announcing grants,
+                                               releases and breaks to watchers */
 #define REDLOCK_SHARED_SUFFIX  " shared"    /* sorted set of the name's shared holders */
 #define REDLOCK_LIMIT_SUFFIX   " limit"     /* a counted name's limit (its marker) */
 #define REDLOCK_PERMIT_SUFFIX  " permit "   /* + index: one permit of a counted name */
@@ -209,8 +211,8 @@ typedef void (*redlock_released_fn)(const char *key, size_t key_len,
 void redlock_on_release(redlock_released_fn fn);
 
 /*
- * Any message on a watched key's channel (a release, a grant announced
- * to subscribers, a break): fn(key) for each copy a master delivers.
+ * Any message on a key's changes channel (redlock_watch_changes: a
+ * grant, a release, a break): fn(key) for each copy a master delivers.
  * For watchers, who read the name again (redlock_status) to learn what
  * changed: one master's message is a hint, never a verdict.
  */
@@ -241,6 +243,14 @@ int redlock_on_break(const char *prefix, redlock_broken_fn fn);
  * of memory (then only the holder's ttl times the retries).
  */
 int redlock_watch(const char *key, size_t key_len, bool on);
+
+/*
+ * Start (on) or stop (!on) hearing every change of key's holders: a
+ * SUBSCRIBE to key + REDLOCK_CHANGED_SUFFIX on every master (counted;
+ * daemon/master.h), whose messages go to the redlock_on_change()
+ * function.  Returns 0, or -1 when out of memory.
+ */
+int redlock_watch_changes(const char *key, size_t key_len, bool on);
 
 /* Names whose channel is subscribed now (for waiters or watchers; the
  * daemons' BREAK channel is not counted). */

@@ -562,6 +562,7 @@ session_stats(struct session *s)
     STAT_U("locks_lost_quorum", stats.locks_lost_quorum);
     STAT_U("locks_lost_gone", stats.locks_lost_gone);
     STAT_U("locks_lost_shutdown", stats.locks_lost_shutdown);
+    STAT_U("locks_lost_broken", stats.locks_lost_broken);
     STAT_U("fenced_grants", stats.fenced_grants);
     STAT_U("shared_grants", stats.shared_grants);
     STAT_U("counted_grants", stats.counted_grants);
@@ -573,6 +574,10 @@ session_stats(struct session *s)
     STAT_U("subscriptions", redlock_subscriptions());
     STAT_U("pubsub_wakeups", stats.pubsub_wakeups);
     STAT_U("fallback_retries", stats.fallback_retries);
+    STAT_U("watches", stats.watches);
+    STAT_U("watching", stats.watching);
+    STAT_U("breaks", stats.breaks);
+    STAT_U("labels_truncated", stats.labels_truncated);
     /* The latency histogram, cumulative as in /metrics. */
     for (i = 0; i < STATS_LATENCY_NBOUNDS; i++) {
         cum += stats.acquire_latency[i];

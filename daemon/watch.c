@@ -301,7 +301,7 @@ watch_name_new(const char *name, size_t name_len)
         return NULL;
     }
     watch_nnames++;
-    if (redlock_watch(wn->key, wn->key_len, true) != 0) {
+    if (redlock_watch_changes(wn->key, wn->key_len, true) != 0) {
         log_warn("watch %s: out of memory subscribing; changes are seen at expiry only",
                  wn->key);
     }
@@ -333,7 +333,12 @@ watch_add(struct watch_client *c, const char *name, size_t name_len, const char 
     if (wn != NULL) {
         TAILQ_FOREACH(w, &c->watchers, client_link) {
             if (w->wn == wn) {
-                return 0;       /* watched already */
+                /* Watched already: one watch, which hears the state again. */
+                w->synced = false;
+                if (!wn->reading) {
+                    watch_read_in(wn, 0);
+                }
+                return 0;
             }
         }
     }
@@ -377,7 +382,7 @@ watcher_free(struct watcher *w)
     stats.watching--;
     free(w);
     if (wn->n == 0) {
-        redlock_watch(wn->key, wn->key_len, false);
+        redlock_watch_changes(wn->key, wn->key_len, false);
         watch_put(wn);
     }
 }

@@ -3,9 +3,9 @@
  * follow who holds a name, whatever daemon the holder went through.
  *
  * One entry per watched name, shared by its watchers.  While a name has
- * watchers this daemon is subscribed to its channel on every master
- * (daemon/redlock.h): every grant announced to subscribers, release,
- * hand-over and BREAK made through any daemon sends a message there.
+ * watchers this daemon is subscribed to its changes channel on every
+ * master (daemon/redlock.h): every grant, release, hand-over and BREAK
+ * made through any daemon sends a message there.
  * A message is only a hint; the entry then reads the name on a quorum
  * (redlock_status) and pushes to its watchers what the quorum says, when
  * it differs from what they were last told.  A lease that expires sends
@@ -69,7 +69,8 @@ void watch_client_init(struct watch_client *c, watch_push_fn push);
 /*
  * WATCH name: from now on the client hears the name's state: first as
  * a quorum gives it after this call (one read of the masters), then on
- * every change.  Watching a name twice is one watch.  Returns 0, or -1
+ * every change.  Watching a name twice is one watch (the second WATCH
+ * hears the state again).  Returns 0, or -1
  * with a one-line text in *error (static storage): the client watches
  * limits.max_locks_per_client names already, or memory ran out.
  */
