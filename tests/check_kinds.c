@@ -1423,6 +1423,33 @@ END_TEST
 /* ---- 6. a permit whose keys vanished ---- */
 
 /*
+ * UNLOCK name on fd, whose hold's record vanished from every master:
+ * "! LOST <name> reason=gone", then NOTHELD; a second UNLOCK is NOTHELD.
+ */
+#define KT_UNLOCK_GONE(fd, name) kt_unlock_gone_at((fd), (name), __LINE__)
+
+static void
+kt_unlock_gone_at(int fd, const char *name, int at)
+{
+    char line[128], want[128], *got;
+
+    snprintf(line, sizeof(line), "UNLOCK %s", name);
+    ck_assert_int_eq(h_send(fd, line), 0);
+    got = kt_read_at(fd, CMD_MS, "UNLOCK of a vanished hold, first line", at);
+    snprintf(want, sizeof(want), "! LOST %s reason=gone", name);
+    ck_assert_msg(strcmp(got, want) == 0, "line %d: got '%s', expected '%s'", at, got, want);
+    free(got);
+    got = kt_read_at(fd, CMD_MS, "UNLOCK of a vanished hold, second line", at);
+    snprintf(want, sizeof(want), "NOTHELD %s", name);
+    ck_assert_msg(strcmp(got, want) == 0, "line %d: got '%s', expected '%s'", at, got, want);
+    free(got);
+    got = kt_cmd_at(fd, line, at);
+    ck_assert_msg(strcmp(got, want) == 0, "line %d: a second UNLOCK got '%s', expected '%s'",
+                  at, got, want);
+    free(got);
+}
+
+/*
  * A session's permit key deleted on every master before its UNLOCK: the
  * UNLOCK is answered "! LOST <name> reason=gone", then NOTHELD; the
  * other holder keeps its permit.
@@ -1447,14 +1474,7 @@ START_TEST(permit_gone_lost)
     for (i = 0; i < NMASTERS; i++) {
         ck_assert_int_eq(h_master_cmd(i, NULL, "DEL %s", key), 0);
     }
-    ck_assert_int_eq(h_send(a, "UNLOCK pg"), 0);
-    got = KT_READ(a, CMD_MS, "UNLOCK of a vanished permit, first line");
-    ck_assert_str_eq(got, "! LOST pg reason=gone");
-    free(got);
-    got = KT_READ(a, CMD_MS, "UNLOCK of a vanished permit, second line");
-    ck_assert_str_eq(got, "NOTHELD pg");
-    free(got);
-    EXPECT_REPLY(a, "UNLOCK pg", "NOTHELD pg");
+    KT_UNLOCK_GONE(a, "pg");
     got = KT_CMD(b, "STATUS pg");
     KT_IS(got, "HELD", "pg");
     KT_FIELD(got, "owner", "self");
@@ -1547,14 +1567,7 @@ START_TEST(shared_gone_lost)
 
     /* A's member vanishes: its UNLOCK says so. */
     kt_member_delete(key, tok_a);
-    ck_assert_int_eq(h_send(a, "UNLOCK sg"), 0);
-    got = KT_READ(a, CMD_MS, "UNLOCK of a vanished shared member, first line");
-    ck_assert_str_eq(got, "! LOST sg reason=gone");
-    free(got);
-    got = KT_READ(a, CMD_MS, "UNLOCK of a vanished shared member, second line");
-    ck_assert_str_eq(got, "NOTHELD sg");
-    free(got);
-    EXPECT_REPLY(a, "UNLOCK sg", "NOTHELD sg");
+    KT_UNLOCK_GONE(a, "sg");
     ck_assert_int_eq(kt_stat(0, "locks_lost_gone"), 1);
 
     /* C's member vanishes while C only holds: its renewal finds out. */
