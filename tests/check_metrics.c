@@ -2,12 +2,12 @@
  * check_metrics.c: the Prometheus endpoint (metrics.listen), end to end.
  *
  * Real redis-server masters and the real daemon on free loopback ports
- * (tests/harness.h), scraped over a plain TCP socket by the small HTTP
- * client below (no curl needed).  Checked: the content type and the
- * text format 0.0.4 (HELP/TYPE, names, labels and their escapes,
- * grouping), counters that move with LOCK, TRYLOCK BUSY, re-entry,
- * TIMEOUT, lease grants and lost locks and equal STATS at the same
- * moment, the latency histogram (cumulative, _count equal to the
+ * (tests/harness.h), scraped over a plain TCP socket by the harness's
+ * small HTTP client (h_http; no curl needed).  Checked: the content
+ * type and the text format 0.0.4 (HELP/TYPE, names, labels and their
+ * escapes, grouping), counters that move with LOCK, TRYLOCK BUSY,
+ * re-entry, TIMEOUT, lease grants and lost locks and equal STATS at the
+ * same moment, the latency histogram (cumulative, _count equal to the
  * acquisitions), a master's up going 1 -> 0 when it is killed, 404, 405
  * and HEAD, label values escaped, a stalled HTTP client closed by the
  * timeout, and a daemon that refuses to start when metrics.listen's
@@ -36,8 +36,6 @@
 
 #define NMASTERS        5
 #define CMD_MS          2000    /* deadline for a reply that needs the masters */
-#define HTTP_MS         3000    /* deadline for a whole HTTP exchange */
-#define HTTP_MAX        (1024 * 1024)   /* largest response read */
 #define TEST_TIMEOUT_S  60
 #define CONTENT_TYPE    "text/plain; version=0.0.4; charset=utf-8"
 #define METRICS_IDLE_S  10      /* daemon/metrics.c: METRICS_TIMEOUT_S */
@@ -45,89 +43,26 @@
 /* The metrics port of the current test's daemon. */
 static int mt_port;
 
-/* ---- a small HTTP/1.1 client ---- */
-
-/* A response: status code, raw header block and body (all malloc'd). */
-struct mt_resp {
-    int     status;     /* 200, 404, ...; 0 when none was read */
-    char   *head;       /* status line and headers, CRLFs kept, NUL-terminated */
-    char   *body;       /* the body, NUL-terminated (empty for HEAD) */
-    size_t  body_len;   /* bytes in body */
-};
-
-static void
-mt_resp_free(struct mt_resp *r)
-{
-    free(r->head);
-    free(r->body);
-    memset(r, 0, sizeof(*r));
-}
-
-/*
- * Send request (the whole text, "Connection: close" in it) to the
- * metrics port and read until the server closes, within HTTP_MS.
- * Returns 0 with *r filled (free with mt_resp_free), or -1.
- */
-static int
-mt_http(const char *request, struct mt_resp *r)
-{
-    size_t len = 0;
-    char *buf = NULL, *sep;
-    int fd = h_connect_port(mt_port);
-
-    memset(r, 0, sizeof(*r));
-    if (fd >= 0 && h_send_raw(fd, request, strlen(request)) == 0) {
-        buf = h_read_all(fd, HTTP_MAX, HTTP_MS, &len);
-        if (buf == NULL) {
-            fprintf(stderr, "mt_http: no complete response within %d ms\n", HTTP_MS);
-        }
-    }
-    if (fd >= 0) {
-        close(fd);
-    }
-    if (buf == NULL || (sep = strstr(buf, "\r\n\r\n")) == NULL
-        || sscanf(buf, "HTTP/1.%*c %d", &r->status) != 1) {
-        goto fail;
-    }
-    r->head = strndup(buf, (size_t)(sep - buf) + 2);
-    r->body_len = len - (size_t)(sep + 4 - buf);
-    r->body = malloc(r->body_len + 1);
-    if (r->head == NULL || r->body == NULL) {
-        goto fail;
-    }
-    memcpy(r->body, sep + 4, r->body_len);
-    r->body[r->body_len] = '\0';
-    free(buf);
-    return 0;
-fail:
-    free(buf);
-    mt_resp_free(r);
-    return -1;
-}
+/* ---- HTTP (the harness's client, h_http) ---- */
 
 /* method path HTTP/1.1 with Connection: close. */
 static int
-mt_request(const char *method, const char *path, struct mt_resp *r)
+mt_request(const char *method, const char *path, struct h_http_resp *r)
 {
     char req[512];
 
     snprintf(req, sizeof(req), "%s %s HTTP/1.1\r\nHost: 127.0.0.1:%d\r\n"
              "Connection: close\r\n\r\n", method, path, mt_port);
-    return mt_http(req, r);
+    return h_http(mt_port, req, r);
 }
 
 /* GET /metrics that must succeed with 200; the body is returned (caller frees). */
 static char *
 mt_scrape(void)
 {
-    struct mt_resp r;
-    char *body;
+    char *body = h_metrics_scrape(mt_port);
 
-    ck_assert_msg(mt_request("GET", "/metrics", &r) == 0, "GET /metrics failed");
-    ck_assert_msg(r.status == 200, "GET /metrics answered %d", r.status);
-    body = r.body;
-    r.body = NULL;
-    mt_resp_free(&r);
+    ck_assert_msg(body != NULL, "GET /metrics failed (the reason is above)");
     return body;
 }
 
@@ -165,39 +100,13 @@ mt_header(const char *head, const char *name, char *out, size_t size)
 
 /* ---- reading the exposition ---- */
 
-/*
- * The value of the sample whose name and labels are exactly series
- * ("redlockd_masters_up", "redlockd_acquisitions_total{outcome=\"ok\"}").
- * Returns false when there is no such line.
- */
-static bool
-mt_value(const char *body, const char *series, double *value)
-{
-    size_t slen = strlen(series);
-    const char *p = body;
-
-    while (p != NULL && *p != '\0') {
-        if (strncmp(p, series, slen) == 0 && p[slen] == ' ') {
-            char *end;
-
-            *value = strtod(p + slen + 1, &end);
-            return end != p + slen + 1 && (*end == '\n' || *end == '\0');
-        }
-        p = strchr(p, '\n');
-        if (p != NULL) {
-            p++;
-        }
-    }
-    return false;
-}
-
-/* mt_value() that must find the series; its value as an integer. */
+/* h_metric_value() that must find the series; its value as an integer. */
 static long long
 mt_int(const char *body, const char *series)
 {
     double v = 0;
 
-    ck_assert_msg(mt_value(body, series, &v), "no sample '%s' in /metrics", series);
+    ck_assert_msg(h_metric_value(body, series, &v), "no sample '%s' in /metrics", series);
     ck_assert_msg(v == (double)(long long)v, "'%s' is %g, not an integer", series, v);
     return (long long)v;
 }
@@ -421,7 +330,7 @@ mt_client(void)
 static bool
 mt_cond_rtt_known(void *arg)
 {
-    struct mt_resp r;
+    struct h_http_resp r;
     char series[128];
     bool known = true;
     size_t i;
@@ -435,9 +344,9 @@ mt_cond_rtt_known(void *arg)
         snprintf(series, sizeof(series),
                  "redlockd_master_last_rtt_seconds{master=\"%zu\",addr=\"127.0.0.1:%d\"}",
                  i, h_master_port(i));
-        known = mt_value(r.body, series, &v) && v == v;
+        known = h_metric_value(r.body, series, &v) && v == v;
     }
-    mt_resp_free(&r);
+    h_http_free(&r);
     return known;
 }
 
@@ -462,7 +371,7 @@ START_TEST(metrics_format)
         "redlockd_masters_duplicate", "redlockd_masters_evicting",
         "redlockd_master_duplicate", "redlockd_master_evicting_policy",
     };
-    struct mt_resp r;
+    struct h_http_resp r;
     char ct[128], series[256], stat[64], *body;
     size_t i;
     double v;
@@ -501,13 +410,13 @@ START_TEST(metrics_format)
         snprintf(series, sizeof(series),
                  "redlockd_master_last_rtt_seconds{master=\"%zu\",addr=\"127.0.0.1:%d\"}",
                  i, h_master_port(i));
-        ck_assert_msg(mt_value(r.body, series, &v) && v != v, "%s %g, expected NaN", series, v);
+        ck_assert_msg(h_metric_value(r.body, series, &v) && v != v, "%s %g, expected NaN", series, v);
         snprintf(stat, sizeof(stat), "master.%zu.rtt_us", i);
         ck_assert_int_eq(mt_stat(stat), -1);
     }
-    ck_assert_msg(mt_value(r.body, "redlockd_uptime_seconds", &v) && v > 0 && v < 60,
+    ck_assert_msg(h_metric_value(r.body, "redlockd_uptime_seconds", &v) && v > 0 && v < 60,
                   "uptime %g", v);
-    mt_resp_free(&r);
+    h_http_free(&r);
 
     /* After a LOCK every master has answered a request: a real round trip. */
     fd = mt_client();
@@ -520,7 +429,7 @@ START_TEST(metrics_format)
         snprintf(series, sizeof(series),
                  "redlockd_master_last_rtt_seconds{master=\"%zu\",addr=\"127.0.0.1:%d\"}",
                  i, h_master_port(i));
-        ck_assert_msg(mt_value(body, series, &v) && v > 0 && v < 1, "%s %g", series, v);
+        ck_assert_msg(h_metric_value(body, series, &v) && v > 0 && v < 1, "%s %g", series, v);
         snprintf(series, sizeof(series),
                  "redlockd_master_requests_total{master=\"%zu\",addr=\"127.0.0.1:%d\"}",
                  i, h_master_port(i));
@@ -650,7 +559,7 @@ START_TEST(metrics_histogram)
     /* The TIMEOUT waited 300 ms: one observation above 0.25 s, and in the sum. */
     ck_assert_int_le(mt_int(body, "redlockd_acquire_latency_seconds_bucket{le=\"0.25\"}"),
                      count - 1);
-    ck_assert_msg(mt_value(body, "redlockd_acquire_latency_seconds_sum", &sum) && sum >= 0.3,
+    ck_assert_msg(h_metric_value(body, "redlockd_acquire_latency_seconds_sum", &sum) && sum >= 0.3,
                   "sum %g", sum);
     ck_assert_msg((long long)(sum * 1e6 + 0.5) == mt_stat("acquire_latency_sum_us"),
                   "sum %.6f s, STATS acquire_latency_sum_us %lld", sum,
@@ -671,7 +580,7 @@ mt_cond_master_up(void *arg)
 {
     struct mt_master_cond *c = arg;
     char series[128], *body;
-    struct mt_resp r;
+    struct h_http_resp r;
     double v = -1;
 
     if (mt_request("GET", "/metrics", &r) != 0) {
@@ -680,8 +589,8 @@ mt_cond_master_up(void *arg)
     body = r.body;
     snprintf(series, sizeof(series), "redlockd_master_up{master=\"%zu\",addr=\"127.0.0.1:%d\"}",
              c->i, h_master_port(c->i));
-    mt_value(body, series, &v);
-    mt_resp_free(&r);
+    h_metric_value(body, series, &v);
+    h_http_free(&r);
     return v == (double)c->want;
 }
 
@@ -758,24 +667,24 @@ END_TEST
 /* 404 elsewhere, 405 with Allow for other methods, HEAD without a body. */
 START_TEST(metrics_paths_and_methods)
 {
-    struct mt_resp r;
+    struct h_http_resp r;
     char v[128];
 
     mt_up();
     ck_assert_int_eq(mt_request("GET", "/other", &r), 0);
     ck_assert_int_eq(r.status, 404);
-    mt_resp_free(&r);
+    h_http_free(&r);
     ck_assert_int_eq(mt_request("GET", "/metrics/x", &r), 0);
     ck_assert_int_eq(r.status, 404);
-    mt_resp_free(&r);
+    h_http_free(&r);
     ck_assert_int_eq(mt_request("POST", "/metrics", &r), 0);
     ck_assert_int_eq(r.status, 405);
     ck_assert_msg(mt_header(r.head, "Allow", v, sizeof(v)) && strcmp(v, "GET, HEAD") == 0,
                   "Allow: '%s'", v);
-    mt_resp_free(&r);
+    h_http_free(&r);
     ck_assert_int_eq(mt_request("DELETE", "/metrics", &r), 0);
     ck_assert_int_eq(r.status, 405);
-    mt_resp_free(&r);
+    h_http_free(&r);
     ck_assert_int_eq(mt_request("HEAD", "/metrics", &r), 0);
     ck_assert_int_eq(r.status, 200);
     ck_assert_msg(mt_header(r.head, "Content-Type", v, sizeof(v))
@@ -783,15 +692,15 @@ START_TEST(metrics_paths_and_methods)
     ck_assert_int_eq(r.body_len, 0);
     ck_assert_msg(mt_header(r.head, "Content-Length", v, sizeof(v)) && atoi(v) > 1000,
                   "HEAD: Content-Length '%s'", v);
-    mt_resp_free(&r);
+    h_http_free(&r);
     ck_assert_int_eq(mt_request("HEAD", "/other", &r), 0);
     ck_assert_int_eq(r.status, 404);
     ck_assert_int_eq(r.body_len, 0);
-    mt_resp_free(&r);
+    h_http_free(&r);
     /* A query string does not change the path. */
     ck_assert_int_eq(mt_request("GET", "/metrics?x=1", &r), 0);
     ck_assert_int_eq(r.status, 200);
-    mt_resp_free(&r);
+    h_http_free(&r);
     /* A header block over the limit is refused, and the daemon still serves. */
     {
         char *big = malloc(20000);
@@ -799,10 +708,10 @@ START_TEST(metrics_paths_and_methods)
         ck_assert_ptr_nonnull(big);
         snprintf(big, 20000, "GET /metrics HTTP/1.1\r\nX-Pad: %0*d\r\nConnection: close\r\n\r\n",
                  16000, 0);
-        if (mt_http(big, &r) == 0) {
+        if (h_http(mt_port, big, &r) == 0) {
             ck_assert_msg(r.status >= 400 && r.status < 500, "an oversized request got %d",
                           r.status);
-            mt_resp_free(&r);
+            h_http_free(&r);
         }   /* else closed without an answer: refused as well */
         free(big);
     }
@@ -838,13 +747,13 @@ END_TEST
 static bool
 mt_cond_serving(void *arg)
 {
-    struct mt_resp r;
+    struct h_http_resp r;
     bool ok;
 
     (void)arg;
     ok = mt_request("GET", "/metrics", &r) == 0 && r.status == 200;
     if (ok) {
-        mt_resp_free(&r);
+        h_http_free(&r);
     }
     return ok;
 }
