@@ -2,8 +2,10 @@
  * stats.h: the daemon's counters, shown by STATS and by /metrics.
  *
  * One global struct; each counter is written by the one module named in
- * its comment and read by the session module for STATS and by the
- * metrics module for /metrics (both from the event loop's thread).
+ * its comment, from the event loop's thread.  Every counter is read
+ * through one table, daemon/report.c, from which the session module
+ * renders STATS and the metrics module /metrics: a new counter is a
+ * field here and a row there.
  */
 #ifndef REDLOCKD_STATS_H
 #define REDLOCKD_STATS_H
