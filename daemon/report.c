@@ -23,7 +23,8 @@
  * type         COUNTER, GAUGE or HISTOGRAM (enum report_type)
  * unit         NUMBER, MS or US (enum report_unit)
  * value        an expression of the counters (stats) and of the snapshot
- *              (snap, a const struct report_snap *): the value now
+ *              (snap, a const struct report_snap *): the value now; 0 for
+ *              the histogram, whose buckets report_latency() reads
  * help         the family's HELP text on its first row, NULL on the others
  *
  * A family's rows follow each other.  The STATS names and the metrics
@@ -48,11 +49,17 @@
     ROW(clients_closed_output, "redlockd_clients_closed_output_total", NULL, NULL, COUNTER,        \
         NUMBER, stats.clients_closed_output,                                                       \
         "Connections closed because they did not read their replies.")                             \
+    ROW(labels_truncated, "redlockd_labels_truncated_total", NULL, NULL, COUNTER, NUMBER,          \
+        stats.labels_truncated, "Default holder labels cut to 64 bytes.")                          \
     ROW(locks_held, "redlockd_locks_held", NULL, NULL, GAUGE, NUMBER, lock_count_held(),           \
         "Session-mode locks held now by this daemon's sessions (lease-mode locks "                 \
         "live on the masters only and are not counted).")                                          \
     ROW(waiters, "redlockd_waiters", NULL, NULL, GAUGE, NUMBER, lock_count_waiters(),              \
         "LOCK requests waiting now.")                                                              \
+    ROW(watches, "redlockd_watches_total", NULL, NULL, COUNTER, NUMBER, stats.watches,             \
+        "WATCH requests accepted.")                                                                \
+    ROW(watching, "redlockd_watching", NULL, NULL, GAUGE, NUMBER, stats.watching,                  \
+        "WATCHes open now.")                                                                       \
     ROW(acquire_ok, "redlockd_acquisitions_total", "outcome", "ok", COUNTER, NUMBER,               \
         stats.acquire_ok,                                                                          \
         "LOCK and TRYLOCK requests by answer: ok (granted by the masters), "                       \
@@ -71,6 +78,8 @@
         "Locks handed straight to the next waiting session of this daemon.")                       \
     ROW(yields, "redlockd_yields_total", NULL, NULL, COUNTER, NUMBER, stats.yields,                \
         "Releases announced instead of a hand-over, to let other daemons in.")                     \
+    ROW(breaks, "redlockd_breaks_total", NULL, NULL, COUNTER, NUMBER, stats.breaks,                \
+        "BREAKs that ended a lock.")                                                               \
     ROW(renewals_ok, "redlockd_renewals_total", "result", "ok", COUNTER, NUMBER,                   \
         stats.renewals_ok,                                                                         \
         "Lease renewals by the watchdog: ok (confirmed by a quorum) or failed.")                   \
@@ -90,6 +99,8 @@
         stats.locks_lost_gone, NULL)                                                               \
     ROW(locks_lost_shutdown, "redlockd_locks_lost_total", "reason", "shutdown", COUNTER,           \
         NUMBER, stats.locks_lost_shutdown, NULL)                                                   \
+    ROW(locks_lost_broken, "redlockd_locks_lost_total", "reason", "broken", COUNTER, NUMBER,       \
+        stats.locks_lost_broken, NULL)                                                             \
     ROW(fenced_grants, "redlockd_fenced_grants_total", NULL, NULL, COUNTER, NUMBER,                \
         stats.fenced_grants, "Grants that carried a fencing token.")                               \
     ROW(shared_grants, "redlockd_shared_grants_total", NULL, NULL, COUNTER, NUMBER,                \
@@ -141,7 +152,7 @@
 /*
  * The values of each master, in the order of its STATS lines:
  *
- *   MASTER_ROW(id, stat, family, type, unit, value, help)
+ *   ROW(id, stat, family, type, unit, value, help)
  *
  * id           a C identifier for the reader
  * stat         the name in STATS after "master.<i>.", or NULL when the

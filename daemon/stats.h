@@ -29,6 +29,7 @@ struct stats {
     uint64_t auth_failures;      /* session: wrong AUTH passwords */
     uint64_t clients_timed_out;  /* session: request line not finished in time */
     uint64_t clients_closed_output; /* session: replies not read, or too many */
+    uint64_t labels_truncated;   /* session: default holder labels cut to 64 bytes */
     uint64_t acquire_ok;         /* lock: LOCK/TRYLOCK granted (first grant) */
     uint64_t acquire_reentered;  /* lock: LOCK on a name already held */
     uint64_t acquire_busy;       /* lock: TRYLOCK answered BUSY */
@@ -37,6 +38,7 @@ struct stats {
     uint64_t releases;           /* lock: leases released on the masters */
     uint64_t handovers;          /* lock: leases handed to the next waiter */
     uint64_t yields;             /* lock: releases announced to let other daemons in */
+    uint64_t breaks;             /* lock: BREAKs that ended a lock */
     uint64_t renewals_ok;        /* lease: leases renewed */
     uint64_t renewals_failed;    /* lease: renewals without a quorum */
     uint64_t keys_restored;      /* redlock: lock keys put back on a master that lost them */
@@ -45,6 +47,7 @@ struct stats {
     uint64_t locks_lost_quorum;  /* lease: of them, reason=quorum */
     uint64_t locks_lost_gone;    /* lease: of them, reason=gone */
     uint64_t locks_lost_shutdown;/* lease: of them, reason=shutdown */
+    uint64_t locks_lost_broken;  /* lease: of them, reason=broken */
     uint64_t fenced_grants;      /* lock: grants that carried a fence */
     uint64_t shared_grants;      /* lock: grants of a shared hold */
     uint64_t counted_grants;     /* lock: grants of a permit of a counted name */
@@ -54,6 +57,8 @@ struct stats {
     uint64_t extends_notheld;    /* lock: EXTEND answered NOTHELD */
     uint64_t pubsub_wakeups;     /* lock: waiters woken by a release announcement */
     uint64_t fallback_retries;   /* lock: retries timed by the holder's ttl */
+    uint64_t watches;            /* watch: WATCH requests accepted */
+    uint64_t watching;           /* watch: WATCHes open now */
     /*
      * The acquire latency histogram (stats_observe_acquire): the
      * LOCK/TRYLOCK answers counted by acquire_ok, _reentered, _busy,

@@ -466,6 +466,8 @@ START_TEST(metrics_format)
         "redlockd_master_duplicate", "redlockd_master_evicting_policy",
         "redlockd_shared_grants_total", "redlockd_counted_grants_total",
         "redlockd_kind_refusals_total", "redlockd_keys_restored_total",
+        "redlockd_watches_total", "redlockd_watching", "redlockd_breaks_total",
+        "redlockd_labels_truncated_total",
     };
     struct mt_resp r;
     char ct[128], series[256], stat[64], *body;
@@ -775,7 +777,10 @@ static const char *const mt_metrics_only[] = {
     "redlockd_master_quarantined",  /* STATS: master.<i>.quarantine_ms > 0 */
     "redlockd_master_duplicate",    /* STATS: master.<i>.duplicate_of >= 0 */
 };
+#define MT_NSTATS_ONLY      (sizeof(mt_stats_only) / sizeof(mt_stats_only[0]))
+#define MT_NMETRICS_ONLY    (sizeof(mt_metrics_only) / sizeof(mt_metrics_only[0]))
 
+/* True when name (may be NULL: false) is one of list's n strings. */
 static bool
 mt_listed(const char *const *list, size_t n, const char *name)
 {
@@ -817,9 +822,9 @@ mt_check_rows(const struct report_row *rows, size_t n, bool per_master)
 
         ck_assert_msg(what != NULL, "row %zu is in neither output", i);
         ck_assert_msg(r->read != NULL, "%s: no reader", what);
-        ck_assert_msg(r->stat != NULL || mt_listed(mt_metrics_only, 2, r->family),
+        ck_assert_msg(r->stat != NULL || mt_listed(mt_metrics_only, MT_NMETRICS_ONLY, r->family),
                       "%s is in /metrics only: give it a STATS name", what);
-        ck_assert_msg(r->family != NULL || mt_listed(mt_stats_only, 2, r->stat),
+        ck_assert_msg(r->family != NULL || mt_listed(mt_stats_only, MT_NSTATS_ONLY, r->stat),
                       "STATS %s has no metrics family: give it one", what);
         for (k = 0; k < i; k++) {
             ck_assert_msg(r->stat == NULL || rows[k].stat == NULL
@@ -884,6 +889,7 @@ struct mt_stats {
     size_t  n;          /* lines in line[] */
 };
 
+/* Free st's lines; st can be read into again. */
 static void
 mt_stats_free(struct mt_stats *st)
 {
@@ -892,6 +898,10 @@ mt_stats_free(struct mt_stats *st)
     }
 }
 
+/*
+ * Send STATS on fd and keep its lines in st (free with mt_stats_free);
+ * a reply that is not STAT lines then END fails the test.
+ */
 static void
 mt_stats_read(int fd, struct mt_stats *st)
 {
@@ -1030,7 +1040,8 @@ mt_stat_known(const char *name)
         return true;
     }
     for (k = 0; k < report_master_nrows; k++) {
-        if (report_master_rows[k].stat != NULL && strcmp(end + 1, report_master_rows[k].stat) == 0) {
+        if (report_master_rows[k].stat != NULL
+            && strcmp(end + 1, report_master_rows[k].stat) == 0) {
             return true;
         }
     }
@@ -1064,9 +1075,18 @@ mt_family_known(const char *name)
  * Every row of the report table in both outputs with the same value,
  * with its HELP and TYPE, and nothing in either output that is not a
  * row's (so a value written by hand into one output only fails here).
+ * The counters for WATCH, BREAK, holder labels and LOST reason=broken
+ * are all there, 0 at the start, by the names the docs promise.
  */
 START_TEST(metrics_table_in_both_outputs)
 {
+    static const struct { const char *series, *type, *stat; } fresh[] = {
+        { "redlockd_watches_total", "counter", "watches" },
+        { "redlockd_watching", "gauge", "watching" },
+        { "redlockd_breaks_total", "counter", "breaks" },
+        { "redlockd_labels_truncated_total", "counter", "labels_truncated" },
+        { "redlockd_locks_lost_total{reason=\"broken\"}", "counter", "locks_lost_broken" },
+    };
     struct mt_stats st = { .n = 0 };
     char series[256], *body = NULL, *again = NULL;
     const struct report_row *r;
@@ -1145,6 +1165,18 @@ START_TEST(metrics_table_in_both_outputs)
         ck_assert_msg(mt_family_known(name), "/metrics %s is no row of the report table", name);
     }
 
+    /* The new counters, by name, 0 in both. */
+    for (i = 0; i < sizeof(fresh) / sizeof(fresh[0]); i++) {
+        char type[160];
+
+        snprintf(type, sizeof(type), "# TYPE %.*s %s\n", (int)strcspn(fresh[i].series, "{"),
+                 fresh[i].series, fresh[i].type);
+        ck_assert_msg(strstr(body, type) != NULL, "/metrics lacks '%s'", type);
+        ck_assert_int_eq(mt_int(body, fresh[i].series), 0);
+        ck_assert_msg(mt_stats_get(&st, fresh[i].stat) != NULL
+                      && strcmp(mt_stats_get(&st, fresh[i].stat), "0") == 0,
+                      "STATS %s is not 0", fresh[i].stat);
+    }
     mt_stats_free(&st);
     free(body);
     free(again);
