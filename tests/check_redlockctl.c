@@ -1,5 +1,5 @@
 /*
- * check_redlockctl.c: redlockctl (daemon/redlockctl.c) end to end.
+ * check_redlockctl.c: redlockctl (client/redlockctl.c) end to end.
  *
  * Real redis-server masters and the real daemon on free loopback ports
  * (tests/harness.h); redlockctl is the binary named by $REDLOCKCTL_BIN

@@ -4,7 +4,7 @@
 
 .PHONY: check-metrics
 
-$(B)/check_metrics: $(B)/obj/tests/check_metrics.o $(B)/obj/tests/harness.o
+$(B)/check_metrics: $(B)/obj/tests/check_metrics.o $(HARNESS_OBJ)
 # The recipe, unless the main Makefile's $(TEST_BINS) rule links it already
 # (once check_metrics is in its test lists; two recipes would override).
 ifeq ($(filter $(B)/check_metrics,$(TEST_BINS)),)

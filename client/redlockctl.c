@@ -10,7 +10,8 @@
  *     redlockctl [-S SOCKET | -H HOST:PORT] ping
  *
  * A command-line client of the line protocol (proto/PROTOCOL.md), not part
- * of the daemon: plain blocking C around poll(2), no libevent, no hiredis.
+ * of the daemon: plain blocking C around poll(2), no libevent, no hiredis;
+ * the protocol's client side (connect, lines, fields) is client/client.c.
  *
  * Running a command under a lock, step by step:
  *
@@ -84,13 +85,9 @@
  * with -n does not mail anybody; -v reports it.  Every other failure prints
  * one line on stderr.  Times are measured on CLOCK_MONOTONIC.
  */
-#include <ctype.h>
 #include <errno.h>
-#include <fcntl.h>
 #include <getopt.h>
 #include <limits.h>
-#include <netdb.h>
-#include <poll.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdbool.h>
@@ -99,15 +96,13 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sysexits.h>
-#include <time.h>
 #include <unistd.h>
 
 #include <sys/prctl.h>
 #include <sys/signalfd.h>
-#include <sys/socket.h>
-#include <sys/un.h>
 #include <sys/wait.h>
 
+#include "client/client.h"
 #include "proto/proto.h"
 
 #ifndef REDLOCKD_VERSION
@@ -121,7 +116,6 @@
 #define CTL_WAIT_SLACK_MS   10000   /* -w: the answer is due this long after wait= ran out */
 #define CTL_GRACE_MS        5000    /* -k default: SIGTERM to SIGKILL after a lost lock */
 #define CTL_SECONDS_MAX     INT64_C(4000000000) /* -w and -k, so that ms fit wait= */
-#define CTL_BUF             (2 * PROTO_REPLY_MAX) /* read buffer and longest line kept */
 #define CTL_STATS_MAX       4096    /* STAT lines kept by `stats` */
 #define CTL_MASTERS_MAX     64      /* master rows shown by `stats` */
 #define CTL_FIELDS_MAX      32      /* master columns shown by `stats` */
@@ -164,22 +158,20 @@ struct ctl_grant {
     char    permit[16];             /* a counted hold's permit, or "" */
 };
 
-/* One connection to redlockd, with its read buffer.  Lives in main(). */
+/* One connection to redlockd.  Lives in main(). */
 struct ctl_conn {
-    int     fd;                     /* the socket; -1 once closed */
+    struct client cl;               /* the socket (-1 once closed), its buffer, the line
+                                       ctl_next() returned last (cl.line), and why the
+                                       connection closed (cl.err, CTL_EV_CLOSED) */
     char    where[PATH_MAX + 16];   /* address or socket path, for messages */
-    char    why[256];               /* why the connection closed (CTL_EV_CLOSED) */
-    char    in[CTL_BUF];            /* bytes received, not yet returned as lines */
-    size_t  inlen;                  /* bytes in in[] */
-    char    line[CTL_BUF];          /* the line ctl_next() returned last, without LF */
 };
 
 /* What ctl_next() saw. */
 enum ctl_event {
-    CTL_EV_LINE,        /* conn->line holds a line from the daemon */
+    CTL_EV_LINE,        /* conn->cl.line holds a line from the daemon */
     CTL_EV_SIGNAL,      /* a signal arrived (its number in *signo) */
     CTL_EV_TIMEOUT,     /* the deadline passed */
-    CTL_EV_CLOSED       /* the connection closed or failed; conn->why says how */
+    CTL_EV_CLOSED       /* the connection closed or failed; conn->cl.err says how */
 };
 
 /* The running COMMAND and what happened to it.  Lives in ctl_run(). */
@@ -206,35 +198,8 @@ static void ctl_msg(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 static void ctl_fail(int code, const char *fmt, ...)
     __attribute__((format(printf, 2, 3), noreturn));
 static void ctl_usage_fail(const char *fmt, ...) __attribute__((format(printf, 1, 2), noreturn));
-static int ctl_send(struct ctl_conn *c, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
 /* ---- small helpers ---- */
-
-/* Milliseconds on CLOCK_MONOTONIC. */
-static int64_t
-ctl_now_ms(void)
-{
-    struct timespec ts;
-
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
-/* A poll(2) timeout for an absolute deadline (-1: none). */
-static int
-ctl_timeout(int64_t deadline)
-{
-    int64_t left;
-
-    if (deadline < 0) {
-        return -1;
-    }
-    left = deadline - ctl_now_ms();
-    if (left < 0) {
-        return 0;
-    }
-    return left > INT_MAX ? INT_MAX : (int)left;
-}
 
 /* "redlockctl: <text>" and then hint (may be "") on stderr, in one write. */
 static void
@@ -389,100 +354,6 @@ ctl_parse_seconds(const char *s, int64_t *ms)
     return 0;
 }
 
-/* A protocol word: 1..max bytes, each 0x21..0x7E (lock names, passwords). */
-static bool
-ctl_word_ok(const char *s, size_t max)
-{
-    size_t n;
-
-    for (n = 0; s[n] != '\0'; n++) {
-        if ((unsigned char)s[n] < 0x21 || (unsigned char)s[n] > 0x7e) {
-            return false;
-        }
-    }
-    return n >= 1 && n <= max;
-}
-
-/*
- * Split "host:port" or "[v6]:port" into host and port.  0 or -1 (a
- * missing or bad port, an empty host, a v6 address without brackets).
- */
-static int
-ctl_split_addr(const char *addr, char *host, size_t hsize, char *port, size_t psize)
-{
-    const char *colon, *h = addr;
-    size_t hlen;
-    int64_t p;
-
-    if (addr[0] == '[') {
-        const char *close = strchr(addr, ']');
-
-        if (close == NULL || close[1] != ':') {
-            return -1;
-        }
-        h = addr + 1;
-        hlen = (size_t)(close - h);
-        colon = close + 1;
-    } else {
-        colon = strchr(addr, ':');
-        if (colon == NULL || strchr(colon + 1, ':') != NULL) {
-            return -1;
-        }
-        hlen = (size_t)(colon - addr);
-    }
-    if (hlen == 0 || hlen >= hsize || ctl_parse_int(colon + 1, 65535, &p) != 0 || p == 0
-        || strlen(colon + 1) >= psize) {
-        return -1;
-    }
-    memcpy(host, h, hlen);
-    host[hlen] = '\0';
-    strcpy(port, colon + 1);
-    return 0;
-}
-
-/*
- * In a reply line, the value of the word "<key>=<value>" after the status
- * word and the name, copied into out.  True when found and it fits.
- */
-static bool
-ctl_field(const char *line, const char *key, char *out, size_t size)
-{
-    size_t klen = strlen(key), vlen;
-    const char *p = line;
-    int word;
-
-    for (word = 0; *p != '\0'; word++) {
-        const char *end = strchr(p, ' ');
-
-        if (end == NULL) {
-            end = p + strlen(p);
-        }
-        if (word >= 2 && (size_t)(end - p) > klen && strncmp(p, key, klen) == 0
-            && p[klen] == '=') {
-            vlen = (size_t)(end - p) - klen - 1;
-            if (vlen >= size) {
-                return false;
-            }
-            memcpy(out, p + klen + 1, vlen);
-            out[vlen] = '\0';
-            return true;
-        }
-        p = *end == ' ' ? end + 1 : end;
-    }
-    return false;
-}
-
-/* True when line is "<status> <name>" followed by a space or its end. */
-static bool
-ctl_is(const char *line, const char *status, const char *name)
-{
-    size_t slen = strlen(status), nlen = strlen(name);
-
-    return strncmp(line, status, slen) == 0 && line[slen] == ' '
-           && strncmp(line + slen + 1, name, nlen) == 0
-           && (line[slen + 1 + nlen] == ' ' || line[slen + 1 + nlen] == '\0');
-}
-
 /* Milliseconds as seconds for people: "5 s", "1.5 s", "28.829 s". */
 static void
 ctl_seconds_text(int64_t ms, char *out, size_t size)
@@ -554,224 +425,33 @@ ctl_signal_read(void)
  * The next event: a signal (first, so that COMMAND's exit is seen before
  * a line that arrived at the same time), a line from the daemon (pushed
  * lines included), the connection closing, or the deadline (-1: none).
+ * The signalfd is the client's wakeup descriptor (ctl_open()).
  */
 static enum ctl_event
 ctl_next(struct ctl_conn *c, int64_t deadline, int *signo)
 {
-    struct pollfd pfd[2];
-    char *lf;
-    ssize_t n;
-    size_t len;
-    int rc;
-
     for (;;) {
-        lf = memchr(c->in, '\n', c->inlen);
-        pfd[0].fd = ctl_sigfd;
-        pfd[0].events = POLLIN;
-        pfd[0].revents = 0;
-        pfd[1].fd = lf == NULL ? c->fd : -1;
-        pfd[1].events = POLLIN;
-        pfd[1].revents = 0;
-        rc = poll(pfd, 2, lf != NULL ? 0 : ctl_timeout(deadline));
-        if (rc < 0 && errno != EINTR) {
-            ctl_fail(EX_OSERR, "poll: %s", strerror(errno));
-        }
-        if (rc > 0 && (pfd[0].revents & POLLIN)) {
+        switch (client_read_line(&c->cl, deadline)) {
+        case CLIENT_LINE:
+            return CTL_EV_LINE;
+        case CLIENT_INTR:
             *signo = ctl_signal_read();
             if (*signo != 0) {
                 return CTL_EV_SIGNAL;
             }
-        }
-        if (lf != NULL) {
-            len = (size_t)(lf - c->in);
-            memcpy(c->line, c->in, len);
-            if (len > 0 && c->line[len - 1] == '\r') {
-                len--;
-            }
-            c->line[len] = '\0';
-            c->inlen -= (size_t)(lf + 1 - c->in);
-            memmove(c->in, lf + 1, c->inlen);
-            return CTL_EV_LINE;
-        }
-        if (rc > 0 && (pfd[1].revents & (POLLIN | POLLHUP | POLLERR))) {
-            n = recv(c->fd, c->in + c->inlen, sizeof(c->in) - c->inlen, 0);
-            if (n > 0) {
-                c->inlen += (size_t)n;
-                if (c->inlen == sizeof(c->in) && memchr(c->in, '\n', c->inlen) == NULL) {
-                    snprintf(c->why, sizeof(c->why), "a reply line longer than %zu bytes",
-                             sizeof(c->in));
-                } else {
-                    continue;
-                }
-            } else if (n < 0 && (errno == EAGAIN || errno == EINTR)) {
-                continue;
-            } else if (n == 0) {
-                snprintf(c->why, sizeof(c->why), "redlockd closed the connection");
-            } else {
-                snprintf(c->why, sizeof(c->why), "%s", strerror(errno));
-            }
-            close(c->fd);
-            c->fd = -1;
-            c->inlen = 0;
-            return CTL_EV_CLOSED;
-        }
-        if (rc == 0 && deadline >= 0 && ctl_now_ms() >= deadline) {
+            continue;
+        case CLIENT_TIMEOUT:
             return CTL_EV_TIMEOUT;
-        }
-    }
-}
-
-/* Send one request line (LF added).  0, or -1 with errno. */
-static int
-ctl_send(struct ctl_conn *c, const char *fmt, ...)
-{
-    char buf[CTL_BUF];
-    struct pollfd pfd;
-    size_t len, off = 0;
-    va_list ap;
-    ssize_t n;
-    int r;
-
-    va_start(ap, fmt);
-    r = vsnprintf(buf, sizeof(buf) - 1, fmt, ap);
-    va_end(ap);
-    if (r < 0 || (size_t)r >= sizeof(buf) - 1 || c->fd < 0) {
-        errno = r < 0 || c->fd >= 0 ? EMSGSIZE : ENOTCONN;
-        return -1;
-    }
-    len = (size_t)r;
-    buf[len++] = '\n';
-    while (off < len) {
-        n = send(c->fd, buf + off, len - off, MSG_NOSIGNAL);
-        if (n > 0) {
-            off += (size_t)n;
-        } else if (n < 0 && errno == EAGAIN) {
-            pfd.fd = c->fd;
-            pfd.events = POLLOUT;
-            if (poll(&pfd, 1, CTL_REPLY_MS) == 0) {
-                errno = ETIMEDOUT;
-                return -1;
-            }
-        } else if (n < 0 && errno != EINTR) {
-            return -1;
-        }
-    }
-    return 0;
-}
-
-/*
- * Wait until a non-blocking connect on fd has finished.  A signal we act
- * on ends redlockctl (128 + N).  0, or -1 with errno.
- */
-static int
-ctl_connect_wait(int fd, int64_t deadline)
-{
-    struct pollfd pfd[2];
-    socklen_t len = sizeof(int);
-    int err = 0, sig, rc;
-
-    for (;;) {
-        pfd[0].fd = ctl_sigfd;
-        pfd[0].events = POLLIN;
-        pfd[1].fd = fd;
-        pfd[1].events = POLLOUT;
-        rc = poll(pfd, 2, ctl_timeout(deadline));
-        if (rc < 0 && errno == EINTR) {
-            continue;
-        }
-        if (rc < 0) {
-            return -1;
-        }
-        if (rc > 0 && (pfd[0].revents & POLLIN)) {
-            sig = ctl_signal_read();
-            if (sig != 0 && sig != SIGCHLD) {
-                exit(128 + sig);
-            }
-        }
-        if (rc > 0 && (pfd[1].revents & (POLLOUT | POLLERR | POLLHUP))) {
-            if (getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &len) != 0) {
-                return -1;
-            }
-            if (err != 0) {
-                errno = err;
-                return -1;
-            }
-            return 0;
-        }
-        if (rc == 0 && ctl_now_ms() >= deadline) {
-            errno = ETIMEDOUT;
-            return -1;
-        }
-    }
-}
-
-/* Connect to a Unix socket.  The fd, or -1 with the reason in err. */
-static int
-ctl_connect_unix(const char *path, int64_t deadline, char *err, size_t errsize)
-{
-    struct sockaddr_un sa;
-    int fd;
-
-    memset(&sa, 0, sizeof(sa));
-    sa.sun_family = AF_UNIX;
-    if (strlen(path) >= sizeof(sa.sun_path)) {
-        snprintf(err, errsize, "%s: path too long", path);
-        return -1;
-    }
-    strcpy(sa.sun_path, path);
-    fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
-    if (fd < 0) {
-        snprintf(err, errsize, "socket: %s", strerror(errno));
-        return -1;
-    }
-    if (connect(fd, (struct sockaddr *)&sa, sizeof(sa)) != 0
-        && (errno != EINPROGRESS || ctl_connect_wait(fd, deadline) != 0)) {
-        snprintf(err, errsize, "%s: %s", path,
-                 errno == EAGAIN ? "the daemon's backlog is full" : strerror(errno));
-        close(fd);
-        return -1;
-    }
-    return fd;
-}
-
-/* Connect to host:port (every address it resolves to, in order). */
-static int
-ctl_connect_tcp(const char *addr, int64_t deadline, char *err, size_t errsize)
-{
-    struct addrinfo hints, *res, *ai;
-    char host[256], port[8];
-    int fd = -1, rc;
-
-    if (ctl_split_addr(addr, host, sizeof(host), port, sizeof(port)) != 0) {
-        snprintf(err, errsize, "%s: not HOST:PORT", addr);
-        return -1;
-    }
-    memset(&hints, 0, sizeof(hints));
-    hints.ai_family = AF_UNSPEC;
-    hints.ai_socktype = SOCK_STREAM;
-    rc = getaddrinfo(host, port, &hints, &res);
-    if (rc != 0) {
-        snprintf(err, errsize, "%s: %s", addr, gai_strerror(rc));
-        return -1;
-    }
-    snprintf(err, errsize, "%s: no address", addr);
-    for (ai = res; ai != NULL; ai = ai->ai_next) {
-        fd = socket(ai->ai_family, ai->ai_socktype | SOCK_CLOEXEC | SOCK_NONBLOCK,
-                    ai->ai_protocol);
-        if (fd < 0) {
-            snprintf(err, errsize, "%s: socket: %s", addr, strerror(errno));
-            continue;
-        }
-        if (connect(fd, ai->ai_addr, ai->ai_addrlen) == 0
-            || (errno == EINPROGRESS && ctl_connect_wait(fd, deadline) == 0)) {
+        case CLIENT_EOF:
+        case CLIENT_ERROR:
             break;
         }
-        snprintf(err, errsize, "%s: %s", addr, strerror(errno));
-        close(fd);
-        fd = -1;
+        if (c->cl.fd < 0) {
+            ctl_fail(EX_OSERR, "%s", c->cl.err);
+        }
+        client_close(&c->cl);
+        return CTL_EV_CLOSED;
     }
-    freeaddrinfo(res);
-    return fd;
 }
 
 /*
@@ -787,10 +467,10 @@ ctl_reply(struct ctl_conn *c, const char *what, int64_t deadline)
     for (;;) {
         switch (ctl_next(c, deadline, &sig)) {
         case CTL_EV_LINE:
-            if (c->line[0] == '!') {
+            if (client_is_push(c->cl.line)) {
                 continue;
             }
-            return c->line;
+            return c->cl.line;
         case CTL_EV_SIGNAL:
             if (sig != SIGCHLD) {
                 exit(128 + sig);
@@ -800,7 +480,7 @@ ctl_reply(struct ctl_conn *c, const char *what, int64_t deadline)
             ctl_fail(EX_UNAVAILABLE, "redlockd at %s did not answer %s in time", c->where,
                      what);
         case CTL_EV_CLOSED:
-            ctl_fail(EX_UNAVAILABLE, "%s at %s: %s", what, c->where, c->why);
+            ctl_fail(EX_UNAVAILABLE, "%s at %s: %s", what, c->where, c->cl.err);
         }
     }
 }
@@ -809,8 +489,8 @@ ctl_reply(struct ctl_conn *c, const char *what, int64_t deadline)
 static void
 ctl_request(struct ctl_conn *c, const char *line)
 {
-    if (ctl_send(c, "%s", line) != 0) {
-        ctl_fail(EX_UNAVAILABLE, "cannot send to redlockd at %s: %s", c->where, strerror(errno));
+    if (client_send(&c->cl, line, client_now_ms() + CTL_REPLY_MS) != 0) {
+        ctl_fail(EX_UNAVAILABLE, "cannot send to redlockd at %s: %s", c->where, c->cl.err);
     }
 }
 
@@ -822,58 +502,81 @@ static void
 ctl_fail_err(const struct ctl_opts *o, const struct ctl_conn *c, const char *what,
              const char *line)
 {
-    const char *text = strncmp(line, "ERR ", 4) == 0 ? line + 4 : line;
-
-    if (strncmp(text, "PROTO ", 6) == 0 || strncmp(text, "KIND ", 5) == 0) {
+    if (client_is_err(line, "PROTO") || client_is_err(line, "KIND")) {
         /* A bad request, or a kind (-s, --limit) that the name's other holders do not use. */
-        ctl_fail(EX_USAGE, "redlockd refused %s: %s", what, text + (text[0] == 'P' ? 6 : 5));
+        ctl_fail(EX_USAGE, "redlockd refused %s: %s", what, client_err_text(line));
     }
-    if (strncmp(text, "AUTH ", 5) == 0) {
-        ctl_fail(EX_NOPERM, "redlockd at %s: %s%s", c->where, text + 5,
+    if (client_is_err(line, "AUTH")) {
+        ctl_fail(EX_NOPERM, "redlockd at %s: %s%s", c->where, client_err_text(line),
                  o->password == NULL ? " (set REDLOCKD_PASSWORD)" : "");
     }
-    if (strncmp(line, "ERR ", 4) != 0) {
+    if (!client_is_status(line, "ERR") || line[3] == '\0') {
         ctl_fail(EX_UNAVAILABLE, "unexpected answer to %s from %s: %s", what, c->where, line);
     }
-    ctl_fail(EX_UNAVAILABLE, "%s: %s", what, text);
+    ctl_fail(EX_UNAVAILABLE, "%s: %s", what, line + 4);
 }
 
 /*
  * Connect to the daemon chosen by the options, then AUTH when a password
  * is set.  Ends redlockctl with 69 (or 77) when that fails.
  */
+/*
+ * Connect c to target (a Unix socket path, or HOST:PORT when tcp) before
+ * deadline.  A signal we act on ends redlockctl (128 + N); after any
+ * other, the connect is tried again.  0, or -1 with c->cl.err.
+ */
+static int
+ctl_connect(struct ctl_conn *c, const char *target, bool tcp, int64_t deadline)
+{
+    int rc, sig;
+
+    for (;;) {
+        rc = tcp ? client_connect_tcp(&c->cl, target, deadline)
+                 : client_connect_unix(&c->cl, target, deadline);
+        if (rc == 0 || errno != EINTR) {
+            return rc;
+        }
+        sig = ctl_signal_read();
+        if (sig != 0 && sig != SIGCHLD) {
+            exit(128 + sig);
+        }
+    }
+}
+
 static void
 ctl_open(const struct ctl_opts *o, struct ctl_conn *c)
 {
-    int64_t deadline = ctl_now_ms() + CTL_CONNECT_MS;
-    char err1[PATH_MAX + 128], err2[512];
+    int64_t deadline = client_now_ms() + CTL_CONNECT_MS;
+    char err1[CLIENT_ERR_MAX] = "", auth[PROTO_WORD_MAX + 8];
     const char *reply;
+    int rc = -1;
 
-    c->fd = -1;
-    c->inlen = 0;
-    err1[0] = '\0';
+    client_init(&c->cl, -1, 0);
+    c->cl.wakeup = ctl_sigfd;
     if (o->unix_path != NULL) {
         snprintf(c->where, sizeof(c->where), "%s", o->unix_path);
-        c->fd = ctl_connect_unix(o->unix_path, deadline, err1, sizeof(err1));
-    }
-    if (c->fd < 0 && o->addr != NULL && (o->unix_path == NULL || o->fallback)) {
-        snprintf(c->where, sizeof(c->where), "%s", o->addr);
-        c->fd = ctl_connect_tcp(o->addr, deadline, err2, sizeof(err2));
-        if (c->fd < 0) {
-            ctl_fail(EX_UNAVAILABLE, "cannot connect to redlockd: %s%s%s", err1,
-                     err1[0] != '\0' ? "; " : "", err2);
+        rc = ctl_connect(c, o->unix_path, false, deadline);
+        if (rc != 0) {
+            snprintf(err1, sizeof(err1), "%s", c->cl.err);
         }
     }
-    if (c->fd < 0) {
+    if (rc != 0 && o->addr != NULL && (o->unix_path == NULL || o->fallback)) {
+        snprintf(c->where, sizeof(c->where), "%s", o->addr);
+        if (ctl_connect(c, o->addr, true, deadline) != 0) {
+            ctl_fail(EX_UNAVAILABLE, "cannot connect to redlockd: %s%s%s", err1,
+                     err1[0] != '\0' ? "; " : "", c->cl.err);
+        }
+        rc = 0;
+    }
+    if (rc != 0) {
         ctl_fail(EX_UNAVAILABLE, "cannot connect to redlockd: %s", err1);
     }
     if (o->password == NULL) {
         return;
     }
-    if (ctl_send(c, "AUTH %s", o->password) != 0) {
-        ctl_fail(EX_UNAVAILABLE, "cannot send to redlockd at %s: %s", c->where, strerror(errno));
-    }
-    reply = ctl_reply(c, "AUTH", ctl_now_ms() + CTL_CONNECT_MS);
+    snprintf(auth, sizeof(auth), "AUTH %s", o->password);
+    ctl_request(c, auth);
+    reply = ctl_reply(c, "AUTH", client_now_ms() + CTL_CONNECT_MS);
     if (strcmp(reply, "OK") == 0
         || strncmp(reply, "ERR AUTH no password is configured", 34) == 0) {
         return;
@@ -1007,12 +710,12 @@ ctl_parse(int argc, char **argv, struct ctl_opts *o)
     if (o->unix_path == NULL) {
         char host[256], port[8];
 
-        if (ctl_split_addr(o->addr, host, sizeof(host), port, sizeof(port)) != 0) {
+        if (client_split_addr(o->addr, host, sizeof(host), port, sizeof(port)) != 0) {
             ctl_usage_fail("bad redlockd address '%s' (HOST:PORT or [IPv6]:PORT)", o->addr);
         }
     }
     if ((env = getenv("REDLOCKD_PASSWORD")) != NULL && env[0] != '\0') {
-        if (!ctl_word_ok(env, PROTO_WORD_MAX)) {
+        if (!client_word_ok(env, PROTO_WORD_MAX)) {
             ctl_usage_fail("REDLOCKD_PASSWORD must be 1..%d printable characters without "
                            "spaces", PROTO_WORD_MAX);
         }
@@ -1077,7 +780,7 @@ ctl_parse(int argc, char **argv, struct ctl_opts *o)
             o->nowait = true;
         }
     }
-    if (!ctl_word_ok(o->name, PROTO_NAME_MAX)) {
+    if (!client_word_ok(o->name, PROTO_NAME_MAX)) {
         ctl_usage_fail("bad lock name (1..%d printable ASCII characters, no spaces)",
                        PROTO_NAME_MAX);
     }
@@ -1092,16 +795,16 @@ ctl_cmd_ping(struct ctl_conn *c)
     const char *reply;
     int64_t t0, t1;
 
-    t0 = ctl_now_ms();
+    t0 = client_now_ms();
     ctl_request(c, "PING");
     reply = ctl_reply(c, "PING", t0 + CTL_REPLY_MS);
-    t1 = ctl_now_ms();
+    t1 = client_now_ms();
     if (strcmp(reply, "PONG") != 0) {
         ctl_fail(strncmp(reply, "ERR AUTH ", 9) == 0 ? EX_NOPERM : EX_UNAVAILABLE,
                  "PING at %s answered: %s", c->where, reply);
     }
     ctl_request(c, "VERSION");
-    reply = ctl_reply(c, "VERSION", ctl_now_ms() + CTL_REPLY_MS);
+    reply = ctl_reply(c, "VERSION", client_now_ms() + CTL_REPLY_MS);
     if (strncmp(reply, "VERSION ", 8) == 0) {
         snprintf(version, sizeof(version), " %s", reply + 8);
     }
@@ -1121,16 +824,16 @@ ctl_cmd_status(const struct ctl_opts *o, struct ctl_conn *c)
 
     snprintf(req, sizeof(req), "STATUS %s", o->name);
     ctl_request(c, req);
-    reply = ctl_reply(c, "STATUS", ctl_now_ms() + CTL_REPLY_MS);
-    if (ctl_is(reply, "FREE", o->name)) {
+    reply = ctl_reply(c, "STATUS", client_now_ms() + CTL_REPLY_MS);
+    if (client_is_reply(reply, "FREE", o->name)) {
         printf("%s: free\n", o->name);
         return 1;
     }
-    if (!ctl_is(reply, "HELD", o->name)) {
+    if (!client_is_reply(reply, "HELD", o->name)) {
         ctl_fail_err(o, c, req, reply);
     }
     printf("%s: held", o->name);
-    if (ctl_field(reply, "ttl", ttl, sizeof(ttl))) {
+    if (client_field(reply, "ttl", ttl, sizeof(ttl))) {
         if (strcmp(ttl, "-1") == 0) {
             printf(", without expiry (a key without a TTL: it may never be freed)");
         } else if (ctl_parse_int(ttl, PROTO_NUMBER_MAX, &ms) == 0) {
@@ -1138,13 +841,13 @@ ctl_cmd_status(const struct ctl_opts *o, struct ctl_conn *c)
             printf(", lease ends in %s unless its holder renews it", left);
         }
     }
-    if (ctl_field(reply, "fence", fence, sizeof(fence))) {
+    if (client_field(reply, "fence", fence, sizeof(fence))) {
         printf(", fence %s", fence);
     }
-    if (ctl_field(reply, "kind", kind, sizeof(kind)) && strcmp(kind, "exclusive") != 0
-        && ctl_field(reply, "holders", holders, sizeof(holders))) {
+    if (client_field(reply, "kind", kind, sizeof(kind)) && strcmp(kind, "exclusive") != 0
+        && client_field(reply, "holders", holders, sizeof(holders))) {
         printf(", %s by %s holder%s", kind, holders, strcmp(holders, "1") == 0 ? "" : "s");
-        if (ctl_field(reply, "limit", limit, sizeof(limit))) {
+        if (client_field(reply, "limit", limit, sizeof(limit))) {
             printf(" of %s", limit);
         }
     }
@@ -1188,7 +891,7 @@ ctl_cmd_stats(const struct ctl_opts *o, struct ctl_conn *c)
     size_t n = 0, nfields = 0, nmasters = 0, width = 0, colw[CTL_FIELDS_MAX], i, f, len;
     bool in_table[CTL_STATS_MAX];
     struct ctl_stat *st;
-    int64_t deadline = ctl_now_ms() + CTL_REPLY_MS, m;
+    int64_t deadline = client_now_ms() + CTL_REPLY_MS, m;
     char idx[8], num[24];
 
     st = calloc(CTL_STATS_MAX, sizeof(*st));
@@ -1302,7 +1005,7 @@ ctl_digits(const char *reply, const char *key, char *out, size_t size)
     size_t i;
 
     out[0] = '\0';
-    if (ctl_field(reply, key, out, size)) {
+    if (client_field(reply, key, out, size)) {
         for (i = 0; out[i] != '\0'; i++) {
             if (out[i] < '0' || out[i] > '9') {
                 out[0] = '\0';
@@ -1343,18 +1046,18 @@ ctl_acquire(const struct ctl_opts *o, struct ctl_conn *c, struct ctl_grant *g)
     snprintf(what, sizeof(what), "%s %s", verb, o->name);
     ctl_request(c, req);
     if (o->nowait) {
-        deadline = ctl_now_ms() + CTL_REPLY_MS;
+        deadline = client_now_ms() + CTL_REPLY_MS;
     } else if (o->wait_ms > 0) {
-        deadline = ctl_now_ms() + o->wait_ms + CTL_WAIT_SLACK_MS;
+        deadline = client_now_ms() + o->wait_ms + CTL_WAIT_SLACK_MS;
     } else {
         deadline = -1;
     }
     reply = ctl_reply(c, what, deadline);
-    if (ctl_is(reply, "OK", o->name)) {
+    if (client_is_reply(reply, "OK", o->name)) {
         ctl_digits(reply, "fence", g->fence, sizeof(g->fence));
         ctl_digits(reply, "permit", g->permit, sizeof(g->permit));
         if (o->verbose) {
-            if (!ctl_field(reply, "validity", ttl, sizeof(ttl))) {
+            if (!client_field(reply, "validity", ttl, sizeof(ttl))) {
                 strcpy(ttl, "?");
             }
             ctl_msg("acquired '%s' (validity=%s ms%s%s%s%s)", o->name, ttl,
@@ -1363,10 +1066,10 @@ ctl_acquire(const struct ctl_opts *o, struct ctl_conn *c, struct ctl_grant *g)
         }
         return;
     }
-    if (ctl_is(reply, "BUSY", o->name) || ctl_is(reply, "TIMEOUT", o->name)) {
+    if (client_is_reply(reply, "BUSY", o->name) || client_is_reply(reply, "TIMEOUT", o->name)) {
         if (o->verbose && reply[0] == 'B') {
             left[0] = '\0';
-            if (ctl_field(reply, "ttl", ttl, sizeof(ttl))
+            if (client_field(reply, "ttl", ttl, sizeof(ttl))
                 && ctl_parse_int(ttl, PROTO_NUMBER_MAX, &ms) == 0) {
                 snprintf(left, sizeof(left), " (its lease ends in %lld ms unless renewed)",
                          (long long)ms);
@@ -1523,7 +1226,7 @@ ctl_lose(const struct ctl_opts *o, struct ctl_child *ch, const char *why)
                 o->name, why);
         return;
     }
-    ch->kill_at = ctl_now_ms() + o->grace_ms;
+    ch->kill_at = client_now_ms() + o->grace_ms;
     ctl_seconds_text(o->grace_ms, grace, sizeof(grace));
     ctl_msg("lost the lock '%s' while the command ran (%s): SIGTERM to its process group, "
             "SIGKILL when it exits or in %s", o->name, why, grace);
@@ -1536,24 +1239,27 @@ ctl_lose(const struct ctl_opts *o, struct ctl_child *ch, const char *why)
 static void
 ctl_release(const struct ctl_opts *o, struct ctl_conn *c)
 {
-    int64_t deadline = ctl_now_ms() + CTL_REPLY_MS;
+    int64_t deadline = client_now_ms() + CTL_REPLY_MS;
+    char req[PROTO_NAME_MAX + 16];
     int sig = 0;
 
-    if (c->fd < 0 || ctl_send(c, "UNLOCK %s", o->name) != 0) {
+    snprintf(req, sizeof(req), "UNLOCK %s", o->name);
+    if (c->cl.fd < 0 || client_send(&c->cl, req, deadline) != 0) {
         return;
     }
     for (;;) {
         switch (ctl_next(c, deadline, &sig)) {
         case CTL_EV_LINE:
-            if (c->line[0] == '!') {
+            if (client_is_push(c->cl.line)) {
                 continue;
             }
-            if (ctl_is(c->line, "OK", o->name)) {
+            if (client_is_reply(c->cl.line, "OK", o->name)) {
                 if (o->verbose) {
                     ctl_msg("released '%s'", o->name);
                 }
-            } else if (!ctl_is(c->line, "NOTHELD", o->name)) {
-                ctl_msg("releasing '%s': %s (its lease runs out by itself)", o->name, c->line);
+            } else if (!client_is_reply(c->cl.line, "NOTHELD", o->name)) {
+                ctl_msg("releasing '%s': %s (its lease runs out by itself)", o->name,
+                        c->cl.line);
             }
             return;
         case CTL_EV_SIGNAL:
@@ -1575,7 +1281,8 @@ ctl_release(const struct ctl_opts *o, struct ctl_conn *c)
 static int
 ctl_run(const struct ctl_opts *o, struct ctl_conn *c, const struct ctl_grant *g)
 {
-    char why[sizeof(((struct ctl_conn *)NULL)->where) + 320], reason[32], grace[48];
+    char why[sizeof(((struct ctl_conn *)NULL)->where) + CLIENT_ERR_MAX + 64], reason[32];
+    char grace[48];
     struct ctl_child ch;
     bool handover;
     int sig = 0;
@@ -1600,8 +1307,8 @@ ctl_run(const struct ctl_opts *o, struct ctl_conn *c, const struct ctl_grant *g)
             }
             break;
         case CTL_EV_LINE:
-            if (strncmp(c->line, "! ", 2) == 0 && ctl_is(c->line + 2, "LOST", o->name)) {
-                if (!ctl_field(c->line + 2, "reason", reason, sizeof(reason))) {
+            if (client_is_push(c->cl.line) && client_is_reply(c->cl.line + 2, "LOST", o->name)) {
+                if (!client_field(c->cl.line, "reason", reason, sizeof(reason))) {
                     strcpy(reason, "?");
                 }
                 snprintf(why, sizeof(why), "reason=%s", reason);
@@ -1610,7 +1317,7 @@ ctl_run(const struct ctl_opts *o, struct ctl_conn *c, const struct ctl_grant *g)
             break;
         case CTL_EV_CLOSED:
             snprintf(why, sizeof(why), "the connection to redlockd at %s ended: %s", c->where,
-                     c->why);
+                     c->cl.err);
             ctl_lose(o, &ch, why);
             break;
         case CTL_EV_TIMEOUT:
