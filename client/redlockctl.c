@@ -2,10 +2,13 @@
  * redlockctl.c: flock(1) for the whole fleet, through redlockd.
  *
  *     redlockctl [-S SOCKET | -H HOST:PORT] [-n | -w SECONDS] [-t TTL_MS]
- *                [-E CODE] [-k GRACE_SECONDS] [--fence] [-s | --limit N] [-v]
- *                NAME [--] COMMAND [ARGS...]
+ *                [-E CODE] [-k GRACE_SECONDS] [--fence] [-s | --limit N]
+ *                [--label TEXT] [-v] NAME [--] COMMAND [ARGS...]
  *     redlockctl [options] NAME -c 'SHELL COMMAND'
  *     redlockctl [-S SOCKET | -H HOST:PORT] status NAME
+ *     redlockctl [-S SOCKET | -H HOST:PORT] list [PREFIX]
+ *     redlockctl [-S SOCKET | -H HOST:PORT] watch NAME
+ *     redlockctl [-S SOCKET | -H HOST:PORT] break NAME
  *     redlockctl [-S SOCKET | -H HOST:PORT] stats
  *     redlockctl [-S SOCKET | -H HOST:PORT] ping
  *
@@ -22,8 +25,11 @@
  *      send AUTH <password> first (a daemon without a password answers
  *      that none is configured, and that is accepted).
  *   2. Take NAME in session mode: LOCK NAME [ttl=] [wait=] [fence]
- *      [shared | limit=N], or TRYLOCK for -n and -w 0.  The lock lives as long as this connection;
- *      the daemon renews it.  No -n/-w: wait forever (wait=inf).
+ *      [shared | limit=N] label=TEXT, or TRYLOCK for -n and -w 0.  The
+ *      lock lives as long as this connection; the daemon renews it.  No
+ *      -n/-w: wait forever (wait=inf).  The label tells others who holds
+ *      the name (LIST, STATUS, WATCH): --label TEXT, else
+ *      <host>:<pid>:<command name> (ctl_default_label()).
  *   3. Fork COMMAND: its own process group (setpgid), REDLOCK_NAME=NAME and
  *      REDLOCK_FENCE=N in its environment when the grant carried a fence
  *      (--fence, or lock.fence: always); otherwise REDLOCK_FENCE is removed,
@@ -76,10 +82,13 @@
  *     71  EX_OSERR     fork failed
  *     75  EX_TEMPFAIL  the lock was lost while COMMAND ran
  *     77  EX_NOPERM    redlockd refused AUTH, or wants a password and
- *                      $REDLOCKD_PASSWORD is not set
+ *                      $REDLOCKD_PASSWORD is not set; break: the session
+ *                      is not admin (ERR DENIED)
  *     126, 127         COMMAND could not be executed, or was not found
  *     128 + N          signal N made redlockctl give up while waiting
  *     status: 0 NAME is held, 1 NAME is free
+ *     list, break: 0; watch: 0 after SIGINT or SIGTERM, 69 when the
+ *                      connection ends
  *
  * A conflict (exit 1 or -E) is silent, like flock(1), so that a cron job
  * with -n does not mail anybody; -v reports it.  Every other failure prints
@@ -119,6 +128,7 @@
 #define CTL_STATS_MAX       4096    /* STAT lines kept by `stats` */
 #define CTL_MASTERS_MAX     64      /* master rows shown by `stats` */
 #define CTL_FIELDS_MAX      32      /* master columns shown by `stats` */
+#define CTL_LABEL_MAX       64      /* --label and the default label, bytes */
 #define CTL_EXIT_CONFLICT   1       /* -n / -w conflict unless -E */
 #define CTL_EXIT_NOEXEC     126     /* COMMAND found but not executable */
 #define CTL_EXIT_NOTFOUND   127     /* COMMAND not found */
@@ -127,8 +137,27 @@
 enum ctl_mode {
     CTL_MODE_LOCK,      /* run a command under a lock */
     CTL_MODE_STATUS,    /* status NAME */
+    CTL_MODE_LIST,      /* list [PREFIX] */
+    CTL_MODE_WATCH,     /* watch NAME */
+    CTL_MODE_BREAK,     /* break NAME */
     CTL_MODE_STATS,     /* stats */
     CTL_MODE_PING       /* ping */
+};
+
+/* The subcommands, by the word that names them on the command line. */
+static const struct {
+    const char     *word;           /* status, list, ... */
+    enum ctl_mode   mode;           /* what it does */
+    int             min_args;       /* words after it, at least */
+    int             max_args;       /* and at most */
+    const char     *usage;         /* its line of the usage text, after "redlockctl " */
+} ctl_subcommands[] = {
+    { "status", CTL_MODE_STATUS, 1, 1, "status NAME" },
+    { "list",   CTL_MODE_LIST,   0, 1, "list [PREFIX]" },
+    { "watch",  CTL_MODE_WATCH,  1, 1, "watch NAME" },
+    { "break",  CTL_MODE_BREAK,  1, 1, "break NAME" },
+    { "stats",  CTL_MODE_STATS,  0, 0, "stats" },
+    { "ping",   CTL_MODE_PING,   0, 0, "ping" },
 };
 
 /* The command line, after parsing; strings point into argv or environ. */
@@ -146,10 +175,14 @@ struct ctl_opts {
     bool            shared;         /* -s, --shared: a shared hold */
     int64_t         limit;          /* --limit N: a counted hold; 0: exclusive */
     bool            verbose;        /* -v */
+    const char     *label;          /* --label TEXT, or NULL: ctl_default_label() */
     const char     *shell_cmd;      /* -c STRING, or NULL */
-    const char     *name;           /* the lock name (lock and status modes) */
+    const char     *name;           /* the lock name (lock, status, watch, break), or
+                                       the prefix of list (NULL: none) */
     char          **argv;           /* COMMAND and its arguments (NULL with -c) */
-    const char     *password;       /* $REDLOCKD_PASSWORD, or NULL */
+    const char     *password;       /* $REDLOCKD_PASSWORD, or NULL; for break
+                                       $REDLOCKD_ADMIN_PASSWORD first */
+    const char     *password_var;   /* the variable password came from, for messages */
 };
 
 /* What a grant carried, for COMMAND's environment. */
@@ -198,6 +231,8 @@ static void ctl_msg(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 static void ctl_fail(int code, const char *fmt, ...)
     __attribute__((format(printf, 2, 3), noreturn));
 static void ctl_usage_fail(const char *fmt, ...) __attribute__((format(printf, 1, 2), noreturn));
+static void ctl_fail_err(const struct ctl_opts *o, const struct ctl_conn *c, const char *what,
+                         const char *line) __attribute__((noreturn));
 
 /* ---- small helpers ---- */
 
@@ -237,12 +272,15 @@ ctl_fail(int code, const char *fmt, ...)
 static void
 ctl_usage(FILE *out)
 {
+    size_t i;
+
     fputs("Usage: redlockctl [options] NAME [--] COMMAND [ARGS...]\n"
-          "       redlockctl [options] NAME -c 'SHELL COMMAND'\n"
-          "       redlockctl [-S SOCKET | -H HOST:PORT] status NAME\n"
-          "       redlockctl [-S SOCKET | -H HOST:PORT] stats\n"
-          "       redlockctl [-S SOCKET | -H HOST:PORT] ping\n"
-          "\n"
+          "       redlockctl [options] NAME -c 'SHELL COMMAND'\n", out);
+    for (i = 0; i < sizeof(ctl_subcommands) / sizeof(ctl_subcommands[0]); i++) {
+        fprintf(out, "       redlockctl [-S SOCKET | -H HOST:PORT] %s\n",
+                ctl_subcommands[i].usage);
+    }
+    fputs("\n"
           "Take the fleet-wide lock NAME through redlockd, run COMMAND while holding\n"
           "it, release it, and exit with COMMAND's status (flock(1) for many machines).\n"
           "\n"
@@ -263,14 +301,23 @@ ctl_usage(FILE *out)
           "                 exclusive one (flock -s)\n"
           "  --limit N      a counted hold: at most N holders of NAME at once across\n"
           "                 the fleet; the permit held is passed as REDLOCK_PERMIT\n"
+          "  --label TEXT   who holds NAME, as list, status and watch show it: 1..64\n"
+          "                 printable characters without spaces (default\n"
+          "                 HOST:PID:COMMAND, PID redlockctl's, 'sh' for -c)\n"
           "  -v             report the lock's acquisition, release and conflicts on stderr\n"
           "  -h, --help     this text\n"
           "  -V, --version  the version\n"
           "\n"
           "Without -S or -H: $REDLOCKD_SOCKET, else $REDLOCKD_ADDR, else\n"
           "/run/redlockd/redlockd.sock if it accepts a connection, else 127.0.0.1:7379.\n"
-          "$REDLOCKD_PASSWORD, when set, is sent with AUTH first.  To lock a name\n"
-          "spelled status, stats or ping, put -- before it.\n"
+          "$REDLOCKD_PASSWORD, when set, is sent with AUTH first (for break,\n"
+          "$REDLOCKD_ADMIN_PASSWORD when set).  To lock a name spelled status, list,\n"
+          "watch, break, stats or ping, put -- before it.\n"
+          "\n"
+          "list [PREFIX]: the names this daemon holds or waits for, one line each.\n"
+          "watch NAME: a line whenever NAME is taken or freed, through any daemon,\n"
+          "until SIGINT or SIGTERM.  break NAME: end whoever's hold on NAME (an admin\n"
+          "session: auth.admin_password, or root on the Unix socket).\n"
           "\n"
           "COMMAND runs in its own process group with REDLOCK_NAME=NAME, and with\n"
           "REDLOCK_FENCE=N when the grant carried a fence (else REDLOCK_FENCE is\n"
@@ -282,8 +329,10 @@ ctl_usage(FILE *out)
           "held or -w ran out; 64: usage, or a request redlockd refused (bad name, ttl\n"
           "out of range); 69: redlockd unreachable, no quorum of masters, or another\n"
           "redlockd error; 71: fork failed; 75: the lock was lost while COMMAND ran;\n"
-          "77: AUTH refused or needed; 126/127: COMMAND not executable / not found;\n"
-          "128+N: signal N while waiting for the lock.  status: 0 held, 1 free.\n",
+          "77: AUTH refused or needed, or break refused (not admin); 126/127: COMMAND\n"
+          "not executable / not found; 128+N: signal N while waiting for the lock.\n"
+          "status: 0 held, 1 free.  watch: 0 after SIGINT or SIGTERM, 69 when the\n"
+          "connection ends.\n",
           out);
 }
 
@@ -508,7 +557,9 @@ ctl_fail_err(const struct ctl_opts *o, const struct ctl_conn *c, const char *wha
     }
     if (client_is_err(line, "AUTH")) {
         ctl_fail(EX_NOPERM, "redlockd at %s: %s%s", c->where, client_err_text(line),
-                 o->password == NULL ? " (set REDLOCKD_PASSWORD)" : "");
+                 o->password != NULL ? ""
+                 : o->mode == CTL_MODE_BREAK ? " (set REDLOCKD_ADMIN_PASSWORD)"
+                 : " (set REDLOCKD_PASSWORD)");
     }
     if (!client_is_status(line, "ERR") || line[3] == '\0') {
         ctl_fail(EX_UNAVAILABLE, "unexpected answer to %s from %s: %s", what, c->where, line);
@@ -593,13 +644,15 @@ ctl_parse(int argc, char **argv, struct ctl_opts *o)
         { "fence",   no_argument, NULL, 'F' },
         { "shared",  no_argument, NULL, 's' },
         { "limit",   required_argument, NULL, 'L' },
+        { "label",   required_argument, NULL, 'B' },
         { "help",    no_argument, NULL, 'h' },
         { "version", no_argument, NULL, 'V' },
         { NULL,      0,           NULL, 0 }
     };
-    const char *last_arg = NULL, *env;
-    char lock_opt = '\0', **ops;
+    const char *last_arg = NULL, *env, *lock_opt = NULL;
+    char **ops;
     bool dashdash;
+    size_t sub, nsubs = sizeof(ctl_subcommands) / sizeof(ctl_subcommands[0]);
     int64_t v;
     int ch, nops;
 
@@ -615,36 +668,36 @@ ctl_parse(int argc, char **argv, struct ctl_opts *o)
         switch (ch) {
         case 'n':
             o->nowait = true;
-            lock_opt = 'n';
+            lock_opt = "-n";
             break;
         case 'w':
             if (ctl_parse_seconds(optarg, &o->wait_ms) != 0) {
                 ctl_usage_fail("-w: bad number of seconds '%s'", optarg);
             }
-            lock_opt = 'w';
+            lock_opt = "-w";
             break;
         case 't':
             if (ctl_parse_int(optarg, PROTO_NUMBER_MAX, &o->ttl_ms) != 0 || o->ttl_ms == 0) {
                 ctl_usage_fail("-t: bad ttl '%s' (milliseconds, at least 1)", optarg);
             }
-            lock_opt = 't';
+            lock_opt = "-t";
             break;
         case 'E':
             if (ctl_parse_int(optarg, 255, &v) != 0) {
                 ctl_usage_fail("-E: bad exit code '%s' (0..255)", optarg);
             }
             o->conflict_code = (int)v;
-            lock_opt = 'E';
+            lock_opt = "-E";
             break;
         case 'k':
             if (ctl_parse_seconds(optarg, &o->grace_ms) != 0) {
                 ctl_usage_fail("-k: bad number of seconds '%s'", optarg);
             }
-            lock_opt = 'k';
+            lock_opt = "-k";
             break;
         case 'c':
             o->shell_cmd = optarg;
-            lock_opt = 'c';
+            lock_opt = "-c";
             break;
         case 'S':
             o->unix_path = optarg;
@@ -654,17 +707,25 @@ ctl_parse(int argc, char **argv, struct ctl_opts *o)
             break;
         case 'F':
             o->fence = true;
-            lock_opt = 'F';
+            lock_opt = "--fence";
             break;
         case 's':
             o->shared = true;
-            lock_opt = 's';
+            lock_opt = "-s";
             break;
         case 'L':
             if (ctl_parse_int(optarg, PROTO_NUMBER_MAX, &o->limit) != 0 || o->limit == 0) {
                 ctl_usage_fail("--limit: bad number of holders '%s' (at least 1)", optarg);
             }
-            lock_opt = 'L';
+            lock_opt = "--limit";
+            break;
+        case 'B':
+            if (!client_word_ok(optarg, CTL_LABEL_MAX)) {
+                ctl_usage_fail("--label: bad label '%s' (1..%d printable ASCII characters, "
+                               "no spaces)", optarg, CTL_LABEL_MAX);
+            }
+            o->label = optarg;
+            lock_opt = "--label";
             break;
         case 'v':
             o->verbose = true;
@@ -676,8 +737,8 @@ ctl_parse(int argc, char **argv, struct ctl_opts *o)
             printf("redlockctl %s\n", REDLOCKD_VERSION);
             exit(0);
         default:
-            if (optopt == 'L') {
-                ctl_usage_fail("option --limit needs a value");
+            if (optopt == 'L' || optopt == 'B') {
+                ctl_usage_fail("option --%s needs a value", optopt == 'L' ? "limit" : "label");
             }
             if (optopt != 0 && strchr("wtEkcSH", optopt) != NULL) {
                 ctl_usage_fail("option -%c needs a value", optopt);
@@ -714,13 +775,6 @@ ctl_parse(int argc, char **argv, struct ctl_opts *o)
             ctl_usage_fail("bad redlockd address '%s' (HOST:PORT or [IPv6]:PORT)", o->addr);
         }
     }
-    if ((env = getenv("REDLOCKD_PASSWORD")) != NULL && env[0] != '\0') {
-        if (!client_word_ok(env, PROTO_WORD_MAX)) {
-            ctl_usage_fail("REDLOCKD_PASSWORD must be 1..%d printable characters without "
-                           "spaces", PROTO_WORD_MAX);
-        }
-        o->password = env;
-    }
 
     if (o->shared && o->limit > 0) {
         ctl_usage_fail("-s and --limit exclude each other (a name is one kind)");
@@ -729,26 +783,24 @@ ctl_parse(int argc, char **argv, struct ctl_opts *o)
     if (nops == 0) {
         ctl_usage_fail("no lock NAME");
     }
-    if (!dashdash && (strcmp(ops[0], "status") == 0 || strcmp(ops[0], "stats") == 0
-                      || strcmp(ops[0], "ping") == 0)) {
-        if (lock_opt != '\0') {
-            ctl_usage_fail("%s%c is not used with '%s'",
-                           lock_opt == 'F' ? "--fence" : lock_opt == 'L' ? "--limit" : "-",
-                           lock_opt == 'F' || lock_opt == 'L' ? ' ' : lock_opt, ops[0]);
+    for (sub = 0; !dashdash && sub < nsubs; sub++) {
+        if (strcmp(ops[0], ctl_subcommands[sub].word) == 0) {
+            break;
         }
-        if (strcmp(ops[0], "status") == 0) {
-            if (nops != 2) {
-                ctl_usage_fail("usage: redlockctl status NAME");
-            }
-            o->mode = CTL_MODE_STATUS;
-            o->name = ops[1];
-        } else {
-            if (nops != 1) {
+    }
+    if (!dashdash && sub < nsubs) {
+        if (lock_opt != NULL) {
+            ctl_usage_fail("%s is not used with '%s'", lock_opt, ops[0]);
+        }
+        if (nops - 1 < ctl_subcommands[sub].min_args
+            || nops - 1 > ctl_subcommands[sub].max_args) {
+            if (ctl_subcommands[sub].max_args == 0) {
                 ctl_usage_fail("'%s' takes no arguments", ops[0]);
             }
-            o->mode = strcmp(ops[0], "stats") == 0 ? CTL_MODE_STATS : CTL_MODE_PING;
-            return;
+            ctl_usage_fail("usage: redlockctl %s", ctl_subcommands[sub].usage);
         }
+        o->mode = ctl_subcommands[sub].mode;
+        o->name = nops > 1 ? ops[1] : NULL;
     } else {
         o->mode = CTL_MODE_LOCK;
         o->name = ops[0];
@@ -780,9 +832,23 @@ ctl_parse(int argc, char **argv, struct ctl_opts *o)
             o->nowait = true;
         }
     }
-    if (!client_word_ok(o->name, PROTO_NAME_MAX)) {
-        ctl_usage_fail("bad lock name (1..%d printable ASCII characters, no spaces)",
-                       PROTO_NAME_MAX);
+    if (o->name != NULL && !client_word_ok(o->name, PROTO_NAME_MAX)) {
+        ctl_usage_fail("bad %s (1..%d printable ASCII characters, no spaces)",
+                       o->mode == CTL_MODE_LIST ? "prefix" : "lock name", PROTO_NAME_MAX);
+    }
+
+    /* The password: an admin's for break, when there is one. */
+    o->password_var = "REDLOCKD_PASSWORD";
+    if (o->mode == CTL_MODE_BREAK && (env = getenv("REDLOCKD_ADMIN_PASSWORD")) != NULL
+        && env[0] != '\0') {
+        o->password_var = "REDLOCKD_ADMIN_PASSWORD";
+    }
+    if ((env = getenv(o->password_var)) != NULL && env[0] != '\0') {
+        if (!client_word_ok(env, PROTO_WORD_MAX)) {
+            ctl_usage_fail("%s must be 1..%d printable characters without spaces",
+                           o->password_var, PROTO_WORD_MAX);
+        }
+        o->password = env;
     }
 }
 
@@ -853,6 +919,104 @@ ctl_cmd_status(const struct ctl_opts *o, struct ctl_conn *c)
     }
     printf("\n");
     return 0;
+}
+
+/* list [PREFIX]: LIST's lines as they come, without the END; 0. */
+static int
+ctl_cmd_list(const struct ctl_opts *o, struct ctl_conn *c)
+{
+    int64_t deadline = client_now_ms() + CTL_REPLY_MS;
+    char req[PROTO_NAME_MAX + 8];
+    const char *line;
+
+    if (o->name != NULL) {
+        snprintf(req, sizeof(req), "LIST %s", o->name);
+    } else {
+        snprintf(req, sizeof(req), "LIST");
+    }
+    ctl_request(c, req);
+    for (;;) {
+        line = ctl_reply(c, "LIST", deadline);
+        if (strcmp(line, "END") == 0) {
+            return 0;
+        }
+        if (client_is_status(line, "ERR")) {
+            ctl_fail_err(o, c, req, line);
+        }
+        printf("%s\n", line);
+        /* A long list: each line is due CTL_REPLY_MS after the one before. */
+        deadline = client_now_ms() + CTL_REPLY_MS;
+    }
+}
+
+/*
+ * watch NAME: WATCH, then every pushed "! HELD NAME ..." and "! FREE
+ * NAME" printed without its "! ", a line at a time, until SIGINT or
+ * SIGTERM (0); the end of the connection is 69.  The daemon answers OK
+ * before it pushes anything about NAME.
+ */
+static int
+ctl_cmd_watch(const struct ctl_opts *o, struct ctl_conn *c)
+{
+    char req[PROTO_NAME_MAX + 16];
+    const char *reply, *line = c->cl.line;
+    int sig = 0;
+
+    snprintf(req, sizeof(req), "WATCH %s", o->name);
+    ctl_request(c, req);
+    reply = ctl_reply(c, req, client_now_ms() + CTL_REPLY_MS);
+    if (!client_is_reply(reply, "OK", o->name)) {
+        ctl_fail_err(o, c, req, reply);
+    }
+    for (;;) {
+        switch (ctl_next(c, -1, &sig)) {
+        case CTL_EV_LINE:
+            if (strncmp(line, "! ", 2) == 0 && (client_is_reply(line + 2, "HELD", o->name)
+                                                || client_is_reply(line + 2, "FREE", o->name))) {
+                printf("%s\n", line + 2);
+                fflush(stdout);
+            }
+            break;
+        case CTL_EV_SIGNAL:
+            if (sig == SIGINT || sig == SIGTERM) {
+                return 0;
+            }
+            if (sig != SIGCHLD) {
+                exit(128 + sig);
+            }
+            break;
+        case CTL_EV_TIMEOUT:
+        case CTL_EV_CLOSED:
+            ctl_fail(EX_UNAVAILABLE, "watching '%s': the connection to redlockd at %s ended: %s",
+                     o->name, c->where, c->cl.err);
+        }
+    }
+}
+
+/*
+ * break NAME: BREAK; prints "broken NAME: holders=N fence=F" (the
+ * reply's fields) and returns 0.  A session that is not admin is 77.
+ */
+static int
+ctl_cmd_break(const struct ctl_opts *o, struct ctl_conn *c)
+{
+    char req[PROTO_NAME_MAX + 16];
+    const char *reply;
+
+    snprintf(req, sizeof(req), "BREAK %s", o->name);
+    ctl_request(c, req);
+    reply = ctl_reply(c, req, client_now_ms() + CTL_REPLY_MS);
+    if (client_is_reply(reply, "OK", o->name)) {
+        printf("broken %s:%s\n", o->name, reply + strlen("OK ") + strlen(o->name));
+        return 0;
+    }
+    if (client_is_err(reply, "DENIED")) {
+        ctl_fail(EX_NOPERM, "redlockd at %s refused %s: %s%s", c->where, req,
+                 client_err_text(reply),
+                 o->password != NULL ? ""
+                 : " (set REDLOCKD_ADMIN_PASSWORD, or use the Unix socket as root)");
+    }
+    ctl_fail_err(o, c, req, reply);
 }
 
 /* Free the STAT lines kept by ctl_cmd_stats(). */
@@ -1016,6 +1180,34 @@ ctl_digits(const char *reply, const char *key, char *out, size_t size)
 }
 
 /*
+ * The label sent without --label: <host>:<pid>:<command name> (the
+ * basename of COMMAND, "sh" for -c, the pid redlockctl's), cut to
+ * CTL_LABEL_MAX bytes, every byte outside 0x21..0x7E replaced by '_'.
+ */
+static void
+ctl_default_label(const struct ctl_opts *o, char *out, size_t size)
+{
+    char host[256] = "", full[sizeof(host) + 32 + 2 * CTL_LABEL_MAX];
+    const char *cmd = "sh", *slash;
+    size_t i;
+
+    if (gethostname(host, sizeof(host) - 1) != 0) {
+        snprintf(host, sizeof(host), "unknown");
+    }
+    if (o->shell_cmd == NULL) {
+        slash = strrchr(o->argv[0], '/');
+        cmd = slash != NULL ? slash + 1 : o->argv[0];
+    }
+    snprintf(full, sizeof(full), "%s:%ld:%.*s", host, (long)getpid(), CTL_LABEL_MAX, cmd);
+    snprintf(out, size, "%.*s", CTL_LABEL_MAX, full);
+    for (i = 0; out[i] != '\0'; i++) {
+        if ((unsigned char)out[i] < 0x21 || (unsigned char)out[i] > 0x7e) {
+            out[i] = '_';
+        }
+    }
+}
+
+/*
  * Take the lock (LOCK, or TRYLOCK for -n).  Returns with the grant's fence
  * and permit in g ("" when none); a conflict or an error ends redlockctl.
  */
@@ -1023,7 +1215,8 @@ static void
 ctl_acquire(const struct ctl_opts *o, struct ctl_conn *c, struct ctl_grant *g)
 {
     const char *verb = o->nowait ? "TRYLOCK" : "LOCK", *reply;
-    char req[PROTO_NAME_MAX + 128], what[PROTO_NAME_MAX + 16], ttl[32], left[48];
+    char req[PROTO_NAME_MAX + CTL_LABEL_MAX + 128], what[PROTO_NAME_MAX + 16], ttl[32];
+    char label[CTL_LABEL_MAX + 1], left[48];
     int64_t deadline, ms;
     size_t len;
 
@@ -1039,10 +1232,17 @@ ctl_acquire(const struct ctl_opts *o, struct ctl_conn *c, struct ctl_grant *g)
         len += (size_t)snprintf(req + len, sizeof(req) - len, " fence");
     }
     if (o->shared) {
-        snprintf(req + len, sizeof(req) - len, " shared");
+        len += (size_t)snprintf(req + len, sizeof(req) - len, " shared");
     } else if (o->limit > 0) {
-        snprintf(req + len, sizeof(req) - len, " limit=%lld", (long long)o->limit);
+        len += (size_t)snprintf(req + len, sizeof(req) - len, " limit=%lld",
+                                (long long)o->limit);
     }
+    if (o->label != NULL) {
+        snprintf(label, sizeof(label), "%s", o->label);
+    } else {
+        ctl_default_label(o, label, sizeof(label));
+    }
+    snprintf(req + len, sizeof(req) - len, " label=%s", label);
     snprintf(what, sizeof(what), "%s %s", verb, o->name);
     ctl_request(c, req);
     if (o->nowait) {
@@ -1355,6 +1555,12 @@ main(int argc, char **argv)
         return ctl_cmd_ping(&conn);
     case CTL_MODE_STATUS:
         return ctl_cmd_status(&o, &conn);
+    case CTL_MODE_LIST:
+        return ctl_cmd_list(&o, &conn);
+    case CTL_MODE_WATCH:
+        return ctl_cmd_watch(&o, &conn);
+    case CTL_MODE_BREAK:
+        return ctl_cmd_break(&o, &conn);
     case CTL_MODE_STATS:
         return ctl_cmd_stats(&o, &conn);
     case CTL_MODE_LOCK:
