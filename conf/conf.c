@@ -179,6 +179,9 @@ static const struct conf_directive conf_directives[] = {
     { "auth", "password", CONF_T_STRING, offsetof(struct conf, auth_password),
       0, 250, 0, "",
       "password clients send with AUTH; \"\" disables", NULL },
+    { "auth", "admin_password", CONF_T_STRING, offsetof(struct conf, auth_admin_password),
+      0, 250, 0, "",
+      "password that gives a session the admin right (BREAK); \"\" for none", NULL },
     { "auth", "unix_exempt", CONF_T_BOOL, offsetof(struct conf, auth_unix_exempt),
       0, 0, 0, "true",
       "sessions on the Unix socket need no AUTH", NULL },
@@ -1289,6 +1292,29 @@ conf_host_is_loopback(const char *host)
     return false;
 }
 
+/*
+ * A password of the auth section (row i of the table, value pass) is one
+ * word of AUTH <password>: printable ASCII without spaces.
+ */
+static void
+conf_check_password(struct conf_state *st, size_t i, const char *pass)
+{
+    const char *c;
+
+    if (st->seen[i].bad || pass == NULL) {
+        return;
+    }
+    for (c = pass; *c != '\0'; c++) {
+        if ((unsigned char)*c < 0x21 || (unsigned char)*c > 0x7e) {
+            conf_note_at(st, st->seen[i].line, st->seen[i].column, true,
+                         "auth.%s: byte 0x%02x at offset %zu; use printable "
+                         "ASCII without spaces (it is one word of AUTH <password>)",
+                         conf_directives[i].key, (unsigned char)*c, (size_t)(c - pass));
+            return;
+        }
+    }
+}
+
 /* Pass 3: the settings against each other. */
 static void
 conf_check(struct conf_state *st)
@@ -1305,6 +1331,7 @@ conf_check(struct conf_state *st)
     size_t unx = conf_must_find("listen", "unix");
     size_t down = conf_must_find("redis", "down_after_ms");
     size_t apass = conf_must_find("auth", "password");
+    size_t admin = conf_must_find("auth", "admin_password");
 
     conf_derive(conf);
     if (st->seen[unx].set && !st->seen[unx].bad) {
@@ -1335,18 +1362,14 @@ conf_check(struct conf_state *st)
                      ": a master is declared silent only after a round's deadline");
 
     /* AUTH <password> is one word of the line protocol. */
-    if (!st->seen[apass].bad && conf->auth_password != NULL) {
-        const char *c;
-
-        for (c = conf->auth_password; *c != '\0'; c++) {
-            if ((unsigned char)*c < 0x21 || (unsigned char)*c > 0x7e) {
-                conf_note_at(st, st->seen[apass].line, st->seen[apass].column, true,
-                             "auth.password: byte 0x%02x at offset %zu; use printable "
-                             "ASCII without spaces (it is one word of AUTH <password>)",
-                             (unsigned char)*c, (size_t)(c - conf->auth_password));
-                break;
-            }
-        }
+    conf_check_password(st, apass, conf->auth_password);
+    conf_check_password(st, admin, conf->auth_admin_password);
+    if (!st->seen[apass].bad && !st->seen[admin].bad && conf->auth_password != NULL
+        && conf->auth_admin_password != NULL && conf->auth_admin_password[0] != '\0'
+        && strcmp(conf->auth_password, conf->auth_admin_password) == 0) {
+        conf_note_at(st, st->seen[admin].line, st->seen[admin].column, true,
+                     "auth.admin_password is the same as auth.password: every client "
+                     "that may connect would have the admin right; choose another");
     }
 
     /* Protected mode: a session reachable from other hosts must AUTH. */

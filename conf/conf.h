@@ -92,6 +92,7 @@ struct conf {
 
     /* auth: */
     char    *auth_password;         /* "" for none; else AUTH first on TCP */
+    char    *auth_admin_password;   /* "" for none; AUTH with it: the admin right */
     bool     auth_unix_exempt;      /* Unix socket sessions need no AUTH */
 
     /* metrics: */

@@ -74,6 +74,8 @@ lease_reason_name(enum lease_reason why)
         return "gone";
     case LEASE_REASON_SHUTDOWN:
         return "shutdown";
+    case LEASE_REASON_BROKEN:
+        return "broken";
     }
     return "unknown";
 }
@@ -307,6 +309,9 @@ lease_note_lost(enum lease_reason why)
         break;
     case LEASE_REASON_SHUTDOWN:
         stats.locks_lost_shutdown++;
+        break;
+    case LEASE_REASON_BROKEN:
+        stats.locks_lost_broken++;
         break;
     }
 }

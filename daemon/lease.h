@@ -64,7 +64,8 @@ enum lease_reason {
     LEASE_REASON_QUORUM,    /* too few masters answered before validity ended */
     LEASE_REASON_GONE,      /* a quorum answered that the token is not there
                                (found at UNLOCK or a hand-over) */
-    LEASE_REASON_SHUTDOWN   /* the daemon is stopping */
+    LEASE_REASON_SHUTDOWN,  /* the daemon is stopping */
+    LEASE_REASON_BROKEN     /* an operator's BREAK ended it (through any daemon) */
 };
 
 /* A held lease.  Embedded in its owner's record; see Ownership above. */
@@ -119,7 +120,7 @@ bool lease_valid(const struct lease *l, int64_t now_us);
 bool lease_check(struct lease *l, int64_t now_us);
 
 /*
- * The holder found the lease lost (why: GONE or SHUTDOWN): LOST, no
+ * The holder found the lease lost (why: GONE, SHUTDOWN or BROKEN): LOST, no
  * more renewals, counted in stats; the lost callback is not called (the
  * caller reports it).  The keys are not touched.  Only from HELD or
  * RENEWING.
@@ -138,7 +139,7 @@ void lease_end(struct lease *l);
 /* Validity left at now_us, ms (0 when over). */
 int64_t lease_validity_left_ms(const struct lease *l, int64_t now_us);
 
-/* The reason= word of a LOST push: "renew", "quorum", "gone", "shutdown". */
+/* The reason= word of a LOST push: "renew", "quorum", "gone", "shutdown", "broken". */
 const char *lease_reason_name(enum lease_reason why);
 
 /* Leases HELD or RENEWING now. */

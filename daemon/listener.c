@@ -60,6 +60,7 @@ listener_accept_cb(struct evconnlistener *lev, evutil_socket_t fd,
     static const char full[] = "ERR LIMIT too many clients (limits.max_clients)\n";
     char peer[64];
     int one = 1;
+    long uid = -1, pid = -1;
 
     (void)lev;
     (void)socklen;
@@ -83,9 +84,11 @@ listener_accept_cb(struct evconnlistener *lev, evutil_socket_t fd,
         if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) == 0) {
             snprintf(peer, sizeof(peer), "unix uid=%u pid=%d", (unsigned)cred.uid,
                      (int)cred.pid);
+            uid = (long)cred.uid;
+            pid = (long)cred.pid;
         }
     }
-    if (session_accept(fd, peer, sa->sa_family == AF_UNIX) != 0) {
+    if (session_accept(fd, peer, sa->sa_family == AF_UNIX, uid, pid) != 0) {
         log_error("out of memory accepting a client");
     }
 }

@@ -93,6 +93,8 @@ struct hold {
     TAILQ_ENTRY(hold)   client_link;/* in client->holds */
     TAILQ_ENTRY(hold)   lock_link;  /* in lock->holders */
     unsigned            holds;      /* re-entrant count, >= 1 */
+    int64_t             granted_us; /* monotonic time of the grant (LIST's held_ms) */
+    char                label[REDLOCK_LABEL_MAX + 1]; /* who holds it, for people */
 };
 
 /*
@@ -128,6 +130,7 @@ struct waiter {
     char               *noquorum;   /* malloc'd text of the last attempt's NOQUORUM,
                                        NULL when it had a quorum of answers */
     int64_t             backoff_us; /* delay of the next retry after NOQUORUM */
+    char                label[REDLOCK_LABEL_MAX + 1]; /* the holder's label to write */
     size_t              name_off;   /* name = key + name_off */
     size_t              key_len;    /* bytes in key */
     char                key[];      /* prefix + name, NUL-terminated */
@@ -174,6 +177,8 @@ static bool               lock_stopping;
 static void waiter_try(struct waiter *w);
 static void lock_unlock_done(const struct redlock_result *rr, void *arg);
 static void lock_lease_lost(struct lease *l);
+static void lock_broken(const char *key, size_t key_len, const char *tokens,
+                        size_t tokens_len);
 
 void
 lock_init(struct event_base *base, const struct conf *conf)
@@ -181,6 +186,9 @@ lock_init(struct event_base *base, const struct conf *conf)
     lock_base = base;
     lock_conf = conf;
     redlock_on_release(lock_released);
+    if (redlock_on_break(conf->key_prefix, lock_broken) != 0) {
+        log_error("out of memory subscribing to BREAK announcements");
+    }
     lease_init(base, lock_lease_lost);
 }
 
@@ -731,7 +739,7 @@ hold_give_up(struct hold *h, struct lock_op *op)
         w->slot = h->lease.rec.slot;    /* a permit: the head takes this one */
         waiter_rec(w, &rec);
         if (redlock_acquire(&rec, w->token, w->ttl_ms, h->lease.token, w->fence, false,
-                            lock_handover_done, ho) == 0) {
+                            w->label, lock_handover_done, ho) == 0) {
             stats.releases++;
             hold_drop(h);
             return;
@@ -1089,6 +1097,8 @@ waiter_grant(struct waiter *w, const struct redlock_result *res)
     h->lock = lk;
     h->client = c;
     h->holds = 1;
+    h->granted_us = res->start_us;
+    memcpy(h->label, w->label, sizeof(h->label));
     TAILQ_INSERT_TAIL(&lk->holders, h, lock_link);
     lk->nholders++;
     if (rec.kind == REDLOCK_EXCLUSIVE) {
@@ -1232,7 +1242,7 @@ waiter_try(struct waiter *w)
     w->fallback = false;
     w->handover = false;
     waiter_rec(w, &rec);
-    if (redlock_acquire(&rec, w->token, w->ttl_ms, NULL, w->fence, gate,
+    if (redlock_acquire(&rec, w->token, w->ttl_ms, NULL, w->fence, gate, w->label,
                         waiter_acquired, w) != 0) {
         w->in_round = false;
         waiter_finish(w, LOCK_FAILED, 0, "out of memory");
@@ -1340,6 +1350,9 @@ lock_acquire(struct lock_client *c, const char *name, size_t name_len,
     w->client = c;
     w->ttl_ms = req->ttl_ms;
     w->trylock = req->trylock;
+    snprintf(w->label, sizeof(w->label), "%.*s",
+             (int)(req->label_len < REDLOCK_LABEL_MAX ? req->label_len : REDLOCK_LABEL_MAX),
+             req->label != NULL ? req->label : "");
     w->lease_mode = req->lease_mode;
     w->fence = req->fence || lock_conf->fence == CONF_FENCE_ALWAYS;
     w->kind = kind;
@@ -1603,6 +1616,7 @@ lock_status_done(const struct redlock_result *rr, void *arg)
 {
     struct lock_op *op = arg;
     struct lock_result res;
+    struct lock *lk;
 
     memset(&res, 0, sizeof(res));
     switch (rr->outcome) {
@@ -1616,6 +1630,8 @@ lock_status_done(const struct redlock_result *rr, void *arg)
         res.holders = rr->holders;
         res.limit = rr->limit;
         res.permit = -1;
+        res.label = rr->label[0] != '\0' ? rr->label : NULL;
+        res.held_ms = rr->held_ms;
         /* By token: only lease-mode tokens are ever handed out. */
         res.owner_self = (op->by_token || op->holder_self) && rr->owner_self;
         if (res.owner_self) {
@@ -1629,6 +1645,8 @@ lock_status_done(const struct redlock_result *rr, void *arg)
         res.error = rr->error;
         break;
     }
+    lk = lock_find(op->key + op->name_off, op->key_len - op->name_off);
+    res.waiters = lk != NULL ? lk->nqueued : 0;
     lock_op_finish(op, &res);
 }
 
@@ -1711,5 +1729,196 @@ lock_client_shutdown(struct lock_client *c)
     }
     if (w != NULL && !w->in_round) {
         waiter_finish(w, LOCK_SHUTDOWN, 0, "the daemon is stopping");
+    }
+}
+
+/* ---- who holds what: LIST, BREAK ---- */
+
+/* A walk of the table for LIST: the next names in order after `after`. */
+struct lock_walk {
+    const char   *prefix;       /* names must start with it */
+    size_t        prefix_len;   /* bytes in prefix */
+    struct lock   after;        /* only names after this one (name NULL: from the start) */
+    struct lock **out;          /* the names found, in order */
+    size_t        max;          /* room in out */
+    size_t        n;            /* names found */
+};
+
+static void
+lock_walk_cb(const void *nodep, VISIT which, void *closure)
+{
+    struct lock_walk *wk = closure;
+    struct lock *lk = *(struct lock *const *)nodep;
+
+    if ((which != postorder && which != leaf) || wk->n >= wk->max) {
+        return;
+    }
+    if (lk->name_len < wk->prefix_len || memcmp(lk->name, wk->prefix, wk->prefix_len) != 0) {
+        return;
+    }
+    if (wk->after.name != NULL && lock_cmp(lk, &wk->after) <= 0) {
+        return;
+    }
+    wk->out[wk->n++] = lk;
+}
+
+/* Tell fn of each hold of lk, then of each queued LOCK, in order. */
+static void
+lock_list_one(struct lock *lk, int64_t now, lock_list_fn fn, void *arg)
+{
+    struct lock_listing e;
+    struct hold *h;
+    struct waiter *w;
+    size_t position = 0;
+
+    memset(&e, 0, sizeof(e));
+    e.name = lk->name;
+    e.name_len = lk->name_len;
+    e.waiters = lk->nqueued;
+    e.held = true;
+    TAILQ_FOREACH(h, &lk->holders, lock_link) {
+        e.label = h->label;
+        e.ttl_ms = lease_validity_left_ms(&h->lease, now);
+        e.held_ms = (now - h->granted_us) / 1000;
+        e.fence = h->lease.fence;
+        e.kind = lock_kind_of(h->lease.rec.kind);
+        e.limit = h->lease.rec.limit;
+        e.permit = h->lease.rec.kind == REDLOCK_PERMIT ? (int)h->lease.rec.slot : -1;
+        e.holds = h->holds;
+        fn(&e, arg);
+    }
+    memset(&e, 0, sizeof(e));
+    e.name = lk->name;
+    e.name_len = lk->name_len;
+    e.waiters = lk->nqueued;
+    e.permit = -1;
+    TAILQ_FOREACH(w, &lk->waiters, link) {
+        if (w->immediate) {
+            continue;       /* one attempt, answered at once: not waiting */
+        }
+        e.label = w->label;
+        e.kind = lock_kind_of(w->kind);
+        e.limit = w->limit;
+        e.position = ++position;
+        e.held_ms = (now - w->start_us) / 1000;
+        fn(&e, arg);
+    }
+}
+
+size_t
+lock_list(const char *prefix, size_t prefix_len, const char *after, size_t after_len,
+          size_t max_names, lock_list_fn fn, void *arg, char *last, size_t *last_len)
+{
+    struct lock_walk wk;
+    int64_t now = util_now_us();
+    size_t i;
+
+    memset(&wk, 0, sizeof(wk));
+    wk.prefix = prefix != NULL ? prefix : "";
+    wk.prefix_len = prefix != NULL ? prefix_len : 0;
+    wk.after.name = after;
+    wk.after.name_len = after_len;
+    wk.max = max_names;
+    wk.out = malloc(max_names * sizeof(*wk.out));
+    if (wk.out == NULL) {
+        return SIZE_MAX;
+    }
+    twalk_r(lock_root, lock_walk_cb, &wk);
+    for (i = 0; i < wk.n; i++) {
+        lock_list_one(wk.out[i], now, fn, arg);
+    }
+    if (wk.n > 0) {
+        *last_len = wk.out[wk.n - 1]->name_len;
+        memcpy(last, wk.out[wk.n - 1]->name, *last_len);
+    }
+    free(wk.out);
+    return wk.n;
+}
+
+static void
+lock_break_done(const struct redlock_result *rr, void *arg)
+{
+    struct lock_op *op = arg;
+    struct lock_result res;
+
+    memset(&res, 0, sizeof(res));
+    res.permit = -1;
+    if (rr->outcome == REDLOCK_RELEASED) {
+        res.outcome = LOCK_OK;
+        res.holders = rr->holders;
+        res.fence = rr->fence;
+        res.label = rr->label[0] != '\0' ? rr->label : NULL;
+        if (rr->holders > 0) {
+            stats.breaks++;
+        }
+    } else {
+        res.outcome = LOCK_NOQUORUM;
+        res.error = rr->error;
+    }
+    lock_op_finish(op, &res);
+}
+
+void
+lock_break(struct lock_client *c, const char *name, size_t name_len)
+{
+    struct lock_op *op = lock_op_new(c, name, name_len);
+
+    if (op == NULL || redlock_break(op->key, op->key_len, lock_conf->key_prefix,
+                                    lock_break_done, op) != 0) {
+        free(op);
+        lock_reply(c, LOCK_FAILED, name, name_len, "out of memory");
+    }
+}
+
+/* Whether token is one of the space-separated words of tokens. */
+static bool
+lock_token_among(const char *token, const char *tokens, size_t len)
+{
+    const char *p = tokens, *end = tokens + len, *sp;
+
+    while (p < end) {
+        sp = memchr(p, ' ', (size_t)(end - p));
+        if (sp == NULL) {
+            sp = end;
+        }
+        if ((size_t)(sp - p) == UTIL_TOKEN_HEX && memcmp(p, token, UTIL_TOKEN_HEX) == 0) {
+            return true;
+        }
+        p = sp + 1;
+    }
+    return false;
+}
+
+/*
+ * A master says a BREAK deleted the holds of key with these tokens: each
+ * session of ours holding one of them hears LOST reason=broken, and what
+ * masters that missed the BREAK keep of its token is deleted.  Every
+ * master sends its copy; the later ones find nothing left to do.
+ */
+static void
+lock_broken(const char *key, size_t key_len, const char *tokens, size_t tokens_len)
+{
+    size_t plen = strlen(lock_conf->key_prefix);
+    struct lock *lk;
+    struct hold *h;
+
+    if (key_len <= plen || memcmp(key, lock_conf->key_prefix, plen) != 0) {
+        return;
+    }
+    for (;;) {
+        lk = lock_find(key + plen, key_len - plen);
+        if (lk == NULL) {
+            return;
+        }
+        TAILQ_FOREACH(h, &lk->holders, lock_link) {
+            if (lock_token_among(h->lease.token, tokens, tokens_len)) {
+                break;
+            }
+        }
+        if (h == NULL) {
+            return;
+        }
+        redlock_release(&h->lease.rec, h->lease.token, false, NULL, NULL);
+        hold_lost(h, LEASE_REASON_BROKEN);      /* may free lk */
     }
 }

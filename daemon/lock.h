@@ -84,6 +84,11 @@ struct lock_result {
     unsigned    limit;          /* OK after LOCK, HELD of a counted name: its limit */
     int         permit;         /* OK after LOCK of a counted hold: the permit's
                                    index; HELD: this client's permit; else -1 */
+    const char *label;          /* HELD: the shown holder's label (NUL-terminated),
+                                   NULL when it wrote none */
+    int64_t     held_ms;        /* HELD with a label: how long that holder has held
+                                   it, ms (-1 when unknown) */
+    size_t      waiters;        /* HELD/FREE: LOCKs waiting on the name here */
     const char *error;          /* NOQUORUM/LIMIT/FAILED/WRONG_KIND: a one-line text */
 };
 
@@ -132,6 +137,9 @@ struct lock_request {
     enum lock_kind kind;/* what kind of hold */
     unsigned limit;     /* LOCK_KIND_COUNTED: 1..REDLOCK_LIMIT_MAX, checked by
                            the caller against lock.max_limit */
+    const char *label;  /* who asks, for people: 1..64 bytes of 0x21-0x7E (borrowed,
+                           copied), written with the lock on the masters */
+    size_t   label_len; /* bytes in label */
 };
 
 /*
@@ -232,6 +240,51 @@ void lock_client_shutdown(struct lock_client *c);
 
 /* Refuse new operations from now on (LOCK_SHUTDOWN). */
 void lock_set_shutdown(void);
+
+/* One line of LIST: a session-mode hold of this daemon, or a queued LOCK. */
+struct lock_listing {
+    const char *name;           /* the lock's name (not NUL-terminated) */
+    size_t      name_len;       /* bytes in name */
+    bool        held;           /* a hold; else a waiting LOCK */
+    const char *label;          /* its label, NUL-terminated */
+    int64_t     ttl_ms;         /* held: validity left, ms */
+    int64_t     held_ms;        /* held: since the grant; waiting: since the LOCK, ms */
+    int64_t     fence;          /* held: its fencing token, 0 if none */
+    enum lock_kind kind;        /* the kind of hold it has or asks for */
+    unsigned    limit;          /* counted: the name's limit */
+    int         permit;         /* held, counted: its permit, else -1 */
+    unsigned    holds;          /* held: re-entrant count */
+    size_t      waiters;        /* LOCKs queued on the name here */
+    size_t      position;       /* waiting: 1 for the next to be served */
+};
+
+typedef void (*lock_list_fn)(const struct lock_listing *e, void *arg);
+
+/*
+ * LIST: visit, in name order (bytes, then length), at most max_names
+ * names this daemon holds or waits for that start with prefix
+ * (prefix_len bytes; NULL for all) and come after `after` (after_len
+ * bytes; NULL to begin), calling fn for each of their holds, then each
+ * of their queued LOCKs.  The last name visited is copied into last
+ * (room for PROTO_NAME_MAX bytes), its length into *last_len, so that
+ * the next call can go on from it: a long listing is made in steps
+ * without a snapshot (names added or removed between steps are listed
+ * or not as they are at each step).  O(names in the table) per call.
+ * Returns the names visited (fewer than max_names: the end), or
+ * SIZE_MAX when out of memory.
+ */
+size_t lock_list(const char *prefix, size_t prefix_len, const char *after, size_t after_len,
+                 size_t max_names, lock_list_fn fn, void *arg, char *last, size_t *last_len);
+
+/*
+ * BREAK name: end the lock whoever holds it, through any daemon
+ * (daemon/redlock.h redlock_break).  LOCK_OK with holders (the most a
+ * master deleted), fence (the raised counter) and label (a deleted
+ * holder's, or NULL); LOCK_NOQUORUM.  The sessions that held it, here
+ * or on other daemons, hear LOST reason=broken.  The caller checks the
+ * right to ask.
+ */
+void lock_break(struct lock_client *c, const char *name, size_t name_len);
 
 /* Counters for STATS. */
 size_t lock_count_held(void);

@@ -114,7 +114,7 @@ enum master_sub_state {
  */
 struct master_chan {
     TAILQ_ENTRY(master_chan) link;  /* in master_chans */
-    bool                wanted;     /* master_subscribe()d */
+    unsigned            wanted;     /* master_subscribe() calls not yet undone */
     uint8_t             state[CONF_MASTERS_MAX]; /* enum master_sub_state, per master */
     size_t              len;        /* bytes in name */
     char                name[];     /* the channel */
@@ -1267,8 +1267,7 @@ master_subscribe(const char *channel, size_t len)
         ch->len = len;
         TAILQ_INSERT_TAIL(&master_chans, ch, link);
     }
-    if (!ch->wanted) {
-        ch->wanted = true;
+    if (ch->wanted++ == 0) {
         master_nwanted++;
     }
     for (i = 0; i < nmasters; i++) {
@@ -1283,10 +1282,9 @@ master_unsubscribe(const char *channel, size_t len)
     struct master_chan *ch = master_chan_find(channel, len);
     size_t i;
 
-    if (ch == NULL || !ch->wanted) {
-        return;
+    if (ch == NULL || ch->wanted == 0 || --ch->wanted > 0) {
+        return;     /* another user of the channel still wants it */
     }
-    ch->wanted = false;
     master_nwanted--;
     for (i = 0; i < nmasters; i++) {
         master_chan_sync(ch, i);

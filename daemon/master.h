@@ -249,13 +249,15 @@ void master_on_message(master_message_fn cb);
 
 /*
  * Want channel (bytes, copied) on every master: subscribed at once on
- * the links that are up, on the others when they come up.  Subscribing
- * a channel that is wanted already does nothing.  Returns 0, or -1 when
- * out of memory.  O(channels wanted).
+ * the links that are up, on the others when they come up.  Counted:
+ * each call must be undone by one master_unsubscribe() (waiters and
+ * watchers of a name share its channel).  Returns 0, or -1 when out of
+ * memory (nothing to undo then).  O(channels wanted).
  */
 int master_subscribe(const char *channel, size_t len);
 
-/* No longer want channel: unsubscribed on every master (asynchronously). */
+/* Undo one master_subscribe(); after the last, channel is unsubscribed on
+ * every master (asynchronously). */
 void master_unsubscribe(const char *channel, size_t len);
 
 /* Channels wanted now. */

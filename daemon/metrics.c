@@ -330,7 +330,7 @@ metrics_write(struct evbuffer *out)
                      stats.extends_notheld);
     metrics_one(out, "redlockd_subscriptions", "gauge",
                 "Release channels subscribed now (names with queued waiters).",
-                master_subscriptions());
+                redlock_subscriptions());
     metrics_one(out, "redlockd_pubsub_wakeups_total", "counter",
                 "Waiters woken by a release announcement.", stats.pubsub_wakeups);
     metrics_one(out, "redlockd_fallback_retries_total", "counter",

@@ -107,7 +107,7 @@
     "  end\n" \
     "  if aux ~= '' then rl_mark(aux, k, limit, ms) end\n" \
     "end\n" \
-    /* Set the expiry of a record tok holds (never creates one). */ \
+    /* Set the expiry of a record tok holds, and of its label (never creates one). */ \
     "local function rl_expire(c, k, tok, ms, aux)\n" \
     "  if c == 's' then\n" \
     "    redis.call('ZADD', k, 'XX', rl_now() + ms, tok)\n" \
@@ -115,11 +115,23 @@
     "  else\n" \
     "    redis.call('PEXPIRE', k, ms)\n" \
     "  end\n" \
+    "  redis.call('PEXPIRE', k .. ' label ' .. tok, ms)\n" \
     "  if aux ~= '' then rl_raise(aux, ms) end\n" \
     "end\n" \
-    /* Delete tok's record; 1 when it held it.  The last permit takes the limit along. */ \
+    /* The label of tok's record k as {age ms, fence, text}, or nil when it wrote none. */ \
+    "local function rl_info(k, tok)\n" \
+    "  if not tok then return nil end\n" \
+    "  local v = rl_str(k .. ' label ' .. tok)\n" \
+    "  local g, f, l = string.match(v or '', '^(%d+) (%d+) (.+)$')\n" \
+    "  if not g then return nil end\n" \
+    "  local age = rl_now() - tonumber(g)\n" \
+    "  if age < 0 then age = 0 end\n" \
+    "  return age .. ' ' .. f .. ' ' .. l\n" \
+    "end\n" \
+    /* Delete tok's record and label; 1 when it held it.  The last permit takes the limit along. */ \
     "local function rl_delete(c, k, tok, aux)\n" \
     "  local st = rl_state(c, k, tok)\n" \
+    "  redis.call('DEL', k .. ' label ' .. tok)\n" \
     "  if c == 's' then\n" \
     "    if st ~= 0 then\n" \
     "      redis.call('ZREM', k, tok)\n" \
@@ -151,7 +163,8 @@
  * Acquire.  KEYS: the name's key, the record's key, and the fence
  * counter when fenced.  ARGV: token, ttl, the release channel, the old
  * token of a hand-over ('' for none), the kind, the limit ('' unless a
- * permit), '1' when a waiting exclusive LOCK may close the gate.
+ * permit), '1' when a waiting exclusive LOCK may close the gate, the
+ * holder's label ('' for none).
  *
  * One EXISTS tells whether anything but the record itself is there (a
  * limit key, shared holders, a gate); an uncontended exclusive LOCK
@@ -170,6 +183,15 @@
  * of what keeps us out; for a permit
  * also how many permits are held here, the shortest pttl among them,
  * and their indices, so that the daemon can pick a free one.
+ *
+ * A grant also writes the holder's label (ARGV[8], unless '') next to
+ * the record, as "<grant time, ms on the master's clock> <fence> <text>"
+ * with the record's expiry (the fence is 0 until the write-back sets
+ * it), drops a hand-over's old label, and, when a daemon watches the
+ * name (someone is subscribed to its changes channel), announces itself
+ * there (a fenced grant does so at its write-back, once its label has
+ * the fence).  Watchers have a channel of their own so that the count of the
+ * release channel's subscribers stays a count of waiting daemons.
  *
  * A grant answers {v, n, b}: v is 1, or with the fence counter (INCRed
  * by the grant) the counter's new value; n is how many clients are
@@ -246,6 +268,10 @@ static const char redlock_acquire_lua[] =
     "  return out\n"
     "end\n"
     "if c == 'x' and marked and rl_str(gk) == tok then redis.call('DEL', gk) end\n"
+    "if granted == 2 then redis.call('DEL', k .. ' label ' .. old) end\n"
+    "if ARGV[8] ~= '' then\n"
+    "  redis.call('SET', k .. ' label ' .. tok, rl_now() .. ' 0 ' .. ARGV[8], 'PX', ms)\n"
+    "end\n"
     "local v = 1\n"
     "if fkey then\n"
     "  v = redis.pcall('INCR', fkey)\n"
@@ -254,13 +280,29 @@ static const char redlock_acquire_lua[] =
     "    return redis.error_reply('fence counter ' .. fkey .. ' is not an integer')\n"
     "  end\n"
     "end\n"
+    "local wchan = base .. '" REDLOCK_CHANGED_SUFFIX "'\n"
+    "if not fkey and redis.call('PUBSUB', 'NUMSUB', wchan)[2] > 0 then\n"
+    "  redis.call('PUBLISH', wchan, tok)\n"
+    "end\n"
     "return {v, redis.call('PUBSUB', 'NUMSUB', chan)[2], granted}\n";
 
 /*
  * Fence write-back: raise the counter to ARGV[1] unless it is higher
- * already (set-if-greater); never lowers it.
+ * already (set-if-greater); never lowers it.  KEYS[2], when given, is
+ * the grant's label, whose fence field then becomes ARGV[1] (its expiry
+ * kept), so that readers see the fence the holder was told, and the
+ * grant is announced to watchers on ARGV[2], the name's changes channel.
  */
 static const char redlock_fence_lua[] =
+    "if KEYS[2] then\n"
+    "  local l = redis.pcall('GET', KEYS[2])\n"
+    "  local g, t = string.match(type(l) == 'string' and l or '', '^(%d+) %d+ (.+)$')\n"
+    "  local p = redis.call('PTTL', KEYS[2])\n"
+    "  if g and p > 0 then\n"
+    "    redis.call('SET', KEYS[2], g .. ' ' .. ARGV[1] .. ' ' .. t, 'PX', p)\n"
+    "    redis.call('PUBLISH', ARGV[2], '+')\n"
+    "  end\n"
+    "end\n"
     "local v = redis.pcall('GET', KEYS[1])\n"
     "if type(v) == 'table' then\n"
     "  return redis.error_reply('fence counter ' .. KEYS[1] .. ' is not a string')\n"
@@ -303,7 +345,8 @@ static const char redlock_extend_one_lua[] =
  * ARGV[2] not '', a deleted record is announced on ARGV[2], the name's
  * channel, with the released token (dead from now on) as the message,
  * so that waiters elsewhere try at once and can tell the masters'
- * copies of one announcement apart from a new one.
+ * copies of one announcement apart from a new one; and on ARGV[5], the
+ * name's changes channel, for watchers.
  */
 static const char redlock_release_lua[] =
     REDLOCK_PRELUDE_LUA
@@ -312,6 +355,7 @@ static const char redlock_release_lua[] =
     "if rl_delete(c, k, ARGV[1], aux) == 1 then\n"
     "  if ARGV[2] ~= '' then\n"
     "    redis.call('PUBLISH', ARGV[2], ARGV[1])\n"
+    "    redis.call('PUBLISH', ARGV[5], ARGV[1])\n"
     "  end\n"
     "  return 1\n"
     "end\n"
@@ -372,23 +416,28 @@ static const char redlock_restore_lua[] =
 
 /*
  * Status of the name KEYS[1], whatever its kind: {limit or 0, then per
- * holder: kind, id, pttl, 1 if it holds ARGV[1]}.  The id is '' for
+ * holder: kind, id, pttl, 1 if it holds ARGV[1], its token (as far as
+ * the record tells: '' for a key that is not a string), its label as
+ * "<age ms> <fence> <text>" ('' when it wrote none)}.  The id is '' for
  * the exclusive key, the permit's index, or a shared holder's token.
  */
 static const char redlock_status_lua[] =
     REDLOCK_PRELUDE_LUA
     "local base, tok, out = KEYS[1], ARGV[1], {0}\n"
-    "local function add(c, id, pttl, mine)\n"
+    "local function add(c, id, pttl, mine, k, who)\n"
     "  out[#out + 1] = c\n"
     "  out[#out + 1] = id\n"
     "  out[#out + 1] = pttl\n"
     "  out[#out + 1] = mine\n"
+    "  out[#out + 1] = who or ''\n"
+    "  out[#out + 1] = rl_info(k, who) or ''\n"
     "end\n"
     "local p = redis.call('PTTL', base)\n"
     "if p ~= -2 then\n"
+    "  local who = rl_str(base)\n"
     "  local mine = 0\n"
-    "  if tok ~= '' and redis.pcall('GET', base) == tok then mine = 1 end\n"
-    "  add('x', '', p, mine)\n"
+    "  if tok ~= '' and who == tok then mine = 1 end\n"
+    "  add('x', '', p, mine, base, who)\n"
     "end\n"
     "local n = rl_limit_n(rl_limit(base))\n"
     "if n then\n"
@@ -397,9 +446,10 @@ static const char redlock_status_lua[] =
     "    local k = base .. ' permit ' .. i\n"
     "    p = redis.call('PTTL', k)\n"
     "    if p ~= -2 then\n"
+    "      local who = rl_str(k)\n"
     "      local mine = 0\n"
-    "      if tok ~= '' and redis.pcall('GET', k) == tok then mine = 1 end\n"
-    "      add('p', tostring(i), p, mine)\n"
+    "      if tok ~= '' and who == tok then mine = 1 end\n"
+    "      add('p', tostring(i), p, mine, k, who)\n"
     "    end\n"
     "  end\n"
     "end\n"
@@ -410,18 +460,79 @@ static const char redlock_status_lua[] =
     "  for i = 1, #m, 2 do\n"
     "    local mine = 0\n"
     "    if m[i] == tok then mine = 1 end\n"
-    "    add('s', m[i], math.floor(tonumber(m[i + 1]) - now), mine)\n"
+    "    add('s', m[i], math.floor(tonumber(m[i + 1]) - now), mine, sk, m[i])\n"
     "  end\n"
     "end\n"
     "return out\n";
 
+/*
+ * Break: end every hold of the name KEYS[1], whoever holds it.  Deletes
+ * the exclusive key, every permit and the limit key, every shared
+ * holder, the gate, and their labels; raises the name's fence counter
+ * (and the counter of each permit that was held) by one, whatever it
+ * was; announces each deleted holder's token on the name's channel
+ * ARGV[1] (as a release, so that waiters everywhere try at once), its
+ * changes channel (for watchers), and
+ * the key with every deleted token on the daemons' channel ARGV[2], so
+ * that a daemon whose session held one tells it LOST.  Answers {holders
+ * deleted, the name's counter after the raise, the first holder's
+ * label as "<age> <fence> <text>" or ''}, or an error naming a counter
+ * that is not an integer (nothing is raised then, but the holds are
+ * ended).
+ */
+static const char redlock_break_lua[] =
+    REDLOCK_PRELUDE_LUA
+    "local base, chan, bchan = KEYS[1], ARGV[1], ARGV[2]\n"
+    "local toks, first, bad = {}, nil, nil\n"
+    "local function gone(k, tok)\n"
+    "  if tok then\n"
+    "    first = first or rl_info(k, tok)\n"
+    "    redis.call('DEL', k .. ' label ' .. tok)\n"
+    "    toks[#toks + 1] = tok\n"
+    "  end\n"
+    "end\n"
+    "if redis.call('EXISTS', base) == 1 then\n"
+    "  gone(base, rl_str(base))\n"
+    "  redis.call('DEL', base)\n"
+    "end\n"
+    "local n = rl_limit_n(rl_limit(base))\n"
+    "if n then\n"
+    "  for i = 0, n - 1 do\n"
+    "    local k = base .. ' permit ' .. i\n"
+    "    if redis.call('EXISTS', k) == 1 then\n"
+    "      gone(k, rl_str(k))\n"
+    "      redis.call('DEL', k)\n"
+    "      if type(redis.pcall('INCR', k .. ' fence')) ~= 'number' then bad = k .. ' fence' end\n"
+    "    end\n"
+    "  end\n"
+    "end\n"
+    "redis.call('DEL', base .. ' limit', base .. ' gate')\n"
+    "local sk = base .. ' shared'\n"
+    "if redis.call('TYPE', sk).ok == 'zset' then\n"
+    "  local m = redis.call('ZRANGEBYSCORE', sk, '(' .. rl_now(), '+inf')\n"
+    "  for i = 1, #m do gone(sk, m[i]) end\n"
+    "end\n"
+    "redis.call('DEL', sk)\n"
+    "local f = redis.pcall('INCR', base .. ' fence')\n"
+    "if type(f) ~= 'number' then bad = base .. ' fence' end\n"
+    "for i = 1, #toks do redis.call('PUBLISH', chan, toks[i]) end\n"
+    "if #toks > 0 then redis.call('PUBLISH', base .. '" REDLOCK_CHANGED_SUFFIX "', '!') end\n"
+    "if #toks > 0 then redis.call('PUBLISH', bchan, base .. ' ' .. table.concat(toks, ' ')) end\n"
+    "if bad then return redis.error_reply('fence counter ' .. bad .. ' is not an integer') end\n"
+    "return {#toks, f, first or ''}\n";
+
 static int    script_acquire, script_release, script_extend, script_status;
-static int    script_fence, script_extend_one, script_restore, script_ungate;
+static int    script_fence, script_extend_one, script_restore, script_ungate, script_break;
 static double redlock_drift_factor = 0.01;
 
 static size_t redlock_derived(char *out, const char *key, size_t key_len,
                               const char *suffix);
 static redlock_released_fn redlock_released_cb;
+static int redlock_subscribe(const char *key, size_t key_len, const char *suffix, bool on);
+static redlock_changed_fn  redlock_changed_cb;
+static redlock_broken_fn   redlock_broken_cb;
+static char               *redlock_broken_chan;     /* prefix + REDLOCK_BROKEN_SUFFIX */
+static size_t              redlock_broken_chan_len; /* bytes in it */
 
 /* Per-operation state; freed in its done callback. */
 struct redlock_op {
@@ -440,6 +551,12 @@ struct redlock_op {
     struct redlock_result res;      /* acquire: kept across the write-back */
     char           *fence_key;      /* acquire: the counter's key, malloc'd */
     size_t          fence_key_len;  /* bytes in fence_key */
+    char           *label_key;      /* acquire with a label and fence: the label's
+                                       key, malloc'd, for the write-back; else NULL */
+    size_t          label_key_len;  /* bytes in label_key */
+    char            changed[REDLOCK_DERIVED_MAX]; /* with label_key: the name's
+                                       changes channel */
+    size_t          changed_len;    /* bytes in changed */
     size_t          npttl;          /* acquire, status: entries in pttls */
     size_t          nopen;          /* acquire of a permit: masters that refused it
                                        but have another permit free */
@@ -464,6 +581,10 @@ struct redlock_holder {
     char    id[UTIL_TOKEN_HEX + 1]; /* "" exclusive, a permit's index, a token */
     int64_t pttl;                   /* its time left there, ms, or -1 */
     bool    mine;                   /* it holds the token asked about */
+    char    who[REDLOCK_WHO_MAX + 1];  /* its token there (cut), "" when unknown */
+    int64_t age_ms;                 /* time since its grant there, ms; -1: no label */
+    int64_t fence;                  /* its label's fence, 0 when none */
+    char    label[REDLOCK_LABEL_MAX + 1]; /* its label's text, "" when none */
 };
 
 /* The keys and words of one record, as the scripts take them. */
@@ -499,17 +620,33 @@ redlock_init(double drift_factor)
     script_extend_one = master_script(redlock_extend_one_lua);
     script_restore = master_script(redlock_restore_lua);
     script_ungate = master_script(redlock_ungate_lua);
+    script_break = master_script(redlock_break_lua);
 }
 
-/* A message on a channel: strip the suffix back to the lock's key. */
+/*
+ * A message on a channel: a name's release channel (strip the suffix
+ * back to the lock's key), for the waiters; a name's changes channel,
+ * for the watchers; or the daemons' BREAK channel: "<key> <token> ...".
+ */
 static void
 redlock_message(const char *channel, size_t len, const char *msg, size_t msg_len)
 {
     size_t slen = sizeof(REDLOCK_CHANNEL_SUFFIX) - 1;
+    size_t clen = sizeof(REDLOCK_CHANGED_SUFFIX) - 1;
+    const char *sp;
 
-    if (redlock_released_cb != NULL && len > slen
-        && memcmp(channel + len - slen, REDLOCK_CHANNEL_SUFFIX, slen) == 0) {
-        redlock_released_cb(channel, len - slen, msg, msg_len);
+    if (len > slen && memcmp(channel + len - slen, REDLOCK_CHANNEL_SUFFIX, slen) == 0) {
+        if (redlock_released_cb != NULL) {
+            redlock_released_cb(channel, len - slen, msg, msg_len);
+        }
+    } else if (len > clen && memcmp(channel + len - clen, REDLOCK_CHANGED_SUFFIX, clen) == 0) {
+        if (redlock_changed_cb != NULL) {
+            redlock_changed_cb(channel, len - clen);
+        }
+    } else if (redlock_broken_cb != NULL && len == redlock_broken_chan_len
+               && memcmp(channel, redlock_broken_chan, len) == 0
+               && (sp = memchr(msg, ' ', msg_len)) != NULL) {
+        redlock_broken_cb(msg, (size_t)(sp - msg), sp + 1, msg_len - (size_t)(sp - msg) - 1);
     }
 }
 
@@ -520,8 +657,53 @@ redlock_on_release(redlock_released_fn fn)
     master_on_message(redlock_message);
 }
 
+void
+redlock_on_change(redlock_changed_fn fn)
+{
+    redlock_changed_cb = fn;
+    master_on_message(redlock_message);
+}
+
+int
+redlock_on_break(const char *prefix, redlock_broken_fn fn)
+{
+    size_t plen = strlen(prefix);
+
+    free(redlock_broken_chan);
+    redlock_broken_chan = malloc(plen + sizeof(REDLOCK_BROKEN_SUFFIX));
+    if (redlock_broken_chan == NULL) {
+        return -1;
+    }
+    redlock_broken_chan_len = redlock_derived(redlock_broken_chan, prefix, plen,
+                                              REDLOCK_BROKEN_SUFFIX);
+    redlock_broken_cb = fn;
+    master_on_message(redlock_message);
+    return master_subscribe(redlock_broken_chan, redlock_broken_chan_len);
+}
+
+size_t
+redlock_subscriptions(void)
+{
+    size_t n = master_subscriptions();
+
+    return redlock_broken_chan != NULL && n > 0 ? n - 1 : n;
+}
+
 int
 redlock_watch(const char *key, size_t key_len, bool on)
+{
+    return redlock_subscribe(key, key_len, REDLOCK_CHANNEL_SUFFIX, on);
+}
+
+int
+redlock_watch_changes(const char *key, size_t key_len, bool on)
+{
+    return redlock_subscribe(key, key_len, REDLOCK_CHANGED_SUFFIX, on);
+}
+
+/* Subscribe (on) or leave (!on) key + suffix on every master. */
+static int
+redlock_subscribe(const char *key, size_t key_len, const char *suffix, bool on)
 {
     char channel[REDLOCK_DERIVED_MAX];
     size_t len;
@@ -529,7 +711,7 @@ redlock_watch(const char *key, size_t key_len, bool on)
     if (key_len > REDLOCK_KEY_MAX) {
         return -1;
     }
-    len = redlock_derived(channel, key, key_len, REDLOCK_CHANNEL_SUFFIX);
+    len = redlock_derived(channel, key, key_len, suffix);
     if (on) {
         return master_subscribe(channel, len);
     }
@@ -867,6 +1049,7 @@ static void
 redlock_op_free(struct redlock_op *op)
 {
     free(op->fence_key);
+    free(op->label_key);
     free(op->live);
     free(op->holders);
     free(op);
@@ -971,15 +1154,24 @@ static void
 redlock_fence_write_back(struct redlock_op *op)
 {
     char value[24];
-    const char *args[2];
-    size_t lens[2];
+    const char *args[4];
+    size_t lens[4], nkeys = 1, n;
 
     op->yes = 0;
     args[0] = op->fence_key;
     lens[0] = op->fence_key_len;
-    args[1] = value;
-    lens[1] = (size_t)snprintf(value, sizeof(value), "%lld", (long long)op->fence);
-    if (round_start(script_fence, 1, 2, args, lens, redlock_fence_reply,
+    if (op->label_key != NULL) {
+        args[nkeys] = op->label_key;
+        lens[nkeys++] = op->label_key_len;
+    }
+    n = nkeys;
+    args[n] = value;
+    lens[n++] = (size_t)snprintf(value, sizeof(value), "%lld", (long long)op->fence);
+    if (op->label_key != NULL) {
+        args[n] = op->changed;
+        lens[n++] = op->changed_len;
+    }
+    if (round_start(script_fence, nkeys, n, args, lens, redlock_fence_reply,
                     redlock_fence_done, op) != 0) {
         op->res.outcome = REDLOCK_NOQUORUM;
         snprintf(op->res.error, sizeof(op->res.error), "fence write-back: out of memory");
@@ -1082,13 +1274,14 @@ redlock_derived(char *out, const char *key, size_t key_len, const char *suffix)
 
 int
 redlock_acquire(const struct redlock_rec *rec, const char *token, int64_t ttl_ms,
-                const char *old_token, bool fence, bool gate, redlock_done_fn cb, void *arg)
+                const char *old_token, bool fence, bool gate, const char *label,
+                redlock_done_fn cb, void *arg)
 {
     struct redlock_op *op;
     struct redlock_keys k;
     char ttl[24], channel[REDLOCK_DERIVED_MAX];
-    const char *args[10];
-    size_t lens[10], nkeys, n = 0;
+    const char *args[11];
+    size_t lens[11], nkeys, n = 0, label_len = label != NULL ? strlen(label) : 0;
 
     if (rec->kind == REDLOCK_ANY || redlock_keys_of(rec, &k) != 0) {
         return -1;
@@ -1127,9 +1320,23 @@ redlock_acquire(const struct redlock_rec *rec, const char *token, int64_t ttl_ms
         op->fence_key_len = redlock_derived(op->fence_key, on, on_len, REDLOCK_FENCE_SUFFIX);
         args[n] = op->fence_key;
         lens[n++] = op->fence_key_len;
+        if (label_len > 0) {
+            /* The write-back puts the fence into the label as well. */
+            op->label_key = malloc(k.rec_len + sizeof(REDLOCK_LABEL_SUFFIX) + UTIL_TOKEN_HEX);
+            if (op->label_key == NULL) {
+                redlock_op_free(op);
+                return -1;
+            }
+            op->label_key_len = redlock_derived(op->label_key, k.rec, k.rec_len,
+                                                REDLOCK_LABEL_SUFFIX);
+            op->changed_len = redlock_derived(op->changed, rec->base, rec->base_len,
+                                              REDLOCK_CHANGED_SUFFIX);
+            memcpy(op->label_key + op->label_key_len, token, UTIL_TOKEN_HEX);
+            op->label_key_len += UTIL_TOKEN_HEX;
+        }
     }
     nkeys = n;
-    /* ARGV: token, ttl, channel, old token, kind, limit, gate. */
+    /* ARGV: token, ttl, channel, old token, kind, limit, gate, label. */
     args[n] = token;
     lens[n++] = UTIL_TOKEN_HEX;
     args[n] = ttl;
@@ -1144,6 +1351,8 @@ redlock_acquire(const struct redlock_rec *rec, const char *token, int64_t ttl_ms
     lens[n++] = k.limit_len;
     args[n] = gate ? "1" : "0";
     lens[n++] = 1;
+    args[n] = label != NULL ? label : "";
+    lens[n++] = label_len;
     if (round_start(script_acquire, nkeys, n, args, lens, redlock_acquire_reply,
                     redlock_acquire_done, op) != 0) {
         redlock_op_free(op);
@@ -1204,8 +1413,9 @@ redlock_release(const struct redlock_rec *rec, const char *token, bool announce,
     struct redlock_op *op = NULL;
     struct redlock_keys k;
     char channel[REDLOCK_DERIVED_MAX];
-    const char *args[5] = { k.rec, token, channel, k.kind, k.aux };
-    size_t lens[5] = { 0, UTIL_TOKEN_HEX, 0, 1, 0 };
+    char changed[REDLOCK_DERIVED_MAX];
+    const char *args[6] = { k.rec, token, channel, k.kind, k.aux, changed };
+    size_t lens[6] = { 0, UTIL_TOKEN_HEX, 0, 1, 0, 0 };
 
     if (redlock_keys_of(rec, &k) != 0) {
         return -1;
@@ -1220,9 +1430,10 @@ redlock_release(const struct redlock_rec *rec, const char *token, bool announce,
     }
     if (announce) {
         lens[2] = redlock_derived(channel, rec->base, rec->base_len, REDLOCK_CHANNEL_SUFFIX);
+        lens[5] = redlock_derived(changed, rec->base, rec->base_len, REDLOCK_CHANGED_SUFFIX);
     }
     /* Wait for every master (no early decision): release must reach all. */
-    if (round_start(script_release, 1, 5, args, lens, redlock_release_reply,
+    if (round_start(script_release, 1, 6, args, lens, redlock_release_reply,
                     cb != NULL ? redlock_release_done : NULL, op) != 0) {
         free(op);
         return -1;
@@ -1350,12 +1561,19 @@ redlock_expire_at(const struct redlock_rec *rec, const char *token, int64_t vali
     return round_start(script_extend_one, 1, 5, args, lens, NULL, NULL, NULL);
 }
 
-/* Keep one holder a master named; false when out of memory. */
+/*
+ * Keep one holder a master named; false when out of memory.  who is its
+ * token there, info its label as the status script gives it ("<age>
+ * <fence> <text>", or empty).
+ */
 static bool
 redlock_holder_add(struct redlock_op *op, char kind, const char *id, size_t id_len,
-                   int64_t pttl, bool mine)
+                   int64_t pttl, bool mine, const char *who, size_t who_len,
+                   const char *info, size_t info_len)
 {
     struct redlock_holder *h;
+    long long age, fence;
+    int off = 0;
 
     if (op->nholders == op->holders_cap) {
         size_t cap = op->holders_cap == 0 ? 8 : op->holders_cap * 2;
@@ -1373,33 +1591,48 @@ redlock_holder_add(struct redlock_op *op, char kind, const char *id, size_t id_l
     h->id[id_len] = '\0';
     h->pttl = pttl;
     h->mine = mine;
+    snprintf(h->who, sizeof(h->who), "%.*s", (int)who_len, who);
+    h->age_ms = -1;
+    h->fence = 0;
+    memset(h->label, 0, sizeof(h->label));
+    /* The script wrote it from a label of at most 64 printable bytes; trust no more. */
+    if (info_len > 0 && info_len < 128 && info[info_len] == '\0'
+        && sscanf(info, "%lld %lld %n", &age, &fence, &off) == 2 && off > 0
+        && age >= 0 && fence >= 0 && info_len - (size_t)off <= REDLOCK_LABEL_MAX
+        && util_printable_word(info + off, info_len - (size_t)off)) {
+        h->age_ms = age;
+        h->fence = fence;
+        memcpy(h->label, info + off, info_len - (size_t)off);
+        h->label[info_len - (size_t)off] = '\0';
+    }
     return true;
 }
 
-/* {limit, then kind, id, pttl, mine per holder}: keep each holder. */
+/* {limit, then kind, id, pttl, mine, who, label per holder}: keep each holder. */
 static enum round_verdict
 redlock_status_reply(struct round *r, size_t i, const struct master_reply *reply,
                      void *arg)
 {
     struct redlock_op *op = arg;
-    size_t ne = master_reply_elements(reply), j, len, id_len;
-    const struct master_reply *e[4];
-    const char *kind, *id;
+    size_t ne = master_reply_elements(reply), j, len, id_len, who_len, info_len;
+    const struct master_reply *e[6];
+    const char *kind, *id, *who, *info;
 
-    if (master_reply_type(reply) != MASTER_REPLY_ARRAY || ne < 1 || (ne - 1) % 4 != 0
+    if (master_reply_type(reply) != MASTER_REPLY_ARRAY || ne < 1 || (ne - 1) % 6 != 0
         || master_reply_type(master_reply_element(reply, 0)) != MASTER_REPLY_INTEGER) {
         round_fail(r, i, "unexpected answer to the status script");
         return ROUND_CONTINUE;
     }
-    for (j = 1; j < ne; j += 4) {
-        e[0] = master_reply_element(reply, j);
-        e[1] = master_reply_element(reply, j + 1);
-        e[2] = master_reply_element(reply, j + 2);
-        e[3] = master_reply_element(reply, j + 3);
+    for (j = 1; j < ne; j += 6) {
+        for (len = 0; len < 6; len++) {
+            e[len] = master_reply_element(reply, j + len);
+        }
         if (master_reply_type(e[0]) != MASTER_REPLY_STRING
             || master_reply_type(e[1]) != MASTER_REPLY_STRING
             || master_reply_type(e[2]) != MASTER_REPLY_INTEGER
             || master_reply_type(e[3]) != MASTER_REPLY_INTEGER
+            || master_reply_type(e[4]) != MASTER_REPLY_STRING
+            || master_reply_type(e[5]) != MASTER_REPLY_STRING
             || (kind = master_reply_str(e[0], &len), len != 1)
             || strchr("xps", kind[0]) == NULL
             || (id = master_reply_str(e[1], &id_len), id_len > UTIL_TOKEN_HEX)
@@ -1407,8 +1640,14 @@ redlock_status_reply(struct round *r, size_t i, const struct master_reply *reply
             round_fail(r, i, "unexpected answer to the status script");
             return ROUND_CONTINUE;
         }
+        who = master_reply_str(e[4], &who_len);
+        info = master_reply_str(e[5], &info_len);
+        if (who_len > REDLOCK_WHO_MAX) {
+            who_len = REDLOCK_WHO_MAX;
+        }
         if (!redlock_holder_add(op, kind[0], id, id_len, master_reply_integer(e[2]),
-                                master_reply_integer(e[3]) == 1)) {
+                                master_reply_integer(e[3]) == 1, who, who_len, info,
+                                info_len)) {
             round_fail(r, i, "out of memory reading the status");
             return ROUND_CONTINUE;
         }
@@ -1417,6 +1656,62 @@ redlock_status_reply(struct round *r, size_t i, const struct master_reply *reply
         op->limit = (unsigned)master_reply_integer(master_reply_element(reply, 0));
     }
     return ROUND_CONTINUE;
+}
+
+/*
+ * What a status shows of one holder, from the entries [j, k) the masters
+ * gave of it: its token as the first master with a label has it (during
+ * a hand-over masters may still name the old holder), and, from the
+ * entries of that token, its label, its fence (the written-back one
+ * where it is not 0) and the least time held any of them says (each on
+ * its own clock).
+ */
+static void
+redlock_holder_show(const struct redlock_holder *hs, size_t j, size_t k,
+                    struct redlock_result *res)
+{
+    size_t i;
+
+    /* Whole arrays: watchers compare states byte for byte. */
+    memset(res->label, 0, sizeof(res->label));
+    memset(res->holder, 0, sizeof(res->holder));
+    res->held_ms = -1;
+    res->fence = 0;
+    snprintf(res->holder, sizeof(res->holder), "%s", hs[j].who);
+    /* The token of the first master that has a label; only its entries count. */
+    for (i = j; i < k; i++) {
+        if (hs[i].age_ms >= 0) {
+            memset(res->holder, 0, sizeof(res->holder));
+            snprintf(res->holder, sizeof(res->holder), "%s", hs[i].who);
+            memcpy(res->label, hs[i].label, sizeof(res->label));
+            break;
+        }
+    }
+    for (i = j; i < k; i++) {
+        if (hs[i].age_ms < 0 || strcmp(hs[i].who, res->holder) != 0) {
+            continue;
+        }
+        if (res->held_ms < 0 || hs[i].age_ms < res->held_ms) {
+            res->held_ms = hs[i].age_ms;
+        }
+        if (hs[i].fence > res->fence) {
+            res->fence = hs[i].fence;
+        }
+    }
+}
+
+/* The longest any master says holder entries [j, k) have held, ms, or -1. */
+static int64_t
+redlock_holder_age(const struct redlock_holder *hs, size_t j, size_t k)
+{
+    int64_t age = -1;
+
+    for (; j < k; j++) {
+        if (hs[j].age_ms > age) {
+            age = hs[j].age_ms;
+        }
+    }
+    return age;
 }
 
 static int
@@ -1448,10 +1743,12 @@ redlock_status_done(struct round *r, void *arg)
     struct redlock_op *op = arg;
     struct redlock_result res;
     size_t q = redlock_quorum(master_count()), j, k, present, mine;
-    int64_t ttl;
+    int64_t ttl, age, shown_age = -2;
+    bool shown_mine = false;
 
     redlock_result_begin(&res, r);
     res.outcome = REDLOCK_FREE;
+    res.held_ms = -1;
     if (res.answered < q) {
         res.outcome = REDLOCK_NOQUORUM;
         redlock_fill_error(&res, r);
@@ -1483,6 +1780,8 @@ redlock_status_done(struct round *r, void *arg)
             res.ttl_ms = 0;
             res.owner_self = false;
             res.confirmed = 0;
+            shown_age = -2;
+            shown_mine = false;
         }
         res.holders++;
         if (res.ttl_ms != REDLOCK_NO_EXPIRY && (ttl == REDLOCK_NO_EXPIRY || ttl > res.ttl_ms)) {
@@ -1492,10 +1791,115 @@ redlock_status_done(struct round *r, void *arg)
             res.owner_self = true;
             res.confirmed = mine;
         }
+        /* Show the asker's own hold, else the one held longest. */
+        age = redlock_holder_age(op->holders, j, k);
+        if (!shown_mine && (mine >= q || age > shown_age)) {
+            redlock_holder_show(op->holders, j, k, &res);
+            shown_age = age;
+            shown_mine = mine >= q;
+        }
     }
     res.limit = res.kind == REDLOCK_PERMIT ? op->limit : 0;
     op->cb(&res, op->arg);
     redlock_op_free(op);
+}
+
+/* {holders deleted, the raised counter, the first holder's label}: keep the most. */
+static enum round_verdict
+redlock_break_reply(struct round *r, size_t i, const struct master_reply *reply, void *arg)
+{
+    struct redlock_op *op = arg;
+    const struct master_reply *e[3];
+    size_t len;
+    const char *info;
+
+    if (master_reply_type(reply) != MASTER_REPLY_ARRAY || master_reply_elements(reply) != 3
+        || master_reply_type(e[0] = master_reply_element(reply, 0)) != MASTER_REPLY_INTEGER
+        || master_reply_type(e[1] = master_reply_element(reply, 1)) != MASTER_REPLY_INTEGER
+        || master_reply_type(e[2] = master_reply_element(reply, 2)) != MASTER_REPLY_STRING
+        || master_reply_integer(e[0]) < 0 || master_reply_integer(e[1]) < 1) {
+        round_fail(r, i, master_reply_type(reply) == MASTER_REPLY_ERROR
+                         ? master_reply_str(reply, NULL)
+                         : "unexpected answer to the break script");
+        if (master_reply_type(reply) == MASTER_REPLY_ERROR) {
+            log_warn("master %s: break script: %s", master_name(master_at(i)),
+                     master_reply_str(reply, NULL));
+        }
+        return ROUND_CONTINUE;
+    }
+    op->yes++;
+    if ((size_t)master_reply_integer(e[0]) > op->res.holders) {
+        op->res.holders = (size_t)master_reply_integer(e[0]);
+    }
+    if (master_reply_integer(e[1]) > op->fence) {
+        op->fence = master_reply_integer(e[1]);
+    }
+    info = master_reply_str(e[2], &len);
+    if (op->res.label[0] == '\0' && len > 0 && redlock_holder_add(op, 'x', "", 0, 0, false,
+                                                                 "", 0, info, len)) {
+        memcpy(op->res.label, op->holders[op->nholders - 1].label, sizeof(op->res.label));
+    }
+    return ROUND_CONTINUE;
+}
+
+/* The break ran: with a quorum, raise the counter everywhere before OK. */
+static void
+redlock_break_done(struct round *r, void *arg)
+{
+    struct redlock_op *op = arg;
+    struct redlock_result *res = &op->res;
+    size_t holders = res->holders;
+    char label[sizeof(res->label)];
+
+    memcpy(label, res->label, sizeof(label));
+    redlock_result_begin(res, r);
+    res->holders = holders;
+    memcpy(res->label, label, sizeof(label));
+    res->held_ms = -1;
+    if (op->yes < redlock_quorum(master_count())) {
+        res->outcome = REDLOCK_NOQUORUM;
+        redlock_fill_error(res, r);
+        op->cb(res, op->arg);
+        redlock_op_free(op);
+        return;
+    }
+    res->outcome = REDLOCK_RELEASED;
+    res->confirmed = op->yes;
+    redlock_fence_write_back(op);
+}
+
+int
+redlock_break(const char *base, size_t base_len, const char *prefix, redlock_done_fn cb,
+              void *arg)
+{
+    struct redlock_op *op;
+    char channel[REDLOCK_DERIVED_MAX], bchan[REDLOCK_DERIVED_MAX];
+    size_t plen = strlen(prefix);
+    const char *args[3] = { base, channel, bchan };
+    size_t lens[3];
+
+    if (base_len > REDLOCK_KEY_MAX || plen > REDLOCK_KEY_MAX) {
+        return -1;
+    }
+    op = redlock_op_new(cb, arg, 0);
+    if (op == NULL) {
+        return -1;
+    }
+    op->fence_key = malloc(base_len + sizeof(REDLOCK_FENCE_SUFFIX));
+    if (op->fence_key == NULL) {
+        redlock_op_free(op);
+        return -1;
+    }
+    op->fence_key_len = redlock_derived(op->fence_key, base, base_len, REDLOCK_FENCE_SUFFIX);
+    lens[0] = base_len;
+    lens[1] = redlock_derived(channel, base, base_len, REDLOCK_CHANNEL_SUFFIX);
+    lens[2] = redlock_derived(bchan, prefix, plen, REDLOCK_BROKEN_SUFFIX);
+    if (round_start(script_break, 1, 3, args, lens, redlock_break_reply, redlock_break_done,
+                    op) != 0) {
+        redlock_op_free(op);
+        return -1;
+    }
+    return 0;
 }
 
 int

@@ -31,11 +31,20 @@
  */
 #define REDLOCK_FENCE_SUFFIX   " fence"     /* key of the name's fence counter */
 #define REDLOCK_CHANNEL_SUFFIX " released"  /* pub/sub channel announcing releases */
+#define REDLOCK_CHANGED_SUFFIX " changed"   /* pub/sub channel announcing grants,
+                                               releases and breaks to watchers */
 #define REDLOCK_SHARED_SUFFIX  " shared"    /* sorted set of the name's shared holders */
 #define REDLOCK_LIMIT_SUFFIX   " limit"     /* a counted name's limit (its marker) */
 #define REDLOCK_PERMIT_SUFFIX  " permit "   /* + index: one permit of a counted name */
 #define REDLOCK_GATE_SUFFIX    " gate"      /* a waiting exclusive LOCK's gate */
 #define REDLOCK_LIMIT_MAX      1000         /* most permits a counted name may have */
+#define REDLOCK_LABEL_SUFFIX   " label "    /* record key + this + token: the holder's
+                                               label, "<grant ms> <fence> <text>" */
+#define REDLOCK_BROKEN_SUFFIX  " broken"    /* lock.key_prefix + this: the channel on
+                                               which BREAK tells every daemon */
+#define REDLOCK_LABEL_MAX      64           /* longest holder label, bytes */
+#define REDLOCK_WHO_MAX        64           /* most bytes of a holder's token kept by a
+                                               status (a foreign client's may be longer) */
 
 /* Longest lock key: lock.key_prefix (<= 256) + a name (<= 250).  The
  * operations refuse a longer key (-1). */
@@ -123,6 +132,9 @@ struct redlock_result {
                                            waiters, and ours) */
     int64_t fence;                      /* GRANTED with fence: the fencing
                                            token, written back to a majority;
+                                           status HELD: the shown holder's, from
+                                           its label (0 when none); break: the
+                                           name's counter after the raise;
                                            0 otherwise */
     int     free_slot;                  /* acquire of a PERMIT, not granted: a
                                            permit no answering master reported
@@ -138,8 +150,19 @@ struct redlock_result {
                                            (redlock_ungate() opens it) */
     enum redlock_kind kind;             /* status HELD: the kind of the holders */
     size_t  holders;                    /* status HELD: holders no quorum could
-                                           take over now (1 for an exclusive lock) */
+                                           take over now (1 for an exclusive lock);
+                                           break: the most holders a master deleted */
     unsigned limit;                     /* status HELD of a counted name: its limit */
+    char    label[REDLOCK_LABEL_MAX + 1];/* status HELD: the label of the holder shown
+                                           (the one holding token when asked and
+                                           found, else the longest held), "" when it
+                                           wrote none; break: the first deleted one's */
+    int64_t held_ms;                    /* status HELD: how long that holder has held
+                                           it (the least any master says, on its own
+                                           clock), ms, or -1 when unknown */
+    char    holder[REDLOCK_WHO_MAX + 1];/* status HELD: that holder's token as the
+                                           masters have it (cut), to tell holders
+                                           apart; never shown to clients */
     size_t  answered;                   /* masters that answered */
     char    error[REDLOCK_ERROR_MAX];   /* when fewer than a quorum answered:
                                            who failed and how */
@@ -188,12 +211,50 @@ typedef void (*redlock_released_fn)(const char *key, size_t key_len,
 void redlock_on_release(redlock_released_fn fn);
 
 /*
+ * Any message on a key's changes channel (redlock_watch_changes: a
+ * grant, a release, a break): fn(key) for each copy a master delivers.
+ * For watchers, who read the name again (redlock_status) to learn what
+ * changed: one master's message is a hint, never a verdict.
+ */
+typedef void (*redlock_changed_fn)(const char *key, size_t key_len);
+
+void redlock_on_change(redlock_changed_fn fn);
+
+/*
+ * A master said that a BREAK deleted the holds of key whose tokens are
+ * in tokens (tokens_len bytes, separated by single spaces); one call
+ * per copy (each master sends its own).
+ */
+typedef void (*redlock_broken_fn)(const char *key, size_t key_len, const char *tokens,
+                                  size_t tokens_len);
+
+/*
+ * Hear BREAKs: subscribe to prefix + REDLOCK_BROKEN_SUFFIX on every
+ * master (prefix is lock.key_prefix, copied) and hand each message to
+ * fn.  Call once, before master_start().  Returns 0, or -1 when out of
+ * memory.
+ */
+int redlock_on_break(const char *prefix, redlock_broken_fn fn);
+
+/*
  * Start (on) or stop (!on) hearing release announcements for key on
  * every master: a SUBSCRIBE to key + REDLOCK_CHANNEL_SUFFIX on each
  * master's subscriber link (daemon/master.h).  Returns 0, or -1 when out
  * of memory (then only the holder's ttl times the retries).
  */
 int redlock_watch(const char *key, size_t key_len, bool on);
+
+/*
+ * Start (on) or stop (!on) hearing every change of key's holders: a
+ * SUBSCRIBE to key + REDLOCK_CHANGED_SUFFIX on every master (counted;
+ * daemon/master.h), whose messages go to the redlock_on_change()
+ * function.  Returns 0, or -1 when out of memory.
+ */
+int redlock_watch_changes(const char *key, size_t key_len, bool on);
+
+/* Names whose channel is subscribed now (for waiters or watchers; the
+ * daemons' BREAK channel is not counted). */
+size_t redlock_subscriptions(void);
 
 /* Change the drift factor (reload). */
 void redlock_set_drift(double drift_factor);
@@ -277,11 +338,18 @@ int64_t redlock_holder_ttl(int64_t *pttls, size_t nheld, size_t nfree, size_t qu
  * A PERMIT that is not granted reports in res->free_slot a permit worth
  * trying next (free on the most answering masters).
  *
+ * label (NUL-terminated, at most REDLOCK_LABEL_MAX bytes of 0x21-0x7E,
+ * or NULL) is written with the record for everyone to read (status):
+ * record key + REDLOCK_LABEL_SUFFIX + token holds "<grant time, ms on
+ * the master's clock> <fence> <label>", with the record's expiry; the
+ * fence is set by the write-back of a fenced grant (0 otherwise).  The
+ * label goes with the record: renewals extend it, releases delete it.
+ *
  * Returns 0, or -1 when memory ran out (no callback).
  */
 int redlock_acquire(const struct redlock_rec *rec, const char *token, int64_t ttl_ms,
-                    const char *old_token, bool fence, bool gate, redlock_done_fn cb,
-                    void *arg);
+                    const char *old_token, bool fence, bool gate, const char *label,
+                    redlock_done_fn cb, void *arg);
 
 /*
  * Compare-and-delete rec's record holding token on every master (a
@@ -388,7 +456,9 @@ int redlock_extend_one(const char *base, size_t base_len, const char *token, int
  * Read the name whose key is base on every master, whatever its kind:
  * HELD when some holder is on so many masters that no quorum could take
  * its place now (res->kind, res->holders of that sort, res->limit of a
- * counted name; owner_self when a holder holding token is on a quorum;
+ * counted name; res->label, held_ms, fence and holder of one holder:
+ * the one holding token when it is on a quorum, else the one that has
+ * held it longest; owner_self when a holder holding token is on a quorum;
  * token may be NULL; res->ttl_ms the time until enough records expire
  * that a quorum sees the name free, the longest over its holders), FREE,
  * or NOQUORUM.  Each master reads every holder of the name: O(limit)
@@ -397,6 +467,27 @@ int redlock_extend_one(const char *base, size_t base_len, const char *token, int
  */
 int redlock_status(const char *base, size_t base_len, const char *token,
                    redlock_done_fn cb, void *arg);
+
+/*
+ * BREAK: end every hold of the name whose key is base, whoever holds
+ * it, on every master: delete its records (and their labels, a counted
+ * name's limit key, a shared name's gate), raise its fence counter by
+ * one (and each deleted permit's), and announce the deleted tokens on
+ * the name's channel (waiters everywhere try at once) and on prefix +
+ * REDLOCK_BROKEN_SUFFIX (prefix: lock.key_prefix), where each daemon
+ * tells a session that held one that it lost it.  The largest counter
+ * is then written back, set-if-greater, as a fenced grant's is, so that
+ * every later grant's fence is above it (and above the broken holder's,
+ * which was at most the counter before the raise on a majority).
+ * RELEASED when a quorum ran it and a majority took the write-back:
+ * res->holders the most holders a master deleted, res->fence the raised
+ * counter, res->label the first deleted holder's label; NOQUORUM
+ * otherwise (res->error).  Masters that missed it may keep a minority
+ * of the records, which no quorum holds any more.  Returns 0 or -1 (no
+ * callback).
+ */
+int redlock_break(const char *base, size_t base_len, const char *prefix, redlock_done_fn cb,
+                  void *arg);
 
 /*
  * Compare-and-PEXPIRE n records on every master in one script call each

@@ -22,6 +22,7 @@
 #include "daemon/session.h"
 #include "daemon/stats.h"
 #include "daemon/util.h"
+#include "daemon/watch.h"
 #include "daemon/lease.h"
 
 #define SERVER_DRAIN_MS     2000    /* longest wait for releases at shutdown */
@@ -170,6 +171,7 @@ server_reload(void)
     server_set_quarantine(next);
     master_set_conf(next);
     lock_set_conf(next);
+    watch_set_conf(next);
     session_set_conf(next);
     listener_set_conf(next);
     if (server_conf_owned) {
@@ -251,6 +253,7 @@ server_run(struct conf *conf)
     redlock_init(conf->drift_factor);
     round_init(server_base, conf->node_timeout_ms);
     lock_init(server_base, conf);
+    watch_init(server_base, conf);
     session_init(server_base, conf);
     if (listener_start(server_base, conf) != 0) {
         event_base_free(server_base);

@@ -8,6 +8,7 @@
 #include <sys/ioctl.h>
 #include <sys/queue.h>
 #include <sys/socket.h>
+#include <unistd.h>
 
 #include <linux/sockios.h>
 
@@ -24,7 +25,12 @@
 #include "daemon/session.h"
 #include "daemon/stats.h"
 #include "daemon/util.h"
+#include "daemon/watch.h"
 #include "proto/proto.h"
+
+#if PROTO_LABEL_MAX != REDLOCK_LABEL_MAX
+#error "a label must fit the masters' record of it"
+#endif
 
 #define SESSION_READ_HIGH   (64 * 1024)   /* input buffered while a LOCK waits */
 #define SESSION_OUT_HIGH    (256 * 1024)  /* stop reading past this much unsent output */
@@ -32,6 +38,7 @@
 #define SESSION_PEER_MAX    64
 #define SESSION_LINGER_MS   2000          /* longest wait at close for lease grants to be read */
 #define SESSION_LINGER_TICK_MS 5          /* how often that wait looks */
+#define SESSION_LIST_NAMES  1024          /* names per step of a LIST */
 
 /*
  * A lease-mode grant whose OK the client may not have received yet.
@@ -78,10 +85,22 @@ struct session {
     bool                peer_reset; /* the peer reset the connection (ECONNRESET,
                                        EPIPE): it did not read everything */
     int64_t             linger_until_us; /* closing: wait for grants until then */
+    struct watch_client wc;         /* its WATCHes */
+    const char         *admin_by;   /* may BREAK, and why ("auth.admin_password", "uid 0
+                                       on the Unix socket"; static), else NULL */
+    char                label[PROTO_LABEL_MAX + 1]; /* default holder label:
+                                       "<host>:<peer>" */
+    bool                listing;    /* a LIST is being written, step by step */
+    bool                list_begun; /* list_after holds the last name listed */
+    size_t              list_prefix_len;            /* bytes in list_prefix */
+    char                list_prefix[PROTO_WORD_MAX];/* LIST's prefix */
+    size_t              list_after_len;             /* bytes in list_after */
+    char                list_after[PROTO_NAME_MAX]; /* LIST goes on after this name */
 };
 
 static struct event_base *session_base;
 static const struct conf *session_conf;
+static char               session_host[PROTO_LABEL_MAX + 1]; /* for default labels */
 static TAILQ_HEAD(, session) sessions = TAILQ_HEAD_INITIALIZER(sessions);
 static size_t             session_n;
 static uint64_t           session_next_id = 1;
@@ -97,6 +116,11 @@ session_init(struct event_base *base, const struct conf *conf)
 {
     session_base = base;
     session_conf = conf;
+    if (gethostname(session_host, sizeof(session_host)) != 0
+        || !util_printable_word(session_host, strnlen(session_host, sizeof(session_host)))) {
+        snprintf(session_host, sizeof(session_host), "localhost");
+    }
+    session_host[sizeof(session_host) - 1] = '\0';
 }
 
 void
@@ -360,6 +384,18 @@ session_reply_kind(struct proto_reply *r, const struct lock_result *res, bool st
     }
 }
 
+/* BREAK ended a lock: the audit line, at warn level, of who broke what. */
+static void
+session_broke(struct session *s, const struct lock_result *res)
+{
+    log_warn("client %llu (%s, label %s, admin by %s): BREAK %.*s: %zu holder%s ended%s%s%s, "
+             "fence now %lld", (unsigned long long)s->id, s->peer, s->label, s->admin_by,
+             (int)res->name_len,
+             res->name, res->holders, res->holders == 1 ? "" : "s",
+             res->label != NULL ? " (one was " : "", res->label != NULL ? res->label : "",
+             res->label != NULL ? ")" : "", (long long)res->fence);
+}
+
 static void
 session_done_cb(struct lock_client *c, const struct lock_result *res)
 {
@@ -381,6 +417,12 @@ session_done_cb(struct lock_client *c, const struct lock_result *res)
     case LOCK_OK:
         proto_reply_start(&r, "OK");
         proto_reply_word(&r, res->name, res->name_len);
+        if (s->verb == PROTO_BREAK) {
+            session_broke(s, res);
+            proto_reply_int(&r, "holders", (int64_t)res->holders);
+            proto_reply_int(&r, "fence", res->fence);
+            break;
+        }
         if (res->token != NULL) {
             proto_reply_str(&r, "token", res->token);
         }
@@ -422,10 +464,20 @@ session_done_cb(struct lock_client *c, const struct lock_result *res)
             proto_reply_int(&r, "fence", res->fence);
         }
         session_reply_kind(&r, res, true);
+        if (res->label != NULL) {
+            proto_reply_str(&r, "label", res->label);
+            proto_reply_int(&r, "held_ms", res->held_ms);
+        }
+        if (res->waiters > 0) {
+            proto_reply_int(&r, "waiters", (int64_t)res->waiters);
+        }
         break;
     case LOCK_FREE:
         proto_reply_start(&r, "FREE");
         proto_reply_word(&r, res->name, res->name_len);
+        if (res->waiters > 0) {
+            proto_reply_int(&r, "waiters", (int64_t)res->waiters);
+        }
         break;
     case LOCK_NOQUORUM:
         proto_reply_error(&r, PROTO_ERR_NOQUORUM, res->error);
@@ -510,6 +562,7 @@ session_stats(struct session *s)
     STAT_U("locks_lost_quorum", stats.locks_lost_quorum);
     STAT_U("locks_lost_gone", stats.locks_lost_gone);
     STAT_U("locks_lost_shutdown", stats.locks_lost_shutdown);
+    STAT_U("locks_lost_broken", stats.locks_lost_broken);
     STAT_U("fenced_grants", stats.fenced_grants);
     STAT_U("shared_grants", stats.shared_grants);
     STAT_U("counted_grants", stats.counted_grants);
@@ -518,9 +571,13 @@ session_stats(struct session *s)
     STAT_U("session_grants", stats.acquire_ok - stats.lease_grants);
     STAT_U("extends_ok", stats.extends_ok);
     STAT_U("extends_notheld", stats.extends_notheld);
-    STAT_U("subscriptions", master_subscriptions());
+    STAT_U("subscriptions", redlock_subscriptions());
     STAT_U("pubsub_wakeups", stats.pubsub_wakeups);
     STAT_U("fallback_retries", stats.fallback_retries);
+    STAT_U("watches", stats.watches);
+    STAT_U("watching", stats.watching);
+    STAT_U("breaks", stats.breaks);
+    STAT_U("labels_truncated", stats.labels_truncated);
     /* The latency histogram, cumulative as in /metrics. */
     for (i = 0; i < STATS_LATENCY_NBOUNDS; i++) {
         cum += stats.acquire_latency[i];
@@ -634,9 +691,13 @@ static void
 session_auth(struct session *s, const char *word, size_t len)
 {
     const char *pass = session_conf->auth_password;
+    const char *admin = session_conf->auth_admin_password;
     struct proto_reply r;
 
-    if (pass == NULL || pass[0] == '\0') {
+    if (admin[0] != '\0' && util_equal_secret(word, len, admin, strlen(admin))) {
+        s->admin_by = "auth.admin_password";
+        pass = admin;       /* the admin password lets the session in as well */
+    } else if (pass[0] == '\0' && admin[0] == '\0') {
         session_send_error(s, PROTO_ERR_AUTH, "no password is configured (auth.password)");
         return;
     }
@@ -655,6 +716,139 @@ session_auth(struct session *s, const char *word, size_t len)
     session_send(s, &r);
 }
 
+/*
+ * The label a LOCK without label= gets: "<host>:<peer>", the peer being
+ * uid=N,pid=N on the Unix socket and the address on TCP, cut to
+ * PROTO_LABEL_MAX bytes (counted); bytes a label may not hold become '_'.
+ */
+static void
+session_default_label(struct session *s, const char *peer, bool is_unix, long uid, long pid)
+{
+    char full[PROTO_LABEL_MAX + SESSION_PEER_MAX + 32];
+    size_t i, len;
+
+    if (is_unix && uid >= 0) {
+        snprintf(full, sizeof(full), "%s:uid=%ld,pid=%ld", session_host, uid, pid);
+    } else {
+        snprintf(full, sizeof(full), "%s:%s", session_host, peer);
+    }
+    len = strlen(full);
+    if (len > PROTO_LABEL_MAX) {
+        stats.labels_truncated++;
+        len = PROTO_LABEL_MAX;
+    }
+    for (i = 0; i < len; i++) {
+        s->label[i] = util_printable_word(&full[i], 1) ? full[i] : '_';
+    }
+    s->label[len] = '\0';
+}
+
+/* A watched name's state: "! HELD <name> ..." or "! FREE <name>". */
+static void
+session_watch_cb(struct watch_client *c, const struct watch_state *st)
+{
+    struct session *s = (struct session *)(void *)((char *)c - offsetof(struct session, wc));
+    struct proto_reply r;
+
+    proto_reply_start(&r, "!");
+    proto_reply_word(&r, st->held ? "HELD" : "FREE", 4);
+    proto_reply_word(&r, st->name, st->name_len);
+    if (st->held) {
+        if (st->label != NULL) {
+            proto_reply_str(&r, "label", st->label);
+            proto_reply_int(&r, "held_ms", st->held_ms);
+        }
+        if (st->fence > 0) {
+            proto_reply_int(&r, "fence", st->fence);
+        }
+        proto_reply_str(&r, "kind", st->kind);
+        proto_reply_int(&r, "holders", (int64_t)st->holders);
+        if (st->limit > 0) {
+            proto_reply_int(&r, "limit", st->limit);
+        }
+    }
+    proto_reply_end(&r);
+    session_send(s, &r);
+}
+
+/* One line of LIST, written straight to the output (steps pace it). */
+static void
+session_list_cb(const struct lock_listing *e, void *arg)
+{
+    static const char *const kinds[] = {
+        [LOCK_KIND_EXCLUSIVE] = "exclusive",
+        [LOCK_KIND_SHARED] = "shared",
+        [LOCK_KIND_COUNTED] = "counted",
+    };
+    struct session *s = arg;
+    struct proto_reply r;
+
+    proto_reply_start(&r, e->held ? "HELD" : "WAIT");
+    proto_reply_word(&r, e->name, e->name_len);
+    proto_reply_str(&r, "label", e->label);
+    if (e->held) {
+        proto_reply_str(&r, "mode", "session");
+        proto_reply_int(&r, "ttl", e->ttl_ms);
+        proto_reply_int(&r, "held_ms", e->held_ms);
+        proto_reply_int(&r, "holds", e->holds);
+        if (e->fence > 0) {
+            proto_reply_int(&r, "fence", e->fence);
+        }
+    } else {
+        proto_reply_int(&r, "position", (int64_t)e->position);
+        proto_reply_int(&r, "waited_ms", e->held_ms);
+    }
+    proto_reply_str(&r, "kind", kinds[e->kind]);
+    if (e->kind == LOCK_KIND_COUNTED) {
+        proto_reply_int(&r, "limit", e->limit);
+        if (e->held) {
+            proto_reply_int(&r, "permit", e->permit);
+        }
+    }
+    if (e->held) {
+        proto_reply_int(&r, "waiters", (int64_t)e->waiters);
+    }
+    proto_reply_end(&r);
+    bufferevent_write(s->bev, r.buf, r.len);
+}
+
+/*
+ * Write the next step of a LIST: up to SESSION_LIST_NAMES names, and
+ * more while the client keeps up (unsent output below SESSION_OUT_LOW),
+ * then END.  Otherwise the write callback brings the next step once the
+ * client has read this one, so a listing of any size holds at most one
+ * step of unread output here.
+ */
+static void
+session_list_step(struct session *s)
+{
+    struct evbuffer *out = bufferevent_get_output(s->bev);
+    size_t n;
+
+    while (s->listing) {
+        if (evbuffer_get_length(out) >= SESSION_OUT_LOW) {
+            return;             /* the write callback goes on */
+        }
+        n = lock_list(s->list_prefix_len > 0 ? s->list_prefix : NULL, s->list_prefix_len,
+                      s->list_begun ? s->list_after : NULL, s->list_after_len,
+                      SESSION_LIST_NAMES, session_list_cb, s, s->list_after,
+                      &s->list_after_len);
+        if (n == SIZE_MAX) {
+            s->listing = false;
+            session_send_error(s, PROTO_ERR_LIMIT, "out of memory listing");
+            break;
+        }
+        s->list_begun = s->list_begun || n > 0;
+        if (n < SESSION_LIST_NAMES) {
+            s->listing = false;
+            bufferevent_write(s->bev, "END\n", 4);
+        }
+    }
+    if (!s->processing) {
+        session_process(s);
+    }
+}
+
 /* Run one parsed request. */
 static void
 session_dispatch(struct session *s, const struct proto_cmd *cmd)
@@ -662,6 +856,7 @@ session_dispatch(struct session *s, const struct proto_cmd *cmd)
     struct proto_reply r;
     struct lock_request req;
     char text[160];
+    const char *err;
     int64_t ttl;
     size_t i;
 
@@ -698,6 +893,8 @@ session_dispatch(struct session *s, const struct proto_cmd *cmd)
         req.fence = cmd->fence;
         req.kind = cmd->shared ? LOCK_KIND_SHARED
                    : cmd->has_limit ? LOCK_KIND_COUNTED : LOCK_KIND_EXCLUSIVE;
+        req.label = cmd->has_label ? cmd->label : s->label;
+        req.label_len = cmd->has_label ? cmd->label_len : strlen(s->label);
         req.limit = 0;
         if (cmd->has_limit) {
             if (cmd->limit > session_conf->max_limit) {
@@ -751,6 +948,38 @@ session_dispatch(struct session *s, const struct proto_cmd *cmd)
     case PROTO_QUIT:
         bufferevent_write(s->bev, "BYE\n", 4);
         session_quit(s);
+        return;
+    case PROTO_LIST:
+        s->listing = true;
+        s->list_begun = false;
+        s->list_prefix_len = cmd->word != NULL ? cmd->word_len : 0;
+        memcpy(s->list_prefix, cmd->word != NULL ? cmd->word : "", s->list_prefix_len);
+        session_list_step(s);
+        return;
+    case PROTO_WATCH:
+        if (watch_add(&s->wc, cmd->name, cmd->name_len, &err) != 0) {
+            session_send_error(s, PROTO_ERR_LIMIT, err);
+            return;
+        }
+        proto_reply_start(&r, "OK");
+        proto_reply_word(&r, cmd->name, cmd->name_len);
+        break;
+    case PROTO_UNWATCH:
+        watch_remove(&s->wc, cmd->name, cmd->name_len);
+        proto_reply_start(&r, "OK");
+        proto_reply_word(&r, cmd->name, cmd->name_len);
+        break;
+    case PROTO_BREAK:
+        if (s->admin_by == NULL) {
+            log_warn("client %llu (%s, label %s): BREAK %.*s refused: not admin",
+                     (unsigned long long)s->id, s->peer, s->label, (int)cmd->name_len,
+                     cmd->name);
+            session_send_error(s, PROTO_ERR_DENIED, "BREAK needs the admin right: AUTH with "
+                               "auth.admin_password, or uid 0 on the Unix socket");
+            return;
+        }
+        s->busy = true;
+        lock_break(&s->lc, cmd->name, cmd->name_len);
         return;
     case PROTO_VERB_COUNT:
         return;
@@ -865,7 +1094,7 @@ session_process(struct session *s)
     unsigned char *line;
 
     s->processing = true;
-    while (!s->busy && !s->closing && !s->quitting && s->bev != NULL) {
+    while (!s->busy && !s->listing && !s->closing && !s->quitting && s->bev != NULL) {
         if (evbuffer_get_length(bufferevent_get_output(s->bev)) >= session_out_high()) {
             /* A client that does not read its replies gets no more of them. */
             s->out_blocked = true;
@@ -897,8 +1126,8 @@ session_process(struct session *s)
         }
     }
     s->processing = false;
-    if (s->input_ended && !s->busy && !s->closing && !s->quitting && !s->out_blocked
-        && s->bev != NULL) {
+    if (s->input_ended && !s->busy && !s->listing && !s->closing && !s->quitting
+        && !s->out_blocked && s->bev != NULL) {
         /* Every complete request is answered; what is left is no request. */
         session_quit(s);
         return;
@@ -929,6 +1158,10 @@ session_write_cb(struct bufferevent *bev, void *arg)
 
     if (s->quitting && evbuffer_get_length(bufferevent_get_output(bev)) == 0) {
         session_quit_flushed(s);
+        return;
+    }
+    if (s->listing && !s->closing) {
+        session_list_step(s);     /* the client read the last step: the next one */
         return;
     }
     if (s->out_blocked && !s->quitting) {
@@ -1011,6 +1244,7 @@ session_close(struct session *s, const char *why)
     bufferevent_free(s->bev);
     s->bev = NULL;
     s->in_close = true;
+    watch_client_close(&s->wc);
     lock_client_close(&s->lc);
     s->in_close = false;
     if (!s->busy) {
@@ -1019,7 +1253,7 @@ session_close(struct session *s, const char *why)
 }
 
 int
-session_accept(evutil_socket_t fd, const char *peer, bool is_unix)
+session_accept(evutil_socket_t fd, const char *peer, bool is_unix, long uid, long pid)
 {
     struct session *s;
     struct timeval tv;
@@ -1037,6 +1271,11 @@ session_accept(evutil_socket_t fd, const char *peer, bool is_unix)
         return -1;
     }
     lock_client_init(&s->lc, session_done_cb, session_lost_cb);
+    watch_client_init(&s->wc, session_watch_cb);
+    session_default_label(s, peer, is_unix, uid, pid);
+    if (is_unix && uid == 0) {
+        s->admin_by = "uid 0 on the Unix socket";
+    }
     evtimer_assign(&s->timer, session_base, session_timer_cb, s);
     s->authed = session_conf->auth_password == NULL || session_conf->auth_password[0] == '\0'
                 || (is_unix && session_conf->auth_unix_exempt);

@@ -26,9 +26,13 @@ void session_set_conf(const struct conf *conf);
 
 /*
  * Start a session on an accepted socket.  peer describes the client for
- * logs ("127.0.0.1:5555" or "unix"); is_unix says it came in on the Unix
- * socket (exempt from AUTH with auth.unix_exempt).  Takes ownership of
- * fd (closed on failure).  Returns 0, or -1 when out of memory.
+ * logs ("127.0.0.1:5555" or "unix uid=N pid=N"); is_unix says it came in
+ * on the Unix socket (exempt from AUTH with auth.unix_exempt); uid and
+ * pid are the Unix peer's credentials (SO_PEERCRED), -1 when unknown or
+ * on TCP: uid 0 has the admin right (BREAK), and both name the client in
+ * its default holder label ("<host>:uid=N,pid=N", else "<host>:<peer>").
+ * Takes ownership of fd (closed on failure).  Returns 0, or -1 when out
+ * of memory.
  *
  * Limits: a request line must be complete within limits.idle_timeout_ms
  * of its first byte (ERR TIMEOUT, then close); unsent output that makes
@@ -37,7 +41,7 @@ void session_set_conf(const struct conf *conf);
  * AUTH and QUIT answers ERR AUTH until AUTH succeeds, and a session not
  * authenticated within idle_timeout_ms is closed.
  */
-int session_accept(evutil_socket_t fd, const char *peer, bool is_unix);
+int session_accept(evutil_socket_t fd, const char *peer, bool is_unix, long uid, long pid);
 
 /* Sessions open now. */
 size_t session_count(void);

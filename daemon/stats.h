@@ -43,6 +43,7 @@ struct stats {
     uint64_t locks_lost_quorum;  /* lease: of them, reason=quorum */
     uint64_t locks_lost_gone;    /* lease: of them, reason=gone */
     uint64_t locks_lost_shutdown;/* lease: of them, reason=shutdown */
+    uint64_t locks_lost_broken;  /* lease: of them, reason=broken */
     uint64_t fenced_grants;      /* lock: grants that carried a fence */
     uint64_t shared_grants;      /* lock: grants of a shared hold */
     uint64_t counted_grants;     /* lock: grants of a permit of a counted name */
@@ -52,6 +53,10 @@ struct stats {
     uint64_t extends_notheld;    /* lock: EXTEND answered NOTHELD */
     uint64_t pubsub_wakeups;     /* lock: waiters woken by a release announcement */
     uint64_t fallback_retries;   /* lock: retries timed by the holder's ttl */
+    uint64_t watches;            /* watch: WATCH requests accepted */
+    uint64_t watching;           /* watch: WATCHes open now (a gauge) */
+    uint64_t breaks;             /* lock: BREAKs that ended a lock */
+    uint64_t labels_truncated;   /* session: default holder labels cut to 64 bytes */
     /*
      * The acquire latency histogram (stats_observe_acquire): the
      * LOCK/TRYLOCK answers counted by acquire_ok, _reentered, _busy,

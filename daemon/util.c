@@ -80,6 +80,19 @@ util_random(int64_t max)
 }
 
 bool
+util_printable_word(const char *s, size_t len)
+{
+    size_t i;
+
+    for (i = 0; i < len; i++) {
+        if ((unsigned char)s[i] < 0x21 || (unsigned char)s[i] > 0x7e) {
+            return false;
+        }
+    }
+    return len > 0;
+}
+
+bool
 util_equal_secret(const char *a, size_t alen, const char *b, size_t blen)
 {
     volatile unsigned char diff = (unsigned char)(alen != blen);

@@ -40,6 +40,13 @@ int64_t util_random(int64_t max);
 bool util_equal_secret(const char *a, size_t alen, const char *b, size_t blen);
 
 /*
+ * Whether s (len bytes) is one printable word: at least one byte, every
+ * one 0x21-0x7E (no space, no control byte).  For labels read back from
+ * the masters.
+ */
+bool util_printable_word(const char *s, size_t len);
+
+/*
  * Write the local wall-clock time ms milliseconds from now, rounded up
  * to the second, as "HH:MM:SS" into buf (size bytes, at least 9), or
  * "?" when it cannot be told.  For messages to people only ("until

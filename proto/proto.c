@@ -43,7 +43,7 @@ enum proto_esc {
 enum proto_args {
     PROTO_ARGS_NONE,    /* nothing at all: VERSION, HELP, QUIT, STATS */
     PROTO_ARGS_NAME,    /* a lock name, required */
-    PROTO_ARGS_WORD,    /* one word, optional: PING */
+    PROTO_ARGS_WORD,    /* one word, optional: PING, LIST */
     PROTO_ARGS_SECRET   /* one word, required, never quoted in errors: AUTH */
 };
 
@@ -56,6 +56,7 @@ enum proto_opt_id {
     PROTO_OPT_FENCE,
     PROTO_OPT_LIMIT,
     PROTO_OPT_SHARED,
+    PROTO_OPT_LABEL,
     PROTO_OPT_COUNT
 };
 
@@ -129,6 +130,9 @@ static int proto_opt_token(const struct proto_optdef *def, const char *val, size
 static int proto_opt_count(const struct proto_optdef *def, const char *val, size_t len,
                            struct proto_cmd *cmd, const char *verb,
                            struct proto_error *err);
+static int proto_opt_label(const struct proto_optdef *def, const char *val, size_t len,
+                           struct proto_cmd *cmd, const char *verb,
+                           struct proto_error *err);
 
 static const struct proto_optdef proto_opts[PROTO_OPT_COUNT] = {
     [PROTO_OPT_TTL] = {
@@ -173,11 +177,17 @@ static const struct proto_optdef proto_opts[PROTO_OPT_COUNT] = {
         .has_off = offsetof(struct proto_cmd, shared),
         .val_off = 0,
     },
+    [PROTO_OPT_LABEL] = {
+        .key = "label", .flag = false, .set = proto_opt_label, .min = 0,
+        .inf = NULL, .inf_value = 0,
+        .has_off = offsetof(struct proto_cmd, has_label),
+        .val_off = 0,       /* the setter stores cmd->label itself */
+    },
 };
 
 #define PROTO_LOCK_OPTS     (PROTO_OPT_BIT(PROTO_OPT_TTL) | PROTO_OPT_BIT(PROTO_OPT_MODE) \
                              | PROTO_OPT_BIT(PROTO_OPT_FENCE) | PROTO_OPT_BIT(PROTO_OPT_LIMIT) \
-                             | PROTO_OPT_BIT(PROTO_OPT_SHARED))
+                             | PROTO_OPT_BIT(PROTO_OPT_SHARED) | PROTO_OPT_BIT(PROTO_OPT_LABEL))
 
 static const struct proto_verbdef proto_verbs[PROTO_VERB_COUNT] = {
     [PROTO_LOCK] = {
@@ -195,6 +205,10 @@ static const struct proto_verbdef proto_verbs[PROTO_VERB_COUNT] = {
     [PROTO_QUIT]         = { "QUIT", PROTO_ARGS_NONE, 0 },
     [PROTO_STATS]        = { "STATS", PROTO_ARGS_NONE, 0 },
     [PROTO_AUTH]         = { "AUTH", PROTO_ARGS_SECRET, 0 },
+    [PROTO_LIST]         = { "LIST", PROTO_ARGS_WORD, 0 },
+    [PROTO_WATCH]        = { "WATCH", PROTO_ARGS_NAME, 0 },
+    [PROTO_UNWATCH]      = { "UNWATCH", PROTO_ARGS_NAME, 0 },
+    [PROTO_BREAK]        = { "BREAK", PROTO_ARGS_NAME, 0 },
 };
 
 /* Options that exclude each other. */
@@ -213,8 +227,9 @@ static const struct proto_required proto_required[] = {
 
 const char *const proto_help[PROTO_VERB_COUNT + 1] = {
     [PROTO_LOCK]         = "LOCK <name> [ttl=MS] [wait=MS|inf] [mode=session|lease] [fence] "
-                           "[shared|limit=N]",
-    [PROTO_TRYLOCK]      = "TRYLOCK <name> [ttl=MS] [mode=session|lease] [fence] [shared|limit=N]",
+                           "[shared|limit=N] [label=TEXT]",
+    [PROTO_TRYLOCK]      = "TRYLOCK <name> [ttl=MS] [mode=session|lease] [fence] [shared|limit=N] "
+                           "[label=TEXT]",
     [PROTO_UNLOCK]       = "UNLOCK <name> [token=HEX]",
     [PROTO_STATUS]       = "STATUS <name> [token=HEX]",
     [PROTO_EXTEND]       = "EXTEND <name> token=HEX ttl=MS",
@@ -224,6 +239,10 @@ const char *const proto_help[PROTO_VERB_COUNT + 1] = {
     [PROTO_QUIT]         = "QUIT",
     [PROTO_STATS]        = "STATS",
     [PROTO_AUTH]         = "AUTH <password>",
+    [PROTO_LIST]         = "LIST [prefix]",
+    [PROTO_WATCH]        = "WATCH <name>",
+    [PROTO_UNWATCH]      = "UNWATCH <name>",
+    [PROTO_BREAK]        = "BREAK <name>",
     [PROTO_VERB_COUNT]   = NULL,
 };
 
@@ -238,6 +257,7 @@ static const char *const proto_errcodes[] = {
     [PROTO_ERR_AUTH]     = "AUTH",
     [PROTO_ERR_TIMEOUT]  = "TIMEOUT",
     [PROTO_ERR_KIND]     = "KIND",
+    [PROTO_ERR_DENIED]   = "DENIED",
 };
 
 /*
@@ -572,6 +592,34 @@ proto_opt_token(const struct proto_optdef *def, const char *val, size_t len,
         return -1;
     }
     cmd->token = val;
+    return 0;
+}
+
+/*
+ * Setter for label=: 1..PROTO_LABEL_MAX bytes of 0x21-0x7E (a word has
+ * no space already), a name for people of who holds a lock.
+ */
+static int
+proto_opt_label(const struct proto_optdef *def, const char *val, size_t len,
+                struct proto_cmd *cmd, const char *verb, struct proto_error *err)
+{
+    size_t i;
+
+    (void)def;
+    if (len > PROTO_LABEL_MAX) {
+        proto_fail(err, PROTO_ERR_PROTO, "%s: label is %zu bytes, longest is %d",
+                   verb, len, PROTO_LABEL_MAX);
+        return -1;
+    }
+    for (i = 0; i < len; i++) {
+        if ((unsigned char)val[i] < 0x21 || (unsigned char)val[i] > 0x7e) {
+            proto_fail(err, PROTO_ERR_PROTO, "%s: label has byte 0x%02x at offset %zu",
+                       verb, (unsigned)(unsigned char)val[i], i);
+            return -1;
+        }
+    }
+    cmd->label = val;
+    cmd->label_len = len;
     return 0;
 }
 

@@ -22,6 +22,7 @@
 #define PROTO_ERRTEXT_MAX   160      /* room for an error text, with NUL */
 #define PROTO_REPLY_MAX     2048     /* longest reply line, with LF */
 #define PROTO_TOKEN_LEN     32       /* owner token: lowercase hex digits */
+#define PROTO_LABEL_MAX     64       /* longest holder label (label=), bytes */
 
 /* Request verbs; PROTO_VERB_COUNT is not a verb. */
 enum proto_verb {
@@ -36,6 +37,10 @@ enum proto_verb {
     PROTO_QUIT,
     PROTO_STATS,
     PROTO_AUTH,
+    PROTO_LIST,
+    PROTO_WATCH,
+    PROTO_UNWATCH,
+    PROTO_BREAK,
     PROTO_VERB_COUNT
 };
 
@@ -50,7 +55,8 @@ enum proto_errcode {
     PROTO_ERR_SHUTDOWN,   /* the daemon is stopping */
     PROTO_ERR_AUTH,       /* AUTH required first, or a wrong password */
     PROTO_ERR_TIMEOUT,    /* limits.idle_timeout_ms passed (then closed) */
-    PROTO_ERR_KIND        /* the name is held or waited for as another kind */
+    PROTO_ERR_KIND,       /* the name is held or waited for as another kind */
+    PROTO_ERR_DENIED      /* the request needs the admin right (BREAK) */
 };
 
 /* What a LOCK's lease is bound to (mode=). */
@@ -72,7 +78,8 @@ struct proto_cmd {
     int64_t         ttl_ms;     /* ttl= value, ms (range is checked by the caller) */
     bool            has_wait;   /* wait= was given */
     int64_t         wait_ms;    /* wait= value, ms, or PROTO_WAIT_INF */
-    const char      *word;      /* PING argument or AUTH password, or NULL */
+    const char      *word;      /* PING argument, AUTH password or LIST prefix,
+                                   or NULL */
     size_t          word_len;   /* bytes in word */
     bool            has_mode;   /* mode= was given */
     int64_t         mode;       /* mode= value, an enum proto_mode */
@@ -84,6 +91,10 @@ struct proto_cmd {
     int64_t         limit;      /* limit= value: holders at once, >= 1 (the upper
                                    bound is checked by the caller) */
     bool            shared;     /* the bare word "shared" was given */
+    bool            has_label;  /* label= was given */
+    const char      *label;     /* label= value: 1..PROTO_LABEL_MAX bytes of
+                                   0x21-0x7E, not NUL-terminated; NULL if absent */
+    size_t          label_len;  /* bytes in label */
 };
 
 /* Why a line was refused: the class and a one-line text for the client. */

@@ -113,7 +113,12 @@ parse_busy(const char *line, const char *name, long long *ttl)
     return p != NULL && *p == '\0';
 }
 
-/* True when line is exactly "HELD <name> ttl=N owner=<owner>". */
+/*
+ * True when line is exactly "HELD <name> ttl=N owner=<owner>" with the
+ * mode of one's own hold, the kind, and the holder's label and time
+ * held (every lock of this suite is taken through the daemon, which
+ * labels it).
+ */
 static bool
 parse_held(const char *line, const char *name, const char *owner, long long *ttl)
 {
@@ -131,7 +136,12 @@ parse_held(const char *line, const char *name, const char *owner, long long *ttl
         }
         p += 13;
     }
-    return strcmp(p, " kind=exclusive holders=1") == 0;
+    if (strncmp(p, " kind=exclusive holders=1 label=", 32) != 0) {
+        return false;
+    }
+    p = strchr(p + 32, ' ');
+    return p != NULL && strncmp(p, " held_ms=", 9) == 0 && p[9] >= '0' && p[9] <= '9'
+           && strspn(p + 9, "0123456789") == strlen(p + 9);
 }
 
 /*

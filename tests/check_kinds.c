@@ -24,12 +24,10 @@
  * shared waiters together), the writer's gate across two daemons and
  * its removal (grant, give-up, the writer's session closing); lease mode (token UNLOCK / EXTEND /
  * STATUS) and fences of both kinds; a permit whose keys vanished
- * (! LOST reason=gone, then NOTHELD); renewal and restore of both
+ * (! LOST reason=gone, then NOTHELD) and shared members that vanished
+ * (the same on UNLOCK, and ! LOST reason=renew pushed by the renewal);
+ * renewal and restore of both
  * kinds; redlockctl --limit / -s / status; STATS and /metrics counters.
- *
- * Two tests show daemon bugs found while writing this suite and fail
- * against the daemon as it is (see the comment before each):
- * reentry_other_limit and stale_limit_marker.
  *
  * Waiting is always for a condition with a deadline; the only timed
  * checks are "nothing arrives for N ms" (h_quiet), which show that a
@@ -833,11 +831,6 @@ END_TEST
  * daemon gets ERR KIND for it), so the re-entry must be refused (ERR
  * PROTO like any re-entry of another kind, or ERR KIND), not counted
  * as holds=2 under the old limit.
- *
- * Daemon bug: fails today.  lock_acquire() (daemon/lock.c) compares
- * only the record kind of the session's hold, not its limit:
- *     LOCK r limit=2      -> OK r ... holds=1 kind=counted limit=2 permit=P
- *     LOCK r limit=3      -> OK r ... holds=2 kind=counted limit=2 permit=P
  */
 START_TEST(reentry_other_limit)
 {
@@ -1430,6 +1423,33 @@ END_TEST
 /* ---- 6. a permit whose keys vanished ---- */
 
 /*
+ * UNLOCK name on fd, whose hold's record vanished from every master:
+ * "! LOST <name> reason=gone", then NOTHELD; a second UNLOCK is NOTHELD.
+ */
+#define KT_UNLOCK_GONE(fd, name) kt_unlock_gone_at((fd), (name), __LINE__)
+
+static void
+kt_unlock_gone_at(int fd, const char *name, int at)
+{
+    char line[128], want[128], *got;
+
+    snprintf(line, sizeof(line), "UNLOCK %s", name);
+    ck_assert_int_eq(h_send(fd, line), 0);
+    got = kt_read_at(fd, CMD_MS, "UNLOCK of a vanished hold, first line", at);
+    snprintf(want, sizeof(want), "! LOST %s reason=gone", name);
+    ck_assert_msg(strcmp(got, want) == 0, "line %d: got '%s', expected '%s'", at, got, want);
+    free(got);
+    got = kt_read_at(fd, CMD_MS, "UNLOCK of a vanished hold, second line", at);
+    snprintf(want, sizeof(want), "NOTHELD %s", name);
+    ck_assert_msg(strcmp(got, want) == 0, "line %d: got '%s', expected '%s'", at, got, want);
+    free(got);
+    got = kt_cmd_at(fd, line, at);
+    ck_assert_msg(strcmp(got, want) == 0, "line %d: a second UNLOCK got '%s', expected '%s'",
+                  at, got, want);
+    free(got);
+}
+
+/*
  * A session's permit key deleted on every master before its UNLOCK: the
  * UNLOCK is answered "! LOST <name> reason=gone", then NOTHELD; the
  * other holder keeps its permit.
@@ -1454,14 +1474,7 @@ START_TEST(permit_gone_lost)
     for (i = 0; i < NMASTERS; i++) {
         ck_assert_int_eq(h_master_cmd(i, NULL, "DEL %s", key), 0);
     }
-    ck_assert_int_eq(h_send(a, "UNLOCK pg"), 0);
-    got = KT_READ(a, CMD_MS, "UNLOCK of a vanished permit, first line");
-    ck_assert_str_eq(got, "! LOST pg reason=gone");
-    free(got);
-    got = KT_READ(a, CMD_MS, "UNLOCK of a vanished permit, second line");
-    ck_assert_str_eq(got, "NOTHELD pg");
-    free(got);
-    EXPECT_REPLY(a, "UNLOCK pg", "NOTHELD pg");
+    KT_UNLOCK_GONE(a, "pg");
     got = KT_CMD(b, "STATUS pg");
     KT_IS(got, "HELD", "pg");
     KT_FIELD(got, "owner", "self");
@@ -1474,25 +1487,132 @@ START_TEST(permit_gone_lost)
 }
 END_TEST
 
+/* The one member of the shared set key on master 0 other than except (NULL: none), into out. */
+static void
+kt_member_besides(const char *key, const char *except, char *out)
+{
+    redisContext *c = h_redis_connect(h_master_port(0));
+    redisReply *r;
+    size_t j, found = 0;
+    bool array;
+
+    ck_assert_msg(c != NULL, "master 0 cannot be asked");
+    r = redisCommand(c, "ZRANGE %s 0 -1", key);
+    array = r != NULL && r->type == REDIS_REPLY_ARRAY;
+    for (j = 0; array && j < r->elements; j++) {
+        if (except == NULL || strcmp(r->element[j]->str, except) != 0) {
+            snprintf(out, 33, "%s", r->element[j]->str);
+            found++;
+        }
+    }
+    if (r != NULL) {
+        freeReplyObject(r);
+    }
+    redisFree(c);
+    ck_assert_msg(array, "ZRANGE '%s' failed on master 0", key);
+    ck_assert_msg(found == 1 && h_is_token(out), "'%s' on master 0: %zu members besides '%s', "
+                  "expected one token", key, found, except != NULL ? except : "");
+}
+
+/* Remove member from the shared set key on every master; each must have had it. */
+static void
+kt_member_delete(const char *key, const char *member)
+{
+    redisContext *c;
+    redisReply *r;
+    long long n;
+    size_t i;
+
+    for (i = 0; i < NMASTERS; i++) {
+        c = h_redis_connect(h_master_port(i));
+        ck_assert_msg(c != NULL, "master %zu cannot be asked", i);
+        r = redisCommand(c, "ZREM %s %s", key, member);
+        n = r != NULL && r->type == REDIS_REPLY_INTEGER ? r->integer : -1;
+        if (r != NULL) {
+            freeReplyObject(r);
+        }
+        redisFree(c);
+        ck_assert_msg(n == 1, "master %zu: ZREM '%s' %s answered %lld, expected 1", i, key,
+                      member, n);
+    }
+}
+
+/*
+ * Shared members deleted on every master, as permit_gone_lost does for
+ * a permit: A's member before its UNLOCK, which is answered
+ * "! LOST <name> reason=gone", then NOTHELD; C's (ttl 3000) while it
+ * just holds, and its next renewal pushes "! LOST <name> reason=renew"
+ * unasked, then its UNLOCK is NOTHELD.  B, the third reader, keeps its
+ * hold throughout (an exclusive TRYLOCK is BUSY until B lets go), and
+ * neither lost member is left to refuse the writer afterwards.
+ */
+START_TEST(shared_gone_lost)
+{
+    char *got, key[64], tok_a[33], tok_b[33], tok_c[33];
+    int a, b, c, w;
+
+    kt_up(1, NULL);
+    a = expect_connect(0);
+    b = expect_connect(0);
+    c = expect_connect(0);
+    w = expect_connect(0);
+    kt_key(key, sizeof(key), "sg", " shared");
+    got = KT_GRANT(a, "LOCK sg shared ttl=20000", "sg");
+    KT_FIELD(got, "kind", "shared");
+    free(got);
+    kt_member_besides(key, NULL, tok_a);
+    got = KT_GRANT(b, "LOCK sg shared ttl=20000", "sg");
+    free(got);
+    kt_member_besides(key, tok_a, tok_b);
+
+    /* A's member vanishes: its UNLOCK says so. */
+    kt_member_delete(key, tok_a);
+    KT_UNLOCK_GONE(a, "sg");
+    ck_assert_int_eq(kt_stat(0, "locks_lost_gone"), 1);
+
+    /* C's member vanishes while C only holds: its renewal finds out. */
+    got = KT_GRANT(c, "LOCK sg shared ttl=3000", "sg");
+    free(got);
+    kt_member_besides(key, tok_b, tok_c);      /* A's is gone: the other one is C's */
+    kt_member_delete(key, tok_c);
+    got = KT_READ(c, 3000, "the renewal of a vanished shared member");
+    ck_assert_str_eq(got, "! LOST sg reason=renew");
+    free(got);
+    EXPECT_REPLY(c, "UNLOCK sg", "NOTHELD sg");
+    ck_assert_int_eq(kt_stat(0, "locks_lost_renew"), 1);
+
+    /* B still holds, on the masters too; once it lets go the writer gets in. */
+    got = KT_CMD(b, "STATUS sg");
+    KT_IS(got, "HELD", "sg");
+    KT_FIELD(got, "owner", "self");
+    KT_FIELD(got, "kind", "shared");
+    KT_FIELD(got, "holders", "1");
+    free(got);
+    got = KT_CMD(w, "TRYLOCK sg");
+    KT_IS(got, "BUSY", "sg");
+    free(got);
+    EXPECT_REPLY(b, "UNLOCK sg", "OK sg holds=0");
+    got = KT_GRANT(w, "TRYLOCK sg", "sg");
+    KT_NO_FIELD(got, "kind");
+    free(got);
+    EXPECT_REPLY(w, "UNLOCK sg", "OK sg holds=0");
+    KT_KEYS_GONE("sg");
+    close(a);
+    close(b);
+    close(c);
+    close(w);
+}
+END_TEST
+
 /*
  * The limit marker must not outlive the permits: a counted name whose
  * last permit expired (a lease-mode holder that never came back) is
  * FREE to STATUS, and then a LOCK of another kind must be granted.
  *
- * Daemon bug: fails today.  "<name> limit" is deleted only by the
- * release of the last permit (rl_delete in daemon/redlock.c), and its
- * ttl is raised to the longest permit's; when a permit expires instead
- * (or its keys vanish), the marker stays for up to the longest ttl ever
- * granted, and every other kind is refused ERR KIND while STATUS says
- * FREE:
- *     LOCK st limit=2 mode=lease ttl=20000  -> OK st token=T1 ... permit=0
- *     LOCK st limit=2 mode=lease ttl=700    -> OK st token=T2 ... permit=1
- *     UNLOCK st token=T1                    -> OK st
- *     (1.5 s later: T2's permit has expired)
- *     STATUS st                             -> FREE st
- *     TRYLOCK st                            -> ERR KIND st is held with limit=2
- *     TRYLOCK st limit=3                    -> ERR KIND st is held with limit=2
- *     (for ~18 more seconds; "st limit" has PTTL ~18000 on every master)
+ * Permit 0 is released, permit 1 (ttl 700 ms) is left to expire by
+ * itself, so "<name> limit" still names permit 1 when the exclusive
+ * TRYLOCK comes: the acquire must read the permits, find none alive and
+ * drop the key (proto/PROTOCOL.md, section 9, "One kind per name").
  */
 START_TEST(stale_limit_marker)
 {
@@ -2070,6 +2190,7 @@ kinds_suite(void)
     KT_ADD(s, lease_token_ops);
     KT_ADD(s, fences);
     KT_ADD(s, permit_gone_lost);
+    KT_ADD(s, shared_gone_lost);
     KT_ADD(s, stale_limit_marker);
     KT_ADD(s, kinds_renewed_restored);
     KT_ADD(s, ctl_limit);

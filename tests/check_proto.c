@@ -904,7 +904,7 @@ START_TEST(test_verb_names)
 {
     static const char *const names[PROTO_VERB_COUNT] = {
         "LOCK", "TRYLOCK", "UNLOCK", "STATUS", "EXTEND", "PING", "VERSION", "HELP", "QUIT",
-        "STATS", "AUTH",
+        "STATS", "AUTH", "LIST", "WATCH", "UNWATCH", "BREAK",
     };
     char line[80];
     struct proto_cmd cmd;
@@ -912,10 +912,10 @@ START_TEST(test_verb_names)
 
     for (i = 0; i < PROTO_VERB_COUNT; i++) {
         ck_assert_str_eq(proto_verb_name((enum proto_verb)i), names[i]);
-        /* Every name parses back to its verb (the first five need a lock
-           name, EXTEND its two options too). */
+        /* Every name parses back to its verb (the first five and the last
+           three need a lock name, EXTEND its two options too). */
         snprintf(line, sizeof(line), "%s%s%s", names[i],
-                 i <= PROTO_EXTEND || i == PROTO_AUTH ? " n" : "",
+                 i <= PROTO_EXTEND || i == PROTO_AUTH || i >= PROTO_WATCH ? " n" : "",
                  i == PROTO_EXTEND ? " token=0123456789abcdef0123456789abcdef ttl=1" : "");
         cmd = parse_ok(line);
         ck_assert_int_eq(cmd.verb, i);
@@ -923,6 +923,56 @@ START_TEST(test_verb_names)
     ck_assert_str_eq(proto_verb_name(PROTO_VERB_COUNT), "?");
     ck_assert_str_eq(proto_verb_name((enum proto_verb)-1), "?");
     ck_assert_str_eq(proto_verb_name((enum proto_verb)1000), "?");
+}
+END_TEST
+
+/* label= on LOCK and TRYLOCK: 1..64 printable bytes; nowhere else. */
+START_TEST(test_label_option)
+{
+    struct proto_cmd cmd;
+    char line[160];
+
+    cmd = parse_ok("LOCK job label=backup@db7");
+    ck_assert(cmd.has_label);
+    ck_bytes_eq(cmd.label, cmd.label_len, "backup@db7");
+    cmd = parse_ok("TRYLOCK job LABEL=x shared");
+    ck_bytes_eq(cmd.label, cmd.label_len, "x");
+    ck_assert(cmd.shared);
+    cmd = parse_ok("LOCK job");
+    ck_assert(!cmd.has_label && cmd.label == NULL);
+    /* 64 bytes are a label, 65 are not. */
+    snprintf(line, sizeof(line), "LOCK job label=%064d", 7);
+    cmd = parse_ok(line);
+    ck_assert_uint_eq(cmd.label_len, 64);
+    snprintf(line, sizeof(line), "LOCK job label=%065d", 7);
+    parse_err(line, PROTO_ERR_PROTO, "LOCK: label is 65 bytes, longest is 64");
+    parse_err("LOCK job label=", PROTO_ERR_PROTO, "LOCK: option 'label' has no value");
+    parse_err("LOCK job label=a\tb", PROTO_ERR_PROTO, "LOCK: label has byte 0x09 at offset 1");
+    parse_err("LOCK job label=a label=b", PROTO_ERR_PROTO, "LOCK: option 'label' given twice");
+    parse_err("UNLOCK job label=a", PROTO_ERR_PROTO, "UNLOCK: unknown option 'label'");
+}
+END_TEST
+
+/* LIST [prefix], WATCH/UNWATCH/BREAK <name>: their arguments and nothing more. */
+START_TEST(test_visibility_verbs)
+{
+    struct proto_cmd cmd;
+
+    cmd = parse_ok("LIST");
+    ck_assert_int_eq(cmd.verb, PROTO_LIST);
+    ck_assert(cmd.word == NULL);
+    cmd = parse_ok("list job:");
+    ck_bytes_eq(cmd.word, cmd.word_len, "job:");
+    parse_err("LIST a b", PROTO_ERR_PROTO, "LIST: too many arguments");
+    cmd = parse_ok("WATCH leader");
+    ck_assert_int_eq(cmd.verb, PROTO_WATCH);
+    ck_bytes_eq(cmd.name, cmd.name_len, "leader");
+    parse_err("WATCH", PROTO_ERR_PROTO, "WATCH: missing lock name");
+    cmd = parse_ok("UNWATCH leader");
+    ck_assert_int_eq(cmd.verb, PROTO_UNWATCH);
+    cmd = parse_ok("BREAK stuck");
+    ck_assert_int_eq(cmd.verb, PROTO_BREAK);
+    parse_err("BREAK stuck ttl=5", PROTO_ERR_PROTO, "BREAK: too many arguments");
 }
 END_TEST
 
@@ -937,8 +987,9 @@ START_TEST(test_errcode_names)
     ck_assert_str_eq(proto_errcode_name(PROTO_ERR_AUTH), "AUTH");
     ck_assert_str_eq(proto_errcode_name(PROTO_ERR_TIMEOUT), "TIMEOUT");
     ck_assert_str_eq(proto_errcode_name(PROTO_ERR_KIND), "KIND");
+    ck_assert_str_eq(proto_errcode_name(PROTO_ERR_DENIED), "DENIED");
     ck_assert_str_eq(proto_errcode_name(PROTO_ERR_NONE), "?");
-    ck_assert_str_eq(proto_errcode_name((enum proto_errcode)(PROTO_ERR_KIND + 1)), "?");
+    ck_assert_str_eq(proto_errcode_name((enum proto_errcode)(PROTO_ERR_DENIED + 1)), "?");
     ck_assert_str_eq(proto_errcode_name((enum proto_errcode)-1), "?");
 }
 END_TEST
@@ -946,11 +997,13 @@ END_TEST
 START_TEST(test_help)
 {
     static const char *const expected[] = {
-        "LOCK <name> [ttl=MS] [wait=MS|inf] [mode=session|lease] [fence] [shared|limit=N]",
-        "TRYLOCK <name> [ttl=MS] [mode=session|lease] [fence] [shared|limit=N]",
+        "LOCK <name> [ttl=MS] [wait=MS|inf] [mode=session|lease] [fence] [shared|limit=N] "
+        "[label=TEXT]",
+        "TRYLOCK <name> [ttl=MS] [mode=session|lease] [fence] [shared|limit=N] [label=TEXT]",
         "UNLOCK <name> [token=HEX]",
         "STATUS <name> [token=HEX]", "EXTEND <name> token=HEX ttl=MS", "PING [word]", "VERSION",
-        "HELP", "QUIT", "STATS", "AUTH <password>",
+        "HELP", "QUIT", "STATS", "AUTH <password>", "LIST [prefix]", "WATCH <name>",
+        "UNWATCH <name>", "BREAK <name>",
     };
     const char *verb;
     size_t i, n, vlen;
@@ -1391,6 +1444,8 @@ proto_suite(void)
     tcase_add_test(tc, test_errcode_names);
     tcase_add_test(tc, test_help);
     tcase_add_test(tc, test_lease_and_fence_options);
+    tcase_add_test(tc, test_label_option);
+    tcase_add_test(tc, test_visibility_verbs);
     suite_add_tcase(s, tc);
 
     tc = tcase_create("reply");

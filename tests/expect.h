@@ -34,6 +34,62 @@
         free(got_);                                                             \
     } while (0)
 
+/* Send line, read its reply (which must come within CMD_MS); caller frees. */
+#define EXPECT_CMD(fd, line) expect_cmd_at((fd), (line), CMD_MS, __LINE__)
+
+static inline char *
+expect_cmd_at(int fd, const char *line, int64_t ms, int at)
+{
+    char *got = h_cmd(fd, line, ms);
+
+    ck_assert_msg(got != NULL, "line %d: '%s' got no reply within %lld ms", at, line,
+                  (long long)ms);
+    return got;
+}
+
+/* Read one line that must come within ms; caller frees. */
+#define EXPECT_READ(fd, ms, what) expect_read_at((fd), (ms), (what), __LINE__)
+
+static inline char *
+expect_read_at(int fd, int64_t ms, const char *what, int at)
+{
+    char *got = h_read_line(fd, ms);
+
+    ck_assert_msg(got != NULL, "line %d: %s: nothing within %lld ms", at, what, (long long)ms);
+    return got;
+}
+
+/* Require the line to start with "<status> <name>" (then a space or its end). */
+#define EXPECT_IS(line, status, name) \
+    ck_assert_msg(h_is_reply((line), (status), (name)), "line %d: got '%s', expected '%s %s ...'", \
+                  __LINE__, (line), (status), (name))
+
+/* Require a word key=value in line, and return the value as an integer. */
+#define EXPECT_INT(line, key) expect_int_at((line), (key), __LINE__)
+
+static inline long long
+expect_int_at(const char *line, const char *key, int at)
+{
+    long long v = 0;
+
+    ck_assert_msg(h_reply_int(line, key, &v), "line %d: '%s' has no integer %s=", at, line, key);
+    return v;
+}
+
+/* Require a word key=value in line with exactly this value. */
+#define EXPECT_FIELD(line, key, want) do {                                      \
+        char v_[128];                                                           \
+        ck_assert_msg(h_reply_field((line), (key), v_, sizeof(v_)) && strcmp(v_, (want)) == 0, \
+                      "line %d: '%s' lacks %s=%s", __LINE__, (line), (key), (want)); \
+    } while (0)
+
+/* Require that line has no word key=... */
+#define EXPECT_NO_FIELD(line, key) do {                                         \
+        char v_[128];                                                           \
+        ck_assert_msg(!h_reply_field((line), (key), v_, sizeof(v_)),            \
+                      "line %d: '%s' has %s=, expected none", __LINE__, (line), (key)); \
+    } while (0)
+
 /*
  * Make daemon d the current one and connect to it over TCP; the test
  * fails (naming the daemon and the reason) when that does not work.

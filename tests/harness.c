@@ -1015,9 +1015,13 @@ h_write_conf(const struct h_daemon_opts *o)
     }
     h_conf_int(f, "max_pending", o->max_pending);
     h_conf_int(f, "down_after_ms", o->down_after_ms);
-    if (o->auth_password != NULL) {
-        fprintf(f, "auth:\n  password: \"%s\"\n  unix_exempt: %s\n", o->auth_password,
+    if (o->auth_password != NULL || o->admin_password != NULL) {
+        fprintf(f, "auth:\n  password: \"%s\"\n  unix_exempt: %s\n",
+                o->auth_password != NULL ? o->auth_password : "",
                 o->auth_unix_required ? "false" : "true");
+        if (o->admin_password != NULL) {
+            fprintf(f, "  admin_password: \"%s\"\n", o->admin_password);
+        }
     }
     /* Off unless asked: every daemon would want the same port. */
     if (o->metrics_port > 0) {

@@ -274,6 +274,7 @@ struct h_daemon_opts {
     int64_t     down_after_ms;          /* redis.down_after_ms */
     const char *auth_password;          /* auth.password (none when NULL) */
     bool        auth_unix_required;     /* auth.unix_exempt: false */
+    const char *admin_password;         /* auth.admin_password (none when NULL) */
     int         metrics_port;           /* metrics.listen on 127.0.0.1 (off when 0) */
     const char *const *extra_masters;   /* more masters entries, written as they
                                            are ("localhost:6380") after every

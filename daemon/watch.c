@@ -1,0 +1,411 @@
+/*
+ * watch.c: WATCH entries, their reads of the masters and their pushes.
+ *
+ * The entries are in a tsearch(3) tree keyed by name, as the lock table
+ * is.  An entry has at most one read in flight; a message heard during
+ * it makes one more read after it, so that copies of one announcement
+ * from every master cost two reads, not one per copy.
+ */
+#include <search.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <event2/event.h>
+#include <event2/event_struct.h>
+
+#include "conf/conf.h"
+#include "daemon/log.h"
+#include "daemon/redlock.h"
+#include "daemon/stats.h"
+#include "daemon/util.h"
+#include "daemon/watch.h"
+
+#define WATCH_BACKOFF_MAX_US  2000000   /* longest retry delay of a read without quorum */
+
+/* What was last pushed of a name: a push happens when this changes. */
+struct watch_seen {
+    bool     held;                          /* HELD, else FREE */
+    char     kind;                          /* held: the holders' record letter */
+    size_t   holders;                       /* held: how many */
+    unsigned limit;                         /* held, counted: the limit */
+    int64_t  fence;                         /* held: the shown holder's fence */
+    char     holder[REDLOCK_WHO_MAX + 1];   /* held: the shown holder's token */
+    char     label[REDLOCK_LABEL_MAX + 1];  /* held: the shown holder's label */
+};
+
+/*
+ * One watched name.  Owned by this module; freed when its last watcher
+ * left and no read is in flight.  name points into key.
+ */
+struct watch_name {
+    char               *key;        /* malloc'd: prefix + name, NUL-terminated */
+    size_t              key_len;    /* bytes in key */
+    const char         *name;       /* key + prefix length */
+    size_t              name_len;   /* bytes in name */
+    struct watcher_list watchers;   /* who watches it */
+    size_t              n;          /* entries in watchers */
+    bool                reading;    /* a read of the masters is in flight */
+    bool                again;      /* a message came during the read: read again */
+    bool                known;      /* seen holds a state a quorum gave */
+    bool                settling;   /* new: read once more a round deadline after the
+                                       first read (the SUBSCRIBE is surely taken) */
+    struct watch_seen   seen;       /* the last state pushed */
+    struct event        timer;      /* the next read: expiry, backoff, settling */
+    int64_t             backoff_us; /* delay of the next read after no quorum */
+};
+
+/* One session watching one name.  Owned by this module. */
+struct watcher {
+    struct watch_name   *wn;            /* the name */
+    struct watch_client *client;        /* the session */
+    TAILQ_ENTRY(watcher) name_link;     /* in wn->watchers */
+    TAILQ_ENTRY(watcher) client_link;   /* in client->watchers */
+    bool                 synced;        /* it was told the current state */
+};
+
+static struct event_base *watch_base;
+static const struct conf *watch_conf;
+static void              *watch_root;   /* tsearch tree of struct watch_name */
+static size_t             watch_nnames; /* entries in it */
+
+static void watch_read(struct watch_name *wn);
+static void watch_changed(const char *key, size_t key_len);
+
+static int
+watch_cmp(const void *a, const void *b)
+{
+    const struct watch_name *x = a, *y = b;
+    size_t n = x->key_len < y->key_len ? x->key_len : y->key_len;
+    int c = memcmp(x->key, y->key, n);
+
+    if (c != 0) {
+        return c;
+    }
+    return (x->key_len > y->key_len) - (x->key_len < y->key_len);
+}
+
+static struct watch_name *
+watch_find_key(const char *key, size_t key_len)
+{
+    struct watch_name probe;
+    void *found;
+
+    probe.key = (char *)(uintptr_t)key;
+    probe.key_len = key_len;
+    found = tfind(&probe, &watch_root, watch_cmp);
+    return found != NULL ? *(struct watch_name **)found : NULL;
+}
+
+void
+watch_init(struct event_base *base, const struct conf *conf)
+{
+    watch_base = base;
+    watch_conf = conf;
+    redlock_on_change(watch_changed);
+}
+
+void
+watch_set_conf(const struct conf *conf)
+{
+    watch_conf = conf;
+}
+
+void
+watch_client_init(struct watch_client *c, watch_push_fn push)
+{
+    memset(c, 0, sizeof(*c));
+    c->push = push;
+    TAILQ_INIT(&c->watchers);
+}
+
+size_t
+watch_count_names(void)
+{
+    return watch_nnames;
+}
+
+/* Read the name again in delay_us (0: on the next loop turn). */
+static void
+watch_read_in(struct watch_name *wn, int64_t delay_us)
+{
+    struct timeval tv = { (time_t)(delay_us / 1000000), (suseconds_t)(delay_us % 1000000) };
+
+    event_del(&wn->timer);
+    event_add(&wn->timer, &tv);
+}
+
+static void
+watch_timer_cb(evutil_socket_t fd, short what, void *arg)
+{
+    (void)fd;
+    (void)what;
+    watch_read(arg);
+}
+
+/* Free an entry that has no watcher and no read in flight. */
+static void
+watch_put(struct watch_name *wn)
+{
+    if (wn->n > 0 || wn->reading) {
+        return;
+    }
+    event_del(&wn->timer);
+    tdelete(wn, &watch_root, watch_cmp);
+    watch_nnames--;
+    free(wn->key);
+    free(wn);
+}
+
+/* The state of a read, as pushes show it. */
+static void
+watch_state_of(const struct watch_name *wn, const struct redlock_result *res,
+               struct watch_state *st)
+{
+    memset(st, 0, sizeof(*st));
+    st->name = wn->name;
+    st->name_len = wn->name_len;
+    st->held = res->outcome == REDLOCK_HELD;
+    if (!st->held) {
+        return;
+    }
+    st->kind = res->kind == REDLOCK_SHARED ? "shared"
+               : res->kind == REDLOCK_PERMIT ? "counted" : "exclusive";
+    st->holders = res->holders;
+    st->limit = res->limit;
+    st->label = res->label[0] != '\0' ? res->label : NULL;
+    st->held_ms = res->held_ms;
+    st->fence = res->fence;
+}
+
+/* What of a read decides whether it is a change. */
+static void
+watch_seen_of(const struct redlock_result *res, struct watch_seen *seen)
+{
+    memset(seen, 0, sizeof(*seen));
+    seen->held = res->outcome == REDLOCK_HELD;
+    if (!seen->held) {
+        return;
+    }
+    seen->kind = (char)res->kind;
+    seen->holders = res->holders;
+    seen->limit = res->limit;
+    seen->fence = res->fence;
+    memcpy(seen->holder, res->holder, sizeof(seen->holder));
+    memcpy(seen->label, res->label, sizeof(seen->label));
+}
+
+static void
+watch_read_done(const struct redlock_result *res, void *arg)
+{
+    struct watch_name *wn = arg;
+    struct watch_seen seen;
+    struct watch_state st;
+    struct watcher *w, *next;
+    bool changed;
+    int64_t delay;
+
+    wn->reading = false;
+    if (wn->n == 0) {
+        watch_put(wn);
+        return;
+    }
+    if (res->outcome != REDLOCK_HELD && res->outcome != REDLOCK_FREE) {
+        /* No quorum: nothing true to say yet; read again after a backoff. */
+        wn->backoff_us = wn->backoff_us == 0 ? watch_conf->retry_delay_ms * 1000
+                         : wn->backoff_us * 2;
+        if (wn->backoff_us > WATCH_BACKOFF_MAX_US) {
+            wn->backoff_us = WATCH_BACKOFF_MAX_US;
+        }
+        watch_read_in(wn, wn->again ? 0 : wn->backoff_us);
+        wn->again = false;
+        return;
+    }
+    wn->backoff_us = 0;
+    watch_seen_of(res, &seen);
+    changed = !wn->known || memcmp(&seen, &wn->seen, sizeof(seen)) != 0;
+    wn->seen = seen;
+    wn->known = true;
+    watch_state_of(wn, res, &st);
+    for (w = TAILQ_FIRST(&wn->watchers); w != NULL; w = next) {
+        next = TAILQ_NEXT(w, name_link);
+        if (changed || !w->synced) {
+            w->synced = true;
+            w->client->push(w->client, &st);
+        }
+    }
+    if (wn->again) {
+        wn->again = false;
+        watch_read_in(wn, 0);
+    } else if (wn->settling) {
+        wn->settling = false;
+        watch_read_in(wn, watch_conf->node_timeout_ms * 1000);
+    } else if (res->outcome == REDLOCK_HELD && res->ttl_ms >= 0) {
+        /* An expiry announces nothing: look when the quorum said it ends. */
+        delay = res->ttl_ms * 1000 + 1000 + util_random(watch_conf->retry_delay_ms * 1000);
+        watch_read_in(wn, delay);
+    } else {
+        event_del(&wn->timer);
+    }
+}
+
+/* Read the name on the masters now, or after the read in flight. */
+static void
+watch_read(struct watch_name *wn)
+{
+    if (wn->reading) {
+        wn->again = true;
+        return;
+    }
+    wn->reading = true;
+    if (redlock_status(wn->key, wn->key_len, NULL, watch_read_done, wn) != 0) {
+        wn->reading = false;
+        log_warn("watch %s: out of memory reading it; trying again", wn->key);
+        watch_read_in(wn, WATCH_BACKOFF_MAX_US);
+    }
+}
+
+/* A message on a name's channel: read the name again if it is watched. */
+static void
+watch_changed(const char *key, size_t key_len)
+{
+    struct watch_name *wn = watch_find_key(key, key_len);
+
+    if (wn != NULL && wn->n > 0) {
+        watch_read(wn);
+    }
+}
+
+/* A new entry for name, subscribed and being read; NULL when out of memory. */
+static struct watch_name *
+watch_name_new(const char *name, size_t name_len)
+{
+    size_t plen = strlen(watch_conf->key_prefix);
+    struct watch_name *wn = calloc(1, sizeof(*wn));
+
+    if (wn == NULL || (wn->key = malloc(plen + name_len + 1)) == NULL) {
+        free(wn);
+        return NULL;
+    }
+    memcpy(wn->key, watch_conf->key_prefix, plen);
+    memcpy(wn->key + plen, name, name_len);
+    wn->key[plen + name_len] = '\0';
+    wn->key_len = plen + name_len;
+    wn->name = wn->key + plen;
+    wn->name_len = name_len;
+    TAILQ_INIT(&wn->watchers);
+    evtimer_assign(&wn->timer, watch_base, watch_timer_cb, wn);
+    if (tsearch(wn, &watch_root, watch_cmp) == NULL) {
+        free(wn->key);
+        free(wn);
+        return NULL;
+    }
+    watch_nnames++;
+    if (redlock_watch_changes(wn->key, wn->key_len, true) != 0) {
+        log_warn("watch %s: out of memory subscribing; changes are seen at expiry only",
+                 wn->key);
+    }
+    /*
+     * A change made while the SUBSCRIBE is on its way is heard by no
+     * one: read once more when the subscription has surely been taken
+     * (a round deadline after the first read).
+     */
+    wn->settling = true;
+    watch_read(wn);
+    return wn;
+}
+
+int
+watch_add(struct watch_client *c, const char *name, size_t name_len, const char **error)
+{
+    size_t plen = strlen(watch_conf->key_prefix);
+    char key[REDLOCK_KEY_MAX + 1];
+    struct watch_name *wn;
+    struct watcher *w;
+
+    if (plen + name_len > REDLOCK_KEY_MAX) {
+        *error = "the lock's key is too long (lock.key_prefix + name)";
+        return -1;
+    }
+    memcpy(key, watch_conf->key_prefix, plen);
+    memcpy(key + plen, name, name_len);
+    wn = watch_find_key(key, plen + name_len);
+    if (wn != NULL) {
+        TAILQ_FOREACH(w, &c->watchers, client_link) {
+            if (w->wn == wn) {
+                /* Watched already: one watch, which hears the state again. */
+                w->synced = false;
+                if (!wn->reading) {
+                    watch_read_in(wn, 0);
+                }
+                return 0;
+            }
+        }
+    }
+    if ((int64_t)c->n >= watch_conf->max_locks_per_client) {
+        *error = "this session watches as many names as it may hold locks "
+                 "(limits.max_locks_per_client)";
+        return -1;
+    }
+    w = calloc(1, sizeof(*w));
+    if (w == NULL || (wn == NULL && (wn = watch_name_new(name, name_len)) == NULL)) {
+        free(w);
+        *error = "out of memory";
+        return -1;
+    }
+    w->wn = wn;
+    w->client = c;
+    TAILQ_INSERT_TAIL(&wn->watchers, w, name_link);
+    wn->n++;
+    TAILQ_INSERT_TAIL(&c->watchers, w, client_link);
+    c->n++;
+    stats.watches++;
+    stats.watching++;
+    if (!wn->reading) {
+        /* The new watcher hears the state as a quorum gives it now. */
+        watch_read_in(wn, 0);
+    }
+    return 0;
+}
+
+/* End one watch; the entry goes with its last watcher. */
+static void
+watcher_free(struct watcher *w)
+{
+    struct watch_name *wn = w->wn;
+    struct watch_client *c = w->client;
+
+    TAILQ_REMOVE(&wn->watchers, w, name_link);
+    wn->n--;
+    TAILQ_REMOVE(&c->watchers, w, client_link);
+    c->n--;
+    stats.watching--;
+    free(w);
+    if (wn->n == 0) {
+        redlock_watch_changes(wn->key, wn->key_len, false);
+        watch_put(wn);
+    }
+}
+
+void
+watch_remove(struct watch_client *c, const char *name, size_t name_len)
+{
+    struct watcher *w;
+
+    TAILQ_FOREACH(w, &c->watchers, client_link) {
+        if (w->wn->name_len == name_len && memcmp(w->wn->name, name, name_len) == 0) {
+            watcher_free(w);
+            return;
+        }
+    }
+}
+
+void
+watch_client_close(struct watch_client *c)
+{
+    struct watcher *w;
+
+    while ((w = TAILQ_FIRST(&c->watchers)) != NULL) {
+        watcher_free(w);
+    }
+}

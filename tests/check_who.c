@@ -1,0 +1,563 @@
+/*
+ * check_who.c: who holds what, end to end: holder labels kept on the
+ * masters and read through another daemon, STATUS's label/held_ms/
+ * waiters, LIST, WATCH pushes for every kind of change, and BREAK with
+ * its admin right, its LOST push to the holder on another daemon and
+ * its fence that a fence check uses against the broken holder.
+ *
+ * Real redis-server masters and real daemons on free loopback ports
+ * (tests/harness.h); two daemons on the same masters where a test says
+ * so.  Each test is a test case of its own: CK_RUN_CASE=<test>
+ * ./build/check_who runs one.
+ */
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <check.h>
+
+#include "tests/expect.h"
+#include "tests/harness.h"
+
+#define NMASTERS        5       /* masters per test */
+#define CMD_MS          2000    /* deadline for a reply that needs the masters */
+#define PUSH_MS         2000    /* a WATCH push after a change made anywhere */
+#define QUIET_MS        400     /* nothing must come for this long */
+#define TEST_TIMEOUT_S  60      /* per test, unless CK_DEFAULT_TIMEOUT is set */
+#define ADMIN_PASSWORD  "admin-secret"
+
+/* Every daemon: quick retries, and an admin password for BREAK. */
+static const struct h_daemon_opts wt_opts = {
+    .retry_delay_ms = 100,
+    .admin_password = ADMIN_PASSWORD,
+};
+
+/* Start of a test: its directory, the masters, ndaemons daemons (0 current). */
+static void
+wt_up(size_t ndaemons, const struct h_daemon_opts *opts)
+{
+    size_t i;
+
+    ck_assert_msg(h_begin(tcase_name()) == 0, "cannot create the test directory");
+    ck_assert_msg(h_start_masters(NMASTERS) == 0, "the masters did not start");
+    for (i = 0; i < ndaemons; i++) {
+        ck_assert_msg(h_start_daemon(opts != NULL ? opts : &wt_opts) == 0,
+                      "redlockd %zu did not start (log above)", i);
+    }
+    h_use_daemon(0);
+}
+
+static void
+wt_teardown(void)
+{
+    h_end();
+}
+
+/* The host name a daemon on this machine puts in its default labels. */
+static const char *
+wt_host(void)
+{
+    static char host[65];
+
+    if (host[0] == '\0' && gethostname(host, sizeof(host)) != 0) {
+        snprintf(host, sizeof(host), "localhost");
+    }
+    host[sizeof(host) - 1] = '\0';
+    return host;
+}
+
+/* Read a push that must come within PUSH_MS and start with prefix; caller frees. */
+#define WT_PUSH(fd, prefix) wt_push_at((fd), (prefix), __LINE__)
+
+static char *
+wt_push_at(int fd, const char *prefix, int at)
+{
+    char *got = h_read_line(fd, PUSH_MS);
+
+
+    ck_assert_msg(got != NULL && strncmp(got, prefix, strlen(prefix)) == 0,
+                  "line %d: expected a push '%s...' within %d ms, got '%s'", at, prefix,
+                  PUSH_MS, got != NULL ? got : "(nothing)");
+    return got;
+}
+
+/* ---- labels and STATUS ---- */
+
+/*
+ * A label given on one daemon is read through the other, with the time
+ * held; without label= the daemon names the client; the label lives and
+ * dies with the record on every master; STATUS says how many wait here.
+ */
+START_TEST(label_across_daemons)
+{
+    int a, b, u, w;
+    char *got, key[128], want[128], token[33];
+    long long held;
+    int64_t t0;
+
+    wt_up(2, NULL);
+    a = expect_connect(0);
+    b = expect_connect(1);
+    got = EXPECT_CMD(a, "LOCK job ttl=5000 label=backup@db7");
+    EXPECT_IS(got, "OK", "job");
+    free(got);
+    t0 = h_now_ms();
+    got = EXPECT_CMD(b, "STATUS job");
+    EXPECT_IS(got, "HELD", "job");
+    EXPECT_FIELD(got, "owner", "other");
+    EXPECT_FIELD(got, "label", "backup@db7");
+    held = EXPECT_INT(got, "held_ms");
+    ck_assert_msg(held >= 0 && held < 2000, "'%s': held_ms out of 0..2000", got);
+    EXPECT_NO_FIELD(got, "waiters");
+    free(got);
+    /* held_ms grows with the hold, on the masters' clocks. */
+    h_sleep_ms(300);
+    got = EXPECT_CMD(b, "STATUS job");
+    ck_assert_msg(EXPECT_INT(got, "held_ms") >= held + 250, "'%s': held_ms did not grow by "
+                  "the 300 ms slept (it was %lld)", got, held);
+    ck_assert_msg(EXPECT_INT(got, "held_ms") <= h_now_ms() - t0 + 1000, "'%s'", got);
+    free(got);
+
+    /* A waiter on daemon 1 shows there, not on daemon 0. */
+    w = expect_connect(1);
+    ck_assert_int_eq(h_send(w, "LOCK job wait=20000 label=next"), 0);
+    ck_assert_msg(h_wait_stat("waiters", 1, false, CMD_MS, NULL), "daemon 1 never had a waiter");
+    got = EXPECT_CMD(b, "STATUS job");
+    EXPECT_FIELD(got, "waiters", "1");
+    EXPECT_FIELD(got, "label", "backup@db7");
+    free(got);
+    got = EXPECT_CMD(a, "STATUS job");
+    EXPECT_FIELD(got, "owner", "self");
+    EXPECT_NO_FIELD(got, "waiters");
+    free(got);
+    EXPECT_REPLY(a, "UNLOCK job", "OK job holds=0");
+    got = EXPECT_READ(w, CMD_MS, "the waiter on daemon 1");
+    EXPECT_IS(got, "OK", "job");
+    free(got);
+    got = EXPECT_CMD(a, "STATUS job");
+    EXPECT_FIELD(got, "label", "next");
+    free(got);
+    close(w);
+
+    /* Without label=: the daemon's host and the TCP peer. */
+    got = EXPECT_CMD(a, "LOCK tcpjob");
+    free(got);
+    got = EXPECT_CMD(b, "STATUS tcpjob");
+    snprintf(want, sizeof(want), "label=%s:127.0.0.1:", wt_host());
+    ck_assert_msg(strstr(got, want) != NULL, "'%s' lacks '%s<port>'", got, want);
+    free(got);
+    /* ... and on the Unix socket, the client's uid and pid. */
+    h_use_daemon(0);
+    u = h_connect_unix();
+    ck_assert_int_ge(u, 0);
+    got = EXPECT_CMD(u, "LOCK unixjob");
+    free(got);
+    got = EXPECT_CMD(b, "STATUS unixjob");
+    snprintf(want, sizeof(want), "label=%s:uid=%ld,pid=%ld ", wt_host(), (long)getuid(),
+             (long)getpid());
+    ck_assert_msg(strstr(got, want) != NULL, "'%s' lacks '%s'", got, want);
+    free(got);
+
+    /* The label is a key of its own on every master, with the record's expiry. */
+    got = EXPECT_CMD(a, "LOCK lz mode=lease ttl=4000 label=L1");
+    ck_assert_msg(h_reply_field(got, "token", token, sizeof(token)), "'%s'", got);
+    free(got);
+    snprintf(key, sizeof(key), "lz label %s", token);
+    ck_assert_msg(h_masters_without(key) == 0, "the label key is missing on %zu masters",
+                  h_masters_without(key));
+    ck_assert_msg(h_master_pttl(0, key) > 0 && h_master_pttl(0, key) <= 4000,
+                  "the label's PTTL is %lld", h_master_pttl(0, key));
+    snprintf(want, sizeof(want), "UNLOCK lz token=%s", token);
+    EXPECT_REPLY(a, want, "OK lz");
+    ck_assert_msg(h_masters_without(key) == NMASTERS, "UNLOCK left the label on %zu masters",
+                  NMASTERS - h_masters_without(key));
+    close(a);
+    close(b);
+    close(u);
+}
+END_TEST
+
+/* ---- LIST ---- */
+
+/* Holds and waiters of this daemon, in name order, with a prefix. */
+START_TEST(list_holds_and_waiters)
+{
+    int a, b, c;
+    char *got, *lines[8];
+    int n = 0, i;
+
+    wt_up(1, NULL);
+    a = expect_connect(0);
+    b = expect_connect(0);
+    c = expect_connect(0);
+    got = EXPECT_CMD(a, "LOCK a:1 label=one fence ttl=8000");
+    free(got);
+    got = EXPECT_CMD(a, "LOCK a:2 label=two");
+    free(got);
+    got = EXPECT_CMD(b, "LOCK b:1 shared label=reader");
+    free(got);
+    ck_assert_int_eq(h_send(c, "LOCK a:1 wait=20000 label=w1"), 0);
+    ck_assert_msg(h_wait_stat("waiters", 1, false, CMD_MS, NULL), "no waiter");
+
+    ck_assert_int_eq(h_send(b, "LIST"), 0);
+    for (;;) {
+        got = EXPECT_READ(b, CMD_MS, "LIST");
+        if (strcmp(got, "END") == 0) {
+            free(got);
+            break;
+        }
+        ck_assert_msg(n < 8, "LIST: too many lines");
+        lines[n++] = got;
+    }
+    ck_assert_int_eq(n, 4);
+    EXPECT_IS(lines[0], "HELD", "a:1");
+    EXPECT_FIELD(lines[0], "label", "one");
+    EXPECT_FIELD(lines[0], "mode", "session");
+    EXPECT_FIELD(lines[0], "kind", "exclusive");
+    EXPECT_FIELD(lines[0], "waiters", "1");
+    ck_assert_msg(EXPECT_INT(lines[0], "fence") > 0, "'%s'", lines[0]);
+    ck_assert_msg(EXPECT_INT(lines[0], "ttl") > 0 && EXPECT_INT(lines[0], "ttl") <= 8000,
+                  "'%s'", lines[0]);
+    ck_assert_msg(EXPECT_INT(lines[0], "held_ms") >= 0, "'%s'", lines[0]);
+    EXPECT_IS(lines[1], "WAIT", "a:1");
+    EXPECT_FIELD(lines[1], "label", "w1");
+    EXPECT_FIELD(lines[1], "position", "1");
+    EXPECT_IS(lines[2], "HELD", "a:2");
+    EXPECT_FIELD(lines[2], "label", "two");
+    EXPECT_NO_FIELD(lines[2], "fence");
+    EXPECT_FIELD(lines[2], "waiters", "0");
+    EXPECT_IS(lines[3], "HELD", "b:1");
+    EXPECT_FIELD(lines[3], "kind", "shared");
+    for (i = 0; i < n; i++) {
+        free(lines[i]);
+    }
+
+    /* With a prefix, only those names; an unknown prefix lists nothing. */
+    ck_assert_int_eq(h_send(b, "LIST a:2"), 0);
+    got = EXPECT_READ(b, CMD_MS, "LIST a:2");
+    EXPECT_IS(got, "HELD", "a:2");
+    free(got);
+    got = EXPECT_READ(b, CMD_MS, "LIST a:2 END");
+    ck_assert_str_eq(got, "END");
+    free(got);
+    EXPECT_REPLY(b, "LIST zzz", "END");
+    /* The session goes on after a LIST. */
+    EXPECT_REPLY(b, "PING after", "PONG after");
+    close(a);
+    close(b);
+    close(c);
+}
+END_TEST
+
+/*
+ * A listing longer than one step (1024 names) and than the client's
+ * output bound is written in steps as the client reads: every name once,
+ * in order, and the session is not closed for its output.
+ */
+START_TEST(list_in_steps)
+{
+    static const struct h_daemon_opts opts = {
+        .retry_delay_ms = 100,
+        .max_locks_per_client = 3000,
+        .max_output_bytes = 65536,
+        .max_line_bytes = 1024,
+    };
+    enum { N = 2600 };
+    char line[64], want[32], *got;
+    int a, b, i, seen = 0;
+    long long closed = -1;
+
+    wt_up(1, &opts);
+    a = expect_connect(0);
+    b = expect_connect(0);
+    for (i = 0; i < N; i++) {
+        snprintf(line, sizeof(line), "LOCK n%05d ttl=30000", i);
+        ck_assert_int_eq(h_send(a, line), 0);
+    }
+    for (i = 0; i < N; i++) {
+        got = EXPECT_READ(a, 10000, "a pipelined LOCK");
+        ck_assert_msg(strncmp(got, "OK n", 4) == 0, "LOCK %d answered '%s'", i, got);
+        free(got);
+    }
+    ck_assert_int_eq(h_send(b, "LIST n"), 0);
+    h_sleep_ms(200);        /* the client is slow to read: the daemon must wait for it */
+    for (;;) {
+        got = EXPECT_READ(b, CMD_MS, "LIST n");
+        if (strcmp(got, "END") == 0) {
+            free(got);
+            break;
+        }
+        snprintf(want, sizeof(want), "n%05d", seen);
+        ck_assert_msg(h_is_reply(got, "HELD", want), "LIST line %d is '%s', expected HELD %s",
+                      seen, got, want);
+        free(got);
+        seen++;
+    }
+    ck_assert_int_eq(seen, N);
+    EXPECT_REPLY(b, "PING", "PONG");
+    ck_assert_int_eq(h_stat(b, "clients_closed_output", &closed), 0);
+    ck_assert_int_eq(closed, 0);
+    close(a);
+    close(b);
+}
+END_TEST
+
+/* ---- WATCH ---- */
+
+/*
+ * A watcher on daemon 1 hears every change of a name made through
+ * daemon 0: the first state, a grant with its label and fence, a
+ * hand-over to the next waiter, a holder that disconnects, a lease that
+ * expires, an UNLOCK; UNWATCH stops it.
+ */
+START_TEST(watch_follows_changes)
+{
+    int w, a, b, c;
+    char *got, token[33], line[96];
+    long long f1, f2;
+    int64_t t0;
+
+    wt_up(2, NULL);
+    w = expect_connect(1);
+    a = expect_connect(0);
+    b = expect_connect(0);
+    c = expect_connect(0);
+    EXPECT_REPLY(w, "WATCH lead", "OK lead");
+    got = WT_PUSH(w, "! FREE lead");
+    free(got);
+
+    got = EXPECT_CMD(a, "LOCK lead fence label=node-a");
+    f1 = EXPECT_INT(got, "fence");
+    free(got);
+    got = WT_PUSH(w, "! HELD lead ");
+    EXPECT_FIELD(got, "label", "node-a");
+    EXPECT_FIELD(got, "kind", "exclusive");
+    EXPECT_FIELD(got, "holders", "1");
+    ck_assert_msg(EXPECT_INT(got, "fence") == f1, "'%s': not the grant's fence %lld", got, f1);
+    free(got);
+    /* Watching twice is one watch: one push per change. */
+    EXPECT_REPLY(w, "WATCH lead", "OK lead");
+    got = WT_PUSH(w, "! HELD lead ");     /* the state, for the new WATCH */
+    free(got);
+
+    /* Hand-over to a waiter: the new holder, with its own fence. */
+    ck_assert_int_eq(h_send(b, "LOCK lead fence label=node-b wait=20000"), 0);
+    ck_assert_msg(h_wait_stat("waiters", 1, false, CMD_MS, NULL), "no waiter on daemon 0");
+    EXPECT_REPLY(a, "UNLOCK lead", "OK lead holds=0");
+    got = EXPECT_READ(b, CMD_MS, "the waiter's grant");
+    f2 = EXPECT_INT(got, "fence");
+    free(got);
+    got = WT_PUSH(w, "! HELD lead ");
+    EXPECT_FIELD(got, "label", "node-b");
+    ck_assert_msg(EXPECT_INT(got, "fence") == f2 && f2 > f1, "'%s' (fences %lld then %lld)",
+                  got, f1, f2);
+    free(got);
+    got = h_read_line(w, QUIET_MS);
+    ck_assert_msg(got == NULL, "a second push for one change: '%s'", got);
+
+    /* The holder's connection closes: FREE. */
+    close(b);
+    got = WT_PUSH(w, "! FREE lead");
+    free(got);
+
+    /* A lease that simply expires: FREE when the quorum says it ended. */
+    got = EXPECT_CMD(c, "LOCK lead mode=lease ttl=1500 label=short");
+    free(got);
+    t0 = h_now_ms();
+    got = WT_PUSH(w, "! HELD lead ");
+    EXPECT_FIELD(got, "label", "short");
+    free(got);
+    got = h_read_line(w, 5000);
+    ck_assert_msg(got != NULL && strcmp(got, "! FREE lead") == 0,
+                  "expected '! FREE lead' after the 1500 ms lease expired, got '%s' after "
+                  "%lld ms", got != NULL ? got : "(nothing)", (long long)(h_now_ms() - t0));
+    ck_assert_msg(h_now_ms() - t0 >= 1400, "FREE came %lld ms after a 1500 ms lease",
+                  (long long)(h_now_ms() - t0));
+    free(got);
+
+    /* A lease released by its token. */
+    got = EXPECT_CMD(c, "LOCK lead mode=lease ttl=20000");
+    ck_assert_msg(h_reply_field(got, "token", token, sizeof(token)), "'%s'", got);
+    free(got);
+    got = WT_PUSH(w, "! HELD lead ");
+    free(got);
+    snprintf(line, sizeof(line), "UNLOCK lead token=%s", token);
+    EXPECT_REPLY(c, line, "OK lead");
+    got = WT_PUSH(w, "! FREE lead");
+    free(got);
+
+    /* UNWATCH: nothing more. */
+    EXPECT_REPLY(w, "UNWATCH lead", "OK lead");
+    got = EXPECT_CMD(c, "LOCK lead");
+    free(got);
+    ck_assert_msg(h_quiet(w, QUIET_MS), "a push after UNWATCH");
+    EXPECT_REPLY(w, "PING", "PONG");
+    close(a);
+    close(c);
+    close(w);
+}
+END_TEST
+
+/* ---- BREAK ---- */
+
+/* The fence check of a resource: accept a write only with a fence not below the last. */
+static int
+wt_fenced_write(long long fence)
+{
+    return h_master_cmd(0, NULL, "EVAL %s 1 %s %lld",
+                        "local c = tonumber(redis.call('GET', KEYS[1]) or '0') "
+                        "if tonumber(ARGV[1]) < c then return redis.error_reply('stale') end "
+                        "redis.call('SET', KEYS[1], ARGV[1]) return 1",
+                        "resource:fence", fence);
+}
+
+/*
+ * BREAK is refused without the admin right; with it, it ends the lock
+ * held through the other daemon, whose holder hears LOST reason=broken;
+ * the raised fence makes the broken holder's next fenced write stale;
+ * the breaker is logged; the next grant is fenced above it.
+ */
+START_TEST(break_ends_the_lock)
+{
+    int h, x, got_u;
+    char *got;
+    long long f, g, n = 0;
+    off_t log0;
+
+    wt_up(2, NULL);
+    h = expect_connect(0);
+    x = expect_connect(1);
+    got = EXPECT_CMD(h, "LOCK stuck fence label=dead-script ttl=30000");
+    f = EXPECT_INT(got, "fence");
+    free(got);
+    ck_assert_int_eq(wt_fenced_write(f), 0);
+
+    got = EXPECT_CMD(x, "BREAK stuck");
+    ck_assert_msg(strncmp(got, "ERR DENIED ", 11) == 0, "BREAK without the right: '%s'", got);
+    free(got);
+    ck_assert_msg(h_masters_without("stuck") == 0, "a refused BREAK touched the lock");
+    EXPECT_REPLY(x, "AUTH wrong-one", "ERR AUTH wrong password");
+    close(x);
+    x = expect_connect(1);
+    EXPECT_REPLY(x, "AUTH " ADMIN_PASSWORD, "OK");
+    h_use_daemon(1);
+    log0 = h_log_size();
+    got = EXPECT_CMD(x, "BREAK stuck");
+    EXPECT_IS(got, "OK", "stuck");
+    EXPECT_FIELD(got, "holders", "1");
+    g = EXPECT_INT(got, "fence");
+    ck_assert_msg(g > f, "'%s': the fence was not raised above the holder's %lld", got, f);
+    free(got);
+    ck_assert_msg(h_masters_without("stuck") == NMASTERS, "BREAK left the key on %zu masters",
+                  NMASTERS - h_masters_without("stuck"));
+    ck_assert_msg(h_wait_log(log0, "BREAK stuck: 1 holder ended (one was dead-script)", CMD_MS),
+                  "no audit line for the BREAK in daemon 1's log");
+
+    /* The holder, on the other daemon, hears it. */
+    got = EXPECT_READ(h, CMD_MS, "the broken holder's push");
+    ck_assert_str_eq(got, "! LOST stuck reason=broken");
+    free(got);
+    EXPECT_REPLY(h, "UNLOCK stuck", "NOTHELD stuck");
+    h_use_daemon(0);
+    ck_assert_int_eq(h_stat(h, "locks_lost_broken", &n), 0);
+    ck_assert_int_eq(n, 1);
+
+    /* Fencing: whoever acts for the breaker writes with the new fence... */
+    ck_assert_int_eq(wt_fenced_write(g), 0);
+    /* ... and the broken holder's next fenced write is refused. */
+    ck_assert_msg(wt_fenced_write(f) != 0, "the broken holder's fence %lld was accepted after "
+                  "the BREAK's %lld", f, g);
+    /* The next grant is fenced above the BREAK. */
+    got = EXPECT_CMD(h, "LOCK stuck fence");
+    ck_assert_msg(EXPECT_INT(got, "fence") > g, "'%s': not above the BREAK's fence %lld", got, g);
+    free(got);
+
+    /* uid 0 on the Unix socket has the right without a password. */
+    if (getuid() == 0) {
+        h_use_daemon(1);
+        got_u = h_connect_unix();
+        ck_assert_int_ge(got_u, 0);
+        got = EXPECT_CMD(got_u, "BREAK stuck");
+        EXPECT_IS(got, "OK", "stuck");
+        free(got);
+        got = EXPECT_READ(h, CMD_MS, "the second broken holder's push");
+        ck_assert_str_eq(got, "! LOST stuck reason=broken");
+        free(got);
+        close(got_u);
+    }
+    close(h);
+    close(x);
+}
+END_TEST
+
+/* BREAK of a shared name held through two daemons, and of a counted one. */
+START_TEST(break_shared_and_counted)
+{
+    int r0, r1, p0, p1, x;
+    char *got;
+
+    wt_up(2, NULL);
+    r0 = expect_connect(0);
+    r1 = expect_connect(1);
+    p0 = expect_connect(0);
+    p1 = expect_connect(1);
+    got = EXPECT_CMD(r0, "LOCK rw shared");
+    free(got);
+    got = EXPECT_CMD(r1, "LOCK rw shared");
+    free(got);
+    got = EXPECT_CMD(p0, "LOCK sem limit=3");
+    free(got);
+    got = EXPECT_CMD(p1, "LOCK sem limit=3");
+    free(got);
+    x = expect_connect(0);
+    EXPECT_REPLY(x, "AUTH " ADMIN_PASSWORD, "OK");
+    got = EXPECT_CMD(x, "BREAK rw");
+    EXPECT_IS(got, "OK", "rw");
+    EXPECT_FIELD(got, "holders", "2");
+    free(got);
+    got = EXPECT_READ(r0, CMD_MS, "reader on daemon 0");
+    ck_assert_str_eq(got, "! LOST rw reason=broken");
+    free(got);
+    got = EXPECT_READ(r1, CMD_MS, "reader on daemon 1");
+    ck_assert_str_eq(got, "! LOST rw reason=broken");
+    free(got);
+    got = EXPECT_CMD(x, "BREAK sem");
+    EXPECT_FIELD(got, "holders", "2");
+    free(got);
+    got = EXPECT_READ(p0, CMD_MS, "permit holder on daemon 0");
+    ck_assert_str_eq(got, "! LOST sem reason=broken");
+    free(got);
+    got = EXPECT_READ(p1, CMD_MS, "permit holder on daemon 1");
+    ck_assert_str_eq(got, "! LOST sem reason=broken");
+    free(got);
+    EXPECT_REPLY(x, "STATUS sem", "FREE sem");
+    EXPECT_REPLY(x, "STATUS rw", "FREE rw");
+    /* A BREAK of a free name ends nothing, and says so. */
+    got = EXPECT_CMD(x, "BREAK nothing");
+    EXPECT_FIELD(got, "holders", "0");
+    free(got);
+    close(r0);
+    close(r1);
+    close(p0);
+    close(p1);
+    close(x);
+}
+END_TEST
+
+#define WT_ADD(s, test) expect_add_case((s), #test, (test), wt_teardown, TEST_TIMEOUT_S)
+
+int
+main(void)
+{
+    Suite *s = suite_create("redlockd who holds what");
+
+    WT_ADD(s, label_across_daemons);
+    WT_ADD(s, list_holds_and_waiters);
+    WT_ADD(s, list_in_steps);
+    WT_ADD(s, watch_follows_changes);
+    WT_ADD(s, break_ends_the_lock);
+    WT_ADD(s, break_shared_and_counted);
+    return expect_run_suite(s, "check_who");
+}
