@@ -1011,10 +1011,9 @@ ctl_cmd_break(const struct ctl_opts *o, struct ctl_conn *c)
         return 0;
     }
     if (client_is_err(reply, "DENIED")) {
-        ctl_fail(EX_NOPERM, "redlockd at %s refused %s: %s%s", c->where, req,
-                 client_err_text(reply),
-                 o->password != NULL ? ""
-                 : " (set REDLOCKD_ADMIN_PASSWORD, or use the Unix socket as root)");
+        /* The daemon's text says what the admin right is. */
+        ctl_fail(EX_NOPERM, "redlockd at %s refused %s: %s", c->where, req,
+                 client_err_text(reply));
     }
     ctl_fail_err(o, c, req, reply);
 }

@@ -22,7 +22,8 @@
  * (holds, waiters, a prefix), watch (the current state, then every change
  * through either of two daemons, printed at once; SIGTERM, SIGINT, the
  * daemon going away) and break (refused without admin, done by root over
- * the Unix socket, the holder's command stopped).
+ * the Unix socket and with the admin password over TCP, the holder's
+ * command stopped).
  *
  * Cleanup: Check ends a failed test with _exit(), so no teardown runs
  * then.  redlockctl gets PR_SET_PDEATHSIG from h_spawn() and gives it to
@@ -1386,6 +1387,23 @@ ct_hold(const char *tag, const char *name, const char *label, pid_t *ctl)
     return child;
 }
 
+/* A number of lines that redlockctl <tag> should have printed, to wait for. */
+struct ct_nlines {
+    const char *tag;    /* which redlockctl */
+    size_t      n;      /* how many lines, at least */
+};
+
+static bool
+ct_cond_nlines(void *arg)
+{
+    struct ct_nlines *w = arg;
+    char *out = ct_out(w->tag);
+    bool enough = ct_lines(out) >= w->n;
+
+    free(out);
+    return enough;
+}
+
 /* The line of out that starts with start, copied into line; false when none. */
 static bool
 ct_out_line(const char *out, const char *start, char *line, size_t size)
@@ -1465,6 +1483,7 @@ END_TEST
 START_TEST(watch_changes)
 {
     struct ct_text t = { "watch", NULL };
+    struct ct_nlines five = { "watch", 5 };
     char line[512], *out;
     pid_t w, ctl, child;
     int b;
@@ -1501,6 +1520,8 @@ START_TEST(watch_changes)
     ck_assert_msg(h_wait_until(ct_cond_out, &t, FILE_MS), "a grant through daemon 1 not shown");
     EXPECT_REPLY(b, "UNLOCK wn", "OK wn holds=0");
     close(b);
+    ck_assert_msg(h_wait_until(ct_cond_nlines, &five, FILE_MS), "a release through daemon 1 "
+                  "not shown");
     h_use_daemon(0);
     ck_assert_int_eq(kill(w, SIGTERM), 0);
     ck_assert_int_eq(ct_wait(w, EXIT_MS), 0);
@@ -1562,6 +1583,30 @@ START_TEST(break_holder)
     close(t.fd);
     ck_assert_int_eq(CT_RUN("free", "-S", h_daemon_unix_path(), "break", "bk-free"), 0);
     ct_assert_out_has("free", "broken bk-free: holders=0");
+}
+END_TEST
+
+/*
+ * break over TCP with $REDLOCKD_ADMIN_PASSWORD (auth.admin_password): a
+ * wrong one is 77 and ends nothing, the right one breaks the hold.
+ */
+START_TEST(break_admin_password)
+{
+    struct h_daemon_opts o = { .admin_password = "adm1n" };
+    pid_t ctl, child;
+
+    ct_up(&o);
+    child = ct_hold("holder", "ba", NULL, &ctl);
+    setenv("REDLOCKD_ADMIN_PASSWORD", "wrong", 1);
+    ck_assert_int_eq(CT_RUN("wrong", "-H", ct_addr, "break", "ba"), 77);
+    ct_assert_out_has("wrong", "wrong password");
+    ck_assert_msg(ct_alive(child), "a refused break stopped the holder");
+    setenv("REDLOCKD_ADMIN_PASSWORD", "adm1n", 1);
+    ck_assert_int_eq(CT_RUN("admin", "-H", ct_addr, "break", "ba"), 0);
+    ct_assert_out_has("admin", "broken ba: holders=1 fence=");
+    ck_assert_int_eq(ct_wait(ctl, EXIT_MS), 75);
+    ct_assert_out_has("holder", "reason=broken");
+    unsetenv("REDLOCKD_ADMIN_PASSWORD");
 }
 END_TEST
 
@@ -1695,6 +1740,7 @@ ctl_suite(void)
     tcase_add_test(tc, list_holds);
     tcase_add_test(tc, watch_changes);
     tcase_add_test(tc, break_holder);
+    tcase_add_test(tc, break_admin_password);
     tcase_add_test(tc, terminal_foreground);
     suite_add_tcase(s, tc);
     return s;
