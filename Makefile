@@ -5,6 +5,8 @@
 #   make run        five local masters and redlockd with conf/dev.yml
 #   make check SANITIZE=address,undefined
 #                   every suite built with sanitizers (in build-san/)
+#   make check-docs    the docs link no file outside the repository and
+#                   mention no issue numbers (make check runs it)
 #   make check-faults  fault-injection suite and a short fuzzing run
 #   make fuzz       libFuzzer targets (clang), FUZZ_SECONDS each
 #   make bench      the benchmark table (tests/bench/), BENCH_SECONDS per mode
@@ -78,7 +80,7 @@ SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 .DEFAULT_GOAL := all
 include $(wildcard tests/*/*.mk)
 
-.PHONY: all deps deps-faults check check-asan check-faults check-valgrind check-build check-units check-install check-nosd check-devrun install test unit integration run clean
+.PHONY: all deps deps-faults check check-asan check-faults check-valgrind check-build check-docs check-units check-install check-nosd check-devrun install test unit integration run clean
 all: $(B)/redlockd $(B)/redlockctl
 
 $(B)/obj/%.o: %.c
@@ -135,7 +137,7 @@ deps:
 # Ends with the time it took (after deps): "make check: all passed in N s".
 check: deps
 	@start=$$(date +%s); \
-	$(MAKE) check-build && $(MAKE) test && $(MAKE) check-units && \
+	$(MAKE) check-build && $(MAKE) check-docs && $(MAKE) test && $(MAKE) check-units && \
 	    $(MAKE) check-install && $(MAKE) check-nosd && $(MAKE) check-devrun; \
 	rc=$$?; secs=$$(( $$(date +%s) - start )); \
 	if [ $$rc -eq 0 ]; then echo "make check: all passed in $$secs s"; \
@@ -202,6 +204,12 @@ check-build:
 	    grep -q 'LD .*/goal-probe/redlockctl' || \
 	    { echo "check-build: make (all) does not build redlockctl"; exit 1; }
 	@echo "check-build: make builds redlockd and redlockctl"
+
+# The documents and sources name no file outside the repository and no
+# issue numbers, and every relative Markdown link names a file that exists
+# in it (tests/check_docs.sh prints each finding as file:line).
+check-docs:
+	@sh tests/check_docs.sh
 
 # systemd-analyze verify on the units as make install writes them
 # (pointing at this build); skipped, with the reason, when unavailable.

@@ -54,6 +54,10 @@
 #include "daemon/util.h"
 #include "proto/proto.h"
 
+#if PROTO_LABEL_MAX != REDLOCK_LABEL_MAX
+#error "a label of the protocol must fit the masters' record of it"
+#endif
+
 /*
  * One name.  Owned by the table; freed when it has neither holder nor
  * waiters.  key holds key_prefix + name; name points into key.

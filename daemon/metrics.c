@@ -2,10 +2,10 @@
  * metrics.c: Prometheus text exposition at GET /metrics, over HTTP with
  * libevent's evhttp, on metrics.listen.
  *
- * The values are read when a scrape arrives, from the same places STATS
- * reads them (daemon/stats.h, the lock table, master_get_stats()), so the
- * two always agree; proto/PROTOCOL.md (STATS) and README.md ("Metrics")
- * map one onto the other.  Format: text 0.0.4, one HELP and one TYPE line
+ * The families are the rows of the report table (daemon/report.h), the
+ * one STATS is written from, read when a scrape arrives, so the two
+ * always agree; proto/PROTOCOL.md (STATS) and README.md ("Metrics") map
+ * one onto the other.  Format: text 0.0.4, one HELP and one TYPE line
  * per family, names prefixed "redlockd_", counters ending in "_total",
  * durations in seconds.
  *
@@ -23,14 +23,12 @@
 #include <event2/util.h>
 
 #include "conf/conf.h"
-#include "daemon/lock.h"
 #include "daemon/listener.h"
 #include "daemon/log.h"
 #include "daemon/master.h"
 #include "daemon/metrics.h"
-#include "daemon/redlock.h"
+#include "daemon/report.h"
 #include "daemon/stats.h"
-#include "daemon/util.h"
 
 #define METRICS_PATH            "/metrics"
 #define METRICS_CONTENT_TYPE    "text/plain; version=0.0.4; charset=utf-8"
@@ -69,32 +67,6 @@ metrics_family(struct evbuffer *out, const char *name, const char *type, const c
     evbuffer_add_printf(out, "# HELP %s %s\n# TYPE %s %s\n", name, help, name, type);
 }
 
-/* A family of one sample without labels: a counter or a gauge. */
-static void
-metrics_one(struct evbuffer *out, const char *name, const char *type, const char *help,
-            uint64_t v)
-{
-    metrics_family(out, name, type, help);
-    evbuffer_add_printf(out, "%s %llu\n", name, (unsigned long long)v);
-}
-
-/* One sample with one label whose value is a constant needing no escapes. */
-static void
-metrics_labelled(struct evbuffer *out, const char *name, const char *label,
-                 const char *value, uint64_t v)
-{
-    evbuffer_add_printf(out, "%s{%s=\"%s\"} %llu\n", name, label, value,
-                        (unsigned long long)v);
-}
-
-/* Write us microseconds (>= 0) as seconds, exactly: "1.234567". */
-static void
-metrics_seconds(struct evbuffer *out, int64_t us)
-{
-    evbuffer_add_printf(out, "%lld.%06lld", (long long)(us / 1000000),
-                        (long long)(us % 1000000));
-}
-
 /*
  * A bucket bound of ms milliseconds as seconds, written the short way
  * ("0.005", "1", "2.5"), into buf (size bytes).
@@ -123,37 +95,37 @@ metrics_master_sample(struct evbuffer *out, const char *name, size_t i)
     evbuffer_add(out, "\"} ", 3);
 }
 
-/* The acquire latency histogram (daemon/stats.h), cumulative buckets. */
+/* The samples of the acquire latency histogram's family (its HELP and TYPE written). */
 static void
-metrics_write_latency(struct evbuffer *out)
+metrics_write_latency(struct evbuffer *out, const char *name)
 {
-    static const char name[] = "redlockd_acquire_latency_seconds";
-    uint64_t cum = 0;
-    char le[32];
+    struct report_latency h;
+    char le[32], sum[32];
     size_t i;
 
-    metrics_family(out, name, "histogram",
-                   "Time from taking up a LOCK or TRYLOCK to its answer, for the answers "
-                   "counted by redlockd_acquisitions_total.");
+    report_latency(&h);
     for (i = 0; i < STATS_LATENCY_NBOUNDS; i++) {
-        cum += stats.acquire_latency[i];
         metrics_le(le, sizeof(le), stats_latency_bound_ms(i));
         evbuffer_add_printf(out, "%s_bucket{le=\"%s\"} %llu\n", name, le,
-                            (unsigned long long)cum);
+                            (unsigned long long)h.le[i]);
     }
-    cum += stats.acquire_latency[STATS_LATENCY_NBOUNDS];
-    evbuffer_add_printf(out, "%s_bucket{le=\"+Inf\"} %llu\n", name, (unsigned long long)cum);
-    evbuffer_add_printf(out, "%s_sum ", name);
-    metrics_seconds(out, (int64_t)stats.acquire_latency_sum_us);
-    evbuffer_add_printf(out, "\n%s_count %llu\n", name, (unsigned long long)cum);
+    report_seconds_text(h.sum_us, sum, sizeof(sum));
+    evbuffer_add_printf(out, "%s_bucket{le=\"+Inf\"} %llu\n%s_sum %s\n%s_count %llu\n", name,
+                        (unsigned long long)h.le[STATS_LATENCY_NBOUNDS], name, sum, name,
+                        (unsigned long long)h.le[STATS_LATENCY_NBOUNDS]);
 }
 
-/* The per-master families, from one snapshot of every master's counters. */
+/*
+ * The per-master families of the report table: one sample per master,
+ * from one snapshot of every master's counters.
+ */
 static void
-metrics_write_masters(struct evbuffer *out)
+metrics_write_masters(struct evbuffer *out, struct report_snap *snap)
 {
     struct master_stats ms[CONF_MASTERS_MAX];
-    size_t i, n = master_count();
+    const struct report_row *row;
+    size_t i, k, n = snap->masters;
+    char v[32];
 
     if (n > CONF_MASTERS_MAX) {
         n = CONF_MASTERS_MAX;   /* the config allows no more */
@@ -161,195 +133,60 @@ metrics_write_masters(struct evbuffer *out)
     for (i = 0; i < n; i++) {
         master_get_stats(master_at(i), &ms[i]);
     }
-    metrics_family(out, "redlockd_master_up", "gauge",
-                   "1 when the command connection to the master is up (handshake done).");
-    for (i = 0; i < n; i++) {
-        metrics_master_sample(out, "redlockd_master_up", i);
-        evbuffer_add_printf(out, "%d\n", ms[i].state == MASTER_UP);
-    }
-    metrics_family(out, "redlockd_master_subscriber_up", "gauge",
-                   "1 when the subscriber connection to the master is up.");
-    for (i = 0; i < n; i++) {
-        metrics_master_sample(out, "redlockd_master_subscriber_up", i);
-        evbuffer_add_printf(out, "%d\n", ms[i].sub_up);
-    }
-    metrics_family(out, "redlockd_master_quarantined", "gauge",
-                   "1 while the master is in restart quarantine (its answers do not count).");
-    for (i = 0; i < n; i++) {
-        metrics_master_sample(out, "redlockd_master_quarantined", i);
-        evbuffer_add_printf(out, "%d\n", ms[i].quarantine_ms > 0);
-    }
-    metrics_family(out, "redlockd_master_quarantine_remaining_seconds", "gauge",
-                   "Restart quarantine left; 0 when the master's answers count.");
-    for (i = 0; i < n; i++) {
-        metrics_master_sample(out, "redlockd_master_quarantine_remaining_seconds", i);
-        metrics_seconds(out, ms[i].quarantine_ms > 0 ? ms[i].quarantine_ms * 1000 : 0);
-        evbuffer_add(out, "\n", 1);
-    }
-    metrics_family(out, "redlockd_master_duplicate", "gauge",
-                   "1 while the master is the same server (run_id) as one listed before "
-                   "it (its answers do not count).");
-    for (i = 0; i < n; i++) {
-        metrics_master_sample(out, "redlockd_master_duplicate", i);
-        evbuffer_add_printf(out, "%d\n", ms[i].duplicate_of >= 0);
-    }
-    metrics_family(out, "redlockd_master_evicting_policy", "gauge",
-                   "1 when the master's last connect found maxmemory set with a "
-                   "maxmemory-policy other than noeviction (lock keys may be evicted).");
-    for (i = 0; i < n; i++) {
-        metrics_master_sample(out, "redlockd_master_evicting_policy", i);
-        evbuffer_add_printf(out, "%d\n", ms[i].evicting);
-    }
-    metrics_family(out, "redlockd_master_last_rtt_seconds", "gauge",
-                   "Round trip of the last request to the master; NaN before the first.");
-    for (i = 0; i < n; i++) {
-        metrics_master_sample(out, "redlockd_master_last_rtt_seconds", i);
-        if (ms[i].rtt_us < 0) {
-            evbuffer_add(out, "NaN\n", 4);
-        } else {
-            metrics_seconds(out, ms[i].rtt_us);
-            evbuffer_add(out, "\n", 1);
+    for (k = 0; k < report_master_nrows; k++) {
+        row = &report_master_rows[k];
+        if (row->family == NULL) {
+            continue;
+        }
+        metrics_family(out, row->family, report_type_name(row->type), row->help);
+        for (i = 0; i < n; i++) {
+            snap->master = &ms[i];
+            report_metric_text(row, snap, v, sizeof(v));
+            metrics_master_sample(out, row->family, i);
+            evbuffer_add_printf(out, "%s\n", v);
         }
     }
-    metrics_family(out, "redlockd_master_requests_total", "counter",
-                   "Requests sent to the master.");
-    for (i = 0; i < n; i++) {
-        metrics_master_sample(out, "redlockd_master_requests_total", i);
-        evbuffer_add_printf(out, "%llu\n", (unsigned long long)ms[i].requests);
-    }
-    metrics_family(out, "redlockd_master_errors_total", "counter",
-                   "Requests to the master that could not be sent, lost their connection "
-                   "or got an error reply (timeouts are not counted).");
-    for (i = 0; i < n; i++) {
-        metrics_master_sample(out, "redlockd_master_errors_total", i);
-        evbuffer_add_printf(out, "%llu\n", (unsigned long long)ms[i].errors);
-    }
-    metrics_family(out, "redlockd_master_reconnects_total", "counter",
-                   "Connections to the master made after the first.");
-    for (i = 0; i < n; i++) {
-        metrics_master_sample(out, "redlockd_master_reconnects_total", i);
-        evbuffer_add_printf(out, "%llu\n", (unsigned long long)ms[i].reconnects);
-    }
-    metrics_family(out, "redlockd_master_restarts_total", "counter",
-                   "Restarts of the master seen on reconnect (a new run_id).");
-    for (i = 0; i < n; i++) {
-        metrics_master_sample(out, "redlockd_master_restarts_total", i);
-        evbuffer_add_printf(out, "%llu\n", (unsigned long long)ms[i].restarts);
-    }
+    snap->master = NULL;
 }
 
-/* The whole exposition. */
+/*
+ * The whole exposition: build info, then every row of the report table
+ * (daemon/report.h) that has a family, in its order, then the masters'.
+ */
 static void
 metrics_write(struct evbuffer *out)
 {
-    size_t n = master_count();
-    struct master_summary sum;
-    static const char lost[] = "redlockd_locks_lost_total";
-    static const char acq[] = "redlockd_acquisitions_total";
+    const struct report_row *row;
+    struct report_snap snap;
+    char v[32];
+    size_t k;
 
-    master_tally(&sum);
+    report_snapshot(&snap);
     metrics_family(out, "redlockd_build_info", "gauge", "Always 1; the version is a label.");
     evbuffer_add_printf(out, "redlockd_build_info{version=\"");
     metrics_escape(out, REDLOCKD_VERSION);
     evbuffer_add(out, "\"} 1\n", 5);
-    metrics_family(out, "redlockd_uptime_seconds", "gauge", "Time since the daemon started.");
-    evbuffer_add_printf(out, "redlockd_uptime_seconds ");
-    metrics_seconds(out, util_now_us() - stats.start_us);
-    evbuffer_add(out, "\n", 1);
-
-    metrics_one(out, "redlockd_connections", "gauge", "Client connections open now.",
-                stats.connections);
-    metrics_one(out, "redlockd_connections_accepted_total", "counter",
-                "Client connections accepted.", stats.connections_total);
-    metrics_one(out, "redlockd_connections_rejected_total", "counter",
-                "Client connections refused because of limits.max_clients.",
-                stats.rejected_clients);
-    metrics_one(out, "redlockd_auth_failures_total", "counter",
-                "AUTH requests with a wrong password.", stats.auth_failures);
-    metrics_one(out, "redlockd_clients_timed_out_total", "counter",
-                "Connections closed because a line was not completed in time.",
-                stats.clients_timed_out);
-    metrics_one(out, "redlockd_clients_closed_output_total", "counter",
-                "Connections closed because they did not read their replies.",
-                stats.clients_closed_output);
-
-    metrics_one(out, "redlockd_locks_held", "gauge",
-                "Session-mode locks held now by this daemon's sessions (lease-mode locks "
-                "live on the masters only and are not counted).", lock_count_held());
-    metrics_one(out, "redlockd_waiters", "gauge", "LOCK requests waiting now.",
-                lock_count_waiters());
-    metrics_family(out, acq, "counter",
-                   "LOCK and TRYLOCK requests by answer: ok (granted by the masters), "
-                   "reentered, busy, timeout, noquorum.");
-    metrics_labelled(out, acq, "outcome", "ok", stats.acquire_ok);
-    metrics_labelled(out, acq, "outcome", "reentered", stats.acquire_reentered);
-    metrics_labelled(out, acq, "outcome", "busy", stats.acquire_busy);
-    metrics_labelled(out, acq, "outcome", "timeout", stats.acquire_timeout);
-    metrics_labelled(out, acq, "outcome", "noquorum", stats.acquire_noquorum);
-    metrics_family(out, "redlockd_grants_total", "counter",
-                   "Grants by the masters by mode: session (bound to the connection) "
-                   "or lease (mode=lease, a token).");
-    metrics_labelled(out, "redlockd_grants_total", "mode", "session",
-                     stats.acquire_ok - stats.lease_grants);
-    metrics_labelled(out, "redlockd_grants_total", "mode", "lease", stats.lease_grants);
-    metrics_one(out, "redlockd_fenced_grants_total", "counter",
-                "Grants that carried a fencing token.", stats.fenced_grants);
-    metrics_one(out, "redlockd_shared_grants_total", "counter",
-                "Grants of a shared hold.", stats.shared_grants);
-    metrics_one(out, "redlockd_counted_grants_total", "counter",
-                "Grants of a permit of a counted name (limit=N).", stats.counted_grants);
-    metrics_one(out, "redlockd_kind_refusals_total", "counter",
-                "LOCKs refused with ERR KIND: the name is held or waited for as another kind.",
-                stats.kind_refusals);
-    metrics_write_latency(out);
-
-    metrics_one(out, "redlockd_releases_total", "counter",
-                "Locks released on the masters (hand-overs included).", stats.releases);
-    metrics_one(out, "redlockd_handovers_total", "counter",
-                "Locks handed straight to the next waiting session of this daemon.",
-                stats.handovers);
-    metrics_one(out, "redlockd_yields_total", "counter",
-                "Releases announced instead of a hand-over, to let other daemons in.",
-                stats.yields);
-    metrics_family(out, "redlockd_renewals_total", "counter",
-                   "Lease renewals by the watchdog: ok (confirmed by a quorum) or failed.");
-    metrics_labelled(out, "redlockd_renewals_total", "result", "ok", stats.renewals_ok);
-    metrics_labelled(out, "redlockd_renewals_total", "result", "failed",
-                     stats.renewals_failed);
-    metrics_one(out, "redlockd_keys_restored_total", "counter",
-                "Lock keys put back on a master that had lost them, while a quorum held "
-                "the lease.", stats.keys_restored);
-    metrics_family(out, lost, "counter", "! LOST lines sent, by reason.");
-    metrics_labelled(out, lost, "reason", "renew", stats.locks_lost_renew);
-    metrics_labelled(out, lost, "reason", "quorum", stats.locks_lost_quorum);
-    metrics_labelled(out, lost, "reason", "gone", stats.locks_lost_gone);
-    metrics_labelled(out, lost, "reason", "shutdown", stats.locks_lost_shutdown);
-    metrics_family(out, "redlockd_extends_total", "counter", "EXTEND requests by answer.");
-    metrics_labelled(out, "redlockd_extends_total", "result", "ok", stats.extends_ok);
-    metrics_labelled(out, "redlockd_extends_total", "result", "notheld",
-                     stats.extends_notheld);
-    metrics_one(out, "redlockd_subscriptions", "gauge",
-                "Release channels subscribed now (names with queued waiters).",
-                redlock_subscriptions());
-    metrics_one(out, "redlockd_pubsub_wakeups_total", "counter",
-                "Waiters woken by a release announcement.", stats.pubsub_wakeups);
-    metrics_one(out, "redlockd_fallback_retries_total", "counter",
-                "Retries timed by the holder's remaining ttl (no announcement came).",
-                stats.fallback_retries);
-
-    metrics_one(out, "redlockd_masters", "gauge", "Masters configured.", n);
-    metrics_one(out, "redlockd_quorum", "gauge", "Masters needed for a quorum.",
-                redlock_quorum(n));
-    metrics_one(out, "redlockd_masters_up", "gauge", "Masters connected now.", sum.up);
-    metrics_one(out, "redlockd_masters_quarantined", "gauge",
-                "Masters in restart quarantine now.", sum.quarantined);
-    metrics_one(out, "redlockd_masters_duplicate", "gauge",
-                "Masters up now that are the same server as one listed before them "
-                "(same run_id; their answers do not count).", sum.duplicate);
-    metrics_one(out, "redlockd_masters_evicting", "gauge",
-                "Masters whose last connect found maxmemory set with a policy other "
-                "than noeviction.", sum.evicting);
-    metrics_write_masters(out);
+    for (k = 0; k < report_nrows; k++) {
+        row = &report_rows[k];
+        if (row->family == NULL) {
+            continue;
+        }
+        if (row->help != NULL) {
+            metrics_family(out, row->family, report_type_name(row->type), row->help);
+        }
+        if (row->type == REPORT_HISTOGRAM) {
+            metrics_write_latency(out, row->family);
+            continue;
+        }
+        report_metric_text(row, &snap, v, sizeof(v));
+        if (row->label != NULL) {
+            evbuffer_add_printf(out, "%s{%s=\"%s\"} %s\n", row->family, row->label,
+                                row->label_value, v);
+        } else {
+            evbuffer_add_printf(out, "%s %s\n", row->family, v);
+        }
+    }
+    metrics_write_masters(out, &snap);
 }
 
 /*

@@ -21,16 +21,12 @@
 #include "daemon/lock.h"
 #include "daemon/log.h"
 #include "daemon/master.h"
-#include "daemon/redlock.h"
+#include "daemon/report.h"
 #include "daemon/session.h"
 #include "daemon/stats.h"
 #include "daemon/util.h"
 #include "daemon/watch.h"
 #include "proto/proto.h"
-
-#if PROTO_LABEL_MAX != REDLOCK_LABEL_MAX
-#error "a label must fit the masters' record of it"
-#endif
 
 #define SESSION_READ_HIGH   (64 * 1024)   /* input buffered while a LOCK waits */
 #define SESSION_OUT_HIGH    (256 * 1024)  /* stop reading past this much unsent output */
@@ -524,97 +520,63 @@ session_lost_cb(struct lock_client *c, const char *name, size_t name_len,
     session_send(s, &r);
 }
 
+/* STATS' lines of the acquire latency histogram row: cumulative, as in /metrics. */
+static void
+session_stats_latency(struct evbuffer *out, const char *stat)
+{
+    struct report_latency h;
+    size_t i;
+
+    report_latency(&h);
+    for (i = 0; i < STATS_LATENCY_NBOUNDS; i++) {
+        evbuffer_add_printf(out, "STAT %s_ms_le_%lld %llu\n", stat,
+                            (long long)stats_latency_bound_ms(i), (unsigned long long)h.le[i]);
+    }
+    evbuffer_add_printf(out, "STAT %s_ms_le_inf %llu\n", stat,
+                        (unsigned long long)h.le[STATS_LATENCY_NBOUNDS]);
+    evbuffer_add_printf(out, "STAT %s_count %llu\n", stat,
+                        (unsigned long long)h.le[STATS_LATENCY_NBOUNDS]);
+    evbuffer_add_printf(out, "STAT %s_sum_us %lld\n", stat, (long long)h.sum_us);
+}
+
+/*
+ * STATS: "STAT <name> <value>" for the version, every row of the report
+ * table (daemon/report.h) that has a STATS name, and every master's rows
+ * (master.<i>.<name>), then END.
+ */
 static void
 session_stats(struct session *s)
 {
     struct evbuffer *out = bufferevent_get_output(s->bev);
-    size_t i, n = master_count();
-    struct master_summary sum;
+    const struct report_row *row;
+    struct report_snap snap;
     struct master_stats ms;
-    uint64_t cum = 0;
+    char v[32];
+    size_t i, k;
 
-    master_tally(&sum);
-#define STAT_U(name, v) evbuffer_add_printf(out, "STAT %s %llu\n", name, (unsigned long long)(v))
-#define STAT_I(name, v) evbuffer_add_printf(out, "STAT %s %lld\n", name, (long long)(v))
+    report_snapshot(&snap);
     evbuffer_add_printf(out, "STAT version %s\n", REDLOCKD_VERSION);
-    STAT_I("uptime_ms", (util_now_us() - stats.start_us) / 1000);
-    STAT_U("connections", stats.connections);
-    STAT_U("connections_total", stats.connections_total);
-    STAT_U("rejected_clients", stats.rejected_clients);
-    STAT_U("auth_failures", stats.auth_failures);
-    STAT_U("clients_timed_out", stats.clients_timed_out);
-    STAT_U("clients_closed_output", stats.clients_closed_output);
-    STAT_U("locks_held", lock_count_held());
-    STAT_U("waiters", lock_count_waiters());
-    STAT_U("acquire_ok", stats.acquire_ok);
-    STAT_U("acquire_reentered", stats.acquire_reentered);
-    STAT_U("acquire_busy", stats.acquire_busy);
-    STAT_U("acquire_timeout", stats.acquire_timeout);
-    STAT_U("acquire_noquorum", stats.acquire_noquorum);
-    STAT_U("releases", stats.releases);
-    STAT_U("handovers", stats.handovers);
-    STAT_U("yields", stats.yields);
-    STAT_U("renewals_ok", stats.renewals_ok);
-    STAT_U("renewals_failed", stats.renewals_failed);
-    STAT_U("keys_restored", stats.keys_restored);
-    STAT_U("locks_lost", stats.locks_lost);
-    STAT_U("locks_lost_renew", stats.locks_lost_renew);
-    STAT_U("locks_lost_quorum", stats.locks_lost_quorum);
-    STAT_U("locks_lost_gone", stats.locks_lost_gone);
-    STAT_U("locks_lost_shutdown", stats.locks_lost_shutdown);
-    STAT_U("locks_lost_broken", stats.locks_lost_broken);
-    STAT_U("fenced_grants", stats.fenced_grants);
-    STAT_U("shared_grants", stats.shared_grants);
-    STAT_U("counted_grants", stats.counted_grants);
-    STAT_U("kind_refusals", stats.kind_refusals);
-    STAT_U("lease_grants", stats.lease_grants);
-    STAT_U("session_grants", stats.acquire_ok - stats.lease_grants);
-    STAT_U("extends_ok", stats.extends_ok);
-    STAT_U("extends_notheld", stats.extends_notheld);
-    STAT_U("subscriptions", redlock_subscriptions());
-    STAT_U("pubsub_wakeups", stats.pubsub_wakeups);
-    STAT_U("fallback_retries", stats.fallback_retries);
-    STAT_U("watches", stats.watches);
-    STAT_U("watching", stats.watching);
-    STAT_U("breaks", stats.breaks);
-    STAT_U("labels_truncated", stats.labels_truncated);
-    /* The latency histogram, cumulative as in /metrics. */
-    for (i = 0; i < STATS_LATENCY_NBOUNDS; i++) {
-        cum += stats.acquire_latency[i];
-        evbuffer_add_printf(out, "STAT acquire_latency_ms_le_%lld %llu\n",
-                            (long long)stats_latency_bound_ms(i), (unsigned long long)cum);
+    for (k = 0; k < report_nrows; k++) {
+        row = &report_rows[k];
+        if (row->type == REPORT_HISTOGRAM) {
+            session_stats_latency(out, row->stat);
+        } else if (row->stat != NULL) {
+            report_stat_text(row, &snap, v, sizeof(v));
+            evbuffer_add_printf(out, "STAT %s %s\n", row->stat, v);
+        }
     }
-    cum += stats.acquire_latency[STATS_LATENCY_NBOUNDS];
-    STAT_U("acquire_latency_ms_le_inf", cum);
-    STAT_U("acquire_latency_count", cum);
-    STAT_U("acquire_latency_sum_us", stats.acquire_latency_sum_us);
-    STAT_U("masters", n);
-    STAT_U("quorum", redlock_quorum(n));
-    STAT_U("masters_up", sum.up);
-    STAT_U("masters_quarantined", sum.quarantined);
-    STAT_U("masters_duplicate", sum.duplicate);
-    STAT_U("masters_evicting", sum.evicting);
-    for (i = 0; i < n; i++) {
+    snap.master = &ms;
+    for (i = 0; i < snap.masters; i++) {
         master_get_stats(master_at(i), &ms);
         evbuffer_add_printf(out, "STAT master.%zu.addr %s\n", i, master_name(master_at(i)));
-        evbuffer_add_printf(out, "STAT master.%zu.up %d\n", i, ms.state == MASTER_UP);
-        evbuffer_add_printf(out, "STAT master.%zu.subscriber_up %d\n", i, ms.sub_up);
-        evbuffer_add_printf(out, "STAT master.%zu.rtt_us %lld\n", i, (long long)ms.rtt_us);
-        evbuffer_add_printf(out, "STAT master.%zu.requests %llu\n", i,
-                            (unsigned long long)ms.requests);
-        evbuffer_add_printf(out, "STAT master.%zu.errors %llu\n", i,
-                            (unsigned long long)ms.errors);
-        evbuffer_add_printf(out, "STAT master.%zu.reconnects %llu\n", i,
-                            (unsigned long long)ms.reconnects);
-        evbuffer_add_printf(out, "STAT master.%zu.restarts %llu\n", i,
-                            (unsigned long long)ms.restarts);
-        evbuffer_add_printf(out, "STAT master.%zu.quarantine_ms %lld\n", i,
-                            (long long)ms.quarantine_ms);
-        evbuffer_add_printf(out, "STAT master.%zu.duplicate_of %d\n", i, ms.duplicate_of);
-        evbuffer_add_printf(out, "STAT master.%zu.evicting_policy %d\n", i, ms.evicting);
+        for (k = 0; k < report_master_nrows; k++) {
+            row = &report_master_rows[k];
+            if (row->stat != NULL) {
+                report_stat_text(row, &snap, v, sizeof(v));
+                evbuffer_add_printf(out, "STAT master.%zu.%s %s\n", i, row->stat, v);
+            }
+        }
     }
-#undef STAT_U
-#undef STAT_I
     evbuffer_add(out, "END\n", 4);
     session_check_output(s);
 }

@@ -2,8 +2,10 @@
  * stats.h: the daemon's counters, shown by STATS and by /metrics.
  *
  * One global struct; each counter is written by the one module named in
- * its comment and read by the session module for STATS and by the
- * metrics module for /metrics (both from the event loop's thread).
+ * its comment, from the event loop's thread.  Every counter is read
+ * through one table, daemon/report.c, from which the session module
+ * renders STATS and the metrics module /metrics: a new counter is a
+ * field here and a row there.
  */
 #ifndef REDLOCKD_STATS_H
 #define REDLOCKD_STATS_H
@@ -27,6 +29,7 @@ struct stats {
     uint64_t auth_failures;      /* session: wrong AUTH passwords */
     uint64_t clients_timed_out;  /* session: request line not finished in time */
     uint64_t clients_closed_output; /* session: replies not read, or too many */
+    uint64_t labels_truncated;   /* session: default holder labels cut to 64 bytes */
     uint64_t acquire_ok;         /* lock: LOCK/TRYLOCK granted (first grant) */
     uint64_t acquire_reentered;  /* lock: LOCK on a name already held */
     uint64_t acquire_busy;       /* lock: TRYLOCK answered BUSY */
@@ -35,6 +38,7 @@ struct stats {
     uint64_t releases;           /* lock: leases released on the masters */
     uint64_t handovers;          /* lock: leases handed to the next waiter */
     uint64_t yields;             /* lock: releases announced to let other daemons in */
+    uint64_t breaks;             /* lock: BREAKs that ended a lock */
     uint64_t renewals_ok;        /* lease: leases renewed */
     uint64_t renewals_failed;    /* lease: renewals without a quorum */
     uint64_t keys_restored;      /* redlock: lock keys put back on a master that lost them */
@@ -54,9 +58,7 @@ struct stats {
     uint64_t pubsub_wakeups;     /* lock: waiters woken by a release announcement */
     uint64_t fallback_retries;   /* lock: retries timed by the holder's ttl */
     uint64_t watches;            /* watch: WATCH requests accepted */
-    uint64_t watching;           /* watch: WATCHes open now (a gauge) */
-    uint64_t breaks;             /* lock: BREAKs that ended a lock */
-    uint64_t labels_truncated;   /* session: default holder labels cut to 64 bytes */
+    uint64_t watching;           /* watch: WATCHes open now */
     /*
      * The acquire latency histogram (stats_observe_acquire): the
      * LOCK/TRYLOCK answers counted by acquire_ok, _reentered, _busy,

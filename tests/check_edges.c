@@ -14,8 +14,9 @@
  * grant whose client vanished does not stay on the masters; an UNLOCK
  * of a lock whose keys vanished says LOST and NOTHELD, and hands
  * nothing over; an EXTEND answered NOTHELD leaves no key behind; a
- * waiter that leaves during a hand-over does not hold up the next one;
- * a held lock is written back to masters that restarted empty; a
+ * waiter that leaves during a hand-over does not hold up the next one,
+ * and a closing session cancels its own pending LOCK before its lock is
+ * handed over; a held lock is written back to masters that restarted empty; a
  * waiting LOCK waits out a loss of quorum, and one whose wait ends
  * says why.
  *
@@ -37,6 +38,7 @@
 #include <sys/wait.h>
 
 #include <check.h>
+#include <hiredis/hiredis.h>
 
 #include "tests/expect.h"
 #include "tests/harness.h"
@@ -46,11 +48,15 @@
 #define LOCAL_MS        1000    /* deadline for a reply the daemon gives alone */
 #define NC_MS           5000    /* deadline for one nc run, start to exit */
 #define TEST_TIMEOUT_S  40      /* per test, unless CK_DEFAULT_TIMEOUT is set */
+#define EG_HANDOVER_MS  2000    /* deadline for a waiter's grant once the name is free:
+                                   one round (500 ms) and the retry delay (100 ms),
+                                   with room for a slow, shared machine */
 /*
  * lock.key_prefix: the harness writes none unless asked, so the daemon's
  * default (conf/redlockd.yml) applies, and that is "".
  */
 #define EG_PREFIX       ""
+#define EG_RELEASED     " released" /* release channel: key + this (PROTOCOL.md section 9) */
 
 /* Every test's daemon, unless it says otherwise: a blocked LOCK retries
    after 0..100 ms; everything else is the harness's or the daemon's
@@ -597,17 +603,28 @@ eg_abrupt_send(const char *base, int i)
     return fd;
 }
 
+/*
+ * An abortive close: SO_LINGER 0, so that the kernel sends a reset
+ * (the daemon reads an error, not an end of input), then close(fd).
+ */
+static void
+eg_reset(int fd)
+{
+    struct linger lg = { 1, 0 };
+
+    ck_assert_int_eq(setsockopt(fd, SOL_SOCKET, SO_LINGER, &lg, sizeof(lg)), 0);
+    close(fd);
+}
+
 /* Close fd without reading: a reset for even i, shutdown and close for odd i. */
 static void
 eg_abrupt_close(int fd, int i)
 {
-    struct linger lg = { 1, 0 };
-
     if (i % 2 == 0) {
-        ck_assert_int_eq(setsockopt(fd, SOL_SOCKET, SO_LINGER, &lg, sizeof(lg)), 0);
-    } else {
-        shutdown(fd, SHUT_WR);
+        eg_reset(fd);
+        return;
     }
+    shutdown(fd, SHUT_WR);
     close(fd);
 }
 
@@ -870,8 +887,11 @@ END_TEST
  * harness, down_after_ms 2000).  H holds z; W1 then W2 wait in LOCK z;
  * two of the three masters are stopped (SIGSTOP); H sends UNLOCK z, so
  * the hand-over to W1 cannot complete; W1 closes its connection; 2 s
- * later both masters continue (SIGCONT): W2 gets "OK z" within 8 s of
- * that.  (H's reply to UNLOCK is read, whatever it is.)
+ * later both masters continue (SIGCONT): W2 gets "OK z" within
+ * EG_HANDOVER_MS of that: the name is free then, and the next waiter is
+ * granted within one round (node_timeout_ms 500) and the retry delay
+ * (retry_delay_ms 100); about 200 ms here, the rest is room for a slow,
+ * shared machine.  (H's reply to UNLOCK is read, whatever it is.)
  *
  * today: fails, though not in the way expected (W2 waiting ~30 s for
  * the keys of the hand-over to W1 to expire): W2, the head once W1
@@ -906,18 +926,87 @@ START_TEST(waiter_leaves_handover)
     ck_assert_int_eq(h_signal_master(1, SIGCONT), 0);
     t_cont = h_now_ms();
     early = !h_quiet(w2, 0);
-    got = h_read_line(h, 8000);
-    ck_assert_msg(got != NULL, "H got no reply to UNLOCK z within 8 s of SIGCONT");
+    got = h_read_line(h, EG_HANDOVER_MS);
+    ck_assert_msg(got != NULL, "H got no reply to UNLOCK z within %d ms of SIGCONT",
+                  EG_HANDOVER_MS);
     free(got);
-    left = 8000 - (h_now_ms() - t_cont);
+    left = EG_HANDOVER_MS - (h_now_ms() - t_cont);
     got = h_read_line(w2, left > 0 ? left : 0);
     ck_assert_msg(got != NULL && h_is_reply(got, "OK", "z"),
-                  "W2's LOCK z got '%s' within 8 s of SIGCONT%s, expected 'OK z ...'",
-                  got != NULL ? got : "(nothing)",
+                  "W2's LOCK z got '%s' within %d ms of SIGCONT%s, expected 'OK z ...'",
+                  got != NULL ? got : "(nothing)", EG_HANDOVER_MS,
                   early ? " (it had come before the SIGCONT)" : "");
     free(got);
     close(h);
     close(w2);
+}
+END_TEST
+
+/*
+ * A closing session cancels its own pending LOCK before it releases its
+ * locks, so that it never hands a lock to its own dying waiter.  A
+ * session has one LOCK pending on a name it holds in one way: it holds
+ * ow in session mode and asks for ow in lease mode (a lock of its own,
+ * not a re-entry), which waits behind its own hold, first in line.  B
+ * then waits too.  A's connection is reset (SO_LINGER 0: the daemon
+ * reads an error, not an end of input, so A's LOCK is still queued when
+ * the session closes).  B must get "OK ow" through the hand-over of A's
+ * lock: STAT handovers goes up by one, and no release of ow is announced
+ * on the masters (a subscriber of the name's channel on master 0 hears
+ * nothing; STAT pubsub_wakeups stays 0).  Had A's lock gone to A's own
+ * waiter, that grant would be released (and announced) for nobody, and
+ * B would get ow only from a fresh round woken by the announcement.
+ *
+ * today: fails; B's LOCK ow gets no answer within 2 s of A's reset.
+ * With the engine changes but lock_client_close() releasing the holds
+ * before it cancels the waiter, B is granted, but only after a release
+ * announcement (STAT pubsub_wakeups 1).
+ */
+START_TEST(close_cancels_own_waiter)
+{
+    redisContext *sub;
+    redisReply *r;
+    void *msg = NULL;
+    long long handovers = -1, wakeups = -1;
+    char *got;
+    int a, b;
+
+    eg_up(NMASTERS, &eg_opts);
+    a = eg_connect();
+    b = eg_connect();
+    EXPECT_PREFIX(a, "LOCK ow", "OK ow ");
+    /*
+     * Subscribed only now: a grant counts the channel's subscribers, and
+     * one there at A's grant would look like another daemon waiting, to
+     * which A's release would then go first (announced).
+     */
+    sub = h_redis_connect(h_master_port(0));
+    ck_assert_msg(sub != NULL, "cannot connect to master 0");
+    r = redisCommand(sub, "SUBSCRIBE %s", EG_PREFIX "ow" EG_RELEASED);
+    ck_assert_msg(r != NULL && r->type == REDIS_REPLY_ARRAY, "SUBSCRIBE failed");
+    freeReplyObject(r);
+    ck_assert_int_eq(h_send(a, "LOCK ow mode=lease ttl=5000"), 0);
+    eg_wait_stat("waiters", 1, CMD_MS);
+    ck_assert_int_eq(h_send(b, "LOCK ow"), 0);
+    eg_wait_stat("waiters", 2, CMD_MS);
+    ck_assert_int_eq(h_stat_once("handovers", &handovers), 0);
+
+    eg_reset(a);
+    got = h_read_line(b, EG_HANDOVER_MS);
+    ck_assert_msg(got != NULL && h_is_reply(got, "OK", "ow"),
+                  "B's LOCK ow got '%s' within %d ms of A's reset, expected 'OK ow ...'",
+                  got != NULL ? got : "(nothing)", EG_HANDOVER_MS);
+    free(got);
+    eg_wait_stat("handovers", handovers + 1, CMD_MS);
+    ck_assert_int_eq(h_stat_once("pubsub_wakeups", &wakeups), 0);
+    ck_assert_msg(wakeups == 0, "B was woken by a release announcement (pubsub_wakeups %lld)",
+                  wakeups);
+    /* Nothing announced: the read times out (H_REDIS_TIMEOUT_MS). */
+    ck_assert_msg(redisGetReply(sub, &msg) != REDIS_OK,
+                  "a release of ow was announced on master 0 after A's reset");
+    redisFree(sub);
+    EXPECT_REPLY(b, "UNLOCK ow", "OK ow holds=0");
+    close(b);
 }
 END_TEST
 
@@ -1145,13 +1234,11 @@ END_TEST
 static char *
 eg_read_one_then_reset(int fd, const char *text)
 {
-    struct linger lg = { 1, 0 };
     char *got;
 
     ck_assert_int_eq(h_send_raw(fd, text, strlen(text)), 0);
     got = h_read_line(fd, CMD_MS);
-    ck_assert_int_eq(setsockopt(fd, SOL_SOCKET, SO_LINGER, &lg, sizeof(lg)), 0);
-    close(fd);
+    eg_reset(fd);
     return got;
 }
 
@@ -1294,6 +1381,7 @@ edges_suite(void)
     EG_ADD(s, unlock_vanished_handover);
     EG_ADD(s, extend_notheld_cleans);
     EG_ADD(s, waiter_leaves_handover);
+    EG_ADD(s, close_cancels_own_waiter);
     EG_ADD(s, relock_restarted_masters);
     EG_ADD(s, restore_skips_quarantined);
     EG_ADD(s, lock_waits_out_outage);

@@ -2043,45 +2043,6 @@ END_TEST
 
 /* ---- 8. STATS and /metrics ---- */
 
-/* GET /metrics from port: the body (malloc'd), or NULL. */
-static char *
-kt_scrape(int port)
-{
-    const char *req = "GET /metrics HTTP/1.0\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n";
-    char *buf = NULL, *body;
-    int fd = h_connect_port(port);
-
-    if (fd >= 0 && h_send_raw(fd, req, strlen(req)) == 0) {
-        buf = h_read_all(fd, 1 << 20, CMD_MS, NULL);
-    }
-    if (fd >= 0) {
-        close(fd);
-    }
-    if (buf == NULL || (body = strstr(buf, "\r\n\r\n")) == NULL) {
-        free(buf);
-        return NULL;
-    }
-    memmove(buf, body + 4, strlen(body + 4) + 1);
-    return buf;
-}
-
-/* The value of the sample named series (no labels) in an exposition, or -1. */
-static long long
-kt_metric(const char *body, const char *series)
-{
-    size_t len = strlen(series);
-    const char *p = body;
-
-    while (p != NULL && *p != '\0') {
-        if (strncmp(p, series, len) == 0 && p[len] == ' ') {
-            return strtoll(p + len + 1, NULL, 10);
-        }
-        p = strchr(p, '\n');
-        p = p != NULL ? p + 1 : NULL;
-    }
-    return -1;
-}
-
 /*
  * shared_grants counts shared grants (not re-entries), counted_grants
  * counted ones (hand-overs included), kind_refusals every ERR KIND
@@ -2149,13 +2110,13 @@ START_TEST(stats_counters)
     free(got);
     kt_wait_stat(0, "counted_grants", 4);
 
-    body = kt_scrape(mport);
+    body = h_metrics_scrape(mport);
     ck_assert_msg(body != NULL, "GET /metrics failed");
-    ck_assert_int_eq(kt_metric(body, "redlockd_shared_grants_total"),
+    ck_assert_int_eq(h_metric_int(body, "redlockd_shared_grants_total"),
                      kt_stat(0, "shared_grants"));
-    ck_assert_int_eq(kt_metric(body, "redlockd_counted_grants_total"),
+    ck_assert_int_eq(h_metric_int(body, "redlockd_counted_grants_total"),
                      kt_stat(0, "counted_grants"));
-    ck_assert_int_eq(kt_metric(body, "redlockd_kind_refusals_total"), 3);
+    ck_assert_int_eq(h_metric_int(body, "redlockd_kind_refusals_total"), 3);
     free(body);
     close(a);
     close(b);

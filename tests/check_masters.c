@@ -9,7 +9,8 @@
  * reason logged; a quarantine that applies says so in ERR NOQUORUM and
  * ends at once when a reload turns lock.restart_quarantine off; a master
  * whose maxmemory-policy may evict lock keys is warned about at every
- * connect.  The settings are those of conf/redlockd.yml where they
+ * connect.  STATS and /metrics count the duplicates and the evicting
+ * masters, and name them.  The settings are those of conf/redlockd.yml where they
  * matter here: lock.restart_quarantine on, lock.max_ttl_ms one hour.
  */
 #include <signal.h>
@@ -66,6 +67,42 @@ ms_stat(const char *name)
 
     ck_assert_msg(h_stat_once(name, &v) == 0, "STATS has no %s", name);
     return v;
+}
+
+/* The daemon's /metrics now (caller frees); the daemon must have metrics_port. */
+static char *
+ms_scrape(int port)
+{
+    char *body = h_metrics_scrape(port);
+
+    ck_assert_msg(body != NULL, "GET /metrics failed (the reason is above)");
+    return body;
+}
+
+/*
+ * The value of family's sample for master i, whose address in the
+ * config is addr ("127.0.0.1:6379"); the sample must be there.
+ */
+static long long
+ms_master_metric(const char *body, const char *family, size_t i, const char *addr)
+{
+    char series[256];
+    long long v;
+
+    snprintf(series, sizeof(series), "%s{master=\"%zu\",addr=\"%s\"}", family, i, addr);
+    v = h_metric_int(body, series);
+    ck_assert_msg(v >= 0, "no sample '%s' in /metrics", series);
+    return v;
+}
+
+/* The same for master i started by the harness (its address 127.0.0.1:<port>). */
+static long long
+ms_started_metric(const char *body, const char *family, size_t i)
+{
+    char addr[64];
+
+    snprintf(addr, sizeof(addr), "127.0.0.1:%d", h_master_port(i));
+    return ms_master_metric(body, family, i, addr);
 }
 
 /* Count the log lines (from offset 0) that contain text. */
@@ -126,17 +163,20 @@ ms_reload_with(const char *from, const char *to)
  * The same server listed twice ("127.0.0.1:A" and "localhost:A") with
  * the third master B paused: only one Redis answers, so no quorum of
  * the three entries.  Counting the second spelling would let one Redis
- * grant the lock alone.
+ * grant the lock alone.  NOQUORUM, STATS, the log and /metrics
+ * (redlockd_masters_duplicate, redlockd_master_duplicate) name it.
  */
 START_TEST(duplicate_counts_once)
 {
     struct h_daemon_opts o = { .expect_masters_up = 2, .log_level = "info" };
     const char *extra[2];
     char again[64], line[512], text[160];
-    char *got;
+    char *got, *body;
     int a;
 
     ms_begin();
+    o.metrics_port = h_free_port();
+    ck_assert_int_gt(o.metrics_port, 0);
     ck_assert_msg(h_start_masters(2) == 0, "the masters did not start");
     snprintf(again, sizeof(again), "localhost:%d", h_master_port(0));
     extra[0] = again;
@@ -164,6 +204,13 @@ START_TEST(duplicate_counts_once)
     snprintf(text, sizeof(text), "127.0.0.1:%d (entry 0)", h_master_port(0));
     ck_assert_msg(strstr(line, again) != NULL && strstr(line, text) != NULL,
                   "the log line does not name both entries: '%s'", line);
+    /* /metrics says so too: one duplicate, and which entry it is. */
+    body = ms_scrape(o.metrics_port);
+    ck_assert_int_eq(h_metric_int(body, "redlockd_masters_duplicate"), 1);
+    ck_assert_int_eq(ms_master_metric(body, "redlockd_master_duplicate", 2, again), 1);
+    ck_assert_int_eq(ms_started_metric(body, "redlockd_master_duplicate", 0), 0);
+    ck_assert_int_eq(ms_started_metric(body, "redlockd_master_duplicate", 1), 0);
+    free(body);
 
     /* B runs again: two servers of three answer, a quorum. */
     ck_assert_int_eq(h_signal_master(1, SIGCONT), 0);
@@ -266,21 +313,25 @@ END_TEST
 
 /*
  * maxmemory with allkeys-lru may evict lock keys: warned, naming the
- * master, its maxmemory and its policy, at every connect; noeviction
- * with a maxmemory is fine and not warned about.
+ * master, its maxmemory and its policy, at every connect, and counted
+ * in STATS and /metrics (redlockd_masters_evicting,
+ * redlockd_master_evicting_policy) until a reconnect finds it fixed;
+ * noeviction with a maxmemory is fine and not warned about.
  */
 START_TEST(evicting_policy_warned)
 {
-    char text[160], line[512];
+    struct h_daemon_opts o = { .metrics_port = h_free_port() };
+    char text[160], line[512], *body;
     size_t want;
 
     ms_begin();
+    ck_assert_int_gt(o.metrics_port, 0);
     ck_assert_msg(h_start_masters(3) == 0, "the masters did not start");
     ck_assert_int_eq(h_master_cmd(1, NULL, "CONFIG SET maxmemory 100mb"), 0);
     ck_assert_int_eq(h_master_cmd(1, NULL, "CONFIG SET maxmemory-policy allkeys-lru"), 0);
     ck_assert_int_eq(h_master_cmd(2, NULL, "CONFIG SET maxmemory 100mb"), 0);
     ck_assert_int_eq(h_master_cmd(2, NULL, "CONFIG SET maxmemory-policy noeviction"), 0);
-    ck_assert_msg(h_start_daemon(NULL) == 0, "redlockd did not start (log above)");
+    ck_assert_msg(h_start_daemon(&o) == 0, "redlockd did not start (log above)");
 
     snprintf(text, sizeof(text), "master 127.0.0.1:%d: maxmemory is", h_master_port(1));
     ck_assert_msg(h_log_find(0, text, line, sizeof(line)),
@@ -292,6 +343,12 @@ START_TEST(evicting_policy_warned)
     ck_assert_int_eq(ms_stat("master.1.evicting_policy"), 1);
     ck_assert_int_eq(ms_stat("master.0.evicting_policy"), 0);
     ck_assert_int_eq(ms_stat("master.2.evicting_policy"), 0);
+    body = ms_scrape(o.metrics_port);
+    ck_assert_int_eq(h_metric_int(body, "redlockd_masters_evicting"), 1);
+    ck_assert_int_eq(ms_started_metric(body, "redlockd_master_evicting_policy", 1), 1);
+    ck_assert_int_eq(ms_started_metric(body, "redlockd_master_evicting_policy", 0), 0);
+    ck_assert_int_eq(ms_started_metric(body, "redlockd_master_evicting_policy", 2), 0);
+    free(body);
     snprintf(text, sizeof(text), "master 127.0.0.1:%d: maxmemory", h_master_port(2));
     ck_assert_msg(!h_log_find(0, text, NULL, 0), "noeviction was warned about");
 
@@ -307,6 +364,10 @@ START_TEST(evicting_policy_warned)
     ck_assert_msg(h_wait_stat("masters_evicting", 0, false, 8000, NULL),
                   "a reconnect after the fix still counts master 1 as evicting");
     ck_assert_int_eq(ms_log_count(text), 2);
+    body = ms_scrape(o.metrics_port);
+    ck_assert_int_eq(h_metric_int(body, "redlockd_masters_evicting"), 0);
+    ck_assert_int_eq(ms_started_metric(body, "redlockd_master_evicting_policy", 1), 0);
+    free(body);
 }
 END_TEST
 

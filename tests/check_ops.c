@@ -6,8 +6,9 @@
  * and held locks survive; a file with an error is rejected whole, with
  * its file:line:column in the log; a file that changes a setting that
  * takes a restart (masters, listen.tcp) is refused whole.  systemd:
- * the sd_notify messages (READY, WATCHDOG, RELOADING, STOPPING) read
- * from a datagram socket of our own, and socket activation with
+ * the sd_notify messages (READY, WATCHDOG, RELOADING, STOPPING, and
+ * STATUS= with quarantined masters and with AOF-always ones that are
+ * not) read from a datagram socket of our own, and socket activation with
  * listening sockets we create and pass as descriptors 3 and 4, protected
  * mode included.  The systemd tests need a daemon built with libsystemd
  * and say so when they skip.
@@ -610,6 +611,68 @@ START_TEST(sd_notify_status_quarantine)
     if (!h_wait_until(ops_cond_status, (void *)want, 3000)) {
         ops_notify_dump();
         ck_abort_msg("no '%s...' among the messages", want);
+    }
+}
+END_TEST
+
+/*
+ * The STATUS= text the README's `systemctl status` example shows, with
+ * "STATUS=" before it, into out: what follows 'Status: "' on that line,
+ * up to the "..." that ends it.
+ */
+static void
+ops_readme_status(char *out, size_t size)
+{
+    static const char mark[] = "# Status: \"";
+    char line[512], *at = NULL, *end = NULL;
+    FILE *f = fopen("README.md", "r");
+
+    ck_assert_msg(f != NULL, "README.md not found (run from the repository root)");
+    while (fgets(line, sizeof(line), f) != NULL) {
+        if (strstr(line, "systemctl status redlockd") != NULL
+            && (at = strstr(line, mark)) != NULL) {
+            at += strlen(mark);
+            end = strstr(at, "...\"");
+            break;
+        }
+    }
+    fclose(f);
+    ck_assert_msg(at != NULL && end != NULL && end > at,
+                  "README.md has no line 'systemctl status redlockd ... # Status: \"...\"'");
+    ck_assert_int_lt(snprintf(out, size, "STATUS=%.*s", (int)(end - at), at), (int)size);
+}
+
+/*
+ * Fresh masters run as the README's production section says (appendonly
+ * yes, appendfsync always) keep every acknowledged write through a
+ * restart, so with lock.restart_quarantine on (and lock.max_ttl_ms one
+ * hour, as in conf/redlockd.yml) none of them is quarantined: STATUS= is
+ * the README's `systemctl status` example ("quorum: 5/5 masters up
+ * (quorum 3), 0 quarantined; ...") and no message says that a master is
+ * in restart quarantine.
+ */
+START_TEST(sd_notify_status_aof_always)
+{
+    struct h_daemon_opts o = { .restart_quarantine = true, .max_ttl_ms = 3600000,
+                               .default_ttl_ms = 30000 };
+    char want[256];
+    size_t i;
+
+    if (!ops_have_systemd) {
+        ops_skip("redlockd was built without libsystemd (ldd $REDLOCKD_BIN)");
+        return;
+    }
+    ck_assert_msg(h_begin(tcase_name()) == 0, "cannot create the test directory");
+    ops_readme_status(want, sizeof(want));
+    ck_assert_msg(h_start_masters_aof(NMASTERS) == 0, "the masters did not start");
+    ops_start_notified(&o);
+    if (!h_wait_until(ops_cond_status, want, 3000)) {
+        ops_notify_dump();
+        ck_abort_msg("no '%s...' among the messages (AOF-always masters quarantined?)", want);
+    }
+    for (i = 0; i < ops_nmsgs; i++) {
+        ck_assert_msg(strstr(ops_msgs[i], "restart quarantine") == NULL,
+                      "the daemon told the service manager '%s'", ops_msgs[i]);
     }
 }
 END_TEST
@@ -1220,6 +1283,7 @@ ops_suite(void)
     tcase_add_test(tc, reload_refuses_restart_keys);
     tcase_add_test(tc, sd_notify_protocol);
     tcase_add_test(tc, sd_notify_status_quarantine);
+    tcase_add_test(tc, sd_notify_status_aof_always);
     tcase_add_test(tc, socket_activation);
     tcase_add_test(tc, socket_activation_protected_mode);
     tcase_add_test(tc, log_names_peers);

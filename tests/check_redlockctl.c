@@ -10,15 +10,16 @@
  *
  * Covered: every exit status (usage 64, unreachable 69, NOQUORUM 69,
  * ERR PROTO 64, conflicts 1 and -E, lost 75, AUTH 77, 126/127, signals
- * 128+N), the command's status passed through, its environment and
- * process group, no shell without -c, the lock held while the command runs
- * and free as soon as redlockctl exits, the command stopped (SIGTERM, then
- * SIGKILL to its whole group) when the quorum is taken away or the daemon
- * goes, signals forwarded to the command and ending a pending wait,
- * concurrent redlockctl serialized with increasing fences, the status,
- * stats and ping subcommands, the defaults from the environment, the
- * command killed when redlockctl is, and a terminal handed to the command;
- * who holds what: --label and the default label sent with the LOCK, list
+ * 128+N), -w waiting through a loss of quorum instead of exiting 69, the
+ * command's status passed through, its environment and process group,
+ * no shell without -c, the lock held while the command runs and free as
+ * soon as redlockctl exits, the command stopped (SIGTERM, then SIGKILL
+ * to its whole group) when the quorum is taken away or the daemon goes,
+ * signals forwarded to the command and ending a pending wait, concurrent
+ * redlockctl serialized with increasing fences, the status, stats and
+ * ping subcommands, the defaults from the environment, the command
+ * killed when redlockctl is, and a terminal handed to the command; who
+ * holds what: --label and the default label sent with the LOCK, list
  * (holds, waiters, a prefix), watch (the current state, then every change
  * through either of two daemons, printed at once; SIGTERM, SIGINT, the
  * daemon going away) and break (refused without admin, done by root over
@@ -580,6 +581,74 @@ START_TEST(no_quorum)
     ck_assert_int_eq(CT_RUN("status", "-H", ct_addr, "status", "nq"), 69);
     ct_assert_out_has("status", "NOQUORUM");
     ck_assert_msg(!ct_exists(marker), "the command ran without the lock");
+}
+END_TEST
+
+/* A redlockctl that must still be waiting: running, its command not run. */
+struct ct_waiting {
+    pid_t       pid;        /* redlockctl */
+    const char *marker;     /* the file its command would create */
+};
+
+static bool
+ct_cond_waiting(void *arg)
+{
+    struct ct_waiting *w = arg;
+
+    return ct_alive(w->pid) && !ct_exists(w->marker);
+}
+
+/*
+ * -w waits through an outage: three of five masters stopped (SIGSTOP),
+ * so that a TRYLOCK answers ERR NOQUORUM, then `redlockctl -w 20 NAME
+ * -c CMD` is started; it neither exits nor runs CMD while they stay
+ * stopped (2 s: the outage is the scenario), and once they continue it
+ * runs CMD and exits 0 within the 20 s it was allowed, having printed
+ * nothing (no NOQUORUM).
+ */
+START_TEST(wait_rides_out_outage)
+{
+    char marker[CT_PATH_MAX], cmd[CT_CMD_MAX], *out, *got;
+    struct ct_waiting w;
+    int64_t t0, t_back, took;
+    size_t i;
+    int code, fd;
+
+    ct_up(NULL);
+    ct_path(marker, sizeof(marker), "marker");
+    snprintf(cmd, sizeof(cmd), "touch '%s'", marker);
+    for (i = 0; i < 3; i++) {
+        ck_assert_int_eq(h_signal_master(i, SIGSTOP), 0);
+    }
+    /* The outage is real: one attempt answers NOQUORUM. */
+    fd = ct_connect();
+    got = h_cmd(fd, "TRYLOCK ro", CMD_MS);
+    ck_assert_msg(got != NULL && strncmp(got, "ERR NOQUORUM ", 13) == 0,
+                  "TRYLOCK ro with 3 of 5 masters stopped answered '%s'",
+                  got != NULL ? got : "(nothing)");
+    free(got);
+    close(fd);
+    t0 = h_now_ms();
+    w.pid = CT_SPAWN("wait", "-H", ct_addr, "-w", "20", "ro", "-c", cmd);
+    w.marker = marker;
+    if (!h_holds_for(ct_cond_waiting, &w, 2000, 20)) {
+        out = ct_out("wait");
+        ck_abort_msg("redlockctl -w 20 gave up (or ran its command) %lld ms into the "
+                     "outage: '%s'", (long long)(h_now_ms() - t0), out);
+    }
+    for (i = 0; i < 3; i++) {
+        ck_assert_int_eq(h_signal_master(i, SIGCONT), 0);
+    }
+    t_back = h_now_ms();
+    code = ct_wait(w.pid, 20000 - (t_back - t0));
+    took = h_now_ms() - t0;
+    out = ct_out("wait");
+    ck_assert_msg(code == 0, "redlockctl -w 20 exited %d after %lld ms (%lld ms after the "
+                  "masters continued), printing '%s'", code, (long long)took,
+                  (long long)(h_now_ms() - t_back), out);
+    ck_assert_msg(out[0] == '\0', "redlockctl printed '%s'", out);
+    free(out);
+    ck_assert_msg(ct_exists(marker), "the command did not run");
 }
 END_TEST
 
@@ -1721,6 +1790,7 @@ ctl_suite(void)
     tcase_add_test(tc, daemon_unreachable);
     tcase_add_test(tc, daemon_refuses_request);
     tcase_add_test(tc, no_quorum);
+    tcase_add_test(tc, wait_rides_out_outage);
     tcase_add_test(tc, exit_status_passthrough);
     tcase_add_test(tc, command_environment);
     tcase_add_test(tc, held_while_running);

@@ -1696,3 +1696,102 @@ h_is_token(const char *s)
     }
     return i == 32;
 }
+
+/* ---- HTTP and the metrics endpoint ---- */
+
+void
+h_http_free(struct h_http_resp *r)
+{
+    free(r->head);
+    free(r->body);
+    memset(r, 0, sizeof(*r));
+}
+
+int
+h_http(int port, const char *request, struct h_http_resp *r)
+{
+    size_t len = 0;
+    char *buf = NULL, *sep;
+    int fd = h_connect_port(port);
+
+    memset(r, 0, sizeof(*r));
+    if (fd >= 0 && h_send_raw(fd, request, strlen(request)) == 0) {
+        buf = h_read_all(fd, H_HTTP_MAX, H_HTTP_MS, &len);
+        if (buf == NULL) {
+            fprintf(stderr, "harness: no complete HTTP response from port %d within %d ms\n",
+                    port, H_HTTP_MS);
+        }
+    }
+    if (fd >= 0) {
+        close(fd);
+    }
+    if (buf == NULL || (sep = strstr(buf, "\r\n\r\n")) == NULL
+        || sscanf(buf, "HTTP/1.%*c %d", &r->status) != 1) {
+        goto fail;
+    }
+    r->head = strndup(buf, (size_t)(sep - buf) + 2);
+    r->body_len = len - (size_t)(sep + 4 - buf);
+    r->body = malloc(r->body_len + 1);
+    if (r->head == NULL || r->body == NULL) {
+        goto fail;
+    }
+    memcpy(r->body, sep + 4, r->body_len);
+    r->body[r->body_len] = '\0';
+    free(buf);
+    return 0;
+fail:
+    free(buf);
+    h_http_free(r);
+    return -1;
+}
+
+char *
+h_metrics_scrape(int port)
+{
+    struct h_http_resp r;
+    char req[160], *body;
+
+    snprintf(req, sizeof(req), "GET /metrics HTTP/1.1\r\nHost: 127.0.0.1:%d\r\n"
+             "Connection: close\r\n\r\n", port);
+    if (h_http(port, req, &r) != 0) {
+        return NULL;
+    }
+    if (r.status != 200) {
+        fprintf(stderr, "harness: GET /metrics on port %d answered %d\n", port, r.status);
+        h_http_free(&r);
+        return NULL;
+    }
+    body = r.body;
+    r.body = NULL;
+    h_http_free(&r);
+    return body;
+}
+
+bool
+h_metric_value(const char *body, const char *series, double *value)
+{
+    size_t slen = strlen(series);
+    const char *p = body;
+
+    while (p != NULL && *p != '\0') {
+        if (strncmp(p, series, slen) == 0 && p[slen] == ' ') {
+            char *end;
+
+            *value = strtod(p + slen + 1, &end);
+            return end != p + slen + 1 && (*end == '\n' || *end == '\0');
+        }
+        p = strchr(p, '\n');
+        if (p != NULL) {
+            p++;
+        }
+    }
+    return false;
+}
+
+long long
+h_metric_int(const char *body, const char *series)
+{
+    double v = 0;
+
+    return h_metric_value(body, series, &v) ? (long long)v : -1;
+}

@@ -481,4 +481,46 @@ bool h_reply_int(const char *line, const char *key, long long *value);
 /* True when s is an owner token: 32 lowercase hex digits. */
 bool h_is_token(const char *s);
 
+/* ---- HTTP and the metrics endpoint (metrics.listen) ---- */
+
+#define H_HTTP_MS           3000            /* deadline for a whole HTTP exchange */
+#define H_HTTP_MAX          (1024 * 1024)   /* largest response read */
+
+/* An HTTP response: status code, raw header block and body (all malloc'd). */
+struct h_http_resp {
+    int     status;     /* 200, 404, ...; 0 when none was read */
+    char   *head;       /* status line and headers, CRLFs kept, NUL-terminated */
+    char   *body;       /* the body, NUL-terminated (empty for HEAD) */
+    size_t  body_len;   /* bytes in body */
+};
+
+/*
+ * Send request (the whole text, "Connection: close" in it) to
+ * 127.0.0.1:port and read until the server closes, within H_HTTP_MS, at
+ * most H_HTTP_MAX bytes.  Returns 0 with *r filled (free it with
+ * h_http_free), or -1 (the reason printed when the response was not
+ * complete in time).
+ */
+int h_http(int port, const char *request, struct h_http_resp *r);
+
+/* Free what h_http() put in r and zero it. */
+void h_http_free(struct h_http_resp *r);
+
+/*
+ * GET /metrics from 127.0.0.1:port.  Returns the body (malloc'd,
+ * NUL-terminated) when the answer is 200, else NULL (the status printed).
+ */
+char *h_metrics_scrape(int port);
+
+/*
+ * The value of the sample whose name and labels are exactly series
+ * ("redlockd_masters_up", "redlockd_master_up{master=\"0\",addr=\"...\"}")
+ * in an exposition body.  Returns false when there is no such line or
+ * its value is not a number.
+ */
+bool h_metric_value(const char *body, const char *series, double *value);
+
+/* h_metric_value() as an integer; -1 when there is no such sample. */
+long long h_metric_int(const char *body, const char *series);
+
 #endif /* REDLOCKD_TESTS_HARNESS_H */
