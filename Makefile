@@ -56,12 +56,16 @@ export UBSAN_OPTIONS := print_stacktrace=1:halt_on_error=1:log_path=$(SAN_LOGS)/
 endif
 PROTO_SRC  := proto/proto.c
 CONF_SRC   := conf/conf.c
-# daemon/redlockctl.c is the command-line client (tests/ctl/ctl.mk), not the daemon.
-DAEMON_SRC := $(filter-out daemon/main.c daemon/redlockctl.c,$(wildcard daemon/*.c))
+DAEMON_SRC := $(filter-out daemon/main.c,$(wildcard daemon/*.c))
 LIB_SRC    := $(PROTO_SRC) $(CONF_SRC) $(DAEMON_SRC)
 LIB_OBJ    := $(LIB_SRC:%.c=$(B)/obj/%.o)
+# The client side of the protocol (client/client.c): redlockctl, the test
+# harness, the fault suite's rmw-client and the bench link it; the daemon
+# does not.
+CLIENT_OBJ := $(B)/obj/client/client.o
+HARNESS_OBJ := $(B)/obj/tests/harness.o $(CLIENT_OBJ)
 
-UNIT_TESTS := check_proto check_conf check_redlock check_lease
+UNIT_TESTS := check_proto check_conf check_redlock check_lease check_client
 INTEG_TESTS := check_integration check_cluster check_robust check_ops check_redlockctl check_metrics \
                check_masters check_edges check_kinds check_who
 TEST_BINS  := $(addprefix $(B)/,$(UNIT_TESTS) $(INTEG_TESTS))
@@ -88,6 +92,11 @@ $(B)/redlockd: $(B)/obj/daemon/main.o $(LIB_OBJ)
 	@echo "  LD      $@"
 	@$(CC) $(CFLAGS) -o $@ $^ $(PKG_LIBS) $(LDFLAGS)
 
+# redlockctl, the command-line client: the library and nothing of the daemon.
+$(B)/redlockctl: $(B)/obj/client/redlockctl.o $(CLIENT_OBJ)
+	@echo "  LD      $@"
+	@$(CC) $(CFLAGS) -o $@ $^ $(LDFLAGS)
+
 $(B)/obj/tests/%.o: tests/%.c
 	@mkdir -p $(dir $@)
 	@echo "  CC      $<"
@@ -96,20 +105,21 @@ $(B)/obj/tests/%.o: tests/%.c
 # Each unit suite links only the module it tests.
 $(B)/check_proto: $(B)/obj/tests/check_proto.o $(B)/obj/proto/proto.o
 $(B)/check_conf: $(B)/obj/tests/check_conf.o $(B)/obj/conf/conf.o
+$(B)/check_client: $(B)/obj/tests/check_client.o $(CLIENT_OBJ)
 $(B)/check_redlock: $(B)/obj/tests/check_redlock.o $(LIB_OBJ)
 # The lease state machine without Redis: the engine's I/O is replaced by
 # the suite's own functions (GNU ld --wrap; see tests/check_lease.c).
 $(B)/check_lease: $(B)/obj/tests/check_lease.o $(LIB_OBJ)
 $(B)/check_lease: WRAP_LDFLAGS := -Wl,--wrap=redlock_extend,--wrap=redlock_restore \
                                   -Wl,--wrap=redlock_expire_at,--wrap=master_count
-$(B)/check_integration: $(B)/obj/tests/check_integration.o $(B)/obj/tests/harness.o \
+$(B)/check_integration: $(B)/obj/tests/check_integration.o $(HARNESS_OBJ) \
                         $(B)/obj/proto/proto.o
-$(B)/check_cluster: $(B)/obj/tests/check_cluster.o $(B)/obj/tests/harness.o
-$(B)/check_robust: $(B)/obj/tests/check_robust.o $(B)/obj/tests/harness.o
-$(B)/check_masters: $(B)/obj/tests/check_masters.o $(B)/obj/tests/harness.o
-$(B)/check_edges: $(B)/obj/tests/check_edges.o $(B)/obj/tests/harness.o
-$(B)/check_kinds: $(B)/obj/tests/check_kinds.o $(B)/obj/tests/harness.o
-$(B)/check_who: $(B)/obj/tests/check_who.o $(B)/obj/tests/harness.o
+$(B)/check_cluster: $(B)/obj/tests/check_cluster.o $(HARNESS_OBJ)
+$(B)/check_robust: $(B)/obj/tests/check_robust.o $(HARNESS_OBJ)
+$(B)/check_masters: $(B)/obj/tests/check_masters.o $(HARNESS_OBJ)
+$(B)/check_edges: $(B)/obj/tests/check_edges.o $(HARNESS_OBJ)
+$(B)/check_kinds: $(B)/obj/tests/check_kinds.o $(HARNESS_OBJ)
+$(B)/check_who: $(B)/obj/tests/check_who.o $(HARNESS_OBJ)
 $(TEST_BINS):
 	@echo "  LD      $@"
 	@$(CC) $(CFLAGS) -o $@ $^ $(PKG_LIBS) $(CHECK_LIBS) $(WRAP_LDFLAGS) $(LDFLAGS)
@@ -286,7 +296,7 @@ install: $(B)/redlockd $(B)/redlockctl
 	    chgrp redlockd $(DESTDIR)$(SYSCONFDIR)/redlockd/redlockd.yml 2>/dev/null || \
 	    echo "note: run systemd-sysusers, then chgrp redlockd $(SYSCONFDIR)/redlockd/redlockd.yml" \
 	         "(the service reads it as user redlockd)"; fi
-	install -m 0644 daemon/redlockctl.1 $(DESTDIR)$(MANDIR)/man1/
+	install -m 0644 client/redlockctl.1 $(DESTDIR)$(MANDIR)/man1/
 	install -m 0644 conf/redlockd.yml.5 $(DESTDIR)$(MANDIR)/man5/
 	install -m 0644 daemon/redlockd.8 $(DESTDIR)$(MANDIR)/man8/
 

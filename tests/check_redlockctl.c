@@ -1,5 +1,5 @@
 /*
- * check_redlockctl.c: redlockctl (daemon/redlockctl.c) end to end.
+ * check_redlockctl.c: redlockctl (client/redlockctl.c) end to end.
  *
  * Real redis-server masters and the real daemon on free loopback ports
  * (tests/harness.h); redlockctl is the binary named by $REDLOCKCTL_BIN
@@ -18,7 +18,13 @@
  * signals forwarded to the command and ending a pending wait, concurrent
  * redlockctl serialized with increasing fences, the status, stats and
  * ping subcommands, the defaults from the environment, the command
- * killed when redlockctl is, and a terminal handed to the command.
+ * killed when redlockctl is, and a terminal handed to the command; who
+ * holds what: --label and the default label sent with the LOCK, list
+ * (holds, waiters, a prefix), watch (the current state, then every change
+ * through either of two daemons, printed at once; SIGTERM, SIGINT, the
+ * daemon going away) and break (refused without admin, done by root over
+ * the Unix socket and with the admin password over TCP, the holder's
+ * command stopped).
  *
  * Cleanup: Check ends a failed test with _exit(), so no teardown runs
  * then.  redlockctl gets PR_SET_PDEATHSIG from h_spawn() and gives it to
@@ -80,6 +86,7 @@ ct_setup(void)
     unsetenv("REDLOCKD_SOCKET");
     unsetenv("REDLOCKD_ADDR");
     unsetenv("REDLOCKD_PASSWORD");
+    unsetenv("REDLOCKD_ADMIN_PASSWORD");
     unsetenv("REDLOCK_FENCE");
     ck_assert_int_eq(pipe2(p, O_CLOEXEC), 0);
     ct_reaper_pid = fork();
@@ -447,6 +454,21 @@ START_TEST(usage_errors)
         { "stats", "extra", NULL },
         { "-n", "ping", NULL },
         { "--fence", "stats", NULL },
+        { "--label", "", "name", "true", NULL },
+        { "--label", "two words", "name", "true", NULL },
+        { "--label", "tab\there", "name", "true", NULL },
+        { "--label", "caf\xc3\xa9", "name", "true", NULL },
+        { "--label", "x", "status", "name", NULL },
+        { "--label", NULL },
+        { "list", "a", "b", NULL },
+        { "list", "bad prefix", NULL },
+        { "-n", "list", NULL },
+        { "watch", NULL },
+        { "watch", "a", "b", NULL },
+        { "watch", "bad\001name", NULL },
+        { "break", NULL },
+        { "break", "a", "b", NULL },
+        { "-s", "break", "a", NULL },
     };
     char tag[32], longname[260], *out;
     size_t i;
@@ -469,6 +491,14 @@ START_TEST(usage_errors)
     longname[251] = '\0';
     ck_assert_int_eq(CT_RUN("long", longname, "true"), 64);
     ct_assert_out_has("long", "bad lock name");
+    memset(longname, 'l', 65);
+    longname[65] = '\0';
+    ck_assert_int_eq(CT_RUN("longlabel", "--label", longname, "name", "true"), 64);
+    ct_assert_out_has("longlabel", "--label: bad label");
+    setenv("REDLOCKD_ADMIN_PASSWORD", "two words", 1);
+    ck_assert_int_eq(CT_RUN("adminpw", "break", "name"), 64);
+    ct_assert_out_has("adminpw", "REDLOCKD_ADMIN_PASSWORD");
+    unsetenv("REDLOCKD_ADMIN_PASSWORD");
     setenv("REDLOCKD_PASSWORD", "two words", 1);
     ck_assert_int_eq(CT_RUN("pw", "name", "true"), 64);
     ct_assert_out_has("pw", "REDLOCKD_PASSWORD");
@@ -1221,6 +1251,63 @@ ct_fake_accept(int lfd)
     } while (0)
 
 /*
+ * The label redlockctl pid sends for command (a path or "sh") when no
+ * --label is given: <host>:<pid>:<basename>, cut to 64 bytes, bytes
+ * outside 0x21..0x7E as '_' (the contract in redlockctl(1)).
+ */
+static void
+ct_default_label(pid_t pid, const char *command, char *out, size_t size)
+{
+    char host[256] = "", full[512];
+    const char *base = strrchr(command, '/');
+    size_t i;
+
+    ck_assert_int_eq(gethostname(host, sizeof(host) - 1), 0);
+    snprintf(full, sizeof(full), "%s:%ld:%s", host, (long)pid,
+             base != NULL ? base + 1 : command);
+    snprintf(out, size, "%.64s", full);
+    for (i = 0; out[i] != '\0'; i++) {
+        if ((unsigned char)out[i] < 0x21 || (unsigned char)out[i] > 0x7e) {
+            out[i] = '_';
+        }
+    }
+}
+
+/* "<prefix> label=<default label of pid and command>" into out: a request to expect. */
+static const char *
+ct_labelled(const char *prefix, pid_t pid, const char *command, char *out, size_t size)
+{
+    char label[128];
+
+    ct_default_label(pid, command, label, sizeof(label));
+    snprintf(out, size, "%s label=%s", prefix, label);
+    return out;
+}
+
+/*
+ * Accept redlockctl pid's connection on lfd and require its requests to
+ * be want[0], want[1]... (NULL-terminated; each but the last answered
+ * "OK"); then close it, and redlockctl must exit 69.
+ */
+static void
+ct_fake_expect(int lfd, pid_t pid, const char *const *want)
+{
+    int fd = ct_fake_accept(lfd);
+
+    for (; *want != NULL; want++) {
+        EXPECT_LINE(fd, *want);
+        if (want[1] != NULL) {
+            ck_assert_int_eq(h_send(fd, "OK"), 0);
+        }
+    }
+    close(fd);
+    ck_assert_int_eq(ct_wait(pid, EXIT_MS), 69);
+}
+
+#define CT_FAKE_EXPECT(lfd, pid, ...) \
+    ct_fake_expect((lfd), (pid), (const char *const[]){ __VA_ARGS__, NULL })
+
+/*
  * What redlockctl says and how it takes the answers, against a scripted
  * stand-in: AUTH first, the LOCK line with its options, pushed lines
  * skipped, the fence passed on, UNLOCK and its answer awaited before
@@ -1229,7 +1316,7 @@ ct_fake_accept(int lfd)
  */
 START_TEST(protocol_conversation)
 {
-    char addr[64], *out;
+    char addr[64], want[512], *out;
     struct ct_proc p;
     int lfd, fd, port;
     pid_t pid;
@@ -1244,7 +1331,8 @@ START_TEST(protocol_conversation)
     fd = ct_fake_accept(lfd);
     EXPECT_LINE(fd, "AUTH pw");
     ck_assert_int_eq(h_send(fd, "OK"), 0);
-    EXPECT_LINE(fd, "LOCK conv ttl=1234 wait=2500 fence");
+    EXPECT_LINE(fd, ct_labelled("LOCK conv ttl=1234 wait=2500 fence", pid, "sh", want,
+                                sizeof(want)));
     ck_assert_int_eq(h_send(fd, "! LOST other reason=renew"), 0);
     ck_assert_int_eq(h_send(fd, "OK conv validity=1000 holds=1 fence=77"), 0);
     EXPECT_LINE(fd, "UNLOCK conv");
@@ -1261,7 +1349,7 @@ START_TEST(protocol_conversation)
 
     pid = CT_SPAWN("try", "-H", addr, "-n", "conv", "true");
     fd = ct_fake_accept(lfd);
-    EXPECT_LINE(fd, "TRYLOCK conv");
+    EXPECT_LINE(fd, ct_labelled("TRYLOCK conv", pid, "true", want, sizeof(want)));
     ck_assert_int_eq(h_send(fd, "HUH conv"), 0);
     ck_assert_int_eq(ct_wait(pid, EXIT_MS), 69);
     ct_assert_out_has("try", "unexpected answer");
@@ -1276,11 +1364,318 @@ START_TEST(protocol_conversation)
 
     pid = CT_SPAWN("closed", "-H", addr, "conv", "true");
     fd = ct_fake_accept(lfd);
-    EXPECT_LINE(fd, "LOCK conv");
+    EXPECT_LINE(fd, ct_labelled("LOCK conv", pid, "true", want, sizeof(want)));
     close(fd);
     ck_assert_int_eq(ct_wait(pid, EXIT_MS), 69);
     ct_assert_out_has("closed", "closed the connection");
     close(lfd);
+}
+END_TEST
+
+/*
+ * What redlockctl sends for --label, the default label and the new
+ * subcommands, against the stand-in (which answers only what it must to
+ * see the next request, then closes: redlockctl exits 69).
+ */
+START_TEST(labels_and_requests_sent)
+{
+    char addr[64], label64[65], longcmd[128], want[256];
+    int lfd, port;
+    pid_t pid;
+
+    ck_assert_msg(h_begin(tcase_name()) == 0, "cannot create the test directory");
+    lfd = ct_fake_listen(&port);
+    snprintf(addr, sizeof(addr), "127.0.0.1:%d", port);
+
+    /* --label as given; 64 bytes is the longest. */
+    pid = CT_SPAWN("label", "-H", addr, "--label", "web-7:deploy", "lb", "true");
+    CT_FAKE_EXPECT(lfd, pid, "LOCK lb label=web-7:deploy");
+    memset(label64, 'L', 64);
+    label64[64] = '\0';
+    pid = CT_SPAWN("label64", "-H", addr, "-n", "-s", "--label", label64, "lb", "true");
+    snprintf(want, sizeof(want), "TRYLOCK lb shared label=%s", label64);
+    CT_FAKE_EXPECT(lfd, pid, want);
+
+    /* The default: host, redlockctl's pid, the command's base name. */
+    pid = CT_SPAWN("path", "-H", addr, "--limit", "3", "lb", "/bin/true");
+    CT_FAKE_EXPECT(lfd, pid, ct_labelled("LOCK lb limit=3", pid, "true", want, sizeof(want)));
+    pid = CT_SPAWN("shell", "-H", addr, "-w", "1", "lb", "-c", "exit 0");
+    CT_FAKE_EXPECT(lfd, pid, ct_labelled("LOCK lb wait=1000", pid, "sh", want, sizeof(want)));
+    /* Cut to 64 bytes; a space and bytes above 0x7E become '_'. */
+    snprintf(longcmd, sizeof(longcmd), "/nowhere/%0100d", 7);
+    pid = CT_SPAWN("long", "-H", addr, "lb", longcmd);
+    CT_FAKE_EXPECT(lfd, pid, ct_labelled("LOCK lb", pid, longcmd, want, sizeof(want)));
+    ck_assert_uint_eq(strlen(want), strlen("LOCK lb label=") + 64);
+    pid = CT_SPAWN("odd", "-H", addr, "lb", "./my job\xc3\xa9");
+    CT_FAKE_EXPECT(lfd, pid, ct_labelled("LOCK lb", pid, "my_job__", want, sizeof(want)));
+
+    /* list, watch, break. */
+    pid = CT_SPAWN("list", "-H", addr, "list");
+    CT_FAKE_EXPECT(lfd, pid, "LIST");
+    pid = CT_SPAWN("listp", "-H", addr, "list", "job-");
+    CT_FAKE_EXPECT(lfd, pid, "LIST job-");
+    pid = CT_SPAWN("watch", "-H", addr, "watch", "wn");
+    CT_FAKE_EXPECT(lfd, pid, "WATCH wn");
+    setenv("REDLOCKD_PASSWORD", "pw", 1);
+    setenv("REDLOCKD_ADMIN_PASSWORD", "adminpw", 1);
+    pid = CT_SPAWN("break", "-H", addr, "break", "bn");
+    CT_FAKE_EXPECT(lfd, pid, "AUTH adminpw", "BREAK bn");
+    /* Without an admin password, the ordinary one; lock commands never send the admin's. */
+    pid = CT_SPAWN("lockpw", "-H", addr, "lb", "true");
+    CT_FAKE_EXPECT(lfd, pid, "AUTH pw");
+    unsetenv("REDLOCKD_ADMIN_PASSWORD");
+    pid = CT_SPAWN("breakpw", "-H", addr, "break", "bn");
+    CT_FAKE_EXPECT(lfd, pid, "AUTH pw", "BREAK bn");
+    unsetenv("REDLOCKD_PASSWORD");
+    close(lfd);
+}
+END_TEST
+
+/* ---- who holds what, through the real daemon ---- */
+
+/*
+ * Start redlockctl <tag> holding name with --fence (and --label label
+ * unless NULL) around "sleep 30": its pid in *ctl; returns the command's.
+ */
+static pid_t
+ct_hold(const char *tag, const char *name, const char *label, pid_t *ctl)
+{
+    char pidf[CT_PATH_MAX], cmd[CT_CMD_MAX], file[64];
+    pid_t child;
+
+    snprintf(file, sizeof(file), "%s.pid", tag);
+    ct_path(pidf, sizeof(pidf), file);
+    snprintf(cmd, sizeof(cmd), "echo $$ > '%s'; exec sleep 30", pidf);
+    if (label != NULL) {
+        *ctl = CT_SPAWN(tag, "-H", ct_addr, "--fence", "--label", label, name, "-c", cmd);
+    } else {
+        *ctl = CT_SPAWN(tag, "-H", ct_addr, "--fence", name, "-c", cmd);
+    }
+    child = ct_wait_pid_file(pidf);
+    ct_track_group(child);
+    return child;
+}
+
+/* A number of lines that redlockctl <tag> should have printed, to wait for. */
+struct ct_nlines {
+    const char *tag;    /* which redlockctl */
+    size_t      n;      /* how many lines, at least */
+};
+
+static bool
+ct_cond_nlines(void *arg)
+{
+    struct ct_nlines *w = arg;
+    char *out = ct_out(w->tag);
+    bool enough = ct_lines(out) >= w->n;
+
+    free(out);
+    return enough;
+}
+
+/* The line of out that starts with start, copied into line; false when none. */
+static bool
+ct_out_line(const char *out, const char *start, char *line, size_t size)
+{
+    const char *p = out, *end;
+
+    for (; *p != '\0'; p = *end == '\n' ? end + 1 : end) {
+        end = p + strcspn(p, "\n");
+        if (strncmp(p, start, strlen(start)) == 0) {
+            snprintf(line, size, "%.*s", (int)(end - p), p);
+            return true;
+        }
+    }
+    return false;
+}
+
+/*
+ * list: a HELD line per hold of this daemon with its label (--label, or
+ * the default), a WAIT line per waiter, in name order, no END; a prefix
+ * keeps only its names.
+ */
+START_TEST(list_holds)
+{
+    char line[512], label[128], *out;
+    pid_t ctl_a, ctl_b, waiter;
+    long long v;
+    int a;
+
+    ct_up(NULL);
+    ct_hold("a", "ls-a", "alpha-job", &ctl_a);
+    ct_hold("b", "ls-b", NULL, &ctl_b);
+    waiter = CT_SPAWN("w", "-H", ct_addr, "--label", "queued", "ls-a", "true");
+    ct_wait_stat("waiters", 1, 5000);
+    a = ct_connect();
+    EXPECT_PREFIX(a, "LOCK other label=by-hand", "OK other ");
+
+    ck_assert_int_eq(CT_RUN("list", "-H", ct_addr, "list"), 0);
+    out = ct_out("list");
+    ck_assert_msg(ct_lines(out) == 4 && strstr(out, "END") == NULL, "list printed '%s'", out);
+    ck_assert_msg(ct_out_line(out, "HELD ls-a ", line, sizeof(line)), "no ls-a in '%s'", out);
+    ck_assert_msg(strstr(line, " label=alpha-job ") != NULL && strstr(line, " mode=session ")
+                  && strstr(line, " kind=exclusive") && strstr(line, " waiters=1")
+                  && h_reply_int(line, "held_ms", &v) && h_reply_int(line, "fence", &v),
+                  "'%s'", line);
+    ck_assert_msg(ct_out_line(out, "HELD ls-b ", line, sizeof(line)), "no ls-b in '%s'", out);
+    ct_default_label(ctl_b, "sh", label, sizeof(label));
+    ck_assert_msg(h_reply_field(line, "label", line, sizeof(line)) && strcmp(line, label) == 0,
+                  "ls-b's label is '%s', expected '%s'", line, label);
+    ck_assert_msg(ct_out_line(out, "WAIT ls-a ", line, sizeof(line)), "no waiter in '%s'", out);
+    ck_assert_msg(strstr(line, " label=queued ") && strstr(line, " position=1")
+                  && strstr(line, " kind=exclusive"), "'%s'", line);
+    ck_assert_msg(ct_out_line(out, "HELD other label=by-hand ", line, sizeof(line)),
+                  "no other in '%s'", out);
+    ck_assert_msg(strstr(out, "ls-b") < strstr(out, "other"), "not in name order: '%s'", out);
+    free(out);
+
+    ck_assert_int_eq(CT_RUN("prefix", "-H", ct_addr, "list", "ls-"), 0);
+    out = ct_out("prefix");
+    ck_assert_msg(ct_lines(out) == 3 && strstr(out, "other") == NULL, "printed '%s'", out);
+    free(out);
+    ck_assert_int_eq(CT_RUN("none", "-H", ct_addr, "list", "zz"), 0);
+    out = ct_out("none");
+    ck_assert_msg(out[0] == '\0', "printed '%s'", out);
+    free(out);
+
+    ck_assert_int_eq(kill(ctl_a, SIGTERM), 0);
+    ck_assert_int_eq(ct_wait(waiter, EXIT_MS), 0);
+    close(a);
+}
+END_TEST
+
+/*
+ * watch: the current state, then a line a change, through either
+ * daemon, each printed at once; SIGTERM and SIGINT end it with 0, the
+ * daemon going away with 69.
+ */
+START_TEST(watch_changes)
+{
+    struct ct_text t = { "watch", NULL };
+    struct ct_nlines five = { "watch", 5 };
+    char line[512], *out;
+    pid_t w, ctl, child;
+    int b;
+
+    ct_up(NULL);
+    ck_assert_msg(h_start_daemon(NULL) == 0, "the second daemon did not start");
+    h_use_daemon(0);
+    w = CT_SPAWN("watch", "-H", ct_addr, "watch", "wn");
+    t.text = "FREE wn\n";
+    ck_assert_msg(h_wait_until(ct_cond_out, &t, FILE_MS), "no FREE wn first");
+
+    child = ct_hold("holder", "wn", "first", &ctl);
+    t.text = "HELD wn label=first";
+    ck_assert_msg(h_wait_until(ct_cond_out, &t, FILE_MS), "the grant was not shown");
+    out = ct_out("watch");
+    ck_assert_msg(ct_out_line(out, "HELD wn ", line, sizeof(line))
+                  && strstr(line, " kind=exclusive") && strstr(line, " holders=1")
+                  && strstr(line, " fence=") && strstr(line, " held_ms="), "'%s'", out);
+    free(out);
+    ck_assert_int_eq(kill(child, SIGTERM), 0);
+    ck_assert_int_eq(ct_wait(ctl, EXIT_MS), 128 + SIGTERM);
+    t.text = "\nFREE wn\n";    /* a FREE after the HELD */
+    ck_assert_msg(h_wait_until(ct_cond_out, &t, FILE_MS), "the release was not shown");
+    out = ct_out("watch");
+    ck_assert_msg(ct_lines(out) == 3 && strncmp(out, "FREE wn\n", 8) == 0
+                  && strcmp(out + strlen(out) - 8, "FREE wn\n") == 0, "watch printed '%s'", out);
+    free(out);
+
+    /* A change through the other daemon. */
+    h_use_daemon(1);
+    b = ct_connect();
+    EXPECT_PREFIX(b, "LOCK wn label=elsewhere", "OK wn ");
+    t.text = "HELD wn label=elsewhere";
+    ck_assert_msg(h_wait_until(ct_cond_out, &t, FILE_MS), "a grant through daemon 1 not shown");
+    EXPECT_REPLY(b, "UNLOCK wn", "OK wn holds=0");
+    close(b);
+    ck_assert_msg(h_wait_until(ct_cond_nlines, &five, FILE_MS), "a release through daemon 1 "
+                  "not shown");
+    h_use_daemon(0);
+    ck_assert_int_eq(kill(w, SIGTERM), 0);
+    ck_assert_int_eq(ct_wait(w, EXIT_MS), 0);
+    out = ct_out("watch");
+    ck_assert_msg(ct_lines(out) == 5, "watch printed '%s'", out);
+    free(out);
+
+    w = CT_SPAWN("int", "-H", ct_addr, "watch", "wn");
+    t.tag = "int";
+    t.text = "FREE wn\n";
+    ck_assert_msg(h_wait_until(ct_cond_out, &t, FILE_MS), "no FREE wn first");
+    ck_assert_int_eq(kill(w, SIGINT), 0);
+    ck_assert_int_eq(ct_wait(w, EXIT_MS), 0);
+
+    w = CT_SPAWN("gone", "-H", ct_addr, "watch", "wn");
+    t.tag = "gone";
+    ck_assert_msg(h_wait_until(ct_cond_out, &t, FILE_MS), "no FREE wn first");
+    h_stop_daemon();
+    ck_assert_int_eq(ct_wait(w, EXIT_MS), 69);
+    ct_assert_out_has("gone", "connection to redlockd");
+}
+END_TEST
+
+/*
+ * break: refused to a session that is not admin (77); done by root over
+ * the Unix socket: "broken NAME: holders=1 fence=F", the holder's
+ * redlockctl reads ! LOST reason=broken (75), the name is free.
+ */
+START_TEST(break_holder)
+{
+    char line[512], *out;
+    struct ct_try t;
+    pid_t ctl, child;
+    long long n;
+
+    ct_up(NULL);
+    child = ct_hold("holder", "bk", "victim", &ctl);
+    ck_assert_int_eq(CT_RUN("tcp", "-H", ct_addr, "break", "bk"), 77);
+    ct_assert_out_has("tcp", "refused BREAK bk");
+    ck_assert_msg(ct_alive(child), "a refused break stopped the holder");
+    if (geteuid() != 0) {
+        fprintf(stderr, "check_redlockctl: break_holder: the admin part skipped: not root\n");
+        return;
+    }
+    ck_assert_int_eq(CT_RUN("unix", "-S", h_daemon_unix_path(), "break", "bk"), 0);
+    out = ct_out("unix");
+    ck_assert_msg(ct_lines(out) == 1 && strncmp(out, "broken bk: ", 11) == 0, "printed '%s'", out);
+    snprintf(line, sizeof(line), "OK bk %s", out + 11);
+    line[strcspn(line, "\n")] = '\0';
+    ck_assert_msg(h_reply_int(line, "holders", &n) && n == 1, "'%s'", out);
+    ck_assert_msg(h_reply_int(line, "fence", &n) && n >= 1, "'%s'", out);
+    free(out);
+    ck_assert_int_eq(ct_wait(ctl, EXIT_MS), 75);
+    ct_assert_out_has("holder", "reason=broken");
+    ck_assert_msg(h_wait_until(ct_cond_dead, &child, 2000), "the command outlived its lock");
+    t.fd = ct_connect();
+    t.name = "bk";
+    ck_assert_msg(ct_cond_trylock(&t), "bk is still held after the break");
+    close(t.fd);
+    ck_assert_int_eq(CT_RUN("free", "-S", h_daemon_unix_path(), "break", "bk-free"), 0);
+    ct_assert_out_has("free", "broken bk-free: holders=0");
+}
+END_TEST
+
+/*
+ * break over TCP with $REDLOCKD_ADMIN_PASSWORD (auth.admin_password): a
+ * wrong one is 77 and ends nothing, the right one breaks the hold.
+ */
+START_TEST(break_admin_password)
+{
+    struct h_daemon_opts o = { .admin_password = "adm1n" };
+    pid_t ctl, child;
+
+    ct_up(&o);
+    child = ct_hold("holder", "ba", NULL, &ctl);
+    setenv("REDLOCKD_ADMIN_PASSWORD", "wrong", 1);
+    ck_assert_int_eq(CT_RUN("wrong", "-H", ct_addr, "break", "ba"), 77);
+    ct_assert_out_has("wrong", "wrong password");
+    ck_assert_msg(ct_alive(child), "a refused break stopped the holder");
+    setenv("REDLOCKD_ADMIN_PASSWORD", "adm1n", 1);
+    ck_assert_int_eq(CT_RUN("admin", "-H", ct_addr, "break", "ba"), 0);
+    ct_assert_out_has("admin", "broken ba: holders=1 fence=");
+    ck_assert_int_eq(ct_wait(ctl, EXIT_MS), 75);
+    ct_assert_out_has("holder", "reason=broken");
+    unsetenv("REDLOCKD_ADMIN_PASSWORD");
 }
 END_TEST
 
@@ -1411,6 +1806,11 @@ ctl_suite(void)
     tcase_add_test(tc, environment_defaults);
     tcase_add_test(tc, auth_password);
     tcase_add_test(tc, protocol_conversation);
+    tcase_add_test(tc, labels_and_requests_sent);
+    tcase_add_test(tc, list_holds);
+    tcase_add_test(tc, watch_changes);
+    tcase_add_test(tc, break_holder);
+    tcase_add_test(tc, break_admin_password);
     tcase_add_test(tc, terminal_foreground);
     suite_add_tcase(s, tc);
     return s;

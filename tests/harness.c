@@ -1,6 +1,8 @@
 /*
  * harness.c: processes, files and a line client for the integration
- * tests (see harness.h).
+ * tests (see harness.h).  The line client is the client library's
+ * (client/client.h), used without read-ahead so that a test may read
+ * the same socket itself between two lines.
  */
 #include <ctype.h>
 #include <dirent.h>
@@ -27,6 +29,7 @@
 
 #include <hiredis/hiredis.h>
 
+#include "client/client.h"
 #include "tests/harness.h"
 
 #define H_POLL_MS           5       /* interval of h_wait_until */
@@ -36,6 +39,7 @@
 #define H_TAIL_LINES        40      /* log lines shown for a failed test */
 #define H_TAIL_BYTES        (64 * 1024) /* at most this much of a log is read */
 #define H_STATS_LINE_MS     1000    /* deadline per line of a STATS reply */
+#define H_CONNECT_MS        10000   /* deadline of h_connect_* (loopback: at once) */
 
 /* One redis-server the harness started. */
 struct h_master {
@@ -81,10 +85,7 @@ static void h_stop_all_daemons(void);
 int64_t
 h_now_ms(void)
 {
-    struct timespec ts;
-
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+    return client_now_ms();
 }
 
 void
@@ -1365,88 +1366,56 @@ h_read_all(int fd, size_t max, int64_t timeout_ms, size_t *len)
     return NULL;
 }
 
+/*
+ * Connect to target (a Unix socket path, or HOST:PORT when tcp), trying
+ * again when a signal interrupted it.  The descriptor, or -1 with errno.
+ */
+static int
+h_connect(const char *target, bool tcp)
+{
+    int64_t deadline = h_now_ms() + H_CONNECT_MS;
+    struct client c;
+    int rc;
+
+    client_init(&c, -1, 0);
+    do {
+        rc = tcp ? client_connect_tcp(&c, target, deadline)
+                 : client_connect_unix(&c, target, deadline);
+    } while (rc != 0 && errno == EINTR);
+    return rc == 0 ? c.fd : -1;
+}
+
 int
 h_connect_port(int port)
 {
-    struct sockaddr_in sa;
-    int fd;
+    char addr[32];
 
-    fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    if (fd < 0) {
-        return -1;
-    }
-    memset(&sa, 0, sizeof(sa));
-    sa.sin_family = AF_INET;
-    sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    sa.sin_port = htons((uint16_t)port);
-    if (connect(fd, (struct sockaddr *)&sa, sizeof(sa)) != 0) {
-        close(fd);
-        return -1;
-    }
-    return fd;
+    snprintf(addr, sizeof(addr), "127.0.0.1:%d", port);
+    return h_connect(addr, true);
 }
 
 int
 h_connect_unix(void)
 {
-    struct sockaddr_un sa;
-    int fd;
-
-    if (strlen(H_D->sock_path) >= sizeof(sa.sun_path)) {
-        errno = ENAMETOOLONG;
-        return -1;
-    }
-    fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    if (fd < 0) {
-        return -1;
-    }
-    memset(&sa, 0, sizeof(sa));
-    sa.sun_family = AF_UNIX;
-    memcpy(sa.sun_path, H_D->sock_path, strlen(H_D->sock_path) + 1);
-    if (connect(fd, (struct sockaddr *)&sa, sizeof(sa)) != 0) {
-        close(fd);
-        return -1;
-    }
-    return fd;
+    return h_connect(H_D->sock_path, false);
 }
 
 int
 h_send_raw(int fd, const void *buf, size_t len)
 {
-    const char *p = buf;
-    ssize_t n;
+    struct client c;
 
-    while (len > 0) {
-        n = send(fd, p, len, MSG_NOSIGNAL);
-        if (n < 0) {
-            if (errno == EINTR) {
-                continue;
-            }
-            return -1;
-        }
-        p += n;
-        len -= (size_t)n;
-    }
-    return 0;
+    client_init(&c, fd, 0);
+    return client_write(&c, buf, len, -1);
 }
 
 int
 h_send(int fd, const char *line)
 {
-    size_t len = strlen(line);
-    char *buf;
-    int rc;
+    struct client c;
 
-    /* One send for the whole line. */
-    buf = malloc(len + 1);
-    if (buf == NULL) {
-        return -1;
-    }
-    memcpy(buf, line, len);
-    buf[len] = '\n';
-    rc = h_send_raw(fd, buf, len + 1);
-    free(buf);
-    return rc;
+    client_init(&c, fd, 0);
+    return client_send(&c, line, -1);
 }
 
 /* Wait until fd is readable: 1 readable, 0 at the deadline, -1 error. */
@@ -1474,50 +1443,23 @@ char *
 h_read_line(int fd, int64_t timeout_ms)
 {
     int64_t deadline = h_now_ms() + timeout_ms;
-    char chunk[4096], *line = NULL, *grown, *lf;
-    size_t len = 0, cap = 0, take;
-    ssize_t n;
-    int rc;
+    enum client_read rc;
+    struct client c;
+    char *line;
 
-    for (;;) {
-        rc = h_poll_in(fd, deadline);
-        if (rc <= 0) {
-            errno = rc == 0 ? ETIMEDOUT : errno;
-            break;
-        }
-        /* Peek, then consume no more than up to the LF. */
-        n = recv(fd, chunk, sizeof(chunk), MSG_PEEK);
-        if (n < 0 && errno == EINTR) {
-            continue;
-        }
-        if (n <= 0) {
-            if (n == 0) {
-                errno = 0;
-            }
-            break;
-        }
-        lf = memchr(chunk, '\n', (size_t)n);
-        take = lf != NULL ? (size_t)(lf - chunk) + 1 : (size_t)n;
-        if (len + take + 1 > cap) {
-            cap = (len + take + 1) * 2;
-            grown = realloc(line, cap);
-            if (grown == NULL) {
-                break;
-            }
-            line = grown;
-        }
-        n = recv(fd, line + len, take, 0);
-        if (n != (ssize_t)take) {
-            break;
-        }
-        len += take;
-        if (lf != NULL) {
-            line[len - 1] = '\0';
-            return line;
-        }
+    /* Exact: the bytes after the line stay in the socket for the test. */
+    client_init(&c, fd, CLIENT_EXACT | CLIENT_KEEP_CR);
+    do {
+        rc = client_read_line(&c, deadline);
+    } while (rc == CLIENT_INTR);
+    if (rc != CLIENT_LINE) {
+        return NULL;
     }
-    free(line);
-    return NULL;
+    line = malloc(c.line_len + 1);
+    if (line != NULL) {
+        memcpy(line, c.line, c.line_len + 1);
+    }
+    return line;
 }
 
 char *
@@ -1717,63 +1659,28 @@ h_wait_log(off_t from, const char *text, int64_t timeout_ms)
 
 /* ---- reply parsing ---- */
 
-/* True when line starts with "<status> <name>", then a space or its end. */
 bool
 h_is_reply(const char *line, const char *status, const char *name)
 {
-    size_t sl = strlen(status), nl = strlen(name);
-
-    return line != NULL && strncmp(line, status, sl) == 0 && line[sl] == ' '
-           && strncmp(line + sl + 1, name, nl) == 0
-           && (line[sl + 1 + nl] == ' ' || line[sl + 1 + nl] == '\0');
+    return client_is_reply(line, status, name);
 }
 
-/*
- * Find the word "<key>=<value>" after the status word and the name (a
- * name may itself contain '=', so the first two words are skipped) and
- * copy value into out.  Returns false when there is no such word or it
- * does not fit.
- */
 bool
 h_reply_field(const char *line, const char *key, char *out, size_t size)
 {
-    size_t klen = strlen(key), vlen;
-    const char *p = line, *end;
-    int word = 0;
-
-    while (p != NULL && *p != '\0') {
-        end = strchr(p, ' ');
-        vlen = end != NULL ? (size_t)(end - p) : strlen(p);
-        if (word >= 2 && vlen > klen && strncmp(p, key, klen) == 0 && p[klen] == '=') {
-            vlen -= klen + 1;
-            if (vlen + 1 > size) {
-                return false;
-            }
-            memcpy(out, p + klen + 1, vlen);
-            out[vlen] = '\0';
-            return true;
-        }
-        word++;
-        p = end != NULL ? end + 1 : NULL;
-    }
-    return false;
+    return client_field(line, key, out, size);
 }
 
-/* h_reply_field() for a decimal integer (maybe negative). */
 bool
 h_reply_int(const char *line, const char *key, long long *value)
 {
-    char buf[32], *end;
+    int64_t v;
 
-    if (!h_reply_field(line, key, buf, sizeof(buf))) {
+    if (!client_field_int(line, key, &v)) {
         return false;
     }
-    if (!isdigit((unsigned char)buf[0]) && !(buf[0] == '-' && isdigit((unsigned char)buf[1]))) {
-        return false;
-    }
-    errno = 0;
-    *value = strtoll(buf, &end, 10);
-    return errno == 0 && *end == '\0';
+    *value = v;
+    return true;
 }
 
 /* True when s is an owner token: 32 lowercase hex digits. */

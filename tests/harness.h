@@ -4,7 +4,8 @@
  * The harness starts redis-server masters and the redlockd binary as
  * child processes on free loopback ports, writes every file (configs,
  * the Unix socket, redis logs, the daemon log) into a fresh temporary
- * directory, and offers a blocking line client for the text protocol.
+ * directory, and offers a blocking line client for the text protocol
+ * (the client library, client/client.h, on a bare descriptor).
  *
  * Layout on disk:
  *
@@ -381,12 +382,12 @@ int h_stop_daemon(void);
 /* Print the last nlines lines of the daemon log to stderr, framed. */
 void h_print_daemon_log_tail(size_t nlines);
 
-/* ---- protocol client ---- */
+/* ---- protocol client (client/client.h, on a bare descriptor) ---- */
 
 /*
  * Connect to the daemon over TCP (127.0.0.1:h_daemon_port()) or its
- * Unix socket.  Returns a blocking, close-on-exec socket (caller closes
- * it with close()), or -1.
+ * Unix socket, within 10 s.  Returns a blocking, close-on-exec socket
+ * (caller closes it with close()), or -1 with errno.
  */
 int h_connect_tcp(void);
 int h_connect_unix(void);
@@ -401,10 +402,12 @@ int h_send(int fd, const char *line);
 int h_send_raw(int fd, const void *buf, size_t len);
 
 /*
- * Read one line within timeout_ms.  Returns it malloc'd (caller frees)
- * without its LF; any other byte, a CR included, is kept.  Returns NULL
- * on timeout (errno ETIMEDOUT), at end of stream (errno 0) or on an
- * error (errno from recv); bytes of a partial line are then dropped.
+ * Read one line within timeout_ms, taking no byte after its LF from the
+ * socket.  Returns it malloc'd (caller frees) without its LF; any other
+ * byte, a CR included, is kept.  Returns NULL on timeout (errno
+ * ETIMEDOUT), at end of stream (errno 0), for a line longer than
+ * CLIENT_LINE_MAX (EMSGSIZE) or on an error (errno from recv); bytes of
+ * a partial line are then dropped.
  */
 char *h_read_line(int fd, int64_t timeout_ms);
 
@@ -458,20 +461,21 @@ bool h_log_find(off_t from, const char *text, char *line, size_t size);
 /* h_log_find(from, text, NULL, 0) polled every 5 ms for at most timeout_ms. */
 bool h_wait_log(off_t from, const char *text, int64_t timeout_ms);
 
-/* ---- reply parsing ---- */
+/* ---- reply parsing (the client library's, under the suites' names) ---- */
 
-/* True when line starts with "<status> <name>", then a space or its end. */
+/* client_is_reply(): line starts with "<status> <name>", then a space or its end. */
 bool h_is_reply(const char *line, const char *status, const char *name);
 
 /*
- * Find the word "<key>=<value>" after the status word and the name (a
- * name may itself contain '=', so the first two words are skipped) and
- * copy value with a NUL into out (size bytes).  Returns false when line
- * is NULL, there is no such word, or it does not fit.
+ * client_field(): the value of the word "<key>=<value>" after the status
+ * word and the name (a name may itself contain '=', so the first two
+ * words are skipped; so is the "! " of a pushed line), copied with a NUL
+ * into out (size bytes).  Returns false when line is NULL, there is no
+ * such word, or it does not fit.
  */
 bool h_reply_field(const char *line, const char *key, char *out, size_t size);
 
-/* h_reply_field() for a decimal integer (maybe negative) into *value. */
+/* client_field_int(): a decimal integer (maybe negative) into *value. */
 bool h_reply_int(const char *line, const char *key, long long *value);
 
 /* True when s is an owner token: 32 lowercase hex digits. */

@@ -23,11 +23,11 @@ $(B)/obj/tests/bench/%.o: tests/bench/%.c
 	@echo "  CC      $<"
 	@$(CC) $(ALL_CFLAGS) -c -o $@ $<
 
-$(B)/redlock-bench: $(B)/obj/tests/bench/redlock_bench.o
+$(B)/redlock-bench: $(B)/obj/tests/bench/redlock_bench.o $(CLIENT_OBJ)
 	@echo "  LD      $@"
 	@$(CC) $(CFLAGS) -o $@ $^ $(PKG_LIBS) $(LDFLAGS)
 
-$(B)/run_bench: $(B)/obj/tests/bench/run_bench.o $(B)/obj/tests/harness.o
+$(B)/run_bench: $(B)/obj/tests/bench/run_bench.o $(HARNESS_OBJ)
 	@echo "  LD      $@"
 	@$(CC) $(CFLAGS) -o $@ $^ $(PKG_LIBS) $(LDFLAGS)
 

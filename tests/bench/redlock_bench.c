@@ -81,6 +81,7 @@
 #include <errno.h>
 #include <getopt.h>
 #include <inttypes.h>
+#include <limits.h>
 #include <signal.h>
 #include <stdbool.h>
 #include <stdint.h>
@@ -104,6 +105,8 @@
 #include <hiredis/hiredis.h>
 #include <hiredis/async.h>
 #include <hiredis/adapters/libevent.h>
+
+#include "client/client.h"
 
 #define BENCH_MASTERS_MAX   15          /* as many as the daemon accepts */
 #define BENCH_NAME_MAX      96          /* lock names we build */
@@ -198,7 +201,9 @@ struct bench_conn {
     int64_t             rel_sent_us;            /* when the UNLOCK was sent */
     struct bench_conn  *next_unlock;            /* in bench_unlocks */
     size_t              outstanding;            /* lease-hold: LOCKs not yet answered */
-    void (*on_line)(struct bench_conn *c, const char *line, size_t len); /* per reply line */
+    void (*on_line)(struct bench_conn *c, const char *line, size_t len); /* per reply line
+                                                   (NUL-terminated, as evbuffer_readln
+                                                   gives it, and len bytes) */
 };
 
 /* One master in direct mode; owned by bench_masters. */
@@ -397,26 +402,13 @@ bench_conn_send_unlock(struct bench_conn *c)
     evbuffer_add_printf(bufferevent_get_output(c->bev), "UNLOCK %s\n", c->name);
 }
 
-/* The value of " key=" in a reply line as a number >= 0; -1 when absent or bad. */
+/* The value of "key=" in a reply line as a number >= 0; -1 when absent or bad. */
 static long
-bench_reply_num(const char *line, size_t len, const char *key)
+bench_reply_num(const char *line, const char *key)
 {
-    size_t klen = strlen(key), i;
-    long v = -1;
+    int64_t v;
 
-    for (i = 0; i + klen + 2 <= len; i++) {
-        if (line[i] == ' ' && memcmp(line + i + 1, key, klen) == 0 && line[i + 1 + klen] == '=') {
-            i += klen + 2;
-            if (i >= len || line[i] < '0' || line[i] > '9') {
-                return -1;
-            }
-            for (v = 0; i < len && line[i] >= '0' && line[i] <= '9' && v < 100000000; i++) {
-                v = v * 10 + (line[i] - '0');
-            }
-            return v;
-        }
-    }
-    return v;
+    return client_field_int(line, key, &v) && v >= 0 && v <= LONG_MAX ? (long)v : -1;
 }
 
 /*
@@ -450,9 +442,9 @@ bench_seen_take(struct bench_conn *c, const char *line, size_t len)
     if (bench_opt.mode != BENCH_COUNTED) {
         return;
     }
-    p = bench_reply_num(line, len, "permit");
+    p = bench_reply_num(line, "permit");
     c->permit = p;
-    if (p < 0 || p >= bench_opt.limit || bench_reply_num(line, len, "limit") != bench_opt.limit) {
+    if (p < 0 || p >= bench_opt.limit || bench_reply_num(line, "limit") != bench_opt.limit) {
         bench_st.errors++;
         c->permit = -1;
         if (bench_st.errors <= BENCH_DIAG_MAX) {
@@ -512,11 +504,11 @@ bench_flush_cb(evutil_socket_t fd, short what, void *arg)
 static void
 bench_conn_line(struct bench_conn *c, const char *line, size_t len)
 {
-    bool ok = len >= 3 && memcmp(line, "OK ", 3) == 0;
+    bool ok = client_is_status(line, "OK");
     bool seen = bench_opt.mode == BENCH_COUNTED || bench_opt.mode == BENCH_SHARED;
     int64_t now;
 
-    if (len > 0 && line[0] == '!') {
+    if (client_is_push(line)) {
         /* ! LOST: never expected in a healthy run. */
         if (!bench_stopping) {
             bench_st.errors++;
@@ -630,8 +622,7 @@ bench_target_addr(struct sockaddr_storage *ss, socklen_t *sslen)
     const char *t = bench_opt.target;
     struct sockaddr_un *sun = (struct sockaddr_un *)ss;
     struct sockaddr_in *sin = (struct sockaddr_in *)ss;
-    const char *colon;
-    char host[64];
+    char host[64], port[8];
 
     memset(ss, 0, sizeof(*ss));
     if (t[0] == '/') {
@@ -644,15 +635,12 @@ bench_target_addr(struct sockaddr_storage *ss, socklen_t *sslen)
         *sslen = sizeof(*sun);
         return 0;
     }
-    colon = strrchr(t, ':');
-    if (colon == NULL || (size_t)(colon - t) >= sizeof(host)) {
+    if (client_split_addr(t, host, sizeof(host), port, sizeof(port)) != 0) {
         fprintf(stderr, "redlock-bench: bad target '%s' (host:port or /path)\n", t);
         return -1;
     }
-    memcpy(host, t, (size_t)(colon - t));
-    host[colon - t] = '\0';
     sin->sin_family = AF_INET;
-    sin->sin_port = htons((uint16_t)atoi(colon + 1));
+    sin->sin_port = htons((uint16_t)atoi(port));
     if (inet_pton(AF_INET, host, &sin->sin_addr) != 1) {
         fprintf(stderr, "redlock-bench: bad target host '%s' (an IPv4 address)\n", host);
         return -1;
@@ -765,13 +753,13 @@ bench_fill_send(struct bench_conn *c)
 static void
 bench_fill_line(struct bench_conn *c, const char *line, size_t len)
 {
-    if (bench_stopping || bench_fl.failed || (len > 0 && line[0] == '!')
+    if (bench_stopping || bench_fl.failed || client_is_push(line)
         || c->outstanding == 0) {
         return;
     }
     c->outstanding--;
     bench_fl.answered++;
-    if (len >= 3 && memcmp(line, "OK ", 3) == 0) {
+    if (client_is_status(line, "OK")) {
         bench_fl.granted++;
     } else {
         bench_st.errors++;
@@ -1045,12 +1033,12 @@ bench_hold_conn_fail(struct bench_conn *c, const char *why)
 static void
 bench_hold_line(struct bench_conn *c, const char *line, size_t len)
 {
-    bool ok = len >= 3 && memcmp(line, "OK ", 3) == 0;
+    bool ok = client_is_status(line, "OK");
 
     if (bench_stopping) {
         return;
     }
-    if (len > 0 && line[0] == '!') {
+    if (client_is_push(line)) {
         /* ! LOST: the daemon gave a lock up; never expected in a healthy run. */
         bench_hd.lost++;
         bench_st.errors++;

@@ -51,13 +51,14 @@
  * stop: a pending LOCK is abandoned at once, a section in progress is
  * finished first.
  *
+ * The daemon connection is the client library's (client/client.h).
+ *
  * Exit status: 0 stopped or done, 2 bad usage, 3 the counter's
  * redis-server failed, 4 the log could not be written.
  */
 #include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>
-#include <poll.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdbool.h>
@@ -68,17 +69,18 @@
 #include <time.h>
 #include <unistd.h>
 
-#include <arpa/inet.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <sys/socket.h>
 
 #include <hiredis/hiredis.h>
 
+#include "client/client.h"
+
 #define RMW_PORTS_MAX       8       /* daemons a client may know */
 #define RMW_NAME_MAX        64      /* longest lock name accepted here */
-#define RMW_BUF             8192    /* bytes received and not yet consumed */
 #define RMW_LINE_MAX        2048    /* longest reply line (PROTOCOL.md 4) */
+#define RMW_CONNECT_MS      2000    /* connect to a daemon */
 #define RMW_REPLY_SLACK_MS  10000   /* a reply may take this long beyond wait= */
 #define RMW_REDIS_MS        2000    /* counter redis: connect and command timeout */
 #define RMW_RECONNECT_MS    50      /* pause after a failed connect */
@@ -117,11 +119,9 @@ struct rmw_opts {
 
 /* The connection to a daemon; one per process, reused across reconnects. */
 struct rmw_conn {
-    int     fd;                     /* socket, -1 when closed */
+    struct client cl;               /* socket (-1 when closed), received bytes, last line */
     int     port;                   /* port it reaches, 0 when closed */
     size_t  next;                   /* index in ports of the next daemon to try */
-    char    buf[RMW_BUF];           /* received bytes not yet taken as lines */
-    size_t  len;                    /* bytes in buf */
     bool    lost;                   /* "! LOST <name>" read since the last grant */
     bool    eof;                    /* the daemon closed the connection (or it failed) */
 };
@@ -220,12 +220,8 @@ rmw_term_cb(int sig)
 static void
 rmw_disconnect(struct rmw_conn *c)
 {
-    if (c->fd >= 0) {
-        close(c->fd);
-    }
-    c->fd = -1;
+    client_close(&c->cl);
     c->port = 0;
-    c->len = 0;
     c->eof = false;
 }
 
@@ -233,29 +229,23 @@ rmw_disconnect(struct rmw_conn *c)
 static int
 rmw_connect(struct rmw_conn *c)
 {
-    struct sockaddr_in sa;
+    char addr[32];
     size_t tries;
-    int fd, one = 1, port;
+    int one = 1, port;
 
     rmw_disconnect(c);
     for (tries = 0; tries < rmw_o.nports; tries++) {
         port = rmw_o.ports[c->next];
-        fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-        if (fd < 0) {
-            return -1;
-        }
-        memset(&sa, 0, sizeof(sa));
-        sa.sin_family = AF_INET;
-        sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-        sa.sin_port = htons((uint16_t)port);
-        if (connect(fd, (struct sockaddr *)&sa, sizeof(sa)) == 0) {
-            setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
-            c->fd = fd;
+        snprintf(addr, sizeof(addr), "127.0.0.1:%d", port);
+        if (client_connect_tcp(&c->cl, addr, client_now_ms() + RMW_CONNECT_MS) == 0) {
+            setsockopt(c->cl.fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
             c->port = port;
             rmw_log("CONNECT %lld port=%d", (long long)rmw_now_us(), port);
             return 0;
         }
-        close(fd);
+        if (errno == EINTR && rmw_stop) {
+            return -1;
+        }
         /* This one refused: the next attempt goes to the next daemon. */
         c->next = (c->next + 1) % rmw_o.nports;
     }
@@ -266,171 +256,90 @@ rmw_connect(struct rmw_conn *c)
 static int
 rmw_send(struct rmw_conn *c, const char *line)
 {
-    char buf[RMW_LINE_MAX];
-    size_t len = strlen(line), off = 0;
-    ssize_t n;
-
-    if (len + 1 > sizeof(buf)) {
+    if (client_send(&c->cl, line, -1) != 0) {
+        c->eof = true;
         return -1;
-    }
-    memcpy(buf, line, len);
-    buf[len++] = '\n';
-    while (off < len) {
-        n = send(c->fd, buf + off, len - off, MSG_NOSIGNAL);
-        if (n < 0 && errno == EINTR) {
-            continue;
-        }
-        if (n <= 0) {
-            c->eof = true;
-            return -1;
-        }
-        off += (size_t)n;
     }
     return 0;
 }
 
-/*
- * Take one complete line out of the buffer into out (without its LF).
- * Returns true when there was one.  A pushed line ("! ...") is handled
- * here (and reported as not a line): "! LOST <name> ..." for our name
- * sets c->lost.
- */
-static bool
-rmw_take_line(struct rmw_conn *c, char *out, size_t size, bool *pushed)
+/* A pushed line in c->cl.line: logged; "! LOST <name> ..." for our name sets c->lost. */
+static void
+rmw_push(struct rmw_conn *c)
 {
-    char *lf = memchr(c->buf, '\n', c->len);
     char shown[RMW_LINE_MAX];
-    size_t n, nlen = strlen(rmw_o.name);
 
-    *pushed = false;
-    if (lf == NULL) {
-        return false;
+    if (client_is_reply(c->cl.line, "! LOST", rmw_o.name)) {
+        c->lost = true;
     }
-    n = (size_t)(lf - c->buf);
-    if (n + 1 > size) {
-        n = size - 1;
-    }
-    memcpy(out, c->buf, n);
-    out[n] = '\0';
-    c->len -= (size_t)(lf - c->buf) + 1;
-    memmove(c->buf, lf + 1, c->len);
-    if (out[0] == '!') {
-        *pushed = true;
-        if (strncmp(out, "! LOST ", 7) == 0 && strncmp(out + 7, rmw_o.name, nlen) == 0
-            && (out[7 + nlen] == ' ' || out[7 + nlen] == '\0')) {
-            c->lost = true;
-        }
-        rmw_printable(out, shown, sizeof(shown));
-        rmw_log("PUSH %lld %s", (long long)rmw_now_us(), shown);
-    }
-    return true;
+    rmw_printable(c->cl.line, shown, sizeof(shown));
+    rmw_log("PUSH %lld %s", (long long)rmw_now_us(), shown);
 }
 
 /*
- * Receive what is there, waiting until deadline_us at most.  Returns 1
- * when bytes arrived, 0 at the deadline, -1 when the connection ended
- * (c->eof set), -2 when interrupted by a signal.
+ * Read the next reply line into c->cl.line (pushed lines are handled
+ * and skipped) until deadline_us.  Returns 1 with the line, 0 at the
+ * deadline, -1 when the connection ended, -2 when SIGTERM asked us to
+ * stop.
  */
 static int
-rmw_fill(struct rmw_conn *c, int64_t deadline_us)
+rmw_reply(struct rmw_conn *c, int64_t deadline_us)
 {
-    struct pollfd pfd;
-    int64_t left;
-    ssize_t n;
-    int rc;
-
-    if (c->len == sizeof(c->buf)) {
-        /* A line longer than the buffer: the daemon never sends one. */
-        c->eof = true;
-        return -1;
-    }
-    left = deadline_us - rmw_now_us();
-    pfd.fd = c->fd;
-    pfd.events = POLLIN;
-    pfd.revents = 0;
-    rc = poll(&pfd, 1, left > 0 ? (int)((left + 999) / 1000) : 0);
-    if (rc < 0 && errno == EINTR) {
-        return -2;
-    }
-    if (rc < 0) {
-        c->eof = true;
-        return -1;
-    }
-    if (rc == 0) {
-        return 0;
-    }
-    n = recv(c->fd, c->buf + c->len, sizeof(c->buf) - c->len, 0);
-    if (n < 0 && errno == EINTR) {
-        return -2;
-    }
-    if (n <= 0) {
-        c->eof = true;
-        return -1;
-    }
-    c->len += (size_t)n;
-    return 1;
-}
-
-/*
- * Read the next reply line (pushed lines are handled and skipped) until
- * deadline_us.  Returns 1 with the line in out, 0 at the deadline, -1
- * when the connection ended, -2 when SIGTERM asked us to stop.
- */
-static int
-rmw_reply(struct rmw_conn *c, char *out, size_t size, int64_t deadline_us)
-{
-    bool pushed;
-    int rc;
-
     for (;;) {
-        while (rmw_take_line(c, out, size, &pushed)) {
-            if (!pushed) {
-                return 1;
+        switch (client_read_line(&c->cl, (deadline_us + 999) / 1000)) {
+        case CLIENT_LINE:
+            if (client_is_push(c->cl.line)) {
+                rmw_push(c);
+                continue;
             }
+            return 1;
+        case CLIENT_TIMEOUT:
+            return 0;
+        case CLIENT_INTR:
+            if (rmw_stop) {
+                return -2;
+            }
+            continue;
+        case CLIENT_EOF:
+        case CLIENT_ERROR:
+            break;
         }
-        rc = rmw_fill(c, deadline_us);
-        if (rc == -2 && rmw_stop) {
-            return -2;
-        }
-        if (rc == 0 || rc == -1) {
-            return rc;
-        }
+        c->eof = true;
+        return -1;
     }
 }
 
 /*
  * Inside a section: wait up to ms, reading pushed lines, and return
  * early when the lock is lost or the connection ends.  ms = 0 only
- * looks at what already arrived (the check before the write).  SIGTERM
- * does not cut a section short.
+ * looks at what already arrived (the check before the write), and so
+ * does the rest of a call once the lock is lost.  SIGTERM does not cut
+ * a section short.
  */
 static void
 rmw_watch(struct rmw_conn *c, long ms)
 {
-    int64_t deadline = rmw_now_us() + (int64_t)ms * 1000;
-    char line[RMW_LINE_MAX], shown[RMW_LINE_MAX];
-    bool pushed;
-    int rc;
+    int64_t deadline = client_now_ms() + ms;
+    char shown[RMW_LINE_MAX];
 
-    for (;;) {
-        while (rmw_take_line(c, line, sizeof(line), &pushed)) {
-            if (!pushed) {
+    while (!c->eof) {
+        switch (client_read_line(&c->cl, c->lost ? 0 : deadline)) {
+        case CLIENT_LINE:
+            if (client_is_push(c->cl.line)) {
+                rmw_push(c);
+            } else {
                 /* No request is outstanding inside a section. */
-                rmw_printable(line, shown, sizeof(shown));
+                rmw_printable(c->cl.line, shown, sizeof(shown));
                 rmw_log("UNEXPECTED %lld %s", (long long)rmw_now_us(), shown);
             }
-        }
-        if (c->lost || c->eof) {
+            continue;
+        case CLIENT_INTR:
+            continue;
+        case CLIENT_TIMEOUT:
             return;
-        }
-        rc = rmw_fill(c, deadline);
-        if (rc == 0 || rc == -1) {
-            /* Bytes that came with the end of stream are still taken. */
-            if (rc == -1) {
-                while (rmw_take_line(c, line, sizeof(line), &pushed)) {
-                    continue;
-                }
-            }
+        case CLIENT_EOF:
+        case CLIENT_ERROR:
+            c->eof = true;
             return;
         }
     }
@@ -442,15 +351,9 @@ rmw_watch(struct rmw_conn *c, long ms)
 static long long
 rmw_field(const char *line, const char *key)
 {
-    size_t klen = strlen(key);
-    const char *p;
+    int64_t v;
 
-    for (p = strchr(line, ' '); p != NULL; p = strchr(p + 1, ' ')) {
-        if (strncmp(p + 1, key, klen) == 0 && p[1 + klen] == '=') {
-            return strtoll(p + 2 + klen, NULL, 10);
-        }
-    }
-    return -1;
+    return client_field_int(line, key, &v) ? (long long)v : -1;
 }
 
 /* What the OK of a LOCK said. */
@@ -462,27 +365,6 @@ struct rmw_grant {
     char      kind[16];             /* kind=, "exclusive" when absent */
 };
 
-/* The word of "key=<word>" in a reply line, copied into out; "" when absent. */
-static void
-rmw_field_word(const char *line, const char *key, char *out, size_t size)
-{
-    size_t klen = strlen(key), n;
-    const char *p;
-
-    out[0] = '\0';
-    for (p = strchr(line, ' '); p != NULL; p = strchr(p + 1, ' ')) {
-        if (strncmp(p + 1, key, klen) == 0 && p[1 + klen] == '=') {
-            n = strcspn(p + 2 + klen, " ");
-            if (n + 1 > size) {
-                n = size - 1;
-            }
-            memcpy(out, p + 2 + klen, n);
-            out[n] = '\0';
-            return;
-        }
-    }
-}
-
 /*
  * Take the lock, retrying through TIMEOUT and ERR NOQUORUM.  Returns 0
  * with *g filled, -1 when the connection broke (the caller reconnects),
@@ -491,8 +373,8 @@ rmw_field_word(const char *line, const char *key, char *out, size_t size)
 static int
 rmw_acquire(struct rmw_conn *c, struct rmw_grant *g)
 {
-    char req[RMW_NAME_MAX + 128], line[RMW_LINE_MAX], shown[RMW_LINE_MAX], kind[32] = "";
-    size_t nlen = strlen(rmw_o.name);
+    char req[RMW_NAME_MAX + 128], shown[RMW_LINE_MAX], kind[32] = "";
+    const char *line = c->cl.line;
     long wait = rmw_o.poll_ms > 0 ? 0 : rmw_o.wait_ms;
     int rc;
 
@@ -511,8 +393,7 @@ rmw_acquire(struct rmw_conn *c, struct rmw_grant *g)
         if (rmw_send(c, req) != 0) {
             return -1;
         }
-        rc = rmw_reply(c, line, sizeof(line),
-                       rmw_now_us() + (int64_t)(wait + RMW_REPLY_SLACK_MS) * 1000);
+        rc = rmw_reply(c, rmw_now_us() + (int64_t)(wait + RMW_REPLY_SLACK_MS) * 1000);
         if (rc == -2) {
             return -2;
         }
@@ -524,32 +405,30 @@ rmw_acquire(struct rmw_conn *c, struct rmw_grant *g)
         if (rc < 0) {
             return -1;
         }
-        if (strncmp(line, "OK ", 3) == 0 && strncmp(line + 3, rmw_o.name, nlen) == 0
-            && line[3 + nlen] == ' ') {
+        if (client_is_reply(line, "OK", rmw_o.name)) {
             g->fence = rmw_field(line, "fence");
             g->validity = rmw_field(line, "validity");
             g->limit = rmw_field(line, "limit");
             g->permit = rmw_field(line, "permit");
-            rmw_field_word(line, "kind", g->kind, sizeof(g->kind));
-            if (g->kind[0] == '\0') {
+            if (!client_field(line, "kind", g->kind, sizeof(g->kind))) {
                 snprintf(g->kind, sizeof(g->kind), "exclusive");
             }
             return 0;
         }
         rmw_printable(line, shown, sizeof(shown));
-        if (strncmp(line, "TIMEOUT ", 8) == 0) {
+        if (client_is_status(line, "TIMEOUT")) {
             if (rmw_o.poll_ms == 0) {
                 rmw_log("TIMEOUT %lld", (long long)rmw_now_us());
             }
             if (!rmw_sleep_ms(rmw_o.poll_ms, true)) {
                 return -2;
             }
-        } else if (strncmp(line, "ERR NOQUORUM ", 13) == 0) {
-            rmw_log("NOQUORUM %lld %s", (long long)rmw_now_us(), shown + 13);
+        } else if (client_is_err(line, "NOQUORUM")) {
+            rmw_log("NOQUORUM %lld %s", (long long)rmw_now_us(), client_err_text(shown));
             if (!rmw_sleep_ms(rmw_random(RMW_NOQUORUM_MIN_MS, RMW_NOQUORUM_MAX_MS), true)) {
                 return -2;
             }
-        } else if (strncmp(line, "ERR SHUTDOWN", 12) == 0) {
+        } else if (client_is_err(line, "SHUTDOWN")) {
             rmw_log("ERROR %lld %s", (long long)rmw_now_us(), shown);
             return -1;
         } else {
@@ -566,7 +445,7 @@ rmw_acquire(struct rmw_conn *c, struct rmw_grant *g)
 static void
 rmw_unlock(struct rmw_conn *c)
 {
-    char req[RMW_NAME_MAX + 16], line[RMW_LINE_MAX], shown[RMW_LINE_MAX];
+    char req[RMW_NAME_MAX + 16], shown[RMW_LINE_MAX];
     int rc;
 
     snprintf(req, sizeof(req), "UNLOCK %s", rmw_o.name);
@@ -576,10 +455,10 @@ rmw_unlock(struct rmw_conn *c)
     }
     /* Not interrupted by SIGTERM: the reply comes within a round. */
     do {
-        rc = rmw_reply(c, line, sizeof(line), rmw_now_us() + RMW_REPLY_SLACK_MS * 1000LL);
+        rc = rmw_reply(c, rmw_now_us() + RMW_REPLY_SLACK_MS * 1000LL);
     } while (rc == -2);
     if (rc == 1) {
-        rmw_printable(line, shown, sizeof(shown));
+        rmw_printable(c->cl.line, shown, sizeof(shown));
         rmw_log("UNLOCK %lld %s", (long long)rmw_now_us(), shown);
     } else {
         rmw_log("UNLOCK %lld no reply (%s)", (long long)rmw_now_us(),
@@ -757,7 +636,7 @@ rmw_parse_args(int argc, char **argv)
 int
 main(int argc, char **argv)
 {
-    struct rmw_conn c = { .fd = -1 };
+    static struct rmw_conn c;
     struct sigaction sa;
     redisContext *counter;
     struct rmw_grant g;
@@ -768,6 +647,7 @@ main(int argc, char **argv)
     int rc;
 
     rmw_parse_args(argc, argv);
+    client_init(&c.cl, -1, 0);
     rmw_log_fd = open(rmw_o.log_path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
     if (rmw_log_fd < 0) {
         fprintf(stderr, "rmw-client: %s: %s\n", rmw_o.log_path, strerror(errno));
@@ -791,7 +671,7 @@ main(int argc, char **argv)
         return RMW_EXIT_COUNTER;
     }
     while (!rmw_stop && (rmw_o.sections == 0 || done < rmw_o.sections)) {
-        if (c.fd < 0 && rmw_connect(&c) != 0) {
+        if (c.cl.fd < 0 && rmw_connect(&c) != 0) {
             rmw_sleep_ms(RMW_RECONNECT_MS, true);
             continue;
         }

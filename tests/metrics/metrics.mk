@@ -6,7 +6,7 @@
 
 # The daemon's objects too: metrics_table_rules and metrics_table_in_both_outputs
 # walk its report table (daemon/report.h).
-$(B)/check_metrics: $(B)/obj/tests/check_metrics.o $(B)/obj/tests/harness.o $(LIB_OBJ)
+$(B)/check_metrics: $(B)/obj/tests/check_metrics.o $(HARNESS_OBJ) $(LIB_OBJ)
 # The recipe, unless the main Makefile's $(TEST_BINS) rule links it already
 # (once check_metrics is in its test lists; two recipes would override).
 ifeq ($(filter $(B)/check_metrics,$(TEST_BINS)),)

@@ -10,11 +10,11 @@
 # When check_ops joins INTEG_TESTS, the main Makefile's $(TEST_BINS) rule
 # links it: then only the prerequisites are given here (no second recipe).
 ifeq ($(filter check_ops,$(INTEG_TESTS)),)
-$(B)/check_ops: $(B)/obj/tests/check_ops.o $(B)/obj/tests/harness.o
+$(B)/check_ops: $(B)/obj/tests/check_ops.o $(HARNESS_OBJ)
 	@echo "  LD      $@"
 	@$(CC) $(CFLAGS) -o $@ $^ $(PKG_LIBS) $(CHECK_LIBS) $(LDFLAGS)
 else
-$(B)/check_ops: $(B)/obj/tests/check_ops.o $(B)/obj/tests/harness.o
+$(B)/check_ops: $(B)/obj/tests/check_ops.o $(HARNESS_OBJ)
 endif
 
 # With SANITIZE=..., as `make test`: any sanitizer report fails the run.

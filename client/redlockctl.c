@@ -2,15 +2,19 @@
  * redlockctl.c: flock(1) for the whole fleet, through redlockd.
  *
  *     redlockctl [-S SOCKET | -H HOST:PORT] [-n | -w SECONDS] [-t TTL_MS]
- *                [-E CODE] [-k GRACE_SECONDS] [--fence] [-s | --limit N] [-v]
- *                NAME [--] COMMAND [ARGS...]
+ *                [-E CODE] [-k GRACE_SECONDS] [--fence] [-s | --limit N]
+ *                [--label TEXT] [-v] NAME [--] COMMAND [ARGS...]
  *     redlockctl [options] NAME -c 'SHELL COMMAND'
  *     redlockctl [-S SOCKET | -H HOST:PORT] status NAME
+ *     redlockctl [-S SOCKET | -H HOST:PORT] list [PREFIX]
+ *     redlockctl [-S SOCKET | -H HOST:PORT] watch NAME
+ *     redlockctl [-S SOCKET | -H HOST:PORT] break NAME
  *     redlockctl [-S SOCKET | -H HOST:PORT] stats
  *     redlockctl [-S SOCKET | -H HOST:PORT] ping
  *
  * A command-line client of the line protocol (proto/PROTOCOL.md), not part
- * of the daemon: plain blocking C around poll(2), no libevent, no hiredis.
+ * of the daemon: plain blocking C around poll(2), no libevent, no hiredis;
+ * the protocol's client side (connect, lines, fields) is client/client.c.
  *
  * Running a command under a lock, step by step:
  *
@@ -21,8 +25,11 @@
  *      send AUTH <password> first (a daemon without a password answers
  *      that none is configured, and that is accepted).
  *   2. Take NAME in session mode: LOCK NAME [ttl=] [wait=] [fence]
- *      [shared | limit=N], or TRYLOCK for -n and -w 0.  The lock lives as long as this connection;
- *      the daemon renews it.  No -n/-w: wait forever (wait=inf).
+ *      [shared | limit=N] label=TEXT, or TRYLOCK for -n and -w 0.  The
+ *      lock lives as long as this connection; the daemon renews it.  No
+ *      -n/-w: wait forever (wait=inf).  The label tells others who holds
+ *      the name (LIST, STATUS, WATCH): --label TEXT, else
+ *      <host>:<pid>:<command name> (ctl_default_label()).
  *   3. Fork COMMAND: its own process group (setpgid), REDLOCK_NAME=NAME and
  *      REDLOCK_FENCE=N in its environment when the grant carried a fence
  *      (--fence, or lock.fence: always); otherwise REDLOCK_FENCE is removed,
@@ -75,22 +82,21 @@
  *     71  EX_OSERR     fork failed
  *     75  EX_TEMPFAIL  the lock was lost while COMMAND ran
  *     77  EX_NOPERM    redlockd refused AUTH, or wants a password and
- *                      $REDLOCKD_PASSWORD is not set
+ *                      $REDLOCKD_PASSWORD is not set; break: the session
+ *                      is not admin (ERR DENIED)
  *     126, 127         COMMAND could not be executed, or was not found
  *     128 + N          signal N made redlockctl give up while waiting
  *     status: 0 NAME is held, 1 NAME is free
+ *     list, break: 0; watch: 0 after SIGINT or SIGTERM, 69 when the
+ *                      connection ends
  *
  * A conflict (exit 1 or -E) is silent, like flock(1), so that a cron job
  * with -n does not mail anybody; -v reports it.  Every other failure prints
  * one line on stderr.  Times are measured on CLOCK_MONOTONIC.
  */
-#include <ctype.h>
 #include <errno.h>
-#include <fcntl.h>
 #include <getopt.h>
 #include <limits.h>
-#include <netdb.h>
-#include <poll.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdbool.h>
@@ -99,15 +105,13 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sysexits.h>
-#include <time.h>
 #include <unistd.h>
 
 #include <sys/prctl.h>
 #include <sys/signalfd.h>
-#include <sys/socket.h>
-#include <sys/un.h>
 #include <sys/wait.h>
 
+#include "client/client.h"
 #include "proto/proto.h"
 
 #ifndef REDLOCKD_VERSION
@@ -121,10 +125,10 @@
 #define CTL_WAIT_SLACK_MS   10000   /* -w: the answer is due this long after wait= ran out */
 #define CTL_GRACE_MS        5000    /* -k default: SIGTERM to SIGKILL after a lost lock */
 #define CTL_SECONDS_MAX     INT64_C(4000000000) /* -w and -k, so that ms fit wait= */
-#define CTL_BUF             (2 * PROTO_REPLY_MAX) /* read buffer and longest line kept */
 #define CTL_STATS_MAX       4096    /* STAT lines kept by `stats` */
 #define CTL_MASTERS_MAX     64      /* master rows shown by `stats` */
 #define CTL_FIELDS_MAX      32      /* master columns shown by `stats` */
+#define CTL_LABEL_MAX       64      /* --label and the default label, bytes */
 #define CTL_EXIT_CONFLICT   1       /* -n / -w conflict unless -E */
 #define CTL_EXIT_NOEXEC     126     /* COMMAND found but not executable */
 #define CTL_EXIT_NOTFOUND   127     /* COMMAND not found */
@@ -133,8 +137,27 @@
 enum ctl_mode {
     CTL_MODE_LOCK,      /* run a command under a lock */
     CTL_MODE_STATUS,    /* status NAME */
+    CTL_MODE_LIST,      /* list [PREFIX] */
+    CTL_MODE_WATCH,     /* watch NAME */
+    CTL_MODE_BREAK,     /* break NAME */
     CTL_MODE_STATS,     /* stats */
     CTL_MODE_PING       /* ping */
+};
+
+/* The subcommands, by the word that names them on the command line. */
+static const struct {
+    const char     *word;           /* status, list, ... */
+    enum ctl_mode   mode;           /* what it does */
+    int             min_args;       /* words after it, at least */
+    int             max_args;       /* and at most */
+    const char     *usage;         /* its line of the usage text, after "redlockctl " */
+} ctl_subcommands[] = {
+    { "status", CTL_MODE_STATUS, 1, 1, "status NAME" },
+    { "list",   CTL_MODE_LIST,   0, 1, "list [PREFIX]" },
+    { "watch",  CTL_MODE_WATCH,  1, 1, "watch NAME" },
+    { "break",  CTL_MODE_BREAK,  1, 1, "break NAME" },
+    { "stats",  CTL_MODE_STATS,  0, 0, "stats" },
+    { "ping",   CTL_MODE_PING,   0, 0, "ping" },
 };
 
 /* The command line, after parsing; strings point into argv or environ. */
@@ -152,10 +175,14 @@ struct ctl_opts {
     bool            shared;         /* -s, --shared: a shared hold */
     int64_t         limit;          /* --limit N: a counted hold; 0: exclusive */
     bool            verbose;        /* -v */
+    const char     *label;          /* --label TEXT, or NULL: ctl_default_label() */
     const char     *shell_cmd;      /* -c STRING, or NULL */
-    const char     *name;           /* the lock name (lock and status modes) */
+    const char     *name;           /* the lock name (lock, status, watch, break), or
+                                       the prefix of list (NULL: none) */
     char          **argv;           /* COMMAND and its arguments (NULL with -c) */
-    const char     *password;       /* $REDLOCKD_PASSWORD, or NULL */
+    const char     *password;       /* $REDLOCKD_PASSWORD, or NULL; for break
+                                       $REDLOCKD_ADMIN_PASSWORD first */
+    const char     *password_var;   /* the variable password came from, for messages */
 };
 
 /* What a grant carried, for COMMAND's environment. */
@@ -164,22 +191,20 @@ struct ctl_grant {
     char    permit[16];             /* a counted hold's permit, or "" */
 };
 
-/* One connection to redlockd, with its read buffer.  Lives in main(). */
+/* One connection to redlockd.  Lives in main(). */
 struct ctl_conn {
-    int     fd;                     /* the socket; -1 once closed */
+    struct client cl;               /* the socket (-1 once closed), its buffer, the line
+                                       ctl_next() returned last (cl.line), and why the
+                                       connection closed (cl.err, CTL_EV_CLOSED) */
     char    where[PATH_MAX + 16];   /* address or socket path, for messages */
-    char    why[256];               /* why the connection closed (CTL_EV_CLOSED) */
-    char    in[CTL_BUF];            /* bytes received, not yet returned as lines */
-    size_t  inlen;                  /* bytes in in[] */
-    char    line[CTL_BUF];          /* the line ctl_next() returned last, without LF */
 };
 
 /* What ctl_next() saw. */
 enum ctl_event {
-    CTL_EV_LINE,        /* conn->line holds a line from the daemon */
+    CTL_EV_LINE,        /* conn->cl.line holds a line from the daemon */
     CTL_EV_SIGNAL,      /* a signal arrived (its number in *signo) */
     CTL_EV_TIMEOUT,     /* the deadline passed */
-    CTL_EV_CLOSED       /* the connection closed or failed; conn->why says how */
+    CTL_EV_CLOSED       /* the connection closed or failed; conn->cl.err says how */
 };
 
 /* The running COMMAND and what happened to it.  Lives in ctl_run(). */
@@ -206,35 +231,10 @@ static void ctl_msg(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 static void ctl_fail(int code, const char *fmt, ...)
     __attribute__((format(printf, 2, 3), noreturn));
 static void ctl_usage_fail(const char *fmt, ...) __attribute__((format(printf, 1, 2), noreturn));
-static int ctl_send(struct ctl_conn *c, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void ctl_fail_err(const struct ctl_opts *o, const struct ctl_conn *c, const char *what,
+                         const char *line) __attribute__((noreturn));
 
 /* ---- small helpers ---- */
-
-/* Milliseconds on CLOCK_MONOTONIC. */
-static int64_t
-ctl_now_ms(void)
-{
-    struct timespec ts;
-
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
-/* A poll(2) timeout for an absolute deadline (-1: none). */
-static int
-ctl_timeout(int64_t deadline)
-{
-    int64_t left;
-
-    if (deadline < 0) {
-        return -1;
-    }
-    left = deadline - ctl_now_ms();
-    if (left < 0) {
-        return 0;
-    }
-    return left > INT_MAX ? INT_MAX : (int)left;
-}
 
 /* "redlockctl: <text>" and then hint (may be "") on stderr, in one write. */
 static void
@@ -272,12 +272,15 @@ ctl_fail(int code, const char *fmt, ...)
 static void
 ctl_usage(FILE *out)
 {
+    size_t i;
+
     fputs("Usage: redlockctl [options] NAME [--] COMMAND [ARGS...]\n"
-          "       redlockctl [options] NAME -c 'SHELL COMMAND'\n"
-          "       redlockctl [-S SOCKET | -H HOST:PORT] status NAME\n"
-          "       redlockctl [-S SOCKET | -H HOST:PORT] stats\n"
-          "       redlockctl [-S SOCKET | -H HOST:PORT] ping\n"
-          "\n"
+          "       redlockctl [options] NAME -c 'SHELL COMMAND'\n", out);
+    for (i = 0; i < sizeof(ctl_subcommands) / sizeof(ctl_subcommands[0]); i++) {
+        fprintf(out, "       redlockctl [-S SOCKET | -H HOST:PORT] %s\n",
+                ctl_subcommands[i].usage);
+    }
+    fputs("\n"
           "Take the fleet-wide lock NAME through redlockd, run COMMAND while holding\n"
           "it, release it, and exit with COMMAND's status (flock(1) for many machines).\n"
           "\n"
@@ -298,14 +301,23 @@ ctl_usage(FILE *out)
           "                 exclusive one (flock -s)\n"
           "  --limit N      a counted hold: at most N holders of NAME at once across\n"
           "                 the fleet; the permit held is passed as REDLOCK_PERMIT\n"
+          "  --label TEXT   who holds NAME, as list, status and watch show it: 1..64\n"
+          "                 printable characters without spaces (default\n"
+          "                 HOST:PID:COMMAND, PID redlockctl's, 'sh' for -c)\n"
           "  -v             report the lock's acquisition, release and conflicts on stderr\n"
           "  -h, --help     this text\n"
           "  -V, --version  the version\n"
           "\n"
           "Without -S or -H: $REDLOCKD_SOCKET, else $REDLOCKD_ADDR, else\n"
           "/run/redlockd/redlockd.sock if it accepts a connection, else 127.0.0.1:7379.\n"
-          "$REDLOCKD_PASSWORD, when set, is sent with AUTH first.  To lock a name\n"
-          "spelled status, stats or ping, put -- before it.\n"
+          "$REDLOCKD_PASSWORD, when set, is sent with AUTH first (for break,\n"
+          "$REDLOCKD_ADMIN_PASSWORD when set).  To lock a name spelled status, list,\n"
+          "watch, break, stats or ping, put -- before it.\n"
+          "\n"
+          "list [PREFIX]: the names this daemon holds or waits for, one line each.\n"
+          "watch NAME: a line whenever NAME is taken or freed, through any daemon,\n"
+          "until SIGINT or SIGTERM.  break NAME: end whoever's hold on NAME (an admin\n"
+          "session: auth.admin_password, or root on the Unix socket).\n"
           "\n"
           "COMMAND runs in its own process group with REDLOCK_NAME=NAME, and with\n"
           "REDLOCK_FENCE=N when the grant carried a fence (else REDLOCK_FENCE is\n"
@@ -317,8 +329,10 @@ ctl_usage(FILE *out)
           "held or -w ran out; 64: usage, or a request redlockd refused (bad name, ttl\n"
           "out of range); 69: redlockd unreachable, no quorum of masters, or another\n"
           "redlockd error; 71: fork failed; 75: the lock was lost while COMMAND ran;\n"
-          "77: AUTH refused or needed; 126/127: COMMAND not executable / not found;\n"
-          "128+N: signal N while waiting for the lock.  status: 0 held, 1 free.\n",
+          "77: AUTH refused or needed, or break refused (not admin); 126/127: COMMAND\n"
+          "not executable / not found; 128+N: signal N while waiting for the lock.\n"
+          "status: 0 held, 1 free.  watch: 0 after SIGINT or SIGTERM, 69 when the\n"
+          "connection ends.\n",
           out);
 }
 
@@ -387,100 +401,6 @@ ctl_parse_seconds(const char *s, int64_t *ms)
     }
     *ms = whole * 1000 + frac;
     return 0;
-}
-
-/* A protocol word: 1..max bytes, each 0x21..0x7E (lock names, passwords). */
-static bool
-ctl_word_ok(const char *s, size_t max)
-{
-    size_t n;
-
-    for (n = 0; s[n] != '\0'; n++) {
-        if ((unsigned char)s[n] < 0x21 || (unsigned char)s[n] > 0x7e) {
-            return false;
-        }
-    }
-    return n >= 1 && n <= max;
-}
-
-/*
- * Split "host:port" or "[v6]:port" into host and port.  0 or -1 (a
- * missing or bad port, an empty host, a v6 address without brackets).
- */
-static int
-ctl_split_addr(const char *addr, char *host, size_t hsize, char *port, size_t psize)
-{
-    const char *colon, *h = addr;
-    size_t hlen;
-    int64_t p;
-
-    if (addr[0] == '[') {
-        const char *close = strchr(addr, ']');
-
-        if (close == NULL || close[1] != ':') {
-            return -1;
-        }
-        h = addr + 1;
-        hlen = (size_t)(close - h);
-        colon = close + 1;
-    } else {
-        colon = strchr(addr, ':');
-        if (colon == NULL || strchr(colon + 1, ':') != NULL) {
-            return -1;
-        }
-        hlen = (size_t)(colon - addr);
-    }
-    if (hlen == 0 || hlen >= hsize || ctl_parse_int(colon + 1, 65535, &p) != 0 || p == 0
-        || strlen(colon + 1) >= psize) {
-        return -1;
-    }
-    memcpy(host, h, hlen);
-    host[hlen] = '\0';
-    strcpy(port, colon + 1);
-    return 0;
-}
-
-/*
- * In a reply line, the value of the word "<key>=<value>" after the status
- * word and the name, copied into out.  True when found and it fits.
- */
-static bool
-ctl_field(const char *line, const char *key, char *out, size_t size)
-{
-    size_t klen = strlen(key), vlen;
-    const char *p = line;
-    int word;
-
-    for (word = 0; *p != '\0'; word++) {
-        const char *end = strchr(p, ' ');
-
-        if (end == NULL) {
-            end = p + strlen(p);
-        }
-        if (word >= 2 && (size_t)(end - p) > klen && strncmp(p, key, klen) == 0
-            && p[klen] == '=') {
-            vlen = (size_t)(end - p) - klen - 1;
-            if (vlen >= size) {
-                return false;
-            }
-            memcpy(out, p + klen + 1, vlen);
-            out[vlen] = '\0';
-            return true;
-        }
-        p = *end == ' ' ? end + 1 : end;
-    }
-    return false;
-}
-
-/* True when line is "<status> <name>" followed by a space or its end. */
-static bool
-ctl_is(const char *line, const char *status, const char *name)
-{
-    size_t slen = strlen(status), nlen = strlen(name);
-
-    return strncmp(line, status, slen) == 0 && line[slen] == ' '
-           && strncmp(line + slen + 1, name, nlen) == 0
-           && (line[slen + 1 + nlen] == ' ' || line[slen + 1 + nlen] == '\0');
 }
 
 /* Milliseconds as seconds for people: "5 s", "1.5 s", "28.829 s". */
@@ -554,224 +474,33 @@ ctl_signal_read(void)
  * The next event: a signal (first, so that COMMAND's exit is seen before
  * a line that arrived at the same time), a line from the daemon (pushed
  * lines included), the connection closing, or the deadline (-1: none).
+ * The signalfd is the client's wakeup descriptor (ctl_open()).
  */
 static enum ctl_event
 ctl_next(struct ctl_conn *c, int64_t deadline, int *signo)
 {
-    struct pollfd pfd[2];
-    char *lf;
-    ssize_t n;
-    size_t len;
-    int rc;
-
     for (;;) {
-        lf = memchr(c->in, '\n', c->inlen);
-        pfd[0].fd = ctl_sigfd;
-        pfd[0].events = POLLIN;
-        pfd[0].revents = 0;
-        pfd[1].fd = lf == NULL ? c->fd : -1;
-        pfd[1].events = POLLIN;
-        pfd[1].revents = 0;
-        rc = poll(pfd, 2, lf != NULL ? 0 : ctl_timeout(deadline));
-        if (rc < 0 && errno != EINTR) {
-            ctl_fail(EX_OSERR, "poll: %s", strerror(errno));
-        }
-        if (rc > 0 && (pfd[0].revents & POLLIN)) {
+        switch (client_read_line(&c->cl, deadline)) {
+        case CLIENT_LINE:
+            return CTL_EV_LINE;
+        case CLIENT_INTR:
             *signo = ctl_signal_read();
             if (*signo != 0) {
                 return CTL_EV_SIGNAL;
             }
-        }
-        if (lf != NULL) {
-            len = (size_t)(lf - c->in);
-            memcpy(c->line, c->in, len);
-            if (len > 0 && c->line[len - 1] == '\r') {
-                len--;
-            }
-            c->line[len] = '\0';
-            c->inlen -= (size_t)(lf + 1 - c->in);
-            memmove(c->in, lf + 1, c->inlen);
-            return CTL_EV_LINE;
-        }
-        if (rc > 0 && (pfd[1].revents & (POLLIN | POLLHUP | POLLERR))) {
-            n = recv(c->fd, c->in + c->inlen, sizeof(c->in) - c->inlen, 0);
-            if (n > 0) {
-                c->inlen += (size_t)n;
-                if (c->inlen == sizeof(c->in) && memchr(c->in, '\n', c->inlen) == NULL) {
-                    snprintf(c->why, sizeof(c->why), "a reply line longer than %zu bytes",
-                             sizeof(c->in));
-                } else {
-                    continue;
-                }
-            } else if (n < 0 && (errno == EAGAIN || errno == EINTR)) {
-                continue;
-            } else if (n == 0) {
-                snprintf(c->why, sizeof(c->why), "redlockd closed the connection");
-            } else {
-                snprintf(c->why, sizeof(c->why), "%s", strerror(errno));
-            }
-            close(c->fd);
-            c->fd = -1;
-            c->inlen = 0;
-            return CTL_EV_CLOSED;
-        }
-        if (rc == 0 && deadline >= 0 && ctl_now_ms() >= deadline) {
+            continue;
+        case CLIENT_TIMEOUT:
             return CTL_EV_TIMEOUT;
-        }
-    }
-}
-
-/* Send one request line (LF added).  0, or -1 with errno. */
-static int
-ctl_send(struct ctl_conn *c, const char *fmt, ...)
-{
-    char buf[CTL_BUF];
-    struct pollfd pfd;
-    size_t len, off = 0;
-    va_list ap;
-    ssize_t n;
-    int r;
-
-    va_start(ap, fmt);
-    r = vsnprintf(buf, sizeof(buf) - 1, fmt, ap);
-    va_end(ap);
-    if (r < 0 || (size_t)r >= sizeof(buf) - 1 || c->fd < 0) {
-        errno = r < 0 || c->fd >= 0 ? EMSGSIZE : ENOTCONN;
-        return -1;
-    }
-    len = (size_t)r;
-    buf[len++] = '\n';
-    while (off < len) {
-        n = send(c->fd, buf + off, len - off, MSG_NOSIGNAL);
-        if (n > 0) {
-            off += (size_t)n;
-        } else if (n < 0 && errno == EAGAIN) {
-            pfd.fd = c->fd;
-            pfd.events = POLLOUT;
-            if (poll(&pfd, 1, CTL_REPLY_MS) == 0) {
-                errno = ETIMEDOUT;
-                return -1;
-            }
-        } else if (n < 0 && errno != EINTR) {
-            return -1;
-        }
-    }
-    return 0;
-}
-
-/*
- * Wait until a non-blocking connect on fd has finished.  A signal we act
- * on ends redlockctl (128 + N).  0, or -1 with errno.
- */
-static int
-ctl_connect_wait(int fd, int64_t deadline)
-{
-    struct pollfd pfd[2];
-    socklen_t len = sizeof(int);
-    int err = 0, sig, rc;
-
-    for (;;) {
-        pfd[0].fd = ctl_sigfd;
-        pfd[0].events = POLLIN;
-        pfd[1].fd = fd;
-        pfd[1].events = POLLOUT;
-        rc = poll(pfd, 2, ctl_timeout(deadline));
-        if (rc < 0 && errno == EINTR) {
-            continue;
-        }
-        if (rc < 0) {
-            return -1;
-        }
-        if (rc > 0 && (pfd[0].revents & POLLIN)) {
-            sig = ctl_signal_read();
-            if (sig != 0 && sig != SIGCHLD) {
-                exit(128 + sig);
-            }
-        }
-        if (rc > 0 && (pfd[1].revents & (POLLOUT | POLLERR | POLLHUP))) {
-            if (getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &len) != 0) {
-                return -1;
-            }
-            if (err != 0) {
-                errno = err;
-                return -1;
-            }
-            return 0;
-        }
-        if (rc == 0 && ctl_now_ms() >= deadline) {
-            errno = ETIMEDOUT;
-            return -1;
-        }
-    }
-}
-
-/* Connect to a Unix socket.  The fd, or -1 with the reason in err. */
-static int
-ctl_connect_unix(const char *path, int64_t deadline, char *err, size_t errsize)
-{
-    struct sockaddr_un sa;
-    int fd;
-
-    memset(&sa, 0, sizeof(sa));
-    sa.sun_family = AF_UNIX;
-    if (strlen(path) >= sizeof(sa.sun_path)) {
-        snprintf(err, errsize, "%s: path too long", path);
-        return -1;
-    }
-    strcpy(sa.sun_path, path);
-    fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
-    if (fd < 0) {
-        snprintf(err, errsize, "socket: %s", strerror(errno));
-        return -1;
-    }
-    if (connect(fd, (struct sockaddr *)&sa, sizeof(sa)) != 0
-        && (errno != EINPROGRESS || ctl_connect_wait(fd, deadline) != 0)) {
-        snprintf(err, errsize, "%s: %s", path,
-                 errno == EAGAIN ? "the daemon's backlog is full" : strerror(errno));
-        close(fd);
-        return -1;
-    }
-    return fd;
-}
-
-/* Connect to host:port (every address it resolves to, in order). */
-static int
-ctl_connect_tcp(const char *addr, int64_t deadline, char *err, size_t errsize)
-{
-    struct addrinfo hints, *res, *ai;
-    char host[256], port[8];
-    int fd = -1, rc;
-
-    if (ctl_split_addr(addr, host, sizeof(host), port, sizeof(port)) != 0) {
-        snprintf(err, errsize, "%s: not HOST:PORT", addr);
-        return -1;
-    }
-    memset(&hints, 0, sizeof(hints));
-    hints.ai_family = AF_UNSPEC;
-    hints.ai_socktype = SOCK_STREAM;
-    rc = getaddrinfo(host, port, &hints, &res);
-    if (rc != 0) {
-        snprintf(err, errsize, "%s: %s", addr, gai_strerror(rc));
-        return -1;
-    }
-    snprintf(err, errsize, "%s: no address", addr);
-    for (ai = res; ai != NULL; ai = ai->ai_next) {
-        fd = socket(ai->ai_family, ai->ai_socktype | SOCK_CLOEXEC | SOCK_NONBLOCK,
-                    ai->ai_protocol);
-        if (fd < 0) {
-            snprintf(err, errsize, "%s: socket: %s", addr, strerror(errno));
-            continue;
-        }
-        if (connect(fd, ai->ai_addr, ai->ai_addrlen) == 0
-            || (errno == EINPROGRESS && ctl_connect_wait(fd, deadline) == 0)) {
+        case CLIENT_EOF:
+        case CLIENT_ERROR:
             break;
         }
-        snprintf(err, errsize, "%s: %s", addr, strerror(errno));
-        close(fd);
-        fd = -1;
+        if (c->cl.fd < 0) {
+            ctl_fail(EX_OSERR, "%s", c->cl.err);
+        }
+        client_close(&c->cl);
+        return CTL_EV_CLOSED;
     }
-    freeaddrinfo(res);
-    return fd;
 }
 
 /*
@@ -787,10 +516,10 @@ ctl_reply(struct ctl_conn *c, const char *what, int64_t deadline)
     for (;;) {
         switch (ctl_next(c, deadline, &sig)) {
         case CTL_EV_LINE:
-            if (c->line[0] == '!') {
+            if (client_is_push(c->cl.line)) {
                 continue;
             }
-            return c->line;
+            return c->cl.line;
         case CTL_EV_SIGNAL:
             if (sig != SIGCHLD) {
                 exit(128 + sig);
@@ -800,7 +529,7 @@ ctl_reply(struct ctl_conn *c, const char *what, int64_t deadline)
             ctl_fail(EX_UNAVAILABLE, "redlockd at %s did not answer %s in time", c->where,
                      what);
         case CTL_EV_CLOSED:
-            ctl_fail(EX_UNAVAILABLE, "%s at %s: %s", what, c->where, c->why);
+            ctl_fail(EX_UNAVAILABLE, "%s at %s: %s", what, c->where, c->cl.err);
         }
     }
 }
@@ -809,8 +538,8 @@ ctl_reply(struct ctl_conn *c, const char *what, int64_t deadline)
 static void
 ctl_request(struct ctl_conn *c, const char *line)
 {
-    if (ctl_send(c, "%s", line) != 0) {
-        ctl_fail(EX_UNAVAILABLE, "cannot send to redlockd at %s: %s", c->where, strerror(errno));
+    if (client_send(&c->cl, line, client_now_ms() + CTL_REPLY_MS) != 0) {
+        ctl_fail(EX_UNAVAILABLE, "cannot send to redlockd at %s: %s", c->where, c->cl.err);
     }
 }
 
@@ -822,58 +551,83 @@ static void
 ctl_fail_err(const struct ctl_opts *o, const struct ctl_conn *c, const char *what,
              const char *line)
 {
-    const char *text = strncmp(line, "ERR ", 4) == 0 ? line + 4 : line;
-
-    if (strncmp(text, "PROTO ", 6) == 0 || strncmp(text, "KIND ", 5) == 0) {
+    if (client_is_err(line, "PROTO") || client_is_err(line, "KIND")) {
         /* A bad request, or a kind (-s, --limit) that the name's other holders do not use. */
-        ctl_fail(EX_USAGE, "redlockd refused %s: %s", what, text + (text[0] == 'P' ? 6 : 5));
+        ctl_fail(EX_USAGE, "redlockd refused %s: %s", what, client_err_text(line));
     }
-    if (strncmp(text, "AUTH ", 5) == 0) {
-        ctl_fail(EX_NOPERM, "redlockd at %s: %s%s", c->where, text + 5,
-                 o->password == NULL ? " (set REDLOCKD_PASSWORD)" : "");
+    if (client_is_err(line, "AUTH")) {
+        ctl_fail(EX_NOPERM, "redlockd at %s: %s%s", c->where, client_err_text(line),
+                 o->password != NULL ? ""
+                 : o->mode == CTL_MODE_BREAK ? " (set REDLOCKD_ADMIN_PASSWORD)"
+                 : " (set REDLOCKD_PASSWORD)");
     }
-    if (strncmp(line, "ERR ", 4) != 0) {
+    if (!client_is_status(line, "ERR") || line[3] == '\0') {
         ctl_fail(EX_UNAVAILABLE, "unexpected answer to %s from %s: %s", what, c->where, line);
     }
-    ctl_fail(EX_UNAVAILABLE, "%s: %s", what, text);
+    ctl_fail(EX_UNAVAILABLE, "%s: %s", what, line + 4);
 }
 
 /*
  * Connect to the daemon chosen by the options, then AUTH when a password
  * is set.  Ends redlockctl with 69 (or 77) when that fails.
  */
+/*
+ * Connect c to target (a Unix socket path, or HOST:PORT when tcp) before
+ * deadline.  A signal we act on ends redlockctl (128 + N); after any
+ * other, the connect is tried again.  0, or -1 with c->cl.err.
+ */
+static int
+ctl_connect(struct ctl_conn *c, const char *target, bool tcp, int64_t deadline)
+{
+    int rc, sig;
+
+    for (;;) {
+        rc = tcp ? client_connect_tcp(&c->cl, target, deadline)
+                 : client_connect_unix(&c->cl, target, deadline);
+        if (rc == 0 || errno != EINTR) {
+            return rc;
+        }
+        sig = ctl_signal_read();
+        if (sig != 0 && sig != SIGCHLD) {
+            exit(128 + sig);
+        }
+    }
+}
+
 static void
 ctl_open(const struct ctl_opts *o, struct ctl_conn *c)
 {
-    int64_t deadline = ctl_now_ms() + CTL_CONNECT_MS;
-    char err1[PATH_MAX + 128], err2[512];
+    int64_t deadline = client_now_ms() + CTL_CONNECT_MS;
+    char err1[CLIENT_ERR_MAX] = "", auth[PROTO_WORD_MAX + 8];
     const char *reply;
+    int rc = -1;
 
-    c->fd = -1;
-    c->inlen = 0;
-    err1[0] = '\0';
+    client_init(&c->cl, -1, 0);
+    c->cl.wakeup = ctl_sigfd;
     if (o->unix_path != NULL) {
         snprintf(c->where, sizeof(c->where), "%s", o->unix_path);
-        c->fd = ctl_connect_unix(o->unix_path, deadline, err1, sizeof(err1));
-    }
-    if (c->fd < 0 && o->addr != NULL && (o->unix_path == NULL || o->fallback)) {
-        snprintf(c->where, sizeof(c->where), "%s", o->addr);
-        c->fd = ctl_connect_tcp(o->addr, deadline, err2, sizeof(err2));
-        if (c->fd < 0) {
-            ctl_fail(EX_UNAVAILABLE, "cannot connect to redlockd: %s%s%s", err1,
-                     err1[0] != '\0' ? "; " : "", err2);
+        rc = ctl_connect(c, o->unix_path, false, deadline);
+        if (rc != 0) {
+            snprintf(err1, sizeof(err1), "%s", c->cl.err);
         }
     }
-    if (c->fd < 0) {
+    if (rc != 0 && o->addr != NULL && (o->unix_path == NULL || o->fallback)) {
+        snprintf(c->where, sizeof(c->where), "%s", o->addr);
+        if (ctl_connect(c, o->addr, true, deadline) != 0) {
+            ctl_fail(EX_UNAVAILABLE, "cannot connect to redlockd: %s%s%s", err1,
+                     err1[0] != '\0' ? "; " : "", c->cl.err);
+        }
+        rc = 0;
+    }
+    if (rc != 0) {
         ctl_fail(EX_UNAVAILABLE, "cannot connect to redlockd: %s", err1);
     }
     if (o->password == NULL) {
         return;
     }
-    if (ctl_send(c, "AUTH %s", o->password) != 0) {
-        ctl_fail(EX_UNAVAILABLE, "cannot send to redlockd at %s: %s", c->where, strerror(errno));
-    }
-    reply = ctl_reply(c, "AUTH", ctl_now_ms() + CTL_CONNECT_MS);
+    snprintf(auth, sizeof(auth), "AUTH %s", o->password);
+    ctl_request(c, auth);
+    reply = ctl_reply(c, "AUTH", client_now_ms() + CTL_CONNECT_MS);
     if (strcmp(reply, "OK") == 0
         || strncmp(reply, "ERR AUTH no password is configured", 34) == 0) {
         return;
@@ -890,13 +644,15 @@ ctl_parse(int argc, char **argv, struct ctl_opts *o)
         { "fence",   no_argument, NULL, 'F' },
         { "shared",  no_argument, NULL, 's' },
         { "limit",   required_argument, NULL, 'L' },
+        { "label",   required_argument, NULL, 'B' },
         { "help",    no_argument, NULL, 'h' },
         { "version", no_argument, NULL, 'V' },
         { NULL,      0,           NULL, 0 }
     };
-    const char *last_arg = NULL, *env;
-    char lock_opt = '\0', **ops;
+    const char *last_arg = NULL, *env, *lock_opt = NULL;
+    char **ops;
     bool dashdash;
+    size_t sub, nsubs = sizeof(ctl_subcommands) / sizeof(ctl_subcommands[0]);
     int64_t v;
     int ch, nops;
 
@@ -912,36 +668,36 @@ ctl_parse(int argc, char **argv, struct ctl_opts *o)
         switch (ch) {
         case 'n':
             o->nowait = true;
-            lock_opt = 'n';
+            lock_opt = "-n";
             break;
         case 'w':
             if (ctl_parse_seconds(optarg, &o->wait_ms) != 0) {
                 ctl_usage_fail("-w: bad number of seconds '%s'", optarg);
             }
-            lock_opt = 'w';
+            lock_opt = "-w";
             break;
         case 't':
             if (ctl_parse_int(optarg, PROTO_NUMBER_MAX, &o->ttl_ms) != 0 || o->ttl_ms == 0) {
                 ctl_usage_fail("-t: bad ttl '%s' (milliseconds, at least 1)", optarg);
             }
-            lock_opt = 't';
+            lock_opt = "-t";
             break;
         case 'E':
             if (ctl_parse_int(optarg, 255, &v) != 0) {
                 ctl_usage_fail("-E: bad exit code '%s' (0..255)", optarg);
             }
             o->conflict_code = (int)v;
-            lock_opt = 'E';
+            lock_opt = "-E";
             break;
         case 'k':
             if (ctl_parse_seconds(optarg, &o->grace_ms) != 0) {
                 ctl_usage_fail("-k: bad number of seconds '%s'", optarg);
             }
-            lock_opt = 'k';
+            lock_opt = "-k";
             break;
         case 'c':
             o->shell_cmd = optarg;
-            lock_opt = 'c';
+            lock_opt = "-c";
             break;
         case 'S':
             o->unix_path = optarg;
@@ -951,17 +707,25 @@ ctl_parse(int argc, char **argv, struct ctl_opts *o)
             break;
         case 'F':
             o->fence = true;
-            lock_opt = 'F';
+            lock_opt = "--fence";
             break;
         case 's':
             o->shared = true;
-            lock_opt = 's';
+            lock_opt = "-s";
             break;
         case 'L':
             if (ctl_parse_int(optarg, PROTO_NUMBER_MAX, &o->limit) != 0 || o->limit == 0) {
                 ctl_usage_fail("--limit: bad number of holders '%s' (at least 1)", optarg);
             }
-            lock_opt = 'L';
+            lock_opt = "--limit";
+            break;
+        case 'B':
+            if (!client_word_ok(optarg, CTL_LABEL_MAX)) {
+                ctl_usage_fail("--label: bad label '%s' (1..%d printable ASCII characters, "
+                               "no spaces)", optarg, CTL_LABEL_MAX);
+            }
+            o->label = optarg;
+            lock_opt = "--label";
             break;
         case 'v':
             o->verbose = true;
@@ -973,8 +737,8 @@ ctl_parse(int argc, char **argv, struct ctl_opts *o)
             printf("redlockctl %s\n", REDLOCKD_VERSION);
             exit(0);
         default:
-            if (optopt == 'L') {
-                ctl_usage_fail("option --limit needs a value");
+            if (optopt == 'L' || optopt == 'B') {
+                ctl_usage_fail("option --%s needs a value", optopt == 'L' ? "limit" : "label");
             }
             if (optopt != 0 && strchr("wtEkcSH", optopt) != NULL) {
                 ctl_usage_fail("option -%c needs a value", optopt);
@@ -1007,16 +771,9 @@ ctl_parse(int argc, char **argv, struct ctl_opts *o)
     if (o->unix_path == NULL) {
         char host[256], port[8];
 
-        if (ctl_split_addr(o->addr, host, sizeof(host), port, sizeof(port)) != 0) {
+        if (client_split_addr(o->addr, host, sizeof(host), port, sizeof(port)) != 0) {
             ctl_usage_fail("bad redlockd address '%s' (HOST:PORT or [IPv6]:PORT)", o->addr);
         }
-    }
-    if ((env = getenv("REDLOCKD_PASSWORD")) != NULL && env[0] != '\0') {
-        if (!ctl_word_ok(env, PROTO_WORD_MAX)) {
-            ctl_usage_fail("REDLOCKD_PASSWORD must be 1..%d printable characters without "
-                           "spaces", PROTO_WORD_MAX);
-        }
-        o->password = env;
     }
 
     if (o->shared && o->limit > 0) {
@@ -1026,26 +783,24 @@ ctl_parse(int argc, char **argv, struct ctl_opts *o)
     if (nops == 0) {
         ctl_usage_fail("no lock NAME");
     }
-    if (!dashdash && (strcmp(ops[0], "status") == 0 || strcmp(ops[0], "stats") == 0
-                      || strcmp(ops[0], "ping") == 0)) {
-        if (lock_opt != '\0') {
-            ctl_usage_fail("%s%c is not used with '%s'",
-                           lock_opt == 'F' ? "--fence" : lock_opt == 'L' ? "--limit" : "-",
-                           lock_opt == 'F' || lock_opt == 'L' ? ' ' : lock_opt, ops[0]);
+    for (sub = 0; !dashdash && sub < nsubs; sub++) {
+        if (strcmp(ops[0], ctl_subcommands[sub].word) == 0) {
+            break;
         }
-        if (strcmp(ops[0], "status") == 0) {
-            if (nops != 2) {
-                ctl_usage_fail("usage: redlockctl status NAME");
-            }
-            o->mode = CTL_MODE_STATUS;
-            o->name = ops[1];
-        } else {
-            if (nops != 1) {
+    }
+    if (!dashdash && sub < nsubs) {
+        if (lock_opt != NULL) {
+            ctl_usage_fail("%s is not used with '%s'", lock_opt, ops[0]);
+        }
+        if (nops - 1 < ctl_subcommands[sub].min_args
+            || nops - 1 > ctl_subcommands[sub].max_args) {
+            if (ctl_subcommands[sub].max_args == 0) {
                 ctl_usage_fail("'%s' takes no arguments", ops[0]);
             }
-            o->mode = strcmp(ops[0], "stats") == 0 ? CTL_MODE_STATS : CTL_MODE_PING;
-            return;
+            ctl_usage_fail("usage: redlockctl %s", ctl_subcommands[sub].usage);
         }
+        o->mode = ctl_subcommands[sub].mode;
+        o->name = nops > 1 ? ops[1] : NULL;
     } else {
         o->mode = CTL_MODE_LOCK;
         o->name = ops[0];
@@ -1077,9 +832,23 @@ ctl_parse(int argc, char **argv, struct ctl_opts *o)
             o->nowait = true;
         }
     }
-    if (!ctl_word_ok(o->name, PROTO_NAME_MAX)) {
-        ctl_usage_fail("bad lock name (1..%d printable ASCII characters, no spaces)",
-                       PROTO_NAME_MAX);
+    if (o->name != NULL && !client_word_ok(o->name, PROTO_NAME_MAX)) {
+        ctl_usage_fail("bad %s (1..%d printable ASCII characters, no spaces)",
+                       o->mode == CTL_MODE_LIST ? "prefix" : "lock name", PROTO_NAME_MAX);
+    }
+
+    /* The password: an admin's for break, when there is one. */
+    o->password_var = "REDLOCKD_PASSWORD";
+    if (o->mode == CTL_MODE_BREAK && (env = getenv("REDLOCKD_ADMIN_PASSWORD")) != NULL
+        && env[0] != '\0') {
+        o->password_var = "REDLOCKD_ADMIN_PASSWORD";
+    }
+    if ((env = getenv(o->password_var)) != NULL && env[0] != '\0') {
+        if (!client_word_ok(env, PROTO_WORD_MAX)) {
+            ctl_usage_fail("%s must be 1..%d printable characters without spaces",
+                           o->password_var, PROTO_WORD_MAX);
+        }
+        o->password = env;
     }
 }
 
@@ -1092,16 +861,16 @@ ctl_cmd_ping(struct ctl_conn *c)
     const char *reply;
     int64_t t0, t1;
 
-    t0 = ctl_now_ms();
+    t0 = client_now_ms();
     ctl_request(c, "PING");
     reply = ctl_reply(c, "PING", t0 + CTL_REPLY_MS);
-    t1 = ctl_now_ms();
+    t1 = client_now_ms();
     if (strcmp(reply, "PONG") != 0) {
         ctl_fail(strncmp(reply, "ERR AUTH ", 9) == 0 ? EX_NOPERM : EX_UNAVAILABLE,
                  "PING at %s answered: %s", c->where, reply);
     }
     ctl_request(c, "VERSION");
-    reply = ctl_reply(c, "VERSION", ctl_now_ms() + CTL_REPLY_MS);
+    reply = ctl_reply(c, "VERSION", client_now_ms() + CTL_REPLY_MS);
     if (strncmp(reply, "VERSION ", 8) == 0) {
         snprintf(version, sizeof(version), " %s", reply + 8);
     }
@@ -1121,16 +890,16 @@ ctl_cmd_status(const struct ctl_opts *o, struct ctl_conn *c)
 
     snprintf(req, sizeof(req), "STATUS %s", o->name);
     ctl_request(c, req);
-    reply = ctl_reply(c, "STATUS", ctl_now_ms() + CTL_REPLY_MS);
-    if (ctl_is(reply, "FREE", o->name)) {
+    reply = ctl_reply(c, "STATUS", client_now_ms() + CTL_REPLY_MS);
+    if (client_is_reply(reply, "FREE", o->name)) {
         printf("%s: free\n", o->name);
         return 1;
     }
-    if (!ctl_is(reply, "HELD", o->name)) {
+    if (!client_is_reply(reply, "HELD", o->name)) {
         ctl_fail_err(o, c, req, reply);
     }
     printf("%s: held", o->name);
-    if (ctl_field(reply, "ttl", ttl, sizeof(ttl))) {
+    if (client_field(reply, "ttl", ttl, sizeof(ttl))) {
         if (strcmp(ttl, "-1") == 0) {
             printf(", without expiry (a key without a TTL: it may never be freed)");
         } else if (ctl_parse_int(ttl, PROTO_NUMBER_MAX, &ms) == 0) {
@@ -1138,18 +907,115 @@ ctl_cmd_status(const struct ctl_opts *o, struct ctl_conn *c)
             printf(", lease ends in %s unless its holder renews it", left);
         }
     }
-    if (ctl_field(reply, "fence", fence, sizeof(fence))) {
+    if (client_field(reply, "fence", fence, sizeof(fence))) {
         printf(", fence %s", fence);
     }
-    if (ctl_field(reply, "kind", kind, sizeof(kind)) && strcmp(kind, "exclusive") != 0
-        && ctl_field(reply, "holders", holders, sizeof(holders))) {
+    if (client_field(reply, "kind", kind, sizeof(kind)) && strcmp(kind, "exclusive") != 0
+        && client_field(reply, "holders", holders, sizeof(holders))) {
         printf(", %s by %s holder%s", kind, holders, strcmp(holders, "1") == 0 ? "" : "s");
-        if (ctl_field(reply, "limit", limit, sizeof(limit))) {
+        if (client_field(reply, "limit", limit, sizeof(limit))) {
             printf(" of %s", limit);
         }
     }
     printf("\n");
     return 0;
+}
+
+/* list [PREFIX]: LIST's lines as they come, without the END; 0. */
+static int
+ctl_cmd_list(const struct ctl_opts *o, struct ctl_conn *c)
+{
+    int64_t deadline = client_now_ms() + CTL_REPLY_MS;
+    char req[PROTO_NAME_MAX + 8];
+    const char *line;
+
+    if (o->name != NULL) {
+        snprintf(req, sizeof(req), "LIST %s", o->name);
+    } else {
+        snprintf(req, sizeof(req), "LIST");
+    }
+    ctl_request(c, req);
+    for (;;) {
+        line = ctl_reply(c, "LIST", deadline);
+        if (strcmp(line, "END") == 0) {
+            return 0;
+        }
+        if (client_is_status(line, "ERR")) {
+            ctl_fail_err(o, c, req, line);
+        }
+        printf("%s\n", line);
+        /* A long list: each line is due CTL_REPLY_MS after the one before. */
+        deadline = client_now_ms() + CTL_REPLY_MS;
+    }
+}
+
+/*
+ * watch NAME: WATCH, then every pushed "! HELD NAME ..." and "! FREE
+ * NAME" printed without its "! ", a line at a time, until SIGINT or
+ * SIGTERM (0); the end of the connection is 69.  The daemon answers OK
+ * before it pushes anything about NAME.
+ */
+static int
+ctl_cmd_watch(const struct ctl_opts *o, struct ctl_conn *c)
+{
+    char req[PROTO_NAME_MAX + 16];
+    const char *reply, *line = c->cl.line;
+    int sig = 0;
+
+    snprintf(req, sizeof(req), "WATCH %s", o->name);
+    ctl_request(c, req);
+    reply = ctl_reply(c, req, client_now_ms() + CTL_REPLY_MS);
+    if (!client_is_reply(reply, "OK", o->name)) {
+        ctl_fail_err(o, c, req, reply);
+    }
+    for (;;) {
+        switch (ctl_next(c, -1, &sig)) {
+        case CTL_EV_LINE:
+            if (strncmp(line, "! ", 2) == 0 && (client_is_reply(line + 2, "HELD", o->name)
+                                                || client_is_reply(line + 2, "FREE", o->name))) {
+                printf("%s\n", line + 2);
+                fflush(stdout);
+            }
+            break;
+        case CTL_EV_SIGNAL:
+            if (sig == SIGINT || sig == SIGTERM) {
+                return 0;
+            }
+            if (sig != SIGCHLD) {
+                exit(128 + sig);
+            }
+            break;
+        case CTL_EV_TIMEOUT:
+        case CTL_EV_CLOSED:
+            ctl_fail(EX_UNAVAILABLE, "watching '%s': the connection to redlockd at %s ended: %s",
+                     o->name, c->where, c->cl.err);
+        }
+    }
+}
+
+/*
+ * break NAME: BREAK; prints "broken NAME: holders=N fence=F" (the
+ * reply's fields) and returns 0.  A session that is not admin is 77.
+ */
+static int
+ctl_cmd_break(const struct ctl_opts *o, struct ctl_conn *c)
+{
+    char req[PROTO_NAME_MAX + 16];
+    const char *reply;
+
+    snprintf(req, sizeof(req), "BREAK %s", o->name);
+    ctl_request(c, req);
+    reply = ctl_reply(c, req, client_now_ms() + CTL_REPLY_MS);
+    if (client_is_reply(reply, "OK", o->name)) {
+        printf("broken %s:%s\n", o->name, reply + strlen("OK ") + strlen(o->name));
+        return 0;
+    }
+    if (client_is_err(reply, "DENIED")) {
+        /* The daemon's text says what the admin right is. */
+        ctl_fail(EX_NOPERM, "redlockd at %s refused %s: %s", c->where, req,
+                 client_err_text(reply));
+    }
+    ctl_fail_err(o, c, req, reply);
 }
 
 /* Free the STAT lines kept by ctl_cmd_stats(). */
@@ -1188,7 +1054,7 @@ ctl_cmd_stats(const struct ctl_opts *o, struct ctl_conn *c)
     size_t n = 0, nfields = 0, nmasters = 0, width = 0, colw[CTL_FIELDS_MAX], i, f, len;
     bool in_table[CTL_STATS_MAX];
     struct ctl_stat *st;
-    int64_t deadline = ctl_now_ms() + CTL_REPLY_MS, m;
+    int64_t deadline = client_now_ms() + CTL_REPLY_MS, m;
     char idx[8], num[24];
 
     st = calloc(CTL_STATS_MAX, sizeof(*st));
@@ -1302,12 +1168,40 @@ ctl_digits(const char *reply, const char *key, char *out, size_t size)
     size_t i;
 
     out[0] = '\0';
-    if (ctl_field(reply, key, out, size)) {
+    if (client_field(reply, key, out, size)) {
         for (i = 0; out[i] != '\0'; i++) {
             if (out[i] < '0' || out[i] > '9') {
                 out[0] = '\0';
                 break;
             }
+        }
+    }
+}
+
+/*
+ * The label sent without --label: <host>:<pid>:<command name> (the
+ * basename of COMMAND, "sh" for -c, the pid redlockctl's), cut to
+ * CTL_LABEL_MAX bytes, every byte outside 0x21..0x7E replaced by '_'.
+ */
+static void
+ctl_default_label(const struct ctl_opts *o, char *out, size_t size)
+{
+    char host[256] = "", full[sizeof(host) + 32 + 2 * CTL_LABEL_MAX];
+    const char *cmd = "sh", *slash;
+    size_t i;
+
+    if (gethostname(host, sizeof(host) - 1) != 0) {
+        snprintf(host, sizeof(host), "unknown");
+    }
+    if (o->shell_cmd == NULL) {
+        slash = strrchr(o->argv[0], '/');
+        cmd = slash != NULL ? slash + 1 : o->argv[0];
+    }
+    snprintf(full, sizeof(full), "%s:%ld:%.*s", host, (long)getpid(), CTL_LABEL_MAX, cmd);
+    snprintf(out, size, "%.*s", CTL_LABEL_MAX, full);
+    for (i = 0; out[i] != '\0'; i++) {
+        if ((unsigned char)out[i] < 0x21 || (unsigned char)out[i] > 0x7e) {
+            out[i] = '_';
         }
     }
 }
@@ -1320,7 +1214,8 @@ static void
 ctl_acquire(const struct ctl_opts *o, struct ctl_conn *c, struct ctl_grant *g)
 {
     const char *verb = o->nowait ? "TRYLOCK" : "LOCK", *reply;
-    char req[PROTO_NAME_MAX + 128], what[PROTO_NAME_MAX + 16], ttl[32], left[48];
+    char req[PROTO_NAME_MAX + CTL_LABEL_MAX + 128], what[PROTO_NAME_MAX + 16], ttl[32];
+    char label[CTL_LABEL_MAX + 1], left[48];
     int64_t deadline, ms;
     size_t len;
 
@@ -1336,25 +1231,32 @@ ctl_acquire(const struct ctl_opts *o, struct ctl_conn *c, struct ctl_grant *g)
         len += (size_t)snprintf(req + len, sizeof(req) - len, " fence");
     }
     if (o->shared) {
-        snprintf(req + len, sizeof(req) - len, " shared");
+        len += (size_t)snprintf(req + len, sizeof(req) - len, " shared");
     } else if (o->limit > 0) {
-        snprintf(req + len, sizeof(req) - len, " limit=%lld", (long long)o->limit);
+        len += (size_t)snprintf(req + len, sizeof(req) - len, " limit=%lld",
+                                (long long)o->limit);
     }
+    if (o->label != NULL) {
+        snprintf(label, sizeof(label), "%s", o->label);
+    } else {
+        ctl_default_label(o, label, sizeof(label));
+    }
+    snprintf(req + len, sizeof(req) - len, " label=%s", label);
     snprintf(what, sizeof(what), "%s %s", verb, o->name);
     ctl_request(c, req);
     if (o->nowait) {
-        deadline = ctl_now_ms() + CTL_REPLY_MS;
+        deadline = client_now_ms() + CTL_REPLY_MS;
     } else if (o->wait_ms > 0) {
-        deadline = ctl_now_ms() + o->wait_ms + CTL_WAIT_SLACK_MS;
+        deadline = client_now_ms() + o->wait_ms + CTL_WAIT_SLACK_MS;
     } else {
         deadline = -1;
     }
     reply = ctl_reply(c, what, deadline);
-    if (ctl_is(reply, "OK", o->name)) {
+    if (client_is_reply(reply, "OK", o->name)) {
         ctl_digits(reply, "fence", g->fence, sizeof(g->fence));
         ctl_digits(reply, "permit", g->permit, sizeof(g->permit));
         if (o->verbose) {
-            if (!ctl_field(reply, "validity", ttl, sizeof(ttl))) {
+            if (!client_field(reply, "validity", ttl, sizeof(ttl))) {
                 strcpy(ttl, "?");
             }
             ctl_msg("acquired '%s' (validity=%s ms%s%s%s%s)", o->name, ttl,
@@ -1363,10 +1265,10 @@ ctl_acquire(const struct ctl_opts *o, struct ctl_conn *c, struct ctl_grant *g)
         }
         return;
     }
-    if (ctl_is(reply, "BUSY", o->name) || ctl_is(reply, "TIMEOUT", o->name)) {
+    if (client_is_reply(reply, "BUSY", o->name) || client_is_reply(reply, "TIMEOUT", o->name)) {
         if (o->verbose && reply[0] == 'B') {
             left[0] = '\0';
-            if (ctl_field(reply, "ttl", ttl, sizeof(ttl))
+            if (client_field(reply, "ttl", ttl, sizeof(ttl))
                 && ctl_parse_int(ttl, PROTO_NUMBER_MAX, &ms) == 0) {
                 snprintf(left, sizeof(left), " (its lease ends in %lld ms unless renewed)",
                          (long long)ms);
@@ -1523,7 +1425,7 @@ ctl_lose(const struct ctl_opts *o, struct ctl_child *ch, const char *why)
                 o->name, why);
         return;
     }
-    ch->kill_at = ctl_now_ms() + o->grace_ms;
+    ch->kill_at = client_now_ms() + o->grace_ms;
     ctl_seconds_text(o->grace_ms, grace, sizeof(grace));
     ctl_msg("lost the lock '%s' while the command ran (%s): SIGTERM to its process group, "
             "SIGKILL when it exits or in %s", o->name, why, grace);
@@ -1536,24 +1438,27 @@ ctl_lose(const struct ctl_opts *o, struct ctl_child *ch, const char *why)
 static void
 ctl_release(const struct ctl_opts *o, struct ctl_conn *c)
 {
-    int64_t deadline = ctl_now_ms() + CTL_REPLY_MS;
+    int64_t deadline = client_now_ms() + CTL_REPLY_MS;
+    char req[PROTO_NAME_MAX + 16];
     int sig = 0;
 
-    if (c->fd < 0 || ctl_send(c, "UNLOCK %s", o->name) != 0) {
+    snprintf(req, sizeof(req), "UNLOCK %s", o->name);
+    if (c->cl.fd < 0 || client_send(&c->cl, req, deadline) != 0) {
         return;
     }
     for (;;) {
         switch (ctl_next(c, deadline, &sig)) {
         case CTL_EV_LINE:
-            if (c->line[0] == '!') {
+            if (client_is_push(c->cl.line)) {
                 continue;
             }
-            if (ctl_is(c->line, "OK", o->name)) {
+            if (client_is_reply(c->cl.line, "OK", o->name)) {
                 if (o->verbose) {
                     ctl_msg("released '%s'", o->name);
                 }
-            } else if (!ctl_is(c->line, "NOTHELD", o->name)) {
-                ctl_msg("releasing '%s': %s (its lease runs out by itself)", o->name, c->line);
+            } else if (!client_is_reply(c->cl.line, "NOTHELD", o->name)) {
+                ctl_msg("releasing '%s': %s (its lease runs out by itself)", o->name,
+                        c->cl.line);
             }
             return;
         case CTL_EV_SIGNAL:
@@ -1575,7 +1480,8 @@ ctl_release(const struct ctl_opts *o, struct ctl_conn *c)
 static int
 ctl_run(const struct ctl_opts *o, struct ctl_conn *c, const struct ctl_grant *g)
 {
-    char why[sizeof(((struct ctl_conn *)NULL)->where) + 320], reason[32], grace[48];
+    char why[sizeof(((struct ctl_conn *)NULL)->where) + CLIENT_ERR_MAX + 64], reason[32];
+    char grace[48];
     struct ctl_child ch;
     bool handover;
     int sig = 0;
@@ -1600,8 +1506,8 @@ ctl_run(const struct ctl_opts *o, struct ctl_conn *c, const struct ctl_grant *g)
             }
             break;
         case CTL_EV_LINE:
-            if (strncmp(c->line, "! ", 2) == 0 && ctl_is(c->line + 2, "LOST", o->name)) {
-                if (!ctl_field(c->line + 2, "reason", reason, sizeof(reason))) {
+            if (client_is_push(c->cl.line) && client_is_reply(c->cl.line + 2, "LOST", o->name)) {
+                if (!client_field(c->cl.line, "reason", reason, sizeof(reason))) {
                     strcpy(reason, "?");
                 }
                 snprintf(why, sizeof(why), "reason=%s", reason);
@@ -1610,7 +1516,7 @@ ctl_run(const struct ctl_opts *o, struct ctl_conn *c, const struct ctl_grant *g)
             break;
         case CTL_EV_CLOSED:
             snprintf(why, sizeof(why), "the connection to redlockd at %s ended: %s", c->where,
-                     c->why);
+                     c->cl.err);
             ctl_lose(o, &ch, why);
             break;
         case CTL_EV_TIMEOUT:
@@ -1648,6 +1554,12 @@ main(int argc, char **argv)
         return ctl_cmd_ping(&conn);
     case CTL_MODE_STATUS:
         return ctl_cmd_status(&o, &conn);
+    case CTL_MODE_LIST:
+        return ctl_cmd_list(&o, &conn);
+    case CTL_MODE_WATCH:
+        return ctl_cmd_watch(&o, &conn);
+    case CTL_MODE_BREAK:
+        return ctl_cmd_break(&o, &conn);
     case CTL_MODE_STATS:
         return ctl_cmd_stats(&o, &conn);
     case CTL_MODE_LOCK:
