@@ -22,6 +22,9 @@
 #include "daemon/watch.h"
 
 #define WATCH_BACKOFF_MAX_US  2000000   /* longest retry delay of a read without quorum */
+#define WATCH_EXPIRY_MARGIN_US 20000    /* read an expiring name this long after the
+                                           quorum's ttl (a read still finding it held
+                                           only sets the next one) */
 
 /* What was last pushed of a name: a push happens when this changes. */
 struct watch_seen {
@@ -242,7 +245,8 @@ watch_read_done(const struct redlock_result *res, void *arg)
         watch_read_in(wn, watch_conf->node_timeout_ms * 1000);
     } else if (res->outcome == REDLOCK_HELD && res->ttl_ms >= 0) {
         /* An expiry announces nothing: look when the quorum said it ends. */
-        delay = res->ttl_ms * 1000 + 1000 + util_random(watch_conf->retry_delay_ms * 1000);
+        delay = res->ttl_ms * 1000 + WATCH_EXPIRY_MARGIN_US
+                + util_random(watch_conf->retry_delay_ms * 1000);
         watch_read_in(wn, delay);
     } else {
         event_del(&wn->timer);

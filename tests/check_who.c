@@ -415,13 +415,14 @@ wt_fenced_write(long long fence)
 
 /*
  * BREAK is refused without the admin right; with it, it ends the lock
- * held through the other daemon, whose holder hears LOST reason=broken;
+ * held through the other daemon, whose holder hears LOST reason=broken
+ * and whose watchers hear FREE;
  * the raised fence makes the broken holder's next fenced write stale;
  * the breaker is logged; the next grant is fenced above it.
  */
 START_TEST(break_ends_the_lock)
 {
-    int h, x, got_u;
+    int h, x, w, got_u;
     char *got;
     long long f, g, n = 0;
     off_t log0;
@@ -429,6 +430,10 @@ START_TEST(break_ends_the_lock)
     wt_up(2, NULL);
     h = expect_connect(0);
     x = expect_connect(1);
+    w = expect_connect(0);
+    EXPECT_REPLY(w, "WATCH stuck", "OK stuck");
+    got = WT_PUSH(w, "! FREE stuck");
+    free(got);
     got = EXPECT_CMD(h, "LOCK stuck fence label=dead-script ttl=30000");
     f = EXPECT_INT(got, "fence");
     free(got);
@@ -454,6 +459,13 @@ START_TEST(break_ends_the_lock)
                   NMASTERS - h_masters_without("stuck"));
     ck_assert_msg(h_wait_log(log0, "BREAK stuck: 1 holder ended (one was dead-script)", CMD_MS),
                   "no audit line for the BREAK in daemon 1's log");
+
+    /* A watcher on the holder's daemon saw the lock, then its end. */
+    got = WT_PUSH(w, "! HELD stuck ");
+    EXPECT_FIELD(got, "label", "dead-script");
+    free(got);
+    got = WT_PUSH(w, "! FREE stuck");
+    free(got);
 
     /* The holder, on the other daemon, hears it. */
     got = EXPECT_READ(h, CMD_MS, "the broken holder's push");
@@ -489,6 +501,7 @@ START_TEST(break_ends_the_lock)
     }
     close(h);
     close(x);
+    close(w);
 }
 END_TEST
 
