@@ -105,61 +105,6 @@ kt_teardown(void)
 
 /* ---- requests and replies ---- */
 
-/* Send line, read its reply (which must come within CMD_MS); caller frees. */
-#define KT_CMD(fd, line) kt_cmd_at((fd), (line), __LINE__)
-
-static char *
-kt_cmd_at(int fd, const char *line, int at)
-{
-    char *got = h_cmd(fd, line, CMD_MS);
-
-    ck_assert_msg(got != NULL, "line %d: '%s' got no reply within %d ms", at, line, CMD_MS);
-    return got;
-}
-
-/* Read one line that must come within ms; caller frees. */
-#define KT_READ(fd, ms, what) kt_read_at((fd), (ms), (what), __LINE__)
-
-static char *
-kt_read_at(int fd, int64_t ms, const char *what, int at)
-{
-    char *got = h_read_line(fd, ms);
-
-    ck_assert_msg(got != NULL, "line %d: %s: nothing within %lld ms", at, what, (long long)ms);
-    return got;
-}
-
-/* Require the line to start with "<status> <name>" (then a space or its end). */
-#define KT_IS(line, status, name) \
-    ck_assert_msg(h_is_reply((line), (status), (name)), "line %d: got '%s', expected '%s %s ...'", \
-                  __LINE__, (line), (status), (name))
-
-/* Require a word key=value in line, and return the value as an integer. */
-#define KT_INT(line, key) kt_int_at((line), (key), __LINE__)
-
-static long long
-kt_int_at(const char *line, const char *key, int at)
-{
-    long long v = 0;
-
-    ck_assert_msg(h_reply_int(line, key, &v), "line %d: '%s' has no integer %s=", at, line, key);
-    return v;
-}
-
-/* Require a word key=value in line with exactly this value. */
-#define KT_FIELD(line, key, want) do {                                          \
-        char v_[128];                                                           \
-        ck_assert_msg(h_reply_field((line), (key), v_, sizeof(v_)) && strcmp(v_, (want)) == 0, \
-                      "line %d: '%s' lacks %s=%s", __LINE__, (line), (key), (want)); \
-    } while (0)
-
-/* Require that line has no word key=... */
-#define KT_NO_FIELD(line, key) do {                                             \
-        char v_[128];                                                           \
-        ck_assert_msg(!h_reply_field((line), (key), v_, sizeof(v_)),            \
-                      "line %d: '%s' has %s=, expected none", __LINE__, (line), (key)); \
-    } while (0)
-
 /* The token= of a lease-mode OK, into out (33 bytes). */
 static void
 kt_token(const char *line, char *out)
@@ -174,7 +119,7 @@ kt_token(const char *line, char *out)
 static char *
 kt_grant_at(int fd, const char *line, const char *name, int at)
 {
-    char *got = kt_cmd_at(fd, line, at);
+    char *got = expect_cmd_at(fd, line, CMD_MS, at);
 
     ck_assert_msg(h_is_reply(got, "OK", name), "line %d: '%s' answered '%s', expected OK",
                   at, line, got);
@@ -187,11 +132,11 @@ kt_grant_at(int fd, const char *line, const char *name, int at)
 static int
 kt_permit_at(const char *line, long long limit, int at)
 {
-    long long p = kt_int_at(line, "permit", at);
+    long long p = expect_int_at(line, "permit", at);
 
-    ck_assert_msg(kt_int_at(line, "limit", at) == limit, "line %d: '%s': limit is not %lld",
+    ck_assert_msg(expect_int_at(line, "limit", at) == limit, "line %d: '%s': limit is not %lld",
                   at, line, limit);
-    KT_FIELD(line, "kind", "counted");
+    EXPECT_FIELD(line, "kind", "counted");
     ck_assert_msg(p >= 0 && p < limit, "line %d: '%s': permit out of 0..%lld", at, line,
                   limit - 1);
     return (int)p;
@@ -418,29 +363,29 @@ START_TEST(counted_admits_limit)
     for (i = 0; i < 3; i++) {
         got = KT_GRANT(s[i], "TRYLOCK sem limit=3 ttl=20000", "sem");
         permit[i] = KT_PERMIT(got, 3);
-        KT_FIELD(got, "holds", "1");
+        EXPECT_FIELD(got, "holds", "1");
         ck_assert_msg(used[permit[i]] == 0, "permit %d granted twice ('%s')", permit[i], got);
         used[permit[i]] = 1;
         free(got);
     }
-    got = KT_CMD(s[3], "TRYLOCK sem limit=3 ttl=20000");
-    KT_IS(got, "BUSY", "sem");
-    ck_assert_msg(KT_INT(got, "ttl") > 0, "BUSY without the holders' ttl: '%s'", got);
+    got = EXPECT_CMD(s[3], "TRYLOCK sem limit=3 ttl=20000");
+    EXPECT_IS(got, "BUSY", "sem");
+    ck_assert_msg(EXPECT_INT(got, "ttl") > 0, "BUSY without the holders' ttl: '%s'", got);
     free(got);
 
-    got = KT_CMD(s[3], "STATUS sem");
-    KT_IS(got, "HELD", "sem");
-    KT_FIELD(got, "owner", "other");
-    KT_FIELD(got, "kind", "counted");
-    KT_FIELD(got, "holders", "3");
-    KT_FIELD(got, "limit", "3");
-    KT_NO_FIELD(got, "permit");
+    got = EXPECT_CMD(s[3], "STATUS sem");
+    EXPECT_IS(got, "HELD", "sem");
+    EXPECT_FIELD(got, "owner", "other");
+    EXPECT_FIELD(got, "kind", "counted");
+    EXPECT_FIELD(got, "holders", "3");
+    EXPECT_FIELD(got, "limit", "3");
+    EXPECT_NO_FIELD(got, "permit");
     free(got);
-    got = KT_CMD(s[1], "STATUS sem");
-    KT_IS(got, "HELD", "sem");
-    KT_FIELD(got, "owner", "self");
-    KT_FIELD(got, "holders", "3");
-    ck_assert_msg(KT_INT(got, "permit") == permit[1], "STATUS of the holder of permit %d: '%s'",
+    got = EXPECT_CMD(s[1], "STATUS sem");
+    EXPECT_IS(got, "HELD", "sem");
+    EXPECT_FIELD(got, "owner", "self");
+    EXPECT_FIELD(got, "holders", "3");
+    ck_assert_msg(EXPECT_INT(got, "permit") == permit[1], "STATUS of the holder of permit %d: '%s'",
                   permit[1], got);
     free(got);
 
@@ -449,12 +394,12 @@ START_TEST(counted_admits_limit)
     ck_assert_int_eq(h_send(s[3], "LOCK sem limit=3 ttl=20000 wait=15000"), 0);
     kt_wait_stat(0, "waiters", 1);
     ck_assert_msg(h_quiet(s[3], QUIET_MS), "a fourth holder of limit=3 was let in");
-    got = KT_CMD(s[0], "UNLOCK sem");
+    got = EXPECT_CMD(s[0], "UNLOCK sem");
     ck_assert_str_eq(got, "OK sem holds=0");
     free(got);
-    got = KT_READ(s[3], PROMPT_MS, "the waiting LOCK after an UNLOCK");
-    KT_IS(got, "OK", "sem");
-    KT_FIELD(got, "holds", "1");
+    got = EXPECT_READ(s[3], PROMPT_MS, "the waiting LOCK after an UNLOCK");
+    EXPECT_IS(got, "OK", "sem");
+    EXPECT_FIELD(got, "holds", "1");
     ck_assert_msg(KT_PERMIT(got, 3) == permit[0], "the waiter got '%s', not the freed permit %d",
                   got, permit[0]);
     permit[3] = permit[0];
@@ -517,21 +462,21 @@ START_TEST(counted_two_daemons)
     pb = KT_PERMIT(got, 2);
     free(got);
     ck_assert_msg(pa != pb, "both daemons' holders have permit %d", pa);
-    got = KT_CMD(a2, "TRYLOCK c2 limit=2");
-    KT_IS(got, "BUSY", "c2");
-    ck_assert(KT_INT(got, "ttl") > 0);
+    got = EXPECT_CMD(a2, "TRYLOCK c2 limit=2");
+    EXPECT_IS(got, "BUSY", "c2");
+    ck_assert(EXPECT_INT(got, "ttl") > 0);
     free(got);
-    got = KT_CMD(b2, "TRYLOCK c2 limit=2");
-    KT_IS(got, "BUSY", "c2");
-    ck_assert(KT_INT(got, "ttl") > 0);
+    got = EXPECT_CMD(b2, "TRYLOCK c2 limit=2");
+    EXPECT_IS(got, "BUSY", "c2");
+    ck_assert(EXPECT_INT(got, "ttl") > 0);
     free(got);
-    got = KT_CMD(a2, "STATUS c2");
-    KT_IS(got, "HELD", "c2");
-    KT_FIELD(got, "holders", "2");
-    KT_FIELD(got, "limit", "2");
+    got = EXPECT_CMD(a2, "STATUS c2");
+    EXPECT_IS(got, "HELD", "c2");
+    EXPECT_FIELD(got, "holders", "2");
+    EXPECT_FIELD(got, "limit", "2");
     free(got);
-    got = KT_CMD(b2, "STATUS c2");
-    KT_FIELD(got, "holders", "2");
+    got = EXPECT_CMD(b2, "STATUS c2");
+    EXPECT_FIELD(got, "holders", "2");
     free(got);
 
     /* B's waiter gets the permit A releases, long before any ttl. */
@@ -540,23 +485,23 @@ START_TEST(counted_two_daemons)
     ck_assert_msg(h_quiet(b2, QUIET_MS), "a third holder of limit=2 was let in");
     t0 = h_now_ms();
     EXPECT_REPLY(a1, "UNLOCK c2", "OK c2 holds=0");
-    got = KT_READ(b2, PROMPT_MS, "B's waiter after A's UNLOCK");
-    KT_IS(got, "OK", "c2");
+    got = EXPECT_READ(b2, PROMPT_MS, "B's waiter after A's UNLOCK");
+    EXPECT_IS(got, "OK", "c2");
     ck_assert_msg(KT_PERMIT(got, 2) == pa, "B's waiter got '%s', A released permit %d", got, pa);
     free(got);
     ck_assert_msg(h_now_ms() - t0 < PROMPT_MS, "took %lld ms", (long long)(h_now_ms() - t0));
 
     /* Both holders on B now; A's TRYLOCK is BUSY; A's waiter gets a closed session's permit. */
-    got = KT_CMD(a2, "TRYLOCK c2 limit=2");
-    KT_IS(got, "BUSY", "c2");
+    got = EXPECT_CMD(a2, "TRYLOCK c2 limit=2");
+    EXPECT_IS(got, "BUSY", "c2");
     free(got);
     ck_assert_int_eq(h_send(a2, "LOCK c2 limit=2 ttl=20000 wait=15000"), 0);
     kt_wait_stat(0, "waiters", 1);
     ck_assert_msg(h_quiet(a2, QUIET_MS), "a third holder of limit=2 was let in");
     t0 = h_now_ms();
     close(b1);
-    got = KT_READ(a2, PROMPT_MS, "A's waiter after B's holder closed");
-    KT_IS(got, "OK", "c2");
+    got = EXPECT_READ(a2, PROMPT_MS, "A's waiter after B's holder closed");
+    EXPECT_IS(got, "OK", "c2");
     ck_assert_msg(KT_PERMIT(got, 2) == pb, "A's waiter got '%s', B's closed holder had %d", got,
                   pb);
     free(got);
@@ -602,8 +547,8 @@ START_TEST(kind_errors_local)
     EXPECT_REPLY(o, "UNLOCK k", "OK k holds=0");
     /* Re-entry: the same kind counts up, another is the session's own conflict. */
     got = KT_GRANT(h, "LOCK k limit=3", "k");
-    KT_FIELD(got, "holds", "2");
-    KT_FIELD(got, "kind", "counted");
+    EXPECT_FIELD(got, "holds", "2");
+    EXPECT_FIELD(got, "kind", "counted");
     free(got);
     EXPECT_REPLY(h, "LOCK k", "ERR PROTO this session holds k as a counted lock; a re-entrant "
                  "LOCK must ask for the same kind (UNLOCK it first)");
@@ -615,40 +560,40 @@ START_TEST(kind_errors_local)
 
     /* Held exclusive. */
     got = KT_GRANT(h, "LOCK k", "k");
-    KT_NO_FIELD(got, "kind");
+    EXPECT_NO_FIELD(got, "kind");
     free(got);
     EXPECT_REPLY(o, "LOCK k limit=3", "ERR KIND k is held exclusive");
     EXPECT_REPLY(o, "TRYLOCK k limit=1", "ERR KIND k is held exclusive");
-    got = KT_CMD(o, "TRYLOCK k shared");     /* the same family: busy, not a kind error */
-    KT_IS(got, "BUSY", "k");
+    got = EXPECT_CMD(o, "TRYLOCK k shared");     /* the same family: busy, not a kind error */
+    EXPECT_IS(got, "BUSY", "k");
     free(got);
-    got = KT_CMD(h, "LOCK k shared");
+    got = EXPECT_CMD(h, "LOCK k shared");
     ck_assert_msg(strncmp(got, "ERR PROTO this session holds k as a", 35) == 0
                   && strstr(got, "exclusive lock; a re-entrant LOCK must ask for the same kind")
                   != NULL, "re-entry of an exclusive hold as shared: '%s'", got);
     free(got);
     got = KT_GRANT(h, "LOCK k", "k");
-    KT_FIELD(got, "holds", "2");
+    EXPECT_FIELD(got, "holds", "2");
     free(got);
     EXPECT_REPLY(h, "UNLOCK k", "OK k holds=1");
     EXPECT_REPLY(h, "UNLOCK k", "OK k holds=0");
 
     /* Held shared. */
     got = KT_GRANT(h, "LOCK k shared", "k");
-    KT_FIELD(got, "kind", "shared");
+    EXPECT_FIELD(got, "kind", "shared");
     free(got);
     EXPECT_REPLY(o, "LOCK k limit=3", "ERR KIND k is held shared");
     EXPECT_REPLY(o, "TRYLOCK k limit=1 mode=lease ttl=20000", "ERR KIND k is held shared");
-    got = KT_CMD(o, "TRYLOCK k");
-    KT_IS(got, "BUSY", "k");
+    got = EXPECT_CMD(o, "TRYLOCK k");
+    EXPECT_IS(got, "BUSY", "k");
     free(got);
     EXPECT_REPLY(h, "LOCK k", "ERR PROTO this session holds k as a shared lock; a re-entrant "
                  "LOCK must ask for the same kind (UNLOCK it first)");
     EXPECT_REPLY(h, "LOCK k limit=2", "ERR PROTO this session holds k as a shared lock; a "
                  "re-entrant LOCK must ask for the same kind (UNLOCK it first)");
     got = KT_GRANT(h, "LOCK k shared", "k");
-    KT_FIELD(got, "holds", "2");
-    KT_FIELD(got, "kind", "shared");
+    EXPECT_FIELD(got, "holds", "2");
+    EXPECT_FIELD(got, "kind", "shared");
     free(got);
     EXPECT_REPLY(h, "UNLOCK k", "OK k holds=1");
     EXPECT_REPLY(h, "UNLOCK k", "OK k holds=0");
@@ -796,8 +741,8 @@ START_TEST(kind_errors_masters)
     EXPECT_REPLY(a2, "LOCK w shared", "ERR KIND w is waited for with limit=1");
     EXPECT_REPLY(a2, "TRYLOCK w limit=2", "ERR KIND w is waited for with limit=1");
     EXPECT_REPLY(b, "UNLOCK w", "OK w holds=0");
-    got = KT_READ(a, PROMPT_MS, "A's waiter on w");
-    KT_IS(got, "OK", "w");
+    got = EXPECT_READ(a, PROMPT_MS, "A's waiter on w");
+    EXPECT_IS(got, "OK", "w");
     KT_PERMIT(got, 1);
     free(got);
     EXPECT_REPLY(a, "UNLOCK w", "OK w holds=0");
@@ -808,12 +753,12 @@ START_TEST(kind_errors_masters)
     ck_assert_int_eq(h_send(a, "LOCK x wait=15000"), 0);
     kt_wait_stat(0, "waiters", 1);
     EXPECT_REPLY(a2, "LOCK x limit=2", "ERR KIND x is waited for without a limit");
-    got = KT_CMD(a2, "TRYLOCK x shared");      /* the same family: busy */
-    KT_IS(got, "BUSY", "x");
+    got = EXPECT_CMD(a2, "TRYLOCK x shared");      /* the same family: busy */
+    EXPECT_IS(got, "BUSY", "x");
     free(got);
     EXPECT_REPLY(b2, "UNLOCK x", "OK x holds=0");
-    got = KT_READ(a, PROMPT_MS, "A's waiter on x");
-    KT_IS(got, "OK", "x");
+    got = EXPECT_READ(a, PROMPT_MS, "A's waiter on x");
+    EXPECT_IS(got, "OK", "x");
     free(got);
     EXPECT_REPLY(a, "UNLOCK x", "OK x holds=0");
     KT_KEYS_GONE("w");
@@ -843,7 +788,7 @@ START_TEST(reentry_other_limit)
     got = KT_GRANT(h, "LOCK r limit=2", "r");
     free(got);
     EXPECT_REPLY(o, "LOCK r limit=3", "ERR KIND r is held with limit=2");
-    got = KT_CMD(h, "LOCK r limit=3");
+    got = EXPECT_CMD(h, "LOCK r limit=3");
     ck_assert_msg(strncmp(got, "ERR PROTO ", 10) == 0 || strncmp(got, "ERR KIND ", 9) == 0,
                   "re-entry of a limit=2 hold with limit=3 answered '%s', expected a refusal",
                   got);
@@ -871,48 +816,48 @@ START_TEST(shared_together)
     r2 = expect_connect(0);
     w = expect_connect(0);
     got = KT_GRANT(r1, "LOCK rw shared ttl=20000", "rw");
-    KT_FIELD(got, "kind", "shared");
-    KT_FIELD(got, "holds", "1");
+    EXPECT_FIELD(got, "kind", "shared");
+    EXPECT_FIELD(got, "holds", "1");
     free(got);
     got = KT_GRANT(r2, "TRYLOCK rw shared ttl=20000", "rw");
-    KT_FIELD(got, "kind", "shared");
+    EXPECT_FIELD(got, "kind", "shared");
     free(got);
-    got = KT_CMD(w, "STATUS rw");
-    KT_IS(got, "HELD", "rw");
-    KT_FIELD(got, "owner", "other");
-    KT_FIELD(got, "kind", "shared");
-    KT_FIELD(got, "holders", "2");
-    KT_NO_FIELD(got, "limit");
+    got = EXPECT_CMD(w, "STATUS rw");
+    EXPECT_IS(got, "HELD", "rw");
+    EXPECT_FIELD(got, "owner", "other");
+    EXPECT_FIELD(got, "kind", "shared");
+    EXPECT_FIELD(got, "holders", "2");
+    EXPECT_NO_FIELD(got, "limit");
     free(got);
-    got = KT_CMD(r1, "STATUS rw");
-    KT_FIELD(got, "owner", "self");
-    KT_FIELD(got, "mode", "session");
+    got = EXPECT_CMD(r1, "STATUS rw");
+    EXPECT_FIELD(got, "owner", "self");
+    EXPECT_FIELD(got, "mode", "session");
     free(got);
-    got = KT_CMD(w, "TRYLOCK rw");
-    KT_IS(got, "BUSY", "rw");
-    ck_assert_msg(KT_INT(got, "ttl") > 0, "'%s'", got);
+    got = EXPECT_CMD(w, "TRYLOCK rw");
+    EXPECT_IS(got, "BUSY", "rw");
+    ck_assert_msg(EXPECT_INT(got, "ttl") > 0, "'%s'", got);
     free(got);
-    got = KT_CMD(w, "LOCK rw wait=0");      /* one attempt, no gate */
+    got = EXPECT_CMD(w, "LOCK rw wait=0");      /* one attempt, no gate */
     ck_assert_str_eq(got, "TIMEOUT rw");
     free(got);
     kt_key(gate, sizeof(gate), "rw", " gate");
     ck_assert_msg(kt_masters_with(gate) == 0, "a TRYLOCK closed the gate");
     EXPECT_REPLY(r1, "UNLOCK rw", "OK rw holds=0");
     KT_WAIT_STATUS(w, "rw", "holders=1", PROMPT_MS);
-    got = KT_CMD(w, "TRYLOCK rw");
-    KT_IS(got, "BUSY", "rw");
+    got = EXPECT_CMD(w, "TRYLOCK rw");
+    EXPECT_IS(got, "BUSY", "rw");
     free(got);
     EXPECT_REPLY(r2, "UNLOCK rw", "OK rw holds=0");
     got = KT_GRANT(w, "TRYLOCK rw", "rw");
-    KT_NO_FIELD(got, "kind");
+    EXPECT_NO_FIELD(got, "kind");
     free(got);
-    got = KT_CMD(w, "STATUS rw");
-    KT_FIELD(got, "kind", "exclusive");
-    KT_FIELD(got, "holders", "1");
+    got = EXPECT_CMD(w, "STATUS rw");
+    EXPECT_FIELD(got, "kind", "exclusive");
+    EXPECT_FIELD(got, "holders", "1");
     free(got);
-    got = KT_CMD(r1, "TRYLOCK rw shared");
-    KT_IS(got, "BUSY", "rw");
-    ck_assert(KT_INT(got, "ttl") > 0);
+    got = EXPECT_CMD(r1, "TRYLOCK rw shared");
+    EXPECT_IS(got, "BUSY", "rw");
+    ck_assert(EXPECT_INT(got, "ttl") > 0);
     free(got);
     EXPECT_REPLY(w, "UNLOCK rw", "OK rw holds=0");
     KT_KEYS_GONE("rw");
@@ -947,15 +892,15 @@ START_TEST(shared_fifo_one_daemon)
                   "ahead of it");
     ck_assert_msg(h_quiet(w, 0), "the exclusive LOCK was answered while shared was held");
     EXPECT_REPLY(r1, "UNLOCK rw", "OK rw holds=0");
-    got = KT_READ(w, PROMPT_MS, "the exclusive waiter after the reader left");
-    KT_IS(got, "OK", "rw");
-    KT_NO_FIELD(got, "kind");
+    got = EXPECT_READ(w, PROMPT_MS, "the exclusive waiter after the reader left");
+    EXPECT_IS(got, "OK", "rw");
+    EXPECT_NO_FIELD(got, "kind");
     free(got);
     ck_assert_msg(h_quiet(r2, QUIET_MS), "the shared LOCK was granted while exclusive was held");
     EXPECT_REPLY(w, "UNLOCK rw", "OK rw holds=0");
-    got = KT_READ(r2, PROMPT_MS, "the shared waiter after the writer left");
-    KT_IS(got, "OK", "rw");
-    KT_FIELD(got, "kind", "shared");
+    got = EXPECT_READ(r2, PROMPT_MS, "the shared waiter after the writer left");
+    EXPECT_IS(got, "OK", "rw");
+    EXPECT_FIELD(got, "kind", "shared");
     free(got);
     EXPECT_REPLY(r2, "UNLOCK rw", "OK rw holds=0");
     KT_KEYS_GONE("rw");
@@ -990,14 +935,14 @@ START_TEST(queue_order)
     ck_assert_int_eq(h_send(w2, "LOCK q limit=1 ttl=20000 wait=15000"), 0);
     kt_wait_stat(0, "waiters", 2);
     EXPECT_REPLY(h, "UNLOCK q", "OK q holds=0");
-    got = KT_READ(w1, PROMPT_MS, "the first counted waiter");
-    KT_IS(got, "OK", "q");
+    got = EXPECT_READ(w1, PROMPT_MS, "the first counted waiter");
+    EXPECT_IS(got, "OK", "q");
     ck_assert_int_eq(KT_PERMIT(got, 1), 0);
     free(got);
     ck_assert_msg(h_quiet(w2, QUIET_MS), "the second waiter got in with the first (limit=1)");
     EXPECT_REPLY(w1, "UNLOCK q", "OK q holds=0");
-    got = KT_READ(w2, PROMPT_MS, "the second counted waiter");
-    KT_IS(got, "OK", "q");
+    got = EXPECT_READ(w2, PROMPT_MS, "the second counted waiter");
+    EXPECT_IS(got, "OK", "q");
     free(got);
     EXPECT_REPLY(w2, "UNLOCK q", "OK q holds=0");
     KT_KEYS_GONE("q");
@@ -1009,16 +954,16 @@ START_TEST(queue_order)
     ck_assert_int_eq(h_send(r2, "LOCK qs shared ttl=20000 wait=15000"), 0);
     kt_wait_stat(0, "waiters", 2);
     EXPECT_REPLY(h, "UNLOCK qs", "OK qs holds=0");
-    got = KT_READ(r1, PROMPT_MS, "the first shared waiter");
-    KT_IS(got, "OK", "qs");
-    KT_FIELD(got, "kind", "shared");
+    got = EXPECT_READ(r1, PROMPT_MS, "the first shared waiter");
+    EXPECT_IS(got, "OK", "qs");
+    EXPECT_FIELD(got, "kind", "shared");
     free(got);
-    got = KT_READ(r2, PROMPT_MS, "the second shared waiter");
-    KT_IS(got, "OK", "qs");
-    KT_FIELD(got, "kind", "shared");
+    got = EXPECT_READ(r2, PROMPT_MS, "the second shared waiter");
+    EXPECT_IS(got, "OK", "qs");
+    EXPECT_FIELD(got, "kind", "shared");
     free(got);
-    got = KT_CMD(h, "STATUS qs");
-    KT_FIELD(got, "holders", "2");
+    got = EXPECT_CMD(h, "STATUS qs");
+    EXPECT_FIELD(got, "holders", "2");
     free(got);
     EXPECT_REPLY(r1, "UNLOCK qs", "OK qs holds=0");
     EXPECT_REPLY(r2, "UNLOCK qs", "OK qs holds=0");
@@ -1059,39 +1004,39 @@ START_TEST(shared_gate_two_daemons)
     ck_assert_int_eq(h_send(w, "LOCK g ttl=20000 wait=15000"), 0);
     KT_WAIT_KEY(gate, NMASTERS);
     ck_assert_msg(h_quiet(w, 0), "the writer was answered while a reader held g");
-    got = KT_CMD(r2, "TRYLOCK g shared");
-    KT_IS(got, "BUSY", "g");
-    ck_assert_msg(KT_INT(got, "ttl") > 0, "'%s'", got);
+    got = EXPECT_CMD(r2, "TRYLOCK g shared");
+    EXPECT_IS(got, "BUSY", "g");
+    ck_assert_msg(EXPECT_INT(got, "ttl") > 0, "'%s'", got);
     free(got);
     ck_assert_int_eq(h_send(r3, "LOCK g shared ttl=20000 wait=15000"), 0);
     kt_wait_stat(0, "waiters", 1);
     ck_assert_msg(h_quiet(r3, QUIET_MS), "a new reader got in while a writer waited");
     EXPECT_REPLY(r1, "UNLOCK g", "OK g holds=0");
-    got = KT_READ(w, PROMPT_MS, "the writer on B after A's reader left");
-    KT_IS(got, "OK", "g");
+    got = EXPECT_READ(w, PROMPT_MS, "the writer on B after A's reader left");
+    EXPECT_IS(got, "OK", "g");
     free(got);
     KT_WAIT_KEY(gate, 0);
     ck_assert_msg(h_quiet(r3, QUIET_MS), "a reader got in while the writer held g");
     EXPECT_REPLY(w, "UNLOCK g", "OK g holds=0");
-    got = KT_READ(r3, PROMPT_MS, "A's waiting reader after B's writer left");
-    KT_IS(got, "OK", "g");
-    KT_FIELD(got, "kind", "shared");
+    got = EXPECT_READ(r3, PROMPT_MS, "A's waiting reader after B's writer left");
+    EXPECT_IS(got, "OK", "g");
+    EXPECT_FIELD(got, "kind", "shared");
     free(got);
 
     /* A writer that gives up takes its gate along. */
     ck_assert_int_eq(h_send(w, "LOCK g ttl=20000 wait=1500"), 0);
     KT_WAIT_KEY(gate, NMASTERS);
-    got = KT_CMD(r2, "TRYLOCK g shared");
-    KT_IS(got, "BUSY", "g");
+    got = EXPECT_CMD(r2, "TRYLOCK g shared");
+    EXPECT_IS(got, "BUSY", "g");
     free(got);
-    got = KT_READ(w, 1500 + PROMPT_MS, "the writer's wait running out");
+    got = EXPECT_READ(w, 1500 + PROMPT_MS, "the writer's wait running out");
     ck_assert_str_eq(got, "TIMEOUT g");
     free(got);
     KT_WAIT_KEY(gate, 0);
     got = KT_GRANT(r2, "TRYLOCK g shared", "g");
     free(got);
-    got = KT_CMD(r2, "STATUS g");
-    KT_FIELD(got, "holders", "2");
+    got = EXPECT_CMD(r2, "STATUS g");
+    EXPECT_FIELD(got, "holders", "2");
     free(got);
     EXPECT_REPLY(r2, "UNLOCK g", "OK g holds=0");
     EXPECT_REPLY(r3, "UNLOCK g", "OK g holds=0");
@@ -1121,8 +1066,8 @@ START_TEST(shared_gate_writer_leaves)
     free(got);
     ck_assert_int_eq(h_send(w, "LOCK gl ttl=20000"), 0);
     KT_WAIT_KEY(gate, NMASTERS);
-    got = KT_CMD(r2, "TRYLOCK gl shared");
-    KT_IS(got, "BUSY", "gl");
+    got = EXPECT_CMD(r2, "TRYLOCK gl shared");
+    EXPECT_IS(got, "BUSY", "gl");
     free(got);
     close(w);
     KT_WAIT_KEY(gate, 0);
@@ -1157,23 +1102,23 @@ START_TEST(shared_local_writer_not_overtaken)
     free(got);
     ck_assert_int_eq(h_send(w, "LOCK lw ttl=20000"), 0);
     KT_WAIT_KEY(gate, NMASTERS);
-    got = KT_CMD(r2, "TRYLOCK lw shared");
-    KT_IS(got, "BUSY", "lw");
-    ck_assert_msg(KT_INT(got, "ttl") == 20000, "'%s': ttl is not the writer's", got);
+    got = EXPECT_CMD(r2, "TRYLOCK lw shared");
+    EXPECT_IS(got, "BUSY", "lw");
+    ck_assert_msg(EXPECT_INT(got, "ttl") == 20000, "'%s': ttl is not the writer's", got);
     free(got);
-    got = KT_CMD(r2, "LOCK lw shared wait=0");
-    KT_IS(got, "TIMEOUT", "lw");
+    got = EXPECT_CMD(r2, "LOCK lw shared wait=0");
+    EXPECT_IS(got, "TIMEOUT", "lw");
     free(got);
     ck_assert_int_eq(h_send(r2, "LOCK lw shared"), 0);
     ck_assert(h_quiet(r2, 300));
     EXPECT_REPLY(r1, "UNLOCK lw", "OK lw holds=0");
-    got = KT_READ(w, CMD_MS, "the writer's grant");
-    KT_IS(got, "OK", "lw");
+    got = EXPECT_READ(w, CMD_MS, "the writer's grant");
+    EXPECT_IS(got, "OK", "lw");
     free(got);
     ck_assert(h_quiet(r2, 300));
     EXPECT_REPLY(w, "UNLOCK lw", "OK lw holds=0");
-    got = KT_READ(r2, CMD_MS, "the second reader's grant");
-    KT_IS(got, "OK", "lw");
+    got = EXPECT_READ(r2, CMD_MS, "the second reader's grant");
+    EXPECT_IS(got, "OK", "lw");
     free(got);
     EXPECT_REPLY(r2, "UNLOCK lw", "OK lw holds=0");
     KT_KEYS_GONE("lw");
@@ -1211,11 +1156,11 @@ START_TEST(kind_minority_only_refuses)
     got = KT_GRANT(a, "LOCK mk ttl=20000", "mk");
     free(got);
     ck_assert_int_eq(h_signal_master(0, SIGSTOP), 0);
-    got = KT_CMD(b, "TRYLOCK mk");
-    KT_IS(got, "BUSY", "mk");
+    got = EXPECT_CMD(b, "TRYLOCK mk");
+    EXPECT_IS(got, "BUSY", "mk");
     free(got);
-    got = KT_CMD(b, "LOCK mk wait=500");
-    KT_IS(got, "TIMEOUT", "mk");
+    got = EXPECT_CMD(b, "LOCK mk wait=500");
+    EXPECT_IS(got, "TIMEOUT", "mk");
     free(got);
     ck_assert_int_eq(h_signal_master(0, SIGCONT), 0);
     EXPECT_REPLY(a, "UNLOCK mk", "OK mk holds=0");
@@ -1248,8 +1193,8 @@ START_TEST(kind_garbage_limit_key)
         ck_assert_int_eq(h_master_cmd(i, NULL, "HSET %s limit 1000000000", limit), 0);
     }
     EXPECT_REPLY(a, "TRYLOCK gk shared", "ERR KIND gk is held with limit=1000000000");
-    got = KT_CMD(a, "STATUS gk");
-    KT_IS(got, "FREE", "gk");
+    got = EXPECT_CMD(a, "STATUS gk");
+    EXPECT_IS(got, "FREE", "gk");
     free(got);
     close(a);
 }
@@ -1266,49 +1211,50 @@ kt_lease_round(int fd, int other, const char *name, const char *opts)
     snprintf(line, sizeof(line), "LOCK %s %s mode=lease ttl=5000", name, opts);
     got = KT_GRANT(fd, line, name);
     kt_token(got, tok);
-    KT_NO_FIELD(got, "holds");
-    ck_assert_msg(KT_INT(got, "validity") > 0 && KT_INT(got, "validity") <= 5000, "'%s'", got);
+    EXPECT_NO_FIELD(got, "holds");
+    ck_assert_msg(EXPECT_INT(got, "validity") > 0 && EXPECT_INT(got, "validity") <= 5000,
+                  "'%s'", got);
     free(got);
     /* STATUS by token from another connection: owner=self mode=lease. */
     snprintf(line, sizeof(line), "STATUS %s token=%s", name, tok);
-    got = KT_CMD(other, line);
-    KT_IS(got, "HELD", name);
-    KT_FIELD(got, "owner", "self");
-    KT_FIELD(got, "mode", "lease");
-    KT_FIELD(got, "holders", "1");
-    ck_assert_msg(KT_INT(got, "ttl") <= 5000, "'%s'", got);
+    got = EXPECT_CMD(other, line);
+    EXPECT_IS(got, "HELD", name);
+    EXPECT_FIELD(got, "owner", "self");
+    EXPECT_FIELD(got, "mode", "lease");
+    EXPECT_FIELD(got, "holders", "1");
+    ck_assert_msg(EXPECT_INT(got, "ttl") <= 5000, "'%s'", got);
     free(got);
     /* Without the token: someone else's. */
     snprintf(line, sizeof(line), "STATUS %s", name);
-    got = KT_CMD(other, line);
-    KT_FIELD(got, "owner", "other");
+    got = EXPECT_CMD(other, line);
+    EXPECT_FIELD(got, "owner", "other");
     free(got);
     /* EXTEND by token, from another connection: the ttl grows past the first. */
     snprintf(line, sizeof(line), "EXTEND %s token=%s ttl=20000", name, tok);
-    got = KT_CMD(other, line);
-    KT_IS(got, "OK", name);
-    ck_assert_msg(KT_INT(got, "validity") > 5000, "EXTEND to 20000 ms answered '%s'", got);
+    got = EXPECT_CMD(other, line);
+    EXPECT_IS(got, "OK", name);
+    ck_assert_msg(EXPECT_INT(got, "validity") > 5000, "EXTEND to 20000 ms answered '%s'", got);
     free(got);
     snprintf(line, sizeof(line), "STATUS %s token=%s", name, tok);
-    got = KT_CMD(other, line);
-    ck_assert_msg(KT_INT(got, "ttl") > 5000, "after EXTEND: '%s'", got);
+    got = EXPECT_CMD(other, line);
+    ck_assert_msg(EXPECT_INT(got, "ttl") > 5000, "after EXTEND: '%s'", got);
     free(got);
     /* UNLOCK by token; then the token holds nothing. */
     snprintf(line, sizeof(line), "UNLOCK %s token=%s", name, tok);
-    got = KT_CMD(other, line);
-    KT_IS(got, "OK", name);
+    got = EXPECT_CMD(other, line);
+    EXPECT_IS(got, "OK", name);
     free(got);
     snprintf(line, sizeof(line), "EXTEND %s token=%s ttl=20000", name, tok);
-    got = KT_CMD(fd, line);
-    KT_IS(got, "NOTHELD", name);
+    got = EXPECT_CMD(fd, line);
+    EXPECT_IS(got, "NOTHELD", name);
     free(got);
     snprintf(line, sizeof(line), "UNLOCK %s token=%s", name, tok);
-    got = KT_CMD(fd, line);
-    KT_IS(got, "NOTHELD", name);
+    got = EXPECT_CMD(fd, line);
+    EXPECT_IS(got, "NOTHELD", name);
     free(got);
     snprintf(line, sizeof(line), "STATUS %s token=%s", name, tok);
-    got = KT_CMD(fd, line);
-    KT_IS(got, "FREE", name);
+    got = EXPECT_CMD(fd, line);
+    EXPECT_IS(got, "FREE", name);
     free(got);
     KT_KEYS_GONE(name);
 }
@@ -1340,17 +1286,17 @@ START_TEST(lease_token_ops)
     p2 = KT_PERMIT(got, 2);
     free(got);
     ck_assert_int_ne(p1, p2);
-    got = KT_CMD(b, "TRYLOCK lc limit=2 mode=lease ttl=20000");
-    KT_IS(got, "BUSY", "lc");
+    got = EXPECT_CMD(b, "TRYLOCK lc limit=2 mode=lease ttl=20000");
+    EXPECT_IS(got, "BUSY", "lc");
     free(got);
     snprintf(line, sizeof(line), "UNLOCK lc token=%s", tok);
     EXPECT_REPLY(b, line, "OK lc");
     got = KT_GRANT(b, "TRYLOCK lc limit=2 mode=lease ttl=20000", "lc");
     ck_assert_msg(KT_PERMIT(got, 2) == p1, "'%s': expected the released permit %d", got, p1);
     free(got);
-    got = KT_CMD(a, "STATUS lc");
-    KT_FIELD(got, "holders", "2");
-    KT_FIELD(got, "limit", "2");
+    got = EXPECT_CMD(a, "STATUS lc");
+    EXPECT_FIELD(got, "holders", "2");
+    EXPECT_FIELD(got, "limit", "2");
     free(got);
     close(a);
     close(b);
@@ -1376,16 +1322,16 @@ START_TEST(fences)
     b = expect_connect(0);
     got = KT_GRANT(a, "LOCK f limit=1 fence", "f");
     KT_PERMIT(got, 1);
-    f1 = KT_INT(got, "fence");
+    f1 = EXPECT_INT(got, "fence");
     free(got);
     got = KT_GRANT(a, "LOCK f limit=1 fence", "f");     /* re-entry: the same fence */
-    ck_assert_int_eq(KT_INT(got, "fence"), f1);
-    KT_FIELD(got, "holds", "2");
+    ck_assert_int_eq(EXPECT_INT(got, "fence"), f1);
+    EXPECT_FIELD(got, "holds", "2");
     free(got);
     EXPECT_REPLY(a, "UNLOCK f", "OK f holds=1");
     EXPECT_REPLY(a, "UNLOCK f", "OK f holds=0");
     got = KT_GRANT(b, "LOCK f limit=1 fence mode=lease ttl=20000", "f");
-    f2 = KT_INT(got, "fence");
+    f2 = EXPECT_INT(got, "fence");
     free(got);
     ck_assert_msg(f2 > f1, "second grant of permit 0: fence %lld after %lld", f2, f1);
     kt_key(key, sizeof(key), "f", " permit 0 fence");
@@ -1397,17 +1343,17 @@ START_TEST(fences)
                   "expected all", key, value, kv.seen);
 
     got = KT_GRANT(a, "LOCK fs shared fence", "fs");
-    f3 = KT_INT(got, "fence");
-    KT_FIELD(got, "kind", "shared");
+    f3 = EXPECT_INT(got, "fence");
+    EXPECT_FIELD(got, "kind", "shared");
     free(got);
     EXPECT_REPLY(a, "UNLOCK fs", "OK fs holds=0");
     got = KT_GRANT(a, "LOCK fs fence", "fs");
-    f4 = KT_INT(got, "fence");
+    f4 = EXPECT_INT(got, "fence");
     free(got);
     ck_assert_msg(f4 > f3, "exclusive after shared: fence %lld after %lld", f4, f3);
     EXPECT_REPLY(a, "UNLOCK fs", "OK fs holds=0");
     got = KT_GRANT(b, "LOCK fs shared fence", "fs");
-    ck_assert_msg(KT_INT(got, "fence") > f4, "shared after exclusive: '%s' after fence %lld",
+    ck_assert_msg(EXPECT_INT(got, "fence") > f4, "shared after exclusive: '%s' after fence %lld",
                   got, f4);
     free(got);
     kt_key(key, sizeof(key), "fs", " fence");
@@ -1435,15 +1381,15 @@ kt_unlock_gone_at(int fd, const char *name, int at)
 
     snprintf(line, sizeof(line), "UNLOCK %s", name);
     ck_assert_int_eq(h_send(fd, line), 0);
-    got = kt_read_at(fd, CMD_MS, "UNLOCK of a vanished hold, first line", at);
+    got = expect_read_at(fd, CMD_MS, "UNLOCK of a vanished hold, first line", at);
     snprintf(want, sizeof(want), "! LOST %s reason=gone", name);
     ck_assert_msg(strcmp(got, want) == 0, "line %d: got '%s', expected '%s'", at, got, want);
     free(got);
-    got = kt_read_at(fd, CMD_MS, "UNLOCK of a vanished hold, second line", at);
+    got = expect_read_at(fd, CMD_MS, "UNLOCK of a vanished hold, second line", at);
     snprintf(want, sizeof(want), "NOTHELD %s", name);
     ck_assert_msg(strcmp(got, want) == 0, "line %d: got '%s', expected '%s'", at, got, want);
     free(got);
-    got = kt_cmd_at(fd, line, at);
+    got = expect_cmd_at(fd, line, CMD_MS, at);
     ck_assert_msg(strcmp(got, want) == 0, "line %d: a second UNLOCK got '%s', expected '%s'",
                   at, got, want);
     free(got);
@@ -1475,10 +1421,10 @@ START_TEST(permit_gone_lost)
         ck_assert_int_eq(h_master_cmd(i, NULL, "DEL %s", key), 0);
     }
     KT_UNLOCK_GONE(a, "pg");
-    got = KT_CMD(b, "STATUS pg");
-    KT_IS(got, "HELD", "pg");
-    KT_FIELD(got, "owner", "self");
-    KT_FIELD(got, "holders", "1");
+    got = EXPECT_CMD(b, "STATUS pg");
+    EXPECT_IS(got, "HELD", "pg");
+    EXPECT_FIELD(got, "owner", "self");
+    EXPECT_FIELD(got, "holders", "1");
     free(got);
     EXPECT_REPLY(b, "UNLOCK pg", "OK pg holds=0");
     KT_KEYS_GONE("pg");
@@ -1558,7 +1504,7 @@ START_TEST(shared_gone_lost)
     w = expect_connect(0);
     kt_key(key, sizeof(key), "sg", " shared");
     got = KT_GRANT(a, "LOCK sg shared ttl=20000", "sg");
-    KT_FIELD(got, "kind", "shared");
+    EXPECT_FIELD(got, "kind", "shared");
     free(got);
     kt_member_besides(key, NULL, tok_a);
     got = KT_GRANT(b, "LOCK sg shared ttl=20000", "sg");
@@ -1575,25 +1521,25 @@ START_TEST(shared_gone_lost)
     free(got);
     kt_member_besides(key, tok_b, tok_c);      /* A's is gone: the other one is C's */
     kt_member_delete(key, tok_c);
-    got = KT_READ(c, 3000, "the renewal of a vanished shared member");
+    got = EXPECT_READ(c, 3000, "the renewal of a vanished shared member");
     ck_assert_str_eq(got, "! LOST sg reason=renew");
     free(got);
     EXPECT_REPLY(c, "UNLOCK sg", "NOTHELD sg");
     ck_assert_int_eq(kt_stat(0, "locks_lost_renew"), 1);
 
     /* B still holds, on the masters too; once it lets go the writer gets in. */
-    got = KT_CMD(b, "STATUS sg");
-    KT_IS(got, "HELD", "sg");
-    KT_FIELD(got, "owner", "self");
-    KT_FIELD(got, "kind", "shared");
-    KT_FIELD(got, "holders", "1");
+    got = EXPECT_CMD(b, "STATUS sg");
+    EXPECT_IS(got, "HELD", "sg");
+    EXPECT_FIELD(got, "owner", "self");
+    EXPECT_FIELD(got, "kind", "shared");
+    EXPECT_FIELD(got, "holders", "1");
     free(got);
-    got = KT_CMD(w, "TRYLOCK sg");
-    KT_IS(got, "BUSY", "sg");
+    got = EXPECT_CMD(w, "TRYLOCK sg");
+    EXPECT_IS(got, "BUSY", "sg");
     free(got);
     EXPECT_REPLY(b, "UNLOCK sg", "OK sg holds=0");
     got = KT_GRANT(w, "TRYLOCK sg", "sg");
-    KT_NO_FIELD(got, "kind");
+    EXPECT_NO_FIELD(got, "kind");
     free(got);
     EXPECT_REPLY(w, "UNLOCK sg", "OK sg holds=0");
     KT_KEYS_GONE("sg");
@@ -1630,7 +1576,7 @@ START_TEST(stale_limit_marker)
     EXPECT_REPLY(a, line, "OK st");
     KT_WAIT_STATUS(a, "st", "FREE st", 3000);
     kt_key(key, sizeof(key), "st", " limit");
-    got = KT_CMD(a, "TRYLOCK st");
+    got = EXPECT_CMD(a, "TRYLOCK st");
     ck_assert_msg(h_is_reply(got, "OK", "st"), "STATUS says FREE, but TRYLOCK st answered '%s' "
                   "('%s' is still on %zu masters)", got, key, kt_masters_with(key));
     free(got);
@@ -1672,17 +1618,17 @@ START_TEST(kinds_renewed_restored)
         int64_t end = h_now_ms() + 4500;
 
         while (h_now_ms() < end) {
-            got = KT_CMD(c, "STATUS rn");
+            got = EXPECT_CMD(c, "STATUS rn");
             ck_assert_msg(h_is_reply(got, "HELD", "rn"), "counted hold lapsed: '%s'", got);
             free(got);
-            got = KT_CMD(c, "STATUS rs");
+            got = EXPECT_CMD(c, "STATUS rs");
             ck_assert_msg(h_is_reply(got, "HELD", "rs"), "shared hold lapsed: '%s'", got);
             free(got);
             h_sleep_ms(100);
         }
     }
-    got = KT_CMD(c, "TRYLOCK rs");
-    KT_IS(got, "BUSY", "rs");
+    got = EXPECT_CMD(c, "TRYLOCK rs");
+    EXPECT_IS(got, "BUSY", "rs");
     free(got);
 
     /* Masters 0 and 1 lose everything: the renewals put the records back. */
@@ -2092,8 +2038,8 @@ START_TEST(stats_counters)
     EXPECT_PREFIX(b, "LOCK c1 limit=0", "ERR PROTO ");
     EXPECT_PREFIX(b, "LOCK c1 shared limit=2", "ERR PROTO ");
     EXPECT_PREFIX(a, "LOCK c1 shared", "ERR PROTO this session holds c1");
-    got = KT_CMD(c, "TRYLOCK s1");
-    KT_IS(got, "BUSY", "s1");
+    got = EXPECT_CMD(c, "TRYLOCK s1");
+    EXPECT_IS(got, "BUSY", "s1");
     free(got);
     ck_assert_int_eq(kt_stat(0, "kind_refusals"), 3);
     ck_assert_int_eq(kt_stat(0, "counted_grants"), 2);
@@ -2105,8 +2051,8 @@ START_TEST(stats_counters)
     ck_assert_int_eq(h_send(c, "LOCK c1 limit=2 wait=10000"), 0);
     kt_wait_stat(0, "waiters", 1);
     EXPECT_REPLY(b, "UNLOCK c1", "OK c1 holds=0");
-    got = KT_READ(c, PROMPT_MS, "the waiter on c1");
-    KT_IS(got, "OK", "c1");
+    got = EXPECT_READ(c, PROMPT_MS, "the waiter on c1");
+    EXPECT_IS(got, "OK", "c1");
     free(got);
     kt_wait_stat(0, "counted_grants", 4);
 
