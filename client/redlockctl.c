@@ -884,21 +884,33 @@ static int
 ctl_cmd_status(const struct ctl_opts *o, struct ctl_conn *c)
 {
     char req[PROTO_NAME_MAX + 16], ttl[32], fence[32], left[48];
-    char kind[16], holders[24], limit[16];
+    char kind[16], holders[24], limit[16], label[PROTO_LABEL_MAX + 1], waiters[24];
     const char *reply;
     int64_t ms;
 
     snprintf(req, sizeof(req), "STATUS %s", o->name);
     ctl_request(c, req);
     reply = ctl_reply(c, "STATUS", client_now_ms() + CTL_REPLY_MS);
+    if (!client_field(reply, "waiters", waiters, sizeof(waiters))) {
+        waiters[0] = '\0';
+    }
     if (client_is_reply(reply, "FREE", o->name)) {
-        printf("%s: free\n", o->name);
+        printf("%s: free%s%s%s\n", o->name, waiters[0] != '\0' ? ", " : "", waiters,
+               waiters[0] != '\0' ? " waiting through this redlockd" : "");
         return 1;
     }
     if (!client_is_reply(reply, "HELD", o->name)) {
         ctl_fail_err(o, c, req, reply);
     }
     printf("%s: held", o->name);
+    if (client_field(reply, "label", label, sizeof(label))) {
+        printf(" by %s", label);
+        if (client_field(reply, "held_ms", ttl, sizeof(ttl))
+            && ctl_parse_int(ttl, PROTO_NUMBER_MAX, &ms) == 0) {
+            ctl_seconds_text(ms, left, sizeof(left));
+            printf(" for %s", left);
+        }
+    }
     if (client_field(reply, "ttl", ttl, sizeof(ttl))) {
         if (strcmp(ttl, "-1") == 0) {
             printf(", without expiry (a key without a TTL: it may never be freed)");
@@ -916,6 +928,9 @@ ctl_cmd_status(const struct ctl_opts *o, struct ctl_conn *c)
         if (client_field(reply, "limit", limit, sizeof(limit))) {
             printf(" of %s", limit);
         }
+    }
+    if (waiters[0] != '\0') {
+        printf(", %s waiting through this redlockd", waiters);
     }
     printf("\n");
     return 0;

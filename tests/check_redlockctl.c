@@ -1148,7 +1148,9 @@ START_TEST(subcommands)
     a = ct_connect();
     EXPECT_PREFIX(a, "LOCK sub", "OK sub ");
     ck_assert_int_eq(CT_RUN("held", "-H", ct_addr, "status", "sub"), 0);
-    ct_assert_out_has("held", "sub: held, lease ends in ");
+    ct_assert_out_has("held", "sub: held by ");        /* the label the daemon gave */
+    ct_assert_out_has("held", ":127.0.0.1:");
+    ct_assert_out_has("held", ", lease ends in ");
     /* A name spelled like a subcommand, after --. */
     ck_assert_int_eq(CT_RUN("lockping", "-H", ct_addr, "--", "ping", "-c", "exit 4"), 4);
     close(a);
