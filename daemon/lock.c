@@ -131,6 +131,7 @@ struct waiter {
     bool                handover;   /* the round in flight is a hand-over */
     char                woken_by[UTIL_TOKEN_HEX]; /* token of the last release heard */
     bool                cancelled;  /* the client closed */
+    bool                broken;     /* a BREAK deleted its token during its round */
     char               *noquorum;   /* malloc'd text of the last attempt's NOQUORUM,
                                        NULL when it had a quorum of answers */
     int64_t             backoff_us; /* delay of the next retry after NOQUORUM */
@@ -1147,6 +1148,26 @@ waiter_acquired(const struct redlock_result *res, void *arg)
         waiter_finish(w, LOCK_SHUTDOWN, 0, "the daemon is stopping");
         return;
     }
+    if (w->broken) {
+        /*
+         * A BREAK deleted this token on some master while the round ran:
+         * whatever the round says, it is no lock (its fence may be above
+         * the BREAK's).  Nothing of it stays; try again, if it may wait.
+         */
+        w->broken = false;
+        redlock_release(&rec, w->token, false, NULL, NULL);
+        if (w->immediate || now >= w->deadline_us) {
+            waiter_refused(w, 0);
+            return;
+        }
+        delay = util_random(lock_conf->retry_delay_ms * 1000);
+        {
+            struct timeval tv = { (time_t)(delay / 1000000), (suseconds_t)(delay % 1000000) };
+
+            event_add(&w->retry, &tv);
+        }
+        return;
+    }
     /* GRANTED has validity left (redlock.h; a late grant is LATE). */
     if (res->outcome == REDLOCK_GRANTED) {
         waiter_grant(w, res);
@@ -1855,9 +1876,15 @@ lock_break_done(const struct redlock_result *rr, void *arg)
         if (rr->holders > 0) {
             stats.breaks++;
         }
+        log_warn("BREAK %s: %zu holder%s ended%s%s%s, fence now %lld",
+                 op->key + op->name_off, rr->holders, rr->holders == 1 ? "" : "s",
+                 res.label != NULL ? " (one was " : "", res.label != NULL ? res.label : "",
+                 res.label != NULL ? ")" : "", (long long)rr->fence);
     } else {
         res.outcome = LOCK_NOQUORUM;
         res.error = rr->error;
+        log_warn("BREAK %s: not confirmed by a quorum (masters that ran it ended its holds "
+                 "there): %s", op->key + op->name_off, rr->error);
     }
     lock_op_finish(op, &res);
 }
@@ -1905,9 +1932,19 @@ lock_broken(const char *key, size_t key_len, const char *tokens, size_t tokens_l
     size_t plen = strlen(lock_conf->key_prefix);
     struct lock *lk;
     struct hold *h;
+    struct waiter *w;
 
     if (key_len <= plen || memcmp(key, lock_conf->key_prefix, plen) != 0) {
         return;
+    }
+    lk = lock_find(key + plen, key_len - plen);
+    if (lk != NULL) {
+        /* A grant in flight whose token was broken is no grant (waiter_acquired). */
+        TAILQ_FOREACH(w, &lk->waiters, link) {
+            if (w->in_round && lock_token_among(w->token, tokens, tokens_len)) {
+                w->broken = true;
+            }
+        }
     }
     for (;;) {
         lk = lock_find(key + plen, key_len - plen);

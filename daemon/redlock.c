@@ -345,8 +345,9 @@ static const char redlock_extend_one_lua[] =
  * ARGV[2] not '', a deleted record is announced on ARGV[2], the name's
  * channel, with the released token (dead from now on) as the message,
  * so that waiters elsewhere try at once and can tell the masters'
- * copies of one announcement apart from a new one; and on ARGV[5], the
- * name's changes channel, for watchers.
+ * copies of one announcement apart from a new one.  Every deleted
+ * record (announced or not: a failed grant's clean-up too) is told to
+ * watchers on ARGV[5], the name's changes channel.
  */
 static const char redlock_release_lua[] =
     REDLOCK_PRELUDE_LUA
@@ -355,8 +356,8 @@ static const char redlock_release_lua[] =
     "if rl_delete(c, k, ARGV[1], aux) == 1 then\n"
     "  if ARGV[2] ~= '' then\n"
     "    redis.call('PUBLISH', ARGV[2], ARGV[1])\n"
-    "    redis.call('PUBLISH', ARGV[5], ARGV[1])\n"
     "  end\n"
+    "  redis.call('PUBLISH', ARGV[5], ARGV[1])\n"
     "  return 1\n"
     "end\n"
     "return 0\n";
@@ -477,13 +478,33 @@ static const char redlock_status_lua[] =
  * that a daemon whose session held one tells it LOST.  Answers {holders
  * deleted, the name's counter after the raise, the first holder's
  * label as "<age> <fence> <text>" or ''}, or an error naming a counter
- * that is not an integer (nothing is raised then, but the holds are
- * ended).
+ * that is not an integer, checked first: that master then changes
+ * nothing.
  */
 static const char redlock_break_lua[] =
     REDLOCK_PRELUDE_LUA
     "local base, chan, bchan = KEYS[1], ARGV[1], ARGV[2]\n"
-    "local toks, first, bad = {}, nil, nil\n"
+    "local toks, first, permits = {}, nil, {}\n"
+    /* First the counters: one that is not an integer changes nothing here. */
+    "local function counter_ok(k)\n"
+    "  local v = redis.pcall('GET', k)\n"
+    "  return not v or (type(v) == 'string' and tonumber(v) ~= nil)\n"
+    "end\n"
+    "if not counter_ok(base .. ' fence') then\n"
+    "  return redis.error_reply('fence counter ' .. base .. ' fence is not an integer')\n"
+    "end\n"
+    "local n = rl_limit_n(rl_limit(base))\n"
+    "if n then\n"
+    "  for i = 0, n - 1 do\n"
+    "    local k = base .. ' permit ' .. i\n"
+    "    if redis.call('EXISTS', k) == 1 then\n"
+    "      if not counter_ok(k .. ' fence') then\n"
+    "        return redis.error_reply('fence counter ' .. k .. ' fence is not an integer')\n"
+    "      end\n"
+    "      permits[#permits + 1] = k\n"
+    "    end\n"
+    "  end\n"
+    "end\n"
     "local function gone(k, tok)\n"
     "  if tok then\n"
     "    first = first or rl_info(k, tok)\n"
@@ -495,16 +516,10 @@ static const char redlock_break_lua[] =
     "  gone(base, rl_str(base))\n"
     "  redis.call('DEL', base)\n"
     "end\n"
-    "local n = rl_limit_n(rl_limit(base))\n"
-    "if n then\n"
-    "  for i = 0, n - 1 do\n"
-    "    local k = base .. ' permit ' .. i\n"
-    "    if redis.call('EXISTS', k) == 1 then\n"
-    "      gone(k, rl_str(k))\n"
-    "      redis.call('DEL', k)\n"
-    "      if type(redis.pcall('INCR', k .. ' fence')) ~= 'number' then bad = k .. ' fence' end\n"
-    "    end\n"
-    "  end\n"
+    "for i = 1, #permits do\n"
+    "  gone(permits[i], rl_str(permits[i]))\n"
+    "  redis.call('DEL', permits[i])\n"
+    "  redis.call('INCR', permits[i] .. ' fence')\n"
     "end\n"
     "redis.call('DEL', base .. ' limit', base .. ' gate')\n"
     "local sk = base .. ' shared'\n"
@@ -513,12 +528,10 @@ static const char redlock_break_lua[] =
     "  for i = 1, #m do gone(sk, m[i]) end\n"
     "end\n"
     "redis.call('DEL', sk)\n"
-    "local f = redis.pcall('INCR', base .. ' fence')\n"
-    "if type(f) ~= 'number' then bad = base .. ' fence' end\n"
+    "local f = redis.call('INCR', base .. ' fence')\n"
     "for i = 1, #toks do redis.call('PUBLISH', chan, toks[i]) end\n"
     "if #toks > 0 then redis.call('PUBLISH', base .. '" REDLOCK_CHANGED_SUFFIX "', '!') end\n"
     "if #toks > 0 then redis.call('PUBLISH', bchan, base .. ' ' .. table.concat(toks, ' ')) end\n"
-    "if bad then return redis.error_reply('fence counter ' .. bad .. ' is not an integer') end\n"
     "return {#toks, f, first or ''}\n";
 
 static int    script_acquire, script_release, script_extend, script_status;
@@ -1430,8 +1443,8 @@ redlock_release(const struct redlock_rec *rec, const char *token, bool announce,
     }
     if (announce) {
         lens[2] = redlock_derived(channel, rec->base, rec->base_len, REDLOCK_CHANNEL_SUFFIX);
-        lens[5] = redlock_derived(changed, rec->base, rec->base_len, REDLOCK_CHANGED_SUFFIX);
     }
+    lens[5] = redlock_derived(changed, rec->base, rec->base_len, REDLOCK_CHANGED_SUFFIX);
     /* Wait for every master (no early decision): release must reach all. */
     if (round_start(script_release, 1, 6, args, lens, redlock_release_reply,
                     cb != NULL ? redlock_release_done : NULL, op) != 0) {
@@ -1660,36 +1673,42 @@ redlock_status_reply(struct round *r, size_t i, const struct master_reply *reply
 
 /*
  * What a status shows of one holder, from the entries [j, k) the masters
- * gave of it: its token as the first master with a label has it (during
- * a hand-over masters may still name the old holder), and, from the
- * entries of that token, its label, its fence (the written-back one
- * where it is not 0) and the least time held any of them says (each on
- * its own clock).
+ * gave of it (one per master): the token that a quorum (q) of them hold,
+ * and from that token's entries its label, its fence (the written-back
+ * one where it is not 0) and the least time held any of them says (each
+ * on its own clock).  When no token is on a quorum (two contenders split
+ * the masters, a hand-over half done), nothing is shown of any: a
+ * minority's label is nobody's.
  */
 static void
-redlock_holder_show(const struct redlock_holder *hs, size_t j, size_t k,
+redlock_holder_show(const struct redlock_holder *hs, size_t j, size_t k, size_t q,
                     struct redlock_result *res)
 {
-    size_t i;
+    size_t i, m, n;
 
     /* Whole arrays: watchers compare states byte for byte. */
     memset(res->label, 0, sizeof(res->label));
     memset(res->holder, 0, sizeof(res->holder));
     res->held_ms = -1;
     res->fence = 0;
-    snprintf(res->holder, sizeof(res->holder), "%s", hs[j].who);
-    /* The token of the first master that has a label; only its entries count. */
     for (i = j; i < k; i++) {
-        if (hs[i].age_ms >= 0) {
-            memset(res->holder, 0, sizeof(res->holder));
-            snprintf(res->holder, sizeof(res->holder), "%s", hs[i].who);
-            memcpy(res->label, hs[i].label, sizeof(res->label));
+        for (n = 0, m = j; m < k; m++) {
+            n += hs[i].who[0] != '\0' && strcmp(hs[i].who, hs[m].who) == 0;
+        }
+        if (n >= q) {
             break;
         }
     }
+    if (i == k) {
+        return;
+    }
+    snprintf(res->holder, sizeof(res->holder), "%s", hs[i].who);
     for (i = j; i < k; i++) {
         if (hs[i].age_ms < 0 || strcmp(hs[i].who, res->holder) != 0) {
             continue;
+        }
+        if (res->label[0] == '\0') {
+            memcpy(res->label, hs[i].label, sizeof(res->label));
         }
         if (res->held_ms < 0 || hs[i].age_ms < res->held_ms) {
             res->held_ms = hs[i].age_ms;
@@ -1794,7 +1813,7 @@ redlock_status_done(struct round *r, void *arg)
         /* Show the asker's own hold, else the one held longest. */
         age = redlock_holder_age(op->holders, j, k);
         if (!shown_mine && (mine >= q || age > shown_age)) {
-            redlock_holder_show(op->holders, j, k, &res);
+            redlock_holder_show(op->holders, j, k, q, &res);
             shown_age = age;
             shown_mine = mine >= q;
         }

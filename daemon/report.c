@@ -122,7 +122,7 @@
         stats.extends_notheld, NULL)                                                               \
     ROW(subscriptions, "redlockd_subscriptions", NULL, NULL, GAUGE, NUMBER,                        \
         redlock_subscriptions(),                                                                   \
-        "Names whose channel is subscribed now (names with queued waiters or watchers).")          \
+        "Names' channels subscribed now (queued waiters' and watchers').")                       \
     ROW(pubsub_wakeups, "redlockd_pubsub_wakeups_total", NULL, NULL, COUNTER, NUMBER,              \
         stats.pubsub_wakeups, "Waiters woken by a release announcement.")                          \
     ROW(fallback_retries, "redlockd_fallback_retries_total", NULL, NULL, COUNTER, NUMBER,          \

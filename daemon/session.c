@@ -380,18 +380,6 @@ session_reply_kind(struct proto_reply *r, const struct lock_result *res, bool st
     }
 }
 
-/* BREAK ended a lock: the audit line, at warn level, of who broke what. */
-static void
-session_broke(struct session *s, const struct lock_result *res)
-{
-    log_warn("client %llu (%s, label %s, admin by %s): BREAK %.*s: %zu holder%s ended%s%s%s, "
-             "fence now %lld", (unsigned long long)s->id, s->peer, s->label, s->admin_by,
-             (int)res->name_len,
-             res->name, res->holders, res->holders == 1 ? "" : "s",
-             res->label != NULL ? " (one was " : "", res->label != NULL ? res->label : "",
-             res->label != NULL ? ")" : "", (long long)res->fence);
-}
-
 static void
 session_done_cb(struct lock_client *c, const struct lock_result *res)
 {
@@ -414,7 +402,6 @@ session_done_cb(struct lock_client *c, const struct lock_result *res)
         proto_reply_start(&r, "OK");
         proto_reply_word(&r, res->name, res->name_len);
         if (s->verb == PROTO_BREAK) {
-            session_broke(s, res);
             proto_reply_int(&r, "holders", (int64_t)res->holders);
             proto_reply_int(&r, "fence", res->fence);
             break;
@@ -940,6 +927,10 @@ session_dispatch(struct session *s, const struct proto_cmd *cmd)
                                "auth.admin_password, or uid 0 on the Unix socket");
             return;
         }
+        /* The audit line of who asked; lock.c logs what it ended, whatever comes of us. */
+        log_warn("client %llu (%s, label %s, admin by %s): BREAK %.*s",
+                 (unsigned long long)s->id, s->peer, s->label, s->admin_by,
+                 (int)cmd->name_len, cmd->name);
         s->busy = true;
         lock_break(&s->lc, cmd->name, cmd->name_len);
         return;

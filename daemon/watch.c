@@ -51,6 +51,7 @@ struct watch_name {
     bool                reading;    /* a read of the masters is in flight */
     bool                again;      /* a message came during the read: read again */
     bool                known;      /* seen holds a state a quorum gave */
+    bool                subscribed; /* its changes channel is wanted (one count) */
     bool                settling;   /* new: read once more a round deadline after the
                                        first read (the SUBSCRIBE is surely taken) */
     struct watch_seen   seen;       /* the last state pushed */
@@ -70,7 +71,6 @@ struct watcher {
 static struct event_base *watch_base;
 static const struct conf *watch_conf;
 static void              *watch_root;   /* tsearch tree of struct watch_name */
-static size_t             watch_nnames; /* entries in it */
 
 static void watch_read(struct watch_name *wn);
 static void watch_changed(const char *key, size_t key_len);
@@ -122,12 +122,6 @@ watch_client_init(struct watch_client *c, watch_push_fn push)
     TAILQ_INIT(&c->watchers);
 }
 
-size_t
-watch_count_names(void)
-{
-    return watch_nnames;
-}
-
 /* Read the name again in delay_us (0: on the next loop turn). */
 static void
 watch_read_in(struct watch_name *wn, int64_t delay_us)
@@ -155,7 +149,6 @@ watch_put(struct watch_name *wn)
     }
     event_del(&wn->timer);
     tdelete(wn, &watch_root, watch_cmp);
-    watch_nnames--;
     free(wn->key);
     free(wn);
 }
@@ -280,6 +273,18 @@ watch_changed(const char *key, size_t key_len)
     }
 }
 
+/* Hear the name's changes channel on every master. */
+static void
+watch_subscribe(struct watch_name *wn)
+{
+    wn->subscribed = true;
+    if (redlock_watch_changes(wn->key, wn->key_len, true) != 0) {
+        wn->subscribed = false;
+        log_warn("watch %s: out of memory subscribing; changes are seen at expiry only",
+                 wn->key);
+    }
+}
+
 /* A new entry for name, subscribed and being read; NULL when out of memory. */
 static struct watch_name *
 watch_name_new(const char *name, size_t name_len)
@@ -304,11 +309,7 @@ watch_name_new(const char *name, size_t name_len)
         free(wn);
         return NULL;
     }
-    watch_nnames++;
-    if (redlock_watch_changes(wn->key, wn->key_len, true) != 0) {
-        log_warn("watch %s: out of memory subscribing; changes are seen at expiry only",
-                 wn->key);
-    }
+    watch_subscribe(wn);
     /*
      * A change made while the SUBSCRIBE is on its way is heard by no
      * one: read once more when the subscription has surely been taken
@@ -357,6 +358,14 @@ watch_add(struct watch_client *c, const char *name, size_t name_len, const char 
         *error = "out of memory";
         return -1;
     }
+    if (!wn->subscribed) {
+        /*
+         * An entry its last watcher left while a read was in flight: its
+         * subscription went with that watcher; take it again.
+         */
+        watch_subscribe(wn);
+        wn->settling = true;
+    }
     w->wn = wn;
     w->client = c;
     TAILQ_INSERT_TAIL(&wn->watchers, w, name_link);
@@ -374,7 +383,7 @@ watch_add(struct watch_client *c, const char *name, size_t name_len, const char 
 
 /* End one watch; the entry goes with its last watcher. */
 static void
-watcher_free(struct watcher *w)
+watch_free_watcher(struct watcher *w)
 {
     struct watch_name *wn = w->wn;
     struct watch_client *c = w->client;
@@ -386,7 +395,10 @@ watcher_free(struct watcher *w)
     stats.watching--;
     free(w);
     if (wn->n == 0) {
-        redlock_watch_changes(wn->key, wn->key_len, false);
+        if (wn->subscribed) {
+            redlock_watch_changes(wn->key, wn->key_len, false);
+            wn->subscribed = false;
+        }
         watch_put(wn);
     }
 }
@@ -398,7 +410,7 @@ watch_remove(struct watch_client *c, const char *name, size_t name_len)
 
     TAILQ_FOREACH(w, &c->watchers, client_link) {
         if (w->wn->name_len == name_len && memcmp(w->wn->name, name, name_len) == 0) {
-            watcher_free(w);
+            watch_free_watcher(w);
             return;
         }
     }
@@ -410,6 +422,6 @@ watch_client_close(struct watch_client *c)
     struct watcher *w;
 
     while ((w = TAILQ_FIRST(&c->watchers)) != NULL) {
-        watcher_free(w);
+        watch_free_watcher(w);
     }
 }

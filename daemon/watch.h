@@ -83,7 +83,4 @@ void watch_remove(struct watch_client *c, const char *name, size_t name_len);
 /* The client is closing: end all its watches. */
 void watch_client_close(struct watch_client *c);
 
-/* Names watched now (by any number of sessions each). */
-size_t watch_count_names(void);
-
 #endif /* REDLOCKD_WATCH_H */

@@ -388,6 +388,32 @@ START_TEST(watch_follows_changes)
     got = WT_PUSH(w, "! FREE lead");
     free(got);
 
+    /*
+     * WATCH, UNWATCH and WATCH again in one go: the first read is still in
+     * flight when the second WATCH comes, and the name must still be heard.
+     */
+    ck_assert_int_eq(h_send_raw(w, "WATCH again\nUNWATCH again\nWATCH again\n", 38), 0);
+    got = EXPECT_READ(w, CMD_MS, "WATCH again");
+    ck_assert_str_eq(got, "OK again");
+    free(got);
+    got = EXPECT_READ(w, CMD_MS, "UNWATCH again");
+    ck_assert_str_eq(got, "OK again");
+    free(got);
+    got = EXPECT_READ(w, CMD_MS, "WATCH again, the second");
+    ck_assert_str_eq(got, "OK again");
+    free(got);
+    got = WT_PUSH(w, "! FREE again");
+    free(got);
+    got = EXPECT_CMD(c, "LOCK again label=back");
+    free(got);
+    got = WT_PUSH(w, "! HELD again ");
+    EXPECT_FIELD(got, "label", "back");
+    free(got);
+    EXPECT_REPLY(c, "UNLOCK again", "OK again holds=0");
+    got = WT_PUSH(w, "! FREE again");
+    free(got);
+    EXPECT_REPLY(w, "UNWATCH again", "OK again");
+
     /* UNWATCH: nothing more. */
     EXPECT_REPLY(w, "UNWATCH lead", "OK lead");
     got = EXPECT_CMD(c, "LOCK lead");
@@ -459,6 +485,8 @@ START_TEST(break_ends_the_lock)
                   NMASTERS - h_masters_without("stuck"));
     ck_assert_msg(h_wait_log(log0, "BREAK stuck: 1 holder ended (one was dead-script)", CMD_MS),
                   "no audit line for the BREAK in daemon 1's log");
+    ck_assert_msg(h_wait_log(log0, "admin by auth.admin_password): BREAK stuck", CMD_MS),
+                  "the audit line does not say who asked for the BREAK");
 
     /* A watcher on the holder's daemon saw the lock, then its end. */
     got = WT_PUSH(w, "! HELD stuck ");
