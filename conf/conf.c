@@ -105,6 +105,20 @@ static const struct conf_directive conf_directives[] = {
     { "listen", "unix_mode", CONF_T_MODE, offsetof(struct conf, unix_mode),
       0, 0777, CONF_NO_RELOAD, "0660",
       "permission bits of the Unix socket file, octal", NULL },
+    { "listen", "tls", CONF_T_ADDR, offsetof(struct conf, tls),
+      0, 0, CONF_NO_RELOAD, "",
+      "TCP address for clients over TLS, \"host:port\"; \"\" disables", NULL },
+
+    { "tls", "cert_file", CONF_T_STRING, offsetof(struct conf, tls_cert_file),
+      0, 4096, 0, "",
+      "PEM certificate (chain) of listen.tls; required with it", NULL },
+    { "tls", "key_file", CONF_T_STRING, offsetof(struct conf, tls_key_file),
+      0, 4096, 0, "",
+      "PEM private key of tls.cert_file; required with listen.tls", NULL },
+    { "tls", "client_ca_file", CONF_T_STRING, offsetof(struct conf, tls_client_ca_file),
+      0, 4096, 0, "",
+      "PEM CA certificates; when set, TLS clients must present a certificate they "
+      "signed (and need no AUTH)", NULL },
 
     { "masters", NULL, CONF_T_MASTERS, offsetof(struct conf, masters),
       1, CONF_MASTERS_MAX, CONF_NO_RELOAD, NULL,
@@ -721,6 +735,7 @@ static void
 conf_derive(struct conf *conf)
 {
     conf->tcp_enabled = conf->tcp.spec[0] != '\0';
+    conf->tls_enabled = conf->tls.spec[0] != '\0';
     conf->unix_enabled = conf->unix_path != NULL && conf->unix_path[0] != '\0';
 }
 
@@ -1332,6 +1347,10 @@ conf_check(struct conf_state *st)
     size_t down = conf_must_find("redis", "down_after_ms");
     size_t apass = conf_must_find("auth", "password");
     size_t admin = conf_must_find("auth", "admin_password");
+    size_t tls = conf_must_find("listen", "tls");
+    size_t cert = conf_must_find("tls", "cert_file");
+    size_t key = conf_must_find("tls", "key_file");
+    size_t ca = conf_must_find("tls", "client_ca_file");
 
     conf_derive(conf);
     if (st->seen[unx].set && !st->seen[unx].bad) {
@@ -1386,14 +1405,47 @@ conf_check(struct conf_state *st)
                      conf->tcp.spec);
     }
 
-    if (!conf->tcp_enabled && !conf->unix_enabled &&
-        !st->seen[tcp].bad && !st->seen[unx].bad) {
+    if (!conf->tcp_enabled && !conf->unix_enabled && !conf->tls_enabled &&
+        !st->seen[tcp].bad && !st->seen[unx].bad && !st->seen[tls].bad) {
         size_t line, column;
 
         conf_pair_position(st, tcp, unx, &line, &column);
         conf_note_at(st, line, column, true,
-                     "listen: listen.tcp and listen.unix are both disabled; "
+                     "listen: listen.tcp, listen.unix and listen.tls are all disabled; "
                      "enable at least one");
+    }
+
+    /* listen.tls needs its certificate and key; reported where listen.tls is set. */
+    if (conf->tls_enabled && !st->seen[tls].bad) {
+        if (!st->seen[cert].bad && conf->tls_cert_file != NULL
+            && conf->tls_cert_file[0] == '\0') {
+            conf_note_at(st, st->seen[tls].line, st->seen[tls].column, true,
+                         "listen.tls \"%s\" needs tls.cert_file (the server's PEM "
+                         "certificate)", conf->tls.spec);
+        }
+        if (!st->seen[key].bad && conf->tls_key_file != NULL
+            && conf->tls_key_file[0] == '\0') {
+            conf_note_at(st, st->seen[tls].line, st->seen[tls].column, true,
+                         "listen.tls \"%s\" needs tls.key_file (the private key of "
+                         "tls.cert_file)", conf->tls.spec);
+        }
+    }
+
+    /*
+     * Protected mode for TLS: a client from another host proves itself
+     * with AUTH, or with a certificate tls.client_ca_file signed.
+     */
+    if (conf->tls_enabled && !st->seen[tls].bad && !st->seen[apass].bad &&
+        !st->seen[ca].bad && conf->auth_password != NULL && conf->auth_password[0] == '\0'
+        && conf->tls_client_ca_file != NULL && conf->tls_client_ca_file[0] == '\0'
+        && !conf_host_is_loopback(conf->tls.host)) {
+        size_t line, column;
+
+        conf_pair_position(st, tls, apass, &line, &column);
+        conf_note_at(st, line, column, true,
+                     "listen.tls \"%s\" accepts connections from other hosts but neither "
+                     "auth.password nor tls.client_ca_file is set (protected mode): set "
+                     "one, or listen on 127.0.0.1 or [::1]", conf->tls.spec);
     }
 }
 

@@ -59,6 +59,13 @@ struct conf {
     size_t           unix_line;     /* where listen.unix's value is in file; 0: the default */
     size_t           unix_column;   /* its column, 1-based */
     unsigned         unix_mode;     /* listen.unix_mode, octal, e.g. 0660 */
+    bool             tls_enabled;   /* listen.tls is not "" */
+    struct conf_addr tls;           /* listen.tls: clients over TLS */
+
+    /* tls: (the client listener's certificate; re-read on every reload) */
+    char    *tls_cert_file;         /* PEM certificate chain, "" when unset */
+    char    *tls_key_file;          /* PEM private key, "" when unset */
+    char    *tls_client_ca_file;    /* PEM CAs that sign client certificates; "" for none */
 
     /* masters: */
     size_t           nmasters;      /* 1..CONF_MASTERS_MAX */

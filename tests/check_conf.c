@@ -282,8 +282,18 @@ static const struct fixture bad_fixtures[] = {
         "less than redis.down_after_ms (50): a master is declared silent only after a "
         "round's deadline" } },
     { FX("no-listener.yml"), {
-        "E " FX("no-listener.yml") ":3:9: listen: listen.tcp and listen.unix are both "
-        "disabled; enable at least one" } },
+        "E " FX("no-listener.yml") ":3:9: listen: listen.tcp, listen.unix and listen.tls are "
+        "all disabled; enable at least one" } },
+    { FX("tls-no-cert.yml"), {
+        "E " FX("tls-no-cert.yml") ":2:8: listen.tls \"127.0.0.1:7380\" needs tls.cert_file "
+        "(the server's PEM certificate)" } },
+    { FX("tls-no-key.yml"), {
+        "E " FX("tls-no-key.yml") ":2:8: listen.tls \"127.0.0.1:7380\" needs tls.key_file "
+        "(the private key of tls.cert_file)" } },
+    { FX("tls-protected.yml"), {
+        "E " FX("tls-protected.yml") ":2:8: listen.tls \"0.0.0.0:7380\" accepts connections "
+        "from other hosts but neither auth.password nor tls.client_ca_file is set (protected "
+        "mode): set one, or listen on 127.0.0.1 or [::1]" } },
     { FX("unix-path-long.yml"), {
         "E " FX("unix-path-long.yml") ":2:9: listen.unix: too long (115 bytes, at most 107)" } },
     { FX("key-prefix-long.yml"), {
@@ -435,6 +445,35 @@ START_TEST(test_full)
     ck_assert_int_eq(conf.metrics.port, 9400);
 
     ck_assert_int_eq(conf.log_level, CONF_LOG_DEBUG);
+    conf_free(&conf);
+}
+END_TEST
+
+/*
+ * listen.tls: off by default; set, it carries its certificate, key and
+ * client CA; from other hosts with client certificates it needs no
+ * password (protected mode is kept by the certificates).
+ */
+START_TEST(test_tls)
+{
+    struct conf conf;
+
+    conf_defaults(&conf);
+    ck_assert(!conf.tls_enabled);
+    ck_assert_str_eq(conf.tls.spec, "");
+    ck_assert_str_eq(conf.tls_cert_file, "");
+    ck_assert_str_eq(conf.tls_key_file, "");
+    ck_assert_str_eq(conf.tls_client_ca_file, "");
+    conf_free(&conf);
+
+    load_clean(FX("tls-client-certs.yml"), &conf);
+    ck_assert(conf.tls_enabled);
+    ck_assert_str_eq(conf.tls.host, "0.0.0.0");
+    ck_assert_int_eq(conf.tls.port, 7380);
+    ck_assert_str_eq(conf.tls_cert_file, "/etc/redlockd/tls/server.crt");
+    ck_assert_str_eq(conf.tls_key_file, "/etc/redlockd/tls/server.key");
+    ck_assert_str_eq(conf.tls_client_ca_file, "/etc/redlockd/tls/clients-ca.crt");
+    ck_assert_str_eq(conf.auth_password, "");
     conf_free(&conf);
 }
 END_TEST
@@ -1060,6 +1099,7 @@ conf_suite(void)
     tcase_add_test(tc, test_minimal);
     tcase_add_test(tc, test_full);
     tcase_add_test(tc, test_protected_mode);
+    tcase_add_test(tc, test_tls);
     tcase_add_test(tc, test_null_sections);
     tcase_add_test(tc, test_aliases);
     tcase_add_test(tc, test_repo_configs);
