@@ -14,9 +14,9 @@
 #   make clean
 
 CC      ?= cc
-PKGS    := libevent hiredis yaml-0.1
+PKGS    := libevent libevent_openssl openssl hiredis yaml-0.1
 DEB_PKGS := build-essential pkg-config libevent-dev libhiredis-dev libyaml-dev \
-            check redis-server netcat-openbsd faketime libsystemd-dev
+            check redis-server netcat-openbsd faketime libsystemd-dev libssl-dev openssl
 VERSION := 0.1.0
 
 # Lazy (=) so that pkg-config runs after `make deps` installed the packages.
@@ -129,7 +129,7 @@ deps:
 	@if pkg-config --exists $(PKGS) check libsystemd 2>/dev/null \
 	    && command -v redis-server >/dev/null \
 	    && command -v nc >/dev/null && command -v cc >/dev/null \
-	    && command -v faketime >/dev/null; then :; else \
+	    && command -v faketime >/dev/null && command -v openssl >/dev/null; then :; else \
 	    echo "installing missing packages: $(DEB_PKGS)"; \
 	    $(SUDO) apt-get update -qq && \
 	    DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq $(DEB_PKGS); fi

@@ -22,6 +22,7 @@
 #include "daemon/notify.h"
 #include "daemon/session.h"
 #include "daemon/stats.h"
+#include "daemon/tls.h"
 
 #define LISTENER_BACKLOG 511
 #define LISTENER_INHERITED_MAX 8    /* sockets taken from systemd */
@@ -29,10 +30,14 @@
 static const struct conf     *listener_conf;
 static struct evconnlistener *listener_tcp;
 static struct evconnlistener *listener_unix;
+static struct evconnlistener *listener_tls;
+static bool                   listener_any_tls;     /* a TLS listener exists (bound or inherited) */
+static int                    listener_tls_tag;     /* its address is the accept arg of TLS listeners */
 static char                  *listener_unix_path;   /* file to remove at stop */
 static struct evconnlistener *listener_inherited[LISTENER_INHERITED_MAX]; /* socket activation */
 static size_t                 listener_ninherited;  /* entries used */
-static bool                   listener_public;      /* an inherited one is not loopback */
+static bool                   listener_public;      /* an inherited plain one is not loopback */
+static bool                   listener_public_tls;  /* an inherited TLS one is not loopback */
 
 static void
 listener_describe(const struct sockaddr *sa, char *out, size_t size)
@@ -61,10 +66,10 @@ listener_accept_cb(struct evconnlistener *lev, evutil_socket_t fd,
     char peer[64];
     int one = 1;
     long uid = -1, pid = -1;
+    bool tls = arg == &listener_tls_tag;
 
     (void)lev;
     (void)socklen;
-    (void)arg;
     if ((int64_t)session_count() >= listener_conf->max_clients) {
         stats.rejected_clients++;
         (void)!send(fd, full, sizeof(full) - 1, MSG_DONTWAIT | MSG_NOSIGNAL);
@@ -88,7 +93,7 @@ listener_accept_cb(struct evconnlistener *lev, evutil_socket_t fd,
             pid = (long)cred.pid;
         }
     }
-    if (session_accept(fd, peer, sa->sa_family == AF_UNIX, uid, pid) != 0) {
+    if (session_accept(fd, peer, sa->sa_family == AF_UNIX, tls, uid, pid) != 0) {
         log_error("out of memory accepting a client");
     }
 }
@@ -150,6 +155,46 @@ listener_bind_tcp(struct event_base *base, const struct conf_addr *addr)
     }
     evconnlistener_set_error_cb(listener_tcp, listener_error_cb);
     log_info("listening on tcp %s", addr->spec);
+    return 0;
+}
+
+/* Load the TLS context before the first TLS listener takes connections. */
+static int
+listener_tls_prepare(const struct conf *conf, const char *what)
+{
+    char why[512];
+
+    if (tls_ready()) {
+        return 0;
+    }
+    if (conf->tls_cert_file[0] == '\0' || conf->tls_key_file[0] == '\0') {
+        log_error("%s: needs tls.cert_file and tls.key_file", what);
+        return -1;
+    }
+    if (tls_load(conf, why, sizeof(why)) != 0) {
+        log_error("%s: %s", what, why);
+        return -1;
+    }
+    return 0;
+}
+
+static int
+listener_bind_tls(struct event_base *base, const struct conf *conf)
+{
+    char why[160];
+
+    if (listener_tls_prepare(conf, "listen.tls") != 0) {
+        return -1;
+    }
+    listener_tls = listener_bind_inet(base, &conf->tls, listener_accept_cb, why, sizeof(why));
+    if (listener_tls == NULL) {
+        log_error("listen.tls %s: %s", conf->tls.spec, why);
+        return -1;
+    }
+    evconnlistener_set_cb(listener_tls, listener_accept_cb, &listener_tls_tag);
+    evconnlistener_set_error_cb(listener_tls, listener_error_cb);
+    listener_any_tls = true;
+    log_info("listening on tls %s", conf->tls.spec);
     return 0;
 }
 
@@ -229,8 +274,11 @@ listener_is_loopback(const struct sockaddr_storage *ss)
 
 /*
  * Socket activation: listen on the n descriptors systemd passed
- * (redlockd.socket) instead of binding listen.tcp and listen.unix.  The
- * protected-mode rule holds for them too.  Returns 0 or -1 (logged).
+ * (redlockd.socket) instead of binding listen.tcp, listen.unix and
+ * listen.tls.  A socket named "tls" (FileDescriptorName=tls) speaks TLS
+ * with tls.cert_file and tls.key_file.  The protected-mode rule holds
+ * for them too (for a TLS one: auth.password or tls.client_ca_file).
+ * Returns 0 or -1 (logged).
  */
 static int
 listener_adopt(struct event_base *base, const struct conf *conf, int n)
@@ -239,9 +287,11 @@ listener_adopt(struct event_base *base, const struct conf *conf, int n)
     socklen_t len;
     char addr[64];
     int i, fd;
+    bool tls, open_to_others;
 
     for (i = 0; i < n; i++) {
         fd = NOTIFY_LISTEN_FDS_START + i;
+        tls = strcmp(notify_listen_fd_name(i), "tls") == 0;
         len = sizeof(ss);
         if (getsockname(fd, (struct sockaddr *)&ss, &len) != 0
             || !notify_fd_is_listener(fd, ss.ss_family)) {
@@ -249,14 +299,31 @@ listener_adopt(struct event_base *base, const struct conf *conf, int n)
             return -1;
         }
         listener_describe((struct sockaddr *)&ss, addr, sizeof(addr));
-        if (ss.ss_family != AF_UNIX && !listener_is_loopback(&ss)) {
-            listener_public = true;
-        }
-        if (ss.ss_family != AF_UNIX && !listener_is_loopback(&ss)
-            && conf->auth_password[0] == '\0') {
-            log_error("socket activation: %s accepts connections from other hosts but "
-                      "auth.password is empty (protected mode)", addr);
-            return -1;
+        open_to_others = ss.ss_family != AF_UNIX && !listener_is_loopback(&ss);
+        if (tls) {
+            if (ss.ss_family == AF_UNIX) {
+                log_error("socket activation: the socket named tls (descriptor %d) must be "
+                          "a TCP socket", fd);
+                return -1;
+            }
+            if (listener_tls_prepare(conf, "socket activation: the socket named tls") != 0) {
+                return -1;
+            }
+            listener_public_tls = listener_public_tls || open_to_others;
+            if (open_to_others && conf->auth_password[0] == '\0'
+                && conf->tls_client_ca_file[0] == '\0') {
+                log_error("socket activation: tls %s accepts connections from other hosts "
+                          "but neither auth.password nor tls.client_ca_file is set "
+                          "(protected mode)", addr);
+                return -1;
+            }
+        } else {
+            listener_public = listener_public || open_to_others;
+            if (open_to_others && conf->auth_password[0] == '\0') {
+                log_error("socket activation: %s accepts connections from other hosts but "
+                          "auth.password is empty (protected mode)", addr);
+                return -1;
+            }
         }
         if (listener_ninherited == LISTENER_INHERITED_MAX) {
             log_error("socket activation: more than %d sockets", LISTENER_INHERITED_MAX);
@@ -265,17 +332,20 @@ listener_adopt(struct event_base *base, const struct conf *conf, int n)
         evutil_make_socket_nonblocking(fd);
         evutil_make_socket_closeonexec(fd);
         listener_inherited[listener_ninherited] =
-            evconnlistener_new(base, listener_accept_cb, NULL, LEV_OPT_CLOSE_ON_FREE, -1, fd);
+            evconnlistener_new(base, listener_accept_cb, tls ? &listener_tls_tag : NULL,
+                               LEV_OPT_CLOSE_ON_FREE, -1, fd);
         if (listener_inherited[listener_ninherited] == NULL) {
             log_error("socket activation: cannot listen on descriptor %d", fd);
             return -1;
         }
         evconnlistener_set_error_cb(listener_inherited[listener_ninherited++],
                                     listener_error_cb);
-        log_info("listening on %s (socket activation, descriptor %d)", addr, fd);
+        listener_any_tls = listener_any_tls || tls;
+        log_info("listening on %s%s (socket activation, descriptor %d)", tls ? "tls " : "",
+                 addr, fd);
     }
-    log_info("socket activation: %d socket%s from systemd; listen.tcp and listen.unix "
-             "are not bound", n, n == 1 ? "" : "s");
+    log_info("socket activation: %d socket%s from systemd; listen.tcp, listen.unix and "
+             "listen.tls are not bound", n, n == 1 ? "" : "s");
     return 0;
 }
 
@@ -311,6 +381,10 @@ listener_start(struct event_base *base, const struct conf *conf)
         listener_stop();
         return -1;
     }
+    if (conf->tls_enabled && listener_bind_tls(base, conf) != 0) {
+        listener_stop();
+        return -1;
+    }
     return 0;
 }
 
@@ -318,6 +392,18 @@ bool
 listener_needs_auth(void)
 {
     return listener_public;
+}
+
+bool
+listener_tls_public(void)
+{
+    return listener_public_tls;
+}
+
+bool
+listener_has_tls(void)
+{
+    return listener_any_tls;
 }
 
 void
@@ -342,6 +428,10 @@ listener_stop(void)
     if (listener_unix != NULL) {
         evconnlistener_free(listener_unix);
         listener_unix = NULL;
+    }
+    if (listener_tls != NULL) {
+        evconnlistener_free(listener_tls);
+        listener_tls = NULL;
     }
     if (listener_unix_path != NULL) {
         unlink(listener_unix_path);

@@ -1,5 +1,5 @@
 /*
- * listener.h: the TCP and Unix listening sockets.
+ * listener.h: the TCP, Unix and TLS listening sockets.
  *
  * Accepted connections become sessions (daemon/session.h).  Past
  * limits.max_clients a new connection is sent "ERR LIMIT ..." and closed.
@@ -17,7 +17,8 @@ struct conf_addr;
 
 /*
  * Bind the listeners named in conf (listen.tcp, listen.unix with
- * unix_mode).  A stale Unix socket file is replaced.  Returns 0, or -1
+ * unix_mode, listen.tls after loading tls.* with daemon/tls.h), or take
+ * systemd's sockets (one named "tls" speaks TLS).  A stale Unix socket file is replaced.  Returns 0, or -1
  * with the reason logged (address in use, permission, bad host).
  */
 int listener_start(struct event_base *base, const struct conf *conf);
@@ -39,6 +40,15 @@ struct evconnlistener *listener_bind_inet(struct event_base *base,
  * reach: a reload must then keep auth.password set (protected mode).
  */
 bool listener_needs_auth(void);
+
+/*
+ * True when socket activation passed a TLS listener that other hosts can
+ * reach: a reload must then keep auth.password or tls.client_ca_file set.
+ */
+bool listener_tls_public(void);
+
+/* True when a TLS listener exists: a reload re-reads the certificates. */
+bool listener_has_tls(void);
 
 /* Use new limits from now on (reload). */
 void listener_set_conf(const struct conf *conf);

@@ -16,9 +16,12 @@
 
 #define NOTIFY_STATUS_MS    2000    /* STATUS= refresh without a watchdog */
 #define NOTIFY_STATUS_MAX   256
+#define NOTIFY_FDS_MAX      8       /* inherited sockets whose names are kept */
+#define NOTIFY_FD_NAME_MAX  64      /* bytes of a name kept, with NUL */
 
 static struct event     *notify_timer;      /* WATCHDOG=1 and STATUS= */
 static notify_status_fn  notify_status;     /* builds STATUS= */
+static char notify_fd_names[NOTIFY_FDS_MAX][NOTIFY_FD_NAME_MAX]; /* LISTEN_FDNAMES */
 #ifdef HAVE_LIBSYSTEMD
 static int64_t           notify_interval_ms;/* timer period */
 #endif
@@ -133,12 +136,20 @@ int
 notify_listen_fds(void)
 {
 #ifdef HAVE_LIBSYSTEMD
-    int n = sd_listen_fds(1);
+    char **names = NULL;
+    int i, n = sd_listen_fds_with_names(1, &names);
 
     if (n < 0) {
         log_warn("socket activation: LISTEN_FDS unusable (%d); binding our own", n);
         return 0;
     }
+    for (i = 0; names != NULL && names[i] != NULL; i++) {
+        if (i < NOTIFY_FDS_MAX) {
+            snprintf(notify_fd_names[i], sizeof(notify_fd_names[i]), "%s", names[i]);
+        }
+        free(names[i]);
+    }
+    free(names);
     return n;
 #else
     if (getenv("LISTEN_FDS") != NULL) {
@@ -162,4 +173,10 @@ notify_fd_is_listener(int fd, int family)
     (void)family;
     return false;
 #endif
+}
+
+const char *
+notify_listen_fd_name(int i)
+{
+    return i >= 0 && i < NOTIFY_FDS_MAX ? notify_fd_names[i] : "";
 }

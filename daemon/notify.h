@@ -47,6 +47,13 @@ void notify_stop(void);
  */
 int notify_listen_fds(void);
 
+/*
+ * The name systemd gave inherited descriptor i (0-based; FileDescriptorName=
+ * in the .socket unit, LISTEN_FDNAMES), or "" when it has none.  Valid
+ * after notify_listen_fds().
+ */
+const char *notify_listen_fd_name(int i);
+
 /* The first inherited descriptor (SD_LISTEN_FDS_START, 3). */
 #define NOTIFY_LISTEN_FDS_START 3
 

@@ -43,6 +43,9 @@
         stats.rejected_clients, "Client connections refused because of limits.max_clients.")       \
     ROW(auth_failures, "redlockd_auth_failures_total", NULL, NULL, COUNTER, NUMBER,                \
         stats.auth_failures, "AUTH requests with a wrong password.")                               \
+    ROW(tls_handshake_failures, "redlockd_tls_handshake_failures_total", NULL, NULL, COUNTER,      \
+        NUMBER, stats.tls_handshake_failures,                                                      \
+        "TLS client connections whose handshake failed or timed out.")                             \
     ROW(clients_timed_out, "redlockd_clients_timed_out_total", NULL, NULL, COUNTER, NUMBER,        \
         stats.clients_timed_out,                                                                   \
         "Connections closed because a line was not completed in time.")                            \

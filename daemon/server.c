@@ -21,6 +21,7 @@
 #include "daemon/server.h"
 #include "daemon/session.h"
 #include "daemon/stats.h"
+#include "daemon/tls.h"
 #include "daemon/util.h"
 #include "daemon/watch.h"
 #include "daemon/lease.h"
@@ -123,14 +124,18 @@ server_status(char *buf, size_t size)
  * its keys carry the prefix): a file that changes them is refused whole,
  * with the reason logged.  Everything else applies at once: limits, log
  * level, lock defaults and timeouts (sessions already open keep their
- * socket timeouts until they reconnect).
+ * socket timeouts until they reconnect).  With a TLS listener the
+ * certificate, key and client CAs (tls.*) are read again, even when
+ * their names did not change (rotation in place); a file that does not
+ * load refuses the reload whole, and the running certificates stay.  New
+ * TLS sessions use the new ones; sessions already open are not touched.
  */
 static void
 server_reload(void)
 {
     struct conf *next;
     struct conf_msgs msgs;
-    char changed[256];
+    char changed[256], why[512];
     size_t i;
 
     notify_reloading();
@@ -159,11 +164,31 @@ server_reload(void)
                   "connections from other hosts (protected mode); nothing was reloaded");
         goto keep;
     }
+    if (listener_tls_public() && next->auth_password[0] == '\0'
+        && next->tls_client_ca_file[0] == '\0') {
+        log_error("reload: neither auth.password nor tls.client_ca_file is set, but a TLS "
+                  "socket from systemd accepts connections from other hosts (protected "
+                  "mode); nothing was reloaded");
+        goto keep;
+    }
     if (conf_restart_changes(server_conf, next, changed, sizeof(changed)) > 0) {
         log_error("reload: %s changed, which takes a restart (the sessions' locks are "
                   "bound to the masters, listeners and key prefix they began with); "
                   "nothing was reloaded", changed);
         goto keep;
+    }
+    if (listener_has_tls()) {
+        /* Last: once loaded, the new context is in use (nothing below can fail). */
+        if (next->tls_cert_file[0] == '\0' || next->tls_key_file[0] == '\0') {
+            log_error("reload: the TLS listener needs tls.cert_file and tls.key_file; "
+                      "nothing was reloaded");
+            goto keep;
+        }
+        if (tls_load(next, why, sizeof(why)) != 0) {
+            log_error("reload: %s; nothing was reloaded (the running certificates stay)",
+                      why);
+            goto keep;
+        }
     }
     log_set_level((enum log_level)next->log_level);
     redlock_set_drift(next->drift_factor);
@@ -302,6 +327,7 @@ out:
     listener_stop();
     metrics_stop();
     lease_stop();
+    tls_stop();
     event_base_free(server_base);
     if (server_conf_owned) {
         conf_free(server_conf);

@@ -12,8 +12,11 @@
 
 #include <linux/sockios.h>
 
+#include <openssl/err.h>
+
 #include <event2/buffer.h>
 #include <event2/bufferevent.h>
+#include <event2/bufferevent_ssl.h>
 #include <event2/event.h>
 #include <event2/event_struct.h>
 
@@ -24,6 +27,7 @@
 #include "daemon/report.h"
 #include "daemon/session.h"
 #include "daemon/stats.h"
+#include "daemon/tls.h"
 #include "daemon/util.h"
 #include "daemon/watch.h"
 #include "proto/proto.h"
@@ -78,6 +82,8 @@ struct session {
                                        grants are tracked (session_output_cb) */
     bool                out_tracked;/* session_output_cb is installed */
     bool                is_unix;    /* came in on the Unix socket */
+    bool                is_tls;     /* came in on a TLS listener (bev is an OpenSSL one) */
+    bool                tls_up;     /* is_tls: the handshake is done */
     bool                peer_reset; /* the peer reset the connection (ECONNRESET,
                                        EPIPE): it did not read everything */
     int64_t             linger_until_us; /* closing: wait for grants until then */
@@ -238,7 +244,14 @@ session_grants_confirm(struct session *s)
     if (s->grants == NULL || s->bev == NULL) {
         return;
     }
-    if (s->is_unix) {
+    if (s->is_tls) {
+        /*
+         * SIOCOUTQ counts TLS record bytes, which do not map to the
+         * plaintext: a grant whose bytes left the output buffer may have
+         * been read, and is never released.
+         */
+        done = s->out_sent;
+    } else if (s->is_unix) {
         if (ioctl((int)bufferevent_getfd(s->bev), SIOCOUTQ, &queued) != 0) {
             return;     /* cannot tell: keep them until it can */
         }
@@ -264,7 +277,8 @@ session_grants_confirm(struct session *s)
  * last bytes written (a Unix peer resets only when it closes with unread
  * data, and that data includes the end of the stream).  A reply that may
  * have been read is never released: the client would use a lock it no
- * longer holds.
+ * longer holds.  On TLS, the plaintext's delivery cannot be told from
+ * the socket: only a reply that never left the output buffer is lost.
  */
 static void
 session_grants_settle(struct session *s)
@@ -277,13 +291,15 @@ session_grants_settle(struct session *s)
         return;
     }
     session_take_error(s);
-    if (!s->is_unix && !session_tcp_acked(s, &acked)) {
+    if (!s->is_unix && !s->is_tls && !session_tcp_acked(s, &acked)) {
         acked = 0;      /* cannot tell: nothing counts as acknowledged */
     }
     while ((g = s->grants) != NULL) {
         s->grants = g->next;
+        /* On TLS only a reply never written is known lost (session_grants_confirm). */
         lost = g->end > s->out_sent
-               || (s->peer_reset && (s->is_unix ? g->end == s->out_sent : g->end > acked));
+               || (!s->is_tls && s->peer_reset
+                   && (s->is_unix ? g->end == s->out_sent : g->end > acked));
         if (lost) {
             log_info("client %llu (%s): the OK of lease %.*s never reached the client; "
                      "releasing it", (unsigned long long)s->id, s->peer, (int)g->name_len,
@@ -995,6 +1011,14 @@ session_timer_cb(evutil_socket_t fd, short what, void *arg)
     if (s->closing || s->bev == NULL) {
         return;
     }
+    if (s->is_tls && !s->tls_up) {
+        stats.tls_handshake_failures++;
+        log_info("client %llu (%s): TLS handshake not done within %lld ms "
+                 "(limits.idle_timeout_ms), closing", (unsigned long long)s->id, s->peer,
+                 (long long)session_conf->idle_timeout_ms);
+        session_close(s, "TLS handshake timed out");
+        return;
+    }
     if (s->quitting && !s->overflow) {
         if (evbuffer_get_length(bufferevent_get_output(s->bev)) == 0) {
             session_quit_flushed(s);
@@ -1144,6 +1168,11 @@ session_input_end(struct session *s)
     log_debug("client %llu (%s): end of input", (unsigned long long)s->id, s->peer);
     s->input_ended = true;
     bufferevent_disable(s->bev, EV_READ);
+    if (s->is_tls) {
+        /* The OpenSSL bufferevent stops writing at the end of input: go on. */
+        bufferevent_disable(s->bev, EV_WRITE);
+        bufferevent_enable(s->bev, EV_WRITE);
+    }
     if (!s->overflow) {
         event_del(&s->timer);   /* no partial-line or AUTH deadline any more */
     }
@@ -1153,12 +1182,85 @@ session_input_end(struct session *s)
     }
 }
 
+/* OpenSSL's reasons queued on the connection, "; "-joined, into buf. */
+static const char *
+session_tls_errors(struct session *s, char *buf, size_t size)
+{
+    char one[256];
+    unsigned long err;
+    size_t used = 0;
+
+    buf[0] = '\0';
+    while ((err = bufferevent_get_openssl_error(s->bev)) != 0) {
+        tls_reason(err, one, sizeof(one));
+        if (used < size) {
+            int w = snprintf(buf + used, size - used, "%s%s", used > 0 ? "; " : "", one);
+
+            used += w > 0 ? (size_t)w : 0;
+        }
+    }
+    return buf;
+}
+
+/*
+ * The TLS handshake is done: a client certificate verified against
+ * tls.client_ca_file stands for AUTH.  Otherwise the AUTH deadline
+ * starts now (the handshake's deadline ends).
+ */
+static void
+session_tls_connected(struct session *s)
+{
+    SSL *ssl = bufferevent_openssl_get_ssl(s->bev);
+    struct timeval tv;
+
+    s->tls_up = true;
+    event_del(&s->timer);
+    if (!s->authed && tls_peer_verified(ssl)) {
+        s->authed = true;
+    }
+    log_debug("client %llu (%s): TLS handshake done (%s%s)", (unsigned long long)s->id,
+              s->peer, ssl != NULL ? SSL_get_version(ssl) : "?",
+              tls_peer_verified(ssl) ? ", client certificate verified" : "");
+    if (!s->authed) {
+        tv.tv_sec = (time_t)(session_conf->idle_timeout_ms / 1000);
+        tv.tv_usec = (suseconds_t)((session_conf->idle_timeout_ms % 1000) * 1000);
+        evtimer_add(&s->timer, &tv);
+    }
+}
+
+/* The connection ended before its TLS handshake did: log and count it, close. */
+static void
+session_tls_failed(struct session *s, short what)
+{
+    char reason[512];
+    int err = EVUTIL_SOCKET_ERROR();
+
+    session_tls_errors(s, reason, sizeof(reason));
+    if (reason[0] == '\0') {
+        snprintf(reason, sizeof(reason), "%s",
+                 (what & BEV_EVENT_EOF) || err == 0 ? "the client closed the connection"
+                                                    : evutil_socket_error_to_string(err));
+    }
+    stats.tls_handshake_failures++;
+    log_info("client %llu (%s): TLS handshake failed: %s", (unsigned long long)s->id, s->peer,
+             reason);
+    session_close(s, "TLS handshake failed");
+}
+
 static void
 session_event_cb(struct bufferevent *bev, short what, void *arg)
 {
     struct session *s = arg;
 
     (void)bev;
+    if (what & BEV_EVENT_CONNECTED) {
+        session_tls_connected(s);
+        return;
+    }
+    if (s->is_tls && !s->tls_up && (what & (BEV_EVENT_EOF | BEV_EVENT_ERROR))) {
+        session_tls_failed(s, what);
+        return;
+    }
     if ((what & BEV_EVENT_TIMEOUT) && (what & BEV_EVENT_WRITING)) {
         /* No byte of the pending output was taken for idle_timeout_ms. */
         stats.clients_closed_output++;
@@ -1171,9 +1273,13 @@ session_event_cb(struct bufferevent *bev, short what, void *arg)
         session_input_end(s);
     } else if (what & BEV_EVENT_ERROR) {
         int err = EVUTIL_SOCKET_ERROR();
+        char reason[512] = "";
 
         s->peer_reset = err == ECONNRESET || err == EPIPE;
-        session_close(s, evutil_socket_error_to_string(err));
+        if (s->is_tls) {
+            session_tls_errors(s, reason, sizeof(reason));
+        }
+        session_close(s, reason[0] != '\0' ? reason : evutil_socket_error_to_string(err));
     }
 }
 
@@ -1194,6 +1300,16 @@ session_close(struct session *s, const char *why)
     stats.connections--;
     /* Lease grants whose OK never reached the client: nobody knows their tokens. */
     session_grants_settle(s);
+    if (s->is_tls && s->tls_up && !s->peer_reset
+        && evbuffer_get_length(bufferevent_get_output(s->bev)) == 0) {
+        /* close_notify, so that the client knows it read everything. */
+        SSL *ssl = bufferevent_openssl_get_ssl(s->bev);
+
+        if (ssl != NULL) {
+            (void)SSL_shutdown(ssl);
+            ERR_clear_error();
+        }
+    }
     bufferevent_free(s->bev);
     s->bev = NULL;
     s->in_close = true;
@@ -1206,19 +1322,39 @@ session_close(struct session *s, const char *why)
 }
 
 int
-session_accept(evutil_socket_t fd, const char *peer, bool is_unix, long uid, long pid)
+session_accept(evutil_socket_t fd, const char *peer, bool is_unix, bool is_tls, long uid,
+               long pid)
 {
     struct session *s;
     struct timeval tv;
+    SSL *ssl = NULL;
 
     s = calloc(1, sizeof(*s));
     if (s == NULL) {
         evutil_closesocket(fd);
         return -1;
     }
-    s->bev = bufferevent_socket_new(session_base, fd,
-                                    BEV_OPT_CLOSE_ON_FREE | BEV_OPT_DEFER_CALLBACKS);
+    if (is_tls) {
+        ssl = tls_session_new();
+        if (ssl == NULL) {
+            evutil_closesocket(fd);
+            free(s);
+            return -1;
+        }
+        /* Freeing the bufferevent frees ssl and closes fd. */
+        s->bev = bufferevent_openssl_socket_new(session_base, fd, ssl,
+                                                BUFFEREVENT_SSL_ACCEPTING,
+                                                BEV_OPT_CLOSE_ON_FREE
+                                                | BEV_OPT_DEFER_CALLBACKS);
+        if (s->bev != NULL) {
+            bufferevent_openssl_set_allow_dirty_shutdown(s->bev, 1);
+        }
+    } else {
+        s->bev = bufferevent_socket_new(session_base, fd,
+                                        BEV_OPT_CLOSE_ON_FREE | BEV_OPT_DEFER_CALLBACKS);
+    }
     if (s->bev == NULL) {
+        SSL_free(ssl);
         evutil_closesocket(fd);
         free(s);
         return -1;
@@ -1234,6 +1370,7 @@ session_accept(evutil_socket_t fd, const char *peer, bool is_unix, long uid, lon
                 || (is_unix && session_conf->auth_unix_exempt);
     s->id = session_next_id++;
     s->is_unix = is_unix;
+    s->is_tls = is_tls;
     snprintf(s->peer, sizeof(s->peer), "%s", peer);
     TAILQ_INSERT_TAIL(&sessions, s, link);
     session_n++;
@@ -1249,8 +1386,9 @@ session_accept(evutil_socket_t fd, const char *peer, bool is_unix, long uid, lon
     tv.tv_sec = (time_t)(session_conf->idle_timeout_ms / 1000);
     tv.tv_usec = (suseconds_t)((session_conf->idle_timeout_ms % 1000) * 1000);
     bufferevent_set_timeouts(s->bev, NULL, &tv);
-    if (!s->authed) {
-        /* A session that never authenticates must not keep a client slot. */
+    if (!s->authed || is_tls) {
+        /* A session that never authenticates (or never finishes its TLS
+           handshake) must not keep a client slot. */
         evtimer_add(&s->timer, &tv);
     }
     bufferevent_enable(s->bev, EV_READ | EV_WRITE);

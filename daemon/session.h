@@ -31,6 +31,11 @@ void session_set_conf(const struct conf *conf);
  * pid are the Unix peer's credentials (SO_PEERCRED), -1 when unknown or
  * on TCP: uid 0 has the admin right (BREAK), and both name the client in
  * its default holder label ("<host>:uid=N,pid=N", else "<host>:<peer>").
+ * is_tls: it came in on a TLS listener; the session runs the server side
+ * of the handshake (daemon/tls.h's context) within limits.idle_timeout_ms,
+ * and a client certificate verified against tls.client_ca_file stands
+ * for AUTH.  A failed handshake is logged with OpenSSL's reason and
+ * counted (tls_handshake_failures).
  * Takes ownership of fd (closed on failure).  Returns 0, or -1 when out
  * of memory.
  *
@@ -41,7 +46,8 @@ void session_set_conf(const struct conf *conf);
  * AUTH and QUIT answers ERR AUTH until AUTH succeeds, and a session not
  * authenticated within idle_timeout_ms is closed.
  */
-int session_accept(evutil_socket_t fd, const char *peer, bool is_unix, long uid, long pid);
+int session_accept(evutil_socket_t fd, const char *peer, bool is_unix, bool is_tls, long uid,
+                   long pid);
 
 /* Sessions open now. */
 size_t session_count(void);

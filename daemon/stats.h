@@ -27,6 +27,7 @@ struct stats {
     uint64_t connections_total;  /* session: accepted since start */
     uint64_t rejected_clients;   /* listener: refused by max_clients */
     uint64_t auth_failures;      /* session: wrong AUTH passwords */
+    uint64_t tls_handshake_failures; /* session: TLS clients whose handshake failed */
     uint64_t clients_timed_out;  /* session: request line not finished in time */
     uint64_t clients_closed_output; /* session: replies not read, or too many */
     uint64_t labels_truncated;   /* session: default holder labels cut to 64 bytes */

@@ -1,0 +1,159 @@
+/*
+ * tls.c: the SSL_CTX of the TLS client listener, and its reload.
+ */
+#include <stdio.h>
+#include <string.h>
+
+#include <openssl/err.h>
+#include <openssl/ssl.h>
+#include <openssl/x509.h>
+
+#include "conf/conf.h"
+#include "daemon/log.h"
+#include "daemon/tls.h"
+
+static SSL_CTX *tls_ctx;        /* new sessions' context; owned here, NULL when none */
+
+char *
+tls_reason(unsigned long err, char *buf, size_t size)
+{
+    if (size == 0) {
+        return buf;
+    }
+    if (err == 0) {
+        snprintf(buf, size, "no reason given by OpenSSL");
+        return buf;
+    }
+    ERR_error_string_n(err, buf, size);
+    return buf;
+}
+
+/* "<what> <file>: <OpenSSL's reason>" into why; the error queue is cleared. */
+static void
+tls_fail(const char *what, const char *file, char *why, size_t size)
+{
+    char reason[256];
+    unsigned long err = ERR_peek_last_error();
+
+    tls_reason(err, reason, sizeof(reason));
+    snprintf(why, size, "%s %s: %s", what, file, reason);
+    ERR_clear_error();
+}
+
+/* A context from the files of conf, or NULL with the reason in why. */
+static SSL_CTX *
+tls_ctx_new(const struct conf *conf, char *why, size_t size)
+{
+    SSL_CTX *ctx;
+    STACK_OF(X509_NAME) *names;
+    const char *ca = conf->tls_client_ca_file;
+
+    ERR_clear_error();
+    ctx = SSL_CTX_new(TLS_server_method());
+    if (ctx == NULL) {
+        snprintf(why, size, "cannot create a TLS context (out of memory)");
+        ERR_clear_error();
+        return NULL;
+    }
+    if (SSL_CTX_set_min_proto_version(ctx, TLS1_2_VERSION) != 1) {
+        snprintf(why, size, "cannot require TLS 1.2 or later");
+        goto fail;
+    }
+    /*
+     * A client that closes its side without close_notify (openssl
+     * s_client and ncat do at the end of their input) ends its input;
+     * the replies still go out.  Lines are the protocol's unit and a
+     * cut-off last line is not a request, so nothing half-read counts.
+     */
+    SSL_CTX_set_options(ctx, SSL_OP_IGNORE_UNEXPECTED_EOF | SSL_OP_NO_RENEGOTIATION);
+    SSL_CTX_set_mode(ctx, SSL_MODE_RELEASE_BUFFERS);
+    if (SSL_CTX_use_certificate_chain_file(ctx, conf->tls_cert_file) != 1) {
+        tls_fail("tls.cert_file", conf->tls_cert_file, why, size);
+        goto fail;
+    }
+    if (SSL_CTX_use_PrivateKey_file(ctx, conf->tls_key_file, SSL_FILETYPE_PEM) != 1) {
+        tls_fail("tls.key_file", conf->tls_key_file, why, size);
+        goto fail;
+    }
+    if (SSL_CTX_check_private_key(ctx) != 1) {
+        char reason[256];
+
+        snprintf(why, size, "tls.key_file %s does not match tls.cert_file %s: %s",
+                 conf->tls_key_file, conf->tls_cert_file,
+                 tls_reason(ERR_peek_last_error(), reason, sizeof(reason)));
+        ERR_clear_error();
+        goto fail;
+    }
+    if (ca != NULL && ca[0] != '\0') {
+        if (SSL_CTX_load_verify_locations(ctx, ca, NULL) != 1) {
+            tls_fail("tls.client_ca_file", ca, why, size);
+            goto fail;
+        }
+        names = SSL_load_client_CA_file(ca);
+        if (names == NULL) {
+            tls_fail("tls.client_ca_file", ca, why, size);
+            goto fail;
+        }
+        SSL_CTX_set_client_CA_list(ctx, names);     /* takes names */
+        SSL_CTX_set_verify(ctx, SSL_VERIFY_PEER | SSL_VERIFY_FAIL_IF_NO_PEER_CERT, NULL);
+    } else {
+        SSL_CTX_set_verify(ctx, SSL_VERIFY_NONE, NULL);
+    }
+    return ctx;
+
+fail:
+    SSL_CTX_free(ctx);
+    return NULL;
+}
+
+int
+tls_load(const struct conf *conf, char *why, size_t size)
+{
+    SSL_CTX *ctx = tls_ctx_new(conf, why, size);
+
+    if (ctx == NULL) {
+        return -1;
+    }
+    /* Open sessions hold references of their own to the old context. */
+    SSL_CTX_free(tls_ctx);
+    tls_ctx = ctx;
+    log_info("tls: loaded %s and %s%s%s", conf->tls_cert_file, conf->tls_key_file,
+             conf->tls_client_ca_file[0] != '\0' ? "; client certificates required, CAs from "
+                                                 : "; no client certificates",
+             conf->tls_client_ca_file);
+    return 0;
+}
+
+bool
+tls_ready(void)
+{
+    return tls_ctx != NULL;
+}
+
+SSL *
+tls_session_new(void)
+{
+    return tls_ctx != NULL ? SSL_new(tls_ctx) : NULL;
+}
+
+bool
+tls_peer_verified(SSL *ssl)
+{
+    X509 *cert;
+    bool ok;
+
+    if (ssl == NULL || SSL_get_verify_mode(ssl) == SSL_VERIFY_NONE) {
+        return false;
+    }
+    cert = SSL_get1_peer_certificate(ssl);
+    ok = cert != NULL && SSL_get_verify_result(ssl) == X509_V_OK;
+    X509_free(cert);
+    return ok;
+}
+
+void
+tls_stop(void)
+{
+    SSL_CTX_free(tls_ctx);
+    tls_ctx = NULL;
+}
