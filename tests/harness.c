@@ -52,6 +52,7 @@ struct h_master {
 struct h_daemon {
     pid_t pid;                      /* running process, or 0 */
     int   port;                     /* TCP port, 0 before the start */
+    int   tls_port;                 /* listen.tls port, 0 when it has none */
     char  sock_path[PATH_MAX + 64]; /* Unix socket */
     char  log_path[PATH_MAX + 64];  /* stdout+stderr */
     char  conf_path[PATH_MAX + 64]; /* config */
@@ -972,6 +973,13 @@ h_write_conf(const struct h_daemon_opts *o)
     }
     fprintf(f, "# written by tests/harness.c\n");
     fprintf(f, "listen:\n  tcp: \"127.0.0.1:%d\"\n  unix: \"%s\"\n", H_D->port, H_D->sock_path);
+    if (o->tls_cert_file != NULL) {
+        fprintf(f, "  tls: \"127.0.0.1:%d\"\ntls:\n  cert_file: \"%s\"\n  key_file: \"%s\"\n",
+                H_D->tls_port, o->tls_cert_file, o->tls_key_file != NULL ? o->tls_key_file : "");
+        if (o->tls_client_ca_file != NULL) {
+            fprintf(f, "  client_ca_file: \"%s\"\n", o->tls_client_ca_file);
+        }
+    }
     fprintf(f, "masters:\n");
     for (i = 0; i < h_nmasters; i++) {
         fprintf(f, "  - \"127.0.0.1:%d\"\n", h_masters[i].port);
@@ -1115,7 +1123,14 @@ h_start_daemon(const struct h_daemon_opts *opts)
     argv[k] = NULL;
     for (tries = 1; tries <= (quiet ? 1 : H_PORT_TRIES); tries++) {
         H_D->port = h_free_port();
-        if (H_D->port < 0 || h_write_conf(opts != NULL ? opts : &none) != 0) {
+        H_D->tls_port = 0;
+        if (opts != NULL && opts->tls_cert_file != NULL) {
+            do {
+                H_D->tls_port = h_free_port();
+            } while (H_D->tls_port == H_D->port);
+        }
+        if (H_D->port < 0 || H_D->tls_port < 0
+            || h_write_conf(opts != NULL ? opts : &none) != 0) {
             h_cur = prev;
             return -1;
         }
@@ -1189,6 +1204,12 @@ int
 h_daemon_port(void)
 {
     return H_D->port;
+}
+
+int
+h_daemon_tls_port(void)
+{
+    return H_D->tls_port;
 }
 
 const char *

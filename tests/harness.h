@@ -282,6 +282,10 @@ struct h_daemon_opts {
                                            NULL for none */
     bool        start_fails;            /* the test wants the start to fail: one
                                            try, and nothing printed about it */
+    const char *tls_cert_file;          /* tls.cert_file; when set, listen.tls on a
+                                           free 127.0.0.1 port (h_daemon_tls_port) */
+    const char *tls_key_file;           /* tls.key_file (with tls_cert_file) */
+    const char *tls_client_ca_file;     /* tls.client_ca_file (none when NULL) */
 };
 
 /*
@@ -351,6 +355,9 @@ pid_t h_daemon_pid(void);
 
 /* The daemon's TCP port. */
 int h_daemon_port(void);
+
+/* The daemon's listen.tls port, 0 when it has none (opts->tls_cert_file). */
+int h_daemon_tls_port(void);
 
 /* Path of the daemon's Unix socket. */
 const char *h_daemon_unix_path(void);

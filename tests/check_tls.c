@@ -1,0 +1,541 @@
+/*
+ * check_tls.c: clients over TLS (listen.tls) end to end: openssl
+ * s_client one-liners with and without a client certificate, the end of
+ * input through TLS, LOCK/UNLOCK/WATCH, client certificates required
+ * (tls.client_ca_file) and standing for AUTH, handshake failures counted
+ * while the daemon serves others, and SIGHUP certificate rotation (and a
+ * broken key refused, the old certificate kept).
+ *
+ * Certificates come from tests/tls/make-certs.sh, made into each test's
+ * directory.  Real redis-server masters and a real daemon on free
+ * loopback ports (tests/harness.h).  Each test is a test case of its
+ * own: CK_RUN_CASE=<test> ./build/check_tls runs one.
+ */
+#include <errno.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/time.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <check.h>
+#include <openssl/err.h>
+#include <openssl/ssl.h>
+#include <openssl/x509.h>
+
+#include "tests/expect.h"
+#include "tests/harness.h"
+
+#define NMASTERS        3       /* masters per test */
+#define CMD_MS          2000    /* deadline for a reply that needs the masters */
+#define TOOL_MS         10000   /* deadline for an openssl s_client run */
+#define TEST_TIMEOUT_S  60      /* per test, unless CK_DEFAULT_TIMEOUT is set */
+#define TC_LINE_MAX     4096    /* longest line read by the test client */
+#define PASSWORD        "tls-test-password"
+
+/* A blocking TLS client of the line protocol (the test's own). */
+struct tc {
+    int   fd;                   /* the TCP socket */
+    SSL  *ssl;                  /* its TLS connection */
+    SSL_CTX *ctx;               /* its context */
+    char  buf[TC_LINE_MAX];     /* bytes read past the last line returned */
+    size_t len;                 /* bytes in buf */
+};
+
+static char tt_certs[1024];     /* the test's certificate directory */
+
+/* The certificate file name in the test's directory. */
+static const char *
+tt_file(const char *name)
+{
+    static char path[8][1100];
+    static int next;
+    char *p = path[next++ % 8];
+
+    snprintf(p, sizeof(path[0]), "%s/%s", tt_certs, name);
+    return p;
+}
+
+/* Run a shell command, its output to the test's directory; true when it exits 0. */
+static bool
+tt_sh(const char *cmd)
+{
+    int status = system(cmd);
+
+    return status != -1 && WIFEXITED(status) && WEXITSTATUS(status) == 0;
+}
+
+/*
+ * Start: the directory, certificates, masters; the daemon with opts,
+ * listen.tls with live.crt and live.key (copies of server.*), and with
+ * client_ca, tls.client_ca_file ca.crt.
+ */
+static void
+tt_up(struct h_daemon_opts *opts, bool client_ca)
+{
+    char cmd[8192];
+
+    ck_assert_msg(h_begin(tcase_name()) == 0, "cannot create the test directory");
+    snprintf(tt_certs, sizeof(tt_certs), "%s/certs", h_dir());
+    snprintf(cmd, sizeof(cmd), "sh tests/tls/make-certs.sh '%s' >'%s/make-certs.log' 2>&1 && "
+             "cp '%s/server.crt' '%s/live.crt' && cp '%s/server.key' '%s/live.key'",
+             tt_certs, h_dir(), tt_certs, tt_certs, tt_certs, tt_certs);
+    ck_assert_msg(tt_sh(cmd), "tests/tls/make-certs.sh failed (see make-certs.log)");
+    ck_assert_msg(h_start_masters(NMASTERS) == 0, "the masters did not start");
+    opts->tls_cert_file = tt_file("live.crt");
+    opts->tls_key_file = tt_file("live.key");
+    opts->tls_client_ca_file = client_ca ? tt_file("ca.crt") : NULL;
+    opts->retry_delay_ms = 100;
+    ck_assert_msg(h_start_daemon(opts) == 0, "redlockd did not start (log above)");
+}
+
+static void
+tt_teardown(void)
+{
+    h_end();
+}
+
+/*
+ * Connect over TLS to the daemon's listen.tls, verifying its certificate
+ * against ca (a file in the test's directory), with a client certificate
+ * when cert is not NULL.  NULL when the connection or handshake failed.
+ */
+static struct tc *
+tc_open(const char *ca, const char *cert, const char *key)
+{
+    struct tc *c = calloc(1, sizeof(*c));
+
+    ck_assert_ptr_nonnull(c);
+    c->fd = h_connect_port(h_daemon_tls_port());
+    ck_assert_msg(c->fd >= 0, "cannot connect to listen.tls");
+    c->ctx = SSL_CTX_new(TLS_client_method());
+    ck_assert_ptr_nonnull(c->ctx);
+    ck_assert_int_eq(SSL_CTX_load_verify_locations(c->ctx, tt_file(ca), NULL), 1);
+    SSL_CTX_set_verify(c->ctx, SSL_VERIFY_PEER, NULL);
+    if (cert != NULL) {
+        ck_assert_int_eq(SSL_CTX_use_certificate_file(c->ctx, tt_file(cert), SSL_FILETYPE_PEM),
+                         1);
+        ck_assert_int_eq(SSL_CTX_use_PrivateKey_file(c->ctx, tt_file(key), SSL_FILETYPE_PEM),
+                         1);
+    }
+    c->ssl = SSL_new(c->ctx);
+    ck_assert_ptr_nonnull(c->ssl);
+    SSL_set_fd(c->ssl, c->fd);
+    SSL_set_tlsext_host_name(c->ssl, "localhost");
+    ck_assert_int_eq(SSL_set1_host(c->ssl, "localhost"), 1);
+    if (SSL_connect(c->ssl) != 1) {
+        ERR_clear_error();
+        SSL_free(c->ssl);
+        SSL_CTX_free(c->ctx);
+        close(c->fd);
+        free(c);
+        return NULL;
+    }
+    return c;
+}
+
+static void
+tc_close(struct tc *c)
+{
+    SSL_free(c->ssl);
+    SSL_CTX_free(c->ctx);
+    close(c->fd);
+    free(c);
+}
+
+static bool
+tc_send(struct tc *c, const char *text)
+{
+    return SSL_write(c->ssl, text, (int)strlen(text)) == (int)strlen(text);
+}
+
+/* One line within ms (malloc'd, without LF), or NULL at a timeout, an error or the end. */
+static char *
+tc_line(struct tc *c, int64_t ms)
+{
+    int64_t end = h_now_ms() + ms;
+    struct timeval tv;
+    char *nl, *line;
+    int n;
+
+    for (;;) {
+        nl = memchr(c->buf, '\n', c->len);
+        if (nl != NULL) {
+            line = strndup(c->buf, (size_t)(nl - c->buf));
+            c->len -= (size_t)(nl - c->buf) + 1;
+            memmove(c->buf, nl + 1, c->len);
+            return line;
+        }
+        if (h_now_ms() >= end || c->len == sizeof(c->buf)) {
+            return NULL;
+        }
+        tv.tv_sec = (time_t)((end - h_now_ms()) / 1000);
+        tv.tv_usec = (suseconds_t)(((end - h_now_ms()) % 1000) * 1000 + 1000);
+        setsockopt(c->fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+        n = SSL_read(c->ssl, c->buf + c->len, (int)(sizeof(c->buf) - c->len));
+        if (n <= 0) {
+            ERR_clear_error();
+            return NULL;
+        }
+        c->len += (size_t)n;
+    }
+}
+
+/* Send line + LF and require the reply to be exactly want. */
+#define TC_REPLY(c, line, want) tc_reply_at((c), (line), (want), __LINE__)
+
+static void
+tc_reply_at(struct tc *c, const char *line, const char *want, int at)
+{
+    char text[512], *got;
+
+    snprintf(text, sizeof(text), "%s\n", line);
+    ck_assert_msg(tc_send(c, text), "line %d: cannot send '%s'", at, line);
+    got = tc_line(c, CMD_MS);
+    ck_assert_msg(got != NULL && strncmp(got, want, strlen(want)) == 0,
+                  "line %d: '%s' answered '%s', expected '%s...'", at, line,
+                  got != NULL ? got : "(nothing)", want);
+    free(got);
+}
+
+/* The common name of the issuer of the daemon's certificate on c. */
+static void
+tc_issuer(struct tc *c, char *out, size_t size)
+{
+    X509 *cert = SSL_get1_peer_certificate(c->ssl);
+
+    ck_assert_ptr_nonnull(cert);
+    out[0] = '\0';
+    X509_NAME_get_text_by_NID(X509_get_issuer_name(cert), NID_commonName, out, (int)size);
+    X509_free(cert);
+}
+
+/*
+ * Run "printf input | openssl s_client -quiet ... -connect" (extra
+ * options in args) within TOOL_MS; its standard output (malloc'd) into
+ * *out.  Returns its exit status.
+ */
+static int
+tt_s_client(const char *input, const char *args, char **out)
+{
+    char cmd[10000], path[4300];
+    size_t len;
+    FILE *f;
+    int status;
+
+    snprintf(path, sizeof(path), "%s/s_client.out", h_dir());
+    snprintf(cmd, sizeof(cmd), "printf '%s' | timeout %d openssl s_client -quiet %s "
+             "-connect 127.0.0.1:%d >'%s' 2>>'%s/s_client.err'", input, TOOL_MS / 1000, args,
+             h_daemon_tls_port(), path, h_dir());
+    status = system(cmd);
+    f = fopen(path, "r");
+    ck_assert_ptr_nonnull(f);
+    *out = calloc(1, 65536);
+    ck_assert_ptr_nonnull(*out);
+    len = fread(*out, 1, 65535, f);
+    (*out)[len] = '\0';
+    fclose(f);
+    return WIFEXITED(status) ? WEXITSTATUS(status) : 128;
+}
+
+/* ---- one-liners ---- */
+
+/*
+ * openssl s_client is the netcat of TLS: requests in, replies out, in
+ * order, and it exits once the daemon closes (QUIT); with a client
+ * certificate as well, when the daemon asks for one.
+ */
+START_TEST(s_client_one_liners)
+{
+    struct h_daemon_opts opts = { 0 };
+    char args[9000], *out;
+
+    tt_up(&opts, false);
+    snprintf(args, sizeof(args), "-verify_return_error -CAfile '%s'", tt_file("ca.crt"));
+    ck_assert_int_eq(tt_s_client("PING\\nSTATUS x\\nQUIT\\n", args, &out), 0);
+    ck_assert_msg(strcmp(out, "PONG\nFREE x\nBYE\n") == 0, "s_client printed '%s'", out);
+    free(out);
+    snprintf(args, sizeof(args), "-verify_return_error -CAfile '%s' -cert '%s' -key '%s'",
+             tt_file("ca.crt"), tt_file("client.crt"), tt_file("client.key"));
+    ck_assert_int_eq(tt_s_client("PING hi\\nLOCK one ttl=5000\\nQUIT\\n", args, &out), 0);
+    ck_assert_msg(strncmp(out, "PONG hi\nOK one ", 15) == 0
+                  && strstr(out, "\nBYE\n") != NULL, "s_client printed '%s'", out);
+    free(out);
+    /* The session ended: its lock was released. */
+    ck_assert_msg(h_wait_stat("locks_held", 0, false, CMD_MS, NULL), "the lock stayed held");
+    tt_teardown();
+}
+END_TEST
+
+/*
+ * The end of input through TLS: a client that says close_notify after
+ * its requests, and one that only half-closes TCP (as s_client and
+ * ncat may), gets every reply, in order, then the end of the stream.
+ */
+START_TEST(end_of_input)
+{
+    struct h_daemon_opts opts = { 0 };
+    struct tc *c;
+    char *got;
+    int pass;
+
+    tt_up(&opts, false);
+    for (pass = 0; pass < 2; pass++) {
+        c = tc_open("ca.crt", NULL, NULL);
+        ck_assert_ptr_nonnull(c);
+        ck_assert(tc_send(c, "PING a\nSTATUS y\nPING b"));
+        ck_assert(tc_send(c, "\nPING partial-no-lf"));
+        if (pass == 0) {
+            ck_assert_int_ge(SSL_shutdown(c->ssl), 0);      /* close_notify */
+        } else {
+            ck_assert_int_eq(shutdown(c->fd, SHUT_WR), 0);  /* TCP only */
+        }
+        got = tc_line(c, CMD_MS);
+        ck_assert_msg(got != NULL && strcmp(got, "PONG a") == 0, "pass %d: got '%s'", pass, got);
+        free(got);
+        got = tc_line(c, CMD_MS);
+        ck_assert_msg(got != NULL && strcmp(got, "FREE y") == 0, "pass %d: got '%s'", pass, got);
+        free(got);
+        got = tc_line(c, CMD_MS);
+        ck_assert_msg(got != NULL && strcmp(got, "PONG b") == 0, "pass %d: got '%s'", pass, got);
+        free(got);
+        got = tc_line(c, CMD_MS);
+        ck_assert_msg(got == NULL, "pass %d: after the replies: '%s'", pass, got);
+        tc_close(c);
+    }
+    tt_teardown();
+}
+END_TEST
+
+/* ---- the protocol inside ---- */
+
+/* LOCK, WATCH and UNLOCK over TLS, a waiter on TCP: the protocol is unchanged. */
+START_TEST(lock_unlock_watch)
+{
+    struct h_daemon_opts opts = { 0 };
+    struct tc *a, *w;
+    char *got;
+    int t;
+
+    tt_up(&opts, false);
+    a = tc_open("ca.crt", NULL, NULL);
+    w = tc_open("ca.crt", NULL, NULL);
+    ck_assert_ptr_nonnull(a);
+    ck_assert_ptr_nonnull(w);
+    TC_REPLY(w, "WATCH job", "OK job");
+    got = tc_line(w, CMD_MS);
+    ck_assert_msg(got != NULL && strcmp(got, "! FREE job") == 0, "first watch push '%s'", got);
+    free(got);
+    TC_REPLY(a, "LOCK job ttl=5000 label=tls-client", "OK job");
+    got = tc_line(w, CMD_MS);
+    ck_assert_msg(got != NULL && strncmp(got, "! HELD job label=tls-client", 27) == 0,
+                  "watch push '%s'", got);
+    free(got);
+    t = expect_connect(0);
+    ck_assert_int_eq(h_send(t, "LOCK job wait=5000"), 0);
+    ck_assert_msg(h_wait_stat("waiters", 1, false, CMD_MS, NULL), "no waiter on TCP");
+    TC_REPLY(a, "STATUS job", "HELD job ttl=");
+    TC_REPLY(a, "UNLOCK job", "OK job holds=0");
+    got = EXPECT_READ(t, CMD_MS, "the TCP waiter");
+    EXPECT_IS(got, "OK", "job");
+    free(got);
+    got = tc_line(w, CMD_MS);
+    ck_assert_msg(got != NULL && (strncmp(got, "! FREE job", 10) == 0
+                                  || strncmp(got, "! HELD job", 10) == 0), "push '%s'", got);
+    free(got);
+    close(t);
+    tc_close(a);
+    tc_close(w);
+    tt_teardown();
+}
+END_TEST
+
+/* ---- client certificates ---- */
+
+/*
+ * With tls.client_ca_file, a client without a certificate (or with one
+ * from another CA) fails the handshake: logged with OpenSSL's reason and
+ * counted, and the daemon serves the others (TCP and verified TLS).
+ */
+START_TEST(client_cert_required)
+{
+    struct h_daemon_opts opts = { 0 };
+    char args[9000], *out;
+    long long n = 0;
+    off_t from;
+    struct tc *c;
+    int fd;
+
+    tt_up(&opts, true);
+    from = h_log_size();
+    snprintf(args, sizeof(args), "-CAfile '%s'", tt_file("ca.crt"));
+    tt_s_client("PING\\nQUIT\\n", args, &out);
+    ck_assert_msg(strstr(out, "PONG") == NULL, "served without a certificate: '%s'", out);
+    free(out);
+    ck_assert_msg(h_wait_stat("tls_handshake_failures", 1, true, CMD_MS, &n),
+                  "tls_handshake_failures is %lld", n);
+    ck_assert_msg(h_wait_log(from, "TLS handshake failed: ", CMD_MS), "no log line");
+    ck_assert_msg(h_log_find(from, "certificate", NULL, 0), "the log does not say why");
+    /* A certificate from another CA: refused too. */
+    snprintf(args, sizeof(args), "-CAfile '%s' -cert '%s' -key '%s'", tt_file("ca.crt"),
+             tt_file("other.crt"), tt_file("other.key"));
+    tt_s_client("PING\\nQUIT\\n", args, &out);
+    ck_assert_msg(strstr(out, "PONG") == NULL, "served with another CA's certificate: '%s'", out);
+    free(out);
+    ck_assert_msg(h_wait_stat("tls_handshake_failures", 2, true, CMD_MS, &n),
+                  "tls_handshake_failures is %lld", n);
+    /* The others are served. */
+    fd = expect_connect(0);
+    EXPECT_REPLY(fd, "PING", "PONG");
+    close(fd);
+    c = tc_open("ca.crt", "client.crt", "client.key");
+    ck_assert_ptr_nonnull(c);
+    TC_REPLY(c, "PING", "PONG");
+    tc_close(c);
+    tt_teardown();
+}
+END_TEST
+
+/* A verified client certificate stands for AUTH; a TCP client still needs AUTH. */
+START_TEST(verified_needs_no_auth)
+{
+    struct h_daemon_opts opts = { .auth_password = PASSWORD };
+    struct tc *c;
+    int fd;
+
+    tt_up(&opts, true);
+    c = tc_open("ca.crt", "client.crt", "client.key");
+    ck_assert_ptr_nonnull(c);
+    TC_REPLY(c, "PING", "PONG");
+    TC_REPLY(c, "LOCK tls-job ttl=5000", "OK tls-job");
+    fd = expect_connect(0);
+    EXPECT_PREFIX(fd, "PING", "ERR AUTH");
+    EXPECT_REPLY(fd, "AUTH " PASSWORD, "OK");
+    EXPECT_REPLY(fd, "PING", "PONG");
+    close(fd);
+    tc_close(c);
+    tt_teardown();
+}
+END_TEST
+
+/* Without client certificates, a TLS client AUTHs like a TCP one. */
+START_TEST(tls_without_client_ca_needs_auth)
+{
+    struct h_daemon_opts opts = { .auth_password = PASSWORD };
+    struct tc *c;
+
+    tt_up(&opts, false);
+    c = tc_open("ca.crt", NULL, NULL);
+    ck_assert_ptr_nonnull(c);
+    TC_REPLY(c, "PING", "ERR AUTH");
+    TC_REPLY(c, "AUTH " PASSWORD, "OK");
+    TC_REPLY(c, "PING", "PONG");
+    tc_close(c);
+    tt_teardown();
+}
+END_TEST
+
+/* ---- reload ---- */
+
+/* Copy a certificate directory file over another (the rotation). */
+static void
+tt_copy(const char *from, const char *to)
+{
+    char cmd[9000];
+
+    snprintf(cmd, sizeof(cmd), "cp '%s' '%s.new' && mv '%s.new' '%s'", tt_file(from),
+             tt_file(to), tt_file(to), tt_file(to));
+    ck_assert_msg(tt_sh(cmd), "cannot copy %s to %s", from, to);
+}
+
+/*
+ * SIGHUP rotates the certificate: new connections get the new one (from
+ * another CA), a session open before goes on with its old one.
+ */
+START_TEST(reload_rotates_certificate)
+{
+    struct h_daemon_opts opts = { 0 };
+    struct tc *old, *c;
+    char issuer[256];
+    off_t from;
+
+    tt_up(&opts, false);
+    old = tc_open("ca.crt", NULL, NULL);
+    ck_assert_ptr_nonnull(old);
+    tc_issuer(old, issuer, sizeof(issuer));
+    ck_assert_str_eq(issuer, "redlockd test CA");
+    TC_REPLY(old, "LOCK kept ttl=5000", "OK kept");
+
+    tt_copy("other.crt", "live.crt");
+    tt_copy("other.key", "live.key");
+    from = h_log_size();
+    ck_assert_int_eq(h_signal_daemon(SIGHUP), 0);
+    ck_assert_msg(h_wait_log(from, "reload: done", CMD_MS), "the reload did not finish");
+    ck_assert_msg(h_log_find(from, "tls: loaded", NULL, 0), "the certificate was not re-read");
+
+    c = tc_open("other-ca.crt", NULL, NULL);
+    ck_assert_msg(c != NULL, "a new connection did not verify against the new CA");
+    tc_issuer(c, issuer, sizeof(issuer));
+    ck_assert_str_eq(issuer, "another test CA");
+    TC_REPLY(c, "STATUS kept", "HELD kept");
+    tc_close(c);
+    ck_assert_msg(tc_open("ca.crt", NULL, NULL) == NULL, "the old certificate is still served");
+    /* The session from before the rotation is untouched. */
+    TC_REPLY(old, "PING", "PONG");
+    TC_REPLY(old, "UNLOCK kept", "OK kept holds=0");
+    tc_close(old);
+    tt_teardown();
+}
+END_TEST
+
+/* A key file that does not load refuses the reload, with the reason; the old one stays. */
+START_TEST(reload_broken_key_refused)
+{
+    struct h_daemon_opts opts = { 0 };
+    struct tc *c;
+    char issuer[256], line[1024], cmd[9000];
+    off_t from;
+
+    tt_up(&opts, false);
+    tt_copy("other.crt", "live.crt");
+    snprintf(cmd, sizeof(cmd), "printf 'not a key\\n' > '%s'", tt_file("live.key"));
+    ck_assert(tt_sh(cmd));
+    from = h_log_size();
+    ck_assert_int_eq(h_signal_daemon(SIGHUP), 0);
+    ck_assert_msg(h_wait_log(from, "nothing was reloaded (the running certificates stay)",
+                             CMD_MS), "the reload was not refused");
+    ck_assert(h_log_find(from, "reload: tls.key_file ", line, sizeof(line)));
+    ck_assert_msg(strstr(line, tt_file("live.key")) != NULL && strstr(line, "error:") != NULL,
+                  "the refusal does not name the file and OpenSSL's reason: '%s'", line);
+    ck_assert(!h_log_find(from, "reload: done", NULL, 0));
+
+    c = tc_open("ca.crt", NULL, NULL);
+    ck_assert_msg(c != NULL, "the old certificate is not served any more");
+    tc_issuer(c, issuer, sizeof(issuer));
+    ck_assert_str_eq(issuer, "redlockd test CA");
+    TC_REPLY(c, "PING", "PONG");
+    tc_close(c);
+    tt_teardown();
+}
+END_TEST
+
+#define TT_ADD(s, test) expect_add_case((s), #test, (test), tt_teardown, TEST_TIMEOUT_S)
+
+int
+main(void)
+{
+    Suite *s = suite_create("redlockd clients over TLS");
+
+    TT_ADD(s, s_client_one_liners);
+    TT_ADD(s, end_of_input);
+    TT_ADD(s, lock_unlock_watch);
+    TT_ADD(s, client_cert_required);
+    TT_ADD(s, verified_needs_no_auth);
+    TT_ADD(s, tls_without_client_ca_needs_auth);
+    TT_ADD(s, reload_rotates_certificate);
+    TT_ADD(s, reload_broken_key_refused);
+    return expect_run_suite(s, "check_tls");
+}
