@@ -23,9 +23,14 @@ VERSION := 0.1.0
 # libsystemd (sd_notify, socket activation) is used when found, and the
 # daemon builds and runs without it (NO_SYSTEMD=1 leaves it out).
 HAVE_SYSTEMD = $(if $(NO_SYSTEMD),,$(shell pkg-config --exists libsystemd 2>/dev/null && echo yes))
-PKG_CFLAGS = $(shell pkg-config --cflags $(PKGS) 2>/dev/null) \
+PKG_CFLAGS = $(shell pkg-config --cflags $(PKGS) $(CLIENT_PKGS) 2>/dev/null) \
              $(if $(HAVE_SYSTEMD),-DHAVE_LIBSYSTEMD $(shell pkg-config --cflags libsystemd))
-PKG_LIBS   = $(shell pkg-config --libs $(PKGS) 2>/dev/null) \
+# The client library (client/client.c) does TLS with OpenSSL: every program
+# that links it needs CLIENT_LIBS, and the test programs get them through
+# PKG_LIBS.
+CLIENT_PKGS := openssl
+CLIENT_LIBS = $(shell pkg-config --libs $(CLIENT_PKGS) 2>/dev/null)
+PKG_LIBS   = $(shell pkg-config --libs $(PKGS) 2>/dev/null) $(CLIENT_LIBS) \
              $(if $(HAVE_SYSTEMD),$(shell pkg-config --libs libsystemd))
 CHECK_CFLAGS = $(shell pkg-config --cflags check 2>/dev/null)
 CHECK_LIBS   = $(shell pkg-config --libs check 2>/dev/null)
@@ -92,10 +97,11 @@ $(B)/redlockd: $(B)/obj/daemon/main.o $(LIB_OBJ)
 	@echo "  LD      $@"
 	@$(CC) $(CFLAGS) -o $@ $^ $(PKG_LIBS) $(LDFLAGS)
 
-# redlockctl, the command-line client: the library and nothing of the daemon.
+# redlockctl, the command-line client: the library (and OpenSSL) and nothing
+# of the daemon.
 $(B)/redlockctl: $(B)/obj/client/redlockctl.o $(CLIENT_OBJ)
 	@echo "  LD      $@"
-	@$(CC) $(CFLAGS) -o $@ $^ $(LDFLAGS)
+	@$(CC) $(CFLAGS) -o $@ $^ $(CLIENT_LIBS) $(LDFLAGS)
 
 $(B)/obj/tests/%.o: tests/%.c
 	@mkdir -p $(dir $@)
@@ -127,8 +133,8 @@ $(TEST_BINS):
 
 # Install whatever Debian packages are missing; nothing when all are found.
 deps:
-	@if pkg-config --exists $(PKGS) check libsystemd 2>/dev/null \
-	    && command -v redis-server >/dev/null \
+	@if pkg-config --exists $(PKGS) $(CLIENT_PKGS) check libsystemd 2>/dev/null \
+	    && command -v redis-server >/dev/null && command -v openssl >/dev/null \
 	    && command -v nc >/dev/null && command -v cc >/dev/null \
 	    && command -v faketime >/dev/null && command -v openssl >/dev/null; then :; else \
 	    echo "installing missing packages: $(DEB_PKGS)"; \

@@ -1,7 +1,7 @@
 /*
  * client.c: the client side of the redlockd line protocol (see
- * client.h): connect, send a line, read a line with a deadline, and
- * pick a reply line apart.
+ * client.h): connect, start TLS, send a line, read a line with a
+ * deadline, and pick a reply line apart.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -9,6 +9,7 @@
 #include <netdb.h>
 #include <poll.h>
 #include <stdarg.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -18,9 +19,28 @@
 #include <sys/socket.h>
 #include <sys/un.h>
 
+#include <arpa/inet.h>
+
+#include <openssl/err.h>
+#include <openssl/ssl.h>
+#include <openssl/x509v3.h>
+
 #include "client/client.h"
 
 #define CLIENT_FIELD_DIGITS 18      /* client_field_int: fits int64_t whatever the digits */
+
+/*
+ * One TLS connection (client_start_tls()): OpenSSL's objects over the
+ * client's socket.  Owned by its struct client (c->tls), freed by
+ * client_close().
+ */
+struct client_tls {
+    SSL        *ssl;            /* the connection (it holds its SSL_CTX) */
+    BIO_METHOD *method;         /* the BIO type over fd (client_tls_bio_*); outlives ssl */
+    int         fd;             /* the socket, c->fd */
+    int         sys_err;        /* errno of the BIO's last failed send or recv, 0: none */
+    bool        want_write;     /* the last read needs the socket writable first */
+};
 
 static void client_fail(struct client *c, int err, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
@@ -70,6 +90,7 @@ client_init(struct client *c, int fd, unsigned flags)
     c->fd = fd;
     c->wakeup = -1;
     c->flags = flags;
+    c->tls = NULL;
     c->inlen = 0;
     c->line_len = 0;
     c->line[0] = '\0';
@@ -79,6 +100,19 @@ client_init(struct client *c, int fd, unsigned flags)
 void
 client_close(struct client *c)
 {
+    struct client_tls *t = c->tls;
+
+    if (t != NULL) {
+        /* close_notify when it fits in the socket at once; no waiting for the peer's. */
+        if (t->ssl != NULL && SSL_is_init_finished(t->ssl)) {
+            SSL_shutdown(t->ssl);
+        }
+        SSL_free(t->ssl);
+        BIO_meth_free(t->method);
+        ERR_clear_error();
+        free(t);
+        c->tls = NULL;
+    }
     if (c->fd >= 0) {
         close(c->fd);
     }
@@ -221,6 +255,372 @@ client_connect_tcp(struct client *c, const char *addr, int64_t deadline)
     return 0;
 }
 
+/* ---- TLS ---- */
+
+/*
+ * The BIO under every TLS connection: send(2) and recv(2) on the socket
+ * without waiting (MSG_DONTWAIT, so the descriptor may stay blocking)
+ * and without SIGPIPE (MSG_NOSIGNAL); the waiting is done in poll(2).
+ */
+static int
+client_tls_bio_write(BIO *b, const char *buf, int len)
+{
+    struct client_tls *t = BIO_get_data(b);
+    ssize_t n;
+
+    BIO_clear_retry_flags(b);
+    n = send(t->fd, buf, (size_t)len, MSG_NOSIGNAL | MSG_DONTWAIT);
+    if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR)) {
+        BIO_set_retry_write(b);
+    } else if (n < 0) {
+        t->sys_err = errno;
+    }
+    return (int)n;
+}
+
+static int
+client_tls_bio_read(BIO *b, char *buf, int len)
+{
+    struct client_tls *t = BIO_get_data(b);
+    ssize_t n;
+
+    BIO_clear_retry_flags(b);
+    n = recv(t->fd, buf, (size_t)len, MSG_DONTWAIT);
+    if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR)) {
+        BIO_set_retry_read(b);
+    } else if (n < 0) {
+        t->sys_err = errno;
+    }
+    return (int)n;
+}
+
+static long
+client_tls_bio_ctrl(BIO *b, int cmd, long num, void *ptr)
+{
+    (void)b;
+    (void)num;
+    (void)ptr;
+    /* Nothing is buffered here: a flush is done at once; nothing else is known. */
+    return cmd == BIO_CTRL_FLUSH ? 1 : 0;
+}
+
+/*
+ * Why an OpenSSL call on c failed (ssl_err from SSL_get_error(), or
+ * SSL_ERROR_SSL for a setup call): c->err is "<what>: <reason>" and the
+ * error queue is cleared.  Returns the errno that goes with it.
+ */
+static int
+client_tls_reason(struct client *c, const char *what, int ssl_err)
+{
+    unsigned long e = ERR_peek_last_error();
+    const char *reason = e != 0 ? ERR_reason_error_string(e) : NULL;
+    int err = EPROTO;
+    long vr;
+
+    if (ssl_err == SSL_ERROR_SYSCALL && c->tls != NULL && c->tls->sys_err != 0) {
+        err = c->tls->sys_err;
+        client_fail(c, err, "%s: %s", what, strerror(err));
+    } else if (ssl_err == SSL_ERROR_SYSCALL || ssl_err == SSL_ERROR_ZERO_RETURN) {
+        err = ECONNRESET;
+        client_fail(c, err, "%s: the server closed the connection", what);
+    } else if (e != 0 && ERR_GET_REASON(e) == SSL_R_CERTIFICATE_VERIFY_FAILED
+               && c->tls != NULL
+               && (vr = SSL_get_verify_result(c->tls->ssl)) != X509_V_OK) {
+        client_fail(c, err, "%s: %s: %s", what, reason, X509_verify_cert_error_string(vr));
+    } else if (reason != NULL) {
+        client_fail(c, err, "%s: %s", what, reason);
+    } else {
+        client_fail(c, err, "%s: OpenSSL error %lu", what, e);
+    }
+    ERR_clear_error();
+    return err;
+}
+
+/* Can path be opened for reading?  0, or -1 with c->err "<path>: <strerror>" and errno. */
+static int
+client_tls_readable(struct client *c, const char *path)
+{
+    FILE *f = fopen(path, "re");
+
+    if (f == NULL) {
+        client_fail(c, errno, "%s: %s", path, strerror(errno));
+        return -1;
+    }
+    fclose(f);
+    return 0;
+}
+
+/* The context of one connection: versions, verification, files.  0, or -1 with c->err. */
+static int
+client_tls_setup(struct client *c, SSL_CTX *ctx, const struct client_tls_opts *opts)
+{
+    const char *ca = opts != NULL ? opts->ca_file : NULL;
+    const char *cert = opts != NULL ? opts->cert_file : NULL;
+    const char *key = opts != NULL ? opts->key_file : NULL;
+
+    if (SSL_CTX_set_min_proto_version(ctx, TLS1_2_VERSION) != 1) {
+        errno = client_tls_reason(c, "TLS", SSL_ERROR_SSL);
+        return -1;
+    }
+    SSL_CTX_set_verify(ctx, SSL_VERIFY_PEER, NULL);
+#ifdef SSL_OP_IGNORE_UNEXPECTED_EOF
+    /* A peer that closes without close_notify is the end of the stream, as in plain TCP. */
+    SSL_CTX_set_options(ctx, SSL_OP_IGNORE_UNEXPECTED_EOF);
+#endif
+    if (ca != NULL) {
+        if (client_tls_readable(c, ca) != 0) {
+            return -1;
+        }
+        if (SSL_CTX_load_verify_locations(ctx, ca, NULL) != 1) {
+            errno = client_tls_reason(c, ca, SSL_ERROR_SSL);
+            return -1;
+        }
+    } else if (SSL_CTX_set_default_verify_paths(ctx) != 1) {
+        errno = client_tls_reason(c, "the system's CA store", SSL_ERROR_SSL);
+        return -1;
+    }
+    if ((cert == NULL) != (key == NULL)) {
+        client_fail(c, EINVAL, "a client certificate needs its key, and a key its certificate");
+        return -1;
+    }
+    if (cert == NULL) {
+        return 0;
+    }
+    if (client_tls_readable(c, cert) != 0 || client_tls_readable(c, key) != 0) {
+        return -1;
+    }
+    if (SSL_CTX_use_certificate_chain_file(ctx, cert) != 1) {
+        errno = client_tls_reason(c, cert, SSL_ERROR_SSL);
+        return -1;
+    }
+    if (SSL_CTX_use_PrivateKey_file(ctx, key, SSL_FILETYPE_PEM) != 1
+        || SSL_CTX_check_private_key(ctx) != 1) {
+        errno = client_tls_reason(c, key, SSL_ERROR_SSL);
+        return -1;
+    }
+    return 0;
+}
+
+/*
+ * Wait until fd has events, or (with wakeup) c->wakeup is readable, or
+ * deadline.  0 when fd is ready, -1 with errno (EINTR: the wakeup,
+ * ETIMEDOUT).
+ */
+static int
+client_tls_wait(struct client *c, short events, bool wakeup, int64_t deadline)
+{
+    struct pollfd pfd[2];
+    nfds_t n = 1;
+    int rc;
+
+    pfd[0].fd = c->fd;
+    pfd[0].events = events;
+    pfd[0].revents = 0;
+    if (wakeup && c->wakeup >= 0) {
+        pfd[1].fd = c->wakeup;
+        pfd[1].events = POLLIN;
+        pfd[1].revents = 0;
+        n = 2;
+    }
+    for (;;) {
+        rc = poll(pfd, n, client_timeout(deadline));
+        if (rc < 0 && errno == EINTR && !wakeup) {
+            continue;
+        }
+        if (rc < 0) {
+            return -1;
+        }
+        if (rc == 0) {
+            errno = ETIMEDOUT;
+            return -1;
+        }
+        if (n == 2 && (pfd[1].revents & POLLIN)) {
+            errno = EINTR;
+            return -1;
+        }
+        return 0;
+    }
+}
+
+/* Tell OpenSSL which name or address the server's certificate must carry.  0 or -1. */
+static int
+client_tls_name(SSL *ssl, const char *host)
+{
+    unsigned char ip[sizeof(struct in6_addr)];
+
+    if (inet_pton(AF_INET, host, ip) == 1 || inet_pton(AF_INET6, host, ip) == 1) {
+        return X509_VERIFY_PARAM_set1_ip_asc(SSL_get0_param(ssl), host) == 1 ? 0 : -1;
+    }
+    return SSL_set_tlsext_host_name(ssl, host) == 1 && SSL_set1_host(ssl, host) == 1 ? 0 : -1;
+}
+
+int
+client_start_tls(struct client *c, const char *host, const struct client_tls_opts *opts,
+                 int64_t deadline)
+{
+    struct client_tls *t;
+    SSL_CTX *ctx;
+    BIO *bio;
+    int rc, err;
+
+    if (c->fd < 0) {
+        client_fail(c, ENOTCONN, "%s", strerror(ENOTCONN));
+        return -1;
+    }
+    if (c->tls != NULL) {
+        client_fail(c, EISCONN, "TLS is on already");
+        return -1;
+    }
+    ERR_clear_error();
+    ctx = SSL_CTX_new(TLS_client_method());
+    t = calloc(1, sizeof(*t));
+    if (ctx == NULL || t == NULL) {
+        err = ENOMEM;
+        client_fail(c, err, "TLS: %s", strerror(err));
+        goto fail;
+    }
+    if (client_tls_setup(c, ctx, opts) != 0) {
+        err = errno;
+        goto fail;
+    }
+    t->fd = c->fd;
+    t->method = BIO_meth_new(BIO_get_new_index() | BIO_TYPE_SOURCE_SINK, "redlockd client");
+    t->ssl = SSL_new(ctx);
+    bio = t->method != NULL ? BIO_new(t->method) : NULL;
+    if (t->method == NULL || t->ssl == NULL || bio == NULL
+        || BIO_meth_set_write(t->method, client_tls_bio_write) != 1
+        || BIO_meth_set_read(t->method, client_tls_bio_read) != 1
+        || BIO_meth_set_ctrl(t->method, client_tls_bio_ctrl) != 1) {
+        BIO_free(bio);
+        err = client_tls_reason(c, "TLS", SSL_ERROR_SSL);
+        goto fail;
+    }
+    BIO_set_data(bio, t);
+    BIO_set_init(bio, 1);
+    SSL_set_bio(t->ssl, bio, bio);
+    SSL_CTX_free(ctx);
+    ctx = NULL;
+    c->tls = t;
+    t = NULL;
+    if (client_tls_name(c->tls->ssl, host) != 0) {
+        err = EINVAL;
+        client_fail(c, err, "TLS: '%s' is not a host name or address", host);
+        goto fail;
+    }
+    for (;;) {
+        ERR_clear_error();
+        c->tls->sys_err = 0;
+        rc = SSL_connect(c->tls->ssl);
+        if (rc == 1) {
+            return 0;
+        }
+        rc = SSL_get_error(c->tls->ssl, rc);
+        if (rc != SSL_ERROR_WANT_READ && rc != SSL_ERROR_WANT_WRITE) {
+            err = client_tls_reason(c, "TLS handshake", rc);
+            goto fail;
+        }
+        if (client_tls_wait(c, rc == SSL_ERROR_WANT_READ ? POLLIN : POLLOUT, true,
+                            deadline) != 0) {
+            err = errno;
+            client_fail(c, err, "TLS handshake: %s", err == ETIMEDOUT ? "no answer in time"
+                        : err == EINTR ? "interrupted" : strerror(err));
+            goto fail;
+        }
+    }
+
+fail:
+    if (t != NULL) {
+        SSL_free(t->ssl);
+        BIO_meth_free(t->method);
+        free(t);
+    }
+    SSL_CTX_free(ctx);
+    client_close(c);
+    errno = err;
+    return -1;
+}
+
+/* client_write() over TLS: SSL_write() until all of buf is taken, waiting in poll(2). */
+static int
+client_tls_write(struct client *c, const char *p, size_t len, int64_t deadline)
+{
+    int n, rc;
+
+    while (len > 0) {
+        ERR_clear_error();
+        c->tls->sys_err = 0;
+        /* A retry passes the same buffer and length, as OpenSSL requires. */
+        n = SSL_write(c->tls->ssl, p, len > INT_MAX ? INT_MAX : (int)len);
+        if (n > 0) {
+            p += n;
+            len -= (size_t)n;
+            continue;
+        }
+        rc = SSL_get_error(c->tls->ssl, n);
+        if (rc != SSL_ERROR_WANT_READ && rc != SSL_ERROR_WANT_WRITE) {
+            client_tls_reason(c, "TLS", rc);
+            return -1;
+        }
+        if (client_tls_wait(c, rc == SSL_ERROR_WANT_READ ? POLLIN : POLLOUT, false,
+                            deadline) != 0) {
+            client_fail(c, errno, "%s", strerror(errno));
+            return -1;
+        }
+    }
+    return 0;
+}
+
+/*
+ * client_fill() over TLS: >0 bytes, 0 at the end of the stream, -1
+ * with errno EAGAIN (nothing yet; c->tls->want_write when the socket
+ * must be writable first) or another errno and c->err.
+ */
+static ssize_t
+client_tls_fill(struct client *c, char *at, size_t room)
+{
+    struct client_tls *t = c->tls;
+    int len = room > INT_MAX ? INT_MAX : (int)room;
+    char *lf;
+    int n, rc;
+
+    t->want_write = false;
+    t->sys_err = 0;
+    ERR_clear_error();
+    n = (c->flags & CLIENT_EXACT) ? SSL_peek(t->ssl, at, len) : SSL_read(t->ssl, at, len);
+    if (n > 0 && (c->flags & CLIENT_EXACT)) {
+        lf = memchr(at, '\n', (size_t)n);
+        if (lf != NULL) {
+            n = (int)(lf - at + 1);
+        }
+        /* The bytes peeked are decrypted already: this read takes them, no more. */
+        n = SSL_read(t->ssl, at, n);
+    }
+    if (n > 0) {
+        return n;
+    }
+    rc = SSL_get_error(t->ssl, n);
+    switch (rc) {
+    case SSL_ERROR_WANT_READ:
+        errno = EAGAIN;
+        return -1;
+    case SSL_ERROR_WANT_WRITE:
+        t->want_write = true;
+        errno = EAGAIN;
+        return -1;
+    case SSL_ERROR_ZERO_RETURN:
+        return 0;
+    case SSL_ERROR_SYSCALL:
+        if (t->sys_err == 0) {
+            return 0;
+        }
+        break;
+    default:
+        break;
+    }
+    errno = client_tls_reason(c, "TLS", rc);
+    return -1;
+}
+
 /* ---- sending ---- */
 
 int
@@ -234,6 +634,9 @@ client_write(struct client *c, const void *buf, size_t len, int64_t deadline)
     if (c->fd < 0) {
         client_fail(c, ENOTCONN, "%s", strerror(ENOTCONN));
         return -1;
+    }
+    if (c->tls != NULL) {
+        return client_tls_write(c, p, len, deadline);
     }
     while (len > 0) {
         n = send(c->fd, p, len, MSG_NOSIGNAL | MSG_DONTWAIT);
@@ -315,7 +718,8 @@ client_take(struct client *c)
 
 /*
  * Receive what the socket has into c->in; with CLIENT_EXACT, no byte
- * past the first LF.  >0 bytes, 0 at end of stream, -1 with errno.
+ * past the first LF.  >0 bytes, 0 at end of stream, -1 with errno (and,
+ * over TLS, c->err unless EAGAIN).
  */
 static ssize_t
 client_fill(struct client *c)
@@ -325,6 +729,9 @@ client_fill(struct client *c)
     ssize_t n;
     char *lf;
 
+    if (c->tls != NULL) {
+        return client_tls_fill(c, at, room);
+    }
     if (!(c->flags & CLIENT_EXACT)) {
         return recv(c->fd, at, room, MSG_DONTWAIT);
     }
@@ -343,7 +750,7 @@ enum client_read
 client_read_line(struct client *c, int64_t deadline)
 {
     struct pollfd pfd[2];
-    bool have;
+    bool have, pending;
     ssize_t n;
     int rc, nfds;
 
@@ -353,6 +760,8 @@ client_read_line(struct client *c, int64_t deadline)
     }
     for (;;) {
         have = memchr(c->in, '\n', c->inlen) != NULL;
+        /* TLS may hold decrypted bytes that poll(2) cannot see. */
+        pending = !have && c->tls != NULL && SSL_pending(c->tls->ssl) > 0;
         nfds = 0;
         if (c->wakeup >= 0) {
             pfd[nfds].fd = c->wakeup;
@@ -365,9 +774,12 @@ client_read_line(struct client *c, int64_t deadline)
         if (!have && c->fd >= 0) {
             pfd[nfds].fd = c->fd;
             pfd[nfds].events = POLLIN;
+            if (c->tls != NULL && c->tls->want_write) {
+                pfd[nfds].events |= POLLOUT;
+            }
             pfd[nfds++].revents = 0;
         }
-        rc = poll(pfd, (nfds_t)nfds, have ? 0 : client_timeout(deadline));
+        rc = poll(pfd, (nfds_t)nfds, have || pending ? 0 : client_timeout(deadline));
         if (rc < 0) {
             if (errno == EINTR) {
                 client_fail(c, EINTR, "interrupted");
@@ -384,11 +796,12 @@ client_read_line(struct client *c, int64_t deadline)
             client_take(c);
             return CLIENT_LINE;
         }
-        if (rc == 0) {
+        if (rc == 0 && !pending) {
             client_fail(c, ETIMEDOUT, "no line within the deadline");
             return CLIENT_TIMEOUT;
         }
-        if (c->fd < 0 || !(pfd[nfds - 1].revents & (POLLIN | POLLHUP | POLLERR))) {
+        if (!pending
+            && (c->fd < 0 || !(pfd[nfds - 1].revents & (POLLIN | POLLOUT | POLLHUP | POLLERR)))) {
             continue;
         }
         n = client_fill(c);
@@ -406,7 +819,9 @@ client_read_line(struct client *c, int64_t deadline)
             client_fail(c, EINTR, "interrupted");
             return CLIENT_INTR;
         } else if (errno != EAGAIN) {
-            client_fail(c, errno, "%s", strerror(errno));
+            if (c->tls == NULL) {
+                client_fail(c, errno, "%s", strerror(errno));
+            }
             return CLIENT_ERROR;
         }
     }

@@ -6,7 +6,11 @@
  *
  * Plain blocking C around poll(2): no libevent, no hiredis, no global
  * state, nothing allocated on the heap (except a send buffer for a
- * line longer than CLIENT_LINE_MAX, freed before the call returns).
+ * line longer than CLIENT_LINE_MAX, freed before the call returns, and
+ * a TLS connection's state, from client_start_tls() to client_close()).
+ * TLS is OpenSSL's, over the same poll(2) loop, deadlines and wakeup
+ * descriptor; a connection without it costs what it always did (one
+ * pointer test per call).
  *
  * Conventions:
  *   - Times are milliseconds.  A deadline is an absolute time on
@@ -16,6 +20,8 @@
  *     the cause in errno.
  *   - struct client is the caller's (on the stack, static or inside its
  *     own struct); the library keeps no pointer to it between calls.
+ *     Once it carries TLS (c->tls), it must not be copied: the copy
+ *     would share the TLS state.
  *     Its descriptor belongs to the caller too: only client_close()
  *     closes it.
  *   - The parsing functions work on one line as a NUL-terminated string
@@ -41,6 +47,17 @@
                                        others may read the same socket between two lines */
 #define CLIENT_KEEP_CR      0x2     /* keep a CR before the LF (default: dropped) */
 
+/* OpenSSL's state of one TLS connection (client.c); NULL in plain connections. */
+struct client_tls;
+
+/* What client_start_tls() verifies and presents.  Strings are the caller's. */
+struct client_tls_opts {
+    const char *ca_file;    /* PEM file of the CAs the server's certificate must chain to;
+                               NULL: the system store */
+    const char *cert_file;  /* PEM client certificate (and its chain) to present, or NULL */
+    const char *key_file;   /* the private key of cert_file; both or neither */
+};
+
 /* What client_read_line() saw. */
 enum client_read {
     CLIENT_LINE,        /* c->line holds the next line (replies and pushes alike) */
@@ -62,6 +79,8 @@ struct client {
                                                (a signalfd, a pipe), -1 when none; the
                                                caller's to set and to drain */
     unsigned    flags;                      /* CLIENT_EXACT, CLIENT_KEEP_CR */
+    struct client_tls *tls;                 /* TLS on fd (client_start_tls()), or NULL;
+                                               freed by client_close() */
     size_t      inlen;                      /* bytes in in[] */
     size_t      line_len;                   /* bytes in line[], without its NUL */
     char        in[CLIENT_LINE_MAX + 1];    /* bytes received, not yet returned as lines */
@@ -75,7 +94,8 @@ int64_t client_now_ms(void);
 
 /*
  * Set c up around fd (a connected stream socket, or -1 for none yet)
- * with flags (CLIENT_EXACT, CLIENT_KEEP_CR, or 0); no wakeup descriptor.
+ * with flags (CLIENT_EXACT, CLIENT_KEEP_CR, or 0); no wakeup descriptor,
+ * no TLS (client_close() a c that has TLS before setting it up again).
  * Nothing is read or written.
  */
 void client_init(struct client *c, int fd, unsigned flags);
@@ -97,7 +117,34 @@ int client_connect_tcp(struct client *c, const char *addr, int64_t deadline);
  */
 int client_connect_unix(struct client *c, const char *path, int64_t deadline);
 
-/* Close c's descriptor (when it has one) and forget buffered bytes. */
+/*
+ * Start TLS on c's connected socket before deadline, as a client: TLS
+ * 1.2 or later; the server's certificate must chain to opts->ca_file
+ * (NULL opts or ca_file: the system store) and name host, the HOST of
+ * the address connected to (an IPv4 or IPv6 address, without brackets,
+ * is matched against the certificate's IP addresses, a name against its
+ * DNS names and sent as SNI).  With opts->cert_file and key_file, that
+ * certificate is presented when the server asks for one.  From then on
+ * client_send(), client_write() and client_read_line() go through TLS
+ * with the same deadlines, wakeup and flags (CLIENT_EXACT reads no
+ * decrypted byte past a line's LF), and the socket is no one else's to
+ * read or write; the descriptor stays blocking (the module's own I/O
+ * never waits but in poll(2)), and writes never raise SIGPIPE.
+ * Returns 0, or -1 with errno and c->err naming OpenSSL's reason, e.g.
+ * "TLS handshake: certificate verify failed: certificate has expired",
+ * "ca.pem: No such file or directory" (ETIMEDOUT at the deadline,
+ * EINTR when c->wakeup became readable, EPROTO for a failed handshake
+ * or verification, an errno of its own for a file); c is then closed
+ * (client_close()).  TLS once started cannot be started again.
+ */
+int client_start_tls(struct client *c, const char *host, const struct client_tls_opts *opts,
+                     int64_t deadline);
+
+/*
+ * Close c's descriptor (when it has one; a TLS connection sends its
+ * close_notify first, without waiting) and forget buffered bytes and
+ * the TLS state.
+ */
 void client_close(struct client *c);
 
 /*

@@ -3,7 +3,8 @@
  *
  *     redlockctl [-S SOCKET | -H HOST:PORT] [-n | -w SECONDS] [-t TTL_MS]
  *                [-E CODE] [-k GRACE_SECONDS] [--fence] [-s | --limit N]
- *                [--label TEXT] [-v] NAME [--] COMMAND [ARGS...]
+ *                [--label TEXT] [--tls] [--cacert FILE] [--cert FILE --key FILE]
+ *                [-v] NAME [--] COMMAND [ARGS...]
  *     redlockctl [options] NAME -c 'SHELL COMMAND'
  *     redlockctl [-S SOCKET | -H HOST:PORT] status NAME
  *     redlockctl [-S SOCKET | -H HOST:PORT] list [PREFIX]
@@ -23,7 +24,13 @@
  *      /run/redlockd/redlockd.sock when a connection to it succeeds, else
  *      127.0.0.1:7379.  When $REDLOCKD_PASSWORD is set and not empty,
  *      send AUTH <password> first (a daemon without a password answers
- *      that none is configured, and that is accepted).
+ *      that none is configured, and that is accepted).  With TLS (--tls,
+ *      --cacert, --cert and --key, or REDLOCKD_TLS=1) the address is -H,
+ *      else $REDLOCKD_ADDR, else 127.0.0.1:7379 (never a Unix socket),
+ *      and TLS starts right after the connect (client_start_tls()):
+ *      redlockd's certificate must chain to --cacert (default: the
+ *      system's CAs) and name HOST; --cert and --key are presented
+ *      when the daemon asks for a client certificate.
  *   2. Take NAME in session mode: LOCK NAME [ttl=] [wait=] [fence]
  *      [shared | limit=N] label=TEXT, or TRYLOCK for -n and -w 0.  The
  *      lock lives as long as this connection; the daemon renews it.  No
@@ -76,7 +83,8 @@
  *     1 (or -E CODE)   NAME is held (-n, -w 0), or -w ran out
  *     64  EX_USAGE     bad command line, or a request redlockd refused
  *                      as malformed (ERR PROTO: a bad name, ttl out of range)
- *     69  EX_UNAVAILABLE  redlockd unreachable, closed the connection, did
+ *     69  EX_UNAVAILABLE  redlockd unreachable, its TLS handshake or
+ *                      certificate refused, closed the connection, did
  *                      not answer in time, no quorum of masters (ERR
  *                      NOQUORUM), shutting down, or any other ERR
  *     71  EX_OSERR     fork failed
@@ -183,6 +191,10 @@ struct ctl_opts {
     const char     *password;       /* $REDLOCKD_PASSWORD, or NULL; for break
                                        $REDLOCKD_ADMIN_PASSWORD first */
     const char     *password_var;   /* the variable password came from, for messages */
+    bool            tls;            /* TLS to addr: --tls, --cacert, --cert, --key or
+                                       REDLOCKD_TLS=1 */
+    struct client_tls_opts tls_opts; /* --cacert, --cert, --key (NULL: not given) */
+    const char     *tls_why;        /* the option that turned TLS on, for messages */
 };
 
 /* What a grant carried, for COMMAND's environment. */
@@ -304,12 +316,20 @@ ctl_usage(FILE *out)
           "  --label TEXT   who holds NAME, as list, status and watch show it: 1..64\n"
           "                 printable characters without spaces (default\n"
           "                 HOST:PID:COMMAND, PID redlockctl's, 'sh' for -c)\n"
+          "  --tls          TLS to redlockd at -H HOST:PORT, checking that its certificate\n"
+          "                 names HOST and chains to a CA of the system (REDLOCKD_TLS=1\n"
+          "                 in the environment does the same)\n"
+          "  --cacert FILE  the CA certificates (PEM) instead of the system's; implies --tls\n"
+          "  --cert FILE --key FILE\n"
+          "                 a client certificate (PEM) and its key, for a daemon that asks\n"
+          "                 for one; they go together and imply --tls\n"
           "  -v             report the lock's acquisition, release and conflicts on stderr\n"
           "  -h, --help     this text\n"
           "  -V, --version  the version\n"
           "\n"
           "Without -S or -H: $REDLOCKD_SOCKET, else $REDLOCKD_ADDR, else\n"
-          "/run/redlockd/redlockd.sock if it accepts a connection, else 127.0.0.1:7379.\n"
+          "/run/redlockd/redlockd.sock if it accepts a connection, else 127.0.0.1:7379;\n"
+          "with TLS, -H, else $REDLOCKD_ADDR, else 127.0.0.1:7379 (-S is an error).\n"
           "$REDLOCKD_PASSWORD, when set, is sent with AUTH first (for break,\n"
           "$REDLOCKD_ADMIN_PASSWORD when set).  To lock a name spelled status, list,\n"
           "watch, break, stats or ping, put -- before it.\n"
@@ -327,8 +347,8 @@ ctl_usage(FILE *out)
           "\n"
           "Exit status: COMMAND's (128+N when signal N killed it); 1 or -E CODE: NAME\n"
           "held or -w ran out; 64: usage, or a request redlockd refused (bad name, ttl\n"
-          "out of range); 69: redlockd unreachable, no quorum of masters, or another\n"
-          "redlockd error; 71: fork failed; 75: the lock was lost while COMMAND ran;\n"
+          "out of range); 69: redlockd unreachable, its TLS handshake or certificate\n"
+          "refused, no quorum of masters, or another redlockd error; 71: fork failed; 75: the lock was lost while COMMAND ran;\n"
           "77: AUTH refused or needed, or break refused (not admin); 126/127: COMMAND\n"
           "not executable / not found; 128+N: signal N while waiting for the lock.\n"
           "status: 0 held, 1 free.  watch: 0 after SIGINT or SIGTERM, 69 when the\n"
@@ -573,17 +593,33 @@ ctl_fail_err(const struct ctl_opts *o, const struct ctl_conn *c, const char *wha
  */
 /*
  * Connect c to target (a Unix socket path, or HOST:PORT when tcp) before
- * deadline.  A signal we act on ends redlockctl (128 + N); after any
- * other, the connect is tried again.  0, or -1 with c->cl.err.
+ * deadline, then start TLS when tls is not NULL (tcp only).  A signal we
+ * act on ends redlockctl (128 + N); after any other, the connect is
+ * tried again.  0, or -1 with c->cl.err ("HOST:PORT: TLS handshake: ...").
  */
 static int
-ctl_connect(struct ctl_conn *c, const char *target, bool tcp, int64_t deadline)
+ctl_connect(struct ctl_conn *c, const char *target, bool tcp,
+            const struct client_tls_opts *tls, int64_t deadline)
 {
-    int rc, sig;
+    char host[256], port[8], err[CLIENT_ERR_MAX];
+    int rc, sig, saved;
 
     for (;;) {
         rc = tcp ? client_connect_tcp(&c->cl, target, deadline)
                  : client_connect_unix(&c->cl, target, deadline);
+        if (rc == 0 && tcp && tls != NULL
+            && client_split_addr(target, host, sizeof(host), port, sizeof(port)) == 0) {
+            rc = client_start_tls(&c->cl, host, tls, deadline);
+            if (rc != 0) {
+                saved = errno;
+                snprintf(err, sizeof(err), "%s", c->cl.err);
+                /* "HOST:PORT: " first, as the errors of connecting have it (cut if need be). */
+                if (snprintf(c->cl.err, sizeof(c->cl.err), "%s: %s", target, err) < 0) {
+                    snprintf(c->cl.err, sizeof(c->cl.err), "%s: TLS failed", target);
+                }
+                errno = saved;
+            }
+        }
         if (rc == 0 || errno != EINTR) {
             return rc;
         }
@@ -606,14 +642,14 @@ ctl_open(const struct ctl_opts *o, struct ctl_conn *c)
     c->cl.wakeup = ctl_sigfd;
     if (o->unix_path != NULL) {
         snprintf(c->where, sizeof(c->where), "%s", o->unix_path);
-        rc = ctl_connect(c, o->unix_path, false, deadline);
+        rc = ctl_connect(c, o->unix_path, false, NULL, deadline);
         if (rc != 0) {
             snprintf(err1, sizeof(err1), "%s", c->cl.err);
         }
     }
     if (rc != 0 && o->addr != NULL && (o->unix_path == NULL || o->fallback)) {
         snprintf(c->where, sizeof(c->where), "%s", o->addr);
-        if (ctl_connect(c, o->addr, true, deadline) != 0) {
+        if (ctl_connect(c, o->addr, true, o->tls ? &o->tls_opts : NULL, deadline) != 0) {
             ctl_fail(EX_UNAVAILABLE, "cannot connect to redlockd: %s%s%s", err1,
                      err1[0] != '\0' ? "; " : "", c->cl.err);
         }
@@ -637,6 +673,47 @@ ctl_open(const struct ctl_opts *o, struct ctl_conn *c)
 
 /* ---- the command line ---- */
 
+/*
+ * The TLS options once getopt is done: REDLOCKD_TLS, what goes together,
+ * the files readable.  A conflict is a usage error.
+ */
+static void
+ctl_parse_tls(struct ctl_opts *o)
+{
+    const char *env = getenv("REDLOCKD_TLS"), *files[3], *names[3];
+    size_t i;
+
+    if (env != NULL && env[0] != '\0' && strcmp(env, "0") != 0) {
+        if (strcmp(env, "1") != 0) {
+            ctl_usage_fail("REDLOCKD_TLS must be 1 (TLS) or 0, not '%s'", env);
+        }
+        if (!o->tls) {
+            o->tls_why = "REDLOCKD_TLS=1";
+        }
+        o->tls = true;
+    }
+    if (!o->tls) {
+        return;
+    }
+    if (o->unix_path != NULL) {
+        ctl_usage_fail("%s: TLS is for -H HOST:PORT, not the Unix socket of -S", o->tls_why);
+    }
+    if ((o->tls_opts.cert_file == NULL) != (o->tls_opts.key_file == NULL)) {
+        ctl_usage_fail("--cert and --key go together");
+    }
+    files[0] = o->tls_opts.ca_file;
+    names[0] = "--cacert";
+    files[1] = o->tls_opts.cert_file;
+    names[1] = "--cert";
+    files[2] = o->tls_opts.key_file;
+    names[2] = "--key";
+    for (i = 0; i < 3; i++) {
+        if (files[i] != NULL && access(files[i], R_OK) != 0) {
+            ctl_usage_fail("%s: %s: %s", names[i], files[i], strerror(errno));
+        }
+    }
+}
+
 static void
 ctl_parse(int argc, char **argv, struct ctl_opts *o)
 {
@@ -645,6 +722,10 @@ ctl_parse(int argc, char **argv, struct ctl_opts *o)
         { "shared",  no_argument, NULL, 's' },
         { "limit",   required_argument, NULL, 'L' },
         { "label",   required_argument, NULL, 'B' },
+        { "tls",     no_argument, NULL, 'T' },
+        { "cacert",  required_argument, NULL, 'A' },
+        { "cert",    required_argument, NULL, 'C' },
+        { "key",     required_argument, NULL, 'K' },
         { "help",    no_argument, NULL, 'h' },
         { "version", no_argument, NULL, 'V' },
         { NULL,      0,           NULL, 0 }
@@ -727,6 +808,25 @@ ctl_parse(int argc, char **argv, struct ctl_opts *o)
             o->label = optarg;
             lock_opt = "--label";
             break;
+        case 'T':
+            o->tls = true;
+            o->tls_why = "--tls";
+            break;
+        case 'A':
+            o->tls_opts.ca_file = optarg;
+            o->tls = true;
+            o->tls_why = "--cacert";
+            break;
+        case 'C':
+            o->tls_opts.cert_file = optarg;
+            o->tls = true;
+            o->tls_why = "--cert";
+            break;
+        case 'K':
+            o->tls_opts.key_file = optarg;
+            o->tls = true;
+            o->tls_why = "--key";
+            break;
         case 'v':
             o->verbose = true;
             break;
@@ -737,8 +837,10 @@ ctl_parse(int argc, char **argv, struct ctl_opts *o)
             printf("redlockctl %s\n", REDLOCKD_VERSION);
             exit(0);
         default:
-            if (optopt == 'L' || optopt == 'B') {
-                ctl_usage_fail("option --%s needs a value", optopt == 'L' ? "limit" : "label");
+            if (optopt != 0 && strchr("LBACK", optopt) != NULL) {
+                ctl_usage_fail("option --%s needs a value",
+                               optopt == 'L' ? "limit" : optopt == 'B' ? "label"
+                               : optopt == 'A' ? "cacert" : optopt == 'C' ? "cert" : "key");
             }
             if (optopt != 0 && strchr("wtEkcSH", optopt) != NULL) {
                 ctl_usage_fail("option -%c needs a value", optopt);
@@ -756,6 +858,12 @@ ctl_parse(int argc, char **argv, struct ctl_opts *o)
     /* Where the daemon is. */
     if (o->unix_path != NULL && o->addr != NULL) {
         ctl_usage_fail("-S and -H exclude each other");
+    }
+    ctl_parse_tls(o);
+    if (o->tls && o->addr == NULL) {
+        /* TLS is for a TCP address: $REDLOCKD_SOCKET and the default socket are not tried. */
+        env = getenv("REDLOCKD_ADDR");
+        o->addr = env != NULL && env[0] != '\0' ? env : CTL_DEFAULT_ADDR;
     }
     if (o->unix_path == NULL && o->addr == NULL) {
         if ((env = getenv("REDLOCKD_SOCKET")) != NULL && env[0] != '\0') {

@@ -3,12 +3,16 @@
  * protocol: picking reply lines apart (fields, pushes, status words,
  * errors, addresses), and reading and sending lines over a socketpair
  * (partial writes, deadlines, over-long lines, the end of the stream, a
- * wakeup descriptor, reading without read-ahead), and connecting to
- * listeners of its own over TCP and a Unix socket.  No daemon.
+ * wakeup descriptor, reading without read-ahead), connecting to
+ * listeners of its own over TCP and a Unix socket, and TLS against
+ * `openssl s_server` (verification refusals with their reasons, a
+ * client certificate, bad files, silent and plain-text peers).  No
+ * daemon.
  */
 #include <check.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <signal.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -19,6 +23,7 @@
 #include <netinet/in.h>
 #include <sys/socket.h>
 #include <sys/un.h>
+#include <sys/wait.h>
 
 #include "client/client.h"
 
@@ -585,6 +590,417 @@ START_TEST(test_connect_unix)
 }
 END_TEST
 
+/* ---- TLS, against openssl s_server ---- */
+
+/*
+ * The TLS tests run `openssl s_server -rev` (it answers each line
+ * reversed) on a free loopback port with the certificates of
+ * tests/tls/make-certs.sh, made once for the test case in tls_dir.  The
+ * server's output (without -quiet: "ACCEPT" once it listens, the
+ * client's certificate) goes to tls_dir/server.out.
+ */
+static char tls_dir[] = "/tmp/check_client_tls.XXXXXX";
+
+/* Unchecked fixture: the certificates. */
+static void
+tls_setup(void)
+{
+    char cmd[512];
+
+    ck_assert_ptr_nonnull(mkdtemp(tls_dir));
+    snprintf(cmd, sizeof(cmd), "sh tests/tls/make-certs.sh '%s'", tls_dir);
+    ck_assert_msg(system(cmd) == 0, "%s failed (run from the top of the repository)", cmd);
+}
+
+static void
+tls_teardown(void)
+{
+    char cmd[512];
+
+    snprintf(cmd, sizeof(cmd), "rm -rf '%s'", tls_dir);
+    if (system(cmd) != 0) {
+        fprintf(stderr, "check_client: cannot remove %s\n", tls_dir);
+    }
+}
+
+/* tls_dir/name into out; returns out. */
+static const char *
+tls_file(char *out, size_t size, const char *name)
+{
+    ck_assert_int_lt(snprintf(out, size, "%s/%s", tls_dir, name), (int)size);
+    return out;
+}
+
+/* What openssl s_server printed so far (malloc'd, "" when nothing). */
+static char *
+tls_server_out(void)
+{
+    char path[256], *buf = calloc(1, 65536);
+    FILE *f;
+    size_t n;
+
+    ck_assert_ptr_nonnull(buf);
+    f = fopen(tls_file(path, sizeof(path), "server.out"), "re");
+    if (f != NULL) {
+        n = fread(buf, 1, 65535, f);
+        buf[n] = '\0';
+        fclose(f);
+    }
+    return buf;
+}
+
+/*
+ * Start openssl s_server -rev on a free port (in *port) with certificate
+ * name.crt and its key, for naccept connections, with extra arguments
+ * (NULL-terminated), and wait until it listens.  Returns its pid.
+ */
+static pid_t
+tls_server_start(const char *name, int naccept, int *port, const char *const *extra)
+{
+    char accept_at[64], cert[256], key[256], out[256], nacc[16], *seen;
+    const char *argv[32];
+    int64_t until;
+    size_t n = 0;
+    pid_t pid;
+    int lfd, fd;
+    bool up;
+
+    lfd = listen_tcp(port, false);
+    ck_assert_int_ge(lfd, 0);
+    close(lfd);
+    snprintf(accept_at, sizeof(accept_at), "127.0.0.1:%d", *port);
+    snprintf(nacc, sizeof(nacc), "%d", naccept);
+    snprintf(cert, sizeof(cert), "%s/%s.crt", tls_dir, name);
+    snprintf(key, sizeof(key), "%s/%s.key", tls_dir, name);
+    tls_file(out, sizeof(out), "server.out");
+    argv[n++] = "openssl";
+    argv[n++] = "s_server";
+    argv[n++] = "-accept";
+    argv[n++] = accept_at;
+    argv[n++] = "-cert";
+    argv[n++] = cert;
+    argv[n++] = "-key";
+    argv[n++] = key;
+    argv[n++] = "-naccept";
+    argv[n++] = nacc;
+    argv[n++] = "-rev";
+    while (extra != NULL && *extra != NULL && n < sizeof(argv) / sizeof(argv[0]) - 1) {
+        argv[n++] = *extra++;
+    }
+    argv[n] = NULL;
+    unlink(out);
+    pid = fork();
+    ck_assert_int_ge(pid, 0);
+    if (pid == 0) {
+        fd = open(out, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+        if (fd < 0 || dup2(fd, 1) < 0 || dup2(fd, 2) < 0) {
+            _exit(127);
+        }
+        execvp("openssl", (char *const *)argv);
+        _exit(127);
+    }
+    until = client_now_ms() + 5000;
+    do {
+        usleep(10000);
+        seen = tls_server_out();
+        up = strstr(seen, "ACCEPT") != NULL;
+        free(seen);
+    } while (!up && client_now_ms() < until);
+    if (!up) {
+        kill(pid, SIGKILL);
+        waitpid(pid, NULL, 0);
+        seen = tls_server_out();
+        ck_abort_msg("openssl s_server did not start: %s", seen);
+    }
+    return pid;
+}
+
+static void
+tls_server_stop(pid_t pid)
+{
+    kill(pid, SIGTERM);
+    waitpid(pid, NULL, 0);
+}
+
+/* Connect c to 127.0.0.1:port over TCP (no TLS yet). */
+static void
+tls_connect(struct client *c, int port)
+{
+    char addr[64];
+
+    snprintf(addr, sizeof(addr), "127.0.0.1:%d", port);
+    ck_assert_msg(client_connect_tcp(c, addr, client_now_ms() + SLACK_MS) == 0, "%s", c->err);
+}
+
+/*
+ * Connect to the server on port and start TLS for host with CA file
+ * ca_name; it must fail: errno EPROTO, c->err containing want, c closed.
+ */
+static void
+tls_expect_refused(int port, const char *host, const char *ca_name, const char *want)
+{
+    struct client_tls_opts opts = { NULL, NULL, NULL };
+    struct client c;
+    char ca[256];
+
+    client_init(&c, -1, 0);
+    opts.ca_file = tls_file(ca, sizeof(ca), ca_name);
+    tls_connect(&c, port);
+    ck_assert_int_eq(client_start_tls(&c, host, &opts, client_now_ms() + SLACK_MS), -1);
+    ck_assert_int_eq(errno, EPROTO);
+    ck_assert_msg(strstr(c.err, want) != NULL, "c.err is '%s', expected '%s' in it", c.err,
+                  want);
+    ck_assert_msg(strncmp(c.err, "TLS handshake: ", 15) == 0, "c.err is '%s'", c.err);
+    ck_assert_int_eq(c.fd, -1);
+    ck_assert_ptr_null(c.tls);
+}
+
+START_TEST(test_tls_handshake)
+{
+    struct client_tls_opts opts = { NULL, NULL, NULL };
+    struct client c;
+    char ca[256], buf[64];
+    int port, wp[2];
+    pid_t pid;
+
+    pid = tls_server_start("server", 3, &port, NULL);
+    opts.ca_file = tls_file(ca, sizeof(ca), "ca.crt");
+
+    /* 127.0.0.1 is checked as an address; lines go both ways. */
+    client_init(&c, -1, 0);
+    tls_connect(&c, port);
+    ck_assert_msg(client_start_tls(&c, "127.0.0.1", &opts, client_now_ms() + SLACK_MS) == 0,
+                  "%s", c.err);
+    ck_assert_ptr_nonnull(c.tls);
+    ck_assert_int_eq(fcntl(c.fd, F_GETFL) & O_NONBLOCK, 0);
+    ck_assert_int_eq(client_start_tls(&c, "127.0.0.1", &opts, -1), -1);
+    ck_assert_int_eq(errno, EISCONN);
+    ck_assert_int_eq(client_send(&c, "hello", client_now_ms() + SLACK_MS), 0);
+    expect_line(&c, "olleh");
+    /* Two lines in one write come back as two lines. */
+    ck_assert_int_eq(client_write(&c, "ab\ncd\n", 6, client_now_ms() + SLACK_MS), 0);
+    expect_line(&c, "ba");
+    expect_line(&c, "dc");
+    /* Nothing more: the deadline, then a wakeup descriptor. */
+    ck_assert_int_eq(client_read_line(&c, client_now_ms() + SHORT_MS), CLIENT_TIMEOUT);
+    ck_assert_int_eq(pipe2(wp, O_CLOEXEC), 0);
+    put(wp[1], "x");
+    c.wakeup = wp[0];
+    ck_assert_int_eq(client_read_line(&c, client_now_ms() + SLACK_MS), CLIENT_INTR);
+    ck_assert_int_eq(read(wp[0], buf, sizeof(buf)), 1);
+    ck_assert_int_eq(client_send(&c, "wake", client_now_ms() + SLACK_MS), 0);
+    expect_line(&c, "ekaw");
+    close(wp[0]);
+    close(wp[1]);
+    client_close(&c);
+    ck_assert_ptr_null(c.tls);
+    ck_assert_int_eq(c.fd, -1);
+
+    /* A name is checked against the DNS names (and sent as SNI); CLIENT_EXACT reads by line. */
+    client_init(&c, -1, CLIENT_EXACT);
+    tls_connect(&c, port);
+    ck_assert_msg(client_start_tls(&c, "localhost", &opts, client_now_ms() + SLACK_MS) == 0,
+                  "%s", c.err);
+    ck_assert_int_eq(client_write(&c, "one\ntwo\n", 8, client_now_ms() + SLACK_MS), 0);
+    expect_line(&c, "eno");
+    ck_assert_uint_eq(c.inlen, 0);
+    expect_line(&c, "owt");
+    client_close(&c);
+
+    /* The end of the stream is CLIENT_EOF, as in plain TCP. */
+    client_init(&c, -1, 0);
+    tls_connect(&c, port);
+    ck_assert_msg(client_start_tls(&c, "127.0.0.1", &opts, client_now_ms() + SLACK_MS) == 0,
+                  "%s", c.err);
+    tls_server_stop(pid);
+    ck_assert_int_eq(client_read_line(&c, client_now_ms() + SLACK_MS), CLIENT_EOF);
+    client_close(&c);
+}
+END_TEST
+
+/* A certificate from a CA that is not ours. */
+START_TEST(test_tls_wrong_ca)
+{
+    int port;
+    pid_t pid = tls_server_start("other", 1, &port, NULL);
+
+    tls_expect_refused(port, "127.0.0.1", "ca.crt",
+                       "certificate verify failed: unable to get local issuer certificate");
+    tls_server_stop(pid);
+}
+END_TEST
+
+/* A valid certificate for another name, checked as an address and as a name. */
+START_TEST(test_tls_wrong_name)
+{
+    int port;
+    pid_t pid = tls_server_start("wrongname", 2, &port, NULL);
+
+    tls_expect_refused(port, "127.0.0.1", "ca.crt",
+                       "certificate verify failed: IP address mismatch");
+    tls_expect_refused(port, "localhost", "ca.crt",
+                       "certificate verify failed: hostname mismatch");
+    tls_server_stop(pid);
+}
+END_TEST
+
+START_TEST(test_tls_expired)
+{
+    int port;
+    pid_t pid = tls_server_start("expired", 1, &port, NULL);
+
+    tls_expect_refused(port, "127.0.0.1", "ca.crt",
+                       "certificate verify failed: certificate has expired");
+    tls_server_stop(pid);
+}
+END_TEST
+
+/* A server that requires a client certificate gets ours; without one it refuses. */
+START_TEST(test_tls_client_cert)
+{
+    static const char *const verify[] = { "-Verify", "1", "-verify_return_error", "-CAfile",
+                                          NULL, NULL };
+    const char *extra[sizeof(verify) / sizeof(verify[0])];
+    struct client_tls_opts opts = { NULL, NULL, NULL };
+    char ca[256], cert[256], key[256], *out;
+    struct client c;
+    enum client_read rc;
+    int port;
+    pid_t pid;
+
+    memcpy(extra, verify, sizeof(verify));
+    extra[4] = tls_file(ca, sizeof(ca), "ca.crt");
+    pid = tls_server_start("server", 2, &port, extra);
+    opts.ca_file = ca;
+    opts.cert_file = tls_file(cert, sizeof(cert), "client.crt");
+    opts.key_file = tls_file(key, sizeof(key), "client.key");
+    client_init(&c, -1, 0);
+    tls_connect(&c, port);
+    ck_assert_msg(client_start_tls(&c, "127.0.0.1", &opts, client_now_ms() + SLACK_MS) == 0,
+                  "%s", c.err);
+    ck_assert_int_eq(client_send(&c, "certified", client_now_ms() + SLACK_MS), 0);
+    expect_line(&c, "deifitrec");
+    client_close(&c);
+    out = tls_server_out();
+    ck_assert_msg(strstr(out, "Peer certificate: CN = redlockd-test-client") != NULL,
+                  "s_server saw no client certificate: %s", out);
+    free(out);
+
+    /*
+     * Without one: in TLS 1.3 the client's side of the handshake ends
+     * before the server has looked, so the refusal may come as the first
+     * read; either way it names the reason.
+     */
+    opts.cert_file = NULL;
+    opts.key_file = NULL;
+    tls_connect(&c, port);
+    if (client_start_tls(&c, "127.0.0.1", &opts, client_now_ms() + SLACK_MS) == 0) {
+        client_send(&c, "anonymous", client_now_ms() + SLACK_MS);
+        rc = client_read_line(&c, client_now_ms() + SLACK_MS);
+        ck_assert_msg(rc == CLIENT_ERROR, "read gave %d (%s)", rc, c.err);
+    }
+    ck_assert_msg(strstr(c.err, "certificate required") != NULL, "c.err is '%s'", c.err);
+    client_close(&c);
+    tls_server_stop(pid);
+}
+END_TEST
+
+/* Files that cannot be used, refused before any byte is sent; c is closed. */
+START_TEST(test_tls_files)
+{
+    struct client_tls_opts opts = { NULL, NULL, NULL };
+    char ca[256], cert[256], key[256], other_key[256], missing[256];
+    struct client c;
+    int sv[2];
+
+    tls_file(ca, sizeof(ca), "ca.crt");
+    tls_file(cert, sizeof(cert), "client.crt");
+    tls_file(key, sizeof(key), "client.key");
+    tls_file(other_key, sizeof(other_key), "server.key");
+    tls_file(missing, sizeof(missing), "missing.crt");
+
+    client_init(&c, -1, 0);
+    ck_assert_int_eq(client_start_tls(&c, "127.0.0.1", NULL, -1), -1);
+    ck_assert_int_eq(errno, ENOTCONN);
+
+    pair(sv);
+    client_init(&c, sv[0], 0);
+    opts.ca_file = missing;
+    ck_assert_int_eq(client_start_tls(&c, "127.0.0.1", &opts, client_now_ms() + SLACK_MS), -1);
+    ck_assert_int_eq(errno, ENOENT);
+    ck_assert_msg(strncmp(c.err, missing, strlen(missing)) == 0
+                  && strstr(c.err, "No such file") != NULL, "%s", c.err);
+    ck_assert_int_eq(c.fd, -1);
+    close(sv[1]);
+
+    /* A file that holds no certificate. */
+    pair(sv);
+    client_init(&c, sv[0], 0);
+    opts.ca_file = key;
+    ck_assert_int_eq(client_start_tls(&c, "127.0.0.1", &opts, client_now_ms() + SLACK_MS), -1);
+    ck_assert_msg(strncmp(c.err, key, strlen(key)) == 0, "%s", c.err);
+    close(sv[1]);
+
+    /* A certificate without its key, and a key that is not the certificate's. */
+    pair(sv);
+    client_init(&c, sv[0], 0);
+    opts.ca_file = ca;
+    opts.cert_file = cert;
+    ck_assert_int_eq(client_start_tls(&c, "127.0.0.1", &opts, client_now_ms() + SLACK_MS), -1);
+    ck_assert_int_eq(errno, EINVAL);
+    close(sv[1]);
+    pair(sv);
+    client_init(&c, sv[0], 0);
+    opts.key_file = other_key;
+    ck_assert_int_eq(client_start_tls(&c, "127.0.0.1", &opts, client_now_ms() + SLACK_MS), -1);
+    ck_assert_msg(strncmp(c.err, other_key, strlen(other_key)) == 0
+                  && strstr(c.err, "mismatch") != NULL, "%s", c.err);
+    close(sv[1]);
+}
+END_TEST
+
+/* A peer that does not answer (deadline, wakeup) or answers in plain text. */
+START_TEST(test_tls_silent_and_plain)
+{
+    struct client_tls_opts opts = { NULL, NULL, NULL };
+    char ca[256], hello[512];
+    struct client c;
+    int64_t start;
+    int sv[2], wp[2];
+
+    opts.ca_file = tls_file(ca, sizeof(ca), "ca.crt");
+    pair(sv);
+    client_init(&c, sv[0], 0);
+    start = client_now_ms();
+    ck_assert_int_eq(client_start_tls(&c, "127.0.0.1", &opts, start + SHORT_MS), -1);
+    ck_assert_int_eq(errno, ETIMEDOUT);
+    ck_assert_int_ge(client_now_ms() - start, SHORT_MS);
+    ck_assert_str_eq(c.err, "TLS handshake: no answer in time");
+    close(sv[1]);
+
+    pair(sv);
+    ck_assert_int_eq(pipe2(wp, O_CLOEXEC), 0);
+    put(wp[1], "x");
+    client_init(&c, sv[0], 0);
+    c.wakeup = wp[0];
+    ck_assert_int_eq(client_start_tls(&c, "127.0.0.1", &opts, client_now_ms() + SLACK_MS), -1);
+    ck_assert_int_eq(errno, EINTR);
+    close(sv[1]);
+    close(wp[0]);
+    close(wp[1]);
+
+    /* A plain-text server answers the ClientHello with a line of its own. */
+    pair(sv);
+    client_init(&c, sv[0], 0);
+    put(sv[1], "ERR PROTO unknown command\n");
+    ck_assert_int_eq(client_start_tls(&c, "127.0.0.1", &opts, client_now_ms() + SLACK_MS), -1);
+    ck_assert_int_eq(errno, EPROTO);
+    ck_assert_msg(strncmp(c.err, "TLS handshake: ", 15) == 0, "%s", c.err);
+    ck_assert_int_gt(read(sv[1], hello, sizeof(hello)), 0);
+    close(sv[1]);
+}
+END_TEST
+
 static Suite *
 client_suite(void)
 {
@@ -612,6 +1028,17 @@ client_suite(void)
     tcase_add_test(tc, test_send);
     tcase_add_test(tc, test_connect_tcp);
     tcase_add_test(tc, test_connect_unix);
+    suite_add_tcase(s, tc);
+
+    tc = tcase_create("tls");
+    tcase_add_unchecked_fixture(tc, tls_setup, tls_teardown);
+    tcase_add_test(tc, test_tls_handshake);
+    tcase_add_test(tc, test_tls_wrong_ca);
+    tcase_add_test(tc, test_tls_wrong_name);
+    tcase_add_test(tc, test_tls_expired);
+    tcase_add_test(tc, test_tls_client_cert);
+    tcase_add_test(tc, test_tls_files);
+    tcase_add_test(tc, test_tls_silent_and_plain);
     suite_add_tcase(s, tc);
 
     return s;

@@ -24,7 +24,11 @@
  * through either of two daemons, printed at once; SIGTERM, SIGINT, the
  * daemon going away) and break (refused without admin, done by root over
  * the Unix socket and with the admin password over TCP, the holder's
- * command stopped).
+ * command stopped); TLS: the new options' usage errors, the server's
+ * certificate checked against openssl s_server (wrong CA, wrong name,
+ * expired: 69 with OpenSSL's reason; a verified line both ways), and
+ * end to end against redlockd's TLS listener, skipped with a message
+ * when this redlockd has none.
  *
  * Cleanup: Check ends a failed test with _exit(), so no teardown runs
  * then.  redlockctl gets PR_SET_PDEATHSIG from h_spawn() and gives it to
@@ -87,6 +91,7 @@ ct_setup(void)
     unsetenv("REDLOCKD_ADDR");
     unsetenv("REDLOCKD_PASSWORD");
     unsetenv("REDLOCKD_ADMIN_PASSWORD");
+    unsetenv("REDLOCKD_TLS");
     unsetenv("REDLOCK_FENCE");
     ck_assert_int_eq(pipe2(p, O_CLOEXEC), 0);
     ct_reaper_pid = fork();
@@ -469,6 +474,14 @@ START_TEST(usage_errors)
         { "break", NULL },
         { "break", "a", "b", NULL },
         { "-s", "break", "a", NULL },
+        { "--tls", "-S", "/nonexistent.sock", "ping", NULL },
+        { "--cacert", "/nonexistent/ca.crt", "ping", NULL },
+        { "--cert", "/nonexistent/c.crt", "ping", NULL },
+        { "--key", "/nonexistent/c.key", "ping", NULL },
+        { "--cert", "/nonexistent/c.crt", "--key", "/nonexistent/c.key", "ping", NULL },
+        { "--cacert", NULL },
+        { "--cert", NULL },
+        { "--key", NULL },
     };
     char tag[32], longname[260], *out;
     size_t i;
@@ -503,6 +516,17 @@ START_TEST(usage_errors)
     ck_assert_int_eq(CT_RUN("pw", "name", "true"), 64);
     ct_assert_out_has("pw", "REDLOCKD_PASSWORD");
     unsetenv("REDLOCKD_PASSWORD");
+    ck_assert_int_eq(CT_RUN("cacert", "--cacert", "/nonexistent/ca.crt", "ping"), 64);
+    ct_assert_out_has("cacert", "--cacert: /nonexistent/ca.crt: No such file or directory");
+    ck_assert_int_eq(CT_RUN("certkey", "--cert", "/nonexistent/c.crt", "ping"), 64);
+    ct_assert_out_has("certkey", "--cert and --key go together");
+    setenv("REDLOCKD_TLS", "yes", 1);
+    ck_assert_int_eq(CT_RUN("tlsenv", "ping"), 64);
+    ct_assert_out_has("tlsenv", "REDLOCKD_TLS must be 1");
+    setenv("REDLOCKD_TLS", "1", 1);
+    ck_assert_int_eq(CT_RUN("tlsunix", "-S", "/nonexistent.sock", "ping"), 64);
+    ct_assert_out_has("tlsunix", "REDLOCKD_TLS=1: TLS is for -H HOST:PORT");
+    unsetenv("REDLOCKD_TLS");
     ck_assert_int_eq(CT_RUN("help", "-h"), 0);
     ct_assert_out_has("help", "Usage: redlockctl [options] NAME [--] COMMAND [ARGS...]");
     ck_assert_int_eq(CT_RUN("version", "-V"), 0);
@@ -1778,6 +1802,245 @@ START_TEST(terminal_foreground)
 }
 END_TEST
 
+/* ---- TLS ---- */
+
+/* Make the test certificates (tests/tls/make-certs.sh) in <test dir>/tls. */
+static void
+ct_tls_certs(void)
+{
+    char dir[CT_PATH_MAX], cmd[CT_CMD_MAX];
+
+    ct_path(dir, sizeof(dir), "tls");
+    snprintf(cmd, sizeof(cmd), "sh tests/tls/make-certs.sh '%s' >/dev/null", dir);
+    ck_assert_msg(system(cmd) == 0, "%s failed (run from the top of the repository)", cmd);
+}
+
+/* <test dir>/tls/<name> into out. */
+static const char *
+ct_tls_file(char *out, size_t size, const char *name)
+{
+    ck_assert_msg(snprintf(out, size, "%s/tls/%s", h_dir(), name) < (int)size, "path too long");
+    return out;
+}
+
+/*
+ * Start `openssl s_server -rev` (it answers each line reversed) on a free
+ * port with the certificate <name>.crt, for naccept connections; wait
+ * until it listens (it prints ACCEPT).  Its output goes to
+ * <test dir>/<tag>.out; teardown kills it.  Returns the port.
+ */
+static int
+ct_tls_server(const char *tag, const char *name, int naccept)
+{
+    char accept_at[64], cert[CT_PATH_MAX], key[CT_PATH_MAX], crt[64], pem[64], nacc[16];
+    struct ct_text up = { tag, "ACCEPT" };
+    int port = h_free_port();
+
+    ck_assert_int_gt(port, 0);
+    snprintf(accept_at, sizeof(accept_at), "127.0.0.1:%d", port);
+    snprintf(crt, sizeof(crt), "%s.crt", name);
+    snprintf(pem, sizeof(pem), "%s.key", name);
+    snprintf(nacc, sizeof(nacc), "%d", naccept);
+    ct_tls_file(cert, sizeof(cert), crt);
+    ct_tls_file(key, sizeof(key), pem);
+    {
+        const char *argv[] = { "openssl", "s_server", "-accept", accept_at, "-cert", cert,
+                               "-key", key, "-naccept", nacc, "-rev", NULL };
+        char out[CT_PATH_MAX], file[64];
+        pid_t pid;
+
+        snprintf(file, sizeof(file), "%s.out", tag);
+        ct_path(out, sizeof(out), file);
+        pid = h_spawn(argv, out);
+        ck_assert_msg(pid > 0, "cannot start openssl s_server");
+        ct_kid_add(pid);
+    }
+    ck_assert_msg(h_wait_until(ct_cond_out, &up, FILE_MS), "openssl s_server did not start");
+    return port;
+}
+
+/*
+ * Against openssl s_server (no daemon needed): the certificate checked
+ * (a wrong CA, a wrong name, an expired one: 69 and one line with
+ * OpenSSL's reason), and a verified connection carrying redlockctl's
+ * PING (s_server answers it reversed, which redlockctl reports as an
+ * unexpected answer: 69, but the line went through TLS both ways).
+ */
+START_TEST(tls_verification)
+{
+    static const struct {
+        const char *cert;   /* the server's certificate */
+        const char *want;   /* in redlockctl's line */
+    } refused[] = {
+        { "other", "TLS handshake: certificate verify failed: unable to get local issuer "
+                   "certificate" },
+        { "wrongname", "TLS handshake: certificate verify failed: IP address mismatch" },
+        { "expired", "TLS handshake: certificate verify failed: certificate has expired" },
+    };
+    char ca[CT_PATH_MAX], addr[64], tag[32], srv[32], *out;
+    size_t i;
+    int port;
+
+    ck_assert_msg(h_begin(tcase_name()) == 0, "cannot create the test directory");
+    ct_tls_certs();
+    ct_tls_file(ca, sizeof(ca), "ca.crt");
+    for (i = 0; i < sizeof(refused) / sizeof(refused[0]); i++) {
+        snprintf(srv, sizeof(srv), "server%zu", i);
+        snprintf(tag, sizeof(tag), "refused%zu", i);
+        port = ct_tls_server(srv, refused[i].cert, 1);
+        snprintf(addr, sizeof(addr), "127.0.0.1:%d", port);
+        ck_assert_int_eq(ct_run(tag, (const char *const[]){ "--cacert", ca, "-H", addr, "ping",
+                                                             NULL }), 69);
+        out = ct_out(tag);
+        ck_assert_msg(ct_lines(out) == 1 && strstr(out, refused[i].want) != NULL
+                      && strstr(out, addr) != NULL, "%s printed '%s', expected '%s'", tag, out,
+                      refused[i].want);
+        free(out);
+    }
+
+    /* Verified: by --cacert, then by REDLOCKD_TLS=1 and $REDLOCKD_ADDR. */
+    port = ct_tls_server("good", "server", 2);
+    snprintf(addr, sizeof(addr), "127.0.0.1:%d", port);
+    ck_assert_int_eq(CT_RUN("ok", "--cacert", ca, "-H", addr, "ping"), 69);
+    ct_assert_out_has("ok", "answered: GNIP");
+    setenv("REDLOCKD_TLS", "1", 1);
+    setenv("REDLOCKD_ADDR", addr, 1);
+    ck_assert_int_eq(CT_RUN("env", "--cacert", ca, "ping"), 69);
+    ct_assert_out_has("env", "answered: GNIP");
+    unsetenv("REDLOCKD_TLS");
+    unsetenv("REDLOCKD_ADDR");
+}
+END_TEST
+
+/*
+ * Does this redlockd have a TLS listener?  `redlockd -t` on a config with
+ * listen.tls; false (with its first line of output in why) when it
+ * refuses the config.
+ */
+static bool
+ct_daemon_has_tls(char *why, size_t size)
+{
+    char conf[CT_PATH_MAX], out[CT_PATH_MAX], cert[CT_PATH_MAX], key[CT_PATH_MAX], *text, *nl;
+    const char *bin = getenv("REDLOCKD_BIN") != NULL ? getenv("REDLOCKD_BIN")
+                                                       : "./build/redlockd";
+    FILE *f;
+    int i, code;
+
+    ct_path(conf, sizeof(conf), "probe.yml");
+    f = fopen(conf, "we");
+    ck_assert_ptr_nonnull(f);
+    fprintf(f, "listen:\n  tcp: \"127.0.0.1:%d\"\n  unix: \"%s/probe.sock\"\n"
+            "  tls: \"127.0.0.1:%d\"\n", h_free_port(), h_dir(), h_free_port());
+    fprintf(f, "tls:\n  cert_file: \"%s\"\n  key_file: \"%s\"\n",
+            ct_tls_file(cert, sizeof(cert), "server.crt"),
+            ct_tls_file(key, sizeof(key), "server.key"));
+    fprintf(f, "masters:\n");
+    for (i = 0; i < NMASTERS; i++) {
+        fprintf(f, "  - \"127.0.0.1:%d\"\n", 7000 + i);
+    }
+    fclose(f);
+    {
+        const char *argv[] = { bin, "-t", "-c", conf, NULL };
+        pid_t pid;
+
+        ct_path(out, sizeof(out), "probe.out");
+        pid = h_spawn(argv, out);
+        ck_assert_msg(pid > 0, "cannot run %s", bin);
+        code = ct_wait(pid, EXIT_MS);
+    }
+    text = ct_slurp(out);
+    nl = text != NULL ? strchr(text, '\n') : NULL;
+    if (nl != NULL) {
+        *nl = '\0';
+    }
+    snprintf(why, size, "%s", text != NULL ? text : "");
+    free(text);
+    return code == 0;
+}
+
+/*
+ * redlockctl over TLS to redlockd's TLS listener (listen.tls): ping, a
+ * command run under a lock, status through REDLOCKD_TLS=1, and a CA that
+ * is not the daemon's refused.  Skipped, saying so, when this redlockd
+ * has no TLS listener.
+ */
+START_TEST(tls_daemon)
+{
+    char conf[CT_PATH_MAX], log[CT_PATH_MAX], cert[CT_PATH_MAX], key[CT_PATH_MAX];
+    char ca[CT_PATH_MAX], other[CT_PATH_MAX], marker[CT_PATH_MAX], cmd[CT_CMD_MAX];
+    char addr[64], why[512], *out;
+    const char *bin = getenv("REDLOCKD_BIN") != NULL ? getenv("REDLOCKD_BIN")
+                                                       : "./build/redlockd";
+    int64_t until;
+    size_t i;
+    pid_t pid;
+    int port, code = -1;
+    FILE *f;
+
+    ck_assert_msg(h_begin(tcase_name()) == 0, "cannot create the test directory");
+    ct_tls_certs();
+    if (!ct_daemon_has_tls(why, sizeof(why))) {
+        printf("check_redlockctl: tls_daemon skipped: this redlockd has no TLS listener "
+               "(redlockd -t on a config with listen.tls: %s)\n", why);
+        return;
+    }
+    ck_assert_msg(h_start_masters(NMASTERS) == 0, "the masters did not start");
+    port = h_free_port();
+    snprintf(addr, sizeof(addr), "127.0.0.1:%d", port);
+    ct_path(conf, sizeof(conf), "tls.yml");
+    f = fopen(conf, "we");
+    ck_assert_ptr_nonnull(f);
+    fprintf(f, "listen:\n  tcp: \"127.0.0.1:%d\"\n  unix: \"%s/tls.sock\"\n  tls: \"%s\"\n",
+            h_free_port(), h_dir(), addr);
+    fprintf(f, "tls:\n  cert_file: \"%s\"\n  key_file: \"%s\"\n",
+            ct_tls_file(cert, sizeof(cert), "server.crt"),
+            ct_tls_file(key, sizeof(key), "server.key"));
+    fprintf(f, "masters:\n");
+    for (i = 0; i < NMASTERS; i++) {
+        fprintf(f, "  - \"127.0.0.1:%d\"\n", h_master_port(i));
+    }
+    fprintf(f, "log:\n  level: debug\n");
+    fclose(f);
+    {
+        const char *argv[] = { bin, "-c", conf, NULL };
+
+        ct_path(log, sizeof(log), "redlockd.out");
+        pid = h_spawn(argv, log);
+        ck_assert_msg(pid > 0, "cannot start %s", bin);
+        ct_kid_add(pid);
+    }
+    ct_tls_file(ca, sizeof(ca), "ca.crt");
+    ct_tls_file(other, sizeof(other), "other-ca.crt");
+    /* Up once a ping over TLS answers. */
+    for (until = h_now_ms() + EXIT_MS; h_now_ms() < until; usleep(100000)) {
+        code = CT_RUN("ping", "--cacert", ca, "-H", addr, "ping");
+        if (code == 0) {
+            break;
+        }
+    }
+    out = ct_out("ping");
+    ck_assert_msg(code == 0 && strstr(out, "PONG from redlockd") != NULL,
+                  "ping over TLS exited %d: %s", code, out);
+    free(out);
+
+    ct_path(marker, sizeof(marker), "marker");
+    snprintf(cmd, sizeof(cmd), "touch '%s'", marker);
+    ck_assert_int_eq(CT_RUN("lock", "--cacert", ca, "-H", addr, "-n", "tlsname", "-c", cmd), 0);
+    ck_assert_msg(ct_exists(marker), "the command did not run");
+    setenv("REDLOCKD_TLS", "1", 1);
+    setenv("REDLOCKD_ADDR", addr, 1);
+    ck_assert_int_eq(CT_RUN("status", "--cacert", ca, "status", "tlsname"), 1);
+    ct_assert_out_has("status", "tlsname: free");
+    unsetenv("REDLOCKD_TLS");
+    unsetenv("REDLOCKD_ADDR");
+    ck_assert_int_eq(CT_RUN("otherca", "--cacert", other, "-H", addr, "ping"), 69);
+    out = ct_out("otherca");
+    ck_assert_msg(ct_lines(out) == 1 && strstr(out, "certificate verify failed") != NULL,
+                  "printed '%s'", out);
+    free(out);
+}
+END_TEST
+
 static Suite *
 ctl_suite(void)
 {
@@ -1814,6 +2077,8 @@ ctl_suite(void)
     tcase_add_test(tc, break_holder);
     tcase_add_test(tc, break_admin_password);
     tcase_add_test(tc, terminal_foreground);
+    tcase_add_test(tc, tls_verification);
+    tcase_add_test(tc, tls_daemon);
     suite_add_tcase(s, tc);
     return s;
 }
