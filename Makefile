@@ -136,7 +136,7 @@ deps:
 	@if pkg-config --exists $(PKGS) $(CLIENT_PKGS) check libsystemd 2>/dev/null \
 	    && command -v redis-server >/dev/null && command -v openssl >/dev/null \
 	    && command -v nc >/dev/null && command -v cc >/dev/null \
-	    && command -v faketime >/dev/null && command -v openssl >/dev/null; then :; else \
+	    && command -v faketime >/dev/null; then :; else \
 	    echo "installing missing packages: $(DEB_PKGS)"; \
 	    $(SUDO) apt-get update -qq && \
 	    DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq $(DEB_PKGS); fi
