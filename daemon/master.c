@@ -33,6 +33,7 @@
 #include "daemon/log.h"
 #include "daemon/master.h"
 #include "daemon/redisev.h"
+#include "daemon/tls.h"
 #include "daemon/util.h"
 
 #define MASTER_SCRIPTS_MAX      12
@@ -672,7 +673,17 @@ master_connect_cb(struct redisev *ac, bool ok)
         m->state = MASTER_DOWN;
         snprintf(why, sizeof(why), "%s",
                  redisev_errstr(cac)[0] ? redisev_errstr(cac) : "connect failed");
-        log_debug("master %s: connect failed: %s", m->addr->spec, why);
+        if (redisev_tls_failed(cac)) {
+            /* Counted each time; logged as a warning when the reason is new. */
+            m->master->stats.tls_failures++;
+            if (strcmp(m->why, why) != 0) {
+                log_warn("master %s%s: %s", m->addr->spec, MASTER_LINK_WHAT(m), why);
+            } else {
+                log_debug("master %s%s: %s (again)", m->addr->spec, MASTER_LINK_WHAT(m), why);
+            }
+        } else {
+            log_debug("master %s: connect failed: %s", m->addr->spec, why);
+        }
         snprintf(m->why, sizeof(m->why), "%s", why);
         evtimer_del(m->timer);
         master_schedule_reconnect(m);
@@ -750,8 +761,25 @@ master_disconnect_cb(struct redisev *ac)
     }
     /* The link is freed when this returns. */
     m->ac = NULL;
-    snprintf(m->why, sizeof(m->why), "connection lost (%s)",
-             redisev_errstr(ac)[0] ? redisev_errstr(ac) : "closed by peer");
+    if (m->state == MASTER_HANDSHAKE && strncmp(redisev_errstr(ac), "TLS", 3) == 0) {
+        /*
+         * In TLS 1.3 the server checks the client's certificate after the
+         * client finished its side of the handshake: a refusal comes as
+         * an alert on the first read.  Counted and named as a handshake
+         * failure.
+         */
+        char why[MASTER_WHY_MAX];
+
+        m->master->stats.tls_failures++;
+        snprintf(why, sizeof(why), "TLS handshake failed: %s", redisev_errstr(ac) + 5);
+        if (strcmp(m->why, why) != 0) {
+            log_warn("master %s%s: %s", m->addr->spec, MASTER_LINK_WHAT(m), why);
+        }
+        snprintf(m->why, sizeof(m->why), "%s", why);
+    } else {
+        snprintf(m->why, sizeof(m->why), "connection lost (%s)",
+                 redisev_errstr(ac)[0] ? redisev_errstr(ac) : "closed by peer");
+    }
     if (m->state == MASTER_UP) {
         log_warn("master %s%s: down: %s", m->addr->spec, MASTER_LINK_WHAT(m), m->why);
     }
@@ -823,6 +851,19 @@ master_connect_to(struct master_link *m, const char *numeric_host)
     opts.addr = (const struct sockaddr *)&ss;
     opts.addrlen = sslen;
     opts.ssl = NULL;
+    if (m->addr->tls) {
+        const char *name = master_conf->redis_tls_server_name;
+
+        opts.ssl = tls_client_session_new(name != NULL && name[0] != '\0' ? name
+                                                                          : m->addr->host);
+        if (opts.ssl == NULL) {
+            snprintf(m->why, sizeof(m->why), "cannot create a TLS session");
+            m->state = MASTER_DOWN;
+            evtimer_del(m->timer);
+            master_schedule_reconnect(m);
+            return;
+        }
+    }
     opts.subscriber = m->subscriber;
     opts.on_connect = master_connect_cb;
     opts.on_disconnect = master_disconnect_cb;
@@ -975,6 +1016,12 @@ master_timer_cb(evutil_socket_t fd, short what, void *arg)
     case MASTER_HANDSHAKE:
         if (m->drop_now) {
             snprintf(why, sizeof(why), "%s", m->why);
+        } else if (m->ac != NULL && redisev_tls_handshaking(m->ac)) {
+            /* A plain Redis waits for the end of a line that never comes. */
+            m->master->stats.tls_failures++;
+            snprintf(why, sizeof(why), "TLS handshake failed: no answer within %lld ms "
+                     "(redis.connect_timeout_ms); is it a TLS port?",
+                     (long long)master_conf->connect_timeout_ms);
         } else {
             snprintf(why, sizeof(why), "connect timeout after %lld ms",
                      (long long)master_conf->connect_timeout_ms);
@@ -1016,15 +1063,6 @@ master_start(struct event_base *base, const struct conf *conf)
 {
     size_t i;
 
-    /* The configuration reads rediss://, but no TLS session is made for
-       the links yet: refuse rather than connect in clear text. */
-    for (i = 0; i < conf->nmasters; i++) {
-        if (conf->masters[i].tls) {
-            log_error("master %s: TLS to the masters (rediss://) is not supported by "
-                      "this build yet", conf->masters[i].spec);
-            return -1;
-        }
-    }
     master_base = base;
     master_conf = conf;
     nmasters = conf->nmasters;

@@ -4,7 +4,7 @@
  * This module (with its transport, daemon/redisev.h) is the only one
  * that includes hiredis, used as the RESP codec.  It keeps two
  * connections per configured master (commands, pub/sub) on the daemon's
- * libevent base, connects at start, authenticates when a
+ * libevent base, plain or TLS, connects at start, authenticates when a
  * password is set, loads the registered Lua scripts with SCRIPT LOAD on every
  * (re)connect, and reconnects with jittered exponential backoff (100 ms
  * doubling to 5 s).  A master is "up" only after that handshake.
@@ -72,6 +72,7 @@ struct master_stats {
     uint64_t reconnects;        /* connections made after the first */
     uint64_t requests;          /* requests sent */
     uint64_t restarts;          /* restarts seen (a new run_id on reconnect) */
+    uint64_t tls_failures;      /* TLS handshakes that failed (either link) */
     int64_t  quarantine_ms;     /* restart quarantine left, ms; 0 when none */
     int      duplicate_of;      /* index of the master it is the same server
                                    as (master_duplicate_of), or -1 */

@@ -450,6 +450,20 @@ redisev_tls_failed(const struct redisev *l)
     return l->tls_failed;
 }
 
+bool
+redisev_tls_handshaking(const struct redisev *l)
+{
+    struct sockaddr_storage ss;
+    socklen_t len = sizeof(ss);
+    int fd;
+
+    if (l->ssl == NULL || l->connected || l->closing) {
+        return false;
+    }
+    fd = bufferevent_getfd(l->bev);
+    return fd >= 0 && getpeername(fd, (struct sockaddr *)&ss, &len) == 0;
+}
+
 int
 redisev_formatted(struct redisev *l, redisev_reply_fn fn, void *privdata, const char *cmd,
                   size_t len)

@@ -77,6 +77,9 @@ const char *redisev_errstr(const struct redisev *l);
 /* True when the link failed in its TLS handshake (the reason in errstr). */
 bool redisev_tls_failed(const struct redisev *l);
 
+/* True when a TLS link's TCP connect is done but its handshake is not. */
+bool redisev_tls_handshaking(const struct redisev *l);
+
 /*
  * Queue a command: printf-like (hiredis's redisvFormatCommand), an argv,
  * or one formatted already.  fn NULL on a subscriber link: the answer is
@@ -90,7 +93,11 @@ int redisev_command_argv(struct redisev *l, redisev_reply_fn fn, void *privdata,
 int redisev_formatted(struct redisev *l, redisev_reply_fn fn, void *privdata,
                       const char *cmd, size_t len);
 
-/* Read what already sits in the socket and dispatch the replies (a poll). */
+/*
+ * Read what already sits in the socket and dispatch the replies (a poll).
+ * Over TLS only what the bufferevent already read and decrypted is
+ * dispatched; the rest comes with the next read event.
+ */
 void redisev_read(struct redisev *l);
 
 /* Close: pending callbacks run with NULL, then the link is freed. */
