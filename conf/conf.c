@@ -122,7 +122,8 @@ static const struct conf_directive conf_directives[] = {
 
     { "masters", NULL, CONF_T_MASTERS, offsetof(struct conf, masters),
       1, CONF_MASTERS_MAX, CONF_NO_RELOAD, NULL,
-      "the independent Redis masters, \"host:port\" or \"unix:/path\"", NULL },
+      "the independent Redis masters, \"host:port\", \"rediss://host:port\" (TLS) or "
+      "\"unix:/path\"", NULL },
 
     { "redis", "username", CONF_T_STRING, offsetof(struct conf, redis_username),
       0, 0, 0, "",
@@ -140,6 +141,18 @@ static const struct conf_directive conf_directives[] = {
     { "redis", "down_after_ms", CONF_T_MS, offsetof(struct conf, down_after_ms),
       1, 600000, 0, "2000",
       "silence with requests pending before a master is dropped, ms", NULL },
+    { "redis", "tls_ca_file", CONF_T_STRING, offsetof(struct conf, redis_tls_ca_file),
+      0, 4096, 0, "",
+      "PEM CAs that sign the rediss:// masters' certificates; \"\": the system store", NULL },
+    { "redis", "tls_cert_file", CONF_T_STRING, offsetof(struct conf, redis_tls_cert_file),
+      0, 4096, 0, "",
+      "PEM client certificate presented to rediss:// masters; needs tls_key_file", NULL },
+    { "redis", "tls_key_file", CONF_T_STRING, offsetof(struct conf, redis_tls_key_file),
+      0, 4096, 0, "",
+      "PEM private key of redis.tls_cert_file", NULL },
+    { "redis", "tls_server_name", CONF_T_STRING, offsetof(struct conf, redis_tls_server_name),
+      0, CONF_HOST_MAX - 1, 0, "",
+      "name the rediss:// masters' certificates must carry; \"\": each master's host", NULL },
 
     { "lock", "default_ttl_ms", CONF_T_MS, offsetof(struct conf, default_ttl_ms),
       1, 86400000, 0, "30000",
@@ -1002,6 +1015,34 @@ conf_node_text(const yaml_node_t *node, size_t *len, bool *clean)
     return s;
 }
 
+/*
+ * A master's address: what conf_parse_addr() takes, or "rediss://" and a
+ * "host:port" (TLS; not a unix: socket).  spec keeps the scheme.
+ */
+static int
+conf_parse_master(const char *text, size_t len, struct conf_addr *addr, char *why,
+                  size_t size)
+{
+    static const char scheme[] = "rediss://";
+    const size_t slen = sizeof(scheme) - 1;
+
+    if (len < slen || strncmp(text, scheme, slen) != 0) {
+        return conf_parse_addr(text, true, addr, why, size);
+    }
+    if (strncmp(text + slen, "unix:", 5) == 0) {
+        memset(addr, 0, sizeof(*addr));
+        snprintf(why, size, "rediss:// takes \"host:port\"; TLS over a unix: socket "
+                 "is not supported");
+        return -1;
+    }
+    if (conf_parse_addr(text + slen, false, addr, why, size) != 0) {
+        return -1;
+    }
+    addr->tls = true;
+    snprintf(addr->spec, sizeof(addr->spec), "%s", text);
+    return 0;
+}
+
 /* masters: a sequence of 1..CONF_MASTERS_MAX addresses. */
 static void
 conf_set_masters(struct conf_state *st, size_t di, const yaml_node_t *node)
@@ -1065,7 +1106,7 @@ conf_set_masters(struct conf_state *st, size_t di, const yaml_node_t *node)
             continue;
         }
         conf_quote(text, len, q, sizeof(q));
-        if (conf_parse_addr(text, true, &addr, why, sizeof(why)) != 0) {
+        if (conf_parse_master(text, len, &addr, why, sizeof(why)) != 0) {
             conf_error(st, v, "masters[%zu]: bad address '%s': %s", i, q, why);
             seen->bad = true;
             continue;
@@ -1352,6 +1393,9 @@ conf_check(struct conf_state *st)
     size_t key = conf_must_find("tls", "key_file");
     size_t ca = conf_must_find("tls", "client_ca_file");
 
+    size_t rcert = conf_must_find("redis", "tls_cert_file");
+    size_t rkey = conf_must_find("redis", "tls_key_file");
+
     conf_derive(conf);
     if (st->seen[unx].set && !st->seen[unx].bad) {
         conf->unix_line = st->seen[unx].line;
@@ -1368,6 +1412,19 @@ conf_check(struct conf_state *st)
         conf->redis_password[0] == '\0') {
         conf_note_at(st, st->seen[user].line, st->seen[user].column, true,
                      "redis.username is set but redis.password is empty");
+    }
+
+    /* A client certificate for the masters comes with its key. */
+    if (!st->seen[rcert].bad && !st->seen[rkey].bad && conf->redis_tls_cert_file != NULL
+        && conf->redis_tls_key_file != NULL) {
+        if (conf->redis_tls_cert_file[0] != '\0' && conf->redis_tls_key_file[0] == '\0') {
+            conf_note_at(st, st->seen[rcert].line, st->seen[rcert].column, true,
+                         "redis.tls_cert_file is set but redis.tls_key_file is empty");
+        } else if (conf->redis_tls_key_file[0] != '\0'
+                   && conf->redis_tls_cert_file[0] == '\0') {
+            conf_note_at(st, st->seen[rkey].line, st->seen[rkey].column, true,
+                         "redis.tls_key_file is set but redis.tls_cert_file is empty");
+        }
     }
 
     conf_check_order(st, min, max, false, "");

@@ -35,13 +35,17 @@ enum conf_fence {
     CONF_FENCE_ALWAYS       /* every grant */
 };
 
-/* A network endpoint: "host:port", "[v6]:port" or "unix:/path". */
+/*
+ * A network endpoint: "host:port", "[v6]:port" or "unix:/path"; a master
+ * may also be "rediss://host:port" (TLS).
+ */
 struct conf_addr {
     bool     is_unix;                /* true for a Unix socket path */
+    bool     tls;                    /* written rediss://: reached over TLS */
     char     host[CONF_HOST_MAX];    /* numeric IPv4/IPv6 or a host name, no brackets */
     int      port;                   /* 1..65535 when !is_unix */
     char     path[CONF_PATH_MAX];    /* socket path when is_unix */
-    char     spec[CONF_HOST_MAX + 16]; /* the address as written, for logs */
+    char     spec[CONF_HOST_MAX + 24]; /* the address as written, for logs */
 };
 
 /*
@@ -77,6 +81,10 @@ struct conf {
     int64_t  connect_timeout_ms;    /* redis.connect_timeout_ms */
     int64_t  max_pending;           /* requests unanswered before a drop */
     int64_t  down_after_ms;         /* silence with requests pending before a drop */
+    char    *redis_tls_ca_file;     /* PEM CAs for rediss:// masters; "": system store */
+    char    *redis_tls_cert_file;   /* PEM client certificate for them; "" for none */
+    char    *redis_tls_key_file;    /* its private key; "" for none */
+    char    *redis_tls_server_name; /* name checked in their certificates; "": the host */
 
     /* lock: */
     int64_t  default_ttl_ms;        /* lease when LOCK has no ttl= */

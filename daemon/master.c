@@ -1,17 +1,18 @@
 /*
- * master.c: hiredis async connections to the Redis masters.
+ * master.c: the links to the Redis masters.
  *
- * With daemon/redisev.c, the only file that includes hiredis.  hiredis
- * 0.14.1 facts this code relies on: redisAsyncConnect returns a context
- * even on failure (check ac->err); on error or free every pending
- * callback runs with a NULL reply; the disconnect callback runs only for
- * a context that had connected, and the context is freed when it
- * returns; freeing a context from inside the connect callback is not
- * allowed, so drops requested there are deferred to the master's timer.
+ * With daemon/redisev.c (the transport: a libevent bufferevent, plain or
+ * TLS, with hiredis's reader and formatter), the only file that includes
+ * hiredis.  What this code relies on (daemon/redisev.h): a failed
+ * connect calls the connect callback with ok false and the link is
+ * freed after it; when a connected link fails every pending callback
+ * runs with a NULL reply, then the disconnect callback, and the link is
+ * freed when it returns; drops requested in the connect callback are
+ * deferred to the master's timer.
  *
- * hiredis resolves host names with a blocking getaddrinfo(3); to keep
- * the event loop free, a master given by name is resolved with libevent's
- * evdns before every connect, and hiredis is handed the numeric address.
+ * Host names are resolved with libevent's evdns before every connect,
+ * so the event loop never blocks in getaddrinfo(3); the link is given
+ * the numeric address.
  */
 #include <arpa/inet.h>
 #include <errno.h>
@@ -19,24 +20,27 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/queue.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <netinet/in.h>
 
 #include <event2/dns.h>
 #include <event2/event.h>
 #include <event2/util.h>
 #include <hiredis/hiredis.h>
-#include <hiredis/async.h>
 
 #include "conf/conf.h"
 #include "daemon/log.h"
 #include "daemon/master.h"
 #include "daemon/redisev.h"
+#include "daemon/tls.h"
 #include "daemon/util.h"
 
 #define MASTER_SCRIPTS_MAX      12
 #define MASTER_BACKOFF_MIN_MS   100
 #define MASTER_BACKOFF_MAX_MS   5000
 #define MASTER_ARGV_STACK       16
-#define MASTER_WHY_MAX          160
+#define MASTER_WHY_MAX          256
 #define MASTER_STEP_AUTH        (-1)    /* handshake step: AUTH */
 #define MASTER_STEP_INFO        (-2)    /* handshake step: INFO server */
 #define MASTER_STEP_PERSIST     (-3)    /* handshake step: INFO persistence */
@@ -57,7 +61,7 @@ struct master_link {
     const struct conf_addr *addr;   /* address, points into the conf */
     bool                subscriber; /* the subscriber link */
     enum master_state   state;      /* connection state */
-    redisAsyncContext  *ac;         /* live context, NULL when down */
+    struct redisev     *ac;         /* live link (daemon/redisev.h), NULL when down */
     struct event       *timer;      /* connect deadline, or reconnect delay */
     int64_t             backoff_ms; /* next reconnect delay before jitter */
     int                 pending;    /* handshake replies still expected */
@@ -108,9 +112,8 @@ enum master_sub_state {
  * A channel the daemon wants, or still has to leave.  Owned by this
  * module; freed once it is unwanted and left on every master.  At most
  * one SUBSCRIBE or UNSUBSCRIBE per channel and master is in flight:
- * hiredis 0.14.1 keys its callbacks by channel and drops the entry on
- * an unsubscribe confirmation, so a re-SUBSCRIBE sent before that
- * confirmation would lose its messages.
+ * a re-SUBSCRIBE sent before the UNSUBSCRIBE's confirmation would have
+ * its own confirmation taken for the leave's.
  */
 struct master_chan {
     TAILQ_ENTRY(master_chan) link;  /* in master_chans */
@@ -120,9 +123,9 @@ struct master_chan {
     char                name[];     /* the channel */
 };
 
-/* Subscribed by every subscriber link and never left, so that hiredis
- * never sees the count drop to zero and leave subscribed mode (its
- * 0.14.1 asserts on replies that arrive after that). */
+/* Subscribed by every subscriber link and never left, so that the link
+ * never drops out of subscribed mode (and its handshake has an answer to
+ * wait for). */
 #define MASTER_SENTINEL_CHANNEL "redlockd keep-subscribed"
 
 /* One request in flight on a master; freed after its callback. */
@@ -155,7 +158,7 @@ static size_t             master_nwanted;   /* channels wanted now */
 static master_message_fn  master_message_cb;
 
 static void master_connect(struct master_link *m);
-static void master_sub_cb(redisAsyncContext *ac, void *r, void *privdata);
+static void master_sub_cb(struct redisev *ac, void *r, void *privdata);
 static void master_sub_link_up(struct master_link *k);
 static void master_sub_link_down(struct master_link *k);
 static void master_timer_cb(evutil_socket_t fd, short what, void *arg);
@@ -199,7 +202,7 @@ master_script(const char *text)
 }
 
 static struct master_link *
-master_by_ac(const redisAsyncContext *ac)
+master_by_ac(const struct redisev *ac)
 {
     size_t i;
 
@@ -240,15 +243,15 @@ master_schedule_reconnect(struct master_link *m)
 }
 
 /*
- * Forget the live context and free it.  hiredis runs the pending
- * callbacks with NULL (they see m->ac != their context and report the
- * loss); when called from a reply callback the free is deferred by
- * hiredis itself.  Never called from the connect callback.
+ * Forget the live link and free it.  The pending callbacks run with
+ * NULL (they see m->ac != their link and report the loss); when called
+ * from a reply callback the free is deferred by daemon/redisev.c until it
+ * returns.  Never called from the connect callback.
  */
 static void
 master_drop(struct master_link *m, const char *why)
 {
-    redisAsyncContext *ac = m->ac;
+    struct redisev *ac = m->ac;
 
     if (m->state == MASTER_UP) {
         log_warn("master %s%s: down: %s", m->addr->spec, MASTER_LINK_WHAT(m), why);
@@ -268,7 +271,7 @@ master_drop(struct master_link *m, const char *why)
     evtimer_del(m->timer);
     master_cancel_dns(m);
     if (ac != NULL) {
-        redisAsyncFree(ac);
+        redisev_free(ac);
     }
     master_schedule_reconnect(m);
 }
@@ -595,7 +598,7 @@ master_quarantine_begin(struct master *m)
 }
 
 static void
-master_handshake_cb(redisAsyncContext *ac, void *r, void *privdata)
+master_handshake_cb(struct redisev *ac, void *r, void *privdata)
 {
     redisReply *reply = r;
     struct master_link *m = master_by_ac(ac);
@@ -652,22 +655,36 @@ master_handshake_cb(redisAsyncContext *ac, void *r, void *privdata)
 }
 
 static void
-master_connect_cb(const redisAsyncContext *cac, int status)
+master_connect_cb(struct redisev *ac, bool ok)
 {
-    struct master_link *m = master_by_ac(cac);
-    redisAsyncContext *ac = (redisAsyncContext *)cac;
+    struct master_link *m = master_by_ac(ac);
+    const struct redisev *cac = ac;
     const char *user, *pass;
     int i, rc = REDIS_OK;
 
     if (m == NULL) {
         return;
     }
-    if (status != REDIS_OK) {
-        /* hiredis frees the context when this callback returns. */
+    if (!ok) {
+        char why[MASTER_WHY_MAX];
+
+        /* The link is freed when this callback returns. */
         m->ac = NULL;
         m->state = MASTER_DOWN;
-        snprintf(m->why, sizeof(m->why), "%s", cac->errstr[0] ? cac->errstr : "connect failed");
-        log_debug("master %s: connect failed: %s", m->addr->spec, m->why);
+        snprintf(why, sizeof(why), "%s",
+                 redisev_errstr(cac)[0] ? redisev_errstr(cac) : "connect failed");
+        if (redisev_tls_failed(cac)) {
+            /* Counted each time; logged as a warning when the reason is new. */
+            m->master->stats.tls_failures++;
+            if (strcmp(m->why, why) != 0) {
+                log_warn("master %s%s: %s", m->addr->spec, MASTER_LINK_WHAT(m), why);
+            } else {
+                log_debug("master %s%s: %s (again)", m->addr->spec, MASTER_LINK_WHAT(m), why);
+            }
+        } else {
+            log_debug("master %s: connect failed: %s", m->addr->spec, why);
+        }
+        snprintf(m->why, sizeof(m->why), "%s", why);
         evtimer_del(m->timer);
         master_schedule_reconnect(m);
         return;
@@ -678,11 +695,11 @@ master_connect_cb(const redisAsyncContext *cac, int status)
     user = master_conf->redis_username;
     if (pass != NULL && pass[0] != '\0') {
         if (user != NULL && user[0] != '\0') {
-            rc = redisAsyncCommand(ac, master_handshake_cb,
+            rc = redisev_command(ac, master_handshake_cb,
                                    (void *)(intptr_t)MASTER_STEP_AUTH,
                                    "AUTH %s %s", user, pass);
         } else {
-            rc = redisAsyncCommand(ac, master_handshake_cb,
+            rc = redisev_command(ac, master_handshake_cb,
                                    (void *)(intptr_t)MASTER_STEP_AUTH, "AUTH %s", pass);
         }
         m->pending++;
@@ -690,7 +707,7 @@ master_connect_cb(const redisAsyncContext *cac, int status)
     if (m->subscriber) {
         /* Up once the sentinel's subscription is confirmed (master_sub_cb). */
         if (rc == REDIS_OK) {
-            rc = redisAsyncCommand(ac, master_sub_cb, m, "SUBSCRIBE %s",
+            rc = redisev_command(ac, NULL, NULL, "SUBSCRIBE %s",
                                    MASTER_SENTINEL_CHANNEL);
             m->pending++;
         }
@@ -701,28 +718,28 @@ master_connect_cb(const redisAsyncContext *cac, int status)
         m->master->uptime_s = -1;
         m->master->aof = -1;
         m->master->appendfsync[0] = '\0';
-        rc = redisAsyncCommand(ac, master_handshake_cb, (void *)(intptr_t)MASTER_STEP_INFO,
+        rc = redisev_command(ac, master_handshake_cb, (void *)(intptr_t)MASTER_STEP_INFO,
                                "INFO server");
         m->pending++;
         if (rc == REDIS_OK) {
-            rc = redisAsyncCommand(ac, master_handshake_cb,
+            rc = redisev_command(ac, master_handshake_cb,
                                    (void *)(intptr_t)MASTER_STEP_PERSIST, "INFO persistence");
             m->pending++;
         }
         if (rc == REDIS_OK) {
-            rc = redisAsyncCommand(ac, master_handshake_cb,
+            rc = redisev_command(ac, master_handshake_cb,
                                    (void *)(intptr_t)MASTER_STEP_FSYNC,
                                    "CONFIG GET appendfsync");
             m->pending++;
         }
         if (rc == REDIS_OK) {
-            rc = redisAsyncCommand(ac, master_handshake_cb,
+            rc = redisev_command(ac, master_handshake_cb,
                                    (void *)(intptr_t)MASTER_STEP_MEMORY, "INFO memory");
             m->pending++;
         }
     }
     for (i = 0; !m->subscriber && i < nscripts && rc == REDIS_OK; i++) {
-        rc = redisAsyncCommand(ac, master_handshake_cb, (void *)(intptr_t)i,
+        rc = redisev_command(ac, master_handshake_cb, (void *)(intptr_t)i,
                                "SCRIPT LOAD %s", script_text[i]);
         m->pending++;
     }
@@ -735,18 +752,34 @@ master_connect_cb(const redisAsyncContext *cac, int status)
 }
 
 static void
-master_disconnect_cb(const redisAsyncContext *ac, int status)
+master_disconnect_cb(struct redisev *ac)
 {
     struct master_link *m = master_by_ac(ac);
 
     if (m == NULL) {
-        return;     /* a context we dropped ourselves */
+        return;     /* a link we dropped ourselves */
     }
-    (void)status;
-    /* hiredis frees the context when this returns. */
+    /* The link is freed when this returns. */
     m->ac = NULL;
-    snprintf(m->why, sizeof(m->why), "connection lost (%s)",
-             ac->errstr[0] ? ac->errstr : "closed by peer");
+    if (m->state == MASTER_HANDSHAKE && strncmp(redisev_errstr(ac), "TLS", 3) == 0) {
+        /*
+         * In TLS 1.3 the server checks the client's certificate after the
+         * client finished its side of the handshake: a refusal comes as
+         * an alert on the first read.  Counted and named as a handshake
+         * failure.
+         */
+        char why[MASTER_WHY_MAX];
+
+        m->master->stats.tls_failures++;
+        snprintf(why, sizeof(why), "TLS handshake failed: %s", redisev_errstr(ac) + 5);
+        if (strcmp(m->why, why) != 0) {
+            log_warn("master %s%s: %s", m->addr->spec, MASTER_LINK_WHAT(m), why);
+        }
+        snprintf(m->why, sizeof(m->why), "%s", why);
+    } else {
+        snprintf(m->why, sizeof(m->why), "connection lost (%s)",
+                 redisev_errstr(ac)[0] ? redisev_errstr(ac) : "closed by peer");
+    }
     if (m->state == MASTER_UP) {
         log_warn("master %s%s: down: %s", m->addr->spec, MASTER_LINK_WHAT(m), m->why);
     }
@@ -760,42 +793,94 @@ master_disconnect_cb(const redisAsyncContext *ac, int status)
     master_schedule_reconnect(m);
 }
 
+/*
+ * The socket address of a Unix path or a numeric host; -1 when it does
+ * not parse (the config checked it).
+ */
+static int
+master_sockaddr(const struct conf_addr *addr, const char *numeric_host,
+                struct sockaddr_storage *ss, socklen_t *len)
+{
+    memset(ss, 0, sizeof(*ss));
+    if (addr->is_unix) {
+        struct sockaddr_un *un = (struct sockaddr_un *)ss;
+
+        un->sun_family = AF_UNIX;
+        snprintf(un->sun_path, sizeof(un->sun_path), "%s", addr->path);
+        *len = sizeof(*un);
+    } else if (strchr(numeric_host, ':') != NULL) {
+        struct sockaddr_in6 *in6 = (struct sockaddr_in6 *)ss;
+
+        in6->sin6_family = AF_INET6;
+        in6->sin6_port = htons((uint16_t)addr->port);
+        if (inet_pton(AF_INET6, numeric_host, &in6->sin6_addr) != 1) {
+            return -1;
+        }
+        *len = sizeof(*in6);
+    } else {
+        struct sockaddr_in *in = (struct sockaddr_in *)ss;
+
+        in->sin_family = AF_INET;
+        in->sin_port = htons((uint16_t)addr->port);
+        if (inet_pton(AF_INET, numeric_host, &in->sin_addr) != 1) {
+            return -1;
+        }
+        *len = sizeof(*in);
+    }
+    return 0;
+}
+
 /* Connect to a Unix path or a numeric host (never a name: that blocks). */
 static void
 master_connect_to(struct master_link *m, const char *numeric_host)
 {
-    redisAsyncContext *ac;
+    struct redisev_opts opts;
+    struct sockaddr_storage ss;
+    socklen_t sslen = 0;
+    struct redisev *ac;
     char why[MASTER_WHY_MAX];
 
-    if (m->addr->is_unix) {
-        ac = redisAsyncConnectUnix(m->addr->path);
-    } else {
-        ac = redisAsyncConnect(numeric_host, m->addr->port);
-    }
-    if (ac == NULL) {
-        snprintf(m->why, sizeof(m->why), "out of memory");
+    if (master_sockaddr(m->addr, numeric_host, &ss, &sslen) != 0) {
+        snprintf(m->why, sizeof(m->why), "bad address %.80s", numeric_host);
+        m->state = MASTER_DOWN;
+        evtimer_del(m->timer);
         master_schedule_reconnect(m);
         return;
     }
-    if (ac->err) {
-        snprintf(why, sizeof(why), "%s", ac->errstr);
-        redisAsyncFree(ac);
+    memset(&opts, 0, sizeof(opts));
+    opts.addr = (const struct sockaddr *)&ss;
+    opts.addrlen = sslen;
+    opts.ssl = NULL;
+    if (m->addr->tls) {
+        const char *name = master_conf->redis_tls_server_name;
+
+        opts.ssl = tls_client_session_new(name != NULL && name[0] != '\0' ? name
+                                                                          : m->addr->host);
+        if (opts.ssl == NULL) {
+            snprintf(m->why, sizeof(m->why), "cannot create a TLS session");
+            m->state = MASTER_DOWN;
+            evtimer_del(m->timer);
+            master_schedule_reconnect(m);
+            return;
+        }
+    }
+    opts.subscriber = m->subscriber;
+    opts.on_connect = master_connect_cb;
+    opts.on_disconnect = master_disconnect_cb;
+    opts.on_push = master_sub_cb;
+    opts.data = m;
+    ac = redisev_connect(master_base, &opts, why, sizeof(why));
+    if (ac == NULL) {
         snprintf(m->why, sizeof(m->why), "%s", why);
         log_debug("master %s: connect failed: %s", m->addr->spec, why);
-        master_schedule_reconnect(m);
-        return;
-    }
-    if (redisev_attach(ac, master_base) != 0) {
-        redisAsyncFree(ac);
-        snprintf(m->why, sizeof(m->why), "cannot attach to the event loop");
+        m->state = MASTER_DOWN;
+        evtimer_del(m->timer);
         master_schedule_reconnect(m);
         return;
     }
     m->ac = ac;
     m->state = MASTER_CONNECTING;
     m->drop_now = false;
-    redisAsyncSetConnectCallback(ac, master_connect_cb);
-    redisAsyncSetDisconnectCallback(ac, master_disconnect_cb);
     if (!evtimer_pending(m->timer, NULL)) {
         master_schedule(m, master_conf->connect_timeout_ms);
     }
@@ -899,7 +984,7 @@ master_check_silence(struct master_link *k)
     char why[MASTER_WHY_MAX];
 
     if (k->ac != NULL && k->inflight > 0) {
-        redisAsyncHandleRead(k->ac);
+        redisev_read(k->ac);
     }
     if (k->state != MASTER_UP || k->ac == NULL || k->inflight == 0) {
         return;
@@ -931,6 +1016,12 @@ master_timer_cb(evutil_socket_t fd, short what, void *arg)
     case MASTER_HANDSHAKE:
         if (m->drop_now) {
             snprintf(why, sizeof(why), "%s", m->why);
+        } else if (m->ac != NULL && redisev_tls_handshaking(m->ac)) {
+            /* A plain Redis waits for the end of a line that never comes. */
+            m->master->stats.tls_failures++;
+            snprintf(why, sizeof(why), "TLS handshake failed: no answer within %lld ms "
+                     "(redis.connect_timeout_ms); is it a TLS port?",
+                     (long long)master_conf->connect_timeout_ms);
         } else {
             snprintf(why, sizeof(why), "connect timeout after %lld ms",
                      (long long)master_conf->connect_timeout_ms);
@@ -1051,14 +1142,14 @@ master_set_quarantine_ms(int64_t ms)
 static void
 master_link_stop(struct master_link *k)
 {
-    redisAsyncContext *ac = k->ac;
+    struct redisev *ac = k->ac;
 
     k->ac = NULL;
     k->state = MASTER_DOWN;
     master_cancel_dns(k);
     snprintf(k->why, sizeof(k->why), "daemon stopping");
     if (ac != NULL) {
-        redisAsyncFree(ac);
+        redisev_free(ac);
     }
     if (k->timer != NULL) {
         event_free(k->timer);
@@ -1109,9 +1200,8 @@ master_sub_send(struct master_link *k, struct master_chan *ch, bool subscribe)
     lens[0] = strlen(argv[0]);
     argv[1] = ch->name;
     lens[1] = ch->len;
-    /* An UNSUBSCRIBE gets no callback of its own: the channel's answers. */
-    if (redisAsyncCommandArgv(k->ac, subscribe ? master_sub_cb : NULL, k, 2,
-                              argv, lens) != REDIS_OK) {
+    /* Answered by a push (master_sub_cb), not through the FIFO. */
+    if (redisev_command_argv(k->ac, NULL, NULL, 2, argv, lens) != 0) {
         return false;
     }
     master_link_sent(k);
@@ -1197,7 +1287,7 @@ master_sub_link_down(struct master_link *k)
  * message.
  */
 static void
-master_sub_cb(redisAsyncContext *ac, void *r, void *privdata)
+master_sub_cb(struct redisev *ac, void *r, void *privdata)
 {
     redisReply *reply = r, *kind, *chan;
     struct master_link *k = privdata;
@@ -1404,7 +1494,7 @@ master_status_text(const struct master *m)
     return m->status;
 }
 
-static void master_reply_cb(redisAsyncContext *ac, void *r, void *privdata);
+static void master_reply_cb(struct redisev *ac, void *r, void *privdata);
 
 /* shared holds an EVALSHA that m can be sent as it is. */
 static bool
@@ -1435,7 +1525,7 @@ master_send(struct master *m, struct master_req *req, bool use_eval,
     }
     if (master_shared_fits(shared, m, req->script)) {
         /* Formatted for an earlier master of the round: only copied. */
-        return redisAsyncFormattedCommand(m->cmd.ac, master_reply_cb, req, shared->cmd,
+        return redisev_formatted(m->cmd.ac, master_reply_cb, req, shared->cmd,
                                           shared->len);
     }
     if (argc > MASTER_ARGV_STACK) {
@@ -1468,10 +1558,10 @@ master_send(struct master *m, struct master_req *req, bool use_eval,
         }
     }
     if (master_shared_fits(shared, m, req->script)) {
-        rc = redisAsyncFormattedCommand(m->cmd.ac, master_reply_cb, req, shared->cmd,
+        rc = redisev_formatted(m->cmd.ac, master_reply_cb, req, shared->cmd,
                                         shared->len);
     } else {
-        rc = redisAsyncCommandArgv(m->cmd.ac, master_reply_cb, req, (int)argc, argv, lens);
+        rc = redisev_command_argv(m->cmd.ac, master_reply_cb, req, (int)argc, argv, lens);
     }
     if (argv != stack_argv) {
         free(argv);
@@ -1481,7 +1571,7 @@ master_send(struct master *m, struct master_req *req, bool use_eval,
 }
 
 static void
-master_reply_cb(redisAsyncContext *ac, void *r, void *privdata)
+master_reply_cb(struct redisev *ac, void *r, void *privdata)
 {
     redisReply *reply = r;
     struct master_req *req = privdata;
@@ -1499,11 +1589,11 @@ master_reply_cb(redisAsyncContext *ac, void *r, void *privdata)
             snprintf(why, sizeof(why), "%s", m->cmd.why);
         } else {
             snprintf(why, sizeof(why), "connection lost (%s)",
-                     ac->errstr[0] ? ac->errstr : "closed");
+                     redisev_errstr(ac)[0] ? redisev_errstr(ac) : "closed");
         }
         if (m->cmd.ac == ac && m->cmd.state == MASTER_UP) {
             /*
-             * hiredis runs these callbacks before the disconnect callback:
+             * These callbacks run before the disconnect callback:
              * from now on the master is down, for rounds started in them too.
              */
             log_warn("master %s: down: %s", m->addr->spec, why);
@@ -1600,7 +1690,7 @@ void
 master_poll(struct master *m)
 {
     if (m->cmd.ac != NULL && m->cmd.state == MASTER_UP) {
-        redisAsyncHandleRead(m->cmd.ac);
+        redisev_read(m->cmd.ac);
     }
 }
 

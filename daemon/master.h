@@ -1,16 +1,16 @@
 /*
  * master.h: asynchronous connections to the Redis masters.
  *
- * This module (with its event hooks, daemon/redisev.h) is the only one
- * that includes hiredis.  It keeps one
- * hiredis async connection per configured master on the daemon's
- * libevent base, connects at start, authenticates when a password is
- * set, loads the registered Lua scripts with SCRIPT LOAD on every
+ * This module (with its transport, daemon/redisev.h) is the only one
+ * that includes hiredis, used as the RESP codec.  It keeps two
+ * connections per configured master (commands, pub/sub) on the daemon's
+ * libevent base, plain or TLS, connects at start, authenticates when a
+ * password is set, loads the registered Lua scripts with SCRIPT LOAD on every
  * (re)connect, and reconnects with jittered exponential backoff (100 ms
  * doubling to 5 s).  A master is "up" only after that handshake.
  *
  * Requests are Lua scripts sent with EVALSHA; a NOSCRIPT answer is
- * retried once with EVAL on the same connection.  hiredis 0.14.1 has no
+ * retried once with EVAL on the same connection.  There is no
  * per-command timeout: deadlines belong to the caller (daemon/round.h).
  * Every request's callback is called exactly once, with a reply, or with
  * NULL and an error text when the connection failed or was dropped.
@@ -72,6 +72,7 @@ struct master_stats {
     uint64_t reconnects;        /* connections made after the first */
     uint64_t requests;          /* requests sent */
     uint64_t restarts;          /* restarts seen (a new run_id on reconnect) */
+    uint64_t tls_failures;      /* TLS handshakes that failed (either link) */
     int64_t  quarantine_ms;     /* restart quarantine left, ms; 0 when none */
     int      duplicate_of;      /* index of the master it is the same server
                                    as (master_duplicate_of), or -1 */

@@ -1,179 +1,563 @@
 /*
- * redisev.c: hiredis on libevent, one write per context per loop
- * iteration.
+ * redisev.c: a link to Redis over a libevent bufferevent (plain or
+ * OpenSSL), hiredis's reader and formatter as the RESP codec, and the
+ * writes of one loop iteration coalesced into one write per link.
  */
-#include <stdbool.h>
+#include <errno.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <stdarg.h>
+#include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <sys/queue.h>
 
+#include <event2/buffer.h>
+#include <event2/bufferevent.h>
+#include <event2/bufferevent_ssl.h>
 #include <event2/event.h>
-#include <event2/event_struct.h>
+#include <openssl/err.h>
+#include <openssl/x509.h>
 #include <hiredis/hiredis.h>
-#include <hiredis/async.h>
 
 #include "daemon/redisev.h"
 
-/* One attached context.  Owned by hiredis (freed by its cleanup hook). */
+#define REDISEV_FIFO_MIN    16
+#define REDISEV_ERR_MAX     256
+
+/* A command waiting for its reply. */
+struct redisev_cb {
+    redisev_reply_fn fn;            /* NULL: the reply is dropped */
+    void            *privdata;      /* fn's argument */
+};
+
+/*
+ * One link.  Owned by the caller from redisev_connect() until
+ * redisev_free(), or until the link failed (freed after the callbacks).
+ */
 struct redisev {
-    redisAsyncContext    *ac;       /* the context */
-    struct event          rev;      /* persistent read event */
-    struct event          wev;      /* persistent write event */
-    bool                  reading;  /* rev added */
-    bool                  writing;  /* wev added */
-    bool                  listed;   /* in redisev_dirty */
-    TAILQ_ENTRY(redisev)  link;     /* in redisev_dirty */
+    struct bufferevent *bev;        /* the transport (owns the socket and SSL) */
+    SSL                *ssl;        /* the TLS session, NULL for plain */
+    redisReader        *reader;     /* replies being parsed */
+    struct evbuffer    *out;        /* commands not yet handed to the socket */
+    struct redisev_cb  *fifo;       /* ring of callbacks, oldest at head */
+    size_t              cap;        /* slots in fifo */
+    size_t              head;       /* index of the oldest */
+    size_t              n;          /* callbacks waiting */
+    struct redisev_opts opts;       /* callbacks and data (addr not kept) */
+    bool                connected;  /* the connect (and handshake) completed */
+    bool                closing;    /* freed or failed: no more commands */
+    bool                failed;     /* the callbacks of a failure ran */
+    bool                tls_failed; /* failed in the TLS handshake */
+    bool                listed;     /* in redisev_dirty */
+    int                 depth;      /* callbacks of this link running now */
+    TAILQ_ENTRY(redisev) link;      /* in redisev_dirty */
+    char                errstr[REDISEV_ERR_MAX]; /* why it failed, "" */
 };
 
 static TAILQ_HEAD(, redisev) redisev_dirty = TAILQ_HEAD_INITIALIZER(redisev_dirty);
-static struct event   *redisev_flush_ev;     /* writes the listed contexts */
-static struct redisev *redisev_flushing;     /* the context being written by the flush */
+static struct event *redisev_flush_ev;     /* writes the listed links */
 
+static void redisev_destroy(struct redisev *l);
+
+/* Leave a callback section: a free asked for meanwhile happens now. */
 static void
-redisev_read_cb(evutil_socket_t fd, short what, void *arg)
+redisev_unref(struct redisev *l)
 {
-    struct redisev *e = arg;
-
-    (void)fd;
-    (void)what;
-    redisAsyncHandleRead(e->ac);
-}
-
-static void
-redisev_write_cb(evutil_socket_t fd, short what, void *arg)
-{
-    struct redisev *e = arg;
-
-    (void)fd;
-    (void)what;
-    redisAsyncHandleWrite(e->ac);
-}
-
-/*
- * Write every context that has output.  Each is taken off the list
- * before hiredis writes it: a write error frees the context (and this
- * struct) inside redisAsyncHandleWrite.
- */
-static void
-redisev_flush_cb(evutil_socket_t fd, short what, void *arg)
-{
-    struct redisev *e;
-
-    (void)fd;
-    (void)what;
-    (void)arg;
-    while ((e = TAILQ_FIRST(&redisev_dirty)) != NULL) {
-        TAILQ_REMOVE(&redisev_dirty, e, link);
-        e->listed = false;
-        redisev_flushing = e;
-        redisAsyncHandleWrite(e->ac);
-        redisev_flushing = NULL;
+    if (--l->depth == 0 && l->closing) {
+        redisev_destroy(l);
     }
 }
 
 static void
-redisev_add_read(void *privdata)
+redisev_list(struct redisev *l)
 {
-    struct redisev *e = privdata;
-
-    if (!e->reading) {
-        e->reading = true;
-        event_add(&e->rev, NULL);
-    }
-}
-
-static void
-redisev_del_read(void *privdata)
-{
-    struct redisev *e = privdata;
-
-    if (e->reading) {
-        e->reading = false;
-        event_del(&e->rev);
-    }
-}
-
-/*
- * hiredis has output for the socket.  A connected context joins the
- * flush list; the socket is watched for writability only while a
- * connect is in progress or when the flush could not write it all.
- */
-static void
-redisev_add_write(void *privdata)
-{
-    struct redisev *e = privdata;
-
-    if (e == redisev_flushing || !(e->ac->c.flags & REDIS_CONNECTED)) {
-        if (!e->writing) {
-            e->writing = true;
-            event_add(&e->wev, NULL);
-        }
-        return;
-    }
-    if (!e->listed && !e->writing) {
-        e->listed = true;
-        TAILQ_INSERT_TAIL(&redisev_dirty, e, link);
+    if (!l->listed && l->connected && !l->closing && evbuffer_get_length(l->out) > 0) {
+        l->listed = true;
+        TAILQ_INSERT_TAIL(&redisev_dirty, l, link);
         event_active(redisev_flush_ev, EV_TIMEOUT, 0);
     }
 }
 
 static void
-redisev_del_write(void *privdata)
+redisev_unlist(struct redisev *l)
 {
-    struct redisev *e = privdata;
+    if (l->listed) {
+        l->listed = false;
+        TAILQ_REMOVE(&redisev_dirty, l, link);
+    }
+}
 
-    if (e->writing) {
-        e->writing = false;
-        event_del(&e->wev);
+/*
+ * Hand l's output to the socket: a plain socket whose bufferevent has
+ * nothing queued is written at once; what is left (or everything, over
+ * TLS) goes to the bufferevent, which writes it when the socket takes it.
+ */
+static void
+redisev_flush(struct redisev *l)
+{
+    struct evbuffer *bout = bufferevent_get_output(l->bev);
+
+    if (l->ssl == NULL && evbuffer_get_length(bout) == 0) {
+        (void)evbuffer_write(l->out, bufferevent_getfd(l->bev));
+    }
+    if (evbuffer_get_length(l->out) > 0) {
+        bufferevent_write_buffer(l->bev, l->out);
     }
 }
 
 static void
-redisev_cleanup(void *privdata)
+redisev_flush_cb(evutil_socket_t fd, short what, void *arg)
 {
-    struct redisev *e = privdata;
+    struct redisev *l;
 
-    if (e->listed) {
-        TAILQ_REMOVE(&redisev_dirty, e, link);
+    (void)fd;
+    (void)what;
+    (void)arg;
+    while ((l = TAILQ_FIRST(&redisev_dirty)) != NULL) {
+        redisev_unlist(l);
+        redisev_flush(l);
     }
-    if (e == redisev_flushing) {
-        redisev_flushing = NULL;
-    }
-    event_del(&e->rev);
-    event_del(&e->wev);
-    free(e);
 }
 
-int
-redisev_attach(redisAsyncContext *ac, struct event_base *base)
+static int
+redisev_push_cb(struct redisev *l, redisev_reply_fn fn, void *privdata)
 {
-    struct redisev *e;
+    if (l->n == l->cap) {
+        size_t cap = l->cap ? l->cap * 2 : REDISEV_FIFO_MIN, i;
+        struct redisev_cb *fifo = malloc(cap * sizeof(*fifo));
 
-    if (ac->ev.data != NULL) {
-        return -1;
+        if (fifo == NULL) {
+            return -1;
+        }
+        for (i = 0; i < l->n; i++) {
+            fifo[i] = l->fifo[(l->head + i) % l->cap];
+        }
+        free(l->fifo);
+        l->fifo = fifo;
+        l->cap = cap;
+        l->head = 0;
     }
+    l->fifo[(l->head + l->n) % l->cap].fn = fn;
+    l->fifo[(l->head + l->n) % l->cap].privdata = privdata;
+    l->n++;
+    return 0;
+}
+
+static struct redisev_cb
+redisev_pop_cb(struct redisev *l)
+{
+    struct redisev_cb cb = l->fifo[l->head];
+
+    l->head = (l->head + 1) % l->cap;
+    l->n--;
+    return cb;
+}
+
+/* Every waiting callback with NULL (the link is failing or freed). */
+static void
+redisev_fail_pending(struct redisev *l)
+{
+    while (l->n > 0) {
+        struct redisev_cb cb = redisev_pop_cb(l);
+
+        if (cb.fn != NULL) {
+            cb.fn(l, NULL, cb.privdata);
+        }
+    }
+}
+
+/*
+ * The link failed with why: a connect that did not complete calls
+ * on_connect(false); a connected link fails its pending callbacks and
+ * calls on_disconnect.  The link is freed when the callbacks are done.
+ */
+static void
+redisev_fail(struct redisev *l, const char *why)
+{
+    if (l->closing) {
+        return;
+    }
+    snprintf(l->errstr, sizeof(l->errstr), "%s", why);
+    l->closing = true;
+    l->failed = true;
+    redisev_unlist(l);
+    l->depth++;
+    if (l->connected) {
+        redisev_fail_pending(l);
+        if (l->opts.on_disconnect != NULL) {
+            l->opts.on_disconnect(l);
+        }
+    } else {
+        redisev_fail_pending(l);
+        if (l->opts.on_connect != NULL) {
+            l->opts.on_connect(l, false);
+        }
+    }
+    redisev_unref(l);
+}
+
+/* A pub/sub message or (un)subscribe confirmation. */
+static bool
+redisev_is_push(const redisReply *r)
+{
+    const redisReply *kind;
+
+    if (r->type != REDIS_REPLY_ARRAY || r->elements < 3) {
+        return false;
+    }
+    kind = r->element[0];
+    if (kind->type != REDIS_REPLY_STRING) {
+        return false;
+    }
+    return strcmp(kind->str, "message") == 0 || strcmp(kind->str, "subscribe") == 0
+           || strcmp(kind->str, "unsubscribe") == 0 || strcmp(kind->str, "pmessage") == 0;
+}
+
+/* Feed the input to the reader and dispatch every complete reply. */
+static void
+redisev_dispatch(struct redisev *l)
+{
+    struct evbuffer *in = bufferevent_get_input(l->bev);
+    struct evbuffer_iovec vec[8];
+    int i, nvec;
+
+    while (!l->closing && evbuffer_get_length(in) > 0) {
+        nvec = evbuffer_peek(in, -1, NULL, vec, 8);
+        if (nvec > 8) {
+            nvec = 8;
+        }
+        for (i = 0; i < nvec; i++) {
+            if (redisReaderFeed(l->reader, vec[i].iov_base, vec[i].iov_len) != REDIS_OK) {
+                redisev_fail(l, "out of memory");
+                return;
+            }
+            evbuffer_drain(in, vec[i].iov_len);
+        }
+    }
+    while (!l->closing) {
+        void *reply = NULL;
+        redisev_reply_fn fn;
+        void *privdata;
+
+        if (redisReaderGetReply(l->reader, &reply) != REDIS_OK) {
+            char why[REDISEV_ERR_MAX];
+
+            snprintf(why, sizeof(why), "protocol error: %.200s", l->reader->errstr);
+            redisev_fail(l, why);
+            return;
+        }
+        if (reply == NULL) {
+            break;
+        }
+        if (l->opts.subscriber && (redisev_is_push(reply) || l->n == 0)) {
+            fn = l->opts.on_push;
+            privdata = l->opts.data;
+        } else if (l->n == 0) {
+            freeReplyObject(reply);
+            redisev_fail(l, "protocol error: a reply to no command");
+            return;
+        } else {
+            struct redisev_cb cb = redisev_pop_cb(l);
+
+            fn = cb.fn;
+            privdata = cb.privdata;
+        }
+        if (fn != NULL) {
+            fn(l, reply, privdata);
+        }
+        freeReplyObject(reply);
+    }
+}
+
+static void
+redisev_read_cb(struct bufferevent *bev, void *arg)
+{
+    struct redisev *l = arg;
+
+    (void)bev;
+    l->depth++;
+    redisev_dispatch(l);
+    redisev_unref(l);
+}
+
+/* Output drained by the bufferevent: nothing to do (the flush list drives). */
+static void
+redisev_write_cb(struct bufferevent *bev, void *arg)
+{
+    (void)bev;
+    (void)arg;
+}
+
+/* OpenSSL's reasons for a failure on l, into buf; "" when it has none. */
+static void
+redisev_tls_reason(struct redisev *l, char *buf, size_t size)
+{
+    unsigned long err, first = 0;
+    long verify;
+    size_t used;
+
+    buf[0] = '\0';
+    while ((err = bufferevent_get_openssl_error(l->bev)) != 0) {
+        if (first == 0) {
+            first = err;
+        }
+    }
+    if (first == 0) {
+        first = ERR_get_error();
+    }
+    ERR_clear_error();
+    if (first != 0) {
+        ERR_error_string_n(first, buf, size);
+    }
+    verify = SSL_get_verify_result(l->ssl);
+    if (verify != X509_V_OK && first != 0) {
+        used = strlen(buf);
+        snprintf(buf + used, size - used, "%s%s", used ? ": " : "",
+                 X509_verify_cert_error_string(verify));
+    }
+}
+
+static void
+redisev_event_cb(struct bufferevent *bev, short what, void *arg)
+{
+    struct redisev *l = arg;
+    char why[REDISEV_ERR_MAX], reason[REDISEV_ERR_MAX - 64];
+    int err = EVUTIL_SOCKET_ERROR();
+
+    (void)bev;
+    l->depth++;
+    if (what & BEV_EVENT_CONNECTED) {
+        int one = 1, fd = bufferevent_getfd(l->bev);
+
+        l->connected = true;
+        if (fd >= 0) {
+            /* As hiredis did: requests are small and latency-bound. */
+            (void)setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+        }
+        bufferevent_enable(l->bev, EV_READ | EV_WRITE);
+        if (l->opts.on_connect != NULL) {
+            l->opts.on_connect(l, true);
+        }
+        redisev_list(l);
+    } else if (what & (BEV_EVENT_ERROR | BEV_EVENT_EOF)) {
+        reason[0] = '\0';
+        if (l->ssl != NULL) {
+            redisev_tls_reason(l, reason, sizeof(reason));
+        }
+        if (l->ssl != NULL && !l->connected && reason[0] != '\0') {
+            l->tls_failed = true;
+            snprintf(why, sizeof(why), "TLS handshake failed: %s", reason);
+        } else if (l->ssl != NULL && !l->connected && (what & BEV_EVENT_EOF)) {
+            l->tls_failed = true;
+            snprintf(why, sizeof(why), "TLS handshake failed: the server closed the "
+                     "connection (not a TLS port?)");
+        } else if (reason[0] != '\0') {
+            snprintf(why, sizeof(why), "TLS: %s", reason);
+        } else if ((what & BEV_EVENT_EOF) || err == 0) {
+            snprintf(why, sizeof(why), "Server closed the connection");
+        } else {
+            snprintf(why, sizeof(why), "%s", evutil_socket_error_to_string(err));
+        }
+        redisev_fail(l, why);
+    }
+    redisev_unref(l);
+}
+
+struct redisev *
+redisev_connect(struct event_base *base, const struct redisev_opts *opts, char *why,
+                size_t size)
+{
+    struct redisev *l;
+
     if (redisev_flush_ev == NULL) {
         redisev_flush_ev = event_new(base, -1, 0, redisev_flush_cb, NULL);
         if (redisev_flush_ev == NULL) {
-            return -1;
+            snprintf(why, size, "out of memory");
+            if (opts->ssl != NULL) {
+                SSL_free(opts->ssl);
+            }
+            return NULL;
         }
     }
-    e = calloc(1, sizeof(*e));
-    if (e == NULL) {
+    l = calloc(1, sizeof(*l));
+    if (l == NULL || (l->reader = redisReaderCreate()) == NULL
+        || (l->out = evbuffer_new()) == NULL) {
+        snprintf(why, size, "out of memory");
+        goto fail;
+    }
+    l->opts = *opts;
+    l->opts.addr = NULL;
+    l->ssl = opts->ssl;
+    if (l->ssl != NULL) {
+        l->bev = bufferevent_openssl_socket_new(base, -1, l->ssl, BUFFEREVENT_SSL_CONNECTING,
+                                                BEV_OPT_CLOSE_ON_FREE);
+    } else {
+        l->bev = bufferevent_socket_new(base, -1, BEV_OPT_CLOSE_ON_FREE);
+    }
+    if (l->bev == NULL) {
+        snprintf(why, size, "out of memory");
+        goto fail;
+    }
+    bufferevent_setcb(l->bev, redisev_read_cb, redisev_write_cb, redisev_event_cb, l);
+    if (bufferevent_socket_connect(l->bev, (struct sockaddr *)opts->addr,
+                                   (int)opts->addrlen) != 0) {
+        int err = EVUTIL_SOCKET_ERROR();
+
+        snprintf(why, size, "%s", err ? evutil_socket_error_to_string(err) : "connect failed");
+        bufferevent_free(l->bev);
+        l->bev = NULL;
+        l->ssl = NULL;      /* freed with the bufferevent */
+        goto fail;
+    }
+    return l;
+
+fail:
+    if (l != NULL) {
+        if (l->reader != NULL) {
+            redisReaderFree(l->reader);
+        }
+        if (l->out != NULL) {
+            evbuffer_free(l->out);
+        }
+        if (l->bev != NULL) {
+            bufferevent_free(l->bev);
+        } else if (l->ssl != NULL) {
+            SSL_free(l->ssl);
+        }
+        free(l);
+    } else if (opts->ssl != NULL) {
+        SSL_free(opts->ssl);
+    }
+    return NULL;
+}
+
+void *
+redisev_data(const struct redisev *l)
+{
+    return l->opts.data;
+}
+
+const char *
+redisev_errstr(const struct redisev *l)
+{
+    return l->errstr;
+}
+
+bool
+redisev_tls_failed(const struct redisev *l)
+{
+    return l->tls_failed;
+}
+
+bool
+redisev_tls_handshaking(const struct redisev *l)
+{
+    struct sockaddr_storage ss;
+    socklen_t len = sizeof(ss);
+    int fd;
+
+    if (l->ssl == NULL || l->connected || l->closing) {
+        return false;
+    }
+    fd = bufferevent_getfd(l->bev);
+    return fd >= 0 && getpeername(fd, (struct sockaddr *)&ss, &len) == 0;
+}
+
+int
+redisev_formatted(struct redisev *l, redisev_reply_fn fn, void *privdata, const char *cmd,
+                  size_t len)
+{
+    if (l->closing) {
         return -1;
     }
-    e->ac = ac;
-    event_assign(&e->rev, base, ac->c.fd, EV_READ | EV_PERSIST, redisev_read_cb, e);
-    event_assign(&e->wev, base, ac->c.fd, EV_WRITE | EV_PERSIST, redisev_write_cb, e);
-    ac->ev.addRead = redisev_add_read;
-    ac->ev.delRead = redisev_del_read;
-    ac->ev.addWrite = redisev_add_write;
-    ac->ev.delWrite = redisev_del_write;
-    ac->ev.cleanup = redisev_cleanup;
-    ac->ev.data = e;
-    /* The connect in progress completes on writability (or an error). */
-    redisev_add_read(e);
-    redisev_add_write(e);
+    if ((fn != NULL || !l->opts.subscriber) && redisev_push_cb(l, fn, privdata) != 0) {
+        return -1;
+    }
+    if (evbuffer_add(l->out, cmd, len) != 0) {
+        if (fn != NULL || !l->opts.subscriber) {
+            l->n--;     /* the one just pushed */
+        }
+        return -1;
+    }
+    redisev_list(l);
     return 0;
+}
+
+int
+redisev_command(struct redisev *l, redisev_reply_fn fn, void *privdata, const char *fmt, ...)
+{
+    va_list ap;
+    char *cmd;
+    int len, rc;
+
+    va_start(ap, fmt);
+    len = redisvFormatCommand(&cmd, fmt, ap);
+    va_end(ap);
+    if (len < 0) {
+        return -1;
+    }
+    rc = redisev_formatted(l, fn, privdata, cmd, (size_t)len);
+    redisFreeCommand(cmd);
+    return rc;
+}
+
+int
+redisev_command_argv(struct redisev *l, redisev_reply_fn fn, void *privdata, int argc,
+                     const char **argv, const size_t *lens)
+{
+    char *cmd;
+    int len, rc;
+
+    len = redisFormatCommandArgv(&cmd, argc, argv, lens);
+    if (len < 0) {
+        return -1;
+    }
+    rc = redisev_formatted(l, fn, privdata, cmd, (size_t)len);
+    redisFreeCommand(cmd);
+    return rc;
+}
+
+void
+redisev_read(struct redisev *l)
+{
+    if (l->closing || !l->connected) {
+        return;
+    }
+    l->depth++;
+    if (l->ssl == NULL) {
+        /* EOF and errors are left to the bufferevent's own read. */
+        (void)evbuffer_read(bufferevent_get_input(l->bev), bufferevent_getfd(l->bev), -1);
+    }
+    redisev_dispatch(l);
+    redisev_unref(l);
+}
+
+/* Free l now: the callbacks still waiting run with NULL first. */
+static void
+redisev_destroy(struct redisev *l)
+{
+    l->depth++;
+    redisev_fail_pending(l);
+    redisev_unlist(l);
+    bufferevent_free(l->bev);
+    redisReaderFree(l->reader);
+    evbuffer_free(l->out);
+    free(l->fifo);
+    free(l);
+}
+
+void
+redisev_free(struct redisev *l)
+{
+    if (l->closing) {
+        return;     /* failing: freed once its callbacks return */
+    }
+    l->closing = true;
+    redisev_unlist(l);
+    if (l->depth == 0) {
+        redisev_destroy(l);
+    }
 }
 
 void

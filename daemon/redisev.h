@@ -1,39 +1,109 @@
 /*
- * redisev.h: hiredis asynchronous contexts on the libevent loop, with
- * the writes of one loop iteration coalesced.
+ * redisev.h: one link to a Redis server on the libevent loop, plain or
+ * TLS, with hiredis as the RESP codec only.
  *
- * hiredis drives any event library through five hooks in
- * redisAsyncContext.ev (hiredis 0.14.1 async.h: addRead, delRead,
- * addWrite, delWrite, cleanup).  The adapter hiredis ships for libevent
- * (adapters/libevent.h) re-adds a one-shot read event after every reply
- * and adds then deletes a write event for every command: two to four
- * epoll_ctl(2) calls and an extra epoll_wait(2) per command, which the
- * benchmark (tests/bench/) measured as most of the daemon's system calls.
+ * The bytes travel over a libevent bufferevent: bufferevent_socket for
+ * TCP and Unix sockets, bufferevent_openssl for TLS (hiredis 0.14.1 has
+ * no TLS).  hiredis formats the commands (redisFormatCommandArgv) and
+ * parses the replies (redisReader); each command's callback waits in a
+ * FIFO and is called with its reply in order.
  *
- * This adapter keeps one persistent read event per context and, once a
- * context is connected, does not wait for writability: a context with
- * new output joins a flush list, and one event made active for the
- * whole daemon writes every listed context after the callbacks of the
- * current loop iteration, so the commands of many rounds leave in one
- * write(2) per master.  Only a socket that cannot take all its output
- * (or a connect in progress) gets a write event.
+ * Writes of one loop iteration are coalesced: a link with new output
+ * joins a flush list, and one event made active for the whole daemon
+ * writes every listed link after the callbacks of the current loop
+ * iteration, so the commands of many rounds leave in one write(2) per
+ * master.  A plain socket is written directly (only what the kernel does
+ * not take waits for writability in the bufferevent); a TLS link hands
+ * the batch to its bufferevent, which encrypts it as one record run.
+ *
+ * The semantics follow hiredis's async API, which this replaced: the
+ * connect callback says whether the link (and the TLS handshake) came
+ * up; on a connect failure the link is freed after that callback; when
+ * a connected link fails, every pending callback runs with reply NULL,
+ * then the disconnect callback, then the link is freed; redisev_free()
+ * runs the pending callbacks with NULL and calls neither callback.  A
+ * free asked for inside a callback of the link is done once it returns.
+ * A subscriber link hands every pub/sub message and (un)subscribe
+ * confirmation to its push callback; its other replies (AUTH) go through
+ * the FIFO.
  */
 #ifndef REDLOCKD_REDISEV_H
 #define REDLOCKD_REDISEV_H
 
+#include <stdbool.h>
+#include <stddef.h>
+
+#include <sys/socket.h>
+
+#include <openssl/ssl.h>
+
 struct event_base;
-struct redisAsyncContext;
+struct redisev;
+
+/* A reply (a hiredis redisReply, freed after the call) or NULL. */
+typedef void (*redisev_reply_fn)(struct redisev *l, void *reply, void *privdata);
+/* ok: connected (and the TLS handshake done); else redisev_errstr() says why. */
+typedef void (*redisev_connect_fn)(struct redisev *l, bool ok);
+/* A connected link failed; redisev_errstr() says why. */
+typedef void (*redisev_disconnect_fn)(struct redisev *l);
+
+/* What a link is made with (copied). */
+struct redisev_opts {
+    const struct sockaddr *addr;    /* where to connect */
+    socklen_t              addrlen; /* its size */
+    SSL                   *ssl;     /* TLS client session, owned by the link from
+                                       then on; NULL for a plain link */
+    bool                   subscriber;  /* pub/sub replies go to on_push */
+    redisev_connect_fn     on_connect;  /* once, when up or failed */
+    redisev_disconnect_fn  on_disconnect; /* when a connected link failed */
+    redisev_reply_fn       on_push;     /* subscriber links: pushes, with data */
+    void                  *data;        /* the caller's, see redisev_data() */
+};
 
 /*
- * Attach ac to base.  Call right after redisAsyncConnect*() succeeded,
- * before the first command.  hiredis owns the attachment from then on:
- * it is released by its cleanup hook when the context is freed.
- * Returns 0, or -1 when out of memory or ac already has an event
- * library attached (ac is left as it was; the caller frees it).
+ * Begin connecting.  Returns the link, or NULL with the reason in why
+ * (the SSL, if any, is freed then).  The callbacks run later, from the
+ * loop.
  */
-int redisev_attach(struct redisAsyncContext *ac, struct event_base *base);
+struct redisev *redisev_connect(struct event_base *base, const struct redisev_opts *opts,
+                                char *why, size_t size);
 
-/* Release the flush event (at exit, after every context was freed). */
+/* The caller's data given at connect. */
+void *redisev_data(const struct redisev *l);
+
+/* Why the link failed (or "" while it has not). */
+const char *redisev_errstr(const struct redisev *l);
+
+/* True when the link failed in its TLS handshake (the reason in errstr). */
+bool redisev_tls_failed(const struct redisev *l);
+
+/* True when a TLS link's TCP connect is done but its handshake is not. */
+bool redisev_tls_handshaking(const struct redisev *l);
+
+/*
+ * Queue a command: printf-like (hiredis's redisvFormatCommand), an argv,
+ * or one formatted already.  fn NULL on a subscriber link: the answer is
+ * a push (SUBSCRIBE, UNSUBSCRIBE).  Returns 0, or -1 when out of memory
+ * or the link is closing (fn will not be called).
+ */
+int redisev_command(struct redisev *l, redisev_reply_fn fn, void *privdata,
+                    const char *fmt, ...) __attribute__((format(printf, 4, 5)));
+int redisev_command_argv(struct redisev *l, redisev_reply_fn fn, void *privdata, int argc,
+                         const char **argv, const size_t *lens);
+int redisev_formatted(struct redisev *l, redisev_reply_fn fn, void *privdata,
+                      const char *cmd, size_t len);
+
+/*
+ * Read what already sits in the socket and dispatch the replies (a poll).
+ * Over TLS only what the bufferevent already read and decrypted is
+ * dispatched; the rest comes with the next read event.
+ */
+void redisev_read(struct redisev *l);
+
+/* Close: pending callbacks run with NULL, then the link is freed. */
+void redisev_free(struct redisev *l);
+
+/* Release the flush event (at exit, after every link was freed). */
 void redisev_stop(void);
 
 #endif /* REDLOCKD_REDISEV_H */

@@ -182,6 +182,9 @@
         m->reconnects, "Connections to the master made after the first.")                          \
     ROW(restarts, "restarts", "redlockd_master_restarts_total", COUNTER, NUMBER,                   \
         m->restarts, "Restarts of the master seen on reconnect (a new run_id).")                   \
+    ROW(tls_failures, "tls_failures", "redlockd_master_tls_failures_total", COUNTER, NUMBER,       \
+        m->tls_failures, "TLS handshakes with the master (rediss://) that failed: an unknown "      \
+        "CA, a wrong name, an expired certificate, a server that does not speak TLS.")             \
     ROW(quarantine_left, "quarantine_ms", "redlockd_master_quarantine_remaining_seconds",          \
         GAUGE, MS, m->quarantine_ms * 1000,                                                        \
         "Restart quarantine left; 0 when the master's answers count.")                             \

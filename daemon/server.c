@@ -39,6 +39,20 @@ static int64_t            server_drain_end; /* monotonic us */
 static bool               server_stopping;
 static int64_t            server_max_ttl_ms;/* largest lock.max_ttl_ms applied since start */
 
+/* True when a master is written rediss://. */
+static bool
+server_tls_masters(const struct conf *conf)
+{
+    size_t i;
+
+    for (i = 0; i < conf->nmasters; i++) {
+        if (conf->masters[i].tls) {
+            return true;
+        }
+    }
+    return false;
+}
+
 static void
 server_finish(void)
 {
@@ -129,12 +143,15 @@ server_status(char *buf, size_t size)
  * their names did not change (rotation in place); a file that does not
  * load refuses the reload whole, and the running certificates stay.  New
  * TLS sessions use the new ones; sessions already open are not touched.
+ * With rediss:// masters, the client side (redis.tls_*) is read again
+ * the same way: new links to the masters use it.
  */
 static void
 server_reload(void)
 {
     struct conf *next;
     struct conf_msgs msgs;
+    SSL_CTX *client_ctx = NULL;
     char changed[256], why[512];
     size_t i;
 
@@ -177,6 +194,15 @@ server_reload(void)
                   "nothing was reloaded", changed);
         goto keep;
     }
+    if (server_tls_masters(next)) {
+        /* Checked now, put in use only when everything below loaded too. */
+        client_ctx = tls_client_ctx_new(next, why, sizeof(why));
+        if (client_ctx == NULL) {
+            log_error("reload: %s; nothing was reloaded (the running client certificate "
+                      "for the masters stays)", why);
+            goto keep;
+        }
+    }
     if (listener_has_tls()) {
         /* Last: once loaded, the new context is in use (nothing below can fail). */
         if (next->tls_cert_file[0] == '\0' || next->tls_key_file[0] == '\0') {
@@ -187,8 +213,14 @@ server_reload(void)
         if (tls_load(next, why, sizeof(why)) != 0) {
             log_error("reload: %s; nothing was reloaded (the running certificates stay)",
                       why);
+            SSL_CTX_free(client_ctx);
             goto keep;
         }
+    }
+    if (client_ctx != NULL) {
+        tls_client_use(client_ctx);
+        log_info("reload: the client certificate and CAs for the rediss:// masters were "
+                 "read again");
     }
     log_set_level((enum log_level)next->log_level);
     redlock_set_drift(next->drift_factor);
@@ -254,6 +286,7 @@ server_run(struct conf *conf)
     struct event_config *cfg;
     struct event *sigs[3];
     const int signums[3] = { SIGTERM, SIGINT, SIGHUP };
+    char why[512];
     int i, rc = 0;
 
     signal(SIGPIPE, SIG_IGN);
@@ -290,6 +323,18 @@ server_run(struct conf *conf)
         return 1;
     }
     server_set_quarantine(conf);
+    if (server_tls_masters(conf)) {
+        SSL_CTX *client_ctx = tls_client_ctx_new(conf, why, sizeof(why));
+
+        if (client_ctx == NULL) {
+            log_error("masters over TLS: %s", why);
+            metrics_stop();
+            listener_stop();
+            event_base_free(server_base);
+            return 1;
+        }
+        tls_client_use(client_ctx);
+    }
     if (master_start(server_base, conf) != 0) {
         metrics_stop();
         listener_stop();

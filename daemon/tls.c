@@ -1,6 +1,8 @@
 /*
- * tls.c: the SSL_CTX of the TLS client listener, and its reload.
+ * tls.c: the SSL_CTX of the TLS client listener, the one links to
+ * rediss:// masters are made from, and their reload.
  */
+#include <arpa/inet.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -13,6 +15,7 @@
 #include "daemon/tls.h"
 
 static SSL_CTX *tls_ctx;        /* new sessions' context; owned here, NULL when none */
+static SSL_CTX *tls_client_ctx; /* links to rediss:// masters; owned here, NULL when none */
 
 char *
 tls_reason(unsigned long err, char *buf, size_t size)
@@ -151,9 +154,97 @@ tls_peer_verified(SSL *ssl)
     return ok;
 }
 
+SSL_CTX *
+tls_client_ctx_new(const struct conf *conf, char *why, size_t size)
+{
+    SSL_CTX *ctx;
+    const char *ca = conf->redis_tls_ca_file;
+    const char *cert = conf->redis_tls_cert_file, *key = conf->redis_tls_key_file;
+
+    ERR_clear_error();
+    ctx = SSL_CTX_new(TLS_client_method());
+    if (ctx == NULL) {
+        snprintf(why, size, "cannot create a TLS context (out of memory)");
+        ERR_clear_error();
+        return NULL;
+    }
+    if (SSL_CTX_set_min_proto_version(ctx, TLS1_2_VERSION) != 1) {
+        snprintf(why, size, "cannot require TLS 1.2 or later");
+        goto fail;
+    }
+    SSL_CTX_set_mode(ctx, SSL_MODE_RELEASE_BUFFERS);
+    if (ca != NULL && ca[0] != '\0') {
+        if (SSL_CTX_load_verify_locations(ctx, ca, NULL) != 1) {
+            tls_fail("redis.tls_ca_file", ca, why, size);
+            goto fail;
+        }
+    } else if (SSL_CTX_set_default_verify_paths(ctx) != 1) {
+        tls_fail("the system's CA store", "(redis.tls_ca_file is empty)", why, size);
+        goto fail;
+    }
+    SSL_CTX_set_verify(ctx, SSL_VERIFY_PEER, NULL);
+    if (cert != NULL && cert[0] != '\0') {
+        if (SSL_CTX_use_certificate_chain_file(ctx, cert) != 1) {
+            tls_fail("redis.tls_cert_file", cert, why, size);
+            goto fail;
+        }
+        if (SSL_CTX_use_PrivateKey_file(ctx, key, SSL_FILETYPE_PEM) != 1) {
+            tls_fail("redis.tls_key_file", key, why, size);
+            goto fail;
+        }
+        if (SSL_CTX_check_private_key(ctx) != 1) {
+            char reason[256];
+
+            snprintf(why, size, "redis.tls_key_file %s does not match redis.tls_cert_file "
+                     "%s: %s", key, cert,
+                     tls_reason(ERR_peek_last_error(), reason, sizeof(reason)));
+            ERR_clear_error();
+            goto fail;
+        }
+    }
+    return ctx;
+
+fail:
+    SSL_CTX_free(ctx);
+    return NULL;
+}
+
+void
+tls_client_use(SSL_CTX *ctx)
+{
+    /* Open links hold references of their own to the old context. */
+    SSL_CTX_free(tls_client_ctx);
+    tls_client_ctx = ctx;
+}
+
+SSL *
+tls_client_session_new(const char *name)
+{
+    unsigned char buf[sizeof(struct in6_addr)];
+    bool numeric;
+    SSL *ssl;
+
+    if (tls_client_ctx == NULL || (ssl = SSL_new(tls_client_ctx)) == NULL) {
+        return NULL;
+    }
+    numeric = inet_pton(AF_INET, name, buf) == 1 || inet_pton(AF_INET6, name, buf) == 1;
+    if (numeric) {
+        if (X509_VERIFY_PARAM_set1_ip_asc(SSL_get0_param(ssl), name) != 1) {
+            SSL_free(ssl);
+            return NULL;
+        }
+    } else if (SSL_set_tlsext_host_name(ssl, name) != 1 || SSL_set1_host(ssl, name) != 1) {
+        SSL_free(ssl);
+        return NULL;
+    }
+    return ssl;
+}
+
 void
 tls_stop(void)
 {
     SSL_CTX_free(tls_ctx);
     tls_ctx = NULL;
+    SSL_CTX_free(tls_client_ctx);
+    tls_client_ctx = NULL;
 }

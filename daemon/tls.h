@@ -50,7 +50,29 @@ bool tls_peer_verified(SSL *ssl);
  */
 char *tls_reason(unsigned long err, char *buf, size_t size);
 
-/* Free the context (at exit). */
+/*
+ * The client side, for masters written rediss:// (redis.tls_*): TLS 1.2
+ * or later, the server's certificate verified against
+ * redis.tls_ca_file (the system store when it is ""), and the client
+ * certificate of redis.tls_cert_file and redis.tls_key_file when set.
+ *
+ * tls_client_ctx_new() builds a context from conf, or returns NULL with
+ * the reason in why ("redis.tls_key_file /path: <OpenSSL's reason>");
+ * tls_client_use() makes it the one new links are made from (taking
+ * it; links already open keep theirs).  Split so that a reload can check
+ * every file before it changes anything.
+ */
+SSL_CTX *tls_client_ctx_new(const struct conf *conf, char *why, size_t size);
+void tls_client_use(SSL_CTX *ctx);
+
+/*
+ * A new client SSL for a master, checking the certificate's name against
+ * name (a host name, also sent as SNI, or a numeric address); NULL when
+ * no client context is loaded or out of memory.
+ */
+SSL *tls_client_session_new(const char *name);
+
+/* Free the contexts (at exit). */
 void tls_stop(void);
 
 #endif /* REDLOCKD_TLS_H */

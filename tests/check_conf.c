@@ -231,6 +231,19 @@ static const struct fixture bad_fixtures[] = {
         "E " FX("bad-addr-unix-long.yml") ":2:5: masters[0]: bad address "
         "'unix:/dddddddddddddddddddddddddddddddddddddddddddddddddddddddddd...': "
         "unix socket path is 116 bytes, at most 107" } },
+    { FX("bad-addr-rediss-unix.yml"), {
+        "E " FX("bad-addr-rediss-unix.yml") ":2:5: masters[0]: bad address "
+        "'rediss://unix:/run/redis.sock': rediss:// takes \"host:port\"; TLS over a "
+        "unix: socket is not supported" } },
+    { FX("bad-addr-rediss-port.yml"), {
+        "E " FX("bad-addr-rediss-port.yml") ":2:5: masters[0]: bad address "
+        "'rediss://redis-1.example.com': missing ':port'" } },
+    { FX("redis-tls-cert-no-key.yml"), {
+        "E " FX("redis-tls-cert-no-key.yml") ":4:18: redis.tls_cert_file is set but "
+        "redis.tls_key_file is empty" } },
+    { FX("redis-tls-key-no-cert.yml"), {
+        "E " FX("redis-tls-key-no-cert.yml") ":4:17: redis.tls_key_file is set but "
+        "redis.tls_cert_file is empty" } },
     { FX("listen-tcp-unix.yml"), {
         "E " FX("listen-tcp-unix.yml") ":2:8: listen.tcp: bad address "
         "'unix:/run/redlockd/redlockd.sock': a unix: socket is not allowed here" } },
@@ -548,6 +561,44 @@ START_TEST(test_aliases)
     ck_assert_str_eq(conf.masters[1].spec, "127.0.0.1:7002");
     ck_assert_str_eq(conf.masters[2].spec, "127.0.0.1:7003");
     ck_assert_int_eq(conf.log_level, CONF_LOG_DEBUG);
+    conf_free(&conf);
+}
+END_TEST
+
+/*
+ * Masters over TLS: rediss://host:port beside plain ones, the scheme kept
+ * in the name, and the redis.tls_* keys (all "" by default).
+ */
+START_TEST(test_tls_masters)
+{
+    struct conf conf;
+
+    conf_defaults(&conf);
+    ck_assert_str_eq(conf.redis_tls_ca_file, "");
+    ck_assert_str_eq(conf.redis_tls_cert_file, "");
+    ck_assert_str_eq(conf.redis_tls_key_file, "");
+    ck_assert_str_eq(conf.redis_tls_server_name, "");
+    conf_free(&conf);
+
+    load_clean(FX("tls-masters.yml"), &conf);
+    ck_assert_uint_eq(conf.nmasters, 5);
+    ck_assert(conf.masters[0].tls);
+    ck_assert(!conf.masters[0].is_unix);
+    ck_assert_str_eq(conf.masters[0].host, "redis-1.example.com");
+    ck_assert_int_eq(conf.masters[0].port, 6380);
+    ck_assert_str_eq(conf.masters[0].spec, "rediss://redis-1.example.com:6380");
+    ck_assert(!conf.masters[1].tls);
+    ck_assert_str_eq(conf.masters[1].spec, "127.0.0.1:7002");
+    ck_assert(conf.masters[2].tls);
+    ck_assert_str_eq(conf.masters[2].host, "::1");
+    ck_assert_str_eq(conf.masters[2].spec, "rediss://[::1]:6380");
+    ck_assert(!conf.masters[3].tls);
+    ck_assert(conf.masters[3].is_unix);
+    ck_assert(conf.masters[4].tls);
+    ck_assert_str_eq(conf.redis_tls_ca_file, "/etc/redlockd/tls/redis-ca.crt");
+    ck_assert_str_eq(conf.redis_tls_cert_file, "/etc/redlockd/tls/client.crt");
+    ck_assert_str_eq(conf.redis_tls_key_file, "/etc/redlockd/tls/client.key");
+    ck_assert_str_eq(conf.redis_tls_server_name, "redis.example.com");
     conf_free(&conf);
 }
 END_TEST
@@ -1100,6 +1151,7 @@ conf_suite(void)
     tcase_add_test(tc, test_full);
     tcase_add_test(tc, test_protected_mode);
     tcase_add_test(tc, test_tls);
+    tcase_add_test(tc, test_tls_masters);
     tcase_add_test(tc, test_null_sections);
     tcase_add_test(tc, test_aliases);
     tcase_add_test(tc, test_repo_configs);

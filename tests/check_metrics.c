@@ -371,6 +371,7 @@ START_TEST(metrics_format)
         "redlockd_master_quarantine_remaining_seconds", "redlockd_master_last_rtt_seconds",
         "redlockd_master_requests_total", "redlockd_master_errors_total",
         "redlockd_master_reconnects_total", "redlockd_master_restarts_total",
+        "redlockd_master_tls_failures_total",
         "redlockd_masters_duplicate", "redlockd_masters_evicting",
         "redlockd_master_duplicate", "redlockd_master_evicting_policy",
         "redlockd_shared_grants_total", "redlockd_counted_grants_total",

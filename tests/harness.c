@@ -46,6 +46,8 @@ struct h_master {
     int   port;                     /* 127.0.0.1 port, kept across restarts */
     pid_t pid;                      /* running process, 0 when killed */
     bool  aof;                      /* persistent: AOF in <dir>/master-<i> */
+    enum h_master_kind kind;        /* plain, TLS only, or plain named rediss:// */
+    char  cert[32];                 /* H_MASTER_TLS: <h_tls_dir>/<cert>.crt and .key */
 };
 
 /* One redlockd the harness started (a slot of h_daemons). */
@@ -72,6 +74,8 @@ static size_t          h_nmasters;              /* entries in h_masters */
 static struct h_daemon h_daemons[H_DAEMONS_MAX];/* started daemons, in order */
 static size_t          h_ndaemons;              /* daemons started (slots used) */
 static size_t          h_cur;                   /* index of the current daemon */
+static char            h_tls_dir[PATH_MAX];     /* h_tls_masters(): certificates */
+static bool            h_tls_auth;              /* h_tls_masters(): tls-auth-clients */
 
 #define H_WRAP_WORDS    16      /* words of $REDLOCKD_WRAP used */
 
@@ -494,7 +498,8 @@ static int
 h_master_spawn(size_t i)
 {
     char port[16], log[PATH_MAX + 32], dir[PATH_MAX + 32];
-    const char *argv[24];
+    char crt[PATH_MAX + 64], key[PATH_MAX + 64], ca[PATH_MAX + 64];
+    const char *argv[40];
     size_t n = 0;
     pid_t pid;
 
@@ -511,7 +516,25 @@ h_master_spawn(size_t i)
     }
     argv[n++] = "redis-server";
     argv[n++] = "--port";
-    argv[n++] = port;
+    if (h_masters[i].kind == H_MASTER_TLS) {
+        /* TLS only: no plain port at all. */
+        snprintf(crt, sizeof(crt), "%s/%s.crt", h_tls_dir, h_masters[i].cert);
+        snprintf(key, sizeof(key), "%s/%s.key", h_tls_dir, h_masters[i].cert);
+        snprintf(ca, sizeof(ca), "%s/ca.crt", h_tls_dir);
+        argv[n++] = "0";
+        argv[n++] = "--tls-port";
+        argv[n++] = port;
+        argv[n++] = "--tls-cert-file";
+        argv[n++] = crt;
+        argv[n++] = "--tls-key-file";
+        argv[n++] = key;
+        argv[n++] = "--tls-ca-cert-file";
+        argv[n++] = ca;
+        argv[n++] = "--tls-auth-clients";
+        argv[n++] = h_tls_auth ? "yes" : "no";
+    } else {
+        argv[n++] = port;
+    }
     argv[n++] = "--bind";
     argv[n++] = "127.0.0.1";
     argv[n++] = "--save";
@@ -537,8 +560,29 @@ h_master_spawn(size_t i)
     return 0;
 }
 
+/* True when something accepts TCP connections on 127.0.0.1:port. */
+static bool
+h_port_listening(int port)
+{
+    struct sockaddr_in sin;
+    int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    bool ok;
+
+    if (fd < 0) {
+        return false;
+    }
+    memset(&sin, 0, sizeof(sin));
+    sin.sin_family = AF_INET;
+    sin.sin_port = htons((uint16_t)port);
+    sin.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    ok = connect(fd, (struct sockaddr *)&sin, sizeof(sin)) == 0;
+    close(fd);
+    return ok;
+}
+
 /*
- * Wait until master i answers PING: 0 when it does, -1 when its process
+ * Wait until master i answers PING (a TLS master: until its port accepts
+ * connections): 0 when it does, -1 when its process
  * exited (reaped), -2 at the deadline (still running).
  */
 static int
@@ -551,7 +595,8 @@ h_master_wait_up(size_t i, int64_t deadline)
             h_masters[i].pid = 0;
             return -1;
         }
-        if (h_redis_ping(h_masters[i].port)) {
+        if (h_masters[i].kind == H_MASTER_TLS ? h_port_listening(h_masters[i].port)
+                                              : h_redis_ping(h_masters[i].port)) {
             return 0;
         }
         if (h_now_ms() >= deadline) {
@@ -604,6 +649,7 @@ h_start_masters_mode(size_t n, bool aof)
     /* Start them all, then wait for each: the starts overlap. */
     for (i = 0; i < n; i++) {
         h_masters[i].pid = 0;
+        h_masters[i].kind = H_MASTER_PLAIN;
         h_masters[i].aof = aof;
         h_masters[i].port = h_new_master_port(i);
         if (h_masters[i].port < 0 || h_master_spawn(i) != 0) {
@@ -644,6 +690,47 @@ int
 h_start_masters_aof(size_t n)
 {
     return h_start_masters_mode(n, true);
+}
+
+void
+h_tls_masters(const char *cert_dir, bool auth_clients)
+{
+    snprintf(h_tls_dir, sizeof(h_tls_dir), "%s", cert_dir);
+    h_tls_auth = auth_clients;
+}
+
+int
+h_add_master(enum h_master_kind kind, const char *cert)
+{
+    size_t i = h_nmasters;
+    int tries, rc;
+
+    if (h_test_dir[0] == '\0' || i >= H_MASTERS_MAX
+        || (kind == H_MASTER_TLS && h_tls_dir[0] == '\0')) {
+        fprintf(stderr, "harness: h_add_master: after h_begin (and h_tls_masters for TLS), "
+                "at most %d\n", H_MASTERS_MAX);
+        return -1;
+    }
+    memset(&h_masters[i], 0, sizeof(h_masters[i]));
+    h_masters[i].kind = kind;
+    snprintf(h_masters[i].cert, sizeof(h_masters[i].cert), "%s",
+             cert != NULL ? cert : "server");
+    h_nmasters = i + 1;
+    for (tries = 1;; tries++) {
+        h_masters[i].port = h_new_master_port(i);
+        if (h_masters[i].port < 0 || h_master_spawn(i) != 0) {
+            return -1;
+        }
+        rc = h_master_wait_up(i, h_now_ms() + H_START_MS);
+        if (rc == 0) {
+            return 0;
+        }
+        if (rc == -2 || tries == H_PORT_TRIES) {
+            fprintf(stderr, "harness: master on port %d did not come up (see %s/redis-%d.log)\n",
+                    h_masters[i].port, h_test_dir, h_masters[i].port);
+            return -1;
+        }
+    }
 }
 
 size_t
@@ -982,7 +1069,8 @@ h_write_conf(const struct h_daemon_opts *o)
     }
     fprintf(f, "masters:\n");
     for (i = 0; i < h_nmasters; i++) {
-        fprintf(f, "  - \"127.0.0.1:%d\"\n", h_masters[i].port);
+        fprintf(f, "  - \"%s127.0.0.1:%d\"\n",
+                h_masters[i].kind != H_MASTER_PLAIN ? "rediss://" : "", h_masters[i].port);
     }
     for (i = 0; o->extra_masters != NULL && o->extra_masters[i] != NULL; i++) {
         fprintf(f, "  - \"%s\"\n", o->extra_masters[i]);
@@ -1023,6 +1111,17 @@ h_write_conf(const struct h_daemon_opts *o)
     }
     h_conf_int(f, "max_pending", o->max_pending);
     h_conf_int(f, "down_after_ms", o->down_after_ms);
+    if (o->redis_tls_ca_file != NULL) {
+        fprintf(f, "  tls_ca_file: \"%s\"\n", o->redis_tls_ca_file);
+    }
+    if (o->redis_tls_cert_file != NULL) {
+        fprintf(f, "  tls_cert_file: \"%s\"\n  tls_key_file: \"%s\"\n",
+                o->redis_tls_cert_file,
+                o->redis_tls_key_file != NULL ? o->redis_tls_key_file : "");
+    }
+    if (o->redis_tls_server_name != NULL) {
+        fprintf(f, "  tls_server_name: \"%s\"\n", o->redis_tls_server_name);
+    }
     if (o->auth_password != NULL || o->admin_password != NULL) {
         fprintf(f, "auth:\n  password: \"%s\"\n  unix_exempt: %s\n",
                 o->auth_password != NULL ? o->auth_password : "",

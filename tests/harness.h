@@ -190,6 +190,27 @@ int h_restart_master(size_t i);
  */
 int h_start_masters_aof(size_t n);
 
+/* What h_add_master() starts. */
+enum h_master_kind {
+    H_MASTER_PLAIN,         /* a plain port, "127.0.0.1:port" */
+    H_MASTER_TLS,           /* TLS only (--port 0 --tls-port), "rediss://127.0.0.1:port" */
+    H_MASTER_PLAIN_AS_TLS   /* a plain port written "rediss://127.0.0.1:port" */
+};
+
+/*
+ * Masters over TLS: h_tls_masters() names the directory of
+ * tests/tls/make-certs.sh's files (its ca.crt signs the clients the
+ * masters accept; with auth_clients they require a client certificate,
+ * tls-auth-clients yes).  h_add_master() then starts one more master of
+ * kind on a free port, a TLS one with <dir>/<cert>.crt and .key (cert
+ * "server" when NULL), and waits until it answers PING (TLS: until its
+ * port accepts connections).  It is listed in the daemon's config after
+ * those started before it.  The h_master_* functions that ask a master
+ * something speak plain Redis only.  Returns 0 or -1.
+ */
+void h_tls_masters(const char *cert_dir, bool auth_clients);
+int h_add_master(enum h_master_kind kind, const char *cert);
+
 /*
  * GET key on master i (hiredis, synchronous, H_REDIS_TIMEOUT_MS).
  * Returns the value as a malloc'd NUL-terminated string (caller frees),
@@ -286,6 +307,10 @@ struct h_daemon_opts {
                                            free 127.0.0.1 port (h_daemon_tls_port) */
     const char *tls_key_file;           /* tls.key_file (with tls_cert_file) */
     const char *tls_client_ca_file;     /* tls.client_ca_file (none when NULL) */
+    const char *redis_tls_ca_file;      /* redis.tls_ca_file (not written when NULL) */
+    const char *redis_tls_cert_file;    /* redis.tls_cert_file, with redis_tls_key_file */
+    const char *redis_tls_key_file;     /* redis.tls_key_file */
+    const char *redis_tls_server_name;  /* redis.tls_server_name (not written when NULL) */
 };
 
 /*
