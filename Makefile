@@ -225,13 +225,13 @@ check-units: $(B)/redlockd
 	@mkdir -p $(B)/systemd
 	@sed -e 's|@bindir@|$(CURDIR)/$(B)|g' -e 's|@sysconfdir@|$(CURDIR)/conf|g' \
 	    systemd/redlockd.service > $(B)/systemd/redlockd.service
-	@cp systemd/redlockd.socket $(B)/systemd/redlockd.socket
+	@cp systemd/redlockd.socket systemd/redlockd-tls.socket $(B)/systemd/
 	@if ! command -v systemd-analyze >/dev/null; then \
 	    echo "check-units: skipped: systemd-analyze is not installed"; \
 	elif ! systemd-analyze --version >/dev/null 2>&1; then \
 	    echo "check-units: skipped: systemd-analyze does not run here"; \
 	else systemd-analyze verify --man=no $(B)/systemd/redlockd.service \
-	    $(B)/systemd/redlockd.socket && echo "check-units: systemd-analyze verify passed"; fi
+	    $(B)/systemd/redlockd.socket $(B)/systemd/redlockd-tls.socket && echo "check-units: systemd-analyze verify passed"; fi
 
 # The daemon built without libsystemd: it builds, and check_ops passes
 # (its systemd tests print why they are skipped).
@@ -257,6 +257,7 @@ check-install: $(B)/redlockd $(B)/redlockctl
 	@$(MAKE) -s install DESTDIR=$(CURDIR)/$(B)/destdir PREFIX=/usr >/dev/null
 	@set -e; d=$(B)/destdir; for f in usr/bin/redlockd usr/bin/redlockctl \
 	    usr/lib/systemd/system/redlockd.service usr/lib/systemd/system/redlockd.socket \
+	    usr/lib/systemd/system/redlockd-tls.socket \
 	    usr/lib/sysusers.d/redlockd.conf etc/redlockd/redlockd.yml \
 	    usr/share/man/man8/redlockd.8 usr/share/man/man1/redlockctl.1 \
 	    usr/share/man/man5/redlockd.yml.5; do \
@@ -276,7 +277,7 @@ check-install: $(B)/redlockd $(B)/redlockctl
 	if command -v groff >/dev/null; then for m in $$d/usr/share/man/man*/*; do \
 	    [ -z "$$(groff -man -Tutf8 -ww -z $$m 2>&1)" ] || { echo "check-install: $$m:"; \
 	    groff -man -Tutf8 -ww -z $$m; exit 1; }; done; fi; \
-	echo "check-install: make install DESTDIR=... PREFIX=/usr put all 9 files in place"
+	echo "check-install: make install DESTDIR=... PREFIX=/usr put all 10 files in place"
 
 # make install [PREFIX=/usr/local] [DESTDIR=]: the config goes to /etc
 # (SYSCONFDIR) and is never overwritten; units to $(PREFIX)/lib/systemd.
@@ -296,7 +297,7 @@ install: $(B)/redlockd $(B)/redlockctl
 	    $(if $(HAVE_SYSTEMD),,-e 's|^Type=notify$$|Type=exec|' -e '/^WatchdogSec=/d' \
 	    -e '/^NotifyAccess=/d') \
 	    systemd/redlockd.service > $(DESTDIR)$(UNITDIR)/redlockd.service
-	install -m 0644 systemd/redlockd.socket $(DESTDIR)$(UNITDIR)/
+	install -m 0644 systemd/redlockd.socket systemd/redlockd-tls.socket $(DESTDIR)$(UNITDIR)/
 	install -m 0644 systemd/redlockd.sysusers $(DESTDIR)$(SYSUSERSDIR)/redlockd.conf
 	@if [ -e $(DESTDIR)$(SYSCONFDIR)/redlockd/redlockd.yml ]; then \
 	    echo "keeping $(DESTDIR)$(SYSCONFDIR)/redlockd/redlockd.yml"; \

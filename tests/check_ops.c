@@ -835,7 +835,19 @@ ops_listen_unix(const char *path)
  * process (PR_SET_PDEATHSIG); ops_child gets its pid for the teardown.
  */
 static void
+ops_spawn_activated_named(const char *conf, const int *fds, int nfds, const char *names,
+                          const char *log);
+
+static void
 ops_spawn_activated(const char *conf, const int *fds, int nfds, const char *log)
+{
+    ops_spawn_activated_named(conf, fds, nfds, NULL, log);
+}
+
+/* ops_spawn_activated() with LISTEN_FDNAMES set to names (NULL: unset). */
+static void
+ops_spawn_activated_named(const char *conf, const int *fds, int nfds, const char *names,
+                          const char *log)
 {
     const char *bin = getenv("REDLOCKD_BIN");
     pid_t parent = getpid(), pid;
@@ -873,7 +885,11 @@ ops_spawn_activated(const char *conf, const int *fds, int nfds, const char *log)
         setenv("LISTEN_FDS", num, 1);
         snprintf(num, sizeof(num), "%d", (int)getpid());
         setenv("LISTEN_PID", num, 1);
-        unsetenv("LISTEN_FDNAMES");
+        if (names != NULL) {
+            setenv("LISTEN_FDNAMES", names, 1);
+        } else {
+            unsetenv("LISTEN_FDNAMES");
+        }
         execl(bin, bin, "-c", conf, (char *)NULL);
         dprintf(2, "check_ops: exec %s: %s\n", bin, strerror(errno));
         _exit(127);
@@ -988,6 +1004,65 @@ START_TEST(socket_activation)
                   h_decode_status(ex.status));
     ck_assert_msg(lstat(sock, &st) == 0 && S_ISSOCK(st.st_mode),
                   "the daemon removed the inherited socket file %s", sock);
+}
+END_TEST
+
+/*
+ * The TLS listener from socket activation: a socket named "tls" (as
+ * redlockd-tls.socket names it) is served over TLS with the config's
+ * certificate, beside a plain TCP socket; a real openssl s_client
+ * one-liner gets its replies through it.
+ */
+START_TEST(socket_activation_tls)
+{
+    char conf[512], log[512], certs[512], cmd[2048], out[512];
+    struct ops_exit ex;
+    int fds[2], port, tls_port, t;
+    char *text;
+    FILE *f;
+
+    if (!ops_have_systemd) {
+        ops_skip("redlockd was built without libsystemd (ldd $REDLOCKD_BIN)");
+        return;
+    }
+    ops_up(NULL);
+    snprintf(conf, sizeof(conf), "%s/activated-tls.yml", h_dir());
+    snprintf(log, sizeof(log), "%s/activated-tls.log", h_dir());
+    snprintf(certs, sizeof(certs), "%s/certs", h_dir());
+    snprintf(out, sizeof(out), "%s/s_client.out", h_dir());
+    snprintf(cmd, sizeof(cmd), "tests/tls/make-certs.sh '%s'", certs);
+    ck_assert_msg(system(cmd) == 0, "%s failed", cmd);
+    fds[0] = ops_listen_tcp(htonl(INADDR_LOOPBACK), &port);
+    fds[1] = ops_listen_tcp(htonl(INADDR_LOOPBACK), &tls_port);
+    ops_write_conf(conf, h_free_port(), "", NULL);
+    f = fopen(conf, "ae");
+    ck_assert_ptr_nonnull(f);
+    fprintf(f, "tls:\n  cert_file: \"%s/server.crt\"\n  key_file: \"%s/server.key\"\n",
+            certs, certs);
+    ck_assert_int_eq(fclose(f), 0);
+    ops_spawn_activated_named(conf, fds, 2, "redlockd.socket:tls", log);
+
+    t = h_connect_port(port);
+    ck_assert_msg(t >= 0, "cannot connect to the inherited TCP socket: %s", strerror(errno));
+    ops_expect_line(t, "inherited tcp", "PING tcp", "PONG tcp", log, H_START_MS);
+    close(t);
+    snprintf(cmd, sizeof(cmd), "printf 'PING tls\\nQUIT\\n' | timeout 10 openssl s_client "
+             "-quiet -CAfile '%s/ca.crt' -connect 127.0.0.1:%d > '%s' 2>/dev/null", certs,
+             tls_port, out);
+    ck_assert_msg(system(cmd) == 0, "%s failed", cmd);
+    text = ops_read_file(out);
+    if (strcmp(text, "PONG tls\nBYE\n") != 0) {
+        ops_print_file(log);
+        ck_abort_msg("openssl s_client through the socket named tls printed '%s'", text);
+    }
+    free(text);
+
+    ck_assert_int_eq(kill(ops_child, SIGTERM), 0);
+    ex.pid = ops_child;
+    ex.status = 0;
+    ck_assert_msg(h_wait_until(ops_cond_exited, &ex, EXIT_MS), "no exit after SIGTERM");
+    ops_child = 0;
+    ck_assert_int_eq(h_decode_status(ex.status), 0);
 }
 END_TEST
 
@@ -1285,6 +1360,7 @@ ops_suite(void)
     tcase_add_test(tc, sd_notify_status_quarantine);
     tcase_add_test(tc, sd_notify_status_aof_always);
     tcase_add_test(tc, socket_activation);
+    tcase_add_test(tc, socket_activation_tls);
     tcase_add_test(tc, socket_activation_protected_mode);
     tcase_add_test(tc, log_names_peers);
     suite_add_tcase(s, tc);
