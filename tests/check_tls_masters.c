@@ -152,6 +152,61 @@ START_TEST(lock_renew_unlock_fence)
 }
 END_TEST
 
+/*
+ * TLS end to end: five TLS-only masters that require client certificates,
+ * and clients that come in over TLS with certificates of their own: an
+ * openssl s_client one-liner and redlockctl --tls take a lock through
+ * them, and no plain byte crosses a link.
+ */
+START_TEST(tls_end_to_end)
+{
+    struct h_daemon_opts o;
+    char cmd[4096], out[1100], marker[1100], addr[64];
+    FILE *f;
+    char line[256];
+    int n = 0;
+    const char *want[] = { "OK e2e validity=", "HELD e2e ttl=", "OK e2e holds=0", "BYE" };
+
+    tm_begin(true);
+    tm_add(NMASTERS, H_MASTER_TLS, NULL);
+    tm_opts(&o);
+    o.redis_tls_cert_file = tm_file("client.crt");
+    o.redis_tls_key_file = tm_file("client.key");
+    o.tls_cert_file = tm_file("server.crt");
+    o.tls_key_file = tm_file("server.key");
+    o.tls_client_ca_file = tm_file("ca.crt");
+    ck_assert_msg(h_start_daemon(&o) == 0, "redlockd did not start (log above)");
+    ck_assert_int_gt(h_daemon_tls_port(), 0);
+
+    snprintf(out, sizeof(out), "%s/e2e.out", h_dir());
+    snprintf(cmd, sizeof(cmd), "printf 'LOCK e2e\\nSTATUS e2e\\nUNLOCK e2e\\nQUIT\\n' | "
+             "timeout 10 openssl s_client -quiet -CAfile '%s' -cert '%s' -key '%s' "
+             "-connect 127.0.0.1:%d > '%s' 2>/dev/null", tm_file("ca.crt"),
+             tm_file("client.crt"), tm_file("client.key"), h_daemon_tls_port(), out);
+    ck_assert_msg(tm_sh(cmd), "%s failed", cmd);
+    f = fopen(out, "re");
+    ck_assert_ptr_nonnull(f);
+    while (fgets(line, sizeof(line), f) != NULL && n < 4) {
+        ck_assert_msg(strncmp(line, want[n], strlen(want[n])) == 0,
+                      "s_client line %d is '%s', expected '%s...'", n + 1, line, want[n]);
+        n++;
+    }
+    fclose(f);
+    ck_assert_int_eq(n, 4);
+
+    snprintf(marker, sizeof(marker), "%s/ran", h_dir());
+    snprintf(addr, sizeof(addr), "127.0.0.1:%d", h_daemon_tls_port());
+    snprintf(cmd, sizeof(cmd), "'%s' --cacert '%s' --cert '%s' --key '%s' -H %s -n e2e "
+             "-c 'touch %s' >'%s/ctl.out' 2>&1", h_redlockctl_bin(), tm_file("ca.crt"),
+             tm_file("client.crt"), tm_file("client.key"), addr, marker, h_dir());
+    ck_assert_msg(tm_sh(cmd), "redlockctl over TLS failed: %s", cmd);
+    ck_assert_msg(access(marker, F_OK) == 0, "redlockctl's command did not run");
+    ck_assert_int_eq(tm_stat("master.0.tls_failures"), 0);
+    ck_assert_int_eq(tm_stat("tls_handshake_failures"), 0);
+    tm_teardown();
+}
+END_TEST
+
 /* A waiter on one daemon is woken by a release on another (pub/sub over TLS). */
 START_TEST(pubsub_wakeup_two_daemons)
 {
@@ -394,6 +449,7 @@ main(void)
     Suite *s = suite_create("redlockd masters over TLS");
 
     TM_ADD(s, lock_renew_unlock_fence);
+    TM_ADD(s, tls_end_to_end);
     TM_ADD(s, pubsub_wakeup_two_daemons);
     TM_ADD(s, master_killed_and_restarted);
     TM_ADD(s, handshake_failures);
