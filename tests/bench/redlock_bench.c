@@ -257,7 +257,7 @@ static char                 bench_sha_acquire[41];
 static SSL_CTX             *bench_ssl_ctx;      /* --tls-ca: the client context */
 static char                 bench_tls_sni[64];  /* SNI sent: --tls-name unless an address */
 
-static const char *bench_tls_why(struct bufferevent *bev);
+static const char *bench_conn_why(struct bufferevent *bev, short what);
 static char                 bench_sha_release[41];
 static uint64_t             bench_rng;
 static size_t               bench_open_failures; /* connections that could not be opened */
@@ -619,10 +619,8 @@ bench_conn_event_cb(struct bufferevent *bev, short what, void *arg)
     if (what & (BEV_EVENT_EOF | BEV_EVENT_ERROR)) {
         if (!bench_stopping) {
             bench_st.errors++;
-            fprintf(stderr, "redlock-bench: conn %zu: connection %s%s\n", c->idx,
-                    (what & BEV_EVENT_EOF) ? "closed by the daemon"
-                                           : evutil_socket_error_to_string(EVUTIL_SOCKET_ERROR()),
-                    bench_tls_why(bev));
+            fprintf(stderr, "redlock-bench: conn %zu: connection %s\n", c->idx,
+                    bench_conn_why(bev, what));
         }
         if (bench_connected < bench_nconns && !bench_stopping) {
             /* Could not even connect: nothing to measure. */
@@ -739,24 +737,26 @@ bench_tls_bev(void)
     return bev;
 }
 
-/* Why a TLS connection failed, when OpenSSL knows: a static string, or "". */
+/*
+ * Why a connection ended (an EOF or ERROR event): closed by the daemon,
+ * OpenSSL's reason when TLS failed, else the socket error.  A static
+ * string.
+ */
 static const char *
-bench_tls_why(struct bufferevent *bev)
+bench_conn_why(struct bufferevent *bev, short what)
 {
     static char buf[256];
     unsigned long e;
 
-    if (bench_ssl_ctx == NULL || bev == NULL) {
-        return "";
+    if (what & BEV_EVENT_EOF) {
+        return "closed by the daemon";
     }
-    e = bufferevent_get_openssl_error(bev);
+    e = bench_ssl_ctx != NULL && bev != NULL ? bufferevent_get_openssl_error(bev) : 0;
     if (e == 0) {
-        return "";
+        return evutil_socket_error_to_string(EVUTIL_SOCKET_ERROR());
     }
-    buf[0] = ' ';
-    buf[1] = '(';
-    ERR_error_string_n(e, buf + 2, sizeof(buf) - 3);
-    strncat(buf, ")", sizeof(buf) - strlen(buf) - 1);
+    snprintf(buf, sizeof(buf), "failed: TLS: ");
+    ERR_error_string_n(e, buf + strlen(buf), sizeof(buf) - strlen(buf));
     return buf;
 }
 
@@ -896,10 +896,8 @@ bench_fill_event_cb(struct bufferevent *bev, short what, void *arg)
     (void)bev;
     if ((what & (BEV_EVENT_EOF | BEV_EVENT_ERROR)) && !bench_stopping && !bench_fl.failed) {
         bench_st.errors++;
-        fprintf(stderr, "redlock-bench: fill: conn %zu: connection %s%s\n", c->idx,
-                (what & BEV_EVENT_EOF) ? "closed by the daemon"
-                                       : evutil_socket_error_to_string(EVUTIL_SOCKET_ERROR()),
-                bench_tls_why(bev));
+        fprintf(stderr, "redlock-bench: fill: conn %zu: connection %s\n", c->idx,
+                bench_conn_why(bev, what));
         bench_fl.failed = true;
         bench_fill_over();
     }
@@ -1207,10 +1205,8 @@ bench_hold_event_cb(struct bufferevent *bev, short what, void *arg)
         return;
     }
     if (what & (BEV_EVENT_EOF | BEV_EVENT_ERROR)) {
-        snprintf(why, sizeof(why), "connection %s%s%s",
-                 (what & BEV_EVENT_EOF) ? "closed by the daemon"
-                                        : evutil_socket_error_to_string(EVUTIL_SOCKET_ERROR()),
-                 bench_tls_why(bev), bench_hd.holding ? " during the hold" : "");
+        snprintf(why, sizeof(why), "connection %s%s", bench_conn_why(bev, what),
+                 bench_hd.holding ? " during the hold" : "");
         bench_hold_conn_fail(c, why);
     }
 }

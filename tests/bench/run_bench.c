@@ -933,7 +933,7 @@ runbench_table(const char *seconds, bool smoke)
     }
     runbench_ratio("uncontended-64 pairs/s / direct-64 pairs/s", u64->ok && dir->ok, u64->pps,
                    dir->pps, false, 0.5);
-    runbench_ratio("uncontended-64-tls pairs/s / uncontended-64 pairs/s", t64->ok && u64->ok,
+    runbench_ratio("uncontended-64-tls / uncontended-64 pairs/s", t64->ok && u64->ok,
                    t64->pps, u64->pps, false, RUNBENCH_TLS_RATIO);
     if (t1->ok && u1->ok && u1->p50 > 0) {
         printf("  %-44s %10.2f   info (TLS masters and clients, one connection)\n",
