@@ -67,6 +67,15 @@
  * the first connection to the last answer), hold_seconds, lost and
  * errors.
  *
+ * TLS (--tls-ca FILE): the daemon modes (uncontended, hot, counted,
+ * shared, hold, lease-hold) talk TLS to the daemon's listen.tls port
+ * (bufferevent_openssl, BUFFEREVENT_SSL_CONNECTING, TLS 1.2 or later),
+ * verifying its certificate against FILE and its name against the
+ * target's host (an IP address entry for an address) or --tls-name.  A
+ * connection counts as up once its handshake is done; the clock of a
+ * run starts when every connection is up, so handshakes are not timed.
+ * A failed handshake is printed with OpenSSL's reason.
+ *
  * A pair is one acquire and its release, both answered before the end
  * of the run.  Acquire latency is measured on CLOCK_MONOTONIC from the
  * LOCK (or the first acquire command) being sent to the OK (or the
@@ -101,10 +110,15 @@
 
 #include <event2/buffer.h>
 #include <event2/bufferevent.h>
+#include <event2/bufferevent_ssl.h>
 #include <event2/event.h>
 #include <hiredis/hiredis.h>
 #include <hiredis/async.h>
 #include <hiredis/adapters/libevent.h>
+
+#include <openssl/err.h>
+#include <openssl/ssl.h>
+#include <openssl/x509v3.h>
 
 #include "client/client.h"
 
@@ -153,6 +167,8 @@ struct bench_opts {
     char           *master_host[BENCH_MASTERS_MAX]; /* per master: host */
     int             master_port[BENCH_MASTERS_MAX]; /* per master: port */
     size_t          nmasters;                   /* masters given */
+    const char     *tls_ca;                     /* --tls-ca: TLS to the daemon (NULL: plain) */
+    const char     *tls_name;                   /* --tls-name: the name to verify */
 };
 
 /* Latencies of one kind, in microseconds; grows. */
@@ -238,6 +254,10 @@ static size_t               bench_alive;        /* connections not dead */
 static struct bench_master  bench_masters[BENCH_MASTERS_MAX];
 static struct bench_loop   *bench_loops;
 static char                 bench_sha_acquire[41];
+static SSL_CTX             *bench_ssl_ctx;      /* --tls-ca: the client context */
+static char                 bench_tls_sni[64];  /* SNI sent: --tls-name unless an address */
+
+static const char *bench_conn_why(struct bufferevent *bev, short what);
 static char                 bench_sha_release[41];
 static uint64_t             bench_rng;
 static size_t               bench_open_failures; /* connections that could not be opened */
@@ -600,8 +620,7 @@ bench_conn_event_cb(struct bufferevent *bev, short what, void *arg)
         if (!bench_stopping) {
             bench_st.errors++;
             fprintf(stderr, "redlock-bench: conn %zu: connection %s\n", c->idx,
-                    (what & BEV_EVENT_EOF) ? "closed by the daemon"
-                                           : evutil_socket_error_to_string(EVUTIL_SOCKET_ERROR()));
+                    bench_conn_why(bev, what));
         }
         if (bench_connected < bench_nconns && !bench_stopping) {
             /* Could not even connect: nothing to measure. */
@@ -649,6 +668,98 @@ bench_target_addr(struct sockaddr_storage *ss, socklen_t *sslen)
     return 0;
 }
 
+/* ---- TLS to the daemon (--tls-ca) ---- */
+
+/*
+ * The client context: TLS 1.2 or later, the daemon's certificate
+ * verified against --tls-ca and its name against --tls-name, else the
+ * target's host (an IP address entry for an address).  0, or -1 with a
+ * message.
+ */
+static int
+bench_tls_init(void)
+{
+    char host[64], port[8];
+    const char *name = bench_opt.tls_name;
+    X509_VERIFY_PARAM *vp;
+    bool is_ip;
+    struct in_addr a;
+
+    if (bench_opt.target == NULL || bench_opt.target[0] == '/'
+        || client_split_addr(bench_opt.target, host, sizeof(host), port, sizeof(port)) != 0) {
+        fprintf(stderr, "redlock-bench: --tls-ca needs a --target HOST:PORT\n");
+        return -1;
+    }
+    if (name == NULL) {
+        name = host;
+    }
+    is_ip = inet_pton(AF_INET, name, &a) == 1;
+    bench_ssl_ctx = SSL_CTX_new(TLS_client_method());
+    if (bench_ssl_ctx == NULL
+        || SSL_CTX_set_min_proto_version(bench_ssl_ctx, TLS1_2_VERSION) != 1
+        || SSL_CTX_load_verify_locations(bench_ssl_ctx, bench_opt.tls_ca, NULL) != 1) {
+        fprintf(stderr, "redlock-bench: --tls-ca %s: %s\n", bench_opt.tls_ca,
+                ERR_reason_error_string(ERR_peek_last_error()) != NULL
+                ? ERR_reason_error_string(ERR_peek_last_error()) : "cannot load");
+        return -1;
+    }
+    SSL_CTX_set_verify(bench_ssl_ctx, SSL_VERIFY_PEER, NULL);
+    vp = SSL_CTX_get0_param(bench_ssl_ctx);
+    if ((is_ip ? X509_VERIFY_PARAM_set1_ip_asc(vp, name)
+               : X509_VERIFY_PARAM_set1_host(vp, name, 0)) != 1) {
+        fprintf(stderr, "redlock-bench: --tls-name %s: cannot be verified\n", name);
+        return -1;
+    }
+    snprintf(bench_tls_sni, sizeof(bench_tls_sni), "%s", is_ip ? "" : name);
+    return 0;
+}
+
+/* A bufferevent that will do the client side of a handshake once connected; NULL on failure. */
+static struct bufferevent *
+bench_tls_bev(void)
+{
+    struct bufferevent *bev;
+    SSL *ssl = SSL_new(bench_ssl_ctx);
+
+    if (ssl == NULL) {
+        return NULL;
+    }
+    if (bench_tls_sni[0] != '\0') {
+        (void)SSL_set_tlsext_host_name(ssl, bench_tls_sni);
+    }
+    bev = bufferevent_openssl_socket_new(bench_base, -1, ssl, BUFFEREVENT_SSL_CONNECTING,
+                                         BEV_OPT_CLOSE_ON_FREE);
+    if (bev == NULL) {
+        return NULL;    /* libevent freed ssl (BEV_OPT_CLOSE_ON_FREE) */
+    }
+    /* The daemon closing without close_notify reads as an end of file. */
+    bufferevent_openssl_set_allow_dirty_shutdown(bev, 1);
+    return bev;
+}
+
+/*
+ * Why a connection ended (an EOF or ERROR event): closed by the daemon,
+ * OpenSSL's reason when TLS failed, else the socket error.  A static
+ * string.
+ */
+static const char *
+bench_conn_why(struct bufferevent *bev, short what)
+{
+    static char buf[256];
+    unsigned long e;
+
+    if (what & BEV_EVENT_EOF) {
+        return "closed by the daemon";
+    }
+    e = bench_ssl_ctx != NULL && bev != NULL ? bufferevent_get_openssl_error(bev) : 0;
+    if (e == 0) {
+        return evutil_socket_error_to_string(EVUTIL_SOCKET_ERROR());
+    }
+    snprintf(buf, sizeof(buf), "failed: TLS: ");
+    ERR_error_string_n(e, buf + strlen(buf), sizeof(buf) - strlen(buf));
+    return buf;
+}
+
 /*
  * Connect c to the target (host:port, or a path for the Unix socket);
  * each reply line goes to on_line, connection events to event_cb.  A Unix socket connects at
@@ -690,7 +801,11 @@ bench_conn_open(struct bench_conn *c,
         event_cb(c->bev, BEV_EVENT_CONNECTED, c);
         return 0;
     }
-    c->bev = bufferevent_socket_new(bench_base, -1, BEV_OPT_CLOSE_ON_FREE);
+    if (bench_ssl_ctx != NULL) {
+        c->bev = bench_tls_bev();
+    } else {
+        c->bev = bufferevent_socket_new(bench_base, -1, BEV_OPT_CLOSE_ON_FREE);
+    }
     if (c->bev == NULL) {
         return -1;
     }
@@ -782,8 +897,7 @@ bench_fill_event_cb(struct bufferevent *bev, short what, void *arg)
     if ((what & (BEV_EVENT_EOF | BEV_EVENT_ERROR)) && !bench_stopping && !bench_fl.failed) {
         bench_st.errors++;
         fprintf(stderr, "redlock-bench: fill: conn %zu: connection %s\n", c->idx,
-                (what & BEV_EVENT_EOF) ? "closed by the daemon"
-                                       : evutil_socket_error_to_string(EVUTIL_SOCKET_ERROR()));
+                bench_conn_why(bev, what));
         bench_fl.failed = true;
         bench_fill_over();
     }
@@ -1091,9 +1205,7 @@ bench_hold_event_cb(struct bufferevent *bev, short what, void *arg)
         return;
     }
     if (what & (BEV_EVENT_EOF | BEV_EVENT_ERROR)) {
-        snprintf(why, sizeof(why), "connection %s%s",
-                 (what & BEV_EVENT_EOF) ? "closed by the daemon"
-                                        : evutil_socket_error_to_string(EVUTIL_SOCKET_ERROR()),
+        snprintf(why, sizeof(why), "connection %s%s", bench_conn_why(bev, what),
                  bench_hd.holding ? " during the hold" : "");
         bench_hold_conn_fail(c, why);
     }
@@ -1638,6 +1750,10 @@ bench_usage(FILE *f)
             "  -t, --ttl MS             lease asked for (default 10000)\n"
             "  -T, --target ADDR        the daemon: HOST:PORT (IPv4) or /path/to/socket\n"
             "  -M, --masters LIST       HOST:PORT,HOST:PORT,... (direct; rtt uses the first)\n"
+            "  -C, --tls-ca FILE        TLS to the daemon (its listen.tls port as --target),\n"
+            "                           its certificate verified against the CA in FILE\n"
+            "  -N, --tls-name NAME      with --tls-ca: the name to verify (default: the\n"
+            "                           target's host; an address is checked as an IP entry)\n"
             "  -h, --help\n"
             "Prints one JSON line: pairs, pairs_per_s, p50/p90/p99/max acquire latency\n"
             "in microseconds, errors, rel_p50/p99 release latency (daemon modes), for\n"
@@ -1688,6 +1804,8 @@ bench_parse(int argc, char **argv)
         { "ttl", required_argument, NULL, 't' },
         { "target", required_argument, NULL, 'T' },
         { "masters", required_argument, NULL, 'M' },
+        { "tls-ca", required_argument, NULL, 'C' },
+        { "tls-name", required_argument, NULL, 'N' },
         { "help", no_argument, NULL, 'h' },
         { NULL, 0, NULL, 0 }
     };
@@ -1702,7 +1820,7 @@ bench_parse(int argc, char **argv)
     bench_opt.writers = 1;
     bench_opt.duration_s = 10;
     bench_opt.ttl_ms = 10000;
-    while ((ch = getopt_long(argc, argv, "m:c:n:l:k:f:w:d:t:T:M:h", longs, NULL)) != -1) {
+    while ((ch = getopt_long(argc, argv, "m:c:n:l:k:f:w:d:t:T:M:C:N:h", longs, NULL)) != -1) {
         switch (ch) {
         case 'm':
             bench_opt.mode_name = optarg;
@@ -1765,6 +1883,12 @@ bench_parse(int argc, char **argv)
                 return -1;
             }
             break;
+        case 'C':
+            bench_opt.tls_ca = optarg;
+            break;
+        case 'N':
+            bench_opt.tls_name = optarg;
+            break;
         case 'h':
             bench_usage(stdout);
             exit(0);
@@ -1824,6 +1948,11 @@ bench_parse(int argc, char **argv)
     }
     if (bench_opt.mode != BENCH_SHARED) {
         bench_opt.writers = 0;
+    }
+    if (bench_opt.tls_ca != NULL
+        && (bench_opt.mode == BENCH_DIRECT || bench_opt.mode == BENCH_RTT)) {
+        fprintf(stderr, "redlock-bench: --tls-ca is for the daemon modes\n");
+        return -1;
     }
     if (bench_opt.mode != BENCH_COUNTED) {
         bench_opt.fill = 0;
@@ -1885,6 +2014,9 @@ main(int argc, char **argv)
         fprintf(stderr, "redlock-bench: event_base_new failed\n");
         return 1;
     }
+    if (bench_opt.tls_ca != NULL && bench_tls_init() != 0) {
+        return 1;
+    }
     switch (bench_opt.mode) {
     case BENCH_DIRECT:
         rc = bench_run_direct();
@@ -1929,5 +2061,6 @@ main(int argc, char **argv)
         event_free(bench_sig_int);
     }
     event_base_free(bench_base);
+    SSL_CTX_free(bench_ssl_ctx);
     return 0;
 }

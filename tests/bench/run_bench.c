@@ -31,6 +31,16 @@
  * A counted or shared row that breaks those checks fails the run (both
  * modes); the figures are reported, never judged.
  *
+ * The TLS rows, uncontended-1-tls and uncontended-64-tls, run at the
+ * end against a setup of their own (its own test directory): the
+ * certificates of tests/tls/make-certs.sh made in it, five TLS-only
+ * masters (h_add_master, H_MASTER_TLS) and a daemon that reaches them
+ * over TLS (rediss://, redis.tls_ca_file) and listens on listen.tls
+ * (tls.cert_file, tls.key_file); redlock-bench --tls-ca talks TLS to
+ * it, verifying its certificate.  They are printed beside their plain
+ * rows, and the ratio uncontended-64-tls pairs/s / uncontended-64
+ * pairs/s is a target (>= 0.7).  The smoke run has them too (1 s each).
+ *
  * Then the resource rows, each against a fresh daemon (stopped and
  * started again, so that its RSS owes nothing to the earlier rows; the
  * masters stay), measured on the daemon process from /proc/<pid>:
@@ -123,6 +133,8 @@
 #define RUNBENCH_RELEASE_SETTLE_MS 600  /* after locks_held 0: renewals in flight end
                                            (the harness's round deadline is 500 ms) */
 #define RUNBENCH_SMOKE_SETTLE_MS 100    /* the same in --smoke */
+#define RUNBENCH_TLS_RATIO      0.7     /* target: uncontended-64-tls / uncontended-64 pairs/s */
+#define RUNBENCH_MAKE_CERTS     "tests/tls/make-certs.sh"   /* from the source tree's root */
 
 /* One entry of the standard table and what its run printed. */
 struct runbench_run {
@@ -167,6 +179,19 @@ static struct runbench_run runbench_runs[] = {
 };
 
 #define RUNBENCH_NRUNS  (sizeof(runbench_runs) / sizeof(runbench_runs[0]))
+
+/* The TLS rows (TLS masters, TLS clients), printed beside their plain rows. */
+static struct runbench_run runbench_tls_runs[] = {
+    { .label = "uncontended-1-tls", .mode = "uncontended", .conns = 1 },
+    { .label = "uncontended-64-tls", .mode = "uncontended", .conns = 64 },
+};
+
+#define RUNBENCH_NTLS   (sizeof(runbench_tls_runs) / sizeof(runbench_tls_runs[0]))
+
+enum {
+    RUNBENCH_UNC1_TLS,
+    RUNBENCH_UNC64_TLS
+};
 
 enum {
     RUNBENCH_RTT,
@@ -224,7 +249,7 @@ runbench_read_json(const char *out_path, char *json, size_t size)
 
 static void
 runbench_one(struct runbench_run *r, const char *bin, const char *seconds,
-             const char *target, const char *masters)
+             const char *target, const char *masters, const char *tls_ca)
 {
     char conns[16], out[4096];
     const char *argv[24];
@@ -243,10 +268,16 @@ runbench_one(struct runbench_run *r, const char *bin, const char *seconds,
     argv[n++] = seconds;
     argv[n++] = "--target";
     argv[n++] = target;
-    argv[n++] = "--masters";
-    argv[n++] = masters;
+    if (masters != NULL) {
+        argv[n++] = "--masters";
+        argv[n++] = masters;
+    }
     for (i = 0; r->extra[i] != NULL; i++) {
         argv[n++] = r->extra[i];
+    }
+    if (tls_ca != NULL) {
+        argv[n++] = "--tls-ca";
+        argv[n++] = tls_ca;
     }
     argv[n] = NULL;
     fprintf(stderr, "run_bench: %s (%s s)\n", r->label, seconds);
@@ -361,6 +392,7 @@ struct runbench_hold {
 };
 
 static int64_t runbench_settle_ms = RUNBENCH_RELEASE_SETTLE_MS;
+static bool    runbench_smoke;          /* --smoke */
 
 static struct runbench_hold runbench_session = {
     .label = "memory-session", .mode = "hold", .locks = RUNBENCH_SESSION_LOCKS,
@@ -801,6 +833,32 @@ runbench_kinds_table(const struct runbench_run *c64, const struct runbench_run *
     runbench_grant_row(&runbench_runs[RUNBENCH_GRANTFULL], g1);
 }
 
+/* One row of the standard table (two for a shared row: its readers and its writer). */
+static void
+runbench_row(const struct runbench_run *r)
+{
+    bool rw = strcmp(r->mode, "shared") == 0;
+    char what[64];
+
+    snprintf(what, sizeof(what), "%s%s", r->label, rw ? " r" : "");
+    if (!r->ok) {
+        printf("  %-18s %5d %10s\n", what, r->conns, "(failed)");
+        return;
+    }
+    printf("  %-18s %5d %10.0f %8.0f %8.0f %8.0f %9.0f %7.0f", what, r->conns,
+           r->pps, r->p50, r->p90, r->p99, r->max, r->errors);
+    if (r->min_acq >= 0) {
+        printf(" %6.0f/%-6.0f", r->min_acq, r->max_acq);
+    }
+    printf("\n");
+    if (rw) {
+        /* The writer: its own pairs and latencies; errors are the run's, above. */
+        snprintf(what, sizeof(what), "%s w", r->label);
+        printf("  %-18s %5d %10.0f %8.0f %8.0f %8.0f %9.0f %7s %6.0f\n", what, 1, r->w_pps,
+               r->w_p50, r->w_p90, r->w_p99, r->w_max, "", r->w_acq);
+    }
+}
+
 /*
  * The measurements, then (not in a smoke run, whose 1 s runs and small
  * hold counts say nothing about them) the targets.
@@ -818,33 +876,21 @@ runbench_table(const char *seconds, bool smoke)
     const struct runbench_run *sh = &runbench_runs[RUNBENCH_SHARED64];
     const struct runbench_hold *ses = &runbench_session, *lea = &runbench_lease;
     const struct runbench_hold *cnt = &runbench_counted;
+    const struct runbench_run *t1 = &runbench_tls_runs[RUNBENCH_UNC1_TLS];
+    const struct runbench_run *t64 = &runbench_tls_runs[RUNBENCH_UNC64_TLS];
     char what[64];
     size_t i;
 
     printf("\nredlock-bench, %s s per mode, %d masters (latencies: acquire, us)\n",
            seconds, RUNBENCH_MASTERS);
-    printf("  %-16s %5s %10s %8s %8s %8s %9s %7s %13s\n", "run", "conns", "pairs/s",
+    printf("  %-18s %5s %10s %8s %8s %8s %9s %7s %13s\n", "run", "conns", "pairs/s",
            "p50", "p90", "p99", "max", "errors", "acq min/max");
     for (i = 0; i < RUNBENCH_NRUNS; i++) {
-        const struct runbench_run *r = &runbench_runs[i];
-        bool rw = strcmp(r->mode, "shared") == 0;
-
-        snprintf(what, sizeof(what), "%s%s", r->label, rw ? " r" : "");
-        if (!r->ok) {
-            printf("  %-16s %5d %10s\n", what, r->conns, "(failed)");
-            continue;
-        }
-        printf("  %-16s %5d %10.0f %8.0f %8.0f %8.0f %9.0f %7.0f", what, r->conns,
-               r->pps, r->p50, r->p90, r->p99, r->max, r->errors);
-        if (r->min_acq >= 0) {
-            printf(" %6.0f/%-6.0f", r->min_acq, r->max_acq);
-        }
-        printf("\n");
-        if (rw) {
-            /* The writer: its own pairs and latencies; errors are the run's, above. */
-            snprintf(what, sizeof(what), "%s w", r->label);
-            printf("  %-16s %5d %10.0f %8.0f %8.0f %8.0f %9.0f %7s %6.0f\n", what, 1, r->w_pps,
-                   r->w_p50, r->w_p90, r->w_p99, r->w_max, "", r->w_acq);
+        runbench_row(&runbench_runs[i]);
+        if (i == RUNBENCH_UNC64) {
+            /* The TLS rows beside the plain ones (run last, on a setup of their own). */
+            runbench_row(&runbench_tls_runs[RUNBENCH_UNC1_TLS]);
+            runbench_row(&runbench_tls_runs[RUNBENCH_UNC64_TLS]);
         }
     }
     runbench_kinds_table(c64, sh);
@@ -887,6 +933,14 @@ runbench_table(const char *seconds, bool smoke)
     }
     runbench_ratio("uncontended-64 pairs/s / direct-64 pairs/s", u64->ok && dir->ok, u64->pps,
                    dir->pps, false, 0.5);
+    runbench_ratio("uncontended-64-tls / uncontended-64 pairs/s", t64->ok && u64->ok,
+                   t64->pps, u64->pps, false, RUNBENCH_TLS_RATIO);
+    if (t1->ok && u1->ok && u1->p50 > 0) {
+        printf("  %-44s %10.2f   info (TLS masters and clients, one connection)\n",
+               "uncontended-1-tls p50 / uncontended-1 p50", t1->p50 / u1->p50);
+    } else {
+        printf("  %-44s %10s   info\n", "uncontended-1-tls p50 / uncontended-1 p50", "n/a");
+    }
     runbench_ratio("hot-50 pairs/s / uncontended-1 pairs/s", hot->ok && u1->ok, hot->pps,
                    u1->pps, false, 0.8);
     runbench_ratio("hot-50 fairness min/max acquisitions", hot->ok && hot->max_acq > 0,
@@ -908,6 +962,85 @@ runbench_table(const char *seconds, bool smoke)
     snprintf(what, sizeof(what), "memory-lease RSS MiB (%ld lease locks)", lea->locks);
     runbench_goal(what, lea->ran && lea->rss_kib >= 0, runbench_mib(lea->rss_kib), "<=",
                   RUNBENCH_LEASE_MIB);
+}
+
+/* Judge one run of the table: false (with a message) when it failed. */
+static bool
+runbench_judge(const struct runbench_run *r, bool smoke)
+{
+    if (!r->ok || !runbench_sane(r, true)) {
+        return false;
+    }
+    if (smoke && (r->pairs <= 0 || r->errors != 0)) {
+        fprintf(stderr, "run_bench: smoke: %s: pairs %.0f, errors %.0f\n", r->label, r->pairs,
+                r->errors);
+        return false;
+    }
+    return true;
+}
+
+/*
+ * The TLS rows, on a setup of their own: a test directory with the
+ * certificates of tests/tls/make-certs.sh, five TLS-only masters, and a
+ * daemon reaching them over TLS and listening on listen.tls.  Called
+ * with no test running; ends its own.  True when every TLS run passed.
+ */
+static bool
+runbench_tls(const char *bin, const char *seconds)
+{
+    struct h_daemon_opts o;
+    char certs[4096], cmd[8192 + 64], ca[4200], crt[4200], key[4200], target[64];
+    bool good = true;
+    size_t i;
+    int status;
+
+    if (h_begin("bench-tls") != 0) {
+        fprintf(stderr, "run_bench: tls: cannot create the test directory\n");
+        return false;
+    }
+    snprintf(certs, sizeof(certs), "%s/certs", h_dir());
+    snprintf(cmd, sizeof(cmd), "sh %s '%s' >'%s/make-certs.log' 2>&1", RUNBENCH_MAKE_CERTS,
+             certs, h_dir());
+    status = system(cmd);
+    if (status == -1 || !WIFEXITED(status) || WEXITSTATUS(status) != 0) {
+        fprintf(stderr, "run_bench: tls: %s failed (run from the source tree's root; "
+                "its output:)\n", RUNBENCH_MAKE_CERTS);
+        snprintf(cmd, sizeof(cmd), "cat '%s/make-certs.log' >&2", h_dir());
+        (void)system(cmd);
+        h_end();
+        return false;
+    }
+    snprintf(ca, sizeof(ca), "%s/ca.crt", certs);
+    snprintf(crt, sizeof(crt), "%s/server.crt", certs);
+    snprintf(key, sizeof(key), "%s/server.key", certs);
+    h_tls_masters(certs, false);
+    for (i = 0; i < RUNBENCH_MASTERS; i++) {
+        if (h_add_master(H_MASTER_TLS, NULL) != 0) {
+            fprintf(stderr, "run_bench: tls: a TLS master did not start\n");
+            h_end();
+            return false;
+        }
+    }
+    memset(&o, 0, sizeof(o));
+    o.log_level = "warn";
+    o.redis_tls_ca_file = ca;
+    o.tls_cert_file = crt;
+    o.tls_key_file = key;
+    if (h_start_daemon(&o) != 0) {
+        fprintf(stderr, "run_bench: tls: could not start the daemon\n");
+        h_end();
+        return false;
+    }
+    snprintf(target, sizeof(target), "127.0.0.1:%d", h_daemon_tls_port());
+    for (i = 0; i < RUNBENCH_NTLS; i++) {
+        runbench_one(&runbench_tls_runs[i], bin, seconds, target, NULL, ca);
+        good = runbench_judge(&runbench_tls_runs[i], runbench_smoke) && good;
+    }
+    if (!good) {
+        h_print_daemon_log_tail(20);
+    }
+    h_end();
+    return good;
 }
 
 /*
@@ -954,7 +1087,7 @@ main(int argc, char **argv)
     size_t i, len = 0;
 
     if (argc == 2 && strcmp(argv[1], "--smoke") == 0) {
-        smoke = true;
+        smoke = runbench_smoke = true;
     } else if (argc != 1) {
         fprintf(stderr, "usage: run_bench [--smoke]   (environment: BENCH_SECONDS, "
                 "REDLOCKD_BIN, REDLOCK_BENCH_BIN, BENCH_UNIX)\n");
@@ -1000,12 +1133,8 @@ main(int argc, char **argv)
     for (i = 0; i < RUNBENCH_NRUNS; i++) {
         runbench_one(&runbench_runs[i], bin,
                      smoke && runbench_runs[i].smoke_seconds != NULL
-                     ? runbench_runs[i].smoke_seconds : seconds, target, masters);
-        if (!runbench_runs[i].ok || !runbench_sane(&runbench_runs[i], true)) {
-            good = false;
-        } else if (smoke && (runbench_runs[i].pairs <= 0 || runbench_runs[i].errors != 0)) {
-            fprintf(stderr, "run_bench: smoke: %s: pairs %.0f, errors %.0f\n",
-                    runbench_runs[i].label, runbench_runs[i].pairs, runbench_runs[i].errors);
+                     ? runbench_runs[i].smoke_seconds : seconds, target, masters, NULL);
+        if (!runbench_judge(&runbench_runs[i], smoke)) {
             good = false;
         }
     }
@@ -1025,12 +1154,16 @@ main(int argc, char **argv)
         good = false;
     }
     h_end();
+    if (!runbench_tls(bin, seconds)) {
+        good = false;
+    }
     h_suite_cleanup();
     runbench_table(seconds, smoke);
     if (smoke) {
         printf("\nbench-smoke: %s\n", good ? "every mode ran, with pairs and no errors; "
                                          "every hold run held all its locks, renewals ok; "
-                                         "counted and shared holds within their kinds"
+                                         "counted and shared holds within their kinds; "
+                                         "the TLS rows ran"
                                          : "FAILED");
     }
     return good ? 0 : 1;
