@@ -864,23 +864,33 @@ lock_watch(struct lock *lk)
     return true;
 }
 
+/* Run the waiter's timer in delay_us from now, and never after its wait= deadline. */
+static void
+waiter_retry_in(struct waiter *w, int64_t delay_us, int64_t now)
+{
+    struct timeval tv;
+
+    if (delay_us > w->deadline_us - now) {
+        delay_us = w->deadline_us - now;
+    }
+    if (delay_us < 0) {
+        delay_us = 0;
+    }
+    tv.tv_sec = (time_t)(delay_us / 1000000);
+    tv.tv_usec = (suseconds_t)(delay_us % 1000000);
+    event_add(&w->retry, &tv);
+}
+
 /* Arm the waiter's timer for its wait= deadline (none for wait=inf). */
 static void
 waiter_wait(struct waiter *w, int64_t now)
 {
-    int64_t delay;
-    struct timeval tv;
-
     if (!w->immediate) {
         lock_watch(w->lock);
     }
-    if (w->deadline_us == INT64_MAX) {
-        return;
+    if (w->deadline_us != INT64_MAX) {
+        waiter_retry_in(w, w->deadline_us - now, now);
     }
-    delay = w->deadline_us > now ? w->deadline_us - now : 0;
-    tv.tv_sec = (time_t)(delay / 1000000);
-    tv.tv_usec = (suseconds_t)(delay % 1000000);
-    event_add(&w->retry, &tv);
 }
 
 /*
@@ -904,8 +914,6 @@ static void
 waiter_backoff(struct waiter *w, const char *error, int64_t now)
 {
     char *copy = strdup(error);
-    int64_t delay;
-    struct timeval tv;
 
     if (copy != NULL) {
         free(w->noquorum);
@@ -919,13 +927,8 @@ waiter_backoff(struct waiter *w, const char *error, int64_t now)
     if (w->backoff_us > LOCK_BACKOFF_MAX_US) {
         w->backoff_us = LOCK_BACKOFF_MAX_US;
     }
-    delay = waiter_gate_delay(w, w->backoff_us / 2 + util_random(w->backoff_us / 2 + 1));
-    if (now + delay > w->deadline_us) {
-        delay = w->deadline_us - now;
-    }
-    tv.tv_sec = (time_t)(delay / 1000000);
-    tv.tv_usec = (suseconds_t)(delay % 1000000);
-    event_add(&w->retry, &tv);
+    waiter_retry_in(w, waiter_gate_delay(w, w->backoff_us / 2
+                                            + util_random(w->backoff_us / 2 + 1)), now);
 }
 
 /* The waiter's wait= ran out: NOQUORUM when its last attempt lacked a quorum, else TIMEOUT. */
@@ -980,13 +983,8 @@ waiter_timer_cb(evutil_socket_t fd, short what, void *arg)
         return;
     }
     if (w == lock_ready_head(w->lock) && now < w->lock->yield_until_us) {
-        struct timeval tv;
-        int64_t until = w->lock->yield_until_us < w->deadline_us
-                        ? w->lock->yield_until_us : w->deadline_us;
-
-        tv.tv_sec = (time_t)((until - now) / 1000000);
-        tv.tv_usec = (suseconds_t)((until - now) % 1000000);
-        event_add(&w->retry, &tv);      /* yielded: another daemon goes first */
+        /* Yielded: another daemon goes first. */
+        waiter_retry_in(w, w->lock->yield_until_us - now, now);
         return;
     }
     if (w == lock_ready_head(w->lock)) {
@@ -1160,12 +1158,7 @@ waiter_acquired(const struct redlock_result *res, void *arg)
             waiter_refused(w, 0);
             return;
         }
-        delay = util_random(lock_conf->retry_delay_ms * 1000);
-        {
-            struct timeval tv = { (time_t)(delay / 1000000), (suseconds_t)(delay % 1000000) };
-
-            event_add(&w->retry, &tv);
-        }
+        waiter_retry_in(w, util_random(lock_conf->retry_delay_ms * 1000), now);
         return;
     }
     /* GRANTED has validity left (redlock.h; a late grant is LATE). */
@@ -1237,15 +1230,7 @@ waiter_acquired(const struct redlock_result *res, void *arg)
         w->fallback = true;
         delay += res->ttl_ms * 1000;
     }
-    delay = waiter_gate_delay(w, delay);
-    if (now + delay > w->deadline_us) {
-        delay = w->deadline_us - now;
-    }
-    {
-        struct timeval tv = { (time_t)(delay / 1000000), (suseconds_t)(delay % 1000000) };
-
-        event_add(&w->retry, &tv);
-    }
+    waiter_retry_in(w, waiter_gate_delay(w, delay), now);
 }
 
 /*

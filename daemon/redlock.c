@@ -187,9 +187,9 @@
  * A grant also writes the holder's label (ARGV[8], unless '') next to
  * the record, as "<grant time, ms on the master's clock> <fence> <text>"
  * with the record's expiry (the fence is 0 until the write-back sets
- * it), drops a hand-over's old label, and, when a daemon watches the
- * name (someone is subscribed to its changes channel), announces itself
- * there (a fenced grant does so at its write-back, once its label has
+ * it), drops a hand-over's old label, and announces itself on the
+ * name's changes channel for watchers (one PUBLISH, a lookup when nobody
+ * watches; a fenced grant does so at its write-back, once its label has
  * the fence).  Watchers have a channel of their own so that the count of the
  * release channel's subscribers stays a count of waiting daemons.
  *
@@ -280,10 +280,7 @@ static const char redlock_acquire_lua[] =
     "    return redis.error_reply('fence counter ' .. fkey .. ' is not an integer')\n"
     "  end\n"
     "end\n"
-    "local wchan = base .. '" REDLOCK_CHANGED_SUFFIX "'\n"
-    "if not fkey and redis.call('PUBSUB', 'NUMSUB', wchan)[2] > 0 then\n"
-    "  redis.call('PUBLISH', wchan, tok)\n"
-    "end\n"
+    "if not fkey then redis.call('PUBLISH', base .. '" REDLOCK_CHANGED_SUFFIX "', tok) end\n"
     "return {v, redis.call('PUBSUB', 'NUMSUB', chan)[2], granted}\n";
 
 /*

@@ -367,7 +367,13 @@ fail:
     session_lost_cb(&s->lc, res->name, res->name_len, "gone");
 }
 
-/* Reply for a finished lock operation. */
+/* The kind= word of each kind of hold, in replies and LIST lines. */
+static const char *const session_kind_words[] = {
+    [LOCK_KIND_EXCLUSIVE] = "exclusive",
+    [LOCK_KIND_SHARED] = "shared",
+    [LOCK_KIND_COUNTED] = "counted",
+};
+
 /*
  * The kind words of an OK to LOCK (only for a shared or counted hold:
  * "kind=shared", "permit=I limit=N") or of HELD (always: "kind=...
@@ -376,14 +382,8 @@ fail:
 static void
 session_reply_kind(struct proto_reply *r, const struct lock_result *res, bool status)
 {
-    static const char *const words[] = {
-        [LOCK_KIND_EXCLUSIVE] = "exclusive",
-        [LOCK_KIND_SHARED] = "shared",
-        [LOCK_KIND_COUNTED] = "counted",
-    };
-
     if (status || res->kind != LOCK_KIND_EXCLUSIVE) {
-        proto_reply_str(r, "kind", words[res->kind]);
+        proto_reply_str(r, "kind", session_kind_words[res->kind]);
     }
     if (status) {
         proto_reply_int(r, "holders", (int64_t)res->holders);
@@ -740,11 +740,6 @@ session_watch_cb(struct watch_client *c, const struct watch_state *st)
 static void
 session_list_cb(const struct lock_listing *e, void *arg)
 {
-    static const char *const kinds[] = {
-        [LOCK_KIND_EXCLUSIVE] = "exclusive",
-        [LOCK_KIND_SHARED] = "shared",
-        [LOCK_KIND_COUNTED] = "counted",
-    };
     struct session *s = arg;
     struct proto_reply r;
 
@@ -763,7 +758,7 @@ session_list_cb(const struct lock_listing *e, void *arg)
         proto_reply_int(&r, "position", (int64_t)e->position);
         proto_reply_int(&r, "waited_ms", e->held_ms);
     }
-    proto_reply_str(&r, "kind", kinds[e->kind]);
+    proto_reply_str(&r, "kind", session_kind_words[e->kind]);
     if (e->kind == LOCK_KIND_COUNTED) {
         proto_reply_int(&r, "limit", e->limit);
         if (e->held) {

@@ -43,6 +43,56 @@ tls_fail(const char *what, const char *file, char *why, size_t size)
     ERR_clear_error();
 }
 
+/* A context of method requiring TLS 1.2 or later, or NULL with the reason in why. */
+static SSL_CTX *
+tls_ctx_base(const SSL_METHOD *method, char *why, size_t size)
+{
+    SSL_CTX *ctx;
+
+    ERR_clear_error();
+    ctx = SSL_CTX_new(method);
+    if (ctx == NULL) {
+        snprintf(why, size, "cannot create a TLS context (out of memory)");
+        ERR_clear_error();
+        return NULL;
+    }
+    if (SSL_CTX_set_min_proto_version(ctx, TLS1_2_VERSION) != 1) {
+        snprintf(why, size, "cannot require TLS 1.2 or later");
+        SSL_CTX_free(ctx);
+        return NULL;
+    }
+    SSL_CTX_set_mode(ctx, SSL_MODE_RELEASE_BUFFERS);
+    return ctx;
+}
+
+/*
+ * Load a certificate chain and its key into ctx and check that they
+ * match; the settings' names (cert_key, key_key) name them in why.
+ * Returns 0, or -1 with the file and OpenSSL's reason in why.
+ */
+static int
+tls_ctx_use_pair(SSL_CTX *ctx, const char *cert_key, const char *cert, const char *key_key,
+                 const char *key, char *why, size_t size)
+{
+    char reason[256];
+
+    if (SSL_CTX_use_certificate_chain_file(ctx, cert) != 1) {
+        tls_fail(cert_key, cert, why, size);
+        return -1;
+    }
+    if (SSL_CTX_use_PrivateKey_file(ctx, key, SSL_FILETYPE_PEM) != 1) {
+        tls_fail(key_key, key, why, size);
+        return -1;
+    }
+    if (SSL_CTX_check_private_key(ctx) != 1) {
+        snprintf(why, size, "%s %s does not match %s %s: %s", key_key, key, cert_key, cert,
+                 tls_reason(ERR_peek_last_error(), reason, sizeof(reason)));
+        ERR_clear_error();
+        return -1;
+    }
+    return 0;
+}
+
 /* A context from the files of conf, or NULL with the reason in why. */
 static SSL_CTX *
 tls_ctx_new(const struct conf *conf, char *why, size_t size)
@@ -51,16 +101,8 @@ tls_ctx_new(const struct conf *conf, char *why, size_t size)
     STACK_OF(X509_NAME) *names;
     const char *ca = conf->tls_client_ca_file;
 
-    ERR_clear_error();
-    ctx = SSL_CTX_new(TLS_server_method());
-    if (ctx == NULL) {
-        snprintf(why, size, "cannot create a TLS context (out of memory)");
-        ERR_clear_error();
+    if ((ctx = tls_ctx_base(TLS_server_method(), why, size)) == NULL) {
         return NULL;
-    }
-    if (SSL_CTX_set_min_proto_version(ctx, TLS1_2_VERSION) != 1) {
-        snprintf(why, size, "cannot require TLS 1.2 or later");
-        goto fail;
     }
     /*
      * A client that closes its side without close_notify (openssl
@@ -69,22 +111,8 @@ tls_ctx_new(const struct conf *conf, char *why, size_t size)
      * cut-off last line is not a request, so nothing half-read counts.
      */
     SSL_CTX_set_options(ctx, SSL_OP_IGNORE_UNEXPECTED_EOF | SSL_OP_NO_RENEGOTIATION);
-    SSL_CTX_set_mode(ctx, SSL_MODE_RELEASE_BUFFERS);
-    if (SSL_CTX_use_certificate_chain_file(ctx, conf->tls_cert_file) != 1) {
-        tls_fail("tls.cert_file", conf->tls_cert_file, why, size);
-        goto fail;
-    }
-    if (SSL_CTX_use_PrivateKey_file(ctx, conf->tls_key_file, SSL_FILETYPE_PEM) != 1) {
-        tls_fail("tls.key_file", conf->tls_key_file, why, size);
-        goto fail;
-    }
-    if (SSL_CTX_check_private_key(ctx) != 1) {
-        char reason[256];
-
-        snprintf(why, size, "tls.key_file %s does not match tls.cert_file %s: %s",
-                 conf->tls_key_file, conf->tls_cert_file,
-                 tls_reason(ERR_peek_last_error(), reason, sizeof(reason)));
-        ERR_clear_error();
+    if (tls_ctx_use_pair(ctx, "tls.cert_file", conf->tls_cert_file, "tls.key_file",
+                         conf->tls_key_file, why, size) != 0) {
         goto fail;
     }
     if (ca != NULL && ca[0] != '\0') {
@@ -161,18 +189,9 @@ tls_client_ctx_new(const struct conf *conf, char *why, size_t size)
     const char *ca = conf->redis_tls_ca_file;
     const char *cert = conf->redis_tls_cert_file, *key = conf->redis_tls_key_file;
 
-    ERR_clear_error();
-    ctx = SSL_CTX_new(TLS_client_method());
-    if (ctx == NULL) {
-        snprintf(why, size, "cannot create a TLS context (out of memory)");
-        ERR_clear_error();
+    if ((ctx = tls_ctx_base(TLS_client_method(), why, size)) == NULL) {
         return NULL;
     }
-    if (SSL_CTX_set_min_proto_version(ctx, TLS1_2_VERSION) != 1) {
-        snprintf(why, size, "cannot require TLS 1.2 or later");
-        goto fail;
-    }
-    SSL_CTX_set_mode(ctx, SSL_MODE_RELEASE_BUFFERS);
     if (ca != NULL && ca[0] != '\0') {
         if (SSL_CTX_load_verify_locations(ctx, ca, NULL) != 1) {
             tls_fail("redis.tls_ca_file", ca, why, size);
@@ -183,24 +202,10 @@ tls_client_ctx_new(const struct conf *conf, char *why, size_t size)
         goto fail;
     }
     SSL_CTX_set_verify(ctx, SSL_VERIFY_PEER, NULL);
-    if (cert != NULL && cert[0] != '\0') {
-        if (SSL_CTX_use_certificate_chain_file(ctx, cert) != 1) {
-            tls_fail("redis.tls_cert_file", cert, why, size);
-            goto fail;
-        }
-        if (SSL_CTX_use_PrivateKey_file(ctx, key, SSL_FILETYPE_PEM) != 1) {
-            tls_fail("redis.tls_key_file", key, why, size);
-            goto fail;
-        }
-        if (SSL_CTX_check_private_key(ctx) != 1) {
-            char reason[256];
-
-            snprintf(why, size, "redis.tls_key_file %s does not match redis.tls_cert_file "
-                     "%s: %s", key, cert,
-                     tls_reason(ERR_peek_last_error(), reason, sizeof(reason)));
-            ERR_clear_error();
-            goto fail;
-        }
+    if (cert != NULL && cert[0] != '\0'
+        && tls_ctx_use_pair(ctx, "redis.tls_cert_file", cert, "redis.tls_key_file", key, why,
+                            size) != 0) {
+        goto fail;
     }
     return ctx;
 
