@@ -1804,22 +1804,18 @@ END_TEST
 
 /* ---- TLS ---- */
 
-/* Make the test certificates (tests/tls/make-certs.sh) in <test dir>/tls. */
+/* Make the test certificates (tests/tls/make-certs.sh, h_make_certs). */
 static void
 ct_tls_certs(void)
 {
-    char dir[CT_PATH_MAX], cmd[CT_CMD_MAX];
-
-    ct_path(dir, sizeof(dir), "tls");
-    snprintf(cmd, sizeof(cmd), "sh tests/tls/make-certs.sh '%s' >/dev/null", dir);
-    ck_assert_msg(system(cmd) == 0, "%s failed (run from the top of the repository)", cmd);
+    ck_assert_msg(h_make_certs() == 0, "tests/tls/make-certs.sh failed (see make-certs.log)");
 }
 
-/* <test dir>/tls/<name> into out. */
+/* The certificate file name into out (h_cert). */
 static const char *
 ct_tls_file(char *out, size_t size, const char *name)
 {
-    ck_assert_msg(snprintf(out, size, "%s/tls/%s", h_dir(), name) < (int)size, "path too long");
+    ck_assert_msg(snprintf(out, size, "%s", h_cert(name)) < (int)size, "path too long");
     return out;
 }
 

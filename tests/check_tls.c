@@ -45,20 +45,6 @@ struct tc {
     size_t len;                 /* bytes in buf */
 };
 
-static char tt_certs[1024];     /* the test's certificate directory */
-
-/* The certificate file name in the test's directory. */
-static const char *
-tt_file(const char *name)
-{
-    static char path[8][1100];
-    static int next;
-    char *p = path[next++ % 8];
-
-    snprintf(p, sizeof(path[0]), "%s/%s", tt_certs, name);
-    return p;
-}
-
 /* Run a shell command, its output to the test's directory; true when it exits 0. */
 static bool
 tt_sh(const char *cmd)
@@ -79,15 +65,14 @@ tt_up(struct h_daemon_opts *opts, bool client_ca)
     char cmd[8192];
 
     ck_assert_msg(h_begin(tcase_name()) == 0, "cannot create the test directory");
-    snprintf(tt_certs, sizeof(tt_certs), "%s/certs", h_dir());
-    snprintf(cmd, sizeof(cmd), "sh tests/tls/make-certs.sh '%s' >'%s/make-certs.log' 2>&1 && "
-             "cp '%s/server.crt' '%s/live.crt' && cp '%s/server.key' '%s/live.key'",
-             tt_certs, h_dir(), tt_certs, tt_certs, tt_certs, tt_certs);
-    ck_assert_msg(tt_sh(cmd), "tests/tls/make-certs.sh failed (see make-certs.log)");
+    ck_assert_msg(h_make_certs() == 0, "tests/tls/make-certs.sh failed (see make-certs.log)");
+    snprintf(cmd, sizeof(cmd), "cp '%s' '%s' && cp '%s' '%s'", h_cert("server.crt"),
+             h_cert("live.crt"), h_cert("server.key"), h_cert("live.key"));
+    ck_assert_msg(tt_sh(cmd), "%s failed", cmd);
     ck_assert_msg(h_start_masters(NMASTERS) == 0, "the masters did not start");
-    opts->tls_cert_file = tt_file("live.crt");
-    opts->tls_key_file = tt_file("live.key");
-    opts->tls_client_ca_file = client_ca ? tt_file("ca.crt") : NULL;
+    opts->tls_cert_file = h_cert("live.crt");
+    opts->tls_key_file = h_cert("live.key");
+    opts->tls_client_ca_file = client_ca ? h_cert("ca.crt") : NULL;
     opts->retry_delay_ms = 100;
     ck_assert_msg(h_start_daemon(opts) == 0, "redlockd did not start (log above)");
 }
@@ -113,12 +98,12 @@ tc_open(const char *ca, const char *cert, const char *key)
     ck_assert_msg(c->fd >= 0, "cannot connect to listen.tls");
     c->ctx = SSL_CTX_new(TLS_client_method());
     ck_assert_ptr_nonnull(c->ctx);
-    ck_assert_int_eq(SSL_CTX_load_verify_locations(c->ctx, tt_file(ca), NULL), 1);
+    ck_assert_int_eq(SSL_CTX_load_verify_locations(c->ctx, h_cert(ca), NULL), 1);
     SSL_CTX_set_verify(c->ctx, SSL_VERIFY_PEER, NULL);
     if (cert != NULL) {
-        ck_assert_int_eq(SSL_CTX_use_certificate_file(c->ctx, tt_file(cert), SSL_FILETYPE_PEM),
+        ck_assert_int_eq(SSL_CTX_use_certificate_file(c->ctx, h_cert(cert), SSL_FILETYPE_PEM),
                          1);
-        ck_assert_int_eq(SSL_CTX_use_PrivateKey_file(c->ctx, tt_file(key), SSL_FILETYPE_PEM),
+        ck_assert_int_eq(SSL_CTX_use_PrivateKey_file(c->ctx, h_cert(key), SSL_FILETYPE_PEM),
                          1);
     }
     c->ssl = SSL_new(c->ctx);
@@ -254,12 +239,12 @@ START_TEST(s_client_one_liners)
     char args[9000], *out;
 
     tt_up(&opts, false);
-    snprintf(args, sizeof(args), "-verify_return_error -CAfile '%s'", tt_file("ca.crt"));
+    snprintf(args, sizeof(args), "-verify_return_error -CAfile '%s'", h_cert("ca.crt"));
     ck_assert_int_eq(tt_s_client("PING\\nSTATUS x\\nQUIT\\n", args, &out), 0);
     ck_assert_msg(strcmp(out, "PONG\nFREE x\nBYE\n") == 0, "s_client printed '%s'", out);
     free(out);
     snprintf(args, sizeof(args), "-verify_return_error -CAfile '%s' -cert '%s' -key '%s'",
-             tt_file("ca.crt"), tt_file("client.crt"), tt_file("client.key"));
+             h_cert("ca.crt"), h_cert("client.crt"), h_cert("client.key"));
     ck_assert_int_eq(tt_s_client("PING hi\\nLOCK one ttl=5000\\nQUIT\\n", args, &out), 0);
     ck_assert_msg(strncmp(out, "PONG hi\nOK one ", 15) == 0
                   && strstr(out, "\nBYE\n") != NULL, "s_client printed '%s'", out);
@@ -371,7 +356,7 @@ START_TEST(client_cert_required)
 
     tt_up(&opts, true);
     from = h_log_size();
-    snprintf(args, sizeof(args), "-CAfile '%s'", tt_file("ca.crt"));
+    snprintf(args, sizeof(args), "-CAfile '%s'", h_cert("ca.crt"));
     tt_s_client("PING\\nQUIT\\n", args, &out);
     ck_assert_msg(strstr(out, "PONG") == NULL, "served without a certificate: '%s'", out);
     free(out);
@@ -380,8 +365,8 @@ START_TEST(client_cert_required)
     ck_assert_msg(h_wait_log(from, "TLS handshake failed: ", CMD_MS), "no log line");
     ck_assert_msg(h_log_find(from, "certificate", NULL, 0), "the log does not say why");
     /* A certificate from another CA: refused too. */
-    snprintf(args, sizeof(args), "-CAfile '%s' -cert '%s' -key '%s'", tt_file("ca.crt"),
-             tt_file("other.crt"), tt_file("other.key"));
+    snprintf(args, sizeof(args), "-CAfile '%s' -cert '%s' -key '%s'", h_cert("ca.crt"),
+             h_cert("other.crt"), h_cert("other.key"));
     tt_s_client("PING\\nQUIT\\n", args, &out);
     ck_assert_msg(strstr(out, "PONG") == NULL, "served with another CA's certificate: '%s'", out);
     free(out);
@@ -446,8 +431,8 @@ tt_copy(const char *from, const char *to)
 {
     char cmd[9000];
 
-    snprintf(cmd, sizeof(cmd), "cp '%s' '%s.new' && mv '%s.new' '%s'", tt_file(from),
-             tt_file(to), tt_file(to), tt_file(to));
+    snprintf(cmd, sizeof(cmd), "cp '%s' '%s.new' && mv '%s.new' '%s'", h_cert(from),
+             h_cert(to), h_cert(to), h_cert(to));
     ck_assert_msg(tt_sh(cmd), "cannot copy %s to %s", from, to);
 }
 
@@ -501,14 +486,14 @@ START_TEST(reload_broken_key_refused)
 
     tt_up(&opts, false);
     tt_copy("other.crt", "live.crt");
-    snprintf(cmd, sizeof(cmd), "printf 'not a key\\n' > '%s'", tt_file("live.key"));
+    snprintf(cmd, sizeof(cmd), "printf 'not a key\\n' > '%s'", h_cert("live.key"));
     ck_assert(tt_sh(cmd));
     from = h_log_size();
     ck_assert_int_eq(h_signal_daemon(SIGHUP), 0);
     ck_assert_msg(h_wait_log(from, "nothing was reloaded (the running certificates stay)",
                              CMD_MS), "the reload was not refused");
     ck_assert(h_log_find(from, "reload: tls.key_file ", line, sizeof(line)));
-    ck_assert_msg(strstr(line, tt_file("live.key")) != NULL && strstr(line, "error:") != NULL,
+    ck_assert_msg(strstr(line, h_cert("live.key")) != NULL && strstr(line, "error:") != NULL,
                   "the refusal does not name the file and OpenSSL's reason: '%s'", line);
     ck_assert(!h_log_find(from, "reload: done", NULL, 0));
 

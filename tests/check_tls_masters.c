@@ -31,20 +31,6 @@
 #define UP_MS           20000   /* a restarted master is up again within this */
 #define TEST_TIMEOUT_S  90      /* per test, unless CK_DEFAULT_TIMEOUT is set */
 
-static char tm_certs[1024];     /* the test's certificate directory */
-
-/* The file name in the test's certificate directory. */
-static const char *
-tm_file(const char *name)
-{
-    static char path[8][1100];
-    static int next;
-    char *p = path[next++ % 8];
-
-    snprintf(p, sizeof(path[0]), "%s/%s", tm_certs, name);
-    return p;
-}
-
 static bool
 tm_sh(const char *cmd)
 {
@@ -60,13 +46,12 @@ tm_begin(bool auth_clients)
     char cmd[8192];
 
     ck_assert_msg(h_begin(tcase_name()) == 0, "cannot create the test directory");
-    snprintf(tm_certs, sizeof(tm_certs), "%s/certs", h_dir());
-    snprintf(cmd, sizeof(cmd), "sh tests/tls/make-certs.sh '%s' >'%s/make-certs.log' 2>&1 && "
-             "cp '%s/client.crt' '%s/live-client.crt' && "
-             "cp '%s/client.key' '%s/live-client.key'",
-             tm_certs, h_dir(), tm_certs, tm_certs, tm_certs, tm_certs);
-    ck_assert_msg(tm_sh(cmd), "tests/tls/make-certs.sh failed (see make-certs.log)");
-    h_tls_masters(tm_certs, auth_clients);
+    ck_assert_msg(h_make_certs() == 0, "tests/tls/make-certs.sh failed (see make-certs.log)");
+    snprintf(cmd, sizeof(cmd), "cp '%s' '%s' && cp '%s' '%s'", h_cert("client.crt"),
+             h_cert("live-client.crt"), h_cert("client.key"), h_cert("live-client.key"));
+    ck_assert_msg(tm_sh(cmd), "%s failed", cmd);
+    snprintf(cmd, sizeof(cmd), "%s/certs", h_dir());     /* where h_make_certs put them */
+    h_tls_masters(cmd, auth_clients);
 }
 
 /* n more masters of kind with certificate cert. */
@@ -85,7 +70,7 @@ static void
 tm_opts(struct h_daemon_opts *o)
 {
     memset(o, 0, sizeof(*o));
-    o->redis_tls_ca_file = tm_file("ca.crt");
+    o->redis_tls_ca_file = h_cert("ca.crt");
     o->retry_delay_ms = 100;
 }
 
@@ -170,19 +155,19 @@ START_TEST(tls_end_to_end)
     tm_begin(true);
     tm_add(NMASTERS, H_MASTER_TLS, NULL);
     tm_opts(&o);
-    o.redis_tls_cert_file = tm_file("client.crt");
-    o.redis_tls_key_file = tm_file("client.key");
-    o.tls_cert_file = tm_file("server.crt");
-    o.tls_key_file = tm_file("server.key");
-    o.tls_client_ca_file = tm_file("ca.crt");
+    o.redis_tls_cert_file = h_cert("client.crt");
+    o.redis_tls_key_file = h_cert("client.key");
+    o.tls_cert_file = h_cert("server.crt");
+    o.tls_key_file = h_cert("server.key");
+    o.tls_client_ca_file = h_cert("ca.crt");
     ck_assert_msg(h_start_daemon(&o) == 0, "redlockd did not start (log above)");
     ck_assert_int_gt(h_daemon_tls_port(), 0);
 
     snprintf(out, sizeof(out), "%s/e2e.out", h_dir());
     snprintf(cmd, sizeof(cmd), "printf 'LOCK e2e\\nSTATUS e2e\\nUNLOCK e2e\\nQUIT\\n' | "
              "timeout 10 openssl s_client -quiet -CAfile '%s' -cert '%s' -key '%s' "
-             "-connect 127.0.0.1:%d > '%s' 2>/dev/null", tm_file("ca.crt"),
-             tm_file("client.crt"), tm_file("client.key"), h_daemon_tls_port(), out);
+             "-connect 127.0.0.1:%d > '%s' 2>/dev/null", h_cert("ca.crt"),
+             h_cert("client.crt"), h_cert("client.key"), h_daemon_tls_port(), out);
     ck_assert_msg(tm_sh(cmd), "%s failed", cmd);
     f = fopen(out, "re");
     ck_assert_ptr_nonnull(f);
@@ -197,8 +182,8 @@ START_TEST(tls_end_to_end)
     snprintf(marker, sizeof(marker), "%s/ran", h_dir());
     snprintf(addr, sizeof(addr), "127.0.0.1:%d", h_daemon_tls_port());
     snprintf(cmd, sizeof(cmd), "'%s' --cacert '%s' --cert '%s' --key '%s' -H %s -n e2e "
-             "-c 'touch %s' >'%s/ctl.out' 2>&1", h_redlockctl_bin(), tm_file("ca.crt"),
-             tm_file("client.crt"), tm_file("client.key"), addr, marker, h_dir());
+             "-c 'touch %s' >'%s/ctl.out' 2>&1", h_redlockctl_bin(), h_cert("ca.crt"),
+             h_cert("client.crt"), h_cert("client.key"), addr, marker, h_dir());
     ck_assert_msg(tm_sh(cmd), "redlockctl over TLS failed: %s", cmd);
     ck_assert_msg(access(marker, F_OK) == 0, "redlockctl's command did not run");
     ck_assert_int_eq(tm_stat("master.0.tls_failures"), 0);
@@ -378,8 +363,8 @@ START_TEST(client_certificate_and_reload)
     ck_assert_int_eq(tm_stat("masters_up"), 0);
     h_stop_daemon();
 
-    o.redis_tls_cert_file = tm_file("live-client.crt");
-    o.redis_tls_key_file = tm_file("live-client.key");
+    o.redis_tls_cert_file = h_cert("live-client.crt");
+    o.redis_tls_key_file = h_cert("live-client.key");
     o.expect_masters_up = 0;
     ck_assert_msg(h_start_daemon(&o) == 0, "redlockd did not start with a client certificate");
     a = expect_connect(h_current_daemon());
@@ -387,7 +372,7 @@ START_TEST(client_certificate_and_reload)
     EXPECT_REPLY(a, "UNLOCK c", "OK c holds=0");
 
     /* A certificate file that does not load: the reload is refused. */
-    snprintf(cmd, sizeof(cmd), "echo broken > '%s'", tm_file("live-client.crt"));
+    snprintf(cmd, sizeof(cmd), "echo broken > '%s'", h_cert("live-client.crt"));
     ck_assert(tm_sh(cmd));
     from = h_log_size();
     ck_assert_int_eq(h_signal_daemon(SIGHUP), 0);
@@ -401,7 +386,7 @@ START_TEST(client_certificate_and_reload)
                   "master 1 not up again with the old client certificate");
 
     /* Fixed: the reload re-reads the files. */
-    snprintf(cmd, sizeof(cmd), "cp '%s' '%s'", tm_file("client.crt"), tm_file("live-client.crt"));
+    snprintf(cmd, sizeof(cmd), "cp '%s' '%s'", h_cert("client.crt"), h_cert("live-client.crt"));
     ck_assert(tm_sh(cmd));
     from = h_log_size();
     ck_assert_int_eq(h_signal_daemon(SIGHUP), 0);

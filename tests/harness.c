@@ -338,6 +338,31 @@ h_dir(void)
     return h_test_dir;
 }
 
+int
+h_make_certs(void)
+{
+    char cmd[3 * PATH_MAX];
+    int status;
+
+    snprintf(cmd, sizeof(cmd), "sh tests/tls/make-certs.sh '%s/certs' >'%s/make-certs.log' 2>&1",
+             h_dir(), h_dir());
+    status = system(cmd);
+    return status != -1 && WIFEXITED(status) && WEXITSTATUS(status) == 0 ? 0 : -1;
+}
+
+const char *
+h_cert(const char *name)
+{
+    static char path[8][PATH_MAX + 64];
+    static int next;
+    char *p = path[next++ % 8];
+
+    if (snprintf(p, sizeof(path[0]), "%s/certs/%s", h_dir(), name) >= (int)sizeof(path[0])) {
+        p[0] = '\0';       /* a path too long to be a file here: none */
+    }
+    return p;
+}
+
 /* ---- processes ---- */
 
 /* A 127.0.0.1 TCP port that was free a moment ago, or -1. */

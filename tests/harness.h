@@ -109,6 +109,16 @@ void h_end(void);
 /* The current test directory (valid after h_begin until h_end). */
 const char *h_dir(void);
 
+/*
+ * The certificates of tests/tls/make-certs.sh (run from the top of the
+ * repository), made in <test dir>/certs, its output in
+ * <test dir>/make-certs.log.  Returns 0, or -1 when the script failed.
+ */
+int h_make_certs(void);
+
+/* <test dir>/certs/<name>: one of 8 static buffers, reused in turn. */
+const char *h_cert(const char *name);
+
 /* ---- processes and files (for tools built on the harness) ---- */
 
 /* A 127.0.0.1 TCP port that was free a moment ago, or -1. */
