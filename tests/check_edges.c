@@ -689,9 +689,11 @@ eg_batch_check(struct eg_batch *b, int64_t t_close, const char *what)
  * master.3.requests grew), and the masters continue right after it,
  * within node_timeout_ms (500), so the round can still be won.
  *
- * A grant whose reply reached the client's socket before the client
- * closed (the test process was not scheduled between its send and its
- * close, on a busy machine) may have been read: the daemon keeps it, as
+ * So that the grant comes after the close however slow this process is
+ * between its send and its close, masters 0-2 hold every command for
+ * 200 ms (CLIENT PAUSE, less than a round's deadline) around each of
+ * the first clients.  A grant whose reply still reached the client's
+ * socket before the close may have been read: the daemon keeps it, as
  * it must, and the test releases it itself (eg_abrupt_delivered).
  *
  * today: fails in most runs, not all: the clients that close at once
@@ -712,6 +714,14 @@ START_TEST(lease_abrupt_close)
 
     eg_up(NMASTERS, &eg_opts);
     for (i = 0; i < ABRUPT_AT_ONCE; i++) {
+        /*
+         * Three masters hold every command for 200 ms (less than a round's
+         * deadline), so that the grant comes after the close even when this
+         * process is slow to get from its send to its close.
+         */
+        for (m = 0; m < 3; m++) {
+            ck_assert_int_eq(h_master_cmd(m, NULL, "CLIENT PAUSE 200"), 0);
+        }
         fd = eg_abrupt_send(at_once.base, i);
         if (eg_abrupt_delivered(fd, at_once.base, i)) {
             delivered++;
