@@ -1182,7 +1182,6 @@ master_stop(void)
         evdns_base_free(master_dns, 0);
         master_dns = NULL;
     }
-    redisev_stop();
 }
 
 /*

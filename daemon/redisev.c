@@ -10,7 +10,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/queue.h>
 
 #include <event2/buffer.h>
 #include <event2/bufferevent.h>
@@ -20,6 +19,7 @@
 #include <openssl/x509.h>
 #include <hiredis/hiredis.h>
 
+#include "daemon/flush.h"
 #include "daemon/redisev.h"
 
 #define REDISEV_FIFO_MIN    16
@@ -49,14 +49,10 @@ struct redisev {
     bool                closing;    /* freed or failed: no more commands */
     bool                failed;     /* the callbacks of a failure ran */
     bool                tls_failed; /* failed in the TLS handshake */
-    bool                listed;     /* in redisev_dirty */
     int                 depth;      /* callbacks of this link running now */
-    TAILQ_ENTRY(redisev) link;      /* in redisev_dirty */
+    struct flush_entry  flush;      /* its place in the flush list */
     char                errstr[REDISEV_ERR_MAX]; /* why it failed, "" */
 };
-
-static TAILQ_HEAD(, redisev) redisev_dirty = TAILQ_HEAD_INITIALIZER(redisev_dirty);
-static struct event *redisev_flush_ev;     /* writes the listed links */
 
 static void redisev_destroy(struct redisev *l);
 
@@ -72,19 +68,8 @@ redisev_unref(struct redisev *l)
 static void
 redisev_list(struct redisev *l)
 {
-    if (!l->listed && l->connected && !l->closing && evbuffer_get_length(l->out) > 0) {
-        l->listed = true;
-        TAILQ_INSERT_TAIL(&redisev_dirty, l, link);
-        event_active(redisev_flush_ev, EV_TIMEOUT, 0);
-    }
-}
-
-static void
-redisev_unlist(struct redisev *l)
-{
-    if (l->listed) {
-        l->listed = false;
-        TAILQ_REMOVE(&redisev_dirty, l, link);
+    if (l->connected && !l->closing && evbuffer_get_length(l->out) > 0) {
+        flush_join(&l->flush);
     }
 }
 
@@ -94,8 +79,9 @@ redisev_unlist(struct redisev *l)
  * TLS) goes to the bufferevent, which writes it when the socket takes it.
  */
 static void
-redisev_flush(struct redisev *l)
+redisev_flush(struct flush_entry *e)
 {
+    struct redisev *l = (struct redisev *)((char *)e - offsetof(struct redisev, flush));
     struct evbuffer *bout = bufferevent_get_output(l->bev);
 
     if (l->ssl == NULL && evbuffer_get_length(bout) == 0) {
@@ -103,20 +89,6 @@ redisev_flush(struct redisev *l)
     }
     if (evbuffer_get_length(l->out) > 0) {
         bufferevent_write_buffer(l->bev, l->out);
-    }
-}
-
-static void
-redisev_flush_cb(evutil_socket_t fd, short what, void *arg)
-{
-    struct redisev *l;
-
-    (void)fd;
-    (void)what;
-    (void)arg;
-    while ((l = TAILQ_FIRST(&redisev_dirty)) != NULL) {
-        redisev_unlist(l);
-        redisev_flush(l);
     }
 }
 
@@ -181,7 +153,7 @@ redisev_fail(struct redisev *l, const char *why)
     snprintf(l->errstr, sizeof(l->errstr), "%s", why);
     l->closing = true;
     l->failed = true;
-    redisev_unlist(l);
+    flush_leave(&l->flush);
     l->depth++;
     if (l->connected) {
         redisev_fail_pending(l);
@@ -370,15 +342,12 @@ redisev_connect(struct event_base *base, const struct redisev_opts *opts, char *
 {
     struct redisev *l;
 
-    if (redisev_flush_ev == NULL) {
-        redisev_flush_ev = event_new(base, -1, 0, redisev_flush_cb, NULL);
-        if (redisev_flush_ev == NULL) {
-            snprintf(why, size, "out of memory");
-            if (opts->ssl != NULL) {
-                SSL_free(opts->ssl);
-            }
-            return NULL;
+    if (flush_init(base) != 0) {
+        snprintf(why, size, "out of memory");
+        if (opts->ssl != NULL) {
+            SSL_free(opts->ssl);
         }
+        return NULL;
     }
     l = calloc(1, sizeof(*l));
     if (l == NULL || (l->reader = redisReaderCreate()) == NULL
@@ -388,6 +357,7 @@ redisev_connect(struct event_base *base, const struct redisev_opts *opts, char *
     }
     l->opts = *opts;
     l->opts.addr = NULL;
+    flush_entry_init(&l->flush, redisev_flush);
     l->ssl = opts->ssl;
     if (l->ssl != NULL) {
         l->bev = bufferevent_openssl_socket_new(base, -1, l->ssl, BUFFEREVENT_SSL_CONNECTING,
@@ -539,7 +509,7 @@ redisev_destroy(struct redisev *l)
 {
     l->depth++;
     redisev_fail_pending(l);
-    redisev_unlist(l);
+    flush_leave(&l->flush);
     bufferevent_free(l->bev);
     redisReaderFree(l->reader);
     evbuffer_free(l->out);
@@ -554,17 +524,8 @@ redisev_free(struct redisev *l)
         return;     /* failing: freed once its callbacks return */
     }
     l->closing = true;
-    redisev_unlist(l);
+    flush_leave(&l->flush);
     if (l->depth == 0) {
         redisev_destroy(l);
-    }
-}
-
-void
-redisev_stop(void)
-{
-    if (redisev_flush_ev != NULL) {
-        event_free(redisev_flush_ev);
-        redisev_flush_ev = NULL;
     }
 }

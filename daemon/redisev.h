@@ -9,10 +9,9 @@
  * FIFO and is called with its reply in order.
  *
  * Writes of one loop iteration are coalesced: a link with new output
- * joins a flush list, and one event made active for the whole daemon
- * writes every listed link after the callbacks of the current loop
- * iteration, so the commands of many rounds leave in one write(2) per
- * master.  A plain socket is written directly (only what the kernel does
+ * joins the flush list (flush.h), which writes every listed link after
+ * the callbacks of the current loop iteration, so the commands of many
+ * rounds leave in one write(2) per master.  A plain socket is written directly (only what the kernel does
  * not take waits for writability in the bufferevent); a TLS link hands
  * the batch to its bufferevent, which encrypts it as one record run.
  *
@@ -102,8 +101,5 @@ void redisev_read(struct redisev *l);
 
 /* Close: pending callbacks run with NULL, then the link is freed. */
 void redisev_free(struct redisev *l);
-
-/* Release the flush event (at exit, after every link was freed). */
-void redisev_stop(void);
 
 #endif /* REDLOCKD_REDISEV_H */

@@ -10,6 +10,7 @@
 #include <event2/event.h>
 
 #include "conf/conf.h"
+#include "daemon/flush.h"
 #include "daemon/listener.h"
 #include "daemon/lock.h"
 #include "daemon/log.h"
@@ -310,6 +311,11 @@ server_run(struct conf *conf)
 
     redlock_init(conf->drift_factor);
     round_init(server_base, conf->node_timeout_ms);
+    if (flush_init(server_base) != 0) {
+        log_error("cannot create the flush event");
+        event_base_free(server_base);
+        return 1;
+    }
     lock_init(server_base, conf);
     watch_init(server_base, conf);
     session_init(server_base, conf);
@@ -373,6 +379,7 @@ out:
     metrics_stop();
     lease_stop();
     tls_stop();
+    flush_stop();
     event_base_free(server_base);
     if (server_conf_owned) {
         conf_free(server_conf);

@@ -21,6 +21,7 @@
 #include <event2/event_struct.h>
 
 #include "conf/conf.h"
+#include "daemon/flush.h"
 #include "daemon/lock.h"
 #include "daemon/log.h"
 #include "daemon/master.h"
@@ -78,9 +79,9 @@ struct session {
     struct event        timer;      /* partial line deadline; overflow close; quit */
     struct session_grant *grants;   /* lease grants not confirmed delivered, oldest first */
     struct session_grant **grants_tail; /* where the next grant is linked */
-    uint64_t            out_sent;   /* output bytes written to the socket, once
-                                       grants are tracked (session_output_cb) */
-    bool                out_tracked;/* session_output_cb is installed */
+    uint64_t            out_sent;   /* output bytes written to the socket
+                                       (session_output_cb) */
+    struct flush_entry  flush;      /* plain sockets: output waits in the flush list */
     bool                is_unix;    /* came in on the Unix socket */
     bool                is_tls;     /* came in on a TLS listener (bev is an OpenSSL one) */
     bool                tls_up;     /* is_tls: the handshake is done */
@@ -311,16 +312,66 @@ session_grants_settle(struct session *s)
     s->grants_tail = &s->grants;
 }
 
-/* Bytes left the output buffer (to the socket): count them, confirm grants. */
+/*
+ * The output buffer changed.  Bytes added: a plain socket joins the
+ * flush list (session_flush writes them at the end of the loop
+ * iteration); a TLS one is written by its bufferevent.  Bytes left (to
+ * the socket): count them, confirm grants.
+ */
 static void
 session_output_cb(struct evbuffer *buf, const struct evbuffer_cb_info *info, void *arg)
 {
     struct session *s = arg;
 
     (void)buf;
+    if (info->n_added > 0 && !s->is_tls && s->bev != NULL) {
+        flush_join(&s->flush);
+    }
     s->out_sent += info->n_deleted;
     if (info->n_deleted > 0) {
         session_grants_confirm(s);
+    }
+}
+
+static void session_write_cb(struct bufferevent *bev, void *arg);
+static void session_event_cb(struct bufferevent *bev, short what, void *arg);
+
+/*
+ * Write a plain session's output now (from the flush list, once per
+ * loop iteration).  What the socket does not take is left to the
+ * bufferevent, whose write event (and idle_timeout_ms) is armed only
+ * then; a failed write is reported as the bufferevent would report it.
+ * When everything left, the drained-output logic (session_write_cb) runs.
+ */
+static void
+session_flush(struct flush_entry *e)
+{
+    struct session *s = (struct session *)((char *)e - offsetof(struct session, flush));
+    struct evbuffer *out;
+    int n, err;
+
+    if (s->bev == NULL) {
+        return;
+    }
+    out = bufferevent_get_output(s->bev);
+    if (evbuffer_get_length(out) == 0) {
+        return;
+    }
+    /* The bufferevent keeps its output's start frozen; it thaws it to write, as here. */
+    evbuffer_unfreeze(out, 1);
+    n = evbuffer_write(out, bufferevent_getfd(s->bev));
+    err = EVUTIL_SOCKET_ERROR();
+    evbuffer_freeze(out, 1);
+    if (n < 0) {
+        if (err != EAGAIN && err != EWOULDBLOCK && err != EINTR) {
+            session_event_cb(s->bev, BEV_EVENT_ERROR | BEV_EVENT_WRITING, s);
+            return;
+        }
+    }
+    if (evbuffer_get_length(out) > 0) {
+        bufferevent_enable(s->bev, EV_WRITE);
+    } else {
+        session_write_cb(s->bev, s);
     }
 }
 
@@ -340,13 +391,6 @@ session_track_grant(struct session *s, const struct lock_result *res)
         return;
     }
     out = bufferevent_get_output(s->bev);
-    if (!s->out_tracked) {
-        if (evbuffer_add_cb(out, session_output_cb, s) == NULL) {
-            goto fail;
-        }
-        s->out_tracked = true;
-        s->grants_tail = &s->grants;
-    }
     g = malloc(sizeof(*g) + res->name_len);
     if (g == NULL) {
         goto fail;
@@ -1128,6 +1172,9 @@ session_write_cb(struct bufferevent *bev, void *arg)
 {
     struct session *s = arg;
 
+    if (!s->is_tls && evbuffer_get_length(bufferevent_get_output(bev)) == 0) {
+        bufferevent_disable(bev, EV_WRITE);     /* session_flush arms it when needed */
+    }
     if (s->quitting && evbuffer_get_length(bufferevent_get_output(bev)) == 0) {
         session_quit_flushed(s);
         return;
@@ -1305,6 +1352,7 @@ session_close(struct session *s, const char *why)
             ERR_clear_error();
         }
     }
+    flush_leave(&s->flush);
     bufferevent_free(s->bev);
     s->bev = NULL;
     s->in_close = true;
@@ -1354,6 +1402,13 @@ session_accept(evutil_socket_t fd, const char *peer, bool is_unix, bool is_tls, 
         free(s);
         return -1;
     }
+    flush_entry_init(&s->flush, session_flush);
+    s->grants_tail = &s->grants;
+    if (evbuffer_add_cb(bufferevent_get_output(s->bev), session_output_cb, s) == NULL) {
+        bufferevent_free(s->bev);   /* closes fd (and frees ssl) */
+        free(s);
+        return -1;
+    }
     lock_client_init(&s->lc, session_done_cb, session_lost_cb);
     watch_client_init(&s->wc, session_watch_cb);
     session_default_label(s, peer, is_unix, uid, pid);
@@ -1386,7 +1441,16 @@ session_accept(evutil_socket_t fd, const char *peer, bool is_unix, bool is_tls, 
            handshake) must not keep a client slot. */
         evtimer_add(&s->timer, &tv);
     }
-    bufferevent_enable(s->bev, EV_READ | EV_WRITE);
+    /*
+     * A plain socket is written by session_flush; its write event (on by
+     * default in a new bufferevent) is armed only while the socket is full.
+     */
+    if (s->is_tls) {
+        bufferevent_enable(s->bev, EV_READ | EV_WRITE);
+    } else {
+        bufferevent_disable(s->bev, EV_WRITE);
+        bufferevent_enable(s->bev, EV_READ);
+    }
     log_debug("client %llu (%s): connected", (unsigned long long)s->id, peer);
     return 0;
 }
