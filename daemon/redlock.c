@@ -551,7 +551,7 @@ struct redlock_op {
     int64_t         ttl_ms;         /* acquire/extend: the lease asked for */
     size_t          yes;            /* masters that granted / confirmed */
     size_t          swapped;        /* acquire: grants that swapped the old token */
-    size_t          no;             /* extend: masters where it is not ours */
+    size_t          no;             /* extend, release: masters where it is not ours */
     size_t          nheld;          /* masters where someone else holds it */
     size_t          self;           /* status: masters holding our token */
     bool            fenced;         /* acquire: with a fencing counter */
@@ -1377,12 +1377,24 @@ redlock_release_reply(struct round *r, size_t i, const struct master_reply *repl
 {
     struct redlock_op *op = arg;
 
+    size_t n = master_count(), q = redlock_quorum(n);
+
     if (master_reply_type(reply) != MASTER_REPLY_INTEGER) {
         round_fail(r, i, "unexpected answer to the release script");
-    } else if (master_reply_integer(reply) == 1 && op != NULL) {
+    } else if (op == NULL) {
+        return ROUND_CONTINUE;
+    } else if (master_reply_integer(reply) == 1) {
         op->yes++;
+    } else {
+        op->no++;
     }
-    return ROUND_CONTINUE;
+    /*
+     * Decided once the verdict cannot change (redlock_release_verdict):
+     * a quorum confirmed (RELEASED), or so many found no key that no
+     * quorum can (GONE).  The request reached every master already; the
+     * later answers are only not waited for.
+     */
+    return op != NULL && (op->yes >= q || op->no > n - q) ? ROUND_DECIDED : ROUND_CONTINUE;
 }
 
 enum redlock_outcome
@@ -1442,7 +1454,7 @@ redlock_release(const struct redlock_rec *rec, const char *token, bool announce,
         lens[2] = redlock_derived(channel, rec->base, rec->base_len, REDLOCK_CHANNEL_SUFFIX);
     }
     lens[5] = redlock_derived(changed, rec->base, rec->base_len, REDLOCK_CHANGED_SUFFIX);
-    /* Wait for every master (no early decision): release must reach all. */
+    /* Sent to every master; answered once a verdict is sure (redlock_release_reply). */
     if (round_start(script_release, 1, 6, args, lens, redlock_release_reply,
                     cb != NULL ? redlock_release_done : NULL, op) != 0) {
         free(op);

@@ -4,6 +4,7 @@
 #include <errno.h>
 #include <stdbool.h>
 #include <stdio.h>
+#include <string.h>
 #include <sys/random.h>
 #include <time.h>
 
@@ -39,16 +40,31 @@ util_getrandom(void *buf, size_t len)
     return 0;
 }
 
+/*
+ * Tokens are cut from a pool that one getrandom(2) call fills with
+ * UTIL_TOKEN_POOL tokens' worth of bytes; each byte is handed out once
+ * and wiped from the pool as it is taken.
+ */
+#define UTIL_TOKEN_POOL 64
+
 int
 util_token(char *out)
 {
     static const char hex[] = "0123456789abcdef";
+    static unsigned char pool[UTIL_TOKEN_POOL * UTIL_TOKEN_BYTES];
+    static size_t used = sizeof(pool);
     unsigned char raw[UTIL_TOKEN_BYTES];
     size_t i;
 
-    if (util_getrandom(raw, sizeof(raw)) != 0) {
-        return -1;
+    if (used == sizeof(pool)) {
+        if (util_getrandom(pool, sizeof(pool)) != 0) {
+            return -1;
+        }
+        used = 0;
     }
+    memcpy(raw, pool + used, sizeof(raw));
+    memset(pool + used, 0, sizeof(raw));
+    used += sizeof(raw);
     for (i = 0; i < sizeof(raw); i++) {
         out[2 * i] = hex[raw[i] >> 4];
         out[2 * i + 1] = hex[raw[i] & 0x0f];

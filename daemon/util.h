@@ -20,7 +20,9 @@ int64_t util_now_us(void);
 /*
  * Fill out with a fresh owner token: 128 bits from getrandom(2) written
  * as UTIL_TOKEN_HEX lowercase hex characters plus a NUL (out must hold
- * UTIL_TOKEN_HEX + 1 bytes).  Returns 0, or -1 when the kernel's random
+ * UTIL_TOKEN_HEX + 1 bytes).  One getrandom(2) call fills a pool of 64
+ * tokens' bytes; no byte serves twice.  The daemon does not fork, so no
+ * two processes share the pool.  Returns 0, or -1 when the kernel's random
  * source failed (errno set); the daemon then refuses the grant.
  */
 int util_token(char *out);
