@@ -31,6 +31,36 @@
  * A counted or shared row that breaks those checks fails the run (both
  * modes); the figures are reported, never judged.
  *
+ * The peer rows run next, against the same masters and daemon: node
+ * tests/bench/peer/peer.js, one Node.js program with one worker loop,
+ * drives redlockd over its text protocol (--client redlockd, one socket
+ * per worker) or a Redlock library in process over the five masters
+ * (--client redlock: node-redlock; --client redis-semaphore:
+ * RedlockSemaphore), in pairs, redlockd first:
+ *
+ *     peer-1          1 worker on a name of its own
+ *     peer-50         50 workers, a name each
+ *     peer-hot20      20 workers on one name
+ *     peer-sem20      20 workers on one name with limit 5 (LOCK ...
+ *                     limit=5 against redis-semaphore)
+ *
+ * printed as the peers table (pairs/s, acquire p50 and p99, fairness,
+ * errors, daemon CPU per pair) with the ratios redlockd / library as
+ * targets.  Their packages (exact versions in
+ * tests/bench/peer/package-lock.json) are installed with npm ci into
+ * BENCH_PEER_DIR (default: peer/ beside redlock-bench, build/peer) when
+ * that directory holds no install of the same lockfile.  Without node,
+ * without npm (when an install is needed), or when npm ci fails or
+ * takes more than RUNBENCH_NPM_MS, the peer rows are skipped with one
+ * line on stderr, never a failure.
+ *
+ * Every row that talks to the daemon (the standard daemon rows, the TLS
+ * rows, the redlockd side of the peer rows) also gets "cpu us/pair": the
+ * daemon's CPU time (/proc/<pid>/schedstat, ns; /proc/<pid>/stat ticks
+ * where that is missing) from just before its program starts to just
+ * after it exits, over the run's pairs; target for uncontended-64:
+ * <= 30 us.
+ *
  * The TLS rows, uncontended-1-tls and uncontended-64-tls, run at the
  * end against a setup of their own (its own test directory): the
  * certificates of tests/tls/make-certs.sh made in it, five TLS-only
@@ -73,11 +103,12 @@
  * (10000 clients).
  *
  *     run_bench            BENCH_SECONDS per mode (default 10)
- *     run_bench --smoke    1 s per mode (0.3 s per grant-cost run), 200
- *                          session locks, 200 permits (10 names, limit
- *                          20), 2000 lease locks, a 2 s CPU window;
- *                          exit 1 unless every mode printed a JSON line
- *                          with pairs > 0 and errors == 0
+ *     run_bench --smoke    1 s per mode and per peer row (0.3 s per
+ *                          grant-cost run), 200 session locks, 200
+ *                          permits (10 names, limit 20), 2000 lease
+ *                          locks, a 2 s CPU window; exit 1 unless every
+ *                          mode (and peer row, when they ran) printed a
+ *                          JSON line with pairs > 0 and errors == 0
  *
  * The targets are reported, never enforced.  A hold run that did not
  * get every lock, saw an error or a LOST line, or (renewal CPU) saw a
@@ -85,10 +116,12 @@
  *
  * Environment: BENCH_SECONDS, REDLOCKD_BIN (default ./build/redlockd),
  * REDLOCK_BENCH_BIN (default ./build/redlock-bench), BENCH_UNIX=1 (talk
- * to the daemon over its Unix socket instead of TCP).  Exit status: 0,
- * or 1 when the setup failed, a run printed no JSON line, a hold run
- * failed (above), a counted or shared row broke its checks, or (smoke)
- * a run had no pairs or any error.
+ * to the daemon over its Unix socket instead of TCP), BENCH_PEER=0 (skip
+ * the peer rows), BENCH_PEER_DIR.  Run from the source tree's root.
+ * Exit status: 0, or 1 when the setup failed, a run (peer rows
+ * included, when they ran) printed no JSON line, a hold run failed
+ * (above), a counted or shared row broke its checks, or (smoke) a run
+ * had no pairs or any error.
  */
 #include <errno.h>
 #include <signal.h>
