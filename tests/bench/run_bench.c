@@ -79,12 +79,12 @@
  *                     session lock each (ttl 3000 ms); VmRSS before and
  *                     once all are granted; target <= 64 MiB
  *     renewal CPU     while those locks are held (the watchdog renews
- *                     each every ~1 s, in batches), utime + stime of the
- *                     daemon over max(BENCH_SECONDS, 5) s, as % of one
- *                     core, target < 10 %; STATS renewals_ok and
- *                     renewals_failed before and after give renewals/s,
- *                     and the run fails when renewals_failed grew or
- *                     renewals_ok did not
+ *                     each every ~1 s, in batches), the daemon's CPU
+ *                     time (as for cpu us/pair) over max(BENCH_SECONDS,
+ *                     5) s, as % of one core, target < 10 %; STATS
+ *                     renewals_ok and renewals_failed before and after
+ *                     give renewals/s, and the run fails when
+ *                     renewals_failed grew or renewals_ok did not
  *     memory-counted  redlock-bench --mode hold --limit 1000 --names 10:
  *                     10000 connections, one permit each, of 10 names
  *                     with limit=1000 (every permit taken); VmRSS as for
@@ -173,6 +173,7 @@
 #define RUNBENCH_CPU_PAIR_US    30.0    /* target: daemon CPU per pair, uncontended-64, us */
 #define RUNBENCH_PEER_DIR       "tests/bench/peer"  /* peer.js and its pinned packages */
 #define RUNBENCH_NPM_MS         180000  /* deadline of npm ci for the peer rows */
+#define RUNBENCH_CHECK_MS       30000   /* deadline of peer.js --check */
 #define RUNBENCH_PEER_P50       0.8     /* target: peer-1 acquire p50, redlockd / node-redlock */
 #define RUNBENCH_PEER_OWN       3.0     /* target: peer-50 pairs/s, redlockd / node-redlock */
 #define RUNBENCH_PEER_HOT       5.0     /* target: peer-hot20 pairs/s, redlockd / node-redlock */
@@ -1454,112 +1455,147 @@ runbench_copy_file(const char *from, const char *to, char *why, size_t size)
     return rc;
 }
 
-/* The first line of npm's log that says what went wrong, or "". */
+/*
+ * The first line of the file at path that starts with prefix (any line
+ * when prefix is ""), without its newline, into line; "" when none.
+ */
 static void
-runbench_npm_error(const char *log, char *msg, size_t size)
+runbench_first_line(const char *path, const char *prefix, char *line, size_t size)
 {
-    char line[512];
-    FILE *f = fopen(log, "r");
+    FILE *f = fopen(path, "r");
+    bool found = false;
 
-    msg[0] = '\0';
-    if (f == NULL) {
-        return;
-    }
-    while (fgets(line, sizeof(line), f) != NULL) {
-        if (strncmp(line, "npm error", 9) == 0 || strncmp(line, "npm ERR!", 8) == 0) {
-            line[strcspn(line, "\n")] = '\0';
-            snprintf(msg, size, ": %s", line);
-            break;
+    if (f != NULL) {
+        while (!found && fgets(line, (int)size, f) != NULL) {
+            found = strncmp(line, prefix, strlen(prefix)) == 0;
         }
+        fclose(f);
     }
-    fclose(f);
+    if (found) {
+        line[strcspn(line, "\n")] = '\0';
+    } else {
+        line[0] = '\0';
+    }
 }
 
 /*
- * The peer rows need node, and redlock, ioredis and redis-semaphore at
- * the versions of tests/bench/peer/package-lock.json, installed in
- * dir/node_modules.  When dir holds a copy of that lockfile and an
- * install that finished (node_modules/.package-lock.json, which npm
- * writes last), nothing is done; otherwise package.json and the
- * lockfile are copied to dir and `npm ci` installs them there (output:
- * dir/npm-ci.log; killed after RUNBENCH_NPM_MS).  True when the rows
- * can run; otherwise false, with one line on stderr saying why they are
- * skipped (kept for the table too).  Never a failure of the bench.
+ * Run argv with its output appended to out and wait for it, for at most
+ * ms (then SIGKILL).  Returns its exit status in the shell's manner, -1
+ * when it could not be started, or -2 when it was killed at the deadline.
+ */
+static int
+runbench_run_for(const char *const argv[], const char *out, int64_t ms)
+{
+    struct runbench_child c;
+
+    memset(&c, 0, sizeof(c));
+    c.out = out;
+    c.pid = h_spawn(argv, out);
+    if (c.pid < 0) {
+        return -1;
+    }
+    if (!h_wait_until(runbench_reaped, &c, ms)) {
+        kill(c.pid, SIGKILL);
+        while (waitpid(c.pid, &c.status, 0) < 0 && errno == EINTR) {
+        }
+        return -2;
+    }
+    return h_decode_status(c.status);
+}
+
+/* The peer rows are skipped: say why, once, on stderr and in the table. */
+static bool
+runbench_peer_skipped(const char *why)
+{
+    snprintf(runbench_peer_skip, sizeof(runbench_peer_skip), "%s", why);
+    fprintf(stderr, "run_bench: peer rows skipped: %s\n", why);
+    return false;
+}
+
+/*
+ * The peer rows need node (one that can run peer.js: `peer.js --check`),
+ * and redlock, ioredis and redis-semaphore at the versions of
+ * tests/bench/peer/package-lock.json, installed in dir/node_modules.
+ * When dir holds a copy of that lockfile and an install that finished
+ * (node_modules/.package-lock.json, which npm writes last), nothing is
+ * installed; otherwise package.json and the lockfile are copied to dir
+ * and `npm ci` installs them there (output: dir/npm-ci.log; killed after
+ * RUNBENCH_NPM_MS).  True when the rows can run; otherwise false, with
+ * one line on stderr saying why they are skipped (kept for the table
+ * too).  Never a failure of the bench.
  */
 static bool
 runbench_peer_setup(const char *dir)
 {
-    char lock[4200], pkg[4200], done[4200], log[4200], why[5200], err[600];
+    char lock[4200], pkg[4200], done[4200], log[4200], check[4200], why[5200], err[600];
     const char *env = getenv("BENCH_PEER");
-    struct runbench_child npm;
-    const char *argv[16];
-    size_t n = 0;
+    const char *check_argv[] = { "node", RUNBENCH_PEER_DIR "/peer.js", "--check", NULL };
+    const char *npm_argv[] = { "npm", "ci", "--prefix", dir, "--no-audit", "--no-fund",
+                               "--loglevel=error", "--fetch-retries=1",
+                               "--fetch-timeout=30000", NULL };
     int code;
 
-    why[0] = '\0';
     snprintf(lock, sizeof(lock), "%s/package-lock.json", dir);
     snprintf(pkg, sizeof(pkg), "%s/package.json", dir);
     snprintf(done, sizeof(done), "%s/node_modules/.package-lock.json", dir);
     snprintf(log, sizeof(log), "%s/npm-ci.log", dir);
+    snprintf(check, sizeof(check), "%s/peer-check.out", h_dir());
     if (env != NULL && strcmp(env, "0") == 0) {
-        snprintf(why, sizeof(why), "BENCH_PEER=0");
-    } else if (access(RUNBENCH_PEER_DIR "/peer.js", R_OK) != 0) {
-        snprintf(why, sizeof(why), "no %s/peer.js (run from the source tree's root)",
-                 RUNBENCH_PEER_DIR);
-    } else if (!runbench_in_path("node")) {
-        snprintf(why, sizeof(why), "node is not in PATH (they need Node.js and npm)");
-    } else if (runbench_same_file(RUNBENCH_PEER_DIR "/package-lock.json", lock)
-               && runbench_same_file(RUNBENCH_PEER_DIR "/package.json", pkg)
-               && access(done, R_OK) == 0) {
+        return runbench_peer_skipped("BENCH_PEER=0");
+    }
+    if (access(RUNBENCH_PEER_DIR "/peer.js", R_OK) != 0) {
+        return runbench_peer_skipped("no " RUNBENCH_PEER_DIR "/peer.js (run from the source "
+                                     "tree's root)");
+    }
+    if (!runbench_in_path("node")) {
+        return runbench_peer_skipped("node is not in PATH (they need Node.js and npm)");
+    }
+    code = runbench_run_for(check_argv, check, RUNBENCH_CHECK_MS);
+    if (code != 0) {
+        runbench_first_line(check, "", err, sizeof(err));
+        snprintf(why, sizeof(why), "node %s --check: %s", RUNBENCH_PEER_DIR "/peer.js",
+                 err[0] != '\0' ? err : code == -2 ? "no answer" : "failed");
+        return runbench_peer_skipped(why);
+    }
+    if (runbench_same_file(RUNBENCH_PEER_DIR "/package-lock.json", lock)
+        && runbench_same_file(RUNBENCH_PEER_DIR "/package.json", pkg)
+        && access(done, R_OK) == 0) {
         return true;    /* installed from this lockfile already */
-    } else if (!runbench_in_path("npm")) {
+    }
+    if (!runbench_in_path("npm")) {
         snprintf(why, sizeof(why), "npm is not in PATH (it installs their pinned packages "
                  "into %s)", dir);
-    } else if (mkdir(dir, 0755) != 0 && errno != EEXIST) {
+        return runbench_peer_skipped(why);
+    }
+    if (mkdir(dir, 0755) != 0 && errno != EEXIST) {
         snprintf(why, sizeof(why), "mkdir %s: %s", dir, strerror(errno));
-    } else if (runbench_copy_file(RUNBENCH_PEER_DIR "/package.json", pkg, why, sizeof(why)) != 0
-               || runbench_copy_file(RUNBENCH_PEER_DIR "/package-lock.json", lock, why,
-                                     sizeof(why)) != 0) {
-        /* why says it */
+        return runbench_peer_skipped(why);
     }
-    if (why[0] != '\0') {
-        snprintf(runbench_peer_skip, sizeof(runbench_peer_skip), "%s", why);
-        fprintf(stderr, "run_bench: peer rows skipped: %s\n", why);
-        return false;
+    if (runbench_copy_file(RUNBENCH_PEER_DIR "/package.json", pkg, why, sizeof(why)) != 0
+        || runbench_copy_file(RUNBENCH_PEER_DIR "/package-lock.json", lock, why,
+                              sizeof(why)) != 0) {
+        return runbench_peer_skipped(why);
     }
-
     fprintf(stderr, "run_bench: peer rows: npm ci into %s (the pinned packages of %s)\n", dir,
             RUNBENCH_PEER_DIR "/package-lock.json");
     (void)unlink(log);
-    argv[n++] = "npm";
-    argv[n++] = "ci";
-    argv[n++] = "--prefix";
-    argv[n++] = dir;
-    argv[n++] = "--no-audit";
-    argv[n++] = "--no-fund";
-    argv[n++] = "--loglevel=error";
-    argv[n++] = "--fetch-retries=1";
-    argv[n++] = "--fetch-timeout=30000";
-    argv[n] = NULL;
-    memset(&npm, 0, sizeof(npm));
-    npm.out = log;
-    npm.pid = h_spawn(argv, log);
-    if (npm.pid < 0) {
-        snprintf(why, sizeof(why), "npm could not be started");
-    } else if (!h_wait_until(runbench_reaped, &npm, RUNBENCH_NPM_MS)) {
-        kill(npm.pid, SIGKILL);
-        while (waitpid(npm.pid, &npm.status, 0) < 0 && errno == EINTR) {
-        }
+    code = runbench_run_for(npm_argv, log, RUNBENCH_NPM_MS);
+    if (code == -1) {
+        return runbench_peer_skipped("npm could not be started");
+    }
+    if (code == -2) {
         snprintf(why, sizeof(why), "npm ci did not finish within %d s (see %s)",
                  RUNBENCH_NPM_MS / 1000, log);
-    } else if ((code = h_decode_status(npm.status)) != 0 || access(done, R_OK) != 0) {
-        runbench_npm_error(log, err, sizeof(err));
-        snprintf(why, sizeof(why), "npm ci failed (exit %d, see %s)%s", code, log, err);
+        return runbench_peer_skipped(why);
     }
-    if (why[0] != '\0') {
-        snprintf(runbench_peer_skip, sizeof(runbench_peer_skip), "%s", why);
-        fprintf(stderr, "run_bench: peer rows skipped: %s\n", why);
-        return false;
+    if (code != 0 || access(done, R_OK) != 0) {
+        runbench_first_line(log, "npm error", err, sizeof(err));
+        if (err[0] == '\0') {
+            runbench_first_line(log, "npm ERR!", err, sizeof(err));
+        }
+        snprintf(why, sizeof(why), "npm ci failed (exit %d, see %s)%s%s", code, log,
+                 err[0] != '\0' ? ": " : "", err);
+        return runbench_peer_skipped(why);
     }
     return true;
 }

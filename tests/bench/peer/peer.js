@@ -34,7 +34,9 @@
  * Errors: a reply other than OK, a "! LOST" line, a closed socket (its
  * worker stops), a rejected acquire or release.
  * Exit status 0 when the run happened (errors are in the line), 1 when
- * it could not start, 2 on a usage error.
+ * it could not start, 2 on a usage error.  `node peer.js --check` exits
+ * 0 when this Node.js is recent enough (NODE_MIN), else 1 with a line
+ * saying so.
  *
  * The libraries come from the directory given by --modules (its
  * node_modules, installed from this directory's package-lock.json; see
@@ -46,6 +48,11 @@ const net = require('net');
 const path = require('path');
 const { createRequire } = require('module');
 
+/*
+ * The oldest Node.js that runs this program and its packages
+ * (redis-semaphore calls AbortSignal.throwIfAborted, from Node.js 17.3).
+ */
+const NODE_MIN = 18;
 /* The daemon's default ttl (lock.default_ttl_ms): the lease on both sides. */
 const TTL_MS = 30000;
 /* Deadline for every connection to be up. */
@@ -102,6 +109,15 @@ function parseArgs(argv) {
         usage('--client redlock takes no --limit (node-redlock has no counted lock)');
     }
     return o;
+}
+
+/* --check: exit 0 when this Node.js can run the rows, else say why on one line. */
+if (process.argv[2] === '--check') {
+    if (parseInt(process.versions.node, 10) < NODE_MIN) {
+        process.stdout.write(`node ${process.version} is older than ${NODE_MIN}\n`);
+        process.exit(1);
+    }
+    process.exit(0);
 }
 
 const opts = parseArgs(process.argv.slice(2));
@@ -392,7 +408,8 @@ async function main() {
         const conns = [];
 
         for (let i = 0; i < opts.workers; i++) {
-            conns.push(await connectDaemon(opts.target).catch((e) => fail(`${opts.target}: ${e.message}`)));
+            conns.push(await connectDaemon(opts.target)
+                .catch((e) => fail(`${opts.target}: ${e.message}`)));
         }
         workers = daemonSide(conns);
     } else {
@@ -412,7 +429,6 @@ async function main() {
     clearTimeout(guard);
 
     /* One warm-up pair: the masters load the library's scripts (NOSCRIPT, EVAL). */
-    deadline = now() + 3600n * 1000000000n;
     try {
         await workers[0].acquire(`peer-${process.pid}-warm`);
         await workers[0].release(`peer-${process.pid}-warm`);
