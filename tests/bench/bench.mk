@@ -7,7 +7,11 @@
 #   build/redlock-bench  the load generator (uncontended, hot, counted,
 #                        shared, direct, rtt, hold, lease-hold)
 #   build/run_bench      starts five masters and redlockd, runs the standard
-#                        table (with the counted and shared rows) and the
+#                        table (with the counted and shared rows), the peer
+#                        rows (node tests/bench/peer/peer.js: redlockd
+#                        against node-redlock and redis-semaphore; their
+#                        pinned packages installed with npm ci into
+#                        $(B)/peer, or the rows skipped) and the
 #                        held-locks rows (memory-session, renewal CPU,
 #                        memory-counted, memory-lease, each on a fresh
 #                        daemon), prints the values against their targets

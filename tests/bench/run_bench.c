@@ -31,6 +31,36 @@
  * A counted or shared row that breaks those checks fails the run (both
  * modes); the figures are reported, never judged.
  *
+ * The peer rows run next, against the same masters and daemon: node
+ * tests/bench/peer/peer.js, one Node.js program with one worker loop,
+ * drives redlockd over its text protocol (--client redlockd, one socket
+ * per worker) or a Redlock library in process over the five masters
+ * (--client redlock: node-redlock; --client redis-semaphore:
+ * RedlockSemaphore), in pairs, redlockd first:
+ *
+ *     peer-1          1 worker on a name of its own
+ *     peer-50         50 workers, a name each
+ *     peer-hot20      20 workers on one name
+ *     peer-sem20      20 workers on one name with limit 5 (LOCK ...
+ *                     limit=5 against redis-semaphore)
+ *
+ * printed as the peers table (pairs/s, acquire p50 and p99, fairness,
+ * errors, daemon CPU per pair) with the ratios redlockd / library as
+ * targets.  Their packages (exact versions in
+ * tests/bench/peer/package-lock.json) are installed with npm ci into
+ * BENCH_PEER_DIR (default: peer/ beside redlock-bench, build/peer) when
+ * that directory holds no install of the same lockfile.  Without node,
+ * without npm (when an install is needed), or when npm ci fails or
+ * takes more than RUNBENCH_NPM_MS, the peer rows are skipped with one
+ * line on stderr, never a failure.
+ *
+ * Every row that talks to the daemon (the standard daemon rows, the TLS
+ * rows, the redlockd side of the peer rows) also gets "cpu us/pair": the
+ * daemon's CPU time (/proc/<pid>/schedstat, ns; /proc/<pid>/stat ticks
+ * where that is missing) from just before its program starts to just
+ * after it exits, over the run's pairs; target for uncontended-64:
+ * <= 30 us.
+ *
  * The TLS rows, uncontended-1-tls and uncontended-64-tls, run at the
  * end against a setup of their own (its own test directory): the
  * certificates of tests/tls/make-certs.sh made in it, five TLS-only
@@ -49,12 +79,12 @@
  *                     session lock each (ttl 3000 ms); VmRSS before and
  *                     once all are granted; target <= 64 MiB
  *     renewal CPU     while those locks are held (the watchdog renews
- *                     each every ~1 s, in batches), utime + stime of the
- *                     daemon over max(BENCH_SECONDS, 5) s, as % of one
- *                     core, target < 10 %; STATS renewals_ok and
- *                     renewals_failed before and after give renewals/s,
- *                     and the run fails when renewals_failed grew or
- *                     renewals_ok did not
+ *                     each every ~1 s, in batches), the daemon's CPU
+ *                     time (as for cpu us/pair) over max(BENCH_SECONDS,
+ *                     5) s, as % of one core, target < 10 %; STATS
+ *                     renewals_ok and renewals_failed before and after
+ *                     give renewals/s, and the run fails when
+ *                     renewals_failed grew or renewals_ok did not
  *     memory-counted  redlock-bench --mode hold --limit 1000 --names 10:
  *                     10000 connections, one permit each, of 10 names
  *                     with limit=1000 (every permit taken); VmRSS as for
@@ -73,11 +103,12 @@
  * (10000 clients).
  *
  *     run_bench            BENCH_SECONDS per mode (default 10)
- *     run_bench --smoke    1 s per mode (0.3 s per grant-cost run), 200
- *                          session locks, 200 permits (10 names, limit
- *                          20), 2000 lease locks, a 2 s CPU window;
- *                          exit 1 unless every mode printed a JSON line
- *                          with pairs > 0 and errors == 0
+ *     run_bench --smoke    1 s per mode and per peer row (0.3 s per
+ *                          grant-cost run), 200 session locks, 200
+ *                          permits (10 names, limit 20), 2000 lease
+ *                          locks, a 2 s CPU window; exit 1 unless every
+ *                          mode (and peer row, when they ran) printed a
+ *                          JSON line with pairs > 0 and errors == 0
  *
  * The targets are reported, never enforced.  A hold run that did not
  * get every lock, saw an error or a LOST line, or (renewal CPU) saw a
@@ -85,10 +116,12 @@
  *
  * Environment: BENCH_SECONDS, REDLOCKD_BIN (default ./build/redlockd),
  * REDLOCK_BENCH_BIN (default ./build/redlock-bench), BENCH_UNIX=1 (talk
- * to the daemon over its Unix socket instead of TCP).  Exit status: 0,
- * or 1 when the setup failed, a run printed no JSON line, a hold run
- * failed (above), a counted or shared row broke its checks, or (smoke)
- * a run had no pairs or any error.
+ * to the daemon over its Unix socket instead of TCP), BENCH_PEER=0 (skip
+ * the peer rows), BENCH_PEER_DIR.  Run from the source tree's root.
+ * Exit status: 0, or 1 when the setup failed, a run (peer rows
+ * included, when they ran) printed no JSON line, a hold run failed
+ * (above), a counted or shared row broke its checks, or (smoke) a run
+ * had no pairs or any error.
  */
 #include <errno.h>
 #include <signal.h>
@@ -99,6 +132,7 @@
 #include <unistd.h>
 
 #include <sys/resource.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 
 #include "tests/harness.h"
@@ -135,6 +169,15 @@
 #define RUNBENCH_SMOKE_SETTLE_MS 100    /* the same in --smoke */
 #define RUNBENCH_TLS_RATIO      0.7     /* target: uncontended-64-tls / uncontended-64 pairs/s */
 #define RUNBENCH_MAKE_CERTS     "tests/tls/make-certs.sh"   /* from the source tree's root */
+#define RUNBENCH_UNC64_DIRECT   0.9     /* target: uncontended-64 / direct-64 pairs/s */
+#define RUNBENCH_CPU_PAIR_US    30.0    /* target: daemon CPU per pair, uncontended-64, us */
+#define RUNBENCH_PEER_DIR       "tests/bench/peer"  /* peer.js and its pinned packages */
+#define RUNBENCH_NPM_MS         180000  /* deadline of npm ci for the peer rows */
+#define RUNBENCH_CHECK_MS       30000   /* deadline of peer.js --check */
+#define RUNBENCH_PEER_P50       0.8     /* target: peer-1 acquire p50, redlockd / node-redlock */
+#define RUNBENCH_PEER_OWN       3.0     /* target: peer-50 pairs/s, redlockd / node-redlock */
+#define RUNBENCH_PEER_HOT       5.0     /* target: peer-hot20 pairs/s, redlockd / node-redlock */
+#define RUNBENCH_PEER_FAIR      0.9     /* target: peer-hot20 fairness of redlockd */
 
 /* One entry of the standard table and what its run printed. */
 struct runbench_run {
@@ -143,6 +186,9 @@ struct runbench_run {
     int         conns;                  /* --connections */
     const char *extra[5];               /* more arguments, NULL-terminated */
     const char *smoke_seconds;          /* --duration in --smoke; NULL: 1 */
+    const char *client;                 /* peer rows: peer.js --client */
+    const char *shape;                  /* peer rows: peer.js --shape (NULL: own) */
+    const char *peer_limit;             /* peer rows: peer.js --limit (NULL: none) */
     bool        ok;                     /* a JSON line was read */
     char        json[RUNBENCH_LINE_MAX]; /* that line */
     double      pairs;                  /* "pairs" */
@@ -158,6 +204,8 @@ struct runbench_run {
     double      w_pairs, w_pps;         /* shared: the writer's pairs */
     double      w_p50, w_p90, w_p99, w_max; /* shared: the writer's latencies */
     double      w_acq;                  /* shared: the writer's grants */
+    bool        cpu_ok;                 /* cpu_us was measured (a run against the daemon) */
+    double      cpu_us;                 /* the daemon's CPU over the run / pairs, us */
 };
 
 /* Counted rows pass their limit (and fill) to redlock-bench --mode counted. */
@@ -187,6 +235,46 @@ static struct runbench_run runbench_tls_runs[] = {
 };
 
 #define RUNBENCH_NTLS   (sizeof(runbench_tls_runs) / sizeof(runbench_tls_runs[0]))
+
+/*
+ * The peer rows (tests/bench/peer/peer.js, Node.js), in pairs: redlockd
+ * over its text protocol, then a Redlock library in process over the
+ * same five masters, driven by the same loop (mode "peer", conns: the
+ * workers).
+ */
+static struct runbench_run runbench_peer_runs[] = {
+    { .label = "peer-1-redlockd", .mode = "peer", .conns = 1, .client = "redlockd" },
+    { .label = "peer-1-redlock", .mode = "peer", .conns = 1, .client = "redlock" },
+    { .label = "peer-50-redlockd", .mode = "peer", .conns = 50, .client = "redlockd" },
+    { .label = "peer-50-redlock", .mode = "peer", .conns = 50, .client = "redlock" },
+    { .label = "peer-hot20-redlockd", .mode = "peer", .conns = 20, .client = "redlockd",
+      .shape = "one" },
+    { .label = "peer-hot20-redlock", .mode = "peer", .conns = 20, .client = "redlock",
+      .shape = "one" },
+    { .label = "peer-sem20-redlockd", .mode = "peer", .conns = 20, .client = "redlockd",
+      .shape = "one", .peer_limit = "5" },
+    { .label = "peer-sem20-semaphore", .mode = "peer", .conns = 20, .client = "redis-semaphore",
+      .shape = "one", .peer_limit = "5" },
+};
+
+#define RUNBENCH_NPEERS (sizeof(runbench_peer_runs) / sizeof(runbench_peer_runs[0]))
+
+/* What each pair of peer rows compares, in the order of runbench_peer_runs. */
+static const char *const runbench_peer_pairs[RUNBENCH_NPEERS / 2] = {
+    "1 worker, own name", "50 workers, own names", "20 workers, one name",
+    "20 workers, limit 5"
+};
+
+enum {
+    RUNBENCH_PEER1,
+    RUNBENCH_PEER1_LIB,
+    RUNBENCH_PEER50,
+    RUNBENCH_PEER50_LIB,
+    RUNBENCH_PEERHOT,
+    RUNBENCH_PEERHOT_LIB,
+    RUNBENCH_PEERSEM,
+    RUNBENCH_PEERSEM_LIB
+};
 
 enum {
     RUNBENCH_UNC1_TLS,
@@ -247,40 +335,96 @@ runbench_read_json(const char *out_path, char *json, size_t size)
     return found;
 }
 
-static void
-runbench_one(struct runbench_run *r, const char *bin, const char *seconds,
-             const char *target, const char *masters, const char *tls_ca)
+/* utime + stime of process pid in clock ticks, from /proc/<pid>/stat; -1 when unknown. */
+static long long
+runbench_cpu_ticks(pid_t pid)
 {
-    char conns[16], out[4096];
-    const char *argv[24];
-    size_t n = 0, i;
-    int status = 0, code;
-    pid_t pid;
+    char path[64], buf[1024];
+    unsigned long long ut, st;
+    const char *p;
+    size_t n;
+    FILE *f;
 
-    snprintf(conns, sizeof(conns), "%d", r->conns);
+    snprintf(path, sizeof(path), "/proc/%ld/stat", (long)pid);
+    f = fopen(path, "r");
+    if (f == NULL) {
+        fprintf(stderr, "run_bench: %s: %s\n", path, strerror(errno));
+        return -1;
+    }
+    n = fread(buf, 1, sizeof(buf) - 1, f);
+    fclose(f);
+    buf[n] = '\0';
+    /* Fields 14 and 15, counted after the command name, which may hold spaces. */
+    p = strrchr(buf, ')');
+    if (p == NULL || sscanf(p + 1, " %*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %llu %llu",
+                            &ut, &st) != 2) {
+        fprintf(stderr, "run_bench: %s: cannot parse utime and stime\n", path);
+        return -1;
+    }
+    return (long long)(ut + st);
+}
+
+/*
+ * CPU time of process pid so far, in ns: the first field of
+ * /proc/<pid>/schedstat (time on a CPU, in ns, of its main thread: all
+ * of redlockd, which runs one thread), or utime + stime from
+ * /proc/<pid>/stat (10 ms ticks) where schedstat is missing; -1 when
+ * neither can be read.
+ */
+static long long
+runbench_cpu_ns(pid_t pid)
+{
+    char path[64];
+    unsigned long long ns;
+    long clk = sysconf(_SC_CLK_TCK);
+    long long ticks;
+    FILE *f;
+    int n;
+
+    snprintf(path, sizeof(path), "/proc/%ld/schedstat", (long)pid);
+    f = fopen(path, "r");
+    if (f != NULL) {
+        n = fscanf(f, "%llu", &ns);
+        fclose(f);
+        if (n == 1) {
+            return (long long)ns;
+        }
+    }
+    ticks = runbench_cpu_ticks(pid);
+    if (ticks < 0 || clk <= 0) {
+        return -1;
+    }
+    return ticks * (1000000000LL / clk);
+}
+
+/* True when the row talks to the daemon (its CPU per pair is measured). */
+static bool
+runbench_on_daemon(const struct runbench_run *r)
+{
+    if (strcmp(r->mode, "peer") == 0) {
+        return strcmp(r->client, "redlockd") == 0;
+    }
+    return strcmp(r->mode, "rtt") != 0 && strcmp(r->mode, "direct") != 0;
+}
+
+/*
+ * Run argv (redlock-bench or peer.js) to its end, its output in
+ * <test dir>/bench-<label>.out, and read its JSON line into r; for a
+ * row against the daemon, the daemon's CPU time just before and just
+ * after the run gives cpu_us.
+ */
+static void
+runbench_exec(struct runbench_run *r, const char *const argv[])
+{
+    char out[4096];
+    long long cpu0 = -1, cpu1 = -1;
+    pid_t pid, dpid = runbench_on_daemon(r) ? h_daemon_pid() : 0;
+    int status = 0, code;
+
     snprintf(out, sizeof(out), "%s/bench-%s.out", h_dir(), r->label);
-    argv[n++] = bin;
-    argv[n++] = "--mode";
-    argv[n++] = r->mode;
-    argv[n++] = "--connections";
-    argv[n++] = conns;
-    argv[n++] = "--duration";
-    argv[n++] = seconds;
-    argv[n++] = "--target";
-    argv[n++] = target;
-    if (masters != NULL) {
-        argv[n++] = "--masters";
-        argv[n++] = masters;
+    if (dpid > 0) {
+        cpu0 = runbench_cpu_ns(dpid);
     }
-    for (i = 0; r->extra[i] != NULL; i++) {
-        argv[n++] = r->extra[i];
-    }
-    if (tls_ca != NULL) {
-        argv[n++] = "--tls-ca";
-        argv[n++] = tls_ca;
-    }
-    argv[n] = NULL;
-    fprintf(stderr, "run_bench: %s (%s s)\n", r->label, seconds);
     pid = h_spawn(argv, out);
     if (pid < 0) {
         return;
@@ -291,10 +435,13 @@ runbench_one(struct runbench_run *r, const char *bin, const char *seconds,
             return;
         }
     }
+    if (dpid > 0) {
+        cpu1 = runbench_cpu_ns(dpid);
+    }
     code = h_decode_status(status);
     r->ok = runbench_read_json(out, r->json, sizeof(r->json));
     if (code != 0 || !r->ok) {
-        fprintf(stderr, "run_bench: %s: redlock-bench exited with %d%s\n", r->label, code,
+        fprintf(stderr, "run_bench: %s: %s exited with %d%s\n", r->label, argv[0], code,
                 r->ok ? "" : " and printed no result");
         r->ok = false;
         return;
@@ -322,6 +469,88 @@ runbench_one(struct runbench_run *r, const char *bin, const char *seconds,
     r->w_p99 = runbench_field(r->json, "writer_p99_us");
     r->w_max = runbench_field(r->json, "writer_max_us");
     r->w_acq = runbench_field(r->json, "writer_acq");
+    if (cpu0 >= 0 && cpu1 >= cpu0 && r->pairs > 0) {
+        r->cpu_us = (double)(cpu1 - cpu0) / 1000.0 / r->pairs;
+        r->cpu_ok = true;
+    }
+}
+
+/* One row of redlock-bench. */
+static void
+runbench_one(struct runbench_run *r, const char *bin, const char *seconds,
+             const char *target, const char *masters, const char *tls_ca)
+{
+    char conns[16];
+    const char *argv[24];
+    size_t n = 0, i;
+
+    snprintf(conns, sizeof(conns), "%d", r->conns);
+    argv[n++] = bin;
+    argv[n++] = "--mode";
+    argv[n++] = r->mode;
+    argv[n++] = "--connections";
+    argv[n++] = conns;
+    argv[n++] = "--duration";
+    argv[n++] = seconds;
+    argv[n++] = "--target";
+    argv[n++] = target;
+    if (masters != NULL) {
+        argv[n++] = "--masters";
+        argv[n++] = masters;
+    }
+    for (i = 0; r->extra[i] != NULL; i++) {
+        argv[n++] = r->extra[i];
+    }
+    if (tls_ca != NULL) {
+        argv[n++] = "--tls-ca";
+        argv[n++] = tls_ca;
+    }
+    argv[n] = NULL;
+    fprintf(stderr, "run_bench: %s (%s s)\n", r->label, seconds);
+    runbench_exec(r, argv);
+}
+
+/*
+ * One peer row: node peer.js --client ... against the daemon (target)
+ * or the masters, its packages under modules.
+ */
+static void
+runbench_peer_one(struct runbench_run *r, const char *seconds, const char *target,
+                  const char *masters, const char *modules)
+{
+    char workers[16];
+    const char *argv[24];
+    size_t n = 0;
+
+    snprintf(workers, sizeof(workers), "%d", r->conns);
+    argv[n++] = "node";
+    argv[n++] = RUNBENCH_PEER_DIR "/peer.js";
+    argv[n++] = "--client";
+    argv[n++] = r->client;
+    argv[n++] = "--workers";
+    argv[n++] = workers;
+    argv[n++] = "--seconds";
+    argv[n++] = seconds;
+    if (r->shape != NULL) {
+        argv[n++] = "--shape";
+        argv[n++] = r->shape;
+    }
+    if (r->peer_limit != NULL) {
+        argv[n++] = "--limit";
+        argv[n++] = r->peer_limit;
+    }
+    if (strcmp(r->client, "redlockd") == 0) {
+        argv[n++] = "--target";
+        argv[n++] = target;
+    } else {
+        argv[n++] = "--masters";
+        argv[n++] = masters;
+        argv[n++] = "--modules";
+        argv[n++] = modules;
+    }
+    argv[n] = NULL;
+    fprintf(stderr, "run_bench: %s (%s s)\n", r->label, seconds);
+    runbench_exec(r, argv);
 }
 
 /*
@@ -393,6 +622,8 @@ struct runbench_hold {
 
 static int64_t runbench_settle_ms = RUNBENCH_RELEASE_SETTLE_MS;
 static bool    runbench_smoke;          /* --smoke */
+static bool    runbench_peers_ran;      /* the peer rows ran (their packages were there) */
+static char    runbench_peer_skip[5200]; /* why they did not */
 
 static struct runbench_hold runbench_session = {
     .label = "memory-session", .mode = "hold", .locks = RUNBENCH_SESSION_LOCKS,
@@ -440,35 +671,6 @@ runbench_rss_kib(pid_t pid)
     }
     fclose(f);
     return kib;
-}
-
-/* utime + stime of process pid in clock ticks, from /proc/<pid>/stat; -1 when unknown. */
-static long long
-runbench_cpu_ticks(pid_t pid)
-{
-    char path[64], buf[1024];
-    unsigned long long ut, st;
-    const char *p;
-    size_t n;
-    FILE *f;
-
-    snprintf(path, sizeof(path), "/proc/%ld/stat", (long)pid);
-    f = fopen(path, "r");
-    if (f == NULL) {
-        fprintf(stderr, "run_bench: %s: %s\n", path, strerror(errno));
-        return -1;
-    }
-    n = fread(buf, 1, sizeof(buf) - 1, f);
-    fclose(f);
-    buf[n] = '\0';
-    /* Fields 14 and 15, counted after the command name, which may hold spaces. */
-    p = strrchr(buf, ')');
-    if (p == NULL || sscanf(p + 1, " %*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %llu %llu",
-                            &ut, &st) != 2) {
-        fprintf(stderr, "run_bench: %s: cannot parse utime and stime\n", path);
-        return -1;
-    }
-    return (long long)(ut + st);
 }
 
 /* True when out_path has a line that starts with prefix. */
@@ -548,27 +750,26 @@ static void
 runbench_hold_cpu(struct runbench_hold *h, pid_t dpid, int64_t window_ms)
 {
     long long ok0, ok1, bad0, bad1, t0, t1;
-    long clk = sysconf(_SC_CLK_TCK);
     int64_t w0, w1;
 
     if (h_stat_once("renewals_ok", &ok0) != 0 || h_stat_once("renewals_failed", &bad0) != 0) {
         fprintf(stderr, "run_bench: %s: STATS failed before the CPU window\n", h->label);
         return;
     }
-    t0 = runbench_cpu_ticks(dpid);
+    t0 = runbench_cpu_ns(dpid);
     w0 = h_now_ms();
     h_sleep_ms(window_ms);      /* the measured window itself */
-    t1 = runbench_cpu_ticks(dpid);
+    t1 = runbench_cpu_ns(dpid);
     w1 = h_now_ms();
     if (h_stat_once("renewals_ok", &ok1) != 0 || h_stat_once("renewals_failed", &bad1) != 0) {
         fprintf(stderr, "run_bench: %s: STATS failed after the CPU window\n", h->label);
         return;
     }
-    if (t0 < 0 || t1 < 0 || clk <= 0 || w1 <= w0) {
+    if (t0 < 0 || t1 < 0 || w1 <= w0) {
         return;
     }
     h->window_s = (double)(w1 - w0) / 1000.0;
-    h->cpu_pct = (double)(t1 - t0) / (double)clk / h->window_s * 100.0;
+    h->cpu_pct = (double)(t1 - t0) / 1e9 / h->window_s * 100.0;
     h->renew_ok = ok1 - ok0;
     h->renew_failed = bad1 - bad0;
     h->cpu_ok = true;
@@ -833,6 +1034,60 @@ runbench_kinds_table(const struct runbench_run *c64, const struct runbench_run *
     runbench_grant_row(&runbench_runs[RUNBENCH_GRANTFULL], g1);
 }
 
+/* The "cpu us/pair" cell: the daemon's CPU per pair, "-" for a row without the daemon. */
+static void
+runbench_cpu_cell(const struct runbench_run *r)
+{
+    if (r->cpu_ok) {
+        printf(" %11.1f", r->cpu_us);
+    } else {
+        printf(" %11s", "-");
+    }
+}
+
+/* The client of a peer row, as the peers table names it. */
+static const char *
+runbench_peer_client(const struct runbench_run *r)
+{
+    if (strcmp(r->client, "redlock") == 0) {
+        return "node-redlock";
+    }
+    return r->client;
+}
+
+/*
+ * The peers table: each pair of rows, redlockd over its protocol and the
+ * library in process, both driven by peer.js.
+ */
+static void
+runbench_peer_table(void)
+{
+    const struct runbench_run *r;
+    size_t i;
+
+    printf("\npeers: one Node.js program (tests/bench/peer/peer.js) on redlockd's protocol, or on "
+           "a\nRedlock library in process over the same five masters (acquire latency, us)\n");
+    if (!runbench_peers_ran) {
+        printf("  skipped: %s\n", runbench_peer_skip);
+        return;
+    }
+    printf("  %-22s %-16s %7s %8s %8s %8s %8s %6s %11s\n", "pair", "client", "workers",
+           "pairs/s", "acq p50", "acq p99", "fairness", "errors", "cpu us/pair");
+    for (i = 0; i < RUNBENCH_NPEERS; i++) {
+        r = &runbench_peer_runs[i];
+        printf("  %-22s %-16s %7d", i % 2 == 0 ? runbench_peer_pairs[i / 2] : "",
+               runbench_peer_client(r), r->conns);
+        if (!r->ok) {
+            printf(" %8s\n", "(failed)");
+            continue;
+        }
+        printf(" %8.0f %8.0f %8.0f %8.2f %6.0f", r->pps, r->p50, r->p99,
+               r->max_acq > 0 ? r->min_acq / r->max_acq : 0, r->errors);
+        runbench_cpu_cell(r);
+        printf("\n");
+    }
+}
+
 /* One row of the standard table (two for a shared row: its readers and its writer). */
 static void
 runbench_row(const struct runbench_run *r)
@@ -847,15 +1102,50 @@ runbench_row(const struct runbench_run *r)
     }
     printf("  %-18s %5d %10.0f %8.0f %8.0f %8.0f %9.0f %7.0f", what, r->conns,
            r->pps, r->p50, r->p90, r->p99, r->max, r->errors);
+    runbench_cpu_cell(r);
     if (r->min_acq >= 0) {
         printf(" %6.0f/%-6.0f", r->min_acq, r->max_acq);
     }
     printf("\n");
     if (rw) {
-        /* The writer: its own pairs and latencies; errors are the run's, above. */
+        /* The writer: its own pairs and latencies; errors and CPU are the run's, above. */
         snprintf(what, sizeof(what), "%s w", r->label);
-        printf("  %-18s %5d %10.0f %8.0f %8.0f %8.0f %9.0f %7s %6.0f\n", what, 1, r->w_pps,
-               r->w_p50, r->w_p90, r->w_p99, r->w_max, "", r->w_acq);
+        printf("  %-18s %5d %10.0f %8.0f %8.0f %8.0f %9.0f %7s %11s %6.0f\n", what, 1,
+               r->w_pps, r->w_p50, r->w_p90, r->w_p99, r->w_max, "", "", r->w_acq);
+    }
+}
+
+/* Both rows of a peer pair have a result. */
+static bool
+runbench_peer_have(size_t i)
+{
+    return runbench_peers_ran && runbench_peer_runs[i].ok && runbench_peer_runs[i + 1].ok;
+}
+
+/* The peer ratios: redlockd over the library, each pair measured in the same run. */
+static void
+runbench_peer_targets(void)
+{
+    const struct runbench_run *p = runbench_peer_runs;
+    const struct runbench_run *sem = &p[RUNBENCH_PEERSEM], *sem_lib = &p[RUNBENCH_PEERSEM_LIB];
+
+    runbench_ratio("peer-1 acq p50, redlockd / node-redlock", runbench_peer_have(RUNBENCH_PEER1),
+                   p[RUNBENCH_PEER1].p50, p[RUNBENCH_PEER1_LIB].p50, true, RUNBENCH_PEER_P50);
+    runbench_ratio("peer-50 pairs/s, redlockd / node-redlock",
+                   runbench_peer_have(RUNBENCH_PEER50), p[RUNBENCH_PEER50].pps,
+                   p[RUNBENCH_PEER50_LIB].pps, false, RUNBENCH_PEER_OWN);
+    runbench_ratio("peer-hot20 pairs/s, redlockd / node-redlock",
+                   runbench_peer_have(RUNBENCH_PEERHOT), p[RUNBENCH_PEERHOT].pps,
+                   p[RUNBENCH_PEERHOT_LIB].pps, false, RUNBENCH_PEER_HOT);
+    runbench_ratio("peer-hot20 redlockd fairness min/max", runbench_peer_have(RUNBENCH_PEERHOT),
+                   p[RUNBENCH_PEERHOT].min_acq, p[RUNBENCH_PEERHOT].max_acq, false,
+                   RUNBENCH_PEER_FAIR);
+    if (runbench_peer_have(RUNBENCH_PEERSEM) && sem_lib->pps > 0) {
+        printf("  %-44s %10.2f   info (redis-semaphore fairness %.2f)\n",
+               "peer-sem20 pairs/s, redlockd / semaphore", sem->pps / sem_lib->pps,
+               sem_lib->max_acq > 0 ? sem_lib->min_acq / sem_lib->max_acq : 0);
+    } else {
+        printf("  %-44s %10s   info\n", "peer-sem20 pairs/s, redlockd / semaphore", "n/a");
     }
 }
 
@@ -883,8 +1173,8 @@ runbench_table(const char *seconds, bool smoke)
 
     printf("\nredlock-bench, %s s per mode, %d masters (latencies: acquire, us)\n",
            seconds, RUNBENCH_MASTERS);
-    printf("  %-18s %5s %10s %8s %8s %8s %9s %7s %13s\n", "run", "conns", "pairs/s",
-           "p50", "p90", "p99", "max", "errors", "acq min/max");
+    printf("  %-18s %5s %10s %8s %8s %8s %9s %7s %11s %13s\n", "run", "conns", "pairs/s",
+           "p50", "p90", "p99", "max", "errors", "cpu us/pair", "acq min/max");
     for (i = 0; i < RUNBENCH_NRUNS; i++) {
         runbench_row(&runbench_runs[i]);
         if (i == RUNBENCH_UNC64) {
@@ -894,6 +1184,7 @@ runbench_table(const char *seconds, bool smoke)
         }
     }
     runbench_kinds_table(c64, sh);
+    runbench_peer_table();
     printf("\nheld locks (a fresh daemon each; its VmRSS; grant: first connection to last OK)\n");
     printf("  %-16s %7s %6s %8s %8s %7s %8s %8s %10s\n", "run", "locks", "conns", "grant s",
            "held", "errors", "base MiB", "RSS MiB", "bytes/lock");
@@ -932,7 +1223,9 @@ runbench_table(const char *seconds, bool smoke)
                "direct-1 p50 / rtt p50", d1->p50 / rtt->p50, "", "");
     }
     runbench_ratio("uncontended-64 pairs/s / direct-64 pairs/s", u64->ok && dir->ok, u64->pps,
-                   dir->pps, false, 0.5);
+                   dir->pps, false, RUNBENCH_UNC64_DIRECT);
+    runbench_goal("daemon CPU us per pair, uncontended-64", u64->ok && u64->cpu_ok, u64->cpu_us,
+                  "<=", RUNBENCH_CPU_PAIR_US);
     runbench_ratio("uncontended-64-tls / uncontended-64 pairs/s", t64->ok && u64->ok,
                    t64->pps, u64->pps, false, RUNBENCH_TLS_RATIO);
     if (t1->ok && u1->ok && u1->p50 > 0) {
@@ -962,6 +1255,7 @@ runbench_table(const char *seconds, bool smoke)
     snprintf(what, sizeof(what), "memory-lease RSS MiB (%ld lease locks)", lea->locks);
     runbench_goal(what, lea->ran && lea->rss_kib >= 0, runbench_mib(lea->rss_kib), "<=",
                   RUNBENCH_LEASE_MIB);
+    runbench_peer_targets();
 }
 
 /* Judge one run of the table: false (with a message) when it failed. */
@@ -1075,13 +1369,259 @@ runbench_raise_nofile(long clients)
     return 0;
 }
 
+/* ---- the peer rows' packages ---- */
+
+/* True when prog (no slash) is an executable file in one of PATH's directories. */
+static bool
+runbench_in_path(const char *prog)
+{
+    const char *path = getenv("PATH"), *p, *colon;
+    char full[4096];
+    size_t len;
+
+    if (path == NULL) {
+        path = "/usr/local/bin:/usr/bin:/bin";
+    }
+    for (p = path;; p = colon + 1) {
+        colon = strchr(p, ':');
+        len = colon != NULL ? (size_t)(colon - p) : strlen(p);
+        snprintf(full, sizeof(full), "%.*s/%s", (int)len, len > 0 ? p : ".", prog);
+        if (access(full, X_OK) == 0) {
+            return true;
+        }
+        if (colon == NULL) {
+            return false;
+        }
+    }
+}
+
+/* True when files a and b can both be read and hold the same bytes. */
+static bool
+runbench_same_file(const char *a, const char *b)
+{
+    FILE *fa = fopen(a, "rb"), *fb = fopen(b, "rb");
+    bool same = fa != NULL && fb != NULL;
+    int ca, cb;
+
+    while (same) {
+        ca = getc(fa);
+        cb = getc(fb);
+        same = ca == cb;
+        if (ca == EOF) {
+            break;
+        }
+    }
+    if (fa != NULL) {
+        fclose(fa);
+    }
+    if (fb != NULL) {
+        fclose(fb);
+    }
+    return same;
+}
+
+/* Copy file from to file to.  Returns 0, or -1 with the reason in why. */
+static int
+runbench_copy_file(const char *from, const char *to, char *why, size_t size)
+{
+    char buf[8192];
+    FILE *in = fopen(from, "rb"), *out;
+    size_t n;
+    int rc = 0;
+
+    if (in == NULL) {
+        snprintf(why, size, "%s: %s", from, strerror(errno));
+        return -1;
+    }
+    out = fopen(to, "wb");
+    if (out == NULL) {
+        snprintf(why, size, "%s: %s", to, strerror(errno));
+        fclose(in);
+        return -1;
+    }
+    while ((n = fread(buf, 1, sizeof(buf), in)) > 0) {
+        if (fwrite(buf, 1, n, out) != n) {
+            rc = -1;
+            break;
+        }
+    }
+    if (ferror(in) || fclose(out) != 0) {
+        rc = -1;
+    }
+    fclose(in);
+    if (rc != 0) {
+        snprintf(why, size, "copying %s to %s failed", from, to);
+    }
+    return rc;
+}
+
+/*
+ * The first line of the file at path that starts with prefix (any line
+ * when prefix is ""), without its newline, into line; "" when none.
+ */
+static void
+runbench_first_line(const char *path, const char *prefix, char *line, size_t size)
+{
+    FILE *f = fopen(path, "r");
+    bool found = false;
+
+    if (f != NULL) {
+        while (!found && fgets(line, (int)size, f) != NULL) {
+            found = strncmp(line, prefix, strlen(prefix)) == 0;
+        }
+        fclose(f);
+    }
+    if (found) {
+        line[strcspn(line, "\n")] = '\0';
+    } else {
+        line[0] = '\0';
+    }
+}
+
+/*
+ * Run argv with its output appended to out and wait for it, for at most
+ * ms (then SIGKILL).  Returns its exit status in the shell's manner, -1
+ * when it could not be started, or -2 when it was killed at the deadline.
+ */
+static int
+runbench_run_for(const char *const argv[], const char *out, int64_t ms)
+{
+    struct runbench_child c;
+
+    memset(&c, 0, sizeof(c));
+    c.out = out;
+    c.pid = h_spawn(argv, out);
+    if (c.pid < 0) {
+        return -1;
+    }
+    if (!h_wait_until(runbench_reaped, &c, ms)) {
+        kill(c.pid, SIGKILL);
+        while (waitpid(c.pid, &c.status, 0) < 0 && errno == EINTR) {
+        }
+        return -2;
+    }
+    return h_decode_status(c.status);
+}
+
+/* The peer rows are skipped: say why, once, on stderr and in the table. */
+static bool
+runbench_peer_skipped(const char *why)
+{
+    snprintf(runbench_peer_skip, sizeof(runbench_peer_skip), "%s", why);
+    fprintf(stderr, "run_bench: peer rows skipped: %s\n", why);
+    return false;
+}
+
+/*
+ * The peer rows need node (one that can run peer.js: `peer.js --check`),
+ * and redlock, ioredis and redis-semaphore at the versions of
+ * tests/bench/peer/package-lock.json, installed in dir/node_modules.
+ * When dir holds a copy of that lockfile and an install that finished
+ * (node_modules/.package-lock.json, which npm writes last), nothing is
+ * installed; otherwise package.json and the lockfile are copied to dir
+ * and `npm ci` installs them there (output: dir/npm-ci.log; killed after
+ * RUNBENCH_NPM_MS).  True when the rows can run; otherwise false, with
+ * one line on stderr saying why they are skipped (kept for the table
+ * too).  Never a failure of the bench.
+ */
+static bool
+runbench_peer_setup(const char *dir)
+{
+    char lock[4200], pkg[4200], done[4200], log[4200], check[4200], why[5200], err[600];
+    const char *env = getenv("BENCH_PEER");
+    const char *check_argv[] = { "node", RUNBENCH_PEER_DIR "/peer.js", "--check", NULL };
+    const char *npm_argv[] = { "npm", "ci", "--prefix", dir, "--no-audit", "--no-fund",
+                               "--loglevel=error", "--fetch-retries=1",
+                               "--fetch-timeout=30000", NULL };
+    int code;
+
+    snprintf(lock, sizeof(lock), "%s/package-lock.json", dir);
+    snprintf(pkg, sizeof(pkg), "%s/package.json", dir);
+    snprintf(done, sizeof(done), "%s/node_modules/.package-lock.json", dir);
+    snprintf(log, sizeof(log), "%s/npm-ci.log", dir);
+    snprintf(check, sizeof(check), "%s/peer-check.out", h_dir());
+    if (env != NULL && strcmp(env, "0") == 0) {
+        return runbench_peer_skipped("BENCH_PEER=0");
+    }
+    if (access(RUNBENCH_PEER_DIR "/peer.js", R_OK) != 0) {
+        return runbench_peer_skipped("no " RUNBENCH_PEER_DIR "/peer.js (run from the source "
+                                     "tree's root)");
+    }
+    if (!runbench_in_path("node")) {
+        return runbench_peer_skipped("node is not in PATH (they need Node.js and npm)");
+    }
+    code = runbench_run_for(check_argv, check, RUNBENCH_CHECK_MS);
+    if (code != 0) {
+        runbench_first_line(check, "", err, sizeof(err));
+        snprintf(why, sizeof(why), "node %s --check: %s", RUNBENCH_PEER_DIR "/peer.js",
+                 err[0] != '\0' ? err : code == -2 ? "no answer" : "failed");
+        return runbench_peer_skipped(why);
+    }
+    if (runbench_same_file(RUNBENCH_PEER_DIR "/package-lock.json", lock)
+        && runbench_same_file(RUNBENCH_PEER_DIR "/package.json", pkg)
+        && access(done, R_OK) == 0) {
+        return true;    /* installed from this lockfile already */
+    }
+    if (!runbench_in_path("npm")) {
+        snprintf(why, sizeof(why), "npm is not in PATH (it installs their pinned packages "
+                 "into %s)", dir);
+        return runbench_peer_skipped(why);
+    }
+    if (mkdir(dir, 0755) != 0 && errno != EEXIST) {
+        snprintf(why, sizeof(why), "mkdir %s: %s", dir, strerror(errno));
+        return runbench_peer_skipped(why);
+    }
+    if (runbench_copy_file(RUNBENCH_PEER_DIR "/package.json", pkg, why, sizeof(why)) != 0
+        || runbench_copy_file(RUNBENCH_PEER_DIR "/package-lock.json", lock, why,
+                              sizeof(why)) != 0) {
+        return runbench_peer_skipped(why);
+    }
+    fprintf(stderr, "run_bench: peer rows: npm ci into %s (the pinned packages of %s)\n", dir,
+            RUNBENCH_PEER_DIR "/package-lock.json");
+    (void)unlink(log);
+    code = runbench_run_for(npm_argv, log, RUNBENCH_NPM_MS);
+    if (code == -1) {
+        return runbench_peer_skipped("npm could not be started");
+    }
+    if (code == -2) {
+        snprintf(why, sizeof(why), "npm ci did not finish within %d s (see %s)",
+                 RUNBENCH_NPM_MS / 1000, log);
+        return runbench_peer_skipped(why);
+    }
+    if (code != 0 || access(done, R_OK) != 0) {
+        runbench_first_line(log, "npm error", err, sizeof(err));
+        if (err[0] == '\0') {
+            runbench_first_line(log, "npm ERR!", err, sizeof(err));
+        }
+        snprintf(why, sizeof(why), "npm ci failed (exit %d, see %s)%s%s", code, log,
+                 err[0] != '\0' ? ": " : "", err);
+        return runbench_peer_skipped(why);
+    }
+    return true;
+}
+
+/* Where the peer rows' packages go: BENCH_PEER_DIR, or peer/ beside redlock-bench. */
+static void
+runbench_peer_dir(char *dir, size_t size, const char *bin)
+{
+    const char *env = getenv("BENCH_PEER_DIR"), *slash = strrchr(bin, '/');
+
+    if (env != NULL && env[0] != '\0') {
+        snprintf(dir, size, "%s", env);
+    } else if (slash != NULL) {
+        snprintf(dir, size, "%.*s/peer", (int)(slash - bin), bin);
+    } else {
+        snprintf(dir, size, "build/peer");
+    }
+}
+
 int
 main(int argc, char **argv)
 {
     struct h_daemon_opts o;
     const char *bin = getenv("REDLOCK_BENCH_BIN"), *env = getenv("BENCH_SECONDS");
     const char *unix_env = getenv("BENCH_UNIX");
-    char masters[H_MASTERS_MAX * 24], target[4096], seconds[32];
+    char masters[H_MASTERS_MAX * 24], target[4096], seconds[32], peer_dir[4096];
     bool smoke = false, good = true, use_unix;
     int64_t window_ms;
     size_t i, len = 0;
@@ -1138,6 +1678,17 @@ main(int argc, char **argv)
             good = false;
         }
     }
+    /* The peer rows: the same daemon and masters, driven from Node.js. */
+    runbench_peer_dir(peer_dir, sizeof(peer_dir), bin);
+    if (runbench_peer_setup(peer_dir)) {
+        for (i = 0; i < RUNBENCH_NPEERS; i++) {
+            runbench_peer_one(&runbench_peer_runs[i], seconds, target, masters, peer_dir);
+            if (!runbench_judge(&runbench_peer_runs[i], smoke)) {
+                good = false;
+            }
+        }
+        runbench_peers_ran = true;
+    }
     if (!good) {
         h_print_daemon_log_tail(20);
     }
@@ -1160,11 +1711,14 @@ main(int argc, char **argv)
     h_suite_cleanup();
     runbench_table(seconds, smoke);
     if (smoke) {
-        printf("\nbench-smoke: %s\n", good ? "every mode ran, with pairs and no errors; "
-                                         "every hold run held all its locks, renewals ok; "
-                                         "counted and shared holds within their kinds; "
-                                         "the TLS rows ran"
-                                         : "FAILED");
+        if (good) {
+            printf("\nbench-smoke: every mode ran, with pairs and no errors; every hold run held "
+                   "all its locks, renewals ok; counted and shared holds within their kinds; "
+                   "the TLS rows ran; the peer rows %s\n",
+                   runbench_peers_ran ? "ran" : "were skipped");
+        } else {
+            printf("\nbench-smoke: FAILED\n");
+        }
     }
     return good ? 0 : 1;
 }
