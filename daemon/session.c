@@ -1353,6 +1353,8 @@ session_close(struct session *s, const char *why)
         }
     }
     flush_leave(&s->flush);
+    /* The bufferevent may outlive s a little (deferred callbacks): s's hook goes now. */
+    evbuffer_remove_cb(bufferevent_get_output(s->bev), session_output_cb, s);
     bufferevent_free(s->bev);
     s->bev = NULL;
     s->in_close = true;
