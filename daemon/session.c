@@ -1172,7 +1172,8 @@ session_write_cb(struct bufferevent *bev, void *arg)
 {
     struct session *s = arg;
 
-    if (!s->is_tls && evbuffer_get_length(bufferevent_get_output(bev)) == 0) {
+    if (!s->is_tls && (bufferevent_get_enabled(bev) & EV_WRITE)
+        && evbuffer_get_length(bufferevent_get_output(bev)) == 0) {
         bufferevent_disable(bev, EV_WRITE);     /* session_flush arms it when needed */
     }
     if (s->quitting && evbuffer_get_length(bufferevent_get_output(bev)) == 0) {

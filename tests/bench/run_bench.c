@@ -995,6 +995,13 @@ runbench_grant_row(const struct runbench_run *r, const struct runbench_run *base
     printf("\n");
 }
 
+/* Fairness of a row: the fewest grants of a connection over the most (0 without grants). */
+static double
+runbench_fairness(const struct runbench_run *r)
+{
+    return r->max_acq > 0 ? r->min_acq / r->max_acq : 0;
+}
+
 /*
  * The counted and shared rows: what the clients saw held at once (the
  * checks runbench_sane applies), and the grant cost of a counted name
@@ -1010,7 +1017,7 @@ runbench_kinds_table(const struct runbench_run *c64, const struct runbench_run *
     if (c64->ok) {
         printf("  %-16s limit %.0f: most holders at once %.0f (<= %.0f), permit clashes %.0f, "
                "fairness min/max %.2f   %s\n", c64->label, c64->limit, c64->max_holders,
-               c64->limit, c64->clashes, c64->max_acq > 0 ? c64->min_acq / c64->max_acq : 0,
+               c64->limit, c64->clashes, runbench_fairness(c64),
                runbench_sane(c64, false) ? "ok" : "FAILED");
     } else {
         printf("  %-16s (failed)\n", c64->label);
@@ -1020,7 +1027,7 @@ runbench_kinds_table(const struct runbench_run *c64, const struct runbench_run *
                "holder %.0f;\n  %-16s writer granted %.0f times (a reader %.0f..%.0f), "
                "fairness min/max %.2f   %s\n", sh->label, sh->max_holders, sh->mixed, "",
                sh->w_acq, sh->min_acq, sh->max_acq,
-               sh->max_acq > 0 ? sh->min_acq / sh->max_acq : 0,
+               runbench_fairness(sh),
                runbench_sane(sh, false) ? "ok" : "FAILED");
     } else {
         printf("  %-16s (failed)\n", sh->label);
@@ -1082,7 +1089,7 @@ runbench_peer_table(void)
             continue;
         }
         printf(" %8.0f %8.0f %8.0f %8.2f %6.0f", r->pps, r->p50, r->p99,
-               r->max_acq > 0 ? r->min_acq / r->max_acq : 0, r->errors);
+               runbench_fairness(r), r->errors);
         runbench_cpu_cell(r);
         printf("\n");
     }
@@ -1143,7 +1150,7 @@ runbench_peer_targets(void)
     if (runbench_peer_have(RUNBENCH_PEERSEM) && sem_lib->pps > 0) {
         printf("  %-44s %10.2f   info (redis-semaphore fairness %.2f)\n",
                "peer-sem20 pairs/s, redlockd / semaphore", sem->pps / sem_lib->pps,
-               sem_lib->max_acq > 0 ? sem_lib->min_acq / sem_lib->max_acq : 0);
+               runbench_fairness(sem_lib));
     } else {
         printf("  %-44s %10s   info\n", "peer-sem20 pairs/s, redlockd / semaphore", "n/a");
     }
