@@ -292,7 +292,7 @@ checker_load_one(const struct checker_log *lg, size_t idx, struct checker_sectio
                 sec->pid = (long)v;
             }
         } else if (strcmp(word, "WRITE") == 0 || strcmp(word, "END") == 0
-                   || strcmp(word, "ABORT") == 0) {
+                   || strcmp(word, "ABORT") == 0 || strcmp(word, "REJECT") == 0) {
             if (cur == SIZE_MAX) {
                 checker_log_error(report, errors, lg->path, "line %zu: %s outside a section",
                                   lineno, word);
@@ -323,6 +323,15 @@ checker_load_one(const struct checker_log *lg, size_t idx, struct checker_sectio
                     || !checker_field_ll(line, "prev_fence", &sec->prev_fence)) {
                     checker_log_error(report, errors, lg->path,
                                       "line %zu: END without wrote= or prev_fence=", lineno);
+                }
+            } else if (strcmp(word, "REJECT") == 0) {
+                /* Refused because the stored fence is not below the writer's. */
+                sec->how = CHECKER_END_REJECT;
+                if (!checker_field_ll(line, "prev_fence", &sec->prev_fence)
+                    || sec->prev_fence < sec->fence) {
+                    checker_log_error(report, errors, lg->path,
+                                      "line %zu: REJECT without prev_fence= or with one "
+                                      "below its fence", lineno);
                 }
             } else {
                 sec->how = CHECKER_END_ABORT;
@@ -434,6 +443,8 @@ checker_how(const struct checker_section *s)
         return "read";
     case CHECKER_END_ABORT:
         return "aborted";
+    case CHECKER_END_REJECT:
+        return "write rejected";
     case CHECKER_END_KILLED:
         return "killed";
     case CHECKER_END_NONE:
@@ -490,30 +501,74 @@ checker_name(const struct checker_result *r, const char *name)
     return NULL;
 }
 
+/* A fenced overlap: s began while other, whose late write was refused, held. */
+static void
+checker_fenced(struct checker_ctx *x, const char *label, const struct checker_section *other,
+               const struct checker_section *s, bool kinds, struct checker_name_stat *st)
+{
+    char w1[96], w2[96];
+
+    x->res->fenced++;
+    if (st != NULL) {
+        st->fenced++;
+    }
+    if (x->report == NULL || x->res->fenced > CHECKER_REPORT_MAX) {
+        return;
+    }
+    fprintf(x->report, "    fenced (not a violation): %s: %s held it from @%.6f to @%.6f, "
+            "when its write was refused (stored fence %lld); %s began @%.6f, %.1f ms before "
+            "that end\n", label, checker_who(other, kinds, w1, sizeof(w1)),
+            checker_s(other->begin_us), checker_s(other->end_us), other->prev_fence,
+            checker_who(s, kinds, w2, sizeof(w2)), checker_s(s->begin_us),
+            (double)(other->end_us - s->begin_us) / 1e3);
+}
+
+/* The one of a and b (either may be NULL) that ends later. */
+static const struct checker_section *
+checker_later(const struct checker_section *a, const struct checker_section *b)
+{
+    return a == NULL || (b != NULL && b->end_us > a->end_us) ? b : a;
+}
+
 /*
  * Overlaps and fence order of sections that exclude each other, in the
  * order they began: a name of the exclusive/shared family, or the
  * sections of one permit of a counted name (label says which).  A
  * shared section conflicts only with exclusive ones; any other with
  * every other.  Kept while walking: the section that ends last so far
- * (among all, and among the exclusive ones) and the largest fence (the
- * same two ways).
+ * (among all, and among the exclusive ones), the same among the
+ * sections that did not end in REJECT, and the largest fence (among all,
+ * and among the exclusive ones).  A section that begins inside one that
+ * did not end in REJECT overlaps it; one that begins only inside a
+ * REJECT-ended one is a fenced overlap.
  */
 static void
 checker_walk(struct checker_ctx *x, const char *label, struct checker_section **v, size_t n,
              bool kinds, struct checker_name_stat *st)
 {
     const struct checker_section *last = NULL, *last_x = NULL, *top = NULL, *top_x = NULL;
+    const struct checker_section *last_w = NULL, *last_xw = NULL;
     const struct checker_section *other, *ref;
     char w1[96], w2[96];
     size_t i;
-    bool excl;
+    bool excl, refused;
 
     for (i = 0; i < n; i++) {
         const struct checker_section *s = v[i];
 
         excl = s->hold != CHECKER_HOLD_SHARED;
         other = excl ? last : last_x;
+        if (other != NULL && s->begin_us < other->end_us
+            && other->how == CHECKER_END_REJECT) {
+            /* Fenced, unless it also began inside one that was not refused. */
+            ref = excl ? last_w : last_xw;
+            if (ref == NULL || s->begin_us >= ref->end_us) {
+                checker_fenced(x, label, other, s, kinds, st);
+                other = NULL;
+            } else {
+                other = ref;
+            }
+        }
         if (other != NULL && s->begin_us < other->end_us) {
             if (st != NULL) {
                 st->overlaps++;
@@ -539,12 +594,11 @@ checker_walk(struct checker_ctx *x, const char *label, struct checker_section **
                          checker_s(s->begin_us), s->fence, ref->fence,
                          checker_who(ref, kinds, w2, sizeof(w2)), checker_s(ref->begin_us));
         }
-        if (last == NULL || s->end_us > last->end_us) {
-            last = s;
-        }
-        if (excl && (last_x == NULL || s->end_us > last_x->end_us)) {
-            last_x = s;
-        }
+        refused = s->how == CHECKER_END_REJECT;
+        last = checker_later(last, s);
+        last_x = excl ? checker_later(last_x, s) : last_x;
+        last_w = refused ? last_w : checker_later(last_w, s);
+        last_xw = excl && !refused ? checker_later(last_xw, s) : last_xw;
         if (s->fence >= 0 && (top == NULL || s->fence > top->fence)) {
             top = s;
         }
@@ -764,6 +818,9 @@ checker_each(struct checker_ctx *x, const struct checker_sections *all,
         case CHECKER_END_ABORT:
             x->res->aborted++;
             break;
+        case CHECKER_END_REJECT:
+            x->res->rejected++;
+            break;
         case CHECKER_END_KILLED:
             x->res->killed++;
             break;
@@ -795,7 +852,7 @@ checker_counters(struct checker_ctx *x, const struct checker_sections *all,
             }
             if (all->v[i].how == CHECKER_END_WROTE) {
                 wrote++;
-            } else if (all->v[i].write_started) {
+            } else if (all->v[i].write_started && all->v[i].how != CHECKER_END_REJECT) {
                 maybe++;
             }
         }
@@ -913,6 +970,10 @@ checker_run(const struct checker_input *in, FILE *report, struct checker_result 
                 fprintf(report, "    ... and %zu more %s violations\n",
                         out->counts[k] - CHECKER_REPORT_MAX, checker_kind_name(k));
             }
+        }
+        if (out->fenced > CHECKER_REPORT_MAX) {
+            fprintf(report, "    ... and %zu more fenced overlaps\n",
+                    out->fenced - CHECKER_REPORT_MAX);
         }
     }
     free(order);

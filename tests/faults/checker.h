@@ -6,8 +6,9 @@
  * A section is the time a client believed it held a lock: from its BEGIN
  * (the OK of the LOCK was read) to its END (the counter's write was
  * acknowledged), its ABORT (it read "! LOST" or the daemon connection
- * closed; it did not write), or, for a client killed by SIGKILL inside a
- * section, the moment of the kill.  All times are CLOCK_MONOTONIC
+ * closed; it did not write), its REJECT (a fenced write that the
+ * counter's script refused: it wrote nothing), or, for a client killed by
+ * SIGKILL inside a section, the moment of the kill.  All times are CLOCK_MONOTONIC
  * microseconds, one clock for every process on the machine.
  *
  * A section is of one of three kinds of hold (kind= of its BEGIN;
@@ -21,7 +22,11 @@
  *                section on the same name has ended, when one of the two
  *                is exclusive (two shared sections may overlap); on a
  *                counted name, two sections on the same permit (each
- *                permit is a mutex of its own)
+ *                permit is a mutex of its own).  Not when the
+ *                earlier-begun one ended in REJECT: that holder's lock
+ *                was taken over while it believed it held it, and the
+ *                resource refused its late write.  Such an overlap is
+ *                "fenced": counted in fenced and printed, not a violation
  *   over-limit   more sections of a counted name at once than its limit
  *   fence        fences do not strictly increase in the order in which
  *                the sections of a name began (or a grant has no fence);
@@ -31,10 +36,12 @@
  *                sections are granted in any order); on a counted name,
  *                per permit
  *   stale-write  a write carried a fence no larger than the previous
- *                write's (what a fenced resource would have refused)
+ *                write's (what a fenced resource would have refused); a
+ *                REJECT is not a write
  *   lost-update  the final counter differs from the number of sections
  *                that wrote (ENDs); a killed client's WRITE without an END
- *                may or may not have landed and widens the range by one
+ *                may or may not have landed and widens the range by one;
+ *                a WRITE followed by REJECT did not land
  *   dirty-read   a shared section read the counter twice (at its start and
  *                at its end) and the values differ: an exclusive holder
  *                wrote inside it
@@ -93,6 +100,7 @@ enum checker_end {
     CHECKER_END_WROTE,                  /* END: the write was acknowledged */
     CHECKER_END_READ,                   /* END of a shared section: read twice */
     CHECKER_END_ABORT,                  /* ABORT: lost or disconnected, no write */
+    CHECKER_END_REJECT,                 /* REJECT: the fenced write was refused */
     CHECKER_END_KILLED,                 /* the client was killed inside it */
     CHECKER_END_NONE                    /* never ended (a violation) */
 };
@@ -121,7 +129,9 @@ struct checker_section {
     enum checker_end how;               /* how it ended */
     long long        fence;             /* fence of the grant, -1 when missing */
     long long        wrote;             /* value written (END), else -1 */
-    long long        prev_fence;        /* fence of the previous write (END), else -1 */
+    long long        prev_fence;        /* fence of the previous write (END), the
+                                           stored fence that refused it (REJECT),
+                                           else -1 */
     bool             write_started;     /* a WRITE line was logged */
     int64_t          acquire_us;        /* first LOCK sent to OK read */
     enum checker_hold hold;             /* kind of hold */
@@ -174,6 +184,8 @@ struct checker_name_stat {
     size_t            exclusive;        /* of them, exclusive */
     size_t            shared;           /* of them, shared */
     size_t            overlaps;         /* overlap findings on it */
+    size_t            fenced;           /* overlaps with a REJECT-ended holder (not
+                                           violations) */
     size_t            over_limit;       /* over-limit findings on it */
     size_t            max_holders;      /* counted: most sections at once; the
                                            family: most shared sections at once */
@@ -185,6 +197,9 @@ struct checker_result {
     size_t  wrote;                      /* sections that wrote (END) */
     size_t  read;                       /* shared sections that read twice (END) */
     size_t  aborted;                    /* sections that ended in ABORT */
+    size_t  rejected;                   /* sections that ended in REJECT */
+    size_t  fenced;                     /* overlaps with a REJECT-ended holder: shown,
+                                           not counted as violations */
     size_t  killed;                     /* sections cut by their client's SIGKILL */
     size_t  counts[CHECKER_KINDS];      /* violations per kind */
     size_t  violations;                 /* sum of counts */

@@ -17,6 +17,11 @@
  * With -S it is a shared holder (LOCK <name> shared): it reads
  * counter:<name> at the start of its section and again at the end, and
  * writes nothing; the exclusive holders of the same name write it.
+ * With -F its write is fenced: the counter's script refuses it, and
+ * writes nothing, when the writer's fence is not larger than the fence
+ * kept next to the counter (the one of the last write that landed).
+ * Without -F the write always lands, and a stale fence only shows in
+ * the END line (what the checker calls a stale write).
  *
  * and logs every step to its own file, one line per write(2) with
  * O_APPEND, so that a SIGKILL loses at most the line being written.
@@ -42,6 +47,10 @@
  *     ABORT us fence=F why=lost|eof|counter
  *           the lock was lost ("! LOST") or the daemon connection closed
  *           before the write: nothing was written
+ *     REJECT us fence=F prev_fence=PF
+ *           (-F only) the fenced write was refused: the fence PF kept
+ *           next to the counter is not smaller than F; nothing was
+ *           written, and the section ends here
  *
  * The others (START, CONNECT, TIMEOUT, NOQUORUM, PUSH, UNLOCK, ERROR,
  * EXIT) are there for people.
@@ -99,6 +108,15 @@ static const char rmw_write_script[] =
     "redis.call('SET', KEYS[2], ARGV[2]) "
     "return prev or '0'";
 
+/* The fenced write (-F): {1, previous fence} when it wrote, {0, stored
+   fence} when the writer's fence is not above the stored one. */
+static const char rmw_fenced_script[] =
+    "local prev = tonumber(redis.call('GET', KEYS[2]) or '0') "
+    "if tonumber(ARGV[2]) <= prev then return {0, prev} end "
+    "redis.call('SET', KEYS[1], ARGV[1]) "
+    "redis.call('SET', KEYS[2], ARGV[2]) "
+    "return {1, prev}";
+
 /* Command-line settings; filled once by rmw_parse_args. */
 struct rmw_opts {
     int         ports[RMW_PORTS_MAX];   /* daemon TCP ports on 127.0.0.1, preferred first */
@@ -115,6 +133,7 @@ struct rmw_opts {
     long        think_ms;               /* random pause 0..think_ms between sections */
     long        limit;                  /* > 0: LOCK ... limit=N (a counted name) */
     bool        shared;                 /* LOCK ... shared: read only */
+    bool        fenced;                 /* the write is refused with a stale fence */
 };
 
 /* The connection to a daemon; one per process, reused across reconnects. */
@@ -529,6 +548,32 @@ rmw_counter_put(redisContext *r, const char *id, long long value, long long fenc
     return rc;
 }
 
+/*
+ * The fenced write of value with fence to counter:<id>: 1 when it
+ * landed, 0 when it was refused, -1 on an error; *prev is the fence kept
+ * next to the counter before the call.
+ */
+static int
+rmw_counter_put_fenced(redisContext *r, const char *id, long long value, long long fence,
+                       long long *prev)
+{
+    redisReply *rep;
+    int rc = -1;
+
+    rep = redisCommand(r, "EVAL %s 2 counter:%s fence:%s %lld %lld", rmw_fenced_script,
+                       id, id, value, fence);
+    if (rep != NULL && rep->type == REDIS_REPLY_ARRAY && rep->elements == 2
+        && rep->element[0]->type == REDIS_REPLY_INTEGER
+        && rep->element[1]->type == REDIS_REPLY_INTEGER) {
+        *prev = rep->element[1]->integer;
+        rc = rep->element[0]->integer == 1 ? 1 : 0;
+    }
+    if (rep != NULL) {
+        freeReplyObject(rep);
+    }
+    return rc;
+}
+
 /* ---- main ---- */
 
 static void
@@ -537,7 +582,7 @@ rmw_usage(void)
     fprintf(stderr,
             "usage: rmw-client -p PORT[,PORT...] -r COUNTER_PORT -n NAME -l LOG\n"
             "                  [-c SECTIONS] [-t TTL_MS] [-w WAIT_MS] [-s MIN_MS[-MAX_MS]]\n"
-            "                  [-P POLL_MS] [-k THINK_MS] [-L LIMIT | -S]\n");
+            "                  [-P POLL_MS] [-k THINK_MS] [-L LIMIT | -S] [-F]\n");
     exit(RMW_EXIT_USAGE);
 }
 
@@ -566,7 +611,7 @@ rmw_parse_args(int argc, char **argv)
     rmw_o.wait_ms = 10000;
     rmw_o.sleep_min_ms = 5;
     rmw_o.sleep_max_ms = 30;
-    while ((opt = getopt(argc, argv, "p:r:n:l:c:t:w:s:P:k:L:S")) != -1) {
+    while ((opt = getopt(argc, argv, "p:r:n:l:c:t:w:s:P:k:L:SF")) != -1) {
         switch (opt) {
         case 'p':
             for (tok = strtok_r(optarg, ",", &save); tok != NULL;
@@ -621,6 +666,9 @@ rmw_parse_args(int argc, char **argv)
         case 'S':
             rmw_o.shared = true;
             break;
+        case 'F':
+            rmw_o.fenced = true;
+            break;
         default:
             rmw_usage();
         }
@@ -663,9 +711,10 @@ main(int argc, char **argv)
     signal(SIGPIPE, SIG_IGN);
 
     rmw_log("START %lld pid=%d name=%s ttl=%ld sleep=%ld-%ld poll=%ld sections=%ld kind=%s "
-            "limit=%ld", (long long)rmw_now_us(), (int)getpid(), rmw_o.name, rmw_o.ttl_ms,
-            rmw_o.sleep_min_ms, rmw_o.sleep_max_ms, rmw_o.poll_ms, rmw_o.sections,
-            rmw_o.shared ? "shared" : rmw_o.limit > 0 ? "counted" : "exclusive", rmw_o.limit);
+            "limit=%ld fenced=%d", (long long)rmw_now_us(), (int)getpid(), rmw_o.name,
+            rmw_o.ttl_ms, rmw_o.sleep_min_ms, rmw_o.sleep_max_ms, rmw_o.poll_ms, rmw_o.sections,
+            rmw_o.shared ? "shared" : rmw_o.limit > 0 ? "counted" : "exclusive", rmw_o.limit,
+            rmw_o.fenced);
     counter = rmw_counter_connect();
     if (counter == NULL) {
         return RMW_EXIT_COUNTER;
@@ -732,12 +781,24 @@ main(int argc, char **argv)
         } else {
             rmw_log("WRITE %lld fence=%lld value=%lld", (long long)rmw_now_us(), fence,
                     value + 1);
-            if (rmw_counter_put(counter, id, value + 1, fence, &prev) != 0) {
+            if (rmw_o.fenced) {
+                rc = rmw_counter_put_fenced(counter, id, value + 1, fence, &prev);
+            } else {
+                rc = rmw_counter_put(counter, id, value + 1, fence, &prev) == 0 ? 1 : -1;
+            }
+            if (rc < 0) {
                 rmw_log("ERROR %lld the counter's write failed", (long long)rmw_now_us());
                 return RMW_EXIT_COUNTER;
             }
-            rmw_log("END %lld fence=%lld read=%lld wrote=%lld prev_fence=%lld",
-                    (long long)rmw_now_us(), fence, value, value + 1, prev);
+            if (rc == 0) {
+                /* Refused: a later holder wrote first.  The lock is then
+                   unlocked as after any section (it may still be held). */
+                rmw_log("REJECT %lld fence=%lld prev_fence=%lld", (long long)rmw_now_us(),
+                        fence, prev);
+            } else {
+                rmw_log("END %lld fence=%lld read=%lld wrote=%lld prev_fence=%lld",
+                        (long long)rmw_now_us(), fence, value, value + 1, prev);
+            }
         }
         rmw_unlock(&c);
         if (c.eof) {
