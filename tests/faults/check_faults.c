@@ -37,6 +37,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <poll.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -194,6 +195,7 @@ static const char *ft_client_bin;   /* rmw-client */
 static bool  ft_keep;               /* FAULTS_KEEP: keep every log */
 static const char *ft_log_level;    /* FAULTS_LOG_LEVEL, default "info" */
 static int   ft_counter_port;       /* the counters' redis-server */
+static unsigned ft_round;           /* make soak: the round (1, 2, ...); 0: one pass */
 static pid_t ft_counter_pid;        /* its process */
 
 /* ---- small helpers ---- */
@@ -2525,9 +2527,9 @@ ft_judge(struct ft_run *r)
         }
         r->passed = !r->setup_failed && judged == 0;
     }
-    printf("    %zu sections (%zu wrote, %zu read, %zu aborted, %zu killed), %zu violations",
-           r->res.sections, r->res.wrote, r->res.read, r->res.aborted, r->res.killed,
-           r->res.violations);
+    printf("    %zu sections (%zu wrote, %zu read, %zu aborted, %zu rejected, %zu killed), "
+           "%zu violations", r->res.sections, r->res.wrote, r->res.read, r->res.aborted,
+           r->res.rejected, r->res.killed, r->res.violations);
     for (i = 0; i < CHECKER_KINDS; i++) {
         if (r->res.counts[i] > 0) {
             printf(" %s=%zu", checker_kind_name(i), r->res.counts[i]);
@@ -2576,7 +2578,11 @@ ft_run_scenario(const struct ft_scenario *sc, struct ft_run *r)
         r->recovery[r->nrecovery++] = FT_RW;
     }
     printf("\n== %s: %s\n", sc->name, sc->what);
-    snprintf(r->dir, sizeof(r->dir), "%s/%s", ft_dir, sc->name);
+    if (ft_round > 0) {
+        snprintf(r->dir, sizeof(r->dir), "%s/%s.%u", ft_dir, sc->name, ft_round);
+    } else {
+        snprintf(r->dir, sizeof(r->dir), "%s/%s", ft_dir, sc->name);
+    }
     if (mkdir(r->dir, 0755) != 0) {
         ft_setup_failed(r, "mkdir %s: %s", r->dir, strerror(errno));
         return;
@@ -3045,32 +3051,244 @@ ft_print_table(const struct ft_run *runs, const bool *ran, double total)
     }
 }
 
+/* ---- one process per run, the soak ---- */
+
+/* One scenario's runs in a soak (make soak). */
+struct ft_soak {
+    size_t  runs;                   /* runs finished */
+    size_t  passed;                 /* of them, the ones that met the expectation */
+    size_t  sections;               /* sections of all of them */
+    size_t  violations;             /* violations of all of them */
+    int64_t worst_acquire_us;       /* the longest max acquire, -1 before a run */
+    int64_t worst_recovery_us;      /* the slowest recovery, -1 before a run */
+};
+
+#define FT_SOAK_FAILS_MAX   16      /* failed runs listed after the soak's table */
+
+/* A failed run of a soak, listed after the table. */
+struct ft_soak_fail {
+    size_t   scenario;              /* index in ft_scenarios */
+    unsigned round;                 /* its round */
+    char     notes[320];            /* the start of its notes */
+};
+
+static volatile sig_atomic_t ft_interrupted;    /* SIGINT or SIGTERM arrived */
+static struct ft_run ft_child_run;  /* a run as its child process reported it */
+
+static void
+ft_interrupt_cb(int sig)
+{
+    (void)sig;
+    ft_interrupted = 1;
+}
+
+/*
+ * Run sc in a child process of its own, which sends its struct ft_run
+ * back through a pipe: an interrupt then ends the run at once, since
+ * every process the run started (masters, daemons, clients) dies with
+ * the child (PR_SET_PDEATHSIG), and the child dies with this process.
+ * SIGINT and SIGTERM are blocked here except while waiting (orig is the
+ * mask to wait with).  Returns 0 with *r filled (a child that ended
+ * without reporting gives a failed run), or -1 when interrupted.
+ */
+static int
+ft_run_forked(const struct ft_scenario *sc, struct ft_run *r, const sigset_t *orig)
+{
+    struct pollfd pfd;
+    size_t got = 0;
+    ssize_t n;
+    pid_t pid, parent = getpid();
+    int fds[2], status = 0;
+
+    memset(r, 0, sizeof(*r));
+    r->sc = sc;
+    if (pipe2(fds, O_CLOEXEC) != 0) {
+        ft_note(r, "pipe: %s", strerror(errno));
+        return 0;
+    }
+    fflush(stdout);
+    fflush(stderr);
+    pid = fork();
+    if (pid < 0) {
+        ft_note(r, "fork: %s", strerror(errno));
+        close(fds[0]);
+        close(fds[1]);
+        return 0;
+    }
+    if (pid == 0) {
+        /* The child: dies with this process; Ctrl-C ends it as it is. */
+        h_child_setup(parent);
+        signal(SIGPIPE, SIG_IGN);
+        signal(SIGINT, SIG_DFL);
+        signal(SIGTERM, SIG_DFL);
+        close(fds[0]);
+        ft_run_scenario(sc, r);
+        fflush(stdout);
+        for (got = 0; got < sizeof(*r); got += (size_t)n) {
+            n = write(fds[1], (const char *)r + got, sizeof(*r) - got);
+            if (n <= 0) {
+                _exit(1);
+            }
+        }
+        _exit(0);
+    }
+    close(fds[1]);
+    pfd.fd = fds[0];
+    pfd.events = POLLIN;
+    while (got < sizeof(ft_child_run) && !ft_interrupted) {
+        if (ppoll(&pfd, 1, NULL, orig) < 0) {
+            continue;
+        }
+        n = read(fds[0], (char *)&ft_child_run + got, sizeof(ft_child_run) - got);
+        if (n <= 0) {
+            break;
+        }
+        got += (size_t)n;
+    }
+    if (ft_interrupted) {
+        kill(pid, SIGKILL);
+    }
+    close(fds[0]);
+    while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+        continue;
+    }
+    if (ft_interrupted) {
+        return -1;
+    }
+    if (got == sizeof(ft_child_run)) {
+        memcpy(r, &ft_child_run, sizeof(*r));
+        return 0;
+    }
+    r->setup_failed = true;
+    ft_note(r, "its process ended with status %d before it reported", h_decode_status(status));
+    printf("    => FAIL: the scenario's process ended with status %d before it reported\n",
+           h_decode_status(status));
+    return 0;
+}
+
+/* Add a finished run to its scenario's totals. */
+static void
+ft_soak_add(struct ft_soak *a, const struct ft_run *r)
+{
+    if (a->runs == 0) {
+        a->worst_acquire_us = -1;
+        a->worst_recovery_us = -1;
+    }
+    a->runs++;
+    a->passed += r->passed;
+    a->sections += r->res.sections;
+    a->violations += r->res.violations;
+    if (r->res.max_acquire_us > a->worst_acquire_us) {
+        a->worst_acquire_us = r->res.max_acquire_us;
+    }
+    if (r->res.recovery_us > a->worst_recovery_us) {
+        a->worst_recovery_us = r->res.recovery_us;
+    }
+}
+
+static void
+ft_print_soak(const struct ft_soak *agg, const struct ft_soak_fail *fails, size_t nfails,
+              size_t failed, unsigned rounds, double total)
+{
+    char result[64];
+    size_t i;
+
+    printf("\n== summary: make soak, %u round%s, %.0f s in all\n", rounds,
+           rounds == 1 ? "" : "s", total);
+    printf("%-28s %5s %9s %10s %13s %14s  %-15s %s\n", "scenario", "runs", "sections",
+           "violations", "worst acquire", "worst recovery", "expected", "result");
+    for (i = 0; i < FT_NSCENARIOS; i++) {
+        const struct ft_soak *a = &agg[i];
+
+        if (a->runs == 0) {
+            continue;
+        }
+        if (a->passed == a->runs) {
+            snprintf(result, sizeof(result), "PASS");
+        } else {
+            snprintf(result, sizeof(result), "FAIL (%zu of %zu)", a->runs - a->passed,
+                     a->runs);
+        }
+        printf("%-28s %5zu %9zu %10zu %10.0f ms %11.0f ms  %-15s %s\n", ft_scenarios[i].name,
+               a->runs, a->sections, a->violations, (double)a->worst_acquire_us / 1e3,
+               (double)a->worst_recovery_us / 1e3,
+               ft_scenarios[i].negative ? "overlaps found" : "no violation", result);
+    }
+    printf("\nruns: runs finished; sections and violations: summed over them (a negative\n"
+           "control's are the ones it must show); worst acquire and worst recovery: the\n"
+           "largest max acquire and recovery of any run; result: PASS when every run met\n"
+           "the expectation.\n");
+    for (i = 0; i < nfails; i++) {
+        printf("failed: %s, round %u: %s\n", ft_scenarios[fails[i].scenario].name,
+               fails[i].round, fails[i].notes);
+    }
+    if (failed > nfails) {
+        printf("failed: %zu more runs\n", failed - nfails);
+    }
+}
+
+/* FAULTS_SOAK_MINUTES: 0 when unset (one pass), -1 when not a positive number. */
+static double
+ft_soak_minutes(void)
+{
+    const char *v = getenv("FAULTS_SOAK_MINUTES");
+    char *end;
+    double m;
+
+    if (v == NULL || v[0] == '\0') {
+        return 0;
+    }
+    errno = 0;
+    m = strtod(v, &end);
+    return errno != 0 || end == v || *end != '\0' || !(m > 0) ? -1 : m;
+}
+
 int
 main(int argc, char **argv)
 {
     static struct ft_run runs[FT_NSCENARIOS];
+    static struct ft_soak agg[FT_NSCENARIOS];
+    static struct ft_soak_fail fails[FT_SOAK_FAILS_MAX];
     bool ran[FT_NSCENARIOS] = { false };
-    int64_t start = ft_now_us();
+    int64_t start = ft_now_us(), end_us = 0;
     const char *keep = getenv("FAULTS_KEEP"), *level = getenv("FAULTS_LOG_LEVEL");
-    bool all_ok = true, any = false;
-    size_t i;
+    char tmpdir[sizeof(ft_dir) - 32];
+    struct sigaction sa;
+    sigset_t block, orig;
+    bool all_ok = true, any = false, stop = false;
+    double minutes = ft_soak_minutes();
+    size_t i, nfails = 0, failed = 0;
+    unsigned rounds = 0;
+    int rc;
 
     (void)argv;
-    if (argc != 1) {
+    if (argc != 1 || minutes < 0) {
         fprintf(stderr, "usage: check_faults (environment: FAULTS_ONLY, FAULTS_KEEP, "
-                "REDLOCKD_BIN, RMW_CLIENT_BIN)\n");
+                "FAULTS_LOG_LEVEL, FAULTS_SOAK_MINUTES, REDLOCKD_BIN, RMW_CLIENT_BIN)\n");
         return 2;
     }
     setvbuf(stdout, NULL, _IOLBF, 0);
     ft_keep = keep != NULL && keep[0] != '\0' && strcmp(keep, "0") != 0;
     ft_log_level = level != NULL && level[0] != '\0' ? level : "info";
     signal(SIGPIPE, SIG_IGN);
+    /* Ctrl-C: the run in progress is ended, the table shows the finished ones. */
+    memset(&sa, 0, sizeof(sa));
+    sa.sa_handler = ft_interrupt_cb;
+    sigemptyset(&sa.sa_mask);
+    sigaction(SIGINT, &sa, NULL);
+    sigaction(SIGTERM, &sa, NULL);
+    sigemptyset(&block);
+    sigaddset(&block, SIGINT);
+    sigaddset(&block, SIGTERM);
+    sigprocmask(SIG_BLOCK, &block, &orig);
     ft_client_bin = getenv("RMW_CLIENT_BIN");
     if (ft_client_bin == NULL || ft_client_bin[0] == '\0') {
         ft_client_bin = "./build/rmw-client";
     }
+    snprintf(tmpdir, sizeof(tmpdir), "%s",
+             getenv("TMPDIR") != NULL && getenv("TMPDIR")[0] == '/' ? getenv("TMPDIR") : "");
     snprintf(ft_dir, sizeof(ft_dir), "%s/redlockd-faults.XXXXXX",
-             getenv("TMPDIR") != NULL && getenv("TMPDIR")[0] == '/' ? getenv("TMPDIR") : "/tmp");
+             tmpdir[0] != '\0' ? tmpdir : "/tmp");
     if (mkdtemp(ft_dir) == NULL) {
         fprintf(stderr, "faults: mkdtemp %s: %s\n", ft_dir, strerror(errno));
         return 1;
@@ -3080,23 +3298,78 @@ main(int argc, char **argv)
                 ft_dir);
         return 1;
     }
-    if (h_suite_init() != 0 || ft_counter_start() != 0) {
+    /* The harness's directories go under ft_dir: one tree to keep or remove, even after
+       an interrupt. */
+    setenv("TMPDIR", ft_dir, 1);
+    rc = h_suite_init();
+    if (tmpdir[0] != '\0') {
+        setenv("TMPDIR", tmpdir, 1);
+    } else {
+        unsetenv("TMPDIR");
+    }
+    if (rc != 0 || ft_counter_start() != 0) {
         ft_counter_stop();
         return 1;
     }
-    for (i = 0; i < FT_NSCENARIOS; i++) {
-        if (!ft_selected(&ft_scenarios[i])) {
-            continue;
+    if (minutes > 0) {
+        end_us = start + (int64_t)(minutes * 60e6);
+        ft_round = 1;
+        printf("soak: every scenario again and again for %.1f minutes\n", minutes);
+    }
+    while (!stop) {
+        if (ft_round > 0) {
+            if (ft_interrupted || ft_now_us() >= end_us) {
+                break;
+            }
+            rounds++;
+            printf("\n==== soak round %u, %.0f s left\n", ft_round,
+                   (double)(end_us - ft_now_us()) / 1e6);
         }
-        ft_run_scenario(&ft_scenarios[i], &runs[i]);
-        ran[i] = true;
-        any = true;
-        all_ok = all_ok && runs[i].passed;
+        for (i = 0; i < FT_NSCENARIOS && !stop; i++) {
+            if (!ft_selected(&ft_scenarios[i])) {
+                continue;
+            }
+            stop = ft_interrupted || (ft_round > 0 && ft_now_us() >= end_us);
+            if (stop || ft_run_forked(&ft_scenarios[i], &runs[i], &orig) != 0) {
+                stop = true;
+                continue;
+            }
+            ran[i] = true;
+            any = true;
+            all_ok = all_ok && runs[i].passed;
+            ft_soak_add(&agg[i], &runs[i]);
+            if (!runs[i].passed && failed++ < FT_SOAK_FAILS_MAX) {
+                fails[nfails].scenario = i;
+                fails[nfails].round = ft_round;
+                snprintf(fails[nfails++].notes, sizeof(fails[0].notes), "logs in %s; %s",
+                         runs[i].dir, runs[i].notes);
+            }
+            if (ft_round > 0 && runs[i].notes[0] != '\0') {
+                printf("    notes: %s\n", runs[i].notes);
+            }
+            if (runs[i].passed && ft_round > 0 && !ft_keep) {
+                /* A soak writes much: a passed run's logs go at once. */
+                h_remove_tree(runs[i].dir);
+            }
+        }
+        if (ft_round == 0 || ft_interrupted || !any) {
+            break;
+        }
+        ft_round++;
     }
     ft_counter_stop();
-    h_suite_cleanup();
-    ft_print_table(runs, ran, (double)(ft_now_us() - start) / 1e6);
-    if (!any) {
+    if (ft_interrupted) {
+        printf("\nfaults: interrupted; the run in progress was abandoned\n");
+    } else {
+        /* After an interrupt the killed run's directory would be shown as failed. */
+        h_suite_cleanup();
+    }
+    if (ft_round > 0) {
+        ft_print_soak(agg, fails, nfails, failed, rounds, (double)(ft_now_us() - start) / 1e6);
+    } else {
+        ft_print_table(runs, ran, (double)(ft_now_us() - start) / 1e6);
+    }
+    if (!any && !ft_interrupted) {
         fprintf(stderr, "faults: FAULTS_ONLY selects no scenario\n");
         all_ok = false;
     }
@@ -3104,6 +3377,10 @@ main(int argc, char **argv)
         h_remove_tree(ft_dir);
     } else {
         printf("client logs, events and daemon logs of failed runs: %s\n", ft_dir);
+    }
+    if (ft_interrupted) {
+        printf("faults: INTERRUPTED\n");
+        return 130;
     }
     printf("%s\n", all_ok ? "faults: every scenario met its expectation"
                           : "faults: FAILED");

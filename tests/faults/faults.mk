@@ -1,5 +1,7 @@
 # Fault-injection suite: `make faults` (and `make check-faults`, which adds
-# a fuzzing run).  See tests/faults/README.md.
+# a fuzzing run); `make soak` runs its scenarios again and again for
+# SOAK_MINUTES (default 10) and prints one table over all the runs.  See
+# tests/faults/README.md.
 #
 #   build/rmw-client     one client session: guarded read-modify-write
 #   build/check_faults   starts masters, daemons and clients, injects the
@@ -7,7 +9,9 @@
 
 FAULTS_BINS := $(B)/rmw-client $(B)/check_faults
 
-.PHONY: faults
+.PHONY: faults soak
+
+SOAK_MINUTES ?= 10
 
 # Objects of tests/faults/ (no Check needed).
 $(B)/obj/tests/faults/%.o: tests/faults/%.c
@@ -27,3 +31,7 @@ $(B)/check_faults: $(B)/obj/tests/faults/check_faults.o $(B)/obj/tests/faults/ch
 faults: $(B)/redlockd $(FAULTS_BINS)
 	REDLOCKD_BIN=$(CURDIR)/$(B)/redlockd RMW_CLIENT_BIN=$(CURDIR)/$(B)/rmw-client \
 	    ./$(B)/check_faults
+
+soak: $(B)/redlockd $(FAULTS_BINS)
+	REDLOCKD_BIN=$(CURDIR)/$(B)/redlockd RMW_CLIENT_BIN=$(CURDIR)/$(B)/rmw-client \
+	    FAULTS_SOAK_MINUTES=$(SOAK_MINUTES) ./$(B)/check_faults
