@@ -17,11 +17,13 @@
  * goes into the summary table printed at the end.
  *
  * Exit status 0 when every scenario met its expectation: no violation,
- * except for the negative control (restart three masters empty with the
- * restart quarantine off), where the checker must report the double
- * grant of each name held across the restart: an overlap on "hot", more
+ * except for the negative controls.  Restarting three masters empty with
+ * the restart quarantine off, the checker must report the double grant
+ * of each name held across the restart: an overlap on "hot", more
  * holders than the limit on "hot-sem", a shared holder inside the
- * exclusive one's section on "hot-rw".
+ * exclusive one's section on "hot-rw".  Pausing a daemon under a holder
+ * whose late write is not fenced, it must report the overlap and the
+ * stale write.
  *
  * Before any scenario, the checker is run on synthetic logs with known
  * violations (ft_self_test): a checker that cannot fail would make every
@@ -31,8 +33,13 @@
  * (default ./build/rmw-client), FAULTS_ONLY=name,name (run only those
  * scenarios), FAULTS_KEEP=1 (keep every log, the daemons' included, even
  * when everything passed), FAULTS_LOG_LEVEL (the daemons' log.level,
- * default info).
- * Every process started here dies with this one (PR_SET_PDEATHSIG).
+ * default info), FAULTS_SOAK_MINUTES (make soak: run the scenarios again
+ * and again for that long and print one table over all the runs).
+ *
+ * Each run is a child process of its own that sends its result back
+ * through a pipe; every process started here dies with its parent
+ * (PR_SET_PDEATHSIG), so SIGINT or SIGTERM (Ctrl-C) ends the run in
+ * progress at once, and the table of the finished runs is printed.
  */
 #include <errno.h>
 #include <fcntl.h>
