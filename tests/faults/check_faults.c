@@ -3325,6 +3325,7 @@ main(int argc, char **argv)
     }
     while (!stop) {
         if (ft_round > 0) {
+            /* A new round only while time is left. */
             if (ft_interrupted || ft_now_us() >= end_us) {
                 break;
             }
@@ -3336,7 +3337,9 @@ main(int argc, char **argv)
             if (!ft_selected(&ft_scenarios[i])) {
                 continue;
             }
-            stop = ft_interrupted || (ft_round > 0 && ft_now_us() >= end_us);
+            /* A round is finished even when the time is up, so that every
+               scenario runs as often as the others. */
+            stop = ft_interrupted;
             if (stop || ft_run_forked(&ft_scenarios[i], &runs[i], &orig) != 0) {
                 stop = true;
                 continue;
