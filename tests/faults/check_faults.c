@@ -3202,7 +3202,7 @@ ft_print_soak(const struct ft_soak *agg, const struct ft_soak_fail *fails, size_
 
     printf("\n== summary: make soak, %u round%s, %.0f s in all\n", rounds,
            rounds == 1 ? "" : "s", total);
-    printf("%-28s %5s %9s %10s %13s %14s  %-15s %s\n", "scenario", "runs", "sections",
+    printf("%-30s %5s %9s %10s %13s %14s  %-15s %s\n", "scenario", "runs", "sections",
            "violations", "worst acquire", "worst recovery", "expected", "result");
     for (i = 0; i < FT_NSCENARIOS; i++) {
         const struct ft_soak *a = &agg[i];
@@ -3216,7 +3216,7 @@ ft_print_soak(const struct ft_soak *agg, const struct ft_soak_fail *fails, size_
             snprintf(result, sizeof(result), "FAIL (%zu of %zu)", a->runs - a->passed,
                      a->runs);
         }
-        printf("%-28s %5zu %9zu %10zu %10.0f ms %11.0f ms  %-15s %s\n", ft_scenarios[i].name,
+        printf("%-30s %5zu %9zu %10zu %10.0f ms %11.0f ms  %-15s %s\n", ft_scenarios[i].name,
                a->runs, a->sections, a->violations, (double)a->worst_acquire_us / 1e3,
                (double)a->worst_recovery_us / 1e3,
                ft_scenarios[i].negative ? "overlaps found" : "no violation", result);
