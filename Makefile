@@ -151,13 +151,15 @@ check: deps
 	if [ $$rc -eq 0 ]; then echo "make check: all passed in $$secs s"; \
 	else echo "make check: FAILED after $$secs s"; fi; exit $$rc
 
-test: $(B)/redlockd $(B)/redlockctl $(TEST_BINS) $(FUZZ_REPLAY_BINS) $(BENCH_SMOKE_BINS)
+test: $(B)/redlockd $(B)/redlockctl $(TEST_BINS) $(FUZZ_REPLAY_BINS) $(BENCH_SMOKE_BINS) \
+      $(REDIS_LIBC)
 ifneq ($(SANITIZE),)
 	@rm -rf $(SAN_LOGS) && mkdir -p $(SAN_LOGS)
 endif
 	@set -e; for t in $(FUZZ_REPLAY_BINS); do echo "== $$t"; ./$$t; done
 	@set -e; for t in $(UNIT_TESTS) $(INTEG_TESTS); do \
 	    echo "== $$t"; REDLOCKD_BIN=$(CURDIR)/$(B)/redlockd REDLOCKCTL_BIN=$(CURDIR)/$(B)/redlockctl \
+	    REDIS_LIBC_BIN=$(CURDIR)/$(REDIS_LIBC) \
 	    CK_DEFAULT_TIMEOUT=$(CK_TIMEOUT) CK_TIMEOUT_MULTIPLIER=$(CK_MULT) ./$(B)/$$t; done
 	@echo "== bench smoke (1 s per mode, so the benchmark never rots)"
 	@REDLOCKD_BIN=$(CURDIR)/$(B)/redlockd REDLOCK_BENCH_BIN=$(CURDIR)/$(B)/redlock-bench \
@@ -170,9 +172,10 @@ endif
 unit: $(addprefix $(B)/,$(UNIT_TESTS))
 	@set -e; for t in $(UNIT_TESTS); do ./$(B)/$$t; done
 
-integration: $(B)/redlockd $(addprefix $(B)/,$(INTEG_TESTS))
+integration: $(B)/redlockd $(addprefix $(B)/,$(INTEG_TESTS)) $(REDIS_LIBC)
 	@set -e; for t in $(INTEG_TESTS); do \
-	    echo "== $$t"; REDLOCKD_BIN=$(CURDIR)/$(B)/redlockd CK_DEFAULT_TIMEOUT=120 ./$(B)/$$t; done
+	    echo "== $$t"; REDLOCKD_BIN=$(CURDIR)/$(B)/redlockd REDIS_LIBC_BIN=$(CURDIR)/$(REDIS_LIBC) \
+	    CK_DEFAULT_TIMEOUT=120 ./$(B)/$$t; done
 
 # The integration suites with the daemon under valgrind's memcheck: each
 # daemon writes build/valgrind/<pid>.log; any error or definite/indirect

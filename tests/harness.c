@@ -40,6 +40,10 @@
 #define H_TAIL_BYTES        (64 * 1024) /* at most this much of a log is read */
 #define H_STATS_LINE_MS     1000    /* deadline per line of a STATS reply */
 #define H_CONNECT_MS        10000   /* deadline of h_connect_* (loopback: at once) */
+#define H_FAKETIME_LIB      "/usr/lib/x86_64-linux-gnu/faketime/libfaketime.so.1"
+#define H_REDIS_LIBC_BIN    "./build/redis-libc/redis-server"   /* without $REDIS_LIBC_BIN */
+#define H_CLOCK_STEP_MS     2000    /* h_master_clock_step: TIME shows the step within */
+#define H_CLOCK_SLACK_MS    50      /* and is that close to real time + offset */
 
 /* One redis-server the harness started. */
 struct h_master {
@@ -76,6 +80,7 @@ static size_t          h_ndaemons;              /* daemons started (slots used) 
 static size_t          h_cur;                   /* index of the current daemon */
 static char            h_tls_dir[PATH_MAX];     /* h_tls_masters(): certificates */
 static bool            h_tls_auth;              /* h_tls_masters(): tls-auth-clients */
+static uint32_t        h_clock_mask;            /* h_clock_masters(): bit i, master i */
 
 #define H_WRAP_WORDS    16      /* words of $REDLOCKD_WRAP used */
 
@@ -84,6 +89,7 @@ static bool            h_tls_auth;              /* h_tls_masters(): tls-auth-cli
 
 static void h_daemon_paths(size_t i);
 static void h_stop_all_daemons(void);
+static size_t h_master_argv0(size_t i, const char **argv);
 
 /* ---- time and polling ---- */
 
@@ -305,6 +311,7 @@ h_begin(const char *name)
         return -1;
     }
     h_nmasters = 0;
+    h_clock_mask = 0;
     memset(h_daemons, 0, sizeof(h_daemons));
     h_ndaemons = 0;
     h_cur = 0;
@@ -539,7 +546,7 @@ h_master_spawn(size_t i)
     } else {
         snprintf(dir, sizeof(dir), "%s", h_test_dir);
     }
-    argv[n++] = "redis-server";
+    n = h_master_argv0(i, argv);
     argv[n++] = "--port";
     if (h_masters[i].kind == H_MASTER_TLS) {
         /* TLS only: no plain port at all. */
@@ -1044,6 +1051,191 @@ h_master_calls(size_t i, const char *command)
     return n;
 }
 
+/* ---- masters with a steppable wall clock ---- */
+
+/* <test dir>/clock-<i>: master i's clock offset, which libfaketime reads. */
+static void
+h_clock_path(size_t i, char *out, size_t size)
+{
+    snprintf(out, size, "%s/clock-%zu", h_test_dir, i);
+}
+
+/*
+ * Write master i's offset as libfaketime reads it ("+10.000", "-0.250":
+ * seconds), into a new file renamed over the old one, since libfaketime
+ * may read it at any moment.  0 or -1.
+ */
+static int
+h_clock_write(size_t i, int64_t offset_ms)
+{
+    char path[PATH_MAX + 32], tmp[PATH_MAX + 40];
+    long long a = offset_ms < 0 ? -(long long)offset_ms : (long long)offset_ms;
+    FILE *f;
+    int rc;
+
+    h_clock_path(i, path, sizeof(path));
+    snprintf(tmp, sizeof(tmp), "%s.new", path);
+    f = fopen(tmp, "we");
+    if (f == NULL) {
+        fprintf(stderr, "harness: %s: %s\n", tmp, strerror(errno));
+        return -1;
+    }
+    rc = fprintf(f, "%c%lld.%03lld\n", offset_ms < 0 ? '-' : '+', a / 1000, a % 1000) > 0
+         ? 0 : -1;
+    if (fclose(f) != 0 || rc != 0 || rename(tmp, path) != 0) {
+        fprintf(stderr, "harness: cannot write %s\n", path);
+        return -1;
+    }
+    return 0;
+}
+
+/* The redis-server that runs under libfaketime. */
+static const char *
+h_redis_libc_bin(void)
+{
+    const char *env = getenv("REDIS_LIBC_BIN");
+
+    return env != NULL && env[0] != '\0' ? env : H_REDIS_LIBC_BIN;
+}
+
+/* True when master i has a steppable clock. */
+static bool
+h_clock_master(size_t i)
+{
+    return i < 32 && (h_clock_mask & (UINT32_C(1) << i)) != 0;
+}
+
+int
+h_clock_masters(uint32_t mask)
+{
+    if (h_test_dir[0] == '\0' || h_nmasters != 0) {
+        fprintf(stderr, "harness: h_clock_masters: after h_begin, before the masters start\n");
+        return -1;
+    }
+    if (access(h_redis_libc_bin(), X_OK) != 0) {
+        fprintf(stderr, "harness: %s: %s (make build/redis-libc/redis-server builds it)\n",
+                h_redis_libc_bin(), strerror(errno));
+        return -1;
+    }
+    if (access(H_FAKETIME_LIB, R_OK) != 0) {
+        fprintf(stderr, "harness: %s: %s (package libfaketime)\n", H_FAKETIME_LIB,
+                strerror(errno));
+        return -1;
+    }
+    h_clock_mask = mask;
+    return 0;
+}
+
+/*
+ * The words before the options of master i's command line: "redis-server",
+ * or for a master with a steppable clock, env(1) putting libfaketime in
+ * front of the libc build, with the master's offset file (offset 0 when
+ * new; a restarted master keeps its offset).  Returns how many words were
+ * put into argv.  The strings are static: exec them before the next call.
+ */
+static size_t
+h_master_argv0(size_t i, const char **argv)
+{
+    static char file[PATH_MAX + 64];
+    char path[PATH_MAX + 32];
+    size_t n = 0;
+
+    if (!h_clock_master(i)) {
+        argv[n++] = "redis-server";
+        return n;
+    }
+    h_clock_path(i, path, sizeof(path));
+    if (access(path, F_OK) != 0) {
+        h_clock_write(i, 0);
+    }
+    snprintf(file, sizeof(file), "FAKETIME_TIMESTAMP_FILE=%s", path);
+    argv[n++] = "env";
+    argv[n++] = "LD_PRELOAD=" H_FAKETIME_LIB;
+    argv[n++] = file;
+    argv[n++] = "FAKETIME_NO_CACHE=1";           /* read the file at every call */
+    argv[n++] = "FAKETIME_DONT_FAKE_MONOTONIC=1";
+    argv[n++] = h_redis_libc_bin();
+    return n;
+}
+
+/* CLOCK_REALTIME in microseconds. */
+static int64_t
+h_real_us(void)
+{
+    struct timespec ts;
+
+    clock_gettime(CLOCK_REALTIME, &ts);
+    return (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
+}
+
+/*
+ * TIME on master i, in microseconds, into *t; the real time just before
+ * and just after the request into *before and *after.  0 or -1.
+ */
+static int
+h_master_time(size_t i, int64_t *t, int64_t *before, int64_t *after)
+{
+    redisContext *c;
+    redisReply *r;
+    int rc = -1;
+
+    if (!h_master_alive(i) || (c = h_redis_connect(h_masters[i].port)) == NULL) {
+        return -1;
+    }
+    *before = h_real_us();
+    r = redisCommand(c, "TIME");
+    *after = h_real_us();
+    if (r != NULL && r->type == REDIS_REPLY_ARRAY && r->elements == 2
+        && r->element[0]->type == REDIS_REPLY_STRING
+        && r->element[1]->type == REDIS_REPLY_STRING) {
+        *t = strtoll(r->element[0]->str, NULL, 10) * 1000000
+             + strtoll(r->element[1]->str, NULL, 10);
+        rc = 0;
+    }
+    if (r != NULL) {
+        freeReplyObject(r);
+    }
+    redisFree(c);
+    return rc;
+}
+
+int
+h_master_clock_step(size_t i, int64_t offset_ms)
+{
+    int64_t deadline = h_now_ms() + H_CLOCK_STEP_MS, t = 0, before = 0, after = 0;
+    int64_t slack = H_CLOCK_SLACK_MS * 1000, off = offset_ms * 1000;
+    bool asked = false;
+
+    if (i >= h_nmasters || !h_clock_master(i)) {
+        fprintf(stderr, "harness: h_master_clock_step(%zu): not a master of h_clock_masters\n",
+                i);
+        return -1;
+    }
+    if (h_clock_write(i, offset_ms) != 0) {
+        return -1;
+    }
+    for (;;) {
+        if (h_master_time(i, &t, &before, &after) == 0) {
+            asked = true;
+            if (t >= before + off - slack && t <= after + off + slack) {
+                return 0;
+            }
+        }
+        if (h_now_ms() >= deadline) {
+            break;
+        }
+        h_sleep_ms(H_READY_POLL_MS);
+    }
+    if (asked) {
+        fprintf(stderr, "harness: master %zu: TIME is %lld ms from the real time %d ms after "
+                "the step, not %lld\n", i, (long long)((t - before) / 1000), H_CLOCK_STEP_MS,
+                (long long)offset_ms);
+    } else {
+        fprintf(stderr, "harness: master %zu did not answer TIME after the clock step\n", i);
+    }
+    return -1;
+}
+
 /* ---- the daemon ---- */
 
 /* Write "  key: value" when value is set (not 0). */
@@ -1114,6 +1306,9 @@ h_write_conf(const struct h_daemon_opts *o)
     }
     if (o->fence != NULL) {
         fprintf(f, "  fence: %s\n", o->fence);
+    }
+    if (o->clock_check != NULL) {
+        fprintf(f, "  clock_check: %s\n", o->clock_check);
     }
     /* The masters start a moment before the daemon: quarantine is off
        unless a test turns it on. */

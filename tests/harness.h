@@ -222,6 +222,29 @@ void h_tls_masters(const char *cert_dir, bool auth_clients);
 int h_add_master(enum h_master_kind kind, const char *cert);
 
 /*
+ * Masters with a wall clock that a test steps (Redis expires keys by the
+ * wall clock).  h_clock_masters(mask), after h_begin() and before the
+ * masters start, makes each master i with bit (1u << i) of mask run the
+ * redis-server of tests/faults/build-redis-libc.sh ($REDIS_LIBC_BIN, else
+ * ./build/redis-libc/redis-server) under libfaketime, which reads the
+ * master's offset from real time in <test dir>/clock-<i> at every clock
+ * call.  The packaged redis-server cannot be used: linked with jemalloc,
+ * it dies at start-up under libfaketime.  Only the wall clock is moved
+ * (TIME, expiry); CLOCK_MONOTONIC is not.  A master starts at offset 0
+ * and keeps its offset across h_restart_master().  Returns 0, or -1 when
+ * that binary or libfaketime is missing (the reason printed).
+ */
+int h_clock_masters(uint32_t mask);
+
+/*
+ * Set master i's wall clock to real time + offset_ms (a step from its
+ * offset before: +10000 then -10000 is a step of 20 s back) and wait,
+ * at most 2 s, until its TIME shows the new offset (within 50 ms).  Only
+ * for a master of h_clock_masters().  Returns 0 or -1.
+ */
+int h_master_clock_step(size_t i, int64_t offset_ms);
+
+/*
  * GET key on master i (hiredis, synchronous, H_REDIS_TIMEOUT_MS).
  * Returns the value as a malloc'd NUL-terminated string (caller frees),
  * or NULL when the key does not exist or the master could not be asked.
@@ -297,6 +320,8 @@ struct h_daemon_opts {
                                            means do not wait for masters */
     const char *fence;                  /* lock.fence (not written when NULL) */
     const char *key_prefix;             /* lock.key_prefix (not written when NULL) */
+    const char *clock_check;            /* lock.clock_check, "true" or "false" (not
+                                           written when NULL) */
     bool        restart_quarantine;     /* lock.restart_quarantine (false here,
                                            unlike the daemon's default) */
     int64_t     idle_timeout_ms;        /* limits.idle_timeout_ms */

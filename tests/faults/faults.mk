@@ -4,6 +4,11 @@
 #   build/rmw-client     one client session: guarded read-modify-write
 #   build/check_faults   starts masters, daemons and clients, injects the
 #                        faults, checks the client logs, prints the table
+#   build/redis-libc/redis-server
+#                        Debian's redis source built with the C library's
+#                        malloc, which runs under libfaketime (the masters
+#                        whose clock the clock scenarios and check_clock
+#                        step); tests/faults/build-redis-libc.sh, once
 
 FAULTS_BINS := $(B)/rmw-client $(B)/check_faults
 
@@ -24,6 +29,11 @@ $(B)/check_faults: $(B)/obj/tests/faults/check_faults.o $(B)/obj/tests/faults/ch
 	@echo "  LD      $@"
 	@$(CC) $(CFLAGS) -o $@ $^ $(PKG_LIBS) $(LDFLAGS)
 
-faults: $(B)/redlockd $(FAULTS_BINS)
+# One build for every build directory (it is not this project's code).
+REDIS_LIBC := build/redis-libc/redis-server
+$(REDIS_LIBC): tests/faults/build-redis-libc.sh
+	@sh tests/faults/build-redis-libc.sh $(dir $@)
+
+faults: $(B)/redlockd $(FAULTS_BINS) $(REDIS_LIBC)
 	REDLOCKD_BIN=$(CURDIR)/$(B)/redlockd RMW_CLIENT_BIN=$(CURDIR)/$(B)/rmw-client \
-	    ./$(B)/check_faults
+	    REDIS_LIBC_BIN=$(CURDIR)/$(REDIS_LIBC) ./$(B)/check_faults
