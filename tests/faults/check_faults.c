@@ -89,6 +89,8 @@
 #define FT_KIND_SLEEP       "20-80" /* in-section sleep of the counted and shared clients, ms */
 #define FT_KIND_THINK_MS    20      /* their pause between sections, 0..ms */
 #define FT_PROBE_MAX        8       /* keys a schedule watches until they are free */
+#define FT_CLOCK_MASTERS    0x7u    /* the clock schedules step masters 0, 1 and 2 */
+#define FT_CLOCK_STEP_MS    10000   /* by this much, more than max_ttl: keys expire at once */
 
 /* The names the regular clients lock; the restart schedules add "hot". */
 static const char *const ft_names[FT_NAMES] = { "acct-a", "acct-b" };
@@ -174,6 +176,10 @@ struct ft_scenario {
                                        and stale-write findings are shown, not judged */
     bool        kinds;              /* clients of a counted and a shared/exclusive
                                        name run too (FT_SEM, FT_RW) */
+    uint32_t    clock_masters;      /* masters with a steppable wall clock, bit i
+                                       for master i (h_clock_masters) */
+    const char *clock_check;        /* lock.clock_check ("false": the negative
+                                       control); NULL: the daemon's default, on */
 };
 
 static char  ft_dir[PATH_MAX / 2];  /* this suite's files */
@@ -1821,37 +1827,224 @@ ft_sched_restart_majority(struct ft_run *r)
     r->bound_ms = FT_MAX_TTL_MS + FT_TTL_MS + 4 * FT_RETRY_MS + FT_SLACK_MS;
 }
 
+/* True when the clock check is on in the run's daemons. */
+static bool
+ft_clock_check_on(const struct ft_run *r)
+{
+    return r->sc->clock_check == NULL || strcmp(r->sc->clock_check, "false") != 0;
+}
+
+/*
+ * What daemon d's STATS say of the masters' clocks, from one STATS
+ * request: "clock_steps 1/1/1/0/0, quarantine_ms 6012/6010/6009/0/0"
+ * (a value per master, "-" for a line STATS does not have) into out;
+ * into *missed the stepped masters whose step it did not count (fewer
+ * than one), a bit per master.
+ */
+static void
+ft_clock_stats(const struct ft_run *r, size_t d, char *out, size_t size, uint32_t *missed)
+{
+    static const char *const stats[] = { "clock_steps", "quarantine_ms" };
+    long long v[2][FT_MASTERS];
+    char field[32], *line, *p = out;
+    size_t i, k;
+    int fd, n;
+
+    for (k = 0; k < 2; k++) {
+        for (i = 0; i < FT_MASTERS; i++) {
+            v[k][i] = -1;
+        }
+    }
+    h_use_daemon(d);
+    fd = h_connect_tcp();
+    if (fd >= 0 && h_send(fd, "STATS") == 0) {
+        /* "STAT master.<i>.<field> <value>" lines, up to END. */
+        while ((line = h_read_line(fd, 1000)) != NULL && strcmp(line, "END") != 0) {
+            long long value;
+
+            if (sscanf(line, "STAT master.%zu.%31s %lld%n", &i, field, &value, &n) == 3
+                && line[n] == '\0' && i < FT_MASTERS) {
+                for (k = 0; k < 2; k++) {
+                    if (strcmp(field, stats[k]) == 0) {
+                        v[k][i] = value;
+                    }
+                }
+            }
+            free(line);
+        }
+        free(line);
+    }
+    if (fd >= 0) {
+        close(fd);
+    }
+    *missed = 0;
+    out[0] = '\0';
+    for (k = 0; k < 2; k++) {
+        p += snprintf(p, size - (size_t)(p - out), "%s%s ", k > 0 ? ", " : "", stats[k]);
+        for (i = 0; i < FT_MASTERS; i++) {
+            if (k == 0 && (r->sc->clock_masters & (1u << i)) != 0 && v[k][i] < 1) {
+                *missed |= 1u << i;
+            }
+            if (v[k][i] < 0) {
+                p += snprintf(p, size - (size_t)(p - out), "%s-", i > 0 ? "/" : "");
+            } else {
+                p += snprintf(p, size - (size_t)(p - out), "%s%lld", i > 0 ? "/" : "",
+                              v[k][i]);
+            }
+        }
+    }
+}
+
+/*
+ * Step the wall clocks of masters 0, 1 and 2 by offset_ms while locks
+ * are held on all five: the regular clients run, a long holder of "hot"
+ * (one 8 s section, ttl max_ttl) and the long holders of "hot-sem" and
+ * "hot-rw" hold through daemon 0 while contenders poll through daemon 1,
+ * and the step comes right after a renewal of every long holder.  A
+ * step forward by more than the ttl expires their keys on the three
+ * masters at once, so a daemon that counts those masters' answers
+ * grants the contenders what the holders hold (the negative control,
+ * lock.clock_check false); with the check the daemons see each master's
+ * TIME jump against their monotonic clock and do not count it for
+ * max_ttl + drift.  A step back makes the keys live longer there.
+ */
+static void
+ft_sched_clock(struct ft_run *r, int64_t offset_ms)
+{
+    char keys[FT_LIMIT + 2][CHECKER_NAME_MAX + 32], stats[256];
+    int64_t deadline;
+    uint32_t missed = 0;
+    size_t i, d, nkeys = 0;
+
+    snprintf(keys[nkeys++], sizeof(keys[0]), "%s%s", FT_PREFIX, FT_HOT);
+    r->hot = true;
+    ft_pause(FT_WARMUP_MS);
+    if (ft_start_hot_pair(r, keys[0]) != 0 || ft_start_hot_kinds(r, false) != 0) {
+        return;
+    }
+    for (i = 0; i < FT_LIMIT; i++) {
+        snprintf(keys[nkeys++], sizeof(keys[0]), "%s%s permit %zu", FT_PREFIX, FT_HOT_SEM, i);
+    }
+    snprintf(keys[nkeys++], sizeof(keys[0]), "%s%s", FT_PREFIX, FT_HOT_RW);
+    if (!ft_wait_renewals(4, keys, nkeys, FT_MAX_TTL_MS)) {
+        ft_setup_failed(r, "the holders' leases were not renewed on master 4");
+        return;
+    }
+    ft_event(r, "the holders' leases were renewed; '%s' is on %zu masters", keys[0],
+             h_masters_holding(keys[0], NULL));
+    for (i = 0; i < FT_MASTERS; i++) {
+        if ((r->sc->clock_masters & (1u << i)) == 0) {
+            continue;
+        }
+        if (h_master_clock_step(i, offset_ms) != 0) {
+            ft_setup_failed(r, "the clock of master %zu could not be stepped", i);
+            return;
+        }
+        ft_event(r, "master %zu's wall clock stepped %+lld ms (its TIME shows it)", i,
+                 (long long)offset_ms);
+    }
+    r->heal_us = ft_now_us();
+    for (i = 0; i < nkeys; i++) {
+        ft_event(r, "'%s' is now on %zu masters", keys[i], h_masters_holding(keys[i], NULL));
+    }
+    /* What the daemons made of it, once each counted every step (or a while). */
+    deadline = h_now_ms() + (ft_clock_check_on(r) ? 2000 : 0);
+    for (;;) {
+        missed = 0;
+        for (d = 0; d < FT_DAEMONS; d++) {
+            uint32_t m;
+
+            ft_clock_stats(r, d, stats, sizeof(stats), &m);
+            missed |= m;
+        }
+        if (missed == 0 || h_now_ms() >= deadline) {
+            break;
+        }
+        h_sleep_ms(FT_POLL_MS * 4);
+    }
+    for (d = 0; d < FT_DAEMONS; d++) {
+        ft_clock_stats(r, d, stats, sizeof(stats), &missed);
+        ft_event(r, "daemon %zu STATS after the step: %s", d, stats);
+    }
+    r->bound_ms = FT_MAX_TTL_MS + FT_TTL_MS + 4 * FT_RETRY_MS + FT_SLACK_MS;
+}
+
+static void
+ft_sched_clock_forward(struct ft_run *r)
+{
+    ft_sched_clock(r, FT_CLOCK_STEP_MS);
+}
+
+static void
+ft_sched_clock_back(struct ft_run *r)
+{
+    ft_sched_clock(r, -FT_CLOCK_STEP_MS);
+}
+
+/*
+ * At the end of a clock run: each daemon's clock_steps per master in the
+ * notes; with the check on, a stepped master whose step a daemon did not
+ * count is a violation.
+ */
+static void
+ft_judge_clock(struct ft_run *r)
+{
+    char stats[256];
+    uint32_t missed;
+    size_t d;
+
+    for (d = 0; d < FT_DAEMONS; d++) {
+        ft_clock_stats(r, d, stats, sizeof(stats), &missed);
+        ft_note(r, "daemon %zu STATS at the end: %s", d, stats);
+        if (missed != 0 && ft_clock_check_on(r)) {
+            ft_external(r, "daemon %zu did not count the clock step of every stepped master "
+                        "(%s)", d, stats);
+        }
+    }
+}
+
 static const struct ft_scenario ft_scenarios[] = {
     { "kill-masters", "kill -9 master 4, 2 s later master 3; 2 s later restart both (empty)",
-      ft_sched_kill_masters, false, false, false, true },
+      ft_sched_kill_masters, false, false, false, true, 0, NULL },
     { "stop-1-master-short", "SIGSTOP master 4 for 1.5 s (> node_timeout 500 ms)",
-      ft_sched_stop1_short, false, false, false, true },
+      ft_sched_stop1_short, false, false, false, true, 0, NULL },
     { "stop-2-masters-short", "SIGSTOP masters 3 and 4 for 1.5 s (> node_timeout 500 ms)",
-      ft_sched_stop2_short, false, false, false, true },
+      ft_sched_stop2_short, false, false, false, true, 0, NULL },
     { "stop-1-master-long", "SIGSTOP master 4 for 5 s (> ttl 3 s)",
-      ft_sched_stop1_long, false, false, false, true },
+      ft_sched_stop1_long, false, false, false, true, 0, NULL },
     { "stop-2-masters-long", "SIGSTOP masters 3 and 4 for 5 s (> ttl 3 s)",
-      ft_sched_stop2_long, false, false, false, true },
+      ft_sched_stop2_long, false, false, false, true, 0, NULL },
     { "kill-daemon", "kill -9 daemon 1 while it holds acct-a and a permit of sem; its clients "
       "go to daemon 0",
-      ft_sched_kill_daemon, false, false, false, true },
+      ft_sched_kill_daemon, false, false, false, true, 0, NULL },
     { "stop-client", "SIGSTOP a client inside its section for 6 s, then SIGCONT",
-      ft_sched_stop_client, false, false, false, true },
+      ft_sched_stop_client, false, false, false, true, 0, NULL },
     { "kill-client", "kill -9 a client inside its section, then a permit holder and a shared "
       "holder; their keys must go within 1 s",
-      ft_sched_kill_client, false, false, false, true },
+      ft_sched_kill_client, false, false, false, true, 0, NULL },
     { "restart-empty-quarantine",
       "restart 2 masters empty while a lock is on exactly 3; restart quarantine on",
-      ft_sched_restart_empty, true, false, false, true },
+      ft_sched_restart_empty, true, false, false, true, 0, NULL },
     { "restart-empty-restored",
       "the same with the quarantine off: a renewal puts the lost keys back first",
-      ft_sched_restart_empty, false, false, false, true },
+      ft_sched_restart_empty, false, false, false, true, 0, NULL },
     { "restart-majority-quarantine",
       "restart 3 of 5 masters empty at once while a lock is on all 5; quarantine on",
-      ft_sched_restart_majority, true, false, true, true },
+      ft_sched_restart_majority, true, false, true, true, 0, NULL },
     { "restart-majority-no-quarantine",
       "the same with the quarantine off (negative control: must report the double grants)",
-      ft_sched_restart_majority, false, true, true, true },
+      ft_sched_restart_majority, false, true, true, true, 0, NULL },
+    { "clock-forward",
+      "step the wall clocks of masters 0-2 forward 10 s while locks are on all 5; clock "
+      "check on",
+      ft_sched_clock_forward, false, false, false, true, FT_CLOCK_MASTERS, NULL },
+    { "clock-back",
+      "step the wall clocks of masters 0-2 back 10 s while locks are on all 5; clock check on",
+      ft_sched_clock_back, false, false, false, true, FT_CLOCK_MASTERS, NULL },
+    { "clock-forward-no-check",
+      "the forward step with lock.clock_check false (negative control: must report the "
+      "double grants)",
+      ft_sched_clock_forward, false, true, false, true, FT_CLOCK_MASTERS, "false" },
 };
 
 #define FT_NSCENARIOS (sizeof(ft_scenarios) / sizeof(ft_scenarios[0]))
@@ -1871,11 +2064,14 @@ ft_setup(struct ft_run *r)
         .log_level = ft_log_level,
         .restart_quarantine = r->sc->quarantine,
         .expect_masters_up = r->sc->quarantine ? -1 : 0,
+        .clock_check = r->sc->clock_check,
     };
     char ports[32];
     size_t d, k, i;
 
-    if (h_begin(r->sc->name) != 0 || h_start_masters(FT_MASTERS) != 0) {
+    if (h_begin(r->sc->name) != 0
+        || (r->sc->clock_masters != 0 && h_clock_masters(r->sc->clock_masters) != 0)
+        || h_start_masters(FT_MASTERS) != 0) {
         return -1;
     }
     for (d = 0; d < FT_DAEMONS; d++) {
@@ -1884,8 +2080,9 @@ ft_setup(struct ft_run *r)
         }
         r->ports[d] = h_daemon_port();
     }
-    ft_event(r, "%d masters, daemons on ports %d and %d%s", FT_MASTERS, r->ports[0],
-             r->ports[1], r->sc->quarantine ? " (restart quarantine on)" : "");
+    ft_event(r, "%d masters, daemons on ports %d and %d%s%s", FT_MASTERS, r->ports[0],
+             r->ports[1], r->sc->quarantine ? " (restart quarantine on)" : "",
+             r->sc->clock_masters != 0 ? " (masters 0-2 under libfaketime)" : "");
     if (r->sc->quarantine && !ft_wait_quarantine_over(r)) {
         fprintf(stderr, "faults: the daemons do not grant %d ms after the start\n",
                 FT_MAX_TTL_MS + FT_WAIT_MS);
@@ -2160,6 +2357,9 @@ ft_judge(struct ft_run *r)
     ft_sections(r, &s);
     if (r->killed_daemon >= 0) {
         ft_note_moved(r, &s);
+    }
+    if (r->sc->clock_masters != 0 && !r->setup_failed) {
+        ft_judge_clock(r);
     }
     if (r->heal_us > 0 && ft_unserved(r, &s, &k) > 0) {
         ft_external(r, "%zu clients never got their lock after the heal, client %zu first "
