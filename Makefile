@@ -72,7 +72,8 @@ HARNESS_OBJ := $(B)/obj/tests/harness.o $(CLIENT_OBJ)
 
 UNIT_TESTS := check_proto check_conf check_redlock check_lease check_client
 INTEG_TESTS := check_integration check_cluster check_robust check_ops check_redlockctl check_metrics \
-               check_masters check_edges check_kinds check_who check_tls check_tls_masters
+               check_masters check_edges check_kinds check_who check_tls check_tls_masters \
+               check_clock
 TEST_BINS  := $(addprefix $(B)/,$(UNIT_TESTS) $(INTEG_TESTS))
 
 CK_TIMEOUT ?= 120
@@ -128,6 +129,8 @@ $(B)/check_kinds: $(B)/obj/tests/check_kinds.o $(HARNESS_OBJ)
 $(B)/check_who: $(B)/obj/tests/check_who.o $(HARNESS_OBJ)
 $(B)/check_tls: $(B)/obj/tests/check_tls.o $(HARNESS_OBJ)
 $(B)/check_tls_masters: $(B)/obj/tests/check_tls_masters.o $(HARNESS_OBJ)
+# Masters 2 and 3 run the libc build of redis-server under libfaketime.
+$(B)/check_clock: $(B)/obj/tests/check_clock.o $(HARNESS_OBJ)
 $(TEST_BINS):
 	@echo "  LD      $@"
 	@$(CC) $(CFLAGS) -o $@ $^ $(PKG_LIBS) $(CHECK_LIBS) $(WRAP_LDFLAGS) $(LDFLAGS)
