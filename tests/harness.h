@@ -14,6 +14,8 @@
  *             redlockd.yml redlockd.log redlockd.sock redis-<port>.log
  *             redlockd-1.yml redlockd-1.log ...  the second daemon, ...
  *             master-<i>/                      data of a persistent master
+ *             clock-<i>                        wall-clock offset of master i
+ *                                              (h_clock_masters)
  *
  * Process model: the harness keeps one set of masters and the daemons
  * started against them, per process (file-level state; Check runs each
