@@ -182,6 +182,10 @@ static const struct conf_directive conf_directives[] = {
       offsetof(struct conf, restart_quarantine),
       0, 0, 0, "true",
       "a master up for less than max_ttl_ms does not count toward a quorum", NULL },
+    { "lock", "clock_check", CONF_T_BOOL, offsetof(struct conf, clock_check),
+      0, 0, 0, "true",
+      "a master whose clock steps against the daemon's does not count toward a quorum "
+      "for max_ttl_ms", NULL },
     { "lock", "max_limit", CONF_T_INT, offsetof(struct conf, max_limit),
       1, 1000, 0, "1000",
       "largest limit= of a counted LOCK (each master reads up to this many permits)", NULL },

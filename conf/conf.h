@@ -96,6 +96,7 @@ struct conf {
     char    *key_prefix;            /* Redis key = key_prefix + name */
     enum conf_fence fence;          /* when grants carry a fencing token */
     bool     restart_quarantine;    /* a restarted master votes after max_ttl_ms */
+    bool     clock_check;           /* a master whose clock steps votes after max_ttl_ms */
 
     /* limits: */
     int64_t  max_clients;           /* connections at once */

@@ -42,6 +42,16 @@ lease_init(struct event_base *base, lease_lost_fn lost)
 {
     lease_lost_cb = lost;
     lease_timer = evtimer_new(base, lease_timer_cb, NULL);
+    if (lease_timer != NULL) {
+        /*
+         * The highest priority (daemon/server.c makes two): after a
+         * pause of the daemon, the leases whose validity ended in it are
+         * reported lost before any other callback of the loop iteration
+         * that finds them, so before any request that waited in a
+         * socket is answered.
+         */
+        event_priority_set(lease_timer, 0);
+    }
 }
 
 void

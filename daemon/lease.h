@@ -90,7 +90,13 @@ struct lease {
 /* Called when the module finds a lease lost (state LOST, reason set). */
 typedef void (*lease_lost_fn)(struct lease *l);
 
-/* Set the event base and the owner's lost callback.  Call once. */
+/*
+ * Set the event base and the owner's lost callback.  Call once.  The
+ * module's timer takes priority 0, the highest, when the base has more
+ * than one (daemon/server.c): after the daemon was paused (SIGSTOP, a
+ * stalled machine) past some leases' validity, they are reported lost
+ * before anything else happens on their sessions.
+ */
 void lease_init(struct event_base *base, lease_lost_fn lost);
 
 /*

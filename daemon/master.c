@@ -30,6 +30,7 @@
 #include <hiredis/hiredis.h>
 
 #include "conf/conf.h"
+#include "daemon/drift.h"
 #include "daemon/log.h"
 #include "daemon/master.h"
 #include "daemon/redisev.h"
@@ -96,7 +97,12 @@ struct master {
     bool                memory_refusal_logged;  /* INFO memory's, likewise */
     char                maxmemory_policy[32];   /* INFO memory, "" when unread */
     int64_t             quarantine_until_us; /* monotonic; its answers count after */
-    struct event       *quarantine_timer;    /* logs the end of the quarantine */
+    int64_t             clock_until_us;      /* monotonic: clock quarantine, its answers
+                                                count after (lock.clock_check) */
+    struct event       *quarantine_timer;    /* logs the end of either quarantine */
+    struct drift_ref    clock;      /* the last reading of its clock (daemon/drift.h) */
+    bool                clock_bad_logged;    /* an answer without its TIME was logged
+                                                on this connection */
     struct master_stats stats;      /* counters (duplicate_of, evicting too) */
 };
 
@@ -150,7 +156,8 @@ static int64_t            master_quarantine_ms; /* how long a restarted master i
 static struct master     *masters;
 static size_t             nmasters;
 
-static const char *script_text[MASTER_SCRIPTS_MAX];
+static char *script_text[MASTER_SCRIPTS_MAX];  /* wrapped (MASTER_CLOCK_HEAD/_TAIL);
+                                                  live until exit */
 static int         nscripts;
 
 static TAILQ_HEAD(, master_chan) master_chans = TAILQ_HEAD_INITIALIZER(master_chans);
@@ -166,6 +173,8 @@ static void master_check_silence(struct master_link *k);
 static void master_link_lost(struct master_link *k);
 static void master_dups_update(void);
 static void master_quarantine_begin(struct master *m);
+static void master_quarantine_arm(struct master *m, int64_t now);
+static int64_t master_any_quarantine_left_ms(const struct master *m, int64_t now_us);
 
 /* Cancel an evdns lookup in flight (its callback sees EVUTIL_EAI_CANCEL). */
 static void
@@ -191,13 +200,34 @@ master_host_is_numeric(const char *host)
     return inet_pton(AF_INET, host, &a4) == 1 || inet_pton(AF_INET6, host, &a6) == 1;
 }
 
+/*
+ * Every script is sent wrapped so that its answer carries the master's
+ * clock, read just before the script's own body runs:
+ * {seconds, microseconds, answer} (TIME's two fields, then the body's
+ * answer; a nil answer ends the table, so only two elements come back).
+ * master_reply_cb() takes the wrapper off and checks the clock
+ * (master_clock_read): callers see the body's answer alone.  The body
+ * runs as a function, so its top-level return statements are unchanged.
+ */
+#define MASTER_CLOCK_HEAD   "local rl_clock = redis.call('TIME')\n" \
+                            "local rl_answer = (function()\n"
+#define MASTER_CLOCK_TAIL   "\nend)()\n" \
+                            "return {rl_clock[1], rl_clock[2], rl_answer}\n"
+
 int
 master_script(const char *text)
 {
-    if (nscripts == MASTER_SCRIPTS_MAX) {
+    size_t head = strlen(MASTER_CLOCK_HEAD), len = strlen(text);
+    size_t tail = strlen(MASTER_CLOCK_TAIL);
+    char *wrapped;
+
+    if (nscripts == MASTER_SCRIPTS_MAX || (wrapped = malloc(head + len + tail + 1)) == NULL) {
         return -1;
     }
-    script_text[nscripts] = text;
+    memcpy(wrapped, MASTER_CLOCK_HEAD, head);
+    memcpy(wrapped + head, text, len);
+    memcpy(wrapped + head + len, MASTER_CLOCK_TAIL, tail + 1);
+    script_text[nscripts] = wrapped;
     return nscripts++;
 }
 
@@ -277,8 +307,9 @@ master_drop(struct master_link *m, const char *why)
 }
 
 /*
- * The command link is down: the quarantine is read again (INFO) on the
- * next connect, so it says nothing until then (STATS, STATUS=).
+ * The command link is down: the restart quarantine is read again (INFO)
+ * on the next connect, so it says nothing until then (STATS, STATUS=).
+ * A clock quarantine goes on: it is about the keys the master holds.
  */
 static void
 master_link_lost(struct master_link *k)
@@ -286,7 +317,7 @@ master_link_lost(struct master_link *k)
     if (!k->subscriber) {
         k->master->quarantine_until_us = 0;
         k->master->run_id_now = false;
-        evtimer_del(k->master->quarantine_timer);
+        master_quarantine_arm(k->master, util_now_us());
         master_dups_update();
     }
 }
@@ -421,6 +452,8 @@ master_info(struct master *m, const redisReply *reply, char *why, size_t size)
         return -1;
     }
     if (m->run_id[0] != '\0' && strcmp(m->run_id, run_id) != 0) {
+        /* Another process, perhaps on another machine: its clock is read afresh. */
+        drift_forget(&m->clock);
         m->stats.restarts++;
         log_warn("master %s: restarted (run_id %.8s... now %.8s..., up %lld s)",
                  m->addr->spec, m->run_id, run_id, uptime_s);
@@ -516,14 +549,44 @@ master_refused(struct master *m, int step, const char *err)
 }
 
 static void
-master_quarantine_cb(evutil_socket_t fd, short what, void *arg)
+master_quarantine_cb(evutil_socket_t fd, short what_ev, void *arg)
 {
     struct master *m = arg;
+    int64_t now = util_now_us();
+    const char *what;
 
     (void)fd;
-    (void)what;
-    log_info("master %s: restart quarantine over: its answers count toward a quorum",
-             m->addr->spec);
+    (void)what_ev;
+    if (m->quarantine_until_us > now || m->clock_until_us > now) {
+        master_quarantine_arm(m, now);      /* the other one goes on */
+        return;
+    }
+    what = m->clock_until_us == 0 ? "restart"
+           : m->quarantine_until_us == 0 ? "clock" : "restart and clock";
+    m->quarantine_until_us = 0;
+    m->clock_until_us = 0;
+    log_info("master %s: %s quarantine over: its answers count toward a quorum",
+             m->addr->spec, what);
+}
+
+/* Arm the timer that logs the end of m's quarantines (the later one), if any. */
+static void
+master_quarantine_arm(struct master *m, int64_t now)
+{
+    int64_t until = m->quarantine_until_us > m->clock_until_us ? m->quarantine_until_us
+                                                               : m->clock_until_us;
+    int64_t left_us = until - now;
+    struct timeval tv;
+
+    if (m->quarantine_timer == NULL) {
+        return;
+    }
+    evtimer_del(m->quarantine_timer);
+    if (left_us > 0) {
+        tv.tv_sec = (time_t)(left_us / 1000000);
+        tv.tv_usec = (suseconds_t)(left_us % 1000000);
+        evtimer_add(m->quarantine_timer, &tv);
+    }
 }
 
 /*
@@ -546,7 +609,7 @@ master_quarantine_begin(struct master *m)
     char when[32], reason[96];
 
     m->quarantine_until_us = 0;
-    evtimer_del(m->quarantine_timer);
+    master_quarantine_arm(m, now);
     if (!master_conf->restart_quarantine || m->uptime_s < 0) {
         return;
     }
@@ -588,13 +651,7 @@ master_quarantine_begin(struct master *m)
              "do not count toward a quorum until then (lock.restart_quarantine)",
              m->addr->spec, m->uptime_s, (long long)max_ttl, reason, (long long)left_ms,
              when);
-    if (m->quarantine_timer != NULL) {
-        struct timeval tv;
-
-        tv.tv_sec = (time_t)(left_ms / 1000);
-        tv.tv_usec = (suseconds_t)((left_ms % 1000) * 1000);
-        evtimer_add(m->quarantine_timer, &tv);
-    }
+    master_quarantine_arm(m, now);
 }
 
 static void
@@ -1111,7 +1168,7 @@ void
 master_set_conf(const struct conf *conf)
 {
     int64_t now = util_now_us();
-    size_t i, ended = 0;
+    size_t i, ended = 0, clocked = 0;
 
     master_conf = conf;
     for (i = 0; i < nmasters; i++) {
@@ -1121,14 +1178,23 @@ master_set_conf(const struct conf *conf)
         if (!conf->restart_quarantine && masters[i].quarantine_until_us > now) {
             /* Turned off: the operator says no master lost locks. */
             masters[i].quarantine_until_us = 0;
-            evtimer_del(masters[i].quarantine_timer);
             ended++;
         }
+        if (!conf->clock_check && masters[i].clock_until_us > now) {
+            masters[i].clock_until_us = 0;
+            clocked++;
+        }
+        master_quarantine_arm(&masters[i], now);
     }
     if (ended > 0) {
         log_info("lock.restart_quarantine is off now: the restart quarantine of %zu "
                  "master%s ends at once; their answers count toward a quorum", ended,
                  ended == 1 ? "" : "s");
+    }
+    if (clocked > 0) {
+        log_info("lock.clock_check is off now: the clock quarantine of %zu master%s ends "
+                 "at once; their answers count toward a quorum", clocked,
+                 clocked == 1 ? "" : "s");
     }
 }
 
@@ -1424,7 +1490,7 @@ master_tally(struct master_summary *sum)
             continue;
         }
         sum->up++;
-        left = master_quarantine_left_ms(&masters[i], now);
+        left = master_any_quarantine_left_ms(&masters[i], now);
         if (left > sum->quarantine_left_ms) {
             sum->quarantine_left_ms = left;
         }
@@ -1454,12 +1520,30 @@ master_quarantine_left_ms(const struct master *m, int64_t now_us)
     return left > 0 ? (left + 999) / 1000 : 0;
 }
 
+int64_t
+master_clock_quarantine_left_ms(const struct master *m, int64_t now_us)
+{
+    int64_t left = m->clock_until_us - now_us;
+
+    return left > 0 ? (left + 999) / 1000 : 0;
+}
+
+/* The longer of m's two quarantines left at now_us, ms; 0: its answers count. */
+static int64_t
+master_any_quarantine_left_ms(const struct master *m, int64_t now_us)
+{
+    int64_t restart = master_quarantine_left_ms(m, now_us);
+    int64_t clock = master_clock_quarantine_left_ms(m, now_us);
+
+    return restart > clock ? restart : clock;
+}
+
 void
 master_get_stats(const struct master *m, struct master_stats *st)
 {
     *st = m->stats;
     st->state = m->cmd.state;
-    st->quarantine_ms = master_quarantine_left_ms(m, util_now_us());
+    st->quarantine_ms = master_any_quarantine_left_ms(m, util_now_us());
     st->sub_up = m->sub.state == MASTER_UP;
 }
 
@@ -1482,6 +1566,9 @@ master_status_text(const struct master *m)
     case MASTER_UP:
         if (m->cmd.drop_now) {
             snprintf(mm->status, sizeof(mm->status), "being dropped (%s)", m->cmd.why);
+        } else if ((left = master_clock_quarantine_left_ms(m, util_now_us())) > 0) {
+            snprintf(mm->status, sizeof(mm->status), "quarantined after a clock step "
+                     "(%lld ms left)", (long long)left);
         } else if ((left = master_quarantine_left_ms(m, util_now_us())) > 0) {
             snprintf(mm->status, sizeof(mm->status), "quarantined after a restart "
                      "(%lld ms left)", (long long)left);
@@ -1494,6 +1581,95 @@ master_status_text(const struct master *m)
 }
 
 static void master_reply_cb(struct redisev *ac, void *r, void *privdata);
+
+/* The answer of a script whose body answered nil (the wrapper's table ends before it). */
+static redisReply master_nil_answer = { .type = REDIS_REPLY_NIL };
+
+/* A decimal field of TIME's answer, or -1 when it is not one. */
+static int64_t
+master_clock_field(const redisReply *e)
+{
+    int64_t v = 0;
+    size_t i;
+
+    if (e->type != REDIS_REPLY_STRING || e->len == 0 || e->len > 12) {
+        return -1;
+    }
+    for (i = 0; i < e->len; i++) {
+        if (e->str[i] < '0' || e->str[i] > '9') {
+            return -1;
+        }
+        v = v * 10 + (e->str[i] - '0');
+    }
+    return v;
+}
+
+/*
+ * A master's clock stepped (drift.h): its answers stop counting toward
+ * any quorum for as long as a restart's would (lock.max_ttl_ms plus
+ * drift): by then every lease that may have lost its key on it early
+ * has ended everywhere.  Logged and counted.
+ */
+static void
+master_clock_stepped(struct master *m, const struct drift_step *st, int64_t now)
+{
+    int64_t until = now + master_quarantine_ms * 1000, left_ms = master_quarantine_ms;
+    char when[32];
+
+    m->stats.clock_steps++;
+    if (until > m->clock_until_us) {
+        m->clock_until_us = until;
+    }
+    util_clock_after(left_ms, when, sizeof(when));
+    log_warn("master %s: its clock %s by %lld ms: it advanced %lld ms while this daemon's "
+             "advanced %lld ms (round trips and %lld ms of drift allowed), so lock keys on "
+             "it %s; its answers do not count toward a quorum for %lld ms, "
+             "until about %s (lock.clock_check)", m->addr->spec,
+             st->step_us > 0 ? "jumped ahead" : "went back",
+             (long long)((st->step_us > 0 ? st->step_us : -st->step_us) / 1000),
+             (long long)(st->elapsed_us / 1000), (long long)(st->since_us / 1000),
+             (long long)(st->allowed_us / 1000),
+             st->step_us > 0 ? "may have expired early" : "may expire late",
+             (long long)left_ms, when);
+    master_quarantine_arm(m, now);
+}
+
+/*
+ * Take the wrapper off a script's answer (MASTER_CLOCK_HEAD) and check
+ * the master's clock in it against the daemon's: the request was sent
+ * at sent_us and answered at now (monotonic).  Returns the body's
+ * answer, or NULL when reply is not a wrapped answer (logged once per
+ * connection).  With lock.clock_check a step starts the clock
+ * quarantine before the caller sees the answer, so that this very
+ * answer is not counted (daemon/round.c asks at each answer).
+ */
+static const redisReply *
+master_clock_read(struct master *m, const redisReply *reply, int64_t sent_us, int64_t now)
+{
+    struct drift_step st;
+    int64_t sec = -1, usec = -1;
+
+    if (reply->type == REDIS_REPLY_ARRAY && (reply->elements == 2 || reply->elements == 3)) {
+        sec = master_clock_field(reply->element[0]);
+        usec = master_clock_field(reply->element[1]);
+    }
+    if (sec < 0 || usec < 0 || usec >= 1000000) {
+        if (!m->clock_bad_logged) {
+            m->clock_bad_logged = true;
+            log_warn("master %s: a script's answer did not carry the master's TIME (a reply "
+                     "of type %d with %zu elements): not counted; is something other than "
+                     "Redis answering on this address?", m->addr->spec, reply->type,
+                     reply->type == REDIS_REPLY_ARRAY ? reply->elements : 0);
+        }
+        return NULL;
+    }
+    /* The reference follows the master with the check off too, ready for a reload. */
+    if (drift_check(&m->clock, sec * 1000000 + usec, sent_us, now, master_conf->drift_factor,
+                    &st) && master_conf->clock_check) {
+        master_clock_stepped(m, &st, now);
+    }
+    return reply->elements == 3 ? reply->element[2] : &master_nil_answer;
+}
 
 /* shared holds an EVALSHA that m can be sent as it is. */
 static bool
@@ -1573,6 +1749,7 @@ static void
 master_reply_cb(struct redisev *ac, void *r, void *privdata)
 {
     redisReply *reply = r;
+    const redisReply *answer;
     struct master_req *req = privdata;
     struct master *m = req->m;
     int64_t now = util_now_us();
@@ -1617,8 +1794,14 @@ master_reply_cb(struct redisev *ac, void *r, void *privdata)
     }
     if (reply->type == REDIS_REPLY_ERROR) {
         m->stats.errors++;
+        req->cb(m, (const struct master_reply *)reply, NULL, req->arg);
+    } else if ((answer = master_clock_read(m, reply, req->sent_us, now)) == NULL) {
+        m->stats.errors++;
+        req->cb(m, NULL, "answered without its clock (the script's wrapper is missing)",
+                req->arg);
+    } else {
+        req->cb(m, (const struct master_reply *)answer, NULL, req->arg);
     }
-    req->cb(m, (const struct master_reply *)reply, NULL, req->arg);
     free(req);
 }
 

@@ -73,7 +73,9 @@ struct master_stats {
     uint64_t requests;          /* requests sent */
     uint64_t restarts;          /* restarts seen (a new run_id on reconnect) */
     uint64_t tls_failures;      /* TLS handshakes that failed (either link) */
-    int64_t  quarantine_ms;     /* restart quarantine left, ms; 0 when none */
+    uint64_t clock_steps;       /* steps of its clock seen (lock.clock_check) */
+    int64_t  quarantine_ms;     /* restart or clock quarantine left (the longer),
+                                   ms; 0 when none */
     int      duplicate_of;      /* index of the master it is the same server
                                    as (master_duplicate_of), or -1 */
     bool     evicting;          /* at its last connect: maxmemory set and a
@@ -85,7 +87,7 @@ struct master_stats {
 /* The masters at a glance (master_tally), for STATS, STATUS= and /metrics. */
 struct master_summary {
     size_t   up;                /* command link up now */
-    size_t   quarantined;       /* of those, in restart quarantine */
+    size_t   quarantined;       /* of those, in restart or clock quarantine */
     size_t   duplicate;         /* of those, the same server as another
                                    (master_duplicate_of() >= 0) */
     size_t   counted;           /* up, not quarantined, not a duplicate: the
@@ -104,9 +106,13 @@ typedef void (*master_reply_fn)(struct master *m, const struct master_reply *rep
                                 const char *error, void *arg);
 
 /*
- * Register a Lua script before master_start().  The text is not copied
- * and must live for the life of the process (a string literal).  Returns
- * the script's id for master_eval(), numbered from 0.
+ * Register a Lua script before master_start().  The text is copied,
+ * wrapped so that every answer also carries the master's TIME (read
+ * for the clock check, master_clock_quarantine_left_ms, and taken off
+ * before the callback sees the answer); the copy lives until the
+ * process exits.  The body must not begin with a "#!" line.  Returns
+ * the script's id for master_eval(), numbered from 0, or -1 when
+ * MASTER_SCRIPTS_MAX are registered or memory ran out.
  */
 int master_script(const char *text);
 
@@ -165,6 +171,19 @@ const char *master_name(const struct master *m);
  * lock.restart_quarantine off ends every quarantine at once.
  */
 int64_t master_quarantine_left_ms(const struct master *m, int64_t now_us);
+
+/*
+ * Clock quarantine left at now_us (monotonic), ms; 0 when none.  With
+ * lock.clock_check, every answer's TIME is compared with the master's
+ * previous one against CLOCK_MONOTONIC (daemon/drift.h); a master whose
+ * clock moved by more than the drift allows is quarantined for the time
+ * set with master_set_quarantine_ms(), from the answer that showed it
+ * (which is itself not counted: rounds ask at every answer), and the
+ * step is counted (clock_steps) and logged.  Unlike the restart
+ * quarantine it outlasts a reconnect.  A reload that turns
+ * lock.clock_check off ends every clock quarantine at once.
+ */
+int64_t master_clock_quarantine_left_ms(const struct master *m, int64_t now_us);
 
 /*
  * The index of the master m is the same Redis server as, or -1.  Two

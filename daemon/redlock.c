@@ -618,7 +618,7 @@ struct redlock_extend_op {
     uint16_t         *absent;       /* per item: masters without the key */
 };
 
-void
+int
 redlock_init(double drift_factor)
 {
     redlock_drift_factor = drift_factor;
@@ -631,6 +631,9 @@ redlock_init(double drift_factor)
     script_restore = master_script(redlock_restore_lua);
     script_ungate = master_script(redlock_ungate_lua);
     script_break = master_script(redlock_break_lua);
+    return script_acquire < 0 || script_release < 0 || script_extend < 0 || script_status < 0
+           || script_fence < 0 || script_extend_one < 0 || script_restore < 0
+           || script_ungate < 0 || script_break < 0 ? -1 : 0;
 }
 
 /*
@@ -830,31 +833,40 @@ redlock_append(char *buf, size_t size, size_t used, const char *fmt, ...)
 static void
 redlock_fill_error(struct redlock_result *res, struct round *r)
 {
-    size_t n = master_count(), size = sizeof(res->error), used, nq, nd;
-    int64_t left_ms;
+    size_t n = master_count(), size = sizeof(res->error), used, nq, nd, nc;
+    int64_t left_ms, clock_ms;
     char when[32];
 
     nq = round_quarantined(r, &left_ms);
     nd = round_duplicates(r);
-    if (nq == 0 && nd == 0) {
+    nc = round_clock_quarantined(r, &clock_ms);
+    if (nq == 0 && nd == 0 && nc == 0) {
         used = redlock_append(res->error, size, 0, "%zu of %zu masters answered, quorum is %zu: ",
                               round_answered(r), n, redlock_quorum(n));
         round_describe_failures(r, res->error + used, size - used);
         return;
     }
     used = redlock_append(res->error, size, 0, "%zu of %zu masters answered",
-                          round_answered(r) + nq + nd, n);
+                          round_answered(r) + nq + nd + nc, n);
+    if (nc > 0) {
+        util_clock_after(clock_ms, when, sizeof(when));
+        used = redlock_append(res->error, size, used, ", but %zu of them %s in clock "
+                              "quarantine (until %s, %lld ms left; a master whose clock "
+                              "stepped may have expired locks early)", nc,
+                              nc == 1 ? "is" : "are", when, (long long)clock_ms);
+    }
     if (nq > 0) {
         util_clock_after(left_ms, when, sizeof(when));
-        used = redlock_append(res->error, size, used, ", but %zu of them %s in restart "
+        used = redlock_append(res->error, size, used, "%s %zu of them %s in restart "
                               "quarantine (until %s, %lld ms left; a master up less than "
-                              "lock.max_ttl_ms may have lost locks in its restart)", nq,
-                              nq == 1 ? "is" : "are", when, (long long)left_ms);
+                              "lock.max_ttl_ms may have lost locks in its restart)",
+                              nc > 0 ? " and" : ", but", nq, nq == 1 ? "is" : "are", when,
+                              (long long)left_ms);
     }
     if (nd > 0) {
         used = redlock_append(res->error, size, used, "%s %zu of them %s the same server "
                               "as a master listed before (same run_id)",
-                              nq > 0 ? " and" : ", but", nd, nd == 1 ? "is" : "are");
+                              nq + nc > 0 ? " and" : ", but", nd, nd == 1 ? "is" : "are");
     }
     used = redlock_append(res->error, size, used, "; quorum is %zu counted masters.",
                           redlock_quorum(n));

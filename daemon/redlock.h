@@ -195,9 +195,10 @@ typedef void (*redlock_extend_fn)(const struct redlock_extend_result *res, void 
 
 /*
  * Register the scripts with daemon/master.h and keep the algorithm's
- * parameters.  Call once before master_start().
+ * parameters.  Call once before master_start().  Returns 0, or -1 when
+ * a script could not be registered (out of memory).
  */
-void redlock_init(double drift_factor);
+int redlock_init(double drift_factor);
 
 /*
  * Release announcements (redlock_release with announce).  fn is called

@@ -142,7 +142,7 @@
     ROW(masters_up, "redlockd_masters_up", NULL, NULL, GAUGE, NUMBER, snap->sum.up,                \
         "Masters connected now.")                                                                  \
     ROW(masters_quarantined, "redlockd_masters_quarantined", NULL, NULL, GAUGE, NUMBER,            \
-        snap->sum.quarantined, "Masters in restart quarantine now.")                               \
+        snap->sum.quarantined, "Masters in restart or clock quarantine now.")                               \
     ROW(masters_duplicate, "redlockd_masters_duplicate", NULL, NULL, GAUGE, NUMBER,                \
         snap->sum.duplicate,                                                                       \
         "Masters up now that are the same server as one listed before them "                       \
@@ -185,12 +185,15 @@
     ROW(tls_failures, "tls_failures", "redlockd_master_tls_failures_total", COUNTER, NUMBER,       \
         m->tls_failures, "TLS handshakes with the master (rediss://) that failed: an unknown "      \
         "CA, a wrong name, an expired certificate, a server that does not speak TLS.")             \
+    ROW(clock_steps, "clock_steps", "redlockd_master_clock_steps_total", COUNTER, NUMBER,          \
+        m->clock_steps, "Steps of the master's clock seen against the daemon's monotonic "          \
+        "clock, larger than the drift allows (lock.clock_check).")                                 \
     ROW(quarantine_left, "quarantine_ms", "redlockd_master_quarantine_remaining_seconds",          \
         GAUGE, MS, m->quarantine_ms * 1000,                                                        \
-        "Restart quarantine left; 0 when the master's answers count.")                             \
+        "Restart or clock quarantine left; 0 when the master's answers count.")                    \
     ROW(quarantined, NULL, "redlockd_master_quarantined", GAUGE, NUMBER,                           \
         m->quarantine_ms > 0,                                                                      \
-        "1 while the master is in restart quarantine (its answers do not count).")                 \
+        "1 while the master is in restart or clock quarantine (its answers do not count).")        \
     ROW(duplicate_of, "duplicate_of", NULL, GAUGE, NUMBER, m->duplicate_of, NULL)                  \
     ROW(duplicate, NULL, "redlockd_master_duplicate", GAUGE, NUMBER, m->duplicate_of >= 0,         \
         "1 while the master is the same server (run_id) as one listed before "                     \

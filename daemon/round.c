@@ -22,6 +22,7 @@ struct round_master {
     enum round_slot  state;          /* what became of this master */
     bool             waiting;        /* a callback from master.c is still due */
     int64_t          quarantine_ms;  /* restart quarantine left at the send; 0: none */
+    int64_t          clock_ms;       /* clock quarantine left at the send; 0: none */
     int              duplicate_of;   /* master_duplicate_of() at the send; -1: none */
     char             why[ROUND_WHY_MAX]; /* failure reason when FAILED */
 };
@@ -43,6 +44,8 @@ struct round {
     size_t              duplicates;  /* answers not counted: the same server as
                                         another master */
     int64_t             quarantine_ms; /* longest quarantine left among those, ms */
+    size_t              clocked;     /* answers not counted: clock quarantine */
+    int64_t             clock_ms;    /* longest clock quarantine left among those, ms */
     size_t              finished;    /* slots not ROUND_PENDING */
     int64_t             start_us;    /* monotonic, before the first send */
     int64_t             end_us;      /* monotonic, at the decision */
@@ -141,6 +144,7 @@ round_reply_cb(struct master *m, const struct master_reply *reply,
     struct round *r = slot->round;
     enum round_verdict verdict = ROUND_CONTINUE;
     size_t i = master_index(m);
+    int64_t clock_ms;
 
     slot->waiting = false;
     r->waiting--;
@@ -163,6 +167,23 @@ round_reply_cb(struct master *m, const struct master_reply *reply,
         snprintf(slot->why, sizeof(slot->why), "same server as %s (run_id %.8s...), not counted",
                  master_name(master_at((size_t)slot->duplicate_of)), master_run_id(m));
         r->duplicates++;
+    } else if ((clock_ms = master_clock_quarantine_left_ms(m, util_now_us())) > 0
+               || slot->clock_ms > 0) {
+        /*
+         * Its clock stepped, before the send or shown by this very
+         * answer (or another one read since): its keys may have expired
+         * early or late.
+         */
+        if (clock_ms < slot->clock_ms) {
+            clock_ms = slot->clock_ms;
+        }
+        slot->state = ROUND_FAILED;
+        snprintf(slot->why, sizeof(slot->why), "quarantined after a clock step "
+                 "(%lld ms left; lock.clock_check)", (long long)clock_ms);
+        r->clocked++;
+        if (clock_ms > r->clock_ms) {
+            r->clock_ms = clock_ms;
+        }
     } else if (slot->quarantine_ms > 0) {
         /* It ran the script, but may have lost locks in its restart. */
         slot->state = ROUND_FAILED;
@@ -240,6 +261,7 @@ round_start(int script, size_t nkeys, size_t nargs,
          * the script runs.
          */
         slot->quarantine_ms = master_quarantine_left_ms(m, r->start_us);
+        slot->clock_ms = master_clock_quarantine_left_ms(m, r->start_us);
         slot->duplicate_of = master_duplicate_of(m);
         if (master_eval(m, script, nkeys, nargs, r->args, r->lens, &shared,
                         round_reply_cb, slot) == 0) {
@@ -291,6 +313,15 @@ round_quarantined(const struct round *r, int64_t *left_ms)
         *left_ms = r->quarantine_ms;
     }
     return r->quarantined;
+}
+
+size_t
+round_clock_quarantined(const struct round *r, int64_t *left_ms)
+{
+    if (left_ms != NULL) {
+        *left_ms = r->clock_ms;
+    }
+    return r->clocked;
 }
 
 size_t

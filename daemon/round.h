@@ -13,7 +13,10 @@
  * Restart quarantine: a master quarantined when the round starts
  * (master_quarantine_left_ms) receives the request like the others, but
  * its answer is recorded as ROUND_FAILED ("quarantined ...") and never
- * reaches the caller's classifier, so no quorum counts it.  The same
+ * reaches the caller's classifier, so no quorum counts it.  A clock
+ * quarantine (master_clock_quarantine_left_ms) is asked for both at the
+ * start and when the answer is read, so the answer that showed the step
+ * is not counted either.  The same
  * holds for a duplicate, a config entry that is the same Redis server as
  * another one (master_duplicate_of, read at the round's start): "same
  * server as ... (run_id ...), not counted".
@@ -98,6 +101,14 @@ size_t round_answered(const struct round *r);
  * *left_ms when it is not NULL (0 when none).
  */
 size_t round_quarantined(const struct round *r, int64_t *left_ms);
+
+/*
+ * Answers that arrived but were not counted because their master was in
+ * clock quarantine when the round started or when the answer was read
+ * (master_clock_quarantine_left_ms); the longest quarantine left among
+ * those, ms, in *left_ms when it is not NULL (0 when none).
+ */
+size_t round_clock_quarantined(const struct round *r, int64_t *left_ms);
 
 /* Answers that arrived but were not counted: duplicates of another master. */
 size_t round_duplicates(const struct round *r);

@@ -308,8 +308,21 @@ server_run(struct conf *conf)
         log_error("cannot create the event loop");
         return 1;
     }
+    /*
+     * Two priorities: 0 for the lease timer alone (daemon/lease.h: after
+     * a pause, LOST before anything else), 1, the default, for the rest.
+     */
+    if (event_base_priority_init(server_base, 2) != 0) {
+        log_error("cannot set the event loop's priorities");
+        event_base_free(server_base);
+        return 1;
+    }
 
-    redlock_init(conf->drift_factor);
+    if (redlock_init(conf->drift_factor) != 0) {
+        log_error("out of memory registering the scripts");
+        event_base_free(server_base);
+        return 1;
+    }
     round_init(server_base, conf->node_timeout_ms);
     if (flush_init(server_base) != 0) {
         log_error("cannot create the flush event");

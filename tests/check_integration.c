@@ -34,7 +34,7 @@
 #define CMD_MS          2000    /* deadline for a reply that needs the masters */
 #define LOCAL_MS        1000    /* deadline for a reply the daemon gives alone */
 #define TEST_TIMEOUT_S  30      /* per test, unless CK_DEFAULT_TIMEOUT is set */
-#define GROUP_MAX       128     /* lines of a HELP or STATS reply we keep */
+#define GROUP_MAX       256     /* lines of a HELP or STATS reply we keep */
 
 /* Every test's daemon: a blocked LOCK retries after 0..100 ms. */
 static const struct h_daemon_opts it_opts = {

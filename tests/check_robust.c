@@ -723,6 +723,63 @@ START_TEST(lost_keeps_keys_until_expiry)
 END_TEST
 
 /*
+ * A daemon paused (SIGSTOP) past its holders' validity: on resume each
+ * holder hears LOST before anything else on its session.  The holder of
+ * pz (ttl 1 s) asked for py (ttl 30 s) while every master was stopped,
+ * then the daemon was stopped and the masters resumed: on resume the
+ * daemon finds in one loop iteration the masters' answers granting py
+ * (still valid: 30 s less the pause), a PING the holder sent meanwhile,
+ * and pz's lease overdue.  The lease timer's priority puts LOST first;
+ * without it the grant of py was written first (libevent runs socket
+ * events before the timers it finds expired in the same iteration).
+ */
+START_TEST(paused_daemon_lost_first)
+{
+    struct h_daemon_opts o = { .retry_delay_ms = 100 };
+    long long valid;
+    char *got;
+    size_t i;
+    int a, seen_ok = 0, seen_pong = 0;
+
+    rb_up(&o);
+    a = rb_connect();
+    got = h_cmd(a, "LOCK pz ttl=1000", CMD_MS);
+    ck_assert_msg(got != NULL && h_reply_int(got, "validity", &valid), "LOCK pz: '%s'",
+                  got ? got : "(nothing)");
+    free(got);
+    for (i = 0; i < NMASTERS; i++) {
+        ck_assert_int_eq(h_signal_master(i, SIGSTOP), 0);
+    }
+    ck_assert_int_eq(h_send(a, "LOCK py ttl=30000"), 0);
+    /* The round is sent at once; stop the daemon well within node_timeout. */
+    h_sleep_ms(20);
+    ck_assert_int_eq(h_signal_daemon(SIGSTOP), 0);
+    for (i = 0; i < NMASTERS; i++) {
+        ck_assert_int_eq(h_signal_master(i, SIGCONT), 0);
+    }
+    ck_assert_int_eq(h_send(a, "PING after-pause"), 0);
+    /* The fault itself: stopped for longer than pz's validity. */
+    h_sleep_ms(valid + 500);
+    ck_assert_int_eq(h_signal_daemon(SIGCONT), 0);
+    got = h_read_line(a, 5000);
+    ck_assert_msg(got != NULL && strncmp(got, "! LOST pz reason=", 17) == 0,
+                  "first line after the pause: expected '! LOST pz ...', got '%s'",
+                  got ? got : "(nothing)");
+    free(got);
+    for (i = 0; i < 2; i++) {
+        got = h_read_line(a, 5000);
+        ck_assert_msg(got != NULL, "after the LOST: nothing more");
+        seen_ok += strncmp(got, "OK py ", 6) == 0;
+        seen_pong += strcmp(got, "PONG after-pause") == 0;
+        free(got);
+    }
+    ck_assert_msg(seen_ok == 1 && seen_pong == 1, "after the LOST: expected 'OK py ...' and "
+                  "'PONG after-pause' (OK %d, PONG %d)", seen_ok, seen_pong);
+    close(a);
+}
+END_TEST
+
+/*
  * Durations are measured on CLOCK_MONOTONIC: with the daemon's wall
  * clock jumping two hours forward and then back (libfaketime, re-read
  * from a file), a held lock is renewed as usual and never reported
@@ -1080,6 +1137,7 @@ robust_suite(void)
     tcase_add_test(tc, quarantine_restart_two_masters);
     tcase_add_test(tc, no_quarantine_control);
     tcase_add_test(tc, lost_keeps_keys_until_expiry);
+    tcase_add_test(tc, paused_daemon_lost_first);
     tcase_add_test(tc, wall_clock_jump);
     tcase_add_test(tc, slowloris);
     tcase_add_test(tc, non_reader_closed);
