@@ -51,6 +51,9 @@
  * port of 127.0.0.1 or ADDR:PORT (a daemon in a network namespace of the
  * suite's); the logs name the port only.
  *
+ * -a PASSWORD sends AUTH first on every connection (a daemon that listens
+ * beyond loopback requires it).
+ *
  * -I makes a broken client for the suite's negative controls: it logs a
  * "! LOST" push but goes on as if it still held the lock, and writes.  SIGTERM asks it to
  * stop: a pending LOCK is abandoned at once, a section in progress is
@@ -123,6 +126,7 @@ struct rmw_opts {
     long        limit;                  /* > 0: LOCK ... limit=N (a counted name) */
     bool        shared;                 /* LOCK ... shared: read only */
     bool        ignore_lost;            /* -I: a broken client that ignores "! LOST" */
+    const char *password;               /* -a: sent with AUTH on each connection, or NULL */
 };
 
 /* The connection to a daemon; one per process, reused across reconnects. */
@@ -233,7 +237,32 @@ rmw_disconnect(struct rmw_conn *c)
     c->eof = false;
 }
 
-/* Connect to the next daemon that accepts, trying each once.  0 or -1. */
+static int rmw_send(struct rmw_conn *c, const char *line);
+static int rmw_reply(struct rmw_conn *c, int64_t deadline_us);
+
+/* -a: send AUTH on a new connection.  0 when the daemon said OK, else -1. */
+static int
+rmw_auth(struct rmw_conn *c)
+{
+    char req[RMW_LINE_MAX], shown[RMW_LINE_MAX];
+
+    if (rmw_o.password == NULL) {
+        return 0;
+    }
+    snprintf(req, sizeof(req), "AUTH %s", rmw_o.password);
+    if (rmw_send(c, req) != 0) {
+        return -1;
+    }
+    if (rmw_reply(c, rmw_now_us() + RMW_CONNECT_MS * 1000LL) == 1
+        && strcmp(c->cl.line, "OK") == 0) {
+        return 0;
+    }
+    rmw_printable(c->eof ? "(connection closed)" : c->cl.line, shown, sizeof(shown));
+    rmw_log("ERROR %lld AUTH answered: %s", (long long)rmw_now_us(), shown);
+    return -1;
+}
+
+/* Connect to the next daemon that accepts (and AUTH, with -a), trying each once.  0 or -1. */
 static int
 rmw_connect(struct rmw_conn *c)
 {
@@ -247,8 +276,11 @@ rmw_connect(struct rmw_conn *c)
                                client_now_ms() + RMW_CONNECT_MS) == 0) {
             setsockopt(c->cl.fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
             c->port = port;
-            rmw_log("CONNECT %lld port=%d", (long long)rmw_now_us(), port);
-            return 0;
+            if (rmw_auth(c) == 0) {
+                rmw_log("CONNECT %lld port=%d", (long long)rmw_now_us(), port);
+                return 0;
+            }
+            rmw_disconnect(c);
         }
         if (errno == EINTR && rmw_stop) {
             return -1;
@@ -547,7 +579,7 @@ rmw_usage(void)
     fprintf(stderr,
             "usage: rmw-client -p [ADDR:]PORT[,...] -r COUNTER_PORT -n NAME -l LOG\n"
             "                  [-c SECTIONS] [-t TTL_MS] [-w WAIT_MS] [-s MIN_MS[-MAX_MS]]\n"
-            "                  [-P POLL_MS] [-k THINK_MS] [-L LIMIT | -S] [-I]\n");
+            "                  [-P POLL_MS] [-k THINK_MS] [-L LIMIT | -S] [-I] [-a PASSWORD]\n");
     exit(RMW_EXIT_USAGE);
 }
 
@@ -594,7 +626,7 @@ rmw_parse_args(int argc, char **argv)
     rmw_o.wait_ms = 10000;
     rmw_o.sleep_min_ms = 5;
     rmw_o.sleep_max_ms = 30;
-    while ((opt = getopt(argc, argv, "p:r:n:l:c:t:w:s:P:k:L:SI")) != -1) {
+    while ((opt = getopt(argc, argv, "p:r:n:l:c:t:w:s:P:k:L:SIa:")) != -1) {
         switch (opt) {
         case 'p':
             for (tok = strtok_r(optarg, ",", &save); tok != NULL;
@@ -651,6 +683,9 @@ rmw_parse_args(int argc, char **argv)
             break;
         case 'I':
             rmw_o.ignore_lost = true;
+            break;
+        case 'a':
+            rmw_o.password = optarg;
             break;
         default:
             rmw_usage();
