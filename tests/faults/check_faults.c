@@ -2086,14 +2086,15 @@ ft_minority_verdict(struct ft_run *r, const size_t *idx, const char *const *name
             const struct checker_section *x = &s.v[i];
 
             if (strcmp(x->name, names[k]) == 0 && x->port == r->ports[0]
+                && x->permit == held->permit
                 && x->begin_us >= (r->sc->broken ? cut_us : held->end_us)
                 && x->begin_us < r->heal_us && (first < 0 || x->begin_us < first)) {
                 first = x->begin_us;
             }
         }
         if (first > 0) {
-            ft_note(r, "%s granted through daemon 0 %.0f ms after the cut", names[k],
-                    (double)(first - cut_us) / 1e3);
+            ft_note(r, "%s%s granted through daemon 0 %.0f ms after the cut", names[k],
+                    held->permit >= 0 ? "'s same permit" : "", (double)(first - cut_us) / 1e3);
         } else if (!r->sc->broken) {
             ft_external(r, "daemon 0's clients never got %s while daemon 1 was cut off "
                         "(%d ms)", names[k], FT_MINORITY_MS);
@@ -3064,8 +3065,8 @@ static bool ft_selected(const struct ft_scenario *sc);
 
 /*
  * When a selected scenario needs namespaces: try to make them
- * (netns_init); when that fails, say once what is missing, and the
- * network scenarios are skipped (ft_net_why).
+ * (netns_init); when that fails, the network scenarios are skipped, and
+ * the line after the table says what is missing (ft_net_why).
  */
 static void
 ft_net_init(void)
@@ -3082,9 +3083,7 @@ ft_net_init(void)
         return;
     }
     snprintf(log, sizeof(log), "%s/netns.log", ft_dir);
-    if (netns_init(log, ft_net_why, sizeof(ft_net_why)) != 0) {
-        printf("faults: the network scenarios are skipped: %s\n", ft_net_why);
-    }
+    netns_init(log, ft_net_why, sizeof(ft_net_why));
 }
 
 /* True when FAULTS_ONLY is unset or names sc. */
@@ -3111,19 +3110,26 @@ ft_selected(const struct ft_scenario *sc)
 static void
 ft_print_table(const struct ft_run *runs, const bool *ran, double total)
 {
+    int width = 28;
     size_t i;
 
+    /* The first column as wide as the longest name that ran. */
+    for (i = 0; i < FT_NSCENARIOS; i++) {
+        if (ran[i] && (int)strlen(runs[i].sc->name) > width) {
+            width = (int)strlen(runs[i].sc->name);
+        }
+    }
     printf("\n== summary: %s, %.0f s in all\n",
            "make faults", total);
-    printf("%-28s %8s %9s %10s %13s %11s  %-15s %s\n", "scenario", "sections", "completed",
-           "violations", "max acquire", "recovery", "expected", "result");
+    printf("%-*s %8s %9s %10s %13s %11s  %-15s %s\n", width, "scenario", "sections",
+           "completed", "violations", "max acquire", "recovery", "expected", "result");
     for (i = 0; i < FT_NSCENARIOS; i++) {
         const struct ft_run *r = &runs[i];
 
         if (!ran[i]) {
             continue;
         }
-        printf("%-28s %8zu %9zu %10zu %10.0f ms %8.0f ms  %-15s %s\n", r->sc->name,
+        printf("%-*s %8zu %9zu %10zu %10.0f ms %8.0f ms  %-15s %s\n", width, r->sc->name,
                r->res.sections, r->res.wrote + r->res.read, r->res.violations,
                (double)r->res.max_acquire_us / 1e3, (double)r->res.recovery_us / 1e3,
                r->sc->negative ? "overlaps found" : "no violation",
