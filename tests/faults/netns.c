@@ -106,8 +106,8 @@ netns_run(const char *ns, const char *fmt, ...)
     va_start(ap, fmt);
     vsnprintf(line, sizeof(line), fmt, ap);
     va_end(ap);
-    netns_logf("+ %s%s%s", ns != NULL ? "[" : "", ns != NULL ? ns : "", ns != NULL ? "] " : "");
-    netns_logf("  %s", line);
+    netns_logf("+ %s%s%s%s", ns != NULL ? "[" : "", ns != NULL ? ns : "",
+               ns != NULL ? "] " : "", line);
     for (w = strtok_r(line, " ", &save); w != NULL && n < NETNS_WORDS_MAX;
          w = strtok_r(NULL, " ", &save)) {
         argv[n++] = w;
