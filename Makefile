@@ -200,11 +200,15 @@ check-asan: deps
 	$(MAKE) SANITIZE=address,undefined test
 
 # Fault injection (tests/faults/faults.mk) and fuzzing (tests/fuzz/fuzz.mk)
-# need clang and its runtime (libFuzzer) besides the packages above.
-FAULT_DEB_PKGS := clang libclang-rt-14-dev
+# need clang and its runtime (libFuzzer) besides the packages above, and
+# the network scenarios `ip` and `iptables` (found in /usr/sbin too, which
+# is not on every user's PATH).
+FAULT_DEB_PKGS := clang libclang-rt-14-dev iproute2 iptables
 deps-faults: deps
 	@if command -v clang >/dev/null \
-	    && [ -e "$$(clang -print-file-name=libclang_rt.fuzzer-x86_64.a)" ]; then :; else \
+	    && [ -e "$$(clang -print-file-name=libclang_rt.fuzzer-x86_64.a)" ] \
+	    && { command -v ip || [ -x /usr/sbin/ip ] || [ -x /sbin/ip ]; } >/dev/null \
+	    && { command -v iptables || [ -x /usr/sbin/iptables ]; } >/dev/null; then :; else \
 	    echo "installing missing packages: $(FAULT_DEB_PKGS)"; \
 	    $(SUDO) apt-get update -qq && \
 	    DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq $(FAULT_DEB_PKGS); fi

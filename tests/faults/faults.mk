@@ -2,6 +2,7 @@
 # a fuzzing run).  See tests/faults/README.md.
 #
 #   build/rmw-client     one client session: guarded read-modify-write
+#   build/delay-proxy    a TCP proxy that delays each chunk (delay-jitter)
 #   build/check_faults   starts masters, daemons and clients, injects the
 #                        faults, checks the client logs, prints the table
 #   build/redis-libc/redis-server
@@ -10,7 +11,7 @@
 #                        whose clock the clock scenarios and check_clock
 #                        step); tests/faults/build-redis-libc.sh, once
 
-FAULTS_BINS := $(B)/rmw-client $(B)/check_faults
+FAULTS_BINS := $(B)/rmw-client $(B)/delay-proxy $(B)/check_faults
 
 .PHONY: faults
 
@@ -24,8 +25,12 @@ $(B)/rmw-client: $(B)/obj/tests/faults/rmw_client.o $(CLIENT_OBJ)
 	@echo "  LD      $@"
 	@$(CC) $(CFLAGS) -o $@ $^ $(PKG_LIBS) $(LDFLAGS)
 
+$(B)/delay-proxy: $(B)/obj/tests/faults/delay_proxy.o
+	@echo "  LD      $@"
+	@$(CC) $(CFLAGS) -o $@ $^ $(PKG_LIBS) $(LDFLAGS)
+
 $(B)/check_faults: $(B)/obj/tests/faults/check_faults.o $(B)/obj/tests/faults/checker.o \
-                   $(HARNESS_OBJ)
+                   $(B)/obj/tests/faults/netns.o $(HARNESS_OBJ)
 	@echo "  LD      $@"
 	@$(CC) $(CFLAGS) -o $@ $^ $(PKG_LIBS) $(LDFLAGS)
 
@@ -36,4 +41,5 @@ $(REDIS_LIBC): tests/faults/build-redis-libc.sh
 
 faults: $(B)/redlockd $(FAULTS_BINS) $(REDIS_LIBC)
 	REDLOCKD_BIN=$(CURDIR)/$(B)/redlockd RMW_CLIENT_BIN=$(CURDIR)/$(B)/rmw-client \
-	    REDIS_LIBC_BIN=$(CURDIR)/$(REDIS_LIBC) ./$(B)/check_faults
+	    REDIS_LIBC_BIN=$(CURDIR)/$(REDIS_LIBC) DELAY_PROXY_BIN=$(CURDIR)/$(B)/delay-proxy \
+	    ./$(B)/check_faults
