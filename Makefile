@@ -72,7 +72,8 @@ HARNESS_OBJ := $(B)/obj/tests/harness.o $(CLIENT_OBJ)
 
 UNIT_TESTS := check_proto check_conf check_redlock check_lease check_client check_drift
 INTEG_TESTS := check_integration check_cluster check_robust check_ops check_redlockctl check_metrics \
-               check_masters check_edges check_kinds check_who check_tls check_tls_masters
+               check_masters check_edges check_kinds check_who check_tls check_tls_masters \
+               check_clock
 TEST_BINS  := $(addprefix $(B)/,$(UNIT_TESTS) $(INTEG_TESTS))
 
 CK_TIMEOUT ?= 120
@@ -129,6 +130,8 @@ $(B)/check_kinds: $(B)/obj/tests/check_kinds.o $(HARNESS_OBJ)
 $(B)/check_who: $(B)/obj/tests/check_who.o $(HARNESS_OBJ)
 $(B)/check_tls: $(B)/obj/tests/check_tls.o $(HARNESS_OBJ)
 $(B)/check_tls_masters: $(B)/obj/tests/check_tls_masters.o $(HARNESS_OBJ)
+# Masters 2 and 3 run the libc build of redis-server under libfaketime.
+$(B)/check_clock: $(B)/obj/tests/check_clock.o $(HARNESS_OBJ)
 $(TEST_BINS):
 	@echo "  LD      $@"
 	@$(CC) $(CFLAGS) -o $@ $^ $(PKG_LIBS) $(CHECK_LIBS) $(WRAP_LDFLAGS) $(LDFLAGS)
@@ -152,13 +155,15 @@ check: deps
 	if [ $$rc -eq 0 ]; then echo "make check: all passed in $$secs s"; \
 	else echo "make check: FAILED after $$secs s"; fi; exit $$rc
 
-test: $(B)/redlockd $(B)/redlockctl $(TEST_BINS) $(FUZZ_REPLAY_BINS) $(BENCH_SMOKE_BINS)
+test: $(B)/redlockd $(B)/redlockctl $(TEST_BINS) $(FUZZ_REPLAY_BINS) $(BENCH_SMOKE_BINS) \
+      $(REDIS_LIBC)
 ifneq ($(SANITIZE),)
 	@rm -rf $(SAN_LOGS) && mkdir -p $(SAN_LOGS)
 endif
 	@set -e; for t in $(FUZZ_REPLAY_BINS); do echo "== $$t"; ./$$t; done
 	@set -e; for t in $(UNIT_TESTS) $(INTEG_TESTS); do \
 	    echo "== $$t"; REDLOCKD_BIN=$(CURDIR)/$(B)/redlockd REDLOCKCTL_BIN=$(CURDIR)/$(B)/redlockctl \
+	    REDIS_LIBC_BIN=$(CURDIR)/$(REDIS_LIBC) \
 	    CK_DEFAULT_TIMEOUT=$(CK_TIMEOUT) CK_TIMEOUT_MULTIPLIER=$(CK_MULT) ./$(B)/$$t; done
 	@echo "== bench smoke (1 s per mode, so the benchmark never rots)"
 	@REDLOCKD_BIN=$(CURDIR)/$(B)/redlockd REDLOCK_BENCH_BIN=$(CURDIR)/$(B)/redlock-bench \
@@ -171,9 +176,10 @@ endif
 unit: $(addprefix $(B)/,$(UNIT_TESTS))
 	@set -e; for t in $(UNIT_TESTS); do ./$(B)/$$t; done
 
-integration: $(B)/redlockd $(addprefix $(B)/,$(INTEG_TESTS))
+integration: $(B)/redlockd $(addprefix $(B)/,$(INTEG_TESTS)) $(REDIS_LIBC)
 	@set -e; for t in $(INTEG_TESTS); do \
-	    echo "== $$t"; REDLOCKD_BIN=$(CURDIR)/$(B)/redlockd CK_DEFAULT_TIMEOUT=120 ./$(B)/$$t; done
+	    echo "== $$t"; REDLOCKD_BIN=$(CURDIR)/$(B)/redlockd REDIS_LIBC_BIN=$(CURDIR)/$(REDIS_LIBC) \
+	    CK_DEFAULT_TIMEOUT=120 ./$(B)/$$t; done
 
 # The integration suites with the daemon under valgrind's memcheck: each
 # daemon writes build/valgrind/<pid>.log; any error or definite/indirect
@@ -194,11 +200,15 @@ check-asan: deps
 	$(MAKE) SANITIZE=address,undefined test
 
 # Fault injection (tests/faults/faults.mk) and fuzzing (tests/fuzz/fuzz.mk)
-# need clang and its runtime (libFuzzer) besides the packages above.
-FAULT_DEB_PKGS := clang libclang-rt-14-dev
+# need clang and its runtime (libFuzzer) besides the packages above, and
+# the network scenarios `ip` and `iptables` (found in /usr/sbin too, which
+# is not on every user's PATH).
+FAULT_DEB_PKGS := clang libclang-rt-14-dev iproute2 iptables
 deps-faults: deps
 	@if command -v clang >/dev/null \
-	    && [ -e "$$(clang -print-file-name=libclang_rt.fuzzer-x86_64.a)" ]; then :; else \
+	    && [ -e "$$(clang -print-file-name=libclang_rt.fuzzer-x86_64.a)" ] \
+	    && { command -v ip || [ -x /usr/sbin/ip ] || [ -x /sbin/ip ]; } >/dev/null \
+	    && { command -v iptables || [ -x /usr/sbin/iptables ]; } >/dev/null; then :; else \
 	    echo "installing missing packages: $(FAULT_DEB_PKGS)"; \
 	    $(SUDO) apt-get update -qq && \
 	    DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq $(FAULT_DEB_PKGS); fi

@@ -11,6 +11,7 @@
 #include <ftw.h>
 #include <limits.h>
 #include <poll.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -40,10 +41,15 @@
 #define H_TAIL_BYTES        (64 * 1024) /* at most this much of a log is read */
 #define H_STATS_LINE_MS     1000    /* deadline per line of a STATS reply */
 #define H_CONNECT_MS        10000   /* deadline of h_connect_* (loopback: at once) */
+#define H_FAKETIME_LIB      "/usr/lib/x86_64-linux-gnu/faketime/libfaketime.so.1"
+#define H_REDIS_LIBC_BIN    "./build/redis-libc/redis-server"   /* without $REDIS_LIBC_BIN */
+#define H_CLOCK_STEP_MS     2000    /* h_master_clock_step: TIME shows the step within */
+#define H_CLOCK_SLACK_MS    50      /* and is that close to real time + offset */
 
 /* One redis-server the harness started. */
 struct h_master {
-    int   port;                     /* 127.0.0.1 port, kept across restarts */
+    int   port;                     /* TCP port, kept across restarts */
+    struct h_host host;             /* where it runs; addr "" is 127.0.0.1 */
     pid_t pid;                      /* running process, 0 when killed */
     bool  aof;                      /* persistent: AOF in <dir>/master-<i> */
     enum h_master_kind kind;        /* plain, TLS only, or plain named rediss:// */
@@ -54,6 +60,7 @@ struct h_master {
 struct h_daemon {
     pid_t pid;                      /* running process, or 0 */
     int   port;                     /* TCP port, 0 before the start */
+    struct h_host host;             /* where it runs; addr "" is 127.0.0.1 */
     int   tls_port;                 /* listen.tls port, 0 when it has none */
     char  sock_path[PATH_MAX + 64]; /* Unix socket */
     char  log_path[PATH_MAX + 64];  /* stdout+stderr */
@@ -74,8 +81,11 @@ static size_t          h_nmasters;              /* entries in h_masters */
 static struct h_daemon h_daemons[H_DAEMONS_MAX];/* started daemons, in order */
 static size_t          h_ndaemons;              /* daemons started (slots used) */
 static size_t          h_cur;                   /* index of the current daemon */
+static struct h_host   h_placed[H_MASTERS_MAX]; /* h_place_masters(): hosts of masters */
+static size_t          h_nplaced;               /* entries in h_placed */
 static char            h_tls_dir[PATH_MAX];     /* h_tls_masters(): certificates */
 static bool            h_tls_auth;              /* h_tls_masters(): tls-auth-clients */
+static uint32_t        h_clock_mask;            /* h_clock_masters(): bit i, master i */
 
 #define H_WRAP_WORDS    16      /* words of $REDLOCKD_WRAP used */
 
@@ -84,6 +94,8 @@ static bool            h_tls_auth;              /* h_tls_masters(): tls-auth-cli
 
 static void h_daemon_paths(size_t i);
 static void h_stop_all_daemons(void);
+static size_t h_master_argv0(size_t i, const char **argv);
+static int h_connect(const char *target, bool tcp);
 
 /* ---- time and polling ---- */
 
@@ -305,6 +317,8 @@ h_begin(const char *name)
         return -1;
     }
     h_nmasters = 0;
+    h_clock_mask = 0;
+    h_nplaced = 0;
     memset(h_daemons, 0, sizeof(h_daemons));
     h_ndaemons = 0;
     h_cur = 0;
@@ -326,6 +340,7 @@ h_end(void)
         }
     }
     h_nmasters = 0;
+    h_nplaced = 0;
     h_ndaemons = 0;
     h_cur = 0;
     h_remove_tree(h_test_dir);
@@ -410,6 +425,29 @@ h_child_setup(pid_t parent)
 pid_t
 h_spawn(const char *const argv[], const char *out_path)
 {
+    return h_spawn_in(argv, out_path, NULL);
+}
+
+/* In a child: join network namespace name (/run/netns/<name>).  0 or -1. */
+static int
+h_join_netns(const char *name)
+{
+    char path[PATH_MAX];
+    int fd, rc;
+
+    snprintf(path, sizeof(path), "/run/netns/%s", name);
+    fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0) {
+        return -1;
+    }
+    rc = setns(fd, CLONE_NEWNET);
+    close(fd);
+    return rc;
+}
+
+pid_t
+h_spawn_in(const char *const argv[], const char *out_path, const char *netns)
+{
     pid_t parent = getpid(), pid;
     int out, in;
 
@@ -429,6 +467,11 @@ h_spawn(const char *const argv[], const char *out_path)
         in = open("/dev/null", O_RDONLY);
         if (in < 0 || dup2(in, 0) < 0 || dup2(out, 1) < 0 || dup2(out, 2) < 0) {
             _exit(127);
+        }
+        if (netns != NULL && netns[0] != '\0' && h_join_netns(netns) != 0) {
+            dprintf(2, "harness: cannot join network namespace %s: %s\n", netns,
+                    strerror(errno));
+            _exit(126);
         }
         execvp(argv[0], (char *const *)argv);
         dprintf(2, "harness: exec %s: %s\n", argv[0], strerror(errno));
@@ -470,13 +513,14 @@ h_exited(pid_t pid, int *status)
 
 /* ---- Redis masters ---- */
 
-redisContext *
-h_redis_connect(int port)
+/* h_redis_connect() to addr:port. */
+static redisContext *
+h_redis_connect_at(const char *addr, int port)
 {
     struct timeval tv = { 0, H_REDIS_TIMEOUT_MS * 1000 };
     redisContext *c;
 
-    c = redisConnectWithTimeout("127.0.0.1", port, tv);
+    c = redisConnectWithTimeout(addr, port, tv);
     if (c == NULL) {
         return NULL;
     }
@@ -487,10 +531,17 @@ h_redis_connect(int port)
     return c;
 }
 
-bool
-h_redis_ping(int port)
+redisContext *
+h_redis_connect(int port)
 {
-    redisContext *c = h_redis_connect(port);
+    return h_redis_connect_at("127.0.0.1", port);
+}
+
+/* True when a redis-server on addr:port answers PING with PONG. */
+static bool
+h_redis_ping_at(const char *addr, int port)
+{
+    redisContext *c = h_redis_connect_at(addr, port);
     redisReply *r;
     bool ok;
 
@@ -504,6 +555,19 @@ h_redis_ping(int port)
     }
     redisFree(c);
     return ok;
+}
+
+bool
+h_redis_ping(int port)
+{
+    return h_redis_ping_at("127.0.0.1", port);
+}
+
+/* The address of a host: its own, or 127.0.0.1. */
+static const char *
+h_host_addr(const struct h_host *h)
+{
+    return h->addr[0] != '\0' ? h->addr : "127.0.0.1";
 }
 
 /* Data directory of persistent master i: <dir>/master-<i>. */
@@ -539,7 +603,7 @@ h_master_spawn(size_t i)
     } else {
         snprintf(dir, sizeof(dir), "%s", h_test_dir);
     }
-    argv[n++] = "redis-server";
+    n = h_master_argv0(i, argv);
     argv[n++] = "--port";
     if (h_masters[i].kind == H_MASTER_TLS) {
         /* TLS only: no plain port at all. */
@@ -561,7 +625,12 @@ h_master_spawn(size_t i)
         argv[n++] = port;
     }
     argv[n++] = "--bind";
-    argv[n++] = "127.0.0.1";
+    argv[n++] = h_host_addr(&h_masters[i].host);
+    if (h_masters[i].host.addr[0] != '\0') {
+        /* Its clients are not on loopback. */
+        argv[n++] = "--protected-mode";
+        argv[n++] = "no";
+    }
     argv[n++] = "--save";
     argv[n++] = "";
     argv[n++] = "--appendonly";
@@ -577,7 +646,7 @@ h_master_spawn(size_t i)
     argv[n++] = "--logfile";
     argv[n++] = log;
     argv[n] = NULL;
-    pid = h_spawn(argv, log);
+    pid = h_spawn_in(argv, log, h_masters[i].host.netns);
     if (pid < 0) {
         return -1;
     }
@@ -585,9 +654,9 @@ h_master_spawn(size_t i)
     return 0;
 }
 
-/* True when something accepts TCP connections on 127.0.0.1:port. */
+/* True when something accepts TCP connections on addr:port (IPv4). */
 static bool
-h_port_listening(int port)
+h_port_listening(const char *addr, int port)
 {
     struct sockaddr_in sin;
     int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
@@ -599,8 +668,8 @@ h_port_listening(int port)
     memset(&sin, 0, sizeof(sin));
     sin.sin_family = AF_INET;
     sin.sin_port = htons((uint16_t)port);
-    sin.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    ok = connect(fd, (struct sockaddr *)&sin, sizeof(sin)) == 0;
+    ok = inet_pton(AF_INET, addr, &sin.sin_addr) == 1
+         && connect(fd, (struct sockaddr *)&sin, sizeof(sin)) == 0;
     close(fd);
     return ok;
 }
@@ -620,8 +689,9 @@ h_master_wait_up(size_t i, int64_t deadline)
             h_masters[i].pid = 0;
             return -1;
         }
-        if (h_masters[i].kind == H_MASTER_TLS ? h_port_listening(h_masters[i].port)
-                                              : h_redis_ping(h_masters[i].port)) {
+        if (h_masters[i].kind == H_MASTER_TLS
+                ? h_port_listening(h_master_addr(i), h_masters[i].port)
+                : h_redis_ping_at(h_master_addr(i), h_masters[i].port)) {
             return 0;
         }
         if (h_now_ms() >= deadline) {
@@ -660,6 +730,36 @@ h_new_master_port(size_t n)
     return -1;
 }
 
+void
+h_place_masters(const struct h_host *hosts, size_t n)
+{
+    h_nplaced = n < H_MASTERS_MAX ? n : H_MASTERS_MAX;
+    memcpy(h_placed, hosts, h_nplaced * sizeof(hosts[0]));
+}
+
+/* Give master i its host from h_place_masters(), or none. */
+static void
+h_master_place(size_t i)
+{
+    if (i < h_nplaced) {
+        h_masters[i].host = h_placed[i];
+    } else {
+        memset(&h_masters[i].host, 0, sizeof(h_masters[i].host));
+    }
+}
+
+const char *
+h_master_addr(size_t i)
+{
+    return i < h_nmasters ? h_host_addr(&h_masters[i].host) : "127.0.0.1";
+}
+
+redisContext *
+h_master_redis(size_t i)
+{
+    return h_master_alive(i) ? h_redis_connect_at(h_master_addr(i), h_masters[i].port) : NULL;
+}
+
 /* h_start_masters() and h_start_masters_aof(). */
 static int
 h_start_masters_mode(size_t n, bool aof)
@@ -674,6 +774,7 @@ h_start_masters_mode(size_t n, bool aof)
     /* Start them all, then wait for each: the starts overlap. */
     for (i = 0; i < n; i++) {
         h_masters[i].pid = 0;
+        h_master_place(i);
         h_masters[i].kind = H_MASTER_PLAIN;
         h_masters[i].aof = aof;
         h_masters[i].port = h_new_master_port(i);
@@ -737,6 +838,7 @@ h_add_master(enum h_master_kind kind, const char *cert)
         return -1;
     }
     memset(&h_masters[i], 0, sizeof(h_masters[i]));
+    h_master_place(i);
     h_masters[i].kind = kind;
     snprintf(h_masters[i].cert, sizeof(h_masters[i].cert), "%s",
              cert != NULL ? cert : "server");
@@ -843,7 +945,7 @@ h_master_lookup(size_t i, const char *key, char **value)
     if (!h_master_alive(i)) {
         return -1;
     }
-    c = h_redis_connect(h_masters[i].port);
+    c = h_redis_connect_at(h_master_addr(i), h_masters[i].port);
     if (c == NULL) {
         return -1;
     }
@@ -872,7 +974,7 @@ h_master_cmd(size_t i, const char *password, const char *fmt, ...)
     if (!h_master_alive(i)) {
         return -1;
     }
-    c = h_redis_connect(h_masters[i].port);
+    c = h_redis_connect_at(h_master_addr(i), h_masters[i].port);
     if (c == NULL) {
         return -1;
     }
@@ -926,7 +1028,7 @@ h_master_pttl(size_t i, const char *key)
     if (!h_master_alive(i)) {
         return H_PTTL_ERROR;
     }
-    c = h_redis_connect(h_masters[i].port);
+    c = h_redis_connect_at(h_master_addr(i), h_masters[i].port);
     if (c == NULL) {
         return H_PTTL_ERROR;
     }
@@ -982,7 +1084,7 @@ h_master_reply(size_t i, const char *fmt, ...)
     if (!h_master_alive(i)) {
         return NULL;
     }
-    c = h_redis_connect(h_masters[i].port);
+    c = h_redis_connect_at(h_master_addr(i), h_masters[i].port);
     if (c == NULL) {
         return NULL;
     }
@@ -1044,6 +1146,191 @@ h_master_calls(size_t i, const char *command)
     return n;
 }
 
+/* ---- masters with a steppable wall clock ---- */
+
+/* <test dir>/clock-<i>: master i's clock offset, which libfaketime reads. */
+static void
+h_clock_path(size_t i, char *out, size_t size)
+{
+    snprintf(out, size, "%s/clock-%zu", h_test_dir, i);
+}
+
+/*
+ * Write master i's offset as libfaketime reads it ("+10.000", "-0.250":
+ * seconds), into a new file renamed over the old one, since libfaketime
+ * may read it at any moment.  0 or -1.
+ */
+static int
+h_clock_write(size_t i, int64_t offset_ms)
+{
+    char path[PATH_MAX + 32], tmp[PATH_MAX + 40];
+    long long a = offset_ms < 0 ? -(long long)offset_ms : (long long)offset_ms;
+    FILE *f;
+    int rc;
+
+    h_clock_path(i, path, sizeof(path));
+    snprintf(tmp, sizeof(tmp), "%s.new", path);
+    f = fopen(tmp, "we");
+    if (f == NULL) {
+        fprintf(stderr, "harness: %s: %s\n", tmp, strerror(errno));
+        return -1;
+    }
+    rc = fprintf(f, "%c%lld.%03lld\n", offset_ms < 0 ? '-' : '+', a / 1000, a % 1000) > 0
+         ? 0 : -1;
+    if (fclose(f) != 0 || rc != 0 || rename(tmp, path) != 0) {
+        fprintf(stderr, "harness: cannot write %s\n", path);
+        return -1;
+    }
+    return 0;
+}
+
+/* The redis-server that runs under libfaketime. */
+static const char *
+h_redis_libc_bin(void)
+{
+    const char *env = getenv("REDIS_LIBC_BIN");
+
+    return env != NULL && env[0] != '\0' ? env : H_REDIS_LIBC_BIN;
+}
+
+/* True when master i has a steppable clock. */
+static bool
+h_clock_master(size_t i)
+{
+    return i < 32 && (h_clock_mask & (UINT32_C(1) << i)) != 0;
+}
+
+int
+h_clock_masters(uint32_t mask)
+{
+    if (h_test_dir[0] == '\0' || h_nmasters != 0) {
+        fprintf(stderr, "harness: h_clock_masters: after h_begin, before the masters start\n");
+        return -1;
+    }
+    if (access(h_redis_libc_bin(), X_OK) != 0) {
+        fprintf(stderr, "harness: %s: %s (make build/redis-libc/redis-server builds it)\n",
+                h_redis_libc_bin(), strerror(errno));
+        return -1;
+    }
+    if (access(H_FAKETIME_LIB, R_OK) != 0) {
+        fprintf(stderr, "harness: %s: %s (package libfaketime)\n", H_FAKETIME_LIB,
+                strerror(errno));
+        return -1;
+    }
+    h_clock_mask = mask;
+    return 0;
+}
+
+/*
+ * The words before the options of master i's command line: "redis-server",
+ * or for a master with a steppable clock, env(1) putting libfaketime in
+ * front of the libc build, with the master's offset file (offset 0 when
+ * new; a restarted master keeps its offset).  Returns how many words were
+ * put into argv.  The strings are static: exec them before the next call.
+ */
+static size_t
+h_master_argv0(size_t i, const char **argv)
+{
+    static char file[PATH_MAX + 64];
+    char path[PATH_MAX + 32];
+    size_t n = 0;
+
+    if (!h_clock_master(i)) {
+        argv[n++] = "redis-server";
+        return n;
+    }
+    h_clock_path(i, path, sizeof(path));
+    if (access(path, F_OK) != 0) {
+        h_clock_write(i, 0);
+    }
+    snprintf(file, sizeof(file), "FAKETIME_TIMESTAMP_FILE=%s", path);
+    argv[n++] = "env";
+    argv[n++] = "LD_PRELOAD=" H_FAKETIME_LIB;
+    argv[n++] = file;
+    argv[n++] = "FAKETIME_NO_CACHE=1";           /* read the file at every call */
+    argv[n++] = "FAKETIME_DONT_FAKE_MONOTONIC=1";
+    argv[n++] = h_redis_libc_bin();
+    return n;
+}
+
+/* CLOCK_REALTIME in microseconds. */
+static int64_t
+h_real_us(void)
+{
+    struct timespec ts;
+
+    clock_gettime(CLOCK_REALTIME, &ts);
+    return (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
+}
+
+/*
+ * TIME on master i, in microseconds, into *t; the real time just before
+ * and just after the request into *before and *after.  0 or -1.
+ */
+static int
+h_master_time(size_t i, int64_t *t, int64_t *before, int64_t *after)
+{
+    redisContext *c;
+    redisReply *r;
+    int rc = -1;
+
+    if (!h_master_alive(i) || (c = h_redis_connect(h_masters[i].port)) == NULL) {
+        return -1;
+    }
+    *before = h_real_us();
+    r = redisCommand(c, "TIME");
+    *after = h_real_us();
+    if (r != NULL && r->type == REDIS_REPLY_ARRAY && r->elements == 2
+        && r->element[0]->type == REDIS_REPLY_STRING
+        && r->element[1]->type == REDIS_REPLY_STRING) {
+        *t = strtoll(r->element[0]->str, NULL, 10) * 1000000
+             + strtoll(r->element[1]->str, NULL, 10);
+        rc = 0;
+    }
+    if (r != NULL) {
+        freeReplyObject(r);
+    }
+    redisFree(c);
+    return rc;
+}
+
+int
+h_master_clock_step(size_t i, int64_t offset_ms)
+{
+    int64_t deadline = h_now_ms() + H_CLOCK_STEP_MS, t = 0, before = 0, after = 0;
+    int64_t slack = H_CLOCK_SLACK_MS * 1000, off = offset_ms * 1000;
+    bool asked = false;
+
+    if (i >= h_nmasters || !h_clock_master(i)) {
+        fprintf(stderr, "harness: h_master_clock_step(%zu): not a master of h_clock_masters\n",
+                i);
+        return -1;
+    }
+    if (h_clock_write(i, offset_ms) != 0) {
+        return -1;
+    }
+    for (;;) {
+        if (h_master_time(i, &t, &before, &after) == 0) {
+            asked = true;
+            if (t >= before + off - slack && t <= after + off + slack) {
+                return 0;
+            }
+        }
+        if (h_now_ms() >= deadline) {
+            break;
+        }
+        h_sleep_ms(H_READY_POLL_MS);
+    }
+    if (asked) {
+        fprintf(stderr, "harness: master %zu: TIME is %lld ms from the real time %d ms after "
+                "the step, not %lld\n", i, (long long)((t - before) / 1000), H_CLOCK_STEP_MS,
+                (long long)offset_ms);
+    } else {
+        fprintf(stderr, "harness: master %zu did not answer TIME after the clock step\n", i);
+    }
+    return -1;
+}
+
 /* ---- the daemon ---- */
 
 /* Write "  key: value" when value is set (not 0). */
@@ -1084,18 +1371,25 @@ h_write_conf(const struct h_daemon_opts *o)
         return -1;
     }
     fprintf(f, "# written by tests/harness.c\n");
-    fprintf(f, "listen:\n  tcp: \"127.0.0.1:%d\"\n  unix: \"%s\"\n", H_D->port, H_D->sock_path);
+    fprintf(f, "listen:\n  tcp: \"%s:%d\"\n  unix: \"%s\"\n", h_host_addr(&H_D->host), H_D->port,
+            H_D->sock_path);
     if (o->tls_cert_file != NULL) {
-        fprintf(f, "  tls: \"127.0.0.1:%d\"\ntls:\n  cert_file: \"%s\"\n  key_file: \"%s\"\n",
-                H_D->tls_port, o->tls_cert_file, o->tls_key_file != NULL ? o->tls_key_file : "");
+        fprintf(f, "  tls: \"%s:%d\"\ntls:\n  cert_file: \"%s\"\n  key_file: \"%s\"\n",
+                h_host_addr(&H_D->host), H_D->tls_port, o->tls_cert_file,
+                o->tls_key_file != NULL ? o->tls_key_file : "");
         if (o->tls_client_ca_file != NULL) {
             fprintf(f, "  client_ca_file: \"%s\"\n", o->tls_client_ca_file);
         }
     }
     fprintf(f, "masters:\n");
     for (i = 0; i < h_nmasters; i++) {
-        fprintf(f, "  - \"%s127.0.0.1:%d\"\n",
-                h_masters[i].kind != H_MASTER_PLAIN ? "rediss://" : "", h_masters[i].port);
+        if (o->master_addrs != NULL && o->master_addrs[i] != NULL) {
+            fprintf(f, "  - \"%s%s\"\n", h_masters[i].kind != H_MASTER_PLAIN ? "rediss://" : "",
+                    o->master_addrs[i]);
+            continue;
+        }
+        fprintf(f, "  - \"%s%s:%d\"\n", h_masters[i].kind != H_MASTER_PLAIN ? "rediss://" : "",
+                h_master_addr(i), h_masters[i].port);
     }
     for (i = 0; o->extra_masters != NULL && o->extra_masters[i] != NULL; i++) {
         fprintf(f, "  - \"%s\"\n", o->extra_masters[i]);
@@ -1114,6 +1408,9 @@ h_write_conf(const struct h_daemon_opts *o)
     }
     if (o->fence != NULL) {
         fprintf(f, "  fence: %s\n", o->fence);
+    }
+    if (o->clock_check != NULL) {
+        fprintf(f, "  clock_check: %s\n", o->clock_check);
     }
     /* The masters start a moment before the daemon: quarantine is off
        unless a test turns it on. */
@@ -1201,6 +1498,29 @@ h_daemon_wait_ready(int64_t deadline, int expect_up, int *exit_status)
     }
 }
 
+/*
+ * A free port for daemon slot that no other daemon of the test has: in
+ * a namespace of its own, a daemon would not notice that another one
+ * elsewhere has the same port, and the fault suite tells them apart by
+ * port.  -1 when none was found.
+ */
+static int
+h_new_daemon_port(size_t slot)
+{
+    int port = -1, tries;
+    size_t k;
+    bool taken = true;
+
+    for (tries = 0; tries < 20 && taken; tries++) {
+        port = h_free_port();
+        taken = false;
+        for (k = 0; k < slot && port > 0; k++) {
+            taken = taken || h_daemons[k].port == port;
+        }
+    }
+    return taken ? -1 : port;
+}
+
 int
 h_start_daemon(const struct h_daemon_opts *opts)
 {
@@ -1231,6 +1551,9 @@ h_start_daemon(const struct h_daemon_opts *opts)
     }
     /* The accessors used while it starts (h_stat_once) must reach it. */
     h_cur = slot;
+    if (opts != NULL && opts->host != NULL) {
+        H_D->host = *opts->host;
+    }
     snprintf(H_D->auth, sizeof(H_D->auth), "%s",
              opts != NULL && opts->auth_password != NULL ? opts->auth_password : "");
     /* REDLOCKD_WRAP: words put before the binary ("valgrind --leak-check=full"). */
@@ -1246,7 +1569,7 @@ h_start_daemon(const struct h_daemon_opts *opts)
     argv[k++] = H_D->conf_path;
     argv[k] = NULL;
     for (tries = 1; tries <= (quiet ? 1 : H_PORT_TRIES); tries++) {
-        H_D->port = h_free_port();
+        H_D->port = h_new_daemon_port(slot);
         H_D->tls_port = 0;
         if (opts != NULL && opts->tls_cert_file != NULL) {
             do {
@@ -1258,7 +1581,7 @@ h_start_daemon(const struct h_daemon_opts *opts)
             h_cur = prev;
             return -1;
         }
-        H_D->pid = h_spawn(argv, H_D->log_path);
+        H_D->pid = h_spawn_in(argv, H_D->log_path, H_D->host.netns);
         if (H_D->pid < 0) {
             H_D->pid = 0;
             h_cur = prev;
@@ -1328,6 +1651,12 @@ int
 h_daemon_port(void)
 {
     return H_D->port;
+}
+
+const char *
+h_daemon_addr(void)
+{
+    return h_host_addr(&H_D->host);
 }
 
 int
@@ -1448,7 +1777,10 @@ h_print_daemon_log_tail(size_t nlines)
 int
 h_connect_tcp(void)
 {
-    return h_connect_port(H_D->port);
+    char addr[H_ADDR_MAX + 16];
+
+    snprintf(addr, sizeof(addr), "%s:%d", h_daemon_addr(), H_D->port);
+    return h_connect(addr, true);
 }
 
 const char *

@@ -14,6 +14,8 @@
  *             redlockd.yml redlockd.log redlockd.sock redis-<port>.log
  *             redlockd-1.yml redlockd-1.log ...  the second daemon, ...
  *             master-<i>/                      data of a persistent master
+ *             clock-<i>                        wall-clock offset of master i
+ *                                              (h_clock_masters)
  *
  * Process model: the harness keeps one set of masters and the daemons
  * started against them, per process (file-level state; Check runs each
@@ -132,6 +134,14 @@ int h_free_port(void);
 pid_t h_spawn(const char *const argv[], const char *out_path);
 
 /*
+ * h_spawn() in the network namespace netns (a name under /run/netns, as
+ * `ip netns add` makes them), which the child joins with setns(2) before
+ * exec; netns NULL or "" is h_spawn().  A child that cannot join exits
+ * with status 126 and a line in out_path.
+ */
+pid_t h_spawn_in(const char *const argv[], const char *out_path, const char *netns);
+
+/*
  * In a child just forked by a test (before exec): die with the test
  * process (PR_SET_PDEATHSIG, SIGKILL; _exit(127) when parent, the pid
  * that forked, is already gone), no blocked signals, default SIGPIPE.
@@ -165,6 +175,42 @@ bool h_redis_ping(int port);
  * left running for h_end to stop).
  */
 int h_start_masters(size_t n);
+
+/*
+ * Where a master or a daemon runs.  Without a placement every process
+ * is on 127.0.0.1 in the test's own network namespace, as before.  A
+ * placed process binds addr (and redis-server runs with protected-mode
+ * off, since its clients are not on loopback), the harness and the
+ * daemons' configs reach it there, and it runs in network namespace
+ * netns (joined before exec, see h_spawn_in) when that is not "".
+ * Making the namespaces and the addresses is the caller's business
+ * (the fault suite's tests/faults/netns.c).
+ */
+#define H_ADDR_MAX          46      /* an address, NUL included (INET6_ADDRSTRLEN) */
+#define H_NETNS_MAX         64      /* a namespace name, NUL included */
+
+struct h_host {
+    char addr[H_ADDR_MAX];          /* IPv4 address to bind and reach; "" is 127.0.0.1 */
+    char netns[H_NETNS_MAX];        /* network namespace to run in; "" is the caller's */
+};
+
+/*
+ * Place the masters that are started next in this test (h_start_masters,
+ * h_start_masters_aof, h_add_master): master i runs on hosts[i], masters
+ * from index n on stay on 127.0.0.1.  Call after h_begin(); h_begin()
+ * and h_end() forget the placement.  A restarted master keeps its host.
+ */
+void h_place_masters(const struct h_host *hosts, size_t n);
+
+/* The address master i is reached at ("127.0.0.1" unless placed). */
+const char *h_master_addr(size_t i);
+
+/*
+ * A synchronous hiredis connection to master i at its address, with the
+ * timeouts of h_redis_connect(); NULL when it is not running or the
+ * connection failed.  Free it with redisFree().
+ */
+struct redisContext *h_master_redis(size_t i);
 
 /* Number of masters started (alive or killed). */
 size_t h_master_count(void);
@@ -220,6 +266,29 @@ enum h_master_kind {
  */
 void h_tls_masters(const char *cert_dir, bool auth_clients);
 int h_add_master(enum h_master_kind kind, const char *cert);
+
+/*
+ * Masters with a wall clock that a test steps (Redis expires keys by the
+ * wall clock).  h_clock_masters(mask), after h_begin() and before the
+ * masters start, makes each master i with bit (1u << i) of mask run the
+ * redis-server of tests/faults/build-redis-libc.sh ($REDIS_LIBC_BIN, else
+ * ./build/redis-libc/redis-server) under libfaketime, which reads the
+ * master's offset from real time in <test dir>/clock-<i> at every clock
+ * call.  The packaged redis-server cannot be used: linked with jemalloc,
+ * it dies at start-up under libfaketime.  Only the wall clock is moved
+ * (TIME, expiry); CLOCK_MONOTONIC is not.  A master starts at offset 0
+ * and keeps its offset across h_restart_master().  Returns 0, or -1 when
+ * that binary or libfaketime is missing (the reason printed).
+ */
+int h_clock_masters(uint32_t mask);
+
+/*
+ * Set master i's wall clock to real time + offset_ms (a step from its
+ * offset before: +10000 then -10000 is a step of 20 s back) and wait,
+ * at most 2 s, until its TIME shows the new offset (within 50 ms).  Only
+ * for a master of h_clock_masters().  Returns 0 or -1.
+ */
+int h_master_clock_step(size_t i, int64_t offset_ms);
 
 /*
  * GET key on master i (hiredis, synchronous, H_REDIS_TIMEOUT_MS).
@@ -297,6 +366,8 @@ struct h_daemon_opts {
                                            means do not wait for masters */
     const char *fence;                  /* lock.fence (not written when NULL) */
     const char *key_prefix;             /* lock.key_prefix (not written when NULL) */
+    const char *clock_check;            /* lock.clock_check, "true" or "false" (not
+                                           written when NULL) */
     bool        restart_quarantine;     /* lock.restart_quarantine (false here,
                                            unlike the daemon's default) */
     int64_t     idle_timeout_ms;        /* limits.idle_timeout_ms */
@@ -321,6 +392,13 @@ struct h_daemon_opts {
     const char *redis_tls_cert_file;    /* redis.tls_cert_file, with redis_tls_key_file */
     const char *redis_tls_key_file;     /* redis.tls_key_file */
     const char *redis_tls_server_name;  /* redis.tls_server_name (not written when NULL) */
+    const struct h_host *host;          /* where the daemon runs (listen.tcp on its
+                                           address, in its namespace); NULL: on
+                                           127.0.0.1 here */
+    const char *const *master_addrs;    /* per started master, "host:port" written in
+                                           masters instead of its own address (a
+                                           proxy in front of it); NULL, or a NULL
+                                           entry: its own */
 };
 
 /*
@@ -351,9 +429,12 @@ int h_signal_master(size_t i, int sig);
 /*
  * Start one more daemon (at most H_DAEMONS_MAX per test), against the
  * same masters as the others, and make it the current one.  Write
- * <dir>/redlockd.yml (listen tcp on a free 127.0.0.1 port and unix
- * <dir>/redlockd.sock; masters: every started master, in order, then
- * opts->extra_masters; the settings in opts, NULL for all defaults) and start the binary named by
+ * <dir>/redlockd.yml (listen tcp on a free port of 127.0.0.1, or of
+ * opts->host's address, different from every other daemon's port of
+ * the test, and unix <dir>/redlockd.sock; masters: every started master,
+ * in order, at its address or opts->master_addrs[i], then
+ * opts->extra_masters; the settings in opts, NULL for all defaults) and
+ * start, in opts->host's namespace when it has one, the binary named by
  * $REDLOCKD_BIN (default ./build/redlockd) with its stdout and stderr
  * appended to <dir>/redlockd.log.  The first daemon of a test (index 0)
  * uses those names; daemon i > 0 uses redlockd-<i>.yml, .log and .sock.
@@ -391,6 +472,9 @@ pid_t h_daemon_pid(void);
 /* The daemon's TCP port. */
 int h_daemon_port(void);
 
+/* The address its TCP port listens on ("127.0.0.1" unless opts->host placed it). */
+const char *h_daemon_addr(void);
+
 /* The daemon's listen.tls port, 0 when it has none (opts->tls_cert_file). */
 int h_daemon_tls_port(void);
 
@@ -427,7 +511,7 @@ void h_print_daemon_log_tail(size_t nlines);
 /* ---- protocol client (client/client.h, on a bare descriptor) ---- */
 
 /*
- * Connect to the daemon over TCP (127.0.0.1:h_daemon_port()) or its
+ * Connect to the daemon over TCP (h_daemon_addr():h_daemon_port()) or its
  * Unix socket, within 10 s.  Returns a blocking, close-on-exec socket
  * (caller closes it with close()), or -1 with errno.
  */

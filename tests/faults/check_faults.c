@@ -9,28 +9,37 @@
  * guarded read-modify-write on a counter per lock name, through either
  * daemon, and a dozen more on the other kinds of hold: permits of a
  * counted name (LOCK sem limit=3) and shared and exclusive holders of
- * one name (LOCK rw shared, LOCK rw).  While they run, the scenario's schedule injects its faults
- * (kill -9 and SIGSTOP of masters, daemons and clients; masters that come
- * back empty) and heals them; then the clients are stopped, the masters
- * are polled until no lock key is left, and the checker (checker.c)
- * judges the client logs against the counters.  One line per scenario
- * goes into the summary table printed at the end.
+ * one name (LOCK rw shared, LOCK rw).  While they run, the scenario's
+ * schedule injects its faults (kill -9 and SIGSTOP of masters, daemons
+ * and clients; masters that come back empty; in the network scenarios,
+ * where each master and daemon runs in a network namespace of its own
+ * (netns.c), partitions, lost replies, packet loss and delay, made with
+ * iptables rules and delay proxies (delay_proxy.c)) and heals them; then
+ * the clients are stopped, the masters are polled until no lock key is
+ * left, and the checker (checker.c) judges the client logs against the
+ * counters.  One line per scenario goes into the summary table printed
+ * at the end.
  *
  * Exit status 0 when every scenario met its expectation: no violation,
- * except for the negative controls.  Restarting three masters empty with
- * the restart quarantine off, the checker must report the double grant
- * of each name held across the restart: an overlap on "hot", more
- * holders than the limit on "hot-sem", a shared holder inside the
- * exclusive one's section on "hot-rw".  Pausing a daemon under a holder
- * whose late write is not fenced, it must report the overlap and the
- * stale write.
+ * except for the negative controls, where the checker must report the
+ * double grants.  Restarting three masters empty with the restart
+ * quarantine off: an overlap on "hot", more holders than the limit on
+ * "hot-sem", a shared holder inside the exclusive one's section on
+ * "hot-rw".  A daemon cut off the majority while its long holders ignore
+ * "! LOST": an overlap on acct-a, a double grant of a permit of sem, a
+ * writer of rw inside a shared holder's section.  A daemon paused under
+ * a holder whose late write is not fenced: an overlap on acct-a and a
+ * stale write.  When no namespace can be made (not root, no iptables,
+ * ...), the network scenarios are skipped, which does not fail the
+ * suite, and a line after the table says what is missing.
  *
  * Before any scenario, the checker is run on synthetic logs with known
  * violations (ft_self_test): a checker that cannot fail would make every
  * scenario pass.
  *
  * Environment: REDLOCKD_BIN (the daemon, for the harness), RMW_CLIENT_BIN
- * (default ./build/rmw-client), FAULTS_ONLY=name,name (run only those
+ * (default ./build/rmw-client), DELAY_PROXY_BIN (default
+ * ./build/delay-proxy), FAULTS_ONLY=name,name (run only those
  * scenarios), FAULTS_KEEP=1 (keep every log, the daemons' included, even
  * when everything passed), FAULTS_LOG_LEVEL (the daemons' log.level,
  * default info), FAULTS_SOAK_MINUTES (make soak: run the scenarios again
@@ -62,6 +71,7 @@
 #include <hiredis/hiredis.h>
 
 #include "tests/faults/checker.h"
+#include "tests/faults/netns.h"
 #include "tests/harness.h"
 
 #define FT_MASTERS          5       /* masters per scenario */
@@ -97,6 +107,25 @@
 #define FT_KIND_SLEEP       "20-80" /* in-section sleep of the counted and shared clients, ms */
 #define FT_KIND_THINK_MS    20      /* their pause between sections, 0..ms */
 #define FT_PROBE_MAX        8       /* keys a schedule watches until they are free */
+#define FT_CLOCK_MASTERS    0x7u    /* the clock schedules step masters 0, 1 and 2 */
+#define FT_CLOCK_STEP_MS    10000   /* by this much, more than max_ttl: keys expire at once */
+#define FT_PORTS_MAX        (2 * (H_ADDR_MAX + 8))  /* an rmw-client's -p list */
+#define FT_HOSTS            (FT_MASTERS + FT_DAEMONS)   /* namespaces of a network scenario */
+#define FT_HOST_DAEMON(d)   (FT_MASTERS + (d))          /* netns host of daemon d */
+#define FT_PARTITION_MS     (FT_TTL_MS + 2000)  /* a master's partition outlasts the ttl */
+#define FT_MINORITY_MS      (2 * FT_TTL_MS)     /* the isolated daemon's partition */
+#define FT_MINORITY_HOLD_MS (2 * FT_TTL_MS)     /* its long holders' in-section sleep */
+#define FT_MINORITY_FRESH_MS 2000               /* they began at most this long before it */
+#define FT_LOSS_MS          10000   /* packet loss lasts this long */
+#define FT_LOSS_RULE        "-m statistic --mode random --probability 0.05 -j DROP"
+#define FT_DELAY_MS         10000   /* the delay lasts this long */
+#define FT_DELAY_RANGE      "5-35"  /* per direction: 20 ms +- 15 ms */
+#define FT_SLOW_MASTERS     3       /* masters with loss or delay: the last three */
+#define FT_PROXY_START_MS   2000    /* deadline for a delay proxy to listen */
+#define FT_NET_PASSWORD     "faults-net"    /* auth.password of daemons beyond loopback */
+/* The daemon's reconnect delay to a master is at most 5 s + 50 % jitter
+   (daemon/master.c), and a try that fails takes connect_timeout_ms. */
+#define FT_RECONNECT_MS     (5000 * 3 / 2 + 500)
 
 /* The names the regular clients lock; the restart schedules add "hot". */
 static const char *const ft_names[FT_NAMES] = { "acct-a", "acct-b" };
@@ -110,16 +139,17 @@ static const char *const ft_names[FT_NAMES] = { "acct-a", "acct-b" };
 #define FT_HOT_RW           "hot-rw"
 #define FT_RUN_NAMES        8       /* names of one run: regular, kinds, hot ones */
 
-/* What an rmw-client asks for besides its name (-L, -S). */
+/* What an rmw-client asks for besides its name (-L, -S), and how it behaves (-I). */
 struct ft_kind {
     long limit;                     /* > 0: a counted name */
     bool shared;                    /* a shared holder */
+    bool ignore_lost;               /* a broken client that ignores "! LOST" (-I) */
     bool fenced;                    /* -F: its write is refused with a stale fence */
 };
-static const struct ft_kind ft_plain = { 0, false, false };
-static const struct ft_kind ft_counted = { FT_LIMIT, false, false };
-static const struct ft_kind ft_shared = { 0, true, false };
-static const struct ft_kind ft_fenced = { 0, false, true };
+static const struct ft_kind ft_plain = { 0, false, false, false };
+static const struct ft_kind ft_counted = { FT_LIMIT, false, false, false };
+static const struct ft_kind ft_shared = { 0, true, false, false };
+static const struct ft_kind ft_fenced = { 0, false, false, true };
 
 /* A record a killed holder had on the masters: it must be freed in time. */
 struct ft_probe {
@@ -162,6 +192,17 @@ struct ft_run {
     FILE    *events;                /* <dir>/events.log */
     int64_t  start_us;              /* when the scenario started */
     int      ports[FT_DAEMONS];     /* the daemons' TCP ports */
+    char     addrs[FT_DAEMONS][H_ADDR_MAX]; /* the daemons' addresses */
+    bool     net;                   /* masters and daemons in namespaces (netns.h) */
+    pid_t    proxies[FT_MASTERS];   /* delay proxy in front of master i, 0: none */
+    char     via[FT_MASTERS][H_ADDR_MAX + 8]; /* "addr:port" of that proxy */
+    const char *neg_exclusive;      /* negative control: an exclusive name that must
+                                       show an overlap */
+    const char *neg_counted;        /* and a counted one that must show more holders
+                                       than its limit (NULL: none) */
+    bool     neg_permit_overlap;    /* for it, two holders of one permit will do */
+    const char *neg_shared;         /* and a shared/exclusive one that must show an
+                                       overlap (NULL: none) */
     struct ft_client clients[FT_CLIENTS_MAX]; /* started clients */
     size_t   nclients;              /* entries in clients */
     int64_t  heal_us;               /* last fault healed (or struck, if it never heals) */
@@ -195,6 +236,16 @@ struct ft_scenario {
                                        and stale-write findings are shown, not judged */
     bool        kinds;              /* clients of a counted and a shared/exclusive
                                        name run too (FT_SEM, FT_RW) */
+    uint32_t    clock_masters;      /* masters with a steppable wall clock, bit i
+                                       for master i (h_clock_masters) */
+    const char *clock_check;        /* lock.clock_check ("false": the negative
+                                       control); NULL: the daemon's default, on */
+    bool        net;                /* each master and daemon in a network namespace of
+                                       its own (netns.h); skipped when none can be made */
+    bool        delayed;            /* the daemons reach the last FT_SLOW_MASTERS
+                                       masters through delay proxies */
+    bool        broken;             /* the schedule's long holders ignore "! LOST"
+                                       (rmw-client -I) */
 };
 
 static char  ft_dir[PATH_MAX / 2];  /* this suite's files */
@@ -204,6 +255,8 @@ static const char *ft_log_level;    /* FAULTS_LOG_LEVEL, default "info" */
 static int   ft_counter_port;       /* the counters' redis-server */
 static unsigned ft_round;           /* make soak: the round (1, 2, ...); 0: one pass */
 static pid_t ft_counter_pid;        /* its process */
+static const char *ft_proxy_bin;    /* delay-proxy */
+static char  ft_net_why[256];       /* why the network scenarios are skipped, "" if not */
 
 /* ---- small helpers ---- */
 
@@ -427,7 +480,7 @@ ft_lock_keys(char *desc, size_t size)
 
     desc[0] = '\0';
     for (i = 0; i < FT_MASTERS; i++) {
-        c = h_master_alive(i) ? h_redis_connect(h_master_port(i)) : NULL;
+        c = h_master_redis(i);
         if (c == NULL) {
             return -1;
         }
@@ -602,7 +655,7 @@ ft_start_kind(struct ft_run *r, const char *name, const struct ft_kind *kind,
 {
     char counter[16], nsec[24], ttl[24], poll[24], think[24], limit[24], out[PATH_MAX + 64];
     struct ft_client *c;
-    const char *argv[28];
+    const char *argv[30];
     size_t n = 0;
 
     if (r->nclients == FT_CLIENTS_MAX) {
@@ -647,8 +700,16 @@ ft_start_kind(struct ft_run *r, const char *name, const struct ft_kind *kind,
     } else if (kind->shared) {
         argv[n++] = "-S";
     }
+    if (kind->ignore_lost) {
+        argv[n++] = "-I";
+    }
     if (kind->fenced) {
         argv[n++] = "-F";
+    }
+    if (r->net) {
+        /* Beyond loopback a daemon requires AUTH (protected mode). */
+        argv[n++] = "-a";
+        argv[n++] = FT_NET_PASSWORD;
     }
     argv[n] = NULL;
     c->pid = h_spawn(argv, out);
@@ -668,11 +729,16 @@ ft_start_client(struct ft_run *r, const char *name, const char *ports, long sect
                          think_ms);
 }
 
-/* "p0,p1": both daemons, d first. */
+/* "p0,p1": both daemons, d first ("a0:p0,a1:p1" when they are in namespaces). */
 static void
 ft_ports(const struct ft_run *r, size_t d, char *out, size_t size)
 {
-    snprintf(out, size, "%d,%d", r->ports[d], r->ports[1 - d]);
+    if (r->net) {
+        snprintf(out, size, "%s:%d,%s:%d", r->addrs[d], r->ports[d], r->addrs[1 - d],
+                 r->ports[1 - d]);
+    } else {
+        snprintf(out, size, "%d,%d", r->ports[d], r->ports[1 - d]);
+    }
 }
 
 /* Reap clients that exited; an unexpected exit fails the setup. */
@@ -980,7 +1046,7 @@ static const char ft_live_lua[] =
 static long
 ft_live_members(size_t i, const char *key, char (*out)[64], size_t max)
 {
-    redisContext *c = h_master_alive(i) ? h_redis_connect(h_master_port(i)) : NULL;
+    redisContext *c = h_master_redis(i);
     redisReply *rep;
     long n = -1;
     size_t k;
@@ -1229,7 +1295,7 @@ ft_wait_in_sections(struct ft_run *r, const size_t *idx, const int64_t *fresh_ms
 static int
 ft_start_victim_kind(struct ft_run *r, size_t d, const char *name, const struct ft_kind *kind)
 {
-    char ports[32], sleep[16];
+    char ports[FT_PORTS_MAX], sleep[16];
     int v;
 
     ft_ports(r, d, ports, sizeof(ports));
@@ -1247,7 +1313,7 @@ ft_start_victim_kind(struct ft_run *r, size_t d, const char *name, const struct 
 static int
 ft_start_victim(struct ft_run *r, size_t d)
 {
-    char ports[32], sleep[16];
+    char ports[FT_PORTS_MAX], sleep[16];
     int v;
 
     ft_ports(r, d, ports, sizeof(ports));
@@ -1590,6 +1656,8 @@ ft_start_hot_kinds(struct ft_run *r, bool shared_holder)
         fresh[k] = FT_HOLD_SLEEP_MS;
     }
     r->hot_kinds = true;
+    r->neg_counted = FT_HOT_SEM;
+    r->neg_shared = FT_HOT_RW;
     if (!ft_wait_in_sections(r, idx, fresh, FT_LIMIT + 1, FT_WAIT_MS)) {
         ft_setup_failed(r, "the holders did not get %s and %s", FT_HOT_SEM, FT_HOT_RW);
         return -1;
@@ -1814,6 +1882,7 @@ ft_sched_restart_majority(struct ft_run *r)
 
     snprintf(keys[nkeys++], sizeof(keys[0]), "%s%s", FT_PREFIX, FT_HOT);
     r->hot = true;
+    r->neg_exclusive = FT_HOT;
     ft_pause(FT_WARMUP_MS);
     if (ft_start_hot_pair(r, keys[0]) != 0) {
         return;
@@ -1846,6 +1915,477 @@ ft_sched_restart_majority(struct ft_run *r)
     r->bound_ms = FT_MAX_TTL_MS + FT_TTL_MS + 4 * FT_RETRY_MS + FT_SLACK_MS;
 }
 
+/* True when the clock check is on in the run's daemons. */
+static bool
+ft_clock_check_on(const struct ft_run *r)
+{
+    return r->sc->clock_check == NULL || strcmp(r->sc->clock_check, "false") != 0;
+}
+
+/*
+ * What daemon d's STATS say of the masters' clocks, from one STATS
+ * request: "clock_steps 1/1/1/0/0, quarantine_ms 6012/6010/6009/0/0"
+ * (a value per master, "-" for a line STATS does not have) into out;
+ * into *missed the stepped masters whose step it did not count (fewer
+ * than one), a bit per master.
+ */
+static void
+ft_clock_stats(const struct ft_run *r, size_t d, char *out, size_t size, uint32_t *missed)
+{
+    static const char *const stats[] = { "clock_steps", "quarantine_ms" };
+    long long v[2][FT_MASTERS];
+    char field[32], *line, *p = out;
+    size_t i, k;
+    int fd, n;
+
+    for (k = 0; k < 2; k++) {
+        for (i = 0; i < FT_MASTERS; i++) {
+            v[k][i] = -1;
+        }
+    }
+    h_use_daemon(d);
+    fd = h_connect_tcp();
+    if (fd >= 0 && h_send(fd, "STATS") == 0) {
+        /* "STAT master.<i>.<field> <value>" lines, up to END. */
+        while ((line = h_read_line(fd, 1000)) != NULL && strcmp(line, "END") != 0) {
+            long long value;
+
+            if (sscanf(line, "STAT master.%zu.%31s %lld%n", &i, field, &value, &n) == 3
+                && line[n] == '\0' && i < FT_MASTERS) {
+                for (k = 0; k < 2; k++) {
+                    if (strcmp(field, stats[k]) == 0) {
+                        v[k][i] = value;
+                    }
+                }
+            }
+            free(line);
+        }
+        free(line);
+    }
+    if (fd >= 0) {
+        close(fd);
+    }
+    *missed = 0;
+    out[0] = '\0';
+    for (k = 0; k < 2; k++) {
+        p += snprintf(p, size - (size_t)(p - out), "%s%s ", k > 0 ? ", " : "", stats[k]);
+        for (i = 0; i < FT_MASTERS; i++) {
+            if (k == 0 && (r->sc->clock_masters & (1u << i)) != 0 && v[k][i] < 1) {
+                *missed |= 1u << i;
+            }
+            if (v[k][i] < 0) {
+                p += snprintf(p, size - (size_t)(p - out), "%s-", i > 0 ? "/" : "");
+            } else {
+                p += snprintf(p, size - (size_t)(p - out), "%s%lld", i > 0 ? "/" : "",
+                              v[k][i]);
+            }
+        }
+    }
+}
+
+/*
+ * Step the wall clocks of masters 0, 1 and 2 by offset_ms while locks
+ * are held on all five: the regular clients run, a long holder of "hot"
+ * (one 8 s section, ttl max_ttl) and the long holders of "hot-sem" and
+ * "hot-rw" hold through daemon 0 while contenders poll through daemon 1,
+ * and the step comes right after a renewal of every long holder.  A
+ * step forward by more than the ttl expires their keys on the three
+ * masters at once, so a daemon that counts those masters' answers
+ * grants the contenders what the holders hold (the negative control,
+ * lock.clock_check false); with the check the daemons see each master's
+ * TIME jump against their monotonic clock and do not count it for
+ * max_ttl + drift.  A step back makes the keys live longer there.
+ */
+static void
+ft_sched_clock(struct ft_run *r, int64_t offset_ms)
+{
+    char keys[FT_LIMIT + 2][CHECKER_NAME_MAX + 32], stats[256];
+    int64_t deadline;
+    uint32_t missed = 0;
+    size_t i, d, nkeys = 0;
+
+    snprintf(keys[nkeys++], sizeof(keys[0]), "%s%s", FT_PREFIX, FT_HOT);
+    r->hot = true;
+    ft_pause(FT_WARMUP_MS);
+    if (ft_start_hot_pair(r, keys[0]) != 0 || ft_start_hot_kinds(r, false) != 0) {
+        return;
+    }
+    for (i = 0; i < FT_LIMIT; i++) {
+        snprintf(keys[nkeys++], sizeof(keys[0]), "%s%s permit %zu", FT_PREFIX, FT_HOT_SEM, i);
+    }
+    snprintf(keys[nkeys++], sizeof(keys[0]), "%s%s", FT_PREFIX, FT_HOT_RW);
+    if (!ft_wait_renewals(4, keys, nkeys, FT_MAX_TTL_MS)) {
+        ft_setup_failed(r, "the holders' leases were not renewed on master 4");
+        return;
+    }
+    ft_event(r, "the holders' leases were renewed; '%s' is on %zu masters", keys[0],
+             h_masters_holding(keys[0], NULL));
+    for (i = 0; i < FT_MASTERS; i++) {
+        if ((r->sc->clock_masters & (1u << i)) == 0) {
+            continue;
+        }
+        if (h_master_clock_step(i, offset_ms) != 0) {
+            ft_setup_failed(r, "the clock of master %zu could not be stepped", i);
+            return;
+        }
+        ft_event(r, "master %zu's wall clock stepped %+lld ms (its TIME shows it)", i,
+                 (long long)offset_ms);
+    }
+    r->heal_us = ft_now_us();
+    for (i = 0; i < nkeys; i++) {
+        ft_event(r, "'%s' is now on %zu masters", keys[i], h_masters_holding(keys[i], NULL));
+    }
+    /* What the daemons made of it, once each counted every step (or a while). */
+    deadline = h_now_ms() + (ft_clock_check_on(r) ? 2000 : 0);
+    for (;;) {
+        missed = 0;
+        for (d = 0; d < FT_DAEMONS; d++) {
+            uint32_t m;
+
+            ft_clock_stats(r, d, stats, sizeof(stats), &m);
+            missed |= m;
+        }
+        if (missed == 0 || h_now_ms() >= deadline) {
+            break;
+        }
+        h_sleep_ms(FT_POLL_MS * 4);
+    }
+    for (d = 0; d < FT_DAEMONS; d++) {
+        ft_clock_stats(r, d, stats, sizeof(stats), &missed);
+        ft_event(r, "daemon %zu STATS after the step: %s", d, stats);
+    }
+    r->bound_ms = FT_MAX_TTL_MS + FT_TTL_MS + 4 * FT_RETRY_MS + FT_SLACK_MS;
+}
+
+static void
+ft_sched_clock_forward(struct ft_run *r)
+{
+    ft_sched_clock(r, FT_CLOCK_STEP_MS);
+}
+
+static void
+ft_sched_clock_back(struct ft_run *r)
+{
+    ft_sched_clock(r, -FT_CLOCK_STEP_MS);
+}
+
+/*
+ * At the end of a clock run: each daemon's clock_steps per master in the
+ * notes; with the check on, a stepped master whose step a daemon did not
+ * count is a violation.
+ */
+static void
+ft_judge_clock(struct ft_run *r)
+{
+    char stats[256];
+    uint32_t missed;
+    size_t d;
+
+    for (d = 0; d < FT_DAEMONS; d++) {
+        ft_clock_stats(r, d, stats, sizeof(stats), &missed);
+        ft_note(r, "daemon %zu STATS at the end: %s", d, stats);
+        if (missed != 0 && ft_clock_check_on(r)) {
+            ft_external(r, "daemon %zu did not count the clock step of every stepped master "
+                        "(%s)", d, stats);
+        }
+    }
+}
+
+/* ---- network faults: iptables rules in the hosts' namespaces (netns.h) ---- */
+
+/* An iptables rule in host h's namespace; false, with the setup failure recorded, if refused. */
+__attribute__((format(printf, 3, 4)))
+static bool
+ft_rule(struct ft_run *r, size_t h, const char *fmt, ...)
+{
+    char rule[256];
+    va_list ap;
+
+    va_start(ap, fmt);
+    vsnprintf(rule, sizeof(rule), fmt, ap);
+    va_end(ap);
+    if (netns_iptables(h, rule) != 0) {
+        ft_setup_failed(r, "iptables refused '%s' in %s (see %s/netns.log)", rule,
+                        netns_name(h), ft_dir);
+        return false;
+    }
+    return true;
+}
+
+/* Remove every rule in host h's namespace. */
+static void
+ft_heal_host(struct ft_run *r, size_t h)
+{
+    if (netns_heal(h) != 0) {
+        ft_setup_failed(r, "cannot remove the rules in %s", netns_name(h));
+    }
+}
+
+/*
+ * Cut master i from both daemons: DROP what comes from them and what
+ * goes to them (no reset: their connections stay open), or with
+ * replies_only only what goes to them (the requests arrive and run, the
+ * replies are lost).  The suite itself still reaches the master.
+ */
+static void
+ft_cut_master(struct ft_run *r, size_t i, bool replies_only)
+{
+    char daemons[2 * H_ADDR_MAX];
+
+    snprintf(daemons, sizeof(daemons), "%s,%s", r->addrs[0], r->addrs[1]);
+    if ((replies_only || ft_rule(r, i, "-A INPUT -s %s -j DROP", daemons))
+        && ft_rule(r, i, "-A OUTPUT -d %s -j DROP", daemons)) {
+        ft_event(r, "master %zu (%s) cut from the daemons: %s", i, h_master_addr(i),
+                 replies_only ? "its replies are dropped, requests still arrive"
+                              : "DROP both ways");
+    }
+}
+
+/* Cut the last n masters from the daemons for FT_PARTITION_MS (longer than the ttl). */
+static void
+ft_partition_masters(struct ft_run *r, size_t n, bool replies_only)
+{
+    size_t i;
+
+    ft_pause(FT_WARMUP_MS);
+    for (i = 0; i < n; i++) {
+        ft_cut_master(r, FT_MASTERS - 1 - i, replies_only);
+    }
+    ft_pause(FT_PARTITION_MS);
+    for (i = 0; i < n; i++) {
+        ft_heal_host(r, FT_MASTERS - 1 - i);
+    }
+    r->heal_us = ft_now_us();
+    ft_event(r, "healed: the rules are gone");
+}
+
+static void
+ft_sched_partition1(struct ft_run *r)
+{
+    ft_partition_masters(r, 1, false);
+}
+
+static void
+ft_sched_partition2(struct ft_run *r)
+{
+    ft_partition_masters(r, 2, false);
+}
+
+static void
+ft_sched_half_partition(struct ft_run *r)
+{
+    ft_partition_masters(r, 1, true);
+}
+
+/* 5 % random loss both ways on the links of the last FT_SLOW_MASTERS masters. */
+static void
+ft_sched_loss(struct ft_run *r)
+{
+    size_t i;
+
+    ft_pause(FT_WARMUP_MS);
+    for (i = FT_MASTERS - FT_SLOW_MASTERS; i < FT_MASTERS; i++) {
+        if (!ft_rule(r, i, "-A INPUT %s", FT_LOSS_RULE)
+            || !ft_rule(r, i, "-A OUTPUT %s", FT_LOSS_RULE)) {
+            return;
+        }
+    }
+    ft_event(r, "5%% random loss both ways on the links of masters %d-%d", FT_MASTERS -
+             FT_SLOW_MASTERS, FT_MASTERS - 1);
+    ft_pause(FT_LOSS_MS);
+    for (i = FT_MASTERS - FT_SLOW_MASTERS; i < FT_MASTERS; i++) {
+        ft_heal_host(r, i);
+    }
+    r->heal_us = ft_now_us();
+    ft_event(r, "healed: no more loss");
+}
+
+/* Turn the delay proxies' delay on (SIGUSR1) or off (SIGUSR2). */
+static void
+ft_delay(struct ft_run *r, bool on)
+{
+    size_t i;
+
+    for (i = 0; i < FT_MASTERS; i++) {
+        if (r->proxies[i] > 0 && kill(r->proxies[i], on ? SIGUSR1 : SIGUSR2) != 0) {
+            ft_setup_failed(r, "delay proxy of master %zu is gone", i);
+        }
+    }
+}
+
+/* 20 +- 15 ms each way on the links of the last FT_SLOW_MASTERS masters (the proxies). */
+static void
+ft_sched_delay(struct ft_run *r)
+{
+    ft_pause(FT_WARMUP_MS);
+    ft_delay(r, true);
+    ft_event(r, "delay %s ms each way on the links of masters %d-%d (the proxies)",
+             FT_DELAY_RANGE, FT_MASTERS - FT_SLOW_MASTERS, FT_MASTERS - 1);
+    ft_pause(FT_DELAY_MS);
+    ft_delay(r, false);
+    r->heal_us = ft_now_us();
+    ft_event(r, "healed: no more delay");
+}
+
+/* The first line of a log that contains text, into out ("" when none). */
+static void
+ft_log_line(const char *path, const char *text, char *out, size_t size)
+{
+    char *line = NULL;
+    size_t cap = 0;
+    ssize_t n;
+    FILE *f = fopen(path, "re");
+
+    out[0] = '\0';
+    while (f != NULL && (n = getline(&line, &cap, f)) > 0) {
+        if (strstr(line, text) != NULL) {
+            if (line[n - 1] == '\n') {
+                line[n - 1] = '\0';
+            }
+            snprintf(out, size, "%s", line);
+            break;
+        }
+    }
+    free(line);
+    if (f != NULL) {
+        fclose(f);
+    }
+}
+
+/*
+ * After the minority partition: what each long holder (idx[k], on
+ * names[k], through daemon 1) and daemon 0's clients of its name did.
+ * Expected: the holder read LOST (an ABORT) while the partition lasted,
+ * and daemon 0 granted the name after that, before the heal.  With
+ * broken holders (the negative control) this is only noted: the checker
+ * must find the double grants.
+ */
+static void
+ft_minority_verdict(struct ft_run *r, const size_t *idx, const char *const *names, size_t n,
+                    int64_t cut_us)
+{
+    const struct checker_section *held;
+    struct checker_sections s;
+    char needle[CHECKER_NAME_MAX + 16], lost[256], *reason;
+    int64_t first;
+    size_t k, i;
+
+    ft_sections(r, &s);
+    for (k = 0; k < n; k++) {
+        held = checker_held_at(&s, idx[k], cut_us);
+        if (held == NULL) {
+            ft_setup_failed(r, "client %zu was not inside its section at the cut", idx[k]);
+            continue;
+        }
+        snprintf(needle, sizeof(needle), "! LOST %s ", names[k]);
+        ft_log_line(r->clients[idx[k]].log, needle, lost, sizeof(lost));
+        reason = strstr(lost, "reason=");
+        if (held->how == CHECKER_END_ABORT) {
+            ft_note(r, "client %zu (%s through daemon 1) was told LOST and aborted %.0f ms "
+                    "after the cut (%s)", idx[k], names[k],
+                    (double)(held->end_us - cut_us) / 1e3,
+                    reason != NULL ? reason : "no LOST line");
+        } else if (!r->sc->broken) {
+            ft_external(r, "client %zu held %s through the isolated daemon and did not abort "
+                        "on LOST (%s)", idx[k], names[k], lost[0] != '\0' ? lost : "no LOST");
+        } else {
+            ft_note(r, "client %zu (%s, ignores LOST) %s %.0f ms after the cut (%s)", idx[k],
+                    names[k], held->how == CHECKER_END_WROTE ? "wrote"
+                    : held->how == CHECKER_END_READ ? "read again" : "ended",
+                    held->end_us == CHECKER_OPEN_END ? -1.0
+                    : (double)(held->end_us - cut_us) / 1e3,
+                    reason != NULL ? reason : "no LOST line");
+        }
+        /* The first grant through daemon 0 after the holder ended (broken: after the cut). */
+        first = -1;
+        for (i = 0; i < s.n; i++) {
+            const struct checker_section *x = &s.v[i];
+
+            if (strcmp(x->name, names[k]) == 0 && x->port == r->ports[0]
+                && x->permit == held->permit
+                && x->begin_us >= (r->sc->broken ? cut_us : held->end_us)
+                && x->begin_us < r->heal_us && (first < 0 || x->begin_us < first)) {
+                first = x->begin_us;
+            }
+        }
+        if (first > 0) {
+            ft_note(r, "%s%s granted through daemon 0 %.0f ms after the cut", names[k],
+                    held->permit >= 0 ? "'s same permit" : "", (double)(first - cut_us) / 1e3);
+        } else if (!r->sc->broken) {
+            ft_external(r, "daemon 0's clients never got %s while daemon 1 was cut off "
+                        "(%d ms)", names[k], FT_MINORITY_MS);
+        }
+    }
+    checker_free(&s);
+}
+
+/*
+ * Cut daemon 1 off the majority (masters 0, 1, 2; it still reaches 3
+ * and 4, and its clients) for FT_MINORITY_MS while three long holders
+ * (one FT_MINORITY_HOLD_MS section each: acct-a, a permit of FT_SEM, a
+ * shared hold of FT_RW) hold through it.  Its renewals lack a quorum:
+ * the holders must be told LOST before their keys expire, and daemon
+ * 0's clients must get the names once the keys have expired.  In the
+ * negative control the long holders ignore LOST (rmw-client -I), and
+ * the checker must report the double grants.
+ */
+static void
+ft_sched_minority(struct ft_run *r)
+{
+    const char *const names[3] = { ft_names[0], FT_SEM, FT_RW };
+    struct ft_kind kinds[3] = { ft_plain, ft_counted, ft_shared };
+    char ports[FT_PORTS_MAX], sleep[16], majority[3 * H_ADDR_MAX];
+    size_t idx[3], k, d1 = FT_HOST_DAEMON(1);
+    int64_t fresh[3], cut_us;
+    int c;
+
+    ft_pause(FT_WARMUP_MS);
+    ft_ports(r, 1, ports, sizeof(ports));
+    snprintf(sleep, sizeof(sleep), "%d", FT_MINORITY_HOLD_MS);
+    for (k = 0; k < 3; k++) {
+        kinds[k].ignore_lost = r->sc->broken;
+        c = ft_start_kind(r, names[k], &kinds[k], ports, 1, FT_TTL_MS, sleep, 0, 0);
+        if (c < 0) {
+            ft_setup_failed(r, "cannot start the long holders");
+            return;
+        }
+        r->clients[c].daemon = 1;
+        idx[k] = (size_t)c;
+        fresh[k] = FT_MINORITY_FRESH_MS;
+    }
+    if (!ft_wait_in_sections(r, idx, fresh, 3, FT_WAIT_MS)) {
+        ft_setup_failed(r, "the long holders never held %s, %s and %s at once through daemon 1",
+                        names[0], names[1], names[2]);
+        return;
+    }
+    ft_event(r, "clients %zu, %zu, %zu hold %s, a permit of %s and %s (shared) through daemon 1"
+             "%s", idx[0], idx[1], idx[2], names[0], names[1], names[2],
+             r->sc->broken ? "; they ignore LOST" : "");
+    snprintf(majority, sizeof(majority), "%s,%s,%s", h_master_addr(0), h_master_addr(1),
+             h_master_addr(2));
+    if (!ft_rule(r, d1, "-A INPUT -s %s -j DROP", majority)
+        || !ft_rule(r, d1, "-A OUTPUT -d %s -j DROP", majority)) {
+        return;
+    }
+    cut_us = ft_now_us();
+    ft_event(r, "daemon 1 (%s) cut from masters 0, 1, 2; it still reaches 3 and 4",
+             r->addrs[1]);
+    ft_pause(FT_MINORITY_MS);
+    ft_heal_host(r, d1);
+    r->heal_us = ft_now_us();
+    ft_event(r, "healed: daemon 1 reaches every master again");
+    ft_minority_verdict(r, idx, names, 3, cut_us);
+    /* Daemon 0 grants the names at once; daemon 1's clients wait until it
+       has reconnected to the majority (its backoff, at most FT_RECONNECT_MS). */
+    r->bound_ms = FT_RECONNECT_MS + 4 * FT_RETRY_MS + FT_SLACK_MS;
+    if (r->sc->broken) {
+        r->neg_exclusive = names[0];
+        r->neg_counted = names[1];
+        r->neg_permit_overlap = true;
+        r->neg_shared = names[2];
+    }
+}
+
 /* ---- a paused daemon ---- */
 
 /*
@@ -1870,7 +2410,7 @@ ft_sched_restart_majority(struct ft_run *r)
 static int
 ft_start_pause_victim(struct ft_run *r, const char *name, long sleep_ms, bool fenced)
 {
-    char ports[32], sleep[16];
+    char ports[FT_PORTS_MAX], sleep[16];
     int v;
 
     ft_ports(r, 1, ports, sizeof(ports));
@@ -2162,47 +2702,194 @@ ft_pause_negative_seen(struct ft_run *r)
 }
 
 static const struct ft_scenario ft_scenarios[] = {
-    { "kill-masters", "kill -9 master 4, 2 s later master 3; 2 s later restart both (empty)",
-      ft_sched_kill_masters, false, false, false, true },
-    { "stop-1-master-short", "SIGSTOP master 4 for 1.5 s (> node_timeout 500 ms)",
-      ft_sched_stop1_short, false, false, false, true },
-    { "stop-2-masters-short", "SIGSTOP masters 3 and 4 for 1.5 s (> node_timeout 500 ms)",
-      ft_sched_stop2_short, false, false, false, true },
-    { "stop-1-master-long", "SIGSTOP master 4 for 5 s (> ttl 3 s)",
-      ft_sched_stop1_long, false, false, false, true },
-    { "stop-2-masters-long", "SIGSTOP masters 3 and 4 for 5 s (> ttl 3 s)",
-      ft_sched_stop2_long, false, false, false, true },
-    { "kill-daemon", "kill -9 daemon 1 while it holds acct-a and a permit of sem; its clients "
-      "go to daemon 0",
-      ft_sched_kill_daemon, false, false, false, true },
-    { "stop-client", "SIGSTOP a client inside its section for 6 s, then SIGCONT",
-      ft_sched_stop_client, false, false, false, true },
-    { "kill-client", "kill -9 a client inside its section, then a permit holder and a shared "
-      "holder; their keys must go within 1 s",
-      ft_sched_kill_client, false, false, false, true },
-    { "restart-empty-quarantine",
-      "restart 2 masters empty while a lock is on exactly 3; restart quarantine on",
-      ft_sched_restart_empty, true, false, false, true },
-    { "restart-empty-restored",
-      "the same with the quarantine off: a renewal puts the lost keys back first",
-      ft_sched_restart_empty, false, false, false, true },
-    { "restart-majority-quarantine",
-      "restart 3 of 5 masters empty at once while a lock is on all 5; quarantine on",
-      ft_sched_restart_majority, true, false, true, true },
-    { "restart-majority-no-quarantine",
-      "the same with the quarantine off (negative control: must report the double grants)",
-      ft_sched_restart_majority, false, true, true, true },
-    { "pause-daemon", "SIGSTOP daemon 1 for 5 s (> ttl 3 s) under its holders; a late "
-      "writer's fenced write must be refused",
-      ft_sched_pause_daemon, false, false, false, true },
-    { "pause-daemon-unfenced",
-      "the same with an unfenced late write (negative control: must report it)",
-      ft_sched_pause_unfenced, false, true, false, true },
+    { .name = "kill-masters",
+      .what = "kill -9 master 4, 2 s later master 3; 2 s later restart both (empty)",
+      .fault = ft_sched_kill_masters, .kinds = true },
+    { .name = "stop-1-master-short",
+      .what = "SIGSTOP master 4 for 1.5 s (> node_timeout 500 ms)",
+      .fault = ft_sched_stop1_short, .kinds = true },
+    { .name = "stop-2-masters-short",
+      .what = "SIGSTOP masters 3 and 4 for 1.5 s (> node_timeout 500 ms)",
+      .fault = ft_sched_stop2_short, .kinds = true },
+    { .name = "stop-1-master-long", .what = "SIGSTOP master 4 for 5 s (> ttl 3 s)",
+      .fault = ft_sched_stop1_long, .kinds = true },
+    { .name = "stop-2-masters-long", .what = "SIGSTOP masters 3 and 4 for 5 s (> ttl 3 s)",
+      .fault = ft_sched_stop2_long, .kinds = true },
+    { .name = "kill-daemon",
+      .what = "kill -9 daemon 1 while it holds acct-a and a permit of sem; its clients go "
+              "to daemon 0",
+      .fault = ft_sched_kill_daemon, .kinds = true },
+    { .name = "stop-client", .what = "SIGSTOP a client inside its section for 6 s, then SIGCONT",
+      .fault = ft_sched_stop_client, .kinds = true },
+    { .name = "kill-client",
+      .what = "kill -9 a client inside its section, then a permit holder and a shared "
+              "holder; their keys must go within 1 s",
+      .fault = ft_sched_kill_client, .kinds = true },
+    { .name = "restart-empty-quarantine",
+      .what = "restart 2 masters empty while a lock is on exactly 3; restart quarantine on",
+      .fault = ft_sched_restart_empty, .quarantine = true, .kinds = true },
+    { .name = "restart-empty-restored",
+      .what = "the same with the quarantine off: a renewal puts the lost keys back first",
+      .fault = ft_sched_restart_empty, .kinds = true },
+    { .name = "restart-majority-quarantine",
+      .what = "restart 3 of 5 masters empty at once while a lock is on all 5; quarantine on",
+      .fault = ft_sched_restart_majority, .quarantine = true, .fences_lost = true,
+      .kinds = true },
+    { .name = "restart-majority-no-quarantine",
+      .what = "the same with the quarantine off (negative control: must report the double "
+              "grants)",
+      .fault = ft_sched_restart_majority, .negative = true, .fences_lost = true,
+      .kinds = true },
+    { .name = "clock-forward",
+      .what = "step the wall clocks of masters 0-2 forward 10 s while locks are on all 5; "
+              "clock check on",
+      .fault = ft_sched_clock_forward, .kinds = true, .clock_masters = FT_CLOCK_MASTERS },
+    { .name = "clock-back",
+      .what = "step the wall clocks of masters 0-2 back 10 s while locks are on all 5; clock "
+              "check on",
+      .fault = ft_sched_clock_back, .kinds = true, .clock_masters = FT_CLOCK_MASTERS },
+    { .name = "clock-forward-no-check",
+      .what = "the forward step with lock.clock_check false (negative control: must report "
+              "the double grants)",
+      .fault = ft_sched_clock_forward, .negative = true, .kinds = true,
+      .clock_masters = FT_CLOCK_MASTERS, .clock_check = "false" },
+    { .name = "partition-1-master",
+      .what = "cut master 4 from both daemons (DROP both ways) for 5 s (> ttl)",
+      .fault = ft_sched_partition1, .kinds = true, .net = true },
+    { .name = "partition-2-masters",
+      .what = "cut masters 3 and 4 from both daemons for 5 s (> ttl)",
+      .fault = ft_sched_partition2, .kinds = true, .net = true },
+    { .name = "partition-daemon-minority",
+      .what = "cut daemon 1 from masters 0-2 for 6 s while it holds acct-a, a permit of sem "
+              "and rw (shared); it still reaches masters 3, 4",
+      .fault = ft_sched_minority, .kinds = true, .net = true },
+    { .name = "partition-daemon-minority-ignore-lost",
+      .what = "the same, its long holders ignore LOST (negative control: must report the "
+              "double grants)",
+      .fault = ft_sched_minority, .negative = true, .kinds = true, .net = true,
+      .broken = true },
+    { .name = "half-partition",
+      .what = "drop master 4's replies to the daemons for 5 s (requests still arrive)",
+      .fault = ft_sched_half_partition, .kinds = true, .net = true },
+    { .name = "loss-5",
+      .what = "5% random packet loss both ways on the links of masters 2-4 for 10 s",
+      .fault = ft_sched_loss, .kinds = true, .net = true },
+    { .name = "delay-jitter",
+      .what = "20 +- 15 ms delay each way on the links of masters 2-4 for 10 s (delay "
+              "proxies)",
+      .fault = ft_sched_delay, .kinds = true, .net = true, .delayed = true },
+    { .name = "pause-daemon",
+      .what = "SIGSTOP daemon 1 for 5 s (> ttl 3 s) under its holders; a late writer's fenced "
+              "write must be refused",
+      .fault = ft_sched_pause_daemon, .kinds = true },
+    { .name = "pause-daemon-unfenced",
+      .what = "the same with an unfenced late write (negative control: must report it)",
+      .fault = ft_sched_pause_unfenced, .negative = true, .kinds = true },
 };
 
 #define FT_NSCENARIOS (sizeof(ft_scenarios) / sizeof(ft_scenarios[0]))
 
 /* ---- one run ---- */
+
+/*
+ * A delay proxy in front of master i, listening on the bridge's address
+ * (the daemons reach it from their namespaces), its delay off for now.
+ * Returns 0, or -1 when it would not start.
+ */
+static int
+ft_start_proxy(struct ft_run *r, size_t i)
+{
+    char listen[H_ADDR_MAX + 8], target[H_ADDR_MAX + 8], out[PATH_MAX + 64], line[128];
+    const char *argv[8];
+    int64_t deadline;
+    int tries, port, status;
+    pid_t pid;
+
+    snprintf(target, sizeof(target), "%s:%d", h_master_addr(i), h_master_port(i));
+    snprintf(out, sizeof(out), "%s/delay-proxy-%zu.log", r->dir, i);
+    for (tries = 0; tries < 5; tries++) {
+        port = h_free_port();
+        snprintf(listen, sizeof(listen), "%s:%d", netns_gateway(), port);
+        argv[0] = ft_proxy_bin;
+        argv[1] = "-l";
+        argv[2] = listen;
+        argv[3] = "-t";
+        argv[4] = target;
+        argv[5] = "-d";
+        argv[6] = FT_DELAY_RANGE;
+        argv[7] = NULL;
+        pid = h_spawn(argv, out);
+        if (pid < 0) {
+            return -1;
+        }
+        /* It says "listening" once it does; a port taken meanwhile makes it exit. */
+        deadline = h_now_ms() + FT_PROXY_START_MS;
+        for (;;) {
+            if (waitpid(pid, &status, WNOHANG) == pid) {
+                pid = 0;
+                break;
+            }
+            ft_log_line(out, "listening", line, sizeof(line));
+            if (line[0] != '\0') {
+                r->proxies[i] = pid;
+                snprintf(r->via[i], sizeof(r->via[i]), "%s", listen);
+                return 0;
+            }
+            if (h_now_ms() >= deadline) {
+                kill(pid, SIGKILL);
+                waitpid(pid, NULL, 0);
+                fprintf(stderr, "faults: the delay proxy of master %zu did not listen within "
+                        "%d ms (see %s)\n", i, FT_PROXY_START_MS, out);
+                return -1;
+            }
+            h_sleep_ms(FT_POLL_MS);
+        }
+    }
+    fprintf(stderr, "faults: the delay proxy of master %zu would not start (see %s)\n", i, out);
+    return -1;
+}
+
+/* Stop the delay proxies. */
+static void
+ft_stop_proxies(struct ft_run *r)
+{
+    size_t i;
+
+    for (i = 0; i < FT_MASTERS; i++) {
+        if (r->proxies[i] > 0) {
+            kill(r->proxies[i], SIGTERM);
+            if (waitpid(r->proxies[i], NULL, 0) < 0 && errno == EINTR) {
+                waitpid(r->proxies[i], NULL, 0);
+            }
+            r->proxies[i] = 0;
+        }
+    }
+}
+
+/*
+ * A network scenario's hosts: one namespace per master and per daemon
+ * (netns.h), the masters placed there for the harness.  0 or -1.
+ */
+static int
+ft_make_hosts(struct ft_run *r, struct h_host *hosts)
+{
+    static const char *const names[FT_HOSTS] = { "m0", "m1", "m2", "m3", "m4", "d0", "d1" };
+    size_t h;
+
+    if (netns_up(names, FT_HOSTS) != 0) {
+        fprintf(stderr, "faults: cannot make the namespaces (see %s/netns.log)\n", ft_dir);
+        return -1;
+    }
+    for (h = 0; h < FT_HOSTS; h++) {
+        snprintf(hosts[h].addr, sizeof(hosts[h].addr), "%s", netns_addr(h));
+        snprintf(hosts[h].netns, sizeof(hosts[h].netns), "%s", netns_name(h));
+    }
+    h_place_masters(hosts, FT_MASTERS);
+    ft_event(r, "namespaces %s..%s: masters on %s..%s, daemons on %s and %s, the suite on %s",
+             netns_name(0), netns_name(FT_HOSTS - 1), netns_addr(0), netns_addr(FT_MASTERS - 1),
+             netns_addr(FT_HOST_DAEMON(0)), netns_addr(FT_HOST_DAEMON(1)), netns_gateway());
+    return 0;
+}
 
 /* Start the processes of a run: masters, daemons, regular clients. */
 static int
@@ -2217,21 +2904,43 @@ ft_setup(struct ft_run *r)
         .log_level = ft_log_level,
         .restart_quarantine = r->sc->quarantine,
         .expect_masters_up = r->sc->quarantine ? -1 : 0,
+        .clock_check = r->sc->clock_check,
     };
-    char ports[32];
+    struct h_host hosts[FT_HOSTS];
+    const char *via[FT_MASTERS] = { NULL };
+    char ports[FT_PORTS_MAX];
     size_t d, k, i;
 
-    if (h_begin(r->sc->name) != 0 || h_start_masters(FT_MASTERS) != 0) {
+    if (h_begin(r->sc->name) != 0 || (r->net && ft_make_hosts(r, hosts) != 0)
+        || (r->sc->clock_masters != 0 && h_clock_masters(r->sc->clock_masters) != 0)
+        || h_start_masters(FT_MASTERS) != 0) {
         return -1;
     }
+    if (r->net) {
+        o.auth_password = FT_NET_PASSWORD;
+    }
+    if (r->sc->delayed) {
+        for (i = FT_MASTERS - FT_SLOW_MASTERS; i < FT_MASTERS; i++) {
+            if (ft_start_proxy(r, i) != 0) {
+                return -1;
+            }
+            via[i] = r->via[i];
+        }
+        o.master_addrs = via;
+        ft_event(r, "the daemons reach masters %d-%d through delay proxies on %s",
+                 FT_MASTERS - FT_SLOW_MASTERS, FT_MASTERS - 1, netns_gateway());
+    }
     for (d = 0; d < FT_DAEMONS; d++) {
+        o.host = r->net ? &hosts[FT_HOST_DAEMON(d)] : NULL;
         if (h_start_daemon(&o) != 0) {
             return -1;
         }
         r->ports[d] = h_daemon_port();
+        snprintf(r->addrs[d], sizeof(r->addrs[d]), "%s", h_daemon_addr());
     }
-    ft_event(r, "%d masters, daemons on ports %d and %d%s", FT_MASTERS, r->ports[0],
-             r->ports[1], r->sc->quarantine ? " (restart quarantine on)" : "");
+    ft_event(r, "%d masters, daemons on ports %d and %d%s%s", FT_MASTERS, r->ports[0],
+             r->ports[1], r->sc->quarantine ? " (restart quarantine on)" : "",
+             r->sc->clock_masters != 0 ? " (masters 0-2 under libfaketime)" : "");
     if (r->sc->quarantine && !ft_wait_quarantine_over(r)) {
         fprintf(stderr, "faults: the daemons do not grant %d ms after the start\n",
                 FT_MAX_TTL_MS + FT_WAIT_MS);
@@ -2370,6 +3079,40 @@ ft_count_gone(const struct ft_run *r)
     return n;
 }
 
+/*
+ * How long after the heal the last client that runs until stopped got
+ * its lock again (the recovery column is per name, this is per client:
+ * a client of a daemon that was cut off waits for its reconnect).
+ */
+static void
+ft_note_served(struct ft_run *r, const struct checker_sections *s)
+{
+    int64_t worst = -1, first;
+    size_t i, k, who = 0;
+
+    for (i = 0; i < r->nclients; i++) {
+        if (r->clients[i].finite || r->clients[i].killed_us > 0) {
+            continue;
+        }
+        first = -1;
+        for (k = 0; k < s->n; k++) {
+            if (s->v[k].log == i && s->v[k].begin_us >= r->heal_us
+                && (first < 0 || s->v[k].begin_us < first)) {
+                first = s->v[k].begin_us;
+            }
+        }
+        if (first > 0 && first - r->heal_us > worst) {
+            worst = first - r->heal_us;
+            who = i;
+        }
+    }
+    if (worst >= 0) {
+        ft_note(r, "every client had its lock again %.0f ms after the heal (the last: client "
+                "%zu, through daemon %d first; bound %lld ms)", (double)worst / 1e3, who,
+                r->clients[who].daemon, (long long)r->bound_ms);
+    }
+}
+
 /* One counter for ft_judge: of name, or of one permit of it (permit >= 0). */
 static void
 ft_add_counter(struct checker_counter *c, size_t *n, const char *name, int permit)
@@ -2411,28 +3154,43 @@ ft_note_kinds(struct ft_run *r)
 }
 
 /*
- * The negative control's expectation: the checker reported the double
- * grant of every name the schedule set up for it (FT_HOT: an overlap;
- * FT_HOT_SEM: more holders than its limit; FT_HOT_RW: a shared holder
- * overlapping the exclusive one).
+ * A negative control's expectation: the checker reported the double
+ * grant of every name the schedule set up for it (r->neg_exclusive: an
+ * overlap; r->neg_counted: more holders than its limit, or with
+ * r->neg_permit_overlap two holders of one permit; r->neg_shared: an
+ * overlap of a shared and an exclusive section).  The restart-majority
+ * control names FT_HOT, FT_HOT_SEM and FT_HOT_RW, the minority partition's
+ * acct-a, FT_SEM and FT_RW.
  */
 static bool
 ft_negative_seen(struct ft_run *r)
 {
-    const struct checker_name_stat *hot = checker_name(&r->res, FT_HOT);
-    const struct checker_name_stat *sem = checker_name(&r->res, FT_HOT_SEM);
-    const struct checker_name_stat *rw = checker_name(&r->res, FT_HOT_RW);
-    bool ok = hot != NULL && hot->overlaps > 0;
+    const struct checker_name_stat *x = NULL, *sem = NULL, *rw = NULL;
+    bool ok, s_ok, w_ok;
 
-    ft_note(r, "negative control: %s overlap %s", FT_HOT, ok ? "reported" : "NOT reported");
-    if (r->hot_kinds) {
-        bool s_ok = sem != NULL && sem->over_limit > 0, w_ok = rw != NULL && rw->overlaps > 0;
-
-        ft_note(r, "%s over-limit %s (up to %zu holders at once, limit %d); %s "
-                "shared/exclusive overlap %s", FT_HOT_SEM, s_ok ? "reported" : "NOT reported",
-                sem != NULL ? sem->max_holders : 0, FT_LIMIT, FT_HOT_RW,
+    if (r->neg_exclusive != NULL) {
+        x = checker_name(&r->res, r->neg_exclusive);
+    }
+    ok = x != NULL && x->overlaps > 0;
+    ft_note(r, "negative control: %s overlap %s",
+            r->neg_exclusive != NULL ? r->neg_exclusive : "(no name)",
+            ok ? "reported" : "NOT reported");
+    if (r->neg_counted != NULL) {
+        sem = checker_name(&r->res, r->neg_counted);
+        s_ok = sem != NULL && (sem->over_limit > 0 || (r->neg_permit_overlap && sem->overlaps > 0));
+        ft_note(r, "%s %s %s (up to %zu holders at once, limit %d; %zu over-limit, %zu "
+                "overlap findings)", r->neg_counted,
+                r->neg_permit_overlap ? "double grant of a permit" : "over-limit",
+                s_ok ? "reported" : "NOT reported", sem != NULL ? sem->max_holders : 0,
+                FT_LIMIT, sem != NULL ? sem->over_limit : 0, sem != NULL ? sem->overlaps : 0);
+        ok = ok && s_ok;
+    }
+    if (r->neg_shared != NULL) {
+        rw = checker_name(&r->res, r->neg_shared);
+        w_ok = rw != NULL && rw->overlaps > 0;
+        ft_note(r, "%s shared/exclusive overlap %s", r->neg_shared,
                 w_ok ? "reported" : "NOT reported");
-        ok = ok && s_ok && w_ok;
+        ok = ok && w_ok;
     }
     return ok;
 }
@@ -2507,6 +3265,12 @@ ft_judge(struct ft_run *r)
     if (r->killed_daemon >= 0) {
         ft_note_moved(r, &s);
     }
+    if (r->sc->clock_masters != 0 && !r->setup_failed) {
+        ft_judge_clock(r);
+    }
+    if (r->net && r->heal_us > 0) {
+        ft_note_served(r, &s);
+    }
     if (r->pause.on) {
         ft_pause_judge(r, &s);
     }
@@ -2578,6 +3342,7 @@ ft_run_scenario(const struct ft_scenario *sc, struct ft_run *r)
     r->bound_ms = FT_DEFAULT_BOUND_MS;
     r->killed_daemon = -1;
     r->kinds = sc->kinds;
+    r->net = sc->net;
     r->recovery[r->nrecovery++] = ft_names[0];
     r->recovery[r->nrecovery++] = ft_names[1];
     if (r->kinds) {
@@ -2616,6 +3381,10 @@ ft_run_scenario(const struct ft_scenario *sc, struct ft_run *r)
         ft_keep_daemon_logs(r, !r->passed);
     }
     h_end();
+    ft_stop_proxies(r);
+    if (r->net) {
+        netns_down();
+    }
     r->seconds = (double)(ft_now_us() - r->start_us) / 1e6;
     printf("    => %s (%s) in %.1f s\n", r->passed ? "PASS" : "FAIL",
            sc->negative ? "expected: double grants reported" : "expected: no violation",
@@ -3002,6 +3771,31 @@ ft_self_test(void)
 
 /* ---- main ---- */
 
+static bool ft_selected(const struct ft_scenario *sc);
+
+/*
+ * When a selected scenario needs namespaces: try to make them
+ * (netns_init); when that fails, the network scenarios are skipped, and
+ * the line after the table says what is missing (ft_net_why).
+ */
+static void
+ft_net_init(void)
+{
+    char log[PATH_MAX];
+    size_t i;
+
+    for (i = 0; i < FT_NSCENARIOS; i++) {
+        if (ft_scenarios[i].net && ft_selected(&ft_scenarios[i])) {
+            break;
+        }
+    }
+    if (i == FT_NSCENARIOS) {
+        return;
+    }
+    snprintf(log, sizeof(log), "%s/netns.log", ft_dir);
+    netns_init(log, ft_net_why, sizeof(ft_net_why));
+}
+
 /* True when FAULTS_ONLY is unset or names sc. */
 static bool
 ft_selected(const struct ft_scenario *sc)
@@ -3026,19 +3820,26 @@ ft_selected(const struct ft_scenario *sc)
 static void
 ft_print_table(const struct ft_run *runs, const bool *ran, double total)
 {
+    int width = 28;
     size_t i;
 
+    /* The first column as wide as the longest name that ran. */
+    for (i = 0; i < FT_NSCENARIOS; i++) {
+        if (ran[i] && (int)strlen(runs[i].sc->name) > width) {
+            width = (int)strlen(runs[i].sc->name);
+        }
+    }
     printf("\n== summary: %s, %.0f s in all\n",
            "make faults", total);
-    printf("%-28s %8s %9s %10s %13s %11s  %-15s %s\n", "scenario", "sections", "completed",
-           "violations", "max acquire", "recovery", "expected", "result");
+    printf("%-*s %8s %9s %10s %13s %11s  %-15s %s\n", width, "scenario", "sections",
+           "completed", "violations", "max acquire", "recovery", "expected", "result");
     for (i = 0; i < FT_NSCENARIOS; i++) {
         const struct ft_run *r = &runs[i];
 
         if (!ran[i]) {
             continue;
         }
-        printf("%-28s %8zu %9zu %10zu %10.0f ms %8.0f ms  %-15s %s\n", r->sc->name,
+        printf("%-*s %8zu %9zu %10zu %10.0f ms %8.0f ms  %-15s %s\n", width, r->sc->name,
                r->res.sections, r->res.wrote + r->res.read, r->res.violations,
                (double)r->res.max_acquire_us / 1e3, (double)r->res.recovery_us / 1e3,
                r->sc->negative ? "overlaps found" : "no violation",
@@ -3128,6 +3929,9 @@ ft_run_forked(const struct ft_scenario *sc, struct ft_run *r, const sigset_t *or
         signal(SIGPIPE, SIG_IGN);
         signal(SIGINT, SIG_DFL);
         signal(SIGTERM, SIG_DFL);
+        signal(SIGHUP, SIG_DFL);
+        /* Its network namespaces carry its pid, and go with its signals. */
+        netns_adopt();
         close(fds[0]);
         ft_run_scenario(sc, r);
         fflush(stdout);
@@ -3158,6 +3962,10 @@ ft_run_forked(const struct ft_scenario *sc, struct ft_run *r, const sigset_t *or
     close(fds[0]);
     while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
         continue;
+    }
+    if (sc->net) {
+        /* A child killed in the middle left its namespaces behind. */
+        netns_sweep();
     }
     if (ft_interrupted) {
         return -1;
@@ -3264,7 +4072,7 @@ main(int argc, char **argv)
     sigset_t block, orig;
     bool all_ok = true, any = false, stop = false;
     double minutes = ft_soak_minutes();
-    size_t i, nfails = 0, failed = 0;
+    size_t i, nfails = 0, failed = 0, skipped = 0;
     unsigned rounds = 0;
     int rc;
 
@@ -3282,15 +4090,18 @@ main(int argc, char **argv)
     memset(&sa, 0, sizeof(sa));
     sa.sa_handler = ft_interrupt_cb;
     sigemptyset(&sa.sa_mask);
-    sigaction(SIGINT, &sa, NULL);
-    sigaction(SIGTERM, &sa, NULL);
     sigemptyset(&block);
     sigaddset(&block, SIGINT);
     sigaddset(&block, SIGTERM);
+    sigaddset(&block, SIGHUP);
     sigprocmask(SIG_BLOCK, &block, &orig);
     ft_client_bin = getenv("RMW_CLIENT_BIN");
     if (ft_client_bin == NULL || ft_client_bin[0] == '\0') {
         ft_client_bin = "./build/rmw-client";
+    }
+    ft_proxy_bin = getenv("DELAY_PROXY_BIN");
+    if (ft_proxy_bin == NULL || ft_proxy_bin[0] == '\0') {
+        ft_proxy_bin = "./build/delay-proxy";
     }
     snprintf(tmpdir, sizeof(tmpdir), "%s",
              getenv("TMPDIR") != NULL && getenv("TMPDIR")[0] == '/' ? getenv("TMPDIR") : "");
@@ -3318,6 +4129,12 @@ main(int argc, char **argv)
         ft_counter_stop();
         return 1;
     }
+    ft_net_init();
+    /* After netns_init, whose handlers are for the processes that make topologies
+       (each run's own, netns_adopt): here, Ctrl-C only ends the run in progress. */
+    sigaction(SIGINT, &sa, NULL);
+    sigaction(SIGTERM, &sa, NULL);
+    sigaction(SIGHUP, &sa, NULL);
     if (minutes > 0) {
         end_us = start + (int64_t)(minutes * 60e6);
         ft_round = 1;
@@ -3335,6 +4152,10 @@ main(int argc, char **argv)
         }
         for (i = 0; i < FT_NSCENARIOS && !stop; i++) {
             if (!ft_selected(&ft_scenarios[i])) {
+                continue;
+            }
+            if (ft_scenarios[i].net && ft_net_why[0] != '\0') {
+                skipped += ft_round <= 1;
                 continue;
             }
             /* A round is finished even when the time is up, so that every
@@ -3379,7 +4200,10 @@ main(int argc, char **argv)
     } else {
         ft_print_table(runs, ran, (double)(ft_now_us() - start) / 1e6);
     }
-    if (!any && !ft_interrupted) {
+    if (skipped > 0) {
+        printf("faults: %zu network scenarios skipped: %s\n", skipped, ft_net_why);
+    }
+    if (!any && skipped == 0 && !ft_interrupted) {
         fprintf(stderr, "faults: FAULTS_ONLY selects no scenario\n");
         all_ok = false;
     }

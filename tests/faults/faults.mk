@@ -4,10 +4,16 @@
 # tests/faults/README.md.
 #
 #   build/rmw-client     one client session: guarded read-modify-write
+#   build/delay-proxy    a TCP proxy that delays each chunk (delay-jitter)
 #   build/check_faults   starts masters, daemons and clients, injects the
 #                        faults, checks the client logs, prints the table
+#   build/redis-libc/redis-server
+#                        Debian's redis source built with the C library's
+#                        malloc, which runs under libfaketime (the masters
+#                        whose clock the clock scenarios and check_clock
+#                        step); tests/faults/build-redis-libc.sh, once
 
-FAULTS_BINS := $(B)/rmw-client $(B)/check_faults
+FAULTS_BINS := $(B)/rmw-client $(B)/delay-proxy $(B)/check_faults
 
 .PHONY: faults soak
 
@@ -23,15 +29,26 @@ $(B)/rmw-client: $(B)/obj/tests/faults/rmw_client.o $(CLIENT_OBJ)
 	@echo "  LD      $@"
 	@$(CC) $(CFLAGS) -o $@ $^ $(PKG_LIBS) $(LDFLAGS)
 
-$(B)/check_faults: $(B)/obj/tests/faults/check_faults.o $(B)/obj/tests/faults/checker.o \
-                   $(HARNESS_OBJ)
+$(B)/delay-proxy: $(B)/obj/tests/faults/delay_proxy.o
 	@echo "  LD      $@"
 	@$(CC) $(CFLAGS) -o $@ $^ $(PKG_LIBS) $(LDFLAGS)
 
-faults: $(B)/redlockd $(FAULTS_BINS)
+$(B)/check_faults: $(B)/obj/tests/faults/check_faults.o $(B)/obj/tests/faults/checker.o \
+                   $(B)/obj/tests/faults/netns.o $(HARNESS_OBJ)
+	@echo "  LD      $@"
+	@$(CC) $(CFLAGS) -o $@ $^ $(PKG_LIBS) $(LDFLAGS)
+
+# One build for every build directory (it is not this project's code).
+REDIS_LIBC := build/redis-libc/redis-server
+$(REDIS_LIBC): tests/faults/build-redis-libc.sh
+	@sh tests/faults/build-redis-libc.sh $(dir $@)
+
+faults: $(B)/redlockd $(FAULTS_BINS) $(REDIS_LIBC)
 	REDLOCKD_BIN=$(CURDIR)/$(B)/redlockd RMW_CLIENT_BIN=$(CURDIR)/$(B)/rmw-client \
+	    REDIS_LIBC_BIN=$(CURDIR)/$(REDIS_LIBC) DELAY_PROXY_BIN=$(CURDIR)/$(B)/delay-proxy \
 	    ./$(B)/check_faults
 
-soak: $(B)/redlockd $(FAULTS_BINS)
+soak: $(B)/redlockd $(FAULTS_BINS) $(REDIS_LIBC)
 	REDLOCKD_BIN=$(CURDIR)/$(B)/redlockd RMW_CLIENT_BIN=$(CURDIR)/$(B)/rmw-client \
+	    REDIS_LIBC_BIN=$(CURDIR)/$(REDIS_LIBC) DELAY_PROXY_BIN=$(CURDIR)/$(B)/delay-proxy \
 	    FAULTS_SOAK_MINUTES=$(SOAK_MINUTES) ./$(B)/check_faults

@@ -56,7 +56,15 @@
  * EXIT) are there for people.
  *
  * When the daemon connection breaks, the client connects again, to the
- * next daemon in its -p list when the first is gone.  SIGTERM asks it to
+ * next daemon in its -p list when the first is gone.  A -p entry is a
+ * port of 127.0.0.1 or ADDR:PORT (a daemon in a network namespace of the
+ * suite's); the logs name the port only.
+ *
+ * -a PASSWORD sends AUTH first on every connection (a daemon that listens
+ * beyond loopback requires it).
+ *
+ * -I makes a broken client for the suite's negative controls: it logs a
+ * "! LOST" push but goes on as if it still held the lock, and writes.  SIGTERM asks it to
  * stop: a pending LOCK is abandoned at once, a section in progress is
  * finished first.
  *
@@ -87,6 +95,7 @@
 #include "client/client.h"
 
 #define RMW_PORTS_MAX       8       /* daemons a client may know */
+#define RMW_ADDR_MAX        64      /* a daemon's address, "ADDR:PORT" */
 #define RMW_NAME_MAX        64      /* longest lock name accepted here */
 #define RMW_LINE_MAX        2048    /* longest reply line (PROTOCOL.md 4) */
 #define RMW_CONNECT_MS      2000    /* connect to a daemon */
@@ -119,8 +128,9 @@ static const char rmw_fenced_script[] =
 
 /* Command-line settings; filled once by rmw_parse_args. */
 struct rmw_opts {
-    int         ports[RMW_PORTS_MAX];   /* daemon TCP ports on 127.0.0.1, preferred first */
-    size_t      nports;                 /* entries in ports */
+    int         ports[RMW_PORTS_MAX];   /* daemon TCP ports, preferred first */
+    char        addrs[RMW_PORTS_MAX][RMW_ADDR_MAX]; /* "ADDR:PORT" of each */
+    size_t      nports;                 /* entries in ports and addrs */
     int         counter_port;           /* redis-server holding the counter */
     const char *name;                   /* lock name */
     const char *log_path;               /* this client's event log */
@@ -133,7 +143,9 @@ struct rmw_opts {
     long        think_ms;               /* random pause 0..think_ms between sections */
     long        limit;                  /* > 0: LOCK ... limit=N (a counted name) */
     bool        shared;                 /* LOCK ... shared: read only */
-    bool        fenced;                 /* the write is refused with a stale fence */
+    bool        ignore_lost;            /* -I: a broken client that ignores "! LOST" */
+    const char *password;               /* -a: sent with AUTH on each connection, or NULL */
+    bool        fenced;                 /* -F: the write is refused with a stale fence */
 };
 
 /* The connection to a daemon; one per process, reused across reconnects. */
@@ -244,23 +256,50 @@ rmw_disconnect(struct rmw_conn *c)
     c->eof = false;
 }
 
-/* Connect to the next daemon that accepts, trying each once.  0 or -1. */
+static int rmw_send(struct rmw_conn *c, const char *line);
+static int rmw_reply(struct rmw_conn *c, int64_t deadline_us);
+
+/* -a: send AUTH on a new connection.  0 when the daemon said OK, else -1. */
+static int
+rmw_auth(struct rmw_conn *c)
+{
+    char req[RMW_LINE_MAX], shown[RMW_LINE_MAX];
+
+    if (rmw_o.password == NULL) {
+        return 0;
+    }
+    snprintf(req, sizeof(req), "AUTH %s", rmw_o.password);
+    if (rmw_send(c, req) != 0) {
+        return -1;
+    }
+    if (rmw_reply(c, rmw_now_us() + RMW_CONNECT_MS * 1000LL) == 1
+        && strcmp(c->cl.line, "OK") == 0) {
+        return 0;
+    }
+    rmw_printable(c->eof ? "(connection closed)" : c->cl.line, shown, sizeof(shown));
+    rmw_log("ERROR %lld AUTH answered: %s", (long long)rmw_now_us(), shown);
+    return -1;
+}
+
+/* Connect to the next daemon that accepts (and AUTH, with -a), trying each once.  0 or -1. */
 static int
 rmw_connect(struct rmw_conn *c)
 {
-    char addr[32];
     size_t tries;
     int one = 1, port;
 
     rmw_disconnect(c);
     for (tries = 0; tries < rmw_o.nports; tries++) {
         port = rmw_o.ports[c->next];
-        snprintf(addr, sizeof(addr), "127.0.0.1:%d", port);
-        if (client_connect_tcp(&c->cl, addr, client_now_ms() + RMW_CONNECT_MS) == 0) {
+        if (client_connect_tcp(&c->cl, rmw_o.addrs[c->next],
+                               client_now_ms() + RMW_CONNECT_MS) == 0) {
             setsockopt(c->cl.fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
             c->port = port;
-            rmw_log("CONNECT %lld port=%d", (long long)rmw_now_us(), port);
-            return 0;
+            if (rmw_auth(c) == 0) {
+                rmw_log("CONNECT %lld port=%d", (long long)rmw_now_us(), port);
+                return 0;
+            }
+            rmw_disconnect(c);
         }
         if (errno == EINTR && rmw_stop) {
             return -1;
@@ -288,11 +327,14 @@ rmw_push(struct rmw_conn *c)
 {
     char shown[RMW_LINE_MAX];
 
-    if (client_is_reply(c->cl.line, "! LOST", rmw_o.name)) {
+    bool lost = client_is_reply(c->cl.line, "! LOST", rmw_o.name);
+
+    if (lost && !rmw_o.ignore_lost) {
         c->lost = true;
     }
     rmw_printable(c->cl.line, shown, sizeof(shown));
-    rmw_log("PUSH %lld %s", (long long)rmw_now_us(), shown);
+    rmw_log("PUSH %lld %s%s", (long long)rmw_now_us(), shown,
+            lost && rmw_o.ignore_lost ? " (ignored: -I)" : "");
 }
 
 /*
@@ -580,9 +622,10 @@ static void
 rmw_usage(void)
 {
     fprintf(stderr,
-            "usage: rmw-client -p PORT[,PORT...] -r COUNTER_PORT -n NAME -l LOG\n"
+            "usage: rmw-client -p [ADDR:]PORT[,...] -r COUNTER_PORT -n NAME -l LOG\n"
             "                  [-c SECTIONS] [-t TTL_MS] [-w WAIT_MS] [-s MIN_MS[-MAX_MS]]\n"
-            "                  [-P POLL_MS] [-k THINK_MS] [-L LIMIT | -S] [-F]\n");
+            "                  [-P POLL_MS] [-k THINK_MS] [-L LIMIT | -S] [-I] [-a PASSWORD]\n"
+            "                  [-F]\n");
     exit(RMW_EXIT_USAGE);
 }
 
@@ -601,6 +644,24 @@ rmw_number(const char *s)
     return v;
 }
 
+/* One -p entry, "PORT" (127.0.0.1) or "ADDR:PORT", into slot i. */
+static void
+rmw_add_daemon(size_t i, const char *entry)
+{
+    const char *colon = strrchr(entry, ':');
+
+    if (colon == NULL) {
+        rmw_o.ports[i] = (int)rmw_number(entry);
+        snprintf(rmw_o.addrs[i], sizeof(rmw_o.addrs[i]), "127.0.0.1:%d", rmw_o.ports[i]);
+        return;
+    }
+    if (colon == entry || strlen(entry) >= sizeof(rmw_o.addrs[i])) {
+        rmw_usage();
+    }
+    rmw_o.ports[i] = (int)rmw_number(colon + 1);
+    memcpy(rmw_o.addrs[i], entry, strlen(entry) + 1);
+}
+
 static void
 rmw_parse_args(int argc, char **argv)
 {
@@ -611,7 +672,7 @@ rmw_parse_args(int argc, char **argv)
     rmw_o.wait_ms = 10000;
     rmw_o.sleep_min_ms = 5;
     rmw_o.sleep_max_ms = 30;
-    while ((opt = getopt(argc, argv, "p:r:n:l:c:t:w:s:P:k:L:SF")) != -1) {
+    while ((opt = getopt(argc, argv, "p:r:n:l:c:t:w:s:P:k:L:SIa:F")) != -1) {
         switch (opt) {
         case 'p':
             for (tok = strtok_r(optarg, ",", &save); tok != NULL;
@@ -619,7 +680,7 @@ rmw_parse_args(int argc, char **argv)
                 if (rmw_o.nports == RMW_PORTS_MAX) {
                     rmw_usage();
                 }
-                rmw_o.ports[rmw_o.nports++] = (int)rmw_number(tok);
+                rmw_add_daemon(rmw_o.nports++, tok);
             }
             break;
         case 'r':
@@ -666,6 +727,12 @@ rmw_parse_args(int argc, char **argv)
         case 'S':
             rmw_o.shared = true;
             break;
+        case 'I':
+            rmw_o.ignore_lost = true;
+            break;
+        case 'a':
+            rmw_o.password = optarg;
+            break;
         case 'F':
             rmw_o.fenced = true;
             break;
@@ -711,10 +778,10 @@ main(int argc, char **argv)
     signal(SIGPIPE, SIG_IGN);
 
     rmw_log("START %lld pid=%d name=%s ttl=%ld sleep=%ld-%ld poll=%ld sections=%ld kind=%s "
-            "limit=%ld fenced=%d", (long long)rmw_now_us(), (int)getpid(), rmw_o.name,
-            rmw_o.ttl_ms, rmw_o.sleep_min_ms, rmw_o.sleep_max_ms, rmw_o.poll_ms, rmw_o.sections,
+            "limit=%ld%s%s", (long long)rmw_now_us(), (int)getpid(), rmw_o.name, rmw_o.ttl_ms,
+            rmw_o.sleep_min_ms, rmw_o.sleep_max_ms, rmw_o.poll_ms, rmw_o.sections,
             rmw_o.shared ? "shared" : rmw_o.limit > 0 ? "counted" : "exclusive", rmw_o.limit,
-            rmw_o.fenced);
+            rmw_o.ignore_lost ? " ignore_lost=1" : "", rmw_o.fenced ? " fenced=1" : "");
     counter = rmw_counter_connect();
     if (counter == NULL) {
         return RMW_EXIT_COUNTER;
