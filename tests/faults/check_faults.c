@@ -2006,6 +2006,7 @@ ft_sched_clock(struct ft_run *r, int64_t offset_ms)
 
     snprintf(keys[nkeys++], sizeof(keys[0]), "%s%s", FT_PREFIX, FT_HOT);
     r->hot = true;
+    r->neg_exclusive = FT_HOT;
     ft_pause(FT_WARMUP_MS);
     if (ft_start_hot_pair(r, keys[0]) != 0 || ft_start_hot_kinds(r, false) != 0) {
         return;
