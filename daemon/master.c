@@ -202,17 +202,19 @@ master_host_is_numeric(const char *host)
 
 /*
  * Every script is sent wrapped so that its answer carries the master's
- * clock, read just before the script's own body runs:
- * {seconds, microseconds, answer} (TIME's two fields, then the body's
- * answer; a nil answer ends the table, so only two elements come back).
+ * clock, read just before the script's own body runs: {us, answer}
+ * (TIME in microseconds, an integer: a Lua number holds it exactly;
+ * then the body's answer; a nil answer ends the table, so only one
+ * element comes back).
  * master_reply_cb() takes the wrapper off and checks the clock
  * (master_clock_read): callers see the body's answer alone.  The body
  * runs as a function, so its top-level return statements are unchanged.
  */
 #define MASTER_CLOCK_HEAD   "local rl_clock = redis.call('TIME')\n" \
+                            "rl_clock = tonumber(rl_clock[1]) * 1000000 + tonumber(rl_clock[2])\n" \
                             "local rl_answer = (function()\n"
 #define MASTER_CLOCK_TAIL   "\nend)()\n" \
-                            "return {rl_clock[1], rl_clock[2], rl_answer}\n"
+                            "return {rl_clock, rl_answer}\n"
 
 int
 master_script(const char *text)
@@ -1585,25 +1587,6 @@ static void master_reply_cb(struct redisev *ac, void *r, void *privdata);
 /* The answer of a script whose body answered nil (the wrapper's table ends before it). */
 static redisReply master_nil_answer = { .type = REDIS_REPLY_NIL };
 
-/* A decimal field of TIME's answer, or -1 when it is not one. */
-static int64_t
-master_clock_field(const redisReply *e)
-{
-    int64_t v = 0;
-    size_t i;
-
-    if (e->type != REDIS_REPLY_STRING || e->len == 0 || e->len > 12) {
-        return -1;
-    }
-    for (i = 0; i < e->len; i++) {
-        if (e->str[i] < '0' || e->str[i] > '9') {
-            return -1;
-        }
-        v = v * 10 + (e->str[i] - '0');
-    }
-    return v;
-}
-
 /*
  * A master's clock stepped (drift.h): its answers stop counting toward
  * any quorum for as long as a restart's would (lock.max_ttl_ms plus
@@ -1647,13 +1630,13 @@ static const redisReply *
 master_clock_read(struct master *m, const redisReply *reply, int64_t sent_us, int64_t now)
 {
     struct drift_step st;
-    int64_t sec = -1, usec = -1;
+    int64_t clock_us = -1;
 
-    if (reply->type == REDIS_REPLY_ARRAY && (reply->elements == 2 || reply->elements == 3)) {
-        sec = master_clock_field(reply->element[0]);
-        usec = master_clock_field(reply->element[1]);
+    if (reply->type == REDIS_REPLY_ARRAY && (reply->elements == 1 || reply->elements == 2)
+        && reply->element[0]->type == REDIS_REPLY_INTEGER) {
+        clock_us = reply->element[0]->integer;
     }
-    if (sec < 0 || usec < 0 || usec >= 1000000) {
+    if (clock_us <= 0) {
         if (!m->clock_bad_logged) {
             m->clock_bad_logged = true;
             log_warn("master %s: a script's answer did not carry the master's TIME (a reply "
@@ -1664,11 +1647,11 @@ master_clock_read(struct master *m, const redisReply *reply, int64_t sent_us, in
         return NULL;
     }
     /* The reference follows the master with the check off too, ready for a reload. */
-    if (drift_check(&m->clock, sec * 1000000 + usec, sent_us, now, master_conf->drift_factor,
-                    &st) && master_conf->clock_check) {
+    if (drift_check(&m->clock, clock_us, sent_us, now, master_conf->drift_factor, &st)
+        && master_conf->clock_check) {
         master_clock_stepped(m, &st, now);
     }
-    return reply->elements == 3 ? reply->element[2] : &master_nil_answer;
+    return reply->elements == 2 ? reply->element[1] : &master_nil_answer;
 }
 
 /* shared holds an EVALSHA that m can be sent as it is. */
