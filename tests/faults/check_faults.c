@@ -2524,9 +2524,11 @@ ft_pause_run(struct ft_run *r, bool fenced)
         ft_setup_failed(r, "the probe could not send its PING");
     }
     ft_pause(FT_PAUSE_MS);
-    h_signal_daemon(SIGCONT);
+    /* Stamped before the signal: the resumed daemon's pushes may be read
+       (and logged) before this process runs again. */
     r->pause.cont_us = ft_now_us();
     r->heal_us = r->pause.cont_us;
+    h_signal_daemon(SIGCONT);
     ft_event(r, "SIGCONT daemon 1 after %.1f s", (double)(r->heal_us - stop_us) / 1e6);
     if (!r->setup_failed) {
         ft_pause_probe_read(r, fd);
