@@ -158,6 +158,7 @@ static size_t             nmasters;
 
 static char *script_text[MASTER_SCRIPTS_MAX];  /* wrapped (MASTER_CLOCK_HEAD/_TAIL);
                                                   live until exit */
+static bool        script_clock[MASTER_SCRIPTS_MAX];   /* its answers carry the clock */
 static int         nscripts;
 
 static TAILQ_HEAD(, master_chan) master_chans = TAILQ_HEAD_INITIALIZER(master_chans);
@@ -201,35 +202,41 @@ master_host_is_numeric(const char *host)
 }
 
 /*
- * Every script is sent wrapped so that its answer carries the master's
- * clock, read just before the script's own body runs: {us, answer}
- * (TIME in microseconds, an integer: a Lua number holds it exactly;
- * then the body's answer; a nil answer ends the table, so only one
- * element comes back).
- * master_reply_cb() takes the wrapper off and checks the clock
- * (master_clock_read): callers see the body's answer alone.  The body
- * runs as a function, so its top-level return statements are unchanged.
+ * A script registered with its clock is sent wrapped so that its answer
+ * carries the master's clock, read just before the script's own body
+ * runs: {us, answer} (TIME in microseconds, an integer: a Lua number
+ * holds it exactly; then the body's answer; a nil answer ends the
+ * table, so only one element comes back).  master_clock_read() takes
+ * the wrapper off and checks the clock: callers see the body's answer
+ * alone.  The body runs as a function, so its top-level return
+ * statements are unchanged, and it may read the time as rl_clock_us
+ * (master.h, master_script).  Without its clock, a script only gets
+ * rl_clock_us false, and its answer comes back as it is.
  */
-#define MASTER_CLOCK_HEAD   "local rl_clock = redis.call('TIME')\n" \
-                            "rl_clock = tonumber(rl_clock[1]) * 1000000 + tonumber(rl_clock[2])\n" \
+#define MASTER_CLOCK_HEAD   "local rl_clock_us = redis.call('TIME')\n" \
+                            "rl_clock_us = tonumber(rl_clock_us[1]) * 1000000" \
+                            " + tonumber(rl_clock_us[2])\n" \
                             "local rl_answer = (function()\n"
 #define MASTER_CLOCK_TAIL   "\nend)()\n" \
-                            "return {rl_clock, rl_answer}\n"
+                            "return {rl_clock_us, rl_answer}\n"
+#define MASTER_NOCLOCK_HEAD "local rl_clock_us = false\n"
 
 int
-master_script(const char *text)
+master_script(const char *text, bool clock)
 {
-    size_t head = strlen(MASTER_CLOCK_HEAD), len = strlen(text);
-    size_t tail = strlen(MASTER_CLOCK_TAIL);
+    const char *head_text = clock ? MASTER_CLOCK_HEAD : MASTER_NOCLOCK_HEAD;
+    const char *tail_text = clock ? MASTER_CLOCK_TAIL : "";
+    size_t head = strlen(head_text), len = strlen(text), tail = strlen(tail_text);
     char *wrapped;
 
     if (nscripts == MASTER_SCRIPTS_MAX || (wrapped = malloc(head + len + tail + 1)) == NULL) {
         return -1;
     }
-    memcpy(wrapped, MASTER_CLOCK_HEAD, head);
+    memcpy(wrapped, head_text, head);
     memcpy(wrapped + head, text, len);
-    memcpy(wrapped + head + len, MASTER_CLOCK_TAIL, tail + 1);
+    memcpy(wrapped + head + len, tail_text, tail + 1);
     script_text[nscripts] = wrapped;
+    script_clock[nscripts] = clock;
     return nscripts++;
 }
 
@@ -1777,6 +1784,8 @@ master_reply_cb(struct redisev *ac, void *r, void *privdata)
     }
     if (reply->type == REDIS_REPLY_ERROR) {
         m->stats.errors++;
+        req->cb(m, (const struct master_reply *)reply, NULL, req->arg);
+    } else if (!script_clock[req->script]) {
         req->cb(m, (const struct master_reply *)reply, NULL, req->arg);
     } else if ((answer = master_clock_read(m, reply, req->sent_us, now)) == NULL) {
         m->stats.errors++;

@@ -106,15 +106,21 @@ typedef void (*master_reply_fn)(struct master *m, const struct master_reply *rep
                                 const char *error, void *arg);
 
 /*
- * Register a Lua script before master_start().  The text is copied,
- * wrapped so that every answer also carries the master's TIME (read
- * for the clock check, master_clock_quarantine_left_ms, and taken off
- * before the callback sees the answer); the copy lives until the
- * process exits.  The body must not begin with a "#!" line.  Returns
- * the script's id for master_eval(), numbered from 0, or -1 when
- * MASTER_SCRIPTS_MAX are registered or memory ran out.
+ * Register a Lua script before master_start().  The text is copied (the
+ * copy lives until the process exits); it must not begin with a "#!"
+ * line.  With clock, it is wrapped so that every answer also carries
+ * the master's TIME, read for the clock check
+ * (master_clock_quarantine_left_ms) and taken off before the callback
+ * sees the answer; the body may read that time, taken once just before
+ * it runs, as the number rl_clock_us (microseconds) instead of calling
+ * TIME again.  Without clock, rl_clock_us is false and the answer comes
+ * back as it is: for scripts whose answers only report facts (a
+ * release: was the token there), never votes that grant or confirm a
+ * lock; they cost the master one TIME call less.  Returns the script's
+ * id for master_eval(), numbered from 0, or -1 when MASTER_SCRIPTS_MAX
+ * are registered or memory ran out.
  */
-int master_script(const char *text);
+int master_script(const char *text, bool clock);
 
 /*
  * Create a connection for every master in conf and begin connecting.

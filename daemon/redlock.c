@@ -34,9 +34,13 @@
  * the permits to know that.
  */
 #define REDLOCK_PRELUDE_LUA \
+    /* The master's TIME in ms, read once per script (daemon/master.h, rl_clock_us). */ \
     "local function rl_now()\n" \
-    "  local t = redis.call('TIME')\n" \
-    "  return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)\n" \
+    "  if not rl_clock_us then\n" \
+    "    local t = redis.call('TIME')\n" \
+    "    rl_clock_us = tonumber(t[1]) * 1000000 + tonumber(t[2])\n" \
+    "  end\n" \
+    "  return math.floor(rl_clock_us / 1000)\n" \
     "end\n" \
     "local function rl_str(k)\n" \
     "  local v = redis.pcall('GET', k)\n" \
@@ -622,15 +626,22 @@ int
 redlock_init(double drift_factor)
 {
     redlock_drift_factor = drift_factor;
-    script_acquire = master_script(redlock_acquire_lua);
-    script_release = master_script(redlock_release_lua);
-    script_extend = master_script(redlock_extend_lua);
-    script_status = master_script(redlock_status_lua);
-    script_fence = master_script(redlock_fence_lua);
-    script_extend_one = master_script(redlock_extend_one_lua);
-    script_restore = master_script(redlock_restore_lua);
-    script_ungate = master_script(redlock_ungate_lua);
-    script_break = master_script(redlock_break_lua);
+    /*
+     * Every answer that grants, confirms or reads a lock carries the
+     * master's clock (daemon/master.h); a release's answer only says
+     * whether the token was there, and the release is half of every
+     * acquire-release pair, so it goes without (one TIME call less per
+     * pair and master).
+     */
+    script_acquire = master_script(redlock_acquire_lua, true);
+    script_release = master_script(redlock_release_lua, false);
+    script_extend = master_script(redlock_extend_lua, true);
+    script_status = master_script(redlock_status_lua, true);
+    script_fence = master_script(redlock_fence_lua, true);
+    script_extend_one = master_script(redlock_extend_one_lua, true);
+    script_restore = master_script(redlock_restore_lua, true);
+    script_ungate = master_script(redlock_ungate_lua, false);
+    script_break = master_script(redlock_break_lua, true);
     return script_acquire < 0 || script_release < 0 || script_extend < 0 || script_status < 0
            || script_fence < 0 || script_extend_one < 0 || script_restore < 0
            || script_ungate < 0 || script_break < 0 ? -1 : 0;
