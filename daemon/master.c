@@ -562,20 +562,25 @@ master_quarantine_cb(evutil_socket_t fd, short what_ev, void *arg)
 {
     struct master *m = arg;
     int64_t now = util_now_us();
-    const char *what;
+    bool restart = m->quarantine_until_us != 0 && m->quarantine_until_us <= now;
+    bool clock = m->clock_until_us != 0 && m->clock_until_us <= now;
 
     (void)fd;
     (void)what_ev;
-    if (m->quarantine_until_us > now || m->clock_until_us > now) {
-        master_quarantine_arm(m, now);      /* the other one goes on */
-        return;
+    if (restart) {
+        m->quarantine_until_us = 0;
     }
-    what = m->clock_until_us == 0 ? "restart"
-           : m->quarantine_until_us == 0 ? "clock" : "restart and clock";
-    m->quarantine_until_us = 0;
-    m->clock_until_us = 0;
-    log_info("master %s: %s quarantine over: its answers count toward a quorum",
-             m->addr->spec, what);
+    if (clock) {
+        m->clock_until_us = 0;
+    }
+    if (restart || clock) {
+        log_info("master %s: %s quarantine over: %s", m->addr->spec,
+                 restart && clock ? "restart and clock" : restart ? "restart" : "clock",
+                 m->quarantine_until_us > now ? "still in restart quarantine"
+                 : m->clock_until_us > now ? "still in clock quarantine"
+                 : "its answers count toward a quorum");
+    }
+    master_quarantine_arm(m, now);
 }
 
 /* Arm the timer that logs the end of m's quarantines (the later one), if any. */
