@@ -345,6 +345,9 @@ master_link_up(struct master_link *m)
         m->master->stats.reconnects++;
     }
     m->ever_up = true;
+    if (!m->subscriber) {
+        m->master->clock_bad_logged = false;    /* logged once per connection */
+    }
     log_info("master %s%s: up", m->addr->spec, MASTER_LINK_WHAT(m));
     if (m->subscriber) {
         master_sub_link_up(m);

@@ -110,12 +110,13 @@
 #define RMW_EXIT_LOG        4
 
 /* The counter's write: unconditional (so that an overlap does lose an
-   update), and it keeps the writer's fence to answer the previous one. */
+   update), and it keeps the writer's fence to answer the previous one:
+   {1, previous fence}, the same shape as the fenced write's answer. */
 static const char rmw_write_script[] =
-    "local prev = redis.call('GET', KEYS[2]) "
+    "local prev = tonumber(redis.call('GET', KEYS[2]) or '0') "
     "redis.call('SET', KEYS[1], ARGV[1]) "
     "redis.call('SET', KEYS[2], ARGV[2]) "
-    "return prev or '0'";
+    "return {1, prev}";
 
 /* The fenced write (-F): {1, previous fence} when it wrote, {0, stored
    fence} when the writer's fence is not above the stored one. */
@@ -570,7 +571,12 @@ rmw_counter_get(redisContext *r, const char *id, long long *value)
     return rc;
 }
 
-/* Write value with fence to counter:<id>; 0 with the previous writer's fence, or -1. */
+/*
+ * Write value with fence to counter:<id>, fenced (-F: refused unless
+ * fence is above the stored one) or not: 1 when it landed, 0 when it
+ * was refused, -1 on an error; *prev is the fence kept next to the
+ * counter before the call.
+ */
 static int
 rmw_counter_put(redisContext *r, const char *id, long long value, long long fence,
                 long long *prev)
@@ -578,32 +584,9 @@ rmw_counter_put(redisContext *r, const char *id, long long value, long long fenc
     redisReply *rep;
     int rc = -1;
 
-    rep = redisCommand(r, "EVAL %s 2 counter:%s fence:%s %lld %lld", rmw_write_script,
-                       id, id, value, fence);
-    if (rep != NULL && rep->type == REDIS_REPLY_STRING) {
-        *prev = strtoll(rep->str, NULL, 10);
-        rc = 0;
-    }
-    if (rep != NULL) {
-        freeReplyObject(rep);
-    }
-    return rc;
-}
-
-/*
- * The fenced write of value with fence to counter:<id>: 1 when it
- * landed, 0 when it was refused, -1 on an error; *prev is the fence kept
- * next to the counter before the call.
- */
-static int
-rmw_counter_put_fenced(redisContext *r, const char *id, long long value, long long fence,
-                       long long *prev)
-{
-    redisReply *rep;
-    int rc = -1;
-
-    rep = redisCommand(r, "EVAL %s 2 counter:%s fence:%s %lld %lld", rmw_fenced_script,
-                       id, id, value, fence);
+    rep = redisCommand(r, "EVAL %s 2 counter:%s fence:%s %lld %lld",
+                       rmw_o.fenced ? rmw_fenced_script : rmw_write_script, id, id, value,
+                       fence);
     if (rep != NULL && rep->type == REDIS_REPLY_ARRAY && rep->elements == 2
         && rep->element[0]->type == REDIS_REPLY_INTEGER
         && rep->element[1]->type == REDIS_REPLY_INTEGER) {
@@ -848,11 +831,7 @@ main(int argc, char **argv)
         } else {
             rmw_log("WRITE %lld fence=%lld value=%lld", (long long)rmw_now_us(), fence,
                     value + 1);
-            if (rmw_o.fenced) {
-                rc = rmw_counter_put_fenced(counter, id, value + 1, fence, &prev);
-            } else {
-                rc = rmw_counter_put(counter, id, value + 1, fence, &prev) == 0 ? 1 : -1;
-            }
+            rc = rmw_counter_put(counter, id, value + 1, fence, &prev);
             if (rc < 0) {
                 rmw_log("ERROR %lld the counter's write failed", (long long)rmw_now_us());
                 return RMW_EXIT_COUNTER;
