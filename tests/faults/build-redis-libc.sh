@@ -74,7 +74,12 @@ Signed-By: /usr/share/keyrings/debian-archive-keyring.gpg
 EOF
     # Read after the system's configuration (-c), so it wins; the hooks
     # that the system runs after its own updates are not run for this one.
+    # The downloads stay with the user who runs this (as root, apt would
+    # hand them to its _apt user, who cannot write into a checkout under a
+    # private directory, and warn, which the check below takes for a
+    # failed download).
     cat > "$apt/apt.conf" <<EOF
+APT::Sandbox::User "$(id -un)";
 Dir::Etc::SourceList "$apt/redis.sources";
 Dir::Etc::SourceParts "$apt/sources.list.d";
 Dir::State::Lists "$apt/lists";
