@@ -12,6 +12,7 @@
 #include <limits.h>
 #include <poll.h>
 #include <sched.h>
+#include <semaphore.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -22,6 +23,7 @@
 
 #include <arpa/inet.h>
 #include <netinet/in.h>
+#include <sys/mman.h>
 #include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -95,6 +97,7 @@ static uint32_t        h_clock_mask;            /* h_clock_masters(): bit i, mas
 static void h_daemon_paths(size_t i);
 static void h_stop_all_daemons(void);
 static size_t h_master_argv0(size_t i, const char **argv);
+static void h_master_reaped(size_t i);
 static int h_connect(const char *target, bool tcp);
 
 /* ---- time and polling ---- */
@@ -686,7 +689,7 @@ h_master_wait_up(size_t i, int64_t deadline)
 
     for (;;) {
         if (h_exited(h_masters[i].pid, &status)) {
-            h_masters[i].pid = 0;
+            h_master_reaped(i);
             return -1;
         }
         if (h_masters[i].kind == H_MASTER_TLS
@@ -899,7 +902,7 @@ h_kill_master(size_t i)
     while (waitpid(h_masters[i].pid, NULL, 0) < 0 && errno == EINTR) {
         continue;
     }
-    h_masters[i].pid = 0;
+    h_master_reaped(i);
     return 0;
 }
 
@@ -1198,6 +1201,28 @@ static bool
 h_clock_master(size_t i)
 {
     return i < 32 && (h_clock_mask & (UINT32_C(1) << i)) != 0;
+}
+
+/*
+ * Master i's process was reaped.  libfaketime makes a semaphore and a
+ * shared memory object named after the pid of every process it runs in
+ * and removes them at exit, which a SIGKILL skips: left behind, they
+ * make the faketime command of a later process with the same pid fail
+ * (sem_open: File exists; tests/tls/make-certs.sh uses it).  So they
+ * are removed here for a master with a steppable clock.
+ */
+static void
+h_master_reaped(size_t i)
+{
+    char name[64];
+
+    if (h_clock_master(i) && h_masters[i].pid > 0) {
+        snprintf(name, sizeof(name), "/faketime_sem_%ld", (long)h_masters[i].pid);
+        sem_unlink(name);
+        snprintf(name, sizeof(name), "/faketime_shm_%ld", (long)h_masters[i].pid);
+        shm_unlink(name);
+    }
+    h_masters[i].pid = 0;
 }
 
 int
