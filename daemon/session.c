@@ -43,7 +43,7 @@
 
 /*
  * A lease-mode grant whose OK the client may not have received yet.
- * Owned by its session; freed once the reply cannot have been lost
+ * Owned by its session; freed once the reply may have been read
  * (session_grants_confirm), or at close, after the token was released
  * on the masters when the reply provably never reached the client
  * (session_grants_settle; nobody else knows the token).
@@ -192,23 +192,6 @@ session_send_error(struct session *s, enum proto_errcode code, const char *text)
 }
 
 /*
- * Output bytes the peer's TCP has acknowledged, into *acked: SIOCOUTQ
- * counts those written but not acknowledged, and still does after a
- * reset.  False when it cannot tell.
- */
-static bool
-session_tcp_acked(struct session *s, uint64_t *acked)
-{
-    int queued = 0;
-
-    if (ioctl((int)bufferevent_getfd(s->bev), SIOCOUTQ, &queued) != 0 || queued < 0) {
-        return false;
-    }
-    *acked = (uint64_t)queued < s->out_sent ? s->out_sent - (uint64_t)queued : 0;
-    return true;
-}
-
-/*
  * Read (which clears) the socket's pending error; a reset by the peer
  * (ECONNRESET, EPIPE) is remembered in peer_reset.  Returns the error, 0
  * when none.
@@ -229,11 +212,13 @@ session_take_error(struct session *s)
 }
 
 /*
- * Free the grants whose replies cannot have been lost any more.  On TCP:
- * the peer's TCP acknowledged them (SIOCOUTQ counts the bytes written but
- * not yet acknowledged).  On a Unix socket: more output was written
- * after them, or the peer read everything (SIOCOUTQ 0).  What remains is
- * judged at close by session_grants_settle().
+ * Free the grants whose replies cannot be proved lost any more.  On TCP
+ * and TLS: every grant whose reply was written to the socket (the peer
+ * may have read it, and nothing the socket tells proves it did not: a
+ * peer that read the reply and reset the connection may have delayed
+ * the ACK that would have said so).  On a Unix socket: more output was
+ * written after it, or the peer read everything (SIOCOUTQ 0).  What
+ * remains is judged at close by session_grants_settle().
  */
 static void
 session_grants_confirm(struct session *s)
@@ -245,20 +230,13 @@ session_grants_confirm(struct session *s)
     if (s->grants == NULL || s->bev == NULL) {
         return;
     }
-    if (s->is_tls) {
-        /*
-         * SIOCOUTQ counts TLS record bytes, which do not map to the
-         * plaintext: a grant whose bytes left the output buffer may have
-         * been read, and is never released.
-         */
+    if (!s->is_unix) {
         done = s->out_sent;
-    } else if (s->is_unix) {
+    } else {
         if (ioctl((int)bufferevent_getfd(s->bev), SIOCOUTQ, &queued) != 0) {
             return;     /* cannot tell: keep them until it can */
         }
         done = queued == 0 ? s->out_sent : s->out_sent - (s->out_sent > 0);
-    } else if (!session_tcp_acked(s, &done)) {
-        return;
     }
     while ((g = s->grants) != NULL && g->end <= done) {
         s->grants = g->next;
@@ -272,35 +250,31 @@ session_grants_confirm(struct session *s)
 /*
  * The session closes: release the lease grants whose replies provably
  * never reached the client, and free the list.  A reply is lost when it
- * was never written to the socket, or when the peer reset the connection
- * while the reply was not taken: on TCP, not acknowledged by the peer's
- * TCP (SIOCOUTQ still counts it after the reset); on a Unix socket, the
- * last bytes written (a Unix peer resets only when it closes with unread
- * data, and that data includes the end of the stream).  A reply that may
- * have been read is never released: the client would use a lock it no
- * longer holds.  On TLS, the plaintext's delivery cannot be told from
- * the socket: only a reply that never left the output buffer is lost.
+ * was never written to the socket, or, on a Unix socket, when the peer
+ * reset the connection and the reply was the last bytes written: a Unix
+ * peer resets only when it closes with unread data, and unread data
+ * always includes the end of the stream, so the reply's last line was
+ * not read whole.  On TCP a reset proves nothing (an abortive close
+ * resets after reading everything, and the ACK of what was read may
+ * still be delayed), and on TLS the socket's bytes are records, not
+ * replies: there a reply written to the socket is kept until its ttl.
+ * A reply that may have been read is never released: the client would
+ * use a lock it no longer holds.
  */
 static void
 session_grants_settle(struct session *s)
 {
     struct session_grant *g;
-    uint64_t acked = 0;
     bool lost;
 
     if (s->grants == NULL) {
         return;
     }
     session_take_error(s);
-    if (!s->is_unix && !s->is_tls && !session_tcp_acked(s, &acked)) {
-        acked = 0;      /* cannot tell: nothing counts as acknowledged */
-    }
     while ((g = s->grants) != NULL) {
         s->grants = g->next;
-        /* On TLS only a reply never written is known lost (session_grants_confirm). */
         lost = g->end > s->out_sent
-               || (!s->is_tls && s->peer_reset
-                   && (s->is_unix ? g->end == s->out_sent : g->end > acked));
+               || (s->is_unix && s->peer_reset && g->end == s->out_sent);
         if (lost) {
             log_info("client %llu (%s): the OK of lease %.*s never reached the client; "
                      "releasing it", (unsigned long long)s->id, s->peer, (int)g->name_len,
