@@ -7,9 +7,9 @@
 
 bool
 drift_check(struct drift_ref *ref, int64_t master_us, int64_t sent_us, int64_t read_us,
-            double drift_factor, struct drift_step *out)
+            double drift_factor, int64_t span_max_us, struct drift_step *out)
 {
-    int64_t least, most, slack;
+    int64_t least, most, span, slack;
 
     out->step_us = 0;
     out->elapsed_us = 0;
@@ -25,7 +25,16 @@ drift_check(struct drift_ref *ref, int64_t master_us, int64_t sent_us, int64_t r
          */
         least = sent_us - ref->read_us;
         most = read_us - ref->sent_us;
-        slack = (int64_t)((double)(most > 0 ? most : 0) * drift_factor) + DRIFT_FIXED_US;
+        /*
+         * The drift allowed grows with the span, but never past the
+         * drift of the shortest lease: a reference left idle for minutes
+         * would otherwise hide a step of a hundredth of that.
+         */
+        span = most > 0 ? most : 0;
+        if (span > span_max_us) {
+            span = span_max_us > 0 ? span_max_us : 0;
+        }
+        slack = (int64_t)((double)span * drift_factor) + DRIFT_FIXED_US;
         out->elapsed_us = master_us - ref->master_us;
         out->since_us = read_us - ref->read_us;
         out->allowed_us = slack;

@@ -47,6 +47,9 @@
 #define MASTER_STEP_PERSIST     (-3)    /* handshake step: INFO persistence */
 #define MASTER_STEP_FSYNC       (-4)    /* handshake step: CONFIG GET appendfsync */
 #define MASTER_STEP_MEMORY      (-5)    /* handshake step: INFO memory */
+#define MASTER_CLOCK_TICK_MS    250     /* how often the clock keeper looks */
+#define MASTER_CLOCK_FRESH_MS   1000    /* a clock reading older than this is renewed
+                                           with a TIME (master_keeper_cb) */
 
 /* For log lines: which of a master's two links. */
 #define MASTER_LINK_WHAT(k)     ((k)->subscriber ? " (subscriber)" : "")
@@ -103,6 +106,9 @@ struct master {
     struct drift_ref    clock;      /* the last reading of its clock (daemon/drift.h) */
     bool                clock_bad_logged;    /* an answer without its TIME was logged
                                                 on this connection */
+    bool                clock_probing;       /* a TIME of the clock keeper is in
+                                                flight on the command link */
+    int64_t             clock_probe_sent_us; /* monotonic: when it was sent */
     struct master_stats stats;      /* counters (duplicate_of, evicting too) */
 };
 
@@ -155,6 +161,9 @@ static int64_t            master_quarantine_ms; /* how long a restarted master i
                                                    kept out, ms (the caller's) */
 static struct master     *masters;
 static size_t             nmasters;
+static struct event      *master_keeper;    /* the clock keeper's periodic timer */
+
+static void master_keeper_cb(evutil_socket_t fd, short what, void *arg);
 
 static char *script_text[MASTER_SCRIPTS_MAX];  /* wrapped (MASTER_CLOCK_HEAD/_TAIL);
                                                   live until exit */
@@ -1135,6 +1144,7 @@ master_link_init(struct master *m, struct master_link *k, bool subscriber)
 int
 master_start(struct event_base *base, const struct conf *conf)
 {
+    struct timeval tv;
     size_t i;
 
     master_base = base;
@@ -1174,6 +1184,14 @@ master_start(struct event_base *base, const struct conf *conf)
             }
         }
     }
+    master_keeper = event_new(base, -1, EV_PERSIST, master_keeper_cb, NULL);
+    if (master_keeper == NULL) {
+        log_error("out of memory allocating a timer");
+        return -1;
+    }
+    tv.tv_sec = 0;
+    tv.tv_usec = MASTER_CLOCK_TICK_MS * 1000;
+    event_add(master_keeper, &tv);
     for (i = 0; i < nmasters; i++) {
         master_connect(&masters[i].cmd);
         master_connect(&masters[i].sub);
@@ -1186,9 +1204,14 @@ master_set_conf(const struct conf *conf)
 {
     int64_t now = util_now_us();
     size_t i, ended = 0, clocked = 0;
+    bool check_on = conf->clock_check && !master_conf->clock_check;
 
     master_conf = conf;
     for (i = 0; i < nmasters; i++) {
+        if (check_on) {
+            /* Turned on: a reference read long ago starts over (drift.h). */
+            drift_forget(&masters[i].clock);
+        }
         masters[i].addr = &conf->masters[i];
         masters[i].cmd.addr = masters[i].addr;
         masters[i].sub.addr = masters[i].addr;
@@ -1246,6 +1269,10 @@ master_stop(void)
     struct master_chan *ch;
     size_t i;
 
+    if (master_keeper != NULL) {
+        event_free(master_keeper);
+        master_keeper = NULL;
+    }
     for (i = 0; i < nmasters; i++) {
         master_link_stop(&masters[i].cmd);
         master_link_stop(&masters[i].sub);
@@ -1633,6 +1660,25 @@ master_clock_stepped(struct master *m, const struct drift_step *st, int64_t now)
 }
 
 /*
+ * A reading of m's clock (clock_us, its TIME) by a request sent at
+ * sent_us and answered at now (monotonic): compare it with the last one
+ * (daemon/drift.h), the drift allowance growing up to the shortest
+ * lease's; with lock.clock_check a step starts the clock quarantine.
+ * The reference follows the master with the check off too.
+ */
+static void
+master_clock_note(struct master *m, int64_t clock_us, int64_t sent_us, int64_t now)
+{
+    struct drift_step st;
+
+    if (drift_check(&m->clock, clock_us, sent_us, now, master_conf->drift_factor,
+                    master_conf->min_ttl_ms * 1000, &st)
+        && master_conf->clock_check) {
+        master_clock_stepped(m, &st, now);
+    }
+}
+
+/*
  * Take the wrapper off a script's answer (MASTER_CLOCK_HEAD) and check
  * the master's clock in it against the daemon's: the request was sent
  * at sent_us and answered at now (monotonic).  Returns the body's
@@ -1644,7 +1690,6 @@ master_clock_stepped(struct master *m, const struct drift_step *st, int64_t now)
 static const redisReply *
 master_clock_read(struct master *m, const redisReply *reply, int64_t sent_us, int64_t now)
 {
-    struct drift_step st;
     int64_t clock_us = -1;
 
     if (reply->type == REDIS_REPLY_ARRAY && (reply->elements == 1 || reply->elements == 2)
@@ -1661,12 +1706,82 @@ master_clock_read(struct master *m, const redisReply *reply, int64_t sent_us, in
         }
         return NULL;
     }
-    /* The reference follows the master with the check off too, ready for a reload. */
-    if (drift_check(&m->clock, clock_us, sent_us, now, master_conf->drift_factor, &st)
-        && master_conf->clock_check) {
-        master_clock_stepped(m, &st, now);
-    }
+    master_clock_note(m, clock_us, sent_us, now);
     return reply->elements == 2 ? reply->element[1] : &master_nil_answer;
+}
+
+/*
+ * The answer to a TIME of the clock keeper: {seconds, microseconds} as
+ * strings.  A malformed one is logged once per connection and ignored.
+ */
+static void
+master_keeper_reply_cb(struct redisev *ac, void *r, void *privdata)
+{
+    redisReply *reply = r;
+    struct master *m = privdata;
+    int64_t now = util_now_us();
+    long long sec, usec;
+    char *end;
+
+    m->clock_probing = false;
+    if (m->cmd.ac == ac) {
+        master_link_answered(&m->cmd, true, now);
+    }
+    if (reply == NULL) {
+        return;     /* the link went down; the failure is the scripts' to report */
+    }
+    if (reply->type != REDIS_REPLY_ARRAY || reply->elements != 2
+        || reply->element[0]->type != REDIS_REPLY_STRING
+        || reply->element[1]->type != REDIS_REPLY_STRING
+        || (sec = strtoll(reply->element[0]->str, &end, 10)) <= 0 || *end != '\0'
+        || (usec = strtoll(reply->element[1]->str, &end, 10)) < 0 || *end != '\0'
+        || usec >= 1000000) {
+        if (!m->clock_bad_logged) {
+            m->clock_bad_logged = true;
+            log_warn("master %s: TIME answered something other than {seconds, "
+                     "microseconds} (a reply of type %d): its clock is read from the "
+                     "scripts' answers only", m->addr->spec, reply->type);
+        }
+        return;
+    }
+    master_clock_note(m, (int64_t)sec * 1000000 + usec, m->clock_probe_sent_us, now);
+}
+
+/*
+ * The clock keeper (lock.clock_check): every master whose last clock
+ * reading is older than MASTER_CLOCK_FRESH_MS is sent a TIME, so that
+ * the next answer of a round is compared with a young reference and
+ * the drift allowance stays small (daemon/drift.h).  A daemon that is
+ * busy reads every clock from the rounds' answers and sends none.
+ */
+static void
+master_keeper_cb(evutil_socket_t fd, short what, void *arg)
+{
+    const char *argv[1] = { "TIME" };
+    const size_t lens[1] = { 4 };
+    int64_t now = util_now_us();
+    size_t i;
+
+    (void)fd;
+    (void)what;
+    (void)arg;
+    if (!master_conf->clock_check) {
+        return;
+    }
+    for (i = 0; i < nmasters; i++) {
+        struct master *m = &masters[i];
+
+        if (m->cmd.state != MASTER_UP || m->cmd.ac == NULL || m->cmd.drop_now
+            || m->clock_probing
+            || (m->clock.set && now - m->clock.read_us < MASTER_CLOCK_FRESH_MS * 1000)) {
+            continue;
+        }
+        m->clock_probe_sent_us = now;
+        if (redisev_command_argv(m->cmd.ac, master_keeper_reply_cb, m, 1, argv, lens) == 0) {
+            m->clock_probing = true;
+            master_link_sent(&m->cmd);
+        }
+    }
 }
 
 /* shared holds an EVALSHA that m can be sent as it is. */

@@ -1437,6 +1437,9 @@ h_write_conf(const struct h_daemon_opts *o)
     if (o->clock_check != NULL) {
         fprintf(f, "  clock_check: %s\n", o->clock_check);
     }
+    if (o->drift_factor > 0) {
+        fprintf(f, "  drift_factor: %g\n", o->drift_factor);
+    }
     /* The masters start a moment before the daemon: quarantine is off
        unless a test turns it on. */
     fprintf(f, "  restart_quarantine: %s\n", o->restart_quarantine ? "true" : "false");

@@ -368,6 +368,7 @@ struct h_daemon_opts {
     const char *key_prefix;             /* lock.key_prefix (not written when NULL) */
     const char *clock_check;            /* lock.clock_check, "true" or "false" (not
                                            written when NULL) */
+    double      drift_factor;           /* lock.drift_factor (not written when 0) */
     bool        restart_quarantine;     /* lock.restart_quarantine (false here,
                                            unlike the daemon's default) */
     int64_t     idle_timeout_ms;        /* limits.idle_timeout_ms */
