@@ -197,14 +197,14 @@
  * the fence).  Watchers have a channel of their own so that the count of the
  * release channel's subscribers stays a count of waiting daemons.
  *
- * A grant answers {v, n, b}: v is 1, or with the fence counter (INCRed
- * by the grant) the counter's new value; n is how many clients are
- * subscribed to the name's release channel, which tells the daemon
- * whether other daemons are waiting; b is the branch that granted
- * (enum redlock_branch: 1 set on a free record, 2 swapped from the old
- * token, 3 ours already), so that a hand-over's releaser learns where
- * its own token was really there to hand over.  A counter that is not
- * an integer undoes the grant and answers an error naming the key.
+ * A grant answers {1, n, b}: n is how many clients are subscribed to
+ * the name's release channel, which tells the daemon whether other
+ * daemons are waiting; b is the branch that granted (enum
+ * redlock_branch: 1 set on a free record, 2 swapped from the old token,
+ * 3 ours already), so that a hand-over's releaser learns where its own
+ * token was really there to hand over.  A fenced grant (KEYS[3], the
+ * counter) does not touch the counter here: its increments come once
+ * the grant is won (redlock_raise_lua), never before the decision.
  */
 static const char redlock_acquire_lua[] =
     REDLOCK_PRELUDE_LUA
@@ -276,16 +276,59 @@ static const char redlock_acquire_lua[] =
     "if ARGV[8] ~= '' then\n"
     "  redis.call('SET', k .. ' label ' .. tok, rl_now() .. ' 0 ' .. ARGV[8], 'PX', ms)\n"
     "end\n"
-    "local v = 1\n"
-    "if fkey then\n"
-    "  v = redis.pcall('INCR', fkey)\n"
-    "  if type(v) ~= 'number' then\n"
-    "    rl_delete(c, k, tok, aux)\n"
-    "    return redis.error_reply('fence counter ' .. fkey .. ' is not an integer')\n"
-    "  end\n"
-    "end\n"
     "if not fkey then redis.call('PUBLISH', base .. '" REDLOCK_CHANGED_SUFFIX "', tok) end\n"
-    "return {v, redis.call('PUBSUB', 'NUMSUB', chan)[2], granted}\n";
+    "return {1, redis.call('PUBSUB', 'NUMSUB', chan)[2], granted}\n";
+
+/*
+ * Raise: a fenced grant's counter, once the grant was won.  KEYS: the
+ * counter, the record; ARGV: token, kind, a permit's limit key ('' for
+ * the other kinds).  Where the record still holds the token, INCR the
+ * counter and answer its new value; elsewhere answer 0 (nothing raised:
+ * a BREAK or an expiry took the record).  A counter that is not an
+ * integer undoes the grant here and answers an error naming the key.
+ */
+static const char redlock_raise_lua[] =
+    REDLOCK_PRELUDE_LUA
+    "if rl_state(ARGV[2], KEYS[2], ARGV[1]) ~= 1 then return 0 end\n"
+    "local v = redis.pcall('INCR', KEYS[1])\n"
+    "if type(v) ~= 'number' then\n"
+    "  rl_delete(ARGV[2], KEYS[2], ARGV[1], ARGV[3])\n"
+    "  return redis.error_reply('fence counter ' .. KEYS[1] .. ' is not an integer')\n"
+    "end\n"
+    "return v\n";
+
+/*
+ * Second raise of a BREAK, once no grant its first round broke can be
+ * told a fence any more: the name's counter KEYS[1] becomes
+ * max(counter, ARGV[1]) + 1 (ARGV[1]: the largest counter the first
+ * round saw), and the counter of each permit of the name KEYS[2] below
+ * ARGV[2] (the largest limit the first round found) that exists is
+ * raised by one.  Answers
+ * the name's new counter, or an error naming a counter that is not an
+ * integer (then nothing changes here).
+ */
+static const char redlock_reraise_lua[] =
+    "local function num(k)\n"
+    "  local v = redis.pcall('GET', k)\n"
+    "  if not v then return 0 end\n"
+    "  if type(v) ~= 'string' or tonumber(v) == nil then\n"
+    "    return redis.error_reply('fence counter ' .. k .. ' is not an integer')\n"
+    "  end\n"
+    "  return tonumber(v)\n"
+    "end\n"
+    "local c = num(KEYS[1])\n"
+    "if type(c) == 'table' then return c end\n"
+    "local permits = {}\n"
+    "for i = 0, tonumber(ARGV[2]) - 1 do\n"
+    "  local k = KEYS[2] .. ' permit ' .. i .. ' fence'\n"
+    "  local v = num(k)\n"
+    "  if type(v) == 'table' then return v end\n"
+    "  if redis.call('EXISTS', k) == 1 then permits[#permits + 1] = k end\n"
+    "end\n"
+    "for i = 1, #permits do redis.call('INCR', permits[i]) end\n"
+    "if c < tonumber(ARGV[1]) then c = tonumber(ARGV[1]) end\n"
+    "redis.call('SET', KEYS[1], c + 1)\n"
+    "return c + 1\n";
 
 /*
  * Fence write-back: raise the counter to ARGV[1] unless it is higher
@@ -478,7 +521,8 @@ static const char redlock_status_lua[] =
  * the key with every deleted token on the daemons' channel ARGV[2], so
  * that a daemon whose session held one tells it LOST.  Answers {holders
  * deleted, the name's counter after the raise, the first holder's
- * label as "<age> <fence> <text>" or ''}, or an error naming a counter
+ * label as "<age> <fence> <text>" or '', the limit of a counted name or
+ * 0}, or an error naming a counter
  * that is not an integer, checked first: that master then changes
  * nothing.
  */
@@ -533,10 +577,11 @@ static const char redlock_break_lua[] =
     "for i = 1, #toks do redis.call('PUBLISH', chan, toks[i]) end\n"
     "if #toks > 0 then redis.call('PUBLISH', base .. '" REDLOCK_CHANGED_SUFFIX "', '!') end\n"
     "if #toks > 0 then redis.call('PUBLISH', bchan, base .. ' ' .. table.concat(toks, ' ')) end\n"
-    "return {#toks, f, first or ''}\n";
+    "return {#toks, f, first or '', n or 0}\n";
 
 static int    script_acquire, script_release, script_extend, script_status;
 static int    script_fence, script_extend_one, script_restore, script_ungate, script_break;
+static int    script_raise, script_reraise;
 static double redlock_drift_factor = 0.01;
 
 static size_t redlock_derived(char *out, const char *key, size_t key_len,
@@ -560,7 +605,13 @@ struct redlock_op {
     size_t          self;           /* status: masters holding our token */
     bool            fenced;         /* acquire: with a fencing counter */
     bool            handover;       /* acquire: with an old token to swap */
-    int64_t         fence;          /* acquire: largest counter among grants */
+    int64_t         fence;          /* acquire: largest counter the raise saw;
+                                       break: the largest counter seen */
+    struct redlock_keys *keys;      /* fenced acquire: the record's keys, for the
+                                       raise (malloc'd); else NULL */
+    char            token[UTIL_TOKEN_HEX]; /* fenced acquire: the grant's token */
+    unsigned        break_limit;    /* break: the largest limit its first round
+                                       found (0: not a counted name) */
     int64_t         subscribers;    /* acquire: most release-channel subscribers seen */
     struct redlock_result res;      /* acquire: kept across the write-back */
     char           *fence_key;      /* acquire: the counter's key, malloc'd */
@@ -642,9 +693,12 @@ redlock_init(double drift_factor)
     script_restore = master_script(redlock_restore_lua, true);
     script_ungate = master_script(redlock_ungate_lua, false);
     script_break = master_script(redlock_break_lua, true);
+    script_raise = master_script(redlock_raise_lua, true);
+    script_reraise = master_script(redlock_reraise_lua, true);
     return script_acquire < 0 || script_release < 0 || script_extend < 0 || script_status < 0
            || script_fence < 0 || script_extend_one < 0 || script_restore < 0
-           || script_ungate < 0 || script_break < 0 ? -1 : 0;
+           || script_ungate < 0 || script_break < 0 || script_raise < 0
+           || script_reraise < 0 ? -1 : 0;
 }
 
 /*
@@ -922,12 +976,9 @@ redlock_result_begin(struct redlock_result *res, struct round *r)
     res->answered = round_answered(r);
 }
 
-/*
- * Read a grant {v, subscribers, branch} (v == 1, or a fence >= 1 when
- * fenced; branch an enum redlock_branch).
- */
+/* Read a grant {1, subscribers, branch} (branch an enum redlock_branch). */
 static bool
-redlock_grant_of(const struct master_reply *reply, bool fenced, int64_t *v, int64_t *subs,
+redlock_grant_of(const struct master_reply *reply, int64_t *v, int64_t *subs,
                  int64_t *branch)
 {
     const struct master_reply *e0, *e1, *e2;
@@ -941,7 +992,7 @@ redlock_grant_of(const struct master_reply *reply, bool fenced, int64_t *v, int6
     *v = master_reply_integer(e0);
     *subs = master_reply_integer(e1);
     *branch = master_reply_integer(e2);
-    return (fenced ? *v >= 1 : *v == 1) && *subs >= 0
+    return *v == 1 && *subs >= 0
            && *branch >= REDLOCK_BRANCH_SET && *branch <= REDLOCK_BRANCH_OURS;
 }
 
@@ -1029,13 +1080,10 @@ redlock_acquire_reply(struct round *r, size_t i, const struct master_reply *repl
     int64_t pttl, v, subs, branch;
     char what[sizeof(op->kind_text)];
 
-    if (redlock_grant_of(reply, op->fenced, &v, &subs, &branch)) {
+    if (redlock_grant_of(reply, &v, &subs, &branch)) {
         op->yes++;
         if (branch == REDLOCK_BRANCH_SWAPPED) {
             op->swapped++;
-        }
-        if (op->fenced && v > op->fence) {
-            op->fence = v;
         }
         if (subs > op->subscribers) {
             op->subscribers = subs;
@@ -1081,6 +1129,7 @@ redlock_acquire_reply(struct round *r, size_t i, const struct master_reply *repl
 static void
 redlock_op_free(struct redlock_op *op)
 {
+    free(op->keys);
     free(op->fence_key);
     free(op->label_key);
     free(op->live);
@@ -1149,11 +1198,22 @@ redlock_fence_reply(struct round *r, size_t i, const struct master_reply *reply,
 static void
 redlock_check_left(struct redlock_result *res)
 {
-    int64_t min_left = res->fence > 0 ? round_timeout_us() : 1000;
+    int64_t now = util_now_us(), min_left = res->fence > 0 ? round_timeout_us() : 1000;
 
-    if (res->outcome == REDLOCK_GRANTED && res->validity_end_us <= util_now_us() + min_left) {
+    if (res->outcome == REDLOCK_GRANTED && res->validity_end_us <= now + min_left) {
         res->outcome = REDLOCK_LATE;
     }
+    /* A fenced grant is told within its span, or not at all (redlock_fence_span_us). */
+    if (res->outcome == REDLOCK_GRANTED && res->fence > 0
+        && now - res->start_us >= redlock_fence_span_us()) {
+        res->outcome = REDLOCK_LATE;
+    }
+}
+
+int64_t
+redlock_fence_span_us(void)
+{
+    return REDLOCK_FENCE_ROUNDS * round_timeout_us();
 }
 
 /* The write-back ended: the grant stands only if a majority has the fence. */
@@ -1208,6 +1268,86 @@ redlock_fence_write_back(struct redlock_op *op)
                     redlock_fence_done, op) != 0) {
         op->res.outcome = REDLOCK_NOQUORUM;
         snprintf(op->res.error, sizeof(op->res.error), "fence write-back: out of memory");
+        op->cb(&op->res, op->arg);
+        redlock_op_free(op);
+    }
+}
+
+/* A master raised the counter (its new value) or had lost the grant's record (0). */
+static enum round_verdict
+redlock_raise_reply(struct round *r, size_t i, const struct master_reply *reply, void *arg)
+{
+    struct redlock_op *op = arg;
+    size_t n = master_count(), q = redlock_quorum(n);
+    long long v;
+
+    if (master_reply_type(reply) != MASTER_REPLY_INTEGER
+        || (v = master_reply_integer(reply)) < 0) {
+        round_fail(r, i, "unexpected answer to the raise script");
+        return ROUND_CONTINUE;
+    }
+    if (v == 0) {
+        round_fail(r, i, "the grant's record is gone there");
+        op->no++;
+    } else {
+        op->yes++;
+        if (v > op->fence) {
+            op->fence = v;
+        }
+    }
+    return op->yes >= q || op->no > n - q ? ROUND_DECIDED : ROUND_CONTINUE;
+}
+
+/* The raise ended: with a quorum, write its largest counter back. */
+static void
+redlock_raise_done(struct round *r, void *arg)
+{
+    struct redlock_op *op = arg;
+    size_t n = master_count(), q = redlock_quorum(n);
+    int used;
+
+    if (op->yes >= q) {
+        redlock_fence_write_back(op);
+        return;
+    }
+    op->res.outcome = REDLOCK_NOQUORUM;
+    used = snprintf(op->res.error, sizeof(op->res.error),
+                    "fence raise: %zu of %zu masters raised the counter where the grant "
+                    "held, quorum is %zu: ", op->yes, n, q);
+    round_describe_failures(r, op->res.error + used, sizeof(op->res.error) - (size_t)used);
+    op->cb(&op->res, op->arg);
+    redlock_op_free(op);
+}
+
+/*
+ * A fenced grant was won: raise the counter on every master where the
+ * record still holds the token, and take the largest value a quorum
+ * answered.  The increments come after the decision, so they come after
+ * every grant confirmed before this one was won (PROTOCOL.md section 10).
+ */
+static void
+redlock_fence_raise(struct redlock_op *op)
+{
+    const char *args[5];
+    size_t lens[5];
+
+    op->yes = 0;
+    op->no = 0;
+    op->fence = 0;
+    args[0] = op->fence_key;
+    lens[0] = op->fence_key_len;
+    args[1] = op->keys->rec;
+    lens[1] = op->keys->rec_len;
+    args[2] = op->token;
+    lens[2] = UTIL_TOKEN_HEX;
+    args[3] = op->keys->kind;
+    lens[3] = 1;
+    args[4] = op->keys->aux;
+    lens[4] = op->keys->aux_len;
+    if (round_start(script_raise, 2, 5, args, lens, redlock_raise_reply, redlock_raise_done,
+                    op) != 0) {
+        op->res.outcome = REDLOCK_NOQUORUM;
+        snprintf(op->res.error, sizeof(op->res.error), "fence raise: out of memory");
         op->cb(&op->res, op->arg);
         redlock_op_free(op);
     }
@@ -1282,7 +1422,7 @@ redlock_acquire_done(struct round *r, void *arg)
         }
     }
     if (res->outcome == REDLOCK_GRANTED && op->fenced) {
-        redlock_fence_write_back(op);
+        redlock_fence_raise(op);
         return;
     }
     redlock_check_left(res);
@@ -1353,6 +1493,13 @@ redlock_acquire(const struct redlock_rec *rec, const char *token, int64_t ttl_ms
         op->fence_key_len = redlock_derived(op->fence_key, on, on_len, REDLOCK_FENCE_SUFFIX);
         args[n] = op->fence_key;
         lens[n++] = op->fence_key_len;
+        op->keys = malloc(sizeof(*op->keys));
+        if (op->keys == NULL) {
+            redlock_op_free(op);
+            return -1;
+        }
+        *op->keys = k;
+        memcpy(op->token, token, UTIL_TOKEN_HEX);
         if (label_len > 0) {
             /* The write-back puts the fence into the label as well. */
             op->label_key = malloc(k.rec_len + sizeof(REDLOCK_LABEL_SUFFIX) + UTIL_TOKEN_HEX);
@@ -1860,15 +2007,17 @@ static enum round_verdict
 redlock_break_reply(struct round *r, size_t i, const struct master_reply *reply, void *arg)
 {
     struct redlock_op *op = arg;
-    const struct master_reply *e[3];
+    const struct master_reply *e[4];
     size_t len;
     const char *info;
 
-    if (master_reply_type(reply) != MASTER_REPLY_ARRAY || master_reply_elements(reply) != 3
+    if (master_reply_type(reply) != MASTER_REPLY_ARRAY || master_reply_elements(reply) != 4
         || master_reply_type(e[0] = master_reply_element(reply, 0)) != MASTER_REPLY_INTEGER
         || master_reply_type(e[1] = master_reply_element(reply, 1)) != MASTER_REPLY_INTEGER
         || master_reply_type(e[2] = master_reply_element(reply, 2)) != MASTER_REPLY_STRING
-        || master_reply_integer(e[0]) < 0 || master_reply_integer(e[1]) < 1) {
+        || master_reply_type(e[3] = master_reply_element(reply, 3)) != MASTER_REPLY_INTEGER
+        || master_reply_integer(e[0]) < 0 || master_reply_integer(e[1]) < 1
+        || master_reply_integer(e[3]) < 0 || master_reply_integer(e[3]) > REDLOCK_LIMIT_MAX) {
         round_fail(r, i, master_reply_type(reply) == MASTER_REPLY_ERROR
                          ? master_reply_str(reply, NULL)
                          : "unexpected answer to the break script");
@@ -1885,6 +2034,9 @@ redlock_break_reply(struct round *r, size_t i, const struct master_reply *reply,
     if (master_reply_integer(e[1]) > op->fence) {
         op->fence = master_reply_integer(e[1]);
     }
+    if ((unsigned)master_reply_integer(e[3]) > op->break_limit) {
+        op->break_limit = (unsigned)master_reply_integer(e[3]);
+    }
     info = master_reply_str(e[2], &len);
     if (op->res.label[0] == '\0' && len > 0 && redlock_holder_add(op, 'x', "", 0, 0, false,
                                                                  "", 0, info, len)) {
@@ -1893,7 +2045,77 @@ redlock_break_reply(struct round *r, size_t i, const struct master_reply *reply,
     return ROUND_CONTINUE;
 }
 
-/* The break ran: with a quorum, raise the counter everywhere before OK. */
+/* A master took the second raise: keep the largest counter. */
+static enum round_verdict
+redlock_reraise_reply(struct round *r, size_t i, const struct master_reply *reply, void *arg)
+{
+    struct redlock_op *op = arg;
+
+    if (master_reply_type(reply) != MASTER_REPLY_INTEGER || master_reply_integer(reply) < 1) {
+        round_fail(r, i, "unexpected answer to the raise script");
+        return ROUND_CONTINUE;
+    }
+    op->yes++;
+    if (master_reply_integer(reply) > op->fence) {
+        op->fence = master_reply_integer(reply);
+    }
+    return ROUND_CONTINUE;
+}
+
+/* The second raise ended: with a quorum, write its largest counter back, then OK. */
+static void
+redlock_reraise_done(struct round *r, void *arg)
+{
+    struct redlock_op *op = arg;
+    struct redlock_result *res = &op->res;
+    size_t n = master_count(), q = redlock_quorum(n);
+    int used;
+
+    if (op->yes < q) {
+        res->outcome = REDLOCK_NOQUORUM;
+        used = snprintf(res->error, sizeof(res->error), "fence raise: %zu of %zu masters "
+                        "raised the counter, quorum is %zu: ", op->yes, n, q);
+        round_describe_failures(r, res->error + used, sizeof(res->error) - (size_t)used);
+        op->cb(res, op->arg);
+        redlock_op_free(op);
+        return;
+    }
+    redlock_fence_write_back(op);
+}
+
+/*
+ * The second raise of a BREAK: every grant its first round broke has
+ * been told its fence by now, or never will be (redlock_fence_span_us),
+ * and each of those fences was written back to a majority first.
+ */
+static void
+redlock_break_reraise(void *arg)
+{
+    struct redlock_op *op = arg;
+    char seen[24], limit[16];
+    /* The name's key is the counter's without its suffix. */
+    const char *args[4] = { op->fence_key, op->fence_key, seen, limit };
+    size_t lens[4] = { op->fence_key_len,
+                       op->fence_key_len - (sizeof(REDLOCK_FENCE_SUFFIX) - 1), 0, 0 };
+
+    lens[2] = (size_t)snprintf(seen, sizeof(seen), "%lld", (long long)op->fence);
+    lens[3] = (size_t)snprintf(limit, sizeof(limit), "%u", op->break_limit);
+    op->yes = 0;
+    if (round_start(script_reraise, 2, 4, args, lens, redlock_reraise_reply,
+                    redlock_reraise_done, op) != 0) {
+        op->res.outcome = REDLOCK_NOQUORUM;
+        snprintf(op->res.error, sizeof(op->res.error), "fence raise: out of memory");
+        op->cb(&op->res, op->arg);
+        redlock_op_free(op);
+    }
+}
+
+/*
+ * The break ran.  With a quorum: wait until every fenced grant whose
+ * round began before this one ended has been told its fence or never
+ * will be, then raise the counter a second time, above every fence
+ * written back meanwhile (PROTOCOL.md, BREAK), and write that back.
+ */
 static void
 redlock_break_done(struct round *r, void *arg)
 {
@@ -1901,6 +2123,7 @@ redlock_break_done(struct round *r, void *arg)
     struct redlock_result *res = &op->res;
     size_t holders = res->holders;
     char label[sizeof(res->label)];
+    int64_t span = redlock_fence_span_us();
 
     memcpy(label, res->label, sizeof(label));
     redlock_result_begin(res, r);
@@ -1916,7 +2139,14 @@ redlock_break_done(struct round *r, void *arg)
     }
     res->outcome = REDLOCK_RELEASED;
     res->confirmed = op->yes;
-    redlock_fence_write_back(op);
+    /* Measured on another daemon's clock, which may run drift_factor slow. */
+    span += (int64_t)((double)span * 2 * redlock_drift_factor) + 2000;
+    if (round_after(span, redlock_break_reraise, op) != 0) {
+        res->outcome = REDLOCK_NOQUORUM;
+        snprintf(res->error, sizeof(res->error), "fence raise: out of memory");
+        op->cb(res, op->arg);
+        redlock_op_free(op);
+    }
 }
 
 int

@@ -270,6 +270,17 @@ enum redlock_branch {
     REDLOCK_BRANCH_OURS = 3     /* the key held our token already: PEXPIRE */
 };
 
+/*
+ * A fenced grant is told its fence within REDLOCK_FENCE_ROUNDS round
+ * deadlines of its acquire round's start, or not at all (it is LATE):
+ * the acquire, the raise and the write-back.  A BREAK waits that long
+ * (plus drift) between its two raises.
+ */
+#define REDLOCK_FENCE_ROUNDS 3
+
+/* The span of a fenced grant: REDLOCK_FENCE_ROUNDS * lock.node_timeout_ms, in us. */
+int64_t redlock_fence_span_us(void);
+
 /* The quorum for n masters: n/2 + 1. */
 size_t redlock_quorum(size_t nmasters);
 
@@ -309,20 +320,25 @@ int64_t redlock_holder_ttl(int64_t *pttls, size_t nheld, size_t nfree, size_t qu
  * answered then no longer holds old_token; res->answered tells the
  * releaser whether a quorum did (res->error names the others).
  *
- * fence: each granting master also increments the name's counter (key
- * + REDLOCK_FENCE_SUFFIX); the largest value among the masters that
- * granted before the decision is then written back, set-if-greater, to
- * every master, and the grant is reported only once a majority confirmed
- * that (res->fence); otherwise the outcome is NOQUORUM and the caller
- * releases as for any failed grant.  Any two majorities intersect, so a
- * later grant (which needs the key free on a quorum, i.e. after this
- * lease was released or expired) increments at least one counter that
- * holds this value: fences strictly increase, as long as no master loses
- * acknowledged writes.  Source: Kleppmann, "How to do distributed
- * locking" (2016) for the need; the quorum argument is PROTOCOL.md's.
- * An exclusive or shared grant counts on the name's counter; a permit
- * on its own (permit key + REDLOCK_FENCE_SUFFIX): fences order the
- * holders of one permit.
+ * fence: once a quorum granted, a second round raises the name's
+ * counter (key + REDLOCK_FENCE_SUFFIX) by one on every master where
+ * the record still holds token, and takes the largest value a quorum of
+ * them answered; a third writes that value back, set-if-greater, to
+ * every master, and the grant is reported only once a majority
+ * confirmed it (res->fence), within redlock_fence_span_us() of the
+ * round's start; otherwise the outcome is NOQUORUM (or LATE) and the
+ * caller releases as for any failed grant.  Every grant confirmed before
+ * this one was won wrote its fence back to a majority before it was
+ * confirmed, and the raise runs after this one was won, on a quorum that
+ * meets that majority: fences strictly increase in the order grants are
+ * confirmed, whichever daemon grants, as long as no master loses
+ * acknowledged writes (the increments are not made inside the acquire:
+ * a contender's increment could land early on a master, before an
+ * earlier grant's write-back, and give it a lower fence).  Source:
+ * Kleppmann, "How to do distributed locking" (2016) for the need; the
+ * quorum argument is PROTOCOL.md's.  An exclusive or shared grant
+ * counts on the name's counter; a permit on its own (permit key +
+ * REDLOCK_FENCE_SUFFIX): fences order the holders of one permit.
  *
  * Kinds: one name is one kind at a time.  A master that holds the name
  * as another kind (a counted name with another limit, an exclusive or
@@ -476,16 +492,24 @@ int redlock_status(const char *base, size_t base_len, const char *token,
  * one (and each deleted permit's), and announce the deleted tokens on
  * the name's channel (waiters everywhere try at once) and on prefix +
  * REDLOCK_BROKEN_SUFFIX (prefix: lock.key_prefix), where each daemon
- * tells a session that held one that it lost it.  The largest counter
- * is then written back, set-if-greater, as a fenced grant's is, so that
- * every later grant's fence is above it (and above the broken holder's,
- * which was at most the counter before the raise on a majority).
- * RELEASED when a quorum ran it and a majority took the write-back:
- * res->holders the most holders a master deleted, res->fence the raised
- * counter, res->label the first deleted holder's label; NOQUORUM
- * otherwise (res->error).  Masters that missed it may keep a minority
- * of the records, which no quorum holds any more.  Returns 0 or -1 (no
- * callback).
+ * tells a session that held one that it lost it.  The first round
+ * waits for every master (or its deadline).  With a quorum, the break
+ * then waits redlock_fence_span_us() (plus drift): a fenced grant whose
+ * round began before the masters ran the break is told its fence within
+ * that span or never, and it wrote that fence back to a majority first.
+ * A second raise then sets the name's counter to one above the largest
+ * of the first round's and its own (and raises each permit counter of
+ * a counted name by one), and its largest value is written back,
+ * set-if-greater, as a fenced grant's is: every fence a grant it broke
+ * was told is below it, and every grant that begins after it answered
+ * gets a larger one.  RELEASED when both raises had a quorum and a
+ * majority took the write-back: res->holders the most holders a master
+ * deleted, res->fence the counter after the second raise, res->label
+ * the first deleted holder's label; NOQUORUM otherwise (res->error).
+ * Masters that missed it may keep a minority of the records, which no
+ * quorum holds any more; a master that runs it late (it answered after
+ * the first round's deadline) ends there the holds granted meanwhile.
+ * Returns 0 or -1 (no callback).
  */
 int redlock_break(const char *base, size_t base_len, const char *prefix, redlock_done_fn cb,
                   void *arg);

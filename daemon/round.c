@@ -285,6 +285,43 @@ round_start(int script, size_t nkeys, size_t nargs,
     return 0;
 }
 
+/* A call of round_after(): what to call, with what. */
+struct round_later {
+    round_later_fn fn;          /* the caller's function */
+    void          *arg;         /* its argument */
+};
+
+static void
+round_later_cb(evutil_socket_t fd, short what, void *arg)
+{
+    struct round_later l = *(struct round_later *)arg;
+
+    (void)fd;
+    (void)what;
+    free(arg);
+    l.fn(l.arg);
+}
+
+int
+round_after(int64_t delay_us, round_later_fn fn, void *arg)
+{
+    struct round_later *l = malloc(sizeof(*l));
+    struct timeval tv;
+
+    if (l == NULL) {
+        return -1;
+    }
+    l->fn = fn;
+    l->arg = arg;
+    tv.tv_sec = (time_t)(delay_us / 1000000);
+    tv.tv_usec = (suseconds_t)(delay_us % 1000000);
+    if (event_base_once(round_base, -1, EV_TIMEOUT, round_later_cb, l, &tv) != 0) {
+        free(l);
+        return -1;
+    }
+    return 0;
+}
+
 void
 round_fail(struct round *r, size_t master, const char *why)
 {

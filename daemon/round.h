@@ -86,6 +86,16 @@ int round_start(int script, size_t nkeys, size_t nargs,
                 const char *const *args, const size_t *lens,
                 round_reply_fn reply_cb, round_done_fn done_cb, void *arg);
 
+typedef void (*round_later_fn)(void *arg);
+
+/*
+ * Call fn(arg) from the event loop once delay_us (monotonic) have
+ * passed: a wait between two rounds of one operation.  Returns 0, or -1
+ * when out of memory (fn will not be called).  A call still pending
+ * when the daemon stops is dropped.
+ */
+int round_after(int64_t delay_us, round_later_fn fn, void *arg);
+
 /* Mark master i's answer as failed, with a reason for error texts. */
 void round_fail(struct round *r, size_t master, const char *why);
 
