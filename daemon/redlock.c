@@ -303,9 +303,8 @@ static const char redlock_raise_lua[] =
  * max(counter, ARGV[1]) + 1 (ARGV[1]: the largest counter the first
  * round saw), and the counter of each permit of the name KEYS[2] below
  * ARGV[2] (the largest limit the first round found) that exists is
- * raised by one.  Answers
- * the name's new counter, or an error naming a counter that is not an
- * integer (then nothing changes here).
+ * raised by one.  Answers the name's new counter, or an error naming a
+ * counter that is not an integer (then nothing changes here).
  */
 static const char redlock_reraise_lua[] =
     "local function num(k)\n"
@@ -522,9 +521,8 @@ static const char redlock_status_lua[] =
  * that a daemon whose session held one tells it LOST.  Answers {holders
  * deleted, the name's counter after the raise, the first holder's
  * label as "<age> <fence> <text>" or '', the limit of a counted name or
- * 0}, or an error naming a counter
- * that is not an integer, checked first: that master then changes
- * nothing.
+ * 0}, or an error naming a counter that is not an integer, checked
+ * first: that master then changes nothing.
  */
 static const char redlock_break_lua[] =
     REDLOCK_PRELUDE_LUA
