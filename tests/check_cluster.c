@@ -1,16 +1,20 @@
 /*
  * check_cluster.c: several redlockd daemons sharing one set of masters.
  *
- * Every test starts real redis-server masters and two real redlockd
- * processes ($REDLOCKD_BIN, default ./build/redlockd) against them
- * (tests/harness.h), and talks to each daemon over TCP.  What is tested
- * is what only shows with more than one daemon: a waiter woken by
- * another daemon's release (pub/sub), a waiter that does not poll a
- * foreign holder, fairness across daemons, fencing tokens that keep
- * increasing whichever daemon grants and whichever masters are up, and
- * leases that any daemon can extend or release.  A first test case
- * checks the harness features these tests rely on (several daemons,
- * persistent masters, PUBSUB NUMSUB, command counts).
+ * Every test starts real redis-server masters and one or two real
+ * redlockd processes ($REDLOCKD_BIN, default ./build/redlockd) against
+ * them (tests/harness.h), and talks to each daemon over TCP.  What is
+ * tested is what shows with more than one holder on the same masters: a
+ * waiter woken by another daemon's release (pub/sub), a waiter that does
+ * not poll a foreign holder, a waiter that does not wait out the ttl of
+ * records no single token holds on a quorum (contenders that split the
+ * vote, leftovers of several holders: written on the masters by the
+ * test, exclusive, counted and shared, each its own test case),
+ * fairness across daemons, fencing tokens that keep increasing
+ * whichever daemon grants and whichever masters are up, and leases that
+ * any daemon can extend or release.  A first test case checks the
+ * harness features these tests rely on (several daemons, persistent
+ * masters, PUBSUB NUMSUB, command counts).
  *
  * Check runs each test in a forked process; the checked teardown stops
  * everything when a test passes, and the harness cleans up (and prints
