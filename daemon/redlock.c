@@ -570,6 +570,8 @@ struct redlock_op {
     uint64_t       *who;            /* acquire: per master in nheld, the token that
                                        refused there (redlock_token_hash); room for
                                        every master, in the block after pttls */
+    size_t          seen;           /* acquire: answers the reply callback read,
+                                       unreadable ones included */
     size_t          self;           /* status: masters holding our token */
     bool            fenced;         /* acquire: with a fencing counter */
     bool            handover;       /* acquire: with an old token to swap */
@@ -1125,6 +1127,7 @@ redlock_acquire_reply(struct round *r, size_t i, const struct master_reply *repl
     char what[sizeof(op->kind_text)];
     const char *why;
 
+    op->seen++;
     if (redlock_grant_of(reply, op->fenced, &v, &subs, &branch)) {
         op->yes++;
         if (branch == REDLOCK_BRANCH_SWAPPED) {
@@ -1156,10 +1159,21 @@ redlock_acquire_reply(struct round *r, size_t i, const struct master_reply *repl
      * Decided: granted (for a hand-over, once a quorum swapped the old
      * token, so the releaser learns whether its lease was still there;
      * else at the end of the round), or so many refused that no quorum
-     * is possible.
+     * is possible and the answers still due cannot change whether one
+     * token refused on a quorum (res->split): it already did, or it
+     * could not even if every one of them named it.  Answers that
+     * failed in the round never reach us and count as due, so such a
+     * round waits for the round's own end at most.
      */
-    if ((op->yes >= q && (!op->handover || op->swapped >= q)) || op->nheld + op->nkind > n - q) {
+    if (op->yes >= q && (!op->handover || op->swapped >= q)) {
         return ROUND_DECIDED;
+    }
+    if (op->nheld + op->nkind > n - q) {
+        size_t top = redlock_top_holder(op);
+
+        if (top >= q || top + (n - op->seen) < q) {
+            return ROUND_DECIDED;
+        }
     }
     return ROUND_CONTINUE;
 }

@@ -352,7 +352,9 @@ int64_t redlock_holder_ttl(int64_t *pttls, size_t nheld, size_t nfree, size_t qu
  * whether any one token refused on a quorum of the masters (masters that
  * granted, did not answer or hold another kind count for none): when
  * none did, a new try may win as soon as the records in the way are
- * given back, long before they expire.
+ * given back, long before they expire.  To tell, a refused round is
+ * decided only once the answers still due cannot change that (or at
+ * its deadline).
  *
  * label (NUL-terminated, at most REDLOCK_LABEL_MAX bytes of 0x21-0x7E,
  * or NULL) is written with the record for everyone to read (status):

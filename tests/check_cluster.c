@@ -838,7 +838,6 @@ END_TEST
 /* ---- waiting behind leftovers that split the vote ---- */
 
 #define SPLIT_TTL       4000    /* ms: PX of every leftover record */
-#define SPLIT_HELD      3       /* masters 0 .. SPLIT_HELD-1 hold leftovers; the rest are free */
 #define SPLIT_LIMIT     2       /* limit of the counted name */
 #define SPLIT_SLACK_MS  1000    /* a loaded machine's delay on top of one retry */
 #define SPLIT_WAIT_MS   8000    /* wait= of the LOCK: longer than SPLIT_TTL */
@@ -851,13 +850,13 @@ enum split_records {
     SPLIT_READERS               /* members of the sorted set "<key> shared" */
 };
 
-/* One scenario: who holds what on masters 0..SPLIT_HELD-1, and what is asked. */
+/* One scenario: who holds what on the first masters (the rest are free), and what is asked. */
 struct split_case {
     const char         *name;       /* the lock name */
     enum split_records  records;    /* what the leftovers are */
     const char         *layout[SPLIT_LIMIT]; /* per record (permit i; one otherwise):
-                                       the holder on each master, one letter each, as
-                                       a token of 32 such letters */
+                                       the holder on masters 0, 1, ..., one letter
+                                       each, as a token of 32 such letters */
     const char         *options;    /* the LOCK's words after the name and wait= */
     bool                split;      /* no token is on a quorum of the masters */
 };
@@ -871,7 +870,7 @@ split_delete(const struct split_case *sc)
     int i;
 
     snprintf(key, sizeof(key), PREFIX "%s", sc->name);
-    for (m = 0; m < SPLIT_HELD; m++) {
+    for (m = 0; m < strlen(sc->layout[0]); m++) {
         switch (sc->records) {
         case SPLIT_EXCLUSIVE:
             ck_assert_int_eq(h_master_cmd(m, NULL, "DEL %s", key), 0);
@@ -901,7 +900,7 @@ split_write(const struct split_case *sc)
     int i;
 
     snprintf(key, sizeof(key), PREFIX "%s", sc->name);
-    for (m = 0; m < SPLIT_HELD; m++) {
+    for (m = 0; m < strlen(sc->layout[0]); m++) {
         for (i = 0; i < (sc->records == SPLIT_PERMITS ? SPLIT_LIMIT : 1); i++) {
             memset(tok, sc->layout[i][m], TOKEN_LEN);
             tok[TOKEN_LEN] = '\0';
@@ -1030,6 +1029,18 @@ START_TEST(split_exclusive_quorum)
 }
 END_TEST
 
+/*
+ * Control: token a on three masters and b on a fourth.  The round may
+ * see b's refusal before a's third: a holds the name all the same.
+ */
+START_TEST(split_exclusive_quorum_and_other)
+{
+    static const struct split_case sc = { "sxaaab", SPLIT_EXCLUSIVE, { "aaab" }, "", false };
+
+    split_run(&sc);
+}
+END_TEST
+
 /* Both permits of a counted name held on three masters, each by tokens that split. */
 START_TEST(split_permits)
 {
@@ -1125,6 +1136,7 @@ cluster_suite(void)
     SPLIT_ADD(s, split_exclusive_aab);
     SPLIT_ADD(s, split_exclusive_abc);
     SPLIT_ADD(s, split_exclusive_quorum);
+    SPLIT_ADD(s, split_exclusive_quorum_and_other);
     SPLIT_ADD(s, split_permits);
     SPLIT_ADD(s, split_permits_quorum);
     SPLIT_ADD(s, split_shared_vs_exclusive);
