@@ -1211,10 +1211,12 @@ waiter_acquired(const struct redlock_result *res, void *arg)
     /*
      * Retry: at once when a release was announced meanwhile; when the
      * holder's lease runs out (a release announced before then wakes us
-     * sooner), plus jitter; after a random delay when no holder was seen
-     * on a quorum of the masters that answered (a split vote: the other
-     * contender releases its partial grant at once, unannounced) or its
-     * key never expires.
+     * sooner), plus jitter; after a random delay when no single token
+     * refused on a quorum of the masters (res->split: as far as the
+     * answers tell, the records in the way are partial grants of
+     * contenders that split the vote, which they give back at once and
+     * unannounced, or leftovers of several holders) or its key never
+     * expires.
      */
     delay = util_random(lock_conf->retry_delay_ms * 1000);
     if (!w->immediate && lock_watch(w->lock)) {

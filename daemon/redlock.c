@@ -182,11 +182,19 @@
  * token in the same step, so it is never free for an outsider in
  * between.  An exclusive request that only shared holders keep out sets
  * the gate (when asked), so that new shared requests wait behind it,
- * and says so ({left, 'gate'}); a shared request waits while an
- * exclusive key or someone else's gate is there.  Not granted: {pttl}
- * of what keeps us out; for a permit
- * also how many permits are held here, the shortest pttl among them,
- * and their indices, so that the daemon can pick a free one.
+ * and says so ({left, who, 'gate'}); a shared request waits while an
+ * exclusive key or someone else's gate is there.  Not granted: {pttl,
+ * who} of what keeps us out, who being the token that keeps it: the
+ * value of the key that refused (the exclusive key, the permit asked
+ * for, the gate; '' when that key is not a string), or for shared
+ * holders the one whose hold ends last here (left, its time left, is
+ * the pttl).  The daemon counts the masters each token refuses on, to
+ * tell one holder on a quorum (wait for its release or expiry) from
+ * refusals split among several (try again soon).  For a permit also how
+ * many permits are held here, the shortest pttl among them, and their
+ * indices, {pttl, who, held, shortest, index...}, so that the daemon
+ * can pick a free one.  Only a refusal reads who: the grant path runs
+ * the same commands with or without it.
  *
  * A grant also writes the holder's label (ARGV[8], unless '') next to
  * the record, as "<grant time, ms on the master's clock> <fence> <text>"
@@ -226,9 +234,11 @@ static const char redlock_acquire_lua[] =
     "end\n"
     "local granted = false\n"
     "if c == 's' then\n"
-    "  if redis.call('EXISTS', base) == 1 then return {redis.call('PTTL', base)} end\n"
+    "  if redis.call('EXISTS', base) == 1 then\n"
+    "    return {redis.call('PTTL', base), rl_str(base) or ''}\n"
+    "  end\n"
     "  local g = marked and rl_str(gk)\n"
-    "  if g and g ~= tok then return {redis.call('PTTL', gk)} end\n"
+    "  if g and g ~= tok then return {redis.call('PTTL', gk), g} end\n"
     "  granted = 1\n"
     "  if rl_state('s', k, tok) == 1 then granted = 3 end\n"
     "  rl_set('s', k, tok, ms, '', '')\n"
@@ -243,10 +253,10 @@ static const char redlock_acquire_lua[] =
     "    local g = rl_str(gk)\n"
     "    if not g or g == tok then\n"
     "      redis.call('SET', gk, tok, 'PX', ms)\n"
-    "      return {left, 'gate'}\n"
+    "      return {left, last[1], 'gate'}\n"
     "    end\n"
     "  end\n"
-    "  return {left}\n"
+    "  return {left, last[1]}\n"
     "elseif redis.call('SET', k, tok, 'NX', 'PX', ms) then\n"
     "  if aux ~= '' then rl_mark(aux, k, limit, ms) end\n"
     "  granted = 1\n"
@@ -255,19 +265,19 @@ static const char redlock_acquire_lua[] =
     "  granted = 3\n"
     "end\n"
     "if not granted then\n"
-    "  local out = {redis.call('PTTL', k)}\n"
+    "  local out = {redis.call('PTTL', k), rl_str(k) or ''}\n"
     "  if c == 'p' then\n"
     "    local n, short = 0, -1\n"
-    "    out[2], out[3] = 0, -1\n"
+    "    out[3], out[4] = 0, -1\n"
     "    for i = 0, tonumber(limit) - 1 do\n"
     "      local p = redis.call('PTTL', base .. ' permit ' .. i)\n"
     "      if p ~= -2 then\n"
     "        n = n + 1\n"
-    "        out[n + 3] = i\n"
+    "        out[n + 4] = i\n"
     "        if short == -1 or (p >= 0 and p < short) then short = p end\n"
     "      end\n"
     "    end\n"
-    "    out[2], out[3] = n, short\n"
+    "    out[3], out[4] = n, short\n"
     "  end\n"
     "  return out\n"
     "end\n"
@@ -600,6 +610,11 @@ struct redlock_op {
     size_t          swapped;        /* acquire: grants that swapped the old token */
     size_t          no;             /* extend, release: masters where it is not ours */
     size_t          nheld;          /* masters where someone else holds it */
+    uint64_t       *who;            /* acquire: per master in nheld, the token that
+                                       refused there (redlock_token_hash); room for
+                                       every master, in the block after pttls */
+    size_t          seen;           /* acquire: answers the reply callback read,
+                                       unreadable ones included */
     size_t          self;           /* status: masters holding our token */
     bool            fenced;         /* acquire: with a fencing counter */
     bool            handover;       /* acquire: with an old token to swap */
@@ -854,9 +869,11 @@ static struct redlock_op *
 redlock_op_new(redlock_done_fn cb, void *arg, int64_t ttl_ms)
 {
     struct redlock_op *op;
+    size_t n = master_count();
 
-    op = calloc(1, sizeof(*op) + master_count() * sizeof(op->pttls[0]));
+    op = calloc(1, sizeof(*op) + n * (sizeof(op->pttls[0]) + sizeof(op->who[0])));
     if (op != NULL) {
+        op->who = (uint64_t *)(op->pttls + n);
         op->cb = cb;
         op->arg = arg;
         op->ttl_ms = ttl_ms;
@@ -994,24 +1011,6 @@ redlock_grant_of(const struct master_reply *reply, int64_t *v, int64_t *subs,
            && *branch >= REDLOCK_BRANCH_SET && *branch <= REDLOCK_BRANCH_OURS;
 }
 
-/* Read an integer pttl out of a one-element array answer. */
-static bool
-redlock_pttl_of(const struct master_reply *reply, int64_t *pttl)
-{
-    const struct master_reply *e;
-
-    if (master_reply_type(reply) != MASTER_REPLY_ARRAY
-        || master_reply_elements(reply) < 1) {
-        return false;
-    }
-    e = master_reply_element(reply, 0);
-    if (master_reply_type(e) != MASTER_REPLY_INTEGER) {
-        return false;
-    }
-    *pttl = master_reply_integer(e);
-    return *pttl >= -1;
-}
-
 /* A master holds the name as another kind: {'kind', what}.  Copies what into out. */
 static bool
 redlock_kind_of(const struct master_reply *reply, char *out, size_t size)
@@ -1032,33 +1031,86 @@ redlock_kind_of(const struct master_reply *reply, char *out, size_t size)
 }
 
 /*
- * A permit refused, {pttl, held, shortest pttl, index...}: note which
- * permits this master holds, and whether it has one free.  False when
- * the answer is malformed.
+ * A holder's token as a 64-bit FNV-1a hash of its bytes, so that refusals
+ * from several masters can be told apart by who made them.  Two tokens
+ * with one hash would count as one holder: the waiter would wait for
+ * that holder's ttl, as it did before refusals named anyone.
  */
+static uint64_t
+redlock_token_hash(const char *s, size_t len)
+{
+    uint64_t h = 14695981039346656037ULL;
+    size_t i;
+
+    for (i = 0; i < len; i++) {
+        h ^= (unsigned char)s[i];
+        h *= 1099511628211ULL;
+    }
+    return h;
+}
+
+/* The most masters that one token refused on, among the nheld refusals. */
+static size_t
+redlock_top_holder(const struct redlock_op *op)
+{
+    size_t i, j, same, most = 0;
+
+    for (i = 0; i < op->nheld; i++) {
+        same = 0;
+        for (j = 0; j < op->nheld; j++) {
+            same += op->who[j] == op->who[i];
+        }
+        if (same > most) {
+            most = same;
+        }
+    }
+    return most;
+}
+
+/* Whether e is the string word, byte for byte. */
 static bool
+redlock_reply_is(const struct master_reply *e, const char *word)
+{
+    size_t len, wlen = strlen(word);
+    const char *str;
+
+    if (master_reply_type(e) != MASTER_REPLY_STRING) {
+        return false;
+    }
+    str = master_reply_str(e, &len);
+    return len == wlen && memcmp(str, word, wlen) == 0;
+}
+
+/*
+ * The rest of a permit's refusal, {.., .., held, shortest pttl,
+ * index...}: note which permits this master holds, and whether it has
+ * one free.  Returns NULL, or what is wrong with it (op unchanged).
+ */
+static const char *
 redlock_permits_of(struct redlock_op *op, const struct master_reply *reply)
 {
     size_t ne = master_reply_elements(reply), j;
     int64_t held, shortest, idx;
 
-    if (ne < 3 || master_reply_type(master_reply_element(reply, 1)) != MASTER_REPLY_INTEGER
-        || master_reply_type(master_reply_element(reply, 2)) != MASTER_REPLY_INTEGER) {
-        return false;
+    if (ne < 4 || master_reply_type(master_reply_element(reply, 2)) != MASTER_REPLY_INTEGER
+        || master_reply_type(master_reply_element(reply, 3)) != MASTER_REPLY_INTEGER) {
+        return "the acquire script refused a permit without the count of permits held";
     }
-    held = master_reply_integer(master_reply_element(reply, 1));
-    shortest = master_reply_integer(master_reply_element(reply, 2));
-    if (held < 0 || (size_t)held != ne - 3 || held > (int64_t)op->limit || shortest < -1) {
-        return false;
+    held = master_reply_integer(master_reply_element(reply, 2));
+    shortest = master_reply_integer(master_reply_element(reply, 3));
+    if (held < 0 || (size_t)held != ne - 4 || held > (int64_t)op->limit || shortest < -1) {
+        return "the acquire script refused a permit with a wrong count of permits held";
     }
-    for (j = 3; j < ne; j++) {
+    for (j = 4; j < ne; j++) {
         const struct master_reply *e = master_reply_element(reply, j);
 
         if (master_reply_type(e) != MASTER_REPLY_INTEGER
             || (idx = master_reply_integer(e)) < 0 || idx >= (int64_t)op->limit) {
-            return false;
+            return "the acquire script refused a permit naming a permit outside the limit";
         }
-        op->live[idx]++;
+    }
+    for (j = 4; j < ne; j++) {
+        op->live[master_reply_integer(master_reply_element(reply, j))]++;
     }
     op->nlists++;
     if (held < (int64_t)op->limit) {
@@ -1066,7 +1118,52 @@ redlock_permits_of(struct redlock_op *op, const struct master_reply *reply)
     } else {
         op->pttls[op->npttl++] = shortest;  /* full: until its first permit frees */
     }
-    return true;
+    return NULL;
+}
+
+/*
+ * A refusal (see the acquire script): {pttl, who}, or for an exclusive
+ * request kept out by shared holders {left, who} or {left, who, 'gate'},
+ * or for a permit {pttl, who, held, shortest pttl, index...}.  Notes it
+ * in op.  Returns NULL, or what is wrong with the answer (op unchanged):
+ * a master whose refusal cannot be read is a failed master, never a
+ * holder.
+ */
+static const char *
+redlock_refusal_of(struct redlock_op *op, const struct master_reply *reply)
+{
+    const struct master_reply *e0, *e1;
+    size_t ne = master_reply_elements(reply), who_len;
+    const char *who, *why;
+    int64_t pttl;
+
+    if (master_reply_type(reply) != MASTER_REPLY_ARRAY || ne < 1
+        || master_reply_type(e0 = master_reply_element(reply, 0)) != MASTER_REPLY_INTEGER) {
+        return "unexpected answer to the acquire script";
+    }
+    if ((pttl = master_reply_integer(e0)) < -1) {
+        return "the acquire script refused with a pttl below -1";
+    }
+    if (ne < 2 || master_reply_type(e1 = master_reply_element(reply, 1)) != MASTER_REPLY_STRING) {
+        return "unexpected answer to the acquire script (neither a grant nor a refusal "
+               "that names the holder's token)";
+    }
+    who = master_reply_str(e1, &who_len);
+    if (op->kind == REDLOCK_PERMIT) {
+        if ((why = redlock_permits_of(op, reply)) != NULL) {
+            return why;
+        }
+    } else if (ne == 3 && op->kind == REDLOCK_EXCLUSIVE
+               && redlock_reply_is(master_reply_element(reply, 2), "gate")) {
+        op->gated = true;       /* {left, who, 'gate'}: this master closed our gate */
+    } else if (ne != 2) {
+        return "the acquire script refused with unexpected elements";
+    }
+    if (op->kind != REDLOCK_PERMIT) {
+        op->pttls[op->npttl++] = pttl;
+    }
+    op->who[op->nheld++] = redlock_token_hash(who, who_len);
+    return NULL;
 }
 
 static enum round_verdict
@@ -1075,9 +1172,11 @@ redlock_acquire_reply(struct round *r, size_t i, const struct master_reply *repl
 {
     struct redlock_op *op = arg;
     size_t n = master_count(), q = redlock_quorum(n);
-    int64_t pttl, v, subs, branch;
+    int64_t v, subs, branch;
     char what[sizeof(op->kind_text)];
+    const char *why;
 
+    op->seen++;
     if (redlock_grant_of(reply, &v, &subs, &branch)) {
         op->yes++;
         if (branch == REDLOCK_BRANCH_SWAPPED) {
@@ -1090,36 +1189,37 @@ redlock_acquire_reply(struct round *r, size_t i, const struct master_reply *repl
         if (op->nkind++ == 0) {
             memcpy(op->kind_text, what, sizeof(what));
         }
-    } else if (redlock_pttl_of(reply, &pttl)
-               && (op->kind != REDLOCK_PERMIT || redlock_permits_of(op, reply))) {
-        op->nheld++;
-        if (op->kind != REDLOCK_PERMIT) {
-            op->pttls[op->npttl++] = pttl;
-        }
-        if (op->kind == REDLOCK_EXCLUSIVE && master_reply_elements(reply) == 2
-            && master_reply_type(master_reply_element(reply, 1)) == MASTER_REPLY_STRING) {
-            op->gated = true;       /* {left, 'gate'}: this master closed our gate */
-        }
-    } else {
-        if (master_reply_type(reply) == MASTER_REPLY_ERROR) {
-            round_fail(r, i, master_reply_str(reply, NULL));
-            log_warn("master %s: acquire script: %s", master_name(master_at(i)),
-                     master_reply_str(reply, NULL));
-        } else {
-            round_fail(r, i, "unexpected answer to the acquire script");
-            log_warn("master %s: unexpected answer to the acquire script (type %d)",
-                     master_name(master_at(i)), (int)master_reply_type(reply));
-        }
+    } else if (master_reply_type(reply) == MASTER_REPLY_ERROR) {
+        round_fail(r, i, master_reply_str(reply, NULL));
+        log_warn("master %s: acquire script: %s", master_name(master_at(i)),
+                 master_reply_str(reply, NULL));
+        return ROUND_CONTINUE;
+    } else if ((why = redlock_refusal_of(op, reply)) != NULL) {
+        round_fail(r, i, why);
+        log_warn("master %s: %s (answer type %d, %zu elements)",
+                 master_name(master_at(i)), why, (int)master_reply_type(reply),
+                 master_reply_elements(reply));
         return ROUND_CONTINUE;
     }
     /*
      * Decided: granted (for a hand-over, once a quorum swapped the old
      * token, so the releaser learns whether its lease was still there;
      * else at the end of the round), or so many refused that no quorum
-     * is possible.
+     * is possible and the answers still due cannot change whether one
+     * token refused on a quorum (res->split): it already did, or it
+     * could not even if every one of them named it.  Answers that
+     * failed in the round never reach us and count as due, so such a
+     * round waits for the round's own end at most.
      */
-    if ((op->yes >= q && (!op->handover || op->swapped >= q)) || op->nheld + op->nkind > n - q) {
+    if (op->yes >= q && (!op->handover || op->swapped >= q)) {
         return ROUND_DECIDED;
+    }
+    if (op->nheld + op->nkind > n - q) {
+        size_t top = redlock_top_holder(op);
+
+        if (top >= q || top + (n - op->seen) < q) {
+            return ROUND_DECIDED;
+        }
     }
     return ROUND_CONTINUE;
 }
@@ -1402,7 +1502,12 @@ redlock_acquire_done(struct round *r, void *arg)
         /* A few masters of another kind (left over, or a minority) only refuse. */
         res->outcome = REDLOCK_BUSY;
         res->ttl_ms = redlock_holder_ttl(op->pttls, op->npttl, op->yes + op->nopen, q);
-        res->split = op->nheld + op->nkind < q;
+        /*
+         * Split unless one token refused on a quorum: masters that
+         * granted us, did not answer, or hold another kind (a minority)
+         * count for no token.
+         */
+        res->split = redlock_top_holder(op) < q;
     } else {
         res->outcome = REDLOCK_NOQUORUM;
     }

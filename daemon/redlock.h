@@ -140,11 +140,18 @@ struct redlock_result {
                                            permit no answering master reported
                                            held, worth trying next; -1 when
                                            every permit was held somewhere */
-    bool    split;                      /* BUSY: no holder was seen on a quorum of
-                                           the masters that answered (contenders
-                                           split the vote, or a minority was left
-                                           over): ttl_ms says when its keys expire,
-                                           but a new try may win much sooner */
+    bool    split;                      /* BUSY: no single token refused on a
+                                           quorum of the masters (each refusal
+                                           names the token in the way; masters
+                                           that granted, did not answer or hold
+                                           another kind count for none, so a
+                                           holder whose other masters did not
+                                           answer looks split too): as a rule the
+                                           records in the way are partial grants
+                                           of contenders that split the vote, or
+                                           leftovers of several holders; ttl_ms
+                                           says when they expire, but a new try
+                                           may win much sooner */
     bool    gated;                      /* acquire of an exclusive record with gate:
                                            a master closed the gate for this token
                                            (redlock_ungate() opens it) */
@@ -354,6 +361,16 @@ int64_t redlock_holder_ttl(int64_t *pttls, size_t nheld, size_t nfree, size_t qu
  * starve it; the gate is deleted by the grant, or by redlock_ungate().
  * A PERMIT that is not granted reports in res->free_slot a permit worth
  * trying next (free on the most answering masters).
+ *
+ * BUSY: each master that refused named the token in its way (the key's
+ * value: the exclusive key, the permit asked for, the gate; for shared
+ * holders the one whose hold there ends last), and res->split tells
+ * whether any one token refused on a quorum of the masters (masters that
+ * granted, did not answer or hold another kind count for none): when
+ * none did, a new try may win as soon as the records in the way are
+ * given back, long before they expire.  To tell, a refused round is
+ * decided only once the answers still due cannot change that (or at
+ * its deadline).
  *
  * label (NUL-terminated, at most REDLOCK_LABEL_MAX bytes of 0x21-0x7E,
  * or NULL) is written with the record for everyone to read (status):

@@ -1,16 +1,20 @@
 /*
  * check_cluster.c: several redlockd daemons sharing one set of masters.
  *
- * Every test starts real redis-server masters and two real redlockd
- * processes ($REDLOCKD_BIN, default ./build/redlockd) against them
- * (tests/harness.h), and talks to each daemon over TCP.  What is tested
- * is what only shows with more than one daemon: a waiter woken by
- * another daemon's release (pub/sub), a waiter that does not poll a
- * foreign holder, fairness across daemons, fencing tokens that keep
- * increasing whichever daemon grants and whichever masters are up, and
- * leases that any daemon can extend or release.  A first test case
- * checks the harness features these tests rely on (several daemons,
- * persistent masters, PUBSUB NUMSUB, command counts).
+ * Every test starts real redis-server masters and one or two real
+ * redlockd processes ($REDLOCKD_BIN, default ./build/redlockd) against
+ * them (tests/harness.h), and talks to each daemon over TCP.  What is
+ * tested is what shows with more than one holder on the same masters: a
+ * waiter woken by another daemon's release (pub/sub), a waiter that does
+ * not poll a foreign holder, a waiter that does not wait out the ttl of
+ * records no single token holds on a quorum (contenders that split the
+ * vote, leftovers of several holders: written on the masters by the
+ * test, exclusive, counted and shared, each its own test case),
+ * fairness across daemons, fencing tokens that keep increasing
+ * whichever daemon grants and whichever masters are up, and leases that
+ * any daemon can extend or release.  A first test case checks the
+ * harness features these tests rely on (several daemons, persistent
+ * masters, PUBSUB NUMSUB, command counts).
  *
  * Check runs each test in a forked process; the checked teardown stops
  * everything when a test passes, and the harness cleans up (and prints
@@ -831,6 +835,260 @@ START_TEST(lease_from_other_daemon)
 }
 END_TEST
 
+/* ---- waiting behind leftovers that split the vote ---- */
+
+#define SPLIT_TTL       4000    /* ms: PX of every leftover record */
+#define SPLIT_LIMIT     2       /* limit of the counted name */
+#define SPLIT_SLACK_MS  1000    /* a loaded machine's delay on top of one retry */
+#define SPLIT_WAIT_MS   8000    /* wait= of the LOCK: longer than SPLIT_TTL */
+#define SPLIT_TIMEOUT_S 30      /* per test */
+
+/* The records the leftovers are (PROTOCOL.md section 9). */
+enum split_records {
+    SPLIT_EXCLUSIVE,            /* the name's key */
+    SPLIT_PERMITS,              /* "<key> permit <i>" and the limit hash "<key> limit" */
+    SPLIT_READERS               /* members of the sorted set "<key> shared" */
+};
+
+/* One scenario: who holds what on the first masters (the rest are free), and what is asked. */
+struct split_case {
+    const char         *name;       /* the lock name */
+    enum split_records  records;    /* what the leftovers are */
+    const char         *layout[SPLIT_LIMIT]; /* per record (permit i; one otherwise):
+                                       the holder on masters 0, 1, ..., one letter
+                                       each, as a token of 32 such letters */
+    const char         *options;    /* the LOCK's words after the name and wait= */
+    bool                split;      /* no token is on a quorum of the masters */
+};
+
+/* Delete the case's leftovers where they were written, announcing nothing. */
+static void
+split_delete(const struct split_case *sc)
+{
+    char key[128], rec[160];
+    size_t m;
+    int i;
+
+    snprintf(key, sizeof(key), PREFIX "%s", sc->name);
+    for (m = 0; m < strlen(sc->layout[0]); m++) {
+        switch (sc->records) {
+        case SPLIT_EXCLUSIVE:
+            ck_assert_int_eq(h_master_cmd(m, NULL, "DEL %s", key), 0);
+            break;
+        case SPLIT_PERMITS:
+            for (i = 0; i < SPLIT_LIMIT; i++) {
+                snprintf(rec, sizeof(rec), "%s permit %d", key, i);
+                ck_assert_int_eq(h_master_cmd(m, NULL, "DEL %s", rec), 0);
+            }
+            snprintf(rec, sizeof(rec), "%s limit", key);
+            ck_assert_int_eq(h_master_cmd(m, NULL, "DEL %s", rec), 0);
+            break;
+        case SPLIT_READERS:
+            snprintf(rec, sizeof(rec), "%s shared", key);
+            ck_assert_int_eq(h_master_cmd(m, NULL, "DEL %s", rec), 0);
+            break;
+        }
+    }
+}
+
+/* Write the case's leftovers, each for SPLIT_TTL ms, as another daemon would have. */
+static void
+split_write(const struct split_case *sc)
+{
+    char key[128], rec[160], tok[TOKEN_LEN + 1];
+    size_t m;
+    int i;
+
+    snprintf(key, sizeof(key), PREFIX "%s", sc->name);
+    for (m = 0; m < strlen(sc->layout[0]); m++) {
+        for (i = 0; i < (sc->records == SPLIT_PERMITS ? SPLIT_LIMIT : 1); i++) {
+            memset(tok, sc->layout[i][m], TOKEN_LEN);
+            tok[TOKEN_LEN] = '\0';
+            switch (sc->records) {
+            case SPLIT_EXCLUSIVE:
+                ck_assert_int_eq(h_master_cmd(m, NULL, "SET %s %s PX %d", key, tok,
+                                              SPLIT_TTL), 0);
+                break;
+            case SPLIT_PERMITS:
+                snprintf(rec, sizeof(rec), "%s permit %d", key, i);
+                ck_assert_int_eq(h_master_cmd(m, NULL, "SET %s %s PX %d", rec, tok,
+                                              SPLIT_TTL), 0);
+                snprintf(rec, sizeof(rec), "%s limit", key);
+                ck_assert_int_eq(h_master_cmd(m, NULL, "HSET %s limit %d %d 1", rec,
+                                              SPLIT_LIMIT, i), 0);
+                ck_assert_int_eq(h_master_cmd(m, NULL, "PEXPIRE %s %d", rec, SPLIT_TTL), 0);
+                break;
+            case SPLIT_READERS:
+                /* Scored by its expiry on the master's own clock, as the daemon does. */
+                snprintf(rec, sizeof(rec), "%s shared", key);
+                ck_assert_int_eq(h_master_cmd(m, NULL, "EVAL %s 1 %s %s %d",
+                                              "local t = redis.call('TIME')\n"
+                                              "local now = t[1] * 1000 + math.floor(t[2] / 1000)\n"
+                                              "redis.call('ZADD', KEYS[1], now + ARGV[2], ARGV[1])\n"
+                                              "redis.call('PEXPIRE', KEYS[1], ARGV[2])\n",
+                                              rec, tok, SPLIT_TTL), 0);
+                break;
+            }
+        }
+    }
+}
+
+/* arg: long long[2]: scripts run by master 0 to reach [0]; [1] the last seen. */
+static bool
+cond_scripts(void *arg)
+{
+    long long *want = arg;
+
+    want[1] = cl_script_calls(0);
+    return want[1] >= want[0];
+}
+
+/*
+ * Write the leftovers, send the LOCK, and once its first two tries came
+ * back refused (the first one subscribes to the release channel, the
+ * second one follows at once; each is an acquire and the clean-up
+ * release on every master), delete the leftovers without announcing
+ * anything.  Split: no token keeps the name on a quorum, so the waiter
+ * must try again after its short random delay (0 .. retry_delay_ms) and
+ * get the name well before the leftovers' ttl.  Not split: one token
+ * holds a quorum, and the waiter sleeps until that holder's ttl (a
+ * release by a redlockd would have woken it): no OK before then.
+ */
+static void
+split_run(const struct split_case *sc)
+{
+    long long calls[2];
+    int64_t t_set, t_del, t_ok;
+    char line[160], *got;
+    int a;
+
+    cl_up(NMASTERS, false, 1, NULL);
+    a = expect_connect(0);
+    calls[0] = cl_script_calls(0);
+    ck_assert_msg(calls[0] >= 0, "INFO commandstats failed on master 0");
+    calls[0] += 4;
+    t_set = h_now_ms();
+    split_write(sc);
+    snprintf(line, sizeof(line), "LOCK %s wait=%d%s", sc->name, SPLIT_WAIT_MS, sc->options);
+    ck_assert_int_eq(h_send(a, line), 0);
+    ck_assert_msg(h_wait_until(cond_scripts, calls, CMD_MS),
+                  "'%s': master 0 ran %lld scripts, expected two refused tries (%lld)", line,
+                  calls[1], calls[0]);
+    ck_assert_msg(h_quiet(a, 0), "'%s' was answered while the leftovers were there", line);
+    t_del = h_now_ms();
+    split_delete(sc);
+    got = h_read_line(a, SPLIT_WAIT_MS + CMD_MS);
+    t_ok = h_now_ms();
+    ck_assert_msg(h_is_reply(got, "OK", sc->name), "'%s' answered '%s' after %lld ms", line,
+                  got != NULL ? got : "(nothing)", (long long)(t_ok - t_set));
+    free(got);
+    fprintf(stderr, "%s: OK %lld ms after the leftovers were written, %lld ms after they "
+            "were deleted\n", sc->name, (long long)(t_ok - t_set), (long long)(t_ok - t_del));
+    if (sc->split) {
+        ck_assert_msg(t_ok - t_del <= cl_opts.retry_delay_ms + SPLIT_SLACK_MS,
+                      "'%s' got the name %lld ms after the split leftovers were deleted "
+                      "(their ttl: %d ms), expected within retry_delay_ms %lld + %d ms", line,
+                      (long long)(t_ok - t_del), SPLIT_TTL, (long long)cl_opts.retry_delay_ms,
+                      SPLIT_SLACK_MS);
+    } else {
+        /* The first leftover was written at t_set or later: its ttl ends no sooner. */
+        ck_assert_msg(t_ok - t_set >= SPLIT_TTL - 50,
+                      "'%s' got the name %lld ms after one token took a quorum for %d ms: "
+                      "the waiter polled instead of waiting for that holder", line,
+                      (long long)(t_ok - t_set), SPLIT_TTL);
+    }
+    snprintf(line, sizeof(line), "UNLOCK %s", sc->name);
+    EXPECT_PREFIX(a, line, "OK ");
+    close(a);
+}
+
+/* Exclusive keys of tokens a, a, b: a has two masters of five. */
+START_TEST(split_exclusive_aab)
+{
+    static const struct split_case sc = { "sxaab", SPLIT_EXCLUSIVE, { "aab" }, "", true };
+
+    split_run(&sc);
+}
+END_TEST
+
+/* Exclusive keys of three tokens. */
+START_TEST(split_exclusive_abc)
+{
+    static const struct split_case sc = { "sxabc", SPLIT_EXCLUSIVE, { "abc" }, "", true };
+
+    split_run(&sc);
+}
+END_TEST
+
+/* Control: token a on three of five masters holds the name; the waiter waits for it. */
+START_TEST(split_exclusive_quorum)
+{
+    static const struct split_case sc = { "sxaaa", SPLIT_EXCLUSIVE, { "aaa" }, "", false };
+
+    split_run(&sc);
+}
+END_TEST
+
+/*
+ * Control: token a on three masters and b on a fourth.  The round may
+ * see b's refusal before a's third: a holds the name all the same.
+ */
+START_TEST(split_exclusive_quorum_and_other)
+{
+    static const struct split_case sc = { "sxaaab", SPLIT_EXCLUSIVE, { "aaab" }, "", false };
+
+    split_run(&sc);
+}
+END_TEST
+
+/* Both permits of a counted name held on three masters, each by tokens that split. */
+START_TEST(split_permits)
+{
+    static const struct split_case sc = { "spaab", SPLIT_PERMITS, { "aab", "abc" },
+                                          " limit=2", true };
+
+    split_run(&sc);
+}
+END_TEST
+
+/* Control: each permit held by one token on three masters. */
+START_TEST(split_permits_quorum)
+{
+    static const struct split_case sc = { "spaaa", SPLIT_PERMITS, { "aaa", "bbb" },
+                                          " limit=2", false };
+
+    split_run(&sc);
+}
+END_TEST
+
+/* A shared request against exclusive keys of tokens a, a, b. */
+START_TEST(split_shared_vs_exclusive)
+{
+    static const struct split_case sc = { "ssaab", SPLIT_EXCLUSIVE, { "aab" }, " shared",
+                                          true };
+
+    split_run(&sc);
+}
+END_TEST
+
+/* An exclusive request (which closes the gate) against readers a, a, b. */
+START_TEST(split_exclusive_vs_readers)
+{
+    static const struct split_case sc = { "sraab", SPLIT_READERS, { "aab" }, "", true };
+
+    split_run(&sc);
+}
+END_TEST
+
+/* Control: reader a on three masters keeps the writer out until it leaves. */
+START_TEST(split_readers_quorum)
+{
+    static const struct split_case sc = { "sraaa", SPLIT_READERS, { "aaa" }, "", false };
+
+    split_run(&sc);
+}
+END_TEST
+
 /*
  * A tcase timeout of at least seconds, or CK_DEFAULT_TIMEOUT when that
  * is longer (the sanitizer build raises it); Check applies
@@ -844,6 +1102,8 @@ cl_set_timeout(TCase *tc, double seconds)
 
     tcase_set_timeout(tc, t > seconds ? t : seconds);
 }
+
+#define SPLIT_ADD(s, test) expect_add_case((s), #test, (test), cl_teardown, SPLIT_TIMEOUT_S)
 
 static Suite *
 cluster_suite(void)
@@ -871,6 +1131,17 @@ cluster_suite(void)
     tcase_add_test(tc, fence_increases_changing_majorities);
     tcase_add_test(tc, lease_from_other_daemon);
     suite_add_tcase(s, tc);
+
+    /* Each its own test case: CK_RUN_CASE=<test> runs one. */
+    SPLIT_ADD(s, split_exclusive_aab);
+    SPLIT_ADD(s, split_exclusive_abc);
+    SPLIT_ADD(s, split_exclusive_quorum);
+    SPLIT_ADD(s, split_exclusive_quorum_and_other);
+    SPLIT_ADD(s, split_permits);
+    SPLIT_ADD(s, split_permits_quorum);
+    SPLIT_ADD(s, split_shared_vs_exclusive);
+    SPLIT_ADD(s, split_exclusive_vs_readers);
+    SPLIT_ADD(s, split_readers_quorum);
     return s;
 }
 
