@@ -73,7 +73,7 @@ HARNESS_OBJ := $(B)/obj/tests/harness.o $(CLIENT_OBJ)
 UNIT_TESTS := check_proto check_conf check_redlock check_lease check_client check_drift
 INTEG_TESTS := check_integration check_cluster check_robust check_ops check_redlockctl check_metrics \
                check_masters check_edges check_kinds check_who check_tls check_tls_masters \
-               check_clock
+               check_clock check_fence
 TEST_BINS  := $(addprefix $(B)/,$(UNIT_TESTS) $(INTEG_TESTS))
 
 CK_TIMEOUT ?= 120
@@ -132,6 +132,9 @@ $(B)/check_tls: $(B)/obj/tests/check_tls.o $(HARNESS_OBJ)
 $(B)/check_tls_masters: $(B)/obj/tests/check_tls_masters.o $(HARNESS_OBJ)
 # Masters 2 and 3 run the libc build of redis-server under libfaketime.
 $(B)/check_clock: $(B)/obj/tests/check_clock.o $(HARNESS_OBJ)
+# Some links between daemons and masters go through build/delay-proxy
+# (tests/faults/faults.mk), which make test and make integration build.
+$(B)/check_fence: $(B)/obj/tests/check_fence.o $(HARNESS_OBJ)
 $(TEST_BINS):
 	@echo "  LD      $@"
 	@$(CC) $(CFLAGS) -o $@ $^ $(PKG_LIBS) $(CHECK_LIBS) $(WRAP_LDFLAGS) $(LDFLAGS)
@@ -156,14 +159,14 @@ check: deps
 	else echo "make check: FAILED after $$secs s"; fi; exit $$rc
 
 test: $(B)/redlockd $(B)/redlockctl $(TEST_BINS) $(FUZZ_REPLAY_BINS) $(BENCH_SMOKE_BINS) \
-      $(REDIS_LIBC)
+      $(REDIS_LIBC) $(B)/delay-proxy
 ifneq ($(SANITIZE),)
 	@rm -rf $(SAN_LOGS) && mkdir -p $(SAN_LOGS)
 endif
 	@set -e; for t in $(FUZZ_REPLAY_BINS); do echo "== $$t"; ./$$t; done
 	@set -e; for t in $(UNIT_TESTS) $(INTEG_TESTS); do \
 	    echo "== $$t"; REDLOCKD_BIN=$(CURDIR)/$(B)/redlockd REDLOCKCTL_BIN=$(CURDIR)/$(B)/redlockctl \
-	    REDIS_LIBC_BIN=$(CURDIR)/$(REDIS_LIBC) \
+	    REDIS_LIBC_BIN=$(CURDIR)/$(REDIS_LIBC) DELAY_PROXY_BIN=$(CURDIR)/$(B)/delay-proxy \
 	    CK_DEFAULT_TIMEOUT=$(CK_TIMEOUT) CK_TIMEOUT_MULTIPLIER=$(CK_MULT) ./$(B)/$$t; done
 	@echo "== bench smoke (1 s per mode, so the benchmark never rots)"
 	@REDLOCKD_BIN=$(CURDIR)/$(B)/redlockd REDLOCK_BENCH_BIN=$(CURDIR)/$(B)/redlock-bench \
@@ -176,9 +179,10 @@ endif
 unit: $(addprefix $(B)/,$(UNIT_TESTS))
 	@set -e; for t in $(UNIT_TESTS); do ./$(B)/$$t; done
 
-integration: $(B)/redlockd $(addprefix $(B)/,$(INTEG_TESTS)) $(REDIS_LIBC)
+integration: $(B)/redlockd $(addprefix $(B)/,$(INTEG_TESTS)) $(REDIS_LIBC) $(B)/delay-proxy
 	@set -e; for t in $(INTEG_TESTS); do \
 	    echo "== $$t"; REDLOCKD_BIN=$(CURDIR)/$(B)/redlockd REDIS_LIBC_BIN=$(CURDIR)/$(REDIS_LIBC) \
+	    DELAY_PROXY_BIN=$(CURDIR)/$(B)/delay-proxy \
 	    CK_DEFAULT_TIMEOUT=120 ./$(B)/$$t; done
 
 # The integration suites with the daemon under valgrind's memcheck: each

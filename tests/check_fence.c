@@ -1,0 +1,473 @@
+/*
+ * check_fence.c: fencing tokens across daemons whose links to the
+ * masters are slow, end to end: a later grant's fence is above an
+ * earlier one's whichever daemon grants, and a BREAK's fence is above
+ * every fence a grant it broke was told.
+ *
+ * Real redis-server masters and real daemons on free loopback ports
+ * (tests/harness.h).  A daemon's link to a master can go through a
+ * delay proxy (tests/faults/delay_proxy.c, $DELAY_PROXY_BIN, else
+ * ./build/delay-proxy) that holds every chunk, both ways, for a fixed
+ * time and keeps the byte order: each test gives some links such
+ * delays that the masters see the requests of several daemons in one
+ * order, which is the input under test.  The delays are generous (a
+ * window of about 300 ms or more either side of each event that must
+ * come before another), so that a loaded machine does not change the
+ * order.  The round deadline (lock.node_timeout_ms) is raised above the
+ * slowest round trip, and redis.down_after_ms above that.
+ *
+ * The comment before each test ends with "today:", what it showed
+ * against the daemon of commit 3cd668a, before fenced grants raised
+ * their counter after the grant was won (its acquire script
+ * incremented the counter on each granting master, and a BREAK raised
+ * it once, at once).  Each test is a test case of its own:
+ * CK_RUN_CASE=<test> ./build/check_fence runs one.
+ */
+#include <errno.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <sys/types.h>
+#include <sys/wait.h>
+
+#include <check.h>
+
+#include "tests/expect.h"
+#include "tests/harness.h"
+
+#define NMASTERS        5       /* masters per test */
+#define CMD_MS          2000    /* deadline for a reply that needs no slow link */
+#define TEST_TIMEOUT_S  60      /* per test, unless CK_DEFAULT_TIMEOUT is set */
+#define ADMIN_PASSWORD  "admin-secret"
+#define FC_PROXIES_MAX  8       /* delay proxies per test */
+#define FC_START_MS     5000    /* deadline for a proxy to listen or switch */
+
+/* A delay proxy between one daemon and one master; see fc_proxy_start. */
+struct fc_proxy {
+    pid_t pid;                  /* the delay-proxy process; 0 once it exited */
+    char  addr[32];             /* "127.0.0.1:port": the master's address for the daemon */
+    char  log[PATH_MAX];        /* its stdout and stderr */
+};
+
+static struct fc_proxy fc_proxies[FC_PROXIES_MAX]; /* this test's proxies, in start order */
+static size_t          fc_nproxies;                /* how many were started */
+
+/* ---- fixture ---- */
+
+/* Start of a test: its directory and the masters (no daemon yet). */
+static void
+fc_up(void)
+{
+    ck_assert_msg(h_begin(tcase_name()) == 0, "cannot create the test directory");
+    ck_assert_msg(h_start_masters(NMASTERS) == 0, "the masters did not start");
+}
+
+/*
+ * Stop the proxies, then the daemons and the masters.  A proxy gets
+ * SIGKILL: it has nothing to flush, and one that ended by SIGTERM with
+ * connections open would report them as leaks when built with
+ * SANITIZE (make test fails on any report).
+ */
+static void
+fc_teardown(void)
+{
+    size_t i;
+
+    for (i = 0; i < fc_nproxies; i++) {
+        if (fc_proxies[i].pid > 0) {
+            kill(fc_proxies[i].pid, SIGKILL);
+            while (waitpid(fc_proxies[i].pid, NULL, 0) < 0 && errno == EINTR) {
+            }
+            fc_proxies[i].pid = 0;
+        }
+    }
+    fc_nproxies = 0;
+    h_end();
+}
+
+/* True when the file at path has a line that contains text. */
+static bool
+fc_file_has(const char *path, const char *text)
+{
+    char *line = NULL;
+    size_t cap = 0;
+    bool found = false;
+    FILE *f = fopen(path, "re");
+
+    while (f != NULL && !found && getline(&line, &cap, f) > 0) {
+        found = strstr(line, text) != NULL;
+    }
+    free(line);
+    if (f != NULL) {
+        fclose(f);
+    }
+    return found;
+}
+
+/* arg: struct fc_proxy.  It listens, or it exited (reaped here, pid 0). */
+static bool
+fc_cond_listening(void *arg)
+{
+    struct fc_proxy *p = arg;
+
+    if (waitpid(p->pid, NULL, WNOHANG) == p->pid) {
+        p->pid = 0;
+        return true;
+    }
+    return fc_file_has(p->log, "listening");
+}
+
+/* arg: struct fc_proxy.  It said that its delay is on. */
+static bool
+fc_cond_delay_on(void *arg)
+{
+    return fc_file_has(((struct fc_proxy *)arg)->log, ": delay on");
+}
+
+/*
+ * Start a delay proxy on a free port of 127.0.0.1 in front of master i,
+ * with a delay of exactly delay_ms for every chunk each way, off until
+ * fc_delays_on() (so that the daemons start at full speed).  Returns
+ * the address to give a daemon in h_daemon_opts.master_addrs (it lives
+ * until the test ends).
+ */
+static const char *
+fc_proxy_start(size_t i, long delay_ms)
+{
+    const char *bin = getenv("DELAY_PROXY_BIN");
+    char target[32], delay[48];
+    const char *argv[8];
+    struct fc_proxy *p;
+    int tries, port;
+
+    if (bin == NULL || bin[0] == '\0') {
+        bin = "./build/delay-proxy";
+    }
+    ck_assert_msg(access(bin, X_OK) == 0, "no delay proxy at %s (make build/delay-proxy, "
+                  "or set DELAY_PROXY_BIN)", bin);
+    ck_assert(fc_nproxies < FC_PROXIES_MAX);
+    p = &fc_proxies[fc_nproxies];
+    snprintf(target, sizeof(target), "127.0.0.1:%d", h_master_port(i));
+    snprintf(delay, sizeof(delay), "%ld-%ld", delay_ms, delay_ms);
+    snprintf(p->log, sizeof(p->log), "%s/delay-proxy-%zu.log", h_dir(), fc_nproxies);
+    for (tries = 0; tries < 5; tries++) {
+        port = h_free_port();
+        ck_assert_msg(port > 0, "no free port for a delay proxy");
+        snprintf(p->addr, sizeof(p->addr), "127.0.0.1:%d", port);
+        argv[0] = bin;
+        argv[1] = "-l";
+        argv[2] = p->addr;
+        argv[3] = "-t";
+        argv[4] = target;
+        argv[5] = "-d";
+        argv[6] = delay;
+        argv[7] = NULL;
+        p->pid = h_spawn(argv, p->log);
+        ck_assert_msg(p->pid > 0, "cannot start %s", bin);
+        fc_nproxies++;
+        ck_assert_msg(h_wait_until(fc_cond_listening, p, FC_START_MS),
+                      "the delay proxy in front of master %zu did not listen within %d ms "
+                      "(see %s)", i, FC_START_MS, p->log);
+        if (p->pid > 0) {
+            return p->addr;
+        }
+        /* Its port was taken meanwhile: it exited; try another one. */
+        fc_nproxies--;
+    }
+    ck_abort_msg("the delay proxy in front of master %zu would not start (see %s)", i, p->log);
+    return NULL;
+}
+
+/* Turn every proxy's delay on and wait until each says so. */
+static void
+fc_delays_on(void)
+{
+    size_t i;
+
+    for (i = 0; i < fc_nproxies; i++) {
+        ck_assert_int_eq(kill(fc_proxies[i].pid, SIGUSR1), 0);
+    }
+    for (i = 0; i < fc_nproxies; i++) {
+        ck_assert_msg(h_wait_until(fc_cond_delay_on, &fc_proxies[i], FC_START_MS),
+                      "delay proxy %zu did not turn its delay on (see %s)", i,
+                      fc_proxies[i].log);
+    }
+}
+
+/* A key and two masters that must both hold it, or both lack it. */
+struct fc_where {
+    const char *key;            /* the key */
+    size_t      masters[2];     /* the two masters' indexes */
+    bool        held;           /* true: both hold it; false: neither does */
+};
+
+/* arg: struct fc_where.  Both masters hold the key (or both lack it). */
+static bool
+fc_cond_where(void *arg)
+{
+    const struct fc_where *w = arg;
+    size_t k;
+    char *v;
+
+    for (k = 0; k < 2; k++) {
+        v = h_master_get(w->masters[k], w->key);
+        free(v);
+        if ((v != NULL) != w->held) {
+            return false;
+        }
+    }
+    return true;
+}
+
+/* ---- fences across daemons ---- */
+
+/* The masters of fence_rises_across_daemons, as its comment names them. */
+#define FA_A            0
+#define FA_B            1
+#define FA_X            2
+#define FA_Y            3
+#define FA_Z            4
+/*
+ * The links: FA_LINK_MS on D1's link to Y and on D2's to A and B,
+ * FA_LATE_MS on D2's link to Y; the others direct.  With s the few ms
+ * between G2's start and G1's, the masters see, before the fix: G2 on X
+ * and Z at 0; G1 on A, B, X, Z at s and on Y at s + 600; G2 on A and B
+ * at 600 (G1 holds them: s < 600 < s + 1200); G1 granted at s + 1200,
+ * its release on Y at s + 1200 and a few ms; G2 on Y at 1500; G1's
+ * write-back on Y at s + 1800.  The slowest round trip is G2's to Y,
+ * 3000 ms.
+ */
+#define FA_LINK_MS      600
+#define FA_LATE_MS      1500
+#define FA_NODE_TIMEOUT_MS 4000
+#define FA_TTL          "30000"
+#define FA_G1_MS        10000   /* deadline for G1's grant (4 slow round trips after the fix) */
+#define FA_G2_MS        20000   /* deadline for G2's grant (a retry after the fix) */
+
+/*
+ * A later grant's fence is above an earlier one's, whichever daemon
+ * grants, however the two rounds interleave on the masters.  Five
+ * masters A, B, X, Y, Z, their counters of name fx at 10 on A and 5
+ * elsewhere; daemons D1, D2 and D3, all with a round deadline of 4 s,
+ * D1's link to Y and D2's to A and B delayed 600 ms each way, D2's to Y
+ * 1500 ms.  G2, a fenced lease through D2, starts first: it takes X
+ * and Z at once, and its requests to A, B and Y are on their way.  G1,
+ * a fenced lease through D1 (wait=0), starts as soon as X and Z hold
+ * G2's key: it takes A and B at once and Y 600 ms later, its quorum,
+ * and is answered with fence 11 (A's counter).  G1 is released by its
+ * token through D3 at once, which reaches Y before D1's write-back of
+ * 11 does; G2's request then lands on Y, and G2 has its quorum, X, Y
+ * and Z.  G2 is granted after G1 was released, so its fence must be
+ * above G1's.  Where the counter is raised once the grant is won, D1
+ * answers G1 after a second round (the raise where G1's record holds,
+ * 2.4 s in), so G2's request finds G1 still on Y and is refused; G2's
+ * retry, after the release, gets 12.
+ *
+ * today: fails in every run (21 of 21): "G2's fence 7 is not above
+ * G1's 11: G1 got 'OK fx token=1f22aefa5640206d27d05c928282ac57
+ * validity=28493 fence=11' (started 6 ms after G2, released at 1211
+ * ms), G2 got 'OK fx token=f43dbc1f106e8341b8479a70aa730990
+ * validity=25493 fence=7' at 4205 ms": G2's increments landed on X and
+ * Z before G1's write-back (6 there) and on Y after G1's release (7),
+ * and G2 took the largest.
+ */
+START_TEST(fence_rises_across_daemons)
+{
+    const char *via1[NMASTERS] = { NULL }, *via2[NMASTERS] = { NULL };
+    struct h_daemon_opts o = {
+        .retry_delay_ms = 100,
+        .node_timeout_ms = FA_NODE_TIMEOUT_MS,
+        .min_ttl_ms = FA_NODE_TIMEOUT_MS + 1000,
+        .down_after_ms = 4 * FA_NODE_TIMEOUT_MS,
+    };
+    struct fc_where g2_early = { "fx", { FA_X, FA_Z }, true };
+    char line[128], token1[64], token2[64], *got1, *got2;
+    long long f1, f2;
+    int64_t t0, t_g1, t_release;
+    int g1, g2, r;
+    size_t i;
+
+    fc_up();
+    for (i = 0; i < NMASTERS; i++) {
+        ck_assert_int_eq(h_master_cmd(i, NULL, "SET %s %s", "fx fence",
+                                      i == FA_A ? "10" : "5"), 0);
+    }
+    via1[FA_Y] = fc_proxy_start(FA_Y, FA_LINK_MS);
+    via2[FA_A] = fc_proxy_start(FA_A, FA_LINK_MS);
+    via2[FA_B] = fc_proxy_start(FA_B, FA_LINK_MS);
+    via2[FA_Y] = fc_proxy_start(FA_Y, FA_LATE_MS);
+    o.master_addrs = via1;
+    ck_assert_msg(h_start_daemon(&o) == 0, "D1 did not start (log above)");
+    o.master_addrs = via2;
+    ck_assert_msg(h_start_daemon(&o) == 0, "D2 did not start (log above)");
+    o.master_addrs = NULL;
+    ck_assert_msg(h_start_daemon(&o) == 0, "D3 did not start (log above)");
+    g1 = expect_connect(0);
+    g2 = expect_connect(1);
+    r = expect_connect(2);
+    fc_delays_on();
+
+    t0 = h_now_ms();
+    ck_assert_int_eq(h_send(g2, "LOCK fx mode=lease ttl=" FA_TTL " wait=20000 fence"), 0);
+    ck_assert_msg(h_wait_until(fc_cond_where, &g2_early, CMD_MS),
+                  "G2's key did not appear on X and Z within %d ms", CMD_MS);
+    t_g1 = h_now_ms() - t0;
+    ck_assert_int_eq(h_send(g1, "LOCK fx mode=lease ttl=" FA_TTL " wait=0 fence"), 0);
+    got1 = EXPECT_READ(g1, FA_G1_MS, "G1's LOCK through D1");
+    EXPECT_IS(got1, "OK", "fx");
+    f1 = EXPECT_INT(got1, "fence");
+    ck_assert(h_reply_field(got1, "token", token1, sizeof(token1)));
+    snprintf(line, sizeof(line), "UNLOCK fx token=%s", token1);
+    EXPECT_REPLY(r, line, "OK fx");
+    t_release = h_now_ms() - t0;
+
+    got2 = EXPECT_READ(g2, FA_G2_MS, "G2's LOCK through D2");
+    EXPECT_IS(got2, "OK", "fx");
+    f2 = EXPECT_INT(got2, "fence");
+    ck_assert_msg(f2 > f1, "G2's fence %lld is not above G1's %lld: G1 got '%s' (started %lld ms "
+                  "after G2, released at %lld ms), G2 got '%s' at %lld ms", f2, f1, got1,
+                  (long long)t_g1, (long long)t_release, got2, (long long)(h_now_ms() - t0));
+    ck_assert(h_reply_field(got2, "token", token2, sizeof(token2)));
+    snprintf(line, sizeof(line), "UNLOCK fx token=%s", token2);
+    EXPECT_REPLY(r, line, "OK fx");
+    free(got1);
+    free(got2);
+    close(g1);
+    close(g2);
+    close(r);
+}
+END_TEST
+
+/* ---- BREAK and a grant in flight ---- */
+
+/*
+ * The links of break_fence_above_broken_grant: DB reaches master 1 in
+ * FB_BREAK_M1_MS and masters 4 and 5 in FB_LINK_MS, DW master 1 in
+ * FB_LINK_MS; the others are direct.  With s the few ms between the
+ * BREAK's start and W's, the masters see, before the fix: the BREAK on
+ * 2 and 3 at 0; W on 2, 3, 4, 5 at s (4 and 5 still held by H) and on
+ * 1 at s + 400; the BREAK on 4 and 5 at 400 and on 1 at 800; W's
+ * write-back on 2-5 at s + 800 and on 1 at s + 1200; DW hears from
+ * master 1 that the BREAK ended W at 1200.  The BREAK's round trip to
+ * master 1, 1600 ms, is the slowest.
+ */
+#define FB_LINK_MS      400
+#define FB_BREAK_M1_MS  800
+#define FB_NODE_TIMEOUT_MS 2500
+#define FB_TOKEN_H      "0123456789abcdef0123456789abcdef"
+#define FB_W_MS         10000   /* deadline for W's answer */
+#define FB_BREAK_MS     20000   /* deadline for the BREAK's (it waits 3 round deadlines) */
+#define FB_LOST_MS      5000    /* deadline for W's LOST once the BREAK answered */
+
+/*
+ * A BREAK's fence F is above every fence that a grant it broke was or
+ * will be told, even a grant whose round was in flight when the BREAK
+ * ran.  Five masters, their counters of name bx at 5; H holds bx on
+ * masters 2-5 (its key written there directly); daemons DB (the
+ * BREAK's, with an admin password) and DW (W's), round deadline 2.5 s,
+ * DB's link to master 1 delayed 800 ms each way and to masters 4 and 5
+ * 400 ms, DW's to master 1 400 ms.  BREAK bx through DB ends H on
+ * masters 2 and 3 at once; as soon as they lack H's key, W asks for bx
+ * with a fence through DW (wait=0): it gets masters 2 and 3, is refused
+ * by 4 and 5 (H is still there), and gets master 1 400 ms later, its
+ * quorum.  The BREAK reaches master 1 after W's request and before W's
+ * write-back, and ends W there.  If W is told OK with a fence and then
+ * '! LOST bx reason=broken', its fence must be below the BREAK's F; W
+ * may as well not be granted at all (TIMEOUT, or ERR NOQUORUM from its
+ * raise).  Where the counter is raised once the grant is won, W is not
+ * granted: its raise finds its record gone on master 1 and DW hears of
+ * the BREAK while the raise runs, so the LOCK answers 'TIMEOUT bx', and
+ * the BREAK, after its wait of 3 round deadlines, 'OK bx holders=1
+ * fence=8' (11.7 s in).
+ *
+ * today: fails in every run (21 of 21): "W's fence 7 is not below the
+ * BREAK's 7: W got 'OK bx validity=9095 holds=1 fence=7' (started 2 ms
+ * after the BREAK), then '! LOST bx reason=broken'; the BREAK got 'OK
+ * bx holders=1 fence=7'": W's increment on master 1 came before the
+ * BREAK's there (6, then 7), on masters 2 and 3 after it (7).
+ */
+START_TEST(break_fence_above_broken_grant)
+{
+    const char *viab[NMASTERS] = { NULL }, *viaw[NMASTERS] = { NULL };
+    struct h_daemon_opts o = {
+        .retry_delay_ms = 100,
+        .node_timeout_ms = FB_NODE_TIMEOUT_MS,
+        .min_ttl_ms = FB_NODE_TIMEOUT_MS + 1000,
+        .down_after_ms = 4 * FB_NODE_TIMEOUT_MS,
+        .admin_password = ADMIN_PASSWORD,
+    };
+    struct fc_where h_gone = { "bx", { 1, 2 }, false };
+    char *gotw, *gotb, *lost = NULL;
+    long long fw = 0, f;
+    int64_t t0, t_w;
+    int x, w;
+    size_t i;
+
+    fc_up();
+    for (i = 0; i < NMASTERS; i++) {
+        ck_assert_int_eq(h_master_cmd(i, NULL, "SET %s %s", "bx fence", "5"), 0);
+        if (i > 0) {
+            ck_assert_int_eq(h_master_cmd(i, NULL, "SET %s %s PX %d", "bx", FB_TOKEN_H,
+                                          60000), 0);
+        }
+    }
+    viab[0] = fc_proxy_start(0, FB_BREAK_M1_MS);
+    viab[3] = fc_proxy_start(3, FB_LINK_MS);
+    viab[4] = fc_proxy_start(4, FB_LINK_MS);
+    viaw[0] = fc_proxy_start(0, FB_LINK_MS);
+    o.master_addrs = viab;
+    ck_assert_msg(h_start_daemon(&o) == 0, "DB did not start (log above)");
+    o.master_addrs = viaw;
+    ck_assert_msg(h_start_daemon(&o) == 0, "DW did not start (log above)");
+    x = expect_connect(0);
+    EXPECT_REPLY(x, "AUTH " ADMIN_PASSWORD, "OK");
+    w = expect_connect(1);
+    fc_delays_on();
+
+    t0 = h_now_ms();
+    ck_assert_int_eq(h_send(x, "BREAK bx"), 0);
+    ck_assert_msg(h_wait_until(fc_cond_where, &h_gone, CMD_MS),
+                  "the BREAK did not end H on masters 2 and 3 within %d ms", CMD_MS);
+    t_w = h_now_ms() - t0;
+    ck_assert_int_eq(h_send(w, "LOCK bx ttl=10000 wait=0 fence"), 0);
+    gotw = EXPECT_READ(w, FB_W_MS, "W's LOCK through DW");
+    gotb = EXPECT_READ(x, FB_BREAK_MS, "the BREAK through DB");
+    EXPECT_IS(gotb, "OK", "bx");
+    EXPECT_FIELD(gotb, "holders", "1");
+    f = EXPECT_INT(gotb, "fence");
+    if (h_is_reply(gotw, "OK", "bx")) {
+        fw = EXPECT_INT(gotw, "fence");
+        lost = h_read_line(w, FB_LOST_MS);
+    } else {
+        ck_assert_msg(h_is_reply(gotw, "TIMEOUT", "bx")
+                      || strncmp(gotw, "ERR NOQUORUM ", 13) == 0,
+                      "W's LOCK answered '%s'", gotw);
+    }
+    if (lost != NULL && strcmp(lost, "! LOST bx reason=broken") == 0) {
+        ck_assert_msg(fw < f, "W's fence %lld is not below the BREAK's %lld: W got '%s' "
+                      "(started %lld ms after the BREAK), then '%s'; the BREAK got '%s'", fw,
+                      f, gotw, (long long)t_w, lost, gotb);
+    }
+    free(lost);
+    free(gotw);
+    free(gotb);
+    close(x);
+    close(w);
+}
+END_TEST
+
+#define FC_ADD(s, test) expect_add_case((s), #test, (test), fc_teardown, TEST_TIMEOUT_S)
+
+int
+main(void)
+{
+    Suite *s = suite_create("redlockd fences across daemons");
+
+    FC_ADD(s, fence_rises_across_daemons);
+    FC_ADD(s, break_fence_above_broken_grant);
+    return expect_run_suite(s, "check_fence");
+}
