@@ -18,7 +18,10 @@
  * the clients are stopped, the masters are polled until no lock key is
  * left, and the checker (checker.c) judges the client logs against the
  * counters.  One line per scenario goes into the summary table printed
- * at the end.
+ * at the end.  The timing schedule attacks timing instead: a delay proxy
+ * in front of every master, three daemons, clients that mix session and
+ * lease sections, an operator that BREAKs (break_client.c), a daemon
+ * left idle and a clock step on a minority of the masters.
  *
  * Exit status 0 when every scenario met its expectation: no violation,
  * except for the negative controls, where the checker must report the
@@ -29,7 +32,10 @@
  * "! LOST": an overlap on acct-a, a double grant of a permit of sem, a
  * writer of rw inside a shared holder's section.  A daemon paused under
  * a holder whose late write is not fenced: an overlap on acct-a and a
- * stale write.  When no namespace can be made (not root, no iptables,
+ * stale write.  The timing setup with fakers of fences and leases used
+ * past their ttl: an overlap on acct-a, a permit of sem granted twice, a
+ * writer of rw inside a shared section, and on brk-x fences out of
+ * order, a break-after and a break-broken finding.  When no namespace can be made (not root, no iptables,
  * ...), the network scenarios are skipped, which does not fail the
  * suite, and a line after the table says what is missing.
  *
@@ -39,11 +45,12 @@
  *
  * Environment: REDLOCKD_BIN (the daemon, for the harness), RMW_CLIENT_BIN
  * (default ./build/rmw-client), DELAY_PROXY_BIN (default
- * ./build/delay-proxy), FAULTS_ONLY=name,name (run only those
- * scenarios), FAULTS_KEEP=1 (keep every log, the daemons' included, even
- * when everything passed), FAULTS_LOG_LEVEL (the daemons' log.level,
- * default info), FAULTS_SOAK_MINUTES (make soak: run the scenarios again
- * and again for that long and print one table over all the runs).
+ * ./build/delay-proxy), BREAK_CLIENT_BIN (default ./build/break-client),
+ * FAULTS_ONLY=name,name (run only those scenarios), FAULTS_KEEP=1 (keep
+ * every log, the daemons' included, even when everything passed),
+ * FAULTS_LOG_LEVEL (the daemons' log.level, default info),
+ * FAULTS_SOAK_MINUTES (make soak: run the scenarios again and again for
+ * that long and print one table over all the runs).
  *
  * Each run is a child process of its own that sends its result back
  * through a pipe; every process started here dies with its parent
@@ -75,7 +82,8 @@
 #include "tests/harness.h"
 
 #define FT_MASTERS          5       /* masters per scenario */
-#define FT_DAEMONS          2       /* daemons per scenario */
+#define FT_DAEMONS          2       /* daemons per scenario (the timing ones: 3) */
+#define FT_DAEMONS_MAX      3       /* daemons of any scenario */
 #define FT_PREFIX           "redlock:"  /* lock.key_prefix */
 #define FT_FENCE_SUFFIX     " fence"    /* fence counters: kept forever by design */
 #define FT_TTL_MS           3000    /* lock.default_ttl_ms and the clients' ttl= */
@@ -84,7 +92,7 @@
 #define FT_SLACK_MS         1500    /* wake-up latency and CPU steal on a small VM */
 #define FT_NAMES            2       /* lock names of the regular clients */
 #define FT_PER_NAME         6       /* regular clients per name */
-#define FT_CLIENTS_MAX      40      /* clients per scenario */
+#define FT_CLIENTS_MAX      64      /* clients per scenario */
 #define FT_SLEEP            "5-30"  /* regular clients' in-section sleep, ms */
 #define FT_THINK_MS         10      /* regular clients' pause between sections, 0..ms */
 #define FT_VICTIM_SLEEP_MS  600     /* in-section sleep of a client that is stopped or killed */
@@ -109,7 +117,7 @@
 #define FT_PROBE_MAX        8       /* keys a schedule watches until they are free */
 #define FT_CLOCK_MASTERS    0x7u    /* the clock schedules step masters 0, 1 and 2 */
 #define FT_CLOCK_STEP_MS    10000   /* by this much, more than max_ttl: keys expire at once */
-#define FT_PORTS_MAX        (2 * (H_ADDR_MAX + 8))  /* an rmw-client's -p list */
+#define FT_PORTS_MAX        (FT_DAEMONS_MAX * (H_ADDR_MAX + 8)) /* an rmw-client's -p list */
 #define FT_HOSTS            (FT_MASTERS + FT_DAEMONS)   /* namespaces of a network scenario */
 #define FT_HOST_DAEMON(d)   (FT_MASTERS + (d))          /* netns host of daemon d */
 #define FT_PARTITION_MS     (FT_TTL_MS + 2000)  /* a master's partition outlasts the ttl */
@@ -139,17 +147,58 @@ static const char *const ft_names[FT_NAMES] = { "acct-a", "acct-b" };
 #define FT_HOT_RW           "hot-rw"
 #define FT_RUN_NAMES        8       /* names of one run: regular, kinds, hot ones */
 
-/* What an rmw-client asks for besides its name (-L, -S), and how it behaves (-I). */
+/* What an rmw-client asks for besides its name (-L, -S), and how it behaves (-I, ...). */
 struct ft_kind {
     long limit;                     /* > 0: a counted name */
     bool shared;                    /* a shared holder */
     bool ignore_lost;               /* a broken client that ignores "! LOST" (-I) */
     bool fenced;                    /* -F: its write is refused with a stale fence */
+    bool guarded;                   /* -G: its reads and writes are refused with a fence
+                                       below the largest the resource saw */
+    int  lease_pct;                 /* -m: percent of its sections in lease mode */
+    int  reset_pct;                 /* -R: percent of its lease grants whose connection
+                                       it resets right after the OK */
+    int  extend_pct;                /* -E: percent of its lease sections that EXTEND */
+    int  other_pct;                 /* -X: percent of its lease EXTENDs and UNLOCKs sent
+                                       through another daemon */
+    long fake_fence;                /* -Z: added to every fence it logs (negative
+                                       control); 0: none */
 };
-static const struct ft_kind ft_plain = { 0, false, false, false };
-static const struct ft_kind ft_counted = { FT_LIMIT, false, false, false };
-static const struct ft_kind ft_shared = { 0, true, false, false };
-static const struct ft_kind ft_fenced = { 0, false, false, true };
+static const struct ft_kind ft_plain = { .limit = 0 };
+static const struct ft_kind ft_counted = { .limit = FT_LIMIT };
+static const struct ft_kind ft_shared = { .shared = true };
+static const struct ft_kind ft_fenced = { .fenced = true };
+
+/*
+ * The timing schedules (ft_sched_timing): three daemons, a delay proxy
+ * in front of every master, an operator that BREAKs, clients that mix
+ * session and lease sections.
+ */
+#define FT_TIMING_DAEMONS   3       /* daemons of the timing schedules */
+#define FT_TIMING_DELAY     "0-20"  /* each proxy, each chunk, each way, ms */
+#define FT_TIMING_IDLE_MS   60000   /* daemon 2 idle (make faults) */
+#define FT_TIMING_SOAK_IDLE_MS 180000   /* daemon 2 idle in make soak */
+#define FT_TIMING_STEP_PERMILLE 8   /* the clock step: this much of the idle (its drift
+                                       allowance is 1 %: lock.drift_factor 0.01) */
+#define FT_TIMING_STEPPED   0x3u    /* the clock step hits masters 0 and 1 */
+#define FT_TIMING_AFTER_MS  15000   /* all three daemons in use after the step */
+#define FT_ADMIN_PASSWORD   "faults-admin"  /* auth.admin_password (BREAK) */
+#define FT_OPERATORS_MAX    4       /* break-client processes of a run */
+#define FT_BREAK_EVERY      "100-700"   /* the operator's pause before each BREAK, ms */
+#define FT_MIX_LEASE        40      /* mixed clients: percent of sections as leases */
+#define FT_MIX_RESET        25      /* of those, reset right after the OK */
+#define FT_MIX_EXTEND       25      /* EXTENDed once */
+#define FT_MIX_OTHER        50      /* EXTEND and UNLOCK through another daemon */
+#define FT_BRK_X            "brk-x"     /* BREAK targets: exclusive, */
+#define FT_BRK_RW           "brk-rw"    /* shared/exclusive, */
+#define FT_BRK_SEM          "brk-sem"   /* counted */
+#define FT_BRK_LIMIT        2       /* limit= of FT_BRK_SEM */
+#define FT_STEP_L           "step-l"    /* long leases (ttl 1 s) for the clock step */
+#define FT_STEP_TTL_MS      1000    /* their ttl */
+#define FT_STEP_SLEEP       "600-900"   /* their in-section sleep, ms */
+#define FT_STEP_POLL_MS     50      /* they poll (LOCK wait=0): split votes */
+#define FT_STEP_AIM_MS      5000    /* the step waits this long at most for such a lease, */
+#define FT_STEP_EARLY_MS    50      /* one whose keys the step leaves less than this much */
 
 /* A record a killed holder had on the masters: it must be freed in time. */
 struct ft_probe {
@@ -168,6 +217,7 @@ struct ft_client {
     int64_t killed_us;              /* when we sent it SIGKILL, 0 if never */
     bool    stopped;                /* SIGSTOPped now */
     bool    finite;                 /* runs a fixed number of sections, then exits */
+    bool    poller;                 /* polls (LOCK wait=0): no turn is promised to it */
     int     daemon;                 /* index of the daemon it tries first */
     int     status;                 /* exit status once reaped (128 + signal), else -1 */
     struct ft_kind kind;            /* counted or shared, else exclusive */
@@ -191,16 +241,24 @@ struct ft_run {
     char     dir[PATH_MAX];         /* client logs and events, under ft_dir */
     FILE    *events;                /* <dir>/events.log */
     int64_t  start_us;              /* when the scenario started */
-    int      ports[FT_DAEMONS];     /* the daemons' TCP ports */
-    char     addrs[FT_DAEMONS][H_ADDR_MAX]; /* the daemons' addresses */
+    size_t   ndaemons;              /* daemons started */
+    size_t   nactive;               /* the first nactive take the regular clients (the
+                                       timing schedule keeps the last one idle) */
+    int      ports[FT_DAEMONS_MAX]; /* the daemons' TCP ports */
+    char     addrs[FT_DAEMONS_MAX][H_ADDR_MAX]; /* the daemons' addresses */
     bool     net;                   /* masters and daemons in namespaces (netns.h) */
     pid_t    proxies[FT_MASTERS];   /* delay proxy in front of master i, 0: none */
+    pid_t    operators[FT_OPERATORS_MAX]; /* break-client processes, 0 once reaped */
+    char     oplogs[FT_OPERATORS_MAX][PATH_MAX + 64]; /* their logs */
+    size_t   noperators;            /* entries in operators and oplogs */
     char     via[FT_MASTERS][H_ADDR_MAX + 8]; /* "addr:port" of that proxy */
     const char *neg_exclusive;      /* negative control: an exclusive name that must
                                        show an overlap */
     const char *neg_counted;        /* and a counted one that must show more holders
                                        than its limit (NULL: none) */
     bool     neg_permit_overlap;    /* for it, two holders of one permit will do */
+    const char *neg_fence;          /* a name whose fence checks (fence, break-after,
+                                       break-broken) must each report (NULL: none) */
     const char *neg_shared;         /* and a shared/exclusive one that must show an
                                        overlap (NULL: none) */
     struct ft_client clients[FT_CLIENTS_MAX]; /* started clients */
@@ -218,11 +276,15 @@ struct ft_run {
     bool     setup_failed;          /* the schedule could not be carried out */
     char     external[4][256];      /* violations found here, not in the logs */
     size_t   nexternal;             /* entries in external */
-    char     notes[1536];           /* what the table's notes say about this run */
+    char     notes[3072];           /* what the table's notes say about this run */
     struct checker_result res;      /* the verdict */
     bool     passed;                /* met the expectation */
     double   seconds;               /* duration of the run */
     struct ft_pause pause;          /* the pause-daemon schedules' clients and times */
+    bool     brk;                   /* FT_BRK_X, FT_BRK_RW and FT_BRK_SEM clients run */
+    bool     brk_x_only;            /* of them, only FT_BRK_X's (the timing control) */
+    bool     step;                  /* FT_STEP_L clients run */
+    int64_t  step_us;               /* the timing schedule's clock step, 0 if none */
 };
 
 /* One schedule. */
@@ -248,6 +310,13 @@ struct ft_scenario {
                                        masters through delay proxies */
     bool        broken;             /* the schedule's long holders ignore "! LOST"
                                        (rmw-client -I) */
+    size_t      daemons;            /* daemons to start; 0: FT_DAEMONS */
+    bool        idle_daemon;        /* the last daemon takes no client at first */
+    bool        proxied;            /* every master behind a delay proxy on 127.0.0.1,
+                                       FT_TIMING_DELAY each way from the start */
+    bool        mixed;              /* the regular clients mix lease and session
+                                       sections (FT_MIX_*) */
+    bool        strict;             /* a REJECT excuses no overlap (checker_input) */
 };
 
 static char  ft_dir[PATH_MAX / 2];  /* this suite's files */
@@ -258,6 +327,7 @@ static int   ft_counter_port;       /* the counters' redis-server */
 static unsigned ft_round;           /* make soak: the round (1, 2, ...); 0: one pass */
 static pid_t ft_counter_pid;        /* its process */
 static const char *ft_proxy_bin;    /* delay-proxy */
+static const char *ft_break_bin;    /* break-client */
 static char  ft_net_why[256];       /* why the network scenarios are skipped, "" if not */
 
 /* ---- small helpers ---- */
@@ -550,7 +620,7 @@ ft_wait_master_up(size_t i, bool up, int64_t timeout_ms)
     snprintf(stat, sizeof(stat), "master.%zu.up", i);
     for (;;) {
         ok = true;
-        for (d = 0; d < FT_DAEMONS && ok; d++) {
+        for (d = 0; d < h_daemon_count() && ok; d++) {
             ok = ft_stat(d, stat) == (up ? 1 : 0);
         }
         if (ok) {
@@ -611,7 +681,7 @@ ft_wait_quarantine_over(struct ft_run *r)
 
     for (;;) {
         ok = true;
-        for (d = 0; d < FT_DAEMONS && ok; d++) {
+        for (d = 0; d < r->ndaemons && ok; d++) {
             for (i = 0; i < FT_MASTERS && ok; i++) {
                 snprintf(stat, sizeof(stat), "master.%zu.quarantine_ms", i);
                 q = ft_stat(d, stat);
@@ -656,8 +726,9 @@ ft_start_kind(struct ft_run *r, const char *name, const struct ft_kind *kind,
               long think_ms)
 {
     char counter[16], nsec[24], ttl[24], poll[24], think[24], limit[24], out[PATH_MAX + 64];
+    char pct[4][16], fake[24];
     struct ft_client *c;
-    const char *argv[30];
+    const char *argv[48];
     size_t n = 0;
 
     if (r->nclients == FT_CLIENTS_MAX) {
@@ -667,6 +738,7 @@ ft_start_kind(struct ft_run *r, const char *name, const struct ft_kind *kind,
     memset(c, 0, sizeof(*c));
     c->status = -1;
     c->finite = sections > 0;
+    c->poller = poll_ms > 0;
     c->kind = *kind;
     snprintf(c->name, sizeof(c->name), "%s", name);
     snprintf(c->log, sizeof(c->log), "%s/client-%02zu.log", r->dir, r->nclients);
@@ -708,6 +780,28 @@ ft_start_kind(struct ft_run *r, const char *name, const struct ft_kind *kind,
     if (kind->fenced) {
         argv[n++] = "-F";
     }
+    if (kind->guarded) {
+        argv[n++] = "-G";
+    }
+    if (kind->lease_pct > 0) {
+        snprintf(pct[0], sizeof(pct[0]), "%d", kind->lease_pct);
+        snprintf(pct[1], sizeof(pct[1]), "%d", kind->reset_pct);
+        snprintf(pct[2], sizeof(pct[2]), "%d", kind->extend_pct);
+        snprintf(pct[3], sizeof(pct[3]), "%d", kind->other_pct);
+        argv[n++] = "-m";
+        argv[n++] = pct[0];
+        argv[n++] = "-R";
+        argv[n++] = pct[1];
+        argv[n++] = "-E";
+        argv[n++] = pct[2];
+        argv[n++] = "-X";
+        argv[n++] = pct[3];
+    }
+    if (kind->fake_fence != 0) {
+        snprintf(fake, sizeof(fake), "%ld", kind->fake_fence);
+        argv[n++] = "-Z";
+        argv[n++] = fake;
+    }
     if (r->net) {
         /* Beyond loopback a daemon requires AUTH (protected mode). */
         argv[n++] = "-a";
@@ -731,16 +825,48 @@ ft_start_client(struct ft_run *r, const char *name, const char *ports, long sect
                          think_ms);
 }
 
-/* "p0,p1": both daemons, d first ("a0:p0,a1:p1" when they are in namespaces). */
+/*
+ * "p0,p1": the first n daemons, d first, then the next ones in turn
+ * ("a0:p0,a1:p1" when they are in namespaces).
+ */
+static void
+ft_ports_of(const struct ft_run *r, size_t d, size_t n, char *out, size_t size)
+{
+    size_t k, i, used = 0;
+
+    out[0] = '\0';
+    for (k = 0; k < n && used < size; k++) {
+        i = (d + k) % n;
+        if (r->net) {
+            used += (size_t)snprintf(out + used, size - used, "%s%s:%d", k > 0 ? "," : "",
+                                     r->addrs[i], r->ports[i]);
+        } else {
+            used += (size_t)snprintf(out + used, size - used, "%s%d", k > 0 ? "," : "",
+                                     r->ports[i]);
+        }
+    }
+}
+
+/* The active daemons (all but an idle one), d first. */
 static void
 ft_ports(const struct ft_run *r, size_t d, char *out, size_t size)
 {
-    if (r->net) {
-        snprintf(out, size, "%s:%d,%s:%d", r->addrs[d], r->ports[d], r->addrs[1 - d],
-                 r->ports[1 - d]);
-    } else {
-        snprintf(out, size, "%d,%d", r->ports[d], r->ports[1 - d]);
+    ft_ports_of(r, d, r->nactive, out, size);
+}
+
+/* A regular client's kind in a run whose clients mix leases and sessions. */
+static struct ft_kind
+ft_mixed(const struct ft_run *r, const struct ft_kind *base)
+{
+    struct ft_kind k = *base;
+
+    if (r->sc->mixed) {
+        k.lease_pct = FT_MIX_LEASE;
+        k.reset_pct = FT_MIX_RESET;
+        k.extend_pct = FT_MIX_EXTEND;
+        k.other_pct = FT_MIX_OTHER;
     }
+    return k;
 }
 
 /* Reap clients that exited; an unexpected exit fails the setup. */
@@ -783,6 +909,90 @@ ft_kill_client(struct ft_run *r, size_t i)
     c->status = h_decode_status(status);
 }
 
+/*
+ * Start an operator (break-client) that BREAKs the names (a
+ * comma-separated list) through the daemons in ports, pausing every
+ * (ms, "MIN-MAX") before each, count times (0: until stopped).
+ * Returns its index, or -1 with the setup failure recorded.
+ */
+static int
+ft_start_operator(struct ft_run *r, const char *ports, const char *names, const char *every,
+                  long count)
+{
+    char list[FT_PORTS_MAX], nlist[128], every_arg[32], nc[24], out[PATH_MAX + 64];
+    const char *argv[16];
+    size_t k = r->noperators, n = 0;
+
+    if (k == FT_OPERATORS_MAX) {
+        ft_setup_failed(r, "too many operators");
+        return -1;
+    }
+    snprintf(list, sizeof(list), "%s", ports);
+    snprintf(nlist, sizeof(nlist), "%s", names);
+    snprintf(every_arg, sizeof(every_arg), "%s", every);
+    snprintf(nc, sizeof(nc), "%ld", count);
+    snprintf(r->oplogs[k], sizeof(r->oplogs[k]), "%s/operator-%zu.log", r->dir, k);
+    snprintf(out, sizeof(out), "%s/operator-%zu.out", r->dir, k);
+    argv[n++] = ft_break_bin;
+    argv[n++] = "-p";
+    argv[n++] = list;
+    argv[n++] = "-a";
+    argv[n++] = FT_ADMIN_PASSWORD;
+    argv[n++] = "-n";
+    argv[n++] = nlist;
+    argv[n++] = "-l";
+    argv[n++] = r->oplogs[k];
+    argv[n++] = "-i";
+    argv[n++] = every_arg;
+    argv[n++] = "-c";
+    argv[n++] = nc;
+    argv[n] = NULL;
+    r->operators[k] = h_spawn(argv, out);
+    if (r->operators[k] < 0) {
+        r->operators[k] = 0;
+        ft_setup_failed(r, "cannot start the operator");
+        return -1;
+    }
+    r->noperators++;
+    return (int)k;
+}
+
+/*
+ * Wait for operator k to end (SIGTERM first when stop), at most
+ * FT_WAIT_MS, then SIGKILL; an exit status other than 0 fails the setup.
+ */
+static void
+ft_end_operator(struct ft_run *r, size_t k, bool stop)
+{
+    int64_t deadline = h_now_ms() + FT_WAIT_MS;
+    int status = 0;
+    pid_t pid = r->operators[k];
+
+    if (pid <= 0) {
+        return;
+    }
+    if (stop) {
+        kill(pid, SIGTERM);
+    }
+    for (;;) {
+        if (waitpid(pid, &status, WNOHANG) == pid) {
+            break;
+        }
+        if (h_now_ms() >= deadline) {
+            kill(pid, SIGKILL);
+            waitpid(pid, &status, 0);
+            ft_setup_failed(r, "operator %zu did not end within %d ms", k, FT_WAIT_MS);
+            break;
+        }
+        h_sleep_ms(FT_POLL_MS);
+    }
+    r->operators[k] = 0;
+    if (h_decode_status(status) != 0 && !r->setup_failed) {
+        ft_setup_failed(r, "operator %zu exited with status %d (see %s)", k,
+                        h_decode_status(status), r->oplogs[k]);
+    }
+}
+
 /* Stop every client: SIGTERM (after SIGCONT), then SIGKILL at the deadline. */
 static void
 ft_stop_clients(struct ft_run *r)
@@ -819,6 +1029,9 @@ ft_stop_clients(struct ft_run *r)
             break;
         }
         h_sleep_ms(10);
+    }
+    for (i = 0; i < r->noperators; i++) {
+        ft_end_operator(r, i, true);
     }
     ft_event(r, "clients stopped");
 }
@@ -871,8 +1084,9 @@ ft_wait_in_section(struct ft_run *r, size_t i, int64_t fresh_ms)
 
 /*
  * Clients that must get their lock again after the heal (every client
- * that runs until stopped and was not killed) but have not: their number,
- * and the first one's index in *first.
+ * that runs until stopped, was not killed and waits for its lock rather
+ * than polling for it) but have not: their number, and the first one's
+ * index in *first.
  */
 static size_t
 ft_unserved(const struct ft_run *r, const struct checker_sections *s, size_t *first)
@@ -881,7 +1095,7 @@ ft_unserved(const struct ft_run *r, const struct checker_sections *s, size_t *fi
     bool seen;
 
     for (i = 0; i < r->nclients; i++) {
-        if (r->clients[i].finite || r->clients[i].killed_us > 0) {
+        if (r->clients[i].finite || r->clients[i].killed_us > 0 || r->clients[i].poller) {
             continue;
         }
         seen = false;
@@ -2043,7 +2257,7 @@ ft_sched_clock(struct ft_run *r, int64_t offset_ms)
     deadline = h_now_ms() + (ft_clock_check_on(r) ? 2000 : 0);
     for (;;) {
         missed = 0;
-        for (d = 0; d < FT_DAEMONS; d++) {
+        for (d = 0; d < r->ndaemons; d++) {
             uint32_t m;
 
             ft_clock_stats(r, d, stats, sizeof(stats), &m);
@@ -2054,7 +2268,7 @@ ft_sched_clock(struct ft_run *r, int64_t offset_ms)
         }
         h_sleep_ms(FT_POLL_MS * 4);
     }
-    for (d = 0; d < FT_DAEMONS; d++) {
+    for (d = 0; d < r->ndaemons; d++) {
         ft_clock_stats(r, d, stats, sizeof(stats), &missed);
         ft_event(r, "daemon %zu STATS after the step: %s", d, stats);
     }
@@ -2087,7 +2301,7 @@ ft_judge_clock(struct ft_run *r)
     uint32_t missed;
     size_t d;
 
-    for (d = 0; d < FT_DAEMONS; d++) {
+    for (d = 0; d < r->ndaemons; d++) {
         ft_clock_stats(r, d, stats, sizeof(stats), &missed);
         ft_note(r, "daemon %zu STATS at the end: %s", d, stats);
         if (missed != 0 && ft_clock_check_on(r)) {
@@ -2709,6 +2923,361 @@ ft_pause_negative_seen(struct ft_run *r)
     return overlap && stale;
 }
 
+/* ---- timing: delays, three daemons, leases, BREAK, an idle daemon, a clock step ---- */
+
+/*
+ * What each daemon's STATS say of the stepped masters' clocks, as an
+ * event, and in the notes with which daemons did not count the step.
+ * Not judged: a step that a daemon does not see makes a double grant
+ * only together with keys that expired early, which the checker judges.
+ */
+static void
+ft_timing_clock_notes(struct ft_run *r, const char *when)
+{
+    char stats[256], blind[64] = "";
+    uint32_t missed;
+    size_t d, used = 0;
+
+    if (r->step_us == 0) {
+        return;
+    }
+    for (d = 0; d < r->ndaemons; d++) {
+        ft_clock_stats(r, d, stats, sizeof(stats), &missed);
+        ft_event(r, "daemon %zu STATS %s: %s", d, when, stats);
+        if (missed != 0 && used < sizeof(blind)) {
+            used += (size_t)snprintf(blind + used, sizeof(blind) - used, "%s%zu",
+                                     used > 0 ? ", " : "", d);
+        }
+    }
+    ft_note(r, "the clock step, %s: %s%s", when,
+            used > 0 ? "not counted by daemon " : "counted by every daemon", blind);
+}
+
+/*
+ * Start a client of name held as kind through the daemons, daemon first
+ * then the next ones in turn, over the first n daemons.  Returns its
+ * index, or -1 with the setup failure recorded.
+ */
+static int
+ft_start_on(struct ft_run *r, const char *name, const struct ft_kind *kind, size_t first,
+            size_t n, long sections, long ttl_ms, const char *sleep, long poll_ms)
+{
+    char ports[FT_PORTS_MAX];
+    int c;
+
+    ft_ports_of(r, first, n, ports, sizeof(ports));
+    c = ft_start_kind(r, name, kind, ports, sections, ttl_ms, sleep, poll_ms,
+                      kind->shared || kind->limit > 0 ? FT_KIND_THINK_MS : FT_THINK_MS);
+    if (c < 0) {
+        ft_setup_failed(r, "cannot start a client on %s", name);
+        return -1;
+    }
+    r->clients[c].daemon = (int)first;
+    return c;
+}
+
+/*
+ * The timing schedule's own clients, through the first n daemons: the
+ * BREAK targets (guarded: a holder the operator broke finds its writes
+ * refused once a later holder touched the resource) and the long leases
+ * of FT_STEP_L.  0, or -1.
+ */
+static int
+ft_timing_clients(struct ft_run *r, size_t n)
+{
+    struct ft_kind x = ft_mixed(r, &ft_plain), sh = ft_mixed(r, &ft_shared);
+    struct ft_kind sem = ft_mixed(r, &ft_counted), lease = x;
+    size_t i;
+
+    x.guarded = sh.guarded = sem.guarded = true;
+    sem.limit = FT_BRK_LIMIT;
+    lease.lease_pct = 100;
+    lease.extend_pct = 0;
+    for (i = 0; i < 3; i++) {
+        if (ft_start_on(r, FT_BRK_X, &x, i % n, n, 0, FT_TTL_MS, FT_SLEEP, 0) < 0
+            || ft_start_on(r, FT_BRK_SEM, &sem, i % n, n, 0, FT_TTL_MS, FT_KIND_SLEEP, 0) < 0
+            || ft_start_on(r, FT_STEP_L, &lease, i % n, n, 0, FT_STEP_TTL_MS, FT_STEP_SLEEP,
+                           FT_STEP_POLL_MS) < 0) {
+            return -1;
+        }
+    }
+    for (i = 0; i < 4; i++) {
+        if (ft_start_on(r, FT_BRK_RW, i < 2 ? &sh : &x, i % n, n, 0, FT_TTL_MS,
+                        i < 2 ? FT_KIND_SLEEP : FT_SLEEP, 0) < 0) {
+            return -1;
+        }
+    }
+    r->brk = true;
+    r->step = true;
+    r->recovery[r->nrecovery++] = FT_BRK_X;
+    r->recovery[r->nrecovery++] = FT_BRK_RW;
+    r->recovery[r->nrecovery++] = FT_BRK_SEM;
+    r->recovery[r->nrecovery++] = FT_STEP_L;
+    ft_event(r, "3 guarded clients on %s, 3 on %s (limit=%d), 2 shared and 2 exclusive on %s "
+             "(BREAK targets), 3 polling for long leases of %s (ttl %d ms), through daemons "
+             "0-%zu", FT_BRK_X, FT_BRK_SEM, FT_BRK_LIMIT, FT_BRK_RW, FT_STEP_L,
+             FT_STEP_TTL_MS, n - 1);
+    return 0;
+}
+
+/*
+ * Before the step: wait (at most FT_STEP_AIM_MS) until a long lease of
+ * FT_STEP_L held through an active daemon is old enough that the step
+ * leaves its keys on the stepped masters less than FT_STEP_EARLY_MS to
+ * live (they expire at once when the step exceeds the ttl), so that it
+ * is still inside its section when they go.  Returns the client's
+ * index, or -1 when none was at the deadline (the step comes anyway).
+ */
+static int
+ft_timing_aim(struct ft_run *r, int64_t step_ms)
+{
+    int64_t deadline = h_now_ms() + FT_STEP_AIM_MS, lo_ms, age_ms;
+    struct checker_log log;
+    struct checker_sections s;
+    size_t i;
+    int found = -1;
+
+    lo_ms = FT_STEP_TTL_MS - step_ms + FT_STEP_EARLY_MS;
+    if (lo_ms < 0) {
+        return -1;
+    }
+    while (found < 0 && h_now_ms() < deadline) {
+        for (i = 0; i < r->nclients && found < 0; i++) {
+            if (strcmp(r->clients[i].name, FT_STEP_L) != 0
+                || (size_t)r->clients[i].daemon >= r->nactive) {
+                continue;
+            }
+            log.path = r->clients[i].log;
+            log.killed_us = 0;
+            memset(&s, 0, sizeof(s));
+            checker_load(&log, 1, &s, NULL, NULL);
+            if (s.n > 0 && s.v[s.n - 1].how == CHECKER_END_NONE) {
+                age_ms = (ft_now_us() - s.v[s.n - 1].begin_us) / 1000;
+                if (age_ms >= lo_ms && age_ms < lo_ms + 2 * FT_STEP_EARLY_MS) {
+                    found = (int)i;
+                    ft_event(r, "client %zu's lease of %s is %lld ms old (ttl %d ms)", i,
+                             FT_STEP_L, (long long)age_ms, FT_STEP_TTL_MS);
+                }
+            }
+            checker_free(&s);
+        }
+        if (found < 0) {
+            h_sleep_ms(FT_POLL_MS);
+        }
+    }
+    return found;
+}
+
+/* LOCK and UNLOCK a name of its own through daemon d: it reads every master's clock. */
+static int
+ft_timing_probe(struct ft_run *r, size_t d)
+{
+    char *line;
+    int fd;
+    bool ok;
+
+    h_use_daemon(d);
+    fd = h_connect_tcp();
+    line = fd >= 0 ? h_cmd(fd, "LOCK timing-probe ttl=1000 wait=5000", FT_WAIT_MS) : NULL;
+    ok = line != NULL && h_is_reply(line, "OK", "timing-probe");
+    if (!ok) {
+        ft_setup_failed(r, "daemon %zu did not grant its probe: '%s'", d,
+                        line != NULL ? line : "(nothing)");
+    } else {
+        free(line);
+        line = h_cmd(fd, "UNLOCK timing-probe", FT_WAIT_MS);
+    }
+    free(line);
+    if (fd >= 0) {
+        close(fd);
+    }
+    h_use_daemon(0);
+    return ok ? 0 : -1;
+}
+
+/*
+ * The timing schedule (tests/faults/README.md): every master behind a
+ * delay proxy (0-20 ms per chunk, each way), three daemons, the regular
+ * clients mixing session and lease sections (leases reset right after
+ * their OK, EXTENDed and released through another daemon), BREAK
+ * targets and an operator, long leases polled for.  Daemon 2 reads
+ * every master's clock once (a probe), then stays idle while the others
+ * work; at the end of its idle time the wall clocks of masters 0 and 1
+ * step forward by 0.8 % of that time (daemon 2's drift allowance is 1 %
+ * of the time since its last reading), and daemon 2's own clients and
+ * the operator start using it at once.
+ */
+static void
+ft_sched_timing(struct ft_run *r)
+{
+    const char *const names = FT_BRK_X "," FT_BRK_RW "," FT_BRK_SEM;
+    /* Daemon 2's clients: two poll for FT_STEP_L, one each on acct-a, rw, sem, brk-x. */
+    const struct ft_kind late[6] = { ft_plain, ft_plain, ft_plain, ft_shared, ft_counted,
+                                     ft_plain };
+    const char *const late_names[6] = { FT_STEP_L, FT_STEP_L, ft_names[0], FT_RW, FT_SEM,
+                                         FT_BRK_X };
+    int64_t idle_ms = ft_round > 0 ? FT_TIMING_SOAK_IDLE_MS : FT_TIMING_IDLE_MS;
+    int64_t step_ms = idle_ms * FT_TIMING_STEP_PERMILLE / 1000;
+    size_t idle = r->ndaemons - 1, i;
+    char ports[FT_PORTS_MAX];
+
+    if (ft_timing_clients(r, r->nactive) != 0) {
+        return;
+    }
+    ft_ports(r, 0, ports, sizeof(ports));
+    if (ft_start_operator(r, ports, names, FT_BREAK_EVERY, 0) < 0) {
+        return;
+    }
+    ft_event(r, "operator: BREAK one of %s every %s ms, through daemons 0-%zu", names,
+             FT_BREAK_EVERY, r->nactive - 1);
+    ft_pause(FT_WARMUP_MS);
+    if (ft_timing_probe(r, idle) != 0) {
+        return;
+    }
+    ft_event(r, "daemon %zu read every master's clock (a probe lock); now idle for %.0f s",
+             idle, (double)idle_ms / 1e3);
+    ft_pause(idle_ms);
+    ft_timing_aim(r, step_ms);
+    for (i = 0; i < FT_MASTERS; i++) {
+        if ((FT_TIMING_STEPPED & (1u << i)) == 0) {
+            continue;
+        }
+        if (h_master_clock_step(i, step_ms) != 0) {
+            ft_setup_failed(r, "the clock of master %zu could not be stepped", i);
+            return;
+        }
+    }
+    r->step_us = ft_now_us();
+    ft_event(r, "masters 0 and 1: wall clock stepped %+lld ms (daemon %zu's allowance after "
+             "%.0f s: about %lld ms)", (long long)step_ms, idle, (double)idle_ms / 1e3,
+             (long long)(idle_ms / 100));
+    /* Daemon 2 in use at once: its own clients, and the operator through it too. */
+    for (i = 0; i < 6; i++) {
+        struct ft_kind k = ft_mixed(r, &late[i]);
+        bool poll = i < 2;
+
+        if (poll) {
+            k.lease_pct = 100;
+            k.extend_pct = 0;
+        }
+        k.guarded = i == 5;
+        if (ft_start_on(r, late_names[i], &k, idle, r->ndaemons, 0,
+                        poll ? FT_STEP_TTL_MS : FT_TTL_MS,
+                        k.shared || k.limit > 0 ? FT_KIND_SLEEP : FT_SLEEP,
+                        poll ? FT_STEP_POLL_MS : 0) < 0) {
+            return;
+        }
+    }
+    ft_end_operator(r, 0, true);
+    ft_ports_of(r, idle, r->ndaemons, ports, sizeof(ports));
+    if (ft_start_operator(r, ports, names, FT_BREAK_EVERY, 0) < 0) {
+        return;
+    }
+    ft_event(r, "daemon %zu in use: 2 clients poll for %s, one each on %s, %s (shared), %s, "
+             "%s (guarded); the operator BREAKs through all %zu daemons", idle, FT_STEP_L,
+             ft_names[0], FT_RW, FT_SEM, FT_BRK_X, r->ndaemons);
+    ft_pause(2000);
+    ft_timing_clock_notes(r, "2 s after the step");
+    ft_pause(FT_TIMING_AFTER_MS - 2000);
+    r->heal_us = ft_now_us();
+}
+
+#define FT_FAKE_UP          1000    /* the control's faker that logs fences too high */
+#define FT_FAKE_DOWN        (-10)   /* and the one that logs them too low */
+#define FT_CONTROL_BREAKS   2       /* BREAKs of FT_BRK_X while the high faker holds it */
+#define FT_EXPIRE_SLEEP_MS  (FT_TTL_MS + 1500)  /* an expired lease holder writes then */
+
+/*
+ * The timing control (a negative control): the setup of the timing
+ * schedule, without the idle time and the step, and with clients that
+ * break each property the checker judges there.  On FT_BRK_X only two
+ * fakers (guarded; each logs its fence off by a constant): the
+ * orchestrator BREAKs the name while the one that logs fences too high
+ * holds it, so its section told LOST reason=broken shows a fence not
+ * below F (break-broken); the one that logs them too low is granted
+ * after those BREAKs with a fence that shows below F (break-after); both
+ * put the fences out of order (fence).  On acct-a, sem and rw, a lease
+ * holder that does not track its lease sleeps past its ttl and then
+ * writes (or holds a permit, or holds rw exclusive) while the others
+ * have taken the name: overlap, a permit's double grant, a shared
+ * holder inside the exclusive one's section.
+ */
+static void
+ft_sched_timing_control(struct ft_run *r)
+{
+    struct ft_kind up = ft_plain, down = ft_plain, expired[3];
+    const char *const names[3] = { ft_names[0], FT_SEM, FT_RW };
+    char sleep[16], ports[FT_PORTS_MAX];
+    size_t idx[3], k;
+    int64_t deadline;
+    bool done;
+    int fu, c;
+
+    up.guarded = down.guarded = true;
+    up.fake_fence = FT_FAKE_UP;
+    down.fake_fence = FT_FAKE_DOWN;
+    if ((fu = ft_start_on(r, FT_BRK_X, &up, 0, r->ndaemons, 0, FT_TTL_MS, "300-500", 0)) < 0
+        || ft_start_on(r, FT_BRK_X, &down, 1, r->ndaemons, 0, FT_TTL_MS, FT_SLEEP, 0) < 0) {
+        return;
+    }
+    r->brk = true;
+    r->brk_x_only = true;
+    r->recovery[r->nrecovery++] = FT_BRK_X;
+    ft_event(r, "two fakers on %s: one logs every fence %+d, the other %+d", FT_BRK_X,
+             FT_FAKE_UP, FT_FAKE_DOWN);
+    ft_pause(FT_WARMUP_MS);
+    for (k = 0; k < FT_CONTROL_BREAKS; k++) {
+        if (ft_wait_in_section(r, (size_t)fu, 200) < 0) {
+            ft_setup_failed(r, "the high faker never held %s", FT_BRK_X);
+            return;
+        }
+        ft_ports_of(r, k % r->ndaemons, r->ndaemons, ports, sizeof(ports));
+        if ((c = ft_start_operator(r, ports, FT_BRK_X, "0-0", 1)) < 0) {
+            return;
+        }
+        ft_end_operator(r, (size_t)c, false);
+        ft_event(r, "BREAK %s while the high faker holds it (operator log %s)", FT_BRK_X,
+                 r->oplogs[c]);
+        ft_pause(500);
+    }
+    snprintf(sleep, sizeof(sleep), "%d", FT_EXPIRE_SLEEP_MS);
+    for (k = 0; k < 3; k++) {
+        expired[k] = k == 1 ? ft_counted : ft_plain;
+        expired[k].lease_pct = 100;
+        expired[k].ignore_lost = true;
+        c = ft_start_on(r, names[k], &expired[k], k % r->ndaemons, r->ndaemons, 1, FT_TTL_MS,
+                        sleep, 0);
+        if (c < 0) {
+            return;
+        }
+        idx[k] = (size_t)c;
+    }
+    ft_event(r, "clients %zu, %zu, %zu take leases of %s, a permit of %s and %s (exclusive) "
+             "and use them %d ms long (ttl %d ms)", idx[0], idx[1], idx[2], names[0],
+             names[1], names[2], FT_EXPIRE_SLEEP_MS, FT_TTL_MS);
+    /* One section each, then they exit: wait for that. */
+    deadline = h_now_ms() + FT_WAIT_MS + FT_EXPIRE_SLEEP_MS;
+    do {
+        h_sleep_ms(100);
+        ft_reap(r);
+        done = true;
+        for (k = 0; k < 3; k++) {
+            done = done && r->clients[idx[k]].pid == 0;
+        }
+    } while (!done && h_now_ms() < deadline);
+    if (!done) {
+        ft_setup_failed(r, "the lease holders that do not track their leases did not finish "
+                        "their section within %d ms", FT_WAIT_MS + FT_EXPIRE_SLEEP_MS);
+        return;
+    }
+    r->heal_us = ft_now_us();
+    r->neg_exclusive = names[0];
+    r->neg_counted = names[1];
+    r->neg_permit_overlap = true;
+    r->neg_shared = names[2];
+    r->neg_fence = FT_BRK_X;
+}
+
 static const struct ft_scenario ft_scenarios[] = {
     { .name = "kill-masters",
       .what = "kill -9 master 4, 2 s later master 3; 2 s later restart both (empty)",
@@ -2793,6 +3362,18 @@ static const struct ft_scenario ft_scenarios[] = {
     { .name = "pause-daemon-unfenced",
       .what = "the same with an unfenced late write (negative control: must report it)",
       .fault = ft_sched_pause_unfenced, .negative = true, .kinds = true },
+    { .name = "timing",
+      .what = "0-20 ms per chunk and way in front of every master, 3 daemons, leases reset, "
+              "extended and released through another daemon, BREAKs; daemon 2 idle, then a "
+              "clock step of masters 0 and 1 and daemon 2 in use",
+      .fault = ft_sched_timing, .kinds = true, .clock_masters = FT_TIMING_STEPPED,
+      .daemons = FT_TIMING_DAEMONS, .idle_daemon = true, .proxied = true, .mixed = true,
+      .strict = true },
+    { .name = "timing-control",
+      .what = "the timing setup with fakers of fences and leases used past their ttl "
+              "(negative control: must report each property)",
+      .fault = ft_sched_timing_control, .negative = true, .kinds = true,
+      .daemons = FT_TIMING_DAEMONS, .proxied = true, .mixed = true, .strict = true },
 };
 
 #define FT_NSCENARIOS (sizeof(ft_scenarios) / sizeof(ft_scenarios[0]))
@@ -2801,14 +3382,16 @@ static const struct ft_scenario ft_scenarios[] = {
 
 /*
  * A delay proxy in front of master i, listening on the bridge's address
- * (the daemons reach it from their namespaces), its delay off for now.
+ * (the daemons reach it from their namespaces), or on 127.0.0.1 outside
+ * the network scenarios, delaying each chunk by range ms ("MIN-MAX")
+ * each way, from the start when on, else once switched on (SIGUSR1).
  * Returns 0, or -1 when it would not start.
  */
 static int
-ft_start_proxy(struct ft_run *r, size_t i)
+ft_start_proxy(struct ft_run *r, size_t i, const char *range, bool on)
 {
     char listen[H_ADDR_MAX + 8], target[H_ADDR_MAX + 8], out[PATH_MAX + 64], line[128];
-    const char *argv[8];
+    const char *argv[9];
     int64_t deadline;
     int tries, port, status;
     pid_t pid;
@@ -2817,15 +3400,16 @@ ft_start_proxy(struct ft_run *r, size_t i)
     snprintf(out, sizeof(out), "%s/delay-proxy-%zu.log", r->dir, i);
     for (tries = 0; tries < 5; tries++) {
         port = h_free_port();
-        snprintf(listen, sizeof(listen), "%s:%d", netns_gateway(), port);
+        snprintf(listen, sizeof(listen), "%s:%d", r->net ? netns_gateway() : "127.0.0.1", port);
         argv[0] = ft_proxy_bin;
         argv[1] = "-l";
         argv[2] = listen;
         argv[3] = "-t";
         argv[4] = target;
         argv[5] = "-d";
-        argv[6] = FT_DELAY_RANGE;
-        argv[7] = NULL;
+        argv[6] = range;
+        argv[7] = on ? "-o" : NULL;
+        argv[8] = NULL;
         pid = h_spawn(argv, out);
         if (pid < 0) {
             return -1;
@@ -2929,7 +3513,7 @@ ft_setup(struct ft_run *r)
     }
     if (r->sc->delayed) {
         for (i = FT_MASTERS - FT_SLOW_MASTERS; i < FT_MASTERS; i++) {
-            if (ft_start_proxy(r, i) != 0) {
+            if (ft_start_proxy(r, i, FT_DELAY_RANGE, false) != 0) {
                 return -1;
             }
             via[i] = r->via[i];
@@ -2938,7 +3522,21 @@ ft_setup(struct ft_run *r)
         ft_event(r, "the daemons reach masters %d-%d through delay proxies on %s",
                  FT_MASTERS - FT_SLOW_MASTERS, FT_MASTERS - 1, netns_gateway());
     }
-    for (d = 0; d < FT_DAEMONS; d++) {
+    if (r->sc->proxied) {
+        for (i = 0; i < FT_MASTERS; i++) {
+            if (ft_start_proxy(r, i, FT_TIMING_DELAY, true) != 0) {
+                return -1;
+            }
+            via[i] = r->via[i];
+        }
+        o.master_addrs = via;
+        ft_event(r, "the daemons reach every master through a delay proxy (%s ms per chunk, "
+                 "each way, drawn for each chunk)", FT_TIMING_DELAY);
+    }
+    if (r->sc->proxied || r->sc->idle_daemon) {
+        o.admin_password = FT_ADMIN_PASSWORD;
+    }
+    for (d = 0; d < r->ndaemons; d++) {
         o.host = r->net ? &hosts[FT_HOST_DAEMON(d)] : NULL;
         if (h_start_daemon(&o) != 0) {
             return -1;
@@ -2946,9 +3544,10 @@ ft_setup(struct ft_run *r)
         r->ports[d] = h_daemon_port();
         snprintf(r->addrs[d], sizeof(r->addrs[d]), "%s", h_daemon_addr());
     }
-    ft_event(r, "%d masters, daemons on ports %d and %d%s%s", FT_MASTERS, r->ports[0],
-             r->ports[1], r->sc->quarantine ? " (restart quarantine on)" : "",
-             r->sc->clock_masters != 0 ? " (masters 0-2 under libfaketime)" : "");
+    ft_event(r, "%d masters, %zu daemons on ports %d, %d%s%s%s", FT_MASTERS, r->ndaemons,
+             r->ports[0], r->ports[1], r->ndaemons > 2 ? " and more" : "",
+             r->sc->quarantine ? " (restart quarantine on)" : "",
+             r->sc->clock_masters != 0 ? " (stepped masters under libfaketime)" : "");
     if (r->sc->quarantine && !ft_wait_quarantine_over(r)) {
         fprintf(stderr, "faults: the daemons do not grant %d ms after the start\n",
                 FT_MAX_TTL_MS + FT_WAIT_MS);
@@ -2960,12 +3559,14 @@ ft_setup(struct ft_run *r)
     }
     for (k = 0; k < FT_NAMES; k++) {
         for (i = 0; i < FT_PER_NAME; i++) {
-            ft_ports(r, i % FT_DAEMONS, ports, sizeof(ports));
-            if (ft_start_client(r, ft_names[k], ports, 0, FT_TTL_MS, FT_SLEEP, 0,
-                                FT_THINK_MS) < 0) {
+            struct ft_kind kind = ft_mixed(r, &ft_plain);
+
+            ft_ports(r, i % r->nactive, ports, sizeof(ports));
+            if (ft_start_kind(r, ft_names[k], &kind, ports, 0, FT_TTL_MS, FT_SLEEP, 0,
+                              FT_THINK_MS) < 0) {
                 return -1;
             }
-            r->clients[r->nclients - 1].daemon = (int)(i % FT_DAEMONS);
+            r->clients[r->nclients - 1].daemon = (int)(i % r->nactive);
         }
     }
     ft_event(r, "%zu clients on %s and %s, half through each daemon", r->nclients,
@@ -2973,23 +3574,26 @@ ft_setup(struct ft_run *r)
     if (r->kinds) {
         /* The counted name, then the shared/exclusive one; each half through each daemon. */
         for (i = 0; i < FT_SEM_CLIENTS; i++) {
-            ft_ports(r, i % FT_DAEMONS, ports, sizeof(ports));
-            if (ft_start_kind(r, FT_SEM, &ft_counted, ports, 0, FT_TTL_MS, FT_KIND_SLEEP, 0,
+            struct ft_kind kind = ft_mixed(r, &ft_counted);
+
+            ft_ports(r, i % r->nactive, ports, sizeof(ports));
+            if (ft_start_kind(r, FT_SEM, &kind, ports, 0, FT_TTL_MS, FT_KIND_SLEEP, 0,
                               FT_KIND_THINK_MS) < 0) {
                 return -1;
             }
-            r->clients[r->nclients - 1].daemon = (int)(i % FT_DAEMONS);
+            r->clients[r->nclients - 1].daemon = (int)(i % r->nactive);
         }
         for (i = 0; i < FT_READERS + FT_WRITERS; i++) {
             bool reader = i < FT_READERS;
+            struct ft_kind kind = ft_mixed(r, reader ? &ft_shared : &ft_plain);
 
-            ft_ports(r, i % FT_DAEMONS, ports, sizeof(ports));
-            if (ft_start_kind(r, FT_RW, reader ? &ft_shared : &ft_plain, ports, 0, FT_TTL_MS,
+            ft_ports(r, i % r->nactive, ports, sizeof(ports));
+            if (ft_start_kind(r, FT_RW, &kind, ports, 0, FT_TTL_MS,
                               reader ? FT_KIND_SLEEP : FT_SLEEP, 0,
                               reader ? FT_KIND_THINK_MS : FT_THINK_MS) < 0) {
                 return -1;
             }
-            r->clients[r->nclients - 1].daemon = (int)(i % FT_DAEMONS);
+            r->clients[r->nclients - 1].daemon = (int)(i % r->nactive);
         }
         ft_event(r, "%d clients on %s (limit=%d), %d shared and %d exclusive on %s",
                  FT_SEM_CLIENTS, FT_SEM, FT_LIMIT, FT_READERS, FT_WRITERS, FT_RW);
@@ -3143,7 +3747,7 @@ ft_add_counter(struct checker_counter *c, size_t *n, const char *name, int permi
 static void
 ft_note_kinds(struct ft_run *r)
 {
-    const char *const names[] = { FT_SEM, FT_RW, FT_HOT_SEM, FT_HOT_RW };
+    const char *const names[] = { FT_SEM, FT_RW, FT_HOT_SEM, FT_HOT_RW, FT_BRK_SEM, FT_BRK_RW };
     const struct checker_name_stat *st;
     size_t i;
 
@@ -3203,13 +3807,103 @@ ft_negative_seen(struct ft_run *r)
     return ok;
 }
 
+/* Lines of the client logs that begin with word (and a space). */
+static size_t
+ft_count_lines(const struct ft_run *r, const char *word)
+{
+    char *line = NULL;
+    size_t cap = 0, i, n = 0, len = strlen(word);
+    FILE *f;
+
+    for (i = 0; i < r->nclients; i++) {
+        f = fopen(r->clients[i].log, "re");
+        if (f == NULL) {
+            continue;
+        }
+        while (getline(&line, &cap, f) > 0) {
+            n += strncmp(line, word, len) == 0 && line[len] == ' ';
+        }
+        fclose(f);
+    }
+    free(line);
+    return n;
+}
+
+/* Whether sections a and b of one name exclude each other. */
+static bool
+ft_conflict(const struct checker_section *a, const struct checker_section *b)
+{
+    if (a->hold == CHECKER_HOLD_COUNTED) {
+        return a->permit == b->permit;
+    }
+    return a->hold != CHECKER_HOLD_SHARED || b->hold != CHECKER_HOLD_SHARED;
+}
+
+/*
+ * The notes of a run whose clients mix leases and sessions: what the
+ * leases and the BREAKs did.  Among them, the grants read between a
+ * lease's UNLOCK and that UNLOCK's own answer: the release took effect
+ * on the masters before its answer came back (linearizable), which is
+ * why a lease section ends at the UNLOCK's send, not at its answer.
+ */
+static void
+ft_timing_notes(struct ft_run *r, const struct checker_sections *s)
+{
+    size_t i, k, between = 0, notheld = 0, released = 0;
+
+    for (i = 0; i < s->n; i++) {
+        const struct checker_section *l = &s->v[i];
+
+        if (!l->lease || l->released_us == 0) {
+            continue;
+        }
+        released++;
+        notheld += l->notheld;
+        for (k = 0; k < s->n; k++) {
+            const struct checker_section *t = &s->v[k];
+
+            between += k != i && strcmp(t->name, l->name) == 0 && ft_conflict(l, t)
+                       && t->begin_us > l->release_us && t->begin_us < l->released_us;
+        }
+    }
+    ft_note(r, "%zu of %zu sections were leases (%zu connections reset right after the OK, "
+            "%zu EXTENDs); %zu lease UNLOCKs answered, %zu of them NOTHELD; %zu grants read "
+            "between a lease's UNLOCK and its answer (linearizable, not judged); %zu lease "
+            "writes acknowledged after their deadline (not judged)", r->res.leases,
+            r->res.sections, ft_count_lines(r, "RESET"), ft_count_lines(r, "EXTEND"),
+            released, notheld, between, r->res.late_writes);
+    if (r->noperators > 0) {
+        ft_note(r, "%zu BREAKs answered OK; %zu overlaps with a holder a BREAK had ended "
+                "(not violations); %zu sections granted after a BREAK's OK were ended by it "
+                "(not judged)", r->res.breaks, r->res.broken, r->res.broken_late);
+    }
+}
+
+/* A control with fakers of fences: the fence, break-after and break-broken checks each reported. */
+static bool
+ft_fence_negative_seen(struct ft_run *r)
+{
+    bool fence = r->res.counts[CHECKER_FENCE] > 0;
+    bool after = r->res.counts[CHECKER_BREAK_AFTER] > 0;
+    bool broken = r->res.counts[CHECKER_BREAK_BROKEN] > 0;
+
+    if (r->neg_fence == NULL) {
+        return true;
+    }
+    ft_note(r, "%s: fence order %s, break-after %s, break-broken %s", r->neg_fence,
+            fence ? "reported" : "NOT reported", after ? "reported" : "NOT reported",
+            broken ? "reported" : "NOT reported");
+    return fence && after && broken;
+}
+
 /* Judge the logs; decide whether the run met its expectation. */
 static void
 ft_judge(struct ft_run *r)
 {
     struct checker_log logs[FT_CLIENTS_MAX];
-    struct checker_counter counters[FT_RUN_NAMES + 2 * FT_LIMIT];
-    const char *full[FT_RUN_NAMES];
+    struct checker_counter counters[FT_RUN_NAMES + 3 * FT_LIMIT];
+    const char *full[FT_RUN_NAMES], *oplogs[FT_OPERATORS_MAX];
+    char path[PATH_MAX + 32];
     struct checker_sections s;
     struct checker_input in;
     size_t i, k = 0, n = 0, nfull = 0;
@@ -3242,6 +3936,23 @@ ft_judge(struct ft_run *r)
         ft_add_counter(counters, &n, FT_HOT_RW, -1);
         full[nfull++] = FT_HOT_SEM;
     }
+    if (r->brk) {
+        ft_add_counter(counters, &n, FT_BRK_X, -1);
+    }
+    if (r->brk && !r->brk_x_only) {
+        for (i = 0; i < FT_BRK_LIMIT; i++) {
+            ft_add_counter(counters, &n, FT_BRK_SEM, (int)i);
+        }
+        ft_add_counter(counters, &n, FT_BRK_RW, -1);
+        full[nfull++] = FT_BRK_SEM;
+        full[nfull++] = FT_BRK_RW;
+    }
+    if (r->step) {
+        ft_add_counter(counters, &n, FT_STEP_L, -1);
+    }
+    for (i = 0; i < r->noperators; i++) {
+        oplogs[i] = r->oplogs[i];
+    }
     for (i = 0; i < n; i++) {
         if (counters[i].value < 0) {
             ft_setup_failed(r, "cannot read the counter of %s", counters[i].name);
@@ -3258,8 +3969,16 @@ ft_judge(struct ft_run *r)
     in.recovery_bound_us = r->bound_ms * 1000;
     in.full_names = full;
     in.nfull = r->sc->negative ? 0 : nfull;
+    in.break_logs = oplogs;
+    in.nbreak_logs = r->noperators;
+    in.strict = r->sc->strict;
+    snprintf(path, sizeof(path), "%s/findings.log", r->dir);
+    in.all_findings = fopen(path, "we");
     printf("    checker:\n");
     rc = checker_run(&in, stdout, &r->res);
+    if (in.all_findings != NULL) {
+        fclose(in.all_findings);
+    }
     if (rc != 0) {
         ft_setup_failed(r, "the client logs could not be read");
     }
@@ -3273,8 +3992,13 @@ ft_judge(struct ft_run *r)
     if (r->killed_daemon >= 0) {
         ft_note_moved(r, &s);
     }
-    if (r->sc->clock_masters != 0 && !r->setup_failed) {
+    if (r->sc->idle_daemon && !r->setup_failed) {
+        ft_timing_clock_notes(r, "at the end");
+    } else if (r->sc->clock_masters != 0 && !r->setup_failed) {
         ft_judge_clock(r);
+    }
+    if (r->sc->mixed) {
+        ft_timing_notes(r, &s);
     }
     if (r->net && r->heal_us > 0) {
         ft_note_served(r, &s);
@@ -3292,7 +4016,8 @@ ft_judge(struct ft_run *r)
     }
     if (r->sc->negative) {
         r->passed = !r->setup_failed
-                    && (r->pause.on ? ft_pause_negative_seen(r) : ft_negative_seen(r));
+                    && (r->pause.on ? ft_pause_negative_seen(r) : ft_negative_seen(r))
+                    && ft_fence_negative_seen(r);
     } else {
         size_t judged = r->res.violations, fences = 0;
 
@@ -3351,6 +4076,8 @@ ft_run_scenario(const struct ft_scenario *sc, struct ft_run *r)
     r->killed_daemon = -1;
     r->kinds = sc->kinds;
     r->net = sc->net;
+    r->ndaemons = sc->daemons > 0 ? sc->daemons : FT_DAEMONS;
+    r->nactive = sc->idle_daemon ? r->ndaemons - 1 : r->ndaemons;
     r->recovery[r->nrecovery++] = ft_names[0];
     r->recovery[r->nrecovery++] = ft_names[1];
     if (r->kinds) {
@@ -3723,6 +4450,135 @@ ft_self_test_fences(size_t *n)
     return bad;
 }
 
+/*
+ * Synthetic cases for leases and BREAKs: up to three client logs on the
+ * exclusive name "w" (or the counted "s"), an operator's log, the final
+ * counter of "w", whether the run is strict, the kinds the checker must
+ * find (bits) and the number of broken overlaps it must count.
+ */
+struct ft_break_case {
+    const char *what;               /* for the failure message */
+    const char *logs[3];            /* client logs (NULL: empty) */
+    const char *oplog;              /* the operator's log (NULL: empty) */
+    long long   counter_w;          /* final counter of "w" */
+    bool        strict;             /* checker_input.strict */
+    unsigned    expect;             /* kinds that must be found */
+    size_t      broken;             /* broken overlaps that must be counted */
+};
+
+#define FT_W_L(t, f, d) "BEGIN " #t " name=w fence=" #f " validity=2900 kind=exclusive " \
+                        "mode=lease token=00 deadline_us=" #d "\n"
+#define FT_W_A(t, f, a) "BEGIN " #t " name=w fence=" #f " validity=2900 acquire_us=" #a \
+                        " kind=exclusive\n"
+#define FT_BRK(s, o, f) "START 1 pid=9 names=w,s\nBREAK " #s " name=w port=1\n" \
+                        "BROKEN " #o " name=w holders=1 fence=" #f " sent_us=" #s " port=1\n"
+#define FT_LOST(t, f)   "PUSH " #t " ! LOST w reason=broken\n" \
+                        "ABORT " #t " fence=" #f " why=lost reason=broken\n"
+
+static const struct ft_break_case ft_break_cases[] = {
+    { "a lease section ends at its UNLOCK's send: a grant read before its answer is fine",
+      { FT_START FT_W_L(1000, 1, 3900) "WRITE 1400 fence=1 value=1\n"
+                 "END 1500 fence=1 read=0 wrote=1 prev_fence=0\n"
+                 "RELEASE 1800 fence=1 sent_us=1600 answer=OK port=1\n",
+        FT_START FT_W_X(1700, 2) "END 2000 fence=2 read=1 wrote=2 prev_fence=1\n", NULL },
+      NULL, 2, true, 0, 0 },
+    { "a grant read before a lease's UNLOCK was sent",
+      { FT_START FT_W_L(1000, 1, 3900) "WRITE 1400 fence=1 value=1\n"
+                 "END 1500 fence=1 read=0 wrote=1 prev_fence=0\n"
+                 "RELEASE 1800 fence=1 sent_us=1600 answer=OK port=1\n",
+        FT_START FT_W_X(1550, 2) "END 2000 fence=2 read=1 wrote=2 prev_fence=1\n", NULL },
+      NULL, 2, true, FT_BIT(CHECKER_OVERLAP), 0 },
+    { "a lease kept past its deadline counts until the deadline",
+      { FT_START FT_W_L(1000, 1, 1200) "WRITE 1100 fence=1 value=1\n"
+                 "END 1150 fence=1 read=0 wrote=1 prev_fence=0\n"
+                 "RELEASE 1800 fence=1 sent_us=1600 answer=NOTHELD port=1\n",
+        FT_START FT_W_X(1300, 2) "END 2000 fence=2 read=1 wrote=2 prev_fence=1\n", NULL },
+      NULL, 2, true, 0, 0 },
+    { "in a strict run a refused write excuses no overlap",
+      { FT_START FT_W_X(1000, 1) "WRITE 1900 fence=1 value=1\n"
+                 "REJECT 2000 fence=1 prev_fence=2\n",
+        FT_START FT_W_X(1500, 2) "END 1700 fence=2 read=0 wrote=1 prev_fence=0\n", NULL },
+      NULL, 1, true, FT_BIT(CHECKER_OVERLAP), 0 },
+    { "a holder a BREAK ended, and one granted after the BREAK was sent",
+      { FT_START FT_W_X(1000, 3) FT_LOST(2060, 3),
+        FT_START FT_W_A(2040, 6, 500) "END 2500 fence=6 read=0 wrote=1 prev_fence=0\n", NULL },
+      FT_BRK(2000, 2100, 5), 1, true, 0, 1 },
+    { "a holder granted before the BREAK was sent, inside the broken one's section",
+      { FT_START FT_W_X(1000, 3) FT_LOST(2060, 3),
+        FT_START FT_W_A(1900, 6, 500) "END 2500 fence=6 read=0 wrote=1 prev_fence=0\n", NULL },
+      FT_BRK(2000, 2100, 5), 1, true, FT_BIT(CHECKER_OVERLAP), 0 },
+    { "a grant whose first LOCK came after a BREAK's OK, with a fence not above its F",
+      { FT_START FT_W_X(1000, 3) FT_LOST(2060, 3),
+        FT_START FT_W_A(3000, 5, 100) "END 3500 fence=5 read=0 wrote=1 prev_fence=0\n", NULL },
+      FT_BRK(2000, 2100, 5), 1, true, FT_BIT(CHECKER_BREAK_AFTER), 0 },
+    { "a holder the BREAK ended whose fence is not below its F",
+      { FT_START FT_W_X(1000, 5) FT_LOST(2060, 5), NULL, NULL },
+      FT_BRK(2000, 2100, 5), 0, true, FT_BIT(CHECKER_BREAK_BROKEN), 0 },
+    { "LOST reason=broken with no BREAK sent before it",
+      { FT_START FT_W_X(1000, 3) FT_LOST(1500, 3), NULL, NULL },
+      FT_BRK(2000, 2100, 5), 0, true, FT_BIT(CHECKER_BREAK_BROKEN), 0 },
+    { "a permit's holder a BREAK ended, the permit granted again inside its section",
+      { FT_START FT_S(1000, 0, 3) "PUSH 2050 ! LOST s reason=broken\n"
+                 "ABORT 2060 fence=3 why=lost reason=broken\n",
+        FT_START FT_S(2040, 0, 4) "END 2500 fence=4 read=0 wrote=1 prev_fence=0\n", NULL },
+      "START 1 pid=9 names=s\nBREAK 2000 name=s port=1\n"
+      "BROKEN 2100 name=s holders=1 fence=2 sent_us=2000 port=1\n", 0, true, 0, 1 },
+};
+
+/* The lease and BREAK cases (ft_break_cases): how many were misjudged; *n: how many ran. */
+static size_t
+ft_self_test_timing(size_t *n)
+{
+    char paths[3][PATH_MAX + 16], oppath[PATH_MAX + 16];
+    const char *oplogs[1] = { oppath };
+    struct checker_log logs[3];
+    struct checker_counter counter = { "w", 0, false, 0 };
+    struct checker_input in;
+    struct checker_result res;
+    size_t i, j, k, bad = 0;
+    bool ok;
+
+    *n = sizeof(ft_break_cases) / sizeof(ft_break_cases[0]);
+    snprintf(oppath, sizeof(oppath), "%s/selftest-op.log", ft_dir);
+    for (i = 0; i < *n; i++) {
+        const struct ft_break_case *c = &ft_break_cases[i];
+
+        for (j = 0; j < 3; j++) {
+            snprintf(paths[j], sizeof(paths[j]), "%s/selftest-t%zu.log", ft_dir, j);
+            if (ft_write_file(paths[j], c->logs[j] != NULL ? c->logs[j] : "") != 0) {
+                fprintf(stderr, "faults: self-test: cannot write %s\n", paths[j]);
+                return *n;
+            }
+            logs[j].path = paths[j];
+            logs[j].killed_us = 0;
+        }
+        if (ft_write_file(oppath, c->oplog != NULL ? c->oplog : "") != 0) {
+            fprintf(stderr, "faults: self-test: cannot write %s\n", oppath);
+            return *n;
+        }
+        counter.value = c->counter_w;
+        memset(&in, 0, sizeof(in));
+        in.logs = logs;
+        in.nlogs = 3;
+        in.counters = &counter;
+        in.ncounters = 1;
+        in.break_logs = oplogs;
+        in.nbreak_logs = 1;
+        in.strict = c->strict;
+        ok = checker_run(&in, NULL, &res) == 0 && res.broken == c->broken;
+        for (k = 0; k < CHECKER_KINDS; k++) {
+            ok = ok && ((c->expect & FT_BIT(k)) ? res.counts[k] > 0 : res.counts[k] == 0);
+        }
+        if (!ok) {
+            fprintf(stderr, "faults: self-test: the checker misjudged %s (expected %zu broken "
+                    "overlaps, found %zu); it found:\n", c->what, c->broken, res.broken);
+            checker_run(&in, stderr, &res);
+            bad++;
+        }
+    }
+    return bad;
+}
+
 /* Run the checker on every case; 0 when it finds exactly what it should. */
 static int
 ft_self_test(void)
@@ -3733,7 +4589,7 @@ ft_self_test(void)
     struct checker_counter counter = { "x", 0, false, 0 };
     struct checker_input in;
     struct checker_result res;
-    size_t i, k, f, bad = 0;
+    size_t i, k, f, t, bad = 0;
     bool ok;
 
     snprintf(pa, sizeof(pa), "%s/selftest-a.log", ft_dir);
@@ -3773,7 +4629,8 @@ ft_self_test(void)
     }
     bad += ft_self_test_kinds(&k);
     bad += ft_self_test_fences(&f);
-    printf("checker self-test: %zu synthetic histories, %zu misjudged\n", i + k + f, bad);
+    bad += ft_self_test_timing(&t);
+    printf("checker self-test: %zu synthetic histories, %zu misjudged\n", i + k + f + t, bad);
     return bad == 0 ? 0 : -1;
 }
 
@@ -3856,7 +4713,8 @@ ft_print_table(const struct ft_run *runs, const bool *ran, double total)
     printf("\nsections: grants (BEGIN); completed: sections that ended well (END: wrote the\n"
            "counter, or a shared holder read it twice).\n"
            "violations: all kinds together (overlap, over-limit, fence, stale-write,\n"
-           "lost-update, dirty-read, validity, recovery, never-full, open, log, external);\n"
+           "lost-update, dirty-read, break-after, break-broken, validity, recovery,\n"
+           "never-full, open, log, external);\n"
            "expected: what the scenario must show.\n"
            "max acquire: longest time from a section's first LOCK to its OK (retries included).\n"
            "recovery: slowest first grant of a name after the last fault healed.\n");
@@ -4087,7 +4945,8 @@ main(int argc, char **argv)
     (void)argv;
     if (argc != 1 || minutes < 0) {
         fprintf(stderr, "usage: check_faults (environment: FAULTS_ONLY, FAULTS_KEEP, "
-                "FAULTS_LOG_LEVEL, FAULTS_SOAK_MINUTES, REDLOCKD_BIN, RMW_CLIENT_BIN)\n");
+                "FAULTS_LOG_LEVEL, FAULTS_SOAK_MINUTES, REDLOCKD_BIN, RMW_CLIENT_BIN, "
+                "DELAY_PROXY_BIN, BREAK_CLIENT_BIN)\n");
         return 2;
     }
     setvbuf(stdout, NULL, _IOLBF, 0);
@@ -4110,6 +4969,10 @@ main(int argc, char **argv)
     ft_proxy_bin = getenv("DELAY_PROXY_BIN");
     if (ft_proxy_bin == NULL || ft_proxy_bin[0] == '\0') {
         ft_proxy_bin = "./build/delay-proxy";
+    }
+    ft_break_bin = getenv("BREAK_CLIENT_BIN");
+    if (ft_break_bin == NULL || ft_break_bin[0] == '\0') {
+        ft_break_bin = "./build/break-client";
     }
     snprintf(tmpdir, sizeof(tmpdir), "%s",
              getenv("TMPDIR") != NULL && getenv("TMPDIR")[0] == '/' ? getenv("TMPDIR") : "");

@@ -11,8 +11,11 @@
 
 /* Print only the first CHECKER_REPORT_MAX findings of a kind. */
 struct checker_ctx {
-    FILE                  *report;      /* where findings go, or NULL */
-    struct checker_result *res;         /* counts */
+    FILE                        *report;    /* where findings go, or NULL */
+    struct checker_result       *res;       /* counts */
+    const struct checker_breaks *breaks;    /* the operators' BREAKs, by name */
+    bool                         strict;    /* a REJECT excuses no overlap */
+    FILE                        *all;       /* every finding, without the limit, or NULL */
 };
 
 static const char *const checker_kind_names[CHECKER_KINDS] = {
@@ -22,6 +25,8 @@ static const char *const checker_kind_names[CHECKER_KINDS] = {
     [CHECKER_STALE_WRITE] = "stale-write",
     [CHECKER_LOST_UPDATE] = "lost-update",
     [CHECKER_DIRTY_READ] = "dirty-read",
+    [CHECKER_BREAK_AFTER] = "break-after",
+    [CHECKER_BREAK_BROKEN] = "break-broken",
     [CHECKER_VALIDITY] = "validity",
     [CHECKER_RECOVERY] = "recovery",
     [CHECKER_NEVER_FULL] = "never-full",
@@ -52,6 +57,13 @@ checker_note(struct checker_ctx *x, enum checker_kind kind, const char *fmt, ...
 
     x->res->counts[kind]++;
     x->res->violations++;
+    if (x->all != NULL) {
+        fprintf(x->all, "! %s: ", checker_kind_name(kind));
+        va_start(ap, fmt);
+        vfprintf(x->all, fmt, ap);
+        va_end(ap);
+        fputc('\n', x->all);
+    }
     if (x->report == NULL || x->res->counts[kind] > CHECKER_REPORT_MAX) {
         return;
     }
@@ -215,15 +227,141 @@ checker_close_at_eof(struct checker_sections *out, size_t cur, const struct chec
     }
 }
 
+/* A new section for a BEGIN line of log idx; NULL when memory ran out. */
+static struct checker_section *
+checker_begin(struct checker_sections *out, size_t idx, long long pid, long long ttl,
+              int64_t ts, const char *line, const char *path, size_t lineno, FILE *report,
+              size_t *errors)
+{
+    struct checker_section *sec = checker_push(out);
+    char mode[16];
+    long long v;
+
+    if (sec == NULL) {
+        return NULL;
+    }
+    sec->log = idx;
+    sec->pid = (long)pid;
+    sec->begin_us = ts;
+    sec->end_us = CHECKER_OPEN_END;
+    sec->how = CHECKER_END_NONE;
+    sec->wrote = -1;
+    sec->prev_fence = -1;
+    sec->read = -1;
+    sec->reread = -1;
+    sec->permit = -1;
+    sec->ttl_ms = ttl;
+    sec->broken_end_us = CHECKER_OPEN_END;
+    if (!checker_field_word(line, "name", sec->name, sizeof(sec->name))) {
+        checker_log_error(report, errors, path, "line %zu: BEGIN without name", lineno);
+    }
+    if (checker_begin_kind(sec, line) != 0) {
+        checker_log_error(report, errors, path,
+                          "line %zu: BEGIN with a bad kind=, limit= or permit=", lineno);
+    }
+    sec->has_validity = checker_field_ll(line, "validity", &sec->validity);
+    if (!checker_field_ll(line, "fence", &sec->fence)) {
+        sec->fence = -1;
+    }
+    sec->acquire_us = checker_field_ll(line, "acquire_us", &v) ? v : 0;
+    sec->port = checker_field_ll(line, "port", &v) ? (int)v : 0;
+    if (checker_field_ll(line, "pid", &v)) {
+        sec->pid = (long)v;
+    }
+    sec->lease = checker_field_word(line, "mode", mode, sizeof(mode))
+                 && strcmp(mode, "lease") == 0;
+    if (sec->lease && checker_field_ll(line, "deadline_us", &v)) {
+        sec->deadline_us = v;
+    }
+    return sec;
+}
+
+/* The outcome line of a section (END, ABORT, REJECT): what it says into sec. */
+static void
+checker_outcome(struct checker_section *sec, const char *word, int64_t ts, const char *line,
+                const char *path, size_t lineno, FILE *report, size_t *errors)
+{
+    char why[16], reason[16];
+
+    if (strcmp(word, "END") == 0 && sec->hold == CHECKER_HOLD_SHARED) {
+        sec->how = CHECKER_END_READ;
+        if (!checker_field_ll(line, "read", &sec->read)
+            || !checker_field_ll(line, "reread", &sec->reread)) {
+            checker_log_error(report, errors, path,
+                              "line %zu: a shared END without read= or reread=", lineno);
+        }
+    } else if (strcmp(word, "END") == 0) {
+        sec->how = CHECKER_END_WROTE;
+        if (!checker_field_ll(line, "wrote", &sec->wrote)
+            || !checker_field_ll(line, "prev_fence", &sec->prev_fence)) {
+            checker_log_error(report, errors, path, "line %zu: END without wrote= or prev_fence=",
+                              lineno);
+        }
+    } else if (strcmp(word, "REJECT") == 0) {
+        /* Refused because the stored fence is not below the writer's. */
+        sec->how = CHECKER_END_REJECT;
+        if (!checker_field_ll(line, "prev_fence", &sec->prev_fence)
+            || sec->prev_fence < sec->fence) {
+            checker_log_error(report, errors, path, "line %zu: REJECT without prev_fence= or "
+                              "with one below its fence", lineno);
+        }
+    } else {
+        sec->how = CHECKER_END_ABORT;
+        if (checker_field_word(line, "why", why, sizeof(why)) && strcmp(why, "lost") == 0
+            && checker_field_word(line, "reason", reason, sizeof(reason))
+            && strcmp(reason, "broken") == 0 && sec->broken_us == 0) {
+            sec->broken_us = ts;
+        }
+    }
+    if (!sec->lease || sec->how == CHECKER_END_ABORT) {
+        sec->end_us = ts;
+    }
+}
+
+/* A lease's RELEASE line: the section ends at the UNLOCK's send (or before). */
+static void
+checker_release(struct checker_section *sec, int64_t ts, const char *line, const char *path,
+                size_t lineno, FILE *report, size_t *errors)
+{
+    char answer[16];
+    long long sent;
+
+    if (!checker_field_ll(line, "sent_us", &sent)) {
+        checker_log_error(report, errors, path, "line %zu: RELEASE without sent_us=", lineno);
+        sent = sec->begin_us;
+    }
+    sec->release_us = sent;
+    sec->released_us = ts;
+    if (checker_field_word(line, "answer", answer, sizeof(answer))
+        && strcmp(answer, "NOTHELD") == 0) {
+        sec->notheld = true;
+    }
+    if (sec->how == CHECKER_END_NONE) {
+        checker_log_error(report, errors, path, "line %zu: RELEASE of a section without END, "
+                          "REJECT or ABORT", lineno);
+        sec->how = CHECKER_END_ABORT;
+    }
+    if (sec->end_us == CHECKER_OPEN_END || sent < sec->end_us) {
+        sec->end_us = sent;
+    }
+    if (sec->deadline_us > 0 && sec->deadline_us < sec->end_us) {
+        sec->end_us = sec->deadline_us;
+    }
+    if (sec->end_us < sec->begin_us) {
+        sec->end_us = sec->begin_us;
+    }
+}
+
 /* Read one log; its sections are appended to out. */
 static int
 checker_load_one(const struct checker_log *lg, size_t idx, struct checker_sections *out,
                  FILE *report, size_t *errors)
 {
     struct checker_section *sec;
-    char *line = NULL, word[16];
-    size_t cap = 0, lineno = 0, cur = SIZE_MAX;
+    char *line = NULL, word[16], needle[CHECKER_NAME_MAX + 32];
+    size_t cap = 0, lineno = 0, cur = SIZE_MAX, last = SIZE_MAX;
     long long ts, v, pid = -1, ttl = 0;
+    int64_t write_end = 0;
     ssize_t len;
     FILE *f;
 
@@ -255,44 +393,27 @@ checker_load_one(const struct checker_log *lg, size_t idx, struct checker_sectio
                 out->v[cur].how = CHECKER_END_NONE;
                 out->v[cur].end_us = CHECKER_OPEN_END;
             }
-            sec = checker_push(out);
+            sec = checker_begin(out, idx, pid, ttl, ts, line, lg->path, lineno, report, errors);
             if (sec == NULL) {
                 free(line);
                 fclose(f);
                 return -1;
             }
             cur = out->n - 1;
-            sec->log = idx;
-            sec->pid = (long)pid;
-            sec->begin_us = ts;
-            sec->end_us = CHECKER_OPEN_END;
-            sec->how = CHECKER_END_NONE;
-            sec->wrote = -1;
-            sec->prev_fence = -1;
-            sec->read = -1;
-            sec->reread = -1;
-            sec->permit = -1;
-            sec->ttl_ms = ttl;
-            if (!checker_field_word(line, "name", sec->name, sizeof(sec->name))) {
-                checker_log_error(report, errors, lg->path, "line %zu: BEGIN without name",
-                                  lineno);
-            }
-            if (checker_begin_kind(sec, line) != 0) {
-                checker_log_error(report, errors, lg->path,
-                                  "line %zu: BEGIN with a bad kind=, limit= or permit=",
-                                  lineno);
-            }
-            sec->has_validity = checker_field_ll(line, "validity", &sec->validity);
-            if (!checker_field_ll(line, "fence", &sec->fence)) {
-                sec->fence = -1;
-            }
-            sec->acquire_us = checker_field_ll(line, "acquire_us", &v) ? v : 0;
-            sec->port = checker_field_ll(line, "port", &v) ? (int)v : 0;
-            if (checker_field_ll(line, "pid", &v)) {
-                sec->pid = (long)v;
+            last = cur;
+            write_end = 0;
+        } else if (strcmp(word, "PUSH") == 0) {
+            /* A LOST reason=broken read in a section or after it, before the next one. */
+            if (last != SIZE_MAX) {
+                sec = &out->v[last];
+                snprintf(needle, sizeof(needle), " ! LOST %s reason=broken", sec->name);
+                if (strstr(line, needle) != NULL && sec->broken_us == 0) {
+                    sec->broken_us = ts;
+                }
             }
         } else if (strcmp(word, "WRITE") == 0 || strcmp(word, "END") == 0
-                   || strcmp(word, "ABORT") == 0 || strcmp(word, "REJECT") == 0) {
+                   || strcmp(word, "ABORT") == 0 || strcmp(word, "REJECT") == 0
+                   || strcmp(word, "EXTEND") == 0 || strcmp(word, "RELEASE") == 0) {
             if (cur == SIZE_MAX) {
                 checker_log_error(report, errors, lg->path, "line %zu: %s outside a section",
                                   lineno, word);
@@ -308,35 +429,40 @@ checker_load_one(const struct checker_log *lg, size_t idx, struct checker_sectio
                 sec->write_started = true;
                 continue;
             }
-            sec->end_us = ts;
-            if (strcmp(word, "END") == 0 && sec->hold == CHECKER_HOLD_SHARED) {
-                sec->how = CHECKER_END_READ;
-                if (!checker_field_ll(line, "read", &sec->read)
-                    || !checker_field_ll(line, "reread", &sec->reread)) {
-                    checker_log_error(report, errors, lg->path,
-                                      "line %zu: a shared END without read= or reread=",
-                                      lineno);
-                }
-            } else if (strcmp(word, "END") == 0) {
-                sec->how = CHECKER_END_WROTE;
-                if (!checker_field_ll(line, "wrote", &sec->wrote)
-                    || !checker_field_ll(line, "prev_fence", &sec->prev_fence)) {
-                    checker_log_error(report, errors, lg->path,
-                                      "line %zu: END without wrote= or prev_fence=", lineno);
-                }
-            } else if (strcmp(word, "REJECT") == 0) {
-                /* Refused because the stored fence is not below the writer's. */
-                sec->how = CHECKER_END_REJECT;
-                if (!checker_field_ll(line, "prev_fence", &sec->prev_fence)
-                    || sec->prev_fence < sec->fence) {
-                    checker_log_error(report, errors, lg->path,
-                                      "line %zu: REJECT without prev_fence= or with one "
-                                      "below its fence", lineno);
-                }
-            } else {
-                sec->how = CHECKER_END_ABORT;
+            if ((strcmp(word, "EXTEND") == 0 || strcmp(word, "RELEASE") == 0) && !sec->lease) {
+                checker_log_error(report, errors, lg->path, "line %zu: %s in a session section",
+                                  lineno, word);
+                continue;
             }
-            cur = SIZE_MAX;
+            if (strcmp(word, "EXTEND") == 0) {
+                if (checker_field_ll(line, "deadline_us", &v) && sec->deadline_us > 0) {
+                    sec->deadline_us = v;
+                }
+                if (checker_field_word(line, "answer", needle, sizeof(needle))
+                    && strcmp(needle, "NOTHELD") == 0) {
+                    sec->notheld = true;
+                }
+                continue;
+            }
+            if (strcmp(word, "RELEASE") == 0) {
+                checker_release(sec, ts, line, lg->path, lineno, report, errors);
+                sec->late_write = write_end > 0 && sec->deadline_us > 0
+                                  && write_end > sec->deadline_us;
+                cur = SIZE_MAX;
+                continue;
+            }
+            if (sec->how != CHECKER_END_NONE) {
+                checker_log_error(report, errors, lg->path, "line %zu: a second %s in a section",
+                                  lineno, word);
+                continue;
+            }
+            checker_outcome(sec, word, ts, line, lg->path, lineno, report, errors);
+            if (strcmp(word, "END") == 0) {
+                write_end = ts;
+            }
+            if (!sec->lease) {
+                cur = SIZE_MAX;
+            }
         }
     }
     if (cur != SIZE_MAX) {
@@ -375,6 +501,135 @@ checker_free(struct checker_sections *s)
     s->v = NULL;
     s->n = 0;
     s->cap = 0;
+}
+
+/* qsort: BREAKs by name, then send. */
+static int
+checker_cmp_break(const void *a, const void *b)
+{
+    const struct checker_break *x = a, *y = b;
+    int c = strcmp(x->name, y->name);
+
+    if (c != 0) {
+        return c;
+    }
+    return x->sent_us < y->sent_us ? -1 : x->sent_us > y->sent_us;
+}
+
+/* Room for one more BREAK. */
+static struct checker_break *
+checker_push_break(struct checker_breaks *b)
+{
+    struct checker_break *grown;
+    size_t cap;
+
+    if (b->n == b->cap) {
+        cap = b->cap == 0 ? 64 : b->cap * 2;
+        grown = realloc(b->v, cap * sizeof(*grown));
+        if (grown == NULL) {
+            return NULL;
+        }
+        b->v = grown;
+        b->cap = cap;
+    }
+    memset(&b->v[b->n], 0, sizeof(b->v[b->n]));
+    return &b->v[b->n++];
+}
+
+/* Read one operator's log into out. */
+static int
+checker_load_break_log(const char *path, struct checker_breaks *out, FILE *report,
+                       size_t *errors)
+{
+    struct checker_break *k = NULL;
+    char *line = NULL, word[16], name[CHECKER_NAME_MAX + 1];
+    size_t cap = 0, lineno = 0;
+    long long ts, sent;
+    ssize_t len;
+    FILE *f;
+
+    f = fopen(path, "re");
+    if (f == NULL) {
+        checker_log_error(report, errors, path, "cannot open: %s", strerror(errno));
+        return -1;
+    }
+    while ((len = getline(&line, &cap, f)) > 0) {
+        lineno++;
+        if (line[len - 1] != '\n') {
+            break;
+        }
+        line[len - 1] = '\0';
+        if (sscanf(line, "%15s %lld", word, &ts) != 2) {
+            checker_log_error(report, errors, path, "line %zu: no event and time", lineno);
+            continue;
+        }
+        if (strcmp(word, "BREAK") == 0) {
+            k = checker_push_break(out);
+            if (k == NULL) {
+                free(line);
+                fclose(f);
+                return -1;
+            }
+            if (!checker_field_word(line, "name", k->name, sizeof(k->name))) {
+                checker_log_error(report, errors, path, "line %zu: BREAK without name", lineno);
+            }
+            k->sent_us = ts;
+            k->ok_us = CHECKER_OPEN_END;
+            k->fence = -1;
+            k->holders = -1;
+        } else if (strcmp(word, "BROKEN") == 0 || strcmp(word, "BREAKERR") == 0) {
+            if (k == NULL || !checker_field_word(line, "name", name, sizeof(name))
+                || strcmp(name, k->name) != 0 || !checker_field_ll(line, "sent_us", &sent)
+                || sent != k->sent_us) {
+                checker_log_error(report, errors, path, "line %zu: %s without its BREAK",
+                                  lineno, word);
+                continue;
+            }
+            if (strcmp(word, "BROKEN") == 0) {
+                k->ok_us = ts;
+                if (!checker_field_ll(line, "fence", &k->fence)
+                    || !checker_field_ll(line, "holders", &k->holders) || k->fence < 1) {
+                    checker_log_error(report, errors, path,
+                                      "line %zu: BROKEN without fence= or holders=", lineno);
+                    k->fence = -1;
+                }
+            }
+            k = NULL;
+        }
+    }
+    free(line);
+    fclose(f);
+    return 0;
+}
+
+int
+checker_load_breaks(const char *const *paths, size_t n, struct checker_breaks *out,
+                    FILE *report, size_t *log_errors)
+{
+    size_t i, errors = 0;
+    int rc = 0;
+
+    for (i = 0; i < n; i++) {
+        if (checker_load_break_log(paths[i], out, report, &errors) != 0) {
+            rc = -1;
+        }
+    }
+    if (out->n > 1) {
+        qsort(out->v, out->n, sizeof(out->v[0]), checker_cmp_break);
+    }
+    if (log_errors != NULL) {
+        *log_errors += errors;
+    }
+    return rc;
+}
+
+void
+checker_free_breaks(struct checker_breaks *b)
+{
+    free(b->v);
+    b->v = NULL;
+    b->n = 0;
+    b->cap = 0;
 }
 
 const struct checker_section *
@@ -523,6 +778,59 @@ checker_fenced(struct checker_ctx *x, const char *label, const struct checker_se
             (double)(other->end_us - s->begin_us) / 1e3);
 }
 
+/* A broken overlap: s began while other, which a BREAK had ended, was inside its section. */
+static void
+checker_broken(struct checker_ctx *x, const char *label, const struct checker_section *other,
+               const struct checker_section *s, bool kinds, struct checker_name_stat *st)
+{
+    char w1[96], w2[96];
+
+    x->res->broken++;
+    if (st != NULL) {
+        st->broken++;
+    }
+    if (x->all != NULL) {
+        fprintf(x->all, "broken: %s: %s from @%.6f to @%.6f, BREAK sent @%.6f; %s began "
+                "@%.6f\n", label, checker_who(other, kinds, w1, sizeof(w1)),
+                checker_s(other->begin_us), checker_s(other->end_us),
+                checker_s(other->broken_end_us), checker_who(s, kinds, w2, sizeof(w2)),
+                checker_s(s->begin_us));
+    }
+    if (x->report == NULL || x->res->broken > CHECKER_REPORT_MAX) {
+        return;
+    }
+    fprintf(x->report, "    broken (not a violation): %s: %s held it from @%.6f to @%.6f; a "
+            "BREAK sent @%.6f ended it; %s began @%.6f\n", label,
+            checker_who(other, kinds, w1, sizeof(w1)), checker_s(other->begin_us),
+            checker_s(other->end_us), checker_s(other->broken_end_us),
+            checker_who(s, kinds, w2, sizeof(w2)), checker_s(s->begin_us));
+}
+
+/*
+ * Where a section stops counting against the others: its end, or the
+ * send of the BREAK that broke it; not at all for a REJECT-ended one
+ * (fenced) unless the run is strict.
+ */
+static int64_t
+checker_judged_end(const struct checker_ctx *x, const struct checker_section *s)
+{
+    if (s->how == CHECKER_END_REJECT && !x->strict) {
+        return INT64_MIN;
+    }
+    return s->broken_end_us < s->end_us ? s->broken_end_us : s->end_us;
+}
+
+/* The one of a and b (either may be NULL) whose judged end is later. */
+static const struct checker_section *
+checker_later_judged(const struct checker_ctx *x, const struct checker_section *a,
+                     const struct checker_section *b)
+{
+    if (b == NULL || checker_judged_end(x, b) == INT64_MIN) {
+        return a;
+    }
+    return a == NULL || checker_judged_end(x, b) > checker_judged_end(x, a) ? b : a;
+}
+
 /* The one of a and b (either may be NULL) that ends later. */
 static const struct checker_section *
 checker_later(const struct checker_section *a, const struct checker_section *b)
@@ -536,52 +844,50 @@ checker_later(const struct checker_section *a, const struct checker_section *b)
  * sections of one permit of a counted name (label says which).  A
  * shared section conflicts only with exclusive ones; any other with
  * every other.  Kept while walking: the section that ends last so far
- * (among all, and among the exclusive ones), the same among the
- * sections that did not end in REJECT, and the largest fence (among all,
- * and among the exclusive ones).  A section that begins inside one that
- * did not end in REJECT overlaps it; one that begins only inside a
- * REJECT-ended one is a fenced overlap.
+ * (among all, and among the exclusive ones), the same by judged end
+ * (checker_judged_end: a REJECT-ended section does not count, unless
+ * strict, and a broken one only until its BREAK was sent), and the
+ * largest fence (among all, and among the exclusive ones).  A section
+ * that begins before the judged end of an earlier one overlaps it; one
+ * that begins only inside the rest of an earlier one is a fenced
+ * overlap (REJECT) or a broken one (BREAK).
  */
 static void
 checker_walk(struct checker_ctx *x, const char *label, struct checker_section **v, size_t n,
              bool kinds, struct checker_name_stat *st)
 {
     const struct checker_section *last = NULL, *last_x = NULL, *top = NULL, *top_x = NULL;
-    const struct checker_section *last_w = NULL, *last_xw = NULL;
-    const struct checker_section *other, *ref;
+    const struct checker_section *last_j = NULL, *last_xj = NULL;
+    const struct checker_section *other, *judged, *ref;
     char w1[96], w2[96];
     size_t i;
-    bool excl, refused;
+    bool excl;
 
     for (i = 0; i < n; i++) {
         const struct checker_section *s = v[i];
 
         excl = s->hold != CHECKER_HOLD_SHARED;
         other = excl ? last : last_x;
-        if (other != NULL && s->begin_us < other->end_us
-            && other->how == CHECKER_END_REJECT) {
-            /* Fenced, unless it also began inside one that was not refused. */
-            ref = excl ? last_w : last_xw;
-            if (ref == NULL || s->begin_us >= ref->end_us) {
-                checker_fenced(x, label, other, s, kinds, st);
-                other = NULL;
-            } else {
-                other = ref;
-            }
-        }
-        if (other != NULL && s->begin_us < other->end_us) {
+        judged = excl ? last_j : last_xj;
+        if (judged != NULL && s->begin_us < checker_judged_end(x, judged)) {
             if (st != NULL) {
                 st->overlaps++;
             }
             checker_note(x, CHECKER_OVERLAP,
                          "%s: %s held it from @%.6f to @%.6f (%s); %s began @%.6f, %.1f ms "
-                         "before that end", label, checker_who(other, kinds, w1, sizeof(w1)),
-                         checker_s(other->begin_us),
-                         other->end_us == CHECKER_OPEN_END ? 0.0 : checker_s(other->end_us),
-                         checker_how(other), checker_who(s, kinds, w2, sizeof(w2)),
+                         "before that end", label, checker_who(judged, kinds, w1, sizeof(w1)),
+                         checker_s(judged->begin_us),
+                         judged->end_us == CHECKER_OPEN_END ? 0.0 : checker_s(judged->end_us),
+                         checker_how(judged), checker_who(s, kinds, w2, sizeof(w2)),
                          checker_s(s->begin_us),
-                         other->end_us == CHECKER_OPEN_END
-                             ? 0.0 : (double)(other->end_us - s->begin_us) / 1e3);
+                         judged->end_us == CHECKER_OPEN_END
+                             ? 0.0 : (double)(judged->end_us - s->begin_us) / 1e3);
+        } else if (other != NULL && s->begin_us < other->end_us) {
+            if (other->how == CHECKER_END_REJECT && !x->strict) {
+                checker_fenced(x, label, other, s, kinds, st);
+            } else {
+                checker_broken(x, label, other, s, kinds, st);
+            }
         }
         ref = excl ? top : top_x;
         if (s->fence < 0) {
@@ -594,11 +900,10 @@ checker_walk(struct checker_ctx *x, const char *label, struct checker_section **
                          checker_s(s->begin_us), s->fence, ref->fence,
                          checker_who(ref, kinds, w2, sizeof(w2)), checker_s(ref->begin_us));
         }
-        refused = s->how == CHECKER_END_REJECT;
         last = checker_later(last, s);
         last_x = excl ? checker_later(last_x, s) : last_x;
-        last_w = refused ? last_w : checker_later(last_w, s);
-        last_xw = excl && !refused ? checker_later(last_xw, s) : last_xw;
+        last_j = checker_later_judged(x, last_j, s);
+        last_xj = excl ? checker_later_judged(x, last_xj, s) : last_xj;
         if (s->fence >= 0 && (top == NULL || s->fence > top->fence)) {
             top = s;
         }
@@ -650,13 +955,16 @@ checker_sweep(struct checker_ctx *x, struct checker_section **v, size_t n, bool 
         return 0;
     }
     for (i = 0; i < n; i++) {
-        if (shared_only && v[i]->hold != CHECKER_HOLD_SHARED) {
+        /* A holder a BREAK ended counts until the BREAK was sent (maybe not at all). */
+        int64_t end = v[i]->broken_end_us < v[i]->end_us ? v[i]->broken_end_us : v[i]->end_us;
+
+        if ((shared_only && v[i]->hold != CHECKER_HOLD_SHARED) || end <= v[i]->begin_us) {
             continue;
         }
         ev[ne].t = v[i]->begin_us;
         ev[ne].up = 1;
         ev[ne++].s = v[i];
-        ev[ne].t = v[i]->end_us;
+        ev[ne].t = end;
         ev[ne].up = 0;
         ev[ne++].s = v[i];
     }
@@ -697,6 +1005,118 @@ checker_sweep(struct checker_ctx *x, struct checker_section **v, size_t n, bool 
     return most;
 }
 
+/* The BREAKs of name: *count of them from the returned one on (NULL when none). */
+static const struct checker_break *
+checker_breaks_of(const struct checker_ctx *x, const char *name, size_t *count)
+{
+    const struct checker_breaks *b = x->breaks;
+    size_t i, j;
+
+    *count = 0;
+    for (i = 0; b != NULL && i < b->n; i++) {
+        if (strcmp(b->v[i].name, name) == 0) {
+            for (j = i; j < b->n && strcmp(b->v[j].name, name) == 0; j++) {
+                continue;
+            }
+            *count = j - i;
+            return &b->v[i];
+        }
+    }
+    return NULL;
+}
+
+/*
+ * Whether BREAK k ended section s (checker.h): its grant was read before
+ * k's OK, it was inside its section when k was sent, it was granted
+ * before that send or was told so afterwards, and on the family its
+ * fence is below k's F.
+ */
+static bool
+checker_broken_by(const struct checker_section *s, const struct checker_break *k)
+{
+    if (s->begin_us >= k->ok_us || s->end_us <= k->sent_us) {
+        return false;
+    }
+    if (s->begin_us >= k->sent_us && s->broken_us < k->sent_us && !s->notheld) {
+        return false;
+    }
+    return s->hold == CHECKER_HOLD_COUNTED || k->fence < 0 || s->fence < k->fence;
+}
+
+/*
+ * The BREAKs of one name against its sections v[0..n): each section's
+ * broken_end_us; on the exclusive/shared family, the fences around
+ * each BREAK answered OK (break-after, break-broken).
+ */
+static void
+checker_breaks_check(struct checker_ctx *x, struct checker_section **v, size_t n,
+                     struct checker_name_stat *st)
+{
+    const struct checker_break *kb, *k, *by;
+    long long top;
+    size_t i, j, nb;
+    int64_t first_lock;
+    bool family = v[0]->hold != CHECKER_HOLD_COUNTED;
+
+    kb = checker_breaks_of(x, v[0]->name, &nb);
+    for (j = 0; j < nb; j++) {
+        if (kb[j].ok_us != CHECKER_OPEN_END) {
+            x->res->breaks++;
+            if (st != NULL) {
+                st->breaks++;
+            }
+        }
+    }
+    for (i = 0; i < n; i++) {
+        struct checker_section *s = v[i];
+
+        for (j = 0; j < nb; j++) {
+            if (checker_broken_by(s, &kb[j])) {
+                s->broken_end_us = kb[j].sent_us;
+                break;
+            }
+        }
+        /* break-after: granted after a BREAK's OK, its fence must be above every such F. */
+        first_lock = s->begin_us - s->acquire_us;
+        top = -1;
+        k = NULL;
+        for (j = 0; j < nb; j++) {
+            if (kb[j].ok_us < first_lock && kb[j].fence > top) {
+                top = kb[j].fence;
+                k = &kb[j];
+            }
+        }
+        if (family && k != NULL && s->fence >= 0 && s->fence <= top) {
+            checker_note(x, CHECKER_BREAK_AFTER, "%s: pid %ld's grant @%.6f (first LOCK "
+                         "@%.6f) has fence %lld, not above F=%lld of the BREAK answered "
+                         "@%.6f", s->name, s->pid, checker_s(s->begin_us),
+                         checker_s(first_lock), s->fence, top, checker_s(k->ok_us));
+        }
+        if (s->broken_us == 0) {
+            continue;
+        }
+        /* break-broken: the BREAK that ended it is the last one sent before its LOST. */
+        by = NULL;
+        for (j = 0; j < nb && kb[j].sent_us <= s->broken_us; j++) {
+            by = &kb[j];
+        }
+        if (by == NULL) {
+            checker_note(x, CHECKER_BREAK_BROKEN, "%s: pid %ld (fence %lld, granted @%.6f) was "
+                         "told LOST reason=broken @%.6f, but no BREAK of it was sent before",
+                         s->name, s->pid, s->fence, checker_s(s->begin_us),
+                         checker_s(s->broken_us));
+        } else if (s->begin_us >= by->ok_us) {
+            x->res->broken_late++;
+        } else if (family && by->fence >= 0 && s->fence >= by->fence) {
+            checker_note(x, CHECKER_BREAK_BROKEN, "%s: pid %ld's grant @%.6f has fence %lld, "
+                         "not below F=%lld of the BREAK sent @%.6f and answered @%.6f that "
+                         "ended it (LOST reason=broken @%.6f)", s->name, s->pid,
+                         checker_s(s->begin_us), s->fence, by->fence, checker_s(by->sent_us),
+                         checker_s(by->ok_us), checker_s(s->broken_us));
+        }
+    }
+}
+
 /* The sections of one name, v[0..n) in the order they began. */
 static void
 checker_one_name(struct checker_ctx *x, struct checker_section **v, size_t n)
@@ -719,6 +1139,7 @@ checker_one_name(struct checker_ctx *x, struct checker_section **v, size_t n)
         }
         kinds = kinds || v[i]->hold != CHECKER_HOLD_EXCLUSIVE;
     }
+    checker_breaks_check(x, v, n, st);
     if (st != NULL) {
         st->hold = counted ? CHECKER_HOLD_COUNTED : CHECKER_HOLD_EXCLUSIVE;
         st->limit = limit;
@@ -784,6 +1205,8 @@ checker_each(struct checker_ctx *x, const struct checker_sections *all,
         const struct checker_section *s = &all->v[i];
 
         x->res->sections++;
+        x->res->leases += s->lease;
+        x->res->late_writes += s->late_write;
         if (s->acquire_us > x->res->max_acquire_us) {
             x->res->max_acquire_us = s->acquire_us;
             x->res->max_acquire_at_us = s->begin_us;
@@ -937,8 +1360,9 @@ int
 checker_run(const struct checker_input *in, FILE *report, struct checker_result *out)
 {
     struct checker_sections all = { NULL, 0, 0 };
+    struct checker_breaks breaks = { NULL, 0, 0 };
     struct checker_section **order = NULL;
-    struct checker_ctx x = { report, out };
+    struct checker_ctx x = { report, out, &breaks, in->strict, in->all_findings };
     size_t i, k, log_errors = 0;
     int rc;
 
@@ -946,12 +1370,17 @@ checker_run(const struct checker_input *in, FILE *report, struct checker_result 
     out->max_acquire_us = -1;
     out->recovery_us = -1;
     rc = checker_load(in->logs, in->nlogs, &all, report, &log_errors);
+    if (checker_load_breaks(in->break_logs, in->nbreak_logs, &breaks, report,
+                            &log_errors) != 0) {
+        rc = -1;
+    }
     out->counts[CHECKER_LOG] = log_errors;
     out->violations = log_errors;
     if (all.n > 0) {
         order = malloc(all.n * sizeof(*order));
         if (order == NULL) {
             checker_free(&all);
+            checker_free_breaks(&breaks);
             return -1;
         }
         for (i = 0; i < all.n; i++) {
@@ -975,8 +1404,13 @@ checker_run(const struct checker_input *in, FILE *report, struct checker_result 
             fprintf(report, "    ... and %zu more fenced overlaps\n",
                     out->fenced - CHECKER_REPORT_MAX);
         }
+        if (out->broken > CHECKER_REPORT_MAX) {
+            fprintf(report, "    ... and %zu more broken overlaps\n",
+                    out->broken - CHECKER_REPORT_MAX);
+        }
     }
     free(order);
     checker_free(&all);
+    checker_free_breaks(&breaks);
     return rc;
 }

@@ -8,8 +8,24 @@
  * acknowledged), its ABORT (it read "! LOST" or the daemon connection
  * closed; it did not write), its REJECT (a fenced write that the
  * counter's script refused: it wrote nothing), or, for a client killed by
- * SIGKILL inside a section, the moment of the kill.  All times are CLOCK_MONOTONIC
- * microseconds, one clock for every process on the machine.
+ * SIGKILL inside a section, the moment of the kill.  A lease section
+ * (BEGIN ... mode=lease) runs until its UNLOCK was sent (its RELEASE
+ * line), or until the deadline the client kept for it, or until its
+ * ABORT, whichever comes first; its END or REJECT is only its outcome.
+ * All times are CLOCK_MONOTONIC microseconds, one clock for every
+ * process on the machine.
+ *
+ * BREAKs: the logs of the operator (tests/faults/break_client.c) say
+ * when each BREAK was sent and when its OK came with the raised fence F.
+ * A BREAK ends every holder of the name at once, so a holder it ended
+ * may still be inside its section when the next one is granted; that
+ * holder is "broken by" BREAK k when its grant was read before k's OK,
+ * it was still inside its section when k was sent, and either its grant
+ * was read before k was sent or it was told so (a LOST reason=broken
+ * push, or NOTHELD for a lease), and, on the exclusive/shared family,
+ * its fence is below F.  From k's send on, such a section no longer
+ * counts against others (an overlap with it is "broken", shown, not a
+ * violation).
  *
  * A section is of one of three kinds of hold (kind= of its BEGIN;
  * absent: exclusive).  A name is either of the exclusive/shared family
@@ -45,6 +61,14 @@
  *   dirty-read   a shared section read the counter twice (at its start and
  *                at its end) and the values differ: an exclusive holder
  *                wrote inside it
+ *   break-after  on the exclusive/shared family, a section whose first
+ *                LOCK was sent after a BREAK's OK on its name has a fence
+ *                not above that BREAK's F
+ *   break-broken on the exclusive/shared family, a section told "! LOST
+ *                reason=broken" whose grant was read before the OK of the
+ *                BREAK that ended it (the last one sent before the LOST)
+ *                has a fence not below its F; or no BREAK of the name was
+ *                sent before that LOST
  *   validity     a grant whose reported validity is not in (0, ttl]
  *   recovery     after the heal, a name was not granted again within the
  *                bound
@@ -86,6 +110,8 @@ enum checker_kind {
     CHECKER_STALE_WRITE,
     CHECKER_LOST_UPDATE,
     CHECKER_DIRTY_READ,
+    CHECKER_BREAK_AFTER,
+    CHECKER_BREAK_BROKEN,
     CHECKER_VALIDITY,
     CHECKER_RECOVERY,
     CHECKER_NEVER_FULL,
@@ -142,6 +168,18 @@ struct checker_section {
     long long        ttl_ms;            /* ttl= of the client's START, 0 if unknown */
     long long        read;              /* shared END: read= (at the start), else -1 */
     long long        reread;            /* shared END: reread= (at the end), else -1 */
+    bool             lease;             /* BEGIN ... mode=lease */
+    int64_t          deadline_us;       /* a lease's deadline as its client kept it
+                                           (BEGIN, EXTEND), 0 when it kept none */
+    int64_t          release_us;        /* a lease's UNLOCK was sent, 0 if never */
+    int64_t          released_us;       /* and its answer read (RELEASE), 0 if never */
+    bool             notheld;           /* a lease's EXTEND or UNLOCK answered NOTHELD */
+    bool             late_write;        /* a lease's write was acknowledged after its
+                                           deadline */
+    int64_t          broken_us;         /* "! LOST <name> reason=broken" read inside it or
+                                           before its UNLOCK's answer, 0 if never */
+    int64_t          broken_end_us;     /* the send of the first BREAK that broke it,
+                                           CHECKER_OPEN_END when none (checker_run) */
 };
 
 /* Every section of a set of logs, in log order; free with checker_free(). */
@@ -149,6 +187,22 @@ struct checker_sections {
     struct checker_section *v;          /* the sections (malloc'd) */
     size_t                  n;          /* used */
     size_t                  cap;        /* allocated */
+};
+
+/* One BREAK from an operator's log; owned by a struct checker_breaks. */
+struct checker_break {
+    char      name[CHECKER_NAME_MAX + 1]; /* lock name */
+    int64_t   sent_us;                  /* BREAK sent */
+    int64_t   ok_us;                    /* its OK read; CHECKER_OPEN_END when it had none */
+    long long fence;                    /* F of its OK, -1 when it had none */
+    long long holders;                  /* holders= of its OK, -1 when none */
+};
+
+/* Every BREAK of a set of operator logs; free with checker_free_breaks(). */
+struct checker_breaks {
+    struct checker_break *v;            /* by name, then sent_us (malloc'd) */
+    size_t                n;            /* used */
+    size_t                cap;          /* allocated */
 };
 
 /* The final value of a name's counter, or of one permit's (caller-owned). */
@@ -172,6 +226,13 @@ struct checker_input {
     const char *const            *full_names;   /* names that must have their full
                                                    number of holders at once */
     size_t                        nfull;        /* entries in full_names */
+    const char *const            *break_logs;   /* operators' logs (BREAK, BROKEN) */
+    size_t                        nbreak_logs;  /* entries in break_logs */
+    bool                          strict;       /* a REJECT excuses no overlap (no daemon
+                                                   is paused: a refused write means two
+                                                   holders at once) */
+    FILE                         *all_findings; /* every finding, past the report's
+                                                   limit too (NULL: none) */
 };
 
 /* What the checker saw of one name (the first CHECKER_NAMES_MAX names). */
@@ -186,6 +247,9 @@ struct checker_name_stat {
     size_t            overlaps;         /* overlap findings on it */
     size_t            fenced;           /* overlaps with a REJECT-ended holder (not
                                            violations) */
+    size_t            broken;           /* overlaps with a holder a BREAK ended (not
+                                           violations) */
+    size_t            breaks;           /* BREAKs of it answered OK */
     size_t            over_limit;       /* over-limit findings on it */
     size_t            max_holders;      /* counted: most sections at once; the
                                            family: most shared sections at once */
@@ -201,6 +265,15 @@ struct checker_result {
     size_t  fenced;                     /* overlaps with a REJECT-ended holder: shown,
                                            not counted as violations */
     size_t  killed;                     /* sections cut by their client's SIGKILL */
+    size_t  broken;                     /* overlaps with a holder a BREAK ended: shown,
+                                           not counted as violations */
+    size_t  leases;                     /* lease sections */
+    size_t  late_writes;                /* lease sections whose write was acknowledged
+                                           after their deadline (the client's lateness,
+                                           not judged) */
+    size_t  broken_late;                /* sections whose grant was read after the OK of
+                                           the BREAK that then ended them (not judged) */
+    size_t  breaks;                     /* BREAKs answered OK */
     size_t  counts[CHECKER_KINDS];      /* violations per kind */
     size_t  violations;                 /* sum of counts */
     int64_t max_acquire_us;             /* longest first-LOCK-to-OK time, -1 if no section */
@@ -225,6 +298,16 @@ int checker_load(const struct checker_log *logs, size_t nlogs, struct checker_se
                  FILE *report, size_t *log_errors);
 
 void checker_free(struct checker_sections *s);
+
+/*
+ * Read operators' logs (break_client.c) into out (zeroed or freed
+ * before), sorted by name and send.  Lines that break the grammar go to
+ * report and *log_errors as for checker_load.  0, or -1.
+ */
+int checker_load_breaks(const char *const *paths, size_t n, struct checker_breaks *out,
+                        FILE *report, size_t *log_errors);
+
+void checker_free_breaks(struct checker_breaks *b);
 
 /*
  * The section of log number log that was in progress at time t (begun

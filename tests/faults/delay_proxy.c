@@ -12,7 +12,12 @@
  * max(the previous chunk's delivery, now + a delay drawn uniformly from
  * MIN..MAX ms), so the order of the bytes on a connection never
  * changes; both directions are delayed, as on a link with the delay on
- * both of its ends.  While it is off, a chunk goes at once (after the
+ * both of its ends.  Each direction of each connection draws its delays
+ * from a generator of its own (seeded from the proxy's, which is seeded
+ * from the clock and the pid), so the delays of two connections, or of
+ * the two directions of one, are independent: two daemons' requests
+ * reach a master in either order, and one daemon's requests reach the
+ * masters in different orders.  While it is off, a chunk goes at once (after the
  * chunks still waiting).  The delay starts off (-o: on); SIGUSR1 turns
  * it on, SIGUSR2 off; SIGTERM or SIGINT ends the proxy.  When either
  * side of a pair closes or fails, both are closed.
@@ -64,6 +69,7 @@ struct dproxy_dir {
     struct dproxy_queue  chunks;    /* the chunks of held, oldest first */
     struct event        *timer;     /* fires when the oldest chunk is due */
     int64_t              last_due_us; /* delivery time of the newest chunk */
+    uint64_t             rng;       /* xorshift64 state of this direction's delays */
 };
 
 /* An accepted connection and its connection to the target; freed by dproxy_close. */
@@ -84,7 +90,7 @@ struct dproxy_state {
     long                min_ms;     /* -d: the delay's lower bound */
     long                max_ms;     /* -d: its upper bound */
     bool                on;         /* the delay is on */
-    uint64_t            rng;        /* xorshift64 state */
+    uint64_t            rng;        /* seeds the directions' generators */
     unsigned long       pairs;      /* connections accepted */
 };
 
@@ -99,16 +105,28 @@ dproxy_now_us(void)
     return (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
 }
 
-/* A delay in microseconds, uniform in min..max ms. */
+/* A delay in microseconds, uniform in min..max ms, from the generator at rng. */
 static int64_t
-dproxy_delay_us(void)
+dproxy_delay_us(uint64_t *rng)
 {
     uint64_t span = (uint64_t)(dproxy.max_ms - dproxy.min_ms) * 1000 + 1;
 
-    dproxy.rng ^= dproxy.rng << 13;
-    dproxy.rng ^= dproxy.rng >> 7;
-    dproxy.rng ^= dproxy.rng << 17;
-    return dproxy.min_ms * 1000 + (int64_t)(dproxy.rng % span);
+    *rng ^= *rng << 13;
+    *rng ^= *rng >> 7;
+    *rng ^= *rng << 17;
+    return dproxy.min_ms * 1000 + (int64_t)(*rng % span);
+}
+
+/* A seed for a direction's generator (splitmix64 over the proxy's own). */
+static uint64_t
+dproxy_seed(void)
+{
+    uint64_t z = (dproxy.rng += 0x9e3779b97f4a7c15ULL);
+
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+    z ^= z >> 31;
+    return z != 0 ? z : 1;
 }
 
 static void
@@ -212,7 +230,7 @@ dproxy_read_cb(struct bufferevent *bev, void *arg)
         dproxy_close(p);
         return;
     }
-    due = now + (dproxy.on ? dproxy_delay_us() : 0);
+    due = now + (dproxy.on ? dproxy_delay_us(&d->rng) : 0);
     if (due < d->last_due_us) {
         due = d->last_due_us;
     }
@@ -247,6 +265,7 @@ dproxy_dir_init(struct dproxy_pair *p, struct dproxy_dir *d, struct bufferevent 
     d->from = from;
     d->to = to;
     TAILQ_INIT(&d->chunks);
+    d->rng = dproxy_seed();
     d->held = evbuffer_new();
     d->timer = evtimer_new(dproxy.base, dproxy_timer_cb, d);
     return d->held != NULL && d->timer != NULL ? 0 : -1;

@@ -4,7 +4,8 @@
 # tests/faults/README.md.
 #
 #   build/rmw-client     one client session: guarded read-modify-write
-#   build/delay-proxy    a TCP proxy that delays each chunk (delay-jitter)
+#   build/delay-proxy    a TCP proxy that delays each chunk (delay-jitter, timing)
+#   build/break-client   the operator of the timing schedules: BREAK now and then
 #   build/check_faults   starts masters, daemons and clients, injects the
 #                        faults, checks the client logs, prints the table
 #   build/redis-libc/redis-server
@@ -13,7 +14,7 @@
 #                        whose clock the clock scenarios and check_clock
 #                        step); tests/faults/build-redis-libc.sh, once
 
-FAULTS_BINS := $(B)/rmw-client $(B)/delay-proxy $(B)/check_faults
+FAULTS_BINS := $(B)/rmw-client $(B)/delay-proxy $(B)/break-client $(B)/check_faults
 
 .PHONY: faults soak
 
@@ -33,6 +34,10 @@ $(B)/delay-proxy: $(B)/obj/tests/faults/delay_proxy.o
 	@echo "  LD      $@"
 	@$(CC) $(CFLAGS) -o $@ $^ $(PKG_LIBS) $(LDFLAGS)
 
+$(B)/break-client: $(B)/obj/tests/faults/break_client.o $(CLIENT_OBJ)
+	@echo "  LD      $@"
+	@$(CC) $(CFLAGS) -o $@ $^ $(PKG_LIBS) $(LDFLAGS)
+
 $(B)/check_faults: $(B)/obj/tests/faults/check_faults.o $(B)/obj/tests/faults/checker.o \
                    $(B)/obj/tests/faults/netns.o $(HARNESS_OBJ)
 	@echo "  LD      $@"
@@ -46,9 +51,10 @@ $(REDIS_LIBC): tests/faults/build-redis-libc.sh
 faults: $(B)/redlockd $(FAULTS_BINS) $(REDIS_LIBC)
 	REDLOCKD_BIN=$(CURDIR)/$(B)/redlockd RMW_CLIENT_BIN=$(CURDIR)/$(B)/rmw-client \
 	    REDIS_LIBC_BIN=$(CURDIR)/$(REDIS_LIBC) DELAY_PROXY_BIN=$(CURDIR)/$(B)/delay-proxy \
-	    ./$(B)/check_faults
+	    BREAK_CLIENT_BIN=$(CURDIR)/$(B)/break-client ./$(B)/check_faults
 
 soak: $(B)/redlockd $(FAULTS_BINS) $(REDIS_LIBC)
 	REDLOCKD_BIN=$(CURDIR)/$(B)/redlockd RMW_CLIENT_BIN=$(CURDIR)/$(B)/rmw-client \
 	    REDIS_LIBC_BIN=$(CURDIR)/$(REDIS_LIBC) DELAY_PROXY_BIN=$(CURDIR)/$(B)/delay-proxy \
-	    FAULTS_SOAK_MINUTES=$(SOAK_MINUTES) ./$(B)/check_faults
+	    BREAK_CLIENT_BIN=$(CURDIR)/$(B)/break-client FAULTS_SOAK_MINUTES=$(SOAK_MINUTES) \
+	    ./$(B)/check_faults

@@ -21,7 +21,33 @@
  * writes nothing, when the writer's fence is not larger than the fence
  * kept next to the counter (the one of the last write that landed).
  * Without -F the write always lands, and a stale fence only shows in
- * the END line (what the checker calls a stale write).
+ * the END line (what the checker calls a stale write).  With -G the
+ * resource guards its reads too, as one that checks fencing tokens on
+ * every access: it keeps the largest fence it has seen in
+ * seen:<name>[:<permit>], an exclusive holder's read raises it, and a
+ * read or write with a smaller fence is refused (REJECT); a shared
+ * holder's reads are refused the same way but raise nothing (shared
+ * holders are granted in any fence order).
+ *
+ * With -m P, P percent of the sections take the lock as a lease
+ * (LOCK <name> mode=lease ttl=T ..., answered with a token; nothing
+ * renews it and no "! LOST" comes for it).  Such a section:
+ *
+ *     LOCK <name> mode=lease ttl=T wait=W fence  -> BEGIN (with the token and
+ *                                                the deadline: the send of
+ *                                                that LOCK + validity)
+ *     (-R P: in P percent, the daemon connection is reset (RST) at once)
+ *     (EXTEND <name> token=.. ttl=T when less than half the ttl is left,
+ *      and in -E P percent of the sections anyway: a new deadline)
+ *     GET, sleep, WRITE/END as above, unless the deadline is near (ABORT)
+ *     UNLOCK <name> token=..                     -> RELEASE, which ends it
+ *
+ * EXTEND and UNLOCK go, in -X P percent, through another daemon of the
+ * -p list than the one that granted the lease (a connection of their
+ * own), else through the daemon connection (or a new one to the same
+ * daemon).  A lease section runs until the UNLOCK was sent, or until its
+ * deadline when that comes first: the holder stops relying on the lock
+ * there.
  *
  * and logs every step to its own file, one line per write(2) with
  * O_APPEND, so that a SIGKILL loses at most the line being written.
@@ -44,13 +70,27 @@
  *     END us fence=F read=R reread=R2
  *           a shared holder's section: R read at its start, R2 at its end
  *           (a write in between means an exclusive holder overlapped it)
- *     ABORT us fence=F why=lost|eof|counter
- *           the lock was lost ("! LOST") or the daemon connection closed
- *           before the write: nothing was written
+ *     ABORT us fence=F why=lost|eof|counter|expired|notheld [reason=R]
+ *           the lock was lost ("! LOST", R its reason=) or the daemon
+ *           connection closed before the write: nothing was written; in
+ *           a lease section, its deadline was near (expired) or an
+ *           EXTEND answered NOTHELD
  *     REJECT us fence=F prev_fence=PF
- *           (-F only) the fenced write was refused: the fence PF kept
- *           next to the counter is not smaller than F; nothing was
- *           written, and the section ends here
+ *           (-F, -G) the fenced write (-G: or read) was refused: the fence
+ *           PF kept next to the counter is not smaller than F; nothing
+ *           was written, and a session section ends here
+ *
+ * and in a lease section (BEGIN ... mode=lease token=T deadline_us=D):
+ *
+ *     EXTEND us fence=F answer=OK|NOTHELD|... [deadline_us=D] port=P
+ *           the EXTEND's answer; with OK, D = its send + the validity
+ *     RELEASE us fence=F sent_us=S answer=OK|NOTHELD|NOQUORUM|none port=P
+ *           the UNLOCK by token was sent at S and answered at us: the
+ *           section ends at S (or at its deadline, or at its ABORT)
+ *
+ * A PUSH line "! LOST <name> reason=broken" read after a section ended
+ * (before the answer to its UNLOCK) is logged as it comes: the checker
+ * reads it as that section's.
  *
  * The others (START, CONNECT, TIMEOUT, NOQUORUM, PUSH, UNLOCK, ERROR,
  * EXIT) are there for people.
@@ -64,9 +104,12 @@
  * beyond loopback requires it).
  *
  * -I makes a broken client for the suite's negative controls: it logs a
- * "! LOST" push but goes on as if it still held the lock, and writes.  SIGTERM asks it to
- * stop: a pending LOCK is abandoned at once, a section in progress is
- * finished first.
+ * "! LOST" push but goes on as if it still held the lock, and writes;
+ * in a lease section it does not track the lease at all (no deadline in
+ * its BEGIN, no check of it).  -Z D makes another: every fence it logs
+ * is the grant's plus D (D may be negative; the resource still gets the
+ * real one).  SIGTERM asks it to stop: a pending LOCK is abandoned at
+ * once, a section in progress is finished first.
  *
  * The daemon connection is the client library's (client/client.h).
  *
@@ -104,6 +147,8 @@
 #define RMW_RECONNECT_MS    50      /* pause after a failed connect */
 #define RMW_NOQUORUM_MIN_MS 20      /* retry after ERR NOQUORUM: 20..100 ms */
 #define RMW_NOQUORUM_MAX_MS 100
+#define RMW_LEASE_MARGIN_MS 50      /* a lease section writes only this long before its deadline */
+#define RMW_TOKEN_MAX       64      /* room for a lease token (32 hex digits) */
 
 #define RMW_EXIT_USAGE      2
 #define RMW_EXIT_COUNTER    3
@@ -127,6 +172,27 @@ static const char rmw_fenced_script[] =
     "redis.call('SET', KEYS[2], ARGV[2]) "
     "return {1, prev}";
 
+/* The guarded write (-G): the resource keeps the largest fence it has
+   seen (KEYS[3]) and refuses a smaller one, {0, that fence}; else it
+   writes, raises it and answers {1, previous write's fence}. */
+static const char rmw_guarded_script[] =
+    "local seen = tonumber(redis.call('GET', KEYS[3]) or '0') "
+    "if tonumber(ARGV[2]) < seen then return {0, seen} end "
+    "local prev = tonumber(redis.call('GET', KEYS[2]) or '0') "
+    "redis.call('SET', KEYS[1], ARGV[1]) "
+    "redis.call('SET', KEYS[2], ARGV[2]) "
+    "redis.call('SET', KEYS[3], ARGV[2]) "
+    "return {1, prev}";
+
+/* The guarded read (-G): {1, counter}, or {0, largest fence seen} when
+   the reader's fence (ARGV[1]) is below it; an exclusive reader
+   (ARGV[2] 1) raises it to its own. */
+static const char rmw_guarded_read_script[] =
+    "local seen = tonumber(redis.call('GET', KEYS[2]) or '0') "
+    "if tonumber(ARGV[1]) < seen then return {0, seen} end "
+    "if ARGV[2] == '1' then redis.call('SET', KEYS[2], ARGV[1]) end "
+    "return {1, tonumber(redis.call('GET', KEYS[1]) or '0')}";
+
 /* Command-line settings; filled once by rmw_parse_args. */
 struct rmw_opts {
     int         ports[RMW_PORTS_MAX];   /* daemon TCP ports, preferred first */
@@ -147,6 +213,16 @@ struct rmw_opts {
     bool        ignore_lost;            /* -I: a broken client that ignores "! LOST" */
     const char *password;               /* -a: sent with AUTH on each connection, or NULL */
     bool        fenced;                 /* -F: the write is refused with a stale fence */
+    bool        guarded;                /* -G: reads and writes are refused with a fence
+                                           below the largest the resource has seen */
+    int         lease_pct;              /* -m: percent of the sections in lease mode */
+    int         reset_pct;              /* -R: percent of the lease grants whose daemon
+                                           connection is reset right after the OK */
+    int         extend_pct;             /* -E: percent of the lease sections that EXTEND */
+    int         other_pct;              /* -X: percent of the lease EXTENDs and UNLOCKs
+                                           sent through another daemon */
+    long long   fake_fence;             /* -Z: added to every fence logged (negative
+                                           controls); 0: the real ones */
 };
 
 /* The connection to a daemon; one per process, reused across reconnects. */
@@ -155,6 +231,7 @@ struct rmw_conn {
     int     port;                   /* port it reaches, 0 when closed */
     size_t  next;                   /* index in ports of the next daemon to try */
     bool    lost;                   /* "! LOST <name>" read since the last grant */
+    char    lost_reason[16];        /* its reason=, "" when it had none */
     bool    eof;                    /* the daemon closed the connection (or it failed) */
 };
 
@@ -182,6 +259,20 @@ rmw_random(long lo, long hi)
     rmw_rng ^= rmw_rng >> 7;
     rmw_rng ^= rmw_rng << 17;
     return hi <= lo ? lo : lo + (long)(rmw_rng % (uint64_t)(hi - lo + 1));
+}
+
+/* True in pct percent of the calls. */
+static bool
+rmw_chance(int pct)
+{
+    return pct > 0 && rmw_random(0, 99) < pct;
+}
+
+/* A fence as this client logs it: the grant's, plus -Z (missing stays -1). */
+static long long
+rmw_shown_fence(long long fence)
+{
+    return fence < 0 ? fence : fence + rmw_o.fake_fence;
 }
 
 /* Sleep ms; returns early (false) when SIGTERM arrives and stop_aborts. */
@@ -282,25 +373,35 @@ rmw_auth(struct rmw_conn *c)
     return -1;
 }
 
+/* Connect to daemon d of the -p list (and AUTH, with -a).  0 or -1. */
+static int
+rmw_connect_one(struct rmw_conn *c, size_t d)
+{
+    int one = 1;
+
+    rmw_disconnect(c);
+    if (client_connect_tcp(&c->cl, rmw_o.addrs[d], client_now_ms() + RMW_CONNECT_MS) != 0) {
+        return -1;
+    }
+    setsockopt(c->cl.fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+    c->port = rmw_o.ports[d];
+    if (rmw_auth(c) != 0) {
+        rmw_disconnect(c);
+        return -1;
+    }
+    return 0;
+}
+
 /* Connect to the next daemon that accepts (and AUTH, with -a), trying each once.  0 or -1. */
 static int
 rmw_connect(struct rmw_conn *c)
 {
     size_t tries;
-    int one = 1, port;
 
-    rmw_disconnect(c);
     for (tries = 0; tries < rmw_o.nports; tries++) {
-        port = rmw_o.ports[c->next];
-        if (client_connect_tcp(&c->cl, rmw_o.addrs[c->next],
-                               client_now_ms() + RMW_CONNECT_MS) == 0) {
-            setsockopt(c->cl.fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
-            c->port = port;
-            if (rmw_auth(c) == 0) {
-                rmw_log("CONNECT %lld port=%d", (long long)rmw_now_us(), port);
-                return 0;
-            }
-            rmw_disconnect(c);
+        if (rmw_connect_one(c, c->next) == 0) {
+            rmw_log("CONNECT %lld port=%d", (long long)rmw_now_us(), c->port);
+            return 0;
         }
         if (errno == EINTR && rmw_stop) {
             return -1;
@@ -309,6 +410,24 @@ rmw_connect(struct rmw_conn *c)
         c->next = (c->next + 1) % rmw_o.nports;
     }
     return -1;
+}
+
+/*
+ * Reset the daemon connection (SO_LINGER 0, then close: the kernel sends
+ * RST instead of FIN), as a client that crashes or is killed right after
+ * reading a reply.
+ */
+static void
+rmw_reset(struct rmw_conn *c)
+{
+    struct linger lg = { 1, 0 };
+
+    if (c->cl.fd < 0) {
+        return;
+    }
+    setsockopt(c->cl.fd, SOL_SOCKET, SO_LINGER, &lg, sizeof(lg));
+    rmw_log("RESET %lld port=%d", (long long)rmw_now_us(), c->port);
+    rmw_disconnect(c);
 }
 
 /* Send line + LF.  0, or -1 (the connection is then marked broken). */
@@ -332,6 +451,9 @@ rmw_push(struct rmw_conn *c)
 
     if (lost && !rmw_o.ignore_lost) {
         c->lost = true;
+        if (!client_field(c->cl.line, "reason", c->lost_reason, sizeof(c->lost_reason))) {
+            c->lost_reason[0] = '\0';
+        }
     }
     rmw_printable(c->cl.line, shown, sizeof(shown));
     rmw_log("PUSH %lld %s%s", (long long)rmw_now_us(), shown,
@@ -425,6 +547,9 @@ struct rmw_grant {
     long long limit;                /* limit= (a counted hold), -1 when absent */
     long long permit;               /* permit= (a counted hold), -1 when absent */
     char      kind[16];             /* kind=, "exclusive" when absent */
+    bool      lease;                /* asked with mode=lease */
+    char      token[RMW_TOKEN_MAX]; /* token= (a lease), "" when absent */
+    int64_t   sent_us;              /* when the LOCK that was granted was sent */
 };
 
 /*
@@ -433,7 +558,7 @@ struct rmw_grant {
  * -2 when SIGTERM asked us to stop.
  */
 static int
-rmw_acquire(struct rmw_conn *c, struct rmw_grant *g)
+rmw_acquire(struct rmw_conn *c, struct rmw_grant *g, bool lease)
 {
     char req[RMW_NAME_MAX + 128], shown[RMW_LINE_MAX], kind[32] = "";
     const char *line = c->cl.line;
@@ -445,13 +570,16 @@ rmw_acquire(struct rmw_conn *c, struct rmw_grant *g)
     } else if (rmw_o.limit > 0) {
         snprintf(kind, sizeof(kind), " limit=%ld", rmw_o.limit);
     }
-    snprintf(req, sizeof(req), "LOCK %s ttl=%ld wait=%ld fence%s", rmw_o.name, rmw_o.ttl_ms,
-             wait, kind);
+    snprintf(req, sizeof(req), "LOCK %s ttl=%ld wait=%ld%s fence%s", rmw_o.name, rmw_o.ttl_ms,
+             wait, lease ? " mode=lease" : "", kind);
+    g->lease = lease;
     for (;;) {
         if (rmw_stop) {
             return -2;
         }
         c->lost = false;
+        c->lost_reason[0] = '\0';
+        g->sent_us = rmw_now_us();
         if (rmw_send(c, req) != 0) {
             return -1;
         }
@@ -474,6 +602,15 @@ rmw_acquire(struct rmw_conn *c, struct rmw_grant *g)
             g->permit = rmw_field(line, "permit");
             if (!client_field(line, "kind", g->kind, sizeof(g->kind))) {
                 snprintf(g->kind, sizeof(g->kind), "exclusive");
+            }
+            if (!client_field(line, "token", g->token, sizeof(g->token))) {
+                g->token[0] = '\0';
+            }
+            if (lease && (g->token[0] == '\0' || g->validity < 0)) {
+                rmw_printable(line, shown, sizeof(shown));
+                rmw_log("ERROR %lld a lease's OK without token= or validity=: %s",
+                        (long long)rmw_now_us(), shown);
+                return -1;
             }
             return 0;
         }
@@ -571,32 +708,406 @@ rmw_counter_get(redisContext *r, const char *id, long long *value)
     return rc;
 }
 
+/* {integer, integer} of a script: 0 with both, else -1. */
+static int
+rmw_pair(const redisReply *rep, long long *a, long long *b)
+{
+    if (rep == NULL || rep->type != REDIS_REPLY_ARRAY || rep->elements != 2
+        || rep->element[0]->type != REDIS_REPLY_INTEGER
+        || rep->element[1]->type != REDIS_REPLY_INTEGER) {
+        return -1;
+    }
+    *a = rep->element[0]->integer;
+    *b = rep->element[1]->integer;
+    return 0;
+}
+
+/*
+ * Read counter:<id> as the holder of fence: plainly, or with -G through
+ * the guard (an exclusive reader raises the fence seen).  1 with *value,
+ * 0 when the guard refused (*seen: the fence it has seen), -1 on an
+ * error.
+ */
+static int
+rmw_counter_read(redisContext *r, const char *id, long long fence, bool exclusive,
+                 long long *value, long long *seen)
+{
+    redisReply *rep;
+    long long ok;
+    int rc = -1;
+
+    if (!rmw_o.guarded) {
+        return rmw_counter_get(r, id, value) == 0 ? 1 : -1;
+    }
+    rep = redisCommand(r, "EVAL %s 2 counter:%s seen:%s %lld %d", rmw_guarded_read_script, id,
+                       id, fence, exclusive ? 1 : 0);
+    if (rmw_pair(rep, &ok, value) == 0) {
+        *seen = *value;
+        rc = ok == 1 ? 1 : 0;
+    }
+    if (rep != NULL) {
+        freeReplyObject(rep);
+    }
+    return rc;
+}
+
 /*
  * Write value with fence to counter:<id>, fenced (-F: refused unless
- * fence is above the stored one) or not: 1 when it landed, 0 when it
- * was refused, -1 on an error; *prev is the fence kept next to the
- * counter before the call.
+ * fence is above the stored one), guarded (-G: refused when fence is
+ * below the largest the resource has seen) or not: 1 when it landed, 0
+ * when it was refused, -1 on an error; *prev is the fence kept next to
+ * the counter before the call (refused under -G: the largest seen).
  */
 static int
 rmw_counter_put(redisContext *r, const char *id, long long value, long long fence,
                 long long *prev)
 {
     redisReply *rep;
+    long long ok;
     int rc = -1;
 
-    rep = redisCommand(r, "EVAL %s 2 counter:%s fence:%s %lld %lld",
-                       rmw_o.fenced ? rmw_fenced_script : rmw_write_script, id, id, value,
-                       fence);
-    if (rep != NULL && rep->type == REDIS_REPLY_ARRAY && rep->elements == 2
-        && rep->element[0]->type == REDIS_REPLY_INTEGER
-        && rep->element[1]->type == REDIS_REPLY_INTEGER) {
-        *prev = rep->element[1]->integer;
-        rc = rep->element[0]->integer == 1 ? 1 : 0;
+    if (rmw_o.guarded) {
+        rep = redisCommand(r, "EVAL %s 3 counter:%s fence:%s seen:%s %lld %lld",
+                           rmw_guarded_script, id, id, id, value, fence);
+    } else {
+        rep = redisCommand(r, "EVAL %s 2 counter:%s fence:%s %lld %lld",
+                           rmw_o.fenced ? rmw_fenced_script : rmw_write_script, id, id, value,
+                           fence);
+    }
+    if (rmw_pair(rep, &ok, prev) == 0) {
+        rc = ok == 1 ? 1 : 0;
     }
     if (rep != NULL) {
         freeReplyObject(rep);
     }
     return rc;
+}
+
+/* ---- a section ---- */
+
+/* The counter a grant guards: counter:<name>, or counter:<name>:<permit>. */
+static void
+rmw_counter_id(const struct rmw_grant *g, char *id, size_t size)
+{
+    if (g->permit >= 0) {
+        snprintf(id, size, "%s:%lld", rmw_o.name, g->permit);
+    } else {
+        snprintf(id, size, "%s", rmw_o.name);
+    }
+}
+
+/*
+ * The work of a section once the lock is (believed) held and the sleep
+ * is over: a shared holder reads again and logs END; another writes
+ * read+1 and logs WRITE and END, or REJECT when the resource refused.
+ * Returns 0, or -1 when the counter's redis-server failed (the caller
+ * exits).
+ */
+static int
+rmw_work(redisContext *counter, const char *id, long long fence, long long value)
+{
+    long long shown = rmw_shown_fence(fence), prev = 0, reread = 0;
+    int rc;
+
+    if (rmw_o.shared) {
+        /* A reader: the counter must be what it was at the start. */
+        rc = rmw_counter_read(counter, id, fence, false, &reread, &prev);
+        if (rc < 0) {
+            rmw_log("ABORT %lld fence=%lld why=counter", (long long)rmw_now_us(), shown);
+            return -1;
+        }
+        if (rc == 0) {
+            rmw_log("REJECT %lld fence=%lld prev_fence=%lld", (long long)rmw_now_us(), shown,
+                    prev);
+        } else {
+            rmw_log("END %lld fence=%lld read=%lld reread=%lld", (long long)rmw_now_us(),
+                    shown, value, reread);
+        }
+        return 0;
+    }
+    rmw_log("WRITE %lld fence=%lld value=%lld", (long long)rmw_now_us(), shown, value + 1);
+    rc = rmw_counter_put(counter, id, value + 1, fence, &prev);
+    if (rc < 0) {
+        rmw_log("ERROR %lld the counter's write failed", (long long)rmw_now_us());
+        return -1;
+    }
+    if (rc == 0) {
+        /* Refused: a later holder wrote (or, -G, read) first. */
+        rmw_log("REJECT %lld fence=%lld prev_fence=%lld", (long long)rmw_now_us(), shown, prev);
+    } else {
+        rmw_log("END %lld fence=%lld read=%lld wrote=%lld prev_fence=%lld",
+                (long long)rmw_now_us(), shown, value, value + 1, prev);
+    }
+    return 0;
+}
+
+/*
+ * The first read of a section: 1 with *value; 0 when the guard refused
+ * it (REJECT is logged: nothing is written); -1 when the counter failed
+ * (ABORT why=counter is logged).
+ */
+static int
+rmw_first_read(redisContext *counter, const char *id, long long fence, long long *value)
+{
+    long long seen = 0;
+    int rc = rmw_counter_read(counter, id, fence, !rmw_o.shared, value, &seen);
+
+    if (rc < 0) {
+        rmw_log("ABORT %lld fence=%lld why=counter", (long long)rmw_now_us(),
+                rmw_shown_fence(fence));
+    } else if (rc == 0) {
+        rmw_log("REJECT %lld fence=%lld prev_fence=%lld", (long long)rmw_now_us(),
+                rmw_shown_fence(fence), seen);
+    }
+    return rc;
+}
+
+/* The BEGIN line of a grant. */
+static void
+rmw_begin(const struct rmw_grant *g, int64_t begin_us, int64_t acquire_us, int port,
+          int64_t deadline_us)
+{
+    char extra[64] = "", lease[RMW_TOKEN_MAX + 64] = "";
+
+    if (strcmp(g->kind, "counted") == 0) {
+        snprintf(extra, sizeof(extra), " limit=%lld permit=%lld", g->limit, g->permit);
+    }
+    if (g->lease && deadline_us > 0) {
+        snprintf(lease, sizeof(lease), " mode=lease token=%s deadline_us=%lld", g->token,
+                 (long long)deadline_us);
+    } else if (g->lease) {
+        snprintf(lease, sizeof(lease), " mode=lease token=%s", g->token);
+    }
+    rmw_log("BEGIN %lld name=%s fence=%lld validity=%lld acquire_us=%lld port=%d pid=%d "
+            "kind=%s%s%s", (long long)begin_us, rmw_o.name, rmw_shown_fence(g->fence),
+            g->validity, (long long)acquire_us, port, (int)getpid(), g->kind, extra, lease);
+}
+
+/*
+ * A session section: the daemon renews the lock while the connection is
+ * open and says "! LOST" when it cannot.  Returns 0, or -1 when the
+ * counter failed.
+ */
+static int
+rmw_session_section(struct rmw_conn *c, redisContext *counter, const struct rmw_grant *g)
+{
+    char id[RMW_NAME_MAX + 32], reason[32] = "";
+    long long fence = g->fence, value = 0;
+    int rc;
+
+    rmw_counter_id(g, id, sizeof(id));
+    rc = rmw_first_read(counter, id, fence, &value);
+    if (rc < 0) {
+        return -1;
+    }
+    if (rc > 0) {
+        rmw_watch(c, rmw_random(rmw_o.sleep_min_ms, rmw_o.sleep_max_ms));
+        /* The check before the write: only what already arrived. */
+        rmw_watch(c, 0);
+        if (c->lost || c->eof) {
+            if (c->lost && c->lost_reason[0] != '\0') {
+                snprintf(reason, sizeof(reason), " reason=%s", c->lost_reason);
+            }
+            rmw_log("ABORT %lld fence=%lld why=%s%s", (long long)rmw_now_us(),
+                    rmw_shown_fence(fence), c->lost ? "lost" : "eof", reason);
+            if (c->eof) {
+                rmw_log("DISCONNECT %lld port=%d", (long long)rmw_now_us(), c->port);
+                rmw_disconnect(c);
+            }
+            return 0;
+        }
+        if (rmw_work(counter, id, fence, value) != 0) {
+            return -1;
+        }
+    }
+    rmw_unlock(c);
+    if (c->eof) {
+        rmw_log("DISCONNECT %lld port=%d", (long long)rmw_now_us(), c->port);
+        rmw_disconnect(c);
+    }
+    return 0;
+}
+
+/*
+ * Send line through daemon d of the -p list on a connection of its own
+ * (the next daemons when d refuses) and read the answer into out.
+ * Returns 1 with the answer, 0 when none came; *port: the daemon that
+ * took it; *sent_us: when it was sent.
+ */
+static int
+rmw_side(size_t d, const char *line, char *out, size_t size, int *port, int64_t *sent_us)
+{
+    struct rmw_conn side;
+    size_t tries;
+    int rc = 0;
+
+    memset(&side, 0, sizeof(side));
+    client_init(&side.cl, -1, 0);
+    *port = 0;
+    *sent_us = rmw_now_us();
+    for (tries = 0; tries < rmw_o.nports; tries++, d = (d + 1) % rmw_o.nports) {
+        if (rmw_connect_one(&side, d) != 0) {
+            continue;
+        }
+        *port = side.port;
+        *sent_us = rmw_now_us();
+        if (rmw_send(&side, line) == 0) {
+            do {
+                rc = rmw_reply(&side, rmw_now_us() + RMW_REPLY_SLACK_MS * 1000LL);
+            } while (rc == -2);
+        }
+        if (rc == 1) {
+            snprintf(out, size, "%s", side.cl.line);
+        }
+        rmw_disconnect(&side);
+        return rc == 1 ? 1 : 0;
+    }
+    return 0;
+}
+
+/*
+ * Send a lease's EXTEND or UNLOCK: in -X percent through another daemon
+ * than granted (the index of the one that granted it), else on the
+ * daemon connection when it still goes there, else on a new connection
+ * to that daemon.  As rmw_side().
+ */
+static int
+rmw_lease_send(struct rmw_conn *c, size_t granted, const char *line, char *out, size_t size,
+               int *port, int64_t *sent_us)
+{
+    size_t d = granted;
+    int rc;
+
+    if (rmw_o.nports > 1 && rmw_chance(rmw_o.other_pct)) {
+        d = (granted + (size_t)rmw_random(1, (long)rmw_o.nports - 1)) % rmw_o.nports;
+    } else if (c->cl.fd >= 0 && c->next == granted && !c->eof) {
+        *port = c->port;
+        *sent_us = rmw_now_us();
+        if (rmw_send(c, line) != 0) {
+            return 0;
+        }
+        do {
+            rc = rmw_reply(c, rmw_now_us() + RMW_REPLY_SLACK_MS * 1000LL);
+        } while (rc == -2);
+        if (rc != 1) {
+            c->eof = true;
+            return 0;
+        }
+        snprintf(out, size, "%s", c->cl.line);
+        return 1;
+    }
+    return rmw_side(d, line, out, size, port, sent_us);
+}
+
+/* The status word of an answer for the log: OK, NOTHELD, NOQUORUM, ERR, or none. */
+static const char *
+rmw_answer_word(int got, const char *line)
+{
+    if (!got) {
+        return "none";
+    }
+    if (client_is_reply(line, "OK", rmw_o.name)) {
+        return "OK";
+    }
+    if (client_is_reply(line, "NOTHELD", rmw_o.name)) {
+        return "NOTHELD";
+    }
+    return client_is_err(line, "NOQUORUM") ? "NOQUORUM" : "ERR";
+}
+
+/*
+ * EXTEND a lease: with OK the deadline moves to the send + the validity.
+ * Returns 1 when the answer was NOTHELD (the lease is gone), else 0.
+ */
+static int
+rmw_lease_extend(struct rmw_conn *c, const struct rmw_grant *g, size_t granted,
+                 int64_t *deadline_us)
+{
+    char req[RMW_NAME_MAX + RMW_TOKEN_MAX + 64], ans[CLIENT_LINE_MAX + 1], more[64] = "";
+    const char *word;
+    int64_t sent_us;
+    long long validity;
+    int port, got;
+
+    snprintf(req, sizeof(req), "EXTEND %s token=%s ttl=%ld", rmw_o.name, g->token,
+             rmw_o.ttl_ms);
+    got = rmw_lease_send(c, granted, req, ans, sizeof(ans), &port, &sent_us);
+    word = rmw_answer_word(got, ans);
+    if (strcmp(word, "OK") == 0 && (validity = rmw_field(ans, "validity")) > 0) {
+        *deadline_us = sent_us + validity * 1000;
+        snprintf(more, sizeof(more), " validity=%lld deadline_us=%lld", validity,
+                 (long long)*deadline_us);
+    }
+    rmw_log("EXTEND %lld fence=%lld answer=%s%s port=%d", (long long)rmw_now_us(),
+            rmw_shown_fence(g->fence), word, more, port);
+    return strcmp(word, "NOTHELD") == 0 ? 1 : 0;
+}
+
+/* UNLOCK a lease by its token; the RELEASE line ends its section. */
+static void
+rmw_lease_release(struct rmw_conn *c, const struct rmw_grant *g, size_t granted)
+{
+    char req[RMW_NAME_MAX + RMW_TOKEN_MAX + 32], ans[CLIENT_LINE_MAX + 1];
+    int64_t sent_us;
+    int port, got;
+
+    snprintf(req, sizeof(req), "UNLOCK %s token=%s", rmw_o.name, g->token);
+    got = rmw_lease_send(c, granted, req, ans, sizeof(ans), &port, &sent_us);
+    rmw_log("RELEASE %lld fence=%lld sent_us=%lld answer=%s port=%d", (long long)rmw_now_us(),
+            rmw_shown_fence(g->fence), (long long)sent_us, rmw_answer_word(got, ans), port);
+}
+
+/*
+ * A lease section: nothing renews the lease and no "! LOST" comes for
+ * it, so the client keeps its deadline itself (the send of the LOCK
+ * that was granted + the validity: the round that granted it began
+ * after that send) and writes only before it (-I: it keeps none).
+ * Returns 0, or -1 when the counter failed.
+ */
+static int
+rmw_lease_section(struct rmw_conn *c, redisContext *counter, const struct rmw_grant *g,
+                  int64_t begin_us, int64_t acquire_us)
+{
+    int64_t deadline = rmw_o.ignore_lost ? 0 : g->sent_us + g->validity * 1000;
+    size_t granted = c->next;
+    char id[RMW_NAME_MAX + 32];
+    long long value = 0;
+    bool track = !rmw_o.ignore_lost;
+    int rc = 1;
+
+    rmw_begin(g, begin_us, acquire_us, c->port, deadline);
+    if (rmw_chance(rmw_o.reset_pct)) {
+        rmw_reset(c);
+    }
+    rmw_counter_id(g, id, sizeof(id));
+    /* A grant that waited long in the queue has little validity left on our count. */
+    if (track && deadline - rmw_now_us() < rmw_o.ttl_ms * 1000 / 2
+        && rmw_lease_extend(c, g, granted, &deadline) != 0) {
+        rmw_log("ABORT %lld fence=%lld why=notheld", (long long)rmw_now_us(),
+                rmw_shown_fence(g->fence));
+        rc = 0;
+    }
+    if (rc > 0) {
+        rc = rmw_first_read(counter, id, g->fence, &value);
+    }
+    if (rc < 0) {
+        return -1;
+    }
+    if (rc > 0) {
+        rmw_sleep_ms(rmw_random(rmw_o.sleep_min_ms, rmw_o.sleep_max_ms), false);
+        if (track && rmw_chance(rmw_o.extend_pct)
+            && rmw_lease_extend(c, g, granted, &deadline) != 0) {
+            rmw_log("ABORT %lld fence=%lld why=notheld", (long long)rmw_now_us(),
+                    rmw_shown_fence(g->fence));
+        } else if (track && rmw_now_us() + RMW_LEASE_MARGIN_MS * 1000 > deadline) {
+            rmw_log("ABORT %lld fence=%lld why=expired", (long long)rmw_now_us(),
+                    rmw_shown_fence(g->fence));
+        } else if (rmw_work(counter, id, g->fence, value) != 0) {
+            return -1;
+        }
+    }
+    rmw_lease_release(c, g, granted);
+    return 0;
 }
 
 /* ---- main ---- */
@@ -608,7 +1119,8 @@ rmw_usage(void)
             "usage: rmw-client -p [ADDR:]PORT[,...] -r COUNTER_PORT -n NAME -l LOG\n"
             "                  [-c SECTIONS] [-t TTL_MS] [-w WAIT_MS] [-s MIN_MS[-MAX_MS]]\n"
             "                  [-P POLL_MS] [-k THINK_MS] [-L LIMIT | -S] [-I] [-a PASSWORD]\n"
-            "                  [-F]\n");
+            "                  [-F | -G] [-m LEASE_PCT] [-R RESET_PCT] [-E EXTEND_PCT]\n"
+            "                  [-X OTHER_PCT] [-Z FENCE_DELTA]\n");
     exit(RMW_EXIT_USAGE);
 }
 
@@ -622,6 +1134,33 @@ rmw_number(const char *s)
     errno = 0;
     v = strtol(s, &end, 10);
     if (errno != 0 || end == s || *end != '\0' || v < 0) {
+        rmw_usage();
+    }
+    return v;
+}
+
+/* A percentage 0..100, or usage. */
+static int
+rmw_percent(const char *s)
+{
+    long v = rmw_number(s);
+
+    if (v > 100) {
+        rmw_usage();
+    }
+    return (int)v;
+}
+
+/* A decimal number that may be negative, or usage. */
+static long long
+rmw_signed(const char *s)
+{
+    char *end;
+    long long v;
+
+    errno = 0;
+    v = strtoll(s, &end, 10);
+    if (errno != 0 || end == s || *end != '\0') {
         rmw_usage();
     }
     return v;
@@ -655,7 +1194,7 @@ rmw_parse_args(int argc, char **argv)
     rmw_o.wait_ms = 10000;
     rmw_o.sleep_min_ms = 5;
     rmw_o.sleep_max_ms = 30;
-    while ((opt = getopt(argc, argv, "p:r:n:l:c:t:w:s:P:k:L:SIa:F")) != -1) {
+    while ((opt = getopt(argc, argv, "p:r:n:l:c:t:w:s:P:k:L:SIa:FGm:R:E:X:Z:")) != -1) {
         switch (opt) {
         case 'p':
             for (tok = strtok_r(optarg, ",", &save); tok != NULL;
@@ -719,6 +1258,24 @@ rmw_parse_args(int argc, char **argv)
         case 'F':
             rmw_o.fenced = true;
             break;
+        case 'G':
+            rmw_o.guarded = true;
+            break;
+        case 'm':
+            rmw_o.lease_pct = rmw_percent(optarg);
+            break;
+        case 'R':
+            rmw_o.reset_pct = rmw_percent(optarg);
+            break;
+        case 'E':
+            rmw_o.extend_pct = rmw_percent(optarg);
+            break;
+        case 'X':
+            rmw_o.other_pct = rmw_percent(optarg);
+            break;
+        case 'Z':
+            rmw_o.fake_fence = rmw_signed(optarg);
+            break;
         default:
             rmw_usage();
         }
@@ -726,7 +1283,8 @@ rmw_parse_args(int argc, char **argv)
     if (optind != argc || rmw_o.nports == 0 || rmw_o.counter_port == 0
         || rmw_o.name == NULL || rmw_o.log_path == NULL || rmw_o.name[0] == '\0'
         || strlen(rmw_o.name) > RMW_NAME_MAX || strpbrk(rmw_o.name, " \t\r\n") != NULL
-        || rmw_o.sleep_max_ms < rmw_o.sleep_min_ms || (rmw_o.shared && rmw_o.limit > 0)) {
+        || rmw_o.sleep_max_ms < rmw_o.sleep_min_ms || (rmw_o.shared && rmw_o.limit > 0)
+        || (rmw_o.fenced && rmw_o.guarded)) {
         rmw_usage();
     }
 }
@@ -738,10 +1296,9 @@ main(int argc, char **argv)
     struct sigaction sa;
     redisContext *counter;
     struct rmw_grant g;
-    char id[RMW_NAME_MAX + 32], extra[64];
-    long long fence = -1, value = 0, prev = 0, reread = 0;
     int64_t first_us = 0, begin_us;
     long done = 0;
+    bool lease;
     int rc;
 
     rmw_parse_args(argc, argv);
@@ -761,10 +1318,17 @@ main(int argc, char **argv)
     signal(SIGPIPE, SIG_IGN);
 
     rmw_log("START %lld pid=%d name=%s ttl=%ld sleep=%ld-%ld poll=%ld sections=%ld kind=%s "
-            "limit=%ld%s%s", (long long)rmw_now_us(), (int)getpid(), rmw_o.name, rmw_o.ttl_ms,
-            rmw_o.sleep_min_ms, rmw_o.sleep_max_ms, rmw_o.poll_ms, rmw_o.sections,
+            "limit=%ld lease=%d reset=%d extend=%d other=%d%s%s%s", (long long)rmw_now_us(),
+            (int)getpid(), rmw_o.name, rmw_o.ttl_ms, rmw_o.sleep_min_ms, rmw_o.sleep_max_ms,
+            rmw_o.poll_ms, rmw_o.sections,
             rmw_o.shared ? "shared" : rmw_o.limit > 0 ? "counted" : "exclusive", rmw_o.limit,
-            rmw_o.ignore_lost ? " ignore_lost=1" : "", rmw_o.fenced ? " fenced=1" : "");
+            rmw_o.lease_pct, rmw_o.reset_pct, rmw_o.extend_pct, rmw_o.other_pct,
+            rmw_o.ignore_lost ? " ignore_lost=1" : "", rmw_o.fenced ? " fenced=1" : "",
+            rmw_o.guarded ? " guarded=1" : "");
+    if (rmw_o.fake_fence != 0) {
+        rmw_log("FAKE %lld every fence logged is the grant's %+lld (a negative control)",
+                (long long)rmw_now_us(), rmw_o.fake_fence);
+    }
     counter = rmw_counter_connect();
     if (counter == NULL) {
         return RMW_EXIT_COUNTER;
@@ -777,7 +1341,8 @@ main(int argc, char **argv)
         if (first_us == 0) {
             first_us = rmw_now_us();
         }
-        rc = rmw_acquire(&c, &g);
+        lease = rmw_chance(rmw_o.lease_pct);
+        rc = rmw_acquire(&c, &g, lease);
         if (rc == -2) {
             break;
         }
@@ -788,68 +1353,16 @@ main(int argc, char **argv)
         }
         /* The section: from here on SIGTERM waits for its end. */
         begin_us = rmw_now_us();
-        fence = g.fence;
-        extra[0] = '\0';
-        if (strcmp(g.kind, "counted") == 0) {
-            snprintf(extra, sizeof(extra), " limit=%lld permit=%lld", g.limit, g.permit);
-        }
-        rmw_log("BEGIN %lld name=%s fence=%lld validity=%lld acquire_us=%lld port=%d pid=%d "
-                "kind=%s%s", (long long)begin_us, rmw_o.name, fence, g.validity,
-                (long long)(begin_us - first_us), c.port, (int)getpid(), g.kind, extra);
-        first_us = 0;
         done++;
-        /* A permit is a mutex of its own: it guards a counter of its own. */
-        if (g.permit >= 0) {
-            snprintf(id, sizeof(id), "%s:%lld", rmw_o.name, g.permit);
+        if (lease) {
+            rc = rmw_lease_section(&c, counter, &g, begin_us, begin_us - first_us);
         } else {
-            snprintf(id, sizeof(id), "%s", rmw_o.name);
+            rmw_begin(&g, begin_us, begin_us - first_us, c.port, 0);
+            rc = rmw_session_section(&c, counter, &g);
         }
-        if (rmw_counter_get(counter, id, &value) != 0) {
-            rmw_log("ABORT %lld fence=%lld why=counter", (long long)rmw_now_us(), fence);
+        first_us = 0;
+        if (rc != 0) {
             return RMW_EXIT_COUNTER;
-        }
-        rmw_watch(&c, rmw_random(rmw_o.sleep_min_ms, rmw_o.sleep_max_ms));
-        /* The check before the write: only what already arrived. */
-        rmw_watch(&c, 0);
-        if (c.lost || c.eof) {
-            rmw_log("ABORT %lld fence=%lld why=%s", (long long)rmw_now_us(), fence,
-                    c.lost ? "lost" : "eof");
-            if (c.eof) {
-                rmw_log("DISCONNECT %lld port=%d", (long long)rmw_now_us(), c.port);
-                rmw_disconnect(&c);
-            }
-            continue;
-        }
-        if (rmw_o.shared) {
-            /* A reader: the counter must be what it was at the start. */
-            if (rmw_counter_get(counter, id, &reread) != 0) {
-                rmw_log("ABORT %lld fence=%lld why=counter", (long long)rmw_now_us(), fence);
-                return RMW_EXIT_COUNTER;
-            }
-            rmw_log("END %lld fence=%lld read=%lld reread=%lld", (long long)rmw_now_us(),
-                    fence, value, reread);
-        } else {
-            rmw_log("WRITE %lld fence=%lld value=%lld", (long long)rmw_now_us(), fence,
-                    value + 1);
-            rc = rmw_counter_put(counter, id, value + 1, fence, &prev);
-            if (rc < 0) {
-                rmw_log("ERROR %lld the counter's write failed", (long long)rmw_now_us());
-                return RMW_EXIT_COUNTER;
-            }
-            if (rc == 0) {
-                /* Refused: a later holder wrote first.  The lock is then
-                   unlocked as after any section (it may still be held). */
-                rmw_log("REJECT %lld fence=%lld prev_fence=%lld", (long long)rmw_now_us(),
-                        fence, prev);
-            } else {
-                rmw_log("END %lld fence=%lld read=%lld wrote=%lld prev_fence=%lld",
-                        (long long)rmw_now_us(), fence, value, value + 1, prev);
-            }
-        }
-        rmw_unlock(&c);
-        if (c.eof) {
-            rmw_log("DISCONNECT %lld port=%d", (long long)rmw_now_us(), c.port);
-            rmw_disconnect(&c);
         }
         rmw_sleep_ms(rmw_random(0, rmw_o.think_ms), true);
     }
