@@ -3307,7 +3307,7 @@ static const struct ft_scenario ft_scenarios[] = {
       .fault = ft_sched_restart_empty, .quarantine = true, .kinds = true },
     { .name = "restart-empty-restored",
       .what = "the same with the quarantine off: a renewal puts the lost keys back first",
-      .fault = ft_sched_restart_empty, .kinds = true },
+      .fault = ft_sched_restart_empty, .fences_lost = true, .kinds = true },
     { .name = "restart-majority-quarantine",
       .what = "restart 3 of 5 masters empty at once while a lock is on all 5; quarantine on",
       .fault = ft_sched_restart_majority, .quarantine = true, .fences_lost = true,
