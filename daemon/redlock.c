@@ -1336,6 +1336,16 @@ redlock_fence_done(struct round *r, void *arg)
     redlock_op_free(op);
 }
 
+/* A later round of op could not start (what): NOQUORUM to the caller, op freed. */
+static void
+redlock_op_fail(struct redlock_op *op, const char *what)
+{
+    op->res.outcome = REDLOCK_NOQUORUM;
+    snprintf(op->res.error, sizeof(op->res.error), "%s: out of memory", what);
+    op->cb(&op->res, op->arg);
+    redlock_op_free(op);
+}
+
 /*
  * Write the largest counter seen back to every master, set-if-greater,
  * before the grant is reported: any later grant's quorum intersects the
@@ -1364,10 +1374,7 @@ redlock_fence_write_back(struct redlock_op *op)
     }
     if (round_start(script_fence, nkeys, n, args, lens, redlock_fence_reply,
                     redlock_fence_done, op) != 0) {
-        op->res.outcome = REDLOCK_NOQUORUM;
-        snprintf(op->res.error, sizeof(op->res.error), "fence write-back: out of memory");
-        op->cb(&op->res, op->arg);
-        redlock_op_free(op);
+        redlock_op_fail(op, "fence write-back");
     }
 }
 
@@ -1444,10 +1451,7 @@ redlock_fence_raise(struct redlock_op *op)
     lens[4] = op->keys->aux_len;
     if (round_start(script_raise, 2, 5, args, lens, redlock_raise_reply, redlock_raise_done,
                     op) != 0) {
-        op->res.outcome = REDLOCK_NOQUORUM;
-        snprintf(op->res.error, sizeof(op->res.error), "fence raise: out of memory");
-        op->cb(&op->res, op->arg);
-        redlock_op_free(op);
+        redlock_op_fail(op, "fence raise");
     }
 }
 
@@ -2206,10 +2210,7 @@ redlock_break_reraise(void *arg)
     op->yes = 0;
     if (round_start(script_reraise, 2, 4, args, lens, redlock_reraise_reply,
                     redlock_reraise_done, op) != 0) {
-        op->res.outcome = REDLOCK_NOQUORUM;
-        snprintf(op->res.error, sizeof(op->res.error), "fence raise: out of memory");
-        op->cb(&op->res, op->arg);
-        redlock_op_free(op);
+        redlock_op_fail(op, "fence raise");
     }
 }
 
@@ -2245,10 +2246,7 @@ redlock_break_done(struct round *r, void *arg)
     /* Measured on another daemon's clock, which may run drift_factor slow. */
     span += (int64_t)((double)span * 2 * redlock_drift_factor) + 2000;
     if (round_after(span, redlock_break_reraise, op) != 0) {
-        res->outcome = REDLOCK_NOQUORUM;
-        snprintf(res->error, sizeof(res->error), "fence raise: out of memory");
-        op->cb(res, op->arg);
-        redlock_op_free(op);
+        redlock_op_fail(op, "fence raise");
     }
 }
 
