@@ -1149,6 +1149,75 @@ h_master_calls(size_t i, const char *command)
     return n;
 }
 
+long long
+h_master_commands(size_t i, long long *scripts)
+{
+    const char *p, *calls;
+    redisReply *r;
+    long long n = -1, s = 0, v;
+
+    /* "cmdstat_<name>:calls=<n>,usec=...", one line per command. */
+    r = h_master_reply(i, "INFO commandstats");
+    if (r != NULL && r->type == REDIS_REPLY_STRING) {
+        n = 0;
+        for (p = r->str; p != NULL; p = strchr(p, '\n')) {
+            if (*p == '\n') {
+                p++;
+            }
+            if (strncmp(p, "cmdstat_", 8) != 0 || (calls = strstr(p, ":calls=")) == NULL) {
+                continue;
+            }
+            v = strtoll(calls + 7, NULL, 10);
+            n += v;
+            if (strncmp(p + 8, "evalsha:", 8) == 0 || strncmp(p + 8, "eval:", 5) == 0
+                || strncmp(p + 8, "fcall:", 6) == 0) {
+                s += v;
+            }
+        }
+    }
+    if (r != NULL) {
+        freeReplyObject(r);
+    }
+    if (scripts != NULL) {
+        *scripts = n < 0 ? -1 : s;
+    }
+    return n;
+}
+
+long long
+h_master_cpu_us(size_t i)
+{
+    const char *p;
+    redisReply *r;
+    long long us = -1;
+    int found = 0;
+
+    /* "used_cpu_sys:1.234567" and "used_cpu_user:...", in seconds. */
+    r = h_master_reply(i, "INFO cpu");
+    if (r != NULL && r->type == REDIS_REPLY_STRING) {
+        us = 0;
+        for (p = r->str; p != NULL; p = strchr(p, '\n')) {
+            if (*p == '\n') {
+                p++;
+            }
+            if (strncmp(p, "used_cpu_sys:", 13) == 0) {
+                us += (long long)(strtod(p + 13, NULL) * 1e6);
+                found++;
+            } else if (strncmp(p, "used_cpu_user:", 14) == 0) {
+                us += (long long)(strtod(p + 14, NULL) * 1e6);
+                found++;
+            }
+        }
+        if (found != 2) {
+            us = -1;
+        }
+    }
+    if (r != NULL) {
+        freeReplyObject(r);
+    }
+    return us;
+}
+
 /* ---- masters with a steppable wall clock ---- */
 
 /* <test dir>/clock-<i>: master i's clock offset, which libfaketime reads. */

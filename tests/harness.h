@@ -330,6 +330,17 @@ long long h_master_numsub(size_t i, const char *channel);
  */
 long long h_master_calls(size_t i, const char *command);
 
+/*
+ * Every command master i ran since it started (the sum of calls over
+ * INFO commandstats; commands a script calls count too, as Redis counts
+ * them), and in *scripts (when not NULL) the script calls among them
+ * (EVALSHA, EVAL, FCALL).  -1 (both) when the master could not be asked.
+ */
+long long h_master_commands(size_t i, long long *scripts);
+
+/* Master i's CPU time since it started (used_cpu_sys + used_cpu_user of INFO cpu), us; -1 when not asked. */
+long long h_master_cpu_us(size_t i);
+
 /* ---- the daemon ---- */
 
 /*

@@ -169,6 +169,8 @@ struct bench_opts {
     size_t          nmasters;                   /* masters given */
     const char     *tls_ca;                     /* --tls-ca: TLS to the daemon (NULL: plain) */
     const char     *tls_name;                   /* --tls-name: the name to verify */
+    bool            fence;                      /* uncontended, hot: LOCK ... fence, and
+                                                   every OK's fence= above the one before */
 };
 
 /* Latencies of one kind, in microseconds; grows. */
@@ -214,6 +216,7 @@ struct bench_conn {
     bool                writer;                 /* shared: loops on the exclusive lock */
     bool                holding;                /* counted, shared: OK read, UNLOCK not sent */
     long                permit;                 /* counted: the permit held */
+    long                fence;                  /* --fence: the last fence= read (0: none) */
     int64_t             rel_sent_us;            /* when the UNLOCK was sent */
     struct bench_conn  *next_unlock;            /* in bench_unlocks */
     size_t              outstanding;            /* lease-hold: LOCKs not yet answered */
@@ -411,7 +414,8 @@ bench_conn_send_lock(struct bench_conn *c)
     } else if (bench_opt.mode == BENCH_SHARED && !c->writer) {
         evbuffer_add_printf(out, "LOCK %s shared ttl=%ld\n", c->name, bench_opt.ttl_ms);
     } else {
-        evbuffer_add_printf(out, "LOCK %s ttl=%ld\n", c->name, bench_opt.ttl_ms);
+        evbuffer_add_printf(out, "LOCK %s ttl=%ld%s\n", c->name, bench_opt.ttl_ms,
+                            bench_opt.fence ? " fence" : "");
     }
 }
 
@@ -501,6 +505,29 @@ bench_seen_drop(struct bench_conn *c)
     }
 }
 
+/*
+ * --fence: an OK must carry fence=N above the last one this connection
+ * read (in uncontended mode every connection has a name of its own, so
+ * that is the name's previous grant); anything else counts as an error.
+ * In hot mode the connections share one name, so the check is the
+ * weaker one that each connection sees its fences rise.
+ */
+static void
+bench_fence_seen(struct bench_conn *c, const char *line)
+{
+    long f = bench_reply_num(line, "fence");
+
+    if (f <= c->fence) {
+        bench_st.errors++;
+        if (bench_st.errors <= 10) {
+            fprintf(stderr, "redlock-bench: conn %zu: fence %ld after %ld: %s\n", c->idx, f,
+                    c->fence, line);
+        }
+        return;
+    }
+    c->fence = f;
+}
+
 /* After a pass of the event loop: the UNLOCKs of the OKs read during it. */
 static void
 bench_flush_cb(evutil_socket_t fd, short what, void *arg)
@@ -553,6 +580,9 @@ bench_conn_line(struct bench_conn *c, const char *line, size_t len)
         bench_lat_add(c->writer ? &bench_st.wlat : &bench_st.lat, now - c->sent_us);
         c->acquired++;
         c->locking = false;
+        if (bench_opt.fence) {
+            bench_fence_seen(c, line);
+        }
         if (!seen) {
             bench_conn_send_unlock(c);
             return;
@@ -1754,6 +1784,8 @@ bench_usage(FILE *f)
             "                           its certificate verified against the CA in FILE\n"
             "  -N, --tls-name NAME      with --tls-ca: the name to verify (default: the\n"
             "                           target's host; an address is checked as an IP entry)\n"
+            "  -F, --fence              uncontended, hot: LOCK ... fence; an OK without a\n"
+            "                           fence above the connection's last one is an error\n"
             "  -h, --help\n"
             "Prints one JSON line: pairs, pairs_per_s, p50/p90/p99/max acquire latency\n"
             "in microseconds, errors, rel_p50/p99 release latency (daemon modes), for\n"
@@ -1806,6 +1838,7 @@ bench_parse(int argc, char **argv)
         { "masters", required_argument, NULL, 'M' },
         { "tls-ca", required_argument, NULL, 'C' },
         { "tls-name", required_argument, NULL, 'N' },
+        { "fence", no_argument, NULL, 'F' },
         { "help", no_argument, NULL, 'h' },
         { NULL, 0, NULL, 0 }
     };
@@ -1820,7 +1853,7 @@ bench_parse(int argc, char **argv)
     bench_opt.writers = 1;
     bench_opt.duration_s = 10;
     bench_opt.ttl_ms = 10000;
-    while ((ch = getopt_long(argc, argv, "m:c:n:l:k:f:w:d:t:T:M:C:N:h", longs, NULL)) != -1) {
+    while ((ch = getopt_long(argc, argv, "m:c:n:l:k:f:w:d:t:T:M:C:N:Fh", longs, NULL)) != -1) {
         switch (ch) {
         case 'm':
             bench_opt.mode_name = optarg;
@@ -1889,6 +1922,9 @@ bench_parse(int argc, char **argv)
         case 'N':
             bench_opt.tls_name = optarg;
             break;
+        case 'F':
+            bench_opt.fence = true;
+            break;
         case 'h':
             bench_usage(stdout);
             exit(0);
@@ -1956,6 +1992,10 @@ bench_parse(int argc, char **argv)
     }
     if (bench_opt.mode != BENCH_COUNTED) {
         bench_opt.fill = 0;
+    }
+    if (bench_opt.fence && bench_opt.mode != BENCH_UNCONTENDED && bench_opt.mode != BENCH_HOT) {
+        fprintf(stderr, "redlock-bench: --fence is for the uncontended and hot modes\n");
+        return -1;
     }
     return 0;
 }

@@ -178,6 +178,8 @@
 #define RUNBENCH_PEER_OWN       3.0     /* target: peer-50 pairs/s, redlockd / node-redlock */
 #define RUNBENCH_PEER_HOT       5.0     /* target: peer-hot20 pairs/s, redlockd / node-redlock */
 #define RUNBENCH_PEER_FAIR      0.9     /* target: peer-hot20 fairness of redlockd */
+#define RUNBENCH_IDLE_MS        10000   /* the idle daemon's window */
+#define RUNBENCH_SMOKE_IDLE_MS  2000    /* the same in --smoke */
 
 /* One entry of the standard table and what its run printed. */
 struct runbench_run {
@@ -206,6 +208,13 @@ struct runbench_run {
     double      w_acq;                  /* shared: the writer's grants */
     bool        cpu_ok;                 /* cpu_us was measured (a run against the daemon) */
     double      cpu_us;                 /* the daemon's CPU over the run / pairs, us */
+    bool        m_ok;                   /* the masters' figures below were measured */
+    double      m_cmds;                 /* commands per pair per master (INFO commandstats,
+                                           scripts' own calls included) */
+    double      m_scripts;              /* script calls per pair per master */
+    double      m_cpu_us;               /* the masters' CPU per pair, all of them, us */
+    bool        c_ok;                   /* c_cpu_us was measured */
+    double      c_cpu_us;               /* the client program's CPU per pair, us */
 };
 
 /* Counted rows pass their limit (and fill) to redlock-bench --mode counted. */
@@ -224,6 +233,9 @@ static struct runbench_run runbench_runs[] = {
       .smoke_seconds = RUNBENCH_SMOKE_GRANT_S },
     { .label = "grant-l1000-full", .mode = "counted", .conns = 1,
       .extra = { "--limit", "1000", "--fill", "999" }, .smoke_seconds = RUNBENCH_SMOKE_GRANT_S },
+    { .label = "uncontended-1-fence", .mode = "uncontended", .conns = 1, .extra = { "--fence" } },
+    { .label = "uncontended-64-fence", .mode = "uncontended", .conns = 64,
+      .extra = { "--fence" } },
 };
 
 #define RUNBENCH_NRUNS  (sizeof(runbench_runs) / sizeof(runbench_runs[0]))
@@ -292,7 +304,9 @@ enum {
     RUNBENCH_SHARED64,
     RUNBENCH_GRANT1,
     RUNBENCH_GRANT1000,
-    RUNBENCH_GRANTFULL
+    RUNBENCH_GRANTFULL,
+    RUNBENCH_UNC1F,
+    RUNBENCH_UNC64F
 };
 
 /* The number after "\"key\":" in a JSON line; -1 when absent. */
@@ -397,6 +411,40 @@ runbench_cpu_ns(pid_t pid)
     return ticks * (1000000000LL / clk);
 }
 
+/* What the masters had done at one moment, summed over all of them. */
+struct runbench_masters {
+    bool      ok;           /* every master answered */
+    long long cmds;         /* commands run (INFO commandstats) */
+    long long scripts;      /* script calls among them */
+    long long cpu_us;       /* CPU time (INFO cpu), us */
+};
+
+static bool runbench_masters_tls;       /* the masters speak TLS only: not sampled */
+
+/* Sample the masters' counters (one INFO commandstats and one INFO cpu each). */
+static void
+runbench_masters_sample(struct runbench_masters *m)
+{
+    long long c, sc, cpu;
+    size_t i;
+
+    memset(m, 0, sizeof(*m));
+    if (runbench_masters_tls) {
+        return;
+    }
+    for (i = 0; i < RUNBENCH_MASTERS; i++) {
+        c = h_master_commands(i, &sc);
+        cpu = h_master_cpu_us(i);
+        if (c < 0 || cpu < 0) {
+            return;
+        }
+        m->cmds += c;
+        m->scripts += sc;
+        m->cpu_us += cpu;
+    }
+    m->ok = true;
+}
+
 /* True when the row talks to the daemon (its CPU per pair is measured). */
 static bool
 runbench_on_daemon(const struct runbench_run *r)
@@ -418,10 +466,13 @@ runbench_exec(struct runbench_run *r, const char *const argv[])
 {
     char out[4096];
     long long cpu0 = -1, cpu1 = -1;
+    struct runbench_masters m0, m1;
+    struct rusage ru;
     pid_t pid, dpid = runbench_on_daemon(r) ? h_daemon_pid() : 0;
     int status = 0, code;
 
     snprintf(out, sizeof(out), "%s/bench-%s.out", h_dir(), r->label);
+    runbench_masters_sample(&m0);
     if (dpid > 0) {
         cpu0 = runbench_cpu_ns(dpid);
     }
@@ -429,15 +480,16 @@ runbench_exec(struct runbench_run *r, const char *const argv[])
     if (pid < 0) {
         return;
     }
-    while (waitpid(pid, &status, 0) < 0) {
+    while (wait4(pid, &status, 0, &ru) < 0) {
         if (errno != EINTR) {
-            fprintf(stderr, "run_bench: waitpid: %s\n", strerror(errno));
+            fprintf(stderr, "run_bench: wait4: %s\n", strerror(errno));
             return;
         }
     }
     if (dpid > 0) {
         cpu1 = runbench_cpu_ns(dpid);
     }
+    runbench_masters_sample(&m1);
     code = h_decode_status(status);
     r->ok = runbench_read_json(out, r->json, sizeof(r->json));
     if (code != 0 || !r->ok) {
@@ -472,6 +524,18 @@ runbench_exec(struct runbench_run *r, const char *const argv[])
     if (cpu0 >= 0 && cpu1 >= cpu0 && r->pairs > 0) {
         r->cpu_us = (double)(cpu1 - cpu0) / 1000.0 / r->pairs;
         r->cpu_ok = true;
+    }
+    if (m0.ok && m1.ok && r->pairs > 0) {
+        r->m_cmds = (double)(m1.cmds - m0.cmds) / RUNBENCH_MASTERS / r->pairs;
+        r->m_scripts = (double)(m1.scripts - m0.scripts) / RUNBENCH_MASTERS / r->pairs;
+        r->m_cpu_us = (double)(m1.cpu_us - m0.cpu_us) / r->pairs;
+        r->m_ok = true;
+    }
+    if (r->pairs > 0) {
+        r->c_cpu_us = ((double)ru.ru_utime.tv_sec * 1e6 + (double)ru.ru_utime.tv_usec
+                       + (double)ru.ru_stime.tv_sec * 1e6 + (double)ru.ru_stime.tv_usec)
+                      / r->pairs;
+        r->c_ok = true;
     }
 }
 
@@ -1122,6 +1186,116 @@ runbench_row(const struct runbench_run *r)
     }
 }
 
+/* The idle daemon: what it costs the masters and itself when nobody asks anything. */
+static struct {
+    bool   ok;              /* measured */
+    double seconds;         /* the window */
+    double time_per_s;      /* TIME commands per second per master */
+    double cmds_per_s;      /* all commands per second per master */
+    double cpu_pct;         /* the daemon's CPU, % of one core */
+} runbench_idle;
+
+/*
+ * Measure the idle daemon over ms: no client sends anything, the daemon
+ * still keeps its masters' clock readings fresh (a TIME per master a
+ * second when nothing else carried one) and pings them.
+ */
+static void
+runbench_idle_measure(int64_t ms)
+{
+    long long t0 = 0, t1 = 0, c0, c1, cpu0, cpu1, v;
+    struct runbench_masters m0, m1;
+    pid_t dpid = h_daemon_pid();
+    int64_t start;
+    size_t i;
+
+    for (i = 0; i < RUNBENCH_MASTERS; i++) {
+        v = h_master_calls(i, "time");
+        t0 += v > 0 ? v : 0;
+    }
+    runbench_masters_sample(&m0);
+    cpu0 = runbench_cpu_ns(dpid);
+    start = h_now_ms();
+    h_sleep_ms(ms);
+    cpu1 = runbench_cpu_ns(dpid);
+    runbench_masters_sample(&m1);
+    for (i = 0; i < RUNBENCH_MASTERS; i++) {
+        v = h_master_calls(i, "time");
+        t1 += v > 0 ? v : 0;
+    }
+    runbench_idle.seconds = (double)(h_now_ms() - start) / 1000.0;
+    if (!m0.ok || !m1.ok || cpu0 < 0 || cpu1 < cpu0 || runbench_idle.seconds <= 0) {
+        return;
+    }
+    c0 = m0.cmds;
+    c1 = m1.cmds;
+    runbench_idle.time_per_s = (double)(t1 - t0) / RUNBENCH_MASTERS / runbench_idle.seconds;
+    runbench_idle.cmds_per_s = (double)(c1 - c0) / RUNBENCH_MASTERS / runbench_idle.seconds;
+    runbench_idle.cpu_pct = (double)(cpu1 - cpu0) / 1e7 / runbench_idle.seconds;
+    runbench_idle.ok = true;
+}
+
+/* One row of the cost table: what a pair cost the masters, the daemon and the client. */
+static void
+runbench_cost_row(const struct runbench_run *r, const char *label)
+{
+    double whole = 0;
+
+    if (!r->ok) {
+        return;
+    }
+    printf("  %-22s", label);
+    if (r->m_ok) {
+        printf(" %9.2f %9.2f %11.1f", r->m_cmds, r->m_scripts, r->m_cpu_us);
+        whole += r->m_cpu_us;
+    } else {
+        printf(" %9s %9s %11s", "-", "-", "-");
+    }
+    runbench_cpu_cell(r);
+    whole += r->cpu_ok ? r->cpu_us : 0;
+    if (r->c_ok) {
+        printf(" %11.1f", r->c_cpu_us);
+        whole += r->c_cpu_us;
+    } else {
+        printf(" %11s", "-");
+    }
+    if (r->m_ok && r->c_ok) {
+        printf(" %11.1f", whole);
+    } else {
+        printf(" %11s", "-");
+    }
+    printf("\n");
+}
+
+/*
+ * The cost table: per pair, the commands and script calls each master
+ * ran (INFO commandstats before and after the row, over the five
+ * masters, divided by five and by the pairs), the CPU time of all five
+ * masters (INFO cpu), of the daemon and of the client program, and their
+ * sum (the whole system's CPU per pair).  Rows on the TLS masters are
+ * not sampled.
+ */
+static void
+runbench_cost_table(void)
+{
+    char label[64];
+    size_t i;
+
+    printf("\ncost per pair (commands and script calls: per master; CPU: us, all five masters, "
+           "the daemon, the client)\n");
+    printf("  %-22s %9s %9s %11s %11s %11s %11s\n", "run", "commands", "scripts", "masters cpu",
+           "daemon cpu", "client cpu", "whole cpu");
+    for (i = 0; i < RUNBENCH_NRUNS; i++) {
+        if (i != RUNBENCH_RTT) {
+            runbench_cost_row(&runbench_runs[i], runbench_runs[i].label);
+        }
+    }
+    for (i = 0; runbench_peers_ran && i < RUNBENCH_NPEERS; i++) {
+        snprintf(label, sizeof(label), "%s", runbench_peer_runs[i].label);
+        runbench_cost_row(&runbench_peer_runs[i], label);
+    }
+}
+
 /* Both rows of a peer pair have a result. */
 static bool
 runbench_peer_have(size_t i)
@@ -1166,6 +1340,8 @@ runbench_table(const char *seconds, bool smoke)
     const struct runbench_run *rtt = &runbench_runs[RUNBENCH_RTT];
     const struct runbench_run *u1 = &runbench_runs[RUNBENCH_UNC1];
     const struct runbench_run *u64 = &runbench_runs[RUNBENCH_UNC64];
+    const struct runbench_run *u1f = &runbench_runs[RUNBENCH_UNC1F];
+    const struct runbench_run *u64f = &runbench_runs[RUNBENCH_UNC64F];
     const struct runbench_run *hot = &runbench_runs[RUNBENCH_HOT50];
     const struct runbench_run *dir = &runbench_runs[RUNBENCH_DIRECT];
     const struct runbench_run *d1 = &runbench_runs[RUNBENCH_DIRECT1];
@@ -1192,6 +1368,14 @@ runbench_table(const char *seconds, bool smoke)
     }
     runbench_kinds_table(c64, sh);
     runbench_peer_table();
+    runbench_cost_table();
+    if (runbench_idle.ok) {
+        printf("\nidle daemon, %.1f s, no client: per master %.2f TIME/s and %.2f commands/s in "
+               "all;\ndaemon CPU %.3f %% of one core\n", runbench_idle.seconds,
+               runbench_idle.time_per_s, runbench_idle.cmds_per_s, runbench_idle.cpu_pct);
+    } else {
+        printf("\nidle daemon: not measured\n");
+    }
     printf("\nheld locks (a fresh daemon each; its VmRSS; grant: first connection to last OK)\n");
     printf("  %-16s %7s %6s %8s %8s %7s %8s %8s %10s\n", "run", "locks", "conns", "grant s",
            "held", "errors", "base MiB", "RSS MiB", "bytes/lock");
@@ -1233,6 +1417,14 @@ runbench_table(const char *seconds, bool smoke)
                    dir->pps, false, RUNBENCH_UNC64_DIRECT);
     runbench_goal("daemon CPU us per pair, uncontended-64", u64->ok && u64->cpu_ok, u64->cpu_us,
                   "<=", RUNBENCH_CPU_PAIR_US);
+    if (u1f->ok && u1->ok && u1->p50 > 0 && u64f->ok && u64->ok && u64->pps > 0) {
+        printf("  %-44s %10.2f   info (fenced grants: one more round)\n",
+               "uncontended-1-fence p50 / uncontended-1 p50", u1f->p50 / u1->p50);
+        printf("  %-44s %10.2f   info\n", "uncontended-64-fence / uncontended-64 pairs/s",
+               u64f->pps / u64->pps);
+    } else {
+        printf("  %-44s %10s   info\n", "uncontended-1-fence p50 / uncontended-1 p50", "n/a");
+    }
     runbench_ratio("uncontended-64-tls / uncontended-64 pairs/s", t64->ok && u64->ok,
                    t64->pps, u64->pps, false, RUNBENCH_TLS_RATIO);
     if (t1->ok && u1->ok && u1->p50 > 0) {
@@ -1315,6 +1507,7 @@ runbench_tls(const char *bin, const char *seconds)
     snprintf(crt, sizeof(crt), "%s/server.crt", certs);
     snprintf(key, sizeof(key), "%s/server.key", certs);
     h_tls_masters(certs, false);
+    runbench_masters_tls = true;
     for (i = 0; i < RUNBENCH_MASTERS; i++) {
         if (h_add_master(H_MASTER_TLS, NULL) != 0) {
             fprintf(stderr, "run_bench: tls: a TLS master did not start\n");
@@ -1699,6 +1892,7 @@ main(int argc, char **argv)
     if (!good) {
         h_print_daemon_log_tail(20);
     }
+    runbench_idle_measure(smoke ? RUNBENCH_SMOKE_IDLE_MS : RUNBENCH_IDLE_MS);
     if (!runbench_hold_one(&runbench_session, bin, use_unix, window_ms)) {
         h_print_daemon_log_tail(20);
         good = false;
