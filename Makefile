@@ -7,6 +7,7 @@
 #                   every suite built with sanitizers (in build-san/)
 #   make check-docs    the docs link no file outside the repository and
 #                   mention no issue numbers (make check runs it)
+#   make check-lua  luacheck on the masters' scripts (daemon/scripts/)
 #   make check-faults  fault-injection suite and a short fuzzing run
 #   make fuzz       libFuzzer targets (clang), FUZZ_SECONDS each
 #   make bench      the benchmark table (tests/bench/), BENCH_SECONDS per mode
@@ -16,7 +17,8 @@
 CC      ?= cc
 PKGS    := libevent libevent_openssl openssl hiredis yaml-0.1
 DEB_PKGS := build-essential pkg-config libevent-dev libhiredis-dev libyaml-dev \
-            check redis-server netcat-openbsd faketime libsystemd-dev libssl-dev openssl
+            check redis-server netcat-openbsd faketime libsystemd-dev libssl-dev openssl \
+            lua-check
 VERSION := 0.1.0
 
 # Lazy (=) so that pkg-config runs after `make deps` installed the packages.
@@ -39,7 +41,7 @@ WARN    := -Wall -Wextra -Werror -Wshadow -Wstrict-prototypes -Wmissing-prototyp
            -Wpointer-arith -Wformat=2
 CFLAGS  ?= -O2 -g
 ALL_CFLAGS = -std=gnu11 $(WARN) $(CFLAGS) -D_GNU_SOURCE -DREDLOCKD_VERSION='"$(VERSION)"' \
-             -I. $(PKG_CFLAGS) -MMD -MP
+             -I. -I$(B)/gen $(PKG_CFLAGS) -MMD -MP
 
 B := build
 # NO_SYSTEMD=1 builds without libsystemd, in build-nosd/ (objects differ).
@@ -73,7 +75,7 @@ HARNESS_OBJ := $(B)/obj/tests/harness.o $(CLIENT_OBJ)
 UNIT_TESTS := check_proto check_conf check_redlock check_lease check_client check_drift
 INTEG_TESTS := check_integration check_cluster check_robust check_ops check_redlockctl check_metrics \
                check_masters check_edges check_kinds check_who check_tls check_tls_masters \
-               check_clock check_fence
+               check_clock check_fence check_scripts
 TEST_BINS  := $(addprefix $(B)/,$(UNIT_TESTS) $(INTEG_TESTS))
 
 CK_TIMEOUT ?= 120
@@ -86,13 +88,22 @@ SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 .DEFAULT_GOAL := all
 include $(wildcard tests/*/*.mk)
 
-.PHONY: all deps deps-faults check check-asan check-faults check-valgrind check-build check-docs check-units check-install check-nosd check-devrun install test unit integration run clean
+.PHONY: all deps deps-faults check check-asan check-faults check-valgrind check-build check-docs check-lua check-units check-install check-nosd check-devrun install test unit integration run clean
 all: $(B)/redlockd $(B)/redlockctl
 
 $(B)/obj/%.o: %.c
 	@mkdir -p $(dir $@)
 	@echo "  CC      $<"
 	@$(CC) $(ALL_CFLAGS) -c -o $@ $<
+
+# The masters' scripts (daemon/scripts/*.lua) as C string literals, for
+# daemon/redlock.c (daemon/scripts/embed.sh says how).
+LUA_SRC := $(wildcard daemon/scripts/*.lua)
+$(B)/gen/daemon/scripts.h: $(LUA_SRC) daemon/scripts/embed.sh
+	@mkdir -p $(dir $@)
+	@echo "  GEN     $@"
+	@sh daemon/scripts/embed.sh $@ $(LUA_SRC)
+$(B)/obj/daemon/redlock.o: $(B)/gen/daemon/scripts.h
 
 $(B)/redlockd: $(B)/obj/daemon/main.o $(LIB_OBJ)
 	@echo "  LD      $@"
@@ -135,6 +146,9 @@ $(B)/check_clock: $(B)/obj/tests/check_clock.o $(HARNESS_OBJ)
 # Some links between daemons and masters go through build/delay-proxy
 # (tests/faults/faults.mk), which make test and make integration build.
 $(B)/check_fence: $(B)/obj/tests/check_fence.o $(HARNESS_OBJ)
+# Each script of daemon/scripts/ on a real master, without the daemon.
+$(B)/check_scripts: $(B)/obj/tests/check_scripts.o $(HARNESS_OBJ)
+$(B)/obj/tests/check_scripts.o: $(B)/gen/daemon/scripts.h
 $(TEST_BINS):
 	@echo "  LD      $@"
 	@$(CC) $(CFLAGS) -o $@ $^ $(PKG_LIBS) $(CHECK_LIBS) $(WRAP_LDFLAGS) $(LDFLAGS)
@@ -144,7 +158,7 @@ deps:
 	@if pkg-config --exists $(PKGS) $(CLIENT_PKGS) check libsystemd 2>/dev/null \
 	    && command -v redis-server >/dev/null && command -v openssl >/dev/null \
 	    && command -v nc >/dev/null && command -v cc >/dev/null \
-	    && command -v faketime >/dev/null; then :; else \
+	    && command -v faketime >/dev/null && command -v luacheck >/dev/null; then :; else \
 	    echo "installing missing packages: $(DEB_PKGS)"; \
 	    $(SUDO) apt-get update -qq && \
 	    DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq $(DEB_PKGS); fi
@@ -152,7 +166,8 @@ deps:
 # Ends with the time it took (after deps): "make check: all passed in N s".
 check: deps
 	@start=$$(date +%s); \
-	$(MAKE) check-build && $(MAKE) check-docs && $(MAKE) test && $(MAKE) check-units && \
+	$(MAKE) check-build && $(MAKE) check-docs && $(MAKE) check-lua && $(MAKE) test && \
+	    $(MAKE) check-units && \
 	    $(MAKE) check-install && $(MAKE) check-nosd && $(MAKE) check-devrun; \
 	rc=$$?; secs=$$(( $$(date +%s) - start )); \
 	if [ $$rc -eq 0 ]; then echo "make check: all passed in $$secs s"; \
@@ -233,6 +248,11 @@ check-build:
 # in it (tests/check_docs.sh prints each finding as file:line).
 check-docs:
 	@sh tests/check_docs.sh
+
+# The masters' scripts, as the daemon sends them, pass luacheck
+# (tests/check_lua.sh; daemon/scripts/.luacheckrc).
+check-lua:
+	@sh tests/check_lua.sh
 
 # systemd-analyze verify on the units as make install writes them
 # (pointing at this build); skipped, with the reason, when unavailable.

@@ -1,0 +1,65 @@
+-- Break: end every hold of the name KEYS[1], whoever holds it.  Deletes
+-- the exclusive key, every permit and the limit key, every shared
+-- holder, the gate, and their labels; raises the name's fence counter
+-- (and the counter of each permit that was held) by one, whatever it
+-- was; announces each deleted holder's token on the name's channel
+-- ARGV[1] (as a release, so that waiters everywhere try at once), its
+-- changes channel (for watchers), and
+-- the key with every deleted token on the daemons' channel ARGV[2], so
+-- that a daemon whose session held one tells it LOST.  Answers {holders
+-- deleted, the name's counter after the raise, the first holder's
+-- label as "<age> <fence> <text>" or '', the limit of a counted name or
+-- 0}, or an error naming a counter that is not an integer, checked
+-- first: that master then changes nothing.
+-- uses prelude.lua
+
+local base, chan, bchan = KEYS[1], ARGV[1], ARGV[2]
+local toks, first, permits = {}, nil, {}
+-- First the counters: one that is not an integer changes nothing here.
+local function counter_ok(k)
+  local v = redis.pcall('GET', k)
+  return not v or (type(v) == 'string' and tonumber(v) ~= nil)
+end
+if not counter_ok(base .. ' fence') then
+  return redis.error_reply('fence counter ' .. base .. ' fence is not an integer')
+end
+local n = rl_limit_n(rl_limit(base))
+if n then
+  for i = 0, n - 1 do
+    local k = base .. ' permit ' .. i
+    if redis.call('EXISTS', k) == 1 then
+      if not counter_ok(k .. ' fence') then
+        return redis.error_reply('fence counter ' .. k .. ' fence is not an integer')
+      end
+      permits[#permits + 1] = k
+    end
+  end
+end
+local function gone(k, tok)
+  if tok then
+    first = first or rl_info(k, tok)
+    redis.call('DEL', k .. ' label ' .. tok)
+    toks[#toks + 1] = tok
+  end
+end
+if redis.call('EXISTS', base) == 1 then
+  gone(base, rl_str(base))
+  redis.call('DEL', base)
+end
+for i = 1, #permits do
+  gone(permits[i], rl_str(permits[i]))
+  redis.call('DEL', permits[i])
+  redis.call('INCR', permits[i] .. ' fence')
+end
+redis.call('DEL', base .. ' limit', base .. ' gate')
+local sk = base .. ' shared'
+if redis.call('TYPE', sk).ok == 'zset' then
+  local m = redis.call('ZRANGEBYSCORE', sk, '(' .. rl_now(), '+inf')
+  for i = 1, #m do gone(sk, m[i]) end
+end
+redis.call('DEL', sk)
+local f = redis.call('INCR', base .. ' fence')
+for i = 1, #toks do redis.call('PUBLISH', chan, toks[i]) end
+if #toks > 0 then redis.call('PUBLISH', base .. RL_CHANGED, '!') end
+if #toks > 0 then redis.call('PUBLISH', bchan, base .. ' ' .. table.concat(toks, ' ')) end
+return {#toks, f, first or '', n or 0}

@@ -1,0 +1,15 @@
+-- Raise: a fenced grant's counter, once the grant was won.  KEYS: the
+-- counter, the record; ARGV: token, kind, a permit's limit key ('' for
+-- the other kinds).  Where the record still holds the token, INCR the
+-- counter and answer its new value; elsewhere answer 0 (nothing raised:
+-- a BREAK or an expiry took the record).  A counter that is not an
+-- integer undoes the grant here and answers an error naming the key.
+-- uses prelude.lua
+
+if rl_state(ARGV[2], KEYS[2], ARGV[1]) ~= 1 then return 0 end
+local v = redis.pcall('INCR', KEYS[1])
+if type(v) ~= 'number' then
+  rl_delete(ARGV[2], KEYS[2], ARGV[1], ARGV[3])
+  return redis.error_reply('fence counter ' .. KEYS[1] .. ' is not an integer')
+end
+return v

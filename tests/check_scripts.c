@@ -1,0 +1,501 @@
+/*
+ * check_scripts.c: each of the masters' scripts (daemon/scripts/),
+ * run directly on a real redis-server with EVAL, as the daemon builds
+ * them (daemon/scripts/embed.sh) and without the daemon: what each
+ * answers and what it leaves in the keyspace, including the refusals
+ * the Redlock rules rest on (release is compare-and-delete, an extend
+ * never creates a record, a raise only counts for a record that still
+ * holds its token, a fence write-back never lowers a counter).
+ *
+ * One master per test (tests/harness.h); the clock wrapper of
+ * daemon/master.c is left out (rl_clock_us false: each script reads TIME
+ * itself).  Each test is a test case of its own: CK_RUN_CASE=<test>
+ * ./build/check_scripts runs one.
+ */
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <check.h>
+#include <hiredis/hiredis.h>
+
+#include "daemon/redlock.h"
+#include "tests/expect.h"
+#include "tests/harness.h"
+
+#define REDLOCK_STR(x)  #x
+#define REDLOCK_XSTR(x) REDLOCK_STR(x)      /* what daemon/scripts.h expects */
+#include "daemon/scripts.h"
+
+#define TEST_TIMEOUT_S  30      /* per test, unless CK_DEFAULT_TIMEOUT is set */
+#define SC_ARGS_MAX     24      /* words of one EVAL */
+#define TOK_A           "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"
+#define TOK_B           "bbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbb"
+#define TOK_C           "cccccccccccccccccccccccccccccccc"
+
+static redisContext *sc_redis;  /* the test's master */
+
+static void
+sc_up(void)
+{
+    ck_assert_msg(h_begin(tcase_name()) == 0, "cannot create the test directory");
+    ck_assert_msg(h_start_masters(1) == 0, "the master did not start");
+    sc_redis = h_master_redis(0);
+    ck_assert_msg(sc_redis != NULL, "cannot connect to the master");
+}
+
+static void
+sc_teardown(void)
+{
+    if (sc_redis != NULL) {
+        redisFree(sc_redis);
+        sc_redis = NULL;
+    }
+    h_end();
+}
+
+/*
+ * EVAL body (a script of daemon/scripts.h, as master_script sends it
+ * without its clock) with nkeys keys, then the arguments, all strings,
+ * the list ending in NULL.  The caller frees the reply.
+ */
+static redisReply *
+sc_run(const char *body, int nkeys, ...)
+{
+    static const char head[] = "local rl_clock_us = false\n";
+    const char *argv[SC_ARGS_MAX];
+    char *text, keys[16];
+    redisReply *r;
+    va_list ap;
+    int argc = 0;
+    const char *w;
+
+    text = malloc(sizeof(head) + strlen(body));
+    ck_assert_ptr_nonnull(text);
+    memcpy(text, head, sizeof(head) - 1);
+    strcpy(text + sizeof(head) - 1, body);
+    snprintf(keys, sizeof(keys), "%d", nkeys);
+    argv[argc++] = "EVAL";
+    argv[argc++] = text;
+    argv[argc++] = keys;
+    va_start(ap, nkeys);
+    while ((w = va_arg(ap, const char *)) != NULL) {
+        ck_assert_int_lt(argc, SC_ARGS_MAX);
+        argv[argc++] = w;
+    }
+    va_end(ap);
+    r = redisCommandArgv(sc_redis, argc, argv, NULL);
+    free(text);
+    ck_assert_msg(r != NULL, "EVAL: no answer (%s)", sc_redis->errstr);
+    return r;
+}
+
+/* A command on the master; the caller frees the reply. */
+static redisReply *
+sc_cmd(const char *fmt, ...)
+{
+    redisReply *r;
+    va_list ap;
+
+    va_start(ap, fmt);
+    r = redisvCommand(sc_redis, fmt, ap);
+    va_end(ap);
+    ck_assert_msg(r != NULL, "%s: no answer (%s)", fmt, sc_redis->errstr);
+    return r;
+}
+
+/* GET key as a malloc'd string, NULL when absent. */
+static char *
+sc_get(const char *key)
+{
+    redisReply *r = sc_cmd("GET %s", key);
+    char *v = r->type == REDIS_REPLY_STRING ? strdup(r->str) : NULL;
+
+    freeReplyObject(r);
+    return v;
+}
+
+static long long
+sc_int(const char *fmt, const char *key)
+{
+    redisReply *r = sc_cmd(fmt, key);
+    long long v;
+
+    ck_assert_msg(r->type == REDIS_REPLY_INTEGER, "%s %s: not an integer", fmt, key);
+    v = r->integer;
+    freeReplyObject(r);
+    return v;
+}
+
+/* Element i of an array reply as an integer (it must be one). */
+static long long
+sc_elem(const redisReply *r, size_t i)
+{
+    ck_assert_msg(r->type == REDIS_REPLY_ARRAY && r->elements > i, "no element %zu", i);
+    ck_assert_msg(r->element[i]->type == REDIS_REPLY_INTEGER, "element %zu: type %d", i,
+                  r->element[i]->type);
+    return r->element[i]->integer;
+}
+
+/* Element i of an array reply as a string (it must be one). */
+static const char *
+sc_elem_str(const redisReply *r, size_t i)
+{
+    ck_assert_msg(r->type == REDIS_REPLY_ARRAY && r->elements > i, "no element %zu", i);
+    ck_assert_msg(r->element[i]->type == REDIS_REPLY_STRING, "element %zu: type %d", i,
+                  r->element[i]->type);
+    return r->element[i]->str;
+}
+
+static void
+sc_expect_value(const char *key, const char *want)
+{
+    char *v = sc_get(key);
+
+    if (want == NULL) {
+        ck_assert_msg(v == NULL, "%s holds '%s', expected nothing", key, v);
+    } else {
+        ck_assert_msg(v != NULL && strcmp(v, want) == 0, "%s holds '%s', expected '%s'", key,
+                      v != NULL ? v : "(nothing)", want);
+    }
+    free(v);
+}
+
+/* An exclusive LOCK's acquire of n with token tok (old: a hand-over's). */
+static redisReply *
+sc_acquire_x(const char *tok, const char *ttl, const char *old, const char *label)
+{
+    return sc_run(REDLOCK_LUA_ACQUIRE, 2, "n", "n", tok, ttl, "n released", old, "x", "", "0",
+                  label, NULL);
+}
+
+/* Grant, refusal with the holder's token, our own again, hand-over. */
+START_TEST(acquire_grant_refuse_handover)
+{
+    redisReply *r;
+    long long p;
+
+    sc_up();
+    r = sc_acquire_x(TOK_A, "5000", "", "");
+    ck_assert_int_eq(sc_elem(r, 0), 1);
+    ck_assert_int_eq(sc_elem(r, 2), 1);         /* set on a free record */
+    freeReplyObject(r);
+    sc_expect_value("n", TOK_A);
+    p = sc_int("PTTL %s", "n");
+    ck_assert_msg(p > 4000 && p <= 5000, "pttl %lld", p);
+
+    /* Another token is refused, and told whose token keeps it out. */
+    r = sc_acquire_x(TOK_B, "5000", "", "");
+    ck_assert_msg(sc_elem(r, 0) > 4000, "refusal pttl %lld", sc_elem(r, 0));
+    ck_assert_str_eq(sc_elem_str(r, 1), TOK_A);
+    freeReplyObject(r);
+    sc_expect_value("n", TOK_A);
+
+    /* Our own token again (a retry of a set that landed): renewed. */
+    r = sc_acquire_x(TOK_A, "9000", "", "");
+    ck_assert_int_eq(sc_elem(r, 0), 1);
+    ck_assert_int_eq(sc_elem(r, 2), 3);
+    freeReplyObject(r);
+    ck_assert_int_gt(sc_int("PTTL %s", "n"), 8000);
+
+    /* A hand-over swaps only from the old token, in one step. */
+    r = sc_acquire_x(TOK_C, "5000", TOK_B, "");
+    ck_assert_int_gt(sc_elem(r, 0), 1);         /* refused: TOK_B is not there */
+    freeReplyObject(r);
+    r = sc_acquire_x(TOK_C, "5000", TOK_A, "");
+    ck_assert_int_eq(sc_elem(r, 0), 1);
+    ck_assert_int_eq(sc_elem(r, 2), 2);
+    freeReplyObject(r);
+    sc_expect_value("n", TOK_C);
+}
+END_TEST
+
+/* A label next to the record, with the record's expiry; a fenced grant leaves the counter alone. */
+START_TEST(acquire_label_no_counter)
+{
+    redisReply *r;
+    char *v;
+    long long g;
+
+    sc_up();
+    r = sc_run(REDLOCK_LUA_ACQUIRE, 3, "n", "n", "n fence", TOK_A, "5000", "n released", "",
+               "x", "", "0", "job-7 host=h", NULL);
+    ck_assert_int_eq(sc_elem(r, 0), 1);
+    freeReplyObject(r);
+    v = sc_get("n label " TOK_A);
+    ck_assert_msg(v != NULL && sscanf(v, "%lld 0 ", &g) == 1 && strstr(v, " 0 job-7 host=h"),
+                  "label '%s'", v != NULL ? v : "(nothing)");
+    free(v);
+    ck_assert_int_gt(sc_int("PTTL %s", "n label " TOK_A), 4000);
+    sc_expect_value("n fence", NULL);           /* raised only once won (raise.lua) */
+}
+END_TEST
+
+/* A name is one kind at a time; a permit refusal lists the permits held. */
+START_TEST(acquire_kinds_and_permits)
+{
+    redisReply *r;
+
+    sc_up();
+    r = sc_run(REDLOCK_LUA_ACQUIRE, 2, "n", "n permit 0", TOK_A, "5000", "c", "", "p", "2", "0",
+               "", NULL);
+    ck_assert_int_eq(sc_elem(r, 0), 1);
+    freeReplyObject(r);
+    r = sc_run(REDLOCK_LUA_ACQUIRE, 2, "n", "n permit 1", TOK_B, "5000", "c", "", "p", "2", "0",
+               "", NULL);
+    ck_assert_int_eq(sc_elem(r, 0), 1);
+    freeReplyObject(r);
+    /* Full: {pttl, who, held, shortest, index...}. */
+    r = sc_run(REDLOCK_LUA_ACQUIRE, 2, "n", "n permit 0", TOK_C, "5000", "c", "", "p", "2", "0",
+               "", NULL);
+    ck_assert_str_eq(sc_elem_str(r, 1), TOK_A);
+    ck_assert_int_eq(sc_elem(r, 2), 2);
+    ck_assert_int_eq(sc_elem(r, 4), 0);
+    ck_assert_int_eq(sc_elem(r, 5), 1);
+    freeReplyObject(r);
+    /* Another limit, or an exclusive LOCK, meets the counted name. */
+    r = sc_run(REDLOCK_LUA_ACQUIRE, 2, "n", "n permit 0", TOK_C, "5000", "c", "", "p", "3", "0",
+               "", NULL);
+    ck_assert_str_eq(sc_elem_str(r, 0), "kind");
+    ck_assert_str_eq(sc_elem_str(r, 1), "limit=2");
+    freeReplyObject(r);
+    r = sc_acquire_x(TOK_C, "5000", "", "");
+    ck_assert_str_eq(sc_elem_str(r, 0), "kind");
+    ck_assert_str_eq(sc_elem_str(r, 1), "limit=2");
+    freeReplyObject(r);
+    sc_expect_value("n", NULL);
+}
+END_TEST
+
+/* Raise: only where the record still holds the token; a bad counter undoes the grant. */
+START_TEST(raise_only_for_the_holder)
+{
+    redisReply *r;
+
+    sc_up();
+    freeReplyObject(sc_cmd("SET n %s PX 5000", TOK_A));
+    r = sc_run(REDLOCK_LUA_RAISE, 2, "n fence", "n", TOK_A, "x", "", NULL);
+    ck_assert_int_eq(r->integer, 1);
+    freeReplyObject(r);
+    r = sc_run(REDLOCK_LUA_RAISE, 2, "n fence", "n", TOK_B, "x", "", NULL);
+    ck_assert_int_eq(r->type, REDIS_REPLY_INTEGER);
+    ck_assert_int_eq(r->integer, 0);            /* not the holder: nothing raised */
+    freeReplyObject(r);
+    sc_expect_value("n fence", "1");
+    freeReplyObject(sc_cmd("SET %s %s", "n fence", "twelve"));
+    r = sc_run(REDLOCK_LUA_RAISE, 2, "n fence", "n", TOK_A, "x", "", NULL);
+    ck_assert_int_eq(r->type, REDIS_REPLY_ERROR);
+    ck_assert_msg(strstr(r->str, "fence counter n fence is not an integer") != NULL, "%s",
+                  r->str);
+    freeReplyObject(r);
+    sc_expect_value("n", NULL);                 /* the grant was undone here */
+}
+END_TEST
+
+/* The write-back never lowers a counter; it sets the label's fence, expiry kept. */
+START_TEST(fence_write_back_never_lowers)
+{
+    redisReply *r;
+    char *v;
+
+    sc_up();
+    freeReplyObject(sc_cmd("SET %s %s", "n fence", "10"));
+    freeReplyObject(sc_cmd("SET %s %s PX 5000", "n label " TOK_A, "123 0 job"));
+    r = sc_run(REDLOCK_LUA_FENCE, 2, "n fence", "n label " TOK_A, "7", "n changed", NULL);
+    ck_assert_int_eq(r->integer, 1);
+    freeReplyObject(r);
+    sc_expect_value("n fence", "10");
+    sc_expect_value("n label " TOK_A, "123 7 job");
+    ck_assert_int_gt(sc_int("PTTL %s", "n label " TOK_A), 4000);
+    r = sc_run(REDLOCK_LUA_FENCE, 1, "n fence", "12", NULL);
+    freeReplyObject(r);
+    sc_expect_value("n fence", "12");
+    freeReplyObject(sc_cmd("SET %s %s", "n fence", "x"));
+    r = sc_run(REDLOCK_LUA_FENCE, 1, "n fence", "13", NULL);
+    ck_assert_int_eq(r->type, REDIS_REPLY_ERROR);
+    freeReplyObject(r);
+    v = sc_get("n fence");
+    ck_assert_str_eq(v, "x");
+    free(v);
+}
+END_TEST
+
+/* A BREAK's second raise: max(counter, seen) + 1, and each permit's counter that exists. */
+START_TEST(reraise_above_what_was_seen)
+{
+    redisReply *r;
+
+    sc_up();
+    freeReplyObject(sc_cmd("SET %s %s", "n fence", "5"));
+    freeReplyObject(sc_cmd("SET %s %s", "n permit 1 fence", "3"));
+    r = sc_run(REDLOCK_LUA_RERAISE, 2, "n fence", "n", "9", "2", NULL);
+    ck_assert_int_eq(r->integer, 10);
+    freeReplyObject(r);
+    sc_expect_value("n fence", "10");
+    sc_expect_value("n permit 1 fence", "4");
+    sc_expect_value("n permit 0 fence", NULL);  /* never created */
+    r = sc_run(REDLOCK_LUA_RERAISE, 2, "n fence", "n", "4", "0", NULL);
+    ck_assert_int_eq(r->integer, 11);
+    freeReplyObject(r);
+}
+END_TEST
+
+/* Release is compare-and-delete; the label goes with the record. */
+START_TEST(release_compare_and_delete)
+{
+    redisReply *r;
+
+    sc_up();
+    freeReplyObject(sc_cmd("SET n %s PX 5000", TOK_A));
+    freeReplyObject(sc_cmd("SET %s %s PX 5000", "n label " TOK_A, "1 0 job"));
+    r = sc_run(REDLOCK_LUA_RELEASE, 1, "n", TOK_B, "n released", "x", "", "n changed", NULL);
+    ck_assert_int_eq(r->integer, 0);
+    freeReplyObject(r);
+    sc_expect_value("n", TOK_A);
+    r = sc_run(REDLOCK_LUA_RELEASE, 1, "n", TOK_A, "n released", "?", "", "n changed", NULL);
+    ck_assert_int_eq(r->integer, 1);
+    freeReplyObject(r);
+    sc_expect_value("n", NULL);
+    sc_expect_value("n label " TOK_A, NULL);
+}
+END_TEST
+
+/* Extends never create a record, one by one or in a batch. */
+START_TEST(extend_never_creates)
+{
+    redisReply *r;
+    long long p;
+
+    sc_up();
+    r = sc_run(REDLOCK_LUA_EXTEND_ONE, 1, "n", TOK_A, "9000", "x", "", NULL);
+    ck_assert_int_eq(r->integer, -3);
+    freeReplyObject(r);
+    sc_expect_value("n", NULL);
+    freeReplyObject(sc_cmd("SET n %s PX 3000", TOK_A));
+    r = sc_run(REDLOCK_LUA_EXTEND_ONE, 1, "n", TOK_A, "9000", "?", NULL);
+    ck_assert_msg(r->integer > 2000 && r->integer <= 3000, "pttl before %lld", r->integer);
+    freeReplyObject(r);
+    p = sc_int("PTTL %s", "n");
+    ck_assert_msg(p > 8000, "pttl after %lld", p);
+    /* Batch: ours, someone else's, absent -> 1, 0, 2; absent stays absent. */
+    freeReplyObject(sc_cmd("SET m %s PX 3000", TOK_B));
+    r = sc_run(REDLOCK_LUA_EXTEND, 3, "n", "m", "o", TOK_A, "9000", "x", "", TOK_A, "9000", "x",
+               "", TOK_A, "9000", "x", "", NULL);
+    ck_assert_int_eq(sc_elem(r, 0), 1);
+    ck_assert_int_eq(sc_elem(r, 1), 0);
+    ck_assert_int_eq(sc_elem(r, 2), 2);
+    freeReplyObject(r);
+    sc_expect_value("o", NULL);
+    ck_assert_int_le(sc_int("PTTL %s", "m"), 3000);
+}
+END_TEST
+
+/* Restore puts a record back only where it is absent. */
+START_TEST(restore_only_where_absent)
+{
+    redisReply *r;
+
+    sc_up();
+    freeReplyObject(sc_cmd("SET m %s PX 5000", TOK_B));
+    r = sc_run(REDLOCK_LUA_RESTORE, 2, "n", "m", TOK_A, "4000", "x", "", "", TOK_A, "4000", "x",
+               "", "", NULL);
+    ck_assert_int_eq(r->integer, 1);
+    freeReplyObject(r);
+    sc_expect_value("n", TOK_A);
+    sc_expect_value("m", TOK_B);
+}
+END_TEST
+
+/* Ungate only with the gate's token. */
+START_TEST(ungate_with_its_token)
+{
+    redisReply *r;
+
+    sc_up();
+    freeReplyObject(sc_cmd("SET %s %s PX 5000", "n gate", TOK_A));
+    r = sc_run(REDLOCK_LUA_UNGATE, 1, "n gate", TOK_B, "n released", NULL);
+    ck_assert_int_eq(r->integer, 0);
+    freeReplyObject(r);
+    r = sc_run(REDLOCK_LUA_UNGATE, 1, "n gate", TOK_A, "n released", NULL);
+    ck_assert_int_eq(r->integer, 1);
+    freeReplyObject(r);
+    sc_expect_value("n gate", NULL);
+}
+END_TEST
+
+/* Status names the holder, whether it is ours, and its label. */
+START_TEST(status_names_the_holder)
+{
+    redisReply *r;
+
+    sc_up();
+    freeReplyObject(sc_cmd("SET n %s PX 5000", TOK_A));
+    freeReplyObject(sc_cmd("SET %s %s PX 5000", "n label " TOK_A, "1 4 job"));
+    r = sc_run(REDLOCK_LUA_STATUS, 1, "n", TOK_A, NULL);
+    ck_assert_int_eq(sc_elem(r, 0), 0);         /* not a counted name */
+    ck_assert_str_eq(sc_elem_str(r, 1), "x");
+    ck_assert_int_gt(sc_elem(r, 3), 4000);
+    ck_assert_int_eq(sc_elem(r, 4), 1);         /* it holds the token asked about */
+    ck_assert_str_eq(sc_elem_str(r, 5), TOK_A);
+    ck_assert_msg(strstr(sc_elem_str(r, 6), " 4 job") != NULL, "label %s", sc_elem_str(r, 6));
+    freeReplyObject(r);
+}
+END_TEST
+
+/* Break ends every hold and raises the counter; a bad counter changes nothing. */
+START_TEST(break_ends_every_hold)
+{
+    redisReply *r;
+
+    sc_up();
+    freeReplyObject(sc_cmd("SET n %s PX 5000", TOK_A));
+    freeReplyObject(sc_cmd("SET %s %s", "n fence", "6"));
+    r = sc_run(REDLOCK_LUA_BREAK, 1, "n", "n released", "broken", NULL);
+    ck_assert_int_eq(sc_elem(r, 0), 1);
+    ck_assert_int_eq(sc_elem(r, 1), 7);
+    freeReplyObject(r);
+    sc_expect_value("n", NULL);
+    freeReplyObject(sc_cmd("SET n %s PX 5000", TOK_B));
+    freeReplyObject(sc_cmd("SET %s %s", "n fence", "z"));
+    r = sc_run(REDLOCK_LUA_BREAK, 1, "n", "n released", "broken", NULL);
+    ck_assert_int_eq(r->type, REDIS_REPLY_ERROR);
+    ck_assert_msg(strstr(r->str, "n fence is not an integer") != NULL, "%s", r->str);
+    freeReplyObject(r);
+    sc_expect_value("n", TOK_B);
+}
+END_TEST
+
+/* The names embed.sh replaced carry the C headers' values. */
+START_TEST(embedded_constants)
+{
+    ck_assert_msg(strstr(REDLOCK_LUA_PRELUDE, "n <= " REDLOCK_XSTR(REDLOCK_LIMIT_MAX) " ")
+                  != NULL, "the prelude's limit is not REDLOCK_LIMIT_MAX");
+    ck_assert_msg(strstr(REDLOCK_LUA_ACQUIRE, "base .. '" REDLOCK_CHANGED_SUFFIX "'") != NULL,
+                  "the acquire's changes channel is not REDLOCK_CHANGED_SUFFIX");
+    ck_assert_msg(strstr(REDLOCK_LUA_ACQUIRE, "--") == NULL, "a comment line was sent");
+}
+END_TEST
+
+#define SC_ADD(s, test) expect_add_case((s), #test, (test), sc_teardown, TEST_TIMEOUT_S)
+
+int
+main(void)
+{
+    Suite *s = suite_create("redlockd scripts on a real master");
+
+    SC_ADD(s, acquire_grant_refuse_handover);
+    SC_ADD(s, acquire_label_no_counter);
+    SC_ADD(s, acquire_kinds_and_permits);
+    SC_ADD(s, raise_only_for_the_holder);
+    SC_ADD(s, fence_write_back_never_lowers);
+    SC_ADD(s, reraise_above_what_was_seen);
+    SC_ADD(s, release_compare_and_delete);
+    SC_ADD(s, extend_never_creates);
+    SC_ADD(s, restore_only_where_absent);
+    SC_ADD(s, ungate_with_its_token);
+    SC_ADD(s, status_names_the_holder);
+    SC_ADD(s, break_ends_every_hold);
+    SC_ADD(s, embedded_constants);
+    return expect_run_suite(s, "check_scripts");
+}
