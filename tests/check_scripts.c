@@ -162,6 +162,19 @@ sc_expect_value(const char *key, const char *want)
     free(v);
 }
 
+/* n held by tok for 5 s, with a label (as acquire.lua writes it) unless NULL. */
+static void
+sc_hold(const char *tok, const char *label)
+{
+    char key[64];
+
+    freeReplyObject(sc_cmd("SET n %s PX 5000", tok));
+    if (label != NULL) {
+        snprintf(key, sizeof(key), "n label %s", tok);
+        freeReplyObject(sc_cmd("SET %s %s PX 5000", key, label));
+    }
+}
+
 /* An exclusive LOCK's acquire of n with token tok (old: a hand-over's). */
 static redisReply *
 sc_acquire_x(const char *tok, const char *ttl, const char *old, const char *label)
@@ -274,7 +287,7 @@ START_TEST(raise_only_for_the_holder)
     redisReply *r;
 
     sc_up();
-    freeReplyObject(sc_cmd("SET n %s PX 5000", TOK_A));
+    sc_hold(TOK_A, NULL);
     r = sc_run(REDLOCK_LUA_RAISE, 2, "n fence", "n", TOK_A, "x", "", NULL);
     ck_assert_int_eq(r->integer, 1);
     freeReplyObject(r);
@@ -347,8 +360,7 @@ START_TEST(release_compare_and_delete)
     redisReply *r;
 
     sc_up();
-    freeReplyObject(sc_cmd("SET n %s PX 5000", TOK_A));
-    freeReplyObject(sc_cmd("SET %s %s PX 5000", "n label " TOK_A, "1 0 job"));
+    sc_hold(TOK_A, "1 0 job");
     r = sc_run(REDLOCK_LUA_RELEASE, 1, "n", TOK_B, "n released", "x", "", "n changed", NULL);
     ck_assert_int_eq(r->integer, 0);
     freeReplyObject(r);
@@ -430,8 +442,7 @@ START_TEST(status_names_the_holder)
     redisReply *r;
 
     sc_up();
-    freeReplyObject(sc_cmd("SET n %s PX 5000", TOK_A));
-    freeReplyObject(sc_cmd("SET %s %s PX 5000", "n label " TOK_A, "1 4 job"));
+    sc_hold(TOK_A, "1 4 job");
     r = sc_run(REDLOCK_LUA_STATUS, 1, "n", TOK_A, NULL);
     ck_assert_int_eq(sc_elem(r, 0), 0);         /* not a counted name */
     ck_assert_str_eq(sc_elem_str(r, 1), "x");
@@ -449,14 +460,14 @@ START_TEST(break_ends_every_hold)
     redisReply *r;
 
     sc_up();
-    freeReplyObject(sc_cmd("SET n %s PX 5000", TOK_A));
+    sc_hold(TOK_A, NULL);
     freeReplyObject(sc_cmd("SET %s %s", "n fence", "6"));
     r = sc_run(REDLOCK_LUA_BREAK, 1, "n", "n released", "broken", NULL);
     ck_assert_int_eq(sc_elem(r, 0), 1);
     ck_assert_int_eq(sc_elem(r, 1), 7);
     freeReplyObject(r);
     sc_expect_value("n", NULL);
-    freeReplyObject(sc_cmd("SET n %s PX 5000", TOK_B));
+    sc_hold(TOK_B, NULL);
     freeReplyObject(sc_cmd("SET %s %s", "n fence", "z"));
     r = sc_run(REDLOCK_LUA_BREAK, 1, "n", "n released", "broken", NULL);
     ck_assert_int_eq(r->type, REDIS_REPLY_ERROR);

@@ -1116,106 +1116,123 @@ h_master_numsub(size_t i, const char *channel)
     return n;
 }
 
-long long
-h_master_calls(size_t i, const char *command)
+/*
+ * INFO section of master i, each of its lines (from its first byte; it
+ * ends at its CR or LF) to line(p, arg).  0, or -1 when the master could
+ * not be asked.
+ */
+static int
+h_master_info(size_t i, const char *section, void (*line)(const char *p, void *arg),
+              void *arg)
 {
-    char head[128];
     const char *p;
-    redisReply *r;
-    long long n = -1;
-    size_t hlen;
+    redisReply *r = h_master_reply(i, "INFO %s", section);
+    int rc = -1;
 
-    /* Lines look like "cmdstat_evalsha:calls=12,usec=...", CRLF-ended. */
-    hlen = (size_t)snprintf(head, sizeof(head), "cmdstat_%s:calls=", command);
-    if (hlen >= sizeof(head)) {
-        return -1;
-    }
-    r = h_master_reply(i, "INFO commandstats");
     if (r != NULL && r->type == REDIS_REPLY_STRING) {
-        n = 0;
         for (p = r->str; p != NULL; p = strchr(p, '\n')) {
             if (*p == '\n') {
                 p++;
             }
-            if (strncmp(p, head, hlen) == 0) {
-                n = strtoll(p + hlen, NULL, 10);
-                break;
-            }
+            line(p, arg);
         }
+        rc = 0;
     }
     if (r != NULL) {
         freeReplyObject(r);
     }
-    return n;
+    return rc;
+}
+
+/* What the INFO line callbacks below gather. */
+struct h_info_sum {
+    const char *head;       /* h_master_calls: "cmdstat_<command>:calls=" */
+    long long   n;          /* the calls, or the CPU in us */
+    long long   scripts;    /* h_master_commands: script calls */
+    int         found;      /* h_master_cpu_us: fields read */
+};
+
+/* Lines look like "cmdstat_evalsha:calls=12,usec=...". */
+static void
+h_info_calls(const char *p, void *arg)
+{
+    struct h_info_sum *sum = arg;
+    size_t hlen = strlen(sum->head);
+
+    if (strncmp(p, sum->head, hlen) == 0) {
+        sum->n = strtoll(p + hlen, NULL, 10);
+    }
+}
+
+long long
+h_master_calls(size_t i, const char *command)
+{
+    char head[128];
+    struct h_info_sum sum = { .head = head };
+
+    if ((size_t)snprintf(head, sizeof(head), "cmdstat_%s:calls=", command) >= sizeof(head)
+        || h_master_info(i, "commandstats", h_info_calls, &sum) != 0) {
+        return -1;
+    }
+    return sum.n;
+}
+
+static void
+h_info_commands(const char *p, void *arg)
+{
+    struct h_info_sum *sum = arg;
+    const char *calls;
+    long long v;
+
+    if (strncmp(p, "cmdstat_", 8) != 0 || (calls = strstr(p, ":calls=")) == NULL) {
+        return;
+    }
+    v = strtoll(calls + 7, NULL, 10);
+    sum->n += v;
+    if (strncmp(p + 8, "evalsha:", 8) == 0 || strncmp(p + 8, "eval:", 5) == 0
+        || strncmp(p + 8, "fcall:", 6) == 0) {
+        sum->scripts += v;
+    }
 }
 
 long long
 h_master_commands(size_t i, long long *scripts)
 {
-    const char *p, *calls;
-    redisReply *r;
-    long long n = -1, s = 0, v;
+    struct h_info_sum sum = { .n = 0 };
 
-    /* "cmdstat_<name>:calls=<n>,usec=...", one line per command. */
-    r = h_master_reply(i, "INFO commandstats");
-    if (r != NULL && r->type == REDIS_REPLY_STRING) {
-        n = 0;
-        for (p = r->str; p != NULL; p = strchr(p, '\n')) {
-            if (*p == '\n') {
-                p++;
-            }
-            if (strncmp(p, "cmdstat_", 8) != 0 || (calls = strstr(p, ":calls=")) == NULL) {
-                continue;
-            }
-            v = strtoll(calls + 7, NULL, 10);
-            n += v;
-            if (strncmp(p + 8, "evalsha:", 8) == 0 || strncmp(p + 8, "eval:", 5) == 0
-                || strncmp(p + 8, "fcall:", 6) == 0) {
-                s += v;
-            }
-        }
-    }
-    if (r != NULL) {
-        freeReplyObject(r);
+    if (h_master_info(i, "commandstats", h_info_commands, &sum) != 0) {
+        sum.n = sum.scripts = -1;
     }
     if (scripts != NULL) {
-        *scripts = n < 0 ? -1 : s;
+        *scripts = sum.scripts;
     }
-    return n;
+    return sum.n;
+}
+
+/* "used_cpu_sys:1.234567" and "used_cpu_user:...", in seconds. */
+static void
+h_info_cpu(const char *p, void *arg)
+{
+    struct h_info_sum *sum = arg;
+
+    if (strncmp(p, "used_cpu_sys:", 13) == 0) {
+        sum->n += (long long)(strtod(p + 13, NULL) * 1e6);
+        sum->found++;
+    } else if (strncmp(p, "used_cpu_user:", 14) == 0) {
+        sum->n += (long long)(strtod(p + 14, NULL) * 1e6);
+        sum->found++;
+    }
 }
 
 long long
 h_master_cpu_us(size_t i)
 {
-    const char *p;
-    redisReply *r;
-    long long us = -1;
-    int found = 0;
+    struct h_info_sum sum = { .n = 0 };
 
-    /* "used_cpu_sys:1.234567" and "used_cpu_user:...", in seconds. */
-    r = h_master_reply(i, "INFO cpu");
-    if (r != NULL && r->type == REDIS_REPLY_STRING) {
-        us = 0;
-        for (p = r->str; p != NULL; p = strchr(p, '\n')) {
-            if (*p == '\n') {
-                p++;
-            }
-            if (strncmp(p, "used_cpu_sys:", 13) == 0) {
-                us += (long long)(strtod(p + 13, NULL) * 1e6);
-                found++;
-            } else if (strncmp(p, "used_cpu_user:", 14) == 0) {
-                us += (long long)(strtod(p + 14, NULL) * 1e6);
-                found++;
-            }
-        }
-        if (found != 2) {
-            us = -1;
-        }
+    if (h_master_info(i, "cpu", h_info_cpu, &sum) != 0 || sum.found != 2) {
+        return -1;
     }
-    if (r != NULL) {
-        freeReplyObject(r);
-    }
-    return us;
+    return sum.n;
 }
 
 /* ---- masters with a steppable wall clock ---- */
