@@ -170,15 +170,25 @@
 #define RUNBENCH_TLS_RATIO      0.7     /* target: uncontended-64-tls / uncontended-64 pairs/s */
 #define RUNBENCH_MAKE_CERTS     "tests/tls/make-certs.sh"   /* from the source tree's root */
 #define RUNBENCH_UNC64_DIRECT   0.9     /* target: uncontended-64 / direct-64 pairs/s */
-#define RUNBENCH_CPU_PAIR_US    30.0    /* target: daemon CPU per pair, uncontended-64, us */
+#define RUNBENCH_CPU_PAIR_US    15.0    /* target: daemon CPU per pair, uncontended-64, us */
 #define RUNBENCH_PEER_DIR       "tests/bench/peer"  /* peer.js and its pinned packages */
 #define RUNBENCH_NPM_MS         180000  /* deadline of npm ci for the peer rows */
 #define RUNBENCH_CHECK_MS       30000   /* deadline of peer.js --check */
-#define RUNBENCH_PEER_P50       0.8     /* target: peer-1 acquire p50, redlockd / node-redlock */
+#define RUNBENCH_PEER_P50       1.3     /* target: peer-1 acquire p50, redlockd / node-redlock */
 #define RUNBENCH_PEER_OWN       3.0     /* target: peer-50 pairs/s, redlockd / node-redlock */
-#define RUNBENCH_PEER_HOT       5.0     /* target: peer-hot20 pairs/s, redlockd / node-redlock */
+#define RUNBENCH_PEER_HOT       2.5     /* target: peer-hot20r pairs/s, redlockd / node-redlock
+                                           (node-redlock retrying every 5 ms, 5 ms jitter) */
+#define RUNBENCH_PEER_MCPU      0.3     /* target: peer-50 masters' CPU per pair, redlockd /
+                                           node-redlock */
+#define RUNBENCH_PEER_WCPU      0.35    /* target: peer-50 whole system's CPU per pair, the same */
+#define RUNBENCH_PEER_SCRIPTS   0.5     /* target: peer-50 script calls per pair per master */
+#define RUNBENCH_PEER_CMDS      4.0     /* target: peer-50 commands per pair per master */
+#define RUNBENCH_SESSION_KIB    2.0     /* target: sessions-max RSS per session and lock, KiB */
+#define RUNBENCH_RENEW_PCT_10K  5.0     /* target: sessions-max renewal CPU per 10,000, % */
 #define RUNBENCH_PEER_FAIR      0.9     /* target: peer-hot20 fairness of redlockd */
+#define RUNBENCH_PEER_RETRY_MS  "5"     /* peer-hot20r: node-redlock's retry delay and jitter */
 #define RUNBENCH_IDLE_MS        10000   /* the idle daemon's window */
+#define RUNBENCH_SESSIONS_CAP   100000  /* sessions-max: at most this many sessions */
 #define RUNBENCH_SMOKE_IDLE_MS  2000    /* the same in --smoke */
 
 /* One entry of the standard table and what its run printed. */
@@ -191,6 +201,8 @@ struct runbench_run {
     const char *client;                 /* peer rows: peer.js --client */
     const char *shape;                  /* peer rows: peer.js --shape (NULL: own) */
     const char *peer_limit;             /* peer rows: peer.js --limit (NULL: none) */
+    const char *retry_ms;               /* peer rows: node-redlock's retryDelay and
+                                           retryJitter, ms (NULL: its defaults) */
     bool        ok;                     /* a JSON line was read */
     char        json[RUNBENCH_LINE_MAX]; /* that line */
     double      pairs;                  /* "pairs" */
@@ -263,6 +275,10 @@ static struct runbench_run runbench_peer_runs[] = {
       .shape = "one" },
     { .label = "peer-hot20-redlock", .mode = "peer", .conns = 20, .client = "redlock",
       .shape = "one" },
+    { .label = "peer-hot20r-redlockd", .mode = "peer", .conns = 20, .client = "redlockd",
+      .shape = "one" },
+    { .label = "peer-hot20r-redlock", .mode = "peer", .conns = 20, .client = "redlock",
+      .shape = "one", .retry_ms = RUNBENCH_PEER_RETRY_MS },
     { .label = "peer-sem20-redlockd", .mode = "peer", .conns = 20, .client = "redlockd",
       .shape = "one", .peer_limit = "5" },
     { .label = "peer-sem20-semaphore", .mode = "peer", .conns = 20, .client = "redis-semaphore",
@@ -274,7 +290,7 @@ static struct runbench_run runbench_peer_runs[] = {
 /* What each pair of peer rows compares, in the order of runbench_peer_runs. */
 static const char *const runbench_peer_pairs[RUNBENCH_NPEERS / 2] = {
     "1 worker, own name", "50 workers, own names", "20 workers, one name",
-    "20 workers, limit 5"
+    "one name, 5 ms retry", "20 workers, limit 5"
 };
 
 enum {
@@ -284,6 +300,8 @@ enum {
     RUNBENCH_PEER50_LIB,
     RUNBENCH_PEERHOT,
     RUNBENCH_PEERHOT_LIB,
+    RUNBENCH_PEERHOTR,
+    RUNBENCH_PEERHOTR_LIB,
     RUNBENCH_PEERSEM,
     RUNBENCH_PEERSEM_LIB
 };
@@ -603,6 +621,12 @@ runbench_peer_one(struct runbench_run *r, const char *seconds, const char *targe
         argv[n++] = "--limit";
         argv[n++] = r->peer_limit;
     }
+    if (r->retry_ms != NULL) {
+        argv[n++] = "--retry-ms";
+        argv[n++] = r->retry_ms;
+        argv[n++] = "--jitter-ms";
+        argv[n++] = r->retry_ms;
+    }
     if (strcmp(r->client, "redlockd") == 0) {
         argv[n++] = "--target";
         argv[n++] = target;
@@ -682,6 +706,7 @@ struct runbench_hold {
     bool        release_ok;             /* hold: the release was measured */
     double      release_s;              /* hold: from SIGTERM to STATS locks_held 0 */
     long long   release_failed;         /* hold: renewals_failed growth over the release */
+    bool        unix_only;              /* over the Unix socket whatever BENCH_UNIX says */
 };
 
 static int64_t runbench_settle_ms = RUNBENCH_RELEASE_SETTLE_MS;
@@ -699,6 +724,16 @@ static struct runbench_hold runbench_counted = {
     .conns = RUNBENCH_COUNTED_LOCKS, .ttl_ms = RUNBENCH_SESSION_TTL_MS,
     .limit = RUNBENCH_COUNTED_LIMIT, .names = RUNBENCH_COUNTED_NAMES,
     .rss_base_kib = -1, .rss_kib = -1
+};
+/*
+ * As many sessions, each holding a lock, as the descriptor limit allows
+ * (set in main: the soft RLIMIT_NOFILE, raised to the hard one, less
+ * RUNBENCH_FDS_SPARE), over the Unix socket: loopback TCP from one
+ * address runs out of ephemeral ports near 28,000.
+ */
+static struct runbench_hold runbench_session_max = {
+    .label = "sessions-max", .mode = "hold", .ttl_ms = RUNBENCH_SESSION_TTL_MS, .cpu = true,
+    .unix_only = true, .rss_base_kib = -1, .rss_kib = -1
 };
 static struct runbench_hold runbench_lease = {
     .label = "memory-lease", .mode = "lease-hold", .locks = RUNBENCH_LEASE_LOCKS,
@@ -876,7 +911,7 @@ runbench_hold_one(struct runbench_hold *h, const char *bin, bool use_unix, int64
         return false;
     }
     dpid = h_daemon_pid();
-    runbench_target(target, sizeof(target), use_unix);
+    runbench_target(target, sizeof(target), use_unix || h->unix_only);
     h->rss_base_kib = runbench_rss_kib(dpid);
 
     snprintf(conns, sizeof(conns), "%ld", h->conns);
@@ -987,10 +1022,10 @@ runbench_goal(const char *what, bool have, double v, const char *op, double targ
                                                                            : v >= target;
 
     if (!have) {
-        printf("  %-44s %10s   %-2s %-6.1f %s\n", what, "n/a", op, target, "no data");
+        printf("  %-44s %10s   %-2s %-6g %s\n", what, "n/a", op, target, "no data");
         return;
     }
-    printf("  %-44s %10.2f   %-2s %-6.1f %s\n", what, v, op, target, met ? "met" : "MISSED");
+    printf("  %-44s %10.2f   %-2s %-6g %s\n", what, v, op, target, met ? "met" : "MISSED");
 }
 
 /* One ratio row: num / den against its target. */
@@ -1296,6 +1331,20 @@ runbench_cost_table(void)
     }
 }
 
+/* The whole system's CPU of a row was measured: the masters', the client's (and the daemon's). */
+static bool
+runbench_whole_ok(const struct runbench_run *r)
+{
+    return r->ok && r->m_ok && r->c_ok && (r->cpu_ok || !runbench_on_daemon(r));
+}
+
+/* The whole system's CPU per pair of a row, us: masters + daemon + client. */
+static double
+runbench_whole(const struct runbench_run *r)
+{
+    return r->m_cpu_us + (r->cpu_ok ? r->cpu_us : 0) + r->c_cpu_us;
+}
+
 /* Both rows of a peer pair have a result. */
 static bool
 runbench_peer_have(size_t i)
@@ -1315,11 +1364,33 @@ runbench_peer_targets(void)
     runbench_ratio("peer-50 pairs/s, redlockd / node-redlock",
                    runbench_peer_have(RUNBENCH_PEER50), p[RUNBENCH_PEER50].pps,
                    p[RUNBENCH_PEER50_LIB].pps, false, RUNBENCH_PEER_OWN);
-    runbench_ratio("peer-hot20 pairs/s, redlockd / node-redlock",
-                   runbench_peer_have(RUNBENCH_PEERHOT), p[RUNBENCH_PEERHOT].pps,
-                   p[RUNBENCH_PEERHOT_LIB].pps, false, RUNBENCH_PEER_HOT);
-    runbench_ratio("peer-hot20 redlockd fairness min/max", runbench_peer_have(RUNBENCH_PEERHOT),
-                   p[RUNBENCH_PEERHOT].min_acq, p[RUNBENCH_PEERHOT].max_acq, false,
+    runbench_ratio("peer-50 masters' cpu/pair, redlockd / lib",
+                   runbench_peer_have(RUNBENCH_PEER50) && p[RUNBENCH_PEER50].m_ok
+                   && p[RUNBENCH_PEER50_LIB].m_ok, p[RUNBENCH_PEER50].m_cpu_us,
+                   p[RUNBENCH_PEER50_LIB].m_cpu_us, true, RUNBENCH_PEER_MCPU);
+    runbench_ratio("peer-50 whole cpu/pair, redlockd / lib",
+                   runbench_peer_have(RUNBENCH_PEER50) && runbench_whole_ok(&p[RUNBENCH_PEER50])
+                   && runbench_whole_ok(&p[RUNBENCH_PEER50_LIB]),
+                   runbench_whole(&p[RUNBENCH_PEER50]), runbench_whole(&p[RUNBENCH_PEER50_LIB]),
+                   true, RUNBENCH_PEER_WCPU);
+    runbench_goal("peer-50 redlockd script calls/pair/master",
+                  runbench_peer_have(RUNBENCH_PEER50) && p[RUNBENCH_PEER50].m_ok,
+                  p[RUNBENCH_PEER50].m_scripts, "<=", RUNBENCH_PEER_SCRIPTS);
+    runbench_goal("peer-50 redlockd commands/pair/master",
+                  runbench_peer_have(RUNBENCH_PEER50) && p[RUNBENCH_PEER50].m_ok,
+                  p[RUNBENCH_PEER50].m_cmds, "<=", RUNBENCH_PEER_CMDS);
+    if (runbench_peer_have(RUNBENCH_PEERHOT) && p[RUNBENCH_PEERHOT_LIB].pps > 0) {
+        printf("  %-44s %10.2f   info (node-redlock's default retry, 200 ms + 100 ms)\n",
+               "peer-hot20 pairs/s, redlockd / node-redlock",
+               p[RUNBENCH_PEERHOT].pps / p[RUNBENCH_PEERHOT_LIB].pps);
+    } else {
+        printf("  %-44s %10s   info\n", "peer-hot20 pairs/s, redlockd / node-redlock", "n/a");
+    }
+    runbench_ratio("peer-hot20r pairs/s, redlockd / 5 ms retry",
+                   runbench_peer_have(RUNBENCH_PEERHOTR), p[RUNBENCH_PEERHOTR].pps,
+                   p[RUNBENCH_PEERHOTR_LIB].pps, false, RUNBENCH_PEER_HOT);
+    runbench_ratio("peer-hot20r redlockd fairness min/max", runbench_peer_have(RUNBENCH_PEERHOTR),
+                   p[RUNBENCH_PEERHOTR].min_acq, p[RUNBENCH_PEERHOTR].max_acq, false,
                    RUNBENCH_PEER_FAIR);
     if (runbench_peer_have(RUNBENCH_PEERSEM) && sem_lib->pps > 0) {
         printf("  %-44s %10.2f   info (redis-semaphore fairness %.2f)\n",
@@ -1348,7 +1419,7 @@ runbench_table(const char *seconds, bool smoke)
     const struct runbench_run *c64 = &runbench_runs[RUNBENCH_COUNTED64];
     const struct runbench_run *sh = &runbench_runs[RUNBENCH_SHARED64];
     const struct runbench_hold *ses = &runbench_session, *lea = &runbench_lease;
-    const struct runbench_hold *cnt = &runbench_counted;
+    const struct runbench_hold *cnt = &runbench_counted, *max = &runbench_session_max;
     const struct runbench_run *t1 = &runbench_tls_runs[RUNBENCH_UNC1_TLS];
     const struct runbench_run *t64 = &runbench_tls_runs[RUNBENCH_UNC64_TLS];
     char what[64];
@@ -1381,6 +1452,7 @@ runbench_table(const char *seconds, bool smoke)
            "held", "errors", "base MiB", "RSS MiB", "bytes/lock");
     runbench_hold_row(ses);
     runbench_hold_row(cnt);
+    runbench_hold_row(max);
     runbench_hold_row(lea);
     if (ses->cpu_ok) {
         printf("\nrenewal CPU, %ld session locks (ttl %ld ms) held, %.1f s window: daemon %.1f %% "
@@ -1389,6 +1461,13 @@ runbench_table(const char *seconds, bool smoke)
                ses->renew_ok, ses->renew_failed, ses->cpu_good ? "" : "   FAILED");
     } else {
         printf("\nrenewal CPU: not measured   FAILED\n");
+    }
+    if (max->cpu_ok) {
+        printf("renewal CPU, %ld sessions at the descriptor limit (Unix socket): daemon %.1f %% of "
+               "one core\n(%.2f %% per 10,000), %.0f renewals/s (%lld ok, %lld failed)%s\n",
+               max->locks, max->cpu_pct, max->cpu_pct * 10000.0 / (double)max->locks,
+               (double)max->renew_ok / max->window_s, max->renew_ok, max->renew_failed,
+               max->cpu_good ? "" : "   FAILED");
     }
     printf("\nrelease of the held session locks (every connection closed at once; from the "
            "SIGTERM\nto STATS locks_held 0; renewals that failed meanwhile; reported, not judged)\n");
@@ -1454,6 +1533,12 @@ runbench_table(const char *seconds, bool smoke)
     snprintf(what, sizeof(what), "memory-lease RSS MiB (%ld lease locks)", lea->locks);
     runbench_goal(what, lea->ran && lea->rss_kib >= 0, runbench_mib(lea->rss_kib), "<=",
                   RUNBENCH_LEASE_MIB);
+    snprintf(what, sizeof(what), "sessions-max KiB per session (%ld)", max->locks);
+    runbench_goal(what, runbench_per_lock(max) >= 0, runbench_per_lock(max) / 1024.0, "<=",
+                  RUNBENCH_SESSION_KIB);
+    runbench_goal("sessions-max renewal % of a core per 10,000", max->cpu_ok,
+                  max->cpu_ok ? max->cpu_pct * 10000.0 / (double)max->locks : 0, "<=",
+                  RUNBENCH_RENEW_PCT_10K);
     runbench_peer_targets();
 }
 
@@ -1535,6 +1620,26 @@ runbench_tls(const char *bin, const char *seconds)
     }
     h_end();
     return good;
+}
+
+/*
+ * Sessions for sessions-max: the soft descriptor limit (raised to the
+ * hard one by then) less the daemon's other descriptors, at most
+ * RUNBENCH_SESSIONS_CAP; each of the daemon and redlock-bench has a
+ * limit of its own.
+ */
+static long
+runbench_max_sessions(void)
+{
+    struct rlimit rl;
+    long n = RUNBENCH_SESSIONS_CAP;
+
+    if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY
+        && rl.rlim_cur < (rlim_t)RUNBENCH_SESSIONS_CAP + RUNBENCH_FDS_SPARE
+                         + RUNBENCH_CLIENTS_SPARE) {
+        n = (long)rl.rlim_cur - RUNBENCH_FDS_SPARE - RUNBENCH_CLIENTS_SPARE;
+    }
+    return n > RUNBENCH_SMOKE_SESSION ? n : RUNBENCH_SMOKE_SESSION;
 }
 
 /*
@@ -1857,6 +1962,8 @@ main(int argc, char **argv)
         || h_suite_init() != 0) {
         return 1;
     }
+    runbench_session_max.locks = runbench_session_max.conns
+        = smoke ? RUNBENCH_SMOKE_SESSION : runbench_max_sessions();
     memset(&o, 0, sizeof(o));
     o.log_level = "warn";
     if (h_begin("bench") != 0 || h_start_masters(RUNBENCH_MASTERS) != 0
@@ -1898,6 +2005,10 @@ main(int argc, char **argv)
         good = false;
     }
     if (!runbench_hold_one(&runbench_counted, bin, use_unix, window_ms)) {
+        h_print_daemon_log_tail(20);
+        good = false;
+    }
+    if (!runbench_hold_one(&runbench_session_max, bin, use_unix, window_ms)) {
         h_print_daemon_log_tail(20);
         good = false;
     }

@@ -60,7 +60,8 @@ const CONNECT_MS = 10000;
 
 const USAGE = 'usage: node peer.js --client redlockd|redlock|redis-semaphore ' +
     '[--workers N] [--shape own|one] [--limit N] [--seconds S] ' +
-    '[--target HOST:PORT|/unix/path] [--masters HOST:PORT,...] [--modules DIR]';
+    '[--target HOST:PORT|/unix/path] [--masters HOST:PORT,...] [--modules DIR] ' +
+    '[--retry-ms MS --jitter-ms MS]';
 
 function usage(msg) {
     process.stderr.write(`peer.js: ${msg}\n${USAGE}\n`);
@@ -69,7 +70,7 @@ function usage(msg) {
 
 function parseArgs(argv) {
     const o = { client: null, workers: 1, shape: 'own', limit: 0, seconds: 10,
-                target: null, masters: [], modules: __dirname };
+                target: null, masters: [], modules: __dirname, retryMs: -1, jitterMs: -1 };
 
     for (let i = 0; i < argv.length; i += 2) {
         const key = argv[i], val = argv[i + 1];
@@ -86,6 +87,8 @@ function parseArgs(argv) {
         case '--target': o.target = val; break;
         case '--masters': o.masters = val.split(','); break;
         case '--modules': o.modules = path.resolve(val); break;
+        case '--retry-ms': o.retryMs = parseInt(val, 10); break;
+        case '--jitter-ms': o.jitterMs = parseInt(val, 10); break;
         default: usage(`unknown option ${key}`);
         }
     }
@@ -104,6 +107,10 @@ function parseArgs(argv) {
     }
     if (o.client === 'redis-semaphore' && o.limit < 1) {
         usage('--client redis-semaphore needs --limit');
+    }
+    if ((o.retryMs !== -1 || o.jitterMs !== -1)
+        && (o.client !== 'redlock' || !(o.retryMs >= 1) || !(o.jitterMs >= 0))) {
+        usage('--retry-ms (>= 1) and --jitter-ms (>= 0) go together, with --client redlock');
     }
     if (o.client === 'redlock' && o.limit > 0) {
         usage('--client redlock takes no --limit (node-redlock has no counted lock)');
@@ -256,11 +263,14 @@ function ready(client) {
  * node-redlock: library defaults (driftFactor 0.01, retryDelay 200 ms,
  * retryJitter 100 ms) except retryCount -1 on acquire, so that an
  * acquire waits (retries without end) instead of giving up after 10
- * retries; the release keeps the default retryCount.
+ * retries; the release keeps the default retryCount.  --retry-ms and
+ * --jitter-ms set retryDelay and retryJitter instead (a user who tuned
+ * the library for a contended name).
  */
 function redlockSide(req, clients) {
     const Redlock = req('redlock').default;
-    const redlock = new Redlock(clients);
+    const redlock = new Redlock(clients, opts.retryMs >= 1
+        ? { retryDelay: opts.retryMs, retryJitter: opts.jitterMs } : {});
     const workers = [];
 
     for (let i = 0; i < opts.workers; i++) {
