@@ -252,7 +252,7 @@ check-docs:
 # The masters' scripts, as the daemon sends them, pass luacheck
 # (tests/check_lua.sh; daemon/scripts/.luacheckrc).
 check-lua:
-	@sh tests/check_lua.sh
+	@B=$(B) sh tests/check_lua.sh
 
 # systemd-analyze verify on the units as make install writes them
 # (pointing at this build); skipped, with the reason, when unavailable.

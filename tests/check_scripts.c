@@ -29,7 +29,7 @@
 #include "daemon/scripts.h"
 
 #define TEST_TIMEOUT_S  30      /* per test, unless CK_DEFAULT_TIMEOUT is set */
-#define SC_ARGS_MAX     24      /* words of one EVAL */
+#define SC_ARGS_MAX     96      /* words of one EVAL */
 #define TOK_A           "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"
 #define TOK_B           "bbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbb"
 #define TOK_C           "cccccccccccccccccccccccccccccccc"
@@ -477,6 +477,77 @@ START_TEST(break_ends_every_hold)
 }
 END_TEST
 
+/*
+ * A batch answers item by item: a grant, a refusal naming the holder,
+ * another grant, an item that failed (a counter that is not an integer)
+ * with its own error, a release that was not ours, an item whose script
+ * raised an error, caught and named, while its neighbours ran; and its
+ * items share one reading of the master's clock.
+ */
+START_TEST(batch_items_apart)
+{
+    redisReply *r;
+    long long t0, t1;
+
+    sc_up();
+    freeReplyObject(sc_cmd("SET %s %s", "m fence", "x"));
+    sc_hold(TOK_C, NULL);
+    freeReplyObject(sc_cmd("RENAME n m"));
+    t0 = h_master_calls(0, "time");
+    r = sc_run(REDLOCK_LUA_BATCH, 11, "n", "n", "n", "n", "o", "o", "m fence", "m", "n", "p", "p",
+               "acquire", "2", "8", TOK_A, "5000", "n released", "", "x", "", "0", "job-a",
+               "acquire", "2", "8", TOK_B, "5000", "n released", "", "x", "", "0", "",
+               "acquire", "2", "8", TOK_B, "5000", "o released", "", "x", "", "0", "job-b",
+               "raise", "2", "3", TOK_C, "x", "",
+               "release", "1", "5", TOK_B, "", "x", "", "n changed",
+               "acquire", "2", "8", TOK_A, "soon", "p released", "", "x", "", "0", "", NULL);
+    t1 = h_master_calls(0, "time");
+    ck_assert_msg(r->type == REDIS_REPLY_ARRAY && r->elements == 6, "type %d, %zu elements",
+                  r->type, r->elements);
+    ck_assert_int_eq(r->element[0]->type, REDIS_REPLY_ARRAY);
+    ck_assert_int_eq(r->element[0]->element[0]->integer, 1);
+    ck_assert_str_eq(r->element[1]->element[1]->str, TOK_A);
+    ck_assert_int_eq(r->element[2]->element[0]->integer, 1);
+    ck_assert_int_eq(r->element[3]->type, REDIS_REPLY_ERROR);
+    ck_assert_str_eq(r->element[3]->str, "fence counter m fence is not an integer");
+    ck_assert_int_eq(r->element[4]->type, REDIS_REPLY_INTEGER);
+    ck_assert_int_eq(r->element[4]->integer, 0);
+    /* A script that raised an error (a ttl that is not a number) is caught. */
+    ck_assert_int_eq(r->element[5]->type, REDIS_REPLY_ERROR);
+    ck_assert_msg(strstr(r->element[5]->str, "batch item 6 (acquire): ") != NULL, "%s",
+                  r->element[5]->str);
+    freeReplyObject(r);
+    sc_expect_value("n", TOK_A);
+    sc_expect_value("o", TOK_B);
+    sc_expect_value("m", NULL);                 /* the failed raise undid its grant */
+    /* Two labels written (each with its grant time), one TIME. */
+    ck_assert_msg(t1 - t0 == 1, "%lld TIME calls for one batch", t1 - t0);
+}
+END_TEST
+
+/* A batch whose list of items does not add up runs none of them. */
+START_TEST(batch_malformed_runs_nothing)
+{
+    redisReply *r;
+
+    sc_up();
+    r = sc_run(REDLOCK_LUA_BATCH, 2, "n", "n",
+               "acquire", "2", "8", TOK_A, "5000", "n released", "", "x", "", "0", "",
+               "release", "1", "5", TOK_A, "", "x", "", NULL);
+    ck_assert_int_eq(r->type, REDIS_REPLY_ERROR);
+    ck_assert_msg(strstr(r->str, "batch: item 2 is malformed") != NULL, "%s", r->str);
+    freeReplyObject(r);
+    r = sc_run(REDLOCK_LUA_BATCH, 3, "n", "n", "o",
+               "acquire", "2", "8", TOK_A, "5000", "n released", "", "x", "", "0", "", NULL);
+    ck_assert_int_eq(r->type, REDIS_REPLY_ERROR);
+    freeReplyObject(r);
+    r = sc_run(REDLOCK_LUA_BATCH, 0, "lock", "0", "0", NULL);
+    ck_assert_int_eq(r->type, REDIS_REPLY_ERROR);
+    freeReplyObject(r);
+    sc_expect_value("n", NULL);
+}
+END_TEST
+
 /* The names embed.sh replaced carry the C headers' values. */
 START_TEST(embedded_constants)
 {
@@ -507,6 +578,8 @@ main(void)
     SC_ADD(s, ungate_with_its_token);
     SC_ADD(s, status_names_the_holder);
     SC_ADD(s, break_ends_every_hold);
+    SC_ADD(s, batch_items_apart);
+    SC_ADD(s, batch_malformed_runs_nothing);
     SC_ADD(s, embedded_constants);
     return expect_run_suite(s, "check_scripts");
 }

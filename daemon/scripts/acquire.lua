@@ -48,6 +48,7 @@
 -- counter) does not touch the counter here: its increments come once
 -- the grant is won (raise.lua), never before the decision.
 -- uses prelude.lua
+-- in the batch
 
 local base, k, fkey = KEYS[1], KEYS[2], KEYS[3]
 local tok, ms, chan, old, c, limit = ARGV[1], tonumber(ARGV[2]), ARGV[3], ARGV[4], ARGV[5], ARGV[6]

@@ -1,19 +1,49 @@
 #!/bin/sh
 # embed.sh OUT FILE.lua...: the masters' scripts as C string literals.
+# embed.sh --lua FILE.lua:  the Lua text of one script as a master runs it.
 #
-# Writes OUT, a header with one macro per script, REDLOCK_LUA_<NAME> for
-# <name>.lua (upper case), whose value is the file's text as one string
-# literal: comment-only and blank lines left out (their text never
-# reaches a master, so editing a comment does not change a script's SHA1),
-# backslashes and double quotes escaped, each line ending in "\n".  Two
-# names that the scripts read are the C headers' values, so that C and
-# Lua cannot disagree: RL_LIMIT_MAX becomes REDLOCK_LIMIT_MAX and
-# RL_CHANGED the quoted REDLOCK_CHANGED_SUFFIX (daemon/redlock.h); the
-# file that includes OUT defines REDLOCK_XSTR.  A script with the line
-# "-- uses prelude.lua" begins with REDLOCK_LUA_PRELUDE (prelude.lua's
-# functions), as tests/check_lua.sh lints it.  The Makefile runs it;
-# daemon/redlock.c includes the result.
+# A script is its file, after what its lines ask for:
+#
+#   -- uses prelude.lua           prelude.lua's functions first;
+#   -- uses the batched scripts   then every script with the line
+#                                 "-- in the batch", each as the function
+#                                 rl_ops['<name>'](KEYS, ARGV) of its body.
+#
+# OUT gets one macro per file, REDLOCK_LUA_<NAME> for <name>.lua (upper
+# case), whose value is that text as one string literal: comment-only and
+# blank lines left out (their text never reaches a master, so editing a
+# comment does not change a script's SHA1), backslashes and double quotes
+# escaped, each line ending in "\n".  Two names that the scripts read are
+# the C headers' values, so that C and Lua cannot disagree: RL_LIMIT_MAX
+# becomes REDLOCK_LIMIT_MAX and RL_CHANGED the quoted
+# REDLOCK_CHANGED_SUFFIX (daemon/redlock.h); the file that includes OUT
+# defines REDLOCK_XSTR.  The Makefile runs it; daemon/redlock.c includes
+# the result, and tests/check_lua.sh lints what --lua prints.
 set -eu
+
+# assemble FILE: the Lua text a master runs for FILE, before the C names.
+assemble() {
+    dir=$(dirname "$1")
+    if grep -qx -- '-- uses prelude.lua' "$1"; then
+        cat "$dir/prelude.lua"
+    fi
+    if grep -qx -- '-- uses the batched scripts' "$1"; then
+        echo "local rl_ops = {}"
+        for g in "$dir"/*.lua; do
+            if grep -qx -- '-- in the batch' "$g"; then
+                echo "rl_ops['$(basename "$g" .lua)'] = function(KEYS, ARGV)"
+                cat "$g"
+                echo "end"
+            fi
+        done
+    fi
+    cat "$1"
+}
+
+if [ "$1" = --lua ]; then
+    assemble "$2"
+    exit 0
+fi
 
 out=$1
 shift
@@ -24,14 +54,11 @@ tmp=$out.tmp
         name=$(basename "$f" .lua | tr 'a-z' 'A-Z')
         echo
         echo "#define REDLOCK_LUA_$name \\"
-        if grep -qx -- '-- uses prelude.lua' "$f"; then
-            echo "    REDLOCK_LUA_PRELUDE \\"
-        fi
-        sed -e '/^[[:space:]]*--/d' -e '/^[[:space:]]*$/d' \
+        assemble "$f" | sed -e '/^[[:space:]]*--/d' -e '/^[[:space:]]*$/d' \
             -e 's/\\/\\\\/g' -e 's/"/\\"/g' \
             -e 's/^/    "/' -e 's/$/\\n" \\/' \
             -e 's/RL_LIMIT_MAX/" REDLOCK_XSTR(REDLOCK_LIMIT_MAX) "/g' \
-            -e "s/RL_CHANGED/'\" REDLOCK_CHANGED_SUFFIX \"'/g" "$f"
+            -e "s/RL_CHANGED/'\" REDLOCK_CHANGED_SUFFIX \"'/g"
         echo '    ""'
     done
 } >"$tmp"

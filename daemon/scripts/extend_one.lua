@@ -4,6 +4,7 @@
 -- the PTTL the record had before (-1: no expiry), or -3 when it is not
 -- ours.  Never creates a record: one that is gone stays gone.
 -- uses prelude.lua
+-- in the batch
 
 local c, k, aux = ARGV[3], KEYS[1], ARGV[4] or ''
 if c == '?' then c, k, aux = rl_find(KEYS[1], ARGV[1]) end

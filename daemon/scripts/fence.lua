@@ -3,6 +3,7 @@
 -- the grant's label, whose fence field then becomes ARGV[1] (its expiry
 -- kept), so that readers see the fence the holder was told, and the
 -- grant is announced to watchers on ARGV[2], the name's changes channel.
+-- in the batch
 
 if KEYS[2] then
   local l = redis.pcall('GET', KEYS[2])

@@ -4,6 +4,7 @@
 -- counter and answer its new value; elsewhere answer 0 (nothing raised:
 -- a BREAK or an expiry took the record).  A counter that is not an
 -- integer undoes the grant here and answers an error naming the key.
+-- in the batch
 -- uses prelude.lua
 
 if rl_state(ARGV[2], KEYS[2], ARGV[1]) ~= 1 then return 0 end

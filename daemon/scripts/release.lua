@@ -8,6 +8,7 @@
 -- record (announced or not: a failed grant's clean-up too) is told to
 -- watchers on ARGV[5], the name's changes channel.
 -- uses prelude.lua
+-- in the batch
 
 local c, k, aux = ARGV[3], KEYS[1], ARGV[4] or ''
 if c == '?' then c, k, aux = rl_find(KEYS[1], ARGV[1]) end
