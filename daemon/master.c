@@ -16,6 +16,7 @@
  */
 #include <arpa/inet.h>
 #include <errno.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -31,13 +32,15 @@
 
 #include "conf/conf.h"
 #include "daemon/drift.h"
+#include "daemon/flush.h"
 #include "daemon/log.h"
 #include "daemon/master.h"
 #include "daemon/redisev.h"
 #include "daemon/tls.h"
 #include "daemon/util.h"
 
-#define MASTER_SCRIPTS_MAX      12
+#define MASTER_SCRIPTS_MAX      16
+#define MASTER_BATCH_MAX        128     /* requests in one batch call, at most */
 #define MASTER_BACKOFF_MIN_MS   100
 #define MASTER_BACKOFF_MAX_MS   5000
 #define MASTER_ARGV_STACK       16
@@ -80,6 +83,32 @@ struct master_link {
 };
 
 /*
+ * The per-lock requests of one loop iteration to one master, sent as one
+ * call of the batch script at the iteration's end (daemon/flush.h), in
+ * the order they were made.  Owned by its master; the requests in it by
+ * the batch until they are sent.
+ */
+struct master_batch {
+    struct flush_entry  fe;         /* listed while requests wait */
+    struct master_req  *head;       /* the first request; NULL when empty */
+    struct master_req **tail;       /* where the next one goes */
+    size_t              n;          /* requests in it */
+    size_t              nkeys;      /* their keys, summed */
+    size_t              nargs;      /* their args, keys included, summed */
+};
+
+/* A batch sent: its requests, until its answer (or the link's loss) comes. */
+struct master_batch_req {
+    struct master      *m;          /* the master it was sent to */
+    struct master_req  *items;      /* its requests, in order (linked by next) */
+    size_t              n;          /* how many */
+    size_t              nkeys;      /* their keys, summed */
+    size_t              nargs;      /* their args, summed */
+    bool                retried;    /* NOSCRIPT retry with EVAL done */
+    int64_t             sent_us;    /* monotonic send time */
+};
+
+/*
  * One master.  Owned by this module (the masters array); freed by
  * master_stop().
  */
@@ -110,6 +139,7 @@ struct master {
                                                 flight on the command link */
     int64_t             clock_probe_sent_us; /* monotonic: when it was sent */
     struct master_stats stats;      /* counters (duplicate_of, evicting too) */
+    struct master_batch batch;      /* per-lock requests waiting for the iteration's end */
 };
 
 /* Per master, where a channel's subscription stands. */
@@ -142,6 +172,7 @@ struct master_chan {
 
 /* One request in flight on a master; freed after its callback. */
 struct master_req {
+    struct master_req  *next;       /* in its master's batch, or in a batch in flight */
     struct master      *m;          /* the master it was sent to */
     master_reply_fn     cb;         /* caller's callback */
     void               *arg;        /* caller's argument */
@@ -168,6 +199,14 @@ static void master_keeper_cb(evutil_socket_t fd, short what, void *arg);
 static char *script_text[MASTER_SCRIPTS_MAX];  /* wrapped (MASTER_CLOCK_HEAD/_TAIL);
                                                   live until exit */
 static bool        script_clock[MASTER_SCRIPTS_MAX];   /* its answers carry the clock */
+static const char *script_op[MASTER_SCRIPTS_MAX];      /* its operation in the batch
+                                                          script, or NULL */
+static int         script_batch = -1;                  /* the batch script's id */
+
+static void master_batch_cb(struct redisev *ac, void *r, void *privdata);
+static void master_batch_send(struct master *m, bool in_loop);
+static void master_batch_add(struct master *m, struct master_req *req);
+static void master_batch_fail(struct master *m, struct master_req *items, const char *why);
 static int         nscripts;
 
 static TAILQ_HEAD(, master_chan) master_chans = TAILQ_HEAD_INITIALIZER(master_chans);
@@ -247,6 +286,18 @@ master_script(const char *text, bool clock)
     script_text[nscripts] = wrapped;
     script_clock[nscripts] = clock;
     return nscripts++;
+}
+
+int
+master_script_batch(int script, int batch, const char *op)
+{
+    if (script < 0 || script >= nscripts || batch < 0 || batch >= nscripts
+        || !script_clock[batch] || op == NULL) {
+        return -1;
+    }
+    script_batch = batch;
+    script_op[script] = op;
+    return 0;
 }
 
 static struct master_link *
@@ -1274,6 +1325,11 @@ master_stop(void)
         master_keeper = NULL;
     }
     for (i = 0; i < nmasters; i++) {
+        if (masters[i].batch.head != NULL) {
+            flush_leave(&masters[i].batch.fe);
+            master_batch_fail(&masters[i], masters[i].batch.head, "the daemon is stopping");
+            masters[i].batch.head = NULL;
+        }
         master_link_stop(&masters[i].cmd);
         master_link_stop(&masters[i].sub);
         if (masters[i].quarantine_timer != NULL) {
@@ -1858,6 +1914,31 @@ master_send(struct master *m, struct master_req *req, bool use_eval,
     return rc;
 }
 
+/*
+ * A request on ac got no reply (the link was lost or dropped): why, in
+ * why, and from now on the master is down when ac is its live link
+ * (these callbacks run before the disconnect callback, so rounds started
+ * in them see it down too).
+ */
+static void
+master_request_lost(struct master *m, struct redisev *ac, char *why, size_t size)
+{
+    m->stats.errors++;
+    if (m->cmd.ac != ac && m->cmd.why[0] != '\0') {
+        /* We dropped the link (master_drop): its reason. */
+        snprintf(why, size, "%s", m->cmd.why);
+    } else {
+        snprintf(why, size, "connection lost (%s)",
+                 redisev_errstr(ac)[0] ? redisev_errstr(ac) : "closed");
+    }
+    if (m->cmd.ac == ac && m->cmd.state == MASTER_UP) {
+        log_warn("master %s: down: %s", m->addr->spec, why);
+        m->cmd.state = MASTER_DOWN;
+        master_link_lost(&m->cmd);
+        snprintf(m->cmd.why, sizeof(m->cmd.why), "%s", why);
+    }
+}
+
 static void
 master_reply_cb(struct redisev *ac, void *r, void *privdata)
 {
@@ -1872,24 +1953,7 @@ master_reply_cb(struct redisev *ac, void *r, void *privdata)
         master_link_answered(&m->cmd, true, now);
     }
     if (reply == NULL) {
-        m->stats.errors++;
-        if (m->cmd.ac != ac && m->cmd.why[0] != '\0') {
-            /* We dropped the link (master_drop): its reason. */
-            snprintf(why, sizeof(why), "%s", m->cmd.why);
-        } else {
-            snprintf(why, sizeof(why), "connection lost (%s)",
-                     redisev_errstr(ac)[0] ? redisev_errstr(ac) : "closed");
-        }
-        if (m->cmd.ac == ac && m->cmd.state == MASTER_UP) {
-            /*
-             * These callbacks run before the disconnect callback:
-             * from now on the master is down, for rounds started in them too.
-             */
-            log_warn("master %s: down: %s", m->addr->spec, why);
-            m->cmd.state = MASTER_DOWN;
-            master_link_lost(&m->cmd);
-            snprintf(m->cmd.why, sizeof(m->cmd.why), "%s", why);
-        }
+        master_request_lost(m, ac, why, sizeof(why));
         req->cb(m, NULL, why, req->arg);
         free(req);
         return;
@@ -1918,6 +1982,234 @@ master_reply_cb(struct redisev *ac, void *r, void *privdata)
         req->cb(m, (const struct master_reply *)answer, NULL, req->arg);
     }
     free(req);
+}
+
+/* Each request of the list items gets cb(m, NULL, why) and is freed. */
+static void
+master_batch_fail(struct master *m, struct master_req *items, const char *why)
+{
+    struct master_req *req;
+
+    while ((req = items) != NULL) {
+        items = req->next;
+        req->cb(m, NULL, why, req->arg);
+        free(req);
+    }
+}
+
+/*
+ * Send b: EVALSHA (or EVAL when use_eval) of the batch script, its KEYS
+ * every request's keys in order, its ARGV per request the operation, how
+ * many keys and arguments it has, and its arguments
+ * (daemon/scripts/batch.lua).  Returns REDIS_OK/ERR.
+ */
+static int
+master_batch_write(struct master *m, struct master_batch_req *b, bool use_eval)
+{
+    size_t argc = 3 + b->nargs + 3 * b->n, i, k, a;
+    char (*nums)[2][16];
+    const char **argv;
+    size_t *lens;
+    const struct master_req *req;
+    char nkeys[24];
+    int rc;
+
+    argv = malloc(argc * sizeof(*argv));
+    lens = malloc(argc * sizeof(*lens));
+    nums = malloc(b->n * sizeof(*nums));
+    if (argv == NULL || lens == NULL || nums == NULL) {
+        free(argv);
+        free(lens);
+        free(nums);
+        return REDIS_ERR;
+    }
+    argv[0] = use_eval ? "EVAL" : "EVALSHA";
+    lens[0] = strlen(argv[0]);
+    argv[1] = use_eval ? script_text[script_batch] : m->sha[script_batch];
+    lens[1] = strlen(argv[1]);
+    lens[2] = (size_t)snprintf(nkeys, sizeof(nkeys), "%zu", b->nkeys);
+    argv[2] = nkeys;
+    k = 3;
+    a = 3 + b->nkeys;
+    for (req = b->items, i = 0; req != NULL; req = req->next, i++) {
+        size_t j;
+
+        for (j = 0; j < req->nkeys; j++) {
+            argv[k] = req->args[j];
+            lens[k++] = req->lens[j];
+        }
+        argv[a] = script_op[req->script];
+        lens[a++] = strlen(script_op[req->script]);
+        argv[a] = nums[i][0];
+        lens[a++] = (size_t)snprintf(nums[i][0], sizeof(nums[i][0]), "%zu", req->nkeys);
+        argv[a] = nums[i][1];
+        lens[a++] = (size_t)snprintf(nums[i][1], sizeof(nums[i][1]), "%zu",
+                                     req->nargs - req->nkeys);
+        for (j = req->nkeys; j < req->nargs; j++) {
+            argv[a] = req->args[j];
+            lens[a++] = req->lens[j];
+        }
+    }
+    rc = redisev_command_argv(m->cmd.ac, master_batch_cb, b, (int)argc, argv, lens);
+    free(argv);
+    free(lens);
+    free(nums);
+    return rc;
+}
+
+/*
+ * The answer to a batch: each request gets its own element, as the
+ * answer its script alone would have given (the clock, read once for the
+ * whole batch, is checked once); a reply without an element per request
+ * fails them all.
+ */
+static void
+master_batch_cb(struct redisev *ac, void *r, void *privdata)
+{
+    redisReply *reply = r;
+    const redisReply *answer, *e;
+    struct master_batch_req *b = privdata;
+    struct master *m = b->m;
+    struct master_req *req;
+    int64_t now = util_now_us();
+    char why[MASTER_WHY_MAX];
+    size_t i;
+
+    if (m->cmd.ac == ac) {
+        master_link_answered(&m->cmd, true, now);
+    }
+    if (reply == NULL) {
+        master_request_lost(m, ac, why, sizeof(why));
+        master_batch_fail(m, b->items, why);
+        free(b);
+        return;
+    }
+    m->stats.rtt_us = now - b->sent_us;
+    if (reply->type == REDIS_REPLY_ERROR && !b->retried && m->cmd.ac == ac
+        && strncmp(reply->str, "NOSCRIPT", 8) == 0) {
+        /* The script cache was flushed: send the text once, same deadline. */
+        b->retried = true;
+        log_debug("master %s: NOSCRIPT, retrying the batch with EVAL", m->addr->spec);
+        if (master_batch_write(m, b, true) == REDIS_OK) {
+            master_link_sent(&m->cmd);
+            return;
+        }
+    }
+    answer = NULL;
+    why[0] = '\0';
+    if (reply->type == REDIS_REPLY_ERROR) {
+        answer = reply;
+    } else if ((answer = master_clock_read(m, reply, b->sent_us, now)) == NULL) {
+        snprintf(why, sizeof(why), "answered without its clock (the script's wrapper is "
+                 "missing)");
+    } else if (answer->type != REDIS_REPLY_ARRAY || answer->elements != b->n) {
+        snprintf(why, sizeof(why), "answered a batch of %zu requests with a reply of type "
+                 "%d and %zu elements", b->n, answer->type,
+                 answer->type == REDIS_REPLY_ARRAY ? answer->elements : (size_t)0);
+        answer = NULL;
+    }
+    if (answer == NULL) {
+        m->stats.errors++;
+        master_batch_fail(m, b->items, why);
+        free(b);
+        return;
+    }
+    for (i = 0; (req = b->items) != NULL; i++) {
+        b->items = req->next;
+        e = reply->type == REDIS_REPLY_ERROR ? reply : answer->element[i];
+        if (e->type == REDIS_REPLY_ERROR) {
+            m->stats.errors++;
+        }
+        req->cb(m, (const struct master_reply *)e, NULL, req->arg);
+        free(req);
+    }
+    free(b);
+}
+
+/*
+ * Send what m's batch holds, now: one request as its own script, more as
+ * one call of the batch script.  Called at the end of the loop iteration
+ * (in_loop: callbacks may run, so when m is not up, or the write fails,
+ * each request gets its callback with the reason), and before anything
+ * else is sent on the command link, from inside a caller's request
+ * (then nothing fails here: what cannot be sent stays queued for the
+ * iteration's end), so that the master sees the requests in the order
+ * they were made.
+ */
+static void
+master_batch_send(struct master *m, bool in_loop)
+{
+    struct master_batch *q = &m->batch;
+    struct master_batch_req *b = NULL;
+    struct master_req *items = q->head, *req;
+    int64_t now = util_now_us();
+    bool up = m->cmd.state == MASTER_UP && m->cmd.ac != NULL && !m->cmd.drop_now;
+    int rc = REDIS_ERR;
+
+    if (items == NULL || (!up && !in_loop)) {
+        return;
+    }
+    if (up) {
+        for (req = items; req != NULL; req = req->next) {
+            req->sent_us = now;
+        }
+        if (q->n == 1) {
+            rc = master_send(m, items, false, NULL);
+        } else if ((b = malloc(sizeof(*b))) != NULL) {
+            b->m = m;
+            b->items = items;
+            b->n = q->n;
+            b->nkeys = q->nkeys;
+            b->nargs = q->nargs;
+            b->retried = false;
+            b->sent_us = now;
+            if ((rc = master_batch_write(m, b, false)) != REDIS_OK) {
+                free(b);
+            }
+        }
+        if (rc != REDIS_OK && !in_loop) {
+            return;     /* stays queued: the iteration's end tries again */
+        }
+    }
+    flush_leave(&q->fe);
+    q->head = NULL;
+    q->tail = &q->head;
+    q->n = q->nkeys = q->nargs = 0;
+    if (rc == REDIS_OK) {
+        master_link_sent(&m->cmd);
+        return;
+    }
+    m->stats.errors++;
+    master_batch_fail(m, items, up ? "out of memory, or the connection refused the write"
+                                   : master_status_text(m));
+}
+
+/* The flush list's writer for a master's batch. */
+static void
+master_batch_flush(struct flush_entry *fe)
+{
+    master_batch_send((struct master *)((char *)fe - offsetof(struct master, batch.fe)), true);
+}
+
+/* Queue req (of a batched script) in m's batch, sent at the iteration's end. */
+static void
+master_batch_add(struct master *m, struct master_req *req)
+{
+    struct master_batch *q = &m->batch;
+
+    if (q->tail == NULL) {
+        q->tail = &q->head;
+        flush_entry_init(&q->fe, master_batch_flush);
+    }
+    *q->tail = req;
+    q->tail = &req->next;
+    q->n++;
+    q->nkeys += req->nkeys;
+    q->nargs += req->nargs;
+    flush_join(&q->fe);
+    if (q->n >= MASTER_BATCH_MAX) {
+        master_batch_send(m, false);
+    }
 }
 
 void
@@ -1973,6 +2265,13 @@ master_eval(struct master *m, int script, size_t nkeys, size_t nargs,
     req->lens = lens;
     req->retried = false;
     req->sent_us = util_now_us();
+    req->next = NULL;
+    if (script_op[script] != NULL) {
+        master_batch_add(m, req);
+        m->stats.requests++;
+        return 0;
+    }
+    master_batch_send(m, false);    /* what was asked before this goes before it */
     if (master_send(m, req, false, shared) != REDIS_OK) {
         free(req);
         m->stats.errors++;

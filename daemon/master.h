@@ -123,6 +123,19 @@ typedef void (*master_reply_fn)(struct master *m, const struct master_reply *rep
 int master_script(const char *text, bool clock);
 
 /*
+ * Send the requests of script (a master_script() id) inside the batch
+ * script batch (another id, registered with its clock; the text of
+ * daemon/scripts/batch.lua), as its operation op (a string that outlives
+ * the masters): the requests master_eval() gets for batched scripts in
+ * one loop iteration go to each master as one call at the iteration's
+ * end (daemon/flush.h), in order, each answered as its script alone
+ * would answer, with one TIME for the call.  A master that would get a
+ * single request gets it as its own script.  Returns 0, or -1 when an id
+ * is not registered or batch was registered without its clock.
+ */
+int master_script_batch(int script, int batch, const char *op);
+
+/*
  * Create a connection for every master in conf and begin connecting.
  * conf must outlive the masters (until master_stop()).  Returns 0, or -1
  * when memory ran out (logged).  Masters that cannot be reached are not

@@ -28,7 +28,7 @@
  */
 static int    script_acquire, script_release, script_extend, script_status;
 static int    script_fence, script_extend_one, script_restore, script_ungate, script_break;
-static int    script_raise, script_reraise;
+static int    script_raise, script_reraise, script_batch;
 static double redlock_drift_factor = 0.01;
 
 static size_t redlock_derived(char *out, const char *key, size_t key_len,
@@ -147,6 +147,18 @@ redlock_init(double drift_factor)
     script_break = master_script(REDLOCK_LUA_BREAK, true);
     script_raise = master_script(REDLOCK_LUA_RAISE, true);
     script_reraise = master_script(REDLOCK_LUA_RERAISE, true);
+    /*
+     * The per-lock scripts of one loop iteration go to each master in one
+     * call (daemon/scripts/batch.lua), whatever clients asked for them.
+     */
+    script_batch = master_script(REDLOCK_LUA_BATCH, true);
+    if (script_batch < 0 || master_script_batch(script_acquire, script_batch, "acquire") != 0
+        || master_script_batch(script_release, script_batch, "release") != 0
+        || master_script_batch(script_extend_one, script_batch, "extend_one") != 0
+        || master_script_batch(script_raise, script_batch, "raise") != 0
+        || master_script_batch(script_fence, script_batch, "fence") != 0) {
+        return -1;
+    }
     return script_acquire < 0 || script_release < 0 || script_extend < 0 || script_status < 0
            || script_fence < 0 || script_extend_one < 0 || script_restore < 0
            || script_ungate < 0 || script_break < 0 || script_raise < 0
