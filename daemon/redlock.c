@@ -134,7 +134,8 @@ redlock_init(double drift_factor)
      * master's clock (daemon/master.h); a release's answer only says
      * whether the token was there, and the release is half of every
      * acquire-release pair, so it goes without (one TIME call less per
-     * pair and master).
+     * pair and master when it travels alone; in a batch the call reads
+     * TIME once for all its requests).
      */
     script_acquire = master_script(REDLOCK_LUA_ACQUIRE, true);
     script_release = master_script(REDLOCK_LUA_RELEASE, false);

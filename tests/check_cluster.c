@@ -24,6 +24,7 @@
 #include <errno.h>
 #include <limits.h>
 #include <poll.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -1103,6 +1104,74 @@ cl_set_timeout(TCase *tc, double seconds)
     tcase_set_timeout(tc, t > seconds ? t : seconds);
 }
 
+#define BATCH_LOCKS     20      /* LOCKs that reach the daemon in one loop iteration */
+
+/*
+ * The acquires of one loop iteration go to each master as one call:
+ * BATCH_LOCKS lease LOCKs of names of their own, on connections of their
+ * own, and a shared LOCK of a name whose shared record was overwritten
+ * with a string (its script fails with WRONGTYPE on every master), all
+ * written while the daemon is stopped (SIGSTOP), so that it reads them
+ * in one loop iteration when it runs again.  Every lease is granted on a
+ * quorum, the shared LOCK alone fails, and master 0 runs far fewer
+ * script calls than requests (one per request before batching:
+ * BATCH_LOCKS + 1).
+ */
+START_TEST(batch_one_call_per_iteration)
+{
+    char req[64], name[32], key[64], *line;
+    long long before, after;
+    int fd[BATCH_LOCKS + 1];
+    size_t i;
+
+    cl_up(NMASTERS, false, 1, NULL);
+    for (i = 0; i <= BATCH_LOCKS; i++) {
+        fd[i] = h_connect_tcp();
+        ck_assert_int_ge(fd[i], 0);
+    }
+    line = h_cmd(fd[0], "LOCK warm mode=lease ttl=10000", CMD_MS);  /* scripts loaded */
+    ck_assert_msg(line != NULL && h_is_reply(line, "OK", "warm"), "warm-up: %s",
+                  line != NULL ? line : "(nothing)");
+    free(line);
+    for (i = 0; i < NMASTERS; i++) {
+        ck_assert_int_eq(h_master_cmd(i, NULL, "SET %s %s", PREFIX "bs shared", "not-a-zset"),
+                         0);
+    }
+    before = cl_script_calls(0);
+    ck_assert_int_eq(h_signal_daemon(SIGSTOP), 0);
+    for (i = 0; i < BATCH_LOCKS; i++) {
+        snprintf(req, sizeof(req), "LOCK bt%zu mode=lease ttl=10000", i);
+        ck_assert_int_eq(h_send(fd[i], req), 0);
+    }
+    ck_assert_int_eq(h_send(fd[BATCH_LOCKS], "LOCK bs shared wait=0"), 0);
+    h_sleep_ms(100);    /* every request in the daemon's socket buffers */
+    ck_assert_int_eq(h_signal_daemon(SIGCONT), 0);
+    for (i = 0; i < BATCH_LOCKS; i++) {
+        snprintf(name, sizeof(name), "bt%zu", i);
+        line = h_read_line(fd[i], CMD_MS);
+        ck_assert_msg(line != NULL && h_is_reply(line, "OK", name), "LOCK %s: %s", name,
+                      line != NULL ? line : "(nothing)");
+        free(line);
+        snprintf(key, sizeof(key), PREFIX "%s", name);
+        ck_assert_msg(h_masters_holding(key, NULL) >= QUORUM, "%s is on %zu masters", name,
+                      h_masters_holding(key, NULL));
+    }
+    line = h_read_line(fd[BATCH_LOCKS], CMD_MS);
+    ck_assert_msg(line != NULL && strncmp(line, "ERR NOQUORUM", 12) == 0
+                  && strstr(line, "WRONGTYPE") != NULL, "LOCK bs shared: %s",
+                  line != NULL ? line : "(nothing)");
+    free(line);
+    after = cl_script_calls(0);
+    fprintf(stderr, "batch_one_call_per_iteration: %d LOCKs in one loop iteration, %lld "
+            "script calls on master 0\n", BATCH_LOCKS + 1, after - before);
+    ck_assert_msg(after - before <= 4, "%lld script calls on master 0 for %d LOCKs read in "
+                  "one loop iteration", after - before, BATCH_LOCKS + 1);
+    for (i = 0; i <= BATCH_LOCKS; i++) {
+        close(fd[i]);
+    }
+}
+END_TEST
+
 #define SPLIT_ADD(s, test) expect_add_case((s), #test, (test), cl_teardown, SPLIT_TIMEOUT_S)
 
 static Suite *
@@ -1130,6 +1199,7 @@ cluster_suite(void)
     tcase_add_test(tc, fence_increases_two_daemons);
     tcase_add_test(tc, fence_increases_changing_majorities);
     tcase_add_test(tc, lease_from_other_daemon);
+    tcase_add_test(tc, batch_one_call_per_iteration);
     suite_add_tcase(s, tc);
 
     /* Each its own test case: CK_RUN_CASE=<test> runs one. */
