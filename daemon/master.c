@@ -202,12 +202,12 @@ static bool        script_clock[MASTER_SCRIPTS_MAX];   /* its answers carry the 
 static const char *script_op[MASTER_SCRIPTS_MAX];      /* its operation in the batch
                                                           script, or NULL */
 static int         script_batch = -1;                  /* the batch script's id */
+static int         nscripts;
 
 static void master_batch_cb(struct redisev *ac, void *r, void *privdata);
 static void master_batch_send(struct master *m, bool in_loop);
 static void master_batch_add(struct master *m, struct master_req *req);
 static void master_batch_fail(struct master *m, struct master_req *items, const char *why);
-static int         nscripts;
 
 static TAILQ_HEAD(, master_chan) master_chans = TAILQ_HEAD_INITIALIZER(master_chans);
 static size_t             master_nwanted;   /* channels wanted now */
