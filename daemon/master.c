@@ -1325,12 +1325,17 @@ master_stop(void)
         master_keeper = NULL;
     }
     for (i = 0; i < nmasters; i++) {
-        if (masters[i].batch.head != NULL) {
-            flush_leave(&masters[i].batch.fe);
-            master_batch_fail(&masters[i], masters[i].batch.head, "the daemon is stopping");
-            masters[i].batch.head = NULL;
-        }
+        struct master_req *queued = masters[i].batch.head;
+
+        /* Down first, so that no callback below queues anything more here. */
         master_link_stop(&masters[i].cmd);
+        if (queued != NULL) {
+            flush_leave(&masters[i].batch.fe);
+            masters[i].batch.head = NULL;
+            masters[i].batch.tail = &masters[i].batch.head;
+            masters[i].batch.n = 0;
+            master_batch_fail(&masters[i], queued, "the daemon is stopping");
+        }
         master_link_stop(&masters[i].sub);
         if (masters[i].quarantine_timer != NULL) {
             event_free(masters[i].quarantine_timer);
