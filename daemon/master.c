@@ -93,8 +93,6 @@ struct master_batch {
     struct master_req  *head;       /* the first request; NULL when empty */
     struct master_req **tail;       /* where the next one goes */
     size_t              n;          /* requests in it */
-    size_t              nkeys;      /* their keys, summed */
-    size_t              nargs;      /* their args, keys included, summed */
 };
 
 /* A batch sent: its requests, until its answer (or the link's loss) comes. */
@@ -102,8 +100,6 @@ struct master_batch_req {
     struct master      *m;          /* the master it was sent to */
     struct master_req  *items;      /* its requests, in order (linked by next) */
     size_t              n;          /* how many */
-    size_t              nkeys;      /* their keys, summed */
-    size_t              nargs;      /* their args, summed */
     bool                retried;    /* NOSCRIPT retry with EVAL done */
     int64_t             sent_us;    /* monotonic send time */
 };
@@ -1944,6 +1940,24 @@ master_request_lost(struct master *m, struct redisev *ac, char *why, size_t size
     }
 }
 
+/*
+ * reply says the master's script cache was flushed (NOSCRIPT) and the
+ * request was not retried yet on its live link ac: mark it retried; the
+ * caller sends the script's text once, within the same deadline.
+ */
+static bool
+master_noscript(struct master *m, const struct redisev *ac, const redisReply *reply,
+                bool *retried)
+{
+    if (reply->type != REDIS_REPLY_ERROR || *retried || m->cmd.ac != ac
+        || strncmp(reply->str, "NOSCRIPT", 8) != 0) {
+        return false;
+    }
+    *retried = true;
+    log_debug("master %s: NOSCRIPT, retrying with EVAL", m->addr->spec);
+    return true;
+}
+
 static void
 master_reply_cb(struct redisev *ac, void *r, void *privdata)
 {
@@ -1964,15 +1978,10 @@ master_reply_cb(struct redisev *ac, void *r, void *privdata)
         return;
     }
     m->stats.rtt_us = now - req->sent_us;
-    if (reply->type == REDIS_REPLY_ERROR && !req->retried && m->cmd.ac == ac
-        && strncmp(reply->str, "NOSCRIPT", 8) == 0) {
-        /* The script cache was flushed: send the text once, same deadline. */
-        req->retried = true;
-        log_debug("master %s: NOSCRIPT, retrying with EVAL", m->addr->spec);
-        if (master_send(m, req, true, NULL) == REDIS_OK) {
-            master_link_sent(&m->cmd);
-            return;
-        }
+    if (master_noscript(m, ac, reply, &req->retried)
+        && master_send(m, req, true, NULL) == REDIS_OK) {
+        master_link_sent(&m->cmd);
+        return;
     }
     if (reply->type == REDIS_REPLY_ERROR) {
         m->stats.errors++;
@@ -2011,34 +2020,34 @@ master_batch_fail(struct master *m, struct master_req *items, const char *why)
 static int
 master_batch_write(struct master *m, struct master_batch_req *b, bool use_eval)
 {
-    size_t argc = 3 + b->nargs + 3 * b->n, i, k, a;
-    char (*nums)[2][16];
+    const struct master_req *req;
+    size_t argc = 3 + 3 * b->n, nkeys = 0, i, j, k, a;
     const char **argv;
     size_t *lens;
-    const struct master_req *req;
-    char nkeys[24];
+    char (*nums)[3][24];        /* the call's key count, then per request its two counts */
+    void *block;
     int rc;
 
-    argv = malloc(argc * sizeof(*argv));
-    lens = malloc(argc * sizeof(*lens));
-    nums = malloc(b->n * sizeof(*nums));
-    if (argv == NULL || lens == NULL || nums == NULL) {
-        free(argv);
-        free(lens);
-        free(nums);
+    for (req = b->items; req != NULL; req = req->next) {
+        argc += req->nargs;
+        nkeys += req->nkeys;
+    }
+    block = malloc(argc * (sizeof(*argv) + sizeof(*lens)) + (b->n + 1) * sizeof(*nums));
+    if (block == NULL) {
         return REDIS_ERR;
     }
+    argv = block;
+    lens = (size_t *)(argv + argc);
+    nums = (char (*)[3][24])(lens + argc);
     argv[0] = use_eval ? "EVAL" : "EVALSHA";
     lens[0] = strlen(argv[0]);
     argv[1] = use_eval ? script_text[script_batch] : m->sha[script_batch];
     lens[1] = strlen(argv[1]);
-    lens[2] = (size_t)snprintf(nkeys, sizeof(nkeys), "%zu", b->nkeys);
-    argv[2] = nkeys;
+    argv[2] = nums[0][0];
+    lens[2] = (size_t)snprintf(nums[0][0], sizeof(nums[0][0]), "%zu", nkeys);
     k = 3;
-    a = 3 + b->nkeys;
-    for (req = b->items, i = 0; req != NULL; req = req->next, i++) {
-        size_t j;
-
+    a = 3 + nkeys;
+    for (req = b->items, i = 1; req != NULL; req = req->next, i++) {
         for (j = 0; j < req->nkeys; j++) {
             argv[k] = req->args[j];
             lens[k++] = req->lens[j];
@@ -2056,9 +2065,7 @@ master_batch_write(struct master *m, struct master_batch_req *b, bool use_eval)
         }
     }
     rc = redisev_command_argv(m->cmd.ac, master_batch_cb, b, (int)argc, argv, lens);
-    free(argv);
-    free(lens);
-    free(nums);
+    free(block);
     return rc;
 }
 
@@ -2090,24 +2097,18 @@ master_batch_cb(struct redisev *ac, void *r, void *privdata)
         return;
     }
     m->stats.rtt_us = now - b->sent_us;
-    if (reply->type == REDIS_REPLY_ERROR && !b->retried && m->cmd.ac == ac
-        && strncmp(reply->str, "NOSCRIPT", 8) == 0) {
-        /* The script cache was flushed: send the text once, same deadline. */
-        b->retried = true;
-        log_debug("master %s: NOSCRIPT, retrying the batch with EVAL", m->addr->spec);
-        if (master_batch_write(m, b, true) == REDIS_OK) {
-            master_link_sent(&m->cmd);
-            return;
-        }
+    if (master_noscript(m, ac, reply, &b->retried) && master_batch_write(m, b, true) == REDIS_OK) {
+        master_link_sent(&m->cmd);
+        return;
     }
-    answer = NULL;
-    why[0] = '\0';
-    if (reply->type == REDIS_REPLY_ERROR) {
-        answer = reply;
-    } else if ((answer = master_clock_read(m, reply, b->sent_us, now)) == NULL) {
+    /* An error for the whole call is every request's answer. */
+    answer = reply->type == REDIS_REPLY_ERROR ? reply : master_clock_read(m, reply, b->sent_us,
+                                                                            now);
+    if (answer == NULL) {
         snprintf(why, sizeof(why), "answered without its clock (the script's wrapper is "
                  "missing)");
-    } else if (answer->type != REDIS_REPLY_ARRAY || answer->elements != b->n) {
+    } else if (answer != reply
+               && (answer->type != REDIS_REPLY_ARRAY || answer->elements != b->n)) {
         snprintf(why, sizeof(why), "answered a batch of %zu requests with a reply of type "
                  "%d and %zu elements", b->n, answer->type,
                  answer->type == REDIS_REPLY_ARRAY ? answer->elements : (size_t)0);
@@ -2121,7 +2122,7 @@ master_batch_cb(struct redisev *ac, void *r, void *privdata)
     }
     for (i = 0; (req = b->items) != NULL; i++) {
         b->items = req->next;
-        e = reply->type == REDIS_REPLY_ERROR ? reply : answer->element[i];
+        e = answer == reply ? reply : answer->element[i];
         if (e->type == REDIS_REPLY_ERROR) {
             m->stats.errors++;
         }
@@ -2164,8 +2165,6 @@ master_batch_send(struct master *m, bool in_loop)
             b->m = m;
             b->items = items;
             b->n = q->n;
-            b->nkeys = q->nkeys;
-            b->nargs = q->nargs;
             b->retried = false;
             b->sent_us = now;
             if ((rc = master_batch_write(m, b, false)) != REDIS_OK) {
@@ -2179,7 +2178,7 @@ master_batch_send(struct master *m, bool in_loop)
     flush_leave(&q->fe);
     q->head = NULL;
     q->tail = &q->head;
-    q->n = q->nkeys = q->nargs = 0;
+    q->n = 0;
     if (rc == REDIS_OK) {
         master_link_sent(&m->cmd);
         return;
@@ -2209,8 +2208,6 @@ master_batch_add(struct master *m, struct master_req *req)
     *q->tail = req;
     q->tail = &req->next;
     q->n++;
-    q->nkeys += req->nkeys;
-    q->nargs += req->nargs;
     flush_join(&q->fe);
     if (q->n >= MASTER_BATCH_MAX) {
         master_batch_send(m, false);

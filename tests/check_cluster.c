@@ -1106,6 +1106,18 @@ cl_set_timeout(TCase *tc, double seconds)
 
 #define BATCH_LOCKS     20      /* LOCKs that reach the daemon in one loop iteration */
 
+/* arg unused.  Every connection of the batch test has unread bytes at the daemon. */
+static bool
+cl_cond_all_queued(void *arg)
+{
+    long long send_q, recv_q;
+    int waiting;
+
+    (void)arg;
+    return h_tcp_queues(h_daemon_port(), &send_q, &recv_q, &waiting) >= 0
+           && waiting >= BATCH_LOCKS + 1;
+}
+
 /*
  * The acquires of one loop iteration go to each master as one call:
  * BATCH_LOCKS lease LOCKs of names of their own, on connections of their
@@ -1144,7 +1156,10 @@ START_TEST(batch_one_call_per_iteration)
         ck_assert_int_eq(h_send(fd[i], req), 0);
     }
     ck_assert_int_eq(h_send(fd[BATCH_LOCKS], "LOCK bs shared wait=0"), 0);
-    h_sleep_ms(100);    /* every request in the daemon's socket buffers */
+    /* Every request waits in the stopped daemon's socket buffers. */
+    ck_assert_msg(h_wait_until(cl_cond_all_queued, NULL, CMD_MS),
+                  "the %d LOCKs did not all reach the stopped daemon's sockets",
+                  BATCH_LOCKS + 1);
     ck_assert_int_eq(h_signal_daemon(SIGCONT), 0);
     for (i = 0; i < BATCH_LOCKS; i++) {
         snprintf(name, sizeof(name), "bt%zu", i);

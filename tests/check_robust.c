@@ -344,46 +344,6 @@ rb_pipe_run(struct rb_pipe *p, size_t np, size_t count, size_t *next, size_t *ok
     return 0;
 }
 
-/*
- * Bytes the kernel holds on the established IPv4 connections of
- * 127.0.0.1:port (/proc/net/tcp): in *send_q the send queues of the
- * sockets connected to port (the daemon's), in *recv_q the receive
- * queues of the sockets on port (the master's).  Returns the number of
- * connections to port, or -1 when /proc/net/tcp cannot be read.
- */
-static int
-rb_tcp_queues(int port, long long *send_q, long long *recv_q)
-{
-    unsigned int lport, rport, st;
-    unsigned long tx, rx;
-    char line[512];
-    int n = 0;
-    FILE *f;
-
-    *send_q = 0;
-    *recv_q = 0;
-    f = fopen("/proc/net/tcp", "re");
-    if (f == NULL) {
-        return -1;
-    }
-    while (fgets(line, sizeof(line), f) != NULL) {
-        /* "  sl  local_address rem_address   st tx_queue:rx_queue ..." */
-        if (sscanf(line, " %*u: %*x:%x %*x:%x %x %lx:%lx", &lport, &rport, &st, &tx,
-                   &rx) != 5 || st != 1) {
-            continue;   /* the heading, or not ESTABLISHED */
-        }
-        if ((int)rport == port) {
-            *send_q += (long long)tx;
-            n++;
-        }
-        if ((int)lport == port) {
-            *recv_q += (long long)rx;
-        }
-    }
-    fclose(f);
-    return n;
-}
-
 /* What rb_cond_calls waits for. */
 struct rb_calls {
     long long   want;       /* grants master 0 must reach (its PUBSUB NUMSUB calls:
@@ -466,7 +426,7 @@ START_TEST(partial_write_to_stopped_master)
             failed = true;
             break;
         }
-        conns = rb_tcp_queues(port, &send_q, &recv_q);
+        conns = h_tcp_queues(port, &send_q, &recv_q, NULL);
         sent_min = (long long)ok * RB_PW_CMD_MIN;
         if (conns < 0 || sent_min >= send_q + recv_q + RB_PW_MARGIN || ok >= RB_PW_MAX) {
             break;

@@ -1116,6 +1116,45 @@ h_master_numsub(size_t i, const char *channel)
     return n;
 }
 
+int
+h_tcp_queues(int port, long long *send_q, long long *recv_q, int *recv_waiting)
+{
+    unsigned int lport, rport, st;
+    unsigned long tx, rx;
+    char line[512];
+    int n = 0;
+    FILE *f;
+
+    *send_q = 0;
+    *recv_q = 0;
+    if (recv_waiting != NULL) {
+        *recv_waiting = 0;
+    }
+    f = fopen("/proc/net/tcp", "re");
+    if (f == NULL) {
+        return -1;
+    }
+    while (fgets(line, sizeof(line), f) != NULL) {
+        /* "  sl  local_address rem_address   st tx_queue:rx_queue ..." */
+        if (sscanf(line, " %*u: %*x:%x %*x:%x %x %lx:%lx", &lport, &rport, &st, &tx,
+                   &rx) != 5 || st != 1) {
+            continue;   /* the heading, or not ESTABLISHED */
+        }
+        if ((int)rport == port) {
+            *send_q += (long long)tx;
+            n++;
+        }
+        if ((int)lport == port) {
+            *recv_q += (long long)rx;
+            if (recv_waiting != NULL && rx > 0) {
+                (*recv_waiting)++;
+            }
+        }
+    }
+    fclose(f);
+    return n;
+}
+
 /*
  * INFO section of master i, each of its lines (from its first byte; it
  * ends at its CR or LF) to line(p, arg).  0, or -1 when the master could

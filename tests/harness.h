@@ -331,6 +331,16 @@ long long h_master_numsub(size_t i, const char *channel);
 long long h_master_calls(size_t i, const char *command);
 
 /*
+ * Bytes the kernel holds on the established IPv4 connections of
+ * 127.0.0.1:port (/proc/net/tcp): in *send_q the send queues of the
+ * sockets connected to port (its clients'), in *recv_q the receive
+ * queues of the sockets on port (the server's), and in *recv_waiting
+ * (when not NULL) how many of those have unread bytes.  Returns the
+ * number of connections to port, or -1 when /proc/net/tcp cannot be read.
+ */
+int h_tcp_queues(int port, long long *send_q, long long *recv_q, int *recv_waiting);
+
+/*
  * Every command master i ran since it started (the sum of calls over
  * INFO commandstats; commands a script calls count too, as Redis counts
  * them), and in *scripts (when not NULL) the script calls among them

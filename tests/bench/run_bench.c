@@ -1238,7 +1238,7 @@ static struct {
 static void
 runbench_idle_measure(int64_t ms)
 {
-    long long t0 = 0, t1 = 0, c0, c1, cpu0, cpu1, v;
+    long long t0 = 0, t1 = 0, cpu0, cpu1, v;
     struct runbench_masters m0, m1;
     pid_t dpid = h_daemon_pid();
     int64_t start;
@@ -1262,73 +1262,11 @@ runbench_idle_measure(int64_t ms)
     if (!m0.ok || !m1.ok || cpu0 < 0 || cpu1 < cpu0 || runbench_idle.seconds <= 0) {
         return;
     }
-    c0 = m0.cmds;
-    c1 = m1.cmds;
     runbench_idle.time_per_s = (double)(t1 - t0) / RUNBENCH_MASTERS / runbench_idle.seconds;
-    runbench_idle.cmds_per_s = (double)(c1 - c0) / RUNBENCH_MASTERS / runbench_idle.seconds;
+    runbench_idle.cmds_per_s = (double)(m1.cmds - m0.cmds) / RUNBENCH_MASTERS
+                               / runbench_idle.seconds;
     runbench_idle.cpu_pct = (double)(cpu1 - cpu0) / 1e7 / runbench_idle.seconds;
     runbench_idle.ok = true;
-}
-
-/* One row of the cost table: what a pair cost the masters, the daemon and the client. */
-static void
-runbench_cost_row(const struct runbench_run *r, const char *label)
-{
-    double whole = 0;
-
-    if (!r->ok) {
-        return;
-    }
-    printf("  %-22s", label);
-    if (r->m_ok) {
-        printf(" %9.2f %9.2f %11.1f", r->m_cmds, r->m_scripts, r->m_cpu_us);
-        whole += r->m_cpu_us;
-    } else {
-        printf(" %9s %9s %11s", "-", "-", "-");
-    }
-    runbench_cpu_cell(r);
-    whole += r->cpu_ok ? r->cpu_us : 0;
-    if (r->c_ok) {
-        printf(" %11.1f", r->c_cpu_us);
-        whole += r->c_cpu_us;
-    } else {
-        printf(" %11s", "-");
-    }
-    if (r->m_ok && r->c_ok) {
-        printf(" %11.1f", whole);
-    } else {
-        printf(" %11s", "-");
-    }
-    printf("\n");
-}
-
-/*
- * The cost table: per pair, the commands and script calls each master
- * ran (INFO commandstats before and after the row, over the five
- * masters, divided by five and by the pairs), the CPU time of all five
- * masters (INFO cpu), of the daemon and of the client program, and their
- * sum (the whole system's CPU per pair).  Rows on the TLS masters are
- * not sampled.
- */
-static void
-runbench_cost_table(void)
-{
-    char label[64];
-    size_t i;
-
-    printf("\ncost per pair (commands and script calls: per master; CPU: us, all five masters, "
-           "the daemon, the client)\n");
-    printf("  %-22s %9s %9s %11s %11s %11s %11s\n", "run", "commands", "scripts", "masters cpu",
-           "daemon cpu", "client cpu", "whole cpu");
-    for (i = 0; i < RUNBENCH_NRUNS; i++) {
-        if (i != RUNBENCH_RTT) {
-            runbench_cost_row(&runbench_runs[i], runbench_runs[i].label);
-        }
-    }
-    for (i = 0; runbench_peers_ran && i < RUNBENCH_NPEERS; i++) {
-        snprintf(label, sizeof(label), "%s", runbench_peer_runs[i].label);
-        runbench_cost_row(&runbench_peer_runs[i], label);
-    }
 }
 
 /* The whole system's CPU of a row was measured: the masters', the client's (and the daemon's). */
@@ -1343,6 +1281,59 @@ static double
 runbench_whole(const struct runbench_run *r)
 {
     return r->m_cpu_us + (r->cpu_ok ? r->cpu_us : 0) + r->c_cpu_us;
+}
+
+/* One row of the cost table: what a pair cost the masters, the daemon and the client. */
+static void
+runbench_cost_row(const struct runbench_run *r)
+{
+    if (!r->ok) {
+        return;
+    }
+    printf("  %-22s", r->label);
+    if (r->m_ok) {
+        printf(" %9.2f %9.2f %11.1f", r->m_cmds, r->m_scripts, r->m_cpu_us);
+    } else {
+        printf(" %9s %9s %11s", "-", "-", "-");
+    }
+    runbench_cpu_cell(r);
+    if (r->c_ok) {
+        printf(" %11.1f", r->c_cpu_us);
+    } else {
+        printf(" %11s", "-");
+    }
+    if (runbench_whole_ok(r)) {
+        printf(" %11.1f\n", runbench_whole(r));
+    } else {
+        printf(" %11s\n", "-");
+    }
+}
+
+/*
+ * The cost table: per pair, the commands and script calls each master
+ * ran (INFO commandstats before and after the row, over the five
+ * masters, divided by five and by the pairs), the CPU time of all five
+ * masters (INFO cpu), of the daemon and of the client program, and their
+ * sum (the whole system's CPU per pair).  Rows on the TLS masters are
+ * not sampled.
+ */
+static void
+runbench_cost_table(void)
+{
+    size_t i;
+
+    printf("\ncost per pair (commands and script calls: per master; CPU: us, all five masters, "
+           "the daemon, the client)\n");
+    printf("  %-22s %9s %9s %11s %11s %11s %11s\n", "run", "commands", "scripts", "masters cpu",
+           "daemon cpu", "client cpu", "whole cpu");
+    for (i = 0; i < RUNBENCH_NRUNS; i++) {
+        if (i != RUNBENCH_RTT) {
+            runbench_cost_row(&runbench_runs[i]);
+        }
+    }
+    for (i = 0; runbench_peers_ran && i < RUNBENCH_NPEERS; i++) {
+        runbench_cost_row(&runbench_peer_runs[i]);
+    }
 }
 
 /* Both rows of a peer pair have a result. */
