@@ -42,7 +42,9 @@
  *      (--fence, or lock.fence: always); otherwise REDLOCK_FENCE is removed,
  *      so that a nested redlockctl never passes on a stale one.  With
  *      --limit, REDLOCK_PERMIT=I names the permit held (fences order the
- *      holders of one permit); otherwise it is removed too.  COMMAND is
+ *      holders of one permit); otherwise it is removed too.
+ *      $REDLOCKD_PASSWORD and $REDLOCKD_ADMIN_PASSWORD are removed: COMMAND
+ *      gets no secret (a nested redlockctl must be given it again).  COMMAND is
  *      run with execvp(), never through a shell; -c STRING runs
  *      /bin/sh -c STRING.  It gets the signal mask redlockctl started with
  *      and PR_SET_PDEATHSIG(SIGKILL): if redlockctl dies (SIGKILL, OOM), its
@@ -1439,7 +1441,9 @@ ctl_spawn(const struct ctl_opts *o, const struct ctl_grant *g, bool handover)
     }
     sigaction(SIGCHLD, &ctl_origchld, NULL);
     sigprocmask(SIG_SETMASK, &ctl_origmask, NULL);
-    if (setenv("REDLOCK_NAME", o->name, 1) != 0
+    /* COMMAND gets no password of ours: it would be one more place to leak it. */
+    if (unsetenv("REDLOCKD_PASSWORD") != 0 || unsetenv("REDLOCKD_ADMIN_PASSWORD") != 0
+        || setenv("REDLOCK_NAME", o->name, 1) != 0
         || (g->fence[0] != '\0' ? setenv("REDLOCK_FENCE", g->fence, 1)
                                 : unsetenv("REDLOCK_FENCE")) != 0
         || (g->permit[0] != '\0' ? setenv("REDLOCK_PERMIT", g->permit, 1)

@@ -9,10 +9,12 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/un.h>
 #include <unistd.h>
 
+#include <event2/event.h>
 #include <event2/listener.h>
 #include <event2/util.h>
 
@@ -23,9 +25,15 @@
 #include "daemon/session.h"
 #include "daemon/stats.h"
 #include "daemon/tls.h"
+#include "daemon/util.h"
 
 #define LISTENER_BACKLOG 511
 #define LISTENER_INHERITED_MAX 8    /* sockets taken from systemd */
+#define LISTENER_GUARDED_MAX (LISTENER_INHERITED_MAX + 4) /* ours, and /metrics' */
+#define LISTENER_PAUSE_MS 100       /* out of descriptors: no accept for this long */
+#define LISTENER_LOG_EVERY_US 10000000 /* at most one accept-failure line per 10 s */
+#define LISTENER_FD_SPARE 16        /* descriptors beyond the clients and the masters'
+                                       two links: listeners, log, DNS, /metrics */
 
 static const struct conf     *listener_conf;
 static struct evconnlistener *listener_tcp;
@@ -38,6 +46,17 @@ static struct evconnlistener *listener_inherited[LISTENER_INHERITED_MAX]; /* soc
 static size_t                 listener_ninherited;  /* entries used */
 static bool                   listener_public;      /* an inherited plain one is not loopback */
 static bool                   listener_public_tls;  /* an inherited TLS one is not loopback */
+
+/*
+ * Every listening socket, /metrics' included, so that all stop together
+ * when accept(2) runs out of descriptors: a level-triggered listener
+ * that cannot accept would be woken again at once, for ever.
+ */
+static struct evconnlistener *listener_guarded[LISTENER_GUARDED_MAX];
+static size_t                 listener_nguarded;
+static struct event          *listener_resume_ev;   /* ends a pause */
+static int64_t                listener_logged_us;   /* last accept-failure line, 0: none */
+static uint64_t               listener_unlogged;    /* failures since that line */
 
 static void
 listener_describe(const struct sockaddr *sa, char *out, size_t size)
@@ -99,14 +118,125 @@ listener_accept_cb(struct evconnlistener *lev, evutil_socket_t fd,
 }
 
 static void
+listener_resume_cb(evutil_socket_t fd, short what, void *arg)
+{
+    size_t i;
+
+    (void)fd;
+    (void)what;
+    (void)arg;
+    for (i = 0; i < listener_nguarded; i++) {
+        evconnlistener_enable(listener_guarded[i]);
+    }
+}
+
+/*
+ * accept(2) failed.  Out of descriptors (or kernel memory), every
+ * listener stops for LISTENER_PAUSE_MS, so that the daemon does not spin
+ * on a socket it cannot accept from; the connections wait in the
+ * backlog.  The log says so at most once per LISTENER_LOG_EVERY_US, with
+ * the failures in between counted.
+ */
+static void
 listener_error_cb(struct evconnlistener *lev, void *arg)
 {
     int err = EVUTIL_SOCKET_ERROR();
+    bool out = err == EMFILE || err == ENFILE || err == ENOBUFS || err == ENOMEM;
+    int64_t now = util_now_us();
+    struct timeval tv = { 0, LISTENER_PAUSE_MS * 1000 };
+    struct rlimit rl;
+    size_t i;
 
-    (void)lev;
     (void)arg;
-    /* EMFILE and friends: the listener keeps going; say why clients wait. */
-    log_warn("accept failed: %s", evutil_socket_error_to_string(err));
+    stats.accept_failures++;
+    if (out && listener_resume_ev == NULL) {
+        listener_resume_ev = evtimer_new(evconnlistener_get_base(lev), listener_resume_cb,
+                                         NULL);
+    }
+    if (out && listener_resume_ev != NULL) {
+        for (i = 0; i < listener_nguarded; i++) {
+            evconnlistener_disable(listener_guarded[i]);
+        }
+        evtimer_add(listener_resume_ev, &tv);
+    }
+    if (listener_logged_us != 0 && now - listener_logged_us < LISTENER_LOG_EVERY_US) {
+        listener_unlogged++;
+        return;
+    }
+    if (out && getrlimit(RLIMIT_NOFILE, &rl) == 0) {
+        log_warn("accept failed: %s (descriptor limit %llu, %zu clients; %llu more failures "
+                 "since the last such line); accepting pauses %d ms each time: raise the "
+                 "limit (LimitNOFILE=) or lower limits.max_clients",
+                 evutil_socket_error_to_string(err), (unsigned long long)rl.rlim_cur,
+                 session_count(), (unsigned long long)listener_unlogged, LISTENER_PAUSE_MS);
+    } else {
+        log_warn("accept failed: %s (%llu more failures since the last such line)",
+                 evutil_socket_error_to_string(err), (unsigned long long)listener_unlogged);
+    }
+    listener_logged_us = now;
+    listener_unlogged = 0;
+}
+
+int
+listener_guard(struct evconnlistener *lev)
+{
+    if (listener_nguarded == LISTENER_GUARDED_MAX) {
+        return -1;
+    }
+    listener_guarded[listener_nguarded++] = lev;
+    evconnlistener_set_error_cb(lev, listener_error_cb);
+    return 0;
+}
+
+void
+listener_unguard(struct evconnlistener *lev)
+{
+    size_t i;
+
+    for (i = 0; i < listener_nguarded; i++) {
+        if (listener_guarded[i] == lev) {
+            listener_guarded[i] = listener_guarded[--listener_nguarded];
+            return;
+        }
+    }
+}
+
+/*
+ * Raise the soft descriptor limit to the hard one, and say (warn) when
+ * even that is below what limits.max_clients needs: one descriptor per
+ * client, two per master, and LISTENER_FD_SPARE.  Clients past the limit
+ * would find accept(2) failing.
+ */
+static void
+listener_fd_budget(const struct conf *conf)
+{
+    unsigned long long other = 2 * conf->nmasters + LISTENER_FD_SPARE;
+    unsigned long long need = (unsigned long long)conf->max_clients + other;
+    struct rlimit rl;
+
+    if (getrlimit(RLIMIT_NOFILE, &rl) != 0) {
+        return;
+    }
+    if (rl.rlim_cur < rl.rlim_max) {
+        rlim_t was = rl.rlim_cur;
+
+        rl.rlim_cur = rl.rlim_max;
+        if (setrlimit(RLIMIT_NOFILE, &rl) == 0) {
+            log_info("descriptor limit raised from %llu to %llu", (unsigned long long)was,
+                     (unsigned long long)rl.rlim_cur);
+        } else {
+            rl.rlim_cur = was;
+        }
+    }
+    if (rl.rlim_cur != RLIM_INFINITY && rl.rlim_cur < need) {
+        log_warn("descriptor limit %llu (hard %llu) is below the %llu that limits.max_clients "
+                 "%lld needs (one per client, two per master, %d spare): clients past about "
+                 "%llu wait while accepting pauses; raise LimitNOFILE= or lower "
+                 "limits.max_clients", (unsigned long long)rl.rlim_cur,
+                 (unsigned long long)rl.rlim_max, need, (long long)conf->max_clients,
+                 LISTENER_FD_SPARE,
+                 rl.rlim_cur > other ? (unsigned long long)rl.rlim_cur - other : 0ULL);
+    }
 }
 
 struct evconnlistener *
@@ -153,7 +283,7 @@ listener_bind_tcp(struct event_base *base, const struct conf_addr *addr)
         log_error("listen.tcp %s: %s", addr->spec, why);
         return -1;
     }
-    evconnlistener_set_error_cb(listener_tcp, listener_error_cb);
+    listener_guard(listener_tcp);
     log_info("listening on tcp %s", addr->spec);
     return 0;
 }
@@ -192,7 +322,7 @@ listener_bind_tls(struct event_base *base, const struct conf *conf)
         return -1;
     }
     evconnlistener_set_cb(listener_tls, listener_accept_cb, &listener_tls_tag);
-    evconnlistener_set_error_cb(listener_tls, listener_error_cb);
+    listener_guard(listener_tls);
     listener_any_tls = true;
     log_info("listening on tls %s", conf->tls.spec);
     return 0;
@@ -248,7 +378,7 @@ listener_bind_unix(struct event_base *base, const char *path, unsigned mode)
         unlink(path);
         return -1;
     }
-    evconnlistener_set_error_cb(listener_unix, listener_error_cb);
+    listener_guard(listener_unix);
     listener_unix_path = strdup(path);
     log_info("listening on unix %s (mode %04o)", path, mode);
     return 0;
@@ -338,8 +468,7 @@ listener_adopt(struct event_base *base, const struct conf *conf, int n)
             log_error("socket activation: cannot listen on descriptor %d", fd);
             return -1;
         }
-        evconnlistener_set_error_cb(listener_inherited[listener_ninherited++],
-                                    listener_error_cb);
+        listener_guard(listener_inherited[listener_ninherited++]);
         listener_any_tls = listener_any_tls || tls;
         log_info("listening on %s%s (socket activation, descriptor %d)", tls ? "tls " : "",
                  addr, fd);
@@ -355,6 +484,7 @@ listener_start(struct event_base *base, const struct conf *conf)
     int n = notify_listen_fds();
 
     listener_conf = conf;
+    listener_fd_budget(conf);
     if (n > 0) {
         if (listener_adopt(base, conf, n) != 0) {
             listener_stop();
@@ -417,6 +547,11 @@ listener_stop(void)
 {
     size_t i;
 
+    listener_nguarded = 0;
+    if (listener_resume_ev != NULL) {
+        event_free(listener_resume_ev);
+        listener_resume_ev = NULL;
+    }
     for (i = 0; i < listener_ninherited; i++) {
         evconnlistener_free(listener_inherited[i]);
     }

@@ -56,4 +56,15 @@ void listener_set_conf(const struct conf *conf);
 /* Stop accepting: close the sockets and remove the Unix socket file. */
 void listener_stop(void);
 
+/*
+ * Count lev (a listener of another module: /metrics) among the
+ * listeners that pause together when accept(2) runs out of descriptors,
+ * and give it the listeners' error callback.  Returns 0, or -1 when the
+ * table is full (lev then spins on EMFILE as libevent does).
+ */
+int listener_guard(struct evconnlistener *lev);
+
+/* Stop counting lev (before it is freed). */
+void listener_unguard(struct evconnlistener *lev);
+
 #endif /* REDLOCKD_LISTENER_H */

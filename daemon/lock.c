@@ -135,7 +135,9 @@ struct waiter {
     char               *noquorum;   /* malloc'd text of the last attempt's NOQUORUM,
                                        NULL when it had a quorum of answers */
     int64_t             backoff_us; /* delay of the next retry after NOQUORUM */
-    char                label[REDLOCK_LABEL_MAX + 1]; /* the holder's label to write */
+    char                label[REDLOCK_LABEL_MAX + 1]; /* the holder's label */
+    bool                label_asked;/* written with the record on the masters (label=);
+                                       else kept here only */
     size_t              name_off;   /* name = key + name_off */
     size_t              key_len;    /* bytes in key */
     char                key[];      /* prefix + name, NUL-terminated */
@@ -417,6 +419,7 @@ lock_op_rec(const struct lock_op *op, struct redlock_rec *rec)
     rec->kind = REDLOCK_ANY;
     rec->slot = 0;
     rec->limit = 0;
+    rec->labelled = true;       /* a lease's label is not known here */
     return rec;
 }
 
@@ -516,6 +519,13 @@ client_hold(const struct lock_client *c, const struct lock *lk)
     return NULL;
 }
 
+/* The label w writes with its record on the masters: only one asked for. */
+static const char *
+waiter_label(const struct waiter *w)
+{
+    return w->label_asked && w->label[0] != '\0' ? w->label : NULL;
+}
+
 /* The record a waiter's next try asks for. */
 static void
 waiter_rec(const struct waiter *w, struct redlock_rec *rec)
@@ -525,6 +535,7 @@ waiter_rec(const struct waiter *w, struct redlock_rec *rec)
     rec->kind = w->kind;
     rec->slot = w->slot;
     rec->limit = w->limit;
+    rec->labelled = waiter_label(w) != NULL;
 }
 
 /*
@@ -670,6 +681,7 @@ lock_abandon(const char *name, size_t name_len, const char *token)
     rec.kind = REDLOCK_ANY;     /* whichever kind it was granted as */
     rec.slot = 0;
     rec.limit = 0;
+    rec.labelled = true;
     if (redlock_release(&rec, token, true, lock_orphan_done, o) != 0) {
         free(o);
         log_error("lock %.*s: out of memory releasing an undelivered grant; it expires "
@@ -689,9 +701,16 @@ lock_handover_done(const struct redlock_result *res, void *arg)
     struct redlock_result rel = *res;
     struct redlock_rec rec;
 
-    /* Masters that missed the round may still hold the old token. */
-    waiter_rec(w, &rec);
-    redlock_release(&rec, ho->old_token, false, NULL, NULL);
+    /*
+     * Masters that missed the round may still hold the old token.  One
+     * that is only late runs the swap before anything sent after it (a
+     * connection keeps its order), so only a failed one needs the release.
+     */
+    if (res->failed > 0) {
+        waiter_rec(w, &rec);
+        rec.labelled = true;    /* the old holder's label, if it had one */
+        redlock_release(&rec, ho->old_token, false, NULL, NULL);
+    }
     rel.confirmed = res->swapped;
     rel.outcome = res->released;
     if (res->outcome == REDLOCK_GRANTED && rel.outcome == REDLOCK_RELEASED) {
@@ -743,8 +762,9 @@ hold_give_up(struct hold *h, struct lock_op *op)
         w->handover = true;
         w->slot = h->lease.rec.slot;    /* a permit: the head takes this one */
         waiter_rec(w, &rec);
-        if (redlock_acquire(&rec, w->token, w->ttl_ms, h->lease.token, w->fence, false,
-                            w->label, lock_handover_done, ho) == 0) {
+        if (redlock_acquire(&rec, w->token, w->ttl_ms, h->lease.token,
+                            (w->fence ? REDLOCK_ACQUIRE_FENCE : 0) | REDLOCK_ACQUIRE_PEERS,
+                            waiter_label(w), lock_handover_done, ho) == 0) {
             stats.releases++;
             hold_drop(h);
             return;
@@ -1237,14 +1257,23 @@ waiter_acquired(const struct redlock_result *res, void *arg)
 
 /*
  * Ask the masters.  A permit proposes the one a refusal pointed to, else
- * one this daemon does not hold; an exclusive LOCK that queues may close
- * the gate against new shared holders.
+ * one this daemon does not hold.  A LOCK that queues marks the name as
+ * waited for where it is refused (an exclusive one may close the gate
+ * against new shared holders); with others queued behind it, a grant
+ * also tells whether other daemons wait (turns: hold_give_up).
  */
 static void
 waiter_try(struct waiter *w)
 {
     struct redlock_rec rec;
-    bool gate = w->kind == REDLOCK_EXCLUSIVE && !w->immediate;
+    unsigned flags = w->fence ? REDLOCK_ACQUIRE_FENCE : 0;
+
+    if (!w->immediate) {
+        flags |= REDLOCK_ACQUIRE_WAIT | (w->gated ? REDLOCK_ACQUIRE_GATED : 0);
+    }
+    if (w->lock != NULL && w->lock->nqueued > 1) {
+        flags |= REDLOCK_ACQUIRE_PEERS;
+    }
 
     if (w->kind == REDLOCK_PERMIT && !w->hinted && w->lock != NULL) {
         w->slot = lock_pick_slot(w->lock);
@@ -1254,7 +1283,7 @@ waiter_try(struct waiter *w)
     w->fallback = false;
     w->handover = false;
     waiter_rec(w, &rec);
-    if (redlock_acquire(&rec, w->token, w->ttl_ms, NULL, w->fence, gate, w->label,
+    if (redlock_acquire(&rec, w->token, w->ttl_ms, NULL, flags, waiter_label(w),
                         waiter_acquired, w) != 0) {
         w->in_round = false;
         waiter_finish(w, LOCK_FAILED, 0, "out of memory");
@@ -1365,6 +1394,7 @@ lock_acquire(struct lock_client *c, const char *name, size_t name_len,
     snprintf(w->label, sizeof(w->label), "%.*s",
              (int)(req->label_len < REDLOCK_LABEL_MAX ? req->label_len : REDLOCK_LABEL_MAX),
              req->label != NULL ? req->label : "");
+    w->label_asked = req->label_asked;
     w->lease_mode = req->lease_mode;
     w->fence = req->fence || lock_conf->fence == CONF_FENCE_ALWAYS;
     w->kind = kind;
@@ -1657,9 +1687,34 @@ lock_status_done(const struct redlock_result *rr, void *arg)
         res.error = rr->error;
         break;
     }
+    if (res.outcome == LOCK_HELD && res.label == NULL) {
+        /* A hold of this daemon whose label lives here only. */
+        (void)lock_hold_label(op->key + op->name_off, op->key_len - op->name_off, rr->holder,
+                              &res.label, &res.held_ms);
+    }
     lk = lock_find(op->key + op->name_off, op->key_len - op->name_off);
     res.waiters = lk != NULL ? lk->nqueued : 0;
     lock_op_finish(op, &res);
+}
+
+bool
+lock_hold_label(const char *name, size_t name_len, const char *holder,
+                const char **label, int64_t *held_ms)
+{
+    struct lock *lk = lock_find(name, name_len);
+    struct hold *h;
+
+    if (lk == NULL || strlen(holder) != UTIL_TOKEN_HEX) {
+        return false;
+    }
+    TAILQ_FOREACH(h, &lk->holders, lock_link) {
+        if (memcmp(h->lease.token, holder, UTIL_TOKEN_HEX) == 0 && h->label[0] != '\0') {
+            *label = h->label;
+            *held_ms = (util_now_us() - h->granted_us) / 1000;
+            return true;
+        }
+    }
+    return false;
 }
 
 void

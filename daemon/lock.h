@@ -138,8 +138,12 @@ struct lock_request {
     unsigned limit;     /* LOCK_KIND_COUNTED: 1..REDLOCK_LIMIT_MAX, checked by
                            the caller against lock.max_limit */
     const char *label;  /* who asks, for people: 1..64 bytes of 0x21-0x7E (borrowed,
-                           copied), written with the lock on the masters */
+                           copied) */
     size_t   label_len; /* bytes in label */
+    bool     label_asked;/* the client asked for it (label=): it is written with
+                           the lock on the masters, for every daemon to show;
+                           else (a default label) it is kept here only, for
+                           this daemon's LIST, STATUS and WATCH */
 };
 
 /*
@@ -192,6 +196,19 @@ void lock_extend(struct lock_client *c, const char *name, size_t name_len,
  */
 void lock_status(struct lock_client *c, const char *name, size_t name_len,
                  const char *token);
+
+/*
+ * The label of the hold of name (lock.key_prefix not included) whose
+ * token the masters showed (holder, NUL-terminated, as a status gives
+ * it), when a session of this daemon holds it: *label (NUL-terminated,
+ * owned by the hold: valid until the event loop runs again) and
+ * *held_ms, how long it has been held (ms, on this daemon's clock).
+ * For a hold whose label lives here only (a LOCK without label=), which
+ * the masters cannot show.  Returns false when no hold of this daemon
+ * has that token (nothing is written).
+ */
+bool lock_hold_label(const char *name, size_t name_len, const char *holder,
+                     const char **label, int64_t *held_ms);
 
 /*
  * A master announced that key was released (daemon/redlock.h) by the

@@ -198,6 +198,16 @@ static bool        script_clock[MASTER_SCRIPTS_MAX];   /* its answers carry the 
 static const char *script_op[MASTER_SCRIPTS_MAX];      /* its operation in the batch
                                                           script, or NULL */
 static int         script_batch = -1;                  /* the batch script's id */
+
+/*
+ * The batch formatted last (redisFormatCommandArgv's output, freed with
+ * redisFreeCommand), kept so that the next master asked the very same
+ * requests, as every master usually is in one loop iteration, is sent
+ * these bytes instead of a new formatting (master_batch_write).  Owned
+ * here; NULL when none.
+ */
+static char       *batch_cmd;
+static size_t      batch_cmd_len;                      /* bytes in batch_cmd */
 static int         nscripts;
 
 static void master_batch_cb(struct redisev *ac, void *r, void *privdata);
@@ -1342,6 +1352,10 @@ master_stop(void)
         free(ch);
     }
     master_nwanted = 0;
+    if (batch_cmd != NULL) {
+        redisFreeCommand(batch_cmd);
+        batch_cmd = NULL;
+    }
     free(masters);
     masters = NULL;
     nmasters = 0;
@@ -2011,11 +2025,71 @@ master_batch_fail(struct master *m, struct master_req *items, const char *why)
     }
 }
 
+/* v in decimal into out (room for 20 digits); returns the digits' count. */
+static size_t
+master_decimal(char *out, size_t v)
+{
+    char rev[24];
+    size_t n = 0, i;
+
+    do {
+        rev[n++] = (char)('0' + v % 10);
+        v /= 10;
+    } while (v > 0);
+    for (i = 0; i < n; i++) {
+        out[i] = rev[n - 1 - i];
+    }
+    return n;
+}
+
+/* Whether the n bytes at *p are mark, v in decimal and CRLF; moves *p past them. */
+static bool
+master_resp_head(const char **p, const char *end, char mark, size_t v)
+{
+    char head[32];
+    size_t n = 0;
+
+    head[n++] = mark;
+    n += master_decimal(head + n, v);
+    head[n++] = '\r';
+    head[n++] = '\n';
+    if ((size_t)(end - *p) < n || memcmp(*p, head, n) != 0) {
+        return false;
+    }
+    *p += n;
+    return true;
+}
+
+/* Whether cmd (len bytes, as redisFormatCommandArgv made it) is argv exactly. */
+static bool
+master_resp_is(const char *cmd, size_t len, size_t argc, const char **argv,
+               const size_t *lens)
+{
+    const char *p = cmd, *end = cmd + len;
+    size_t i;
+
+    if (!master_resp_head(&p, end, '*', argc)) {
+        return false;
+    }
+    for (i = 0; i < argc; i++) {
+        if (!master_resp_head(&p, end, '$', lens[i]) || (size_t)(end - p) < lens[i] + 2
+            || memcmp(p, argv[i], lens[i]) != 0 || p[lens[i]] != '\r'
+            || p[lens[i] + 1] != '\n') {
+            return false;
+        }
+        p += lens[i] + 2;
+    }
+    return p == end;
+}
+
 /*
  * Send b: EVALSHA (or EVAL when use_eval) of the batch script, its KEYS
  * every request's keys in order, its ARGV per request the operation, how
  * many keys and arguments it has, and its arguments
- * (daemon/scripts/batch.lua).  Returns REDIS_OK/ERR.
+ * (daemon/scripts/batch.lua).  The bytes of the last batch formatted are
+ * sent again when they are this one's (the other masters of the same
+ * loop iteration), compared byte for byte, so that a batch is formatted
+ * once for all of them.  Returns REDIS_OK/ERR.
  */
 static int
 master_batch_write(struct master *m, struct master_batch_req *b, bool use_eval)
@@ -2025,8 +2099,9 @@ master_batch_write(struct master *m, struct master_batch_req *b, bool use_eval)
     const char **argv;
     size_t *lens;
     char (*nums)[3][24];        /* the call's key count, then per request its two counts */
+    char *cmd;
     void *block;
-    int rc;
+    int rc, len;
 
     for (req = b->items; req != NULL; req = req->next) {
         argc += req->nargs;
@@ -2044,7 +2119,7 @@ master_batch_write(struct master *m, struct master_batch_req *b, bool use_eval)
     argv[1] = use_eval ? script_text[script_batch] : m->sha[script_batch];
     lens[1] = strlen(argv[1]);
     argv[2] = nums[0][0];
-    lens[2] = (size_t)snprintf(nums[0][0], sizeof(nums[0][0]), "%zu", nkeys);
+    lens[2] = master_decimal(nums[0][0], nkeys);
     k = 3;
     a = 3 + nkeys;
     for (req = b->items, i = 1; req != NULL; req = req->next, i++) {
@@ -2055,16 +2130,26 @@ master_batch_write(struct master *m, struct master_batch_req *b, bool use_eval)
         argv[a] = script_op[req->script];
         lens[a++] = strlen(script_op[req->script]);
         argv[a] = nums[i][0];
-        lens[a++] = (size_t)snprintf(nums[i][0], sizeof(nums[i][0]), "%zu", req->nkeys);
+        lens[a++] = master_decimal(nums[i][0], req->nkeys);
         argv[a] = nums[i][1];
-        lens[a++] = (size_t)snprintf(nums[i][1], sizeof(nums[i][1]), "%zu",
-                                     req->nargs - req->nkeys);
+        lens[a++] = master_decimal(nums[i][1], req->nargs - req->nkeys);
         for (j = req->nkeys; j < req->nargs; j++) {
             argv[a] = req->args[j];
             lens[a++] = req->lens[j];
         }
     }
-    rc = redisev_command_argv(m->cmd.ac, master_batch_cb, b, (int)argc, argv, lens);
+    if (batch_cmd != NULL && master_resp_is(batch_cmd, batch_cmd_len, argc, argv, lens)) {
+        rc = redisev_formatted(m->cmd.ac, master_batch_cb, b, batch_cmd, batch_cmd_len);
+    } else if ((len = redisFormatCommandArgv(&cmd, (int)argc, argv, lens)) < 0) {
+        rc = REDIS_ERR;
+    } else {
+        rc = redisev_formatted(m->cmd.ac, master_batch_cb, b, cmd, (size_t)len);
+        if (batch_cmd != NULL) {
+            redisFreeCommand(batch_cmd);
+        }
+        batch_cmd = cmd;
+        batch_cmd_len = (size_t)len;
+    }
     free(block);
     return rc;
 }

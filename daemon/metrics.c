@@ -38,6 +38,7 @@
 
 /* The server; NULL when metrics are off or not started. */
 static struct evhttp *metrics_http;
+static struct evconnlistener *metrics_listener; /* its socket, owned by metrics_http */
 
 /* Append s as a label value: backslash, double quote and LF escaped. */
 static void
@@ -288,6 +289,9 @@ metrics_start(struct event_base *base, const struct conf *conf)
         if (bound == NULL) {
             evconnlistener_free(lev);
             snprintf(why, sizeof(why), "cannot listen: evhttp refused the socket");
+        } else {
+            metrics_listener = lev;
+            (void)listener_guard(lev);  /* pauses with the others out of descriptors */
         }
     }
     if (bound == NULL) {
@@ -304,6 +308,8 @@ void
 metrics_stop(void)
 {
     if (metrics_http != NULL) {
+        listener_unguard(metrics_listener);
+        metrics_listener = NULL;
         evhttp_free(metrics_http);     /* closes the socket and every connection */
         metrics_http = NULL;
     }

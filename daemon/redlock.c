@@ -39,6 +39,7 @@ static redlock_changed_fn  redlock_changed_cb;
 static redlock_broken_fn   redlock_broken_cb;
 static char               *redlock_broken_chan;     /* prefix + REDLOCK_BROKEN_SUFFIX */
 static size_t              redlock_broken_chan_len; /* bytes in it */
+static size_t              redlock_nwatched;        /* names whose changes are heard */
 
 /* Per-operation state; freed in its done callback. */
 struct redlock_op {
@@ -71,9 +72,9 @@ struct redlock_op {
     char           *label_key;      /* acquire with a label and fence: the label's
                                        key, malloc'd, for the write-back; else NULL */
     size_t          label_key_len;  /* bytes in label_key */
-    char            changed[REDLOCK_DERIVED_MAX]; /* with label_key: the name's
-                                       changes channel */
-    size_t          changed_len;    /* bytes in changed */
+    char            base[REDLOCK_KEY_MAX]; /* with label_key: the name's key, whose
+                                       watchers the write-back tells */
+    size_t          base_len;       /* bytes in base */
     size_t          npttl;          /* acquire, status: entries in pttls */
     size_t          nopen;          /* acquire of a permit: masters that refused it
                                        but have another permit free */
@@ -111,6 +112,7 @@ struct redlock_keys {
     char   aux[REDLOCK_DERIVED_MAX];    /* a permit's limit key, else "" */
     size_t aux_len;                     /* bytes in aux */
     char   kind[2];                     /* the kind's letter and NUL */
+    char   label[2];                    /* "1" when the holder may have a label, else "0" */
     char   limit[12];                   /* a permit's limit, else "" */
     size_t limit_len;                   /* bytes in limit */
 };
@@ -229,7 +231,9 @@ redlock_subscriptions(void)
 {
     size_t n = master_subscriptions();
 
-    return redlock_broken_chan != NULL && n > 0 ? n - 1 : n;
+    n -= redlock_broken_chan != NULL && n > 0 ? 1 : 0;
+    n -= redlock_nwatched > 0 && n > 0 ? 1 : 0;
+    return n;
 }
 
 int
@@ -238,10 +242,31 @@ redlock_watch(const char *key, size_t key_len, bool on)
     return redlock_subscribe(key, key_len, REDLOCK_CHANNEL_SUFFIX, on);
 }
 
+/*
+ * A watched name's changes channel, and while any name is watched the
+ * channel that tells the masters' scripts to announce at all
+ * (REDLOCK_WATCHING_CHANNEL; master_subscribe counts both).
+ */
 int
 redlock_watch_changes(const char *key, size_t key_len, bool on)
 {
-    return redlock_subscribe(key, key_len, REDLOCK_CHANGED_SUFFIX, on);
+    static const char watching[] = REDLOCK_WATCHING_CHANNEL;
+
+    if (on) {
+        if (master_subscribe(watching, sizeof(watching) - 1) != 0) {
+            return -1;
+        }
+        if (redlock_subscribe(key, key_len, REDLOCK_CHANGED_SUFFIX, true) != 0) {
+            master_unsubscribe(watching, sizeof(watching) - 1);
+            return -1;
+        }
+        redlock_nwatched++;
+        return 0;
+    }
+    redlock_subscribe(key, key_len, REDLOCK_CHANGED_SUFFIX, false);
+    master_unsubscribe(watching, sizeof(watching) - 1);
+    redlock_nwatched--;
+    return 0;
 }
 
 /* Subscribe (on) or leave (!on) key + suffix on every master. */
@@ -358,9 +383,10 @@ redlock_append(char *buf, size_t size, size_t used, const char *fmt, ...)
 
 /*
  * The text of a NOQUORUM.  When answers arrived that do not count
- * (restart quarantine, a server listed twice), it says so first, with
- * how many, until when, and what an operator can do, because "0 of 5
- * answered" would be untrue: the masters did answer.
+ * (restart or clock quarantine), it says so first, with how many, until
+ * when, and what an operator can do, because "0 of 5 answered" would be
+ * untrue: the masters did answer.  A server listed twice is named too:
+ * its second entry was not asked.
  */
 static void
 redlock_fill_error(struct redlock_result *res, struct round *r)
@@ -379,7 +405,7 @@ redlock_fill_error(struct redlock_result *res, struct round *r)
         return;
     }
     used = redlock_append(res->error, size, 0, "%zu of %zu masters answered",
-                          round_answered(r) + nq + nd + nc, n);
+                          round_answered(r) + nq + nc, n);
     if (nc > 0) {
         util_clock_after(clock_ms, when, sizeof(when));
         used = redlock_append(res->error, size, used, ", but %zu of them %s in clock "
@@ -396,9 +422,10 @@ redlock_fill_error(struct redlock_result *res, struct round *r)
                               (long long)left_ms);
     }
     if (nd > 0) {
-        used = redlock_append(res->error, size, used, "%s %zu of them %s the same server "
-                              "as a master listed before (same run_id)",
-                              nq + nc > 0 ? " and" : ", but", nd, nd == 1 ? "is" : "are");
+        used = redlock_append(res->error, size, used, "%s %zu more %s the same server "
+                              "as a master listed before (same run_id) and %s not asked",
+                              nq + nc > 0 ? "; and" : ";", nd, nd == 1 ? "is" : "are",
+                              nd == 1 ? "was" : "were");
     }
     used = redlock_append(res->error, size, used, "; quorum is %zu counted masters.",
                           redlock_quorum(n));
@@ -688,9 +715,10 @@ redlock_op_free(struct redlock_op *op)
 }
 
 /*
- * Fill k with rec's keys: the record (the name's key, key + " shared",
- * or key + " permit <i>"), and for a permit its limit key and limit.
- * Returns 0, or -1 when the name's key is too long.
+ * Fill k with rec's keys: the record (the name's key, for an exclusive
+ * or shared holder, or key + " permit <i>"), and for a permit its limit
+ * key (the name's key) and limit.  Returns 0, or -1 when the name's key
+ * is too long.
  */
 static int
 redlock_keys_of(const struct redlock_rec *rec, struct redlock_keys *k)
@@ -708,20 +736,18 @@ redlock_keys_of(const struct redlock_rec *rec, struct redlock_keys *k)
     k->limit[0] = '\0';
     k->kind[0] = (char)rec->kind;
     k->kind[1] = '\0';
-    switch (rec->kind) {
-    case REDLOCK_SHARED:
-        k->rec_len = redlock_derived(k->rec, rec->base, rec->base_len, REDLOCK_SHARED_SUFFIX);
-        break;
-    case REDLOCK_PERMIT:
+    k->label[0] = rec->labelled ? '1' : '0';
+    k->label[1] = '\0';
+    if (rec->kind == REDLOCK_PERMIT) {
         n = snprintf(k->rec + rec->base_len, sizeof(k->rec) - rec->base_len, "%s%u",
                      REDLOCK_PERMIT_SUFFIX, rec->slot);
         k->rec_len = rec->base_len + (size_t)n;
-        k->aux_len = redlock_derived(k->aux, rec->base, rec->base_len, REDLOCK_LIMIT_SUFFIX);
+        memcpy(k->aux, rec->base, rec->base_len);
+        k->aux[rec->base_len] = '\0';
+        k->aux_len = rec->base_len;
         k->limit_len = (size_t)snprintf(k->limit, sizeof(k->limit), "%u", rec->limit);
-        break;
-    default:
+    } else {
         k->rec[k->rec_len] = '\0';
-        break;
     }
     return 0;
 }
@@ -821,8 +847,8 @@ redlock_fence_write_back(struct redlock_op *op)
     args[n] = value;
     lens[n++] = (size_t)snprintf(value, sizeof(value), "%lld", (long long)op->fence);
     if (op->label_key != NULL) {
-        args[n] = op->changed;
-        lens[n++] = op->changed_len;
+        args[n] = op->base;
+        lens[n++] = op->base_len;
     }
     if (round_start(script_fence, nkeys, n, args, lens, redlock_fence_reply,
                     redlock_fence_done, op) != 0) {
@@ -840,7 +866,10 @@ redlock_raise_reply(struct round *r, size_t i, const struct master_reply *reply,
 
     if (master_reply_type(reply) != MASTER_REPLY_INTEGER
         || (v = master_reply_integer(reply)) < 0) {
-        round_fail(r, i, "unexpected answer to the raise script");
+        /* An error names what is wrong there (a counter that is not an integer). */
+        round_fail(r, i, master_reply_type(reply) == MASTER_REPLY_ERROR
+                         ? master_reply_str(reply, NULL)
+                         : "unexpected answer to the raise script");
         return ROUND_CONTINUE;
     }
     if (v == 0) {
@@ -937,10 +966,13 @@ redlock_acquire_done(struct round *r, void *arg)
 {
     struct redlock_op *op = arg;
     struct redlock_result *res = &op->res;
-    size_t n = master_count(), q = redlock_quorum(n);
+    size_t n = master_count(), q = redlock_quorum(n), i;
     int64_t start = round_start_us(r), validity;
 
     redlock_result_begin(res, r);
+    for (i = 0; i < n; i++) {
+        res->failed += round_slot(r, i) == ROUND_FAILED;   /* for a hand-over's clean-up */
+    }
     res->confirmed = op->yes;
     res->swapped = op->swapped;
     res->subscribers = (size_t)op->subscribers;
@@ -1006,12 +1038,13 @@ redlock_derived(char *out, const char *key, size_t key_len, const char *suffix)
 
 int
 redlock_acquire(const struct redlock_rec *rec, const char *token, int64_t ttl_ms,
-                const char *old_token, bool fence, bool gate, const char *label,
+                const char *old_token, unsigned flags, const char *label,
                 redlock_done_fn cb, void *arg)
 {
     struct redlock_op *op;
     struct redlock_keys k;
-    char ttl[24], channel[REDLOCK_DERIVED_MAX];
+    bool fence = (flags & REDLOCK_ACQUIRE_FENCE) != 0;
+    char ttl[24];
     const char *args[11];
     size_t lens[11], nkeys, n = 0, label_len = label != NULL ? strlen(label) : 0;
 
@@ -1068,27 +1101,28 @@ redlock_acquire(const struct redlock_rec *rec, const char *token, int64_t ttl_ms
             }
             op->label_key_len = redlock_derived(op->label_key, k.rec, k.rec_len,
                                                 REDLOCK_LABEL_SUFFIX);
-            op->changed_len = redlock_derived(op->changed, rec->base, rec->base_len,
-                                              REDLOCK_CHANGED_SUFFIX);
+            memcpy(op->base, rec->base, rec->base_len);
+            op->base_len = rec->base_len;
             memcpy(op->label_key + op->label_key_len, token, UTIL_TOKEN_HEX);
             op->label_key_len += UTIL_TOKEN_HEX;
         }
     }
     nkeys = n;
-    /* ARGV: token, ttl, channel, old token, kind, limit, gate, label. */
+    /* ARGV: token, ttl, peers, old token, kind, limit, wait, label. */
     args[n] = token;
     lens[n++] = UTIL_TOKEN_HEX;
     args[n] = ttl;
     lens[n++] = (size_t)snprintf(ttl, sizeof(ttl), "%lld", (long long)ttl_ms);
-    args[n] = channel;
-    lens[n++] = redlock_derived(channel, rec->base, rec->base_len, REDLOCK_CHANNEL_SUFFIX);
+    args[n] = (flags & REDLOCK_ACQUIRE_PEERS) != 0 ? "1" : "";
+    lens[n++] = (flags & REDLOCK_ACQUIRE_PEERS) != 0 ? 1 : 0;
     args[n] = old_token != NULL ? old_token : "";
     lens[n++] = old_token != NULL ? UTIL_TOKEN_HEX : 0;
     args[n] = k.kind;
     lens[n++] = 1;
     args[n] = k.limit;
     lens[n++] = k.limit_len;
-    args[n] = gate ? "1" : "0";
+    args[n] = (flags & REDLOCK_ACQUIRE_GATED) != 0 ? "2"
+              : (flags & REDLOCK_ACQUIRE_WAIT) != 0 ? "1" : "0";
     lens[n++] = 1;
     args[n] = label != NULL ? label : "";
     lens[n++] = label_len;
@@ -1163,10 +1197,8 @@ redlock_release(const struct redlock_rec *rec, const char *token, bool announce,
 {
     struct redlock_op *op = NULL;
     struct redlock_keys k;
-    char channel[REDLOCK_DERIVED_MAX];
-    char changed[REDLOCK_DERIVED_MAX];
-    const char *args[6] = { k.rec, token, channel, k.kind, k.aux, changed };
-    size_t lens[6] = { 0, UTIL_TOKEN_HEX, 0, 1, 0, 0 };
+    const char *args[6] = { k.rec, token, announce ? "1" : "", k.kind, k.aux, k.label };
+    size_t lens[6] = { 0, UTIL_TOKEN_HEX, announce ? 1 : 0, 1, 0, 1 };
 
     if (redlock_keys_of(rec, &k) != 0) {
         return -1;
@@ -1179,10 +1211,6 @@ redlock_release(const struct redlock_rec *rec, const char *token, bool announce,
             return -1;
         }
     }
-    if (announce) {
-        lens[2] = redlock_derived(channel, rec->base, rec->base_len, REDLOCK_CHANNEL_SUFFIX);
-    }
-    lens[5] = redlock_derived(changed, rec->base, rec->base_len, REDLOCK_CHANGED_SUFFIX);
     /* Sent to every master; answered once a verdict is sure (redlock_release_reply). */
     if (round_start(script_release, 1, 6, args, lens, redlock_release_reply,
                     cb != NULL ? redlock_release_done : NULL, op) != 0) {
@@ -1297,8 +1325,8 @@ redlock_expire_at(const struct redlock_rec *rec, const char *token, int64_t vali
 {
     struct redlock_keys k;
     char ttl[24];
-    const char *args[5] = { k.rec, token, ttl, k.kind, k.aux };
-    size_t lens[5] = { 0, UTIL_TOKEN_HEX, 0, 1, 0 };
+    const char *args[6] = { k.rec, token, ttl, k.kind, k.aux, k.label };
+    size_t lens[6] = { 0, UTIL_TOKEN_HEX, 0, 1, 0, 1 };
     int64_t ms = (validity_end_us - util_now_us()) / 1000;
 
     if (redlock_keys_of(rec, &k) != 0) {
@@ -1309,7 +1337,7 @@ redlock_expire_at(const struct redlock_rec *rec, const char *token, int64_t vali
     /* Plus drift, for masters whose clocks run fast. */
     ms += redlock_drift_us(ms > 0 ? ms : 0, redlock_drift_factor) / 1000;
     lens[2] = (size_t)snprintf(ttl, sizeof(ttl), "%lld", (long long)(ms > 0 ? ms : 1));
-    return round_start(script_extend_one, 1, 5, args, lens, NULL, NULL, NULL);
+    return round_start(script_extend_one, 1, 6, args, lens, NULL, NULL, NULL);
 }
 
 /*
@@ -1833,7 +1861,7 @@ redlock_extend(const struct redlock_extend_item *items, size_t n,
     struct redlock_extend_op *op;
     struct redlock_keys k;
     const char **args;
-    size_t *lens, i, nargs = 5 * n, room = 0;
+    size_t *lens, i, nargs = 6 * n, room = 0;
     char *bytes, *p, ttl[24];
     int rc = -1;
 
@@ -1853,18 +1881,21 @@ redlock_extend(const struct redlock_extend_item *items, size_t n,
     op->absent = (uint16_t *)(op + 1);
     op->confirmed = (uint8_t *)(op->absent + n);
     op->denied = op->confirmed + n;
-    /* KEYS: the records; ARGV per record: token, ttl, kind, limit key. */
+    /* KEYS: the records; ARGV per record: token, ttl, kind, limit key, label. */
     for (i = 0, p = bytes; i < n; i++) {
+        size_t a = n + 5 * i;
+
         if (redlock_keys_of(items[i].rec, &k) != 0) {
             goto out;
         }
         redlock_put(&p, k.rec, k.rec_len, &args[i], &lens[i]);
-        redlock_put(&p, items[i].token, UTIL_TOKEN_HEX, &args[n + 4 * i], &lens[n + 4 * i]);
+        redlock_put(&p, items[i].token, UTIL_TOKEN_HEX, &args[a], &lens[a]);
         redlock_put(&p, ttl, (size_t)snprintf(ttl, sizeof(ttl), "%lld",
                                               (long long)items[i].ttl_ms),
-                    &args[n + 4 * i + 1], &lens[n + 4 * i + 1]);
-        redlock_put(&p, k.kind, 1, &args[n + 4 * i + 2], &lens[n + 4 * i + 2]);
-        redlock_put(&p, k.aux, k.aux_len, &args[n + 4 * i + 3], &lens[n + 4 * i + 3]);
+                    &args[a + 1], &lens[a + 1]);
+        redlock_put(&p, k.kind, 1, &args[a + 2], &lens[a + 2]);
+        redlock_put(&p, k.aux, k.aux_len, &args[a + 3], &lens[a + 3]);
+        redlock_put(&p, k.label, 1, &args[a + 4], &lens[a + 4]);
     }
     rc = round_start(script_extend, n, nargs, args, lens, redlock_extend_reply,
                      redlock_extend_done, op);
@@ -1957,7 +1988,7 @@ redlock_restore(const struct redlock_restore_item *items, size_t n)
         req->args = (const char **)(void *)(req->bytes + size);
         req->lens = (size_t *)(void *)(req->args + 6 * cnt);
         p = req->bytes;
-        /* KEYS: the records; ARGV per record: token, ms, kind, limit or name key, limit. */
+        /* KEYS: the records; ARGV per record: token, ms, kind, limit key, limit. */
         for (j = 0, k = 0; j < n; j++) {
             const struct redlock_rec *rec = items[j].rec;
             size_t a = cnt + 5 * k;
@@ -1972,11 +2003,7 @@ redlock_restore(const struct redlock_restore_item *items, size_t n)
                             (items[j].validity_end_us - now) / 1000)),
                         &req->args[a + 1], &req->lens[a + 1]);
             redlock_put(&p, keys.kind, 1, &req->args[a + 2], &req->lens[a + 2]);
-            if (rec->kind == REDLOCK_SHARED) {
-                redlock_put(&p, rec->base, rec->base_len, &req->args[a + 3], &req->lens[a + 3]);
-            } else {
-                redlock_put(&p, keys.aux, keys.aux_len, &req->args[a + 3], &req->lens[a + 3]);
-            }
+            redlock_put(&p, keys.aux, keys.aux_len, &req->args[a + 3], &req->lens[a + 3]);
             redlock_put(&p, keys.limit, keys.limit_len, &req->args[a + 4], &req->lens[a + 4]);
             k++;
         }

@@ -33,8 +33,6 @@
 #define REDLOCK_CHANNEL_SUFFIX " released"  /* pub/sub channel announcing releases */
 #define REDLOCK_CHANGED_SUFFIX " changed"   /* pub/sub channel announcing grants,
                                                releases and breaks to watchers */
-#define REDLOCK_SHARED_SUFFIX  " shared"    /* sorted set of the name's shared holders */
-#define REDLOCK_LIMIT_SUFFIX   " limit"     /* a counted name's limit (its marker) */
 #define REDLOCK_PERMIT_SUFFIX  " permit "   /* + index: one permit of a counted name */
 #define REDLOCK_GATE_SUFFIX    " gate"      /* a waiting exclusive LOCK's gate */
 #define REDLOCK_LIMIT_MAX      1000         /* most permits a counted name may have */
@@ -42,6 +40,12 @@
                                                label, "<grant ms> <fence> <text>" */
 #define REDLOCK_BROKEN_SUFFIX  " broken"    /* lock.key_prefix + this: the channel on
                                                which BREAK tells every daemon */
+#define REDLOCK_WAITING_SUFFIX " waiting"   /* the name's waiters' mark: set by a refused
+                                               request that waits, read and deleted by
+                                               the release, which announces only then */
+#define REDLOCK_WATCHING_CHANNEL "redlockd watching" /* every daemon with a WATCH is
+                                               subscribed to it on every master; grants
+                                               and releases tell watchers only then */
 #define REDLOCK_LABEL_MAX      64           /* longest holder label, bytes */
 #define REDLOCK_WHO_MAX        64           /* most bytes of a holder's token kept by a
                                                status (a foreign client's may be longer) */
@@ -75,8 +79,9 @@ enum redlock_outcome {
  * safety argument).  The value is the letter the scripts use.
  */
 enum redlock_kind {
-    REDLOCK_EXCLUSIVE = 'x',    /* the key itself holds the token */
-    REDLOCK_SHARED = 's',       /* a member of key + " shared", scored by its expiry */
+    REDLOCK_EXCLUSIVE = 'x',    /* the key, a string, holds the token */
+    REDLOCK_SHARED = 's',       /* a member of the key, then a sorted set, scored
+                                   by its expiry */
     REDLOCK_PERMIT = 'p',       /* key + " permit <i>" holds the token: permit i
                                    of a counted name, an exclusive lock of its own */
     REDLOCK_ANY = '?'           /* release, extend: whichever record of the name
@@ -95,6 +100,8 @@ struct redlock_rec {
     enum redlock_kind  kind;    /* see above */
     unsigned           slot;    /* PERMIT: the permit's index, < limit */
     unsigned           limit;   /* PERMIT: the name's limit, 1..REDLOCK_LIMIT_MAX */
+    bool               labelled;/* the holder may have a label on the masters (a
+                                   release then deletes it; false saves the command) */
 };
 
 /* What a batched renewal came to for one lease (redlock_renewal_verdict). */
@@ -171,6 +178,10 @@ struct redlock_result {
                                            masters have it (cut), to tell holders
                                            apart; never shown to clients */
     size_t  answered;                   /* masters that answered */
+    size_t  failed;                     /* acquire: masters where it was not sent,
+                                           its connection failed or its answer was
+                                           unusable (round_slot ROUND_FAILED); a
+                                           pending one still runs it, in order */
     char    error[REDLOCK_ERROR_MAX];   /* when fewer than a quorum answered:
                                            who failed and how */
 };
@@ -256,12 +267,14 @@ int redlock_watch(const char *key, size_t key_len, bool on);
  * Start (on) or stop (!on) hearing every change of key's holders: a
  * SUBSCRIBE to key + REDLOCK_CHANGED_SUFFIX on every master (counted;
  * daemon/master.h), whose messages go to the redlock_on_change()
- * function.  Returns 0, or -1 when out of memory.
+ * function.  While any name is heard, the daemon is also subscribed to
+ * REDLOCK_WATCHING_CHANNEL, without which the masters' scripts announce
+ * no change at all.  Returns 0, or -1 when out of memory.
  */
 int redlock_watch_changes(const char *key, size_t key_len, bool on);
 
 /* Names whose channel is subscribed now (for waiters or watchers; the
- * daemons' BREAK channel is not counted). */
+ * daemons' BREAK channel and REDLOCK_WATCHING_CHANNEL are not counted). */
 size_t redlock_subscriptions(void);
 
 /* Change the drift factor (reload). */
@@ -321,13 +334,15 @@ int64_t redlock_holder_ttl(int64_t *pttls, size_t nheld, size_t nfree, size_t qu
  * the caller must release (redlock_release) on every master, since a
  * set may have landed after the deadline.
  *
+ * flags, any of REDLOCK_ACQUIRE_*: FENCE, WAIT and PEERS below.
+ *
  * old_token, when not NULL, makes it a hand-over: on each master a key
  * that still holds old_token is given token at once (compare-and-swap),
  * so the key is never free between the two holders.  Every master that
  * answered then no longer holds old_token; res->answered tells the
  * releaser whether a quorum did (res->error names the others).
  *
- * fence: once a quorum granted, a second round raises the name's
+ * FENCE: once a quorum granted, a second round raises the name's
  * counter (key + REDLOCK_FENCE_SUFFIX) by one on every master where
  * the record still holds token, and takes the largest value a quorum of
  * them answered; a third writes that value back, set-if-greater, to
@@ -355,10 +370,22 @@ int64_t redlock_holder_ttl(int64_t *pttls, size_t nheld, size_t nfree, size_t qu
  * res->error says "limit=3", "exclusive" or "shared"; fewer only refuse
  * (BUSY: a leftover on a minority must not turn a wait into an error).  An
  * exclusive request on a name with live shared holders is BUSY (the
- * same family); with gate, a master where only shared holders keep it
+ * same family); with WAIT, a master where only shared holders keep it
  * out also sets the name's gate to token (for ttl_ms), which makes new
  * shared requests wait, so that a stream of shared holders cannot
- * starve it; the gate is deleted by the grant, or by redlock_ungate().
+ * starve it; the gate is deleted by the grant when GATED says a master
+ * closed it before (res->gated of an earlier round), or by
+ * redlock_ungate(), or expires.
+ *
+ * WAIT (the request queues if refused) also makes each master that
+ * refuses it mark the name as waited for (key + REDLOCK_WAITING_SUFFIX,
+ * for the holder's time left plus ttl_ms), so that the release that
+ * frees it there announces it (redlock_release); without a mark a
+ * release publishes nothing.  PEERS asks each granting master how many
+ * clients are subscribed to the name's release channel
+ * (res->subscribers: other daemons' waiters, and ours); without it
+ * res->subscribers is 0 and the grant costs one command less.
+ *
  * A PERMIT that is not granted reports in res->free_slot a permit worth
  * trying next (free on the most answering masters).
  *
@@ -381,8 +408,13 @@ int64_t redlock_holder_ttl(int64_t *pttls, size_t nheld, size_t nfree, size_t qu
  *
  * Returns 0, or -1 when memory ran out (no callback).
  */
+#define REDLOCK_ACQUIRE_FENCE 0x1u  /* raise and write back the fencing token */
+#define REDLOCK_ACQUIRE_WAIT  0x2u  /* queues if refused: mark the name, may gate */
+#define REDLOCK_ACQUIRE_PEERS 0x4u  /* count the release channel's subscribers */
+#define REDLOCK_ACQUIRE_GATED 0x8u  /* with WAIT: a master closed the gate for this
+                                       token before; the grant deletes it */
 int redlock_acquire(const struct redlock_rec *rec, const char *token, int64_t ttl_ms,
-                    const char *old_token, bool fence, bool gate, const char *label,
+                    const char *old_token, unsigned flags, const char *label,
                     redlock_done_fn cb, void *arg);
 
 /*
@@ -394,10 +426,13 @@ int redlock_acquire(const struct redlock_rec *rec, const char *token, int64_t tt
  * delete of our token (res->confirmed counts them), GONE when the
  * answers tell that fewer than a quorum still held the token, NOQUORUM
  * when too few answered to tell (redlock_release_verdict).  announce: a master
- * that deleted the record publishes on the name's key + REDLOCK_CHANNEL_SUFFIX, which
- * wakes the waiters of every daemon subscribed to it (a real release;
- * the clean-up after a failed grant does not announce, so that two
- * contenders that split the vote do not wake each other in step).
+ * that deleted the record and found the name marked as waited for
+ * (redlock_acquire, WAIT) publishes on the name's key +
+ * REDLOCK_CHANNEL_SUFFIX, which wakes the waiters of every daemon
+ * subscribed to it (a real release; the clean-up after a failed grant
+ * does not announce, so that two contenders that split the vote do not
+ * wake each other in step).  The record's label goes with it when
+ * rec->labelled.
  * Returns 0 or -1 (no callback).
  */
 int redlock_release(const struct redlock_rec *rec, const char *token, bool announce,

@@ -41,6 +41,8 @@
         stats.connections_total, "Client connections accepted.")                                   \
     ROW(rejected_clients, "redlockd_connections_rejected_total", NULL, NULL, COUNTER, NUMBER,      \
         stats.rejected_clients, "Client connections refused because of limits.max_clients.")       \
+    ROW(accept_failures, "redlockd_accept_failures_total", NULL, NULL, COUNTER, NUMBER,            \
+        stats.accept_failures, "accept() failures; out of descriptors, accepting pauses 100 ms.")  \
     ROW(auth_failures, "redlockd_auth_failures_total", NULL, NULL, COUNTER, NUMBER,                \
         stats.auth_failures, "AUTH requests with a wrong password.")                               \
     ROW(tls_handshake_failures, "redlockd_tls_handshake_failures_total", NULL, NULL, COUNTER,      \

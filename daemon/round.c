@@ -23,7 +23,6 @@ struct round_master {
     bool             waiting;        /* a callback from master.c is still due */
     int64_t          quarantine_ms;  /* restart quarantine left at the send; 0: none */
     int64_t          clock_ms;       /* clock quarantine left at the send; 0: none */
-    int              duplicate_of;   /* master_duplicate_of() at the send; -1: none */
     char             why[ROUND_WHY_MAX]; /* failure reason when FAILED */
 };
 
@@ -41,7 +40,7 @@ struct round {
     size_t              nmasters;    /* slots in masters[] */
     size_t              answered;    /* slots ROUND_ANSWERED */
     size_t              quarantined; /* answers not counted: restart quarantine */
-    size_t              duplicates;  /* answers not counted: the same server as
+    size_t              duplicates;  /* masters not asked: the same server as
                                         another master */
     int64_t             quarantine_ms; /* longest quarantine left among those, ms */
     size_t              clocked;     /* answers not counted: clock quarantine */
@@ -161,12 +160,6 @@ round_reply_cb(struct master *m, const struct master_reply *reply,
         slot->state = ROUND_FAILED;
         snprintf(slot->why, sizeof(slot->why), "error (%.100s)",
                  master_reply_str(reply, NULL));
-    } else if (slot->duplicate_of >= 0) {
-        /* Its answer is another master's answer: counting it would count one server twice. */
-        slot->state = ROUND_FAILED;
-        snprintf(slot->why, sizeof(slot->why), "same server as %s (run_id %.8s...), not counted",
-                 master_name(master_at((size_t)slot->duplicate_of)), master_run_id(m));
-        r->duplicates++;
     } else if ((clock_ms = master_clock_quarantine_left_ms(m, util_now_us())) > 0
                || slot->clock_ms > 0) {
         /*
@@ -214,6 +207,7 @@ round_start(int script, size_t nkeys, size_t nargs,
             round_reply_fn reply_cb, round_done_fn done_cb, void *arg)
 {
     size_t n = master_count(), i, bytes = 0;
+    int dup;
     struct round *r;
     struct timeval tv;
     struct master_shared shared = { NULL, 0, "" };
@@ -262,9 +256,21 @@ round_start(int script, size_t nkeys, size_t nargs,
          */
         slot->quarantine_ms = master_quarantine_left_ms(m, r->start_us);
         slot->clock_ms = master_clock_quarantine_left_ms(m, r->start_us);
-        slot->duplicate_of = master_duplicate_of(m);
-        if (master_eval(m, script, nkeys, nargs, r->args, r->lens, &shared,
-                        round_reply_cb, slot) == 0) {
+        dup = master_duplicate_of(m);
+        if (dup >= 0) {
+            /*
+             * The same server as master dup, which is asked: asking it
+             * twice would run the script twice, and the second run would
+             * see the first one's effect (a release finding the key
+             * already deleted).  Not sent, not counted.
+             */
+            slot->state = ROUND_FAILED;
+            snprintf(slot->why, sizeof(slot->why), "same server as %s (run_id %.8s...), "
+                     "not asked", master_name(master_at((size_t)dup)), master_run_id(m));
+            r->duplicates++;
+            r->finished++;
+        } else if (master_eval(m, script, nkeys, nargs, r->args, r->lens, &shared,
+                               round_reply_cb, slot) == 0) {
             slot->waiting = true;
             r->waiting++;
         } else {

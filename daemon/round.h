@@ -16,10 +16,10 @@
  * reaches the caller's classifier, so no quorum counts it.  A clock
  * quarantine (master_clock_quarantine_left_ms) is asked for both at the
  * start and when the answer is read, so the answer that showed the step
- * is not counted either.  The same
- * holds for a duplicate, a config entry that is the same Redis server as
- * another one (master_duplicate_of, read at the round's start): "same
- * server as ... (run_id ...), not counted".
+ * is not counted either.  A duplicate, a config entry that is the same
+ * Redis server as another one (master_duplicate_of, read at the round's
+ * start), is not sent the request at all, since the script would run
+ * twice on one server: "same server as ... (run_id ...), not asked".
  *
  * Late replies: a round lives until every master's callback has come
  * back, so a reply that arrives after the decision finds the round
@@ -120,7 +120,7 @@ size_t round_quarantined(const struct round *r, int64_t *left_ms);
  */
 size_t round_clock_quarantined(const struct round *r, int64_t *left_ms);
 
-/* Answers that arrived but were not counted: duplicates of another master. */
+/* Masters not asked: duplicates of another master (the same server). */
 size_t round_duplicates(const struct round *r);
 
 /* Monotonic start time (just before the first send), us. */

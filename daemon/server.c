@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <event2/event.h>
@@ -147,6 +148,48 @@ server_status(char *buf, size_t size)
  * With rediss:// masters, the client side (redis.tls_*) is read again
  * the same way: new links to the masters use it.
  */
+/*
+ * Warn (as ssh does for keys) about a file that holds a secret and that
+ * others may read: readable by everyone, or by a group that is not the
+ * daemon's own (a config owned by root and group redlockd, mode 0640, is
+ * the packaged layout).  what names the setting; secret says what it holds.
+ */
+static void
+server_check_secret_file(const char *path, const char *what, const char *secret)
+{
+    struct stat st;
+
+    if (path == NULL || path[0] == '\0' || stat(path, &st) != 0) {
+        return;
+    }
+    if ((st.st_mode & S_IROTH) != 0
+        || ((st.st_mode & S_IRGRP) != 0 && st.st_gid != getegid())) {
+        log_warn("%s %s holds %s but is readable by %s (mode %04o): chmod %s", what, path,
+                 secret, (st.st_mode & S_IROTH) != 0 ? "every user" : "its group",
+                 (unsigned)(st.st_mode & 07777),
+                 (st.st_mode & S_IROTH) != 0 ? "o-r (0600, or 0640 with the daemon's group)"
+                                             : "g-r, or give it the daemon's group");
+    }
+}
+
+/* The secrets conf names, and the file it came from: who else can read them. */
+static void
+server_check_secrets(const struct conf *conf)
+{
+    char list[128] = "";
+
+    snprintf(list, sizeof(list), "%s%s%s",
+             conf->auth_password[0] != '\0' ? "auth.password " : "",
+             conf->auth_admin_password[0] != '\0' ? "auth.admin_password " : "",
+             conf->redis_password[0] != '\0' ? "redis.password " : "");
+    if (list[0] != '\0') {
+        list[strlen(list) - 1] = '\0';
+        server_check_secret_file(conf->file, "the configuration", list);
+    }
+    server_check_secret_file(conf->tls_key_file, "tls.key_file", "a private key");
+    server_check_secret_file(conf->redis_tls_key_file, "redis.tls_key_file", "a private key");
+}
+
 static void
 server_reload(void)
 {
@@ -177,6 +220,7 @@ server_reload(void)
     for (i = 0; i < msgs.n; i++) {
         log_warn("reload: %s", msgs.list[i].text);
     }
+    server_check_secrets(next);
     if (listener_needs_auth() && next->auth_password[0] == '\0') {
         log_error("reload: auth.password is empty, but a socket from systemd accepts "
                   "connections from other hosts (protected mode); nothing was reloaded");
@@ -294,6 +338,7 @@ server_run(struct conf *conf)
     server_conf = conf;
     stats.start_us = util_now_us();
     log_set_level((enum log_level)conf->log_level);
+    server_check_secrets(conf);
 
     cfg = event_config_new();
     if (cfg == NULL) {

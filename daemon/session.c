@@ -56,6 +56,15 @@ struct session_grant {
     char                  name[];   /* the lock's name */
 };
 
+/* Where a LIST stands between its steps.  Owned by its session. */
+struct session_list {
+    bool    begun;                  /* after holds the last name listed */
+    size_t  prefix_len;             /* bytes in prefix */
+    char    prefix[PROTO_WORD_MAX]; /* LIST's prefix */
+    size_t  after_len;              /* bytes in after */
+    char    after[PROTO_NAME_MAX];  /* LIST goes on after this name */
+};
+
 /*
  * One client connection.  Owned by this module (the sessions list);
  * freed once it is closed and no lock operation is in flight.
@@ -74,6 +83,11 @@ struct session {
     bool                processing; /* inside session_process() */
     bool                out_blocked;/* reading paused: the client does not read */
     bool                authed;     /* AUTH done, or not needed */
+    const char         *authed_by;  /* the setting whose password its AUTH gave
+                                       ("auth.password", "auth.admin_password"),
+                                       NULL when it needed none or showed a
+                                       certificate: a reload that changes it ends
+                                       the session (session_set_conf) */
     bool                overflow;   /* unsent output over limits.max_output_bytes */
     bool                input_ended;/* end of input: answer what came, then close */
     struct event        timer;      /* partial line deadline; overflow close; quit */
@@ -93,12 +107,8 @@ struct session {
                                        on the Unix socket"; static), else NULL */
     char                label[PROTO_LABEL_MAX + 1]; /* default holder label:
                                        "<host>:<peer>" */
-    bool                listing;    /* a LIST is being written, step by step */
-    bool                list_begun; /* list_after holds the last name listed */
-    size_t              list_prefix_len;            /* bytes in list_prefix */
-    char                list_prefix[PROTO_WORD_MAX];/* LIST's prefix */
-    size_t              list_after_len;             /* bytes in list_after */
-    char                list_after[PROTO_NAME_MAX]; /* LIST goes on after this name */
+    struct session_list *list;      /* a LIST being written, step by step, else NULL
+                                       (malloc'd: an idle session keeps none) */
 };
 
 static struct event_base *session_base;
@@ -126,21 +136,6 @@ session_init(struct event_base *base, const struct conf *conf)
     session_host[sizeof(session_host) - 1] = '\0';
 }
 
-void
-session_set_conf(const struct conf *conf)
-{
-    struct session *s;
-
-    session_conf = conf;
-    /* Open sessions take a new limits.max_line_bytes at once. */
-    TAILQ_FOREACH(s, &sessions, link) {
-        if (s->bev != NULL) {
-            bufferevent_setwatermark(s->bev, EV_READ, 0,
-                                     SESSION_READ_HIGH + 2 * (size_t)conf->max_line_bytes);
-        }
-    }
-}
-
 size_t
 session_count(void)
 {
@@ -152,6 +147,7 @@ session_free(struct session *s)
 {
     log_debug("client %llu: freed", (unsigned long long)s->id);
     event_del(&s->timer);
+    free(s->list);
     free(s);
 }
 
@@ -679,6 +675,7 @@ session_auth(struct session *s, const char *word, size_t len)
 
     if (admin[0] != '\0' && util_equal_secret(word, len, admin, strlen(admin))) {
         s->admin_by = "auth.admin_password";
+        s->authed_by = "auth.admin_password";
         pass = admin;       /* the admin password lets the session in as well */
     } else if (pass[0] == '\0' && admin[0] == '\0') {
         session_send_error(s, PROTO_ERR_AUTH, "no password is configured (auth.password)");
@@ -692,11 +689,65 @@ session_auth(struct session *s, const char *word, size_t len)
         session_quit(s);
         return;
     }
+    if (s->authed_by == NULL) {
+        s->authed_by = "auth.password";
+    }
     s->authed = true;
     event_del(&s->timer);       /* the AUTH deadline */
     proto_reply_start(&r, "OK");
     proto_reply_end(&r);
     session_send(s, &r);
+}
+
+/*
+ * A reload changed the password a session authenticated with: the
+ * secret it showed is no longer one, so the session ends (its locks are
+ * released, as at any close), unless no password is needed any more, in
+ * which case it stays (an admin password that changed takes the admin
+ * right away).
+ */
+static void
+session_reauth(struct session *s, const struct conf *old, const struct conf *next)
+{
+    bool admin_changed = strcmp(old->auth_admin_password, next->auth_admin_password) != 0;
+    bool pass_changed = strcmp(old->auth_password, next->auth_password) != 0;
+
+    if (s->admin_by != NULL && strcmp(s->admin_by, "auth.admin_password") == 0
+        && admin_changed) {
+        s->admin_by = NULL;
+    }
+    if (s->authed_by == NULL || s->bev == NULL || s->closing
+        || !(strcmp(s->authed_by, "auth.admin_password") == 0 ? admin_changed : pass_changed)) {
+        return;
+    }
+    if (next->auth_password[0] == '\0') {
+        s->authed_by = NULL;    /* nothing is needed now */
+        return;
+    }
+    log_warn("client %llu (%s): %s changed by a reload; closing the session it "
+             "authenticated", (unsigned long long)s->id, s->peer, s->authed_by);
+    session_send_error(s, PROTO_ERR_AUTH, "the password this session gave was changed by a "
+                       "reload; closing");
+    session_quit(s);
+}
+
+void
+session_set_conf(const struct conf *conf)
+{
+    struct session *s;
+
+    /*
+     * Open sessions end if their password changed (session_reauth), and
+     * take a new limits.max_line_bytes at once.
+     */
+    TAILQ_FOREACH(s, &sessions, link) {
+        session_reauth(s, session_conf, conf);
+        if (s->bev != NULL) {
+            bufferevent_setwatermark(s->bev, EV_READ, 0,
+                                     SESSION_READ_HIGH + 2 * (size_t)conf->max_line_bytes);
+        }
+    }
+    session_conf = conf;
 }
 
 /*
@@ -790,6 +841,14 @@ session_list_cb(const struct lock_listing *e, void *arg)
     bufferevent_write(s->bev, r.buf, r.len);
 }
 
+/* The LIST is written whole (or failed): its state goes. */
+static void
+session_list_end(struct session *s)
+{
+    free(s->list);
+    s->list = NULL;
+}
+
 /*
  * Write the next step of a LIST: up to SESSION_LIST_NAMES names, and
  * more while the client keeps up (unsent output below SESSION_OUT_LOW),
@@ -801,24 +860,24 @@ static void
 session_list_step(struct session *s)
 {
     struct evbuffer *out = bufferevent_get_output(s->bev);
+    struct session_list *l;
     size_t n;
 
-    while (s->listing) {
+    while ((l = s->list) != NULL) {
         if (evbuffer_get_length(out) >= SESSION_OUT_LOW) {
             return;             /* the write callback goes on */
         }
-        n = lock_list(s->list_prefix_len > 0 ? s->list_prefix : NULL, s->list_prefix_len,
-                      s->list_begun ? s->list_after : NULL, s->list_after_len,
-                      SESSION_LIST_NAMES, session_list_cb, s, s->list_after,
-                      &s->list_after_len);
+        n = lock_list(l->prefix_len > 0 ? l->prefix : NULL, l->prefix_len,
+                      l->begun ? l->after : NULL, l->after_len,
+                      SESSION_LIST_NAMES, session_list_cb, s, l->after, &l->after_len);
         if (n == SIZE_MAX) {
-            s->listing = false;
+            session_list_end(s);
             session_send_error(s, PROTO_ERR_LIMIT, "out of memory listing");
             break;
         }
-        s->list_begun = s->list_begun || n > 0;
+        l->begun = l->begun || n > 0;
         if (n < SESSION_LIST_NAMES) {
-            s->listing = false;
+            session_list_end(s);
             bufferevent_write(s->bev, "END\n", 4);
         }
     }
@@ -873,6 +932,7 @@ session_dispatch(struct session *s, const struct proto_cmd *cmd)
                    : cmd->has_limit ? LOCK_KIND_COUNTED : LOCK_KIND_EXCLUSIVE;
         req.label = cmd->has_label ? cmd->label : s->label;
         req.label_len = cmd->has_label ? cmd->label_len : strlen(s->label);
+        req.label_asked = cmd->has_label;
         req.limit = 0;
         if (cmd->has_limit) {
             if (cmd->limit > session_conf->max_limit) {
@@ -928,10 +988,12 @@ session_dispatch(struct session *s, const struct proto_cmd *cmd)
         session_quit(s);
         return;
     case PROTO_LIST:
-        s->listing = true;
-        s->list_begun = false;
-        s->list_prefix_len = cmd->word != NULL ? cmd->word_len : 0;
-        memcpy(s->list_prefix, cmd->word != NULL ? cmd->word : "", s->list_prefix_len);
+        if ((s->list = calloc(1, sizeof(*s->list))) == NULL) {
+            session_send_error(s, PROTO_ERR_LIMIT, "out of memory listing");
+            return;
+        }
+        s->list->prefix_len = cmd->word != NULL ? cmd->word_len : 0;
+        memcpy(s->list->prefix, cmd->word != NULL ? cmd->word : "", s->list->prefix_len);
         session_list_step(s);
         return;
     case PROTO_WATCH:
@@ -1084,7 +1146,7 @@ session_process(struct session *s)
     unsigned char *line;
 
     s->processing = true;
-    while (!s->busy && !s->listing && !s->closing && !s->quitting && s->bev != NULL) {
+    while (!s->busy && s->list == NULL && !s->closing && !s->quitting && s->bev != NULL) {
         if (evbuffer_get_length(bufferevent_get_output(s->bev)) >= session_out_high()) {
             /* A client that does not read its replies gets no more of them. */
             s->out_blocked = true;
@@ -1116,7 +1178,7 @@ session_process(struct session *s)
         }
     }
     s->processing = false;
-    if (s->input_ended && !s->busy && !s->listing && !s->closing && !s->quitting
+    if (s->input_ended && !s->busy && s->list == NULL && !s->closing && !s->quitting
         && !s->out_blocked && s->bev != NULL) {
         /* Every complete request is answered; what is left is no request. */
         session_quit(s);
@@ -1154,7 +1216,7 @@ session_write_cb(struct bufferevent *bev, void *arg)
         session_quit_flushed(s);
         return;
     }
-    if (s->listing && !s->closing) {
+    if (s->list != NULL && !s->closing) {
         session_list_step(s);     /* the client read the last step: the next one */
         return;
     }

@@ -26,6 +26,8 @@ struct stats {
     uint64_t connections;        /* session: open now */
     uint64_t connections_total;  /* session: accepted since start */
     uint64_t rejected_clients;   /* listener: refused by max_clients */
+    uint64_t accept_failures;    /* listener: accept(2) failed (out of descriptors:
+                                    accepting paused) */
     uint64_t auth_failures;      /* session: wrong AUTH passwords */
     uint64_t tls_handshake_failures; /* session: TLS clients whose handshake failed */
     uint64_t clients_timed_out;  /* session: request line not finished in time */

@@ -15,6 +15,7 @@
 #include <event2/event_struct.h>
 
 #include "conf/conf.h"
+#include "daemon/lock.h"
 #include "daemon/log.h"
 #include "daemon/redlock.h"
 #include "daemon/stats.h"
@@ -171,6 +172,10 @@ watch_state_of(const struct watch_name *wn, const struct redlock_result *res,
     st->limit = res->limit;
     st->label = res->label[0] != '\0' ? res->label : NULL;
     st->held_ms = res->held_ms;
+    if (st->label == NULL) {
+        /* A hold of this daemon whose label lives here only. */
+        (void)lock_hold_label(wn->name, wn->name_len, res->holder, &st->label, &st->held_ms);
+    }
     st->fence = res->fence;
 }
 
@@ -338,11 +343,10 @@ watch_add(struct watch_client *c, const char *name, size_t name_len, const char 
     if (wn != NULL) {
         TAILQ_FOREACH(w, &c->watchers, client_link) {
             if (w->wn == wn) {
-                /* Watched already: one watch, which hears the state again. */
-                w->synced = false;
-                if (!wn->reading) {
-                    watch_read_in(wn, 0);
-                }
+                /*
+                 * Watched already: one watch, told the state once and every
+                 * change since; a repeated WATCH asks the masters nothing.
+                 */
                 return 0;
             }
         }

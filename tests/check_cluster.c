@@ -404,6 +404,53 @@ START_TEST(subscribe_only_to_wait)
 }
 END_TEST
 
+/* arg: the key.  Master 0 holds it: it ran every request sent to it before. */
+static bool
+cond_master0_has(void *arg)
+{
+    return h_master_pttl(0, arg) > 0;
+}
+
+/*
+ * A hand-over is one script call per master: no release of the old token
+ * follows it where the swap ran, or is still on its way (a connection
+ * keeps its order).  Counted with EXISTS, which such a release of a
+ * token that is gone runs and the swap and a free grant do not, with
+ * a grant of another name behind each step as a barrier: once master 0
+ * holds it, it ran everything sent to it before.
+ */
+START_TEST(handover_one_call)
+{
+    struct numsub_want sub = { PREFIX "h" RELEASED, 1, { 0 } };
+    long long before, after;
+    char *got;
+    int a, b;
+
+    cl_up(NMASTERS, false, 1, NULL);
+    a = expect_connect(0);
+    b = expect_connect(0);
+    EXPECT_PREFIX(a, "LOCK h", "OK h validity=");
+    ck_assert_int_eq(h_send(b, "LOCK h wait=10000"), 0);
+    ck_assert_msg(h_wait_until(cond_numsub, &sub, 5000), "b never subscribed to wait for h");
+    EXPECT_PREFIX(a, "LOCK y", "OK y validity=");
+    ck_assert_msg(h_wait_until(cond_master0_has, PREFIX "y", 5000), "master 0 never got y");
+    before = cl_master_calls(0, "exists");
+    EXPECT_REPLY(a, "UNLOCK h", "OK h holds=0");
+    got = h_read_line(b, 5000);
+    ck_assert_msg(got != NULL && strncmp(got, "OK h validity=", 14) == 0,
+                  "b's LOCK h answered '%s' after a's UNLOCK", got != NULL ? got : "(nothing)");
+    free(got);
+    EXPECT_PREFIX(a, "LOCK z", "OK z validity=");
+    ck_assert_msg(h_wait_until(cond_master0_has, PREFIX "z", 5000), "master 0 never got z");
+    after = cl_master_calls(0, "exists");
+    ck_assert_msg(after == before, "the hand-over ran %lld EXISTS on master 0: a release of "
+                  "the old token followed the swap", after - before);
+    ck_assert_int_eq(h_masters_holding(PREFIX "h", NULL), NMASTERS);
+    close(a);
+    close(b);
+}
+END_TEST
+
 START_TEST(pubsub_wakes_other_daemon)
 {
     struct numsub_want sub = { PREFIX "n" RELEASED, 1, { 0 } };
@@ -881,12 +928,10 @@ split_delete(const struct split_case *sc)
                 snprintf(rec, sizeof(rec), "%s permit %d", key, i);
                 ck_assert_int_eq(h_master_cmd(m, NULL, "DEL %s", rec), 0);
             }
-            snprintf(rec, sizeof(rec), "%s limit", key);
-            ck_assert_int_eq(h_master_cmd(m, NULL, "DEL %s", rec), 0);
+            ck_assert_int_eq(h_master_cmd(m, NULL, "DEL %s", key), 0);
             break;
         case SPLIT_READERS:
-            snprintf(rec, sizeof(rec), "%s shared", key);
-            ck_assert_int_eq(h_master_cmd(m, NULL, "DEL %s", rec), 0);
+            ck_assert_int_eq(h_master_cmd(m, NULL, "DEL %s", key), 0);
             break;
         }
     }
@@ -914,14 +959,15 @@ split_write(const struct split_case *sc)
                 snprintf(rec, sizeof(rec), "%s permit %d", key, i);
                 ck_assert_int_eq(h_master_cmd(m, NULL, "SET %s %s PX %d", rec, tok,
                                               SPLIT_TTL), 0);
-                snprintf(rec, sizeof(rec), "%s limit", key);
-                ck_assert_int_eq(h_master_cmd(m, NULL, "HSET %s limit %d %d 1", rec,
+                /* The name's key is the limit key. */
+                ck_assert_int_eq(h_master_cmd(m, NULL, "HSET %s limit %d %d 1", key,
                                               SPLIT_LIMIT, i), 0);
-                ck_assert_int_eq(h_master_cmd(m, NULL, "PEXPIRE %s %d", rec, SPLIT_TTL), 0);
+                ck_assert_int_eq(h_master_cmd(m, NULL, "PEXPIRE %s %d", key, SPLIT_TTL), 0);
                 break;
             case SPLIT_READERS:
-                /* Scored by its expiry on the master's own clock, as the daemon does. */
-                snprintf(rec, sizeof(rec), "%s shared", key);
+                /* The name's key, scored by each holder's expiry on the
+                 * master's own clock, as the daemon does. */
+                snprintf(rec, sizeof(rec), "%s", key);
                 ck_assert_int_eq(h_master_cmd(m, NULL, "EVAL %s 1 %s %s %d",
                                               "local t = redis.call('TIME')\n"
                                               "local now = t[1] * 1000 + math.floor(t[2] / 1000)\n"
@@ -1121,13 +1167,14 @@ cl_cond_all_queued(void *arg)
 /*
  * The acquires of one loop iteration go to each master as one call:
  * BATCH_LOCKS lease LOCKs of names of their own, on connections of their
- * own, and a shared LOCK of a name whose shared record was overwritten
- * with a string (its script fails with WRONGTYPE on every master), all
- * written while the daemon is stopped (SIGSTOP), so that it reads them
- * in one loop iteration when it runs again.  Every lease is granted on a
- * quorum, the shared LOCK alone fails, and master 0 runs far fewer
- * script calls than requests (one per request before batching:
- * BATCH_LOCKS + 1).
+ * own, and a fenced LOCK of a name whose fence counter is no integer
+ * (its raise, a request of its own after the batch, fails on every
+ * master, naming the counter), all written while the daemon is stopped
+ * (SIGSTOP), so that it reads them in one loop iteration when it runs
+ * again.  Every lease is granted on a quorum, the fenced LOCK alone
+ * fails, and master 0 runs far fewer script calls than requests (one
+ * per request before batching: BATCH_LOCKS + 1, and two more for the
+ * fenced LOCK's raise and clean-up).
  */
 START_TEST(batch_one_call_per_iteration)
 {
@@ -1146,8 +1193,7 @@ START_TEST(batch_one_call_per_iteration)
                   line != NULL ? line : "(nothing)");
     free(line);
     for (i = 0; i < NMASTERS; i++) {
-        ck_assert_int_eq(h_master_cmd(i, NULL, "SET %s %s", PREFIX "bs shared", "not-a-zset"),
-                         0);
+        ck_assert_int_eq(h_master_cmd(i, NULL, "SET %s %s", PREFIX "bs fence", "seven"), 0);
     }
     before = cl_script_calls(0);
     ck_assert_int_eq(h_signal_daemon(SIGSTOP), 0);
@@ -1155,7 +1201,7 @@ START_TEST(batch_one_call_per_iteration)
         snprintf(req, sizeof(req), "LOCK bt%zu mode=lease ttl=10000", i);
         ck_assert_int_eq(h_send(fd[i], req), 0);
     }
-    ck_assert_int_eq(h_send(fd[BATCH_LOCKS], "LOCK bs shared wait=0"), 0);
+    ck_assert_int_eq(h_send(fd[BATCH_LOCKS], "LOCK bs fence wait=0"), 0);
     /* Every request waits in the stopped daemon's socket buffers. */
     ck_assert_msg(h_wait_until(cl_cond_all_queued, NULL, CMD_MS),
                   "the %d LOCKs did not all reach the stopped daemon's sockets",
@@ -1173,8 +1219,8 @@ START_TEST(batch_one_call_per_iteration)
     }
     line = h_read_line(fd[BATCH_LOCKS], CMD_MS);
     ck_assert_msg(line != NULL && strncmp(line, "ERR NOQUORUM", 12) == 0
-                  && strstr(line, "WRONGTYPE") != NULL, "LOCK bs shared: %s",
-                  line != NULL ? line : "(nothing)");
+                  && strstr(line, "fence counter " PREFIX "bs fence is not an integer") != NULL,
+                  "LOCK bs fence: %s", line != NULL ? line : "(nothing)");
     free(line);
     after = cl_script_calls(0);
     fprintf(stderr, "batch_one_call_per_iteration: %d LOCKs in one loop iteration, %lld "
@@ -1227,6 +1273,7 @@ cluster_suite(void)
     SPLIT_ADD(s, split_shared_vs_exclusive);
     SPLIT_ADD(s, split_exclusive_vs_readers);
     SPLIT_ADD(s, split_readers_quorum);
+    SPLIT_ADD(s, handover_one_call);
     return s;
 }
 

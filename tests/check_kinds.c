@@ -327,7 +327,7 @@ kt_cond_gate(void *arg)
     size_t i, ngated = 0, used = 0;
     bool readers, gated, ok = true;
 
-    kt_key(shared, sizeof(shared), g->name, " shared");
+    kt_key(shared, sizeof(shared), g->name, "");     /* the holders' sorted set */
     kt_key(gate, sizeof(gate), g->name, " gate");
     for (i = 0; i < NMASTERS; i++) {
         readers = h_master_pttl(i, shared) >= H_PTTL_PERSIST;
@@ -761,8 +761,8 @@ START_TEST(kind_errors_masters)
     EXPECT_REPLY(b, "UNLOCK n", "OK n holds=0");
     EXPECT_REPLY(a, "UNLOCK n", "OK n holds=0");
     KT_KEYS_GONE("n");
-    /* A refused request left nothing: no member of B's in the set, no limit marker. */
-    kt_key(key, sizeof(key), "n", " limit");
+    /* A refused request left nothing: no member of B's in the set, no limit key. */
+    kt_key(key, sizeof(key), "n", "");
     ck_assert_int_eq(kt_masters_with(key), 0);
 
     /* A lease-mode lock: the same daemon knows it only from the masters. */
@@ -1196,7 +1196,7 @@ START_TEST(kind_minority_only_refuses)
     a = expect_connect(0);
     b = expect_connect(0);
     kt_key(permit, sizeof(permit), "mk", " permit 0");
-    kt_key(limit, sizeof(limit), "mk", " limit");
+    kt_key(limit, sizeof(limit), "mk", "");
     for (i = 3; i < NMASTERS; i++) {
         ck_assert_int_eq(h_master_cmd(i, NULL, "SET %s leftover PX 20000", permit), 0);
         ck_assert_int_eq(h_master_cmd(i, NULL, "HSET %s limit 3 0 1", limit), 0);
@@ -1233,7 +1233,7 @@ START_TEST(kind_garbage_limit_key)
 
     kt_up(1, NULL);
     a = expect_connect(0);
-    kt_key(limit, sizeof(limit), "gk", " limit");
+    kt_key(limit, sizeof(limit), "gk", "");
     for (i = 0; i < NMASTERS; i++) {
         ck_assert_int_eq(h_master_cmd(i, NULL, "HSET %s limit abc", limit), 0);
     }
@@ -1551,7 +1551,7 @@ START_TEST(shared_gone_lost)
     b = expect_connect(0);
     c = expect_connect(0);
     w = expect_connect(0);
-    kt_key(key, sizeof(key), "sg", " shared");
+    kt_key(key, sizeof(key), "sg", "");
     got = KT_GRANT(a, "LOCK sg shared ttl=20000", "sg");
     EXPECT_FIELD(got, "kind", "shared");
     free(got);
@@ -1624,7 +1624,7 @@ START_TEST(stale_limit_marker)
     snprintf(line, sizeof(line), "UNLOCK st token=%s", tok);
     EXPECT_REPLY(a, line, "OK st");
     KT_WAIT_STATUS(a, "st", "FREE st", 3000);
-    kt_key(key, sizeof(key), "st", " limit");
+    kt_key(key, sizeof(key), "st", "");
     got = EXPECT_CMD(a, "TRYLOCK st");
     ck_assert_msg(h_is_reply(got, "OK", "st"), "STATUS says FREE, but TRYLOCK st answered '%s' "
                   "('%s' is still on %zu masters)", got, key, kt_masters_with(key));
@@ -1659,8 +1659,8 @@ START_TEST(kinds_renewed_restored)
     free(got);
     snprintf(suffix, sizeof(suffix), " permit %d", p);
     kt_key(permit_key, sizeof(permit_key), "rn", suffix);
-    kt_key(limit_key, sizeof(limit_key), "rn", " limit");
-    kt_key(set_key, sizeof(set_key), "rs", " shared");
+    kt_key(limit_key, sizeof(limit_key), "rn", "");
+    kt_key(set_key, sizeof(set_key), "rs", "");
 
     /* Three times the ttl later, both still held (polled while it passes). */
     {

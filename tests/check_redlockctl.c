@@ -1225,6 +1225,12 @@ START_TEST(auth_password)
     setenv("REDLOCKD_PASSWORD", "s3cret", 1);
     ck_assert_int_eq(CT_RUN("right", "-H", ct_addr, "au", "-c", cmd), 0);
     ck_assert_msg(ct_exists(marker), "the command did not run");
+    /* The command does not inherit the passwords: it gets no secret it did not ask for. */
+    setenv("REDLOCKD_ADMIN_PASSWORD", "adm1n", 1);
+    ck_assert_int_eq(CT_RUN("secrets", "-H", ct_addr, "au", "-c",
+                            "echo \"pw=[$REDLOCKD_PASSWORD] admin=[$REDLOCKD_ADMIN_PASSWORD]\""), 0);
+    ct_assert_out_has("secrets", "pw=[] admin=[]");
+    unsetenv("REDLOCKD_ADMIN_PASSWORD");
     ck_assert_int_eq(CT_RUN("ping", "-H", ct_addr, "ping"), 0);
     /* The Unix socket is exempt (auth.unix_exempt): no password needed. */
     unsetenv("REDLOCKD_PASSWORD");

@@ -23,6 +23,7 @@
 #include <unistd.h>
 
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 
 #include <check.h>
@@ -346,8 +347,8 @@ rb_pipe_run(struct rb_pipe *p, size_t np, size_t count, size_t *next, size_t *ok
 
 /* What rb_cond_calls waits for. */
 struct rb_calls {
-    long long   want;       /* grants master 0 must reach (its PUBSUB NUMSUB calls:
-                               one per granted acquire, batched or not) */
+    long long   want;       /* grants master 0 must reach (its SET calls: one per
+                               granted acquire of a fresh name, batched or not) */
     long long   seen;       /* the last count read (-1: none) */
 };
 
@@ -357,7 +358,7 @@ rb_cond_calls(void *arg)
 {
     struct rb_calls *c = arg;
 
-    c->seen = h_master_calls(0, "pubsub|numsub");
+    c->seen = h_master_calls(0, "set");
     return c->seen >= c->want;
 }
 
@@ -412,7 +413,7 @@ START_TEST(partial_write_to_stopped_master)
         p[i].fd = rb_connect();
         ck_assert_int_eq(fcntl(p[i].fd, F_SETFL, fcntl(p[i].fd, F_GETFL) | O_NONBLOCK), 0);
     }
-    base = h_master_calls(0, "pubsub|numsub");
+    base = h_master_calls(0, "set");
     ck_assert_msg(base >= 0, "cannot read master 0's INFO commandstats");
     /* valgrind makes the daemon some 20 times slower. */
     fill_ms = getenv("REDLOCKD_WRAP") != NULL ? 10 * RB_PW_FILL_MS : RB_PW_FILL_MS;
@@ -979,6 +980,216 @@ START_TEST(max_clients)
 }
 END_TEST
 
+/* CPU time pid used so far (user + system), in clock ticks; -1 when unreadable. */
+static long long
+rb_cpu_ticks(pid_t pid)
+{
+    char path[64], buf[1024], *paren;
+    unsigned long long ut = 0, st = 0;
+    FILE *f;
+    size_t n;
+
+    snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
+    if ((f = fopen(path, "r")) == NULL) {
+        return -1;
+    }
+    n = fread(buf, 1, sizeof(buf) - 1, f);
+    fclose(f);
+    buf[n] = '\0';
+    /* After "(comm)": state, then fields 4..13; utime and stime are 14 and 15. */
+    if ((paren = strrchr(buf, ')')) == NULL
+        || sscanf(paren + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %llu %llu",
+                  &ut, &st) != 2) {
+        return -1;
+    }
+    return (long long)(ut + st);
+}
+
+/* Lines of the current daemon's log that contain text. */
+static int
+rb_log_lines(const char *text)
+{
+    char line[512];
+    int n = 0;
+    FILE *f = fopen(h_daemon_log_path(), "r");
+
+    if (f == NULL) {
+        return -1;
+    }
+    while (fgets(line, sizeof(line), f) != NULL) {
+        n += strstr(line, text) != NULL;
+    }
+    fclose(f);
+    return n;
+}
+
+#define RB_FD_LIMIT   64        /* the daemon's descriptor limit, soft and hard */
+#define RB_FD_CONNS   90        /* connections: more than it can accept */
+#define RB_FD_WINDOW_MS 2000    /* how long the daemon is watched out of descriptors */
+#define RB_FD_KEPT    20        /* connections kept open after the others left: they
+                                   fit in the limit */
+
+/*
+ * Out of descriptors, the daemon does not spin: under a hard limit of 64
+ * it warns at start that limits.max_clients does not fit, 90
+ * connections leave it unable to accept, and over 2 s it then spends
+ * little CPU (libevent's listener would retry accept(2) at once, for
+ * ever) and logs one accept-failure line, not one per try.  Once
+ * clients leave, a connection that waited in the backlog is served.
+ */
+START_TEST(out_of_descriptors_pauses)
+{
+    struct h_daemon_opts o = { .retry_delay_ms = 100, .nofile = RB_FD_LIMIT,
+                               .log_level = "info" };
+    int fds[RB_FD_CONNS], i, lines;
+    long long cpu0, cpu1, hz = sysconf(_SC_CLK_TCK);
+    char *got;
+
+    rb_up(&o);
+    ck_assert_msg(h_log_find(0, "descriptor limit 64 (hard 64) is below", NULL, 0),
+                  "no warning at start that max_clients does not fit the descriptor limit");
+    fds[0] = rb_connect();
+    EXPECT_REPLY(fds[0], "PING", "PONG");
+    for (i = 1; i < RB_FD_CONNS; i++) {
+        fds[i] = rb_connect();
+        ck_assert_int_eq(h_send(fds[i], "PING"), 0);
+    }
+    ck_assert_msg(h_wait_log(0, "accept failed: Too many open files", 5000),
+                  "the daemon never ran out of descriptors (log above)");
+    cpu0 = rb_cpu_ticks(h_daemon_pid());
+    h_sleep_ms(RB_FD_WINDOW_MS);
+    cpu1 = rb_cpu_ticks(h_daemon_pid());
+    lines = rb_log_lines("accept failed");
+    fprintf(stderr, "out_of_descriptors_pauses: %lld ms of CPU in %d ms out of descriptors, "
+            "%d accept-failure lines\n", (cpu1 - cpu0) * 1000 / hz, RB_FD_WINDOW_MS, lines);
+    ck_assert_msg(cpu0 >= 0 && cpu1 >= 0, "cannot read the daemon's CPU time");
+    ck_assert_msg((cpu1 - cpu0) * 1000 / hz < RB_FD_WINDOW_MS / 4,
+                  "the daemon used %lld ms of CPU in %d ms out of descriptors: it spins",
+                  (cpu1 - cpu0) * 1000 / hz, RB_FD_WINDOW_MS);
+    ck_assert_msg(lines == 1, "%d accept-failure lines in the log, expected one", lines);
+    EXPECT_REPLY(fds[0], "PING still", "PONG still");
+    /* Most clients leave: the last connection, still in the backlog, is served. */
+    for (i = 1; i < RB_FD_CONNS - RB_FD_KEPT; i++) {
+        close(fds[i]);
+    }
+    got = h_read_line(fds[RB_FD_CONNS - 1], 5000);
+    ck_assert_msg(got != NULL && strcmp(got, "PONG") == 0,
+                  "the last connection got '%s' once clients left", got ? got : "(nothing)");
+    free(got);
+    for (i = RB_FD_CONNS - RB_FD_KEPT; i < RB_FD_CONNS; i++) {
+        close(fds[i]);
+    }
+    close(fds[0]);
+}
+END_TEST
+
+/*
+ * A configuration that holds a password and that every user can read is
+ * named in a warning at start, with its mode; made private (0600) and
+ * reloaded, it is not warned about again.
+ */
+START_TEST(readable_secrets_warned)
+{
+    struct h_daemon_opts o = { .retry_delay_ms = 100, .auth_password = "s3cret-pw",
+                               .log_level = "info" };
+    off_t from;
+
+    rb_up(&o);
+    ck_assert_int_eq(chmod(h_daemon_conf_path(), 0644), 0);
+    from = h_log_size();
+    ck_assert_int_eq(h_signal_daemon(SIGHUP), 0);
+    ck_assert_msg(h_wait_log(from, "holds auth.password but is readable by every user "
+                             "(mode 0644)", 5000),
+                  "no warning that the 0644 configuration holding auth.password is readable");
+    ck_assert_int_eq(chmod(h_daemon_conf_path(), 0600), 0);
+    from = h_log_size();
+    ck_assert_int_eq(h_signal_daemon(SIGHUP), 0);
+    ck_assert_msg(h_wait_log(from, "SIGHUP: reloading", 5000), "the reload did not start");
+    ck_assert_msg(h_wait_log(from, "reload: done", 5000), "the reload did not finish");
+    ck_assert_msg(!h_log_find(from, "readable by", NULL, 0),
+                  "a 0600 configuration was still warned about");
+}
+END_TEST
+
+/* Replace every "from" in the current daemon's configuration by "to". */
+static void
+rb_conf_replace(const char *from, const char *to)
+{
+    char buf[8192], out[8192], *p, *q;
+    size_t n, used = 0;
+    FILE *f = fopen(h_daemon_conf_path(), "r");
+
+    ck_assert_ptr_nonnull(f);
+    n = fread(buf, 1, sizeof(buf) - 1, f);
+    fclose(f);
+    buf[n] = '\0';
+    for (p = buf; (q = strstr(p, from)) != NULL; p = q + strlen(from)) {
+        used += (size_t)snprintf(out + used, sizeof(out) - used, "%.*s%s", (int)(q - p), p, to);
+    }
+    used += (size_t)snprintf(out + used, sizeof(out) - used, "%s", p);
+    ck_assert_uint_lt(used, sizeof(out));
+    f = fopen(h_daemon_conf_path(), "w");
+    ck_assert_ptr_nonnull(f);
+    ck_assert_uint_eq(fwrite(out, 1, used, f), used);
+    fclose(f);
+}
+
+/* SIGHUP the current daemon and wait for the reload to be applied. */
+static void
+rb_reload(void)
+{
+    off_t from = h_log_size();
+
+    ck_assert_int_eq(h_signal_daemon(SIGHUP), 0);
+    ck_assert_msg(h_wait_log(from, "reload: done", 5000), "the reload was not applied");
+}
+
+/*
+ * A reload that changes auth.password ends the sessions that
+ * authenticated with the old one (told why), keeps a session that needed
+ * none (the Unix socket), and the new password lets clients in; a reload
+ * that removes the password keeps every session.
+ */
+START_TEST(password_change_ends_sessions)
+{
+    struct h_daemon_opts o = { .retry_delay_ms = 100, .auth_password = "old-pw",
+                               .log_level = "info" };
+    char *got;
+    int a, b, u;
+
+    rb_up(&o);
+    a = rb_connect();
+    EXPECT_REPLY(a, "AUTH old-pw", "OK");
+    EXPECT_PREFIX(a, "LOCK pc", "OK pc ");
+    u = h_connect_unix();
+    ck_assert_int_ge(u, 0);
+    EXPECT_REPLY(u, "PING", "PONG");
+    rb_conf_replace("old-pw", "new-pw");
+    rb_reload();
+    got = h_read_line(a, LOCAL_MS);
+    ck_assert_msg(got != NULL && strncmp(got, "ERR AUTH the password this session gave was "
+                                         "changed", 44) == 0,
+                  "the session of the old password got '%s'", got != NULL ? got : "(nothing)");
+    free(got);
+    ck_assert_msg(h_expect_eof(a, LOCAL_MS), "the session of the old password stayed open");
+    close(a);
+    EXPECT_REPLY(u, "PING", "PONG");
+    EXPECT_PREFIX(u, "STATUS pc", "FREE pc");   /* its lock went with it */
+    b = rb_connect();
+    EXPECT_PREFIX(b, "AUTH old-pw", "ERR AUTH wrong password");
+    close(b);
+    b = rb_connect();
+    EXPECT_REPLY(b, "AUTH new-pw", "OK");
+    /* No password any more: nobody is ended. */
+    rb_conf_replace("password: \"new-pw\"", "password: \"\"");
+    rb_reload();
+    EXPECT_REPLY(b, "PING", "PONG");
+    EXPECT_REPLY(u, "PING", "PONG");
+    close(b);
+    close(u);
+}
+END_TEST
+
 /* max_locks_per_client: the next LOCK gets ERR LIMIT; the held ones stay. */
 START_TEST(max_locks_per_client)
 {
@@ -1104,6 +1315,9 @@ robust_suite(void)
     tcase_add_test(tc, slowloris);
     tcase_add_test(tc, non_reader_closed);
     tcase_add_test(tc, max_clients);
+    tcase_add_test(tc, out_of_descriptors_pauses);
+    tcase_add_test(tc, readable_secrets_warned);
+    tcase_add_test(tc, password_change_ends_sessions);
     tcase_add_test(tc, max_locks_per_client);
     tcase_add_test(tc, auth_password);
     tcase_add_test(tc, protected_mode_refuses);

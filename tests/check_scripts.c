@@ -162,6 +162,18 @@ sc_expect_value(const char *key, const char *want)
     free(v);
 }
 
+/* TYPE of key is want ("none" when absent). */
+static void
+sc_expect_type(const char *key, const char *want)
+{
+    redisReply *r = sc_cmd("TYPE %s", key);
+
+    ck_assert_msg(r->type == REDIS_REPLY_STATUS && strcmp(r->str, want) == 0,
+                  "%s is of type %s, not %s", key, r->type == REDIS_REPLY_STATUS ? r->str : "?",
+                  want);
+    freeReplyObject(r);
+}
+
 /* n held by tok for 5 s, with a label (as acquire.lua writes it) unless NULL. */
 static void
 sc_hold(const char *tok, const char *label)
@@ -179,7 +191,7 @@ sc_hold(const char *tok, const char *label)
 static redisReply *
 sc_acquire_x(const char *tok, const char *ttl, const char *old, const char *label)
 {
-    return sc_run(REDLOCK_LUA_ACQUIRE, 2, "n", "n", tok, ttl, "n released", old, "x", "", "0",
+    return sc_run(REDLOCK_LUA_ACQUIRE, 2, "n", "n", tok, ttl, "", old, "x", "", "0",
                   label, NULL);
 }
 
@@ -232,7 +244,7 @@ START_TEST(acquire_label_no_counter)
     long long g;
 
     sc_up();
-    r = sc_run(REDLOCK_LUA_ACQUIRE, 3, "n", "n", "n fence", TOK_A, "5000", "n released", "",
+    r = sc_run(REDLOCK_LUA_ACQUIRE, 3, "n", "n", "n fence", TOK_A, "5000", "", "",
                "x", "", "0", "job-7 host=h", NULL);
     ck_assert_int_eq(sc_elem(r, 0), 1);
     freeReplyObject(r);
@@ -277,7 +289,99 @@ START_TEST(acquire_kinds_and_permits)
     ck_assert_str_eq(sc_elem_str(r, 0), "kind");
     ck_assert_str_eq(sc_elem_str(r, 1), "limit=2");
     freeReplyObject(r);
-    sc_expect_value("n", NULL);
+    sc_expect_type("n", "hash");                /* the name's key is the limit key */
+}
+END_TEST
+
+/*
+ * Commands master 0 ran inside one script call: the call itself and
+ * what reading the count costs (measured by two reads in a row) left out.
+ */
+static long long
+sc_commands_of(redisReply *(*run)(void), redisReply **out)
+{
+    long long b0 = h_master_commands(0, NULL), b1 = h_master_commands(0, NULL), after;
+
+    *out = run();
+    after = h_master_commands(0, NULL);
+    ck_assert_msg(b0 >= 0 && b1 >= 0 && after >= 0, "cannot read INFO commandstats");
+    return after - b1 - (b1 - b0) - 1;
+}
+
+static redisReply *
+sc_grant_a(void)
+{
+    return sc_acquire_x(TOK_A, "5000", "", "");
+}
+
+static redisReply *
+sc_release_a(void)
+{
+    return sc_run(REDLOCK_LUA_RELEASE, 1, "n", TOK_A, "1", "x", "", "0", NULL);
+}
+
+/*
+ * The name's key holds whichever kind holds the name, so that an
+ * exclusive grant on a free name is one SET NX and its release a GET and
+ * a DEL (each call also asks once whether anyone watches: PUBSUB
+ * NUMSUB, once per batch in the daemon), while shared holders (a sorted set there) and a counted name's
+ * limit (a hash there) still keep an exclusive request out; a set whose
+ * holders all expired is a leftover the next exclusive grant deletes.
+ */
+START_TEST(kinds_share_the_name_key)
+{
+    redisReply *r;
+    long long n;
+
+    sc_up();
+    n = sc_commands_of(sc_grant_a, &r);
+    ck_assert_int_eq(sc_elem(r, 0), 1);
+    freeReplyObject(r);
+    ck_assert_msg(n == 2, "an exclusive grant on a free name ran %lld commands", n);
+    n = sc_commands_of(sc_release_a, &r);
+    ck_assert_int_eq(r->integer, 1);
+    freeReplyObject(r);
+    ck_assert_msg(n == 3, "a release nobody waits for ran %lld commands", n);
+
+    /* A shared holder: a member of the name's key; exclusive waits, gated. */
+    r = sc_run(REDLOCK_LUA_ACQUIRE, 2, "n", "n", TOK_B, "5000", "", "", "s", "", "0", "", NULL);
+    ck_assert_int_eq(sc_elem(r, 0), 1);
+    freeReplyObject(r);
+    sc_expect_type("n", "zset");
+    r = sc_run(REDLOCK_LUA_ACQUIRE, 2, "n", "n", TOK_A, "5000", "", "", "x", "", "1", "", NULL);
+    ck_assert_int_gt(sc_elem(r, 0), 4000);
+    ck_assert_str_eq(sc_elem_str(r, 1), TOK_B);
+    ck_assert_str_eq(sc_elem_str(r, 2), "gate");
+    freeReplyObject(r);
+    sc_expect_value("n gate", TOK_A);
+    /* A permit meets the shared name as another kind. */
+    r = sc_run(REDLOCK_LUA_ACQUIRE, 2, "n", "n permit 0", TOK_C, "5000", "", "", "p", "2", "0",
+               "", NULL);
+    ck_assert_str_eq(sc_elem_str(r, 0), "kind");
+    ck_assert_str_eq(sc_elem_str(r, 1), "shared");
+    freeReplyObject(r);
+    /* The last shared holder gone, the set goes; the gated grant deletes its gate. */
+    r = sc_run(REDLOCK_LUA_RELEASE, 1, "n", TOK_B, "1", "s", "", "0", NULL);
+    ck_assert_int_eq(r->integer, 1);
+    freeReplyObject(r);
+    sc_expect_type("n", "none");
+    r = sc_run(REDLOCK_LUA_ACQUIRE, 2, "n", "n", TOK_A, "5000", "", "", "x", "", "2", "", NULL);
+    ck_assert_int_eq(sc_elem(r, 0), 1);
+    freeReplyObject(r);
+    sc_expect_value("n gate", NULL);
+    sc_expect_value("n", TOK_A);
+    /* A shared request meets the exclusive holder: busy, named. */
+    r = sc_run(REDLOCK_LUA_ACQUIRE, 2, "n", "n", TOK_B, "5000", "", "", "s", "", "0", "", NULL);
+    ck_assert_str_eq(sc_elem_str(r, 1), TOK_A);
+    freeReplyObject(r);
+    freeReplyObject(sc_cmd("DEL n"));
+
+    /* Shared holders that all expired: a leftover, taken over by an exclusive grant. */
+    freeReplyObject(sc_cmd("ZADD n 1 %s", TOK_B));
+    r = sc_grant_a();
+    ck_assert_int_eq(sc_elem(r, 0), 1);
+    freeReplyObject(r);
+    sc_expect_value("n", TOK_A);
 }
 END_TEST
 
@@ -315,7 +419,7 @@ START_TEST(fence_write_back_never_lowers)
     sc_up();
     freeReplyObject(sc_cmd("SET %s %s", "n fence", "10"));
     freeReplyObject(sc_cmd("SET %s %s PX 5000", "n label " TOK_A, "123 0 job"));
-    r = sc_run(REDLOCK_LUA_FENCE, 2, "n fence", "n label " TOK_A, "7", "n changed", NULL);
+    r = sc_run(REDLOCK_LUA_FENCE, 2, "n fence", "n label " TOK_A, "7", "n", NULL);
     ck_assert_int_eq(r->integer, 1);
     freeReplyObject(r);
     sc_expect_value("n fence", "10");
@@ -361,15 +465,91 @@ START_TEST(release_compare_and_delete)
 
     sc_up();
     sc_hold(TOK_A, "1 0 job");
-    r = sc_run(REDLOCK_LUA_RELEASE, 1, "n", TOK_B, "n released", "x", "", "n changed", NULL);
+    r = sc_run(REDLOCK_LUA_RELEASE, 1, "n", TOK_B, "1", "x", "", "1", NULL);
     ck_assert_int_eq(r->integer, 0);
     freeReplyObject(r);
     sc_expect_value("n", TOK_A);
-    r = sc_run(REDLOCK_LUA_RELEASE, 1, "n", TOK_A, "n released", "?", "", "n changed", NULL);
+    r = sc_run(REDLOCK_LUA_RELEASE, 1, "n", TOK_A, "1", "?", "", "1", NULL);
     ck_assert_int_eq(r->integer, 1);
     freeReplyObject(r);
     sc_expect_value("n", NULL);
     sc_expect_value("n label " TOK_A, NULL);
+}
+END_TEST
+
+/* PUBLISH calls on the test's master so far. */
+static long long
+sc_publishes(void)
+{
+    return h_master_calls(0, "publish");
+}
+
+/*
+ * A release publishes only what someone listens for: nothing when no
+ * refused request marked the name as waited for and nobody watches; on
+ * the release channel once a waiting request's refusal marked it (the
+ * mark goes with the record, in the release's own DEL); on the changes
+ * channel, for a grant and a release, while some connection is
+ * subscribed to the watchers' channel.  A grant counts the release
+ * channel's subscribers only when asked.
+ */
+START_TEST(announce_only_to_listeners)
+{
+    redisContext *sub, *waiter;
+    redisReply *r;
+    long long p0;
+
+    sc_up();
+    p0 = sc_publishes();
+    r = sc_acquire_x(TOK_A, "5000", "", "");
+    ck_assert_int_eq(sc_elem(r, 0), 1);
+    ck_assert_int_eq(sc_elem(r, 1), 0);         /* not asked: no count */
+    freeReplyObject(r);
+    /* A refusal that does not wait leaves no mark. */
+    r = sc_acquire_x(TOK_B, "5000", "", "");
+    freeReplyObject(r);
+    sc_expect_value("n" REDLOCK_WAITING_SUFFIX, NULL);
+    r = sc_run(REDLOCK_LUA_RELEASE, 1, "n", TOK_A, "1", "x", "", "0", NULL);
+    ck_assert_int_eq(r->integer, 1);
+    freeReplyObject(r);
+    ck_assert_int_eq(sc_publishes() - p0, 0);
+
+    /* A refusal that waits marks the name; the release announces and unmarks. */
+    freeReplyObject(sc_acquire_x(TOK_A, "5000", "", ""));
+    r = sc_run(REDLOCK_LUA_ACQUIRE, 2, "n", "n", TOK_B, "3000", "", "", "x", "", "1", "", NULL);
+    ck_assert_int_gt(sc_elem(r, 0), 4000);
+    freeReplyObject(r);
+    ck_assert_int_gt(sc_int("PTTL %s", "n" REDLOCK_WAITING_SUFFIX), 7000);
+    r = sc_run(REDLOCK_LUA_RELEASE, 1, "n", TOK_A, "1", "x", "", "0", NULL);
+    ck_assert_int_eq(r->integer, 1);
+    freeReplyObject(r);
+    ck_assert_int_eq(sc_publishes() - p0, 1);
+    sc_expect_value("n" REDLOCK_WAITING_SUFFIX, NULL);
+
+    /* Someone watches somewhere: grants and releases tell the changes channel. */
+    sub = h_master_redis(0);
+    ck_assert_ptr_nonnull(sub);
+    r = redisCommand(sub, "SUBSCRIBE %s", REDLOCK_WATCHING_CHANNEL);
+    ck_assert_ptr_nonnull(r);
+    freeReplyObject(r);
+    freeReplyObject(sc_acquire_x(TOK_A, "5000", "", ""));
+    ck_assert_int_eq(sc_publishes() - p0, 2);
+    r = sc_run(REDLOCK_LUA_RELEASE, 1, "n", TOK_A, "", "x", "", "0", NULL);
+    freeReplyObject(r);
+    ck_assert_int_eq(sc_publishes() - p0, 3);
+    redisFree(sub);
+
+    /* Asked, a grant counts the daemons waiting on the release channel. */
+    waiter = h_master_redis(0);
+    ck_assert_ptr_nonnull(waiter);
+    r = redisCommand(waiter, "SUBSCRIBE %s", "n" REDLOCK_CHANNEL_SUFFIX);
+    ck_assert_ptr_nonnull(r);
+    freeReplyObject(r);
+    r = sc_run(REDLOCK_LUA_ACQUIRE, 2, "n", "n", TOK_C, "5000", "1", "", "x", "", "0", "", NULL);
+    ck_assert_int_eq(sc_elem(r, 0), 1);
+    ck_assert_int_eq(sc_elem(r, 1), 1);
+    freeReplyObject(r);
+    redisFree(waiter);
 }
 END_TEST
 
@@ -392,8 +572,8 @@ START_TEST(extend_never_creates)
     ck_assert_msg(p > 8000, "pttl after %lld", p);
     /* Batch: ours, someone else's, absent -> 1, 0, 2; absent stays absent. */
     freeReplyObject(sc_cmd("SET m %s PX 3000", TOK_B));
-    r = sc_run(REDLOCK_LUA_EXTEND, 3, "n", "m", "o", TOK_A, "9000", "x", "", TOK_A, "9000", "x",
-               "", TOK_A, "9000", "x", "", NULL);
+    r = sc_run(REDLOCK_LUA_EXTEND, 3, "n", "m", "o", TOK_A, "9000", "x", "", "1", TOK_A, "9000",
+               "x", "", "0", TOK_A, "9000", "x", "", "0", NULL);
     ck_assert_int_eq(sc_elem(r, 0), 1);
     ck_assert_int_eq(sc_elem(r, 1), 0);
     ck_assert_int_eq(sc_elem(r, 2), 2);
@@ -495,12 +675,12 @@ START_TEST(batch_items_apart)
     freeReplyObject(sc_cmd("RENAME n m"));
     t0 = h_master_calls(0, "time");
     r = sc_run(REDLOCK_LUA_BATCH, 11, "n", "n", "n", "n", "o", "o", "m fence", "m", "n", "p", "p",
-               "acquire", "2", "8", TOK_A, "5000", "n released", "", "x", "", "0", "job-a",
-               "acquire", "2", "8", TOK_B, "5000", "n released", "", "x", "", "0", "",
-               "acquire", "2", "8", TOK_B, "5000", "o released", "", "x", "", "0", "job-b",
+               "acquire", "2", "8", TOK_A, "5000", "", "", "x", "", "0", "job-a",
+               "acquire", "2", "8", TOK_B, "5000", "", "", "x", "", "0", "",
+               "acquire", "2", "8", TOK_B, "5000", "", "", "x", "", "0", "job-b",
                "raise", "2", "3", TOK_C, "x", "",
-               "release", "1", "5", TOK_B, "", "x", "", "n changed",
-               "acquire", "2", "8", TOK_A, "soon", "p released", "", "x", "", "0", "", NULL);
+               "release", "1", "5", TOK_B, "", "x", "", "1",
+               "acquire", "2", "8", TOK_A, "soon", "", "", "x", "", "0", "", NULL);
     t1 = h_master_calls(0, "time");
     ck_assert_msg(r->type == REDIS_REPLY_ARRAY && r->elements == 6, "type %d, %zu elements",
                   r->type, r->elements);
@@ -532,13 +712,13 @@ START_TEST(batch_malformed_runs_nothing)
 
     sc_up();
     r = sc_run(REDLOCK_LUA_BATCH, 2, "n", "n",
-               "acquire", "2", "8", TOK_A, "5000", "n released", "", "x", "", "0", "",
+               "acquire", "2", "8", TOK_A, "5000", "", "", "x", "", "0", "",
                "release", "1", "5", TOK_A, "", "x", "", NULL);
     ck_assert_int_eq(r->type, REDIS_REPLY_ERROR);
     ck_assert_msg(strstr(r->str, "batch: item 2 is malformed") != NULL, "%s", r->str);
     freeReplyObject(r);
     r = sc_run(REDLOCK_LUA_BATCH, 3, "n", "n", "o",
-               "acquire", "2", "8", TOK_A, "5000", "n released", "", "x", "", "0", "", NULL);
+               "acquire", "2", "8", TOK_A, "5000", "", "", "x", "", "0", "", NULL);
     ck_assert_int_eq(r->type, REDIS_REPLY_ERROR);
     freeReplyObject(r);
     r = sc_run(REDLOCK_LUA_BATCH, 0, "lock", "0", "0", NULL);
@@ -553,8 +733,12 @@ START_TEST(embedded_constants)
 {
     ck_assert_msg(strstr(REDLOCK_LUA_PRELUDE, "n <= " REDLOCK_XSTR(REDLOCK_LIMIT_MAX) " ")
                   != NULL, "the prelude's limit is not REDLOCK_LIMIT_MAX");
-    ck_assert_msg(strstr(REDLOCK_LUA_ACQUIRE, "base .. '" REDLOCK_CHANGED_SUFFIX "'") != NULL,
-                  "the acquire's changes channel is not REDLOCK_CHANGED_SUFFIX");
+    ck_assert_msg(strstr(REDLOCK_LUA_PRELUDE, "base .. '" REDLOCK_CHANGED_SUFFIX "'") != NULL,
+                  "the changes channel is not REDLOCK_CHANGED_SUFFIX");
+    ck_assert_msg(strstr(REDLOCK_LUA_PRELUDE, "'" REDLOCK_WAITING_SUFFIX "'") != NULL,
+                  "the waiters' mark is not REDLOCK_WAITING_SUFFIX");
+    ck_assert_msg(strstr(REDLOCK_LUA_PRELUDE, "'" REDLOCK_WATCHING_CHANNEL "'") != NULL,
+                  "the watchers' channel is not REDLOCK_WATCHING_CHANNEL");
     ck_assert_msg(strstr(REDLOCK_LUA_ACQUIRE, "--") == NULL, "a comment line was sent");
 }
 END_TEST
@@ -569,10 +753,12 @@ main(void)
     SC_ADD(s, acquire_grant_refuse_handover);
     SC_ADD(s, acquire_label_no_counter);
     SC_ADD(s, acquire_kinds_and_permits);
+    SC_ADD(s, kinds_share_the_name_key);
     SC_ADD(s, raise_only_for_the_holder);
     SC_ADD(s, fence_write_back_never_lowers);
     SC_ADD(s, reraise_above_what_was_seen);
     SC_ADD(s, release_compare_and_delete);
+    SC_ADD(s, announce_only_to_listeners);
     SC_ADD(s, extend_never_creates);
     SC_ADD(s, restore_only_where_absent);
     SC_ADD(s, ungate_with_its_token);

@@ -17,6 +17,7 @@
 #include <unistd.h>
 
 #include <check.h>
+#include <hiredis/hiredis.h>
 
 #include "tests/expect.h"
 #include "tests/harness.h"
@@ -85,6 +86,27 @@ wt_push_at(int fd, const char *prefix, int at)
 
 /* ---- labels and STATUS ---- */
 
+/* Label keys of name ("<name> label *": no key prefix here) on every master together. */
+static long long
+wt_label_keys(const char *name)
+{
+    char pattern[128];
+    long long n = 0;
+    size_t i;
+
+    snprintf(pattern, sizeof(pattern), "%s label *", name);
+    for (i = 0; i < NMASTERS; i++) {
+        redisContext *r = h_master_redis(i);
+        redisReply *rep = r != NULL ? redisCommand(r, "KEYS %s", pattern) : NULL;
+
+        ck_assert_msg(rep != NULL && rep->type == REDIS_REPLY_ARRAY, "KEYS on master %zu", i);
+        n += (long long)rep->elements;
+        freeReplyObject(rep);
+        redisFree(r);
+    }
+    return n;
+}
+
 /*
  * A label given on one daemon is read through the other, with the time
  * held; without label= the daemon names the client; the label lives and
@@ -92,7 +114,7 @@ wt_push_at(int fd, const char *prefix, int at)
  */
 START_TEST(label_across_daemons)
 {
-    int a, b, u, w;
+    int a, b, c, u, w;
     char *got, key[128], want[128], token[33];
     long long held;
     int64_t t0;
@@ -141,24 +163,40 @@ START_TEST(label_across_daemons)
     free(got);
     close(w);
 
-    /* Without label=: the daemon's host and the TCP peer. */
+    /*
+     * Without label=: the daemon's host and the TCP peer, which the
+     * holding daemon shows (to any of its sessions, with how long it was
+     * held) and writes nowhere, so that a label nobody asked for costs
+     * the masters nothing; another daemon shows no label.
+     */
     got = EXPECT_CMD(a, "LOCK tcpjob");
+    ck_assert_msg(h_reply_field(got, "validity", want, sizeof(want)), "'%s'", got);
+    free(got);
+    snprintf(want, sizeof(want), "label=%s:127.0.0.1:", wt_host());
+    c = expect_connect(0);
+    got = EXPECT_CMD(c, "STATUS tcpjob");
+    EXPECT_FIELD(got, "owner", "other");
+    ck_assert_msg(strstr(got, want) != NULL, "'%s' lacks '%s<port>'", got, want);
+    ck_assert_msg(EXPECT_INT(got, "held_ms") >= 0, "'%s'", got);
     free(got);
     got = EXPECT_CMD(b, "STATUS tcpjob");
-    snprintf(want, sizeof(want), "label=%s:127.0.0.1:", wt_host());
-    ck_assert_msg(strstr(got, want) != NULL, "'%s' lacks '%s<port>'", got, want);
+    EXPECT_IS(got, "HELD", "tcpjob");
+    EXPECT_NO_FIELD(got, "label");
+    EXPECT_NO_FIELD(got, "held_ms");
     free(got);
+    ck_assert_int_eq(wt_label_keys("tcpjob"), 0);
     /* ... and on the Unix socket, the client's uid and pid. */
     h_use_daemon(0);
     u = h_connect_unix();
     ck_assert_int_ge(u, 0);
     got = EXPECT_CMD(u, "LOCK unixjob");
     free(got);
-    got = EXPECT_CMD(b, "STATUS unixjob");
+    got = EXPECT_CMD(a, "STATUS unixjob");
     snprintf(want, sizeof(want), "label=%s:uid=%ld,pid=%ld ", wt_host(), (long)getuid(),
              (long)getpid());
     ck_assert_msg(strstr(got, want) != NULL, "'%s' lacks '%s'", got, want);
     free(got);
+    close(c);
 
     /* The label is a key of its own on every master, with the record's expiry. */
     got = EXPECT_CMD(a, "LOCK lz mode=lease ttl=4000 label=L1");
@@ -337,10 +375,8 @@ START_TEST(watch_follows_changes)
     EXPECT_FIELD(got, "holders", "1");
     ck_assert_msg(EXPECT_INT(got, "fence") == f1, "'%s': not the grant's fence %lld", got, f1);
     free(got);
-    /* Watching twice is one watch: one push per change. */
+    /* Watching twice is one watch: one push per change, none for the second WATCH. */
     EXPECT_REPLY(w, "WATCH lead", "OK lead");
-    got = WT_PUSH(w, "! HELD lead ");     /* the state, for the new WATCH */
-    free(got);
 
     /* Hand-over to a waiter: the new holder, with its own fence. */
     ck_assert_int_eq(h_send(b, "LOCK lead fence label=node-b wait=20000"), 0);
@@ -413,6 +449,25 @@ START_TEST(watch_follows_changes)
     got = WT_PUSH(w, "! FREE again");
     free(got);
     EXPECT_REPLY(w, "UNWATCH again", "OK again");
+
+    /*
+     * WATCH of a name watched already changes nothing: no push, and no
+     * read of the masters (master 0's script calls, counted around 50 of
+     * them, with a PING after as the barrier for the answers).
+     */
+    {
+        long long before = h_master_calls(0, "evalsha"), after;
+        int k;
+
+        for (k = 0; k < 50; k++) {
+            EXPECT_REPLY(w, "WATCH lead", "OK lead");
+        }
+        EXPECT_REPLY(w, "PING", "PONG");
+        after = h_master_calls(0, "evalsha");
+        ck_assert_msg(after - before <= 2, "50 repeated WATCHes made %lld script calls on "
+                      "master 0", after - before);
+    }
+    ck_assert_msg(h_quiet(w, QUIET_MS), "a push after a repeated WATCH");
 
     /* UNWATCH: nothing more. */
     EXPECT_REPLY(w, "UNWATCH lead", "OK lead");

@@ -1680,8 +1680,8 @@ h_start_daemon(const struct h_daemon_opts *opts)
     static const struct h_daemon_opts none;
     const char *bin = getenv("REDLOCKD_BIN");
     const char *wrap = getenv("REDLOCKD_WRAP");
-    const char *argv[H_WRAP_WORDS + 4];
-    char wrapbuf[1024], *save = NULL, *w, exits[H_PORT_TRIES * 16] = "";
+    const char *argv[H_WRAP_WORDS + 8];
+    char wrapbuf[1024], *save = NULL, *w, exits[H_PORT_TRIES * 16] = "", nofile[48];
     size_t prev = h_cur, slot = h_ndaemons, k = 0, used = 0;
     bool quiet = opts != NULL && opts->start_fails;
     int tries, rc, status = 0;
@@ -1709,6 +1709,13 @@ h_start_daemon(const struct h_daemon_opts *opts)
     }
     snprintf(H_D->auth, sizeof(H_D->auth), "%s",
              opts != NULL && opts->auth_password != NULL ? opts->auth_password : "");
+    /* A descriptor limit, soft and hard, set by prlimit(1) before anything else runs. */
+    if (opts != NULL && opts->nofile > 0) {
+        snprintf(nofile, sizeof(nofile), "--nofile=%d:%d", opts->nofile, opts->nofile);
+        argv[k++] = "prlimit";
+        argv[k++] = nofile;
+        argv[k++] = "--";
+    }
     /* REDLOCKD_WRAP: words put before the binary ("valgrind --leak-check=full"). */
     if (wrap != NULL) {
         snprintf(wrapbuf, sizeof(wrapbuf), "%s", wrap);

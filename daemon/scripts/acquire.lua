@@ -1,16 +1,19 @@
 -- Acquire.  KEYS: the name's key, the record's key, and the fence
--- counter when fenced.  ARGV: token, ttl, the release channel, the old
--- token of a hand-over ('' for none), the kind, the limit ('' unless a
--- permit), '1' when a waiting exclusive LOCK may close the gate, the
--- holder's label ('' for none).
+-- counter when fenced.  ARGV: token, ttl, '1' when the daemon asks how
+-- many wait elsewhere ('' for no), the old token of a hand-over ('' for
+-- none), the kind, the limit ('' unless a permit), '1' when the request
+-- waits if refused (it then marks the name as waited for, and an
+-- exclusive one may close the gate), the holder's label ('' for none).
 --
--- One EXISTS tells whether anything but the record itself is there (a
--- limit key, shared holders, a gate); an uncontended exclusive LOCK
--- reads no more.  First the kind: a name is one kind at a time, and a
--- master that holds it as another answers {'kind', what}.  A limit key left by permits
--- that all expired by themselves (their fields are still there) is
--- found out by reading the permits, and deleted.  Then the grant: SET NX PX (a
--- shared holder: its member), or, when the record already holds our
+-- The name's key holds whichever kind holds the name (prelude.lua), so
+-- an exclusive request on a free name is one SET NX and reads no more;
+-- only when that fails does the key's TYPE tell the kind.  A name is one
+-- kind at a time, and a master that holds it as another answers
+-- {'kind', what}.  A limit key left by permits that all expired by
+-- themselves (their fields are still there) is found out by reading the
+-- permits, and deleted; so is a set of shared holders that all expired.
+-- Then the grant: SET NX PX (a shared holder: its member), or, when the
+-- record already holds our
 -- token (a retry after a set that landed late), renew it; with an old
 -- token (a hand-over) a record that still holds it is given the new
 -- token in the same step, so it is never free for an outsider in
@@ -34,68 +37,101 @@
 -- the record, as "<grant time, ms on the master's clock> <fence> <text>"
 -- with the record's expiry (the fence is 0 until the write-back sets
 -- it), drops a hand-over's old label, and announces itself on the
--- name's changes channel for watchers (one PUBLISH, a lookup when nobody
--- watches; a fenced grant does so at its write-back, once its label has
--- the fence).  Watchers have a channel of their own so that the count of the
--- release channel's subscribers stays a count of waiting daemons.
+-- name's changes channel when anyone watches (rl_announce; a fenced
+-- grant does so at its write-back, once its label has the fence).
+-- Watchers have a channel of their own so that the count of the release
+-- channel's subscribers stays a count of waiting daemons.
 --
--- A grant answers {1, n, b}: n is how many clients are subscribed to
--- the name's release channel, which tells the daemon whether other
--- daemons are waiting; b is the branch that granted (enum
--- redlock_branch: 1 set on a free record, 2 swapped from the old token,
--- 3 ours already), so that a hand-over's releaser learns where its own
--- token was really there to hand over.  A fenced grant (KEYS[3], the
+-- A refusal of a request that waits sets the name's waiters' mark (its
+-- key + RL_WAITING) for the holder's time left plus ttl, so that the
+-- release that frees the name announces it (release.lua); a request that
+-- waits retries by then anyway, and marks again if still refused.
+--
+-- A grant answers {1, n, b}: n is, when asked, how many clients are
+-- subscribed to the name's release channel, which tells the daemon
+-- whether other daemons are waiting (0 when not asked); b is the branch
+-- that granted (enum redlock_branch: 1 set on a free record, 2 swapped
+-- from the old token, 3 ours already), so that a hand-over's releaser
+-- learns where its own token was really there to hand over.  A fenced grant (KEYS[3], the
 -- counter) does not touch the counter here: its increments come once
 -- the grant is won (raise.lua), never before the decision.
 -- uses prelude.lua
 -- in the batch
 
 local base, k, fkey = KEYS[1], KEYS[2], KEYS[3]
-local tok, ms, chan, old, c, limit = ARGV[1], tonumber(ARGV[2]), ARGV[3], ARGV[4], ARGV[5], ARGV[6]
-local sk, gk, lk, aux = base .. ' shared', base .. ' gate', base .. ' limit', ''
-local marked = redis.call('EXISTS', lk, sk, gk) > 0
-local have = marked and rl_limit(base)
-if have and have ~= limit then
-  local hn = rl_limit_n(have)
-  if not hn or rl_permits(base, hn) > 0 then return {'kind', 'limit=' .. have} end
-  redis.call('DEL', lk)
-end
-if c == 'p' then
-  aux = lk
-  if redis.call('EXISTS', base) == 1 then return {'kind', 'exclusive'} end
-  if marked and rl_readers(sk) > 0 then return {'kind', 'shared'} end
-end
+local tok, px, old, c, limit = ARGV[1], ARGV[2], ARGV[4], ARGV[5], ARGV[6]
+local ms, aux = tonumber(px), ''
 local granted = false
-if c == 's' then
-  if redis.call('EXISTS', base) == 1 then
-    return {redis.call('PTTL', base), rl_str(base) or ''}
-  end
-  local g = marked and rl_str(gk)
-  if g and g ~= tok then return {redis.call('PTTL', gk), g} end
-  granted = 1
-  if rl_state('s', k, tok) == 1 then granted = 3 end
-  rl_set('s', k, tok, ms, '', '')
-elseif old ~= '' and redis.pcall('GET', k) == old then
-  rl_set(c, k, tok, ms, aux, limit)
-  granted = 2
-elseif c == 'x' and marked and rl_readers(sk) > 0 then
-  local last = redis.call('ZRANGE', sk, -1, -1, 'WITHSCORES')
-  local left = math.floor(tonumber(last[2]) - rl_now())
-  if left < 0 then left = 0 end
-  if ARGV[7] == '1' then
-    local g = rl_str(gk)
-    if not g or g == tok then
-      redis.call('SET', gk, tok, 'PX', ms)
-      return {left, last[1], 'gate'}
+if c == 'x' then
+  if old ~= '' and redis.pcall('GET', k) == old then
+    redis.call('SET', k, tok, 'PX', px)
+    granted = 2
+  elseif redis.call('SET', k, tok, 'NX', 'PX', px) then
+    granted = 1
+  else
+    local t = redis.call('TYPE', k).ok
+    if t == 'string' and redis.call('GET', k) == tok then
+      rl_expire(c, k, tok, ms, aux, false)
+      granted = 3
+    elseif t == 'hash' and rl_limit(base) then
+      local kind = rl_other_limit(base, limit)
+      if kind then return {'kind', kind} end
+    elseif t == 'zset' then
+      local r = rl_last_reader(base)
+      if r then
+        if ARGV[7] ~= '0' then
+          local gk = base .. ' gate'
+          local g = rl_str(gk)
+          if not g or g == tok then
+            redis.call('SET', gk, tok, 'PX', ms)
+            r[3] = 'gate'
+          end
+        end
+        return rl_refused(base, ms, ARGV[7], r)
+      end
+    end
+    if not granted and t ~= 'string' and redis.call('EXISTS', k) == 0 then
+      redis.call('SET', k, tok, 'PX', px)
+      granted = 1
     end
   end
-  return {left, last[1]}
-elseif redis.call('SET', k, tok, 'NX', 'PX', ms) then
-  if aux ~= '' then rl_mark(aux, k, limit, ms) end
+elseif c == 's' then
+  local t = redis.call('TYPE', k).ok
+  if t == 'hash' and rl_limit(base) then
+    local kind = rl_other_limit(base, limit)
+    if kind then return {'kind', kind} end
+    t = 'none'
+  end
+  if t ~= 'zset' and t ~= 'none' then
+    return rl_refused(base, ms, ARGV[7], {redis.call('PTTL', k), rl_str(k) or ''})
+  end
+  local gk = base .. ' gate'
+  local g = rl_str(gk)
+  if g and g ~= tok then return rl_refused(base, ms, ARGV[7], {redis.call('PTTL', gk), g}) end
   granted = 1
-elseif redis.pcall('GET', k) == tok then
-  rl_expire(c, k, tok, ms, aux)
-  granted = 3
+  if t == 'zset' and rl_state('s', k, tok) == 1 then granted = 3 end
+  rl_set('s', k, tok, ms, '', '')
+else
+  aux = base
+  local t = redis.call('TYPE', base).ok
+  if t == 'zset' then
+    if rl_last_reader(base) then return {'kind', 'shared'} end
+  elseif t == 'hash' and rl_limit(base) then
+    local kind = rl_other_limit(base, limit)
+    if kind then return {'kind', kind} end
+  elseif t ~= 'none' then
+    return {'kind', 'exclusive'}
+  end
+  if old ~= '' and redis.pcall('GET', k) == old then
+    rl_set(c, k, tok, ms, aux, limit)
+    granted = 2
+  elseif redis.call('SET', k, tok, 'NX', 'PX', px) then
+    rl_mark(aux, k, limit, ms)
+    granted = 1
+  elseif redis.pcall('GET', k) == tok then
+    rl_expire(c, k, tok, ms, aux, false)
+    granted = 3
+  end
 end
 if not granted then
   local out = {redis.call('PTTL', k), rl_str(k) or ''}
@@ -112,12 +148,16 @@ if not granted then
     end
     out[3], out[4] = n, short
   end
-  return out
+  return rl_refused(base, ms, ARGV[7], out)
 end
-if c == 'x' and marked and rl_str(gk) == tok then redis.call('DEL', gk) end
+if c == 'x' and ARGV[7] == '2' and rl_str(base .. ' gate') == tok then
+  redis.call('DEL', base .. ' gate')
+end
 if granted == 2 then redis.call('DEL', k .. ' label ' .. old) end
 if ARGV[8] ~= '' then
   redis.call('SET', k .. ' label ' .. tok, rl_now() .. ' 0 ' .. ARGV[8], 'PX', ms)
 end
-if not fkey then redis.call('PUBLISH', base .. RL_CHANGED, tok) end
-return {1, redis.call('PUBSUB', 'NUMSUB', chan)[2], granted}
+if not fkey then rl_announce(base, tok) end
+local peers = 0
+if ARGV[3] == '1' then peers = redis.call('PUBSUB', 'NUMSUB', base .. RL_RELEASED)[2] end
+return {1, peers, granted}

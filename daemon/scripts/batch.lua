@@ -28,10 +28,8 @@ end
 local out = {}
 for i = 1, #items do
   local op, k0, nk, a0, na = unpack(items[i])
-  local keys, args = {}, {}
-  for j = 1, nk do keys[j] = KEYS[k0 + j] end
-  for j = 1, na do args[j] = ARGV[a0 + j] end
-  local ok, r = pcall(rl_ops[op], keys, args)
+  local ok, r = pcall(rl_ops[op], {unpack(KEYS, k0 + 1, k0 + nk)},
+                      {unpack(ARGV, a0 + 1, a0 + na)})
   if not ok then
     if type(r) == 'table' and r.err then r = r.err end
     out[i] = redis.error_reply('batch item ' .. i .. ' (' .. op .. '): ' .. tostring(r))

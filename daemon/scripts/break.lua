@@ -4,7 +4,7 @@
 -- (and the counter of each permit that was held) by one, whatever it
 -- was; announces each deleted holder's token on the name's channel
 -- ARGV[1] (as a release, so that waiters everywhere try at once), its
--- changes channel (for watchers), and
+-- changes channel (for watchers, when anyone watches), and
 -- the key with every deleted token on the daemons' channel ARGV[2], so
 -- that a daemon whose session held one tells it LOST.  Answers {holders
 -- deleted, the name's counter after the raise, the first holder's
@@ -42,24 +42,21 @@ local function gone(k, tok)
     toks[#toks + 1] = tok
   end
 end
-if redis.call('EXISTS', base) == 1 then
+local t = redis.call('TYPE', base).ok
+if t == 'zset' then
+  local m = redis.call('ZRANGEBYSCORE', base, '(' .. rl_now(), '+inf')
+  for i = 1, #m do gone(base, m[i]) end
+elseif t ~= 'none' and not n then
   gone(base, rl_str(base))
-  redis.call('DEL', base)
 end
+redis.call('DEL', base, base .. ' gate')
 for i = 1, #permits do
   gone(permits[i], rl_str(permits[i]))
   redis.call('DEL', permits[i])
   redis.call('INCR', permits[i] .. ' fence')
 end
-redis.call('DEL', base .. ' limit', base .. ' gate')
-local sk = base .. ' shared'
-if redis.call('TYPE', sk).ok == 'zset' then
-  local m = redis.call('ZRANGEBYSCORE', sk, '(' .. rl_now(), '+inf')
-  for i = 1, #m do gone(sk, m[i]) end
-end
-redis.call('DEL', sk)
 local f = redis.call('INCR', base .. ' fence')
 for i = 1, #toks do redis.call('PUBLISH', chan, toks[i]) end
-if #toks > 0 then redis.call('PUBLISH', base .. RL_CHANGED, '!') end
+if #toks > 0 then rl_announce(base, '!') end
 if #toks > 0 then redis.call('PUBLISH', bchan, base .. ' ' .. table.concat(toks, ' ')) end
 return {#toks, f, first or '', n or 0}

@@ -13,11 +13,12 @@
 # case), whose value is that text as one string literal: comment-only and
 # blank lines left out (their text never reaches a master, so editing a
 # comment does not change a script's SHA1), backslashes and double quotes
-# escaped, each line ending in "\n".  Two names that the scripts read are
+# escaped, each line ending in "\n".  Names that the scripts read are
 # the C headers' values, so that C and Lua cannot disagree: RL_LIMIT_MAX
-# becomes REDLOCK_LIMIT_MAX and RL_CHANGED the quoted
-# REDLOCK_CHANGED_SUFFIX (daemon/redlock.h); the file that includes OUT
-# defines REDLOCK_XSTR.  The Makefile runs it; daemon/redlock.c includes
+# becomes REDLOCK_LIMIT_MAX, and RL_CHANGED, RL_RELEASED, RL_WAITING and
+# RL_WATCHING the quoted REDLOCK_CHANGED_SUFFIX, REDLOCK_CHANNEL_SUFFIX,
+# REDLOCK_WAITING_SUFFIX and REDLOCK_WATCHING_CHANNEL (daemon/redlock.h);
+# the file that includes OUT defines REDLOCK_XSTR.  The Makefile runs it; daemon/redlock.c includes
 # the result, and tests/check_lua.sh lints what --lua prints.
 set -eu
 
@@ -58,7 +59,10 @@ tmp=$out.tmp
             -e 's/\\/\\\\/g' -e 's/"/\\"/g' \
             -e 's/^/    "/' -e 's/$/\\n" \\/' \
             -e 's/RL_LIMIT_MAX/" REDLOCK_XSTR(REDLOCK_LIMIT_MAX) "/g' \
-            -e "s/RL_CHANGED/'\" REDLOCK_CHANGED_SUFFIX \"'/g"
+            -e "s/RL_CHANGED/'\" REDLOCK_CHANGED_SUFFIX \"'/g" \
+            -e "s/RL_RELEASED/'\" REDLOCK_CHANNEL_SUFFIX \"'/g" \
+            -e "s/RL_WAITING/'\" REDLOCK_WAITING_SUFFIX \"'/g" \
+            -e "s/RL_WATCHING/'\" REDLOCK_WATCHING_CHANNEL \"'/g"
         echo '    ""'
     done
 } >"$tmp"

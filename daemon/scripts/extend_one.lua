@@ -1,6 +1,7 @@
 -- Extend one lease by its token: KEYS[1] the name's key (ARGV[3] '?':
 -- whichever record holds the token) or the record's key (ARGV[3] its
--- kind, ARGV[4] a permit's limit key).  Compare-and-PEXPIRE, answering
+-- kind, ARGV[4] a permit's limit key; ARGV[5] '0' when the holder has
+-- no label to extend with it).  Compare-and-PEXPIRE, answering
 -- the PTTL the record had before (-1: no expiry), or -3 when it is not
 -- ours.  Never creates a record: one that is gone stays gone.
 -- uses prelude.lua
@@ -13,5 +14,5 @@ local left = redis.call('PTTL', k)
 if c == 's' then
   left = math.floor(tonumber(redis.call('ZSCORE', k, ARGV[1])) - rl_now())
 end
-rl_expire(c, k, ARGV[1], tonumber(ARGV[2]), aux)
+rl_expire(c, k, ARGV[1], tonumber(ARGV[2]), aux, ARGV[5] ~= '0')
 return left

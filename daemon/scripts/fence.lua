@@ -2,7 +2,8 @@
 -- already (set-if-greater); never lowers it.  KEYS[2], when given, is
 -- the grant's label, whose fence field then becomes ARGV[1] (its expiry
 -- kept), so that readers see the fence the holder was told, and the
--- grant is announced to watchers on ARGV[2], the name's changes channel.
+-- grant is announced to watchers of the name ARGV[2] when anyone watches.
+-- uses prelude.lua
 -- in the batch
 
 if KEYS[2] then
@@ -11,7 +12,7 @@ if KEYS[2] then
   local p = redis.call('PTTL', KEYS[2])
   if g and p > 0 then
     redis.call('SET', KEYS[2], g .. ' ' .. ARGV[1] .. ' ' .. t, 'PX', p)
-    redis.call('PUBLISH', ARGV[2], '+')
+    rl_announce(ARGV[2], '+')
   end
 end
 local v = redis.pcall('GET', KEYS[1])

@@ -10,7 +10,7 @@
 if rl_state(ARGV[2], KEYS[2], ARGV[1]) ~= 1 then return 0 end
 local v = redis.pcall('INCR', KEYS[1])
 if type(v) ~= 'number' then
-  rl_delete(ARGV[2], KEYS[2], ARGV[1], ARGV[3])
+  rl_delete(ARGV[2], KEYS[2], ARGV[1], ARGV[3], true)
   return redis.error_reply('fence counter ' .. KEYS[1] .. ' is not an integer')
 end
 return v

@@ -14,19 +14,19 @@ local function add(c, id, pttl, mine, k, who)
   out[#out + 1] = who or ''
   out[#out + 1] = rl_info(k, who) or ''
 end
-local p = redis.call('PTTL', base)
-if p ~= -2 then
+local t = redis.call('TYPE', base).ok
+if t ~= 'none' and t ~= 'zset' and not (t == 'hash' and rl_limit(base)) then
   local who = rl_str(base)
   local mine = 0
   if tok ~= '' and who == tok then mine = 1 end
-  add('x', '', p, mine, base, who)
+  add('x', '', redis.call('PTTL', base), mine, base, who)
 end
 local n = rl_limit_n(rl_limit(base))
 if n then
   out[1] = n
   for i = 0, n - 1 do
     local k = base .. ' permit ' .. i
-    p = redis.call('PTTL', k)
+    local p = redis.call('PTTL', k)
     if p ~= -2 then
       local who = rl_str(k)
       local mine = 0
@@ -35,14 +35,13 @@ if n then
     end
   end
 end
-local sk = base .. ' shared'
-if redis.call('TYPE', sk).ok == 'zset' then
+if t == 'zset' then
   local now = rl_now()
-  local m = redis.call('ZRANGEBYSCORE', sk, '(' .. now, '+inf', 'WITHSCORES')
+  local m = redis.call('ZRANGEBYSCORE', base, '(' .. now, '+inf', 'WITHSCORES')
   for i = 1, #m, 2 do
     local mine = 0
     if m[i] == tok then mine = 1 end
-    add('s', m[i], math.floor(tonumber(m[i + 1]) - now), mine, sk, m[i])
+    add('s', m[i], math.floor(tonumber(m[i + 1]) - now), mine, base, m[i])
   end
 end
 return out

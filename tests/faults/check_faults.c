@@ -1371,7 +1371,7 @@ ft_probe_shared(struct ft_probe *p, const char *name, const char *what)
     bool dup;
 
     memset(p, 0, sizeof(*p));
-    snprintf(p->key, sizeof(p->key), "%s%s shared", FT_PREFIX, name);
+    snprintf(p->key, sizeof(p->key), "%s%s", FT_PREFIX, name);     /* the holders' set */
     snprintf(p->what, sizeof(p->what), "%s", what);
     for (i = 0; i < FT_MASTERS; i++) {
         n[i] = ft_live_members(i, p->key, seen[i], 8);
@@ -1966,7 +1966,7 @@ ft_member_masters(const char *name)
     char key[CHECKER_NAME_MAX + 32];
     size_t i, n = 0;
 
-    snprintf(key, sizeof(key), "%s%s shared", FT_PREFIX, name);
+    snprintf(key, sizeof(key), "%s%s", FT_PREFIX, name);    /* the holders' set */
     for (i = 0; i < FT_MASTERS; i++) {
         n += ft_live_members(i, key, NULL, 0) > 0;
     }
