@@ -1312,7 +1312,7 @@ master_link_stop(struct master_link *k)
     master_cancel_dns(k);
     snprintf(k->why, sizeof(k->why), "daemon stopping");
     if (ac != NULL) {
-        redisev_free(ac);
+        redisev_close(ac);
     }
     if (k->timer != NULL) {
         event_free(k->timer);

@@ -11,6 +11,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <sys/socket.h>
+
 #include <event2/buffer.h>
 #include <event2/bufferevent.h>
 #include <event2/bufferevent_ssl.h>
@@ -49,6 +51,7 @@ struct redisev {
     bool                closing;    /* freed or failed: no more commands */
     bool                failed;     /* the callbacks of a failure ran */
     bool                tls_failed; /* failed in the TLS handshake */
+    bool                deliver;    /* redisev_close: what was written still goes out */
     int                 depth;      /* callbacks of this link running now */
     struct flush_entry  flush;      /* its place in the flush list */
     char                errstr[REDISEV_ERR_MAX]; /* why it failed, "" */
@@ -503,18 +506,40 @@ redisev_read(struct redisev *l)
     redisev_unref(l);
 }
 
-/* Free l now: the callbacks still waiting run with NULL first. */
+/*
+ * Free l now: the callbacks still waiting run with NULL first.  Unless
+ * the link is closed to deliver (redisev_close), the socket is reset
+ * (SO_LINGER with a zero timeout): a plain close would leave what the
+ * server has not acknowledged to the kernel, which retransmits it, so
+ * that after a partition heals the server would run requests written
+ * before the daemon gave the link up, after the requests of the new one.
+ */
 static void
 redisev_destroy(struct redisev *l)
 {
+    struct linger reset = { 1, 0 };
+    int fd = bufferevent_getfd(l->bev);
+
     l->depth++;
     redisev_fail_pending(l);
     flush_leave(&l->flush);
+    if (!l->deliver && fd >= 0) {
+        (void)setsockopt(fd, SOL_SOCKET, SO_LINGER, &reset, sizeof(reset));
+    }
     bufferevent_free(l->bev);
     redisReaderFree(l->reader);
     evbuffer_free(l->out);
     free(l->fifo);
     free(l);
+}
+
+void
+redisev_close(struct redisev *l)
+{
+    if (!l->closing) {
+        l->deliver = true;
+    }
+    redisev_free(l);
 }
 
 void

@@ -21,6 +21,8 @@
  * a connected link fails, every pending callback runs with reply NULL,
  * then the disconnect callback, then the link is freed; redisev_free()
  * runs the pending callbacks with NULL and calls neither callback.  A
+ * link given up is reset, never closed with data still queued
+ * (redisev_free); redisev_close() is for the daemon's stop.  A
  * free asked for inside a callback of the link is done once it returns.
  * A subscriber link hands every pub/sub message and (un)subscribe
  * confirmation to its push callback; its other replies (AUTH) go through
@@ -99,7 +101,20 @@ int redisev_formatted(struct redisev *l, redisev_reply_fn fn, void *privdata,
  */
 void redisev_read(struct redisev *l);
 
-/* Close: pending callbacks run with NULL, then the link is freed. */
+/*
+ * Give the link up: pending callbacks run with NULL, then it is freed
+ * and its socket reset, so that nothing written on it that the server
+ * has not acknowledged yet is sent any more (the kernel would otherwise
+ * retransmit it after a partition, past a newer link's requests); only
+ * bytes already in flight in the network may still arrive.  A link that
+ * failed by itself is given up the same way.
+ */
 void redisev_free(struct redisev *l);
+
+/*
+ * Close the link for good (the daemon stopping): as redisev_free(), but
+ * what was written is still delivered by the kernel after the close.
+ */
+void redisev_close(struct redisev *l);
 
 #endif /* REDLOCKD_REDISEV_H */

@@ -2606,6 +2606,119 @@ ft_sched_minority(struct ft_run *r)
     }
 }
 
+/* ---- a dropped link's unsent requests ---- */
+
+/*
+ * What a daemon wrote to a master's connection before dropping it must
+ * never run after the daemon has reconnected: by then the daemon counts
+ * on newer requests only, and an old release (its token reused) or an
+ * old grant landing late breaks that.  The kernel keeps retransmitting
+ * what a closed socket had not delivered, so a link dropped in a
+ * partition is closed with a reset.  The probe: daemon 0 is cut from
+ * master 0, a LOCK is granted by the other four while its request to
+ * master 0 waits in daemon 0's socket, the link is dropped for silence,
+ * the lock is released, the cut healed; master 0 must never get the
+ * probe's key.
+ */
+#define FT_STALE_NAME       "stale-probe"   /* the orchestrator's own lock */
+#define FT_STALE_WATCH_MS   6000    /* how long master 0 is watched after the heal: past
+                                       the next retransmissions of the old connection */
+
+/* Wait until daemon d reports master i up (or down); true in time. */
+static bool
+ft_wait_daemon_master(size_t d, size_t i, bool up, int64_t timeout_ms)
+{
+    int64_t deadline = h_now_ms() + timeout_ms;
+    char stat[32];
+
+    snprintf(stat, sizeof(stat), "master.%zu.up", i);
+    while (ft_stat(d, stat) != (up ? 1 : 0)) {
+        if (h_now_ms() >= deadline) {
+            return false;
+        }
+        h_sleep_ms(20);
+    }
+    return true;
+}
+
+static void
+ft_sched_stale_drop(struct ft_run *r)
+{
+    size_t d0 = FT_HOST_DAEMON(0);
+    int64_t deadline;
+    char *line, *got;
+    int fd;
+
+    ft_pause(FT_WARMUP_MS / 3);
+    if (!ft_rule(r, d0, "-A INPUT -s %s -j DROP", h_master_addr(0))
+        || !ft_rule(r, d0, "-A OUTPUT -d %s -j DROP", h_master_addr(0))) {
+        return;
+    }
+    ft_event(r, "daemon 0 (%s) cut from master 0 (DROP both ways, no reset)", r->addrs[0]);
+    h_use_daemon(0);
+    fd = h_connect_tcp();
+    line = fd >= 0 ? h_cmd(fd, "AUTH " FT_NET_PASSWORD, 3000) : NULL;
+    if (line == NULL || strcmp(line, "OK") != 0) {
+        ft_setup_failed(r, "AUTH through daemon 0: '%s'", line != NULL ? line : "(none)");
+        free(line);
+        if (fd >= 0) {
+            close(fd);
+        }
+        return;
+    }
+    free(line);
+    line = h_cmd(fd, "LOCK " FT_STALE_NAME " wait=0", 3000);
+    if (line == NULL || strncmp(line, "OK " FT_STALE_NAME " ", 3 + strlen(FT_STALE_NAME) + 1)
+        != 0) {
+        ft_setup_failed(r, "daemon 0 did not grant %s on masters 1-4: '%s'", FT_STALE_NAME,
+                        line != NULL ? line : "(no answer)");
+        free(line);
+        if (fd >= 0) {
+            close(fd);
+        }
+        return;
+    }
+    free(line);
+    ft_event(r, "%s granted by masters 1-4; its request to master 0 waits in daemon 0's "
+             "socket", FT_STALE_NAME);
+    if (!ft_wait_daemon_master(0, 0, false, FT_WAIT_MS)) {
+        ft_setup_failed(r, "daemon 0 never dropped its link to master 0");
+        close(fd);
+        return;
+    }
+    ft_event(r, "daemon 0 dropped its link to master 0");
+    line = h_cmd(fd, "UNLOCK " FT_STALE_NAME, 3000);
+    close(fd);
+    if (line == NULL || strncmp(line, "OK " FT_STALE_NAME, 3 + strlen(FT_STALE_NAME)) != 0) {
+        ft_setup_failed(r, "UNLOCK %s: '%s'", FT_STALE_NAME, line != NULL ? line : "(none)");
+        free(line);
+        return;
+    }
+    free(line);
+    ft_heal_host(r, d0);
+    r->heal_us = ft_now_us();
+    ft_event(r, "healed; %s released on masters 1-4", FT_STALE_NAME);
+    if (!ft_wait_daemon_master(0, 0, true, FT_WAIT_MS)) {
+        ft_setup_failed(r, "daemon 0 did not reconnect to master 0");
+        return;
+    }
+    deadline = h_now_ms() + FT_STALE_WATCH_MS;
+    while (h_now_ms() < deadline) {
+        got = h_master_get(0, FT_PREFIX FT_STALE_NAME);
+        if (got != NULL) {
+            ft_external(r, "the LOCK of %s that daemon 0 wrote before dropping its link ran on "
+                        "master 0 %.0f ms after the heal (key value %s): the old "
+                        "connection's bytes were delivered after the reconnect",
+                        FT_STALE_NAME, (double)(ft_now_us() - r->heal_us) / 1e3, got);
+            free(got);
+            return;
+        }
+        h_sleep_ms(20);
+    }
+    ft_note(r, "master 0 never ran the request written before the drop (watched %d ms after "
+            "the heal)", FT_STALE_WATCH_MS);
+}
+
 /* ---- a paused daemon ---- */
 
 /*
@@ -3345,6 +3458,10 @@ static const struct ft_scenario ft_scenarios[] = {
               "double grants)",
       .fault = ft_sched_minority, .negative = true, .kinds = true, .net = true,
       .broken = true },
+    { .name = "stale-after-drop",
+      .what = "cut daemon 0 from master 0 until it drops the link with a LOCK pending there; "
+              "after the heal, master 0 must never run that LOCK",
+      .fault = ft_sched_stale_drop, .net = true },
     { .name = "half-partition",
       .what = "drop master 4's replies to the daemons for 5 s (requests still arrive)",
       .fault = ft_sched_half_partition, .kinds = true, .net = true },
