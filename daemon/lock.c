@@ -111,7 +111,11 @@ struct waiter {
     struct lock_client *client;     /* who asked */
     TAILQ_ENTRY(waiter) link;       /* in lock->waiters */
     struct event        retry;      /* retry, wake-up or wait= deadline */
-    char                token[UTIL_TOKEN_HEX + 1]; /* owner token, kept across tries */
+    char                token[UTIL_TOKEN_HEX + 1]; /* owner token of this try: a new one
+                                       once a release of the last one was sent
+                                       (waiter_retire_token) */
+    char                gate_id[UTIL_TOKEN_HEX + 1]; /* what its gate holds: its first
+                                       token, kept across tries */
     int64_t             ttl_ms;     /* lease asked for */
     int64_t             deadline_us;/* monotonic end of wait=, or INT64_MAX */
     int64_t             start_us;   /* monotonic time of lock_acquire(), for the latency */
@@ -764,7 +768,7 @@ hold_give_up(struct hold *h, struct lock_op *op)
         waiter_rec(w, &rec);
         if (redlock_acquire(&rec, w->token, w->ttl_ms, h->lease.token,
                             (w->fence ? REDLOCK_ACQUIRE_FENCE : 0) | REDLOCK_ACQUIRE_PEERS,
-                            waiter_label(w), lock_handover_done, ho) == 0) {
+                            w->gate_id, waiter_label(w), lock_handover_done, ho) == 0) {
             stats.releases++;
             hold_drop(h);
             return;
@@ -819,7 +823,7 @@ waiter_unqueue(struct waiter *w)
 static void
 waiter_free(struct waiter *w)
 {
-    if (w->gated && redlock_ungate(w->key, w->key_len, w->token) != 0) {
+    if (w->gated && redlock_ungate(w->key, w->key_len, w->gate_id) != 0) {
         log_warn("lock %s: out of memory opening the gate; it expires by its ttl", w->key);
     }
     waiter_unqueue(w);
@@ -1138,6 +1142,23 @@ waiter_grant(struct waiter *w, const struct redlock_result *res)
     c->done(c, &out);
 }
 
+/*
+ * A release of the waiter's token was sent: its next try takes a new
+ * one.  The release may reach a master late (after a new link's
+ * requests, or held up in the network), and a compare-and-delete that
+ * matched a later grant of the same token would delete it there, behind
+ * the daemon's back.  False, the waiter answered, when getrandom failed.
+ */
+static bool
+waiter_retire_token(struct waiter *w)
+{
+    if (util_token(w->token) == 0) {
+        return true;
+    }
+    waiter_finish(w, LOCK_FAILED, 0, "getrandom failed");
+    return false;
+}
+
 static void
 waiter_acquired(const struct redlock_result *res, void *arg)
 {
@@ -1174,6 +1195,9 @@ waiter_acquired(const struct redlock_result *res, void *arg)
          */
         w->broken = false;
         redlock_release(&rec, w->token, false, NULL, NULL);
+        if (!waiter_retire_token(w)) {
+            return;
+        }
         if (w->immediate || now >= w->deadline_us) {
             waiter_refused(w, 0);
             return;
@@ -1188,6 +1212,9 @@ waiter_acquired(const struct redlock_result *res, void *arg)
     }
     /* Not granted: release everywhere, a set may have landed late. */
     redlock_release(&rec, w->token, false, NULL, NULL);
+    if (!waiter_retire_token(w)) {
+        return;
+    }
     if (res->outcome == REDLOCK_KIND) {
         char text[PROTO_NAME_MAX + 64];
 
@@ -1283,8 +1310,8 @@ waiter_try(struct waiter *w)
     w->fallback = false;
     w->handover = false;
     waiter_rec(w, &rec);
-    if (redlock_acquire(&rec, w->token, w->ttl_ms, NULL, flags, waiter_label(w),
-                        waiter_acquired, w) != 0) {
+    if (redlock_acquire(&rec, w->token, w->ttl_ms, NULL, flags, w->gate_id,
+                        waiter_label(w), waiter_acquired, w) != 0) {
         w->in_round = false;
         waiter_finish(w, LOCK_FAILED, 0, "out of memory");
     }
@@ -1384,6 +1411,7 @@ lock_acquire(struct lock_client *c, const char *name, size_t name_len,
         lock_reply(c, LOCK_FAILED, name, name_len, "getrandom failed");
         return;
     }
+    memcpy(w->gate_id, w->token, sizeof(w->gate_id));
     memcpy(w->key, lk->key, lk->key_len + 1);
     w->key_len = lk->key_len;
     w->name_off = lk->key_len - lk->name_len;

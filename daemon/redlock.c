@@ -1038,15 +1038,15 @@ redlock_derived(char *out, const char *key, size_t key_len, const char *suffix)
 
 int
 redlock_acquire(const struct redlock_rec *rec, const char *token, int64_t ttl_ms,
-                const char *old_token, unsigned flags, const char *label,
-                redlock_done_fn cb, void *arg)
+                const char *old_token, unsigned flags, const char *gate,
+                const char *label, redlock_done_fn cb, void *arg)
 {
     struct redlock_op *op;
     struct redlock_keys k;
     bool fence = (flags & REDLOCK_ACQUIRE_FENCE) != 0;
     char ttl[24];
-    const char *args[11];
-    size_t lens[11], nkeys, n = 0, label_len = label != NULL ? strlen(label) : 0;
+    const char *args[12];
+    size_t lens[12], nkeys, n = 0, label_len = label != NULL ? strlen(label) : 0;
 
     if (rec->kind == REDLOCK_ANY || redlock_keys_of(rec, &k) != 0) {
         return -1;
@@ -1108,7 +1108,7 @@ redlock_acquire(const struct redlock_rec *rec, const char *token, int64_t ttl_ms
         }
     }
     nkeys = n;
-    /* ARGV: token, ttl, peers, old token, kind, limit, wait, label. */
+    /* ARGV: token, ttl, peers, old token, kind, limit, wait, label, gate. */
     args[n] = token;
     lens[n++] = UTIL_TOKEN_HEX;
     args[n] = ttl;
@@ -1126,6 +1126,11 @@ redlock_acquire(const struct redlock_rec *rec, const char *token, int64_t ttl_ms
     lens[n++] = 1;
     args[n] = label != NULL ? label : "";
     lens[n++] = label_len;
+    /* A first try's gate is its token: nothing to send then. */
+    gate = gate != NULL && rec->kind == REDLOCK_EXCLUSIVE && (flags & REDLOCK_ACQUIRE_WAIT) != 0
+           && memcmp(gate, token, UTIL_TOKEN_HEX) != 0 ? gate : "";
+    args[n] = gate;
+    lens[n++] = strlen(gate);
     if (round_start(script_acquire, nkeys, n, args, lens, redlock_acquire_reply,
                     redlock_acquire_done, op) != 0) {
         redlock_op_free(op);

@@ -371,11 +371,13 @@ int64_t redlock_holder_ttl(int64_t *pttls, size_t nheld, size_t nfree, size_t qu
  * (BUSY: a leftover on a minority must not turn a wait into an error).  An
  * exclusive request on a name with live shared holders is BUSY (the
  * same family); with WAIT, a master where only shared holders keep it
- * out also sets the name's gate to token (for ttl_ms), which makes new
- * shared requests wait, so that a stream of shared holders cannot
- * starve it; the gate is deleted by the grant when GATED says a master
- * closed it before (res->gated of an earlier round), or by
- * redlock_ungate(), or expires.
+ * out also sets the name's gate to gate (UTIL_TOKEN_HEX hex digits
+ * naming the waiter across its tries, whose tokens change; NULL or
+ * equal to token: token, and nothing more is sent)
+ * for ttl_ms, which makes new shared requests wait, so that a stream of
+ * shared holders cannot starve it; the gate is deleted by the grant
+ * when GATED says a master closed it before (res->gated of an earlier
+ * round), or by redlock_ungate(), or expires.
  *
  * WAIT (the request queues if refused) also makes each master that
  * refuses it mark the name as waited for (key + REDLOCK_WAITING_SUFFIX,
@@ -412,10 +414,10 @@ int64_t redlock_holder_ttl(int64_t *pttls, size_t nheld, size_t nfree, size_t qu
 #define REDLOCK_ACQUIRE_WAIT  0x2u  /* queues if refused: mark the name, may gate */
 #define REDLOCK_ACQUIRE_PEERS 0x4u  /* count the release channel's subscribers */
 #define REDLOCK_ACQUIRE_GATED 0x8u  /* with WAIT: a master closed the gate for this
-                                       token before; the grant deletes it */
+                                       waiter before; the grant deletes it */
 int redlock_acquire(const struct redlock_rec *rec, const char *token, int64_t ttl_ms,
-                    const char *old_token, unsigned flags, const char *label,
-                    redlock_done_fn cb, void *arg);
+                    const char *old_token, unsigned flags, const char *gate,
+                    const char *label, redlock_done_fn cb, void *arg);
 
 /*
  * Compare-and-delete rec's record holding token on every master (a

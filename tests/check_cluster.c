@@ -451,6 +451,106 @@ START_TEST(handover_one_call)
 }
 END_TEST
 
+/*
+ * Tokens of the requests in MONITOR's lines on c up to (not including)
+ * the first line that names stop: each quoted 32-digit lowercase hex
+ * string, at most max of them, distinct.  Returns how many.
+ */
+static size_t
+cl_monitor_tokens(redisContext *c, const char *stop, char (*out)[TOKEN_LEN + 1], size_t max)
+{
+    redisReply *r;
+    size_t n = 0, i, k;
+    const char *p;
+
+    for (;;) {
+        ck_assert_msg(redisGetReply(c, (void **)&r) == REDIS_OK && r != NULL
+                      && r->type == REDIS_REPLY_STATUS,
+                      "MONITOR on master 0 stopped: %s", c->errstr);
+        if (strstr(r->str, stop) != NULL) {
+            freeReplyObject(r);
+            return n;
+        }
+        for (p = r->str; (p = strchr(p, '"')) != NULL; p++) {
+            for (k = 0; k < TOKEN_LEN && isxdigit((unsigned char)p[1 + k])
+                        && !isupper((unsigned char)p[1 + k]); k++) {
+            }
+            if (k != TOKEN_LEN || p[1 + k] != '"') {
+                continue;
+            }
+            for (i = 0; i < n && strncmp(out[i], p + 1, TOKEN_LEN) != 0; i++) {
+            }
+            if (i == n && n < max) {
+                memcpy(out[n], p + 1, TOKEN_LEN);
+                out[n++][TOKEN_LEN] = '\0';
+            }
+            p += TOKEN_LEN + 1;
+        }
+        freeReplyObject(r);
+    }
+}
+
+/*
+ * A release of a refused try's token may reach a master late: after a
+ * new link's requests, or held up in the network.  The waiter's next
+ * try must not reuse that token, or the late compare-and-delete
+ * deletes its grant there behind the daemon's back.  b (daemon 1) is
+ * refused once while a (daemon 0) holds t, so its clean-up release is
+ * sent, then granted once a lets go; every token master 0 saw in b's
+ * refused try is then released again on every master, as a late copy
+ * would be, and the grant must still be on all five.
+ */
+START_TEST(retry_token_outlives_late_release)
+{
+    struct numsub_want sub = { PREFIX "t" RELEASED, 1, { 0 } };
+    char seen[8][TOKEN_LEN + 1];
+    redisContext *mon;
+    redisReply *r;
+    size_t n, i, m;
+    char *granted;
+    int a, b;
+
+    cl_up(NMASTERS, false, NDAEMONS, NULL);
+    a = expect_connect(0);
+    b = expect_connect(1);
+    EXPECT_PREFIX(a, "LOCK t", "OK t validity=");
+    mon = h_master_redis(0);
+    ck_assert_msg(mon != NULL, "cannot connect to master 0");
+    r = redisCommand(mon, "MONITOR");
+    ck_assert_msg(r != NULL && r->type == REDIS_REPLY_STATUS, "MONITOR refused");
+    freeReplyObject(r);
+    ck_assert_int_eq(h_send(b, "LOCK t wait=10000"), 0);
+    ck_assert_msg(h_wait_until(cond_numsub, &sub, 5000), "b never subscribed to wait for t");
+    /* A barrier: once master 0 ran y's grant, it ran b's refused try and its release. */
+    EXPECT_PREFIX(a, "LOCK y", "OK y validity=");
+    n = cl_monitor_tokens(mon, "\"" PREFIX "y\"", seen, 8);
+    redisFree(mon);
+    ck_assert_msg(n >= 1, "master 0 saw no token of b's refused try");
+    EXPECT_REPLY(a, "UNLOCK t", "OK t holds=0");
+    granted = EXPECT_READ(b, 5000, "b's LOCK t after a's UNLOCK");
+    ck_assert_msg(strncmp(granted, "OK t validity=", 14) == 0, "b's LOCK t answered '%s'",
+                  granted);
+    free(granted);
+    granted = h_master_get(0, PREFIX "t");
+    ck_assert_msg(granted != NULL, "master 0 does not hold b's grant of t");
+    for (i = 0; i < n; i++) {
+        for (m = 0; m < NMASTERS; m++) {
+            ck_assert_int_eq(h_master_cmd(m, NULL, "EVAL %s 1 %s %s",
+                                          "if redis.call('GET', KEYS[1]) == ARGV[1] then "
+                                          "return redis.call('DEL', KEYS[1]) end return 0",
+                                          PREFIX "t", seen[i]), 0);
+        }
+    }
+    ck_assert_msg(h_masters_holding(PREFIX "t", granted) == NMASTERS,
+                  "b's grant (token %s) is on %zu masters after late releases of its refused "
+                  "try's tokens: a token was reused after its release was sent", granted,
+                  h_masters_holding(PREFIX "t", granted));
+    free(granted);
+    close(a);
+    close(b);
+}
+END_TEST
+
 START_TEST(pubsub_wakes_other_daemon)
 {
     struct numsub_want sub = { PREFIX "n" RELEASED, 1, { 0 } };
@@ -1274,6 +1374,7 @@ cluster_suite(void)
     SPLIT_ADD(s, split_exclusive_vs_readers);
     SPLIT_ADD(s, split_readers_quorum);
     SPLIT_ADD(s, handover_one_call);
+    SPLIT_ADD(s, retry_token_outlives_late_release);
     return s;
 }
 

@@ -3,7 +3,10 @@
 -- many wait elsewhere ('' for no), the old token of a hand-over ('' for
 -- none), the kind, the limit ('' unless a permit), '1' when the request
 -- waits if refused (it then marks the name as waited for, and an
--- exclusive one may close the gate), the holder's label ('' for none).
+-- exclusive one may close the gate; '2': a master closed it for this
+-- waiter before), the holder's label ('' for none), and what names the
+-- waiter in its gate ('' for the token: a waiter's token changes from
+-- one try to the next, the gate's owner does not).
 --
 -- The name's key holds whichever kind holds the name (prelude.lua), so
 -- an exclusive request on a free name is one SET NX and reads no more;
@@ -61,6 +64,8 @@
 local base, k, fkey = KEYS[1], KEYS[2], KEYS[3]
 local tok, px, old, c, limit = ARGV[1], ARGV[2], ARGV[4], ARGV[5], ARGV[6]
 local ms, aux = tonumber(px), ''
+local gid = ARGV[9] or ''
+if gid == '' then gid = tok end
 local granted = false
 if c == 'x' then
   if old ~= '' and redis.pcall('GET', k) == old then
@@ -82,8 +87,8 @@ if c == 'x' then
         if ARGV[7] ~= '0' then
           local gk = base .. ' gate'
           local g = rl_str(gk)
-          if not g or g == tok then
-            redis.call('SET', gk, tok, 'PX', ms)
+          if not g or g == gid then
+            redis.call('SET', gk, gid, 'PX', ms)
             r[3] = 'gate'
           end
         end
@@ -150,7 +155,7 @@ if not granted then
   end
   return rl_refused(base, ms, ARGV[7], out)
 end
-if c == 'x' and ARGV[7] == '2' and rl_str(base .. ' gate') == tok then
+if c == 'x' and ARGV[7] == '2' and rl_str(base .. ' gate') == gid then
   redis.call('DEL', base .. ' gate')
 end
 if granted == 2 then redis.call('DEL', k .. ' label ' .. old) end
