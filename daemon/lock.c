@@ -116,6 +116,11 @@ struct waiter {
                                        (waiter_retire_token) */
     char                gate_id[UTIL_TOKEN_HEX + 1]; /* what its gate holds: its first
                                        token, kept across tries */
+    char                ghost[UTIL_TOKEN_HEX + 1]; /* the last retired token that some
+                                       master was sent and did not answer: its
+                                       record may land late, and the next tries
+                                       take it over (REDLOCK_ACQUIRE_ADOPT);
+                                       "" when none */
     int64_t             ttl_ms;     /* lease asked for */
     int64_t             deadline_us;/* monotonic end of wait=, or INT64_MAX */
     int64_t             start_us;   /* monotonic time of lock_acquire(), for the latency */
@@ -826,6 +831,10 @@ waiter_free(struct waiter *w)
     if (w->gated && redlock_ungate(w->key, w->key_len, w->gate_id) != 0) {
         log_warn("lock %s: out of memory opening the gate; it expires by its ttl", w->key);
     }
+    if (w->ghost[0] != '\0') {
+        /* Wherever the ghost landed and was not taken over (another permit, say). */
+        lock_abandon(w->key + w->name_off, w->key_len - w->name_off, w->ghost);
+    }
     waiter_unqueue(w);
     event_del(&w->retry);
     free(w->noquorum);
@@ -1143,15 +1152,23 @@ waiter_grant(struct waiter *w, const struct redlock_result *res)
 }
 
 /*
- * A release of the waiter's token was sent: its next try takes a new
- * one.  The release may reach a master late (after a new link's
- * requests, or held up in the network), and a compare-and-delete that
- * matched a later grant of the same token would delete it there, behind
- * the daemon's back.  False, the waiter answered, when getrandom failed.
+ * A release of the waiter's token was sent after the try res: its next
+ * try takes a new one.  The release may reach a master late (after a
+ * new link's requests, or held up in the network), and a
+ * compare-and-delete that matched a later grant of the same token would
+ * delete it there, behind the daemon's back.  When a master was sent
+ * the try and did not answer, its record may also land there without
+ * the release (a link that failed after the send cannot carry it): the
+ * old token becomes the ghost, which the next tries take over instead
+ * of waiting out its ttl.  False, the waiter answered, when getrandom
+ * failed.
  */
 static bool
-waiter_retire_token(struct waiter *w)
+waiter_retire_token(struct waiter *w, const struct redlock_result *res)
 {
+    if (res->unanswered > 0) {
+        memcpy(w->ghost, w->token, sizeof(w->ghost));
+    }
     if (util_token(w->token) == 0) {
         return true;
     }
@@ -1195,7 +1212,7 @@ waiter_acquired(const struct redlock_result *res, void *arg)
          */
         w->broken = false;
         redlock_release(&rec, w->token, false, NULL, NULL);
-        if (!waiter_retire_token(w)) {
+        if (!waiter_retire_token(w, res)) {
             return;
         }
         if (w->immediate || now >= w->deadline_us) {
@@ -1212,7 +1229,7 @@ waiter_acquired(const struct redlock_result *res, void *arg)
     }
     /* Not granted: release everywhere, a set may have landed late. */
     redlock_release(&rec, w->token, false, NULL, NULL);
-    if (!waiter_retire_token(w)) {
+    if (!waiter_retire_token(w, res)) {
         return;
     }
     if (res->outcome == REDLOCK_KIND) {
@@ -1310,8 +1327,11 @@ waiter_try(struct waiter *w)
     w->fallback = false;
     w->handover = false;
     waiter_rec(w, &rec);
-    if (redlock_acquire(&rec, w->token, w->ttl_ms, NULL, flags, w->gate_id,
-                        waiter_label(w), waiter_acquired, w) != 0) {
+    if (w->ghost[0] != '\0') {
+        flags |= REDLOCK_ACQUIRE_ADOPT;
+    }
+    if (redlock_acquire(&rec, w->token, w->ttl_ms, w->ghost[0] != '\0' ? w->ghost : NULL,
+                        flags, w->gate_id, waiter_label(w), waiter_acquired, w) != 0) {
         w->in_round = false;
         waiter_finish(w, LOCK_FAILED, 0, "out of memory");
     }

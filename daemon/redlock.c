@@ -973,6 +973,7 @@ redlock_acquire_done(struct round *r, void *arg)
     for (i = 0; i < n; i++) {
         res->failed += round_slot(r, i) == ROUND_FAILED;   /* for a hand-over's clean-up */
     }
+    res->unanswered = round_unanswered(r);
     res->confirmed = op->yes;
     res->swapped = op->swapped;
     res->subscribers = (size_t)op->subscribers;
@@ -1056,7 +1057,7 @@ redlock_acquire(const struct redlock_rec *rec, const char *token, int64_t ttl_ms
         return -1;
     }
     op->fenced = fence;
-    op->handover = old_token != NULL;
+    op->handover = old_token != NULL && (flags & REDLOCK_ACQUIRE_ADOPT) == 0;
     op->kind = rec->kind;
     op->slot = rec->slot;
     op->limit = rec->limit;

@@ -182,6 +182,9 @@ struct redlock_result {
                                            its connection failed or its answer was
                                            unusable (round_slot ROUND_FAILED); a
                                            pending one still runs it, in order */
+    size_t  unanswered;                 /* acquire: masters sent the request that
+                                           did not reply (round_unanswered): the
+                                           token may land there late */
     char    error[REDLOCK_ERROR_MAX];   /* when fewer than a quorum answered:
                                            who failed and how */
 };
@@ -415,6 +418,11 @@ int64_t redlock_holder_ttl(int64_t *pttls, size_t nheld, size_t nfree, size_t qu
 #define REDLOCK_ACQUIRE_PEERS 0x4u  /* count the release channel's subscribers */
 #define REDLOCK_ACQUIRE_GATED 0x8u  /* with WAIT: a master closed the gate for this
                                        waiter before; the grant deletes it */
+#define REDLOCK_ACQUIRE_ADOPT 0x10u /* old_token is not a hand-over but an earlier
+                                       try of this waiter that may have landed
+                                       late: its record is taken over like a
+                                       hand-over's, and the result is a plain
+                                       acquire's */
 int redlock_acquire(const struct redlock_rec *rec, const char *token, int64_t ttl_ms,
                     const char *old_token, unsigned flags, const char *gate,
                     const char *label, redlock_done_fn cb, void *arg);

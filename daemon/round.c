@@ -21,6 +21,8 @@ struct round_master {
     struct round    *round;          /* back pointer for the reply callback */
     enum round_slot  state;          /* what became of this master */
     bool             waiting;        /* a callback from master.c is still due */
+    bool             sent;           /* the request was handed to the link */
+    bool             replied;        /* a reply came back (an error reply too) */
     int64_t          quarantine_ms;  /* restart quarantine left at the send; 0: none */
     int64_t          clock_ms;       /* clock quarantine left at the send; 0: none */
     char             why[ROUND_WHY_MAX]; /* failure reason when FAILED */
@@ -146,6 +148,7 @@ round_reply_cb(struct master *m, const struct master_reply *reply,
     int64_t clock_ms;
 
     slot->waiting = false;
+    slot->replied = reply != NULL;
     r->waiting--;
     if (r->decided) {
         /* A late reply to a round already decided: ignored. */
@@ -271,6 +274,7 @@ round_start(int script, size_t nkeys, size_t nargs,
             r->finished++;
         } else if (master_eval(m, script, nkeys, nargs, r->args, r->lens, &shared,
                                round_reply_cb, slot) == 0) {
+            slot->sent = true;
             slot->waiting = true;
             r->waiting++;
         } else {
@@ -347,6 +351,17 @@ size_t
 round_answered(const struct round *r)
 {
     return r->answered;
+}
+
+size_t
+round_unanswered(const struct round *r)
+{
+    size_t i, n = 0;
+
+    for (i = 0; i < r->nmasters; i++) {
+        n += r->masters[i].sent && !r->masters[i].replied;
+    }
+    return n;
 }
 
 size_t

@@ -106,6 +106,13 @@ enum round_slot round_slot(const struct round *r, size_t master);
 size_t round_answered(const struct round *r);
 
 /*
+ * Masters that were sent the request but have not replied (a timeout,
+ * or a link that failed after the send): they may run it later, or have
+ * run it without a reply reaching the daemon.
+ */
+size_t round_unanswered(const struct round *r);
+
+/*
  * Answers that arrived but were not counted because their master was in
  * restart quarantine; the longest quarantine left among those, ms, in
  * *left_ms when it is not NULL (0 when none).

@@ -124,6 +124,59 @@ START_TEST(silent_master_dropped)
 END_TEST
 
 /*
+ * A try that a master was sent but never answered, because its link was
+ * dropped first, may still run there (a stopped master runs what waits
+ * in its socket when it continues), without the release the dropped
+ * link could not carry: a record on a quorum under a token the waiter
+ * has already given up.  The waiter's next tries take that record over
+ * instead of waiting out its ttl.  Masters 0-2 stop; a TRYLOCK starts
+ * their silence and ends NOQUORUM at the round's deadline; w's LOCK is
+ * sent then, so the links are dropped (down_after_ms) while w's first
+ * try is pending there; the masters continue and run it.  w must be
+ * granted at once, not in 30 s, on all five masters.
+ */
+START_TEST(ghost_of_dropped_try_taken_over)
+{
+    struct h_daemon_opts o = { .retry_delay_ms = 100, .node_timeout_ms = 1000,
+                               .min_ttl_ms = 1100, .down_after_ms = 1500 };
+    char *got, *value;
+    const char *key = "g";
+    int a, w, i;
+
+    rb_up(&o);
+    a = rb_connect();
+    w = rb_connect();
+    for (i = 0; i < 3; i++) {
+        ck_assert_int_eq(h_signal_master(i, SIGSTOP), 0);
+    }
+    got = h_cmd(a, "TRYLOCK other", 5000);
+    ck_assert_msg(got != NULL && strncmp(got, "ERR NOQUORUM ", 13) == 0,
+                  "TRYLOCK with 3 of 5 masters stopped answered '%s'",
+                  got != NULL ? got : "(nothing)");
+    free(got);
+    ck_assert_int_eq(h_send(w, "LOCK g wait=20000"), 0);
+    rb_wait_stat("masters_up", 2, false, 5000);
+    for (i = 0; i < 3; i++) {
+        ck_assert_int_eq(h_signal_master(i, SIGCONT), 0);
+    }
+    got = h_read_line(w, 8000);
+    ck_assert_msg(got != NULL && strncmp(got, "OK g validity=", 14) == 0,
+                  "w's LOCK g answered '%s' within 8 s of the masters continuing: its "
+                  "dropped try's record was waited out, not taken over",
+                  got != NULL ? got : "(nothing)");
+    free(got);
+    value = h_master_get(3, "g");
+    ck_assert_msg(value != NULL, "master 3 does not hold g");
+    ck_assert_int_eq(h_masters_holding("g", value), NMASTERS);
+    free(value);
+    EXPECT_REPLY(w, "UNLOCK g", "OK g holds=0");
+    ck_assert_msg(h_wait_until(rb_cond_key_gone, &key, 5000), "g was left on a master");
+    close(a);
+    close(w);
+}
+END_TEST
+
+/*
  * redis.max_pending bounds what a silent master holds even when
  * down_after_ms is long: the request past the bound drops it at once.
  */
@@ -1303,6 +1356,7 @@ robust_suite(void)
         tcase_set_timeout(tc, TEST_TIMEOUT_S);
     }
     tcase_add_test(tc, silent_master_dropped);
+    tcase_add_test(tc, ghost_of_dropped_try_taken_over);
     tcase_add_test(tc, max_pending_drops_master);
     tcase_add_test(tc, burst_not_dropped);
     tcase_add_test(tc, partial_write_to_stopped_master);

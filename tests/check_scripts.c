@@ -616,6 +616,56 @@ START_TEST(ungate_with_its_token)
 }
 END_TEST
 
+/*
+ * A waiter's later tries: an exclusive one that readers keep out gates
+ * the name under its gate id (ARGV[9]), not under the try's token, and
+ * its grant opens that gate; a try that names an earlier try's token
+ * (old) takes that try's record over: an exclusive key is swapped, a
+ * shared holder's member is replaced.
+ */
+START_TEST(later_tries_gate_and_take_over)
+{
+    redisReply *r;
+
+    sc_up();
+    freeReplyObject(sc_cmd("ZADD n %s %s", "99999999999999", TOK_A));
+    freeReplyObject(sc_cmd("PEXPIRE n 5000"));
+    r = sc_run(REDLOCK_LUA_ACQUIRE, 2, "n", "n", TOK_B, "5000", "", "", "x", "", "1", "",
+               TOK_C, NULL);
+    ck_assert_str_eq(sc_elem_str(r, 2), "gate");
+    freeReplyObject(r);
+    sc_expect_value("n gate", TOK_C);
+    freeReplyObject(sc_cmd("DEL n"));
+    r = sc_run(REDLOCK_LUA_ACQUIRE, 2, "n", "n", TOK_B, "5000", "", "", "x", "", "2", "",
+               TOK_C, NULL);
+    ck_assert_int_eq(sc_elem(r, 0), 1);
+    freeReplyObject(r);
+    sc_expect_value("n gate", NULL);
+    sc_expect_value("n", TOK_B);
+    /* TOK_B's try is taken over by TOK_A's, as a hand-over would be. */
+    r = sc_acquire_x(TOK_A, "5000", TOK_B, "");
+    ck_assert_int_eq(sc_elem(r, 0), 1);
+    ck_assert_int_eq(sc_elem(r, 2), 2);
+    freeReplyObject(r);
+    sc_expect_value("n", TOK_A);
+    freeReplyObject(sc_cmd("DEL n"));
+    r = sc_run(REDLOCK_LUA_ACQUIRE, 2, "n", "n", TOK_B, "5000", "", "", "s", "", "1", "", "",
+               NULL);
+    ck_assert_int_eq(sc_elem(r, 0), 1);
+    freeReplyObject(r);
+    r = sc_run(REDLOCK_LUA_ACQUIRE, 2, "n", "n", TOK_C, "5000", "", TOK_B, "s", "", "1", "", "",
+               NULL);
+    ck_assert_int_eq(sc_elem(r, 0), 1);
+    freeReplyObject(r);
+    r = sc_cmd("ZCARD n");
+    ck_assert_int_eq(r->integer, 1);
+    freeReplyObject(r);
+    r = sc_cmd("ZSCORE n %s", TOK_B);
+    ck_assert_int_eq(r->type, REDIS_REPLY_NIL);
+    freeReplyObject(r);
+}
+END_TEST
+
 /* Status names the holder, whether it is ours, and its label. */
 START_TEST(status_names_the_holder)
 {
@@ -753,6 +803,7 @@ main(void)
     SC_ADD(s, acquire_grant_refuse_handover);
     SC_ADD(s, acquire_label_no_counter);
     SC_ADD(s, acquire_kinds_and_permits);
+    SC_ADD(s, later_tries_gate_and_take_over);
     SC_ADD(s, kinds_share_the_name_key);
     SC_ADD(s, raise_only_for_the_holder);
     SC_ADD(s, fence_write_back_never_lowers);

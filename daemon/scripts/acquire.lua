@@ -16,11 +16,11 @@
 -- themselves (their fields are still there) is found out by reading the
 -- permits, and deleted; so is a set of shared holders that all expired.
 -- Then the grant: SET NX PX (a shared holder: its member), or, when the
--- record already holds our
--- token (a retry after a set that landed late), renew it; with an old
--- token (a hand-over) a record that still holds it is given the new
--- token in the same step, so it is never free for an outsider in
--- between.  An exclusive request that only shared holders keep out sets
+-- record already holds our token, renew it; with an old token (a
+-- hand-over, or the waiter's own earlier try that may have landed late)
+-- a record that still holds it is given the new token in the same step,
+-- so it is never free for an outsider in between (a shared holder's old
+-- member is removed).  An exclusive request that only shared holders keep out sets
 -- the gate (when asked), so that new shared requests wait behind it,
 -- and says so ({left, who, 'gate'}); a shared request waits while an
 -- exclusive key or someone else's gate is there.  Not granted: {pttl,
@@ -115,6 +115,7 @@ elseif c == 's' then
   if g and g ~= tok then return rl_refused(base, ms, ARGV[7], {redis.call('PTTL', gk), g}) end
   granted = 1
   if t == 'zset' and rl_state('s', k, tok) == 1 then granted = 3 end
+  if t == 'zset' and old ~= '' then redis.call('ZREM', k, old) end
   rl_set('s', k, tok, ms, '', '')
 else
   aux = base
