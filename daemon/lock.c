@@ -116,8 +116,8 @@ struct waiter {
                                        (waiter_retire_token) */
     char                gate_id[UTIL_TOKEN_HEX + 1]; /* what its gate holds: its first
                                        token, kept across tries */
-    char                ghost[UTIL_TOKEN_HEX + 1]; /* the last retired token that some
-                                       master was sent and did not answer: its
+    char                ghost[UTIL_TOKEN_HEX + 1]; /* the last retired token whose try
+                                       was sent on a link that then failed: its
                                        record may land late, and the next tries
                                        take it over (REDLOCK_ACQUIRE_ADOPT);
                                        "" when none */
@@ -1156,9 +1156,9 @@ waiter_grant(struct waiter *w, const struct redlock_result *res)
  * try takes a new one.  The release may reach a master late (after a
  * new link's requests, or held up in the network), and a
  * compare-and-delete that matched a later grant of the same token would
- * delete it there, behind the daemon's back.  When a master was sent
- * the try and did not answer, its record may also land there without
- * the release (a link that failed after the send cannot carry it): the
+ * delete it there, behind the daemon's back.  When a master's link
+ * failed after the try was sent, its record may also land there without
+ * the release (the failed link cannot carry it): the
  * old token becomes the ghost, which the next tries take over instead
  * of waiting out its ttl.  False, the waiter answered, when getrandom
  * failed.

@@ -182,9 +182,10 @@ struct redlock_result {
                                            its connection failed or its answer was
                                            unusable (round_slot ROUND_FAILED); a
                                            pending one still runs it, in order */
-    size_t  unanswered;                 /* acquire: masters sent the request that
-                                           did not reply (round_unanswered): the
-                                           token may land there late */
+    size_t  unanswered;                 /* acquire: masters sent the request whose
+                                           link failed before a reply
+                                           (round_unanswered): the token may land
+                                           there late, with no release after it */
     char    error[REDLOCK_ERROR_MAX];   /* when fewer than a quorum answered:
                                            who failed and how */
 };

@@ -22,7 +22,8 @@ struct round_master {
     enum round_slot  state;          /* what became of this master */
     bool             waiting;        /* a callback from master.c is still due */
     bool             sent;           /* the request was handed to the link */
-    bool             replied;        /* a reply came back (an error reply too) */
+    bool             replied;        /* a reply came back (an error reply too); a
+                                        callback without one: the link failed */
     int64_t          quarantine_ms;  /* restart quarantine left at the send; 0: none */
     int64_t          clock_ms;       /* clock quarantine left at the send; 0: none */
     char             why[ROUND_WHY_MAX]; /* failure reason when FAILED */
@@ -359,7 +360,7 @@ round_unanswered(const struct round *r)
     size_t i, n = 0;
 
     for (i = 0; i < r->nmasters; i++) {
-        n += r->masters[i].sent && !r->masters[i].replied;
+        n += r->masters[i].sent && !r->masters[i].waiting && !r->masters[i].replied;
     }
     return n;
 }

@@ -106,9 +106,11 @@ enum round_slot round_slot(const struct round *r, size_t master);
 size_t round_answered(const struct round *r);
 
 /*
- * Masters that were sent the request but have not replied (a timeout,
- * or a link that failed after the send): they may run it later, or have
- * run it without a reply reaching the daemon.
+ * Masters that were sent the request and whose link failed before a
+ * reply came: they may run it later (what waits in a stopped master's
+ * socket runs when it continues), and a request sent after it cannot
+ * follow it on that link.  A master that is only late (still waiting)
+ * is not counted: what is sent next follows on its link, in order.
  */
 size_t round_unanswered(const struct round *r);
 

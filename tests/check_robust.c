@@ -133,14 +133,14 @@ END_TEST
  * their silence and ends NOQUORUM at the round's deadline; w's LOCK is
  * sent then, so the links are dropped (down_after_ms) while w's first
  * try is pending there; the masters continue and run it.  w must be
- * granted at once, not in 30 s, on all five masters.
+ * granted as soon as a quorum is connected again, not in 30 s, and its
+ * token must hold a quorum.
  */
 START_TEST(ghost_of_dropped_try_taken_over)
 {
     struct h_daemon_opts o = { .retry_delay_ms = 100, .node_timeout_ms = 1000,
                                .min_ttl_ms = 1100, .down_after_ms = 1500 };
     char *got, *value;
-    const char *key = "g";
     int a, w, i;
 
     rb_up(&o);
@@ -167,10 +167,10 @@ START_TEST(ghost_of_dropped_try_taken_over)
     free(got);
     value = h_master_get(3, "g");
     ck_assert_msg(value != NULL, "master 3 does not hold g");
-    ck_assert_int_eq(h_masters_holding("g", value), NMASTERS);
+    ck_assert_msg(h_masters_holding("g", value) >= NMASTERS / 2 + 1,
+                  "w's token is on %zu masters", h_masters_holding("g", value));
     free(value);
     EXPECT_REPLY(w, "UNLOCK g", "OK g holds=0");
-    ck_assert_msg(h_wait_until(rb_cond_key_gone, &key, 5000), "g was left on a master");
     close(a);
     close(w);
 }
