@@ -45,6 +45,9 @@
         stats.accept_failures, "accept() failures; out of descriptors, accepting pauses 100 ms.")  \
     ROW(auth_failures, "redlockd_auth_failures_total", NULL, NULL, COUNTER, NUMBER,                \
         stats.auth_failures, "AUTH requests with a wrong password.")                               \
+    ROW(auth_refused, "redlockd_auth_refused_total", NULL, NULL, COUNTER, NUMBER,                  \
+        stats.auth_refused,                                                                        \
+        "AUTH requests refused unchecked: their source sent too many wrong passwords.")            \
     ROW(tls_handshake_failures, "redlockd_tls_handshake_failures_total", NULL, NULL, COUNTER,      \
         NUMBER, stats.tls_handshake_failures,                                                      \
         "TLS client connections whose handshake failed or timed out.")                             \

@@ -21,6 +21,7 @@
 #include <event2/event_struct.h>
 
 #include "conf/conf.h"
+#include "daemon/authlimit.h"
 #include "daemon/flush.h"
 #include "daemon/lock.h"
 #include "daemon/log.h"
@@ -664,15 +665,27 @@ session_ttl(struct session *s, const struct proto_cmd *cmd, int64_t *ttl)
 /*
  * AUTH <password>: compared in constant time with auth.password.  A
  * wrong password closes the connection, so that guessing costs a
- * connection per try.
+ * connection per try, and takes a token of its source (authlimit.h):
+ * a source without one is refused unchecked.
  */
 static void
 session_auth(struct session *s, const char *word, size_t len)
 {
     const char *pass = session_conf->auth_password;
     const char *admin = session_conf->auth_admin_password;
+    char source[AUTHLIMIT_SOURCE_MAX], text[AUTHLIMIT_SOURCE_MAX + 128];
     struct proto_reply r;
+    int64_t now = util_now_us(), wait_ms;
 
+    authlimit_source(s->peer, source, sizeof(source));
+    if ((wait_ms = authlimit_check(source, now, (unsigned long long)s->id, s->peer)) > 0) {
+        stats.auth_refused++;
+        snprintf(text, sizeof(text), "too many wrong passwords from %s; AUTH is not checked "
+                 "for %lld ms", source, (long long)wait_ms);
+        session_send_error(s, PROTO_ERR_AUTH, text);
+        session_quit(s);
+        return;
+    }
     if (admin[0] != '\0' && util_equal_secret(word, len, admin, strlen(admin))) {
         s->admin_by = "auth.admin_password";
         s->authed_by = "auth.admin_password";
@@ -683,6 +696,7 @@ session_auth(struct session *s, const char *word, size_t len)
     }
     if (!util_equal_secret(word, len, pass, strlen(pass))) {
         stats.auth_failures++;
+        authlimit_failed(source, now);
         log_warn("client %llu (%s): wrong AUTH password, closing",
                  (unsigned long long)s->id, s->peer);
         session_send_error(s, PROTO_ERR_AUTH, "wrong password");

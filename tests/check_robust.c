@@ -22,6 +22,8 @@
 #include <string.h>
 #include <unistd.h>
 
+#include <arpa/inet.h>
+#include <netinet/in.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -1267,6 +1269,110 @@ END_TEST
  * wrong password closes it, the right one opens every verb; the Unix
  * socket is exempt unless auth.unix_exempt is false.
  */
+/* Lines of the daemon's log that contain text. */
+static int
+rb_log_count(const char *text)
+{
+    FILE *f = fopen(h_daemon_log_path(), "r");
+    char line[1024];
+    int n = 0;
+
+    ck_assert_msg(f != NULL, "cannot read the daemon's log");
+    while (fgets(line, sizeof(line), f) != NULL) {
+        n += strstr(line, text) != NULL;
+    }
+    fclose(f);
+    return n;
+}
+
+/* A TCP connection to the daemon from source address from (an IPv4 loopback address). */
+static int
+rb_connect_from(const char *from)
+{
+    struct sockaddr_in sa;
+    int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+
+    ck_assert_int_ge(fd, 0);
+    memset(&sa, 0, sizeof(sa));
+    sa.sin_family = AF_INET;
+    ck_assert_int_eq(inet_pton(AF_INET, from, &sa.sin_addr), 1);
+    ck_assert_msg(bind(fd, (struct sockaddr *)&sa, sizeof(sa)) == 0, "bind %s: %s", from,
+                  strerror(errno));
+    sa.sin_port = htons((uint16_t)h_daemon_port());
+    ck_assert_int_eq(inet_pton(AF_INET, "127.0.0.1", &sa.sin_addr), 1);
+    ck_assert_msg(connect(fd, (struct sockaddr *)&sa, sizeof(sa)) == 0, "connect: %s",
+                  strerror(errno));
+    return fd;
+}
+
+/* The reply to AUTH password on a new connection from source address from; caller frees. */
+static char *
+rb_auth_from(const char *from, const char *password)
+{
+    char line[128];
+    char *got;
+    int fd = rb_connect_from(from);
+
+    snprintf(line, sizeof(line), "AUTH %s", password);
+    got = h_cmd(fd, line, LOCAL_MS);
+    close(fd);
+    ck_assert_msg(got != NULL, "AUTH from %s got no reply", from);
+    return got;
+}
+
+/* arg: the source address.  The right password is accepted from it again. */
+static bool
+rb_cond_auth_ok(void *arg)
+{
+    char *got = rb_auth_from(arg, "s3cret-pw");
+    bool ok = strcmp(got, "OK") == 0;
+
+    free(got);
+    return ok;
+}
+
+/*
+ * Guessing AUTH from one address: 10 wrong passwords are checked (and
+ * logged), then every AUTH from that address is refused unchecked, the
+ * right password too, so that nothing is learned, until a token comes
+ * back a second later; 40 more guesses log one summary line, not 40.
+ * Another address is not affected.
+ */
+START_TEST(auth_guessing_limited)
+{
+    struct h_daemon_opts o = { .retry_delay_ms = 100, .auth_password = "s3cret-pw" };
+    char *got;
+    int i;
+
+    rb_up(&o);
+    for (i = 0; i < 10; i++) {
+        got = rb_auth_from("127.0.0.1", "guess");
+        ck_assert_msg(strcmp(got, "ERR AUTH wrong password") == 0, "guess %d: '%s'", i, got);
+        free(got);
+    }
+    got = rb_auth_from("127.0.0.1", "guess");
+    ck_assert_msg(strncmp(got, "ERR AUTH too many wrong passwords from 127.0.0.1; AUTH is not "
+                          "checked for ", 74) == 0, "guess 11: '%s'", got);
+    free(got);
+    got = rb_auth_from("127.0.0.1", "s3cret-pw");
+    ck_assert_msg(strncmp(got, "ERR AUTH too many wrong passwords", 33) == 0,
+                  "the right password from a limited address was checked: '%s'", got);
+    free(got);
+    got = rb_auth_from("127.0.0.2", "s3cret-pw");
+    ck_assert_msg(strcmp(got, "OK") == 0, "another address was refused: '%s'", got);
+    free(got);
+    for (i = 0; i < 40; i++) {
+        free(rb_auth_from("127.0.0.1", "guess"));
+    }
+    rb_wait_stat("auth_failures", 10, false, LOCAL_MS);
+    rb_wait_stat("auth_refused", 42, true, LOCAL_MS);
+    ck_assert_int_eq(rb_log_count("wrong AUTH password"), 10);
+    ck_assert_int_eq(rb_log_count("AUTH from 127.0.0.1 refused unchecked"), 1);
+    ck_assert_msg(h_wait_until(rb_cond_auth_ok, "127.0.0.1", 5000),
+                  "the right password was still refused 5 s later");
+}
+END_TEST
+
 START_TEST(auth_password)
 {
     struct h_daemon_opts o = { .retry_delay_ms = 100, .auth_password = "s3cret-pw" };
@@ -1374,6 +1480,7 @@ robust_suite(void)
     tcase_add_test(tc, password_change_ends_sessions);
     tcase_add_test(tc, max_locks_per_client);
     tcase_add_test(tc, auth_password);
+    tcase_add_test(tc, auth_guessing_limited);
     tcase_add_test(tc, protected_mode_refuses);
     suite_add_tcase(s, tc);
     return s;

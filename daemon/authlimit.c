@@ -1,0 +1,150 @@
+/*
+ * authlimit.c: a token bucket of wrong AUTH passwords per source.
+ *
+ * The bucket is kept as one time per source, the generic cell rate
+ * algorithm's "theoretical arrival time" (tat): each wrong password
+ * moves it AUTHLIMIT_REFILL_MS later (from now when it lies in the
+ * past), and the source is out of tokens while tat is more than
+ * AUTHLIMIT_BURST - 1 refills ahead of now.  The table is open
+ * addressing over a hash of the source, probing a few slots; a full
+ * probe window gives up the slot seen longest ago.
+ */
+#include <stdbool.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "daemon/authlimit.h"
+#include "daemon/log.h"
+
+#define AUTHLIMIT_PROBE 8   /* slots looked at for a source */
+
+/* One source. */
+struct authlimit_entry {
+    char     source[AUTHLIMIT_SOURCE_MAX]; /* "" when the slot is free */
+    int64_t  tat_us;        /* the bucket, as a time (see above), monotonic us */
+    int64_t  seen_us;       /* last AUTH failure or refusal, for reuse */
+    int64_t  logged_us;     /* last summary line, 0: none yet */
+    uint64_t refused;       /* refusals since that line */
+};
+
+static struct authlimit_entry authlimit_table[AUTHLIMIT_SOURCES];
+
+void
+authlimit_source(const char *peer, char *out, size_t size)
+{
+    const char *end;
+
+    if (strncmp(peer, "unix ", 5) == 0) {
+        end = strstr(peer, " pid=");
+    } else {
+        end = strrchr(peer, ':');
+        if (end != NULL && peer[0] == '[' && end[-1] != ']') {
+            end = NULL;     /* not "[v6]:port" */
+        }
+    }
+    if (end == NULL) {
+        end = peer + strlen(peer);
+    }
+    snprintf(out, size, "%.*s", (int)(end - peer), peer);
+}
+
+/* FNV-1a over the source's bytes. */
+static size_t
+authlimit_hash(const char *source)
+{
+    uint32_t h = 2166136261u;
+
+    for (; *source != '\0'; source++) {
+        h = (h ^ (uint8_t)*source) * 16777619u;
+    }
+    return h % AUTHLIMIT_SOURCES;
+}
+
+/* The entry of source, or NULL when it has none and create is false. */
+static struct authlimit_entry *
+authlimit_find(const char *source, bool create, int64_t now_us)
+{
+    size_t i = authlimit_hash(source), k;
+    struct authlimit_entry *e, *free_slot = NULL, *oldest = NULL;
+
+    for (k = 0; k < AUTHLIMIT_PROBE; k++) {
+        e = &authlimit_table[(i + k) % AUTHLIMIT_SOURCES];
+        if (e->source[0] == '\0') {
+            if (free_slot == NULL) {
+                free_slot = e;
+            }
+        } else if (strcmp(e->source, source) == 0) {
+            return e;
+        } else if (oldest == NULL || e->seen_us < oldest->seen_us) {
+            oldest = e;
+        }
+    }
+    if (!create) {
+        return NULL;
+    }
+    if (free_slot != NULL) {
+        oldest = free_slot;
+    }
+    memset(oldest, 0, sizeof(*oldest));
+    snprintf(oldest->source, sizeof(oldest->source), "%s", source);
+    oldest->tat_us = now_us;
+    oldest->seen_us = now_us;
+    return oldest;
+}
+
+/* us until e has a token again, 0 when it has one. */
+static int64_t
+authlimit_wait_us(const struct authlimit_entry *e, int64_t now_us)
+{
+    int64_t ahead = e->tat_us - now_us, allowed = (AUTHLIMIT_BURST - 1) * AUTHLIMIT_REFILL_MS
+                                                  * (int64_t)1000;
+
+    return ahead > allowed ? ahead - allowed : 0;
+}
+
+int64_t
+authlimit_check(const char *source, int64_t now_us, unsigned long long id, const char *peer)
+{
+    struct authlimit_entry *e = authlimit_find(source, false, now_us);
+    int64_t wait;
+
+    if (e == NULL || (wait = authlimit_wait_us(e, now_us)) == 0) {
+        return 0;
+    }
+    e->seen_us = now_us;
+    e->refused++;
+    if (e->logged_us == 0 || now_us - e->logged_us >= AUTHLIMIT_LOG_MS * (int64_t)1000) {
+        log_warn("AUTH from %s refused unchecked %llu time%s%s (more than %d wrong passwords, "
+                 "then one a second); the last: client %llu (%s)", source,
+                 (unsigned long long)e->refused, e->refused == 1 ? "" : "s",
+                 e->logged_us == 0 ? "" : " since the last such line", AUTHLIMIT_BURST,
+                 id, peer);
+        e->logged_us = now_us;
+        e->refused = 0;
+    }
+    return (wait + 999) / 1000;
+}
+
+void
+authlimit_failed(const char *source, int64_t now_us)
+{
+    struct authlimit_entry *e = authlimit_find(source, true, now_us);
+
+    if (e->tat_us < now_us) {
+        e->tat_us = now_us;
+    }
+    e->tat_us += AUTHLIMIT_REFILL_MS * (int64_t)1000;
+    e->seen_us = now_us;
+}
+
+size_t
+authlimit_limited(int64_t now_us)
+{
+    size_t i, n = 0;
+
+    for (i = 0; i < AUTHLIMIT_SOURCES; i++) {
+        n += authlimit_table[i].source[0] != '\0'
+             && authlimit_wait_us(&authlimit_table[i], now_us) > 0;
+    }
+    return n;
+}
