@@ -220,6 +220,9 @@ static const struct conf_directive conf_directives[] = {
     { "metrics", "listen", CONF_T_ADDR, offsetof(struct conf, metrics),
       0, 0, CONF_NO_RELOAD, "127.0.0.1:9379",
       "Prometheus /metrics over HTTP, \"host:port\"; \"\" disables", NULL },
+    { "metrics", "allow_remote", CONF_T_BOOL, offsetof(struct conf, metrics_allow_remote),
+      0, 0, CONF_NO_RELOAD, "false",
+      "a metrics.listen that other hosts reach is meant (it has no password)", NULL },
 
     { "log", "level", CONF_T_ENUM, offsetof(struct conf, log_level),
       0, 0, 0, "info",
@@ -1393,6 +1396,8 @@ conf_check(struct conf_state *st)
     size_t apass = conf_must_find("auth", "password");
     size_t admin = conf_must_find("auth", "admin_password");
     size_t tls = conf_must_find("listen", "tls");
+    size_t mlisten = conf_must_find("metrics", "listen");
+    size_t mremote = conf_must_find("metrics", "allow_remote");
     size_t cert = conf_must_find("tls", "cert_file");
     size_t key = conf_must_find("tls", "key_file");
     size_t ca = conf_must_find("tls", "client_ca_file");
@@ -1490,6 +1495,20 @@ conf_check(struct conf_state *st)
                          "listen.tls \"%s\" needs tls.key_file (the private key of "
                          "tls.cert_file)", conf->tls.spec);
         }
+    }
+
+    /*
+     * Protected mode for /metrics, which has no password: another host
+     * reaches it only when metrics.allow_remote says that is meant.
+     */
+    if (conf->metrics.spec[0] != '\0' && !st->seen[mlisten].bad && !st->seen[mremote].bad
+        && !conf->metrics_allow_remote && !conf_host_is_loopback(conf->metrics.host)) {
+        conf_note_at(st, st->seen[mlisten].line, st->seen[mlisten].column, true,
+                     "metrics.listen \"%s\" accepts connections from other hosts, and "
+                     "/metrics needs no password (protected mode): set "
+                     "metrics.allow_remote: true if that is meant (it shows the masters' "
+                     "addresses and the daemon's counters), or listen on 127.0.0.1 or [::1]",
+                     conf->metrics.spec);
     }
 
     /*

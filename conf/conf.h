@@ -113,6 +113,8 @@ struct conf {
 
     /* metrics: */
     struct conf_addr metrics;       /* metrics.listen; spec "" when disabled */
+    bool     metrics_allow_remote;  /* metrics.allow_remote: a non-loopback
+                                       metrics.listen is meant */
 
     /* log: */
     enum conf_log_level log_level;  /* log.level */

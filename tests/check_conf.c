@@ -287,6 +287,11 @@ static const struct fixture bad_fixtures[] = {
         "E " FX("protected.yml") ":2:8: listen.tcp \"0.0.0.0:7379\" accepts connections "
         "from other hosts but auth.password is empty (protected mode): set auth.password, "
         "or listen on 127.0.0.1 or [::1]" } },
+    { FX("metrics-protected.yml"), {
+        "E " FX("metrics-protected.yml") ":4:11: metrics.listen \"0.0.0.0:9379\" accepts "
+        "connections from other hosts, and /metrics needs no password (protected mode): set "
+        "metrics.allow_remote: true if that is meant (it shows the masters' addresses and the "
+        "daemon's counters), or listen on 127.0.0.1 or [::1]" } },
     { FX("auth-space.yml"), {
         "E " FX("auth-space.yml") ":4:13: auth.password: byte 0x20 at offset 3; use printable "
         "ASCII without spaces (it is one word of AUTH <password>)" } },
@@ -507,6 +512,10 @@ START_TEST(test_protected_mode)
 
     load_clean(FX("protected-ok.yml"), &conf);
     ck_assert_str_eq(conf.auth_password, "hunter2");
+    conf_free(&conf);
+    load_clean(FX("metrics-remote-ok.yml"), &conf);
+    ck_assert(conf.metrics_allow_remote);
+    ck_assert_str_eq(conf.metrics.host, "0.0.0.0");
     conf_free(&conf);
 
     for (i = 0; i < sizeof(loopback) / sizeof(loopback[0]) +
