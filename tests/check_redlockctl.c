@@ -2090,5 +2090,13 @@ ctl_suite(void)
 int
 main(void)
 {
+    /*
+     * The signal tests send SIGINT, SIGTERM and SIGHUP to redlockctl and
+     * its command: they must not inherit them ignored (a suite started
+     * under nohup ignores SIGHUP, and redlockctl rightly keeps that).
+     */
+    signal(SIGINT, SIG_DFL);
+    signal(SIGTERM, SIG_DFL);
+    signal(SIGHUP, SIG_DFL);
     return expect_run_suite(ctl_suite(), "check_redlockctl");
 }
