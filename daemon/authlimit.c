@@ -136,15 +136,3 @@ authlimit_failed(const char *source, int64_t now_us)
     e->tat_us += AUTHLIMIT_REFILL_MS * (int64_t)1000;
     e->seen_us = now_us;
 }
-
-size_t
-authlimit_limited(int64_t now_us)
-{
-    size_t i, n = 0;
-
-    for (i = 0; i < AUTHLIMIT_SOURCES; i++) {
-        n += authlimit_table[i].source[0] != '\0'
-             && authlimit_wait_us(&authlimit_table[i], now_us) > 0;
-    }
-    return n;
-}

@@ -52,7 +52,4 @@ int64_t authlimit_check(const char *source, int64_t now_us, unsigned long long i
 /* A wrong password from source: takes one of its tokens. */
 void authlimit_failed(const char *source, int64_t now_us);
 
-/* Sources with no token left now (STATS auth_sources_limited). */
-size_t authlimit_limited(int64_t now_us);
-
 #endif /* REDLOCKD_AUTHLIMIT_H */

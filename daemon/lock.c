@@ -1311,6 +1311,7 @@ waiter_try(struct waiter *w)
 {
     struct redlock_rec rec;
     unsigned flags = w->fence ? REDLOCK_ACQUIRE_FENCE : 0;
+    const char *old = NULL;
 
     if (!w->immediate) {
         flags |= REDLOCK_ACQUIRE_WAIT | (w->gated ? REDLOCK_ACQUIRE_GATED : 0);
@@ -1328,10 +1329,11 @@ waiter_try(struct waiter *w)
     w->handover = false;
     waiter_rec(w, &rec);
     if (w->ghost[0] != '\0') {
+        old = w->ghost;     /* an earlier try of ours that may have landed: take it over */
         flags |= REDLOCK_ACQUIRE_ADOPT;
     }
-    if (redlock_acquire(&rec, w->token, w->ttl_ms, w->ghost[0] != '\0' ? w->ghost : NULL,
-                        flags, w->gate_id, waiter_label(w), waiter_acquired, w) != 0) {
+    if (redlock_acquire(&rec, w->token, w->ttl_ms, old, flags, w->gate_id, waiter_label(w),
+                        waiter_acquired, w) != 0) {
         w->in_round = false;
         waiter_finish(w, LOCK_FAILED, 0, "out of memory");
     }

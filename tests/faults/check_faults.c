@@ -608,9 +608,12 @@ ft_stat(size_t d, const char *name)
     return h_stat_once(name, &v) == 0 ? v : -1;
 }
 
-/* Wait until both daemons report master i connected (or not).  True in time. */
+/*
+ * Wait until daemons 0..ndaemons-1 report master i connected (or not).
+ * True in time.
+ */
 static bool
-ft_wait_master_up(size_t i, bool up, int64_t timeout_ms)
+ft_wait_master_up(size_t i, bool up, size_t ndaemons, int64_t timeout_ms)
 {
     int64_t deadline = h_now_ms() + timeout_ms;
     char stat[32];
@@ -620,7 +623,7 @@ ft_wait_master_up(size_t i, bool up, int64_t timeout_ms)
     snprintf(stat, sizeof(stat), "master.%zu.up", i);
     for (;;) {
         ok = true;
-        for (d = 0; d < h_daemon_count() && ok; d++) {
+        for (d = 0; d < ndaemons && ok; d++) {
             ok = ft_stat(d, stat) == (up ? 1 : 0);
         }
         if (ok) {
@@ -2039,7 +2042,8 @@ ft_sched_restart_empty(struct ft_run *r)
     }
     ft_restart_master(r, 3);
     ft_restart_master(r, 4);
-    if (!ft_wait_master_up(3, true, FT_WAIT_MS) || !ft_wait_master_up(4, true, FT_WAIT_MS)) {
+    if (!ft_wait_master_up(3, true, h_daemon_count(), FT_WAIT_MS)
+        || !ft_wait_master_up(4, true, h_daemon_count(), FT_WAIT_MS)) {
         ft_setup_failed(r, "the daemons did not reconnect to masters 3 and 4");
         return;
     }
@@ -2624,23 +2628,6 @@ ft_sched_minority(struct ft_run *r)
 #define FT_STALE_WATCH_MS   6000    /* how long master 0 is watched after the heal: past
                                        the next retransmissions of the old connection */
 
-/* Wait until daemon d reports master i up (or down); true in time. */
-static bool
-ft_wait_daemon_master(size_t d, size_t i, bool up, int64_t timeout_ms)
-{
-    int64_t deadline = h_now_ms() + timeout_ms;
-    char stat[32];
-
-    snprintf(stat, sizeof(stat), "master.%zu.up", i);
-    while (ft_stat(d, stat) != (up ? 1 : 0)) {
-        if (h_now_ms() >= deadline) {
-            return false;
-        }
-        h_sleep_ms(20);
-    }
-    return true;
-}
-
 static void
 ft_sched_stale_drop(struct ft_run *r)
 {
@@ -2681,7 +2668,7 @@ ft_sched_stale_drop(struct ft_run *r)
     free(line);
     ft_event(r, "%s granted by masters 1-4; its request to master 0 waits in daemon 0's "
              "socket", FT_STALE_NAME);
-    if (!ft_wait_daemon_master(0, 0, false, FT_WAIT_MS)) {
+    if (!ft_wait_master_up(0, false, 1, FT_WAIT_MS)) {
         ft_setup_failed(r, "daemon 0 never dropped its link to master 0");
         close(fd);
         return;
@@ -2698,7 +2685,7 @@ ft_sched_stale_drop(struct ft_run *r)
     ft_heal_host(r, d0);
     r->heal_us = ft_now_us();
     ft_event(r, "healed; %s released on masters 1-4", FT_STALE_NAME);
-    if (!ft_wait_daemon_master(0, 0, true, FT_WAIT_MS)) {
+    if (!ft_wait_master_up(0, true, 1, FT_WAIT_MS)) {
         ft_setup_failed(r, "daemon 0 did not reconnect to master 0");
         return;
     }
