@@ -193,6 +193,21 @@ static const struct conf_directive conf_directives[] = {
     { "limits", "max_clients", CONF_T_INT, offsetof(struct conf, max_clients),
       1, 1000000, 0, "10000",
       "client connections at once", NULL },
+    { "limits", "unix_reserved", CONF_T_INT, offsetof(struct conf, unix_reserved),
+      0, 1000000, 0, "16",
+      "of max_clients, connections only the Unix socket may take (unset: 16, or a "
+      "quarter of max_clients when that is less)", NULL },
+    { "limits", "max_clients_per_source", CONF_T_INT,
+      offsetof(struct conf, max_clients_per_source),
+      0, 1000000, 0, "0",
+      "TCP and TLS connections from one address at once; 0 for no limit", NULL },
+    { "limits", "max_unauthenticated", CONF_T_INT, offsetof(struct conf, max_unauthenticated),
+      1, 1000000, 0, "256",
+      "TCP and TLS connections at once still in the TLS handshake or before AUTH", NULL },
+    { "limits", "max_unauthenticated_per_source", CONF_T_INT,
+      offsetof(struct conf, max_unauthenticated_per_source),
+      1, 1000000, 0, "16",
+      "of max_unauthenticated, those from one address", NULL },
     { "limits", "max_line_bytes", CONF_T_INT, offsetof(struct conf, max_line_bytes),
       300, 1048576, 0, "1024",
       "longest request line without its LF, bytes", NULL },
@@ -1402,6 +1417,8 @@ conf_check(struct conf_state *st)
     size_t key = conf_must_find("tls", "key_file");
     size_t ca = conf_must_find("tls", "client_ca_file");
 
+    size_t reserved = conf_must_find("limits", "unix_reserved");
+    size_t clients = conf_must_find("limits", "max_clients");
     size_t rcert = conf_must_find("redis", "tls_cert_file");
     size_t rkey = conf_must_find("redis", "tls_key_file");
 
@@ -1436,6 +1453,12 @@ conf_check(struct conf_state *st)
         }
     }
 
+    /* Unset, the Unix socket's reserve shrinks with a small max_clients. */
+    if (!st->seen[reserved].set && conf->unix_reserved > conf->max_clients / 4) {
+        conf->unix_reserved = conf->max_clients / 4;
+    }
+    conf_check_order(st, reserved, clients, true,
+                     ": TCP and TLS clients need a slot of their own");
     conf_check_order(st, min, max, false, "");
     if (conf->min_ttl_ms <= conf->max_ttl_ms) {
         conf_check_order(st, min, def, false, "");

@@ -100,6 +100,10 @@ struct conf {
 
     /* limits: */
     int64_t  max_clients;           /* connections at once */
+    int64_t  unix_reserved;         /* of max_clients, for the Unix socket only */
+    int64_t  max_clients_per_source;/* TCP/TLS connections of one address; 0: no limit */
+    int64_t  max_unauthenticated;   /* TCP/TLS connections in handshake or before AUTH */
+    int64_t  max_unauthenticated_per_source; /* of those, from one address */
     int64_t  max_line_bytes;        /* longest request line, without LF */
     int64_t  max_locks_per_client;  /* locks held by one session */
     int64_t  max_limit;             /* largest limit= of a counted LOCK, 1..1000 */

@@ -1,5 +1,5 @@
 /*
- * listener.c: bind, accept, and refuse past max_clients.
+ * listener.c: bind, accept, and refuse what admit.c does not let in.
  */
 #include <errno.h>
 #include <netdb.h>
@@ -19,6 +19,8 @@
 #include <event2/util.h>
 
 #include "conf/conf.h"
+#include "daemon/admit.h"
+#include "daemon/authlimit.h"
 #include "daemon/listener.h"
 #include "daemon/log.h"
 #include "daemon/notify.h"
@@ -35,7 +37,6 @@
 #define LISTENER_FD_SPARE 16        /* descriptors beyond the clients and the masters'
                                        two links: listeners, log, DNS, /metrics */
 
-static const struct conf     *listener_conf;
 static struct evconnlistener *listener_tcp;
 static struct evconnlistener *listener_unix;
 static struct evconnlistener *listener_tls;
@@ -57,6 +58,8 @@ static size_t                 listener_nguarded;
 static struct event          *listener_resume_ev;   /* ends a pause */
 static int64_t                listener_logged_us;   /* last accept-failure line, 0: none */
 static uint64_t               listener_unlogged;    /* failures since that line */
+static int64_t                listener_refused_us;  /* last refusal line, 0: none */
+static uint64_t               listener_unlogged_refusals; /* refusals since that line */
 
 static void
 listener_describe(const struct sockaddr *sa, char *out, size_t size)
@@ -77,30 +80,54 @@ listener_describe(const struct sockaddr *sa, char *out, size_t size)
     snprintf(out, size, sa->sa_family == AF_INET6 ? "[%s]:%s" : "%s:%s", host, serv);
 }
 
+/*
+ * A connection admit_enter() refused: "ERR LIMIT <why>" on a plain
+ * socket; on a TLS one nothing (a reply before the handshake would be
+ * plaintext, and a handshake is what the limits spare).  Logged at most
+ * once per LISTENER_LOG_EVERY_US, with the refusals in between counted.
+ */
+static void
+listener_refuse(evutil_socket_t fd, const char *peer, bool tls, const char *why)
+{
+    char line[256];
+    int64_t now = util_now_us();
+    int n;
+
+    stats.rejected_clients++;
+    if (!tls) {
+        n = snprintf(line, sizeof(line), "ERR LIMIT %s\n", why);
+        if (n > 0 && (size_t)n < sizeof(line)) {
+            (void)!send(fd, line, (size_t)n, MSG_DONTWAIT | MSG_NOSIGNAL);
+        }
+    }
+    evutil_closesocket(fd);
+    if (listener_refused_us != 0 && now - listener_refused_us < LISTENER_LOG_EVERY_US) {
+        listener_unlogged_refusals++;
+        return;
+    }
+    log_warn("refused a client (%s%s): %s (%llu more refused since the last such line)",
+             peer, tls ? ", TLS: closed without a reply" : "", why,
+             (unsigned long long)listener_unlogged_refusals);
+    listener_refused_us = now;
+    listener_unlogged_refusals = 0;
+}
+
 static void
 listener_accept_cb(struct evconnlistener *lev, evutil_socket_t fd,
                    struct sockaddr *sa, int socklen, void *arg)
 {
-    static const char full[] = "ERR LIMIT too many clients (limits.max_clients)\n";
-    char peer[64];
+    char peer[64], source[AUTHLIMIT_SOURCE_MAX];
+    struct admit_slot slot = { NULL, false, false };
+    const char *why;
     int one = 1;
     long uid = -1, pid = -1;
     bool tls = arg == &listener_tls_tag;
+    bool is_unix = sa->sa_family == AF_UNIX;
 
     (void)lev;
     (void)socklen;
-    if ((int64_t)session_count() >= listener_conf->max_clients) {
-        stats.rejected_clients++;
-        (void)!send(fd, full, sizeof(full) - 1, MSG_DONTWAIT | MSG_NOSIGNAL);
-        evutil_closesocket(fd);
-        log_debug("refused a client: max_clients reached");
-        return;
-    }
-    if (sa->sa_family != AF_UNIX) {
-        setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
-    }
     listener_describe(sa, peer, sizeof(peer));
-    if (sa->sa_family == AF_UNIX) {
+    if (is_unix) {
         /* Who is on the other end of the Unix socket, for the logs. */
         struct ucred cred;
         socklen_t len = sizeof(cred);
@@ -112,7 +139,15 @@ listener_accept_cb(struct evconnlistener *lev, evutil_socket_t fd,
             pid = (long)cred.pid;
         }
     }
-    if (session_accept(fd, peer, sa->sa_family == AF_UNIX, tls, uid, pid) != 0) {
+    authlimit_source(peer, source, sizeof(source));
+    if ((why = admit_enter(&slot, source, is_unix, tls)) != NULL) {
+        listener_refuse(fd, peer, tls, why);
+        return;
+    }
+    if (!is_unix) {
+        setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+    }
+    if (session_accept(fd, peer, is_unix, tls, uid, pid, &slot) != 0) {
         log_error("out of memory accepting a client");
     }
 }
@@ -379,6 +414,7 @@ listener_bind_unix(struct event_base *base, const char *path, unsigned mode)
         return -1;
     }
     listener_guard(listener_unix);
+    admit_set_unix(true);
     listener_unix_path = strdup(path);
     log_info("listening on unix %s (mode %04o)", path, mode);
     return 0;
@@ -459,6 +495,9 @@ listener_adopt(struct event_base *base, const struct conf *conf, int n)
             log_error("socket activation: more than %d sockets", LISTENER_INHERITED_MAX);
             return -1;
         }
+        if (ss.ss_family == AF_UNIX) {
+            admit_set_unix(true);
+        }
         evutil_make_socket_nonblocking(fd);
         evutil_make_socket_closeonexec(fd);
         listener_inherited[listener_ninherited] =
@@ -483,7 +522,7 @@ listener_start(struct event_base *base, const struct conf *conf)
 {
     int n = notify_listen_fds();
 
-    listener_conf = conf;
+    admit_set_conf(conf);
     listener_fd_budget(conf);
     if (n > 0) {
         if (listener_adopt(base, conf, n) != 0) {
@@ -539,7 +578,7 @@ listener_has_tls(void)
 void
 listener_set_conf(const struct conf *conf)
 {
-    listener_conf = conf;
+    admit_set_conf(conf);
 }
 
 void
@@ -572,5 +611,6 @@ listener_stop(void)
         unlink(listener_unix_path);
         free(listener_unix_path);
         listener_unix_path = NULL;
+        admit_set_unix(false);
     }
 }

@@ -4,6 +4,7 @@
  */
 #include <stdio.h>
 
+#include "daemon/admit.h"
 #include "daemon/lock.h"
 #include "daemon/master.h"
 #include "daemon/redlock.h"
@@ -39,8 +40,12 @@
         stats.connections, "Client connections open now.")                                         \
     ROW(connections_total, "redlockd_connections_accepted_total", NULL, NULL, COUNTER, NUMBER,     \
         stats.connections_total, "Client connections accepted.")                                   \
+    ROW(unauthenticated, "redlockd_connections_unauthenticated", NULL, NULL, GAUGE, NUMBER,        \
+        admit_unauthenticated(),                                                                   \
+        "TCP and TLS connections open now still in the TLS handshake or before AUTH.")             \
     ROW(rejected_clients, "redlockd_connections_rejected_total", NULL, NULL, COUNTER, NUMBER,      \
-        stats.rejected_clients, "Client connections refused because of limits.max_clients.")       \
+        stats.rejected_clients,                                                                    \
+        "Client connections refused by a connection limit (limits.max_clients and the others).")   \
     ROW(accept_failures, "redlockd_accept_failures_total", NULL, NULL, COUNTER, NUMBER,            \
         stats.accept_failures, "accept() failures; out of descriptors, accepting pauses 100 ms.")  \
     ROW(auth_failures, "redlockd_auth_failures_total", NULL, NULL, COUNTER, NUMBER,                \

@@ -21,6 +21,7 @@
 #include <event2/event_struct.h>
 
 #include "conf/conf.h"
+#include "daemon/admit.h"
 #include "daemon/authlimit.h"
 #include "daemon/flush.h"
 #include "daemon/lock.h"
@@ -104,6 +105,7 @@ struct session {
                                        EPIPE): it did not read everything */
     int64_t             linger_until_us; /* closing: wait for grants until then */
     struct watch_client wc;         /* its WATCHes */
+    struct admit_slot   admit;      /* its client slot (daemon/admit.h) */
     const char         *admin_by;   /* may BREAK, and why ("auth.admin_password", "uid 0
                                        on the Unix socket"; static), else NULL */
     char                label[PROTO_LABEL_MAX + 1]; /* default holder label:
@@ -662,6 +664,14 @@ session_ttl(struct session *s, const struct proto_cmd *cmd, int64_t *ttl)
     return 0;
 }
 
+/* s needs no AUTH any more: it counts as authenticated from now on (daemon/admit.h). */
+static void
+session_authenticated(struct session *s)
+{
+    s->authed = true;
+    admit_authed(&s->admit);
+}
+
 /*
  * AUTH <password>: compared in constant time with auth.password.  A
  * wrong password closes the connection, so that guessing costs a
@@ -706,7 +716,7 @@ session_auth(struct session *s, const char *word, size_t len)
     if (s->authed_by == NULL) {
         s->authed_by = "auth.password";
     }
-    s->authed = true;
+    session_authenticated(s);
     event_del(&s->timer);       /* the AUTH deadline */
     proto_reply_start(&r, "OK");
     proto_reply_end(&r);
@@ -1125,7 +1135,7 @@ session_timer_cb(evutil_socket_t fd, short what, void *arg)
         return;
     }
     if (!s->authed && session_conf->auth_password[0] == '\0') {
-        s->authed = true;       /* a reload removed the password meanwhile */
+        session_authenticated(s);   /* a reload removed the password meanwhile */
         session_watch_partial(s);
         return;
     }
@@ -1297,28 +1307,25 @@ session_tls_errors(struct session *s, char *buf, size_t size)
 
 /*
  * The TLS handshake is done: a client certificate verified against
- * tls.client_ca_file stands for AUTH.  Otherwise the AUTH deadline
- * starts now (the handshake's deadline ends).
+ * tls.client_ca_file stands for AUTH.  Otherwise AUTH must come before
+ * the deadline set at accept, which the handshake's time counts against.
  */
 static void
 session_tls_connected(struct session *s)
 {
     SSL *ssl = bufferevent_openssl_get_ssl(s->bev);
-    struct timeval tv;
-
     s->tls_up = true;
-    event_del(&s->timer);
     if (!s->authed && tls_peer_verified(ssl)) {
         s->authed = true;
+    }
+    if (s->authed) {
+        event_del(&s->timer);   /* the handshake's deadline */
+        admit_authed(&s->admit);
     }
     log_debug("client %llu (%s): TLS handshake done (%s%s)", (unsigned long long)s->id,
               s->peer, ssl != NULL ? SSL_get_version(ssl) : "?",
               tls_peer_verified(ssl) ? ", client certificate verified" : "");
-    if (!s->authed) {
-        tv.tv_sec = (time_t)(session_conf->idle_timeout_ms / 1000);
-        tv.tv_usec = (suseconds_t)((session_conf->idle_timeout_ms % 1000) * 1000);
-        evtimer_add(&s->timer, &tv);
-    }
+    /* Otherwise the deadline set at accept now waits for AUTH: one deadline, not two. */
 }
 
 /* The connection ended before its TLS handshake did: log and count it, close. */
@@ -1391,6 +1398,7 @@ session_close(struct session *s, const char *why)
     TAILQ_REMOVE(&sessions, s, link);
     session_n--;
     stats.connections--;
+    admit_leave(&s->admit);
     /* Lease grants whose OK never reached the client: nobody knows their tokens. */
     session_grants_settle(s);
     if (s->is_tls && s->tls_up && !s->peer_reset
@@ -1419,7 +1427,7 @@ session_close(struct session *s, const char *why)
 
 int
 session_accept(evutil_socket_t fd, const char *peer, bool is_unix, bool is_tls, long uid,
-               long pid)
+               long pid, struct admit_slot *slot)
 {
     struct session *s;
     struct timeval tv;
@@ -1427,12 +1435,14 @@ session_accept(evutil_socket_t fd, const char *peer, bool is_unix, bool is_tls, 
 
     s = calloc(1, sizeof(*s));
     if (s == NULL) {
+        admit_leave(slot);
         evutil_closesocket(fd);
         return -1;
     }
     if (is_tls) {
         ssl = tls_session_new();
         if (ssl == NULL) {
+            admit_leave(slot);
             evutil_closesocket(fd);
             free(s);
             return -1;
@@ -1450,6 +1460,7 @@ session_accept(evutil_socket_t fd, const char *peer, bool is_unix, bool is_tls, 
                                         BEV_OPT_CLOSE_ON_FREE | BEV_OPT_DEFER_CALLBACKS);
     }
     if (s->bev == NULL) {
+        admit_leave(slot);
         SSL_free(ssl);
         evutil_closesocket(fd);
         free(s);
@@ -1458,6 +1469,7 @@ session_accept(evutil_socket_t fd, const char *peer, bool is_unix, bool is_tls, 
     flush_entry_init(&s->flush, session_flush);
     s->grants_tail = &s->grants;
     if (evbuffer_add_cb(bufferevent_get_output(s->bev), session_output_cb, s) == NULL) {
+        admit_leave(slot);
         bufferevent_free(s->bev);   /* closes fd (and frees ssl) */
         free(s);
         return -1;
@@ -1469,8 +1481,8 @@ session_accept(evutil_socket_t fd, const char *peer, bool is_unix, bool is_tls, 
         s->admin_by = "uid 0 on the Unix socket";
     }
     evtimer_assign(&s->timer, session_base, session_timer_cb, s);
-    s->authed = session_conf->auth_password == NULL || session_conf->auth_password[0] == '\0'
-                || (is_unix && session_conf->auth_unix_exempt);
+    s->admit = *slot;           /* the session gives the slot back at close */
+    s->authed = !admit_needs_auth(is_unix);
     s->id = session_next_id++;
     s->is_unix = is_unix;
     s->is_tls = is_tls;

@@ -17,6 +17,7 @@
 
 struct event_base;
 struct conf;
+struct admit_slot;
 
 /* Set the event base and the settings (limits.*, lock.*). */
 void session_init(struct event_base *base, const struct conf *conf);
@@ -32,10 +33,11 @@ void session_set_conf(const struct conf *conf);
  * on TCP: uid 0 has the admin right (BREAK), and both name the client in
  * its default holder label ("<host>:uid=N,pid=N", else "<host>:<peer>").
  * is_tls: it came in on a TLS listener; the session runs the server side
- * of the handshake (daemon/tls.h's context) within limits.idle_timeout_ms,
- * and a client certificate verified against tls.client_ca_file stands
+ * of the handshake (daemon/tls.h's context), and a client certificate verified against tls.client_ca_file stands
  * for AUTH.  A failed handshake is logged with OpenSSL's reason and
  * counted (tls_handshake_failures).
+ * slot is the client slot admit_enter() gave the connection; the session
+ * takes it over (and gives it back at close, or here on failure).
  * Takes ownership of fd (closed on failure).  Returns 0, or -1 when out
  * of memory.
  *
@@ -43,11 +45,12 @@ void session_set_conf(const struct conf *conf);
  * of its first byte (ERR TIMEOUT, then close); unsent output that makes
  * no progress for idle_timeout_ms, or grows past limits.max_output_bytes,
  * closes the connection.  With auth.password set, every request but
- * AUTH and QUIT answers ERR AUTH until AUTH succeeds, and a session not
- * authenticated within idle_timeout_ms is closed.
+ * AUTH and QUIT answers ERR AUTH until AUTH succeeds.  A session must
+ * finish its TLS handshake and authenticate within idle_timeout_ms of
+ * accept (one deadline for both), or it is closed.
  */
 int session_accept(evutil_socket_t fd, const char *peer, bool is_unix, bool is_tls, long uid,
-                   long pid);
+                   long pid, struct admit_slot *slot);
 
 /* Sessions open now. */
 size_t session_count(void);

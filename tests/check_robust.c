@@ -31,6 +31,7 @@
 #include <check.h>
 #include <hiredis/hiredis.h>
 
+#include "client/client.h"
 #include "tests/expect.h"
 #include "tests/harness.h"
 
@@ -1332,6 +1333,243 @@ rb_cond_auth_ok(void *arg)
 }
 
 /*
+ * A new connection from source address from is refused: its first line
+ * is ERR LIMIT naming setting, then the daemon closes it.
+ */
+static void
+rb_expect_refused(const char *from, const char *setting)
+{
+    int fd = rb_connect_from(from);
+    char *got = h_read_line(fd, LOCAL_MS);
+
+    ck_assert_msg(got != NULL && strncmp(got, "ERR LIMIT ", 10) == 0
+                  && strstr(got, setting) != NULL,
+                  "a connection from %s got '%s', not ERR LIMIT naming %s", from,
+                  got != NULL ? got : "(nothing)", setting);
+    free(got);
+    ck_assert_msg(h_expect_eof(fd, LOCAL_MS), "a refused connection stayed open");
+    close(fd);
+}
+
+/*
+ * Require STATS name to reach want in time, read over the Unix socket
+ * (u): a TCP connection would count itself, or be refused.
+ */
+static void
+rb_wait_stat_on(int u, const char *name, long long want)
+{
+    long long seen = -1;
+    int64_t deadline = h_now_ms() + LOCAL_MS;
+
+    while (h_stat(u, name, &seen) == 0 && seen != want && h_now_ms() < deadline) {
+        h_sleep_ms(10);
+    }
+    ck_assert_msg(seen == want, "STATS %s is %lld, expected %lld", name, seen, want);
+}
+
+static void
+rb_wait_unauthenticated(int u, long long want)
+{
+    rb_wait_stat_on(u, "unauthenticated", want);
+}
+
+static void
+rb_wait_connections(int u, long long want)
+{
+    rb_wait_stat_on(u, "connections", want);
+}
+
+/*
+ * Connections that never authenticate fill only their own pool: at most
+ * max_unauthenticated_per_source from one address, max_unauthenticated
+ * in all; the Unix socket is not held up, and one that authenticates
+ * makes room.
+ */
+START_TEST(unauthenticated_capped)
+{
+    struct h_daemon_opts o = { .retry_delay_ms = 100, .auth_password = "s3cret-pw",
+                               .limits_yaml = "  max_unauthenticated: 4\n"
+                                              "  max_unauthenticated_per_source: 2\n" };
+    int a0, a1, b0, b1, u;
+    long long rejected = -1;
+    char *got;
+
+    rb_up(&o);
+    u = h_connect_unix();
+    ck_assert_int_ge(u, 0);
+    a0 = rb_connect_from("127.0.0.1");
+    a1 = rb_connect_from("127.0.0.1");
+    rb_wait_unauthenticated(u, 2);
+    rb_expect_refused("127.0.0.1", "(limits.max_unauthenticated_per_source)");
+    b0 = rb_connect_from("127.0.0.2");
+    b1 = rb_connect_from("127.0.0.2");
+    rb_wait_unauthenticated(u, 4);
+    rb_expect_refused("127.0.0.3", "(limits.max_unauthenticated)");
+    /* The Unix socket is not held up. */
+    EXPECT_REPLY(u, "PING", "PONG");
+    EXPECT_REPLY(a0, "AUTH s3cret-pw", "OK");
+    rb_wait_unauthenticated(u, 3);
+    got = rb_auth_from("127.0.0.3", "s3cret-pw");
+    ck_assert_msg(strcmp(got, "OK") == 0, "a client let in after one authenticated got '%s'",
+                  got);
+    free(got);
+    EXPECT_REPLY(a0, "PING", "PONG");
+    ck_assert_int_eq(h_stat(u, "rejected_clients", &rejected), 0);
+    ck_assert_int_eq(rejected, 2);
+    close(a0);
+    close(a1);
+    close(b0);
+    close(b1);
+    rb_wait_unauthenticated(u, 0);
+    close(u);
+}
+END_TEST
+
+/* With max_clients_per_source, one address cannot take every slot. */
+START_TEST(clients_per_source_capped)
+{
+    struct h_daemon_opts o = { .retry_delay_ms = 100,
+                               .limits_yaml = "  max_clients_per_source: 2\n" };
+    int a0, a1, b0;
+
+    rb_up(&o);
+    a0 = rb_connect_from("127.0.0.1");
+    a1 = rb_connect_from("127.0.0.1");
+    EXPECT_REPLY(a0, "PING", "PONG");
+    EXPECT_REPLY(a1, "PING", "PONG");
+    rb_expect_refused("127.0.0.1", "(limits.max_clients_per_source)");
+    b0 = rb_connect_from("127.0.0.2");
+    EXPECT_REPLY(b0, "PING", "PONG");
+    close(a0);
+    close(a1);
+    close(b0);
+}
+END_TEST
+
+/*
+ * TCP clients that fill limits.max_clients leave limits.unix_reserved
+ * slots to the Unix socket (where root can still BREAK); those are
+ * counted against max_clients like the others.
+ */
+START_TEST(unix_slots_reserved)
+{
+    struct h_daemon_opts o = { .retry_delay_ms = 100, .max_clients = 4,
+                               .limits_yaml = "  unix_reserved: 2\n" };
+    int t0, t1, u0, u1, u2;
+    char *got;
+
+    rb_up(&o);
+    u0 = h_connect_unix();
+    ck_assert_int_ge(u0, 0);
+    rb_wait_connections(u0, 1);     /* the harness's own connections are gone */
+    t0 = rb_connect();
+    t1 = rb_connect();
+    EXPECT_REPLY(t0, "PING", "PONG");
+    EXPECT_REPLY(t1, "PING", "PONG");
+    rb_expect_refused("127.0.0.1", "limits.unix_reserved");
+    u1 = h_connect_unix();
+    ck_assert_int_ge(u1, 0);
+    EXPECT_REPLY(u1, "PING", "PONG");
+    u2 = h_connect_unix();
+    ck_assert_int_ge(u2, 0);
+    got = h_read_line(u2, LOCAL_MS);
+    ck_assert_msg(got != NULL && strcmp(got, "ERR LIMIT too many clients "
+                                        "(limits.max_clients)") == 0,
+                  "the fifth client of four got '%s'", got != NULL ? got : "(nothing)");
+    free(got);
+    close(t0);
+    close(t1);
+    close(u0);
+    close(u1);
+    close(u2);
+}
+END_TEST
+
+/* Start the daemon with a TLS listener (the harness's test certificates) and opts. */
+static void
+rb_up_tls(struct h_daemon_opts *o)
+{
+    ck_assert_msg(h_begin(tcase_name()) == 0, "cannot create the test directory");
+    ck_assert_msg(h_make_certs() == 0, "tests/tls/make-certs.sh failed");
+    o->tls_cert_file = h_cert("server.crt");
+    o->tls_key_file = h_cert("server.key");
+    ck_assert_msg(h_start_masters(NMASTERS) == 0, "the masters did not start");
+    ck_assert_msg(h_start_daemon(o) == 0, "redlockd did not start (log above)");
+}
+
+/*
+ * A full daemon refuses a TLS connection without writing a byte: ERR
+ * LIMIT before the handshake would be plaintext on a TLS port.
+ */
+START_TEST(tls_refused_without_plaintext)
+{
+    struct h_daemon_opts o = { .retry_delay_ms = 100, .max_clients = 3, .log_level = "info" };
+    int t0, t1, u, fd;
+    size_t len = 0;
+    char *got;
+
+    rb_up_tls(&o);
+    u = h_connect_unix();
+    ck_assert_int_ge(u, 0);
+    rb_wait_connections(u, 1);      /* the harness's own connections are gone */
+    t0 = rb_connect();
+    t1 = rb_connect();
+    EXPECT_REPLY(t0, "PING", "PONG");
+    EXPECT_REPLY(t1, "PING", "PONG");
+    fd = h_connect_port(h_daemon_tls_port());
+    ck_assert_int_ge(fd, 0);
+    got = h_read_all(fd, 4096, LOCAL_MS, &len);
+    ck_assert_msg(got != NULL && len == 0, "the TLS port wrote %zu plaintext bytes: '%s'", len,
+                  got != NULL ? got : "");
+    free(got);
+    close(fd);
+    ck_assert_msg(h_wait_log(0, "TLS: closed without a reply", LOCAL_MS),
+                  "the refusal of a TLS client was not logged");
+    close(t0);
+    close(t1);
+    close(u);
+}
+END_TEST
+
+#define RB_DEADLINE_MS  1500    /* limits.idle_timeout_ms of one_deadline_from_accept */
+#define RB_HANDSHAKE_LATE_MS 1100 /* the client starts its TLS handshake this late */
+
+/*
+ * The TLS handshake and AUTH share one deadline from accept: a client
+ * that takes its time over the handshake does not get the AUTH
+ * deadline again afterwards (a slot held twice as long).
+ */
+START_TEST(one_deadline_from_accept)
+{
+    struct h_daemon_opts o = { .retry_delay_ms = 100, .auth_password = "s3cret-pw",
+                               .idle_timeout_ms = RB_DEADLINE_MS };
+    struct client_tls_opts topts = { NULL, NULL, NULL };
+    struct client c;
+    enum client_read r;
+    char addr[32];
+    int64_t t0;
+
+    rb_up_tls(&o);
+    snprintf(addr, sizeof(addr), "127.0.0.1:%d", h_daemon_tls_port());
+    topts.ca_file = h_cert("ca.crt");
+    client_init(&c, -1, 0);
+    t0 = h_now_ms();
+    ck_assert_int_eq(client_connect_tcp(&c, addr, t0 + LOCAL_MS), 0);
+    h_sleep_ms(RB_HANDSHAKE_LATE_MS);  /* the scenario: a slow handshake, not a wait */
+    ck_assert_msg(client_start_tls(&c, "127.0.0.1", &topts, h_now_ms() + LOCAL_MS) == 0,
+                  "TLS handshake: %s", c.err);
+    do {
+        r = client_read_line(&c, t0 + RB_DEADLINE_MS + RB_HANDSHAKE_LATE_MS + LOCAL_MS);
+    } while (r == CLIENT_LINE);
+    ck_assert_msg(r == CLIENT_EOF, "the connection did not end (%d: %s)", (int)r, c.err);
+    ck_assert_msg(h_now_ms() - t0 < RB_DEADLINE_MS + 500,
+                  "closed %lld ms after connecting: the deadline of %d ms restarted after "
+                  "the handshake", (long long)(h_now_ms() - t0), RB_DEADLINE_MS);
+    client_close(&c);
+}
+END_TEST
+
+/*
  * Guessing AUTH from one address: 10 wrong passwords are checked (and
  * logged), then every AUTH from that address is refused unchecked, the
  * right password too, so that nothing is learned, until a token comes
@@ -1481,6 +1719,11 @@ robust_suite(void)
     tcase_add_test(tc, max_locks_per_client);
     tcase_add_test(tc, auth_password);
     tcase_add_test(tc, auth_guessing_limited);
+    tcase_add_test(tc, unauthenticated_capped);
+    tcase_add_test(tc, clients_per_source_capped);
+    tcase_add_test(tc, unix_slots_reserved);
+    tcase_add_test(tc, tls_refused_without_plaintext);
+    tcase_add_test(tc, one_deadline_from_accept);
     tcase_add_test(tc, protected_mode_refuses);
     suite_add_tcase(s, tc);
     return s;

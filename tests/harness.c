@@ -1569,13 +1569,16 @@ h_write_conf(const struct h_daemon_opts *o)
        unless a test turns it on. */
     fprintf(f, "  restart_quarantine: %s\n", o->restart_quarantine ? "true" : "false");
     if (o->max_line_bytes != 0 || o->max_clients != 0 || o->max_locks_per_client != 0 ||
-        o->idle_timeout_ms != 0 || o->max_output_bytes != 0) {
+        o->idle_timeout_ms != 0 || o->max_output_bytes != 0 || o->limits_yaml != NULL) {
         fprintf(f, "limits:\n");
         h_conf_int(f, "max_line_bytes", o->max_line_bytes);
         h_conf_int(f, "max_clients", o->max_clients);
         h_conf_int(f, "idle_timeout_ms", o->idle_timeout_ms);
         h_conf_int(f, "max_output_bytes", o->max_output_bytes);
         h_conf_int(f, "max_locks_per_client", o->max_locks_per_client);
+        if (o->limits_yaml != NULL) {
+            fputs(o->limits_yaml, f);
+        }
     }
     fprintf(f, "redis:\n");
     if (o->redis_password != NULL) {

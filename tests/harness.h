@@ -421,6 +421,8 @@ struct h_daemon_opts {
                                            masters instead of its own address (a
                                            proxy in front of it); NULL, or a NULL
                                            entry: its own */
+    const char *limits_yaml;            /* more lines of the limits section, as written
+                                           ("  unix_reserved: 2\n"); NULL for none */
     int         nofile;                 /* RLIMIT_NOFILE, soft and hard, for the daemon
                                            (prlimit(1)); 0: the harness's own */
 };
