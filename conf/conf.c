@@ -208,6 +208,13 @@ static const struct conf_directive conf_directives[] = {
       offsetof(struct conf, max_unauthenticated_per_source),
       1, 1000000, 0, "16",
       "of max_unauthenticated, those from one address", NULL },
+    { "limits", "max_watches", CONF_T_INT, offsetof(struct conf, max_watches),
+      1, 10000000, 0, "10000",
+      "WATCHes open at once over all sessions (each name watched is one subscription "
+      "per master)", NULL },
+    { "limits", "reads_per_second", CONF_T_INT, offsetof(struct conf, reads_per_second),
+      1, 1000000, 0, "100",
+      "STATUS and WATCH requests one session may send a second (as many at once)", NULL },
     { "limits", "max_line_bytes", CONF_T_INT, offsetof(struct conf, max_line_bytes),
       300, 1048576, 0, "1024",
       "longest request line without its LF, bytes", NULL },

@@ -104,6 +104,8 @@ struct conf {
     int64_t  max_clients_per_source;/* TCP/TLS connections of one address; 0: no limit */
     int64_t  max_unauthenticated;   /* TCP/TLS connections in handshake or before AUTH */
     int64_t  max_unauthenticated_per_source; /* of those, from one address */
+    int64_t  max_watches;           /* WATCHes open over all sessions */
+    int64_t  reads_per_second;      /* STATUS and WATCH per session, a second */
     int64_t  max_line_bytes;        /* longest request line, without LF */
     int64_t  max_locks_per_client;  /* locks held by one session */
     int64_t  max_limit;             /* largest limit= of a counted LOCK, 1..1000 */

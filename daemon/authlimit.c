@@ -1,11 +1,10 @@
 /*
  * authlimit.c: a token bucket of wrong AUTH passwords per source.
  *
- * The bucket is kept as one time per source, the generic cell rate
- * algorithm's "theoretical arrival time" (tat): each wrong password
- * moves it AUTHLIMIT_REFILL_MS later (from now when it lies in the
- * past), and the source is out of tokens while tat is more than
- * AUTHLIMIT_BURST - 1 refills ahead of now.  The table is open
+ * The bucket is kept as one time per source (util_gcra_wait()): each
+ * wrong password moves it AUTHLIMIT_REFILL_MS later, and the source is
+ * out of tokens while it is more than AUTHLIMIT_BURST - 1 refills ahead
+ * of now.  The table is open
  * addressing over a hash of the source, probing a few slots; a full
  * probe window gives up the slot seen longest ago.
  */
@@ -15,6 +14,7 @@
 
 #include "daemon/authlimit.h"
 #include "daemon/log.h"
+#include "daemon/util.h"
 
 #define AUTHLIMIT_PROBE 8   /* slots looked at for a source */
 
@@ -96,10 +96,8 @@ authlimit_find(const char *source, bool create, int64_t now_us)
 static int64_t
 authlimit_wait_us(const struct authlimit_entry *e, int64_t now_us)
 {
-    int64_t ahead = e->tat_us - now_us, allowed = (AUTHLIMIT_BURST - 1) * AUTHLIMIT_REFILL_MS
-                                                  * (int64_t)1000;
-
-    return ahead > allowed ? ahead - allowed : 0;
+    return util_gcra_wait(e->tat_us, now_us, AUTHLIMIT_REFILL_MS * (int64_t)1000,
+                          AUTHLIMIT_BURST);
 }
 
 int64_t
@@ -130,9 +128,6 @@ authlimit_failed(const char *source, int64_t now_us)
 {
     struct authlimit_entry *e = authlimit_find(source, true, now_us);
 
-    if (e->tat_us < now_us) {
-        e->tat_us = now_us;
-    }
-    e->tat_us += AUTHLIMIT_REFILL_MS * (int64_t)1000;
+    util_gcra_take(&e->tat_us, now_us, AUTHLIMIT_REFILL_MS * (int64_t)1000);
     e->seen_us = now_us;
 }

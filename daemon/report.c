@@ -73,6 +73,8 @@
         "WATCH requests accepted.")                                                                \
     ROW(watching, "redlockd_watching", NULL, NULL, GAUGE, NUMBER, stats.watching,                  \
         "WATCHes open now.")                                                                       \
+    ROW(reads_refused, "redlockd_reads_refused_total", NULL, NULL, COUNTER, NUMBER,                \
+        stats.reads_refused, "STATUS and WATCH refused over limits.reads_per_second.")            \
     ROW(acquire_ok, "redlockd_acquisitions_total", "outcome", "ok", COUNTER, NUMBER,               \
         stats.acquire_ok,                                                                          \
         "LOCK and TRYLOCK requests by answer: ok (granted by the masters), "                       \

@@ -106,6 +106,7 @@ struct session {
     int64_t             linger_until_us; /* closing: wait for grants until then */
     struct watch_client wc;         /* its WATCHes */
     struct admit_slot   admit;      /* its client slot (daemon/admit.h) */
+    int64_t             reads_tat_us; /* its STATUS and WATCH budget (util_gcra_wait) */
     const char         *admin_by;   /* may BREAK, and why ("auth.admin_password", "uid 0
                                        on the Unix socket"; static), else NULL */
     char                label[PROTO_LABEL_MAX + 1]; /* default holder label:
@@ -910,6 +911,31 @@ session_list_step(struct session *s)
     }
 }
 
+/*
+ * STATUS and WATCH read the masters (a quorum read, a subscription);
+ * a session may send limits.reads_per_second of them a second, as many
+ * at once.  Returns 0 when this one may go, or -1 after answering ERR
+ * LIMIT with the wait.
+ */
+static int
+session_read_budget(struct session *s)
+{
+    int64_t now = util_now_us(), every = 1000000 / session_conf->reads_per_second;
+    int64_t wait = util_gcra_wait(s->reads_tat_us, now, every, session_conf->reads_per_second);
+    char text[160];
+
+    if (wait > 0) {
+        stats.reads_refused++;
+        snprintf(text, sizeof(text), "more than %lld STATUS and WATCH a second "
+                 "(limits.reads_per_second): try again in %lld ms",
+                 (long long)session_conf->reads_per_second, (long long)(wait + 999) / 1000);
+        session_send_error(s, PROTO_ERR_LIMIT, text);
+        return -1;
+    }
+    util_gcra_take(&s->reads_tat_us, now, every);
+    return 0;
+}
+
 /* Run one parsed request. */
 static void
 session_dispatch(struct session *s, const struct proto_cmd *cmd)
@@ -976,6 +1002,9 @@ session_dispatch(struct session *s, const struct proto_cmd *cmd)
         lock_release(&s->lc, cmd->name, cmd->name_len, cmd->token);
         return;
     case PROTO_STATUS:
+        if (session_read_budget(s) != 0) {
+            return;
+        }
         s->busy = true;
         lock_status(&s->lc, cmd->name, cmd->name_len, cmd->token);
         return;
@@ -1021,6 +1050,9 @@ session_dispatch(struct session *s, const struct proto_cmd *cmd)
         session_list_step(s);
         return;
     case PROTO_WATCH:
+        if (session_read_budget(s) != 0) {
+            return;
+        }
         if (watch_add(&s->wc, cmd->name, cmd->name_len, &err) != 0) {
             session_send_error(s, PROTO_ERR_LIMIT, err);
             return;

@@ -63,6 +63,7 @@ struct stats {
     uint64_t fallback_retries;   /* lock: retries timed by the holder's ttl */
     uint64_t watches;            /* watch: WATCH requests accepted */
     uint64_t watching;           /* watch: WATCHes open now */
+    uint64_t reads_refused;      /* session: STATUS/WATCH over limits.reads_per_second */
     /*
      * The acquire latency histogram (stats_observe_acquire): the
      * LOCK/TRYLOCK answers counted by acquire_ok, _reentered, _busy,

@@ -134,3 +134,20 @@ util_clock_after(int64_t ms, char *buf, size_t size)
     }
     return buf;
 }
+
+int64_t
+util_gcra_wait(int64_t tat_us, int64_t now_us, int64_t interval_us, int64_t burst)
+{
+    int64_t ahead = tat_us - now_us, allowed = (burst - 1) * interval_us;
+
+    return ahead > allowed ? ahead - allowed : 0;
+}
+
+void
+util_gcra_take(int64_t *tat_us, int64_t now_us, int64_t interval_us)
+{
+    if (*tat_us < now_us) {
+        *tat_us = now_us;
+    }
+    *tat_us += interval_us;
+}

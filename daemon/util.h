@@ -56,4 +56,17 @@ bool util_printable_word(const char *s, size_t len);
  */
 char *util_clock_after(int64_t ms, char *buf, size_t size);
 
+/*
+ * A token bucket kept as one time, the generic cell rate algorithm's
+ * "theoretical arrival time" (tat, CLOCK_MONOTONIC us; 0 for a full
+ * bucket): each use moves it interval_us later, from now when it lies
+ * in the past, and the bucket is empty while tat is more than burst - 1
+ * intervals ahead of now (burst uses at once, then one per interval_us).
+ *
+ * util_gcra_wait() returns the us until a use conforms, 0 when one does
+ * now; util_gcra_take() counts one use (whether or not it conformed).
+ */
+int64_t util_gcra_wait(int64_t tat_us, int64_t now_us, int64_t interval_us, int64_t burst);
+void util_gcra_take(int64_t *tat_us, int64_t now_us, int64_t interval_us);
+
 #endif /* REDLOCKD_UTIL_H */

@@ -356,6 +356,11 @@ watch_add(struct watch_client *c, const char *name, size_t name_len, const char 
                  "(limits.max_locks_per_client)";
         return -1;
     }
+    if ((int64_t)stats.watching >= watch_conf->max_watches) {
+        *error = "the daemon's sessions have as many WATCHes open as it allows "
+                 "(limits.max_watches)";
+        return -1;
+    }
     w = calloc(1, sizeof(*w));
     if (w == NULL || (wn == NULL && (wn = watch_name_new(name, name_len)) == NULL)) {
         free(w);

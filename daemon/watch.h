@@ -70,9 +70,11 @@ void watch_client_init(struct watch_client *c, watch_push_fn push);
  * WATCH name: from now on the client hears the name's state: first as
  * a quorum gives it after this call (one read of the masters), then on
  * every change.  Watching a name twice is one watch (the second WATCH
- * hears the state again).  Returns 0, or -1
+ * reads nothing and pushes nothing: the client knows the state).
+ * Returns 0, or -1
  * with a one-line text in *error (static storage): the client watches
- * limits.max_locks_per_client names already, or memory ran out.
+ * limits.max_locks_per_client names already, all sessions together
+ * watch limits.max_watches, or memory ran out.
  */
 int watch_add(struct watch_client *c, const char *name, size_t name_len,
               const char **error);

@@ -1569,6 +1569,110 @@ START_TEST(one_deadline_from_accept)
 }
 END_TEST
 
+/* arg: int *fd.  STATUS rd is answered (not refused by the budget). */
+static bool
+rb_cond_status_free(void *arg)
+{
+    char *got = h_cmd(*(int *)arg, "STATUS rd", CMD_MS);
+    bool ok = got != NULL && strcmp(got, "FREE rd") == 0;
+
+    free(got);
+    if (!ok) {
+        h_sleep_ms(50);
+    }
+    return ok;
+}
+
+/* WATCH name on fd: OK, then the first push, "! FREE name". */
+static void
+rb_watch(int fd, const char *name)
+{
+    char line[64], want[64];
+    char *got;
+
+    snprintf(line, sizeof(line), "WATCH %s", name);
+    snprintf(want, sizeof(want), "OK %s", name);
+    EXPECT_REPLY(fd, line, want);
+    got = h_read_line(fd, CMD_MS);
+    snprintf(want, sizeof(want), "! FREE %s", name);
+    ck_assert_msg(got != NULL && strcmp(got, want) == 0, "WATCH %s pushed '%s'", name,
+                  got != NULL ? got : "(nothing)");
+    free(got);
+}
+
+/*
+ * limits.max_watches bounds the WATCHes (and so the subscriptions) of
+ * all sessions together; an UNWATCH makes room.
+ */
+START_TEST(watches_capped_globally)
+{
+    struct h_daemon_opts o = { .retry_delay_ms = 100, .limits_yaml = "  max_watches: 3\n" };
+    int a, b;
+    char *got;
+
+    rb_up(&o);
+    a = rb_connect();
+    b = rb_connect();
+    rb_watch(a, "wa");
+    rb_watch(a, "wb");
+    rb_watch(b, "wc");
+    got = h_cmd(b, "WATCH wd", CMD_MS);
+    ck_assert_msg(got != NULL && strncmp(got, "ERR LIMIT ", 10) == 0
+                  && strstr(got, "(limits.max_watches)") != NULL,
+                  "a fourth WATCH of three allowed got '%s'", got != NULL ? got : "(nothing)");
+    free(got);
+    /* Watching a name again is no new watch. */
+    EXPECT_REPLY(b, "WATCH wc", "OK wc");
+    EXPECT_REPLY(a, "UNWATCH wa", "OK wa");
+    rb_watch(b, "wd");
+    close(a);
+    close(b);
+}
+END_TEST
+
+#define RB_READS_PER_S 5        /* limits.reads_per_second of reads_budgeted */
+
+/*
+ * STATUS and WATCH read the masters: a session gets
+ * limits.reads_per_second of them at once, then is told to wait (the
+ * refusal costs the masters nothing), and is served again after.
+ */
+START_TEST(reads_budgeted)
+{
+    struct h_daemon_opts o = { .retry_delay_ms = 100,
+                               .limits_yaml = "  reads_per_second: 5\n" };
+    long long calls0, calls1;
+    int fd, i;
+    char *got;
+
+    rb_up(&o);
+    fd = rb_connect();
+    calls0 = h_master_calls(0, "evalsha");
+    for (i = 0; i < RB_READS_PER_S; i++) {
+        EXPECT_REPLY(fd, "STATUS rd", "FREE rd");
+    }
+    got = h_cmd(fd, "STATUS rd", CMD_MS);
+    ck_assert_msg(got != NULL && strncmp(got, "ERR LIMIT ", 10) == 0
+                  && strstr(got, "(limits.reads_per_second): try again in ") != NULL,
+                  "STATUS %d of %d a second got '%s'", RB_READS_PER_S + 1, RB_READS_PER_S,
+                  got != NULL ? got : "(nothing)");
+    free(got);
+    got = h_cmd(fd, "WATCH rd", CMD_MS);
+    ck_assert_msg(got != NULL && strncmp(got, "ERR LIMIT ", 10) == 0,
+                  "WATCH over the budget got '%s'", got != NULL ? got : "(nothing)");
+    free(got);
+    calls1 = h_master_calls(0, "evalsha");
+    ck_assert_msg(calls1 - calls0 <= RB_READS_PER_S,
+                  "master 0 ran %lld scripts for %d allowed reads", calls1 - calls0,
+                  RB_READS_PER_S);
+    EXPECT_REPLY(fd, "PING", "PONG");   /* other verbs are not budgeted */
+    ck_assert_msg(h_wait_until(rb_cond_status_free, &fd, 2000),
+                  "STATUS was still refused 2 s later");
+    rb_wait_stat("reads_refused", 2, true, LOCAL_MS);
+    close(fd);
+}
+END_TEST
+
 /*
  * Guessing AUTH from one address: 10 wrong passwords are checked (and
  * logged), then every AUTH from that address is refused unchecked, the
@@ -1724,6 +1828,8 @@ robust_suite(void)
     tcase_add_test(tc, unix_slots_reserved);
     tcase_add_test(tc, tls_refused_without_plaintext);
     tcase_add_test(tc, one_deadline_from_accept);
+    tcase_add_test(tc, watches_capped_globally);
+    tcase_add_test(tc, reads_budgeted);
     tcase_add_test(tc, protected_mode_refuses);
     suite_add_tcase(s, tc);
     return s;
