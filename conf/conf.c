@@ -75,6 +75,12 @@ static const char *const conf_fence_names[] = {
     NULL
 };
 
+static const char *const conf_show_labels_names[] = {
+    [CONF_LABELS_ALL]   = "all",
+    [CONF_LABELS_ADMIN] = "admin",
+    NULL
+};
+
 /* Directive flags. */
 #define CONF_NO_RELOAD      0x1     /* a reload cannot change it; restart instead */
 
@@ -173,8 +179,9 @@ static const struct conf_directive conf_directives[] = {
       1, 60000, 0, "200",
       "a blocked LOCK retries after a random 0..retry_delay_ms, ms", NULL },
     { "lock", "key_prefix", CONF_T_STRING, offsetof(struct conf, key_prefix),
-      0, 256, CONF_NO_RELOAD, "",
-      "prepended to a lock name to form the Redis key", NULL },
+      0, 256, CONF_NO_RELOAD, "redlock:",
+      "prepended to a lock name to form the Redis key (\"\" to share keys with Redlock "
+      "libraries that lock bare names)", NULL },
     { "lock", "fence", CONF_T_ENUM, offsetof(struct conf, fence),
       0, 0, 0, "request",
       "fencing tokens: request (LOCK ... fence) or always", conf_fence_names },
@@ -238,6 +245,10 @@ static const struct conf_directive conf_directives[] = {
     { "auth", "unix_exempt", CONF_T_BOOL, offsetof(struct conf, auth_unix_exempt),
       0, 0, 0, "true",
       "sessions on the Unix socket need no AUTH", NULL },
+    { "auth", "show_labels", CONF_T_ENUM, offsetof(struct conf, show_labels),
+      0, 0, 0, "all",
+      "who sees the labels of others' holds in STATUS, LIST and WATCH: all or admin",
+      conf_show_labels_names },
 
     { "metrics", "listen", CONF_T_ADDR, offsetof(struct conf, metrics),
       0, 0, CONF_NO_RELOAD, "127.0.0.1:9379",

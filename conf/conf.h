@@ -35,6 +35,12 @@ enum conf_fence {
     CONF_FENCE_ALWAYS       /* every grant */
 };
 
+/* auth.show_labels: who sees the labels of other sessions' holds. */
+enum conf_show_labels {
+    CONF_LABELS_ALL,        /* every session */
+    CONF_LABELS_ADMIN       /* sessions with the admin right */
+};
+
 /*
  * A network endpoint: "host:port", "[v6]:port" or "unix:/path"; a master
  * may also be "rediss://host:port" (TLS).
@@ -116,6 +122,7 @@ struct conf {
     char    *auth_password;         /* "" for none; else AUTH first on TCP */
     char    *auth_admin_password;   /* "" for none; AUTH with it: the admin right */
     bool     auth_unix_exempt;      /* Unix socket sessions need no AUTH */
+    enum conf_show_labels show_labels; /* auth.show_labels */
 
     /* metrics: */
     struct conf_addr metrics;       /* metrics.listen; spec "" when disabled */

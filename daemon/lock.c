@@ -1895,6 +1895,7 @@ lock_list_one(struct lock *lk, int64_t now, lock_list_fn fn, void *arg)
     e.held = true;
     TAILQ_FOREACH(h, &lk->holders, lock_link) {
         e.label = h->label;
+        e.client = h->client;
         e.ttl_ms = lease_validity_left_ms(&h->lease, now);
         e.held_ms = (now - h->granted_us) / 1000;
         e.fence = h->lease.fence;
@@ -1914,6 +1915,7 @@ lock_list_one(struct lock *lk, int64_t now, lock_list_fn fn, void *arg)
             continue;       /* one attempt, answered at once: not waiting */
         }
         e.label = w->label;
+        e.client = w->client;
         e.kind = lock_kind_of(w->kind);
         e.limit = w->limit;
         e.position = ++position;

@@ -264,6 +264,7 @@ struct lock_listing {
     size_t      name_len;       /* bytes in name */
     bool        held;           /* a hold; else a waiting LOCK */
     const char *label;          /* its label, NUL-terminated */
+    const struct lock_client *client; /* the session that holds or waits */
     int64_t     ttl_ms;         /* held: validity left, ms */
     int64_t     held_ms;        /* held: since the grant; waiting: since the LOCK, ms */
     int64_t     fence;          /* held: its fencing token, 0 if none */

@@ -128,6 +128,16 @@ static void session_close(struct session *s, const char *why);
 static void session_lost_cb(struct lock_client *c, const char *name, size_t name_len,
                             const char *reason);
 
+/*
+ * May s see the label of a hold that is not its own?  (auth.show_labels:
+ * labels name hosts, users and processes.)
+ */
+static bool
+session_sees_labels(const struct session *s)
+{
+    return session_conf->show_labels == CONF_LABELS_ALL || s->admin_by != NULL;
+}
+
 void
 session_init(struct event_base *base, const struct conf *conf)
 {
@@ -481,7 +491,7 @@ session_done_cb(struct lock_client *c, const struct lock_result *res)
             proto_reply_int(&r, "fence", res->fence);
         }
         session_reply_kind(&r, res, true);
-        if (res->label != NULL) {
+        if (res->label != NULL && (res->owner_self || session_sees_labels(s))) {
             proto_reply_str(&r, "label", res->label);
             proto_reply_int(&r, "held_ms", res->held_ms);
         }
@@ -813,7 +823,7 @@ session_watch_cb(struct watch_client *c, const struct watch_state *st)
     proto_reply_word(&r, st->held ? "HELD" : "FREE", 4);
     proto_reply_word(&r, st->name, st->name_len);
     if (st->held) {
-        if (st->label != NULL) {
+        if (st->label != NULL && session_sees_labels(s)) {
             proto_reply_str(&r, "label", st->label);
             proto_reply_int(&r, "held_ms", st->held_ms);
         }
@@ -839,7 +849,9 @@ session_list_cb(const struct lock_listing *e, void *arg)
 
     proto_reply_start(&r, e->held ? "HELD" : "WAIT");
     proto_reply_word(&r, e->name, e->name_len);
-    proto_reply_str(&r, "label", e->label);
+    if (e->client == &s->lc || session_sees_labels(s)) {
+        proto_reply_str(&r, "label", e->label);
+    }
     if (e->held) {
         proto_reply_str(&r, "mode", "session");
         proto_reply_int(&r, "ttl", e->ttl_ms);

@@ -323,6 +323,12 @@ static const struct fixture bad_fixtures[] = {
         "E " FX("too-many-anchors.yml") ":259:5: more than 256 anchors" } },
     { FX("nul-byte.yml"), {
         "E " FX("nul-byte.yml") ":4:15: lock.key_prefix: contains a NUL byte" } },
+    { FX("unix-reserved.yml"), {
+        "E " FX("unix-reserved.yml") ":5:18: limits.unix_reserved (8) must be less than "
+        "limits.max_clients (8): TCP and TLS clients need a slot of their own" } },
+    { FX("bad-show-labels.yml"), {
+        "E " FX("bad-show-labels.yml") ":4:16: auth.show_labels: expected all or admin, "
+        "got 'everyone'" } },
 };
 
 #define NBAD    ((int)(sizeof(bad_fixtures) / sizeof(bad_fixtures[0])))
@@ -360,9 +366,16 @@ assert_defaults(const struct conf *conf)
     ck_assert_int_eq(conf->node_timeout_ms, 50);
     ck_assert_double_eq_tol(conf->drift_factor, 0.01, 1e-12);
     ck_assert_int_eq(conf->retry_delay_ms, 200);
-    ck_assert_str_eq(conf->key_prefix, "");
+    ck_assert_str_eq(conf->key_prefix, "redlock:");
     ck_assert_int_eq(conf->fence, CONF_FENCE_REQUEST);
     ck_assert_int_eq(conf->max_clients, 10000);
+    ck_assert_int_eq(conf->unix_reserved, 16);
+    ck_assert_int_eq(conf->max_clients_per_source, 0);
+    ck_assert_int_eq(conf->max_unauthenticated, 256);
+    ck_assert_int_eq(conf->max_unauthenticated_per_source, 16);
+    ck_assert_int_eq(conf->max_watches, 10000);
+    ck_assert_int_eq(conf->reads_per_second, 100);
+    ck_assert_int_eq(conf->show_labels, CONF_LABELS_ALL);
     ck_assert_int_eq(conf->max_line_bytes, 1024);
     ck_assert_int_eq(conf->max_locks_per_client, 1024);
     ck_assert_int_eq(conf->max_pending, 1024);

@@ -176,7 +176,7 @@ OK*) ;;
 *) bad "LOCK $name: '$reply'"; cat "$tmp/run.log"; exit 1 ;;
 esac
 for port in $ports; do
-    [ -n "$(redis-cli -p "$port" get "$name")" ] || bad "no key $name on master $port"
+    [ -n "$(redis-cli -p "$port" get "redlock:$name")" ] || bad "no key redlock:$name on master $port"
 done
 
 # Ctrl-C: SIGINT to the foreground process group, which is the session.

@@ -290,6 +290,70 @@ START_TEST(list_holds_and_waiters)
 END_TEST
 
 /*
+ * With auth.show_labels: admin, a session sees the labels of its own
+ * holds only; STATUS, LIST and WATCH leave others' out, and an admin
+ * session sees them all.
+ */
+START_TEST(labels_shown_to_admins_only)
+{
+    struct h_daemon_opts o = wt_opts;
+    int a, b, adm;
+    char *got;
+
+    o.show_labels = "admin";
+    wt_up(1, &o);
+    a = expect_connect(0);
+    b = expect_connect(0);
+    adm = expect_connect(0);
+    got = EXPECT_CMD(a, "LOCK lb label=build-host-7");
+    free(got);
+
+    got = EXPECT_CMD(a, "STATUS lb");
+    EXPECT_FIELD(got, "owner", "self");
+    EXPECT_FIELD(got, "label", "build-host-7");
+    free(got);
+    got = EXPECT_CMD(b, "STATUS lb");
+    EXPECT_FIELD(got, "owner", "other");
+    EXPECT_NO_FIELD(got, "label");
+    EXPECT_NO_FIELD(got, "held_ms");
+    free(got);
+
+    ck_assert_int_eq(h_send(b, "LIST"), 0);
+    got = EXPECT_READ(b, CMD_MS, "LIST");
+    EXPECT_IS(got, "HELD", "lb");
+    EXPECT_NO_FIELD(got, "label");
+    free(got);
+    got = EXPECT_READ(b, CMD_MS, "LIST END");
+    ck_assert_str_eq(got, "END");
+    free(got);
+    ck_assert_int_eq(h_send(a, "LIST"), 0);
+    got = EXPECT_READ(a, CMD_MS, "LIST");
+    EXPECT_FIELD(got, "label", "build-host-7");
+    free(got);
+    got = EXPECT_READ(a, CMD_MS, "LIST END");
+    ck_assert_str_eq(got, "END");
+    free(got);
+
+    EXPECT_REPLY(b, "WATCH lb", "OK lb");
+    got = WT_PUSH(b, "! HELD lb");
+    EXPECT_NO_FIELD(got, "label");
+    free(got);
+
+    EXPECT_REPLY(adm, "AUTH " ADMIN_PASSWORD, "OK");
+    got = EXPECT_CMD(adm, "STATUS lb");
+    EXPECT_FIELD(got, "label", "build-host-7");
+    free(got);
+    EXPECT_REPLY(adm, "WATCH lb", "OK lb");
+    got = WT_PUSH(adm, "! HELD lb");
+    EXPECT_FIELD(got, "label", "build-host-7");
+    free(got);
+    close(a);
+    close(b);
+    close(adm);
+}
+END_TEST
+
+/*
  * A listing longer than one step (1024 names) and than the client's
  * output bound is written in steps as the client reads: every name once,
  * in order, and the session is not closed for its output.
@@ -651,6 +715,7 @@ main(void)
 
     WT_ADD(s, label_across_daemons);
     WT_ADD(s, list_holds_and_waiters);
+    WT_ADD(s, labels_shown_to_admins_only);
     WT_ADD(s, list_in_steps);
     WT_ADD(s, watch_follows_changes);
     WT_ADD(s, break_ends_the_lock);

@@ -1552,10 +1552,9 @@ h_write_conf(const struct h_daemon_opts *o)
             (long long)(o->min_ttl_ms != 0 ? o->min_ttl_ms : H_MIN_TTL_MS));
     h_conf_int(f, "max_ttl_ms", o->max_ttl_ms);
     h_conf_int(f, "retry_delay_ms", o->retry_delay_ms);
+    /* Tests read the masters' keys by the lock's name: no prefix unless asked. */
+    fprintf(f, "  key_prefix: \"%s\"\n", o->key_prefix != NULL ? o->key_prefix : "");
     /* Only when asked: a daemon without these settings must still start. */
-    if (o->key_prefix != NULL) {
-        fprintf(f, "  key_prefix: \"%s\"\n", o->key_prefix);
-    }
     if (o->fence != NULL) {
         fprintf(f, "  fence: %s\n", o->fence);
     }
@@ -1600,12 +1599,15 @@ h_write_conf(const struct h_daemon_opts *o)
     if (o->redis_tls_server_name != NULL) {
         fprintf(f, "  tls_server_name: \"%s\"\n", o->redis_tls_server_name);
     }
-    if (o->auth_password != NULL || o->admin_password != NULL) {
+    if (o->auth_password != NULL || o->admin_password != NULL || o->show_labels != NULL) {
         fprintf(f, "auth:\n  password: \"%s\"\n  unix_exempt: %s\n",
                 o->auth_password != NULL ? o->auth_password : "",
                 o->auth_unix_required ? "false" : "true");
         if (o->admin_password != NULL) {
             fprintf(f, "  admin_password: \"%s\"\n", o->admin_password);
+        }
+        if (o->show_labels != NULL) {
+            fprintf(f, "  show_labels: %s\n", o->show_labels);
         }
     }
     /* Off unless asked: every daemon would want the same port. */

@@ -386,7 +386,8 @@ struct h_daemon_opts {
                                            0 means h_masters_alive(), -1
                                            means do not wait for masters */
     const char *fence;                  /* lock.fence (not written when NULL) */
-    const char *key_prefix;             /* lock.key_prefix (not written when NULL) */
+    const char *key_prefix;             /* lock.key_prefix ("" when NULL, unlike the
+                                           daemon's default) */
     const char *clock_check;            /* lock.clock_check, "true" or "false" (not
                                            written when NULL) */
     double      drift_factor;           /* lock.drift_factor (not written when 0) */
@@ -399,6 +400,7 @@ struct h_daemon_opts {
     const char *auth_password;          /* auth.password (none when NULL) */
     bool        auth_unix_required;     /* auth.unix_exempt: false */
     const char *admin_password;         /* auth.admin_password (none when NULL) */
+    const char *show_labels;            /* auth.show_labels (not written when NULL) */
     int         metrics_port;           /* metrics.listen on 127.0.0.1 (off when 0) */
     const char *const *extra_masters;   /* more masters entries, written as they
                                            are ("localhost:6380") after every
