@@ -400,6 +400,8 @@ struct h_daemon_opts {
     bool        auth_unix_required;     /* auth.unix_exempt: false */
     const char *admin_password;         /* auth.admin_password (none when NULL) */
     int         metrics_port;           /* metrics.listen on 127.0.0.1 (off when 0) */
+    int64_t     metrics_max_connections;    /* metrics.max_connections (with metrics_port) */
+    int64_t     metrics_request_timeout_ms; /* metrics.request_timeout_ms (with metrics_port) */
     const char *const *extra_masters;   /* more masters entries, written as they
                                            are ("localhost:6380") after every
                                            started master; NULL-terminated;
