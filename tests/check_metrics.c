@@ -42,6 +42,7 @@
 #define TEST_TIMEOUT_S  60
 #define CONTENT_TYPE    "text/plain; version=0.0.4; charset=utf-8"
 #define METRICS_IDLE_S  10      /* daemon/metrics.c: METRICS_TIMEOUT_S */
+#define MT_KEEPALIVE_GET "GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n"
 
 /* The metrics port of the current test's daemon. */
 static int mt_port;
@@ -1324,7 +1325,7 @@ START_TEST(metrics_connection_cap)
     fd = h_connect_port(mt_port);
     ck_assert_msg(fd >= 0, "cannot connect to the metrics port");
     t0 = h_now_ms();
-    ck_assert_int_eq(h_send_raw(fd, "GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n", 35), 0);
+    ck_assert_int_eq(h_send_raw(fd, MT_KEEPALIVE_GET, strlen(MT_KEEPALIVE_GET)), 0);
     len = mt_read_to_close(fd, 3000, got, sizeof(got));
     ck_assert_msg(len != (size_t)-1, "the fifth connection was not closed within 3 s");
     ck_assert_msg(len == 0 || strncmp(got, "HTTP/1.1 503 ", 13) == 0,
@@ -1406,7 +1407,7 @@ START_TEST(metrics_request_deadline)
         if (i > 0) {
             h_sleep_ms(600);    /* pacing: the connection outlives the deadline */
         }
-        ck_assert_int_eq(h_send_raw(fd, "GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n", 35), 0);
+        ck_assert_int_eq(h_send_raw(fd, MT_KEEPALIVE_GET, strlen(MT_KEEPALIVE_GET)), 0);
         ck_assert_int_eq(mt_read_response(fd, H_HTTP_MS), 200);
     }
     close(fd);
