@@ -10,7 +10,9 @@
  * same moment, the latency histogram (cumulative, _count equal to the
  * acquisitions), a master's up going 1 -> 0 when it is killed, 404, 405
  * and HEAD, label values escaped, a stalled HTTP client closed by the
- * timeout, and a daemon that refuses to start when metrics.listen's
+ * timeout, metrics.max_connections (503 past it) and
+ * metrics.request_timeout_ms (a client that trickles its request is
+ * closed; keep-alive scrapes are not), and a daemon that refuses to start when metrics.listen's
  * port is taken.  The report table both outputs are written from
  * (daemon/report.h, linked in) is checked row by row: its rules, and
  * every row in STATS and in /metrics with the same value.
