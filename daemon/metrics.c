@@ -28,6 +28,12 @@
  * metrics.request_timeout_ms of its first byte (of the accept, for the
  * first) has its connection shut down.  A shut-down socket reads as the
  * end of stream, and evhttp then frees the connection itself.
+ *
+ * Why not a filter bufferevent, whose free hook would tell the close
+ * without the callbacks' argument: evhttp 2.1 queues a reply while
+ * writing is disabled and then enables writing, which a filter does not
+ * act on, so replies stall; and it reports a reply written once the
+ * filter has passed it on, then shuts the socket before the bytes left.
  */
 #include <stdbool.h>
 #include <stdio.h>
