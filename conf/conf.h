@@ -128,6 +128,9 @@ struct conf {
     struct conf_addr metrics;       /* metrics.listen; spec "" when disabled */
     bool     metrics_allow_remote;  /* metrics.allow_remote: a non-loopback
                                        metrics.listen is meant */
+    int64_t  metrics_max_connections;   /* metrics.max_connections: at once */
+    int64_t  metrics_request_timeout_ms; /* metrics.request_timeout_ms: a request's
+                                            whole time, first byte to reply */
 
     /* log: */
     enum conf_log_level log_level;  /* log.level */

@@ -14,11 +14,39 @@
  * other path.  evhttp bounds what a client may
  * send (headers, body) and closes a connection that makes no progress
  * for METRICS_TIMEOUT_S, in either direction.
+ *
+ * evhttp (libevent 2.1) bounds neither the number of connections nor
+ * the whole time of a request: its timeout restarts with every byte.
+ * This module keeps its own record of each connection (struct
+ * metrics_conn): evhttp_set_bevcb() lets it make every accepted
+ * connection's bufferevent, and once evhttp has given that bufferevent
+ * its socket (later in the same turn of the loop) the record finds
+ * evhttp's connection, which is the argument of the bufferevent's
+ * callbacks, and asks evhttp to tell it when the connection closes
+ * (evhttp_connection_set_closecb).  Past metrics.max_connections a new
+ * connection is sent a 503 and shut down; a request not answered within
+ * metrics.request_timeout_ms of its first byte (of the accept, for the
+ * first) has its connection shut down.  A shut-down socket reads as the
+ * end of stream, and evhttp then frees the connection itself.
+ *
+ * Why not a filter bufferevent, whose free hook would tell the close
+ * without the callbacks' argument: evhttp 2.1 queues a reply while
+ * writing is disabled and then enables writing, which a filter does not
+ * act on, so replies stall (a keep-alive connection's second one, and
+ * every "Connection: close" one, were never sent when this was tried);
+ * and past that, evhttp would take a reply as written once the filter
+ * had passed it on, and shut the socket before the bytes left.
  */
+#include <stdbool.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
+#include <sys/socket.h>
+
 #include <event2/buffer.h>
+#include <event2/bufferevent.h>
+#include <event2/event.h>
 #include <event2/http.h>
 #include <event2/util.h>
 
@@ -29,16 +57,59 @@
 #include "daemon/metrics.h"
 #include "daemon/report.h"
 #include "daemon/stats.h"
+#include "daemon/util.h"
 
 #define METRICS_PATH            "/metrics"
 #define METRICS_CONTENT_TYPE    "text/plain; version=0.0.4; charset=utf-8"
 #define METRICS_TIMEOUT_S       10      /* idle read or write, then closed */
 #define METRICS_MAX_HEADERS     8192    /* request line and headers, bytes */
 #define METRICS_MAX_BODY        1024    /* request body, bytes (GET has none) */
+#define METRICS_LOG_EVERY_US    10000000 /* at most one line on refusals and deadlines
+                                            per 10 s */
+
+/* The answer to a connection past metrics.max_connections, sent as it is. */
+static const char metrics_busy[] =
+    "HTTP/1.1 503 Service Unavailable\r\n"
+    "Content-Type: text/plain; charset=utf-8\r\n"
+    "Content-Length: 40\r\n"
+    "Connection: close\r\n"
+    "\r\n"
+    "too many connections to /metrics: retry\n";
+
+/* Where a connection is in its life (struct metrics_conn). */
+enum metrics_conn_state {
+    METRICS_CONN_NEW,       /* accepted; evhttp has not given it its socket yet */
+    METRICS_CONN_REQUEST,   /* a request is read or answered: the deadline runs */
+    METRICS_CONN_IDLE,      /* keep-alive between requests: evhttp's idle timeout */
+    METRICS_CONN_CLOSING    /* refused or past its deadline: shut down, evhttp frees it */
+};
+
+/*
+ * One connection to /metrics.  Made with its bufferevent in
+ * metrics_bev_cb(); freed when evhttp closes the connection
+ * (metrics_close_cb), or by metrics_stop().
+ */
+struct metrics_conn {
+    struct metrics_conn      *prev;     /* in metrics_conns */
+    struct metrics_conn      *next;     /* in metrics_conns */
+    struct bufferevent       *bev;      /* the connection's; evhttp owns it */
+    struct evhttp_connection *evcon;    /* evhttp's connection; NULL while NEW */
+    struct evbuffer_cb_entry *in_cb;    /* metrics_input_cb on bev's input; NULL while NEW */
+    struct event             *timer;    /* the set-up while NEW, then the request deadline */
+    enum metrics_conn_state   state;    /* see the enum */
+    bool                      counted;  /* within metrics.max_connections (not refused) */
+};
 
 /* The server; NULL when metrics are off or not started. */
 static struct evhttp *metrics_http;
 static struct evconnlistener *metrics_listener; /* its socket, owned by metrics_http */
+static struct metrics_conn *metrics_conns;      /* every connection, newest first */
+static int64_t metrics_nconns;          /* connections counted against the limit */
+static int64_t metrics_max_conns;       /* metrics.max_connections */
+static int64_t metrics_timeout_ms;      /* metrics.request_timeout_ms */
+static int64_t metrics_logged_us;       /* util_now_us() of the last line on closes; 0: none */
+static uint64_t metrics_logged_rejected;    /* stats.metrics_rejected at that line */
+static uint64_t metrics_logged_timed_out;   /* stats.metrics_timed_out at that line */
 
 /* Append s as a label value: backslash, double quote and LF escaped. */
 static void
@@ -225,6 +296,237 @@ metrics_reply(struct evhttp_request *req, int code, const char *reason, const ch
     evbuffer_free(body);
 }
 
+/* ---- connections: the limit and the request deadline ---- */
+
+/*
+ * A line on refused and timed-out connections, at most one per
+ * METRICS_LOG_EVERY_US, with the counts since the line before.
+ */
+static void
+metrics_log_closes(void)
+{
+    int64_t now = util_now_us();
+
+    if (metrics_logged_us != 0 && now - metrics_logged_us < METRICS_LOG_EVERY_US) {
+        return;
+    }
+    log_warn("/metrics: %llu connections refused past metrics.max_connections (%lld) and "
+             "%llu closed past metrics.request_timeout_ms (%lld ms) since the last such line",
+             (unsigned long long)(stats.metrics_rejected - metrics_logged_rejected),
+             (long long)metrics_max_conns,
+             (unsigned long long)(stats.metrics_timed_out - metrics_logged_timed_out),
+             (long long)metrics_timeout_ms);
+    metrics_logged_us = now;
+    metrics_logged_rejected = stats.metrics_rejected;
+    metrics_logged_timed_out = stats.metrics_timed_out;
+}
+
+/* Forget c: out of the list and the count, its timer and itself freed. */
+static void
+metrics_conn_free(struct metrics_conn *c)
+{
+    if (c->prev != NULL) {
+        c->prev->next = c->next;
+    } else {
+        metrics_conns = c->next;
+    }
+    if (c->next != NULL) {
+        c->next->prev = c->prev;
+    }
+    if (c->counted) {
+        metrics_nconns--;
+    }
+    event_free(c->timer);
+    free(c);
+}
+
+/* The record of evhttp's connection evcon, or NULL. */
+static struct metrics_conn *
+metrics_conn_find(const struct evhttp_connection *evcon)
+{
+    struct metrics_conn *c;
+
+    for (c = metrics_conns; c != NULL; c = c->next) {
+        if (c->evcon == evcon) {
+            return c;
+        }
+    }
+    return NULL;
+}
+
+/* A request begins (its first byte came, or the connection was accepted). */
+static void
+metrics_conn_begin(struct metrics_conn *c)
+{
+    struct timeval tv = { (time_t)(metrics_timeout_ms / 1000),
+                          (suseconds_t)(metrics_timeout_ms % 1000 * 1000) };
+
+    c->state = METRICS_CONN_REQUEST;
+    evtimer_add(c->timer, &tv);
+}
+
+/*
+ * End c's connection: shut its socket down both ways.  evhttp reads the
+ * end of stream (or fails its next write) and frees the connection,
+ * which calls metrics_close_cb.
+ */
+static void
+metrics_conn_shut(struct metrics_conn *c)
+{
+    c->state = METRICS_CONN_CLOSING;
+    evtimer_del(c->timer);
+    (void)shutdown(bufferevent_getfd(c->bev), SHUT_RDWR);
+}
+
+/* Bytes came into c's input: the first of a request when c was idle. */
+static void
+metrics_input_cb(struct evbuffer *buf, const struct evbuffer_cb_info *info, void *arg)
+{
+    struct metrics_conn *c = arg;
+
+    (void)buf;
+    if (info->n_added > 0 && c->state == METRICS_CONN_IDLE) {
+        metrics_conn_begin(c);
+    }
+}
+
+/*
+ * evhttp wrote a reply to the kernel: c's request is over.  A request
+ * whose bytes came already begins now; else c waits, idle.
+ */
+static void
+metrics_done_cb(struct evhttp_request *req, void *arg)
+{
+    struct metrics_conn *c = arg;
+
+    (void)req;
+    if (c->state != METRICS_CONN_REQUEST) {
+        return;
+    }
+    if (evbuffer_get_length(bufferevent_get_input(c->bev)) > 0) {
+        metrics_conn_begin(c);
+        return;
+    }
+    c->state = METRICS_CONN_IDLE;
+    evtimer_del(c->timer);
+}
+
+/* evhttp closes c's connection (and frees it and the bufferevent next). */
+static void
+metrics_close_cb(struct evhttp_connection *evcon, void *arg)
+{
+    struct metrics_conn *c = arg;
+
+    (void)evcon;
+    evbuffer_remove_cb_entry(bufferevent_get_input(c->bev), c->in_cb);
+    metrics_conn_free(c);
+}
+
+/*
+ * The set-up, in the turn of the loop that accepted the connection,
+ * after evhttp gave the bufferevent its socket and made its connection:
+ * that connection is the argument of the bufferevent's callbacks.  Then
+ * either a 503 and the end (past the limit) or the first request's
+ * deadline.  Drops the reference metrics_bev_cb took.
+ */
+static void
+metrics_conn_setup(struct metrics_conn *c)
+{
+    struct bufferevent *bev = c->bev;
+    bufferevent_event_cb eventcb = NULL;
+    void *cbarg = NULL;
+
+    bufferevent_getcb(bev, NULL, NULL, &eventcb, &cbarg);
+    if (eventcb == NULL || cbarg == NULL || bufferevent_getfd(bev) < 0
+        || evhttp_connection_get_bufferevent(cbarg) != bev) {
+        /* evhttp failed to set the connection up and has freed it already. */
+        metrics_conn_free(c);
+        bufferevent_decref(bev);
+        return;
+    }
+    c->evcon = cbarg;
+    evhttp_connection_set_closecb(c->evcon, metrics_close_cb, c);
+    c->in_cb = evbuffer_add_cb(bufferevent_get_input(bev), metrics_input_cb, c);
+    bufferevent_decref(bev);    /* evhttp holds its own */
+    if (c->in_cb == NULL) {
+        /* No memory: the requests cannot be timed, so the connection goes. */
+        metrics_conn_shut(c);
+        return;
+    }
+    if (!c->counted) {
+        stats.metrics_rejected++;
+        metrics_log_closes();
+        (void)send(bufferevent_getfd(bev), metrics_busy, sizeof(metrics_busy) - 1,
+                   MSG_DONTWAIT | MSG_NOSIGNAL);
+        metrics_conn_shut(c);
+        return;
+    }
+    metrics_conn_begin(c);
+}
+
+/* c's timer: the set-up while NEW, else the request's deadline. */
+static void
+metrics_timer_cb(evutil_socket_t fd, short what, void *arg)
+{
+    struct metrics_conn *c = arg;
+
+    (void)fd;
+    (void)what;
+    if (c->state == METRICS_CONN_NEW) {
+        metrics_conn_setup(c);
+    } else if (c->state == METRICS_CONN_REQUEST) {
+        stats.metrics_timed_out++;
+        metrics_log_closes();
+        metrics_conn_shut(c);
+    }
+}
+
+/*
+ * evhttp accepted a connection and asks for its bufferevent: a socket
+ * bufferevent (given the socket by evhttp, closing it when freed) and
+ * its record, counted against metrics.max_connections unless the limit
+ * is reached.  The set-up runs in this turn of the loop, before any
+ * byte is read.  Returns NULL when out of memory: evhttp then makes a
+ * bufferevent of its own, and the connection is served unrecorded.
+ */
+static struct bufferevent *
+metrics_bev_cb(struct event_base *base, void *arg)
+{
+    struct metrics_conn *c = calloc(1, sizeof(*c));
+
+    (void)arg;
+    if (c == NULL) {
+        return NULL;
+    }
+    c->bev = bufferevent_socket_new(base, -1, BEV_OPT_CLOSE_ON_FREE);
+    c->timer = evtimer_new(base, metrics_timer_cb, c);
+    if (c->bev == NULL || c->timer == NULL) {
+        if (c->bev != NULL) {
+            bufferevent_free(c->bev);
+        }
+        if (c->timer != NULL) {
+            event_free(c->timer);
+        }
+        free(c);
+        return NULL;
+    }
+    bufferevent_incref(c->bev);     /* stays valid until the set-up */
+    c->state = METRICS_CONN_NEW;
+    c->counted = metrics_nconns < metrics_max_conns;
+    if (c->counted) {
+        metrics_nconns++;
+    }
+    c->next = metrics_conns;
+    if (metrics_conns != NULL) {
+        metrics_conns->prev = c;
+    }
+    metrics_conns = c;
+    event_active(c->timer, EV_TIMEOUT, 1);
+    return c->bev;
+}
+
+/* ---- requests ---- */
+
 /* Every request: /metrics to GET and HEAD, else 404 or 405. */
 static void
 metrics_request_cb(struct evhttp_request *req, void *arg)
@@ -233,9 +535,19 @@ metrics_request_cb(struct evhttp_request *req, void *arg)
     const char *path = uri != NULL ? evhttp_uri_get_path(uri) : NULL;
     enum evhttp_cmd_type cmd = evhttp_request_get_command(req);
     struct evkeyvalq *headers = evhttp_request_get_output_headers(req);
+    struct metrics_conn *c = metrics_conn_find(evhttp_request_get_connection(req));
     struct evbuffer *body;
 
     (void)arg;
+    if (c != NULL) {
+        evhttp_request_set_on_complete_cb(req, metrics_done_cb, c);
+        if (c->state == METRICS_CONN_CLOSING) {
+            /* Read before the shut-down took: the write fails and evhttp closes. */
+            metrics_reply(req, HTTP_SERVUNAVAIL, "Service Unavailable",
+                          "too many connections to /metrics: retry\n");
+            return;
+        }
+    }
     if (path == NULL || strcmp(path, METRICS_PATH) != 0) {
         metrics_reply(req, HTTP_NOTFOUND, "Not Found", "not found: try GET /metrics\n");
         return;
@@ -283,6 +595,8 @@ metrics_start(struct event_base *base, const struct conf *conf)
     evhttp_set_max_body_size(metrics_http, METRICS_MAX_BODY);
     evhttp_set_timeout(metrics_http, METRICS_TIMEOUT_S);
     evhttp_set_gencb(metrics_http, metrics_request_cb, NULL);
+    evhttp_set_bevcb(metrics_http, metrics_bev_cb, NULL);
+    metrics_set_conf(conf);
     lev = listener_bind_inet(base, a, NULL, why, sizeof(why));
     if (lev != NULL) {
         bound = evhttp_bind_listener(metrics_http, lev);   /* frees lev with the server */
@@ -305,12 +619,29 @@ metrics_start(struct event_base *base, const struct conf *conf)
 }
 
 void
+metrics_set_conf(const struct conf *conf)
+{
+    metrics_max_conns = conf->metrics_max_connections;
+    metrics_timeout_ms = conf->metrics_request_timeout_ms;
+}
+
+void
 metrics_stop(void)
 {
+    struct bufferevent *bev;
+
     if (metrics_http != NULL) {
         listener_unguard(metrics_listener);
         metrics_listener = NULL;
         evhttp_free(metrics_http);     /* closes the socket and every connection */
         metrics_http = NULL;
+    }
+    /* Only connections accepted in this turn of the loop, not set up, are left. */
+    while (metrics_conns != NULL) {
+        bev = metrics_conns->state == METRICS_CONN_NEW ? metrics_conns->bev : NULL;
+        metrics_conn_free(metrics_conns);
+        if (bev != NULL) {
+            bufferevent_decref(bev);
+        }
     }
 }

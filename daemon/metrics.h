@@ -7,7 +7,12 @@
  * method 405 (one evhttp does not know, such as PROPFIND: 501; CONNECT,
  * whose target is no path: 404).  A connection idle for 10 s (reading
  * or writing) is closed; request headers are limited to 8 KiB, bodies
- * to 1 KiB.
+ * to 1 KiB.  At most metrics.max_connections connections are open at
+ * once (another is answered 503 and closed), and a request not answered
+ * within metrics.request_timeout_ms of its first byte (of the accept,
+ * for a connection's first request) has its connection closed; both
+ * are counted (metrics_rejected, metrics_timed_out) and logged at most
+ * once per 10 s.
  */
 #ifndef REDLOCKD_METRICS_H
 #define REDLOCKD_METRICS_H
@@ -22,6 +27,13 @@ struct conf;
  * the address cannot be bound: in use, not local, no permission).
  */
 int metrics_start(struct event_base *base, const struct conf *conf);
+
+/*
+ * Use conf's metrics.max_connections and metrics.request_timeout_ms from
+ * now on (at start, and on a reload); conf is read during the call only.
+ * Open connections stay; a request keeps the deadline it began with.
+ */
+void metrics_set_conf(const struct conf *conf);
 
 /*
  * Stop serving: close the socket and every connection, free the server.

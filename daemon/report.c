@@ -62,6 +62,13 @@
     ROW(clients_closed_output, "redlockd_clients_closed_output_total", NULL, NULL, COUNTER,        \
         NUMBER, stats.clients_closed_output,                                                       \
         "Connections closed because they did not read their replies.")                             \
+    ROW(metrics_rejected, "redlockd_metrics_rejected_total", NULL, NULL, COUNTER, NUMBER,          \
+        stats.metrics_rejected,                                                                    \
+        "/metrics connections refused because of metrics.max_connections.")                       \
+    ROW(metrics_timed_out, "redlockd_metrics_timed_out_total", NULL, NULL, COUNTER, NUMBER,        \
+        stats.metrics_timed_out,                                                                   \
+        "/metrics connections closed because a request was not answered within "                   \
+        "metrics.request_timeout_ms.")                                                             \
     ROW(labels_truncated, "redlockd_labels_truncated_total", NULL, NULL, COUNTER, NUMBER,          \
         stats.labels_truncated, "Default holder labels cut to 64 bytes.")                          \
     ROW(locks_held, "redlockd_locks_held", NULL, NULL, GAUGE, NUMBER, lock_count_held(),           \

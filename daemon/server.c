@@ -276,6 +276,7 @@ server_reload(void)
     watch_set_conf(next);
     session_set_conf(next);
     listener_set_conf(next);
+    metrics_set_conf(next);
     if (server_conf_owned) {
         conf_free(server_conf);
         free(server_conf);

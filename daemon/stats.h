@@ -33,6 +33,10 @@ struct stats {
     uint64_t tls_handshake_failures; /* session: TLS clients whose handshake failed */
     uint64_t clients_timed_out;  /* session: request line not finished in time */
     uint64_t clients_closed_output; /* session: replies not read, or too many */
+    uint64_t metrics_rejected;   /* metrics: /metrics connections refused by
+                                    metrics.max_connections */
+    uint64_t metrics_timed_out;  /* metrics: /metrics connections closed at
+                                    metrics.request_timeout_ms */
     uint64_t labels_truncated;   /* session: default holder labels cut to 64 bytes */
     uint64_t acquire_ok;         /* lock: LOCK/TRYLOCK granted (first grant) */
     uint64_t acquire_reentered;  /* lock: LOCK on a name already held */

@@ -202,6 +202,12 @@ static const struct fixture bad_fixtures[] = {
         "E " FX("bad-int.yml") ":4:19: lock.default_ttl_ms: expected an integer, got '30s'" } },
     { FX("range.yml"), {
         "E " FX("range.yml") ":4:20: lock.node_timeout_ms: 0 is out of range 1..60000" } },
+    { FX("metrics-max-connections.yml"), {
+        "E " FX("metrics-max-connections.yml") ":4:20: metrics.max_connections: 0 is out of "
+        "range 1..100000" } },
+    { FX("metrics-request-timeout.yml"), {
+        "E " FX("metrics-request-timeout.yml") ":4:23: metrics.request_timeout_ms: 99 is out "
+        "of range 100..600000" } },
     { FX("bad-double.yml"), {
         "E " FX("bad-double.yml") ":4:17: lock.drift_factor: expected a number, got '1%'" } },
     { FX("double-range.yml"), {
@@ -386,6 +392,8 @@ assert_defaults(const struct conf *conf)
     ck_assert_str_eq(conf->auth_password, "");
     ck_assert(conf->auth_unix_exempt);
     ck_assert_str_eq(conf->metrics.spec, "127.0.0.1:9379");
+    ck_assert_int_eq(conf->metrics_max_connections, 16);
+    ck_assert_int_eq(conf->metrics_request_timeout_ms, 5000);
     ck_assert_int_eq(conf->log_level, CONF_LOG_INFO);
 }
 
@@ -474,6 +482,8 @@ START_TEST(test_full)
     ck_assert(!conf.auth_unix_exempt);
     ck_assert_str_eq(conf.metrics.host, "::1");
     ck_assert_int_eq(conf.metrics.port, 9400);
+    ck_assert_int_eq(conf.metrics_max_connections, 4);
+    ck_assert_int_eq(conf.metrics_request_timeout_ms, 2500);
 
     ck_assert_int_eq(conf.log_level, CONF_LOG_DEBUG);
     conf_free(&conf);

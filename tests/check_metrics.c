@@ -10,7 +10,9 @@
  * same moment, the latency histogram (cumulative, _count equal to the
  * acquisitions), a master's up going 1 -> 0 when it is killed, 404, 405
  * and HEAD, label values escaped, a stalled HTTP client closed by the
- * timeout, and a daemon that refuses to start when metrics.listen's
+ * timeout, metrics.max_connections (503 past it) and
+ * metrics.request_timeout_ms (a client that trickles its request is
+ * closed; keep-alive scrapes are not), and a daemon that refuses to start when metrics.listen's
  * port is taken.  The report table both outputs are written from
  * (daemon/report.h, linked in) is checked row by row: its rules, and
  * every row in STATS and in /metrics with the same value.
@@ -42,6 +44,7 @@
 #define TEST_TIMEOUT_S  60
 #define CONTENT_TYPE    "text/plain; version=0.0.4; charset=utf-8"
 #define METRICS_IDLE_S  10      /* daemon/metrics.c: METRICS_TIMEOUT_S */
+#define MT_KEEPALIVE_GET "GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n"
 
 /* The metrics port of the current test's daemon. */
 static int mt_port;
@@ -298,18 +301,25 @@ mt_check_format(const char *body)
 
 /* ---- set-up ---- */
 
+/* Masters and a daemon with opts (metrics_port is set here). */
+static void
+mt_up_with(struct h_daemon_opts *opts)
+{
+    ck_assert_msg(h_begin(tcase_name()) == 0, "cannot create the test directory");
+    ck_assert_msg(h_start_masters(NMASTERS) == 0, "the masters did not start");
+    mt_port = h_free_port();
+    ck_assert_msg(mt_port > 0, "no free port");
+    opts->metrics_port = mt_port;
+    ck_assert_msg(h_start_daemon(opts) == 0, "redlockd did not start (log above)");
+}
+
 static void
 mt_up(void)
 {
     struct h_daemon_opts opts;
 
     memset(&opts, 0, sizeof(opts));
-    ck_assert_msg(h_begin(tcase_name()) == 0, "cannot create the test directory");
-    ck_assert_msg(h_start_masters(NMASTERS) == 0, "the masters did not start");
-    mt_port = h_free_port();
-    ck_assert_msg(mt_port > 0, "no free port");
-    opts.metrics_port = mt_port;
-    ck_assert_msg(h_start_daemon(&opts) == 0, "redlockd did not start (log above)");
+    mt_up_with(&opts);
 }
 
 static void
@@ -1150,13 +1160,20 @@ START_TEST(metrics_paths_and_methods)
 }
 END_TEST
 
-/* A client that sends half a request and stops is closed by the timeout. */
+/*
+ * A client that sends half a request and stops is closed by evhttp's
+ * idle timeout (the request deadline set beyond it, so that the idle
+ * timeout is what closes it).
+ */
 START_TEST(metrics_stalled_client_closed)
 {
+    struct h_daemon_opts opts;
     int fd, lock;
     int64_t t0;
 
-    mt_up();
+    memset(&opts, 0, sizeof(opts));
+    opts.metrics_request_timeout_ms = 60000;
+    mt_up_with(&opts);
     fd = h_connect_port(mt_port);
     ck_assert_msg(fd >= 0, "cannot connect to the metrics port");
     ck_assert_int_eq(h_send_raw(fd, "GET /metr", 9), 0);
@@ -1182,12 +1199,224 @@ mt_cond_serving(void *arg)
     bool ok;
 
     (void)arg;
-    ok = mt_request("GET", "/metrics", &r) == 0 && r.status == 200;
-    if (ok) {
-        h_http_free(&r);
+    if (mt_request("GET", "/metrics", &r) != 0) {
+        return false;
     }
+    ok = r.status == 200;
+    h_http_free(&r);
     return ok;
 }
+
+/*
+ * Read one response from a keep-alive connection within timeout_ms: the
+ * head up to its blank line, then Content-Length bytes of body.
+ * Returns the status code, or -1 (closed, timed out, no length).
+ */
+static int
+mt_read_response(int fd, int64_t timeout_ms)
+{
+    int64_t deadline = h_now_ms() + timeout_ms;
+    char head[4096], len[32];
+    size_t used = 0;
+    long body = -1;
+    int status = -1;
+
+    for (;;) {
+        struct pollfd pfd = { .fd = fd, .events = POLLIN };
+        int64_t left = deadline - h_now_ms();
+        ssize_t n;
+
+        if (left <= 0 || poll(&pfd, 1, (int)left) <= 0) {
+            return -1;
+        }
+        if (body < 0) {
+            n = recv(fd, head + used, 1, 0);    /* byte by byte: no byte of the body */
+            if (n <= 0) {
+                return -1;
+            }
+            used++;
+            if (used >= 4 && memcmp(head + used - 4, "\r\n\r\n", 4) == 0) {
+                head[used] = '\0';
+                if (sscanf(head, "HTTP/1.1 %d", &status) != 1
+                    || !mt_header(head, "Content-Length", len, sizeof(len))) {
+                    return -1;
+                }
+                body = atol(len);
+            } else if (used + 1 >= sizeof(head)) {
+                return -1;
+            }
+        } else {
+            char buf[4096];
+
+            n = recv(fd, buf, body < (long)sizeof(buf) ? (size_t)body : sizeof(buf), 0);
+            if (n <= 0) {
+                return -1;
+            }
+            body -= n;
+        }
+        if (body == 0) {
+            return status;
+        }
+    }
+}
+
+/*
+ * Read fd until the daemon closes it (end of stream or a reset), within
+ * timeout_ms; what came before goes to buf (size bytes, cut, NUL added).
+ * Returns the bytes read, or (size_t)-1 when it stayed open.
+ */
+static size_t
+mt_read_to_close(int fd, int64_t timeout_ms, char *buf, size_t size)
+{
+    int64_t deadline = h_now_ms() + timeout_ms;
+    size_t used = 0;
+
+    buf[0] = '\0';
+    for (;;) {
+        struct pollfd pfd = { .fd = fd, .events = POLLIN };
+        int64_t left = deadline - h_now_ms();
+        char chunk[512];
+        ssize_t n;
+
+        if (left <= 0 || poll(&pfd, 1, (int)left) <= 0) {
+            return (size_t)-1;
+        }
+        n = recv(fd, chunk, sizeof(chunk), 0);
+        if (n == 0 || (n < 0 && errno == ECONNRESET)) {
+            return used;
+        }
+        if (n < 0) {
+            if (errno == EINTR) {
+                continue;
+            }
+            return (size_t)-1;
+        }
+        if (used + 1 < size) {
+            size_t k = (size_t)n < size - 1 - used ? (size_t)n : size - 1 - used;
+
+            memcpy(buf + used, chunk, k);
+            used += k;
+            buf[used] = '\0';
+        }
+    }
+}
+
+/*
+ * metrics.max_connections: 4.  Four idle connections take every place;
+ * a fifth is answered 503 (or closed) at once, long before the idle
+ * timeout, and the lock port serves meanwhile.  When one of the four
+ * goes, a scrape on a new connection gets 200.  The refusal is counted.
+ */
+START_TEST(metrics_connection_cap)
+{
+    struct h_daemon_opts opts;
+    int idle[4], fd, lock;
+    long long refused = -1;
+    char got[512];
+    size_t i, len;
+    int64_t t0;
+
+    memset(&opts, 0, sizeof(opts));
+    opts.metrics_max_connections = 4;
+    mt_up_with(&opts);
+    lock = mt_client();
+    for (i = 0; i < 4; i++) {
+        idle[i] = h_connect_port(mt_port);
+        ck_assert_msg(idle[i] >= 0, "cannot connect to the metrics port");
+    }
+    fd = h_connect_port(mt_port);
+    ck_assert_msg(fd >= 0, "cannot connect to the metrics port");
+    t0 = h_now_ms();
+    ck_assert_int_eq(h_send_raw(fd, MT_KEEPALIVE_GET, strlen(MT_KEEPALIVE_GET)), 0);
+    len = mt_read_to_close(fd, 3000, got, sizeof(got));
+    ck_assert_msg(len != (size_t)-1, "the fifth connection was not closed within 3 s");
+    ck_assert_msg(len == 0 || strncmp(got, "HTTP/1.1 503 ", 13) == 0,
+                  "the fifth connection got '%.40s', not 503 or nothing", got);
+    ck_assert_msg(h_now_ms() - t0 < 3000, "the fifth connection took %lld ms to close",
+                  (long long)(h_now_ms() - t0));
+    close(fd);
+    EXPECT_PREFIX(lock, "LOCK cap", "OK cap validity=");
+    /* The four are still open: no byte, no end of stream. */
+    for (i = 0; i < 4; i++) {
+        ck_assert_msg(h_quiet(idle[i], 0), "idle connection %zu was closed", i);
+    }
+    ck_assert_int_eq(h_stat(lock, "metrics_rejected", &refused), 0);
+    ck_assert_int_ge(refused, 1);
+    /* One goes: a new scrape gets its place (once the daemon has seen it go). */
+    close(idle[0]);
+    ck_assert_msg(h_wait_until(mt_cond_serving, NULL, 3000),
+                  "no 200 within 3 s after an idle connection closed");
+    EXPECT_PREFIX(lock, "UNLOCK cap", "OK cap");
+    for (i = 1; i < 4; i++) {
+        close(idle[i]);
+    }
+    close(lock);
+}
+END_TEST
+
+/*
+ * metrics.request_timeout_ms: 1500, evhttp's idle timeout 10 s.  A
+ * client that sends a byte of its request every 300 ms (never idle) is
+ * closed at the deadline; keep-alive scrapes spread over more than the
+ * deadline are each answered (the deadline is per request).
+ */
+START_TEST(metrics_request_deadline)
+{
+    static const char head[] = "GET /metrics HTTP/1.1\r\nHost: x\r\nX-Slow: ";
+    struct h_daemon_opts opts;
+    long long timed_out = -1;
+    int64_t t0, closed_at = -1;
+    int fd, lock, i;
+
+    memset(&opts, 0, sizeof(opts));
+    opts.metrics_request_timeout_ms = 1500;
+    mt_up_with(&opts);
+    lock = mt_client();
+
+    t0 = h_now_ms();
+    fd = h_connect_port(mt_port);
+    ck_assert_msg(fd >= 0, "cannot connect to the metrics port");
+    ck_assert_int_eq(h_send_raw(fd, head, sizeof(head) - 1), 0);
+    while (closed_at < 0 && h_now_ms() - t0 < 8000) {
+        struct pollfd pfd = { .fd = fd, .events = POLLIN };
+        char c;
+
+        if (send(fd, "a", 1, MSG_NOSIGNAL) != 1) {
+            closed_at = h_now_ms();     /* reset: the daemon closed it */
+            break;
+        }
+        if (poll(&pfd, 1, 300) == 1) {
+            ssize_t n = recv(fd, &c, 1, 0);
+
+            ck_assert_msg(n <= 0, "the trickling client got an answer");
+            closed_at = h_now_ms();
+        }
+    }
+    ck_assert_msg(closed_at >= 0, "a trickling client was still open after %lld ms",
+                  (long long)(h_now_ms() - t0));
+    ck_assert_msg(closed_at - t0 >= 1300, "closed after %lld ms, before the deadline",
+                  (long long)(closed_at - t0));
+    ck_assert_msg(closed_at - t0 <= 1500 + 1500, "closed after %lld ms, long after the deadline",
+                  (long long)(closed_at - t0));
+    close(fd);
+    ck_assert_int_eq(h_stat(lock, "metrics_timed_out", &timed_out), 0);
+    ck_assert_int_eq(timed_out, 1);
+
+    /* Keep-alive: four scrapes 600 ms apart on one connection, all answered. */
+    fd = h_connect_port(mt_port);
+    ck_assert_msg(fd >= 0, "cannot connect to the metrics port");
+    for (i = 0; i < 4; i++) {
+        if (i > 0) {
+            h_sleep_ms(600);    /* pacing: the connection outlives the deadline */
+        }
+        ck_assert_int_eq(h_send_raw(fd, MT_KEEPALIVE_GET, strlen(MT_KEEPALIVE_GET)), 0);
+        ck_assert_int_eq(mt_read_response(fd, H_HTTP_MS), 200);
+    }
+    close(fd);
+    EXPECT_PREFIX(lock, "LOCK dl", "OK dl validity=");
+    close(lock);
+}
+END_TEST
 
 /*
  * A label value with a double quote, a backslash and a LF (a master's
@@ -1306,24 +1535,27 @@ static Suite *
 metrics_suite(void)
 {
     Suite *s = suite_create("redlockd Prometheus metrics");
-    TCase *tc = tcase_create("metrics");
 
-    tcase_add_checked_fixture(tc, NULL, mt_teardown);
-    if (getenv("CK_DEFAULT_TIMEOUT") == NULL) {
-        tcase_set_timeout(tc, TEST_TIMEOUT_S);
-    }
-    tcase_add_test(tc, metrics_format);
-    tcase_add_test(tc, metrics_counts_match_stats);
-    tcase_add_test(tc, metrics_histogram);
-    tcase_add_test(tc, metrics_master_down);
-    tcase_add_test(tc, metrics_locks_lost_by_reason);
-    tcase_add_test(tc, metrics_table_rules);
-    tcase_add_test(tc, metrics_table_in_both_outputs);
-    tcase_add_test(tc, metrics_paths_and_methods);
-    tcase_add_test(tc, metrics_stalled_client_closed);
-    tcase_add_test(tc, metrics_label_escapes);
-    tcase_add_test(tc, metrics_port_taken);
-    suite_add_tcase(s, tc);
+    expect_add_case(s, "metrics_format", metrics_format, mt_teardown, TEST_TIMEOUT_S);
+    expect_add_case(s, "metrics_counts_match_stats", metrics_counts_match_stats, mt_teardown,
+                    TEST_TIMEOUT_S);
+    expect_add_case(s, "metrics_histogram", metrics_histogram, mt_teardown, TEST_TIMEOUT_S);
+    expect_add_case(s, "metrics_master_down", metrics_master_down, mt_teardown, TEST_TIMEOUT_S);
+    expect_add_case(s, "metrics_locks_lost_by_reason", metrics_locks_lost_by_reason, mt_teardown,
+                    TEST_TIMEOUT_S);
+    expect_add_case(s, "metrics_table_rules", metrics_table_rules, mt_teardown, TEST_TIMEOUT_S);
+    expect_add_case(s, "metrics_table_in_both_outputs", metrics_table_in_both_outputs, mt_teardown,
+                    TEST_TIMEOUT_S);
+    expect_add_case(s, "metrics_paths_and_methods", metrics_paths_and_methods, mt_teardown,
+                    TEST_TIMEOUT_S);
+    expect_add_case(s, "metrics_stalled_client_closed", metrics_stalled_client_closed, mt_teardown,
+                    TEST_TIMEOUT_S);
+    expect_add_case(s, "metrics_connection_cap", metrics_connection_cap, mt_teardown,
+                    TEST_TIMEOUT_S);
+    expect_add_case(s, "metrics_request_deadline", metrics_request_deadline, mt_teardown,
+                    TEST_TIMEOUT_S);
+    expect_add_case(s, "metrics_label_escapes", metrics_label_escapes, mt_teardown, TEST_TIMEOUT_S);
+    expect_add_case(s, "metrics_port_taken", metrics_port_taken, mt_teardown, TEST_TIMEOUT_S);
     return s;
 }
 

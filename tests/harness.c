@@ -1613,6 +1613,8 @@ h_write_conf(const struct h_daemon_opts *o)
     /* Off unless asked: every daemon would want the same port. */
     if (o->metrics_port > 0) {
         fprintf(f, "metrics:\n  listen: \"127.0.0.1:%d\"\n", o->metrics_port);
+        h_conf_int(f, "max_connections", o->metrics_max_connections);
+        h_conf_int(f, "request_timeout_ms", o->metrics_request_timeout_ms);
     } else {
         fprintf(f, "metrics:\n  listen: \"\"\n");
     }

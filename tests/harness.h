@@ -402,6 +402,8 @@ struct h_daemon_opts {
     const char *admin_password;         /* auth.admin_password (none when NULL) */
     const char *show_labels;            /* auth.show_labels (not written when NULL) */
     int         metrics_port;           /* metrics.listen on 127.0.0.1 (off when 0) */
+    int64_t     metrics_max_connections;    /* metrics.max_connections (with metrics_port) */
+    int64_t     metrics_request_timeout_ms; /* metrics.request_timeout_ms (with metrics_port) */
     const char *const *extra_masters;   /* more masters entries, written as they
                                            are ("localhost:6380") after every
                                            started master; NULL-terminated;
