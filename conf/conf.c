@@ -1538,7 +1538,8 @@ conf_check_ciphers(struct conf_state *st, size_t ciphers, size_t suites)
     if (st->seen[ciphers].set && !st->seen[ciphers].bad && conf->tls_ciphers != NULL
         && SSL_CTX_set_cipher_list(ctx, conf->tls_ciphers) != 1) {
         err = ERR_peek_last_error();
-        ERR_error_string_n(err, reason, sizeof(reason));
+        snprintf(reason, sizeof(reason), "%s", ERR_reason_error_string(err) != NULL
+                                               ? ERR_reason_error_string(err) : "no reason given");
         conf_quote(conf->tls_ciphers, strlen(conf->tls_ciphers), q, sizeof(q));
         if (ERR_GET_REASON(err) == SSL_R_NO_CIPHER_MATCH || err == 0) {
             conf_note_at(st, st->seen[ciphers].line, st->seen[ciphers].column, true,
@@ -1546,7 +1547,7 @@ conf_check_ciphers(struct conf_state *st, size_t ciphers, size_t suites)
                          "TLS 1.2 suites, like \"ECDHE+AESGCM:ECDHE+CHACHA20\")", q);
         } else {
             conf_note_at(st, st->seen[ciphers].line, st->seen[ciphers].column, true,
-                         "tls.ciphers '%s': not an OpenSSL cipher list: %s", q, reason);
+                         "tls.ciphers '%s': not an OpenSSL cipher list (%s)", q, reason);
         }
     }
     ERR_clear_error();
