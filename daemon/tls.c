@@ -22,7 +22,6 @@
 
 #define TLS_REFUSAL_SIZE    512     /* room for why a client certificate was refused */
 #define TLS_SUBJECT_SIZE    200     /* room for a certificate's subject in that text */
-#define TLS_FILE_MAX        (16 * 1024 * 1024)  /* largest file hashed into the id context */
 
 static SSL_CTX *tls_ctx;        /* new sessions' context; owned here, NULL when none */
 static SSL_CTX *tls_client_ctx; /* links to rediss:// masters; owned here, NULL when none */
@@ -237,22 +236,26 @@ tls_verify_cb(int ok, X509_STORE_CTX *store)
     return 0;
 }
 
-/* Feed a part of the id context to md: its length, then its bytes. */
+/*
+ * Feed a part of the id context to md: its bytes, then its length (so
+ * that no two lists of parts feed the same bytes).
+ */
 static void
 tls_digest_part(EVP_MD_CTX *md, const void *data, size_t len)
 {
     uint64_t n = len;
 
-    EVP_DigestUpdate(md, &n, sizeof(n));
     EVP_DigestUpdate(md, data, len);
+    EVP_DigestUpdate(md, &n, sizeof(n));
 }
 
-/* Feed the contents of file to md (nothing for ""); -1 with the reason in why. */
+/* Feed the contents of file to md as one part ("" for none); -1 with the reason in why. */
 static int
 tls_digest_file(EVP_MD_CTX *md, const char *key, const char *file, char *why, size_t size)
 {
-    char *buf;
-    size_t len = 0, n;
+    unsigned char buf[4096];
+    uint64_t total = 0;
+    size_t n;
     FILE *f;
 
     if (file == NULL || file[0] == '\0') {
@@ -264,25 +267,17 @@ tls_digest_file(EVP_MD_CTX *md, const char *key, const char *file, char *why, si
         snprintf(why, size, "%s %s: cannot read: %s", key, file, strerror(errno));
         return -1;
     }
-    buf = malloc(TLS_FILE_MAX);
-    if (buf == NULL) {
-        fclose(f);
-        snprintf(why, size, "%s %s: cannot read: out of memory", key, file);
-        return -1;
+    while ((n = fread(buf, 1, sizeof(buf), f)) > 0) {
+        EVP_DigestUpdate(md, buf, n);
+        total += n;
     }
-    while (len < TLS_FILE_MAX && (n = fread(buf + len, 1, TLS_FILE_MAX - len, f)) > 0) {
-        len += n;
-    }
-    if (ferror(f) || len == TLS_FILE_MAX) {
-        snprintf(why, size, "%s %s: cannot read%s", key, file,
-                 len == TLS_FILE_MAX ? ": larger than 16 MiB" : "");
-        free(buf);
+    if (ferror(f)) {
+        snprintf(why, size, "%s %s: cannot read: %s", key, file, strerror(errno));
         fclose(f);
         return -1;
     }
     fclose(f);
-    tls_digest_part(md, buf, len);
-    free(buf);
+    EVP_DigestUpdate(md, &total, sizeof(total));
     return 0;
 }
 
