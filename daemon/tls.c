@@ -127,6 +127,7 @@ tls_subject(X509 *cert, char *buf, size_t size)
     int n = 0;
 
     buf[0] = '\0';
+    ERR_set_mark();     /* called during a handshake: leave its errors alone */
     if (bio == NULL || cert == NULL
         || X509_NAME_print_ex(bio, X509_get_subject_name(cert), 0, XN_FLAG_RFC2253) < 0) {
         snprintf(buf, size, "(unknown)");
@@ -143,7 +144,7 @@ tls_subject(X509 *cert, char *buf, size_t size)
         }
     }
     BIO_free(bio);
-    ERR_clear_error();
+    ERR_pop_to_mark();
 }
 
 /*
