@@ -33,6 +33,8 @@
 
 #include <sys/stat.h>
 
+#include <openssl/err.h>
+#include <openssl/ssl.h>
 #include <yaml.h>
 
 #include "conf/conf.h"
@@ -47,6 +49,7 @@
 #define CONF_WHY_SIZE       320     /* room for conf_parse_addr()'s reason */
 #define CONF_ERR_SIZE       1024    /* room for one value's error text */
 #define CONF_NAME_SIZE      64      /* room for "section.key" */
+#define CONF_LIST_MAX       64      /* most entries of a list (tls.client_names) */
 
 /* How a directive's value is parsed and what its field holds. */
 enum conf_type {
@@ -58,7 +61,9 @@ enum conf_type {
     CONF_T_ADDR,        /* "host:port", "[v6]:port" or "" (off): struct conf_addr */
     CONF_T_MODE,        /* octal permission bits "0660": unsigned */
     CONF_T_ENUM,        /* one of the directive's names: an enum, stored as int */
-    CONF_T_MASTERS      /* sequence of addresses, unix: allowed: struct conf_addr[] */
+    CONF_T_MASTERS,     /* sequence of addresses, unix: allowed: struct conf_addr[] */
+    CONF_T_LIST         /* sequence of printable words, each at most max bytes:
+                           struct conf_list */
 };
 
 static const char *const conf_level_names[] = {
@@ -125,6 +130,20 @@ static const struct conf_directive conf_directives[] = {
       0, 4096, 0, "",
       "PEM CA certificates; when set, TLS clients must present a certificate they "
       "signed (and need no AUTH)", NULL },
+    { "tls", "client_crl_file", CONF_T_STRING, offsetof(struct conf, tls_client_crl_file),
+      0, 4096, 0, "",
+      "PEM CRLs of the client CAs; a revoked client certificate fails the handshake; "
+      "needs client_ca_file", NULL },
+    { "tls", "client_names", CONF_T_LIST, offsetof(struct conf, tls_client_names),
+      0, 255, 0, "",
+      "names a client certificate must carry, one of them (a DNS subjectAltName, or the "
+      "CN when it has none); empty: any; needs client_ca_file", NULL },
+    { "tls", "ciphers", CONF_T_STRING, offsetof(struct conf, tls_ciphers),
+      0, 1024, 0, "ECDHE+AESGCM:ECDHE+CHACHA20",
+      "cipher suites of TLS 1.2, OpenSSL cipher-list syntax", NULL },
+    { "tls", "ciphersuites", CONF_T_STRING, offsetof(struct conf, tls_ciphersuites),
+      0, 1024, 0, "TLS_AES_256_GCM_SHA384:TLS_CHACHA20_POLY1305_SHA256:TLS_AES_128_GCM_SHA256",
+      "cipher suites of TLS 1.3, colon-separated OpenSSL names", NULL },
 
     { "masters", NULL, CONF_T_MASTERS, offsetof(struct conf, masters),
       1, CONF_MASTERS_MAX, CONF_NO_RELOAD, NULL,
@@ -653,6 +672,20 @@ conf_parse_mode(const char *s, unsigned *out)
     return 0;
 }
 
+/* Empty a list, releasing its strings. */
+static void
+conf_list_clear(struct conf_list *list)
+{
+    size_t i;
+
+    for (i = 0; i < list->n; i++) {
+        free(list->items[i]);
+    }
+    free(list->items);
+    list->items = NULL;
+    list->n = 0;
+}
+
 /*
  * Parse text (len bytes, NUL-terminated) as directive d's value and store
  * it in conf.  Returns 0, or -1 with the reason in err (without the
@@ -782,6 +815,13 @@ conf_parse_value(const struct conf_directive *d, const char *text, size_t len,
         snprintf(err, errlen, "expected %s, got '%s'", expected, q);
         return -1;
     }
+
+    case CONF_T_LIST:
+        if (len == 0) {
+            conf_list_clear(field);     /* the default: empty */
+            return 0;
+        }
+        break;
 
     case CONF_T_MASTERS:
         break;
@@ -1176,6 +1216,93 @@ conf_set_masters(struct conf_state *st, size_t di, const yaml_node_t *node)
     conf->nmasters = good;
 }
 
+/*
+ * A list of words (tls.client_names): a sequence of at most CONF_LIST_MAX
+ * scalars of printable ASCII without spaces, each 1..max bytes; null or
+ * [] is the empty list.  A bad entry is reported and the list stays empty.
+ */
+static void
+conf_set_list(struct conf_state *st, size_t di, const yaml_node_t *node)
+{
+    const struct conf_directive *d = &conf_directives[di];
+    struct conf_list *list = (struct conf_list *)((char *)st->conf + d->offset);
+    struct conf_seen *seen = &st->seen[di];
+    char name[CONF_NAME_SIZE], q[CONF_QUOTE_SIZE];
+    yaml_node_item_t *item;
+    size_t n, i, j;
+    char **items;
+
+    conf_list_clear(list);
+    conf_name(d, name, sizeof(name));
+    if (conf_node_is_null(node)) {
+        return;
+    }
+    if (node->type != YAML_SEQUENCE_NODE) {
+        conf_error(st, node, "%s must be a sequence, got %s", name, conf_node_kind(node));
+        seen->bad = true;
+        return;
+    }
+    n = (size_t)(node->data.sequence.items.top - node->data.sequence.items.start);
+    if (n == 0) {
+        return;
+    }
+    if (n > CONF_LIST_MAX) {
+        conf_error(st, node, "%s: %zu entries, at most %d are allowed", name, n,
+                   CONF_LIST_MAX);
+        seen->bad = true;
+        return;
+    }
+    items = calloc(n, sizeof(*items));
+    if (items == NULL) {
+        conf_error(st, node, "%s: out of memory", name);
+        seen->bad = true;
+        return;
+    }
+    item = node->data.sequence.items.start;
+    for (i = 0; i < n; i++, item++) {
+        yaml_node_t *v = yaml_document_get_node(st->doc, *item);
+        const char *text;
+        size_t len;
+        bool clean;
+
+        if (v == NULL || v->type != YAML_SCALAR_NODE) {
+            conf_error(st, v != NULL ? v : node, "%s[%zu] must be a scalar", name, i);
+            seen->bad = true;
+            continue;
+        }
+        text = conf_node_text(v, &len, &clean);
+        conf_quote(text, len, q, sizeof(q));
+        if (len == 0 || len > (size_t)d->max) {
+            conf_error(st, v, "%s[%zu]: '%s' is %zu bytes, expected 1 to %zu", name, i, q,
+                       len, (size_t)d->max);
+            seen->bad = true;
+            continue;
+        }
+        for (j = 0; j < len; j++) {
+            if ((unsigned char)text[j] < 0x21 || (unsigned char)text[j] > 0x7e) {
+                break;
+            }
+        }
+        if (j < len) {
+            conf_error(st, v, "%s[%zu]: '%s': byte 0x%02x at offset %zu; a name is "
+                       "printable ASCII without spaces", name, i, q, (unsigned char)text[j],
+                       j);
+            seen->bad = true;
+            continue;
+        }
+        items[i] = strdup(text);
+        if (items[i] == NULL) {
+            conf_error(st, v, "%s: out of memory", name);
+            seen->bad = true;
+        }
+    }
+    list->items = items;
+    list->n = n;
+    if (seen->bad) {
+        conf_list_clear(list);
+    }
+}
+
 /* One key's value: parse it by the directive's type. */
 static void
 conf_set_directive(struct conf_state *st, size_t di, const yaml_node_t *val)
@@ -1193,6 +1320,10 @@ conf_set_directive(struct conf_state *st, size_t di, const yaml_node_t *val)
 
     if (d->type == CONF_T_MASTERS) {
         conf_set_masters(st, di, val);
+        return;
+    }
+    if (d->type == CONF_T_LIST) {
+        conf_set_list(st, di, val);
         return;
     }
     if (val->type != YAML_SCALAR_NODE) {
@@ -1419,6 +1550,69 @@ conf_check_password(struct conf_state *st, size_t i, const char *pass)
     }
 }
 
+/*
+ * tls.ciphers and tls.ciphersuites must each select at least one suite
+ * (of TLS 1.2 and of TLS 1.3): OpenSSL is asked, on a context of its
+ * own.  A list that matches nothing, or that OpenSSL cannot read, is an
+ * error at its value.
+ */
+static void
+conf_check_ciphers(struct conf_state *st, size_t ciphers, size_t suites)
+{
+    const struct conf *conf = st->conf;
+    char q[CONF_QUOTE_SIZE], reason[256];
+    STACK_OF(SSL_CIPHER) *sk;
+    unsigned long err;
+    SSL_CTX *ctx;
+    int i, n13 = 0;
+
+    if (!st->seen[ciphers].set && !st->seen[suites].set) {
+        return;     /* the defaults */
+    }
+    ERR_clear_error();
+    ctx = SSL_CTX_new(TLS_server_method());
+    if (ctx == NULL) {
+        conf_note_at(st, 0, 0, true, "tls: cannot check the cipher lists (out of memory)");
+        ERR_clear_error();
+        return;
+    }
+    if (st->seen[ciphers].set && !st->seen[ciphers].bad && conf->tls_ciphers != NULL
+        && SSL_CTX_set_cipher_list(ctx, conf->tls_ciphers) != 1) {
+        err = ERR_peek_last_error();
+        snprintf(reason, sizeof(reason), "%s", ERR_reason_error_string(err) != NULL
+                                               ? ERR_reason_error_string(err) : "no reason given");
+        conf_quote(conf->tls_ciphers, strlen(conf->tls_ciphers), q, sizeof(q));
+        if (ERR_GET_REASON(err) == SSL_R_NO_CIPHER_MATCH || err == 0) {
+            conf_note_at(st, st->seen[ciphers].line, st->seen[ciphers].column, true,
+                         "tls.ciphers '%s': no cipher matches (an OpenSSL cipher list of "
+                         "TLS 1.2 suites, like \"ECDHE+AESGCM:ECDHE+CHACHA20\")", q);
+        } else {
+            conf_note_at(st, st->seen[ciphers].line, st->seen[ciphers].column, true,
+                         "tls.ciphers '%s': not an OpenSSL cipher list (%s)", q, reason);
+        }
+    }
+    ERR_clear_error();
+    if (st->seen[suites].set && !st->seen[suites].bad && conf->tls_ciphersuites != NULL) {
+        if (SSL_CTX_set_ciphersuites(ctx, conf->tls_ciphersuites) == 1) {
+            sk = SSL_CTX_get_ciphers(ctx);
+            for (i = 0; i < sk_SSL_CIPHER_num(sk); i++) {
+                if (strcmp(SSL_CIPHER_get_version(sk_SSL_CIPHER_value(sk, i)), "TLSv1.3")
+                    == 0) {
+                    n13++;
+                }
+            }
+        }
+        if (n13 == 0) {
+            conf_quote(conf->tls_ciphersuites, strlen(conf->tls_ciphersuites), q, sizeof(q));
+            conf_note_at(st, st->seen[suites].line, st->seen[suites].column, true,
+                         "tls.ciphersuites '%s': no cipher matches (TLS 1.3 suites, like "
+                         "\"TLS_AES_256_GCM_SHA384:TLS_CHACHA20_POLY1305_SHA256\")", q);
+        }
+    }
+    ERR_clear_error();
+    SSL_CTX_free(ctx);
+}
+
 /* Pass 3: the settings against each other. */
 static void
 conf_check(struct conf_state *st)
@@ -1442,6 +1636,10 @@ conf_check(struct conf_state *st)
     size_t cert = conf_must_find("tls", "cert_file");
     size_t key = conf_must_find("tls", "key_file");
     size_t ca = conf_must_find("tls", "client_ca_file");
+    size_t crl = conf_must_find("tls", "client_crl_file");
+    size_t names = conf_must_find("tls", "client_names");
+    size_t ciphers = conf_must_find("tls", "ciphers");
+    size_t suites = conf_must_find("tls", "ciphersuites");
 
     size_t reserved = conf_must_find("limits", "unix_reserved");
     size_t clients = conf_must_find("limits", "max_clients");
@@ -1545,6 +1743,23 @@ conf_check(struct conf_state *st)
                          "tls.cert_file)", conf->tls.spec);
         }
     }
+
+    /* The client certificate policy applies to certificates tls.client_ca_file asks for. */
+    if (!st->seen[ca].bad && conf->tls_client_ca_file != NULL
+        && conf->tls_client_ca_file[0] == '\0') {
+        if (!st->seen[crl].bad && conf->tls_client_crl_file != NULL
+            && conf->tls_client_crl_file[0] != '\0') {
+            conf_note_at(st, st->seen[crl].line, st->seen[crl].column, true,
+                         "tls.client_crl_file is set but tls.client_ca_file is empty (no "
+                         "client certificate is asked for)");
+        }
+        if (!st->seen[names].bad && conf->tls_client_names.n > 0) {
+            conf_note_at(st, st->seen[names].line, st->seen[names].column, true,
+                         "tls.client_names is set but tls.client_ca_file is empty (no "
+                         "client certificate is asked for)");
+        }
+    }
+    conf_check_ciphers(st, ciphers, suites);
 
     /*
      * Protected mode for /metrics, which has no password: another host
@@ -1956,6 +2171,8 @@ conf_free(struct conf *conf)
 
             free(*field);
             *field = NULL;
+        } else if (d->type == CONF_T_LIST) {
+            conf_list_clear((struct conf_list *)((char *)conf + d->offset));
         }
     }
     free(conf->file);
@@ -2010,6 +2227,20 @@ conf_same_value(const struct conf_directive *d, const struct conf *a, const stru
         return *(const unsigned *)pa == *(const unsigned *)pb;
     case CONF_T_ENUM:
         return *(const int *)pa == *(const int *)pb;
+    case CONF_T_LIST: {
+        const struct conf_list *la = (const struct conf_list *)pa;
+        const struct conf_list *lb = (const struct conf_list *)pb;
+
+        if (la->n != lb->n) {
+            return false;
+        }
+        for (i = 0; i < la->n; i++) {
+            if (strcmp(la->items[i], lb->items[i]) != 0) {
+                return false;
+            }
+        }
+        return true;
+    }
     case CONF_T_MASTERS:
         if (a->nmasters != b->nmasters) {
             return false;

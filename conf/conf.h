@@ -54,6 +54,12 @@ struct conf_addr {
     char     spec[CONF_HOST_MAX + 24]; /* the address as written, for logs */
 };
 
+/* A list of strings (a YAML sequence of scalars); conf_free() releases it. */
+struct conf_list {
+    char   **items;                 /* malloc'd array of malloc'd strings, NULL when empty */
+    size_t   n;                     /* entries in items */
+};
+
 /*
  * The settings.  Owned by whoever called conf_load(); strings are
  * malloc'd and released by conf_free().  Times are milliseconds.
@@ -76,6 +82,10 @@ struct conf {
     char    *tls_cert_file;         /* PEM certificate chain, "" when unset */
     char    *tls_key_file;          /* PEM private key, "" when unset */
     char    *tls_client_ca_file;    /* PEM CAs that sign client certificates; "" for none */
+    char    *tls_client_crl_file;   /* PEM CRLs client certificates are checked against; "" */
+    struct conf_list tls_client_names; /* names a client certificate must carry; empty: any */
+    char    *tls_ciphers;           /* TLS 1.2 suites, OpenSSL cipher-list syntax */
+    char    *tls_ciphersuites;      /* TLS 1.3 suites, OpenSSL ciphersuites syntax */
 
     /* masters: */
     size_t           nmasters;      /* 1..CONF_MASTERS_MAX */

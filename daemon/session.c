@@ -1329,22 +1329,38 @@ session_input_end(struct session *s)
     }
 }
 
-/* OpenSSL's reasons queued on the connection, "; "-joined, into buf. */
+/*
+ * OpenSSL's reasons queued on the connection, "; "-joined, into buf.
+ * libevent queues SSL_get_error()'s value (SSL_ERROR_SSL,
+ * SSL_ERROR_SYSCALL) among OpenSSL's error codes; those have no library
+ * (ERR_GET_LIB 0) and are left out.  An SSL_ERROR_SYSCALL with no other
+ * reason is the socket's error, when there is one.  buf is "" when
+ * nothing is known.
+ */
 static const char *
 session_tls_errors(struct session *s, char *buf, size_t size)
 {
     char one[256];
     unsigned long err;
     size_t used = 0;
+    bool syscall = false;
+    int sockerr = EVUTIL_SOCKET_ERROR();
 
     buf[0] = '\0';
     while ((err = bufferevent_get_openssl_error(s->bev)) != 0) {
+        if (ERR_GET_LIB(err) == 0) {
+            syscall = syscall || err == SSL_ERROR_SYSCALL;
+            continue;
+        }
         tls_reason(err, one, sizeof(one));
         if (used < size) {
             int w = snprintf(buf + used, size - used, "%s%s", used > 0 ? "; " : "", one);
 
             used += w > 0 ? (size_t)w : 0;
         }
+    }
+    if (buf[0] == '\0' && syscall && sockerr != 0) {
+        snprintf(buf, size, "%s", evutil_socket_error_to_string(sockerr));
     }
     return buf;
 }
@@ -1377,6 +1393,7 @@ static void
 session_tls_failed(struct session *s, short what)
 {
     char reason[512];
+    const char *refusal = tls_refusal(bufferevent_openssl_get_ssl(s->bev));
     int err = EVUTIL_SOCKET_ERROR();
 
     session_tls_errors(s, reason, sizeof(reason));
@@ -1386,8 +1403,10 @@ session_tls_failed(struct session *s, short what)
                                                     : evutil_socket_error_to_string(err));
     }
     stats.tls_handshake_failures++;
-    log_info("client %llu (%s): TLS handshake failed: %s", (unsigned long long)s->id, s->peer,
-             reason);
+    /* One line: the certificate refused and why, then OpenSSL's reasons. */
+    log_info("client %llu (%s): TLS handshake failed: %s%s%s%s", (unsigned long long)s->id,
+             s->peer, refusal[0] != '\0' ? "client certificate refused: " : "", refusal,
+             refusal[0] != '\0' ? "; " : "", reason);
     session_close(s, "TLS handshake failed");
 }
 

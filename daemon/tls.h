@@ -2,12 +2,18 @@
  * tls.h: the server side of TLS for clients (listen.tls).
  *
  * This module owns the SSL_CTX that TLS sessions are made from: TLS 1.2
- * or later, the certificate and key of tls.cert_file and tls.key_file
- * (checked to match), and, with tls.client_ca_file, the CAs a client's
- * certificate must be signed by (a client without one fails the
- * handshake).  A reload builds a new context from the files; only when
- * that succeeds does it replace the old one.  Sessions already open keep
- * the context they began with (an SSL holds a reference to its SSL_CTX).
+ * or later with the suites of tls.ciphers (TLS 1.2; forward-secret AEAD
+ * suites by default) and tls.ciphersuites (TLS 1.3), the certificate and
+ * key of tls.cert_file and tls.key_file (checked to match), and, with
+ * tls.client_ca_file, the CAs a client's certificate must be signed by (a
+ * client without one fails the handshake), the CRLs of
+ * tls.client_crl_file it is checked against and the names of
+ * tls.client_names it must carry one of.  The session id context is a
+ * SHA-256 of those client rules (the files' contents), so a session is
+ * resumed only under the rules it was made under.  A reload builds a new
+ * context from the files; only when that succeeds does it replace the
+ * old one.  Sessions already open keep the context they began with (an
+ * SSL holds a reference to its SSL_CTX).
  */
 #ifndef REDLOCKD_TLS_H
 #define REDLOCKD_TLS_H
@@ -33,9 +39,20 @@ bool tls_ready(void);
 
 /*
  * A new server-side SSL for an accepted client, from the current
- * context; NULL when no context is loaded or out of memory.
+ * context; NULL when no context is loaded or out of memory.  The caller
+ * owns it (SSL_free, or the bufferevent that took it).
  */
 SSL *tls_session_new(void);
+
+/*
+ * Why the handshake of ssl (from tls_session_new) refused the client's
+ * certificate, with its subject: "subject CN=x: certificate revoked
+ * (tls.client_crl_file)", "subject CN=x not in tls.client_names", or
+ * OpenSSL's verification error ("subject CN=x: certificate has
+ * expired").  "" when nothing was refused.  The text belongs to ssl and
+ * lives as long as it does.
+ */
+const char *tls_refusal(SSL *ssl);
 
 /*
  * True when ssl's handshake verified a client certificate against

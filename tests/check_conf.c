@@ -318,6 +318,28 @@ static const struct fixture bad_fixtures[] = {
         "E " FX("tls-protected.yml") ":2:8: listen.tls \"0.0.0.0:7380\" accepts connections "
         "from other hosts but neither auth.password nor tls.client_ca_file is set (protected "
         "mode): set one, or listen on 127.0.0.1 or [::1]" } },
+    { FX("tls-ciphers-bad.yml"), {
+        "E " FX("tls-ciphers-bad.yml") ":8:12: tls.ciphers 'xyz': no cipher matches (an "
+        "OpenSSL cipher list of TLS 1.2 suites, like \"ECDHE+AESGCM:ECDHE+CHACHA20\")" } },
+    { FX("tls-ciphers-malformed.yml"), {
+        "E " FX("tls-ciphers-malformed.yml") ":8:12: tls.ciphers 'ECDHE+AESGCM:@SECLEVEL=x': "
+        "not an OpenSSL cipher list (invalid command)" } },
+    { FX("tls-ciphersuites-bad.yml"), {
+        "E " FX("tls-ciphersuites-bad.yml") ":8:17: tls.ciphersuites 'TLS_NULL_WITH_NOTHING': "
+        "no cipher matches (TLS 1.3 suites, like "
+        "\"TLS_AES_256_GCM_SHA384:TLS_CHACHA20_POLY1305_SHA256\")" } },
+    { FX("tls-policy-no-ca.yml"), {
+        "E " FX("tls-policy-no-ca.yml") ":8:20: tls.client_crl_file is set but "
+        "tls.client_ca_file is empty (no client certificate is asked for)",
+        "E " FX("tls-policy-no-ca.yml") ":9:17: tls.client_names is set but "
+        "tls.client_ca_file is empty (no client certificate is asked for)" } },
+    { FX("tls-names-bad.yml"), {
+        "E " FX("tls-names-bad.yml") ":11:7: tls.client_names[1]: 'two words': byte 0x20 at "
+        "offset 3; a name is printable ASCII without spaces",
+        "E " FX("tls-names-bad.yml") ":12:7: tls.client_names[2] must be a scalar" } },
+    { FX("tls-names-scalar.yml"), {
+        "E " FX("tls-names-scalar.yml") ":9:17: tls.client_names must be a sequence, got a "
+        "scalar" } },
     { FX("unix-path-long.yml"), {
         "E " FX("unix-path-long.yml") ":2:9: listen.unix: too long (115 bytes, at most 107)" } },
     { FX("key-prefix-long.yml"), {
@@ -492,8 +514,9 @@ END_TEST
 
 /*
  * listen.tls: off by default; set, it carries its certificate, key and
- * client CA; from other hosts with client certificates it needs no
- * password (protected mode is kept by the certificates).
+ * client CA (with a CRL and a list of names); from other hosts with
+ * client certificates it needs no password (protected mode is kept by
+ * the certificates).  The suites default to forward-secret AEAD ones.
  */
 START_TEST(test_tls)
 {
@@ -505,6 +528,11 @@ START_TEST(test_tls)
     ck_assert_str_eq(conf.tls_cert_file, "");
     ck_assert_str_eq(conf.tls_key_file, "");
     ck_assert_str_eq(conf.tls_client_ca_file, "");
+    ck_assert_str_eq(conf.tls_client_crl_file, "");
+    ck_assert_uint_eq(conf.tls_client_names.n, 0);
+    ck_assert_str_eq(conf.tls_ciphers, "ECDHE+AESGCM:ECDHE+CHACHA20");
+    ck_assert_str_eq(conf.tls_ciphersuites,
+                     "TLS_AES_256_GCM_SHA384:TLS_CHACHA20_POLY1305_SHA256:TLS_AES_128_GCM_SHA256");
     conf_free(&conf);
 
     load_clean(FX("tls-client-certs.yml"), &conf);
@@ -514,8 +542,16 @@ START_TEST(test_tls)
     ck_assert_str_eq(conf.tls_cert_file, "/etc/redlockd/tls/server.crt");
     ck_assert_str_eq(conf.tls_key_file, "/etc/redlockd/tls/server.key");
     ck_assert_str_eq(conf.tls_client_ca_file, "/etc/redlockd/tls/clients-ca.crt");
+    ck_assert_str_eq(conf.tls_client_crl_file, "/etc/redlockd/tls/clients-ca.crl");
+    ck_assert_uint_eq(conf.tls_client_names.n, 2);
+    ck_assert_str_eq(conf.tls_client_names.items[0], "worker-1.example");
+    ck_assert_str_eq(conf.tls_client_names.items[1], "redlockd-client");
+    ck_assert_str_eq(conf.tls_ciphers, "ECDHE+AESGCM");
+    ck_assert_str_eq(conf.tls_ciphersuites, "TLS_AES_128_GCM_SHA256");
     ck_assert_str_eq(conf.auth_password, "");
     conf_free(&conf);
+    ck_assert_ptr_null(conf.tls_client_names.items);
+    ck_assert_uint_eq(conf.tls_client_names.n, 0);
 }
 END_TEST
 

@@ -55,6 +55,57 @@ tt_sh(const char *cmd)
 }
 
 /*
+ * The directory and certificates of a test, with live.crt and live.key
+ * (copies of server.crt and server.key, or of the pair named server).
+ */
+static void
+tt_prepare(const char *server)
+{
+    char cmd[8192];
+
+    ck_assert_msg(h_begin(tcase_name()) == 0, "cannot create the test directory");
+    ck_assert_msg(h_make_certs() == 0, "tests/tls/make-certs.sh failed (see make-certs.log)");
+    snprintf(cmd, sizeof(cmd), "cp '%s/certs/%s.crt' '%s' && cp '%s/certs/%s.key' '%s'",
+             h_dir(), server, h_cert("live.crt"), h_dir(), server, h_cert("live.key"));
+    ck_assert_msg(tt_sh(cmd), "%s failed", cmd);
+}
+
+/*
+ * The path of a file of the certificate directory, in a buffer of the
+ * test's own (h_cert's are reused): at most TT_FILES per test.
+ */
+#define TT_FILES 8
+
+static const char *
+tt_file(const char *name)
+{
+    static char paths[TT_FILES][4200];
+    static int next;
+    char *p = paths[next++ % TT_FILES];
+
+    snprintf(p, sizeof(paths[0]), "%s", h_cert(name));
+    return p;
+}
+
+/*
+ * Start the masters and the daemon with opts, listen.tls with live.crt
+ * and live.key, and with client_ca, tls.client_ca_file ca.crt (else
+ * whatever opts says).
+ */
+static void
+tt_start(struct h_daemon_opts *opts, bool client_ca)
+{
+    ck_assert_msg(h_start_masters(NMASTERS) == 0, "the masters did not start");
+    opts->tls_cert_file = tt_file("live.crt");
+    opts->tls_key_file = tt_file("live.key");
+    if (client_ca) {
+        opts->tls_client_ca_file = tt_file("ca.crt");
+    }
+    opts->retry_delay_ms = 100;
+    ck_assert_msg(h_start_daemon(opts) == 0, "redlockd did not start (log above)");
+}
+
+/*
  * Start: the directory, certificates, masters; the daemon with opts,
  * listen.tls with live.crt and live.key (copies of server.*), and with
  * client_ca, tls.client_ca_file ca.crt.
@@ -62,19 +113,9 @@ tt_sh(const char *cmd)
 static void
 tt_up(struct h_daemon_opts *opts, bool client_ca)
 {
-    char cmd[8192];
-
-    ck_assert_msg(h_begin(tcase_name()) == 0, "cannot create the test directory");
-    ck_assert_msg(h_make_certs() == 0, "tests/tls/make-certs.sh failed (see make-certs.log)");
-    snprintf(cmd, sizeof(cmd), "cp '%s' '%s' && cp '%s' '%s'", h_cert("server.crt"),
-             h_cert("live.crt"), h_cert("server.key"), h_cert("live.key"));
-    ck_assert_msg(tt_sh(cmd), "%s failed", cmd);
-    ck_assert_msg(h_start_masters(NMASTERS) == 0, "the masters did not start");
-    opts->tls_cert_file = h_cert("live.crt");
-    opts->tls_key_file = h_cert("live.key");
-    opts->tls_client_ca_file = client_ca ? h_cert("ca.crt") : NULL;
-    opts->retry_delay_ms = 100;
-    ck_assert_msg(h_start_daemon(opts) == 0, "redlockd did not start (log above)");
+    tt_prepare("server");
+    opts->tls_client_ca_file = NULL;
+    tt_start(opts, client_ca);
 }
 
 static void
@@ -199,12 +240,12 @@ tc_issuer(struct tc *c, char *out, size_t size)
 }
 
 /*
- * Run "printf input | openssl s_client -quiet ... -connect" (extra
+ * Run "printf input | openssl s_client <mode> ... -connect" (extra
  * options in args) within TOOL_MS; its standard output (malloc'd) into
  * *out.  Returns its exit status.
  */
 static int
-tt_s_client(const char *input, const char *args, char **out)
+tt_s_client_opts(const char *input, const char *mode, const char *args, char **out)
 {
     char cmd[10000], path[4300];
     size_t len;
@@ -212,9 +253,9 @@ tt_s_client(const char *input, const char *args, char **out)
     int status;
 
     snprintf(path, sizeof(path), "%s/s_client.out", h_dir());
-    snprintf(cmd, sizeof(cmd), "printf '%s' | timeout %d openssl s_client -quiet %s "
-             "-connect 127.0.0.1:%d >'%s' 2>>'%s/s_client.err'", input, TOOL_MS / 1000, args,
-             h_daemon_tls_port(), path, h_dir());
+    snprintf(cmd, sizeof(cmd), "printf '%s' | timeout %d openssl s_client %s %s "
+             "-connect 127.0.0.1:%d >'%s' 2>>'%s/s_client.err'", input, TOOL_MS / 1000, mode,
+             args, h_daemon_tls_port(), path, h_dir());
     status = system(cmd);
     f = fopen(path, "r");
     ck_assert_ptr_nonnull(f);
@@ -224,6 +265,52 @@ tt_s_client(const char *input, const char *args, char **out)
     (*out)[len] = '\0';
     fclose(f);
     return WIFEXITED(status) ? WEXITSTATUS(status) : 128;
+}
+
+/* tt_s_client_opts with -quiet: the output is the replies alone. */
+static int
+tt_s_client(const char *input, const char *args, char **out)
+{
+    return tt_s_client_opts(input, "-quiet", args, out);
+}
+
+/*
+ * Like tt_s_client, without -quiet (so that s_client prints whether the
+ * session was "New" or "Reused"), with -nocommands (a line that starts
+ * with Q or R is sent, not obeyed) and -ign_eof (the replies are read
+ * after the input ends, until the daemon closes).
+ */
+static int
+tt_s_client_verbose(const char *input, const char *args, char **out)
+{
+    return tt_s_client_opts(input, "-nocommands -ign_eof", args, out);
+}
+
+/*
+ * What s_client's verbose output says of its session: "New", "Reused",
+ * or "(neither)"; and whether the daemon answered PONG.
+ */
+static const char *
+tt_session_kind(const char *out, bool *pong)
+{
+    /* s_client prints the data where it arrives, after the session's text. */
+    *pong = strstr(out, "PONG\n") != NULL;
+    if (strstr(out, "\nReused, ") != NULL) {
+        return "Reused";
+    }
+    return strstr(out, "\nNew, ") != NULL ? "New" : "(neither)";
+}
+
+/*
+ * The first log line since from that says a TLS handshake failed
+ * (within CMD_MS), into line; fails the test when there is none.
+ */
+static void
+tt_failed_line(off_t from, char *line, size_t size)
+{
+    ck_assert_msg(h_wait_log(from, "TLS handshake failed: ", CMD_MS),
+                  "no 'TLS handshake failed' log line");
+    ck_assert(h_log_find(from, "TLS handshake failed: ", line, size));
 }
 
 /* ---- one-liners ---- */
@@ -507,6 +594,242 @@ START_TEST(reload_broken_key_refused)
 }
 END_TEST
 
+/* ---- session resumption ---- */
+
+/*
+ * With client certificates required, a client resumes its session (TLS
+ * 1.2 and 1.3): the context has a session id context.  A reload that
+ * changes tls.client_ca_file ends the old sessions: the next connection
+ * makes a new one (and is served).
+ */
+START_TEST(session_resumption)
+{
+    static const char *const versions[] = { "-tls1_2", "-tls1_3" };
+    struct h_daemon_opts opts = { 0 };
+    char args[9000], cmd[9000], sess[4200], *out;
+    const char *kind;
+    bool pong;
+    off_t from;
+    size_t v;
+
+    tt_prepare("server");
+    tt_copy("ca.crt", "live-ca.crt");
+    opts.tls_client_ca_file = tt_file("live-ca.crt");
+    tt_start(&opts, false);
+    for (v = 0; v < 2; v++) {
+        snprintf(sess, sizeof(sess), "%s/sess%zu.pem", h_dir(), v);
+        snprintf(args, sizeof(args), "%s -CAfile '%s' -cert '%s' -key '%s' -sess_out '%s'",
+                 versions[v], h_cert("ca.crt"), h_cert("client.crt"), h_cert("client.key"),
+                 sess);
+        tt_s_client_verbose("PING\\nQUIT\\n", args, &out);
+        kind = tt_session_kind(out, &pong);
+        free(out);
+        ck_assert_msg(strcmp(kind, "New") == 0 && pong, "%s: first connection: %s, %s",
+                      versions[v], kind, pong ? "PONG" : "no PONG");
+        snprintf(args, sizeof(args), "%s -CAfile '%s' -cert '%s' -key '%s' -sess_in '%s'",
+                 versions[v], h_cert("ca.crt"), h_cert("client.crt"), h_cert("client.key"),
+                 sess);
+        tt_s_client_verbose("PING\\nQUIT\\n", args, &out);
+        kind = tt_session_kind(out, &pong);
+        free(out);
+        ck_assert_msg(strcmp(kind, "Reused") == 0 && pong, "%s: resumed? %s, %s",
+                      versions[v], kind, pong ? "PONG" : "no PONG");
+    }
+
+    /* Another CA beside the first: the old sessions are not resumed. */
+    snprintf(cmd, sizeof(cmd), "cat '%s' '%s' > '%s.new' && mv '%s.new' '%s'",
+             h_cert("ca.crt"), h_cert("other-ca.crt"), h_cert("live-ca.crt"),
+             h_cert("live-ca.crt"), h_cert("live-ca.crt"));
+    ck_assert(tt_sh(cmd));
+    from = h_log_size();
+    ck_assert_int_eq(h_signal_daemon(SIGHUP), 0);
+    ck_assert_msg(h_wait_log(from, "reload: done", CMD_MS), "the reload did not finish");
+    for (v = 0; v < 2; v++) {
+        snprintf(sess, sizeof(sess), "%s/sess%zu.pem", h_dir(), v);
+        snprintf(args, sizeof(args), "%s -CAfile '%s' -cert '%s' -key '%s' -sess_in '%s'",
+                 versions[v], h_cert("ca.crt"), h_cert("client.crt"), h_cert("client.key"),
+                 sess);
+        tt_s_client_verbose("PING\\nQUIT\\n", args, &out);
+        kind = tt_session_kind(out, &pong);
+        free(out);
+        ck_assert_msg(strcmp(kind, "New") == 0 && pong, "%s: after the CA changed: %s, %s",
+                      versions[v], kind, pong ? "PONG" : "no PONG");
+    }
+    tt_teardown();
+}
+END_TEST
+
+/* ---- cipher suites ---- */
+
+/*
+ * By default TLS 1.2 offers forward-secret AEAD suites only: RSA key
+ * exchange and CBC with SHA-1 fail the handshake, logged with OpenSSL's
+ * reason ("no shared cipher") and no libevent junk ("lib(0)").
+ */
+START_TEST(ciphers_default_aead_only)
+{
+    static const char *const refused[] = { "AES128-SHA", "AES256-SHA256",
+                                           "ECDHE-RSA-AES128-SHA" };
+    static const char *const served[] = { "ECDHE-RSA-AES128-GCM-SHA256",
+                                          "ECDHE-RSA-AES256-GCM-SHA384",
+                                          "ECDHE-RSA-CHACHA20-POLY1305" };
+    struct h_daemon_opts opts = { 0 };
+    char args[9000], line[2048], *out;
+    off_t from;
+    size_t i;
+
+    tt_prepare("server-rsa");
+    tt_start(&opts, false);
+    for (i = 0; i < 3; i++) {
+        from = h_log_size();
+        snprintf(args, sizeof(args), "-tls1_2 -cipher %s -CAfile '%s'", refused[i],
+                 h_cert("ca.crt"));
+        tt_s_client("PING\\nQUIT\\n", args, &out);
+        ck_assert_msg(strstr(out, "PONG") == NULL, "served with %s: '%s'", refused[i], out);
+        free(out);
+        tt_failed_line(from, line, sizeof(line));
+        ck_assert_msg(strstr(line, "no shared cipher") != NULL && strstr(line, "lib(0)") == NULL,
+                      "%s: the log line is '%s'", refused[i], line);
+    }
+    for (i = 0; i < 3; i++) {
+        snprintf(args, sizeof(args), "-tls1_2 -cipher %s -CAfile '%s'", served[i],
+                 h_cert("ca.crt"));
+        tt_s_client("PING\\nQUIT\\n", args, &out);
+        ck_assert_msg(strcmp(out, "PONG\nBYE\n") == 0, "%s: '%s'", served[i], out);
+        free(out);
+    }
+    snprintf(args, sizeof(args), "-CAfile '%s'", h_cert("ca.crt"));
+    tt_s_client("PING\\nQUIT\\n", args, &out);
+    ck_assert_msg(strcmp(out, "PONG\nBYE\n") == 0, "TLS 1.3: '%s'", out);
+    free(out);
+    tt_teardown();
+}
+END_TEST
+
+/*
+ * tls.ciphers and tls.ciphersuites choose the suites; a list that
+ * matches nothing is refused by redlockd -t and by a reload, which
+ * keeps the running context.
+ */
+START_TEST(ciphers_configured)
+{
+    struct h_daemon_opts opts = { .tls_ciphers = "AES128-SHA:ECDHE+AESGCM",
+                                  .tls_ciphersuites = "TLS_CHACHA20_POLY1305_SHA256" };
+    char args[9000], cmd[9000], line[2048], *out;
+    off_t from;
+
+    tt_prepare("server-rsa");
+    tt_start(&opts, false);
+    snprintf(args, sizeof(args), "-tls1_2 -cipher AES128-SHA -CAfile '%s'", h_cert("ca.crt"));
+    tt_s_client("PING\\nQUIT\\n", args, &out);
+    ck_assert_msg(strcmp(out, "PONG\nBYE\n") == 0, "AES128-SHA allowed: '%s'", out);
+    free(out);
+    snprintf(args, sizeof(args), "-tls1_3 -ciphersuites TLS_AES_256_GCM_SHA384 -CAfile '%s'",
+             h_cert("ca.crt"));
+    tt_s_client("PING\\nQUIT\\n", args, &out);
+    ck_assert_msg(strstr(out, "PONG") == NULL, "served TLS_AES_256_GCM_SHA384: '%s'", out);
+    free(out);
+    snprintf(args, sizeof(args), "-tls1_3 -ciphersuites TLS_CHACHA20_POLY1305_SHA256 "
+             "-CAfile '%s'", h_cert("ca.crt"));
+    tt_s_client("PING\\nQUIT\\n", args, &out);
+    ck_assert_msg(strcmp(out, "PONG\nBYE\n") == 0, "TLS_CHACHA20_POLY1305_SHA256: '%s'", out);
+    free(out);
+
+    /* A list that matches nothing: redlockd -t says so, a reload refuses it. */
+    snprintf(cmd, sizeof(cmd), "sed -i 's/ciphers: \"AES128-SHA:ECDHE+AESGCM\"/ciphers: \"xyz\"/' "
+             "'%s'", h_daemon_conf_path());
+    ck_assert(tt_sh(cmd));
+    snprintf(cmd, sizeof(cmd), "'%s' -t -c '%s' 2>'%s/t.err'; test $? -eq 78 && "
+             "grep -q \"tls.ciphers 'xyz': no cipher matches\" '%s/t.err'",
+             getenv("REDLOCKD_BIN") != NULL ? getenv("REDLOCKD_BIN") : "./build/redlockd",
+             h_daemon_conf_path(), h_dir(), h_dir());
+    ck_assert_msg(tt_sh(cmd), "redlockd -t did not refuse tls.ciphers \"xyz\"");
+    from = h_log_size();
+    ck_assert_int_eq(h_signal_daemon(SIGHUP), 0);
+    ck_assert_msg(h_wait_log(from, "keeping the running configuration", CMD_MS),
+                  "the reload was not refused");
+    ck_assert(h_log_find(from, "tls.ciphers 'xyz': no cipher matches", line, sizeof(line)));
+    snprintf(args, sizeof(args), "-tls1_2 -cipher AES128-SHA -CAfile '%s'", h_cert("ca.crt"));
+    tt_s_client("PING\\nQUIT\\n", args, &out);
+    ck_assert_msg(strcmp(out, "PONG\nBYE\n") == 0, "the old ciphers are gone: '%s'", out);
+    free(out);
+    tt_teardown();
+}
+END_TEST
+
+/* ---- client certificate policy ---- */
+
+/*
+ * tls.client_crl_file: a revoked client certificate fails the handshake,
+ * with one log line naming its subject and the reason; the others are
+ * served.
+ */
+START_TEST(client_crl_revoked)
+{
+    struct h_daemon_opts opts = { 0 };
+    char args[9000], line[2048], *out;
+    off_t from;
+
+    tt_prepare("server");
+    opts.tls_client_crl_file = tt_file("ca.crl");
+    tt_start(&opts, true);
+    from = h_log_size();
+    snprintf(args, sizeof(args), "-CAfile '%s' -cert '%s' -key '%s'", h_cert("ca.crt"),
+             h_cert("revoked.crt"), h_cert("revoked.key"));
+    tt_s_client("PING\\nQUIT\\n", args, &out);
+    ck_assert_msg(strstr(out, "PONG") == NULL, "served a revoked certificate: '%s'", out);
+    free(out);
+    tt_failed_line(from, line, sizeof(line));
+    ck_assert_msg(strstr(line, "CN=redlockd-revoked-client") != NULL
+                  && strstr(line, "certificate revoked (tls.client_crl_file)") != NULL
+                  && strstr(line, "lib(0)") == NULL, "the log line is '%s'", line);
+    snprintf(args, sizeof(args), "-CAfile '%s' -cert '%s' -key '%s'", h_cert("ca.crt"),
+             h_cert("client.crt"), h_cert("client.key"));
+    tt_s_client("PING\\nQUIT\\n", args, &out);
+    ck_assert_msg(strcmp(out, "PONG\nBYE\n") == 0, "a good certificate: '%s'", out);
+    free(out);
+    tt_teardown();
+}
+END_TEST
+
+/*
+ * tls.client_names: a client certificate must carry one of the names, as
+ * a DNS subjectAltName, or as its CN when it has none; another name
+ * fails the handshake with one log line naming the subject.
+ */
+START_TEST(client_names)
+{
+    static const char *const names[] = { "redlockd-test-client", "worker.example", NULL };
+    struct h_daemon_opts opts = { .tls_client_names = names };
+    char args[9000], line[2048], *out;
+    off_t from;
+
+    tt_prepare("server");
+    tt_start(&opts, true);
+    /* client.crt: CN redlockd-test-client; named.crt: DNS worker.example. */
+    snprintf(args, sizeof(args), "-CAfile '%s' -cert '%s' -key '%s'", h_cert("ca.crt"),
+             h_cert("client.crt"), h_cert("client.key"));
+    tt_s_client("PING\\nQUIT\\n", args, &out);
+    ck_assert_msg(strcmp(out, "PONG\nBYE\n") == 0, "the CN of client.crt: '%s'", out);
+    free(out);
+    snprintf(args, sizeof(args), "-CAfile '%s' -cert '%s' -key '%s'", h_cert("ca.crt"),
+             h_cert("named.crt"), h_cert("named.key"));
+    tt_s_client("PING\\nQUIT\\n", args, &out);
+    ck_assert_msg(strcmp(out, "PONG\nBYE\n") == 0, "the DNS name of named.crt: '%s'", out);
+    free(out);
+    from = h_log_size();
+    snprintf(args, sizeof(args), "-CAfile '%s' -cert '%s' -key '%s'", h_cert("ca.crt"),
+             h_cert("stranger.crt"), h_cert("stranger.key"));
+    tt_s_client("PING\\nQUIT\\n", args, &out);
+    ck_assert_msg(strstr(out, "PONG") == NULL, "served CN stranger-client: '%s'", out);
+    free(out);
+    tt_failed_line(from, line, sizeof(line));
+    ck_assert_msg(strstr(line, "subject CN=stranger-client not in tls.client_names") != NULL
+                  && strstr(line, "lib(0)") == NULL, "the log line is '%s'", line);
+    tt_teardown();
+}
+END_TEST
+
 #define TT_ADD(s, test) expect_add_case((s), #test, (test), tt_teardown, TEST_TIMEOUT_S)
 
 int
@@ -522,5 +845,10 @@ main(void)
     TT_ADD(s, tls_without_client_ca_needs_auth);
     TT_ADD(s, reload_rotates_certificate);
     TT_ADD(s, reload_broken_key_refused);
+    TT_ADD(s, session_resumption);
+    TT_ADD(s, ciphers_default_aead_only);
+    TT_ADD(s, ciphers_configured);
+    TT_ADD(s, client_crl_revoked);
+    TT_ADD(s, client_names);
     return expect_run_suite(s, "check_tls");
 }

@@ -1530,6 +1530,21 @@ h_write_conf(const struct h_daemon_opts *o)
         if (o->tls_client_ca_file != NULL) {
             fprintf(f, "  client_ca_file: \"%s\"\n", o->tls_client_ca_file);
         }
+        if (o->tls_client_crl_file != NULL) {
+            fprintf(f, "  client_crl_file: \"%s\"\n", o->tls_client_crl_file);
+        }
+        if (o->tls_client_names != NULL) {
+            fprintf(f, "  client_names:%s\n", o->tls_client_names[0] == NULL ? " []" : "");
+            for (i = 0; o->tls_client_names[i] != NULL; i++) {
+                fprintf(f, "    - \"%s\"\n", o->tls_client_names[i]);
+            }
+        }
+        if (o->tls_ciphers != NULL) {
+            fprintf(f, "  ciphers: \"%s\"\n", o->tls_ciphers);
+        }
+        if (o->tls_ciphersuites != NULL) {
+            fprintf(f, "  ciphersuites: \"%s\"\n", o->tls_ciphersuites);
+        }
     }
     fprintf(f, "masters:\n");
     for (i = 0; i < h_nmasters; i++) {

@@ -414,6 +414,11 @@ struct h_daemon_opts {
                                            free 127.0.0.1 port (h_daemon_tls_port) */
     const char *tls_key_file;           /* tls.key_file (with tls_cert_file) */
     const char *tls_client_ca_file;     /* tls.client_ca_file (none when NULL) */
+    const char *tls_client_crl_file;    /* tls.client_crl_file (not written when NULL) */
+    const char *const *tls_client_names; /* tls.client_names, NULL-terminated (not
+                                           written when NULL) */
+    const char *tls_ciphers;            /* tls.ciphers (not written when NULL) */
+    const char *tls_ciphersuites;       /* tls.ciphersuites (not written when NULL) */
     const char *redis_tls_ca_file;      /* redis.tls_ca_file (not written when NULL) */
     const char *redis_tls_cert_file;    /* redis.tls_cert_file, with redis_tls_key_file */
     const char *redis_tls_key_file;     /* redis.tls_key_file */

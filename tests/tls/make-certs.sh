@@ -5,12 +5,20 @@
 #   ca.crt ca.key            the test CA
 #   server.crt server.key    for localhost and 127.0.0.1 (masters, redlockd)
 #   client.crt client.key    a client certificate (CN redlockd-test-client)
+#   named.crt named.key      a client certificate, CN named-client, with the
+#                            DNS subjectAltName worker.example
+#   stranger.crt stranger.key  a client certificate, CN stranger-client
+#   revoked.crt revoked.key  a client certificate (CN redlockd-revoked-client)
+#                            that ca.crl revokes
+#   ca.crl                   the test CA's CRL (PEM): revoked.crt only
+#   server-rsa.crt server-rsa.key  for localhost and 127.0.0.1, an RSA key
+#                            (for the ciphers of RSA certificates)
 #   expired.crt expired.key  for localhost and 127.0.0.1, valid only in 2020
 #   wrongname.crt wrongname.key  for wrong.example only
 #   other-ca.crt other.crt other.key  a second CA and a server certificate
 #                            it signed, for localhost and 127.0.0.1 (an
 #                            unknown CA to the first)
-# Keys are EC P-256; certificates last 30 days (but expired.crt).  Exits
+# Keys are EC P-256 (but server-rsa.key, RSA 2048); certificates last 30 days (but expired.crt).  Exits
 # non-zero with openssl's message when something fails.
 set -eu
 dir=$1
@@ -20,7 +28,11 @@ days=30
 san_local="subjectAltName=DNS:localhost,IP:127.0.0.1"
 
 key() {
-    openssl genpkey -algorithm EC -pkeyopt ec_paramgen_curve:P-256 -out "$1" 2>/dev/null
+    if [ "$1" = server-rsa.key ]; then
+        openssl genpkey -algorithm RSA -pkeyopt rsa_keygen_bits:2048 -out "$1" 2>/dev/null
+    else
+        openssl genpkey -algorithm EC -pkeyopt ec_paramgen_curve:P-256 -out "$1" 2>/dev/null
+    fi
 }
 
 # ca NAME SUBJECT: a self-signed CA
@@ -53,4 +65,26 @@ leaf wrongname ca "/CN=wrong.example" "subjectAltName=DNS:wrong.example"
 leaf expired ca "/CN=localhost" "$san_local" "2020-01-01 00:00:00"
 ca other-ca "/CN=another test CA"
 leaf other other-ca "/CN=localhost" "$san_local"
+leaf server-rsa ca "/CN=localhost" "$san_local"
+leaf named ca "/CN=named-client" "extendedKeyUsage=clientAuth
+subjectAltName=DNS:worker.example"
+leaf stranger ca "/CN=stranger-client" "extendedKeyUsage=clientAuth"
+leaf revoked ca "/CN=redlockd-revoked-client" "extendedKeyUsage=clientAuth"
+
+# The CRL: openssl ca with a database of its own in crl.d (then removed).
+mkdir -p crl.d
+: > crl.d/index.txt
+echo 01 > crl.d/crlnumber
+cat > crl.d/ca.cnf <<EOF
+[ ca ]
+default_ca = test_ca
+[ test_ca ]
+database = crl.d/index.txt
+crlnumber = crl.d/crlnumber
+default_md = sha256
+default_crl_days = $days
+EOF
+openssl ca -config crl.d/ca.cnf -cert ca.crt -keyfile ca.key -revoke revoked.crt 2>/dev/null
+openssl ca -config crl.d/ca.cnf -cert ca.crt -keyfile ca.key -gencrl -out ca.crl 2>/dev/null
+rm -rf crl.d
 chmod 600 ./*.key
