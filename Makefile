@@ -72,7 +72,8 @@ LIB_OBJ    := $(LIB_SRC:%.c=$(B)/obj/%.o)
 CLIENT_OBJ := $(B)/obj/client/client.o
 HARNESS_OBJ := $(B)/obj/tests/harness.o $(CLIENT_OBJ)
 
-UNIT_TESTS := check_proto check_conf check_redlock check_lease check_client check_drift
+UNIT_TESTS := check_proto check_conf check_redlock check_lease check_client check_drift \
+              check_admit
 INTEG_TESTS := check_integration check_cluster check_robust check_ops check_redlockctl check_metrics \
                check_masters check_edges check_kinds check_who check_tls check_tls_masters \
                check_clock check_fence check_scripts
@@ -125,6 +126,8 @@ $(B)/check_proto: $(B)/obj/tests/check_proto.o $(B)/obj/proto/proto.o
 $(B)/check_conf: $(B)/obj/tests/check_conf.o $(B)/obj/conf/conf.o
 $(B)/check_client: $(B)/obj/tests/check_client.o $(CLIENT_OBJ)
 $(B)/check_drift: $(B)/obj/tests/check_drift.o $(B)/obj/daemon/drift.o
+$(B)/check_admit: $(B)/obj/tests/check_admit.o $(B)/obj/daemon/admit.o \
+                  $(B)/obj/daemon/authlimit.o $(B)/obj/daemon/log.o $(B)/obj/daemon/util.o
 $(B)/check_redlock: $(B)/obj/tests/check_redlock.o $(LIB_OBJ)
 # The lease state machine without Redis: the engine's I/O is replaced by
 # the suite's own functions (GNU ld --wrap; see tests/check_lease.c).

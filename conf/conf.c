@@ -1681,8 +1681,10 @@ conf_check(struct conf_state *st)
     if (!st->seen[reserved].set && conf->unix_reserved > conf->max_clients / 4) {
         conf->unix_reserved = conf->max_clients / 4;
     }
-    conf_check_order(st, reserved, clients, true,
-                     ": TCP and TLS clients need a slot of their own");
+    if (conf->unix_enabled) {
+        conf_check_order(st, reserved, clients, true,
+                         ": TCP and TLS clients need a slot of their own");
+    }
     conf_check_order(st, min, max, false, "");
     if (conf->min_ttl_ms <= conf->max_ttl_ms) {
         conf_check_order(st, min, def, false, "");

@@ -108,7 +108,10 @@ admit_enter(struct admit_slot *slot, const char *source, bool is_unix, bool is_t
     if (admit_held >= slots) {
         return "too many clients (limits.max_clients)";
     }
-    if (!is_unix && admit_unix && admit_net >= slots - (size_t)c->unix_reserved) {
+    if (!is_unix && admit_unix
+        && admit_net + (size_t)(c->unix_reserved < c->max_clients ? c->unix_reserved
+                                                                   : c->max_clients - 1)
+           >= slots) {
         return "too many clients (limits.max_clients; limits.unix_reserved of them are "
                "kept for the Unix socket)";
     }

@@ -8,6 +8,8 @@
  * addressing over a hash of the source, probing a few slots; a full
  * probe window gives up the slot seen longest ago.
  */
+#include <arpa/inet.h>
+#include <netinet/in.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <string.h>
@@ -33,19 +35,40 @@ void
 authlimit_source(const char *peer, char *out, size_t size)
 {
     const char *end;
+    char host[INET6_ADDRSTRLEN + 1];
+    struct in6_addr a6;
+    size_t len;
 
     if (strncmp(peer, "unix ", 5) == 0) {
         end = strstr(peer, " pid=");
+        snprintf(out, size, "%.*s", (int)(end != NULL ? end - peer : (long)strlen(peer)), peer);
+        return;
+    }
+    end = strrchr(peer, ':');
+    if (peer[0] != '[' || end == NULL || end[-1] != ']') {
+        /* IPv4 "a.b.c.d:port" (or something else: all of it). */
+        snprintf(out, size, "%.*s", (int)(end != NULL ? end - peer : (long)strlen(peer)), peer);
+        return;
+    }
+    len = (size_t)(end - 1 - (peer + 1));
+    if (len >= sizeof(host)) {
+        snprintf(out, size, "%.*s", (int)(end - peer), peer);
+        return;
+    }
+    memcpy(host, peer + 1, len);
+    host[len] = '\0';
+    if (inet_pton(AF_INET6, host, &a6) != 1) {
+        snprintf(out, size, "[%s]", host);
+    } else if (IN6_IS_ADDR_V4MAPPED(&a6)) {
+        /* An IPv4 client of an IPv6 socket is the same source as on an IPv4 one. */
+        snprintf(out, size, "%u.%u.%u.%u", a6.s6_addr[12], a6.s6_addr[13], a6.s6_addr[14],
+                 a6.s6_addr[15]);
     } else {
-        end = strrchr(peer, ':');
-        if (end != NULL && peer[0] == '[' && end[-1] != ']') {
-            end = NULL;     /* not "[v6]:port" */
-        }
+        /* One IPv6 host usually has a whole /64: that is the source. */
+        memset(&a6.s6_addr[8], 0, 8);
+        inet_ntop(AF_INET6, &a6, host, sizeof(host));
+        snprintf(out, size, "[%s]/64", host);
     }
-    if (end == NULL) {
-        end = peer + strlen(peer);
-    }
-    snprintf(out, size, "%.*s", (int)(end - peer), peer);
 }
 
 /* FNV-1a over the source's bytes. */

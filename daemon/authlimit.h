@@ -2,7 +2,8 @@
  * authlimit.h: wrong AUTH passwords counted per source, so that
  * guessing from one place slows to a trickle and fills no log.
  *
- * A source is a TCP peer's address without its port, or "unix uid=<n>"
+ * A source is a TCP peer's IPv4 address, or the /64 of its IPv6 address
+ * (an IPv4-mapped one counting as the IPv4 address), or "unix uid=<n>"
  * for the Unix socket.  Each has a token bucket: AUTHLIMIT_BURST wrong
  * passwords at once, then one more every AUTHLIMIT_REFILL_MS.  While a
  * source has no token left, its AUTHs are refused without being compared
@@ -35,7 +36,8 @@
 /*
  * Write into out (size bytes) the source of a session whose peer is
  * described as listener.c writes it: "1.2.3.4:5678" gives "1.2.3.4",
- * "[::1]:5678" gives "[::1]", "unix uid=7 pid=9" gives "unix uid=7".
+ * "[2001:db8::1:2:3:4]:5678" gives "[2001:db8::]/64", "[::ffff:1.2.3.4]:5"
+ * gives "1.2.3.4", "unix uid=7 pid=9" gives "unix uid=7".
  */
 void authlimit_source(const char *peer, char *out, size_t size);
 

@@ -239,13 +239,15 @@ listener_unguard(struct evconnlistener *lev)
 /*
  * Raise the soft descriptor limit to the hard one, and say (warn) when
  * even that is below what limits.max_clients needs: one descriptor per
- * client, two per master, and LISTENER_FD_SPARE.  Clients past the limit
+ * client, two per master, metrics.max_connections, and LISTENER_FD_SPARE.  Clients past the limit
  * would find accept(2) failing.
  */
 static void
 listener_fd_budget(const struct conf *conf)
 {
-    unsigned long long other = 2 * conf->nmasters + LISTENER_FD_SPARE;
+    unsigned long long other = 2 * conf->nmasters + LISTENER_FD_SPARE
+                               + (conf->metrics.spec[0] != '\0'
+                                  ? (unsigned long long)conf->metrics_max_connections : 0);
     unsigned long long need = (unsigned long long)conf->max_clients + other;
     struct rlimit rl;
 
@@ -265,7 +267,8 @@ listener_fd_budget(const struct conf *conf)
     }
     if (rl.rlim_cur != RLIM_INFINITY && rl.rlim_cur < need) {
         log_warn("descriptor limit %llu (hard %llu) is below the %llu that limits.max_clients "
-                 "%lld needs (one per client, two per master, %d spare): clients past about "
+                 "%lld needs (one per client, two per master, /metrics' connections, %d spare): "
+                 "clients past about "
                  "%llu wait while accepting pauses; raise LimitNOFILE= or lower "
                  "limits.max_clients", (unsigned long long)rl.rlim_cur,
                  (unsigned long long)rl.rlim_max, need, (long long)conf->max_clients,

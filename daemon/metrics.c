@@ -418,7 +418,9 @@ metrics_close_cb(struct evhttp_connection *evcon, void *arg)
     struct metrics_conn *c = arg;
 
     (void)evcon;
-    evbuffer_remove_cb_entry(bufferevent_get_input(c->bev), c->in_cb);
+    if (c->in_cb != NULL) {
+        evbuffer_remove_cb_entry(bufferevent_get_input(c->bev), c->in_cb);
+    }
     metrics_conn_free(c);
 }
 

@@ -87,9 +87,10 @@ struct session {
     bool                authed;     /* AUTH done, or not needed */
     const char         *authed_by;  /* the setting whose password its AUTH gave
                                        ("auth.password", "auth.admin_password"),
-                                       NULL when it needed none or showed a
-                                       certificate: a reload that changes it ends
-                                       the session (session_set_conf) */
+                                       "tls.client_ca_file" for a certificate, NULL
+                                       when it needed none: a reload that changes
+                                       what it gave ends the session
+                                       (session_reauth) */
     bool                overflow;   /* unsent output over limits.max_output_bytes */
     bool                input_ended;/* end of input: answer what came, then close */
     struct event        timer;      /* partial line deadline; overflow close; quit */
@@ -327,6 +328,25 @@ static void session_event_cb(struct bufferevent *bev, short what, void *arg);
  * then; a failed write is reported as the bufferevent would report it.
  * When everything left, the drained-output logic (session_write_cb) runs.
  */
+/*
+ * Write what the plain socket of s takes of its output now, without
+ * waiting.  Returns evbuffer_write()'s result, with the socket error in
+ * *err.
+ */
+static int
+session_write_out(struct session *s, int *err)
+{
+    struct evbuffer *out = bufferevent_get_output(s->bev);
+    int n;
+
+    /* The bufferevent keeps its output's start frozen; it thaws it to write, as here. */
+    evbuffer_unfreeze(out, 1);
+    n = evbuffer_write(out, bufferevent_getfd(s->bev));
+    *err = EVUTIL_SOCKET_ERROR();
+    evbuffer_freeze(out, 1);
+    return n;
+}
+
 static void
 session_flush(struct flush_entry *e)
 {
@@ -341,11 +361,7 @@ session_flush(struct flush_entry *e)
     if (evbuffer_get_length(out) == 0) {
         return;
     }
-    /* The bufferevent keeps its output's start frozen; it thaws it to write, as here. */
-    evbuffer_unfreeze(out, 1);
-    n = evbuffer_write(out, bufferevent_getfd(s->bev));
-    err = EVUTIL_SOCKET_ERROR();
-    evbuffer_freeze(out, 1);
+    n = session_write_out(s, &err);
     if (n < 0) {
         if (err != EAGAIN && err != EWOULDBLOCK && err != EINTR) {
             session_event_cb(s->bev, BEV_EVENT_ERROR | BEV_EVENT_WRITING, s);
@@ -735,23 +751,54 @@ session_auth(struct session *s, const char *word, size_t len)
 }
 
 /*
- * A reload changed the password a session authenticated with: the
- * secret it showed is no longer one, so the session ends (its locks are
- * released, as at any close), unless no password is needed any more, in
- * which case it stays (an admin password that changed takes the admin
- * right away).
+ * A reload may change what a session needs to be let in.  A session
+ * whose password changed ends (the secret it showed is no longer one;
+ * its locks are released, as at any close), unless no password is
+ * needed any more, in which case it stays (an admin password that
+ * changed takes the admin right away).  A session let in without AUTH
+ * (none was needed) that now needs one ends too, unless it is still in
+ * its TLS handshake: it must then AUTH by the deadline set at accept.
+ * One waiting for an AUTH that is no longer needed is let in.  Sessions
+ * a client certificate let in stay.
  */
 static void
 session_reauth(struct session *s, const struct conf *old, const struct conf *next)
 {
     bool admin_changed = strcmp(old->auth_admin_password, next->auth_admin_password) != 0;
     bool pass_changed = strcmp(old->auth_password, next->auth_password) != 0;
+    bool needs = next->auth_password[0] != '\0' && !(s->is_unix && next->auth_unix_exempt);
 
     if (s->admin_by != NULL && strcmp(s->admin_by, "auth.admin_password") == 0
         && admin_changed) {
         s->admin_by = NULL;
     }
-    if (s->authed_by == NULL || s->bev == NULL || s->closing
+    if (s->bev == NULL || s->closing) {
+        return;
+    }
+    if (!needs && !s->authed) {
+        /* Waiting for an AUTH no longer needed: in now (a TLS one once its handshake is done). */
+        s->authed = true;
+        if (!s->is_tls || s->tls_up) {
+            admit_authed(&s->admit);
+            event_del(&s->timer);
+        }
+        return;
+    }
+    if (needs && s->authed && s->authed_by == NULL) {
+        /* Let in when nothing was asked, and something is now. */
+        if (s->is_tls && !s->tls_up) {
+            s->authed = false;  /* it AUTHs after its handshake, by the same deadline */
+            return;
+        }
+        log_warn("client %llu (%s): a reload requires AUTH (auth.password, "
+                 "auth.unix_exempt) of a session that gave none; closing",
+                 (unsigned long long)s->id, s->peer);
+        session_send_error(s, PROTO_ERR_AUTH, "a reload requires AUTH of this session, "
+                           "which gave none; closing");
+        session_quit(s);
+        return;
+    }
+    if (s->authed_by == NULL || strcmp(s->authed_by, "tls.client_ca_file") == 0
         || !(strcmp(s->authed_by, "auth.admin_password") == 0 ? admin_changed : pass_changed)) {
         return;
     }
@@ -927,7 +974,7 @@ session_list_step(struct session *s)
  * STATUS and WATCH read the masters (a quorum read, a subscription);
  * a session may send limits.reads_per_second of them a second, as many
  * at once.  Returns 0 when this one may go, or -1 after answering ERR
- * LIMIT with the wait.
+ * LIMIT with the wait.  The read is counted by session_read_taken().
  */
 static int
 session_read_budget(struct session *s)
@@ -944,8 +991,14 @@ session_read_budget(struct session *s)
         session_send_error(s, PROTO_ERR_LIMIT, text);
         return -1;
     }
-    util_gcra_take(&s->reads_tat_us, now, every);
     return 0;
+}
+
+/* A read session_read_budget() let go was made: count it. */
+static void
+session_read_taken(struct session *s)
+{
+    util_gcra_take(&s->reads_tat_us, util_now_us(), 1000000 / session_conf->reads_per_second);
 }
 
 /* Run one parsed request. */
@@ -958,6 +1011,7 @@ session_dispatch(struct session *s, const struct proto_cmd *cmd)
     const char *err;
     int64_t ttl;
     size_t i;
+    int rc;
 
     if (!s->authed && session_conf->auth_password[0] != '\0'
         && cmd->verb != PROTO_AUTH && cmd->verb != PROTO_QUIT) {
@@ -1017,6 +1071,7 @@ session_dispatch(struct session *s, const struct proto_cmd *cmd)
         if (session_read_budget(s) != 0) {
             return;
         }
+        session_read_taken(s);
         s->busy = true;
         lock_status(&s->lc, cmd->name, cmd->name_len, cmd->token);
         return;
@@ -1065,9 +1120,13 @@ session_dispatch(struct session *s, const struct proto_cmd *cmd)
         if (session_read_budget(s) != 0) {
             return;
         }
-        if (watch_add(&s->wc, cmd->name, cmd->name_len, &err) != 0) {
+        rc = watch_add(&s->wc, cmd->name, cmd->name_len, &err);
+        if (rc < 0) {
             session_send_error(s, PROTO_ERR_LIMIT, err);
             return;
+        }
+        if (rc == 0) {
+            session_read_taken(s);  /* a new watch: a read and subscriptions */
         }
         proto_reply_start(&r, "OK");
         proto_reply_word(&r, cmd->name, cmd->name_len);
@@ -1148,6 +1207,7 @@ session_timer_cb(evutil_socket_t fd, short what, void *arg)
 {
     struct session *s = arg;
     char text[128];
+    int err;
 
     (void)fd;
     (void)what;
@@ -1190,7 +1250,15 @@ session_timer_cb(evutil_socket_t fd, short what, void *arg)
         snprintf(text, sizeof(text), "no AUTH within %lld ms (limits.idle_timeout_ms)",
                  (long long)session_conf->idle_timeout_ms);
         session_send_error(s, PROTO_ERR_AUTH, text);
-        session_quit(s);
+        /*
+         * Close now, not once the replies are read: a stranger who sends
+         * lines and reads none must not keep its slot past the deadline.
+         * A plain socket gets what it will take of the output at once.
+         */
+        if (!s->is_tls) {
+            (void)session_write_out(s, &err);
+        }
+        session_close(s, "no AUTH in time");
         return;
     }
     log_info("client %llu (%s): request line not completed within %lld ms, closing",
@@ -1377,6 +1445,7 @@ session_tls_connected(struct session *s)
     s->tls_up = true;
     if (!s->authed && tls_peer_verified(ssl)) {
         s->authed = true;
+        s->authed_by = "tls.client_ca_file";
     }
     if (s->authed) {
         event_del(&s->timer);   /* the handshake's deadline */

@@ -347,7 +347,7 @@ watch_add(struct watch_client *c, const char *name, size_t name_len, const char 
                  * Watched already: one watch, told the state once and every
                  * change since; a repeated WATCH asks the masters nothing.
                  */
-                return 0;
+                return 1;
             }
         }
     }

@@ -71,7 +71,7 @@ void watch_client_init(struct watch_client *c, watch_push_fn push);
  * a quorum gives it after this call (one read of the masters), then on
  * every change.  Watching a name twice is one watch (the second WATCH
  * reads nothing and pushes nothing: the client knows the state).
- * Returns 0, or -1
+ * Returns 0 for a new watch, 1 for one the client had already, or -1
  * with a one-line text in *error (static storage): the client watches
  * limits.max_locks_per_client names already, all sessions together
  * watch limits.max_watches, or memory ran out.

@@ -52,10 +52,7 @@
 #define EG_HANDOVER_MS  2000    /* deadline for a waiter's grant once the name is free:
                                    one round (500 ms) and the retry delay (100 ms),
                                    with room for a slow, shared machine */
-/*
- * lock.key_prefix: the harness writes none unless asked, so the daemon's
- * default (conf/redlockd.yml) applies, and that is "".
- */
+/* lock.key_prefix: the harness writes "" unless a test asks for another. */
 #define EG_PREFIX       ""
 #define EG_RELEASED     " released" /* release channel: key + this (PROTOCOL.md section 9) */
 

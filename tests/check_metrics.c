@@ -1318,6 +1318,8 @@ START_TEST(metrics_connection_cap)
 
     memset(&opts, 0, sizeof(opts));
     opts.metrics_max_connections = 4;
+    /* The idle four must outlive the test's steps: no request deadline cuts them. */
+    opts.metrics_request_timeout_ms = 60000;
     mt_up_with(&opts);
     lock = mt_client();
     for (i = 0; i < 4; i++) {

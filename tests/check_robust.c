@@ -1373,6 +1373,15 @@ rb_wait_unauthenticated(int u, long long want)
     rb_wait_stat_on(u, "unauthenticated", want);
 }
 
+/* STATS unauthenticated read over u, -1 when it cannot be read. */
+static long long
+rb_unauthenticated(int u)
+{
+    long long n = -1;
+
+    return h_stat(u, "unauthenticated", &n) == 0 ? n : -1;
+}
+
 static void
 rb_wait_connections(int u, long long want)
 {
@@ -1425,14 +1434,33 @@ START_TEST(unauthenticated_capped)
 }
 END_TEST
 
+/*
+ * One Unix-socket client (*u), once the harness's own connections are
+ * gone, then two TCP clients (*t0, *t1) that have been served.
+ */
+static void
+rb_unix_and_two_tcp(int *u, int *t0, int *t1)
+{
+    *u = h_connect_unix();
+    ck_assert_int_ge(*u, 0);
+    rb_wait_connections(*u, 1);
+    *t0 = rb_connect();
+    *t1 = rb_connect();
+    EXPECT_REPLY(*t0, "PING", "PONG");
+    EXPECT_REPLY(*t1, "PING", "PONG");
+}
+
 /* With max_clients_per_source, one address cannot take every slot. */
 START_TEST(clients_per_source_capped)
 {
     struct h_daemon_opts o = { .retry_delay_ms = 100,
                                .limits_yaml = "  max_clients_per_source: 2\n" };
-    int a0, a1, b0;
+    int a0, a1, b0, u;
 
     rb_up(&o);
+    u = h_connect_unix();
+    ck_assert_int_ge(u, 0);
+    rb_wait_connections(u, 1);      /* the harness's own connections are gone */
     a0 = rb_connect_from("127.0.0.1");
     a1 = rb_connect_from("127.0.0.1");
     EXPECT_REPLY(a0, "PING", "PONG");
@@ -1443,6 +1471,7 @@ START_TEST(clients_per_source_capped)
     close(a0);
     close(a1);
     close(b0);
+    close(u);
 }
 END_TEST
 
@@ -1459,13 +1488,7 @@ START_TEST(unix_slots_reserved)
     char *got;
 
     rb_up(&o);
-    u0 = h_connect_unix();
-    ck_assert_int_ge(u0, 0);
-    rb_wait_connections(u0, 1);     /* the harness's own connections are gone */
-    t0 = rb_connect();
-    t1 = rb_connect();
-    EXPECT_REPLY(t0, "PING", "PONG");
-    EXPECT_REPLY(t1, "PING", "PONG");
+    rb_unix_and_two_tcp(&u0, &t0, &t1);
     rb_expect_refused("127.0.0.1", "limits.unix_reserved");
     u1 = h_connect_unix();
     ck_assert_int_ge(u1, 0);
@@ -1509,13 +1532,7 @@ START_TEST(tls_refused_without_plaintext)
     char *got;
 
     rb_up_tls(&o);
-    u = h_connect_unix();
-    ck_assert_int_ge(u, 0);
-    rb_wait_connections(u, 1);      /* the harness's own connections are gone */
-    t0 = rb_connect();
-    t1 = rb_connect();
-    EXPECT_REPLY(t0, "PING", "PONG");
-    EXPECT_REPLY(t1, "PING", "PONG");
+    rb_unix_and_two_tcp(&u, &t0, &t1);
     fd = h_connect_port(h_daemon_tls_port());
     ck_assert_int_ge(fd, 0);
     got = h_read_all(fd, 4096, LOCAL_MS, &len);
@@ -1531,8 +1548,8 @@ START_TEST(tls_refused_without_plaintext)
 }
 END_TEST
 
-#define RB_DEADLINE_MS  1500    /* limits.idle_timeout_ms of one_deadline_from_accept */
-#define RB_HANDSHAKE_LATE_MS 1100 /* the client starts its TLS handshake this late */
+#define RB_DEADLINE_MS  4000    /* limits.idle_timeout_ms of one_deadline_from_accept */
+#define RB_HANDSHAKE_LATE_MS 2000 /* the client starts its TLS handshake this late */
 
 /*
  * The TLS handshake and AUTH share one deadline from accept: a client
@@ -1562,10 +1579,103 @@ START_TEST(one_deadline_from_accept)
         r = client_read_line(&c, t0 + RB_DEADLINE_MS + RB_HANDSHAKE_LATE_MS + LOCAL_MS);
     } while (r == CLIENT_LINE);
     ck_assert_msg(r == CLIENT_EOF, "the connection did not end (%d: %s)", (int)r, c.err);
-    ck_assert_msg(h_now_ms() - t0 < RB_DEADLINE_MS + 500,
+    ck_assert_msg(h_now_ms() - t0 < RB_DEADLINE_MS + RB_HANDSHAKE_LATE_MS / 2,
                   "closed %lld ms after connecting: the deadline of %d ms restarted after "
                   "the handshake", (long long)(h_now_ms() - t0), RB_DEADLINE_MS);
     client_close(&c);
+}
+END_TEST
+
+#define RB_AUTH_DEADLINE_MS 3000 /* limits.idle_timeout_ms of auth_deadline_frees_slot */
+#define RB_FLOOD_MS     1000    /* requests are sent this long, as fast as taken: their
+                                   replies fill the kernel's buffers, then the daemon's
+                                   (which stops reading) */
+
+/*
+ * A stranger that sends lines before AUTH and reads its replies a
+ * trickle at a time (enough to keep the write timeout away) loses its
+ * slot at the AUTH deadline, not once every reply is read.
+ */
+START_TEST(auth_deadline_frees_slot)
+{
+    struct h_daemon_opts o = { .retry_delay_ms = 100, .auth_password = "s3cret-pw",
+                               .idle_timeout_ms = RB_AUTH_DEADLINE_MS };
+    struct sockaddr_in sa;
+    int u, fd, small = 4096, i;
+    char sip[512], flood[4096];
+    int64_t t0;
+
+    rb_up(&o);
+    u = h_connect_unix();
+    ck_assert_int_ge(u, 0);
+    fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    ck_assert_int_ge(fd, 0);
+    /* A small receive buffer: the replies back up in the daemon at once. */
+    ck_assert_int_eq(setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &small, sizeof(small)), 0);
+    memset(&sa, 0, sizeof(sa));
+    sa.sin_family = AF_INET;
+    sa.sin_port = htons((uint16_t)h_daemon_port());
+    ck_assert_int_eq(inet_pton(AF_INET, "127.0.0.1", &sa.sin_addr), 1);
+    t0 = h_now_ms();
+    ck_assert_int_eq(connect(fd, (struct sockaddr *)&sa, sizeof(sa)), 0);
+    ck_assert_int_eq(fcntl(fd, F_SETFL, O_NONBLOCK), 0);
+    memset(flood, 0, sizeof(flood));
+    for (i = 0; i + 5 <= (int)sizeof(flood); i += 5) {
+        memcpy(flood + i, "PING\n", 5);
+    }
+    while (h_now_ms() - t0 < RB_FLOOD_MS) {
+        if (send(fd, flood, sizeof(flood) - sizeof(flood) % 5, MSG_NOSIGNAL) < 0) {
+            h_sleep_ms(5);  /* full: the daemon reads no more for now */
+        }
+    }
+    rb_wait_unauthenticated(u, 1);
+    while (rb_unauthenticated(u) != 0 && h_now_ms() - t0 < 2 * RB_AUTH_DEADLINE_MS) {
+        (void)!recv(fd, sip, sizeof(sip), MSG_DONTWAIT);   /* a sip: some progress */
+        h_sleep_ms(100);
+    }
+    ck_assert_msg(rb_unauthenticated(u) == 0 && h_now_ms() - t0 < RB_AUTH_DEADLINE_MS * 3 / 2,
+                  "the slot was given back %lld ms after connecting (deadline %d ms)",
+                  (long long)(h_now_ms() - t0), RB_AUTH_DEADLINE_MS);
+    close(fd);
+    close(u);
+}
+END_TEST
+
+/*
+ * A reload that removes auth.password lets in at once the sessions
+ * waiting to AUTH; one that sets a password again ends those that gave
+ * none (told why, their locks released); the Unix socket stays.
+ */
+START_TEST(reload_sets_and_clears_password)
+{
+    struct h_daemon_opts o = { .retry_delay_ms = 100, .auth_password = "pw-one",
+                               .log_level = "info" };
+    int u, p;
+    char *got;
+
+    rb_up(&o);
+    u = h_connect_unix();
+    ck_assert_int_ge(u, 0);
+    p = rb_connect();
+    rb_wait_unauthenticated(u, 1);
+    EXPECT_PREFIX(p, "PING", "ERR AUTH ");
+    rb_conf_replace("password: \"pw-one\"", "password: \"\"");
+    rb_reload();
+    rb_wait_unauthenticated(u, 0);
+    EXPECT_REPLY(p, "PING", "PONG");
+    EXPECT_PREFIX(p, "LOCK rp", "OK rp ");
+    rb_conf_replace("password: \"\"", "password: \"pw-two\"");
+    rb_reload();
+    got = h_read_line(p, LOCAL_MS);
+    ck_assert_msg(got != NULL && strcmp(got, "ERR AUTH a reload requires AUTH of this "
+                                        "session, which gave none; closing") == 0,
+                  "a session let in without AUTH got '%s'", got != NULL ? got : "(nothing)");
+    free(got);
+    ck_assert_msg(h_expect_eof(p, LOCAL_MS), "the session without AUTH stayed open");
+    close(p);
+    EXPECT_REPLY(u, "PING", "PONG");
+    EXPECT_PREFIX(u, "STATUS rp", "FREE rp");
+    close(u);
 }
 END_TEST
 
@@ -1630,7 +1740,8 @@ START_TEST(watches_capped_globally)
 }
 END_TEST
 
-#define RB_READS_PER_S 5        /* limits.reads_per_second of reads_budgeted */
+#define RB_READS_PER_S 1        /* limits.reads_per_second of reads_budgeted: the
+                                   second read within a second is refused */
 
 /*
  * STATUS and WATCH read the masters: a session gets
@@ -1640,7 +1751,7 @@ END_TEST
 START_TEST(reads_budgeted)
 {
     struct h_daemon_opts o = { .retry_delay_ms = 100,
-                               .limits_yaml = "  reads_per_second: 5\n" };
+                               .limits_yaml = "  reads_per_second: 1\n" };
     long long calls0, calls1;
     int fd, i;
     char *got;
@@ -1830,6 +1941,8 @@ robust_suite(void)
     tcase_add_test(tc, one_deadline_from_accept);
     tcase_add_test(tc, watches_capped_globally);
     tcase_add_test(tc, reads_budgeted);
+    tcase_add_test(tc, auth_deadline_frees_slot);
+    tcase_add_test(tc, reload_sets_and_clears_password);
     tcase_add_test(tc, protected_mode_refuses);
     suite_add_tcase(s, tc);
     return s;
