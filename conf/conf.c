@@ -232,7 +232,7 @@ static const struct conf_directive conf_directives[] = {
       "TCP and TLS connections at once still in the TLS handshake or before AUTH", NULL },
     { "limits", "max_unauthenticated_per_source", CONF_T_INT,
       offsetof(struct conf, max_unauthenticated_per_source),
-      1, 1000000, 0, "16",
+      1, 1000000, 0, "64",
       "of max_unauthenticated, those from one address", NULL },
     { "limits", "max_watches", CONF_T_INT, offsetof(struct conf, max_watches),
       1, 10000000, 0, "10000",

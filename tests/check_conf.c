@@ -400,7 +400,7 @@ assert_defaults(const struct conf *conf)
     ck_assert_int_eq(conf->unix_reserved, 16);
     ck_assert_int_eq(conf->max_clients_per_source, 0);
     ck_assert_int_eq(conf->max_unauthenticated, 256);
-    ck_assert_int_eq(conf->max_unauthenticated_per_source, 16);
+    ck_assert_int_eq(conf->max_unauthenticated_per_source, 64);
     ck_assert_int_eq(conf->max_watches, 10000);
     ck_assert_int_eq(conf->reads_per_second, 100);
     ck_assert_int_eq(conf->show_labels, CONF_LABELS_ALL);
