@@ -196,8 +196,8 @@ wait "$run_pid" 2>/dev/null
 wait
 finished=true
 for port in $ports; do
-    grep -qi "lua\] \"del\" \"$name\"" "$tmp/monitor.$port" ||
-        bad "master $port never saw the release (DEL $name) before it stopped"
+    grep -qi "lua\] \"del\" \"redlock:$name\"" "$tmp/monitor.$port" ||
+        bad "master $port never saw the release (DEL redlock:$name) before it stopped"
 done
 grep -q "shutdown: every lock released" "$tmp/run.log" ||
     bad "the daemon did not say 'shutdown: every lock released'"
