@@ -18,7 +18,7 @@ CC      ?= cc
 PKGS    := libevent libevent_openssl openssl hiredis yaml-0.1
 DEB_PKGS := build-essential pkg-config libevent-dev libhiredis-dev libyaml-dev \
             check redis-server netcat-openbsd faketime libsystemd-dev libssl-dev openssl \
-            lua-check
+            lua-check python3 python3-pip python3-setuptools
 VERSION := 0.1.0
 
 # Lazy (=) so that pkg-config runs after `make deps` installed the packages.
@@ -89,7 +89,7 @@ SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 .DEFAULT_GOAL := all
 include $(wildcard tests/*/*.mk)
 
-.PHONY: all deps deps-faults check check-asan check-faults check-valgrind check-build check-docs check-lua check-units check-install check-nosd check-devrun install test unit integration run clean
+.PHONY: all deps deps-faults check check-asan check-faults check-valgrind check-build check-docs check-lua check-units check-install check-nosd check-devrun check-python install test unit integration run clean
 all: $(B)/redlockd $(B)/redlockctl
 
 $(B)/obj/%.o: %.c
@@ -161,7 +161,8 @@ deps:
 	@if pkg-config --exists $(PKGS) $(CLIENT_PKGS) check libsystemd 2>/dev/null \
 	    && command -v redis-server >/dev/null && command -v openssl >/dev/null \
 	    && command -v nc >/dev/null && command -v cc >/dev/null \
-	    && command -v faketime >/dev/null && command -v luacheck >/dev/null; then :; else \
+	    && command -v faketime >/dev/null && command -v luacheck >/dev/null \
+	    && /usr/bin/python3 -c 'import pip, setuptools' 2>/dev/null; then :; else \
 	    echo "installing missing packages: $(DEB_PKGS)"; \
 	    $(SUDO) apt-get update -qq && \
 	    DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq $(DEB_PKGS); fi
@@ -171,7 +172,8 @@ check: deps
 	@start=$$(date +%s); \
 	$(MAKE) check-build && $(MAKE) check-docs && $(MAKE) check-lua && $(MAKE) test && \
 	    $(MAKE) check-units && \
-	    $(MAKE) check-install && $(MAKE) check-nosd && $(MAKE) check-devrun; \
+	    $(MAKE) check-install && $(MAKE) check-nosd && $(MAKE) check-devrun && \
+	    $(MAKE) check-python; \
 	rc=$$?; secs=$$(( $$(date +%s) - start )); \
 	if [ $$rc -eq 0 ]; then echo "make check: all passed in $$secs s"; \
 	else echo "make check: FAILED after $$secs s"; fi; exit $$rc
@@ -284,6 +286,18 @@ check-nosd:
 # taken.
 check-devrun: $(B)/redlockd
 	@bash tests/check_devrun.sh $(B)/redlockd
+
+# The client libraries in clients/, each against real masters and the real
+# daemon; the Python one also installs with pip (into a scratch directory,
+# with the setuptools at hand: no download).
+check-python: $(B)/redlockd
+	@cd clients/python/tests && REDLOCKD_BIN=$(CURDIR)/$(B)/redlockd \
+	    python3 -W error::ResourceWarning -m unittest -q test_client
+	@tmp=$$(mktemp -d) && trap 'rm -rf "$$tmp" clients/python/build clients/python/*.egg-info' EXIT && \
+	/usr/bin/python3 -m pip install -q --no-build-isolation --no-deps --target "$$tmp" \
+	    ./clients/python >"$$tmp/pip.log" 2>&1 || { cat "$$tmp/pip.log"; exit 1; }; \
+	PYTHONPATH="$$tmp" /usr/bin/python3 -c 'import redlockd; \
+	    print("check-python: pip installed redlockd", redlockd.__version__)'
 
 # make install into a scratch DESTDIR: every file lands where the units and
 # man pages say, the unit names the installed binary, the example config

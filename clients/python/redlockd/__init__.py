@@ -1,0 +1,599 @@
+"""A client of redlockd, the lock-proxy daemon, with the standard library only.
+
+One :class:`Client` is one connection, and one connection is one session:
+the session-mode locks it takes live as long as it does, the daemon renews
+them, and closing the connection (or losing it) releases them.  Nothing here
+reconnects silently: a lost connection ends every lock of the session, and
+each :class:`Lock` says so through :attr:`Lock.lost` and its ``on_lost``
+callback.
+
+The protocol (lines, replies, ``!`` pushes) is specified in the daemon's
+``proto/PROTOCOL.md``; the words and error codes here are its words::
+
+    import redlockd
+
+    with redlockd.Client("127.0.0.1:7379") as client:
+        with client.lock("nightly", timeout=5) as lk:
+            run_the_job()           # check lk.lost.is_set() between steps
+
+``async with client.lock(...)`` works the same in asyncio (each blocking
+call runs in a thread of its own).
+
+A background thread reads the connection: replies go to the request that
+waits for them, ``! LOST`` marks the lock lost and calls its callback (in
+that thread: keep it short), ``! HELD`` and ``! FREE`` go to the watches.
+"""
+
+import asyncio
+import concurrent.futures
+import os
+import queue
+import socket
+import ssl
+import threading
+
+__all__ = [
+    "Client", "Lock", "Lease", "Event", "RedlockdError", "Busy", "Timeout",
+    "NoQuorum", "Denied", "ProtocolError", "LimitError", "AuthError", "KindError",
+    "ShuttingDown", "ConnectionLost", "NotHeld",
+]
+
+__version__ = "0.1.0"
+
+DEFAULT_ADDRESS = "127.0.0.1:7379"
+
+
+class RedlockdError(Exception):
+    """An ``ERR <CODE> <text>`` reply, or a failure of the connection.
+
+    ``code`` is the protocol's code (``"NOQUORUM"``), ``text`` the daemon's
+    text, meant for people.
+    """
+
+    def __init__(self, code, text):
+        super().__init__(f"{code} {text}" if text else code)
+        self.code = code
+        self.text = text
+
+
+class Busy(RedlockdError):
+    """A try (``timeout=0``) found the name held: ``BUSY <name> ttl=MS``."""
+
+
+class Timeout(RedlockdError):
+    """The lock was not granted within ``timeout``: ``TIMEOUT <name>``."""
+
+
+class NotHeld(RedlockdError):
+    """The session (or the token) does not hold the name: ``NOTHELD <name>``."""
+
+
+class NoQuorum(RedlockdError):
+    """Fewer than a quorum of masters answered (``ERR NOQUORUM``)."""
+
+
+class Denied(RedlockdError):
+    """The request needs the admin right (``ERR DENIED``)."""
+
+
+class ProtocolError(RedlockdError):
+    """A malformed request, or a reply this client cannot read."""
+
+
+class LimitError(RedlockdError):
+    """A limit of the daemon refused the request or the connection (``ERR LIMIT``)."""
+
+
+class AuthError(RedlockdError):
+    """AUTH is needed, or the password was wrong (``ERR AUTH``)."""
+
+
+class KindError(RedlockdError):
+    """The name is held as another kind of hold (``ERR KIND``)."""
+
+
+class ShuttingDown(RedlockdError):
+    """The daemon is stopping (``ERR SHUTDOWN``)."""
+
+
+class ConnectionLost(RedlockdError):
+    """The connection ended: every session-mode lock of it is gone."""
+
+
+_ERRORS = {
+    "NOQUORUM": NoQuorum, "DENIED": Denied, "PROTO": ProtocolError,
+    "UNKNOWN": ProtocolError, "TOOLONG": ProtocolError, "TIMEOUT": ProtocolError,
+    "LIMIT": LimitError, "AUTH": AuthError, "KIND": KindError, "SHUTDOWN": ShuttingDown,
+}
+
+
+def _fields(words):
+    """The ``key=value`` words of a reply as a dict (numbers as int)."""
+    out = {}
+    for w in words:
+        key, eq, value = w.partition("=")
+        if not eq:
+            continue
+        out[key] = int(value) if value.lstrip("-").isdigit() else value
+    return out
+
+
+def _check_word(what, value):
+    if not value or any(c in value for c in " \r\n") or len(value.encode()) > 250:
+        raise ValueError(f"{what} {value!r}: one word of printable bytes without spaces")
+    return value
+
+
+def _in_thread(fn):
+    """Run fn in a daemon thread of its own: a concurrent Future of its result."""
+    cf = concurrent.futures.Future()
+
+    def run():
+        if not cf.set_running_or_notify_cancel():
+            return
+        try:
+            cf.set_result(fn())
+        except BaseException as e:     # handed to the waiter
+            cf.set_exception(e)
+
+    threading.Thread(target=run, name="redlockd-call", daemon=True).start()
+    return cf
+
+
+class Event:
+    """A state a watch reported: ``held`` (bool), ``name`` and the push's fields."""
+
+    def __init__(self, name, held, fields):
+        self.name = name
+        self.held = held
+        self.fields = fields
+
+    def __repr__(self):
+        return f"Event({self.name!r}, held={self.held}, {self.fields!r})"
+
+
+class Lock:
+    """A session-mode hold: a context manager that takes it and releases it.
+
+    ``lost`` is a :class:`threading.Event` set when the daemon says the lock
+    is gone (``! LOST``), or the connection ends; ``lost_reason`` then says
+    why (``renew``, ``quorum``, ``gone``, ``shutdown``, ``broken``,
+    ``connection``).  ``fence`` is the grant's fencing token (with
+    ``fence=True``), ``validity`` the ms the daemon reported left.
+    """
+
+    def __init__(self, client, name, timeout, ttl, shared, limit, fence, label, on_lost):
+        self._client = client
+        self.name = _check_word("lock name", name)
+        self.timeout = timeout
+        self.ttl = ttl
+        self.shared = shared
+        self.limit = limit
+        self.want_fence = fence
+        self.label = label
+        self.on_lost = on_lost
+        self.lost = threading.Event()
+        self.lost_reason = None
+        self.fence = None
+        self.validity = None
+        self.holds = 0
+        self.permit = None
+
+    def acquire(self):
+        """Take the lock (LOCK, or TRYLOCK for ``timeout=0``); raise on refusal."""
+        self._client._acquire(self)
+        return self
+
+    def release(self):
+        """Release one hold (UNLOCK); raise :class:`NotHeld` when it was lost."""
+        self._client._release(self)
+
+    def __enter__(self):
+        return self.acquire()
+
+    def __exit__(self, exc_type, exc, tb):
+        if self.lost.is_set() or self._client.closed:
+            return False
+        self.release()
+        return False
+
+    async def __aenter__(self):
+        """``async with``: the blocking LOCK runs in a thread of its own.
+        A task cancelled while it waits gets nothing, and a grant that
+        arrives after the cancellation is released at once."""
+        cf = _in_thread(self.acquire)
+        try:
+            return await asyncio.wrap_future(cf)
+        except asyncio.CancelledError:
+            cf.add_done_callback(self._release_late_grant)
+            raise
+
+    async def __aexit__(self, exc_type, exc, tb):
+        if self.lost.is_set() or self._client.closed:
+            return False
+        await asyncio.wrap_future(_in_thread(self.release))
+        return False
+
+    async def wait_lost(self):
+        """Wait (in asyncio) until the lock is lost; returns the reason."""
+        await asyncio.wrap_future(_in_thread(self.lost.wait))
+        return self.lost_reason
+
+    def _release_late_grant(self, fut):
+        if fut.cancelled() or fut.exception() is not None:
+            return
+        try:
+            self.release()
+        except RedlockdError:
+            pass
+
+    def _mark_lost(self, reason):
+        if self.lost.is_set():
+            return
+        self.lost_reason = reason
+        self.lost.set()
+        if self.on_lost is not None:
+            self.on_lost(self)
+
+
+class Lease:
+    """A lease-mode grant: it belongs to no connection, only to its token."""
+
+    def __init__(self, name, token, validity, fence):
+        self.name = name
+        self.token = token
+        self.validity = validity
+        self.fence = fence
+
+    def __repr__(self):
+        return f"Lease({self.name!r}, token={self.token!r}, validity={self.validity})"
+
+
+def _env_address():
+    return (os.environ.get("REDLOCKD_SOCKET") or os.environ.get("REDLOCKD_ADDR")
+            or DEFAULT_ADDRESS)
+
+
+class Client:
+    """One connection to redlockd, which is one session.
+
+    ``address`` is ``"host:port"``, ``"[v6]:port"``, ``"unix:/path"`` or a
+    path (``/run/redlockd/redlockd.sock``); without it ``$REDLOCKD_SOCKET``,
+    else ``$REDLOCKD_ADDR``, else ``127.0.0.1:7379``.  ``password`` (else
+    ``$REDLOCKD_PASSWORD``) is sent with AUTH first.  ``tls=True`` (or an
+    ``ssl.SSLContext``) speaks TLS, verifying the daemon against ``cafile``
+    (else the system's CAs) and presenting ``certfile``/``keyfile`` when
+    given.  ``timeout`` bounds connecting and each reply that needs no wait
+    for a lock (seconds).
+    """
+
+    def __init__(self, address=None, *, password=None, tls=False, cafile=None,
+                 certfile=None, keyfile=None, server_hostname=None, timeout=10.0):
+        self.address = address or _env_address()
+        self.timeout = timeout
+        self.closed = False
+        self._sock = self._connect(self.address, tls, cafile, certfile, keyfile,
+                                   server_hostname)
+        self._request_lock = threading.Lock()   # one request at a time
+        self._replies = queue.Queue()
+        self._locks = {}                        # name -> Lock held by this session
+        self._watches = {}                      # name -> queue.Queue of Event
+        self._state_lock = threading.Lock()     # _locks and _watches
+        self._reader = threading.Thread(target=self._read_loop, name="redlockd-reader",
+                                        daemon=True)
+        self._reader.start()
+        if password is None:
+            password = os.environ.get("REDLOCKD_PASSWORD") or None
+        if password:
+            try:
+                self._command("AUTH " + _check_word("password", password))
+            except BaseException:
+                self.close()
+                raise
+
+    # ---- connection ----
+
+    def _connect(self, address, tls, cafile, certfile, keyfile, server_hostname):
+        if address.startswith("unix:") or address.startswith("/"):
+            path = address[5:] if address.startswith("unix:") else address
+            sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+            sock.settimeout(self.timeout)
+            sock.connect(path)
+            host = None
+        else:
+            host, sep, port = address.rpartition(":")
+            if not sep or not port.isdigit():
+                raise ValueError(f"address {address!r}: expected host:port or unix:/path")
+            host = host[1:-1] if host.startswith("[") else host
+            sock = socket.create_connection((host, int(port)), timeout=self.timeout)
+            sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        if tls:
+            ctx = tls if isinstance(tls, ssl.SSLContext) else ssl.create_default_context(
+                cafile=cafile)
+            if certfile and not isinstance(tls, ssl.SSLContext):
+                ctx.load_cert_chain(certfile, keyfile)
+            sock = ctx.wrap_socket(sock, server_hostname=server_hostname or host)
+        sock.settimeout(None)
+        return sock
+
+    def close(self):
+        """Close the connection: the session ends and its locks are released."""
+        self.closed = True
+        if self._sock.fileno() < 0:
+            return
+        try:
+            self._sock.shutdown(socket.SHUT_RDWR)
+        except OSError:
+            pass
+        self._sock.close()
+        if self._reader is not threading.current_thread():
+            self._reader.join(timeout=5)
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, exc_type, exc, tb):
+        self.close()
+        return False
+
+    def _read_loop(self):
+        buf = b""
+        try:
+            while True:
+                data = self._sock.recv(65536)
+                if not data:
+                    break
+                buf += data
+                while b"\n" in buf:
+                    line, buf = buf.split(b"\n", 1)
+                    self._dispatch(line.decode("ascii", "replace"))
+        except (OSError, ValueError):
+            pass
+        self._ended()
+
+    def _dispatch(self, line):
+        words = line.split(" ")
+        if words[0] != "!":
+            self._replies.put(words)
+            return
+        if len(words) < 3:
+            return
+        kind, name = words[1], words[2]
+        if kind == "LOST":
+            reason = _fields(words[3:]).get("reason", "unknown")
+            with self._state_lock:
+                lk = self._locks.pop(name, None)
+            if lk is not None:
+                lk.holds = 0
+                lk._mark_lost(reason)
+        elif kind in ("HELD", "FREE"):
+            with self._state_lock:
+                q = self._watches.get(name)
+            if q is not None:
+                q.put(Event(name, kind == "HELD", _fields(words[3:])))
+
+    def _ended(self):
+        """The connection is gone: every lock with it, every waiter told."""
+        self.closed = True
+        with self._state_lock:
+            locks, self._locks = list(self._locks.values()), {}
+            watches = list(self._watches.values())
+        for lk in locks:
+            lk._mark_lost("connection")
+        for q in watches:
+            q.put(None)
+        self._replies.put(None)
+
+    # ---- requests ----
+
+    def _command(self, line, wait=None):
+        """Send one request line and return the reply's words; raise on ERR."""
+        with self._request_lock:
+            if self.closed:
+                raise ConnectionLost("CLOSED", "the connection is closed")
+            self._sock.sendall(line.encode() + b"\n")
+            try:
+                words = self._replies.get(timeout=wait if wait is not None else self.timeout)
+            except queue.Empty:
+                self.close()    # a reply may still come: the connection is out of step
+                raise ConnectionLost("TIMEOUT", f"no reply to {line.split(' ')[0]} in time; "
+                                     "closed the connection") from None
+        if words is None:
+            raise ConnectionLost("CLOSED", "the daemon closed the connection")
+        if words[0] == "ERR":
+            code = words[1] if len(words) > 1 else ""
+            raise _ERRORS.get(code, RedlockdError)(code, " ".join(words[2:]))
+        return words
+
+    def _multi(self, line):
+        """A request answered with lines up to END; returns them (without END)."""
+        with self._request_lock:
+            if self.closed:
+                raise ConnectionLost("CLOSED", "the connection is closed")
+            self._sock.sendall(line.encode() + b"\n")
+            out = []
+            while True:
+                try:
+                    words = self._replies.get(timeout=self.timeout)
+                except queue.Empty:
+                    self.close()
+                    raise ConnectionLost("TIMEOUT", "no END in time; closed") from None
+                if words is None:
+                    raise ConnectionLost("CLOSED", "the daemon closed the connection")
+                if words[0] == "END":
+                    return out
+                if words[0] == "ERR":
+                    code = words[1] if len(words) > 1 else ""
+                    raise _ERRORS.get(code, RedlockdError)(code, " ".join(words[2:]))
+                out.append(words)
+
+    @staticmethod
+    def _opts(ttl=None, shared=False, limit=None, fence=False, label=None):
+        out = []
+        if ttl is not None:
+            out.append(f"ttl={int(ttl)}")
+        if fence:
+            out.append("fence")
+        if shared:
+            out.append("shared")
+        if limit is not None:
+            out.append(f"limit={int(limit)}")
+        if label is not None:
+            out.append("label=" + _check_word("label", label))
+        return out
+
+    def _take(self, name, timeout, opts, lease=False):
+        """LOCK or TRYLOCK; the OK reply's fields, or Busy/Timeout raised."""
+        if timeout == 0:
+            words = ["TRYLOCK", name] + opts
+            wait = self.timeout
+        elif timeout is None:
+            words = ["LOCK", name, "wait=inf"] + opts
+            wait = threading.TIMEOUT_MAX     # the reply comes when the lock does
+        else:
+            words = ["LOCK", name, f"wait={int(timeout * 1000)}"] + opts
+            wait = timeout + self.timeout
+        if lease:
+            words.append("mode=lease")
+        reply = self._command(" ".join(words), wait=wait)
+        status = reply[0]
+        if status == "BUSY":
+            raise Busy("BUSY", " ".join(reply[1:]))
+        if status == "TIMEOUT":
+            raise Timeout("TIMEOUT", " ".join(reply[1:]))
+        if status != "OK":
+            raise ProtocolError("REPLY", " ".join(reply))
+        return _fields(reply[2:])
+
+    def lock(self, name, timeout=None, ttl=None, shared=False, limit=None, fence=False,
+             label=None, on_lost=None):
+        """A session-mode :class:`Lock` to use with ``with`` (or acquire()).
+
+        ``timeout``: seconds to wait (None: for ever; 0: one try, Busy when
+        held).  ``ttl`` (ms) is the lease the daemon renews; ``shared`` or
+        ``limit=N`` ask for a shared or counted hold; ``fence`` a fencing
+        token; ``label`` names the holder for LIST, STATUS and WATCH.
+        ``on_lost(lock)`` runs in the reader thread when the lock is lost.
+        """
+        return Lock(self, name, timeout, ttl, shared, limit, fence, label, on_lost)
+
+    def _acquire(self, lk):
+        f = self._take(lk.name, lk.timeout,
+                       self._opts(lk.ttl, lk.shared, lk.limit, lk.want_fence, lk.label))
+        lk.validity = f.get("validity")
+        lk.holds = f.get("holds", 1)
+        lk.fence = f.get("fence")
+        lk.permit = f.get("permit")
+        lk.lost.clear()
+        lk.lost_reason = None
+        with self._state_lock:
+            self._locks[lk.name] = lk
+
+    def _release(self, lk):
+        reply = self._command("UNLOCK " + lk.name)
+        if reply[0] == "NOTHELD":
+            raise NotHeld("NOTHELD", " ".join(reply[1:]))
+        lk.holds = _fields(reply[2:]).get("holds", 0)
+        if lk.holds == 0:
+            with self._state_lock:
+                if self._locks.get(lk.name) is lk:
+                    del self._locks[lk.name]
+
+    # ---- lease mode ----
+
+    def lease(self, name, ttl, timeout=None, shared=False, limit=None, fence=False,
+              label=None):
+        """Take ``name`` in lease mode for ``ttl`` ms: a :class:`Lease` whose
+        token any process may later extend() or release(); nothing renews it."""
+        f = self._take(_check_word("lock name", name), timeout,
+                       self._opts(ttl, shared, limit, fence, label), lease=True)
+        return Lease(name, f["token"], f.get("validity"), f.get("fence"))
+
+    def extend(self, name, token, ttl):
+        """EXTEND a lease by its token to ``ttl`` ms from now; the validity (ms).
+        Never re-acquires an expired lease: NotHeld when it is gone."""
+        reply = self._command(f"EXTEND {_check_word('lock name', name)} "
+                              f"token={_check_word('token', token)} ttl={int(ttl)}")
+        if reply[0] == "NOTHELD":
+            raise NotHeld("NOTHELD", " ".join(reply[1:]))
+        return _fields(reply[2:]).get("validity")
+
+    def release(self, name, token):
+        """Release a lease by its token (compare-and-delete); NotHeld when gone."""
+        reply = self._command(f"UNLOCK {_check_word('lock name', name)} "
+                              f"token={_check_word('token', token)}")
+        if reply[0] == "NOTHELD":
+            raise NotHeld("NOTHELD", " ".join(reply[1:]))
+
+    # ---- observing ----
+
+    def status(self, name, token=None):
+        """STATUS: ``None`` when free, else the ``HELD`` reply's fields
+        (``ttl``, ``owner``, ``kind``, ``holders``, ``label``...)."""
+        line = "STATUS " + _check_word("lock name", name)
+        if token is not None:
+            line += " token=" + _check_word("token", token)
+        reply = self._command(line)
+        return None if reply[0] == "FREE" else _fields(reply[2:])
+
+    def list(self, prefix=None):
+        """LIST: one dict per hold or waiting LOCK of this daemon, with
+        ``state`` (``HELD`` or ``WAIT``) and ``name`` beside the fields."""
+        line = "LIST" if prefix is None else "LIST " + _check_word("prefix", prefix)
+        out = []
+        for words in self._multi(line):
+            d = _fields(words[2:])
+            d["state"], d["name"] = words[0], words[1]
+            out.append(d)
+        return out
+
+    def watch(self, name):
+        """WATCH ``name``: an iterator of :class:`Event` (the state now, then
+        every change), ended by UNWATCH through ``iterator.close()`` or by
+        the connection's end.  Only one watch per name per client."""
+        name = _check_word("lock name", name)
+        q = queue.Queue()
+        with self._state_lock:
+            if name in self._watches:
+                raise ValueError(f"{name!r} is watched already by this client")
+            self._watches[name] = q
+        try:
+            self._command("WATCH " + name)
+        except Exception:
+            with self._state_lock:
+                self._watches.pop(name, None)
+            raise
+        return self._watch_iter(name, q)
+
+    def _watch_iter(self, name, q):
+        try:
+            while True:
+                ev = q.get()
+                if ev is None:
+                    return
+                yield ev
+        finally:
+            with self._state_lock:
+                self._watches.pop(name, None)
+            if not self.closed:
+                try:
+                    self._command("UNWATCH " + name)
+                except RedlockdError:
+                    pass
+
+    def ping(self):
+        """PING: True when the daemon answered."""
+        return self._command("PING")[0] == "PONG"
+
+    def stats(self):
+        """STATS as a dict of name to value (numbers as int)."""
+        out = {}
+        for words in self._multi("STATS"):
+            if len(words) >= 3 and words[0] == "STAT":
+                v = " ".join(words[2:])
+                out[words[1]] = int(v) if v.lstrip("-").isdigit() else v
+        return out
+
+    def break_lock(self, name):
+        """BREAK ``name`` (needs the admin right): end every holder's hold."""
+        return self._command("BREAK " + _check_word("lock name", name))

@@ -1,0 +1,250 @@
+"""The Python client against a real daemon and five real masters."""
+
+import asyncio
+import os
+import signal
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import unittest
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+
+import redlockd  # noqa: E402
+from harness import ADMIN_PASSWORD, ROOT, Daemon  # noqa: E402
+
+
+class ClientTest(unittest.TestCase):
+    password = None
+
+    @classmethod
+    def setUpClass(cls):
+        cls.d = Daemon(password=cls.password)
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.d.stop()
+
+    def client(self, **kw):
+        c = redlockd.Client(self.d.address, password=self.password, **kw)
+        self.addCleanup(c.close)
+        return c
+
+
+class Basics(ClientTest):
+    def test_grant_status_release(self):
+        a, b = self.client(), self.client()
+        with a.lock("py-grant", fence=True, label="py-test") as lk:
+            self.assertGreater(lk.validity, 0)
+            self.assertGreater(lk.fence, 0)
+            st = a.status("py-grant")
+            self.assertEqual(st["owner"], "self")
+            self.assertEqual(st["label"], "py-test")
+            self.assertEqual(b.status("py-grant")["owner"], "other")
+            names = [e["name"] for e in b.list("py-grant")]
+            self.assertEqual(names, ["py-grant"])
+        self.assertIsNone(b.status("py-grant"))
+        self.assertFalse(lk.lost.is_set())
+
+    def test_busy_and_timeout(self):
+        a, b = self.client(), self.client()
+        with a.lock("py-busy"):
+            with self.assertRaises(redlockd.Busy):
+                b.lock("py-busy", timeout=0).acquire()
+            t0 = time.monotonic()
+            with self.assertRaises(redlockd.Timeout):
+                b.lock("py-busy", timeout=0.3).acquire()
+            self.assertGreaterEqual(time.monotonic() - t0, 0.25)
+        # Free now: the same request is granted.
+        with b.lock("py-busy", timeout=1):
+            pass
+
+    def test_shared_and_limit(self):
+        a, b, c = self.client(), self.client(), self.client()
+        with a.lock("py-sh", shared=True), b.lock("py-sh", shared=True):
+            self.assertEqual(c.status("py-sh")["holders"], 2)
+            with self.assertRaises(redlockd.Busy):
+                c.lock("py-sh", timeout=0).acquire()
+        with a.lock("py-sem", limit=2) as p1, b.lock("py-sem", limit=2) as p2:
+            self.assertEqual({p1.permit, p2.permit}, {0, 1})
+            with self.assertRaises(redlockd.Busy):
+                c.lock("py-sem", limit=2, timeout=0).acquire()
+            with self.assertRaises(redlockd.KindError):
+                c.lock("py-sem", limit=3, timeout=0).acquire()
+
+    def test_fence_increases(self):
+        a = self.client()
+        with a.lock("py-fence", fence=True) as l1:
+            pass
+        with a.lock("py-fence", fence=True) as l2:
+            pass
+        self.assertGreater(l2.fence, l1.fence)
+
+    def test_lease_across_clients(self):
+        a, b = self.client(), self.client()
+        lease = a.lease("py-lease", ttl=5000, fence=True)
+        a.close()   # a lease outlives its connection
+        self.assertEqual(b.status("py-lease", token=lease.token)["owner"], "self")
+        self.assertGreater(b.extend("py-lease", lease.token, 8000), 5000)
+        b.release("py-lease", lease.token)
+        self.assertIsNone(b.status("py-lease"))
+        with self.assertRaises(redlockd.NotHeld):
+            b.release("py-lease", lease.token)
+        with self.assertRaises(redlockd.NotHeld):
+            b.extend("py-lease", lease.token, 1000)
+
+    def test_lost_by_break_reaches_user_code(self):
+        a = self.client()
+        admin = self.client()
+        admin._command("AUTH " + ADMIN_PASSWORD)
+        seen = []
+        got = threading.Event()
+
+        def on_lost(lk):
+            seen.append(lk.lost_reason)
+            got.set()
+
+        lk = a.lock("py-break", on_lost=on_lost).acquire()
+        admin.break_lock("py-break")
+        self.assertTrue(got.wait(5), "no on_lost call")
+        self.assertEqual(seen, ["broken"])
+        self.assertTrue(lk.lost.is_set())
+        with self.assertRaises(redlockd.NotHeld):
+            lk.release()
+
+    def test_break_needs_admin(self):
+        a = self.client()
+        with self.assertRaises(redlockd.Denied):
+            a.break_lock("py-nobody")
+
+    def test_watch(self):
+        a, w = self.client(), self.client()
+        it = w.watch("py-watch")
+        first = next(it)
+        self.assertFalse(first.held)
+        with a.lock("py-watch"):
+            ev = next(it)
+            self.assertTrue(ev.held)
+            self.assertEqual(ev.fields["kind"], "exclusive")
+        self.assertFalse(next(it).held)
+        it.close()
+        self.assertTrue(w.ping())
+
+    def test_async_with(self):
+        a, b = self.client(), self.client()
+
+        async def main():
+            async with a.lock("py-async", fence=True) as lk:
+                self.assertEqual(b.status("py-async")["owner"], "other")
+                return lk
+
+        lk = asyncio.run(main())
+        self.assertGreater(lk.fence, 0)
+        self.assertIsNone(b.status("py-async"))
+
+    def test_async_cancelled_wait_releases_late_grant(self):
+        a, b = self.client(), self.client()
+        held = a.lock("py-cancel").acquire()
+
+        async def main():
+            task = asyncio.create_task(b.lock("py-cancel", timeout=30).__aenter__())
+            await asyncio.sleep(0.2)
+            task.cancel()
+            with self.assertRaises(asyncio.CancelledError):
+                await task
+            held.release()   # b's LOCK is granted now, after the cancellation...
+
+        t0 = time.monotonic()
+        asyncio.run(main())
+        deadline = time.monotonic() + 5
+        while b.status("py-cancel") is not None and time.monotonic() < deadline:
+            time.sleep(0.05)
+        self.assertIsNone(b.status("py-cancel"), "...and released at once")
+        self.assertLess(time.monotonic() - t0, 10, "the LOCK was not granted: it timed out")
+        self.assertEqual(b.stats()["locks_held"], 0)
+
+    def test_unix_socket(self):
+        c = redlockd.Client("unix:" + self.d.sock)
+        self.addCleanup(c.close)
+        with c.lock("py-unix") as lk:
+            self.assertEqual(c.status("py-unix")["owner"], "self")
+        self.assertEqual(lk.holds, 0)
+
+    def test_bad_name_refused_here(self):
+        a = self.client()
+        with self.assertRaises(ValueError):
+            a.lock("two words")
+        with self.assertRaises(redlockd.ProtocolError):
+            a.lock("py-ttl", ttl=1).acquire()
+
+
+class MastersStopped(ClientTest):
+    def test_lost_when_masters_stop(self):
+        a = self.client()
+        lk = a.lock("py-quorum", ttl=1000).acquire()
+        self.d.signal_masters(signal.SIGSTOP, 3)
+        try:
+            self.assertTrue(lk.lost.wait(5), "no LOST with 3 of 5 masters stopped")
+            self.assertIn(lk.lost_reason, ("quorum", "renew"))
+        finally:
+            self.d.signal_masters(signal.SIGCONT, 3)
+
+
+class Auth(ClientTest):
+    password = "py-secret"
+
+    def test_password_from_environment(self):
+        os.environ["REDLOCKD_PASSWORD"] = self.password
+        try:
+            c = redlockd.Client(self.d.address)
+            self.addCleanup(c.close)
+            self.assertTrue(c.ping())
+        finally:
+            del os.environ["REDLOCKD_PASSWORD"]
+        with self.assertRaises(redlockd.AuthError):
+            redlockd.Client(self.d.address, password="wrong")
+
+
+class DaemonKilled(unittest.TestCase):
+    def test_killed_daemon_loses_the_lock(self):
+        d = Daemon()
+        self.addCleanup(d.stop)
+        c = redlockd.Client(d.address)
+        self.addCleanup(c.close)
+        lk = c.lock("py-killed").acquire()
+        d.proc.kill()
+        self.assertTrue(lk.lost.wait(5), "the lock was not marked lost")
+        self.assertEqual(lk.lost_reason, "connection")
+        with self.assertRaises(redlockd.ConnectionLost):
+            c.ping()
+
+
+class Tls(unittest.TestCase):
+    def test_client_certificate(self):
+        certs = tempfile.mkdtemp(prefix="redlockd-py-certs.")
+        self.addCleanup(subprocess.run, ["rm", "-rf", certs], check=False)
+        subprocess.run(["sh", os.path.join(ROOT, "tests", "tls", "make-certs.sh"), certs],
+                       check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        d = Daemon(tls_dir=certs)
+        self.addCleanup(d.stop)
+        c = redlockd.Client(f"127.0.0.1:{d.tls_port}", tls=True,
+                            cafile=f"{certs}/ca.crt", certfile=f"{certs}/client.crt",
+                            keyfile=f"{certs}/client.key")
+        self.addCleanup(c.close)
+        with c.lock("py-tls") as lk:
+            self.assertEqual(c.status("py-tls")["owner"], "self")
+        self.assertFalse(lk.lost.is_set())
+        # Without a certificate the daemon refuses the handshake.
+        with self.assertRaises((OSError, redlockd.RedlockdError)):
+            bad = redlockd.Client(f"127.0.0.1:{d.tls_port}", tls=True,
+                                  cafile=f"{certs}/ca.crt")
+            try:
+                bad.ping()
+            finally:
+                bad.close()
+
+
+if __name__ == "__main__":
+    unittest.main()
