@@ -1,0 +1,91 @@
+// Types of the redlockd client (index.js).  The words and error codes are
+// the daemon's protocol's (proto/PROTOCOL.md in the redlockd tree).
+
+export interface ConnectOptions {
+  /** Sent with AUTH first; else $REDLOCKD_PASSWORD. */
+  password?: string;
+  /** TLS: true, or options for tls.connect. */
+  tls?: boolean | import('node:tls').ConnectionOptions;
+  /** PEM files: the CA the daemon's certificate chains to, a client certificate and its key. */
+  ca?: string;
+  cert?: string;
+  key?: string;
+  /** Connecting, and each reply that is no wait for a lock, ms (default 10000). */
+  timeoutMs?: number;
+}
+
+export interface LockOptions {
+  /** ms to wait; 0: one try (Busy when held); default: for ever. */
+  timeout?: number;
+  /** Lease in ms (the daemon renews a session-mode lock). */
+  ttl?: number;
+  shared?: boolean;
+  limit?: number;
+  fence?: boolean;
+  label?: string;
+}
+
+export type LostReason = 'renew' | 'quorum' | 'gone' | 'shutdown' | 'broken' | 'connection';
+
+export class Lock {
+  readonly name: string;
+  readonly validity: number;
+  readonly holds: number;
+  readonly fence?: number;
+  readonly permit?: number;
+  /** Aborts, with the LostReason, when the lock is lost. */
+  readonly signal: AbortSignal;
+  readonly lost: boolean;
+  readonly lostReason: LostReason | null;
+  /** UNLOCK one hold; NotHeld when it was lost. */
+  release(): Promise<void>;
+}
+
+export interface Lease {
+  name: string;
+  token: string;
+  validity: number;
+  fence?: number;
+}
+
+export interface WatchEvent {
+  name: string;
+  held: boolean;
+  fields: Record<string, string | number>;
+}
+
+export class Client {
+  static connect(address?: string, opts?: ConnectOptions): Promise<Client>;
+  readonly closed: boolean;
+  acquire(name: string, opts?: LockOptions): Promise<Lock>;
+  using<T>(name: string, opts: LockOptions, fn: (signal: AbortSignal, lock: Lock) => Promise<T>): Promise<T>;
+  using<T>(name: string, fn: (signal: AbortSignal, lock: Lock) => Promise<T>): Promise<T>;
+  lease(name: string, opts: LockOptions & { ttl: number }): Promise<Lease>;
+  extend(name: string, token: string, ttl: number): Promise<number>;
+  release(name: string, token: string): Promise<void>;
+  status(name: string, opts?: { token?: string }): Promise<Record<string, string | number> | null>;
+  list(prefix?: string): Promise<Array<Record<string, string | number>>>;
+  stats(): Promise<Record<string, string | number>>;
+  ping(): Promise<boolean>;
+  breakLock(name: string): Promise<string[]>;
+  watch(name: string): AsyncIterableIterator<WatchEvent>;
+  close(): void;
+}
+
+export function connect(address?: string, opts?: ConnectOptions): Promise<Client>;
+
+export class RedlockdError extends Error {
+  readonly code: string;
+  readonly text: string;
+}
+export class Busy extends RedlockdError {}
+export class Timeout extends RedlockdError {}
+export class NotHeld extends RedlockdError {}
+export class NoQuorum extends RedlockdError {}
+export class Denied extends RedlockdError {}
+export class ProtocolError extends RedlockdError {}
+export class LimitError extends RedlockdError {}
+export class AuthError extends RedlockdError {}
+export class KindError extends RedlockdError {}
+export class ShuttingDown extends RedlockdError {}
+export class ConnectionLost extends RedlockdError {}

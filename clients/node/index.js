@@ -1,0 +1,412 @@
+'use strict';
+/*
+ * A client of redlockd, the lock-proxy daemon, with Node's own modules only.
+ *
+ * One Client is one connection, and one connection is one session: its
+ * session-mode locks live as long as it does (the daemon renews them), and
+ * closing it, or losing it, releases them.  Nothing reconnects silently:
+ * when the connection ends every lock of it is lost (its AbortSignal
+ * aborts with reason "connection") and later calls reject with
+ * ConnectionLost.
+ *
+ * The protocol (lines, replies in order, "!" pushes) is the daemon's
+ * proto/PROTOCOL.md; the words and error codes here are its words.
+ */
+const net = require('node:net');
+const tls = require('node:tls');
+const fs = require('node:fs');
+
+const DEFAULT_ADDRESS = '127.0.0.1:7379';
+
+class RedlockdError extends Error {
+  constructor(code, text) {
+    super(text ? `${code} ${text}` : code);
+    this.name = this.constructor.name;
+    this.code = code;
+    this.text = text;
+  }
+}
+class Busy extends RedlockdError {}
+class Timeout extends RedlockdError {}
+class NotHeld extends RedlockdError {}
+class NoQuorum extends RedlockdError {}
+class Denied extends RedlockdError {}
+class ProtocolError extends RedlockdError {}
+class LimitError extends RedlockdError {}
+class AuthError extends RedlockdError {}
+class KindError extends RedlockdError {}
+class ShuttingDown extends RedlockdError {}
+class ConnectionLost extends RedlockdError {}
+
+const ERRORS = {
+  NOQUORUM: NoQuorum, DENIED: Denied, PROTO: ProtocolError, UNKNOWN: ProtocolError,
+  TOOLONG: ProtocolError, TIMEOUT: ProtocolError, LIMIT: LimitError, AUTH: AuthError,
+  KIND: KindError, SHUTDOWN: ShuttingDown,
+};
+
+/* The key=value words of a reply as an object (numbers as numbers). */
+function fields(words) {
+  const out = {};
+  for (const w of words) {
+    const i = w.indexOf('=');
+    if (i <= 0) continue;
+    const v = w.slice(i + 1);
+    out[w.slice(0, i)] = /^-?\d+$/.test(v) ? Number(v) : v;
+  }
+  return out;
+}
+
+function word(what, value) {
+  if (typeof value !== 'string' || value === '' || /[\s]/.test(value)
+      || Buffer.byteLength(value) > 250) {
+    throw new TypeError(`${what} ${JSON.stringify(value)}: one word of printable bytes without spaces`);
+  }
+  return value;
+}
+
+function errorOf(words) {
+  const code = words[1] || '';
+  const Cls = ERRORS[code] || RedlockdError;
+  return new Cls(code, words.slice(2).join(' '));
+}
+
+/* A session-mode hold.  signal aborts (reason: "renew", "quorum", "gone",
+ * "shutdown", "broken" or "connection") when the lock is lost. */
+class Lock {
+  constructor(client, name, f) {
+    this.client = client;
+    this.name = name;
+    this.validity = f.validity;
+    this.holds = f.holds;
+    this.fence = f.fence;
+    this.permit = f.permit;
+    this.controller = new AbortController();
+    this.signal = this.controller.signal;
+    this.lostReason = null;
+  }
+
+  get lost() { return this.signal.aborted; }
+
+  markLost(reason) {
+    if (this.signal.aborted) return;
+    this.lostReason = reason;
+    this.controller.abort(reason);
+  }
+
+  /* UNLOCK one hold; NotHeld when the lock was lost meanwhile. */
+  async release() {
+    const r = await this.client.command(`UNLOCK ${this.name}`);
+    if (r[0] === 'NOTHELD') throw new NotHeld('NOTHELD', r.slice(1).join(' '));
+    this.holds = fields(r.slice(2)).holds || 0;
+    if (this.holds === 0 && this.client.locks.get(this.name) === this) {
+      this.client.locks.delete(this.name);
+    }
+  }
+}
+
+function parseAddress(address) {
+  if (address.startsWith('unix:')) return { path: address.slice(5) };
+  if (address.startsWith('/')) return { path: address };
+  const i = address.lastIndexOf(':');
+  const port = Number(address.slice(i + 1));
+  if (i <= 0 || !Number.isInteger(port)) {
+    throw new TypeError(`address ${JSON.stringify(address)}: expected host:port or unix:/path`);
+  }
+  let host = address.slice(0, i);
+  if (host.startsWith('[')) host = host.slice(1, -1);
+  return { host, port };
+}
+
+class Client {
+  /*
+   * connect(address, opts): address "host:port", "[v6]:port", "unix:/path"
+   * or a path; without one $REDLOCKD_SOCKET, else $REDLOCKD_ADDR, else
+   * 127.0.0.1:7379.  opts: password (else $REDLOCKD_PASSWORD), tls (true
+   * or tls.connect options), ca, cert, key (file names), timeoutMs for
+   * connecting and each reply that is no wait for a lock.
+   */
+  static async connect(address, opts = {}) {
+    const c = new Client(address || process.env.REDLOCKD_SOCKET || process.env.REDLOCKD_ADDR
+                         || DEFAULT_ADDRESS, opts);
+    await c.ready;
+    const password = opts.password !== undefined ? opts.password : process.env.REDLOCKD_PASSWORD;
+    if (password) {
+      try {
+        await c.command(`AUTH ${word('password', password)}`);
+      } catch (e) {
+        c.close();
+        throw e;
+      }
+    }
+    return c;
+  }
+
+  constructor(address, opts) {
+    this.address = address;
+    this.timeoutMs = opts.timeoutMs || 10000;
+    this.closed = false;
+    this.pending = [];          // requests waiting for their reply, in order
+    this.locks = new Map();     // name -> Lock of this session
+    this.watches = new Map();   // name -> watch state
+    this.buf = '';
+    const where = parseAddress(address);
+    const useTls = opts.tls || opts.ca || opts.cert;
+    let sock;
+    if (useTls) {
+      const o = typeof opts.tls === 'object' ? { ...opts.tls } : {};
+      if (opts.ca) o.ca = fs.readFileSync(opts.ca);
+      if (opts.cert) o.cert = fs.readFileSync(opts.cert);
+      if (opts.key) o.key = fs.readFileSync(opts.key);
+      if (where.path) o.path = where.path; else { o.host = where.host; o.port = where.port; }
+      if (o.servername === undefined && where.host && net.isIP(where.host) === 0) {
+        o.servername = where.host;
+      }
+      sock = tls.connect(o);
+    } else {
+      sock = where.path ? net.connect(where.path) : net.connect(where.port, where.host);
+    }
+    this.sock = sock;
+    sock.setNoDelay && sock.setNoDelay(true);
+    sock.setEncoding('latin1');
+    this.ready = new Promise((resolve, reject) => {
+      const timer = setTimeout(() => {
+        sock.destroy();
+        reject(new ConnectionLost('TIMEOUT', `cannot connect to ${address} in time`));
+      }, this.timeoutMs);
+      sock.once(useTls ? 'secureConnect' : 'connect', () => { clearTimeout(timer); resolve(); });
+      sock.once('error', (e) => { clearTimeout(timer); reject(e); });
+    });
+    this.ready.catch(() => {});
+    sock.on('data', (d) => this.onData(d));
+    sock.on('error', () => {});
+    sock.on('close', () => this.onEnd());
+  }
+
+  onData(data) {
+    this.buf += data;
+    let i;
+    while ((i = this.buf.indexOf('\n')) >= 0) {
+      const line = this.buf.slice(0, i);
+      this.buf = this.buf.slice(i + 1);
+      this.onLine(line.split(' '));
+    }
+  }
+
+  onLine(words) {
+    if (words[0] === '!') {
+      this.onPush(words);
+      return;
+    }
+    const p = this.pending[0];
+    if (p === undefined) return;        // nothing asked: not ours to read
+    if (p.multi && words[0] !== 'END' && words[0] !== 'ERR') {
+      p.lines.push(words);
+      return;
+    }
+    this.pending.shift();
+    if (p.timer) clearTimeout(p.timer);
+    if (words[0] === 'ERR') p.reject(errorOf(words));
+    else p.resolve(p.multi ? p.lines : words);
+  }
+
+  onPush(words) {
+    const kind = words[1];
+    const name = words[2];
+    if (kind === 'LOST') {
+      const lk = this.locks.get(name);
+      if (lk) {
+        this.locks.delete(name);
+        lk.holds = 0;
+        lk.markLost(fields(words.slice(3)).reason || 'unknown');
+      }
+    } else if (kind === 'HELD' || kind === 'FREE') {
+      const w = this.watches.get(name);
+      if (w) w.put({ name, held: kind === 'HELD', fields: fields(words.slice(3)) });
+    }
+  }
+
+  onEnd() {
+    this.closed = true;
+    for (const lk of this.locks.values()) lk.markLost('connection');
+    this.locks.clear();
+    for (const w of this.watches.values()) w.put(null);
+    const pending = this.pending;
+    this.pending = [];
+    for (const p of pending) {
+      if (p.timer) clearTimeout(p.timer);
+      p.reject(new ConnectionLost('CLOSED', 'the connection ended'));
+    }
+  }
+
+  /* Send one request; its reply's words (ERR rejects).  waitMs: Infinity for a LOCK. */
+  command(line, { multi = false, waitMs } = {}) {
+    if (this.closed) {
+      return Promise.reject(new ConnectionLost('CLOSED', 'the connection is closed'));
+    }
+    return new Promise((resolve, reject) => {
+      const p = { resolve, reject, multi, lines: [] };
+      const ms = waitMs === undefined ? this.timeoutMs : waitMs;
+      if (Number.isFinite(ms)) {
+        p.timer = setTimeout(() => {
+          // Out of step with the daemon from now on: the connection goes.
+          reject(new ConnectionLost('TIMEOUT', `no reply to ${line.split(' ')[0]} in time; closed`));
+          this.sock.destroy();
+        }, ms);
+      }
+      this.pending.push(p);
+      this.sock.write(line + '\n');
+    });
+  }
+
+  static opts(o) {
+    const out = [];
+    if (o.ttl !== undefined) out.push(`ttl=${Math.trunc(o.ttl)}`);
+    if (o.fence) out.push('fence');
+    if (o.shared) out.push('shared');
+    if (o.limit !== undefined) out.push(`limit=${Math.trunc(o.limit)}`);
+    if (o.label !== undefined) out.push(`label=${word('label', o.label)}`);
+    return out;
+  }
+
+  async take(name, o, lease) {
+    word('lock name', name);
+    let words;
+    let waitMs;
+    if (o.timeout === 0) {
+      words = ['TRYLOCK', name];
+      waitMs = this.timeoutMs;
+    } else if (o.timeout === undefined || o.timeout === Infinity) {
+      words = ['LOCK', name, 'wait=inf'];
+      waitMs = Infinity;
+    } else {
+      words = ['LOCK', name, `wait=${Math.trunc(o.timeout)}`];
+      waitMs = o.timeout + this.timeoutMs;
+    }
+    words.push(...Client.opts(o));
+    if (lease) words.push('mode=lease');
+    const r = await this.command(words.join(' '), { waitMs });
+    if (r[0] === 'BUSY') throw new Busy('BUSY', r.slice(1).join(' '));
+    if (r[0] === 'TIMEOUT') throw new Timeout('TIMEOUT', r.slice(1).join(' '));
+    if (r[0] !== 'OK') throw new ProtocolError('REPLY', r.join(' '));
+    return fields(r.slice(2));
+  }
+
+  /*
+   * acquire(name, {timeout (ms; 0: one try, Busy when held; default: for
+   * ever), ttl, shared, limit, fence, label}): a Lock of this session.
+   */
+  async acquire(name, o = {}) {
+    const f = await this.take(name, o, false);
+    const lk = new Lock(this, name, f);
+    this.locks.set(name, lk);
+    return lk;
+  }
+
+  /* Run fn(signal) under the lock; released after, also when fn throws. */
+  async using(name, o, fn) {
+    if (typeof o === 'function') { fn = o; o = {}; }
+    const lk = await this.acquire(name, o);
+    try {
+      return await fn(lk.signal, lk);
+    } finally {
+      if (!lk.lost && !this.closed) await lk.release();
+    }
+  }
+
+  /* Lease mode: {name, token, validity, fence}; nothing renews it. */
+  async lease(name, o) {
+    if (!o || o.ttl === undefined) throw new TypeError('a lease needs ttl (ms)');
+    const f = await this.take(name, o, true);
+    return { name, token: f.token, validity: f.validity, fence: f.fence };
+  }
+
+  /* EXTEND a lease by token; its validity (ms).  NotHeld once it expired. */
+  async extend(name, token, ttl) {
+    const r = await this.command(`EXTEND ${word('lock name', name)} token=${word('token', token)} ttl=${Math.trunc(ttl)}`);
+    if (r[0] === 'NOTHELD') throw new NotHeld('NOTHELD', r.slice(1).join(' '));
+    return fields(r.slice(2)).validity;
+  }
+
+  /* Release a lease by token (compare-and-delete); NotHeld when gone. */
+  async release(name, token) {
+    const r = await this.command(`UNLOCK ${word('lock name', name)} token=${word('token', token)}`);
+    if (r[0] === 'NOTHELD') throw new NotHeld('NOTHELD', r.slice(1).join(' '));
+  }
+
+  /* STATUS: null when free, else the HELD fields. */
+  async status(name, { token } = {}) {
+    let line = `STATUS ${word('lock name', name)}`;
+    if (token !== undefined) line += ` token=${word('token', token)}`;
+    const r = await this.command(line);
+    return r[0] === 'FREE' ? null : fields(r.slice(2));
+  }
+
+  /* LIST: one object per hold or waiting LOCK, with state and name. */
+  async list(prefix) {
+    const lines = await this.command(prefix === undefined ? 'LIST' : `LIST ${word('prefix', prefix)}`,
+                                     { multi: true });
+    return lines.map((w) => ({ state: w[0], name: w[1], ...fields(w.slice(2)) }));
+  }
+
+  async stats() {
+    const out = {};
+    for (const w of await this.command('STATS', { multi: true })) {
+      if (w[0] !== 'STAT') continue;
+      const v = w.slice(2).join(' ');
+      out[w[1]] = /^-?\d+$/.test(v) ? Number(v) : v;
+    }
+    return out;
+  }
+
+  async ping() { return (await this.command('PING'))[0] === 'PONG'; }
+
+  /* BREAK (needs the admin right). */
+  async breakLock(name) { return this.command(`BREAK ${word('lock name', name)}`); }
+
+  /*
+   * WATCH name: an async iterator of {name, held, fields}: the state now,
+   * then each change; return() (a break out of for await) sends UNWATCH.
+   */
+  watch(name) {
+    word('lock name', name);
+    if (this.watches.has(name)) throw new Error(`${name} is watched already by this client`);
+    const items = [];
+    const waiters = [];
+    const w = {
+      put(ev) { if (waiters.length) waiters.shift()(ev); else items.push(ev); },
+    };
+    this.watches.set(name, w);
+    const started = this.command(`WATCH ${name}`).catch((e) => {
+      this.watches.delete(name);
+      throw e;
+    });
+    const client = this;
+    return {
+      async next() {
+        await started;
+        const ev = items.length ? items.shift() : await new Promise((r) => waiters.push(r));
+        if (ev === null) return { done: true, value: undefined };
+        return { done: false, value: ev };
+      },
+      async return() {
+        client.watches.delete(name);
+        if (!client.closed) await client.command(`UNWATCH ${name}`).catch(() => {});
+        return { done: true, value: undefined };
+      },
+      [Symbol.asyncIterator]() { return this; },
+    };
+  }
+
+  /* Close the connection: the session ends and its locks are released. */
+  close() {
+    if (!this.sock.destroyed) this.sock.end();
+    this.sock.destroy();
+    this.closed = true;
+  }
+}
+
+module.exports = {
+  Client, Lock, RedlockdError, Busy, Timeout, NotHeld, NoQuorum, Denied, ProtocolError,
+  LimitError, AuthError, KindError, ShuttingDown, ConnectionLost,
+  connect: (address, opts) => Client.connect(address, opts),
+};

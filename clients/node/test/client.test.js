@@ -1,0 +1,178 @@
+'use strict';
+// The Node.js client against a real daemon and five real masters.
+const test = require('node:test');
+const assert = require('node:assert');
+const fs = require('node:fs');
+const redlockd = require('..');
+const { Daemon, ADMIN_PASSWORD, makeCerts } = require('./harness');
+
+test('the client', async (t) => {
+  const d = await Daemon.start();
+  const opened = [];
+  const client = async (opts) => { const c = await redlockd.connect(d.address, opts); opened.push(c); return c; };
+  t.after(() => { for (const c of opened) c.close(); d.stop(); });
+
+  await t.test('grant, status, list, release', async () => {
+    const a = await client();
+    const b = await client();
+    const out = await a.using('js-grant', { fence: true, label: 'js-test' }, async (signal, lk) => {
+      assert.ok(lk.fence > 0);
+      assert.equal(signal.aborted, false);
+      const st = await a.status('js-grant');
+      assert.equal(st.owner, 'self');
+      assert.equal(st.label, 'js-test');
+      assert.equal((await b.status('js-grant')).owner, 'other');
+      assert.deepEqual((await b.list('js-grant')).map((e) => e.name), ['js-grant']);
+      return 42;
+    });
+    assert.equal(out, 42);
+    assert.equal(await b.status('js-grant'), null);
+  });
+
+  await t.test('busy and timeout', async () => {
+    const a = await client();
+    const b = await client();
+    const lk = await a.acquire('js-busy');
+    await assert.rejects(b.acquire('js-busy', { timeout: 0 }), redlockd.Busy);
+    const t0 = Date.now();
+    await assert.rejects(b.acquire('js-busy', { timeout: 300 }), redlockd.Timeout);
+    assert.ok(Date.now() - t0 >= 250);
+    await lk.release();
+    await (await b.acquire('js-busy', { timeout: 1000 })).release();
+  });
+
+  await t.test('shared and counted holds', async () => {
+    const [a, b, c] = [await client(), await client(), await client()];
+    const s1 = await a.acquire('js-sh', { shared: true });
+    const s2 = await b.acquire('js-sh', { shared: true });
+    assert.equal((await c.status('js-sh')).holders, 2);
+    await assert.rejects(c.acquire('js-sh', { timeout: 0 }), redlockd.Busy);
+    await s1.release(); await s2.release();
+    const p1 = await a.acquire('js-sem', { limit: 2 });
+    const p2 = await b.acquire('js-sem', { limit: 2 });
+    assert.deepEqual(new Set([p1.permit, p2.permit]), new Set([0, 1]));
+    await assert.rejects(c.acquire('js-sem', { limit: 2, timeout: 0 }), redlockd.Busy);
+    await assert.rejects(c.acquire('js-sem', { limit: 3, timeout: 0 }), redlockd.KindError);
+    await p1.release(); await p2.release();
+  });
+
+  await t.test('lease across two clients', async () => {
+    const a = await client();
+    const b = await client();
+    const lease = await a.lease('js-lease', { ttl: 5000, fence: true });
+    a.close();
+    assert.equal((await b.status('js-lease', { token: lease.token })).owner, 'self');
+    assert.ok((await b.extend('js-lease', lease.token, 8000)) > 5000);
+    await b.release('js-lease', lease.token);
+    assert.equal(await b.status('js-lease'), null);
+    await assert.rejects(b.release('js-lease', lease.token), redlockd.NotHeld);
+    await assert.rejects(b.extend('js-lease', lease.token, 1000), redlockd.NotHeld);
+  });
+
+  await t.test('LOST after a BREAK aborts the signal', async () => {
+    const a = await client();
+    const admin = await client();
+    await admin.command(`AUTH ${ADMIN_PASSWORD}`);
+    let reason = null;
+    const result = a.using('js-break', async (signal) => {
+      await new Promise((resolve) => signal.addEventListener('abort', () => { reason = signal.reason; resolve(); }));
+      return 'stopped';
+    });
+    await new Promise((r) => setTimeout(r, 100));
+    await admin.breakLock('js-break');
+    assert.equal(await result, 'stopped');
+    assert.equal(reason, 'broken');
+  });
+
+  await t.test('BREAK needs the admin right', async () => {
+    const a = await client();
+    await assert.rejects(a.breakLock('js-nobody'), redlockd.Denied);
+  });
+
+  await t.test('LOST when masters stop past the validity', async () => {
+    const a = await client();
+    const lk = await a.acquire('js-quorum', { ttl: 1000 });
+    d.signalMasters('SIGSTOP', 3);
+    try {
+      await new Promise((resolve, reject) => {
+        const timer = setTimeout(() => reject(new Error('no LOST within 5 s')), 5000);
+        lk.signal.addEventListener('abort', () => { clearTimeout(timer); resolve(); });
+      });
+      assert.ok(['quorum', 'renew'].includes(lk.lostReason), lk.lostReason);
+    } finally {
+      d.signalMasters('SIGCONT', 3);
+    }
+  });
+
+  await t.test('watch', async () => {
+    const a = await client();
+    const w = await client();
+    const it = w.watch('js-watch');
+    assert.equal((await it.next()).value.held, false);
+    const lk = await a.acquire('js-watch');
+    const ev = (await it.next()).value;
+    assert.equal(ev.held, true);
+    assert.equal(ev.fields.kind, 'exclusive');
+    await lk.release();
+    assert.equal((await it.next()).value.held, false);
+    await it.return();
+    assert.ok(await w.ping());
+  });
+
+  await t.test('unix socket', async () => {
+    const c = await redlockd.connect(`unix:${d.sock}`);
+    opened.push(c);
+    await c.using('js-unix', async () => {
+      assert.equal((await c.status('js-unix')).owner, 'self');
+    });
+  });
+
+  await t.test('bad names refused before sending', async () => {
+    const a = await client();
+    await assert.rejects(a.acquire('two words'), TypeError);
+    await assert.rejects(a.acquire('js-ttl', { ttl: 1 }), redlockd.ProtocolError);
+  });
+});
+
+test('AUTH from $REDLOCKD_PASSWORD', async (t) => {
+  const d = await Daemon.start({ password: 'js-secret' });
+  t.after(() => d.stop());
+  process.env.REDLOCKD_PASSWORD = 'js-secret';
+  try {
+    const c = await redlockd.connect(d.address);
+    assert.ok(await c.ping());
+    c.close();
+  } finally {
+    delete process.env.REDLOCKD_PASSWORD;
+  }
+  await assert.rejects(redlockd.connect(d.address, { password: 'wrong' }), redlockd.AuthError);
+});
+
+test('a killed daemon: the lock is lost, calls reject', async (t) => {
+  const d = await Daemon.start();
+  t.after(() => d.stop());
+  const c = await redlockd.connect(d.address);
+  const lk = await c.acquire('js-killed');
+  d.proc.kill('SIGKILL');
+  await new Promise((resolve) => lk.signal.addEventListener('abort', resolve));
+  assert.equal(lk.lostReason, 'connection');
+  await assert.rejects(c.ping(), redlockd.ConnectionLost);
+});
+
+test('TLS with a client certificate', async (t) => {
+  const certs = makeCerts();
+  const d = await Daemon.start({ tlsDir: certs });
+  t.after(() => { d.stop(); fs.rmSync(certs, { recursive: true, force: true }); });
+  const c = await redlockd.connect(`127.0.0.1:${d.tlsPort}`, {
+    tls: true, ca: `${certs}/ca.crt`, cert: `${certs}/client.crt`, key: `${certs}/client.key`,
+  });
+  await c.using('js-tls', async () => {
+    assert.equal((await c.status('js-tls')).owner, 'self');
+  });
+  c.close();
+  // Without a certificate the daemon refuses the session.
+  await assert.rejects((async () => {
+    const bad = await redlockd.connect(`127.0.0.1:${d.tlsPort}`, { tls: true, ca: `${certs}/ca.crt` });
+    try { await bad.ping(); } finally { bad.close(); }
+  })());
+});
