@@ -18,7 +18,7 @@ CC      ?= cc
 PKGS    := libevent libevent_openssl openssl hiredis yaml-0.1
 DEB_PKGS := build-essential pkg-config libevent-dev libhiredis-dev libyaml-dev \
             check redis-server netcat-openbsd faketime libsystemd-dev libssl-dev openssl \
-            lua-check python3 python3-pip python3-setuptools nodejs
+            lua-check python3 python3-pip python3-setuptools nodejs golang-go
 VERSION := 0.1.0
 
 # Lazy (=) so that pkg-config runs after `make deps` installed the packages.
@@ -89,7 +89,7 @@ SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 .DEFAULT_GOAL := all
 include $(wildcard tests/*/*.mk)
 
-.PHONY: all deps deps-faults check check-asan check-faults check-valgrind check-build check-docs check-lua check-units check-install check-nosd check-devrun check-python check-node install test unit integration run clean
+.PHONY: all deps deps-faults check check-asan check-faults check-valgrind check-build check-docs check-lua check-units check-install check-nosd check-devrun check-python check-node check-go install test unit integration run clean
 all: $(B)/redlockd $(B)/redlockctl
 
 $(B)/obj/%.o: %.c
@@ -163,7 +163,7 @@ deps:
 	    && command -v nc >/dev/null && command -v cc >/dev/null \
 	    && command -v faketime >/dev/null && command -v luacheck >/dev/null \
 	    && /usr/bin/python3 -c 'import pip, setuptools' 2>/dev/null \
-	    && command -v node >/dev/null; then :; else \
+	    && command -v node >/dev/null && command -v go >/dev/null; then :; else \
 	    echo "installing missing packages: $(DEB_PKGS)"; \
 	    $(SUDO) apt-get update -qq && \
 	    DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq $(DEB_PKGS); fi
@@ -174,7 +174,7 @@ check: deps
 	$(MAKE) check-build && $(MAKE) check-docs && $(MAKE) check-lua && $(MAKE) test && \
 	    $(MAKE) check-units && \
 	    $(MAKE) check-install && $(MAKE) check-nosd && $(MAKE) check-devrun && \
-	    $(MAKE) check-python && $(MAKE) check-node; \
+	    $(MAKE) check-python && $(MAKE) check-node && $(MAKE) check-go; \
 	rc=$$?; secs=$$(( $$(date +%s) - start )); \
 	if [ $$rc -eq 0 ]; then echo "make check: all passed in $$secs s"; \
 	else echo "make check: FAILED after $$secs s"; fi; exit $$rc
@@ -298,6 +298,15 @@ check-node: $(B)/redlockd
 	    (cd clients/node && npm pack --silent --pack-destination "$$tmp" >/dev/null) && \
 	    echo "check-node: npm pack made $$(ls "$$tmp")"; \
 	else echo "check-node: npm missing: the package is not packed"; fi
+
+check-go: $(B)/redlockd
+	@if command -v go >/dev/null; then \
+	    cd clients/go && test -z "$$(gofmt -l .)" || { echo "check-go: gofmt -l:"; gofmt -l .; exit 1; }; \
+	    go vet ./... || exit 1; \
+	    REDLOCKD_BIN=$(CURDIR)/$(B)/redlockd go test -race -count=1 ./... \
+	        >"$(CURDIR)/$(B)/check-go.log" 2>&1; rc=$$?; \
+	    sed 's/^/check-go: /' "$(CURDIR)/$(B)/check-go.log"; exit $$rc; \
+	else echo "check-go: no Go toolchain (golang-go could not be installed): skipped"; fi
 
 # The client libraries in clients/, each against real masters and the real
 # daemon; the Python one also installs with pip (into a scratch directory,

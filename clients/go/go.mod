@@ -1,0 +1,3 @@
+module redlockd
+
+go 1.19

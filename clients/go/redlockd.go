@@ -1,0 +1,709 @@
+// Package redlockd is a client of redlockd, the lock-proxy daemon, with
+// the standard library only.
+//
+// One Client is one connection, and one connection is one session: its
+// session-mode locks live as long as it does (the daemon renews them),
+// and Close, or a broken connection, releases them.  Nothing reconnects
+// silently: when the connection ends, every Lock's Context is cancelled
+// and later calls return an error that errors.Is(err, ErrConnectionLost).
+//
+// The protocol (lines, replies in order, "!" pushes) is the daemon's
+// proto/PROTOCOL.md; the words and error codes here are its words.
+package redlockd
+
+import (
+	"bufio"
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+)
+
+// DefaultAddress is where Dial connects without an address or environment.
+const DefaultAddress = "127.0.0.1:7379"
+
+// Sentinel errors: compare with errors.Is.
+var (
+	ErrBusy           = errors.New("busy")
+	ErrTimeout        = errors.New("timeout")
+	ErrNotHeld        = errors.New("not held")
+	ErrNoQuorum       = errors.New("no quorum")
+	ErrDenied         = errors.New("denied")
+	ErrProtocol       = errors.New("protocol error")
+	ErrLimit          = errors.New("limit")
+	ErrAuth           = errors.New("auth")
+	ErrKind           = errors.New("kind")
+	ErrShutdown       = errors.New("shutdown")
+	ErrConnectionLost = errors.New("connection lost")
+)
+
+var codes = map[string]error{
+	"NOQUORUM": ErrNoQuorum, "DENIED": ErrDenied, "PROTO": ErrProtocol, "UNKNOWN": ErrProtocol,
+	"TOOLONG": ErrProtocol, "TIMEOUT": ErrProtocol, "LIMIT": ErrLimit, "AUTH": ErrAuth,
+	"KIND": ErrKind, "SHUTDOWN": ErrShutdown,
+}
+
+// Error is a reply that refused a request: the protocol's Code ("NOQUORUM",
+// or "BUSY", "TIMEOUT", "NOTHELD") and the daemon's Text, for people.
+type Error struct {
+	Code string
+	Text string
+	kind error
+}
+
+func (e *Error) Error() string { return strings.TrimSpace(e.Code + " " + e.Text) }
+
+// Unwrap gives the sentinel error of the code, for errors.Is.
+func (e *Error) Unwrap() error { return e.kind }
+
+func fail(kind error, code, text string) error { return &Error{Code: code, Text: text, kind: kind} }
+
+// Fields are the key=value words of a reply or push.
+type Fields map[string]string
+
+// Int is field k as a number, 0 when absent.
+func (f Fields) Int(k string) int64 {
+	n, _ := strconv.ParseInt(f[k], 10, 64)
+	return n
+}
+
+func fieldsOf(words []string) Fields {
+	out := Fields{}
+	for _, w := range words {
+		if i := strings.IndexByte(w, '='); i > 0 {
+			out[w[:i]] = w[i+1:]
+		}
+	}
+	return out
+}
+
+func checkWord(what, v string) error {
+	if v == "" || len(v) > 250 || strings.ContainsAny(v, " \t\r\n") {
+		return fmt.Errorf("%s %q: one word of printable bytes without spaces: %w", what, v, ErrProtocol)
+	}
+	return nil
+}
+
+// Options of Dial.
+type Options struct {
+	Password string      // sent with AUTH first; "" means $REDLOCKD_PASSWORD
+	TLS      *tls.Config // TLS with this configuration (nil: see CAFile)
+	CAFile   string      // TLS, verifying the daemon against this PEM file
+	CertFile string      // a client certificate to present (with KeyFile)
+	KeyFile  string
+	Timeout  time.Duration // connecting, and each reply that is no wait for a lock (10 s)
+}
+
+type request struct {
+	multi   bool
+	lines   [][]string
+	done    chan reply     // buffered: the one reply, unless the caller left
+	left    bool           // the caller left (under Client.mu)
+	abandon func([]string) // then, what to do with a reply that is no error
+}
+
+type reply struct {
+	words []string
+	lines [][]string
+	err   error
+}
+
+// Client is one connection to redlockd: one session.
+type Client struct {
+	conn    net.Conn
+	timeout time.Duration
+
+	wmu     sync.Mutex // writes, and pending's order
+	mu      sync.Mutex // pending (and each request's left), locks, watches, closed
+	pending []*request
+	locks   map[string]*Lock
+	watches map[string]chan Event
+	closed  bool
+	gone    chan struct{}
+}
+
+// Dial connects to address: "host:port", "[v6]:port", "unix:/path" or a
+// path; "" means $REDLOCKD_SOCKET, else $REDLOCKD_ADDR, else
+// DefaultAddress.
+func Dial(ctx context.Context, address string, o *Options) (*Client, error) {
+	if o == nil {
+		o = &Options{}
+	}
+	if address == "" {
+		address = os.Getenv("REDLOCKD_SOCKET")
+	}
+	if address == "" {
+		address = os.Getenv("REDLOCKD_ADDR")
+	}
+	if address == "" {
+		address = DefaultAddress
+	}
+	timeout := o.Timeout
+	if timeout == 0 {
+		timeout = 10 * time.Second
+	}
+	d := net.Dialer{Timeout: timeout}
+	network, where := "tcp", address
+	if strings.HasPrefix(address, "unix:") {
+		network, where = "unix", address[5:]
+	} else if strings.HasPrefix(address, "/") {
+		network = "unix"
+	}
+	conn, err := d.DialContext(ctx, network, where)
+	if err != nil {
+		return nil, err
+	}
+	cfg := o.TLS
+	if cfg == nil && (o.CAFile != "" || o.CertFile != "") {
+		cfg = &tls.Config{MinVersion: tls.VersionTLS12}
+		if o.CAFile != "" {
+			pem, err := os.ReadFile(o.CAFile)
+			if err != nil {
+				conn.Close()
+				return nil, err
+			}
+			cfg.RootCAs = x509.NewCertPool()
+			if !cfg.RootCAs.AppendCertsFromPEM(pem) {
+				conn.Close()
+				return nil, fmt.Errorf("%s: no PEM certificate", o.CAFile)
+			}
+		}
+		if o.CertFile != "" {
+			cert, err := tls.LoadX509KeyPair(o.CertFile, o.KeyFile)
+			if err != nil {
+				conn.Close()
+				return nil, err
+			}
+			cfg.Certificates = []tls.Certificate{cert}
+		}
+	}
+	if cfg != nil {
+		if cfg.ServerName == "" && network == "tcp" {
+			cfg = cfg.Clone()
+			host, _, _ := net.SplitHostPort(where)
+			cfg.ServerName = host
+		}
+		tc := tls.Client(conn, cfg)
+		if err := tc.HandshakeContext(ctx); err != nil {
+			conn.Close()
+			return nil, err
+		}
+		conn = tc
+	}
+	c := &Client{conn: conn, timeout: timeout, locks: map[string]*Lock{},
+		watches: map[string]chan Event{}, gone: make(chan struct{})}
+	go c.readLoop()
+	pass := o.Password
+	if pass == "" {
+		pass = os.Getenv("REDLOCKD_PASSWORD")
+	}
+	if pass != "" {
+		if err := checkWord("password", pass); err != nil {
+			c.Close()
+			return nil, err
+		}
+		if _, err := c.command(ctx, "AUTH "+pass, false); err != nil {
+			c.Close()
+			return nil, err
+		}
+	}
+	return c, nil
+}
+
+// Close ends the connection: the session ends and its locks are released.
+func (c *Client) Close() error {
+	return c.conn.Close()
+}
+
+func (c *Client) readLoop() {
+	r := bufio.NewReaderSize(c.conn, 65536)
+	for {
+		line, err := r.ReadString('\n')
+		if err != nil {
+			break
+		}
+		c.dispatch(strings.Split(strings.TrimSuffix(line, "\n"), " "))
+	}
+	c.ended()
+}
+
+func (c *Client) dispatch(words []string) {
+	if words[0] == "!" {
+		c.push(words)
+		return
+	}
+	c.mu.Lock()
+	if len(c.pending) == 0 {
+		c.mu.Unlock()
+		return
+	}
+	req := c.pending[0]
+	if req.multi && words[0] != "END" && words[0] != "ERR" {
+		req.lines = append(req.lines, words)
+		c.mu.Unlock()
+		return
+	}
+	c.pending = c.pending[1:]
+	left := req.left
+	c.mu.Unlock()
+	rep := reply{words: words, lines: req.lines}
+	if words[0] == "ERR" {
+		code, text := "", ""
+		if len(words) > 1 {
+			code = words[1]
+		}
+		if len(words) > 2 {
+			text = strings.Join(words[2:], " ")
+		}
+		kind := codes[code]
+		if kind == nil {
+			kind = ErrProtocol
+		}
+		rep.err = fail(kind, code, text)
+	}
+	if !left {
+		req.done <- rep
+	} else if req.abandon != nil && rep.err == nil {
+		go req.abandon(words)
+	}
+}
+
+func (c *Client) push(words []string) {
+	if len(words) < 3 {
+		return
+	}
+	name := words[2]
+	switch words[1] {
+	case "LOST":
+		c.mu.Lock()
+		lk := c.locks[name]
+		delete(c.locks, name)
+		c.mu.Unlock()
+		if lk != nil {
+			reason := fieldsOf(words[3:])["reason"]
+			if reason == "" {
+				reason = "unknown"
+			}
+			lk.lose(reason)
+		}
+	case "HELD", "FREE":
+		c.mu.Lock()
+		ch := c.watches[name]
+		c.mu.Unlock()
+		if ch != nil {
+			select {
+			case ch <- Event{Name: name, Held: words[1] == "HELD", Fields: fieldsOf(words[3:])}:
+			default: // a watcher that does not read loses events, never the session
+			}
+		}
+	}
+}
+
+func (c *Client) ended() {
+	c.mu.Lock()
+	c.closed = true
+	locks := c.locks
+	c.locks = map[string]*Lock{}
+	watches := c.watches
+	c.watches = map[string]chan Event{}
+	pending := c.pending
+	c.pending = nil
+	c.mu.Unlock()
+	close(c.gone)
+	for _, lk := range locks {
+		lk.lose("connection")
+	}
+	for _, ch := range watches {
+		close(ch)
+	}
+	for _, req := range pending {
+		req.done <- reply{err: fail(ErrConnectionLost, "CLOSED", "the connection ended")}
+	}
+}
+
+// send writes one request and waits for its reply (wait: a LOCK, no
+// deadline but ctx's).  A request whose caller left (ctx ended) is
+// abandoned: its reply is read in turn, and abandon then runs with it
+// (a grant is released).
+func (c *Client) send(ctx context.Context, line string, multi, wait bool,
+	abandon func([]string)) (reply, error) {
+	req := &request{multi: multi, done: make(chan reply, 1)}
+	c.wmu.Lock()
+	c.mu.Lock()
+	if c.closed {
+		c.mu.Unlock()
+		c.wmu.Unlock()
+		return reply{}, fail(ErrConnectionLost, "CLOSED", "the connection is closed")
+	}
+	c.pending = append(c.pending, req)
+	c.mu.Unlock()
+	_, err := c.conn.Write([]byte(line + "\n"))
+	c.wmu.Unlock()
+	if err != nil {
+		c.conn.Close()
+		return reply{}, fail(ErrConnectionLost, "CLOSED", err.Error())
+	}
+	var timer <-chan time.Time
+	if !wait {
+		t := time.NewTimer(c.timeout)
+		defer t.Stop()
+		timer = t.C
+	}
+	select {
+	case rep := <-req.done:
+		if rep.err != nil {
+			return rep, rep.err
+		}
+		return rep, nil
+	case <-timer:
+		c.conn.Close() // out of step with the daemon from now on
+		return reply{}, fail(ErrConnectionLost, "TIMEOUT", "no reply in time; closed")
+	case <-ctx.Done():
+		c.mu.Lock()
+		req.left = true
+		req.abandon = abandon
+		c.mu.Unlock()
+		// A reply dispatched before the flag was set is handled here.
+		select {
+		case rep := <-req.done:
+			if rep.err == nil && rep.words != nil && abandon != nil {
+				go abandon(rep.words)
+			}
+		default:
+		}
+		return reply{}, ctx.Err()
+	}
+}
+
+func (c *Client) command(ctx context.Context, line string, multi bool) (reply, error) {
+	return c.send(ctx, line, multi, false, nil)
+}
+
+// LockOptions of Lock and Lease.
+type LockOptions struct {
+	TTL    time.Duration // the lease (the daemon renews a session-mode lock); 0: its default
+	Try    bool          // one try: ErrBusy when held
+	Shared bool          // a shared hold
+	Limit  int           // a counted hold of Limit permits
+	Fence  bool          // ask for a fencing token
+	Label  string        // who holds it, for LIST, STATUS and WATCH
+}
+
+func (o *LockOptions) words() []string {
+	var out []string
+	if o.TTL > 0 {
+		out = append(out, "ttl="+strconv.FormatInt(o.TTL.Milliseconds(), 10))
+	}
+	if o.Fence {
+		out = append(out, "fence")
+	}
+	if o.Shared {
+		out = append(out, "shared")
+	}
+	if o.Limit > 0 {
+		out = append(out, "limit="+strconv.Itoa(o.Limit))
+	}
+	if o.Label != "" {
+		out = append(out, "label="+o.Label)
+	}
+	return out
+}
+
+// take sends LOCK (waiting until ctx's deadline, or for ever) or TRYLOCK.
+func (c *Client) take(ctx context.Context, name string, o *LockOptions, lease bool,
+	abandon func([]string)) (Fields, error) {
+	if o == nil {
+		o = &LockOptions{}
+	}
+	if err := checkWord("lock name", name); err != nil {
+		return nil, err
+	}
+	if o.Label != "" {
+		if err := checkWord("label", o.Label); err != nil {
+			return nil, err
+		}
+	}
+	words := []string{"TRYLOCK", name}
+	wait := false
+	if !o.Try {
+		words = []string{"LOCK", name, "wait=inf"}
+		if dl, ok := ctx.Deadline(); ok {
+			ms := time.Until(dl).Milliseconds()
+			if ms < 0 {
+				ms = 0
+			}
+			words[2] = "wait=" + strconv.FormatInt(ms, 10)
+		}
+		wait = true
+	}
+	words = append(words, o.words()...)
+	if lease {
+		words = append(words, "mode=lease")
+	}
+	rep, err := c.send(ctx, strings.Join(words, " "), false, wait, abandon)
+	if err != nil {
+		return nil, err
+	}
+	switch rep.words[0] {
+	case "OK":
+		return fieldsOf(rep.words[2:]), nil
+	case "BUSY":
+		return nil, fail(ErrBusy, "BUSY", strings.Join(rep.words[1:], " "))
+	case "TIMEOUT":
+		return nil, fail(ErrTimeout, "TIMEOUT", strings.Join(rep.words[1:], " "))
+	}
+	return nil, fail(ErrProtocol, "REPLY", strings.Join(rep.words, " "))
+}
+
+// Lock is a session-mode hold.
+type Lock struct {
+	c        *Client
+	Name     string
+	Validity time.Duration // left when granted
+	Fence    int64         // its fencing token (0 without Fence)
+	Permit   int           // a counted hold's permit, else -1
+	ctx      context.Context
+	cancel   context.CancelFunc
+	mu       sync.Mutex
+	reason   string
+}
+
+// Lock takes name in session mode.  It waits until ctx's deadline (ErrTimeout),
+// or for ever without one; o.Try makes one try (ErrBusy).  A ctx cancelled
+// while it waits returns ctx.Err(), and a grant that comes after is
+// released at once.
+func (c *Client) Lock(ctx context.Context, name string, o *LockOptions) (*Lock, error) {
+	late := func(words []string) {
+		if words[0] == "OK" {
+			_, _ = c.command(context.Background(), "UNLOCK "+name, false)
+		}
+	}
+	f, err := c.take(ctx, name, o, false, late)
+	if err != nil {
+		return nil, err
+	}
+	lk := &Lock{c: c, Name: name, Validity: time.Duration(f.Int("validity")) * time.Millisecond,
+		Fence: f.Int("fence"), Permit: -1}
+	if p, ok := f["permit"]; ok {
+		lk.Permit, _ = strconv.Atoi(p)
+	}
+	lk.ctx, lk.cancel = context.WithCancel(context.Background())
+	c.mu.Lock()
+	if c.closed {
+		c.mu.Unlock()
+		lk.lose("connection")
+		return lk, nil
+	}
+	c.locks[name] = lk
+	c.mu.Unlock()
+	return lk, nil
+}
+
+// Context is cancelled when the lock is lost (LostReason says why).
+func (l *Lock) Context() context.Context { return l.ctx }
+
+// LostReason is "" while held, else renew, quorum, gone, shutdown,
+// broken or connection.
+func (l *Lock) LostReason() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.reason
+}
+
+func (l *Lock) lose(reason string) {
+	l.mu.Lock()
+	if l.reason == "" {
+		l.reason = reason
+	}
+	l.mu.Unlock()
+	l.cancel()
+}
+
+// Unlock releases one hold; ErrNotHeld when the lock was lost.
+func (l *Lock) Unlock() error {
+	rep, err := l.c.command(context.Background(), "UNLOCK "+l.Name, false)
+	if err != nil {
+		return err
+	}
+	if rep.words[0] == "NOTHELD" {
+		return fail(ErrNotHeld, "NOTHELD", strings.Join(rep.words[1:], " "))
+	}
+	if fieldsOf(rep.words[2:]).Int("holds") == 0 {
+		l.c.mu.Lock()
+		if l.c.locks[l.Name] == l {
+			delete(l.c.locks, l.Name)
+		}
+		l.c.mu.Unlock()
+		l.lose("released")
+	}
+	return nil
+}
+
+// Lease is a lease-mode grant: it belongs to its Token, not to a connection.
+type Lease struct {
+	Name     string
+	Token    string
+	Validity time.Duration
+	Fence    int64
+}
+
+// Lease takes name in lease mode for ttl; nothing renews it.
+func (c *Client) Lease(ctx context.Context, name string, ttl time.Duration, o *LockOptions) (*Lease, error) {
+	oo := LockOptions{}
+	if o != nil {
+		oo = *o
+	}
+	oo.TTL = ttl
+	late := func(words []string) {
+		if t := fieldsOf(words[2:])["token"]; words[0] == "OK" && t != "" {
+			_ = c.Release(context.Background(), name, t)
+		}
+	}
+	f, err := c.take(ctx, name, &oo, true, late)
+	if err != nil {
+		return nil, err
+	}
+	return &Lease{Name: name, Token: f["token"], Fence: f.Int("fence"),
+		Validity: time.Duration(f.Int("validity")) * time.Millisecond}, nil
+}
+
+// Extend renews a lease by its token for ttl; ErrNotHeld once it expired
+// (an expired lease is never taken again).
+func (c *Client) Extend(ctx context.Context, name, token string, ttl time.Duration) (time.Duration, error) {
+	if err := checkWord("token", token); err != nil {
+		return 0, err
+	}
+	rep, err := c.command(ctx, fmt.Sprintf("EXTEND %s token=%s ttl=%d", name, token, ttl.Milliseconds()), false)
+	if err != nil {
+		return 0, err
+	}
+	if rep.words[0] == "NOTHELD" {
+		return 0, fail(ErrNotHeld, "NOTHELD", strings.Join(rep.words[1:], " "))
+	}
+	return time.Duration(fieldsOf(rep.words[2:]).Int("validity")) * time.Millisecond, nil
+}
+
+// Release ends a lease by its token (compare-and-delete); ErrNotHeld when gone.
+func (c *Client) Release(ctx context.Context, name, token string) error {
+	if err := checkWord("token", token); err != nil {
+		return err
+	}
+	rep, err := c.command(ctx, fmt.Sprintf("UNLOCK %s token=%s", name, token), false)
+	if err != nil {
+		return err
+	}
+	if rep.words[0] == "NOTHELD" {
+		return fail(ErrNotHeld, "NOTHELD", strings.Join(rep.words[1:], " "))
+	}
+	return nil
+}
+
+// Status reads name on the masters: held, and the HELD reply's fields.
+func (c *Client) Status(ctx context.Context, name, token string) (bool, Fields, error) {
+	if err := checkWord("lock name", name); err != nil {
+		return false, nil, err
+	}
+	line := "STATUS " + name
+	if token != "" {
+		line += " token=" + token
+	}
+	rep, err := c.command(ctx, line, false)
+	if err != nil {
+		return false, nil, err
+	}
+	if rep.words[0] == "FREE" {
+		return false, nil, nil
+	}
+	return true, fieldsOf(rep.words[2:]), nil
+}
+
+// Listing is one line of List.
+type Listing struct {
+	State  string // HELD or WAIT
+	Name   string
+	Fields Fields
+}
+
+// List the holds and waiting LOCKs of this daemon, of names with prefix.
+func (c *Client) List(ctx context.Context, prefix string) ([]Listing, error) {
+	line := "LIST"
+	if prefix != "" {
+		line += " " + prefix
+	}
+	rep, err := c.command(ctx, line, true)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]Listing, 0, len(rep.lines))
+	for _, w := range rep.lines {
+		if len(w) >= 2 {
+			out = append(out, Listing{State: w[0], Name: w[1], Fields: fieldsOf(w[2:])})
+		}
+	}
+	return out, nil
+}
+
+// Ping asks the daemon for PONG.
+func (c *Client) Ping(ctx context.Context) error {
+	_, err := c.command(ctx, "PING", false)
+	return err
+}
+
+// Break ends every hold of name (needs the admin right: ErrDenied).
+func (c *Client) Break(ctx context.Context, name string) error {
+	_, err := c.command(ctx, "BREAK "+name, false)
+	return err
+}
+
+// Event is a state a watch reported.
+type Event struct {
+	Name   string
+	Held   bool
+	Fields Fields
+}
+
+// Watch name: a channel of its state now, then each change, until ctx
+// ends (then UNWATCH) or the connection does (the channel closes).
+func (c *Client) Watch(ctx context.Context, name string) (<-chan Event, error) {
+	if err := checkWord("lock name", name); err != nil {
+		return nil, err
+	}
+	ch := make(chan Event, 64)
+	c.mu.Lock()
+	if _, ok := c.watches[name]; ok {
+		c.mu.Unlock()
+		return nil, fmt.Errorf("%s is watched already by this client", name)
+	}
+	c.watches[name] = ch
+	c.mu.Unlock()
+	if _, err := c.command(ctx, "WATCH "+name, false); err != nil {
+		c.mu.Lock()
+		delete(c.watches, name)
+		c.mu.Unlock()
+		return nil, err
+	}
+	go func() {
+		select {
+		case <-ctx.Done():
+			c.mu.Lock()
+			mine := c.watches[name] == ch
+			if mine {
+				delete(c.watches, name)
+			}
+			c.mu.Unlock()
+			if mine {
+				_, _ = c.command(context.Background(), "UNWATCH "+name, false)
+				close(ch)
+			}
+		case <-c.gone:
+		}
+	}()
+	return ch, nil
+}
