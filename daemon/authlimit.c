@@ -25,8 +25,7 @@ struct authlimit_entry {
     char     source[AUTHLIMIT_SOURCE_MAX]; /* "" when the slot is free */
     int64_t  tat_us;        /* the bucket, as a time (see above), monotonic us */
     int64_t  seen_us;       /* last AUTH failure or refusal, for reuse */
-    int64_t  logged_us;     /* last summary line, 0: none yet */
-    uint64_t refused;       /* refusals since that line */
+    struct log_every log;   /* its summary lines of refusals */
 };
 
 static struct authlimit_entry authlimit_table[AUTHLIMIT_SOURCES];
@@ -127,21 +126,20 @@ int64_t
 authlimit_check(const char *source, int64_t now_us, unsigned long long id, const char *peer)
 {
     struct authlimit_entry *e = authlimit_find(source, false, now_us);
+    uint64_t held;
     int64_t wait;
+    bool first;
 
     if (e == NULL || (wait = authlimit_wait_us(e, now_us)) == 0) {
         return 0;
     }
     e->seen_us = now_us;
-    e->refused++;
-    if (e->logged_us == 0 || now_us - e->logged_us >= AUTHLIMIT_LOG_MS * (int64_t)1000) {
+    first = e->log.last_us == 0;
+    if (log_every_due(&e->log, now_us, &held)) {
         log_warn("AUTH from %s refused unchecked %llu time%s%s (more than %d wrong passwords, "
                  "then one a second); the last: client %llu (%s)", source,
-                 (unsigned long long)e->refused, e->refused == 1 ? "" : "s",
-                 e->logged_us == 0 ? "" : " since the last such line", AUTHLIMIT_BURST,
-                 id, peer);
-        e->logged_us = now_us;
-        e->refused = 0;
+                 (unsigned long long)held + 1, held == 0 ? "" : "s",
+                 first ? "" : " since the last such line", AUTHLIMIT_BURST, id, peer);
     }
     return (wait + 999) / 1000;
 }

@@ -17,7 +17,7 @@
  *
  * The log: each wrong password is logged while its source has tokens
  * (at most AUTHLIMIT_BURST lines, then one a refill); refusals are
- * summed per source and logged at most once per AUTHLIMIT_LOG_MS, so
+ * summed per source and logged at most once per LOG_EVERY_US (log.h), so
  * that a guesser cannot crowd other lines (BREAK's audit lines) out of
  * a rate-limited journal.
  */
@@ -30,7 +30,6 @@
 #define AUTHLIMIT_BURST      10      /* wrong passwords a source may send at once */
 #define AUTHLIMIT_REFILL_MS  1000    /* one more token after this long, ms */
 #define AUTHLIMIT_SOURCES    1024    /* sources remembered */
-#define AUTHLIMIT_LOG_MS     10000   /* at most one summary line per source this often */
 #define AUTHLIMIT_SOURCE_MAX 64      /* a source's text, NUL included */
 
 /*

@@ -33,7 +33,6 @@
 #define LISTENER_INHERITED_MAX 8    /* sockets taken from systemd */
 #define LISTENER_GUARDED_MAX (LISTENER_INHERITED_MAX + 4) /* ours, and /metrics' */
 #define LISTENER_PAUSE_MS 100       /* out of descriptors: no accept for this long */
-#define LISTENER_LOG_EVERY_US 10000000 /* at most one accept-failure line per 10 s */
 #define LISTENER_FD_SPARE 16        /* descriptors beyond the clients and the masters'
                                        two links: listeners, log, DNS, /metrics */
 
@@ -56,10 +55,8 @@ static bool                   listener_public_tls;  /* an inherited TLS one is n
 static struct evconnlistener *listener_guarded[LISTENER_GUARDED_MAX];
 static size_t                 listener_nguarded;
 static struct event          *listener_resume_ev;   /* ends a pause */
-static int64_t                listener_logged_us;   /* last accept-failure line, 0: none */
-static uint64_t               listener_unlogged;    /* failures since that line */
-static int64_t                listener_refused_us;  /* last refusal line, 0: none */
-static uint64_t               listener_unlogged_refusals; /* refusals since that line */
+static struct log_every       listener_failed_log;  /* accept-failure lines */
+static struct log_every       listener_refused_log; /* refusal lines */
 
 static void
 listener_describe(const struct sockaddr *sa, char *out, size_t size)
@@ -84,13 +81,13 @@ listener_describe(const struct sockaddr *sa, char *out, size_t size)
  * A connection admit_enter() refused: "ERR LIMIT <why>" on a plain
  * socket; on a TLS one nothing (a reply before the handshake would be
  * plaintext, and a handshake is what the limits spare).  Logged at most
- * once per LISTENER_LOG_EVERY_US, with the refusals in between counted.
+ * once per LOG_EVERY_US, with the refusals in between counted.
  */
 static void
 listener_refuse(evutil_socket_t fd, const char *peer, bool tls, const char *why)
 {
     char line[256];
-    int64_t now = util_now_us();
+    uint64_t held;
     int n;
 
     stats.rejected_clients++;
@@ -101,15 +98,11 @@ listener_refuse(evutil_socket_t fd, const char *peer, bool tls, const char *why)
         }
     }
     evutil_closesocket(fd);
-    if (listener_refused_us != 0 && now - listener_refused_us < LISTENER_LOG_EVERY_US) {
-        listener_unlogged_refusals++;
-        return;
+    if (log_every_due(&listener_refused_log, util_now_us(), &held)) {
+        log_warn("refused a client (%s%s): %s (%llu more refused since the last such line)",
+                 peer, tls ? ", TLS: closed without a reply" : "", why,
+                 (unsigned long long)held);
     }
-    log_warn("refused a client (%s%s): %s (%llu more refused since the last such line)",
-             peer, tls ? ", TLS: closed without a reply" : "", why,
-             (unsigned long long)listener_unlogged_refusals);
-    listener_refused_us = now;
-    listener_unlogged_refusals = 0;
 }
 
 static void
@@ -169,7 +162,7 @@ listener_resume_cb(evutil_socket_t fd, short what, void *arg)
  * accept(2) failed.  Out of descriptors (or kernel memory), every
  * listener stops for LISTENER_PAUSE_MS, so that the daemon does not spin
  * on a socket it cannot accept from; the connections wait in the
- * backlog.  The log says so at most once per LISTENER_LOG_EVERY_US, with
+ * backlog.  The log says so at most once per LOG_EVERY_US, with
  * the failures in between counted.
  */
 static void
@@ -177,7 +170,7 @@ listener_error_cb(struct evconnlistener *lev, void *arg)
 {
     int err = EVUTIL_SOCKET_ERROR();
     bool out = err == EMFILE || err == ENFILE || err == ENOBUFS || err == ENOMEM;
-    int64_t now = util_now_us();
+    uint64_t held;
     struct timeval tv = { 0, LISTENER_PAUSE_MS * 1000 };
     struct rlimit rl;
     size_t i;
@@ -194,8 +187,7 @@ listener_error_cb(struct evconnlistener *lev, void *arg)
         }
         evtimer_add(listener_resume_ev, &tv);
     }
-    if (listener_logged_us != 0 && now - listener_logged_us < LISTENER_LOG_EVERY_US) {
-        listener_unlogged++;
+    if (!log_every_due(&listener_failed_log, util_now_us(), &held)) {
         return;
     }
     if (out && getrlimit(RLIMIT_NOFILE, &rl) == 0) {
@@ -203,13 +195,11 @@ listener_error_cb(struct evconnlistener *lev, void *arg)
                  "since the last such line); accepting pauses %d ms each time: raise the "
                  "limit (LimitNOFILE=) or lower limits.max_clients",
                  evutil_socket_error_to_string(err), (unsigned long long)rl.rlim_cur,
-                 session_count(), (unsigned long long)listener_unlogged, LISTENER_PAUSE_MS);
+                 session_count(), (unsigned long long)held, LISTENER_PAUSE_MS);
     } else {
         log_warn("accept failed: %s (%llu more failures since the last such line)",
-                 evutil_socket_error_to_string(err), (unsigned long long)listener_unlogged);
+                 evutil_socket_error_to_string(err), (unsigned long long)held);
     }
-    listener_logged_us = now;
-    listener_unlogged = 0;
 }
 
 int

@@ -53,3 +53,16 @@ log_write(enum log_level level, const char *fmt, ...)
     /* One write: concurrent lines from other processes do not interleave. */
     (void)!write(STDERR_FILENO, line, (size_t)n);
 }
+
+bool
+log_every_due(struct log_every *le, int64_t now_us, uint64_t *held)
+{
+    if (le->last_us != 0 && now_us - le->last_us < LOG_EVERY_US) {
+        le->held++;
+        return false;
+    }
+    *held = le->held;
+    le->held = 0;
+    le->last_us = now_us;
+    return true;
+}

@@ -10,6 +10,7 @@
 #define REDLOCKD_LOG_H
 
 #include <stdbool.h>
+#include <stdint.h>
 
 /* Levels, most severe first (the order of enum conf_log_level). */
 enum log_level {
@@ -28,6 +29,27 @@ bool log_enabled(enum log_level level);
 /* Write one line at a level; printf-style format, no trailing newline needed. */
 void log_write(enum log_level level, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
+
+/*
+ * A kind of line written at most once per LOG_EVERY_US, so that a flood
+ * of one event (refused connections, wrong passwords) cannot crowd other
+ * lines out of a rate-limited journal: the line says how many events it
+ * stands for.  Zeroed: no line written yet.  Owned by the caller.
+ */
+#define LOG_EVERY_US 10000000   /* 10 s */
+
+struct log_every {
+    int64_t  last_us;   /* CLOCK_MONOTONIC us of the last line, 0: none yet */
+    uint64_t held;      /* events since then that wrote no line */
+};
+
+/*
+ * An event of le's kind at now_us (CLOCK_MONOTONIC, util_now_us()).
+ * Returns true when its line is due, with *held set to the events held
+ * back since the last line (then reset); false when a line was written
+ * less than LOG_EVERY_US ago (this event is counted as held back).
+ */
+bool log_every_due(struct log_every *le, int64_t now_us, uint64_t *held);
 
 #define log_error(...) log_write(LOG_ERROR, __VA_ARGS__)
 #define log_warn(...)  log_write(LOG_WARN, __VA_ARGS__)

@@ -64,8 +64,6 @@
 #define METRICS_TIMEOUT_S       10      /* idle read or write, then closed */
 #define METRICS_MAX_HEADERS     8192    /* request line and headers, bytes */
 #define METRICS_MAX_BODY        1024    /* request body, bytes (GET has none) */
-#define METRICS_LOG_EVERY_US    10000000 /* at most one line on refusals and deadlines
-                                            per 10 s */
 
 /* The answer to a connection past metrics.max_connections, sent as it is. */
 static const char metrics_busy[] =
@@ -107,7 +105,7 @@ static struct metrics_conn *metrics_conns;      /* every connection, newest firs
 static int64_t metrics_nconns;          /* connections counted against the limit */
 static int64_t metrics_max_conns;       /* metrics.max_connections */
 static int64_t metrics_timeout_ms;      /* metrics.request_timeout_ms */
-static int64_t metrics_logged_us;       /* util_now_us() of the last line on closes; 0: none */
+static struct log_every metrics_closes_log;    /* lines on refusals and deadlines */
 static uint64_t metrics_logged_rejected;    /* stats.metrics_rejected at that line */
 static uint64_t metrics_logged_timed_out;   /* stats.metrics_timed_out at that line */
 
@@ -300,14 +298,14 @@ metrics_reply(struct evhttp_request *req, int code, const char *reason, const ch
 
 /*
  * A line on refused and timed-out connections, at most one per
- * METRICS_LOG_EVERY_US, with the counts since the line before.
+ * LOG_EVERY_US, with the counts since the line before.
  */
 static void
 metrics_log_closes(void)
 {
-    int64_t now = util_now_us();
+    uint64_t held;
 
-    if (metrics_logged_us != 0 && now - metrics_logged_us < METRICS_LOG_EVERY_US) {
+    if (!log_every_due(&metrics_closes_log, util_now_us(), &held)) {
         return;
     }
     log_warn("/metrics: %llu connections refused past metrics.max_connections (%lld) and "
@@ -316,7 +314,6 @@ metrics_log_closes(void)
              (long long)metrics_max_conns,
              (unsigned long long)(stats.metrics_timed_out - metrics_logged_timed_out),
              (long long)metrics_timeout_ms);
-    metrics_logged_us = now;
     metrics_logged_rejected = stats.metrics_rejected;
     metrics_logged_timed_out = stats.metrics_timed_out;
 }

@@ -322,13 +322,6 @@ static void session_write_cb(struct bufferevent *bev, void *arg);
 static void session_event_cb(struct bufferevent *bev, short what, void *arg);
 
 /*
- * Write a plain session's output now (from the flush list, once per
- * loop iteration).  What the socket does not take is left to the
- * bufferevent, whose write event (and idle_timeout_ms) is armed only
- * then; a failed write is reported as the bufferevent would report it.
- * When everything left, the drained-output logic (session_write_cb) runs.
- */
-/*
  * Write what the plain socket of s takes of its output now, without
  * waiting.  Returns evbuffer_write()'s result, with the socket error in
  * *err.
@@ -347,6 +340,13 @@ session_write_out(struct session *s, int *err)
     return n;
 }
 
+/*
+ * Write a plain session's output now (from the flush list, once per
+ * loop iteration).  What the socket does not take is left to the
+ * bufferevent, whose write event (and idle_timeout_ms) is armed only
+ * then; a failed write is reported as the bufferevent would report it.
+ * When everything left, the drained-output logic (session_write_cb) runs.
+ */
 static void
 session_flush(struct flush_entry *e)
 {
@@ -691,12 +691,20 @@ session_ttl(struct session *s, const struct proto_cmd *cmd, int64_t *ttl)
     return 0;
 }
 
-/* s needs no AUTH any more: it counts as authenticated from now on (daemon/admit.h). */
+/*
+ * s needs no AUTH any more.  Once its TLS handshake (if any) is done too,
+ * it leaves the unauthenticated connections (daemon/admit.h) and the
+ * deadline set at accept ends; until then that deadline holds for the
+ * handshake.
+ */
 static void
 session_authenticated(struct session *s)
 {
     s->authed = true;
-    admit_authed(&s->admit);
+    if (!s->is_tls || s->tls_up) {
+        admit_authed(&s->admit);
+        event_del(&s->timer);
+    }
 }
 
 /*
@@ -744,7 +752,6 @@ session_auth(struct session *s, const char *word, size_t len)
         s->authed_by = "auth.password";
     }
     session_authenticated(s);
-    event_del(&s->timer);       /* the AUTH deadline */
     proto_reply_start(&r, "OK");
     proto_reply_end(&r);
     session_send(s, &r);
@@ -776,12 +783,7 @@ session_reauth(struct session *s, const struct conf *old, const struct conf *nex
         return;
     }
     if (!needs && !s->authed) {
-        /* Waiting for an AUTH no longer needed: in now (a TLS one once its handshake is done). */
-        s->authed = true;
-        if (!s->is_tls || s->tls_up) {
-            admit_authed(&s->admit);
-            event_del(&s->timer);
-        }
+        session_authenticated(s);   /* waiting for an AUTH no longer needed */
         return;
     }
     if (needs && s->authed && s->authed_by == NULL) {
@@ -970,6 +972,13 @@ session_list_step(struct session *s)
     }
 }
 
+/* us between two reads of a session's budget, limits.reads_per_second. */
+static int64_t
+session_read_every_us(void)
+{
+    return 1000000 / session_conf->reads_per_second;
+}
+
 /*
  * STATUS and WATCH read the masters (a quorum read, a subscription);
  * a session may send limits.reads_per_second of them a second, as many
@@ -979,8 +988,8 @@ session_list_step(struct session *s)
 static int
 session_read_budget(struct session *s)
 {
-    int64_t now = util_now_us(), every = 1000000 / session_conf->reads_per_second;
-    int64_t wait = util_gcra_wait(s->reads_tat_us, now, every, session_conf->reads_per_second);
+    int64_t wait = util_gcra_wait(s->reads_tat_us, util_now_us(), session_read_every_us(),
+                                  session_conf->reads_per_second);
     char text[160];
 
     if (wait > 0) {
@@ -998,7 +1007,7 @@ session_read_budget(struct session *s)
 static void
 session_read_taken(struct session *s)
 {
-    util_gcra_take(&s->reads_tat_us, util_now_us(), 1000000 / session_conf->reads_per_second);
+    util_gcra_take(&s->reads_tat_us, util_now_us(), session_read_every_us());
 }
 
 /* Run one parsed request. */
@@ -1238,11 +1247,6 @@ session_timer_cb(evutil_socket_t fd, short what, void *arg)
         session_close(s, "output over limits.max_output_bytes");
         return;
     }
-    if (!s->authed && session_conf->auth_password[0] == '\0') {
-        session_authenticated(s);   /* a reload removed the password meanwhile */
-        session_watch_partial(s);
-        return;
-    }
     stats.clients_timed_out++;
     if (!s->authed) {
         log_info("client %llu (%s): no AUTH within %lld ms, closing",
@@ -1442,14 +1446,14 @@ static void
 session_tls_connected(struct session *s)
 {
     SSL *ssl = bufferevent_openssl_get_ssl(s->bev);
+
     s->tls_up = true;
     if (!s->authed && tls_peer_verified(ssl)) {
-        s->authed = true;
         s->authed_by = "tls.client_ca_file";
+        s->authed = true;
     }
     if (s->authed) {
-        event_del(&s->timer);   /* the handshake's deadline */
-        admit_authed(&s->admit);
+        session_authenticated(s);   /* counted as in now that the handshake is done */
     }
     log_debug("client %llu (%s): TLS handshake done (%s%s)", (unsigned long long)s->id,
               s->peer, ssl != NULL ? SSL_get_version(ssl) : "?",

@@ -115,6 +115,17 @@ tls_refusal_free(void *parent, void *ptr, CRYPTO_EX_DATA *ad, int idx, long argl
     free(ptr);
 }
 
+/* Bytes of buf outside printable ASCII become '?' (a certificate's text goes to the log). */
+static void
+tls_printable(char *buf)
+{
+    for (; *buf != '\0'; buf++) {
+        if ((unsigned char)*buf < 0x20 || (unsigned char)*buf > 0x7e) {
+            *buf = '?';
+        }
+    }
+}
+
 /*
  * A certificate's subject as one line (RFC 2253: "CN=x,O=y"), bytes
  * outside printable ASCII as '?', cut to size.
@@ -123,7 +134,6 @@ static void
 tls_subject(X509 *cert, char *buf, size_t size)
 {
     BIO *bio = BIO_new(BIO_s_mem());
-    size_t i;
     int n = 0;
 
     buf[0] = '\0';
@@ -134,11 +144,7 @@ tls_subject(X509 *cert, char *buf, size_t size)
     } else {
         n = BIO_read(bio, buf, (int)size - 1);
         buf[n > 0 ? n : 0] = '\0';
-        for (i = 0; buf[i] != '\0'; i++) {
-            if ((unsigned char)buf[i] < 0x20 || (unsigned char)buf[i] > 0x7e) {
-                buf[i] = '?';
-            }
-        }
+        tls_printable(buf);
         if (buf[0] == '\0') {
             snprintf(buf, size, "(empty)");
         }
@@ -157,7 +163,7 @@ tls_names_refusal(X509 *cert, const char *subject, char *buf, size_t size)
 {
     GENERAL_NAMES *alt = X509_get_ext_d2i(cert, NID_subject_alt_name, NULL, NULL);
     char dns[TLS_SUBJECT_SIZE] = "";
-    size_t used = 0, j;
+    size_t used = 0;
     int i, w, len;
 
     for (i = 0; alt != NULL && i < sk_GENERAL_NAME_num(alt); i++) {
@@ -174,11 +180,7 @@ tls_names_refusal(X509 *cert, const char *subject, char *buf, size_t size)
         used += w > 0 ? (size_t)w : 0;
     }
     GENERAL_NAMES_free(alt);
-    for (j = 0; dns[j] != '\0'; j++) {
-        if ((unsigned char)dns[j] < 0x20 || (unsigned char)dns[j] > 0x7e) {
-            dns[j] = '?';
-        }
-    }
+    tls_printable(dns);
     if (dns[0] == '\0') {
         snprintf(buf, size, "subject %s not in tls.client_names", subject);
     } else {

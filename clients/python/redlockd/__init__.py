@@ -386,46 +386,32 @@ class Client:
 
     # ---- requests ----
 
-    def _command(self, line, wait=None):
-        """Send one request line and return the reply's words; raise on ERR."""
+    def _command(self, line, wait=None, multi=False):
+        """Send one request line and return the reply's words (with
+        ``multi``, the lines up to END, without it); raise on ERR.  ``wait``:
+        seconds for the reply (default: the client's timeout)."""
         with self._request_lock:
             if self.closed:
                 raise ConnectionLost("CLOSED", "the connection is closed")
             self._sock.sendall(line.encode() + b"\n")
-            try:
-                words = self._replies.get(timeout=wait if wait is not None else self.timeout)
-            except queue.Empty:
-                self.close()    # a reply may still come: the connection is out of step
-                raise ConnectionLost("TIMEOUT", f"no reply to {line.split(' ')[0]} in time; "
-                                     "closed the connection") from None
-        if words is None:
-            raise ConnectionLost("CLOSED", "the daemon closed the connection")
-        if words[0] == "ERR":
-            code = words[1] if len(words) > 1 else ""
-            raise _ERRORS.get(code, RedlockdError)(code, " ".join(words[2:]))
-        return words
-
-    def _multi(self, line):
-        """A request answered with lines up to END; returns them (without END)."""
-        with self._request_lock:
-            if self.closed:
-                raise ConnectionLost("CLOSED", "the connection is closed")
-            self._sock.sendall(line.encode() + b"\n")
-            out = []
+            lines = []
             while True:
                 try:
-                    words = self._replies.get(timeout=self.timeout)
+                    words = self._replies.get(timeout=wait if wait is not None else self.timeout)
                 except queue.Empty:
-                    self.close()
-                    raise ConnectionLost("TIMEOUT", "no END in time; closed") from None
+                    self.close()    # a reply may still come: the connection is out of step
+                    raise ConnectionLost("TIMEOUT", f"no reply to {line.split(' ')[0]} in "
+                                         "time; closed the connection") from None
                 if words is None:
                     raise ConnectionLost("CLOSED", "the daemon closed the connection")
-                if words[0] == "END":
-                    return out
                 if words[0] == "ERR":
                     code = words[1] if len(words) > 1 else ""
                     raise _ERRORS.get(code, RedlockdError)(code, " ".join(words[2:]))
-                out.append(words)
+                if not multi:
+                    return words
+                if words[0] == "END":
+                    return lines
+                lines.append(words)
 
     @staticmethod
     def _opts(ttl=None, shared=False, limit=None, fence=False, label=None):
@@ -541,7 +527,7 @@ class Client:
         ``state`` (``HELD`` or ``WAIT``) and ``name`` beside the fields."""
         line = "LIST" if prefix is None else "LIST " + _check_word("prefix", prefix)
         out = []
-        for words in self._multi(line):
+        for words in self._command(line, multi=True):
             d = _fields(words[2:])
             d["state"], d["name"] = words[0], words[1]
             out.append(d)
@@ -588,7 +574,7 @@ class Client:
     def stats(self):
         """STATS as a dict of name to value (numbers as int)."""
         out = {}
-        for words in self._multi("STATS"):
+        for words in self._command("STATS", multi=True):
             if len(words) >= 3 and words[0] == "STAT":
                 v = " ".join(words[2:])
                 out[words[1]] = int(v) if v.lstrip("-").isdigit() else v
