@@ -1641,6 +1641,54 @@ START_TEST(auth_deadline_frees_slot)
 }
 END_TEST
 
+#define RB_PAUSE_DEADLINE_MS 1000 /* limits.idle_timeout_ms of pending_slot_rst_and_pause */
+
+/*
+ * The unauthenticated pool gives a slot back however its connection
+ * ends: a reset with unread input (SO_LINGER 0) before AUTH, and a
+ * daemon stopped (SIGSTOP) past the AUTH deadline, after which the late
+ * deadline closes the stranger at once while an authenticated session
+ * idle the whole time stays.
+ */
+START_TEST(pending_slot_rst_and_pause)
+{
+    struct h_daemon_opts o = { .retry_delay_ms = 100, .auth_password = "s3cret-pw",
+                               .idle_timeout_ms = RB_PAUSE_DEADLINE_MS };
+    struct linger lg = { 1, 0 };
+    char *got;
+    int u, fd, ok;
+
+    rb_up(&o);
+    u = h_connect_unix();
+    ck_assert_int_ge(u, 0);
+    fd = rb_connect_from("127.0.0.1");
+    rb_wait_unauthenticated(u, 1);
+    ck_assert_int_eq(h_send_raw(fd, "PIN", 3), 0);      /* a partial line, unread input */
+    ck_assert_int_eq(setsockopt(fd, SOL_SOCKET, SO_LINGER, &lg, sizeof(lg)), 0);
+    close(fd);                                          /* RST */
+    rb_wait_unauthenticated(u, 0);
+
+    ok = rb_connect_from("127.0.0.1");
+    EXPECT_REPLY(ok, "AUTH s3cret-pw", "OK");
+    fd = rb_connect_from("127.0.0.2");
+    rb_wait_unauthenticated(u, 1);
+    ck_assert_int_eq(h_signal_daemon(SIGSTOP), 0);
+    h_sleep_ms(3 * RB_PAUSE_DEADLINE_MS);   /* the scenario: a pause past the deadline */
+    ck_assert_int_eq(h_signal_daemon(SIGCONT), 0);
+    got = h_read_line(fd, LOCAL_MS);
+    ck_assert_msg(got != NULL && strncmp(got, "ERR AUTH no AUTH within", 23) == 0,
+                  "the stranger got '%s' after the pause", got != NULL ? got : "(nothing)");
+    free(got);
+    ck_assert_msg(h_expect_eof(fd, LOCAL_MS), "the stranger outlived a pause past its deadline");
+    rb_wait_unauthenticated(u, 0);
+    EXPECT_REPLY(ok, "PING", "PONG");
+    EXPECT_REPLY(u, "PING", "PONG");
+    close(fd);
+    close(ok);
+    close(u);
+}
+END_TEST
+
 /*
  * A reload that removes auth.password lets in at once the sessions
  * waiting to AUTH; one that sets a password again ends those that gave
@@ -1943,6 +1991,7 @@ robust_suite(void)
     tcase_add_test(tc, reads_budgeted);
     tcase_add_test(tc, auth_deadline_frees_slot);
     tcase_add_test(tc, reload_sets_and_clears_password);
+    tcase_add_test(tc, pending_slot_rst_and_pause);
     tcase_add_test(tc, protected_mode_refuses);
     suite_add_tcase(s, tc);
     return s;
