@@ -30,6 +30,7 @@ export type LostReason = 'renew' | 'quorum' | 'gone' | 'shutdown' | 'broken' | '
 export class Lock {
   readonly name: string;
   readonly validity: number;
+  /** The session's holds on this name (a lock taken again adds one); 0 once this one is released or lost. */
   readonly holds: number;
   readonly fence?: number;
   readonly permit?: number;

@@ -95,12 +95,10 @@ class Lock {
 
   /* UNLOCK one hold; NotHeld when the lock was lost meanwhile. */
   async release() {
-    const r = await this.client.command(`UNLOCK ${this.name}`);
+    const r = await this.client.command(`UNLOCK ${this.name}`, {
+      onReply: (w) => { if (w[0] === 'OK') this.client.unhold(this, fields(w.slice(2)).holds || 0); },
+    });
     if (r[0] === 'NOTHELD') throw new NotHeld('NOTHELD', r.slice(1).join(' '));
-    this.holds = fields(r.slice(2)).holds || 0;
-    if (this.holds === 0 && this.client.locks.get(this.name) === this) {
-      this.client.locks.delete(this.name);
-    }
   }
 }
 
@@ -146,7 +144,10 @@ class Client {
     this.timeoutMs = opts.timeoutMs || 10000;
     this.closed = false;
     this.pending = [];          // requests waiting for their reply, in order
-    this.locks = new Map();     // name -> Lock of this session
+    // name -> Set of the Locks (one per hold) of this session.  A grant is
+    // entered here as its reply is read, before the next line: a "! LOST"
+    // right behind the OK, in the same read, finds it.
+    this.locks = new Map();
     this.watches = new Map();   // name -> watch state
     this.buf = '';
     const where = parseAddress(address);
@@ -205,17 +206,21 @@ class Client {
     }
     this.pending.shift();
     if (p.timer) clearTimeout(p.timer);
-    if (words[0] === 'ERR') p.reject(errorOf(words));
-    else p.resolve(p.multi ? p.lines : words);
+    if (words[0] === 'ERR') {
+      p.reject(errorOf(words));
+      return;
+    }
+    if (p.onReply) p.onReply(words);  // now, before any line after it
+    p.resolve(p.multi ? p.lines : words);
   }
 
   onPush(words) {
     const kind = words[1];
     const name = words[2];
     if (kind === 'LOST') {
-      const lk = this.locks.get(name);
-      if (lk) {
-        this.locks.delete(name);
+      const held = this.locks.get(name) || [];
+      this.locks.delete(name);
+      for (const lk of held) {
         lk.holds = 0;
         lk.markLost(fields(words.slice(3)).reason || 'unknown');
       }
@@ -227,7 +232,7 @@ class Client {
 
   onEnd() {
     this.closed = true;
-    for (const lk of this.locks.values()) lk.markLost('connection');
+    for (const held of this.locks.values()) for (const lk of held) lk.markLost('connection');
     this.locks.clear();
     for (const w of this.watches.values()) w.put(null);
     const pending = this.pending;
@@ -238,13 +243,17 @@ class Client {
     }
   }
 
-  /* Send one request; its reply's words (ERR rejects).  waitMs: Infinity for a LOCK. */
-  command(line, { multi = false, waitMs } = {}) {
+  /*
+   * Send one request; its reply's words (ERR rejects).  waitMs: Infinity
+   * for a LOCK.  onReply(words), if given, runs as the reply is read (an
+   * ERR aside), before any line that follows it.
+   */
+  command(line, { multi = false, waitMs, onReply } = {}) {
     if (this.closed) {
       return Promise.reject(new ConnectionLost('CLOSED', 'the connection is closed'));
     }
     return new Promise((resolve, reject) => {
-      const p = { resolve, reject, multi, lines: [] };
+      const p = { resolve, reject, multi, onReply, lines: [] };
       const ms = waitMs === undefined ? this.timeoutMs : waitMs;
       if (Number.isFinite(ms)) {
         p.timer = setTimeout(() => {
@@ -268,7 +277,9 @@ class Client {
     return out;
   }
 
-  async take(name, o, lease) {
+  /* LOCK or TRYLOCK; the OK's fields, or what grant(fields) made of them
+   * as the reply was read. */
+  async take(name, o, lease, grant) {
     word('lock name', name);
     let words;
     let waitMs;
@@ -284,11 +295,31 @@ class Client {
     }
     words.push(...Client.opts(o));
     if (lease) words.push('mode=lease');
-    const r = await this.command(words.join(' '), { waitMs });
+    let made;
+    const onReply = grant && ((w) => { if (w[0] === 'OK') made = grant(fields(w.slice(2))); });
+    const r = await this.command(words.join(' '), { waitMs, onReply });
     if (r[0] === 'BUSY') throw new Busy('BUSY', r.slice(1).join(' '));
     if (r[0] === 'TIMEOUT') throw new Timeout('TIMEOUT', r.slice(1).join(' '));
     if (r[0] !== 'OK') throw new ProtocolError('REPLY', r.join(' '));
-    return fields(r.slice(2));
+    return grant ? made : fields(r.slice(2));
+  }
+
+  /* A hold of this session: entered in locks, where "! LOST" finds it. */
+  hold(lk) {
+    let held = this.locks.get(lk.name);
+    if (!held) this.locks.set(lk.name, (held = new Set()));
+    held.add(lk);
+    return lk;
+  }
+
+  /* lk's hold released; holds: how many the session still has. */
+  unhold(lk, holds) {
+    lk.holds = 0;
+    const held = this.locks.get(lk.name);
+    if (!held) return;
+    held.delete(lk);
+    for (const other of held) other.holds = holds;
+    if (holds === 0 || held.size === 0) this.locks.delete(lk.name);
   }
 
   /*
@@ -296,10 +327,7 @@ class Client {
    * ever), ttl, shared, limit, fence, label}): a Lock of this session.
    */
   async acquire(name, o = {}) {
-    const f = await this.take(name, o, false);
-    const lk = new Lock(this, name, f);
-    this.locks.set(name, lk);
-    return lk;
+    return this.take(name, o, false, (f) => this.hold(new Lock(this, name, f)));
   }
 
   /* Run fn(signal) under the lock; released after, also when fn throws. */

@@ -4,15 +4,18 @@ const test = require('node:test');
 const assert = require('node:assert');
 const fs = require('node:fs');
 const redlockd = require('..');
-const { Daemon, ADMIN_PASSWORD, makeCerts } = require('./harness');
+const { Daemon, Relay, ADMIN_PASSWORD, makeCerts, waitUntil, within, aborted } = require('./harness');
 
-test('the client', async (t) => {
+// Every test has a deadline; a test that passes takes well under a second.
+const T = { timeout: 30000 };
+
+test('the client', { timeout: 120000 }, async (t) => {
   const d = await Daemon.start();
   const opened = [];
   const client = async (opts) => { const c = await redlockd.connect(d.address, opts); opened.push(c); return c; };
   t.after(() => { for (const c of opened) c.close(); d.stop(); });
 
-  await t.test('grant, status, list, release', async () => {
+  await t.test('grant, status, list, release', T, async () => {
     const a = await client();
     const b = await client();
     const out = await a.using('js-grant', { fence: true, label: 'js-test' }, async (signal, lk) => {
@@ -29,7 +32,7 @@ test('the client', async (t) => {
     assert.equal(await b.status('js-grant'), null);
   });
 
-  await t.test('busy and timeout', async () => {
+  await t.test('busy and timeout', T, async () => {
     const a = await client();
     const b = await client();
     const lk = await a.acquire('js-busy');
@@ -41,7 +44,7 @@ test('the client', async (t) => {
     await (await b.acquire('js-busy', { timeout: 1000 })).release();
   });
 
-  await t.test('shared and counted holds', async () => {
+  await t.test('shared and counted holds', T, async () => {
     const [a, b, c] = [await client(), await client(), await client()];
     const s1 = await a.acquire('js-sh', { shared: true });
     const s2 = await b.acquire('js-sh', { shared: true });
@@ -56,7 +59,7 @@ test('the client', async (t) => {
     await p1.release(); await p2.release();
   });
 
-  await t.test('lease across two clients', async () => {
+  await t.test('lease across two clients', T, async () => {
     const a = await client();
     const b = await client();
     const lease = await a.lease('js-lease', { ttl: 5000, fence: true });
@@ -69,57 +72,79 @@ test('the client', async (t) => {
     await assert.rejects(b.extend('js-lease', lease.token, 1000), redlockd.NotHeld);
   });
 
-  await t.test('LOST after a BREAK aborts the signal', async () => {
+  await t.test('LOST after a BREAK aborts the signal', T, async () => {
     const a = await client();
     const admin = await client();
     await admin.command(`AUTH ${ADMIN_PASSWORD}`);
     let reason = null;
     const result = a.using('js-break', async (signal) => {
-      await new Promise((resolve) => signal.addEventListener('abort', () => { reason = signal.reason; resolve(); }));
+      await aborted(signal);
+      reason = signal.reason;
       return 'stopped';
     });
-    await new Promise((r) => setTimeout(r, 100));
+    // Break it only once it is held, or the BREAK finds nothing.
+    await waitUntil(async () => (await admin.status('js-break')) !== null, 5000, 'js-break held');
     await admin.breakLock('js-break');
-    assert.equal(await result, 'stopped');
+    assert.equal(await within(result, 5000, 'the signal aborted by ! LOST'), 'stopped');
     assert.equal(reason, 'broken');
   });
 
-  await t.test('BREAK needs the admin right', async () => {
+  await t.test('a LOST right behind its grant, in one read, reaches the lock', T, async () => {
+    const relay = await Relay.start(d.port);
+    t.after(() => relay.close());
+    const admin = await client();
+    await admin.command(`AUTH ${ADMIN_PASSWORD}`);
+    const viaRelay = await redlockd.connect(relay.address);
+    opened.push(viaRelay);
+    const first = await viaRelay.acquire('js-behind');
+    relay.hold();
+    const again = viaRelay.acquire('js-behind');     // a second hold of the session
+    await waitUntil(() => relay.held().includes('OK js-behind'), 5000, 'the second grant held back');
+    await admin.breakLock('js-behind');
+    await waitUntil(() => relay.held().includes('! LOST js-behind'), 5000, 'the LOST held back');
+    relay.flush();
+    const second = await within(again, 5000, 'the second grant');
+    await within(aborted(second.signal), 5000, 'the second hold lost');
+    await within(aborted(first.signal), 5000, 'the first hold lost');
+    assert.equal(second.lostReason, 'broken');
+    assert.equal(first.lostReason, 'broken');
+    assert.equal(second.holds + first.holds, 0);
+  });
+
+  await t.test('BREAK needs the admin right', T, async () => {
     const a = await client();
     await assert.rejects(a.breakLock('js-nobody'), redlockd.Denied);
   });
 
-  await t.test('LOST when masters stop past the validity', async () => {
+  await t.test('LOST when masters stop past the validity', T, async () => {
     const a = await client();
     const lk = await a.acquire('js-quorum', { ttl: 1000 });
     d.signalMasters('SIGSTOP', 3);
     try {
-      await new Promise((resolve, reject) => {
-        const timer = setTimeout(() => reject(new Error('no LOST within 5 s')), 5000);
-        lk.signal.addEventListener('abort', () => { clearTimeout(timer); resolve(); });
-      });
+      await within(aborted(lk.signal), 5000, '! LOST after the masters stopped');
       assert.ok(['quorum', 'renew'].includes(lk.lostReason), lk.lostReason);
     } finally {
       d.signalMasters('SIGCONT', 3);
     }
   });
 
-  await t.test('watch', async () => {
+  await t.test('watch', T, async () => {
     const a = await client();
     const w = await client();
     const it = w.watch('js-watch');
-    assert.equal((await it.next()).value.held, false);
+    const next = async () => (await within(it.next(), 5000, 'a watch event')).value;
+    assert.equal((await next()).held, false);
     const lk = await a.acquire('js-watch');
-    const ev = (await it.next()).value;
+    const ev = await next();
     assert.equal(ev.held, true);
     assert.equal(ev.fields.kind, 'exclusive');
     await lk.release();
-    assert.equal((await it.next()).value.held, false);
+    assert.equal((await next()).held, false);
     await it.return();
     assert.ok(await w.ping());
   });
 
-  await t.test('unix socket', async () => {
+  await t.test('unix socket', T, async () => {
     const c = await redlockd.connect(`unix:${d.sock}`);
     opened.push(c);
     await c.using('js-unix', async () => {
@@ -127,14 +152,14 @@ test('the client', async (t) => {
     });
   });
 
-  await t.test('bad names refused before sending', async () => {
+  await t.test('bad names refused before sending', T, async () => {
     const a = await client();
     await assert.rejects(a.acquire('two words'), TypeError);
     await assert.rejects(a.acquire('js-ttl', { ttl: 1 }), redlockd.ProtocolError);
   });
 });
 
-test('AUTH from $REDLOCKD_PASSWORD', async (t) => {
+test('AUTH from $REDLOCKD_PASSWORD', T, async (t) => {
   const d = await Daemon.start({ password: 'js-secret' });
   t.after(() => d.stop());
   process.env.REDLOCKD_PASSWORD = 'js-secret';
@@ -148,18 +173,18 @@ test('AUTH from $REDLOCKD_PASSWORD', async (t) => {
   await assert.rejects(redlockd.connect(d.address, { password: 'wrong' }), redlockd.AuthError);
 });
 
-test('a killed daemon: the lock is lost, calls reject', async (t) => {
+test('a killed daemon: the lock is lost, calls reject', T, async (t) => {
   const d = await Daemon.start();
   t.after(() => d.stop());
   const c = await redlockd.connect(d.address);
   const lk = await c.acquire('js-killed');
   d.proc.kill('SIGKILL');
-  await new Promise((resolve) => lk.signal.addEventListener('abort', resolve));
+  await within(aborted(lk.signal), 5000, '! LOST after the daemon was killed');
   assert.equal(lk.lostReason, 'connection');
   await assert.rejects(c.ping(), redlockd.ConnectionLost);
 });
 
-test('TLS with a client certificate', async (t) => {
+test('TLS with a client certificate', T, async (t) => {
   const certs = makeCerts();
   const d = await Daemon.start({ tlsDir: certs });
   t.after(() => { d.stop(); fs.rmSync(certs, { recursive: true, force: true }); });

@@ -15,6 +15,32 @@ const ADMIN_PASSWORD = 'admin-pw';
 const children = new Set();
 process.on('exit', () => { for (const c of children) c.kill('SIGKILL'); });
 
+// A deadline for the whole file: whatever hangs (a handle left open, a
+// promise never settled), the process ends with a line saying so, its
+// children killed by the exit hook above.  Unreferenced, so it never keeps
+// a finished run alive.
+const FILE_DEADLINE_MS = 180000;
+setTimeout(() => {
+  process.stderr.write(`harness: the tests did not end within ${FILE_DEADLINE_MS} ms\n`);
+  process.exit(1);
+}, FILE_DEADLINE_MS).unref();
+
+/* within(promise, ms, what): the promise's value, or a rejection naming
+ * what did not happen within ms. */
+function within(promise, ms, what) {
+  let timer;
+  const deadline = new Promise((_, reject) => {
+    timer = setTimeout(() => reject(new Error(`${what}: not within ${ms} ms`)), ms);
+  });
+  return Promise.race([promise, deadline]).finally(() => clearTimeout(timer));
+}
+
+/* aborted(signal): resolves when the signal aborts (at once if it has). */
+function aborted(signal) {
+  if (signal.aborted) return Promise.resolve();
+  return new Promise((resolve) => signal.addEventListener('abort', resolve, { once: true }));
+}
+
 function freePort() {
   return new Promise((resolve, reject) => {
     const s = net.createServer();
@@ -95,6 +121,50 @@ class Daemon {
   }
 }
 
+/*
+ * A relay between a client and the daemon on a port of its own, which can
+ * hold back what the daemon sends and then pass it on in one write: two
+ * lines in one read, as a slow network or a busy client sees them.
+ */
+class Relay {
+  static start(port) {
+    const r = new Relay();
+    r.holding = false;
+    r.buffered = [];
+    r.toClient = [];
+    r.server = net.createServer((c) => {
+      const up = net.connect(port, '127.0.0.1');
+      r.toClient.push(c);
+      c.on('data', (x) => up.write(x));
+      up.on('data', (x) => { if (r.holding) r.buffered.push(x); else c.write(x); });
+      c.on('error', () => up.destroy());
+      up.on('error', () => c.destroy());
+      c.on('close', () => up.destroy());
+      up.on('close', () => c.destroy());
+    });
+    return new Promise((resolve) => r.server.listen(0, '127.0.0.1', () => resolve(r)));
+  }
+
+  get address() { return `127.0.0.1:${this.server.address().port}`; }
+
+  hold() { this.holding = true; }
+
+  held() { return Buffer.concat(this.buffered).toString(); }
+
+  /* Pass on what was held, in one write, and stop holding. */
+  flush() {
+    this.holding = false;
+    const all = Buffer.concat(this.buffered);
+    this.buffered = [];
+    for (const c of this.toClient) c.write(all);
+  }
+
+  close() {
+    for (const c of this.toClient) c.destroy();
+    this.server.close();
+  }
+}
+
 function makeCerts() {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'redlockd-node-certs.'));
   const r = spawnSync('sh', [path.join(ROOT, 'tests', 'tls', 'make-certs.sh'), dir], { stdio: 'ignore' });
@@ -102,4 +172,4 @@ function makeCerts() {
   return dir;
 }
 
-module.exports = { Daemon, ADMIN_PASSWORD, makeCerts, waitUntil };
+module.exports = { Daemon, Relay, ADMIN_PASSWORD, makeCerts, waitUntil, within, aborted };
