@@ -159,7 +159,10 @@ class Lock:
     is gone (``! LOST``), or the connection ends; ``lost_reason`` then says
     why (``renew``, ``quorum``, ``gone``, ``shutdown``, ``broken``,
     ``connection``).  ``fence`` is the grant's fencing token (with
-    ``fence=True``), ``validity`` the ms the daemon reported left.
+    ``fence=True``), ``validity`` the ms the daemon reported left,
+    ``holds`` the session's holds on the name (taking it again adds one;
+    every Lock of the name is told when it is lost), 0 once this one is
+    released or lost.
     """
 
     def __init__(self, client, name, timeout, ttl, shared, limit, fence, label, on_lost):
@@ -276,7 +279,11 @@ class Client:
                                    server_hostname)
         self._request_lock = threading.Lock()   # one request at a time
         self._replies = queue.Queue()
-        self._locks = {}                        # name -> Lock held by this session
+        # name -> the Locks (one per hold) of this session.  A grant is
+        # entered here by the reader thread as it reads the reply, before
+        # the next line: a "! LOST" right behind the OK finds it.
+        self._locks = {}
+        self._on_reply = None                   # the request's hook, run by the reader
         self._watches = {}                      # name -> queue.Queue of Event
         self._state_lock = threading.Lock()     # _locks and _watches
         self._reader = threading.Thread(target=self._read_loop, name="redlockd-reader",
@@ -354,6 +361,9 @@ class Client:
     def _dispatch(self, line):
         words = line.split(" ")
         if words[0] != "!":
+            hook, self._on_reply = self._on_reply, None
+            if hook is not None and words[0] != "ERR":
+                hook(words)
             self._replies.put(words)
             return
         if len(words) < 3:
@@ -362,8 +372,8 @@ class Client:
         if kind == "LOST":
             reason = _fields(words[3:]).get("reason", "unknown")
             with self._state_lock:
-                lk = self._locks.pop(name, None)
-            if lk is not None:
+                held = self._locks.pop(name, [])
+            for lk in held:
                 lk.holds = 0
                 lk._mark_lost(reason)
         elif kind in ("HELD", "FREE"):
@@ -376,7 +386,8 @@ class Client:
         """The connection is gone: every lock with it, every waiter told."""
         self.closed = True
         with self._state_lock:
-            locks, self._locks = list(self._locks.values()), {}
+            locks = [lk for held in self._locks.values() for lk in held]
+            self._locks = {}
             watches = list(self._watches.values())
         for lk in locks:
             lk._mark_lost("connection")
@@ -386,13 +397,16 @@ class Client:
 
     # ---- requests ----
 
-    def _command(self, line, wait=None, multi=False):
+    def _command(self, line, wait=None, multi=False, on_reply=None):
         """Send one request line and return the reply's words (with
         ``multi``, the lines up to END, without it); raise on ERR.  ``wait``:
-        seconds for the reply (default: the client's timeout)."""
+        seconds for the reply (default: the client's timeout).
+        ``on_reply(words)`` (single-line replies only) runs in the reader
+        thread as the reply is read, an ERR aside, before any line after it."""
         with self._request_lock:
             if self.closed:
                 raise ConnectionLost("CLOSED", "the connection is closed")
+            self._on_reply = on_reply
             self._sock.sendall(line.encode() + b"\n")
             lines = []
             while True:
@@ -428,7 +442,7 @@ class Client:
             out.append("label=" + _check_word("label", label))
         return out
 
-    def _take(self, name, timeout, opts, lease=False):
+    def _take(self, name, timeout, opts, lease=False, on_reply=None):
         """LOCK or TRYLOCK; the OK reply's fields, or Busy/Timeout raised."""
         if timeout == 0:
             words = ["TRYLOCK", name] + opts
@@ -441,7 +455,7 @@ class Client:
             wait = timeout + self.timeout
         if lease:
             words.append("mode=lease")
-        reply = self._command(" ".join(words), wait=wait)
+        reply = self._command(" ".join(words), wait=wait, on_reply=on_reply)
         status = reply[0]
         if status == "BUSY":
             raise Busy("BUSY", " ".join(reply[1:]))
@@ -464,26 +478,42 @@ class Client:
         return Lock(self, name, timeout, ttl, shared, limit, fence, label, on_lost)
 
     def _acquire(self, lk):
-        f = self._take(lk.name, lk.timeout,
-                       self._opts(lk.ttl, lk.shared, lk.limit, lk.want_fence, lk.label))
-        lk.validity = f.get("validity")
-        lk.holds = f.get("holds", 1)
-        lk.fence = f.get("fence")
-        lk.permit = f.get("permit")
-        lk.lost.clear()
-        lk.lost_reason = None
-        with self._state_lock:
-            self._locks[lk.name] = lk
+        def granted(words):
+            # In the reader thread, before the line after the OK.
+            if words[0] != "OK":
+                return
+            f = _fields(words[2:])
+            lk.validity = f.get("validity")
+            lk.holds = f.get("holds", 1)
+            lk.fence = f.get("fence")
+            lk.permit = f.get("permit")
+            lk.lost.clear()
+            lk.lost_reason = None
+            with self._state_lock:
+                self._locks.setdefault(lk.name, []).append(lk)
+
+        self._take(lk.name, lk.timeout,
+                   self._opts(lk.ttl, lk.shared, lk.limit, lk.want_fence, lk.label),
+                   on_reply=granted)
 
     def _release(self, lk):
-        reply = self._command("UNLOCK " + lk.name)
+        def released(words):
+            if words[0] != "OK":
+                return
+            holds = _fields(words[2:]).get("holds", 0)
+            lk.holds = 0
+            with self._state_lock:
+                held = self._locks.get(lk.name, [])
+                if lk in held:
+                    held.remove(lk)
+                for other in held:
+                    other.holds = holds
+                if holds == 0 or not held:
+                    self._locks.pop(lk.name, None)
+
+        reply = self._command("UNLOCK " + lk.name, on_reply=released)
         if reply[0] == "NOTHELD":
             raise NotHeld("NOTHELD", " ".join(reply[1:]))
-        lk.holds = _fields(reply[2:]).get("holds", 0)
-        if lk.holds == 0:
-            with self._state_lock:
-                if self._locks.get(lk.name) is lk:
-                    del self._locks[lk.name]
 
     # ---- lease mode ----
 

@@ -12,6 +12,7 @@ import signal
 import socket
 import subprocess
 import tempfile
+import threading
 import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -131,3 +132,68 @@ class Daemon:
                 p.wait()
         self.log.close()
         subprocess.run(["rm", "-rf", self.dir], check=False)
+
+
+class Relay:
+    """A relay between one client and the daemon's TCP port that can hold
+    back what the daemon sends and then pass it on in one send(): two lines
+    in one read, as a slow network or a busy client sees them."""
+
+    def __init__(self, port):
+        self._listener = socket.create_server(("127.0.0.1", 0))
+        self.address = "127.0.0.1:%d" % self._listener.getsockname()[1]
+        self._port = port
+        self._cond = threading.Condition()
+        self._holding = False
+        self._held = b""
+        self._client = self._up = None
+        threading.Thread(target=self._accept, daemon=True).start()
+
+    def _accept(self):
+        try:
+            self._client, _ = self._listener.accept()
+        except OSError:
+            return
+        self._up = socket.create_connection(("127.0.0.1", self._port))
+        threading.Thread(target=self._pump, args=(self._client, self._up, False),
+                         daemon=True).start()
+        self._pump(self._up, self._client, True)
+
+    def _pump(self, src, dst, from_daemon):
+        try:
+            while True:
+                data = src.recv(65536)
+                if not data:
+                    break
+                with self._cond:
+                    if from_daemon and self._holding:
+                        self._held += data
+                        continue
+                dst.sendall(data)
+        except OSError:
+            pass
+        for s in (src, dst):
+            try:
+                s.shutdown(socket.SHUT_RDWR)
+            except OSError:
+                pass
+
+    def hold(self):
+        with self._cond:
+            self._holding = True
+
+    def held(self):
+        with self._cond:
+            return self._held.decode()
+
+    def flush(self):
+        """Pass on what was held, in one send, and stop holding."""
+        with self._cond:
+            self._holding = False
+            data, self._held = self._held, b""
+            self._client.sendall(data)
+
+    def close(self):
+        for s in (self._listener, self._client, self._up):
+            if s is not None:
+                s.close()

@@ -13,7 +13,7 @@ import unittest
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 
 import redlockd  # noqa: E402
-from harness import ADMIN_PASSWORD, ROOT, Daemon  # noqa: E402
+from harness import ADMIN_PASSWORD, ROOT, Daemon, Relay, wait_until  # noqa: E402
 
 
 class ClientTest(unittest.TestCase):
@@ -113,6 +113,32 @@ class Basics(ClientTest):
         self.assertTrue(lk.lost.is_set())
         with self.assertRaises(redlockd.NotHeld):
             lk.release()
+
+    def test_lost_right_behind_its_grant_reaches_the_lock(self):
+        # The OK of a second hold and the ! LOST that follows it arrive in
+        # one read: the LOST must still reach both holds.
+        relay = Relay(self.d.port)
+        self.addCleanup(relay.close)
+        a = redlockd.Client(relay.address)
+        self.addCleanup(a.close)
+        admin = self.client()
+        admin._command("AUTH " + ADMIN_PASSWORD)
+        first = a.lock("py-behind").acquire()
+        relay.hold()
+        second = a.lock("py-behind")
+        taker = threading.Thread(target=second.acquire)
+        taker.start()
+        self.addCleanup(taker.join, 5)
+        wait_until(lambda: "OK py-behind" in relay.held(), 5, "the second grant held back")
+        admin.break_lock("py-behind")
+        wait_until(lambda: "! LOST py-behind" in relay.held(), 5, "the LOST held back")
+        relay.flush()
+        taker.join(5)
+        self.assertFalse(taker.is_alive(), "the second grant did not come")
+        self.assertTrue(second.lost.wait(5), "the second hold was not told")
+        self.assertTrue(first.lost.wait(5), "the first hold was not told")
+        self.assertEqual((first.lost_reason, second.lost_reason), ("broken", "broken"))
+        self.assertEqual(first.holds + second.holds, 0)
 
     def test_break_needs_admin(self):
         a = self.client()
