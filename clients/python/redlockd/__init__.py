@@ -28,6 +28,7 @@ import asyncio
 import concurrent.futures
 import os
 import queue
+import select
 import socket
 import ssl
 import threading
@@ -278,6 +279,11 @@ class Client:
         self._sock = self._connect(self.address, tls, cafile, certfile, keyfile,
                                    server_hostname)
         self._request_lock = threading.Lock()   # one request at a time
+        # The socket is non-blocking and every recv and send holds _io_lock:
+        # an SSL object must not be read and written by two threads at
+        # once (OpenSSL's rule), and here the reader thread reads while
+        # callers write.  Waiting for the socket happens outside the lock.
+        self._io_lock = threading.Lock()
         self._replies = queue.Queue()
         # name -> the Locks (one per hold) of this session.  A grant is
         # entered here by the reader thread as it reads the reply, before
@@ -320,19 +326,57 @@ class Client:
             if certfile and not isinstance(tls, ssl.SSLContext):
                 ctx.load_cert_chain(certfile, keyfile)
             sock = ctx.wrap_socket(sock, server_hostname=server_hostname or host)
-        sock.settimeout(None)
+        sock.setblocking(False)
         return sock
+
+    def _wait(self, events, timeout):
+        """Wait until the socket is ready for events (select.POLLIN or
+        POLLOUT); False when timeout (seconds, None: for ever) passed."""
+        p = select.poll()
+        p.register(self._sock, events)
+        return bool(p.poll(None if timeout is None else int(timeout * 1000)))
+
+    def _recv(self):
+        """Some bytes from the daemon (b"" at its end), waiting for ever."""
+        while True:
+            with self._io_lock:
+                try:
+                    return self._sock.recv(65536)
+                except (ssl.SSLWantReadError, BlockingIOError):
+                    events = select.POLLIN
+                except ssl.SSLWantWriteError:
+                    events = select.POLLOUT
+            self._wait(events, None)
+
+    def _send(self, data):
+        """Send all of data, each wait for the socket bounded by the
+        client's timeout (ConnectionLost when it passes)."""
+        view = memoryview(data)
+        while view:
+            with self._io_lock:
+                try:
+                    view = view[self._sock.send(view):]
+                    continue
+                except (ssl.SSLWantWriteError, BlockingIOError):
+                    events = select.POLLOUT
+                except ssl.SSLWantReadError:
+                    events = select.POLLIN
+            if not self._wait(events, self.timeout):
+                self.close()
+                raise ConnectionLost("TIMEOUT", "the daemon did not take the request in "
+                                     "time; closed the connection")
 
     def close(self):
         """Close the connection: the session ends and its locks are released."""
         self.closed = True
         if self._sock.fileno() < 0:
             return
-        try:
-            self._sock.shutdown(socket.SHUT_RDWR)
-        except OSError:
-            pass
-        self._sock.close()
+        with self._io_lock:
+            try:
+                self._sock.shutdown(socket.SHUT_RDWR)
+            except OSError:
+                pass
+            self._sock.close()
         if self._reader is not threading.current_thread():
             self._reader.join(timeout=5)
 
@@ -347,7 +391,7 @@ class Client:
         buf = b""
         try:
             while True:
-                data = self._sock.recv(65536)
+                data = self._recv()
                 if not data:
                     break
                 buf += data
@@ -407,7 +451,7 @@ class Client:
             if self.closed:
                 raise ConnectionLost("CLOSED", "the connection is closed")
             self._on_reply = on_reply
-            self._sock.sendall(line.encode() + b"\n")
+            self._send(line.encode() + b"\n")
             lines = []
             while True:
                 try:

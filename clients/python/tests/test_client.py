@@ -255,13 +255,18 @@ class Tls(unittest.TestCase):
                        check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         d = Daemon(tls_dir=certs)
         self.addCleanup(d.stop)
-        c = redlockd.Client(f"127.0.0.1:{d.tls_port}", tls=True,
-                            cafile=f"{certs}/ca.crt", certfile=f"{certs}/client.crt",
-                            keyfile=f"{certs}/client.key")
-        self.addCleanup(c.close)
-        with c.lock("py-tls") as lk:
-            self.assertEqual(c.status("py-tls")["owner"], "self")
-        self.assertFalse(lk.lost.is_set())
+        # Fresh connections, each written to at once while its reader
+        # thread reads what TLS 1.3 sends after the handshake: one SSL
+        # object must never be read and written by two threads together.
+        for i in range(20):
+            c = redlockd.Client(f"127.0.0.1:{d.tls_port}", tls=True, timeout=5,
+                                cafile=f"{certs}/ca.crt", certfile=f"{certs}/client.crt",
+                                keyfile=f"{certs}/client.key")
+            self.addCleanup(c.close)
+            with c.lock("py-tls", timeout=5) as lk:
+                self.assertEqual(c.status("py-tls")["owner"], "self")
+            self.assertFalse(lk.lost.is_set())
+            c.close()
         # Without a certificate the daemon refuses the handshake.
         with self.assertRaises((OSError, redlockd.RedlockdError)):
             bad = redlockd.Client(f"127.0.0.1:{d.tls_port}", tls=True,
