@@ -3,10 +3,11 @@
  * peer.js: the peer rows of `make bench` (tests/bench/README.md, "The
  * peer rows").  One Node.js program drives, with the same loop, either
  *
- *   --client redlockd         redlockd over its text protocol: one net
- *                             socket per worker (noDelay), LOCK <name>
- *                             [limit=N] / UNLOCK <name>, one reply line
- *                             each
+ *   --client redlockd         redlockd through its Node.js client
+ *                             (clients/node): one connection per worker,
+ *                             acquire(name, {limit}) and release(), that
+ *                             is LOCK <name> wait=inf [limit=N] / UNLOCK
+ *                             <name>, one reply line each
  *   --client redlock          node-redlock 5.0.0-beta.2 in this process:
  *                             one Redlock over five ioredis clients (one
  *                             per master), shared by every worker
@@ -44,7 +45,6 @@
  */
 
 const events = require('events');
-const net = require('net');
 const path = require('path');
 const { createRequire } = require('module');
 
@@ -141,102 +141,36 @@ function fail(msg) {
     process.exit(1);
 }
 
-/* ---- redlockd: one socket per worker, one reply line per request ---- */
-
-/* A connection to the daemon: requests are answered in order, one line each. */
-class LineConn {
-    constructor(sock) {
-        this.sock = sock;
-        this.buf = '';
-        this.waiting = [];          /* { resolve, reject } per request sent */
-        this.closed = false;
-        sock.setNoDelay(true);
-        sock.setEncoding('latin1');
-        sock.on('data', (data) => this.onData(data));
-        sock.on('error', () => {});
-        sock.on('close', () => this.onClose());
-    }
-
-    onData(data) {
-        let nl;
-
-        this.buf += data;
-        while ((nl = this.buf.indexOf('\n')) >= 0) {
-            const line = this.buf.slice(0, nl).replace(/\r$/, '');
-
-            this.buf = this.buf.slice(nl + 1);
-            if (line.startsWith('! ')) {
-                /* A pushed line answers no request; only LOST concerns us. */
-                if (line.startsWith('! LOST ')) {
-                    stats.errors++;
-                }
-            } else if (this.waiting.length > 0) {
-                this.waiting.shift().resolve(line);
-            } else {
-                stats.errors++;     /* a reply to nothing */
-            }
-        }
-    }
-
-    onClose() {
-        this.closed = true;
-        for (const w of this.waiting.splice(0)) {
-            w.reject(new Error('connection closed'));
-        }
-    }
-
-    request(line) {
-        return new Promise((resolve, reject) => {
-            if (this.closed) {
-                reject(new Error('connection closed'));
-                return;
-            }
-            this.waiting.push({ resolve, reject });
-            this.sock.write(`${line}\n`);
-        });
-    }
-}
-
-function connectDaemon(target) {
-    return new Promise((resolve, reject) => {
-        let where;
-
-        if (target.startsWith('/')) {
-            where = { path: target };
-        } else {
-            const colon = target.lastIndexOf(':');
-
-            where = { host: target.slice(0, colon), port: parseInt(target.slice(colon + 1), 10) };
-        }
-        const sock = net.connect(where);
-
-        sock.once('connect', () => resolve(new LineConn(sock)));
-        sock.once('error', reject);
-    });
-}
+/* ---- redlockd: through its Node.js client, one connection per worker ---- */
 
 /* The acquire and release of each worker of --client redlockd. */
-function daemonSide(conns) {
-    const limit = opts.limit > 0 ? ` limit=${opts.limit}` : '';
+function daemonSide(clients) {
+    const o = opts.limit > 0 ? { limit: opts.limit } : {};
 
-    return conns.map((c) => ({
-        acquire: async (name) => {
-            const r = await c.request(`LOCK ${name}${limit}`);
+    return clients.map((c) => {
+        const held = new Map();
 
-            if (!r.startsWith('OK ')) {
-                throw new Error(r);
-            }
-        },
-        release: async (name) => {
-            const r = await c.request(`UNLOCK ${name}`);
+        return {
+            acquire: async (name) => {
+                const lk = await c.acquire(name, o);
 
-            if (!r.startsWith('OK ')) {
-                throw new Error(r);
-            }
-        },
-        broken: () => c.closed,
-        close: () => c.sock.destroy()
-    }));
+                lk.signal.addEventListener('abort', () => {
+                    if (lk.lostReason !== 'connection' || !stopping) {
+                        stats.errors++;     /* a "! LOST", or the socket gone */
+                    }
+                });
+                held.set(name, lk);
+            },
+            release: async (name) => {
+                const lk = held.get(name);
+
+                held.delete(name);
+                await lk.release();
+            },
+            broken: () => c.closed,
+            close: () => c.close()
+        };
+    });
 }
 
 /* ---- the libraries: five ioredis clients shared by every worker ---- */
@@ -415,10 +349,11 @@ async function main() {
     const guard = setTimeout(() => fail(`not connected within ${CONNECT_MS} ms`), CONNECT_MS);
 
     if (opts.client === 'redlockd') {
+        const redlockd = require(path.join(__dirname, '..', '..', '..', 'clients', 'node'));
         const conns = [];
 
         for (let i = 0; i < opts.workers; i++) {
-            conns.push(await connectDaemon(opts.target)
+            conns.push(await redlockd.connect(opts.target)
                 .catch((e) => fail(`${opts.target}: ${e.message}`)));
         }
         workers = daemonSide(conns);
