@@ -6,18 +6,29 @@ package redlockd
 
 import (
 	"bufio"
+	"context"
 	"fmt"
+	"io"
 	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
 )
 
 const adminPassword = "admin-pw"
+
+// testContext is a context.Background with a deadline, so that no wait of a
+// test outlives it.
+func testContext(t *testing.T, d time.Duration) context.Context {
+	ctx, cancel := context.WithTimeout(context.Background(), d)
+	t.Cleanup(cancel)
+	return ctx
+}
 
 type daemon struct {
 	dir     string
@@ -145,4 +156,97 @@ func (d *daemon) stop() {
 			_ = c.Wait()
 		}
 	}
+}
+
+// relay forwards one TCP connection to the daemon, and can hold back what
+// the daemon sends to give it on in one Write: lines the daemon wrote apart
+// then reach the client in one read.
+type relay struct {
+	ln      net.Listener
+	mu      sync.Mutex
+	client  net.Conn
+	server  net.Conn
+	holding bool
+	held    []byte
+}
+
+func startRelay(t *testing.T, to string) *relay {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := &relay{ln: ln}
+	t.Cleanup(r.close)
+	go func() {
+		client, err := ln.Accept()
+		if err != nil {
+			return
+		}
+		server, err := net.Dial("tcp", to)
+		if err != nil {
+			client.Close()
+			return
+		}
+		r.mu.Lock()
+		r.client, r.server = client, server
+		r.mu.Unlock()
+		go func() { _, _ = io.Copy(server, client) }()
+		r.pump(client, server)
+	}()
+	return r
+}
+
+func (r *relay) close() {
+	r.ln.Close()
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.client != nil {
+		r.client.Close()
+		r.server.Close()
+	}
+}
+
+func (r *relay) addr() string { return r.ln.Addr().String() }
+
+func (r *relay) pump(client, server net.Conn) {
+	buf := make([]byte, 65536)
+	for {
+		n, err := server.Read(buf)
+		if err != nil {
+			client.Close()
+			return
+		}
+		r.mu.Lock()
+		if r.holding {
+			r.held = append(r.held, buf[:n]...)
+		} else {
+			_, _ = client.Write(buf[:n])
+		}
+		r.mu.Unlock()
+	}
+}
+
+// hold keeps what the daemon sends from now on.
+func (r *relay) hold() {
+	r.mu.Lock()
+	r.holding = true
+	r.mu.Unlock()
+}
+
+// holds: what is held back so far.
+func (r *relay) holds() string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return string(r.held)
+}
+
+// flush gives all that was held back in one Write, and forwards again.
+func (r *relay) flush() {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.holding = false
+	if r.client != nil && len(r.held) > 0 {
+		_, _ = r.client.Write(r.held)
+	}
+	r.held = nil
 }

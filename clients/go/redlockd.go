@@ -106,7 +106,8 @@ type request struct {
 	lines   [][]string
 	done    chan reply     // buffered: the one reply, unless the caller left
 	left    bool           // the caller left (under Client.mu)
-	abandon func([]string) // then, what to do with a reply that is no error
+	onReply func([]string) // runs in the reader as a reply that is no error is read
+	abandon func([]string) // after onReply, when the caller left: no blocking
 }
 
 type reply struct {
@@ -123,7 +124,10 @@ type Client struct {
 	wmu     sync.Mutex // writes, and pending's order
 	mu      sync.Mutex // pending (and each request's left), locks, watches, closed
 	pending []*request
-	locks   map[string]*Lock
+	// name -> the Locks (one per hold) of this session.  A grant is entered
+	// as its reply is read, before the next line: a "! LOST" right behind
+	// the OK, in the same read, finds it.
+	locks   map[string][]*Lock
 	watches map[string]chan Event
 	closed  bool
 	gone    chan struct{}
@@ -197,7 +201,7 @@ func Dial(ctx context.Context, address string, o *Options) (*Client, error) {
 		}
 		conn = tc
 	}
-	c := &Client{conn: conn, timeout: timeout, locks: map[string]*Lock{},
+	c := &Client{conn: conn, timeout: timeout, locks: map[string][]*Lock{},
 		watches: map[string]chan Event{}, gone: make(chan struct{})}
 	go c.readLoop()
 	pass := o.Password
@@ -251,7 +255,6 @@ func (c *Client) dispatch(words []string) {
 		return
 	}
 	c.pending = c.pending[1:]
-	left := req.left
 	c.mu.Unlock()
 	rep := reply{words: words, lines: req.lines}
 	if words[0] == "ERR" {
@@ -268,10 +271,19 @@ func (c *Client) dispatch(words []string) {
 		}
 		rep.err = fail(kind, code, text)
 	}
+	if rep.err == nil && req.onReply != nil {
+		req.onReply(words) // now, before any line after it
+	}
+	// Handed over or abandoned under mu, where send's caller decides to
+	// leave: exactly one of the two sees the reply.
+	c.mu.Lock()
+	left := req.left
 	if !left {
-		req.done <- rep
-	} else if req.abandon != nil && rep.err == nil {
-		go req.abandon(words)
+		req.done <- rep // buffered: never blocks
+	}
+	c.mu.Unlock()
+	if left && rep.err == nil && req.abandon != nil {
+		req.abandon(words)
 	}
 }
 
@@ -283,14 +295,14 @@ func (c *Client) push(words []string) {
 	switch words[1] {
 	case "LOST":
 		c.mu.Lock()
-		lk := c.locks[name]
+		held := c.locks[name]
 		delete(c.locks, name)
 		c.mu.Unlock()
-		if lk != nil {
-			reason := fieldsOf(words[3:])["reason"]
-			if reason == "" {
-				reason = "unknown"
-			}
+		reason := fieldsOf(words[3:])["reason"]
+		if reason == "" {
+			reason = "unknown"
+		}
+		for _, lk := range held { // every hold of the name is lost
 			lk.lose(reason)
 		}
 	case "HELD", "FREE":
@@ -310,15 +322,17 @@ func (c *Client) ended() {
 	c.mu.Lock()
 	c.closed = true
 	locks := c.locks
-	c.locks = map[string]*Lock{}
+	c.locks = map[string][]*Lock{}
 	watches := c.watches
 	c.watches = map[string]chan Event{}
 	pending := c.pending
 	c.pending = nil
 	c.mu.Unlock()
 	close(c.gone)
-	for _, lk := range locks {
-		lk.lose("connection")
+	for _, held := range locks {
+		for _, lk := range held {
+			lk.lose("connection")
+		}
 	}
 	for _, ch := range watches {
 		close(ch)
@@ -329,12 +343,13 @@ func (c *Client) ended() {
 }
 
 // send writes one request and waits for its reply (wait: a LOCK, no
-// deadline but ctx's).  A request whose caller left (ctx ended) is
+// deadline but ctx's).  onReply, if given, runs in the reader as a reply
+// that is no error is read.  A request whose caller left (ctx ended) is
 // abandoned: its reply is read in turn, and abandon then runs with it
 // (a grant is released).
 func (c *Client) send(ctx context.Context, line string, multi, wait bool,
-	abandon func([]string)) (reply, error) {
-	req := &request{multi: multi, done: make(chan reply, 1)}
+	onReply, abandon func([]string)) (reply, error) {
+	req := &request{multi: multi, done: make(chan reply, 1), onReply: onReply, abandon: abandon}
 	c.wmu.Lock()
 	c.mu.Lock()
 	if c.closed {
@@ -366,24 +381,25 @@ func (c *Client) send(ctx context.Context, line string, multi, wait bool,
 		c.conn.Close() // out of step with the daemon from now on
 		return reply{}, fail(ErrConnectionLost, "TIMEOUT", "no reply in time; closed")
 	case <-ctx.Done():
+		// Either the reply is handed over already (and abandoned here), or
+		// the reader will see left and abandon it: dispatch decides under mu.
 		c.mu.Lock()
-		req.left = true
-		req.abandon = abandon
-		c.mu.Unlock()
-		// A reply dispatched before the flag was set is handled here.
+		var rep reply
 		select {
-		case rep := <-req.done:
-			if rep.err == nil && rep.words != nil && abandon != nil {
-				go abandon(rep.words)
-			}
+		case rep = <-req.done:
 		default:
+			req.left = true
+		}
+		c.mu.Unlock()
+		if rep.err == nil && rep.words != nil && abandon != nil {
+			abandon(rep.words)
 		}
 		return reply{}, ctx.Err()
 	}
 }
 
 func (c *Client) command(ctx context.Context, line string, multi bool) (reply, error) {
-	return c.send(ctx, line, multi, false, nil)
+	return c.send(ctx, line, multi, false, nil, nil)
 }
 
 // LockOptions of Lock and Lease.
@@ -417,8 +433,10 @@ func (o *LockOptions) words() []string {
 }
 
 // take sends LOCK (waiting until ctx's deadline, or for ever) or TRYLOCK.
+// grant, if given, runs in the reader with a grant's fields as it is read;
+// abandon runs after it when ctx ended first, and must not block.
 func (c *Client) take(ctx context.Context, name string, o *LockOptions, lease bool,
-	abandon func([]string)) (Fields, error) {
+	grant func(Fields), abandon func([]string)) (Fields, error) {
 	if o == nil {
 		o = &LockOptions{}
 	}
@@ -447,7 +465,15 @@ func (c *Client) take(ctx context.Context, name string, o *LockOptions, lease bo
 	if lease {
 		words = append(words, "mode=lease")
 	}
-	rep, err := c.send(ctx, strings.Join(words, " "), false, wait, abandon)
+	var onReply func([]string)
+	if grant != nil {
+		onReply = func(w []string) {
+			if w[0] == "OK" {
+				grant(fieldsOf(w[2:]))
+			}
+		}
+	}
+	rep, err := c.send(ctx, strings.Join(words, " "), false, wait, onReply, abandon)
 	if err != nil {
 		return nil, err
 	}
@@ -462,7 +488,7 @@ func (c *Client) take(ctx context.Context, name string, o *LockOptions, lease bo
 	return nil, fail(ErrProtocol, "REPLY", strings.Join(rep.words, " "))
 }
 
-// Lock is a session-mode hold.
+// Lock is one session-mode hold.
 type Lock struct {
 	c        *Client
 	Name     string
@@ -473,44 +499,83 @@ type Lock struct {
 	cancel   context.CancelFunc
 	mu       sync.Mutex
 	reason   string
+	unlocked bool // Unlock was called (and did not fail)
 }
 
-// Lock takes name in session mode.  It waits until ctx's deadline (ErrTimeout),
-// or for ever without one; o.Try makes one try (ErrBusy).  A ctx cancelled
-// while it waits returns ctx.Err(), and a grant that comes after is
-// released at once.
-func (c *Client) Lock(ctx context.Context, name string, o *LockOptions) (*Lock, error) {
-	late := func(words []string) {
-		if words[0] == "OK" {
-			_, _ = c.command(context.Background(), "UNLOCK "+name, false)
-		}
-	}
-	f, err := c.take(ctx, name, o, false, late)
-	if err != nil {
-		return nil, err
-	}
+func newLock(c *Client, name string, f Fields) *Lock {
 	lk := &Lock{c: c, Name: name, Validity: time.Duration(f.Int("validity")) * time.Millisecond,
 		Fence: f.Int("fence"), Permit: -1}
 	if p, ok := f["permit"]; ok {
 		lk.Permit, _ = strconv.Atoi(p)
 	}
 	lk.ctx, lk.cancel = context.WithCancel(context.Background())
-	c.mu.Lock()
-	if c.closed {
-		c.mu.Unlock()
-		lk.lose("connection")
-		return lk, nil
+	return lk
+}
+
+// Lock takes name in session mode.  It waits until ctx's deadline (ErrTimeout),
+// or for ever without one; o.Try makes one try (ErrBusy).  A ctx cancelled
+// while it waits returns ctx.Err(), and a grant that comes after is
+// released at once.  Taking a name this session holds already adds a hold:
+// each Lock is one, and a "! LOST" of the name ends them all.
+func (c *Client) Lock(ctx context.Context, name string, o *LockOptions) (*Lock, error) {
+	var lk *Lock // made by the reader as the grant is read
+	grant := func(f Fields) { lk = c.hold(newLock(c, name, f)) }
+	late := func(words []string) {
+		if words[0] == "OK" {
+			c.unhold(lk, -1)
+			go func() { _ = lk.release() }()
+		}
 	}
-	c.locks[name] = lk
-	c.mu.Unlock()
+	if _, err := c.take(ctx, name, o, false, grant, late); err != nil {
+		return nil, err
+	}
 	return lk, nil
 }
 
-// Context is cancelled when the lock is lost (LostReason says why).
+// hold enters lk in the session's locks, where "! LOST" finds it.  It runs
+// in the reader, so the connection has not ended yet (ended then finds it).
+func (c *Client) hold(lk *Lock) *Lock {
+	c.mu.Lock()
+	c.locks[lk.Name] = append(c.locks[lk.Name], lk)
+	c.mu.Unlock()
+	return lk
+}
+
+// unhold: lk's hold is released, and holds is how many the session has
+// left of the name (-1: not known).  At 0 none is, and every Lock of the
+// name ends.
+func (c *Client) unhold(lk *Lock, holds int64) {
+	c.mu.Lock()
+	held := c.locks[lk.Name]
+	var rest []*Lock
+	for _, other := range held {
+		if other != lk {
+			rest = append(rest, other)
+		}
+	}
+	var ended []*Lock
+	if holds == 0 {
+		ended = rest
+		rest = nil
+	}
+	if len(rest) == 0 {
+		delete(c.locks, lk.Name)
+	} else {
+		c.locks[lk.Name] = rest
+	}
+	c.mu.Unlock()
+	lk.lose("released")
+	for _, other := range ended {
+		other.lose("released")
+	}
+}
+
+// Context is cancelled when the lock is lost (LostReason says why), or
+// once Unlock released it.
 func (l *Lock) Context() context.Context { return l.ctx }
 
 // LostReason is "" while held, else renew, quorum, gone, shutdown,
-// broken or connection.
+// broken or connection, or released after Unlock.
 func (l *Lock) LostReason() string {
 	l.mu.Lock()
 	defer l.mu.Unlock()
@@ -526,22 +591,46 @@ func (l *Lock) lose(reason string) {
 	l.cancel()
 }
 
-// Unlock releases one hold; ErrNotHeld when the lock was lost.
+// Unlock releases this hold; ErrNotHeld when the lock was lost or is
+// released already (UNLOCK names no hold: sending it again would release
+// another Lock's hold of the same name).
 func (l *Lock) Unlock() error {
-	rep, err := l.c.command(context.Background(), "UNLOCK "+l.Name, false)
+	l.mu.Lock()
+	reason, unlocked := l.reason, l.unlocked
+	l.unlocked = true
+	l.mu.Unlock()
+	if reason != "" || unlocked {
+		if reason == "" {
+			reason = "released"
+		}
+		return fail(ErrNotHeld, "NOTHELD", l.Name+" ("+reason+")")
+	}
+	err := l.release()
+	if err != nil && !errors.Is(err, ErrNotHeld) {
+		l.mu.Lock()
+		l.unlocked = false // still held, as far as this client knows
+		l.mu.Unlock()
+	}
+	return err
+}
+
+// release sends UNLOCK; the reader updates the session's locks as the
+// reply is read, before a "! LOST" behind it.
+func (l *Lock) release() error {
+	onReply := func(w []string) {
+		switch w[0] {
+		case "OK":
+			l.c.unhold(l, fieldsOf(w[2:]).Int("holds"))
+		case "NOTHELD":
+			l.c.unhold(l, 0)
+		}
+	}
+	rep, err := l.c.send(context.Background(), "UNLOCK "+l.Name, false, false, onReply, nil)
 	if err != nil {
 		return err
 	}
 	if rep.words[0] == "NOTHELD" {
 		return fail(ErrNotHeld, "NOTHELD", strings.Join(rep.words[1:], " "))
-	}
-	if fieldsOf(rep.words[2:]).Int("holds") == 0 {
-		l.c.mu.Lock()
-		if l.c.locks[l.Name] == l {
-			delete(l.c.locks, l.Name)
-		}
-		l.c.mu.Unlock()
-		l.lose("released")
 	}
 	return nil
 }
@@ -563,10 +652,10 @@ func (c *Client) Lease(ctx context.Context, name string, ttl time.Duration, o *L
 	oo.TTL = ttl
 	late := func(words []string) {
 		if t := fieldsOf(words[2:])["token"]; words[0] == "OK" && t != "" {
-			_ = c.Release(context.Background(), name, t)
+			go func() { _ = c.Release(context.Background(), name, t) }()
 		}
 	}
-	f, err := c.take(ctx, name, &oo, true, late)
+	f, err := c.take(ctx, name, &oo, true, nil, late)
 	if err != nil {
 		return nil, err
 	}

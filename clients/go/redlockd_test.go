@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -23,7 +24,7 @@ func dial(t *testing.T, addr string, o *Options) *Client {
 
 func TestClient(t *testing.T) {
 	d := startDaemon(t, "", "")
-	ctx := context.Background()
+	ctx := testContext(t, 120*time.Second) // LOCK wait=MS: no wait outlives it
 
 	t.Run("grant status list unlock", func(t *testing.T) {
 		a, b := dial(t, d.addr(), nil), dial(t, d.addr(), nil)
@@ -80,7 +81,8 @@ func TestClient(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		cctx, cancel := context.WithCancel(ctx)
+		// No deadline: LOCK wait=inf, which the cancel below ends.
+		cctx, cancel := context.WithCancel(context.Background())
 		go func() { time.Sleep(200 * time.Millisecond); cancel() }()
 		if _, err := b.Lock(cctx, "go-cancel", nil); !errors.Is(err, context.Canceled) {
 			t.Fatalf("cancelled wait: %v", err)
@@ -90,6 +92,46 @@ func TestClient(t *testing.T) {
 			h, _, err := a.Status(ctx, "go-cancel", "")
 			return err == nil && !h
 		})
+		b.mu.Lock()
+		stale := len(b.locks["go-cancel"])
+		b.mu.Unlock()
+		if stale != 0 {
+			t.Fatalf("%d Locks of the released grant left in the session's locks", stale)
+		}
+	})
+
+	t.Run("re-entrant holds unlock one at a time", func(t *testing.T) {
+		a, b := dial(t, d.addr(), nil), dial(t, d.addr(), nil)
+		l1, err1 := a.Lock(ctx, "go-again", nil)
+		l2, err2 := a.Lock(ctx, "go-again", nil)
+		if err1 != nil || err2 != nil {
+			t.Fatal(err1, err2)
+		}
+		if err := l1.Unlock(); err != nil {
+			t.Fatal(err)
+		}
+		if l1.LostReason() != "released" || l2.LostReason() != "" {
+			t.Fatalf("after one Unlock: %q %q", l1.LostReason(), l2.LostReason())
+		}
+		// Again on l1: refused here, or it would release l2's hold.
+		if err := l1.Unlock(); !errors.Is(err, ErrNotHeld) {
+			t.Fatalf("second Unlock of one Lock: %v", err)
+		}
+		if held, _, _ := b.Status(ctx, "go-again", ""); !held {
+			t.Fatal("free while l2 holds it")
+		}
+		if err := l2.Unlock(); err != nil {
+			t.Fatal(err)
+		}
+		if held, _, _ := b.Status(ctx, "go-again", ""); held {
+			t.Fatal("held after both Unlocks")
+		}
+		a.mu.Lock()
+		left := len(a.locks)
+		a.mu.Unlock()
+		if left != 0 {
+			t.Fatalf("%d names left in the session's locks", left)
+		}
 	})
 
 	t.Run("shared and counted", func(t *testing.T) {
@@ -166,6 +208,55 @@ func TestClient(t *testing.T) {
 		}
 		if err := l.Unlock(); !errors.Is(err, ErrNotHeld) {
 			t.Fatalf("unlock after loss: %v", err)
+		}
+	})
+
+	t.Run("LOST right behind a re-entrant grant reaches every hold", func(t *testing.T) {
+		r := startRelay(t, d.addr())
+		a := dial(t, r.addr(), nil)
+		admin := dial(t, d.addr(), &Options{Password: adminPassword})
+		first, err := a.Lock(ctx, "go-behind", nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		r.hold()
+		type result struct {
+			lk  *Lock
+			err error
+		}
+		res := make(chan result, 1)
+		go func() {
+			lk, err := a.Lock(ctx, "go-behind", nil) // a second hold, at once
+			res <- result{lk, err}
+		}()
+		waitUntil(t, 5*time.Second, "the relay holds the second OK", func() bool {
+			return strings.Contains(r.holds(), "OK go-behind ")
+		})
+		if err := admin.Break(ctx, "go-behind"); err != nil {
+			t.Fatal(err)
+		}
+		waitUntil(t, 5*time.Second, "the relay holds the LOST", func() bool {
+			return strings.Contains(r.holds(), "! LOST go-behind")
+		})
+		r.flush() // the OK and the LOST in one read
+		var second result
+		select {
+		case second = <-res:
+		case <-time.After(5 * time.Second):
+			t.Fatal("no reply to the second Lock")
+		}
+		if second.err != nil {
+			t.Fatal(second.err)
+		}
+		for i, l := range []*Lock{first, second.lk} {
+			select {
+			case <-l.Context().Done():
+			case <-time.After(5 * time.Second):
+				t.Fatalf("hold %d: the LOST behind the grant was dropped", i+1)
+			}
+			if l.LostReason() != "broken" {
+				t.Fatalf("hold %d: reason %q", i+1, l.LostReason())
+			}
 		}
 	})
 
@@ -253,7 +344,7 @@ func TestAuthFromEnvironment(t *testing.T) {
 func TestKilledDaemon(t *testing.T) {
 	d := startDaemon(t, "", "")
 	c := dial(t, d.addr(), nil)
-	l, err := c.Lock(context.Background(), "go-killed", nil)
+	l, err := c.Lock(testContext(t, 30*time.Second), "go-killed", nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -281,7 +372,7 @@ func TestTLSClientCertificate(t *testing.T) {
 	addr := fmt.Sprintf("127.0.0.1:%d", d.tlsPort)
 	c := dial(t, addr, &Options{CAFile: certs + "/ca.crt", CertFile: certs + "/client.crt",
 		KeyFile: certs + "/client.key"})
-	l, err := c.Lock(context.Background(), "go-tls", nil)
+	l, err := c.Lock(testContext(t, 30*time.Second), "go-tls", nil)
 	if err != nil {
 		t.Fatal(err)
 	}
