@@ -63,6 +63,12 @@ func (e *Error) Error() string { return strings.TrimSpace(e.Code + " " + e.Text)
 // Unwrap gives the sentinel error of the code, for errors.Is.
 func (e *Error) Unwrap() error { return e.kind }
 
+// Is makes a wait that ended with its deadline (ErrTimeout) also match
+// context.DeadlineExceeded.
+func (e *Error) Is(target error) bool {
+	return e.kind == ErrTimeout && target == context.DeadlineExceeded
+}
+
 func fail(kind error, code, text string) error { return &Error{Code: code, Text: text, kind: kind} }
 
 // Fields are the key=value words of a reply or push.
@@ -393,6 +399,13 @@ func (c *Client) send(ctx context.Context, line string, multi, wait bool,
 		c.mu.Unlock()
 		if rep.err == nil && rep.words != nil && abandon != nil {
 			abandon(rep.words)
+		} else if rep.err != nil || rep.words != nil {
+			return rep, rep.err // a refusal (TIMEOUT, BUSY, ERR) came in time: it stands
+		}
+		if wait && errors.Is(ctx.Err(), context.DeadlineExceeded) {
+			// The daemon's wait= ends with the deadline too; whichever
+			// is seen first, the caller gets the same error.
+			return reply{}, fail(ErrTimeout, "TIMEOUT", "the context's deadline passed")
 		}
 		return reply{}, ctx.Err()
 	}
@@ -512,7 +525,8 @@ func newLock(c *Client, name string, f Fields) *Lock {
 	return lk
 }
 
-// Lock takes name in session mode.  It waits until ctx's deadline (ErrTimeout),
+// Lock takes name in session mode.  It waits until ctx's deadline (ErrTimeout,
+// which also matches context.DeadlineExceeded),
 // or for ever without one; o.Try makes one try (ErrBusy).  A ctx cancelled
 // while it waits returns ctx.Err(), and a grant that comes after is
 // released at once.  Taking a name this session holds already adds a hold:
