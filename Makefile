@@ -8,6 +8,7 @@
 #   make check-docs    the docs link no file outside the repository and
 #                   mention no issue numbers (make check runs it)
 #   make check-lua  luacheck on the masters' scripts (daemon/scripts/)
+#   make check-hardening  the binaries are hardened as a Debian package's are
 #   make check-faults  fault-injection suite and a short fuzzing run
 #   make fuzz       libFuzzer targets (clang), FUZZ_SECONDS each
 #   make bench      the benchmark table (tests/bench/), BENCH_SECONDS per mode
@@ -44,8 +45,17 @@ CHECK_LIBS   = $(shell pkg-config --libs check 2>/dev/null)
 WARN    := -Wall -Wextra -Werror -Wshadow -Wstrict-prototypes -Wmissing-prototypes \
            -Wpointer-arith -Wformat=2
 CFLAGS  ?= -O2 -g
-ALL_CFLAGS = -std=gnu11 $(WARN) $(CFLAGS) -D_GNU_SOURCE -DREDLOCKD_VERSION='"$(VERSION)"' \
-             -I. -I$(B)/gen $(PKG_CFLAGS) -MMD -MP
+# Hardened as Debian builds its packages (dpkg-buildflags, hardening=+all):
+# stack protector and clash protection, control-flow protection, fortified
+# libc calls, a position-independent executable, full RELRO with BIND_NOW.
+# A package build's own CPPFLAGS, CFLAGS and LDFLAGS come on top (the same
+# flags again are harmless).  make check-hardening reads the binaries.  Not
+# with SANITIZE (the sanitizers bring their own checks).
+HARDEN_CFLAGS  = -fstack-protector-strong -fstack-clash-protection -fcf-protection -fPIE \
+                 $(if $(filter -O0,$(CFLAGS)),,-D_FORTIFY_SOURCE=2)
+HARDEN_LDFLAGS = -pie -Wl,-z,relro -Wl,-z,now
+ALL_CFLAGS = -std=gnu11 $(WARN) $(HARDEN_CFLAGS) $(CPPFLAGS) $(CFLAGS) -D_GNU_SOURCE \
+             -DREDLOCKD_VERSION='"$(VERSION)"' -I. -I$(B)/gen $(PKG_CFLAGS) -MMD -MP
 
 B := build
 # NO_SYSTEMD=1 builds without libsystemd, in build-nosd/ (objects differ).
@@ -60,6 +70,8 @@ ifneq ($(SANITIZE),)
 B := build-san
 CFLAGS := -O1 -g -fsanitize=$(SANITIZE) -fno-omit-frame-pointer \
           -fno-sanitize-recover=all
+HARDEN_CFLAGS :=
+HARDEN_LDFLAGS :=
 CK_MULT := 10
 SAN_LOGS := $(CURDIR)/$(B)/san-logs
 export ASAN_OPTIONS := detect_leaks=1:abort_on_error=1:log_path=$(SAN_LOGS)/asan
@@ -93,10 +105,18 @@ SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 .DEFAULT_GOAL := all
 include $(wildcard tests/*/*.mk)
 
-.PHONY: all deps deps-faults check check-asan check-faults check-valgrind check-build check-docs check-lua check-units check-install check-nosd check-devrun check-python check-node check-go install test unit integration run clean
+.PHONY: all deps deps-faults check check-asan check-faults check-valgrind check-build check-docs check-lua check-units check-hardening check-install check-nosd check-devrun check-python check-node check-go install test unit integration run clean
 all: $(B)/redlockd $(B)/redlockctl
 
-$(B)/obj/%.o: %.c
+# The flags an object was built with: a change (hardening, a package
+# build's CFLAGS) rebuilds every object.
+BUILD_FLAGS = $(CC) $(ALL_CFLAGS) $(HARDEN_LDFLAGS) $(LDFLAGS)
+$(B)/flags: FORCE
+	@mkdir -p $(B) && printf '%s\n' '$(subst ','\'',$(BUILD_FLAGS))' >$@.new && \
+	    { cmp -s $@.new $@ && rm $@.new || mv $@.new $@; }
+FORCE:
+
+$(B)/obj/%.o: %.c $(B)/flags
 	@mkdir -p $(dir $@)
 	@echo "  CC      $<"
 	@$(CC) $(ALL_CFLAGS) -c -o $@ $<
@@ -112,15 +132,15 @@ $(B)/obj/daemon/redlock.o: $(B)/gen/daemon/scripts.h
 
 $(B)/redlockd: $(B)/obj/daemon/main.o $(LIB_OBJ)
 	@echo "  LD      $@"
-	@$(CC) $(CFLAGS) -o $@ $^ $(PKG_LIBS) $(LDFLAGS)
+	@$(CC) $(CFLAGS) $(HARDEN_LDFLAGS) -o $@ $^ $(PKG_LIBS) $(LDFLAGS)
 
 # redlockctl, the command-line client: the library (and OpenSSL) and nothing
 # of the daemon.
 $(B)/redlockctl: $(B)/obj/client/redlockctl.o $(CLIENT_OBJ)
 	@echo "  LD      $@"
-	@$(CC) $(CFLAGS) -o $@ $^ $(CLIENT_LIBS) $(LDFLAGS)
+	@$(CC) $(CFLAGS) $(HARDEN_LDFLAGS) -o $@ $^ $(CLIENT_LIBS) $(LDFLAGS)
 
-$(B)/obj/tests/%.o: tests/%.c
+$(B)/obj/tests/%.o: tests/%.c $(B)/flags
 	@mkdir -p $(dir $@)
 	@echo "  CC      $<"
 	@$(CC) $(ALL_CFLAGS) $(CHECK_CFLAGS) -c -o $@ $<
@@ -158,7 +178,7 @@ $(B)/check_scripts: $(B)/obj/tests/check_scripts.o $(HARNESS_OBJ)
 $(B)/obj/tests/check_scripts.o: $(B)/gen/daemon/scripts.h
 $(TEST_BINS):
 	@echo "  LD      $@"
-	@$(CC) $(CFLAGS) -o $@ $^ $(PKG_LIBS) $(CHECK_LIBS) $(WRAP_LDFLAGS) $(LDFLAGS)
+	@$(CC) $(CFLAGS) $(HARDEN_LDFLAGS) -o $@ $^ $(PKG_LIBS) $(CHECK_LIBS) $(WRAP_LDFLAGS) $(LDFLAGS)
 
 # Install whatever Debian packages are missing; nothing when all are found.
 deps:
@@ -183,7 +203,7 @@ check: deps
 	@start=$$(date +%s); \
 	$(MAKE) check-build && $(MAKE) check-docs && $(MAKE) check-lua && $(MAKE) test && \
 	    $(MAKE) check-units && \
-	    $(MAKE) check-install && $(MAKE) check-nosd && $(MAKE) check-devrun && \
+	    $(if $(SANITIZE),,$(MAKE) check-hardening &&) $(MAKE) check-install && $(MAKE) check-nosd && $(MAKE) check-devrun && \
 	    $(MAKE) check-python && $(MAKE) check-node && $(MAKE) check-go; \
 	rc=$$?; secs=$$(( $$(date +%s) - start )); \
 	if [ $$rc -eq 0 ]; then echo "make check: all passed in $$secs s"; \
@@ -310,6 +330,11 @@ check-node: $(B)/redlockd
 	    timeout 120 npm pack --silent --offline --no-update-notifier --pack-destination "$$tmp" >/dev/null && \
 	    echo "check-node: npm pack made $$(ls "$$tmp")"; \
 	else echo "check-node: npm missing: the package is not packed"; fi
+
+# The binaries are hardened as a Debian package's are (HARDEN_CFLAGS).
+check-hardening: $(B)/redlockd $(B)/redlockctl
+	@sh tests/check_hardening.sh $(B)/redlockd $(B)/redlockctl \
+	    $(B)/obj/daemon/main.o $(B)/obj/client/redlockctl.o
 
 check-go: $(B)/redlockd
 	@if command -v go >/dev/null; then \

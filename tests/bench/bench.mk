@@ -29,11 +29,11 @@ $(B)/obj/tests/bench/%.o: tests/bench/%.c
 
 $(B)/redlock-bench: $(B)/obj/tests/bench/redlock_bench.o $(CLIENT_OBJ)
 	@echo "  LD      $@"
-	@$(CC) $(CFLAGS) -o $@ $^ $(PKG_LIBS) $(LDFLAGS)
+	@$(CC) $(CFLAGS) $(HARDEN_LDFLAGS) -o $@ $^ $(PKG_LIBS) $(LDFLAGS)
 
 $(B)/run_bench: $(B)/obj/tests/bench/run_bench.o $(HARNESS_OBJ)
 	@echo "  LD      $@"
-	@$(CC) $(CFLAGS) -o $@ $^ $(PKG_LIBS) $(LDFLAGS)
+	@$(CC) $(CFLAGS) $(HARDEN_LDFLAGS) -o $@ $^ $(PKG_LIBS) $(LDFLAGS)
 
 bench: $(B)/redlockd $(BENCH_SMOKE_BINS)
 	REDLOCKD_BIN=$(CURDIR)/$(B)/redlockd REDLOCK_BENCH_BIN=$(CURDIR)/$(B)/redlock-bench \

@@ -28,20 +28,20 @@ $(B)/obj/tests/faults/%.o: tests/faults/%.c
 
 $(B)/rmw-client: $(B)/obj/tests/faults/rmw_client.o $(CLIENT_OBJ)
 	@echo "  LD      $@"
-	@$(CC) $(CFLAGS) -o $@ $^ $(PKG_LIBS) $(LDFLAGS)
+	@$(CC) $(CFLAGS) $(HARDEN_LDFLAGS) -o $@ $^ $(PKG_LIBS) $(LDFLAGS)
 
 $(B)/delay-proxy: $(B)/obj/tests/faults/delay_proxy.o
 	@echo "  LD      $@"
-	@$(CC) $(CFLAGS) -o $@ $^ $(PKG_LIBS) $(LDFLAGS)
+	@$(CC) $(CFLAGS) $(HARDEN_LDFLAGS) -o $@ $^ $(PKG_LIBS) $(LDFLAGS)
 
 $(B)/break-client: $(B)/obj/tests/faults/break_client.o $(CLIENT_OBJ)
 	@echo "  LD      $@"
-	@$(CC) $(CFLAGS) -o $@ $^ $(PKG_LIBS) $(LDFLAGS)
+	@$(CC) $(CFLAGS) $(HARDEN_LDFLAGS) -o $@ $^ $(PKG_LIBS) $(LDFLAGS)
 
 $(B)/check_faults: $(B)/obj/tests/faults/check_faults.o $(B)/obj/tests/faults/checker.o \
                    $(B)/obj/tests/faults/netns.o $(HARNESS_OBJ)
 	@echo "  LD      $@"
-	@$(CC) $(CFLAGS) -o $@ $^ $(PKG_LIBS) $(LDFLAGS)
+	@$(CC) $(CFLAGS) $(HARDEN_LDFLAGS) -o $@ $^ $(PKG_LIBS) $(LDFLAGS)
 
 # One build for every build directory (it is not this project's code).
 REDIS_LIBC := build/redis-libc/redis-server

@@ -124,7 +124,7 @@ $(B)/fuzz-replay-conf: $(B)/obj/tests/fuzz/replay.o $(B)/obj/tests/fuzz/fuzz_con
                        $(B)/obj/conf/conf.o
 $(FUZZ_REPLAY_BINS):
 	@echo "  LD      $@"
-	@$(CC) $(CFLAGS) -o $@ $^ $(PKG_LIBS) $(LDFLAGS)
+	@$(CC) $(CFLAGS) $(HARDEN_LDFLAGS) -o $@ $^ $(PKG_LIBS) $(LDFLAGS)
 
 # Each program replays tests/fuzz/corpus/<target> and tests/fuzz/regress/<target>
 # and prints how many inputs it ran; every one runs, then the status says
