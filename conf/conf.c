@@ -2102,11 +2102,12 @@ conf_load(const char *path, struct conf *conf, struct conf_msgs *msgs)
 }
 
 int
-conf_check_unix_dir(const struct conf *conf, struct conf_msgs *msgs)
+conf_check_unix_dir(const struct conf *conf, bool ahead, struct conf_msgs *msgs)
 {
     char dir[CONF_PATH_MAX], qdir[CONF_PATH_MAX * 4 + 4];
-    const char *slash, *problem = NULL, *file;
+    const char *slash, *problem = NULL, *file, *fix;
     struct conf_msg *list;
+    bool missing = false;
     struct stat st;
     char *text;
     size_t len;
@@ -2126,23 +2127,32 @@ conf_check_unix_dir(const struct conf *conf, struct conf_msgs *msgs)
     memcpy(dir, conf->unix_path, len);
     dir[len] = '\0';
     if (stat(dir, &st) != 0) {
-        problem = errno == ENOENT ? "does not exist" : strerror(errno);
+        missing = errno == ENOENT;
+        problem = missing ? "does not exist" : strerror(errno);
     } else if (!S_ISDIR(st.st_mode)) {
         problem = "is not a directory";
     }
     if (problem == NULL) {
         return 0;
     }
+    ahead = ahead && missing;
     file = conf->file != NULL ? conf->file : "(configuration)";
     conf_quote(dir, len, qdir, sizeof(qdir));
+    if (ahead) {
+        fix = "it must exist when redlockd starts (the systemd unit's RuntimeDirectory= "
+              "creates it)";
+        problem = "does not exist yet";
+    } else {
+        fix = "create it or change listen.unix";
+    }
     if (conf->unix_line > 0) {
         rc = asprintf(&text, "%s:%zu:%zu: listen.unix: directory %s %s (the socket is "
-                      "created in it); create it or change listen.unix", file,
-                      conf->unix_line, conf->unix_column, qdir, problem);
+                      "created in it); %s", file, conf->unix_line, conf->unix_column, qdir,
+                      problem, fix);
     } else {
         rc = asprintf(&text, "%s: listen.unix (default %s): directory %s %s (the socket is "
-                      "created in it); create it or set listen.unix", file,
-                      conf->unix_path, qdir, problem);
+                      "created in it); %s", file, conf->unix_path, qdir, problem,
+                      ahead ? fix : "create it or set listen.unix");
     }
     if (rc < 0) {
         return -1;
@@ -2153,9 +2163,12 @@ conf_check_unix_dir(const struct conf *conf, struct conf_msgs *msgs)
         return -1;
     }
     msgs->list = list;
-    list[msgs->n].is_error = true;
+    list[msgs->n].is_error = !ahead;
     list[msgs->n].text = text;
     msgs->n++;
+    if (ahead) {
+        return 0;
+    }
     msgs->nerrors++;
     return -1;
 }

@@ -184,12 +184,16 @@ int conf_load(const char *path, struct conf *conf, struct conf_msgs *msgs);
  * file is to be created in must exist.  Appends an error to msgs, with
  * the file:line:column of listen.unix ("path: listen.unix ..." when it
  * has its default), and returns -1 when it does not; 0 when it does or
- * listen.unix is disabled.  Not part of conf_load(), which reads only
- * the file: `redlockd -t` calls both, the daemon calls this one before
- * it binds the socket (not when systemd passes the sockets, nor on a
- * reload, which cannot change listen.unix).
+ * listen.unix is disabled.  With ahead (`redlockd -t`, which may run
+ * before anything created the directory: systemd's RuntimeDirectory= makes
+ * /run/redlockd as the service starts) a directory that does not exist is
+ * a warning saying it must exist at start, and the return is 0; a path
+ * that is no directory stays an error.  Not part of conf_load(), which
+ * reads only the file: `redlockd -t` calls both, the daemon calls this
+ * one before it binds the socket (not when systemd passes the sockets,
+ * nor on a reload, which cannot change listen.unix).
  */
-int conf_check_unix_dir(const struct conf *conf, struct conf_msgs *msgs);
+int conf_check_unix_dir(const struct conf *conf, bool ahead, struct conf_msgs *msgs);
 
 /* Release the strings held by conf; conf may be loaded again afterwards. */
 void conf_free(struct conf *conf);

@@ -528,7 +528,7 @@ listener_start(struct event_base *base, const struct conf *conf)
         struct conf_msgs msgs = { NULL, 0, 0 };
         size_t i;
 
-        if (conf_check_unix_dir(conf, &msgs) != 0) {
+        if (conf_check_unix_dir(conf, false, &msgs) != 0) {
             for (i = 0; i < msgs.n; i++) {
                 log_error("%s", msgs.list[i].text);
             }

@@ -71,8 +71,9 @@ main(int argc, char **argv)
 
     rc = conf_load(file, &conf, &msgs);
     /* The daemon itself checks this when it binds listen.unix (not when
-       systemd passes the sockets). */
-    if (test_only && conf_check_unix_dir(&conf, &msgs) != 0) {
+       systemd passes the sockets); a file that did not load says nothing
+       more. */
+    if (test_only && rc == 0 && conf_check_unix_dir(&conf, true, &msgs) != 0) {
         rc = -1;
     }
     for (i = 0; i < msgs.n; i++) {

@@ -732,7 +732,7 @@ START_TEST(test_unix_dir)
     for (i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
         load_clean(cases[i].path, &conf);
         memset(&msgs, 0, sizeof(msgs));
-        rc = conf_check_unix_dir(&conf, &msgs);
+        rc = conf_check_unix_dir(&conf, false, &msgs);
         if (cases[i].want == NULL) {
             ck_assert_msg(rc == 0 && msgs.n == 0, "%s: refused: %s", cases[i].path,
                           msgs.n > 0 ? msgs.list[0].text : "(no message)");
@@ -746,6 +746,29 @@ START_TEST(test_unix_dir)
         conf_msgs_free(&msgs);
         conf_free(&conf);
     }
+
+    /* Ahead of the start (redlockd -t): a missing directory is a warning
+       that it must exist by then; a file where the directory should be is
+       still an error. */
+    load_clean(FX("unix-dir-missing.yml"), &conf);
+    memset(&msgs, 0, sizeof(msgs));
+    ck_assert_int_eq(conf_check_unix_dir(&conf, true, &msgs), 0);
+    ck_assert_uint_eq(msgs.n, 1);
+    ck_assert_uint_eq(msgs.nerrors, 0);
+    ck_assert(!msgs.list[0].is_error);
+    ck_assert_str_eq(msgs.list[0].text,
+                     FX("unix-dir-missing.yml") ":4:9: listen.unix: directory "
+                     "/nonexistent-redlockd-dir does not exist yet (the socket is created in "
+                     "it); it must exist when redlockd starts (the systemd unit's "
+                     "RuntimeDirectory= creates it)");
+    conf_msgs_free(&msgs);
+    conf_free(&conf);
+    load_clean(FX("unix-dir-file.yml"), &conf);
+    memset(&msgs, 0, sizeof(msgs));
+    ck_assert_int_eq(conf_check_unix_dir(&conf, true, &msgs), -1);
+    ck_assert_uint_eq(msgs.nerrors, 1);
+    conf_msgs_free(&msgs);
+    conf_free(&conf);
 }
 END_TEST
 
