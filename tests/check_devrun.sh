@@ -7,7 +7,8 @@
 # compare-and-delete reached every master (their MONITOR streams) before
 # the masters stopped, that the daemon did not take a second signal, and
 # that nothing is left running.  Before that, it stops one master and
-# starts it again with tests/dev-master.sh, and runs the README's two
+# starts it again with tests/dev-master.sh, runs a daemon of its own
+# against the masters with the restart quarantine on, and runs the README's two
 # shell scripts as written (the first one's job exits 7 and leaves a
 # child in the background; the script must exit 7, and the lock must be
 # free once it has ended, or been killed).
@@ -36,7 +37,7 @@ done
 
 cleanup() {
     # What a README script's test job may have left behind.
-    kill $(cat "$tmp/child" "$tmp/fg" 2>/dev/null) 2>/dev/null
+    kill $(cat "$tmp/child" "$tmp/fg" 2>/dev/null) ${own_pid:-} 2>/dev/null
     if [ "${finished:-false}" = true ]; then
         rm -rf "$tmp"
         return
@@ -74,7 +75,7 @@ until (exec 4<>/dev/tcp/127.0.0.1/7379 && echo PING >&4 && read -r -t 1 l <&4 \
 done
 # The README's way to stop and restart one master while `make run` runs;
 # the daemon reconnects to it, and dev-run.sh stops it at the end.
-redis-cli -p 7003 shutdown nosave >/dev/null 2>&1
+redis-cli -p 7003 shutdown >/dev/null 2>&1
 tests/dev-master.sh 7003 || bad "tests/dev-master.sh 7003 failed"
 i=0
 until [ "$(grep -c 'master 127.0.0.1:7003: up' "$tmp/run.log")" -ge 2 ]; do
@@ -82,6 +83,36 @@ until [ "$(grep -c 'master 127.0.0.1:7003: up' "$tmp/run.log")" -ge 2 ]; do
     [ "$i" -gt 200 ] && { bad "the daemon did not reconnect to the restarted master 7003"; break; }
     sleep 0.05
 done
+# A daemon of one's own against these masters, with the restart quarantine
+# on (the default): the masters persist every write, so none of them, the
+# restarted 7003 included, is held back, and a LOCK is granted at once.
+cat > "$tmp/own.yml" <<EOF2
+listen:
+  tcp: ""
+  unix: "$tmp/own.sock"
+masters: ["127.0.0.1:7001", "127.0.0.1:7002", "127.0.0.1:7003", "127.0.0.1:7004", "127.0.0.1:7005"]
+lock:
+  key_prefix: "own:"
+metrics:
+  listen: ""
+EOF2
+setsid "$bin" -c "$tmp/own.yml" >"$tmp/own.log" 2>&1 &
+own_pid=$!
+own_stats=""
+for i in $(seq 1 200); do
+    own_stats=$(printf 'STATS\n' | nc -N -U "$tmp/own.sock" 2>/dev/null)
+    case $own_stats in *"STAT masters_up 5"*) break ;; esac
+    sleep 0.05
+done
+case $own_stats in
+*"STAT masters_up 5"*"STAT masters_quarantined 0"*) ;;
+*) bad "a daemon of one's own: not 5 masters up and 0 quarantined: $(printf '%s' "$own_stats" |
+        grep -E 'masters_(up|quarantined)' | tr '\n' ' ')" ;;
+esac
+own_lock=$(printf 'TRYLOCK own-check\n' | nc -N -U "$tmp/own.sock" 2>/dev/null)
+case $own_lock in OK*) ;; *) bad "a daemon of one's own: TRYLOCK answered '$own_lock'" ;; esac
+kill -TERM "$own_pid" 2>/dev/null
+wait "$own_pid" 2>/dev/null
 # The README's shell scripts ("Using it from a shell script"), as written,
 # against this daemon; the job of the first one is a function put after
 # its #! line.

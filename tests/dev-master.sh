@@ -1,13 +1,14 @@
 #!/bin/bash
 # Start one of the local masters of `make run` (tests/dev-run.sh) on
-# 127.0.0.1:PORT, with no persistence and its data and log under
-# run/PORT/.  The server detaches (its own session, so the terminal's
+# 127.0.0.1:PORT, persisting every write as a production master should
+# (appendonly yes, appendfsync always: the daemon then never quarantines it
+# after a restart), with its data and log under run/PORT/.  The server detaches (its own session, so the terminal's
 # Ctrl-C does not reach it) and writes run/PORT/redis.pid; this script
 # returns once it answers PING.  dev-run.sh starts the five masters with
 # it, and it restarts one that was stopped while `make run` runs:
 #
-#   redis-cli -p 7003 shutdown nosave     # stop master 7003
-#   tests/dev-master.sh 7003              # start it again, empty
+#   redis-cli -p 7003 shutdown            # stop master 7003
+#   tests/dev-master.sh 7003              # start it again, with its keys
 #
 # usage: tests/dev-master.sh PORT
 set -u
@@ -19,7 +20,8 @@ port=$1
 top=$(cd "$(dirname "$0")/.." && pwd)
 dir="$top/run/$port"
 mkdir -p "$dir"
-if ! redis-server --port "$port" --bind 127.0.0.1 --save "" --appendonly no \
+if ! redis-server --port "$port" --bind 127.0.0.1 --save "" \
+        --appendonly yes --appendfsync always --appenddirname appendonly \
         --dir "$dir" --logfile "$dir/redis.log" \
         --daemonize yes --pidfile "$dir/redis.pid"; then
     echo "dev-master: redis-server did not start on port $port ($dir/redis.log)" >&2

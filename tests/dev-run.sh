@@ -1,6 +1,6 @@
 #!/bin/bash
-# Start five local redis-server masters on 127.0.0.1:7001..7005 (no
-# persistence, data under run/, see tests/dev-master.sh) and redlockd in
+# Start five local redis-server masters on 127.0.0.1:7001..7005 (each
+# persisting every write, data under run/, see tests/dev-master.sh) and redlockd in
 # the foreground.  Ctrl-C or SIGTERM stops the daemon and then the
 # masters; nothing is left running.
 #
