@@ -623,6 +623,51 @@ proto_opt_label(const struct proto_optdef *def, const char *val, size_t len,
     return 0;
 }
 
+/*
+ * The verb nearest to the unknown word s/len, by edit distance (ignoring
+ * case), when it is at most 2 edits away and shorter than the word's
+ * length; else NULL.  For "unknown verb 'LOKC' (LOCK? ...)".
+ */
+static const char *
+proto_nearest_verb(const char *s, size_t len)
+{
+    enum { ROW = 16 };
+    size_t prev[ROW + 1], cur[ROW + 1], i, j, vlen, best = 3;
+    const char *found = NULL, *v;
+    int k;
+
+    if (len < 2 || len > ROW) {
+        return NULL;
+    }
+    for (k = 0; k < PROTO_VERB_COUNT; k++) {
+        v = proto_verbs[k].name;
+        vlen = strlen(v);
+        if (vlen > ROW) {
+            continue;
+        }
+        for (j = 0; j <= vlen; j++) {
+            prev[j] = j;
+        }
+        for (i = 1; i <= len; i++) {
+            cur[0] = i;
+            for (j = 1; j <= vlen; j++) {
+                size_t sub = prev[j - 1]
+                             + (proto_lower((unsigned char)s[i - 1])
+                                != proto_lower((unsigned char)v[j - 1]));
+                size_t del = prev[j] + 1, ins = cur[j - 1] + 1;
+
+                cur[j] = sub < del ? (sub < ins ? sub : ins) : (del < ins ? del : ins);
+            }
+            memcpy(prev, cur, sizeof(prev));
+        }
+        if (prev[vlen] < best && prev[vlen] < len) {
+            best = prev[vlen];
+            found = v;
+        }
+    }
+    return found;
+}
+
 /* The row of proto_opts whose key is s/len, or -1. */
 static int
 proto_opt_find(const char *s, size_t len)
@@ -657,7 +702,10 @@ proto_parse_option(const struct proto_verbdef *vd, const struct proto_word *w,
 
     if (eq == NULL && (id < 0 || !proto_opts[id].flag)) {
         proto_fail(err, PROTO_ERR_PROTO,
-                   "%s: unexpected argument '%s' (options are key=value)",
+                   vd->args == PROTO_ARGS_NAME
+                   ? "%s: unexpected argument '%s' (a lock name has no spaces; options are "
+                     "key=value)"
+                   : "%s: unexpected argument '%s' (options are key=value)",
                    vd->name, proto_quote(quoted, w->s, w->len));
         return -1;
     }
@@ -762,8 +810,11 @@ proto_parse(const char *line, size_t len, struct proto_cmd *cmd,
         }
     }
     if (vd == NULL) {
-        proto_fail(err, PROTO_ERR_UNKNOWN, "unknown verb '%s'",
-                   proto_quote(quoted, w.s, w.len));
+        const char *near = proto_nearest_verb(w.s, w.len);
+
+        proto_fail(err, PROTO_ERR_UNKNOWN, "unknown verb '%s' (%s%sHELP lists the verbs)",
+                   proto_quote(quoted, w.s, w.len), near != NULL ? near : "",
+                   near != NULL ? "? " : "");
         return -1;
     }
 

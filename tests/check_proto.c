@@ -256,8 +256,8 @@ START_TEST(test_unlock_status)
 
     parse_err("UNLOCK", PROTO_ERR_PROTO, "UNLOCK: missing lock name");
     parse_err("STATUS", PROTO_ERR_PROTO, "STATUS: missing lock name");
-    parse_err("UNLOCK a b", PROTO_ERR_PROTO, "UNLOCK: unexpected argument 'b' (options are key=value)");
-    parse_err("STATUS a b", PROTO_ERR_PROTO, "STATUS: unexpected argument 'b' (options are key=value)");
+    parse_err("UNLOCK a b", PROTO_ERR_PROTO, "UNLOCK: unexpected argument 'b' (a lock name has no spaces; options are key=value)");
+    parse_err("STATUS a b", PROTO_ERR_PROTO, "STATUS: unexpected argument 'b' (a lock name has no spaces; options are key=value)");
     /* UNLOCK and STATUS take no options at all. */
     parse_err("UNLOCK a ttl=5", PROTO_ERR_PROTO, "UNLOCK: unknown option 'ttl'");
     parse_err("STATUS a wait=5", PROTO_ERR_PROTO, "STATUS: unknown option 'wait'");
@@ -435,21 +435,23 @@ START_TEST(test_unknown_verb)
     char *line;
     size_t len;
 
-    parse_err("FOO", PROTO_ERR_UNKNOWN, "unknown verb 'FOO'");
-    parse_err("foo bar baz", PROTO_ERR_UNKNOWN, "unknown verb 'foo'");
-    parse_err("LOCKS a", PROTO_ERR_UNKNOWN, "unknown verb 'LOCKS'");
-    parse_err("LOC a", PROTO_ERR_UNKNOWN, "unknown verb 'LOC'");
-    parse_err("VERSION_VERB", PROTO_ERR_UNKNOWN, "unknown verb 'VERSION_VERB'");
+    parse_err("FOO", PROTO_ERR_UNKNOWN, "unknown verb 'FOO' (HELP lists the verbs)");
+    parse_err("foo bar baz", PROTO_ERR_UNKNOWN, "unknown verb 'foo' (HELP lists the verbs)");
+    parse_err("LOCKS a", PROTO_ERR_UNKNOWN, "unknown verb 'LOCKS' (LOCK? HELP lists the verbs)");
+    parse_err("LOC a", PROTO_ERR_UNKNOWN, "unknown verb 'LOC' (LOCK? HELP lists the verbs)");
+    parse_err("LOKC a", PROTO_ERR_UNKNOWN, "unknown verb 'LOKC' (LOCK? HELP lists the verbs)");
+    parse_err("unlcok a", PROTO_ERR_UNKNOWN, "unknown verb 'unlcok' (UNLOCK? HELP lists the verbs)");
+    parse_err("VERSION_VERB", PROTO_ERR_UNKNOWN, "unknown verb 'VERSION_VERB' (HELP lists the verbs)");
     /* Tabs do not separate words. */
-    parse_err("LOCK\ta", PROTO_ERR_UNKNOWN, "unknown verb 'LOCK\\x09a'");
+    parse_err("LOCK\ta", PROTO_ERR_UNKNOWN, "unknown verb 'LOCK\\x09a' (LOCK? HELP lists the verbs)");
     /* Untrusted bytes are escaped, backslash included. */
-    parse_err("a\\b", PROTO_ERR_UNKNOWN, "unknown verb 'a\\x5cb'");
-    parse_err_len("\xff\x80\x7f", 3, PROTO_ERR_UNKNOWN, "unknown verb '\\xff\\x80\\x7f'");
-    parse_err_len("LO\0CK a", 7, PROTO_ERR_UNKNOWN, "unknown verb 'LO\\x00CK'");
+    parse_err("a\\b", PROTO_ERR_UNKNOWN, "unknown verb 'a\\x5cb' (HELP lists the verbs)");
+    parse_err_len("\xff\x80\x7f", 3, PROTO_ERR_UNKNOWN, "unknown verb '\\xff\\x80\\x7f' (HELP lists the verbs)");
+    parse_err_len("LO\0CK a", 7, PROTO_ERR_UNKNOWN, "unknown verb 'LO\\x00CK' (LOCK? HELP lists the verbs)");
     /* Long words are cut. */
     line = make_line("", 'X', 1000, " a", &len);
     parse_err_len(line, len, PROTO_ERR_UNKNOWN,
-                  "unknown verb 'XXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXX...'");
+                  "unknown verb 'XXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXX...' (HELP lists the verbs)");
     free(line);
 }
 END_TEST
@@ -467,7 +469,7 @@ START_TEST(test_empty_lines)
     parse_err("   \r", PROTO_ERR_PROTO, "empty line");
     parse_err_len(NULL, 0, PROTO_ERR_PROTO, "empty line");
     /* Only one CR is stripped. */
-    parse_err("\r\r", PROTO_ERR_UNKNOWN, "unknown verb '\\x0d'");
+    parse_err("\r\r", PROTO_ERR_UNKNOWN, "unknown verb '\\x0d' (HELP lists the verbs)");
 }
 END_TEST
 
@@ -487,7 +489,7 @@ START_TEST(test_crlf)
 
     parse_err("PING x\r\r", PROTO_ERR_PROTO, "PING: word has byte 0x0d at offset 1");
     parse_err("LOCK a\rb", PROTO_ERR_PROTO, "LOCK: lock name has byte 0x0d at offset 1");
-    parse_err("\rPING", PROTO_ERR_UNKNOWN, "unknown verb '\\x0dPING'");
+    parse_err("\rPING", PROTO_ERR_UNKNOWN, "unknown verb '\\x0dPING' (PING? HELP lists the verbs)");
     parse_err("LOCK a ttl=5\r\r", PROTO_ERR_PROTO,
               "LOCK: bad value for 'ttl': '5\\x0d' (expected milliseconds)");
 }
@@ -588,8 +590,8 @@ START_TEST(test_name_bytes)
     parse_err("STATUS \x01", PROTO_ERR_PROTO, "STATUS: lock name has byte 0x01 at offset 0");
     /* A space ends the name: what follows is another word. */
     parse_err("LOCK a b", PROTO_ERR_PROTO,
-              "LOCK: unexpected argument 'b' (options are key=value)");
-    parse_err("STATUS a b", PROTO_ERR_PROTO, "STATUS: unexpected argument 'b' (options are key=value)");
+              "LOCK: unexpected argument 'b' (a lock name has no spaces; options are key=value)");
+    parse_err("STATUS a b", PROTO_ERR_PROTO, "STATUS: unexpected argument 'b' (a lock name has no spaces; options are key=value)");
 }
 END_TEST
 
@@ -627,11 +629,11 @@ START_TEST(test_option_errors)
     parse_err("LOCK a foo=", PROTO_ERR_PROTO, "LOCK: unknown option 'foo'");
     parse_err("LOCK a f\x01o=1", PROTO_ERR_PROTO, "LOCK: unknown option 'f\\x01o'");
     parse_err("LOCK a xyz", PROTO_ERR_PROTO,
-              "LOCK: unexpected argument 'xyz' (options are key=value)");
+              "LOCK: unexpected argument 'xyz' (a lock name has no spaces; options are key=value)");
     parse_err("LOCK a ttl", PROTO_ERR_PROTO,
-              "LOCK: unexpected argument 'ttl' (options are key=value)");
+              "LOCK: unexpected argument 'ttl' (a lock name has no spaces; options are key=value)");
     parse_err("TRYLOCK a inf", PROTO_ERR_PROTO,
-              "TRYLOCK: unexpected argument 'inf' (options are key=value)");
+              "TRYLOCK: unexpected argument 'inf' (a lock name has no spaces; options are key=value)");
     parse_err("LOCK a =5", PROTO_ERR_PROTO, "LOCK: option '=5' has no key");
     parse_err("LOCK a ttl=", PROTO_ERR_PROTO, "LOCK: option 'ttl' has no value");
     parse_err("LOCK a WAIT=", PROTO_ERR_PROTO, "LOCK: option 'wait' has no value");
@@ -755,7 +757,7 @@ START_TEST(test_long_words_in_errors)
     line = make_line("TRYLOCK a ", 'z', 5000, "", &len);
     parse_err_len(line, len, PROTO_ERR_PROTO,
                   "TRYLOCK: unexpected argument 'zzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzz...' "
-                  "(options are key=value)");
+                  "(a lock name has no spaces; options are key=value)");
     free(line);
 
     /* Escapes are never cut in half: 9 whole \xHH, then "...". */
@@ -783,12 +785,12 @@ START_TEST(test_big_lines)
 
     line = make_line("", 'A', BIG_LINE, "", &len);
     parse_err_len(line, len, PROTO_ERR_UNKNOWN,
-                  "unknown verb 'AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA...'");
+                  "unknown verb 'AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA...' (HELP lists the verbs)");
     free(line);
 
     line = make_line("", '\0', BIG_LINE, "", &len);
     parse_err_len(line, len, PROTO_ERR_UNKNOWN,
-                  "unknown verb '\\x00\\x00\\x00\\x00\\x00\\x00\\x00\\x00\\x00...'");
+                  "unknown verb '\\x00\\x00\\x00\\x00\\x00\\x00\\x00\\x00\\x00...' (HELP lists the verbs)");
     free(line);
 
     line = make_line("LOCK ", 'n', BIG_LINE, "", &len);
@@ -1145,7 +1147,7 @@ START_TEST(test_reply_error)
         const char         *expected;
     } cases[] = {
         { PROTO_ERR_PROTO, "empty line", "ERR PROTO empty line\n" },
-        { PROTO_ERR_UNKNOWN, "unknown verb 'FOO'", "ERR UNKNOWN unknown verb 'FOO'\n" },
+        { PROTO_ERR_UNKNOWN, "unknown verb 'FOO' (HELP lists the verbs)", "ERR UNKNOWN unknown verb 'FOO' (HELP lists the verbs)\n" },
         { PROTO_ERR_TOOLONG, "line over 1024 bytes", "ERR TOOLONG line over 1024 bytes\n" },
         { PROTO_ERR_LIMIT, "too many clients", "ERR LIMIT too many clients\n" },
         { PROTO_ERR_NOQUORUM, "2 of 5 masters answered, quorum is 3: 127.0.0.1:7003 down",
@@ -1176,10 +1178,10 @@ START_TEST(test_reply_error_from_parser)
     ck_assert_int_eq(proto_parse("LOCK a\\b c", 10, &cmd, &err), -1);
     proto_reply_error(&r, err.code, err.text);
     ck_assert_str_eq(reply_str(&r),
-                     "ERR PROTO LOCK: unexpected argument 'c' (options are key=value)\n");
+                     "ERR PROTO LOCK: unexpected argument 'c' (a lock name has no spaces; options are key=value)\n");
     ck_assert_int_eq(proto_parse("\\x", 2, &cmd, &err), -1);
     proto_reply_error(&r, err.code, err.text);
-    ck_assert_str_eq(reply_str(&r), "ERR UNKNOWN unknown verb '\\x5cx'\n");
+    ck_assert_str_eq(reply_str(&r), "ERR UNKNOWN unknown verb '\\x5cx' (HELP lists the verbs)\n");
 }
 END_TEST
 
