@@ -25,7 +25,9 @@ usage(FILE *out)
             "  -c, --config FILE  configuration (YAML)\n"
             "  -t, --test         check the configuration and exit (0 ok, 78 errors)\n"
             "  -V, --version      print the version\n"
-            "  -h, --help         this help\n");
+            "  -h, --help         this help\n"
+            "The configuration's keys: man redlockd.yml; the daemon and its protocol: "
+            "man redlockd.\n");
 }
 
 int
@@ -64,7 +66,15 @@ main(int argc, char **argv)
             return EX_USAGE;
         }
     }
-    if (file == NULL || optind != argc) {
+    if (optind != argc) {
+        fprintf(stderr, "redlockd: unexpected argument '%s' (the configuration file comes "
+                "after -c)\n", argv[optind]);
+        usage(stderr);
+        return EX_USAGE;
+    }
+    if (file == NULL) {
+        fprintf(stderr, "redlockd: no configuration file: give it with -c FILE "
+                "(for example -c /etc/redlockd/redlockd.yml)\n");
         usage(stderr);
         return EX_USAGE;
     }

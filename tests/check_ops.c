@@ -1230,8 +1230,9 @@ ops_run_bin(const char *tag, const char *const args[], char **out, char **err)
 }
 
 /*
- * --help and -h print the usage to stdout and exit 0; an unknown option
- * prints it to stderr and exits 64 (EX_USAGE).
+ * --help and -h print the usage to stdout, naming the man pages, and exit
+ * 0; an unknown option prints it to stderr and exits 64 (EX_USAGE), as do
+ * a missing -c and a stray argument, each first saying what is wrong.
  */
 START_TEST(help_and_usage)
 {
@@ -1256,6 +1257,29 @@ START_TEST(help_and_usage)
         ck_assert_msg(out[0] == '\0', "redlockd %s wrote to stdout: '%s'", bad[i][0], out);
         ck_assert_msg(strstr(err, "usage: redlockd") != NULL, "redlockd %s: stderr is '%s'",
                       bad[i][0], err);
+        free(out);
+        free(err);
+    }
+    /* --help names the man pages. */
+    rc = ops_run_bin("help-man", good[0], &out, &err);
+    ck_assert_msg(strstr(out, "man redlockd.yml") != NULL && strstr(out, "man redlockd.") != NULL,
+                  "redlockd --help names no man page: '%s'", out);
+    free(out);
+    free(err);
+    /* Usage errors say what is wrong before the usage. */
+    {
+        static const char *const no_file[] = { "-t", NULL };
+        static const char *const extra[] = { "extra", "-c", "f.yml", NULL };
+
+        rc = ops_run_bin("no-file", no_file, &out, &err);
+        ck_assert_msg(rc == 64 && strstr(err, "redlockd: no configuration file: give it with "
+                                         "-c FILE") != NULL,
+                      "redlockd -t exited %d; stderr: '%s'", rc, err);
+        free(out);
+        free(err);
+        rc = ops_run_bin("extra", extra, &out, &err);
+        ck_assert_msg(rc == 64 && strstr(err, "redlockd: unexpected argument 'extra'") != NULL,
+                      "redlockd extra -c f.yml exited %d; stderr: '%s'", rc, err);
         free(out);
         free(err);
     }
