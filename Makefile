@@ -17,9 +17,10 @@
 
 CC      ?= cc
 PKGS    := libevent libevent_openssl openssl hiredis yaml-0.1
-DEB_PKGS := build-essential pkg-config libevent-dev libhiredis-dev libyaml-dev \
-            check redis-server netcat-openbsd faketime libsystemd-dev libssl-dev openssl \
-            lua-check
+# What building and `make run` need (deps-run), and what the tests add (deps).
+RUN_DEB_PKGS := build-essential pkg-config libevent-dev libhiredis-dev libyaml-dev \
+                redis-server netcat-openbsd libssl-dev openssl
+DEB_PKGS := $(RUN_DEB_PKGS) check faketime libsystemd-dev lua-check
 # The client libraries' toolchains (clients/): installed one by one, and a
 # language whose toolchain cannot be installed is skipped by make check with
 # one line saying so.
@@ -105,7 +106,7 @@ SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 .DEFAULT_GOAL := all
 include $(wildcard tests/*/*.mk)
 
-.PHONY: all deps deps-faults deps-deb deb check-deb check check-asan check-faults check-valgrind check-build check-docs check-lua check-units check-hardening check-install check-nosd check-devrun check-python check-node check-go install test unit integration run clean
+.PHONY: all deps deps-run deps-faults deps-deb deb check-deb check check-asan check-faults check-valgrind check-build check-docs check-lua check-units check-hardening check-install check-nosd check-devrun check-python check-node check-go install test unit integration run clean
 all: $(B)/redlockd $(B)/redlockctl
 
 # The flags an object was built with: a change (hardening, a package
@@ -181,7 +182,15 @@ $(TEST_BINS):
 	@$(CC) $(CFLAGS) $(HARDEN_LDFLAGS) -o $@ $^ $(PKG_LIBS) $(CHECK_LIBS) $(WRAP_LDFLAGS) $(LDFLAGS)
 
 # Install whatever Debian packages are missing; nothing when all are found.
-deps:
+deps-run:
+	@if pkg-config --exists $(PKGS) $(CLIENT_PKGS) 2>/dev/null \
+	    && command -v redis-server >/dev/null && command -v nc >/dev/null \
+	    && command -v cc >/dev/null; then :; else \
+	    echo "installing missing packages: $(RUN_DEB_PKGS)"; \
+	    $(SUDO) apt-get update -qq && \
+	    DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq $(RUN_DEB_PKGS); fi
+
+deps: deps-run
 	@if pkg-config --exists $(PKGS) $(CLIENT_PKGS) check libsystemd 2>/dev/null \
 	    && command -v redis-server >/dev/null && command -v openssl >/dev/null \
 	    && command -v nc >/dev/null && command -v cc >/dev/null \
@@ -449,7 +458,7 @@ deb: deps-deb
 check-deb: deb
 	@bash tests/check_deb.sh $(B)/deb
 
-run: deps
+run: deps-run
 	$(MAKE) all
 	bash tests/dev-run.sh $(B)/redlockd conf/dev.yml
 

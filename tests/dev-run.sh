@@ -68,6 +68,8 @@ for port in $ports; do
     "$here/dev-master.sh" "$port" || exit 1
 done
 echo "dev-run: masters up on 127.0.0.1:7001..7005; starting redlockd" >&2
+echo "dev-run: clients: nc -N 127.0.0.1 7379, or nc -U run/redlockd.sock; for" \
+     "redlockctl in another shell: export REDLOCKD_SOCKET=$PWD/run/redlockd.sock" >&2
 setsid "$bin" -c "$config" &
 daemon_pid=$!
 wait "$daemon_pid"
