@@ -1046,13 +1046,17 @@ ctl_cmd_status(const struct ctl_opts *o, struct ctl_conn *c)
     return 0;
 }
 
-/* list [PREFIX]: LIST's lines as they come, without the END; 0. */
+/*
+ * list [PREFIX]: LIST's lines as they come, without the END; 0.  An empty
+ * list says so on stderr (stdout stays empty for scripts).
+ */
 static int
 ctl_cmd_list(const struct ctl_opts *o, struct ctl_conn *c)
 {
     int64_t deadline = client_now_ms() + CTL_REPLY_MS;
     char req[PROTO_NAME_MAX + 8];
     const char *line;
+    bool any = false;
 
     if (o->name != NULL) {
         snprintf(req, sizeof(req), "LIST %s", o->name);
@@ -1063,12 +1067,18 @@ ctl_cmd_list(const struct ctl_opts *o, struct ctl_conn *c)
     for (;;) {
         line = ctl_reply(c, "LIST", deadline);
         if (strcmp(line, "END") == 0) {
+            if (!any) {
+                fprintf(stderr, "redlockctl: nothing%s%s%s is held or waited for through "
+                        "this redlockd\n", o->name != NULL ? " under '" : "",
+                        o->name != NULL ? o->name : "", o->name != NULL ? "'" : "");
+            }
             return 0;
         }
         if (client_is_status(line, "ERR")) {
             ctl_fail_err(o, c, req, line);
         }
         printf("%s\n", line);
+        any = true;
         /* A long list: each line is due CTL_REPLY_MS after the one before. */
         deadline = client_now_ms() + CTL_REPLY_MS;
     }
