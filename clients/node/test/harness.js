@@ -14,6 +14,9 @@ const BIN = process.env.REDLOCKD_BIN || path.join(ROOT, 'build', 'redlockd');
 const ADMIN_PASSWORD = 'admin-pw';
 const children = new Set();
 process.on('exit', () => { for (const c of children) c.kill('SIGKILL'); });
+// A run stopped from outside (make's timeout sends SIGTERM) still goes
+// through the exit hook above.
+process.on('SIGTERM', () => process.exit(143));
 
 // A deadline for the whole file: whatever hangs (a handle left open, a
 // promise never settled), the process ends with a line saying so, its

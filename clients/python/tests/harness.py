@@ -11,6 +11,7 @@ import os
 import signal
 import socket
 import subprocess
+import sys
 import tempfile
 import threading
 import time
@@ -31,6 +32,9 @@ def _kill_all():
 
 
 atexit.register(_kill_all)
+# A run stopped from outside (make's timeout sends SIGTERM) ends through
+# SystemExit, so that the exit hook above still stops the masters.
+signal.signal(signal.SIGTERM, lambda signum, frame: sys.exit(128 + signum))
 
 
 def free_port():
