@@ -39,6 +39,7 @@ struct client_tls {
     BIO_METHOD *method;         /* the BIO type over fd (client_tls_bio_*); outlives ssl */
     int         fd;             /* the socket, c->fd */
     int         sys_err;        /* errno of the BIO's last failed send or recv, 0: none */
+    bool        cert_asked;     /* the server asked for a client certificate; none given */
     bool        want_write;     /* the last read needs the socket writable first */
 };
 
@@ -91,6 +92,7 @@ client_init(struct client *c, int fd, unsigned flags)
     c->wakeup = -1;
     c->flags = flags;
     c->tls = NULL;
+    c->heard = false;
     c->inlen = 0;
     c->line_len = 0;
     c->line[0] = '\0';
@@ -316,24 +318,50 @@ client_tls_reason(struct client *c, const char *what, int ssl_err)
     const char *reason = e != 0 ? ERR_reason_error_string(e) : NULL;
     int err = EPROTO;
     long vr;
+    const char *hint = "";
+
+    if (e != 0 && ERR_GET_LIB(e) == ERR_LIB_SSL && ERR_GET_REASON(e) == SSL_R_WRONG_VERSION_NUMBER) {
+        hint = " (this port does not speak TLS: the plain port is another one)";
+    } else if (c->tls != NULL && c->tls->cert_asked) {
+        hint = " (the server requires a client certificate, and none was given)";
+    }
 
     if (ssl_err == SSL_ERROR_SYSCALL && c->tls != NULL && c->tls->sys_err != 0) {
         err = c->tls->sys_err;
-        client_fail(c, err, "%s: %s", what, strerror(err));
+        client_fail(c, err, "%s: %s%s", what, strerror(err), hint);
     } else if (ssl_err == SSL_ERROR_SYSCALL || ssl_err == SSL_ERROR_ZERO_RETURN) {
         err = ECONNRESET;
-        client_fail(c, err, "%s: the server closed the connection", what);
+        client_fail(c, err, "%s: the server closed the connection%s", what, hint);
     } else if (e != 0 && ERR_GET_REASON(e) == SSL_R_CERTIFICATE_VERIFY_FAILED
                && c->tls != NULL
                && (vr = SSL_get_verify_result(c->tls->ssl)) != X509_V_OK) {
-        client_fail(c, err, "%s: %s: %s", what, reason, X509_verify_cert_error_string(vr));
+        client_fail(c, err, "%s: %s: %s%s", what, reason, X509_verify_cert_error_string(vr),
+                    hint);
     } else if (reason != NULL) {
-        client_fail(c, err, "%s: %s", what, reason);
+        client_fail(c, err, "%s: %s%s", what, reason, hint);
     } else {
-        client_fail(c, err, "%s: OpenSSL error %lu", what, e);
+        client_fail(c, err, "%s: OpenSSL error %lu%s", what, e, hint);
     }
     ERR_clear_error();
     return err;
+}
+
+/*
+ * OpenSSL calls this when the server asks for a client certificate and
+ * none is set: remember it, for the hint of a failure that follows; send
+ * none (0).
+ */
+static int
+client_tls_no_cert(SSL *ssl, X509 **x509, EVP_PKEY **pkey)
+{
+    struct client_tls *t = SSL_get_app_data(ssl);
+
+    (void)x509;
+    (void)pkey;
+    if (t != NULL) {
+        t->cert_asked = true;
+    }
+    return 0;
 }
 
 /* Can path be opened for reading?  0, or -1 with c->err "<path>: <strerror>" and errno. */
@@ -384,6 +412,7 @@ client_tls_setup(struct client *c, SSL_CTX *ctx, const struct client_tls_opts *o
         return -1;
     }
     if (cert == NULL) {
+        SSL_CTX_set_client_cert_cb(ctx, client_tls_no_cert);
         return 0;
     }
     if (client_tls_readable(c, cert) != 0 || client_tls_readable(c, key) != 0) {
@@ -495,6 +524,7 @@ client_start_tls(struct client *c, const char *host, const struct client_tls_opt
         err = client_tls_reason(c, "TLS", SSL_ERROR_SSL);
         goto fail;
     }
+    SSL_set_app_data(t->ssl, t);
     BIO_set_data(bio, t);
     BIO_set_init(bio, 1);
     SSL_set_bio(t->ssl, bio, bio);
@@ -807,13 +837,15 @@ client_read_line(struct client *c, int64_t deadline)
         n = client_fill(c);
         if (n > 0) {
             c->inlen += (size_t)n;
+            c->heard = true;
             if (c->inlen == sizeof(c->in) && memchr(c->in, '\n', c->inlen) == NULL) {
                 client_fail(c, EMSGSIZE, "a reply line longer than %d bytes", CLIENT_LINE_MAX);
                 return CLIENT_ERROR;
             }
         } else if (n == 0) {
             c->inlen = 0;
-            client_fail(c, 0, "redlockd closed the connection");
+            client_fail(c, 0, "redlockd closed the connection%s", !c->heard && c->tls == NULL
+                        ? " before any reply (a TLS port closes connections without TLS)" : "");
             return CLIENT_EOF;
         } else if (errno == EINTR) {
             client_fail(c, EINTR, "interrupted");

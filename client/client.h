@@ -81,6 +81,7 @@ struct client {
     unsigned    flags;                      /* CLIENT_EXACT, CLIENT_KEEP_CR */
     struct client_tls *tls;                 /* TLS on fd (client_start_tls()), or NULL;
                                                freed by client_close() */
+    bool        heard;                      /* a byte came on this connection */
     size_t      inlen;                      /* bytes in in[] */
     size_t      line_len;                   /* bytes in line[], without its NUL */
     char        in[CLIENT_LINE_MAX + 1];    /* bytes received, not yet returned as lines */

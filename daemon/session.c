@@ -1407,10 +1407,11 @@ session_input_end(struct session *s)
  * SSL_ERROR_SYSCALL) among OpenSSL's error codes; those have no library
  * (ERR_GET_LIB 0) and are left out.  An SSL_ERROR_SYSCALL with no other
  * reason is the socket's error, when there is one.  buf is "" when
- * nothing is known.
+ * nothing is known.  *plain (when not NULL) tells whether a reason says
+ * the client sent no TLS at all (plain text, an HTTP request).
  */
 static const char *
-session_tls_errors(struct session *s, char *buf, size_t size)
+session_tls_errors(struct session *s, char *buf, size_t size, bool *plain)
 {
     char one[256];
     unsigned long err;
@@ -1423,6 +1424,11 @@ session_tls_errors(struct session *s, char *buf, size_t size)
         if (ERR_GET_LIB(err) == 0) {
             syscall = syscall || err == SSL_ERROR_SYSCALL;
             continue;
+        }
+        if (plain != NULL && ERR_GET_LIB(err) == ERR_LIB_SSL
+            && (ERR_GET_REASON(err) == SSL_R_WRONG_VERSION_NUMBER
+                || ERR_GET_REASON(err) == SSL_R_HTTP_REQUEST)) {
+            *plain = true;
         }
         tls_reason(err, one, sizeof(one));
         if (used < size) {
@@ -1468,8 +1474,9 @@ session_tls_failed(struct session *s, short what)
     char reason[512];
     const char *refusal = tls_refusal(bufferevent_openssl_get_ssl(s->bev));
     int err = EVUTIL_SOCKET_ERROR();
+    bool plain = false;
 
-    session_tls_errors(s, reason, sizeof(reason));
+    session_tls_errors(s, reason, sizeof(reason), &plain);
     if (reason[0] == '\0') {
         snprintf(reason, sizeof(reason), "%s",
                  (what & BEV_EVENT_EOF) || err == 0 ? "the client closed the connection"
@@ -1477,9 +1484,11 @@ session_tls_failed(struct session *s, short what)
     }
     stats.tls_handshake_failures++;
     /* One line: the certificate refused and why, then OpenSSL's reasons. */
-    log_info("client %llu (%s): TLS handshake failed: %s%s%s%s", (unsigned long long)s->id,
+    log_info("client %llu (%s): TLS handshake failed: %s%s%s%s%s", (unsigned long long)s->id,
              s->peer, refusal[0] != '\0' ? "client certificate refused: " : "", refusal,
-             refusal[0] != '\0' ? "; " : "", reason);
+             refusal[0] != '\0' ? "; " : "", reason,
+             plain ? " (the client spoke no TLS: the plain listen.tcp port is another one)"
+                   : "");
     session_close(s, "TLS handshake failed");
 }
 
@@ -1513,7 +1522,7 @@ session_event_cb(struct bufferevent *bev, short what, void *arg)
 
         s->peer_reset = err == ECONNRESET || err == EPIPE;
         if (s->is_tls) {
-            session_tls_errors(s, reason, sizeof(reason));
+            session_tls_errors(s, reason, sizeof(reason), NULL);
         }
         session_close(s, reason[0] != '\0' ? reason : evutil_socket_error_to_string(err));
     }

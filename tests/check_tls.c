@@ -267,6 +267,34 @@ tt_s_client_opts(const char *input, const char *mode, const char *args, char **o
     return WIFEXITED(status) ? WEXITSTATUS(status) : 128;
 }
 
+/*
+ * Run redlockctl with args (for the shell) and check that it fails (exit
+ * 69) with want in its output.
+ */
+static void
+tt_ctl_says(const char *args, const char *want)
+{
+    char cmd[9000], path[4300], *out;
+    size_t len;
+    FILE *f;
+    int status;
+
+    snprintf(path, sizeof(path), "%s/redlockctl.out", h_dir());
+    snprintf(cmd, sizeof(cmd), "timeout %d '%s' %s >'%s' 2>&1", TOOL_MS / 1000,
+             h_redlockctl_bin(), args, path);
+    status = system(cmd);
+    f = fopen(path, "r");
+    ck_assert_ptr_nonnull(f);
+    out = calloc(1, 65536);
+    ck_assert_ptr_nonnull(out);
+    len = fread(out, 1, 65535, f);
+    out[len] = '\0';
+    fclose(f);
+    ck_assert_msg(WIFEXITED(status) && WEXITSTATUS(status) == 69 && strstr(out, want) != NULL,
+                  "redlockctl %s: status %d, printed '%s', want '%s'", args, status, out, want);
+    free(out);
+}
+
 /* tt_s_client_opts with -quiet: the output is the replies alone. */
 static int
 tt_s_client(const char *input, const char *args, char **out)
@@ -459,6 +487,19 @@ START_TEST(client_cert_required)
     free(out);
     ck_assert_msg(h_wait_stat("tls_handshake_failures", 2, true, CMD_MS, &n),
                   "tls_handshake_failures is %lld", n);
+    /* redlockctl without a certificate says what is missing; to the plain
+       port it says that port speaks no TLS, and plain to the TLS port that
+       a TLS port closes such connections. */
+    snprintf(args, sizeof(args), "--cacert '%s' -H 127.0.0.1:%d ping", h_cert("ca.crt"),
+             h_daemon_tls_port());
+    tt_ctl_says(args, "(the server requires a client certificate, and none was given)");
+    snprintf(args, sizeof(args), "--cacert '%s' -H 127.0.0.1:%d ping", h_cert("ca.crt"),
+             h_daemon_port());
+    tt_ctl_says(args, "(this port does not speak TLS: the plain port is another one)");
+    snprintf(args, sizeof(args), "-H 127.0.0.1:%d ping", h_daemon_tls_port());
+    tt_ctl_says(args, "before any reply (a TLS port closes connections without TLS)");
+    ck_assert_msg(h_wait_log(from, "(the client spoke no TLS: the plain listen.tcp port is "
+                             "another one)", CMD_MS), "the log does not say the client spoke no TLS");
     /* The others are served. */
     fd = expect_connect(0);
     EXPECT_REPLY(fd, "PING", "PONG");
