@@ -322,7 +322,7 @@ check-nosd:
 
 # make run's script (tests/dev-run.sh): Ctrl-C lets the daemon release its
 # locks before the masters stop, and a master restarted with
-# tests/dev-master.sh is stopped too; the README's shell scripts work as
+# tests/dev-master.sh is stopped too; docs/using.md's shell scripts work as
 # written against it.  Uses make run's fixed ports; skipped when one is
 # taken.
 check-devrun: $(B)/redlockd

@@ -870,7 +870,7 @@ END_TEST
  * answers 3 after 4.  Writing the maximum back to the majority at each
  * grant keeps the latest value on a majority, and any later majority
  * includes one of those masters.  The masters keep their data across
- * the restarts (append-only files), as the README requires.
+ * the restarts (append-only files), as docs/production.md requires.
  */
 START_TEST(fence_increases_changing_majorities)
 {

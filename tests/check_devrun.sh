@@ -8,7 +8,7 @@
 # the masters stopped, that the daemon did not take a second signal, and
 # that nothing is left running.  Before that, it stops one master and
 # starts it again with tests/dev-master.sh, runs a daemon of its own
-# against the masters with the restart quarantine on, and runs the README's two
+# against the masters with the restart quarantine on, and runs docs/using.md's two
 # shell scripts as written (the first one's job exits 7 and leaves a
 # child in the background; the script must exit 7, and the lock must be
 # free once it has ended, or been killed).
@@ -73,7 +73,7 @@ until (exec 4<>/dev/tcp/127.0.0.1/7379 && echo PING >&4 && read -r -t 1 l <&4 \
     fi
     sleep 0.05
 done
-# The README's way to stop and restart one master while `make run` runs;
+# docs/using.md's way to stop and restart one master while `make run` runs;
 # the daemon reconnects to it, and dev-run.sh stops it at the end.
 redis-cli -p 7003 shutdown >/dev/null 2>&1
 tests/dev-master.sh 7003 || bad "tests/dev-master.sh 7003 failed"
@@ -113,7 +113,7 @@ own_lock=$(printf 'TRYLOCK own-check\n' | nc -N -U "$tmp/own.sock" 2>/dev/null)
 case $own_lock in OK*) ;; *) bad "a daemon of one's own: TRYLOCK answered '$own_lock'" ;; esac
 kill -TERM "$own_pid" 2>/dev/null
 wait "$own_pid" 2>/dev/null
-# The README's shell scripts ("Using it from a shell script"), as written,
+# The shell scripts of docs/using.md ("Using it from a shell script"), as written,
 # against this daemon; the job of the first one is a function put after
 # its #! line.
 readme_script() {   # N: the Nth ```sh block of that section
@@ -121,7 +121,7 @@ readme_script() {   # N: the Nth ```sh block of that section
         in_sec && /^## / { exit }
         in_sec && /^```sh$/ { k++; if (k == n) { on = 1 }; next }
         on && /^```$/ { exit }
-        on { print }' README.md
+        on { print }' docs/using.md
 }
 trylock() {         # NAME: TRYLOCK on a connection of its own, closed at once
     (exec 4<>/dev/tcp/127.0.0.1/7379 && echo "TRYLOCK $1" >&4 && read -r -t 2 l <&4 &&
@@ -137,7 +137,7 @@ free_within() {     # NAME: the name can be taken within 2 s
 }
 script1=$(readme_script 1)
 script2=$(readme_script 2)
-[ -n "$script1" ] && [ -n "$script2" ] || bad "README.md: the shell scripts were not found"
+[ -n "$script1" ] && [ -n "$script2" ] || bad "docs/using.md: the shell scripts were not found"
 # A job that leaves a child in the background and returns 7, or (hang)
 # also waits in the foreground until the script is killed.
 {

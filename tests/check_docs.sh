@@ -1,6 +1,6 @@
 #!/bin/sh
 # check_docs.sh: the project speaks of itself alone.  Its documents
-# (README.md, proto/*.md, every README.md under tests/, the man pages) and
+# (README.md, docs/*.md, proto/*.md, every README.md under tests/, the man pages) and
 # its sources (C, shell, make fragments, configs, units; comments and
 # strings alike) must
 #   - name no path into a directory beside the repository (the shared
@@ -23,7 +23,7 @@ bad=0
 # The files, each once, without build output or data.
 files=$(find . \( -path ./.git -o -path './build*' -o -path ./run \
                   -o -path ./tests/fuzz/corpus -o -path ./tests/fuzz/regress \) -prune \
-             -o -type f \( -name README.md -o -path './proto/*.md' \
+             -o -type f \( -name README.md -o -path './proto/*.md' -o -path './docs/*.md' \
                   -o -name '*.[158]' -o -name '*.[ch]' -o -name '*.sh' -o -name '*.mk' \
                   -o -name Makefile -o -name '*.yml' -o -path './systemd/*' \
                   -o -path ./.ci/run \) -print | sed 's|^\./||' | sort)

@@ -387,7 +387,7 @@ START_TEST(evicting_policy_warned)
 END_TEST
 
 /*
- * The ACL user the README gives, applied word for word from README.md
+ * The ACL user docs/production.md gives, applied word for word from it
  * to every master, and the settings it goes with: every kind of hold
  * (exclusive with a fence, shared, counted, a waiter woken by a release
  * announcement, STATUS, lease mode by token) works through it, and no
@@ -406,14 +406,14 @@ START_TEST(readme_acl_covers_every_kind)
     int a, b;
 
     ms_begin();
-    f = fopen("README.md", "r");
-    ck_assert_msg(f != NULL, "README.md not found (run from the repository root)");
+    f = fopen("docs/production.md", "r");
+    ck_assert_msg(f != NULL, "docs/production.md not found (run from the repository root)");
     rule[0] = '\0';
     while (fgets(rule, sizeof(rule), f) != NULL && strncmp(rule, "    user redlockd on ", 21) != 0) {
     }
     fclose(f);
     ck_assert_msg(strncmp(rule, "    user redlockd on ", 21) == 0,
-                  "README.md has no line '    user redlockd on ...'");
+                  "docs/production.md has no line '    user redlockd on ...'");
     rule[strcspn(rule, "\n")] = '\0';
     ck_assert_msg(strchr(rule, '%') == NULL, "the ACL line has a '%%'");
     ck_assert_msg(h_start_masters(NMASTERS) == 0, "the masters did not start");

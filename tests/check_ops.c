@@ -616,7 +616,7 @@ START_TEST(sd_notify_status_quarantine)
 END_TEST
 
 /*
- * The STATUS= text the README's `systemctl status` example shows, with
+ * The STATUS= text docs/production.md's `systemctl status` example shows, with
  * "STATUS=" before it, into out: what follows 'Status: "' on that line,
  * up to the "..." that ends it.
  */
@@ -625,9 +625,9 @@ ops_readme_status(char *out, size_t size)
 {
     static const char mark[] = "# Status: \"";
     char line[512], *at = NULL, *end = NULL;
-    FILE *f = fopen("README.md", "r");
+    FILE *f = fopen("docs/production.md", "r");
 
-    ck_assert_msg(f != NULL, "README.md not found (run from the repository root)");
+    ck_assert_msg(f != NULL, "docs/production.md not found (run from the repository root)");
     while (fgets(line, sizeof(line), f) != NULL) {
         if (strstr(line, "systemctl status redlockd") != NULL
             && (at = strstr(line, mark)) != NULL) {
@@ -638,16 +638,17 @@ ops_readme_status(char *out, size_t size)
     }
     fclose(f);
     ck_assert_msg(at != NULL && end != NULL && end > at,
-                  "README.md has no line 'systemctl status redlockd ... # Status: \"...\"'");
+                  "docs/production.md has no line 'systemctl status redlockd ... # Status: "
+                  "\"...\"'");
     ck_assert_int_lt(snprintf(out, size, "STATUS=%.*s", (int)(end - at), at), (int)size);
 }
 
 /*
- * Fresh masters run as the README's production section says (appendonly
+ * Fresh masters run as docs/production.md says (appendonly
  * yes, appendfsync always) keep every acknowledged write through a
  * restart, so with lock.restart_quarantine on (and lock.max_ttl_ms one
  * hour, as in conf/redlockd.yml) none of them is quarantined: STATUS= is
- * the README's `systemctl status` example ("quorum: 5/5 masters up
+ * docs/production.md's `systemctl status` example ("quorum: 5/5 masters up
  * (quorum 3), 0 quarantined; ...") and no message says that a master is
  * in restart quarantine.
  */
