@@ -113,6 +113,20 @@ own_lock=$(printf 'TRYLOCK own-check\n' | nc -N -U "$tmp/own.sock" 2>/dev/null)
 case $own_lock in OK*) ;; *) bad "a daemon of one's own: TRYLOCK answered '$own_lock'" ;; esac
 kill -TERM "$own_pid" 2>/dev/null
 wait "$own_pid" 2>/dev/null
+# The front page's lines, as written: the netcat session's LOCK and
+# UNLOCK, and redlockctl with make run's socket.
+front_lock=$(printf 'LOCK nightly-backup\nUNLOCK nightly-backup\n' | nc -N 127.0.0.1 7379)
+case $front_lock in
+"OK nightly-backup validity="*" holds=1"*"OK nightly-backup holds=0") ;;
+*) bad "README's netcat session answered '$front_lock'" ;;
+esac
+grep -q '^    OK nightly-backup holds=0$' README.md || bad "README.md's netcat session changed"
+front_cmd=$(grep '^    build/redlockctl ' README.md | head -1)
+front_export=$(grep '^    export REDLOCKD_SOCKET=' README.md | head -1 | sed 's/#.*//')
+[ -n "$front_cmd" ] && [ -n "$front_export" ] || bad "README.md: the redlockctl lines were not found"
+front_out=$(bash -c "${front_export} && ${front_cmd}" 2>&1)
+[ "$front_out" = "only one of us runs this" ] ||
+    bad "README's redlockctl line printed '$front_out'"
 # The shell scripts of docs/using.md ("Using it from a shell script"), as written,
 # against this daemon; the job of the first one is a function put after
 # its #! line.
