@@ -1,9 +1,11 @@
 package redlockd
 
 import (
+	"bufio"
 	"context"
 	"errors"
 	"fmt"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
@@ -384,5 +386,79 @@ func TestTLSClientCertificate(t *testing.T) {
 	}
 	if err == nil {
 		t.Fatal("served without a client certificate")
+	}
+}
+
+// The example of docs/using.md, built in a module of its own as the doc
+// says (a replace directive pointing here) and run as written but for
+// the address: it holds the lock and stops with "lost: broken" when the
+// lock is broken.
+func TestDocExample(t *testing.T) {
+	if _, err := exec.LookPath("go"); err != nil {
+		t.Skip("no go command to build the example with")
+	}
+	here, err := os.Getwd()
+	if err != nil {
+		t.Fatal(err)
+	}
+	doc, err := os.ReadFile(filepath.Join(here, "..", "..", "docs", "using.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	section := string(doc)[strings.Index(string(doc), "## Using it from Go"):]
+	code := section[strings.Index(section, "```go\n")+6:]
+	code = code[:strings.Index(code, "```")]
+	d := startDaemon(t, "", "")
+	code = strings.Replace(code, "127.0.0.1:7379", d.addr(), 1)
+	dir := t.TempDir()
+	mod := "module myjob\n\ngo 1.19\n\nrequire redlockd v0.0.0\n\nreplace redlockd => " + here + "\n"
+	if err := os.WriteFile(filepath.Join(dir, "go.mod"), []byte(mod), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "main.go"), []byte(code), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	ctx := testContext(t, 120*time.Second)
+	build := exec.CommandContext(ctx, "go", "build", "-o", "example", ".")
+	build.Dir = dir
+	build.Env = append(os.Environ(), "GOWORK=off", "GOFLAGS=-mod=mod", "GOPROXY=off")
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
+	}
+	run := exec.CommandContext(ctx, filepath.Join(dir, "example"))
+	out, err := run.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	run.Stderr = run.Stdout
+	if err := run.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = run.Process.Kill() })
+	lines := bufio.NewScanner(out)
+	if !lines.Scan() || !strings.HasPrefix(lines.Text(), "held with fence ") {
+		t.Fatalf("the example printed %q first", lines.Text())
+	}
+	admin := dial(t, d.addr(), &Options{Password: adminPassword})
+	if err := admin.Break(ctx, "nightly"); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan string, 1)
+	go func() {
+		rest := ""
+		for lines.Scan() {
+			rest += lines.Text() + "\n"
+		}
+		done <- rest
+	}()
+	select {
+	case rest := <-done:
+		werr := run.Wait()
+		var exit *exec.ExitError
+		if rest != "lost: broken\n" || !errors.As(werr, &exit) || exit.ExitCode() != 1 {
+			t.Fatalf("the example printed %q and ended with %v", rest, werr)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("the example did not stop within 5 s of the BREAK")
 	}
 }

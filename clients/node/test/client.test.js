@@ -159,6 +159,36 @@ test('the client', { timeout: 120000 }, async (t) => {
   });
 });
 
+test('the example of docs/using.md hears the loss', T, async (t) => {
+  const path = require('node:path');
+  const os = require('node:os');
+  const { spawn } = require('node:child_process');
+  const root = path.resolve(__dirname, '..', '..', '..');
+  const doc = fs.readFileSync(path.join(root, 'docs', 'using.md'), 'utf8');
+  const section = doc.slice(doc.indexOf('## Using it from Node.js'));
+  let code = section.slice(section.indexOf('```js\n') + 6);
+  code = code.slice(0, code.indexOf('```'));
+  const d = await Daemon.start();
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'redlockd-node-doc.'));
+  t.after(() => { d.stop(); fs.rmSync(dir, { recursive: true, force: true }); });
+  code = code.replace('127.0.0.1:7379', d.address)
+    .replace("require('./clients/node')", `require(${JSON.stringify(path.join(root, 'clients', 'node'))})`);
+  fs.writeFileSync(path.join(dir, 'example.js'), code);
+  const child = spawn(process.execPath, [path.join(dir, 'example.js')], { stdio: ['ignore', 'pipe', 'pipe'] });
+  t.after(() => child.kill('SIGKILL'));
+  let out = '';
+  child.stdout.on('data', (x) => { out += x; });
+  child.stderr.on('data', (x) => { out += x; });
+  const exited = new Promise((resolve) => child.on('exit', resolve));
+  await waitUntil(() => out.includes('held with fence '), 5000, 'the example holding the lock');
+  const admin = await redlockd.connect(d.address);
+  t.after(() => admin.close());
+  await admin.command(`AUTH ${ADMIN_PASSWORD}`);
+  await admin.breakLock('nightly');
+  assert.equal(await within(exited, 5000, 'the example stopping'), 1);
+  assert.match(out, /\nlost: broken\n$/);
+});
+
 test('AUTH from $REDLOCKD_PASSWORD', T, async (t) => {
   const d = await Daemon.start({ password: 'js-secret' });
   t.after(() => d.stop());

@@ -206,6 +206,33 @@ class Basics(ClientTest):
             a.lock("py-ttl", ttl=1).acquire()
 
 
+class DocExample(ClientTest):
+    """The example of docs/using.md, as written but for the address: it
+    holds the lock and stops with "lost: broken" when the lock is broken."""
+
+    def test_example_hears_the_loss(self):
+        with open(os.path.join(ROOT, "docs", "using.md")) as f:
+            doc = f.read()
+        section = doc[doc.index("## Using it from Python"):]
+        code = section[section.index("```python\n") + 10:]
+        code = code[:code.index("```")].replace("127.0.0.1:7379", self.d.address)
+        path = os.path.join(tempfile.mkdtemp(prefix="redlockd-py-doc."), "example.py")
+        self.addCleanup(subprocess.run, ["rm", "-rf", os.path.dirname(path)], check=False)
+        with open(path, "w") as f:
+            f.write(code)
+        env = dict(os.environ, PYTHONPATH=os.path.join(ROOT, "clients", "python"))
+        proc = subprocess.Popen([sys.executable, path], stdout=subprocess.PIPE,
+                                stderr=subprocess.STDOUT, env=env, text=True)
+        self.addCleanup(proc.kill)
+        first = proc.stdout.readline()
+        self.assertTrue(first.startswith("held with fence "), first)
+        admin = self.client()
+        admin._command("AUTH " + ADMIN_PASSWORD)
+        admin.break_lock("nightly")
+        out, _ = proc.communicate(timeout=5)
+        self.assertEqual((proc.returncode, out.strip()), (1, "lost: broken"))
+
+
 class MastersStopped(ClientTest):
     def test_lost_when_masters_stop(self):
         a = self.client()
