@@ -294,6 +294,7 @@ check-build:
 # in it (tests/check_docs.sh prints each finding as file:line).
 check-docs:
 	@sh tests/check_docs.sh
+	@python3 tests/check_confdocs.py
 
 # The masters' scripts, as the daemon sends them, pass luacheck
 # (tests/check_lua.sh; daemon/scripts/.luacheckrc).
