@@ -31,8 +31,8 @@
 #include <hiredis/hiredis.h>
 
 #include "conf/conf.h"
-#include "daemon/drift.h"
 #include "daemon/flush.h"
+#include "daemon/health.h"
 #include "daemon/log.h"
 #include "daemon/master.h"
 #include "daemon/redisev.h"
@@ -46,10 +46,9 @@
 #define MASTER_ARGV_STACK       16
 #define MASTER_WHY_MAX          256
 #define MASTER_STEP_AUTH        (-1)    /* handshake step: AUTH */
-#define MASTER_STEP_INFO        (-2)    /* handshake step: INFO server */
-#define MASTER_STEP_PERSIST     (-3)    /* handshake step: INFO persistence */
-#define MASTER_STEP_FSYNC       (-4)    /* handshake step: CONFIG GET appendfsync */
-#define MASTER_STEP_MEMORY      (-5)    /* handshake step: INFO memory */
+#define MASTER_STEP_ASK(a)      (-2 - (int)(a)) /* handshake step: health_ask a */
+#define MASTER_STEP_IS_ASK(s)   ((s) <= -2)
+#define MASTER_ASK_OF(s)        ((enum health_ask)(-2 - (s)))
 #define MASTER_CLOCK_TICK_MS    250     /* how often the clock keeper looks */
 #define MASTER_CLOCK_FRESH_MS   1000    /* a clock reading older than this is renewed
                                            with a TIME (master_keeper_cb) */
@@ -115,50 +114,11 @@ struct master {
     struct master_link  sub;        /* SUBSCRIBE */
     char                status[MASTER_WHY_MAX + 16]; /* master_status_text buffer */
     char                sha[MASTER_SCRIPTS_MAX][41]; /* SCRIPT LOAD answers, per master */
-    char                run_id[41]; /* INFO server run_id, "" before the first */
-    bool                run_id_now; /* run_id was read on the live command link */
-    long long           uptime_s;   /* INFO server uptime on this connect; -1: unread */
-    int                 aof;        /* INFO persistence aof_enabled: 1, 0, -1 unread */
-    char                appendfsync[16]; /* CONFIG GET appendfsync, "" when unread */
-    bool                fsync_refusal_logged;   /* the refusal was logged once */
-    bool                persist_refusal_logged; /* INFO persistence's, likewise */
-    bool                memory_refusal_logged;  /* INFO memory's, likewise */
-    char                maxmemory_policy[32];   /* INFO memory, "" when unread */
-    int64_t             quarantine_until_us; /* monotonic; its answers count after */
-    int64_t             clock_until_us;      /* monotonic: clock quarantine, its answers
-                                                count after (lock.clock_check) */
-    struct event       *quarantine_timer;    /* logs the end of either quarantine */
-    struct drift_ref    clock;      /* the last reading of its clock (daemon/drift.h) */
-    bool                clock_bad_logged;    /* an answer without its TIME was logged
-                                                on this connection */
     bool                clock_probing;       /* a TIME of the clock keeper is in
                                                 flight on the command link */
     int64_t             clock_probe_sent_us; /* monotonic: when it was sent */
-    struct master_stats stats;      /* counters (duplicate_of, evicting too) */
+    struct master_stats stats;      /* counters (daemon/health.c keeps its own) */
     struct master_batch batch;      /* per-lock requests waiting for the iteration's end */
-};
-
-/* Per master, where a channel's subscription stands. */
-enum master_sub_state {
-    MASTER_SUB_NONE,        /* not subscribed */
-    MASTER_SUB_SUBSCRIBING, /* SUBSCRIBE sent, not confirmed */
-    MASTER_SUB_ON,          /* subscribed */
-    MASTER_SUB_LEAVING      /* UNSUBSCRIBE sent, not confirmed */
-};
-
-/*
- * A channel the daemon wants, or still has to leave.  Owned by this
- * module; freed once it is unwanted and left on every master.  At most
- * one SUBSCRIBE or UNSUBSCRIBE per channel and master is in flight:
- * a re-SUBSCRIBE sent before the UNSUBSCRIBE's confirmation would have
- * its own confirmation taken for the leave's.
- */
-struct master_chan {
-    TAILQ_ENTRY(master_chan) link;  /* in master_chans */
-    unsigned            wanted;     /* master_subscribe() calls not yet undone */
-    uint8_t             state[CONF_MASTERS_MAX]; /* enum master_sub_state, per master */
-    size_t              len;        /* bytes in name */
-    char                name[];     /* the channel */
 };
 
 /* Subscribed by every subscriber link and never left, so that the link
@@ -184,8 +144,6 @@ struct master_req {
 static struct event_base *master_base;
 static struct evdns_base *master_dns;       /* only when a master has a host name */
 static const struct conf *master_conf;
-static int64_t            master_quarantine_ms; /* how long a restarted master is
-                                                   kept out, ms (the caller's) */
 static struct master     *masters;
 static size_t             nmasters;
 static struct event      *master_keeper;    /* the clock keeper's periodic timer */
@@ -215,21 +173,13 @@ static void master_batch_send(struct master *m, bool in_loop);
 static void master_batch_add(struct master *m, struct master_req *req);
 static void master_batch_fail(struct master *m, struct master_req *items, const char *why);
 
-static TAILQ_HEAD(, master_chan) master_chans = TAILQ_HEAD_INITIALIZER(master_chans);
-static size_t             master_nwanted;   /* channels wanted now */
-static master_message_fn  master_message_cb;
+static const struct master_hooks *master_hooks;  /* the subscriber links' user */
 
 static void master_connect(struct master_link *m);
 static void master_sub_cb(struct redisev *ac, void *r, void *privdata);
-static void master_sub_link_up(struct master_link *k);
-static void master_sub_link_down(struct master_link *k);
 static void master_timer_cb(evutil_socket_t fd, short what, void *arg);
 static void master_check_silence(struct master_link *k);
 static void master_link_lost(struct master_link *k);
-static void master_dups_update(void);
-static void master_quarantine_begin(struct master *m);
-static void master_quarantine_arm(struct master *m, int64_t now);
-static int64_t master_any_quarantine_left_ms(const struct master *m, int64_t now_us);
 
 /* Cancel an evdns lookup in flight (its callback sees EVUTIL_EAI_CANCEL). */
 static void
@@ -348,6 +298,25 @@ master_schedule_reconnect(struct master_link *m)
 }
 
 /*
+ * A link is no longer usable (the caller already logged why and
+ * forgot or freed its redisev): what it was up for ends (the command
+ * link's restart quarantine says nothing until its next connect,
+ * daemon/health.h; the subscriber link's channels are subscribed again
+ * when it is back), and reconnecting with backoff begins.  The one
+ * tail of master_drop() and of a connection the master closed.
+ */
+static void
+master_link_down(struct master_link *k)
+{
+    k->state = MASTER_DOWN;
+    k->inflight = 0;
+    master_link_lost(k);
+    evtimer_del(k->timer);
+    master_cancel_dns(k);
+    master_schedule_reconnect(k);
+}
+
+/*
  * Forget the live link and free it.  The pending callbacks run with
  * NULL (they see m->ac != their link and report the loss); when called
  * from a reply callback the free is deferred by daemon/redisev.c until it
@@ -367,33 +336,20 @@ master_drop(struct master_link *m, const char *why)
     }
     snprintf(m->why, sizeof(m->why), "%s", why);
     m->ac = NULL;
-    m->state = MASTER_DOWN;
-    m->inflight = 0;
-    master_link_lost(m);
-    if (m->subscriber) {
-        master_sub_link_down(m);
-    }
-    evtimer_del(m->timer);
-    master_cancel_dns(m);
     if (ac != NULL) {
         redisev_free(ac);
     }
-    master_schedule_reconnect(m);
+    master_link_down(m);
 }
 
-/*
- * The command link is down: the restart quarantine is read again (INFO)
- * on the next connect, so it says nothing until then (STATS, STATUS=).
- * A clock quarantine goes on: it is about the keys the master holds.
- */
+/* k's requests will not be answered: tell whoever the link worked for. */
 static void
 master_link_lost(struct master_link *k)
 {
     if (!k->subscriber) {
-        k->master->quarantine_until_us = 0;
-        k->master->run_id_now = false;
-        master_quarantine_arm(k->master, util_now_us());
-        master_dups_update();
+        health_link_down(k->master->index);
+    } else if (master_hooks != NULL) {
+        master_hooks->sub_down(k->master->index);
     }
 }
 
@@ -411,330 +367,12 @@ master_link_up(struct master_link *m)
         m->master->stats.reconnects++;
     }
     m->ever_up = true;
-    if (!m->subscriber) {
-        m->master->clock_bad_logged = false;    /* logged once per connection */
-    }
     log_info("master %s%s: up", m->addr->spec, MASTER_LINK_WHAT(m));
-    if (m->subscriber) {
-        master_sub_link_up(m);
-    } else {
-        master_quarantine_begin(m->master);
-        master_dups_update();
+    if (!m->subscriber) {
+        health_link_up(m->master->index);
+    } else if (master_hooks != NULL) {
+        master_hooks->sub_up(m->master->index);
     }
-}
-
-/*
- * Work out again which masters are the same server as one listed
- * before them (master_duplicate_of): among the up command links that
- * read a run_id, the first entry with a given run_id counts, each later
- * one is its duplicate.  Called when a command link comes up or goes
- * down, never per request.  O(masters^2), at most 15 * 15.
- */
-static void
-master_dups_update(void)
-{
-    size_t i, j;
-    int dup, was;
-
-    for (i = 0; i < nmasters; i++) {
-        struct master *m = &masters[i];
-
-        dup = -1;
-        if (m->cmd.state == MASTER_UP && m->run_id_now) {
-            for (j = 0; j < i; j++) {
-                if (masters[j].cmd.state == MASTER_UP && masters[j].run_id_now
-                    && strcmp(masters[j].run_id, m->run_id) == 0) {
-                    dup = (int)j;
-                    break;
-                }
-            }
-        }
-        was = m->stats.duplicate_of;
-        if (dup == was) {
-            continue;
-        }
-        m->stats.duplicate_of = dup;
-        if (dup >= 0) {
-            log_warn("master %s (masters entry %zu) is the same Redis server as %s "
-                     "(entry %d): both report run_id %.8s...; only %s counts toward a "
-                     "quorum, so one server cannot be counted twice; list each server "
-                     "once in masters", m->addr->spec, i, masters[dup].addr->spec, dup,
-                     m->run_id, masters[dup].addr->spec);
-        } else if (m->cmd.state == MASTER_UP) {
-            log_info("master %s (masters entry %zu) is no longer the same server as %s "
-                     "(entry %d) among the up masters: its answers count again",
-                     m->addr->spec, i, masters[was].addr->spec, was);
-        }
-    }
-}
-
-/*
- * Find "<field>:<value>\r\n" in an INFO text and copy value (at most
- * size - 1 bytes, NUL-terminated).  Returns false when it is missing.
- */
-static bool
-master_info_field(const char *info, size_t len, const char *field, char *out, size_t size)
-{
-    size_t flen = strlen(field), i, n;
-    const char *p = info, *end = info + len, *nl;
-
-    while (p < end) {
-        nl = memchr(p, '\n', (size_t)(end - p));
-        n = (size_t)((nl != NULL ? nl : end) - p);
-        if (n > flen && memcmp(p, field, flen) == 0 && p[flen] == ':') {
-            i = n - flen - 1;
-            if (i > 0 && p[flen + 1 + i - 1] == '\r') {
-                i--;
-            }
-            if (i == 0 || i >= size) {
-                return false;
-            }
-            memcpy(out, p + flen + 1, i);
-            out[i] = '\0';
-            return true;
-        }
-        p += n + 1;
-    }
-    return false;
-}
-
-/*
- * The INFO server answer of a new connection: note a restart (a new
- * run_id) and keep the run_id (duplicates) and the uptime (the
- * quarantine, decided when the handshake is complete:
- * master_quarantine_begin).  Returns 0, or -1 with the reason in why.
- */
-static int
-master_info(struct master *m, const redisReply *reply, char *why, size_t size)
-{
-    char run_id[sizeof(m->run_id)], uptime_text[24], *end;
-    long long uptime_s;
-
-    if (reply->type != REDIS_REPLY_STRING && reply->type != REDIS_REPLY_STATUS) {
-        snprintf(why, size, "INFO server answered a reply of type %d", reply->type);
-        return -1;
-    }
-    if (!master_info_field(reply->str, reply->len, "run_id", run_id, sizeof(run_id))) {
-        snprintf(why, size, "INFO server: no run_id (or one over 40 bytes)");
-        return -1;
-    }
-    if (!master_info_field(reply->str, reply->len, "uptime_in_seconds", uptime_text,
-                           sizeof(uptime_text))) {
-        snprintf(why, size, "INFO server: no uptime_in_seconds (or one over 20 digits)");
-        return -1;
-    }
-    errno = 0;
-    uptime_s = strtoll(uptime_text, &end, 10);
-    if (errno != 0 || *end != '\0' || uptime_s < 0) {
-        snprintf(why, size, "INFO server: bad uptime_in_seconds '%.20s'", uptime_text);
-        return -1;
-    }
-    if (m->run_id[0] != '\0' && strcmp(m->run_id, run_id) != 0) {
-        /* Another process, perhaps on another machine: its clock is read afresh. */
-        drift_forget(&m->clock);
-        m->stats.restarts++;
-        log_warn("master %s: restarted (run_id %.8s... now %.8s..., up %lld s)",
-                 m->addr->spec, m->run_id, run_id, uptime_s);
-    }
-    snprintf(m->run_id, sizeof(m->run_id), "%s", run_id);
-    m->run_id_now = true;
-    m->uptime_s = uptime_s;
-    return 0;
-}
-
-/* INFO persistence: aof_enabled (0 or 1). */
-static void
-master_persist_info(struct master *m, const redisReply *reply)
-{
-    char aof[8];
-
-    if ((reply->type == REDIS_REPLY_STRING || reply->type == REDIS_REPLY_STATUS)
-        && master_info_field(reply->str, reply->len, "aof_enabled", aof, sizeof(aof))) {
-        m->aof = strcmp(aof, "1") == 0;
-    }
-}
-
-/* CONFIG GET appendfsync: ["appendfsync", "always"]. */
-static void
-master_fsync_info(struct master *m, const redisReply *reply)
-{
-    const redisReply *v;
-
-    if (reply->type == REDIS_REPLY_ARRAY && reply->elements == 2
-        && (v = reply->element[1])->type == REDIS_REPLY_STRING) {
-        snprintf(m->appendfsync, sizeof(m->appendfsync), "%.*s", (int)v->len, v->str);
-    }
-}
-
-/*
- * INFO memory: a maxmemory with a policy that evicts keys may drop lock
- * keys when the master is full, which ends those locks without anyone
- * being told.  Warned at every connect while it is so.
- */
-static void
-master_memory_info(struct master *m, const redisReply *reply)
-{
-    char maxmem[24], *end;
-    long long bytes;
-
-    m->stats.evicting = false;
-    m->stats.maxmemory = 0;
-    m->maxmemory_policy[0] = '\0';
-    if ((reply->type != REDIS_REPLY_STRING && reply->type != REDIS_REPLY_STATUS)
-        || !master_info_field(reply->str, reply->len, "maxmemory", maxmem, sizeof(maxmem))
-        || !master_info_field(reply->str, reply->len, "maxmemory_policy",
-                              m->maxmemory_policy, sizeof(m->maxmemory_policy))) {
-        return;
-    }
-    errno = 0;
-    bytes = strtoll(maxmem, &end, 10);
-    if (errno != 0 || *end != '\0' || bytes < 0) {
-        return;
-    }
-    m->stats.maxmemory = bytes;
-    if (bytes > 0 && strcmp(m->maxmemory_policy, "noeviction") != 0) {
-        m->stats.evicting = true;
-        log_warn("master %s: maxmemory is %lld bytes with maxmemory-policy %s: when it is "
-                 "full, Redis may evict lock keys, which ends those locks silently; set "
-                 "maxmemory-policy noeviction (or maxmemory 0) on every master",
-                 m->addr->spec, bytes, m->maxmemory_policy);
-    }
-}
-
-/* A refused INFO persistence, CONFIG GET appendfsync or INFO memory. */
-static void
-master_refused(struct master *m, int step, const char *err)
-{
-    if (step == MASTER_STEP_FSYNC && !m->fsync_refusal_logged
-        && master_conf->restart_quarantine) {
-        m->fsync_refusal_logged = true;
-        log_warn("master %s: CONFIG GET appendfsync refused (%.100s): appendfsync cannot "
-                 "be read, so the daemon cannot tell that the master persists every "
-                 "write, and a restart quarantine still applies to it (grant the ACL "
-                 "user +config|get to exempt a master with appendfsync always)",
-                 m->addr->spec, err);
-    } else if (step == MASTER_STEP_PERSIST && !m->persist_refusal_logged
-               && master_conf->restart_quarantine) {
-        m->persist_refusal_logged = true;
-        log_warn("master %s: INFO persistence refused (%.100s): whether it persists every "
-                 "write cannot be read, so a restart quarantine still applies to it",
-                 m->addr->spec, err);
-    } else if (step == MASTER_STEP_MEMORY && !m->memory_refusal_logged) {
-        m->memory_refusal_logged = true;
-        log_warn("master %s: INFO memory refused (%.100s): an evicting maxmemory-policy "
-                 "cannot be noticed", m->addr->spec, err);
-    }
-}
-
-static void
-master_quarantine_cb(evutil_socket_t fd, short what_ev, void *arg)
-{
-    struct master *m = arg;
-    int64_t now = util_now_us();
-    bool restart = m->quarantine_until_us != 0 && m->quarantine_until_us <= now;
-    bool clock = m->clock_until_us != 0 && m->clock_until_us <= now;
-
-    (void)fd;
-    (void)what_ev;
-    if (restart) {
-        m->quarantine_until_us = 0;
-    }
-    if (clock) {
-        m->clock_until_us = 0;
-    }
-    if (restart || clock) {
-        log_info("master %s: %s quarantine over: %s", m->addr->spec,
-                 restart && clock ? "restart and clock" : restart ? "restart" : "clock",
-                 m->quarantine_until_us > now ? "still in restart quarantine"
-                 : m->clock_until_us > now ? "still in clock quarantine"
-                 : "its answers count toward a quorum");
-    }
-    master_quarantine_arm(m, now);
-}
-
-/* Arm the timer that logs the end of m's quarantines (the later one), if any. */
-static void
-master_quarantine_arm(struct master *m, int64_t now)
-{
-    int64_t until = m->quarantine_until_us > m->clock_until_us ? m->quarantine_until_us
-                                                               : m->clock_until_us;
-    int64_t left_us = until - now;
-    struct timeval tv;
-
-    if (m->quarantine_timer == NULL) {
-        return;
-    }
-    evtimer_del(m->quarantine_timer);
-    if (left_us > 0) {
-        tv.tv_sec = (time_t)(left_us / 1000000);
-        tv.tv_usec = (suseconds_t)(left_us % 1000000);
-        evtimer_add(m->quarantine_timer, &tv);
-    }
-}
-
-/*
- * The handshake of the command link is complete: with
- * lock.restart_quarantine keep the master's answers out of every
- * quorum until it has been up for master_quarantine_ms: by then every
- * lock it may have lost in its restart has expired on the other masters
- * (Redis distributed-locks page, "Performance, crash recovery and
- * fsync": delayed restarts).  A master that fsyncs every write before
- * answering (aof_enabled:1, appendfsync always) lost nothing and is not
- * quarantined.  The uptime is in whole seconds of the master's wall
- * clock (it may say 1 s after a few ms), so its start is taken as late
- * as it can have been: now - (uptime - 1 s).
- */
-static void
-master_quarantine_begin(struct master *m)
-{
-    int64_t now = util_now_us(), max_ttl = master_quarantine_ms, until, left_ms;
-    long long surely_up_s;
-    char when[32], reason[96];
-
-    m->quarantine_until_us = 0;
-    master_quarantine_arm(m, now);
-    if (!master_conf->restart_quarantine || m->uptime_s < 0) {
-        return;
-    }
-    /*
-     * Redis computes uptime_in_seconds from whole-second wall-clock
-     * stamps, so it can say 1 when only a few ms have passed: the master
-     * has been up for more than uptime - 1 s, no more can be assumed
-     * (the fault suite caught a quarantine that ended a second early).
-     */
-    surely_up_s = m->uptime_s > 0 ? m->uptime_s - 1 : 0;
-    if (surely_up_s > (max_ttl + 999) / 1000) {
-        return;     /* up long enough; no overflow below */
-    }
-    until = now - (int64_t)surely_up_s * 1000000 + max_ttl * 1000;
-    if (until <= now) {
-        return;
-    }
-    if (m->aof == 1 && strcmp(m->appendfsync, "always") == 0) {
-        log_info("master %s: up for %lld s only, but it persists every write before "
-                 "answering (aof_enabled:1, appendfsync always), so its restart lost no "
-                 "lock: no restart quarantine", m->addr->spec, m->uptime_s);
-        return;
-    }
-    if (m->aof < 0) {
-        snprintf(reason, sizeof(reason), "INFO persistence was refused");
-    } else if (m->aof == 0) {
-        snprintf(reason, sizeof(reason), "it has no append-only file (aof_enabled:0)");
-    } else if (m->appendfsync[0] == '\0') {
-        snprintf(reason, sizeof(reason), "its appendfsync cannot be read "
-                 "(CONFIG GET refused)");
-    } else {
-        snprintf(reason, sizeof(reason), "appendfsync is %s, not always", m->appendfsync);
-    }
-    m->quarantine_until_us = until;
-    left_ms = (until - now + 999) / 1000;
-    util_clock_after(left_ms, when, sizeof(when));
-    log_warn("master %s: up for %lld s only, less than lock.max_ttl_ms plus drift "
-             "(%lld ms), and %s: quarantined for %lld ms, until about %s; its answers "
-             "do not count toward a quorum until then (lock.restart_quarantine)",
-             m->addr->spec, m->uptime_s, (long long)max_ttl, reason, (long long)left_ms,
-             when);
-    master_quarantine_arm(m, now);
 }
 
 static void
@@ -749,37 +387,20 @@ master_handshake_cb(struct redisev *ac, void *r, void *privdata)
         return;     /* dropped meanwhile; the drop did the bookkeeping */
     }
     m->progress_us = util_now_us();
-    if (step == MASTER_STEP_PERSIST || step == MASTER_STEP_FSYNC
-        || step == MASTER_STEP_MEMORY) {
-        /* Nice to know, never needed for the link (an ACL may refuse them). */
-        if (reply->type == REDIS_REPLY_ERROR) {
-            master_refused(m->master, step, reply->str);
-        } else if (step == MASTER_STEP_PERSIST) {
-            master_persist_info(m->master, reply);
-        } else if (step == MASTER_STEP_FSYNC) {
-            master_fsync_info(m->master, reply);
-        } else {
-            master_memory_info(m->master, reply);
-        }
-    } else if (reply->type == REDIS_REPLY_ERROR && step == MASTER_STEP_INFO
-        && !master_conf->restart_quarantine) {
-        /* Only needed for the quarantine (an ACL user without +info). */
-        log_warn("master %s: INFO server refused (%.100s): restarts, and a server "
-                 "listed twice in masters, will not be noticed", m->addr->spec, reply->str);
-    } else if (reply->type == REDIS_REPLY_ERROR) {
-        snprintf(why, sizeof(why), "%s refused: %.100s",
-                 step == MASTER_STEP_AUTH ? "AUTH" :
-                 step == MASTER_STEP_INFO ? "INFO server" : "SCRIPT LOAD", reply->str);
-        m->master->stats.errors++;
-        master_drop(m, why);
-        return;
-    }
-    if (step == MASTER_STEP_INFO && reply->type != REDIS_REPLY_ERROR) {
-        if (master_info(m->master, reply, why, sizeof(why)) != 0) {
+    if (MASTER_STEP_IS_ASK(step)) {
+        /* What the master says about itself (daemon/health.h). */
+        if (health_answer(m->master->index, MASTER_ASK_OF(step), reply, why,
+                          sizeof(why)) != 0) {
             m->master->stats.errors++;
             master_drop(m, why);
             return;
         }
+    } else if (reply->type == REDIS_REPLY_ERROR) {
+        snprintf(why, sizeof(why), "%s refused: %.100s",
+                 step == MASTER_STEP_AUTH ? "AUTH" : "SCRIPT LOAD", reply->str);
+        m->master->stats.errors++;
+        master_drop(m, why);
+        return;
     } else if (step >= 0) {
         if (reply->type != REDIS_REPLY_STRING || reply->len != 40) {
             m->master->stats.errors++;
@@ -800,7 +421,7 @@ master_connect_cb(struct redisev *ac, bool ok)
     struct master_link *m = master_by_ac(ac);
     const struct redisev *cac = ac;
     const char *user, *pass;
-    int i, rc = REDIS_OK;
+    int a, i, rc = REDIS_OK;
 
     if (m == NULL) {
         return;
@@ -852,29 +473,17 @@ master_connect_cb(struct redisev *ac, bool ok)
             m->pending++;
         }
     }
-    if (!m->subscriber && rc == REDIS_OK) {
-        /* Restarts, duplicates, the quarantine, eviction (master_info and after). */
-        m->master->run_id_now = false;
-        m->master->uptime_s = -1;
-        m->master->aof = -1;
-        m->master->appendfsync[0] = '\0';
-        rc = redisev_command(ac, master_handshake_cb, (void *)(intptr_t)MASTER_STEP_INFO,
-                               "INFO server");
-        m->pending++;
-        if (rc == REDIS_OK) {
-            rc = redisev_command(ac, master_handshake_cb,
-                                   (void *)(intptr_t)MASTER_STEP_PERSIST, "INFO persistence");
-            m->pending++;
-        }
-        if (rc == REDIS_OK) {
-            rc = redisev_command(ac, master_handshake_cb,
-                                   (void *)(intptr_t)MASTER_STEP_FSYNC,
-                                   "CONFIG GET appendfsync");
-            m->pending++;
-        }
-        if (rc == REDIS_OK) {
-            rc = redisev_command(ac, master_handshake_cb,
-                                   (void *)(intptr_t)MASTER_STEP_MEMORY, "INFO memory");
+    if (!m->subscriber) {
+        /* Restarts, duplicates, the quarantine, eviction (daemon/health.h). */
+        health_connecting(m->master->index);
+        for (a = 0; a < HEALTH_NASKS && rc == REDIS_OK; a++) {
+            const char *words[HEALTH_ASK_WORDS];
+            size_t lens[HEALTH_ASK_WORDS];
+            size_t n = health_ask_argv((enum health_ask)a, words, lens);
+
+            rc = redisev_command_argv(ac, master_handshake_cb,
+                                      (void *)(intptr_t)MASTER_STEP_ASK(a), (int)n, words,
+                                      lens);
             m->pending++;
         }
     }
@@ -923,14 +532,7 @@ master_disconnect_cb(struct redisev *ac)
     if (m->state == MASTER_UP) {
         log_warn("master %s%s: down: %s", m->addr->spec, MASTER_LINK_WHAT(m), m->why);
     }
-    m->state = MASTER_DOWN;
-    m->inflight = 0;
-    master_link_lost(m);
-    if (m->subscriber) {
-        master_sub_link_down(m);
-    }
-    evtimer_del(m->timer);
-    master_schedule_reconnect(m);
+    master_link_down(m);
 }
 
 /*
@@ -1218,18 +820,13 @@ master_start(struct event_base *base, const struct conf *conf)
         m->index = i;
         m->addr = &conf->masters[i];
         m->stats.rtt_us = -1;
-        m->stats.duplicate_of = -1;
-        m->uptime_s = -1;
-        m->aof = -1;
         if (master_link_init(m, &m->cmd, false) != 0
             || master_link_init(m, &m->sub, true) != 0) {
             return -1;
         }
-        m->quarantine_timer = evtimer_new(base, master_quarantine_cb, m);
-        if (m->quarantine_timer == NULL) {
-            log_error("out of memory allocating a timer");
-            return -1;
-        }
+    }
+    if (health_start(base, conf) != 0) {
+        return -1;
     }
     for (i = 0; i < nmasters; i++) {
         if (!masters[i].addr->is_unix && !master_host_is_numeric(masters[i].addr->host)
@@ -1259,46 +856,15 @@ master_start(struct event_base *base, const struct conf *conf)
 void
 master_set_conf(const struct conf *conf)
 {
-    int64_t now = util_now_us();
-    size_t i, ended = 0, clocked = 0;
-    bool check_on = conf->clock_check && !master_conf->clock_check;
+    size_t i;
 
     master_conf = conf;
     for (i = 0; i < nmasters; i++) {
-        if (check_on) {
-            /* Turned on: a reference read long ago starts over (drift.h). */
-            drift_forget(&masters[i].clock);
-        }
         masters[i].addr = &conf->masters[i];
         masters[i].cmd.addr = masters[i].addr;
         masters[i].sub.addr = masters[i].addr;
-        if (!conf->restart_quarantine && masters[i].quarantine_until_us > now) {
-            /* Turned off: the operator says no master lost locks. */
-            masters[i].quarantine_until_us = 0;
-            ended++;
-        }
-        if (!conf->clock_check && masters[i].clock_until_us > now) {
-            masters[i].clock_until_us = 0;
-            clocked++;
-        }
-        master_quarantine_arm(&masters[i], now);
     }
-    if (ended > 0) {
-        log_info("lock.restart_quarantine is off now: the restart quarantine of %zu "
-                 "master%s ends at once; their answers count toward a quorum", ended,
-                 ended == 1 ? "" : "s");
-    }
-    if (clocked > 0) {
-        log_info("lock.clock_check is off now: the clock quarantine of %zu master%s ends "
-                 "at once; their answers count toward a quorum", clocked,
-                 clocked == 1 ? "" : "s");
-    }
-}
-
-void
-master_set_quarantine_ms(int64_t ms)
-{
-    master_quarantine_ms = ms;
+    health_set_conf(conf);
 }
 
 /* Close one link at exit (pending callbacks run with NULL). */
@@ -1323,7 +889,6 @@ master_link_stop(struct master_link *k)
 void
 master_stop(void)
 {
-    struct master_chan *ch;
     size_t i;
 
     if (master_keeper != NULL) {
@@ -1343,15 +908,8 @@ master_stop(void)
             master_batch_fail(&masters[i], queued, "the daemon is stopping");
         }
         master_link_stop(&masters[i].sub);
-        if (masters[i].quarantine_timer != NULL) {
-            event_free(masters[i].quarantine_timer);
-        }
     }
-    while ((ch = TAILQ_FIRST(&master_chans)) != NULL) {
-        TAILQ_REMOVE(&master_chans, ch, link);
-        free(ch);
-    }
-    master_nwanted = 0;
+    health_stop();
     if (batch_cmd != NULL) {
         redisFreeCommand(batch_cmd);
         batch_cmd = NULL;
@@ -1369,110 +927,16 @@ master_stop(void)
  * Subscriptions.
  */
 
-/* Send (UN)SUBSCRIBE for ch on link k; false when it could not be sent. */
-static bool
-master_sub_send(struct master_link *k, struct master_chan *ch, bool subscribe)
-{
-    const char *argv[2];
-    size_t lens[2];
-
-    argv[0] = subscribe ? "SUBSCRIBE" : "UNSUBSCRIBE";
-    lens[0] = strlen(argv[0]);
-    argv[1] = ch->name;
-    lens[1] = ch->len;
-    /* Answered by a push (master_sub_cb), not through the FIFO. */
-    if (redisev_command_argv(k->ac, NULL, NULL, 2, argv, lens) != 0) {
-        return false;
-    }
-    master_link_sent(k);
-    return true;
-}
-
-static void
-master_chan_free_if_done(struct master_chan *ch)
-{
-    size_t i;
-
-    if (ch->wanted) {
-        return;
-    }
-    for (i = 0; i < nmasters; i++) {
-        if (ch->state[i] != MASTER_SUB_NONE) {
-            return;
-        }
-    }
-    TAILQ_REMOVE(&master_chans, ch, link);
-    free(ch);
-}
-
-/* Bring ch on master i to what is wanted, when nothing is in flight. */
-static void
-master_chan_sync(struct master_chan *ch, size_t i)
-{
-    struct master_link *k = &masters[i].sub;
-
-    if (k->state != MASTER_UP || k->ac == NULL) {
-        return;     /* re-subscribed when the link comes up */
-    }
-    if (ch->wanted && ch->state[i] == MASTER_SUB_NONE) {
-        if (master_sub_send(k, ch, true)) {
-            ch->state[i] = MASTER_SUB_SUBSCRIBING;
-        }
-    } else if (!ch->wanted && ch->state[i] == MASTER_SUB_ON) {
-        if (master_sub_send(k, ch, false)) {
-            ch->state[i] = MASTER_SUB_LEAVING;
-        }
-    }
-}
-
-static struct master_chan *
-master_chan_find(const char *name, size_t len)
-{
-    struct master_chan *ch;
-
-    TAILQ_FOREACH(ch, &master_chans, link) {
-        if (ch->len == len && memcmp(ch->name, name, len) == 0) {
-            return ch;
-        }
-    }
-    return NULL;
-}
-
-static void
-master_sub_link_up(struct master_link *k)
-{
-    struct master_chan *ch;
-
-    TAILQ_FOREACH(ch, &master_chans, link) {
-        master_chan_sync(ch, k->master->index);
-    }
-}
-
-static void
-master_sub_link_down(struct master_link *k)
-{
-    struct master_chan *ch, *next;
-    size_t i = k->master->index;
-
-    for (ch = TAILQ_FIRST(&master_chans); ch != NULL; ch = next) {
-        next = TAILQ_NEXT(ch, link);
-        ch->state[i] = MASTER_SUB_NONE;
-        master_chan_free_if_done(ch);
-    }
-}
-
 /*
  * Every answer on a subscriber link: the sentinel's confirmation (the
- * end of the handshake), a channel's (un)subscribe confirmation, or a
- * message.
+ * end of the handshake), then a channel's (un)subscribe confirmation or
+ * a message, handed to the hooks (master_set_hooks).
  */
 static void
 master_sub_cb(struct redisev *ac, void *r, void *privdata)
 {
-    redisReply *reply = r, *kind, *chan;
+    redisReply *reply = r, *kind, *chan, *msg;
     struct master_link *k = privdata;
-    struct master_chan *ch;
-    size_t i;
 
     if (reply == NULL || k->ac != ac) {
         return;     /* the link was dropped; the drop reset the states */
@@ -1485,6 +949,7 @@ master_sub_cb(struct redisev *ac, void *r, void *privdata)
                  k->addr->spec, reply->type);
         return;
     }
+    msg = reply->element[2];
     master_link_answered(k, k->state == MASTER_UP && strcmp(kind->str, "message") != 0,
                          util_now_us());
     if (k->state == MASTER_HANDSHAKE) {
@@ -1494,78 +959,44 @@ master_sub_cb(struct redisev *ac, void *r, void *privdata)
         }
         return;
     }
+    if (master_hooks == NULL) {
+        return;
+    }
     if (strcmp(kind->str, "message") == 0) {
-        /* The receiver looks the name up anyway: no channel lookup here. */
-        if (master_message_cb != NULL && reply->element[2]->type == REDIS_REPLY_STRING) {
-            master_message_cb(chan->str, chan->len, reply->element[2]->str,
-                              reply->element[2]->len);
+        if (msg->type == REDIS_REPLY_STRING) {
+            master_hooks->message(chan->str, chan->len, msg->str, msg->len);
         }
-        return;
+    } else if (strcmp(kind->str, "subscribe") == 0 || strcmp(kind->str, "unsubscribe") == 0) {
+        master_hooks->confirmed(k->master->index, kind->str[0] == 's', chan->str, chan->len);
     }
-    ch = master_chan_find(chan->str, chan->len);
-    i = k->master->index;
-    if (ch == NULL) {
-        return;
-    }
-    if (strcmp(kind->str, "subscribe") == 0) {
-        ch->state[i] = MASTER_SUB_ON;
-    } else if (strcmp(kind->str, "unsubscribe") == 0) {
-        ch->state[i] = MASTER_SUB_NONE;
-    }
-    master_chan_sync(ch, i);
-    master_chan_free_if_done(ch);
-}
-
-void
-master_on_message(master_message_fn cb)
-{
-    master_message_cb = cb;
 }
 
 int
-master_subscribe(const char *channel, size_t len)
+master_sub_send(size_t i, bool subscribe, const char *channel, size_t len)
 {
-    struct master_chan *ch = master_chan_find(channel, len);
-    size_t i;
+    struct master_link *k = &masters[i].sub;
+    const char *argv[2];
+    size_t lens[2];
 
-    if (ch == NULL) {
-        ch = calloc(1, sizeof(*ch) + len + 1);
-        if (ch == NULL) {
-            return -1;
-        }
-        memcpy(ch->name, channel, len);
-        ch->len = len;
-        TAILQ_INSERT_TAIL(&master_chans, ch, link);
+    if (k->state != MASTER_UP || k->ac == NULL) {
+        return -1;
     }
-    if (ch->wanted++ == 0) {
-        master_nwanted++;
+    argv[0] = subscribe ? "SUBSCRIBE" : "UNSUBSCRIBE";
+    lens[0] = strlen(argv[0]);
+    argv[1] = channel;
+    lens[1] = len;
+    /* Answered by a push (master_sub_cb), not through the FIFO. */
+    if (redisev_command_argv(k->ac, NULL, NULL, 2, argv, lens) != 0) {
+        return -1;
     }
-    for (i = 0; i < nmasters; i++) {
-        master_chan_sync(ch, i);
-    }
+    master_link_sent(k);
     return 0;
 }
 
 void
-master_unsubscribe(const char *channel, size_t len)
+master_set_hooks(const struct master_hooks *hooks)
 {
-    struct master_chan *ch = master_chan_find(channel, len);
-    size_t i;
-
-    if (ch == NULL || ch->wanted == 0 || --ch->wanted > 0) {
-        return;     /* another user of the channel still wants it */
-    }
-    master_nwanted--;
-    for (i = 0; i < nmasters; i++) {
-        master_chan_sync(ch, i);
-    }
-    master_chan_free_if_done(ch);
-}
-
-size_t
-master_subscriptions(void)
-{
-    return master_nwanted;
+    master_hooks = hooks;
 }
 
 size_t
@@ -1600,66 +1031,39 @@ master_tally(struct master_summary *sum)
 
     memset(sum, 0, sizeof(*sum));
     for (i = 0; i < nmasters; i++) {
-        sum->evicting += masters[i].stats.evicting;
+        struct health_counts c;
+
+        health_get_counts(i, &c);
+        sum->evicting += c.evicting;
         if (masters[i].cmd.state != MASTER_UP) {
             continue;
         }
         sum->up++;
-        left = master_any_quarantine_left_ms(&masters[i], now);
+        left = health_any_quarantine_left_ms(i, now);
         if (left > sum->quarantine_left_ms) {
             sum->quarantine_left_ms = left;
         }
         sum->quarantined += left > 0;
-        sum->duplicate += masters[i].stats.duplicate_of >= 0;
-        sum->counted += left == 0 && masters[i].stats.duplicate_of < 0;
+        sum->duplicate += c.duplicate_of >= 0;
+        sum->counted += left == 0 && c.duplicate_of < 0;
     }
-}
-
-int
-master_duplicate_of(const struct master *m)
-{
-    return m->stats.duplicate_of;
-}
-
-const char *
-master_run_id(const struct master *m)
-{
-    return m->run_id;
-}
-
-int64_t
-master_quarantine_left_ms(const struct master *m, int64_t now_us)
-{
-    int64_t left = m->quarantine_until_us - now_us;
-
-    return left > 0 ? (left + 999) / 1000 : 0;
-}
-
-int64_t
-master_clock_quarantine_left_ms(const struct master *m, int64_t now_us)
-{
-    int64_t left = m->clock_until_us - now_us;
-
-    return left > 0 ? (left + 999) / 1000 : 0;
-}
-
-/* The longer of m's two quarantines left at now_us, ms; 0: its answers count. */
-static int64_t
-master_any_quarantine_left_ms(const struct master *m, int64_t now_us)
-{
-    int64_t restart = master_quarantine_left_ms(m, now_us);
-    int64_t clock = master_clock_quarantine_left_ms(m, now_us);
-
-    return restart > clock ? restart : clock;
 }
 
 void
 master_get_stats(const struct master *m, struct master_stats *st)
 {
+    struct health_counts c;
+
+    health_get_counts(m->index, &c);
     *st = m->stats;
     st->state = m->cmd.state;
-    st->quarantine_ms = master_any_quarantine_left_ms(m, util_now_us());
+    st->quarantine_ms = health_any_quarantine_left_ms(m->index, util_now_us());
     st->sub_up = m->sub.state == MASTER_UP;
+    st->restarts = c.restarts;
+    st->clock_steps = c.clock_steps;
+    st->duplicate_of = c.duplicate_of;
+    st->evicting = c.evicting;
+    st->maxmemory = c.maxmemory;
 }
 
 const char *
@@ -1681,10 +1085,10 @@ master_status_text(const struct master *m)
     case MASTER_UP:
         if (m->cmd.drop_now) {
             snprintf(mm->status, sizeof(mm->status), "being dropped (%s)", m->cmd.why);
-        } else if ((left = master_clock_quarantine_left_ms(m, util_now_us())) > 0) {
+        } else if ((left = health_clock_quarantine_left_ms(m->index, util_now_us())) > 0) {
             snprintf(mm->status, sizeof(mm->status), "quarantined after a clock step "
                      "(%lld ms left)", (long long)left);
-        } else if ((left = master_quarantine_left_ms(m, util_now_us())) > 0) {
+        } else if ((left = health_quarantine_left_ms(m->index, util_now_us())) > 0) {
             snprintf(mm->status, sizeof(mm->status), "quarantined after a restart "
                      "(%lld ms left)", (long long)left);
         } else {
@@ -1697,90 +1101,6 @@ master_status_text(const struct master *m)
 
 static void master_reply_cb(struct redisev *ac, void *r, void *privdata);
 
-/* The answer of a script whose body answered nil (the wrapper's table ends before it). */
-static redisReply master_nil_answer = { .type = REDIS_REPLY_NIL };
-
-/*
- * A master's clock stepped (drift.h): its answers stop counting toward
- * any quorum for as long as a restart's would (lock.max_ttl_ms plus
- * drift): by then every lease that may have lost its key on it early
- * has ended everywhere.  Logged and counted.
- */
-static void
-master_clock_stepped(struct master *m, const struct drift_step *st, int64_t now)
-{
-    int64_t until = now + master_quarantine_ms * 1000, left_ms = master_quarantine_ms;
-    char when[32];
-
-    m->stats.clock_steps++;
-    if (until > m->clock_until_us) {
-        m->clock_until_us = until;
-    }
-    util_clock_after(left_ms, when, sizeof(when));
-    log_warn("master %s: its clock %s by %lld ms: it advanced %lld ms while this daemon's "
-             "advanced %lld ms (round trips and %lld ms of drift allowed), so lock keys on "
-             "it %s; its answers do not count toward a quorum for %lld ms, "
-             "until about %s (lock.clock_check)", m->addr->spec,
-             st->step_us > 0 ? "jumped ahead" : "went back",
-             (long long)((st->step_us > 0 ? st->step_us : -st->step_us) / 1000),
-             (long long)(st->elapsed_us / 1000), (long long)(st->since_us / 1000),
-             (long long)(st->allowed_us / 1000),
-             st->step_us > 0 ? "may have expired early" : "may expire late",
-             (long long)left_ms, when);
-    master_quarantine_arm(m, now);
-}
-
-/*
- * A reading of m's clock (clock_us, its TIME) by a request sent at
- * sent_us and answered at now (monotonic): compare it with the last one
- * (daemon/drift.h), the drift allowance growing up to the shortest
- * lease's; with lock.clock_check a step starts the clock quarantine.
- * The reference follows the master with the check off too.
- */
-static void
-master_clock_note(struct master *m, int64_t clock_us, int64_t sent_us, int64_t now)
-{
-    struct drift_step st;
-
-    if (drift_check(&m->clock, clock_us, sent_us, now, master_conf->drift_factor,
-                    master_conf->min_ttl_ms * 1000, &st)
-        && master_conf->clock_check) {
-        master_clock_stepped(m, &st, now);
-    }
-}
-
-/*
- * Take the wrapper off a script's answer (MASTER_CLOCK_HEAD) and check
- * the master's clock in it against the daemon's: the request was sent
- * at sent_us and answered at now (monotonic).  Returns the body's
- * answer, or NULL when reply is not a wrapped answer (logged once per
- * connection).  With lock.clock_check a step starts the clock
- * quarantine before the caller sees the answer, so that this very
- * answer is not counted (daemon/round.c asks at each answer).
- */
-static const redisReply *
-master_clock_read(struct master *m, const redisReply *reply, int64_t sent_us, int64_t now)
-{
-    int64_t clock_us = -1;
-
-    if (reply->type == REDIS_REPLY_ARRAY && (reply->elements == 1 || reply->elements == 2)
-        && reply->element[0]->type == REDIS_REPLY_INTEGER) {
-        clock_us = reply->element[0]->integer;
-    }
-    if (clock_us <= 0) {
-        if (!m->clock_bad_logged) {
-            m->clock_bad_logged = true;
-            log_warn("master %s: a script's answer did not carry the master's TIME (a reply "
-                     "of type %d with %zu elements): not counted; is something other than "
-                     "Redis answering on this address?", m->addr->spec, reply->type,
-                     reply->type == REDIS_REPLY_ARRAY ? reply->elements : 0);
-        }
-        return NULL;
-    }
-    master_clock_note(m, clock_us, sent_us, now);
-    return reply->elements == 2 ? reply->element[1] : &master_nil_answer;
-}
-
 /*
  * The answer to a TIME of the clock keeper: {seconds, microseconds} as
  * strings.  A malformed one is logged once per connection and ignored.
@@ -1791,8 +1111,6 @@ master_keeper_reply_cb(struct redisev *ac, void *r, void *privdata)
     redisReply *reply = r;
     struct master *m = privdata;
     int64_t now = util_now_us();
-    long long sec, usec;
-    char *end;
 
     m->clock_probing = false;
     if (m->cmd.ac == ac) {
@@ -1801,21 +1119,7 @@ master_keeper_reply_cb(struct redisev *ac, void *r, void *privdata)
     if (reply == NULL) {
         return;     /* the link went down; the failure is the scripts' to report */
     }
-    if (reply->type != REDIS_REPLY_ARRAY || reply->elements != 2
-        || reply->element[0]->type != REDIS_REPLY_STRING
-        || reply->element[1]->type != REDIS_REPLY_STRING
-        || (sec = strtoll(reply->element[0]->str, &end, 10)) <= 0 || *end != '\0'
-        || (usec = strtoll(reply->element[1]->str, &end, 10)) < 0 || *end != '\0'
-        || usec >= 1000000) {
-        if (!m->clock_bad_logged) {
-            m->clock_bad_logged = true;
-            log_warn("master %s: TIME answered something other than {seconds, "
-                     "microseconds} (a reply of type %d): its clock is read from the "
-                     "scripts' answers only", m->addr->spec, reply->type);
-        }
-        return;
-    }
-    master_clock_note(m, (int64_t)sec * 1000000 + usec, m->clock_probe_sent_us, now);
+    health_clock_time(m->index, reply, m->clock_probe_sent_us, now);
 }
 
 /*
@@ -1844,7 +1148,7 @@ master_keeper_cb(evutil_socket_t fd, short what, void *arg)
 
         if (m->cmd.state != MASTER_UP || m->cmd.ac == NULL || m->cmd.drop_now
             || m->clock_probing
-            || (m->clock.set && now - m->clock.read_us < MASTER_CLOCK_FRESH_MS * 1000)) {
+            || health_clock_fresh(i, now, MASTER_CLOCK_FRESH_MS)) {
             continue;
         }
         m->clock_probe_sent_us = now;
@@ -2002,7 +1306,7 @@ master_reply_cb(struct redisev *ac, void *r, void *privdata)
         req->cb(m, (const struct master_reply *)reply, NULL, req->arg);
     } else if (!script_clock[req->script]) {
         req->cb(m, (const struct master_reply *)reply, NULL, req->arg);
-    } else if ((answer = master_clock_read(m, reply, req->sent_us, now)) == NULL) {
+    } else if ((answer = health_clock_read(m->index, reply, req->sent_us, now)) == NULL) {
         m->stats.errors++;
         req->cb(m, NULL, "answered without its clock (the script's wrapper is missing)",
                 req->arg);
@@ -2187,8 +1491,8 @@ master_batch_cb(struct redisev *ac, void *r, void *privdata)
         return;
     }
     /* An error for the whole call is every request's answer. */
-    answer = reply->type == REDIS_REPLY_ERROR ? reply : master_clock_read(m, reply, b->sent_us,
-                                                                            now);
+    answer = reply->type == REDIS_REPLY_ERROR
+             ? reply : health_clock_read(m->index, reply, b->sent_us, now);
     if (answer == NULL) {
         snprintf(why, sizeof(why), "answered without its clock (the script's wrapper is "
                  "missing)");

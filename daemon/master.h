@@ -1,7 +1,8 @@
 /*
  * master.h: asynchronous connections to the Redis masters.
  *
- * This module (with its transport, daemon/redisev.h) is the only one
+ * This module (with its transport, daemon/redisev.h, and
+ * daemon/health.c, which reads the answers it is handed) is the only one
  * that includes hiredis, used as the RESP codec.  It keeps two
  * connections per configured master (commands, pub/sub) on the daemon's
  * libevent base, plain or TLS, connects at start, authenticates when a
@@ -21,15 +22,10 @@
  * redis.down_after_ms passed without a reply while requests were
  * pending; reconnecting with backoff follows.
  *
- * The handshake also reads what the master says about itself: INFO
- * server (a new run_id is a restart, a short uptime starts the restart
- * quarantine, master_quarantine_left_ms; two config entries with the
- * same run_id are one server, master_duplicate_of), INFO persistence and
- * CONFIG GET appendfsync (a master that fsyncs every write before
- * answering loses no lock in a restart: no quarantine), and INFO memory
- * (a maxmemory with an evicting policy may drop lock keys: a warning).
- * Only INFO server is needed for the link (and only with the
- * quarantine on); the others may be refused by an ACL.
+ * The handshake also asks what the master says about itself (INFO and
+ * CONFIG GET, daemon/health.h, which judges the answers: restarts,
+ * quarantines, duplicates, eviction) and hands the answers there, and
+ * tells that module when the command link comes up or goes down.
  */
 #ifndef REDLOCKD_MASTER_H
 #define REDLOCKD_MASTER_H
@@ -77,7 +73,7 @@ struct master_stats {
     int64_t  quarantine_ms;     /* restart or clock quarantine left (the longer),
                                    ms; 0 when none */
     int      duplicate_of;      /* index of the master it is the same server
-                                   as (master_duplicate_of), or -1 */
+                                   as (health_duplicate_of), or -1 */
     bool     evicting;          /* at its last connect: maxmemory set and a
                                    maxmemory-policy other than noeviction */
     long long maxmemory;        /* INFO memory maxmemory at the last connect,
@@ -89,7 +85,7 @@ struct master_summary {
     size_t   up;                /* command link up now */
     size_t   quarantined;       /* of those, in restart or clock quarantine */
     size_t   duplicate;         /* of those, the same server as another
-                                   (master_duplicate_of() >= 0) */
+                                   (health_duplicate_of() >= 0) */
     size_t   counted;           /* up, not quarantined, not a duplicate: the
                                    masters whose answers count now */
     size_t   evicting;          /* masters whose last connect found an evicting
@@ -110,7 +106,7 @@ typedef void (*master_reply_fn)(struct master *m, const struct master_reply *rep
  * copy lives until the process exits); it must not begin with a "#!"
  * line.  With clock, it is wrapped so that every answer also carries
  * the master's TIME, read for the clock check
- * (master_clock_quarantine_left_ms) and taken off before the callback
+ * (health_clock_read) and taken off before the callback
  * sees the answer; the body may read that time, taken once just before
  * it runs, as the number rl_clock_us (microseconds) instead of calling
  * TIME again.  Without clock, rl_clock_us is false and the answer comes
@@ -151,15 +147,6 @@ int master_start(struct event_base *base, const struct conf *conf);
  */
 void master_set_conf(const struct conf *conf);
 
-/*
- * How long a restarted master stays out of quorums, ms: the largest
- * lock.max_ttl_ms applied since start plus its drift allowance, computed
- * by the caller (server.c, which knows the drift rule of
- * daemon/redlock.h).  Call before master_start() and on every reload;
- * it applies to quarantines that begin from then on.
- */
-void master_set_quarantine_ms(int64_t ms);
-
 /* Close every connection (pending callbacks run with NULL) and free all. */
 void master_stop(void);
 
@@ -174,49 +161,6 @@ size_t master_index(const struct master *m);
 
 /* The address as written in the config ("127.0.0.1:7001"). */
 const char *master_name(const struct master *m);
-
-/*
- * Restart quarantine left at now_us (monotonic), ms; 0 when the master's
- * answers count.
- * On every connect the master's uptime is read with INFO server; with
- * lock.restart_quarantine, a master up for less than the time set with
- * master_set_quarantine_ms() is quarantined until then: it still
- * receives every request, but rounds do not count its answers
- * (daemon/round.h).  The delayed restart of the Redis distributed-locks
- * page, "Performance, crash recovery and fsync".  A master that persists
- * every write before answering (INFO persistence aof_enabled:1 and
- * CONFIG GET appendfsync "always") is never quarantined; one whose
- * appendfsync cannot be read (CONFIG refused) is.  A reload that turns
- * lock.restart_quarantine off ends every quarantine at once.
- */
-int64_t master_quarantine_left_ms(const struct master *m, int64_t now_us);
-
-/*
- * Clock quarantine left at now_us (monotonic), ms; 0 when none.  With
- * lock.clock_check, every answer's TIME is compared with the master's
- * previous one against CLOCK_MONOTONIC (daemon/drift.h); a master whose
- * clock moved by more than the drift allows is quarantined for the time
- * set with master_set_quarantine_ms(), from the answer that showed it
- * (which is itself not counted: rounds ask at every answer), and the
- * step is counted (clock_steps) and logged.  Unlike the restart
- * quarantine it outlasts a reconnect.  A reload that turns
- * lock.clock_check off ends every clock quarantine at once.
- */
-int64_t master_clock_quarantine_left_ms(const struct master *m, int64_t now_us);
-
-/*
- * The index of the master m is the same Redis server as, or -1.  Two
- * config entries whose command links are up and whose INFO server
- * run_id is the same are one server (an address written twice, under
- * two spellings): of those, the one listed first counts, and each other
- * one is a duplicate of it, whose answers count toward no quorum
- * (daemon/round.h).  Worked out again when a command link comes up or
- * goes down; O(1).
- */
-int master_duplicate_of(const struct master *m);
-
-/* The INFO server run_id read at m's last connect; "" before any. */
-const char *master_run_id(const struct master *m);
 
 /* Fill *sum with the masters' state now.  O(masters). */
 void master_tally(struct master_summary *sum);
@@ -274,33 +218,35 @@ void master_shared_free(struct master_shared *shared);
 void master_poll(struct master *m);
 
 /*
- * Pub/sub.  Each master has a second connection, the subscriber link,
- * which connects, authenticates and reconnects on its own and
- * re-subscribes every wanted channel after a reconnect.
+ * The subscriber links.  Each master has a second connection, which
+ * connects, authenticates and reconnects on its own, and subscribes a
+ * channel of its own ("redlockd keep-subscribed") so that it never
+ * leaves subscribed mode.  What it is subscribed to beyond that belongs
+ * to the module above (daemon/channel.h), told through these hooks.
  */
+struct master_hooks {
+    /* Master i's subscriber link came up: nothing else is subscribed on it. */
+    void (*sub_up)(size_t i);
+    /* Master i's subscriber link went down: its subscriptions are gone. */
+    void (*sub_down)(size_t i);
+    /* A (UN)SUBSCRIBE of channel on master i was confirmed. */
+    void (*confirmed)(size_t i, bool subscribed, const char *channel, size_t len);
+    /* A message published on a subscribed channel; valid during the call
+     * (one call per master that delivers it). */
+    void (*message)(const char *channel, size_t channel_len, const char *message,
+                    size_t message_len);
+};
 
-/* A message published on a subscribed channel; valid during the call. */
-typedef void (*master_message_fn)(const char *channel, size_t channel_len,
-                                  const char *message, size_t message_len);
-
-/* Set the function that receives every message (one per master that has it). */
-void master_on_message(master_message_fn cb);
+/* Set the hooks (a pointer kept until master_stop(); NULL: none). */
+void master_set_hooks(const struct master_hooks *hooks);
 
 /*
- * Want channel (bytes, copied) on every master: subscribed at once on
- * the links that are up, on the others when they come up.  Counted:
- * each call must be undone by one master_unsubscribe() (waiters and
- * watchers of a name share its channel).  Returns 0, or -1 when out of
- * memory (nothing to undo then).  O(channels wanted).
+ * Send SUBSCRIBE (or UNSUBSCRIBE, subscribe false) channel (len bytes)
+ * on master i's subscriber link.  Returns 0 when sent (the answer comes
+ * to hooks->confirmed), -1 when the link is not up or refused the
+ * write (hooks->sub_up tells when to try again).
  */
-int master_subscribe(const char *channel, size_t len);
-
-/* Undo one master_subscribe(); after the last, channel is unsubscribed on
- * every master (asynchronously). */
-void master_unsubscribe(const char *channel, size_t len);
-
-/* Channels wanted now. */
-size_t master_subscriptions(void);
+int master_sub_send(size_t i, bool subscribe, const char *channel, size_t len);
 
 /* Reply accessors; r must be non-NULL. */
 enum master_reply_type master_reply_type(const struct master_reply *r);

@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "daemon/channel.h"
 #include "daemon/log.h"
 #include "daemon/master.h"
 #include "daemon/redlock.h"
@@ -199,14 +200,14 @@ void
 redlock_on_release(redlock_released_fn fn)
 {
     redlock_released_cb = fn;
-    master_on_message(redlock_message);
+    channel_on_message(redlock_message);
 }
 
 void
 redlock_on_change(redlock_changed_fn fn)
 {
     redlock_changed_cb = fn;
-    master_on_message(redlock_message);
+    channel_on_message(redlock_message);
 }
 
 int
@@ -222,14 +223,14 @@ redlock_on_break(const char *prefix, redlock_broken_fn fn)
     redlock_broken_chan_len = redlock_derived(redlock_broken_chan, prefix, plen,
                                               REDLOCK_BROKEN_SUFFIX);
     redlock_broken_cb = fn;
-    master_on_message(redlock_message);
-    return master_subscribe(redlock_broken_chan, redlock_broken_chan_len);
+    channel_on_message(redlock_message);
+    return channel_subscribe(redlock_broken_chan, redlock_broken_chan_len);
 }
 
 size_t
 redlock_subscriptions(void)
 {
-    size_t n = master_subscriptions();
+    size_t n = channel_count();
 
     n -= redlock_broken_chan != NULL && n > 0 ? 1 : 0;
     n -= redlock_nwatched > 0 && n > 0 ? 1 : 0;
@@ -245,7 +246,7 @@ redlock_watch(const char *key, size_t key_len, bool on)
 /*
  * A watched name's changes channel, and while any name is watched the
  * channel that tells the masters' scripts to announce at all
- * (REDLOCK_WATCHING_CHANNEL; master_subscribe counts both).
+ * (REDLOCK_WATCHING_CHANNEL; channel_subscribe counts both).
  */
 int
 redlock_watch_changes(const char *key, size_t key_len, bool on)
@@ -253,18 +254,18 @@ redlock_watch_changes(const char *key, size_t key_len, bool on)
     static const char watching[] = REDLOCK_WATCHING_CHANNEL;
 
     if (on) {
-        if (master_subscribe(watching, sizeof(watching) - 1) != 0) {
+        if (channel_subscribe(watching, sizeof(watching) - 1) != 0) {
             return -1;
         }
         if (redlock_subscribe(key, key_len, REDLOCK_CHANGED_SUFFIX, true) != 0) {
-            master_unsubscribe(watching, sizeof(watching) - 1);
+            channel_unsubscribe(watching, sizeof(watching) - 1);
             return -1;
         }
         redlock_nwatched++;
         return 0;
     }
     redlock_subscribe(key, key_len, REDLOCK_CHANGED_SUFFIX, false);
-    master_unsubscribe(watching, sizeof(watching) - 1);
+    channel_unsubscribe(watching, sizeof(watching) - 1);
     redlock_nwatched--;
     return 0;
 }
@@ -281,9 +282,9 @@ redlock_subscribe(const char *key, size_t key_len, const char *suffix, bool on)
     }
     len = redlock_derived(channel, key, key_len, suffix);
     if (on) {
-        return master_subscribe(channel, len);
+        return channel_subscribe(channel, len);
     }
-    master_unsubscribe(channel, len);
+    channel_unsubscribe(channel, len);
     return 0;
 }
 

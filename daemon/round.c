@@ -9,6 +9,7 @@
 #include <event2/event_struct.h>
 
 #include "conf/conf.h"
+#include "daemon/health.h"
 #include "daemon/log.h"
 #include "daemon/master.h"
 #include "daemon/round.h"
@@ -164,7 +165,7 @@ round_reply_cb(struct master *m, const struct master_reply *reply,
         slot->state = ROUND_FAILED;
         snprintf(slot->why, sizeof(slot->why), "error (%.100s)",
                  master_reply_str(reply, NULL));
-    } else if ((clock_ms = master_clock_quarantine_left_ms(m, util_now_us())) > 0
+    } else if ((clock_ms = health_clock_quarantine_left_ms(master_index(m), util_now_us())) > 0
                || slot->clock_ms > 0) {
         /*
          * Its clock stepped, before the send or shown by this very
@@ -258,9 +259,9 @@ round_start(int script, size_t nkeys, size_t nargs,
          * after it, so a master out of quarantine then is out of it when
          * the script runs.
          */
-        slot->quarantine_ms = master_quarantine_left_ms(m, r->start_us);
-        slot->clock_ms = master_clock_quarantine_left_ms(m, r->start_us);
-        dup = master_duplicate_of(m);
+        slot->quarantine_ms = health_quarantine_left_ms(master_index(m), r->start_us);
+        slot->clock_ms = health_clock_quarantine_left_ms(master_index(m), r->start_us);
+        dup = health_duplicate_of(master_index(m));
         if (dup >= 0) {
             /*
              * The same server as master dup, which is asked: asking it
@@ -270,7 +271,7 @@ round_start(int script, size_t nkeys, size_t nargs,
              */
             slot->state = ROUND_FAILED;
             snprintf(slot->why, sizeof(slot->why), "same server as %s (run_id %.8s...), "
-                     "not asked", master_name(master_at((size_t)dup)), master_run_id(m));
+                     "not asked", master_name(master_at((size_t)dup)), health_run_id(master_index(m)));
             r->duplicates++;
             r->finished++;
         } else if (master_eval(m, script, nkeys, nargs, r->args, r->lens, &shared,

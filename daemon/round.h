@@ -11,13 +11,13 @@
  * quorum has granted); the round then calls done exactly once.
  *
  * Restart quarantine: a master quarantined when the round starts
- * (master_quarantine_left_ms) receives the request like the others, but
+ * (health_quarantine_left_ms) receives the request like the others, but
  * its answer is recorded as ROUND_FAILED ("quarantined ...") and never
  * reaches the caller's classifier, so no quorum counts it.  A clock
- * quarantine (master_clock_quarantine_left_ms) is asked for both at the
+ * quarantine (health_clock_quarantine_left_ms) is asked for both at the
  * start and when the answer is read, so the answer that showed the step
  * is not counted either.  A duplicate, a config entry that is the same
- * Redis server as another one (master_duplicate_of, read at the round's
+ * Redis server as another one (health_duplicate_of, read at the round's
  * start), is not sent the request at all, since the script would run
  * twice on one server: "same server as ... (run_id ...), not asked".
  *
@@ -124,7 +124,7 @@ size_t round_quarantined(const struct round *r, int64_t *left_ms);
 /*
  * Answers that arrived but were not counted because their master was in
  * clock quarantine when the round started or when the answer was read
- * (master_clock_quarantine_left_ms); the longest quarantine left among
+ * (health_clock_quarantine_left_ms); the longest quarantine left among
  * those, ms, in *left_ms when it is not NULL (0 when none).
  */
 size_t round_clock_quarantined(const struct round *r, int64_t *left_ms);

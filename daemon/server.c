@@ -11,7 +11,9 @@
 #include <event2/event.h>
 
 #include "conf/conf.h"
+#include "daemon/channel.h"
 #include "daemon/flush.h"
+#include "daemon/health.h"
 #include "daemon/listener.h"
 #include "daemon/lock.h"
 #include "daemon/log.h"
@@ -60,6 +62,7 @@ server_finish(void)
 {
     session_close_all();
     master_stop();
+    channel_stop();
     event_base_loopexit(server_base, NULL);
 }
 
@@ -97,7 +100,7 @@ server_set_quarantine(const struct conf *conf)
     if (conf->max_ttl_ms > server_max_ttl_ms) {
         server_max_ttl_ms = conf->max_ttl_ms;
     }
-    master_set_quarantine_ms(server_max_ttl_ms
+    health_set_quarantine_ms(server_max_ttl_ms
                              + (redlock_drift_us(server_max_ttl_ms, conf->drift_factor)
                                 + 999) / 1000);
 }
@@ -400,6 +403,7 @@ server_run(struct conf *conf)
         }
         tls_client_use(client_ctx);
     }
+    channel_start();
     if (master_start(server_base, conf) != 0) {
         metrics_stop();
         listener_stop();

@@ -1,0 +1,52 @@
+/*
+ * channel.h: the pub/sub channels the daemon wants on every master.
+ *
+ * Callers (daemon/redlock.c: release announcements, watched names'
+ * changes, BREAK notices) want a channel by name; this module counts
+ * the wants, subscribes it on every master's subscriber link
+ * (daemon/master.h, master_sub_send) that is up, subscribes it again on
+ * a link that comes back, leaves it once nobody wants it, and hands
+ * every message to one receiver.  It sits above daemon/master.c, which
+ * reaches it only through the hooks it registers (master_set_hooks), so
+ * no include circle appears.
+ *
+ * At most one SUBSCRIBE or UNSUBSCRIBE per channel and master is in
+ * flight: a re-SUBSCRIBE sent before the UNSUBSCRIBE's confirmation
+ * would have its own confirmation taken for the leave's.
+ */
+#ifndef REDLOCKD_CHANNEL_H
+#define REDLOCKD_CHANNEL_H
+
+#include <stddef.h>
+
+/* A message published on a wanted channel; both texts valid during the call. */
+typedef void (*channel_message_fn)(const char *channel, size_t channel_len,
+                                   const char *message, size_t message_len);
+
+/* Register with the master links (call before master_start()). */
+void channel_start(void);
+
+/* Forget every channel (after master_stop(); nothing is sent). */
+void channel_stop(void);
+
+/* Set the function that receives every message (one call per master that
+ * delivers it); NULL drops them. */
+void channel_on_message(channel_message_fn fn);
+
+/*
+ * Want channel (len bytes, copied) on every master: subscribed at once
+ * on the links that are up, on the others when they come up.  Counted:
+ * each call must be undone by one channel_unsubscribe() (waiters and
+ * watchers of a name share its channel).  Returns 0, or -1 when out of
+ * memory (nothing to undo then).  O(channels wanted).
+ */
+int channel_subscribe(const char *channel, size_t len);
+
+/* Undo one channel_subscribe(); after the last, channel is left on every
+ * master (asynchronously). */
+void channel_unsubscribe(const char *channel, size_t len);
+
+/* Channels wanted now. */
+size_t channel_count(void);
+
+#endif /* REDLOCKD_CHANNEL_H */
