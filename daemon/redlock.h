@@ -14,6 +14,13 @@
  *
  * Each operation is one round (daemon/round.h).  Results are delivered
  * through a callback from the event loop, never from inside the call.
+ *
+ * The engine is one module in five files, by operation family:
+ * daemon/redlock.c (scripts, quorum and validity arithmetic, what the
+ * operations share, daemon/redlock_op.h), daemon/redlock_acquire.c
+ * (acquire, hand-over, fencing, release), daemon/redlock_holders.c
+ * (status, BREAK), daemon/redlock_extend.c (renewal, restore) and
+ * daemon/redlock_channels.c (the names' channels).
  */
 #ifndef REDLOCKD_REDLOCK_H
 #define REDLOCKD_REDLOCK_H
