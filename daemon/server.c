@@ -12,6 +12,7 @@
 
 #include "conf/conf.h"
 #include "daemon/channel.h"
+#include "daemon/command.h"
 #include "daemon/flush.h"
 #include "daemon/health.h"
 #include "daemon/listener.h"
@@ -277,7 +278,7 @@ server_reload(void)
     master_set_conf(next);
     lock_set_conf(next);
     watch_set_conf(next);
-    session_set_conf(next);
+    command_set_conf(next);
     listener_set_conf(next);
     metrics_set_conf(next);
     if (server_conf_owned) {
@@ -380,7 +381,7 @@ server_run(struct conf *conf)
     }
     lock_init(server_base, conf);
     watch_init(server_base, conf);
-    session_init(server_base, conf);
+    command_init(server_base, conf);
     if (listener_start(server_base, conf) != 0) {
         event_base_free(server_base);
         return 1;

@@ -1,0 +1,781 @@
+/*
+ * command.c: the line protocol's verbs, run for each session, and the
+ * replies and pushed lines they write.  See daemon/command.h.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <event2/buffer.h>
+
+#include "conf/conf.h"
+#include "daemon/authlimit.h"
+#include "daemon/command.h"
+#include "daemon/lock.h"
+#include "daemon/log.h"
+#include "daemon/master.h"
+#include "daemon/report.h"
+#include "daemon/session.h"
+#include "daemon/stats.h"
+#include "daemon/util.h"
+#include "daemon/watch.h"
+#include "proto/proto.h"
+
+#define COMMAND_LIST_NAMES  1024          /* names per step of a LIST */
+
+/* Where a LIST stands between its steps.  Owned by its command state. */
+struct command_list {
+    bool    begun;                  /* after holds the last name listed */
+    size_t  prefix_len;             /* bytes in prefix */
+    char    prefix[PROTO_WORD_MAX]; /* LIST's prefix */
+    size_t  after_len;              /* bytes in after */
+    char    after[PROTO_NAME_MAX];  /* LIST goes on after this name */
+};
+
+/*
+ * What this module keeps for one session: the session's hook state
+ * (daemon/session.h, struct session_hooks: allocated and freed with the
+ * session, zeroed, set up by command_open).
+ */
+struct command {
+    struct session     *s;          /* the session it serves */
+    struct lock_client  lc;         /* the lock side: leases, pending LOCK */
+    struct watch_client wc;         /* its WATCHes */
+    enum proto_verb     verb;       /* the request in flight */
+    int64_t             reads_tat_us; /* its STATUS and WATCH budget (util_gcra_wait) */
+    char                label[PROTO_LABEL_MAX + 1]; /* default holder label:
+                                       "<host>:<peer>" */
+    struct command_list *list;      /* a LIST being written, step by step, else NULL
+                                       (malloc'd: an idle session keeps none) */
+};
+
+/* The command state around a member (lc, wc) the lock and watch modules call back with. */
+#define COMMAND_OF(p, member) \
+    ((struct command *)(void *)((char *)(p) - offsetof(struct command, member)))
+
+static const struct conf *command_conf;
+static char               command_host[PROTO_LABEL_MAX + 1]; /* for default labels */
+
+/* The kind= word of each kind of hold, in replies and LIST lines. */
+static const char *const command_kind_words[] = {
+    [LOCK_KIND_EXCLUSIVE] = "exclusive",
+    [LOCK_KIND_SHARED] = "shared",
+    [LOCK_KIND_COUNTED] = "counted",
+};
+
+static void command_lost_cb(struct lock_client *lc, const char *name, size_t name_len,
+                            const char *reason);
+
+/*
+ * May s see the label of a hold that is not its own?  (auth.show_labels:
+ * labels name hosts, users and processes.)
+ */
+static bool
+command_sees_labels(const struct command *c)
+{
+    return command_conf->show_labels == CONF_LABELS_ALL || session_admin_by(c->s) != NULL;
+}
+
+/*
+ * The kind words of an OK to LOCK (only for a shared or counted hold:
+ * "kind=shared", "permit=I limit=N") or of HELD (always: "kind=...
+ * holders=N", a counted name's "limit=N", this client's "permit=I").
+ */
+static void
+command_reply_kind(struct proto_reply *r, const struct lock_result *res, bool status)
+{
+    if (status || res->kind != LOCK_KIND_EXCLUSIVE) {
+        proto_reply_str(r, "kind", command_kind_words[res->kind]);
+    }
+    if (status) {
+        proto_reply_int(r, "holders", (int64_t)res->holders);
+    }
+    if (res->kind == LOCK_KIND_COUNTED) {
+        proto_reply_int(r, "limit", res->limit);
+        if (res->permit >= 0) {
+            proto_reply_int(r, "permit", res->permit);
+        }
+    }
+}
+
+static void
+command_done_cb(struct lock_client *lc, const struct lock_result *res)
+{
+    struct command *c = COMMAND_OF(lc, lc);
+    struct session *s = c->s;
+    struct proto_reply r;
+
+    if (!session_request_done(s)) {
+        /* Closed (c may be gone now). */
+        if (res->outcome == LOCK_OK && res->token != NULL) {
+            /* A lease-mode grant nobody will read: release it now. */
+            lock_abandon(res->name, res->name_len, res->token);
+        }
+        return;
+    }
+    switch (res->outcome) {
+    case LOCK_OK:
+        proto_reply_start(&r, "OK");
+        proto_reply_word(&r, res->name, res->name_len);
+        if (c->verb == PROTO_BREAK) {
+            proto_reply_int(&r, "holders", (int64_t)res->holders);
+            proto_reply_int(&r, "fence", res->fence);
+            break;
+        }
+        if (res->token != NULL) {
+            proto_reply_str(&r, "token", res->token);
+        }
+        if (c->verb == PROTO_LOCK || c->verb == PROTO_TRYLOCK || c->verb == PROTO_EXTEND) {
+            proto_reply_int(&r, "validity", res->validity_ms);
+        }
+        if (res->mode != LOCK_MODE_LEASE) {
+            proto_reply_int(&r, "holds", res->holds);
+        }
+        if (res->fence > 0) {
+            proto_reply_int(&r, "fence", res->fence);
+        }
+        if (c->verb == PROTO_LOCK || c->verb == PROTO_TRYLOCK) {
+            command_reply_kind(&r, res, false);
+        }
+        break;
+    case LOCK_BUSY:
+        proto_reply_start(&r, "BUSY");
+        proto_reply_word(&r, res->name, res->name_len);
+        proto_reply_int(&r, "ttl", res->ttl_ms);
+        break;
+    case LOCK_TIMEOUT:
+        proto_reply_start(&r, "TIMEOUT");
+        proto_reply_word(&r, res->name, res->name_len);
+        break;
+    case LOCK_NOTHELD:
+        proto_reply_start(&r, "NOTHELD");
+        proto_reply_word(&r, res->name, res->name_len);
+        break;
+    case LOCK_HELD:
+        proto_reply_start(&r, "HELD");
+        proto_reply_word(&r, res->name, res->name_len);
+        proto_reply_int(&r, "ttl", res->ttl_ms);
+        proto_reply_str(&r, "owner", res->owner_self ? "self" : "other");
+        if (res->mode != LOCK_MODE_UNKNOWN) {
+            proto_reply_str(&r, "mode", res->mode == LOCK_MODE_LEASE ? "lease" : "session");
+        }
+        if (res->fence > 0) {
+            proto_reply_int(&r, "fence", res->fence);
+        }
+        command_reply_kind(&r, res, true);
+        if (res->label != NULL && (res->owner_self || command_sees_labels(c))) {
+            proto_reply_str(&r, "label", res->label);
+            proto_reply_int(&r, "held_ms", res->held_ms);
+        }
+        if (res->waiters > 0) {
+            proto_reply_int(&r, "waiters", (int64_t)res->waiters);
+        }
+        break;
+    case LOCK_FREE:
+        proto_reply_start(&r, "FREE");
+        proto_reply_word(&r, res->name, res->name_len);
+        if (res->waiters > 0) {
+            proto_reply_int(&r, "waiters", (int64_t)res->waiters);
+        }
+        break;
+    case LOCK_NOQUORUM:
+        proto_reply_error(&r, PROTO_ERR_NOQUORUM, res->error);
+        break;
+    case LOCK_CONFLICT:
+        proto_reply_error(&r, PROTO_ERR_PROTO, res->error);
+        break;
+    case LOCK_SHUTDOWN:
+        proto_reply_error(&r, PROTO_ERR_SHUTDOWN, res->error);
+        break;
+    case LOCK_LIMIT:
+    case LOCK_FAILED:
+        proto_reply_error(&r, PROTO_ERR_LIMIT, res->error);
+        break;
+    case LOCK_WRONG_KIND:
+        proto_reply_error(&r, PROTO_ERR_KIND, res->error);
+        break;
+    case LOCK_CANCELLED:
+        return;
+    }
+    proto_reply_end(&r);        /* a no-op for the error replies, already ended */
+    session_reply(s, &r);
+    if (res->outcome == LOCK_OK && res->token != NULL
+        && session_track_grant(s, res->name, res->name_len, res->token) != 0) {
+        /* Out of memory: the grant was released at once; the client learns it. */
+        command_lost_cb(&c->lc, res->name, res->name_len, "gone");
+    }
+    session_next(s);
+}
+
+/* A held lock is gone: push "! LOST <name> reason=<why>". */
+static void
+command_lost_cb(struct lock_client *lc, const char *name, size_t name_len,
+                const char *reason)
+{
+    struct command *c = COMMAND_OF(lc, lc);
+    struct proto_reply r;
+
+    proto_reply_start(&r, "!");
+    proto_reply_word(&r, "LOST", 4);
+    proto_reply_word(&r, name, name_len);
+    proto_reply_str(&r, "reason", reason);
+    proto_reply_end(&r);
+    session_reply(c->s, &r);
+}
+
+/* STATS' lines of the acquire latency histogram row: cumulative, as in /metrics. */
+static void
+command_stats_latency(struct evbuffer *out, const char *stat)
+{
+    struct report_latency h;
+    size_t i;
+
+    report_latency(&h);
+    for (i = 0; i < STATS_LATENCY_NBOUNDS; i++) {
+        evbuffer_add_printf(out, "STAT %s_ms_le_%lld %llu\n", stat,
+                            (long long)stats_latency_bound_ms(i), (unsigned long long)h.le[i]);
+    }
+    evbuffer_add_printf(out, "STAT %s_ms_le_inf %llu\n", stat,
+                        (unsigned long long)h.le[STATS_LATENCY_NBOUNDS]);
+    evbuffer_add_printf(out, "STAT %s_count %llu\n", stat,
+                        (unsigned long long)h.le[STATS_LATENCY_NBOUNDS]);
+    evbuffer_add_printf(out, "STAT %s_sum_us %lld\n", stat, (long long)h.sum_us);
+}
+
+/*
+ * STATS: "STAT <name> <value>" for the version, every row of the report
+ * table (daemon/report.h) that has a STATS name, and every master's rows
+ * (master.<i>.<name>), then END.
+ */
+static void
+command_stats(struct session *s)
+{
+    struct evbuffer *out = session_output(s);
+    const struct report_row *row;
+    struct report_snap snap;
+    struct master_stats ms;
+    char v[32];
+    size_t i, k;
+
+    report_snapshot(&snap);
+    evbuffer_add_printf(out, "STAT version %s\n", REDLOCKD_VERSION);
+    for (k = 0; k < report_nrows; k++) {
+        row = &report_rows[k];
+        if (row->type == REPORT_HISTOGRAM) {
+            command_stats_latency(out, row->stat);
+        } else if (row->stat != NULL) {
+            report_stat_text(row, &snap, v, sizeof(v));
+            evbuffer_add_printf(out, "STAT %s %s\n", row->stat, v);
+        }
+    }
+    snap.master = &ms;
+    for (i = 0; i < snap.masters; i++) {
+        master_get_stats(master_at(i), &ms);
+        evbuffer_add_printf(out, "STAT master.%zu.addr %s\n", i, master_name(master_at(i)));
+        for (k = 0; k < report_master_nrows; k++) {
+            row = &report_master_rows[k];
+            if (row->stat != NULL) {
+                report_stat_text(row, &snap, v, sizeof(v));
+                evbuffer_add_printf(out, "STAT master.%zu.%s %s\n", i, row->stat, v);
+            }
+        }
+    }
+    evbuffer_add(out, "END\n", 4);
+    session_wrote(s);
+}
+
+/* Check ttl= against the config; 0 or -1 with an ERR PROTO sent. */
+static int
+command_ttl(struct session *s, const struct proto_cmd *cmd, int64_t *ttl)
+{
+    char text[160];
+
+    *ttl = cmd->has_ttl ? cmd->ttl_ms : command_conf->default_ttl_ms;
+    if (*ttl < command_conf->min_ttl_ms || *ttl > command_conf->max_ttl_ms) {
+        snprintf(text, sizeof(text), "%s: ttl=%lld out of range %lld..%lld",
+                 proto_verb_name(cmd->verb), (long long)*ttl,
+                 (long long)command_conf->min_ttl_ms, (long long)command_conf->max_ttl_ms);
+        session_error(s, PROTO_ERR_PROTO, text);
+        return -1;
+    }
+    return 0;
+}
+
+/*
+ * AUTH <password>: compared in constant time with auth.password.  A
+ * wrong password closes the connection, so that guessing costs a
+ * connection per try, and takes a token of its source (authlimit.h):
+ * a source without one is refused unchecked.
+ */
+static void
+command_auth(struct session *s, const char *word, size_t len)
+{
+    const char *pass = command_conf->auth_password;
+    const char *admin = command_conf->auth_admin_password;
+    char source[AUTHLIMIT_SOURCE_MAX], text[AUTHLIMIT_SOURCE_MAX + 128];
+    struct proto_reply r;
+    int64_t now = util_now_us(), wait_ms;
+    enum session_auth by = SESSION_AUTH_PASSWORD;
+
+    authlimit_source(session_peer(s), source, sizeof(source));
+    if ((wait_ms = authlimit_check(source, now, session_id(s), session_peer(s))) > 0) {
+        stats.auth_refused++;
+        snprintf(text, sizeof(text), "too many wrong passwords from %s; AUTH is not checked "
+                 "for %lld ms", source, (long long)wait_ms);
+        session_error(s, PROTO_ERR_AUTH, text);
+        session_quit(s);
+        return;
+    }
+    if (admin[0] != '\0' && util_equal_secret(word, len, admin, strlen(admin))) {
+        by = SESSION_AUTH_ADMIN_PASSWORD;
+        pass = admin;       /* the admin password lets the session in as well */
+    } else if (pass[0] == '\0' && admin[0] == '\0') {
+        session_error(s, PROTO_ERR_AUTH, "no password is configured (auth.password)");
+        return;
+    }
+    if (!util_equal_secret(word, len, pass, strlen(pass))) {
+        stats.auth_failures++;
+        authlimit_failed(source, now);
+        log_warn("client %llu (%s): wrong AUTH password, closing", session_id(s),
+                 session_peer(s));
+        session_error(s, PROTO_ERR_AUTH, "wrong password");
+        session_quit(s);
+        return;
+    }
+    session_let_in(s, by);
+    proto_reply_start(&r, "OK");
+    proto_reply_end(&r);
+    session_reply(s, &r);
+}
+
+/*
+ * The label a LOCK without label= gets: "<host>:<peer>", the peer being
+ * uid=N,pid=N on the Unix socket and the address on TCP, cut to
+ * PROTO_LABEL_MAX bytes (counted); bytes a label may not hold become '_'.
+ */
+static void
+command_default_label(struct command *c, const char *peer, bool is_unix, long uid, long pid)
+{
+    char full[PROTO_LABEL_MAX + SESSION_PEER_MAX + 32];
+    size_t i, len;
+
+    if (is_unix && uid >= 0) {
+        snprintf(full, sizeof(full), "%s:uid=%ld,pid=%ld", command_host, uid, pid);
+    } else {
+        snprintf(full, sizeof(full), "%s:%s", command_host, peer);
+    }
+    len = strlen(full);
+    if (len > PROTO_LABEL_MAX) {
+        stats.labels_truncated++;
+        len = PROTO_LABEL_MAX;
+    }
+    for (i = 0; i < len; i++) {
+        c->label[i] = util_printable_word(&full[i], 1) ? full[i] : '_';
+    }
+    c->label[len] = '\0';
+}
+
+/* A watched name's state: "! HELD <name> ..." or "! FREE <name>". */
+static void
+command_watch_cb(struct watch_client *wc, const struct watch_state *st)
+{
+    struct command *c = COMMAND_OF(wc, wc);
+    struct proto_reply r;
+
+    proto_reply_start(&r, "!");
+    proto_reply_word(&r, st->held ? "HELD" : "FREE", 4);
+    proto_reply_word(&r, st->name, st->name_len);
+    if (st->held) {
+        if (st->label != NULL && command_sees_labels(c)) {
+            proto_reply_str(&r, "label", st->label);
+            proto_reply_int(&r, "held_ms", st->held_ms);
+        }
+        if (st->fence > 0) {
+            proto_reply_int(&r, "fence", st->fence);
+        }
+        proto_reply_str(&r, "kind", st->kind);
+        proto_reply_int(&r, "holders", (int64_t)st->holders);
+        if (st->limit > 0) {
+            proto_reply_int(&r, "limit", st->limit);
+        }
+    }
+    proto_reply_end(&r);
+    session_reply(c->s, &r);
+}
+
+/* One line of LIST, written straight to the output (steps pace it). */
+static void
+command_list_cb(const struct lock_listing *e, void *arg)
+{
+    struct command *c = arg;
+    struct proto_reply r;
+
+    proto_reply_start(&r, e->held ? "HELD" : "WAIT");
+    proto_reply_word(&r, e->name, e->name_len);
+    if (e->client == &c->lc || command_sees_labels(c)) {
+        proto_reply_str(&r, "label", e->label);
+    }
+    if (e->held) {
+        proto_reply_str(&r, "mode", "session");
+        proto_reply_int(&r, "ttl", e->ttl_ms);
+        proto_reply_int(&r, "held_ms", e->held_ms);
+        proto_reply_int(&r, "holds", e->holds);
+        if (e->fence > 0) {
+            proto_reply_int(&r, "fence", e->fence);
+        }
+    } else {
+        proto_reply_int(&r, "position", (int64_t)e->position);
+        proto_reply_int(&r, "waited_ms", e->held_ms);
+    }
+    proto_reply_str(&r, "kind", command_kind_words[e->kind]);
+    if (e->kind == LOCK_KIND_COUNTED) {
+        proto_reply_int(&r, "limit", e->limit);
+        if (e->held) {
+            proto_reply_int(&r, "permit", e->permit);
+        }
+    }
+    if (e->held) {
+        proto_reply_int(&r, "waiters", (int64_t)e->waiters);
+    }
+    proto_reply_end(&r);
+    evbuffer_add(session_output(c->s), r.buf, r.len);
+}
+
+/* The LIST is written whole (or failed): its state goes. */
+static void
+command_list_end(struct command *c)
+{
+    free(c->list);
+    c->list = NULL;
+    session_pace(c->s, false);
+}
+
+/*
+ * Write the next step of a LIST: up to COMMAND_LIST_NAMES names, and
+ * more while the client keeps up (session_output_low),
+ * then END.  Otherwise the write callback brings the next step once the
+ * client has read this one, so a listing of any size holds at most one
+ * step of unread output here.
+ */
+static void
+command_list_step(struct command *c)
+{
+    struct session *s = c->s;
+    struct command_list *l;
+    size_t n;
+
+    while ((l = c->list) != NULL) {
+        if (!session_output_low(s)) {
+            return;             /* the session's write callback goes on (command_writable) */
+        }
+        n = lock_list(l->prefix_len > 0 ? l->prefix : NULL, l->prefix_len,
+                      l->begun ? l->after : NULL, l->after_len,
+                      COMMAND_LIST_NAMES, command_list_cb, c, l->after, &l->after_len);
+        if (n == SIZE_MAX) {
+            command_list_end(c);
+            session_error(s, PROTO_ERR_LIMIT, "out of memory listing");
+            break;
+        }
+        l->begun = l->begun || n > 0;
+        if (n < COMMAND_LIST_NAMES) {
+            command_list_end(c);
+            evbuffer_add(session_output(s), "END\n", 4);
+        }
+    }
+    session_next(s);
+}
+
+/* us between two reads of a session's budget, limits.reads_per_second. */
+static int64_t
+command_read_every_us(void)
+{
+    return 1000000 / command_conf->reads_per_second;
+}
+
+/*
+ * STATUS and WATCH read the masters (a quorum read, a subscription);
+ * a session may send limits.reads_per_second of them a second, as many
+ * at once.  Returns 0 when this one may go, or -1 after answering ERR
+ * LIMIT with the wait.  The read is counted by command_read_taken().
+ */
+static int
+command_read_budget(struct command *c)
+{
+    struct session *s = c->s;
+    int64_t wait = util_gcra_wait(c->reads_tat_us, util_now_us(), command_read_every_us(),
+                                  command_conf->reads_per_second);
+    char text[160];
+
+    if (wait > 0) {
+        stats.reads_refused++;
+        snprintf(text, sizeof(text), "more than %lld STATUS and WATCH a second "
+                 "(limits.reads_per_second): try again in %lld ms",
+                 (long long)command_conf->reads_per_second, (long long)(wait + 999) / 1000);
+        session_error(s, PROTO_ERR_LIMIT, text);
+        return -1;
+    }
+    return 0;
+}
+
+/* A read command_read_budget() let go was made: count it. */
+static void
+command_read_taken(struct command *c)
+{
+    util_gcra_take(&c->reads_tat_us, util_now_us(), command_read_every_us());
+}
+
+/* Run one parsed request (the session's line hook). */
+static void
+command_line(struct session *s, void *state, const struct proto_cmd *cmd)
+{
+    struct command *c = state;
+    struct proto_reply r;
+    struct lock_request req;
+    char text[160];
+    const char *err;
+    int64_t ttl;
+    size_t i;
+    int rc;
+
+    if (!session_authed(s) && command_conf->auth_password[0] != '\0'
+        && cmd->verb != PROTO_AUTH && cmd->verb != PROTO_QUIT) {
+        session_error(s, PROTO_ERR_AUTH, "authentication required: send "
+                      "AUTH <password> first");
+        return;
+    }
+    if (session_stopping() && cmd->verb != PROTO_QUIT) {
+        session_error(s, PROTO_ERR_SHUTDOWN, "the daemon is stopping");
+        return;
+    }
+    c->verb = cmd->verb;
+    switch (cmd->verb) {
+    case PROTO_AUTH:
+        command_auth(s, cmd->word, cmd->word_len);
+        return;
+    case PROTO_LOCK:
+    case PROTO_TRYLOCK:
+        if (cmd->mode == PROTO_MODE_LEASE && !cmd->has_ttl) {
+            snprintf(text, sizeof(text), "%s: mode=lease needs ttl= (nothing renews a lease)",
+                     proto_verb_name(cmd->verb));
+            session_error(s, PROTO_ERR_PROTO, text);
+            return;
+        }
+        if (command_ttl(s, cmd, &req.ttl_ms) != 0) {
+            return;
+        }
+        req.wait_ms = cmd->verb == PROTO_TRYLOCK ? 0
+                      : cmd->has_wait ? cmd->wait_ms : PROTO_WAIT_INF;
+        req.trylock = cmd->verb == PROTO_TRYLOCK;
+        req.lease_mode = cmd->mode == PROTO_MODE_LEASE;
+        req.fence = cmd->fence;
+        req.kind = cmd->shared ? LOCK_KIND_SHARED
+                   : cmd->has_limit ? LOCK_KIND_COUNTED : LOCK_KIND_EXCLUSIVE;
+        req.label = cmd->has_label ? cmd->label : c->label;
+        req.label_len = cmd->has_label ? cmd->label_len : strlen(c->label);
+        req.label_asked = cmd->has_label;
+        req.limit = 0;
+        if (cmd->has_limit) {
+            if (cmd->limit > command_conf->max_limit) {
+                snprintf(text, sizeof(text), "%s: limit=%lld out of range 1..%lld "
+                         "(lock.max_limit)", proto_verb_name(cmd->verb),
+                         (long long)cmd->limit, (long long)command_conf->max_limit);
+                session_error(s, PROTO_ERR_PROTO, text);
+                return;
+            }
+            req.limit = (unsigned)cmd->limit;
+        }
+        session_request_begin(s);
+        lock_acquire(&c->lc, cmd->name, cmd->name_len, &req);
+        return;
+    case PROTO_UNLOCK:
+        session_request_begin(s);
+        lock_release(&c->lc, cmd->name, cmd->name_len, cmd->token);
+        return;
+    case PROTO_STATUS:
+        if (command_read_budget(c) != 0) {
+            return;
+        }
+        command_read_taken(c);
+        session_request_begin(s);
+        lock_status(&c->lc, cmd->name, cmd->name_len, cmd->token);
+        return;
+    case PROTO_EXTEND:
+        /* The parser made sure of token= and ttl=. */
+        if (command_ttl(s, cmd, &ttl) != 0) {
+            return;
+        }
+        session_request_begin(s);
+        lock_extend(&c->lc, cmd->name, cmd->name_len, cmd->token, ttl);
+        return;
+    case PROTO_PING:
+        proto_reply_start(&r, "PONG");
+        if (cmd->word != NULL) {
+            proto_reply_word(&r, cmd->word, cmd->word_len);
+        }
+        break;
+    case PROTO_VERSION_VERB:
+        proto_reply_start(&r, "VERSION");
+        proto_reply_word(&r, REDLOCKD_VERSION, strlen(REDLOCKD_VERSION));
+        break;
+    case PROTO_HELP:
+        for (i = 0; proto_help[i] != NULL; i++) {
+            evbuffer_add_printf(session_output(s), "HELP %s\n", proto_help[i]);
+        }
+        evbuffer_add(session_output(s), "END\n", 4);
+        session_wrote(s);
+        return;
+    case PROTO_STATS:
+        command_stats(s);
+        return;
+    case PROTO_QUIT:
+        evbuffer_add(session_output(s), "BYE\n", 4);
+        session_wrote(s);
+        session_quit(s);
+        return;
+    case PROTO_LIST:
+        if ((c->list = calloc(1, sizeof(*c->list))) == NULL) {
+            session_error(s, PROTO_ERR_LIMIT, "out of memory listing");
+            return;
+        }
+        c->list->prefix_len = cmd->word != NULL ? cmd->word_len : 0;
+        memcpy(c->list->prefix, cmd->word != NULL ? cmd->word : "", c->list->prefix_len);
+        session_pace(s, true);
+        command_list_step(c);
+        return;
+    case PROTO_WATCH:
+        if (command_read_budget(c) != 0) {
+            return;
+        }
+        rc = watch_add(&c->wc, cmd->name, cmd->name_len, &err);
+        if (rc < 0) {
+            session_error(s, PROTO_ERR_LIMIT, err);
+            return;
+        }
+        if (rc == 0) {
+            command_read_taken(c);  /* a new watch: a read and subscriptions */
+        }
+        proto_reply_start(&r, "OK");
+        proto_reply_word(&r, cmd->name, cmd->name_len);
+        break;
+    case PROTO_UNWATCH:
+        watch_remove(&c->wc, cmd->name, cmd->name_len);
+        proto_reply_start(&r, "OK");
+        proto_reply_word(&r, cmd->name, cmd->name_len);
+        break;
+    case PROTO_BREAK:
+        if (session_admin_by(s) == NULL) {
+            log_warn("client %llu (%s, label %s): BREAK %.*s refused: not admin",
+                     session_id(s), session_peer(s), c->label, (int)cmd->name_len,
+                     cmd->name);
+            session_error(s, PROTO_ERR_DENIED, "BREAK needs the admin right: AUTH with "
+                               "auth.admin_password, or uid 0 on the Unix socket");
+            return;
+        }
+        /* The audit line of who asked; lock.c logs what it ended, whatever comes of us. */
+        log_warn("client %llu (%s, label %s, admin by %s): BREAK %.*s",
+                 session_id(s), session_peer(s), c->label, session_admin_by(s),
+                 (int)cmd->name_len, cmd->name);
+        session_request_begin(s);
+        lock_break(&c->lc, cmd->name, cmd->name_len);
+        return;
+    case PROTO_VERB_COUNT:
+        return;
+    }
+    proto_reply_end(&r);
+    session_reply(s, &r);
+}
+
+
+static void
+command_open(struct session *s, void *state, const char *peer, bool is_unix, long uid,
+             long pid)
+{
+    struct command *c = state;
+
+    c->s = s;
+    lock_client_init(&c->lc, command_done_cb, command_lost_cb);
+    watch_client_init(&c->wc, command_watch_cb);
+    command_default_label(c, peer, is_unix, uid, pid);
+}
+
+static void
+command_writable(struct session *s, void *state)
+{
+    struct command *c = state;
+
+    (void)s;
+    command_list_step(c);     /* the client read the last step: the next one */
+}
+
+static void
+command_input_end(void *state)
+{
+    struct command *c = state;
+
+    lock_client_drain(&c->lc);
+}
+
+static void
+command_release(void *state)
+{
+    struct command *c = state;
+
+    lock_client_close(&c->lc);
+}
+
+static void
+command_closed(void *state)
+{
+    struct command *c = state;
+
+    watch_client_close(&c->wc);
+    lock_client_close(&c->lc);
+}
+
+static void
+command_shutdown(void *state)
+{
+    struct command *c = state;
+
+    lock_client_shutdown(&c->lc);
+}
+
+static void
+command_free(void *state)
+{
+    struct command *c = state;
+
+    free(c->list);
+}
+
+static const struct session_hooks command_hooks = {
+    .size = sizeof(struct command),
+    .open = command_open,
+    .line = command_line,
+    .writable = command_writable,
+    .input_end = command_input_end,
+    .release = command_release,
+    .closed = command_closed,
+    .shutdown = command_shutdown,
+    .free = command_free,
+};
+
+void
+command_init(struct event_base *base, const struct conf *conf)
+{
+    command_conf = conf;
+    if (gethostname(command_host, sizeof(command_host)) != 0
+        || !util_printable_word(command_host, strnlen(command_host, sizeof(command_host)))) {
+        snprintf(command_host, sizeof(command_host), "localhost");
+    }
+    command_host[sizeof(command_host) - 1] = '\0';
+    session_init(base, conf, &command_hooks);
+}
+
+void
+command_set_conf(const struct conf *conf)
+{
+    session_set_conf(conf);
+    command_conf = conf;
+}
