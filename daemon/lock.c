@@ -101,6 +101,14 @@ struct hold {
     char                label[REDLOCK_LABEL_MAX + 1]; /* who holds it, for people */
 };
 
+/* How a waiter waits. */
+enum waiter_wait {
+    WAITER_QUEUES,          /* queued until granted, or wait= ends (TIMEOUT) */
+    WAITER_ONCE_TIMEOUT,    /* one attempt, a refusal answers TIMEOUT (wait=0, or
+                               a client whose input ended) */
+    WAITER_ONCE_BUSY        /* one attempt, a refusal answers BUSY (TRYLOCK) */
+};
+
 /*
  * A pending LOCK.  Owned by this module; freed when answered.  A waiter
  * keeps its own copy of the key so that a cancelled waiter whose round
@@ -124,8 +132,7 @@ struct waiter {
     int64_t             ttl_ms;     /* lease asked for */
     int64_t             deadline_us;/* monotonic end of wait=, or INT64_MAX */
     int64_t             start_us;   /* monotonic time of lock_acquire(), for the latency */
-    bool                trylock;    /* failure answers BUSY, not TIMEOUT */
-    bool                immediate;  /* wait=0: one attempt, never queued behind */
+    enum waiter_wait    wait;       /* how long it waits, and what a refusal answers */
     bool                lease_mode; /* mode=lease: no lease struct once granted */
     bool                fence;      /* the grant carries a fencing token */
     enum redlock_kind   kind;       /* the record it asks for */
@@ -151,6 +158,9 @@ struct waiter {
     size_t              key_len;    /* bytes in key */
     char                key[];      /* prefix + name, NUL-terminated */
 };
+
+/* One attempt only (TRYLOCK, wait=0, a client whose input ended): never queued behind. */
+#define WAITER_ONCE(w)      ((w)->wait != WAITER_QUEUES)
 
 /* An UNLOCK, EXTEND or STATUS in flight. */
 struct lock_op {
@@ -449,7 +459,7 @@ lock_head(const struct lock *lk)
     struct waiter *w;
 
     TAILQ_FOREACH(w, &lk->waiters, link) {
-        if (!w->immediate) {
+        if (!WAITER_ONCE(w)) {
             return w;
         }
     }
@@ -494,7 +504,7 @@ lock_queued_exclusive(const struct lock *lk)
     struct waiter *w;
 
     TAILQ_FOREACH(w, &lk->waiters, link) {
-        if (!w->immediate && w->kind == REDLOCK_EXCLUSIVE) {
+        if (!WAITER_ONCE(w) && w->kind == REDLOCK_EXCLUSIVE) {
             return w->ttl_ms;
         }
     }
@@ -815,7 +825,7 @@ waiter_unqueue(struct waiter *w)
     lk->nwaiters--;
     lock_nwaiters--;
     w->lock = NULL;
-    if (!w->immediate && --lk->nqueued == 0 && lk->watched) {
+    if (!WAITER_ONCE(w) && --lk->nqueued == 0 && lk->watched) {
         lk->watched = false;
         redlock_watch(lk->key, lk->key_len, false);
     }
@@ -918,7 +928,7 @@ waiter_retry_in(struct waiter *w, int64_t delay_us, int64_t now)
 static void
 waiter_wait(struct waiter *w, int64_t now)
 {
-    if (!w->immediate) {
+    if (!WAITER_ONCE(w)) {
         lock_watch(w->lock);
     }
     if (w->deadline_us != INT64_MAX) {
@@ -985,7 +995,7 @@ waiter_expired(struct waiter *w)
 static void
 waiter_refused(struct waiter *w, int64_t ttl_ms)
 {
-    if (!w->trylock) {
+    if (w->wait != WAITER_ONCE_BUSY) {
         waiter_expired(w);
         return;
     }
@@ -1118,7 +1128,7 @@ waiter_grant(struct waiter *w, const struct redlock_result *res)
     lk->remote = res->subscribers > (lk->watched ? 1u : 0u);
     if (!w->handover) {
         /* A new turn: one hand-over for each session queued behind. */
-        lk->turn_left = lk->nqueued > 0 && !w->immediate ? lk->nqueued - 1 : lk->nqueued;
+        lk->turn_left = lk->nqueued > 0 && !WAITER_ONCE(w) ? lk->nqueued - 1 : lk->nqueued;
     }
     rec.base = lk->key;     /* the lease borrows the entry's key */
     if (lease_start(&h->lease, &rec, w->token, w->ttl_ms, res->fence,
@@ -1215,7 +1225,7 @@ waiter_acquired(const struct redlock_result *res, void *arg)
         if (!waiter_retire_token(w, res)) {
             return;
         }
-        if (w->immediate || now >= w->deadline_us) {
+        if (WAITER_ONCE(w) || now >= w->deadline_us) {
             waiter_refused(w, 0);
             return;
         }
@@ -1252,7 +1262,7 @@ waiter_acquired(const struct redlock_result *res, void *arg)
         return;
     }
     if (res->outcome == REDLOCK_NOQUORUM) {
-        if (w->immediate || now >= w->deadline_us) {
+        if (WAITER_ONCE(w) || now >= w->deadline_us) {
             stats.acquire_noquorum++;
             waiter_observe(w);
             waiter_finish(w, LOCK_NOQUORUM, 0, res->error);
@@ -1264,7 +1274,7 @@ waiter_acquired(const struct redlock_result *res, void *arg)
     free(w->noquorum);      /* this attempt had a quorum of answers */
     w->noquorum = NULL;
     w->backoff_us = 0;
-    if (w->trylock) {
+    if (w->wait == WAITER_ONCE_BUSY) {
         waiter_refused(w, res->outcome == REDLOCK_BUSY ? res->ttl_ms : 0);
         return;
     }
@@ -1283,7 +1293,7 @@ waiter_acquired(const struct redlock_result *res, void *arg)
      * expires.
      */
     delay = util_random(lock_conf->retry_delay_ms * 1000);
-    if (!w->immediate && lock_watch(w->lock)) {
+    if (!WAITER_ONCE(w) && lock_watch(w->lock)) {
         /*
          * Subscribed only now: a release made between this round and the
          * subscription would never be heard, so try once more at once
@@ -1313,7 +1323,7 @@ waiter_try(struct waiter *w)
     unsigned flags = w->fence ? REDLOCK_ACQUIRE_FENCE : 0;
     const char *old = NULL;
 
-    if (!w->immediate) {
+    if (!WAITER_ONCE(w)) {
         flags |= REDLOCK_ACQUIRE_WAIT | (w->gated ? REDLOCK_ACQUIRE_GATED : 0);
     }
     if (w->lock != NULL && w->lock->nqueued > 1) {
@@ -1440,7 +1450,6 @@ lock_acquire(struct lock_client *c, const char *name, size_t name_len,
     w->lock = lk;
     w->client = c;
     w->ttl_ms = req->ttl_ms;
-    w->trylock = req->trylock;
     snprintf(w->label, sizeof(w->label), "%.*s",
              (int)(req->label_len < REDLOCK_LABEL_MAX ? req->label_len : REDLOCK_LABEL_MAX),
              req->label != NULL ? req->label : "");
@@ -1450,22 +1459,23 @@ lock_acquire(struct lock_client *c, const char *name, size_t name_len,
     w->kind = kind;
     w->limit = lk->limit;
     /* A client whose input ended cannot wait: one attempt (lock_client_drain). */
-    w->immediate = req->wait_ms == 0 || c->draining;
+    w->wait = req->trylock ? WAITER_ONCE_BUSY
+              : req->wait_ms == 0 || c->draining ? WAITER_ONCE_TIMEOUT : WAITER_QUEUES;
     w->start_us = start_us;
-    w->deadline_us = w->immediate ? start_us
+    w->deadline_us = WAITER_ONCE(w) ? start_us
                      : req->wait_ms < 0 ? INT64_MAX : start_us + req->wait_ms * 1000;
     evtimer_assign(&w->retry, lock_base, waiter_timer_cb, w);
     TAILQ_INSERT_TAIL(&lk->waiters, w, link);
     lk->nwaiters++;
     lock_nwaiters++;
-    if (!w->immediate) {
+    if (!WAITER_ONCE(w)) {
         lk->nqueued++;
     }
     c->waiter = w;
-    if (w->immediate && w->kind == REDLOCK_SHARED && (ttl = lock_queued_exclusive(lk)) > 0) {
+    if (WAITER_ONCE(w) && w->kind == REDLOCK_SHARED && (ttl = lock_queued_exclusive(lk)) > 0) {
         /* A shared attempt never overtakes an exclusive LOCK queued here (its gate's ttl). */
         waiter_refused(w, ttl);
-    } else if (w->immediate || w == lock_ready_head(lk)) {
+    } else if (WAITER_ONCE(w) || w == lock_ready_head(lk)) {
         waiter_try(w);
     } else {
         waiter_wait(w, util_now_us());    /* behind others, or held here */
@@ -1911,7 +1921,7 @@ lock_list_one(struct lock *lk, int64_t now, lock_list_fn fn, void *arg)
     e.waiters = lk->nqueued;
     e.permit = -1;
     TAILQ_FOREACH(w, &lk->waiters, link) {
-        if (w->immediate) {
+        if (WAITER_ONCE(w)) {
             continue;       /* one attempt, answered at once: not waiting */
         }
         e.label = w->label;

@@ -130,7 +130,8 @@ void lock_client_init(struct lock_client *c, lock_done_fn done, lock_lost_fn los
 struct lock_request {
     int64_t ttl_ms;     /* lease, ms, checked by the caller */
     int64_t wait_ms;    /* 0.., or -1 for no limit */
-    bool    trylock;    /* failure answers BUSY (else TIMEOUT) */
+    bool    trylock;    /* one attempt (wait_ms unread), failure answers BUSY
+                           (else TIMEOUT) */
     bool    lease_mode; /* mode=lease: not bound to the client, no watchdog;
                            the OK carries the token */
     bool    fence;      /* the grant carries a fencing token */
