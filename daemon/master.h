@@ -1,9 +1,11 @@
 /*
  * master.h: asynchronous connections to the Redis masters.
  *
- * This module (with its transport, daemon/redisev.h, and
- * daemon/health.c, which reads the answers it is handed) is the only one
- * that includes hiredis, used as the RESP codec.  It keeps two
+ * The module is two files: daemon/master.c (the links) and
+ * daemon/master_eval.c (the requests), sharing daemon/master_link.h.
+ * With its transport (daemon/redisev.h) and daemon/health.c, which
+ * reads the answers it is handed, it is the only code that includes
+ * hiredis, used as the RESP codec.  It keeps two
  * connections per configured master (commands, pub/sub) on the daemon's
  * libevent base, plain or TLS, connects at start, authenticates when a
  * password is set, loads the registered Lua scripts with SCRIPT LOAD on every

@@ -1,0 +1,713 @@
+/*
+ * master_eval.c: the requests sent to the masters over their command
+ * links: the scripts' registry and the clock wrapper, EVALSHA with one
+ * NOSCRIPT retry as EVAL, the batch of one loop iteration sent as one
+ * call, and the replies.  See daemon/master.h; the links themselves
+ * are daemon/master.c's.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <event2/event.h>
+#include <hiredis/hiredis.h>
+
+#include "conf/conf.h"
+#include "daemon/flush.h"
+#include "daemon/health.h"
+#include "daemon/log.h"
+#include "daemon/master.h"
+#include "daemon/master_link.h"
+#include "daemon/redisev.h"
+#include "daemon/util.h"
+
+#define MASTER_BATCH_MAX        128     /* requests in one batch call, at most */
+#define MASTER_ARGV_STACK       16
+
+/*
+ * A script registered with its clock is sent wrapped so that its answer
+ * carries the master's clock, read just before the script's own body
+ * runs: {us, answer} (TIME in microseconds, an integer: a Lua number
+ * holds it exactly; then the body's answer; a nil answer ends the
+ * table, so only one element comes back).  master_clock_read() takes
+ * the wrapper off and checks the clock: callers see the body's answer
+ * alone.  The body runs as a function, so its top-level return
+ * statements are unchanged, and it may read the time as rl_clock_us
+ * (master.h, master_script).  Without its clock, a script only gets
+ * rl_clock_us false, and its answer comes back as it is.
+ */
+#define MASTER_CLOCK_HEAD   "local rl_clock_us = redis.call('TIME')\n" \
+                            "rl_clock_us = tonumber(rl_clock_us[1]) * 1000000" \
+                            " + tonumber(rl_clock_us[2])\n" \
+                            "local rl_answer = (function()\n"
+#define MASTER_CLOCK_TAIL   "\nend)()\n" \
+                            "return {rl_clock_us, rl_answer}\n"
+#define MASTER_NOCLOCK_HEAD "local rl_clock_us = false\n"
+
+static char *script_text[MASTER_SCRIPTS_MAX];  /* wrapped (MASTER_CLOCK_HEAD/_TAIL);
+                                                  live until exit */
+static bool        script_clock[MASTER_SCRIPTS_MAX];   /* its answers carry the clock */
+static const char *script_op[MASTER_SCRIPTS_MAX];      /* its operation in the batch
+                                                          script, or NULL */
+static int         script_batch = -1;                  /* the batch script's id */
+
+/*
+ * The batch formatted last (redisFormatCommandArgv's output, freed with
+ * redisFreeCommand), kept so that the next master asked the very same
+ * requests, as every master usually is in one loop iteration, is sent
+ * these bytes instead of a new formatting (master_batch_write).  Owned
+ * here; NULL when none.
+ */
+static char       *batch_cmd;
+static size_t      batch_cmd_len;                      /* bytes in batch_cmd */
+static int         nscripts;
+
+static void master_batch_cb(struct redisev *ac, void *r, void *privdata);
+static void master_reply_cb(struct redisev *ac, void *r, void *privdata);
+static void master_batch_send(struct master *m, bool in_loop);
+static void master_batch_add(struct master *m, struct master_req *req);
+static void master_batch_fail(struct master *m, struct master_req *items, const char *why);
+
+int
+master_script(const char *text, bool clock)
+{
+    const char *head_text = clock ? MASTER_CLOCK_HEAD : MASTER_NOCLOCK_HEAD;
+    const char *tail_text = clock ? MASTER_CLOCK_TAIL : "";
+    size_t head = strlen(head_text), len = strlen(text), tail = strlen(tail_text);
+    char *wrapped;
+
+    if (nscripts == MASTER_SCRIPTS_MAX || (wrapped = malloc(head + len + tail + 1)) == NULL) {
+        return -1;
+    }
+    memcpy(wrapped, head_text, head);
+    memcpy(wrapped + head, text, len);
+    memcpy(wrapped + head + len, tail_text, tail + 1);
+    script_text[nscripts] = wrapped;
+    script_clock[nscripts] = clock;
+    return nscripts++;
+}
+
+int
+master_script_batch(int script, int batch, const char *op)
+{
+    if (script < 0 || script >= nscripts || batch < 0 || batch >= nscripts
+        || !script_clock[batch] || op == NULL) {
+        return -1;
+    }
+    script_batch = batch;
+    script_op[script] = op;
+    return 0;
+}
+
+/* shared holds an EVALSHA that m can be sent as it is. */
+static bool
+master_shared_fits(const struct master_shared *shared, const struct master *m, int script)
+{
+    return shared != NULL && shared->cmd != NULL && strcmp(shared->sha, m->sha[script]) == 0;
+}
+
+/*
+ * Send req as EVALSHA, or as EVAL when use_eval.  shared, when not NULL
+ * and use_eval is false, holds (or receives) the EVALSHA formatted once
+ * for every master.  Returns REDIS_OK/ERR.
+ */
+static int
+master_send(struct master *m, struct master_req *req, bool use_eval,
+            struct master_shared *shared)
+{
+    const char *stack_argv[MASTER_ARGV_STACK];
+    size_t stack_lens[MASTER_ARGV_STACK];
+    const char **argv = stack_argv;
+    size_t *lens = stack_lens;
+    size_t argc = req->nargs + 3, i;
+    char nkeys[24];
+    int rc;
+
+    if (use_eval) {
+        shared = NULL;      /* the script's text, for this master alone */
+    }
+    if (master_shared_fits(shared, m, req->script)) {
+        /* Formatted for an earlier master of the round: only copied. */
+        return redisev_formatted(m->cmd.ac, master_reply_cb, req, shared->cmd,
+                                          shared->len);
+    }
+    if (argc > MASTER_ARGV_STACK) {
+        argv = malloc(argc * sizeof(*argv));
+        lens = malloc(argc * sizeof(*lens));
+        if (argv == NULL || lens == NULL) {
+            free(argv);
+            free(lens);
+            return REDIS_ERR;
+        }
+    }
+    argv[0] = use_eval ? "EVAL" : "EVALSHA";
+    lens[0] = strlen(argv[0]);
+    argv[1] = use_eval ? script_text[req->script] : m->sha[req->script];
+    lens[1] = strlen(argv[1]);
+    lens[2] = (size_t)snprintf(nkeys, sizeof(nkeys), "%zu", req->nkeys);
+    argv[2] = nkeys;
+    for (i = 0; i < req->nargs; i++) {
+        argv[i + 3] = req->args[i];
+        lens[i + 3] = req->lens[i];
+    }
+    if (shared != NULL && shared->cmd == NULL) {
+        int len = redisFormatCommandArgv(&shared->cmd, (int)argc, argv, lens);
+
+        if (len >= 0) {
+            shared->len = (size_t)len;
+            memcpy(shared->sha, m->sha[req->script], sizeof(shared->sha));
+        } else {
+            shared->cmd = NULL;     /* out of memory: each master formats its own */
+        }
+    }
+    if (master_shared_fits(shared, m, req->script)) {
+        rc = redisev_formatted(m->cmd.ac, master_reply_cb, req, shared->cmd,
+                                        shared->len);
+    } else {
+        rc = redisev_command_argv(m->cmd.ac, master_reply_cb, req, (int)argc, argv, lens);
+    }
+    if (argv != stack_argv) {
+        free(argv);
+        free(lens);
+    }
+    return rc;
+}
+
+/*
+ * A request on ac got no reply (the link was lost or dropped): why, in
+ * why, and from now on the master is down when ac is its live link
+ * (these callbacks run before the disconnect callback, so rounds started
+ * in them see it down too).
+ */
+static void
+master_request_lost(struct master *m, struct redisev *ac, char *why, size_t size)
+{
+    m->stats.errors++;
+    if (m->cmd.ac != ac && m->cmd.why[0] != '\0') {
+        /* We dropped the link (master_drop): its reason. */
+        snprintf(why, size, "%s", m->cmd.why);
+    } else {
+        snprintf(why, size, "connection lost (%s)",
+                 redisev_errstr(ac)[0] ? redisev_errstr(ac) : "closed");
+    }
+    if (m->cmd.ac == ac && m->cmd.state == MASTER_UP) {
+        log_warn("master %s: down: %s", m->addr->spec, why);
+        m->cmd.state = MASTER_DOWN;
+        master_link_lost(&m->cmd);
+        snprintf(m->cmd.why, sizeof(m->cmd.why), "%s", why);
+    }
+}
+
+/*
+ * reply says the master's script cache was flushed (NOSCRIPT) and the
+ * request was not retried yet on its live link ac: mark it retried; the
+ * caller sends the script's text once, within the same deadline.
+ */
+static bool
+master_noscript(struct master *m, const struct redisev *ac, const redisReply *reply,
+                bool *retried)
+{
+    if (reply->type != REDIS_REPLY_ERROR || *retried || m->cmd.ac != ac
+        || strncmp(reply->str, "NOSCRIPT", 8) != 0) {
+        return false;
+    }
+    *retried = true;
+    log_debug("master %s: NOSCRIPT, retrying with EVAL", m->addr->spec);
+    return true;
+}
+
+static void
+master_reply_cb(struct redisev *ac, void *r, void *privdata)
+{
+    redisReply *reply = r;
+    const redisReply *answer;
+    struct master_req *req = privdata;
+    struct master *m = req->m;
+    int64_t now = util_now_us();
+    char why[MASTER_WHY_MAX];
+
+    if (m->cmd.ac == ac) {
+        master_link_answered(&m->cmd, true, now);
+    }
+    if (reply == NULL) {
+        master_request_lost(m, ac, why, sizeof(why));
+        req->cb(m, NULL, why, req->arg);
+        free(req);
+        return;
+    }
+    m->stats.rtt_us = now - req->sent_us;
+    if (master_noscript(m, ac, reply, &req->retried)
+        && master_send(m, req, true, NULL) == REDIS_OK) {
+        master_link_sent(&m->cmd);
+        return;
+    }
+    if (reply->type == REDIS_REPLY_ERROR) {
+        m->stats.errors++;
+        req->cb(m, (const struct master_reply *)reply, NULL, req->arg);
+    } else if (!script_clock[req->script]) {
+        req->cb(m, (const struct master_reply *)reply, NULL, req->arg);
+    } else if ((answer = health_clock_read(m->index, reply, req->sent_us, now)) == NULL) {
+        m->stats.errors++;
+        req->cb(m, NULL, "answered without its clock (the script's wrapper is missing)",
+                req->arg);
+    } else {
+        req->cb(m, (const struct master_reply *)answer, NULL, req->arg);
+    }
+    free(req);
+}
+
+/* Each request of the list items gets cb(m, NULL, why) and is freed. */
+static void
+master_batch_fail(struct master *m, struct master_req *items, const char *why)
+{
+    struct master_req *req;
+
+    while ((req = items) != NULL) {
+        items = req->next;
+        req->cb(m, NULL, why, req->arg);
+        free(req);
+    }
+}
+
+/* v in decimal into out (room for 20 digits); returns the digits' count. */
+static size_t
+master_decimal(char *out, size_t v)
+{
+    char rev[24];
+    size_t n = 0, i;
+
+    do {
+        rev[n++] = (char)('0' + v % 10);
+        v /= 10;
+    } while (v > 0);
+    for (i = 0; i < n; i++) {
+        out[i] = rev[n - 1 - i];
+    }
+    return n;
+}
+
+/* Whether the n bytes at *p are mark, v in decimal and CRLF; moves *p past them. */
+static bool
+master_resp_head(const char **p, const char *end, char mark, size_t v)
+{
+    char head[32];
+    size_t n = 0;
+
+    head[n++] = mark;
+    n += master_decimal(head + n, v);
+    head[n++] = '\r';
+    head[n++] = '\n';
+    if ((size_t)(end - *p) < n || memcmp(*p, head, n) != 0) {
+        return false;
+    }
+    *p += n;
+    return true;
+}
+
+/* Whether cmd (len bytes, as redisFormatCommandArgv made it) is argv exactly. */
+static bool
+master_resp_is(const char *cmd, size_t len, size_t argc, const char **argv,
+               const size_t *lens)
+{
+    const char *p = cmd, *end = cmd + len;
+    size_t i;
+
+    if (!master_resp_head(&p, end, '*', argc)) {
+        return false;
+    }
+    for (i = 0; i < argc; i++) {
+        if (!master_resp_head(&p, end, '$', lens[i]) || (size_t)(end - p) < lens[i] + 2
+            || memcmp(p, argv[i], lens[i]) != 0 || p[lens[i]] != '\r'
+            || p[lens[i] + 1] != '\n') {
+            return false;
+        }
+        p += lens[i] + 2;
+    }
+    return p == end;
+}
+
+/*
+ * Send b: EVALSHA (or EVAL when use_eval) of the batch script, its KEYS
+ * every request's keys in order, its ARGV per request the operation, how
+ * many keys and arguments it has, and its arguments
+ * (daemon/scripts/batch.lua).  The bytes of the last batch formatted are
+ * sent again when they are this one's (the other masters of the same
+ * loop iteration), compared byte for byte, so that a batch is formatted
+ * once for all of them.  Returns REDIS_OK/ERR.
+ */
+static int
+master_batch_write(struct master *m, struct master_batch_req *b, bool use_eval)
+{
+    const struct master_req *req;
+    size_t argc = 3 + 3 * b->n, nkeys = 0, i, j, k, a;
+    const char **argv;
+    size_t *lens;
+    char (*nums)[3][24];        /* the call's key count, then per request its two counts */
+    char *cmd;
+    void *block;
+    int rc, len;
+
+    for (req = b->items; req != NULL; req = req->next) {
+        argc += req->nargs;
+        nkeys += req->nkeys;
+    }
+    block = malloc(argc * (sizeof(*argv) + sizeof(*lens)) + (b->n + 1) * sizeof(*nums));
+    if (block == NULL) {
+        return REDIS_ERR;
+    }
+    argv = block;
+    lens = (size_t *)(argv + argc);
+    nums = (char (*)[3][24])(lens + argc);
+    argv[0] = use_eval ? "EVAL" : "EVALSHA";
+    lens[0] = strlen(argv[0]);
+    argv[1] = use_eval ? script_text[script_batch] : m->sha[script_batch];
+    lens[1] = strlen(argv[1]);
+    argv[2] = nums[0][0];
+    lens[2] = master_decimal(nums[0][0], nkeys);
+    k = 3;
+    a = 3 + nkeys;
+    for (req = b->items, i = 1; req != NULL; req = req->next, i++) {
+        for (j = 0; j < req->nkeys; j++) {
+            argv[k] = req->args[j];
+            lens[k++] = req->lens[j];
+        }
+        argv[a] = script_op[req->script];
+        lens[a++] = strlen(script_op[req->script]);
+        argv[a] = nums[i][0];
+        lens[a++] = master_decimal(nums[i][0], req->nkeys);
+        argv[a] = nums[i][1];
+        lens[a++] = master_decimal(nums[i][1], req->nargs - req->nkeys);
+        for (j = req->nkeys; j < req->nargs; j++) {
+            argv[a] = req->args[j];
+            lens[a++] = req->lens[j];
+        }
+    }
+    if (batch_cmd != NULL && master_resp_is(batch_cmd, batch_cmd_len, argc, argv, lens)) {
+        rc = redisev_formatted(m->cmd.ac, master_batch_cb, b, batch_cmd, batch_cmd_len);
+    } else if ((len = redisFormatCommandArgv(&cmd, (int)argc, argv, lens)) < 0) {
+        rc = REDIS_ERR;
+    } else {
+        rc = redisev_formatted(m->cmd.ac, master_batch_cb, b, cmd, (size_t)len);
+        if (batch_cmd != NULL) {
+            redisFreeCommand(batch_cmd);
+        }
+        batch_cmd = cmd;
+        batch_cmd_len = (size_t)len;
+    }
+    free(block);
+    return rc;
+}
+
+/*
+ * The answer to a batch: each request gets its own element, as the
+ * answer its script alone would have given (the clock, read once for the
+ * whole batch, is checked once); a reply without an element per request
+ * fails them all.
+ */
+static void
+master_batch_cb(struct redisev *ac, void *r, void *privdata)
+{
+    redisReply *reply = r;
+    const redisReply *answer, *e;
+    struct master_batch_req *b = privdata;
+    struct master *m = b->m;
+    struct master_req *req;
+    int64_t now = util_now_us();
+    char why[MASTER_WHY_MAX];
+    size_t i;
+
+    if (m->cmd.ac == ac) {
+        master_link_answered(&m->cmd, true, now);
+    }
+    if (reply == NULL) {
+        master_request_lost(m, ac, why, sizeof(why));
+        master_batch_fail(m, b->items, why);
+        free(b);
+        return;
+    }
+    m->stats.rtt_us = now - b->sent_us;
+    if (master_noscript(m, ac, reply, &b->retried) && master_batch_write(m, b, true) == REDIS_OK) {
+        master_link_sent(&m->cmd);
+        return;
+    }
+    /* An error for the whole call is every request's answer. */
+    answer = reply->type == REDIS_REPLY_ERROR
+             ? reply : health_clock_read(m->index, reply, b->sent_us, now);
+    if (answer == NULL) {
+        snprintf(why, sizeof(why), "answered without its clock (the script's wrapper is "
+                 "missing)");
+    } else if (answer != reply
+               && (answer->type != REDIS_REPLY_ARRAY || answer->elements != b->n)) {
+        snprintf(why, sizeof(why), "answered a batch of %zu requests with a reply of type "
+                 "%d and %zu elements", b->n, answer->type,
+                 answer->type == REDIS_REPLY_ARRAY ? answer->elements : (size_t)0);
+        answer = NULL;
+    }
+    if (answer == NULL) {
+        m->stats.errors++;
+        master_batch_fail(m, b->items, why);
+        free(b);
+        return;
+    }
+    for (i = 0; (req = b->items) != NULL; i++) {
+        b->items = req->next;
+        e = answer == reply ? reply : answer->element[i];
+        if (e->type == REDIS_REPLY_ERROR) {
+            m->stats.errors++;
+        }
+        req->cb(m, (const struct master_reply *)e, NULL, req->arg);
+        free(req);
+    }
+    free(b);
+}
+
+/*
+ * Send what m's batch holds, now: one request as its own script, more as
+ * one call of the batch script.  Called at the end of the loop iteration
+ * (in_loop: callbacks may run, so when m is not up, or the write fails,
+ * each request gets its callback with the reason), and before anything
+ * else is sent on the command link, from inside a caller's request
+ * (then nothing fails here: what cannot be sent stays queued for the
+ * iteration's end), so that the master sees the requests in the order
+ * they were made.
+ */
+static void
+master_batch_send(struct master *m, bool in_loop)
+{
+    struct master_batch *q = &m->batch;
+    struct master_batch_req *b = NULL;
+    struct master_req *items = q->head, *req;
+    int64_t now = util_now_us();
+    bool up = m->cmd.state == MASTER_UP && m->cmd.ac != NULL && !m->cmd.drop_now;
+    int rc = REDIS_ERR;
+
+    if (items == NULL || (!up && !in_loop)) {
+        return;
+    }
+    if (up) {
+        for (req = items; req != NULL; req = req->next) {
+            req->sent_us = now;
+        }
+        if (q->n == 1) {
+            rc = master_send(m, items, false, NULL);
+        } else if ((b = malloc(sizeof(*b))) != NULL) {
+            b->m = m;
+            b->items = items;
+            b->n = q->n;
+            b->retried = false;
+            b->sent_us = now;
+            if ((rc = master_batch_write(m, b, false)) != REDIS_OK) {
+                free(b);
+            }
+        }
+        if (rc != REDIS_OK && !in_loop) {
+            return;     /* stays queued: the iteration's end tries again */
+        }
+    }
+    flush_leave(&q->fe);
+    q->head = NULL;
+    q->tail = &q->head;
+    q->n = 0;
+    if (rc == REDIS_OK) {
+        master_link_sent(&m->cmd);
+        return;
+    }
+    m->stats.errors++;
+    master_batch_fail(m, items, up ? "out of memory, or the connection refused the write"
+                                   : master_status_text(m));
+}
+
+/* The flush list's writer for a master's batch. */
+static void
+master_batch_flush(struct flush_entry *fe)
+{
+    master_batch_send((struct master *)((char *)fe - offsetof(struct master, batch.fe)), true);
+}
+
+/* Queue req (of a batched script) in m's batch, sent at the iteration's end. */
+static void
+master_batch_add(struct master *m, struct master_req *req)
+{
+    struct master_batch *q = &m->batch;
+
+    if (q->tail == NULL) {
+        q->tail = &q->head;
+        flush_entry_init(&q->fe, master_batch_flush);
+    }
+    *q->tail = req;
+    q->tail = &req->next;
+    q->n++;
+    flush_join(&q->fe);
+    if (q->n >= MASTER_BATCH_MAX) {
+        master_batch_send(m, false);
+    }
+}
+
+void
+master_shared_free(struct master_shared *shared)
+{
+    if (shared->cmd != NULL) {
+        redisFreeCommand(shared->cmd);
+        shared->cmd = NULL;
+    }
+}
+
+int
+master_eval(struct master *m, int script, size_t nkeys, size_t nargs,
+            const char *const *args, const size_t *lens,
+            struct master_shared *shared, master_reply_fn cb, void *arg)
+{
+    struct master_req *req;
+
+    if (m->cmd.state != MASTER_UP || m->cmd.ac == NULL) {
+        m->stats.errors++;
+        return -1;
+    }
+    if (m->cmd.inflight >= master_conf->max_pending && !m->cmd.drop_now
+        && util_now_us() - m->cmd.progress_us >= master_conf->node_timeout_ms * 1000) {
+        /*
+         * max_pending unanswered and no reply for a round's deadline: not
+         * answering while its connection stays open.  A burst to a master
+         * that answers is not this (its replies move progress_us).  The
+         * drop runs the pending callbacks, so it is left to the timer:
+         * never inside the caller's round_start().
+         */
+        snprintf(m->cmd.why, sizeof(m->cmd.why), "%d requests unanswered "
+                 "(redis.max_pending), last reply %lld ms ago", m->cmd.inflight,
+                 (long long)((util_now_us() - m->cmd.progress_us) / 1000));
+        m->cmd.drop_now = true;
+        event_active(m->cmd.timer, EV_TIMEOUT, 0);
+    }
+    if (m->cmd.drop_now) {
+        m->stats.errors++;
+        return -1;
+    }
+    req = malloc(sizeof(*req));
+    if (req == NULL) {
+        return -1;
+    }
+    req->m = m;
+    req->cb = cb;
+    req->arg = arg;
+    req->script = script;
+    req->nkeys = nkeys;
+    req->nargs = nargs;
+    req->args = args;
+    req->lens = lens;
+    req->retried = false;
+    req->sent_us = util_now_us();
+    req->next = NULL;
+    if (script_op[script] != NULL) {
+        master_batch_add(m, req);
+        m->stats.requests++;
+        return 0;
+    }
+    master_batch_send(m, false);    /* what was asked before this goes before it */
+    if (master_send(m, req, false, shared) != REDIS_OK) {
+        free(req);
+        m->stats.errors++;
+        return -1;
+    }
+    master_link_sent(&m->cmd);
+    m->stats.requests++;
+    return 0;
+}
+
+void
+master_poll(struct master *m)
+{
+    if (m->cmd.ac != NULL && m->cmd.state == MASTER_UP) {
+        redisev_read(m->cmd.ac);
+    }
+}
+
+enum master_reply_type
+master_reply_type(const struct master_reply *r)
+{
+    const redisReply *reply = (const redisReply *)r;
+
+    switch (reply->type) {
+    case REDIS_REPLY_STRING:
+        return MASTER_REPLY_STRING;
+    case REDIS_REPLY_STATUS:
+        return MASTER_REPLY_STATUS;
+    case REDIS_REPLY_INTEGER:
+        return MASTER_REPLY_INTEGER;
+    case REDIS_REPLY_NIL:
+        return MASTER_REPLY_NIL;
+    case REDIS_REPLY_ERROR:
+        return MASTER_REPLY_ERROR;
+    case REDIS_REPLY_ARRAY:
+        return MASTER_REPLY_ARRAY;
+    default:
+        return MASTER_REPLY_OTHER;
+    }
+}
+
+long long
+master_reply_integer(const struct master_reply *r)
+{
+    return ((const redisReply *)r)->integer;
+}
+
+const char *
+master_reply_str(const struct master_reply *r, size_t *len)
+{
+    const redisReply *reply = (const redisReply *)r;
+
+    if (len != NULL) {
+        *len = reply->str != NULL ? reply->len : 0;
+    }
+    return reply->str != NULL ? reply->str : "";
+}
+
+size_t
+master_reply_elements(const struct master_reply *r)
+{
+    const redisReply *reply = (const redisReply *)r;
+
+    return reply->type == REDIS_REPLY_ARRAY ? reply->elements : 0;
+}
+
+const struct master_reply *
+master_reply_element(const struct master_reply *r, size_t i)
+{
+    return (const struct master_reply *)((const redisReply *)r)->element[i];
+}
+
+
+int
+master_nscripts(void)
+{
+    return nscripts;
+}
+
+const char *
+master_script_text(int i)
+{
+    return script_text[i];
+}
+
+void
+master_batch_abandon(struct master *m, const char *why)
+{
+    struct master_req *queued = m->batch.head;
+
+    if (queued == NULL) {
+        return;
+    }
+    flush_leave(&m->batch.fe);
+    m->batch.head = NULL;
+    m->batch.tail = &m->batch.head;
+    m->batch.n = 0;
+    master_batch_fail(m, queued, why);
+}
+
+void
+master_eval_stop(void)
+{
+    if (batch_cmd != NULL) {
+        redisFreeCommand(batch_cmd);
+        batch_cmd = NULL;
+    }
+}

@@ -1,0 +1,136 @@
+/*
+ * master_link.h: the records of the master module's two files, and
+ * nothing outside them includes (daemon/master.h is the module's
+ * interface).  daemon/master.c keeps the links' life (connect,
+ * handshake, reconnect, drop); daemon/master_eval.c the requests sent
+ * over the command link (the scripts, EVALSHA with its NOSCRIPT retry,
+ * the per-iteration batch, the replies).
+ */
+#ifndef REDLOCKD_MASTER_LINK_H
+#define REDLOCKD_MASTER_LINK_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "daemon/flush.h"
+#include "daemon/master.h"
+
+struct conf;
+struct event;
+struct evdns_getaddrinfo_request;
+struct redisev;
+
+#define MASTER_SCRIPTS_MAX      16
+#define MASTER_WHY_MAX          256
+
+/* For log lines: which of a master's two links. */
+#define MASTER_LINK_WHAT(k)     ((k)->subscriber ? " (subscriber)" : "")
+
+/*
+ * One connection to a master: the command link (scripts) or the
+ * subscriber link (release announcements; a connection in subscribed
+ * mode takes no other commands).  Each connects, authenticates and
+ * reconnects on its own.
+ */
+struct master_link {
+    struct master      *master;     /* the master it belongs to */
+    const struct conf_addr *addr;   /* address, points into the conf */
+    bool                subscriber; /* the subscriber link */
+    enum master_state   state;      /* connection state */
+    struct redisev     *ac;         /* live link (daemon/redisev.h), NULL when down */
+    struct event       *timer;      /* connect deadline, or reconnect delay */
+    int64_t             backoff_ms; /* next reconnect delay before jitter */
+    int                 pending;    /* handshake replies still expected */
+    int                 inflight;   /* requests sent on ac, not answered yet */
+    int64_t             progress_us;/* last reply, or when inflight left 0 */
+    bool                ever_up;    /* has been up once (for reconnects) */
+    bool                drop_now;   /* drop requested where it cannot be done:
+                                       the timer does it, with why */
+    bool                resolving;  /* an evdns lookup is in flight */
+    struct evdns_getaddrinfo_request *dns_req; /* that lookup, to cancel */
+    char                why[MASTER_WHY_MAX]; /* last failure, for status text */
+};
+
+/*
+ * The per-lock requests of one loop iteration to one master, sent as one
+ * call of the batch script at the iteration's end (daemon/flush.h), in
+ * the order they were made.  Owned by its master; the requests in it by
+ * the batch until they are sent.
+ */
+struct master_batch {
+    struct flush_entry  fe;         /* listed while requests wait */
+    struct master_req  *head;       /* the first request; NULL when empty */
+    struct master_req **tail;       /* where the next one goes */
+    size_t              n;          /* requests in it */
+};
+
+/* A batch sent: its requests, until its answer (or the link's loss) comes. */
+struct master_batch_req {
+    struct master      *m;          /* the master it was sent to */
+    struct master_req  *items;      /* its requests, in order (linked by next) */
+    size_t              n;          /* how many */
+    bool                retried;    /* NOSCRIPT retry with EVAL done */
+    int64_t             sent_us;    /* monotonic send time */
+};
+
+/*
+ * One master.  Owned by this module (the masters array); freed by
+ * master_stop().
+ */
+struct master {
+    size_t              index;      /* position in the config */
+    const struct conf_addr *addr;   /* address, points into the conf */
+    struct master_link  cmd;        /* scripts */
+    struct master_link  sub;        /* SUBSCRIBE */
+    char                status[MASTER_WHY_MAX + 16]; /* master_status_text buffer */
+    char                sha[MASTER_SCRIPTS_MAX][41]; /* SCRIPT LOAD answers, per master */
+    bool                clock_probing;       /* a TIME of the clock keeper is in
+                                                flight on the command link */
+    int64_t             clock_probe_sent_us; /* monotonic: when it was sent */
+    struct master_stats stats;      /* counters (daemon/health.c keeps its own) */
+    struct master_batch batch;      /* per-lock requests waiting for the iteration's end */
+};
+
+/* One request in flight on a master; freed after its callback. */
+struct master_req {
+    struct master_req  *next;       /* in its master's batch, or in a batch in flight */
+    struct master      *m;          /* the master it was sent to */
+    master_reply_fn     cb;         /* caller's callback */
+    void               *arg;        /* caller's argument */
+    int                 script;     /* script id */
+    size_t              nkeys;      /* keys among args */
+    size_t              nargs;      /* args count */
+    const char *const  *args;       /* caller's args (kept alive by caller) */
+    const size_t       *lens;       /* their lengths */
+    bool                retried;    /* NOSCRIPT retry with EVAL done */
+    int64_t             sent_us;    /* monotonic send time */
+};
+
+/* The settings in use (daemon/master.c's; master_start, master_set_conf). */
+extern const struct conf *master_conf;
+
+/*
+ * A request was sent on k: count it, and make sure the link's timer
+ * watches for silence (daemon/master.c).
+ */
+void master_link_sent(struct master_link *k);
+
+/* A reply arrived on k at now_us; answered says whether it ends a request. */
+void master_link_answered(struct master_link *k, bool answered, int64_t now_us);
+
+/* k's requests will not be answered: tell whoever the link worked for. */
+void master_link_lost(struct master_link *k);
+
+/* Scripts registered (master_script), and the text of script i as sent. */
+int master_nscripts(void);
+const char *master_script_text(int i);
+
+/* Fail (callback with why) and forget what m's batch holds unsent: the
+ * daemon is stopping (daemon/master_eval.c). */
+void master_batch_abandon(struct master *m, const char *why);
+
+/* Free what the requests' side keeps across masters (at exit). */
+void master_eval_stop(void);
+
+#endif /* REDLOCKD_MASTER_LINK_H */
