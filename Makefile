@@ -295,6 +295,7 @@ check-build:
 check-docs:
 	@sh tests/check_docs.sh
 	@python3 tests/check_confdocs.py
+	@python3 tests/check_layers.py
 
 # The masters' scripts, as the daemon sends them, pass luacheck
 # (tests/check_lua.sh; daemon/scripts/.luacheckrc).
