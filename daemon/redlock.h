@@ -150,6 +150,10 @@ struct redlock_result {
                                            its label (0 when none); break: the
                                            name's counter after the raise;
                                            0 otherwise */
+    bool    fence_pending;              /* status HELD: the shown holder is a fenced
+                                           grant whose fence is not written back
+                                           anywhere yet (its grant is not told; a
+                                           watcher waits for the write-back) */
     int     free_slot;                  /* acquire of a PERMIT, not granted: a
                                            permit no answering master reported
                                            held, worth trying next; -1 when

@@ -25,6 +25,7 @@ struct redlock_holder {
     char    who[REDLOCK_WHO_MAX + 1];  /* its token there (cut), "" when unknown */
     int64_t age_ms;                 /* time since its grant there, ms; -1: no label */
     int64_t fence;                  /* its label's fence, 0 when none */
+    bool    fence_pending;          /* its label says a fence is to come ('-') */
     char    label[REDLOCK_LABEL_MAX + 1]; /* its label's text, "" when none */
 };
 
@@ -39,8 +40,9 @@ redlock_holder_add(struct redlock_op *op, char kind, const char *id, size_t id_l
                    const char *info, size_t info_len)
 {
     struct redlock_holder *h;
-    long long age, fence;
-    int off = 0;
+    long long age, fence = 0;
+    int off = 0, foff = 0;
+    bool pending = false;
 
     if (op->nholders == op->holders_cap) {
         size_t cap = op->holders_cap == 0 ? 8 : op->holders_cap * 2;
@@ -61,14 +63,29 @@ redlock_holder_add(struct redlock_op *op, char kind, const char *id, size_t id_l
     snprintf(h->who, sizeof(h->who), "%.*s", (int)who_len, who);
     h->age_ms = -1;
     h->fence = 0;
+    h->fence_pending = false;
     memset(h->label, 0, sizeof(h->label));
-    /* The script wrote it from a label of at most 64 printable bytes; trust no more. */
+    /*
+     * The script wrote it from a label of at most 64 printable bytes;
+     * trust no more.  "<age> <fence> <text>", the fence '-' while a fenced
+     * grant's write-back is to come.
+     */
     if (info_len > 0 && info_len < 128 && info[info_len] == '\0'
-        && sscanf(info, "%lld %lld %n", &age, &fence, &off) == 2 && off > 0
-        && age >= 0 && fence >= 0 && info_len - (size_t)off <= REDLOCK_LABEL_MAX
+        && sscanf(info, "%lld %n", &age, &foff) == 1 && foff > 0) {
+        if (info[foff] == '-' && info[foff + 1] == ' ') {
+            pending = true;
+            off = foff + 2;
+        } else if (sscanf(info + foff, "%lld %n", &fence, &off) == 1 && off > 0) {
+            off += foff;
+        } else {
+            off = 0;
+        }
+    }
+    if (off > 0 && age >= 0 && fence >= 0 && info_len - (size_t)off <= REDLOCK_LABEL_MAX
         && util_printable_word(info + off, info_len - (size_t)off)) {
         h->age_ms = age;
         h->fence = fence;
+        h->fence_pending = pending;
         memcpy(h->label, info + off, info_len - (size_t)off);
         h->label[info_len - (size_t)off] = '\0';
     }
@@ -129,7 +146,8 @@ redlock_status_reply(struct round *r, size_t i, const struct master_reply *reply
  * What a status shows of one holder, from the entries [j, k) the masters
  * gave of it (one per master): the token that a quorum (q) of them hold,
  * and from that token's entries its label, its fence (the written-back
- * one where it is not 0) and the least time held any of them says (each
+ * one where it is not 0; pending when none is and an entry says a fenced
+ * grant's is to come) and the least time held any of them says (each
  * on its own clock).  When no token is on a quorum (two contenders split
  * the masters, a hand-over half done), nothing is shown of any: a
  * minority's label is nobody's.
@@ -145,6 +163,7 @@ redlock_holder_show(const struct redlock_holder *hs, size_t j, size_t k, size_t 
     memset(res->holder, 0, sizeof(res->holder));
     res->held_ms = -1;
     res->fence = 0;
+    res->fence_pending = false;
     for (i = j; i < k; i++) {
         for (n = 0, m = j; m < k; m++) {
             n += hs[i].who[0] != '\0' && strcmp(hs[i].who, hs[m].who) == 0;
@@ -170,7 +189,10 @@ redlock_holder_show(const struct redlock_holder *hs, size_t j, size_t k, size_t 
         if (hs[i].fence > res->fence) {
             res->fence = hs[i].fence;
         }
+        res->fence_pending = res->fence_pending || hs[i].fence_pending;
     }
+    /* Written back anywhere: that fence is the grant's. */
+    res->fence_pending = res->fence_pending && res->fence == 0;
 }
 
 /* The longest any master says holder entries [j, k) have held, ms, or -1. */

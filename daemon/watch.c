@@ -223,6 +223,18 @@ watch_read_done(const struct redlock_result *res, void *arg)
         return;
     }
     wn->backoff_us = 0;
+    if (res->outcome == REDLOCK_HELD && res->fence_pending) {
+        /*
+         * A fenced grant whose fence is not written back yet: its holder
+         * has not been told, and watchers hear it with its fence.  The
+         * write-back announces itself (a read follows); a grant that fails
+         * is released, which announces too; look again after a round's
+         * deadline in case neither message is heard.
+         */
+        watch_read_in(wn, wn->again ? 0 : watch_conf->node_timeout_ms * 1000);
+        wn->again = false;
+        return;
+    }
     watch_seen_of(res, &seen);
     changed = !wn->known || memcmp(&seen, &wn->seen, sizeof(seen)) != 0;
     wn->seen = seen;

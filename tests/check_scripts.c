@@ -236,7 +236,11 @@ START_TEST(acquire_grant_refuse_handover)
 }
 END_TEST
 
-/* A label next to the record, with the record's expiry; a fenced grant leaves the counter alone. */
+/*
+ * A label next to the record, with the record's expiry; a fenced grant
+ * leaves the counter alone, and its label says that a fence is to come
+ * ('-', until the write-back).
+ */
 START_TEST(acquire_label_no_counter)
 {
     redisReply *r;
@@ -249,7 +253,7 @@ START_TEST(acquire_label_no_counter)
     ck_assert_int_eq(sc_elem(r, 0), 1);
     freeReplyObject(r);
     v = sc_get("n label " TOK_A);
-    ck_assert_msg(v != NULL && sscanf(v, "%lld 0 ", &g) == 1 && strstr(v, " 0 job-7 host=h"),
+    ck_assert_msg(v != NULL && sscanf(v, "%lld - ", &g) == 1 && strstr(v, " - job-7 host=h"),
                   "label '%s'", v != NULL ? v : "(nothing)");
     free(v);
     ck_assert_int_gt(sc_int("PTTL %s", "n label " TOK_A), 4000);
@@ -425,6 +429,10 @@ START_TEST(fence_write_back_never_lowers)
     sc_expect_value("n fence", "10");
     sc_expect_value("n label " TOK_A, "123 7 job");
     ck_assert_int_gt(sc_int("PTTL %s", "n label " TOK_A), 4000);
+    /* A fenced grant's label, fence to come: the write-back puts it in. */
+    freeReplyObject(sc_cmd("SET %s %s PX 5000", "n label " TOK_A, "124 - job"));
+    freeReplyObject(sc_run(REDLOCK_LUA_FENCE, 2, "n fence", "n label " TOK_A, "11", "n", NULL));
+    sc_expect_value("n label " TOK_A, "124 11 job");
     r = sc_run(REDLOCK_LUA_FENCE, 1, "n fence", "12", NULL);
     freeReplyObject(r);
     sc_expect_value("n fence", "12");

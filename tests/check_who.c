@@ -706,6 +706,57 @@ START_TEST(break_shared_and_counted)
 }
 END_TEST
 
+/*
+ * A fenced grant reaches watchers with its fence.  Between the grant and
+ * the fence's write-back its label says a fence is to come ('-'); a read
+ * in that window (a re-read after an earlier change, an expiry, a new
+ * WATCH) pushed the holder without its fence, and then again with it.
+ * The window is held open here by writing the masters' records by hand.
+ */
+START_TEST(watch_waits_for_the_fence)
+{
+    static const char tok[] = "0123456789abcdef0123456789abcdef";
+    char label_key[64];
+    int w, s;
+    char *got;
+    size_t i;
+
+    wt_up(1, NULL);
+    w = expect_connect(0);
+    s = expect_connect(0);
+    snprintf(label_key, sizeof(label_key), "fx label %s", tok);
+    for (i = 0; i < NMASTERS; i++) {
+        ck_assert_int_eq(h_master_cmd(i, NULL, "SET fx %s PX 20000", tok), 0);
+        ck_assert_int_eq(h_master_cmd(i, NULL, "SET %s %s PX 20000", label_key, "1 - node-f"),
+                         0);
+    }
+    EXPECT_REPLY(w, "WATCH fx", "OK fx");
+    got = h_read_line(w, QUIET_MS);
+    ck_assert_msg(got == NULL, "pushed before the fence was written back: '%s'", got);
+    /* STATUS tells the holder as it stands: no fence yet. */
+    got = EXPECT_CMD(s, "STATUS fx");
+    ck_assert_msg(strncmp(got, "HELD fx ", 8) == 0, "STATUS fx: '%s'", got);
+    EXPECT_FIELD(got, "label", "node-f");
+    EXPECT_NO_FIELD(got, "fence");
+    free(got);
+
+    /* The write-back: the label gets its fence, and says so on the changes channel. */
+    for (i = 0; i < NMASTERS; i++) {
+        ck_assert_int_eq(h_master_cmd(i, NULL, "SET %s %s PX 20000", label_key, "1 7 node-f"),
+                         0);
+        ck_assert_int_eq(h_master_cmd(i, NULL, "PUBLISH %s %s", "fx changed", "+"), 0);
+    }
+    got = WT_PUSH(w, "! HELD fx ");
+    EXPECT_FIELD(got, "label", "node-f");
+    EXPECT_FIELD(got, "fence", "7");
+    free(got);
+    got = h_read_line(w, QUIET_MS);
+    ck_assert_msg(got == NULL, "a second push for one change: '%s'", got);
+    close(w);
+    close(s);
+}
+END_TEST
+
 #define WT_ADD(s, test) expect_add_case((s), #test, (test), wt_teardown, TEST_TIMEOUT_S)
 
 int
@@ -718,6 +769,7 @@ main(void)
     WT_ADD(s, labels_shown_to_admins_only);
     WT_ADD(s, list_in_steps);
     WT_ADD(s, watch_follows_changes);
+    WT_ADD(s, watch_waits_for_the_fence);
     WT_ADD(s, break_ends_the_lock);
     WT_ADD(s, break_shared_and_counted);
     return expect_run_suite(s, "check_who");

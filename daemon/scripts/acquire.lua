@@ -38,8 +38,10 @@
 --
 -- A grant also writes the holder's label (ARGV[8], unless '') next to
 -- the record, as "<grant time, ms on the master's clock> <fence> <text>"
--- with the record's expiry (the fence is 0 until the write-back sets
--- it), drops a hand-over's old label, and announces itself on the
+-- with the record's expiry (the fence is 0 for a grant without one,
+-- and '-' for a fenced grant until its write-back sets it, so that a
+-- reader can tell a fence still to come from none), drops a
+-- hand-over's old label, and announces itself on the
 -- name's changes channel when anyone watches (rl_announce; a fenced
 -- grant does so at its write-back, once its label has the fence).
 -- Watchers have a channel of their own so that the count of the release
@@ -161,7 +163,9 @@ if c == 'x' and ARGV[7] == '2' and rl_str(base .. ' gate') == gid then
 end
 if granted == 2 then redis.call('DEL', k .. ' label ' .. old) end
 if ARGV[8] ~= '' then
-  redis.call('SET', k .. ' label ' .. tok, rl_now() .. ' 0 ' .. ARGV[8], 'PX', ms)
+  -- A fenced grant's fence is written back later (fence.lua): '-' until then.
+  redis.call('SET', k .. ' label ' .. tok, rl_now() .. (fkey and ' - ' or ' 0 ') .. ARGV[8],
+             'PX', ms)
 end
 if not fkey then rl_announce(base, tok) end
 local peers = 0

@@ -8,7 +8,7 @@
 
 if KEYS[2] then
   local l = redis.pcall('GET', KEYS[2])
-  local g, t = string.match(type(l) == 'string' and l or '', '^(%d+) %d+ (.+)$')
+  local g, t = string.match(type(l) == 'string' and l or '', '^(%d+) [%d%-]+ (.+)$')
   local p = redis.call('PTTL', KEYS[2])
   if g and p > 0 then
     redis.call('SET', KEYS[2], g .. ' ' .. ARGV[1] .. ' ' .. t, 'PX', p)

@@ -127,12 +127,12 @@ local function rl_expire(c, k, tok, ms, aux, label)
   if label then redis.call('PEXPIRE', k .. ' label ' .. tok, ms) end
   if aux ~= '' then rl_raise(aux, ms) end
 end
--- The label of tok's record k as {age ms, fence, text}, or nil when it wrote
--- none.
+-- The label of tok's record k as "<age ms> <fence> <text>", or nil when it
+-- wrote none; the fence is '-' while a fenced grant's write-back is to come.
 local function rl_info(k, tok)
   if not tok then return nil end
   local v = rl_str(k .. ' label ' .. tok)
-  local g, f, l = string.match(v or '', '^(%d+) (%d+) (.+)$')
+  local g, f, l = string.match(v or '', '^(%d+) ([%d%-]+) (.+)$')
   if not g then return nil end
   local age = rl_now() - tonumber(g)
   if age < 0 then age = 0 end
