@@ -11,7 +11,7 @@
  * step breaks that assumption silently, which is the hole Martin
  * Kleppmann's critique of Redlock points at.
  *
- * Every answer a master gives carries its TIME (daemon/master.c wraps
+ * Every answer a master gives carries its TIME (daemon/master_eval.c wraps
  * every script).  This module compares two such readings of one master
  * against CLOCK_MONOTONIC: the master read its clock at some moment
  * between the send of the request and the read of its answer, so
@@ -50,7 +50,7 @@
 
 /*
  * The last reading of one master's clock.  Embedded in the master's
- * record (daemon/master.c) and written only by drift_check() and
+ * record (daemon/health.c) and written only by drift_check() and
  * drift_forget(); zero it to start without one.
  */
 struct drift_ref {

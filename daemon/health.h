@@ -52,7 +52,7 @@ enum health_ask {
 
 #define HEALTH_ASK_WORDS    3   /* words in a question, at most */
 
-/* What this module counts per master (copied into STATS by daemon/master.c). */
+/* What this module counts per master (copied into STATS by master_get_stats()). */
 struct health_counts {
     uint64_t  restarts;         /* restarts seen (a new run_id on reconnect) */
     uint64_t  clock_steps;      /* steps of its clock seen (lock.clock_check) */
@@ -116,7 +116,7 @@ void health_link_up(size_t i);
 void health_link_down(size_t i);
 
 /*
- * A script's answer with the master's clock in front (daemon/master.c's
+ * A script's answer with the master's clock in front (daemon/master_eval.c's
  * wrapper: {us, answer}), from a request sent at sent_us and read at
  * now: the clock is checked, and with lock.clock_check a step starts
  * the clock quarantine before the caller sees the answer, so that this

@@ -8,7 +8,7 @@
  * holds its token, a fence write-back never lowers a counter).
  *
  * One master per test (tests/harness.h); the clock wrapper of
- * daemon/master.c is left out (rl_clock_us false: each script reads TIME
+ * daemon/master_eval.c is left out (rl_clock_us false: each script reads TIME
  * itself).  Each test is a test case of its own: CK_RUN_CASE=<test>
  * ./build/check_scripts runs one.
  */
