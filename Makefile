@@ -177,6 +177,8 @@ $(B)/check_fence: $(B)/obj/tests/check_fence.o $(HARNESS_OBJ)
 # Each script of daemon/scripts/ on a real master, without the daemon.
 $(B)/check_scripts: $(B)/obj/tests/check_scripts.o $(HARNESS_OBJ)
 $(B)/obj/tests/check_scripts.o: $(B)/gen/daemon/scripts.h
+# Every suite's main() (tests/runner.c): a suite defines runner_main.
+$(TEST_BINS): $(B)/obj/tests/runner.o
 $(TEST_BINS):
 	@echo "  LD      $@"
 	@$(CC) $(CFLAGS) $(HARDEN_LDFLAGS) -o $@ $^ $(PKG_LIBS) $(CHECK_LIBS) $(WRAP_LDFLAGS) $(LDFLAGS)

@@ -27,6 +27,7 @@
 
 #include "tests/expect.h"
 #include "tests/harness.h"
+#include "tests/runner.h"
 
 #define NMASTERS        5
 #define CLOCK_MASTERS   ((1u << 2) | (1u << 3))     /* masters with a steppable clock */
@@ -440,8 +441,8 @@ END_TEST
 
 #define CK_ADD(s, test) expect_add_case((s), #test, (test), ck_teardown, TEST_TIMEOUT_S)
 
-int
-main(void)
+static Suite *
+clock_suite(void)
 {
     Suite *s = suite_create("redlockd and stepped master clocks");
 
@@ -452,5 +453,7 @@ main(void)
     CK_ADD(s, check_off_counts_nothing);
     CK_ADD(s, killed_master_leaves_no_faketime_files);
     CK_ADD(s, idle_daemon_sees_step);
-    return expect_run_suite(s, "check_clock");
+    return s;
 }
+
+const struct runner runner_main = { "check_clock", clock_suite, h_suite_init, h_suite_cleanup };

@@ -35,6 +35,7 @@
 
 #include "tests/expect.h"
 #include "tests/harness.h"
+#include "tests/runner.h"
 
 #define NMASTERS        5       /* masters per test */
 #define QUORUM          3       /* NMASTERS / 2 + 1 */
@@ -1378,8 +1379,4 @@ cluster_suite(void)
     return s;
 }
 
-int
-main(void)
-{
-    return expect_run_suite(cluster_suite(), "check_cluster");
-}
+const struct runner runner_main = { "check_cluster", cluster_suite, h_suite_init, h_suite_cleanup };

@@ -43,6 +43,7 @@
 
 #include "tests/expect.h"
 #include "tests/harness.h"
+#include "tests/runner.h"
 
 #define NMASTERS        5       /* masters per test, unless it says otherwise */
 #define CMD_MS          2000    /* deadline for a reply that needs the masters */
@@ -1548,8 +1549,4 @@ edges_suite(void)
     return s;
 }
 
-int
-main(void)
-{
-    return expect_run_suite(edges_suite(), "check_edges");
-}
+const struct runner runner_main = { "check_edges", edges_suite, h_suite_init, h_suite_cleanup };

@@ -38,6 +38,7 @@
 
 #include "tests/expect.h"
 #include "tests/harness.h"
+#include "tests/runner.h"
 
 #define NMASTERS        5       /* masters per test */
 #define CMD_MS          2000    /* deadline for a reply that needs no slow link */
@@ -462,12 +463,14 @@ END_TEST
 
 #define FC_ADD(s, test) expect_add_case((s), #test, (test), fc_teardown, TEST_TIMEOUT_S)
 
-int
-main(void)
+static Suite *
+fence_suite(void)
 {
     Suite *s = suite_create("redlockd fences across daemons");
 
     FC_ADD(s, fence_rises_across_daemons);
     FC_ADD(s, break_fence_above_broken_grant);
-    return expect_run_suite(s, "check_fence");
+    return s;
 }
+
+const struct runner runner_main = { "check_fence", fence_suite, h_suite_init, h_suite_cleanup };

@@ -27,6 +27,7 @@
 
 #include "tests/expect.h"
 #include "tests/harness.h"
+#include "tests/runner.h"
 
 #define NMASTERS        5       /* masters per test */
 #define QUORUM          3       /* NMASTERS / 2 + 1 */
@@ -1495,8 +1496,4 @@ integration_suite(void)
     return s;
 }
 
-int
-main(void)
-{
-    return expect_run_suite(integration_suite(), "check_integration");
-}
+const struct runner runner_main = { "check_integration", integration_suite, h_suite_init, h_suite_cleanup };

@@ -23,6 +23,7 @@
 
 #include "tests/expect.h"
 #include "tests/harness.h"
+#include "tests/runner.h"
 
 #define NMASTERS        5
 #define CMD_MS          2000    /* deadline for a reply that needs the masters */
@@ -480,8 +481,4 @@ masters_suite(void)
     return s;
 }
 
-int
-main(void)
-{
-    return expect_run_suite(masters_suite(), "check_masters");
-}
+const struct runner runner_main = { "check_masters", masters_suite, h_suite_init, h_suite_cleanup };

@@ -38,6 +38,7 @@
 #include "daemon/report.h"
 #include "tests/expect.h"
 #include "tests/harness.h"
+#include "tests/runner.h"
 
 #define NMASTERS        5
 #define CMD_MS          2000    /* deadline for a reply that needs the masters */
@@ -1561,8 +1562,4 @@ metrics_suite(void)
     return s;
 }
 
-int
-main(void)
-{
-    return expect_run_suite(metrics_suite(), "check_metrics");
-}
+const struct runner runner_main = { "check_metrics", metrics_suite, h_suite_init, h_suite_cleanup };

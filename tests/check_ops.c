@@ -31,6 +31,7 @@
 #include <check.h>
 
 #include "tests/expect.h"
+#include "tests/runner.h"
 #include "tests/harness.h"
 
 #define NMASTERS        5
@@ -1419,13 +1420,20 @@ ops_suite(void)
     return s;
 }
 
-int
-main(void)
+/*
+ * Before the run: find out whether the daemon links libsystemd (the
+ * sd_notify and socket activation tests skip when it does not), then the
+ * harness's setup.
+ */
+static int
+ops_init(void)
 {
     ops_have_systemd = ops_links_systemd();
     if (!ops_have_systemd) {
         printf("check_ops: redlockd does not link libsystemd: the sd_notify and socket "
                "activation tests will skip\n");
     }
-    return expect_run_suite(ops_suite(), "check_ops");
+    return h_suite_init();
 }
+
+const struct runner runner_main = { "check_ops", ops_suite, ops_init, h_suite_cleanup };

@@ -55,6 +55,7 @@
 #include <check.h>
 
 #include "tests/expect.h"
+#include "tests/runner.h"
 #include "tests/harness.h"
 
 #define NMASTERS        5
@@ -2088,8 +2089,9 @@ ctl_suite(void)
     return s;
 }
 
-int
-main(void)
+/* Before the run: default signal dispositions, then the harness's setup. */
+static int
+ctl_init(void)
 {
     /*
      * The signal tests send SIGINT, SIGTERM and SIGHUP to redlockctl and
@@ -2099,5 +2101,7 @@ main(void)
     signal(SIGINT, SIG_DFL);
     signal(SIGTERM, SIG_DFL);
     signal(SIGHUP, SIG_DFL);
-    return expect_run_suite(ctl_suite(), "check_redlockctl");
+    return h_suite_init();
 }
+
+const struct runner runner_main = { "check_redlockctl", ctl_suite, ctl_init, h_suite_cleanup };

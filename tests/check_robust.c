@@ -34,6 +34,7 @@
 #include "client/client.h"
 #include "tests/expect.h"
 #include "tests/harness.h"
+#include "tests/runner.h"
 
 #define NMASTERS        5
 #define CMD_MS          2000    /* deadline for a reply that needs the masters */
@@ -1997,8 +1998,4 @@ robust_suite(void)
     return s;
 }
 
-int
-main(void)
-{
-    return expect_run_suite(robust_suite(), "check_robust");
-}
+const struct runner runner_main = { "check_robust", robust_suite, h_suite_init, h_suite_cleanup };

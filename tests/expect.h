@@ -126,29 +126,4 @@ expect_add_case(Suite *s, const char *name, const TTest *test, void (*teardown)(
     suite_add_tcase(s, tc);
 }
 
-/*
- * The main() of an integration suite: create the harness's run
- * directory, run every test of s (each forked), clean up (printing the
- * daemon logs of failed tests), and print "<name>: N failed, T s".
- * Returns the process exit status.
- */
-static inline int
-expect_run_suite(Suite *s, const char *name)
-{
-    int64_t t0 = h_now_ms();
-    SRunner *sr;
-    int failed;
-
-    if (h_suite_init() != 0) {
-        return EXIT_FAILURE;
-    }
-    sr = srunner_create(s);
-    srunner_run_all(sr, CK_NORMAL);
-    failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    h_suite_cleanup();
-    printf("%s: %d failed, %.1f s\n", name, failed, (double)(h_now_ms() - t0) / 1000.0);
-    return failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
-}
-
 #endif /* REDLOCKD_TESTS_EXPECT_H */
