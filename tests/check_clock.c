@@ -67,15 +67,6 @@ ck_teardown(void)
     h_end();
 }
 
-static int
-ck_connect(void)
-{
-    int fd = h_connect_tcp();
-
-    ck_assert_msg(fd >= 0, "cannot connect to the daemon: %s", strerror(errno));
-    return fd;
-}
-
 /* STATS master.<i>.<what>, which must be there. */
 static long long
 ck_master_stat(size_t i, const char *what)
@@ -213,7 +204,7 @@ ck_step_under_lock(size_t i, int64_t step_ms)
     int a;
 
     ck_up(NULL);
-    a = ck_connect();
+    a = expect_tcp();
     EXPECT_PREFIX(a, "LOCK ck", "OK ck ");
     from = h_log_size();
     ck_assert_msg(h_master_clock_step(i, step_ms) == 0, "cannot step master %zu's clock", i);
@@ -275,7 +266,7 @@ ck_first_answer(const char *clock_check)
     ck_assert_int_eq(h_kill_master(0), 0);
     ck_assert_int_eq(h_kill_master(1), 0);
     ck_assert_msg(h_wait_stat("masters_up", 3, false, 5000, NULL), "masters 0 and 1 still up");
-    a = ck_connect();
+    a = expect_tcp();
     /* An answer from master 2 before the step, to compare with. */
     EXPECT_PREFIX(a, "LOCK before", "OK before ");
     EXPECT_REPLY(a, "UNLOCK before", "OK before holds=0");
@@ -345,13 +336,13 @@ START_TEST(idle_daemon_sees_step)
     ck_assert_msg(h_start_daemon(&o) == 0, "the first daemon did not start (log above)");
     ck_assert_msg(h_start_daemon(&o) == 0, "the second daemon did not start (log above)");
     h_use_daemon(1);
-    c = ck_connect();
+    c = expect_tcp();
     EXPECT_PREFIX(c, "LOCK warm", "OK warm ");
     EXPECT_REPLY(c, "UNLOCK warm", "OK warm holds=0");
     /* The idle period is what this test is about: nothing is sent through D2. */
     h_sleep_ms(4500);
     h_use_daemon(0);
-    h = ck_connect();
+    h = expect_tcp();
     EXPECT_PREFIX(h, "LOCK x", "OK x ");
     for (i = 2; i <= 4; i++) {
         ck_assert_msg(h_master_clock_step(i, 1800) == 0, "cannot step master %zu's clock", i);
@@ -382,7 +373,7 @@ START_TEST(check_off_counts_nothing)
     int a;
 
     ck_up("false");
-    a = ck_connect();
+    a = expect_tcp();
     EXPECT_PREFIX(a, "LOCK ck", "OK ck ");
     ck_assert_msg(h_master_clock_step(2, STEP_MS) == 0, "cannot step master 2's clock");
     ck_assert_msg(h_master_clock_step(3, -STEP_MS) == 0, "cannot step master 3's clock");

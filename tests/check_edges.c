@@ -81,16 +81,6 @@ eg_teardown(void)
     h_end();
 }
 
-static int
-eg_connect(void)
-{
-    int fd = h_connect_tcp();
-
-    ck_assert_msg(fd >= 0, "cannot connect to 127.0.0.1:%d: %s", h_daemon_port(),
-                  strerror(errno));
-    return fd;
-}
-
 /* The key of lock name on the masters, into out. */
 static void
 eg_key(const char *name, char *out, size_t size)
@@ -451,7 +441,7 @@ START_TEST(nc_lock_held_eof)
     int h;
 
     eg_up(NMASTERS, &eg_opts);
-    h = eg_connect();
+    h = expect_tcp();
     EXPECT_PREFIX(h, "LOCK held ttl=30000", "OK held ");
     eg_nc_tcp("-N", "LOCK held\n", &r);
     ck_assert_msg(strcmp(r.out, "TIMEOUT held\n") == 0,
@@ -509,7 +499,7 @@ START_TEST(lease_nc_grants)
     int i, u;
 
     eg_up(NMASTERS, &eg_opts);
-    u = eg_connect();
+    u = expect_tcp();
     for (i = 0; i < LEASE_TRIES; i++) {
         snprintf(name, sizeof(name), "job5_%d", i);
         eg_key(name, key, sizeof(key));
@@ -598,7 +588,7 @@ static int
 eg_abrupt_send(const char *base, int i)
 {
     char line[128];
-    int fd = i % 2 == 0 ? eg_connect() : h_connect_unix();
+    int fd = i % 2 == 0 ? expect_tcp() : h_connect_unix();
 
     snprintf(line, sizeof(line), "LOCK %s%d mode=lease ttl=600000", base, i);
     ck_assert_int_eq(h_send(fd, line), 0);
@@ -637,7 +627,7 @@ eg_abrupt_delivered(int fd, const char *base, int i)
     ck_assert_msg(got != NULL && h_reply_field(got, "token", token, sizeof(token)),
                   "client %d: '%s'", i, got != NULL ? got : "(nothing)");
     free(got);
-    c = eg_connect();
+    c = expect_tcp();
     snprintf(line, sizeof(line), "UNLOCK %s%d token=%s", base, i, token);
     got = h_cmd(c, line, CMD_MS);
     ck_assert_msg(got != NULL && strncmp(got, "OK ", 3) == 0, "'%s' answered '%s'", line,
@@ -813,7 +803,7 @@ START_TEST(unlock_keys_vanished)
 
     eg_up(NMASTERS, &eg_opts);
     eg_key("x1", key, sizeof(key));
-    a = eg_connect();
+    a = expect_tcp();
     EXPECT_PREFIX(a, "LOCK x1", "OK x1 ");
     eg_del_everywhere(key);
     ck_assert_int_eq(h_send(a, "UNLOCK x1"), 0);
@@ -841,8 +831,8 @@ START_TEST(unlock_vanished_handover)
 
     eg_up(NMASTERS, &eg_opts);
     eg_key("y1", key, sizeof(key));
-    h = eg_connect();
-    w = eg_connect();
+    h = expect_tcp();
+    w = expect_tcp();
     EXPECT_PREFIX(h, "LOCK y1", "OK y1 ");
     ck_assert_int_eq(h_send(w, "LOCK y1"), 0);
     eg_wait_stat("waiters", 1, 3000);
@@ -932,7 +922,7 @@ START_TEST(extend_notheld_cleans)
     int a;
 
     eg_up(NMASTERS, &eg_opts);
-    a = eg_connect();
+    a = expect_tcp();
     eg_extend_notheld(a, "lz", false);
     eg_extend_notheld(a, "lz2", true);
     close(a);
@@ -967,9 +957,9 @@ START_TEST(waiter_leaves_handover)
     int h, w1, w2;
 
     eg_up(3, &eg_opts);
-    h = eg_connect();
-    w1 = eg_connect();
-    w2 = eg_connect();
+    h = expect_tcp();
+    w1 = expect_tcp();
+    w2 = expect_tcp();
     EXPECT_PREFIX(h, "LOCK z ttl=30000", "OK z ");
     ck_assert_int_eq(h_send(w1, "LOCK z ttl=30000"), 0);
     eg_wait_stat("waiters", 1, 3000);
@@ -1031,8 +1021,8 @@ START_TEST(close_cancels_own_waiter)
     int a, b;
 
     eg_up(NMASTERS, &eg_opts);
-    a = eg_connect();
-    b = eg_connect();
+    a = expect_tcp();
+    b = expect_tcp();
     EXPECT_PREFIX(a, "LOCK ow", "OK ow ");
     /*
      * Subscribed only now: a grant counts the channel's subscribers, and
@@ -1093,7 +1083,7 @@ START_TEST(relock_restarted_masters)
     o.restart_quarantine = false;
     eg_up(NMASTERS, &o);
     eg_key("two", key, sizeof(key));
-    a = eg_connect();
+    a = expect_tcp();
     EXPECT_PREFIX(a, "LOCK two ttl=3000", "OK two ");
     token = h_master_get(2, key);
     ck_assert_msg(token != NULL && h_is_token(token), "master 2 has no token at '%s'", key);
@@ -1167,7 +1157,7 @@ START_TEST(restore_skips_quarantined)
     ck_assert_msg(h_wait_stat("masters_quarantined", 0, false, 8000, &left),
                   "masters still quarantined after 8 s (%lld)", left);
     eg_key("rq", key, sizeof(key));
-    a = eg_connect();
+    a = expect_tcp();
     EXPECT_PREFIX(a, "LOCK rq ttl=3000", "OK rq ");
     token = h_master_get(2, key);
     ck_assert_msg(token != NULL && h_is_token(token), "master 2 has no token at '%s'", key);
@@ -1222,7 +1212,7 @@ START_TEST(lock_waits_out_outage)
 
     eg_up(NMASTERS, &eg_opts);
     eg_lose_quorum();
-    a = eg_connect();
+    a = expect_tcp();
     ck_assert_int_eq(h_send(a, "LOCK n wait=60000"), 0);
     if (!h_quiet(a, 1000)) {
         got = h_read_line(a, LOCAL_MS);
@@ -1261,7 +1251,7 @@ START_TEST(noquorum_after_wait)
 
     eg_up(NMASTERS, &eg_opts);
     eg_lose_quorum();
-    a = eg_connect();
+    a = expect_tcp();
     t0 = h_now_ms();
     got = h_cmd(a, "LOCK m wait=1500", 5000);
     took = h_now_ms() - t0;
@@ -1319,7 +1309,7 @@ START_TEST(lease_read_then_reset)
 
     eg_up(NMASTERS, &eg_opts);
     for (i = 0; i < 2; i++) {
-        fd = i == 0 ? h_connect_unix() : eg_connect();
+        fd = i == 0 ? h_connect_unix() : expect_tcp();
         ck_assert(fd >= 0);
         snprintf(line, sizeof(line), "LOCK %s mode=lease ttl=60000\n%s", names[i],
                  i == 0 ? "PING\n" : "");
@@ -1347,7 +1337,7 @@ static void
 eg_read_ok_leave_pong(const char *lock_line, char *token, size_t size)
 {
     char text[160], *got;
-    int fd = eg_connect(), i;
+    int fd = expect_tcp(), i;
     struct pollfd pfd;
 
     /* After a few request/reply exchanges Linux delays its ACKs. */
@@ -1414,7 +1404,7 @@ START_TEST(lease_read_reset_delayed_ack)
     }
     ck_assert_msg(h_wait_until(eg_cond_connections_at_most, &base, LOCAL_MS),
                   "the daemon did not close the 14 sessions within %d ms", LOCAL_MS);
-    fd = eg_connect();
+    fd = expect_tcp();
     for (i = 0; i < 12; i++) {
         snprintf(name, sizeof(name), "lr%d", i);
         snprintf(line, sizeof(line), "STATUS %s token=%s", name, tokens[i]);
@@ -1445,7 +1435,7 @@ START_TEST(unlock_without_quorum)
     int a;
 
     eg_up(NMASTERS, &eg_opts);
-    a = eg_connect();
+    a = expect_tcp();
     EXPECT_PREFIX(a, "LOCK nq1", "OK nq1 ");
     for (i = 0; i < 3; i++) {
         ck_assert_int_eq(h_kill_master(i), 0);
@@ -1476,7 +1466,7 @@ START_TEST(unlock_silent_holder_not_gone)
     for (i = 3; i < NMASTERS; i++) {
         ck_assert_int_eq(h_master_cmd(i, NULL, "SET %s someone-else", key), 0);
     }
-    a = eg_connect();
+    a = expect_tcp();
     EXPECT_PREFIX(a, "LOCK sg1", "OK sg1 ");
     ck_assert_int_eq(h_signal_master(2, SIGSTOP), 0);
     ck_assert_int_eq(h_send(a, "UNLOCK sg1"), 0);
@@ -1498,8 +1488,8 @@ START_TEST(queued_lock_input_ends)
     int a, b;
 
     eg_up(NMASTERS, &eg_opts);
-    a = eg_connect();
-    b = eg_connect();
+    a = expect_tcp();
+    b = expect_tcp();
     EXPECT_PREFIX(a, "LOCK q1", "OK q1 ");
     ck_assert_int_eq(h_send(b, "LOCK q1"), 0);
     eg_wait_stat("waiters", 1, CMD_MS);

@@ -319,16 +319,6 @@ it_teardown(void)
 }
 
 static int
-it_connect(void)
-{
-    int fd = h_connect_tcp();
-
-    ck_assert_msg(fd >= 0, "cannot connect to 127.0.0.1:%d: %s", h_daemon_port(),
-                  strerror(errno));
-    return fd;
-}
-
-static int
 it_connect_unix(void)
 {
     int fd = h_connect_unix();
@@ -348,7 +338,7 @@ START_TEST(key_on_masters)
     int a;
 
     it_up();
-    a = it_connect();
+    a = expect_tcp();
     EXPECT_LOCK_OK(a, "LOCK demo", "demo", 1, valid);
     ck_assert_msg(valid > 0 && valid <= DEFAULT_TTL, "validity=%lld", valid);
     ck_assert_msg(h_wait_until(cond_key_on_all, &key, 1000),
@@ -381,8 +371,8 @@ START_TEST(trylock_busy)
     int a, b, u;
 
     it_up();
-    a = it_connect();
-    b = it_connect();
+    a = expect_tcp();
+    b = expect_tcp();
     u = it_connect_unix();
     EXPECT_LOCK_OK(a, "LOCK x", "x", 1, valid);
 
@@ -411,8 +401,8 @@ START_TEST(blocked_lock_gets_it)
     int a, b;
 
     it_up();
-    a = it_connect();
-    b = it_connect();
+    a = expect_tcp();
+    b = expect_tcp();
     EXPECT_LOCK_OK(a, "LOCK x", "x", 1, valid);
 
     ck_assert_int_eq(h_send(b, "LOCK x"), 0);
@@ -437,8 +427,8 @@ START_TEST(lock_timeout)
     int a, b;
 
     it_up();
-    a = it_connect();
-    b = it_connect();
+    a = expect_tcp();
+    b = expect_tcp();
     EXPECT_LOCK_OK(a, "LOCK x", "x", 1, valid);
 
     t0 = h_now_ms();
@@ -462,7 +452,7 @@ START_TEST(close_frees_keys)
     int a;
 
     it_up();
-    a = it_connect();
+    a = expect_tcp();
     EXPECT_LOCK_OK(a, "LOCK x", "x", 1, valid);
     ck_assert_msg(h_wait_until(cond_key_on_all, &key, 1000),
                   "key 'x' on %zu masters only, 1 s after OK", h_masters_holding("x", NULL));
@@ -482,8 +472,8 @@ START_TEST(watchdog)
     int a;
 
     it_up();
-    a = it_connect();
-    w.fd = it_connect();
+    a = expect_tcp();
+    w.fd = expect_tcp();
     w.name = "w";
     w.ttl = 1000;
     w.why[0] = '\0';
@@ -511,7 +501,7 @@ START_TEST(reentry)
     int a;
 
     it_up();
-    a = it_connect();
+    a = expect_tcp();
     EXPECT_LOCK_OK(a, "LOCK r", "r", 1, valid);
     ck_assert(h_wait_until(cond_key_on_all, &key, 1000));
     token = h_master_get(0, "r");
@@ -544,7 +534,7 @@ START_TEST(two_masters_down)
     it_up();
     ck_assert_int_eq(h_kill_master(0), 0);
     ck_assert_int_eq(h_kill_master(1), 0);
-    a = it_connect();
+    a = expect_tcp();
     EXPECT_LOCK_OK(a, "LOCK d", "d", 1, valid);
     ck_assert_msg(valid > 0, "validity=%lld", valid);
 
@@ -571,8 +561,8 @@ START_TEST(three_masters_down_noquorum)
     int a, b;
 
     it_up();
-    a = it_connect();
-    b = it_connect();
+    a = expect_tcp();
+    b = expect_tcp();
     EXPECT_LOCK_OK(a, "LOCK h ttl=1000", "h", 1, valid);
 
     t_kill = h_now_ms();
@@ -615,7 +605,7 @@ START_TEST(masters_recover)
     for (i = 0; i < 3; i++) {
         ck_assert_int_eq(h_kill_master(i), 0);
     }
-    a = it_connect();
+    a = expect_tcp();
     EXPECT_PREFIX(a, "TRYLOCK q", "ERR NOQUORUM ");
     close(a);
 
@@ -644,9 +634,9 @@ START_TEST(protocol_errors)
     int a, b, c;
 
     it_up();
-    a = it_connect();
-    b = it_connect();
-    c = it_connect();
+    a = expect_tcp();
+    b = expect_tcp();
+    c = expect_tcp();
     EXPECT_LOCK_OK(c, "LOCK keep", "keep", 1, valid);
 
     for (i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
@@ -689,7 +679,7 @@ START_TEST(misc_verbs)
     int a, n, i;
 
     it_up();
-    a = it_connect();
+    a = expect_tcp();
     EXPECT_REPLY(a, "PING hello", "PONG hello");
     EXPECT_REPLY(a, "PING", "PONG");
 
@@ -739,7 +729,7 @@ START_TEST(sigterm_releases)
     int a, rc;
 
     it_up();
-    a = it_connect();
+    a = expect_tcp();
     EXPECT_LOCK_OK(a, "LOCK k", "k", 1, valid);
 
     t0 = h_now_ms();
@@ -768,8 +758,8 @@ START_TEST(status)
     int a, b;
 
     it_up();
-    a = it_connect();
-    b = it_connect();
+    a = expect_tcp();
+    b = expect_tcp();
     EXPECT_REPLY(a, "STATUS s", "FREE s");
     EXPECT_LOCK_OK(a, "LOCK s", "s", 1, valid);
 
@@ -799,8 +789,8 @@ START_TEST(pending_lock_cancelled_on_close)
     int a, b;
 
     it_up();
-    a = it_connect();
-    b = it_connect();
+    a = expect_tcp();
+    b = expect_tcp();
     EXPECT_LOCK_OK(a, "LOCK p", "p", 1, valid);
     ck_assert_int_eq(h_send(b, "LOCK p"), 0);
     ck_assert_msg(h_wait_stat("waiters", 1, false, 2000, &waiting),
@@ -826,7 +816,7 @@ START_TEST(validity)
     int a;
 
     it_up();
-    a = it_connect();
+    a = expect_tcp();
     EXPECT_LOCK_OK(a, "LOCK v ttl=2000", "v", 1, valid);
     ck_assert_msg(valid > 1900 && valid <= 2000,
                   "ttl=2000 gave validity=%lld, expected 1900 < validity <= 2000", valid);
@@ -852,7 +842,7 @@ START_TEST(noscript_retry)
     for (i = 0; i < NMASTERS; i++) {
         ck_assert_int_eq(h_master_cmd(i, NULL, "SCRIPT FLUSH"), 0);
     }
-    a = it_connect();
+    a = expect_tcp();
     EXPECT_LOCK_OK(a, "LOCK ns ttl=2000", "ns", 1, valid);
     ck_assert_uint_ge(h_masters_holding("ns", NULL), 3);
     for (i = 0; i < NMASTERS; i++) {
@@ -889,7 +879,7 @@ START_TEST(auth)
     }
     opts.redis_password = "s3cret";
     ck_assert_msg(h_start_daemon(&opts) == 0, "redlockd did not come up with the password");
-    a = it_connect();
+    a = expect_tcp();
     EXPECT_LOCK_OK(a, "LOCK au", "au", 1, valid);
     EXPECT_REPLY(a, "UNLOCK au", "OK au holds=0");
     close(a);
@@ -898,7 +888,7 @@ START_TEST(auth)
     opts.redis_password = "wrong";
     opts.expect_masters_up = -1;
     ck_assert(h_start_daemon(&opts) == 0);
-    a = it_connect();
+    a = expect_tcp();
     got = h_cmd(a, "TRYLOCK au", CMD_MS);
     ck_assert_msg(got != NULL && strncmp(got, "ERR NOQUORUM 0 of 5 masters answered", 36) == 0
                   && strstr(got, "AUTH refused") != NULL,
@@ -922,8 +912,8 @@ START_TEST(stalled_master)
 
     it_up();
     ck_assert_int_eq(h_signal_master(0, SIGSTOP), 0);
-    a = it_connect();
-    b = it_connect();
+    a = expect_tcp();
+    b = expect_tcp();
     EXPECT_LOCK_OK(a, "LOCK st", "st", 1, valid);
     EXPECT_PREFIX(b, "TRYLOCK st", "BUSY st ttl=");
     EXPECT_REPLY(a, "UNLOCK st", "OK st holds=0");
@@ -979,8 +969,8 @@ START_TEST(client_never_reads)
     int a, b;
 
     it_up();
-    a = it_connect();
-    b = it_connect();
+    a = expect_tcp();
+    b = expect_tcp();
     EXPECT_LOCK_OK(b, "LOCK nr", "nr", 1, valid);
     for (i = 0; i + sizeof(req) - 1 <= sizeof(buf); i += sizeof(req) - 1) {
         memcpy(buf + i, req, sizeof(req) - 1);
@@ -1028,7 +1018,7 @@ START_TEST(lost_before_validity_end)
     int a;
 
     it_up();
-    a = it_connect();
+    a = expect_tcp();
     t_send = h_now_ms();
     EXPECT_LOCK_OK(a, "LOCK lv ttl=3000", "lv", 1, valid);
     for (i = 0; i < 3; i++) {
@@ -1065,7 +1055,7 @@ START_TEST(daemon_paused_past_lease)
     int a;
 
     it_up();
-    a = it_connect();
+    a = expect_tcp();
     EXPECT_LOCK_OK(a, "LOCK pz ttl=700", "pz", 1, valid);
     ck_assert_int_eq(h_signal_daemon(SIGSTOP), 0);
     ck_assert_int_eq(h_send(a, "LOCK pz"), 0);
@@ -1105,7 +1095,7 @@ START_TEST(fairness_one_daemon)
 
     it_up();
     for (i = 0; i < FAIR_SESSIONS; i++) {
-        pfd[i].fd = it_connect();
+        pfd[i].fd = expect_tcp();
         pfd[i].events = POLLIN;
         ck_assert_int_eq(h_send(pfd[i].fd, "LOCK fair"), 0);
     }
@@ -1205,8 +1195,8 @@ START_TEST(handover_never_free)
     char *got;
 
     it_up();
-    fd[0] = it_connect();
-    fd[1] = it_connect();
+    fd[0] = expect_tcp();
+    fd[1] = expect_tcp();
     EXPECT_LOCK_OK(fd[0], "LOCK ho", "ho", 1, valid);
     ck_assert_int_eq(pthread_create(&th, NULL, free_watch_run, &fw), 0);
     ck_assert_int_eq(h_send(fd[1], "LOCK ho"), 0);
@@ -1237,7 +1227,6 @@ START_TEST(handover_never_free)
 }
 END_TEST
 
-
 /* The fence=N of a reply; -1 when absent. */
 static long long
 reply_fence(const char *line)
@@ -1266,8 +1255,8 @@ START_TEST(lease_mode)
     int a, b;
 
     it_up();
-    a = it_connect();
-    b = it_connect();
+    a = expect_tcp();
+    b = expect_tcp();
     EXPECT_REPLY(a, "LOCK l mode=lease", "ERR PROTO LOCK: mode=lease needs ttl= (nothing renews a lease)");
     EXPECT_REPLY(a, "LOCK l mode=lease ttl=99999999",
                  "ERR PROTO LOCK: ttl=99999999 out of range 600..3600000");
@@ -1331,7 +1320,7 @@ START_TEST(lease_expired_not_extended)
     int a;
 
     it_up();
-    a = it_connect();
+    a = expect_tcp();
     got = h_cmd(a, "LOCK e mode=lease ttl=600", CMD_MS);
     ck_assert_msg(reply_token(got, tok), "LOCK mode=lease answered '%s'",
                   got != NULL ? got : "(nothing)");
@@ -1356,8 +1345,8 @@ START_TEST(fence_basics)
     int a, b, i;
 
     it_up();
-    a = it_connect();
-    b = it_connect();
+    a = expect_tcp();
+    b = expect_tcp();
     for (i = 0; i < 20; i++) {
         got = h_cmd(i % 2 ? a : b, "LOCK f fence", CMD_MS);
         f = reply_fence(got);
@@ -1416,7 +1405,7 @@ START_TEST(fence_counter_corrupt)
     for (i = 0; i < NMASTERS; i++) {
         ck_assert_int_eq(h_master_cmd(i, NULL, "SET %s %s", "bad fence", "xyz"), 0);
     }
-    a = it_connect();
+    a = expect_tcp();
     got = h_cmd(a, "TRYLOCK bad fence", CMD_MS);
     ck_assert_msg(got != NULL && strncmp(got, "ERR NOQUORUM ", 13) == 0
                   && strstr(got, "fence counter bad fence is not an integer") != NULL,
@@ -1440,7 +1429,7 @@ START_TEST(fence_always)
     ck_assert_msg(h_begin(tcase_name()) == 0, "cannot create the test directory");
     ck_assert_msg(h_start_masters(NMASTERS) == 0, "the masters did not start");
     ck_assert_msg(h_start_daemon(&o) == 0, "redlockd did not start (log above)");
-    a = it_connect();
+    a = expect_tcp();
     got = h_cmd(a, "LOCK x", CMD_MS);
     ck_assert_msg(reply_fence(got) == 1, "LOCK x answered '%s'", got != NULL ? got : "(nothing)");
     free(got);

@@ -52,15 +52,6 @@ ms_teardown(void)
     h_end();
 }
 
-static int
-ms_connect(void)
-{
-    int fd = h_connect_tcp();
-
-    ck_assert_msg(fd >= 0, "cannot connect to redlockd");
-    return fd;
-}
-
 static long long
 ms_stat(const char *name)
 {
@@ -187,7 +178,7 @@ START_TEST(duplicate_counts_once)
     o.extra_masters = extra;
     ck_assert_int_eq(h_signal_master(1, SIGSTOP), 0);
     ck_assert_msg(h_start_daemon(&o) == 0, "redlockd did not start (log above)");
-    a = ms_connect();
+    a = expect_tcp();
     got = h_cmd(a, "LOCK dup wait=0", CMD_MS);
     ck_assert_msg(got != NULL && strncmp(got, "ERR NOQUORUM ", 13) == 0,
                   "one Redis listed twice granted the lock alone: '%s'",
@@ -248,7 +239,7 @@ START_TEST(aof_always_not_quarantined)
     ms_begin();
     ck_assert_msg(h_start_masters_aof(NMASTERS) == 0, "the masters did not start");
     ck_assert_msg(h_start_daemon(&ms_prod) == 0, "redlockd did not start (log above)");
-    a = ms_connect();
+    a = expect_tcp();
     EXPECT_PREFIX(a, "TRYLOCK fresh", "OK fresh ");
     EXPECT_REPLY(a, "UNLOCK fresh", "OK fresh holds=0");
     close(a);
@@ -282,7 +273,7 @@ START_TEST(appendfsync_unreadable_keeps_quarantine)
                   "the log does not say that appendfsync cannot be read");
     ck_assert_msg(h_log_find(0, "(CONFIG GET refused): quarantined", NULL, 0),
                   "the quarantine's log line does not give the refusal as its reason");
-    a = ms_connect();
+    a = expect_tcp();
     got = h_cmd(a, "TRYLOCK acl", CMD_MS);
     ck_assert_msg(got != NULL && strncmp(got, "ERR NOQUORUM ", 13) == 0,
                   "TRYLOCK answered '%s'", got != NULL ? got : "(nothing)");
@@ -306,7 +297,7 @@ START_TEST(quarantine_says_why_and_reload_ends_it)
     ck_assert_msg(h_start_masters(NMASTERS) == 0, "the masters did not start");
     ck_assert_msg(h_start_daemon(&ms_prod) == 0, "redlockd did not start (log above)");
     ck_assert_int_eq(ms_stat("masters_quarantined"), NMASTERS);
-    a = ms_connect();
+    a = expect_tcp();
     got = h_cmd(a, "TRYLOCK nq", CMD_MS);
     ck_assert_msg(got != NULL && strncmp(got, "ERR NOQUORUM ", 13) == 0,
                   "TRYLOCK answered '%s'", got != NULL ? got : "(nothing)");
@@ -425,8 +416,8 @@ START_TEST(readme_acl_covers_every_kind)
         ck_assert_msg(h_master_cmd(i, NULL, cmd) == 0, "master %zu refused '%s'", i, cmd);
     }
     ck_assert_msg(h_start_daemon(&acl) == 0, "redlockd did not start (log above)");
-    a = ms_connect();
-    b = ms_connect();
+    a = expect_tcp();
+    b = expect_tcp();
     EXPECT_PREFIX(a, "LOCK x fence", "OK x validity=");
     EXPECT_PREFIX(a, "STATUS x", "HELD x ");
     EXPECT_REPLY(a, "UNLOCK x", "OK x holds=0");

@@ -61,15 +61,6 @@ rb_teardown(void)
     h_end();
 }
 
-static int
-rb_connect(void)
-{
-    int fd = h_connect_tcp();
-
-    ck_assert_msg(fd >= 0, "cannot connect to the daemon: %s", strerror(errno));
-    return fd;
-}
-
 /* Require a STATS counter to reach want (or, with at_least, want or more) in time. */
 static void
 rb_wait_stat(const char *name, long long want, bool at_least, int64_t timeout_ms)
@@ -110,7 +101,7 @@ START_TEST(silent_master_dropped)
     int a, i;
 
     rb_up(&o);
-    a = rb_connect();
+    a = expect_tcp();
     ck_assert_int_eq(h_signal_master(0, SIGSTOP), 0);
     for (i = 0; i < 3; i++) {
         snprintf(line, sizeof(line), "TRYLOCK sm%d ttl=5000", i);
@@ -148,8 +139,8 @@ START_TEST(ghost_of_dropped_try_taken_over)
     int a, w, i;
 
     rb_up(&o);
-    a = rb_connect();
-    w = rb_connect();
+    a = expect_tcp();
+    w = expect_tcp();
     for (i = 0; i < 3; i++) {
         ck_assert_int_eq(h_signal_master(i, SIGSTOP), 0);
     }
@@ -192,7 +183,7 @@ START_TEST(max_pending_drops_master)
     int a, i;
 
     rb_up(&o);
-    a = rb_connect();
+    a = expect_tcp();
     ck_assert_int_eq(h_signal_master(1, SIGSTOP), 0);
     /* Past 4 unanswered and a round's deadline (500 ms) without a reply. */
     for (i = 0; i < 30; i++) {
@@ -228,7 +219,7 @@ START_TEST(burst_not_dropped)
     int a;
 
     rb_up(&o);
-    a = rb_connect();
+    a = expect_tcp();
     for (i = 0; i < 40; i++) {
         snprintf(line, sizeof(line), "LOCK b%zu ttl=30000", i);
         EXPECT_PREFIX(a, line, "OK b");
@@ -467,7 +458,7 @@ START_TEST(partial_write_to_stopped_master)
     port = h_master_port(0);
     memset(p, 0, sizeof(p));
     for (i = 0; i < RB_PW_CONNS; i++) {
-        p[i].fd = rb_connect();
+        p[i].fd = expect_tcp();
         ck_assert_int_eq(fcntl(p[i].fd, F_SETFL, fcntl(p[i].fd, F_GETFL) | O_NONBLOCK), 0);
     }
     base = h_master_calls(0, "set");
@@ -528,7 +519,7 @@ START_TEST(partial_write_to_stopped_master)
     ck_assert_int_eq(h_stat_once("master.0.reconnects", &v), 0);
     ck_assert_msg(v == 0, "master 0 was dropped and reconnected %lld times", v);
     rb_wait_stat("masters_up", NMASTERS, false, LOCAL_MS);
-    a = rb_connect();
+    a = expect_tcp();
     EXPECT_PREFIX(a, "LOCK pw-fresh ttl=60000", "OK pw-fresh ");
     ck_assert_msg(h_wait_until(rb_cond_key_everywhere, &key, LOCAL_MS),
                   "pw-fresh is on %zu masters, expected all %d", h_masters_holding(key, NULL),
@@ -559,7 +550,7 @@ START_TEST(quarantine_fresh_masters)
     int a;
 
     rb_up(&o);
-    a = rb_connect();
+    a = expect_tcp();
     ck_assert_int_eq(h_stat_once("masters_quarantined", &left), 0);
     ck_assert_msg(left >= 3, "only %lld masters quarantined just after they started", left);
     ck_assert_int_eq(h_stat_once("master.0.quarantine_ms", &left), 0);
@@ -616,8 +607,8 @@ rb_restart_scenario(bool quarantine)
     ck_assert_int_eq(h_kill_master(3), 0);
     ck_assert_int_eq(h_kill_master(4), 0);
     rb_wait_stat("masters_up", 3, false, 5000);
-    a = rb_connect();
-    b = rb_connect();
+    a = expect_tcp();
+    b = expect_tcp();
     t_send = h_now_ms();
     got = h_cmd(a, "LOCK rs ttl=3000", CMD_MS);
     ck_assert_msg(got != NULL && h_is_reply(got, "OK", "rs") && h_reply_int(got, "validity", &valid),
@@ -705,7 +696,7 @@ START_TEST(lost_keeps_keys_until_expiry)
     int a;
 
     rb_up(&o);
-    a = rb_connect();
+    a = expect_tcp();
     t_send = h_now_ms();
     got = h_cmd(a, "LOCK lk ttl=3000", CMD_MS);
     ck_assert_msg(got != NULL && h_reply_int(got, "validity", &valid), "LOCK lk: '%s'",
@@ -762,7 +753,7 @@ START_TEST(paused_daemon_lost_first)
     int a, seen_ok = 0, seen_pong = 0;
 
     rb_up(&o);
-    a = rb_connect();
+    a = expect_tcp();
     got = h_cmd(a, "LOCK pz ttl=1000", CMD_MS);
     ck_assert_msg(got != NULL && h_reply_int(got, "validity", &valid), "LOCK pz: '%s'",
                   got ? got : "(nothing)");
@@ -861,7 +852,7 @@ START_TEST(wall_clock_jump)
     unsetenv("LD_PRELOAD");
     ck_assert_msg(rb_maps_have(h_daemon_pid(), "libfaketime"),
                   "libfaketime is not loaded in the daemon: the test would test nothing");
-    a = rb_connect();
+    a = expect_tcp();
     got = h_cmd(a, "LOCK wj ttl=900", CMD_MS);
     ck_assert_msg(got != NULL && h_reply_int(got, "validity", &valid), "LOCK wj: '%s'",
                   got ? got : "(nothing)");
@@ -905,8 +896,8 @@ START_TEST(slowloris)
     int a, b, i;
 
     rb_up(&o);
-    a = rb_connect();
-    b = rb_connect();
+    a = expect_tcp();
+    b = expect_tcp();
     EXPECT_PREFIX(b, "LOCK sl", "OK sl ");
     /* A line in two pieces, in time. */
     ck_assert_int_eq(h_send_raw(a, "PI", 2), 0);
@@ -957,8 +948,8 @@ START_TEST(non_reader_closed)
     int a, b, one = 4096;
 
     rb_up(&o);
-    a = rb_connect();
-    b = rb_connect();
+    a = expect_tcp();
+    b = expect_tcp();
     /* A small receive buffer, so the daemon's output backs up sooner. */
     setsockopt(a, SOL_SOCKET, SO_RCVBUF, &one, sizeof(one));
     EXPECT_PREFIX(a, "LOCK nr", "OK nr ");
@@ -1017,10 +1008,10 @@ START_TEST(max_clients)
 
     rb_up(&o);
     for (i = 0; i < 3; i++) {
-        fds[i] = rb_connect();
+        fds[i] = expect_tcp();
         EXPECT_REPLY(fds[i], "PING", "PONG");
     }
-    extra = rb_connect();
+    extra = expect_tcp();
     got = h_read_line(extra, LOCAL_MS);
     ck_assert_msg(got != NULL && strncmp(got, "ERR LIMIT ", 10) == 0,
                   "client 4 of 3 got '%s'", got ? got : "(nothing)");
@@ -1105,10 +1096,10 @@ START_TEST(out_of_descriptors_pauses)
     rb_up(&o);
     ck_assert_msg(h_log_find(0, "descriptor limit 64 (hard 64) is below", NULL, 0),
                   "no warning at start that max_clients does not fit the descriptor limit");
-    fds[0] = rb_connect();
+    fds[0] = expect_tcp();
     EXPECT_REPLY(fds[0], "PING", "PONG");
     for (i = 1; i < RB_FD_CONNS; i++) {
-        fds[i] = rb_connect();
+        fds[i] = expect_tcp();
         ck_assert_int_eq(h_send(fds[i], "PING"), 0);
     }
     ck_assert_msg(h_wait_log(0, "accept failed: Too many open files", 5000),
@@ -1215,7 +1206,7 @@ START_TEST(password_change_ends_sessions)
     int a, b, u;
 
     rb_up(&o);
-    a = rb_connect();
+    a = expect_tcp();
     EXPECT_REPLY(a, "AUTH old-pw", "OK");
     EXPECT_PREFIX(a, "LOCK pc", "OK pc ");
     u = h_connect_unix();
@@ -1232,10 +1223,10 @@ START_TEST(password_change_ends_sessions)
     close(a);
     EXPECT_REPLY(u, "PING", "PONG");
     EXPECT_PREFIX(u, "STATUS pc", "FREE pc");   /* its lock went with it */
-    b = rb_connect();
+    b = expect_tcp();
     EXPECT_PREFIX(b, "AUTH old-pw", "ERR AUTH wrong password");
     close(b);
-    b = rb_connect();
+    b = expect_tcp();
     EXPECT_REPLY(b, "AUTH new-pw", "OK");
     /* No password any more: nobody is ended. */
     rb_conf_replace("password: \"new-pw\"", "password: \"\"");
@@ -1254,7 +1245,7 @@ START_TEST(max_locks_per_client)
     int a;
 
     rb_up(&o);
-    a = rb_connect();
+    a = expect_tcp();
     EXPECT_PREFIX(a, "LOCK m1", "OK m1 ");
     EXPECT_PREFIX(a, "LOCK m2", "OK m2 ");
     EXPECT_PREFIX(a, "LOCK m3", "ERR LIMIT ");
@@ -1291,19 +1282,9 @@ rb_log_count(const char *text)
 static int
 rb_connect_from(const char *from)
 {
-    struct sockaddr_in sa;
-    int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    int fd = h_tcp_connect(from, "127.0.0.1", h_daemon_port(), 0);
 
-    ck_assert_int_ge(fd, 0);
-    memset(&sa, 0, sizeof(sa));
-    sa.sin_family = AF_INET;
-    ck_assert_int_eq(inet_pton(AF_INET, from, &sa.sin_addr), 1);
-    ck_assert_msg(bind(fd, (struct sockaddr *)&sa, sizeof(sa)) == 0, "bind %s: %s", from,
-                  strerror(errno));
-    sa.sin_port = htons((uint16_t)h_daemon_port());
-    ck_assert_int_eq(inet_pton(AF_INET, "127.0.0.1", &sa.sin_addr), 1);
-    ck_assert_msg(connect(fd, (struct sockaddr *)&sa, sizeof(sa)) == 0, "connect: %s",
-                  strerror(errno));
+    ck_assert_msg(fd >= 0, "connect from %s: %s", from, strerror(errno));
     return fd;
 }
 
@@ -1445,8 +1426,8 @@ rb_unix_and_two_tcp(int *u, int *t0, int *t1)
     *u = h_connect_unix();
     ck_assert_int_ge(*u, 0);
     rb_wait_connections(*u, 1);
-    *t0 = rb_connect();
-    *t1 = rb_connect();
+    *t0 = expect_tcp();
+    *t1 = expect_tcp();
     EXPECT_REPLY(*t0, "PING", "PONG");
     EXPECT_REPLY(*t1, "PING", "PONG");
 }
@@ -1601,7 +1582,6 @@ START_TEST(auth_deadline_frees_slot)
 {
     struct h_daemon_opts o = { .retry_delay_ms = 100, .auth_password = "s3cret-pw",
                                .idle_timeout_ms = RB_AUTH_DEADLINE_MS };
-    struct sockaddr_in sa;
     int u, fd, small = 4096, i;
     char sip[512], flood[4096];
     int64_t t0;
@@ -1609,16 +1589,10 @@ START_TEST(auth_deadline_frees_slot)
     rb_up(&o);
     u = h_connect_unix();
     ck_assert_int_ge(u, 0);
-    fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    ck_assert_int_ge(fd, 0);
-    /* A small receive buffer: the replies back up in the daemon at once. */
-    ck_assert_int_eq(setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &small, sizeof(small)), 0);
-    memset(&sa, 0, sizeof(sa));
-    sa.sin_family = AF_INET;
-    sa.sin_port = htons((uint16_t)h_daemon_port());
-    ck_assert_int_eq(inet_pton(AF_INET, "127.0.0.1", &sa.sin_addr), 1);
     t0 = h_now_ms();
-    ck_assert_int_eq(connect(fd, (struct sockaddr *)&sa, sizeof(sa)), 0);
+    /* A small receive buffer: the replies back up in the daemon at once. */
+    fd = h_tcp_connect(NULL, "127.0.0.1", h_daemon_port(), small);
+    ck_assert_msg(fd >= 0, "connect: %s", strerror(errno));
     ck_assert_int_eq(fcntl(fd, F_SETFL, O_NONBLOCK), 0);
     memset(flood, 0, sizeof(flood));
     for (i = 0; i + 5 <= (int)sizeof(flood); i += 5) {
@@ -1705,7 +1679,7 @@ START_TEST(reload_sets_and_clears_password)
     rb_up(&o);
     u = h_connect_unix();
     ck_assert_int_ge(u, 0);
-    p = rb_connect();
+    p = expect_tcp();
     rb_wait_unauthenticated(u, 1);
     EXPECT_PREFIX(p, "PING", "ERR AUTH ");
     rb_conf_replace("password: \"pw-one\"", "password: \"\"");
@@ -1770,8 +1744,8 @@ START_TEST(watches_capped_globally)
     char *got;
 
     rb_up(&o);
-    a = rb_connect();
-    b = rb_connect();
+    a = expect_tcp();
+    b = expect_tcp();
     rb_watch(a, "wa");
     rb_watch(a, "wb");
     rb_watch(b, "wc");
@@ -1806,7 +1780,7 @@ START_TEST(reads_budgeted)
     char *got;
 
     rb_up(&o);
-    fd = rb_connect();
+    fd = expect_tcp();
     calls0 = h_master_calls(0, "evalsha");
     for (i = 0; i < RB_READS_PER_S; i++) {
         EXPECT_REPLY(fd, "STATUS rd", "FREE rd");
@@ -1882,13 +1856,13 @@ START_TEST(auth_password)
     int a, u;
 
     rb_up(&o);
-    a = rb_connect();
+    a = expect_tcp();
     EXPECT_PREFIX(a, "PING", "ERR AUTH authentication required");
     EXPECT_PREFIX(a, "LOCK x", "ERR AUTH authentication required");
     EXPECT_PREFIX(a, "AUTH s3cret", "ERR AUTH wrong password");
     ck_assert_msg(h_expect_eof(a, LOCAL_MS), "a wrong password left the connection open");
     close(a);
-    a = rb_connect();
+    a = expect_tcp();
     EXPECT_REPLY(a, "AUTH s3cret-pw", "OK");
     EXPECT_PREFIX(a, "LOCK x", "OK x ");
     EXPECT_REPLY(a, "UNLOCK x", "OK x holds=0");
@@ -1915,7 +1889,7 @@ START_TEST(auth_password)
     EXPECT_REPLY(u, "PING", "PONG");
     ck_assert_msg(h_quiet(u, 1200), "an authenticated idle session was sent something");
     close(u);
-    a = rb_connect();
+    a = expect_tcp();
     got = h_read_line(a, 3000);
     ck_assert_msg(got != NULL && strncmp(got, "ERR AUTH no AUTH within 800 ms", 30) == 0,
                   "a silent TCP session got '%s'", got ? got : "(nothing)");

@@ -91,19 +91,26 @@ expect_int_at(const char *line, const char *key, int at)
     } while (0)
 
 /*
- * Make daemon d the current one and connect to it over TCP; the test
- * fails (naming the daemon and the reason) when that does not work.
+ * Connect to the current daemon over TCP (h_connect_tcp); the test fails
+ * (naming the daemon, its port and the reason) when that does not work.
+ * Returns the descriptor; the caller closes it.
  */
+static inline int
+expect_tcp(void)
+{
+    int fd = h_connect_tcp();
+
+    ck_assert_msg(fd >= 0, "cannot connect to daemon %zu on 127.0.0.1:%d: %s",
+                  h_current_daemon(), h_daemon_port(), strerror(errno));
+    return fd;
+}
+
+/* Make daemon d the current one and connect to it as expect_tcp() does. */
 static inline int
 expect_connect(size_t d)
 {
-    int fd;
-
     h_use_daemon(d);
-    fd = h_connect_tcp();
-    ck_assert_msg(fd >= 0, "cannot connect to daemon %zu on 127.0.0.1:%d: %s", d,
-                  h_daemon_port(), strerror(errno));
-    return fd;
+    return expect_tcp();
 }
 
 /*
