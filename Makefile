@@ -95,9 +95,11 @@ HARNESS_OBJ := $(B)/obj/tests/harness.o $(CLIENT_OBJ)
 
 UNIT_TESTS := check_proto check_conf check_redlock check_lease check_client check_drift \
               check_admit
-INTEG_TESTS := check_integration check_cluster check_robust check_ops check_redlockctl check_metrics \
-               check_masters check_edges check_kinds check_who check_tls check_tls_masters \
-               check_clock check_fence check_scripts
+# Unit suites are named for the module they test, end-to-end suites for
+# the feature they cover (tests/README.md is the index).
+INTEG_TESTS := check_session check_handover check_kinds check_lease_mode check_fence check_who \
+               check_masters check_quarantine check_limits check_auth check_cluster check_tls \
+               check_tls_masters check_metrics check_ops check_redlockctl check_scripts
 TEST_BINS  := $(addprefix $(B)/,$(UNIT_TESTS) $(INTEG_TESTS))
 
 CK_TIMEOUT ?= 120
@@ -164,26 +166,29 @@ $(B)/check_redlock: $(B)/obj/tests/check_redlock.o $(LIB_OBJ)
 $(B)/check_lease: $(B)/obj/tests/check_lease.o $(LIB_OBJ)
 $(B)/check_lease: WRAP_LDFLAGS := -Wl,--wrap=redlock_extend,--wrap=redlock_restore \
                                   -Wl,--wrap=redlock_expire_at,--wrap=master_count
-$(B)/check_integration: $(B)/obj/tests/check_integration.o $(HARNESS_OBJ) \
-                        $(B)/obj/proto/proto.o
-$(B)/check_cluster: $(B)/obj/tests/check_cluster.o $(HARNESS_OBJ)
-$(B)/check_robust: $(B)/obj/tests/check_robust.o $(HARNESS_OBJ)
-$(B)/check_masters: $(B)/obj/tests/check_masters.o $(HARNESS_OBJ)
-$(B)/check_edges: $(B)/obj/tests/check_edges.o $(HARNESS_OBJ)
+# The end-to-end suites: the harness (tests/harness.c, real processes).
+$(B)/check_session: $(B)/obj/tests/check_session.o $(HARNESS_OBJ)
+$(B)/check_handover: $(B)/obj/tests/check_handover.o $(HARNESS_OBJ)
 $(B)/check_kinds: $(B)/obj/tests/check_kinds.o $(HARNESS_OBJ)
+$(B)/check_lease_mode: $(B)/obj/tests/check_lease_mode.o $(HARNESS_OBJ)
+# Some links between daemons and masters go through build/delay-proxy
+# (tests/faults/faults.mk), which make test and make integration build.
+$(B)/check_fence: $(B)/obj/tests/check_fence.o $(HARNESS_OBJ)
 $(B)/check_who: $(B)/obj/tests/check_who.o $(HARNESS_OBJ)
+$(B)/check_masters: $(B)/obj/tests/check_masters.o $(HARNESS_OBJ)
+# Masters 2 and 3 of the clock tests run the libc build of redis-server
+# under libfaketime.
+$(B)/check_quarantine: $(B)/obj/tests/check_quarantine.o $(HARNESS_OBJ)
+$(B)/check_limits: $(B)/obj/tests/check_limits.o $(HARNESS_OBJ)
+$(B)/check_auth: $(B)/obj/tests/check_auth.o $(HARNESS_OBJ)
+$(B)/check_cluster: $(B)/obj/tests/check_cluster.o $(HARNESS_OBJ)
 $(B)/check_tls: $(B)/obj/tests/check_tls.o $(HARNESS_OBJ)
 $(B)/check_tls_masters: $(B)/obj/tests/check_tls_masters.o $(HARNESS_OBJ)
-# Masters 2 and 3 run the libc build of redis-server under libfaketime.
-$(B)/check_clock: $(B)/obj/tests/check_clock.o $(HARNESS_OBJ)
 $(B)/check_ops: $(B)/obj/tests/check_ops.o $(HARNESS_OBJ)
 $(B)/check_redlockctl: $(B)/obj/tests/check_redlockctl.o $(HARNESS_OBJ)
 # The daemon's objects too: metrics_table_rules and metrics_table_in_both_outputs
 # walk its report table (daemon/report.h).
 $(B)/check_metrics: $(B)/obj/tests/check_metrics.o $(HARNESS_OBJ) $(LIB_OBJ)
-# Some links between daemons and masters go through build/delay-proxy
-# (tests/faults/faults.mk), which make test and make integration build.
-$(B)/check_fence: $(B)/obj/tests/check_fence.o $(HARNESS_OBJ)
 # Each script of daemon/scripts/ on a real master, without the daemon.
 $(B)/check_scripts: $(B)/obj/tests/check_scripts.o $(HARNESS_OBJ)
 $(B)/obj/tests/check_scripts.o: $(B)/gen/daemon/scripts.h
@@ -290,7 +295,7 @@ integration: $(B)/redlockd $(B)/redlockctl $(addprefix $(B)/,$(INTEG_TESTS)) $(R
 # daemon writes build/valgrind/<pid>.log; any error or definite/indirect
 # leak in one of them fails the target.  Slow (the daemon runs ~20x
 # slower); not part of CI.
-VALGRIND_SUITES ?= check_integration check_robust
+VALGRIND_SUITES ?= check_session check_handover check_masters check_limits check_auth
 check-valgrind: deps $(B)/redlockd $(addprefix $(B)/,$(VALGRIND_SUITES))
 	@rm -rf $(B)/valgrind && mkdir -p $(B)/valgrind
 	-@for t in $(VALGRIND_SUITES); do echo "== $$t under valgrind"; \

@@ -133,4 +133,12 @@ expect_add_case(Suite *s, const char *name, const TTest *test, void (*teardown)(
     suite_add_tcase(s, tc);
 }
 
+/*
+ * Add test to s as a test case of its own named as the test
+ * (expect_add_case), with h_end() as its teardown: every test starts its
+ * own masters and daemons, and h_end() stops them when it passes.
+ */
+#define EXPECT_ADD(s, test, timeout_s) \
+    expect_add_case((s), #test, (test), h_end, (timeout_s))
+
 #endif /* REDLOCKD_TESTS_EXPECT_H */
