@@ -92,6 +92,9 @@ LIB_OBJ    := $(LIB_SRC:%.c=$(B)/obj/%.o)
 # does not.
 CLIENT_OBJ := $(B)/obj/client/client.o
 HARNESS_OBJ := $(B)/obj/tests/harness.o $(CLIENT_OBJ)
+# What the end-to-end suites link: the harness and the Check helpers they
+# share (tests/expect.c; the fault suite links the harness alone).
+SUITE_OBJ  := $(HARNESS_OBJ) $(B)/obj/tests/expect.o
 
 UNIT_TESTS := check_proto check_conf check_redlock check_lease check_client check_drift \
               check_admit
@@ -167,30 +170,30 @@ $(B)/check_lease: $(B)/obj/tests/check_lease.o $(LIB_OBJ)
 $(B)/check_lease: WRAP_LDFLAGS := -Wl,--wrap=redlock_extend,--wrap=redlock_restore \
                                   -Wl,--wrap=redlock_expire_at,--wrap=master_count
 # The end-to-end suites: the harness (tests/harness.c, real processes).
-$(B)/check_session: $(B)/obj/tests/check_session.o $(HARNESS_OBJ)
-$(B)/check_handover: $(B)/obj/tests/check_handover.o $(HARNESS_OBJ)
-$(B)/check_kinds: $(B)/obj/tests/check_kinds.o $(HARNESS_OBJ)
-$(B)/check_lease_mode: $(B)/obj/tests/check_lease_mode.o $(HARNESS_OBJ)
+$(B)/check_session: $(B)/obj/tests/check_session.o $(SUITE_OBJ)
+$(B)/check_handover: $(B)/obj/tests/check_handover.o $(SUITE_OBJ)
+$(B)/check_kinds: $(B)/obj/tests/check_kinds.o $(SUITE_OBJ)
+$(B)/check_lease_mode: $(B)/obj/tests/check_lease_mode.o $(SUITE_OBJ)
 # Some links between daemons and masters go through build/delay-proxy
 # (tests/faults/faults.mk), which make test and make integration build.
-$(B)/check_fence: $(B)/obj/tests/check_fence.o $(HARNESS_OBJ)
-$(B)/check_who: $(B)/obj/tests/check_who.o $(HARNESS_OBJ)
-$(B)/check_masters: $(B)/obj/tests/check_masters.o $(HARNESS_OBJ)
+$(B)/check_fence: $(B)/obj/tests/check_fence.o $(SUITE_OBJ)
+$(B)/check_who: $(B)/obj/tests/check_who.o $(SUITE_OBJ)
+$(B)/check_masters: $(B)/obj/tests/check_masters.o $(SUITE_OBJ)
 # Masters 2 and 3 of the clock tests run the libc build of redis-server
 # under libfaketime.
-$(B)/check_quarantine: $(B)/obj/tests/check_quarantine.o $(HARNESS_OBJ)
-$(B)/check_limits: $(B)/obj/tests/check_limits.o $(HARNESS_OBJ)
-$(B)/check_auth: $(B)/obj/tests/check_auth.o $(HARNESS_OBJ)
-$(B)/check_cluster: $(B)/obj/tests/check_cluster.o $(HARNESS_OBJ)
-$(B)/check_tls: $(B)/obj/tests/check_tls.o $(HARNESS_OBJ)
-$(B)/check_tls_masters: $(B)/obj/tests/check_tls_masters.o $(HARNESS_OBJ)
-$(B)/check_ops: $(B)/obj/tests/check_ops.o $(HARNESS_OBJ)
-$(B)/check_redlockctl: $(B)/obj/tests/check_redlockctl.o $(HARNESS_OBJ)
+$(B)/check_quarantine: $(B)/obj/tests/check_quarantine.o $(SUITE_OBJ)
+$(B)/check_limits: $(B)/obj/tests/check_limits.o $(SUITE_OBJ)
+$(B)/check_auth: $(B)/obj/tests/check_auth.o $(SUITE_OBJ)
+$(B)/check_cluster: $(B)/obj/tests/check_cluster.o $(SUITE_OBJ)
+$(B)/check_tls: $(B)/obj/tests/check_tls.o $(SUITE_OBJ)
+$(B)/check_tls_masters: $(B)/obj/tests/check_tls_masters.o $(SUITE_OBJ)
+$(B)/check_ops: $(B)/obj/tests/check_ops.o $(SUITE_OBJ)
+$(B)/check_redlockctl: $(B)/obj/tests/check_redlockctl.o $(SUITE_OBJ)
 # The daemon's objects too: metrics_table_rules and metrics_table_in_both_outputs
 # walk its report table (daemon/report.h).
-$(B)/check_metrics: $(B)/obj/tests/check_metrics.o $(HARNESS_OBJ) $(LIB_OBJ)
+$(B)/check_metrics: $(B)/obj/tests/check_metrics.o $(SUITE_OBJ) $(LIB_OBJ)
 # Each script of daemon/scripts/ on a real master, without the daemon.
-$(B)/check_scripts: $(B)/obj/tests/check_scripts.o $(HARNESS_OBJ)
+$(B)/check_scripts: $(B)/obj/tests/check_scripts.o $(SUITE_OBJ)
 $(B)/obj/tests/check_scripts.o: $(B)/gen/daemon/scripts.h
 # Every suite's main() (tests/runner.c): a suite defines runner_main.
 $(TEST_BINS): $(B)/obj/tests/runner.o

@@ -42,28 +42,6 @@
 #define LOCAL_MS        1000    /* deadline for a reply the daemon gives alone */
 #define TEST_TIMEOUT_S  40
 
-static int64_t rb_masters_started_ms;   /* just before the masters were started */
-
-static void
-rb_up(const struct h_daemon_opts *opts)
-{
-    ck_assert_msg(h_begin(tcase_name()) == 0, "cannot create the test directory");
-    rb_masters_started_ms = h_now_ms();
-    ck_assert_msg(h_start_masters(NMASTERS) == 0, "the masters did not start");
-    ck_assert_msg(h_start_daemon(opts) == 0, "redlockd did not start (log above)");
-}
-
-/* Require a STATS counter to reach want (or, with at_least, want or more) in time. */
-static void
-rb_wait_stat(const char *name, long long want, bool at_least, int64_t timeout_ms)
-{
-    long long seen;
-
-    ck_assert_msg(h_wait_stat(name, want, at_least, timeout_ms, &seen),
-                  "STAT %s stayed at %lld, expected %s%lld within %lld ms", name, seen,
-                  at_least ? ">= " : "", want, (long long)timeout_ms);
-}
-
 /*
  * A configuration that holds a password and that every user can read is
  * named in a warning at start, with its mode; made private (0600) and
@@ -75,7 +53,7 @@ START_TEST(readable_secrets_warned)
                                .log_level = "info" };
     off_t from;
 
-    rb_up(&o);
+    expect_up(NMASTERS, &o);
     ck_assert_int_eq(chmod(h_daemon_conf_path(), 0644), 0);
     from = h_log_size();
     ck_assert_int_eq(h_signal_daemon(SIGHUP), 0);
@@ -94,7 +72,7 @@ END_TEST
 
 /* Replace every "from" in the current daemon's configuration by "to". */
 static void
-rb_conf_replace(const char *from, const char *to)
+au_conf_replace(const char *from, const char *to)
 {
     char buf[8192], out[8192], *p, *q;
     size_t n, used = 0;
@@ -117,7 +95,7 @@ rb_conf_replace(const char *from, const char *to)
 
 /* SIGHUP the current daemon and wait for the reload to be applied. */
 static void
-rb_reload(void)
+au_reload(void)
 {
     off_t from = h_log_size();
 
@@ -138,15 +116,15 @@ START_TEST(password_change_ends_sessions)
     char *got;
     int a, b, u;
 
-    rb_up(&o);
+    expect_up(NMASTERS, &o);
     a = expect_tcp();
     EXPECT_REPLY(a, "AUTH old-pw", "OK");
     EXPECT_PREFIX(a, "LOCK pc", "OK pc ");
     u = h_connect_unix();
     ck_assert_int_ge(u, 0);
     EXPECT_REPLY(u, "PING", "PONG");
-    rb_conf_replace("old-pw", "new-pw");
-    rb_reload();
+    au_conf_replace("old-pw", "new-pw");
+    au_reload();
     got = h_read_line(a, LOCAL_MS);
     ck_assert_msg(got != NULL && strncmp(got, "ERR AUTH the password this session gave was "
                                          "changed", 44) == 0,
@@ -162,36 +140,14 @@ START_TEST(password_change_ends_sessions)
     b = expect_tcp();
     EXPECT_REPLY(b, "AUTH new-pw", "OK");
     /* No password any more: nobody is ended. */
-    rb_conf_replace("password: \"new-pw\"", "password: \"\"");
-    rb_reload();
+    au_conf_replace("password: \"new-pw\"", "password: \"\"");
+    au_reload();
     EXPECT_REPLY(b, "PING", "PONG");
     EXPECT_REPLY(u, "PING", "PONG");
     close(b);
     close(u);
 }
 END_TEST
-
-/*
- * Require STATS name to reach want in time, read over the Unix socket
- * (u): a TCP connection would count itself, or be refused.
- */
-static void
-rb_wait_stat_on(int u, const char *name, long long want)
-{
-    long long seen = -1;
-    int64_t deadline = h_now_ms() + LOCAL_MS;
-
-    while (h_stat(u, name, &seen) == 0 && seen != want && h_now_ms() < deadline) {
-        h_sleep_ms(10);
-    }
-    ck_assert_msg(seen == want, "STATS %s is %lld, expected %lld", name, seen, want);
-}
-
-static void
-rb_wait_unauthenticated(int u, long long want)
-{
-    rb_wait_stat_on(u, "unauthenticated", want);
-}
 
 /*
  * A reload that removes auth.password lets in at once the sessions
@@ -205,19 +161,19 @@ START_TEST(reload_sets_and_clears_password)
     int u, p;
     char *got;
 
-    rb_up(&o);
+    expect_up(NMASTERS, &o);
     u = h_connect_unix();
     ck_assert_int_ge(u, 0);
     p = expect_tcp();
-    rb_wait_unauthenticated(u, 1);
+    expect_wait_unauthenticated(u, 1);
     EXPECT_PREFIX(p, "PING", "ERR AUTH ");
-    rb_conf_replace("password: \"pw-one\"", "password: \"\"");
-    rb_reload();
-    rb_wait_unauthenticated(u, 0);
+    au_conf_replace("password: \"pw-one\"", "password: \"\"");
+    au_reload();
+    expect_wait_unauthenticated(u, 0);
     EXPECT_REPLY(p, "PING", "PONG");
     EXPECT_PREFIX(p, "LOCK rp", "OK rp ");
-    rb_conf_replace("password: \"\"", "password: \"pw-two\"");
-    rb_reload();
+    au_conf_replace("password: \"\"", "password: \"pw-two\"");
+    au_reload();
     got = h_read_line(p, LOCAL_MS);
     ck_assert_msg(got != NULL && strcmp(got, "ERR AUTH a reload requires AUTH of this "
                                         "session, which gave none; closing") == 0,
@@ -237,7 +193,7 @@ START_TEST(auth_password)
     char *got;
     int a, u;
 
-    rb_up(&o);
+    expect_up(NMASTERS, &o);
     a = expect_tcp();
     EXPECT_PREFIX(a, "PING", "ERR AUTH authentication required");
     EXPECT_PREFIX(a, "LOCK x", "ERR AUTH authentication required");
@@ -254,7 +210,7 @@ START_TEST(auth_password)
     EXPECT_REPLY(u, "PING", "PONG");
     EXPECT_PREFIX(u, "STATS", "STAT version ");
     close(u);
-    rb_wait_stat("auth_failures", 1, false, LOCAL_MS);
+    expect_wait_stat("auth_failures", 1, false, LOCAL_MS);
 
     /* A second daemon that makes the Unix socket AUTH too, and closes a
        session that does not authenticate within idle_timeout_ms. */

@@ -48,37 +48,6 @@ static const struct h_daemon_opts cl_opts = {
     .key_prefix = PREFIX,
 };
 
-/*
- * Start of a test: a directory named for the test, n masters (with
- * append-only files when aof), and ndaemons daemons with opts (cl_opts
- * when NULL).  Daemon 0 is current afterwards.
- */
-static void
-cl_up(size_t nmasters, bool aof, size_t ndaemons, const struct h_daemon_opts *opts)
-{
-    size_t i;
-
-    ck_assert_msg(h_begin(tcase_name()) == 0, "cannot create the test directory");
-    ck_assert_msg((aof ? h_start_masters_aof(nmasters) : h_start_masters(nmasters)) == 0,
-                  "the masters did not start");
-    for (i = 0; i < ndaemons; i++) {
-        ck_assert_msg(h_start_daemon(opts != NULL ? opts : &cl_opts) == 0,
-                      "redlockd %zu did not start (log above)", i);
-    }
-    if (ndaemons > 0) {
-        h_use_daemon(0);
-    }
-}
-
-/* Sum of EVALSHA and EVAL calls on master i (the daemon's rounds), or -1. */
-static long long
-cl_script_calls(size_t i)
-{
-    long long sha = h_master_calls(i, "evalsha"), eval = h_master_calls(i, "eval");
-
-    return sha < 0 || eval < 0 ? -1 : sha + eval;
-}
-
 /* arg: the channel.  Nobody subscribes to it on master 0. */
 static bool
 cond_no_subscriber_on_0(void *arg)
@@ -98,7 +67,7 @@ START_TEST(harness_two_daemons)
     int port0, port1, a, b, i;
     char *got;
 
-    cl_up(NMASTERS, false, NDAEMONS, NULL);
+    expect_up_daemons(NMASTERS, false, NDAEMONS, NULL);
     ck_assert_uint_eq(h_daemon_count(), NDAEMONS);
     ck_assert_uint_eq(h_current_daemon(), 0);
     pid0 = h_daemon_pid();
@@ -321,7 +290,7 @@ cond_scripts(void *arg)
 {
     long long *want = arg;
 
-    want[1] = cl_script_calls(0);
+    want[1] = expect_script_calls(0);
     return want[1] >= want[0];
 }
 
@@ -344,9 +313,9 @@ split_run(const struct split_case *sc)
     char line[160], *got;
     int a;
 
-    cl_up(NMASTERS, false, 1, NULL);
+    expect_up_daemons(NMASTERS, false, 1, NULL);
     a = expect_connect(0);
-    calls[0] = cl_script_calls(0);
+    calls[0] = expect_script_calls(0);
     ck_assert_msg(calls[0] >= 0, "INFO commandstats failed on master 0");
     calls[0] += 4;
     t_set = h_now_ms();
@@ -504,7 +473,7 @@ START_TEST(batch_one_call_per_iteration)
     int fd[BATCH_LOCKS + 1];
     size_t i;
 
-    cl_up(NMASTERS, false, 1, NULL);
+    expect_up_daemons(NMASTERS, false, 1, NULL);
     for (i = 0; i <= BATCH_LOCKS; i++) {
         fd[i] = h_connect_tcp();
         ck_assert_int_ge(fd[i], 0);
@@ -516,7 +485,7 @@ START_TEST(batch_one_call_per_iteration)
     for (i = 0; i < NMASTERS; i++) {
         ck_assert_int_eq(h_master_cmd(i, NULL, "SET %s %s", PREFIX "bs fence", "seven"), 0);
     }
-    before = cl_script_calls(0);
+    before = expect_script_calls(0);
     ck_assert_int_eq(h_signal_daemon(SIGSTOP), 0);
     for (i = 0; i < BATCH_LOCKS; i++) {
         snprintf(req, sizeof(req), "LOCK bt%zu mode=lease ttl=10000", i);
@@ -543,7 +512,7 @@ START_TEST(batch_one_call_per_iteration)
                   && strstr(line, "fence counter " PREFIX "bs fence is not an integer") != NULL,
                   "LOCK bs fence: %s", line != NULL ? line : "(nothing)");
     free(line);
-    after = cl_script_calls(0);
+    after = expect_script_calls(0);
     fprintf(stderr, "batch_one_call_per_iteration: %d LOCKs in one loop iteration, %lld "
             "script calls on master 0\n", BATCH_LOCKS + 1, after - before);
     ck_assert_msg(after - before <= 4, "%lld script calls on master 0 for %d LOCKs read in "

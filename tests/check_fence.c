@@ -55,83 +55,6 @@
 #define CMD_MS          2000    /* deadline for a reply that needs the masters */
 #define TEST_TIMEOUT_S  30      /* per test, unless CK_DEFAULT_TIMEOUT is set */
 
-/* Every test's daemon: a blocked LOCK retries after 0..100 ms. */
-static const struct h_daemon_opts it_opts = {
-    .retry_delay_ms = 100,
-};
-
-/*
- * Send a LOCK or TRYLOCK line on fd and require
- * "OK <name> validity=V holds=<holds>"; V goes into the long long
- * lvalue validity.
- */
-#define EXPECT_LOCK_OK(fd, line, name, holds, validity) do {                    \
-        char *got_ = h_cmd((fd), (line), CMD_MS);                               \
-        unsigned holds_ = 0;                                                    \
-        ck_assert_msg(got_ != NULL && parse_lock_ok(got_, (name), &(validity), &holds_) \
-                      && holds_ == (unsigned)(holds),                           \
-                      "'%s' answered '%s', expected 'OK %s validity=N holds=%u'", \
-                      (line), got_ != NULL ? got_ : "(nothing)", (name),        \
-                      (unsigned)(holds));                                       \
-        free(got_);                                                             \
-    } while (0)
-
-/*
- * Parse the start of a reply, "<status> <name> <key>=<integer>" (the
- * integer may be negative), into *value.  Returns a pointer just after
- * the integer, where the callers check the rest of the line, or NULL
- * when the line does not start that way.
- */
-static const char *
-parse_status_int(const char *line, const char *status, const char *name,
-                 const char *key, long long *value)
-{
-    char head[512];
-    size_t n;
-    char *end;
-
-    n = (size_t)snprintf(head, sizeof(head), "%s %s %s=", status, name, key);
-    if (n >= sizeof(head) || strncmp(line, head, n) != 0) {
-        return NULL;
-    }
-    line += n;
-    if (!isdigit((unsigned char)line[0]) && !(line[0] == '-' && isdigit((unsigned char)line[1]))) {
-        return NULL;
-    }
-    errno = 0;
-    *value = strtoll(line, &end, 10);
-    return errno == 0 ? end : NULL;
-}
-
-/* True when line is exactly "OK <name> validity=V holds=H". */
-static bool
-parse_lock_ok(const char *line, const char *name, long long *validity, unsigned *holds)
-{
-    const char *p = parse_status_int(line, "OK", name, "validity", validity);
-    char *end;
-    unsigned long h;
-
-    if (p == NULL || strncmp(p, " holds=", 7) != 0 || !isdigit((unsigned char)p[7])) {
-        return false;
-    }
-    h = strtoul(p + 7, &end, 10);
-    *holds = (unsigned)h;
-    return *end == '\0';
-}
-
-/*
- * Start of every test: a directory named for the test, five masters
- * and the daemon.  (Called from the test body, where tcase_name() is
- * known; the checked teardown below undoes it.)
- */
-static void
-it_up(void)
-{
-    ck_assert_msg(h_begin(tcase_name()) == 0, "cannot create the test directory");
-    ck_assert_msg(h_start_masters(NMASTERS) == 0, "the masters did not start");
-    ck_assert_msg(h_start_daemon(&it_opts) == 0, "redlockd did not start (log above)");
-}
-
 /* The fence=N of a reply; -1 when absent. */
 static long long
 reply_fence(const char *line)
@@ -152,7 +75,7 @@ START_TEST(fence_basics)
     char *got;
     int a, b, i;
 
-    it_up();
+    expect_up(NMASTERS, &expect_opts);
     a = expect_tcp();
     b = expect_tcp();
     for (i = 0; i < 20; i++) {
@@ -209,7 +132,7 @@ START_TEST(fence_counter_corrupt)
     char *got;
     int a;
 
-    it_up();
+    expect_up(NMASTERS, &expect_opts);
     for (i = 0; i < NMASTERS; i++) {
         ck_assert_int_eq(h_master_cmd(i, NULL, "SET %s %s", "bad fence", "xyz"), 0);
     }
@@ -229,7 +152,7 @@ END_TEST
 /* lock.fence: always fences every grant, lease mode included. */
 START_TEST(fence_always)
 {
-    struct h_daemon_opts o = it_opts;
+    struct h_daemon_opts o = expect_opts;
     char *got;
     int a;
 
@@ -250,47 +173,8 @@ START_TEST(fence_always)
 END_TEST
 
 #define NDAEMONS        2       /* daemons A (0) and B (1) */
-#define PREFIX          "redlock:"  /* lock.key_prefix of every daemon */
 #define UP_MS           20000   /* a restarted master reconnects within this (backoff <= 5 s) */
 #define CLUSTER_TIMEOUT_S 120   /* per cluster test (test 5 restarts masters 20 times) */
-
-/* Every daemon: a blocked LOCK retries after 0..100 ms; keys as in the spec. */
-static const struct h_daemon_opts cl_opts = {
-    .retry_delay_ms = 100,
-    .key_prefix = PREFIX,
-};
-
-/*
- * Start of a test: a directory named for the test, n masters (with
- * append-only files when aof), and ndaemons daemons with opts (cl_opts
- * when NULL).  Daemon 0 is current afterwards.
- */
-static void
-cl_up(size_t nmasters, bool aof, size_t ndaemons, const struct h_daemon_opts *opts)
-{
-    size_t i;
-
-    ck_assert_msg(h_begin(tcase_name()) == 0, "cannot create the test directory");
-    ck_assert_msg((aof ? h_start_masters_aof(nmasters) : h_start_masters(nmasters)) == 0,
-                  "the masters did not start");
-    for (i = 0; i < ndaemons; i++) {
-        ck_assert_msg(h_start_daemon(opts != NULL ? opts : &cl_opts) == 0,
-                      "redlockd %zu did not start (log above)", i);
-    }
-    if (ndaemons > 0) {
-        h_use_daemon(0);
-    }
-}
-
-/* STATS counter name of daemon d over a connection of its own; -1 if absent. */
-static long long
-cl_stat(size_t d, const char *name)
-{
-    long long v;
-
-    h_use_daemon(d);
-    return h_stat_once(name, &v) == 0 ? v : -1;
-}
 
 /* arg: unused.  Every daemon sees every master up. */
 static bool
@@ -300,7 +184,7 @@ cond_all_masters_up(void *arg)
 
     (void)arg;
     for (d = 0; d < h_daemon_count(); d++) {
-        if (cl_stat(d, "masters_up") != NMASTERS) {
+        if (expect_daemon_stat(d, "masters_up") != NMASTERS) {
             return false;
         }
     }
@@ -350,7 +234,7 @@ START_TEST(fence_increases_two_daemons)
     char what[64];
     int fd[NDAEMONS], i, d;
 
-    cl_up(NMASTERS, false, NDAEMONS, NULL);
+    expect_up_daemons(NMASTERS, false, NDAEMONS, NULL);
     for (d = 0; d < NDAEMONS; d++) {
         fd[d] = expect_connect((size_t)d);
     }
@@ -363,7 +247,7 @@ START_TEST(fence_increases_two_daemons)
         EXPECT_REPLY(fd[d], "UNLOCK fz", "OK fz holds=0");
     }
     for (d = 0; d < NDAEMONS; d++) {
-        fenced[d] = cl_stat((size_t)d, "fenced_grants");
+        fenced[d] = expect_daemon_stat((size_t)d, "fenced_grants");
         ck_assert_msg(fenced[d] >= FENCE_GRANTS / NDAEMONS,
                       "daemon %d: STATS fenced_grants %lld, expected >= %d", d, fenced[d],
                       FENCE_GRANTS / NDAEMONS);
@@ -395,7 +279,7 @@ START_TEST(fence_increases_changing_majorities)
     size_t step, k, d, len;
     int fd[NDAEMONS];
 
-    cl_up(NMASTERS, true, NDAEMONS, NULL);
+    expect_up_daemons(NMASTERS, true, NDAEMONS, NULL);
     for (d = 0; d < NDAEMONS; d++) {
         fd[d] = expect_connect(d);
     }
@@ -421,8 +305,8 @@ START_TEST(fence_increases_changing_majorities)
         }
         ck_assert_msg(h_wait_until(cond_all_masters_up, NULL, UP_MS),
                       "%s: STATS masters_up is %lld on A and %lld on B %d ms after the "
-                      "restart, expected %d", what, cl_stat(0, "masters_up"),
-                      cl_stat(1, "masters_up"), UP_MS, NMASTERS);
+                      "restart, expected %d", what, expect_daemon_stat(0, "masters_up"),
+                      expect_daemon_stat(1, "masters_up"), UP_MS, NMASTERS);
     }
     fprintf(stderr, "fence_increases_changing_majorities: fences%s\n", seq);
     for (d = 0; d < NDAEMONS; d++) {
@@ -431,7 +315,7 @@ START_TEST(fence_increases_changing_majorities)
 }
 END_TEST
 
-#define TEST_TIMEOUT_60_S  60      /* per test, unless CK_DEFAULT_TIMEOUT is set */
+#define TEST_TIMEOUT_60_S 60  /* per test, unless CK_DEFAULT_TIMEOUT is set */
 #define ADMIN_PASSWORD  "admin-secret"
 #define FC_PROXIES_MAX  8       /* delay proxies per test */
 #define FC_START_MS     5000    /* deadline for a proxy to listen or switch */

@@ -42,70 +42,6 @@
 #define CMD_MS          2000    /* deadline for a reply that needs the masters */
 #define TEST_TIMEOUT_S  30      /* per test, unless CK_DEFAULT_TIMEOUT is set */
 
-/* Every test's daemon: a blocked LOCK retries after 0..100 ms. */
-static const struct h_daemon_opts it_opts = {
-    .retry_delay_ms = 100,
-};
-
-/*
- * Send a LOCK or TRYLOCK line on fd and require
- * "OK <name> validity=V holds=<holds>"; V goes into the long long
- * lvalue validity.
- */
-#define EXPECT_LOCK_OK(fd, line, name, holds, validity) do {                    \
-        char *got_ = h_cmd((fd), (line), CMD_MS);                               \
-        unsigned holds_ = 0;                                                    \
-        ck_assert_msg(got_ != NULL && parse_lock_ok(got_, (name), &(validity), &holds_) \
-                      && holds_ == (unsigned)(holds),                           \
-                      "'%s' answered '%s', expected 'OK %s validity=N holds=%u'", \
-                      (line), got_ != NULL ? got_ : "(nothing)", (name),        \
-                      (unsigned)(holds));                                       \
-        free(got_);                                                             \
-    } while (0)
-
-/*
- * Parse the start of a reply, "<status> <name> <key>=<integer>" (the
- * integer may be negative), into *value.  Returns a pointer just after
- * the integer, where the callers check the rest of the line, or NULL
- * when the line does not start that way.
- */
-static const char *
-parse_status_int(const char *line, const char *status, const char *name,
-                 const char *key, long long *value)
-{
-    char head[512];
-    size_t n;
-    char *end;
-
-    n = (size_t)snprintf(head, sizeof(head), "%s %s %s=", status, name, key);
-    if (n >= sizeof(head) || strncmp(line, head, n) != 0) {
-        return NULL;
-    }
-    line += n;
-    if (!isdigit((unsigned char)line[0]) && !(line[0] == '-' && isdigit((unsigned char)line[1]))) {
-        return NULL;
-    }
-    errno = 0;
-    *value = strtoll(line, &end, 10);
-    return errno == 0 ? end : NULL;
-}
-
-/* True when line is exactly "OK <name> validity=V holds=H". */
-static bool
-parse_lock_ok(const char *line, const char *name, long long *validity, unsigned *holds)
-{
-    const char *p = parse_status_int(line, "OK", name, "validity", validity);
-    char *end;
-    unsigned long h;
-
-    if (p == NULL || strncmp(p, " holds=", 7) != 0 || !isdigit((unsigned char)p[7])) {
-        return false;
-    }
-    h = strtoul(p + 7, &end, 10);
-    *holds = (unsigned)h;
-    return *end == '\0';
-}
-
 /* The watchdog test's view of a held lock. */
 struct watch {
     int         fd;         /* another client, which asks TRYLOCK */
@@ -114,19 +50,6 @@ struct watch {
     long long   ttl;        /* the lease asked for, ms */
     char        why[512];   /* what was wrong, for the failure message */
 };
-
-/*
- * Start of every test: a directory named for the test, five masters
- * and the daemon.  (Called from the test body, where tcase_name() is
- * known; the checked teardown below undoes it.)
- */
-static void
-it_up(void)
-{
-    ck_assert_msg(h_begin(tcase_name()) == 0, "cannot create the test directory");
-    ck_assert_msg(h_start_masters(NMASTERS) == 0, "the masters did not start");
-    ck_assert_msg(h_start_daemon(&it_opts) == 0, "redlockd did not start (log above)");
-}
 
 /*
  * Fair waiting (FIFO queues per name): 20 sessions loop LOCK/UNLOCK on one name for
@@ -145,7 +68,7 @@ START_TEST(fairness_one_daemon)
     char *got;
     int i;
 
-    it_up();
+    expect_up(NMASTERS, &expect_opts);
     for (i = 0; i < FAIR_SESSIONS; i++) {
         pfd[i].fd = expect_tcp();
         pfd[i].events = POLLIN;
@@ -246,7 +169,7 @@ START_TEST(handover_never_free)
     int fd[2], i, holder = 0;
     char *got;
 
-    it_up();
+    expect_up(NMASTERS, &expect_opts);
     fd[0] = expect_tcp();
     fd[1] = expect_tcp();
     EXPECT_LOCK_OK(fd[0], "LOCK ho", "ho", 1, valid);
@@ -279,89 +202,17 @@ START_TEST(handover_never_free)
 }
 END_TEST
 
-#define TEST_TIMEOUT_40_S  40      /* per test, unless CK_DEFAULT_TIMEOUT is set */
-#define EG_HANDOVER_MS  2000    /* deadline for a waiter's grant once the name is free:
+#define TEST_TIMEOUT_40_S 40  /* per test, unless CK_DEFAULT_TIMEOUT is set */
+#define HO_HANDOVER_MS  2000    /* deadline for a waiter's grant once the name is free:
                                    one round (500 ms) and the retry delay (100 ms),
                                    with room for a slow, shared machine */
 /* lock.key_prefix: the harness writes "" unless a test asks for another. */
-#define EG_PREFIX       ""
 
-/* Every test's daemon, unless it says otherwise: a blocked LOCK retries
-   after 0..100 ms; everything else is the harness's or the daemon's
-   default (node_timeout_ms 500, down_after_ms 2000, no quarantine). */
-static const struct h_daemon_opts eg_opts = {
-    .retry_delay_ms = 100,
-};
-
-/* Start of a test: its directory, nmasters masters, the daemon with opts. */
-static void
-eg_up(size_t nmasters, const struct h_daemon_opts *opts)
-{
-    ck_assert_msg(h_begin(tcase_name()) == 0, "cannot create the test directory");
-    ck_assert_msg(h_start_masters(nmasters) == 0, "the masters did not start");
-    ck_assert_msg(h_start_daemon(opts) == 0, "redlockd did not start (log above)");
-}
-
-/* The key of lock name on the masters, into out. */
-static void
-eg_key(const char *name, char *out, size_t size)
-{
-    ck_assert((size_t)snprintf(out, size, "%s%s", EG_PREFIX, name) < size);
-}
-
-/* Require a STATS counter to reach want in time. */
-static void
-eg_wait_stat(const char *name, long long want, int64_t timeout_ms)
-{
-    long long seen;
-
-    ck_assert_msg(h_wait_stat(name, want, false, timeout_ms, &seen),
-                  "STAT %s stayed at %lld, expected %lld within %lld ms", name, seen, want,
-                  (long long)timeout_ms);
-}
-
-/* A counter that grows: arg is a struct eg_grows. */
-struct eg_grows {
+/* A counter that grows: arg is a struct ho_grows. */
+struct ho_grows {
     const char *name;       /* STAT name */
     long long   from;       /* value to exceed */
 };
-
-/* DEL key on every master. */
-static void
-eg_del_everywhere(const char *key)
-{
-    size_t i;
-
-    for (i = 0; i < h_master_count(); i++) {
-        ck_assert_msg(h_master_cmd(i, NULL, "DEL %s", key) == 0, "DEL %s on master %zu", key,
-                      i);
-    }
-}
-
-/* Read a line within ms and require it to start with "! LOST <name> reason=X". */
-static void
-eg_expect_lost(int fd, const char *name, int64_t ms, const char *what)
-{
-    char head[300], *got = h_read_line(fd, ms);
-
-    snprintf(head, sizeof(head), "! LOST %s reason=", name);
-    ck_assert_msg(got != NULL && strncmp(got, head, strlen(head)) == 0
-                  && got[strlen(head)] != '\0',
-                  "%s: got '%s', expected '%s<reason>'", what, got != NULL ? got : "(nothing)",
-                  head);
-    free(got);
-}
-
-/* Read a line within ms and require it to be exactly want. */
-static void
-eg_expect_line(int fd, const char *want, int64_t ms, const char *what)
-{
-    char *got = h_read_line(fd, ms);
-
-    ck_assert_msg(got != NULL && strcmp(got, want) == 0, "%s: got '%s', expected '%s'", what,
-                  got != NULL ? got : "(nothing)", want);
-    free(got);
-}
 
 /*
  * Hand-over variant: H holds y1, W waits in LOCK y1, the key is
@@ -379,18 +230,18 @@ START_TEST(unlock_vanished_handover)
     char key[64], *got;
     int h, w;
 
-    eg_up(NMASTERS, &eg_opts);
-    eg_key("y1", key, sizeof(key));
+    expect_up(NMASTERS, &expect_opts);
+    expect_key("y1", key, sizeof(key));
     h = expect_tcp();
     w = expect_tcp();
     EXPECT_PREFIX(h, "LOCK y1", "OK y1 ");
     ck_assert_int_eq(h_send(w, "LOCK y1"), 0);
-    eg_wait_stat("waiters", 1, 3000);
+    expect_wait_stat("waiters", 1, false, 3000);
     ck_assert_int_eq(h_stat_once("handovers", &before), 0);
-    eg_del_everywhere(key);
+    expect_del_everywhere(key);
     ck_assert_int_eq(h_send(h, "UNLOCK y1"), 0);
-    eg_expect_lost(h, "y1", CMD_MS, "H's UNLOCK y1 after DEL everywhere, first line");
-    eg_expect_line(h, "NOTHELD y1", CMD_MS, "H's UNLOCK y1 after DEL everywhere, second line");
+    expect_lost(h, "y1", CMD_MS, "H's UNLOCK y1 after DEL everywhere, first line");
+    expect_line(h, "NOTHELD y1", CMD_MS, "H's UNLOCK y1 after DEL everywhere, second line");
     got = h_read_line(w, 3000);
     ck_assert_msg(got != NULL && h_is_reply(got, "OK", "y1"),
                   "the waiter's LOCK y1 got '%s', expected 'OK y1 ...'",
@@ -409,7 +260,7 @@ END_TEST
  * two of the three masters are stopped (SIGSTOP); H sends UNLOCK z, so
  * the hand-over to W1 cannot complete; W1 closes its connection; 2 s
  * later both masters continue (SIGCONT): W2 gets "OK z" within
- * EG_HANDOVER_MS of that: the name is free then, and the next waiter is
+ * HO_HANDOVER_MS of that: the name is free then, and the next waiter is
  * granted within one round (node_timeout_ms 500) and the retry delay
  * (retry_delay_ms 100); about 200 ms here, the rest is room for a slow,
  * shared machine.  (H's reply to UNLOCK is read, whatever it is.)
@@ -428,15 +279,15 @@ START_TEST(waiter_leaves_handover)
     char *got;
     int h, w1, w2;
 
-    eg_up(3, &eg_opts);
+    expect_up(3, &expect_opts);
     h = expect_tcp();
     w1 = expect_tcp();
     w2 = expect_tcp();
     EXPECT_PREFIX(h, "LOCK z ttl=30000", "OK z ");
     ck_assert_int_eq(h_send(w1, "LOCK z ttl=30000"), 0);
-    eg_wait_stat("waiters", 1, 3000);
+    expect_wait_stat("waiters", 1, false, 3000);
     ck_assert_int_eq(h_send(w2, "LOCK z ttl=30000"), 0);
-    eg_wait_stat("waiters", 2, 3000);
+    expect_wait_stat("waiters", 2, false, 3000);
     ck_assert_int_eq(h_signal_master(0, SIGSTOP), 0);
     ck_assert_int_eq(h_signal_master(1, SIGSTOP), 0);
     ck_assert_int_eq(h_send(h, "UNLOCK z"), 0);
@@ -447,15 +298,15 @@ START_TEST(waiter_leaves_handover)
     ck_assert_int_eq(h_signal_master(1, SIGCONT), 0);
     t_cont = h_now_ms();
     early = !h_quiet(w2, 0);
-    got = h_read_line(h, EG_HANDOVER_MS);
+    got = h_read_line(h, HO_HANDOVER_MS);
     ck_assert_msg(got != NULL, "H got no reply to UNLOCK z within %d ms of SIGCONT",
-                  EG_HANDOVER_MS);
+                  HO_HANDOVER_MS);
     free(got);
-    left = EG_HANDOVER_MS - (h_now_ms() - t_cont);
+    left = HO_HANDOVER_MS - (h_now_ms() - t_cont);
     got = h_read_line(w2, left > 0 ? left : 0);
     ck_assert_msg(got != NULL && h_is_reply(got, "OK", "z"),
                   "W2's LOCK z got '%s' within %d ms of SIGCONT%s, expected 'OK z ...'",
-                  got != NULL ? got : "(nothing)", EG_HANDOVER_MS,
+                  got != NULL ? got : "(nothing)", HO_HANDOVER_MS,
                   early ? " (it had come before the SIGCONT)" : "");
     free(got);
     close(h);
@@ -470,51 +321,10 @@ END_TEST
 #define TOKEN_LEN       32      /* owner token: lowercase hex digits */
 
 /* Every daemon: a blocked LOCK retries after 0..100 ms; keys as in the spec. */
-static const struct h_daemon_opts cl_opts = {
+static const struct h_daemon_opts ho_opts = {
     .retry_delay_ms = 100,
     .key_prefix = PREFIX,
 };
-
-/*
- * Start of a test: a directory named for the test, n masters (with
- * append-only files when aof), and ndaemons daemons with opts (cl_opts
- * when NULL).  Daemon 0 is current afterwards.
- */
-static void
-cl_up(size_t nmasters, bool aof, size_t ndaemons, const struct h_daemon_opts *opts)
-{
-    size_t i;
-
-    ck_assert_msg(h_begin(tcase_name()) == 0, "cannot create the test directory");
-    ck_assert_msg((aof ? h_start_masters_aof(nmasters) : h_start_masters(nmasters)) == 0,
-                  "the masters did not start");
-    for (i = 0; i < ndaemons; i++) {
-        ck_assert_msg(h_start_daemon(opts != NULL ? opts : &cl_opts) == 0,
-                      "redlockd %zu did not start (log above)", i);
-    }
-    if (ndaemons > 0) {
-        h_use_daemon(0);
-    }
-}
-
-/* STATS counter name of daemon d over a connection of its own; -1 if absent. */
-static long long
-cl_stat(size_t d, const char *name)
-{
-    long long v;
-
-    h_use_daemon(d);
-    return h_stat_once(name, &v) == 0 ? v : -1;
-}
-
-/* Sum of EVALSHA and EVAL calls on master i (the daemon's rounds), or -1. */
-static long long
-cl_script_calls(size_t i)
-{
-    long long sha = h_master_calls(i, "evalsha"), eval = h_master_calls(i, "eval");
-
-    return sha < 0 || eval < 0 ? -1 : sha + eval;
-}
 
 /* Subscribers of a channel on every master. */
 struct numsub_want {
@@ -546,7 +356,7 @@ cond_numsub(void *arg)
  */
 /* Calls of a command on master i (INFO commandstats); -1 when unknown. */
 static long long
-cl_master_calls(size_t i, const char *cmd)
+ho_master_calls(size_t i, const char *cmd)
 {
     struct redisContext *c = h_redis_connect(h_master_port(i));
     redisReply *r;
@@ -576,7 +386,7 @@ cond_subscribes(void *arg)
 {
     long long *want = arg;
 
-    want[1] = cl_master_calls(0, "subscribe");
+    want[1] = ho_master_calls(0, "subscribe");
     return want[1] >= want[0];
 }
 
@@ -593,10 +403,10 @@ START_TEST(subscribe_only_to_wait)
     char cmd[64], *got;
     int a, b, i;
 
-    cl_up(NMASTERS, false, 1, NULL);
+    expect_up_daemons(NMASTERS, false, 1, NULL);
     a = expect_connect(0);
     b = expect_connect(0);
-    before = cl_master_calls(0, "subscribe");
+    before = ho_master_calls(0, "subscribe");
     ck_assert_msg(before >= 1, "INFO commandstats on master 0: subscribe calls %lld", before);
     for (i = 0; i < 20; i++) {
         snprintf(cmd, sizeof(cmd), "LOCK free%d", i);
@@ -604,10 +414,10 @@ START_TEST(subscribe_only_to_wait)
         snprintf(cmd, sizeof(cmd), "UNLOCK free%d", i);
         EXPECT_PREFIX(a, cmd, "OK free");
     }
-    after = cl_master_calls(0, "subscribe");
+    after = ho_master_calls(0, "subscribe");
     ck_assert_msg(after == before, "20 uncontended LOCKs made %lld SUBSCRIBE calls on master 0",
                   after - before);
-    ck_assert_int_eq(cl_master_calls(0, "unsubscribe"), 0);
+    ck_assert_int_eq(ho_master_calls(0, "unsubscribe"), 0);
 
     /* b waits behind a: one subscription, then a hand-over, then none. */
     EXPECT_PREFIX(a, "LOCK w", "OK w validity=");
@@ -655,7 +465,7 @@ START_TEST(handover_one_call)
     char *got;
     int a, b;
 
-    cl_up(NMASTERS, false, 1, NULL);
+    expect_up_daemons(NMASTERS, false, 1, NULL);
     a = expect_connect(0);
     b = expect_connect(0);
     EXPECT_PREFIX(a, "LOCK h", "OK h validity=");
@@ -663,7 +473,7 @@ START_TEST(handover_one_call)
     ck_assert_msg(h_wait_until(cond_numsub, &sub, 5000), "b never subscribed to wait for h");
     EXPECT_PREFIX(a, "LOCK y", "OK y validity=");
     ck_assert_msg(h_wait_until(cond_master0_has, PREFIX "y", 5000), "master 0 never got y");
-    before = cl_master_calls(0, "exists");
+    before = ho_master_calls(0, "exists");
     EXPECT_REPLY(a, "UNLOCK h", "OK h holds=0");
     got = h_read_line(b, 5000);
     ck_assert_msg(got != NULL && strncmp(got, "OK h validity=", 14) == 0,
@@ -671,7 +481,7 @@ START_TEST(handover_one_call)
     free(got);
     EXPECT_PREFIX(a, "LOCK z", "OK z validity=");
     ck_assert_msg(h_wait_until(cond_master0_has, PREFIX "z", 5000), "master 0 never got z");
-    after = cl_master_calls(0, "exists");
+    after = ho_master_calls(0, "exists");
     ck_assert_msg(after == before, "the hand-over ran %lld EXISTS on master 0: a release of "
                   "the old token followed the swap", after - before);
     ck_assert_int_eq(h_masters_holding(PREFIX "h", NULL), NMASTERS);
@@ -686,7 +496,7 @@ END_TEST
  * string, at most max of them, distinct.  Returns how many.
  */
 static size_t
-cl_monitor_tokens(redisContext *c, const char *stop, char (*out)[TOKEN_LEN + 1], size_t max)
+ho_monitor_tokens(redisContext *c, const char *stop, char (*out)[TOKEN_LEN + 1], size_t max)
 {
     redisReply *r;
     size_t n = 0, i, k;
@@ -739,7 +549,7 @@ START_TEST(retry_token_outlives_late_release)
     char *granted;
     int a, b;
 
-    cl_up(NMASTERS, false, NDAEMONS, NULL);
+    expect_up_daemons(NMASTERS, false, NDAEMONS, NULL);
     a = expect_connect(0);
     b = expect_connect(1);
     EXPECT_PREFIX(a, "LOCK t", "OK t validity=");
@@ -752,7 +562,7 @@ START_TEST(retry_token_outlives_late_release)
     ck_assert_msg(h_wait_until(cond_numsub, &sub, 5000), "b never subscribed to wait for t");
     /* A barrier: once master 0 ran y's grant, it ran b's refused try and its release. */
     EXPECT_PREFIX(a, "LOCK y", "OK y validity=");
-    n = cl_monitor_tokens(mon, "\"" PREFIX "y\"", seen, 8);
+    n = ho_monitor_tokens(mon, "\"" PREFIX "y\"", seen, 8);
     redisFree(mon);
     ck_assert_msg(n >= 1, "master 0 saw no token of b's refused try");
     EXPECT_REPLY(a, "UNLOCK t", "OK t holds=0");
@@ -788,7 +598,7 @@ START_TEST(pubsub_wakes_other_daemon)
     char *got;
     int a, b;
 
-    cl_up(NMASTERS, false, NDAEMONS, NULL);
+    expect_up_daemons(NMASTERS, false, NDAEMONS, NULL);
     a = expect_connect(0);
     b = expect_connect(1);
     EXPECT_PREFIX(a, "LOCK n ttl=30000", "OK n validity=");
@@ -798,7 +608,7 @@ START_TEST(pubsub_wakes_other_daemon)
                   "(daemon B subscribed for its waiter)", sub.channel, sub.seen[0], sub.seen[1],
                   sub.seen[2], sub.seen[3], sub.seen[4]);
     ck_assert_msg(h_quiet(b, 100), "B's LOCK n was answered while A holds n");
-    subs = cl_stat(1, "subscriptions");
+    subs = expect_daemon_stat(1, "subscriptions");
     ck_assert_msg(subs == 1, "B's STATS subscriptions is %lld while it waits for n", subs);
 
     t_unlock = h_now_ms();
@@ -812,7 +622,7 @@ START_TEST(pubsub_wakes_other_daemon)
     free(got);
     fprintf(stderr, "pubsub_wakes_other_daemon: B got n %lld ms after A's UNLOCK\n",
             (long long)waited);
-    wakeups = cl_stat(1, "pubsub_wakeups");
+    wakeups = expect_daemon_stat(1, "pubsub_wakeups");
     ck_assert_msg(wakeups >= 1, "B's STATS pubsub_wakeups is %lld, expected >= 1", wakeups);
 
     /* B's waiter became a holder: nobody waits, B leaves the channel. */
@@ -820,7 +630,7 @@ START_TEST(pubsub_wakes_other_daemon)
     ck_assert_msg(h_wait_until(cond_numsub, &sub, 5000),
                   "PUBSUB NUMSUB %s still %lld %lld %lld %lld %lld with no waiter left",
                   sub.channel, sub.seen[0], sub.seen[1], sub.seen[2], sub.seen[3], sub.seen[4]);
-    subs = cl_stat(1, "subscriptions");
+    subs = expect_daemon_stat(1, "subscriptions");
     ck_assert_msg(subs == 0, "B's STATS subscriptions is %lld with no waiter left", subs);
     EXPECT_REPLY(b, "UNLOCK n", "OK n holds=0");
     close(a);
@@ -847,7 +657,7 @@ START_TEST(pubsub_copies_after_busy)
     char *token, *got;
     int a, b;
 
-    cl_up(NMASTERS, false, NDAEMONS, NULL);
+    expect_up_daemons(NMASTERS, false, NDAEMONS, NULL);
     a = expect_connect(0);
     b = expect_connect(1);
     EXPECT_PREFIX(a, "LOCK c ttl=30000", "OK c validity=");
@@ -855,7 +665,7 @@ START_TEST(pubsub_copies_after_busy)
     ck_assert_msg(h_wait_until(cond_numsub, &sub, 5000), "daemon B did not subscribe for c");
     token = h_master_get(0, PREFIX "c");
     ck_assert_msg(token != NULL && h_is_token(token), "no token for c on master 0");
-    before = cl_stat(1, "fallback_retries");
+    before = expect_daemon_stat(1, "fallback_retries");
     ck_assert_int_eq(h_master_cmd(0, NULL, "PUBLISH %s %s", PREFIX "c" RELEASED, token), 0);
     /* B tried on the early copy and found c busy: its pubsub wake-up is counted. */
     h_use_daemon(1);
@@ -871,7 +681,7 @@ START_TEST(pubsub_copies_after_busy)
                   (long long)(h_now_ms() - t_unlock));
     ck_assert_msg(h_now_ms() - t_unlock < 2000, "B got c only %lld ms after A's UNLOCK",
                   (long long)(h_now_ms() - t_unlock));
-    ck_assert_int_eq(cl_stat(1, "fallback_retries"), before);
+    ck_assert_int_eq(expect_daemon_stat(1, "fallback_retries"), before);
     free(got);
     free(token);
     EXPECT_REPLY(b, "UNLOCK c", "OK c holds=0");
@@ -895,7 +705,7 @@ END_TEST
  */
 START_TEST(fallback_after_expiry)
 {
-    struct h_daemon_opts opts = cl_opts;
+    struct h_daemon_opts opts = ho_opts;
     long long before[NMASTERS], calls, most = 0, retries;
     int64_t t_set, waited;
     size_t i, worst = 0;
@@ -903,10 +713,10 @@ START_TEST(fallback_after_expiry)
     int a;
 
     opts.retry_delay_ms = 50;
-    cl_up(NMASTERS, false, 1, &opts);
+    expect_up_daemons(NMASTERS, false, 1, &opts);
     a = expect_connect(0);
     for (i = 0; i < NMASTERS; i++) {
-        before[i] = cl_script_calls(i);
+        before[i] = expect_script_calls(i);
         ck_assert_msg(before[i] >= 0, "INFO commandstats failed on master %zu", i);
     }
     t_set = h_now_ms();
@@ -921,7 +731,7 @@ START_TEST(fallback_after_expiry)
     got = h_cmd(a, "LOCK f wait=8000 ttl=6000", 10000);
     waited = h_now_ms() - t_set;
     for (i = 0; i < NMASTERS; i++) {
-        calls = cl_script_calls(i) - before[i];
+        calls = expect_script_calls(i) - before[i];
         if (calls > most) {
             most = calls;
             worst = i;
@@ -940,7 +750,7 @@ START_TEST(fallback_after_expiry)
                   "master %zu ran %lld scripts for one acquisition, expected <= %d: the "
                   "waiter polled instead of retrying at the holder's ttl", worst, most,
                   POLL_CALLS_MAX);
-    retries = cl_stat(0, "fallback_retries");
+    retries = expect_daemon_stat(0, "fallback_retries");
     ck_assert_msg(retries >= 1, "STATS fallback_retries is %lld, expected >= 1", retries);
     EXPECT_REPLY(a, "UNLOCK f", "OK f holds=0");
     close(a);
@@ -963,7 +773,7 @@ START_TEST(fairness_two_daemons)
     char *got;
     int i;
 
-    cl_up(NMASTERS, false, NDAEMONS, NULL);
+    expect_up_daemons(NMASTERS, false, NDAEMONS, NULL);
     for (i = 0; i < FAIR_SESSIONS; i++) {
         pfd[i].fd = expect_connect((size_t)(i % NDAEMONS));
         pfd[i].events = POLLIN;
@@ -1040,4 +850,6 @@ handover_suite(void)
     return s;
 }
 
-const struct runner runner_main = { "check_handover", handover_suite, h_suite_init, h_suite_cleanup };
+const struct runner runner_main = {
+    "check_handover", handover_suite, h_suite_init, h_suite_cleanup
+};

@@ -46,70 +46,6 @@
 #define LOCAL_MS        1000    /* deadline for a reply the daemon gives alone */
 #define TEST_TIMEOUT_S  30      /* per test, unless CK_DEFAULT_TIMEOUT is set */
 
-/* Every test's daemon: a blocked LOCK retries after 0..100 ms. */
-static const struct h_daemon_opts it_opts = {
-    .retry_delay_ms = 100,
-};
-
-/*
- * Send a LOCK or TRYLOCK line on fd and require
- * "OK <name> validity=V holds=<holds>"; V goes into the long long
- * lvalue validity.
- */
-#define EXPECT_LOCK_OK(fd, line, name, holds, validity) do {                    \
-        char *got_ = h_cmd((fd), (line), CMD_MS);                               \
-        unsigned holds_ = 0;                                                    \
-        ck_assert_msg(got_ != NULL && parse_lock_ok(got_, (name), &(validity), &holds_) \
-                      && holds_ == (unsigned)(holds),                           \
-                      "'%s' answered '%s', expected 'OK %s validity=N holds=%u'", \
-                      (line), got_ != NULL ? got_ : "(nothing)", (name),        \
-                      (unsigned)(holds));                                       \
-        free(got_);                                                             \
-    } while (0)
-
-/*
- * Parse the start of a reply, "<status> <name> <key>=<integer>" (the
- * integer may be negative), into *value.  Returns a pointer just after
- * the integer, where the callers check the rest of the line, or NULL
- * when the line does not start that way.
- */
-static const char *
-parse_status_int(const char *line, const char *status, const char *name,
-                 const char *key, long long *value)
-{
-    char head[512];
-    size_t n;
-    char *end;
-
-    n = (size_t)snprintf(head, sizeof(head), "%s %s %s=", status, name, key);
-    if (n >= sizeof(head) || strncmp(line, head, n) != 0) {
-        return NULL;
-    }
-    line += n;
-    if (!isdigit((unsigned char)line[0]) && !(line[0] == '-' && isdigit((unsigned char)line[1]))) {
-        return NULL;
-    }
-    errno = 0;
-    *value = strtoll(line, &end, 10);
-    return errno == 0 ? end : NULL;
-}
-
-/* True when line is exactly "OK <name> validity=V holds=H". */
-static bool
-parse_lock_ok(const char *line, const char *name, long long *validity, unsigned *holds)
-{
-    const char *p = parse_status_int(line, "OK", name, "validity", validity);
-    char *end;
-    unsigned long h;
-
-    if (p == NULL || strncmp(p, " holds=", 7) != 0 || !isdigit((unsigned char)p[7])) {
-        return false;
-    }
-    h = strtoul(p + 7, &end, 10);
-    *holds = (unsigned)h;
-    return *end == '\0';
-}
-
 /* The watchdog test's view of a held lock. */
 struct watch {
     int         fd;         /* another client, which asks TRYLOCK */
@@ -118,19 +54,6 @@ struct watch {
     long long   ttl;        /* the lease asked for, ms */
     char        why[512];   /* what was wrong, for the failure message */
 };
-
-/*
- * Start of every test: a directory named for the test, five masters
- * and the daemon.  (Called from the test body, where tcase_name() is
- * known; the checked teardown below undoes it.)
- */
-static void
-it_up(void)
-{
-    ck_assert_msg(h_begin(tcase_name()) == 0, "cannot create the test directory");
-    ck_assert_msg(h_start_masters(NMASTERS) == 0, "the masters did not start");
-    ck_assert_msg(h_start_daemon(&it_opts) == 0, "redlockd did not start (log above)");
-}
 
 /* The daemon's resident memory in KiB, from /proc, or -1. */
 static long
@@ -170,7 +93,7 @@ START_TEST(client_never_reads)
     ssize_t n;
     int a, b;
 
-    it_up();
+    expect_up(NMASTERS, &expect_opts);
     a = expect_tcp();
     b = expect_tcp();
     EXPECT_LOCK_OK(b, "LOCK nr", "nr", 1, valid);
@@ -207,43 +130,7 @@ START_TEST(client_never_reads)
 }
 END_TEST
 
-#define TEST_TIMEOUT_40_S  40
-
-static int64_t rb_masters_started_ms;   /* just before the masters were started */
-
-static void
-rb_up(const struct h_daemon_opts *opts)
-{
-    ck_assert_msg(h_begin(tcase_name()) == 0, "cannot create the test directory");
-    rb_masters_started_ms = h_now_ms();
-    ck_assert_msg(h_start_masters(NMASTERS) == 0, "the masters did not start");
-    ck_assert_msg(h_start_daemon(opts) == 0, "redlockd did not start (log above)");
-}
-
-/* Require a STATS counter to reach want (or, with at_least, want or more) in time. */
-static void
-rb_wait_stat(const char *name, long long want, bool at_least, int64_t timeout_ms)
-{
-    long long seen;
-
-    ck_assert_msg(h_wait_stat(name, want, at_least, timeout_ms, &seen),
-                  "STAT %s stayed at %lld, expected %s%lld within %lld ms", name, seen,
-                  at_least ? ">= " : "", want, (long long)timeout_ms);
-}
-
-/* True when the daemon log contains text. */
-static bool
-rb_log_has(const char *text)
-{
-    return h_log_find(0, text, NULL, 0);
-}
-
-/* arg: const char **key.  The key is absent from every master that answers. */
-static bool
-rb_cond_key_gone(void *arg)
-{
-    return h_masters_without(*(const char **)arg) == h_masters_alive();
-}
+#define TEST_TIMEOUT_40_S 40
 
 /*
  * Slowloris: a line must be complete within idle_timeout_ms of its
@@ -257,7 +144,7 @@ START_TEST(slowloris)
     char *got;
     int a, b, i;
 
-    rb_up(&o);
+    expect_up(NMASTERS, &o);
     a = expect_tcp();
     b = expect_tcp();
     EXPECT_PREFIX(b, "LOCK sl", "OK sl ");
@@ -288,7 +175,7 @@ START_TEST(slowloris)
     ck_assert_msg(h_quiet(b, 1200), "the idle lock holder was sent something");
     EXPECT_PREFIX(b, "STATUS sl", "HELD sl ttl=");
     EXPECT_REPLY(b, "UNLOCK sl", "OK sl holds=0");
-    rb_wait_stat("clients_timed_out", 1, false, LOCAL_MS);
+    expect_wait_stat("clients_timed_out", 1, false, LOCAL_MS);
     close(b);
 }
 END_TEST
@@ -309,7 +196,7 @@ START_TEST(non_reader_closed)
     ssize_t n;
     int a, b, one = 4096;
 
-    rb_up(&o);
+    expect_up(NMASTERS, &o);
     a = expect_tcp();
     b = expect_tcp();
     /* A small receive buffer, so the daemon's output backs up sooner. */
@@ -330,10 +217,10 @@ START_TEST(non_reader_closed)
         }
         h_sleep_ms(n > 0 ? 1 : 50);
     }
-    ck_assert_msg(h_wait_until(rb_cond_key_gone, &key, 3000),
+    ck_assert_msg(h_wait_until(expect_cond_key_gone_alive, &key, 3000),
                   "the non-reader's lock was not released");
-    rb_wait_stat("clients_closed_output", 1, false, LOCAL_MS);
-    ck_assert_msg(rb_log_has("(limits.idle_timeout_ms): closing"),
+    expect_wait_stat("clients_closed_output", 1, false, LOCAL_MS);
+    ck_assert_msg(expect_log_has("(limits.idle_timeout_ms): closing"),
                   "the log does not say why the client was closed");
     EXPECT_REPLY(b, "PING", "PONG");
     EXPECT_PREFIX(b, "TRYLOCK nr", "OK nr ");
@@ -344,7 +231,7 @@ END_TEST
 
 /* A new connection is served (answers PONG). */
 static bool
-rb_cond_ping(void *arg)
+li_cond_ping(void *arg)
 {
     int fd = h_connect_tcp();
     char *got;
@@ -368,7 +255,7 @@ START_TEST(max_clients)
     int fds[3], extra, i;
     char *got;
 
-    rb_up(&o);
+    expect_up(NMASTERS, &o);
     for (i = 0; i < 3; i++) {
         fds[i] = expect_tcp();
         EXPECT_REPLY(fds[i], "PING", "PONG");
@@ -383,7 +270,7 @@ START_TEST(max_clients)
     EXPECT_REPLY(fds[0], "PING still", "PONG still");
     close(fds[0]);
     /* The daemon sees the close a moment later: then a new client fits. */
-    ck_assert_msg(h_wait_until(rb_cond_ping, NULL, 2000),
+    ck_assert_msg(h_wait_until(li_cond_ping, NULL, 2000),
                   "no client was served after one of three left");
     close(fds[1]);
     close(fds[2]);
@@ -392,7 +279,7 @@ END_TEST
 
 /* CPU time pid used so far (user + system), in clock ticks; -1 when unreadable. */
 static long long
-rb_cpu_ticks(pid_t pid)
+li_cpu_ticks(pid_t pid)
 {
     char path[64], buf[1024], *paren;
     unsigned long long ut = 0, st = 0;
@@ -417,7 +304,7 @@ rb_cpu_ticks(pid_t pid)
 
 /* Lines of the current daemon's log that contain text. */
 static int
-rb_log_lines(const char *text)
+li_log_lines(const char *text)
 {
     char line[512];
     int n = 0;
@@ -433,10 +320,10 @@ rb_log_lines(const char *text)
     return n;
 }
 
-#define RB_FD_LIMIT   64        /* the daemon's descriptor limit, soft and hard */
-#define RB_FD_CONNS   90        /* connections: more than it can accept */
-#define RB_FD_WINDOW_MS 2000    /* how long the daemon is watched out of descriptors */
-#define RB_FD_KEPT    20        /* connections kept open after the others left: they
+#define LI_FD_LIMIT   64        /* the daemon's descriptor limit, soft and hard */
+#define LI_FD_CONNS   90        /* connections: more than it can accept */
+#define LI_FD_WINDOW_MS 2000    /* how long the daemon is watched out of descriptors */
+#define LI_FD_KEPT    20        /* connections kept open after the others left: they
                                    fit in the limit */
 
 /*
@@ -449,44 +336,44 @@ rb_log_lines(const char *text)
  */
 START_TEST(out_of_descriptors_pauses)
 {
-    struct h_daemon_opts o = { .retry_delay_ms = 100, .nofile = RB_FD_LIMIT,
+    struct h_daemon_opts o = { .retry_delay_ms = 100, .nofile = LI_FD_LIMIT,
                                .log_level = "info" };
-    int fds[RB_FD_CONNS], i, lines;
+    int fds[LI_FD_CONNS], i, lines;
     long long cpu0, cpu1, hz = sysconf(_SC_CLK_TCK);
     char *got;
 
-    rb_up(&o);
+    expect_up(NMASTERS, &o);
     ck_assert_msg(h_log_find(0, "descriptor limit 64 (hard 64) is below", NULL, 0),
                   "no warning at start that max_clients does not fit the descriptor limit");
     fds[0] = expect_tcp();
     EXPECT_REPLY(fds[0], "PING", "PONG");
-    for (i = 1; i < RB_FD_CONNS; i++) {
+    for (i = 1; i < LI_FD_CONNS; i++) {
         fds[i] = expect_tcp();
         ck_assert_int_eq(h_send(fds[i], "PING"), 0);
     }
     ck_assert_msg(h_wait_log(0, "accept failed: Too many open files", 5000),
                   "the daemon never ran out of descriptors (log above)");
-    cpu0 = rb_cpu_ticks(h_daemon_pid());
-    h_sleep_ms(RB_FD_WINDOW_MS);
-    cpu1 = rb_cpu_ticks(h_daemon_pid());
-    lines = rb_log_lines("accept failed");
+    cpu0 = li_cpu_ticks(h_daemon_pid());
+    h_sleep_ms(LI_FD_WINDOW_MS);
+    cpu1 = li_cpu_ticks(h_daemon_pid());
+    lines = li_log_lines("accept failed");
     fprintf(stderr, "out_of_descriptors_pauses: %lld ms of CPU in %d ms out of descriptors, "
-            "%d accept-failure lines\n", (cpu1 - cpu0) * 1000 / hz, RB_FD_WINDOW_MS, lines);
+            "%d accept-failure lines\n", (cpu1 - cpu0) * 1000 / hz, LI_FD_WINDOW_MS, lines);
     ck_assert_msg(cpu0 >= 0 && cpu1 >= 0, "cannot read the daemon's CPU time");
-    ck_assert_msg((cpu1 - cpu0) * 1000 / hz < RB_FD_WINDOW_MS / 4,
+    ck_assert_msg((cpu1 - cpu0) * 1000 / hz < LI_FD_WINDOW_MS / 4,
                   "the daemon used %lld ms of CPU in %d ms out of descriptors: it spins",
-                  (cpu1 - cpu0) * 1000 / hz, RB_FD_WINDOW_MS);
+                  (cpu1 - cpu0) * 1000 / hz, LI_FD_WINDOW_MS);
     ck_assert_msg(lines == 1, "%d accept-failure lines in the log, expected one", lines);
     EXPECT_REPLY(fds[0], "PING still", "PONG still");
     /* Most clients leave: the last connection, still in the backlog, is served. */
-    for (i = 1; i < RB_FD_CONNS - RB_FD_KEPT; i++) {
+    for (i = 1; i < LI_FD_CONNS - LI_FD_KEPT; i++) {
         close(fds[i]);
     }
-    got = h_read_line(fds[RB_FD_CONNS - 1], 5000);
+    got = h_read_line(fds[LI_FD_CONNS - 1], 5000);
     ck_assert_msg(got != NULL && strcmp(got, "PONG") == 0,
                   "the last connection got '%s' once clients left", got ? got : "(nothing)");
     free(got);
-    for (i = RB_FD_CONNS - RB_FD_KEPT; i < RB_FD_CONNS; i++) {
+    for (i = LI_FD_CONNS - LI_FD_KEPT; i < LI_FD_CONNS; i++) {
         close(fds[i]);
     }
     close(fds[0]);
@@ -499,7 +386,7 @@ START_TEST(max_locks_per_client)
     struct h_daemon_opts o = { .retry_delay_ms = 100, .max_locks_per_client = 2 };
     int a;
 
-    rb_up(&o);
+    expect_up(NMASTERS, &o);
     a = expect_tcp();
     EXPECT_PREFIX(a, "LOCK m1", "OK m1 ");
     EXPECT_PREFIX(a, "LOCK m2", "OK m2 ");
@@ -519,7 +406,7 @@ END_TEST
  */
 /* Lines of the daemon's log that contain text. */
 static int
-rb_log_count(const char *text)
+li_log_count(const char *text)
 {
     FILE *f = fopen(h_daemon_log_path(), "r");
     char line[1024];
@@ -535,7 +422,7 @@ rb_log_count(const char *text)
 
 /* A TCP connection to the daemon from source address from (an IPv4 loopback address). */
 static int
-rb_connect_from(const char *from)
+li_connect_from(const char *from)
 {
     int fd = h_tcp_connect(from, "127.0.0.1", h_daemon_port(), 0);
 
@@ -545,11 +432,11 @@ rb_connect_from(const char *from)
 
 /* The reply to AUTH password on a new connection from source address from; caller frees. */
 static char *
-rb_auth_from(const char *from, const char *password)
+li_auth_from(const char *from, const char *password)
 {
     char line[128];
     char *got;
-    int fd = rb_connect_from(from);
+    int fd = li_connect_from(from);
 
     snprintf(line, sizeof(line), "AUTH %s", password);
     got = h_cmd(fd, line, LOCAL_MS);
@@ -560,9 +447,9 @@ rb_auth_from(const char *from, const char *password)
 
 /* arg: the source address.  The right password is accepted from it again. */
 static bool
-rb_cond_auth_ok(void *arg)
+li_cond_auth_ok(void *arg)
 {
-    char *got = rb_auth_from(arg, "s3cret-pw");
+    char *got = li_auth_from(arg, "s3cret-pw");
     bool ok = strcmp(got, "OK") == 0;
 
     free(got);
@@ -574,9 +461,9 @@ rb_cond_auth_ok(void *arg)
  * is ERR LIMIT naming setting, then the daemon closes it.
  */
 static void
-rb_expect_refused(const char *from, const char *setting)
+li_expect_refused(const char *from, const char *setting)
 {
-    int fd = rb_connect_from(from);
+    int fd = li_connect_from(from);
     char *got = h_read_line(fd, LOCAL_MS);
 
     ck_assert_msg(got != NULL && strncmp(got, "ERR LIMIT ", 10) == 0
@@ -588,31 +475,9 @@ rb_expect_refused(const char *from, const char *setting)
     close(fd);
 }
 
-/*
- * Require STATS name to reach want in time, read over the Unix socket
- * (u): a TCP connection would count itself, or be refused.
- */
-static void
-rb_wait_stat_on(int u, const char *name, long long want)
-{
-    long long seen = -1;
-    int64_t deadline = h_now_ms() + LOCAL_MS;
-
-    while (h_stat(u, name, &seen) == 0 && seen != want && h_now_ms() < deadline) {
-        h_sleep_ms(10);
-    }
-    ck_assert_msg(seen == want, "STATS %s is %lld, expected %lld", name, seen, want);
-}
-
-static void
-rb_wait_unauthenticated(int u, long long want)
-{
-    rb_wait_stat_on(u, "unauthenticated", want);
-}
-
 /* STATS unauthenticated read over u, -1 when it cannot be read. */
 static long long
-rb_unauthenticated(int u)
+li_unauthenticated(int u)
 {
     long long n = -1;
 
@@ -620,9 +485,9 @@ rb_unauthenticated(int u)
 }
 
 static void
-rb_wait_connections(int u, long long want)
+li_wait_connections(int u, long long want)
 {
-    rb_wait_stat_on(u, "connections", want);
+    expect_wait_stat_on(u, "connections", want);
 }
 
 /*
@@ -640,22 +505,22 @@ START_TEST(unauthenticated_capped)
     long long rejected = -1;
     char *got;
 
-    rb_up(&o);
+    expect_up(NMASTERS, &o);
     u = h_connect_unix();
     ck_assert_int_ge(u, 0);
-    a0 = rb_connect_from("127.0.0.1");
-    a1 = rb_connect_from("127.0.0.1");
-    rb_wait_unauthenticated(u, 2);
-    rb_expect_refused("127.0.0.1", "(limits.max_unauthenticated_per_source)");
-    b0 = rb_connect_from("127.0.0.2");
-    b1 = rb_connect_from("127.0.0.2");
-    rb_wait_unauthenticated(u, 4);
-    rb_expect_refused("127.0.0.3", "(limits.max_unauthenticated)");
+    a0 = li_connect_from("127.0.0.1");
+    a1 = li_connect_from("127.0.0.1");
+    expect_wait_unauthenticated(u, 2);
+    li_expect_refused("127.0.0.1", "(limits.max_unauthenticated_per_source)");
+    b0 = li_connect_from("127.0.0.2");
+    b1 = li_connect_from("127.0.0.2");
+    expect_wait_unauthenticated(u, 4);
+    li_expect_refused("127.0.0.3", "(limits.max_unauthenticated)");
     /* The Unix socket is not held up. */
     EXPECT_REPLY(u, "PING", "PONG");
     EXPECT_REPLY(a0, "AUTH s3cret-pw", "OK");
-    rb_wait_unauthenticated(u, 3);
-    got = rb_auth_from("127.0.0.3", "s3cret-pw");
+    expect_wait_unauthenticated(u, 3);
+    got = li_auth_from("127.0.0.3", "s3cret-pw");
     ck_assert_msg(strcmp(got, "OK") == 0, "a client let in after one authenticated got '%s'",
                   got);
     free(got);
@@ -666,7 +531,7 @@ START_TEST(unauthenticated_capped)
     close(a1);
     close(b0);
     close(b1);
-    rb_wait_unauthenticated(u, 0);
+    expect_wait_unauthenticated(u, 0);
     close(u);
 }
 END_TEST
@@ -676,11 +541,11 @@ END_TEST
  * gone, then two TCP clients (*t0, *t1) that have been served.
  */
 static void
-rb_unix_and_two_tcp(int *u, int *t0, int *t1)
+li_unix_and_two_tcp(int *u, int *t0, int *t1)
 {
     *u = h_connect_unix();
     ck_assert_int_ge(*u, 0);
-    rb_wait_connections(*u, 1);
+    li_wait_connections(*u, 1);
     *t0 = expect_tcp();
     *t1 = expect_tcp();
     EXPECT_REPLY(*t0, "PING", "PONG");
@@ -694,16 +559,16 @@ START_TEST(clients_per_source_capped)
                                .limits_yaml = "  max_clients_per_source: 2\n" };
     int a0, a1, b0, u;
 
-    rb_up(&o);
+    expect_up(NMASTERS, &o);
     u = h_connect_unix();
     ck_assert_int_ge(u, 0);
-    rb_wait_connections(u, 1);      /* the harness's own connections are gone */
-    a0 = rb_connect_from("127.0.0.1");
-    a1 = rb_connect_from("127.0.0.1");
+    li_wait_connections(u, 1);      /* the harness's own connections are gone */
+    a0 = li_connect_from("127.0.0.1");
+    a1 = li_connect_from("127.0.0.1");
     EXPECT_REPLY(a0, "PING", "PONG");
     EXPECT_REPLY(a1, "PING", "PONG");
-    rb_expect_refused("127.0.0.1", "(limits.max_clients_per_source)");
-    b0 = rb_connect_from("127.0.0.2");
+    li_expect_refused("127.0.0.1", "(limits.max_clients_per_source)");
+    b0 = li_connect_from("127.0.0.2");
     EXPECT_REPLY(b0, "PING", "PONG");
     close(a0);
     close(a1);
@@ -724,9 +589,9 @@ START_TEST(unix_slots_reserved)
     int t0, t1, u0, u1, u2;
     char *got;
 
-    rb_up(&o);
-    rb_unix_and_two_tcp(&u0, &t0, &t1);
-    rb_expect_refused("127.0.0.1", "limits.unix_reserved");
+    expect_up(NMASTERS, &o);
+    li_unix_and_two_tcp(&u0, &t0, &t1);
+    li_expect_refused("127.0.0.1", "limits.unix_reserved");
     u1 = h_connect_unix();
     ck_assert_int_ge(u1, 0);
     EXPECT_REPLY(u1, "PING", "PONG");
@@ -747,7 +612,7 @@ END_TEST
 
 /* Start the daemon with a TLS listener (the harness's test certificates) and opts. */
 static void
-rb_up_tls(struct h_daemon_opts *o)
+li_up_tls(struct h_daemon_opts *o)
 {
     ck_assert_msg(h_begin(tcase_name()) == 0, "cannot create the test directory");
     ck_assert_msg(h_make_certs() == 0, "tests/tls/make-certs.sh failed");
@@ -768,8 +633,8 @@ START_TEST(tls_refused_without_plaintext)
     size_t len = 0;
     char *got;
 
-    rb_up_tls(&o);
-    rb_unix_and_two_tcp(&u, &t0, &t1);
+    li_up_tls(&o);
+    li_unix_and_two_tcp(&u, &t0, &t1);
     fd = h_connect_port(h_daemon_tls_port());
     ck_assert_int_ge(fd, 0);
     got = h_read_all(fd, 4096, LOCAL_MS, &len);
@@ -785,8 +650,8 @@ START_TEST(tls_refused_without_plaintext)
 }
 END_TEST
 
-#define RB_DEADLINE_MS  4000    /* limits.idle_timeout_ms of one_deadline_from_accept */
-#define RB_HANDSHAKE_LATE_MS 2000 /* the client starts its TLS handshake this late */
+#define LI_DEADLINE_MS  4000    /* limits.idle_timeout_ms of one_deadline_from_accept */
+#define LI_HANDSHAKE_LATE_MS 2000 /* the client starts its TLS handshake this late */
 
 /*
  * The TLS handshake and AUTH share one deadline from accept: a client
@@ -796,35 +661,35 @@ END_TEST
 START_TEST(one_deadline_from_accept)
 {
     struct h_daemon_opts o = { .retry_delay_ms = 100, .auth_password = "s3cret-pw",
-                               .idle_timeout_ms = RB_DEADLINE_MS };
+                               .idle_timeout_ms = LI_DEADLINE_MS };
     struct client_tls_opts topts = { NULL, NULL, NULL };
     struct client c;
     enum client_read r;
     char addr[32];
     int64_t t0;
 
-    rb_up_tls(&o);
+    li_up_tls(&o);
     snprintf(addr, sizeof(addr), "127.0.0.1:%d", h_daemon_tls_port());
     topts.ca_file = h_cert("ca.crt");
     client_init(&c, -1, 0);
     t0 = h_now_ms();
     ck_assert_int_eq(client_connect_tcp(&c, addr, t0 + LOCAL_MS), 0);
-    h_sleep_ms(RB_HANDSHAKE_LATE_MS);  /* the scenario: a slow handshake, not a wait */
+    h_sleep_ms(LI_HANDSHAKE_LATE_MS);  /* the scenario: a slow handshake, not a wait */
     ck_assert_msg(client_start_tls(&c, "127.0.0.1", &topts, h_now_ms() + LOCAL_MS) == 0,
                   "TLS handshake: %s", c.err);
     do {
-        r = client_read_line(&c, t0 + RB_DEADLINE_MS + RB_HANDSHAKE_LATE_MS + LOCAL_MS);
+        r = client_read_line(&c, t0 + LI_DEADLINE_MS + LI_HANDSHAKE_LATE_MS + LOCAL_MS);
     } while (r == CLIENT_LINE);
     ck_assert_msg(r == CLIENT_EOF, "the connection did not end (%d: %s)", (int)r, c.err);
-    ck_assert_msg(h_now_ms() - t0 < RB_DEADLINE_MS + RB_HANDSHAKE_LATE_MS / 2,
+    ck_assert_msg(h_now_ms() - t0 < LI_DEADLINE_MS + LI_HANDSHAKE_LATE_MS / 2,
                   "closed %lld ms after connecting: the deadline of %d ms restarted after "
-                  "the handshake", (long long)(h_now_ms() - t0), RB_DEADLINE_MS);
+                  "the handshake", (long long)(h_now_ms() - t0), LI_DEADLINE_MS);
     client_close(&c);
 }
 END_TEST
 
-#define RB_AUTH_DEADLINE_MS 3000 /* limits.idle_timeout_ms of auth_deadline_frees_slot */
-#define RB_FLOOD_MS     1000    /* requests are sent this long, as fast as taken: their
+#define LI_AUTH_DEADLINE_MS 3000 /* limits.idle_timeout_ms of auth_deadline_frees_slot */
+#define LI_FLOOD_MS     1000    /* requests are sent this long, as fast as taken: their
                                    replies fill the kernel's buffers, then the daemon's
                                    (which stops reading) */
 
@@ -836,12 +701,12 @@ END_TEST
 START_TEST(auth_deadline_frees_slot)
 {
     struct h_daemon_opts o = { .retry_delay_ms = 100, .auth_password = "s3cret-pw",
-                               .idle_timeout_ms = RB_AUTH_DEADLINE_MS };
+                               .idle_timeout_ms = LI_AUTH_DEADLINE_MS };
     int u, fd, small = 4096, i;
     char sip[512], flood[4096];
     int64_t t0;
 
-    rb_up(&o);
+    expect_up(NMASTERS, &o);
     u = h_connect_unix();
     ck_assert_int_ge(u, 0);
     t0 = h_now_ms();
@@ -853,25 +718,25 @@ START_TEST(auth_deadline_frees_slot)
     for (i = 0; i + 5 <= (int)sizeof(flood); i += 5) {
         memcpy(flood + i, "PING\n", 5);
     }
-    while (h_now_ms() - t0 < RB_FLOOD_MS) {
+    while (h_now_ms() - t0 < LI_FLOOD_MS) {
         if (send(fd, flood, sizeof(flood) - sizeof(flood) % 5, MSG_NOSIGNAL) < 0) {
             h_sleep_ms(5);  /* full: the daemon reads no more for now */
         }
     }
-    rb_wait_unauthenticated(u, 1);
-    while (rb_unauthenticated(u) != 0 && h_now_ms() - t0 < 2 * RB_AUTH_DEADLINE_MS) {
+    expect_wait_unauthenticated(u, 1);
+    while (li_unauthenticated(u) != 0 && h_now_ms() - t0 < 2 * LI_AUTH_DEADLINE_MS) {
         (void)!recv(fd, sip, sizeof(sip), MSG_DONTWAIT);   /* a sip: some progress */
         h_sleep_ms(100);
     }
-    ck_assert_msg(rb_unauthenticated(u) == 0 && h_now_ms() - t0 < RB_AUTH_DEADLINE_MS * 3 / 2,
+    ck_assert_msg(li_unauthenticated(u) == 0 && h_now_ms() - t0 < LI_AUTH_DEADLINE_MS * 3 / 2,
                   "the slot was given back %lld ms after connecting (deadline %d ms)",
-                  (long long)(h_now_ms() - t0), RB_AUTH_DEADLINE_MS);
+                  (long long)(h_now_ms() - t0), LI_AUTH_DEADLINE_MS);
     close(fd);
     close(u);
 }
 END_TEST
 
-#define RB_PAUSE_DEADLINE_MS 1000 /* limits.idle_timeout_ms of pending_slot_rst_and_pause */
+#define LI_PAUSE_DEADLINE_MS 1000 /* limits.idle_timeout_ms of pending_slot_rst_and_pause */
 
 /*
  * The unauthenticated pool gives a slot back however its connection
@@ -883,34 +748,34 @@ END_TEST
 START_TEST(pending_slot_rst_and_pause)
 {
     struct h_daemon_opts o = { .retry_delay_ms = 100, .auth_password = "s3cret-pw",
-                               .idle_timeout_ms = RB_PAUSE_DEADLINE_MS };
+                               .idle_timeout_ms = LI_PAUSE_DEADLINE_MS };
     struct linger lg = { 1, 0 };
     char *got;
     int u, fd, ok;
 
-    rb_up(&o);
+    expect_up(NMASTERS, &o);
     u = h_connect_unix();
     ck_assert_int_ge(u, 0);
-    fd = rb_connect_from("127.0.0.1");
-    rb_wait_unauthenticated(u, 1);
+    fd = li_connect_from("127.0.0.1");
+    expect_wait_unauthenticated(u, 1);
     ck_assert_int_eq(h_send_raw(fd, "PIN", 3), 0);      /* a partial line, unread input */
     ck_assert_int_eq(setsockopt(fd, SOL_SOCKET, SO_LINGER, &lg, sizeof(lg)), 0);
     close(fd);                                          /* RST */
-    rb_wait_unauthenticated(u, 0);
+    expect_wait_unauthenticated(u, 0);
 
-    ok = rb_connect_from("127.0.0.1");
+    ok = li_connect_from("127.0.0.1");
     EXPECT_REPLY(ok, "AUTH s3cret-pw", "OK");
-    fd = rb_connect_from("127.0.0.2");
-    rb_wait_unauthenticated(u, 1);
+    fd = li_connect_from("127.0.0.2");
+    expect_wait_unauthenticated(u, 1);
     ck_assert_int_eq(h_signal_daemon(SIGSTOP), 0);
-    h_sleep_ms(3 * RB_PAUSE_DEADLINE_MS);   /* the scenario: a pause past the deadline */
+    h_sleep_ms(3 * LI_PAUSE_DEADLINE_MS);   /* the scenario: a pause past the deadline */
     ck_assert_int_eq(h_signal_daemon(SIGCONT), 0);
     got = h_read_line(fd, LOCAL_MS);
     ck_assert_msg(got != NULL && strncmp(got, "ERR AUTH no AUTH within", 23) == 0,
                   "the stranger got '%s' after the pause", got != NULL ? got : "(nothing)");
     free(got);
     ck_assert_msg(h_expect_eof(fd, LOCAL_MS), "the stranger outlived a pause past its deadline");
-    rb_wait_unauthenticated(u, 0);
+    expect_wait_unauthenticated(u, 0);
     EXPECT_REPLY(ok, "PING", "PONG");
     EXPECT_REPLY(u, "PING", "PONG");
     close(fd);
@@ -921,7 +786,7 @@ END_TEST
 
 /* arg: int *fd.  STATUS rd is answered (not refused by the budget). */
 static bool
-rb_cond_status_free(void *arg)
+li_cond_status_free(void *arg)
 {
     char *got = h_cmd(*(int *)arg, "STATUS rd", CMD_MS);
     bool ok = got != NULL && strcmp(got, "FREE rd") == 0;
@@ -935,7 +800,7 @@ rb_cond_status_free(void *arg)
 
 /* WATCH name on fd: OK, then the first push, "! FREE name". */
 static void
-rb_watch(int fd, const char *name)
+li_watch(int fd, const char *name)
 {
     char line[64], want[64];
     char *got;
@@ -960,12 +825,12 @@ START_TEST(watches_capped_globally)
     int a, b;
     char *got;
 
-    rb_up(&o);
+    expect_up(NMASTERS, &o);
     a = expect_tcp();
     b = expect_tcp();
-    rb_watch(a, "wa");
-    rb_watch(a, "wb");
-    rb_watch(b, "wc");
+    li_watch(a, "wa");
+    li_watch(a, "wb");
+    li_watch(b, "wc");
     got = h_cmd(b, "WATCH wd", CMD_MS);
     ck_assert_msg(got != NULL && strncmp(got, "ERR LIMIT ", 10) == 0
                   && strstr(got, "(limits.max_watches)") != NULL,
@@ -974,13 +839,13 @@ START_TEST(watches_capped_globally)
     /* Watching a name again is no new watch. */
     EXPECT_REPLY(b, "WATCH wc", "OK wc");
     EXPECT_REPLY(a, "UNWATCH wa", "OK wa");
-    rb_watch(b, "wd");
+    li_watch(b, "wd");
     close(a);
     close(b);
 }
 END_TEST
 
-#define RB_READS_PER_S 1        /* limits.reads_per_second of reads_budgeted: the
+#define LI_READS_PER_S 1        /* limits.reads_per_second of reads_budgeted: the
                                    second read within a second is refused */
 
 /*
@@ -996,16 +861,16 @@ START_TEST(reads_budgeted)
     int fd, i;
     char *got;
 
-    rb_up(&o);
+    expect_up(NMASTERS, &o);
     fd = expect_tcp();
     calls0 = h_master_calls(0, "evalsha");
-    for (i = 0; i < RB_READS_PER_S; i++) {
+    for (i = 0; i < LI_READS_PER_S; i++) {
         EXPECT_REPLY(fd, "STATUS rd", "FREE rd");
     }
     got = h_cmd(fd, "STATUS rd", CMD_MS);
     ck_assert_msg(got != NULL && strncmp(got, "ERR LIMIT ", 10) == 0
                   && strstr(got, "(limits.reads_per_second): try again in ") != NULL,
-                  "STATUS %d of %d a second got '%s'", RB_READS_PER_S + 1, RB_READS_PER_S,
+                  "STATUS %d of %d a second got '%s'", LI_READS_PER_S + 1, LI_READS_PER_S,
                   got != NULL ? got : "(nothing)");
     free(got);
     got = h_cmd(fd, "WATCH rd", CMD_MS);
@@ -1013,13 +878,13 @@ START_TEST(reads_budgeted)
                   "WATCH over the budget got '%s'", got != NULL ? got : "(nothing)");
     free(got);
     calls1 = h_master_calls(0, "evalsha");
-    ck_assert_msg(calls1 - calls0 <= RB_READS_PER_S,
+    ck_assert_msg(calls1 - calls0 <= LI_READS_PER_S,
                   "master 0 ran %lld scripts for %d allowed reads", calls1 - calls0,
-                  RB_READS_PER_S);
+                  LI_READS_PER_S);
     EXPECT_REPLY(fd, "PING", "PONG");   /* other verbs are not budgeted */
-    ck_assert_msg(h_wait_until(rb_cond_status_free, &fd, 2000),
+    ck_assert_msg(h_wait_until(li_cond_status_free, &fd, 2000),
                   "STATUS was still refused 2 s later");
-    rb_wait_stat("reads_refused", 2, true, LOCAL_MS);
+    expect_wait_stat("reads_refused", 2, true, LOCAL_MS);
     close(fd);
 }
 END_TEST
@@ -1037,31 +902,31 @@ START_TEST(auth_guessing_limited)
     char *got;
     int i;
 
-    rb_up(&o);
+    expect_up(NMASTERS, &o);
     for (i = 0; i < 10; i++) {
-        got = rb_auth_from("127.0.0.1", "guess");
+        got = li_auth_from("127.0.0.1", "guess");
         ck_assert_msg(strcmp(got, "ERR AUTH wrong password") == 0, "guess %d: '%s'", i, got);
         free(got);
     }
-    got = rb_auth_from("127.0.0.1", "guess");
+    got = li_auth_from("127.0.0.1", "guess");
     ck_assert_msg(strncmp(got, "ERR AUTH too many wrong passwords from 127.0.0.1; AUTH is not "
                           "checked for ", 74) == 0, "guess 11: '%s'", got);
     free(got);
-    got = rb_auth_from("127.0.0.1", "s3cret-pw");
+    got = li_auth_from("127.0.0.1", "s3cret-pw");
     ck_assert_msg(strncmp(got, "ERR AUTH too many wrong passwords", 33) == 0,
                   "the right password from a limited address was checked: '%s'", got);
     free(got);
-    got = rb_auth_from("127.0.0.2", "s3cret-pw");
+    got = li_auth_from("127.0.0.2", "s3cret-pw");
     ck_assert_msg(strcmp(got, "OK") == 0, "another address was refused: '%s'", got);
     free(got);
     for (i = 0; i < 40; i++) {
-        free(rb_auth_from("127.0.0.1", "guess"));
+        free(li_auth_from("127.0.0.1", "guess"));
     }
-    rb_wait_stat("auth_failures", 10, false, LOCAL_MS);
-    rb_wait_stat("auth_refused", 42, true, LOCAL_MS);
-    ck_assert_int_eq(rb_log_count("wrong AUTH password"), 10);
-    ck_assert_int_eq(rb_log_count("AUTH from 127.0.0.1 refused unchecked"), 1);
-    ck_assert_msg(h_wait_until(rb_cond_auth_ok, "127.0.0.1", 5000),
+    expect_wait_stat("auth_failures", 10, false, LOCAL_MS);
+    expect_wait_stat("auth_refused", 42, true, LOCAL_MS);
+    ck_assert_int_eq(li_log_count("wrong AUTH password"), 10);
+    ck_assert_int_eq(li_log_count("AUTH from 127.0.0.1 refused unchecked"), 1);
+    ck_assert_msg(h_wait_until(li_cond_auth_ok, "127.0.0.1", 5000),
                   "the right password was still refused 5 s later");
 }
 END_TEST

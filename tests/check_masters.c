@@ -54,77 +54,6 @@
 #define LOCAL_MS        1000    /* deadline for a reply the daemon gives alone */
 #define TEST_TIMEOUT_S  30      /* per test, unless CK_DEFAULT_TIMEOUT is set */
 
-/* Every test's daemon: a blocked LOCK retries after 0..100 ms. */
-static const struct h_daemon_opts it_opts = {
-    .retry_delay_ms = 100,
-};
-
-/*
- * Send a LOCK or TRYLOCK line on fd and require
- * "OK <name> validity=V holds=<holds>"; V goes into the long long
- * lvalue validity.
- */
-#define EXPECT_LOCK_OK(fd, line, name, holds, validity) do {                    \
-        char *got_ = h_cmd((fd), (line), CMD_MS);                               \
-        unsigned holds_ = 0;                                                    \
-        ck_assert_msg(got_ != NULL && parse_lock_ok(got_, (name), &(validity), &holds_) \
-                      && holds_ == (unsigned)(holds),                           \
-                      "'%s' answered '%s', expected 'OK %s validity=N holds=%u'", \
-                      (line), got_ != NULL ? got_ : "(nothing)", (name),        \
-                      (unsigned)(holds));                                       \
-        free(got_);                                                             \
-    } while (0)
-
-/*
- * Parse the start of a reply, "<status> <name> <key>=<integer>" (the
- * integer may be negative), into *value.  Returns a pointer just after
- * the integer, where the callers check the rest of the line, or NULL
- * when the line does not start that way.
- */
-static const char *
-parse_status_int(const char *line, const char *status, const char *name,
-                 const char *key, long long *value)
-{
-    char head[512];
-    size_t n;
-    char *end;
-
-    n = (size_t)snprintf(head, sizeof(head), "%s %s %s=", status, name, key);
-    if (n >= sizeof(head) || strncmp(line, head, n) != 0) {
-        return NULL;
-    }
-    line += n;
-    if (!isdigit((unsigned char)line[0]) && !(line[0] == '-' && isdigit((unsigned char)line[1]))) {
-        return NULL;
-    }
-    errno = 0;
-    *value = strtoll(line, &end, 10);
-    return errno == 0 ? end : NULL;
-}
-
-/* True when line is exactly "OK <name> validity=V holds=H". */
-static bool
-parse_lock_ok(const char *line, const char *name, long long *validity, unsigned *holds)
-{
-    const char *p = parse_status_int(line, "OK", name, "validity", validity);
-    char *end;
-    unsigned long h;
-
-    if (p == NULL || strncmp(p, " holds=", 7) != 0 || !isdigit((unsigned char)p[7])) {
-        return false;
-    }
-    h = strtoul(p + 7, &end, 10);
-    *holds = (unsigned)h;
-    return *end == '\0';
-}
-
-/* arg: const char **key.  The key is absent from every master. */
-static bool
-cond_key_gone(void *arg)
-{
-    return h_masters_without(*(const char **)arg) == h_master_count();
-}
-
 /* arg: const char **name.  A fresh connection's TRYLOCK gets OK. */
 static bool
 cond_trylock_ok(void *arg)
@@ -142,23 +71,10 @@ cond_trylock_ok(void *arg)
     }
     snprintf(line, sizeof(line), "TRYLOCK %s", name);
     got = h_cmd(fd, line, CMD_MS);
-    ok = got != NULL && parse_lock_ok(got, name, &validity, &holds) && holds == 1;
+    ok = got != NULL && expect_parse_lock_ok(got, name, &validity, &holds) && holds == 1;
     free(got);
     close(fd);
     return ok;
-}
-
-/*
- * Start of every test: a directory named for the test, five masters
- * and the daemon.  (Called from the test body, where tcase_name() is
- * known; the checked teardown below undoes it.)
- */
-static void
-it_up(void)
-{
-    ck_assert_msg(h_begin(tcase_name()) == 0, "cannot create the test directory");
-    ck_assert_msg(h_start_masters(NMASTERS) == 0, "the masters did not start");
-    ck_assert_msg(h_start_daemon(&it_opts) == 0, "redlockd did not start (log above)");
 }
 
 START_TEST(two_masters_down)
@@ -168,7 +84,7 @@ START_TEST(two_masters_down)
     size_t i;
     int a;
 
-    it_up();
+    expect_up(NMASTERS, &expect_opts);
     ck_assert_int_eq(h_kill_master(0), 0);
     ck_assert_int_eq(h_kill_master(1), 0);
     a = expect_tcp();
@@ -197,7 +113,7 @@ START_TEST(three_masters_down_noquorum)
     size_t i;
     int a, b;
 
-    it_up();
+    expect_up(NMASTERS, &expect_opts);
     a = expect_tcp();
     b = expect_tcp();
     EXPECT_LOCK_OK(a, "LOCK h ttl=1000", "h", 1, valid);
@@ -238,7 +154,7 @@ START_TEST(masters_recover)
     size_t i;
     int a;
 
-    it_up();
+    expect_up(NMASTERS, &expect_opts);
     for (i = 0; i < 3; i++) {
         ck_assert_int_eq(h_kill_master(i), 0);
     }
@@ -262,7 +178,7 @@ END_TEST
  */
 START_TEST(auth)
 {
-    struct h_daemon_opts opts = it_opts;
+    struct h_daemon_opts opts = expect_opts;
     long long valid;
     char *got;
     size_t i;
@@ -306,7 +222,7 @@ START_TEST(stalled_master)
     long long valid;
     int a, b;
 
-    it_up();
+    expect_up(NMASTERS, &expect_opts);
     ck_assert_int_eq(h_signal_master(0, SIGSTOP), 0);
     a = expect_tcp();
     b = expect_tcp();
@@ -316,9 +232,9 @@ START_TEST(stalled_master)
     EXPECT_LOCK_OK(b, "LOCK st", "st", 1, valid);
     EXPECT_REPLY(b, "UNLOCK st", "OK st holds=0");
     ck_assert_int_eq(h_signal_master(0, SIGCONT), 0);
-    ck_assert_msg(h_wait_until(cond_key_gone, &key, 2000),
+    ck_assert_msg(h_wait_until(expect_cond_key_gone, &key, 2000),
                   "key st left on a master after the stalled one resumed");
-    ck_assert_msg(h_holds_for(cond_key_gone, &key, 300, 10),
+    ck_assert_msg(h_holds_for(expect_cond_key_gone, &key, 300, 10),
                   "a late SET from the stalled master's queue came back");
     EXPECT_REPLY(a, "PING", "PONG");
     close(a);
@@ -338,7 +254,7 @@ START_TEST(lost_before_validity_end)
     size_t i;
     int a;
 
-    it_up();
+    expect_up(NMASTERS, &expect_opts);
     a = expect_tcp();
     t_send = h_now_ms();
     EXPECT_LOCK_OK(a, "LOCK lv ttl=3000", "lv", 1, valid);
@@ -375,7 +291,7 @@ START_TEST(daemon_paused_past_lease)
     char *got;
     int a;
 
-    it_up();
+    expect_up(NMASTERS, &expect_opts);
     a = expect_tcp();
     EXPECT_LOCK_OK(a, "LOCK pz ttl=700", "pz", 1, valid);
     ck_assert_int_eq(h_signal_daemon(SIGSTOP), 0);
@@ -388,7 +304,7 @@ START_TEST(daemon_paused_past_lease)
                   "after the pause: '%s', expected '! LOST pz ...'", got != NULL ? got : "(nothing)");
     free(got);
     got = h_read_line(a, CMD_MS);
-    ck_assert_msg(got != NULL && parse_lock_ok(got, "pz", &valid, &holds) && holds == 1,
+    ck_assert_msg(got != NULL && expect_parse_lock_ok(got, "pz", &valid, &holds) && holds == 1,
                   "the LOCK sent during the pause answered '%s', expected a fresh "
                   "'OK pz validity=N holds=1'", got != NULL ? got : "(nothing)");
     free(got);
@@ -397,76 +313,14 @@ START_TEST(daemon_paused_past_lease)
 }
 END_TEST
 
-#define TEST_TIMEOUT_40_S  40      /* per test, unless CK_DEFAULT_TIMEOUT is set */
+#define TEST_TIMEOUT_40_S 40  /* per test, unless CK_DEFAULT_TIMEOUT is set */
 /* lock.key_prefix: the harness writes "" unless a test asks for another. */
-#define EG_PREFIX       ""
 
-/* Every test's daemon, unless it says otherwise: a blocked LOCK retries
-   after 0..100 ms; everything else is the harness's or the daemon's
-   default (node_timeout_ms 500, down_after_ms 2000, no quarantine). */
-static const struct h_daemon_opts eg_opts = {
-    .retry_delay_ms = 100,
-};
-
-/* Start of a test: its directory, nmasters masters, the daemon with opts. */
-static void
-eg_up(size_t nmasters, const struct h_daemon_opts *opts)
-{
-    ck_assert_msg(h_begin(tcase_name()) == 0, "cannot create the test directory");
-    ck_assert_msg(h_start_masters(nmasters) == 0, "the masters did not start");
-    ck_assert_msg(h_start_daemon(opts) == 0, "redlockd did not start (log above)");
-}
-
-/* The key of lock name on the masters, into out. */
-static void
-eg_key(const char *name, char *out, size_t size)
-{
-    ck_assert((size_t)snprintf(out, size, "%s%s", EG_PREFIX, name) < size);
-}
-
-/* A key and the value that must (not) be on the masters. */
-struct eg_keyval {
-    const char *key;        /* key on the masters */
-    const char *value;      /* its value (a token) */
-    size_t      want;       /* masters that must hold it */
-};
-
-/* arg: struct eg_keyval.  Exactly want masters hold key = value. */
-static bool
-eg_cond_holding(void *arg)
-{
-    struct eg_keyval *kv = arg;
-
-    return h_masters_holding(kv->key, kv->value) == kv->want;
-}
-
-/* Require a STATS counter to reach want in time. */
-static void
-eg_wait_stat(const char *name, long long want, int64_t timeout_ms)
-{
-    long long seen;
-
-    ck_assert_msg(h_wait_stat(name, want, false, timeout_ms, &seen),
-                  "STAT %s stayed at %lld, expected %lld within %lld ms", name, seen, want,
-                  (long long)timeout_ms);
-}
-
-/* A counter that grows: arg is a struct eg_grows. */
-struct eg_grows {
+/* A counter that grows: arg is a struct ms_grows. */
+struct ms_grows {
     const char *name;       /* STAT name */
     long long   from;       /* value to exceed */
 };
-
-/* Read a line within ms and require it to be exactly want. */
-static void
-eg_expect_line(int fd, const char *want, int64_t ms, const char *what)
-{
-    char *got = h_read_line(fd, ms);
-
-    ck_assert_msg(got != NULL && strcmp(got, want) == 0, "%s: got '%s', expected '%s'", what,
-                  got != NULL ? got : "(nothing)", want);
-    free(got);
-}
 
 /*
  * lock.restart_quarantine false, five masters without persistence.
@@ -480,16 +334,16 @@ eg_expect_line(int fd, const char *want, int64_t ms, const char *what)
  */
 START_TEST(relock_restarted_masters)
 {
-    struct h_daemon_opts o = eg_opts;
-    struct eg_keyval kv;
+    struct h_daemon_opts o = expect_opts;
+    struct expect_keyval kv;
     char key[64], *token, *got;
     long long pttl;
     size_t i;
     int a;
 
     o.restart_quarantine = false;
-    eg_up(NMASTERS, &o);
-    eg_key("two", key, sizeof(key));
+    expect_up(NMASTERS, &o);
+    expect_key("two", key, sizeof(key));
     a = expect_tcp();
     EXPECT_PREFIX(a, "LOCK two ttl=3000", "OK two ");
     token = h_master_get(2, key);
@@ -501,7 +355,7 @@ START_TEST(relock_restarted_masters)
     kv.key = key;
     kv.value = token;
     kv.want = NMASTERS;
-    ck_assert_msg(h_wait_until(eg_cond_holding, &kv, 5000),
+    ck_assert_msg(h_wait_until(expect_cond_holding, &kv, 5000),
                   "5 s after masters 0 and 1 restarted empty, %zu of 5 masters hold the "
                   "lock's token", h_masters_holding(key, token));
     for (i = 0; i < NMASTERS; i++) {
@@ -528,14 +382,14 @@ END_TEST
 
 /* Kill masters 0..2 (3 of 5) and wait until the daemon sees 2 up. */
 static void
-eg_lose_quorum(void)
+ms_lose_quorum(void)
 {
     size_t i;
 
     for (i = 0; i < 3; i++) {
         ck_assert_int_eq(h_kill_master(i), 0);
     }
-    eg_wait_stat("masters_up", 2, 5000);
+    expect_wait_stat("masters_up", 2, false, 5000);
 }
 
 /*
@@ -554,8 +408,8 @@ START_TEST(lock_waits_out_outage)
     size_t i;
     int a;
 
-    eg_up(NMASTERS, &eg_opts);
-    eg_lose_quorum();
+    expect_up(NMASTERS, &expect_opts);
+    ms_lose_quorum();
     a = expect_tcp();
     ck_assert_int_eq(h_send(a, "LOCK n wait=60000"), 0);
     if (!h_quiet(a, 1000)) {
@@ -593,8 +447,8 @@ START_TEST(noquorum_after_wait)
     size_t i;
     int a;
 
-    eg_up(NMASTERS, &eg_opts);
-    eg_lose_quorum();
+    expect_up(NMASTERS, &expect_opts);
+    ms_lose_quorum();
     a = expect_tcp();
     t0 = h_now_ms();
     got = h_cmd(a, "LOCK m wait=1500", 5000);
@@ -631,15 +485,15 @@ START_TEST(unlock_without_quorum)
     size_t i;
     int a;
 
-    eg_up(NMASTERS, &eg_opts);
+    expect_up(NMASTERS, &expect_opts);
     a = expect_tcp();
     EXPECT_PREFIX(a, "LOCK nq1", "OK nq1 ");
     for (i = 0; i < 3; i++) {
         ck_assert_int_eq(h_kill_master(i), 0);
     }
     ck_assert_int_eq(h_send(a, "UNLOCK nq1"), 0);
-    eg_expect_line(a, "! LOST nq1 reason=quorum", CMD_MS, "UNLOCK nq1 without a quorum, first");
-    eg_expect_line(a, "NOTHELD nq1", CMD_MS, "UNLOCK nq1 without a quorum, second");
+    expect_line(a, "! LOST nq1 reason=quorum", CMD_MS, "UNLOCK nq1 without a quorum, first");
+    expect_line(a, "NOTHELD nq1", CMD_MS, "UNLOCK nq1 without a quorum, second");
     close(a);
 }
 END_TEST
@@ -658,8 +512,8 @@ START_TEST(unlock_silent_holder_not_gone)
     size_t i;
     int a;
 
-    eg_up(NMASTERS, &eg_opts);
-    eg_key("sg1", key, sizeof(key));
+    expect_up(NMASTERS, &expect_opts);
+    expect_key("sg1", key, sizeof(key));
     for (i = 3; i < NMASTERS; i++) {
         ck_assert_int_eq(h_master_cmd(i, NULL, "SET %s someone-else", key), 0);
     }
@@ -667,48 +521,12 @@ START_TEST(unlock_silent_holder_not_gone)
     EXPECT_PREFIX(a, "LOCK sg1", "OK sg1 ");
     ck_assert_int_eq(h_signal_master(2, SIGSTOP), 0);
     ck_assert_int_eq(h_send(a, "UNLOCK sg1"), 0);
-    eg_expect_line(a, "! LOST sg1 reason=quorum", CMD_MS, "UNLOCK sg1, first line");
-    eg_expect_line(a, "NOTHELD sg1", CMD_MS, "UNLOCK sg1, second line");
+    expect_line(a, "! LOST sg1 reason=quorum", CMD_MS, "UNLOCK sg1, first line");
+    expect_line(a, "NOTHELD sg1", CMD_MS, "UNLOCK sg1, second line");
     ck_assert_int_eq(h_signal_master(2, SIGCONT), 0);
     close(a);
 }
 END_TEST
-
-static int64_t rb_masters_started_ms;   /* just before the masters were started */
-
-static void
-rb_up(const struct h_daemon_opts *opts)
-{
-    ck_assert_msg(h_begin(tcase_name()) == 0, "cannot create the test directory");
-    rb_masters_started_ms = h_now_ms();
-    ck_assert_msg(h_start_masters(NMASTERS) == 0, "the masters did not start");
-    ck_assert_msg(h_start_daemon(opts) == 0, "redlockd did not start (log above)");
-}
-
-/* Require a STATS counter to reach want (or, with at_least, want or more) in time. */
-static void
-rb_wait_stat(const char *name, long long want, bool at_least, int64_t timeout_ms)
-{
-    long long seen;
-
-    ck_assert_msg(h_wait_stat(name, want, at_least, timeout_ms, &seen),
-                  "STAT %s stayed at %lld, expected %s%lld within %lld ms", name, seen,
-                  at_least ? ">= " : "", want, (long long)timeout_ms);
-}
-
-/* True when the daemon log contains text. */
-static bool
-rb_log_has(const char *text)
-{
-    return h_log_find(0, text, NULL, 0);
-}
-
-/* arg: const char **key.  The key is absent from every master that answers. */
-static bool
-rb_cond_key_gone(void *arg)
-{
-    return h_masters_without(*(const char **)arg) == h_masters_alive();
-}
 
 /*
  * A master stopped with SIGSTOP keeps its connection open.  Requests
@@ -722,20 +540,20 @@ START_TEST(silent_master_dropped)
     char line[64];
     int a, i;
 
-    rb_up(&o);
+    expect_up(NMASTERS, &o);
     a = expect_tcp();
     ck_assert_int_eq(h_signal_master(0, SIGSTOP), 0);
     for (i = 0; i < 3; i++) {
         snprintf(line, sizeof(line), "TRYLOCK sm%d ttl=5000", i);
         EXPECT_PREFIX(a, line, "OK ");
     }
-    rb_wait_stat("master.0.up", 0, false, 5000);
-    ck_assert_msg(rb_log_has("(redis.down_after_ms)"),
+    expect_wait_stat("master.0.up", 0, false, 5000);
+    ck_assert_msg(expect_log_has("(redis.down_after_ms)"),
                   "the log does not say why the master was dropped");
     /* The others carry on: quorum 3 of the 4 left. */
     EXPECT_PREFIX(a, "TRYLOCK sm9 ttl=5000", "OK sm9 ");
     ck_assert_int_eq(h_signal_master(0, SIGCONT), 0);
-    rb_wait_stat("master.0.up", 1, false, 10000);
+    expect_wait_stat("master.0.up", 1, false, 10000);
     close(a);
 }
 END_TEST
@@ -760,7 +578,7 @@ START_TEST(ghost_of_dropped_try_taken_over)
     char *got, *value;
     int a, w, i;
 
-    rb_up(&o);
+    expect_up(NMASTERS, &o);
     a = expect_tcp();
     w = expect_tcp();
     for (i = 0; i < 3; i++) {
@@ -772,7 +590,7 @@ START_TEST(ghost_of_dropped_try_taken_over)
                   got != NULL ? got : "(nothing)");
     free(got);
     ck_assert_int_eq(h_send(w, "LOCK g wait=20000"), 0);
-    rb_wait_stat("masters_up", 2, false, 5000);
+    expect_wait_stat("masters_up", 2, false, 5000);
     for (i = 0; i < 3; i++) {
         ck_assert_int_eq(h_signal_master(i, SIGCONT), 0);
     }
@@ -804,7 +622,7 @@ START_TEST(max_pending_drops_master)
     char line[64];
     int a, i;
 
-    rb_up(&o);
+    expect_up(NMASTERS, &o);
     a = expect_tcp();
     ck_assert_int_eq(h_signal_master(1, SIGSTOP), 0);
     /* Past 4 unanswered and a round's deadline (500 ms) without a reply. */
@@ -818,8 +636,8 @@ START_TEST(max_pending_drops_master)
         }
         h_sleep_ms(100);
     }
-    rb_wait_stat("master.1.up", 0, false, 1000);
-    ck_assert_msg(rb_log_has("(redis.max_pending)"),
+    expect_wait_stat("master.1.up", 0, false, 1000);
+    ck_assert_msg(expect_log_has("(redis.max_pending)"),
                   "the log does not say why the master was dropped");
     ck_assert_int_eq(h_signal_master(1, SIGCONT), 0);
     close(a);
@@ -840,26 +658,26 @@ START_TEST(burst_not_dropped)
     size_t i, left;
     int a;
 
-    rb_up(&o);
+    expect_up(NMASTERS, &o);
     a = expect_tcp();
     for (i = 0; i < 40; i++) {
         snprintf(line, sizeof(line), "LOCK b%zu ttl=30000", i);
         EXPECT_PREFIX(a, line, "OK b");
     }
     close(a);
-    ck_assert_msg(h_wait_until(rb_cond_key_gone, &key, 2000), "b39 was not released");
+    ck_assert_msg(h_wait_until(expect_cond_key_gone_alive, &key, 2000), "b39 was not released");
     for (i = 0, left = 0; i < 40; i++) {
         snprintf(line, sizeof(line), "b%zu", i);
         left += h_masters_holding(line, NULL);
     }
     ck_assert_msg(left == 0, "%zu keys of the closed session left on the masters", left);
-    rb_wait_stat("masters_up", NMASTERS, false, LOCAL_MS);
+    expect_wait_stat("masters_up", NMASTERS, false, LOCAL_MS);
     for (i = 0; i < NMASTERS; i++) {
         snprintf(line, sizeof(line), "master.%zu.reconnects", i);
         ck_assert_int_eq(h_stat_once(line, &reconnects), 0);
         ck_assert_msg(reconnects == 0, "master %zu was dropped during the burst", i);
     }
-    ck_assert(!rb_log_has("(redis.max_pending)"));
+    ck_assert(!expect_log_has("(redis.max_pending)"));
 }
 END_TEST
 
@@ -875,16 +693,16 @@ END_TEST
  * again, every acquire must reach it, with no new command to push the
  * rest out, and master 0 must still be up.
  */
-#define RB_PW_CONNS     8           /* client connections that pipeline */
-#define RB_PW_WINDOW    16          /* requests in flight per connection */
-#define RB_PW_NAME      250         /* lock name bytes, the longest allowed */
-#define RB_PW_LINE      320         /* room for one request or reply line */
-#define RB_PW_BATCH     2000        /* requests between two looks at the queues */
-#define RB_PW_MAX       60000       /* give up filling after this many */
-#define RB_PW_FILL_MS   10000       /* ... or after this long (about 1 s is needed;
+#define MS_PW_CONNS     8           /* client connections that pipeline */
+#define MS_PW_WINDOW    16          /* requests in flight per connection */
+#define MS_PW_NAME      250         /* lock name bytes, the longest allowed */
+#define MS_PW_LINE      320         /* room for one request or reply line */
+#define MS_PW_BATCH     2000        /* requests between two looks at the queues */
+#define MS_PW_MAX       60000       /* give up filling after this many */
+#define MS_PW_FILL_MS   10000       /* ... or after this long (about 1 s is needed;
                                        ten times this under $REDLOCKD_WRAP) */
-#define RB_PW_MARGIN    (1024 * 1024) /* bytes past the kernel queues to send */
-#define RB_PW_CATCHUP_MS 5000       /* deadline for master 0 to run them all */
+#define MS_PW_MARGIN    (1024 * 1024) /* bytes past the kernel queues to send */
+#define MS_PW_CATCHUP_MS 5000       /* deadline for master 0 to run them all */
 /*
  * Bytes of one acquire on the wire, at least, alone or in a batch: the
  * key twice (the name's and the record's, both the name: no key_prefix
@@ -892,28 +710,28 @@ END_TEST
  * a suffix); alone it also carries the script's sha1 (40 hex digits), in
  * a batch its operation and counts; RESP framing only adds to it.
  */
-#define RB_PW_CMD_MIN   (40 + RB_PW_NAME + 32 + RB_PW_NAME)
+#define MS_PW_CMD_MIN   (40 + MS_PW_NAME + 32 + MS_PW_NAME)
 
 /* One pipelining client connection. */
-struct rb_pipe {
+struct ms_pipe {
     int     fd;                             /* non-blocking, to the daemon */
     size_t  inflight;                       /* requests sent without a reply yet */
-    char    out[RB_PW_WINDOW * RB_PW_LINE]; /* request bytes not written yet */
+    char    out[MS_PW_WINDOW * MS_PW_LINE]; /* request bytes not written yet */
     size_t  out_len;                        /* bytes in out */
-    char    in[2 * RB_PW_LINE];             /* the reply being read */
+    char    in[2 * MS_PW_LINE];             /* the reply being read */
     size_t  in_len;                         /* bytes in in */
 };
 
 /* Queue on p the request for lock number n (a new 250-byte name). */
 static void
-rb_pipe_queue(struct rb_pipe *p, size_t n)
+ms_pipe_queue(struct ms_pipe *p, size_t n)
 {
-    char name[RB_PW_NAME + 1];
+    char name[MS_PW_NAME + 1];
     int len;
 
     len = snprintf(name, sizeof(name), "pw%08zu-", n);
-    memset(name + len, 'x', RB_PW_NAME - (size_t)len);
-    name[RB_PW_NAME] = '\0';
+    memset(name + len, 'x', MS_PW_NAME - (size_t)len);
+    name[MS_PW_NAME] = '\0';
     p->out_len += (size_t)snprintf(p->out + p->out_len, sizeof(p->out) - p->out_len,
                                    "TRYLOCK %s mode=lease ttl=60000\n", name);
     p->inflight++;
@@ -924,7 +742,7 @@ rb_pipe_queue(struct rb_pipe *p, size_t n)
  * Returns 0, or -1 with the reason in why.
  */
 static int
-rb_pipe_read(struct rb_pipe *p, size_t *ok, char *why, size_t size)
+ms_pipe_read(struct ms_pipe *p, size_t *ok, char *why, size_t size)
 {
     ssize_t r;
     char *lf;
@@ -961,23 +779,23 @@ rb_pipe_read(struct rb_pipe *p, size_t *ok, char *why, size_t size)
 
 /*
  * Send count more requests over the np pipes, lock numbers from *next
- * on, at most RB_PW_WINDOW in flight on each, and read every reply (OK
+ * on, at most MS_PW_WINDOW in flight on each, and read every reply (OK
  * replies are counted in *ok) before deadline.  Returns 0, or -1 with
  * the reason in why.
  */
 static int
-rb_pipe_run(struct rb_pipe *p, size_t np, size_t count, size_t *next, size_t *ok,
+ms_pipe_run(struct ms_pipe *p, size_t np, size_t count, size_t *next, size_t *ok,
             int64_t deadline, char *why, size_t size)
 {
-    struct pollfd pfd[RB_PW_CONNS];
+    struct pollfd pfd[MS_PW_CONNS];
     size_t issued = 0, done = *ok + count, i;
     int64_t left;
     ssize_t w;
 
     while (*ok < done) {
         for (i = 0; i < np; i++) {
-            while (p[i].inflight < RB_PW_WINDOW && issued < count) {
-                rb_pipe_queue(&p[i], (*next)++);
+            while (p[i].inflight < MS_PW_WINDOW && issued < count) {
+                ms_pipe_queue(&p[i], (*next)++);
                 issued++;
             }
             pfd[i].fd = p[i].fd;
@@ -1007,7 +825,7 @@ rb_pipe_run(struct rb_pipe *p, size_t np, size_t count, size_t *next, size_t *ok
                 }
             }
             if ((pfd[i].revents & (POLLIN | POLLHUP | POLLERR)) != 0
-                && rb_pipe_read(&p[i], ok, why, size) != 0) {
+                && ms_pipe_read(&p[i], ok, why, size) != 0) {
                 return -1;
             }
         }
@@ -1015,18 +833,18 @@ rb_pipe_run(struct rb_pipe *p, size_t np, size_t count, size_t *next, size_t *ok
     return 0;
 }
 
-/* What rb_cond_calls waits for. */
-struct rb_calls {
+/* What ms_cond_calls waits for. */
+struct ms_calls {
     long long   want;       /* grants master 0 must reach (its SET calls: one per
                                granted acquire of a fresh name, batched or not) */
     long long   seen;       /* the last count read (-1: none) */
 };
 
-/* arg: struct rb_calls *.  Master 0 has granted want acquires or more. */
+/* arg: struct ms_calls *.  Master 0 has granted want acquires or more. */
 static bool
-rb_cond_calls(void *arg)
+ms_cond_calls(void *arg)
 {
-    struct rb_calls *c = arg;
+    struct ms_calls *c = arg;
 
     c->seen = h_master_calls(0, "set");
     return c->seen >= c->want;
@@ -1034,7 +852,7 @@ rb_cond_calls(void *arg)
 
 /* DBSIZE of master i, or -1. */
 static long long
-rb_master_dbsize(size_t i)
+ms_master_dbsize(size_t i)
 {
     redisContext *c = h_redis_connect(h_master_port(i));
     redisReply *r;
@@ -1056,7 +874,7 @@ rb_master_dbsize(size_t i)
 
 /* arg: const char **key.  Every master holds the key. */
 static bool
-rb_cond_key_everywhere(void *arg)
+ms_cond_key_everywhere(void *arg)
 {
     return h_masters_holding(*(const char **)arg, NULL) == NMASTERS;
 }
@@ -1066,8 +884,8 @@ START_TEST(partial_write_to_stopped_master)
     /* Neither limit may drop the stopped master during the test. */
     struct h_daemon_opts o = { .retry_delay_ms = 100, .max_pending = 1000000,
                                .down_after_ms = 600000, .log_level = "info" };
-    struct rb_pipe p[RB_PW_CONNS];
-    struct rb_calls calls;
+    struct ms_pipe p[MS_PW_CONNS];
+    struct ms_calls calls;
     const char *key = "pw-fresh";
     long long base, send_q = 0, recv_q = 0, sent_min = 0, v;
     int64_t t0, t_fill, t_cont, fill_ms;
@@ -1076,30 +894,30 @@ START_TEST(partial_write_to_stopped_master)
     int a, port, conns = -1;
     bool failed = false;
 
-    rb_up(&o);
+    expect_up(NMASTERS, &o);
     port = h_master_port(0);
     memset(p, 0, sizeof(p));
-    for (i = 0; i < RB_PW_CONNS; i++) {
+    for (i = 0; i < MS_PW_CONNS; i++) {
         p[i].fd = expect_tcp();
         ck_assert_int_eq(fcntl(p[i].fd, F_SETFL, fcntl(p[i].fd, F_GETFL) | O_NONBLOCK), 0);
     }
     base = h_master_calls(0, "set");
     ck_assert_msg(base >= 0, "cannot read master 0's INFO commandstats");
     /* valgrind makes the daemon some 20 times slower. */
-    fill_ms = getenv("REDLOCKD_WRAP") != NULL ? 10 * RB_PW_FILL_MS : RB_PW_FILL_MS;
+    fill_ms = getenv("REDLOCKD_WRAP") != NULL ? 10 * MS_PW_FILL_MS : MS_PW_FILL_MS;
 
     ck_assert_int_eq(h_signal_master(0, SIGSTOP), 0);
     /* No assertion until master 0 runs again: record the first failure. */
     t0 = h_now_ms();
     for (;;) {
-        if (rb_pipe_run(p, RB_PW_CONNS, RB_PW_BATCH, &next, &ok, t0 + fill_ms, why,
+        if (ms_pipe_run(p, MS_PW_CONNS, MS_PW_BATCH, &next, &ok, t0 + fill_ms, why,
                         sizeof(why)) != 0) {
             failed = true;
             break;
         }
         conns = h_tcp_queues(port, &send_q, &recv_q, NULL);
-        sent_min = (long long)ok * RB_PW_CMD_MIN;
-        if (conns < 0 || sent_min >= send_q + recv_q + RB_PW_MARGIN || ok >= RB_PW_MAX) {
+        sent_min = (long long)ok * MS_PW_CMD_MIN;
+        if (conns < 0 || sent_min >= send_q + recv_q + MS_PW_MARGIN || ok >= MS_PW_MAX) {
             break;
         }
     }
@@ -1120,18 +938,18 @@ START_TEST(partial_write_to_stopped_master)
     ck_assert_msg(send_q > 0, "the daemon's send queue to the stopped master is empty");
     ck_assert_msg(sent_min > send_q + recv_q,
                   "%zu acquires (>= %lld bytes) fit in the kernel queues (%lld + %lld "
-                  "bytes): no partial write; raise RB_PW_MAX", ok, sent_min, send_q, recv_q);
+                  "bytes): no partial write; raise MS_PW_MAX", ok, sent_min, send_q, recv_q);
 
     /* Every acquire reaches master 0 without a new command to push it. */
     calls.want = base + (long long)ok;
     calls.seen = -1;
-    ck_assert_msg(h_wait_until(rb_cond_calls, &calls, RB_PW_CATCHUP_MS),
+    ck_assert_msg(h_wait_until(ms_cond_calls, &calls, MS_PW_CATCHUP_MS),
                   "master 0 ran %lld of the %zu acquires sent while it was stopped "
                   "within %d ms: the rest stayed in the daemon's output buffer",
-                  calls.seen < 0 ? -1 : calls.seen - base, ok, RB_PW_CATCHUP_MS);
+                  calls.seen < 0 ? -1 : calls.seen - base, ok, MS_PW_CATCHUP_MS);
     fprintf(stderr, "partial_write_to_stopped_master: master 0 ran all %zu %lld ms "
             "after SIGCONT\n", ok, (long long)(h_now_ms() - t_cont));
-    v = rb_master_dbsize(0);
+    v = ms_master_dbsize(0);
     ck_assert_msg(v >= (long long)ok, "master 0 holds %lld keys, expected the %zu leases",
                   v, ok);
 
@@ -1140,19 +958,19 @@ START_TEST(partial_write_to_stopped_master)
     ck_assert_msg(v == 1, "master 0 is down after the test");
     ck_assert_int_eq(h_stat_once("master.0.reconnects", &v), 0);
     ck_assert_msg(v == 0, "master 0 was dropped and reconnected %lld times", v);
-    rb_wait_stat("masters_up", NMASTERS, false, LOCAL_MS);
+    expect_wait_stat("masters_up", NMASTERS, false, LOCAL_MS);
     a = expect_tcp();
     EXPECT_PREFIX(a, "LOCK pw-fresh ttl=60000", "OK pw-fresh ");
-    ck_assert_msg(h_wait_until(rb_cond_key_everywhere, &key, LOCAL_MS),
+    ck_assert_msg(h_wait_until(ms_cond_key_everywhere, &key, LOCAL_MS),
                   "pw-fresh is on %zu masters, expected all %d", h_masters_holding(key, NULL),
                   NMASTERS);
     v = h_master_pttl(0, key);
     ck_assert_msg(v > 50000, "pw-fresh has pttl %lld on master 0", v);
     EXPECT_REPLY(a, "UNLOCK pw-fresh", "OK pw-fresh holds=0");
-    ck_assert_msg(h_wait_until(rb_cond_key_gone, &key, LOCAL_MS),
+    ck_assert_msg(h_wait_until(expect_cond_key_gone_alive, &key, LOCAL_MS),
                   "pw-fresh stayed on a master after UNLOCK");
     close(a);
-    for (i = 0; i < RB_PW_CONNS; i++) {
+    for (i = 0; i < MS_PW_CONNS; i++) {
         close(p[i].fd);
     }
 }
@@ -1165,7 +983,7 @@ END_TEST
  */
 /* arg: int64_t *, the validity's end (ms).  Keys on 3, 4 end by then + drift. */
 static bool
-rb_cond_expiry_shrunk(void *arg)
+ms_cond_expiry_shrunk(void *arg)
 {
     int64_t end = *(int64_t *)arg, left = end - h_now_ms();
     size_t i;
@@ -1190,7 +1008,7 @@ START_TEST(lost_keeps_keys_until_expiry)
     size_t i;
     int a;
 
-    rb_up(&o);
+    expect_up(NMASTERS, &o);
     a = expect_tcp();
     t_send = h_now_ms();
     got = h_cmd(a, "LOCK lk ttl=3000", CMD_MS);
@@ -1215,14 +1033,15 @@ START_TEST(lost_keeps_keys_until_expiry)
      * LOST they must run out with the validity (plus drift, 32 ms for
      * 3000 ms), not a whole ttl after the last attempt.
      */
-    ck_assert_msg(h_wait_until(rb_cond_expiry_shrunk, &t_send_valid, 1000),
+    ck_assert_msg(h_wait_until(ms_cond_expiry_shrunk, &t_send_valid, 1000),
                   "after LOST the keys on masters 3 and 4 live on past the validity");
     for (i = 3; i < NMASTERS; i++) {
         pttl = h_master_pttl(i, key);
         ck_assert_msg(pttl > 0, "master %zu: key lk has pttl %lld right after LOST; "
                       "a lost lock must expire, not be deleted", i, pttl);
     }
-    ck_assert_msg(h_wait_until(rb_cond_key_gone, &key, t_send + valid + 1000 - h_now_ms()),
+    ck_assert_msg(h_wait_until(expect_cond_key_gone_alive, &key,
+                               t_send + valid + 1000 - h_now_ms()),
                   "lk was still on a master 1 s after its validity ended");
     close(a);
 }
@@ -1247,7 +1066,7 @@ START_TEST(paused_daemon_lost_first)
     size_t i;
     int a, seen_ok = 0, seen_pong = 0;
 
-    rb_up(&o);
+    expect_up(NMASTERS, &o);
     a = expect_tcp();
     got = h_cmd(a, "LOCK pz ttl=1000", CMD_MS);
     ck_assert_msg(got != NULL && h_reply_int(got, "validity", &valid), "LOCK pz: '%s'",
@@ -1284,21 +1103,6 @@ START_TEST(paused_daemon_lost_first)
     close(a);
 }
 END_TEST
-
-static void
-ms_begin(void)
-{
-    ck_assert_msg(h_begin(tcase_name()) == 0, "cannot create the test directory");
-}
-
-static long long
-ms_stat(const char *name)
-{
-    long long v = -1;
-
-    ck_assert_msg(h_stat_once(name, &v) == 0, "STATS has no %s", name);
-    return v;
-}
 
 /* The daemon's /metrics now (caller frees); the daemon must have metrics_port. */
 static char *
@@ -1380,7 +1184,7 @@ START_TEST(duplicate_counts_once)
     long long calls, after;
     int a, i;
 
-    ms_begin();
+    expect_begin();
     o.metrics_port = h_free_port();
     ck_assert_int_gt(o.metrics_port, 0);
     ck_assert_msg(h_start_masters(2) == 0, "the masters did not start");
@@ -1403,9 +1207,9 @@ START_TEST(duplicate_counts_once)
                   && strstr(got, "not asked") != NULL,
                   "the NOQUORUM does not count the answers truthfully: '%s'", got);
     free(got);
-    ck_assert_int_eq(ms_stat("masters_duplicate"), 1);
-    ck_assert_int_eq(ms_stat("master.2.duplicate_of"), 0);
-    ck_assert_int_eq(ms_stat("master.0.duplicate_of"), -1);
+    ck_assert_int_eq(expect_stat("masters_duplicate"), 1);
+    ck_assert_int_eq(expect_stat("master.2.duplicate_of"), 0);
+    ck_assert_int_eq(expect_stat("master.0.duplicate_of"), -1);
     ck_assert_msg(h_log_find(0, "is the same Redis server as", line, sizeof(line)),
                   "the log does not say that two entries are one server");
     snprintf(text, sizeof(text), "127.0.0.1:%d (entry 0)", h_master_port(0));
@@ -1453,7 +1257,7 @@ START_TEST(evicting_policy_warned)
     char text[160], line[512], *body;
     size_t want;
 
-    ms_begin();
+    expect_begin();
     ck_assert_int_gt(o.metrics_port, 0);
     ck_assert_msg(h_start_masters(3) == 0, "the masters did not start");
     ck_assert_int_eq(h_master_cmd(1, NULL, "CONFIG SET maxmemory 100mb"), 0);
@@ -1468,10 +1272,10 @@ START_TEST(evicting_policy_warned)
     ck_assert_msg(strstr(line, "104857600 bytes") != NULL
                   && strstr(line, "allkeys-lru") != NULL,
                   "the warning does not give the maxmemory and the policy: '%s'", line);
-    ck_assert_int_eq(ms_stat("masters_evicting"), 1);
-    ck_assert_int_eq(ms_stat("master.1.evicting_policy"), 1);
-    ck_assert_int_eq(ms_stat("master.0.evicting_policy"), 0);
-    ck_assert_int_eq(ms_stat("master.2.evicting_policy"), 0);
+    ck_assert_int_eq(expect_stat("masters_evicting"), 1);
+    ck_assert_int_eq(expect_stat("master.1.evicting_policy"), 1);
+    ck_assert_int_eq(expect_stat("master.0.evicting_policy"), 0);
+    ck_assert_int_eq(expect_stat("master.2.evicting_policy"), 0);
     body = ms_scrape(o.metrics_port);
     ck_assert_int_eq(h_metric_int(body, "redlockd_masters_evicting"), 1);
     ck_assert_int_eq(ms_started_metric(body, "redlockd_master_evicting_policy", 1), 1);
@@ -1519,7 +1323,7 @@ START_TEST(readme_acl_covers_every_kind)
     size_t i;
     int a, b;
 
-    ms_begin();
+    expect_begin();
     f = fopen("docs/production.md", "r");
     ck_assert_msg(f != NULL, "docs/production.md not found (run from the repository root)");
     rule[0] = '\0';

@@ -58,33 +58,16 @@
 #define TEST_TIMEOUT_S  40
 #define FAKETIME_LIB    "/usr/lib/x86_64-linux-gnu/faketime/libfaketime.so.1"
 
-static int64_t rb_masters_started_ms;   /* just before the masters were started */
+static int64_t qt_masters_started_ms;   /* just before the masters were started */
 
+/* Start of a test: its directory, five masters (noting when), the daemon with opts. */
 static void
-rb_up(const struct h_daemon_opts *opts)
+qt_up(const struct h_daemon_opts *opts)
 {
     ck_assert_msg(h_begin(tcase_name()) == 0, "cannot create the test directory");
-    rb_masters_started_ms = h_now_ms();
+    qt_masters_started_ms = h_now_ms();
     ck_assert_msg(h_start_masters(NMASTERS) == 0, "the masters did not start");
     ck_assert_msg(h_start_daemon(opts) == 0, "redlockd did not start (log above)");
-}
-
-/* Require a STATS counter to reach want (or, with at_least, want or more) in time. */
-static void
-rb_wait_stat(const char *name, long long want, bool at_least, int64_t timeout_ms)
-{
-    long long seen;
-
-    ck_assert_msg(h_wait_stat(name, want, at_least, timeout_ms, &seen),
-                  "STAT %s stayed at %lld, expected %s%lld within %lld ms", name, seen,
-                  at_least ? ">= " : "", want, (long long)timeout_ms);
-}
-
-/* True when the daemon log contains text. */
-static bool
-rb_log_has(const char *text)
-{
-    return h_log_find(0, text, NULL, 0);
 }
 
 /*
@@ -100,7 +83,7 @@ START_TEST(quarantine_fresh_masters)
     char *got;
     int a;
 
-    rb_up(&o);
+    qt_up(&o);
     a = expect_tcp();
     ck_assert_int_eq(h_stat_once("masters_quarantined", &left), 0);
     ck_assert_msg(left >= 3, "only %lld masters quarantined just after they started", left);
@@ -109,19 +92,20 @@ START_TEST(quarantine_fresh_masters)
                   "master.0.quarantine_ms is %lld", left);
     /*
      * Never shorter than max_ttl + drift from the master's real start,
-     * which came after rb_masters_started_ms (Redis's uptime_in_seconds
+     * which came after qt_masters_started_ms (Redis's uptime_in_seconds
      * may read 1 a few ms after the start).
      */
-    ck_assert_msg(h_now_ms() + left >= rb_masters_started_ms + 2500 + 25 + 2,
+    ck_assert_msg(h_now_ms() + left >= qt_masters_started_ms + 2500 + 25 + 2,
                   "the quarantine ends %lld ms before max_ttl + drift from the start",
-                  (long long)(rb_masters_started_ms + 2527 - h_now_ms() - left));
+                  (long long)(qt_masters_started_ms + 2527 - h_now_ms() - left));
     got = h_cmd(a, "TRYLOCK qf", CMD_MS);
     ck_assert_msg(got != NULL && strncmp(got, "ERR NOQUORUM ", 13) == 0
                   && strstr(got, "quarantined after a restart") != NULL,
                   "TRYLOCK during the quarantine answered '%s'", got ? got : "(nothing)");
     free(got);
-    ck_assert_msg(rb_log_has("(lock.restart_quarantine)"), "the log does not name the quarantine");
-    rb_wait_stat("masters_quarantined", 0, false, 6000);
+    ck_assert_msg(expect_log_has("(lock.restart_quarantine)"),
+                  "the log does not name the quarantine");
+    expect_wait_stat("masters_quarantined", 0, false, 6000);
     ck_assert_msg(h_wait_log(0, "restart quarantine over", 2000),
                   "the end of the quarantine was not logged");
     EXPECT_PREFIX(a, "TRYLOCK qf", "OK qf ");
@@ -140,7 +124,7 @@ END_TEST
  * cannot reach a quorum either) before its validity ends.
  */
 static void
-rb_restart_scenario(bool quarantine)
+qt_restart_scenario(bool quarantine)
 {
     struct h_daemon_opts o = { .retry_delay_ms = 100, .restart_quarantine = quarantine,
                                .default_ttl_ms = 3000, .max_ttl_ms = 4000 };
@@ -150,14 +134,14 @@ rb_restart_scenario(bool quarantine)
     int a, b;
     size_t i;
 
-    rb_up(&o);
+    qt_up(&o);
     if (quarantine) {
         /* Fresh masters: wait until they count. */
-        rb_wait_stat("masters_quarantined", 0, false, 8000);
+        expect_wait_stat("masters_quarantined", 0, false, 8000);
     }
     ck_assert_int_eq(h_kill_master(3), 0);
     ck_assert_int_eq(h_kill_master(4), 0);
-    rb_wait_stat("masters_up", 3, false, 5000);
+    expect_wait_stat("masters_up", 3, false, 5000);
     a = expect_tcp();
     b = expect_tcp();
     t_send = h_now_ms();
@@ -171,7 +155,7 @@ rb_restart_scenario(bool quarantine)
     ck_assert_int_eq(h_kill_master(1), 0);
     ck_assert_int_eq(h_restart_master(0), 0);
     ck_assert_int_eq(h_restart_master(1), 0);
-    rb_wait_stat("masters_up", 5, false, 8000);
+    expect_wait_stat("masters_up", 5, false, 8000);
     got = h_cmd(b, "TRYLOCK rs ttl=3000", CMD_MS);
     ck_assert_ptr_nonnull(got);
     if (!quarantine) {
@@ -204,13 +188,13 @@ rb_restart_scenario(bool quarantine)
 
 START_TEST(quarantine_restart_two_masters)
 {
-    rb_restart_scenario(true);
+    qt_restart_scenario(true);
 }
 END_TEST
 
 START_TEST(no_quarantine_control)
 {
-    rb_restart_scenario(false);
+    qt_restart_scenario(false);
 }
 END_TEST
 
@@ -223,7 +207,7 @@ END_TEST
  */
 /* True when /proc/<pid>/maps names a file containing text. */
 static bool
-rb_maps_have(pid_t pid, const char *text)
+qt_maps_have(pid_t pid, const char *text)
 {
     char path[64], line[1024];
     bool found = false;
@@ -274,7 +258,7 @@ START_TEST(wall_clock_jump)
     setenv("ASAN_OPTIONS", opts, 1);
     ck_assert_msg(h_start_daemon(&o) == 0, "redlockd did not start under faketime");
     unsetenv("LD_PRELOAD");
-    ck_assert_msg(rb_maps_have(h_daemon_pid(), "libfaketime"),
+    ck_assert_msg(qt_maps_have(h_daemon_pid(), "libfaketime"),
                   "libfaketime is not loaded in the daemon: the test would test nothing");
     a = expect_tcp();
     got = h_cmd(a, "LOCK wj ttl=900", CMD_MS);
@@ -305,70 +289,17 @@ START_TEST(wall_clock_jump)
 }
 END_TEST
 
-/* lock.key_prefix: the harness writes "" unless a test asks for another. */
-#define EG_PREFIX       ""
-
-/* Every test's daemon, unless it says otherwise: a blocked LOCK retries
-   after 0..100 ms; everything else is the harness's or the daemon's
-   default (node_timeout_ms 500, down_after_ms 2000, no quarantine). */
-static const struct h_daemon_opts eg_opts = {
-    .retry_delay_ms = 100,
-};
-
-/* Start of a test: its directory, nmasters masters, the daemon with opts. */
-static void
-eg_up(size_t nmasters, const struct h_daemon_opts *opts)
-{
-    ck_assert_msg(h_begin(tcase_name()) == 0, "cannot create the test directory");
-    ck_assert_msg(h_start_masters(nmasters) == 0, "the masters did not start");
-    ck_assert_msg(h_start_daemon(opts) == 0, "redlockd did not start (log above)");
-}
-
-/* The key of lock name on the masters, into out. */
-static void
-eg_key(const char *name, char *out, size_t size)
-{
-    ck_assert((size_t)snprintf(out, size, "%s%s", EG_PREFIX, name) < size);
-}
-
-/* A key and the value that must (not) be on the masters. */
-struct eg_keyval {
-    const char *key;        /* key on the masters */
-    const char *value;      /* its value (a token) */
-    size_t      want;       /* masters that must hold it */
-};
-
-/* arg: struct eg_keyval.  Exactly want masters hold key = value. */
-static bool
-eg_cond_holding(void *arg)
-{
-    struct eg_keyval *kv = arg;
-
-    return h_masters_holding(kv->key, kv->value) == kv->want;
-}
-
-/* Require a STATS counter to reach want in time. */
-static void
-eg_wait_stat(const char *name, long long want, int64_t timeout_ms)
-{
-    long long seen;
-
-    ck_assert_msg(h_wait_stat(name, want, false, timeout_ms, &seen),
-                  "STAT %s stayed at %lld, expected %lld within %lld ms", name, seen, want,
-                  (long long)timeout_ms);
-}
-
-/* A counter that grows: arg is a struct eg_grows. */
-struct eg_grows {
+/* A counter that grows: arg is a struct qt_grows. */
+struct qt_grows {
     const char *name;       /* STAT name */
     long long   from;       /* value to exceed */
 };
 
-/* arg: struct eg_keyval.  Neither master 0 nor 1 holds key = value. */
+/* arg: struct expect_keyval.  Neither master 0 nor 1 holds key = value. */
 static bool
-eg_cond_not_on_01(void *arg)
+qt_cond_not_on_01(void *arg)
 {
-    struct eg_keyval *kv = arg;
+    struct expect_keyval *kv = arg;
     char *v0 = h_master_get(0, kv->key), *v1 = h_master_get(1, kv->key);
     bool none = (v0 == NULL || strcmp(v0, kv->value) != 0)
                 && (v1 == NULL || strcmp(v1, kv->value) != 0);
@@ -387,8 +318,8 @@ eg_cond_not_on_01(void *arg)
  */
 START_TEST(restore_skips_quarantined)
 {
-    struct h_daemon_opts o = eg_opts;
-    struct eg_keyval kv;
+    struct h_daemon_opts o = expect_opts;
+    struct expect_keyval kv;
     char key[64], *token;
     long long left = 0;
     size_t i;
@@ -397,11 +328,11 @@ START_TEST(restore_skips_quarantined)
     o.restart_quarantine = true;
     o.max_ttl_ms = 3000;
     o.default_ttl_ms = 3000;
-    eg_up(NMASTERS, &o);
+    expect_up(NMASTERS, &o);
     /* The fresh masters are quarantined too: wait until they count. */
     ck_assert_msg(h_wait_stat("masters_quarantined", 0, false, 8000, &left),
                   "masters still quarantined after 8 s (%lld)", left);
-    eg_key("rq", key, sizeof(key));
+    expect_key("rq", key, sizeof(key));
     a = expect_tcp();
     EXPECT_PREFIX(a, "LOCK rq ttl=3000", "OK rq ");
     token = h_master_get(2, key);
@@ -410,14 +341,14 @@ START_TEST(restore_skips_quarantined)
         ck_assert_int_eq(h_kill_master(i), 0);
         ck_assert_msg(h_restart_master(i) == 0, "master %zu did not restart", i);
     }
-    eg_wait_stat("masters_quarantined", 2, 5000);
+    expect_wait_stat("masters_quarantined", 2, false, 5000);
     kv.key = key;
     kv.value = token;
     kv.want = NMASTERS;
     /* Two renewals (ttl/3 = 1 s) happen in this window; none writes to 0 or 1. */
-    ck_assert_msg(h_holds_for(eg_cond_not_on_01, &kv, 2000, 20),
+    ck_assert_msg(h_holds_for(qt_cond_not_on_01, &kv, 2000, 20),
                   "a quarantined master got the lock's key back");
-    ck_assert_msg(h_wait_until(eg_cond_holding, &kv, 8000),
+    ck_assert_msg(h_wait_until(expect_cond_holding, &kv, 8000),
                   "after the quarantine, %zu of 5 masters hold the lock's token",
                   h_masters_holding(key, token));
     free(token);
@@ -430,34 +361,19 @@ END_TEST
 #define PROD_TTL_MS     30000   /* lock.default_ttl_ms of conf/redlockd.yml */
 
 /* The settings of conf/redlockd.yml that decide the quarantine. */
-static const struct h_daemon_opts ms_prod = {
+static const struct h_daemon_opts qt_prod = {
     .restart_quarantine = true,
     .max_ttl_ms = PROD_MAX_TTL_MS,
     .default_ttl_ms = PROD_TTL_MS,
     .log_level = "info",
 };
 
-static void
-ms_begin(void)
-{
-    ck_assert_msg(h_begin(tcase_name()) == 0, "cannot create the test directory");
-}
-
-static long long
-ms_stat(const char *name)
-{
-    long long v = -1;
-
-    ck_assert_msg(h_stat_once(name, &v) == 0, "STATS has no %s", name);
-    return v;
-}
-
 /*
  * Rewrite the daemon's config with "from" replaced by "to" (once), send
  * SIGHUP, and wait for the reload to be done.
  */
 static void
-ms_reload_with(const char *from, const char *to)
+qt_reload_with(const char *from, const char *to)
 {
     FILE *f = fopen(h_daemon_conf_path(), "r");
     char text[8192], out[8192], *at;
@@ -487,15 +403,15 @@ START_TEST(aof_always_not_quarantined)
 {
     int a;
 
-    ms_begin();
+    expect_begin();
     ck_assert_msg(h_start_masters_aof(NMASTERS) == 0, "the masters did not start");
-    ck_assert_msg(h_start_daemon(&ms_prod) == 0, "redlockd did not start (log above)");
+    ck_assert_msg(h_start_daemon(&qt_prod) == 0, "redlockd did not start (log above)");
     a = expect_tcp();
     EXPECT_PREFIX(a, "TRYLOCK fresh", "OK fresh ");
     EXPECT_REPLY(a, "UNLOCK fresh", "OK fresh holds=0");
     close(a);
-    ck_assert_int_eq(ms_stat("masters_quarantined"), 0);
-    ck_assert_int_eq(ms_stat("master.0.quarantine_ms"), 0);
+    ck_assert_int_eq(expect_stat("masters_quarantined"), 0);
+    ck_assert_int_eq(expect_stat("master.0.quarantine_ms"), 0);
     ck_assert_msg(h_log_find(0, "persists every write", NULL, 0),
                   "the log does not say why the fresh masters are not quarantined");
 }
@@ -512,14 +428,14 @@ START_TEST(appendfsync_unreadable_keeps_quarantine)
     size_t i;
     int a;
 
-    ms_begin();
+    expect_begin();
     ck_assert_msg(h_start_masters_aof(NMASTERS) == 0, "the masters did not start");
     for (i = 0; i < NMASTERS; i++) {
         ck_assert_int_eq(h_master_cmd(i, NULL, "ACL SETUSER default -config"), 0);
     }
-    ck_assert_msg(h_start_daemon(&ms_prod) == 0, "redlockd did not start (log above)");
-    ck_assert_int_eq(ms_stat("masters_up"), NMASTERS);
-    ck_assert_int_eq(ms_stat("masters_quarantined"), NMASTERS);
+    ck_assert_msg(h_start_daemon(&qt_prod) == 0, "redlockd did not start (log above)");
+    ck_assert_int_eq(expect_stat("masters_up"), NMASTERS);
+    ck_assert_int_eq(expect_stat("masters_quarantined"), NMASTERS);
     ck_assert_msg(h_log_find(0, "appendfsync cannot be read", NULL, 0),
                   "the log does not say that appendfsync cannot be read");
     ck_assert_msg(h_log_find(0, "(CONFIG GET refused): quarantined", NULL, 0),
@@ -544,10 +460,10 @@ START_TEST(quarantine_says_why_and_reload_ends_it)
     char *got;
     int a;
 
-    ms_begin();
+    expect_begin();
     ck_assert_msg(h_start_masters(NMASTERS) == 0, "the masters did not start");
-    ck_assert_msg(h_start_daemon(&ms_prod) == 0, "redlockd did not start (log above)");
-    ck_assert_int_eq(ms_stat("masters_quarantined"), NMASTERS);
+    ck_assert_msg(h_start_daemon(&qt_prod) == 0, "redlockd did not start (log above)");
+    ck_assert_int_eq(expect_stat("masters_quarantined"), NMASTERS);
     a = expect_tcp();
     got = h_cmd(a, "TRYLOCK nq", CMD_MS);
     ck_assert_msg(got != NULL && strncmp(got, "ERR NOQUORUM ", 13) == 0,
@@ -559,8 +475,8 @@ START_TEST(quarantine_says_why_and_reload_ends_it)
                   "the NOQUORUM does not tell the truth about the quarantine: '%s'", got);
     free(got);
 
-    ms_reload_with("restart_quarantine: true", "restart_quarantine: false");
-    ck_assert_int_eq(ms_stat("masters_quarantined"), 0);
+    qt_reload_with("restart_quarantine: true", "restart_quarantine: false");
+    ck_assert_int_eq(expect_stat("masters_quarantined"), 0);
     ck_assert_msg(h_log_find(0, "restart quarantine of 5 masters ends at once", NULL, 0),
                   "the end of the quarantines by the reload was not logged");
     EXPECT_PREFIX(a, "TRYLOCK nq", "OK nq ");
@@ -574,13 +490,13 @@ END_TEST
 #define TTL_MS          1500    /* the lock's ttl: a renewal every 500 ms */
 #define MAX_TTL_MS      3000    /* lock.max_ttl_ms: the quarantine is this + drift */
 #define SEEN_MS         3000    /* the daemon counts a step within this (renewals) */
-#define TEST_TIMEOUT_60_S  60      /* per test, unless CK_DEFAULT_TIMEOUT is set */
+#define TEST_TIMEOUT_60_S 60  /* per test, unless CK_DEFAULT_TIMEOUT is set */
 
-static int ck_metrics_port;     /* the daemon's metrics.listen port */
+static int qt_metrics_port;     /* the daemon's metrics.listen port */
 
 /* Start a test: masters 2 and 3 steppable, a daemon with clock_check ("true", "false", NULL). */
 static void
-ck_up(const char *clock_check)
+qt_up_clock(const char *clock_check)
 {
     struct h_daemon_opts o = {
         .retry_delay_ms = 100,
@@ -593,15 +509,15 @@ ck_up(const char *clock_check)
     ck_assert_msg(h_clock_masters(CLOCK_MASTERS) == 0,
                   "no steppable master (build/redis-libc/redis-server and libfaketime)");
     ck_assert_msg(h_start_masters(NMASTERS) == 0, "the masters did not start");
-    ck_metrics_port = h_free_port();
-    ck_assert_msg(ck_metrics_port > 0, "no free port");
-    o.metrics_port = ck_metrics_port;
+    qt_metrics_port = h_free_port();
+    ck_assert_msg(qt_metrics_port > 0, "no free port");
+    o.metrics_port = qt_metrics_port;
     ck_assert_msg(h_start_daemon(&o) == 0, "redlockd did not start (log above)");
 }
 
 /* STATS master.<i>.<what>, which must be there. */
 static long long
-ck_master_stat(size_t i, const char *what)
+qt_master_stat(size_t i, const char *what)
 {
     char name[64];
     long long v = -1;
@@ -613,7 +529,7 @@ ck_master_stat(size_t i, const char *what)
 
 /* Require STATS master.<i>.clock_steps to reach want within SEEN_MS. */
 static void
-ck_wait_steps(size_t i, long long want)
+qt_wait_steps(size_t i, long long want)
 {
     char name[64];
     long long seen;
@@ -625,9 +541,9 @@ ck_wait_steps(size_t i, long long want)
 
 /* /metrics sample family{master="i",addr="127.0.0.1:port"}, which must be there. */
 static long long
-ck_master_metric(size_t i, const char *family)
+qt_master_metric(size_t i, const char *family)
 {
-    char series[160], *body = h_metrics_scrape(ck_metrics_port);
+    char series[160], *body = h_metrics_scrape(qt_metrics_port);
     long long v;
 
     ck_assert_msg(body != NULL, "GET /metrics failed");
@@ -644,7 +560,7 @@ ck_master_metric(size_t i, const char *family)
  * step_ms, within 5 %: in milliseconds, or in seconds.
  */
 static bool
-ck_names_step(const char *line, int64_t step_ms)
+qt_names_step(const char *line, int64_t step_ms)
 {
     double ms = (double)step_ms, v;
     const char *p;
@@ -666,7 +582,7 @@ ck_names_step(const char *line, int64_t step_ms)
 
 /* Require a warning after byte from of the log about master i's clock and the step's size. */
 static void
-ck_expect_warning(off_t from, size_t i, int64_t step_ms)
+qt_expect_warning(off_t from, size_t i, int64_t step_ms)
 {
     char addr[32], line[1024];
     bool found = false;
@@ -680,7 +596,7 @@ ck_expect_warning(off_t from, size_t i, int64_t step_ms)
     ck_assert_int_eq(fseeko(f, from, SEEK_SET), 0);
     while (!found && fgets(line, sizeof(line), f) != NULL) {
         found = strstr(line, "clock") != NULL && strstr(line, addr) != NULL
-                && ck_names_step(line, step_ms < 0 ? -step_ms : step_ms);
+                && qt_names_step(line, step_ms < 0 ? -step_ms : step_ms);
     }
     fclose(f);
     ck_assert_msg(found, "no log line with 'clock' names master %s and a step of %lld ms", addr,
@@ -689,15 +605,15 @@ ck_expect_warning(off_t from, size_t i, int64_t step_ms)
 
 /* Every master but i: no step counted, no quarantine. */
 static void
-ck_others_clean(size_t i)
+qt_others_clean(size_t i)
 {
     size_t k;
 
     for (k = 0; k < NMASTERS; k++) {
         if (k != i) {
-            ck_assert_msg(ck_master_stat(k, "clock_steps") == 0,
+            ck_assert_msg(qt_master_stat(k, "clock_steps") == 0,
                           "master %zu's clock was not stepped, yet a step was counted", k);
-            ck_assert_msg(ck_master_stat(k, "quarantine_ms") == 0,
+            ck_assert_msg(qt_master_stat(k, "quarantine_ms") == 0,
                           "master %zu's clock was not stepped, yet it is quarantined", k);
         }
     }
@@ -708,7 +624,7 @@ ck_others_clean(size_t i)
  * the other masters), no push comes, and STATUS says HELD.
  */
 static void
-ck_still_held(int fd, const char *name)
+qt_still_held(int fd, const char *name)
 {
     char status[64], want[64];
     long long renewals;
@@ -729,27 +645,27 @@ ck_still_held(int fd, const char *name)
  * quarantine is over the master counts again, and the count stays 1.
  */
 static void
-ck_step_under_lock(size_t i, int64_t step_ms)
+qt_step_under_lock(size_t i, int64_t step_ms)
 {
     long long left;
     off_t from;
     int a;
 
-    ck_up(NULL);
+    qt_up_clock(NULL);
     a = expect_tcp();
     EXPECT_PREFIX(a, "LOCK ck", "OK ck ");
     from = h_log_size();
     ck_assert_msg(h_master_clock_step(i, step_ms) == 0, "cannot step master %zu's clock", i);
-    ck_wait_steps(i, 1);
-    left = ck_master_stat(i, "quarantine_ms");
+    qt_wait_steps(i, 1);
+    left = qt_master_stat(i, "quarantine_ms");
     ck_assert_msg(left > 0 && left <= MAX_TTL_MS + 1000,
                   "master.%zu.quarantine_ms is %lld after its clock step (max_ttl %d ms)", i,
                   left, MAX_TTL_MS);
-    ck_assert_int_eq(ck_master_metric(i, "redlockd_master_clock_steps_total"), 1);
-    ck_assert_int_eq(ck_master_metric(i, "redlockd_master_quarantined"), 1);
-    ck_others_clean(i);
-    ck_expect_warning(from, i, step_ms);
-    ck_still_held(a, "ck");
+    ck_assert_int_eq(qt_master_metric(i, "redlockd_master_clock_steps_total"), 1);
+    ck_assert_int_eq(qt_master_metric(i, "redlockd_master_quarantined"), 1);
+    qt_others_clean(i);
+    qt_expect_warning(from, i, step_ms);
+    qt_still_held(a, "ck");
     /* The quarantine ends; the master's clock, offset but steady, is not stepped again. */
     {
         char name[64];
@@ -760,9 +676,9 @@ ck_step_under_lock(size_t i, int64_t step_ms)
                       "master %zu still quarantined (%lld ms left) %d ms later", i, seen,
                       MAX_TTL_MS + 2000);
     }
-    ck_still_held(a, "ck");
-    ck_assert_int_eq(ck_master_stat(i, "clock_steps"), 1);
-    ck_assert_int_eq(ck_master_metric(i, "redlockd_master_quarantined"), 0);
+    qt_still_held(a, "ck");
+    ck_assert_int_eq(qt_master_stat(i, "clock_steps"), 1);
+    ck_assert_int_eq(qt_master_metric(i, "redlockd_master_quarantined"), 0);
     EXPECT_REPLY(a, "UNLOCK ck", "OK ck holds=0");
     close(a);
 }
@@ -770,14 +686,14 @@ ck_step_under_lock(size_t i, int64_t step_ms)
 /* Master 2's clock 10 s forward: its keys expired at once. */
 START_TEST(forward_step_quarantines)
 {
-    ck_step_under_lock(2, STEP_MS);
+    qt_step_under_lock(2, STEP_MS);
 }
 END_TEST
 
 /* Master 3's clock 10 s back: its keys would live 10 s too long. */
 START_TEST(backward_step_quarantines)
 {
-    ck_step_under_lock(3, -STEP_MS);
+    qt_step_under_lock(3, -STEP_MS);
 }
 END_TEST
 
@@ -788,13 +704,13 @@ END_TEST
  * granted (and nothing is counted): the check is what refused it.
  */
 static void
-ck_first_answer(const char *clock_check)
+qt_first_answer(const char *clock_check)
 {
     bool on = clock_check == NULL || strcmp(clock_check, "false") != 0;
     char *got;
     int a;
 
-    ck_up(clock_check);
+    qt_up_clock(clock_check);
     ck_assert_int_eq(h_kill_master(0), 0);
     ck_assert_int_eq(h_kill_master(1), 0);
     ck_assert_msg(h_wait_stat("masters_up", 3, false, 5000, NULL), "masters 0 and 1 still up");
@@ -809,11 +725,11 @@ ck_first_answer(const char *clock_check)
                       "TRYLOCK right after master 2's step answered '%s', expected "
                       "'ERR NOQUORUM ...'", got);
         free(got);
-        ck_assert_int_eq(ck_master_stat(2, "clock_steps"), 1);
+        ck_assert_int_eq(qt_master_stat(2, "clock_steps"), 1);
     } else {
         EXPECT_IS(got, "OK", "after");
         free(got);
-        ck_assert_int_eq(ck_master_stat(2, "clock_steps"), 0);
+        ck_assert_int_eq(qt_master_stat(2, "clock_steps"), 0);
         EXPECT_REPLY(a, "UNLOCK after", "OK after holds=0");
     }
     close(a);
@@ -821,13 +737,13 @@ ck_first_answer(const char *clock_check)
 
 START_TEST(first_answer_after_step)
 {
-    ck_first_answer(NULL);
+    qt_first_answer(NULL);
 }
 END_TEST
 
 START_TEST(first_answer_check_off)
 {
-    ck_first_answer("false");
+    qt_first_answer("false");
 }
 END_TEST
 
@@ -886,9 +802,9 @@ START_TEST(idle_daemon_sees_step)
                   "the other one", got);
     free(got);
     for (i = 2; i <= 4; i++) {
-        ck_assert_msg(ck_master_stat(i, "clock_steps") == 1,
+        ck_assert_msg(qt_master_stat(i, "clock_steps") == 1,
                       "the idle daemon counted %lld steps of master %zu's clock, expected 1",
-                      ck_master_stat(i, "clock_steps"), i);
+                      qt_master_stat(i, "clock_steps"), i);
     }
     close(c);
     close(h);
@@ -904,19 +820,19 @@ START_TEST(check_off_counts_nothing)
     size_t i;
     int a;
 
-    ck_up("false");
+    qt_up_clock("false");
     a = expect_tcp();
     EXPECT_PREFIX(a, "LOCK ck", "OK ck ");
     ck_assert_msg(h_master_clock_step(2, STEP_MS) == 0, "cannot step master 2's clock");
     ck_assert_msg(h_master_clock_step(3, -STEP_MS) == 0, "cannot step master 3's clock");
     /* Renewals after the steps: masters 2 and 3 answered with their new clocks. */
-    ck_still_held(a, "ck");
+    qt_still_held(a, "ck");
     for (i = 0; i < NMASTERS; i++) {
-        ck_assert_msg(ck_master_stat(i, "clock_steps") == 0,
+        ck_assert_msg(qt_master_stat(i, "clock_steps") == 0,
                       "master %zu: a clock step was counted with lock.clock_check false", i);
-        ck_assert_msg(ck_master_stat(i, "quarantine_ms") == 0,
+        ck_assert_msg(qt_master_stat(i, "quarantine_ms") == 0,
                       "master %zu is quarantined with lock.clock_check false", i);
-        ck_assert_int_eq(ck_master_metric(i, "redlockd_master_clock_steps_total"), 0);
+        ck_assert_int_eq(qt_master_metric(i, "redlockd_master_clock_steps_total"), 0);
     }
     EXPECT_REPLY(a, "UNLOCK ck", "OK ck holds=0");
     close(a);
@@ -939,7 +855,7 @@ START_TEST(killed_master_leaves_no_faketime_files)
     long long pid = -1;
     const char *p;
 
-    ck_up(NULL);
+    qt_up_clock(NULL);
     r = h_master_redis(2);
     ck_assert_msg(r != NULL, "cannot connect to master 2");
     rep = redisCommand(r, "INFO server");
@@ -985,4 +901,6 @@ quarantine_suite(void)
     return s;
 }
 
-const struct runner runner_main = { "check_quarantine", quarantine_suite, h_suite_init, h_suite_cleanup };
+const struct runner runner_main = {
+    "check_quarantine", quarantine_suite, h_suite_init, h_suite_cleanup
+};

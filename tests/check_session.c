@@ -45,75 +45,11 @@
 #define TEST_TIMEOUT_S  30      /* per test, unless CK_DEFAULT_TIMEOUT is set */
 #define GROUP_MAX       256     /* lines of a HELP or STATS reply we keep */
 
-/* Every test's daemon: a blocked LOCK retries after 0..100 ms. */
-static const struct h_daemon_opts it_opts = {
-    .retry_delay_ms = 100,
-};
-
-/*
- * Send a LOCK or TRYLOCK line on fd and require
- * "OK <name> validity=V holds=<holds>"; V goes into the long long
- * lvalue validity.
- */
-#define EXPECT_LOCK_OK(fd, line, name, holds, validity) do {                    \
-        char *got_ = h_cmd((fd), (line), CMD_MS);                               \
-        unsigned holds_ = 0;                                                    \
-        ck_assert_msg(got_ != NULL && parse_lock_ok(got_, (name), &(validity), &holds_) \
-                      && holds_ == (unsigned)(holds),                           \
-                      "'%s' answered '%s', expected 'OK %s validity=N holds=%u'", \
-                      (line), got_ != NULL ? got_ : "(nothing)", (name),        \
-                      (unsigned)(holds));                                       \
-        free(got_);                                                             \
-    } while (0)
-
-/*
- * Parse the start of a reply, "<status> <name> <key>=<integer>" (the
- * integer may be negative), into *value.  Returns a pointer just after
- * the integer, where the callers check the rest of the line, or NULL
- * when the line does not start that way.
- */
-static const char *
-parse_status_int(const char *line, const char *status, const char *name,
-                 const char *key, long long *value)
-{
-    char head[512];
-    size_t n;
-    char *end;
-
-    n = (size_t)snprintf(head, sizeof(head), "%s %s %s=", status, name, key);
-    if (n >= sizeof(head) || strncmp(line, head, n) != 0) {
-        return NULL;
-    }
-    line += n;
-    if (!isdigit((unsigned char)line[0]) && !(line[0] == '-' && isdigit((unsigned char)line[1]))) {
-        return NULL;
-    }
-    errno = 0;
-    *value = strtoll(line, &end, 10);
-    return errno == 0 ? end : NULL;
-}
-
-/* True when line is exactly "OK <name> validity=V holds=H". */
-static bool
-parse_lock_ok(const char *line, const char *name, long long *validity, unsigned *holds)
-{
-    const char *p = parse_status_int(line, "OK", name, "validity", validity);
-    char *end;
-    unsigned long h;
-
-    if (p == NULL || strncmp(p, " holds=", 7) != 0 || !isdigit((unsigned char)p[7])) {
-        return false;
-    }
-    h = strtoul(p + 7, &end, 10);
-    *holds = (unsigned)h;
-    return *end == '\0';
-}
-
 /* True when line is exactly "BUSY <name> ttl=N". */
 static bool
 parse_busy(const char *line, const char *name, long long *ttl)
 {
-    const char *p = parse_status_int(line, "BUSY", name, "ttl", ttl);
+    const char *p = expect_parse_status_int(line, "BUSY", name, "ttl", ttl);
 
     return p != NULL && *p == '\0';
 }
@@ -127,7 +63,7 @@ parse_busy(const char *line, const char *name, long long *ttl)
 static bool
 parse_held(const char *line, const char *name, const char *owner, long long *ttl)
 {
-    const char *p = parse_status_int(line, "HELD", name, "ttl", ttl);
+    const char *p = expect_parse_status_int(line, "HELD", name, "ttl", ttl);
     size_t n = strlen(owner);
 
     if (p == NULL || strncmp(p, " owner=", 7) != 0 || strncmp(p + 7, owner, n) != 0) {
@@ -223,13 +159,6 @@ cond_key_on_all(void *arg)
     return h_masters_holding(key, NULL) == NMASTERS;
 }
 
-/* arg: const char **key.  The key is absent from every master. */
-static bool
-cond_key_gone(void *arg)
-{
-    return h_masters_without(*(const char **)arg) == h_master_count();
-}
-
 /* The watchdog test's view of a held lock. */
 struct watch {
     int         fd;         /* another client, which asks TRYLOCK */
@@ -276,21 +205,8 @@ cond_still_held(void *arg)
     return ok;
 }
 
-/*
- * Start of every test: a directory named for the test, five masters
- * and the daemon.  (Called from the test body, where tcase_name() is
- * known; the checked teardown below undoes it.)
- */
-static void
-it_up(void)
-{
-    ck_assert_msg(h_begin(tcase_name()) == 0, "cannot create the test directory");
-    ck_assert_msg(h_start_masters(NMASTERS) == 0, "the masters did not start");
-    ck_assert_msg(h_start_daemon(&it_opts) == 0, "redlockd did not start (log above)");
-}
-
 static int
-it_connect_unix(void)
+se_connect_unix(void)
 {
     int fd = h_connect_unix();
 
@@ -306,7 +222,7 @@ START_TEST(key_on_masters)
     size_t i;
     int a;
 
-    it_up();
+    expect_up(NMASTERS, &expect_opts);
     a = expect_tcp();
     EXPECT_LOCK_OK(a, "LOCK demo", "demo", 1, valid);
     ck_assert_msg(valid > 0 && valid <= DEFAULT_TTL, "validity=%lld", valid);
@@ -325,7 +241,7 @@ START_TEST(key_on_masters)
     }
 
     EXPECT_REPLY(a, "UNLOCK demo", "OK demo holds=0");
-    ck_assert_msg(h_wait_until(cond_key_gone, &key, 500),
+    ck_assert_msg(h_wait_until(expect_cond_key_gone, &key, 500),
                   "key 'demo' still on %zu masters after UNLOCK",
                   NMASTERS - h_masters_without("demo"));
     free(token);
@@ -339,10 +255,10 @@ START_TEST(trylock_busy)
     long long ttl = 0, valid;
     int a, b, u;
 
-    it_up();
+    expect_up(NMASTERS, &expect_opts);
     a = expect_tcp();
     b = expect_tcp();
-    u = it_connect_unix();
+    u = se_connect_unix();
     EXPECT_LOCK_OK(a, "LOCK x", "x", 1, valid);
 
     got = h_cmd(b, "TRYLOCK x", CMD_MS);
@@ -369,7 +285,7 @@ START_TEST(blocked_lock_gets_it)
     char *got;
     int a, b;
 
-    it_up();
+    expect_up(NMASTERS, &expect_opts);
     a = expect_tcp();
     b = expect_tcp();
     EXPECT_LOCK_OK(a, "LOCK x", "x", 1, valid);
@@ -379,7 +295,7 @@ START_TEST(blocked_lock_gets_it)
 
     EXPECT_REPLY(a, "UNLOCK x", "OK x holds=0");
     got = h_read_line(b, 2000);
-    ck_assert_msg(got != NULL && parse_lock_ok(got, "x", &valid, &holds) && holds == 1,
+    ck_assert_msg(got != NULL && expect_parse_lock_ok(got, "x", &valid, &holds) && holds == 1,
                   "the waiting LOCK x got '%s' within 2 s of the UNLOCK, expected 'OK x ...'",
                   got != NULL ? got : "(nothing)");
     free(got);
@@ -395,7 +311,7 @@ START_TEST(lock_timeout)
     char *got;
     int a, b;
 
-    it_up();
+    expect_up(NMASTERS, &expect_opts);
     a = expect_tcp();
     b = expect_tcp();
     EXPECT_LOCK_OK(a, "LOCK x", "x", 1, valid);
@@ -420,14 +336,14 @@ START_TEST(close_frees_keys)
     long long valid;
     int a;
 
-    it_up();
+    expect_up(NMASTERS, &expect_opts);
     a = expect_tcp();
     EXPECT_LOCK_OK(a, "LOCK x", "x", 1, valid);
     ck_assert_msg(h_wait_until(cond_key_on_all, &key, 1000),
                   "key 'x' on %zu masters only, 1 s after OK", h_masters_holding("x", NULL));
 
     close(a);
-    ck_assert_msg(h_wait_until(cond_key_gone, &key, 200),
+    ck_assert_msg(h_wait_until(expect_cond_key_gone, &key, 200),
                   "key 'x' still on %zu masters 200 ms after the holder closed",
                   NMASTERS - h_masters_without("x"));
 }
@@ -440,7 +356,7 @@ START_TEST(watchdog)
     char *token;
     int a;
 
-    it_up();
+    expect_up(NMASTERS, &expect_opts);
     a = expect_tcp();
     w.fd = expect_tcp();
     w.name = "w";
@@ -469,7 +385,7 @@ START_TEST(reentry)
     char *token;
     int a;
 
-    it_up();
+    expect_up(NMASTERS, &expect_opts);
     a = expect_tcp();
     EXPECT_LOCK_OK(a, "LOCK r", "r", 1, valid);
     ck_assert(h_wait_until(cond_key_on_all, &key, 1000));
@@ -484,7 +400,7 @@ START_TEST(reentry)
                   h_masters_holding("r", token), NMASTERS);
 
     EXPECT_REPLY(a, "UNLOCK r", "OK r holds=0");
-    ck_assert_msg(h_wait_until(cond_key_gone, &key, 500),
+    ck_assert_msg(h_wait_until(expect_cond_key_gone, &key, 500),
                   "key 'r' still on %zu masters after the last UNLOCK",
                   NMASTERS - h_masters_without("r"));
     EXPECT_REPLY(a, "UNLOCK r", "NOTHELD r");
@@ -507,7 +423,7 @@ START_TEST(protocol_errors)
     size_t i;
     int a, b, c;
 
-    it_up();
+    expect_up(NMASTERS, &expect_opts);
     a = expect_tcp();
     b = expect_tcp();
     c = expect_tcp();
@@ -552,7 +468,7 @@ START_TEST(misc_verbs)
     long long valid;
     int a, n, i;
 
-    it_up();
+    expect_up(NMASTERS, &expect_opts);
     a = expect_tcp();
     EXPECT_REPLY(a, "PING hello", "PONG hello");
     EXPECT_REPLY(a, "PING", "PONG");
@@ -602,7 +518,7 @@ START_TEST(sigterm_releases)
     char *got;
     int a, rc;
 
-    it_up();
+    expect_up(NMASTERS, &expect_opts);
     a = expect_tcp();
     EXPECT_LOCK_OK(a, "LOCK k", "k", 1, valid);
 
@@ -631,7 +547,7 @@ START_TEST(status)
     char *got;
     int a, b;
 
-    it_up();
+    expect_up(NMASTERS, &expect_opts);
     a = expect_tcp();
     b = expect_tcp();
     EXPECT_REPLY(a, "STATUS s", "FREE s");
@@ -662,7 +578,7 @@ START_TEST(pending_lock_cancelled_on_close)
     long long valid, waiters = -1;
     int a, b;
 
-    it_up();
+    expect_up(NMASTERS, &expect_opts);
     a = expect_tcp();
     b = expect_tcp();
     EXPECT_LOCK_OK(a, "LOCK p", "p", 1, valid);
@@ -672,10 +588,10 @@ START_TEST(pending_lock_cancelled_on_close)
     close(b);
 
     EXPECT_REPLY(a, "UNLOCK p", "OK p holds=0");
-    ck_assert_msg(h_wait_until(cond_key_gone, &key, 1000),
+    ck_assert_msg(h_wait_until(expect_cond_key_gone, &key, 1000),
                   "key 'p' still on %zu masters 1 s after the UNLOCK",
                   NMASTERS - h_masters_without("p"));
-    ck_assert_msg(h_holds_for(cond_key_gone, &key, 500, 10),
+    ck_assert_msg(h_holds_for(expect_cond_key_gone, &key, 500, 10),
                   "key 'p' came back on %zu masters after the waiter had closed",
                   NMASTERS - h_masters_without("p"));
     ck_assert_int_eq(h_stat_once("waiters", &waiters), 0);
@@ -689,7 +605,7 @@ START_TEST(validity)
     long long valid = -1;
     int a;
 
-    it_up();
+    expect_up(NMASTERS, &expect_opts);
     a = expect_tcp();
     EXPECT_LOCK_OK(a, "LOCK v ttl=2000", "v", 1, valid);
     ck_assert_msg(valid > 1900 && valid <= 2000,
@@ -710,7 +626,7 @@ START_TEST(noscript_retry)
     size_t i;
     int a;
 
-    it_up();
+    expect_up(NMASTERS, &expect_opts);
     for (i = 0; i < NMASTERS; i++) {
         ck_assert_int_eq(h_master_cmd(i, NULL, "SCRIPT FLUSH"), 0);
     }
@@ -727,212 +643,34 @@ START_TEST(noscript_retry)
         ck_assert_int_eq(h_master_cmd(i, NULL, "SCRIPT FLUSH"), 0);
     }
     EXPECT_REPLY(a, "UNLOCK ns", "OK ns holds=0");
-    ck_assert(h_wait_until(cond_key_gone, &key, 500));
+    ck_assert(h_wait_until(expect_cond_key_gone, &key, 500));
     close(a);
 }
 END_TEST
 
 #define NC_MS           5000    /* deadline for one nc run, start to exit */
-#define TEST_TIMEOUT_40_S  40      /* per test, unless CK_DEFAULT_TIMEOUT is set */
-#define EG_HANDOVER_MS  2000    /* deadline for a waiter's grant once the name is free:
+#define TEST_TIMEOUT_40_S 40  /* per test, unless CK_DEFAULT_TIMEOUT is set */
+#define SE_HANDOVER_MS  2000    /* deadline for a waiter's grant once the name is free:
                                    one round (500 ms) and the retry delay (100 ms),
                                    with room for a slow, shared machine */
 /* lock.key_prefix: the harness writes "" unless a test asks for another. */
-#define EG_PREFIX       ""
-#define EG_RELEASED     " released" /* release channel: key + this (PROTOCOL.md section 9) */
-
-/* Every test's daemon, unless it says otherwise: a blocked LOCK retries
-   after 0..100 ms; everything else is the harness's or the daemon's
-   default (node_timeout_ms 500, down_after_ms 2000, no quarantine). */
-static const struct h_daemon_opts eg_opts = {
-    .retry_delay_ms = 100,
-};
-
-/* Start of a test: its directory, nmasters masters, the daemon with opts. */
-static void
-eg_up(size_t nmasters, const struct h_daemon_opts *opts)
-{
-    ck_assert_msg(h_begin(tcase_name()) == 0, "cannot create the test directory");
-    ck_assert_msg(h_start_masters(nmasters) == 0, "the masters did not start");
-    ck_assert_msg(h_start_daemon(opts) == 0, "redlockd did not start (log above)");
-}
-
-/* The key of lock name on the masters, into out. */
-static void
-eg_key(const char *name, char *out, size_t size)
-{
-    ck_assert((size_t)snprintf(out, size, "%s%s", EG_PREFIX, name) < size);
-}
+#define SE_PREFIX       ""
+#define SE_RELEASED     " released" /* release channel: key + this (PROTOCOL.md section 9) */
 
 /* arg: const char *key.  The key is absent from every running master. */
 static bool
-eg_cond_key_gone(void *arg)
+se_cond_key_gone(void *arg)
 {
     return h_masters_without(arg) == h_masters_alive();
 }
 
-/* Require a STATS counter to reach want in time. */
-static void
-eg_wait_stat(const char *name, long long want, int64_t timeout_ms)
-{
-    long long seen;
-
-    ck_assert_msg(h_wait_stat(name, want, false, timeout_ms, &seen),
-                  "STAT %s stayed at %lld, expected %lld within %lld ms", name, seen, want,
-                  (long long)timeout_ms);
-}
-
-/* What one nc run printed and how it ended. */
-struct eg_nc {
-    char    out[4096];      /* nc's stdout, NUL-terminated (cut to fit) */
-    size_t  len;            /* bytes in out */
-    char    err[512];       /* nc's stderr, NUL-terminated (cut to fit) */
-    int64_t first_ms;       /* ms from the start to the first LF out, -1 when none */
-    int64_t exit_ms;        /* ms from the start to nc's exit, -1 when killed */
-    int     status;         /* exit status (h_decode_status), -1 when killed */
-};
-
-/*
- * Run argv (nc and its arguments) with input on its stdin, then end of
- * file there (the pipe of `printf ... | nc`), and collect its stdout
- * until it exits or timeout_ms passed; then it is killed.  It is
- * always reaped.  The child dies with the test (h_child_setup).
- */
-static void
-eg_nc_argv(const char *const argv[], const char *input, int64_t timeout_ms, struct eg_nc *r)
-{
-    int64_t t0 = h_now_ms(), deadline = t0 + timeout_ms, left;
-    char errpath[4096 + 16], buf[1024];
-    pid_t parent = getpid(), pid, w;
-    int in[2], out[2], errfd, wstatus = 0;
-    struct pollfd pfd;
-    ssize_t n;
-    size_t k;
-
-    memset(r, 0, sizeof(*r));
-    r->first_ms = -1;
-    r->exit_ms = -1;
-    r->status = -1;
-    snprintf(errpath, sizeof(errpath), "%s/nc.err", h_dir());
-    errfd = open(errpath, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-    ck_assert_msg(errfd >= 0, "open %s: %s", errpath, strerror(errno));
-    ck_assert_msg(pipe2(in, O_CLOEXEC) == 0 && pipe2(out, O_CLOEXEC) == 0, "pipe2: %s",
-                  strerror(errno));
-    pid = fork();
-    ck_assert_msg(pid >= 0, "fork: %s", strerror(errno));
-    if (pid == 0) {
-        h_child_setup(parent);
-        if (dup2(in[0], 0) < 0 || dup2(out[1], 1) < 0 || dup2(errfd, 2) < 0) {
-            _exit(127);
-        }
-        execvp(argv[0], (char *const *)argv);
-        dprintf(2, "exec %s: %s\n", argv[0], strerror(errno));
-        _exit(127);
-    }
-    close(in[0]);
-    close(out[1]);
-    /* The input is far below a pipe's capacity: this does not block. */
-    for (k = 0; k < strlen(input); k += (size_t)n) {
-        n = write(in[1], input + k, strlen(input) - k);
-        if (n <= 0) {
-            break;
-        }
-    }
-    close(in[1]);
-    for (;;) {
-        left = deadline - h_now_ms();
-        if (left <= 0) {
-            break;
-        }
-        pfd.fd = out[0];
-        pfd.events = POLLIN;
-        pfd.revents = 0;
-        if (poll(&pfd, 1, (int)left) <= 0) {
-            continue;
-        }
-        n = read(out[0], buf, sizeof(buf));
-        if (n < 0 && errno == EINTR) {
-            continue;
-        }
-        if (n <= 0) {
-            break;      /* end of nc's output: it exits */
-        }
-        if (r->first_ms < 0 && memchr(buf, '\n', (size_t)n) != NULL) {
-            r->first_ms = h_now_ms() - t0;
-        }
-        k = (size_t)n < sizeof(r->out) - 1 - r->len ? (size_t)n : sizeof(r->out) - 1 - r->len;
-        memcpy(r->out + r->len, buf, k);
-        r->len += k;
-    }
-    close(out[0]);
-    for (;;) {
-        w = waitpid(pid, &wstatus, WNOHANG);
-        if (w == pid) {
-            r->exit_ms = h_now_ms() - t0;
-            r->status = h_decode_status(wstatus);
-            break;
-        }
-        if ((w < 0 && errno != EINTR) || h_now_ms() >= deadline) {
-            kill(pid, SIGKILL);
-            while (waitpid(pid, NULL, 0) < 0 && errno == EINTR) {
-                continue;
-            }
-            break;
-        }
-        h_sleep_ms(5);
-    }
-    r->out[r->len] = '\0';
-    n = pread(errfd, r->err, sizeof(r->err) - 1, 0);
-    r->err[n > 0 ? n : 0] = '\0';
-    close(errfd);
-}
-
-/* nc <flag> 127.0.0.1 <daemon port>, fed input. */
-static void
-eg_nc_tcp(const char *flag, const char *input, struct eg_nc *r)
-{
-    char port[16];
-    const char *argv[] = { "nc", flag, "127.0.0.1", port, NULL };
-
-    snprintf(port, sizeof(port), "%d", h_daemon_port());
-    eg_nc_argv(argv, input, NC_MS, r);
-}
-
 /* nc <flag> -U <daemon socket>, fed input. */
 static void
-eg_nc_unix(const char *flag, const char *input, struct eg_nc *r)
+se_nc_unix(const char *flag, const char *input, struct expect_nc *r)
 {
     const char *argv[] = { "nc", flag, "-U", h_daemon_unix_path(), NULL };
 
-    eg_nc_argv(argv, input, NC_MS, r);
-}
-
-/* nc's output and stderr as one printable string for a failure message. */
-static const char *
-eg_nc_show(const struct eg_nc *r)
-{
-    static char buf[8192];
-    size_t i, k = 0;
-    const char *parts[2] = { r->out, r->err };
-    int p;
-
-    for (p = 0; p < 2; p++) {
-        k += (size_t)snprintf(buf + k, sizeof(buf) - k, p == 0 ? "stdout '" : "' stderr '");
-        for (i = 0; parts[p][i] != '\0' && k < sizeof(buf) - 16; i++) {
-            unsigned char c = (unsigned char)parts[p][i];
-
-            if (c == '\n') {
-                k += (size_t)snprintf(buf + k, sizeof(buf) - k, "\\n");
-            } else if (c < 0x20 || c > 0x7e) {
-                k += (size_t)snprintf(buf + k, sizeof(buf) - k, "\\x%02x", c);
-            } else {
-                buf[k++] = (char)c;
-            }
-        }
-    }
-    snprintf(buf + k, sizeof(buf) - k, "' exit %d after %lld ms", r->status,
-             (long long)r->exit_ms);
-    return buf;
+    expect_nc_argv(argv, input, NC_MS, r);
 }
 
 /*
@@ -940,7 +678,7 @@ eg_nc_show(const struct eg_nc *r)
  * V a positive integer).
  */
 static bool
-eg_is_session_ok(const char *s, const char *name)
+se_is_session_ok(const char *s, const char *name)
 {
     char line[512];
     const char *lf = strchr(s, '\n');
@@ -964,13 +702,13 @@ eg_is_session_ok(const char *s, const char *name)
  */
 START_TEST(nc_status_eof)
 {
-    struct eg_nc r;
+    struct expect_nc r;
 
-    eg_up(NMASTERS, &eg_opts);
-    eg_nc_tcp("-N", "STATUS x\n", &r);
+    expect_up(NMASTERS, &expect_opts);
+    expect_nc_tcp("-N", "STATUS x\n", &r);
     ck_assert_msg(strcmp(r.out, "FREE x\n") == 0 && r.exit_ms >= 0,
                   "printf 'STATUS x\\n' | nc -N: %s; expected 'FREE x\\n' and an exit",
-                  eg_nc_show(&r));
+                  expect_nc_show(&r));
 }
 END_TEST
 
@@ -986,15 +724,15 @@ END_TEST
 START_TEST(nc_trylock_q1)
 {
     char key[64];
-    struct eg_nc r;
+    struct expect_nc r;
 
-    eg_up(NMASTERS, &eg_opts);
-    eg_key("x", key, sizeof(key));
-    eg_nc_tcp("-q1", "TRYLOCK x\n", &r);
-    ck_assert_msg(eg_is_session_ok(r.out, "x"),
+    expect_up(NMASTERS, &expect_opts);
+    expect_key("x", key, sizeof(key));
+    expect_nc_tcp("-q1", "TRYLOCK x\n", &r);
+    ck_assert_msg(se_is_session_ok(r.out, "x"),
                   "echo 'TRYLOCK x' | nc -q1: %s; expected 'OK x validity=N holds=1'",
-                  eg_nc_show(&r));
-    ck_assert_msg(h_wait_until(eg_cond_key_gone, key, 3000),
+                  expect_nc_show(&r));
+    ck_assert_msg(h_wait_until(se_cond_key_gone, key, 3000),
                   "key '%s' still on %zu masters 3 s after nc -q1 ended", key,
                   h_masters_holding(key, NULL));
 }
@@ -1011,19 +749,19 @@ END_TEST
 START_TEST(nc_unix_socket)
 {
     char key[64];
-    struct eg_nc r;
+    struct expect_nc r;
 
-    eg_up(NMASTERS, &eg_opts);
-    eg_key("x", key, sizeof(key));
-    eg_nc_unix("-N", "STATUS x\n", &r);
+    expect_up(NMASTERS, &expect_opts);
+    expect_key("x", key, sizeof(key));
+    se_nc_unix("-N", "STATUS x\n", &r);
     ck_assert_msg(strcmp(r.out, "FREE x\n") == 0 && r.exit_ms >= 0,
                   "printf 'STATUS x\\n' | nc -N -U: %s; expected 'FREE x\\n' and an exit",
-                  eg_nc_show(&r));
-    eg_nc_unix("-q1", "TRYLOCK x\n", &r);
-    ck_assert_msg(eg_is_session_ok(r.out, "x"),
+                  expect_nc_show(&r));
+    se_nc_unix("-q1", "TRYLOCK x\n", &r);
+    ck_assert_msg(se_is_session_ok(r.out, "x"),
                   "echo 'TRYLOCK x' | nc -q1 -U: %s; expected 'OK x validity=N holds=1'",
-                  eg_nc_show(&r));
-    ck_assert_msg(h_wait_until(eg_cond_key_gone, key, 3000),
+                  expect_nc_show(&r));
+    ck_assert_msg(h_wait_until(se_cond_key_gone, key, 3000),
                   "key '%s' still on %zu masters 3 s after nc -q1 -U ended", key,
                   h_masters_holding(key, NULL));
 }
@@ -1041,14 +779,14 @@ END_TEST
 START_TEST(nc_pipelined_eof)
 {
     char key[64], *lines[5], *save = NULL, *p;
-    struct eg_nc r;
+    struct expect_nc r;
     long long v;
     int n = 0;
 
-    eg_up(NMASTERS, &eg_opts);
-    eg_key("b", key, sizeof(key));
-    eg_nc_tcp("-N", "PING\nSTATUS a\nTRYLOCK b\nSTATUS b\n", &r);
-    ck_assert_msg(r.len > 0 && r.out[r.len - 1] == '\n', "nc -N: %s", eg_nc_show(&r));
+    expect_up(NMASTERS, &expect_opts);
+    expect_key("b", key, sizeof(key));
+    expect_nc_tcp("-N", "PING\nSTATUS a\nTRYLOCK b\nSTATUS b\n", &r);
+    ck_assert_msg(r.len > 0 && r.out[r.len - 1] == '\n', "nc -N: %s", expect_nc_show(&r));
     {
         char copy[sizeof(r.out)];
 
@@ -1057,18 +795,18 @@ START_TEST(nc_pipelined_eof)
              p = strtok_r(NULL, "\n", &save)) {
             lines[n++] = p;
         }
-        ck_assert_msg(n == 4, "4 requests then EOF got %d lines: %s", n, eg_nc_show(&r));
-        ck_assert_msg(strcmp(lines[0], "PONG") == 0, "line 1: %s", eg_nc_show(&r));
-        ck_assert_msg(strcmp(lines[1], "FREE a") == 0, "line 2: %s", eg_nc_show(&r));
+        ck_assert_msg(n == 4, "4 requests then EOF got %d lines: %s", n, expect_nc_show(&r));
+        ck_assert_msg(strcmp(lines[0], "PONG") == 0, "line 1: %s", expect_nc_show(&r));
+        ck_assert_msg(strcmp(lines[1], "FREE a") == 0, "line 2: %s", expect_nc_show(&r));
         ck_assert_msg(h_is_reply(lines[2], "OK", "b") && h_reply_int(lines[2], "validity", &v)
                       && v > 0 && h_reply_int(lines[2], "holds", &v) && v == 1,
-                      "line 3: %s", eg_nc_show(&r));
+                      "line 3: %s", expect_nc_show(&r));
         ck_assert_msg(h_is_reply(lines[3], "HELD", "b") && h_reply_int(lines[3], "ttl", &v)
                       && strstr(lines[3], " owner=self") != NULL,
-                      "line 4: %s", eg_nc_show(&r));
+                      "line 4: %s", expect_nc_show(&r));
     }
-    ck_assert_msg(r.exit_ms >= 0, "nc -N did not end: %s", eg_nc_show(&r));
-    ck_assert_msg(h_wait_until(eg_cond_key_gone, key, 3000),
+    ck_assert_msg(r.exit_ms >= 0, "nc -N did not end: %s", expect_nc_show(&r));
+    ck_assert_msg(h_wait_until(se_cond_key_gone, key, 3000),
                   "key '%s' still on %zu masters 3 s after the session ended", key,
                   h_masters_holding(key, NULL));
 }
@@ -1084,20 +822,20 @@ END_TEST
  */
 START_TEST(nc_lock_held_eof)
 {
-    struct eg_nc r;
+    struct expect_nc r;
     int h;
 
-    eg_up(NMASTERS, &eg_opts);
+    expect_up(NMASTERS, &expect_opts);
     h = expect_tcp();
     EXPECT_PREFIX(h, "LOCK held ttl=30000", "OK held ");
-    eg_nc_tcp("-N", "LOCK held\n", &r);
+    expect_nc_tcp("-N", "LOCK held\n", &r);
     ck_assert_msg(strcmp(r.out, "TIMEOUT held\n") == 0,
                   "printf 'LOCK held\\n' | nc -N: %s; expected 'TIMEOUT held'",
-                  eg_nc_show(&r));
+                  expect_nc_show(&r));
     ck_assert_msg(r.first_ms >= 0 && r.first_ms <= 3000,
                   "TIMEOUT held came after %lld ms, expected within 3000 ms",
                   (long long)r.first_ms);
-    ck_assert_msg(r.exit_ms >= 0, "nc -N did not end: %s", eg_nc_show(&r));
+    ck_assert_msg(r.exit_ms >= 0, "nc -N did not end: %s", expect_nc_show(&r));
     EXPECT_PREFIX(h, "STATUS held", "HELD held ");
     close(h);
 }
@@ -1111,71 +849,21 @@ END_TEST
  */
 START_TEST(nc_trailing_bytes)
 {
-    struct eg_nc r;
+    struct expect_nc r;
 
-    eg_up(NMASTERS, &eg_opts);
-    eg_nc_tcp("-N", "PING\nPING", &r);
+    expect_up(NMASTERS, &expect_opts);
+    expect_nc_tcp("-N", "PING\nPING", &r);
     ck_assert_msg(strcmp(r.out, "PONG\n") == 0 && r.exit_ms >= 0,
                   "printf 'PING\\nPING' | nc -N: %s; expected 'PONG\\n' and an exit",
-                  eg_nc_show(&r));
+                  expect_nc_show(&r));
 }
 END_TEST
 
-/* A counter that grows: arg is a struct eg_grows. */
-struct eg_grows {
+/* A counter that grows: arg is a struct se_grows. */
+struct se_grows {
     const char *name;       /* STAT name */
     long long   from;       /* value to exceed */
 };
-
-/*
- * An abortive close: SO_LINGER 0, so that the kernel sends a reset
- * (the daemon reads an error, not an end of input), then close(fd).
- */
-static void
-eg_reset(int fd)
-{
-    struct linger lg = { 1, 0 };
-
-    ck_assert_int_eq(setsockopt(fd, SOL_SOCKET, SO_LINGER, &lg, sizeof(lg)), 0);
-    close(fd);
-}
-
-/* DEL key on every master. */
-static void
-eg_del_everywhere(const char *key)
-{
-    size_t i;
-
-    for (i = 0; i < h_master_count(); i++) {
-        ck_assert_msg(h_master_cmd(i, NULL, "DEL %s", key) == 0, "DEL %s on master %zu", key,
-                      i);
-    }
-}
-
-/* Read a line within ms and require it to start with "! LOST <name> reason=X". */
-static void
-eg_expect_lost(int fd, const char *name, int64_t ms, const char *what)
-{
-    char head[300], *got = h_read_line(fd, ms);
-
-    snprintf(head, sizeof(head), "! LOST %s reason=", name);
-    ck_assert_msg(got != NULL && strncmp(got, head, strlen(head)) == 0
-                  && got[strlen(head)] != '\0',
-                  "%s: got '%s', expected '%s<reason>'", what, got != NULL ? got : "(nothing)",
-                  head);
-    free(got);
-}
-
-/* Read a line within ms and require it to be exactly want. */
-static void
-eg_expect_line(int fd, const char *want, int64_t ms, const char *what)
-{
-    char *got = h_read_line(fd, ms);
-
-    ck_assert_msg(got != NULL && strcmp(got, want) == 0, "%s: got '%s', expected '%s'", what,
-                  got != NULL ? got : "(nothing)", want);
-    free(got);
-}
 
 /*
  * Session LOCK x1, then DEL of its key on every master: UNLOCK x1 is
@@ -1189,14 +877,14 @@ START_TEST(unlock_keys_vanished)
     char key[64];
     int a;
 
-    eg_up(NMASTERS, &eg_opts);
-    eg_key("x1", key, sizeof(key));
+    expect_up(NMASTERS, &expect_opts);
+    expect_key("x1", key, sizeof(key));
     a = expect_tcp();
     EXPECT_PREFIX(a, "LOCK x1", "OK x1 ");
-    eg_del_everywhere(key);
+    expect_del_everywhere(key);
     ck_assert_int_eq(h_send(a, "UNLOCK x1"), 0);
-    eg_expect_lost(a, "x1", CMD_MS, "UNLOCK x1 after DEL everywhere, first line");
-    eg_expect_line(a, "NOTHELD x1", CMD_MS, "UNLOCK x1 after DEL everywhere, second line");
+    expect_lost(a, "x1", CMD_MS, "UNLOCK x1 after DEL everywhere, first line");
+    expect_line(a, "NOTHELD x1", CMD_MS, "UNLOCK x1 after DEL everywhere, second line");
     close(a);
 }
 END_TEST
@@ -1230,7 +918,7 @@ START_TEST(close_cancels_own_waiter)
     char *got;
     int a, b;
 
-    eg_up(NMASTERS, &eg_opts);
+    expect_up(NMASTERS, &expect_opts);
     a = expect_tcp();
     b = expect_tcp();
     EXPECT_PREFIX(a, "LOCK ow", "OK ow ");
@@ -1241,22 +929,22 @@ START_TEST(close_cancels_own_waiter)
      */
     sub = h_redis_connect(h_master_port(0));
     ck_assert_msg(sub != NULL, "cannot connect to master 0");
-    r = redisCommand(sub, "SUBSCRIBE %s", EG_PREFIX "ow" EG_RELEASED);
+    r = redisCommand(sub, "SUBSCRIBE %s", SE_PREFIX "ow" SE_RELEASED);
     ck_assert_msg(r != NULL && r->type == REDIS_REPLY_ARRAY, "SUBSCRIBE failed");
     freeReplyObject(r);
     ck_assert_int_eq(h_send(a, "LOCK ow mode=lease ttl=5000"), 0);
-    eg_wait_stat("waiters", 1, CMD_MS);
+    expect_wait_stat("waiters", 1, false, CMD_MS);
     ck_assert_int_eq(h_send(b, "LOCK ow"), 0);
-    eg_wait_stat("waiters", 2, CMD_MS);
+    expect_wait_stat("waiters", 2, false, CMD_MS);
     ck_assert_int_eq(h_stat_once("handovers", &handovers), 0);
 
-    eg_reset(a);
-    got = h_read_line(b, EG_HANDOVER_MS);
+    expect_reset(a);
+    got = h_read_line(b, SE_HANDOVER_MS);
     ck_assert_msg(got != NULL && h_is_reply(got, "OK", "ow"),
                   "B's LOCK ow got '%s' within %d ms of A's reset, expected 'OK ow ...'",
-                  got != NULL ? got : "(nothing)", EG_HANDOVER_MS);
+                  got != NULL ? got : "(nothing)", SE_HANDOVER_MS);
     free(got);
-    eg_wait_stat("handovers", handovers + 1, CMD_MS);
+    expect_wait_stat("handovers", handovers + 1, false, CMD_MS);
     ck_assert_int_eq(h_stat_once("pubsub_wakeups", &wakeups), 0);
     ck_assert_msg(wakeups == 0, "B was woken by a release announcement (pubsub_wakeups %lld)",
                   wakeups);
@@ -1279,12 +967,12 @@ START_TEST(queued_lock_input_ends)
     char *got;
     int a, b;
 
-    eg_up(NMASTERS, &eg_opts);
+    expect_up(NMASTERS, &expect_opts);
     a = expect_tcp();
     b = expect_tcp();
     EXPECT_PREFIX(a, "LOCK q1", "OK q1 ");
     ck_assert_int_eq(h_send(b, "LOCK q1"), 0);
-    eg_wait_stat("waiters", 1, CMD_MS);
+    expect_wait_stat("waiters", 1, false, CMD_MS);
     t0 = h_now_ms();
     ck_assert_int_eq(shutdown(b, SHUT_WR), 0);
     got = h_read_line(b, 3000);

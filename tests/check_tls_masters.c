@@ -445,4 +445,6 @@ tls_masters_suite(void)
     return s;
 }
 
-const struct runner runner_main = { "check_tls_masters", tls_masters_suite, h_suite_init, h_suite_cleanup };
+const struct runner runner_main = {
+    "check_tls_masters", tls_masters_suite, h_suite_init, h_suite_cleanup
+};
