@@ -3,6 +3,10 @@
 #   make            build build/redlockd and build/redlockctl
 #   make check      install missing Debian packages, build, run every test
 #   make run        five local masters and redlockd with conf/dev.yml
+#   make test       every suite of tests/ (tests/README.md lists them)
+#   make check-kinds [CASE=name]
+#                   one suite (build/check_kinds), or one test case of it;
+#                   also make test-one SUITE=check_kinds [CASE=name]
 #   make check SANITIZE=address,undefined
 #                   every suite built with sanitizers (in build-san/)
 #   make check-docs    the docs link no file outside the repository and
@@ -88,12 +92,17 @@ LIB_OBJ    := $(LIB_SRC:%.c=$(B)/obj/%.o)
 # does not.
 CLIENT_OBJ := $(B)/obj/client/client.o
 HARNESS_OBJ := $(B)/obj/tests/harness.o $(CLIENT_OBJ)
+# What the end-to-end suites link: the harness and the Check helpers they
+# share (tests/expect.c; the fault suite links the harness alone).
+SUITE_OBJ  := $(HARNESS_OBJ) $(B)/obj/tests/expect.o
 
 UNIT_TESTS := check_proto check_conf check_redlock check_lease check_client check_drift \
               check_admit
-INTEG_TESTS := check_integration check_cluster check_robust check_ops check_redlockctl check_metrics \
-               check_masters check_edges check_kinds check_who check_tls check_tls_masters \
-               check_clock check_fence check_scripts
+# Unit suites are named for the module they test, end-to-end suites for
+# the feature they cover (tests/README.md is the index).
+INTEG_TESTS := check_session check_handover check_kinds check_lease_mode check_fence check_who \
+               check_masters check_quarantine check_limits check_auth check_cluster check_tls \
+               check_tls_masters check_metrics check_ops check_redlockctl check_scripts
 TEST_BINS  := $(addprefix $(B)/,$(UNIT_TESTS) $(INTEG_TESTS))
 
 CK_TIMEOUT ?= 120
@@ -102,7 +111,8 @@ CK_MULT ?= 1
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
 # Fragments: tests/faults/faults.mk (make faults), tests/fuzz/fuzz.mk
-# (make fuzz, and FUZZ_REPLAY_BINS, which make test runs).
+# (make fuzz, and FUZZ_REPLAY_BINS, which make test runs), tests/bench/bench.mk
+# (make bench, and BENCH_SMOKE_BINS, which make test runs).
 .DEFAULT_GOAL := all
 include $(wildcard tests/*/*.mk)
 
@@ -159,24 +169,34 @@ $(B)/check_redlock: $(B)/obj/tests/check_redlock.o $(LIB_OBJ)
 $(B)/check_lease: $(B)/obj/tests/check_lease.o $(LIB_OBJ)
 $(B)/check_lease: WRAP_LDFLAGS := -Wl,--wrap=redlock_extend,--wrap=redlock_restore \
                                   -Wl,--wrap=redlock_expire_at,--wrap=master_count
-$(B)/check_integration: $(B)/obj/tests/check_integration.o $(HARNESS_OBJ) \
-                        $(B)/obj/proto/proto.o
-$(B)/check_cluster: $(B)/obj/tests/check_cluster.o $(HARNESS_OBJ)
-$(B)/check_robust: $(B)/obj/tests/check_robust.o $(HARNESS_OBJ)
-$(B)/check_masters: $(B)/obj/tests/check_masters.o $(HARNESS_OBJ)
-$(B)/check_edges: $(B)/obj/tests/check_edges.o $(HARNESS_OBJ)
-$(B)/check_kinds: $(B)/obj/tests/check_kinds.o $(HARNESS_OBJ)
-$(B)/check_who: $(B)/obj/tests/check_who.o $(HARNESS_OBJ)
-$(B)/check_tls: $(B)/obj/tests/check_tls.o $(HARNESS_OBJ)
-$(B)/check_tls_masters: $(B)/obj/tests/check_tls_masters.o $(HARNESS_OBJ)
-# Masters 2 and 3 run the libc build of redis-server under libfaketime.
-$(B)/check_clock: $(B)/obj/tests/check_clock.o $(HARNESS_OBJ)
+# The end-to-end suites: the harness (tests/harness.c, real processes).
+$(B)/check_session: $(B)/obj/tests/check_session.o $(SUITE_OBJ)
+$(B)/check_handover: $(B)/obj/tests/check_handover.o $(SUITE_OBJ)
+$(B)/check_kinds: $(B)/obj/tests/check_kinds.o $(SUITE_OBJ)
+$(B)/check_lease_mode: $(B)/obj/tests/check_lease_mode.o $(SUITE_OBJ)
 # Some links between daemons and masters go through build/delay-proxy
 # (tests/faults/faults.mk), which make test and make integration build.
-$(B)/check_fence: $(B)/obj/tests/check_fence.o $(HARNESS_OBJ)
+$(B)/check_fence: $(B)/obj/tests/check_fence.o $(SUITE_OBJ)
+$(B)/check_who: $(B)/obj/tests/check_who.o $(SUITE_OBJ)
+$(B)/check_masters: $(B)/obj/tests/check_masters.o $(SUITE_OBJ)
+# Masters 2 and 3 of the clock tests run the libc build of redis-server
+# under libfaketime.
+$(B)/check_quarantine: $(B)/obj/tests/check_quarantine.o $(SUITE_OBJ)
+$(B)/check_limits: $(B)/obj/tests/check_limits.o $(SUITE_OBJ)
+$(B)/check_auth: $(B)/obj/tests/check_auth.o $(SUITE_OBJ)
+$(B)/check_cluster: $(B)/obj/tests/check_cluster.o $(SUITE_OBJ)
+$(B)/check_tls: $(B)/obj/tests/check_tls.o $(SUITE_OBJ)
+$(B)/check_tls_masters: $(B)/obj/tests/check_tls_masters.o $(SUITE_OBJ)
+$(B)/check_ops: $(B)/obj/tests/check_ops.o $(SUITE_OBJ)
+$(B)/check_redlockctl: $(B)/obj/tests/check_redlockctl.o $(SUITE_OBJ)
+# The daemon's objects too: metrics_table_rules and metrics_table_in_both_outputs
+# walk its report table (daemon/report.h).
+$(B)/check_metrics: $(B)/obj/tests/check_metrics.o $(SUITE_OBJ) $(LIB_OBJ)
 # Each script of daemon/scripts/ on a real master, without the daemon.
-$(B)/check_scripts: $(B)/obj/tests/check_scripts.o $(HARNESS_OBJ)
+$(B)/check_scripts: $(B)/obj/tests/check_scripts.o $(SUITE_OBJ)
 $(B)/obj/tests/check_scripts.o: $(B)/gen/daemon/scripts.h
+# Every suite's main() (tests/runner.c): a suite defines runner_main.
+$(TEST_BINS): $(B)/obj/tests/runner.o
 $(TEST_BINS):
 	@echo "  LD      $@"
 	@$(CC) $(CFLAGS) $(HARDEN_LDFLAGS) -o $@ $^ $(PKG_LIBS) $(CHECK_LIBS) $(WRAP_LDFLAGS) $(LDFLAGS)
@@ -219,6 +239,12 @@ check: deps
 	if [ $$rc -eq 0 ]; then echo "make check: all passed in $$secs s"; \
 	else echo "make check: FAILED after $$secs s"; fi; exit $$rc
 
+# What a suite program is run with: the programs it starts, and Check's
+# timeouts (CK_TIMEOUT seconds per test case, times CK_MULT).
+SUITE_ENV = REDLOCKD_BIN=$(CURDIR)/$(B)/redlockd REDLOCKCTL_BIN=$(CURDIR)/$(B)/redlockctl \
+            REDIS_LIBC_BIN=$(CURDIR)/$(REDIS_LIBC) DELAY_PROXY_BIN=$(CURDIR)/$(B)/delay-proxy \
+            CK_DEFAULT_TIMEOUT=$(CK_TIMEOUT) CK_TIMEOUT_MULTIPLIER=$(CK_MULT)
+
 test: $(B)/redlockd $(B)/redlockctl $(TEST_BINS) $(FUZZ_REPLAY_BINS) $(BENCH_SMOKE_BINS) \
       $(REDIS_LIBC) $(B)/delay-proxy
 ifneq ($(SANITIZE),)
@@ -226,9 +252,7 @@ ifneq ($(SANITIZE),)
 endif
 	@set -e; for t in $(FUZZ_REPLAY_BINS); do echo "== $$t"; ./$$t; done
 	@set -e; for t in $(UNIT_TESTS) $(INTEG_TESTS); do \
-	    echo "== $$t"; REDLOCKD_BIN=$(CURDIR)/$(B)/redlockd REDLOCKCTL_BIN=$(CURDIR)/$(B)/redlockctl \
-	    REDIS_LIBC_BIN=$(CURDIR)/$(REDIS_LIBC) DELAY_PROXY_BIN=$(CURDIR)/$(B)/delay-proxy \
-	    CK_DEFAULT_TIMEOUT=$(CK_TIMEOUT) CK_TIMEOUT_MULTIPLIER=$(CK_MULT) ./$(B)/$$t; done
+	    echo "== $$t"; $(SUITE_ENV) ./$(B)/$$t; done
 	@echo "== bench smoke (1 s per mode, so the benchmark never rots)"
 	@REDLOCKD_BIN=$(CURDIR)/$(B)/redlockd REDLOCK_BENCH_BIN=$(CURDIR)/$(B)/redlock-bench \
 	    ./$(B)/run_bench --smoke
@@ -237,20 +261,44 @@ ifneq ($(SANITIZE),)
 	    head -n 40 $(SAN_LOGS)/*; exit 1; fi; echo "sanitizers: no report"
 endif
 
+# One suite as make test runs it: make check-<suite> (check-kinds runs
+# build/check_kinds; CASE=<test case> runs only that case), or
+# make test-one SUITE=check_kinds [CASE=...].  With SANITIZE=..., any
+# sanitizer report fails it, as in make test.
+SUITE_TARGETS := $(patsubst check_%,check-%,$(UNIT_TESTS) $(INTEG_TESTS))
+.PHONY: test-one check-ctl $(SUITE_TARGETS)
+$(patsubst check_%,check-%,$(UNIT_TESTS)): check-%: $(B)/check_%
+$(patsubst check_%,check-%,$(INTEG_TESTS)): check-%: $(B)/check_% $(B)/redlockd \
+                                                     $(B)/redlockctl $(REDIS_LIBC) $(B)/delay-proxy
+$(SUITE_TARGETS):
+ifneq ($(SANITIZE),)
+	@rm -rf $(SAN_LOGS) && mkdir -p $(SAN_LOGS)
+endif
+	@echo "== check_$*$(if $(CASE), (case $(CASE)))"
+	@$(SUITE_ENV) $(if $(CASE),CK_RUN_CASE='$(CASE)') ./$(B)/check_$*
+ifneq ($(SANITIZE),)
+	@if [ -n "$$(ls -A $(SAN_LOGS))" ]; then echo "sanitizer reports:"; \
+	    head -n 40 $(SAN_LOGS)/*; exit 1; fi; echo "sanitizers: no report"
+endif
+
+test-one:
+	@[ -n "$(SUITE)" ] || { echo "test-one: say which, e.g. make test-one SUITE=check_kinds [CASE=...]"; exit 2; }
+	@$(MAKE) --no-print-directory $(patsubst check_%,check-%,$(SUITE)) $(if $(CASE),CASE='$(CASE)')
+
+# The name it had.
+check-ctl: check-redlockctl
+
 unit: $(addprefix $(B)/,$(UNIT_TESTS))
 	@set -e; for t in $(UNIT_TESTS); do ./$(B)/$$t; done
 
-integration: $(B)/redlockd $(addprefix $(B)/,$(INTEG_TESTS)) $(REDIS_LIBC) $(B)/delay-proxy
-	@set -e; for t in $(INTEG_TESTS); do \
-	    echo "== $$t"; REDLOCKD_BIN=$(CURDIR)/$(B)/redlockd REDIS_LIBC_BIN=$(CURDIR)/$(REDIS_LIBC) \
-	    DELAY_PROXY_BIN=$(CURDIR)/$(B)/delay-proxy \
-	    CK_DEFAULT_TIMEOUT=120 ./$(B)/$$t; done
+integration: $(B)/redlockd $(B)/redlockctl $(addprefix $(B)/,$(INTEG_TESTS)) $(REDIS_LIBC) $(B)/delay-proxy
+	@set -e; for t in $(INTEG_TESTS); do echo "== $$t"; $(SUITE_ENV) ./$(B)/$$t; done
 
 # The integration suites with the daemon under valgrind's memcheck: each
 # daemon writes build/valgrind/<pid>.log; any error or definite/indirect
 # leak in one of them fails the target.  Slow (the daemon runs ~20x
 # slower); not part of CI.
-VALGRIND_SUITES ?= check_integration check_robust
+VALGRIND_SUITES ?= check_session check_handover check_masters check_limits check_auth
 check-valgrind: deps $(B)/redlockd $(addprefix $(B)/,$(VALGRIND_SUITES))
 	@rm -rf $(B)/valgrind && mkdir -p $(B)/valgrind
 	-@for t in $(VALGRIND_SUITES); do echo "== $$t under valgrind"; \
@@ -464,7 +512,14 @@ run: deps-run
 	$(MAKE) all
 	bash tests/dev-run.sh $(B)/redlockd conf/dev.yml
 
+# Everything the build, the tests and the scripts write in the tree: the
+# build directories (every variant), make run's run/, and what the client
+# libraries' checks may leave (Python's build/, egg-info and bytecode, an
+# npm pack or install in clients/node).
 clean:
-	rm -rf build build-san build-asan build-fuzz run
+	rm -rf build build-san build-nosd build-asan build-fuzz run
+	rm -rf clients/python/build clients/python/*.egg-info clients/node/node_modules \
+	    clients/node/*.tgz
+	find clients tests -name __pycache__ -type d -prune -exec rm -rf {} +
 
 -include $(shell find $(B) -name '*.d' -type f 2>/dev/null)

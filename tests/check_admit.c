@@ -11,6 +11,7 @@
 #include "conf/conf.h"
 #include "daemon/admit.h"
 #include "daemon/authlimit.h"
+#include "tests/runner.h"
 
 /* A configuration with these limits and password ("" for none). */
 static void
@@ -155,14 +156,4 @@ admit_suite(void)
     return s;
 }
 
-int
-main(void)
-{
-    SRunner *sr = srunner_create(admit_suite());
-    int failed;
-
-    srunner_run_all(sr, CK_NORMAL);
-    failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
-}
+const struct runner runner_main = { "check_admit", admit_suite, NULL, NULL };

@@ -26,6 +26,7 @@
 #include <sys/wait.h>
 
 #include "client/client.h"
+#include "tests/runner.h"
 
 #define SLACK_MS    2000    /* a deadline that must not be reached */
 #define SHORT_MS    100     /* a deadline that must be reached */
@@ -1053,14 +1054,4 @@ client_suite(void)
     return s;
 }
 
-int
-main(void)
-{
-    SRunner *sr = srunner_create(client_suite());
-    int failed;
-
-    srunner_run_all(sr, CK_NORMAL);
-    failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
-}
+const struct runner runner_main = { "check_client", client_suite, NULL, NULL };

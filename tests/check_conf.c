@@ -15,6 +15,7 @@
 #include <check.h>
 
 #include "conf/conf.h"
+#include "tests/runner.h"
 
 #define FX(name)    "tests/conf/" name
 
@@ -1272,14 +1273,4 @@ conf_suite(void)
     return s;
 }
 
-int
-main(void)
-{
-    SRunner *sr = srunner_create(conf_suite());
-    int failed;
-
-    srunner_run_all(sr, CK_NORMAL);
-    failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
-}
+const struct runner runner_main = { "check_conf", conf_suite, NULL, NULL };

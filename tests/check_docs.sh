@@ -8,7 +8,8 @@
 #   - mention no issue numbers (the word issue or issues, then a number,
 #     with or without a '#' before it),
 #   - and every relative Markdown link must name a file that exists
-#     inside the repository.
+#     inside the repository;
+# and the index of the tests, tests/README.md, must name every suite.
 # Each finding is printed as file:line: text; the exit status is 1 when
 # there is one.  Fuzzing corpora and regression inputs are data, not
 # prose, and are not read.
@@ -63,6 +64,24 @@ if [ -n "$links" ]; then
     printf '%s\n' "$links"
     bad=1
 fi
+
+# The index of the tests (tests/README.md) names every suite the Makefile
+# builds (UNIT_TESTS and INTEG_TESTS) and every tests/check_*.c, and no
+# suite that is gone.
+suites=$(sed -n '/^UNIT_TESTS *:=/,/^TEST_BINS/p' Makefile | tr ' \\' '\n\n' | \
+         grep -E '^check_[a-z_]+$')
+for f in tests/check_*.c; do
+    suites="$suites $(basename "$f" .c)"
+done
+for s in $(printf '%s\n' $suites | sort -u); do
+    grep -q "\`$s\`" tests/README.md || {
+        echo "tests/README.md: suite $s is not in the index"; bad=1; }
+    [ -f "tests/$s.c" ] || { echo "Makefile: suite $s has no tests/$s.c"; bad=1; }
+done
+for s in $(grep -o -E '^\| `check_[a-z_]+`' tests/README.md | tr -d '|` '); do
+    printf '%s\n' $suites | grep -qx "$s" || {
+        echo "tests/README.md: $s is indexed but is no suite of the Makefile"; bad=1; }
+done
 
 n=$(printf '%s\n' "$files" | wc -l)
 if [ $bad -eq 0 ]; then

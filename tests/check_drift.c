@@ -9,6 +9,7 @@
 #include <stdlib.h>
 
 #include "daemon/drift.h"
+#include "tests/runner.h"
 
 #define T_DRIFT         0.01
 #define T_EPOCH_US      1795650000000000LL  /* a master's wall clock, us */
@@ -200,14 +201,4 @@ drift_suite(void)
     return s;
 }
 
-int
-main(void)
-{
-    SRunner *sr = srunner_create(drift_suite());
-    int failed;
-
-    srunner_run_all(sr, CK_NORMAL);
-    failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
-}
+const struct runner runner_main = { "check_drift", drift_suite, NULL, NULL };

@@ -1,47 +1,321 @@
 /*
- * check_fence.c: fencing tokens across daemons whose links to the
- * masters are slow, end to end: a later grant's fence is above an
- * earlier one's whichever daemon grants, and a BREAK's fence is above
- * every fence a grant it broke was told.
+ * check_fence.c: fencing tokens, end to end, on one daemon and across
+ * daemons.
+ *
+ * On one daemon fences increase with every grant, hand-overs included; a
+ * re-entrant hold keeps its fence; lock.fence: always fences every grant;
+ * a counter that is not a number refuses the grant.  Across daemons
+ * fences keep increasing whichever daemon grants and whichever masters
+ * are up; and with links to the masters slowed down, a later grant's
+ * fence is above an earlier one's whichever daemon grants, and a BREAK's
+ * fence is above every fence a grant it broke was told.
  *
  * Real redis-server masters and real daemons on free loopback ports
  * (tests/harness.h).  A daemon's link to a master can go through a
  * delay proxy (tests/faults/delay_proxy.c, $DELAY_PROXY_BIN, else
  * ./build/delay-proxy) that holds every chunk, both ways, for a fixed
- * time and keeps the byte order: each test gives some links such
- * delays that the masters see the requests of several daemons in one
- * order, which is the input under test.  The delays are generous (a
+ * time and keeps the byte order: the slow-link tests give some links
+ * such delays that the masters see the requests of several daemons in
+ * one order, which is the input under test.  The delays are generous (a
  * window of about 300 ms or more either side of each event that must
  * come before another), so that a loaded machine does not change the
  * order.  The round deadline (lock.node_timeout_ms) is raised above the
- * slowest round trip, and redis.down_after_ms above that.
+ * slowest round trip, and redis.down_after_ms above that.  The comment
+ * before each slow-link test ends with "today:", what it showed against
+ * the daemon of commit 3cd668a, before fenced grants raised their
+ * counter after the grant was won.
  *
- * The comment before each test ends with "today:", what it showed
- * against the daemon of commit 3cd668a, before fenced grants raised
- * their counter after the grant was won (its acquire script
- * incremented the counter on each granting master, and a BREAK raised
- * it once, at once).  Each test is a test case of its own:
- * CK_RUN_CASE=<test> ./build/check_fence runs one.
+ * Each test is a test case of its own: CK_RUN_CASE=<test>
+ * ./build/check_fence runs one.
  */
+#include <ctype.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
+#include <poll.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
+#include <sys/socket.h>
 #include <sys/types.h>
 #include <sys/wait.h>
 
 #include <check.h>
+#include <hiredis/hiredis.h>
 
 #include "tests/expect.h"
 #include "tests/harness.h"
+#include "tests/runner.h"
 
 #define NMASTERS        5       /* masters per test */
-#define CMD_MS          2000    /* deadline for a reply that needs no slow link */
-#define TEST_TIMEOUT_S  60      /* per test, unless CK_DEFAULT_TIMEOUT is set */
+#define CMD_MS          2000    /* deadline for a reply that needs the masters */
+#define TEST_TIMEOUT_S  30      /* per test, unless CK_DEFAULT_TIMEOUT is set */
+
+/* The fence=N of a reply; -1 when absent. */
+static long long
+reply_fence(const char *line)
+{
+    long long f;
+
+    return h_reply_int(line, "fence", &f) ? f : -1;
+}
+
+/*
+ * Fencing on one daemon: fences increase with every grant, hand-overs
+ * included; a re-entrant hold keeps its fence; STATUS shows it; a fence
+ * cannot be added to a hold granted without one.
+ */
+START_TEST(fence_basics)
+{
+    long long f, last = 0, valid;
+    char *got;
+    int a, b, i;
+
+    expect_up(NMASTERS, &expect_opts);
+    a = expect_tcp();
+    b = expect_tcp();
+    for (i = 0; i < 20; i++) {
+        got = h_cmd(i % 2 ? a : b, "LOCK f fence", CMD_MS);
+        f = reply_fence(got);
+        ck_assert_msg(got != NULL && strncmp(got, "OK f validity=", 14) == 0 && f > last,
+                      "grant %d answered '%s' after fence %lld", i, got != NULL ? got : "(nothing)",
+                      last);
+        free(got);
+        last = f;
+        EXPECT_REPLY(i % 2 ? a : b, "UNLOCK f", "OK f holds=0");
+    }
+    /* Every master's counter was raised to the last fence (write-back). */
+    got = h_master_get(4, "f fence");
+    ck_assert_msg(got != NULL && strtoll(got, NULL, 10) == last,
+                  "master 4's counter is '%s', last fence %lld", got != NULL ? got : "(none)", last);
+    free(got);
+
+    got = h_cmd(a, "LOCK f fence", CMD_MS);
+    f = reply_fence(got);
+    free(got);
+    ck_assert_int_gt(f, last);
+    got = h_cmd(a, "LOCK f", CMD_MS);
+    ck_assert_msg(reply_fence(got) == f && strstr(got, " holds=2") != NULL,
+                  "re-entry answered '%s', expected holds=2 fence=%lld", got, f);
+    free(got);
+    got = h_cmd(a, "STATUS f", CMD_MS);
+    ck_assert_msg(got != NULL && strstr(got, " owner=self mode=session") != NULL
+                  && reply_fence(got) == f, "STATUS answered '%s'", got != NULL ? got : "(nothing)");
+    free(got);
+
+    /* Queued behind a fenced holder: the hand-over grant is fenced too. */
+    ck_assert_int_eq(h_send(b, "LOCK f fence"), 0);
+    EXPECT_REPLY(a, "UNLOCK f", "OK f holds=1");
+    EXPECT_REPLY(a, "UNLOCK f", "OK f holds=0");
+    got = h_read_line(b, CMD_MS);
+    ck_assert_msg(got != NULL && reply_fence(got) > f, "the waiter got '%s' after fence %lld",
+                  got != NULL ? got : "(nothing)", f);
+    free(got);
+
+    EXPECT_LOCK_OK(a, "LOCK plain", "plain", 1, valid);
+    EXPECT_REPLY(a, "LOCK plain fence", "ERR PROTO this session holds the lock without a fence; "
+                 "a re-entrant LOCK cannot add one (UNLOCK it first)");
+    EXPECT_REPLY(a, "UNLOCK plain", "OK plain holds=0");
+    close(a);
+    close(b);
+}
+END_TEST
+
+/* A counter that is not a number: no grant, an error naming the key, no key left. */
+START_TEST(fence_counter_corrupt)
+{
+    size_t i;
+    char *got;
+    int a;
+
+    expect_up(NMASTERS, &expect_opts);
+    for (i = 0; i < NMASTERS; i++) {
+        ck_assert_int_eq(h_master_cmd(i, NULL, "SET %s %s", "bad fence", "xyz"), 0);
+    }
+    a = expect_tcp();
+    got = h_cmd(a, "TRYLOCK bad fence", CMD_MS);
+    ck_assert_msg(got != NULL && strncmp(got, "ERR NOQUORUM ", 13) == 0
+                  && strstr(got, "fence counter bad fence is not an integer") != NULL,
+                  "TRYLOCK over a corrupt counter answered '%s'", got != NULL ? got : "(nothing)");
+    free(got);
+    ck_assert_uint_eq(h_masters_without("bad"), NMASTERS);
+    /* Unfenced locking of the same name is not affected. */
+    EXPECT_PREFIX(a, "TRYLOCK bad", "OK bad validity=");
+    close(a);
+}
+END_TEST
+
+/* lock.fence: always fences every grant, lease mode included. */
+START_TEST(fence_always)
+{
+    struct h_daemon_opts o = expect_opts;
+    char *got;
+    int a;
+
+    o.fence = "always";
+    ck_assert_msg(h_begin(tcase_name()) == 0, "cannot create the test directory");
+    ck_assert_msg(h_start_masters(NMASTERS) == 0, "the masters did not start");
+    ck_assert_msg(h_start_daemon(&o) == 0, "redlockd did not start (log above)");
+    a = expect_tcp();
+    got = h_cmd(a, "LOCK x", CMD_MS);
+    ck_assert_msg(reply_fence(got) == 1, "LOCK x answered '%s'", got != NULL ? got : "(nothing)");
+    free(got);
+    got = h_cmd(a, "TRYLOCK y mode=lease ttl=5000", CMD_MS);
+    ck_assert_msg(reply_fence(got) == 1 && strncmp(got, "OK y token=", 11) == 0,
+                  "TRYLOCK y mode=lease answered '%s'", got != NULL ? got : "(nothing)");
+    free(got);
+    close(a);
+}
+END_TEST
+
+#define NDAEMONS        2       /* daemons A (0) and B (1) */
+#define UP_MS           20000   /* a restarted master reconnects within this (backoff <= 5 s) */
+#define CLUSTER_TIMEOUT_S 120   /* per cluster test (test 5 restarts masters 20 times) */
+
+/* arg: unused.  Every daemon sees every master up. */
+static bool
+cond_all_masters_up(void *arg)
+{
+    size_t d;
+
+    (void)arg;
+    for (d = 0; d < h_daemon_count(); d++) {
+        if (expect_daemon_stat(d, "masters_up") != NMASTERS) {
+            return false;
+        }
+    }
+    return true;
+}
+
+/*
+ * Send "LOCK <name> fence wait=10000" on fd and return N from the
+ * reply's fence=N; fails the test on any other reply.  ERR NOQUORUM is
+ * retried until noquorum_ms has passed (a daemon may not have noticed
+ * yet that masters died or came back).
+ */
+static long long
+fenced_lock(int fd, const char *name, int64_t noquorum_ms, const char *what)
+{
+    int64_t deadline = h_now_ms() + noquorum_ms;
+    char line[300], *got;
+    long long fence = -1;
+
+    snprintf(line, sizeof(line), "LOCK %s fence wait=10000", name);
+    for (;;) {
+        got = h_cmd(fd, line, 12000);
+        if (got == NULL || strncmp(got, "ERR NOQUORUM ", 13) != 0 || h_now_ms() >= deadline) {
+            break;
+        }
+        free(got);
+        /* Pacing the retries, not waiting for anything in particular. */
+        h_sleep_ms(100);
+    }
+    ck_assert_msg(h_is_reply(got, "OK", name) && h_reply_int(got, "fence", &fence) && fence >= 0,
+                  "%s: '%s' answered '%s', expected 'OK %s ... fence=N'", what, line,
+                  got != NULL ? got : "(nothing)", name);
+    free(got);
+    return fence;
+}
+
+#define FENCE_GRANTS    200
+
+/*
+ * 4. Fence tokens strictly increase over 200 grants of one name that
+ * alternate between two daemons: the counter lives on the masters, not
+ * in a daemon.
+ */
+START_TEST(fence_increases_two_daemons)
+{
+    long long fence, last = LLONG_MIN, fenced[NDAEMONS];
+    char what[64];
+    int fd[NDAEMONS], i, d;
+
+    expect_up_daemons(NMASTERS, false, NDAEMONS, NULL);
+    for (d = 0; d < NDAEMONS; d++) {
+        fd[d] = expect_connect((size_t)d);
+    }
+    for (i = 0; i < FENCE_GRANTS; i++) {
+        d = i % NDAEMONS;
+        snprintf(what, sizeof(what), "grant %d on daemon %d", i, d);
+        fence = fenced_lock(fd[d], "fz", 0, what);
+        ck_assert_msg(fence > last, "%s: fence=%lld after fence=%lld", what, fence, last);
+        last = fence;
+        EXPECT_REPLY(fd[d], "UNLOCK fz", "OK fz holds=0");
+    }
+    for (d = 0; d < NDAEMONS; d++) {
+        fenced[d] = expect_daemon_stat((size_t)d, "fenced_grants");
+        ck_assert_msg(fenced[d] >= FENCE_GRANTS / NDAEMONS,
+                      "daemon %d: STATS fenced_grants %lld, expected >= %d", d, fenced[d],
+                      FENCE_GRANTS / NDAEMONS);
+        close(fd[d]);
+    }
+}
+END_TEST
+
+/*
+ * 5. Fence tokens strictly increase while the majority that grants
+ * changes.  Two masters are down for each grant, a different pair each
+ * time, and come back (with their data: append-only files) before the
+ * next.  The down sets {3,4} {2,4} {2,3} {1,4} {0,1} are the case where
+ * a daemon that only incremented a counter on the masters it reached
+ * and answered their maximum goes backwards: the counters (masters 0..4)
+ * become 1 1 1 0 0, 2 2 1 1 0, 3 3 1 1 1, 4 3 2 2 1, and the fifth
+ * grant, through masters 2, 3 and 4, which each missed increments,
+ * answers 3 after 4.  Writing the maximum back to the majority at each
+ * grant keeps the latest value on a majority, and any later majority
+ * includes one of those masters.  The masters keep their data across
+ * the restarts (append-only files), as docs/production.md requires.
+ */
+START_TEST(fence_increases_changing_majorities)
+{
+    static const size_t down[][2] = { { 3, 4 }, { 2, 4 }, { 2, 3 }, { 1, 4 }, { 0, 1 } };
+    const size_t nsets = sizeof(down) / sizeof(down[0]);
+    long long fence, last = LLONG_MIN;
+    char what[96], seq[256] = "";
+    size_t step, k, d, len;
+    int fd[NDAEMONS];
+
+    expect_up_daemons(NMASTERS, true, NDAEMONS, NULL);
+    for (d = 0; d < NDAEMONS; d++) {
+        fd[d] = expect_connect(d);
+    }
+    /* The list twice: the second pass starts from counters that differ. */
+    for (step = 0; step < 2 * nsets; step++) {
+        const size_t *set = down[step % nsets];
+
+        d = step % NDAEMONS;
+        for (k = 0; k < 2; k++) {
+            ck_assert_int_eq(h_kill_master(set[k]), 0);
+        }
+        snprintf(what, sizeof(what), "grant %zu on daemon %zu, masters %zu and %zu down",
+                 step, d, set[0], set[1]);
+        fence = fenced_lock(fd[d], "fm", 5000, what);
+        len = strlen(seq);
+        snprintf(seq + len, sizeof(seq) - len, " %lld", fence);
+        ck_assert_msg(fence > last, "%s: fence=%lld after fence=%lld (fences:%s)", what, fence,
+                      last, seq);
+        last = fence;
+        EXPECT_REPLY(fd[d], "UNLOCK fm", "OK fm holds=0");
+        for (k = 0; k < 2; k++) {
+            ck_assert_msg(h_restart_master(set[k]) == 0, "master %zu did not restart", set[k]);
+        }
+        ck_assert_msg(h_wait_until(cond_all_masters_up, NULL, UP_MS),
+                      "%s: STATS masters_up is %lld on A and %lld on B %d ms after the "
+                      "restart, expected %d", what, expect_daemon_stat(0, "masters_up"),
+                      expect_daemon_stat(1, "masters_up"), UP_MS, NMASTERS);
+    }
+    fprintf(stderr, "fence_increases_changing_majorities: fences%s\n", seq);
+    for (d = 0; d < NDAEMONS; d++) {
+        close(fd[d]);
+    }
+}
+END_TEST
+
+#define TEST_TIMEOUT_60_S 60  /* per test, unless CK_DEFAULT_TIMEOUT is set */
 #define ADMIN_PASSWORD  "admin-secret"
 #define FC_PROXIES_MAX  8       /* delay proxies per test */
 #define FC_START_MS     5000    /* deadline for a proxy to listen or switch */
@@ -56,37 +330,12 @@ struct fc_proxy {
 static struct fc_proxy fc_proxies[FC_PROXIES_MAX]; /* this test's proxies, in start order */
 static size_t          fc_nproxies;                /* how many were started */
 
-/* ---- fixture ---- */
-
 /* Start of a test: its directory and the masters (no daemon yet). */
 static void
 fc_up(void)
 {
     ck_assert_msg(h_begin(tcase_name()) == 0, "cannot create the test directory");
     ck_assert_msg(h_start_masters(NMASTERS) == 0, "the masters did not start");
-}
-
-/*
- * Stop the proxies, then the daemons and the masters.  A proxy gets
- * SIGKILL: it has nothing to flush, and one that ended by SIGTERM with
- * connections open would report them as leaks when built with
- * SANITIZE (make test fails on any report).
- */
-static void
-fc_teardown(void)
-{
-    size_t i;
-
-    for (i = 0; i < fc_nproxies; i++) {
-        if (fc_proxies[i].pid > 0) {
-            kill(fc_proxies[i].pid, SIGKILL);
-            while (waitpid(fc_proxies[i].pid, NULL, 0) < 0 && errno == EINTR) {
-            }
-            fc_proxies[i].pid = 0;
-        }
-    }
-    fc_nproxies = 0;
-    h_end();
 }
 
 /* True when the file at path has a line that contains text. */
@@ -223,8 +472,6 @@ fc_cond_where(void *arg)
     return true;
 }
 
-/* ---- fences across daemons ---- */
-
 /* The masters of fence_rises_across_daemons, as its comment names them. */
 #define FA_A            0
 #define FA_B            1
@@ -342,8 +589,6 @@ START_TEST(fence_rises_across_daemons)
 }
 END_TEST
 
-/* ---- BREAK and a grant in flight ---- */
-
 /*
  * The links of break_fence_above_broken_grant: DB reaches master 1 in
  * FB_BREAK_M1_MS and masters 4 and 5 in FB_LINK_MS, DW master 1 in
@@ -460,14 +705,19 @@ START_TEST(break_fence_above_broken_grant)
 }
 END_TEST
 
-#define FC_ADD(s, test) expect_add_case((s), #test, (test), fc_teardown, TEST_TIMEOUT_S)
-
-int
-main(void)
+static Suite *
+fence_suite(void)
 {
-    Suite *s = suite_create("redlockd fences across daemons");
+    Suite *s = suite_create("fence");
 
-    FC_ADD(s, fence_rises_across_daemons);
-    FC_ADD(s, break_fence_above_broken_grant);
-    return expect_run_suite(s, "check_fence");
+    EXPECT_ADD(s, fence_basics, TEST_TIMEOUT_S);
+    EXPECT_ADD(s, fence_counter_corrupt, TEST_TIMEOUT_S);
+    EXPECT_ADD(s, fence_always, TEST_TIMEOUT_S);
+    EXPECT_ADD(s, fence_increases_two_daemons, CLUSTER_TIMEOUT_S);
+    EXPECT_ADD(s, fence_increases_changing_majorities, CLUSTER_TIMEOUT_S);
+    EXPECT_ADD(s, fence_rises_across_daemons, TEST_TIMEOUT_60_S);
+    EXPECT_ADD(s, break_fence_above_broken_grant, TEST_TIMEOUT_60_S);
+    return s;
 }
+
+const struct runner runner_main = { "check_fence", fence_suite, h_suite_init, h_suite_cleanup };

@@ -50,6 +50,7 @@
 
 #include "tests/expect.h"
 #include "tests/harness.h"
+#include "tests/runner.h"
 
 #define NMASTERS        5       /* masters per test */
 #define PREFIX          "kt:"   /* lock.key_prefix of every daemon */
@@ -2155,8 +2156,4 @@ kinds_suite(void)
     return s;
 }
 
-int
-main(void)
-{
-    return expect_run_suite(kinds_suite(), "check_kinds");
-}
+const struct runner runner_main = { "check_kinds", kinds_suite, h_suite_init, h_suite_cleanup };

@@ -27,6 +27,7 @@
 #include "daemon/redlock.h"
 #include "daemon/stats.h"
 #include "daemon/util.h"
+#include "tests/runner.h"
 
 #define T_MASTERS       5
 #define T_TTL_MS        300
@@ -1053,14 +1054,4 @@ lease_suite(void)
     return s;
 }
 
-int
-main(void)
-{
-    SRunner *sr = srunner_create(lease_suite());
-    int failed;
-
-    srunner_run_all(sr, CK_NORMAL);
-    failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
-}
+const struct runner runner_main = { "check_lease", lease_suite, NULL, NULL };

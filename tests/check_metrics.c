@@ -38,6 +38,7 @@
 #include "daemon/report.h"
 #include "tests/expect.h"
 #include "tests/harness.h"
+#include "tests/runner.h"
 
 #define NMASTERS        5
 #define CMD_MS          2000    /* deadline for a reply that needs the masters */
@@ -328,15 +329,6 @@ mt_teardown(void)
     h_end();
 }
 
-static int
-mt_client(void)
-{
-    int fd = h_connect_tcp();
-
-    ck_assert_msg(fd >= 0, "cannot connect to the daemon: %s", strerror(errno));
-    return fd;
-}
-
 /* ---- tests ---- */
 
 /* True when every master's redlockd_master_last_rtt_seconds is a number. */
@@ -438,7 +430,7 @@ START_TEST(metrics_format)
     h_http_free(&r);
 
     /* After a LOCK every master has answered a request: a real round trip. */
-    fd = mt_client();
+    fd = expect_tcp();
     EXPECT_PREFIX(fd, "LOCK f", "OK f validity=");
     ck_assert_msg(h_wait_until(mt_cond_rtt_known, NULL, 5000),
                   "some master's last round trip is still NaN after a LOCK");
@@ -488,8 +480,8 @@ START_TEST(metrics_counts_match_stats)
     ck_assert_int_eq(mt_int(body, "redlockd_locks_held"), 0);
     free(body);
 
-    a = mt_client();
-    b = mt_client();
+    a = expect_tcp();
+    b = expect_tcp();
     EXPECT_PREFIX(a, "LOCK m", "OK m validity=");
     EXPECT_PREFIX(b, "TRYLOCK m", "BUSY m ttl=");
     EXPECT_PREFIX(a, "LOCK m", "OK m validity=");            /* re-entry */
@@ -544,8 +536,8 @@ START_TEST(metrics_histogram)
     int a, b, i;
 
     mt_up();
-    a = mt_client();
-    b = mt_client();
+    a = expect_tcp();
+    b = expect_tcp();
     EXPECT_PREFIX(a, "LOCK h", "OK h validity=");                /* ok */
     EXPECT_PREFIX(a, "TRYLOCK h", "OK h validity=");             /* reentered */
     EXPECT_PREFIX(b, "TRYLOCK h", "BUSY h ttl=");                /* busy */
@@ -648,7 +640,7 @@ START_TEST(metrics_locks_lost_by_reason)
     int a;
 
     mt_up();
-    a = mt_client();
+    a = expect_tcp();
     EXPECT_PREFIX(a, "LOCK r ttl=900", "OK r validity=");
     for (i = 0; i < NMASTERS; i++) {
         ck_assert_int_eq(h_master_cmd(i, NULL, "DEL r"), 0);
@@ -1017,7 +1009,7 @@ START_TEST(metrics_table_in_both_outputs)
     int fd, tries;
 
     mt_up();
-    fd = mt_client();
+    fd = expect_tcp();
     /* Our connection is the only one (the start-up's STATS may still be closing). */
     for (tries = 0; tries < 100 && (h_stat(fd, "connections", &conns) != 0 || conns != 1);
          tries++) {
@@ -1179,7 +1171,7 @@ START_TEST(metrics_stalled_client_closed)
     ck_assert_int_eq(h_send_raw(fd, "GET /metr", 9), 0);
     t0 = h_now_ms();
     /* Meanwhile the daemon serves lock clients and other scrapes. */
-    lock = mt_client();
+    lock = expect_tcp();
     EXPECT_PREFIX(lock, "LOCK s", "OK s validity=");
     free(mt_scrape());
     ck_assert_msg(h_expect_eof(fd, (METRICS_IDLE_S + 5) * 1000),
@@ -1321,7 +1313,7 @@ START_TEST(metrics_connection_cap)
     /* The idle four must outlive the test's steps: no request deadline cuts them. */
     opts.metrics_request_timeout_ms = 60000;
     mt_up_with(&opts);
-    lock = mt_client();
+    lock = expect_tcp();
     for (i = 0; i < 4; i++) {
         idle[i] = h_connect_port(mt_port);
         ck_assert_msg(idle[i] >= 0, "cannot connect to the metrics port");
@@ -1373,7 +1365,7 @@ START_TEST(metrics_request_deadline)
     memset(&opts, 0, sizeof(opts));
     opts.metrics_request_timeout_ms = 1500;
     mt_up_with(&opts);
-    lock = mt_client();
+    lock = expect_tcp();
 
     t0 = h_now_ms();
     fd = h_connect_port(mt_port);
@@ -1480,26 +1472,18 @@ END_TEST
  */
 START_TEST(metrics_port_taken)
 {
-    struct sockaddr_in sa;
-    socklen_t len = sizeof(sa);
     struct h_daemon_opts opts;
     char want[128], log[65536], errpath[512];
     FILE *f;
     size_t n;
-    int fd, errfd, saved, rc;
+    int fd, errfd, saved, rc, port;
 
     ck_assert_msg(h_begin(tcase_name()) == 0, "cannot create the test directory");
     ck_assert_msg(h_start_masters(NMASTERS) == 0, "the masters did not start");
-    fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    ck_assert_int_ge(fd, 0);
-    memset(&sa, 0, sizeof(sa));
-    sa.sin_family = AF_INET;
-    sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    ck_assert_int_eq(bind(fd, (struct sockaddr *)&sa, sizeof(sa)), 0);
-    ck_assert_int_eq(listen(fd, 1), 0);
-    ck_assert_int_eq(getsockname(fd, (struct sockaddr *)&sa, &len), 0);
+    fd = h_tcp_listen(htonl(INADDR_LOOPBACK), 1, &port);
+    ck_assert_msg(fd >= 0, "cannot listen on 127.0.0.1: %s", strerror(errno));
     memset(&opts, 0, sizeof(opts));
-    opts.metrics_port = ntohs(sa.sin_port);
+    opts.metrics_port = port;
     opts.start_fails = true;
     snprintf(errpath, sizeof(errpath), "%s/stderr", h_dir());
     errfd = open(errpath, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
@@ -1561,8 +1545,4 @@ metrics_suite(void)
     return s;
 }
 
-int
-main(void)
-{
-    return expect_run_suite(metrics_suite(), "check_metrics");
-}
+const struct runner runner_main = { "check_metrics", metrics_suite, h_suite_init, h_suite_cleanup };

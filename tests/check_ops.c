@@ -31,6 +31,7 @@
 #include <check.h>
 
 #include "tests/expect.h"
+#include "tests/runner.h"
 #include "tests/harness.h"
 
 #define NMASTERS        5
@@ -102,15 +103,6 @@ ops_skip(const char *why)
 {
     printf("check_ops: %s: skipped: %s\n", tcase_name(), why);
     fflush(stdout);
-}
-
-static int
-ops_connect(void)
-{
-    int fd = h_connect_tcp();
-
-    ck_assert_msg(fd >= 0, "cannot connect to the daemon: %s", strerror(errno));
-    return fd;
 }
 
 /* A whole file as a NUL-terminated malloc'd string. */
@@ -239,18 +231,13 @@ ops_cond_stat_fd(void *arg)
 static bool
 ops_port_refused(int port)
 {
-    struct sockaddr_in sin;
-    int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0), rc, err;
+    int fd = h_tcp_connect(NULL, "127.0.0.1", port, 0);
 
-    ck_assert_int_ge(fd, 0);
-    memset(&sin, 0, sizeof(sin));
-    sin.sin_family = AF_INET;
-    sin.sin_port = htons((uint16_t)port);
-    sin.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    rc = connect(fd, (struct sockaddr *)&sin, sizeof(sin));
-    err = errno;
-    close(fd);
-    return rc != 0 && err == ECONNREFUSED;
+    if (fd >= 0) {
+        close(fd);
+        return false;
+    }
+    return errno == ECONNREFUSED;
 }
 
 /* A blocking connection to the Unix socket at path, or -1. */
@@ -289,7 +276,7 @@ START_TEST(reload_applies)
 
     ops_up(&o);
     path = h_daemon_conf_path();
-    a = ops_connect();
+    a = expect_tcp();
     EXPECT_PREFIX(a, "LOCK a", "OK a ");
     EXPECT_PREFIX(a, "LOCK b", "ERR LIMIT ");
 
@@ -337,7 +324,7 @@ START_TEST(reload_rejects_errors)
 
     ops_up(&o);
     path = h_daemon_conf_path();
-    a = ops_connect();
+    a = expect_tcp();
     EXPECT_PREFIX(a, "LOCK a", "OK a ");
 
     good = ops_read_file(path);
@@ -361,7 +348,7 @@ START_TEST(reload_rejects_errors)
     EXPECT_REPLY(a, "PING", "PONG");
     EXPECT_PREFIX(a, "LOCK b", "ERR LIMIT ");
     EXPECT_PREFIX(a, "STATUS a", "HELD a ");
-    b = ops_connect();
+    b = expect_tcp();
     EXPECT_REPLY(b, "PING after", "PONG after");
     EXPECT_PREFIX(b, "LOCK b", "OK b ");
     close(b);
@@ -395,7 +382,7 @@ START_TEST(reload_refuses_restart_keys)
     ops_up(&o);
     path = h_daemon_conf_path();
     port = h_daemon_port();
-    a = ops_connect();
+    a = expect_tcp();
     EXPECT_PREFIX(a, "LOCK a", "OK a ");
     orig = ops_read_file(path);
     ops_replace(&orig, "  max_locks_per_client: 1\n", "  max_locks_per_client: 5\n");
@@ -430,7 +417,7 @@ START_TEST(reload_refuses_restart_keys)
     ck_assert_msg(!h_log_find(mark, "reload: done", NULL, 0), "the reload was applied");
     EXPECT_PREFIX(a, "LOCK b", "ERR LIMIT ");
     ck_assert_msg(ops_port_refused(new_port), "the daemon listens on the new port %d", new_port);
-    b = ops_connect();      /* the old port still serves */
+    b = expect_tcp();      /* the old port still serves */
     EXPECT_REPLY(b, "PING", "PONG");
     close(b);
 
@@ -795,19 +782,10 @@ ops_write_conf(const char *path, int tcp_port, const char *unix_path, const char
 static int
 ops_listen_tcp(uint32_t addr, int *port)
 {
-    struct sockaddr_in sin;
-    socklen_t len = sizeof(sin);
-    int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    int fd = h_tcp_listen(addr, 64, port);
 
-    ck_assert_int_ge(fd, 0);
+    ck_assert_msg(fd >= 0, "cannot listen on TCP: %s", strerror(errno));
     ops_keep_fd(fd);
-    memset(&sin, 0, sizeof(sin));
-    sin.sin_family = AF_INET;
-    sin.sin_addr.s_addr = addr;
-    ck_assert_msg(bind(fd, (struct sockaddr *)&sin, sizeof(sin)) == 0 && listen(fd, 64) == 0,
-                  "cannot listen on TCP: %s", strerror(errno));
-    ck_assert_int_eq(getsockname(fd, (struct sockaddr *)&sin, &len), 0);
-    *port = ntohs(sin.sin_port);
     return fd;
 }
 
@@ -1374,7 +1352,7 @@ START_TEST(log_names_peers)
              (int)getpid());
     ck_assert_msg(h_wait_log(0, want, LOCAL_MS), "no log line with '%s'", want);
     close(u);
-    t = ops_connect();
+    t = expect_tcp();
     ck_assert_int_eq(h_send_raw(t, "LOCK \x1b[31mred\n", 15), 0);
     EXPECT_PREFIX(t, "PING", "ERR PROTO ");     /* the LOCK's answer comes first */
     ck_assert_msg(h_wait_log(0, "(127.0.0.1:", LOCAL_MS), "no TCP peer in the log");
@@ -1419,13 +1397,20 @@ ops_suite(void)
     return s;
 }
 
-int
-main(void)
+/*
+ * Before the run: find out whether the daemon links libsystemd (the
+ * sd_notify and socket activation tests skip when it does not), then the
+ * harness's setup.
+ */
+static int
+ops_init(void)
 {
     ops_have_systemd = ops_links_systemd();
     if (!ops_have_systemd) {
         printf("check_ops: redlockd does not link libsystemd: the sd_notify and socket "
                "activation tests will skip\n");
     }
-    return expect_run_suite(ops_suite(), "check_ops");
+    return h_suite_init();
 }
+
+const struct runner runner_main = { "check_ops", ops_suite, ops_init, h_suite_cleanup };

@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "proto/proto.h"
+#include "tests/runner.h"
 
 #define BIG_LINE    (64 * 1024)
 
@@ -1475,14 +1476,4 @@ proto_suite(void)
     return s;
 }
 
-int
-main(void)
-{
-    SRunner *sr = srunner_create(proto_suite());
-    int failed;
-
-    srunner_run_all(sr, CK_NORMAL);
-    failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
-}
+const struct runner runner_main = { "check_proto", proto_suite, NULL, NULL };

@@ -13,6 +13,7 @@
 
 #include "daemon/redlock.h"
 #include "daemon/util.h"
+#include "tests/runner.h"
 
 START_TEST(test_quorum)
 {
@@ -286,14 +287,4 @@ redlock_suite(void)
     return s;
 }
 
-int
-main(void)
-{
-    SRunner *sr = srunner_create(redlock_suite());
-    int failed;
-
-    srunner_run_all(sr, CK_NORMAL);
-    failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
-}
+const struct runner runner_main = { "check_redlock", redlock_suite, NULL, NULL };

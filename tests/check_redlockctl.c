@@ -55,6 +55,7 @@
 #include <check.h>
 
 #include "tests/expect.h"
+#include "tests/runner.h"
 #include "tests/harness.h"
 
 #define NMASTERS        5
@@ -400,15 +401,6 @@ ct_up(const struct h_daemon_opts *opts)
     snprintf(ct_addr, sizeof(ct_addr), "127.0.0.1:%d", h_daemon_port());
 }
 
-static int
-ct_connect(void)
-{
-    int fd = h_connect_tcp();
-
-    ck_assert_msg(fd >= 0, "cannot connect to the daemon: %s", strerror(errno));
-    return fd;
-}
-
 /* arg: struct ct_try.  TRYLOCK name on fd answered OK (the lock is then held on fd). */
 struct ct_try {
     int         fd;     /* connection to try on */
@@ -645,7 +637,7 @@ START_TEST(wait_rides_out_outage)
         ck_assert_int_eq(h_signal_master(i, SIGSTOP), 0);
     }
     /* The outage is real: one attempt answers NOQUORUM. */
-    fd = ct_connect();
+    fd = expect_tcp();
     got = h_cmd(fd, "TRYLOCK ro", CMD_MS);
     ck_assert_msg(got != NULL && strncmp(got, "ERR NOQUORUM ", 13) == 0,
                   "TRYLOCK ro with 3 of 5 masters stopped answered '%s'",
@@ -728,7 +720,7 @@ START_TEST(exit_status_passthrough)
     }
     ct_assert_out_has("case6", "/nonexistent/command");
     /* Free the moment redlockctl is gone. */
-    t.fd = ct_connect();
+    t.fd = expect_tcp();
     t.name = "es";
     ck_assert_msg(ct_cond_trylock(&t), "the name was still held after redlockctl exited");
     close(t.fd);
@@ -800,7 +792,7 @@ START_TEST(held_while_running)
              "echo > '%s'; while [ ! -e '%s' ]; do sleep 0.02; done; exit 5", started, go);
     pid = CT_SPAWN("run", "-H", ct_addr, "hw", "-c", cmd);
     ck_assert_msg(h_wait_until(ct_cond_file, started, FILE_MS), "the command did not start");
-    a = ct_connect();
+    a = expect_tcp();
     got = h_cmd(a, "TRYLOCK hw", CMD_MS);
     ck_assert_msg(got != NULL && h_is_reply(got, "BUSY", "hw"), "TRYLOCK hw: '%s'",
                   got ? got : "(nothing)");
@@ -842,7 +834,7 @@ START_TEST(conflict_exit_codes)
     ct_up(NULL);
     ct_path(marker, sizeof(marker), "marker");
     snprintf(cmd, sizeof(cmd), "touch '%s'", marker);
-    a = ct_connect();
+    a = expect_tcp();
     EXPECT_PREFIX(a, "LOCK cf", "OK cf ");
 
     t0 = h_now_ms();
@@ -1092,7 +1084,7 @@ START_TEST(signal_while_waiting)
     ct_up(NULL);
     ct_path(marker, sizeof(marker), "marker");
     snprintf(cmd, sizeof(cmd), "touch '%s'", marker);
-    a = ct_connect();
+    a = expect_tcp();
     EXPECT_PREFIX(a, "LOCK sw", "OK sw ");
     for (i = 0; i < sizeof(ct_sigs) / sizeof(ct_sigs[0]); i++) {
         snprintf(tag, sizeof(tag), "w%zu", i);
@@ -1110,7 +1102,7 @@ START_TEST(signal_while_waiting)
     }
     ck_assert_msg(!ct_exists(marker), "the command ran without the lock");
     EXPECT_REPLY(a, "UNLOCK sw", "OK sw holds=0");
-    t.fd = ct_connect();
+    t.fd = expect_tcp();
     t.name = "sw";
     ck_assert_msg(ct_cond_trylock(&t), "sw is held by a redlockctl that gave up");
     close(t.fd);
@@ -1137,7 +1129,7 @@ START_TEST(killed_redlockctl_kills_command)
     ck_assert_int_eq(kill(pid, SIGKILL), 0);
     ck_assert_int_eq(ct_wait(pid, EXIT_MS), 128 + SIGKILL);
     ck_assert_msg(h_wait_until(ct_cond_dead, &child, 2000), "the command outlived redlockctl");
-    t.fd = ct_connect();
+    t.fd = expect_tcp();
     t.name = "kr";
     ck_assert_msg(h_wait_until(ct_cond_trylock, &t, 2000), "kr stayed held");
     close(t.fd);
@@ -1169,7 +1161,7 @@ START_TEST(subcommands)
     }
     ck_assert_int_eq(CT_RUN("free", "-H", ct_addr, "status", "sub"), 1);
     ct_assert_out_has("free", "sub: free");
-    a = ct_connect();
+    a = expect_tcp();
     EXPECT_PREFIX(a, "LOCK sub", "OK sub ");
     ck_assert_int_eq(CT_RUN("held", "-H", ct_addr, "status", "sub"), 0);
     ct_assert_out_has("held", "sub: held by ");        /* the label the daemon gave */
@@ -1244,19 +1236,9 @@ END_TEST
 static int
 ct_fake_listen(int *port)
 {
-    struct sockaddr_in sa;
-    socklen_t len = sizeof(sa);
-    int fd;
+    int fd = h_tcp_listen(htonl(INADDR_LOOPBACK), 8, port);
 
-    fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    ck_assert_int_ge(fd, 0);
-    memset(&sa, 0, sizeof(sa));
-    sa.sin_family = AF_INET;
-    sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    ck_assert_int_eq(bind(fd, (struct sockaddr *)&sa, sizeof(sa)), 0);
-    ck_assert_int_eq(listen(fd, 8), 0);
-    ck_assert_int_eq(getsockname(fd, (struct sockaddr *)&sa, &len), 0);
-    *port = ntohs(sa.sin_port);
+    ck_assert_msg(fd >= 0, "cannot listen on 127.0.0.1: %s", strerror(errno));
     return fd;
 }
 
@@ -1538,7 +1520,7 @@ START_TEST(list_holds)
     ct_hold("b", "ls-b", NULL, &ctl_b);
     waiter = CT_SPAWN("w", "-H", ct_addr, "--label", "queued", "ls-a", "true");
     ct_wait_stat("waiters", 1, 5000);
-    a = ct_connect();
+    a = expect_tcp();
     EXPECT_PREFIX(a, "LOCK other label=by-hand", "OK other ");
 
     ck_assert_int_eq(CT_RUN("list", "-H", ct_addr, "list"), 0);
@@ -1616,7 +1598,7 @@ START_TEST(watch_changes)
 
     /* A change through the other daemon. */
     h_use_daemon(1);
-    b = ct_connect();
+    b = expect_tcp();
     EXPECT_PREFIX(b, "LOCK wn label=elsewhere", "OK wn ");
     t.text = "HELD wn label=elsewhere";
     ck_assert_msg(h_wait_until(ct_cond_out, &t, FILE_MS), "a grant through daemon 1 not shown");
@@ -1679,7 +1661,7 @@ START_TEST(break_holder)
     ck_assert_int_eq(ct_wait(ctl, EXIT_MS), 75);
     ct_assert_out_has("holder", "reason=broken");
     ck_assert_msg(h_wait_until(ct_cond_dead, &child, 2000), "the command outlived its lock");
-    t.fd = ct_connect();
+    t.fd = expect_tcp();
     t.name = "bk";
     ck_assert_msg(ct_cond_trylock(&t), "bk is still held after the break");
     close(t.fd);
@@ -2088,8 +2070,9 @@ ctl_suite(void)
     return s;
 }
 
-int
-main(void)
+/* Before the run: default signal dispositions, then the harness's setup. */
+static int
+ctl_init(void)
 {
     /*
      * The signal tests send SIGINT, SIGTERM and SIGHUP to redlockctl and
@@ -2099,5 +2082,7 @@ main(void)
     signal(SIGINT, SIG_DFL);
     signal(SIGTERM, SIG_DFL);
     signal(SIGHUP, SIG_DFL);
-    return expect_run_suite(ctl_suite(), "check_redlockctl");
+    return h_suite_init();
 }
+
+const struct runner runner_main = { "check_redlockctl", ctl_suite, ctl_init, h_suite_cleanup };

@@ -23,6 +23,7 @@
 #include "daemon/redlock.h"
 #include "tests/expect.h"
 #include "tests/harness.h"
+#include "tests/runner.h"
 
 #define REDLOCK_STR(x)  #x
 #define REDLOCK_XSTR(x) REDLOCK_STR(x)      /* what daemon/scripts.h expects */
@@ -803,8 +804,8 @@ END_TEST
 
 #define SC_ADD(s, test) expect_add_case((s), #test, (test), sc_teardown, TEST_TIMEOUT_S)
 
-int
-main(void)
+static Suite *
+scripts_suite(void)
 {
     Suite *s = suite_create("redlockd scripts on a real master");
 
@@ -826,5 +827,7 @@ main(void)
     SC_ADD(s, batch_items_apart);
     SC_ADD(s, batch_malformed_runs_nothing);
     SC_ADD(s, embedded_constants);
-    return expect_run_suite(s, "check_scripts");
+    return s;
 }
+
+const struct runner runner_main = { "check_scripts", scripts_suite, h_suite_init, h_suite_cleanup };

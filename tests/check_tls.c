@@ -28,6 +28,7 @@
 
 #include "tests/expect.h"
 #include "tests/harness.h"
+#include "tests/runner.h"
 
 #define NMASTERS        3       /* masters per test */
 #define CMD_MS          2000    /* deadline for a reply that needs the masters */
@@ -876,8 +877,8 @@ END_TEST
 
 #define TT_ADD(s, test) expect_add_case((s), #test, (test), tt_teardown, TEST_TIMEOUT_S)
 
-int
-main(void)
+static Suite *
+tls_suite(void)
 {
     Suite *s = suite_create("redlockd clients over TLS");
 
@@ -894,5 +895,7 @@ main(void)
     TT_ADD(s, ciphers_configured);
     TT_ADD(s, client_crl_revoked);
     TT_ADD(s, client_names);
-    return expect_run_suite(s, "check_tls");
+    return s;
 }
+
+const struct runner runner_main = { "check_tls", tls_suite, h_suite_init, h_suite_cleanup };

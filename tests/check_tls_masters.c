@@ -25,6 +25,7 @@
 
 #include "tests/expect.h"
 #include "tests/harness.h"
+#include "tests/runner.h"
 
 #define NMASTERS        5       /* masters per test */
 #define CMD_MS          3000    /* deadline for a reply that needs the masters */
@@ -428,8 +429,8 @@ END_TEST
 
 #define TM_ADD(s, test) expect_add_case((s), #test, (test), tm_teardown, TEST_TIMEOUT_S)
 
-int
-main(void)
+static Suite *
+tls_masters_suite(void)
 {
     Suite *s = suite_create("redlockd masters over TLS");
 
@@ -441,5 +442,9 @@ main(void)
     TM_ADD(s, server_name);
     TM_ADD(s, client_certificate_and_reload);
     TM_ADD(s, mixed_plain_and_tls);
-    return expect_run_suite(s, "check_tls_masters");
+    return s;
 }
+
+const struct runner runner_main = {
+    "check_tls_masters", tls_masters_suite, h_suite_init, h_suite_cleanup
+};

@@ -21,6 +21,7 @@
 
 #include "tests/expect.h"
 #include "tests/harness.h"
+#include "tests/runner.h"
 
 #define NMASTERS        5       /* masters per test */
 #define CMD_MS          2000    /* deadline for a reply that needs the masters */
@@ -759,8 +760,8 @@ END_TEST
 
 #define WT_ADD(s, test) expect_add_case((s), #test, (test), wt_teardown, TEST_TIMEOUT_S)
 
-int
-main(void)
+static Suite *
+who_suite(void)
 {
     Suite *s = suite_create("redlockd who holds what");
 
@@ -772,5 +773,7 @@ main(void)
     WT_ADD(s, watch_waits_for_the_fence);
     WT_ADD(s, break_ends_the_lock);
     WT_ADD(s, break_shared_and_counted);
-    return expect_run_suite(s, "check_who");
+    return s;
 }
+
+const struct runner runner_main = { "check_who", who_suite, h_suite_init, h_suite_cleanup };

@@ -1,13 +1,22 @@
 /*
- * expect.h: assertions on one request and its reply, shared by the
- * integration suites.  They keep the caller's line number (macros) and
- * wait CMD_MS for the reply: the including file defines CMD_MS (it is
- * read where the macros are used).
+ * expect.h: what the end-to-end suites share on top of the harness.
+ *
+ * First, assertions on one request and its reply, as macros and inline
+ * functions: they keep the caller's line number and wait CMD_MS for the
+ * reply (the including file defines CMD_MS; it is read where the macros
+ * are used), and how a suite registers its tests (EXPECT_ADD).  Then the
+ * helpers of tests/expect.c (linked into every end-to-end suite, never
+ * into a program without Check): starting a test's masters and daemons,
+ * requiring lines and STATS counters, conditions for h_wait_until, and
+ * netcat runs.  A helper that fails an assertion ends the test, as
+ * ck_assert does; strings returned are the caller's unless said.
  */
 #ifndef REDLOCKD_TESTS_EXPECT_H
 #define REDLOCKD_TESTS_EXPECT_H
 
 #include <errno.h>
+#include <stdbool.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -91,19 +100,26 @@ expect_int_at(const char *line, const char *key, int at)
     } while (0)
 
 /*
- * Make daemon d the current one and connect to it over TCP; the test
- * fails (naming the daemon and the reason) when that does not work.
+ * Connect to the current daemon over TCP (h_connect_tcp); the test fails
+ * (naming the daemon, its port and the reason) when that does not work.
+ * Returns the descriptor; the caller closes it.
  */
+static inline int
+expect_tcp(void)
+{
+    int fd = h_connect_tcp();
+
+    ck_assert_msg(fd >= 0, "cannot connect to daemon %zu on 127.0.0.1:%d: %s",
+                  h_current_daemon(), h_daemon_port(), strerror(errno));
+    return fd;
+}
+
+/* Make daemon d the current one and connect to it as expect_tcp() does. */
 static inline int
 expect_connect(size_t d)
 {
-    int fd;
-
     h_use_daemon(d);
-    fd = h_connect_tcp();
-    ck_assert_msg(fd >= 0, "cannot connect to daemon %zu on 127.0.0.1:%d: %s", d,
-                  h_daemon_port(), strerror(errno));
-    return fd;
+    return expect_tcp();
 }
 
 /*
@@ -127,28 +143,146 @@ expect_add_case(Suite *s, const char *name, const TTest *test, void (*teardown)(
 }
 
 /*
- * The main() of an integration suite: create the harness's run
- * directory, run every test of s (each forked), clean up (printing the
- * daemon logs of failed tests), and print "<name>: N failed, T s".
- * Returns the process exit status.
+ * Add test to s as a test case of its own named as the test
+ * (expect_add_case), with h_end() as its teardown: every test starts its
+ * own masters and daemons, and h_end() stops them when it passes.
  */
-static inline int
-expect_run_suite(Suite *s, const char *name)
-{
-    int64_t t0 = h_now_ms();
-    SRunner *sr;
-    int failed;
+#define EXPECT_ADD(s, test, timeout_s) \
+    expect_add_case((s), #test, (test), h_end, (timeout_s))
 
-    if (h_suite_init() != 0) {
-        return EXIT_FAILURE;
-    }
-    sr = srunner_create(s);
-    srunner_run_all(sr, CK_NORMAL);
-    failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    h_suite_cleanup();
-    printf("%s: %d failed, %.1f s\n", name, failed, (double)(h_now_ms() - t0) / 1000.0);
-    return failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
-}
+/* ---- shared by the end-to-end suites: tests/expect.c ---- */
+
+/* The daemon options most tests start with: a blocked LOCK retries after 0..100 ms. */
+extern const struct h_daemon_opts expect_opts;
+
+/* A key and the value that must (not) be on the masters. */
+struct expect_keyval {
+    const char *key;        /* key on the masters */
+    const char *value;      /* its value (a token) */
+    size_t      want;       /* masters that must hold it */
+};
+
+/* What one nc run printed and how it ended. */
+struct expect_nc {
+    char    out[4096];      /* nc's stdout, NUL-terminated (cut to fit) */
+    size_t  len;            /* bytes in out */
+    char    err[512];       /* nc's stderr, NUL-terminated (cut to fit) */
+    int64_t first_ms;       /* ms from the start to the first LF out, -1 when none */
+    int64_t exit_ms;        /* ms from the start to nc's exit, -1 when killed */
+    int     status;         /* exit status (h_decode_status), -1 when killed */
+};
+
+/*
+ * Parse the start of a reply, "<status> <name> <key>=<integer>" (the
+ * integer may be negative), into *value.  Returns a pointer just after
+ * the integer, where the callers check the rest of the line, or NULL
+ * when the line does not start that way.
+ */
+const char *expect_parse_status_int(const char *line, const char *status, const char *name,
+                                    const char *key, long long *value);
+
+/* True when line is exactly "OK <name> validity=V holds=H". */
+bool expect_parse_lock_ok(const char *line, const char *name, long long *validity,
+                          unsigned *holds);
+
+/* Read a line within ms and require it to be exactly want. */
+void expect_line(int fd, const char *want, int64_t ms, const char *what);
+
+/* Require a STATS counter to reach want (or, with at_least, want or more) in time. */
+void expect_wait_stat(const char *name, long long want, bool at_least, int64_t timeout_ms);
+
+/* STATS counter name of the current daemon, which must be there. */
+long long expect_stat(const char *name);
+
+/* Start of a test: its directory, named for the test (h_begin), or the test fails. */
+void expect_begin(void);
+
+/* STATS counter name of daemon d over a connection of its own; -1 if absent. */
+long long expect_daemon_stat(size_t d, const char *name);
+
+/* True when the daemon log contains text. */
+bool expect_log_has(const char *text);
+
+/*
+ * The key of lock name on the masters of a daemon started without a
+ * lock.key_prefix (the harness's default), into out.
+ */
+void expect_key(const char *name, char *out, size_t size);
+
+/* Start of a test: its directory, nmasters masters, the daemon with opts. */
+void expect_up(size_t nmasters, const struct h_daemon_opts *opts);
+
+/*
+ * Start of a test: a directory named for the test, n masters (with
+ * append-only files when aof), and ndaemons daemons with opts (when
+ * NULL: a blocked LOCK retries after 0..100 ms, lock.key_prefix
+ * "redlock:").  Daemon 0 is current afterwards.
+ */
+void expect_up_daemons(size_t nmasters, bool aof, size_t ndaemons,
+                       const struct h_daemon_opts *opts);
+
+/* arg: const char **key.  The key is absent from every master. */
+bool expect_cond_key_gone(void *arg);
+
+/* arg: const char **key.  The key is absent from every master that answers. */
+bool expect_cond_key_gone_alive(void *arg);
+
+/* arg: struct expect_keyval.  Exactly want masters hold key = value. */
+bool expect_cond_holding(void *arg);
+
+/* DEL key on every master. */
+void expect_del_everywhere(const char *key);
+
+/* Read a line within ms and require it to start with "! LOST <name> reason=X". */
+void expect_lost(int fd, const char *name, int64_t ms, const char *what);
+
+/*
+ * An abortive close: SO_LINGER 0, so that the kernel sends a reset
+ * (the daemon reads an error, not an end of input), then close(fd).
+ */
+void expect_reset(int fd);
+
+/*
+ * Run argv (nc and its arguments) with input on its stdin, then end of
+ * file there (the pipe of `printf ... | nc`), and collect its stdout
+ * until it exits or timeout_ms passed; then it is killed.  It is
+ * always reaped.  The child dies with the test (h_child_setup).
+ */
+void expect_nc_argv(const char *const argv[], const char *input, int64_t timeout_ms,
+                    struct expect_nc *r);
+
+/* nc <flag> 127.0.0.1 <daemon port>, fed input. */
+void expect_nc_tcp(const char *flag, const char *input, struct expect_nc *r);
+
+/* nc's output and stderr as one printable string for a failure message. */
+const char *expect_nc_show(const struct expect_nc *r);
+
+/* Sum of EVALSHA and EVAL calls on master i (the daemon's rounds), or -1. */
+long long expect_script_calls(size_t i);
+
+/*
+ * Require STATS name to reach want in time, read over the Unix socket
+ * (u): a TCP connection would count itself, or be refused.
+ */
+void expect_wait_stat_on(int u, const char *name, long long want);
+
+/* Require STATS unauthenticated to reach want in time, read over the Unix socket u. */
+void expect_wait_unauthenticated(int u, long long want);
+
+/*
+ * Send a LOCK or TRYLOCK line on fd and require
+ * "OK <name> validity=V holds=<holds>"; V goes into the long long
+ * lvalue validity.
+ */
+#define EXPECT_LOCK_OK(fd, line, name, holds, validity) do {                    \
+        char *got_ = h_cmd((fd), (line), CMD_MS);                               \
+        unsigned holds_ = 0;                                                    \
+        ck_assert_msg(got_ != NULL && expect_parse_lock_ok(got_, (name), &(validity), &holds_) \
+                      && holds_ == (unsigned)(holds),                           \
+                      "'%s' answered '%s', expected 'OK %s validity=N holds=%u'", \
+                      (line), got_ != NULL ? got_ : "(nothing)", (name),        \
+                      (unsigned)(holds));                                       \
+        free(got_);                                                             \
+    } while (0)
 
 #endif /* REDLOCKD_TESTS_EXPECT_H */

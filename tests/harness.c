@@ -661,20 +661,13 @@ h_master_spawn(size_t i)
 static bool
 h_port_listening(const char *addr, int port)
 {
-    struct sockaddr_in sin;
-    int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    bool ok;
+    int fd = h_tcp_connect(NULL, addr, port, 0);
 
     if (fd < 0) {
         return false;
     }
-    memset(&sin, 0, sizeof(sin));
-    sin.sin_family = AF_INET;
-    sin.sin_port = htons((uint16_t)port);
-    ok = inet_pton(AF_INET, addr, &sin.sin_addr) == 1
-         && connect(fd, (struct sockaddr *)&sin, sizeof(sin)) == 0;
     close(fd);
-    return ok;
+    return true;
 }
 
 /*
@@ -2057,6 +2050,73 @@ int
 h_connect_unix(void)
 {
     return h_connect(H_D->sock_path, false);
+}
+
+int
+h_tcp_connect(const char *from, const char *addr, int port, int rcvbuf)
+{
+    struct sockaddr_in sa;
+    int fd, err;
+
+    fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (fd < 0) {
+        return -1;
+    }
+    memset(&sa, 0, sizeof(sa));
+    sa.sin_family = AF_INET;
+    if (from != NULL) {
+        if (inet_pton(AF_INET, from, &sa.sin_addr) != 1) {
+            errno = EINVAL;
+            goto fail;
+        }
+        if (bind(fd, (struct sockaddr *)&sa, sizeof(sa)) != 0) {
+            goto fail;
+        }
+    }
+    if (rcvbuf > 0
+        && setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &rcvbuf, sizeof(rcvbuf)) != 0) {
+        goto fail;
+    }
+    sa.sin_port = htons((uint16_t)port);
+    if (inet_pton(AF_INET, addr, &sa.sin_addr) != 1) {
+        errno = EINVAL;
+        goto fail;
+    }
+    if (connect(fd, (struct sockaddr *)&sa, sizeof(sa)) != 0) {
+        goto fail;
+    }
+    return fd;
+
+fail:
+    err = errno;
+    close(fd);
+    errno = err;
+    return -1;
+}
+
+int
+h_tcp_listen(uint32_t addr, int backlog, int *port)
+{
+    struct sockaddr_in sa;
+    socklen_t len = sizeof(sa);
+    int fd, err;
+
+    fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (fd < 0) {
+        return -1;
+    }
+    memset(&sa, 0, sizeof(sa));
+    sa.sin_family = AF_INET;
+    sa.sin_addr.s_addr = addr;
+    if (bind(fd, (struct sockaddr *)&sa, sizeof(sa)) != 0 || listen(fd, backlog) != 0
+        || getsockname(fd, (struct sockaddr *)&sa, &len) != 0) {
+        err = errno;
+        close(fd);
+        errno = err;
+        return -1;
+    }
+    *port = ntohs(sa.sin_port);
+    return fd;
 }
 
 int

@@ -556,6 +556,26 @@ int h_connect_unix(void);
 /* The same as h_connect_tcp() to any port of 127.0.0.1 (the metrics port). */
 int h_connect_port(int port);
 
+/*
+ * The plain TCP connect, for tests that need the socket itself rather
+ * than a client of the protocol: a blocking, close-on-exec IPv4 socket,
+ * bound to source address from when from is not NULL (an IPv4 address
+ * such as "127.0.0.2", port chosen by the kernel), its receive buffer set
+ * to rcvbuf bytes when rcvbuf > 0 (before connecting, so that the window
+ * is small from the start), connected once to addr:port (no retry).
+ * Returns the descriptor (caller closes it), or -1 with errno from the
+ * call that failed (ECONNREFUSED when nothing listens there).
+ */
+int h_tcp_connect(const char *from, const char *addr, int port, int rcvbuf);
+
+/*
+ * A TCP socket listening on IPv4 address addr (network byte order, e.g.
+ * htonl(INADDR_LOOPBACK)) on a port the kernel chose, with the given
+ * backlog; *port gets that port.  Returns the descriptor (caller closes
+ * it), or -1 with errno.
+ */
+int h_tcp_listen(uint32_t addr, int backlog, int *port);
+
 /* Send line followed by LF.  Returns 0, or -1 when the send failed. */
 int h_send(int fd, const char *line);
 

@@ -11,7 +11,7 @@
 #   build/redis-libc/redis-server
 #                        Debian's redis source built with the C library's
 #                        malloc, which runs under libfaketime (the masters
-#                        whose clock the clock scenarios and check_clock
+#                        whose clock the clock scenarios and check_quarantine
 #                        step); tests/faults/build-redis-libc.sh, once
 
 FAULTS_BINS := $(B)/rmw-client $(B)/delay-proxy $(B)/break-client $(B)/check_faults

@@ -1,0 +1,958 @@
+/*
+ * check_limits.c: hostile and greedy clients against the daemon's
+ * limits, end to end.
+ *
+ * Slowloris lines and clients that never read (closed once their output
+ * has not moved for idle_timeout_ms, their input no longer read once
+ * their unsent output is large); limits.max_clients, max_clients_per_source
+ * and the slots reserved to the Unix socket (a full daemon refuses TLS
+ * without writing a byte); running out of descriptors without spinning;
+ * max_locks_per_client, max_watches and the budget of reads per second;
+ * connections that never authenticate (their own pool, one deadline from
+ * accept through the TLS handshake and AUTH, a slot given back however
+ * the connection ends) and AUTH guessing from one address.
+ *
+ * Real redis-server masters and the real daemon on free loopback ports
+ * (tests/harness.h).  Each test is a test case of its own:
+ * CK_RUN_CASE=<test> ./build/check_limits runs one.
+ */
+#include <ctype.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+
+#include <check.h>
+#include <hiredis/hiredis.h>
+
+#include "client/client.h"
+#include "tests/expect.h"
+#include "tests/harness.h"
+#include "tests/runner.h"
+
+#define NMASTERS        5       /* masters per test */
+#define CMD_MS          2000    /* deadline for a reply that needs the masters */
+#define LOCAL_MS        1000    /* deadline for a reply the daemon gives alone */
+#define TEST_TIMEOUT_S  30      /* per test, unless CK_DEFAULT_TIMEOUT is set */
+
+/* The watchdog test's view of a held lock. */
+struct watch {
+    int         fd;         /* another client, which asks TRYLOCK */
+    const char *name;       /* lock name, also the key */
+    const char *token;      /* the holder's token */
+    long long   ttl;        /* the lease asked for, ms */
+    char        why[512];   /* what was wrong, for the failure message */
+};
+
+/* The daemon's resident memory in KiB, from /proc, or -1. */
+static long
+daemon_rss_kib(void)
+{
+    char path[64], line[256];
+    long kib = -1;
+    FILE *f;
+
+    snprintf(path, sizeof(path), "/proc/%d/status", (int)h_daemon_pid());
+    f = fopen(path, "re");
+    if (f == NULL) {
+        return -1;
+    }
+    while (fgets(line, sizeof(line), f) != NULL) {
+        if (sscanf(line, "VmRSS: %ld kB", &kib) == 1) {
+            break;
+        }
+    }
+    fclose(f);
+    return kib;
+}
+
+/*
+ * A client that pipelines requests and never reads the replies: the
+ * daemon stops reading from it once its unsent output is large, so its
+ * memory stays bounded and other clients are served as usual.
+ */
+START_TEST(client_never_reads)
+{
+    static const char req[] = "STATS\n";
+    char buf[64 * 1024];
+    size_t sent = 0, i;
+    int64_t deadline, stalled_since;
+    long long valid;
+    long rss;
+    ssize_t n;
+    int a, b;
+
+    expect_up(NMASTERS, &expect_opts);
+    a = expect_tcp();
+    b = expect_tcp();
+    EXPECT_LOCK_OK(b, "LOCK nr", "nr", 1, valid);
+    for (i = 0; i + sizeof(req) - 1 <= sizeof(buf); i += sizeof(req) - 1) {
+        memcpy(buf + i, req, sizeof(req) - 1);
+    }
+    ck_assert_int_eq(fcntl(a, F_SETFL, fcntl(a, F_GETFL) | O_NONBLOCK), 0);
+    /* Push 32 MiB of requests (5 GiB of replies), or until the daemon stops reading. */
+    deadline = h_now_ms() + 5000;
+    stalled_since = h_now_ms();
+    while (sent < 32u * 1024 * 1024 && h_now_ms() < deadline) {
+        n = send(a, buf, i, MSG_NOSIGNAL);
+        if (n > 0) {
+            sent += (size_t)n;
+            stalled_since = h_now_ms();
+        } else if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
+            if (h_now_ms() - stalled_since > 300) {
+                break;      /* the daemon stopped reading from us */
+            }
+            h_sleep_ms(5);
+        } else {
+            break;
+        }
+    }
+    rss = daemon_rss_kib();
+    ck_assert_msg(rss > 0 && rss < 64 * 1024,
+                  "daemon RSS is %ld KiB after a client sent %zu bytes it never read replies to",
+                  rss, sent);
+    EXPECT_REPLY(b, "PING still", "PONG still");
+    EXPECT_PREFIX(b, "STATUS nr", "HELD nr ttl=");
+    EXPECT_REPLY(b, "UNLOCK nr", "OK nr holds=0");
+    close(a);
+    close(b);
+}
+END_TEST
+
+#define TEST_TIMEOUT_40_S 40
+
+/*
+ * Slowloris: a line must be complete within idle_timeout_ms of its
+ * first byte, however it trickles in; a line that does complete in time
+ * is served, and an idle connection without a partial line stays open.
+ */
+START_TEST(slowloris)
+{
+    struct h_daemon_opts o = { .retry_delay_ms = 100, .idle_timeout_ms = 600 };
+    int64_t t0;
+    char *got;
+    int a, b, i;
+
+    expect_up(NMASTERS, &o);
+    a = expect_tcp();
+    b = expect_tcp();
+    EXPECT_PREFIX(b, "LOCK sl", "OK sl ");
+    /* A line in two pieces, in time. */
+    ck_assert_int_eq(h_send_raw(a, "PI", 2), 0);
+    h_sleep_ms(100);
+    EXPECT_REPLY(a, "NG ok", "PONG ok");
+    /* One byte every 200 ms: closed 600 ms after the first. */
+    t0 = h_now_ms();
+    for (i = 0; i < 5; i++) {
+        if (h_send_raw(a, "P", 1) != 0) {
+            break;
+        }
+        h_sleep_ms(200);
+        if (h_now_ms() - t0 > 700) {
+            break;
+        }
+    }
+    got = h_read_line(a, 2000);
+    ck_assert_msg(got != NULL && strncmp(got, "ERR TIMEOUT ", 12) == 0,
+                  "a trickled line got '%s', expected 'ERR TIMEOUT ...'", got ? got : "(nothing)");
+    free(got);
+    ck_assert_msg(h_expect_eof(a, LOCAL_MS), "the connection stayed open after ERR TIMEOUT");
+    ck_assert_msg(h_now_ms() - t0 >= 550, "closed %lld ms after the first byte",
+                  (long long)(h_now_ms() - t0));
+    close(a);
+    /* b held a lock and said nothing for twice the timeout: still open. */
+    ck_assert_msg(h_quiet(b, 1200), "the idle lock holder was sent something");
+    EXPECT_PREFIX(b, "STATUS sl", "HELD sl ttl=");
+    EXPECT_REPLY(b, "UNLOCK sl", "OK sl holds=0");
+    expect_wait_stat("clients_timed_out", 1, false, LOCAL_MS);
+    close(b);
+}
+END_TEST
+
+/*
+ * A client that holds a lock and sends requests without reading the
+ * replies is closed once its output has not moved for idle_timeout_ms,
+ * and its lock is released; the others are not affected.
+ */
+START_TEST(non_reader_closed)
+{
+    struct h_daemon_opts o = { .retry_delay_ms = 100, .idle_timeout_ms = 1000 };
+    static const char req[] = "STATS\n";
+    const char *key = "nr";
+    char buf[64 * 1024];
+    size_t i;
+    int64_t deadline;
+    ssize_t n;
+    int a, b, one = 4096;
+
+    expect_up(NMASTERS, &o);
+    a = expect_tcp();
+    b = expect_tcp();
+    /* A small receive buffer, so the daemon's output backs up sooner. */
+    setsockopt(a, SOL_SOCKET, SO_RCVBUF, &one, sizeof(one));
+    EXPECT_PREFIX(a, "LOCK nr", "OK nr ");
+    for (i = 0; i + sizeof(req) - 1 <= sizeof(buf); i += sizeof(req) - 1) {
+        memcpy(buf + i, req, sizeof(req) - 1);
+    }
+    ck_assert_int_eq(fcntl(a, F_SETFL, fcntl(a, F_GETFL) | O_NONBLOCK), 0);
+    deadline = h_now_ms() + 8000;
+    while (h_now_ms() < deadline) {
+        n = send(a, buf, i, MSG_NOSIGNAL);
+        if (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK) {
+            break;      /* reset: the daemon closed us */
+        }
+        if (h_masters_without(key) == NMASTERS) {
+            break;
+        }
+        h_sleep_ms(n > 0 ? 1 : 50);
+    }
+    ck_assert_msg(h_wait_until(expect_cond_key_gone_alive, &key, 3000),
+                  "the non-reader's lock was not released");
+    expect_wait_stat("clients_closed_output", 1, false, LOCAL_MS);
+    ck_assert_msg(expect_log_has("(limits.idle_timeout_ms): closing"),
+                  "the log does not say why the client was closed");
+    EXPECT_REPLY(b, "PING", "PONG");
+    EXPECT_PREFIX(b, "TRYLOCK nr", "OK nr ");
+    close(a);
+    close(b);
+}
+END_TEST
+
+/* A new connection is served (answers PONG). */
+static bool
+li_cond_ping(void *arg)
+{
+    int fd = h_connect_tcp();
+    char *got;
+    bool ok;
+
+    (void)arg;
+    if (fd < 0) {
+        return false;
+    }
+    got = h_cmd(fd, "PING", LOCAL_MS);
+    ok = got != NULL && strcmp(got, "PONG") == 0;
+    free(got);
+    close(fd);
+    return ok;
+}
+
+/* max_clients + 1 gets ERR LIMIT and is closed; a slot freed is reusable. */
+START_TEST(max_clients)
+{
+    struct h_daemon_opts o = { .retry_delay_ms = 100, .max_clients = 3 };
+    int fds[3], extra, i;
+    char *got;
+
+    expect_up(NMASTERS, &o);
+    for (i = 0; i < 3; i++) {
+        fds[i] = expect_tcp();
+        EXPECT_REPLY(fds[i], "PING", "PONG");
+    }
+    extra = expect_tcp();
+    got = h_read_line(extra, LOCAL_MS);
+    ck_assert_msg(got != NULL && strncmp(got, "ERR LIMIT ", 10) == 0,
+                  "client 4 of 3 got '%s'", got ? got : "(nothing)");
+    free(got);
+    ck_assert(h_expect_eof(extra, LOCAL_MS));
+    close(extra);
+    EXPECT_REPLY(fds[0], "PING still", "PONG still");
+    close(fds[0]);
+    /* The daemon sees the close a moment later: then a new client fits. */
+    ck_assert_msg(h_wait_until(li_cond_ping, NULL, 2000),
+                  "no client was served after one of three left");
+    close(fds[1]);
+    close(fds[2]);
+}
+END_TEST
+
+/* CPU time pid used so far (user + system), in clock ticks; -1 when unreadable. */
+static long long
+li_cpu_ticks(pid_t pid)
+{
+    char path[64], buf[1024], *paren;
+    unsigned long long ut = 0, st = 0;
+    FILE *f;
+    size_t n;
+
+    snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
+    if ((f = fopen(path, "r")) == NULL) {
+        return -1;
+    }
+    n = fread(buf, 1, sizeof(buf) - 1, f);
+    fclose(f);
+    buf[n] = '\0';
+    /* After "(comm)": state, then fields 4..13; utime and stime are 14 and 15. */
+    if ((paren = strrchr(buf, ')')) == NULL
+        || sscanf(paren + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %llu %llu",
+                  &ut, &st) != 2) {
+        return -1;
+    }
+    return (long long)(ut + st);
+}
+
+/* Lines of the current daemon's log that contain text. */
+static int
+li_log_lines(const char *text)
+{
+    char line[512];
+    int n = 0;
+    FILE *f = fopen(h_daemon_log_path(), "r");
+
+    if (f == NULL) {
+        return -1;
+    }
+    while (fgets(line, sizeof(line), f) != NULL) {
+        n += strstr(line, text) != NULL;
+    }
+    fclose(f);
+    return n;
+}
+
+#define LI_FD_LIMIT   64        /* the daemon's descriptor limit, soft and hard */
+#define LI_FD_CONNS   90        /* connections: more than it can accept */
+#define LI_FD_WINDOW_MS 2000    /* how long the daemon is watched out of descriptors */
+#define LI_FD_KEPT    20        /* connections kept open after the others left: they
+                                   fit in the limit */
+
+/*
+ * Out of descriptors, the daemon does not spin: under a hard limit of 64
+ * it warns at start that limits.max_clients does not fit, 90
+ * connections leave it unable to accept, and over 2 s it then spends
+ * little CPU (libevent's listener would retry accept(2) at once, for
+ * ever) and logs one accept-failure line, not one per try.  Once
+ * clients leave, a connection that waited in the backlog is served.
+ */
+START_TEST(out_of_descriptors_pauses)
+{
+    struct h_daemon_opts o = { .retry_delay_ms = 100, .nofile = LI_FD_LIMIT,
+                               .log_level = "info" };
+    int fds[LI_FD_CONNS], i, lines;
+    long long cpu0, cpu1, hz = sysconf(_SC_CLK_TCK);
+    char *got;
+
+    expect_up(NMASTERS, &o);
+    ck_assert_msg(h_log_find(0, "descriptor limit 64 (hard 64) is below", NULL, 0),
+                  "no warning at start that max_clients does not fit the descriptor limit");
+    fds[0] = expect_tcp();
+    EXPECT_REPLY(fds[0], "PING", "PONG");
+    for (i = 1; i < LI_FD_CONNS; i++) {
+        fds[i] = expect_tcp();
+        ck_assert_int_eq(h_send(fds[i], "PING"), 0);
+    }
+    ck_assert_msg(h_wait_log(0, "accept failed: Too many open files", 5000),
+                  "the daemon never ran out of descriptors (log above)");
+    cpu0 = li_cpu_ticks(h_daemon_pid());
+    h_sleep_ms(LI_FD_WINDOW_MS);
+    cpu1 = li_cpu_ticks(h_daemon_pid());
+    lines = li_log_lines("accept failed");
+    fprintf(stderr, "out_of_descriptors_pauses: %lld ms of CPU in %d ms out of descriptors, "
+            "%d accept-failure lines\n", (cpu1 - cpu0) * 1000 / hz, LI_FD_WINDOW_MS, lines);
+    ck_assert_msg(cpu0 >= 0 && cpu1 >= 0, "cannot read the daemon's CPU time");
+    ck_assert_msg((cpu1 - cpu0) * 1000 / hz < LI_FD_WINDOW_MS / 4,
+                  "the daemon used %lld ms of CPU in %d ms out of descriptors: it spins",
+                  (cpu1 - cpu0) * 1000 / hz, LI_FD_WINDOW_MS);
+    ck_assert_msg(lines == 1, "%d accept-failure lines in the log, expected one", lines);
+    EXPECT_REPLY(fds[0], "PING still", "PONG still");
+    /* Most clients leave: the last connection, still in the backlog, is served. */
+    for (i = 1; i < LI_FD_CONNS - LI_FD_KEPT; i++) {
+        close(fds[i]);
+    }
+    got = h_read_line(fds[LI_FD_CONNS - 1], 5000);
+    ck_assert_msg(got != NULL && strcmp(got, "PONG") == 0,
+                  "the last connection got '%s' once clients left", got ? got : "(nothing)");
+    free(got);
+    for (i = LI_FD_CONNS - LI_FD_KEPT; i < LI_FD_CONNS; i++) {
+        close(fds[i]);
+    }
+    close(fds[0]);
+}
+END_TEST
+
+/* max_locks_per_client: the next LOCK gets ERR LIMIT; the held ones stay. */
+START_TEST(max_locks_per_client)
+{
+    struct h_daemon_opts o = { .retry_delay_ms = 100, .max_locks_per_client = 2 };
+    int a;
+
+    expect_up(NMASTERS, &o);
+    a = expect_tcp();
+    EXPECT_PREFIX(a, "LOCK m1", "OK m1 ");
+    EXPECT_PREFIX(a, "LOCK m2", "OK m2 ");
+    EXPECT_PREFIX(a, "LOCK m3", "ERR LIMIT ");
+    EXPECT_PREFIX(a, "LOCK m1", "OK m1 ");     /* re-entry is not a new lock */
+    EXPECT_PREFIX(a, "STATUS m2", "HELD m2 ");
+    EXPECT_REPLY(a, "UNLOCK m2", "OK m2 holds=0");
+    EXPECT_PREFIX(a, "LOCK m3", "OK m3 ");
+    close(a);
+}
+END_TEST
+
+/*
+ * auth.password: a TCP session must AUTH first (ERR AUTH otherwise), a
+ * wrong password closes it, the right one opens every verb; the Unix
+ * socket is exempt unless auth.unix_exempt is false.
+ */
+/* Lines of the daemon's log that contain text. */
+static int
+li_log_count(const char *text)
+{
+    FILE *f = fopen(h_daemon_log_path(), "r");
+    char line[1024];
+    int n = 0;
+
+    ck_assert_msg(f != NULL, "cannot read the daemon's log");
+    while (fgets(line, sizeof(line), f) != NULL) {
+        n += strstr(line, text) != NULL;
+    }
+    fclose(f);
+    return n;
+}
+
+/* A TCP connection to the daemon from source address from (an IPv4 loopback address). */
+static int
+li_connect_from(const char *from)
+{
+    int fd = h_tcp_connect(from, "127.0.0.1", h_daemon_port(), 0);
+
+    ck_assert_msg(fd >= 0, "connect from %s: %s", from, strerror(errno));
+    return fd;
+}
+
+/* The reply to AUTH password on a new connection from source address from; caller frees. */
+static char *
+li_auth_from(const char *from, const char *password)
+{
+    char line[128];
+    char *got;
+    int fd = li_connect_from(from);
+
+    snprintf(line, sizeof(line), "AUTH %s", password);
+    got = h_cmd(fd, line, LOCAL_MS);
+    close(fd);
+    ck_assert_msg(got != NULL, "AUTH from %s got no reply", from);
+    return got;
+}
+
+/* arg: the source address.  The right password is accepted from it again. */
+static bool
+li_cond_auth_ok(void *arg)
+{
+    char *got = li_auth_from(arg, "s3cret-pw");
+    bool ok = strcmp(got, "OK") == 0;
+
+    free(got);
+    return ok;
+}
+
+/*
+ * A new connection from source address from is refused: its first line
+ * is ERR LIMIT naming setting, then the daemon closes it.
+ */
+static void
+li_expect_refused(const char *from, const char *setting)
+{
+    int fd = li_connect_from(from);
+    char *got = h_read_line(fd, LOCAL_MS);
+
+    ck_assert_msg(got != NULL && strncmp(got, "ERR LIMIT ", 10) == 0
+                  && strstr(got, setting) != NULL,
+                  "a connection from %s got '%s', not ERR LIMIT naming %s", from,
+                  got != NULL ? got : "(nothing)", setting);
+    free(got);
+    ck_assert_msg(h_expect_eof(fd, LOCAL_MS), "a refused connection stayed open");
+    close(fd);
+}
+
+/* STATS unauthenticated read over u, -1 when it cannot be read. */
+static long long
+li_unauthenticated(int u)
+{
+    long long n = -1;
+
+    return h_stat(u, "unauthenticated", &n) == 0 ? n : -1;
+}
+
+static void
+li_wait_connections(int u, long long want)
+{
+    expect_wait_stat_on(u, "connections", want);
+}
+
+/*
+ * Connections that never authenticate fill only their own pool: at most
+ * max_unauthenticated_per_source from one address, max_unauthenticated
+ * in all; the Unix socket is not held up, and one that authenticates
+ * makes room.
+ */
+START_TEST(unauthenticated_capped)
+{
+    struct h_daemon_opts o = { .retry_delay_ms = 100, .auth_password = "s3cret-pw",
+                               .limits_yaml = "  max_unauthenticated: 4\n"
+                                              "  max_unauthenticated_per_source: 2\n" };
+    int a0, a1, b0, b1, u;
+    long long rejected = -1;
+    char *got;
+
+    expect_up(NMASTERS, &o);
+    u = h_connect_unix();
+    ck_assert_int_ge(u, 0);
+    a0 = li_connect_from("127.0.0.1");
+    a1 = li_connect_from("127.0.0.1");
+    expect_wait_unauthenticated(u, 2);
+    li_expect_refused("127.0.0.1", "(limits.max_unauthenticated_per_source)");
+    b0 = li_connect_from("127.0.0.2");
+    b1 = li_connect_from("127.0.0.2");
+    expect_wait_unauthenticated(u, 4);
+    li_expect_refused("127.0.0.3", "(limits.max_unauthenticated)");
+    /* The Unix socket is not held up. */
+    EXPECT_REPLY(u, "PING", "PONG");
+    EXPECT_REPLY(a0, "AUTH s3cret-pw", "OK");
+    expect_wait_unauthenticated(u, 3);
+    got = li_auth_from("127.0.0.3", "s3cret-pw");
+    ck_assert_msg(strcmp(got, "OK") == 0, "a client let in after one authenticated got '%s'",
+                  got);
+    free(got);
+    EXPECT_REPLY(a0, "PING", "PONG");
+    ck_assert_int_eq(h_stat(u, "rejected_clients", &rejected), 0);
+    ck_assert_int_eq(rejected, 2);
+    close(a0);
+    close(a1);
+    close(b0);
+    close(b1);
+    expect_wait_unauthenticated(u, 0);
+    close(u);
+}
+END_TEST
+
+/*
+ * One Unix-socket client (*u), once the harness's own connections are
+ * gone, then two TCP clients (*t0, *t1) that have been served.
+ */
+static void
+li_unix_and_two_tcp(int *u, int *t0, int *t1)
+{
+    *u = h_connect_unix();
+    ck_assert_int_ge(*u, 0);
+    li_wait_connections(*u, 1);
+    *t0 = expect_tcp();
+    *t1 = expect_tcp();
+    EXPECT_REPLY(*t0, "PING", "PONG");
+    EXPECT_REPLY(*t1, "PING", "PONG");
+}
+
+/* With max_clients_per_source, one address cannot take every slot. */
+START_TEST(clients_per_source_capped)
+{
+    struct h_daemon_opts o = { .retry_delay_ms = 100,
+                               .limits_yaml = "  max_clients_per_source: 2\n" };
+    int a0, a1, b0, u;
+
+    expect_up(NMASTERS, &o);
+    u = h_connect_unix();
+    ck_assert_int_ge(u, 0);
+    li_wait_connections(u, 1);      /* the harness's own connections are gone */
+    a0 = li_connect_from("127.0.0.1");
+    a1 = li_connect_from("127.0.0.1");
+    EXPECT_REPLY(a0, "PING", "PONG");
+    EXPECT_REPLY(a1, "PING", "PONG");
+    li_expect_refused("127.0.0.1", "(limits.max_clients_per_source)");
+    b0 = li_connect_from("127.0.0.2");
+    EXPECT_REPLY(b0, "PING", "PONG");
+    close(a0);
+    close(a1);
+    close(b0);
+    close(u);
+}
+END_TEST
+
+/*
+ * TCP clients that fill limits.max_clients leave limits.unix_reserved
+ * slots to the Unix socket (where root can still BREAK); those are
+ * counted against max_clients like the others.
+ */
+START_TEST(unix_slots_reserved)
+{
+    struct h_daemon_opts o = { .retry_delay_ms = 100, .max_clients = 4,
+                               .limits_yaml = "  unix_reserved: 2\n" };
+    int t0, t1, u0, u1, u2;
+    char *got;
+
+    expect_up(NMASTERS, &o);
+    li_unix_and_two_tcp(&u0, &t0, &t1);
+    li_expect_refused("127.0.0.1", "limits.unix_reserved");
+    u1 = h_connect_unix();
+    ck_assert_int_ge(u1, 0);
+    EXPECT_REPLY(u1, "PING", "PONG");
+    u2 = h_connect_unix();
+    ck_assert_int_ge(u2, 0);
+    got = h_read_line(u2, LOCAL_MS);
+    ck_assert_msg(got != NULL && strcmp(got, "ERR LIMIT too many clients "
+                                        "(limits.max_clients)") == 0,
+                  "the fifth client of four got '%s'", got != NULL ? got : "(nothing)");
+    free(got);
+    close(t0);
+    close(t1);
+    close(u0);
+    close(u1);
+    close(u2);
+}
+END_TEST
+
+/* Start the daemon with a TLS listener (the harness's test certificates) and opts. */
+static void
+li_up_tls(struct h_daemon_opts *o)
+{
+    ck_assert_msg(h_begin(tcase_name()) == 0, "cannot create the test directory");
+    ck_assert_msg(h_make_certs() == 0, "tests/tls/make-certs.sh failed");
+    o->tls_cert_file = h_cert("server.crt");
+    o->tls_key_file = h_cert("server.key");
+    ck_assert_msg(h_start_masters(NMASTERS) == 0, "the masters did not start");
+    ck_assert_msg(h_start_daemon(o) == 0, "redlockd did not start (log above)");
+}
+
+/*
+ * A full daemon refuses a TLS connection without writing a byte: ERR
+ * LIMIT before the handshake would be plaintext on a TLS port.
+ */
+START_TEST(tls_refused_without_plaintext)
+{
+    struct h_daemon_opts o = { .retry_delay_ms = 100, .max_clients = 3, .log_level = "info" };
+    int t0, t1, u, fd;
+    size_t len = 0;
+    char *got;
+
+    li_up_tls(&o);
+    li_unix_and_two_tcp(&u, &t0, &t1);
+    fd = h_connect_port(h_daemon_tls_port());
+    ck_assert_int_ge(fd, 0);
+    got = h_read_all(fd, 4096, LOCAL_MS, &len);
+    ck_assert_msg(got != NULL && len == 0, "the TLS port wrote %zu plaintext bytes: '%s'", len,
+                  got != NULL ? got : "");
+    free(got);
+    close(fd);
+    ck_assert_msg(h_wait_log(0, "TLS: closed without a reply", LOCAL_MS),
+                  "the refusal of a TLS client was not logged");
+    close(t0);
+    close(t1);
+    close(u);
+}
+END_TEST
+
+#define LI_DEADLINE_MS  4000    /* limits.idle_timeout_ms of one_deadline_from_accept */
+#define LI_HANDSHAKE_LATE_MS 2000 /* the client starts its TLS handshake this late */
+
+/*
+ * The TLS handshake and AUTH share one deadline from accept: a client
+ * that takes its time over the handshake does not get the AUTH
+ * deadline again afterwards (a slot held twice as long).
+ */
+START_TEST(one_deadline_from_accept)
+{
+    struct h_daemon_opts o = { .retry_delay_ms = 100, .auth_password = "s3cret-pw",
+                               .idle_timeout_ms = LI_DEADLINE_MS };
+    struct client_tls_opts topts = { NULL, NULL, NULL };
+    struct client c;
+    enum client_read r;
+    char addr[32];
+    int64_t t0;
+
+    li_up_tls(&o);
+    snprintf(addr, sizeof(addr), "127.0.0.1:%d", h_daemon_tls_port());
+    topts.ca_file = h_cert("ca.crt");
+    client_init(&c, -1, 0);
+    t0 = h_now_ms();
+    ck_assert_int_eq(client_connect_tcp(&c, addr, t0 + LOCAL_MS), 0);
+    h_sleep_ms(LI_HANDSHAKE_LATE_MS);  /* the scenario: a slow handshake, not a wait */
+    ck_assert_msg(client_start_tls(&c, "127.0.0.1", &topts, h_now_ms() + LOCAL_MS) == 0,
+                  "TLS handshake: %s", c.err);
+    do {
+        r = client_read_line(&c, t0 + LI_DEADLINE_MS + LI_HANDSHAKE_LATE_MS + LOCAL_MS);
+    } while (r == CLIENT_LINE);
+    ck_assert_msg(r == CLIENT_EOF, "the connection did not end (%d: %s)", (int)r, c.err);
+    ck_assert_msg(h_now_ms() - t0 < LI_DEADLINE_MS + LI_HANDSHAKE_LATE_MS / 2,
+                  "closed %lld ms after connecting: the deadline of %d ms restarted after "
+                  "the handshake", (long long)(h_now_ms() - t0), LI_DEADLINE_MS);
+    client_close(&c);
+}
+END_TEST
+
+#define LI_AUTH_DEADLINE_MS 3000 /* limits.idle_timeout_ms of auth_deadline_frees_slot */
+#define LI_FLOOD_MS     1000    /* requests are sent this long, as fast as taken: their
+                                   replies fill the kernel's buffers, then the daemon's
+                                   (which stops reading) */
+
+/*
+ * A stranger that sends lines before AUTH and reads its replies a
+ * trickle at a time (enough to keep the write timeout away) loses its
+ * slot at the AUTH deadline, not once every reply is read.
+ */
+START_TEST(auth_deadline_frees_slot)
+{
+    struct h_daemon_opts o = { .retry_delay_ms = 100, .auth_password = "s3cret-pw",
+                               .idle_timeout_ms = LI_AUTH_DEADLINE_MS };
+    int u, fd, small = 4096, i;
+    char sip[512], flood[4096];
+    int64_t t0;
+
+    expect_up(NMASTERS, &o);
+    u = h_connect_unix();
+    ck_assert_int_ge(u, 0);
+    t0 = h_now_ms();
+    /* A small receive buffer: the replies back up in the daemon at once. */
+    fd = h_tcp_connect(NULL, "127.0.0.1", h_daemon_port(), small);
+    ck_assert_msg(fd >= 0, "connect: %s", strerror(errno));
+    ck_assert_int_eq(fcntl(fd, F_SETFL, O_NONBLOCK), 0);
+    memset(flood, 0, sizeof(flood));
+    for (i = 0; i + 5 <= (int)sizeof(flood); i += 5) {
+        memcpy(flood + i, "PING\n", 5);
+    }
+    while (h_now_ms() - t0 < LI_FLOOD_MS) {
+        if (send(fd, flood, sizeof(flood) - sizeof(flood) % 5, MSG_NOSIGNAL) < 0) {
+            h_sleep_ms(5);  /* full: the daemon reads no more for now */
+        }
+    }
+    expect_wait_unauthenticated(u, 1);
+    while (li_unauthenticated(u) != 0 && h_now_ms() - t0 < 2 * LI_AUTH_DEADLINE_MS) {
+        (void)!recv(fd, sip, sizeof(sip), MSG_DONTWAIT);   /* a sip: some progress */
+        h_sleep_ms(100);
+    }
+    ck_assert_msg(li_unauthenticated(u) == 0 && h_now_ms() - t0 < LI_AUTH_DEADLINE_MS * 3 / 2,
+                  "the slot was given back %lld ms after connecting (deadline %d ms)",
+                  (long long)(h_now_ms() - t0), LI_AUTH_DEADLINE_MS);
+    close(fd);
+    close(u);
+}
+END_TEST
+
+#define LI_PAUSE_DEADLINE_MS 1000 /* limits.idle_timeout_ms of pending_slot_rst_and_pause */
+
+/*
+ * The unauthenticated pool gives a slot back however its connection
+ * ends: a reset with unread input (SO_LINGER 0) before AUTH, and a
+ * daemon stopped (SIGSTOP) past the AUTH deadline, after which the late
+ * deadline closes the stranger at once while an authenticated session
+ * idle the whole time stays.
+ */
+START_TEST(pending_slot_rst_and_pause)
+{
+    struct h_daemon_opts o = { .retry_delay_ms = 100, .auth_password = "s3cret-pw",
+                               .idle_timeout_ms = LI_PAUSE_DEADLINE_MS };
+    struct linger lg = { 1, 0 };
+    char *got;
+    int u, fd, ok;
+
+    expect_up(NMASTERS, &o);
+    u = h_connect_unix();
+    ck_assert_int_ge(u, 0);
+    fd = li_connect_from("127.0.0.1");
+    expect_wait_unauthenticated(u, 1);
+    ck_assert_int_eq(h_send_raw(fd, "PIN", 3), 0);      /* a partial line, unread input */
+    ck_assert_int_eq(setsockopt(fd, SOL_SOCKET, SO_LINGER, &lg, sizeof(lg)), 0);
+    close(fd);                                          /* RST */
+    expect_wait_unauthenticated(u, 0);
+
+    ok = li_connect_from("127.0.0.1");
+    EXPECT_REPLY(ok, "AUTH s3cret-pw", "OK");
+    fd = li_connect_from("127.0.0.2");
+    expect_wait_unauthenticated(u, 1);
+    ck_assert_int_eq(h_signal_daemon(SIGSTOP), 0);
+    h_sleep_ms(3 * LI_PAUSE_DEADLINE_MS);   /* the scenario: a pause past the deadline */
+    ck_assert_int_eq(h_signal_daemon(SIGCONT), 0);
+    got = h_read_line(fd, LOCAL_MS);
+    ck_assert_msg(got != NULL && strncmp(got, "ERR AUTH no AUTH within", 23) == 0,
+                  "the stranger got '%s' after the pause", got != NULL ? got : "(nothing)");
+    free(got);
+    ck_assert_msg(h_expect_eof(fd, LOCAL_MS), "the stranger outlived a pause past its deadline");
+    expect_wait_unauthenticated(u, 0);
+    EXPECT_REPLY(ok, "PING", "PONG");
+    EXPECT_REPLY(u, "PING", "PONG");
+    close(fd);
+    close(ok);
+    close(u);
+}
+END_TEST
+
+/* arg: int *fd.  STATUS rd is answered (not refused by the budget). */
+static bool
+li_cond_status_free(void *arg)
+{
+    char *got = h_cmd(*(int *)arg, "STATUS rd", CMD_MS);
+    bool ok = got != NULL && strcmp(got, "FREE rd") == 0;
+
+    free(got);
+    if (!ok) {
+        h_sleep_ms(50);
+    }
+    return ok;
+}
+
+/* WATCH name on fd: OK, then the first push, "! FREE name". */
+static void
+li_watch(int fd, const char *name)
+{
+    char line[64], want[64];
+    char *got;
+
+    snprintf(line, sizeof(line), "WATCH %s", name);
+    snprintf(want, sizeof(want), "OK %s", name);
+    EXPECT_REPLY(fd, line, want);
+    got = h_read_line(fd, CMD_MS);
+    snprintf(want, sizeof(want), "! FREE %s", name);
+    ck_assert_msg(got != NULL && strcmp(got, want) == 0, "WATCH %s pushed '%s'", name,
+                  got != NULL ? got : "(nothing)");
+    free(got);
+}
+
+/*
+ * limits.max_watches bounds the WATCHes (and so the subscriptions) of
+ * all sessions together; an UNWATCH makes room.
+ */
+START_TEST(watches_capped_globally)
+{
+    struct h_daemon_opts o = { .retry_delay_ms = 100, .limits_yaml = "  max_watches: 3\n" };
+    int a, b;
+    char *got;
+
+    expect_up(NMASTERS, &o);
+    a = expect_tcp();
+    b = expect_tcp();
+    li_watch(a, "wa");
+    li_watch(a, "wb");
+    li_watch(b, "wc");
+    got = h_cmd(b, "WATCH wd", CMD_MS);
+    ck_assert_msg(got != NULL && strncmp(got, "ERR LIMIT ", 10) == 0
+                  && strstr(got, "(limits.max_watches)") != NULL,
+                  "a fourth WATCH of three allowed got '%s'", got != NULL ? got : "(nothing)");
+    free(got);
+    /* Watching a name again is no new watch. */
+    EXPECT_REPLY(b, "WATCH wc", "OK wc");
+    EXPECT_REPLY(a, "UNWATCH wa", "OK wa");
+    li_watch(b, "wd");
+    close(a);
+    close(b);
+}
+END_TEST
+
+#define LI_READS_PER_S 1        /* limits.reads_per_second of reads_budgeted: the
+                                   second read within a second is refused */
+
+/*
+ * STATUS and WATCH read the masters: a session gets
+ * limits.reads_per_second of them at once, then is told to wait (the
+ * refusal costs the masters nothing), and is served again after.
+ */
+START_TEST(reads_budgeted)
+{
+    struct h_daemon_opts o = { .retry_delay_ms = 100,
+                               .limits_yaml = "  reads_per_second: 1\n" };
+    long long calls0, calls1;
+    int fd, i;
+    char *got;
+
+    expect_up(NMASTERS, &o);
+    fd = expect_tcp();
+    calls0 = h_master_calls(0, "evalsha");
+    for (i = 0; i < LI_READS_PER_S; i++) {
+        EXPECT_REPLY(fd, "STATUS rd", "FREE rd");
+    }
+    got = h_cmd(fd, "STATUS rd", CMD_MS);
+    ck_assert_msg(got != NULL && strncmp(got, "ERR LIMIT ", 10) == 0
+                  && strstr(got, "(limits.reads_per_second): try again in ") != NULL,
+                  "STATUS %d of %d a second got '%s'", LI_READS_PER_S + 1, LI_READS_PER_S,
+                  got != NULL ? got : "(nothing)");
+    free(got);
+    got = h_cmd(fd, "WATCH rd", CMD_MS);
+    ck_assert_msg(got != NULL && strncmp(got, "ERR LIMIT ", 10) == 0,
+                  "WATCH over the budget got '%s'", got != NULL ? got : "(nothing)");
+    free(got);
+    calls1 = h_master_calls(0, "evalsha");
+    ck_assert_msg(calls1 - calls0 <= LI_READS_PER_S,
+                  "master 0 ran %lld scripts for %d allowed reads", calls1 - calls0,
+                  LI_READS_PER_S);
+    EXPECT_REPLY(fd, "PING", "PONG");   /* other verbs are not budgeted */
+    ck_assert_msg(h_wait_until(li_cond_status_free, &fd, 2000),
+                  "STATUS was still refused 2 s later");
+    expect_wait_stat("reads_refused", 2, true, LOCAL_MS);
+    close(fd);
+}
+END_TEST
+
+/*
+ * Guessing AUTH from one address: 10 wrong passwords are checked (and
+ * logged), then every AUTH from that address is refused unchecked, the
+ * right password too, so that nothing is learned, until a token comes
+ * back a second later; 40 more guesses log one summary line, not 40.
+ * Another address is not affected.
+ */
+START_TEST(auth_guessing_limited)
+{
+    struct h_daemon_opts o = { .retry_delay_ms = 100, .auth_password = "s3cret-pw" };
+    char *got;
+    int i;
+
+    expect_up(NMASTERS, &o);
+    for (i = 0; i < 10; i++) {
+        got = li_auth_from("127.0.0.1", "guess");
+        ck_assert_msg(strcmp(got, "ERR AUTH wrong password") == 0, "guess %d: '%s'", i, got);
+        free(got);
+    }
+    got = li_auth_from("127.0.0.1", "guess");
+    ck_assert_msg(strncmp(got, "ERR AUTH too many wrong passwords from 127.0.0.1; AUTH is not "
+                          "checked for ", 74) == 0, "guess 11: '%s'", got);
+    free(got);
+    got = li_auth_from("127.0.0.1", "s3cret-pw");
+    ck_assert_msg(strncmp(got, "ERR AUTH too many wrong passwords", 33) == 0,
+                  "the right password from a limited address was checked: '%s'", got);
+    free(got);
+    got = li_auth_from("127.0.0.2", "s3cret-pw");
+    ck_assert_msg(strcmp(got, "OK") == 0, "another address was refused: '%s'", got);
+    free(got);
+    for (i = 0; i < 40; i++) {
+        free(li_auth_from("127.0.0.1", "guess"));
+    }
+    expect_wait_stat("auth_failures", 10, false, LOCAL_MS);
+    expect_wait_stat("auth_refused", 42, true, LOCAL_MS);
+    ck_assert_int_eq(li_log_count("wrong AUTH password"), 10);
+    ck_assert_int_eq(li_log_count("AUTH from 127.0.0.1 refused unchecked"), 1);
+    ck_assert_msg(h_wait_until(li_cond_auth_ok, "127.0.0.1", 5000),
+                  "the right password was still refused 5 s later");
+}
+END_TEST
+
+static Suite *
+limits_suite(void)
+{
+    Suite *s = suite_create("limits");
+
+    EXPECT_ADD(s, client_never_reads, TEST_TIMEOUT_S);
+    EXPECT_ADD(s, slowloris, TEST_TIMEOUT_40_S);
+    EXPECT_ADD(s, non_reader_closed, TEST_TIMEOUT_40_S);
+    EXPECT_ADD(s, max_clients, TEST_TIMEOUT_40_S);
+    EXPECT_ADD(s, out_of_descriptors_pauses, TEST_TIMEOUT_40_S);
+    EXPECT_ADD(s, max_locks_per_client, TEST_TIMEOUT_40_S);
+    EXPECT_ADD(s, unauthenticated_capped, TEST_TIMEOUT_40_S);
+    EXPECT_ADD(s, clients_per_source_capped, TEST_TIMEOUT_40_S);
+    EXPECT_ADD(s, unix_slots_reserved, TEST_TIMEOUT_40_S);
+    EXPECT_ADD(s, tls_refused_without_plaintext, TEST_TIMEOUT_40_S);
+    EXPECT_ADD(s, one_deadline_from_accept, TEST_TIMEOUT_40_S);
+    EXPECT_ADD(s, auth_deadline_frees_slot, TEST_TIMEOUT_40_S);
+    EXPECT_ADD(s, pending_slot_rst_and_pause, TEST_TIMEOUT_40_S);
+    EXPECT_ADD(s, watches_capped_globally, TEST_TIMEOUT_40_S);
+    EXPECT_ADD(s, reads_budgeted, TEST_TIMEOUT_40_S);
+    EXPECT_ADD(s, auth_guessing_limited, TEST_TIMEOUT_40_S);
+    return s;
+}
+
+const struct runner runner_main = { "check_limits", limits_suite, h_suite_init, h_suite_cleanup };

@@ -1,0 +1,407 @@
+/*
+ * expect.c: helpers the end-to-end suites share (tests/expect.h says
+ * what each does): starting a test's masters and daemons, requiring
+ * replies and STATS, conditions for h_wait_until, netcat runs.  They
+ * assert with Check, so only Check suites link this file; the harness
+ * (tests/harness.c) stays free of Check for the fault suite.
+ */
+#include <ctype.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <sys/socket.h>
+#include <sys/wait.h>
+
+#include <check.h>
+
+#include "tests/expect.h"
+#include "tests/harness.h"
+
+#define EXPECT_NC_MS    5000    /* deadline for one nc run, start to exit */
+#define EXPECT_LOCAL_MS 1000    /* deadline for a reply the daemon gives alone */
+
+const struct h_daemon_opts expect_opts = {
+    .retry_delay_ms = 100,
+};
+
+/* expect_up_daemons' daemons when it is given no options. */
+static const struct h_daemon_opts expect_up_daemons_opts = {
+    .retry_delay_ms = 100,
+    .key_prefix = "redlock:",
+};
+
+/*
+ * Parse the start of a reply, "<status> <name> <key>=<integer>" (the
+ * integer may be negative), into *value.  Returns a pointer just after
+ * the integer, where the callers check the rest of the line, or NULL
+ * when the line does not start that way.
+ */
+const char *
+expect_parse_status_int(const char *line, const char *status, const char *name,
+                        const char *key, long long *value)
+{
+    char head[512];
+    size_t n;
+    char *end;
+
+    n = (size_t)snprintf(head, sizeof(head), "%s %s %s=", status, name, key);
+    if (n >= sizeof(head) || strncmp(line, head, n) != 0) {
+        return NULL;
+    }
+    line += n;
+    if (!isdigit((unsigned char)line[0]) && !(line[0] == '-' && isdigit((unsigned char)line[1]))) {
+        return NULL;
+    }
+    errno = 0;
+    *value = strtoll(line, &end, 10);
+    return errno == 0 ? end : NULL;
+}
+
+/* True when line is exactly "OK <name> validity=V holds=H". */
+bool
+expect_parse_lock_ok(const char *line, const char *name, long long *validity, unsigned *holds)
+{
+    const char *p = expect_parse_status_int(line, "OK", name, "validity", validity);
+    char *end;
+    unsigned long h;
+
+    if (p == NULL || strncmp(p, " holds=", 7) != 0 || !isdigit((unsigned char)p[7])) {
+        return false;
+    }
+    h = strtoul(p + 7, &end, 10);
+    *holds = (unsigned)h;
+    return *end == '\0';
+}
+
+/* Read a line within ms and require it to be exactly want. */
+void
+expect_line(int fd, const char *want, int64_t ms, const char *what)
+{
+    char *got = h_read_line(fd, ms);
+
+    ck_assert_msg(got != NULL && strcmp(got, want) == 0, "%s: got '%s', expected '%s'", what,
+                  got != NULL ? got : "(nothing)", want);
+    free(got);
+}
+
+/* Require a STATS counter to reach want (or, with at_least, want or more) in time. */
+void
+expect_wait_stat(const char *name, long long want, bool at_least, int64_t timeout_ms)
+{
+    long long seen;
+
+    ck_assert_msg(h_wait_stat(name, want, at_least, timeout_ms, &seen),
+                  "STAT %s stayed at %lld, expected %s%lld within %lld ms", name, seen,
+                  at_least ? ">= " : "", want, (long long)timeout_ms);
+}
+
+/* STATS counter name of the current daemon, which must be there. */
+long long
+expect_stat(const char *name)
+{
+    long long v = -1;
+
+    ck_assert_msg(h_stat_once(name, &v) == 0, "STATS has no %s", name);
+    return v;
+}
+
+/* Start of a test: its directory, named for the test (h_begin), or the test fails. */
+void
+expect_begin(void)
+{
+    ck_assert_msg(h_begin(tcase_name()) == 0, "cannot create the test directory");
+}
+
+/* STATS counter name of daemon d over a connection of its own; -1 if absent. */
+long long
+expect_daemon_stat(size_t d, const char *name)
+{
+    long long v;
+
+    h_use_daemon(d);
+    return h_stat_once(name, &v) == 0 ? v : -1;
+}
+
+/* True when the daemon log contains text. */
+bool
+expect_log_has(const char *text)
+{
+    return h_log_find(0, text, NULL, 0);
+}
+
+/*
+ * The key of lock name on the masters of a daemon started without a
+ * lock.key_prefix (the harness's default), into out.
+ */
+void
+expect_key(const char *name, char *out, size_t size)
+{
+    ck_assert((size_t)snprintf(out, size, "%s%s", "", name) < size);
+}
+
+/* Start of a test: its directory, nmasters masters, the daemon with opts. */
+void
+expect_up(size_t nmasters, const struct h_daemon_opts *opts)
+{
+    ck_assert_msg(h_begin(tcase_name()) == 0, "cannot create the test directory");
+    ck_assert_msg(h_start_masters(nmasters) == 0, "the masters did not start");
+    ck_assert_msg(h_start_daemon(opts) == 0, "redlockd did not start (log above)");
+}
+
+/*
+ * Start of a test: a directory named for the test, n masters (with
+ * append-only files when aof), and ndaemons daemons with opts (when
+ * NULL: a blocked LOCK retries after 0..100 ms, lock.key_prefix
+ * "redlock:").  Daemon 0 is current afterwards.
+ */
+void
+expect_up_daemons(size_t nmasters, bool aof, size_t ndaemons, const struct h_daemon_opts *opts)
+{
+    size_t i;
+
+    ck_assert_msg(h_begin(tcase_name()) == 0, "cannot create the test directory");
+    ck_assert_msg((aof ? h_start_masters_aof(nmasters) : h_start_masters(nmasters)) == 0,
+                  "the masters did not start");
+    for (i = 0; i < ndaemons; i++) {
+        ck_assert_msg(h_start_daemon(opts != NULL ? opts : &expect_up_daemons_opts) == 0,
+                      "redlockd %zu did not start (log above)", i);
+    }
+    if (ndaemons > 0) {
+        h_use_daemon(0);
+    }
+}
+
+/* arg: const char **key.  The key is absent from every master. */
+bool
+expect_cond_key_gone(void *arg)
+{
+    return h_masters_without(*(const char **)arg) == h_master_count();
+}
+
+/* arg: const char **key.  The key is absent from every master that answers. */
+bool
+expect_cond_key_gone_alive(void *arg)
+{
+    return h_masters_without(*(const char **)arg) == h_masters_alive();
+}
+
+/* arg: struct expect_keyval.  Exactly want masters hold key = value. */
+bool
+expect_cond_holding(void *arg)
+{
+    struct expect_keyval *kv = arg;
+
+    return h_masters_holding(kv->key, kv->value) == kv->want;
+}
+
+/* DEL key on every master. */
+void
+expect_del_everywhere(const char *key)
+{
+    size_t i;
+
+    for (i = 0; i < h_master_count(); i++) {
+        ck_assert_msg(h_master_cmd(i, NULL, "DEL %s", key) == 0, "DEL %s on master %zu", key,
+                      i);
+    }
+}
+
+/* Read a line within ms and require it to start with "! LOST <name> reason=X". */
+void
+expect_lost(int fd, const char *name, int64_t ms, const char *what)
+{
+    char head[300], *got = h_read_line(fd, ms);
+
+    snprintf(head, sizeof(head), "! LOST %s reason=", name);
+    ck_assert_msg(got != NULL && strncmp(got, head, strlen(head)) == 0
+                  && got[strlen(head)] != '\0',
+                  "%s: got '%s', expected '%s<reason>'", what, got != NULL ? got : "(nothing)",
+                  head);
+    free(got);
+}
+
+/*
+ * An abortive close: SO_LINGER 0, so that the kernel sends a reset
+ * (the daemon reads an error, not an end of input), then close(fd).
+ */
+void
+expect_reset(int fd)
+{
+    struct linger lg = { 1, 0 };
+
+    ck_assert_int_eq(setsockopt(fd, SOL_SOCKET, SO_LINGER, &lg, sizeof(lg)), 0);
+    close(fd);
+}
+
+/*
+ * Run argv (nc and its arguments) with input on its stdin, then end of
+ * file there (the pipe of `printf ... | nc`), and collect its stdout
+ * until it exits or timeout_ms passed; then it is killed.  It is
+ * always reaped.  The child dies with the test (h_child_setup).
+ */
+void
+expect_nc_argv(const char *const argv[], const char *input, int64_t timeout_ms,
+               struct expect_nc *r)
+{
+    int64_t t0 = h_now_ms(), deadline = t0 + timeout_ms, left;
+    char errpath[4096 + 16], buf[1024];
+    pid_t parent = getpid(), pid, w;
+    int in[2], out[2], errfd, wstatus = 0;
+    struct pollfd pfd;
+    ssize_t n;
+    size_t k;
+
+    memset(r, 0, sizeof(*r));
+    r->first_ms = -1;
+    r->exit_ms = -1;
+    r->status = -1;
+    snprintf(errpath, sizeof(errpath), "%s/nc.err", h_dir());
+    errfd = open(errpath, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    ck_assert_msg(errfd >= 0, "open %s: %s", errpath, strerror(errno));
+    ck_assert_msg(pipe2(in, O_CLOEXEC) == 0 && pipe2(out, O_CLOEXEC) == 0, "pipe2: %s",
+                  strerror(errno));
+    pid = fork();
+    ck_assert_msg(pid >= 0, "fork: %s", strerror(errno));
+    if (pid == 0) {
+        h_child_setup(parent);
+        if (dup2(in[0], 0) < 0 || dup2(out[1], 1) < 0 || dup2(errfd, 2) < 0) {
+            _exit(127);
+        }
+        execvp(argv[0], (char *const *)argv);
+        dprintf(2, "exec %s: %s\n", argv[0], strerror(errno));
+        _exit(127);
+    }
+    close(in[0]);
+    close(out[1]);
+    /* The input is far below a pipe's capacity: this does not block. */
+    for (k = 0; k < strlen(input); k += (size_t)n) {
+        n = write(in[1], input + k, strlen(input) - k);
+        if (n <= 0) {
+            break;
+        }
+    }
+    close(in[1]);
+    for (;;) {
+        left = deadline - h_now_ms();
+        if (left <= 0) {
+            break;
+        }
+        pfd.fd = out[0];
+        pfd.events = POLLIN;
+        pfd.revents = 0;
+        if (poll(&pfd, 1, (int)left) <= 0) {
+            continue;
+        }
+        n = read(out[0], buf, sizeof(buf));
+        if (n < 0 && errno == EINTR) {
+            continue;
+        }
+        if (n <= 0) {
+            break;      /* end of nc's output: it exits */
+        }
+        if (r->first_ms < 0 && memchr(buf, '\n', (size_t)n) != NULL) {
+            r->first_ms = h_now_ms() - t0;
+        }
+        k = (size_t)n < sizeof(r->out) - 1 - r->len ? (size_t)n : sizeof(r->out) - 1 - r->len;
+        memcpy(r->out + r->len, buf, k);
+        r->len += k;
+    }
+    close(out[0]);
+    for (;;) {
+        w = waitpid(pid, &wstatus, WNOHANG);
+        if (w == pid) {
+            r->exit_ms = h_now_ms() - t0;
+            r->status = h_decode_status(wstatus);
+            break;
+        }
+        if ((w < 0 && errno != EINTR) || h_now_ms() >= deadline) {
+            kill(pid, SIGKILL);
+            while (waitpid(pid, NULL, 0) < 0 && errno == EINTR) {
+                continue;
+            }
+            break;
+        }
+        h_sleep_ms(5);
+    }
+    r->out[r->len] = '\0';
+    n = pread(errfd, r->err, sizeof(r->err) - 1, 0);
+    r->err[n > 0 ? n : 0] = '\0';
+    close(errfd);
+}
+
+/* nc <flag> 127.0.0.1 <daemon port>, fed input. */
+void
+expect_nc_tcp(const char *flag, const char *input, struct expect_nc *r)
+{
+    char port[16];
+    const char *argv[] = { "nc", flag, "127.0.0.1", port, NULL };
+
+    snprintf(port, sizeof(port), "%d", h_daemon_port());
+    expect_nc_argv(argv, input, EXPECT_NC_MS, r);
+}
+
+/* nc's output and stderr as one printable string for a failure message. */
+const char *
+expect_nc_show(const struct expect_nc *r)
+{
+    static char buf[8192];
+    size_t i, k = 0;
+    const char *parts[2] = { r->out, r->err };
+    int p;
+
+    for (p = 0; p < 2; p++) {
+        k += (size_t)snprintf(buf + k, sizeof(buf) - k, p == 0 ? "stdout '" : "' stderr '");
+        for (i = 0; parts[p][i] != '\0' && k < sizeof(buf) - 16; i++) {
+            unsigned char c = (unsigned char)parts[p][i];
+
+            if (c == '\n') {
+                k += (size_t)snprintf(buf + k, sizeof(buf) - k, "\\n");
+            } else if (c < 0x20 || c > 0x7e) {
+                k += (size_t)snprintf(buf + k, sizeof(buf) - k, "\\x%02x", c);
+            } else {
+                buf[k++] = (char)c;
+            }
+        }
+    }
+    snprintf(buf + k, sizeof(buf) - k, "' exit %d after %lld ms", r->status,
+             (long long)r->exit_ms);
+    return buf;
+}
+
+/* Sum of EVALSHA and EVAL calls on master i (the daemon's rounds), or -1. */
+long long
+expect_script_calls(size_t i)
+{
+    long long sha = h_master_calls(i, "evalsha"), eval = h_master_calls(i, "eval");
+
+    return sha < 0 || eval < 0 ? -1 : sha + eval;
+}
+
+/*
+ * Require STATS name to reach want in time, read over the Unix socket
+ * (u): a TCP connection would count itself, or be refused.
+ */
+void
+expect_wait_stat_on(int u, const char *name, long long want)
+{
+    long long seen = -1;
+    int64_t deadline = h_now_ms() + EXPECT_LOCAL_MS;
+
+    while (h_stat(u, name, &seen) == 0 && seen != want && h_now_ms() < deadline) {
+        h_sleep_ms(10);
+    }
+    ck_assert_msg(seen == want, "STATS %s is %lld, expected %lld", name, seen, want);
+}
+
+/* Require STATS unauthenticated to reach want in time, read over the Unix socket u. */
+void
+expect_wait_unauthenticated(int u, long long want)
+{
+    expect_wait_stat_on(u, "unauthenticated", want);
+}
