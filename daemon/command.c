@@ -669,7 +669,7 @@ command_line(struct session *s, void *state, const struct proto_cmd *cmd)
                      session_id(s), session_peer(s), c->label, (int)cmd->name_len,
                      cmd->name);
             session_error(s, PROTO_ERR_DENIED, "BREAK needs the admin right: AUTH with "
-                               "auth.admin_password, or uid 0 on the Unix socket");
+                          "auth.admin_password, or uid 0 on the Unix socket");
             return;
         }
         /* The audit line of who asked; lock.c logs what it ended, whatever comes of us. */

@@ -101,6 +101,13 @@ struct hold {
     char                label[REDLOCK_LABEL_MAX + 1]; /* who holds it, for people */
 };
 
+/* A waiter's round in flight. */
+enum waiter_round {
+    WAITER_NO_ROUND,        /* none: its timer or a wake-up brings the next try */
+    WAITER_ACQUIRING,       /* its own try (waiter_try) */
+    WAITER_HANDING_OVER     /* a released lease's swap to it (hold_give_up) */
+};
+
 /* How a waiter waits. */
 enum waiter_wait {
     WAITER_QUEUES,          /* queued until granted, or wait= ends (TIMEOUT) */
@@ -141,10 +148,9 @@ struct waiter {
     unsigned            hops;       /* a permit: tries of other permits since it woke */
     bool                hinted;     /* a permit: slot was named by a refusal */
     bool                gated;      /* exclusive: a master closed the gate for it */
-    bool                in_round;   /* an acquire round is in flight */
+    enum waiter_round   round;      /* the round in flight, if any */
     bool                woken;      /* a release was announced during the round */
     bool                fallback;   /* the timer is set at the holder's ttl */
-    bool                handover;   /* the round in flight is a hand-over */
     char                woken_by[UTIL_TOKEN_HEX]; /* token of the last release heard */
     bool                cancelled;  /* the client closed */
     bool                broken;     /* a BREAK deleted its token during its round */
@@ -591,7 +597,7 @@ static void
 waiter_wake(struct waiter *w)
 {
     w->fallback = false;
-    if (w->in_round) {
+    if (w->round != WAITER_NO_ROUND) {
         w->woken = true;
     } else {
         event_active(&w->retry, EV_TIMEOUT, 0);
@@ -772,13 +778,12 @@ hold_give_up(struct hold *h, struct lock_op *op)
     } else if (lk->turn_left > 0) {
         lk->turn_left--;
     }
-    if (w != NULL && !w->in_round && (ho = malloc(sizeof(*ho))) != NULL) {
+    if (w != NULL && w->round == WAITER_NO_ROUND && (ho = malloc(sizeof(*ho))) != NULL) {
         ho->waiter = w;
         ho->op = op;
         memcpy(ho->old_token, h->lease.token, sizeof(ho->old_token));
         event_del(&w->retry);
-        w->in_round = true;
-        w->handover = true;
+        w->round = WAITER_HANDING_OVER;
         w->slot = h->lease.rec.slot;    /* a permit: the head takes this one */
         waiter_rec(w, &rec);
         if (redlock_acquire(&rec, w->token, w->ttl_ms, h->lease.token,
@@ -788,8 +793,7 @@ hold_give_up(struct hold *h, struct lock_op *op)
             hold_drop(h);
             return;
         }
-        w->in_round = false;
-        w->handover = false;
+        w->round = WAITER_NO_ROUND;
         free(ho);
     }
     if (redlock_release(&h->lease.rec, h->lease.token, true,
@@ -1018,7 +1022,7 @@ waiter_timer_cb(evutil_socket_t fd, short what, void *arg)
 
     (void)fd;
     (void)what;
-    if (w->in_round || w->lock == NULL) {
+    if (w->round != WAITER_NO_ROUND || w->lock == NULL) {
         return;
     }
     if (now >= w->deadline_us) {
@@ -1062,9 +1066,10 @@ lock_same_record(const struct lock *lk, const struct redlock_rec *rec)
     return NULL;
 }
 
-/* Turn a granted waiter into the entry's lease and answer OK. */
+/* Turn a granted waiter into the entry's lease and answer OK; handover: its
+ * round was a hand-over (the daemon's turn goes on). */
 static void
-waiter_grant(struct waiter *w, const struct redlock_result *res)
+waiter_grant(struct waiter *w, const struct redlock_result *res, bool handover)
 {
     struct lock *lk = w->lock;
     struct lock_client *c = w->client;
@@ -1126,7 +1131,7 @@ waiter_grant(struct waiter *w, const struct redlock_result *res)
     }
     /* Our own subscription counts while this name has one. */
     lk->remote = res->subscribers > (lk->watched ? 1u : 0u);
-    if (!w->handover) {
+    if (!handover) {
         /* A new turn: one hand-over for each session queued behind. */
         lk->turn_left = lk->nqueued > 0 && !WAITER_ONCE(w) ? lk->nqueued - 1 : lk->nqueued;
     }
@@ -1191,10 +1196,10 @@ waiter_acquired(const struct redlock_result *res, void *arg)
 {
     struct waiter *w = arg;
     int64_t now = util_now_us(), delay;
-    bool woken = w->woken;
+    bool woken = w->woken, handover = w->round == WAITER_HANDING_OVER;
     struct redlock_rec rec;
 
-    w->in_round = false;
+    w->round = WAITER_NO_ROUND;
     w->woken = false;
     w->gated = w->gated || res->gated;
     if (w->cancelled) {
@@ -1234,7 +1239,7 @@ waiter_acquired(const struct redlock_result *res, void *arg)
     }
     /* GRANTED has validity left (redlock.h; a late grant is LATE). */
     if (res->outcome == REDLOCK_GRANTED) {
-        waiter_grant(w, res);
+        waiter_grant(w, res, handover);
         return;
     }
     /* Not granted: release everywhere, a set may have landed late. */
@@ -1334,9 +1339,8 @@ waiter_try(struct waiter *w)
         w->slot = lock_pick_slot(w->lock);
     }
     w->hinted = false;
-    w->in_round = true;
+    w->round = WAITER_ACQUIRING;
     w->fallback = false;
-    w->handover = false;
     waiter_rec(w, &rec);
     if (w->ghost[0] != '\0') {
         old = w->ghost;     /* an earlier try of ours that may have landed: take it over */
@@ -1344,7 +1348,7 @@ waiter_try(struct waiter *w)
     }
     if (redlock_acquire(&rec, w->token, w->ttl_ms, old, flags, w->gate_id, waiter_label(w),
                         waiter_acquired, w) != 0) {
-        w->in_round = false;
+        w->round = WAITER_NO_ROUND;
         waiter_finish(w, LOCK_FAILED, 0, "out of memory");
     }
 }
@@ -1515,7 +1519,7 @@ lock_released(const char *key, size_t key_len, const char *token, size_t token_l
      */
     if (token_len == UTIL_TOKEN_HEX
         && util_equal_secret(token, token_len, w->woken_by, UTIL_TOKEN_HEX)) {
-        if (!w->in_round && !w->fallback) {
+        if (w->round == WAITER_NO_ROUND && !w->fallback) {
             return;     /* the wake-up of the first copy is pending */
         }
     } else {
@@ -1815,7 +1819,7 @@ lock_client_drain(struct lock_client *c)
     if (w != NULL && !w->cancelled) {
         /* Its deadline is now: answered by its timer, or when its round ends. */
         w->deadline_us = util_now_us();
-        if (!w->in_round) {
+        if (w->round == WAITER_NO_ROUND) {
             event_active(&w->retry, EV_TIMEOUT, 0);
         }
     }
@@ -1832,7 +1836,7 @@ lock_client_close(struct lock_client *c)
     if (w != NULL) {
         w->cancelled = true;
         waiter_unqueue(w);
-        if (!w->in_round) {
+        if (w->round == WAITER_NO_ROUND) {
             waiter_finish(w, LOCK_CANCELLED, 0, NULL);
         }
         /* Otherwise answered (LOCK_CANCELLED) when its round ends. */
@@ -1854,7 +1858,7 @@ lock_client_shutdown(struct lock_client *c)
         hold_report_lost(h, LEASE_REASON_SHUTDOWN);
         hold_give_up(h, NULL);
     }
-    if (w != NULL && !w->in_round) {
+    if (w != NULL && w->round == WAITER_NO_ROUND) {
         waiter_finish(w, LOCK_SHUTDOWN, 0, "the daemon is stopping");
     }
 }
@@ -2045,7 +2049,7 @@ lock_broken(const char *key, size_t key_len, const char *tokens, size_t tokens_l
     if (lk != NULL) {
         /* A grant in flight whose token was broken is no grant (waiter_acquired). */
         TAILQ_FOREACH(w, &lk->waiters, link) {
-            if (w->in_round && lock_token_among(w->token, tokens, tokens_len)) {
+            if (w->round != WAITER_NO_ROUND && lock_token_among(w->token, tokens, tokens_len)) {
                 w->broken = true;
             }
         }

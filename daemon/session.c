@@ -590,7 +590,7 @@ session_reauth(struct session *s, const struct conf *old, const struct conf *nex
                  "auth.unix_exempt) of a session that gave none; closing",
                  (unsigned long long)s->id, s->peer);
         session_error(s, PROTO_ERR_AUTH, "a reload requires AUTH of this session, "
-                           "which gave none; closing");
+                      "which gave none; closing");
         session_quit(s);
         return;
     }
@@ -606,7 +606,7 @@ session_reauth(struct session *s, const struct conf *old, const struct conf *nex
              "authenticated", (unsigned long long)s->id, s->peer,
              s->auth == SESSION_AUTH_ADMIN_PASSWORD ? "auth.admin_password" : "auth.password");
     session_error(s, PROTO_ERR_AUTH, "the password this session gave was changed by a "
-                       "reload; closing");
+                  "reload; closing");
     session_quit(s);
 }
 
