@@ -78,6 +78,9 @@ static void master_keeper_cb(evutil_socket_t fd, short what, void *arg);
 
 
 static const struct master_hooks *master_hooks;  /* the subscriber links' user */
+static const char        *master_loads[MASTER_SCRIPTS_MAX]; /* SCRIPT LOADed at every
+                                                               handshake (master_load) */
+static int                master_nloads;
 
 static void master_connect(struct master_link *m);
 static void master_sub_cb(struct redisev *ac, void *r, void *privdata);
@@ -340,9 +343,9 @@ master_connect_cb(struct redisev *ac, bool ok)
             m->pending++;
         }
     }
-    for (i = 0; !m->subscriber && i < master_nscripts() && rc == REDIS_OK; i++) {
+    for (i = 0; !m->subscriber && i < master_nloads && rc == REDIS_OK; i++) {
         rc = redisev_command(ac, master_handshake_cb, (void *)(intptr_t)i,
-                               "SCRIPT LOAD %s", master_script_text(i));
+                               "SCRIPT LOAD %s", master_loads[i]);
         m->pending++;
     }
     if (rc != REDIS_OK) {
@@ -750,12 +753,20 @@ master_stop(void)
     }
     for (i = 0; i < nmasters; i++) {
         /* Down first, so that no callback below queues anything more here. */
+        struct master_batch *q = &masters[i].batch;
+        struct master_req *queued;
+
         master_link_stop(&masters[i].cmd);
-        master_batch_abandon(&masters[i], "the daemon is stopping");
+        if ((queued = q->head) != NULL) {
+            flush_leave(&q->fe);
+            q->head = NULL;
+            q->tail = &q->head;
+            q->n = 0;
+            master_requests_fail(&masters[i], queued, "the daemon is stopping");
+        }
         master_link_stop(&masters[i].sub);
     }
     health_stop();
-    master_eval_stop();
     free(masters);
     masters = NULL;
     nmasters = 0;
@@ -833,6 +844,28 @@ master_sub_send(size_t i, bool subscribe, const char *channel, size_t len)
     }
     master_link_sent(k);
     return 0;
+}
+
+int
+master_load(const char *text)
+{
+    if (master_nloads == MASTER_SCRIPTS_MAX) {
+        return -1;
+    }
+    master_loads[master_nloads] = text;
+    return master_nloads++;
+}
+
+void
+master_requests_fail(struct master *m, struct master_req *items, const char *why)
+{
+    struct master_req *req;
+
+    while ((req = items) != NULL) {
+        items = req->next;
+        req->cb(m, NULL, why, req->arg);
+        free(req);
+    }
 }
 
 void

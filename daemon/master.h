@@ -152,6 +152,9 @@ void master_set_conf(const struct conf *conf);
 /* Close every connection (pending callbacks run with NULL) and free all. */
 void master_stop(void);
 
+/* Free what the requests' side keeps across masters (after master_stop()). */
+void master_eval_stop(void);
+
 /* Number of masters (the N of Redlock). */
 size_t master_count(void);
 

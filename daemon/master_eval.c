@@ -66,7 +66,6 @@ static void master_batch_cb(struct redisev *ac, void *r, void *privdata);
 static void master_reply_cb(struct redisev *ac, void *r, void *privdata);
 static void master_batch_send(struct master *m, bool in_loop);
 static void master_batch_add(struct master *m, struct master_req *req);
-static void master_batch_fail(struct master *m, struct master_req *items, const char *why);
 
 int
 master_script(const char *text, bool clock)
@@ -82,6 +81,10 @@ master_script(const char *text, bool clock)
     memcpy(wrapped, head_text, head);
     memcpy(wrapped + head, text, len);
     memcpy(wrapped + head + len, tail_text, tail + 1);
+    if (master_load(wrapped) != nscripts) {
+        free(wrapped);
+        return -1;
+    }
     script_text[nscripts] = wrapped;
     script_clock[nscripts] = clock;
     return nscripts++;
@@ -256,19 +259,6 @@ master_reply_cb(struct redisev *ac, void *r, void *privdata)
     free(req);
 }
 
-/* Each request of the list items gets cb(m, NULL, why) and is freed. */
-static void
-master_batch_fail(struct master *m, struct master_req *items, const char *why)
-{
-    struct master_req *req;
-
-    while ((req = items) != NULL) {
-        items = req->next;
-        req->cb(m, NULL, why, req->arg);
-        free(req);
-    }
-}
-
 /* v in decimal into out (room for 20 digits); returns the digits' count. */
 static size_t
 master_decimal(char *out, size_t v)
@@ -421,7 +411,7 @@ master_batch_cb(struct redisev *ac, void *r, void *privdata)
     }
     if (reply == NULL) {
         master_request_lost(m, ac, why, sizeof(why));
-        master_batch_fail(m, b->items, why);
+        master_requests_fail(m, b->items, why);
         free(b);
         return;
     }
@@ -445,7 +435,7 @@ master_batch_cb(struct redisev *ac, void *r, void *privdata)
     }
     if (answer == NULL) {
         m->stats.errors++;
-        master_batch_fail(m, b->items, why);
+        master_requests_fail(m, b->items, why);
         free(b);
         return;
     }
@@ -513,7 +503,7 @@ master_batch_send(struct master *m, bool in_loop)
         return;
     }
     m->stats.errors++;
-    master_batch_fail(m, items, up ? "out of memory, or the connection refused the write"
+    master_requests_fail(m, items, up ? "out of memory, or the connection refused the write"
                                    : master_status_text(m));
 }
 
@@ -675,33 +665,6 @@ master_reply_element(const struct master_reply *r, size_t i)
     return (const struct master_reply *)((const redisReply *)r)->element[i];
 }
 
-
-int
-master_nscripts(void)
-{
-    return nscripts;
-}
-
-const char *
-master_script_text(int i)
-{
-    return script_text[i];
-}
-
-void
-master_batch_abandon(struct master *m, const char *why)
-{
-    struct master_req *queued = m->batch.head;
-
-    if (queued == NULL) {
-        return;
-    }
-    flush_leave(&m->batch.fe);
-    m->batch.head = NULL;
-    m->batch.tail = &m->batch.head;
-    m->batch.n = 0;
-    master_batch_fail(m, queued, why);
-}
 
 void
 master_eval_stop(void)

@@ -4,7 +4,8 @@
  * interface).  daemon/master.c keeps the links' life (connect,
  * handshake, reconnect, drop); daemon/master_eval.c the requests sent
  * over the command link (the scripts, EVALSHA with its NOSCRIPT retry,
- * the per-iteration batch, the replies).
+ * the per-iteration batch, the replies).  master_eval.c uses master.c,
+ * never the other way round.
  */
 #ifndef REDLOCKD_MASTER_LINK_H
 #define REDLOCKD_MASTER_LINK_H
@@ -122,15 +123,16 @@ void master_link_answered(struct master_link *k, bool answered, int64_t now_us);
 /* k's requests will not be answered: tell whoever the link worked for. */
 void master_link_lost(struct master_link *k);
 
-/* Scripts registered (master_script), and the text of script i as sent. */
-int master_nscripts(void);
-const char *master_script_text(int i);
+/*
+ * Load text (kept, not copied: it must live until exit) with SCRIPT LOAD
+ * on every command link's handshake, in the order given; its SHA1 lands
+ * in each master's sha[] at the returned index.  Returns the index, or
+ * -1 when MASTER_SCRIPTS_MAX are loaded.  (master_script() registers
+ * through it: daemon/master_eval.c sits above daemon/master.c.)
+ */
+int master_load(const char *text);
 
-/* Fail (callback with why) and forget what m's batch holds unsent: the
- * daemon is stopping (daemon/master_eval.c). */
-void master_batch_abandon(struct master *m, const char *why);
-
-/* Free what the requests' side keeps across masters (at exit). */
-void master_eval_stop(void);
+/* Each request of the list items gets cb(m, NULL, why) and is freed. */
+void master_requests_fail(struct master *m, struct master_req *items, const char *why);
 
 #endif /* REDLOCKD_MASTER_LINK_H */

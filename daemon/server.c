@@ -63,6 +63,7 @@ server_finish(void)
 {
     session_close_all();
     master_stop();
+    master_eval_stop();
     channel_stop();
     event_base_loopexit(server_base, NULL);
 }
