@@ -211,8 +211,14 @@ watch_read_done(const struct redlock_result *res, void *arg)
         watch_put(wn);
         return;
     }
-    if (res->outcome != REDLOCK_HELD && res->outcome != REDLOCK_FREE) {
-        /* No quorum: nothing true to say yet; read again after a backoff. */
+    if ((res->outcome != REDLOCK_HELD && res->outcome != REDLOCK_FREE)
+        || (res->outcome == REDLOCK_HELD && res->fence_pending)) {
+        /*
+         * Nothing true to say yet: no quorum, or a fenced grant whose fence
+         * is not written back (its holder has not been told; watchers hear
+         * it with its fence, and the write-back announces itself, as does
+         * the release of a grant that fails).  Read again after a backoff.
+         */
         wn->backoff_us = wn->backoff_us == 0 ? watch_conf->retry_delay_ms * 1000
                          : wn->backoff_us * 2;
         if (wn->backoff_us > WATCH_BACKOFF_MAX_US) {
@@ -223,18 +229,6 @@ watch_read_done(const struct redlock_result *res, void *arg)
         return;
     }
     wn->backoff_us = 0;
-    if (res->outcome == REDLOCK_HELD && res->fence_pending) {
-        /*
-         * A fenced grant whose fence is not written back yet: its holder
-         * has not been told, and watchers hear it with its fence.  The
-         * write-back announces itself (a read follows); a grant that fails
-         * is released, which announces too; look again after a round's
-         * deadline in case neither message is heard.
-         */
-        watch_read_in(wn, wn->again ? 0 : watch_conf->node_timeout_ms * 1000);
-        wn->again = false;
-        return;
-    }
     watch_seen_of(res, &seen);
     changed = !wn->known || memcmp(&seen, &wn->seen, sizeof(seen)) != 0;
     wn->seen = seen;

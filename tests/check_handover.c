@@ -42,15 +42,6 @@
 #define CMD_MS          2000    /* deadline for a reply that needs the masters */
 #define TEST_TIMEOUT_S  30      /* per test, unless CK_DEFAULT_TIMEOUT is set */
 
-/* The watchdog test's view of a held lock. */
-struct watch {
-    int         fd;         /* another client, which asks TRYLOCK */
-    const char *name;       /* lock name, also the key */
-    const char *token;      /* the holder's token */
-    long long   ttl;        /* the lease asked for, ms */
-    char        why[512];   /* what was wrong, for the failure message */
-};
-
 /*
  * Fair waiting (FIFO queues per name): 20 sessions loop LOCK/UNLOCK on one name for
  * 5 s; FIFO hand-over gives each a share within 25% of the mean.

@@ -46,15 +46,6 @@
 #define LOCAL_MS        1000    /* deadline for a reply the daemon gives alone */
 #define TEST_TIMEOUT_S  30      /* per test, unless CK_DEFAULT_TIMEOUT is set */
 
-/* The watchdog test's view of a held lock. */
-struct watch {
-    int         fd;         /* another client, which asks TRYLOCK */
-    const char *name;       /* lock name, also the key */
-    const char *token;      /* the holder's token */
-    long long   ttl;        /* the lease asked for, ms */
-    char        why[512];   /* what was wrong, for the failure message */
-};
-
 /* The daemon's resident memory in KiB, from /proc, or -1. */
 static long
 daemon_rss_kib(void)

@@ -758,6 +758,43 @@ START_TEST(watch_waits_for_the_fence)
 }
 END_TEST
 
+/*
+ * A fenced grant whose write-back never comes (its daemon was paused or
+ * died between the grant and the write-back): its holder was never
+ * told, so a watcher is told nothing of it, reads again with a growing
+ * backoff rather than once per round deadline, and hears FREE once the
+ * record expires.
+ */
+START_TEST(watch_fence_never_written)
+{
+    static const char tok[] = "fedcba9876543210fedcba9876543210";
+    char label_key[64], *got;
+    int64_t t0;
+    int w;
+    size_t i;
+
+    wt_up(1, NULL);
+    w = expect_connect(0);
+    snprintf(label_key, sizeof(label_key), "fy label %s", tok);
+    for (i = 0; i < NMASTERS; i++) {
+        ck_assert_int_eq(h_master_cmd(i, NULL, "SET fy %s PX 1500", tok), 0);
+        ck_assert_int_eq(h_master_cmd(i, NULL, "SET %s %s PX 1500", label_key, "1 - node-g"),
+                         0);
+    }
+    t0 = h_now_ms();
+    EXPECT_REPLY(w, "WATCH fy", "OK fy");
+    got = h_read_line(w, 1000);
+    ck_assert_msg(got == NULL, "pushed a grant never told: '%s'", got);
+    got = h_read_line(w, 4000);
+    ck_assert_msg(got != NULL && strcmp(got, "! FREE fy") == 0,
+                  "expected '! FREE fy' after the record expired, got '%s' %lld ms after WATCH",
+                  got != NULL ? got : "(nothing)", (long long)(h_now_ms() - t0));
+    ck_assert_msg(h_now_ms() - t0 >= 1400, "FREE before the record expired");
+    free(got);
+    close(w);
+}
+END_TEST
+
 #define WT_ADD(s, test) expect_add_case((s), #test, (test), wt_teardown, TEST_TIMEOUT_S)
 
 static Suite *
@@ -771,6 +808,7 @@ who_suite(void)
     WT_ADD(s, list_in_steps);
     WT_ADD(s, watch_follows_changes);
     WT_ADD(s, watch_waits_for_the_fence);
+    WT_ADD(s, watch_fence_never_written);
     WT_ADD(s, break_ends_the_lock);
     WT_ADD(s, break_shared_and_counted);
     return s;
