@@ -162,7 +162,8 @@ static const struct conf_directive conf_directives[] = {
       "how long a connection to a master may take, ms", NULL },
     { "redis", "max_pending", CONF_T_INT, offsetof(struct conf, max_pending),
       1, 1000000, 0, "1024",
-      "unanswered requests (no reply for node_timeout_ms) that drop a master", NULL },
+      "calls written to a master and unanswered at once; more wait in the daemon's queue "
+      "(renewals and releases first, reads last)", NULL },
     { "redis", "down_after_ms", CONF_T_MS, offsetof(struct conf, down_after_ms),
       1, 600000, 0, "2000",
       "silence with requests pending before a master is dropped, ms", NULL },
@@ -241,6 +242,13 @@ static const struct conf_directive conf_directives[] = {
     { "limits", "reads_per_second", CONF_T_INT, offsetof(struct conf, reads_per_second),
       1, 1000000, 0, "100",
       "STATUS and WATCH requests one session may send a second (as many at once)", NULL },
+    { "limits", "max_reads_in_flight", CONF_T_INT, offsetof(struct conf, max_reads_in_flight),
+      1, 100000, 0, "64",
+      "reads of the masters (STATUS, a WATCHed name's read) in flight at once over all "
+      "sessions, one per session; the rest wait their turn, round-robin", NULL },
+    { "limits", "read_wait_ms", CONF_T_MS, offsetof(struct conf, read_wait_ms),
+      100, 3600000, 0, "10000",
+      "longest a STATUS waits for its turn to read before ERR LIMIT, ms", NULL },
     { "limits", "max_line_bytes", CONF_T_INT, offsetof(struct conf, max_line_bytes),
       300, 1048576, 0, "1024",
       "longest request line without its LF, bytes", NULL },

@@ -122,6 +122,8 @@ struct conf {
     int64_t  max_unauthenticated_per_source; /* of those, from one address */
     int64_t  max_watches;           /* WATCHes open over all sessions */
     int64_t  reads_per_second;      /* STATUS and WATCH per session, a second */
+    int64_t  max_reads_in_flight;   /* reads of the masters at once, daemon-wide */
+    int64_t  read_wait_ms;          /* a STATUS's longest wait for its turn, ms */
     int64_t  max_line_bytes;        /* longest request line, without LF */
     int64_t  max_locks_per_client;  /* locks held by one session */
     int64_t  max_limit;             /* largest limit= of a counted LOCK, 1..1000 */

@@ -8,6 +8,8 @@
 #include <unistd.h>
 
 #include <event2/buffer.h>
+#include <event2/event.h>
+#include <event2/event_struct.h>
 
 #include "conf/conf.h"
 #include "daemon/authlimit.h"
@@ -15,6 +17,7 @@
 #include "daemon/lock.h"
 #include "daemon/log.h"
 #include "daemon/master.h"
+#include "daemon/readq.h"
 #include "daemon/report.h"
 #include "daemon/session.h"
 #include "daemon/stats.h"
@@ -44,6 +47,13 @@ struct command {
     struct watch_client wc;         /* its WATCHes */
     enum proto_verb     verb;       /* the request in flight */
     int64_t             reads_tat_us; /* its STATUS and WATCH budget (util_gcra_wait) */
+    struct readq_client reads;      /* its reads' turns (daemon/readq.h) */
+    struct readq_job    status;     /* its STATUS's turn */
+    struct event        status_timer; /* a waiting STATUS's limits.read_wait_ms, or
+                                       its end at close; assigned at open */
+    char                status_name[PROTO_NAME_MAX]; /* a waiting STATUS's name */
+    size_t              status_name_len;
+    char                status_token[PROTO_TOKEN_LEN + 1]; /* and its token=, or "" */
     char                label[PROTO_LABEL_MAX + 1]; /* default holder label:
                                        "<host>:<peer>" */
     struct command_list *list;      /* a LIST being written, step by step, else NULL
@@ -55,6 +65,7 @@ struct command {
     ((struct command *)(void *)((char *)(p) - offsetof(struct command, member)))
 
 static const struct conf *command_conf;
+static struct event_base *command_base;
 static char               command_host[PROTO_LABEL_MAX + 1]; /* for default labels */
 
 /* The kind= word of each kind of hold, in replies and LIST lines. */
@@ -106,6 +117,9 @@ command_done_cb(struct lock_client *lc, const struct lock_result *res)
     struct session *s = c->s;
     struct proto_reply r;
 
+    if (c->verb == PROTO_STATUS) {
+        readq_done(&c->status);     /* its read ended: the slot goes on */
+    }
     if (!session_request_done(s)) {
         /* Closed (c may be gone now). */
         if (res->outcome == LOCK_OK && res->token != NULL) {
@@ -525,6 +539,74 @@ command_read_taken(struct command *c)
     util_gcra_take(&c->reads_tat_us, util_now_us(), command_read_every_us());
 }
 
+/* A waiting STATUS's turn came (daemon/readq.h): read. */
+static void
+command_status_start(struct readq_job *j, void *arg)
+{
+    struct command *c = arg;
+
+    (void)j;
+    event_del(&c->status_timer);
+    lock_status(&c->lc, c->status_name, c->status_name_len,
+                c->status_token[0] != '\0' ? c->status_token : NULL);
+}
+
+/*
+ * A waiting STATUS's limits.read_wait_ms ran out, or its session closed:
+ * it leaves its turn and is answered ERR LIMIT (nobody reads that after
+ * a close; the request ends either way).
+ */
+static void
+command_status_timeout(evutil_socket_t fd, short what, void *arg)
+{
+    struct command *c = arg;
+    struct lock_result res;
+    char text[160];
+
+    (void)fd;
+    (void)what;
+    if (!c->status.waiting) {
+        return;
+    }
+    readq_cancel(&c->status);
+    stats.reads_timed_out++;
+    snprintf(text, sizeof(text), "no turn to read the masters within %lld ms: %zu reads in "
+             "flight (limits.max_reads_in_flight), %zu waiting (limits.read_wait_ms)",
+             (long long)command_conf->read_wait_ms, readq_in_flight(), readq_waiting());
+    memset(&res, 0, sizeof(res));
+    res.outcome = LOCK_FAILED;
+    res.name = c->status_name;
+    res.name_len = c->status_name_len;
+    res.error = text;
+    command_done_cb(&c->lc, &res);
+}
+
+/*
+ * STATUS: a read of the masters in the session's turn (daemon/readq.h),
+ * now when the daemon's budget has room; otherwise it waits, at most
+ * limits.read_wait_ms, with what it reads copied.
+ */
+static void
+command_status(struct command *c, const char *name, size_t name_len, const char *token)
+{
+    struct timeval tv;
+
+    if (readq_ask(&c->reads, &c->status, command_status_start, c)) {
+        lock_status(&c->lc, name, name_len, token);
+        return;
+    }
+    memcpy(c->status_name, name, name_len);
+    c->status_name_len = name_len;
+    c->status_token[0] = '\0';
+    if (token != NULL) {
+        memcpy(c->status_token, token, PROTO_TOKEN_LEN);
+        c->status_token[PROTO_TOKEN_LEN] = '\0';
+    }
+    tv.tv_sec = (time_t)(command_conf->read_wait_ms / 1000);
+    tv.tv_usec = (suseconds_t)(command_conf->read_wait_ms % 1000 * 1000);
+    event_add(&c->status_timer, &tv);
+}
+
 /* Run one parsed request (the session's line hook). */
 static void
 command_line(struct session *s, void *state, const struct proto_cmd *cmd)
@@ -598,7 +680,7 @@ command_line(struct session *s, void *state, const struct proto_cmd *cmd)
         }
         command_read_taken(c);
         session_request_begin(s);
-        lock_status(&c->lc, cmd->name, cmd->name_len, cmd->token);
+        command_status(c, cmd->name, cmd->name_len, cmd->token);
         return;
     case PROTO_EXTEND:
         /* The parser made sure of token= and ttl=. */
@@ -695,7 +777,9 @@ command_open(struct session *s, void *state, const char *peer, bool is_unix, lon
 
     c->s = s;
     lock_client_init(&c->lc, command_done_cb, command_lost_cb);
-    watch_client_init(&c->wc, command_watch_cb);
+    readq_client_init(&c->reads);
+    evtimer_assign(&c->status_timer, command_base, command_status_timeout, c);
+    watch_client_init(&c->wc, command_watch_cb, &c->reads);
     command_default_label(c, peer, is_unix, uid, pid);
 }
 
@@ -731,6 +815,9 @@ command_closed(void *state)
 
     watch_client_close(&c->wc);
     lock_client_close(&c->lc);
+    if (c->status.waiting) {
+        event_active(&c->status_timer, EV_TIMEOUT, 0);  /* ends the request, from the loop */
+    }
 }
 
 static void
@@ -746,6 +833,11 @@ command_free(void *state)
 {
     struct command *c = state;
 
+    readq_cancel(&c->status);
+    readq_client_close(&c->reads);
+    if (c->s != NULL) {
+        event_del(&c->status_timer);
+    }
     free(c->list);
 }
 
@@ -765,6 +857,8 @@ void
 command_init(struct event_base *base, const struct conf *conf)
 {
     command_conf = conf;
+    command_base = base;
+    readq_set_max(conf->max_reads_in_flight);
     if (gethostname(command_host, sizeof(command_host)) != 0
         || !util_printable_word(command_host, strnlen(command_host, sizeof(command_host)))) {
         snprintf(command_host, sizeof(command_host), "localhost");
@@ -778,4 +872,5 @@ command_set_conf(const struct conf *conf)
 {
     session_set_conf(conf);
     command_conf = conf;
+    readq_set_max(conf->max_reads_in_flight);
 }

@@ -164,8 +164,14 @@ master_schedule_reconnect(struct master_link *m)
 static void
 master_link_down(struct master_link *k)
 {
+    struct master_queue *q = &k->master->queue;
+
     k->state = MASTER_DOWN;
     k->inflight = 0;
+    if (!k->subscriber && q->fe.fn != NULL
+        && q->n[MASTER_CLASS_RENEW] + q->n[MASTER_CLASS_LOCK] + q->n[MASTER_CLASS_READ] > 0) {
+        flush_join(&q->fe);     /* what waits to be written fails there, with why */
+    }
     master_link_lost(k);
     evtimer_del(k->timer);
     master_cancel_dns(k);
@@ -207,6 +213,29 @@ master_link_lost(struct master_link *k)
     } else if (master_hooks != NULL) {
         master_hooks->sub_down(k->master->index);
     }
+}
+
+struct master_req *
+master_queue_take(struct master *m)
+{
+    struct master_queue *q = &m->queue;
+    struct master_req *first = NULL, **tail = &first, *req;
+    int c;
+
+    if (q->fe.fn == NULL) {
+        return NULL;    /* never used */
+    }
+    for (c = 0; c < MASTER_CLASSES; c++) {
+        while ((req = TAILQ_FIRST(&q->q[c])) != NULL) {
+            TAILQ_REMOVE(&q->q[c], req, qlink);
+            req->next = NULL;
+            *tail = req;
+            tail = &req->next;
+        }
+        q->n[c] = 0;
+    }
+    flush_leave(&q->fe);
+    return first;
 }
 
 /* The handshake is complete: the link takes requests. */
@@ -753,15 +782,10 @@ master_stop(void)
     }
     for (i = 0; i < nmasters; i++) {
         /* Down first, so that no callback below queues anything more here. */
-        struct master_batch *q = &masters[i].batch;
         struct master_req *queued;
 
         master_link_stop(&masters[i].cmd);
-        if ((queued = q->head) != NULL) {
-            flush_leave(&q->fe);
-            q->head = NULL;
-            q->tail = &q->head;
-            q->n = 0;
+        if ((queued = master_queue_take(&masters[i])) != NULL) {
             master_requests_fail(&masters[i], queued, "the daemon is stopping");
         }
         master_link_stop(&masters[i].sub);

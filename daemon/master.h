@@ -20,9 +20,15 @@
  *
  * A master that stops answering while its connection stays open (a
  * SIGSTOP, a partition) is dropped, failing its pending requests at
- * once, when redis.max_pending requests are unanswered or when
- * redis.down_after_ms passed without a reply while requests were
- * pending; reconnecting with backoff follows.
+ * once, when redis.down_after_ms passed without a reply while requests
+ * written to it were unanswered; reconnecting with backoff follows.
+ * What the daemon has not written yet is its own queue, never the
+ * master's failure: at most redis.max_pending calls are written to a
+ * command link and unanswered at a time, the rest wait in the daemon by
+ * class (enum master_class: renewals and releases, then lock work, then
+ * reads; first come first served within a class), and a request still
+ * unwritten when its round's deadline (lock.node_timeout_ms) has passed
+ * is failed without being written: the round it belongs to has ended.
  *
  * The handshake also asks what the master says about itself (INFO and
  * CONFIG GET, daemon/health.h, which judges the answers: restarts,
@@ -51,6 +57,19 @@ enum master_reply_type {
     MASTER_REPLY_ERROR,
     MASTER_REPLY_ARRAY,
     MASTER_REPLY_OTHER      /* a RESP3 type we never ask for */
+};
+
+/*
+ * The classes of work on a command link, in the order they are written
+ * when the daemon holds more than a link takes (master_eval): what keeps
+ * a held lock alive or frees a name first, then what takes or changes a
+ * hold, then reads.  Each script has one (master_script_class).
+ */
+enum master_class {
+    MASTER_CLASS_RENEW,     /* renewals, restores and releases */
+    MASTER_CLASS_LOCK,      /* acquires, EXTEND, hand-overs, fences, BREAK */
+    MASTER_CLASS_READ,      /* STATUS and WATCH reads */
+    MASTER_CLASSES
 };
 
 /* Connection state of a master, for STATS and logs. */
@@ -134,6 +153,23 @@ int master_script(const char *text, bool clock);
 int master_script_batch(int script, int batch, const char *op);
 
 /*
+ * Put script (a master_script() id) in class cls: the order in which
+ * its requests leave the daemon's queue when a link has no room
+ * (master_eval).  A script not put in one is MASTER_CLASS_LOCK.
+ * Returns 0, or -1 when the id is not registered or cls is not a class.
+ */
+int master_script_class(int script, enum master_class cls);
+
+/*
+ * The daemon's queue of class cls now, over every master: requests
+ * waiting in *depth; since start, requests written after waiting in it
+ * in *written, their waits' sum in *wait_us (us), and requests failed
+ * unwritten at their deadline in *expired.  Any pointer may be NULL.
+ */
+void master_queue_stats(enum master_class cls, uint64_t *depth, uint64_t *written,
+                        uint64_t *wait_us, uint64_t *expired);
+
+/*
  * Create a connection for every master in conf and begin connecting.
  * conf must outlive the masters (until master_stop()).  Returns 0, or -1
  * when memory ran out (logged).  Masters that cannot be reached are not
@@ -202,7 +238,14 @@ struct master_shared {
  * every master whose SHA1 of the script is the same (all of them,
  * unless the masters hash differently); NULL formats for m alone.
  *
- * Returns 0 when the request was queued: cb will be called exactly once,
+ * The request is written at once when m's command link has room
+ * (fewer than redis.max_pending calls unanswered) and nothing waits
+ * before it; otherwise it waits in the daemon's queue of its script's
+ * class (master_script_class) until the link has room, and is failed
+ * (cb with NULL and a text naming the daemon's queue) when
+ * lock.node_timeout_ms passed before it could be written.
+ *
+ * Returns 0 when the request was taken: cb will be called exactly once,
  * later, from the event loop.  Returns -1 when m is not up or the
  * connection refused the write: cb will not be called; master_status_text()
  * says why.

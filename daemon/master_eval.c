@@ -49,6 +49,7 @@ static char *script_text[MASTER_SCRIPTS_MAX];  /* wrapped (MASTER_CLOCK_HEAD/_TA
 static bool        script_clock[MASTER_SCRIPTS_MAX];   /* its answers carry the clock */
 static const char *script_op[MASTER_SCRIPTS_MAX];      /* its operation in the batch
                                                           script, or NULL */
+static enum master_class script_class[MASTER_SCRIPTS_MAX]; /* its queue's class */
 static int         script_batch = -1;                  /* the batch script's id */
 
 /*
@@ -64,8 +65,8 @@ static int         nscripts;
 
 static void master_batch_cb(struct redisev *ac, void *r, void *privdata);
 static void master_reply_cb(struct redisev *ac, void *r, void *privdata);
-static void master_batch_send(struct master *m, bool in_loop);
-static void master_batch_add(struct master *m, struct master_req *req);
+static void master_queue_write(struct master *m, bool in_loop);
+static void master_queue_add(struct master *m, struct master_req *req);
 
 int
 master_script(const char *text, bool clock)
@@ -87,7 +88,18 @@ master_script(const char *text, bool clock)
     }
     script_text[nscripts] = wrapped;
     script_clock[nscripts] = clock;
+    script_class[nscripts] = MASTER_CLASS_LOCK;
     return nscripts++;
+}
+
+int
+master_script_class(int script, enum master_class cls)
+{
+    if (script < 0 || script >= nscripts || (int)cls < 0 || cls >= MASTER_CLASSES) {
+        return -1;
+    }
+    script_class[script] = cls;
+    return 0;
 }
 
 int
@@ -202,6 +214,24 @@ master_request_lost(struct master *m, struct redisev *ac, char *why, size_t size
 }
 
 /*
+ * A call on ac was answered (or lost) at now_us: on the live link it
+ * frees room, so what waits in m's queue is written at the iteration's
+ * end (and what waits when the link is lost is failed there).
+ */
+static void
+master_answered(struct master *m, const struct redisev *ac, int64_t now_us)
+{
+    struct master_queue *q = &m->queue;
+
+    if (m->cmd.ac == ac) {
+        master_link_answered(&m->cmd, true, now_us);
+    }
+    if (q->n[MASTER_CLASS_RENEW] + q->n[MASTER_CLASS_LOCK] + q->n[MASTER_CLASS_READ] > 0) {
+        flush_join(&q->fe);
+    }
+}
+
+/*
  * reply says the master's script cache was flushed (NOSCRIPT) and the
  * request was not retried yet on its live link ac: mark it retried; the
  * caller sends the script's text once, within the same deadline.
@@ -229,9 +259,7 @@ master_reply_cb(struct redisev *ac, void *r, void *privdata)
     int64_t now = util_now_us();
     char why[MASTER_WHY_MAX];
 
-    if (m->cmd.ac == ac) {
-        master_link_answered(&m->cmd, true, now);
-    }
+    master_answered(m, ac, now);
     if (reply == NULL) {
         master_request_lost(m, ac, why, sizeof(why));
         req->cb(m, NULL, why, req->arg);
@@ -406,9 +434,7 @@ master_batch_cb(struct redisev *ac, void *r, void *privdata)
     char why[MASTER_WHY_MAX];
     size_t i;
 
-    if (m->cmd.ac == ac) {
-        master_link_answered(&m->cmd, true, now);
-    }
+    master_answered(m, ac, now);
     if (reply == NULL) {
         master_request_lost(m, ac, why, sizeof(why));
         master_requests_fail(m, b->items, why);
@@ -451,85 +477,245 @@ master_batch_cb(struct redisev *ac, void *r, void *privdata)
     free(b);
 }
 
+/* Requests waiting in m's queue, every class. */
+static size_t
+master_queued(const struct master *m)
+{
+    const struct master_queue *q = &m->queue;
+
+    return q->n[MASTER_CLASS_RENEW] + q->n[MASTER_CLASS_LOCK] + q->n[MASTER_CLASS_READ];
+}
+
+/* Whether m's command link takes a call now. */
+static bool
+master_has_room(const struct master *m)
+{
+    return m->cmd.state == MASTER_UP && m->cmd.ac != NULL && !m->cmd.drop_now
+           && m->cmd.inflight < master_conf->max_pending;
+}
+
+/* Take req out of its queue: it is written (or failed) now. */
+static void
+master_queue_remove(struct master *m, struct master_req *req, int64_t now)
+{
+    struct master_queue *q = &m->queue;
+
+    TAILQ_REMOVE(&q->q[req->cls], req, qlink);
+    q->n[req->cls]--;
+    q->written[req->cls]++;
+    q->wait_us[req->cls] += (uint64_t)(now - req->queued_us);
+}
+
 /*
- * Send what m's batch holds, now: one request as its own script, more as
- * one call of the batch script.  Called at the end of the loop iteration
- * (in_loop: callbacks may run, so when m is not up, or the write fails,
- * each request gets its callback with the reason), and before anything
- * else is sent on the command link, from inside a caller's request
- * (then nothing fails here: what cannot be sent stays queued for the
- * iteration's end), so that the master sees the requests in the order
- * they were made.
+ * The next call from m's queue, linked by next, not taken out of it yet:
+ * the head of the first class that has one; when it is of a batched
+ * script, with it every request of a batched script that follows it at
+ * the heads of its class and the classes after it, up to
+ * MASTER_BATCH_MAX.  Returns the first request, its count in *n.
+ */
+static struct master_req *
+master_queue_next(struct master *m, size_t *n)
+{
+    struct master_queue *q = &m->queue;
+    struct master_req *first = NULL, **tail = &first, *req;
+    int c;
+
+    *n = 0;
+    for (c = 0; c < MASTER_CLASSES && *n < MASTER_BATCH_MAX; c++) {
+        for (req = TAILQ_FIRST(&q->q[c]); req != NULL && *n < MASTER_BATCH_MAX;
+             req = TAILQ_NEXT(req, qlink)) {
+            if (script_op[req->script] == NULL) {
+                if (*n == 0) {
+                    req->next = NULL;
+                    *n = 1;
+                    return req;     /* a script of its own: alone */
+                }
+                break;
+            }
+            *tail = req;
+            tail = &req->next;
+            ++*n;
+        }
+        if (req != NULL) {
+            break;      /* what comes next is not batched: it goes in its own call */
+        }
+    }
+    *tail = NULL;
+    return first;
+}
+
+/*
+ * Fail what waited in m's queue past its round's deadline: that round
+ * has ended, and the daemon's backlog is not the master's answer.
+ * Callbacks run: only from the loop.
  */
 static void
-master_batch_send(struct master *m, bool in_loop)
+master_queue_expire(struct master *m, int64_t now)
 {
-    struct master_batch *q = &m->batch;
-    struct master_batch_req *b = NULL;
-    struct master_req *items = q->head, *req;
+    struct master_queue *q = &m->queue;
+    struct master_req *req, *stale = NULL, **tail = &stale;
+    int64_t limit_us = master_conf->node_timeout_ms * 1000;
+    char why[MASTER_WHY_MAX];
+    int c;
+
+    for (c = 0; c < MASTER_CLASSES; c++) {
+        while ((req = TAILQ_FIRST(&q->q[c])) != NULL && now - req->queued_us >= limit_us) {
+            TAILQ_REMOVE(&q->q[c], req, qlink);
+            q->n[c]--;
+            q->expired[c]++;
+            req->next = NULL;
+            *tail = req;
+            tail = &req->next;
+        }
+    }
+    if (stale != NULL) {
+        snprintf(why, sizeof(why), "not written within %lld ms: the daemon's queue to this "
+                 "master was full (redis.max_pending calls unanswered)",
+                 (long long)master_conf->node_timeout_ms);
+        master_requests_fail(m, stale, why);
+    }
+}
+
+/*
+ * Write the call that starts at items (n requests, linked by next):
+ * one request as its own script, more as one call of the batch script.
+ * Returns REDIS_OK, or REDIS_ERR when out of memory or the connection
+ * refused the write (nothing was written).
+ */
+static int
+master_call_write(struct master *m, struct master_req *items, size_t n, int64_t now)
+{
+    struct master_batch_req *b;
+    struct master_req *req;
+    int rc;
+
+    for (req = items; req != NULL; req = req->next) {
+        req->sent_us = now;
+    }
+    if (n == 1) {
+        return master_send(m, items, false, NULL);
+    }
+    if ((b = malloc(sizeof(*b))) == NULL) {
+        return REDIS_ERR;
+    }
+    b->m = m;
+    b->items = items;
+    b->n = n;
+    b->retried = false;
+    b->sent_us = now;
+    if ((rc = master_batch_write(m, b, false)) != REDIS_OK) {
+        free(b);
+    }
+    return rc;
+}
+
+/*
+ * Write what m's queue holds while the command link has room: the
+ * first class first (master_queue_next).  Called at the end of the loop
+ * iteration (in_loop: callbacks may run, so what waited past its
+ * deadline is failed, and when m is not up, or a write fails, every
+ * request left gets its callback with the reason), and from inside a
+ * caller's request before it writes its own (then nothing fails here:
+ * what cannot be written stays queued for the iteration's end), so that
+ * a master sees the requests of a class in the order they were made.
+ */
+static void
+master_queue_write(struct master *m, bool in_loop)
+{
+    struct master_req *items, *req, *next;
     int64_t now = util_now_us();
     bool up = m->cmd.state == MASTER_UP && m->cmd.ac != NULL && !m->cmd.drop_now;
-    int rc = REDIS_ERR;
+    size_t n;
 
-    if (items == NULL || (!up && !in_loop)) {
-        return;
+    if (in_loop) {
+        master_queue_expire(m, now);
     }
-    if (up) {
-        for (req = items; req != NULL; req = req->next) {
-            req->sent_us = now;
-        }
-        if (q->n == 1) {
-            rc = master_send(m, items, false, NULL);
-        } else if ((b = malloc(sizeof(*b))) != NULL) {
-            b->m = m;
-            b->items = items;
-            b->n = q->n;
-            b->retried = false;
-            b->sent_us = now;
-            if ((rc = master_batch_write(m, b, false)) != REDIS_OK) {
-                free(b);
+    while (master_queued(m) > 0 && master_has_room(m)) {
+        items = master_queue_next(m, &n);
+        if (master_call_write(m, items, n, now) != REDIS_OK) {
+            m->stats.errors++;
+            if (!in_loop) {
+                return;     /* stays queued: the iteration's end tries again */
             }
+            log_warn("master %s: out of memory, or the connection refused the write",
+                     m->addr->spec);
+            up = false;
+            break;
         }
-        if (rc != REDIS_OK && !in_loop) {
-            return;     /* stays queued: the iteration's end tries again */
+        for (req = items; req != NULL; req = next) {
+            next = req->next;
+            master_queue_remove(m, req, now);
+            req->next = next;
         }
-    }
-    flush_leave(&q->fe);
-    q->head = NULL;
-    q->tail = &q->head;
-    q->n = 0;
-    if (rc == REDIS_OK) {
         master_link_sent(&m->cmd);
+    }
+    if (in_loop && !up && master_queued(m) > 0) {
+        items = master_queue_take(m);
+        master_requests_fail(m, items, m->cmd.state == MASTER_UP
+                             ? "out of memory, or the connection refused the write"
+                             : master_status_text(m));
         return;
     }
-    m->stats.errors++;
-    master_requests_fail(m, items, up ? "out of memory, or the connection refused the write"
-                                   : master_status_text(m));
-}
-
-/* The flush list's writer for a master's batch. */
-static void
-master_batch_flush(struct flush_entry *fe)
-{
-    master_batch_send((struct master *)((char *)fe - offsetof(struct master, batch.fe)), true);
-}
-
-/* Queue req (of a batched script) in m's batch, sent at the iteration's end. */
-static void
-master_batch_add(struct master *m, struct master_req *req)
-{
-    struct master_batch *q = &m->batch;
-
-    if (q->tail == NULL) {
-        q->tail = &q->head;
-        flush_entry_init(&q->fe, master_batch_flush);
+    if (master_queued(m) == 0) {
+        flush_leave(&m->queue.fe);
     }
-    *q->tail = req;
-    q->tail = &req->next;
-    q->n++;
+}
+
+/* The flush list's writer for a master's queue. */
+static void
+master_queue_flush(struct flush_entry *fe)
+{
+    master_queue_write((struct master *)((char *)fe - offsetof(struct master, queue.fe)),
+                       true);
+}
+
+/* Queue req in its class of m's queue, written at the iteration's end. */
+static void
+master_queue_add(struct master *m, struct master_req *req)
+{
+    struct master_queue *q = &m->queue;
+    int c;
+
+    if (q->fe.fn == NULL) {
+        for (c = 0; c < MASTER_CLASSES; c++) {
+            TAILQ_INIT(&q->q[c]);
+        }
+        flush_entry_init(&q->fe, master_queue_flush);
+    }
+    TAILQ_INSERT_TAIL(&q->q[req->cls], req, qlink);
+    q->n[req->cls]++;
     flush_join(&q->fe);
-    if (q->n >= MASTER_BATCH_MAX) {
-        master_batch_send(m, false);
+    if (q->n[req->cls] >= MASTER_BATCH_MAX) {
+        master_queue_write(m, false);
+    }
+}
+
+void
+master_queue_stats(enum master_class cls, uint64_t *depth, uint64_t *written,
+                   uint64_t *wait_us, uint64_t *expired)
+{
+    uint64_t d = 0, w = 0, us = 0, e = 0;
+    size_t i;
+    const struct master *m;
+
+    for (i = 0; i < master_count(); i++) {
+        m = master_at(i);
+        d += m->queue.n[cls];
+        w += m->queue.written[cls];
+        us += m->queue.wait_us[cls];
+        e += m->queue.expired[cls];
+    }
+    if (depth != NULL) {
+        *depth = d;
+    }
+    if (written != NULL) {
+        *written = w;
+    }
+    if (wait_us != NULL) {
+        *wait_us = us;
+    }
+    if (expired != NULL) {
+        *expired = e;
     }
 }
 
@@ -553,21 +739,6 @@ master_eval(struct master *m, int script, size_t nkeys, size_t nargs,
         m->stats.errors++;
         return -1;
     }
-    if (m->cmd.inflight >= master_conf->max_pending && !m->cmd.drop_now
-        && util_now_us() - m->cmd.progress_us >= master_conf->node_timeout_ms * 1000) {
-        /*
-         * max_pending unanswered and no reply for a round's deadline: not
-         * answering while its connection stays open.  A burst to a master
-         * that answers is not this (its replies move progress_us).  The
-         * drop runs the pending callbacks, so it is left to the timer:
-         * never inside the caller's round_start().
-         */
-        snprintf(m->cmd.why, sizeof(m->cmd.why), "%d requests unanswered "
-                 "(redis.max_pending), last reply %lld ms ago", m->cmd.inflight,
-                 (long long)((util_now_us() - m->cmd.progress_us) / 1000));
-        m->cmd.drop_now = true;
-        event_active(m->cmd.timer, EV_TIMEOUT, 0);
-    }
     if (m->cmd.drop_now) {
         m->stats.errors++;
         return -1;
@@ -585,21 +756,21 @@ master_eval(struct master *m, int script, size_t nkeys, size_t nargs,
     req->args = args;
     req->lens = lens;
     req->retried = false;
-    req->sent_us = util_now_us();
+    req->cls = script_class[script];
+    req->queued_us = util_now_us();
+    req->sent_us = req->queued_us;
     req->next = NULL;
-    if (script_op[script] != NULL) {
-        master_batch_add(m, req);
-        m->stats.requests++;
-        return 0;
-    }
-    master_batch_send(m, false);    /* what was asked before this goes before it */
-    if (master_send(m, req, false, shared) != REDIS_OK) {
-        free(req);
-        m->stats.errors++;
-        return -1;
-    }
-    master_link_sent(&m->cmd);
     m->stats.requests++;
+    if (script_op[script] == NULL && master_has_room(m)) {
+        master_queue_write(m, false);   /* what was asked before this goes before it */
+        if (master_queued(m) == 0 && master_has_room(m)) {
+            if (master_send(m, req, false, shared) == REDIS_OK) {
+                master_link_sent(&m->cmd);
+                return 0;
+            }
+        }
+    }
+    master_queue_add(m, req);
     return 0;
 }
 

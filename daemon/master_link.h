@@ -13,6 +13,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/queue.h>
 
 #include "daemon/flush.h"
 #include "daemon/master.h"
@@ -54,16 +55,23 @@ struct master_link {
 };
 
 /*
- * The per-lock requests of one loop iteration to one master, sent as one
- * call of the batch script at the iteration's end (daemon/flush.h), in
- * the order they were made.  Owned by its master; the requests in it by
- * the batch until they are sent.
+ * The requests made for one master and not written yet: one queue per
+ * class (enum master_class), each first come first served.  Written at
+ * the end of the loop iteration (daemon/flush.h) while the command link
+ * has room (redis.max_pending calls unanswered at most), the first class
+ * first; the requests of batched scripts at the heads of the queues
+ * travel together as one call of the batch script.  Owned by its
+ * master; the requests in it by the queue until they are written.
  */
-struct master_batch {
-    struct flush_entry  fe;         /* listed while requests wait */
-    struct master_req  *head;       /* the first request; NULL when empty */
-    struct master_req **tail;       /* where the next one goes */
-    size_t              n;          /* requests in it */
+TAILQ_HEAD(master_req_list, master_req);
+
+struct master_queue {
+    struct flush_entry     fe;                      /* listed while requests wait */
+    struct master_req_list q[MASTER_CLASSES];       /* waiting, per class */
+    size_t                 n[MASTER_CLASSES];       /* requests in each */
+    uint64_t               written[MASTER_CLASSES]; /* written after a wait, since start */
+    uint64_t               wait_us[MASTER_CLASSES]; /* those waits' sum, us */
+    uint64_t               expired[MASTER_CLASSES]; /* failed unwritten at the deadline */
 };
 
 /* A batch sent: its requests, until its answer (or the link's loss) comes. */
@@ -90,12 +98,13 @@ struct master {
                                                 flight on the command link */
     int64_t             clock_probe_sent_us; /* monotonic: when it was sent */
     struct master_stats stats;      /* counters (daemon/health.c keeps its own) */
-    struct master_batch batch;      /* per-lock requests waiting for the iteration's end */
+    struct master_queue queue;      /* requests not written yet */
 };
 
 /* One request in flight on a master; freed after its callback. */
 struct master_req {
-    struct master_req  *next;       /* in its master's batch, or in a batch in flight */
+    struct master_req  *next;       /* in a call being formed, or in a batch in flight */
+    TAILQ_ENTRY(master_req) qlink;  /* in its master's queue, until written */
     struct master      *m;          /* the master it was sent to */
     master_reply_fn     cb;         /* caller's callback */
     void               *arg;        /* caller's argument */
@@ -105,6 +114,8 @@ struct master_req {
     const char *const  *args;       /* caller's args (kept alive by caller) */
     const size_t       *lens;       /* their lengths */
     bool                retried;    /* NOSCRIPT retry with EVAL done */
+    enum master_class   cls;        /* its script's class */
+    int64_t             queued_us;  /* monotonic: when it was asked for */
     int64_t             sent_us;    /* monotonic send time */
 };
 
@@ -134,5 +145,11 @@ int master_load(const char *text);
 
 /* Each request of the list items gets cb(m, NULL, why) and is freed. */
 void master_requests_fail(struct master *m, struct master_req *items, const char *why);
+
+/*
+ * Take every request out of m's queue, as a list linked by next (first
+ * class first), or NULL when none waits; the queue leaves the flush list.
+ */
+struct master_req *master_queue_take(struct master *m);
 
 #endif /* REDLOCKD_MASTER_LINK_H */

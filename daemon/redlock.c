@@ -72,6 +72,17 @@ redlock_init(double drift_factor)
         || master_script_batch(redlock_scripts.fence, redlock_scripts.batch, "fence") != 0) {
         return -1;
     }
+    /*
+     * When a master's link has no room, what keeps held locks alive and
+     * frees names is written first, reads last (daemon/master.h); the
+     * scripts not named here take or change a hold (MASTER_CLASS_LOCK).
+     */
+    if (master_script_class(redlock_scripts.extend, MASTER_CLASS_RENEW) != 0
+        || master_script_class(redlock_scripts.restore, MASTER_CLASS_RENEW) != 0
+        || master_script_class(redlock_scripts.release, MASTER_CLASS_RENEW) != 0
+        || master_script_class(redlock_scripts.status, MASTER_CLASS_READ) != 0) {
+        return -1;
+    }
     return redlock_scripts.acquire < 0 || redlock_scripts.release < 0 || redlock_scripts.extend < 0 || redlock_scripts.status < 0
            || redlock_scripts.fence < 0 || redlock_scripts.extend_one < 0 || redlock_scripts.restore < 0
            || redlock_scripts.ungate < 0 || redlock_scripts.break_lock < 0 || redlock_scripts.raise < 0

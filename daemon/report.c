@@ -7,6 +7,7 @@
 #include "daemon/admit.h"
 #include "daemon/lock.h"
 #include "daemon/master.h"
+#include "daemon/readq.h"
 #include "daemon/redlock.h"
 #include "daemon/report.h"
 #include "daemon/stats.h"
@@ -82,6 +83,41 @@
         "WATCHes open now.")                                                                       \
     ROW(reads_refused, "redlockd_reads_refused_total", NULL, NULL, COUNTER, NUMBER,                \
         stats.reads_refused, "STATUS and WATCH refused over limits.reads_per_second.")            \
+    ROW(reads_in_flight, "redlockd_reads_in_flight", NULL, NULL, GAUGE, NUMBER, readq_in_flight(), \
+        "Reads of the masters (STATUS, WATCHed names) in flight now, at most "                    \
+        "limits.max_reads_in_flight.")                                                             \
+    ROW(reads_waiting, "redlockd_reads_waiting", NULL, NULL, GAUGE, NUMBER, readq_waiting(),      \
+        "Reads waiting now for their session's turn and a slot of limits.max_reads_in_flight.")   \
+    ROW(reads_waited, "redlockd_reads_waited_total", NULL, NULL, COUNTER, NUMBER,                  \
+        stats.reads_waited, "Reads that waited for their turn before they were made.")             \
+    ROW(read_wait_us, "redlockd_read_wait_seconds_total", NULL, NULL, COUNTER, US,                 \
+        stats.read_wait_us, "Time those reads waited for their turn, summed.")                     \
+    ROW(reads_timed_out, "redlockd_reads_timed_out_total", NULL, NULL, COUNTER, NUMBER,            \
+        stats.reads_timed_out, "STATUS answered ERR LIMIT: no turn within limits.read_wait_ms.")  \
+    ROW(queue_renew_depth, "redlockd_master_queue_depth", "class", "renew", GAUGE, NUMBER,\
+        snap->queue[MASTER_CLASS_RENEW].depth, "Requests waiting in the daemon to be written to a master (every master), by class: renew (renewals, releases), lock (acquires, EXTEND, hand-overs), read (STATUS, WATCH).") \
+    ROW(queue_lock_depth, "redlockd_master_queue_depth", "class", "lock", GAUGE, NUMBER,\
+        snap->queue[MASTER_CLASS_LOCK].depth, NULL) \
+    ROW(queue_read_depth, "redlockd_master_queue_depth", "class", "read", GAUGE, NUMBER,\
+        snap->queue[MASTER_CLASS_READ].depth, NULL) \
+    ROW(queue_renew_written, "redlockd_master_queue_written_total", "class", "renew", COUNTER, NUMBER,\
+        snap->queue[MASTER_CLASS_RENEW].written, "Requests written to a master after waiting in the daemon's queue, by class.") \
+    ROW(queue_lock_written, "redlockd_master_queue_written_total", "class", "lock", COUNTER, NUMBER,\
+        snap->queue[MASTER_CLASS_LOCK].written, NULL) \
+    ROW(queue_read_written, "redlockd_master_queue_written_total", "class", "read", COUNTER, NUMBER,\
+        snap->queue[MASTER_CLASS_READ].written, NULL) \
+    ROW(queue_renew_wait_us, "redlockd_master_queue_wait_seconds_total", "class", "renew", COUNTER, US,\
+        snap->queue[MASTER_CLASS_RENEW].wait_us, "Time requests waited in the daemon's queue before they were written, summed, by class.") \
+    ROW(queue_lock_wait_us, "redlockd_master_queue_wait_seconds_total", "class", "lock", COUNTER, US,\
+        snap->queue[MASTER_CLASS_LOCK].wait_us, NULL) \
+    ROW(queue_read_wait_us, "redlockd_master_queue_wait_seconds_total", "class", "read", COUNTER, US,\
+        snap->queue[MASTER_CLASS_READ].wait_us, NULL) \
+    ROW(queue_renew_expired, "redlockd_master_queue_expired_total", "class", "renew", COUNTER, NUMBER,\
+        snap->queue[MASTER_CLASS_RENEW].expired, "Requests failed unwritten: still in the daemon's queue at their round's deadline, by class.") \
+    ROW(queue_lock_expired, "redlockd_master_queue_expired_total", "class", "lock", COUNTER, NUMBER,\
+        snap->queue[MASTER_CLASS_LOCK].expired, NULL) \
+    ROW(queue_read_expired, "redlockd_master_queue_expired_total", "class", "read", COUNTER, NUMBER,\
+        snap->queue[MASTER_CLASS_READ].expired, NULL) \
     ROW(acquire_ok, "redlockd_acquisitions_total", "outcome", "ok", COUNTER, NUMBER,               \
         stats.acquire_ok,                                                                          \
         "LOCK and TRYLOCK requests by answer: ok (granted by the masters), "                       \
@@ -262,10 +298,16 @@ const size_t report_master_nrows = sizeof(report_master_rows) / sizeof(report_ma
 void
 report_snapshot(struct report_snap *snap)
 {
+    int c;
+
     snap->now_us = util_now_us();
     snap->masters = master_count();
     master_tally(&snap->sum);
     snap->master = NULL;
+    for (c = 0; c < MASTER_CLASSES; c++) {
+        master_queue_stats((enum master_class)c, &snap->queue[c].depth, &snap->queue[c].written,
+                           &snap->queue[c].wait_us, &snap->queue[c].expired);
+    }
 }
 
 void

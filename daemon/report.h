@@ -49,6 +49,13 @@ struct report_snap {
     struct master_summary      sum;     /* the masters at a glance (master_tally) */
     const struct master_stats *master;  /* for the per-master rows: the master
                                            shown now; set by the caller */
+    struct report_queue {
+        uint64_t depth;                 /* requests waiting now, every master */
+        uint64_t written;               /* written after waiting, since start */
+        uint64_t wait_us;               /* those waits' sum, us */
+        uint64_t expired;               /* failed unwritten at their deadline */
+    } queue[MASTER_CLASSES];            /* the daemon's queues to the masters, by
+                                           class (master_queue_stats) */
 };
 
 /* One value in both outputs.  The tables are constant, in report.c. */

@@ -68,6 +68,11 @@ struct stats {
     uint64_t watches;            /* watch: WATCH requests accepted */
     uint64_t watching;           /* watch: WATCHes open now */
     uint64_t reads_refused;      /* session: STATUS/WATCH over limits.reads_per_second */
+    uint64_t reads_waited;       /* readq: reads that waited for a slot of
+                                    limits.max_reads_in_flight */
+    uint64_t read_wait_us;       /* readq: those waits' sum, us */
+    uint64_t reads_timed_out;    /* command: STATUS answered ERR LIMIT after waiting
+                                    limits.read_wait_ms for a slot */
     /*
      * The acquire latency histogram (stats_observe_acquire): the
      * LOCK/TRYLOCK answers counted by acquire_ok, _reentered, _busy,

@@ -49,7 +49,8 @@ struct watch_name {
     size_t              name_len;   /* bytes in name */
     struct watcher_list watchers;   /* who watches it */
     size_t              n;          /* entries in watchers */
-    bool                reading;    /* a read of the masters is in flight */
+    bool                reading;    /* a read of the masters is in flight, or waits
+                                       for its turn (job) */
     bool                again;      /* a message came during the read: read again */
     bool                known;      /* seen holds a state a quorum gave */
     bool                subscribed; /* its changes channel is wanted (one count) */
@@ -58,6 +59,7 @@ struct watch_name {
     struct watch_seen   seen;       /* the last state pushed */
     struct event        timer;      /* the next read: expiry, backoff, settling */
     int64_t             backoff_us; /* delay of the next read after no quorum */
+    struct readq_job    job;        /* its read's turn (daemon/readq.h) */
 };
 
 /* One session watching one name.  Owned by this module. */
@@ -116,10 +118,11 @@ watch_set_conf(const struct conf *conf)
 }
 
 void
-watch_client_init(struct watch_client *c, watch_push_fn push)
+watch_client_init(struct watch_client *c, watch_push_fn push, struct readq_client *reads)
 {
     memset(c, 0, sizeof(*c));
     c->push = push;
+    c->reads = reads;
     TAILQ_INIT(&c->watchers);
 }
 
@@ -207,6 +210,7 @@ watch_read_done(const struct redlock_result *res, void *arg)
     int64_t delay;
 
     wn->reading = false;
+    readq_done(&wn->job);
     if (wn->n == 0) {
         watch_put(wn);
         return;
@@ -257,19 +261,40 @@ watch_read_done(const struct redlock_result *res, void *arg)
     }
 }
 
-/* Read the name on the masters now, or after the read in flight. */
+/* The read's turn came (daemon/readq.h): read the name on the masters. */
+static void
+watch_read_start(struct readq_job *j, void *arg)
+{
+    struct watch_name *wn = arg;
+
+    (void)j;
+    if (redlock_status(wn->key, wn->key_len, NULL, watch_read_done, wn) != 0) {
+        wn->reading = false;
+        readq_done(&wn->job);
+        log_warn("watch %s: out of memory reading it; trying again", wn->key);
+        watch_read_in(wn, WATCH_BACKOFF_MAX_US);
+    }
+}
+
+/*
+ * Read the name on the masters when its oldest watcher's session has
+ * its turn (now, mostly), or after the read in flight.
+ */
 static void
 watch_read(struct watch_name *wn)
 {
+    struct watcher *first = TAILQ_FIRST(&wn->watchers);
+
     if (wn->reading) {
-        wn->again = true;
+        wn->again = wn->again || !wn->job.waiting;  /* a waiting read will see it */
         return;
     }
+    if (first == NULL) {
+        return;     /* nobody to tell */
+    }
     wn->reading = true;
-    if (redlock_status(wn->key, wn->key_len, NULL, watch_read_done, wn) != 0) {
-        wn->reading = false;
-        log_warn("watch %s: out of memory reading it; trying again", wn->key);
-        watch_read_in(wn, WATCH_BACKOFF_MAX_US);
+    if (readq_ask(first->client->reads, &wn->job, watch_read_start, wn)) {
+        watch_read_start(&wn->job, wn);
     }
 }
 
@@ -403,12 +428,21 @@ watch_free_watcher(struct watcher *w)
     struct watch_name *wn = w->wn;
     struct watch_client *c = w->client;
 
+    bool moved = wn->job.waiting && wn->job.owner == c->reads;
+
+    if (moved) {
+        readq_cancel(&wn->job);     /* it waited in this session's turn */
+        wn->reading = false;
+    }
     TAILQ_REMOVE(&wn->watchers, w, name_link);
     wn->n--;
     TAILQ_REMOVE(&c->watchers, w, client_link);
     c->n--;
     stats.watching--;
     free(w);
+    if (moved && wn->n > 0) {
+        watch_read(wn);             /* in the next watcher's turn */
+    }
     if (wn->n == 0) {
         if (wn->subscribed) {
             redlock_watch_changes(wn->key, wn->key_len, false);

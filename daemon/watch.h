@@ -13,6 +13,12 @@
  * when the quorum said the holder's time runs out.  Reads that find no
  * quorum are retried with a backoff, and push nothing.
  *
+ * Reads share the daemon's budget (daemon/readq.h): an entry's read is
+ * made on behalf of its oldest watcher's session, so a session's
+ * watched names are read one at a time, in turn with other sessions'
+ * reads; a read that waits for its turn is still one read, whatever
+ * messages come meanwhile.
+ *
  * Ownership: this module owns every entry and watcher.  A session
  * embeds a struct watch_client and hears pushes through its callback.
  */
@@ -23,6 +29,8 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/queue.h>
+
+#include "daemon/readq.h"
 
 struct event_base;
 struct conf;
@@ -52,6 +60,7 @@ TAILQ_HEAD(watcher_list, watcher);
 /* The watch side of a session; embedded in struct session. */
 struct watch_client {
     watch_push_fn        push;      /* where states go */
+    struct readq_client *reads;     /* the session's reads (daemon/readq.h), its own */
     struct watcher_list  watchers;  /* its watches, owned by watch.c */
     size_t               n;         /* entries in watchers */
 };
@@ -63,8 +72,11 @@ void watch_init(struct event_base *base, const struct conf *conf);
 /* Use new settings from now on (reload). */
 void watch_set_conf(const struct conf *conf);
 
-/* Prepare a client: no watches, pushes to push. */
-void watch_client_init(struct watch_client *c, watch_push_fn push);
+/*
+ * Prepare a client: no watches, pushes to push, its reads made in turn
+ * as reads (the session's, kept by its owner; it must outlive c).
+ */
+void watch_client_init(struct watch_client *c, watch_push_fn push, struct readq_client *reads);
 
 /*
  * WATCH name: from now on the client hears the name's state: first as
