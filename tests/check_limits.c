@@ -836,6 +836,189 @@ START_TEST(watches_capped_globally)
 }
 END_TEST
 
+#define LI_FLOOD_SESSIONS   30      /* reading sessions, each from an address of its own */
+#define LI_FLOOD_NAMES      100     /* fresh names each WATCHes a round */
+#define LI_FLOOD_ROUNDS     5
+#define LI_FLOOD_READS      8       /* limits.max_reads_in_flight */
+
+/* Read lines from fd until n lines begin with "OK " (pushes skipped). */
+static void
+li_read_oks(int fd, int n, const char *what)
+{
+    char *line;
+
+    while (n > 0) {
+        line = h_read_line(fd, LOCAL_MS * 10);
+        ck_assert_msg(line != NULL, "%s: %d answers missing", what, n);
+        if (strncmp(line, "OK ", 3) == 0) {
+            n--;
+        } else {
+            ck_assert_msg(line[0] == '!', "%s: '%s'", what, line);
+        }
+        free(line);
+    }
+}
+
+/*
+ * One client's reads never cost another client its lock.  30 sessions
+ * from 30 addresses each WATCH 100 fresh names at once, five times,
+ * within their read budgets, on one master, while a bystander holds a
+ * session lock with a short ttl.  Reads wait their turn in the daemon
+ * (at most limits.max_reads_in_flight in flight), the bystander's
+ * renewals go first on the master link: its lock is never LOST, the
+ * master is never declared down, and the reads were all made.
+ */
+START_TEST(read_flood_spares_locks)
+{
+    struct h_daemon_opts o = { .retry_delay_ms = 100,
+                               .limits_yaml = "  reads_per_second: 1000000\n"
+                                              "  max_watches: 1000000\n"
+                                              "  max_reads_in_flight: 8\n" };
+    int fd[LI_FLOOD_SESSIONS], by, i, r, k;
+    char from[32], line[64], *got;
+    char *req;
+    size_t off;
+    long long most = 0, v;
+
+    expect_up(1, &o);
+    by = expect_tcp();
+    EXPECT_PREFIX(by, "LOCK bystander ttl=1000", "OK bystander");
+    for (i = 0; i < LI_FLOOD_SESSIONS; i++) {
+        snprintf(from, sizeof(from), "127.0.1.%d", i + 1);
+        fd[i] = h_tcp_connect(from, "127.0.0.1", h_daemon_port(), 0);
+        ck_assert_msg(fd[i] >= 0, "connect from %s: %s", from, strerror(errno));
+    }
+    req = malloc(LI_FLOOD_NAMES * 64);
+    ck_assert_ptr_nonnull(req);
+    for (r = 0; r < LI_FLOOD_ROUNDS; r++) {
+        for (i = 0; i < LI_FLOOD_SESSIONS; i++) {
+            for (k = 0, off = 0; k < LI_FLOOD_NAMES; k++) {
+                off += (size_t)snprintf(req + off, 64, "WATCH fl-%d-%d-%d\n", r, i, k);
+            }
+            ck_assert_int_eq(h_send_raw(fd[i], req, off), 0);
+        }
+        for (i = 0; i < LI_FLOOD_SESSIONS; i++) {
+            snprintf(line, sizeof(line), "session %d, round %d", i, r);
+            li_read_oks(fd[i], LI_FLOOD_NAMES, line);
+        }
+        ck_assert_int_eq(h_stat_once("reads_in_flight", &v), 0);
+        most = v > most ? v : most;
+    }
+    free(req);
+    /* Every read is made, in its turn: the reads drain. */
+    expect_wait_stat("reads_waiting", 0, false, 60000);
+    ck_assert_msg(most <= LI_FLOOD_READS, "%lld reads in flight, more than %d", most,
+                  LI_FLOOD_READS);
+    ck_assert_msg(expect_stat("reads_waited") > 0, "no read waited: the flood did not flood");
+    ck_assert_int_eq(expect_stat("master.0.reconnects"), 0);
+    ck_assert_msg(!expect_log_has("down:"), "the master was declared down");
+    ck_assert_int_eq(expect_stat("locks_lost"), 0);
+    /* The bystander still holds its lock, and heard nothing. */
+    ck_assert_msg(h_quiet(by, 10), "the bystander was told something");
+    got = h_cmd(by, "UNLOCK bystander", LOCAL_MS);
+    ck_assert_msg(got != NULL && strcmp(got, "OK bystander holds=0") == 0, "UNLOCK: '%s'",
+                  got != NULL ? got : "(none)");
+    free(got);
+    for (i = 0; i < LI_FLOOD_SESSIONS; i++) {
+        close(fd[i]);
+    }
+    close(by);
+}
+END_TEST
+
+/*
+ * A STATUS over the daemon's read budget waits for its turn, and is
+ * answered ERR LIMIT only when its own wait (limits.read_wait_ms) runs
+ * out.  One read in flight at most; the master is stopped, so a read
+ * holds the slot for a round's deadline (500 ms): b's STATUS waits 400
+ * ms and is refused; c's, asked after that, is let in when a's read
+ * ends and is answered by the master, running again.
+ */
+START_TEST(status_waits_its_turn)
+{
+    struct h_daemon_opts o = { .retry_delay_ms = 100,
+                               .limits_yaml = "  max_reads_in_flight: 1\n"
+                                              "  read_wait_ms: 400\n" };
+    int a, b, c;
+    char *got;
+
+    expect_up(1, &o);
+    a = expect_tcp();
+    b = expect_tcp();
+    c = expect_tcp();
+    ck_assert_int_eq(h_signal_master(0, SIGSTOP), 0);
+    ck_assert_int_eq(h_send(a, "STATUS sa"), 0);
+    expect_wait_stat("reads_in_flight", 1, false, LOCAL_MS);
+    got = h_cmd(b, "STATUS sb", 5 * H_NODE_TIMEOUT_MS);
+    ck_assert_msg(got != NULL && strncmp(got, "ERR LIMIT ", 10) == 0
+                  && strstr(got, "limits.read_wait_ms") != NULL, "b's STATUS: '%s'",
+                  got != NULL ? got : "(none)");
+    free(got);
+    ck_assert_int_eq(expect_stat("reads_timed_out"), 1);
+    ck_assert_int_eq(h_send(c, "STATUS sc"), 0);
+    ck_assert_int_eq(h_signal_master(0, SIGCONT), 0);
+    got = h_read_line(c, 5 * H_NODE_TIMEOUT_MS);
+    ck_assert_msg(got != NULL && strcmp(got, "FREE sc") == 0, "c's STATUS: '%s'",
+                  got != NULL ? got : "(none)");
+    free(got);
+    ck_assert_int_eq(expect_stat("reads_waited"), 1);
+    ck_assert_int_eq(expect_stat("reads_timed_out"), 1);
+    got = h_read_line(a, 5 * H_NODE_TIMEOUT_MS);
+    ck_assert_msg(got != NULL, "a's STATUS got no answer");
+    free(got);
+    expect_wait_stat("reads_in_flight", 0, false, LOCAL_MS);
+    close(a);
+    close(b);
+    close(c);
+}
+END_TEST
+
+/*
+ * Sessions that close while their STATUS waits for its turn: the
+ * request is still answered in order (the end of input answers every
+ * complete request), so it waits its turn like any other and takes
+ * nothing from the budget; once the master answers again every read is
+ * made, every session ends, and the budget is whole.  (The stopped
+ * master holds a's read for a round's deadline, 5 s here.)
+ */
+START_TEST(status_waiting_at_close)
+{
+    struct h_daemon_opts o = { .retry_delay_ms = 100, .node_timeout_ms = 5000,
+                               .min_ttl_ms = 20000, .down_after_ms = 20000,
+                               .limits_yaml = "  max_reads_in_flight: 1\n" };
+    int a, b, i;
+    char *got;
+
+    expect_up(1, &o);
+    a = expect_tcp();
+    ck_assert_int_eq(h_signal_master(0, SIGSTOP), 0);
+    ck_assert_int_eq(h_send(a, "STATUS sa"), 0);
+    expect_wait_stat("reads_in_flight", 1, false, LOCAL_MS);
+    for (i = 0; i < 5; i++) {
+        b = expect_tcp();
+        ck_assert_int_eq(h_send(b, "STATUS sb"), 0);
+        expect_wait_stat("reads_waiting", i + 1, false, LOCAL_MS);
+        close(b);
+    }
+    ck_assert_int_eq(expect_stat("reads_in_flight"), 1);
+    ck_assert_int_eq(h_signal_master(0, SIGCONT), 0);
+    got = h_read_line(a, 5000 + LOCAL_MS);
+    ck_assert_msg(got != NULL, "a's STATUS got no answer");
+    free(got);
+    expect_wait_stat("reads_waiting", 0, false, 5000 + LOCAL_MS);
+    expect_wait_stat("reads_in_flight", 0, false, 5000 + LOCAL_MS);
+    expect_wait_stat("connections", 2, false, 5000 + LOCAL_MS);     /* a, and the STATS one */
+    ck_assert_int_eq(expect_stat("reads_waited"), 5);
+    b = expect_tcp();
+    got = h_cmd(b, "STATUS sc", 5 * H_NODE_TIMEOUT_MS);
+    ck_assert_msg(got != NULL && strcmp(got, "FREE sc") == 0, "STATUS: '%s'",
+                  got != NULL ? got : "(none)");
+    free(got);
+    close(a);
+    close(b);
+}
+END_TEST
+
 #define LI_READS_PER_S 1        /* limits.reads_per_second of reads_budgeted: the
                                    second read within a second is refused */
 
@@ -942,6 +1125,9 @@ limits_suite(void)
     EXPECT_ADD(s, pending_slot_rst_and_pause, TEST_TIMEOUT_40_S);
     EXPECT_ADD(s, watches_capped_globally, TEST_TIMEOUT_40_S);
     EXPECT_ADD(s, reads_budgeted, TEST_TIMEOUT_40_S);
+    EXPECT_ADD(s, read_flood_spares_locks, 120);
+    EXPECT_ADD(s, status_waits_its_turn, TEST_TIMEOUT_40_S);
+    EXPECT_ADD(s, status_waiting_at_close, TEST_TIMEOUT_40_S);
     EXPECT_ADD(s, auth_guessing_limited, TEST_TIMEOUT_40_S);
     return s;
 }
