@@ -45,6 +45,7 @@
 struct event_base;
 struct conf;
 struct master;
+struct master_req;
 
 /* A reply from a master.  It is valid only during the callback. */
 struct master_reply;
@@ -252,7 +253,21 @@ struct master_shared {
  */
 int master_eval(struct master *m, int script, size_t nkeys, size_t nargs,
                 const char *const *args, const size_t *lens,
-                struct master_shared *shared, master_reply_fn cb, void *arg);
+                struct master_shared *shared, master_reply_fn cb, void *arg,
+                struct master_req **taken);
+
+/*
+ * The request taken (master_eval's *taken, valid until its callback
+ * ran) is no longer wanted: its round was decided.  When it is still
+ * unwritten in the daemon's queue and not of MASTER_CLASS_RENEW, it is
+ * taken out and never written, and its callback runs now with NULL and
+ * a text saying so.  Otherwise nothing happens (it is written, or it is
+ * a renewal or release, which must still reach every master).  Why:
+ * what a round's caller sends after the decision (the release of a
+ * failed acquire's token) may be of a class written first, and would
+ * otherwise reach the master before the request it undoes.
+ */
+void master_withdraw(struct master_req *req);
 
 /* Free shared->cmd (the masters keep their own copies). */
 void master_shared_free(struct master_shared *shared);

@@ -501,6 +501,7 @@ master_queue_remove(struct master *m, struct master_req *req, int64_t now)
     struct master_queue *q = &m->queue;
 
     TAILQ_REMOVE(&q->q[req->cls], req, qlink);
+    req->queued = false;
     q->n[req->cls]--;
     q->written[req->cls]++;
     q->wait_us[req->cls] += (uint64_t)(now - req->queued_us);
@@ -561,6 +562,7 @@ master_queue_expire(struct master *m, int64_t now)
     for (c = 0; c < MASTER_CLASSES; c++) {
         while ((req = TAILQ_FIRST(&q->q[c])) != NULL && now - req->queued_us >= limit_us) {
             TAILQ_REMOVE(&q->q[c], req, qlink);
+            req->queued = false;
             q->n[c]--;
             q->expired[c]++;
             req->next = NULL;
@@ -683,6 +685,7 @@ master_queue_add(struct master *m, struct master_req *req)
         flush_entry_init(&q->fe, master_queue_flush);
     }
     TAILQ_INSERT_TAIL(&q->q[req->cls], req, qlink);
+    req->queued = true;
     q->n[req->cls]++;
     flush_join(&q->fe);
     if (q->n[req->cls] >= MASTER_BATCH_MAX) {
@@ -731,7 +734,8 @@ master_shared_free(struct master_shared *shared)
 int
 master_eval(struct master *m, int script, size_t nkeys, size_t nargs,
             const char *const *args, const size_t *lens,
-            struct master_shared *shared, master_reply_fn cb, void *arg)
+            struct master_shared *shared, master_reply_fn cb, void *arg,
+            struct master_req **taken)
 {
     struct master_req *req;
 
@@ -757,6 +761,7 @@ master_eval(struct master *m, int script, size_t nkeys, size_t nargs,
     req->lens = lens;
     req->retried = false;
     req->cls = script_class[script];
+    req->queued = false;
     req->queued_us = util_now_us();
     req->sent_us = req->queued_us;
     req->next = NULL;
@@ -766,12 +771,36 @@ master_eval(struct master *m, int script, size_t nkeys, size_t nargs,
         if (master_queued(m) == 0 && master_has_room(m)) {
             if (master_send(m, req, false, shared) == REDIS_OK) {
                 master_link_sent(&m->cmd);
+                if (taken != NULL) {
+                    *taken = req;
+                }
                 return 0;
             }
         }
     }
     master_queue_add(m, req);
+    if (taken != NULL) {
+        *taken = req;
+    }
     return 0;
+}
+
+void
+master_withdraw(struct master_req *req)
+{
+    struct master *m = req->m;
+    struct master_queue *q = &m->queue;
+
+    if (!req->queued || req->cls == MASTER_CLASS_RENEW) {
+        return;
+    }
+    TAILQ_REMOVE(&q->q[req->cls], req, qlink);
+    req->queued = false;
+    q->n[req->cls]--;
+    q->expired[req->cls]++;
+    req->cb(m, NULL, "withdrawn unwritten: its round was decided while it waited in the "
+            "daemon's queue", req->arg);
+    free(req);
 }
 
 void

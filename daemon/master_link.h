@@ -71,7 +71,8 @@ struct master_queue {
     size_t                 n[MASTER_CLASSES];       /* requests in each */
     uint64_t               written[MASTER_CLASSES]; /* written after a wait, since start */
     uint64_t               wait_us[MASTER_CLASSES]; /* those waits' sum, us */
-    uint64_t               expired[MASTER_CLASSES]; /* failed unwritten at the deadline */
+    uint64_t               expired[MASTER_CLASSES]; /* failed unwritten: at the deadline,
+                                                       or withdrawn (master_withdraw) */
 };
 
 /* A batch sent: its requests, until its answer (or the link's loss) comes. */
@@ -115,6 +116,7 @@ struct master_req {
     const size_t       *lens;       /* their lengths */
     bool                retried;    /* NOSCRIPT retry with EVAL done */
     enum master_class   cls;        /* its script's class */
+    bool                queued;     /* in its master's queue (not written yet) */
     int64_t             queued_us;  /* monotonic: when it was asked for */
     int64_t             sent_us;    /* monotonic send time */
 };

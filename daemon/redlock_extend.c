@@ -353,7 +353,7 @@ redlock_restore(const struct redlock_restore_item *items, size_t n)
             k++;
         }
         if (master_eval(master_at(i), redlock_scripts.restore, cnt, 6 * cnt, req->args, req->lens,
-                        NULL, redlock_restore_cb, req) != 0) {
+                        NULL, redlock_restore_cb, req, NULL) != 0) {
             free(req);
         }
     }

@@ -25,6 +25,7 @@ struct round_master {
     bool             sent;           /* the request was handed to the link */
     bool             replied;        /* a reply came back (an error reply too); a
                                         callback without one: the link failed */
+    struct master_req *req;          /* the request, while waiting (master_withdraw) */
     int64_t          quarantine_ms;  /* restart quarantine left at the send; 0: none */
     int64_t          clock_ms;       /* clock quarantine left at the send; 0: none */
     char             why[ROUND_WHY_MAX]; /* failure reason when FAILED */
@@ -98,6 +99,8 @@ round_release(struct round *r)
 static void
 round_decide(struct round *r)
 {
+    size_t i;
+
     if (r->decided) {
         return;
     }
@@ -105,6 +108,19 @@ round_decide(struct round *r)
     rounds_undecided--;
     r->end_us = util_now_us();
     event_del(&r->deadline);
+    /*
+     * What is still unwritten in a master's queue is not written now:
+     * what the caller sends next (a release of this round's token) may
+     * be written first there, and must not be overtaken by what it
+     * undoes.  Renewals and releases stay (daemon/master.h).
+     */
+    r->waiting++;
+    for (i = 0; i < r->nmasters; i++) {
+        if (r->masters[i].waiting) {
+            master_withdraw(r->masters[i].req);
+        }
+    }
+    r->waiting--;
     if (r->done_cb != NULL) {
         r->done_cb(r, r->arg);
     }
@@ -275,7 +291,7 @@ round_start(int script, size_t nkeys, size_t nargs,
             r->duplicates++;
             r->finished++;
         } else if (master_eval(m, script, nkeys, nargs, r->args, r->lens, &shared,
-                               round_reply_cb, slot) == 0) {
+                               round_reply_cb, slot, &slot->req) == 0) {
             slot->sent = true;
             slot->waiting = true;
             r->waiting++;

@@ -653,6 +653,45 @@ START_TEST(queue_not_taken_for_failure)
 END_TEST
 
 /*
+ * A request still unwritten when its round is decided is withdrawn: the
+ * release sent after the decision is of a class written first, and
+ * must not reach the master before the acquire it undoes.  Master 1 is
+ * stopped with its one call of room (max_pending 1) taken; w's acquire
+ * for it waits in the daemon while the other four grant; w's UNLOCK
+ * follows.  When master 1 runs again, it must not be left holding w.
+ */
+START_TEST(decided_round_withdrawn)
+{
+    struct h_daemon_opts o = { .retry_delay_ms = 100, .max_pending = 1,
+                               .down_after_ms = 600000 };
+    const char *w = "wd";
+    char *got;
+    int a;
+
+    expect_up(NMASTERS, &o);
+    a = expect_tcp();
+    ck_assert_int_eq(h_signal_master(1, SIGSTOP), 0);
+    EXPECT_PREFIX(a, "TRYLOCK first ttl=30000", "OK first");
+    EXPECT_PREFIX(a, "TRYLOCK wd ttl=30000", "OK wd");
+    ck_assert_int_ge(expect_stat("queue_lock_expired"), 1);
+    EXPECT_REPLY(a, "UNLOCK wd", "OK wd holds=0");
+    EXPECT_REPLY(a, "UNLOCK first", "OK first holds=0");
+    ck_assert_int_eq(h_signal_master(1, SIGCONT), 0);
+    expect_wait_stat("queue_renew_depth", 0, false, LOCAL_MS);
+    /* A read answered by every master follows everything written before it. */
+    got = h_cmd(a, "STATUS wd", LOCAL_MS * 5);
+    ck_assert_msg(got != NULL && strcmp(got, "FREE wd") == 0, "STATUS: '%s'",
+                  got != NULL ? got : "(none)");
+    free(got);
+    ck_assert_msg(h_wait_until(expect_cond_key_gone_alive, &w, LOCAL_MS),
+                  "a master holds wd after its UNLOCK");
+    ck_assert_int_eq(h_masters_holding("wd", NULL), 0);
+    ck_assert_int_eq(expect_stat("master.1.reconnects"), 0);
+    close(a);
+}
+END_TEST
+
+/*
  * A silent master is still dropped: by its silence (redis.down_after_ms)
  * with requests written and unanswered, whatever is queued behind them.
  */
@@ -1433,6 +1472,7 @@ masters_suite(void)
     EXPECT_ADD(s, ghost_of_dropped_try_taken_over, TEST_TIMEOUT_40_S);
     EXPECT_ADD(s, queue_not_taken_for_failure, TEST_TIMEOUT_40_S);
     EXPECT_ADD(s, silence_drops_master, TEST_TIMEOUT_40_S);
+    EXPECT_ADD(s, decided_round_withdrawn, TEST_TIMEOUT_40_S);
     EXPECT_ADD(s, burst_not_dropped, TEST_TIMEOUT_40_S);
     EXPECT_ADD(s, partial_write_to_stopped_master, TEST_TIMEOUT_40_S);
     EXPECT_ADD(s, lost_keeps_keys_until_expiry, TEST_TIMEOUT_40_S);
