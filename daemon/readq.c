@@ -15,10 +15,13 @@ static int64_t           readq_max = 64;        /* limits.max_reads_in_flight */
 static size_t            readq_running;         /* reads let in, not done */
 static size_t            readq_nwaiting;        /* jobs waiting, every client */
 
+static void readq_dispatch(void);
+
 void
 readq_set_max(int64_t max_in_flight)
 {
     readq_max = max_in_flight > 0 ? max_in_flight : 1;
+    readq_dispatch();   /* a wider budget lets waiting reads in now */
 }
 
 void

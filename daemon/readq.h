@@ -52,7 +52,11 @@ struct readq_job {
     TAILQ_ENTRY(readq_job) link;
 };
 
-/* Set the budget: reads in flight at once, daemon-wide (>= 1).  Reload too. */
+/*
+ * Set the budget: reads in flight at once, daemon-wide (>= 1).  Reload
+ * too: a wider budget lets waiting jobs in during the call (their start
+ * runs), a narrower one lets none in until enough reads end.
+ */
 void readq_set_max(int64_t max_in_flight);
 
 /* Prepare a client: nothing waiting, nothing running. */

@@ -129,20 +129,26 @@ START_TEST(test_round_robin_across_sessions)
 }
 END_TEST
 
-/* A newcomer does not jump sessions already waiting, even with a slot free. */
-START_TEST(test_no_jump_over_the_ring)
+/*
+ * A slot that frees goes to the sessions waiting, in ring order; a
+ * reload that widens the budget lets the next one in at once.
+ */
+START_TEST(test_reload_widens_budget)
 {
     t_setup();
     ck_assert(t_ask(0, 0, 1));
     ck_assert(!t_ask(1, 0, 1));
-    readq_set_max(2);                   /* a reload widens the budget */
-    ck_assert(!t_ask(2, 0, 2));         /* session 1 waits: 2 goes after it */
+    ck_assert(!t_ask(2, 0, 1));
     readq_done(&t_job[0][0]);
-    ck_assert_uint_eq(t_nlog, 2);
+    ck_assert_uint_eq(t_nlog, 1);
     ck_assert_int_eq(t_log[0], 10);
+    ck_assert(!t_ask(0, 1, 2));         /* a reload widens the budget: 2 goes in */
+    ck_assert_uint_eq(t_nlog, 2);
     ck_assert_int_eq(t_log[1], 20);
+    readq_done(&t_job[2][0]);           /* then 0's second */
+    ck_assert_int_eq(t_log[2], 1);
+    readq_done(&t_job[0][1]);
     readq_done(&t_job[1][0]);
-    readq_done(&t_job[2][0]);
     ck_assert_uint_eq(readq_in_flight(), 0);
 }
 END_TEST
@@ -197,7 +203,7 @@ readq_suite(void)
     tcase_add_test(tc, test_let_in_within_budget);
     tcase_add_test(tc, test_one_read_per_session);
     tcase_add_test(tc, test_round_robin_across_sessions);
-    tcase_add_test(tc, test_no_jump_over_the_ring);
+    tcase_add_test(tc, test_reload_widens_budget);
     tcase_add_test(tc, test_cancel);
     tcase_add_test(tc, test_close_keeps_the_slot_until_done);
     suite_add_tcase(s, tc);
