@@ -418,8 +418,8 @@ redlock_raise_done(struct round *r, void *arg)
 static void
 redlock_fence_raise(struct redlock_op *op)
 {
-    const char *args[5];
-    size_t lens[5];
+    const char *args[6];
+    size_t lens[6];
 
     op->yes = 0;
     op->no = 0;
@@ -434,7 +434,9 @@ redlock_fence_raise(struct redlock_op *op)
     lens[3] = 1;
     args[4] = op->keys->aux;
     lens[4] = op->keys->aux_len;
-    if (round_start(redlock_scripts.raise, 2, 5, args, lens, redlock_raise_reply, redlock_raise_done,
+    args[5] = REDLOCK_ANNOUNCE;
+    lens[5] = sizeof(REDLOCK_ANNOUNCE) - 1;
+    if (round_start(redlock_scripts.raise, 2, 6, args, lens, redlock_raise_reply, redlock_raise_done,
                     op) != 0) {
         redlock_op_fail(op, "fence raise");
     }
@@ -687,13 +689,13 @@ redlock_release_done(struct round *r, void *arg)
 }
 
 int
-redlock_release(const struct redlock_rec *rec, const char *token, bool announce,
-                redlock_done_fn cb, void *arg)
+redlock_release(const struct redlock_rec *rec, const char *token, redlock_done_fn cb,
+                void *arg)
 {
     struct redlock_op *op = NULL;
     struct redlock_keys k;
-    const char *args[6] = { k.rec, token, announce ? "1" : "", k.kind, k.aux, k.label };
-    size_t lens[6] = { 0, UTIL_TOKEN_HEX, announce ? 1 : 0, 1, 0, 1 };
+    const char *args[6] = { k.rec, token, REDLOCK_ANNOUNCE, k.kind, k.aux, k.label };
+    size_t lens[6] = { 0, UTIL_TOKEN_HEX, sizeof(REDLOCK_ANNOUNCE) - 1, 1, 0, 1 };
 
     if (redlock_keys_of(rec, &k) != 0) {
         return -1;

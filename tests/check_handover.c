@@ -796,8 +796,9 @@ cond_tries(void *arg)
  * connections only (WAKE_SUB_MS each way, the top of the fault suite's
  * timing range twice over), so its SUBSCRIBE lands well after the try
  * it makes once more when it starts waiting.  A holds s for 10 s and
- * releases it right after that try (its second script call on every
- * master) marked the name as waited for.  Before a waiter's try was
+ * releases it right after that try (B's third script call on every
+ * master, after the first try and its clean-up) marked the name as
+ * waited for.  Before a waiter's try was
  * ordered after its subscription, the release deleted the mark and
  * published to nobody, and B slept the holder's whole ttl while s was
  * free.
@@ -805,12 +806,12 @@ cond_tries(void *arg)
 START_TEST(wake_after_slow_subscribe)
 {
     struct h_daemon_opts opts = ho_opts;
-    struct tries_want tries = { { 0 }, 2, { 0 } };
+    struct tries_want tries = { { 0 }, 3, { 0 } };
     const char *via[NMASTERS];
     long long fallbacks, wakeups;
     int64_t t_unlock, waited;
+    char *got, *token, line[128];
     size_t i;
-    char *got;
     int a, b;
 
     expect_up_daemons(NMASTERS, false, 1, NULL);
@@ -822,19 +823,25 @@ START_TEST(wake_after_slow_subscribe)
     expect_proxies_on();
     a = expect_connect(0);
     b = expect_connect(1);
-    EXPECT_PREFIX(a, "LOCK s ttl=10000", "OK s validity=");
+    /* In lease mode: no renewal makes a script call while B's are counted. */
+    EXPECT_PREFIX(a, "LOCK s ttl=10000 mode=lease", "OK s token=");
+    token = h_master_get(0, PREFIX "s");
+    ck_assert_msg(token != NULL && h_is_token(token), "no token for s on master 0");
+    snprintf(line, sizeof(line), "UNLOCK s token=%s", token);
+    free(token);
     for (i = 0; i < NMASTERS; i++) {
         tries.before[i] = expect_script_calls(i);
         ck_assert_msg(tries.before[i] >= 0, "INFO commandstats failed on master %zu", i);
     }
     ck_assert_int_eq(h_send(b, "LOCK s wait=30000"), 0);
+    /* Its first try, that try's clean-up release, and its try once more. */
     ck_assert_msg(h_wait_until(cond_tries, &tries, 5000),
                   "daemon B did not try twice on every master (scripts since its LOCK: "
                   "%lld %lld %lld %lld %lld)", tries.seen[0] - tries.before[0],
                   tries.seen[1] - tries.before[1], tries.seen[2] - tries.before[2],
                   tries.seen[3] - tries.before[3], tries.seen[4] - tries.before[4]);
     t_unlock = h_now_ms();
-    EXPECT_REPLY(a, "UNLOCK s", "OK s holds=0");
+    EXPECT_PREFIX(a, line, "OK s");
     got = h_read_line(b, WAKE_BOUND_MS);
     waited = h_now_ms() - t_unlock;
     fprintf(stderr, "wake_after_slow_subscribe: B answered %lld ms after A's UNLOCK\n",
@@ -850,6 +857,8 @@ START_TEST(wake_after_slow_subscribe)
             "%lld\n", wakeups, fallbacks);
     ck_assert_msg(fallbacks == 0, "B's STATS fallback_retries is %lld: a retry was timed by "
                   "the holder's ttl", fallbacks);
+    ck_assert_msg(wakeups >= 1, "B's STATS pubsub_wakeups is %lld: the release after its "
+                  "tries was not heard", wakeups);
     EXPECT_REPLY(b, "UNLOCK s", "OK s holds=0");
     close(a);
     close(b);
