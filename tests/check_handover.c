@@ -866,6 +866,75 @@ START_TEST(wake_after_slow_subscribe)
 END_TEST
 
 /*
+ * A subscriber link that comes back.  B waits for r (its tries done, it
+ * sleeps until the holder's 10 s ttl, subscribed everywhere); then every
+ * master drops its pub/sub clients, and A releases r at once, while B's
+ * subscriber links reconnect (through proxies that slow them by
+ * WAKE_SUB_MS each way, so the release lands before B subscribes
+ * again): the announcement reaches nobody.  The confirmation of B's
+ * renewed subscription must make its head try again, as an announcement
+ * would.
+ */
+START_TEST(wake_after_subscriber_reconnect)
+{
+    struct h_daemon_opts opts = ho_opts;
+    struct tries_want tries = { { 0 }, 3, { 0 } };
+    struct numsub_want sub = { PREFIX "r" RELEASED, 1, { 0 } };
+    const char *via[NMASTERS];
+    long long fallbacks;
+    int64_t t_unlock, waited;
+    char *got, *token, line[128];
+    size_t i;
+    int a, b;
+
+    expect_up_daemons(NMASTERS, false, 1, NULL);
+    for (i = 0; i < NMASTERS; i++) {
+        via[i] = expect_proxy_start(i, WAKE_SUB_MS, true);
+    }
+    opts.master_addrs = via;
+    ck_assert_msg(h_start_daemon(&opts) == 0, "daemon B did not start (log above)");
+    expect_proxies_on();
+    a = expect_connect(0);
+    b = expect_connect(1);
+    EXPECT_PREFIX(a, "LOCK r ttl=10000 mode=lease", "OK r token=");
+    token = h_master_get(0, PREFIX "r");
+    ck_assert_msg(token != NULL && h_is_token(token), "no token for r on master 0");
+    snprintf(line, sizeof(line), "UNLOCK r token=%s", token);
+    free(token);
+    for (i = 0; i < NMASTERS; i++) {
+        tries.before[i] = expect_script_calls(i);
+        ck_assert_msg(tries.before[i] >= 0, "INFO commandstats failed on master %zu", i);
+    }
+    ck_assert_int_eq(h_send(b, "LOCK r wait=30000"), 0);
+    ck_assert_msg(h_wait_until(cond_tries, &tries, 5000) && h_wait_until(cond_numsub, &sub, 5000),
+                  "daemon B did not start waiting for r (subscribers %lld %lld %lld %lld %lld)",
+                  sub.seen[0], sub.seen[1], sub.seen[2], sub.seen[3], sub.seen[4]);
+    for (i = 0; i < NMASTERS; i++) {
+        ck_assert_msg(h_master_cmd(i, NULL, "CLIENT KILL TYPE pubsub") == 0,
+                      "CLIENT KILL TYPE pubsub failed on master %zu", i);
+    }
+    t_unlock = h_now_ms();
+    EXPECT_PREFIX(a, line, "OK r");
+    got = h_read_line(b, WAKE_BOUND_MS);
+    waited = h_now_ms() - t_unlock;
+    fprintf(stderr, "wake_after_subscriber_reconnect: B answered %lld ms after A's UNLOCK\n",
+            (long long)waited);
+    ck_assert_msg(h_is_reply(got, "OK", "r"),
+                  "B's LOCK r answered '%s' within %d ms of A's UNLOCK (the holder's ttl was "
+                  "%d ms): the release made while B's subscriber links were down was never "
+                  "made up for", got != NULL ? got : "(nothing yet)", WAKE_BOUND_MS,
+                  WAKE_TTL_MS);
+    free(got);
+    fallbacks = expect_daemon_stat(1, "fallback_retries");
+    ck_assert_msg(fallbacks == 0, "B's STATS fallback_retries is %lld: a retry was timed by "
+                  "the holder's ttl", fallbacks);
+    EXPECT_REPLY(b, "UNLOCK r", "OK r holds=0");
+    close(a);
+    close(b);
+}
+END_TEST
+
+/*
  * A clean-up release announces.  Daemon A reaches the masters through
  * delay proxies (WAKE_LINK_MS each way): its LOCK c wait=0 ttl=10000
  * lands on every master, but the answers come after its round deadline,
@@ -1018,6 +1087,7 @@ handover_suite(void)
     EXPECT_ADD(s, pubsub_copies_after_busy, CLUSTER_TIMEOUT_S);
     EXPECT_ADD(s, fallback_after_expiry, CLUSTER_TIMEOUT_S);
     EXPECT_ADD(s, wake_after_slow_subscribe, CLUSTER_TIMEOUT_S);
+    EXPECT_ADD(s, wake_after_subscriber_reconnect, CLUSTER_TIMEOUT_S);
     EXPECT_ADD(s, cleanup_release_announces, CLUSTER_TIMEOUT_S);
     EXPECT_ADD(s, fairness_two_daemons, CLUSTER_TIMEOUT_S);
     EXPECT_ADD(s, handover_one_call, SPLIT_TIMEOUT_S);
