@@ -856,6 +856,7 @@ waiter_unqueue(struct waiter *w)
     w->lock = NULL;
     if (!WAITER_ONCE(w) && --lk->nqueued == 0 && lk->watched) {
         lk->watched = false;
+        lk->subscribe_until_us = 0;
         redlock_watch(lk->key, lk->key_len, false);
     }
     if (was_head) {
