@@ -39,7 +39,12 @@
  * than that deadline) makes the head try again.  The head's tries
  * before (the first, uncontended one) cost nothing more: a release
  * between them and the confirmed subscription is found by the try after
- * it.  What is left is the holder's expiry, which the fallback covers.
+ * it.  The other ways a name changes hands: a hand-over's swap leaves
+ * the mark in place (the name is never free, and the new holder's
+ * release announces); a BREAK announces every token it ends, and an
+ * ungate its gate, mark or none; the channel is left only once no LOCK
+ * of the name queues here.  What is left is the holder's expiry, which
+ * announces nothing and which the fallback (its ttl plus jitter) covers.
  *
  * Turns: hand-overs alone would keep a busy name inside one daemon for
  * ever, since a swap announces nothing.  A grant tells how many clients
