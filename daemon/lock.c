@@ -174,8 +174,13 @@ struct waiter {
     enum waiter_round   round;      /* the round in flight, if any */
     bool                woken;      /* a release was announced during the round */
     bool                fallback;   /* the timer is set at the holder's ttl */
-    bool                jittered;   /* the timer is set within the retry jitter after a
-                                       split refusal: announcements leave it be */
+    bool                jittered;   /* the timer is set within the retry jitter (after a
+                                       split refusal, or another token's announcement):
+                                       announcements but its blocker's leave it be */
+    uint64_t            blocker;    /* with fallback: redlock_token_id of the holder it
+                                       waits for (refused on a quorum); 0: none known */
+    uint64_t            woken_id;   /* redlock_token_id of the last announcement heard
+                                       during its round (woken) */
     char                woken_by[UTIL_TOKEN_HEX]; /* token of the last release heard */
     char                retired[UTIL_TOKEN_HEX]; /* the last token it released: its own
                                        clean-up's announcement wakes nobody here */
@@ -1366,10 +1371,15 @@ waiter_acquired(const struct redlock_result *res, void *arg)
         delay = 0;
     } else if (split) {
         w->jittered = true;
-    } else if (woken) {
+    } else if (woken && (w->kind != REDLOCK_EXCLUSIVE || res->holder_id == 0
+                         || res->holder_id == w->woken_id)) {
         delay = 0;
+    } else if (woken) {
+        w->jittered = true;     /* another token's release: see lock_released */
     } else if (res->outcome == REDLOCK_BUSY && res->ttl_ms > 0) {
         w->fallback = true;
+        /* A permit or a shared hold may get in when any holder leaves. */
+        w->blocker = w->kind == REDLOCK_EXCLUSIVE ? res->holder_id : 0;
         delay += res->ttl_ms * 1000;
     }
     waiter_retry_in(w, waiter_gate_delay(w, delay), now);
@@ -1403,6 +1413,7 @@ waiter_try(struct waiter *w)
     w->round = WAITER_ACQUIRING;
     w->fallback = false;
     w->jittered = false;
+    w->blocker = 0;
     waiter_rec(w, &rec);
     if (w->ghost[0] != '\0') {
         old = w->ghost;     /* an earlier try of ours that may have landed: take it over */
@@ -1554,6 +1565,7 @@ lock_released(const char *key, size_t key_len, const char *token, size_t token_l
     size_t plen = strlen(lock_conf->key_prefix);
     struct lock *lk;
     struct waiter *w;
+    uint64_t id;
 
     if (key_len <= plen || memcmp(key, lock_conf->key_prefix, plen) != 0) {
         return;
@@ -1572,8 +1584,9 @@ lock_released(const char *key, size_t key_len, const char *token, size_t token_l
     if (util_equal_secret(token, token_len, w->retired, UTIL_TOKEN_HEX)) {
         return;     /* the clean-up of the head's own last try: for the others */
     }
-    if (w->round == WAITER_NO_ROUND && w->jittered) {
-        return;     /* after a split: its try is due within the jitter (waiter_acquired) */
+    id = redlock_token_id(token, token_len);
+    if (w->round == WAITER_NO_ROUND && w->jittered && (w->blocker == 0 || id != w->blocker)) {
+        return;     /* its try is due within the jitter anyway (waiter_acquired) */
     }
     /*
      * Every master announces the same release, and each copy says that
@@ -1596,6 +1609,23 @@ lock_released(const char *key, size_t key_len, const char *token, size_t token_l
         }
         stats.pubsub_wakeups++;
     }
+    if (w->round == WAITER_NO_ROUND && w->fallback && w->blocker != 0 && id != w->blocker) {
+        /*
+         * Not the holder it waits for, which a quorum still held at its
+         * last try: most likely another waiter's clean-up of a partial
+         * grant (which deleted a mark there), which frees nothing; or
+         * the release of a holder that took over from its own by a
+         * hand-over.  Try within the jitter, not at once: waiters that
+         * wait for one holder and whose tries clean up after each other
+         * would otherwise wake each other in step for its whole ttl.
+         */
+        w->fallback = false;
+        w->jittered = true;
+        waiter_retry_in(w, waiter_gate_delay(w, util_random(lock_conf->retry_delay_ms * 1000)),
+                        util_now_us());
+        return;
+    }
+    w->woken_id = id;
     waiter_wake(w);
 }
 

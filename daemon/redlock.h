@@ -170,6 +170,9 @@ struct redlock_result {
                                            leftovers of several holders; ttl_ms
                                            says when they expire, but a new try
                                            may win much sooner */
+    uint64_t holder_id;                 /* BUSY, not split: redlock_token_id() of the
+                                           token that refused on a quorum (the
+                                           holder a waiter waits for); 0 otherwise */
     bool    gated;                      /* acquire of an exclusive record with gate:
                                            a master closed the gate for this token
                                            (redlock_ungate() opens it) */
@@ -338,6 +341,13 @@ enum redlock_branch {
 /* The span of a fenced grant: REDLOCK_FENCE_ROUNDS * lock.node_timeout_ms, in us. */
 int64_t redlock_fence_span_us(void);
 
+/*
+ * A token's identity as the refusals of an acquire count it
+ * (res->holder_id): a 64-bit FNV-1a hash of its len bytes, never 0 for
+ * a token of UTIL_TOKEN_HEX hex digits in practice.  Pure.
+ */
+uint64_t redlock_token_id(const char *token, size_t len);
+
 /* The quorum for n masters: n/2 + 1. */
 size_t redlock_quorum(size_t nmasters);
 
@@ -496,7 +506,14 @@ int redlock_acquire(const struct redlock_rec *rec, const char *token, int64_t tt
  * announcement brings forward is a waiter sleeping until a holder's
  * ttl, which only a refusal by a token on a quorum sets, never a
  * split's partial grant; and a woken waiter that finds the name taken
- * by a contender marks it again and waits for that one.
+ * by a contender marks it again and waits for that one.  Waiters that
+ * wait for one holder on a bare quorum may get partial grants on the
+ * other masters and refuse each other there; their clean-ups then
+ * announce to each other while that holder stays.  An exclusive waiter
+ * knows the token it waits for (res->holder_id): another token's
+ * announcement makes it try within the retry jitter, not at once, so
+ * such waiters fall out of step instead of waking each other for the
+ * holder's whole ttl.
  *
  * Returns 0 or -1 (no callback).
  */
