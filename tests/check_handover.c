@@ -934,6 +934,56 @@ START_TEST(wake_after_subscriber_reconnect)
 }
 END_TEST
 
+#define PACE_PUBLISHES  20      /* foreign_announcements_pace_a_waiter: announcements */
+#define PACE_EVERY_MS   10      /* one every this many ms */
+#define PACE_TRIES_MAX  8       /* tries they may cause: about one per retry jitter (100 ms) */
+
+/*
+ * Announcements of other tokens than the holder's pace a waiter.  A
+ * foreign holder keeps p on every master for 10 s, and B's waiter sleeps
+ * until then (it was refused by that token on a quorum).  Another
+ * waiter's clean-ups would announce tokens that free nothing (partial
+ * grants it got on masters the holder is not on); here PACE_PUBLISHES
+ * such announcements, each with a new token, come PACE_EVERY_MS apart.
+ * Each one may make B try within the retry jitter, not at once: B must
+ * make at most PACE_TRIES_MAX tries (an acquire and its clean-up each),
+ * not one per announcement.
+ */
+START_TEST(foreign_announcements_pace_a_waiter)
+{
+    struct tries_want tries = { { 0 }, 3, { 0 } };
+    long long before, calls;
+    char token[TOKEN_LEN + 1];
+    int i, b;
+
+    expect_up_daemons(NMASTERS, false, 1, &ho_opts);
+    for (i = 0; i < NMASTERS; i++) {
+        ck_assert_int_eq(h_master_cmd((size_t)i, NULL, "SET %s %s PX %d", PREFIX "p",
+                                      FOREIGN_TOKEN, WAKE_TTL_MS), 0);
+        tries.before[i] = expect_script_calls((size_t)i);
+        ck_assert_msg(tries.before[i] >= 0, "INFO commandstats failed on master %d", i);
+    }
+    b = expect_connect(0);
+    ck_assert_int_eq(h_send(b, "LOCK p wait=30000"), 0);
+    /* Its first try, that try's clean-up, its try once more: it sleeps until the ttl. */
+    ck_assert_msg(h_wait_until(cond_tries, &tries, 5000), "B did not start waiting for p");
+    before = expect_script_calls(0);
+    for (i = 0; i < PACE_PUBLISHES; i++) {
+        snprintf(token, sizeof(token), "%032x", 0xc0ffee00u + (unsigned)i);
+        ck_assert_int_eq(h_master_cmd(0, NULL, "PUBLISH %s %s", PREFIX "p" RELEASED, token), 0);
+        h_sleep_ms(PACE_EVERY_MS);
+    }
+    ck_assert_msg(h_quiet(b, 300), "B's LOCK p was answered while the foreign holder holds p");
+    calls = expect_script_calls(0) - before;
+    fprintf(stderr, "foreign_announcements_pace_a_waiter: %lld scripts on master 0 for %d "
+            "announcements\n", calls, PACE_PUBLISHES);
+    ck_assert_msg(calls <= 2 * PACE_TRIES_MAX, "master 0 ran %lld scripts for %d announcements "
+                  "of other tokens than the holder's: the waiter tried at once on each",
+                  calls, PACE_PUBLISHES);
+    close(b);
+}
+END_TEST
+
 /*
  * A clean-up release announces.  Daemon A reaches the masters through
  * delay proxies (WAKE_LINK_MS each way): its LOCK c wait=0 ttl=10000
@@ -1089,6 +1139,7 @@ handover_suite(void)
     EXPECT_ADD(s, wake_after_slow_subscribe, CLUSTER_TIMEOUT_S);
     EXPECT_ADD(s, wake_after_subscriber_reconnect, CLUSTER_TIMEOUT_S);
     EXPECT_ADD(s, cleanup_release_announces, CLUSTER_TIMEOUT_S);
+    EXPECT_ADD(s, foreign_announcements_pace_a_waiter, CLUSTER_TIMEOUT_S);
     EXPECT_ADD(s, fairness_two_daemons, CLUSTER_TIMEOUT_S);
     EXPECT_ADD(s, handover_one_call, SPLIT_TIMEOUT_S);
     EXPECT_ADD(s, retry_token_outlives_late_release, SPLIT_TIMEOUT_S);
