@@ -35,6 +35,9 @@ struct channel {
 static TAILQ_HEAD(, channel) channels = TAILQ_HEAD_INITIALIZER(channels);
 static size_t              channel_nwanted;    /* channels wanted now */
 static channel_message_fn  channel_message_cb;
+static channel_confirmed_fn channel_confirmed_cb;
+static bool                channel_link_up[CONF_MASTERS_MAX]; /* per master: its
+                                               subscriber link is up (sub_up..sub_down) */
 
 static void
 channel_free_if_done(struct channel *ch)
@@ -87,6 +90,7 @@ channel_sub_up(size_t i)
 {
     struct channel *ch;
 
+    channel_link_up[i] = true;
     TAILQ_FOREACH(ch, &channels, link) {
         channel_sync(ch, i);
     }
@@ -97,6 +101,7 @@ channel_sub_down(size_t i)
 {
     struct channel *ch, *next;
 
+    channel_link_up[i] = false;
     for (ch = TAILQ_FIRST(&channels); ch != NULL; ch = next) {
         next = TAILQ_NEXT(ch, link);
         ch->state[i] = CHANNEL_NONE;
@@ -114,6 +119,10 @@ channel_confirmed(size_t i, bool subscribed, const char *name, size_t len)
     }
     ch->state[i] = subscribed ? CHANNEL_ON : CHANNEL_NONE;
     channel_sync(ch, i);
+    if (subscribed && ch->wanted && ch->state[i] == CHANNEL_ON && channel_confirmed_cb != NULL) {
+        channel_confirmed_cb(ch->name, ch->len);  /* ch stays: it is wanted */
+        return;
+    }
     channel_free_if_done(ch);
 }
 
@@ -150,12 +159,36 @@ channel_stop(void)
         free(ch);
     }
     channel_nwanted = 0;
+    memset(channel_link_up, 0, sizeof(channel_link_up));
 }
 
 void
 channel_on_message(channel_message_fn fn)
 {
     channel_message_cb = fn;
+}
+
+void
+channel_on_confirmed(channel_confirmed_fn fn)
+{
+    channel_confirmed_cb = fn;
+}
+
+bool
+channel_ready(const char *channel, size_t len)
+{
+    struct channel *ch = channel_find(channel, len);
+    size_t i, n = master_count();
+
+    if (ch == NULL || ch->wanted == 0) {
+        return false;
+    }
+    for (i = 0; i < n; i++) {
+        if (channel_link_up[i] && ch->state[i] != CHANNEL_ON) {
+            return false;
+        }
+    }
+    return true;
 }
 
 int

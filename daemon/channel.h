@@ -13,10 +13,19 @@
  * At most one SUBSCRIBE or UNSUBSCRIBE per channel and master is in
  * flight: a re-SUBSCRIBE sent before the UNSUBSCRIBE's confirmation
  * would have its own confirmation taken for the leave's.
+ *
+ * A subscription is in force on a master only once that master
+ * confirmed it: a message published there before is heard by nobody
+ * here.  channel_ready() tells whether every master whose subscriber
+ * link is up has confirmed, and the confirmation receiver hears each
+ * confirmation (the first, and the ones after a link came back), so
+ * that a user can order what it sends after them (daemon/lock.c: a
+ * waiter's try, whose refusal asks for a message).
  */
 #ifndef REDLOCKD_CHANNEL_H
 #define REDLOCKD_CHANNEL_H
 
+#include <stdbool.h>
 #include <stddef.h>
 
 /* A message published on a wanted channel; both texts valid during the call. */
@@ -32,6 +41,22 @@ void channel_stop(void);
 /* Set the function that receives every message (one call per master that
  * delivers it); NULL drops them. */
 void channel_on_message(channel_message_fn fn);
+
+/* A master confirmed a SUBSCRIBE of a wanted channel; the text is valid during the call. */
+typedef void (*channel_confirmed_fn)(const char *channel, size_t channel_len);
+
+/* Set the function told of every confirmed SUBSCRIBE (one call per master);
+ * NULL: none. */
+void channel_on_confirmed(channel_confirmed_fn fn);
+
+/*
+ * Whether channel (len bytes) is wanted and subscribed (confirmed) on
+ * every master whose subscriber link is up now; true also when no link
+ * is up (nothing to wait for).  A link that comes up later subscribes
+ * it then, and its confirmation is told (channel_on_confirmed).
+ * O(channels wanted + masters).
+ */
+bool channel_ready(const char *channel, size_t len);
 
 /*
  * Want channel (len bytes, copied) on every master: subscribed at once

@@ -27,6 +27,25 @@
  * (plus a jitter of up to lock.retry_delay_ms): a lease that expired
  * announces nothing.
  *
+ * No lost wake-up.  A refused try that waits marks the name on each
+ * master that refused it, and every release that deletes a mark
+ * announces it (daemon/redlock.h, redlock_release: clean-ups too).  A
+ * master publishes only to the subscribers it has, so a try counts on
+ * its mark only when it reaches a master after that master confirmed
+ * the subscription: when a wait starts, the head's next try is held
+ * until the subscription is confirmed on every master whose subscriber
+ * link is up (or for one round deadline at most, lock_watch), and each
+ * later confirmation (a subscriber link that came back, or one slower
+ * than that deadline) makes the head try again.  The head's tries
+ * before (the first, uncontended one) cost nothing more: a release
+ * between them and the confirmed subscription is found by the try after
+ * it.  The other ways a name changes hands: a hand-over's swap leaves
+ * the mark in place (the name is never free, and the new holder's
+ * release announces); a BREAK announces every token it ends, and an
+ * ungate its gate, mark or none; the channel is left only once no LOCK
+ * of the name queues here.  What is left is the holder's expiry, which
+ * announces nothing and which the fallback (its ttl plus jitter) covers.
+ *
  * Turns: hand-overs alone would keep a busy name inside one daemon for
  * ever, since a swap announces nothing.  A grant tells how many clients
  * are subscribed to the name's channel; when other daemons are among
@@ -83,6 +102,10 @@ struct lock {
     size_t              turn_left;  /* local hand-overs left in this daemon's turn */
     bool                remote;     /* other daemons were seen waiting at the last grant */
     int64_t             yield_until_us; /* after yielding: the head waits until then */
+    int64_t             subscribe_until_us; /* the release channel's subscription started
+                                       (lock_watch) and is not confirmed everywhere:
+                                       the head's next try waits for it until then;
+                                       0 when not waiting for it */
     char                yield_token[UTIL_TOKEN_HEX]; /* the lease released by the yield */
 };
 
@@ -151,7 +174,16 @@ struct waiter {
     enum waiter_round   round;      /* the round in flight, if any */
     bool                woken;      /* a release was announced during the round */
     bool                fallback;   /* the timer is set at the holder's ttl */
+    bool                jittered;   /* the timer is set within the retry jitter (after a
+                                       split refusal, or another token's announcement):
+                                       announcements but its blocker's leave it be */
+    uint64_t            blocker;    /* with fallback: redlock_token_id of the holder it
+                                       waits for (refused on a quorum); 0: none known */
+    uint64_t            woken_id;   /* redlock_token_id of the last announcement heard
+                                       during its round (woken) */
     char                woken_by[UTIL_TOKEN_HEX]; /* token of the last release heard */
+    char                retired[UTIL_TOKEN_HEX]; /* the last token it released: its own
+                                       clean-up's announcement wakes nobody here */
     bool                cancelled;  /* the client closed */
     bool                broken;     /* a BREAK deleted its token during its round */
     char               *noquorum;   /* malloc'd text of the last attempt's NOQUORUM,
@@ -211,6 +243,7 @@ static void lock_unlock_done(const struct redlock_result *rr, void *arg);
 static void lock_lease_lost(struct lease *l);
 static void lock_broken(const char *key, size_t key_len, const char *tokens,
                         size_t tokens_len);
+static void lock_subscribed(const char *key, size_t key_len);
 
 void
 lock_init(struct event_base *base, const struct conf *conf)
@@ -218,6 +251,7 @@ lock_init(struct event_base *base, const struct conf *conf)
     lock_base = base;
     lock_conf = conf;
     redlock_on_release(lock_released);
+    redlock_on_subscribed(lock_subscribed);
     if (redlock_on_break(conf->key_prefix, lock_broken) != 0) {
         log_error("out of memory subscribing to BREAK announcements");
     }
@@ -597,6 +631,7 @@ static void
 waiter_wake(struct waiter *w)
 {
     w->fallback = false;
+    w->jittered = false;
     if (w->round != WAITER_NO_ROUND) {
         w->woken = true;
     } else {
@@ -707,7 +742,7 @@ lock_abandon(const char *name, size_t name_len, const char *token)
     rec.slot = 0;
     rec.limit = 0;
     rec.labelled = true;
-    if (redlock_release(&rec, token, true, lock_orphan_done, o) != 0) {
+    if (redlock_release(&rec, token, lock_orphan_done, o) != 0) {
         free(o);
         log_error("lock %.*s: out of memory releasing an undelivered grant; it expires "
                   "by its ttl", (int)name_len, name);
@@ -734,7 +769,7 @@ lock_handover_done(const struct redlock_result *res, void *arg)
     if (res->failed > 0) {
         waiter_rec(w, &rec);
         rec.labelled = true;    /* the old holder's label, if it had one */
-        redlock_release(&rec, ho->old_token, false, NULL, NULL);
+        redlock_release(&rec, ho->old_token, NULL, NULL);
     }
     rel.confirmed = res->swapped;
     rel.outcome = res->released;
@@ -796,7 +831,7 @@ hold_give_up(struct hold *h, struct lock_op *op)
         w->round = WAITER_NO_ROUND;
         free(ho);
     }
-    if (redlock_release(&h->lease.rec, h->lease.token, true,
+    if (redlock_release(&h->lease.rec, h->lease.token,
                         op != NULL ? lock_unlock_done : NULL, op) != 0) {
         log_error("lock %s: out of memory releasing; it expires by its ttl", lk->key);
         if (op != NULL) {
@@ -831,6 +866,7 @@ waiter_unqueue(struct waiter *w)
     w->lock = NULL;
     if (!WAITER_ONCE(w) && --lk->nqueued == 0 && lk->watched) {
         lk->watched = false;
+        lk->subscribe_until_us = 0;
         redlock_watch(lk->key, lk->key_len, false);
     }
     if (was_head) {
@@ -895,6 +931,12 @@ waiter_finish(struct waiter *w, enum lock_outcome outcome, int64_t ttl_ms,
  * empty.  Not done for a LOCK that finds the name free here: most are
  * granted at once, and subscribing first would double the masters'
  * work of every uncontended LOCK (a SUBSCRIBE, then an UNSUBSCRIBE).
+ * Until every master whose subscriber link is up confirmed it, a
+ * refusal's mark could be deleted by a release that publishes to
+ * nobody: the head's next try waits for the confirmations
+ * (waiter_timer_cb, lock_subscribed), one round deadline at most, so
+ * that a slow or dead subscriber link never stalls a waiter for long
+ * (its confirmation, when it comes, makes the head try again).
  * Returns true when the subscription starts now.
  */
 static bool
@@ -907,6 +949,8 @@ lock_watch(struct lock *lk)
     if (redlock_watch(lk->key, lk->key_len, true) != 0) {
         log_warn("lock %s: out of memory subscribing; waiters retry at the holder's expiry",
                  lk->key);
+    } else if (!redlock_watch_ready(lk->key, lk->key_len)) {
+        lk->subscribe_until_us = util_now_us() + lock_conf->node_timeout_ms * 1000;
     }
     return true;
 }
@@ -1025,6 +1069,7 @@ waiter_timer_cb(evutil_socket_t fd, short what, void *arg)
     if (w->round != WAITER_NO_ROUND || w->lock == NULL) {
         return;
     }
+    w->jittered = false;
     if (now >= w->deadline_us) {
         waiter_expired(w);
         return;
@@ -1033,6 +1078,15 @@ waiter_timer_cb(evutil_socket_t fd, short what, void *arg)
         /* Yielded: another daemon goes first. */
         waiter_retry_in(w, w->lock->yield_until_us - now, now);
         return;
+    }
+    if (w->lock->subscribe_until_us != 0 && w == lock_ready_head(w->lock)) {
+        if (now < w->lock->subscribe_until_us
+            && !redlock_watch_ready(w->lock->key, w->lock->key_len)) {
+            /* Not heard everywhere yet (lock_watch): lock_subscribed wakes it. */
+            waiter_retry_in(w, w->lock->subscribe_until_us - now, now);
+            return;
+        }
+        w->lock->subscribe_until_us = 0;    /* confirmed, or no longer waited for */
     }
     if (w == lock_ready_head(w->lock)) {
         if (w->fallback) {
@@ -1115,7 +1169,7 @@ waiter_grant(struct waiter *w, const struct redlock_result *res, bool handover)
     h = calloc(1, sizeof(*h));
     if (h == NULL) {
         stats.acquire_ok--;
-        redlock_release(&rec, w->token, false, NULL, NULL);
+        redlock_release(&rec, w->token, NULL, NULL);
         waiter_finish(w, LOCK_FAILED, 0, "out of memory");
         return;
     }
@@ -1141,7 +1195,7 @@ waiter_grant(struct waiter *w, const struct redlock_result *res, bool handover)
         /* A lease nobody would renew or report lost must not be granted. */
         free(h);
         stats.acquire_ok--;
-        redlock_release(&rec, w->token, true, NULL, NULL);
+        redlock_release(&rec, w->token, NULL, NULL);
         waiter_finish(w, LOCK_FAILED, 0, "out of memory");
         return;
     }
@@ -1184,6 +1238,7 @@ waiter_retire_token(struct waiter *w, const struct redlock_result *res)
     if (res->unanswered > 0) {
         memcpy(w->ghost, w->token, sizeof(w->ghost));
     }
+    memcpy(w->retired, w->token, sizeof(w->retired));
     if (util_token(w->token) == 0) {
         return true;
     }
@@ -1196,7 +1251,7 @@ waiter_acquired(const struct redlock_result *res, void *arg)
 {
     struct waiter *w = arg;
     int64_t now = util_now_us(), delay;
-    bool woken = w->woken, handover = w->round == WAITER_HANDING_OVER;
+    bool woken = w->woken, handover = w->round == WAITER_HANDING_OVER, split;
     struct redlock_rec rec;
 
     w->round = WAITER_NO_ROUND;
@@ -1215,7 +1270,7 @@ waiter_acquired(const struct redlock_result *res, void *arg)
     }
     waiter_rec(w, &rec);
     if (lock_stopping) {
-        redlock_release(&rec, w->token, false, NULL, NULL);
+        redlock_release(&rec, w->token, NULL, NULL);
         waiter_finish(w, LOCK_SHUTDOWN, 0, "the daemon is stopping");
         return;
     }
@@ -1226,7 +1281,7 @@ waiter_acquired(const struct redlock_result *res, void *arg)
          * the BREAK's).  Nothing of it stays; try again, if it may wait.
          */
         w->broken = false;
-        redlock_release(&rec, w->token, false, NULL, NULL);
+        redlock_release(&rec, w->token, NULL, NULL);
         if (!waiter_retire_token(w, res)) {
             return;
         }
@@ -1242,8 +1297,13 @@ waiter_acquired(const struct redlock_result *res, void *arg)
         waiter_grant(w, res, handover);
         return;
     }
-    /* Not granted: release everywhere, a set may have landed late. */
-    redlock_release(&rec, w->token, false, NULL, NULL);
+    /*
+     * Not granted: release everywhere, a set may have landed late (and
+     * announced where it deletes a mark: whoever it refused meanwhile
+     * must hear that it is gone; redlock.h says why contenders that split
+     * the vote are not put in step by it).
+     */
+    redlock_release(&rec, w->token, NULL, NULL);
     if (!waiter_retire_token(w, res)) {
         return;
     }
@@ -1293,22 +1353,33 @@ waiter_acquired(const struct redlock_result *res, void *arg)
      * sooner), plus jitter; after a random delay when no single token
      * refused on a quorum of the masters (res->split: as far as the
      * answers tell, the records in the way are partial grants of
-     * contenders that split the vote, which they give back at once and
-     * unannounced, or leftovers of several holders) or its key never
-     * expires.
+     * contenders that split the vote, which they give back at once, or
+     * leftovers of several holders) or its key never expires.  After a
+     * split, an announcement (another contender's clean-up, most likely)
+     * neither cuts the random delay short nor, heard during the round,
+     * makes it 0: that delay is what takes the contenders out of step,
+     * and it is within the retry jitter anyway.
      */
     delay = util_random(lock_conf->retry_delay_ms * 1000);
+    split = res->outcome == REDLOCK_BUSY && res->split;
     if (!WAITER_ONCE(w) && lock_watch(w->lock)) {
         /*
          * Subscribed only now: a release made between this round and the
-         * subscription would never be heard, so try once more at once
-         * (the SUBSCRIBE is sent first).
+         * subscription would never be heard, so try once more as soon as
+         * the subscription is confirmed (waiter_timer_cb waits for it).
          */
         delay = 0;
-    } else if (woken) {
+    } else if (split) {
+        w->jittered = true;
+    } else if (woken && (w->kind != REDLOCK_EXCLUSIVE || res->holder_id == 0
+                         || res->holder_id == w->woken_id)) {
         delay = 0;
-    } else if (res->outcome == REDLOCK_BUSY && res->ttl_ms > 0 && !res->split) {
+    } else if (woken) {
+        w->jittered = true;     /* another token's release: see lock_released */
+    } else if (res->outcome == REDLOCK_BUSY && res->ttl_ms > 0) {
         w->fallback = true;
+        /* A permit or a shared hold may get in when any holder leaves. */
+        w->blocker = w->kind == REDLOCK_EXCLUSIVE ? res->holder_id : 0;
         delay += res->ttl_ms * 1000;
     }
     waiter_retry_in(w, waiter_gate_delay(w, delay), now);
@@ -1341,6 +1412,8 @@ waiter_try(struct waiter *w)
     w->hinted = false;
     w->round = WAITER_ACQUIRING;
     w->fallback = false;
+    w->jittered = false;
+    w->blocker = 0;
     waiter_rec(w, &rec);
     if (w->ghost[0] != '\0') {
         old = w->ghost;     /* an earlier try of ours that may have landed: take it over */
@@ -1492,6 +1565,7 @@ lock_released(const char *key, size_t key_len, const char *token, size_t token_l
     size_t plen = strlen(lock_conf->key_prefix);
     struct lock *lk;
     struct waiter *w;
+    uint64_t id;
 
     if (key_len <= plen || memcmp(key, lock_conf->key_prefix, plen) != 0) {
         return;
@@ -1506,6 +1580,13 @@ lock_released(const char *key, size_t key_len, const char *token, size_t token_l
             return;     /* our own yield's announcement: the head's timer is set */
         }
         lk->yield_until_us = 0;     /* another daemon's turn ended: ours again */
+    }
+    if (util_equal_secret(token, token_len, w->retired, UTIL_TOKEN_HEX)) {
+        return;     /* the clean-up of the head's own last try: for the others */
+    }
+    id = redlock_token_id(token, token_len);
+    if (w->round == WAITER_NO_ROUND && w->jittered && (w->blocker == 0 || id != w->blocker)) {
+        return;     /* its try is due within the jitter anyway (waiter_acquired) */
     }
     /*
      * Every master announces the same release, and each copy says that
@@ -1528,7 +1609,58 @@ lock_released(const char *key, size_t key_len, const char *token, size_t token_l
         }
         stats.pubsub_wakeups++;
     }
+    if (w->round == WAITER_NO_ROUND && w->fallback && w->blocker != 0 && id != w->blocker) {
+        /*
+         * Not the holder it waits for, which a quorum still held at its
+         * last try: most likely another waiter's clean-up of a partial
+         * grant (which deleted a mark there), which frees nothing; or
+         * the release of a holder that took over from its own by a
+         * hand-over.  Try within the jitter, not at once: waiters that
+         * wait for one holder and whose tries clean up after each other
+         * would otherwise wake each other in step for its whole ttl.
+         */
+        w->fallback = false;
+        w->jittered = true;
+        waiter_retry_in(w, waiter_gate_delay(w, util_random(lock_conf->retry_delay_ms * 1000)),
+                        util_now_us());
+        return;
+    }
+    w->woken_id = id;
     waiter_wake(w);
+}
+
+/*
+ * A master confirmed the subscription to key's release channel.  While
+ * the head's try waits for the subscription (lock_watch), the last
+ * confirmation needed lets it go; any later one (a subscriber link that
+ * came back, whose master's announcements were lost meanwhile, or one
+ * that came after the deadline) makes the head try again, as an
+ * announcement would.
+ */
+static void
+lock_subscribed(const char *key, size_t key_len)
+{
+    size_t plen = strlen(lock_conf->key_prefix);
+    struct lock *lk;
+    struct waiter *w;
+
+    if (key_len <= plen || memcmp(key, lock_conf->key_prefix, plen) != 0) {
+        return;
+    }
+    lk = lock_find(key + plen, key_len - plen);
+    if (lk == NULL || !lk->watched) {
+        return;
+    }
+    if (lk->subscribe_until_us != 0) {
+        if (!redlock_watch_ready(lk->key, lk->key_len)) {
+            return;     /* more confirmations to come */
+        }
+        lk->subscribe_until_us = 0;
+    }
+    w = lock_ready_head(lk);
+    if (w != NULL && !(w->round == WAITER_NO_ROUND && w->jittered)) {
+        waiter_wake(w);
+    }
 }
 
 /*
@@ -1623,7 +1755,7 @@ lock_release(struct lock_client *c, const char *name, size_t name_len, const cha
 
     if (token != NULL) {
         op = lock_op_token(c, name, name_len, token);
-        if (op == NULL || redlock_release(lock_op_rec(op, &rec), op->token, true,
+        if (op == NULL || redlock_release(lock_op_rec(op, &rec), op->token,
                                           lock_unlock_done, op) != 0) {
             free(op);
             lock_reply(c, LOCK_FAILED, name, name_len, "out of memory");
@@ -1685,7 +1817,7 @@ lock_extend_done(const struct redlock_result *rr, void *arg)
          */
         struct redlock_rec rec;
 
-        if (redlock_release(lock_op_rec(op, &rec), op->token, true, NULL, NULL) != 0) {
+        if (redlock_release(lock_op_rec(op, &rec), op->token, NULL, NULL) != 0) {
             log_warn("lock %s: out of memory releasing after EXTEND; its keys expire "
                      "by their ttl", op->key);
         }
@@ -2067,7 +2199,7 @@ lock_broken(const char *key, size_t key_len, const char *tokens, size_t tokens_l
         if (h == NULL) {
             return;
         }
-        redlock_release(&h->lease.rec, h->lease.token, false, NULL, NULL);
+        redlock_release(&h->lease.rec, h->lease.token, NULL, NULL);
         hold_lost(h, LEASE_REASON_BROKEN);      /* may free lk */
     }
 }

@@ -49,7 +49,7 @@
                                                which BREAK tells every daemon */
 #define REDLOCK_WAITING_SUFFIX " waiting"   /* the name's waiters' mark: set by a refused
                                                request that waits, read and deleted by
-                                               the release, which announces only then */
+                                               every release, which announces only then */
 #define REDLOCK_WATCHING_CHANNEL "redlockd watching" /* every daemon with a WATCH is
                                                subscribed to it on every master; grants
                                                and releases tell watchers only then */
@@ -170,6 +170,9 @@ struct redlock_result {
                                            leftovers of several holders; ttl_ms
                                            says when they expire, but a new try
                                            may win much sooner */
+    uint64_t holder_id;                 /* BUSY, not split: redlock_token_id() of the
+                                           token that refused on a quorum (the
+                                           holder a waiter waits for); 0 otherwise */
     bool    gated;                      /* acquire of an exclusive record with gate:
                                            a master closed the gate for this token
                                            (redlock_ungate() opens it) */
@@ -234,7 +237,7 @@ typedef void (*redlock_extend_fn)(const struct redlock_extend_result *res, void 
 int redlock_init(double drift_factor);
 
 /*
- * Release announcements (redlock_release with announce).  fn is called
+ * Release announcements (redlock_release).  fn is called
  * for each message a master delivers on a watched key's channel: key is
  * the lock's key, token the released lease's token (as published; any
  * bytes, any length, when someone else published there).
@@ -274,9 +277,31 @@ int redlock_on_break(const char *prefix, redlock_broken_fn fn);
  * Start (on) or stop (!on) hearing release announcements for key on
  * every master: a SUBSCRIBE to key + REDLOCK_CHANNEL_SUFFIX on each
  * master's subscriber link (daemon/master.h).  Returns 0, or -1 when out
- * of memory (then only the holder's ttl times the retries).
+ * of memory (then only the holder's ttl times the retries).  A master
+ * delivers announcements only from its confirmation on
+ * (redlock_on_subscribed, redlock_watch_ready).
  */
 int redlock_watch(const char *key, size_t key_len, bool on);
+
+/*
+ * Whether key's release channel (redlock_watch) is confirmed on every
+ * master whose subscriber link is up now (daemon/channel.h,
+ * channel_ready): a try sent to a master after its confirmation, if it
+ * is refused and marks the name, is sure to hear the release that
+ * deletes the mark there.  False while not watched.
+ */
+bool redlock_watch_ready(const char *key, size_t key_len);
+
+/*
+ * A master confirmed the subscription to key's release channel:
+ * fn(key) once per master and confirmation, the first one and each one
+ * after that master's subscriber link came back (what was announced
+ * there while it was down was heard by nobody).  Call before
+ * master_start().
+ */
+typedef void (*redlock_subscribed_fn)(const char *key, size_t key_len);
+
+void redlock_on_subscribed(redlock_subscribed_fn fn);
 
 /*
  * Start (on) or stop (!on) hearing every change of key's holders: a
@@ -315,6 +340,13 @@ enum redlock_branch {
 
 /* The span of a fenced grant: REDLOCK_FENCE_ROUNDS * lock.node_timeout_ms, in us. */
 int64_t redlock_fence_span_us(void);
+
+/*
+ * A token's identity as the refusals of an acquire count it
+ * (res->holder_id): a 64-bit FNV-1a hash of its len bytes, never 0 for
+ * a token of UTIL_TOKEN_HEX hex digits in practice.  Pure.
+ */
+uint64_t redlock_token_id(const char *token, size_t len);
 
 /* The quorum for n masters: n/2 + 1. */
 size_t redlock_quorum(size_t nmasters);
@@ -447,18 +479,46 @@ int redlock_acquire(const struct redlock_rec *rec, const char *token, int64_t tt
  * (redlock_release_verdict): RELEASED when a quorum confirmed the
  * delete of our token (res->confirmed counts them), GONE when the
  * answers tell that fewer than a quorum still held the token, NOQUORUM
- * when too few answered to tell (redlock_release_verdict).  announce: a master
- * that deleted the record and found the name marked as waited for
- * (redlock_acquire, WAIT) publishes on the name's key +
+ * when too few answered to tell (redlock_release_verdict).  The
+ * record's label goes with it when rec->labelled.
+ *
+ * Announcing: a master that deleted the record and found the name
+ * marked as waited for (redlock_acquire, WAIT; the mark goes in the same
+ * script) publishes the token on the name's key +
  * REDLOCK_CHANNEL_SUFFIX, which wakes the waiters of every daemon
- * subscribed to it (a real release; the clean-up after a failed grant
- * does not announce, so that two contenders that split the vote do not
- * wake each other in step).  The record's label goes with it when
- * rec->labelled.
+ * subscribed to it.  Every release does, whatever it is: a client's
+ * UNLOCK, and every clean-up (a grant not delivered: LATE, NOQUORUM, a
+ * fence raise or write-back without a quorum; a token a BREAK broke
+ * during its round; the daemon stopping; out of memory; what is left
+ * of a hand-over's old token).  The mark was set by a waiter that this
+ * record refused; once the mark is gone nobody tells that waiter again,
+ * and one that saw the record on a quorum (a grant that was then not
+ * delivered) would sleep the record's whole ttl while the name is free.
+ *
+ * Contenders that split the vote (partial grants, none on a quorum)
+ * delete each other's marks with their clean-ups, and those announce
+ * too.  That does not put them in step: each of them saw a split
+ * refusal (no single token on a quorum), and a waiter whose last
+ * refusal was split retries after a random delay within
+ * lock.retry_delay_ms that an announcement does not bring forward
+ * (daemon/lock.c, waiter_acquired and lock_released), and its own
+ * clean-up's announcement wakes nobody of its own daemon.  What an
+ * announcement brings forward is a waiter sleeping until a holder's
+ * ttl, which only a refusal by a token on a quorum sets, never a
+ * split's partial grant; and a woken waiter that finds the name taken
+ * by a contender marks it again and waits for that one.  Waiters that
+ * wait for one holder on a bare quorum may get partial grants on the
+ * other masters and refuse each other there; their clean-ups then
+ * announce to each other while that holder stays.  An exclusive waiter
+ * knows the token it waits for (res->holder_id): another token's
+ * announcement makes it try within the retry jitter, not at once, so
+ * such waiters fall out of step instead of waking each other for the
+ * holder's whole ttl.
+ *
  * Returns 0 or -1 (no callback).
  */
-int redlock_release(const struct redlock_rec *rec, const char *token, bool announce,
-                    redlock_done_fn cb, void *arg);
+int redlock_release(const struct redlock_rec *rec, const char *token, redlock_done_fn cb,
+                    void *arg);
 
 /*
  * Fire and forget: delete the gate of the name whose key is base where

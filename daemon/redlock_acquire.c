@@ -78,8 +78,8 @@ redlock_kind_of(const struct master_reply *reply, char *out, size_t size)
  * with one hash would count as one holder: the waiter would wait for
  * that holder's ttl, as it did before refusals named anyone.
  */
-static uint64_t
-redlock_token_hash(const char *s, size_t len)
+uint64_t
+redlock_token_id(const char *s, size_t len)
 {
     uint64_t h = 14695981039346656037ULL;
     size_t i;
@@ -91,12 +91,18 @@ redlock_token_hash(const char *s, size_t len)
     return h;
 }
 
-/* The most masters that one token refused on, among the nheld refusals. */
+/*
+ * The most masters that one token refused on, among the nheld refusals;
+ * *id (when not NULL) gets that token's redlock_token_id (0 when none).
+ */
 static size_t
-redlock_top_holder(const struct redlock_op *op)
+redlock_top_holder(const struct redlock_op *op, uint64_t *id)
 {
     size_t i, j, same, most = 0;
 
+    if (id != NULL) {
+        *id = 0;
+    }
     for (i = 0; i < op->nheld; i++) {
         same = 0;
         for (j = 0; j < op->nheld; j++) {
@@ -104,6 +110,9 @@ redlock_top_holder(const struct redlock_op *op)
         }
         if (same > most) {
             most = same;
+            if (id != NULL) {
+                *id = op->who[i];
+            }
         }
     }
     return most;
@@ -204,7 +213,7 @@ redlock_refusal_of(struct redlock_op *op, const struct master_reply *reply)
     if (op->kind != REDLOCK_PERMIT) {
         op->pttls[op->npttl++] = pttl;
     }
-    op->who[op->nheld++] = redlock_token_hash(who, who_len);
+    op->who[op->nheld++] = redlock_token_id(who, who_len);
     return NULL;
 }
 
@@ -257,7 +266,7 @@ redlock_acquire_reply(struct round *r, size_t i, const struct master_reply *repl
         return ROUND_DECIDED;
     }
     if (op->nheld + op->nkind > n - q) {
-        size_t top = redlock_top_holder(op);
+        size_t top = redlock_top_holder(op, NULL);
 
         if (top >= q || top + (n - op->seen) < q) {
             return ROUND_DECIDED;
@@ -418,8 +427,8 @@ redlock_raise_done(struct round *r, void *arg)
 static void
 redlock_fence_raise(struct redlock_op *op)
 {
-    const char *args[5];
-    size_t lens[5];
+    const char *args[6];
+    size_t lens[6];
 
     op->yes = 0;
     op->no = 0;
@@ -434,7 +443,9 @@ redlock_fence_raise(struct redlock_op *op)
     lens[3] = 1;
     args[4] = op->keys->aux;
     lens[4] = op->keys->aux_len;
-    if (round_start(redlock_scripts.raise, 2, 5, args, lens, redlock_raise_reply, redlock_raise_done,
+    args[5] = REDLOCK_ANNOUNCE;
+    lens[5] = sizeof(REDLOCK_ANNOUNCE) - 1;
+    if (round_start(redlock_scripts.raise, 2, 6, args, lens, redlock_raise_reply, redlock_raise_done,
                     op) != 0) {
         redlock_op_fail(op, "fence raise");
     }
@@ -500,7 +511,10 @@ redlock_acquire_done(struct round *r, void *arg)
          * granted us, did not answer, or hold another kind (a minority)
          * count for no token.
          */
-        res->split = redlock_top_holder(op) < q;
+        res->split = redlock_top_holder(op, &res->holder_id) < q;
+        if (res->split) {
+            res->holder_id = 0;
+        }
     } else {
         res->outcome = REDLOCK_NOQUORUM;
     }
@@ -687,13 +701,13 @@ redlock_release_done(struct round *r, void *arg)
 }
 
 int
-redlock_release(const struct redlock_rec *rec, const char *token, bool announce,
-                redlock_done_fn cb, void *arg)
+redlock_release(const struct redlock_rec *rec, const char *token, redlock_done_fn cb,
+                void *arg)
 {
     struct redlock_op *op = NULL;
     struct redlock_keys k;
-    const char *args[6] = { k.rec, token, announce ? "1" : "", k.kind, k.aux, k.label };
-    size_t lens[6] = { 0, UTIL_TOKEN_HEX, announce ? 1 : 0, 1, 0, 1 };
+    const char *args[6] = { k.rec, token, REDLOCK_ANNOUNCE, k.kind, k.aux, k.label };
+    size_t lens[6] = { 0, UTIL_TOKEN_HEX, sizeof(REDLOCK_ANNOUNCE) - 1, 1, 0, 1 };
 
     if (redlock_keys_of(rec, &k) != 0) {
         return -1;

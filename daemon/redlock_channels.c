@@ -21,6 +21,7 @@
 static redlock_released_fn redlock_released_cb;
 static redlock_changed_fn  redlock_changed_cb;
 static redlock_broken_fn   redlock_broken_cb;
+static redlock_subscribed_fn redlock_subscribed_cb;
 static char               *redlock_broken_chan;     /* prefix + REDLOCK_BROKEN_SUFFIX */
 static size_t              redlock_broken_chan_len; /* bytes in it */
 static size_t              redlock_nwatched;        /* names whose changes are heard */
@@ -59,6 +60,38 @@ redlock_on_release(redlock_released_fn fn)
 {
     redlock_released_cb = fn;
     channel_on_message(redlock_message);
+}
+
+/* A master confirmed a channel: a name's release channel is told to the waiters' module. */
+static void
+redlock_confirmed(const char *channel, size_t len)
+{
+    size_t slen = sizeof(REDLOCK_CHANNEL_SUFFIX) - 1;
+
+    if (redlock_subscribed_cb != NULL && len > slen
+        && memcmp(channel + len - slen, REDLOCK_CHANNEL_SUFFIX, slen) == 0) {
+        redlock_subscribed_cb(channel, len - slen);
+    }
+}
+
+void
+redlock_on_subscribed(redlock_subscribed_fn fn)
+{
+    redlock_subscribed_cb = fn;
+    channel_on_confirmed(redlock_confirmed);
+}
+
+bool
+redlock_watch_ready(const char *key, size_t key_len)
+{
+    char channel[REDLOCK_DERIVED_MAX];
+    size_t len;
+
+    if (key_len > REDLOCK_KEY_MAX) {
+        return false;
+    }
+    len = redlock_derived(channel, key, key_len, REDLOCK_CHANNEL_SUFFIX);
+    return channel_ready(channel, len);
 }
 
 void

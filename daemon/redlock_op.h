@@ -134,6 +134,22 @@ int redlock_keys_of(const struct redlock_rec *rec, struct redlock_keys *k);
  * the bytes written before the NUL. */
 size_t redlock_derived(char *out, const char *key, size_t key_len, const char *suffix);
 
+/*
+ * The masters' scripts' announce argument: '1' makes a deletion of a
+ * holder's record that finds the name marked as waited for (REDLOCK_WAITING_SUFFIX)
+ * publish on its release channel (release.lua, and raise.lua where it
+ * undoes a grant).  Every such deletion announces (redlock.h,
+ * redlock_release says why that is safe); this is the one place that
+ * decides it.  The fault suite's negative control is built with
+ * -DREDLOCKD_FAULT_SKIP_ANNOUNCE, which announces none, so that its
+ * checker has lost wake-ups to catch (tests/faults/README.md).
+ */
+#ifdef REDLOCKD_FAULT_SKIP_ANNOUNCE
+#define REDLOCK_ANNOUNCE ""
+#else
+#define REDLOCK_ANNOUNCE "1"
+#endif
+
 /* qsort order of pttls, shortest first; REDLOCK_NO_EXPIRY sorts last. */
 int redlock_cmp_pttl(const void *a, const void *b);
 

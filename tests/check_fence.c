@@ -317,18 +317,6 @@ END_TEST
 
 #define TEST_TIMEOUT_60_S 60  /* per test, unless CK_DEFAULT_TIMEOUT is set */
 #define ADMIN_PASSWORD  "admin-secret"
-#define FC_PROXIES_MAX  8       /* delay proxies per test */
-#define FC_START_MS     5000    /* deadline for a proxy to listen or switch */
-
-/* A delay proxy between one daemon and one master; see fc_proxy_start. */
-struct fc_proxy {
-    pid_t pid;                  /* the delay-proxy process; 0 once it exited */
-    char  addr[32];             /* "127.0.0.1:port": the master's address for the daemon */
-    char  log[PATH_MAX];        /* its stdout and stderr */
-};
-
-static struct fc_proxy fc_proxies[FC_PROXIES_MAX]; /* this test's proxies, in start order */
-static size_t          fc_nproxies;                /* how many were started */
 
 /* Start of a test: its directory and the masters (no daemon yet). */
 static void
@@ -336,115 +324,6 @@ fc_up(void)
 {
     ck_assert_msg(h_begin(tcase_name()) == 0, "cannot create the test directory");
     ck_assert_msg(h_start_masters(NMASTERS) == 0, "the masters did not start");
-}
-
-/* True when the file at path has a line that contains text. */
-static bool
-fc_file_has(const char *path, const char *text)
-{
-    char *line = NULL;
-    size_t cap = 0;
-    bool found = false;
-    FILE *f = fopen(path, "re");
-
-    while (f != NULL && !found && getline(&line, &cap, f) > 0) {
-        found = strstr(line, text) != NULL;
-    }
-    free(line);
-    if (f != NULL) {
-        fclose(f);
-    }
-    return found;
-}
-
-/* arg: struct fc_proxy.  It listens, or it exited (reaped here, pid 0). */
-static bool
-fc_cond_listening(void *arg)
-{
-    struct fc_proxy *p = arg;
-
-    if (waitpid(p->pid, NULL, WNOHANG) == p->pid) {
-        p->pid = 0;
-        return true;
-    }
-    return fc_file_has(p->log, "listening");
-}
-
-/* arg: struct fc_proxy.  It said that its delay is on. */
-static bool
-fc_cond_delay_on(void *arg)
-{
-    return fc_file_has(((struct fc_proxy *)arg)->log, ": delay on");
-}
-
-/*
- * Start a delay proxy on a free port of 127.0.0.1 in front of master i,
- * with a delay of exactly delay_ms for every chunk each way, off until
- * fc_delays_on() (so that the daemons start at full speed).  Returns
- * the address to give a daemon in h_daemon_opts.master_addrs (it lives
- * until the test ends).
- */
-static const char *
-fc_proxy_start(size_t i, long delay_ms)
-{
-    const char *bin = getenv("DELAY_PROXY_BIN");
-    char target[32], delay[48];
-    const char *argv[8];
-    struct fc_proxy *p;
-    int tries, port;
-
-    if (bin == NULL || bin[0] == '\0') {
-        bin = "./build/delay-proxy";
-    }
-    ck_assert_msg(access(bin, X_OK) == 0, "no delay proxy at %s (make build/delay-proxy, "
-                  "or set DELAY_PROXY_BIN)", bin);
-    ck_assert(fc_nproxies < FC_PROXIES_MAX);
-    p = &fc_proxies[fc_nproxies];
-    snprintf(target, sizeof(target), "127.0.0.1:%d", h_master_port(i));
-    snprintf(delay, sizeof(delay), "%ld-%ld", delay_ms, delay_ms);
-    snprintf(p->log, sizeof(p->log), "%s/delay-proxy-%zu.log", h_dir(), fc_nproxies);
-    for (tries = 0; tries < 5; tries++) {
-        port = h_free_port();
-        ck_assert_msg(port > 0, "no free port for a delay proxy");
-        snprintf(p->addr, sizeof(p->addr), "127.0.0.1:%d", port);
-        argv[0] = bin;
-        argv[1] = "-l";
-        argv[2] = p->addr;
-        argv[3] = "-t";
-        argv[4] = target;
-        argv[5] = "-d";
-        argv[6] = delay;
-        argv[7] = NULL;
-        p->pid = h_spawn(argv, p->log);
-        ck_assert_msg(p->pid > 0, "cannot start %s", bin);
-        fc_nproxies++;
-        ck_assert_msg(h_wait_until(fc_cond_listening, p, FC_START_MS),
-                      "the delay proxy in front of master %zu did not listen within %d ms "
-                      "(see %s)", i, FC_START_MS, p->log);
-        if (p->pid > 0) {
-            return p->addr;
-        }
-        /* Its port was taken meanwhile: it exited; try another one. */
-        fc_nproxies--;
-    }
-    ck_abort_msg("the delay proxy in front of master %zu would not start (see %s)", i, p->log);
-    return NULL;
-}
-
-/* Turn every proxy's delay on and wait until each says so. */
-static void
-fc_delays_on(void)
-{
-    size_t i;
-
-    for (i = 0; i < fc_nproxies; i++) {
-        ck_assert_int_eq(kill(fc_proxies[i].pid, SIGUSR1), 0);
-    }
-    for (i = 0; i < fc_nproxies; i++) {
-        ck_assert_msg(h_wait_until(fc_cond_delay_on, &fc_proxies[i], FC_START_MS),
-                      "delay proxy %zu did not turn its delay on (see %s)", i,
-                      fc_proxies[i].log);
-    }
 }
 
 /* A key and two masters that must both hold it, or both lack it. */
@@ -543,10 +422,10 @@ START_TEST(fence_rises_across_daemons)
         ck_assert_int_eq(h_master_cmd(i, NULL, "SET %s %s", "fx fence",
                                       i == FA_A ? "10" : "5"), 0);
     }
-    via1[FA_Y] = fc_proxy_start(FA_Y, FA_LINK_MS);
-    via2[FA_A] = fc_proxy_start(FA_A, FA_LINK_MS);
-    via2[FA_B] = fc_proxy_start(FA_B, FA_LINK_MS);
-    via2[FA_Y] = fc_proxy_start(FA_Y, FA_LATE_MS);
+    via1[FA_Y] = expect_proxy_start(FA_Y, FA_LINK_MS, false);
+    via2[FA_A] = expect_proxy_start(FA_A, FA_LINK_MS, false);
+    via2[FA_B] = expect_proxy_start(FA_B, FA_LINK_MS, false);
+    via2[FA_Y] = expect_proxy_start(FA_Y, FA_LATE_MS, false);
     o.master_addrs = via1;
     ck_assert_msg(h_start_daemon(&o) == 0, "D1 did not start (log above)");
     o.master_addrs = via2;
@@ -556,7 +435,7 @@ START_TEST(fence_rises_across_daemons)
     g1 = expect_connect(0);
     g2 = expect_connect(1);
     r = expect_connect(2);
-    fc_delays_on();
+    expect_proxies_on();
 
     t0 = h_now_ms();
     ck_assert_int_eq(h_send(g2, "LOCK fx mode=lease ttl=" FA_TTL " wait=20000 fence"), 0);
@@ -660,10 +539,10 @@ START_TEST(break_fence_above_broken_grant)
                                           60000), 0);
         }
     }
-    viab[0] = fc_proxy_start(0, FB_BREAK_M1_MS);
-    viab[3] = fc_proxy_start(3, FB_LINK_MS);
-    viab[4] = fc_proxy_start(4, FB_LINK_MS);
-    viaw[0] = fc_proxy_start(0, FB_LINK_MS);
+    viab[0] = expect_proxy_start(0, FB_BREAK_M1_MS, false);
+    viab[3] = expect_proxy_start(3, FB_LINK_MS, false);
+    viab[4] = expect_proxy_start(4, FB_LINK_MS, false);
+    viaw[0] = expect_proxy_start(0, FB_LINK_MS, false);
     o.master_addrs = viab;
     ck_assert_msg(h_start_daemon(&o) == 0, "DB did not start (log above)");
     o.master_addrs = viaw;
@@ -671,7 +550,7 @@ START_TEST(break_fence_above_broken_grant)
     x = expect_connect(0);
     EXPECT_REPLY(x, "AUTH " ADMIN_PASSWORD, "OK");
     w = expect_connect(1);
-    fc_delays_on();
+    expect_proxies_on();
 
     t0 = h_now_ms();
     ck_assert_int_eq(h_send(x, "BREAK bx"), 0);

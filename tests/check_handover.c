@@ -749,6 +749,307 @@ START_TEST(fallback_after_expiry)
 END_TEST
 
 /*
+ * The lost wake-ups.  A waiter has to hear every release that frees a
+ * name it was refused on; the two tests below make a release land where
+ * it would be heard by nobody, and require the waiter to be granted
+ * within a bound derived from the round deadline (WAKE_BOUND_MS), far
+ * below the holder's WAKE_TTL_MS, with no retry timed by that ttl.
+ */
+#define WAKE_TTL_MS     10000   /* the holder's lease: a waiter that missed the
+                                   release sleeps this long */
+#define WAKE_SUB_MS     40      /* wake_after_slow_subscribe: the waiter's subscriber
+                                   links are this much slower, each way */
+#define WAKE_LINK_MS    700     /* cleanup_release_announces: the holder's links, each
+                                   way: its round (two of these) outlasts its deadline */
+/*
+ * A woken waiter's grant: its next try after the announcement (within a
+ * retry jitter, at most one round deadline for its subscription to be
+ * confirmed, and a round), with room for this machine's hiccups: three
+ * round deadlines, plus the slowed links' round trips.
+ */
+#define WAKE_BOUND_MS   (3 * H_NODE_TIMEOUT_MS + 100 + 4 * WAKE_SUB_MS + 2 * WAKE_LINK_MS)
+
+/* Script calls per master before a waiter's tries, and how many it must make. */
+struct tries_want {
+    long long before[NMASTERS];     /* expect_script_calls() before the LOCK */
+    long long want;                 /* calls more than before, on every master */
+    long long seen[NMASTERS];       /* the last counts, -1 when not asked */
+};
+
+static bool
+cond_tries(void *arg)
+{
+    struct tries_want *w = arg;
+    bool ok = true;
+    size_t i;
+
+    for (i = 0; i < NMASTERS; i++) {
+        w->seen[i] = expect_script_calls(i);
+        ok = ok && w->seen[i] >= w->before[i] + w->want;
+    }
+    return ok;
+}
+
+/*
+ * The waiter's subscription is slower than its tries: daemon B reaches
+ * each master's pub/sub through a delay proxy that slows subscriber
+ * connections only (WAKE_SUB_MS each way, the top of the fault suite's
+ * timing range twice over), so its SUBSCRIBE lands well after the try
+ * it makes once more when it starts waiting.  A holds s for 10 s and
+ * releases it right after that try (B's third script call on every
+ * master, after the first try and its clean-up) marked the name as
+ * waited for.  Before a waiter's try was
+ * ordered after its subscription, the release deleted the mark and
+ * published to nobody, and B slept the holder's whole ttl while s was
+ * free.
+ */
+START_TEST(wake_after_slow_subscribe)
+{
+    struct h_daemon_opts opts = ho_opts;
+    struct tries_want tries = { { 0 }, 3, { 0 } };
+    const char *via[NMASTERS];
+    long long fallbacks, wakeups;
+    int64_t t_unlock, waited;
+    char *got, *token, line[128];
+    size_t i;
+    int a, b;
+
+    expect_up_daemons(NMASTERS, false, 1, NULL);
+    for (i = 0; i < NMASTERS; i++) {
+        via[i] = expect_proxy_start(i, WAKE_SUB_MS, true);
+    }
+    opts.master_addrs = via;
+    ck_assert_msg(h_start_daemon(&opts) == 0, "daemon B did not start (log above)");
+    expect_proxies_on();
+    a = expect_connect(0);
+    b = expect_connect(1);
+    /* In lease mode: no renewal makes a script call while B's are counted. */
+    EXPECT_PREFIX(a, "LOCK s ttl=10000 mode=lease", "OK s token=");
+    token = h_master_get(0, PREFIX "s");
+    ck_assert_msg(token != NULL && h_is_token(token), "no token for s on master 0");
+    snprintf(line, sizeof(line), "UNLOCK s token=%s", token);
+    free(token);
+    for (i = 0; i < NMASTERS; i++) {
+        tries.before[i] = expect_script_calls(i);
+        ck_assert_msg(tries.before[i] >= 0, "INFO commandstats failed on master %zu", i);
+    }
+    ck_assert_int_eq(h_send(b, "LOCK s wait=30000"), 0);
+    /* Its first try, that try's clean-up release, and its try once more. */
+    ck_assert_msg(h_wait_until(cond_tries, &tries, 5000),
+                  "daemon B did not try twice on every master (scripts since its LOCK: "
+                  "%lld %lld %lld %lld %lld)", tries.seen[0] - tries.before[0],
+                  tries.seen[1] - tries.before[1], tries.seen[2] - tries.before[2],
+                  tries.seen[3] - tries.before[3], tries.seen[4] - tries.before[4]);
+    t_unlock = h_now_ms();
+    EXPECT_PREFIX(a, line, "OK s");
+    got = h_read_line(b, WAKE_BOUND_MS);
+    waited = h_now_ms() - t_unlock;
+    fprintf(stderr, "wake_after_slow_subscribe: B answered %lld ms after A's UNLOCK\n",
+            (long long)waited);
+    ck_assert_msg(h_is_reply(got, "OK", "s"),
+                  "B's LOCK s answered '%s' within %d ms of A's UNLOCK (the holder's ttl was "
+                  "%d ms): the release came before B's subscription and nobody heard it",
+                  got != NULL ? got : "(nothing yet)", WAKE_BOUND_MS, WAKE_TTL_MS);
+    free(got);
+    fallbacks = expect_daemon_stat(1, "fallback_retries");
+    wakeups = expect_daemon_stat(1, "pubsub_wakeups");
+    fprintf(stderr, "wake_after_slow_subscribe: B's pubsub_wakeups %lld, fallback_retries "
+            "%lld\n", wakeups, fallbacks);
+    ck_assert_msg(fallbacks == 0, "B's STATS fallback_retries is %lld: a retry was timed by "
+                  "the holder's ttl", fallbacks);
+    ck_assert_msg(wakeups >= 1, "B's STATS pubsub_wakeups is %lld: the release after its "
+                  "tries was not heard", wakeups);
+    EXPECT_REPLY(b, "UNLOCK s", "OK s holds=0");
+    close(a);
+    close(b);
+}
+END_TEST
+
+/*
+ * A subscriber link that comes back.  B waits for r (its tries done, it
+ * sleeps until the holder's 10 s ttl, subscribed everywhere); then every
+ * master drops its pub/sub clients, and A releases r at once, while B's
+ * subscriber links reconnect (through proxies that slow them by
+ * WAKE_SUB_MS each way, so the release lands before B subscribes
+ * again): the announcement reaches nobody.  The confirmation of B's
+ * renewed subscription must make its head try again, as an announcement
+ * would.
+ */
+START_TEST(wake_after_subscriber_reconnect)
+{
+    struct h_daemon_opts opts = ho_opts;
+    struct tries_want tries = { { 0 }, 3, { 0 } };
+    struct numsub_want sub = { PREFIX "r" RELEASED, 1, { 0 } };
+    const char *via[NMASTERS];
+    long long fallbacks;
+    int64_t t_unlock, waited;
+    char *got, *token, line[128];
+    size_t i;
+    int a, b;
+
+    expect_up_daemons(NMASTERS, false, 1, NULL);
+    for (i = 0; i < NMASTERS; i++) {
+        via[i] = expect_proxy_start(i, WAKE_SUB_MS, true);
+    }
+    opts.master_addrs = via;
+    ck_assert_msg(h_start_daemon(&opts) == 0, "daemon B did not start (log above)");
+    expect_proxies_on();
+    a = expect_connect(0);
+    b = expect_connect(1);
+    EXPECT_PREFIX(a, "LOCK r ttl=10000 mode=lease", "OK r token=");
+    token = h_master_get(0, PREFIX "r");
+    ck_assert_msg(token != NULL && h_is_token(token), "no token for r on master 0");
+    snprintf(line, sizeof(line), "UNLOCK r token=%s", token);
+    free(token);
+    for (i = 0; i < NMASTERS; i++) {
+        tries.before[i] = expect_script_calls(i);
+        ck_assert_msg(tries.before[i] >= 0, "INFO commandstats failed on master %zu", i);
+    }
+    ck_assert_int_eq(h_send(b, "LOCK r wait=30000"), 0);
+    ck_assert_msg(h_wait_until(cond_tries, &tries, 5000) && h_wait_until(cond_numsub, &sub, 5000),
+                  "daemon B did not start waiting for r (subscribers %lld %lld %lld %lld %lld)",
+                  sub.seen[0], sub.seen[1], sub.seen[2], sub.seen[3], sub.seen[4]);
+    for (i = 0; i < NMASTERS; i++) {
+        ck_assert_msg(h_master_cmd(i, NULL, "CLIENT KILL TYPE pubsub") == 0,
+                      "CLIENT KILL TYPE pubsub failed on master %zu", i);
+    }
+    t_unlock = h_now_ms();
+    EXPECT_PREFIX(a, line, "OK r");
+    got = h_read_line(b, WAKE_BOUND_MS);
+    waited = h_now_ms() - t_unlock;
+    fprintf(stderr, "wake_after_subscriber_reconnect: B answered %lld ms after A's UNLOCK\n",
+            (long long)waited);
+    ck_assert_msg(h_is_reply(got, "OK", "r"),
+                  "B's LOCK r answered '%s' within %d ms of A's UNLOCK (the holder's ttl was "
+                  "%d ms): the release made while B's subscriber links were down was never "
+                  "made up for", got != NULL ? got : "(nothing yet)", WAKE_BOUND_MS,
+                  WAKE_TTL_MS);
+    free(got);
+    fallbacks = expect_daemon_stat(1, "fallback_retries");
+    ck_assert_msg(fallbacks == 0, "B's STATS fallback_retries is %lld: a retry was timed by "
+                  "the holder's ttl", fallbacks);
+    EXPECT_REPLY(b, "UNLOCK r", "OK r holds=0");
+    close(a);
+    close(b);
+}
+END_TEST
+
+#define PACE_PUBLISHES  20      /* foreign_announcements_pace_a_waiter: announcements */
+#define PACE_EVERY_MS   10      /* one every this many ms */
+#define PACE_TRIES_MAX  8       /* tries they may cause: about one per retry jitter (100 ms) */
+
+/*
+ * Announcements of other tokens than the holder's pace a waiter.  A
+ * foreign holder keeps p on every master for 10 s, and B's waiter sleeps
+ * until then (it was refused by that token on a quorum).  Another
+ * waiter's clean-ups would announce tokens that free nothing (partial
+ * grants it got on masters the holder is not on); here PACE_PUBLISHES
+ * such announcements, each with a new token, come PACE_EVERY_MS apart.
+ * Each one may make B try within the retry jitter, not at once: B must
+ * make at most PACE_TRIES_MAX tries (an acquire and its clean-up each),
+ * not one per announcement.
+ */
+START_TEST(foreign_announcements_pace_a_waiter)
+{
+    struct tries_want tries = { { 0 }, 3, { 0 } };
+    long long before, calls;
+    char token[TOKEN_LEN + 1];
+    int i, b;
+
+    expect_up_daemons(NMASTERS, false, 1, &ho_opts);
+    for (i = 0; i < NMASTERS; i++) {
+        ck_assert_int_eq(h_master_cmd((size_t)i, NULL, "SET %s %s PX %d", PREFIX "p",
+                                      FOREIGN_TOKEN, WAKE_TTL_MS), 0);
+        tries.before[i] = expect_script_calls((size_t)i);
+        ck_assert_msg(tries.before[i] >= 0, "INFO commandstats failed on master %d", i);
+    }
+    b = expect_connect(0);
+    ck_assert_int_eq(h_send(b, "LOCK p wait=30000"), 0);
+    /* Its first try, that try's clean-up, its try once more: it sleeps until the ttl. */
+    ck_assert_msg(h_wait_until(cond_tries, &tries, 5000), "B did not start waiting for p");
+    before = expect_script_calls(0);
+    for (i = 0; i < PACE_PUBLISHES; i++) {
+        snprintf(token, sizeof(token), "%032x", 0xc0ffee00u + (unsigned)i);
+        ck_assert_int_eq(h_master_cmd(0, NULL, "PUBLISH %s %s", PREFIX "p" RELEASED, token), 0);
+        h_sleep_ms(PACE_EVERY_MS);
+    }
+    ck_assert_msg(h_quiet(b, 300), "B's LOCK p was answered while the foreign holder holds p");
+    calls = expect_script_calls(0) - before;
+    fprintf(stderr, "foreign_announcements_pace_a_waiter: %lld scripts on master 0 for %d "
+            "announcements\n", calls, PACE_PUBLISHES);
+    ck_assert_msg(calls <= 2 * PACE_TRIES_MAX, "master 0 ran %lld scripts for %d announcements "
+                  "of other tokens than the holder's: the waiter tried at once on each",
+                  calls, PACE_PUBLISHES);
+    close(b);
+}
+END_TEST
+
+/*
+ * A clean-up release announces.  Daemon A reaches the masters through
+ * delay proxies (WAKE_LINK_MS each way): its LOCK c wait=0 ttl=10000
+ * lands on every master, but the answers come after its round deadline,
+ * so the grant is not delivered (NOQUORUM) and A deletes its token again
+ * with a clean-up release, which reaches the masters WAKE_LINK_MS later.
+ * In between, B's waiter is refused by that token (on a quorum: it
+ * waits for the holder's 10 s ttl) and marks c as waited for.  The
+ * clean-up release deletes the mark: it must announce, and B must be
+ * granted at once, woken by pub/sub, not at the ttl.
+ */
+START_TEST(cleanup_release_announces)
+{
+    struct h_daemon_opts opts = ho_opts;
+    struct expect_keyval landed = { PREFIX "c", NULL, NMASTERS };
+    const char *via[NMASTERS];
+    long long fallbacks, wakeups;
+    int64_t t_lock, waited;
+    size_t i;
+    char *got;
+    int a, b;
+
+    ck_assert_msg(h_begin(tcase_name()) == 0, "cannot create the test directory");
+    ck_assert_msg(h_start_masters(NMASTERS) == 0, "the masters did not start");
+    for (i = 0; i < NMASTERS; i++) {
+        via[i] = expect_proxy_start(i, WAKE_LINK_MS, false);
+    }
+    opts.master_addrs = via;
+    opts.down_after_ms = 20 * WAKE_LINK_MS;     /* slow, not down */
+    ck_assert_msg(h_start_daemon(&opts) == 0, "daemon A did not start (log above)");
+    ck_assert_msg(h_start_daemon(&ho_opts) == 0, "daemon B did not start (log above)");
+    expect_proxies_on();
+    a = expect_connect(0);
+    b = expect_connect(1);
+    ck_assert_int_eq(h_send(a, "LOCK c wait=0 ttl=10000"), 0);
+    ck_assert_msg(h_wait_until(expect_cond_holding, &landed, 5000),
+                  "A's try of c did not land on every master (%zu hold it)",
+                  h_masters_holding(PREFIX "c", NULL));
+    t_lock = h_now_ms();
+    ck_assert_int_eq(h_send(b, "LOCK c wait=30000"), 0);
+    got = h_read_line(a, 5 * WAKE_LINK_MS);
+    ck_assert_msg(got != NULL && strncmp(got, "ERR NOQUORUM", 12) == 0,
+                  "A's LOCK c wait=0 through links slower than its round deadline answered "
+                  "'%s', expected ERR NOQUORUM", got != NULL ? got : "(nothing)");
+    free(got);
+    got = h_read_line(b, WAKE_BOUND_MS);
+    waited = h_now_ms() - t_lock;
+    fprintf(stderr, "cleanup_release_announces: B answered %lld ms after its LOCK\n",
+            (long long)waited);
+    ck_assert_msg(h_is_reply(got, "OK", "c"),
+                  "B's LOCK c answered '%s' within %d ms (A's undelivered grant had a ttl of "
+                  "%d ms): its clean-up release did not announce",
+                  got != NULL ? got : "(nothing yet)", WAKE_BOUND_MS, WAKE_TTL_MS);
+    free(got);
+    fallbacks = expect_daemon_stat(1, "fallback_retries");
+    wakeups = expect_daemon_stat(1, "pubsub_wakeups");
+    ck_assert_msg(fallbacks == 0, "B's STATS fallback_retries is %lld: a retry was timed by "
+                  "the undelivered grant's ttl", fallbacks);
+    ck_assert_msg(wakeups >= 1, "B's STATS pubsub_wakeups is %lld, expected >= 1", wakeups);
+    EXPECT_REPLY(b, "UNLOCK c", "OK c holds=0");
+    close(a);
+    close(b);
+}
+END_TEST
+
+/*
  * 3. Fairness across daemons: 20 sessions, 10 on each daemon, loop
  * LOCK/UNLOCK on one name for 5 s.  Hand-over within a daemon must not
  * starve the other daemon's waiters: no session gets less than half the
@@ -835,6 +1136,10 @@ handover_suite(void)
     EXPECT_ADD(s, pubsub_wakes_other_daemon, CLUSTER_TIMEOUT_S);
     EXPECT_ADD(s, pubsub_copies_after_busy, CLUSTER_TIMEOUT_S);
     EXPECT_ADD(s, fallback_after_expiry, CLUSTER_TIMEOUT_S);
+    EXPECT_ADD(s, wake_after_slow_subscribe, CLUSTER_TIMEOUT_S);
+    EXPECT_ADD(s, wake_after_subscriber_reconnect, CLUSTER_TIMEOUT_S);
+    EXPECT_ADD(s, cleanup_release_announces, CLUSTER_TIMEOUT_S);
+    EXPECT_ADD(s, foreign_announcements_pace_a_waiter, CLUSTER_TIMEOUT_S);
     EXPECT_ADD(s, fairness_two_daemons, CLUSTER_TIMEOUT_S);
     EXPECT_ADD(s, handover_one_call, SPLIT_TIMEOUT_S);
     EXPECT_ADD(s, retry_token_outlives_late_release, SPLIT_TIMEOUT_S);

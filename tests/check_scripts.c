@@ -390,10 +390,22 @@ START_TEST(kinds_share_the_name_key)
 }
 END_TEST
 
-/* Raise: only where the record still holds the token; a bad counter undoes the grant. */
+/* PUBLISH calls on the test's master so far. */
+static long long
+sc_publishes(void)
+{
+    return h_master_calls(0, "publish");
+}
+
+/*
+ * Raise: only where the record still holds the token; a bad counter
+ * undoes the grant, and announces it when a waiting request's refusal
+ * had marked the name (as a release does: that waiter must hear it).
+ */
 START_TEST(raise_only_for_the_holder)
 {
     redisReply *r;
+    long long p0;
 
     sc_up();
     sc_hold(TOK_A, NULL);
@@ -406,12 +418,18 @@ START_TEST(raise_only_for_the_holder)
     freeReplyObject(r);
     sc_expect_value("n fence", "1");
     freeReplyObject(sc_cmd("SET %s %s", "n fence", "twelve"));
-    r = sc_run(REDLOCK_LUA_RAISE, 2, "n fence", "n", TOK_A, "x", "", NULL);
+    r = sc_run(REDLOCK_LUA_ACQUIRE, 2, "n", "n", TOK_B, "3000", "", "", "x", "", "1", "", NULL);
+    freeReplyObject(r);                         /* refused, waits: marks the name */
+    sc_expect_value("n" REDLOCK_WAITING_SUFFIX, "1");
+    p0 = sc_publishes();
+    r = sc_run(REDLOCK_LUA_RAISE, 2, "n fence", "n", TOK_A, "x", "", "1", NULL);
     ck_assert_int_eq(r->type, REDIS_REPLY_ERROR);
     ck_assert_msg(strstr(r->str, "fence counter n fence is not an integer") != NULL, "%s",
                   r->str);
     freeReplyObject(r);
     sc_expect_value("n", NULL);                 /* the grant was undone here */
+    sc_expect_value("n" REDLOCK_WAITING_SUFFIX, NULL);
+    ck_assert_int_eq(sc_publishes() - p0, 1);   /* and announced to the waiter */
 }
 END_TEST
 
@@ -485,13 +503,6 @@ START_TEST(release_compare_and_delete)
     sc_expect_value("n label " TOK_A, NULL);
 }
 END_TEST
-
-/* PUBLISH calls on the test's master so far. */
-static long long
-sc_publishes(void)
-{
-    return h_master_calls(0, "publish");
-}
 
 /*
  * A release publishes only what someone listens for: nothing when no

@@ -8,6 +8,7 @@
 #include <ctype.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <poll.h>
 #include <signal.h>
 #include <stdio.h>
@@ -404,4 +405,119 @@ void
 expect_wait_unauthenticated(int u, long long want)
 {
     expect_wait_stat_on(u, "unauthenticated", want);
+}
+
+#define EXPECT_PROXIES_MAX  8       /* delay proxies per test */
+#define EXPECT_PROXY_MS     5000    /* deadline for a proxy to listen or switch */
+
+/* A delay proxy between a daemon and one master; see expect_proxy_start. */
+struct expect_proxy {
+    pid_t pid;                  /* the delay-proxy process; 0 once it exited */
+    char  addr[32];             /* "127.0.0.1:port": the master's address for the daemon */
+    char  log[PATH_MAX];        /* its stdout and stderr */
+};
+
+static struct expect_proxy expect_proxies[EXPECT_PROXIES_MAX]; /* the test's, in start order */
+static size_t              expect_nproxies;                    /* how many were started */
+
+/* True when the file at path has a line that contains text. */
+static bool
+expect_file_has(const char *path, const char *text)
+{
+    char *line = NULL;
+    size_t cap = 0;
+    bool found = false;
+    FILE *f = fopen(path, "re");
+
+    while (f != NULL && !found && getline(&line, &cap, f) > 0) {
+        found = strstr(line, text) != NULL;
+    }
+    free(line);
+    if (f != NULL) {
+        fclose(f);
+    }
+    return found;
+}
+
+/* arg: struct expect_proxy.  It listens, or it exited (reaped here, pid 0). */
+static bool
+expect_cond_listening(void *arg)
+{
+    struct expect_proxy *p = arg;
+
+    if (waitpid(p->pid, NULL, WNOHANG) == p->pid) {
+        p->pid = 0;
+        return true;
+    }
+    return expect_file_has(p->log, "listening");
+}
+
+/* arg: struct expect_proxy.  It said that its delay is on. */
+static bool
+expect_cond_delay_on(void *arg)
+{
+    return expect_file_has(((struct expect_proxy *)arg)->log, ": delay on");
+}
+
+const char *
+expect_proxy_start(size_t i, long delay_ms, bool subscribers_only)
+{
+    const char *bin = getenv("DELAY_PROXY_BIN");
+    char target[32], delay[48];
+    const char *argv[9];
+    struct expect_proxy *p;
+    int tries, port;
+
+    if (bin == NULL || bin[0] == '\0') {
+        bin = "./build/delay-proxy";
+    }
+    ck_assert_msg(access(bin, X_OK) == 0, "no delay proxy at %s (make build/delay-proxy, "
+                  "or set DELAY_PROXY_BIN)", bin);
+    ck_assert(expect_nproxies < EXPECT_PROXIES_MAX);
+    p = &expect_proxies[expect_nproxies];
+    snprintf(target, sizeof(target), "127.0.0.1:%d", h_master_port(i));
+    snprintf(delay, sizeof(delay), "%ld-%ld", delay_ms, delay_ms);
+    snprintf(p->log, sizeof(p->log), "%s/delay-proxy-%zu.log", h_dir(), expect_nproxies);
+    for (tries = 0; tries < 5; tries++) {
+        port = h_free_port();
+        ck_assert_msg(port > 0, "no free port for a delay proxy");
+        snprintf(p->addr, sizeof(p->addr), "127.0.0.1:%d", port);
+        argv[0] = bin;
+        argv[1] = "-l";
+        argv[2] = p->addr;
+        argv[3] = "-t";
+        argv[4] = target;
+        argv[5] = "-d";
+        argv[6] = delay;
+        argv[7] = subscribers_only ? "-s" : NULL;
+        argv[8] = NULL;
+        p->pid = h_spawn(argv, p->log);
+        ck_assert_msg(p->pid > 0, "cannot start %s", bin);
+        expect_nproxies++;
+        ck_assert_msg(h_wait_until(expect_cond_listening, p, EXPECT_PROXY_MS),
+                      "the delay proxy in front of master %zu did not listen within %d ms "
+                      "(see %s)", i, EXPECT_PROXY_MS, p->log);
+        if (p->pid > 0) {
+            return p->addr;
+        }
+        /* Its port was taken meanwhile: it exited; try another one. */
+        expect_nproxies--;
+    }
+    ck_abort_msg("the delay proxy in front of master %zu would not start (see %s)", i, p->log);
+    return NULL;
+}
+
+void
+expect_proxies_on(void)
+{
+    size_t i;
+
+    for (i = 0; i < expect_nproxies; i++) {
+        ck_assert_int_eq(kill(expect_proxies[i].pid, SIGUSR1), 0);
+    }
+    for (i = 0; i < expect_nproxies; i++) {
+        ck_assert_msg(h_wait_until(expect_cond_delay_on, &expect_proxies[i], EXPECT_PROXY_MS),
+                      "delay proxy %zu did not turn its delay on (see %s)", i,
+                      expect_proxies[i].log);
+    }
 }

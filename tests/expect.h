@@ -266,6 +266,22 @@ long long expect_script_calls(size_t i);
  */
 void expect_wait_stat_on(int u, const char *name, long long want);
 
+/*
+ * Start a delay proxy (tests/faults/delay_proxy.c: $DELAY_PROXY_BIN, else
+ * ./build/delay-proxy) on a free port of 127.0.0.1 in front of master i,
+ * with a delay of exactly delay_ms for every chunk each way, off until
+ * expect_proxies_on() (so that the daemons start at full speed); with
+ * subscribers_only, only subscriber connections are delayed (its -s: a
+ * daemon's commands to the master pass at once, its subscriptions are
+ * slowed).  Returns the address to give a daemon in
+ * h_daemon_opts.master_addrs (it lives until the test ends; the proxy
+ * dies with the test's process).  At most 8 per test.
+ */
+const char *expect_proxy_start(size_t i, long delay_ms, bool subscribers_only);
+
+/* Turn the delay of every proxy of the test on, and wait until each says so. */
+void expect_proxies_on(void);
+
 /* Require STATS unauthenticated to reach want in time, read over the Unix socket u. */
 void expect_wait_unauthenticated(int u, long long want);
 

@@ -4,7 +4,7 @@
  * has no `tc netem`, so the delay of a link is made here: the daemons
  * are pointed at the proxy instead of a master.
  *
- *     delay-proxy -l ADDR:PORT -t ADDR:PORT -d MIN-MAX [-o]
+ *     delay-proxy -l ADDR:PORT -t ADDR:PORT -d MIN-MAX [-o] [-s]
  *
  * Every connection accepted on -l is paired with a new connection to -t
  * and the bytes are copied both ways.  While the delay is on, each
@@ -21,6 +21,13 @@
  * chunks still waiting).  The delay starts off (-o: on); SIGUSR1 turns
  * it on, SIGUSR2 off; SIGTERM or SIGINT ends the proxy.  When either
  * side of a pair closes or fails, both are closed.
+ *
+ * -s delays only subscriber connections: a pair is one from the chunk in
+ * which its client sends a SUBSCRIBE command (the RESP bulk string
+ * "SUBSCRIBE", as a daemon's subscriber link sends it first thing), and
+ * the bytes of every other pair (a daemon's command link) go at once.
+ * So a daemon's subscriptions can be made slower than its commands to
+ * the same master, both links pointed at one proxy.
  *
  * A line goes to stdout when it listens and at each switch.
  */
@@ -48,6 +55,8 @@
 
 #define DPROXY_EXIT_USAGE   2
 #define DPROXY_EXIT_SETUP   3
+#define DPROXY_SUBSCRIBE    "\r\nSUBSCRIBE\r\n" /* -s: what a subscriber's client sends */
+#define DPROXY_TAIL         16                  /* >= strlen(DPROXY_SUBSCRIBE) */
 
 /* One chunk read and not yet delivered: its size and when it is due. */
 struct dproxy_chunk {
@@ -78,6 +87,10 @@ struct dproxy_pair {
     struct bufferevent *server;     /* made to -t */
     struct dproxy_dir   up;         /* client to server */
     struct dproxy_dir   down;       /* server to client */
+    bool                subscriber; /* -s: its client sent SUBSCRIBE (it is delayed) */
+    char                tail[DPROXY_TAIL]; /* -s: the client's last bytes, so that a
+                                       command cut between two reads is seen */
+    size_t              tail_len;   /* bytes in tail */
 };
 
 /* Command-line settings and the run's state; one per process. */
@@ -90,6 +103,7 @@ struct dproxy_state {
     long                min_ms;     /* -d: the delay's lower bound */
     long                max_ms;     /* -d: its upper bound */
     bool                on;         /* the delay is on */
+    bool                subscribers_only; /* -s: only subscriber pairs are delayed */
     uint64_t            rng;        /* seeds the directions' generators */
     unsigned long       pairs;      /* connections accepted */
 };
@@ -132,7 +146,7 @@ dproxy_seed(void)
 static void
 dproxy_usage(void)
 {
-    fprintf(stderr, "usage: delay-proxy -l ADDR:PORT -t ADDR:PORT -d MIN_MS-MAX_MS [-o]\n");
+    fprintf(stderr, "usage: delay-proxy -l ADDR:PORT -t ADDR:PORT -d MIN_MS-MAX_MS [-o] [-s]\n");
     exit(DPROXY_EXIT_USAGE);
 }
 
@@ -210,6 +224,40 @@ dproxy_timer_cb(evutil_socket_t fd, short what, void *arg)
     dproxy_deliver(arg);
 }
 
+/*
+ * -s: whether the client of p has sent SUBSCRIBE, in the len bytes at
+ * the front of in or across them and the bytes read before (p->tail).
+ */
+static bool
+dproxy_sees_subscribe(struct dproxy_pair *p, struct evbuffer *in, size_t len)
+{
+    static const char word[] = DPROXY_SUBSCRIBE;
+    char buf[2 * DPROXY_TAIL];
+    size_t keep = p->tail_len, take = len < DPROXY_TAIL ? len : DPROXY_TAIL, n, drop;
+    struct evbuffer_ptr from;
+
+    if (evbuffer_search(in, word, sizeof(word) - 1, NULL).pos >= 0) {
+        return true;
+    }
+    memcpy(buf, p->tail, keep);
+    evbuffer_copyout(in, buf + keep, take);
+    if (memmem(buf, keep + take, word, sizeof(word) - 1) != NULL) {
+        return true;
+    }
+    /* The new tail: the last DPROXY_TAIL bytes the client sent. */
+    if (len >= DPROXY_TAIL) {
+        evbuffer_ptr_set(in, &from, len - DPROXY_TAIL, EVBUFFER_PTR_SET);
+        evbuffer_copyout_from(in, &from, p->tail, DPROXY_TAIL);
+        p->tail_len = DPROXY_TAIL;
+    } else {
+        n = keep + len;     /* buf holds the old tail and all of this read */
+        drop = n > DPROXY_TAIL ? n - DPROXY_TAIL : 0;
+        memcpy(p->tail, buf + drop, n - drop);
+        p->tail_len = n - drop;
+    }
+    return false;
+}
+
 /* Bytes arrived on d->from: one chunk, due after the previous one. */
 static void
 dproxy_read_cb(struct bufferevent *bev, void *arg)
@@ -224,13 +272,17 @@ dproxy_read_cb(struct bufferevent *bev, void *arg)
     if (len == 0) {
         return;
     }
+    if (dproxy.subscribers_only && d == &p->up && !p->subscriber) {
+        p->subscriber = dproxy_sees_subscribe(p, in, len);
+    }
     c = malloc(sizeof(*c));
     if (c == NULL || evbuffer_add_buffer(d->held, in) != 0) {
         free(c);
         dproxy_close(p);
         return;
     }
-    due = now + (dproxy.on ? dproxy_delay_us(&d->rng) : 0);
+    due = now + (dproxy.on && (!dproxy.subscribers_only || p->subscriber)
+                 ? dproxy_delay_us(&d->rng) : 0);
     if (due < d->last_due_us) {
         due = d->last_due_us;
     }
@@ -362,7 +414,7 @@ main(int argc, char **argv)
 
     dproxy.target_len = sizeof(dproxy.target);
     dproxy.min_ms = -1;
-    while ((opt = getopt(argc, argv, "l:t:d:o")) != -1) {
+    while ((opt = getopt(argc, argv, "l:t:d:os")) != -1) {
         switch (opt) {
         case 'l':
             snprintf(dproxy.listen_spec, sizeof(dproxy.listen_spec), "%s", optarg);
@@ -375,6 +427,9 @@ main(int argc, char **argv)
             break;
         case 'o':
             dproxy.on = true;
+            break;
+        case 's':
+            dproxy.subscribers_only = true;
             break;
         default:
             dproxy_usage();
@@ -412,8 +467,10 @@ main(int argc, char **argv)
                 strerror(errno));
         return DPROXY_EXIT_SETUP;
     }
-    printf("delay-proxy %s: listening, to %s, delay %ld-%ld ms, %s\n", dproxy.listen_spec,
-           dproxy.target_spec, dproxy.min_ms, dproxy.max_ms, dproxy.on ? "on" : "off");
+    printf("delay-proxy %s: listening, to %s, delay %ld-%ld ms%s, %s\n", dproxy.listen_spec,
+           dproxy.target_spec, dproxy.min_ms, dproxy.max_ms,
+           dproxy.subscribers_only ? " on subscriber connections" : "",
+           dproxy.on ? "on" : "off");
     event_base_dispatch(dproxy.base);
     printf("delay-proxy %s: stopped after %lu connections\n", dproxy.listen_spec,
            dproxy.pairs);
