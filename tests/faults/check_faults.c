@@ -4683,6 +4683,136 @@ ft_self_test_timing(size_t *n)
     return bad;
 }
 
+/*
+ * A synthetic case of the liveness property: up to four client logs
+ * (and their kills), the bound, one fault window and the end of the
+ * judged time (0: none), whether a liveness finding must be reported,
+ * the other kinds it must find, and the longest judged gap the checker
+ * must measure (-1: none, -2: not checked).
+ */
+struct ft_live_case {
+    const char *what;               /* for the failure message */
+    const char *logs[4];            /* client logs (NULL: empty) */
+    int64_t     kill[4];            /* their kills, 0: none */
+    struct checker_window skip;     /* a fault window ({0, 0}: none) */
+    int64_t     until_us;           /* checker_input.live_until_us */
+    bool        finding;            /* a liveness finding is expected */
+    unsigned    also;               /* other kinds that must be found (bits) */
+    int64_t     gap_us;             /* the longest judged gap, -2: not checked */
+};
+
+#define FT_LIVE_BOUND   500     /* the self-test's bound, us */
+#define FT_WT(t)        "WAIT " #t " name=w wait=10000 port=1\n"
+#define FT_WS(t)        "WAIT " #t " name=s wait=10000 port=1\n"
+#define FT_UN(t)        "UNLOCK " #t " OK w holds=0\n"
+#define FT_US(t)        "UNLOCK " #t " OK s holds=0\n"
+#define FT_XEND(t, f)   "END " #t " fence=" #f " read=0 wrote=1 prev_fence=0\n"
+#define FT_HOLD(b, e, u, f) FT_START FT_W_X(b, f) FT_XEND(e, f) FT_UN(u)
+#define FT_SP(b, e, u, p, f) FT_START FT_S(b, p, f) FT_XEND(e, f) FT_US(u)
+
+static const struct ft_live_case ft_live_cases[] = {
+    { "a waiter granted 100 us after the release",
+      { FT_HOLD(1000, 1100, 1200, 1), FT_START FT_WT(1050) FT_W_X(1300, 2) FT_XEND(1400, 2)
+        FT_UN(1500), NULL, NULL }, { 0 }, { 0, 0 }, 0, false, 0, 100 },
+    { "a waiter granted 800 us after the release",
+      { FT_HOLD(1000, 1100, 1200, 1), FT_START FT_WT(1050) FT_W_X(2000, 2) FT_XEND(2100, 2)
+        FT_UN(2200), NULL, NULL }, { 0 }, { 0, 0 }, 0, true, 0, 800 },
+    { "the same gap, most of it in a fault window",
+      { FT_HOLD(1000, 1100, 1200, 1), FT_START FT_WT(1050) FT_W_X(2000, 2) FT_XEND(2100, 2)
+        FT_UN(2200), NULL, NULL }, { 0 }, { 1100, 1900 }, 0, false, 0, 100 },
+    { "the same gap, after the end of the judged time",
+      { FT_HOLD(1000, 1100, 1200, 1), FT_START FT_WT(1050) FT_W_X(2000, 2) FT_XEND(2100, 2)
+        FT_UN(2200), NULL, NULL }, { 0 }, { 0, 0 }, 1300, false, 0, 100 },
+    { "an UNLOCK not answered OK: the keys may live a ttl more",
+      { FT_START FT_W_X(1000, 1) FT_XEND(1100, 1) "UNLOCK 1200 NOTHELD w\n",
+        FT_START FT_WT(1050) FT_W_X(2000, 2) FT_XEND(2100, 2) FT_UN(2200), NULL, NULL },
+      { 0 }, { 0, 0 }, 0, false, 0, -1 },
+    { "a waiter whose wait= ran out, and a later wait granted at once",
+      { FT_HOLD(1000, 1100, 1200, 1), FT_START FT_WT(1050) "TIMEOUT 1300\n" FT_WT(2500)
+        FT_W_X(2600, 2) FT_XEND(2700, 2) FT_UN(2800), NULL, NULL },
+      { 0 }, { 0, 0 }, 0, false, 0, 100 },
+    { "a client that polls (wait=0) waits for nothing",
+      { FT_HOLD(1000, 1100, 1200, 1), FT_START FT_W_X(5000, 2) FT_XEND(5100, 2) FT_UN(5200),
+        NULL, NULL }, { 0 }, { 0, 0 }, 0, false, 0, -1 },
+    { "a holder killed inside its section keeps the name a ttl more",
+      { FT_START FT_W_X(1000, 1), FT_START FT_WT(1050) FT_W_X(2000, 2) FT_XEND(2100, 2)
+        FT_UN(2200), NULL, NULL }, { 1100, 0, 0, 0 }, { 0, 0 }, 0, false, 0, -1 },
+    { "a holder a BREAK ended frees the name at its ABORT",
+      { FT_START FT_W_X(1000, 1) "PUSH 1150 ! LOST w reason=broken\n"
+        "ABORT 1200 fence=1 why=lost reason=broken\n",
+        FT_START FT_WT(1050) FT_W_X(2000, 2) FT_XEND(2100, 2) FT_UN(2200), NULL, NULL },
+      { 0 }, { 0, 0 }, 0, true, FT_BIT(CHECKER_BREAK_BROKEN), 800 },
+    { "a lease released OK frees the name at the answer",
+      { FT_START FT_W_L(1000, 1, 3900) FT_XEND(1100, 1)
+        "RELEASE 1200 fence=1 sent_us=1150 answer=OK port=1\n",
+        FT_START FT_WT(1050) FT_W_X(2000, 2) FT_XEND(2100, 2) FT_UN(2200), NULL, NULL },
+      { 0 }, { 0, 0 }, 0, true, 0, 800 },
+    { "a lease whose UNLOCK answered NOTHELD keeps the name until its keys expire",
+      { FT_START FT_W_L(1000, 1, 3900) FT_XEND(1100, 1)
+        "RELEASE 1200 fence=1 sent_us=1150 answer=NOTHELD port=1\n",
+        FT_START FT_WT(1050) FT_W_X(2000, 2) FT_XEND(2100, 2) FT_UN(2200), NULL, NULL },
+      { 0 }, { 0, 0 }, 0, false, 0, -1 },
+    { "a counted name with a permit free while a client waits",
+      { FT_SP(1000, 1100, 1200, 0, 1), FT_SP(900, 8000, 8100, 1, 1),
+        FT_SP(950, 8000, 8100, 2, 1),
+        FT_START FT_WS(1050) FT_S(2000, 0, 2) FT_XEND(2100, 2) FT_US(2200) },
+      { 0 }, { 0, 0 }, 0, true, 0, 800 },
+    { "a counted name with every permit held while a client waits",
+      { FT_SP(1000, 1100, 2000, 0, 1), FT_SP(900, 8000, 8100, 1, 1),
+        FT_SP(950, 8000, 8100, 2, 1),
+        FT_START FT_WS(1050) FT_S(2000, 0, 2) FT_XEND(2100, 2) FT_US(2200) },
+      { 0 }, { 0, 0 }, 0, false, 0, -1 },
+};
+
+/* The liveness cases (ft_live_cases): how many were misjudged; *n: how many ran. */
+static size_t
+ft_self_test_live(size_t *n)
+{
+    char paths[4][PATH_MAX + 16];
+    struct checker_log logs[4];
+    struct checker_input in;
+    struct checker_result res;
+    size_t i, j, k, bad = 0;
+    bool ok;
+
+    *n = sizeof(ft_live_cases) / sizeof(ft_live_cases[0]);
+    for (i = 0; i < *n; i++) {
+        const struct ft_live_case *c = &ft_live_cases[i];
+
+        for (j = 0; j < 4; j++) {
+            snprintf(paths[j], sizeof(paths[j]), "%s/selftest-l%zu.log", ft_dir, j);
+            if (ft_write_file(paths[j], c->logs[j] != NULL ? c->logs[j] : "") != 0) {
+                fprintf(stderr, "faults: self-test: cannot write %s\n", paths[j]);
+                return *n;
+            }
+            logs[j].path = paths[j];
+            logs[j].killed_us = c->kill[j];
+        }
+        memset(&in, 0, sizeof(in));
+        in.logs = logs;
+        in.nlogs = 4;
+        in.live_bound_us = FT_LIVE_BOUND;
+        in.live_skip = &c->skip;
+        in.nlive_skip = c->skip.to_us > 0 ? 1 : 0;
+        in.live_until_us = c->until_us;
+        ok = checker_run(&in, NULL, &res) == 0
+             && (c->gap_us == -2 || res.max_gap_us == c->gap_us);
+        for (k = 0; k < CHECKER_KINDS; k++) {
+            ok = ok && ((k == CHECKER_LIVENESS && c->finding) || (c->also & FT_BIT(k))
+                        ? res.counts[k] > 0 : res.counts[k] == 0);
+        }
+        if (!ok) {
+            fprintf(stderr, "faults: self-test: the checker misjudged %s (expected %s, a "
+                    "longest gap of %lld us; measured %lld us); it found:\n", c->what,
+                    c->finding ? "a liveness finding" : "nothing", (long long)c->gap_us,
+                    (long long)res.max_gap_us);
+            checker_run(&in, stderr, &res);
+            bad++;
+        }
+    }
+    return bad;
+}
+
 /* Run the checker on every case; 0 when it finds exactly what it should. */
 static int
 ft_self_test(void)
@@ -4693,7 +4823,7 @@ ft_self_test(void)
     struct checker_counter counter = { "x", 0, false, 0 };
     struct checker_input in;
     struct checker_result res;
-    size_t i, k, f, t, bad = 0;
+    size_t i, k, f, t, l, bad = 0;
     bool ok;
 
     snprintf(pa, sizeof(pa), "%s/selftest-a.log", ft_dir);
@@ -4734,7 +4864,9 @@ ft_self_test(void)
     bad += ft_self_test_kinds(&k);
     bad += ft_self_test_fences(&f);
     bad += ft_self_test_timing(&t);
-    printf("checker self-test: %zu synthetic histories, %zu misjudged\n", i + k + f + t, bad);
+    bad += ft_self_test_live(&l);
+    printf("checker self-test: %zu synthetic histories, %zu misjudged\n", i + k + f + t + l,
+           bad);
     return bad == 0 ? 0 : -1;
 }
 

@@ -79,6 +79,15 @@
  *           (-F, -G) the fenced write (-G: or read) was refused: the fence
  *           PF kept next to the counter is not smaller than F; nothing
  *           was written, and a session section ends here
+ *     WAIT us name=N wait=W port=P
+ *           a LOCK with wait=W > 0 is sent (a polling client's wait=0 is
+ *           not logged): the client waits for the name from here until
+ *           its next line that is not a PUSH (BEGIN, TIMEOUT, NOQUORUM,
+ *           ERROR, DISCONNECT or EXIT)
+ *     UNLOCK us <the answer's line>
+ *           a session section's UNLOCK was answered ("OK <name> holds=0":
+ *           the name is free of this hold from here), or "UNLOCK us send
+ *           failed", "UNLOCK us no reply (...)"
  *
  * and in a lease section (BEGIN ... mode=lease token=T deadline_us=D):
  *
@@ -92,8 +101,8 @@
  * (before the answer to its UNLOCK) is logged as it comes: the checker
  * reads it as that section's.
  *
- * The others (START, CONNECT, TIMEOUT, NOQUORUM, PUSH, UNLOCK, ERROR,
- * EXIT) are there for people.
+ * The others (START, CONNECT, TIMEOUT, NOQUORUM, PUSH, ERROR, EXIT) are
+ * there for people, and end a wait.
  *
  * When the daemon connection breaks, the client connects again, to the
  * next daemon in its -p list when the first is gone.  A -p entry is a
@@ -580,6 +589,11 @@ rmw_acquire(struct rmw_conn *c, struct rmw_grant *g, bool lease)
         c->lost = false;
         c->lost_reason[0] = '\0';
         g->sent_us = rmw_now_us();
+        if (wait > 0) {
+            /* The checker's liveness: waiting from here to the next line but a PUSH. */
+            rmw_log("WAIT %lld name=%s wait=%ld port=%d", (long long)g->sent_us, rmw_o.name,
+                    wait, c->port);
+        }
         if (rmw_send(c, req) != 0) {
             return -1;
         }
