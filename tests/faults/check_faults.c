@@ -3440,7 +3440,8 @@ ft_sched_timing_control(struct ft_run *r)
  * The liveness schedules (README, "Liveness"): on FT_LIVE, one client
  * through daemon 0 holds it for a few hundred ms at a time (ttl 6 s) and
  * pauses 3-4 s between its sections, while FT_LIVE_WAITERS clients wait
- * for it through daemon 1 (short sections, no pause).  Each time the
+ * for it through daemon 1 (short sections, no pause; they start while
+ * the holder holds it).  Each time the
  * holder releases, the name is free while daemon 1's head waits: the
  * release's announcement must wake it at once.  A daemon that announces
  * nothing leaves it asleep until the holder's ttl would have run out
@@ -3453,12 +3454,19 @@ ft_sched_liveness(struct ft_run *r)
     struct ft_kind holder = ft_plain;
     char ports[FT_PORTS_MAX];
     size_t i;
+    int h;
 
     holder.think_min_ms = FT_LIVE_THINK_MIN_MS;
     ft_ports_of(r, 0, r->ndaemons, ports, sizeof(ports));
-    if (ft_start_kind(r, FT_LIVE, &holder, ports, 0, FT_LIVE_TTL_MS, FT_LIVE_HOLD, 0,
-                      FT_LIVE_THINK_MS) < 0) {
+    h = ft_start_kind(r, FT_LIVE, &holder, ports, 0, FT_LIVE_TTL_MS, FT_LIVE_HOLD, 0,
+                      FT_LIVE_THINK_MS);
+    if (h < 0) {
         ft_setup_failed(r, "cannot start the holder of %s", FT_LIVE);
+        return;
+    }
+    /* The waiters come while it holds: each release of it then has waiters. */
+    if (ft_wait_in_section(r, (size_t)h, 200) < 0) {
+        ft_setup_failed(r, "the holder of %s never held it", FT_LIVE);
         return;
     }
     for (i = 0; i < FT_LIVE_WAITERS; i++) {
