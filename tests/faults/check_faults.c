@@ -35,9 +35,17 @@
  * stale write.  The timing setup with fakers of fences and leases used
  * past their ttl: an overlap on acct-a, a permit of sem granted twice, a
  * writer of rw inside a shared section, and on brk-x fences out of
- * order, a break-after and a break-broken finding.  When no namespace can be made (not root, no iptables,
- * ...), the network scenarios are skipped, which does not fail the
- * suite, and a line after the table says what is missing.
+ * order, a break-after and a break-broken finding.  Daemons built to
+ * announce no release (REDLOCKD_SKIP_ANNOUNCE_BIN): a name free for
+ * longer than the liveness bound while its waiters sleep.  When no
+ * namespace can be made (not root, no iptables, ...), the network
+ * scenarios are skipped, which does not fail the suite, and a line after
+ * the table says what is missing.
+ *
+ * Every scenario is judged for liveness too: outside its fault's window
+ * (from the end of the warm-up until a recovery bound after the heal),
+ * a name is never free for longer than FT_LIVE_BOUND_MS while a client
+ * waits for it (checker.h).
  *
  * Before any scenario, the checker is run on synthetic logs with known
  * violations (ft_self_test): a checker that cannot fail would make every
@@ -46,6 +54,8 @@
  * Environment: REDLOCKD_BIN (the daemon, for the harness), RMW_CLIENT_BIN
  * (default ./build/rmw-client), DELAY_PROXY_BIN (default
  * ./build/delay-proxy), BREAK_CLIENT_BIN (default ./build/break-client),
+ * REDLOCKD_SKIP_ANNOUNCE_BIN (the liveness control's daemon, built with
+ * REDLOCKD_FAULT_SKIP_ANNOUNCE; make faults sets it),
  * FAULTS_ONLY=name,name (run only those scenarios), FAULTS_KEEP=1 (keep
  * every log, the daemons' included, even when everything passed),
  * FAULTS_LOG_LEVEL (the daemons' log.level, default info),
@@ -5387,7 +5397,7 @@ main(int argc, char **argv)
     if (argc != 1 || minutes < 0) {
         fprintf(stderr, "usage: check_faults (environment: FAULTS_ONLY, FAULTS_KEEP, "
                 "FAULTS_LOG_LEVEL, FAULTS_SOAK_MINUTES, REDLOCKD_BIN, RMW_CLIENT_BIN, "
-                "DELAY_PROXY_BIN, BREAK_CLIENT_BIN)\n");
+                "DELAY_PROXY_BIN, BREAK_CLIENT_BIN, REDLOCKD_SKIP_ANNOUNCE_BIN)\n");
         return 2;
     }
     setvbuf(stdout, NULL, _IOLBF, 0);
