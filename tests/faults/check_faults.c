@@ -4133,6 +4133,8 @@ ft_fence_negative_seen(struct ft_run *r)
 static void
 ft_note_live(struct ft_run *r)
 {
+    const struct checker_section *worst = NULL;
+    struct checker_sections s;
     char per[512] = "";
     size_t i, used = 0;
 
@@ -4142,6 +4144,14 @@ ft_note_live(struct ft_run *r)
     if (!r->sc->mixed && r->neg_live == NULL && !r->sc->skip_announce
         && r->res.counts[CHECKER_LIVENESS] == 0 && r->sc->fault != ft_sched_liveness) {
         return;
+    }
+    /* The worst acquire of a client that waits (a poller is promised no turn). */
+    ft_sections(r, &s);
+    for (i = 0; i < s.n; i++) {
+        if (!r->clients[s.v[i].log].poller
+            && (worst == NULL || s.v[i].acquire_us > worst->acquire_us)) {
+            worst = &s.v[i];
+        }
     }
     for (i = 0; i < r->res.nnames && used < sizeof(per); i++) {
         const struct checker_name_stat *st = &r->res.names[i];
@@ -4153,11 +4163,16 @@ ft_note_live(struct ft_run *r)
         }
     }
     ft_note(r, "liveness: longest free gap while a client waited %.0f ms (%s; bound %d ms, "
-            "%zu findings; %.0f ms in fault windows, not judged); worst acquire %.0f ms",
+            "%zu findings; %.0f ms in fault windows, not judged); worst acquire %.0f ms, of a "
+            "client that waits (polls not) %.0f ms (%s at [%.3f s])",
             (double)r->res.max_gap_us / 1e3, per, FT_LIVE_BOUND_MS,
             r->res.counts[CHECKER_LIVENESS],
             r->res.max_gap_skipped_us < 0 ? 0.0 : (double)r->res.max_gap_skipped_us / 1e3,
-            (double)r->res.max_acquire_us / 1e3);
+            (double)r->res.max_acquire_us / 1e3,
+            worst != NULL ? (double)worst->acquire_us / 1e3 : 0.0,
+            worst != NULL ? worst->name : "-",
+            worst != NULL ? (double)(worst->begin_us - r->start_us) / 1e6 : 0.0);
+    checker_free(&s);
 }
 
 /* The liveness control's expectation: a liveness finding on r->neg_live. */
