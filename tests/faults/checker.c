@@ -1658,6 +1658,11 @@ checker_live_name(struct checker_ctx *x, const struct checker_input *in,
         if (f->skipped_us > x->res->max_gap_skipped_us) {
             x->res->max_gap_skipped_us = f->skipped_us;
         }
+        if (x->all != NULL && f->skipped_us > in->live_bound_us) {
+            fprintf(x->all, "gap (in a fault window, not judged): %s: free from @%.6f: "
+                    "%.0f ms while a client waited\n", v[0]->name, checker_s(f->from_us),
+                    (double)f->skipped_us / 1e3);
+        }
         if (f->by == NULL) {
             continue;
         }
@@ -1671,6 +1676,13 @@ checker_live_name(struct checker_ctx *x, const struct checker_input *in,
             snprintf(x->res->max_gap_name, sizeof(x->res->max_gap_name), "%s", v[0]->name);
         }
         if (f->gap_us <= in->live_bound_us) {
+            if (x->all != NULL && 2 * f->gap_us > in->live_bound_us) {
+                /* For people: the gaps close to the bound. */
+                fprintf(x->all, "gap (below the bound): %s: free from @%.6f while pid %ld "
+                        "(port %d) waited: %.0f ms judged\n", v[0]->name,
+                        checker_s(f->from_us), f->by->pid, f->by->port,
+                        (double)f->gap_us / 1e3);
+            }
             continue;
         }
         if (st != NULL) {
