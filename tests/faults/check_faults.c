@@ -35,9 +35,17 @@
  * stale write.  The timing setup with fakers of fences and leases used
  * past their ttl: an overlap on acct-a, a permit of sem granted twice, a
  * writer of rw inside a shared section, and on brk-x fences out of
- * order, a break-after and a break-broken finding.  When no namespace can be made (not root, no iptables,
- * ...), the network scenarios are skipped, which does not fail the
- * suite, and a line after the table says what is missing.
+ * order, a break-after and a break-broken finding.  Daemons built to
+ * announce no release (REDLOCKD_SKIP_ANNOUNCE_BIN): a name free for
+ * longer than the liveness bound while its waiters sleep.  When no
+ * namespace can be made (not root, no iptables, ...), the network
+ * scenarios are skipped, which does not fail the suite, and a line after
+ * the table says what is missing.
+ *
+ * Every scenario is judged for liveness too: outside its fault's window
+ * (from the end of the warm-up until a recovery bound after the heal),
+ * a name is never free for longer than FT_LIVE_BOUND_MS while a client
+ * waits for it (checker.h).
  *
  * Before any scenario, the checker is run on synthetic logs with known
  * violations (ft_self_test): a checker that cannot fail would make every
@@ -46,6 +54,8 @@
  * Environment: REDLOCKD_BIN (the daemon, for the harness), RMW_CLIENT_BIN
  * (default ./build/rmw-client), DELAY_PROXY_BIN (default
  * ./build/delay-proxy), BREAK_CLIENT_BIN (default ./build/break-client),
+ * REDLOCKD_SKIP_ANNOUNCE_BIN (the liveness control's daemon, built with
+ * REDLOCKD_FAULT_SKIP_ANNOUNCE; make faults sets it),
  * FAULTS_ONLY=name,name (run only those scenarios), FAULTS_KEEP=1 (keep
  * every log, the daemons' included, even when everything passed),
  * FAULTS_LOG_LEVEL (the daemons' log.level, default info),
@@ -108,6 +118,27 @@
 #define FT_WAIT_MS          10000   /* deadline for a condition a schedule waits for */
 #define FT_POLL_MS          5       /* interval of those waits */
 #define FT_DEFAULT_BOUND_MS (FT_TTL_MS + 4 * FT_RETRY_MS + FT_SLACK_MS)
+/*
+ * Liveness (README, "Liveness"): how long a name may be free while a
+ * client waits for it.  A yield holds the releasing daemon's head back
+ * for up to node_timeout; a try is a round, decided at the latest at
+ * node_timeout; a try that meets a split vote or a release not yet
+ * applied everywhere tries again, once more a round, after up to the
+ * retry delay's jitter (twice); plus the time an OK takes to be read on
+ * this loaded VM.
+ */
+#define FT_LIVE_SLACK_MS    300
+#define FT_LIVE_BOUND_MS    (3 * H_NODE_TIMEOUT_MS + 2 * FT_RETRY_MS + FT_LIVE_SLACK_MS)
+#define FT_LIVE_TAIL_MS     2000    /* judged time after a fault's window, at least */
+#define FT_LIVE_WINDOWS     4       /* fault windows of a run */
+#define FT_LIVE             "live"  /* the liveness schedules' name */
+#define FT_LIVE_TTL_MS      FT_MAX_TTL_MS   /* its holder's ttl: a waiter that hears no
+                                               release sleeps up to that long */
+#define FT_LIVE_HOLD        "200-400"       /* its holder's sections, ms */
+#define FT_LIVE_THINK_MIN_MS 3000   /* its holder's pause between sections: longer */
+#define FT_LIVE_THINK_MS    4000    /* than the bound, shorter than its ttl */
+#define FT_LIVE_WAITERS     2       /* clients waiting for it through the other daemon */
+#define FT_LIVE_RUN_MS      16000   /* how long the liveness schedules run */
 #define FT_LIMIT            3       /* limit= of the counted names */
 #define FT_SEM_CLIENTS      5       /* clients of the counted name (scenarios with kinds) */
 #define FT_READERS          4       /* shared clients of the shared/exclusive name */
@@ -163,6 +194,8 @@ struct ft_kind {
                                        through another daemon */
     long fake_fence;                /* -Z: added to every fence it logs (negative
                                        control); 0: none */
+    long think_min_ms;              /* -k MIN-MAX: the least pause between its sections
+                                       (0: the pause is 0..MAX) */
 };
 static const struct ft_kind ft_plain = { .limit = 0 };
 static const struct ft_kind ft_counted = { .limit = FT_LIMIT };
@@ -285,6 +318,13 @@ struct ft_run {
     bool     brk_x_only;            /* of them, only FT_BRK_X's (the timing control) */
     bool     step;                  /* FT_STEP_L clients run */
     int64_t  step_us;               /* the timing schedule's clock step, 0 if none */
+    int64_t  fault_us;              /* the first fault (the warm-up's end), 0: none */
+    struct checker_window windows[FT_LIVE_WINDOWS]; /* where liveness is not judged */
+    size_t   nwindows;              /* entries in windows; none: ft_judge takes
+                                       [fault_us, heal_us + bound] */
+    int64_t  stop_us;               /* the clients were told to stop */
+    const char *neg_live;           /* negative control: a name that must show a
+                                       liveness finding (NULL: none) */
 };
 
 /* One schedule. */
@@ -317,6 +357,8 @@ struct ft_scenario {
     bool        mixed;              /* the regular clients mix lease and session
                                        sections (FT_MIX_*) */
     bool        strict;             /* a REJECT excuses no overlap (checker_input) */
+    bool        skip_announce;      /* the daemons are the build that announces no
+                                       release (REDLOCKD_FAULT_SKIP_ANNOUNCE) */
 };
 
 static char  ft_dir[PATH_MAX / 2];  /* this suite's files */
@@ -328,6 +370,8 @@ static unsigned ft_round;           /* make soak: the round (1, 2, ...); 0: one 
 static pid_t ft_counter_pid;        /* its process */
 static const char *ft_proxy_bin;    /* delay-proxy */
 static const char *ft_break_bin;    /* break-client */
+static const char *ft_skip_bin;     /* the daemon that announces no release
+                                       (REDLOCKD_SKIP_ANNOUNCE_BIN) */
 static char  ft_net_why[256];       /* why the network scenarios are skipped, "" if not */
 
 /* ---- small helpers ---- */
@@ -728,7 +772,7 @@ ft_start_kind(struct ft_run *r, const char *name, const struct ft_kind *kind,
               const char *ports, long sections, long ttl_ms, const char *sleep, long poll_ms,
               long think_ms)
 {
-    char counter[16], nsec[24], ttl[24], poll[24], think[24], limit[24], out[PATH_MAX + 64];
+    char counter[16], nsec[24], ttl[24], poll[24], think[48], limit[24], out[PATH_MAX + 64];
     char pct[4][16], fake[24];
     struct ft_client *c;
     const char *argv[48];
@@ -750,7 +794,11 @@ ft_start_kind(struct ft_run *r, const char *name, const struct ft_kind *kind,
     snprintf(nsec, sizeof(nsec), "%ld", sections);
     snprintf(ttl, sizeof(ttl), "%ld", ttl_ms);
     snprintf(poll, sizeof(poll), "%ld", poll_ms);
-    snprintf(think, sizeof(think), "%ld", think_ms);
+    if (kind->think_min_ms > 0) {
+        snprintf(think, sizeof(think), "%ld-%ld", kind->think_min_ms, think_ms);
+    } else {
+        snprintf(think, sizeof(think), "%ld", think_ms);
+    }
     argv[n++] = ft_client_bin;
     argv[n++] = "-p";
     argv[n++] = ports;
@@ -1003,6 +1051,7 @@ ft_stop_clients(struct ft_run *r)
     int64_t deadline = h_now_ms() + FT_STOP_CLIENTS_MS;
     size_t i, running;
 
+    r->stop_us = ft_now_us();
     for (i = 0; i < r->nclients; i++) {
         if (r->clients[i].pid > 0) {
             if (r->clients[i].stopped) {
@@ -1124,6 +1173,12 @@ ft_post_phase(struct ft_run *r)
 {
     int64_t min_end = h_now_ms() + FT_POST_MIN_MS;
     int64_t deadline = r->heal_us / 1000 + r->bound_ms + 500;
+    int64_t tail = r->heal_us / 1000 + r->bound_ms + FT_LIVE_TAIL_MS;
+
+    /* Liveness is judged again from heal + bound: some of that time first. */
+    if (r->fault_us > 0 && r->nwindows == 0 && tail > min_end) {
+        min_end = tail;
+    }
     struct checker_sections s;
     bool done;
     size_t k;
@@ -1191,11 +1246,21 @@ ft_pause(int64_t ms)
     h_sleep_ms(ms);
 }
 
+/* The warm-up before the first fault, ms long: the fault's window begins after it. */
+static void
+ft_warmup(struct ft_run *r, int64_t ms)
+{
+    ft_pause(ms);
+    if (r->fault_us == 0) {
+        r->fault_us = ft_now_us();
+    }
+}
+
 /* kill -9 one master, then a second; restart both (empty) later. */
 static void
 ft_sched_kill_masters(struct ft_run *r)
 {
-    ft_pause(FT_WARMUP_MS);
+    ft_warmup(r, FT_WARMUP_MS);
     ft_kill_master(r, 4);
     ft_pause(2000);
     ft_kill_master(r, 3);
@@ -1211,7 +1276,7 @@ ft_stop_masters(struct ft_run *r, size_t n, int64_t ms)
 {
     size_t i;
 
-    ft_pause(FT_WARMUP_MS);
+    ft_warmup(r, FT_WARMUP_MS);
     for (i = 0; i < n; i++) {
         ft_signal_master(r, FT_MASTERS - 1 - i, SIGSTOP);
     }
@@ -1565,7 +1630,7 @@ ft_sched_kill_daemon(struct ft_run *r)
     if (r->kinds && (vs = ft_start_victim_kind(r, 1, FT_SEM, &ft_counted)) < 0) {
         return;
     }
-    ft_pause(FT_WARMUP_MS);
+    ft_warmup(r, FT_WARMUP_MS);
     if (vs >= 0) {
         /* Both victims inside a section: acct-a's fresh, the permit's not near its end. */
         size_t idx[2] = { (size_t)v, (size_t)vs };
@@ -1621,7 +1686,7 @@ ft_sched_stop_client(struct ft_run *r)
     if (v < 0) {
         return;
     }
-    ft_pause(FT_WARMUP_MS);
+    ft_warmup(r, FT_WARMUP_MS);
     if (ft_wait_in_section(r, (size_t)v, FT_VICTIM_SLEEP_MS / 3) < 0) {
         ft_setup_failed(r, "the victim client never got %s", ft_names[0]);
         return;
@@ -1734,7 +1799,7 @@ ft_sched_kill_client(struct ft_run *r)
         return;
     }
     snprintf(key, sizeof(key), "%s%s", FT_PREFIX, ft_names[0]);
-    ft_pause(FT_WARMUP_MS);
+    ft_warmup(r, FT_WARMUP_MS);
     if (ft_wait_in_section(r, (size_t)v, FT_VICTIM_SLEEP_MS / 3) < 0) {
         ft_setup_failed(r, "the victim client never got %s", ft_names[0]);
         return;
@@ -2031,7 +2096,7 @@ ft_sched_restart_empty(struct ft_run *r)
 
     snprintf(key, sizeof(key), "%s%s", FT_PREFIX, FT_HOT);
     r->hot = true;
-    ft_pause(FT_WARMUP_MS);
+    ft_warmup(r, FT_WARMUP_MS);
     ft_kill_master(r, 3);
     ft_kill_master(r, 4);
     if (ft_start_hot_pair(r, key) != 0) {
@@ -2104,7 +2169,7 @@ ft_sched_restart_majority(struct ft_run *r)
     snprintf(keys[nkeys++], sizeof(keys[0]), "%s%s", FT_PREFIX, FT_HOT);
     r->hot = true;
     r->neg_exclusive = FT_HOT;
-    ft_pause(FT_WARMUP_MS);
+    ft_warmup(r, FT_WARMUP_MS);
     if (ft_start_hot_pair(r, keys[0]) != 0) {
         return;
     }
@@ -2228,7 +2293,7 @@ ft_sched_clock(struct ft_run *r, int64_t offset_ms)
     snprintf(keys[nkeys++], sizeof(keys[0]), "%s%s", FT_PREFIX, FT_HOT);
     r->hot = true;
     r->neg_exclusive = FT_HOT;
-    ft_pause(FT_WARMUP_MS);
+    ft_warmup(r, FT_WARMUP_MS);
     if (ft_start_hot_pair(r, keys[0]) != 0 || ft_start_hot_kinds(r, false) != 0) {
         return;
     }
@@ -2371,7 +2436,7 @@ ft_partition_masters(struct ft_run *r, size_t n, bool replies_only)
 {
     size_t i;
 
-    ft_pause(FT_WARMUP_MS);
+    ft_warmup(r, FT_WARMUP_MS);
     for (i = 0; i < n; i++) {
         ft_cut_master(r, FT_MASTERS - 1 - i, replies_only);
     }
@@ -2407,7 +2472,7 @@ ft_sched_loss(struct ft_run *r)
 {
     size_t i;
 
-    ft_pause(FT_WARMUP_MS);
+    ft_warmup(r, FT_WARMUP_MS);
     for (i = FT_MASTERS - FT_SLOW_MASTERS; i < FT_MASTERS; i++) {
         if (!ft_rule(r, i, "-A INPUT %s", FT_LOSS_RULE)
             || !ft_rule(r, i, "-A OUTPUT %s", FT_LOSS_RULE)) {
@@ -2441,7 +2506,7 @@ ft_delay(struct ft_run *r, bool on)
 static void
 ft_sched_delay(struct ft_run *r)
 {
-    ft_pause(FT_WARMUP_MS);
+    ft_warmup(r, FT_WARMUP_MS);
     ft_delay(r, true);
     ft_event(r, "delay %s ms each way on the links of masters %d-%d (the proxies)",
              FT_DELAY_RANGE, FT_MASTERS - FT_SLOW_MASTERS, FT_MASTERS - 1);
@@ -2563,7 +2628,7 @@ ft_sched_minority(struct ft_run *r)
     int64_t fresh[3], cut_us;
     int c;
 
-    ft_pause(FT_WARMUP_MS);
+    ft_warmup(r, FT_WARMUP_MS);
     ft_ports(r, 1, ports, sizeof(ports));
     snprintf(sleep, sizeof(sleep), "%d", FT_MINORITY_HOLD_MS);
     for (k = 0; k < 3; k++) {
@@ -2636,7 +2701,7 @@ ft_sched_stale_drop(struct ft_run *r)
     char *line, *got;
     int fd;
 
-    ft_pause(FT_WARMUP_MS / 3);
+    ft_warmup(r, FT_WARMUP_MS / 3);
     if (!ft_rule(r, d0, "-A INPUT -s %s -j DROP", h_master_addr(0))
         || !ft_rule(r, d0, "-A OUTPUT -d %s -j DROP", h_master_addr(0))) {
         return;
@@ -2792,7 +2857,7 @@ ft_pause_run(struct ft_run *r, bool fenced)
     r->pause.fenced = fenced;
     r->pause.writer = -1;
     r->pause.long_victim = -1;
-    ft_pause(FT_WARMUP_MS);
+    ft_warmup(r, FT_WARMUP_MS);
     h_use_daemon(1);
     fd = h_connect_tcp();
     line = fd >= 0 ? h_cmd(fd, "LOCK " FT_PAUSE_PROBE " ttl=3000", FT_WAIT_MS) : NULL;
@@ -3248,6 +3313,9 @@ ft_sched_timing(struct ft_run *r)
         }
     }
     r->step_us = ft_now_us();
+    /* Its fault window (liveness): the stepped masters' quarantine, and a recovery bound. */
+    r->windows[r->nwindows].from_us = r->step_us;
+    r->windows[r->nwindows++].to_us = r->step_us + (FT_MAX_TTL_MS + r->bound_ms) * 1000;
     ft_event(r, "masters 0 and 1: wall clock stepped %+lld ms (daemon %zu's allowance after "
              "%.0f s: about %lld ms)", (long long)step_ms, idle, (double)idle_ms / 1e3,
              (long long)(idle_ms / 100));
@@ -3325,7 +3393,7 @@ ft_sched_timing_control(struct ft_run *r)
     r->recovery[r->nrecovery++] = FT_BRK_X;
     ft_event(r, "two fakers on %s: one logs every fence %+d, the other %+d", FT_BRK_X,
              FT_FAKE_UP, FT_FAKE_DOWN);
-    ft_pause(FT_WARMUP_MS);
+    ft_warmup(r, FT_WARMUP_MS);
     for (k = 0; k < FT_CONTROL_BREAKS; k++) {
         if (ft_wait_in_section(r, (size_t)fu, 200) < 0) {
             ft_setup_failed(r, "the high faker never held %s", FT_BRK_X);
@@ -3376,6 +3444,54 @@ ft_sched_timing_control(struct ft_run *r)
     r->neg_permit_overlap = true;
     r->neg_shared = names[2];
     r->neg_fence = FT_BRK_X;
+}
+
+/*
+ * The liveness schedules (README, "Liveness"): on FT_LIVE, one client
+ * through daemon 0 holds it for a few hundred ms at a time (ttl 6 s) and
+ * pauses 3-4 s between its sections, while FT_LIVE_WAITERS clients wait
+ * for it through daemon 1 (short sections, no pause; they start while
+ * the holder holds it).  Each time the
+ * holder releases, the name is free while daemon 1's head waits: the
+ * release's announcement must wake it at once.  A daemon that announces
+ * nothing leaves it asleep until the holder's ttl would have run out
+ * (its fallback), and the name free for seconds: the negative control
+ * (liveness-control) must show that as a liveness finding.  No fault.
+ */
+static void
+ft_sched_liveness(struct ft_run *r)
+{
+    struct ft_kind holder = ft_plain;
+    char ports[FT_PORTS_MAX];
+    size_t i;
+    int h;
+
+    holder.think_min_ms = FT_LIVE_THINK_MIN_MS;
+    ft_ports_of(r, 0, r->ndaemons, ports, sizeof(ports));
+    h = ft_start_kind(r, FT_LIVE, &holder, ports, 0, FT_LIVE_TTL_MS, FT_LIVE_HOLD, 0,
+                      FT_LIVE_THINK_MS);
+    if (h < 0) {
+        ft_setup_failed(r, "cannot start the holder of %s", FT_LIVE);
+        return;
+    }
+    /* The waiters come while it holds: each release of it then has waiters. */
+    if (ft_wait_in_section(r, (size_t)h, 200) < 0) {
+        ft_setup_failed(r, "the holder of %s never held it", FT_LIVE);
+        return;
+    }
+    for (i = 0; i < FT_LIVE_WAITERS; i++) {
+        if (ft_start_on(r, FT_LIVE, &ft_plain, 1, r->ndaemons, 0, FT_TTL_MS, FT_SLEEP, 0) < 0) {
+            return;
+        }
+    }
+    r->recovery[r->nrecovery++] = FT_LIVE;
+    ft_event(r, "%s: a holder through daemon 0 (ttl %d ms, sections of %s ms, %d-%d ms "
+             "between them), %d waiters through daemon 1", FT_LIVE, FT_LIVE_TTL_MS,
+             FT_LIVE_HOLD, FT_LIVE_THINK_MIN_MS, FT_LIVE_THINK_MS, FT_LIVE_WAITERS);
+    ft_pause(FT_LIVE_RUN_MS);
+    if (r->sc->negative) {
+        r->neg_live = FT_LIVE;
+    }
 }
 
 static const struct ft_scenario ft_scenarios[] = {
@@ -3478,6 +3594,14 @@ static const struct ft_scenario ft_scenarios[] = {
               "(negative control: must report each property)",
       .fault = ft_sched_timing_control, .negative = true, .kinds = true,
       .daemons = FT_TIMING_DAEMONS, .proxied = true, .mixed = true, .strict = true },
+    { .name = "liveness",
+      .what = "no fault; a holder of live through daemon 0 pauses 3-4 s between its "
+              "sections while 2 clients wait for it through daemon 1",
+      .fault = ft_sched_liveness, .kinds = true },
+    { .name = "liveness-control",
+      .what = "the same with daemons built to announce no release (negative control: must "
+              "report the name free while its waiters sleep)",
+      .fault = ft_sched_liveness, .negative = true, .kinds = true, .skip_announce = true },
 };
 
 #define FT_NSCENARIOS (sizeof(ft_scenarios) / sizeof(ft_scenarios[0]))
@@ -4000,6 +4124,71 @@ ft_fence_negative_seen(struct ft_run *r)
     return fence && after && broken;
 }
 
+/*
+ * The notes on liveness: the longest judged free gap while a client
+ * waited, and per name the longest (the names with waiters), in the
+ * timing and liveness schedules and wherever a gap crossed the bound;
+ * the worst acquire with them.
+ */
+static void
+ft_note_live(struct ft_run *r)
+{
+    const struct checker_section *worst = NULL;
+    struct checker_sections s;
+    char per[512] = "";
+    size_t i, used = 0;
+
+    if (r->res.max_gap_us < 0) {
+        return;
+    }
+    if (!r->sc->mixed && r->neg_live == NULL && !r->sc->skip_announce
+        && r->res.counts[CHECKER_LIVENESS] == 0 && r->sc->fault != ft_sched_liveness) {
+        return;
+    }
+    /* The worst acquire of a client that waits (a poller is promised no turn). */
+    ft_sections(r, &s);
+    for (i = 0; i < s.n; i++) {
+        if (!r->clients[s.v[i].log].poller
+            && (worst == NULL || s.v[i].acquire_us > worst->acquire_us)) {
+            worst = &s.v[i];
+        }
+    }
+    for (i = 0; i < r->res.nnames && used < sizeof(per); i++) {
+        const struct checker_name_stat *st = &r->res.names[i];
+
+        if (st->max_gap_us > 0) {
+            used += (size_t)snprintf(per + used, sizeof(per) - used, "%s%s %.0f ms",
+                                     used > 0 ? ", " : "", st->name,
+                                     (double)st->max_gap_us / 1e3);
+        }
+    }
+    ft_note(r, "liveness: longest free gap while a client waited %.0f ms (%s; bound %d ms, "
+            "%zu findings; %.0f ms in fault windows, not judged); worst acquire %.0f ms, of a "
+            "client that waits (polls not) %.0f ms (%s at [%.3f s])",
+            (double)r->res.max_gap_us / 1e3, per, FT_LIVE_BOUND_MS,
+            r->res.counts[CHECKER_LIVENESS],
+            r->res.max_gap_skipped_us < 0 ? 0.0 : (double)r->res.max_gap_skipped_us / 1e3,
+            (double)r->res.max_acquire_us / 1e3,
+            worst != NULL ? (double)worst->acquire_us / 1e3 : 0.0,
+            worst != NULL ? worst->name : "-",
+            worst != NULL ? (double)(worst->begin_us - r->start_us) / 1e6 : 0.0);
+    checker_free(&s);
+}
+
+/* The liveness control's expectation: a liveness finding on r->neg_live. */
+static bool
+ft_live_negative_seen(struct ft_run *r)
+{
+    const struct checker_name_stat *st = checker_name(&r->res, r->neg_live);
+    bool ok = st != NULL && st->liveness > 0;
+
+    ft_note(r, "negative control: %s free while its waiters slept %s (%zu findings, "
+            "longest gap %.0f ms, bound %d ms)", r->neg_live, ok ? "reported" : "NOT reported",
+            st != NULL ? st->liveness : 0, st != NULL ? (double)st->max_gap_us / 1e3 : 0.0,
+            FT_LIVE_BOUND_MS);
+    return ok;
+}
+
 /* Judge the logs; decide whether the run met its expectation. */
 static void
 ft_judge(struct ft_run *r)
@@ -4076,6 +4265,15 @@ ft_judge(struct ft_run *r)
     in.break_logs = oplogs;
     in.nbreak_logs = r->noperators;
     in.strict = r->sc->strict;
+    if (r->nwindows == 0 && r->fault_us > 0) {
+        /* The fault's window: from its start until a recovery bound after its heal. */
+        r->windows[r->nwindows].from_us = r->fault_us;
+        r->windows[r->nwindows++].to_us = r->heal_us + r->bound_ms * 1000;
+    }
+    in.live_bound_us = FT_LIVE_BOUND_MS * 1000;
+    in.live_skip = r->windows;
+    in.nlive_skip = r->nwindows;
+    in.live_until_us = r->stop_us;
     snprintf(path, sizeof(path), "%s/findings.log", r->dir);
     in.all_findings = fopen(path, "we");
     printf("    checker:\n");
@@ -4118,7 +4316,10 @@ ft_judge(struct ft_run *r)
     for (i = 0; i < r->nexternal; i++) {
         checker_add_external(&r->res, stdout, "%s", r->external[i]);
     }
-    if (r->sc->negative) {
+    ft_note_live(r);
+    if (r->sc->negative && r->neg_live != NULL) {
+        r->passed = !r->setup_failed && ft_live_negative_seen(r);
+    } else if (r->sc->negative) {
         r->passed = !r->setup_failed
                     && (r->pause.on ? ft_pause_negative_seen(r) : ft_negative_seen(r))
                     && ft_fence_negative_seen(r);
@@ -4148,6 +4349,17 @@ ft_judge(struct ft_run *r)
         printf("    max acquire %.0f ms: pid %ld, granted at [%7.3f s]\n",
                (double)r->res.max_acquire_us / 1e3, r->res.max_acquire_pid,
                (double)(r->res.max_acquire_at_us - r->start_us) / 1e6);
+    }
+    if (r->res.max_gap_us >= 0) {
+        printf("    longest free gap while a client waited %.0f ms (bound %d ms): %s, pid %ld, "
+               "from [%7.3f s]", (double)r->res.max_gap_us / 1e3, FT_LIVE_BOUND_MS,
+               r->res.max_gap_name, r->res.max_gap_pid,
+               (double)(r->res.max_gap_at_us - r->start_us) / 1e6);
+        if (r->res.max_gap_skipped_us >= 0) {
+            printf("; %.0f ms in a fault window (not judged)",
+                   (double)r->res.max_gap_skipped_us / 1e3);
+        }
+        printf("\n");
     }
 }
 
@@ -4200,7 +4412,12 @@ ft_run_scenario(const struct ft_scenario *sc, struct ft_run *r)
     }
     snprintf(path, sizeof(path), "%s/events.log", r->dir);
     r->events = fopen(path, "we");
-    if (ft_setup(r) != 0) {
+    if (sc->skip_announce && ft_skip_bin == NULL) {
+        ft_setup_failed(r, "no daemon built with REDLOCKD_FAULT_SKIP_ANNOUNCE "
+                        "(REDLOCKD_SKIP_ANNOUNCE_BIN; make faults builds one)");
+    } else if (sc->skip_announce && setenv("REDLOCKD_BIN", ft_skip_bin, 1) != 0) {
+        ft_setup_failed(r, "setenv REDLOCKD_BIN: %s", strerror(errno));
+    } else if (ft_setup(r) != 0) {
         ft_setup_failed(r, "the masters, daemons or clients did not start");
     } else {
         sc->fault(r);
@@ -4226,7 +4443,9 @@ ft_run_scenario(const struct ft_scenario *sc, struct ft_run *r)
     }
     r->seconds = (double)(ft_now_us() - r->start_us) / 1e6;
     printf("    => %s (%s) in %.1f s\n", r->passed ? "PASS" : "FAIL",
-           sc->negative ? "expected: double grants reported" : "expected: no violation",
+           !sc->negative ? "expected: no violation"
+           : sc->skip_announce ? "expected: a name free too long reported"
+           : "expected: double grants reported",
            r->seconds);
     if (r->events != NULL) {
         fclose(r->events);
@@ -4683,6 +4902,136 @@ ft_self_test_timing(size_t *n)
     return bad;
 }
 
+/*
+ * A synthetic case of the liveness property: up to four client logs
+ * (and their kills), the bound, one fault window and the end of the
+ * judged time (0: none), whether a liveness finding must be reported,
+ * the other kinds it must find, and the longest judged gap the checker
+ * must measure (-1: none, -2: not checked).
+ */
+struct ft_live_case {
+    const char *what;               /* for the failure message */
+    const char *logs[4];            /* client logs (NULL: empty) */
+    int64_t     kill[4];            /* their kills, 0: none */
+    struct checker_window skip;     /* a fault window ({0, 0}: none) */
+    int64_t     until_us;           /* checker_input.live_until_us */
+    bool        finding;            /* a liveness finding is expected */
+    unsigned    also;               /* other kinds that must be found (bits) */
+    int64_t     gap_us;             /* the longest judged gap, -2: not checked */
+};
+
+#define FT_LIVE_BOUND   500     /* the self-test's bound, us */
+#define FT_WT(t)        "WAIT " #t " name=w wait=10000 port=1\n"
+#define FT_WS(t)        "WAIT " #t " name=s wait=10000 port=1\n"
+#define FT_UN(t)        "UNLOCK " #t " OK w holds=0\n"
+#define FT_US(t)        "UNLOCK " #t " OK s holds=0\n"
+#define FT_XEND(t, f)   "END " #t " fence=" #f " read=0 wrote=1 prev_fence=0\n"
+#define FT_HOLD(b, e, u, f) FT_START FT_W_X(b, f) FT_XEND(e, f) FT_UN(u)
+#define FT_SP(b, e, u, p, f) FT_START FT_S(b, p, f) FT_XEND(e, f) FT_US(u)
+
+static const struct ft_live_case ft_live_cases[] = {
+    { "a waiter granted 100 us after the release",
+      { FT_HOLD(1000, 1100, 1200, 1), FT_START FT_WT(1050) FT_W_X(1300, 2) FT_XEND(1400, 2)
+        FT_UN(1500), NULL, NULL }, { 0 }, { 0, 0 }, 0, false, 0, 100 },
+    { "a waiter granted 800 us after the release",
+      { FT_HOLD(1000, 1100, 1200, 1), FT_START FT_WT(1050) FT_W_X(2000, 2) FT_XEND(2100, 2)
+        FT_UN(2200), NULL, NULL }, { 0 }, { 0, 0 }, 0, true, 0, 800 },
+    { "the same gap, most of it in a fault window",
+      { FT_HOLD(1000, 1100, 1200, 1), FT_START FT_WT(1050) FT_W_X(2000, 2) FT_XEND(2100, 2)
+        FT_UN(2200), NULL, NULL }, { 0 }, { 1100, 1900 }, 0, false, 0, 100 },
+    { "the same gap, after the end of the judged time",
+      { FT_HOLD(1000, 1100, 1200, 1), FT_START FT_WT(1050) FT_W_X(2000, 2) FT_XEND(2100, 2)
+        FT_UN(2200), NULL, NULL }, { 0 }, { 0, 0 }, 1300, false, 0, 100 },
+    { "an UNLOCK not answered OK: the keys may live a ttl more",
+      { FT_START FT_W_X(1000, 1) FT_XEND(1100, 1) "UNLOCK 1200 NOTHELD w\n",
+        FT_START FT_WT(1050) FT_W_X(2000, 2) FT_XEND(2100, 2) FT_UN(2200), NULL, NULL },
+      { 0 }, { 0, 0 }, 0, false, 0, -1 },
+    { "a waiter whose wait= ran out, and a later wait granted at once",
+      { FT_HOLD(1000, 1100, 1200, 1), FT_START FT_WT(1050) "TIMEOUT 1300\n" FT_WT(2500)
+        FT_W_X(2600, 2) FT_XEND(2700, 2) FT_UN(2800), NULL, NULL },
+      { 0 }, { 0, 0 }, 0, false, 0, 100 },
+    { "a client that polls (wait=0) waits for nothing",
+      { FT_HOLD(1000, 1100, 1200, 1), FT_START FT_W_X(5000, 2) FT_XEND(5100, 2) FT_UN(5200),
+        NULL, NULL }, { 0 }, { 0, 0 }, 0, false, 0, -1 },
+    { "a holder killed inside its section keeps the name a ttl more",
+      { FT_START FT_W_X(1000, 1), FT_START FT_WT(1050) FT_W_X(2000, 2) FT_XEND(2100, 2)
+        FT_UN(2200), NULL, NULL }, { 1100, 0, 0, 0 }, { 0, 0 }, 0, false, 0, -1 },
+    { "a holder a BREAK ended frees the name at its ABORT",
+      { FT_START FT_W_X(1000, 1) "PUSH 1150 ! LOST w reason=broken\n"
+        "ABORT 1200 fence=1 why=lost reason=broken\n",
+        FT_START FT_WT(1050) FT_W_X(2000, 2) FT_XEND(2100, 2) FT_UN(2200), NULL, NULL },
+      { 0 }, { 0, 0 }, 0, true, FT_BIT(CHECKER_BREAK_BROKEN), 800 },
+    { "a lease released OK frees the name at the answer",
+      { FT_START FT_W_L(1000, 1, 3900) FT_XEND(1100, 1)
+        "RELEASE 1200 fence=1 sent_us=1150 answer=OK port=1\n",
+        FT_START FT_WT(1050) FT_W_X(2000, 2) FT_XEND(2100, 2) FT_UN(2200), NULL, NULL },
+      { 0 }, { 0, 0 }, 0, true, 0, 800 },
+    { "a lease whose UNLOCK answered NOTHELD keeps the name until its keys expire",
+      { FT_START FT_W_L(1000, 1, 3900) FT_XEND(1100, 1)
+        "RELEASE 1200 fence=1 sent_us=1150 answer=NOTHELD port=1\n",
+        FT_START FT_WT(1050) FT_W_X(2000, 2) FT_XEND(2100, 2) FT_UN(2200), NULL, NULL },
+      { 0 }, { 0, 0 }, 0, false, 0, -1 },
+    { "a counted name with a permit free while a client waits",
+      { FT_SP(1000, 1100, 1200, 0, 1), FT_SP(900, 8000, 8100, 1, 1),
+        FT_SP(950, 8000, 8100, 2, 1),
+        FT_START FT_WS(1050) FT_S(2000, 0, 2) FT_XEND(2100, 2) FT_US(2200) },
+      { 0 }, { 0, 0 }, 0, true, 0, 800 },
+    { "a counted name with every permit held while a client waits",
+      { FT_SP(1000, 1100, 2000, 0, 1), FT_SP(900, 8000, 8100, 1, 1),
+        FT_SP(950, 8000, 8100, 2, 1),
+        FT_START FT_WS(1050) FT_S(2000, 0, 2) FT_XEND(2100, 2) FT_US(2200) },
+      { 0 }, { 0, 0 }, 0, false, 0, -1 },
+};
+
+/* The liveness cases (ft_live_cases): how many were misjudged; *n: how many ran. */
+static size_t
+ft_self_test_live(size_t *n)
+{
+    char paths[4][PATH_MAX + 16];
+    struct checker_log logs[4];
+    struct checker_input in;
+    struct checker_result res;
+    size_t i, j, k, bad = 0;
+    bool ok;
+
+    *n = sizeof(ft_live_cases) / sizeof(ft_live_cases[0]);
+    for (i = 0; i < *n; i++) {
+        const struct ft_live_case *c = &ft_live_cases[i];
+
+        for (j = 0; j < 4; j++) {
+            snprintf(paths[j], sizeof(paths[j]), "%s/selftest-l%zu.log", ft_dir, j);
+            if (ft_write_file(paths[j], c->logs[j] != NULL ? c->logs[j] : "") != 0) {
+                fprintf(stderr, "faults: self-test: cannot write %s\n", paths[j]);
+                return *n;
+            }
+            logs[j].path = paths[j];
+            logs[j].killed_us = c->kill[j];
+        }
+        memset(&in, 0, sizeof(in));
+        in.logs = logs;
+        in.nlogs = 4;
+        in.live_bound_us = FT_LIVE_BOUND;
+        in.live_skip = &c->skip;
+        in.nlive_skip = c->skip.to_us > 0 ? 1 : 0;
+        in.live_until_us = c->until_us;
+        ok = checker_run(&in, NULL, &res) == 0
+             && (c->gap_us == -2 || res.max_gap_us == c->gap_us);
+        for (k = 0; k < CHECKER_KINDS; k++) {
+            ok = ok && ((k == CHECKER_LIVENESS && c->finding) || (c->also & FT_BIT(k))
+                        ? res.counts[k] > 0 : res.counts[k] == 0);
+        }
+        if (!ok) {
+            fprintf(stderr, "faults: self-test: the checker misjudged %s (expected %s, a "
+                    "longest gap of %lld us; measured %lld us); it found:\n", c->what,
+                    c->finding ? "a liveness finding" : "nothing", (long long)c->gap_us,
+                    (long long)res.max_gap_us);
+            checker_run(&in, stderr, &res);
+            bad++;
+        }
+    }
+    return bad;
+}
+
 /* Run the checker on every case; 0 when it finds exactly what it should. */
 static int
 ft_self_test(void)
@@ -4693,7 +5042,7 @@ ft_self_test(void)
     struct checker_counter counter = { "x", 0, false, 0 };
     struct checker_input in;
     struct checker_result res;
-    size_t i, k, f, t, bad = 0;
+    size_t i, k, f, t, l, bad = 0;
     bool ok;
 
     snprintf(pa, sizeof(pa), "%s/selftest-a.log", ft_dir);
@@ -4734,7 +5083,9 @@ ft_self_test(void)
     bad += ft_self_test_kinds(&k);
     bad += ft_self_test_fences(&f);
     bad += ft_self_test_timing(&t);
-    printf("checker self-test: %zu synthetic histories, %zu misjudged\n", i + k + f + t, bad);
+    bad += ft_self_test_live(&l);
+    printf("checker self-test: %zu synthetic histories, %zu misjudged\n", i + k + f + t + l,
+           bad);
     return bad == 0 ? 0 : -1;
 }
 
@@ -4800,28 +5151,34 @@ ft_print_table(const struct ft_run *runs, const bool *ran, double total)
     }
     printf("\n== summary: %s, %.0f s in all\n",
            "make faults", total);
-    printf("%-*s %8s %9s %10s %13s %11s  %-15s %s\n", width, "scenario", "sections",
-           "completed", "violations", "max acquire", "recovery", "expected", "result");
+    printf("%-*s %8s %9s %10s %13s %11s %11s  %-15s %s\n", width, "scenario", "sections",
+           "completed", "violations", "max acquire", "max gap", "recovery", "expected",
+           "result");
     for (i = 0; i < FT_NSCENARIOS; i++) {
         const struct ft_run *r = &runs[i];
 
         if (!ran[i]) {
             continue;
         }
-        printf("%-*s %8zu %9zu %10zu %10.0f ms %8.0f ms  %-15s %s\n", width, r->sc->name,
-               r->res.sections, r->res.wrote + r->res.read, r->res.violations,
-               (double)r->res.max_acquire_us / 1e3, (double)r->res.recovery_us / 1e3,
-               r->sc->negative ? "overlaps found" : "no violation",
+        printf("%-*s %8zu %9zu %10zu %10.0f ms %8.0f ms %8.0f ms  %-15s %s\n", width,
+               r->sc->name, r->res.sections, r->res.wrote + r->res.read, r->res.violations,
+               (double)r->res.max_acquire_us / 1e3, (double)r->res.max_gap_us / 1e3,
+               (double)r->res.recovery_us / 1e3,
+               !r->sc->negative ? "no violation"
+               : r->sc->skip_announce ? "gap found" : "overlaps found",
                r->passed ? "PASS" : "FAIL");
     }
     printf("\nsections: grants (BEGIN); completed: sections that ended well (END: wrote the\n"
            "counter, or a shared holder read it twice).\n"
            "violations: all kinds together (overlap, over-limit, fence, stale-write,\n"
-           "lost-update, dirty-read, break-after, break-broken, validity, recovery,\n"
-           "never-full, open, log, external);\n"
+           "lost-update, dirty-read, break-after, break-broken, validity, liveness,\n"
+           "recovery, never-full, open, log, external);\n"
            "expected: what the scenario must show.\n"
            "max acquire: longest time from a section's first LOCK to its OK (retries included).\n"
-           "recovery: slowest first grant of a name after the last fault healed.\n");
+           "max gap: longest time a name was free while a client waited for it, outside the\n"
+           "fault windows (liveness: judged against %d ms; -1: no client waited).\n"
+           "recovery: slowest first grant of a name after the last fault healed.\n",
+           FT_LIVE_BOUND_MS);
     for (i = 0; i < FT_NSCENARIOS; i++) {
         if (ran[i] && runs[i].notes[0] != '\0') {
             printf("note, %s: %s\n", runs[i].sc->name, runs[i].notes);
@@ -4838,6 +5195,7 @@ struct ft_soak {
     size_t  sections;               /* sections of all of them */
     size_t  violations;             /* violations of all of them */
     int64_t worst_acquire_us;       /* the longest max acquire, -1 before a run */
+    int64_t worst_gap_us;           /* the longest max gap (liveness), -1 before a run */
     int64_t worst_recovery_us;      /* the slowest recovery, -1 before a run */
 };
 
@@ -4957,6 +5315,7 @@ ft_soak_add(struct ft_soak *a, const struct ft_run *r)
 {
     if (a->runs == 0) {
         a->worst_acquire_us = -1;
+        a->worst_gap_us = -1;
         a->worst_recovery_us = -1;
     }
     a->runs++;
@@ -4965,6 +5324,9 @@ ft_soak_add(struct ft_soak *a, const struct ft_run *r)
     a->violations += r->res.violations;
     if (r->res.max_acquire_us > a->worst_acquire_us) {
         a->worst_acquire_us = r->res.max_acquire_us;
+    }
+    if (r->res.max_gap_us > a->worst_gap_us) {
+        a->worst_gap_us = r->res.max_gap_us;
     }
     if (r->res.recovery_us > a->worst_recovery_us) {
         a->worst_recovery_us = r->res.recovery_us;
@@ -4980,8 +5342,8 @@ ft_print_soak(const struct ft_soak *agg, const struct ft_soak_fail *fails, size_
 
     printf("\n== summary: make soak, %u round%s, %.0f s in all\n", rounds,
            rounds == 1 ? "" : "s", total);
-    printf("%-30s %5s %9s %10s %13s %14s  %-15s %s\n", "scenario", "runs", "sections",
-           "violations", "worst acquire", "worst recovery", "expected", "result");
+    printf("%-30s %5s %9s %10s %13s %11s %14s  %-15s %s\n", "scenario", "runs", "sections",
+           "violations", "worst acquire", "worst gap", "worst recovery", "expected", "result");
     for (i = 0; i < FT_NSCENARIOS; i++) {
         const struct ft_soak *a = &agg[i];
 
@@ -4994,15 +5356,17 @@ ft_print_soak(const struct ft_soak *agg, const struct ft_soak_fail *fails, size_
             snprintf(result, sizeof(result), "FAIL (%zu of %zu)", a->runs - a->passed,
                      a->runs);
         }
-        printf("%-30s %5zu %9zu %10zu %10.0f ms %11.0f ms  %-15s %s\n", ft_scenarios[i].name,
-               a->runs, a->sections, a->violations, (double)a->worst_acquire_us / 1e3,
+        printf("%-30s %5zu %9zu %10zu %10.0f ms %8.0f ms %11.0f ms  %-15s %s\n",
+               ft_scenarios[i].name, a->runs, a->sections, a->violations,
+               (double)a->worst_acquire_us / 1e3, (double)a->worst_gap_us / 1e3,
                (double)a->worst_recovery_us / 1e3,
-               ft_scenarios[i].negative ? "overlaps found" : "no violation", result);
+               !ft_scenarios[i].negative ? "no violation"
+               : ft_scenarios[i].skip_announce ? "gap found" : "overlaps found", result);
     }
     printf("\nruns: runs finished; sections and violations: summed over them (a negative\n"
-           "control's are the ones it must show); worst acquire and worst recovery: the\n"
-           "largest max acquire and recovery of any run; result: PASS when every run met\n"
-           "the expectation.\n");
+           "control's are the ones it must show); worst acquire, worst gap and worst\n"
+           "recovery: the largest max acquire, max gap (liveness) and recovery of any run;\n"
+           "result: PASS when every run met the expectation.\n");
     for (i = 0; i < nfails; i++) {
         printf("failed: %s, round %u: %s\n", ft_scenarios[fails[i].scenario].name,
                fails[i].round, fails[i].notes);
@@ -5050,7 +5414,7 @@ main(int argc, char **argv)
     if (argc != 1 || minutes < 0) {
         fprintf(stderr, "usage: check_faults (environment: FAULTS_ONLY, FAULTS_KEEP, "
                 "FAULTS_LOG_LEVEL, FAULTS_SOAK_MINUTES, REDLOCKD_BIN, RMW_CLIENT_BIN, "
-                "DELAY_PROXY_BIN, BREAK_CLIENT_BIN)\n");
+                "DELAY_PROXY_BIN, BREAK_CLIENT_BIN, REDLOCKD_SKIP_ANNOUNCE_BIN)\n");
         return 2;
     }
     setvbuf(stdout, NULL, _IOLBF, 0);
@@ -5073,6 +5437,10 @@ main(int argc, char **argv)
     ft_proxy_bin = getenv("DELAY_PROXY_BIN");
     if (ft_proxy_bin == NULL || ft_proxy_bin[0] == '\0') {
         ft_proxy_bin = "./build/delay-proxy";
+    }
+    ft_skip_bin = getenv("REDLOCKD_SKIP_ANNOUNCE_BIN");
+    if (ft_skip_bin != NULL && ft_skip_bin[0] == '\0') {
+        ft_skip_bin = NULL;
     }
     ft_break_bin = getenv("BREAK_CLIENT_BIN");
     if (ft_break_bin == NULL || ft_break_bin[0] == '\0') {

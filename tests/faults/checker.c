@@ -28,6 +28,7 @@ static const char *const checker_kind_names[CHECKER_KINDS] = {
     [CHECKER_BREAK_AFTER] = "break-after",
     [CHECKER_BREAK_BROKEN] = "break-broken",
     [CHECKER_VALIDITY] = "validity",
+    [CHECKER_LIVENESS] = "liveness",
     [CHECKER_RECOVERY] = "recovery",
     [CHECKER_NEVER_FULL] = "never-full",
     [CHECKER_OPEN] = "open",
@@ -162,6 +163,26 @@ checker_push(struct checker_sections *s)
     return &s->v[s->n++];
 }
 
+/* Room for one more wait. */
+static struct checker_wait *
+checker_push_wait(struct checker_sections *s)
+{
+    struct checker_wait *grown;
+    size_t cap;
+
+    if (s->nw == s->wcap) {
+        cap = s->wcap == 0 ? 256 : s->wcap * 2;
+        grown = realloc(s->w, cap * sizeof(*grown));
+        if (grown == NULL) {
+            return NULL;
+        }
+        s->w = grown;
+        s->wcap = cap;
+    }
+    memset(&s->w[s->nw], 0, sizeof(s->w[s->nw]));
+    return &s->w[s->nw++];
+}
+
 /* A grammar error in a log. */
 __attribute__((format(printf, 4, 5)))
 static void
@@ -252,6 +273,7 @@ checker_begin(struct checker_sections *out, size_t idx, long long pid, long long
     sec->permit = -1;
     sec->ttl_ms = ttl;
     sec->broken_end_us = CHECKER_OPEN_END;
+    sec->alive_us = ts;
     if (!checker_field_word(line, "name", sec->name, sizeof(sec->name))) {
         checker_log_error(report, errors, path, "line %zu: BEGIN without name", lineno);
     }
@@ -274,6 +296,13 @@ checker_begin(struct checker_sections *out, size_t idx, long long pid, long long
         sec->deadline_us = v;
     }
     return sec;
+}
+
+/* t plus the section's ttl (when its keys surely expired), or CHECKER_OPEN_END. */
+static int64_t
+checker_plus_ttl(const struct checker_section *sec, int64_t t)
+{
+    return sec->ttl_ms > 0 ? t + sec->ttl_ms * 1000 : CHECKER_OPEN_END;
 }
 
 /* The outcome line of a section (END, ABORT, REJECT): what it says into sec. */
@@ -309,8 +338,17 @@ checker_outcome(struct checker_section *sec, const char *word, int64_t ts, const
         sec->how = CHECKER_END_ABORT;
         if (checker_field_word(line, "why", why, sizeof(why)) && strcmp(why, "lost") == 0
             && checker_field_word(line, "reason", reason, sizeof(reason))
-            && strcmp(reason, "broken") == 0 && sec->broken_us == 0) {
-            sec->broken_us = ts;
+            && strcmp(reason, "broken") == 0) {
+            if (sec->broken_us == 0) {
+                sec->broken_us = ts;
+            }
+            /* A BREAK deleted its keys before the LOST came. */
+            if (!sec->lease) {
+                sec->free_us = ts;
+            }
+        } else if (!sec->lease) {
+            /* Lost, or the connection closed: its keys may live one more ttl. */
+            sec->free_us = checker_plus_ttl(sec, ts);
         }
     }
     if (!sec->lease || sec->how == CHECKER_END_ABORT) {
@@ -323,7 +361,7 @@ static void
 checker_release(struct checker_section *sec, int64_t ts, const char *line, const char *path,
                 size_t lineno, FILE *report, size_t *errors)
 {
-    char answer[16];
+    char answer[16] = "";
     long long sent;
 
     if (!checker_field_ll(line, "sent_us", &sent)) {
@@ -335,6 +373,11 @@ checker_release(struct checker_section *sec, int64_t ts, const char *line, const
     if (checker_field_word(line, "answer", answer, sizeof(answer))
         && strcmp(answer, "NOTHELD") == 0) {
         sec->notheld = true;
+    }
+    /* Free at the OK (a quorum deleted it), else when its keys expire. */
+    sec->free_us = checker_plus_ttl(sec, sec->alive_us);
+    if (strcmp(answer, "OK") == 0 && ts < sec->free_us) {
+        sec->free_us = ts;
     }
     if (sec->how == CHECKER_END_NONE) {
         checker_log_error(report, errors, path, "line %zu: RELEASE of a section without END, "
@@ -352,6 +395,58 @@ checker_release(struct checker_section *sec, int64_t ts, const char *line, const
     }
 }
 
+/* A WAIT line: a wait of log idx from ts on.  0, or -1 when memory ran out. */
+static int
+checker_wait_line(struct checker_sections *out, size_t idx, long long pid, int64_t ts,
+                  const char *line)
+{
+    struct checker_wait *w = checker_push_wait(out);
+    long long v;
+
+    if (w == NULL) {
+        return -1;
+    }
+    if (!checker_field_word(line, "name", w->name, sizeof(w->name))) {
+        w->name[0] = '\0';
+    }
+    w->log = idx;
+    w->pid = (long)pid;
+    w->port = checker_field_ll(line, "port", &v) ? (int)v : 0;
+    w->from_us = ts;
+    w->to_us = CHECKER_OPEN_END;
+    return 0;
+}
+
+/*
+ * The end of a log: each of its sections v[first..] whose log did not
+ * say when the name was free of it gets the latest time it can be: a
+ * lease's keys expire a ttl after its last LOCK or EXTEND; a session
+ * killed inside or right after its section keeps its keys until the
+ * daemon sees the close, at most a ttl after the kill; else never.
+ */
+static void
+checker_free_at_eof(struct checker_sections *out, size_t first,
+                    const struct checker_log *lg)
+{
+    struct checker_section *sec;
+    size_t i;
+
+    for (i = first; i < out->n; i++) {
+        sec = &out->v[i];
+        if (sec->free_us != 0) {
+            continue;
+        }
+        if (sec->lease) {
+            sec->free_us = checker_plus_ttl(sec, sec->alive_us);
+        } else if (lg->killed_us > 0) {
+            sec->free_us = checker_plus_ttl(sec, lg->killed_us > sec->begin_us
+                                                  ? lg->killed_us : sec->begin_us);
+        } else {
+            sec->free_us = CHECKER_OPEN_END;
+        }
+    }
+}
+
 /* Read one log; its sections are appended to out. */
 static int
 checker_load_one(const struct checker_log *lg, size_t idx, struct checker_sections *out,
@@ -362,6 +457,7 @@ checker_load_one(const struct checker_log *lg, size_t idx, struct checker_sectio
     size_t cap = 0, lineno = 0, cur = SIZE_MAX, last = SIZE_MAX;
     long long ts, v, pid = -1, ttl = 0;
     int64_t write_end = 0;
+    size_t first = out->n, wait = SIZE_MAX;
     ssize_t len;
     FILE *f;
 
@@ -381,7 +477,28 @@ checker_load_one(const struct checker_log *lg, size_t idx, struct checker_sectio
             checker_log_error(report, errors, lg->path, "line %zu: no event and time", lineno);
             continue;
         }
-        if (strcmp(word, "START") == 0) {
+        if (wait != SIZE_MAX && strcmp(word, "PUSH") != 0) {
+            /* Whatever the client logs next (but a push) is the LOCK's answer. */
+            out->w[wait].to_us = ts;
+            wait = SIZE_MAX;
+        }
+        if (strcmp(word, "WAIT") == 0) {
+            if (checker_wait_line(out, idx, pid, ts, line) != 0) {
+                free(line);
+                fclose(f);
+                return -1;
+            }
+            wait = out->nw - 1;
+        } else if (strcmp(word, "UNLOCK") == 0) {
+            /* A session's UNLOCK answered: "OK <name> holds=0" frees the name. */
+            if (last != SIZE_MAX && cur == SIZE_MAX && !out->v[last].lease
+                && out->v[last].free_us == 0) {
+                sec = &out->v[last];
+                sec->free_us = strstr(line, " OK ") != NULL
+                               && checker_field_ll(line, "holds", &v) && v == 0
+                               ? ts : checker_plus_ttl(sec, ts);
+            }
+        } else if (strcmp(word, "START") == 0) {
             checker_field_ll(line, "pid", &pid);
             if (!checker_field_ll(line, "ttl", &ttl)) {
                 ttl = 0;
@@ -438,9 +555,13 @@ checker_load_one(const struct checker_log *lg, size_t idx, struct checker_sectio
                 if (checker_field_ll(line, "deadline_us", &v) && sec->deadline_us > 0) {
                     sec->deadline_us = v;
                 }
-                if (checker_field_word(line, "answer", needle, sizeof(needle))
-                    && strcmp(needle, "NOTHELD") == 0) {
+                if (!checker_field_word(line, "answer", needle, sizeof(needle))) {
+                    needle[0] = '\0';
+                }
+                if (strcmp(needle, "NOTHELD") == 0) {
                     sec->notheld = true;
+                } else if (strcmp(needle, "OK") == 0) {
+                    sec->alive_us = ts;     /* its keys live a ttl from here at most */
                 }
                 continue;
             }
@@ -468,6 +589,10 @@ checker_load_one(const struct checker_log *lg, size_t idx, struct checker_sectio
     if (cur != SIZE_MAX) {
         checker_close_at_eof(out, cur, lg);
     }
+    if (wait != SIZE_MAX && lg->killed_us > 0) {
+        out->w[wait].to_us = lg->killed_us;
+    }
+    checker_free_at_eof(out, first, lg);
     free(line);
     fclose(f);
     return 0;
@@ -501,6 +626,10 @@ checker_free(struct checker_sections *s)
     s->v = NULL;
     s->n = 0;
     s->cap = 0;
+    free(s->w);
+    s->w = NULL;
+    s->nw = 0;
+    s->wcap = 0;
 }
 
 /* qsort: BREAKs by name, then send. */
@@ -1356,10 +1485,263 @@ checker_recovery(struct checker_ctx *x, const struct checker_sections *all,
     x->res->recovery_us = worst;
 }
 
+/* ---- liveness ---- */
+
+/* A free interval of a name, [from_us, to_us), and the longest wait over it. */
+struct checker_free {
+    int64_t                    from_us;
+    int64_t                    to_us;
+    int64_t                    gap_us;      /* longest judged part one wait covers */
+    int64_t                    skipped_us;  /* longest part in a fault window */
+    const struct checker_wait *by;          /* that wait */
+    size_t                     waiters;     /* waits that judged part of it */
+};
+
+/* qsort: waits by name, then send. */
+static int
+checker_cmp_wait(const void *a, const void *b)
+{
+    const struct checker_wait *x = *(const struct checker_wait *const *)a;
+    const struct checker_wait *y = *(const struct checker_wait *const *)b;
+    int c = strcmp(x->name, y->name);
+
+    if (c != 0) {
+        return c;
+    }
+    return x->from_us < y->from_us ? -1 : x->from_us > y->from_us;
+}
+
+/*
+ * The longest part of [a, b) that is judged: before live_until_us and
+ * in no fault window; *skipped: the longest part inside a window.
+ */
+static int64_t
+checker_judged_part(const struct checker_input *in, int64_t a, int64_t b, int64_t *skipped)
+{
+    int64_t end = in->live_until_us > 0 && in->live_until_us < b ? in->live_until_us : b;
+    int64_t t = a, next, best = 0;
+    size_t k, inside;
+
+    *skipped = 0;
+    while (t < end) {
+        inside = SIZE_MAX;
+        next = end;
+        for (k = 0; k < in->nlive_skip; k++) {
+            const struct checker_window *wd = &in->live_skip[k];
+
+            if (wd->from_us <= t && t < wd->to_us) {
+                inside = k;
+            } else if (wd->from_us > t && wd->from_us < next) {
+                next = wd->from_us;
+            }
+        }
+        if (inside != SIZE_MAX) {
+            next = in->live_skip[inside].to_us < end ? in->live_skip[inside].to_us : end;
+            if (next - t > *skipped) {
+                *skipped = next - t;
+            }
+        } else if (next - t > best) {
+            best = next - t;
+        }
+        t = next;
+    }
+    return best;
+}
+
+/*
+ * The free intervals of one name from its sections v[0..n) (sorted by
+ * begin): a hold keeps the name from its BEGIN to its free_us; the
+ * family is free with no hold, a counted name with fewer than its
+ * limit.  Returns the intervals (malloc'd, in time order; *count of
+ * them), or NULL when memory ran out.
+ */
+static struct checker_free *
+checker_free_intervals(struct checker_section **v, size_t n, size_t *count)
+{
+    struct checker_event *ev = malloc(2 * n * sizeof(*ev) + 1);
+    struct checker_free *fr = malloc((n + 1) * sizeof(*fr));
+    size_t i, ne = 0, nf = 0, held = 0;
+    size_t busy = v[0]->hold == CHECKER_HOLD_COUNTED && v[0]->limit > 0 ? (size_t)v[0]->limit : 1;
+    int64_t from = INT64_MIN;
+
+    if (ev == NULL || fr == NULL) {
+        free(ev);
+        free(fr);
+        return NULL;
+    }
+    for (i = 0; i < n; i++) {
+        if (v[i]->free_us <= v[i]->begin_us) {
+            continue;
+        }
+        ev[ne].t = v[i]->begin_us;
+        ev[ne].up = 1;
+        ev[ne++].s = v[i];
+        if (v[i]->free_us != CHECKER_OPEN_END) {
+            ev[ne].t = v[i]->free_us;
+            ev[ne].up = 0;
+            ev[ne++].s = v[i];
+        }
+    }
+    qsort(ev, ne, sizeof(*ev), checker_cmp_event);
+    for (i = 0; i < ne; i++) {
+        if (ev[i].up && ++held == busy && ev[i].t > from) {
+            memset(&fr[nf], 0, sizeof(fr[nf]));
+            fr[nf].from_us = from;
+            fr[nf++].to_us = ev[i].t;
+        } else if (!ev[i].up && held-- == busy) {
+            from = ev[i].t;
+        }
+    }
+    if (held < busy) {
+        memset(&fr[nf], 0, sizeof(fr[nf]));
+        fr[nf].from_us = from;
+        fr[nf++].to_us = INT64_MAX;
+    }
+    free(ev);
+    *count = nf;
+    return fr;
+}
+
+/*
+ * Liveness of one name: its sections v[0..n) (by begin), its waits
+ * w[0..nw) (by send).  Each free interval's gap is the longest judged
+ * part of it that one wait covers; above the bound, a finding.
+ */
+static void
+checker_live_name(struct checker_ctx *x, const struct checker_input *in,
+                  struct checker_section **v, size_t n, const struct checker_wait *const *w,
+                  size_t nw)
+{
+    struct checker_name_stat *st = checker_stat(x->res, v[0]->name);
+    struct checker_free *fr, *f;
+    size_t nf = 0, i, lo, hi, mid;
+    int64_t a, b, part, skipped;
+    bool counted = v[0]->hold == CHECKER_HOLD_COUNTED;
+
+    fr = checker_free_intervals(v, n, &nf);
+    if (fr == NULL) {
+        return;
+    }
+    if (st != NULL) {
+        st->max_gap_us = -1;
+    }
+    for (i = 0; i < nw; i++) {
+        /* The first free interval that ends after the wait began. */
+        lo = 0;
+        hi = nf;
+        while (lo < hi) {
+            mid = lo + (hi - lo) / 2;
+            if (fr[mid].to_us <= w[i]->from_us) {
+                lo = mid + 1;
+            } else {
+                hi = mid;
+            }
+        }
+        for (f = fr + lo; f < fr + nf && f->from_us < w[i]->to_us; f++) {
+            a = f->from_us > w[i]->from_us ? f->from_us : w[i]->from_us;
+            b = f->to_us < w[i]->to_us ? f->to_us : w[i]->to_us;
+            if (b <= a) {
+                continue;
+            }
+            part = checker_judged_part(in, a, b, &skipped);
+            f->waiters += part > 0;
+            if (part > f->gap_us) {
+                f->gap_us = part;
+                f->by = w[i];
+            }
+            if (skipped > f->skipped_us) {
+                f->skipped_us = skipped;
+            }
+        }
+    }
+    for (f = fr; f < fr + nf; f++) {
+        if (f->skipped_us > x->res->max_gap_skipped_us) {
+            x->res->max_gap_skipped_us = f->skipped_us;
+        }
+        if (x->all != NULL && f->skipped_us > in->live_bound_us) {
+            fprintf(x->all, "gap (in a fault window, not judged): %s: free from @%.6f: "
+                    "%.0f ms while a client waited\n", v[0]->name, checker_s(f->from_us),
+                    (double)f->skipped_us / 1e3);
+        }
+        if (f->by == NULL) {
+            continue;
+        }
+        if (st != NULL && f->gap_us > st->max_gap_us) {
+            st->max_gap_us = f->gap_us;
+        }
+        if (f->gap_us > x->res->max_gap_us) {
+            x->res->max_gap_us = f->gap_us;
+            x->res->max_gap_at_us = f->from_us > f->by->from_us ? f->from_us : f->by->from_us;
+            x->res->max_gap_pid = f->by->pid;
+            snprintf(x->res->max_gap_name, sizeof(x->res->max_gap_name), "%s", v[0]->name);
+        }
+        if (f->gap_us <= in->live_bound_us) {
+            if (x->all != NULL && 2 * f->gap_us > in->live_bound_us) {
+                /* For people: the gaps close to the bound. */
+                fprintf(x->all, "gap (below the bound): %s: free from @%.6f while pid %ld "
+                        "(port %d) waited: %.0f ms judged\n", v[0]->name,
+                        checker_s(f->from_us), f->by->pid, f->by->port,
+                        (double)f->gap_us / 1e3);
+            }
+            continue;
+        }
+        if (st != NULL) {
+            st->liveness++;
+        }
+        checker_note(x, CHECKER_LIVENESS, "%s: %s from @%.6f to @%.6f while pid %ld (port %d) "
+                     "waited (LOCK sent @%.6f, answered @%.6f; %zu waiters): %.0f ms judged "
+                     "(bound %.0f ms)", v[0]->name,
+                     counted ? "a permit free" : "free", checker_s(f->from_us),
+                     f->to_us == INT64_MAX ? 0.0 : checker_s(f->to_us), f->by->pid,
+                     f->by->port, checker_s(f->by->from_us),
+                     f->by->to_us == CHECKER_OPEN_END ? 0.0 : checker_s(f->by->to_us),
+                     f->waiters, (double)f->gap_us / 1e3, (double)in->live_bound_us / 1e3);
+    }
+    free(fr);
+}
+
+/* Liveness of every name with sections: v[0..n) by name and begin. */
+static void
+checker_liveness(struct checker_ctx *x, const struct checker_input *in,
+                 const struct checker_sections *all, struct checker_section **v, size_t n)
+{
+    const struct checker_wait **w;
+    size_t i, j, k = 0, m;
+    int c;
+
+    x->res->waits = all->nw;
+    if (in->live_bound_us <= 0 || n == 0) {
+        return;
+    }
+    w = malloc(all->nw * sizeof(*w) + 1);
+    if (w == NULL) {
+        return;
+    }
+    for (i = 0; i < all->nw; i++) {
+        w[i] = &all->w[i];
+    }
+    qsort(w, all->nw, sizeof(*w), checker_cmp_wait);
+    for (i = 0; i < n; i = j) {
+        for (j = i + 1; j < n && strcmp(v[j]->name, v[i]->name) == 0; j++) {
+            continue;
+        }
+        /* Waits of names before this one had no section: nothing to judge there. */
+        while (k < all->nw && (c = strcmp(w[k]->name, v[i]->name)) < 0) {
+            k++;
+        }
+        for (m = k; m < all->nw && strcmp(w[m]->name, v[i]->name) == 0; m++) {
+            continue;
+        }
+        checker_live_name(x, in, v + i, j - i, w + k, m - k);
+        k = m;
+    }
+    free(w);
+}
+
 int
 checker_run(const struct checker_input *in, FILE *report, struct checker_result *out)
 {
-    struct checker_sections all = { NULL, 0, 0 };
+    struct checker_sections all = { NULL, 0, 0, NULL, 0, 0 };
     struct checker_breaks breaks = { NULL, 0, 0 };
     struct checker_section **order = NULL;
     struct checker_ctx x = { report, out, &breaks, in->strict, in->all_findings };
@@ -1369,6 +1751,8 @@ checker_run(const struct checker_input *in, FILE *report, struct checker_result 
     memset(out, 0, sizeof(*out));
     out->max_acquire_us = -1;
     out->recovery_us = -1;
+    out->max_gap_us = -1;
+    out->max_gap_skipped_us = -1;
     rc = checker_load(in->logs, in->nlogs, &all, report, &log_errors);
     if (checker_load_breaks(in->break_logs, in->nbreak_logs, &breaks, report,
                             &log_errors) != 0) {
@@ -1388,6 +1772,7 @@ checker_run(const struct checker_input *in, FILE *report, struct checker_result 
         }
         qsort(order, all.n, sizeof(*order), checker_cmp);
         checker_order(&x, order, all.n);
+        checker_liveness(&x, in, &all, order, all.n);
     }
     checker_each(&x, &all, in);
     checker_counters(&x, &all, in);

@@ -70,6 +70,9 @@
  *                has a fence not below its F; or no BREAK of the name was
  *                sent before that LOST
  *   validity     a grant whose reported validity is not in (0, ttl]
+ *   liveness     outside the fault windows, a name was free (checker.h,
+ *                "Liveness" below) for longer than the bound while a client
+ *                waited for it (its LOCK with wait= sent, not yet answered)
  *   recovery     after the heal, a name was not granted again within the
  *                bound
  *   never-full   a name listed in full_names never had its full number of
@@ -86,6 +89,27 @@
  * "At once" is judged on the sections as the clients stamped them, the
  * same intervals for every kind: a section that ends at the very moment
  * another begins does not overlap it.
+ *
+ * Liveness.  A hold keeps its name from the BEGIN of its section (the
+ * OK was read) until the name is surely free of it (free_us): a
+ * session's UNLOCK answered "OK <name> holds=0"; a lease's UNLOCK
+ * answered OK, or its keys' expiry (the last OK of its LOCK or EXTEND
+ * plus its ttl) when that comes first or the answer was anything else;
+ * a session told "! LOST reason=broken" (the BREAK deleted its keys), at
+ * its ABORT.  Where the client cannot tell (LOST for another reason, a
+ * closed connection, an UNLOCK not answered OK, a client killed), the
+ * hold lasts one ttl more, the longest its keys can outlive it.  A name
+ * of the exclusive/shared family is free while no hold of any kind
+ * keeps it; a counted name while fewer holds than its limit keep it.
+ * Every interval is thus stamped late at its free end and early at its
+ * busy end: a free interval is never longer than the truth but by the
+ * time the next holder's OK took to be read.  A client waits for its
+ * name from the send of a LOCK with wait= (WAIT) to its answer (the
+ * next line of its log but a PUSH); a polling client (wait=0) never
+ * waits.  For every free interval, the longest part of it that one
+ * wait covers, outside the fault windows (checker_input.live_skip) and
+ * before live_until_us, is its gap; a gap above live_bound_us is a
+ * liveness finding (one per free interval, naming its longest waiter).
  *
  * Reports go to a FILE (one line per finding, at most a few per kind,
  * then a count of the rest).
@@ -113,6 +137,7 @@ enum checker_kind {
     CHECKER_BREAK_AFTER,
     CHECKER_BREAK_BROKEN,
     CHECKER_VALIDITY,
+    CHECKER_LIVENESS,
     CHECKER_RECOVERY,
     CHECKER_NEVER_FULL,
     CHECKER_OPEN,
@@ -180,13 +205,38 @@ struct checker_section {
                                            before its UNLOCK's answer, 0 if never */
     int64_t          broken_end_us;     /* the send of the first BREAK that broke it,
                                            CHECKER_OPEN_END when none (checker_run) */
+    int64_t          alive_us;          /* a lease's keys expire at most a ttl after
+                                           this: its BEGIN, or its last EXTEND's OK */
+    int64_t          free_us;           /* the name is surely free of this hold from
+                                           here (see "Liveness" above);
+                                           CHECKER_OPEN_END when never */
 };
 
-/* Every section of a set of logs, in log order; free with checker_free(). */
+/* A LOCK with wait= in flight (WAIT to its answer); owned by a struct checker_sections. */
+struct checker_wait {
+    char    name[CHECKER_NAME_MAX + 1]; /* lock name */
+    size_t  log;                        /* index of its log in the input */
+    long    pid;                        /* the client's process id */
+    int     port;                       /* daemon it was sent to */
+    int64_t from_us;                    /* WAIT: the LOCK is sent */
+    int64_t to_us;                      /* its answer (the next line but a PUSH), the
+                                           client's kill, or CHECKER_OPEN_END */
+};
+
+/* Every section (and wait) of a set of logs, in log order; free with checker_free(). */
 struct checker_sections {
     struct checker_section *v;          /* the sections (malloc'd) */
     size_t                  n;          /* used */
     size_t                  cap;        /* allocated */
+    struct checker_wait    *w;          /* the waits (malloc'd) */
+    size_t                  nw;         /* used */
+    size_t                  wcap;       /* allocated */
+};
+
+/* A time window, [from_us, to_us) (caller-owned). */
+struct checker_window {
+    int64_t from_us;
+    int64_t to_us;
 };
 
 /* One BREAK from an operator's log; owned by a struct checker_breaks. */
@@ -231,6 +281,13 @@ struct checker_input {
     bool                          strict;       /* a REJECT excuses no overlap (no daemon
                                                    is paused: a refused write means two
                                                    holders at once) */
+    int64_t                       live_bound_us; /* longest judged free gap while a
+                                                   client waits; 0: liveness not judged */
+    const struct checker_window  *live_skip;    /* fault windows: gaps there are shown
+                                                   (max_gap_skipped_us), not judged */
+    size_t                        nlive_skip;   /* entries in live_skip */
+    int64_t                       live_until_us; /* nothing judged from here on (the
+                                                   clients were told to stop); 0: no end */
     FILE                         *all_findings; /* every finding, past the report's
                                                    limit too (NULL: none) */
 };
@@ -253,6 +310,9 @@ struct checker_name_stat {
     size_t            over_limit;       /* over-limit findings on it */
     size_t            max_holders;      /* counted: most sections at once; the
                                            family: most shared sections at once */
+    int64_t           max_gap_us;       /* longest judged free gap while a client
+                                           waited (liveness), -1 when none */
+    size_t            liveness;         /* liveness findings on it */
 };
 
 /* The verdict (filled by checker_run, added to by checker_add_external). */
@@ -281,6 +341,14 @@ struct checker_result {
     long    max_acquire_pid;            /* its client */
     int64_t recovery_us;                /* slowest first grant after heal over the
                                            recovery names; -1 when not measured */
+    int64_t max_gap_us;                 /* longest judged free gap while a client waited,
+                                           -1 when none (or liveness not judged) */
+    int64_t max_gap_at_us;              /* where that gap began */
+    long    max_gap_pid;                /* its longest waiter */
+    char    max_gap_name[CHECKER_NAME_MAX + 1]; /* its name */
+    int64_t max_gap_skipped_us;         /* the same inside the fault windows (not
+                                           judged), -1 when none */
+    size_t  waits;                      /* waits (LOCKs with wait=) in the logs */
     struct checker_name_stat names[CHECKER_NAMES_MAX]; /* per name, in name order */
     size_t  nnames;                     /* entries in names */
 };

@@ -8,6 +8,10 @@
 #   build/break-client   the operator of the timing schedules: BREAK now and then
 #   build/check_faults   starts masters, daemons and clients, injects the
 #                        faults, checks the client logs, prints the table
+#   build/skip-announce/redlockd
+#                        the daemon built with REDLOCKD_FAULT_SKIP_ANNOUNCE: it
+#                        announces no release (the liveness control's daemon),
+#                        in a build directory of its own
 #   build/redis-libc/redis-server
 #                        Debian's redis source built with the C library's
 #                        malloc, which runs under libfaketime (the masters
@@ -43,18 +47,28 @@ $(B)/check_faults: $(B)/obj/tests/faults/check_faults.o $(B)/obj/tests/faults/ch
 	@echo "  LD      $@"
 	@$(CC) $(CFLAGS) $(HARDEN_LDFLAGS) -o $@ $^ $(PKG_LIBS) $(LDFLAGS)
 
+# The liveness control's daemon (tests/faults/README.md, "Liveness"): the
+# same sources with REDLOCKD_FAULT_SKIP_ANNOUNCE, built by make itself in a
+# directory of its own, so that no object is shared with the real daemon.
+SKIP_ANNOUNCE_B := $(B)/skip-announce
+$(SKIP_ANNOUNCE_B)/redlockd: FORCE
+	@$(MAKE) --no-print-directory B=$(SKIP_ANNOUNCE_B) \
+	    CPPFLAGS='$(CPPFLAGS) -DREDLOCKD_FAULT_SKIP_ANNOUNCE' $@
+
 # One build for every build directory (it is not this project's code).
 REDIS_LIBC := build/redis-libc/redis-server
 $(REDIS_LIBC): tests/faults/build-redis-libc.sh
 	@sh tests/faults/build-redis-libc.sh $(dir $@)
 
-faults: $(B)/redlockd $(FAULTS_BINS) $(REDIS_LIBC)
+faults: $(B)/redlockd $(FAULTS_BINS) $(REDIS_LIBC) $(SKIP_ANNOUNCE_B)/redlockd
 	REDLOCKD_BIN=$(CURDIR)/$(B)/redlockd RMW_CLIENT_BIN=$(CURDIR)/$(B)/rmw-client \
+	    REDLOCKD_SKIP_ANNOUNCE_BIN=$(CURDIR)/$(SKIP_ANNOUNCE_B)/redlockd \
 	    REDIS_LIBC_BIN=$(CURDIR)/$(REDIS_LIBC) DELAY_PROXY_BIN=$(CURDIR)/$(B)/delay-proxy \
 	    BREAK_CLIENT_BIN=$(CURDIR)/$(B)/break-client ./$(B)/check_faults
 
-soak: $(B)/redlockd $(FAULTS_BINS) $(REDIS_LIBC)
+soak: $(B)/redlockd $(FAULTS_BINS) $(REDIS_LIBC) $(SKIP_ANNOUNCE_B)/redlockd
 	REDLOCKD_BIN=$(CURDIR)/$(B)/redlockd RMW_CLIENT_BIN=$(CURDIR)/$(B)/rmw-client \
+	    REDLOCKD_SKIP_ANNOUNCE_BIN=$(CURDIR)/$(SKIP_ANNOUNCE_B)/redlockd \
 	    REDIS_LIBC_BIN=$(CURDIR)/$(REDIS_LIBC) DELAY_PROXY_BIN=$(CURDIR)/$(B)/delay-proxy \
 	    BREAK_CLIENT_BIN=$(CURDIR)/$(B)/break-client FAULTS_SOAK_MINUTES=$(SOAK_MINUTES) \
 	    ./$(B)/check_faults

@@ -79,6 +79,15 @@
  *           (-F, -G) the fenced write (-G: or read) was refused: the fence
  *           PF kept next to the counter is not smaller than F; nothing
  *           was written, and a session section ends here
+ *     WAIT us name=N wait=W port=P
+ *           a LOCK with wait=W > 0 is sent (a polling client's wait=0 is
+ *           not logged): the client waits for the name from here until
+ *           its next line that is not a PUSH (BEGIN, TIMEOUT, NOQUORUM,
+ *           ERROR, DISCONNECT or EXIT)
+ *     UNLOCK us <the answer's line>
+ *           a session section's UNLOCK was answered ("OK <name> holds=0":
+ *           the name is free of this hold from here), or "UNLOCK us send
+ *           failed", "UNLOCK us no reply (...)"
  *
  * and in a lease section (BEGIN ... mode=lease token=T deadline_us=D):
  *
@@ -92,8 +101,8 @@
  * (before the answer to its UNLOCK) is logged as it comes: the checker
  * reads it as that section's.
  *
- * The others (START, CONNECT, TIMEOUT, NOQUORUM, PUSH, UNLOCK, ERROR,
- * EXIT) are there for people.
+ * The others (START, CONNECT, TIMEOUT, NOQUORUM, PUSH, ERROR, EXIT) are
+ * there for people, and end a wait.
  *
  * When the daemon connection breaks, the client connects again, to the
  * next daemon in its -p list when the first is gone.  A -p entry is a
@@ -207,7 +216,8 @@ struct rmw_opts {
     long        sleep_min_ms;           /* in-section sleep, lower bound */
     long        sleep_max_ms;           /* in-section sleep, upper bound */
     long        poll_ms;                /* > 0: LOCK wait=0, retried every poll_ms */
-    long        think_ms;               /* random pause 0..think_ms between sections */
+    long        think_min_ms;           /* random pause think_min_ms..think_ms */
+    long        think_ms;               /* between sections */
     long        limit;                  /* > 0: LOCK ... limit=N (a counted name) */
     bool        shared;                 /* LOCK ... shared: read only */
     bool        ignore_lost;            /* -I: a broken client that ignores "! LOST" */
@@ -580,6 +590,11 @@ rmw_acquire(struct rmw_conn *c, struct rmw_grant *g, bool lease)
         c->lost = false;
         c->lost_reason[0] = '\0';
         g->sent_us = rmw_now_us();
+        if (wait > 0) {
+            /* The checker's liveness: waiting from here to the next line but a PUSH. */
+            rmw_log("WAIT %lld name=%s wait=%ld port=%d", (long long)g->sent_us, rmw_o.name,
+                    wait, c->port);
+        }
         if (rmw_send(c, req) != 0) {
             return -1;
         }
@@ -1118,7 +1133,8 @@ rmw_usage(void)
     fprintf(stderr,
             "usage: rmw-client -p [ADDR:]PORT[,...] -r COUNTER_PORT -n NAME -l LOG\n"
             "                  [-c SECTIONS] [-t TTL_MS] [-w WAIT_MS] [-s MIN_MS[-MAX_MS]]\n"
-            "                  [-P POLL_MS] [-k THINK_MS] [-L LIMIT | -S] [-I] [-a PASSWORD]\n"
+            "                  [-P POLL_MS] [-k [MIN_MS-]THINK_MS] [-L LIMIT | -S] [-I]\n"
+            "                  [-a PASSWORD]\n"
             "                  [-F | -G] [-m LEASE_PCT] [-R RESET_PCT] [-E EXTEND_PCT]\n"
             "                  [-X OTHER_PCT] [-Z FENCE_DELTA]\n");
     exit(RMW_EXIT_USAGE);
@@ -1238,6 +1254,12 @@ rmw_parse_args(int argc, char **argv)
             rmw_o.poll_ms = rmw_number(optarg);
             break;
         case 'k':
+            dash = strchr(optarg, '-');
+            if (dash != NULL) {
+                *dash = '\0';
+                rmw_o.think_min_ms = rmw_number(optarg);
+                optarg = dash + 1;
+            }
             rmw_o.think_ms = rmw_number(optarg);
             break;
         case 'L':
@@ -1283,7 +1305,8 @@ rmw_parse_args(int argc, char **argv)
     if (optind != argc || rmw_o.nports == 0 || rmw_o.counter_port == 0
         || rmw_o.name == NULL || rmw_o.log_path == NULL || rmw_o.name[0] == '\0'
         || strlen(rmw_o.name) > RMW_NAME_MAX || strpbrk(rmw_o.name, " \t\r\n") != NULL
-        || rmw_o.sleep_max_ms < rmw_o.sleep_min_ms || (rmw_o.shared && rmw_o.limit > 0)
+        || rmw_o.sleep_max_ms < rmw_o.sleep_min_ms || rmw_o.think_ms < rmw_o.think_min_ms
+        || (rmw_o.shared && rmw_o.limit > 0)
         || (rmw_o.fenced && rmw_o.guarded)) {
         rmw_usage();
     }
@@ -1364,7 +1387,7 @@ main(int argc, char **argv)
         if (rc != 0) {
             return RMW_EXIT_COUNTER;
         }
-        rmw_sleep_ms(rmw_random(0, rmw_o.think_ms), true);
+        rmw_sleep_ms(rmw_random(rmw_o.think_min_ms, rmw_o.think_ms), true);
     }
     rmw_log("EXIT %lld sections=%ld", (long long)rmw_now_us(), done);
     rmw_disconnect(&c);
