@@ -709,16 +709,6 @@ redlock_release(const struct redlock_rec *rec, const char *token, redlock_done_f
     const char *args[6] = { k.rec, token, REDLOCK_ANNOUNCE, k.kind, k.aux, k.label };
     size_t lens[6] = { 0, UTIL_TOKEN_HEX, sizeof(REDLOCK_ANNOUNCE) - 1, 1, 0, 1 };
 
-#ifdef REDLOCKD_FAULT_SKIP_ANNOUNCE
-    /*
-     * A broken build for the fault suite's liveness control
-     * (tests/faults/README.md, "Liveness"): no release is announced, so
-     * a waiter of another daemon hears of none and sleeps until the
-     * holder's ttl runs out.
-     */
-    args[2] = "";
-    lens[2] = 0;
-#endif
     if (redlock_keys_of(rec, &k) != 0) {
         return -1;
     }
