@@ -1881,7 +1881,11 @@ lock_walk_cb(const void *nodep, VISIT which, void *closure)
     struct lock_walk *wk = closure;
     struct lock *lk = *(struct lock *const *)nodep;
 
-    if ((which != postorder && which != leaf) || wk->n >= wk->max) {
+    if (which != postorder && which != leaf) {
+        return;
+    }
+    stats.list_visited++;
+    if (wk->n >= wk->max) {
         return;
     }
     if (lk->name_len < wk->prefix_len || memcmp(lk->name, wk->prefix, wk->prefix_len) != 0) {
@@ -1956,6 +1960,7 @@ lock_list(const char *prefix, size_t prefix_len, const char *after, size_t after
     if (wk.out == NULL) {
         return SIZE_MAX;
     }
+    stats.list_steps++;
     twalk_r(lock_root, lock_walk_cb, &wk);
     for (i = 0; i < wk.n; i++) {
         lock_list_one(wk.out[i], now, fn, arg);

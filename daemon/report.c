@@ -82,6 +82,11 @@
         "WATCHes open now.")                                                                       \
     ROW(reads_refused, "redlockd_reads_refused_total", NULL, NULL, COUNTER, NUMBER,                \
         stats.reads_refused, "STATUS and WATCH refused over limits.reads_per_second.")            \
+    ROW(list_steps, "redlockd_list_steps_total", NULL, NULL, COUNTER, NUMBER, stats.list_steps,    \
+        "LIST steps made (each lists up to 1024 names).")                                          \
+    ROW(list_entries_visited, "redlockd_list_entries_visited_total", NULL, NULL, COUNTER,          \
+        NUMBER, stats.list_visited,                                                                \
+        "Lock table entries LIST's steps looked at (about one per name listed).")                  \
     ROW(acquire_ok, "redlockd_acquisitions_total", "outcome", "ok", COUNTER, NUMBER,               \
         stats.acquire_ok,                                                                          \
         "LOCK and TRYLOCK requests by answer: ok (granted by the masters), "                       \

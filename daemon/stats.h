@@ -68,6 +68,8 @@ struct stats {
     uint64_t watches;            /* watch: WATCH requests accepted */
     uint64_t watching;           /* watch: WATCHes open now */
     uint64_t reads_refused;      /* session: STATUS/WATCH over limits.reads_per_second */
+    uint64_t list_steps;         /* lock: LIST steps (pages of up to 1024 names) made */
+    uint64_t list_visited;       /* lock: lock table entries those steps looked at */
     /*
      * The acquire latency histogram (stats_observe_acquire): the
      * LOCK/TRYLOCK answers counted by acquire_ok, _reentered, _busy,
