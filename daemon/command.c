@@ -8,6 +8,8 @@
 #include <unistd.h>
 
 #include <event2/buffer.h>
+#include <event2/event.h>
+#include <event2/event_struct.h>
 
 #include "conf/conf.h"
 #include "daemon/authlimit.h"
@@ -24,13 +26,17 @@
 
 #define COMMAND_LIST_NAMES  1024          /* names per step of a LIST */
 
-/* Where a LIST stands between its steps.  Owned by its command state. */
+/*
+ * Where a LIST stands between its steps.  Owned by its command state;
+ * freed (its timer deleted) when the LIST ends or the session is freed.
+ */
 struct command_list {
     bool    begun;                  /* after holds the last name listed */
     size_t  prefix_len;             /* bytes in prefix */
     char    prefix[PROTO_WORD_MAX]; /* LIST's prefix */
     size_t  after_len;              /* bytes in after */
     char    after[PROTO_NAME_MAX];  /* LIST goes on after this name */
+    struct event step;              /* a zero timer: the next step, from the loop */
 };
 
 /*
@@ -54,6 +60,7 @@ struct command {
 #define COMMAND_OF(p, member) \
     ((struct command *)(void *)((char *)(p) - offsetof(struct command, member)))
 
+static struct event_base *command_base;
 static const struct conf *command_conf;
 static char               command_host[PROTO_LABEL_MAX + 1]; /* for default labels */
 
@@ -442,48 +449,68 @@ command_list_cb(const struct lock_listing *e, void *arg)
     evbuffer_add(session_output(c->s), r.buf, r.len);
 }
 
-/* The LIST is written whole (or failed): its state goes. */
+/* The LIST is written whole: its state goes. */
 static void
 command_list_end(struct command *c)
 {
+    event_del(&c->list->step);
     free(c->list);
     c->list = NULL;
     session_pace(c->s, false);
 }
 
 /*
- * Write the next step of a LIST: up to COMMAND_LIST_NAMES names, and
- * more while the client keeps up (session_output_low),
- * then END.  Otherwise the write callback brings the next step once the
- * client has read this one, so a listing of any size holds at most one
- * step of unread output here.
+ * Bring the next step of c's LIST from the loop: a zero timer runs
+ * after the loop has looked for I/O again, so the requests of other
+ * sessions that came meanwhile are served between two steps.
+ */
+static void
+command_list_later(struct command *c)
+{
+    static const struct timeval now = { 0, 0 };
+
+    evtimer_add(&c->list->step, &now);
+}
+
+/*
+ * Write the next step of a LIST: up to COMMAND_LIST_NAMES names
+ * (lock_list: O(log n + COMMAND_LIST_NAMES) for n names in the table),
+ * or END after the last.  One step per call, and only once the client
+ * has read the last one (session_output_low; otherwise the session's
+ * write callback brings it back, command_writable): a listing of any
+ * size holds at most one step of unread output here, and each LISTing
+ * session gets at most one step per turn of the loop, between which
+ * everyone else's requests are served.
  */
 static void
 command_list_step(struct command *c)
 {
     struct session *s = c->s;
-    struct command_list *l;
+    struct command_list *l = c->list;
     size_t n;
 
-    while ((l = c->list) != NULL) {
-        if (!session_output_low(s)) {
-            return;             /* the session's write callback goes on (command_writable) */
-        }
-        n = lock_list(l->prefix_len > 0 ? l->prefix : NULL, l->prefix_len,
-                      l->begun ? l->after : NULL, l->after_len,
-                      COMMAND_LIST_NAMES, command_list_cb, c, l->after, &l->after_len);
-        if (n == SIZE_MAX) {
-            command_list_end(c);
-            session_error(s, PROTO_ERR_LIMIT, "out of memory listing");
-            break;
-        }
-        l->begun = l->begun || n > 0;
-        if (n < COMMAND_LIST_NAMES) {
-            command_list_end(c);
-            evbuffer_add(session_output(s), "END\n", 4);
-        }
+    if (l == NULL || !session_output_low(s)) {
+        return;
     }
+    n = lock_list(l->prefix_len > 0 ? l->prefix : NULL, l->prefix_len,
+                  l->begun ? l->after : NULL, l->after_len,
+                  COMMAND_LIST_NAMES, command_list_cb, c, l->after, &l->after_len);
+    l->begun = l->begun || n > 0;
+    if (n == COMMAND_LIST_NAMES) {
+        command_list_later(c);
+        return;
+    }
+    command_list_end(c);
+    evbuffer_add(session_output(s), "END\n", 4);
     session_next(s);
+}
+
+static void
+command_list_step_cb(evutil_socket_t fd, short what, void *arg)
+{
+    (void)fd;
+    (void)what;
+    command_list_step(arg);
 }
 
 /* us between two reads of a session's budget, limits.reads_per_second. */
@@ -638,6 +665,7 @@ command_line(struct session *s, void *state, const struct proto_cmd *cmd)
             session_error(s, PROTO_ERR_LIMIT, "out of memory listing");
             return;
         }
+        evtimer_assign(&c->list->step, command_base, command_list_step_cb, c);
         c->list->prefix_len = cmd->word != NULL ? cmd->word_len : 0;
         memcpy(c->list->prefix, cmd->word != NULL ? cmd->word : "", c->list->prefix_len);
         session_pace(s, true);
@@ -705,7 +733,9 @@ command_writable(struct session *s, void *state)
     struct command *c = state;
 
     (void)s;
-    command_list_step(c);     /* the client read the last step: the next one */
+    if (c->list != NULL) {
+        command_list_later(c);  /* the client read the last step: the next one */
+    }
 }
 
 static void
@@ -746,7 +776,10 @@ command_free(void *state)
 {
     struct command *c = state;
 
-    free(c->list);
+    if (c->list != NULL) {
+        event_del(&c->list->step);
+        free(c->list);
+    }
 }
 
 static const struct session_hooks command_hooks = {
@@ -764,6 +797,7 @@ static const struct session_hooks command_hooks = {
 void
 command_init(struct event_base *base, const struct conf *conf)
 {
+    command_base = base;
     command_conf = conf;
     if (gethostname(command_host, sizeof(command_host)) != 0
         || !util_printable_word(command_host, strnlen(command_host, sizeof(command_host)))) {
