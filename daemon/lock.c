@@ -1943,7 +1943,7 @@ lock_list(const char *prefix, size_t prefix_len, const char *after, size_t after
           size_t max_names, lock_list_fn fn, void *arg, char *last, size_t *last_len)
 {
     int64_t now = util_now_us();
-    struct lock *lk, *prev = NULL;
+    struct lock *lk, *next, *prev = NULL;
     size_t n = 0;
 
     if (prefix == NULL) {
@@ -1952,10 +1952,20 @@ lock_list(const char *prefix, size_t prefix_len, const char *after, size_t after
     }
     stats.list_steps++;
     for (lk = lock_list_first(prefix, prefix_len, after, after_len);
-         lk != NULL && n < max_names; lk = RB_NEXT(lock_tree, &lock_table, lk)) {
+         lk != NULL && n < max_names; lk = next) {
         stats.list_visited++;
         if (lk->name_len < prefix_len || memcmp(lk->name, prefix, prefix_len) != 0) {
             break;      /* past the names with the prefix */
+        }
+        /*
+         * A table larger than the caches has each entry, its name and
+         * its holds in memory apart: ask for the next ones while this
+         * one is written.
+         */
+        next = RB_NEXT(lock_tree, &lock_table, lk);
+        if (next != NULL) {
+            __builtin_prefetch(next->name);
+            __builtin_prefetch(TAILQ_FIRST(&next->holders));
         }
         lock_list_one(lk, now, fn, arg);
         prev = lk;
