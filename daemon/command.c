@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include <sys/queue.h>
 
 #include <event2/buffer.h>
 #include <event2/event.h>
@@ -25,18 +26,25 @@
 #include "proto/proto.h"
 
 #define COMMAND_LIST_NAMES  1024          /* names per step of a LIST */
+#define COMMAND_LIST_TURN   1             /* LIST steps per turn of the event loop,
+                                             whatever the sessions that LIST */
+
+struct command;
 
 /*
  * Where a LIST stands between its steps.  Owned by its command state;
- * freed (its timer deleted) when the LIST ends or the session is freed.
+ * freed (and taken out of the due queue) when the LIST ends or the
+ * session is freed.
  */
 struct command_list {
+    struct command *c;              /* the command state it belongs to */
     bool    begun;                  /* after holds the last name listed */
     size_t  prefix_len;             /* bytes in prefix */
     char    prefix[PROTO_WORD_MAX]; /* LIST's prefix */
     size_t  after_len;              /* bytes in after */
     char    after[PROTO_NAME_MAX];  /* LIST goes on after this name */
-    struct event step;              /* a zero timer: the next step, from the loop */
+    bool    due;                    /* in command_lists_due */
+    TAILQ_ENTRY(command_list) due_link; /* in command_lists_due */
 };
 
 /*
@@ -60,8 +68,10 @@ struct command {
 #define COMMAND_OF(p, member) \
     ((struct command *)(void *)((char *)(p) - offsetof(struct command, member)))
 
-static struct event_base *command_base;
 static const struct conf *command_conf;
+/* LISTs whose client read their last step, in turn: the next steps to write. */
+static TAILQ_HEAD(, command_list) command_lists_due = TAILQ_HEAD_INITIALIZER(command_lists_due);
+static struct event       command_list_turn; /* zero timer: the next COMMAND_LIST_TURN steps */
 static char               command_host[PROTO_LABEL_MAX + 1]; /* for default labels */
 
 /* The kind= word of each kind of hold, in replies and LIST lines. */
@@ -449,27 +459,47 @@ command_list_cb(const struct lock_listing *e, void *arg)
     evbuffer_add(session_output(c->s), r.buf, r.len);
 }
 
+/* Free a LIST's state, out of the due queue. */
+static void
+command_list_free(struct command_list *l)
+{
+    if (l != NULL && l->due) {
+        TAILQ_REMOVE(&command_lists_due, l, due_link);
+    }
+    free(l);
+}
+
 /* The LIST is written whole: its state goes. */
 static void
 command_list_end(struct command *c)
 {
-    event_del(&c->list->step);
-    free(c->list);
+    command_list_free(c->list);
     c->list = NULL;
     session_pace(c->s, false);
 }
 
 /*
- * Bring the next step of c's LIST from the loop: a zero timer runs
- * after the loop has looked for I/O again, so the requests of other
- * sessions that came meanwhile are served between two steps.
+ * Queue the next step of c's LIST, behind the other LISTs' steps.  The
+ * queue is served COMMAND_LIST_TURN steps per turn of the event loop,
+ * from a zero timer, which runs after the loop has looked for I/O again:
+ * between two steps the requests of every session that came meanwhile
+ * are served, however many sessions LIST, and the sessions that LIST
+ * take their turns in order.
  */
 static void
 command_list_later(struct command *c)
 {
     static const struct timeval now = { 0, 0 };
+    struct command_list *l = c->list;
 
-    evtimer_add(&c->list->step, &now);
+    if (l->due) {
+        return;
+    }
+    l->due = true;
+    TAILQ_INSERT_TAIL(&command_lists_due, l, due_link);
+    if (!evtimer_pending(&command_list_turn, NULL)) {
+        evtimer_add(&command_list_turn, &now);
+    }
 }
 
 /*
@@ -478,9 +508,8 @@ command_list_later(struct command *c)
  * or END after the last.  One step per call, and only once the client
  * has read the last one (session_output_low; otherwise the session's
  * write callback brings it back, command_writable): a listing of any
- * size holds at most one step of unread output here, and each LISTing
- * session gets at most one step per turn of the loop, between which
- * everyone else's requests are served.
+ * size holds at most one step of unread output here.  Later steps come
+ * from the due queue (command_list_later).
  */
 static void
 command_list_step(struct command *c)
@@ -505,12 +534,25 @@ command_list_step(struct command *c)
     session_next(s);
 }
 
+/* The turn of the LISTs: the next COMMAND_LIST_TURN due steps, then the loop again. */
 static void
-command_list_step_cb(evutil_socket_t fd, short what, void *arg)
+command_list_turn_cb(evutil_socket_t fd, short what, void *arg)
 {
+    static const struct timeval now = { 0, 0 };
+    struct command_list *l;
+    size_t i;
+
     (void)fd;
     (void)what;
-    command_list_step(arg);
+    (void)arg;
+    for (i = 0; i < COMMAND_LIST_TURN && (l = TAILQ_FIRST(&command_lists_due)) != NULL; i++) {
+        TAILQ_REMOVE(&command_lists_due, l, due_link);
+        l->due = false;
+        command_list_step(l->c);    /* may queue it again, at the end */
+    }
+    if (!TAILQ_EMPTY(&command_lists_due)) {
+        evtimer_add(&command_list_turn, &now);
+    }
 }
 
 /* us between two reads of a session's budget, limits.reads_per_second. */
@@ -665,7 +707,7 @@ command_line(struct session *s, void *state, const struct proto_cmd *cmd)
             session_error(s, PROTO_ERR_LIMIT, "out of memory listing");
             return;
         }
-        evtimer_assign(&c->list->step, command_base, command_list_step_cb, c);
+        c->list->c = c;
         c->list->prefix_len = cmd->word != NULL ? cmd->word_len : 0;
         memcpy(c->list->prefix, cmd->word != NULL ? cmd->word : "", c->list->prefix_len);
         session_pace(s, true);
@@ -776,10 +818,7 @@ command_free(void *state)
 {
     struct command *c = state;
 
-    if (c->list != NULL) {
-        event_del(&c->list->step);
-        free(c->list);
-    }
+    command_list_free(c->list);
 }
 
 static const struct session_hooks command_hooks = {
@@ -797,7 +836,7 @@ static const struct session_hooks command_hooks = {
 void
 command_init(struct event_base *base, const struct conf *conf)
 {
-    command_base = base;
+    evtimer_assign(&command_list_turn, base, command_list_turn_cb, NULL);
     command_conf = conf;
     if (gethostname(command_host, sizeof(command_host)) != 0
         || !util_printable_word(command_host, strnlen(command_host, sizeof(command_host)))) {
