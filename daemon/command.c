@@ -26,8 +26,8 @@
 #include "proto/proto.h"
 
 #define COMMAND_LIST_NAMES  1024          /* names per step of a LIST */
-#define COMMAND_LIST_TURN   1             /* LIST steps per turn of the event loop,
-                                             whatever the sessions that LIST */
+#define COMMAND_LIST_TURN   1             /* LIST steps written per turn of the event
+                                             loop, however many sessions LIST */
 
 struct command;
 
@@ -508,8 +508,8 @@ command_list_later(struct command *c)
  * or END after the last.  One step per call, and only once the client
  * has read the last one (session_output_low; otherwise the session's
  * write callback brings it back, command_writable): a listing of any
- * size holds at most one step of unread output here.  Later steps come
- * from the due queue (command_list_later).
+ * size holds at most one step of unread output here.  Called from the
+ * due queue only (command_list_later), the first step too.
  */
 static void
 command_list_step(struct command *c)
@@ -711,7 +711,7 @@ command_line(struct session *s, void *state, const struct proto_cmd *cmd)
         c->list->prefix_len = cmd->word != NULL ? cmd->word_len : 0;
         memcpy(c->list->prefix, cmd->word != NULL ? cmd->word : "", c->list->prefix_len);
         session_pace(s, true);
-        command_list_step(c);
+        command_list_later(c);  /* even the first step waits for its turn */
         return;
     case PROTO_WATCH:
         if (command_read_budget(c) != 0) {
