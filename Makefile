@@ -23,7 +23,7 @@ CC      ?= cc
 PKGS    := libevent libevent_openssl openssl hiredis yaml-0.1
 # What building and `make run` need (deps-run), and what the tests add (deps).
 RUN_DEB_PKGS := build-essential pkg-config libevent-dev libhiredis-dev libyaml-dev \
-                redis-server netcat-openbsd libssl-dev openssl
+                redis-server netcat-openbsd libssl-dev openssl libbsd-dev
 DEB_PKGS := $(RUN_DEB_PKGS) check faketime libsystemd-dev lua-check
 # The client libraries' toolchains (clients/): installed one by one, and a
 # language whose toolchain cannot be installed is skipped by make check with
@@ -41,6 +41,9 @@ PKG_CFLAGS = $(shell pkg-config --cflags $(PKGS) $(CLIENT_PKGS) 2>/dev/null) \
 # that links it needs CLIENT_LIBS, and the test programs get them through
 # PKG_LIBS.
 CLIENT_PKGS := openssl
+# Modules of which only headers are used, never linked: libbsd's
+# <bsd/sys/tree.h> (the lock table's red-black tree, daemon/lock.c).
+HEADER_PKGS := libbsd
 CLIENT_LIBS = $(shell pkg-config --libs $(CLIENT_PKGS) 2>/dev/null)
 PKG_LIBS   = $(shell pkg-config --libs $(PKGS) 2>/dev/null) $(CLIENT_LIBS) \
              $(if $(HAVE_SYSTEMD),$(shell pkg-config --libs libsystemd))
@@ -204,7 +207,7 @@ $(TEST_BINS):
 
 # Install whatever Debian packages are missing; nothing when all are found.
 deps-run:
-	@if pkg-config --exists $(PKGS) $(CLIENT_PKGS) 2>/dev/null \
+	@if pkg-config --exists $(PKGS) $(CLIENT_PKGS) $(HEADER_PKGS) 2>/dev/null \
 	    && command -v redis-server >/dev/null && command -v nc >/dev/null \
 	    && command -v cc >/dev/null; then :; else \
 	    echo "installing missing packages: $(RUN_DEB_PKGS)"; \
@@ -212,7 +215,7 @@ deps-run:
 	    DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq $(RUN_DEB_PKGS); fi
 
 deps: deps-run
-	@if pkg-config --exists $(PKGS) $(CLIENT_PKGS) check libsystemd 2>/dev/null \
+	@if pkg-config --exists $(PKGS) $(CLIENT_PKGS) $(HEADER_PKGS) check libsystemd 2>/dev/null \
 	    && command -v redis-server >/dev/null && command -v openssl >/dev/null \
 	    && command -v nc >/dev/null && command -v cc >/dev/null \
 	    && command -v faketime >/dev/null && command -v luacheck >/dev/null; then :; else \

@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include <sys/queue.h>
 
 #include <event2/buffer.h>
 #include <event2/event.h>
@@ -26,14 +27,25 @@
 #include "proto/proto.h"
 
 #define COMMAND_LIST_NAMES  1024          /* names per step of a LIST */
+#define COMMAND_LIST_TURN   1             /* LIST steps written per turn of the event
+                                             loop, however many sessions LIST */
 
-/* Where a LIST stands between its steps.  Owned by its command state. */
+struct command;
+
+/*
+ * Where a LIST stands between its steps.  Owned by its command state;
+ * freed (and taken out of the due queue) when the LIST ends or the
+ * session is freed.
+ */
 struct command_list {
+    struct command *c;              /* the command state it belongs to */
     bool    begun;                  /* after holds the last name listed */
     size_t  prefix_len;             /* bytes in prefix */
     char    prefix[PROTO_WORD_MAX]; /* LIST's prefix */
     size_t  after_len;              /* bytes in after */
     char    after[PROTO_NAME_MAX];  /* LIST goes on after this name */
+    bool    due;                    /* in command_lists_due */
+    TAILQ_ENTRY(command_list) due_link; /* in command_lists_due */
 };
 
 /*
@@ -66,6 +78,9 @@ struct command {
 
 static const struct conf *command_conf;
 static struct event_base *command_base;
+/* LISTs whose client read their last step, in turn: the next steps to write. */
+static TAILQ_HEAD(, command_list) command_lists_due = TAILQ_HEAD_INITIALIZER(command_lists_due);
+static struct event       command_list_turn; /* zero timer: the next COMMAND_LIST_TURN steps */
 static char               command_host[PROTO_LABEL_MAX + 1]; /* for default labels */
 
 /* The kind= word of each kind of hold, in replies and LIST lines. */
@@ -456,48 +471,100 @@ command_list_cb(const struct lock_listing *e, void *arg)
     evbuffer_add(session_output(c->s), r.buf, r.len);
 }
 
-/* The LIST is written whole (or failed): its state goes. */
+/* Free a LIST's state, out of the due queue. */
+static void
+command_list_free(struct command_list *l)
+{
+    if (l != NULL && l->due) {
+        TAILQ_REMOVE(&command_lists_due, l, due_link);
+    }
+    free(l);
+}
+
+/* The LIST is written whole: its state goes. */
 static void
 command_list_end(struct command *c)
 {
-    free(c->list);
+    command_list_free(c->list);
     c->list = NULL;
     session_pace(c->s, false);
 }
 
 /*
- * Write the next step of a LIST: up to COMMAND_LIST_NAMES names, and
- * more while the client keeps up (session_output_low),
- * then END.  Otherwise the write callback brings the next step once the
- * client has read this one, so a listing of any size holds at most one
- * step of unread output here.
+ * Queue the next step of c's LIST, behind the other LISTs' steps.  The
+ * queue is served COMMAND_LIST_TURN steps per turn of the event loop,
+ * from a zero timer, which runs after the loop has looked for I/O again:
+ * between two steps the requests of every session that came meanwhile
+ * are served, however many sessions LIST, and the sessions that LIST
+ * take their turns in order.
+ */
+static void
+command_list_later(struct command *c)
+{
+    static const struct timeval now = { 0, 0 };
+    struct command_list *l = c->list;
+
+    if (l->due) {
+        return;
+    }
+    l->due = true;
+    TAILQ_INSERT_TAIL(&command_lists_due, l, due_link);
+    if (!evtimer_pending(&command_list_turn, NULL)) {
+        evtimer_add(&command_list_turn, &now);
+    }
+}
+
+/*
+ * Write the next step of a LIST: up to COMMAND_LIST_NAMES names
+ * (lock_list: O(log n + COMMAND_LIST_NAMES) for n names in the table),
+ * or END after the last.  One step per call, and only once the client
+ * has read the last one (session_output_low; otherwise the session's
+ * write callback brings it back, command_writable): a listing of any
+ * size holds at most one step of unread output here.  Called from the
+ * due queue only (command_list_later), the first step too.
  */
 static void
 command_list_step(struct command *c)
 {
     struct session *s = c->s;
-    struct command_list *l;
+    struct command_list *l = c->list;
     size_t n;
 
-    while ((l = c->list) != NULL) {
-        if (!session_output_low(s)) {
-            return;             /* the session's write callback goes on (command_writable) */
-        }
-        n = lock_list(l->prefix_len > 0 ? l->prefix : NULL, l->prefix_len,
-                      l->begun ? l->after : NULL, l->after_len,
-                      COMMAND_LIST_NAMES, command_list_cb, c, l->after, &l->after_len);
-        if (n == SIZE_MAX) {
-            command_list_end(c);
-            session_error(s, PROTO_ERR_LIMIT, "out of memory listing");
-            break;
-        }
-        l->begun = l->begun || n > 0;
-        if (n < COMMAND_LIST_NAMES) {
-            command_list_end(c);
-            evbuffer_add(session_output(s), "END\n", 4);
-        }
+    if (l == NULL || !session_output_low(s)) {
+        return;
     }
+    n = lock_list(l->prefix_len > 0 ? l->prefix : NULL, l->prefix_len,
+                  l->begun ? l->after : NULL, l->after_len,
+                  COMMAND_LIST_NAMES, command_list_cb, c, l->after, &l->after_len);
+    l->begun = l->begun || n > 0;
+    if (n == COMMAND_LIST_NAMES) {
+        command_list_later(c);
+        return;
+    }
+    command_list_end(c);
+    evbuffer_add(session_output(s), "END\n", 4);
     session_next(s);
+}
+
+/* The turn of the LISTs: the next COMMAND_LIST_TURN due steps, then the loop again. */
+static void
+command_list_turn_cb(evutil_socket_t fd, short what, void *arg)
+{
+    static const struct timeval now = { 0, 0 };
+    struct command_list *l;
+    size_t i;
+
+    (void)fd;
+    (void)what;
+    (void)arg;
+    for (i = 0; i < COMMAND_LIST_TURN && (l = TAILQ_FIRST(&command_lists_due)) != NULL; i++) {
+        TAILQ_REMOVE(&command_lists_due, l, due_link);
+        l->due = false;
+        command_list_step(l->c);    /* may queue it again, at the end */
+    }
+    if (!TAILQ_EMPTY(&command_lists_due)) {
+        evtimer_add(&command_list_turn, &now);
+    }
 }
 
 /* us between two reads of a session's budget, limits.reads_per_second. */
@@ -720,10 +787,11 @@ command_line(struct session *s, void *state, const struct proto_cmd *cmd)
             session_error(s, PROTO_ERR_LIMIT, "out of memory listing");
             return;
         }
+        c->list->c = c;
         c->list->prefix_len = cmd->word != NULL ? cmd->word_len : 0;
         memcpy(c->list->prefix, cmd->word != NULL ? cmd->word : "", c->list->prefix_len);
         session_pace(s, true);
-        command_list_step(c);
+        command_list_later(c);  /* even the first step waits for its turn */
         return;
     case PROTO_WATCH:
         if (command_read_budget(c) != 0) {
@@ -789,7 +857,9 @@ command_writable(struct session *s, void *state)
     struct command *c = state;
 
     (void)s;
-    command_list_step(c);     /* the client read the last step: the next one */
+    if (c->list != NULL) {
+        command_list_later(c);  /* the client read the last step: the next one */
+    }
 }
 
 static void
@@ -838,7 +908,7 @@ command_free(void *state)
     if (c->s != NULL) {
         event_del(&c->status_timer);
     }
-    free(c->list);
+    command_list_free(c->list);
 }
 
 static const struct session_hooks command_hooks = {
@@ -856,6 +926,7 @@ static const struct session_hooks command_hooks = {
 void
 command_init(struct event_base *base, const struct conf *conf)
 {
+    evtimer_assign(&command_list_turn, base, command_list_turn_cb, NULL);
     command_conf = conf;
     command_base = base;
     readq_set_max(conf->max_reads_in_flight);

@@ -1,9 +1,12 @@
 /*
  * lock.c: the lock table, leases and waiters.
  *
- * The table maps a name to its entry with glibc's tsearch(3), a
- * red-black tree: O(log n) per request whatever names clients choose.
- * An entry lives while this daemon holds the name or has waiters on it.
+ * The table maps a name to its entry in a red-black tree ordered by the
+ * name's bytes (the RB_ macros of <bsd/sys/tree.h>, as OpenBSD's
+ * daemons and tmux keep their ordered sets): O(log n) per request
+ * whatever names clients choose, and a walk in name order that resumes
+ * from any name in O(log n) (RB_NFIND), which LIST's steps use.  An
+ * entry lives while this daemon holds the name or has waiters on it.
  *
  * Waiting is first in, first out: only the oldest waiting LOCK of a
  * name (the head) asks the masters, and only when the holds this daemon
@@ -54,12 +57,12 @@
  * head back for about one round deadline, so that another daemon's head
  * takes the next turn.
  */
-#include <search.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include <bsd/sys/tree.h>
 #include <event2/event.h>
 #include <event2/event_struct.h>
 
@@ -82,6 +85,7 @@
  * waiters.  key holds key_prefix + name; name points into key.
  */
 struct lock {
+    RB_ENTRY(lock)      entry;      /* in lock_table */
     char               *key;        /* malloc'd: prefix + name, NUL-terminated */
     size_t              key_len;    /* bytes in key */
     const char         *name;       /* key + prefix length */
@@ -233,7 +237,7 @@ struct lock_orphan {
 
 static struct event_base *lock_base;
 static const struct conf *lock_conf;
-static void              *lock_root;     /* tsearch tree of struct lock */
+static RB_HEAD(lock_tree, lock) lock_table = RB_INITIALIZER(&lock_table); /* by name */
 static size_t             lock_nheld;    /* holds alive */
 static size_t             lock_nwaiters; /* waiters queued */
 static bool               lock_stopping;
@@ -291,11 +295,10 @@ lock_count_waiters(void)
     return lock_nwaiters;
 }
 
-/* Order entries by name bytes, then length. */
+/* Order entries by name bytes, then length (a name before its extensions). */
 static int
-lock_cmp(const void *a, const void *b)
+lock_cmp(const struct lock *x, const struct lock *y)
 {
-    const struct lock *x = a, *y = b;
     size_t n = x->name_len < y->name_len ? x->name_len : y->name_len;
     int c = memcmp(x->name, y->name, n);
 
@@ -305,16 +308,21 @@ lock_cmp(const void *a, const void *b)
     return (x->name_len > y->name_len) - (x->name_len < y->name_len);
 }
 
+/*
+ * The tree's functions, static.  RB_GENERATE_STATIC would mark them
+ * __unused, which libbsd leaves undefined on Linux: the attribute is
+ * spelled out (not every generated function is called).
+ */
+RB_GENERATE_INTERNAL(lock_tree, lock, entry, lock_cmp, static __attribute__((unused)))
+
 static struct lock *
 lock_find(const char *name, size_t name_len)
 {
     struct lock probe;
-    void *found;
 
     probe.name = name;
     probe.name_len = name_len;
-    found = tfind(&probe, &lock_root, lock_cmp);
-    return found != NULL ? *(struct lock **)found : NULL;
+    return RB_FIND(lock_tree, &lock_table, &probe);
 }
 
 /* Write key_prefix + name and a NUL into out; returns the key's length. */
@@ -334,7 +342,6 @@ lock_get(const char *name, size_t name_len)
 {
     struct lock *lk = lock_find(name, name_len);
     size_t plen = strlen(lock_conf->key_prefix);
-    void *slot;
 
     if (lk != NULL) {
         return lk;
@@ -353,12 +360,7 @@ lock_get(const char *name, size_t name_len)
     lk->name_len = name_len;
     TAILQ_INIT(&lk->waiters);
     TAILQ_INIT(&lk->holders);
-    slot = tsearch(lk, &lock_root, lock_cmp);
-    if (slot == NULL) {
-        free(lk->key);
-        free(lk);
-        return NULL;
-    }
+    RB_INSERT(lock_tree, &lock_table, lk);
     return lk;
 }
 
@@ -369,7 +371,7 @@ lock_put(struct lock *lk)
     if (lk->nholders > 0 || lk->nwaiters > 0) {
         return;
     }
-    tdelete(lk, &lock_root, lock_cmp);
+    RB_REMOVE(lock_tree, &lock_table, lk);
     free(lk->key);
     free(lk);
 }
@@ -1997,34 +1999,6 @@ lock_client_shutdown(struct lock_client *c)
 
 /* ---- who holds what: LIST, BREAK ---- */
 
-/* A walk of the table for LIST: the next names in order after `after`. */
-struct lock_walk {
-    const char   *prefix;       /* names must start with it */
-    size_t        prefix_len;   /* bytes in prefix */
-    struct lock   after;        /* only names after this one (name NULL: from the start) */
-    struct lock **out;          /* the names found, in order */
-    size_t        max;          /* room in out */
-    size_t        n;            /* names found */
-};
-
-static void
-lock_walk_cb(const void *nodep, VISIT which, void *closure)
-{
-    struct lock_walk *wk = closure;
-    struct lock *lk = *(struct lock *const *)nodep;
-
-    if ((which != postorder && which != leaf) || wk->n >= wk->max) {
-        return;
-    }
-    if (lk->name_len < wk->prefix_len || memcmp(lk->name, wk->prefix, wk->prefix_len) != 0) {
-        return;
-    }
-    if (wk->after.name != NULL && lock_cmp(lk, &wk->after) <= 0) {
-        return;
-    }
-    wk->out[wk->n++] = lk;
-}
-
 /* Tell fn of each hold of lk, then of each queued LOCK, in order. */
 static void
 lock_list_one(struct lock *lk, int64_t now, lock_list_fn fn, void *arg)
@@ -2070,34 +2044,70 @@ lock_list_one(struct lock *lk, int64_t now, lock_list_fn fn, void *arg)
     }
 }
 
+/*
+ * The first entry of a LIST step: the first name after `after` (when
+ * given), and not before the prefix (names that start with it are
+ * contiguous in this order, from the prefix itself on).  O(log n).
+ */
+static struct lock *
+lock_list_first(const char *prefix, size_t prefix_len, const char *after, size_t after_len)
+{
+    struct lock probe, from;
+    struct lock *lk;
+
+    from.name = prefix;
+    from.name_len = prefix_len;
+    probe.name = after;
+    probe.name_len = after_len;
+    if (after == NULL || lock_cmp(&probe, &from) < 0) {
+        return RB_NFIND(lock_tree, &lock_table, &from);
+    }
+    /* The name the last step ended on may be gone since: the first one at or after it. */
+    lk = RB_NFIND(lock_tree, &lock_table, &probe);
+    if (lk != NULL && lock_cmp(lk, &probe) == 0) {
+        lk = RB_NEXT(lock_tree, &lock_table, lk);
+    }
+    return lk;
+}
+
 size_t
 lock_list(const char *prefix, size_t prefix_len, const char *after, size_t after_len,
           size_t max_names, lock_list_fn fn, void *arg, char *last, size_t *last_len)
 {
-    struct lock_walk wk;
     int64_t now = util_now_us();
-    size_t i;
+    struct lock *lk, *next, *prev = NULL;
+    size_t n = 0;
 
-    memset(&wk, 0, sizeof(wk));
-    wk.prefix = prefix != NULL ? prefix : "";
-    wk.prefix_len = prefix != NULL ? prefix_len : 0;
-    wk.after.name = after;
-    wk.after.name_len = after_len;
-    wk.max = max_names;
-    wk.out = malloc(max_names * sizeof(*wk.out));
-    if (wk.out == NULL) {
-        return SIZE_MAX;
+    if (prefix == NULL) {
+        prefix = "";
+        prefix_len = 0;
     }
-    twalk_r(lock_root, lock_walk_cb, &wk);
-    for (i = 0; i < wk.n; i++) {
-        lock_list_one(wk.out[i], now, fn, arg);
+    stats.list_steps++;
+    for (lk = lock_list_first(prefix, prefix_len, after, after_len);
+         lk != NULL && n < max_names; lk = next) {
+        stats.list_visited++;
+        if (lk->name_len < prefix_len || memcmp(lk->name, prefix, prefix_len) != 0) {
+            break;      /* past the names with the prefix */
+        }
+        /*
+         * A table larger than the caches has each entry, its name and
+         * its holds in memory apart: ask for the next ones while this
+         * one is written.
+         */
+        next = RB_NEXT(lock_tree, &lock_table, lk);
+        if (next != NULL) {
+            __builtin_prefetch(next->name);
+            __builtin_prefetch(TAILQ_FIRST(&next->holders));
+        }
+        lock_list_one(lk, now, fn, arg);
+        prev = lk;
+        n++;
     }
-    if (wk.n > 0) {
-        *last_len = wk.out[wk.n - 1]->name_len;
-        memcpy(last, wk.out[wk.n - 1]->name, *last_len);
+    if (prev != NULL) {
+        *last_len = prev->name_len;
+        memcpy(last, prev->name, prev->name_len);
     }
-    free(wk.out);
-    return wk.n;
+    return n;
 }
 
 static void

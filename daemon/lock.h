@@ -287,10 +287,16 @@ typedef void (*lock_list_fn)(const struct lock_listing *e, void *arg);
  * of their queued LOCKs.  The last name visited is copied into last
  * (room for PROTO_NAME_MAX bytes), its length into *last_len, so that
  * the next call can go on from it: a long listing is made in steps
- * without a snapshot (names added or removed between steps are listed
- * or not as they are at each step).  O(names in the table) per call.
- * Returns the names visited (fewer than max_names: the end), or
- * SIZE_MAX when out of memory.
+ * without a snapshot.  The cursor is a name, not an entry, so a name
+ * present from the first step to the last is visited by exactly one
+ * of them, whatever is added or removed between steps (the cursor's
+ * own entry included); others are listed or not as they are at each
+ * step.  fn must not change the table.  O(log n + max_names) per call
+ * for n names in the table: the walk starts at the first name after
+ * the cursor and at or after the prefix (RB_NFIND), and stops at the
+ * first name without the prefix.  Counts the step and the entries it
+ * looked at in STATS (list_steps, list_entries_visited).  Returns the
+ * names visited (fewer than max_names: the end); never fails.
  */
 size_t lock_list(const char *prefix, size_t prefix_len, const char *after, size_t after_len,
                  size_t max_names, lock_list_fn fn, void *arg, char *last, size_t *last_len);

@@ -118,6 +118,11 @@
         snap->queue[MASTER_CLASS_LOCK].expired, NULL) \
     ROW(queue_read_expired, "redlockd_master_queue_expired_total", "class", "read", COUNTER, NUMBER,\
         snap->queue[MASTER_CLASS_READ].expired, NULL) \
+    ROW(list_steps, "redlockd_list_steps_total", NULL, NULL, COUNTER, NUMBER, stats.list_steps,    \
+        "LIST steps made (each lists up to 1024 names).")                                          \
+    ROW(list_entries_visited, "redlockd_list_entries_visited_total", NULL, NULL, COUNTER,          \
+        NUMBER, stats.list_visited,                                                                \
+        "Lock table entries LIST's steps looked at (about one per name listed).")                  \
     ROW(acquire_ok, "redlockd_acquisitions_total", "outcome", "ok", COUNTER, NUMBER,               \
         stats.acquire_ok,                                                                          \
         "LOCK and TRYLOCK requests by answer: ok (granted by the masters), "                       \

@@ -73,6 +73,8 @@ struct stats {
     uint64_t read_wait_us;       /* readq: those waits' sum, us */
     uint64_t reads_timed_out;    /* command: STATUS answered ERR LIMIT after waiting
                                     limits.read_wait_ms for a slot */
+    uint64_t list_steps;         /* lock: LIST steps (pages of up to 1024 names) made */
+    uint64_t list_visited;       /* lock: lock table entries those steps looked at */
     /*
      * The acquire latency histogram (stats_observe_acquire): the
      * LOCK/TRYLOCK answers counted by acquire_ok, _reentered, _busy,

@@ -19,6 +19,7 @@
 #include <check.h>
 #include <hiredis/hiredis.h>
 
+#include "client/client.h"
 #include "tests/expect.h"
 #include "tests/harness.h"
 #include "tests/runner.h"
@@ -404,6 +405,242 @@ START_TEST(list_in_steps)
     ck_assert_int_eq(closed, 0);
     close(a);
     close(b);
+}
+END_TEST
+
+/*
+ * Sessions fds[0 .. nsess - 1] send verb ("LOCK" or "UNLOCK") for the
+ * names n<i><suffix>, i in [from, to), session i % nsess for name i,
+ * pipelined, and each answer must be OK.
+ */
+static void
+wt_names(const int *fds, size_t nsess, int from, int to, const char *suffix, const char *verb)
+{
+    char line[64], *got;
+    size_t s;
+    int i;
+
+    for (i = from; i < to; i++) {
+        snprintf(line, sizeof(line), "%s n%05d%s%s", verb, i, suffix,
+                 strcmp(verb, "LOCK") == 0 ? " ttl=60000" : "");
+        ck_assert_int_eq(h_send(fds[(size_t)i % nsess], line), 0);
+    }
+    for (s = 0; s < nsess; s++) {
+        for (i = from; i < to; i++) {
+            if ((size_t)i % nsess != s) {
+                continue;
+            }
+            got = EXPECT_READ(fds[s], 20000, "a pipelined LOCK or UNLOCK");
+            ck_assert_msg(strncmp(got, "OK n", 4) == 0, "%s n%05d%s answered '%s'", verb, i,
+                          suffix, got);
+            free(got);
+        }
+    }
+}
+
+/* A LIST being read line by line, through a buffered client. */
+struct wt_lister {
+    struct client c;                /* the reading side of the connection */
+    char          last[64];         /* the last name read ("" before the first) */
+    size_t        n;                /* names read */
+};
+
+/*
+ * The next name of the listing (a NUL-terminated copy in l->last), or
+ * NULL at END; each name must come after the one before it in byte
+ * order, so that none comes twice.
+ */
+static const char *
+wt_list_next(struct wt_lister *l)
+{
+    char name[64];
+    const char *sp;
+    size_t len;
+
+    ck_assert_msg(client_read_line(&l->c, client_now_ms() + CMD_MS) == CLIENT_LINE,
+                  "LIST: no line within %d ms after %zu names (%s)", CMD_MS, l->n, l->c.err);
+    if (strcmp(l->c.line, "END") == 0) {
+        return NULL;
+    }
+    ck_assert_msg(strncmp(l->c.line, "HELD ", 5) == 0, "LIST line '%s'", l->c.line);
+    sp = strchr(l->c.line + 5, ' ');
+    len = sp != NULL ? (size_t)(sp - (l->c.line + 5)) : strlen(l->c.line + 5);
+    ck_assert_msg(len < sizeof(name), "LIST line '%s'", l->c.line);
+    memcpy(name, l->c.line + 5, len);
+    name[len] = '\0';
+    ck_assert_msg(l->n == 0 || strcmp(l->last, name) < 0,
+                  "LIST: '%s' came after '%s' (out of order, or twice)", name, l->last);
+    memcpy(l->last, name, len + 1);
+    l->n++;
+    return l->last;
+}
+
+/*
+ * Each step of a LIST costs one page, not the whole table: a full
+ * listing of N names makes N / 1024 + 1 steps and looks at no more than
+ * one entry per name plus one per step (STATS list_entries_visited),
+ * with a prefix too.  A walk of the whole table at each step would look
+ * at N entries a step.
+ */
+START_TEST(list_cost_per_page)
+{
+    enum { NSESS = 8, N = 8000 };
+    int fds[NSESS], u;
+    long long steps0, steps1, seen0, seen1;
+    struct wt_lister l;
+    size_t i;
+
+    wt_up(1, NULL);
+    for (i = 0; i < NSESS; i++) {
+        fds[i] = expect_connect(0);
+    }
+    u = expect_connect(0);
+    wt_names(fds, NSESS, 0, N, "", "LOCK");
+
+    ck_assert_int_eq(h_stat(u, "list_steps", &steps0), 0);
+    ck_assert_int_eq(h_stat(u, "list_entries_visited", &seen0), 0);
+    memset(&l, 0, sizeof(l));
+    client_init(&l.c, u, 0);
+    ck_assert_int_eq(h_send(u, "LIST"), 0);
+    while (wt_list_next(&l) != NULL) {
+    }
+    ck_assert_int_eq(l.n, N);
+    ck_assert_int_eq(h_stat(u, "list_steps", &steps1), 0);
+    ck_assert_int_eq(h_stat(u, "list_entries_visited", &seen1), 0);
+    ck_assert_msg(steps1 - steps0 == N / 1024 + 1, "%lld steps for %d names",
+                  steps1 - steps0, N);
+    ck_assert_msg(seen1 - seen0 <= N + (steps1 - steps0),
+                  "a LIST of %d names in %lld steps looked at %lld table entries", N,
+                  steps1 - steps0, seen1 - seen0);
+
+    /* With a prefix: n02000 .. n02999, from the prefix on and no further. */
+    memset(&l, 0, sizeof(l));
+    client_init(&l.c, u, 0);
+    ck_assert_int_eq(h_send(u, "LIST n02"), 0);
+    while (wt_list_next(&l) != NULL) {
+        ck_assert_msg(strncmp(l.last, "n02", 3) == 0, "LIST n02 listed %s", l.last);
+    }
+    ck_assert_int_eq(l.n, 1000);
+    ck_assert_int_eq(h_stat(u, "list_steps", &steps0), 0);
+    ck_assert_int_eq(h_stat(u, "list_entries_visited", &seen0), 0);
+    ck_assert_msg(steps0 - steps1 == 1000 / 1024 + 1, "%lld steps for 1000 names",
+                  steps0 - steps1);
+    ck_assert_msg(seen0 - seen1 <= 1000 + (steps0 - steps1),
+                  "LIST n02 (1000 names) looked at %lld table entries", seen0 - seen1);
+    for (i = 0; i < NSESS; i++) {
+        close(fds[i]);
+    }
+    close(u);
+}
+END_TEST
+
+/*
+ * A LIST read while names are added and removed between its steps: each
+ * name held for the whole LIST comes exactly once, in order, and so do
+ * names added well ahead of it; removing the name a step ended on (the
+ * cursor) does not lose or repeat the next ones.  The reader is on the
+ * Unix socket, whose send buffer keeps the daemon at most a few steps
+ * ahead of what was read (pages are written as the client reads them).
+ */
+START_TEST(list_exactly_once_under_churn)
+{
+    static const struct h_daemon_opts opts = {
+        .retry_delay_ms = 100,
+        .max_locks_per_client = 3000,
+    };
+    enum {
+        NSESS = 8,
+        N = 24000,          /* n00000 .. n23999, held by NSESS sessions */
+        READ1 = 2000,       /* names read before the first changes */
+        GONE_END = 12000,   /* [READ1, GONE_END) released then: the cursor is in it */
+        READ2 = 1000,       /* more names read before the second changes */
+        GONE2 = 21000,      /* [GONE2, GONE2_END) released then */
+        GONE2_END = 22000,
+    };
+    static unsigned char seen[N], seen_a[N], seen_b[N];
+    int fds[NSESS], churn[1], u;
+    struct wt_lister l;
+    const char *name;
+    char line[64], *got;
+    size_t i;
+    int idx;
+
+    wt_up(1, &opts);
+    for (i = 0; i < NSESS; i++) {
+        fds[i] = expect_connect(0);
+    }
+    churn[0] = expect_connect(0);
+    wt_names(fds, NSESS, 0, N, "", "LOCK");
+    memset(seen, 0, sizeof(seen));
+    memset(seen_a, 0, sizeof(seen_a));
+    memset(seen_b, 0, sizeof(seen_b));
+
+    u = h_connect_unix();
+    ck_assert_msg(u >= 0, "cannot connect to the daemon's Unix socket");
+    memset(&l, 0, sizeof(l));
+    client_init(&l.c, u, 0);
+    ck_assert_int_eq(h_send(u, "LIST n"), 0);
+    for (;;) {
+        name = wt_list_next(&l);
+        if (name == NULL) {
+            break;
+        }
+        ck_assert_msg(sscanf(name, "n%5d", &idx) == 1 && idx >= 0 && idx < N,
+                      "LIST listed %s", name);
+        if (name[6] == 'a') {
+            seen_a[idx]++;
+        } else if (name[6] == 'b') {
+            seen_b[idx]++;
+        } else {
+            seen[idx]++;
+        }
+        if (l.n == READ1) {
+            /*
+             * The daemon wrote a few steps past what was read, and no
+             * more: its cursor is somewhere in [READ1, GONE_END), which
+             * goes, so the next step must begin at the name GONE_END;
+             * names are added behind and ahead of it.
+             */
+            wt_names(fds, NSESS, READ1, GONE_END, "", "UNLOCK");
+            for (idx = 0; idx < N; idx += 13) {
+                if (idx >= READ1 && idx < GONE_END) {
+                    continue;   /* the first name after the cursor: GONE_END */
+                }
+                snprintf(line, sizeof(line), "LOCK n%05da ttl=60000", idx);
+                got = EXPECT_CMD(churn[0], line);
+                ck_assert_msg(strncmp(got, "OK ", 3) == 0, "%s: '%s'", line, got);
+                free(got);
+            }
+        } else if (l.n == READ1 + READ2) {
+            /* Well ahead of the cursor: some go, others come. */
+            wt_names(fds, NSESS, GONE2, GONE2_END, "", "UNLOCK");
+            wt_names(churn, 1, GONE2 - 1000, GONE2 - 500, "b", "LOCK");
+        }
+    }
+    for (idx = 0; idx < N; idx++) {
+        if (idx < READ1 || (idx >= GONE_END && (idx < GONE2 || idx >= GONE2_END))) {
+            ck_assert_msg(seen[idx] == 1, "n%05d, held for the whole LIST, listed %d times",
+                          idx, seen[idx]);
+        } else if (idx >= GONE2 && idx < GONE2_END) {
+            ck_assert_msg(seen[idx] == 0, "n%05d, released ahead of the LIST, was listed",
+                          idx);
+        }
+        if (idx % 13 == 0 && idx >= GONE_END) {
+            ck_assert_msg(seen_a[idx] == 1, "n%05da, added ahead of the LIST, listed %d times",
+                          idx, seen_a[idx]);
+        }
+        if (idx >= GONE2 - 1000 && idx < GONE2 - 500) {
+            ck_assert_msg(seen_b[idx] == 1, "n%05db, added ahead of the LIST, listed %d times",
+                          idx, seen_b[idx]);
+        }
+    }
+    /* The session goes on after it. */
+    EXPECT_REPLY(u, "PING", "PONG");
+    for (i = 0; i < NSESS; i++) {
+        close(fds[i]);
+    }
+    close(churn[0]);
+    close(u);
 }
 END_TEST
 
@@ -806,6 +1043,8 @@ who_suite(void)
     WT_ADD(s, list_holds_and_waiters);
     WT_ADD(s, labels_shown_to_admins_only);
     WT_ADD(s, list_in_steps);
+    WT_ADD(s, list_cost_per_page);
+    WT_ADD(s, list_exactly_once_under_churn);
     WT_ADD(s, watch_follows_changes);
     WT_ADD(s, watch_waits_for_the_fence);
     WT_ADD(s, watch_fence_never_written);

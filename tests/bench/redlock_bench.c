@@ -38,6 +38,17 @@
  *                  hold with --limit N and --names K asks instead for
  *                  a permit: connection i sends LOCK
  *                  bench-counted-<pid>-<i mod K> limit=N ttl=<ttl>
+ *     names-hold   --locks N session-mode LOCKs (bench-names-<pid>-<i>
+ *                  ttl=<ttl>), pipelined as lease-hold's over C
+ *                  connections (default 8), held until the hold ends:
+ *                  a lock table of N names for LIST to walk
+ *     list         C connections (default 1), each looping LIST (no
+ *                  prefix) and reading its lines to END; a LIST counts
+ *                  when its END was read before the end of the run.
+ *                  The result line has lists, lines (of the LISTs
+ *                  counted), names_min and names_max (lines of one
+ *                  LIST) and errors (a line that is neither HELD, WAIT
+ *                  nor END, a closed connection)
  *
  * Holders seen by the clients (counted, shared): a connection counts as
  * a holder from the moment its OK is read to the moment its UNLOCK is
@@ -145,6 +156,8 @@ enum bench_mode {
     BENCH_RTT,
     BENCH_HOLD,
     BENCH_LEASE_HOLD,
+    BENCH_NAMES_HOLD,
+    BENCH_LIST,
     BENCH_COUNTED,
     BENCH_SHARED
 };
@@ -219,7 +232,9 @@ struct bench_conn {
     long                fence;                  /* --fence: the last fence= read (0: none) */
     int64_t             rel_sent_us;            /* when the UNLOCK was sent */
     struct bench_conn  *next_unlock;            /* in bench_unlocks */
-    size_t              outstanding;            /* lease-hold: LOCKs not yet answered */
+    size_t              outstanding;            /* lease-hold, names-hold: LOCKs not yet
+                                                   answered */
+    uint64_t            listed;                 /* list: lines of the LIST being read */
     void (*on_line)(struct bench_conn *c, const char *line, size_t len); /* per reply line
                                                    (NUL-terminated, as evbuffer_readln
                                                    gives it, and len bytes) */
@@ -1133,8 +1148,13 @@ bench_hold_send(struct bench_conn *c)
         return;
     }
     while (c->outstanding < BENCH_LEASE_DEPTH && bench_hd.sent < bench_hd.asked) {
-        evbuffer_add_printf(out, "LOCK bench-lease-%ld-%" PRIu64 " mode=lease ttl=%ld\n",
-                            pid, bench_hd.sent, bench_opt.ttl_ms);
+        if (bench_opt.mode == BENCH_NAMES_HOLD) {
+            evbuffer_add_printf(out, "LOCK bench-names-%ld-%" PRIu64 " ttl=%ld\n",
+                                pid, bench_hd.sent, bench_opt.ttl_ms);
+        } else {
+            evbuffer_add_printf(out, "LOCK bench-lease-%ld-%" PRIu64 " mode=lease ttl=%ld\n",
+                                pid, bench_hd.sent, bench_opt.ttl_ms);
+        }
         bench_hd.sent++;
         c->outstanding++;
     }
@@ -1284,7 +1304,7 @@ bench_run_hold(void)
         fprintf(stderr, "redlock-bench: --mode %s needs --target\n", bench_opt.mode_name);
         return -1;
     }
-    if (bench_opt.mode == BENCH_LEASE_HOLD && bench_opt.conns > bench_opt.locks) {
+    if (bench_opt.mode != BENCH_HOLD && bench_opt.conns > bench_opt.locks) {
         bench_opt.conns = bench_opt.locks;
     }
     n = (size_t)bench_opt.conns;
@@ -1338,6 +1358,121 @@ bench_hold_print(void)
         printf(",\"limit\":%ld,\"names\":%ld", bench_opt.limit, bench_opt.names);
     }
     printf("}\n");
+    fflush(stdout);
+}
+
+/* ---- list mode ---- */
+
+/* Progress of a list run; static storage. */
+struct bench_listing {
+    uint64_t lists;         /* LISTs whose END was read in time */
+    uint64_t lines;         /* their lines */
+    uint64_t names_min;     /* the fewest lines of one of them (UINT64_MAX: none yet) */
+    uint64_t names_max;     /* the most */
+};
+
+static struct bench_listing bench_ls = { .names_min = UINT64_MAX };
+
+/* One line of a LIST: a name, or END (then the next LIST). */
+static void
+bench_list_line(struct bench_conn *c, const char *line, size_t len)
+{
+    if (bench_stopping) {
+        return;
+    }
+    if (strcmp(line, "END") == 0) {
+        bench_ls.lists++;
+        bench_ls.lines += c->listed;
+        if (c->listed < bench_ls.names_min) {
+            bench_ls.names_min = c->listed;
+        }
+        if (c->listed > bench_ls.names_max) {
+            bench_ls.names_max = c->listed;
+        }
+        c->listed = 0;
+        evbuffer_add(bufferevent_get_output(c->bev), "LIST\n", 5);
+        return;
+    }
+    if (strncmp(line, "HELD ", 5) == 0 || strncmp(line, "WAIT ", 5) == 0) {
+        c->listed++;
+        return;
+    }
+    if (++bench_st.errors <= BENCH_DIAG_MAX) {
+        fprintf(stderr, "redlock-bench: conn %zu: unexpected LIST line: %.*s\n", c->idx,
+                (int)len, line);
+    }
+}
+
+static void
+bench_list_event_cb(struct bufferevent *bev, short what, void *arg)
+{
+    struct bench_conn *c = arg;
+    size_t i;
+
+    if (what & BEV_EVENT_CONNECTED) {
+        if (++bench_connected == bench_nconns) {
+            bench_start_clock();
+            for (i = 0; i < bench_nconns; i++) {
+                evbuffer_add(bufferevent_get_output(bench_conns[i].bev), "LIST\n", 5);
+            }
+        }
+        return;
+    }
+    if (what & (BEV_EVENT_EOF | BEV_EVENT_ERROR)) {
+        if (!bench_stopping) {
+            bench_st.errors++;
+            fprintf(stderr, "redlock-bench: conn %zu: connection %s\n", c->idx,
+                    bench_conn_why(bev, what));
+        }
+        bench_conn_kill(c);
+    }
+}
+
+static int
+bench_run_list(void)
+{
+    size_t i, n = (size_t)bench_opt.conns;
+
+    if (bench_opt.target == NULL) {
+        fprintf(stderr, "redlock-bench: --mode list needs --target\n");
+        return -1;
+    }
+    bench_conns = calloc(n, sizeof(*bench_conns));
+    if (bench_conns == NULL) {
+        fprintf(stderr, "redlock-bench: out of memory\n");
+        return -1;
+    }
+    bench_nconns = bench_alive = n;
+    for (i = 0; i < n; i++) {
+        bench_conns[i].idx = i;
+        if (bench_conn_open(&bench_conns[i], bench_list_line, bench_list_event_cb) != 0) {
+            fprintf(stderr, "redlock-bench: cannot connect to %s\n", bench_opt.target);
+            return -1;
+        }
+    }
+    if (!bench_stopping) {
+        event_base_dispatch(bench_base);
+    }
+    if (!bench_stopping) {
+        bench_stop();
+    }
+    for (i = 0; i < n; i++) {
+        if (bench_conns[i].bev != NULL) {
+            bufferevent_free(bench_conns[i].bev);
+        }
+    }
+    return 0;
+}
+
+static void
+bench_list_print(void)
+{
+    printf("{\"mode\":\"list\",\"connections\":%ld,\"seconds\":%.3f,\"lists\":%" PRIu64
+           ",\"lines\":%" PRIu64 ",\"names_min\":%" PRIu64 ",\"names_max\":%" PRIu64
+           ",\"errors\":%" PRIu64 "}\n",
+           bench_opt.conns, (double)(bench_st.end_us - bench_st.start_us) / 1e6,
+           bench_ls.lists, bench_ls.lines, bench_ls.lists > 0 ? bench_ls.names_min : 0,
+           bench_ls.names_max, bench_st.errors);
     fflush(stdout);
 }
 
@@ -1760,13 +1895,15 @@ bench_usage(FILE *f)
 {
     fprintf(f,
             "usage: redlock-bench --mode uncontended|hot|counted|shared|direct|rtt|hold|\n"
-            "                            lease-hold [options]\n"
+            "                            lease-hold|names-hold|list [options]\n"
             "  -m, --mode MODE          what to measure (see the head of redlock_bench.c)\n"
             "  -c, --connections N      connections (uncontended, hot, counted, shared:\n"
             "                           the readers, hold, lease-hold) or loops (direct);\n"
             "                           default 1, hot 50, counted and shared 64, direct 64,\n"
-            "                           hold 100 (one lock each), lease-hold 8; rtt always 1\n"
-            "  -n, --locks N            lease-hold: lease-mode LOCKs to send (default 1000)\n"
+            "                           hold 100 (one lock each), lease-hold and names-hold\n"
+            "                           8, list 1; rtt always 1\n"
+            "  -n, --locks N            lease-hold: lease-mode LOCKs to send, names-hold:\n"
+            "                           session-mode ones (default 1000)\n"
             "  -l, --limit N            counted: the name's limit (default 8); hold: ask\n"
             "                           for permits of counted names with this limit\n"
             "  -k, --names K            hold with --limit: connection i asks for name\n"
@@ -1947,6 +2084,10 @@ bench_parse(int argc, char **argv)
         bench_opt.mode = BENCH_HOLD;
     } else if (strcmp(bench_opt.mode_name, "lease-hold") == 0) {
         bench_opt.mode = BENCH_LEASE_HOLD;
+    } else if (strcmp(bench_opt.mode_name, "names-hold") == 0) {
+        bench_opt.mode = BENCH_NAMES_HOLD;
+    } else if (strcmp(bench_opt.mode_name, "list") == 0) {
+        bench_opt.mode = BENCH_LIST;
     } else if (strcmp(bench_opt.mode_name, "counted") == 0) {
         bench_opt.mode = BENCH_COUNTED;
     } else if (strcmp(bench_opt.mode_name, "shared") == 0) {
@@ -1963,7 +2104,8 @@ bench_parse(int argc, char **argv)
                           : bench_opt.mode == BENCH_COUNTED ? 64
                           : bench_opt.mode == BENCH_SHARED ? 64
                           : bench_opt.mode == BENCH_HOLD ? BENCH_HOLD_CONNS
-                          : bench_opt.mode == BENCH_LEASE_HOLD ? BENCH_LEASE_CONNS : 1;
+                          : bench_opt.mode == BENCH_LEASE_HOLD ? BENCH_LEASE_CONNS
+                          : bench_opt.mode == BENCH_NAMES_HOLD ? BENCH_LEASE_CONNS : 1;
     }
     if (bench_opt.mode == BENCH_COUNTED && bench_opt.limit < 0) {
         bench_opt.limit = BENCH_COUNTED_LIMIT;
@@ -2066,7 +2208,11 @@ main(int argc, char **argv)
         break;
     case BENCH_HOLD:
     case BENCH_LEASE_HOLD:
+    case BENCH_NAMES_HOLD:
         rc = bench_run_hold();
+        break;
+    case BENCH_LIST:
+        rc = bench_run_list();
         break;
     default:
         rc = bench_run_daemon();
@@ -2075,8 +2221,11 @@ main(int argc, char **argv)
     if (rc != 0) {
         return 1;
     }
-    if (bench_opt.mode == BENCH_HOLD || bench_opt.mode == BENCH_LEASE_HOLD) {
+    if (bench_opt.mode == BENCH_HOLD || bench_opt.mode == BENCH_LEASE_HOLD
+        || bench_opt.mode == BENCH_NAMES_HOLD) {
         bench_hold_print();
+    } else if (bench_opt.mode == BENCH_LIST) {
+        bench_list_print();
     } else {
         bench_print();
     }

@@ -93,6 +93,16 @@
  *                     locks (ttl 600000 ms) over 8 connections; VmRSS
  *                     once all are granted; target <= 128 MiB
  *
+ *     list-cpu        LIST's daemon CPU per step (a page of up to 1024
+ *                     names) with 1,000, 10,000 and 100,000 names held:
+ *                     a fresh daemon each, redlock-bench --mode
+ *                     names-hold holding the names in session mode over
+ *                     8 connections, then redlock-bench --mode list
+ *                     LISTing them on one connection for BENCH_SECONDS;
+ *                     the daemon's CPU over that run (as for cpu
+ *                     us/pair) over the steps it made (STATS
+ *                     list_steps); target: 100k / 1k <= 2 (flat)
+ *
  * A hold run prints {"event":"held",...} when every LOCK was answered;
  * run_bench waits for that line (with a deadline), measures, then ends
  * the hold with SIGTERM and reads the run's result line.  For the
@@ -117,7 +127,8 @@
  * Environment: BENCH_SECONDS, REDLOCKD_BIN (default ./build/redlockd),
  * REDLOCK_BENCH_BIN (default ./build/redlock-bench), BENCH_UNIX=1 (talk
  * to the daemon over its Unix socket instead of TCP), BENCH_PEER=0 (skip
- * the peer rows), BENCH_PEER_DIR.  Run from the source tree's root.
+ * the peer rows), BENCH_PEER_DIR, BENCH_ONLY=list (the list-cpu rows
+ * alone, on masters of their own).  Run from the source tree's root.
  * Exit status: 0, or 1 when the setup failed, a run (peer rows
  * included, when they ran) printed no JSON line, a hold run failed
  * (above), a counted or shared row broke its checks, or (smoke) a run
@@ -190,6 +201,11 @@
 #define RUNBENCH_IDLE_MS        10000   /* the idle daemon's window */
 #define RUNBENCH_SESSIONS_CAP   100000  /* sessions-max: at most this many sessions */
 #define RUNBENCH_SMOKE_IDLE_MS  2000    /* the same in --smoke */
+#define RUNBENCH_LIST_ROWS      3       /* list-cpu: table sizes */
+#define RUNBENCH_LIST_CONNS     8       /* list-cpu: connections holding the names */
+#define RUNBENCH_LIST_TTL_MS    600000  /* list-cpu: no renewal during the run */
+#define RUNBENCH_LIST_RATIO     2.0     /* target: CPU per step, 100k / 1k names held */
+#define RUNBENCH_SMOKE_LIST_S   "0.3"   /* --smoke: seconds of each LIST run */
 
 /* One entry of the standard table and what its run printed. */
 struct runbench_run {
@@ -1037,6 +1053,201 @@ runbench_ratio(const char *what, bool have, double num, double den, bool at_most
                   target);
 }
 
+/* ---- list-cpu: LIST's daemon CPU per step with a table of each size ---- */
+
+/* One list-cpu row: a fresh daemon holding names, LISTed by one client. */
+struct runbench_list {
+    long        names;                  /* names held */
+    bool        ok;                     /* held them all, and every LIST listed them all */
+    double      grant_s;                /* names-hold's "grant_seconds" */
+    double      lists;                  /* LISTs read to END */
+    double      lines;                  /* their lines */
+    long long   steps;                  /* STATS list_steps over the run */
+    double      cpu_s;                  /* the daemon's CPU over the run, s */
+    double      us_per_step;            /* cpu over steps, us */
+};
+
+static struct runbench_list runbench_lists[RUNBENCH_LIST_ROWS] = {
+    { .names = 1000 }, { .names = 10000 }, { .names = 100000 }
+};
+
+/*
+ * One list-cpu row: a fresh daemon, redlock-bench --mode names-hold
+ * holding r->names names, then redlock-bench --mode list for seconds
+ * with the daemon's CPU and STATS list_steps read around it; then the
+ * holder ends and the daemon releases the names.  False when it failed.
+ */
+static bool
+runbench_list_one(struct runbench_list *r, const char *bin, bool use_unix, const char *seconds)
+{
+    struct h_daemon_opts o;
+    struct runbench_child child;
+    char conns[24], locks[24], ttl[24], dur[32], target[4096], out[4096], lout[4096];
+    char json[RUNBENCH_LINE_MAX];
+    const char *argv[24];
+    int64_t held_ms = RUNBENCH_HELD_MS + r->names / 1000 * RUNBENCH_HELD_MS_PER_K;
+    long long s0 = -1, s1 = -1, cpu0, cpu1;
+    size_t n = 0;
+    pid_t dpid, pid;
+    int status = 0;
+    bool held;
+
+    fprintf(stderr, "run_bench: list-cpu (%ld names, fresh daemon)\n", r->names);
+    if (h_daemon_pid() > 0) {
+        (void)h_stop_daemon();
+    }
+    memset(&o, 0, sizeof(o));
+    o.log_level = "warn";
+    o.max_ttl_ms = RUNBENCH_LIST_TTL_MS;
+    o.max_locks_per_client = r->names / RUNBENCH_LIST_CONNS + 1024;
+    if (h_start_daemon(&o) != 0) {
+        fprintf(stderr, "run_bench: list-cpu: could not start a fresh daemon\n");
+        return false;
+    }
+    dpid = h_daemon_pid();
+    runbench_target(target, sizeof(target), use_unix);
+    snprintf(conns, sizeof(conns), "%d", RUNBENCH_LIST_CONNS);
+    snprintf(locks, sizeof(locks), "%ld", r->names);
+    snprintf(ttl, sizeof(ttl), "%d", RUNBENCH_LIST_TTL_MS);
+    snprintf(dur, sizeof(dur), "%d", RUNBENCH_HOLD_SPARE_S);     /* ended by SIGTERM */
+    snprintf(out, sizeof(out), "%s/bench-list-%ld-hold.out", h_dir(), r->names);
+    snprintf(lout, sizeof(lout), "%s/bench-list-%ld.out", h_dir(), r->names);
+    argv[n++] = bin;
+    argv[n++] = "--mode";
+    argv[n++] = "names-hold";
+    argv[n++] = "--connections";
+    argv[n++] = conns;
+    argv[n++] = "--locks";
+    argv[n++] = locks;
+    argv[n++] = "--ttl";
+    argv[n++] = ttl;
+    argv[n++] = "--duration";
+    argv[n++] = dur;
+    argv[n++] = "--target";
+    argv[n++] = target;
+    argv[n] = NULL;
+    memset(&child, 0, sizeof(child));
+    child.out = out;
+    child.pid = h_spawn(argv, out);
+    if (child.pid < 0) {
+        return false;
+    }
+    held = h_wait_until(runbench_held_or_gone, &child, held_ms)
+           && runbench_file_has(out, "{\"event\":\"held\"");
+    if (held) {
+        n = 0;
+        argv[n++] = bin;
+        argv[n++] = "--mode";
+        argv[n++] = "list";
+        argv[n++] = "--duration";
+        argv[n++] = seconds;
+        argv[n++] = "--target";
+        argv[n++] = target;
+        argv[n] = NULL;
+        (void)h_stat_once("list_steps", &s0);
+        cpu0 = runbench_cpu_ns(dpid);
+        pid = h_spawn(argv, lout);
+        while (pid > 0 && waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+        }
+        cpu1 = runbench_cpu_ns(dpid);
+        (void)h_stat_once("list_steps", &s1);
+        if (pid > 0 && h_decode_status(status) == 0
+            && runbench_read_json(lout, json, sizeof(json))) {
+            printf("%s\n", json);
+            r->lists = runbench_field(json, "lists");
+            r->lines = runbench_field(json, "lines");
+            r->steps = s0 >= 0 && s1 >= s0 ? s1 - s0 : 0;
+            r->cpu_s = cpu0 >= 0 && cpu1 >= cpu0 ? (double)(cpu1 - cpu0) / 1e9 : 0;
+            r->us_per_step = r->steps > 0 ? r->cpu_s * 1e6 / (double)r->steps : 0;
+            r->ok = r->lists > 0 && r->steps > 0 && r->cpu_s > 0
+                    && runbench_field(json, "errors") == 0
+                    && runbench_field(json, "names_min") == (double)r->names
+                    && runbench_field(json, "names_max") == (double)r->names;
+        }
+        if (!r->ok) {
+            fprintf(stderr, "run_bench: list-cpu %ld: the LIST run failed or listed other "
+                    "than %ld names (%s)\n", r->names, r->names, lout);
+        }
+    } else {
+        fprintf(stderr, "run_bench: list-cpu %ld: no \"held\" line from redlock-bench %s\n",
+                r->names, child.exited ? "before it exited" : "in time");
+    }
+    runbench_child_end(&child);
+    if (!runbench_read_json(out, json, sizeof(json))
+        || runbench_field(json, "held") != (double)r->names
+        || runbench_field(json, "errors") != 0) {
+        fprintf(stderr, "run_bench: list-cpu %ld: the names were not all held to the end\n",
+                r->names);
+        r->ok = false;
+    }
+    r->grant_s = runbench_field(json, "grant_seconds");
+    if (!h_wait_stat("locks_held", 0, false, RUNBENCH_RELEASE_MS + r->names / 1000 * 300,
+                     NULL)) {
+        fprintf(stderr, "run_bench: list-cpu %ld: locks_held did not drop to 0\n", r->names);
+        r->ok = false;
+    }
+    return r->ok;
+}
+
+/* The list-cpu table. */
+static void
+runbench_list_table(const char *seconds)
+{
+    const struct runbench_list *r;
+    size_t i;
+
+    printf("\nLIST: the daemon's CPU per step of up to 1,024 names (a fresh daemon each, the "
+           "names held\nin session mode over %d connections; one client LISTing for %s s; "
+           "steps: STATS list_steps)\n", RUNBENCH_LIST_CONNS,
+           runbench_smoke ? RUNBENCH_SMOKE_LIST_S : seconds);
+    printf("  %-10s %8s %8s %9s %11s %10s %9s\n", "names held", "grant s", "lists", "steps",
+           "names/step", "daemon s", "us/step");
+    for (i = 0; i < RUNBENCH_LIST_ROWS; i++) {
+        r = &runbench_lists[i];
+        if (!r->ok) {
+            printf("  %10ld %8s\n", r->names, "(failed)");
+            continue;
+        }
+        printf("  %10ld %8.2f %8.0f %9lld %11.0f %10.2f %9.1f\n", r->names, r->grant_s,
+               r->lists, r->steps, r->lines / (double)r->steps, r->cpu_s, r->us_per_step);
+    }
+}
+
+/* The list-cpu target: CPU per step flat from 1k to 100k names. */
+static void
+runbench_list_target(void)
+{
+    const struct runbench_list *lo = &runbench_lists[0];
+    const struct runbench_list *hi = &runbench_lists[RUNBENCH_LIST_ROWS - 1];
+    char what[96];
+
+    snprintf(what, sizeof(what), "LIST CPU per step, %ldk / %ldk names held",
+             hi->names / 1000, lo->names / 1000);
+    runbench_ratio(what, lo->ok && hi->ok, hi->us_per_step, lo->us_per_step, true,
+                   RUNBENCH_LIST_RATIO);
+}
+
+/* Every list-cpu row (scaled down in --smoke); false when one failed. */
+static bool
+runbench_list_rows(const char *bin, bool use_unix, const char *seconds)
+{
+    static const long smoke_names[RUNBENCH_LIST_ROWS] = { 100, 1000, 5000 };
+    bool good = true;
+    size_t i;
+
+    for (i = 0; i < RUNBENCH_LIST_ROWS; i++) {
+        if (runbench_smoke) {
+            runbench_lists[i].names = smoke_names[i];
+        }
+        if (!runbench_list_one(&runbench_lists[i], bin, use_unix,
+                               runbench_smoke ? RUNBENCH_SMOKE_LIST_S : seconds)) {
+            h_print_daemon_log_tail(20);
+            good = false;
+        }
+    }
+    return good;
+}
+
 static double
 runbench_mib(long long kib)
 {
@@ -1464,6 +1675,7 @@ runbench_table(const char *seconds, bool smoke)
            "SIGTERM\nto STATS locks_held 0; renewals that failed meanwhile; reported, not judged)\n");
     runbench_release_row(ses);
     runbench_release_row(cnt);
+    runbench_list_table(seconds);
     if (smoke) {
         printf("\ntargets: not judged in a smoke run (make bench judges them)\n");
         return;
@@ -1530,6 +1742,7 @@ runbench_table(const char *seconds, bool smoke)
     runbench_goal("sessions-max renewal % of a core per 10,000", max->cpu_ok,
                   max->cpu_ok ? max->cpu_pct * 10000.0 / (double)max->locks : 0, "<=",
                   RUNBENCH_RENEW_PCT_10K);
+    runbench_list_target();
     runbench_peer_targets();
 }
 
@@ -1918,7 +2131,7 @@ main(int argc, char **argv)
 {
     struct h_daemon_opts o;
     const char *bin = getenv("REDLOCK_BENCH_BIN"), *env = getenv("BENCH_SECONDS");
-    const char *unix_env = getenv("BENCH_UNIX");
+    const char *unix_env = getenv("BENCH_UNIX"), *only = getenv("BENCH_ONLY");
     char masters[H_MASTERS_MAX * 24], target[4096], seconds[32], peer_dir[4096];
     bool smoke = false, good = true, use_unix;
     int64_t window_ms;
@@ -1970,6 +2183,18 @@ main(int argc, char **argv)
                                 i > 0 ? "," : "", h_master_port(i));
     }
     runbench_target(target, sizeof(target), use_unix);
+    if (only != NULL && strcmp(only, "list") == 0) {
+        /* The list-cpu rows alone. */
+        good = runbench_list_rows(bin, use_unix, seconds);
+        h_end();
+        h_suite_cleanup();
+        runbench_list_table(seconds);
+        if (!smoke) {
+            printf("\ntargets (report only)%36s   target\n", "value");
+            runbench_list_target();
+        }
+        return good ? 0 : 1;
+    }
     for (i = 0; i < RUNBENCH_NRUNS; i++) {
         runbench_one(&runbench_runs[i], bin,
                      smoke && runbench_runs[i].smoke_seconds != NULL
@@ -2007,6 +2232,9 @@ main(int argc, char **argv)
     }
     if (!runbench_hold_one(&runbench_lease, bin, use_unix, window_ms)) {
         h_print_daemon_log_tail(20);
+        good = false;
+    }
+    if (!runbench_list_rows(bin, use_unix, seconds)) {
         good = false;
     }
     h_end();
