@@ -791,6 +791,45 @@ cond_tries(void *arg)
 }
 
 /*
+ * The set-up of the wake-up tests: daemon A straight to the masters,
+ * daemon B through proxies that slow its subscriber links by
+ * WAKE_SUB_MS each way; A holds name in lease mode for WAKE_TTL_MS
+ * (no renewal makes a script call while B's are counted); tries->before
+ * is read.  Its UNLOCK line goes to unlock (size bytes); a and b are
+ * the sessions.
+ */
+static void
+ho_wake_setup(const char *name, struct tries_want *tries, char *unlock, size_t size,
+              int *a, int *b)
+{
+    struct h_daemon_opts opts = ho_opts;
+    const char *via[NMASTERS];
+    char key[64], line[64], *token;
+    size_t i;
+
+    expect_up_daemons(NMASTERS, false, 1, NULL);
+    for (i = 0; i < NMASTERS; i++) {
+        via[i] = expect_proxy_start(i, WAKE_SUB_MS, true);
+    }
+    opts.master_addrs = via;
+    ck_assert_msg(h_start_daemon(&opts) == 0, "daemon B did not start (log above)");
+    expect_proxies_on();
+    *a = expect_connect(0);
+    *b = expect_connect(1);
+    snprintf(line, sizeof(line), "LOCK %s ttl=%d mode=lease", name, WAKE_TTL_MS);
+    EXPECT_PREFIX(*a, line, "OK ");
+    snprintf(key, sizeof(key), PREFIX "%s", name);
+    token = h_master_get(0, key);
+    ck_assert_msg(token != NULL && h_is_token(token), "no token for %s on master 0", name);
+    snprintf(unlock, size, "UNLOCK %s token=%s", name, token);
+    free(token);
+    for (i = 0; i < NMASTERS; i++) {
+        tries->before[i] = expect_script_calls(i);
+        ck_assert_msg(tries->before[i] >= 0, "INFO commandstats failed on master %zu", i);
+    }
+}
+
+/*
  * The waiter's subscription is slower than its tries: daemon B reaches
  * each master's pub/sub through a delay proxy that slows subscriber
  * connections only (WAKE_SUB_MS each way, the top of the fault suite's
@@ -805,34 +844,13 @@ cond_tries(void *arg)
  */
 START_TEST(wake_after_slow_subscribe)
 {
-    struct h_daemon_opts opts = ho_opts;
     struct tries_want tries = { { 0 }, 3, { 0 } };
-    const char *via[NMASTERS];
     long long fallbacks, wakeups;
     int64_t t_unlock, waited;
-    char *got, *token, line[128];
-    size_t i;
+    char *got, line[128];
     int a, b;
 
-    expect_up_daemons(NMASTERS, false, 1, NULL);
-    for (i = 0; i < NMASTERS; i++) {
-        via[i] = expect_proxy_start(i, WAKE_SUB_MS, true);
-    }
-    opts.master_addrs = via;
-    ck_assert_msg(h_start_daemon(&opts) == 0, "daemon B did not start (log above)");
-    expect_proxies_on();
-    a = expect_connect(0);
-    b = expect_connect(1);
-    /* In lease mode: no renewal makes a script call while B's are counted. */
-    EXPECT_PREFIX(a, "LOCK s ttl=10000 mode=lease", "OK s token=");
-    token = h_master_get(0, PREFIX "s");
-    ck_assert_msg(token != NULL && h_is_token(token), "no token for s on master 0");
-    snprintf(line, sizeof(line), "UNLOCK s token=%s", token);
-    free(token);
-    for (i = 0; i < NMASTERS; i++) {
-        tries.before[i] = expect_script_calls(i);
-        ck_assert_msg(tries.before[i] >= 0, "INFO commandstats failed on master %zu", i);
-    }
+    ho_wake_setup("s", &tries, line, sizeof(line), &a, &b);
     ck_assert_int_eq(h_send(b, "LOCK s wait=30000"), 0);
     /* Its first try, that try's clean-up release, and its try once more. */
     ck_assert_msg(h_wait_until(cond_tries, &tries, 5000),
@@ -877,34 +895,15 @@ END_TEST
  */
 START_TEST(wake_after_subscriber_reconnect)
 {
-    struct h_daemon_opts opts = ho_opts;
     struct tries_want tries = { { 0 }, 3, { 0 } };
     struct numsub_want sub = { PREFIX "r" RELEASED, 1, { 0 } };
-    const char *via[NMASTERS];
     long long fallbacks;
     int64_t t_unlock, waited;
-    char *got, *token, line[128];
+    char *got, line[128];
     size_t i;
     int a, b;
 
-    expect_up_daemons(NMASTERS, false, 1, NULL);
-    for (i = 0; i < NMASTERS; i++) {
-        via[i] = expect_proxy_start(i, WAKE_SUB_MS, true);
-    }
-    opts.master_addrs = via;
-    ck_assert_msg(h_start_daemon(&opts) == 0, "daemon B did not start (log above)");
-    expect_proxies_on();
-    a = expect_connect(0);
-    b = expect_connect(1);
-    EXPECT_PREFIX(a, "LOCK r ttl=10000 mode=lease", "OK r token=");
-    token = h_master_get(0, PREFIX "r");
-    ck_assert_msg(token != NULL && h_is_token(token), "no token for r on master 0");
-    snprintf(line, sizeof(line), "UNLOCK r token=%s", token);
-    free(token);
-    for (i = 0; i < NMASTERS; i++) {
-        tries.before[i] = expect_script_calls(i);
-        ck_assert_msg(tries.before[i] >= 0, "INFO commandstats failed on master %zu", i);
-    }
+    ho_wake_setup("r", &tries, line, sizeof(line), &a, &b);
     ck_assert_int_eq(h_send(b, "LOCK r wait=30000"), 0);
     ck_assert_msg(h_wait_until(cond_tries, &tries, 5000) && h_wait_until(cond_numsub, &sub, 5000),
                   "daemon B did not start waiting for r (subscribers %lld %lld %lld %lld %lld)",
