@@ -37,7 +37,7 @@ $(B)/redlock-bench: $(B)/obj/tests/bench/redlock_bench.o $(CLIENT_OBJ)
 # The noisy-neighbour row's load (tests/bench/noisy_bench.c).
 $(B)/redlock-noisy: $(B)/obj/tests/bench/noisy_bench.o $(CLIENT_OBJ)
 	@echo "  LD      $@"
-	@$(CC) $(CFLAGS) $(HARDEN_LDFLAGS) -o $@ $^ $(PKG_LIBS) $(LDFLAGS)
+	@$(CC) $(CFLAGS) $(HARDEN_LDFLAGS) -pthread -o $@ $^ $(PKG_LIBS) $(LDFLAGS)
 
 $(B)/run_bench: $(B)/obj/tests/bench/run_bench.o $(HARNESS_OBJ)
 	@echo "  LD      $@"

@@ -9,9 +9,12 @@
  *                between them (LOCK bench-noisy-<pid>-<i> ttl=<ttl>, all
  *                granted before the phases start); the daemon's watchdog
  *                renews each about every ttl/3; a "! LOST" line counts
- *     probe      one connection from 127.0.0.1 that every --probe-ms
- *                sends TRYLOCK bench-noisy-<pid>-probe, times it (sent to
- *                its OK read, CLOCK_MONOTONIC) and UNLOCKs it
+ *     probe      one connection from 127.0.0.1, in a thread of its own
+ *                (blocking, with the client library, so that the flood's
+ *                replies, read by the event loop, never delay its
+ *                timing), that every --probe-ms sends TRYLOCK
+ *                bench-noisy-<pid>-probe, times it (sent to its OK read,
+ *                CLOCK_MONOTONIC) and UNLOCKs it
  *     flooders   --flood-conns connections, connection i bound to the
  *                source address 127.0.2.<1 + i mod --sources> and flooding
  *                one verb, the verbs taken in turn (--verbs, default
@@ -59,8 +62,10 @@
 #include <errno.h>
 #include <getopt.h>
 #include <inttypes.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdarg.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -100,8 +105,6 @@ enum noisy_req {
     NOISY_REQ_UNWATCH,
     NOISY_REQ_STATUS,
     NOISY_REQ_LIST,
-    NOISY_REQ_TRYLOCK,
-    NOISY_REQ_UNLOCK,
     NOISY_REQ_STATS
 };
 
@@ -111,7 +114,6 @@ enum noisy_role {
     NOISY_FLOOD_WATCH,
     NOISY_FLOOD_STATUS,
     NOISY_FLOOD_LIST,
-    NOISY_PROBE,
     NOISY_STATS
 };
 
@@ -144,8 +146,6 @@ struct noisy_conn {
     uint64_t            seq;                /* flood: WATCHes sent (the next fresh name) */
     size_t              lock_next;          /* holder: the next of its names to LOCK */
     size_t              lock_end;           /* holder: one past its last name */
-    int64_t             sent_us;            /* probe: when its TRYLOCK was sent */
-    struct noisy_probe *probe;              /* probe: the phase it was sent in */
     char                source[32];         /* the address it is bound to ("" none) */
 };
 
@@ -154,7 +154,7 @@ struct noisy_probe {
     int64_t  *us;               /* TRYLOCK sent to OK read */
     size_t    n;                /* stored */
     uint64_t  errors;           /* TRYLOCK not answered OK, or UNLOCK not OK */
-    uint64_t  late;             /* ticks skipped: the last probe was unanswered */
+    uint64_t  late;             /* ticks skipped: the last probe was still unanswered */
 };
 
 /* The STATS figures read at one moment. */
@@ -189,10 +189,14 @@ static struct {
 static struct event_base   *noisy_base;
 static struct noisy_conn   *noisy_conns;
 static size_t               noisy_nconns;
-static struct noisy_conn   *noisy_probe_conn;
 static struct noisy_conn   *noisy_stats_conn;
 static enum noisy_phase     noisy_phase = NOISY_SETUP;
-static struct noisy_probe   noisy_probes[2];    /* [0] quiet, [1] flood */
+static struct noisy_probe   noisy_probes[2];    /* [0] quiet, [1] flood; the probe
+                                                   thread's until it is joined */
+static atomic_int           noisy_phase_now;    /* noisy_phase, for the probe thread */
+static atomic_int           noisy_probe_state;  /* 0 connecting, 1 up, -1 failed */
+static pthread_t            noisy_probe_thread;
+static char                 noisy_probe_name[NOISY_NAME_MAX]; /* its lock */
 static struct noisy_snap    noisy_snaps[4];     /* quiet start, flood start, flood end, settled */
 static struct noisy_snap    noisy_cur;          /* the STATS being read */
 static struct noisy_snap    noisy_max;          /* the most seen in the flood's samples */
@@ -207,7 +211,7 @@ static uint64_t             noisy_held_back, noisy_pushes, noisy_list_lines;
 static uint64_t             noisy_held, noisy_lost, noisy_errors;
 static size_t               noisy_connected;
 static int64_t              noisy_last_tick_us;
-static struct event        *noisy_tick_ev, *noisy_probe_ev, *noisy_sample_ev, *noisy_phase_ev;
+static struct event        *noisy_tick_ev, *noisy_sample_ev, *noisy_phase_ev;
 static int64_t              noisy_phase_start_us;
 static double               noisy_phase_len_s[2]; /* measured: quiet, flood */
 
@@ -293,26 +297,107 @@ noisy_cmp_i64(const void *a, const void *b)
     return x < y ? -1 : x > y;
 }
 
+/* Enter phase p (main thread); the probe thread sees it too. */
 static void
-noisy_probe_tick(evutil_socket_t fd, short what, void *arg)
+noisy_set_phase(enum noisy_phase p)
 {
-    struct noisy_conn *c = noisy_probe_conn;
+    noisy_phase = p;
+    atomic_store(&noisy_phase_now, (int)p);
+}
+
+/* The probe's next reply line (pushes skipped), or NULL (counted in p). */
+static const char *
+noisy_probe_read(struct client *c, struct noisy_probe *p, const char *what)
+{
+    enum client_read r;
+
+    do {
+        r = client_read_line(c, client_now_ms() + NOISY_GRANT_MS);
+    } while (r == CLIENT_LINE && client_is_push(c->line));
+    if (r != CLIENT_LINE) {
+        p->errors++;
+        fprintf(stderr, "redlock-noisy: probe %s: %s\n", what,
+                r == CLIENT_TIMEOUT ? "no answer" : r == CLIENT_EOF ? "closed" : c->err);
+        return NULL;
+    }
+    return c->line;
+}
+
+/* One probe: TRYLOCK timed, then UNLOCK.  Returns -1 when the connection is gone. */
+static int
+noisy_probe_once(struct client *c, struct noisy_probe *p)
+{
+    char line[NOISY_NAME_MAX + 16];
+    const char *got;
+    int64_t t0;
+
+    snprintf(line, sizeof(line), "TRYLOCK %s", noisy_probe_name);
+    t0 = noisy_now_us();
+    if (client_send(c, line, client_now_ms() + NOISY_GRANT_MS) != 0
+        || (got = noisy_probe_read(c, p, "TRYLOCK")) == NULL) {
+        return -1;
+    }
+    if (strncmp(got, "OK ", 3) != 0) {
+        if (p->errors++ < 3) {
+            fprintf(stderr, "redlock-noisy: probe TRYLOCK: '%s'\n", got);
+        }
+        return 0;
+    }
+    if (p->n < NOISY_PROBES_MAX) {
+        p->us[p->n++] = noisy_now_us() - t0;
+    }
+    snprintf(line, sizeof(line), "UNLOCK %s", noisy_probe_name);
+    if (client_send(c, line, client_now_ms() + NOISY_GRANT_MS) != 0
+        || (got = noisy_probe_read(c, p, "UNLOCK")) == NULL) {
+        return -1;
+    }
+    if (strncmp(got, "OK ", 3) != 0) {
+        p->errors++;
+        fprintf(stderr, "redlock-noisy: probe UNLOCK: '%s'\n", got);
+    }
+    return 0;
+}
+
+/*
+ * The probe thread: connect, then every --probe-ms of the quiet and
+ * flood phases one probe (a tick that finds the last one unanswered is
+ * skipped and counted late), until the main thread says NOISY_DONE.
+ */
+static void *
+noisy_probe_main(void *arg)
+{
+    struct client c;
+    struct timespec ts;
+    int64_t period = noisy_opt.probe_ms * 1000, next, now;
+    int one = 1, ph;
     struct noisy_probe *p;
 
-    (void)fd;
-    (void)what;
     (void)arg;
-    if (noisy_phase != NOISY_QUIET && noisy_phase != NOISY_FLOOD) {
-        return;
+    client_init(&c, -1, 0);
+    if (client_connect_tcp(&c, noisy_opt.target, client_now_ms() + NOISY_GRANT_MS) != 0) {
+        fprintf(stderr, "redlock-noisy: probe: %s\n", c.err);
+        atomic_store(&noisy_probe_state, -1);
+        return NULL;
     }
-    p = &noisy_probes[noisy_phase == NOISY_FLOOD];
-    if (c->n > 0) {
-        p->late++;
-        return;
+    (void)setsockopt(c.fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+    atomic_store(&noisy_probe_state, 1);
+    next = noisy_now_us();
+    while ((ph = atomic_load(&noisy_phase_now)) != NOISY_DONE) {
+        p = &noisy_probes[ph == NOISY_FLOOD];
+        if ((ph == NOISY_QUIET || ph == NOISY_FLOOD) && noisy_probe_once(&c, p) != 0) {
+            break;
+        }
+        next += period;
+        for (now = noisy_now_us(); next <= now; next += period) {
+            p->late += ph == NOISY_QUIET || ph == NOISY_FLOOD;
+        }
+        ts.tv_sec = (time_t)(next / 1000000);
+        ts.tv_nsec = (long)(next % 1000000 * 1000);
+        while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, NULL) == EINTR) {
+        }
     }
-    c->sent_us = noisy_now_us();
-    c->probe = p;
-    noisy_send(c, NOISY_REQ_TRYLOCK, "TRYLOCK bench-noisy-%ld-probe", (long)getpid());
+    client_close(&c);
+    return NULL;
 }
 
 /* ---- the flooders ---- */
@@ -473,7 +558,7 @@ noisy_stats_end(void)
     if (snap >= 0) {
         noisy_snaps[snap] = noisy_cur;
         if (snap == 3) {
-            noisy_phase = NOISY_DONE;
+            noisy_set_phase(NOISY_DONE);
             event_base_loopbreak(noisy_base);
         }
     } else {
@@ -503,8 +588,6 @@ static void
 noisy_line(struct noisy_conn *c, const char *line)
 {
     enum noisy_req req;
-    int64_t now;
-    struct noisy_probe *p;
 
     if (client_is_push(line)) {
         if (strncmp(line, "! LOST", 6) == 0) {
@@ -554,27 +637,6 @@ noisy_line(struct noisy_conn *c, const char *line)
     case NOISY_REQ_UNWATCH:
         if (strncmp(line, "OK ", 3) != 0) {
             noisy_error("UNWATCH", line);
-        }
-        break;
-    case NOISY_REQ_TRYLOCK:
-        now = noisy_now_us();
-        p = c->probe;
-        if (strncmp(line, "OK ", 3) != 0) {
-            p->errors++;
-            if (p->errors <= 3) {
-                fprintf(stderr, "redlock-noisy: probe TRYLOCK: '%s'\n", line);
-            }
-            break;
-        }
-        if (p->n < NOISY_PROBES_MAX) {
-            p->us[p->n++] = now - c->sent_us;
-        }
-        noisy_send(c, NOISY_REQ_UNLOCK, "UNLOCK bench-noisy-%ld-probe", (long)getpid());
-        break;
-    case NOISY_REQ_UNLOCK:
-        if (strncmp(line, "OK ", 3) != 0) {
-            c->probe->errors++;
-            fprintf(stderr, "redlock-noisy: probe UNLOCK: '%s'\n", line);
         }
         break;
     case NOISY_REQ_STATS:
@@ -656,20 +718,20 @@ noisy_next_phase(void)
 
     switch (noisy_phase) {
     case NOISY_SETUP:
-        noisy_phase = NOISY_QUIET;
+        noisy_set_phase(NOISY_QUIET);
         noisy_stats_ask(0);
         tv = noisy_tv((int64_t)(noisy_opt.quiet_s * 1000));
         break;
     case NOISY_QUIET:
         noisy_phase_len_s[0] = (double)(now - noisy_phase_start_us) / 1e6;
-        noisy_phase = NOISY_FLOOD;
+        noisy_set_phase(NOISY_FLOOD);
         noisy_stats_ask(1);
         noisy_last_tick_us = now;
         tv = noisy_tv((int64_t)(noisy_opt.flood_s * 1000));
         break;
     case NOISY_FLOOD:
         noisy_phase_len_s[1] = (double)(now - noisy_phase_start_us) / 1e6;
-        noisy_phase = NOISY_SETTLE;
+        noisy_set_phase(NOISY_SETTLE);
         for (i = 0; i < noisy_nconns; i++) {
             noisy_conns[i].credit = 0;
         }
@@ -746,7 +808,7 @@ noisy_setup(void)
         fprintf(stderr, "redlock-noisy: --target: an IPv4 address, not '%s'\n", host);
         return -1;
     }
-    noisy_nconns = (size_t)(noisy_opt.hold_conns + noisy_opt.flood_conns) + 2;
+    noisy_nconns = (size_t)(noisy_opt.hold_conns + noisy_opt.flood_conns) + 1;
     noisy_conns = calloc(noisy_nconns, sizeof(*noisy_conns));
     noisy_probes[0].us = calloc(NOISY_PROBES_MAX, sizeof(int64_t));
     noisy_probes[1].us = calloc(NOISY_PROBES_MAX, sizeof(int64_t));
@@ -772,8 +834,6 @@ noisy_setup(void)
         noisy_conns[k].role = v == NOISY_V_WATCH ? NOISY_FLOOD_WATCH
                               : v == NOISY_V_STATUS ? NOISY_FLOOD_STATUS : NOISY_FLOOD_LIST;
     }
-    noisy_probe_conn = &noisy_conns[k++];
-    noisy_probe_conn->role = NOISY_PROBE;
     noisy_stats_conn = &noisy_conns[k++];
     noisy_stats_conn->role = NOISY_STATS;
     for (i = 0; i < noisy_nconns; i++) {
@@ -1098,27 +1158,41 @@ main(int argc, char **argv)
         return 1;
     }
     noisy_tick_ev = event_new(noisy_base, -1, EV_PERSIST, noisy_flood_tick, NULL);
-    noisy_probe_ev = event_new(noisy_base, -1, EV_PERSIST, noisy_probe_tick, NULL);
     noisy_sample_ev = event_new(noisy_base, -1, EV_PERSIST, noisy_sample_tick, NULL);
     noisy_phase_ev = event_new(noisy_base, -1, 0, noisy_phase_cb, NULL);
     deadline = event_new(noisy_base, -1, 0, noisy_setup_deadline, NULL);
-    if (noisy_tick_ev == NULL || noisy_probe_ev == NULL || noisy_sample_ev == NULL
-        || noisy_phase_ev == NULL || deadline == NULL || noisy_setup() != 0) {
+    if (noisy_tick_ev == NULL || noisy_sample_ev == NULL || noisy_phase_ev == NULL
+        || deadline == NULL || noisy_setup() != 0) {
         return 1;
+    }
+    snprintf(noisy_probe_name, sizeof(noisy_probe_name), "bench-noisy-%ld-probe",
+             (long)getpid());
+    if (pthread_create(&noisy_probe_thread, NULL, noisy_probe_main, NULL) != 0) {
+        fprintf(stderr, "redlock-noisy: pthread_create failed\n");
+        return 1;
+    }
+    /* The probe is connected before the phases start (its own deadline bounds this). */
+    while (atomic_load(&noisy_probe_state) == 0) {
+        struct timespec ts = { 0, 1000000 };
+
+        nanosleep(&ts, NULL);
     }
     tv = noisy_tv(NOISY_TICK_MS);
     event_add(noisy_tick_ev, &tv);
-    tv = noisy_tv(noisy_opt.probe_ms);
-    event_add(noisy_probe_ev, &tv);
     tv = noisy_tv(NOISY_SAMPLE_MS);
     event_add(noisy_sample_ev, &tv);
     tv = noisy_tv(NOISY_GRANT_MS);
     event_add(deadline, &tv);
-    event_base_dispatch(noisy_base);
+    if (atomic_load(&noisy_probe_state) == 1) {
+        event_base_dispatch(noisy_base);
+    }
     if (noisy_phase != NOISY_DONE) {
+        noisy_set_phase(NOISY_DONE);
+        (void)pthread_join(noisy_probe_thread, NULL);
         fprintf(stderr, "redlock-noisy: the run did not finish (phase %d)\n", (int)noisy_phase);
         rc = 1;
     } else {
+        (void)pthread_join(noisy_probe_thread, NULL);
         noisy_print();
     }
     for (i = 0; i < noisy_nconns; i++) {
@@ -1130,7 +1204,6 @@ main(int argc, char **argv)
     free(noisy_probes[0].us);
     free(noisy_probes[1].us);
     event_free(noisy_tick_ev);
-    event_free(noisy_probe_ev);
     event_free(noisy_sample_ev);
     event_free(noisy_phase_ev);
     event_free(deadline);
