@@ -71,6 +71,25 @@
  * rows, and the ratio uncontended-64-tls pairs/s / uncontended-64
  * pairs/s is a target (>= 0.7).  The smoke run has them too (1 s each).
  *
+ * The noisy-neighbour rows run after the idle row, each against a fresh
+ * daemon with the default limits: build/redlock-noisy
+ * (tests/bench/noisy_bench.c; REDLOCK_NOISY_BIN, default beside
+ * redlock-bench) holds 1000 session locks of ttl 1000 ms, times a
+ * TRYLOCK/UNLOCK probe every 100 ms on a connection of its own, quiet
+ * then while 24 sessions from 8 addresses (127.0.2.x) flood at 1000
+ * requests/s each (ten times limits.reads_per_second):
+ *
+ *     noisy-neighbour  WATCH, STATUS and LIST; targets: no renewal failed,
+ *                      no lock lost, no master link declared down (the
+ *                      log's "down:" lines, or master.<i>.reconnects),
+ *                      probe p99 flooded / quiet <= 2.0
+ *     noisy-reads      WATCH and STATUS only, for information
+ *
+ * with the reads made and refused and their waits (STATS).  Phases of
+ * max(BENCH_SECONDS, 5) s; in --smoke 1 s, 200 locks, 6 sessions from 2
+ * addresses.  A run fails (both modes) without a result, a lock, a
+ * probe in each phase or a read made, or with an unexpected reply.
+ *
  * Then the resource rows, each against a fresh daemon (stopped and
  * started again, so that its RSS owes nothing to the earlier rows; the
  * masters stay), measured on the daemon process from /proc/<pid>:
@@ -115,7 +134,8 @@
  * failed renewal or none at all is a failure in both modes.
  *
  * Environment: BENCH_SECONDS, REDLOCKD_BIN (default ./build/redlockd),
- * REDLOCK_BENCH_BIN (default ./build/redlock-bench), BENCH_UNIX=1 (talk
+ * REDLOCK_BENCH_BIN (default ./build/redlock-bench), REDLOCK_NOISY_BIN
+ * (default: redlock-noisy beside redlock-bench), BENCH_UNIX=1 (talk
  * to the daemon over its Unix socket instead of TCP), BENCH_PEER=0 (skip
  * the peer rows), BENCH_PEER_DIR.  Run from the source tree's root.
  * Exit status: 0, or 1 when the setup failed, a run (peer rows
