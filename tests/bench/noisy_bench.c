@@ -22,9 +22,10 @@
  *                of the name watched --watch-keep WATCHes earlier, so the
  *                watches stay bounded), STATUS of one of the held names,
  *                or LIST bench-noisy-<pid>- (every held name, one step);
- *                each sends --rate requests a second, with at most
- *                --window of them unanswered (the rest are held back and
- *                counted, never queued without bound)
+ *                each sends --rate requests a second, in bursts every
+ *                --burst-ms, with at most --window of them unanswered
+ *                (the rest are held back and counted, never queued
+ *                without bound)
  *     stats      one connection sending STATS at each phase boundary and
  *                every NOISY_SAMPLE_MS during the flood (the most reads in
  *                flight, waiting, and in the read class's queue)
@@ -89,7 +90,6 @@
 
 #define NOISY_NAME_MAX      96          /* lock names we build */
 #define NOISY_FIFO          512         /* requests unanswered per connection, at most */
-#define NOISY_TICK_MS       5           /* the flooders' sending tick */
 #define NOISY_SAMPLE_MS     250         /* STATS sampling during the flood */
 #define NOISY_GRANT_MS      60000       /* deadline for every held lock's OK */
 #define NOISY_PROBES_MAX    100000      /* probe latencies kept per phase */
@@ -178,6 +178,7 @@ static struct {
     double      rate;           /* requests a second per flooding connection */
     long        window;         /* unanswered flood requests per connection, at most */
     long        watch_keep;     /* WATCHes kept before each is UNWATCHed */
+    long        burst_ms;       /* the flooders send what their rate allows every this */
     double      quiet_s;        /* the quiet phase */
     double      flood_s;        /* the flood phase */
     long        settle_ms;      /* after the flood, before the last STATS */
@@ -944,7 +945,7 @@ noisy_usage(FILE *f)
             "  -r, --rate R             requests a second per flooding connection\n"
             "                           (default 1000)\n"
             "  -w, --window N           unanswered requests per flooding connection, at\n"
-            "                           most (default 64)\n"
+            "                           most (default 128)\n"
             "  -V, --verbs LIST         the verbs flooded, in turn over the connections\n"
             "                           (default watch,status,list)\n"
             "  -k, --watch-keep N       WATCHes before each is UNWATCHed (default 100)\n"
@@ -952,6 +953,9 @@ noisy_usage(FILE *f)
             "  -f, --flood SECONDS      the flood phase (default 10)\n"
             "  -S, --settle MS          after the flood, before the last STATS (default 1500)\n"
             "  -p, --probe-ms MS        the probe's period (default 100)\n"
+            "  -b, --burst-ms MS        the flooders send what their rate allows in bursts\n"
+            "                           this far apart (default 100: 100 requests at once\n"
+            "                           at 1000/s)\n"
             "Prints one JSON line (see the head of noisy_bench.c).\n");
 }
 
@@ -1008,6 +1012,7 @@ noisy_parse(int argc, char **argv)
         { "flood", required_argument, NULL, 'f' },
         { "settle", required_argument, NULL, 'S' },
         { "probe-ms", required_argument, NULL, 'p' },
+        { "burst-ms", required_argument, NULL, 'b' },
         { "help", no_argument, NULL, 'h' },
         { NULL, 0, NULL, 0 }
     };
@@ -1021,14 +1026,15 @@ noisy_parse(int argc, char **argv)
     noisy_opt.flood_conns = 24;
     noisy_opt.sources = 8;
     noisy_opt.rate = 1000;
-    noisy_opt.window = 64;
+    noisy_opt.window = 128;
     noisy_opt.watch_keep = 100;
+    noisy_opt.burst_ms = 100;
     noisy_opt.quiet_s = 10;
     noisy_opt.flood_s = 10;
     noisy_opt.settle_ms = 1500;
     noisy_opt.probe_ms = 100;
     (void)noisy_parse_verbs(verbs);
-    while ((ch = getopt_long(argc, argv, "T:n:H:t:c:s:r:w:V:k:q:f:S:p:h", longs, NULL)) != -1) {
+    while ((ch = getopt_long(argc, argv, "T:n:H:t:c:s:r:w:V:k:q:f:S:p:b:h", longs, NULL)) != -1) {
         switch (ch) {
         case 'T':
             noisy_opt.target = optarg;
@@ -1093,10 +1099,13 @@ noisy_parse(int argc, char **argv)
             break;
         case 'S':
         case 'p':
-            if (noisy_num(ch == 'S' ? "settle" : "probe-ms", 1, 3600000, &d) != 0) {
+        case 'b':
+            if (noisy_num(ch == 'S' ? "settle" : ch == 'p' ? "probe-ms" : "burst-ms", 1, 3600000,
+                          &d) != 0) {
                 return -1;
             }
-            *(ch == 'S' ? &noisy_opt.settle_ms : &noisy_opt.probe_ms) = (long)d;
+            *(ch == 'S' ? &noisy_opt.settle_ms : ch == 'p' ? &noisy_opt.probe_ms
+              : &noisy_opt.burst_ms) = (long)d;
             break;
         default:
             return -1;
@@ -1177,7 +1186,7 @@ main(int argc, char **argv)
 
         nanosleep(&ts, NULL);
     }
-    tv = noisy_tv(NOISY_TICK_MS);
+    tv = noisy_tv(noisy_opt.burst_ms);
     event_add(noisy_tick_ev, &tv);
     tv = noisy_tv(NOISY_SAMPLE_MS);
     event_add(noisy_sample_ev, &tv);
