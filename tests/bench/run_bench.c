@@ -84,10 +84,12 @@
  *                      log's "down:" lines, or master.<i>.reconnects),
  *                      probe p99 flooded / quiet <= 2.0
  *     noisy-reads      WATCH and STATUS only, for information
+ *     noisy-reads-96   the same with 96 sessions from 12 addresses: more
+ *                      readers than limits.max_reads_in_flight (64)
  *
  * with the reads made and refused and their waits (STATS).  Phases of
- * max(BENCH_SECONDS, 5) s; in --smoke 1 s, 200 locks, 6 sessions from 2
- * addresses.  A run fails (both modes) without a result, a lock, a
+ * max(BENCH_SECONDS, 5) s; --smoke runs noisy-neighbour alone, with 1 s
+ * phases, 200 locks, 6 sessions from 2 addresses.  A run fails (both modes) without a result, a lock, a
  * probe in each phase or a read made, or with an unexpected reply.
  *
  * Then the resource rows, each against a fresh daemon (stopped and
@@ -1416,8 +1418,6 @@ runbench_peer_targets(void)
 
 #define RUNBENCH_NOISY_LOCKS    "1000"  /* session locks held meanwhile */
 #define RUNBENCH_NOISY_TTL_MS   "1000"  /* their ttl: renewed every few hundred ms */
-#define RUNBENCH_NOISY_CONNS    "24"    /* flooding sessions */
-#define RUNBENCH_NOISY_SOURCES  "8"     /* over this many source addresses */
 #define RUNBENCH_NOISY_RATE     "1000"  /* requests a second each: 10 x limits.reads_per_second */
 #define RUNBENCH_NOISY_MIN_S    5.0     /* shortest phase (full run): 50 probes */
 #define RUNBENCH_NOISY_SETTLE   "1500"  /* ms after the flood: renewal rounds in flight end */
@@ -1435,7 +1435,10 @@ runbench_peer_targets(void)
 struct runbench_noisy {
     const char *label;                  /* row label */
     const char *verbs;                  /* redlock-noisy --verbs */
-    bool        target;                 /* its figures are judged against the targets */
+    const char *conns;                  /* --flood-conns: flooding sessions */
+    const char *sources;                /* --sources: the addresses they spread over */
+    bool        target;                 /* its figures are judged against the targets (and
+                                           it runs in smoke, scaled down; the others not) */
     bool        ran;                    /* a result line was read */
     bool        ok;                     /* every lock held, probes in both phases, no error */
     char        json[4096];             /* the result line */
@@ -1443,8 +1446,11 @@ struct runbench_noisy {
 };
 
 static struct runbench_noisy runbench_noisy_rows[] = {
-    { .label = "noisy-neighbour", .verbs = "watch,status,list", .target = true },
-    { .label = "noisy-reads", .verbs = "watch,status" },
+    { .label = "noisy-neighbour", .verbs = "watch,status,list", .conns = "24", .sources = "8",
+      .target = true },
+    { .label = "noisy-reads", .verbs = "watch,status", .conns = "24", .sources = "8" },
+    /* More reading sessions than limits.max_reads_in_flight: the daemon's budget binds. */
+    { .label = "noisy-reads-96", .verbs = "watch,status", .conns = "96", .sources = "12" },
 };
 
 #define RUNBENCH_NNOISY (sizeof(runbench_noisy_rows) / sizeof(runbench_noisy_rows[0]))
@@ -1520,9 +1526,9 @@ runbench_noisy_one(struct runbench_noisy *n, const char *bin, const char *phase_
     argv[k++] = "--ttl";
     argv[k++] = RUNBENCH_NOISY_TTL_MS;
     argv[k++] = "--flood-conns";
-    argv[k++] = smoke ? RUNBENCH_SMOKE_NOISY_CONNS : RUNBENCH_NOISY_CONNS;
+    argv[k++] = smoke ? RUNBENCH_SMOKE_NOISY_CONNS : n->conns;
     argv[k++] = "--sources";
-    argv[k++] = smoke ? RUNBENCH_SMOKE_NOISY_SOURCES : RUNBENCH_NOISY_SOURCES;
+    argv[k++] = smoke ? RUNBENCH_SMOKE_NOISY_SOURCES : n->sources;
     argv[k++] = "--rate";
     argv[k++] = RUNBENCH_NOISY_RATE;
     argv[k++] = "--quiet";
@@ -1581,9 +1587,9 @@ runbench_noisy_one(struct runbench_noisy *n, const char *bin, const char *phase_
 
 /*
  * The noisy-neighbour rows, each on a fresh daemon: phases of
- * max(BENCH_SECONDS, RUNBENCH_NOISY_MIN_S) s, 1 s in smoke (with 200
- * locks and 6 flooding sessions from 2 addresses).  True when every run
- * passed runbench_noisy_one.
+ * max(BENCH_SECONDS, RUNBENCH_NOISY_MIN_S) s; in smoke only the row
+ * with the targets, with 1 s phases, 200 locks and 6 flooding sessions
+ * from 2 addresses.  True when every run passed runbench_noisy_one.
  */
 static bool
 runbench_noisy(const char *bin, const char *seconds, bool smoke)
@@ -1595,6 +1601,9 @@ runbench_noisy(const char *bin, const char *seconds, bool smoke)
     snprintf(phase_s, sizeof(phase_s), "%g", smoke ? 1.0
              : atof(seconds) > RUNBENCH_NOISY_MIN_S ? atof(seconds) : RUNBENCH_NOISY_MIN_S);
     for (i = 0; i < RUNBENCH_NNOISY; i++) {
+        if (smoke && !runbench_noisy_rows[i].target) {
+            continue;   /* the information rows: not in smoke */
+        }
         if (!runbench_noisy_one(&runbench_noisy_rows[i], bin, phase_s, smoke)) {
             h_print_daemon_log_tail(20);
             good = false;
@@ -1645,6 +1654,9 @@ runbench_noisy_table(void)
            "q p50", "q p99", "f p50", "f p99", "ratio", "renew x", "lost", "down");
     for (i = 0; i < RUNBENCH_NNOISY; i++) {
         n = &runbench_noisy_rows[i];
+        if (runbench_smoke && !n->target) {
+            continue;   /* not run in smoke */
+        }
         if (!n->ran) {
             printf("  %-16s %-18s %6s\n", n->label, n->verbs, "(failed)");
             continue;
