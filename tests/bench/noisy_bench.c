@@ -13,8 +13,9 @@
  *                (blocking, with the client library, so that the flood's
  *                replies, read by the event loop, never delay its
  *                timing), that every --probe-ms sends TRYLOCK
- *                bench-noisy-<pid>-probe, times it (sent to its OK read,
- *                CLOCK_MONOTONIC) and UNLOCKs it
+ *                bench-noisy-<pid>-probe, times it (sent to its answer
+ *                read, CLOCK_MONOTONIC; an answer other than OK is timed
+ *                too, and counted as a probe error) and UNLOCKs it
  *     flooders   --flood-conns connections, connection i bound to the
  *                source address 127.0.2.<1 + i mod --sources> and flooding
  *                one verb, the verbs taken in turn (--verbs, default
@@ -338,14 +339,15 @@ noisy_probe_once(struct client *c, struct noisy_probe *p)
         || (got = noisy_probe_read(c, p, "TRYLOCK")) == NULL) {
         return -1;
     }
+    /* Every answer is timed: an error after a stall is the worst probe, not none. */
+    if (p->n < NOISY_PROBES_MAX) {
+        p->us[p->n++] = noisy_now_us() - t0;
+    }
     if (strncmp(got, "OK ", 3) != 0) {
         if (p->errors++ < 3) {
             fprintf(stderr, "redlock-noisy: probe TRYLOCK: '%s'\n", got);
         }
         return 0;
-    }
-    if (p->n < NOISY_PROBES_MAX) {
-        p->us[p->n++] = noisy_now_us() - t0;
     }
     snprintf(line, sizeof(line), "UNLOCK %s", noisy_probe_name);
     if (client_send(c, line, client_now_ms() + NOISY_GRANT_MS) != 0

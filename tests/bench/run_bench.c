@@ -1718,6 +1718,8 @@ runbench_noisy_targets(void)
     runbench_ratio("noisy-neighbour probe p99, flood / quiet", n->ran,
                    runbench_nf(n, "flood_p99_us"), runbench_nf(n, "quiet_p99_us"), true,
                    RUNBENCH_NOISY_P99);
+    runbench_goal("noisy-neighbour probes not answered OK (flood)", n->ran,
+                  runbench_nf(n, "flood_probe_errors"), "<=", 0);
 }
 
 /*
