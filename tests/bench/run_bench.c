@@ -1621,6 +1621,18 @@ runbench_noisy_downs(const struct runbench_noisy *n)
     return rec > (double)n->downs ? rec : (double)n->downs;
 }
 
+/*
+ * The quiet phase itself lost a lock or a renewal: something besides
+ * the flood (other jobs on the machine) starved the daemon or the
+ * masters, and the flood's figures mean little.
+ */
+static bool
+runbench_noisy_disturbed(const struct runbench_noisy *n)
+{
+    return runbench_nf(n, "quiet_locks_lost") != 0 || runbench_nf(n, "quiet_renewals_failed") != 0
+           || runbench_nf(n, "quiet_reconnects") != 0 || runbench_nf(n, "quiet_probe_errors") != 0;
+}
+
 /* Mean of a sum over a count, in ms (0 without a count). */
 static double
 runbench_mean_ms(double sum_us, double count)
@@ -1668,7 +1680,8 @@ runbench_noisy_table(void)
                runbench_nf(n, "quiet_p99_us") > 0
                ? runbench_nf(n, "flood_p99_us") / runbench_nf(n, "quiet_p99_us") : 0,
                runbench_nf(n, "flood_renewals_failed"), runbench_nf(n, "flood_locks_lost"),
-               runbench_noisy_downs(n), n->ok ? "" : "   FAILED");
+               runbench_noisy_downs(n), !n->ok ? "   FAILED"
+                                        : runbench_noisy_disturbed(n) ? "   QUIET LOST" : "");
     }
     for (i = 0; i < RUNBENCH_NNOISY; i++) {
         n = &runbench_noisy_rows[i];
@@ -1685,6 +1698,12 @@ runbench_noisy_table(void)
                runbench_nf(n, "list_lines"), runbench_nf(n, "held_back"),
                runbench_nf(n, "flood_renewals_ok"), runbench_nf(n, "flood_renewals_failed"),
                runbench_nf(n, "flood_probe_errors"), runbench_nf(n, "flood_probe_late"));
+        printf("    quiet phase: renewals ok %.0f, failed %.0f; locks lost %.0f; reconnects %.0f; "
+               "probe errors %.0f,\n    ticks late %.0f%s\n", runbench_nf(n, "quiet_renewals_ok"),
+               runbench_nf(n, "quiet_renewals_failed"), runbench_nf(n, "quiet_locks_lost"),
+               runbench_nf(n, "quiet_reconnects"), runbench_nf(n, "quiet_probe_errors"),
+               runbench_nf(n, "quiet_probe_late"), runbench_noisy_disturbed(n)
+               ? " (QUIET LOST: not the flood; the run was disturbed, run it again)" : "");
         printf("    read budget: %.0f reads waited their turn, %.1f ms on average; at most %.0f "
                "in flight\n    (limits.max_reads_in_flight 64), %.0f waiting; master queue, "
                "read class: %.0f written\n    after waiting, %.2f ms on average, %.0f expired, "
