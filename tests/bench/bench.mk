@@ -6,6 +6,9 @@
 #
 #   build/redlock-bench  the load generator (uncontended, hot, counted,
 #                        shared, direct, rtt, hold, lease-hold)
+#   build/redlock-noisy  the noisy-neighbour row's load: held session locks,
+#                        a probe, and sessions flooding WATCH, STATUS and LIST
+#                        from several source addresses
 #   build/run_bench      starts five masters and redlockd, runs the standard
 #                        table (with the counted and shared rows), the peer
 #                        rows (node tests/bench/peer/peer.js: redlockd
@@ -16,7 +19,7 @@
 #                        memory-counted, memory-lease, each on a fresh
 #                        daemon), prints the values against their targets
 
-BENCH_SMOKE_BINS := $(B)/redlock-bench $(B)/run_bench
+BENCH_SMOKE_BINS := $(B)/redlock-bench $(B)/run_bench $(B)/redlock-noisy
 BENCH_SECONDS ?= 10
 
 .PHONY: bench bench-smoke
@@ -30,6 +33,11 @@ $(B)/obj/tests/bench/%.o: tests/bench/%.c
 $(B)/redlock-bench: $(B)/obj/tests/bench/redlock_bench.o $(CLIENT_OBJ)
 	@echo "  LD      $@"
 	@$(CC) $(CFLAGS) $(HARDEN_LDFLAGS) -o $@ $^ $(PKG_LIBS) $(LDFLAGS)
+
+# The noisy-neighbour row's load (tests/bench/noisy_bench.c).
+$(B)/redlock-noisy: $(B)/obj/tests/bench/noisy_bench.o $(CLIENT_OBJ)
+	@echo "  LD      $@"
+	@$(CC) $(CFLAGS) $(HARDEN_LDFLAGS) -pthread -o $@ $^ $(PKG_LIBS) $(LDFLAGS)
 
 $(B)/run_bench: $(B)/obj/tests/bench/run_bench.o $(HARNESS_OBJ)
 	@echo "  LD      $@"

@@ -71,6 +71,27 @@
  * rows, and the ratio uncontended-64-tls pairs/s / uncontended-64
  * pairs/s is a target (>= 0.7).  The smoke run has them too (1 s each).
  *
+ * The noisy-neighbour rows run after the idle row, each against a fresh
+ * daemon with the default limits: build/redlock-noisy
+ * (tests/bench/noisy_bench.c; REDLOCK_NOISY_BIN, default beside
+ * redlock-bench) holds 1000 session locks of ttl 1000 ms, times a
+ * TRYLOCK/UNLOCK probe every 100 ms on a connection of its own, quiet
+ * then while 24 sessions from 8 addresses (127.0.2.x) flood at 1000
+ * requests/s each (ten times limits.reads_per_second):
+ *
+ *     noisy-neighbour  WATCH, STATUS and LIST; targets: no renewal failed,
+ *                      no lock lost, no master link declared down (the
+ *                      log's "down:" lines, or master.<i>.reconnects),
+ *                      probe p99 flooded / quiet <= 2.0
+ *     noisy-reads      WATCH and STATUS only, for information
+ *     noisy-reads-96   the same with 96 sessions from 12 addresses: more
+ *                      readers than limits.max_reads_in_flight (64)
+ *
+ * with the reads made and refused and their waits (STATS).  Phases of
+ * max(BENCH_SECONDS, 5) s; --smoke runs noisy-neighbour alone, with 1 s
+ * phases, 200 locks, 6 sessions from 2 addresses.  A run fails (both modes) without a result, a lock, a
+ * probe in each phase or a read made, or with an unexpected reply.
+ *
  * Then the resource rows, each against a fresh daemon (stopped and
  * started again, so that its RSS owes nothing to the earlier rows; the
  * masters stay), measured on the daemon process from /proc/<pid>:
@@ -125,9 +146,11 @@
  * failed renewal or none at all is a failure in both modes.
  *
  * Environment: BENCH_SECONDS, REDLOCKD_BIN (default ./build/redlockd),
- * REDLOCK_BENCH_BIN (default ./build/redlock-bench), BENCH_UNIX=1 (talk
+ * REDLOCK_BENCH_BIN (default ./build/redlock-bench), REDLOCK_NOISY_BIN
+ * (default: redlock-noisy beside redlock-bench), BENCH_UNIX=1 (talk
  * to the daemon over its Unix socket instead of TCP), BENCH_PEER=0 (skip
- * the peer rows), BENCH_PEER_DIR, BENCH_ONLY=list (the list-cpu rows
+ * the peer rows), BENCH_PEER_DIR, BENCH_ONLY=noisy (the noisy-neighbour rows alone),
+ * BENCH_ONLY=list (the list-cpu rows
  * alone, on masters of their own).  Run from the source tree's root.
  * Exit status: 0, or 1 when the setup failed, a run (peer rows
  * included, when they ran) printed no JSON line, a hold run failed
@@ -1603,6 +1626,333 @@ runbench_peer_targets(void)
     }
 }
 
+/* ---- the noisy-neighbour rows ---- */
+
+#define RUNBENCH_NOISY_LOCKS    "1000"  /* session locks held meanwhile */
+#define RUNBENCH_NOISY_TTL_MS   "1000"  /* their ttl: renewed every few hundred ms */
+#define RUNBENCH_NOISY_RATE     "1000"  /* requests a second each: 10 x limits.reads_per_second */
+#define RUNBENCH_NOISY_MIN_S    5.0     /* shortest phase (full run): 50 probes */
+#define RUNBENCH_NOISY_SETTLE   "1500"  /* ms after the flood: renewal rounds in flight end */
+#define RUNBENCH_NOISY_P99      2.0     /* target: probe p99, flood / quiet */
+#define RUNBENCH_NOISY_EXIT_MS  60000   /* beyond its phases, the run's deadline to exit */
+#define RUNBENCH_SMOKE_NOISY_LOCKS   "200"
+#define RUNBENCH_SMOKE_NOISY_CONNS   "6"
+#define RUNBENCH_SMOKE_NOISY_SOURCES "2"
+#define RUNBENCH_SMOKE_NOISY_SETTLE  "1200"
+
+/*
+ * One noisy-neighbour run (build/redlock-noisy, tests/bench/noisy_bench.c)
+ * against a fresh daemon with the default limits, and what it printed.
+ */
+struct runbench_noisy {
+    const char *label;                  /* row label */
+    const char *verbs;                  /* redlock-noisy --verbs */
+    const char *conns;                  /* --flood-conns: flooding sessions */
+    const char *sources;                /* --sources: the addresses they spread over */
+    bool        target;                 /* its figures are judged against the targets (and
+                                           it runs in smoke, scaled down; the others not) */
+    bool        ran;                    /* a result line was read */
+    bool        ok;                     /* every lock held, probes in both phases, no error */
+    char        json[4096];             /* the result line */
+    long long   downs;                  /* "down:" lines the daemon logged during the run */
+};
+
+static struct runbench_noisy runbench_noisy_rows[] = {
+    { .label = "noisy-neighbour", .verbs = "watch,status,list", .conns = "24", .sources = "8",
+      .target = true },
+    { .label = "noisy-reads", .verbs = "watch,status", .conns = "24", .sources = "8" },
+    /* More reading sessions than limits.max_reads_in_flight: the daemon's budget binds. */
+    { .label = "noisy-reads-96", .verbs = "watch,status", .conns = "96", .sources = "12" },
+};
+
+#define RUNBENCH_NNOISY (sizeof(runbench_noisy_rows) / sizeof(runbench_noisy_rows[0]))
+
+/* A number of a noisy row's result line; -1 when absent. */
+static double
+runbench_nf(const struct runbench_noisy *n, const char *key)
+{
+    return runbench_field(n->json, key);
+}
+
+/* Lines of the daemon's log from byte off on that contain text. */
+static long long
+runbench_log_count(off_t off, const char *text)
+{
+    char line[RUNBENCH_LINE_MAX];
+    long long count = 0;
+    FILE *f = fopen(h_daemon_log_path(), "r");
+
+    if (f == NULL) {
+        return -1;
+    }
+    if (fseeko(f, off, SEEK_SET) == 0) {
+        while (fgets(line, sizeof(line), f) != NULL) {
+            count += strstr(line, text) != NULL;
+        }
+    }
+    fclose(f);
+    return count;
+}
+
+/*
+ * One noisy-neighbour row: a fresh daemon (default limits), redlock-noisy
+ * with its quiet phase then its flood, each of phase_s seconds; the
+ * master links declared down are counted in the daemon's log.  Returns
+ * false when the run failed (no result, a lock not granted, a phase
+ * without probes, an unexpected reply); its figures are judged only
+ * against the targets, never here.
+ */
+static bool
+runbench_noisy_one(struct runbench_noisy *n, const char *bin, const char *phase_s, bool smoke)
+{
+    struct h_daemon_opts o;
+    struct runbench_child child;
+    char target[64], out[4096], line[sizeof(n->json)];
+    const char *argv[40];
+    size_t k = 0;
+    off_t off;
+    FILE *f;
+    int code;
+
+    fprintf(stderr, "run_bench: %s (%s s quiet, %s s flood, fresh daemon)\n", n->label, phase_s,
+            phase_s);
+    if (h_daemon_pid() > 0) {
+        (void)h_stop_daemon();
+    }
+    memset(&o, 0, sizeof(o));
+    o.log_level = "warn";
+    if (h_start_daemon(&o) != 0) {
+        fprintf(stderr, "run_bench: %s: could not start a fresh daemon\n", n->label);
+        return false;
+    }
+    off = h_log_size();
+    snprintf(target, sizeof(target), "127.0.0.1:%d", h_daemon_port());
+    snprintf(out, sizeof(out), "%s/bench-%s.out", h_dir(), n->label);
+    argv[k++] = bin;
+    argv[k++] = "--target";
+    argv[k++] = target;
+    argv[k++] = "--verbs";
+    argv[k++] = n->verbs;
+    argv[k++] = "--locks";
+    argv[k++] = smoke ? RUNBENCH_SMOKE_NOISY_LOCKS : RUNBENCH_NOISY_LOCKS;
+    argv[k++] = "--ttl";
+    argv[k++] = RUNBENCH_NOISY_TTL_MS;
+    argv[k++] = "--flood-conns";
+    argv[k++] = smoke ? RUNBENCH_SMOKE_NOISY_CONNS : n->conns;
+    argv[k++] = "--sources";
+    argv[k++] = smoke ? RUNBENCH_SMOKE_NOISY_SOURCES : n->sources;
+    argv[k++] = "--rate";
+    argv[k++] = RUNBENCH_NOISY_RATE;
+    argv[k++] = "--quiet";
+    argv[k++] = phase_s;
+    argv[k++] = "--flood";
+    argv[k++] = phase_s;
+    argv[k++] = "--settle";
+    argv[k++] = smoke ? RUNBENCH_SMOKE_NOISY_SETTLE : RUNBENCH_NOISY_SETTLE;
+    argv[k] = NULL;
+    memset(&child, 0, sizeof(child));
+    child.out = out;
+    child.pid = h_spawn(argv, out);
+    if (child.pid < 0) {
+        return false;
+    }
+    if (!h_wait_until(runbench_reaped, &child,
+                      (int64_t)(2 * atof(phase_s) * 1000) + RUNBENCH_NOISY_EXIT_MS)) {
+        fprintf(stderr, "run_bench: %s: redlock-noisy did not end in time\n", n->label);
+        runbench_child_end(&child);
+    }
+    code = h_decode_status(child.status);
+    n->downs = runbench_log_count(off, "down:");
+    f = fopen(out, "r");
+    while (f != NULL && fgets(line, sizeof(line), f) != NULL) {
+        if (strncmp(line, "{\"mode\":\"noisy\"", 15) == 0) {
+            line[strcspn(line, "\n")] = '\0';
+            snprintf(n->json, sizeof(n->json), "%s", line);
+            n->ran = true;
+        } else {
+            fprintf(stderr, "  (noisy) %s", line);
+        }
+    }
+    if (f != NULL) {
+        fclose(f);
+    }
+    if (code != 0 || !n->ran) {
+        fprintf(stderr, "run_bench: %s: redlock-noisy exited with %d%s\n", n->label, code,
+                n->ran ? "" : " and printed no result");
+        n->ran = false;
+        return false;
+    }
+    printf("%s\n", n->json);
+    n->ok = runbench_nf(n, "held") == runbench_nf(n, "locks")
+            && runbench_nf(n, "quiet_probes") > 0 && runbench_nf(n, "flood_probes") > 0
+            && runbench_nf(n, "errors") == 0
+            && runbench_nf(n, "ok_watch") + runbench_nf(n, "ok_status") > 0;
+    if (!n->ok) {
+        fprintf(stderr, "run_bench: %s: held %.0f of %.0f locks, probes %.0f quiet and %.0f "
+                "flooded, %.0f errors, %.0f reads made\n", n->label, runbench_nf(n, "held"),
+                runbench_nf(n, "locks"), runbench_nf(n, "quiet_probes"),
+                runbench_nf(n, "flood_probes"), runbench_nf(n, "errors"),
+                runbench_nf(n, "ok_watch") + runbench_nf(n, "ok_status"));
+    }
+    return n->ok;
+}
+
+/*
+ * The noisy-neighbour rows, each on a fresh daemon: phases of
+ * max(BENCH_SECONDS, RUNBENCH_NOISY_MIN_S) s; in smoke only the row
+ * with the targets, with 1 s phases, 200 locks and 6 flooding sessions
+ * from 2 addresses.  True when every run passed runbench_noisy_one.
+ */
+static bool
+runbench_noisy(const char *bin, const char *seconds, bool smoke)
+{
+    char phase_s[32];
+    bool good = true;
+    size_t i;
+
+    snprintf(phase_s, sizeof(phase_s), "%g", smoke ? 1.0
+             : atof(seconds) > RUNBENCH_NOISY_MIN_S ? atof(seconds) : RUNBENCH_NOISY_MIN_S);
+    for (i = 0; i < RUNBENCH_NNOISY; i++) {
+        if (smoke && !runbench_noisy_rows[i].target) {
+            continue;   /* the information rows: not in smoke */
+        }
+        if (!runbench_noisy_one(&runbench_noisy_rows[i], bin, phase_s, smoke)) {
+            h_print_daemon_log_tail(20);
+            good = false;
+        }
+    }
+    return good;
+}
+
+/* Master links declared down during a noisy run: the log's, or the reconnects if more. */
+static double
+runbench_noisy_downs(const struct runbench_noisy *n)
+{
+    double rec = runbench_nf(n, "quiet_reconnects") + runbench_nf(n, "flood_reconnects");
+
+    return rec > (double)n->downs ? rec : (double)n->downs;
+}
+
+/*
+ * The quiet phase itself lost a lock or a renewal: something besides
+ * the flood (other jobs on the machine) starved the daemon or the
+ * masters, and the flood's figures mean little.
+ */
+static bool
+runbench_noisy_disturbed(const struct runbench_noisy *n)
+{
+    return runbench_nf(n, "quiet_locks_lost") != 0 || runbench_nf(n, "quiet_renewals_failed") != 0
+           || runbench_nf(n, "quiet_reconnects") != 0 || runbench_nf(n, "quiet_probe_errors") != 0;
+}
+
+/* Mean of a sum over a count, in ms (0 without a count). */
+static double
+runbench_mean_ms(double sum_us, double count)
+{
+    return count > 0 ? sum_us / count / 1000.0 : 0;
+}
+
+/* The noisy-neighbour table: the probe quiet and flooded, what the flood cost and what it got. */
+static void
+runbench_noisy_table(void)
+{
+    const struct runbench_noisy *n;
+    size_t i;
+
+    printf("\nnoisy neighbour (a fresh daemon each, default limits; session locks held on 10 "
+           "connections;\nsessions from several 127.0.2.x addresses flood at a set rate each; a "
+           "probe TRYLOCK/UNLOCK\nevery 100 ms on its own connection, us; a quiet phase, then "
+           "the flood; renewals and links:\nthe flood and the %s ms after it)\n",
+           runbench_smoke ? RUNBENCH_SMOKE_NOISY_SETTLE : RUNBENCH_NOISY_SETTLE);
+    for (i = 0; i < RUNBENCH_NNOISY; i++) {
+        n = &runbench_noisy_rows[i];
+        if (n->ran) {
+            printf("  %s: %.0f locks of ttl %.0f ms; %.0f sessions from %.0f addresses, %.0f "
+                   "requests/s each; phases of %.1f s\n", n->label, runbench_nf(n, "locks"),
+                   runbench_nf(n, "ttl_ms"), runbench_nf(n, "flood_conns"),
+                   runbench_nf(n, "sources"), runbench_nf(n, "rate"),
+                   runbench_nf(n, "flood_s"));
+        }
+    }
+    printf("  %-16s %-18s %6s %7s %7s %7s %8s %6s %7s %6s %6s\n", "run", "flooding", "probes",
+           "q p50", "q p99", "f p50", "f p99", "ratio", "renew x", "lost", "down");
+    for (i = 0; i < RUNBENCH_NNOISY; i++) {
+        n = &runbench_noisy_rows[i];
+        if (runbench_smoke && !n->target) {
+            continue;   /* not run in smoke */
+        }
+        if (!n->ran) {
+            printf("  %-16s %-18s %6s\n", n->label, n->verbs, "(failed)");
+            continue;
+        }
+        printf("  %-16s %-18s %6.0f %7.0f %7.0f %7.0f %8.0f %6.2f %7.0f %6.0f %6.0f%s\n",
+               n->label, n->verbs, runbench_nf(n, "flood_probes"), runbench_nf(n, "quiet_p50_us"),
+               runbench_nf(n, "quiet_p99_us"), runbench_nf(n, "flood_p50_us"),
+               runbench_nf(n, "flood_p99_us"),
+               runbench_nf(n, "quiet_p99_us") > 0
+               ? runbench_nf(n, "flood_p99_us") / runbench_nf(n, "quiet_p99_us") : 0,
+               runbench_nf(n, "flood_renewals_failed"), runbench_nf(n, "flood_locks_lost"),
+               runbench_noisy_downs(n), !n->ok ? "   FAILED"
+                                        : runbench_noisy_disturbed(n) ? "   QUIET LOST" : "");
+    }
+    for (i = 0; i < RUNBENCH_NNOISY; i++) {
+        n = &runbench_noisy_rows[i];
+        if (!n->ran) {
+            continue;
+        }
+        printf("  %s: reads made / refused (ERR LIMIT reads_per_second): WATCH %.0f / %.0f, "
+               "STATUS %.0f / %.0f\n    (timed out at limits.read_wait_ms %.0f); LIST %.0f "
+               "listings, %.0f lines; requests held back\n    by the window %.0f; renewals ok "
+               "%.0f, failed %.0f; probe errors %.0f, ticks late %.0f\n", n->label,
+               runbench_nf(n, "ok_watch"), runbench_nf(n, "refused_watch"),
+               runbench_nf(n, "ok_status"), runbench_nf(n, "refused_status"),
+               runbench_nf(n, "reads_timed_out"), runbench_nf(n, "ok_list"),
+               runbench_nf(n, "list_lines"), runbench_nf(n, "held_back"),
+               runbench_nf(n, "flood_renewals_ok"), runbench_nf(n, "flood_renewals_failed"),
+               runbench_nf(n, "flood_probe_errors"), runbench_nf(n, "flood_probe_late"));
+        printf("    quiet phase: renewals ok %.0f, failed %.0f; locks lost %.0f; reconnects %.0f; "
+               "probe errors %.0f,\n    ticks late %.0f%s\n", runbench_nf(n, "quiet_renewals_ok"),
+               runbench_nf(n, "quiet_renewals_failed"), runbench_nf(n, "quiet_locks_lost"),
+               runbench_nf(n, "quiet_reconnects"), runbench_nf(n, "quiet_probe_errors"),
+               runbench_nf(n, "quiet_probe_late"), runbench_noisy_disturbed(n)
+               ? " (QUIET LOST: not the flood; the run was disturbed, run it again)" : "");
+        printf("    read budget: %.0f reads waited their turn, %.1f ms on average; at most %.0f "
+               "in flight\n    (limits.max_reads_in_flight 64), %.0f waiting; master queue, "
+               "read class: %.0f written\n    after waiting, %.2f ms on average, %.0f expired, "
+               "deepest %.0f; renew class: %.0f\n    written after waiting, %.2f ms on average, "
+               "%.0f expired\n", runbench_nf(n, "reads_waited"),
+               runbench_mean_ms(runbench_nf(n, "read_wait_us"), runbench_nf(n, "reads_waited")),
+               runbench_nf(n, "max_reads_in_flight"), runbench_nf(n, "max_reads_waiting"),
+               runbench_nf(n, "queue_read_written"),
+               runbench_mean_ms(runbench_nf(n, "queue_read_wait_us"),
+                                runbench_nf(n, "queue_read_written")),
+               runbench_nf(n, "queue_read_expired"), runbench_nf(n, "max_queue_read_depth"),
+               runbench_nf(n, "queue_renew_written"),
+               runbench_mean_ms(runbench_nf(n, "queue_renew_wait_us"),
+                                runbench_nf(n, "queue_renew_written")),
+               runbench_nf(n, "queue_renew_expired"));
+    }
+}
+
+/* The noisy-neighbour targets (the first row; the others are for information). */
+static void
+runbench_noisy_targets(void)
+{
+    const struct runbench_noisy *n = &runbench_noisy_rows[0];
+
+    runbench_goal("noisy-neighbour renewals failed (flood)", n->ran,
+                  runbench_nf(n, "flood_renewals_failed"), "<=", 0);
+    runbench_goal("noisy-neighbour locks lost (flood)", n->ran,
+                  runbench_nf(n, "flood_locks_lost"), "<=", 0);
+    runbench_goal("noisy-neighbour master links declared down", n->ran, runbench_noisy_downs(n),
+                  "<=", 0);
+    runbench_ratio("noisy-neighbour probe p99, flood / quiet", n->ran,
+                   runbench_nf(n, "flood_p99_us"), runbench_nf(n, "quiet_p99_us"), true,
+                   RUNBENCH_NOISY_P99);
+    runbench_goal("noisy-neighbour probes not answered OK (flood)", n->ran,
+                  runbench_nf(n, "flood_probe_errors"), "<=", 0);
+}
+
 /*
  * The measurements, then (not in a smoke run, whose 1 s runs and small
  * hold counts say nothing about them) the targets.
@@ -1676,6 +2026,7 @@ runbench_table(const char *seconds, bool smoke)
     runbench_release_row(ses);
     runbench_release_row(cnt);
     runbench_list_table(seconds);
+    runbench_noisy_table();
     if (smoke) {
         printf("\ntargets: not judged in a smoke run (make bench judges them)\n");
         return;
@@ -1744,6 +2095,7 @@ runbench_table(const char *seconds, bool smoke)
                   RUNBENCH_RENEW_PCT_10K);
     runbench_list_target();
     runbench_peer_targets();
+    runbench_noisy_targets();
 }
 
 /* Judge one run of the table: false (with a message) when it failed. */
@@ -2126,6 +2478,22 @@ runbench_peer_dir(char *dir, size_t size, const char *bin)
     }
 }
 
+/* build/redlock-noisy: REDLOCK_NOISY_BIN, or beside redlock-bench. */
+static const char *
+runbench_noisy_bin(char *path, size_t size, const char *bin)
+{
+    const char *env = getenv("REDLOCK_NOISY_BIN"), *slash = strrchr(bin, '/');
+
+    if (env != NULL && env[0] != '\0') {
+        snprintf(path, size, "%s", env);
+    } else if (slash != NULL) {
+        snprintf(path, size, "%.*s/redlock-noisy", (int)(slash - bin), bin);
+    } else {
+        snprintf(path, size, "./build/redlock-noisy");
+    }
+    return path;
+}
+
 int
 main(int argc, char **argv)
 {
@@ -2133,6 +2501,7 @@ main(int argc, char **argv)
     const char *bin = getenv("REDLOCK_BENCH_BIN"), *env = getenv("BENCH_SECONDS");
     const char *unix_env = getenv("BENCH_UNIX"), *only = getenv("BENCH_ONLY");
     char masters[H_MASTERS_MAX * 24], target[4096], seconds[32], peer_dir[4096];
+    char noisy_bin[4096];
     bool smoke = false, good = true, use_unix;
     int64_t window_ms;
     size_t i, len = 0;
@@ -2195,6 +2564,19 @@ main(int argc, char **argv)
         }
         return good ? 0 : 1;
     }
+    if (only != NULL && strcmp(only, "noisy") == 0) {
+        /* The noisy-neighbour rows alone (each starts a daemon of its own). */
+        good = runbench_noisy(runbench_noisy_bin(noisy_bin, sizeof(noisy_bin), bin), seconds,
+                              smoke);
+        h_end();
+        h_suite_cleanup();
+        runbench_noisy_table();
+        if (!smoke) {
+            printf("\ntargets (report only)%36s   target\n", "value");
+            runbench_noisy_targets();
+        }
+        return good ? 0 : 1;
+    }
     for (i = 0; i < RUNBENCH_NRUNS; i++) {
         runbench_one(&runbench_runs[i], bin,
                      smoke && runbench_runs[i].smoke_seconds != NULL
@@ -2218,6 +2600,9 @@ main(int argc, char **argv)
         h_print_daemon_log_tail(20);
     }
     runbench_idle_measure(smoke ? RUNBENCH_SMOKE_IDLE_MS : RUNBENCH_IDLE_MS);
+    if (!runbench_noisy(runbench_noisy_bin(noisy_bin, sizeof(noisy_bin), bin), seconds, smoke)) {
+        good = false;
+    }
     if (!runbench_hold_one(&runbench_session, bin, use_unix, window_ms)) {
         h_print_daemon_log_tail(20);
         good = false;
