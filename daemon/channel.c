@@ -8,6 +8,8 @@
 #include <string.h>
 #include <sys/queue.h>
 
+#include <bsd/sys/tree.h>
+
 #include "conf/conf.h"
 #include "daemon/channel.h"
 #include "daemon/master.h"
@@ -26,6 +28,8 @@ enum channel_state {
  */
 struct channel {
     TAILQ_ENTRY(channel) link;      /* in channels */
+    RB_ENTRY(channel)   entry;      /* in channel_index, by name */
+    const char         *key;        /* name (a probe points elsewhere) */
     unsigned            wanted;     /* channel_subscribe() calls not yet undone */
     uint8_t             state[CONF_MASTERS_MAX]; /* enum channel_state, per master */
     size_t              len;        /* bytes in name */
@@ -33,11 +37,38 @@ struct channel {
 };
 
 static TAILQ_HEAD(, channel) channels = TAILQ_HEAD_INITIALIZER(channels);
+/* The same channels by name: a confirmation or a subscribe finds its
+ * channel in O(log n), however many names are watched and waited for. */
+static RB_HEAD(channel_tree, channel) channel_index = RB_INITIALIZER(&channel_index);
 static size_t              channel_nwanted;    /* channels wanted now */
 static channel_message_fn  channel_message_cb;
 static channel_confirmed_fn channel_confirmed_cb;
 static bool                channel_link_up[CONF_MASTERS_MAX]; /* per master: its
                                                subscriber link is up (sub_up..sub_down) */
+
+static int
+channel_cmp(const struct channel *x, const struct channel *y)
+{
+    size_t n = x->len < y->len ? x->len : y->len;
+    int c = memcmp(x->key, y->key, n);
+
+    if (c != 0) {
+        return c;
+    }
+    return (x->len > y->len) - (x->len < y->len);
+}
+
+/* The tree's functions, static (see daemon/lock.c for the spelling). */
+RB_GENERATE_INTERNAL(channel_tree, channel, entry, channel_cmp, static __attribute__((unused)))
+
+/* Take ch out of both lists and free it. */
+static void
+channel_free(struct channel *ch)
+{
+    TAILQ_REMOVE(&channels, ch, link);
+    RB_REMOVE(channel_tree, &channel_index, ch);
+    free(ch);
+}
 
 static void
 channel_free_if_done(struct channel *ch)
@@ -52,8 +83,7 @@ channel_free_if_done(struct channel *ch)
             return;
         }
     }
-    TAILQ_REMOVE(&channels, ch, link);
-    free(ch);
+    channel_free(ch);
 }
 
 /* Bring ch on master i to what is wanted, when nothing is in flight
@@ -75,14 +105,11 @@ channel_sync(struct channel *ch, size_t i)
 static struct channel *
 channel_find(const char *name, size_t len)
 {
-    struct channel *ch;
+    struct channel probe;
 
-    TAILQ_FOREACH(ch, &channels, link) {
-        if (ch->len == len && memcmp(ch->name, name, len) == 0) {
-            return ch;
-        }
-    }
-    return NULL;
+    probe.key = name;
+    probe.len = len;
+    return RB_FIND(channel_tree, &channel_index, &probe);
 }
 
 static void
@@ -155,8 +182,7 @@ channel_stop(void)
     struct channel *ch;
 
     while ((ch = TAILQ_FIRST(&channels)) != NULL) {
-        TAILQ_REMOVE(&channels, ch, link);
-        free(ch);
+        channel_free(ch);
     }
     channel_nwanted = 0;
     memset(channel_link_up, 0, sizeof(channel_link_up));
@@ -204,7 +230,9 @@ channel_subscribe(const char *channel, size_t len)
         }
         memcpy(ch->name, channel, len);
         ch->len = len;
+        ch->key = ch->name;
         TAILQ_INSERT_TAIL(&channels, ch, link);
+        RB_INSERT(channel_tree, &channel_index, ch);
     }
     if (ch->wanted++ == 0) {
         channel_nwanted++;

@@ -109,10 +109,13 @@ struct session {
     struct flush_entry  flush;      /* plain sockets: output waits in the flush list */
     int64_t             linger_until_us; /* quitting: wait for grants until then */
     struct admit_slot   admit;      /* its client slot (daemon/admit.h) */
+    bool                deferred;   /* lines left for the next turn (session_ready) */
+    TAILQ_ENTRY(session) ready_link;/* in session_ready while deferred */
     max_align_t         state[];    /* the hooks' state, session_hooks.size bytes */
 };
 
 #define SESSION_IS_TLS(s)   ((s)->kind >= SESSION_TLS_HANDSHAKE)
+#define SESSION_LINES_PER_TURN 16   /* requests of one session per turn of the loop */
 
 static struct event_base *session_base;
 static const struct conf *session_conf;
@@ -121,9 +124,54 @@ static size_t             session_n;
 static uint64_t           session_next_id = 1;
 static bool               session_is_stopping;
 static const struct session_hooks *session_hooks;
+/*
+ * Sessions that had more complete lines than SESSION_LINES_PER_TURN:
+ * the rest waits for the next turn of the loop (a zero timer, run after
+ * the loop looked for I/O again), so a client that pipelines thousands
+ * of requests delays another's by at most SESSION_LINES_PER_TURN of its
+ * own (the requests-per-event budget of memcached's worker loop).
+ */
+static TAILQ_HEAD(, session) session_ready = TAILQ_HEAD_INITIALIZER(session_ready);
+static struct event       session_turn;
 
 static void session_process(struct session *s);
 static void session_close(struct session *s, const char *why);
+
+/* The next turn: every session deferred before it handles its next lines. */
+static void
+session_turn_cb(evutil_socket_t fd, short what, void *arg)
+{
+    TAILQ_HEAD(, session) now = TAILQ_HEAD_INITIALIZER(now);
+    struct session *s;
+
+    (void)fd;
+    (void)what;
+    (void)arg;
+    TAILQ_CONCAT(&now, &session_ready, ready_link);
+    while ((s = TAILQ_FIRST(&now)) != NULL) {
+        TAILQ_REMOVE(&now, s, ready_link);
+        s->deferred = false;
+        if (!s->processing && s->phase == SESSION_OPEN && s->bev != NULL) {
+            session_process(s);     /* may defer it again: to the turn after */
+        }
+    }
+}
+
+/* Leave s's further lines to the next turn of the loop. */
+static void
+session_defer(struct session *s)
+{
+    static const struct timeval zero = { 0, 0 };
+
+    if (s->deferred) {
+        return;
+    }
+    s->deferred = true;
+    TAILQ_INSERT_TAIL(&session_ready, s, ready_link);
+    if (!evtimer_pending(&session_turn, NULL)) {
+        evtimer_add(&session_turn, &zero);
+    }
+}
 
 void
 session_init(struct event_base *base, const struct conf *conf,
@@ -132,6 +180,7 @@ session_init(struct event_base *base, const struct conf *conf,
     session_base = base;
     session_conf = conf;
     session_hooks = hooks;
+    evtimer_assign(&session_turn, base, session_turn_cb, NULL);
 }
 
 size_t
@@ -145,6 +194,9 @@ session_free(struct session *s)
 {
     log_debug("client %llu: freed", (unsigned long long)s->id);
     event_del(&s->timer);
+    if (s->deferred) {
+        TAILQ_REMOVE(&session_ready, s, ready_link);
+    }
     session_hooks->free(s->state);
     free(s);
 }
@@ -746,9 +798,14 @@ session_process(struct session *s)
     size_t eol_len, max = (size_t)session_conf->max_line_bytes;
     char text[96];
     unsigned char *line;
+    unsigned lines = 0;
 
     s->processing = true;
     while (s->turn == SESSION_READY && s->phase == SESSION_OPEN && s->bev != NULL) {
+        if (lines++ == SESSION_LINES_PER_TURN) {
+            session_defer(s);   /* the others' turn first */
+            break;
+        }
         if (evbuffer_get_length(bufferevent_get_output(s->bev)) >= session_out_high()) {
             /* A client that does not read its replies gets no more of them. */
             s->out_blocked = true;
@@ -781,7 +838,7 @@ session_process(struct session *s)
     }
     s->processing = false;
     if (s->input_ended && s->turn == SESSION_READY && s->phase == SESSION_OPEN
-        && !s->out_blocked && s->bev != NULL) {
+        && !s->out_blocked && !s->deferred && s->bev != NULL) {
         /* Every complete request is answered; what is left is no request. */
         session_quit(s);
         return;
