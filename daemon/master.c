@@ -228,6 +228,7 @@ master_queue_take(struct master *m)
     for (c = 0; c < MASTER_CLASSES; c++) {
         while ((req = TAILQ_FIRST(&q->q[c])) != NULL) {
             TAILQ_REMOVE(&q->q[c], req, qlink);
+            req->queued = false;
             req->next = NULL;
             *tail = req;
             tail = &req->next;

@@ -164,8 +164,9 @@ int master_script_class(int script, enum master_class cls);
 /*
  * The daemon's queue of class cls now, over every master: requests
  * waiting in *depth; since start, requests written after waiting in it
- * in *written, their waits' sum in *wait_us (us), and requests failed
- * unwritten at their deadline in *expired.  Any pointer may be NULL.
+ * in *written, their waits' sum in *wait_us (us), and requests dropped
+ * unwritten in *expired: at their round's deadline, or withdrawn when
+ * their round was decided (master_withdraw).  Any pointer may be NULL.
  */
 void master_queue_stats(enum master_class cls, uint64_t *depth, uint64_t *written,
                         uint64_t *wait_us, uint64_t *expired);

@@ -113,7 +113,7 @@
     ROW(queue_read_wait_us, "redlockd_master_queue_wait_seconds_total", "class", "read", COUNTER, US,\
         snap->queue[MASTER_CLASS_READ].wait_us, NULL) \
     ROW(queue_renew_expired, "redlockd_master_queue_expired_total", "class", "renew", COUNTER, NUMBER,\
-        snap->queue[MASTER_CLASS_RENEW].expired, "Requests failed unwritten: still in the daemon's queue at their round's deadline, by class.") \
+        snap->queue[MASTER_CLASS_RENEW].expired, "Requests dropped unwritten: still in the daemon's queue at their round's deadline, or once their round was decided, by class.") \
     ROW(queue_lock_expired, "redlockd_master_queue_expired_total", "class", "lock", COUNTER, NUMBER,\
         snap->queue[MASTER_CLASS_LOCK].expired, NULL) \
     ROW(queue_read_expired, "redlockd_master_queue_expired_total", "class", "read", COUNTER, NUMBER,\

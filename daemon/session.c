@@ -132,24 +132,31 @@ static const struct session_hooks *session_hooks;
  * own (the requests-per-event budget of memcached's worker loop).
  */
 static TAILQ_HEAD(, session) session_ready = TAILQ_HEAD_INITIALIZER(session_ready);
+static size_t             session_nready;  /* entries in session_ready */
 static struct event       session_turn;
 
 static void session_process(struct session *s);
 static void session_close(struct session *s, const char *why);
 
-/* The next turn: every session deferred before it handles its next lines. */
+/*
+ * The next turn: every session deferred before it handles its next
+ * lines.  The list is walked in place, as many entries as it had when
+ * the turn began (a session deferred again goes to its tail, for the
+ * turn after), so that a session freed meanwhile by another's request
+ * leaves the one list it is on.
+ */
 static void
 session_turn_cb(evutil_socket_t fd, short what, void *arg)
 {
-    TAILQ_HEAD(, session) now = TAILQ_HEAD_INITIALIZER(now);
+    size_t n = session_nready;
     struct session *s;
 
     (void)fd;
     (void)what;
     (void)arg;
-    TAILQ_CONCAT(&now, &session_ready, ready_link);
-    while ((s = TAILQ_FIRST(&now)) != NULL) {
-        TAILQ_REMOVE(&now, s, ready_link);
+    while (n-- > 0 && (s = TAILQ_FIRST(&session_ready)) != NULL) {
+        TAILQ_REMOVE(&session_ready, s, ready_link);
+        session_nready--;
         s->deferred = false;
         if (!s->processing && s->phase == SESSION_OPEN && s->bev != NULL) {
             session_process(s);     /* may defer it again: to the turn after */
@@ -168,6 +175,7 @@ session_defer(struct session *s)
     }
     s->deferred = true;
     TAILQ_INSERT_TAIL(&session_ready, s, ready_link);
+    session_nready++;
     if (!evtimer_pending(&session_turn, NULL)) {
         evtimer_add(&session_turn, &zero);
     }
@@ -196,6 +204,7 @@ session_free(struct session *s)
     event_del(&s->timer);
     if (s->deferred) {
         TAILQ_REMOVE(&session_ready, s, ready_link);
+        session_nready--;
     }
     session_hooks->free(s->state);
     free(s);

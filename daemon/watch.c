@@ -209,8 +209,13 @@ watch_read_done(const struct redlock_result *res, void *arg)
     bool changed;
     int64_t delay;
 
-    wn->reading = false;
+    /*
+     * The slot goes on first, while the entry still counts as reading:
+     * the next read let in may answer other sessions at once, and one of
+     * them may UNWATCH this name; watch_put() keeps wn for us meanwhile.
+     */
     readq_done(&wn->job);
+    wn->reading = false;
     if (wn->n == 0) {
         watch_put(wn);
         return;
