@@ -619,7 +619,8 @@ fc_cond_raised(void *arg)
  * them, and B asks DF for a fenced lock of wb: B is granted at once,
  * with fence 7.  A's write-back then lands on masters where its record
  * is gone; A must not be told OK (its fence, 6, is below B's, and B
- * holds the name).  B keeps the name: A's clean-up does not touch B's
+ * holds the name): no master confirms it, and A, which may not wait,
+ * is answered ERR NOQUORUM as an attempt without a quorum is.  B keeps the name: A's clean-up does not touch B's
  * record.
  *
  * today: fails in every run: "A was told 'OK wb validity=... holds=1
@@ -668,6 +669,9 @@ START_TEST(fence_write_back_finds_record_gone)
     ck_assert_msg(!h_is_reply(gota, "OK", "wb"),
                   "A was told '%s' while B holds wb with fence %lld (B got '%s')", gota, fb,
                   gotb);
+    /* With wait=0, as any attempt that lost its quorum. */
+    ck_assert_msg(strncmp(gota, "ERR NOQUORUM ", 13) == 0 && strstr(gota, "record") != NULL,
+                  "A's LOCK answered '%s'", gota);
     /* B still holds wb: A's clean-up is compare-and-delete. */
     for (i = 0; i < NMASTERS; i++) {
         char *v = h_master_get(i, "wb");
