@@ -8,7 +8,9 @@
  * fences keep increasing whichever daemon grants and whichever masters
  * are up; and with links to the masters slowed down, a later grant's
  * fence is above an earlier one's whichever daemon grants, and a BREAK's
- * fence is above every fence a grant it broke was told.
+ * fence is above every fence a grant it broke was told, and a grant
+ * whose records are deleted between its raise and its write-back is not
+ * told OK.
  *
  * Real redis-server masters and real daemons on free loopback ports
  * (tests/harness.h).  A daemon's link to a master can go through a
@@ -623,8 +625,9 @@ fc_cond_raised(void *arg)
  * is answered ERR NOQUORUM as an attempt without a quorum is.  B keeps the name: A's clean-up does not touch B's
  * record.
  *
- * today: fails in every run: "A was told 'OK wb validity=... holds=1
- * fence=6' while B holds wb with fence 7": the write-back set the
+ * today: fails in every run: "A was told 'OK wb validity=17389 holds=1
+ * fence=6' while B holds wb with fence 7", against the daemon of commit
+ * 526dfa6, before the write-back checked the record: the write-back set the
  * counter (set-if-greater, a no-op) and answered 1 on every master,
  * whatever held the record.
  */
