@@ -622,14 +622,15 @@ fc_cond_raised(void *arg)
  * with fence 7.  A's write-back then lands on masters where its record
  * is gone; A must not be told OK (its fence, 6, is below B's, and B
  * holds the name): no master confirms it, and A, which may not wait,
- * is answered ERR NOQUORUM as an attempt without a quorum is.  B keeps the name: A's clean-up does not touch B's
- * record.
+ * is answered ERR NOQUORUM as an attempt without a quorum is.  B keeps
+ * the name: A's clean-up does not touch B's record.
  *
- * today: fails in every run: "A was told 'OK wb validity=17389 holds=1
- * fence=6' while B holds wb with fence 7", against the daemon of commit
- * 526dfa6, before the write-back checked the record: the write-back set the
- * counter (set-if-greater, a no-op) and answered 1 on every master,
- * whatever held the record.
+ * today: failed against the daemon of commit 526dfa6, before the
+ * write-back checked the record: "A was told 'OK wb validity=17389
+ * holds=1 fence=6' while B holds wb with fence 7 (B got 'OK wb
+ * validity=19797 holds=1 fence=7')": the write-back set the counter
+ * (set-if-greater, a no-op) and answered 1 on every master, whatever
+ * held the record.
  */
 START_TEST(fence_write_back_finds_record_gone)
 {
