@@ -625,12 +625,12 @@ fc_cond_raised(void *arg)
  * is answered ERR NOQUORUM as an attempt without a quorum is.  B keeps
  * the name: A's clean-up does not touch B's record.
  *
- * today: failed against the daemon of commit 526dfa6, before the
- * write-back checked the record: "A was told 'OK wb validity=17389
- * holds=1 fence=6' while B holds wb with fence 7 (B got 'OK wb
- * validity=19797 holds=1 fence=7')": the write-back set the counter
- * (set-if-greater, a no-op) and answered 1 on every master, whatever
- * held the record.
+ * today: fails in every run (3 of 3) against the daemon of commit
+ * 526dfa6, before the write-back checked the record: "A was told 'OK
+ * wb validity=17389 holds=1 fence=6' while B holds wb with fence 7 (B
+ * got 'OK wb validity=19797 holds=1 fence=7')": the write-back set the
+ * counter (set-if-greater, a no-op) and answered 1 on every master,
+ * whatever held the record.
  */
 START_TEST(fence_write_back_finds_record_gone)
 {
