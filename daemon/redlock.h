@@ -395,8 +395,11 @@ int64_t redlock_holder_ttl(int64_t *pttls, size_t nheld, size_t nfree, size_t qu
  * them answered; a third writes that value back, set-if-greater, to
  * every master, and the grant is reported only once a majority
  * confirmed it (res->fence), within redlock_fence_span_us() of the
- * round's start; otherwise the outcome is NOQUORUM (or LATE) and the
- * caller releases as for any failed grant.  Every grant confirmed before
+ * round's start, the write-back checking on each master, in the same
+ * script call, that the record still holds token (a master where a
+ * BREAK, an expiry or another holder took it since the raise takes the
+ * value but does not confirm); otherwise the outcome is NOQUORUM (or
+ * LATE) and the caller releases as for any failed grant.  Every grant confirmed before
  * this one was won wrote its fence back to a majority before it was
  * confirmed, and the raise runs after this one was won, on a quorum that
  * meets that majority: fences strictly increase in the order grants are

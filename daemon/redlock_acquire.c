@@ -275,18 +275,31 @@ redlock_acquire_reply(struct round *r, size_t i, const struct master_reply *repl
     return ROUND_CONTINUE;
 }
 
+/*
+ * A master took the write-back: 1, it confirmed (a grant's record still
+ * holds its token there; a BREAK's write-back has no record); 0, the
+ * grant's record is gone there (fence.lua).
+ */
 static enum round_verdict
 redlock_fence_reply(struct round *r, size_t i, const struct master_reply *reply, void *arg)
 {
     struct redlock_op *op = arg;
+    size_t n = master_count(), q = redlock_quorum(n);
+    long long v;
 
-    if (master_reply_type(reply) != MASTER_REPLY_INTEGER) {
+    if (master_reply_type(reply) != MASTER_REPLY_INTEGER
+        || ((v = master_reply_integer(reply)) != 0 && v != 1)) {
         round_fail(r, i, master_reply_type(reply) == MASTER_REPLY_ERROR
                          ? master_reply_str(reply, NULL)
                          : "unexpected answer to the fence script");
         return ROUND_CONTINUE;
     }
-    return ++op->yes >= redlock_quorum(master_count()) ? ROUND_DECIDED : ROUND_CONTINUE;
+    if (v == 0) {
+        round_fail(r, i, "the grant's record is gone there");
+        op->no++;
+        return op->no > n - q ? ROUND_DECIDED : ROUND_CONTINUE;
+    }
+    return ++op->yes >= q ? ROUND_DECIDED : ROUND_CONTINUE;
 }
 
 /*
@@ -315,7 +328,10 @@ redlock_fence_span_us(void)
     return REDLOCK_FENCE_ROUNDS * round_timeout_us();
 }
 
-/* The write-back ended: the grant stands only if a majority has the fence. */
+/*
+ * The write-back ended: the grant stands only if a majority has the
+ * fence and, for a grant, still holds its record as it took it.
+ */
 static void
 redlock_fence_done(struct round *r, void *arg)
 {
@@ -329,8 +345,8 @@ redlock_fence_done(struct round *r, void *arg)
     } else {
         op->res.outcome = REDLOCK_NOQUORUM;
         used = snprintf(op->res.error, sizeof(op->res.error),
-                        "fence write-back: %zu of %zu masters confirmed, quorum is %zu: ",
-                        op->yes, n, q);
+                        "fence write-back: %zu of %zu masters confirmed%s, quorum is %zu: ",
+                        op->yes, n, op->keys != NULL ? " the grant's record" : "", q);
         round_describe_failures(r, op->res.error + used, sizeof(op->res.error) - (size_t)used);
     }
     op->cb(&op->res, op->arg);
@@ -340,28 +356,44 @@ redlock_fence_done(struct round *r, void *arg)
 /*
  * Write the largest counter seen back to every master, set-if-greater,
  * before the grant is reported: any later grant's quorum intersects the
- * majority that confirms this, so it counts from above this value.
+ * majority that confirms this, so it counts from above this value.  A
+ * grant's write-back (op->keys) also asks each master whether the
+ * grant's record still holds its token, in the same script call: a
+ * grant that a BREAK, an expiry or another holder ended between its
+ * raise and its write-back is not confirmed there, and without a
+ * majority of confirmations it is not reported (PROTOCOL.md section 10).
  */
 void
 redlock_fence_write_back(struct redlock_op *op)
 {
     char value[24];
-    const char *args[4];
-    size_t lens[4], nkeys = 1, n;
+    const char *args[7];
+    size_t lens[7], nkeys = 1, n;
 
     op->yes = 0;
+    op->no = 0;
     args[0] = op->fence_key;
     lens[0] = op->fence_key_len;
-    if (op->label_key != NULL) {
-        args[nkeys] = op->label_key;
-        lens[nkeys++] = op->label_key_len;
+    if (op->keys != NULL) {
+        args[nkeys] = op->keys->rec;
+        lens[nkeys++] = op->keys->rec_len;
+        if (op->label_key != NULL) {
+            args[nkeys] = op->label_key;
+            lens[nkeys++] = op->label_key_len;
+        }
     }
     n = nkeys;
     args[n] = value;
     lens[n++] = (size_t)snprintf(value, sizeof(value), "%lld", (long long)op->fence);
-    if (op->label_key != NULL) {
-        args[n] = op->base;
-        lens[n++] = op->base_len;
+    if (op->keys != NULL) {
+        args[n] = op->token;
+        lens[n++] = UTIL_TOKEN_HEX;
+        args[n] = op->keys->kind;
+        lens[n++] = 1;
+        if (op->label_key != NULL) {
+            args[n] = op->base;
+            lens[n++] = op->base_len;
+        }
     }
     if (round_start(redlock_scripts.fence, nkeys, n, args, lens, redlock_fence_reply,
                     redlock_fence_done, op) != 0) {

@@ -154,7 +154,9 @@ size_t redlock_derived(char *out, const char *key, size_t key_len, const char *s
 int redlock_cmp_pttl(const void *a, const void *b);
 
 /* Write op's fence (the largest counter seen) back to every master before
- * the grant is told (daemon/redlock_acquire.c); BREAK uses it too. */
+ * the grant is told (daemon/redlock_acquire.c), confirmed only where the
+ * grant's record (op->keys) still holds op->token; BREAK uses it too,
+ * without a record (op->keys NULL: every master that takes it confirms). */
 void redlock_fence_write_back(struct redlock_op *op);
 
 #endif /* REDLOCKD_REDLOCK_OP_H */

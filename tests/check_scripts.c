@@ -5,7 +5,8 @@
  * answers and what it leaves in the keyspace, including the refusals
  * the Redlock rules rest on (release is compare-and-delete, an extend
  * never creates a record, a raise only counts for a record that still
- * holds its token, a fence write-back never lowers a counter).
+ * holds its token, a fence write-back never lowers a counter and confirms
+ * a grant only where its record still holds its token).
  *
  * One master per test (tests/harness.h); the clock wrapper of
  * daemon/master_eval.c is left out (rl_clock_us false: each script reads TIME
@@ -433,7 +434,11 @@ START_TEST(raise_only_for_the_holder)
 }
 END_TEST
 
-/* The write-back never lowers a counter; it sets the label's fence, expiry kept. */
+/*
+ * The write-back never lowers a counter; it sets the label's fence,
+ * expiry kept, where the grant's record holds its token.  A BREAK's
+ * (the counter alone) always answers 1.
+ */
 START_TEST(fence_write_back_never_lowers)
 {
     redisReply *r;
@@ -441,8 +446,9 @@ START_TEST(fence_write_back_never_lowers)
 
     sc_up();
     freeReplyObject(sc_cmd("SET %s %s", "n fence", "10"));
-    freeReplyObject(sc_cmd("SET %s %s PX 5000", "n label " TOK_A, "123 0 job"));
-    r = sc_run(REDLOCK_LUA_FENCE, 2, "n fence", "n label " TOK_A, "7", "n", NULL);
+    sc_hold(TOK_A, "123 0 job");
+    r = sc_run(REDLOCK_LUA_FENCE, 3, "n fence", "n", "n label " TOK_A, "7", TOK_A, "x", "n",
+               NULL);
     ck_assert_int_eq(r->integer, 1);
     freeReplyObject(r);
     sc_expect_value("n fence", "10");
@@ -450,9 +456,11 @@ START_TEST(fence_write_back_never_lowers)
     ck_assert_int_gt(sc_int("PTTL %s", "n label " TOK_A), 4000);
     /* A fenced grant's label, fence to come: the write-back puts it in. */
     freeReplyObject(sc_cmd("SET %s %s PX 5000", "n label " TOK_A, "124 - job"));
-    freeReplyObject(sc_run(REDLOCK_LUA_FENCE, 2, "n fence", "n label " TOK_A, "11", "n", NULL));
+    freeReplyObject(sc_run(REDLOCK_LUA_FENCE, 3, "n fence", "n", "n label " TOK_A, "11", TOK_A,
+                           "x", "n", NULL));
     sc_expect_value("n label " TOK_A, "124 11 job");
     r = sc_run(REDLOCK_LUA_FENCE, 1, "n fence", "12", NULL);
+    ck_assert_int_eq(r->integer, 1);
     freeReplyObject(r);
     sc_expect_value("n fence", "12");
     freeReplyObject(sc_cmd("SET %s %s", "n fence", "x"));
@@ -462,6 +470,67 @@ START_TEST(fence_write_back_never_lowers)
     v = sc_get("n fence");
     ck_assert_str_eq(v, "x");
     free(v);
+}
+END_TEST
+
+/* One write-back of fence f for tok's record k of kind c; its answer. */
+static long long
+sc_write_back(const char *k, const char *tok, const char *c, const char *f)
+{
+    redisReply *r = sc_run(REDLOCK_LUA_FENCE, 2, "n fence", k, f, tok, c, NULL);
+    long long v;
+
+    ck_assert_msg(r->type == REDIS_REPLY_INTEGER, "type %d", r->type);
+    v = r->integer;
+    freeReplyObject(r);
+    return v;
+}
+
+/*
+ * A grant's write-back confirms (1) only where its record still holds
+ * its token, whatever the kind; elsewhere (0) it still raises the
+ * counter and leaves the label alone.  A counter above the fence, where
+ * the record holds, is no refusal (shared holders and the raise's late
+ * answers raise it legitimately).
+ */
+START_TEST(fence_write_back_confirms_record)
+{
+    redisReply *r;
+
+    sc_up();
+    /* Exclusive: ours, gone, someone else's. */
+    sc_hold(TOK_A, "1 - job");
+    ck_assert_int_eq(sc_write_back("n", TOK_A, "x", "3"), 1);
+    sc_expect_value("n fence", "3");
+    freeReplyObject(sc_cmd("DEL n"));
+    r = sc_run(REDLOCK_LUA_FENCE, 3, "n fence", "n", "n label " TOK_A, "4", TOK_A, "x", "n", NULL);
+    ck_assert_int_eq(r->integer, 0);
+    freeReplyObject(r);
+    sc_expect_value("n fence", "4");            /* raised all the same */
+    sc_expect_value("n label " TOK_A, "1 - job"); /* not told a fence it was not given */
+    sc_hold(TOK_B, NULL);
+    ck_assert_int_eq(sc_write_back("n", TOK_A, "x", "5"), 0);
+    sc_expect_value("n fence", "5");
+    /* Ours, the counter above the fence. */
+    sc_hold(TOK_A, NULL);
+    ck_assert_int_eq(sc_write_back("n", TOK_A, "x", "2"), 1);
+    sc_expect_value("n fence", "5");
+
+    /* Shared: a live member, an expired one, a member of others only. */
+    freeReplyObject(sc_cmd("DEL n"));
+    freeReplyObject(sc_cmd("ZADD n %s %s", "99999999999999", TOK_A));
+    freeReplyObject(sc_cmd("ZADD n %s %s", "1", TOK_B));
+    ck_assert_int_eq(sc_write_back("n", TOK_A, "s", "6"), 1);
+    ck_assert_int_eq(sc_write_back("n", TOK_B, "s", "6"), 0);
+    ck_assert_int_eq(sc_write_back("n", TOK_C, "s", "6"), 0);
+    sc_expect_value("n fence", "6");
+
+    /* A permit: its own record. */
+    freeReplyObject(sc_cmd("SET %s %s PX 5000", "n permit 1", TOK_C));
+    ck_assert_int_eq(sc_write_back("n permit 1", TOK_C, "p", "7"), 1);
+    ck_assert_int_eq(sc_write_back("n permit 1", TOK_A, "p", "8"), 0);
+    ck_assert_int_eq(sc_write_back("n permit 0", TOK_C, "p", "9"), 0);
+    sc_expect_value("n fence", "9");
 }
 END_TEST
 
@@ -827,6 +896,7 @@ scripts_suite(void)
     SC_ADD(s, kinds_share_the_name_key);
     SC_ADD(s, raise_only_for_the_holder);
     SC_ADD(s, fence_write_back_never_lowers);
+    SC_ADD(s, fence_write_back_confirms_record);
     SC_ADD(s, reraise_above_what_was_seen);
     SC_ADD(s, release_compare_and_delete);
     SC_ADD(s, announce_only_to_listeners);

@@ -1,18 +1,32 @@
--- Fence write-back: raise the counter to ARGV[1] unless it is higher
--- already (set-if-greater); never lowers it.  KEYS[2], when given, is
--- the grant's label, whose fence field then becomes ARGV[1] (its expiry
--- kept), so that readers see the fence the holder was told, and the
--- grant is announced to watchers of the name ARGV[2] when anyone watches.
+-- Fence write-back: raise the counter KEYS[1] to ARGV[1] unless it is
+-- higher already (set-if-greater); never lowers it.  A BREAK's
+-- write-back gives the counter alone and is answered 1.  A grant's
+-- gives its record too: KEYS[2], with ARGV[2] its token and ARGV[3]
+-- its kind's letter; the answer is then 1 where the record still holds
+-- the token (rl_state), the grant confirmed here, and 0 where it does
+-- not (a BREAK, an expiry or another holder took it since the raise):
+-- the counter is still raised, the label left alone, and the daemon
+-- counts this master against the grant.  A counter found above ARGV[1]
+-- is no refusal: the raise's answers after its quorum, and other
+-- shared holders, raise it legitimately.  KEYS[3], when given, is the
+-- grant's label, whose fence field then becomes ARGV[1] (its expiry
+-- kept) where the record holds, so that readers see the fence the
+-- holder is told, and the grant is announced to watchers of the name
+-- ARGV[4] when anyone watches.
 -- uses prelude.lua
 -- in the batch
 
+local held = 1
 if KEYS[2] then
-  local l = redis.pcall('GET', KEYS[2])
+  held = rl_state(ARGV[3], KEYS[2], ARGV[2]) == 1 and 1 or 0
+end
+if KEYS[3] and held == 1 then
+  local l = redis.pcall('GET', KEYS[3])
   local g, t = string.match(type(l) == 'string' and l or '', '^(%d+) [%d%-]+ (.+)$')
-  local p = redis.call('PTTL', KEYS[2])
+  local p = redis.call('PTTL', KEYS[3])
   if g and p > 0 then
-    redis.call('SET', KEYS[2], g .. ' ' .. ARGV[1] .. ' ' .. t, 'PX', p)
-    rl_announce(ARGV[2], '+')
+    redis.call('SET', KEYS[3], g .. ' ' .. ARGV[1] .. ' ' .. t, 'PX', p)
+    rl_announce(ARGV[4], '+')
   end
 end
 local v = redis.pcall('GET', KEYS[1])
@@ -29,4 +43,4 @@ end
 if c < tonumber(ARGV[1]) then
   redis.call('SET', KEYS[1], ARGV[1])
 end
-return 1
+return held
