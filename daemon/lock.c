@@ -1256,7 +1256,19 @@ waiter_acquired(const struct redlock_result *res, void *arg)
 
     w->round = WAITER_NO_ROUND;
     w->woken = false;
-    w->gated = w->gated || res->gated;
+    /*
+     * A master closed our gate when it said so; one whose answer the
+     * round did not count (it came after the decision, or never) may
+     * have closed it too, unbeknown, when shared holders refused us
+     * elsewhere or when no quorum answered: count it as closed, so that
+     * the grant or the end of the wait opens it (waiter_free).  Unopened,
+     * it would keep every shared request out for a whole ttl while the
+     * name is free, and its expiry announces nothing.
+     */
+    w->gated = w->gated || res->gated
+               || (w->kind == REDLOCK_EXCLUSIVE && !WAITER_ONCE(w) && !handover
+                   && res->answered < master_count()
+                   && (res->readers || res->outcome == REDLOCK_NOQUORUM));
     if (w->cancelled) {
         /*
          * Granted or not, nobody takes it now: release it where it may
