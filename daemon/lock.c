@@ -42,9 +42,12 @@
  * it.  The other ways a name changes hands: a hand-over's swap leaves
  * the mark in place (the name is never free, and the new holder's
  * release announces); a BREAK announces every token it ends, and an
- * ungate its gate, mark or none; the channel is left only once no LOCK
- * of the name queues here.  What is left is the holder's expiry, which
- * announces nothing and which the fallback (its ttl plus jitter) covers.
+ * ungate its gate, mark or none (a writer counts its gate as closed
+ * wherever an answer of its rounds was not counted, waiter_acquired, so
+ * that no gate it did not hear of outlives its wait unannounced); the
+ * channel is left only once no LOCK of the name queues here.  What is
+ * left is the holder's expiry, which announces nothing and which the
+ * fallback (its ttl plus jitter) covers.
  *
  * Turns: hand-overs alone would keep a busy name inside one daemon for
  * ever, since a swap announces nothing.  A grant tells how many clients
