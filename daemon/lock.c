@@ -45,9 +45,12 @@
  * it.  The other ways a name changes hands: a hand-over's swap leaves
  * the mark in place (the name is never free, and the new holder's
  * release announces); a BREAK announces every token it ends, and an
- * ungate its gate, mark or none; the channel is left only once no LOCK
- * of the name queues here.  What is left is the holder's expiry, which
- * announces nothing and which the fallback (its ttl plus jitter) covers.
+ * ungate its gate, mark or none (a writer counts its gate as closed
+ * wherever an answer of its rounds was not counted, waiter_acquired, so
+ * that no gate it did not hear of outlives its wait unannounced); the
+ * channel is left only once no LOCK of the name queues here.  What is
+ * left is the holder's expiry, which announces nothing and which the
+ * fallback (its ttl plus jitter) covers.
  *
  * Turns: hand-overs alone would keep a busy name inside one daemon for
  * ever, since a swap announces nothing.  A grant tells how many clients
@@ -1258,7 +1261,19 @@ waiter_acquired(const struct redlock_result *res, void *arg)
 
     w->round = WAITER_NO_ROUND;
     w->woken = false;
-    w->gated = w->gated || res->gated;
+    /*
+     * A master closed our gate when it said so; one whose answer the
+     * round did not count (it came after the decision, or never) may
+     * have closed it too, unbeknown, when shared holders refused us
+     * elsewhere or when no quorum answered: count it as closed, so that
+     * the grant or the end of the wait opens it (waiter_free).  Unopened,
+     * it would keep every shared request out for a whole ttl while the
+     * name is free, and its expiry announces nothing.
+     */
+    w->gated = w->gated || res->gated
+               || (w->kind == REDLOCK_EXCLUSIVE && !WAITER_ONCE(w) && !handover
+                   && res->answered < master_count()
+                   && (res->readers || res->outcome == REDLOCK_NOQUORUM));
     if (w->cancelled) {
         /*
          * Granted or not, nobody takes it now: release it where it may

@@ -176,6 +176,9 @@ struct redlock_result {
     bool    gated;                      /* acquire of an exclusive record with gate:
                                            a master closed the gate for this token
                                            (redlock_ungate() opens it) */
+    bool    readers;                    /* acquire of an exclusive record with gate:
+                                           a master that answered refused it for
+                                           shared holders (gate closed or not) */
     enum redlock_kind kind;             /* status HELD: the kind of the holders */
     size_t  holders;                    /* status HELD: holders no quorum could
                                            take over now (1 for an exclusive lock);

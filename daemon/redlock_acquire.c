@@ -174,7 +174,8 @@ redlock_permits_of(struct redlock_op *op, const struct master_reply *reply)
 
 /*
  * A refusal (see the acquire script): {pttl, who}, or for an exclusive
- * request kept out by shared holders {left, who} or {left, who, 'gate'},
+ * request kept out by shared holders {left, who}, {left, who, 'gate'} or
+ * {left, who, 'shared'} (a waiting one: the gate closed for it, or another's),
  * or for a permit {pttl, who, held, shortest pttl, index...}.  Notes it
  * in op.  Returns NULL, or what is wrong with the answer (op unchanged):
  * a master whose refusal cannot be read is a failed master, never a
@@ -207,6 +208,10 @@ redlock_refusal_of(struct redlock_op *op, const struct master_reply *reply)
     } else if (ne == 3 && op->kind == REDLOCK_EXCLUSIVE
                && redlock_reply_is(master_reply_element(reply, 2), "gate")) {
         op->gated = true;       /* {left, who, 'gate'}: this master closed our gate */
+        op->readers = true;
+    } else if (ne == 3 && op->kind == REDLOCK_EXCLUSIVE
+               && redlock_reply_is(master_reply_element(reply, 2), "shared")) {
+        op->readers = true;     /* {left, who, 'shared'}: shared holders, another's gate */
     } else if (ne != 2) {
         return "the acquire script refused with unexpected elements";
     }
@@ -552,6 +557,7 @@ redlock_acquire_done(struct round *r, void *arg)
     }
     res->free_slot = redlock_free_slot(op);
     res->gated = op->gated;
+    res->readers = op->readers;
     if (res->answered < q && res->outcome != REDLOCK_KIND) {
         redlock_fill_error(res, r);     /* also for a hand-over's releaser */
     }

@@ -82,6 +82,7 @@ struct redlock_op {
                                        but have another permit free */
     size_t          nkind;          /* acquire: masters holding another kind */
     bool            gated;          /* acquire: a master closed the gate for us */
+    bool            readers;        /* acquire: a master refused us for shared holders */
     char            kind_text[32];  /* acquire: what the first of them said */
     enum redlock_kind kind;         /* acquire: the kind asked for */
     unsigned        slot;           /* acquire of a permit: the one asked for */

@@ -767,6 +767,8 @@ END_TEST
  * confirmed, and a round), with room for this machine's hiccups: three
  * round deadlines, plus the slowed links' round trips.
  */
+#define WAKE_WAIT_TEXT  "1500"  /* unheard_gate_opens: A's wait=, past its first round */
+#define WAKE_TTL_TEXT   "10000" /* unheard_gate_opens: A's ttl, its gate's (WAKE_TTL_MS) */
 #define WAKE_BOUND_MS   (3 * H_NODE_TIMEOUT_MS + 100 + 4 * WAKE_SUB_MS + 2 * WAKE_LINK_MS)
 
 /* Script calls per master before a waiter's tries, and how many it must make. */
@@ -1049,6 +1051,76 @@ START_TEST(cleanup_release_announces)
 END_TEST
 
 /*
+ * A gate that its daemon never heard of is opened all the same.  Daemon
+ * A reaches the masters through delay proxies (WAKE_LINK_MS each way):
+ * its exclusive LOCK g (ttl WAKE_TTL_MS) lands on every master, where a
+ * shared holder of daemon B refuses it and it closes its gate, but the
+ * answers come after its round deadline, so A never counts one of them
+ * (NOQUORUM, the wait runs out).  The holder leaves; B's shared waiter
+ * is then refused by that gate on every master, which A alone can open:
+ * the end of A's wait must open it (and announce it), and B's waiter
+ * must be granted at once, not when the gate's ttl runs out.
+ */
+START_TEST(unheard_gate_opens)
+{
+    struct h_daemon_opts opts = ho_opts;
+    struct expect_keyval gated = { PREFIX "g gate", NULL, NMASTERS };
+    const char *via[NMASTERS];
+    long long fallbacks;
+    int64_t t_lock, waited;
+    size_t i;
+    char *got;
+    int a, r, s;
+
+    ck_assert_msg(h_begin(tcase_name()) == 0, "cannot create the test directory");
+    ck_assert_msg(h_start_masters(NMASTERS) == 0, "the masters did not start");
+    for (i = 0; i < NMASTERS; i++) {
+        via[i] = expect_proxy_start(i, WAKE_LINK_MS, false);
+    }
+    opts.master_addrs = via;
+    opts.down_after_ms = 20 * WAKE_LINK_MS;     /* slow, not down */
+    ck_assert_msg(h_start_daemon(&opts) == 0, "daemon A did not start (log above)");
+    ck_assert_msg(h_start_daemon(&ho_opts) == 0, "daemon B did not start (log above)");
+    expect_proxies_on();
+    a = expect_connect(0);
+    r = expect_connect(1);
+    s = expect_connect(1);
+    got = h_cmd(r, "LOCK g shared", CMD_MS);
+    ck_assert_msg(h_is_reply(got, "OK", "g"), "B's LOCK g shared answered '%s'",
+                  got != NULL ? got : "(nothing)");
+    free(got);
+    ck_assert_int_eq(h_send(a, "LOCK g wait=" WAKE_WAIT_TEXT " ttl=" WAKE_TTL_TEXT), 0);
+    ck_assert_msg(h_wait_until(expect_cond_holding, &gated, 5000),
+                  "A's exclusive try did not close g's gate on every master (%zu did)",
+                  h_masters_holding(PREFIX "g gate", NULL));
+    EXPECT_REPLY(r, "UNLOCK g", "OK g holds=0");
+    t_lock = h_now_ms();
+    ck_assert_int_eq(h_send(s, "LOCK g shared wait=30000"), 0);
+    got = h_read_line(a, 10 * WAKE_LINK_MS);
+    ck_assert_msg(got != NULL && !h_is_reply(got, "OK", "g"),
+                  "A's LOCK g through links slower than its round deadline answered '%s', "
+                  "expected its wait to run out", got != NULL ? got : "(nothing)");
+    free(got);
+    got = h_read_line(s, WAKE_BOUND_MS);
+    waited = h_now_ms() - t_lock;
+    fprintf(stderr, "unheard_gate_opens: B's shared LOCK answered %lld ms after it was sent\n",
+            (long long)waited);
+    ck_assert_msg(h_is_reply(got, "OK", "g"),
+                  "B's LOCK g shared answered '%s' within %d ms of A's wait's end plus its "
+                  "links (the gate's ttl is %d ms): A did not open a gate it never heard of",
+                  got != NULL ? got : "(nothing yet)", WAKE_BOUND_MS, WAKE_TTL_MS);
+    free(got);
+    fallbacks = expect_daemon_stat(1, "fallback_retries");
+    ck_assert_msg(fallbacks == 0, "B's STATS fallback_retries is %lld: a retry was timed by "
+                  "the gate's ttl", fallbacks);
+    EXPECT_REPLY(s, "UNLOCK g", "OK g holds=0");
+    close(a);
+    close(r);
+    close(s);
+}
+END_TEST
+
+/*
  * 3. Fairness across daemons: 20 sessions, 10 on each daemon, loop
  * LOCK/UNLOCK on one name for 5 s.  Hand-over within a daemon must not
  * starve the other daemon's waiters: no session gets less than half the
@@ -1138,6 +1210,7 @@ handover_suite(void)
     EXPECT_ADD(s, wake_after_slow_subscribe, CLUSTER_TIMEOUT_S);
     EXPECT_ADD(s, wake_after_subscriber_reconnect, CLUSTER_TIMEOUT_S);
     EXPECT_ADD(s, cleanup_release_announces, CLUSTER_TIMEOUT_S);
+    EXPECT_ADD(s, unheard_gate_opens, CLUSTER_TIMEOUT_S);
     EXPECT_ADD(s, foreign_announcements_pace_a_waiter, CLUSTER_TIMEOUT_S);
     EXPECT_ADD(s, fairness_two_daemons, CLUSTER_TIMEOUT_S);
     EXPECT_ADD(s, handover_one_call, SPLIT_TIMEOUT_S);

@@ -22,7 +22,10 @@
 -- so it is never free for an outsider in between (a shared holder's old
 -- member is removed).  An exclusive request that only shared holders keep out sets
 -- the gate (when asked), so that new shared requests wait behind it,
--- and says so ({left, who, 'gate'}); a shared request waits while an
+-- and says so ({left, who, 'gate'}; {left, who, 'shared'} when another
+-- waiter's gate is there: either way the daemon learns that shared
+-- holders refused it, so that a master whose answer its round did not
+-- count may have closed its gate); a shared request waits while an
 -- exclusive key or someone else's gate is there.  Not granted: {pttl,
 -- who} of what keeps us out, who being the token that keeps it: the
 -- value of the key that refused (the exclusive key, the permit asked
@@ -92,6 +95,8 @@ if c == 'x' then
           if not g or g == gid then
             redis.call('SET', gk, gid, 'PX', ms)
             r[3] = 'gate'
+          else
+            r[3] = 'shared'
           end
         end
         return rl_refused(base, ms, ARGV[7], r)
