@@ -124,21 +124,23 @@
  * for up to node_timeout; a try is a round, decided at the latest at
  * node_timeout; a try that meets a split vote or a release not yet
  * applied everywhere tries again, once more a round, after up to the
- * retry delay's jitter (twice); plus the time an OK takes to be read on
- * this loaded VM.
+ * retry delay's jitter (twice); a fenced grant (lock.fence: always here)
+ * is a second round, the raise, which a BREAK or a late answer can fail,
+ * and the name waits for that grant's clean-up; plus the time an OK
+ * takes to be read on this loaded VM.
  */
 #define FT_LIVE_SLACK_MS    300
-#define FT_LIVE_BOUND_MS    (3 * H_NODE_TIMEOUT_MS + 2 * FT_RETRY_MS + FT_LIVE_SLACK_MS)
+#define FT_LIVE_BOUND_MS    (4 * H_NODE_TIMEOUT_MS + 2 * FT_RETRY_MS + FT_LIVE_SLACK_MS)
 #define FT_LIVE_TAIL_MS     2000    /* judged time after a fault's window, at least */
 #define FT_LIVE_WINDOWS     4       /* fault windows of a run */
 #define FT_LIVE             "live"  /* the liveness schedules' name */
 #define FT_LIVE_TTL_MS      FT_MAX_TTL_MS   /* its holder's ttl: a waiter that hears no
                                                release sleeps up to that long */
 #define FT_LIVE_HOLD        "200-400"       /* its holder's sections, ms */
-#define FT_LIVE_THINK_MIN_MS 3000   /* its holder's pause between sections: longer */
-#define FT_LIVE_THINK_MS    4000    /* than the bound, shorter than its ttl */
+#define FT_LIVE_THINK_MIN_MS 4000   /* its holder's pause between sections: well longer */
+#define FT_LIVE_THINK_MS    5000    /* than the bound, shorter than its ttl */
 #define FT_LIVE_WAITERS     2       /* clients waiting for it through the other daemon */
-#define FT_LIVE_RUN_MS      16000   /* how long the liveness schedules run */
+#define FT_LIVE_RUN_MS      18000   /* how long the liveness schedules run */
 #define FT_LIMIT            3       /* limit= of the counted names */
 #define FT_SEM_CLIENTS      5       /* clients of the counted name (scenarios with kinds) */
 #define FT_READERS          4       /* shared clients of the shared/exclusive name */
