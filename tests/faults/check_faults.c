@@ -3451,7 +3451,7 @@ ft_sched_timing_control(struct ft_run *r)
 /*
  * The liveness schedules (README, "Liveness"): on FT_LIVE, one client
  * through daemon 0 holds it for a few hundred ms at a time (ttl 6 s) and
- * pauses 3-4 s between its sections, while FT_LIVE_WAITERS clients wait
+ * pauses 4-5 s between its sections, while FT_LIVE_WAITERS clients wait
  * for it through daemon 1 (short sections, no pause; they start while
  * the holder holds it).  Each time the
  * holder releases, the name is free while daemon 1's head waits: the
@@ -3597,7 +3597,7 @@ static const struct ft_scenario ft_scenarios[] = {
       .fault = ft_sched_timing_control, .negative = true, .kinds = true,
       .daemons = FT_TIMING_DAEMONS, .proxied = true, .mixed = true, .strict = true },
     { .name = "liveness",
-      .what = "no fault; a holder of live through daemon 0 pauses 3-4 s between its "
+      .what = "no fault; a holder of live through daemon 0 pauses 4-5 s between its "
               "sections while 2 clients wait for it through daemon 1",
       .fault = ft_sched_liveness, .kinds = true },
     { .name = "liveness-control",
