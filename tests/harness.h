@@ -43,7 +43,7 @@
 #include <sys/types.h>
 
 #define H_MASTERS_MAX       15      /* as many as the daemon accepts */
-#define H_DAEMONS_MAX       8       /* daemons per test */
+#define H_DAEMONS_MAX       16      /* daemons per test (the bench starts a fresh one per row) */
 #define H_START_MS          5000    /* deadline for a master or the daemon to come up */
 #define H_REDIS_TIMEOUT_MS  500     /* connect and command timeout of h_master_* */
 #define H_PTTL_ABSENT       (-2)    /* h_master_pttl: no such key */
