@@ -105,7 +105,8 @@ UNIT_TESTS := check_proto check_conf check_redlock check_lease check_client chec
 # the feature they cover (tests/README.md is the index).
 INTEG_TESTS := check_session check_handover check_kinds check_lease_mode check_fence check_who \
                check_masters check_quarantine check_limits check_auth check_cluster check_tls \
-               check_tls_masters check_metrics check_ops check_redlockctl check_scripts
+               check_tls_masters check_metrics check_ops check_redlockctl check_scripts \
+               check_upgrade
 TEST_BINS  := $(addprefix $(B)/,$(UNIT_TESTS) $(INTEG_TESTS))
 
 CK_TIMEOUT ?= 120
@@ -199,6 +200,9 @@ $(B)/check_metrics: $(B)/obj/tests/check_metrics.o $(SUITE_OBJ) $(LIB_OBJ)
 # Each script of daemon/scripts/ on a real master, without the daemon.
 $(B)/check_scripts: $(B)/obj/tests/check_scripts.o $(SUITE_OBJ)
 $(B)/obj/tests/check_scripts.o: $(B)/gen/daemon/scripts.h
+# The last release beside this build on the same masters: its daemon is
+# $(PREV_RELEASE_DIR)/redlockd (REDLOCKD_PREV_BIN).
+$(B)/check_upgrade: $(B)/obj/tests/check_upgrade.o $(SUITE_OBJ)
 # Every suite's main() (tests/runner.c): a suite defines runner_main.
 $(TEST_BINS): $(B)/obj/tests/runner.o
 $(TEST_BINS):
@@ -243,14 +247,37 @@ check: deps
 	if [ $$rc -eq 0 ]; then echo "make check: all passed in $$secs s"; \
 	else echo "make check: FAILED after $$secs s"; fi; exit $$rc
 
+# Past releases, built from the repository's history for the upgrade
+# tests (tests/check_upgrade.c; the fault suite's upgrade schedules):
+# tests/build-release.sh builds a commit's own tree with its own Makefile
+# into build/release-<commit>/ (one build for every build directory, like
+# the redis-server of the clock tests), once: its stamp, built, is only
+# made again when missing.  A clone without that history (shallow) is told
+# to run git fetch --unshallow.
+#   PREV_RELEASE          the last released build (0.1.0), which upgrades
+#                         start from
+#   PREV_RELEASE_CONTROL  the build from just before the keys of shared and
+#                         counted holds moved: beside this one it grants a
+#                         name twice (the upgrade schedules' negative control)
+#   UPGRADE_FROM          the build make test and make check-upgrade run
+#                         beside this one (make check-upgrade
+#                         UPGRADE_FROM=$(PREV_RELEASE_CONTROL) shows the suite fail)
+PREV_RELEASE := f9052d6
+PREV_RELEASE_CONTROL := 371492b
+UPGRADE_FROM ?= $(PREV_RELEASE)
+PREV_RELEASE_DIR := build/release-$(UPGRADE_FROM)
+build/release-%/built:
+	@sh tests/build-release.sh $* $(@D)
+
 # What a suite program is run with: the programs it starts, and Check's
 # timeouts (CK_TIMEOUT seconds per test case, times CK_MULT).
 SUITE_ENV = REDLOCKD_BIN=$(CURDIR)/$(B)/redlockd REDLOCKCTL_BIN=$(CURDIR)/$(B)/redlockctl \
+            REDLOCKD_PREV_BIN=$(CURDIR)/$(PREV_RELEASE_DIR)/redlockd \
             REDIS_LIBC_BIN=$(CURDIR)/$(REDIS_LIBC) DELAY_PROXY_BIN=$(CURDIR)/$(B)/delay-proxy \
             CK_DEFAULT_TIMEOUT=$(CK_TIMEOUT) CK_TIMEOUT_MULTIPLIER=$(CK_MULT)
 
 test: $(B)/redlockd $(B)/redlockctl $(TEST_BINS) $(FUZZ_REPLAY_BINS) $(BENCH_SMOKE_BINS) \
-      $(REDIS_LIBC) $(B)/delay-proxy
+      $(REDIS_LIBC) $(B)/delay-proxy $(PREV_RELEASE_DIR)/built
 ifneq ($(SANITIZE),)
 	@rm -rf $(SAN_LOGS) && mkdir -p $(SAN_LOGS)
 endif
@@ -273,7 +300,8 @@ SUITE_TARGETS := $(patsubst check_%,check-%,$(UNIT_TESTS) $(INTEG_TESTS))
 .PHONY: test-one check-ctl $(SUITE_TARGETS)
 $(patsubst check_%,check-%,$(UNIT_TESTS)): check-%: $(B)/check_%
 $(patsubst check_%,check-%,$(INTEG_TESTS)): check-%: $(B)/check_% $(B)/redlockd \
-                                                     $(B)/redlockctl $(REDIS_LIBC) $(B)/delay-proxy
+                                                     $(B)/redlockctl $(REDIS_LIBC) $(B)/delay-proxy \
+                                                     $(PREV_RELEASE_DIR)/built
 $(SUITE_TARGETS):
 ifneq ($(SANITIZE),)
 	@rm -rf $(SAN_LOGS) && mkdir -p $(SAN_LOGS)
@@ -295,7 +323,8 @@ check-ctl: check-redlockctl
 unit: $(addprefix $(B)/,$(UNIT_TESTS))
 	@set -e; for t in $(UNIT_TESTS); do ./$(B)/$$t; done
 
-integration: $(B)/redlockd $(B)/redlockctl $(addprefix $(B)/,$(INTEG_TESTS)) $(REDIS_LIBC) $(B)/delay-proxy
+integration: $(B)/redlockd $(B)/redlockctl $(addprefix $(B)/,$(INTEG_TESTS)) $(REDIS_LIBC) \
+             $(B)/delay-proxy $(PREV_RELEASE_DIR)/built
 	@set -e; for t in $(INTEG_TESTS); do echo "== $$t"; $(SUITE_ENV) ./$(B)/$$t; done
 
 # The integration suites with the daemon under valgrind's memcheck: each

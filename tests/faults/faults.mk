@@ -12,6 +12,12 @@
 #                        the daemon built with REDLOCKD_FAULT_SKIP_ANNOUNCE: it
 #                        announces no release (the liveness control's daemon),
 #                        in a build directory of its own
+#   build/release-<commit>/redlockd
+#                        past builds from the repository's history (the
+#                        Makefile's PREV_RELEASE and PREV_RELEASE_CONTROL,
+#                        tests/build-release.sh): the upgrade schedule runs
+#                        the last release beside this build, its negative
+#                        control the build that double-grants beside it
 #   build/redis-libc/redis-server
 #                        Debian's redis source built with the C library's
 #                        malloc, which runs under libfaketime (the masters
@@ -60,15 +66,19 @@ REDIS_LIBC := build/redis-libc/redis-server
 $(REDIS_LIBC): tests/faults/build-redis-libc.sh
 	@sh tests/faults/build-redis-libc.sh $(dir $@)
 
-faults: $(B)/redlockd $(FAULTS_BINS) $(REDIS_LIBC) $(SKIP_ANNOUNCE_B)/redlockd
+FAULTS_RELEASES := build/release-$(PREV_RELEASE)/built build/release-$(PREV_RELEASE_CONTROL)/built
+FAULTS_RELEASE_ENV = REDLOCKD_PREV_BIN=$(CURDIR)/build/release-$(PREV_RELEASE)/redlockd \
+    REDLOCKD_PREV_CONTROL_BIN=$(CURDIR)/build/release-$(PREV_RELEASE_CONTROL)/redlockd
+
+faults: $(B)/redlockd $(FAULTS_BINS) $(REDIS_LIBC) $(SKIP_ANNOUNCE_B)/redlockd $(FAULTS_RELEASES)
 	REDLOCKD_BIN=$(CURDIR)/$(B)/redlockd RMW_CLIENT_BIN=$(CURDIR)/$(B)/rmw-client \
-	    REDLOCKD_SKIP_ANNOUNCE_BIN=$(CURDIR)/$(SKIP_ANNOUNCE_B)/redlockd \
+	    REDLOCKD_SKIP_ANNOUNCE_BIN=$(CURDIR)/$(SKIP_ANNOUNCE_B)/redlockd $(FAULTS_RELEASE_ENV) \
 	    REDIS_LIBC_BIN=$(CURDIR)/$(REDIS_LIBC) DELAY_PROXY_BIN=$(CURDIR)/$(B)/delay-proxy \
 	    BREAK_CLIENT_BIN=$(CURDIR)/$(B)/break-client ./$(B)/check_faults
 
-soak: $(B)/redlockd $(FAULTS_BINS) $(REDIS_LIBC) $(SKIP_ANNOUNCE_B)/redlockd
+soak: $(B)/redlockd $(FAULTS_BINS) $(REDIS_LIBC) $(SKIP_ANNOUNCE_B)/redlockd $(FAULTS_RELEASES)
 	REDLOCKD_BIN=$(CURDIR)/$(B)/redlockd RMW_CLIENT_BIN=$(CURDIR)/$(B)/rmw-client \
-	    REDLOCKD_SKIP_ANNOUNCE_BIN=$(CURDIR)/$(SKIP_ANNOUNCE_B)/redlockd \
+	    REDLOCKD_SKIP_ANNOUNCE_BIN=$(CURDIR)/$(SKIP_ANNOUNCE_B)/redlockd $(FAULTS_RELEASE_ENV) \
 	    REDIS_LIBC_BIN=$(CURDIR)/$(REDIS_LIBC) DELAY_PROXY_BIN=$(CURDIR)/$(B)/delay-proxy \
 	    BREAK_CLIENT_BIN=$(CURDIR)/$(B)/break-client FAULTS_SOAK_MINUTES=$(SOAK_MINUTES) \
 	    ./$(B)/check_faults
