@@ -1637,6 +1637,137 @@ h_write_conf(const struct h_daemon_opts *o)
     return rc;
 }
 
+/* True when "section.key" (key NULL: the whole section) is in the list. */
+static bool
+h_key_listed(const char *list, const char *section, const char *key)
+{
+    char want[160];
+
+    snprintf(want, sizeof(want), " %s%s%s ", section, key != NULL ? "." : "",
+             key != NULL ? key : "");
+    return strstr(list, want) != NULL;
+}
+
+/*
+ * Rewrite the current daemon's config without the sections and keys in
+ * list (" section.key section "), a key's nested lines with it.  The
+ * configs the harness writes are two levels deep: a section at column
+ * 0, its keys indented, a list's items deeper.  0 or -1.
+ */
+static int
+h_conf_leave_out(const char *list)
+{
+    char path[PATH_MAX + 80], line[1024], section[64] = "", key[64];
+    FILE *in, *out;
+    bool drop_section = false, drop_key = false;
+    int rc = 0;
+
+    snprintf(path, sizeof(path), "%s.tmp", H_D->conf_path);
+    if ((in = fopen(H_D->conf_path, "re")) == NULL || (out = fopen(path, "we")) == NULL) {
+        fprintf(stderr, "harness: cannot rewrite %s: %s\n", H_D->conf_path, strerror(errno));
+        if (in != NULL) {
+            fclose(in);
+        }
+        return -1;
+    }
+    while (fgets(line, sizeof(line), in) != NULL) {
+        size_t indent = strspn(line, " ");
+
+        if (line[0] != '#' && line[indent] != '\n' && line[indent] != '\0') {
+            if (indent == 0 && sscanf(line, "%63[^:]:", section) == 1) {
+                drop_section = h_key_listed(list, section, NULL);
+                drop_key = false;
+            } else if (indent == 2 && line[indent] != '-'
+                       && sscanf(line + indent, "%63[^:]:", key) == 1) {
+                drop_key = h_key_listed(list, section, key);
+            }
+        }
+        if (!drop_section && !drop_key && fputs(line, out) == EOF) {
+            rc = -1;
+        }
+    }
+    fclose(in);
+    if (fclose(out) != 0 || rc != 0 || rename(path, H_D->conf_path) != 0) {
+        fprintf(stderr, "harness: cannot rewrite %s\n", H_D->conf_path);
+        unlink(path);
+        return -1;
+    }
+    return 0;
+}
+
+/*
+ * For a daemon of opts->known_keys_only: ask bin (`-t -c <config>`)
+ * which sections and keys of the config just written it does not know,
+ * and leave them out, until it accepts the config (a few rounds, for a
+ * key the first round's errors hid).  What was left out is written to
+ * the daemon's log first.  0, or -1 when it rejects the config for
+ * another reason (its output printed).
+ */
+static int
+h_conf_known_only(const char *bin)
+{
+    char out_path[PATH_MAX + 80], line[1024], list[1024] = " ", a[64], b[64], note[1200];
+    const char *argv[] = { bin, "-t", "-c", H_D->conf_path, NULL };
+    size_t used = 1, round;
+    int status = 0;
+    pid_t pid;
+    FILE *f;
+
+    snprintf(out_path, sizeof(out_path), "%s.known", H_D->conf_path);
+    for (round = 0; round < 4; round++) {
+        bool more = false;
+
+        unlink(out_path);
+        if ((pid = h_spawn(argv, out_path)) < 0 || waitpid(pid, &status, 0) != pid) {
+            return -1;
+        }
+        if (h_decode_status(status) == 0) {
+            break;
+        }
+        if ((f = fopen(out_path, "re")) == NULL) {
+            return -1;
+        }
+        while (fgets(line, sizeof(line), f) != NULL) {
+            const char *at;
+            int n = 0;
+
+            if ((at = strstr(line, "unknown key '")) != NULL
+                && sscanf(at, "unknown key '%63[^']' in '%63[^']'", b, a) == 2) {
+                n = snprintf(list + used, sizeof(list) - used, "%s.%s ", a, b);
+            } else if ((at = strstr(line, "unknown section '")) != NULL
+                       && sscanf(at, "unknown section '%63[^']'", a) == 1) {
+                n = snprintf(list + used, sizeof(list) - used, "%s ", a);
+            }
+            if (n > 0 && (size_t)n < sizeof(list) - used) {
+                used += (size_t)n;
+                more = true;
+            }
+        }
+        fclose(f);
+        if (!more || h_conf_leave_out(list) != 0) {
+            fprintf(stderr, "harness: %s rejects the config %s for another reason than "
+                    "unknown keys:\n", bin, H_D->conf_path);
+            h_print_tail(out_path, H_TAIL_LINES, "redlockd -t");
+            return -1;
+        }
+    }
+    if (h_decode_status(status) != 0) {
+        fprintf(stderr, "harness: %s still rejects %s after leaving out%s\n", bin,
+                H_D->conf_path, list);
+        return -1;
+    }
+    if (used > 1) {
+        snprintf(note, sizeof(note), "harness: left out of %s, unknown to %s:%s\n",
+                 H_D->conf_path, bin, list);
+        if ((f = fopen(H_D->log_path, "ae")) != NULL) {
+            fputs(note, f);
+            fclose(f);
+        }
+    }
+    unlink(out_path);
+    return 0;
+}
+
 /*
  * Wait until the current daemon answers STATS with masters_up equal to
  * the running masters: 0 when it does, -1 when it exited (reaped; its
@@ -1689,18 +1820,92 @@ h_new_daemon_port(size_t slot)
     return taken ? -1 : port;
 }
 
+/*
+ * The command line of the current daemon into argv (at least
+ * H_WRAP_WORDS + 8 entries): prlimit for opts->nofile, $REDLOCKD_WRAP,
+ * the binary named by $REDLOCKD_BIN now, -c and its config.  wrapbuf
+ * and nofile (1024 and 48 bytes) hold the words.  Returns the binary.
+ */
+static const char *
+h_daemon_argv(const struct h_daemon_opts *opts, const char **argv, char *wrapbuf,
+              char *nofile)
+{
+    const char *bin = getenv("REDLOCKD_BIN");
+    const char *wrap = getenv("REDLOCKD_WRAP");
+    char *save = NULL, *w;
+    size_t k = 0;
+
+    if (bin == NULL || bin[0] == '\0') {
+        bin = "./build/redlockd";
+    }
+    /* A descriptor limit, soft and hard, set by prlimit(1) before anything else runs. */
+    if (opts->nofile > 0) {
+        snprintf(nofile, 48, "--nofile=%d:%d", opts->nofile, opts->nofile);
+        argv[k++] = "prlimit";
+        argv[k++] = nofile;
+        argv[k++] = "--";
+    }
+    /* REDLOCKD_WRAP: words put before the binary ("valgrind --leak-check=full"). */
+    if (wrap != NULL) {
+        snprintf(wrapbuf, 1024, "%s", wrap);
+        for (w = strtok_r(wrapbuf, " ", &save); w != NULL && k < H_WRAP_WORDS;
+             w = strtok_r(NULL, " ", &save)) {
+            argv[k++] = w;
+        }
+    }
+    argv[k++] = bin;
+    argv[k++] = "-c";
+    argv[k++] = H_D->conf_path;
+    argv[k] = NULL;
+    return bin;
+}
+
+/*
+ * Write the current daemon's config (for opts->known_keys_only, what bin
+ * knows of it) and start it on its port: 0 when it is ready, -1 when it
+ * exited during start-up (*status: its exit status), -2 when it was not
+ * ready in time (stopped, its log printed unless quiet), -3 when it could
+ * not be started at all.
+ */
+static int
+h_daemon_try(const struct h_daemon_opts *opts, bool quiet, int *status)
+{
+    const char *argv[H_WRAP_WORDS + 8], *bin;
+    char wrapbuf[1024], nofile[48];
+    int rc;
+
+    bin = h_daemon_argv(opts, argv, wrapbuf, nofile);
+    if (h_write_conf(opts) != 0 || (opts->known_keys_only && h_conf_known_only(bin) != 0)) {
+        return -3;
+    }
+    H_D->pid = h_spawn_in(argv, H_D->log_path, H_D->host.netns);
+    if (H_D->pid < 0) {
+        H_D->pid = 0;
+        return -3;
+    }
+    rc = h_daemon_wait_ready(h_now_ms() + H_START_MS, opts->expect_masters_up, status);
+    if (rc == -2) {
+        if (!quiet) {
+            fprintf(stderr, "harness: redlockd (%s) not ready after %d ms\n", bin, H_START_MS);
+            h_print_daemon_log_tail(H_TAIL_LINES);
+        }
+        h_stop_daemon();
+    }
+    return rc;
+}
+
 int
 h_start_daemon(const struct h_daemon_opts *opts)
 {
     static const struct h_daemon_opts none;
-    const char *bin = getenv("REDLOCKD_BIN");
-    const char *wrap = getenv("REDLOCKD_WRAP");
-    const char *argv[H_WRAP_WORDS + 8];
-    char wrapbuf[1024], *save = NULL, *w, exits[H_PORT_TRIES * 16] = "", nofile[48];
-    size_t prev = h_cur, slot = h_ndaemons, k = 0, used = 0;
+    char exits[H_PORT_TRIES * 16] = "";
+    size_t prev = h_cur, slot = h_ndaemons, used = 0;
     bool quiet = opts != NULL && opts->start_fails;
     int tries, rc, status = 0;
 
+    if (opts == NULL) {
+        opts = &none;
+    }
     if (h_test_dir[0] == '\0' || h_nmasters == 0 || slot >= H_DAEMONS_MAX) {
         fprintf(stderr, "harness: h_start_daemon: needs h_begin and masters, and at most "
                 "%d daemons\n", H_DAEMONS_MAX);
@@ -1714,68 +1919,32 @@ h_start_daemon(const struct h_daemon_opts *opts)
                 h_test_dir);
         return -1;
     }
-    if (bin == NULL || bin[0] == '\0') {
-        bin = "./build/redlockd";
-    }
     /* The accessors used while it starts (h_stat_once) must reach it. */
     h_cur = slot;
-    if (opts != NULL && opts->host != NULL) {
+    if (opts->host != NULL) {
         H_D->host = *opts->host;
     }
     snprintf(H_D->auth, sizeof(H_D->auth), "%s",
-             opts != NULL && opts->auth_password != NULL ? opts->auth_password : "");
-    /* A descriptor limit, soft and hard, set by prlimit(1) before anything else runs. */
-    if (opts != NULL && opts->nofile > 0) {
-        snprintf(nofile, sizeof(nofile), "--nofile=%d:%d", opts->nofile, opts->nofile);
-        argv[k++] = "prlimit";
-        argv[k++] = nofile;
-        argv[k++] = "--";
-    }
-    /* REDLOCKD_WRAP: words put before the binary ("valgrind --leak-check=full"). */
-    if (wrap != NULL) {
-        snprintf(wrapbuf, sizeof(wrapbuf), "%s", wrap);
-        for (w = strtok_r(wrapbuf, " ", &save); w != NULL && k < H_WRAP_WORDS;
-             w = strtok_r(NULL, " ", &save)) {
-            argv[k++] = w;
-        }
-    }
-    argv[k++] = bin;
-    argv[k++] = "-c";
-    argv[k++] = H_D->conf_path;
-    argv[k] = NULL;
+             opts->auth_password != NULL ? opts->auth_password : "");
     for (tries = 1; tries <= (quiet ? 1 : H_PORT_TRIES); tries++) {
         H_D->port = h_new_daemon_port(slot);
         H_D->tls_port = 0;
-        if (opts != NULL && opts->tls_cert_file != NULL) {
+        if (opts->tls_cert_file != NULL) {
             do {
                 H_D->tls_port = h_free_port();
             } while (H_D->tls_port == H_D->port);
         }
-        if (H_D->port < 0 || H_D->tls_port < 0
-            || h_write_conf(opts != NULL ? opts : &none) != 0) {
+        if (H_D->port < 0 || H_D->tls_port < 0) {
             h_cur = prev;
             return -1;
         }
-        H_D->pid = h_spawn_in(argv, H_D->log_path, H_D->host.netns);
-        if (H_D->pid < 0) {
-            H_D->pid = 0;
-            h_cur = prev;
-            return -1;
-        }
-        rc = h_daemon_wait_ready(h_now_ms() + H_START_MS,
-                                 opts != NULL ? opts->expect_masters_up : 0, &status);
+        rc = h_daemon_try(opts, quiet, &status);
         if (rc == 0) {
             /* Tries that exited (a port taken meanwhile) are not news. */
             h_ndaemons = slot + 1;
             return 0;
         }
-        if (rc == -2) {
-            if (!quiet) {
-                fprintf(stderr, "harness: redlockd (%s) not ready after %d ms\n", bin,
-                        H_START_MS);
-                h_print_daemon_log_tail(H_TAIL_LINES);
-            }
-            h_stop_daemon();
+        if (rc != -1) {
             h_cur = prev;
             return -1;
         }
@@ -1785,11 +1954,39 @@ h_start_daemon(const struct h_daemon_opts *opts)
     }
     if (!quiet) {
         fprintf(stderr, "harness: redlockd (%s) would not start: it exited during start-up "
-                "%d times (status %s)\n", bin, tries - 1, exits);
+                "%d times (status %s)\n", getenv("REDLOCKD_BIN") != NULL
+                ? getenv("REDLOCKD_BIN") : "./build/redlockd", tries - 1, exits);
         h_print_daemon_log_tail(H_TAIL_LINES);
     }
     h_cur = prev;
     return -1;
+}
+
+int
+h_restart_daemon(const struct h_daemon_opts *opts)
+{
+    static const struct h_daemon_opts none;
+    int rc, status = 0;
+
+    if (opts == NULL) {
+        opts = &none;
+    }
+    if (h_ndaemons == 0 || H_D->pid > 0) {
+        fprintf(stderr, "harness: h_restart_daemon: daemon %zu is %s\n", h_cur,
+                h_ndaemons == 0 ? "not started" : "still running");
+        return -1;
+    }
+    if (opts->auth_password != NULL) {
+        snprintf(H_D->auth, sizeof(H_D->auth), "%s", opts->auth_password);
+    }
+    rc = h_daemon_try(opts, false, &status);
+    if (rc == -1) {
+        fprintf(stderr, "harness: redlockd %zu (%s) exited during its restart on port %d "
+                "(status %d)\n", h_cur, getenv("REDLOCKD_BIN") != NULL
+                ? getenv("REDLOCKD_BIN") : "./build/redlockd", H_D->port, status);
+        h_print_daemon_log_tail(H_TAIL_LINES);
+    }
+    return rc == 0 ? 0 : -1;
 }
 
 size_t

@@ -434,6 +434,15 @@ struct h_daemon_opts {
                                            ("  unix_reserved: 2\n"); NULL for none */
     int         nofile;                 /* RLIMIT_NOFILE, soft and hard, for the daemon
                                            (prlimit(1)); 0: the harness's own */
+    bool        known_keys_only;        /* an older build ($REDLOCKD_BIN at its start,
+                                           a past release), which rejects config keys
+                                           it does not know: before each start the
+                                           harness runs it with -t on the config and
+                                           leaves out every section and key it calls
+                                           unknown, until it accepts the config (what
+                                           was left out is written to the daemon's
+                                           log before it starts); a config it rejects
+                                           for another reason fails the start */
 };
 
 /*
@@ -471,7 +480,9 @@ int h_signal_master(size_t i, int sig);
  * opts->extra_masters; the settings in opts, NULL for all defaults) and
  * start, in opts->host's namespace when it has one, the binary named by
  * $REDLOCKD_BIN (default ./build/redlockd) with its stdout and stderr
- * appended to <dir>/redlockd.log.  The first daemon of a test (index 0)
+ * appended to <dir>/redlockd.log.  $REDLOCKD_BIN is read at each start:
+ * a test that runs daemons of several builds (the liveness control's,
+ * a past release) sets it before starting each one.  The first daemon of a test (index 0)
  * uses those names; daemon i > 0 uses redlockd-<i>.yml, .log and .sock.
  * $REDLOCKD_WRAP, when set, is split at spaces and put before the binary
  * (for example "valgrind --leak-check=full --log-file=/tmp/vg.%p").
@@ -485,6 +496,19 @@ int h_signal_master(size_t i, int sig);
  * before the call).
  */
 int h_start_daemon(const struct h_daemon_opts *opts);
+
+/*
+ * Start the current daemon again after h_stop_daemon() or its death (a
+ * rolling restart): the same slot, index, port, Unix socket and log
+ * (appended to), so that clients that knew it find it again; its config
+ * written anew from opts (NULL for all defaults; opts->host and the TLS
+ * port are not changed), the binary named by $REDLOCKD_BIN now, which may
+ * be another build than before (an upgrade, a rollback).  Waits for it as
+ * h_start_daemon() does, with no retry on another port.  Returns 0, or -1
+ * when it is still running, did not start or was not ready in time (the
+ * reason and its log tail printed).
+ */
+int h_restart_daemon(const struct h_daemon_opts *opts);
 
 /* Number of daemons started in this test (running or stopped). */
 size_t h_daemon_count(void);
