@@ -114,6 +114,26 @@ CK_MULT ?= 1
 
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
+# Past releases, built from the repository's history for the upgrade
+# tests (tests/check_upgrade.c; the fault suite's upgrade schedules):
+# tests/build-release.sh builds a commit's own tree with its own Makefile
+# into build/release-<commit>/ (one build for every build directory, like
+# the redis-server of the clock tests), once: its stamp, built, is only
+# made again when missing.  A clone without that history (shallow) is told
+# to run git fetch --unshallow.
+#   PREV_RELEASE          the last released build (0.1.0), which upgrades
+#                         start from
+#   PREV_RELEASE_CONTROL  the build from just before the keys of shared and
+#                         counted holds moved: beside this one it grants a
+#                         name twice (the upgrade schedules' negative control)
+#   UPGRADE_FROM          the build make test and make check-upgrade run
+#                         beside this one (make check-upgrade
+#                         UPGRADE_FROM=$(PREV_RELEASE_CONTROL) shows the suite fail)
+PREV_RELEASE := f9052d6
+PREV_RELEASE_CONTROL := 371492b
+UPGRADE_FROM ?= $(PREV_RELEASE)
+PREV_RELEASE_DIR := build/release-$(UPGRADE_FROM)
+
 # Fragments: tests/faults/faults.mk (make faults), tests/fuzz/fuzz.mk
 # (make fuzz, and FUZZ_REPLAY_BINS, which make test runs), tests/bench/bench.mk
 # (make bench, and BENCH_SMOKE_BINS, which make test runs).
@@ -247,25 +267,7 @@ check: deps
 	if [ $$rc -eq 0 ]; then echo "make check: all passed in $$secs s"; \
 	else echo "make check: FAILED after $$secs s"; fi; exit $$rc
 
-# Past releases, built from the repository's history for the upgrade
-# tests (tests/check_upgrade.c; the fault suite's upgrade schedules):
-# tests/build-release.sh builds a commit's own tree with its own Makefile
-# into build/release-<commit>/ (one build for every build directory, like
-# the redis-server of the clock tests), once: its stamp, built, is only
-# made again when missing.  A clone without that history (shallow) is told
-# to run git fetch --unshallow.
-#   PREV_RELEASE          the last released build (0.1.0), which upgrades
-#                         start from
-#   PREV_RELEASE_CONTROL  the build from just before the keys of shared and
-#                         counted holds moved: beside this one it grants a
-#                         name twice (the upgrade schedules' negative control)
-#   UPGRADE_FROM          the build make test and make check-upgrade run
-#                         beside this one (make check-upgrade
-#                         UPGRADE_FROM=$(PREV_RELEASE_CONTROL) shows the suite fail)
-PREV_RELEASE := f9052d6
-PREV_RELEASE_CONTROL := 371492b
-UPGRADE_FROM ?= $(PREV_RELEASE)
-PREV_RELEASE_DIR := build/release-$(UPGRADE_FROM)
+# A past release (see PREV_RELEASE above), once.
 build/release-%/built:
 	@sh tests/build-release.sh $* $(@D)
 

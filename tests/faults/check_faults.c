@@ -327,6 +327,8 @@ struct ft_run {
     int64_t  stop_us;               /* the clients were told to stop */
     const char *neg_live;           /* negative control: a name that must show a
                                        liveness finding (NULL: none) */
+    struct h_daemon_opts dopts;     /* the daemons' options (a restart writes them again) */
+    bool     old[FT_DAEMONS_MAX];   /* daemon d runs the scenario's past release now */
 };
 
 /* One schedule. */
@@ -361,7 +363,16 @@ struct ft_scenario {
     bool        strict;             /* a REJECT excuses no overlap (checker_input) */
     bool        skip_announce;      /* the daemons are the build that announces no
                                        release (REDLOCKD_FAULT_SKIP_ANNOUNCE) */
+    int         release;            /* FT_RELEASE_PREV or FT_RELEASE_CONTROL: the daemons
+                                       of old_daemons run that past build, the others
+                                       this one (the upgrade schedules); 0: none */
+    uint32_t    old_daemons;        /* with release: bit d, daemon d starts on it */
 };
+
+/* The past builds of the upgrade schedules (the Makefile's PREV_RELEASE*). */
+#define FT_RELEASE_PREV     1       /* the last release ($REDLOCKD_PREV_BIN) */
+#define FT_RELEASE_CONTROL  2       /* the build from before the keys of shared and counted
+                                       holds moved ($REDLOCKD_PREV_CONTROL_BIN) */
 
 static char  ft_dir[PATH_MAX / 2];  /* this suite's files */
 static const char *ft_client_bin;   /* rmw-client */
@@ -374,6 +385,11 @@ static const char *ft_proxy_bin;    /* delay-proxy */
 static const char *ft_break_bin;    /* break-client */
 static const char *ft_skip_bin;     /* the daemon that announces no release
                                        (REDLOCKD_SKIP_ANNOUNCE_BIN) */
+static const char *ft_new_bin;      /* this build ($REDLOCKD_BIN at the start; NULL: the
+                                       harness's default) */
+static const char *ft_prev_bin;     /* the last release (REDLOCKD_PREV_BIN) */
+static const char *ft_control_bin;  /* the upgrade control's build
+                                       (REDLOCKD_PREV_CONTROL_BIN) */
 static char  ft_net_why[256];       /* why the network scenarios are skipped, "" if not */
 
 /* ---- small helpers ---- */
@@ -3496,6 +3512,80 @@ ft_sched_liveness(struct ft_run *r)
     }
 }
 
+static int ft_pick_build(struct ft_run *r, size_t d, bool old, struct h_daemon_opts *o);
+
+#define FT_UPGRADE_DAEMONS  3       /* daemons of the upgrade schedules */
+#define FT_UPGRADE_OLD      0x3u    /* daemons 0 and 1 start on the past build */
+#define FT_UPGRADE_DOWN_MS  500     /* a daemon is down this long (its package replaced) */
+#define FT_UPGRADE_SETTLE_MS 2000   /* a restart's liveness window lasts this long after
+                                       its daemon is back (its clients come back to it) */
+#define FT_UPGRADE_RUN_MS   4000    /* between one daemon's start and the next one's stop */
+
+/*
+ * The upgrade schedules (tests/faults/README.md, "Upgrades"): three
+ * daemons on the same masters, 0 and 1 of a past build (the last release,
+ * or in the control the build that double-grants), 2 of this one; the
+ * regular clients (exclusive names, fenced, sessions and leases mixed),
+ * the counted and shared/exclusive names, the BREAK targets and their
+ * operator, through all three.  After the warm-up, a rolling restart:
+ * daemon 0 stopped (SIGTERM, as a package upgrade does) and started
+ * again on this build, then daemon 1, then daemon 2 rolled back to the
+ * past build, each on its own port, each after FT_UPGRADE_RUN_MS of the
+ * last; the clients of a stopped daemon go to the next in their lists
+ * and come back.  Both builds serve the names at every moment.
+ */
+static void
+ft_sched_upgrade(struct ft_run *r)
+{
+    static const struct { size_t d; bool to_old; } steps[] = {
+        { 0, false }, { 1, false }, { 2, true },
+    };
+    const char *const names = FT_BRK_X "," FT_BRK_RW "," FT_BRK_SEM;
+    char ports[FT_PORTS_MAX];
+    size_t k;
+
+    if (ft_timing_clients(r, r->ndaemons) != 0) {
+        return;
+    }
+    ft_ports(r, 0, ports, sizeof(ports));
+    if (ft_start_operator(r, ports, names, FT_BREAK_EVERY, 0) < 0) {
+        return;
+    }
+    ft_event(r, "operator: BREAK one of %s every %s ms, through daemons 0-%zu", names,
+             FT_BREAK_EVERY, r->ndaemons - 1);
+    ft_warmup(r, FT_WARMUP_MS);
+    for (k = 0; k < sizeof(steps) / sizeof(steps[0]); k++) {
+        size_t d = steps[k].d;
+        bool was_old = r->old[d];
+        int64_t from = ft_now_us();
+        int rc;
+
+        h_use_daemon(d);
+        rc = h_stop_daemon();
+        ft_event(r, "daemon %zu (%s) stopped: SIGTERM, exit status %d", d,
+                 was_old ? "past build" : "this build", rc);
+        ft_pause(FT_UPGRADE_DOWN_MS);
+        if (ft_pick_build(r, d, steps[k].to_old, &r->dopts) != 0) {
+            return;
+        }
+        if (h_restart_daemon(&r->dopts) != 0) {
+            ft_setup_failed(r, "daemon %zu did not start again on port %d", d, r->ports[d]);
+            return;
+        }
+        r->heal_us = ft_now_us();
+        ft_event(r, "daemon %zu started again on port %d: %s -> %s%s", d, h_daemon_port(),
+                 was_old ? "past build" : "this build",
+                 r->old[d] ? "past build" : "this build",
+                 r->old[d] && !was_old ? " (a rollback)" : "");
+        if (r->nwindows < FT_LIVE_WINDOWS) {
+            r->windows[r->nwindows].from_us = from;
+            r->windows[r->nwindows++].to_us = r->heal_us + FT_UPGRADE_SETTLE_MS * 1000;
+        }
+        h_use_daemon(0);
+        ft_pause(FT_UPGRADE_RUN_MS);
+    }
+}
+
 static const struct ft_scenario ft_scenarios[] = {
     { .name = "kill-masters",
       .what = "kill -9 master 4, 2 s later master 3; 2 s later restart both (empty)",
@@ -3604,6 +3694,17 @@ static const struct ft_scenario ft_scenarios[] = {
       .what = "the same with daemons built to announce no release (negative control: must "
               "report the name free while its waiters sleep)",
       .fault = ft_sched_liveness, .negative = true, .kinds = true, .skip_announce = true },
+    { .name = "upgrade",
+      .what = "daemons 0 and 1 of the last release, 2 of this build, on the same masters; "
+              "BREAKs, leases; a rolling restart: 0 and 1 upgraded, 2 rolled back",
+      .fault = ft_sched_upgrade, .kinds = true, .daemons = FT_UPGRADE_DAEMONS, .mixed = true,
+      .strict = true, .release = FT_RELEASE_PREV, .old_daemons = FT_UPGRADE_OLD },
+    { .name = "upgrade-control",
+      .what = "the same with the build from before the keys of shared and counted holds "
+              "moved (negative control: must report the double grants)",
+      .fault = ft_sched_upgrade, .negative = true, .kinds = true,
+      .daemons = FT_UPGRADE_DAEMONS, .mixed = true, .strict = true,
+      .release = FT_RELEASE_CONTROL, .old_daemons = FT_UPGRADE_OLD },
 };
 
 #define FT_NSCENARIOS (sizeof(ft_scenarios) / sizeof(ft_scenarios[0]))
@@ -3713,6 +3814,45 @@ ft_make_hosts(struct ft_run *r, struct h_host *hosts)
     return 0;
 }
 
+/* The scenario's past build (its release), or NULL when it has none or it was not built. */
+static const char *
+ft_release_bin(const struct ft_run *r)
+{
+    return r->sc->release == FT_RELEASE_PREV ? ft_prev_bin
+           : r->sc->release == FT_RELEASE_CONTROL ? ft_control_bin : NULL;
+}
+
+/*
+ * In an upgrade schedule, make daemon d's next start run the scenario's
+ * past release (old) or this build: the harness's one way of choosing a daemon's binary,
+ * $REDLOCKD_BIN at its start; the past build's config without the keys
+ * it does not know (known_keys_only).  0, or -1 with the setup failure
+ * recorded.
+ */
+static int
+ft_pick_build(struct ft_run *r, size_t d, bool old, struct h_daemon_opts *o)
+{
+    const char *bin = old ? ft_release_bin(r) : ft_new_bin;
+
+    if (r->sc->release == 0) {
+        return 0;       /* one build for every daemon, $REDLOCKD_BIN as it is */
+    }
+    if (old && bin == NULL) {
+        ft_setup_failed(r, "no past build for this schedule (%s; make faults builds it "
+                        "from the repository's history)",
+                        r->sc->release == FT_RELEASE_CONTROL ? "REDLOCKD_PREV_CONTROL_BIN"
+                        : "REDLOCKD_PREV_BIN");
+        return -1;
+    }
+    if (bin != NULL ? setenv("REDLOCKD_BIN", bin, 1) != 0 : unsetenv("REDLOCKD_BIN") != 0) {
+        ft_setup_failed(r, "setenv REDLOCKD_BIN: %s", strerror(errno));
+        return -1;
+    }
+    o->known_keys_only = old;
+    r->old[d] = old;
+    return 0;
+}
+
 /* Start the processes of a run: masters, daemons, regular clients. */
 static int
 ft_setup(struct ft_run *r)
@@ -3763,16 +3903,25 @@ ft_setup(struct ft_run *r)
         ft_event(r, "the daemons reach every master through a delay proxy (%s ms per chunk, "
                  "each way, drawn for each chunk)", FT_TIMING_DELAY);
     }
-    if (r->sc->proxied || r->sc->idle_daemon) {
+    if (r->sc->proxied || r->sc->idle_daemon || r->sc->release != 0) {
         o.admin_password = FT_ADMIN_PASSWORD;
     }
     for (d = 0; d < r->ndaemons; d++) {
         o.host = r->net ? &hosts[FT_HOST_DAEMON(d)] : NULL;
-        if (h_start_daemon(&o) != 0) {
+        if (ft_pick_build(r, d, (r->sc->old_daemons & (1u << d)) != 0, &o) != 0
+            || h_start_daemon(&o) != 0) {
             return -1;
         }
         r->ports[d] = h_daemon_port();
         snprintf(r->addrs[d], sizeof(r->addrs[d]), "%s", h_daemon_addr());
+    }
+    o.host = NULL;
+    o.known_keys_only = false;
+    r->dopts = o;
+    if (r->sc->release != 0) {
+        ft_event(r, "daemons on the past build (%s): %s%s%s; the others on this one",
+                 ft_release_bin(r), r->old[0] ? "0 " : "", r->old[1] ? "1 " : "",
+                 r->ndaemons > 2 && r->old[2] ? "2" : "");
     }
     ft_event(r, "%d masters, %zu daemons on ports %d, %d%s%s%s", FT_MASTERS, r->ndaemons,
              r->ports[0], r->ports[1], r->ndaemons > 2 ? " and more" : "",
@@ -4035,6 +4184,36 @@ ft_negative_seen(struct ft_run *r)
         ok = ok && w_ok;
     }
     return ok;
+}
+
+/*
+ * The upgrade control's verdict: a double grant across the two builds
+ * on a shared/exclusive name (an overlap) or a counted one (more holders
+ * than the limit, or two holders of one permit), FT_RW and FT_SEM or the
+ * BREAK targets; an exclusive name is not required to show one (both
+ * builds keep its key where the other looks).
+ */
+static bool
+ft_upgrade_negative_seen(struct ft_run *r)
+{
+    static const char *const shared[2] = { FT_RW, FT_BRK_RW };
+    static const char *const counted[2] = { FT_SEM, FT_BRK_SEM };
+    const struct checker_name_stat *st;
+    size_t i, overlaps = 0, over = 0;
+
+    for (i = 0; i < 2; i++) {
+        st = checker_name(&r->res, shared[i]);
+        ft_note(r, "%s shared/exclusive overlaps: %zu", shared[i], st != NULL ? st->overlaps : 0);
+        overlaps += st != NULL ? st->overlaps : 0;
+        st = checker_name(&r->res, counted[i]);
+        ft_note(r, "%s: up to %zu holders at once, %zu over-limit, %zu permit overlaps",
+                counted[i], st != NULL ? st->max_holders : 0, st != NULL ? st->over_limit : 0,
+                st != NULL ? st->overlaps : 0);
+        over += st != NULL ? st->over_limit + st->overlaps : 0;
+    }
+    ft_note(r, "negative control: double grants across the builds %s",
+            overlaps + over > 0 ? "reported" : "NOT reported");
+    return overlaps + over > 0;
 }
 
 /* Lines of the client logs that begin with word (and a space). */
@@ -4321,6 +4500,8 @@ ft_judge(struct ft_run *r)
     ft_note_live(r);
     if (r->sc->negative && r->neg_live != NULL) {
         r->passed = !r->setup_failed && ft_live_negative_seen(r);
+    } else if (r->sc->negative && r->sc->release != 0) {
+        r->passed = !r->setup_failed && ft_upgrade_negative_seen(r);
     } else if (r->sc->negative) {
         r->passed = !r->setup_failed
                     && (r->pause.on ? ft_pause_negative_seen(r) : ft_negative_seen(r))
@@ -5416,7 +5597,8 @@ main(int argc, char **argv)
     if (argc != 1 || minutes < 0) {
         fprintf(stderr, "usage: check_faults (environment: FAULTS_ONLY, FAULTS_KEEP, "
                 "FAULTS_LOG_LEVEL, FAULTS_SOAK_MINUTES, REDLOCKD_BIN, RMW_CLIENT_BIN, "
-                "DELAY_PROXY_BIN, BREAK_CLIENT_BIN, REDLOCKD_SKIP_ANNOUNCE_BIN)\n");
+                "DELAY_PROXY_BIN, BREAK_CLIENT_BIN, REDLOCKD_SKIP_ANNOUNCE_BIN, "
+                "REDLOCKD_PREV_BIN, REDLOCKD_PREV_CONTROL_BIN)\n");
         return 2;
     }
     setvbuf(stdout, NULL, _IOLBF, 0);
@@ -5443,6 +5625,18 @@ main(int argc, char **argv)
     ft_skip_bin = getenv("REDLOCKD_SKIP_ANNOUNCE_BIN");
     if (ft_skip_bin != NULL && ft_skip_bin[0] == '\0') {
         ft_skip_bin = NULL;
+    }
+    /* A copy: the upgrade schedules set REDLOCKD_BIN for each daemon they start. */
+    if (getenv("REDLOCKD_BIN") != NULL && getenv("REDLOCKD_BIN")[0] != '\0') {
+        ft_new_bin = strdup(getenv("REDLOCKD_BIN"));
+    }
+    ft_prev_bin = getenv("REDLOCKD_PREV_BIN");
+    if (ft_prev_bin != NULL && ft_prev_bin[0] == '\0') {
+        ft_prev_bin = NULL;
+    }
+    ft_control_bin = getenv("REDLOCKD_PREV_CONTROL_BIN");
+    if (ft_control_bin != NULL && ft_control_bin[0] == '\0') {
+        ft_control_bin = NULL;
     }
     ft_break_bin = getenv("BREAK_CLIENT_BIN");
     if (ft_break_bin == NULL || ft_break_bin[0] == '\0') {
