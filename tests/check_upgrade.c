@@ -7,7 +7,9 @@
  * ($REDLOCKD_PREV_BIN: make builds it from the repository's history,
  * build/release-<commit>/redlockd, tests/build-release.sh), daemon 1 is
  * this build ($REDLOCKD_BIN).  The harness writes the old daemon's config
- * without the keys it does not know (h_daemon_opts.known_keys_only).
+ * without the keys it does not know (h_daemon_opts.known_keys_only; its
+ * own case shows a key this build knows left out for the release and
+ * kept for this build).
  * Every case runs both ways, the old daemon first and then the new one
  * first, each way on names of its own:
  *
@@ -36,10 +38,13 @@
  * nothing read for QUIET_MS (h_quiet).  Each test is a test case of its
  * own: CK_RUN_CASE=<test> ./build/check_upgrade runs one.
  */
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+
+#include <sys/wait.h>
 
 #include <check.h>
 
@@ -421,11 +426,91 @@ START_TEST(upgrade_unlock_wakes_other)
 }
 END_TEST
 
+/* Run argv, its output to path; its exit status (h_decode_status), or -1. */
+static int
+up_run(const char *const argv[], const char *path)
+{
+    pid_t pid = h_spawn(argv, path);
+    int status = 0;
+
+    if (pid < 0 || waitpid(pid, &status, 0) != pid) {
+        return -1;
+    }
+    return h_decode_status(status);
+}
+
+/* True when the file at path contains text. */
+static bool
+up_file_has(const char *path, const char *text)
+{
+    char buf[8192];
+    FILE *f = fopen(path, "re");
+    size_t n;
+
+    if (f == NULL) {
+        return false;
+    }
+    n = fread(buf, 1, sizeof(buf) - 1, f);
+    fclose(f);
+    buf[n] = '\0';
+    return strstr(buf, text) != NULL;
+}
+
+/*
+ * The harness's config for the old daemon (known_keys_only): a key this
+ * build knows and the release does not (limits.max_reads_in_flight) is
+ * left out for the release's daemon, and said so in its log, and kept
+ * for this build's; the release's redlockd -t refuses this build's
+ * config with it.
+ */
+START_TEST(upgrade_old_config_left_out)
+{
+    struct h_daemon_opts o = expect_opts;
+    const char *now = getenv("REDLOCKD_BIN");
+    char *mine = now != NULL ? strdup(now) : NULL, line[512], out[PATH_MAX + 32];
+    char conf0[PATH_MAX + 64], conf1[PATH_MAX + 64];
+    const char *argv[] = { up_prev_bin(), "-t", "-c", conf1, NULL };
+
+    o.key_prefix = PREFIX;
+    o.limits_yaml = "  max_reads_in_flight: 8\n";
+    expect_begin();
+    ck_assert_msg(h_start_masters(NMASTERS) == 0, "masters did not start");
+    ck_assert(setenv("REDLOCKD_BIN", up_prev_bin(), 1) == 0);
+    o.known_keys_only = true;
+    ck_assert_msg(h_start_daemon(&o) == 0, "the last release's daemon did not start with the "
+                  "keys it does not know left out");
+    snprintf(conf0, sizeof(conf0), "%s", h_daemon_conf_path());
+    ck_assert_msg(h_log_find(0, "harness: left out of", line, sizeof(line))
+                  && strstr(line, " limits.max_reads_in_flight ") != NULL,
+                  "the old daemon's log does not say that limits.max_reads_in_flight was left "
+                  "out: '%s'", line);
+    ck_assert_msg(!up_file_has(conf0, "max_reads_in_flight") && up_file_has(conf0, "key_prefix"),
+                  "%s: limits.max_reads_in_flight must be left out, the rest kept", conf0);
+    if (mine != NULL) {
+        ck_assert(setenv("REDLOCKD_BIN", mine, 1) == 0);
+        free(mine);
+    } else {
+        ck_assert(unsetenv("REDLOCKD_BIN") == 0);
+    }
+    o.known_keys_only = false;
+    ck_assert_msg(h_start_daemon(&o) == 0, "this build's daemon did not start");
+    snprintf(conf1, sizeof(conf1), "%s", h_daemon_conf_path());
+    ck_assert_msg(up_file_has(conf1, "max_reads_in_flight: 8"), "%s lacks "
+                  "limits.max_reads_in_flight", conf1);
+    snprintf(out, sizeof(out), "%s/old-t.out", h_dir());
+    ck_assert_int_ne(up_run(argv, out), 0);
+    ck_assert_msg(up_file_has(out, "unknown key 'max_reads_in_flight' in 'limits'"),
+                  "the release's redlockd -t on this build's config did not name the key "
+                  "(see %s)", out);
+}
+END_TEST
+
 static Suite *
 upgrade_suite(void)
 {
     Suite *s = suite_create("redlockd upgrade");
 
+    EXPECT_ADD(s, upgrade_old_config_left_out, 60);
     EXPECT_ADD(s, upgrade_exclusive_refused, 60);
     EXPECT_ADD(s, upgrade_shared_exclusive_refused, 60);
     EXPECT_ADD(s, upgrade_counted_limit, 60);
