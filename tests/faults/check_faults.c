@@ -21,7 +21,11 @@
  * at the end.  The timing schedule attacks timing instead: a delay proxy
  * in front of every master, three daemons, clients that mix session and
  * lease sections, an operator that BREAKs (break_client.c), a daemon
- * left idle and a clock step on a minority of the masters.
+ * left idle and a clock step on a minority of the masters.  The upgrade
+ * schedule runs daemons of the last release (a past build from the
+ * repository's history) and of this build on the same masters with the
+ * timing schedule's workloads, through a rolling restart in which
+ * daemons are started again on the other build.
  *
  * Exit status 0 when every scenario met its expectation: no violation,
  * except for the negative controls, where the checker must report the
@@ -37,7 +41,10 @@
  * writer of rw inside a shared section, and on brk-x fences out of
  * order, a break-after and a break-broken finding.  Daemons built to
  * announce no release (REDLOCKD_SKIP_ANNOUNCE_BIN): a name free for
- * longer than the liveness bound while its waiters sleep.  When no
+ * longer than the liveness bound while its waiters sleep.  The upgrade
+ * schedule with the build from before the keys of shared and counted
+ * holds moved in place of the release: a double grant across the
+ * builds on a shared/exclusive or a counted name.  When no
  * namespace can be made (not root, no iptables, ...), the network
  * scenarios are skipped, which does not fail the suite, and a line after
  * the table says what is missing.
@@ -56,6 +63,9 @@
  * ./build/delay-proxy), BREAK_CLIENT_BIN (default ./build/break-client),
  * REDLOCKD_SKIP_ANNOUNCE_BIN (the liveness control's daemon, built with
  * REDLOCKD_FAULT_SKIP_ANNOUNCE; make faults sets it),
+ * REDLOCKD_PREV_BIN and REDLOCKD_PREV_CONTROL_BIN (the upgrade schedule's
+ * past release and its control's build; make faults builds and sets
+ * them),
  * FAULTS_ONLY=name,name (run only those scenarios), FAULTS_KEEP=1 (keep
  * every log, the daemons' included, even when everything passed),
  * FAULTS_LOG_LEVEL (the daemons' log.level, default info),
