@@ -339,6 +339,12 @@ struct ft_run {
                                        liveness finding (NULL: none) */
     struct h_daemon_opts dopts;     /* the daemons' options (a restart writes them again) */
     bool     old[FT_DAEMONS_MAX];   /* daemon d runs the scenario's past release now */
+    struct {
+        size_t  d;                  /* the daemon started again */
+        bool    old;                /* on the past build (else this one) */
+        int64_t at_us;              /* when it was ready */
+    }        restarts[FT_LIVE_WINDOWS]; /* the upgrade schedules' restarts, in order */
+    size_t   nrestarts;             /* entries in restarts */
 };
 
 /* One schedule. */
@@ -3583,6 +3589,11 @@ ft_sched_upgrade(struct ft_run *r)
             return;
         }
         r->heal_us = ft_now_us();
+        if (r->nrestarts < FT_LIVE_WINDOWS) {
+            r->restarts[r->nrestarts].d = d;
+            r->restarts[r->nrestarts].old = r->old[d];
+            r->restarts[r->nrestarts++].at_us = r->heal_us;
+        }
         ft_event(r, "daemon %zu started again on port %d: %s -> %s%s", d, h_daemon_port(),
                  was_old ? "past build" : "this build",
                  r->old[d] ? "past build" : "this build",
@@ -4226,6 +4237,38 @@ ft_upgrade_negative_seen(struct ft_run *r)
     return overlaps + over > 0;
 }
 
+/*
+ * The upgrade schedules: how many sections each build granted (the
+ * daemon of a section's port, and which build that daemon ran when it
+ * began), per kind of hold, so that the table shows both builds served.
+ */
+static void
+ft_note_builds(struct ft_run *r, const struct checker_sections *s)
+{
+    size_t i, d, k, n[2][3] = { { 0 } };
+
+    for (i = 0; i < s->n; i++) {
+        const struct checker_section *c = &s->v[i];
+        bool old;
+
+        for (d = 0; d < r->ndaemons && r->ports[d] != c->port; d++) {
+        }
+        if (d == r->ndaemons) {
+            continue;
+        }
+        old = (r->sc->old_daemons & (1u << d)) != 0;
+        for (k = 0; k < r->nrestarts; k++) {
+            if (r->restarts[k].d == d && r->restarts[k].at_us <= c->begin_us) {
+                old = r->restarts[k].old;
+            }
+        }
+        n[old ? 0 : 1][c->hold == CHECKER_HOLD_SHARED ? 1 : c->hold == CHECKER_HOLD_COUNTED ? 2 : 0]++;
+    }
+    ft_note(r, "granted through the past build: %zu exclusive, %zu shared, %zu counted; "
+            "through this build: %zu, %zu, %zu", n[0][0], n[0][1], n[0][2], n[1][0], n[1][1],
+            n[1][2]);
+}
+
 /* Lines of the client logs that begin with word (and a space). */
 static size_t
 ft_count_lines(const struct ft_run *r, const char *word)
@@ -4498,6 +4541,9 @@ ft_judge(struct ft_run *r)
     }
     if (r->pause.on) {
         ft_pause_judge(r, &s);
+    }
+    if (r->sc->release != 0) {
+        ft_note_builds(r, &s);
     }
     if (r->heal_us > 0 && ft_unserved(r, &s, &k) > 0) {
         ft_external(r, "%zu clients never got their lock after the heal, client %zu first "
