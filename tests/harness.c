@@ -1820,6 +1820,15 @@ h_new_daemon_port(size_t slot)
     return taken ? -1 : port;
 }
 
+/* The daemon binary a start runs now: $REDLOCKD_BIN, else ./build/redlockd. */
+static const char *
+h_daemon_bin(void)
+{
+    const char *bin = getenv("REDLOCKD_BIN");
+
+    return bin != NULL && bin[0] != '\0' ? bin : "./build/redlockd";
+}
+
 /*
  * The command line of the current daemon into argv (at least
  * H_WRAP_WORDS + 8 entries): prlimit for opts->nofile, $REDLOCKD_WRAP,
@@ -1830,14 +1839,11 @@ static const char *
 h_daemon_argv(const struct h_daemon_opts *opts, const char **argv, char *wrapbuf,
               char *nofile)
 {
-    const char *bin = getenv("REDLOCKD_BIN");
+    const char *bin = h_daemon_bin();
     const char *wrap = getenv("REDLOCKD_WRAP");
     char *save = NULL, *w;
     size_t k = 0;
 
-    if (bin == NULL || bin[0] == '\0') {
-        bin = "./build/redlockd";
-    }
     /* A descriptor limit, soft and hard, set by prlimit(1) before anything else runs. */
     if (opts->nofile > 0) {
         snprintf(nofile, 48, "--nofile=%d:%d", opts->nofile, opts->nofile);
@@ -1954,8 +1960,7 @@ h_start_daemon(const struct h_daemon_opts *opts)
     }
     if (!quiet) {
         fprintf(stderr, "harness: redlockd (%s) would not start: it exited during start-up "
-                "%d times (status %s)\n", getenv("REDLOCKD_BIN") != NULL
-                ? getenv("REDLOCKD_BIN") : "./build/redlockd", tries - 1, exits);
+                "%d times (status %s)\n", h_daemon_bin(), tries - 1, exits);
         h_print_daemon_log_tail(H_TAIL_LINES);
     }
     h_cur = prev;
@@ -1982,8 +1987,7 @@ h_restart_daemon(const struct h_daemon_opts *opts)
     rc = h_daemon_try(opts, false, &status);
     if (rc == -1) {
         fprintf(stderr, "harness: redlockd %zu (%s) exited during its restart on port %d "
-                "(status %d)\n", h_cur, getenv("REDLOCKD_BIN") != NULL
-                ? getenv("REDLOCKD_BIN") : "./build/redlockd", H_D->port, status);
+                "(status %d)\n", h_cur, h_daemon_bin(), H_D->port, status);
         h_print_daemon_log_tail(H_TAIL_LINES);
     }
     return rc == 0 ? 0 : -1;
