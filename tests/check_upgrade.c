@@ -63,7 +63,7 @@
 #define OLD             0       /* daemon index of the last release */
 #define NEW             1       /* and of this build */
 
-static const char *up_names[2] = { "the last release", "this build" };
+static const char *up_names[2] = { "the old build", "this build" };
 
 /* The last release's daemon, which must be there. */
 static const char *
