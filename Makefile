@@ -7,6 +7,9 @@
 #   make check-kinds [CASE=name]
 #                   one suite (build/check_kinds), or one test case of it;
 #                   also make test-one SUITE=check_kinds [CASE=name]
+#   make check-upgrade [UPGRADE_FROM=<commit>]
+#                   the last release (PREV_RELEASE, built from the repository's
+#                   history) beside this build; UPGRADE_FROM runs another past build
 #   make check SANITIZE=address,undefined
 #                   every suite built with sanitizers (in build-san/)
 #   make check-docs    the docs link no file outside the repository and
