@@ -26,14 +26,15 @@ fail() {
 }
 
 top=$(cd "$(dirname "$0")/.." && pwd -P) || exit 1
-command -v git >/dev/null || fail "git is not installed: it reads $commit from the repository's history"
+command -v git >/dev/null ||
+    fail "git is not installed: it reads $commit from the repository's history"
 git -C "$top" rev-parse --git-dir >/dev/null 2>&1 ||
-    fail "$top is not a git checkout: the release $commit is built from the repository's history (clone it with git clone)"
+    fail "$top is not a git checkout: $commit is built from the repository's history (git clone it)"
 if ! full=$(git -C "$top" rev-parse --verify --quiet "$commit^{commit}"); then
     if [ "$(git -C "$top" rev-parse --is-shallow-repository 2>/dev/null)" = true ]; then
         fail "commit $commit is not in this shallow clone: run 'git fetch --unshallow', then make again"
     fi
-    fail "commit $commit is not in this clone: run 'git fetch origin' (its history), then make again"
+    fail "commit $commit is not in this clone: run 'git fetch origin', then make again"
 fi
 
 mkdir -p "$dir" || exit 1

@@ -123,7 +123,8 @@ up_refused(int fd, const char *line, const char *name, size_t d, const char *why
 {
     char *got = h_cmd(fd, line, CMD_MS);
 
-    ck_assert_msg(got != NULL && (h_is_reply(got, "BUSY", name) || h_is_reply(got, "TIMEOUT", name)),
+    ck_assert_msg(got != NULL
+                  && (h_is_reply(got, "BUSY", name) || h_is_reply(got, "TIMEOUT", name)),
                   "%s: '%s' through %s answered '%s', expected BUSY or TIMEOUT", why, line,
                   up_via(d), got != NULL ? got : "(nothing)");
     free(got);

@@ -4249,6 +4249,7 @@ ft_note_builds(struct ft_run *r, const struct checker_sections *s)
 
     for (i = 0; i < s->n; i++) {
         const struct checker_section *c = &s->v[i];
+        size_t hold = c->hold == CHECKER_HOLD_SHARED ? 1 : c->hold == CHECKER_HOLD_COUNTED ? 2 : 0;
         bool old;
 
         for (d = 0; d < r->ndaemons && r->ports[d] != c->port; d++) {
@@ -4262,7 +4263,7 @@ ft_note_builds(struct ft_run *r, const struct checker_sections *s)
                 old = r->restarts[k].old;
             }
         }
-        n[old ? 0 : 1][c->hold == CHECKER_HOLD_SHARED ? 1 : c->hold == CHECKER_HOLD_COUNTED ? 2 : 0]++;
+        n[old ? 0 : 1][hold]++;
     }
     ft_note(r, "granted through the past build: %zu exclusive, %zu shared, %zu counted; "
             "through this build: %zu, %zu, %zu", n[0][0], n[0][1], n[0][2], n[1][0], n[1][1],
