@@ -28,8 +28,11 @@ fail() {
 top=$(cd "$(dirname "$0")/.." && pwd -P) || exit 1
 command -v git >/dev/null ||
     fail "git is not installed: it reads $commit from the repository's history"
-git -C "$top" rev-parse --git-dir >/dev/null 2>&1 ||
-    fail "$top is not a git checkout: $commit is built from the repository's history (git clone it)"
+if ! why=$(git -C "$top" rev-parse --git-dir 2>&1 >/dev/null); then
+    # git's own reason first (not a repository; or one it refuses to read,
+    # owned by another user).
+    fail "git cannot read $top ($(printf '%s' "$why" | head -n 1)): $commit is built from the repository's history (git clone it)"
+fi
 if ! full=$(git -C "$top" rev-parse --verify --quiet "$commit^{commit}"); then
     if [ "$(git -C "$top" rev-parse --is-shallow-repository 2>/dev/null)" = true ]; then
         fail "commit $commit is not in this shallow clone: run 'git fetch --unshallow', then make again"
