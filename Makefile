@@ -29,7 +29,7 @@ DEB_PKGS := $(RUN_DEB_PKGS) check faketime libsystemd-dev lua-check
 # language whose toolchain cannot be installed is skipped by make check with
 # one line saying so.
 CLIENT_DEB_PKGS := python3 python3-pip python3-setuptools nodejs golang-go
-VERSION := 0.1.0
+VERSION := 0.2.0
 
 # Lazy (=) so that pkg-config runs after `make deps` installed the packages.
 # libsystemd (sd_notify, socket activation) is used when found, and the
@@ -142,7 +142,7 @@ $(B)/gen/daemon/scripts.h: $(LUA_SRC) daemon/scripts/embed.sh
 	@mkdir -p $(dir $@)
 	@echo "  GEN     $@"
 	@sh daemon/scripts/embed.sh $@ $(LUA_SRC)
-$(B)/obj/daemon/redlock.o: $(B)/gen/daemon/scripts.h
+$(B)/obj/daemon/redlock.o $(B)/obj/daemon/layout.o: $(B)/gen/daemon/scripts.h
 
 $(B)/redlockd: $(B)/obj/daemon/main.o $(LIB_OBJ)
 	@echo "  LD      $@"

@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "conf/conf.h"
+#include "daemon/layout.h"
 #include "daemon/server.h"
 
 static void
@@ -56,7 +57,8 @@ main(int argc, char **argv)
             test_only = true;
             break;
         case 'V':
-            printf("redlockd %s\n", REDLOCKD_VERSION);
+            printf("redlockd %s (layout %d, runs beside layouts %d and later)\n",
+                   REDLOCKD_VERSION, REDLOCKD_LAYOUT, REDLOCKD_LAYOUT_OLDEST);
             return 0;
         case 'h':
             usage(stdout);

@@ -15,6 +15,7 @@
 #include "daemon/command.h"
 #include "daemon/flush.h"
 #include "daemon/health.h"
+#include "daemon/layout.h"
 #include "daemon/listener.h"
 #include "daemon/lock.h"
 #include "daemon/log.h"
@@ -99,12 +100,16 @@ server_drain_cb(evutil_socket_t fd, short what, void *arg)
 static void
 server_set_quarantine(const struct conf *conf)
 {
+    int64_t lease_ms;
+
     if (conf->max_ttl_ms > server_max_ttl_ms) {
         server_max_ttl_ms = conf->max_ttl_ms;
     }
-    health_set_quarantine_ms(server_max_ttl_ms
-                             + (redlock_drift_us(server_max_ttl_ms, conf->drift_factor)
-                                + 999) / 1000);
+    lease_ms = server_max_ttl_ms
+               + (redlock_drift_us(server_max_ttl_ms, conf->drift_factor) + 999) / 1000;
+    health_set_quarantine_ms(lease_ms);
+    /* The longest lease plus the freshness of a layout verdict (daemon/layout.h). */
+    layout_set_window_ms(lease_ms + LAYOUT_FRESH_MS);
 }
 
 /*
