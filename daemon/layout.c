@@ -103,7 +103,7 @@ layout_parse(const char *id, size_t idlen, const char *value, size_t len,
         || layout_word_str(&p, end, e->release, sizeof(e->release)) != 0
         || layout_word_str(&p, end, e->host, sizeof(e->host)) != 0
         || layout < 1 || layout > 1000000 || oldest < 1 || oldest > layout) {
-        snprintf(why, size, "field '%s' holds '%.*s', not \"layout oldest since window "
+        snprintf(why, size, "a field '%s' holding '%.*s', not \"layout oldest since window "
                  "seen release host\" (layout >= oldest >= 1)", e->id,
                  (int)(len > 80 ? 80 : len), value);
         return -1;
@@ -246,6 +246,7 @@ layout_connecting(size_t i)
 
     m->read = false;
     m->inflight = false;
+    m->view.read = false;
 }
 
 void
@@ -254,6 +255,7 @@ layout_answer(size_t i, const char *name, int64_t sent_us, int64_t now_ms,
 {
     struct layout_master *m = &layout_masters[i];
     struct layout_view *v = &m->view;
+    char reason[LAYOUT_WHY_MAX];
     size_t k;
 
     m->inflight = false;
@@ -264,6 +266,7 @@ layout_answer(size_t i, const char *name, int64_t sent_us, int64_t now_ms,
     if (bad != NULL) {
         snprintf(m->why, sizeof(m->why), "%s", bad);
     }
+    v->read = true;
     v->daemons = 0;
     v->lowest = v->highest = 0;
     v->legacy = false;
@@ -282,16 +285,17 @@ layout_answer(size_t i, const char *name, int64_t sent_us, int64_t now_ms,
             v->highest = e->layout;
         }
         if (m->serve && strcmp(e->id, layout_id) != 0
-            && !layout_judge(REDLOCKD_LAYOUT, REDLOCKD_LAYOUT_OLDEST, e, now_ms, m->why,
-                             sizeof(m->why))) {
+            && !layout_judge(REDLOCKD_LAYOUT, REDLOCKD_LAYOUT_OLDEST, e, now_ms, reason,
+                             sizeof(reason))) {
             m->serve = false;
+            snprintf(m->why, sizeof(m->why), "its layout registry shows %.270s", reason);
         }
     }
     v->refused = !m->serve;
     if (!m->serve) {
         v->refusals++;
         if (strcmp(m->why, m->logged) != 0) {
-            log_warn("master %s: not counted: its layout registry shows %s", name, m->why);
+            log_warn("master %s: not counted: %s", name, m->why);
             snprintf(m->logged, sizeof(m->logged), "%s", m->why);
         }
     } else if (m->logged[0] != '\0') {

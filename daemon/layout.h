@@ -164,6 +164,7 @@ const char *layout_why(size_t i, int64_t now);
 
 /* What master i's registry showed at its last read. */
 struct layout_view {
+    bool     read;              /* a read answered since the last connect */
     size_t   daemons;           /* live fields, this daemon's included */
     int      lowest, highest;   /* layouts among them; 0 before any read */
     bool     legacy;            /* a legacy daemon among them */

@@ -304,7 +304,7 @@ master_layout_read(struct master *m, const redisReply *reply, int64_t sent_us)
     size_t n, k;
 
     if (reply->type == REDIS_REPLY_ERROR) {
-        snprintf(bad, sizeof(bad), "an error from the registry's script (EVAL of "
+        snprintf(bad, sizeof(bad), "its layout registry answered an error (EVAL of "
                  "daemon/scripts/layout.lua on key '%s%s'; the ACL user needs +eval "
                  "+hset +hgetall +hdel +pubsub|numsub on it): %.100s",
                  master_conf->key_prefix, LAYOUT_KEY_SUFFIX, reply->str);
@@ -327,7 +327,8 @@ master_layout_read(struct master *m, const redisReply *reply, int64_t sent_us)
         const redisReply *f = reply->element[1 + 2 * k], *v = reply->element[2 + 2 * k];
 
         if (f->type != REDIS_REPLY_STRING || v->type != REDIS_REPLY_STRING) {
-            snprintf(bad, sizeof(bad), "a field that is not a string");
+            snprintf(bad, sizeof(bad), "its layout registry answered a field that is not "
+                     "a string");
             break;
         }
         if (layout_parse(f->str, f->len, v->str, v->len, &entries[k], bad,
@@ -335,8 +336,9 @@ master_layout_read(struct master *m, const redisReply *reply, int64_t sent_us)
             char what[LAYOUT_WHY_MAX];
 
             snprintf(what, sizeof(what), "%s", bad);
-            snprintf(bad, sizeof(bad), "in '%.40s%s': %.200s (delete it with HDEL if no "
-                     "daemon of this project wrote it)", master_conf->key_prefix,
+            snprintf(bad, sizeof(bad), "its layout registry '%.40s%s' has %.150s (delete it "
+                     "with HDEL if no daemon of this project wrote it)",
+                     master_conf->key_prefix,
                      LAYOUT_KEY_SUFFIX, what);
             break;
         }
@@ -1143,7 +1145,7 @@ master_layout_cb(struct redisev *ac, void *r, void *privdata)
     if (master_layout_read(m, reply, m->layout_sent_us) != 0) {
         m->stats.errors++;
         layout_answer(m->index, m->addr->spec, m->layout_sent_us, 0, NULL, 0,
-                      "its registry's script answered something other than "
+                      "its layout registry answered something other than "
                       "{time, field, value...}");
     }
 }
