@@ -105,7 +105,8 @@ UNIT_TESTS := check_proto check_conf check_redlock check_lease check_client chec
 # the feature they cover (tests/README.md is the index).
 INTEG_TESTS := check_session check_handover check_kinds check_lease_mode check_fence check_who \
                check_masters check_quarantine check_limits check_auth check_cluster check_tls \
-               check_tls_masters check_metrics check_ops check_redlockctl check_scripts
+               check_tls_masters check_metrics check_ops check_redlockctl check_scripts \
+               check_registry
 TEST_BINS  := $(addprefix $(B)/,$(UNIT_TESTS) $(INTEG_TESTS))
 
 CK_TIMEOUT ?= 120
@@ -188,6 +189,7 @@ $(B)/check_masters: $(B)/obj/tests/check_masters.o $(SUITE_OBJ)
 # Masters 2 and 3 of the clock tests run the libc build of redis-server
 # under libfaketime.
 $(B)/check_quarantine: $(B)/obj/tests/check_quarantine.o $(SUITE_OBJ)
+$(B)/check_registry: $(B)/obj/tests/check_registry.o $(SUITE_OBJ)
 $(B)/check_limits: $(B)/obj/tests/check_limits.o $(SUITE_OBJ)
 $(B)/check_auth: $(B)/obj/tests/check_auth.o $(SUITE_OBJ)
 $(B)/check_cluster: $(B)/obj/tests/check_cluster.o $(SUITE_OBJ)
