@@ -91,7 +91,8 @@ layout_parse(const char *id, size_t idlen, const char *value, size_t len,
 
     memset(e, 0, sizeof(*e));
     if (idlen == 0 || idlen >= sizeof(e->id)) {
-        snprintf(why, size, "a field of %zu bytes is no daemon's id", idlen);
+        snprintf(why, size, "a member whose id has %zu bytes, which is no daemon's id",
+                 idlen);
         return -1;
     }
     memcpy(e->id, id, idlen);
@@ -103,8 +104,8 @@ layout_parse(const char *id, size_t idlen, const char *value, size_t len,
         || layout_word_str(&p, end, e->release, sizeof(e->release)) != 0
         || layout_word_str(&p, end, e->host, sizeof(e->host)) != 0
         || layout < 1 || layout > 1000000 || oldest < 1 || oldest > layout) {
-        snprintf(why, size, "a field '%s' holding '%.*s', not \"layout oldest since window "
-                 "seen release host\" (layout >= oldest >= 1)", e->id,
+        snprintf(why, size, "a member of id '%s', read as '%.*s', that is not \"id layout "
+                 "oldest since window release host\" with layout >= oldest >= 1", e->id,
                  (int)(len > 80 ? 80 : len), value);
         return -1;
     }
@@ -126,7 +127,7 @@ layout_judge(int mine, int oldest, const struct layout_entry *e, int64_t now_ms,
         }
         snprintf(why, size, "daemon %s (%s, release %s) writes layout %d, seen %" PRId64
                  " ms ago, and this daemon's layout %d runs beside layouts %d and later "
-                 "only: stop or upgrade it (its field is kept %" PRId64 " ms after it was "
+                 "only: stop or upgrade it (its member is kept %" PRId64 " ms after it was "
                  "last seen)", e->id, e->host, e->release, e->layout, now_ms - e->seen_ms,
                  mine, oldest, e->window_ms);
         return false;

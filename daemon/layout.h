@@ -7,17 +7,20 @@
  * (proto/PROTOCOL.md, section 9).  Two daemons that read each other's
  * records differently can both grant a name: a daemon of one layout must
  * never grant beside a daemon whose records it cannot read.  So every
- * master carries a registry, the hash "<lock.key_prefix> layout", with
- * one field per daemon that used it: its layout, the oldest layout whose
- * records it still writes and honours, since when, how long it may go
- * on holding what it granted after it was last seen (its window), when
- * it was last seen (that master's clock), its release and its host.
- * Every daemon writes its own field, prunes the fields whose window has
- * passed and reads the rest, in its command link's handshake and every
- * LAYOUT_BEAT_MS after it (the script daemon/scripts/layout.lua).  Daemons
- * older than the registry are seen by their subscriber links (the
- * channel LAYOUT_LEGACY_CHANNEL) and entered as "legacy" by whoever sees
- * them.
+ * master carries a registry, the sorted set "<lock.key_prefix> layout",
+ * with one member per daemon that used it: its id, its layout, the
+ * oldest layout whose records it still writes and honours, since when,
+ * how long it may go on holding what it granted after it was last seen
+ * (its window), its release and its host, scored by the end of that
+ * window on the master's clock.  Every daemon writes its own member,
+ * prunes those whose window has ended and reads the rest, in its command
+ * link's handshake and every LAYOUT_BEAT_MS after it (the script
+ * daemon/scripts/layout.lua, which answers each member as two strings, the
+ * id, and a value, "layout oldest since window seen release host").
+ * Daemons older than the registry are seen by their subscriber links (the
+ * channel LAYOUT_LEGACY_CHANNEL, which daemons with the registry no
+ * longer subscribe: theirs is "<lock.key_prefix> keep-subscribed") and
+ * entered as "legacy" by whoever sees them.
  *
  * A master's answers count for this daemon (layout_counts) only when its
  * registry, read no longer than LAYOUT_FRESH_MS before the request was
@@ -61,8 +64,9 @@
 #define LAYOUT_KEY_SUFFIX       " layout"   /* the registry: lock.key_prefix + this */
 /* What daemons older than the registry subscribe on every master. */
 #define LAYOUT_LEGACY_CHANNEL   "redlockd keep-subscribed"
-/* What daemons with the registry subscribe instead (never left). */
-#define LAYOUT_SENTINEL_CHANNEL "redlockd keep-subscribed with layout"
+/* What daemons with the registry subscribe instead (never left), after
+ * lock.key_prefix: inside the channels that the ACL gives the daemon. */
+#define LAYOUT_SENTINEL_SUFFIX  " keep-subscribed"
 #define LAYOUT_LEGACY_FIELD     "legacy"
 /* The window entered for legacy daemons: they say nothing of themselves,
  * so it covers the longest lock.max_ttl_ms any release accepts (one day)
@@ -70,23 +74,24 @@
 #define LAYOUT_LEGACY_WINDOW_MS (2 * 86400000LL)
 #define LAYOUT_WHY_MAX          320
 
-/* One field of a registry, parsed (layout_parse). */
+/* One member of a registry, parsed (layout_parse). */
 struct layout_entry {
-    char     id[40];            /* the field: a daemon's id, or "legacy" */
+    char     id[40];            /* a daemon's id, or "legacy" */
     int      layout;            /* the layout it reads and writes */
     int      oldest;            /* the oldest layout it runs beside */
     int64_t  since_ms;          /* master ms since when oldest holds; 0: since its start */
     int64_t  window_ms;         /* how long after seen_ms it may hold grants, ms */
-    int64_t  seen_ms;           /* master ms when it last wrote its field */
+    int64_t  seen_ms;           /* master ms when it last wrote its member */
     char     release[24];       /* its release, "0.2.0" */
     char     host[72];          /* its host name and pid, "-" for legacy */
 };
 
 /*
- * Parse one registry field (id, idlen bytes) and its value (len bytes:
- * "layout oldest since window seen release host", words separated by one
- * space, later words allowed and ignored) into *e.  Returns 0, or -1 with
- * what is wrong in why (size bytes), naming the field.
+ * Parse one registry member as the script answers it: its id (idlen
+ * bytes) and its value (len bytes: "layout oldest since window seen
+ * release host", words separated by one space, later words allowed and
+ * ignored) into *e.  Returns 0, or -1 with what is wrong in why (size
+ * bytes), naming the id.
  */
 int layout_parse(const char *id, size_t idlen, const char *value, size_t len,
                  struct layout_entry *e, char *why, size_t size);
@@ -115,7 +120,7 @@ void layout_stop(void);
  */
 void layout_set_window_ms(int64_t ms);
 
-/* Read only: a probe (redlockd --reach) writes no field of its own. */
+/* Read only: a probe (redlockd --reach) writes no member of its own. */
 void layout_set_probe(bool probe);
 
 /* This daemon's id: LAYOUT_ID_LEN hex characters, static. */
@@ -139,7 +144,7 @@ void layout_connecting(size_t i);
 /*
  * A registry read of master i (name: its address, for the log), sent at
  * sent_us; it answered at now_ms on its clock with n entries, or bad is
- * not NULL: what is wrong (a field that cannot be read, an error reply),
+ * not NULL: what is wrong (a member that cannot be read, an error reply),
  * which refuses the master until a read without one.  The entries are
  * the caller's; a new verdict is logged once (a warning when it refuses).
  */
@@ -165,7 +170,7 @@ const char *layout_why(size_t i, int64_t now);
 /* What master i's registry showed at its last read. */
 struct layout_view {
     bool     read;              /* a read answered since the last connect */
-    size_t   daemons;           /* live fields, this daemon's included */
+    size_t   daemons;           /* live members, this daemon's included */
     int      lowest, highest;   /* layouts among them; 0 before any read */
     bool     legacy;            /* a legacy daemon among them */
     bool     refused;           /* the verdict refuses (not fresh: layout_counts) */

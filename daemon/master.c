@@ -62,9 +62,10 @@
 
 /* Subscribed by every subscriber link and never left, so that the link
  * never drops out of subscribed mode (and its handshake has an answer to
- * wait for); daemons older than the layout registry subscribe another
- * one, by which the registry sees them (daemon/layout.h). */
-#define MASTER_SENTINEL_CHANNEL LAYOUT_SENTINEL_CHANNEL
+ * wait for): lock.key_prefix + LAYOUT_SENTINEL_SUFFIX.  Daemons older
+ * than the layout registry subscribe another one, by which the registry
+ * sees them (daemon/layout.h). */
+static char master_sentinel[300];
 
 
 static struct event_base *master_base;
@@ -290,9 +291,9 @@ master_layout_send(struct master *m, redisev_reply_fn fn, void *privdata)
 }
 
 /*
- * Read the registry's answer {now ms, field, value, ...} of a read sent
+ * Read the registry's answer {now ms, id, value, ...} of a read sent
  * at sent_us and hand it to daemon/layout.c.  An error reply (an ACL
- * that forbids the registry, say) or a field that cannot be read is a
+ * that forbids the registry, say) or a member that cannot be read is a
  * verdict that refuses, with the reason.  Returns 0, or -1 when the
  * answer is not of that shape at all (the caller drops the link).
  */
@@ -306,7 +307,7 @@ master_layout_read(struct master *m, const redisReply *reply, int64_t sent_us)
     if (reply->type == REDIS_REPLY_ERROR) {
         snprintf(bad, sizeof(bad), "its layout registry answered an error (EVAL of "
                  "daemon/scripts/layout.lua on key '%s%s'; the ACL user needs +eval "
-                 "+hset +hgetall +hdel +pubsub|numsub on it): %.100s",
+                 "+time +zadd +zrem +zrange +zremrangebyscore +pubsub|numsub): %.100s",
                  master_conf->key_prefix, LAYOUT_KEY_SUFFIX, reply->str);
         layout_answer(m->index, m->addr->spec, sent_us, 0, NULL, 0, bad);
         return 0;
@@ -327,7 +328,7 @@ master_layout_read(struct master *m, const redisReply *reply, int64_t sent_us)
         const redisReply *f = reply->element[1 + 2 * k], *v = reply->element[2 + 2 * k];
 
         if (f->type != REDIS_REPLY_STRING || v->type != REDIS_REPLY_STRING) {
-            snprintf(bad, sizeof(bad), "its layout registry answered a field that is not "
+            snprintf(bad, sizeof(bad), "its layout registry answered a member that is not "
                      "a string");
             break;
         }
@@ -337,7 +338,7 @@ master_layout_read(struct master *m, const redisReply *reply, int64_t sent_us)
 
             snprintf(what, sizeof(what), "%s", bad);
             snprintf(bad, sizeof(bad), "its layout registry '%.40s%s' has %.150s (delete it "
-                     "with HDEL if no daemon of this project wrote it)",
+                     "with ZREM if no daemon of this project wrote it)",
                      master_conf->key_prefix,
                      LAYOUT_KEY_SUFFIX, what);
             break;
@@ -364,7 +365,7 @@ master_handshake_cb(struct redisev *ac, void *r, void *privdata)
     if (step == MASTER_STEP_LAYOUT) {
         if (master_layout_read(m->master, reply, m->master->layout_sent_us) != 0) {
             m->master->stats.errors++;
-            master_drop(m, "the layout registry's answer is not {time, field, value...}");
+            master_drop(m, "the layout registry's answer is not {time, id, value...}");
             return;
         }
     } else if (MASTER_STEP_IS_ASK(step)) {
@@ -449,7 +450,7 @@ master_connect_cb(struct redisev *ac, bool ok)
         /* Up once the sentinel's subscription is confirmed (master_sub_cb). */
         if (rc == REDIS_OK) {
             rc = redisev_command(ac, NULL, NULL, "SUBSCRIBE %s",
-                                   MASTER_SENTINEL_CHANNEL);
+                                   master_sentinel);
             m->pending++;
         }
     }
@@ -812,6 +813,8 @@ master_start(struct event_base *base, const struct conf *conf)
             return -1;
         }
     }
+    snprintf(master_sentinel, sizeof(master_sentinel), "%.256s%s", conf->key_prefix,
+             LAYOUT_SENTINEL_SUFFIX);
     if (health_start(base, conf) != 0 || layout_start(nmasters) != 0) {
         return -1;
     }
@@ -934,7 +937,7 @@ master_sub_cb(struct redisev *ac, void *r, void *privdata)
                          util_now_us());
     if (k->state == MASTER_HANDSHAKE) {
         if (strcmp(kind->str, "subscribe") == 0
-            && strcmp(chan->str, MASTER_SENTINEL_CHANNEL) == 0 && --k->pending == 0) {
+            && strcmp(chan->str, master_sentinel) == 0 && --k->pending == 0) {
             master_link_up(k);
         }
         return;
@@ -1146,7 +1149,7 @@ master_layout_cb(struct redisev *ac, void *r, void *privdata)
         m->stats.errors++;
         layout_answer(m->index, m->addr->spec, m->layout_sent_us, 0, NULL, 0,
                       "its layout registry answered something other than "
-                      "{time, field, value...}");
+                      "{time, id, value...}");
     }
 }
 

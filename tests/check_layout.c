@@ -75,7 +75,7 @@ START_TEST(parse_refuses_what_it_cannot_read)
         why[0] = '\0';
         ck_assert_msg(layout_parse("f00d", 4, bad[i], strlen(bad[i]), &e, why,
                                    sizeof(why)) != 0, "'%s' was read", bad[i]);
-        ck_assert_msg(strstr(why, "field 'f00d'") != NULL,
+        ck_assert_msg(strstr(why, "id 'f00d'") != NULL,
                       "the reason for '%s' does not name the field: %s", bad[i], why);
     }
     ck_assert_int_ne(layout_parse("", 0, "1 1 0 1 1 r h", 13, &e, why, sizeof(why)), 0);

@@ -2,17 +2,17 @@
  * check_registry.c: the layout registry on real masters (daemon/layout.h,
  * proto/PROTOCOL.md section 9), end to end.
  *
- * Every daemon writes its field in the hash "<lock.key_prefix> layout" of
- * every master and prunes fields whose window has passed.  A daemon does
+ * Every daemon writes its member in the sorted set "<lock.key_prefix>
+ * layout" of every master and prunes members whose window has ended.  A daemon does
  * not count a master whose registry shows a daemon it cannot serve
  * beside (a newer layout that no longer writes this one's records, or
- * one that went back to writing them too recently, or a field it cannot
+ * one that went back to writing them too recently, or a member it cannot
  * read): NOQUORUM's text, the log, STATS and --reach say why, and the
- * master counts again once the field is gone.  A daemon that was paused
+ * master counts again once the member is gone.  A daemon that was paused
  * past a verdict's freshness reads the registry again before it grants.
  * Daemons older than the registry are seen by their subscription.
  *
- * The fields of other daemons here are written with HSET as such a
+ * The members of other daemons here are written with ZADD as such a
  * daemon writes them (the real older release beside this one is
  * tests/check_upgrade.c's).  Real redis-server masters and the real
  * daemon on free loopback ports (tests/harness.h).  CK_RUN_CASE=<test>
@@ -59,9 +59,9 @@ rg_master_ms(size_t i)
     return ms;
 }
 
-/* Write field id of the registry on masters [from, to) as a daemon of
- * layout l that runs beside layouts from o would, since since_ms (0:
- * since its start; < 0: that many ms before now), seen now. */
+/* Write the member of id on masters [from, to) as a daemon of layout l
+ * that runs beside layouts from o would, since since_ms (0: since its
+ * start; < 0: that many ms before now), seen now, window 600 s. */
 static void
 rg_write(size_t from, size_t to, const char *id, int l, int o, long long since_ms)
 {
@@ -69,64 +69,84 @@ rg_write(size_t from, size_t to, const char *id, int l, int o, long long since_m
 
     for (i = from; i < to; i++) {
         long long now = rg_master_ms(i);
-        char value[160];
+        char member[160];
 
-        snprintf(value, sizeof(value), "%d %d %lld 600000 %lld 0.9.0 newhost:42", l, o,
-                 since_ms < 0 ? now + since_ms : since_ms, now);
-        ck_assert_int_eq(h_master_cmd(i, NULL, "HSET %s %s %s", REG_KEY, id, value), 0);
+        snprintf(member, sizeof(member), "%s %d %d %lld 600000 0.9.0 newhost:42", id, l, o,
+                 since_ms < 0 ? now + since_ms : since_ms);
+        ck_assert_int_eq(h_master_cmd(i, NULL, "ZADD %s %lld %s", REG_KEY, now + 600000,
+                                      member), 0);
     }
 }
 
-/* Write a raw value for field id on masters [from, to). */
+/* Write member as it is on masters [from, to), scored to end in 600 s. */
 static void
-rg_write_raw(size_t from, size_t to, const char *id, const char *value)
+rg_write_raw(size_t from, size_t to, const char *member)
 {
     for (size_t i = from; i < to; i++) {
-        ck_assert_int_eq(h_master_cmd(i, NULL, "HSET %s %s %s", REG_KEY, id, value), 0);
+        ck_assert_int_eq(h_master_cmd(i, NULL, "ZADD %s %lld %s", REG_KEY,
+                                      rg_master_ms(i) + 600000, member), 0);
     }
 }
 
+/* Master i's members (an array reply, freed by the caller). */
+static redisReply *
+rg_members(size_t i)
+{
+    redisContext *r = h_master_redis(i);
+    redisReply *rep;
+
+    ck_assert_msg(r != NULL, "cannot connect to master %zu", i);
+    rep = redisCommand(r, "ZRANGE %s 0 -1", REG_KEY);
+    redisFree(r);
+    ck_assert_msg(rep != NULL && rep->type == REDIS_REPLY_ARRAY, "ZRANGE failed on master %zu",
+                  i);
+    return rep;
+}
+
+/* Master i's member of id (its id, a space, the rest), malloc'd, or NULL. */
+static char *
+rg_member(size_t i, const char *id)
+{
+    redisReply *rep = rg_members(i);
+    size_t k, n = strlen(id);
+    char *v = NULL;
+
+    for (k = 0; k < rep->elements && v == NULL; k++) {
+        if (strncmp(rep->element[k]->str, id, n) == 0 && rep->element[k]->str[n] == ' ') {
+            v = strdup(rep->element[k]->str + n + 1);
+        }
+    }
+    freeReplyObject(rep);
+    return v;
+}
+
+/* Delete the members of id (or a raw member) on masters [from, to). */
 static void
 rg_delete(size_t from, size_t to, const char *id)
 {
     for (size_t i = from; i < to; i++) {
-        ck_assert_int_eq(h_master_cmd(i, NULL, "HDEL %s %s", REG_KEY, id), 0);
+        redisReply *rep = rg_members(i);
+        size_t k, n = strlen(id);
+
+        for (k = 0; k < rep->elements; k++) {
+            const char *m = rep->element[k]->str;
+
+            if (strcmp(m, id) == 0 || (strncmp(m, id, n) == 0 && m[n] == ' ')) {
+                ck_assert_int_eq(h_master_cmd(i, NULL, "ZREM %s %s", REG_KEY, m), 0);
+            }
+        }
+        freeReplyObject(rep);
     }
 }
 
-/* Master i's field id, malloc'd, or NULL. */
-static char *
-rg_field(size_t i, const char *id)
-{
-    redisContext *r = h_master_redis(i);
-    redisReply *rep;
-    char *v = NULL;
-
-    ck_assert_msg(r != NULL, "cannot connect to master %zu", i);
-    rep = redisCommand(r, "HGET %s %s", REG_KEY, id);
-    if (rep != NULL && rep->type == REDIS_REPLY_STRING) {
-        v = strdup(rep->str);
-    }
-    freeReplyObject(rep);
-    redisFree(r);
-    return v;
-}
-
-/* Fields in master i's registry. */
+/* Members in master i's registry. */
 static long long
-rg_fields(size_t i)
+rg_nmembers(size_t i)
 {
-    redisContext *r = h_master_redis(i);
-    redisReply *rep;
-    long long n = -1;
+    redisReply *rep = rg_members(i);
+    long long n = (long long)rep->elements;
 
-    ck_assert_msg(r != NULL, "cannot connect to master %zu", i);
-    rep = redisCommand(r, "HLEN %s", REG_KEY);
-    if (rep != NULL && rep->type == REDIS_REPLY_INTEGER) {
-        n = rep->integer;
-    }
     freeReplyObject(rep);
-    redisFree(r);
     return n;
 }
 
@@ -169,8 +189,8 @@ rg_daemon_id(int fd)
     return id;
 }
 
-/* The daemon writes its own field on every master: its id, layout 1,
- * its release, its window; a field whose window passed is pruned. */
+/* The daemon writes its own member on every master: its id, layout 1,
+ * its release, its window; a member whose window ended is pruned. */
 START_TEST(registry_written_and_pruned)
 {
     char *id, *v, want[64];
@@ -183,26 +203,29 @@ START_TEST(registry_written_and_pruned)
     ck_assert_uint_eq(strlen(id), LAYOUT_ID_LEN);
     snprintf(want, sizeof(want), "%d %d 0 ", REDLOCKD_LAYOUT, REDLOCKD_LAYOUT_OLDEST);
     for (i = 0; i < NMASTERS; i++) {
-        v = rg_field(i, id);
-        ck_assert_msg(v != NULL, "master %zu has no field %s", i, id);
+        v = rg_member(i, id);
+        ck_assert_msg(v != NULL, "master %zu has no member %s", i, id);
         ck_assert_msg(strncmp(v, want, strlen(want)) == 0
                       && strstr(v, " " REDLOCKD_VERSION " ") != NULL,
-                      "master %zu's field: '%s'", i, v);
+                      "master %zu's member: '%s'", i, v);
         free(v);
     }
     ck_assert_int_eq(expect_stat("master.0.daemons_seen"), 1);
     ck_assert_int_eq(expect_stat("layout"), REDLOCKD_LAYOUT);
 
-    /* A daemon last seen longer ago than its window: pruned at the next beat. */
-    rg_write_raw(0, NMASTERS, "0000000000000001", "1 1 0 1000 1000000 0.2.0 gone:1");
-    ck_assert_int_eq(rg_fields(0), 2);
+    /* A daemon whose window has ended: pruned at the next beat. */
+    for (i = 0; i < NMASTERS; i++) {
+        ck_assert_int_eq(h_master_cmd(i, NULL, "ZADD %s %lld %s", REG_KEY,
+                                      rg_master_ms(i) - 1,
+                                      "0000000000000001 1 1 0 1000 0.2.0 gone:1"), 0);
+    }
     for (i = 0; i < NMASTERS; i++) {
         int64_t end = h_now_ms() + 3000;
 
-        while (rg_fields(i) != 1 && h_now_ms() < end) {
+        while (rg_nmembers(i) != 1 && h_now_ms() < end) {
             h_sleep_ms(50);
         }
-        ck_assert_msg(rg_fields(i) == 1, "master %zu kept a field whose window passed", i);
+        ck_assert_msg(rg_nmembers(i) == 1, "master %zu kept a member whose window ended", i);
     }
     EXPECT_PREFIX(a, "TRYLOCK rw", "OK rw ");
     free(id);
@@ -213,7 +236,7 @@ END_TEST
 /*
  * A newer daemon that no longer writes layout 1's records, on three
  * masters of five: no quorum, and every place says why; two masters
- * only: the three others still make a quorum; the field gone: counted
+ * only: the three others still make a quorum; the member gone: counted
  * again.
  */
 START_TEST(newer_layout_refuses)
@@ -281,24 +304,24 @@ START_TEST(newer_layout_beside)
 }
 END_TEST
 
-/* A field nobody can read refuses that master, naming it and the key. */
-START_TEST(unreadable_field_refuses)
+/* A member nobody can read refuses that master, naming it and the key. */
+START_TEST(unreadable_member_refuses)
 {
     char *got;
     int a;
 
     rg_up();
     a = expect_tcp();
-    rg_write_raw(0, 3, "junk", "hello world");
+    rg_write_raw(0, 3, "junk hello world");
     expect_wait_stat("master.2.layout_counted", 0, false, 3000);
     got = h_cmd(a, "TRYLOCK j", CMD_MS);
     ck_assert_msg(got != NULL && strncmp(got, "ERR NOQUORUM ", 13) == 0
-                  && strstr(got, "field 'junk' holding 'hello world'") != NULL
-                  && strstr(got, "' layout'") != NULL && strstr(got, "HDEL") != NULL,
-                  "TRYLOCK with an unreadable registry field answered '%s'",
+                  && strstr(got, "id 'junk', read as 'junk hello world'") != NULL
+                  && strstr(got, "' layout'") != NULL && strstr(got, "ZREM") != NULL,
+                  "TRYLOCK with an unreadable registry member answered '%s'",
                   got ? got : "(nothing)");
     free(got);
-    rg_delete(0, 3, "junk");
+    rg_delete(0, 3, "junk hello world");
     expect_wait_stat("master.2.layout_counted", 1, false, 3000);
     EXPECT_PREFIX(a, "TRYLOCK j", "OK j ");
     close(a);
@@ -358,9 +381,9 @@ START_TEST(legacy_daemon_entered)
     ck_assert_msg(rep != NULL, "SUBSCRIBE failed");
     freeReplyObject(rep);
     expect_wait_stat("master.1.legacy_seen", 1, false, 3000);
-    v = rg_field(1, LAYOUT_LEGACY_FIELD);
-    ck_assert_msg(v != NULL && strncmp(v, "1 1 0 172800000 ", 16) == 0,
-                  "master 1's legacy field: '%s'", v ? v : "(none)");
+    v = rg_member(1, LAYOUT_LEGACY_FIELD);
+    ck_assert_msg(v != NULL && strcmp(v, "1 1 0 172800000 <0.2.0 -") == 0,
+                  "master 1's legacy member: '%s'", v ? v : "(none)");
     free(v);
     ck_assert_int_eq(expect_stat("master.0.legacy_seen"), 0);
     ck_assert_int_eq(expect_stat("master.1.layout_counted"), 1);
@@ -401,7 +424,7 @@ rg_reach(char *out, size_t size)
 
 /*
  * --reach, before a start: every master's line and the verdict, without
- * writing a field of its own; refusing masters and a stopped one named,
+ * writing a member of its own; refusing masters and a stopped one named,
  * with exit 69 when no quorum counts.
  */
 START_TEST(reach_reports)
@@ -414,7 +437,7 @@ START_TEST(reach_reports)
     ck_assert_msg(rc == 0 && strstr(out, "5 of 5 masters count for layout") != NULL
                   && strstr(out, "up, counted; its registry: 1 daemon, layouts 1 to 1")
                   != NULL, "--reach exited %d:\n%s", rc, out);
-    ck_assert_int_eq(rg_fields(0), 1);      /* the probe wrote nothing */
+    ck_assert_int_eq(rg_nmembers(0), 1);      /* the probe wrote nothing */
     rg_write(0, 2, NEWER_ID, REDLOCKD_LAYOUT + 1, REDLOCKD_LAYOUT + 1, 0);
     ck_assert_int_eq(h_kill_master(4), 0);
     rc = rg_reach(out, sizeof(out));
@@ -433,7 +456,7 @@ registry_suite(void)
     EXPECT_ADD(s, registry_written_and_pruned, TEST_TIMEOUT_S);
     EXPECT_ADD(s, newer_layout_refuses, TEST_TIMEOUT_S);
     EXPECT_ADD(s, newer_layout_beside, TEST_TIMEOUT_S);
-    EXPECT_ADD(s, unreadable_field_refuses, TEST_TIMEOUT_S);
+    EXPECT_ADD(s, unreadable_member_refuses, TEST_TIMEOUT_S);
     EXPECT_ADD(s, paused_daemon_reads_again, TEST_TIMEOUT_S);
     EXPECT_ADD(s, legacy_daemon_entered, TEST_TIMEOUT_S);
     EXPECT_ADD(s, reach_reports, TEST_TIMEOUT_S);
