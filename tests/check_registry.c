@@ -448,72 +448,6 @@ START_TEST(reach_reports)
 }
 END_TEST
 
-/*
- * The ACL of docs/production.md, as written there (the line "user
- * redlockd on ..."), is enough for the registry and the sentinel: a
- * daemon that logs in with it counts every master, and its subscriber
- * links come up.  An upgrade needs no ACL change.
- */
-START_TEST(documented_acl_suffices)
-{
-    struct h_daemon_opts o = expect_opts;
-    char line[2048], *words[80], *save = NULL, *w;
-    const char *argv[82];
-    size_t n = 0, i;
-    FILE *f;
-    int a;
-
-    f = fopen("docs/production.md", "r");
-    ck_assert_msg(f != NULL, "cannot read docs/production.md");
-    while (fgets(line, sizeof(line), f) != NULL && strncmp(line, "    user redlockd on ", 21)) {
-    }
-    fclose(f);
-    ck_assert_msg(strncmp(line, "    user redlockd on ", 21) == 0,
-                  "docs/production.md has no line \"    user redlockd on ...\"");
-    for (w = strtok_r(line + 18, " \n", &save); w != NULL && n < 80;
-         w = strtok_r(NULL, " \n", &save)) {
-        words[n++] = strcmp(w, ">MASTERS-PASSWORD") == 0 ? ">acl-test-pass" : w;
-    }
-    expect_begin();
-    ck_assert_msg(h_start_masters(NMASTERS) == 0, "the masters did not start");
-    for (i = 0; i < NMASTERS; i++) {
-        redisContext *r = h_master_redis(i);
-        redisReply *rep;
-        size_t k;
-
-        argv[0] = "ACL";
-        argv[1] = "SETUSER";
-        argv[2] = "redlockd";
-        for (k = 0; k < n; k++) {
-            argv[3 + k] = words[k];
-        }
-        ck_assert_msg(r != NULL, "cannot connect to master %zu", i);
-        rep = redisCommandArgv(r, (int)(3 + n), argv, NULL);
-        ck_assert_msg(rep != NULL && rep->type == REDIS_REPLY_STATUS,
-                      "ACL SETUSER with the documented rule failed on master %zu: %s", i,
-                      rep != NULL && rep->str != NULL ? rep->str : "(no reply)");
-        freeReplyObject(rep);
-        redisFree(r);
-    }
-    o.key_prefix = "redlock:";
-    o.redis_username = "redlockd";
-    o.redis_password = "acl-test-pass";
-    ck_assert_msg(h_start_daemon(&o) == 0, "redlockd did not start (log above)");
-    a = expect_tcp();
-    for (i = 0; i < NMASTERS; i++) {
-        char stat[48];
-
-        snprintf(stat, sizeof(stat), "master.%zu.layout_counted", i);
-        expect_wait_stat(stat, 1, false, 3000);
-        snprintf(stat, sizeof(stat), "master.%zu.subscriber_up", i);
-        expect_wait_stat(stat, 1, false, 3000);
-    }
-    EXPECT_PREFIX(a, "TRYLOCK acl", "OK acl ");
-    EXPECT_REPLY(a, "UNLOCK acl", "OK acl holds=0");
-    close(a);
-}
-END_TEST
-
 static Suite *
 registry_suite(void)
 {
@@ -526,7 +460,6 @@ registry_suite(void)
     EXPECT_ADD(s, paused_daemon_reads_again, TEST_TIMEOUT_S);
     EXPECT_ADD(s, legacy_daemon_entered, TEST_TIMEOUT_S);
     EXPECT_ADD(s, reach_reports, TEST_TIMEOUT_S);
-    EXPECT_ADD(s, documented_acl_suffices, TEST_TIMEOUT_S);
     return s;
 }
 
