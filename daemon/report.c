@@ -210,7 +210,15 @@
     ROW(masters_evicting, "redlockd_masters_evicting", NULL, NULL, GAUGE, NUMBER,                  \
         snap->sum.evicting,                                                                        \
         "Masters whose last connect found maxmemory set with a policy other "                      \
-        "than noeviction.")
+        "than noeviction.")                                                                        \
+    ROW(masters_layout_refused, "redlockd_masters_layout_refused", NULL, NULL, GAUGE, NUMBER,      \
+        snap->sum.layout_refused,                                                                  \
+        "Masters up now whose layout registry does not let their answers count (a daemon "         \
+        "this one cannot serve beside, or not read in the last 3 s).")                             \
+    ROW(masters_counted, "redlockd_masters_counted", NULL, NULL, GAUGE, NUMBER,                    \
+        snap->sum.counted,                                                                         \
+        "Masters whose answers count now: up, not quarantined, not a duplicate, counted "          \
+        "by the layout registry.")
 
 /*
  * The values of each master, in the order of its STATS lines:
