@@ -123,7 +123,7 @@ server_status(char *buf, size_t size)
 {
     size_t n = master_count(), q = redlock_quorum(n);
     struct master_summary sum;
-    char when[16], quarantine[80], twice[48] = "";
+    char when[16], quarantine[80], twice[48] = "", layout[96] = "";
 
     master_tally(&sum);
     if (sum.quarantined > 0) {
@@ -135,10 +135,14 @@ server_status(char *buf, size_t size)
     if (sum.duplicate > 0) {
         snprintf(twice, sizeof(twice), ", %zu listed twice", sum.duplicate);
     }
-    snprintf(buf, size, "%s: %zu/%zu masters up (quorum %zu), %s%s; "
+    if (sum.layout_refused > 0) {
+        snprintf(layout, sizeof(layout), ", %zu not counted for the layout (redlockd --reach)",
+                 sum.layout_refused);
+    }
+    snprintf(buf, size, "%s: %zu/%zu masters up (quorum %zu), %s%s%s; "
              "%zu locks held, %zu waiting, %zu sessions",
              server_stopping ? "stopping" : sum.counted >= q ? "quorum" : "NO QUORUM",
-             sum.up, n, q, quarantine, twice, lock_count_held(), lock_count_waiters(),
+             sum.up, n, q, quarantine, twice, layout, lock_count_held(), lock_count_waiters(),
              session_count());
 }
 
