@@ -23,8 +23,8 @@ int server_run(struct conf *conf);
 
 /*
  * redlockd --reach: connect to every master of conf as the daemon would
- * (TLS, AUTH, the handshake), read each one's layout registry without
- * writing to it, print one line per master (up and counted, or why not:
+ * (TLS, AUTH, the handshake), read each one's layout registry adding no
+ * member of its own, print one line per master (up and counted, or why not:
  * down, quarantined, a layout this build cannot serve beside) and a
  * summary, and close.  Masters not decided within
  * redis.connect_timeout_ms plus one second are shown as they are then.
