@@ -32,7 +32,7 @@ DEB_PKGS := $(RUN_DEB_PKGS) check faketime libsystemd-dev lua-check
 # language whose toolchain cannot be installed is skipped by make check with
 # one line saying so.
 CLIENT_DEB_PKGS := python3 python3-pip python3-setuptools nodejs golang-go
-VERSION := 0.1.0
+VERSION := 0.2.0
 
 # Lazy (=) so that pkg-config runs after `make deps` installed the packages.
 # libsystemd (sd_notify, socket activation) is used when found, and the
@@ -103,13 +103,13 @@ HARNESS_OBJ := $(B)/obj/tests/harness.o $(CLIENT_OBJ)
 SUITE_OBJ  := $(HARNESS_OBJ) $(B)/obj/tests/expect.o
 
 UNIT_TESTS := check_proto check_conf check_redlock check_lease check_client check_drift \
-              check_admit check_readq
+              check_admit check_readq check_layout
 # Unit suites are named for the module they test, end-to-end suites for
 # the feature they cover (tests/README.md is the index).
 INTEG_TESTS := check_session check_handover check_kinds check_lease_mode check_fence check_who \
                check_masters check_quarantine check_limits check_auth check_cluster check_tls \
                check_tls_masters check_metrics check_ops check_redlockctl check_scripts \
-               check_upgrade
+               check_registry check_upgrade
 TEST_BINS  := $(addprefix $(B)/,$(UNIT_TESTS) $(INTEG_TESTS))
 
 CK_TIMEOUT ?= 120
@@ -166,7 +166,7 @@ $(B)/gen/daemon/scripts.h: $(LUA_SRC) daemon/scripts/embed.sh
 	@mkdir -p $(dir $@)
 	@echo "  GEN     $@"
 	@sh daemon/scripts/embed.sh $@ $(LUA_SRC)
-$(B)/obj/daemon/redlock.o: $(B)/gen/daemon/scripts.h
+$(B)/obj/daemon/redlock.o $(B)/obj/daemon/layout.o: $(B)/gen/daemon/scripts.h
 
 $(B)/redlockd: $(B)/obj/daemon/main.o $(LIB_OBJ)
 	@echo "  LD      $@"
@@ -189,6 +189,8 @@ $(B)/check_conf: $(B)/obj/tests/check_conf.o $(B)/obj/conf/conf.o
 $(B)/check_client: $(B)/obj/tests/check_client.o $(CLIENT_OBJ)
 $(B)/check_drift: $(B)/obj/tests/check_drift.o $(B)/obj/daemon/drift.o
 $(B)/check_readq: $(B)/obj/tests/check_readq.o $(B)/obj/daemon/readq.o $(B)/obj/daemon/util.o
+$(B)/check_layout: $(B)/obj/tests/check_layout.o $(B)/obj/daemon/layout.o $(B)/obj/daemon/log.o \
+                   $(B)/obj/daemon/util.o
 $(B)/check_admit: $(B)/obj/tests/check_admit.o $(B)/obj/daemon/admit.o \
                   $(B)/obj/daemon/authlimit.o $(B)/obj/daemon/log.o $(B)/obj/daemon/util.o
 $(B)/check_redlock: $(B)/obj/tests/check_redlock.o $(LIB_OBJ)
@@ -210,6 +212,7 @@ $(B)/check_masters: $(B)/obj/tests/check_masters.o $(SUITE_OBJ)
 # Masters 2 and 3 of the clock tests run the libc build of redis-server
 # under libfaketime.
 $(B)/check_quarantine: $(B)/obj/tests/check_quarantine.o $(SUITE_OBJ)
+$(B)/check_registry: $(B)/obj/tests/check_registry.o $(SUITE_OBJ)
 $(B)/check_limits: $(B)/obj/tests/check_limits.o $(SUITE_OBJ)
 $(B)/check_auth: $(B)/obj/tests/check_auth.o $(SUITE_OBJ)
 $(B)/check_cluster: $(B)/obj/tests/check_cluster.o $(SUITE_OBJ)

@@ -15,6 +15,7 @@
 #include "conf/conf.h"
 #include "daemon/authlimit.h"
 #include "daemon/command.h"
+#include "daemon/layout.h"
 #include "daemon/lock.h"
 #include "daemon/log.h"
 #include "daemon/master.h"
@@ -289,6 +290,8 @@ command_stats(struct session *s)
 
     report_snapshot(&snap);
     evbuffer_add_printf(out, "STAT version %s\n", REDLOCKD_VERSION);
+    evbuffer_add_printf(out, "STAT layout %d\nSTAT layout_oldest %d\nSTAT daemon_id %s\n",
+                        REDLOCKD_LAYOUT, REDLOCKD_LAYOUT_OLDEST, layout_self_id());
     for (k = 0; k < report_nrows; k++) {
         row = &report_rows[k];
         if (row->type == REPORT_HISTOGRAM) {
@@ -766,6 +769,7 @@ command_line(struct session *s, void *state, const struct proto_cmd *cmd)
     case PROTO_VERSION_VERB:
         proto_reply_start(&r, "VERSION");
         proto_reply_word(&r, REDLOCKD_VERSION, strlen(REDLOCKD_VERSION));
+        proto_reply_int(&r, "layout", REDLOCKD_LAYOUT);
         break;
     case PROTO_HELP:
         for (i = 0; proto_help[i] != NULL; i++) {

@@ -4,6 +4,9 @@
  *   redlockd -c FILE        run in the foreground (systemd style)
  *   redlockd -t -c FILE     check the config: exit 0, or print every
  *                           problem and exit 78 (EX_CONFIG)
+ *   redlockd --reach -c FILE  check the config, then reach every master
+ *                           and read its layout registry: exit 0 when a
+ *                           quorum counts, 69 (EX_UNAVAILABLE) when not
  *   redlockd -V | -h        version | usage (also --version, --help)
  */
 #include <getopt.h>
@@ -14,16 +17,20 @@
 #include <unistd.h>
 
 #include "conf/conf.h"
+#include "daemon/layout.h"
 #include "daemon/server.h"
 
 static void
 usage(FILE *out)
 {
     fprintf(out,
-            "usage: redlockd [-t] -c FILE\n"
+            "usage: redlockd [-t] [--reach] -c FILE\n"
             "       redlockd -V | -h\n"
             "  -c, --config FILE  configuration (YAML)\n"
             "  -t, --test         check the configuration and exit (0 ok, 78 errors)\n"
+            "      --reach        -t, then connect to every master, read the layouts in use\n"
+            "                     there, say whether this daemon could grant, and exit\n"
+            "                     (0 a quorum counts, 69 not)\n"
             "  -V, --version      print the version\n"
             "  -h, --help         this help\n"
             "The configuration's keys: man redlockd.yml; the daemon and its protocol: "
@@ -34,7 +41,7 @@ int
 main(int argc, char **argv)
 {
     const char *file = NULL;
-    bool test_only = false;
+    bool test_only = false, reach = false;
     struct conf conf;
     struct conf_msgs msgs = { NULL, 0, 0 };
     size_t i;
@@ -43,6 +50,7 @@ main(int argc, char **argv)
         { "test", no_argument, NULL, 't' },
         { "version", no_argument, NULL, 'V' },
         { "help", no_argument, NULL, 'h' },
+        { "reach", no_argument, NULL, 'R' },
         { NULL, 0, NULL, 0 },
     };
     int opt, rc;
@@ -55,8 +63,12 @@ main(int argc, char **argv)
         case 't':
             test_only = true;
             break;
+        case 'R':
+            test_only = reach = true;
+            break;
         case 'V':
-            printf("redlockd %s\n", REDLOCKD_VERSION);
+            printf("redlockd %s (layout %d, runs beside layouts %d and later)\n",
+                   REDLOCKD_VERSION, REDLOCKD_LAYOUT, REDLOCKD_LAYOUT_OLDEST);
             return 0;
         case 'h':
             usage(stdout);
@@ -98,8 +110,9 @@ main(int argc, char **argv)
     }
     if (test_only) {
         printf("%s: configuration ok\n", file);
+        rc = reach ? server_reach(&conf) : 0;
         conf_free(&conf);
-        return 0;
+        return rc;
     }
     rc = server_run(&conf);
     conf_free(&conf);

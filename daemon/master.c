@@ -39,6 +39,7 @@
 #include "conf/conf.h"
 #include "daemon/flush.h"
 #include "daemon/health.h"
+#include "daemon/layout.h"
 #include "daemon/log.h"
 #include "daemon/master.h"
 #include "daemon/master_link.h"
@@ -49,22 +50,22 @@
 #define MASTER_BACKOFF_MIN_MS   100
 #define MASTER_BACKOFF_MAX_MS   5000
 #define MASTER_STEP_AUTH        (-1)    /* handshake step: AUTH */
-#define MASTER_STEP_ASK(a)      (-2 - (int)(a)) /* handshake step: health_ask a */
-#define MASTER_STEP_IS_ASK(s)   ((s) <= -2)
-#define MASTER_ASK_OF(s)        ((enum health_ask)(-2 - (s)))
+#define MASTER_STEP_LAYOUT      (-2)    /* handshake step: the layout registry */
+#define MASTER_STEP_ASK(a)      (-3 - (int)(a)) /* handshake step: health_ask a */
+#define MASTER_STEP_IS_ASK(s)   ((s) <= -3)
+#define MASTER_ASK_OF(s)        ((enum health_ask)(-3 - (s)))
 #define MASTER_CLOCK_TICK_MS    250     /* how often the clock keeper looks */
 #define MASTER_CLOCK_FRESH_MS   1000    /* a clock reading older than this is renewed
                                            with a TIME (master_keeper_cb) */
 
 
 
-
-
-
 /* Subscribed by every subscriber link and never left, so that the link
  * never drops out of subscribed mode (and its handshake has an answer to
- * wait for). */
-#define MASTER_SENTINEL_CHANNEL "redlockd keep-subscribed"
+ * wait for): lock.key_prefix + LAYOUT_SENTINEL_SUFFIX.  Daemons older
+ * than the layout registry subscribe another one, by which the registry
+ * sees them (daemon/layout.h). */
+static char master_sentinel[300];
 
 
 static struct event_base *master_base;
@@ -261,6 +262,94 @@ master_link_up(struct master_link *m)
     }
 }
 
+/*
+ * Send master m the layout registry's script (daemon/layout.h) on its
+ * command link, answered to fn with privdata.  Returns REDIS_OK or
+ * REDIS_ERR.
+ */
+static int
+master_layout_send(struct master *m, redisev_reply_fn fn, void *privdata)
+{
+    const char *argv[4 + LAYOUT_ARGS];
+    size_t lens[4 + LAYOUT_ARGS], n;
+    char key[300];   /* lock.key_prefix: 256 bytes at most */
+    int klen;
+
+    klen = snprintf(key, sizeof(key), "%s%s", master_conf->key_prefix, LAYOUT_KEY_SUFFIX);
+    argv[0] = "EVAL";
+    argv[1] = layout_script();
+    argv[2] = "1";
+    argv[3] = key;
+    n = layout_args(argv + 4, lens + 4);
+    lens[0] = 4;
+    lens[1] = strlen(argv[1]);
+    lens[2] = 1;
+    lens[3] = (size_t)klen;
+    m->layout_sent_us = util_now_us();
+    layout_sent(m->index, m->layout_sent_us);
+    return redisev_command_argv(m->cmd.ac, fn, privdata, (int)(4 + n), argv, lens);
+}
+
+/*
+ * Read the registry's answer {now ms, id, value, ...} of a read sent
+ * at sent_us and hand it to daemon/layout.c.  An error reply (an ACL
+ * that forbids the registry, say) or a member that cannot be read is a
+ * verdict that refuses, with the reason.  Returns 0, or -1 when the
+ * answer is not of that shape at all (the caller drops the link).
+ */
+static int
+master_layout_read(struct master *m, const redisReply *reply, int64_t sent_us)
+{
+    struct layout_entry *entries;
+    char bad[LAYOUT_WHY_MAX];
+    size_t n, k;
+
+    if (reply->type == REDIS_REPLY_ERROR) {
+        snprintf(bad, sizeof(bad), "its layout registry answered an error (EVAL of "
+                 "daemon/scripts/layout.lua on key '%s%s'; the ACL user needs +eval "
+                 "+time +zadd +zrem +zrange +zremrangebyscore +pubsub|numsub): %.100s",
+                 master_conf->key_prefix, LAYOUT_KEY_SUFFIX, reply->str);
+        layout_answer(m->index, m->addr->spec, sent_us, 0, NULL, 0, bad);
+        return 0;
+    }
+    if (reply->type != REDIS_REPLY_ARRAY || reply->elements % 2 != 1
+        || reply->element[0]->type != REDIS_REPLY_INTEGER) {
+        return -1;
+    }
+    n = reply->elements / 2;
+    entries = calloc(n ? n : 1, sizeof(*entries));
+    if (entries == NULL) {
+        log_error("out of memory reading master %s's layout registry", m->addr->spec);
+        layout_answer(m->index, m->addr->spec, sent_us, 0, NULL, 0, "out of memory reading it");
+        return 0;
+    }
+    bad[0] = '\0';
+    for (k = 0; k < n; k++) {
+        const redisReply *f = reply->element[1 + 2 * k], *v = reply->element[2 + 2 * k];
+
+        if (f->type != REDIS_REPLY_STRING || v->type != REDIS_REPLY_STRING) {
+            snprintf(bad, sizeof(bad), "its layout registry answered a member that is not "
+                     "a string");
+            break;
+        }
+        if (layout_parse(f->str, f->len, v->str, v->len, &entries[k], bad,
+                         sizeof(bad)) != 0) {
+            char what[LAYOUT_WHY_MAX];
+
+            snprintf(what, sizeof(what), "%s", bad);
+            snprintf(bad, sizeof(bad), "its layout registry '%.40s%s' has %.150s (delete it "
+                     "with ZREM if no daemon of this project wrote it)",
+                     master_conf->key_prefix,
+                     LAYOUT_KEY_SUFFIX, what);
+            break;
+        }
+    }
+    layout_answer(m->index, m->addr->spec, sent_us, reply->element[0]->integer, entries,
+                  k, bad[0] != '\0' ? bad : NULL);
+    free(entries);
+    return 0;
+}
+
 static void
 master_handshake_cb(struct redisev *ac, void *r, void *privdata)
 {
@@ -273,7 +362,13 @@ master_handshake_cb(struct redisev *ac, void *r, void *privdata)
         return;     /* dropped meanwhile; the drop did the bookkeeping */
     }
     m->progress_us = util_now_us();
-    if (MASTER_STEP_IS_ASK(step)) {
+    if (step == MASTER_STEP_LAYOUT) {
+        if (master_layout_read(m->master, reply, m->master->layout_sent_us) != 0) {
+            m->master->stats.errors++;
+            master_drop(m, "the layout registry's answer is not {time, id, value...}");
+            return;
+        }
+    } else if (MASTER_STEP_IS_ASK(step)) {
         /* What the master says about itself (daemon/health.h). */
         if (health_answer(m->master->index, MASTER_ASK_OF(step), reply, why,
                           sizeof(why)) != 0) {
@@ -355,7 +450,7 @@ master_connect_cb(struct redisev *ac, bool ok)
         /* Up once the sentinel's subscription is confirmed (master_sub_cb). */
         if (rc == REDIS_OK) {
             rc = redisev_command(ac, NULL, NULL, "SUBSCRIBE %s",
-                                   MASTER_SENTINEL_CHANNEL);
+                                   master_sentinel);
             m->pending++;
         }
     }
@@ -376,6 +471,13 @@ master_connect_cb(struct redisev *ac, bool ok)
     for (i = 0; !m->subscriber && i < master_nloads && rc == REDIS_OK; i++) {
         rc = redisev_command(ac, master_handshake_cb, (void *)(intptr_t)i,
                                "SCRIPT LOAD %s", master_loads[i]);
+        m->pending++;
+    }
+    if (!m->subscriber && rc == REDIS_OK) {
+        /* Up with a verdict on the layouts beside (daemon/layout.h). */
+        layout_connecting(m->master->index);
+        rc = master_layout_send(m->master, master_handshake_cb,
+                                (void *)(intptr_t)MASTER_STEP_LAYOUT);
         m->pending++;
     }
     if (rc != REDIS_OK) {
@@ -711,7 +813,9 @@ master_start(struct event_base *base, const struct conf *conf)
             return -1;
         }
     }
-    if (health_start(base, conf) != 0) {
+    snprintf(master_sentinel, sizeof(master_sentinel), "%.256s%s", conf->key_prefix,
+             LAYOUT_SENTINEL_SUFFIX);
+    if (health_start(base, conf) != 0 || layout_start(nmasters) != 0) {
         return -1;
     }
     for (i = 0; i < nmasters; i++) {
@@ -792,6 +896,7 @@ master_stop(void)
         master_link_stop(&masters[i].sub);
     }
     health_stop();
+    layout_stop();
     free(masters);
     masters = NULL;
     nmasters = 0;
@@ -832,7 +937,7 @@ master_sub_cb(struct redisev *ac, void *r, void *privdata)
                          util_now_us());
     if (k->state == MASTER_HANDSHAKE) {
         if (strcmp(kind->str, "subscribe") == 0
-            && strcmp(chan->str, MASTER_SENTINEL_CHANNEL) == 0 && --k->pending == 0) {
+            && strcmp(chan->str, master_sentinel) == 0 && --k->pending == 0) {
             master_link_up(k);
         }
         return;
@@ -945,7 +1050,8 @@ master_tally(struct master_summary *sum)
         }
         sum->quarantined += left > 0;
         sum->duplicate += c.duplicate_of >= 0;
-        sum->counted += left == 0 && c.duplicate_of < 0;
+        sum->layout_refused += !layout_counts(i, now);
+        sum->counted += left == 0 && c.duplicate_of < 0 && layout_counts(i, now);
     }
 }
 
@@ -964,6 +1070,8 @@ master_get_stats(const struct master *m, struct master_stats *st)
     st->duplicate_of = c.duplicate_of;
     st->evicting = c.evicting;
     st->maxmemory = c.maxmemory;
+    layout_get_view(m->index, &st->layout);
+    st->layout_counts = layout_counts(m->index, util_now_us());
 }
 
 const char *
@@ -991,6 +1099,9 @@ master_status_text(const struct master *m)
         } else if ((left = health_quarantine_left_ms(m->index, util_now_us())) > 0) {
             snprintf(mm->status, sizeof(mm->status), "quarantined after a restart "
                      "(%lld ms left)", (long long)left);
+        } else if (!layout_counts(m->index, util_now_us())) {
+            snprintf(mm->status, sizeof(mm->status), "not counted: %s",
+                     layout_why(m->index, util_now_us()));
         } else {
             snprintf(mm->status, sizeof(mm->status), "up");
         }
@@ -1020,6 +1131,28 @@ master_keeper_reply_cb(struct redisev *ac, void *r, void *privdata)
     health_clock_time(m->index, reply, m->clock_probe_sent_us, now);
 }
 
+/* The answer to a heartbeat of the layout registry. */
+static void
+master_layout_cb(struct redisev *ac, void *r, void *privdata)
+{
+    redisReply *reply = r;
+    struct master *m = privdata;
+
+    if (m->cmd.ac == ac) {
+        master_link_answered(&m->cmd, true, util_now_us());
+    }
+    if (reply == NULL) {
+        layout_failed(m->index);
+        return;     /* the link went down */
+    }
+    if (master_layout_read(m, reply, m->layout_sent_us) != 0) {
+        m->stats.errors++;
+        layout_answer(m->index, m->addr->spec, m->layout_sent_us, 0, NULL, 0,
+                      "its layout registry answered something other than "
+                      "{time, id, value...}");
+    }
+}
+
 /*
  * The clock keeper (lock.clock_check): every master whose last clock
  * reading is older than MASTER_CLOCK_FRESH_MS is sent a TIME, so that
@@ -1038,6 +1171,19 @@ master_keeper_cb(evutil_socket_t fd, short what, void *arg)
     (void)fd;
     (void)what;
     (void)arg;
+    for (i = 0; i < nmasters; i++) {
+        struct master *m = &masters[i];
+
+        /* The layout registry's heartbeat (daemon/layout.h). */
+        if (m->cmd.state == MASTER_UP && m->cmd.ac != NULL && !m->cmd.drop_now
+            && layout_due(i, now)) {
+            if (master_layout_send(m, master_layout_cb, m) == REDIS_OK) {
+                master_link_sent(&m->cmd);
+            } else {
+                layout_failed(i);
+            }
+        }
+    }
     if (!master_conf->clock_check) {
         return;
     }

@@ -42,6 +42,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "daemon/layout.h"
+
 struct event_base;
 struct conf;
 struct master;
@@ -100,6 +102,8 @@ struct master_stats {
                                    maxmemory-policy other than noeviction */
     long long maxmemory;        /* INFO memory maxmemory at the last connect,
                                    bytes; 0 when none or unknown */
+    struct layout_view layout;  /* its layout registry at the last read */
+    bool     layout_counts;     /* the layout registry lets its answers count now */
 };
 
 /* The masters at a glance (master_tally), for STATS, STATUS= and /metrics. */
@@ -108,8 +112,11 @@ struct master_summary {
     size_t   quarantined;       /* of those, in restart or clock quarantine */
     size_t   duplicate;         /* of those, the same server as another
                                    (health_duplicate_of() >= 0) */
-    size_t   counted;           /* up, not quarantined, not a duplicate: the
-                                   masters whose answers count now */
+    size_t   layout_refused;    /* of those, not counted for the layout registry
+                                   (daemon/layout.h: refused, or not read lately) */
+    size_t   counted;           /* up, not quarantined, not a duplicate, counted
+                                   by the layout registry: the masters whose
+                                   answers count now */
     size_t   evicting;          /* masters whose last connect found an evicting
                                    maxmemory-policy (up or not) */
     int64_t  quarantine_left_ms;/* the longest quarantine left, ms; 0: none */

@@ -93,11 +93,13 @@ struct master {
     const struct conf_addr *addr;   /* address, points into the conf */
     struct master_link  cmd;        /* scripts */
     struct master_link  sub;        /* SUBSCRIBE */
-    char                status[MASTER_WHY_MAX + 16]; /* master_status_text buffer */
+    char                status[MASTER_WHY_MAX + LAYOUT_WHY_MAX]; /* master_status_text buffer */
     char                sha[MASTER_SCRIPTS_MAX][41]; /* SCRIPT LOAD answers, per master */
     bool                clock_probing;       /* a TIME of the clock keeper is in
                                                 flight on the command link */
     int64_t             clock_probe_sent_us; /* monotonic: when it was sent */
+    int64_t             layout_sent_us;      /* monotonic: when the last layout
+                                                registry read was sent */
     struct master_stats stats;      /* counters (daemon/health.c keeps its own) */
     struct master_queue queue;      /* requests not written yet */
 };

@@ -51,6 +51,7 @@
 #include <event2/util.h>
 
 #include "conf/conf.h"
+#include "daemon/layout.h"
 #include "daemon/listener.h"
 #include "daemon/log.h"
 #include "daemon/master.h"
@@ -232,10 +233,13 @@ metrics_write(struct evbuffer *out)
     size_t k;
 
     report_snapshot(&snap);
-    metrics_family(out, "redlockd_build_info", "gauge", "Always 1; the version is a label.");
+    metrics_family(out, "redlockd_build_info", "gauge",
+                   "Always 1; the release and the layout of the keys on the masters "
+                   "(its version, and the oldest it runs beside) are labels.");
     evbuffer_add_printf(out, "redlockd_build_info{version=\"");
     metrics_escape(out, REDLOCKD_VERSION);
-    evbuffer_add(out, "\"} 1\n", 5);
+    evbuffer_add_printf(out, "\",layout=\"%d\",layout_oldest=\"%d\"} 1\n", REDLOCKD_LAYOUT,
+                        REDLOCKD_LAYOUT_OLDEST);
     for (k = 0; k < report_nrows; k++) {
         row = &report_rows[k];
         if (row->family == NULL) {

@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "daemon/layout.h"
 #include "daemon/log.h"
 #include "daemon/master.h"
 #include "daemon/redlock.h"
@@ -188,26 +189,33 @@ redlock_append(char *buf, size_t size, size_t used, const char *fmt, ...)
 void
 redlock_fill_error(struct redlock_result *res, struct round *r)
 {
-    size_t n = master_count(), size = sizeof(res->error), used, nq, nd, nc;
+    size_t n = master_count(), size = sizeof(res->error), used, nq, nd, nc, nl;
     int64_t left_ms, clock_ms;
+    const char *layout_why;
     char when[32];
 
     nq = round_quarantined(r, &left_ms);
     nd = round_duplicates(r);
     nc = round_clock_quarantined(r, &clock_ms);
-    if (nq == 0 && nd == 0 && nc == 0) {
+    nl = round_layout_refused(r, &layout_why);
+    if (nq == 0 && nd == 0 && nc == 0 && nl == 0) {
         used = redlock_append(res->error, size, 0, "%zu of %zu masters answered, quorum is %zu: ",
                               round_answered(r), n, redlock_quorum(n));
         round_describe_failures(r, res->error + used, size - used);
         return;
     }
     used = redlock_append(res->error, size, 0, "%zu of %zu masters answered",
-                          round_answered(r) + nq + nc, n);
+                          round_answered(r) + nq + nc + nl, n);
+    if (nl > 0) {
+        used = redlock_append(res->error, size, used, ", but %zu of them %s not counted "
+                              "for this daemon's layout %d: %s", nl, nl == 1 ? "is" : "are",
+                              REDLOCKD_LAYOUT, layout_why);
+    }
     if (nc > 0) {
         util_clock_after(clock_ms, when, sizeof(when));
-        used = redlock_append(res->error, size, used, ", but %zu of them %s in clock "
+        used = redlock_append(res->error, size, used, "%s %zu of them %s in clock "
                               "quarantine (until %s, %lld ms left; a master whose clock "
-                              "stepped may have expired locks early)", nc,
+                              "stepped may have expired locks early)", nl > 0 ? " and" : ", but", nc,
                               nc == 1 ? "is" : "are", when, (long long)clock_ms);
     }
     if (nq > 0) {
@@ -215,13 +223,13 @@ redlock_fill_error(struct redlock_result *res, struct round *r)
         used = redlock_append(res->error, size, used, "%s %zu of them %s in restart "
                               "quarantine (until %s, %lld ms left; a master up less than "
                               "lock.max_ttl_ms may have lost locks in its restart)",
-                              nc > 0 ? " and" : ", but", nq, nq == 1 ? "is" : "are", when,
+                              nc + nl > 0 ? " and" : ", but", nq, nq == 1 ? "is" : "are", when,
                               (long long)left_ms);
     }
     if (nd > 0) {
         used = redlock_append(res->error, size, used, "%s %zu more %s the same server "
                               "as a master listed before (same run_id) and %s not asked",
-                              nq + nc > 0 ? "; and" : ";", nd, nd == 1 ? "is" : "are",
+                              nq + nc + nl > 0 ? "; and" : ";", nd, nd == 1 ? "is" : "are",
                               nd == 1 ? "was" : "were");
     }
     used = redlock_append(res->error, size, used, "; quorum is %zu counted masters.",
@@ -237,6 +245,11 @@ redlock_fill_error(struct redlock_result *res, struct round *r)
     if (nd > 0) {
         used = redlock_append(res->error, size, used, " List each Redis server once in "
                               "masters.");
+    }
+    if (nl > 0) {
+        used = redlock_append(res->error, size, used, " Daemons of two layouts must not "
+                              "serve the same masters unless one runs beside the other "
+                              "(redlockd -V; the upgrade procedure of docs/production.md).");
     }
     used = redlock_append(res->error, size, used, " Not counted: ");
     round_describe_failures(r, res->error + used, size - used);

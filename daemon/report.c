@@ -210,7 +210,15 @@
     ROW(masters_evicting, "redlockd_masters_evicting", NULL, NULL, GAUGE, NUMBER,                  \
         snap->sum.evicting,                                                                        \
         "Masters whose last connect found maxmemory set with a policy other "                      \
-        "than noeviction.")
+        "than noeviction.")                                                                        \
+    ROW(masters_layout_refused, "redlockd_masters_layout_refused", NULL, NULL, GAUGE, NUMBER,      \
+        snap->sum.layout_refused,                                                                  \
+        "Masters up now whose layout registry does not let their answers count (a daemon "         \
+        "this one cannot serve beside, or not read in the last 3 s).")                             \
+    ROW(masters_counted, "redlockd_masters_counted", NULL, NULL, GAUGE, NUMBER,                    \
+        snap->sum.counted,                                                                         \
+        "Masters whose answers count now: up, not quarantined, not a duplicate, counted "          \
+        "by the layout registry.")
 
 /*
  * The values of each master, in the order of its STATS lines:
@@ -261,7 +269,25 @@
     ROW(evicting_policy, "evicting_policy", "redlockd_master_evicting_policy", GAUGE, NUMBER,      \
         m->evicting,                                                                               \
         "1 when the master's last connect found maxmemory set with a "                             \
-        "maxmemory-policy other than noeviction (lock keys may be evicted).")
+        "maxmemory-policy other than noeviction (lock keys may be evicted).")                      \
+    ROW(layout_counted, "layout_counted", "redlockd_master_layout_counted", GAUGE, NUMBER,         \
+        m->layout_counts,                                                                          \
+        "1 while the master's layout registry, read in the last 3 s, shows no daemon "             \
+        "that this one cannot serve beside (else its answers do not count).")                     \
+    ROW(layout_refusals, "layout_refusals", "redlockd_master_layout_refusals_total", COUNTER,      \
+        NUMBER, m->layout.refusals,                                                                \
+        "Reads of the master's layout registry that showed a daemon this one cannot serve "        \
+        "beside.")                                                                                 \
+    ROW(daemons_seen, "daemons_seen", "redlockd_master_daemons_seen", GAUGE, NUMBER,               \
+        m->layout.daemons,                                                                         \
+        "Daemons in the master's layout registry (this one too) whose window has not passed.")     \
+    ROW(legacy_seen, "legacy_seen", "redlockd_master_legacy_daemons_seen", GAUGE, NUMBER,          \
+        m->layout.legacy,                                                                          \
+        "1 while the registry holds daemons older than the registry (release 0.1.0).")             \
+    ROW(layout_lowest, "layout_lowest", "redlockd_master_layout_lowest", GAUGE, NUMBER,            \
+        m->layout.lowest, "The oldest layout among the daemons in the registry.")                  \
+    ROW(layout_highest, "layout_highest", "redlockd_master_layout_highest", GAUGE, NUMBER,         \
+        m->layout.highest, "The newest layout among the daemons in the registry.")
 
 /* One reader per row: report_read_<stat>. */
 #define REPORT_READER(stat, family, label, label_value, type, unit, value, help)                   \

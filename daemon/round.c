@@ -10,6 +10,7 @@
 
 #include "conf/conf.h"
 #include "daemon/health.h"
+#include "daemon/layout.h"
 #include "daemon/log.h"
 #include "daemon/master.h"
 #include "daemon/round.h"
@@ -28,6 +29,7 @@ struct round_master {
     struct master_req *req;          /* the request, while waiting (master_withdraw) */
     int64_t          quarantine_ms;  /* restart quarantine left at the send; 0: none */
     int64_t          clock_ms;       /* clock quarantine left at the send; 0: none */
+    bool             layout_ok;      /* its layout verdict counted at the send */
     char             why[ROUND_WHY_MAX]; /* failure reason when FAILED */
 };
 
@@ -50,6 +52,8 @@ struct round {
     int64_t             quarantine_ms; /* longest quarantine left among those, ms */
     size_t              clocked;     /* answers not counted: clock quarantine */
     int64_t             clock_ms;    /* longest clock quarantine left among those, ms */
+    size_t              layout_refused; /* answers not counted: the layout registry */
+    char                layout_why[LAYOUT_WHY_MAX]; /* the first one's reason */
     size_t              finished;    /* slots not ROUND_PENDING */
     int64_t             start_us;    /* monotonic, before the first send */
     int64_t             end_us;      /* monotonic, at the decision */
@@ -198,6 +202,18 @@ round_reply_cb(struct master *m, const struct master_reply *reply,
         if (clock_ms > r->clock_ms) {
             r->clock_ms = clock_ms;
         }
+    } else if (!slot->layout_ok || !layout_counts(i, r->start_us)) {
+        /*
+         * Its layout registry, read shortly before the send, shows a
+         * daemon that may not read our records or write records we read
+         * (daemon/layout.h), or it was not read recently enough.
+         */
+        slot->state = ROUND_FAILED;
+        snprintf(slot->why, sizeof(slot->why), "its layout registry (lock.key_prefix + "
+                 "'%s')", LAYOUT_KEY_SUFFIX);
+        if (r->layout_refused++ == 0) {
+            snprintf(r->layout_why, sizeof(r->layout_why), "%s", layout_why(i, r->start_us));
+        }
     } else if (slot->quarantine_ms > 0) {
         /* It ran the script, but may have lost locks in its restart. */
         slot->state = ROUND_FAILED;
@@ -277,6 +293,7 @@ round_start(int script, size_t nkeys, size_t nargs,
          */
         slot->quarantine_ms = health_quarantine_left_ms(master_index(m), r->start_us);
         slot->clock_ms = health_clock_quarantine_left_ms(master_index(m), r->start_us);
+        slot->layout_ok = layout_counts(master_index(m), r->start_us);
         dup = health_duplicate_of(master_index(m));
         if (dup >= 0) {
             /*
@@ -398,6 +415,15 @@ round_clock_quarantined(const struct round *r, int64_t *left_ms)
         *left_ms = r->clock_ms;
     }
     return r->clocked;
+}
+
+size_t
+round_layout_refused(const struct round *r, const char **why)
+{
+    if (why != NULL) {
+        *why = r->layout_why;
+    }
+    return r->layout_refused;
 }
 
 size_t

@@ -129,6 +129,14 @@ size_t round_quarantined(const struct round *r, int64_t *left_ms);
  */
 size_t round_clock_quarantined(const struct round *r, int64_t *left_ms);
 
+/*
+ * How many masters of r answered but did not count because their layout
+ * registry refused this daemon, or was not read recently enough
+ * (daemon/layout.h); *why (when why is not NULL) gets the first one's
+ * reason, valid as long as r.
+ */
+size_t round_layout_refused(const struct round *r, const char **why);
+
 /* Masters not asked: duplicates of another master (the same server). */
 size_t round_duplicates(const struct round *r);
 

@@ -15,6 +15,7 @@
 #include "daemon/command.h"
 #include "daemon/flush.h"
 #include "daemon/health.h"
+#include "daemon/layout.h"
 #include "daemon/listener.h"
 #include "daemon/lock.h"
 #include "daemon/log.h"
@@ -99,12 +100,16 @@ server_drain_cb(evutil_socket_t fd, short what, void *arg)
 static void
 server_set_quarantine(const struct conf *conf)
 {
+    int64_t lease_ms;
+
     if (conf->max_ttl_ms > server_max_ttl_ms) {
         server_max_ttl_ms = conf->max_ttl_ms;
     }
-    health_set_quarantine_ms(server_max_ttl_ms
-                             + (redlock_drift_us(server_max_ttl_ms, conf->drift_factor)
-                                + 999) / 1000);
+    lease_ms = server_max_ttl_ms
+               + (redlock_drift_us(server_max_ttl_ms, conf->drift_factor) + 999) / 1000;
+    health_set_quarantine_ms(lease_ms);
+    /* The longest lease plus the freshness of a layout verdict (daemon/layout.h). */
+    layout_set_window_ms(lease_ms + LAYOUT_FRESH_MS);
 }
 
 /*
@@ -118,7 +123,7 @@ server_status(char *buf, size_t size)
 {
     size_t n = master_count(), q = redlock_quorum(n);
     struct master_summary sum;
-    char when[16], quarantine[80], twice[48] = "";
+    char when[16], quarantine[80], twice[48] = "", layout[96] = "";
 
     master_tally(&sum);
     if (sum.quarantined > 0) {
@@ -130,10 +135,14 @@ server_status(char *buf, size_t size)
     if (sum.duplicate > 0) {
         snprintf(twice, sizeof(twice), ", %zu listed twice", sum.duplicate);
     }
-    snprintf(buf, size, "%s: %zu/%zu masters up (quorum %zu), %s%s; "
+    if (sum.layout_refused > 0) {
+        snprintf(layout, sizeof(layout), ", %zu not counted for the layout (redlockd --reach)",
+                 sum.layout_refused);
+    }
+    snprintf(buf, size, "%s: %zu/%zu masters up (quorum %zu), %s%s%s; "
              "%zu locks held, %zu waiting, %zu sessions",
              server_stopping ? "stopping" : sum.counted >= q ? "quorum" : "NO QUORUM",
-             sum.up, n, q, quarantine, twice, lock_count_held(), lock_count_waiters(),
+             sum.up, n, q, quarantine, twice, layout, lock_count_held(), lock_count_waiters(),
              session_count());
 }
 
@@ -329,6 +338,115 @@ server_signal_cb(evutil_socket_t sig, short what, void *arg)
     server_drain_end = util_now_us() + SERVER_DRAIN_MS * 1000;
     server_drain = evtimer_new(server_base, server_drain_cb, NULL);
     event_active(server_drain, EV_TIMEOUT, 0);
+}
+
+/* --reach: the probe's state. */
+struct server_probe {
+    struct event *timer;
+    int64_t       deadline_us;  /* give up on masters not decided by then */
+};
+
+/* Master i is decided for the probe: up with its registry read, or down
+ * after a connect attempt. */
+static bool
+server_probe_decided(size_t i)
+{
+    struct master_stats st;
+
+    master_get_stats(master_at(i), &st);
+    return (st.state == MASTER_UP && st.layout.read)
+           || (st.state == MASTER_DOWN && strcmp(master_status_text(master_at(i)),
+                                                 "down ()") != 0);
+}
+
+static void
+server_probe_cb(evutil_socket_t fd, short what, void *arg)
+{
+    struct server_probe *p = arg;
+    size_t i, n = master_count();
+
+    (void)fd;
+    (void)what;
+    for (i = 0; i < n && server_probe_decided(i); i++) {
+    }
+    if (i == n || util_now_us() >= p->deadline_us) {
+        event_base_loopexit(server_base, NULL);
+    }
+}
+
+int
+server_reach(struct conf *conf)
+{
+    struct server_probe probe;
+    struct master_summary sum;
+    struct timeval tv = { 0, 50000 };
+    char why[512];
+    size_t i, n, q;
+
+    signal(SIGPIPE, SIG_IGN);
+    server_conf = conf;
+    log_set_level(LOG_ERROR);   /* what a master says is printed below */
+    server_base = event_base_new();
+    if (server_base == NULL) {
+        fprintf(stderr, "error cannot create the event loop\n");
+        return 1;
+    }
+    round_init(server_base, conf->node_timeout_ms);
+    if (flush_init(server_base) != 0) {
+        fprintf(stderr, "error cannot create the flush event\n");
+        event_base_free(server_base);
+        return 1;
+    }
+    server_set_quarantine(conf);
+    if (server_tls_masters(conf)) {
+        SSL_CTX *client_ctx = tls_client_ctx_new(conf, why, sizeof(why));
+
+        if (client_ctx == NULL) {
+            fprintf(stderr, "error masters over TLS: %s\n", why);
+            event_base_free(server_base);
+            return 1;
+        }
+        tls_client_use(client_ctx);
+    }
+    layout_set_probe(true);
+    if (master_start(server_base, conf) != 0) {
+        event_base_free(server_base);
+        return 1;
+    }
+    probe.deadline_us = util_now_us() + (conf->connect_timeout_ms + 1000) * 1000;
+    probe.timer = event_new(server_base, -1, EV_PERSIST, server_probe_cb, &probe);
+    event_add(probe.timer, &tv);
+    event_base_dispatch(server_base);
+    event_free(probe.timer);
+
+    n = master_count();
+    q = redlock_quorum(n);
+    for (i = 0; i < n; i++) {
+        struct master_stats st;
+        const char *text = master_status_text(master_at(i));
+
+        master_get_stats(master_at(i), &st);
+        if (st.state == MASTER_UP && st.layout.read) {
+            printf("master %s: %s; its registry: %zu daemon%s, layouts %d to %d%s\n",
+                   master_name(master_at(i)), strcmp(text, "up") == 0 ? "up, counted" : text,
+                   st.layout.daemons, st.layout.daemons == 1 ? "" : "s", st.layout.lowest,
+                   st.layout.highest, st.layout.legacy ? ", daemons older than the registry "
+                   "among them" : "");
+        } else {
+            printf("master %s: %s\n", master_name(master_at(i)), text);
+        }
+    }
+    master_tally(&sum);
+    printf("%zu of %zu masters count for layout %d, quorum %zu: %s\n", sum.counted, n,
+           REDLOCKD_LAYOUT, q, sum.counted >= q ? "this daemon can grant"
+           : "this daemon could not grant now");
+    master_stop();
+    master_eval_stop();
+    tls_stop();
+    flush_stop();
+    event_base_free(server_base);
+    server_conf = NULL;
+    return sum.counted >= q ? 0 : 69;   /* EX_UNAVAILABLE */
 }
 
 int

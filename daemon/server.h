@@ -21,4 +21,16 @@ struct conf;
  */
 int server_run(struct conf *conf);
 
+/*
+ * redlockd --reach: connect to every master of conf as the daemon would
+ * (TLS, AUTH, the handshake), read each one's layout registry adding no
+ * member of its own, print one line per master (up and counted, or why not:
+ * down, quarantined, a layout this build cannot serve beside) and a
+ * summary, and close.  Masters not decided within
+ * redis.connect_timeout_ms plus one second are shown as they are then.
+ * Returns the exit status: 0 when a quorum counts, 69 (EX_UNAVAILABLE)
+ * when not, 1 when the event loop could not be set up.
+ */
+int server_reach(struct conf *conf);
+
 #endif /* REDLOCKD_SERVER_H */

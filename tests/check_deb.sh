@@ -64,6 +64,14 @@ fi
 say "installed $(basename "$deb")"
 dpkg -L redlockd | sort >"$tmp/files"
 
+# The package's version is the release the daemon says it is (debian/changelog
+# and the Makefile's VERSION agree), with its layout.
+pkgver=$(dpkg-query -W -f '${Version}' redlockd)
+case "$(/usr/bin/redlockd -V)" in
+"redlockd $pkgver (layout "*) say "redlockd -V: $(/usr/bin/redlockd -V)" ;;
+*) bad "package $pkgver, but redlockd -V says '$(/usr/bin/redlockd -V)'" ;;
+esac
+
 for f in /usr/bin/redlockd /usr/bin/redlockctl /lib/systemd/system/redlockd.service \
          /lib/systemd/system/redlockd.socket /lib/systemd/system/redlockd-tls.socket \
          /usr/lib/sysusers.d/redlockd.conf /usr/share/man/man8/redlockd.8.gz \

@@ -1379,7 +1379,8 @@ END_TEST
 
 /*
  * The ACL user docs/production.md gives, applied word for word from it
- * to every master, and the settings it goes with: every kind of hold
+ * to every master, and the settings it goes with: the layout registry
+ * counts every master, the subscriber links come up, every kind of hold
  * (exclusive with a fence, shared, counted, a waiter woken by a release
  * announcement, STATUS, lease mode by token) works through it, and no
  * master logged an ACL refusal.
@@ -1417,6 +1418,15 @@ START_TEST(readme_acl_covers_every_kind)
     ck_assert_msg(h_start_daemon(&acl) == 0, "redlockd did not start (log above)");
     a = expect_tcp();
     b = expect_tcp();
+    /* The layout registry and the subscriber links' sentinel need nothing more. */
+    for (i = 0; i < NMASTERS; i++) {
+        char stat[48];
+
+        snprintf(stat, sizeof(stat), "master.%zu.layout_counted", i);
+        expect_wait_stat(stat, 1, false, 3000);
+        snprintf(stat, sizeof(stat), "master.%zu.subscriber_up", i);
+        expect_wait_stat(stat, 1, false, 3000);
+    }
     EXPECT_PREFIX(a, "LOCK x fence", "OK x validity=");
     EXPECT_PREFIX(a, "STATUS x", "HELD x ");
     EXPECT_REPLY(a, "UNLOCK x", "OK x holds=0");

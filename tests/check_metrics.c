@@ -35,6 +35,7 @@
 
 #include <check.h>
 
+#include "daemon/layout.h"
 #include "daemon/report.h"
 #include "tests/expect.h"
 #include "tests/harness.h"
@@ -380,7 +381,8 @@ START_TEST(metrics_format)
         "redlockd_shared_grants_total", "redlockd_counted_grants_total",
         "redlockd_kind_refusals_total", "redlockd_keys_restored_total",
         "redlockd_watches_total", "redlockd_watching", "redlockd_breaks_total",
-        "redlockd_labels_truncated_total",
+        "redlockd_labels_truncated_total", "redlockd_master_layout_counted",
+        "redlockd_master_layout_refusals_total", "redlockd_master_daemons_seen",
     };
     struct h_http_resp r;
     char ct[128], series[256], stat[64], *body;
@@ -399,6 +401,10 @@ START_TEST(metrics_format)
         ck_assert_msg(strstr(r.body, series) != NULL, "no family %s", families[i]);
     }
     ck_assert_int_eq(mt_int(r.body, "redlockd_masters"), NMASTERS);
+    snprintf(series, sizeof(series), "redlockd_build_info{version=\"%s\",layout=\"%d\","
+             "layout_oldest=\"%d\"} 1\n", REDLOCKD_VERSION, REDLOCKD_LAYOUT,
+             REDLOCKD_LAYOUT_OLDEST);
+    ck_assert_msg(strstr(r.body, series) != NULL, "no %s", series);
     ck_assert_int_eq(mt_int(r.body, "redlockd_quorum"), NMASTERS / 2 + 1);
     ck_assert_int_eq(mt_int(r.body, "redlockd_masters_up"), NMASTERS);
     for (i = 0; i < NMASTERS; i++) {
@@ -922,7 +928,9 @@ mt_stat_known(const char *name)
     const char *rest;
     char *end;
 
-    if (strcmp(name, "version") == 0) {
+    /* The build's identity: labels of redlockd_build_info (the id: STATS only). */
+    if (strcmp(name, "version") == 0 || strcmp(name, "layout") == 0
+        || strcmp(name, "layout_oldest") == 0 || strcmp(name, "daemon_id") == 0) {
         return true;
     }
     for (k = 0; k < report_nrows; k++) {
