@@ -106,6 +106,8 @@
 #define FT_DAEMONS_MAX      3       /* daemons of any scenario */
 #define FT_PREFIX           "redlock:"  /* lock.key_prefix */
 #define FT_FENCE_SUFFIX     " fence"    /* fence counters: kept forever by design */
+#define FT_REGISTRY         FT_PREFIX " layout" /* the masters' layout registry (PROTOCOL.md
+                                               section 9): kept for days by design */
 #define FT_TTL_MS           3000    /* lock.default_ttl_ms and the clients' ttl= */
 #define FT_MAX_TTL_MS       6000    /* lock.max_ttl_ms, so also the restart quarantine */
 #define FT_RETRY_MS         100     /* lock.retry_delay_ms */
@@ -615,7 +617,8 @@ ft_counter_value(const char *name)
 }
 
 /*
- * Lock keys (FT_PREFIX*, fence counters excluded) on every master:
+ * Lock keys (FT_PREFIX*, fence counters and the layout registry
+ * excluded) on every master:
  * their number, or -1 when a master could not be asked.  The first few
  * are described in desc.
  */
@@ -650,7 +653,8 @@ ft_lock_keys(char *desc, size_t size)
                 const redisReply *key = rep->element[1]->element[k];
 
                 len = key->len;
-                if (len >= slen && memcmp(key->str + len - slen, FT_FENCE_SUFFIX, slen) == 0) {
+                if ((len >= slen && memcmp(key->str + len - slen, FT_FENCE_SUFFIX, slen) == 0)
+                    || (len == strlen(FT_REGISTRY) && memcmp(key->str, FT_REGISTRY, len) == 0)) {
                     continue;
                 }
                 n++;
