@@ -314,6 +314,12 @@ layout_due(size_t i, int64_t now)
     return !m->inflight && now - m->last_sent_us >= LAYOUT_BEAT_MS * 1000LL;
 }
 
+bool
+layout_inflight(size_t i)
+{
+    return layout_masters[i].inflight;
+}
+
 void
 layout_sent(size_t i, int64_t now)
 {

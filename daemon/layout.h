@@ -155,6 +155,9 @@ void layout_answer(size_t i, const char *name, int64_t sent_us, int64_t now_ms,
  * sent LAYOUT_BEAT_MS ago or more). */
 bool layout_due(size_t i, int64_t now);
 
+/* A heartbeat of master i is on its way (sent, not answered). */
+bool layout_inflight(size_t i);
+
 /* Master i's heartbeat was sent at now / failed (no answer). */
 void layout_sent(size_t i, int64_t now);
 void layout_failed(size_t i);

@@ -291,8 +291,9 @@ master_layout_send(struct master *m, redisev_reply_fn fn, void *privdata)
 }
 
 /*
- * Read the registry's answer {now ms, id, value, ...} of a read sent
- * at sent_us and hand it to daemon/layout.c.  An error reply (an ACL
+ * Read the registry's answer {TIME's seconds, microseconds, id, value,
+ * ...} of a read sent at sent_us, hand its TIME to the clock check and
+ * the rest to daemon/layout.c.  An error reply (an ACL
  * that forbids the registry, say) or a member that cannot be read is a
  * verdict that refuses, with the reason.  Returns 0, or -1 when the
  * answer is not of that shape at all (the caller drops the link).
@@ -302,6 +303,8 @@ master_layout_read(struct master *m, const redisReply *reply, int64_t sent_us)
 {
     struct layout_entry *entries;
     char bad[LAYOUT_WHY_MAX];
+    redisReply time = { 0 };
+    long long now_ms;
     size_t n, k;
 
     if (reply->type == REDIS_REPLY_ERROR) {
@@ -312,11 +315,19 @@ master_layout_read(struct master *m, const redisReply *reply, int64_t sent_us)
         layout_answer(m->index, m->addr->spec, sent_us, 0, NULL, 0, bad);
         return 0;
     }
-    if (reply->type != REDIS_REPLY_ARRAY || reply->elements % 2 != 1
-        || reply->element[0]->type != REDIS_REPLY_INTEGER) {
+    if (reply->type != REDIS_REPLY_ARRAY || reply->elements < 2 || reply->elements % 2 != 0
+        || reply->element[0]->type != REDIS_REPLY_STRING
+        || reply->element[1]->type != REDIS_REPLY_STRING) {
         return -1;
     }
-    n = reply->elements / 2;
+    /* The master's TIME, as the clock keeper's TIME would give it. */
+    time.type = REDIS_REPLY_ARRAY;
+    time.elements = 2;
+    time.element = reply->element;
+    health_clock_time(m->index, &time, sent_us, util_now_us());
+    now_ms = strtoll(reply->element[0]->str, NULL, 10) * 1000
+             + strtoll(reply->element[1]->str, NULL, 10) / 1000;
+    n = reply->elements / 2 - 1;
     entries = calloc(n ? n : 1, sizeof(*entries));
     if (entries == NULL) {
         log_error("out of memory reading master %s's layout registry", m->addr->spec);
@@ -325,7 +336,7 @@ master_layout_read(struct master *m, const redisReply *reply, int64_t sent_us)
     }
     bad[0] = '\0';
     for (k = 0; k < n; k++) {
-        const redisReply *f = reply->element[1 + 2 * k], *v = reply->element[2 + 2 * k];
+        const redisReply *f = reply->element[2 + 2 * k], *v = reply->element[3 + 2 * k];
 
         if (f->type != REDIS_REPLY_STRING || v->type != REDIS_REPLY_STRING) {
             snprintf(bad, sizeof(bad), "its layout registry answered a member that is not "
@@ -344,8 +355,7 @@ master_layout_read(struct master *m, const redisReply *reply, int64_t sent_us)
             break;
         }
     }
-    layout_answer(m->index, m->addr->spec, sent_us, reply->element[0]->integer, entries,
-                  k, bad[0] != '\0' ? bad : NULL);
+    layout_answer(m->index, m->addr->spec, sent_us, now_ms, entries, k, bad[0] != '\0' ? bad : NULL);
     free(entries);
     return 0;
 }
@@ -1154,11 +1164,13 @@ master_layout_cb(struct redisev *ac, void *r, void *privdata)
 }
 
 /*
- * The clock keeper (lock.clock_check): every master whose last clock
- * reading is older than MASTER_CLOCK_FRESH_MS is sent a TIME, so that
+ * The keeper: every LAYOUT_BEAT_MS each master is sent the layout
+ * registry's heartbeat, whose answer carries the master's TIME too.  With
+ * lock.clock_check, a master whose last clock reading is older than
+ * MASTER_CLOCK_FRESH_MS and has no heartbeat on its way is sent a TIME, so that
  * the next answer of a round is compared with a young reference and
  * the drift allowance stays small (daemon/drift.h).  A daemon that is
- * busy reads every clock from the rounds' answers and sends none.
+ * busy reads every clock from the rounds' answers and sends no TIME.
  */
 static void
 master_keeper_cb(evutil_socket_t fd, short what, void *arg)
@@ -1174,24 +1186,18 @@ master_keeper_cb(evutil_socket_t fd, short what, void *arg)
     for (i = 0; i < nmasters; i++) {
         struct master *m = &masters[i];
 
-        /* The layout registry's heartbeat (daemon/layout.h). */
-        if (m->cmd.state == MASTER_UP && m->cmd.ac != NULL && !m->cmd.drop_now
-            && layout_due(i, now)) {
+        if (m->cmd.state != MASTER_UP || m->cmd.ac == NULL || m->cmd.drop_now) {
+            continue;
+        }
+        /* The layout registry's heartbeat (daemon/layout.h), which reads the clock too. */
+        if (layout_due(i, now)) {
             if (master_layout_send(m, master_layout_cb, m) == REDIS_OK) {
                 master_link_sent(&m->cmd);
             } else {
                 layout_failed(i);
             }
         }
-    }
-    if (!master_conf->clock_check) {
-        return;
-    }
-    for (i = 0; i < nmasters; i++) {
-        struct master *m = &masters[i];
-
-        if (m->cmd.state != MASTER_UP || m->cmd.ac == NULL || m->cmd.drop_now
-            || m->clock_probing
+        if (!master_conf->clock_check || m->clock_probing || layout_inflight(i)
             || health_clock_fresh(i, now, MASTER_CLOCK_FRESH_MS)) {
             continue;
         }

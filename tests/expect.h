@@ -257,7 +257,12 @@ void expect_nc_tcp(const char *flag, const char *input, struct expect_nc *r);
 /* nc's output and stderr as one printable string for a failure message. */
 const char *expect_nc_show(const struct expect_nc *r);
 
-/* Sum of EVALSHA and EVAL calls on master i (the daemon's rounds), or -1. */
+/*
+ * EVALSHA calls on master i: the daemon's rounds, or -1.  Not EVAL: the
+ * layout registry's heartbeat, once a second per daemon, is an EVAL
+ * (daemon/layout.h), as is a retry after NOSCRIPT, which h_master_calls(i,
+ * "eval") counts.
+ */
 long long expect_script_calls(size_t i);
 
 /*

@@ -1221,8 +1221,7 @@ h_info_commands(const char *p, void *arg)
     }
     v = strtoll(calls + 7, NULL, 10);
     sum->n += v;
-    if (strncmp(p + 8, "evalsha:", 8) == 0 || strncmp(p + 8, "eval:", 5) == 0
-        || strncmp(p + 8, "fcall:", 6) == 0) {
+    if (strncmp(p + 8, "evalsha:", 8) == 0 || strncmp(p + 8, "fcall:", 6) == 0) {
         sum->scripts += v;
     }
 }

@@ -344,7 +344,9 @@ int h_tcp_queues(int port, long long *send_q, long long *recv_q, int *recv_waiti
  * Every command master i ran since it started (the sum of calls over
  * INFO commandstats; commands a script calls count too, as Redis counts
  * them), and in *scripts (when not NULL) the script calls among them
- * (EVALSHA, EVAL, FCALL).  -1 (both) when the master could not be asked.
+ * that rounds make (EVALSHA, FCALL; not EVAL, the layout registry's
+ * heartbeat and NOSCRIPT retries).  -1 (both) when the master could not
+ * be asked.
  */
 long long h_master_commands(size_t i, long long *scripts);
 

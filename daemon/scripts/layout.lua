@@ -6,10 +6,12 @@
 -- ARGV[3]: its "release host"; ARGV[4]: the channel that daemons older
 -- than the registry subscribe; ARGV[5]: the "layout oldest since window"
 -- entered for them, with the id 'legacy', while any is subscribed here.
--- A member whose window has ended is deleted; one this script cannot
--- read is left for the daemons to report.  Only commands that the ACL of
--- docs/production.md already allows.  Answers {now ms, id, "layout
--- oldest since window seen release host", id, ...}.
+-- A member whose window has ended is deleted, and the set expires with
+-- its last window; a member this script cannot read is left for the
+-- daemons to report.  Only commands that the ACL of docs/production.md
+-- already allows.  Answers {TIME's seconds, TIME's microseconds, id,
+-- "layout oldest since window seen release host", id, ...}: the clock
+-- check (daemon/health.h) reads the TIME as the clock keeper's.
 
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
@@ -32,7 +34,10 @@ if tonumber(subs[2]) > 0 then
   put('legacy', ARGV[5], '<0.2.0 -')
 end
 local all = redis.call('ZRANGE', KEYS[1], 0, -1, 'WITHSCORES')
-local out = {now}
+if #all > 0 then
+  redis.call('PEXPIRE', KEYS[1], math.max(1, tonumber(all[#all]) - now + 1))
+end
+local out = {t[1], t[2]}
 for i = 1, #all, 2 do
   local id, head, w, rest = string.match(all[i], '^(%S+) (%d+ %d+ %d+ (%d+)) (.*)$')
   if id then
