@@ -23,21 +23,24 @@ struct layout_master {
     bool     serve;             /* that verdict */
     bool     inflight;          /* a heartbeat is on its way */
     int64_t  read_sent_us;      /* when the read of that verdict was sent */
+    int64_t  read_window_ms;    /* the window that read wrote */
     int64_t  last_sent_us;      /* when the last heartbeat was sent */
+    int64_t  sent_window_ms;    /* the window the heartbeat on its way writes */
     char     why[LAYOUT_WHY_MAX];   /* the verdict's reason when it refuses */
-    char     logged[LAYOUT_WHY_MAX];/* the last reason logged (logged once) */
-    struct layout_view view;
+    char     logged[64];        /* what the last refusal logged was: kind and
+                                   daemon; "" when the verdict serves */
+    struct layout_view view;    /* what the registry showed (STATS) */
 };
 
-static struct layout_master *layout_masters;
-static size_t  layout_n;
-static char    layout_id[LAYOUT_ID_LEN + 1];
-static int64_t layout_window_ms = 3600000;
-static bool    layout_probe;
-static char    layout_head[64];     /* ARGV[2]: "layout oldest since window" */
-static char    layout_tail[128];    /* ARGV[3]: "release host" */
-static char    layout_legacy[64];   /* ARGV[5] */
-static char    layout_whybuf[LAYOUT_WHY_MAX + 64];
+static struct layout_master *layout_masters;    /* one per master */
+static size_t  layout_n;                        /* masters */
+static char    layout_id[LAYOUT_ID_LEN + 1];    /* this daemon's id, hex */
+static int64_t layout_window_ms = 3600000;      /* layout_set_window_ms */
+static bool    layout_probe;                    /* redlockd --reach */
+static char    layout_head[64];     /* the script's ARGV[2]: "layout oldest since window" */
+static char    layout_tail[128];    /* ARGV[3]: "release host:pid" */
+static char    layout_legacy[64];   /* ARGV[5]: legacy daemons' "layout oldest since window" */
+static char    layout_whybuf[LAYOUT_WHY_MAX];   /* layout_why()'s text when it is made */
 
 /* Parse a decimal integer of at most 18 digits from *p (len bytes left);
  * advance past it and one following space.  Returns 0 or -1. */
@@ -63,7 +66,8 @@ layout_word_int(const char **p, const char *end, int64_t *out)
     return 0;
 }
 
-/* Copy one word (up to a space or the end) into buf (size bytes). */
+/* Copy one word (up to a space or the end) into buf (size bytes), cut
+ * to fit: these words only name a daemon. */
 static int
 layout_word_str(const char **p, const char *end, char *buf, size_t size)
 {
@@ -73,11 +77,10 @@ layout_word_str(const char **p, const char *end, char *buf, size_t size)
     while (s + n < end && s[n] != ' ') {
         n++;
     }
-    if (n == 0 || n >= size) {
+    if (n == 0) {
         return -1;
     }
-    memcpy(buf, s, n);
-    buf[n] = '\0';
+    snprintf(buf, size, "%.*s", (int)n, s);
     *p = s + n < end ? s + n + 1 : s + n;
     return 0;
 }
@@ -90,13 +93,11 @@ layout_parse(const char *id, size_t idlen, const char *value, size_t len,
     int64_t layout, oldest;
 
     memset(e, 0, sizeof(*e));
-    if (idlen == 0 || idlen >= sizeof(e->id)) {
-        snprintf(why, size, "a member whose id has %zu bytes, which is no daemon's id",
-                 idlen);
+    if (idlen == 0) {
+        snprintf(why, size, "a member with an empty id");
         return -1;
     }
-    memcpy(e->id, id, idlen);
-    e->id[idlen] = '\0';
+    snprintf(e->id, sizeof(e->id), "%.*s", (int)idlen, id);
     if (layout_word_int(&p, end, &layout) != 0 || layout_word_int(&p, end, &oldest) != 0
         || layout_word_int(&p, end, &e->since_ms) != 0
         || layout_word_int(&p, end, &e->window_ms) != 0
@@ -104,9 +105,9 @@ layout_parse(const char *id, size_t idlen, const char *value, size_t len,
         || layout_word_str(&p, end, e->release, sizeof(e->release)) != 0
         || layout_word_str(&p, end, e->host, sizeof(e->host)) != 0
         || layout < 1 || layout > 1000000 || oldest < 1 || oldest > layout) {
-        snprintf(why, size, "a member of id '%s', read as '%.*s', that is not \"id layout "
-                 "oldest since window release host\" with layout >= oldest >= 1", e->id,
-                 (int)(len > 80 ? 80 : len), value);
+        snprintf(why, size, "a member of id '%s', read as '%.*s', that is not \"layout "
+                 "oldest since window seen release host\" (numbers, layout >= oldest >= 1) "
+                 "after its id", e->id, (int)(len > 80 ? 80 : len), value);
         return -1;
     }
     e->layout = (int)layout;
@@ -114,39 +115,39 @@ layout_parse(const char *id, size_t idlen, const char *value, size_t len,
     return 0;
 }
 
-bool
-layout_judge(int mine, int oldest, const struct layout_entry *e, int64_t now_ms,
-             char *why, size_t size)
+enum layout_verdict
+layout_judge(int mine, int oldest, const struct layout_entry *e, int64_t now_ms, char *why,
+             size_t size)
 {
     if (now_ms > e->seen_ms + e->window_ms || e->layout == mine) {
-        return true;
+        return LAYOUT_BESIDE;
     }
     if (e->layout < mine) {
         if (oldest <= e->layout) {
-            return true;
+            return LAYOUT_BESIDE;
         }
         snprintf(why, size, "daemon %s (%s, release %s) writes layout %d, seen %" PRId64
                  " ms ago, and this daemon's layout %d runs beside layouts %d and later "
                  "only: stop or upgrade it (its member is kept %" PRId64 " ms after it was "
                  "last seen)", e->id, e->host, e->release, e->layout, now_ms - e->seen_ms,
                  mine, oldest, e->window_ms);
-        return false;
+        return LAYOUT_OLDER;
     }
     if (e->oldest > mine) {
         snprintf(why, size, "daemon %s (%s, release %s) writes layout %d and no longer "
                  "writes layout %d's records (it runs beside layouts %d and later), seen %"
                  PRId64 " ms ago: upgrade this daemon", e->id, e->host, e->release,
                  e->layout, mine, e->oldest, now_ms - e->seen_ms);
-        return false;
+        return LAYOUT_NEWER_STOPPED;
     }
     if (e->since_ms != 0 && now_ms < e->since_ms + e->window_ms) {
         snprintf(why, size, "daemon %s (%s, release %s, layout %d) writes layout %d's "
                  "records again only since %" PRId64 " ms ago: what it granted before "
                  "may be valid for %" PRId64 " ms more", e->id, e->host, e->release,
                  e->layout, mine, now_ms - e->since_ms, e->since_ms + e->window_ms - now_ms);
-        return false;
+        return LAYOUT_NEWER_SINCE;
     }
-    return true;
+    return LAYOUT_BESIDE;
 }
 
 static void
@@ -204,6 +205,13 @@ layout_stop(void)
 void
 layout_set_window_ms(int64_t ms)
 {
+    size_t i;
+
+    if (ms > layout_window_ms) {
+        for (i = 0; i < layout_n; i++) {
+            layout_masters[i].last_sent_us = INT64_MIN / 2;     /* due at once */
+        }
+    }
     layout_window_ms = ms;
     layout_format_args();
 }
@@ -256,13 +264,15 @@ layout_answer(size_t i, const char *name, int64_t sent_us, int64_t now_ms,
 {
     struct layout_master *m = &layout_masters[i];
     struct layout_view *v = &m->view;
-    char reason[LAYOUT_WHY_MAX];
+    enum layout_verdict verdict = bad != NULL ? LAYOUT_UNREADABLE : LAYOUT_BESIDE;
+    char reason[LAYOUT_WHY_MAX - 32], key[sizeof(m->logged)];
+    const char *who = "";
     size_t k;
 
     m->inflight = false;
     m->read = true;
     m->read_sent_us = sent_us;
-    m->serve = bad == NULL;
+    m->read_window_ms = m->sent_window_ms;
     m->why[0] = '\0';
     if (bad != NULL) {
         snprintf(m->why, sizeof(m->why), "%s", bad);
@@ -285,24 +295,29 @@ layout_answer(size_t i, const char *name, int64_t sent_us, int64_t now_ms,
         if (e->layout > v->highest) {
             v->highest = e->layout;
         }
-        if (m->serve && strcmp(e->id, layout_id) != 0
-            && !layout_judge(REDLOCKD_LAYOUT, REDLOCKD_LAYOUT_OLDEST, e, now_ms, reason,
-                             sizeof(reason))) {
-            m->serve = false;
-            snprintf(m->why, sizeof(m->why), "its layout registry shows %.270s", reason);
+        if (verdict == LAYOUT_BESIDE && strcmp(e->id, layout_id) != 0
+            && (verdict = layout_judge(REDLOCKD_LAYOUT, REDLOCKD_LAYOUT_OLDEST, e, now_ms,
+                                       reason, sizeof(reason))) != LAYOUT_BESIDE) {
+            snprintf(m->why, sizeof(m->why), "its layout registry shows %s", reason);
+            who = e->id;
         }
     }
+    m->serve = verdict == LAYOUT_BESIDE;
     v->refused = !m->serve;
-    if (!m->serve) {
-        v->refusals++;
-        if (strcmp(m->why, m->logged) != 0) {
-            log_warn("master %s: not counted: %s", name, m->why);
-            snprintf(m->logged, sizeof(m->logged), "%s", m->why);
+    if (m->serve) {
+        if (m->logged[0] != '\0') {
+            log_info("master %s: its layout registry shows no daemon this one cannot serve "
+                     "beside any more: counted again", name);
+            m->logged[0] = '\0';
         }
-    } else if (m->logged[0] != '\0') {
-        log_info("master %s: its layout registry shows no daemon this one cannot serve "
-                 "beside any more: counted again", name);
-        m->logged[0] = '\0';
+        return;
+    }
+    v->refusals++;
+    /* Once per kind of refusal and daemon: the reason's numbers change every read. */
+    snprintf(key, sizeof(key), "%d %s", (int)verdict, who);
+    if (strcmp(key, m->logged) != 0) {
+        log_warn("master %s: not counted: %s", name, m->why);
+        snprintf(m->logged, sizeof(m->logged), "%s", key);
     }
 }
 
@@ -325,6 +340,7 @@ layout_sent(size_t i, int64_t now)
 {
     layout_masters[i].inflight = true;
     layout_masters[i].last_sent_us = now;
+    layout_masters[i].sent_window_ms = layout_window_ms;
 }
 
 void
@@ -338,14 +354,18 @@ layout_counts(size_t i, int64_t now)
 {
     const struct layout_master *m = &layout_masters[i];
 
-    return m->read && m->serve && now - m->read_sent_us < LAYOUT_FRESH_MS * 1000LL;
+    return m->read && m->serve && now - m->read_sent_us < LAYOUT_FRESH_MS * 1000LL
+           && m->read_window_ms >= layout_window_ms;
 }
 
 const char *
-layout_why(size_t i, int64_t now)
+layout_why(size_t i, int64_t now, bool *refused)
 {
     const struct layout_master *m = &layout_masters[i];
 
+    if (refused != NULL) {
+        *refused = m->read && !m->serve;
+    }
     if (!m->read) {
         return "its layout registry is not read yet";
     }
@@ -354,8 +374,15 @@ layout_why(size_t i, int64_t now)
     }
     if (now - m->read_sent_us >= LAYOUT_FRESH_MS * 1000LL) {
         snprintf(layout_whybuf, sizeof(layout_whybuf), "its layout registry was last read "
-                 "%" PRId64 " ms ago (a verdict counts %d ms)",
+                 "%" PRId64 " ms ago (a read counts %d ms)",
                  (now - m->read_sent_us) / 1000, LAYOUT_FRESH_MS);
+        return layout_whybuf;
+    }
+    if (m->read_window_ms < layout_window_ms) {
+        snprintf(layout_whybuf, sizeof(layout_whybuf), "its layout registry has this "
+                 "daemon's window of %" PRId64 " ms, not yet the %" PRId64 " ms of its "
+                 "longest lease now (a reload raised lock.max_ttl_ms)", m->read_window_ms,
+                 layout_window_ms);
         return layout_whybuf;
     }
     return "";

@@ -19,7 +19,7 @@
  * id, and a value, "layout oldest since window seen release host").
  * Daemons older than the registry are seen by their subscriber links (the
  * channel LAYOUT_LEGACY_CHANNEL, which daemons with the registry no
- * longer subscribe: theirs is "<lock.key_prefix> keep-subscribed") and
+ * longer subscribe: theirs is "<lock.key_prefix> subscribed") and
  * entered as "legacy" by whoever sees them.
  *
  * A master's answers count for this daemon (layout_counts) only when its
@@ -65,16 +65,19 @@
 /* What daemons older than the registry subscribe on every master. */
 #define LAYOUT_LEGACY_CHANNEL   "redlockd keep-subscribed"
 /* What daemons with the registry subscribe instead (never left), after
- * lock.key_prefix: inside the channels that the ACL gives the daemon. */
-#define LAYOUT_SENTINEL_SUFFIX  " keep-subscribed"
+ * lock.key_prefix: inside the channels that the ACL gives the daemon, and
+ * never the legacy channel, whatever the prefix (it has a space where the
+ * legacy channel has a '-'). */
+#define LAYOUT_SENTINEL_SUFFIX  " subscribed"
 #define LAYOUT_LEGACY_FIELD     "legacy"
 /* The window entered for legacy daemons: they say nothing of themselves,
  * so it covers the longest lock.max_ttl_ms any release accepts (one day)
  * with any drift, twice. */
 #define LAYOUT_LEGACY_WINDOW_MS (2 * 86400000LL)
-#define LAYOUT_WHY_MAX          320
+#define LAYOUT_WHY_MAX          512
 
-/* One member of a registry, parsed (layout_parse). */
+/* One member of a registry, parsed (layout_parse).  The words id,
+ * release and host only name the daemon: longer ones are cut to fit. */
 struct layout_entry {
     char     id[40];            /* a daemon's id, or "legacy" */
     int      layout;            /* the layout it reads and writes */
@@ -82,7 +85,7 @@ struct layout_entry {
     int64_t  since_ms;          /* master ms since when oldest holds; 0: since its start */
     int64_t  window_ms;         /* how long after seen_ms it may hold grants, ms */
     int64_t  seen_ms;           /* master ms when it last wrote its member */
-    char     release[24];       /* its release, "0.2.0" */
+    char     release[40];       /* its release, "0.2.0" */
     char     host[72];          /* its host name and pid, "-" for legacy */
 };
 
@@ -90,21 +93,32 @@ struct layout_entry {
  * Parse one registry member as the script answers it: its id (idlen
  * bytes) and its value (len bytes: "layout oldest since window seen
  * release host", words separated by one space, later words allowed and
- * ignored) into *e.  Returns 0, or -1 with what is wrong in why (size
- * bytes), naming the id.
+ * ignored: the first seven words of a member are the same in every
+ * release) into *e.  Returns 0, or -1 with what is wrong in why (size
+ * bytes), naming the id: a number that is not one, layout < oldest or
+ * oldest < 1, a word missing.
  */
 int layout_parse(const char *id, size_t idlen, const char *value, size_t len,
                  struct layout_entry *e, char *why, size_t size);
 
+/* What the compatibility rule says of one other daemon. */
+enum layout_verdict {
+    LAYOUT_BESIDE,              /* this daemon may serve beside it */
+    LAYOUT_NEWER_STOPPED,       /* newer, and no longer writes this layout's records */
+    LAYOUT_NEWER_SINCE,         /* newer, writes them again, but only lately */
+    LAYOUT_OLDER,               /* older than the oldest this daemon runs beside */
+    LAYOUT_UNREADABLE           /* the registry cannot be read (layout_answer's bad) */
+};
+
 /*
  * The compatibility rule (proto/PROTOCOL.md, section 9): may a daemon of
  * layout mine, which runs beside layouts from oldest on, serve beside
- * the daemon of entry e at master time now_ms?  Pure.  Returns true, or
- * false with the reason in why (size bytes), naming e's daemon.  An
- * entry whose window has passed is no one: true.
+ * the daemon of entry e at master time now_ms?  Pure.  Returns
+ * LAYOUT_BESIDE, or why not with the reason in why (size bytes), naming
+ * e's daemon.  An entry whose window has passed is no one: LAYOUT_BESIDE.
  */
-bool layout_judge(int mine, int oldest, const struct layout_entry *e, int64_t now_ms,
-                  char *why, size_t size);
+enum layout_verdict layout_judge(int mine, int oldest, const struct layout_entry *e,
+                                 int64_t now_ms, char *why, size_t size);
 
 /* Prepare nmasters masters' state and this daemon's id (getrandom(2)).
  * Returns 0, or -1 (logged). */
@@ -116,7 +130,11 @@ void layout_stop(void);
 /*
  * This daemon's window, ms: its longest lease (the largest
  * lock.max_ttl_ms applied since start, with its drift allowance) plus
- * LAYOUT_FRESH_MS.  Called at start and on every reload.
+ * LAYOUT_FRESH_MS with drift.  Called at start and on every reload.  A
+ * larger window than the masters were last told makes every master's
+ * heartbeat due at once, and no master counts (layout_counts) until a
+ * read that wrote it has answered there: a longer lease granted before
+ * would outlive the member the others see.
  */
 void layout_set_window_ms(int64_t ms);
 
@@ -143,10 +161,11 @@ void layout_connecting(size_t i);
 
 /*
  * A registry read of master i (name: its address, for the log), sent at
- * sent_us; it answered at now_ms on its clock with n entries, or bad is
- * not NULL: what is wrong (a member that cannot be read, an error reply),
- * which refuses the master until a read without one.  The entries are
- * the caller's; a new verdict is logged once (a warning when it refuses).
+ * sent_us (layout_sent); it answered at now_ms on its clock with n
+ * entries, or bad is not NULL: what is wrong (a member that cannot be
+ * read, an error reply), which refuses the master until a read without
+ * one.  The entries are the caller's.  A refusal is logged as a warning
+ * once per daemon and kind of refusal, and its end once.
  */
 void layout_answer(size_t i, const char *name, int64_t sent_us, int64_t now_ms,
                    const struct layout_entry *entries, size_t n, const char *bad);
@@ -162,13 +181,19 @@ bool layout_inflight(size_t i);
 void layout_sent(size_t i, int64_t now);
 void layout_failed(size_t i);
 
-/* Master i's answers count at now: its last verdict serves and was read
- * from a request sent less than LAYOUT_FRESH_MS before now. */
+/* Master i's answers count at now: its last verdict serves, was read
+ * from a request sent less than LAYOUT_FRESH_MS before now, and that
+ * read wrote this daemon's window as it is now. */
 bool layout_counts(size_t i, int64_t now);
 
-/* Why master i's answers do not count at now (a static string of this
- * module's, valid until the next answer); "" when they do. */
-const char *layout_why(size_t i, int64_t now);
+/*
+ * Why master i's answers do not count at now, "" when they do.  The
+ * string is this module's: valid until the next layout_answer() or
+ * layout_why() call.  *refused (when not NULL) is set when a daemon in
+ * the registry, or a member that cannot be read, is the reason (not a
+ * read that is missing or too old).
+ */
+const char *layout_why(size_t i, int64_t now, bool *refused);
 
 /* What master i's registry showed at its last read. */
 struct layout_view {

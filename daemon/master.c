@@ -308,10 +308,11 @@ master_layout_read(struct master *m, const redisReply *reply, int64_t sent_us)
     size_t n, k;
 
     if (reply->type == REDIS_REPLY_ERROR) {
-        snprintf(bad, sizeof(bad), "its layout registry answered an error (EVAL of "
-                 "daemon/scripts/layout.lua on key '%s%s'; the ACL user needs +eval "
-                 "+time +zadd +zrem +zrange +zremrangebyscore +pubsub|numsub): %.100s",
-                 master_conf->key_prefix, LAYOUT_KEY_SUFFIX, reply->str);
+        snprintf(bad, sizeof(bad), "its layout registry answered an error: %.150s (the "
+                 "EVAL of daemon/scripts/layout.lua on key '%.40s%s'; a NOPERM means the "
+                 "ACL user lacks one of +eval +time +zadd +zrem +zrange +zremrangebyscore "
+                 "+pexpire +pubsub|numsub, a WRONGTYPE that the key holds something else)",
+                 reply->str, master_conf->key_prefix, LAYOUT_KEY_SUFFIX);
         layout_answer(m->index, m->addr->spec, sent_us, 0, NULL, 0, bad);
         return 0;
     }
@@ -348,14 +349,14 @@ master_layout_read(struct master *m, const redisReply *reply, int64_t sent_us)
             char what[LAYOUT_WHY_MAX];
 
             snprintf(what, sizeof(what), "%s", bad);
-            snprintf(bad, sizeof(bad), "its layout registry '%.40s%s' has %.150s (delete it "
-                     "with ZREM if no daemon of this project wrote it)",
-                     master_conf->key_prefix,
-                     LAYOUT_KEY_SUFFIX, what);
+            snprintf(bad, sizeof(bad), "its layout registry '%.40s%s' has %.300s (if no "
+                     "redlockd wrote it, find it with ZRANGE and delete it with ZREM)",
+                     master_conf->key_prefix, LAYOUT_KEY_SUFFIX, what);
             break;
         }
     }
-    layout_answer(m->index, m->addr->spec, sent_us, now_ms, entries, k, bad[0] != '\0' ? bad : NULL);
+    layout_answer(m->index, m->addr->spec, sent_us, now_ms, entries, k,
+                  bad[0] != '\0' ? bad : NULL);
     free(entries);
     return 0;
 }
@@ -1080,6 +1081,7 @@ master_get_stats(const struct master *m, struct master_stats *st)
     st->duplicate_of = c.duplicate_of;
     st->evicting = c.evicting;
     st->maxmemory = c.maxmemory;
+    st->down_known = m->cmd.state == MASTER_DOWN && m->cmd.why[0] != '\0';
     layout_get_view(m->index, &st->layout);
     st->layout_counts = layout_counts(m->index, util_now_us());
 }
@@ -1111,7 +1113,7 @@ master_status_text(const struct master *m)
                      "(%lld ms left)", (long long)left);
         } else if (!layout_counts(m->index, util_now_us())) {
             snprintf(mm->status, sizeof(mm->status), "not counted: %s",
-                     layout_why(m->index, util_now_us()));
+                     layout_why(m->index, util_now_us(), NULL));
         } else {
             snprintf(mm->status, sizeof(mm->status), "up");
         }

@@ -102,6 +102,7 @@ struct master_stats {
                                    maxmemory-policy other than noeviction */
     long long maxmemory;        /* INFO memory maxmemory at the last connect,
                                    bytes; 0 when none or unknown */
+    bool     down_known;        /* down, with the reason of a connect that failed */
     struct layout_view layout;  /* its layout registry at the last read */
     bool     layout_counts;     /* the layout registry lets its answers count now */
 };

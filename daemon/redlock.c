@@ -192,12 +192,13 @@ redlock_fill_error(struct redlock_result *res, struct round *r)
     size_t n = master_count(), size = sizeof(res->error), used, nq, nd, nc, nl;
     int64_t left_ms, clock_ms;
     const char *layout_why;
+    bool layout_daemon;
     char when[32];
 
     nq = round_quarantined(r, &left_ms);
     nd = round_duplicates(r);
     nc = round_clock_quarantined(r, &clock_ms);
-    nl = round_layout_refused(r, &layout_why);
+    nl = round_layout_refused(r, &layout_why, &layout_daemon);
     if (nq == 0 && nd == 0 && nc == 0 && nl == 0) {
         used = redlock_append(res->error, size, 0, "%zu of %zu masters answered, quorum is %zu: ",
                               round_answered(r), n, redlock_quorum(n));
@@ -208,14 +209,16 @@ redlock_fill_error(struct redlock_result *res, struct round *r)
                           round_answered(r) + nq + nc + nl, n);
     if (nl > 0) {
         used = redlock_append(res->error, size, used, ", but %zu of them %s not counted "
-                              "for this daemon's layout %d: %s", nl, nl == 1 ? "is" : "are",
-                              REDLOCKD_LAYOUT, layout_why);
+                              "by their layout registry (this daemon's layout is %d): %s", nl,
+                              nl == 1 ? "is" : "are", REDLOCKD_LAYOUT,
+                              layout_why[0] != '\0' ? layout_why : "read too long ago");
     }
     if (nc > 0) {
         util_clock_after(clock_ms, when, sizeof(when));
         used = redlock_append(res->error, size, used, "%s %zu of them %s in clock "
                               "quarantine (until %s, %lld ms left; a master whose clock "
-                              "stepped may have expired locks early)", nl > 0 ? " and" : ", but", nc,
+                              "stepped may have expired locks early)",
+                              nl > 0 ? " and" : ", but", nc,
                               nc == 1 ? "is" : "are", when, (long long)clock_ms);
     }
     if (nq > 0) {
@@ -246,7 +249,7 @@ redlock_fill_error(struct redlock_result *res, struct round *r)
         used = redlock_append(res->error, size, used, " List each Redis server once in "
                               "masters.");
     }
-    if (nl > 0) {
+    if (nl > 0 && layout_daemon) {
         used = redlock_append(res->error, size, used, " Daemons of two layouts must not "
                               "serve the same masters unless one runs beside the other "
                               "(redlockd -V; the upgrade procedure of docs/production.md).");

@@ -53,7 +53,10 @@ struct round {
     size_t              clocked;     /* answers not counted: clock quarantine */
     int64_t             clock_ms;    /* longest clock quarantine left among those, ms */
     size_t              layout_refused; /* answers not counted: the layout registry */
-    char                layout_why[LAYOUT_WHY_MAX]; /* the first one's reason */
+    bool                layout_daemon; /* a daemon in a registry (or a member that
+                                          cannot be read) among the reasons, not
+                                          only reads missing or too old */
+    char                layout_why[LAYOUT_WHY_MAX]; /* the first reason read */
     size_t              finished;    /* slots not ROUND_PENDING */
     int64_t             start_us;    /* monotonic, before the first send */
     int64_t             end_us;      /* monotonic, at the decision */
@@ -206,13 +209,19 @@ round_reply_cb(struct master *m, const struct master_reply *reply,
         /*
          * Its layout registry, read shortly before the send, shows a
          * daemon that may not read our records or write records we read
-         * (daemon/layout.h), or it was not read recently enough.
+         * (daemon/layout.h), or it was not read recently enough (the
+         * reason was kept at the send: a read answered since may say
+         * nothing against it any more).
          */
+        bool refused;
+        const char *why = layout_why(i, r->start_us, &refused);
+
         slot->state = ROUND_FAILED;
-        snprintf(slot->why, sizeof(slot->why), "its layout registry (lock.key_prefix + "
-                 "'%s')", LAYOUT_KEY_SUFFIX);
-        if (r->layout_refused++ == 0) {
-            snprintf(r->layout_why, sizeof(r->layout_why), "%s", layout_why(i, r->start_us));
+        snprintf(slot->why, sizeof(slot->why), "not counted by its layout registry");
+        r->layout_refused++;
+        r->layout_daemon |= refused;
+        if (r->layout_why[0] == '\0' && why[0] != '\0') {
+            snprintf(r->layout_why, sizeof(r->layout_why), "%s", why);
         }
     } else if (slot->quarantine_ms > 0) {
         /* It ran the script, but may have lost locks in its restart. */
@@ -294,6 +303,13 @@ round_start(int script, size_t nkeys, size_t nargs,
         slot->quarantine_ms = health_quarantine_left_ms(master_index(m), r->start_us);
         slot->clock_ms = health_clock_quarantine_left_ms(master_index(m), r->start_us);
         slot->layout_ok = layout_counts(master_index(m), r->start_us);
+        if (!slot->layout_ok && r->layout_why[0] == '\0') {
+            bool refused;
+
+            snprintf(r->layout_why, sizeof(r->layout_why), "%s",
+                     layout_why(master_index(m), r->start_us, &refused));
+            r->layout_daemon |= refused;
+        }
         dup = health_duplicate_of(master_index(m));
         if (dup >= 0) {
             /*
@@ -418,10 +434,13 @@ round_clock_quarantined(const struct round *r, int64_t *left_ms)
 }
 
 size_t
-round_layout_refused(const struct round *r, const char **why)
+round_layout_refused(const struct round *r, const char **why, bool *daemon)
 {
     if (why != NULL) {
         *why = r->layout_why;
+    }
+    if (daemon != NULL) {
+        *daemon = r->layout_daemon;
     }
     return r->layout_refused;
 }

@@ -132,10 +132,12 @@ size_t round_clock_quarantined(const struct round *r, int64_t *left_ms);
 /*
  * How many masters of r answered but did not count because their layout
  * registry refused this daemon, or was not read recently enough
- * (daemon/layout.h); *why (when why is not NULL) gets the first one's
- * reason, valid as long as r.
+ * (daemon/layout.h); *why (when why is not NULL) gets the first reason
+ * known (read at the send, else at the answer; "" when none was), valid
+ * as long as r; *daemon (when not NULL) whether a daemon in a registry
+ * or a member that cannot be read was among the reasons.
  */
-size_t round_layout_refused(const struct round *r, const char **why);
+size_t round_layout_refused(const struct round *r, const char **why, bool *daemon);
 
 /* Masters not asked: duplicates of another master (the same server). */
 size_t round_duplicates(const struct round *r);

@@ -108,8 +108,9 @@ server_set_quarantine(const struct conf *conf)
     lease_ms = server_max_ttl_ms
                + (redlock_drift_us(server_max_ttl_ms, conf->drift_factor) + 999) / 1000;
     health_set_quarantine_ms(lease_ms);
-    /* The longest lease plus the freshness of a layout verdict (daemon/layout.h). */
-    layout_set_window_ms(lease_ms + LAYOUT_FRESH_MS);
+    /* The longest lease plus the freshness of a layout verdict, with drift (daemon/layout.h). */
+    layout_set_window_ms(lease_ms + LAYOUT_FRESH_MS
+                         + (redlock_drift_us(LAYOUT_FRESH_MS, conf->drift_factor) + 999) / 1000);
 }
 
 /*
@@ -354,9 +355,7 @@ server_probe_decided(size_t i)
     struct master_stats st;
 
     master_get_stats(master_at(i), &st);
-    return (st.state == MASTER_UP && st.layout.read)
-           || (st.state == MASTER_DOWN && strcmp(master_status_text(master_at(i)),
-                                                 "down ()") != 0);
+    return (st.state == MASTER_UP && st.layout.read) || st.down_known;
 }
 
 static void

@@ -13,7 +13,8 @@
 # place, DIR/built is written (the commit's full name and how long the
 # build took): make rebuilds only when that stamp is missing.  Exits
 # non-zero with one line saying why: a commit that is not in this clone
-# (a shallow clone: run `git fetch --unshallow`), a failed build.
+# (a shallow clone fetches its history first, once: git fetch
+# --unshallow), a failed build.
 #
 # usage: tests/build-release.sh COMMIT DIR
 set -u
@@ -33,10 +34,14 @@ if ! why=$(git -C "$top" rev-parse --git-dir 2>&1 >/dev/null); then
     # owned by another user).
     fail "git cannot read $top ($(printf '%s' "$why" | head -n 1)): $commit is built from the repository's history (git clone it)"
 fi
+if ! full=$(git -C "$top" rev-parse --verify --quiet "$commit^{commit}") &&
+        [ "$(git -C "$top" rev-parse --is-shallow-repository 2>/dev/null)" = true ]; then
+    # A shallow clone (a CI's, say): fetch the history once, saying so.
+    echo "build-release: $commit is not in this shallow clone: git fetch --unshallow"
+    git -C "$top" fetch --quiet --unshallow >&2 ||
+        fail "commit $commit is not in this shallow clone and 'git fetch --unshallow' failed: fetch the history, then make again"
+fi
 if ! full=$(git -C "$top" rev-parse --verify --quiet "$commit^{commit}"); then
-    if [ "$(git -C "$top" rev-parse --is-shallow-repository 2>/dev/null)" = true ]; then
-        fail "commit $commit is not in this shallow clone: run 'git fetch --unshallow', then make again"
-    fi
     fail "commit $commit is not in this clone: run 'git fetch origin', then make again"
 fi
 

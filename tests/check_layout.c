@@ -50,6 +50,14 @@ START_TEST(parse_reads_every_word)
     v = "1 1 0 63000 1800000000000 0.2.0 h:1 more words later";
     ck_assert_int_eq(layout_parse("abc", 3, v, strlen(v), &e, why, sizeof(why)), 0);
     ck_assert_str_eq(e.host, "h:1");
+    /* Words that only name the daemon are cut to fit, never refused. */
+    v = "1 1 0 63000 1800000000000 0.3.0+git20270101.abcdef1234567890abcdef "
+        "a-host-name-much-longer-than-seventy-one-bytes.example.org.internal.cluster:4242";
+    ck_assert_int_eq(layout_parse("0123456789abcdef0123456789abcdef0123456789abcdef", 48, v,
+                                  strlen(v), &e, why, sizeof(why)), 0);
+    ck_assert_str_eq(e.release, "0.3.0+git20270101.abcdef1234567890abcde");
+    ck_assert_uint_eq(strlen(e.host), sizeof(e.host) - 1);
+    ck_assert_uint_eq(strlen(e.id), sizeof(e.id) - 1);
 }
 END_TEST
 
@@ -65,7 +73,6 @@ START_TEST(parse_refuses_what_it_cannot_read)
         "1 2 0 63000 1800000000000 0.2.0 h:1",      /* oldest above layout */
         "1 1 0 63000 18000000000000000000 0.2.0 h:1", /* 20 digits */
         "1  1 0 63000 1800000000000 0.2.0 h:1",     /* two spaces */
-        "1 1 0 63000 1800000000000 a-release-name-longer-than-its-room h:1",
     };
     struct layout_entry e;
     char why[LAYOUT_WHY_MAX];
@@ -88,9 +95,9 @@ START_TEST(judge_same_layout)
     struct layout_entry e = t_entry(1, 1, 0, 63000, T_NOW_MS - 100);
     char why[LAYOUT_WHY_MAX] = "";
 
-    ck_assert(layout_judge(1, 1, &e, T_NOW_MS, why, sizeof(why)));
+    ck_assert_int_eq(layout_judge(1, 1, &e, T_NOW_MS, why, sizeof(why)), LAYOUT_BESIDE);
     e = t_entry(3, 2, T_NOW_MS - 10, 63000, T_NOW_MS - 100);
-    ck_assert(layout_judge(3, 3, &e, T_NOW_MS, why, sizeof(why)));
+    ck_assert_int_eq(layout_judge(3, 3, &e, T_NOW_MS, why, sizeof(why)), LAYOUT_BESIDE);
 }
 END_TEST
 
@@ -101,9 +108,9 @@ START_TEST(judge_newer_daemon)
     struct layout_entry e = t_entry(2, 1, 0, 63000, T_NOW_MS - 100);
     char why[LAYOUT_WHY_MAX] = "";
 
-    ck_assert(layout_judge(1, 1, &e, T_NOW_MS, why, sizeof(why)));
+    ck_assert_int_eq(layout_judge(1, 1, &e, T_NOW_MS, why, sizeof(why)), LAYOUT_BESIDE);
     e = t_entry(2, 2, 0, 63000, T_NOW_MS - 100);
-    ck_assert(!layout_judge(1, 1, &e, T_NOW_MS, why, sizeof(why)));
+    ck_assert_int_eq(layout_judge(1, 1, &e, T_NOW_MS, why, sizeof(why)), LAYOUT_NEWER_STOPPED);
     ck_assert_msg(strstr(why, "0123456789abcdef") != NULL && strstr(why, "host-b:77") != NULL
                   && strstr(why, "9.9.9") != NULL && strstr(why, "layout 2") != NULL
                   && strstr(why, "upgrade this daemon") != NULL, "the reason: %s", why);
@@ -121,12 +128,13 @@ START_TEST(judge_newer_daemon_since)
     struct layout_entry e = t_entry(2, 1, since, 63000, T_NOW_MS - 100);
     char why[LAYOUT_WHY_MAX] = "";
 
-    ck_assert(!layout_judge(1, 1, &e, T_NOW_MS, why, sizeof(why)));
+    ck_assert_int_eq(layout_judge(1, 1, &e, T_NOW_MS, why, sizeof(why)), LAYOUT_NEWER_SINCE);
     ck_assert_msg(strstr(why, "53000 ms more") != NULL, "the reason: %s", why);
     e.seen_ms = since + 63000 - 1;
-    ck_assert(!layout_judge(1, 1, &e, since + 63000 - 1, why, sizeof(why)));
+    ck_assert_int_eq(layout_judge(1, 1, &e, since + 63000 - 1, why, sizeof(why)),
+                     LAYOUT_NEWER_SINCE);
     e.seen_ms = since + 63000;
-    ck_assert(layout_judge(1, 1, &e, since + 63000, why, sizeof(why)));
+    ck_assert_int_eq(layout_judge(1, 1, &e, since + 63000, why, sizeof(why)), LAYOUT_BESIDE);
 }
 END_TEST
 
@@ -136,8 +144,8 @@ START_TEST(judge_older_daemon)
     struct layout_entry e = t_entry(1, 1, 0, 63000, T_NOW_MS - 100);
     char why[LAYOUT_WHY_MAX] = "";
 
-    ck_assert(layout_judge(2, 1, &e, T_NOW_MS, why, sizeof(why)));
-    ck_assert(!layout_judge(2, 2, &e, T_NOW_MS, why, sizeof(why)));
+    ck_assert_int_eq(layout_judge(2, 1, &e, T_NOW_MS, why, sizeof(why)), LAYOUT_BESIDE);
+    ck_assert_int_eq(layout_judge(2, 2, &e, T_NOW_MS, why, sizeof(why)), LAYOUT_OLDER);
     ck_assert_msg(strstr(why, "writes layout 1") != NULL
                   && strstr(why, "stop or upgrade it") != NULL, "the reason: %s", why);
 }
@@ -149,8 +157,8 @@ START_TEST(judge_window_passed)
     struct layout_entry e = t_entry(2, 2, 0, 63000, T_NOW_MS - 63000);
     char why[LAYOUT_WHY_MAX] = "";
 
-    ck_assert(!layout_judge(1, 1, &e, T_NOW_MS, why, sizeof(why)));
-    ck_assert(layout_judge(1, 1, &e, T_NOW_MS + 1, why, sizeof(why)));
+    ck_assert_int_eq(layout_judge(1, 1, &e, T_NOW_MS, why, sizeof(why)), LAYOUT_NEWER_STOPPED);
+    ck_assert_int_eq(layout_judge(1, 1, &e, T_NOW_MS + 1, why, sizeof(why)), LAYOUT_BESIDE);
 }
 END_TEST
 
@@ -170,33 +178,39 @@ START_TEST(verdict_counts_while_fresh)
 
     ck_assert_int_eq(layout_start(2), 0);
     ck_assert(!layout_counts(0, t));
-    ck_assert_str_eq(layout_why(0, t), "its layout registry is not read yet");
+    ck_assert_str_eq(layout_why(0, t, NULL), "its layout registry is not read yet");
+    layout_sent(0, t);
     layout_answer(0, "m0", t, T_NOW_MS, &same, 1, NULL);
     ck_assert(layout_counts(0, t + 1000));
     ck_assert(layout_counts(0, t + LAYOUT_FRESH_MS * 1000LL - 1));
     ck_assert(!layout_counts(0, t + LAYOUT_FRESH_MS * 1000LL));
-    ck_assert_msg(strstr(layout_why(0, t + LAYOUT_FRESH_MS * 1000LL), "last read 3000 ms ago")
-                  != NULL, "%s", layout_why(0, t + LAYOUT_FRESH_MS * 1000LL));
+    ck_assert_msg(strstr(layout_why(0, t + LAYOUT_FRESH_MS * 1000LL, NULL),
+                         "last read 3000 ms ago") != NULL,
+                  "%s", layout_why(0, t + LAYOUT_FRESH_MS * 1000LL, NULL));
     /* A read sent after the round's start counts for it too. */
+    layout_sent(0, t + 4000000);
     layout_answer(0, "m0", t + 4000000, T_NOW_MS, &same, 1, NULL);
     ck_assert(layout_counts(0, t + 3500000));
     /* Master 1 is another master. */
     ck_assert(!layout_counts(1, t + 3500000));
 
+    layout_sent(0, t + 5000000);
     layout_answer(0, "m0", t + 5000000, T_NOW_MS, &newer, 1, NULL);
     ck_assert(!layout_counts(0, t + 5000001));
-    ck_assert_msg(strstr(layout_why(0, t + 5000001), "no longer writes layout") != NULL,
-                  "%s", layout_why(0, t + 5000001));
+    ck_assert_msg(strstr(layout_why(0, t + 5000001, NULL), "no longer writes layout") != NULL,
+                  "%s", layout_why(0, t + 5000001, NULL));
     layout_get_view(0, &v);
     ck_assert(v.read && v.refused);
     ck_assert_uint_eq(v.daemons, 1);
     ck_assert_int_eq(v.lowest, REDLOCKD_LAYOUT + 1);
     ck_assert_uint_eq(v.refusals, 1);
 
+    layout_sent(0, t + 6000000);
     layout_answer(0, "m0", t + 6000000, T_NOW_MS, NULL, 0, "an error from the script");
     ck_assert(!layout_counts(0, t + 6000001));
-    ck_assert_str_eq(layout_why(0, t + 6000001), "an error from the script");
+    ck_assert_str_eq(layout_why(0, t + 6000001, NULL), "an error from the script");
 
+    layout_sent(0, t + 7000000);
     layout_answer(0, "m0", t + 7000000, T_NOW_MS, &same, 1, NULL);
     ck_assert(layout_counts(0, t + 7000001));
     layout_connecting(0);
@@ -218,6 +232,7 @@ START_TEST(own_field_and_probe)
     ck_assert_uint_eq(strlen(layout_self_id()), LAYOUT_ID_LEN);
     ck_assert_int_eq(layout_parse(layout_self_id(), LAYOUT_ID_LEN, v, strlen(v), &own, why,
                                   sizeof(why)), 0);
+    layout_sent(0, 1000);
     layout_answer(0, "m0", 1000, T_NOW_MS, &own, 1, NULL);
     ck_assert(layout_counts(0, 2000));
 
@@ -239,6 +254,40 @@ START_TEST(own_field_and_probe)
 }
 END_TEST
 
+/*
+ * A reload that raises lock.max_ttl_ms raises the window: no master
+ * counts until a read that wrote the new window there has answered (a
+ * longer lease granted before would outlive the member the others see),
+ * and every heartbeat is due at once.  A lower window changes nothing.
+ */
+START_TEST(window_raised_by_reload)
+{
+    struct layout_entry same = t_entry(REDLOCKD_LAYOUT, REDLOCKD_LAYOUT, 0, 63000,
+                                       T_NOW_MS - 100);
+    int64_t t = 9000000;
+
+    ck_assert_int_eq(layout_start(1), 0);
+    layout_set_window_ms(13000);
+    layout_sent(0, t);
+    layout_answer(0, "m0", t, T_NOW_MS, &same, 1, NULL);
+    ck_assert(layout_counts(0, t + 100));
+    ck_assert(!layout_due(0, t + 100));
+    layout_set_window_ms(603000);
+    ck_assert(!layout_counts(0, t + 100));
+    ck_assert_msg(strstr(layout_why(0, t + 100, NULL), "window of 13000 ms") != NULL, "%s",
+                  layout_why(0, t + 100, NULL));
+    ck_assert(layout_due(0, t + 100));
+    layout_sent(0, t + 200);
+    ck_assert(!layout_counts(0, t + 300));      /* on its way: not answered yet */
+    layout_answer(0, "m0", t + 200, T_NOW_MS, &same, 1, NULL);
+    ck_assert(layout_counts(0, t + 300));
+    layout_set_window_ms(5000);
+    ck_assert(layout_counts(0, t + 400));
+    ck_assert(!layout_due(0, t + 400));
+    layout_stop();
+}
+END_TEST
+
 static Suite *
 layout_suite(void)
 {
@@ -254,6 +303,7 @@ layout_suite(void)
     tcase_add_test(tc, judge_window_passed);
     tcase_add_test(tc, verdict_counts_while_fresh);
     tcase_add_test(tc, own_field_and_probe);
+    tcase_add_test(tc, window_raised_by_reload);
     suite_add_tcase(s, tc);
     return s;
 }

@@ -1986,6 +1986,8 @@ START_TEST(tls_daemon)
     }
     /* Masters the test just started: no restart quarantine (as the harness does). */
     fprintf(f, "lock:\n  restart_quarantine: false\n");
+    /* No metrics listener: its default port may be taken on this machine. */
+    fprintf(f, "metrics:\n  listen: \"\"\n");
     fprintf(f, "log:\n  level: debug\n");
     fclose(f);
     {

@@ -150,6 +150,23 @@ rg_nmembers(size_t i)
     return n;
 }
 
+/* Lines of the daemon's log that name master i and hold text. */
+static int
+rg_log_count(size_t i, const char *text)
+{
+    char line[2048], who[128];
+    FILE *f = fopen(h_daemon_log_path(), "r");
+    int n = 0;
+
+    ck_assert_msg(f != NULL, "cannot read the daemon's log");
+    snprintf(who, sizeof(who), "master %s:%d: ", h_master_addr(i), h_master_port(i));
+    while (fgets(line, sizeof(line), f) != NULL) {
+        n += strstr(line, who) != NULL && strstr(line, text) != NULL;
+    }
+    fclose(f);
+    return n;
+}
+
 /* The key of a refused grant is gone from every master (its clean-up) in time. */
 static void
 rg_wait_cleaned(const char *key)
@@ -254,7 +271,7 @@ START_TEST(newer_layout_refuses)
     expect_wait_stat("master.2.layout_counted", 0, false, 3000);
     got = h_cmd(a, "TRYLOCK three", CMD_MS);
     ck_assert_msg(got != NULL && strncmp(got, "ERR NOQUORUM 5 of 5 masters answered, but 3 "
-                                         "of them are not counted for this daemon's layout",
+                                         "of them are not counted by their layout registry",
                                          81) == 0
                   && strstr(got, NEWER_ID) != NULL && strstr(got, "newhost:42") != NULL
                   && strstr(got, "upgrade this daemon") != NULL,
@@ -267,6 +284,10 @@ START_TEST(newer_layout_refuses)
     ck_assert_int_eq(expect_stat("master.3.layout_counted"), 1);
     ck_assert_msg(h_wait_log(at, "not counted: its layout registry shows daemon " NEWER_ID,
                              2000), "the log does not say why");
+
+    /* Refused at every read, warned once (the reason's numbers change each read). */
+    expect_wait_stat("master.2.layout_refusals", 4, true, 6000);
+    ck_assert_int_eq(rg_log_count(2, "not counted: its layout registry"), 1);
 
     rg_delete(0, 3, NEWER_ID);
     expect_wait_stat("master.0.layout_counted", 1, false, 3000);
@@ -353,7 +374,10 @@ START_TEST(paused_daemon_reads_again)
     h_sleep_ms(LAYOUT_FRESH_MS + 300);      /* the pause itself: the fault */
     ck_assert_int_eq(h_signal_daemon(SIGCONT), 0);
     got = h_read_line(a, CMD_MS);
-    ck_assert_msg(got != NULL && strncmp(got, "ERR NOQUORUM ", 13) == 0,
+    /* Refused, with a reason: the stale read, or the newer daemon read since. */
+    ck_assert_msg(got != NULL && strncmp(got, "ERR NOQUORUM ", 13) == 0
+                  && strstr(got, "not counted by their layout registry") != NULL
+                  && (strstr(got, "was last read") != NULL || strstr(got, NEWER_ID) != NULL),
                   "the TRYLOCK sent during the pause answered '%s'", got ? got : "(nothing)");
     free(got);
     rg_wait_cleaned("after");
@@ -390,6 +414,34 @@ START_TEST(legacy_daemon_entered)
     EXPECT_PREFIX(a, "TRYLOCK leg", "OK leg ");
     redisFree(sub);
     close(a);
+}
+END_TEST
+
+static bool
+rg_no_legacy(void *arg)
+{
+    (void)arg;
+    return expect_stat("master.0.legacy_seen") == 0;
+}
+
+/*
+ * Whatever lock.key_prefix is, this daemon's own subscription is never
+ * the channel by which daemons older than the registry are seen: with
+ * the prefix "redlockd", no legacy member appears.
+ */
+START_TEST(prefix_never_legacy)
+{
+    struct h_daemon_opts o = expect_opts;
+
+    o.key_prefix = "redlockd";
+    expect_begin();
+    ck_assert_msg(h_start_masters(NMASTERS) == 0, "the masters did not start");
+    ck_assert_msg(h_start_daemon(&o) == 0, "redlockd did not start (log above)");
+    expect_wait_stat("master.0.daemons_seen", 1, false, 3000);
+    ck_assert_msg(h_holds_for(rg_no_legacy, NULL, 2500, 100),
+                  "a daemon with lock.key_prefix \"redlockd\" took itself for a legacy one");
+    ck_assert_int_eq(h_master_numsub(0, "redlockd" LAYOUT_SENTINEL_SUFFIX), 1);
+    ck_assert_int_eq(h_master_numsub(0, LAYOUT_LEGACY_CHANNEL), 0);
 }
 END_TEST
 
@@ -460,6 +512,7 @@ registry_suite(void)
     EXPECT_ADD(s, paused_daemon_reads_again, TEST_TIMEOUT_S);
     EXPECT_ADD(s, legacy_daemon_entered, TEST_TIMEOUT_S);
     EXPECT_ADD(s, reach_reports, TEST_TIMEOUT_S);
+    EXPECT_ADD(s, prefix_never_legacy, TEST_TIMEOUT_S);
     return s;
 }
 

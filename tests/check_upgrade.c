@@ -27,7 +27,9 @@
  *     holder told "! LOST <name> reason=broken"), and the name is
  *     granted at once, with a fence above the BREAK's;
  *   - UNLOCK through one daemon hands the name to a LOCK waiting
- *     through the other.
+ *     through the other;
+ *   - this build enters the release, which has no layout registry, as
+ *     "legacy" on every master and counts them all.
  *
  * A build whose keys differ from the release's fails these cases: with
  * the build from just before the keys of shared and counted holds moved
@@ -506,12 +508,37 @@ START_TEST(upgrade_old_config_left_out)
 }
 END_TEST
 
+/*
+ * This build sees the release, which has no layout registry, by its
+ * subscription, enters it as "legacy" (layout 1) on every master, and
+ * counts every master beside it: they run beside each other.
+ */
+START_TEST(upgrade_release_seen_as_legacy)
+{
+    char stat[48];
+    size_t i;
+
+    up_start();
+    h_use_daemon(NEW);
+    for (i = 0; i < NMASTERS; i++) {
+        snprintf(stat, sizeof(stat), "master.%zu.legacy_seen", i);
+        expect_wait_stat(stat, 1, false, 3000);
+        snprintf(stat, sizeof(stat), "master.%zu.layout_counted", i);
+        expect_wait_stat(stat, 1, false, 3000);
+        snprintf(stat, sizeof(stat), "master.%zu.daemons_seen", i);
+        expect_wait_stat(stat, 2, false, 3000);
+    }
+    ck_assert_int_eq(expect_stat("masters_counted"), NMASTERS);
+}
+END_TEST
+
 static Suite *
 upgrade_suite(void)
 {
     Suite *s = suite_create("redlockd upgrade");
 
     EXPECT_ADD(s, upgrade_old_config_left_out, 60);
+    EXPECT_ADD(s, upgrade_release_seen_as_legacy, 60);
     EXPECT_ADD(s, upgrade_exclusive_refused, 60);
     EXPECT_ADD(s, upgrade_shared_exclusive_refused, 60);
     EXPECT_ADD(s, upgrade_counted_limit, 60);
