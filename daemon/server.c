@@ -341,6 +341,28 @@ server_signal_cb(evutil_socket_t sig, short what, void *arg)
     event_active(server_drain, EV_TIMEOUT, 0);
 }
 
+/*
+ * The client side of TLS for rediss:// masters, when conf has any.
+ * Returns 0, or -1 with the reason logged.
+ */
+static int
+server_tls_client(const struct conf *conf)
+{
+    SSL_CTX *client_ctx;
+    char why[512];
+
+    if (!server_tls_masters(conf)) {
+        return 0;
+    }
+    client_ctx = tls_client_ctx_new(conf, why, sizeof(why));
+    if (client_ctx == NULL) {
+        log_error("masters over TLS: %s", why);
+        return -1;
+    }
+    tls_client_use(client_ctx);
+    return 0;
+}
+
 /* --reach: the probe's state. */
 struct server_probe {
     struct event *timer;
@@ -379,7 +401,6 @@ server_reach(struct conf *conf)
     struct server_probe probe;
     struct master_summary sum;
     struct timeval tv = { 0, 50000 };
-    char why[512];
     size_t i, n, q;
 
     signal(SIGPIPE, SIG_IGN);
@@ -397,15 +418,9 @@ server_reach(struct conf *conf)
         return 1;
     }
     server_set_quarantine(conf);
-    if (server_tls_masters(conf)) {
-        SSL_CTX *client_ctx = tls_client_ctx_new(conf, why, sizeof(why));
-
-        if (client_ctx == NULL) {
-            fprintf(stderr, "error masters over TLS: %s\n", why);
-            event_base_free(server_base);
-            return 1;
-        }
-        tls_client_use(client_ctx);
+    if (server_tls_client(conf) != 0) {
+        event_base_free(server_base);
+        return 1;
     }
     layout_set_probe(true);
     if (master_start(server_base, conf) != 0) {
@@ -454,7 +469,6 @@ server_run(struct conf *conf)
     struct event_config *cfg;
     struct event *sigs[3];
     const int signums[3] = { SIGTERM, SIGINT, SIGHUP };
-    char why[512];
     int i, rc = 0;
 
     signal(SIGPIPE, SIG_IGN);
@@ -510,17 +524,11 @@ server_run(struct conf *conf)
         return 1;
     }
     server_set_quarantine(conf);
-    if (server_tls_masters(conf)) {
-        SSL_CTX *client_ctx = tls_client_ctx_new(conf, why, sizeof(why));
-
-        if (client_ctx == NULL) {
-            log_error("masters over TLS: %s", why);
-            metrics_stop();
-            listener_stop();
-            event_base_free(server_base);
-            return 1;
-        }
-        tls_client_use(client_ctx);
+    if (server_tls_client(conf) != 0) {
+        metrics_stop();
+        listener_stop();
+        event_base_free(server_base);
+        return 1;
     }
     channel_start();
     if (master_start(server_base, conf) != 0) {

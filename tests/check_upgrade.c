@@ -132,6 +132,22 @@ up_refused(int fd, const char *line, const char *name, size_t d, const char *why
     free(got);
 }
 
+/*
+ * Both ways a request may not wait, refused through daemon d: "TRYLOCK
+ * <name> ttl=... <opts>" and "LOCK <name> ttl=... <opts> wait=0" (opts
+ * "" or, say, "shared").
+ */
+static void
+up_refused_both(int fd, const char *name, const char *opts, size_t d, const char *why)
+{
+    char line[160];
+
+    snprintf(line, sizeof(line), "TRYLOCK %s " TTL "%s%s", name, opts[0] ? " " : "", opts);
+    up_refused(fd, line, name, d, why);
+    snprintf(line, sizeof(line), "LOCK %s " TTL "%s%s wait=0", name, opts[0] ? " " : "", opts);
+    up_refused(fd, line, name, d, why);
+}
+
 /* Send line and require "OK <name> ..."; returns the reply (caller frees). */
 static char *
 up_granted(int fd, const char *line, const char *name, size_t d, const char *why)
@@ -186,10 +202,7 @@ START_TEST(upgrade_exclusive_refused)
 
         snprintf(line, sizeof(line), "LOCK %s " TTL, name);
         free(up_granted(fa, line, name, a, "the first holder"));
-        snprintf(line, sizeof(line), "TRYLOCK %s " TTL, name);
-        up_refused(fb, line, name, b, "an exclusive hold through the other daemon");
-        snprintf(line, sizeof(line), "LOCK %s " TTL " wait=0", name);
-        up_refused(fb, line, name, b, "an exclusive hold through the other daemon");
+        up_refused_both(fb, name, "", b, "an exclusive hold through the other daemon");
         up_unlock(fa, name, a);
         /* Released: free through either. */
         snprintf(line, sizeof(line), "TRYLOCK %s " TTL, name);
@@ -218,12 +231,8 @@ START_TEST(upgrade_shared_exclusive_refused)
         got = up_granted(fa, line, name, a, "a shared holder");
         EXPECT_FIELD(got, "kind", "shared");
         free(got);
-        snprintf(line, sizeof(line), "TRYLOCK %s " TTL, name);
-        up_refused(fb, line, name, b, "an exclusive request against a shared holder of the "
-                   "other daemon");
-        snprintf(line, sizeof(line), "LOCK %s " TTL " wait=0", name);
-        up_refused(fb, line, name, b, "an exclusive request against a shared holder of the "
-                   "other daemon");
+        up_refused_both(fb, name, "", b, "an exclusive request against a shared holder of "
+                        "the other daemon");
         snprintf(line, sizeof(line), "TRYLOCK %s " TTL " shared", name);
         got = up_granted(fb, line, name, b, "a second shared holder, through the other daemon");
         EXPECT_FIELD(got, "kind", "shared");
@@ -233,12 +242,8 @@ START_TEST(upgrade_shared_exclusive_refused)
         /* The other way round: an exclusive holder refuses a shared one. */
         snprintf(line, sizeof(line), "LOCK %s " TTL, name);
         free(up_granted(fa, line, name, a, "an exclusive holder"));
-        snprintf(line, sizeof(line), "TRYLOCK %s " TTL " shared", name);
-        up_refused(fb, line, name, b, "a shared request against an exclusive holder of the "
-                   "other daemon");
-        snprintf(line, sizeof(line), "LOCK %s " TTL " shared wait=0", name);
-        up_refused(fb, line, name, b, "a shared request against an exclusive holder of the "
-                   "other daemon");
+        up_refused_both(fb, name, "shared", b, "a shared request against an exclusive holder "
+                        "of the other daemon");
         up_unlock(fa, name, a);
         close(fa);
         close(fb);
@@ -265,10 +270,8 @@ START_TEST(upgrade_counted_limit)
         got = up_granted(fa, line, one, a, "the one holder of limit=1");
         EXPECT_FIELD(got, "kind", "counted");
         free(got);
-        snprintf(line, sizeof(line), "TRYLOCK %s " TTL " limit=1", one);
-        up_refused(fb, line, one, b, "a second holder of limit=1 through the other daemon");
-        snprintf(line, sizeof(line), "LOCK %s " TTL " limit=1 wait=0", one);
-        up_refused(fb, line, one, b, "a second holder of limit=1 through the other daemon");
+        up_refused_both(fb, one, "limit=1", b, "a second holder of limit=1 through the other "
+                        "daemon");
         up_unlock(fa, one, a);
         snprintf(line, sizeof(line), "TRYLOCK %s " TTL " limit=1", one);
         free(up_granted(fb, line, one, b, "a released permit"));
