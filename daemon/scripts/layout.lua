@@ -16,15 +16,16 @@
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', '(' .. now)
+local old = redis.call('ZRANGE', KEYS[1], 0, -1)
 local function put(id, head, tail)
-  local old = redis.call('ZRANGE', KEYS[1], 0, -1)
+  local member = id .. ' ' .. head .. ' ' .. tail
   for i = 1, #old do
-    if string.sub(old[i], 1, #id + 1) == id .. ' ' then
+    if old[i] ~= member and string.sub(old[i], 1, #id + 1) == id .. ' ' then
       redis.call('ZREM', KEYS[1], old[i])
     end
   end
   local w = tonumber(string.match(head, ' (%d+)$'))
-  redis.call('ZADD', KEYS[1], now + w, id .. ' ' .. head .. ' ' .. tail)
+  redis.call('ZADD', KEYS[1], now + w, member)
 end
 if ARGV[1] ~= '' then
   put(ARGV[1], ARGV[2], ARGV[3])
