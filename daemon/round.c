@@ -56,7 +56,7 @@ struct round {
     bool                layout_daemon; /* a daemon in a registry (or a member that
                                           cannot be read) among the reasons, not
                                           only reads missing or too old */
-    char                layout_why[LAYOUT_WHY_MAX]; /* the first reason read */
+    char               *layout_why;  /* the first reason read, malloc'd; NULL: none */
     size_t              finished;    /* slots not ROUND_PENDING */
     int64_t             start_us;    /* monotonic, before the first send */
     int64_t             end_us;      /* monotonic, at the decision */
@@ -91,6 +91,19 @@ round_timeout_us(void)
     return round_timeout_ms * 1000;
 }
 
+/* Note why master i of r is not counted by its layout registry (layout_why). */
+static void
+round_layout_note(struct round *r, size_t i)
+{
+    bool refused;
+    const char *why = layout_why(i, r->start_us, &refused);
+
+    r->layout_daemon |= refused;
+    if (r->layout_why == NULL && why[0] != '\0') {
+        r->layout_why = strdup(why);    /* NULL when out of memory: no reason given */
+    }
+}
+
 static void
 round_release(struct round *r)
 {
@@ -99,6 +112,7 @@ round_release(struct round *r)
     }
     event_del(&r->deadline);
     free(r->args);
+    free(r->layout_why);
     free(r);
     rounds_live--;
 }
@@ -213,16 +227,10 @@ round_reply_cb(struct master *m, const struct master_reply *reply,
          * reason was kept at the send: a read answered since may say
          * nothing against it any more).
          */
-        bool refused;
-        const char *why = layout_why(i, r->start_us, &refused);
-
         slot->state = ROUND_FAILED;
         snprintf(slot->why, sizeof(slot->why), "not counted by its layout registry");
         r->layout_refused++;
-        r->layout_daemon |= refused;
-        if (r->layout_why[0] == '\0' && why[0] != '\0') {
-            snprintf(r->layout_why, sizeof(r->layout_why), "%s", why);
-        }
+        round_layout_note(r, i);
     } else if (slot->quarantine_ms > 0) {
         /* It ran the script, but may have lost locks in its restart. */
         slot->state = ROUND_FAILED;
@@ -303,12 +311,8 @@ round_start(int script, size_t nkeys, size_t nargs,
         slot->quarantine_ms = health_quarantine_left_ms(master_index(m), r->start_us);
         slot->clock_ms = health_clock_quarantine_left_ms(master_index(m), r->start_us);
         slot->layout_ok = layout_counts(master_index(m), r->start_us);
-        if (!slot->layout_ok && r->layout_why[0] == '\0') {
-            bool refused;
-
-            snprintf(r->layout_why, sizeof(r->layout_why), "%s",
-                     layout_why(master_index(m), r->start_us, &refused));
-            r->layout_daemon |= refused;
+        if (!slot->layout_ok) {
+            round_layout_note(r, master_index(m));
         }
         dup = health_duplicate_of(master_index(m));
         if (dup >= 0) {
@@ -437,7 +441,7 @@ size_t
 round_layout_refused(const struct round *r, const char **why, bool *daemon)
 {
     if (why != NULL) {
-        *why = r->layout_why;
+        *why = r->layout_why != NULL ? r->layout_why : "";
     }
     if (daemon != NULL) {
         *daemon = r->layout_daemon;
