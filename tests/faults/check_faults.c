@@ -5070,6 +5070,12 @@ static const struct ft_break_case ft_break_cases[] = {
       { FT_START FT_W_X(1000, 3) FT_LOST(2060, 3),
         FT_START FT_W_A(2040, 6, 500) "END 2500 fence=6 read=0 wrote=1 prev_fence=0\n", NULL },
       FT_BRK(2000, 2100, 5), 1, true, 0, 1 },
+    { "a reader granted after a BREAK was sent sees the broken writer's late write",
+      { FT_START FT_W_L(1000, 3, 3900) "WRITE 2050 fence=3 value=1\n"
+                 "END 2060 fence=3 read=0 wrote=1 prev_fence=0\n"
+                 "RELEASE 2080 fence=3 sent_us=2070 answer=NOTHELD port=1\n",
+        FT_START FT_W_S(2040, 6) "END 2500 fence=6 read=0 reread=1\n", NULL },
+      FT_BRK(2000, 2100, 5), 1, true, 0, 1 },
     { "a holder granted before the BREAK was sent, inside the broken one's section",
       { FT_START FT_W_X(1000, 3) FT_LOST(2060, 3),
         FT_START FT_W_A(1900, 6, 500) "END 2500 fence=6 read=0 wrote=1 prev_fence=0\n", NULL },

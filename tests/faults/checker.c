@@ -1016,6 +1016,8 @@ checker_walk(struct checker_ctx *x, const char *label, struct checker_section **
                 checker_fenced(x, label, other, s, kinds, st);
             } else {
                 checker_broken(x, label, other, s, kinds, st);
+                /* The broken holder may still write: a shared reader may see it. */
+                v[i]->broken_read = !excl;
             }
         }
         ref = excl ? top : top_x;
@@ -1359,7 +1361,16 @@ checker_each(struct checker_ctx *x, const struct checker_sections *all,
             break;
         case CHECKER_END_READ:
             x->res->read++;
-            if (s->read != s->reread) {
+            if (s->read != s->reread && s->broken_read) {
+                /* The write of the holder a BREAK ended (checker_walk said so). */
+                if (x->report != NULL) {
+                    fprintf(x->report, "    broken (not a violation): %s: pid %ld (shared, "
+                            "fence %lld) read %lld @%.6f and %lld @%.6f: it began while a "
+                            "broken exclusive holder was inside its section\n", s->name,
+                            s->pid, s->fence, s->read, checker_s(s->begin_us), s->reread,
+                            checker_s(s->end_us));
+                }
+            } else if (s->read != s->reread) {
                 checker_note(x, CHECKER_DIRTY_READ,
                              "%s: pid %ld (shared, fence %lld) read %lld @%.6f and %lld "
                              "@%.6f: a write landed inside its section", s->name, s->pid,

@@ -207,6 +207,11 @@ struct checker_section {
                                            CHECKER_OPEN_END when none (checker_run) */
     int64_t          alive_us;          /* a lease's keys expire at most a ttl after
                                            this: its BEGIN, or its last EXTEND's OK */
+    bool             broken_read;       /* shared, and began while an exclusive holder
+                                           that a BREAK had ended was inside its
+                                           section: that holder's write may land
+                                           inside this one (a dirty read, not a
+                                           violation: checker_walk sets it) */
     int64_t          free_us;           /* the name is surely free of this hold from
                                            here (see "Liveness" above);
                                            CHECKER_OPEN_END when never */
