@@ -29,7 +29,8 @@ struct layout_master {
     char     why[LAYOUT_WHY_MAX];   /* the verdict's reason when it refuses */
     char     logged[64];        /* what the last refusal logged was: kind and
                                    daemon; "" when the verdict serves */
-    struct layout_view view;    /* what the registry showed (STATS) */
+    struct layout_view view;    /* what the registry showed (STATS); read and
+                                   refused are derived (layout_get_view) */
 };
 
 static struct layout_master *layout_masters;    /* one per master */
@@ -255,7 +256,6 @@ layout_connecting(size_t i)
 
     m->read = false;
     m->inflight = false;
-    m->view.read = false;
 }
 
 void
@@ -277,7 +277,6 @@ layout_answer(size_t i, const char *name, int64_t sent_us, int64_t now_ms,
     if (bad != NULL) {
         snprintf(m->why, sizeof(m->why), "%s", bad);
     }
-    v->read = true;
     v->daemons = 0;
     v->lowest = v->highest = 0;
     v->legacy = false;
@@ -303,7 +302,6 @@ layout_answer(size_t i, const char *name, int64_t sent_us, int64_t now_ms,
         }
     }
     m->serve = verdict == LAYOUT_BESIDE;
-    v->refused = !m->serve;
     if (m->serve) {
         if (m->logged[0] != '\0') {
             log_info("master %s: its layout registry shows no daemon this one cannot serve "
@@ -391,5 +389,9 @@ layout_why(size_t i, int64_t now, bool *refused)
 void
 layout_get_view(size_t i, struct layout_view *v)
 {
-    *v = layout_masters[i].view;
+    const struct layout_master *m = &layout_masters[i];
+
+    *v = m->view;
+    v->read = m->read;
+    v->refused = m->read && !m->serve;
 }

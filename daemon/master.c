@@ -1048,6 +1048,7 @@ master_tally(struct master_summary *sum)
     memset(sum, 0, sizeof(*sum));
     for (i = 0; i < nmasters; i++) {
         struct health_counts c;
+        bool counts;
 
         health_get_counts(i, &c);
         sum->evicting += c.evicting;
@@ -1061,8 +1062,9 @@ master_tally(struct master_summary *sum)
         }
         sum->quarantined += left > 0;
         sum->duplicate += c.duplicate_of >= 0;
-        sum->layout_refused += !layout_counts(i, now);
-        sum->counted += left == 0 && c.duplicate_of < 0 && layout_counts(i, now);
+        counts = layout_counts(i, now);
+        sum->layout_refused += !counts;
+        sum->counted += left == 0 && c.duplicate_of < 0 && counts;
     }
 }
 

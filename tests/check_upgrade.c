@@ -119,6 +119,19 @@ up_via(size_t d)
     return up_names[d];
 }
 
+/*
+ * Start the test's masters and daemons (up_start), then run body both
+ * ways: a the old build and b this one, then the other way round; way
+ * ("old", "new") names the first one, for names of its own.
+ */
+static void
+up_each_way(void (*body)(size_t a, size_t b, const char *way))
+{
+    up_start();
+    body(OLD, NEW, "old");
+    body(NEW, OLD, "new");
+}
+
 /* Send line and require a refusal: "BUSY <name> ..." or "TIMEOUT <name>". */
 static void
 up_refused(int fd, const char *line, const char *name, size_t d, const char *why)
@@ -189,246 +202,253 @@ up_unlock(int fd, const char *name, size_t d)
 }
 
 /* An exclusive hold through one daemon is refused through the other, both ways. */
+static void
+up_exclusive_refused(size_t a, size_t b, const char *way)
+{
+    int fa = expect_connect(a), fb = expect_connect(b);
+    char name[32], line[128];
+
+    snprintf(name, sizeof(name), "x-%s", way);
+    snprintf(line, sizeof(line), "LOCK %s " TTL, name);
+    free(up_granted(fa, line, name, a, "the first holder"));
+    up_refused_both(fb, name, "", b, "an exclusive hold through the other daemon");
+    up_unlock(fa, name, a);
+    /* Released: free through either. */
+    snprintf(line, sizeof(line), "TRYLOCK %s " TTL, name);
+    free(up_granted(fb, line, name, b, "a released name"));
+    up_refused(fa, line, name, a, "an exclusive hold through the other daemon");
+    up_unlock(fb, name, b);
+    close(fa);
+    close(fb);
+}
+
 START_TEST(upgrade_exclusive_refused)
 {
-    size_t way;
-
-    up_start();
-    for (way = 0; way < 2; way++) {
-        size_t a = way == 0 ? OLD : NEW, b = 1 - a;
-        const char *name = way == 0 ? "x-old" : "x-new";
-        int fa = expect_connect(a), fb = expect_connect(b);
-        char line[128];
-
-        snprintf(line, sizeof(line), "LOCK %s " TTL, name);
-        free(up_granted(fa, line, name, a, "the first holder"));
-        up_refused_both(fb, name, "", b, "an exclusive hold through the other daemon");
-        up_unlock(fa, name, a);
-        /* Released: free through either. */
-        snprintf(line, sizeof(line), "TRYLOCK %s " TTL, name);
-        free(up_granted(fb, line, name, b, "a released name"));
-        up_refused(fa, line, name, a, "an exclusive hold through the other daemon");
-        up_unlock(fb, name, b);
-        close(fa);
-        close(fb);
-    }
+    up_each_way(up_exclusive_refused);
 }
 END_TEST
 
 /* Shared against exclusive across versions, both ways; shared with shared together. */
+static void
+up_shared_exclusive_refused(size_t a, size_t b, const char *way)
+{
+    int fa = expect_connect(a), fb = expect_connect(b);
+    char name[32], line[128], *got;
+
+    snprintf(name, sizeof(name), "rw-%s", way);
+    snprintf(line, sizeof(line), "LOCK %s " TTL " shared", name);
+    got = up_granted(fa, line, name, a, "a shared holder");
+    EXPECT_FIELD(got, "kind", "shared");
+    free(got);
+    up_refused_both(fb, name, "", b, "an exclusive request against a shared holder of "
+                    "the other daemon");
+    snprintf(line, sizeof(line), "TRYLOCK %s " TTL " shared", name);
+    got = up_granted(fb, line, name, b, "a second shared holder, through the other daemon");
+    EXPECT_FIELD(got, "kind", "shared");
+    free(got);
+    up_unlock(fa, name, a);
+    up_unlock(fb, name, b);
+    /* The other way round: an exclusive holder refuses a shared one. */
+    snprintf(line, sizeof(line), "LOCK %s " TTL, name);
+    free(up_granted(fa, line, name, a, "an exclusive holder"));
+    up_refused_both(fb, name, "shared", b, "a shared request against an exclusive holder "
+                    "of the other daemon");
+    up_unlock(fa, name, a);
+    close(fa);
+    close(fb);
+}
+
 START_TEST(upgrade_shared_exclusive_refused)
 {
-    size_t way;
-
-    up_start();
-    for (way = 0; way < 2; way++) {
-        size_t a = way == 0 ? OLD : NEW, b = 1 - a;
-        const char *name = way == 0 ? "rw-old" : "rw-new";
-        int fa = expect_connect(a), fb = expect_connect(b);
-        char line[128], *got;
-
-        snprintf(line, sizeof(line), "LOCK %s " TTL " shared", name);
-        got = up_granted(fa, line, name, a, "a shared holder");
-        EXPECT_FIELD(got, "kind", "shared");
-        free(got);
-        up_refused_both(fb, name, "", b, "an exclusive request against a shared holder of "
-                        "the other daemon");
-        snprintf(line, sizeof(line), "TRYLOCK %s " TTL " shared", name);
-        got = up_granted(fb, line, name, b, "a second shared holder, through the other daemon");
-        EXPECT_FIELD(got, "kind", "shared");
-        free(got);
-        up_unlock(fa, name, a);
-        up_unlock(fb, name, b);
-        /* The other way round: an exclusive holder refuses a shared one. */
-        snprintf(line, sizeof(line), "LOCK %s " TTL, name);
-        free(up_granted(fa, line, name, a, "an exclusive holder"));
-        up_refused_both(fb, name, "shared", b, "a shared request against an exclusive holder "
-                        "of the other daemon");
-        up_unlock(fa, name, a);
-        close(fa);
-        close(fb);
-    }
+    up_each_way(up_shared_exclusive_refused);
 }
 END_TEST
 
 /* limit=1: one holder across versions; limit=2: two permits, a third refused by both. */
+static void
+up_counted_limit(size_t a, size_t b, const char *way)
+{
+    char one[32], two[32];
+    int fa = expect_connect(a), fb = expect_connect(b);
+    int fa2 = expect_connect(a), fb2 = expect_connect(b);
+    char line[128], *got;
+    long long pa = -1, pb = -1;
+
+    snprintf(one, sizeof(one), "cnt-%s", way);
+    snprintf(two, sizeof(two), "pair-%s", way);
+    snprintf(line, sizeof(line), "LOCK %s " TTL " limit=1", one);
+    got = up_granted(fa, line, one, a, "the one holder of limit=1");
+    EXPECT_FIELD(got, "kind", "counted");
+    free(got);
+    up_refused_both(fb, one, "limit=1", b, "a second holder of limit=1 through the other "
+                    "daemon");
+    up_unlock(fa, one, a);
+    snprintf(line, sizeof(line), "TRYLOCK %s " TTL " limit=1", one);
+    free(up_granted(fb, line, one, b, "a released permit"));
+    up_unlock(fb, one, b);
+
+    snprintf(line, sizeof(line), "LOCK %s " TTL " limit=2", two);
+    got = up_granted(fa, line, two, a, "the first holder of limit=2");
+    pa = EXPECT_INT(got, "permit");
+    free(got);
+    got = up_granted(fb, line, two, b, "the second holder of limit=2, through the other "
+                     "daemon");
+    pb = EXPECT_INT(got, "permit");
+    free(got);
+    ck_assert_msg(pa != pb, "%s and %s both gave permit %lld of %s", up_via(a), up_via(b),
+                  pa, two);
+    snprintf(line, sizeof(line), "TRYLOCK %s " TTL " limit=2", two);
+    up_refused(fa2, line, two, a, "a third holder of limit=2");
+    up_refused(fb2, line, two, b, "a third holder of limit=2");
+    up_unlock(fa, two, a);
+    up_unlock(fb, two, b);
+    close(fa);
+    close(fb);
+    close(fa2);
+    close(fb2);
+}
+
 START_TEST(upgrade_counted_limit)
 {
-    size_t way;
-
-    up_start();
-    for (way = 0; way < 2; way++) {
-        size_t a = way == 0 ? OLD : NEW, b = 1 - a;
-        const char *one = way == 0 ? "cnt-old" : "cnt-new";
-        const char *two = way == 0 ? "pair-old" : "pair-new";
-        int fa = expect_connect(a), fb = expect_connect(b);
-        int fa2 = expect_connect(a), fb2 = expect_connect(b);
-        char line[128], *got;
-        long long pa = -1, pb = -1;
-
-        snprintf(line, sizeof(line), "LOCK %s " TTL " limit=1", one);
-        got = up_granted(fa, line, one, a, "the one holder of limit=1");
-        EXPECT_FIELD(got, "kind", "counted");
-        free(got);
-        up_refused_both(fb, one, "limit=1", b, "a second holder of limit=1 through the other "
-                        "daemon");
-        up_unlock(fa, one, a);
-        snprintf(line, sizeof(line), "TRYLOCK %s " TTL " limit=1", one);
-        free(up_granted(fb, line, one, b, "a released permit"));
-        up_unlock(fb, one, b);
-
-        snprintf(line, sizeof(line), "LOCK %s " TTL " limit=2", two);
-        got = up_granted(fa, line, two, a, "the first holder of limit=2");
-        pa = EXPECT_INT(got, "permit");
-        free(got);
-        got = up_granted(fb, line, two, b, "the second holder of limit=2, through the other "
-                         "daemon");
-        pb = EXPECT_INT(got, "permit");
-        free(got);
-        ck_assert_msg(pa != pb, "%s and %s both gave permit %lld of %s", up_via(a), up_via(b),
-                      pa, two);
-        snprintf(line, sizeof(line), "TRYLOCK %s " TTL " limit=2", two);
-        up_refused(fa2, line, two, a, "a third holder of limit=2");
-        up_refused(fb2, line, two, b, "a third holder of limit=2");
-        up_unlock(fa, two, a);
-        up_unlock(fb, two, b);
-        close(fa);
-        close(fb);
-        close(fa2);
-        close(fb2);
-    }
+    up_each_way(up_counted_limit);
 }
 END_TEST
 
 /* A fenced grant through one daemon after one through the other has a larger fence. */
-START_TEST(upgrade_fence_order)
+static void
+up_fence_order(size_t a, size_t b, const char *way)
 {
     static const char *const kinds[3] = { "", " shared", " limit=1" };
-    size_t way, k;
+    size_t k;
 
-    up_start();
-    for (way = 0; way < 2; way++) {
-        size_t a = way == 0 ? OLD : NEW, b = 1 - a;
-        int fa = expect_connect(a), fb = expect_connect(b);
+    int fa = expect_connect(a), fb = expect_connect(b);
 
-        for (k = 0; k < 3; k++) {
-            char name[32], line[128];
-            long long f1, f2, f3;
+    for (k = 0; k < 3; k++) {
+        char name[32], line[128];
+        long long f1, f2, f3;
 
-            snprintf(name, sizeof(name), "f%zu-%s", k, way == 0 ? "old" : "new");
-            snprintf(line, sizeof(line), "LOCK %s " TTL " fence%s", name, kinds[k]);
-            f1 = up_fence(fa, line, name, a, "a fenced grant");
-            up_unlock(fa, name, a);
-            f2 = up_fence(fb, line, name, b, "a fenced grant after the other daemon's");
-            ck_assert_msg(f2 > f1, "'%s': fence %lld through %s after fence %lld through %s",
-                          line, f2, up_via(b), f1, up_via(a));
-            up_unlock(fb, name, b);
-            f3 = up_fence(fa, line, name, a, "a fenced grant after the other daemon's");
-            ck_assert_msg(f3 > f2, "'%s': fence %lld through %s after fence %lld through %s",
-                          line, f3, up_via(a), f2, up_via(b));
-            up_unlock(fa, name, a);
-        }
-        close(fa);
-        close(fb);
+        snprintf(name, sizeof(name), "f%zu-%s", k, way);
+        snprintf(line, sizeof(line), "LOCK %s " TTL " fence%s", name, kinds[k]);
+        f1 = up_fence(fa, line, name, a, "a fenced grant");
+        up_unlock(fa, name, a);
+        f2 = up_fence(fb, line, name, b, "a fenced grant after the other daemon's");
+        ck_assert_msg(f2 > f1, "'%s': fence %lld through %s after fence %lld through %s",
+                      line, f2, up_via(b), f1, up_via(a));
+        up_unlock(fb, name, b);
+        f3 = up_fence(fa, line, name, a, "a fenced grant after the other daemon's");
+        ck_assert_msg(f3 > f2, "'%s': fence %lld through %s after fence %lld through %s",
+                      line, f3, up_via(a), f2, up_via(b));
+        up_unlock(fa, name, a);
     }
+    close(fa);
+    close(fb);
+}
+
+START_TEST(upgrade_fence_order)
+{
+    up_each_way(up_fence_order);
 }
 END_TEST
 
 /* BREAK through one daemon ends a hold made through the other; the name is free at once. */
-START_TEST(upgrade_break_frees)
+static void
+up_break_frees(size_t a, size_t b, const char *way)
 {
     static const char *const kinds[2] = { "", " limit=1" };
-    size_t way, k;
+    size_t k;
 
-    up_start();
-    for (way = 0; way < 2; way++) {
-        size_t a = way == 0 ? OLD : NEW, b = 1 - a;
 
-        for (k = 0; k < 2; k++) {
-            int fa = expect_connect(a), adm = expect_connect(b), fb = expect_connect(b);
-            char name[32], line[128], want[64];
-            long long holders = -1, fbreak = -1, fgrant, fheld;
-            char *got;
+    for (k = 0; k < 2; k++) {
+        int fa = expect_connect(a), adm = expect_connect(b), fb = expect_connect(b);
+        char name[32], line[128], want[64];
+        long long holders = -1, fbreak = -1, fgrant, fheld;
+        char *got;
 
-            snprintf(name, sizeof(name), "brk%zu-%s", k, way == 0 ? "old" : "new");
-            snprintf(line, sizeof(line), "LOCK %s " TTL " fence%s", name, kinds[k]);
-            fheld = up_fence(fa, line, name, a, "the holder to be broken");
-            EXPECT_REPLY(adm, "AUTH " ADMIN, "OK");
-            snprintf(line, sizeof(line), "BREAK %s", name);
-            got = h_cmd(adm, line, BREAK_MS);
-            ck_assert_msg(got != NULL && h_is_reply(got, "OK", name)
-                          && h_reply_int(got, "holders", &holders)
-                          && h_reply_int(got, "fence", &fbreak),
-                          "'%s' through %s answered '%s'", line, up_via(b),
-                          got != NULL ? got : "(nothing)");
-            ck_assert_msg(holders == 1 && fbreak > fheld, "'%s' through %s of a hold through %s "
-                          "(fence %lld) answered '%s', expected holders=1 and a fence above",
-                          line, up_via(b), up_via(a), fheld, got);
-            free(got);
-            /* Its holder hears it, through its own daemon. */
-            snprintf(want, sizeof(want), "! LOST %s reason=broken", name);
-            got = h_read_line(fa, WAKE_MS);
-            ck_assert_msg(got != NULL && strcmp(got, want) == 0, "the holder through %s got "
-                          "'%s' after the BREAK through %s, expected '%s'", up_via(a),
-                          got != NULL ? got : "(nothing)", up_via(b), want);
-            free(got);
-            /* Free at once through either daemon, fenced above the BREAK. */
-            snprintf(line, sizeof(line), "TRYLOCK %s " TTL " fence%s", name, kinds[k]);
-            fgrant = up_fence(fa, line, name, a, "a broken name, through the broken holder's "
-                              "daemon");
-            ck_assert_msg(fgrant > fbreak, "fence %lld through %s after the BREAK's %lld",
-                          fgrant, up_via(a), fbreak);
-            up_refused(fb, line, name, b, "a hold after the BREAK, through the other daemon");
-            up_unlock(fa, name, a);
-            close(fa);
-            close(adm);
-            close(fb);
-        }
+        snprintf(name, sizeof(name), "brk%zu-%s", k, way);
+        snprintf(line, sizeof(line), "LOCK %s " TTL " fence%s", name, kinds[k]);
+        fheld = up_fence(fa, line, name, a, "the holder to be broken");
+        EXPECT_REPLY(adm, "AUTH " ADMIN, "OK");
+        snprintf(line, sizeof(line), "BREAK %s", name);
+        got = h_cmd(adm, line, BREAK_MS);
+        ck_assert_msg(got != NULL && h_is_reply(got, "OK", name)
+                      && h_reply_int(got, "holders", &holders)
+                      && h_reply_int(got, "fence", &fbreak),
+                      "'%s' through %s answered '%s'", line, up_via(b),
+                      got != NULL ? got : "(nothing)");
+        ck_assert_msg(holders == 1 && fbreak > fheld, "'%s' through %s of a hold through %s "
+                      "(fence %lld) answered '%s', expected holders=1 and a fence above",
+                      line, up_via(b), up_via(a), fheld, got);
+        free(got);
+        /* Its holder hears it, through its own daemon. */
+        snprintf(want, sizeof(want), "! LOST %s reason=broken", name);
+        got = h_read_line(fa, WAKE_MS);
+        ck_assert_msg(got != NULL && strcmp(got, want) == 0, "the holder through %s got "
+                      "'%s' after the BREAK through %s, expected '%s'", up_via(a),
+                      got != NULL ? got : "(nothing)", up_via(b), want);
+        free(got);
+        /* Free at once through either daemon, fenced above the BREAK. */
+        snprintf(line, sizeof(line), "TRYLOCK %s " TTL " fence%s", name, kinds[k]);
+        fgrant = up_fence(fa, line, name, a, "a broken name, through the broken holder's "
+                          "daemon");
+        ck_assert_msg(fgrant > fbreak, "fence %lld through %s after the BREAK's %lld",
+                      fgrant, up_via(a), fbreak);
+        up_refused(fb, line, name, b, "a hold after the BREAK, through the other daemon");
+        up_unlock(fa, name, a);
+        close(fa);
+        close(adm);
+        close(fb);
     }
+}
+
+START_TEST(upgrade_break_frees)
+{
+    up_each_way(up_break_frees);
 }
 END_TEST
 
 /* UNLOCK through one daemon hands the name to a LOCK waiting through the other. */
-START_TEST(upgrade_unlock_wakes_other)
+static void
+up_unlock_wakes_other(size_t a, size_t b, const char *way)
 {
     static const char *const kinds[3] = { "", " shared", " limit=1" };
-    size_t way, k;
+    size_t k;
 
-    up_start();
-    for (way = 0; way < 2; way++) {
-        size_t a = way == 0 ? OLD : NEW, b = 1 - a;
 
-        for (k = 0; k < 3; k++) {
-            int fa = expect_connect(a), fb = expect_connect(b);
-            char name[32], line[128];
-            char *got;
-            int64_t t0;
+    for (k = 0; k < 3; k++) {
+        int fa = expect_connect(a), fb = expect_connect(b);
+        char name[32], line[128];
+        char *got;
+        int64_t t0;
 
-            snprintf(name, sizeof(name), "w%zu-%s", k, way == 0 ? "old" : "new");
-            /* A shared waiter waits behind an exclusive holder. */
-            snprintf(line, sizeof(line), "LOCK %s " TTL "%s", name, k == 1 ? "" : kinds[k]);
-            free(up_granted(fa, line, name, a, "the holder"));
-            snprintf(line, sizeof(line), "LOCK %s " TTL " wait=15000%s", name, kinds[k]);
-            ck_assert(h_send(fb, line) == 0);
-            ck_assert_msg(h_quiet(fb, QUIET_MS), "'%s' through %s was answered while the name "
-                          "is held through %s", line, up_via(b), up_via(a));
-            t0 = h_now_ms();
-            up_unlock(fa, name, a);
-            got = h_read_line(fb, WAKE_MS);
-            ck_assert_msg(got != NULL && h_is_reply(got, "OK", name), "'%s' waiting through %s "
-                          "got '%s' after the UNLOCK through %s", line, up_via(b),
-                          got != NULL ? got : "(nothing)", up_via(a));
-            free(got);
-            /* It holds it now: the releasing daemon's side refuses. */
-            snprintf(line, sizeof(line), "TRYLOCK %s " TTL "%s", name, k == 1 ? "" : kinds[k]);
-            up_refused(fa, line, name, a, "the woken waiter's hold");
-            up_unlock(fb, name, b);
-            fprintf(stderr, "upgrade_unlock_wakes_other: %s%s: %s -> %s in %lld ms\n", name,
-                    kinds[k], up_via(a), up_via(b), (long long)(h_now_ms() - t0));
-            close(fa);
-            close(fb);
-        }
+        snprintf(name, sizeof(name), "w%zu-%s", k, way);
+        /* A shared waiter waits behind an exclusive holder. */
+        snprintf(line, sizeof(line), "LOCK %s " TTL "%s", name, k == 1 ? "" : kinds[k]);
+        free(up_granted(fa, line, name, a, "the holder"));
+        snprintf(line, sizeof(line), "LOCK %s " TTL " wait=15000%s", name, kinds[k]);
+        ck_assert(h_send(fb, line) == 0);
+        ck_assert_msg(h_quiet(fb, QUIET_MS), "'%s' through %s was answered while the name "
+                      "is held through %s", line, up_via(b), up_via(a));
+        t0 = h_now_ms();
+        up_unlock(fa, name, a);
+        got = h_read_line(fb, WAKE_MS);
+        ck_assert_msg(got != NULL && h_is_reply(got, "OK", name), "'%s' waiting through %s "
+                      "got '%s' after the UNLOCK through %s", line, up_via(b),
+                      got != NULL ? got : "(nothing)", up_via(a));
+        free(got);
+        /* It holds it now: the releasing daemon's side refuses. */
+        snprintf(line, sizeof(line), "TRYLOCK %s " TTL "%s", name, k == 1 ? "" : kinds[k]);
+        up_refused(fa, line, name, a, "the woken waiter's hold");
+        up_unlock(fb, name, b);
+        fprintf(stderr, "upgrade_unlock_wakes_other: %s%s: %s -> %s in %lld ms\n", name,
+                kinds[k], up_via(a), up_via(b), (long long)(h_now_ms() - t0));
+        close(fa);
+        close(fb);
     }
+}
+
+START_TEST(upgrade_unlock_wakes_other)
+{
+    up_each_way(up_unlock_wakes_other);
 }
 END_TEST
 
