@@ -128,6 +128,7 @@ struct conf {
     int64_t  max_locks_per_client;  /* locks held by one session */
     int64_t  max_limit;             /* largest limit= of a counted LOCK, 1..1000 */
     int64_t  idle_timeout_ms;       /* a line's completion, output's progress */
+    int64_t  auth_timeout_ms;       /* from accept to the TLS handshake done and AUTH sent */
     int64_t  max_output_bytes;      /* unsent replies before a close */
 
     /* auth: */

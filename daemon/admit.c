@@ -1,6 +1,7 @@
 /*
- * admit.c: client slots, counted in all, per source and before
- * authentication.
+ * admit.c: client slots, counted in all, per address group and before
+ * authentication, and the choice of which unauthenticated connection
+ * makes room for a new one.
  */
 #include <stdint.h>
 #include <stdlib.h>
@@ -9,15 +10,18 @@
 #include "conf/conf.h"
 #include "daemon/admit.h"
 #include "daemon/authlimit.h"
+#include "daemon/keyhash.h"
 
-#define ADMIT_BUCKETS 4096          /* source hash table; chains are short */
+#define ADMIT_BUCKETS 4096          /* group hash table; chains are short */
 
-/* One source with connections open; freed when its last one closes. */
-struct admit_source {
-    struct admit_source *next;      /* in its bucket */
-    size_t               conns;     /* TCP/TLS connections open */
-    size_t               pending;   /* of those, unauthenticated */
-    char                 text[AUTHLIMIT_SOURCE_MAX];
+/* One address group with connections open; freed when its last one closes. */
+struct admit_group {
+    struct admit_group *next;       /* in its bucket */
+    LIST_ENTRY(admit_group) busy;   /* in admit_busy while pending > 0 */
+    size_t              conns;      /* TCP/TLS connections open */
+    size_t              pending;    /* of those, unauthenticated */
+    TAILQ_HEAD(, admit_slot) slots; /* the pending ones settled, oldest first */
+    char                text[AUTHLIMIT_SOURCE_MAX];
 };
 
 static const struct conf   *admit_conf;
@@ -25,7 +29,9 @@ static bool                 admit_unix;         /* a Unix socket listens */
 static size_t               admit_held;         /* slots taken */
 static size_t               admit_net;          /* of those, by TCP/TLS connections */
 static size_t               admit_pending;      /* unauthenticated TCP/TLS connections */
-static struct admit_source *admit_table[ADMIT_BUCKETS];
+static uint64_t             admit_nevicted;     /* closed to make room */
+static struct admit_group  *admit_table[ADMIT_BUCKETS];
+static LIST_HEAD(, admit_group) admit_busy = LIST_HEAD_INITIALIZER(admit_busy);
 
 void
 admit_set_conf(const struct conf *conf)
@@ -47,63 +53,129 @@ admit_needs_auth(bool is_unix)
     return pass != NULL && pass[0] != '\0' && !(is_unix && admit_conf->auth_unix_exempt);
 }
 
-/* FNV-1a of text, for the bucket. */
 static size_t
-admit_hash(const char *text)
+admit_bucket(const char *text)
 {
-    uint32_t h = 2166136261u;
-
-    for (; *text != '\0'; text++) {
-        h = (h ^ (unsigned char)*text) * 16777619u;
-    }
-    return h % ADMIT_BUCKETS;
+    return (size_t)(keyhash(text, strlen(text)) % ADMIT_BUCKETS);
 }
 
-/* The entry of source, made (with no connections) when create; NULL if none or no memory. */
-static struct admit_source *
-admit_find(const char *source, bool create)
+/* The entry of group, made (with no connections) when create; NULL if none or no memory. */
+static struct admit_group *
+admit_find(const char *group, bool create)
 {
-    struct admit_source **head = &admit_table[admit_hash(source)], *src;
+    struct admit_group **head = &admit_table[admit_bucket(group)], *g;
 
-    for (src = *head; src != NULL; src = src->next) {
-        if (strcmp(src->text, source) == 0) {
-            return src;
+    for (g = *head; g != NULL; g = g->next) {
+        if (strcmp(g->text, group) == 0) {
+            return g;
         }
     }
-    if (!create || (src = calloc(1, sizeof(*src))) == NULL) {
+    if (!create || (g = calloc(1, sizeof(*g))) == NULL) {
         return NULL;
     }
-    strncpy(src->text, source, sizeof(src->text) - 1);
-    src->next = *head;
-    *head = src;
-    return src;
+    strncpy(g->text, group, sizeof(g->text) - 1);
+    TAILQ_INIT(&g->slots);
+    g->next = *head;
+    *head = g;
+    return g;
 }
 
-/* Free src once nothing counts on it. */
+/* Free g once nothing counts on it. */
 static void
-admit_release(struct admit_source *src)
+admit_release(struct admit_group *g)
 {
-    struct admit_source **p;
+    struct admit_group **p;
 
-    if (src->conns > 0) {
+    if (g->conns > 0) {
         return;
     }
-    for (p = &admit_table[admit_hash(src->text)]; *p != NULL; p = &(*p)->next) {
-        if (*p == src) {
-            *p = src->next;
-            free(src);
+    for (p = &admit_table[admit_bucket(g->text)]; *p != NULL; p = &(*p)->next) {
+        if (*p == g) {
+            *p = g->next;
+            free(g);
             return;
         }
     }
 }
 
+/*
+ * The connection of g to close to make room: its oldest pending one not
+ * in the AUTH line, else the newest in it (those ahead keep their place).
+ * NULL when g has none settled.
+ */
+static struct admit_slot *
+admit_victim_in(struct admit_group *g)
+{
+    struct admit_slot *s, *in_line = NULL;
+
+    TAILQ_FOREACH(s, &g->slots, link) {
+        if (!s->in_line) {
+            return s;
+        }
+        in_line = s;
+    }
+    return in_line;
+}
+
+/* The group holding the most unauthenticated connections (ties: the first found). */
+static struct admit_group *
+admit_fullest(void)
+{
+    struct admit_group *g, *most = NULL;
+
+    LIST_FOREACH(g, &admit_busy, busy) {
+        if (most == NULL || g->pending > most->pending) {
+            most = g;
+        }
+    }
+    return most;
+}
+
+/* Close victim's connection to make room; false when there is none. */
+static bool
+admit_make_room(struct admit_group *g, const char *why)
+{
+    struct admit_slot *victim = g != NULL ? admit_victim_in(g) : NULL;
+
+    if (victim == NULL || victim->evict == NULL) {
+        return false;
+    }
+    admit_nevicted++;
+    victim->evict(victim, why);     /* calls admit_leave(victim) */
+    return true;
+}
+
+/* A TCP or TLS connection from group g (NULL: none open yet) that is pending. */
+static const char *
+admit_room_for_pending(struct admit_group *g)
+{
+    const struct conf *c = admit_conf;
+
+    if (g != NULL && g->pending >= (size_t)c->max_unauthenticated_per_source
+        && !admit_make_room(g, "closed to make room for a newer connection from the same "
+                               "address group: too many waiting for their TLS handshake "
+                               "or AUTH (limits.max_unauthenticated_per_source)")) {
+        return "too many connections from this address group waiting for their TLS "
+               "handshake or AUTH (limits.max_unauthenticated_per_source)";
+    }
+    if (admit_pending >= (size_t)c->max_unauthenticated
+        && !admit_make_room(admit_fullest(), "closed to make room for a newer connection: "
+                            "too many waiting for their TLS handshake or AUTH "
+                            "(limits.max_unauthenticated)")) {
+        return "too many connections waiting for their TLS handshake or AUTH "
+               "(limits.max_unauthenticated)";
+    }
+    return NULL;
+}
+
 const char *
-admit_enter(struct admit_slot *slot, const char *source, bool is_unix, bool is_tls)
+admit_enter(struct admit_slot *slot, const char *group, bool is_unix, bool is_tls)
 {
     const struct conf *c = admit_conf;
     size_t slots = (size_t)c->max_clients;
     bool pending = is_tls || admit_needs_auth(is_unix);
-    struct admit_source *src;
+    struct admit_group *g;
+    const char *why;
 
     if (admit_held >= slots) {
         return "too many clients (limits.max_clients)";
@@ -115,51 +187,72 @@ admit_enter(struct admit_slot *slot, const char *source, bool is_unix, bool is_t
         return "too many clients (limits.max_clients; limits.unix_reserved of them are "
                "kept for the Unix socket)";
     }
+    memset(slot, 0, sizeof(*slot));
     if (is_unix) {
-        slot->source = NULL;
-        slot->pending = false;  /* the Unix socket's mode guards it, not these counts */
-        slot->held = true;
+        slot->held = true;      /* the Unix socket's mode guards it, not these counts */
         admit_held++;
         return NULL;
     }
-    src = admit_find(source, false);
-    if (pending && admit_pending >= (size_t)c->max_unauthenticated) {
-        return "too many connections waiting for their TLS handshake or AUTH "
-               "(limits.max_unauthenticated)";
+    g = admit_find(group, false);
+    if (c->max_clients_per_source > 0 && g != NULL
+        && g->conns >= (size_t)c->max_clients_per_source) {
+        return "too many connections from this address group (limits.max_clients_per_source)";
     }
-    if (pending && src != NULL && src->pending >= (size_t)c->max_unauthenticated_per_source) {
-        return "too many connections from this address waiting for their TLS handshake "
-               "or AUTH (limits.max_unauthenticated_per_source)";
+    if (pending && (why = admit_room_for_pending(g)) != NULL) {
+        return why;
     }
-    if (c->max_clients_per_source > 0 && src != NULL
-        && src->conns >= (size_t)c->max_clients_per_source) {
-        return "too many connections from this address (limits.max_clients_per_source)";
-    }
-    if (src == NULL && (src = admit_find(source, true)) == NULL) {
+    /* Making room may have freed g. */
+    if ((g = admit_find(group, true)) == NULL) {
         return "out of memory";
     }
-    src->conns++;
+    g->conns++;
     admit_held++;
     admit_net++;
     if (pending) {
-        src->pending++;
+        if (g->pending++ == 0) {
+            LIST_INSERT_HEAD(&admit_busy, g, busy);
+        }
         admit_pending++;
     }
-    slot->source = src;
+    slot->group = g;
     slot->pending = pending;
     slot->held = true;
     return NULL;
 }
 
 void
+admit_settle(struct admit_slot *slot, admit_evict_fn evict)
+{
+    slot->evict = evict;
+    if (slot->held && slot->pending && !slot->linked) {
+        TAILQ_INSERT_TAIL(&slot->group->slots, slot, link);
+        slot->linked = true;
+    }
+}
+
+void
+admit_in_line(struct admit_slot *slot)
+{
+    slot->in_line = true;
+}
+
+void
 admit_authed(struct admit_slot *slot)
 {
+    struct admit_group *g = slot->group;
+
     if (!slot->held || !slot->pending) {
         return;
     }
     slot->pending = false;
     admit_pending--;
-    slot->source->pending--;
+    if (slot->linked) {
+        TAILQ_REMOVE(&g->slots, slot, link);
+        slot->linked = false;
+    }
+    if (--g->pending == 0) {
+        LIST_REMOVE(g, busy);
+    }
 }
 
 void
@@ -171,11 +264,11 @@ admit_leave(struct admit_slot *slot)
     admit_authed(slot);
     slot->held = false;
     admit_held--;
-    if (slot->source != NULL) {
+    if (slot->group != NULL) {
         admit_net--;
-        slot->source->conns--;
-        admit_release(slot->source);
-        slot->source = NULL;
+        slot->group->conns--;
+        admit_release(slot->group);
+        slot->group = NULL;
     }
 }
 
@@ -183,4 +276,10 @@ size_t
 admit_unauthenticated(void)
 {
     return admit_pending;
+}
+
+uint64_t
+admit_evicted(void)
+{
+    return admit_nevicted;
 }

@@ -9,9 +9,18 @@
  * needs no AUTH any more (AUTH succeeded, a client certificate stood for
  * it, or no password is set); at most limits.max_unauthenticated of
  * those exist at once, at most limits.max_unauthenticated_per_source of
- * them from one address, and at most limits.max_clients_per_source
- * connections of any kind from one address (0: no limit).  A source is a
- * peer's address without its port, as authlimit_source() writes it.
+ * them from one address group, and at most limits.max_clients_per_source
+ * connections of any kind from one group (0: no limit).  A group is an
+ * IPv4 /24 (127/8 as one), an IPv6 /64, as authlimit_group() writes it.
+ *
+ * A full unauthenticated pool (or group share) does not refuse a new
+ * connection: the oldest unauthenticated connection of the group holding
+ * the most (of the new one's group, when that group's share is full) is
+ * closed to make room, so that strangers holding connections open cannot
+ * keep a client out, and a connection waiting there gains nothing.  A
+ * connection whose AUTH is waiting for its turn to be checked
+ * (daemon/authlimit.h) keeps its place in that line: the newest of those
+ * goes only when its group holds no other.
  *
  * The counts are owned here; a session owns its struct admit_slot and
  * tells this module when it authenticates and when it closes.
@@ -21,15 +30,29 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
+#include <sys/queue.h>
 
 struct conf;
-struct admit_source;
+struct admit_group;
+struct admit_slot;
+
+/*
+ * Close the connection of slot, which admit_enter() chose to make room
+ * (its session sends why, "ERR LIMIT <why>", when it can; calls
+ * admit_leave() on slot before returning).
+ */
+typedef void (*admit_evict_fn)(struct admit_slot *slot, const char *why);
 
 /* A connection's place in the counts.  Zeroed: holds no slot. */
 struct admit_slot {
-    struct admit_source *source;    /* its address's counts; NULL on the Unix socket */
-    bool                 held;      /* counted in the slots */
-    bool                 pending;   /* counted as unauthenticated */
+    struct admit_group *group;      /* its address group's counts; NULL on the Unix socket */
+    bool                held;       /* counted in the slots */
+    bool                pending;    /* counted as unauthenticated */
+    bool                linked;     /* in its group's pending list (admit_settle) */
+    bool                in_line;    /* its AUTH waits for its turn (admit_in_line) */
+    admit_evict_fn      evict;      /* how to close it to make room */
+    TAILQ_ENTRY(admit_slot) link;   /* in group->pending, oldest first */
 };
 
 /* Use conf's limits.* and auth.* from now on (start and reload). */
@@ -46,14 +69,25 @@ void admit_set_unix(bool listening);
 bool admit_needs_auth(bool is_unix);
 
 /*
- * Take a slot for a new connection.  source is its source text (ignored
- * for is_unix); is_tls: its TLS handshake is still to come.  Returns
- * NULL with slot filled, or, when a limit refuses it, a static text
- * naming the limit ("too many clients (limits.max_clients)"), slot then
- * untouched.
+ * Take a slot for a new connection.  group is its address group
+ * (ignored for is_unix); is_tls: its TLS handshake is still to come.
+ * When the unauthenticated pool or the group's share of it is full, an
+ * older unauthenticated connection is closed to make room (see above;
+ * its evict function runs before this returns).  Returns NULL with slot
+ * filled, or, when a limit refuses it, a static text naming the limit
+ * ("too many clients (limits.max_clients)"), slot then untouched.
  */
-const char *admit_enter(struct admit_slot *slot, const char *source, bool is_unix,
+const char *admit_enter(struct admit_slot *slot, const char *group, bool is_unix,
                         bool is_tls);
+
+/*
+ * slot (a session's own copy of what admit_enter filled, at its final
+ * address) may now be closed to make room, with evict.
+ */
+void admit_settle(struct admit_slot *slot, admit_evict_fn evict);
+
+/* slot's AUTH waits in line to be checked: it is closed to make room last. */
+void admit_in_line(struct admit_slot *slot);
 
 /* slot's connection needs nothing more to be let in (idempotent). */
 void admit_authed(struct admit_slot *slot);
@@ -63,5 +97,8 @@ void admit_leave(struct admit_slot *slot);
 
 /* Connections counted as unauthenticated now (STATS). */
 size_t admit_unauthenticated(void);
+
+/* Unauthenticated connections closed to make room, since start (STATS). */
+uint64_t admit_evicted(void);
 
 #endif /* REDLOCKD_ADMIT_H */

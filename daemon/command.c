@@ -71,6 +71,10 @@ struct command {
                                        "<host>:<peer>" */
     struct command_list *list;      /* a LIST being written, step by step, else NULL
                                        (malloc'd: an idle session keeps none) */
+    struct authlimit_waiter auth_wait; /* its AUTH, waiting for its turn to be checked */
+    char               *auth_word;  /* that AUTH's password (malloc'd, wiped when freed),
+                                       else NULL */
+    size_t              auth_len;   /* bytes in auth_word */
 };
 
 /* The command state around a member (lc, wc) the lock and watch modules call back with. */
@@ -334,51 +338,95 @@ command_ttl(struct session *s, const struct proto_cmd *cmd, int64_t *ttl)
     return 0;
 }
 
+/* Wipe and free the password of an AUTH that waited. */
+static void
+command_auth_forget(struct command *c)
+{
+    if (c->auth_word != NULL) {
+        explicit_bzero(c->auth_word, c->auth_len);
+        free(c->auth_word);
+        c->auth_word = NULL;
+        c->auth_len = 0;
+    }
+}
+
 /*
- * AUTH <password>: compared in constant time with auth.password.  A
- * wrong password closes the connection, so that guessing costs a
- * connection per try, and takes a token of its source (authlimit.h):
- * a source without one is refused unchecked.
+ * Compare an AUTH's password, in constant time, with auth.admin_password
+ * and auth.password.  A wrong one closes the connection, so that
+ * guessing costs a connection per try, and takes a token of each bucket
+ * on its path (authlimit.h); the right one makes its address known.
  */
 static void
-command_auth(struct session *s, const char *word, size_t len)
+command_auth_check(struct command *c, const char *word, size_t len)
 {
+    struct session *s = c->s;
     const char *pass = command_conf->auth_password;
     const char *admin = command_conf->auth_admin_password;
-    char source[AUTHLIMIT_SOURCE_MAX], text[AUTHLIMIT_SOURCE_MAX + 128];
     struct proto_reply r;
-    int64_t now = util_now_us(), wait_ms;
     enum session_auth by = SESSION_AUTH_PASSWORD;
 
-    authlimit_source(session_peer(s), source, sizeof(source));
-    if ((wait_ms = authlimit_check(source, now, session_id(s), session_peer(s))) > 0) {
-        stats.auth_refused++;
-        snprintf(text, sizeof(text), "too many wrong passwords from %s; AUTH is not checked "
-                 "for %lld ms", source, (long long)wait_ms);
-        session_error(s, PROTO_ERR_AUTH, text);
-        session_quit(s);
-        return;
-    }
     if (admin[0] != '\0' && util_equal_secret(word, len, admin, strlen(admin))) {
         by = SESSION_AUTH_ADMIN_PASSWORD;
         pass = admin;       /* the admin password lets the session in as well */
-    } else if (pass[0] == '\0' && admin[0] == '\0') {
-        session_error(s, PROTO_ERR_AUTH, "no password is configured (auth.password)");
-        return;
     }
     if (!util_equal_secret(word, len, pass, strlen(pass))) {
         stats.auth_failures++;
-        authlimit_failed(source, now);
-        log_warn("client %llu (%s): wrong AUTH password, closing", session_id(s),
-                 session_peer(s));
+        authlimit_failed(session_peer(s), session_id(s), util_now_us());
         session_error(s, PROTO_ERR_AUTH, "wrong password");
         session_quit(s);
         return;
     }
+    authlimit_passed(session_peer(s), util_now_us());
     session_let_in(s, by);
     proto_reply_start(&r, "OK");
     proto_reply_end(&r);
     session_reply(s, &r);
+}
+
+/* The turn of an AUTH that waited in line has come: check it, then read on. */
+static void
+command_auth_ready(struct authlimit_waiter *w)
+{
+    struct command *c = COMMAND_OF(w, auth_wait);
+
+    if (session_request_done(c->s)) {
+        command_auth_check(c, c->auth_word, c->auth_len);
+        command_auth_forget(c);
+        session_next(c->s);
+    } else {
+        command_auth_forget(c);
+    }
+}
+
+/*
+ * AUTH <password>: checked at once while the buckets on its path have a
+ * token (authlimit.h), else answered when its turn comes, the session
+ * reading nothing more meanwhile: never refused unchecked, so the right
+ * password gets in behind a guesser, which gains nothing by sending more.
+ */
+static void
+command_auth(struct command *c, const char *word, size_t len)
+{
+    struct session *s = c->s;
+
+    if (command_conf->auth_password[0] == '\0' && command_conf->auth_admin_password[0] == '\0') {
+        session_error(s, PROTO_ERR_AUTH, "no password is configured (auth.password)");
+        return;
+    }
+    if (authlimit_begin(&c->auth_wait, session_peer(s), command_auth_ready)) {
+        command_auth_check(c, word, len);
+        return;
+    }
+    if ((c->auth_word = malloc(len + 1)) == NULL) {
+        authlimit_cancel(&c->auth_wait);
+        session_error(s, PROTO_ERR_LIMIT, "out of memory");
+        return;
+    }
+    memcpy(c->auth_word, word, len);
+    c->auth_word[len] = '\0';
+    c->auth_len = len;
+    stats.auth_held++;
+    session_request_begin(s);
 }
 
 /*
@@ -703,7 +751,7 @@ command_line(struct session *s, void *state, const struct proto_cmd *cmd)
     c->verb = cmd->verb;
     switch (cmd->verb) {
     case PROTO_AUTH:
-        command_auth(s, cmd->word, cmd->word_len);
+        command_auth(c, cmd->word, cmd->word_len);
         return;
     case PROTO_LOCK:
     case PROTO_TRYLOCK:
@@ -889,6 +937,12 @@ command_closed(void *state)
 
     watch_client_close(&c->wc);
     lock_client_close(&c->lc);
+    if (c->auth_wait.queued) {
+        /* Its AUTH waited in line: out of it, and the request ends. */
+        authlimit_cancel(&c->auth_wait);
+        command_auth_forget(c);
+        (void)session_request_done(c->s);
+    }
     if (c->status.waiting) {
         event_active(&c->status_timer, EV_TIMEOUT, 0);  /* ends the request, from the loop */
     }
@@ -913,6 +967,8 @@ command_free(void *state)
         event_del(&c->status_timer);
     }
     command_list_free(c->list);
+    authlimit_cancel(&c->auth_wait);
+    command_auth_forget(c);
 }
 
 static const struct session_hooks command_hooks = {
@@ -940,6 +996,7 @@ command_init(struct event_base *base, const struct conf *conf)
     }
     command_host[sizeof(command_host) - 1] = '\0';
     session_init(base, conf, &command_hooks);
+    authlimit_init(base);
 }
 
 void

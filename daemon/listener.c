@@ -110,7 +110,7 @@ listener_accept_cb(struct evconnlistener *lev, evutil_socket_t fd,
                    struct sockaddr *sa, int socklen, void *arg)
 {
     char peer[64], source[AUTHLIMIT_SOURCE_MAX];
-    struct admit_slot slot = { NULL, false, false };
+    struct admit_slot slot;
     const char *why;
     int one = 1;
     long uid = -1, pid = -1;
@@ -132,7 +132,7 @@ listener_accept_cb(struct evconnlistener *lev, evutil_socket_t fd,
             pid = (long)cred.pid;
         }
     }
-    authlimit_source(peer, source, sizeof(source));
+    authlimit_group(peer, source, sizeof(source));
     if ((why = admit_enter(&slot, source, is_unix, tls)) != NULL) {
         listener_refuse(fd, peer, tls, why);
         return;

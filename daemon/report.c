@@ -5,6 +5,7 @@
 #include <stdio.h>
 
 #include "daemon/admit.h"
+#include "daemon/authlimit.h"
 #include "daemon/lock.h"
 #include "daemon/master.h"
 #include "daemon/readq.h"
@@ -44,6 +45,9 @@
     ROW(unauthenticated, "redlockd_connections_unauthenticated", NULL, NULL, GAUGE, NUMBER,        \
         admit_unauthenticated(),                                                                   \
         "TCP and TLS connections open now still in the TLS handshake or before AUTH.")             \
+    ROW(unauthenticated_evicted, "redlockd_connections_evicted_total", NULL, NULL, COUNTER,        \
+        NUMBER, admit_evicted(),                                                                   \
+        "Connections before AUTH closed to make room for a newer one (limits.max_unauthenticated).") \
     ROW(rejected_clients, "redlockd_connections_rejected_total", NULL, NULL, COUNTER, NUMBER,      \
         stats.rejected_clients,                                                                    \
         "Client connections refused by a connection limit (limits.max_clients and the others).")   \
@@ -51,9 +55,11 @@
         stats.accept_failures, "accept() failures; out of descriptors, accepting pauses 100 ms.")  \
     ROW(auth_failures, "redlockd_auth_failures_total", NULL, NULL, COUNTER, NUMBER,                \
         stats.auth_failures, "AUTH requests with a wrong password.")                               \
-    ROW(auth_refused, "redlockd_auth_refused_total", NULL, NULL, COUNTER, NUMBER,                  \
-        stats.auth_refused,                                                                        \
-        "AUTH requests refused unchecked: their source sent too many wrong passwords.")            \
+    ROW(auth_held, "redlockd_auth_held_total", NULL, NULL, COUNTER, NUMBER,                        \
+        stats.auth_held,                                                                           \
+        "AUTH requests that waited for their turn to be checked (wrong passwords used the tokens).") \
+    ROW(auth_waiting, "redlockd_auth_waiting", NULL, NULL, GAUGE, NUMBER,                          \
+        authlimit_waiting(), "AUTH requests waiting now for their turn to be checked.")            \
     ROW(tls_handshake_failures, "redlockd_tls_handshake_failures_total", NULL, NULL, COUNTER,      \
         NUMBER, stats.tls_handshake_failures,                                                      \
         "TLS client connections whose handshake failed or timed out.")                             \

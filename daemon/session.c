@@ -4,6 +4,7 @@
  * and close.  The verbs are daemon/command.c's.
  */
 #include <errno.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -733,13 +734,45 @@ session_watch_partial(struct session *s)
     }
 }
 
+/*
+ * Close s at once after its last line, not once the replies are read: a
+ * stranger who sends lines and reads none must not keep its slot.  A
+ * plain socket gets what it will take of the output at once.
+ */
+static void
+session_close_now(struct session *s, const char *why)
+{
+    int err;
+
+    if (!SESSION_IS_TLS(s)) {
+        (void)session_write_out(s, &err);
+    }
+    session_close(s, why);
+}
+
+/*
+ * admit.c closes slot's connection, not authenticated yet, to make room
+ * for a newer one: "ERR LIMIT <why>" when it can be read (not before a
+ * TLS handshake), then closed.
+ */
+static void
+session_evict(struct admit_slot *slot, const char *why)
+{
+    struct session *s = (struct session *)((char *)slot - offsetof(struct session, admit));
+
+    log_debug("client %llu (%s): %s", (unsigned long long)s->id, s->peer, why);
+    if (s->kind != SESSION_TLS_HANDSHAKE) {
+        session_error(s, PROTO_ERR_LIMIT, why);
+    }
+    session_close_now(s, "closed to make room");
+}
+
 /* The session's timer: output overflow, or a line not finished in time. */
 static void
 session_timer_cb(evutil_socket_t fd, short what, void *arg)
 {
     struct session *s = arg;
     char text[128];
-    int err;
 
     (void)fd;
     (void)what;
@@ -749,8 +782,8 @@ session_timer_cb(evutil_socket_t fd, short what, void *arg)
     if (s->kind == SESSION_TLS_HANDSHAKE) {
         stats.tls_handshake_failures++;
         log_info("client %llu (%s): TLS handshake not done within %lld ms "
-                 "(limits.idle_timeout_ms), closing", (unsigned long long)s->id, s->peer,
-                 (long long)session_conf->idle_timeout_ms);
+                 "(limits.auth_timeout_ms), closing", (unsigned long long)s->id, s->peer,
+                 (long long)session_conf->auth_timeout_ms);
         session_close(s, "TLS handshake timed out");
         return;
     }
@@ -773,19 +806,11 @@ session_timer_cb(evutil_socket_t fd, short what, void *arg)
     stats.clients_timed_out++;
     if (s->auth == SESSION_AUTH_WAITING) {
         log_info("client %llu (%s): no AUTH within %lld ms, closing",
-                 (unsigned long long)s->id, s->peer, (long long)session_conf->idle_timeout_ms);
-        snprintf(text, sizeof(text), "no AUTH within %lld ms (limits.idle_timeout_ms)",
-                 (long long)session_conf->idle_timeout_ms);
+                 (unsigned long long)s->id, s->peer, (long long)session_conf->auth_timeout_ms);
+        snprintf(text, sizeof(text), "no AUTH within %lld ms (limits.auth_timeout_ms)",
+                 (long long)session_conf->auth_timeout_ms);
         session_error(s, PROTO_ERR_AUTH, text);
-        /*
-         * Close now, not once the replies are read: a stranger who sends
-         * lines and reads none must not keep its slot past the deadline.
-         * A plain socket gets what it will take of the output at once.
-         */
-        if (!SESSION_IS_TLS(s)) {
-            (void)session_write_out(s, &err);
-        }
-        session_close(s, "no AUTH in time");
+        session_close_now(s, "no AUTH in time");
         return;
     }
     log_info("client %llu (%s): request line not completed within %lld ms, closing",
@@ -843,6 +868,14 @@ session_process(struct session *s)
         evbuffer_drain(in, (size_t)eol.pos + 1);
         if (!s->overflow && s->auth != SESSION_AUTH_WAITING) {
             event_del(&s->timer);   /* a new line begins: a new deadline */
+        } else if (s->auth == SESSION_AUTH_WAITING && s->turn == SESSION_REQUEST
+                   && s->phase == SESSION_OPEN) {
+            /*
+             * Its AUTH waits for its turn to be checked (authlimit.h): the
+             * client did its part in time, the wait is the daemon's.
+             */
+            event_del(&s->timer);
+            admit_in_line(&s->admit);
         }
     }
     s->processing = false;
@@ -1150,6 +1183,7 @@ session_accept(evutil_socket_t fd, const char *peer, bool is_unix, bool is_tls, 
     }
     evtimer_assign(&s->timer, session_base, session_timer_cb, s);
     s->admit = *slot;           /* the session gives the slot back at close */
+    admit_settle(&s->admit, session_evict);
     s->auth = admit_needs_auth(is_unix) ? SESSION_AUTH_WAITING : SESSION_AUTH_NOT_NEEDED;
     s->id = session_next_id++;
     s->kind = is_tls ? SESSION_TLS_HANDSHAKE : is_unix ? SESSION_UNIX : SESSION_TCP;
@@ -1172,6 +1206,8 @@ session_accept(evutil_socket_t fd, const char *peer, bool is_unix, bool is_tls, 
     if (s->auth == SESSION_AUTH_WAITING || is_tls) {
         /* A session that never authenticates (or never finishes its TLS
            handshake) must not keep a client slot. */
+        tv.tv_sec = (time_t)(session_conf->auth_timeout_ms / 1000);
+        tv.tv_usec = (suseconds_t)((session_conf->auth_timeout_ms % 1000) * 1000);
         evtimer_add(&s->timer, &tv);
     }
     /*

@@ -29,7 +29,7 @@ struct stats {
     uint64_t accept_failures;    /* listener: accept(2) failed (out of descriptors:
                                     accepting paused) */
     uint64_t auth_failures;      /* session: wrong AUTH passwords */
-    uint64_t auth_refused;       /* session: AUTHs refused unchecked (authlimit.h) */
+    uint64_t auth_held;          /* session: AUTHs that waited for their turn (authlimit.h) */
     uint64_t tls_handshake_failures; /* session: TLS clients whose handshake failed */
     uint64_t clients_timed_out;  /* session: request line not finished in time */
     uint64_t clients_closed_output; /* session: replies not read, or too many */

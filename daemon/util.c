@@ -20,7 +20,7 @@ util_now_us(void)
 }
 
 /* Read exactly len random bytes; getrandom may return fewer or EINTR. */
-static int
+int
 util_getrandom(void *buf, size_t len)
 {
     unsigned char *p = buf;

@@ -28,6 +28,13 @@ int64_t util_now_us(void);
 int util_token(char *out);
 
 /*
+ * Fill buf with len bytes from getrandom(2), retried on EINTR and short
+ * reads (blocks only before the kernel's pool is first initialised).
+ * Returns 0, or -1 with errno set.
+ */
+int util_getrandom(void *buf, size_t len);
+
+/*
  * A uniformly distributed integer in 0..max inclusive (max >= 0), for
  * retry jitter.  Not for secrets: seeded once from getrandom(2).
  */

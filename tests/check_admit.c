@@ -1,16 +1,20 @@
 /*
- * check_admit.c: client slots (daemon/admit.c) and the source a peer
- * counts as (authlimit_source(), daemon/authlimit.c), without sockets:
- * the counts, limits and refusal texts on made-up connections.
+ * check_admit.c: client slots (daemon/admit.c), the address group a
+ * peer counts in and the buckets of wrong AUTH passwords
+ * (daemon/authlimit.c), and the keyed hash of their tables
+ * (daemon/keyhash.c), without sockets: the counts, limits, choices and
+ * texts on made-up connections and times.
  */
 #include <check.h>
 #include <stdbool.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "conf/conf.h"
 #include "daemon/admit.h"
 #include "daemon/authlimit.h"
+#include "daemon/keyhash.h"
 #include "tests/runner.h"
 
 /* A configuration with these limits and password ("" for none). */
@@ -29,61 +33,138 @@ t_conf(struct conf *c, int64_t max_clients, int64_t reserved, int64_t pending,
     admit_set_conf(c);
 }
 
-/* The source of peer, as a string to compare. */
+/* The group of peer, as a string to compare. */
 static const char *
-t_source(const char *peer)
+t_group(const char *peer)
 {
     static char out[AUTHLIMIT_SOURCE_MAX];
 
-    authlimit_source(peer, out, sizeof(out));
+    authlimit_group(peer, out, sizeof(out));
     return out;
 }
 
-START_TEST(test_sources)
+START_TEST(test_groups)
 {
-    ck_assert_str_eq(t_source("1.2.3.4:5678"), "1.2.3.4");
-    ck_assert_str_eq(t_source("unix uid=7 pid=9"), "unix uid=7");
-    ck_assert_str_eq(t_source("[::1]:5678"), "[::]/64");
-    /* One IPv6 host has a /64: all of it is one source. */
-    ck_assert_str_eq(t_source("[2001:db8:1:2:aaaa::1]:1"), "[2001:db8:1:2::]/64");
-    ck_assert_str_eq(t_source("[2001:db8:1:2:bbbb::7]:2"), "[2001:db8:1:2::]/64");
-    ck_assert_str_ne(t_source("[2001:db8:1:3::1]:2"), "[2001:db8:1:2::]/64");
-    /* An IPv4 client of an IPv6 socket is the IPv4 source. */
-    ck_assert_str_eq(t_source("[::ffff:10.1.2.3]:99"), "10.1.2.3");
+    ck_assert_str_eq(t_group("1.2.3.4:5678"), "1.2.3.0/24");
+    ck_assert_str_eq(t_group("1.2.3.200:1"), "1.2.3.0/24");
+    ck_assert_str_ne(t_group("1.2.4.4:1"), "1.2.3.0/24");
+    /* Every local user has all of 127/8: it is one group. */
+    ck_assert_str_eq(t_group("127.0.0.1:5678"), "127.0.0.0/8");
+    ck_assert_str_eq(t_group("127.200.3.9:1"), "127.0.0.0/8");
+    ck_assert_str_eq(t_group("unix uid=7 pid=9"), "unix uid=7");
+    ck_assert_str_eq(t_group("[::1]:5678"), "[::]/64");
+    /* One IPv6 host has a /64: all of it is one group. */
+    ck_assert_str_eq(t_group("[2001:db8:1:2:aaaa::1]:1"), "[2001:db8:1:2::]/64");
+    ck_assert_str_eq(t_group("[2001:db8:1:2:bbbb::7]:2"), "[2001:db8:1:2::]/64");
+    ck_assert_str_ne(t_group("[2001:db8:1:3::1]:2"), "[2001:db8:1:2::]/64");
+    /* An IPv4 client of an IPv6 socket is in its IPv4 group. */
+    ck_assert_str_eq(t_group("[::ffff:10.1.2.3]:99"), "10.1.2.0/24");
+    ck_assert_str_eq(t_group("[::ffff:127.0.0.5]:99"), "127.0.0.0/8");
 }
 END_TEST
 
+/* A connection that admit.c may close to make room: it records that it was. */
+struct t_conn {
+    struct admit_slot slot;
+    bool              evicted;
+    char              why[200];
+};
+
+static void
+t_evict(struct admit_slot *slot, const char *why)
+{
+    struct t_conn *t = (struct t_conn *)(void *)slot;
+
+    t->evicted = true;
+    snprintf(t->why, sizeof(t->why), "%s", why);
+    admit_leave(slot);
+}
+
+/* Enter t from group (not TLS), settled; NULL or the refusal. */
+static const char *
+t_enter(struct t_conn *t, const char *group)
+{
+    const char *why;
+
+    memset(t, 0, sizeof(*t));
+    if ((why = admit_enter(&t->slot, group, false, false)) == NULL) {
+        admit_settle(&t->slot, t_evict);
+    }
+    return why;
+}
+
+/*
+ * A full group share closes the group's oldest waiting connection, a
+ * full pool the oldest of the group holding the most: a newcomer is let
+ * in, and a group that holds few keeps them.
+ */
 START_TEST(test_unauthenticated_pool)
 {
     struct conf c;
-    struct admit_slot s[4] = { { 0 } };
+    struct t_conn a[3], b, d, e;
     struct admit_slot u = { 0 };
 
     t_conf(&c, 100, 0, 3, 2, 0, "pw");
-    ck_assert_ptr_null(admit_enter(&s[0], "10.0.0.1", false, false));
-    ck_assert_ptr_null(admit_enter(&s[1], "10.0.0.1", false, false));
-    ck_assert_str_eq(admit_enter(&s[2], "10.0.0.1", false, false),
-                     "too many connections from this address waiting for their TLS handshake "
-                     "or AUTH (limits.max_unauthenticated_per_source)");
-    ck_assert_ptr_null(admit_enter(&s[2], "10.0.0.2", false, false));
+    ck_assert_ptr_null(t_enter(&a[0], "10.0.0.0/24"));
+    ck_assert_ptr_null(t_enter(&a[1], "10.0.0.0/24"));
+    /* The group's share is full: its oldest goes. */
+    ck_assert_ptr_null(t_enter(&a[2], "10.0.0.0/24"));
+    ck_assert(a[0].evicted);
+    ck_assert_str_eq(a[0].why, "closed to make room for a newer connection from the same "
+                               "address group: too many waiting for their TLS handshake or "
+                               "AUTH (limits.max_unauthenticated_per_source)");
+    ck_assert(!a[1].evicted);
+    ck_assert_uint_eq(admit_unauthenticated(), 2);
+    ck_assert_ptr_null(t_enter(&b, "10.0.1.0/24"));
     ck_assert_uint_eq(admit_unauthenticated(), 3);
-    ck_assert_str_eq(admit_enter(&s[3], "10.0.0.3", false, false),
-                     "too many connections waiting for their TLS handshake or AUTH "
-                     "(limits.max_unauthenticated)");
+    /* The pool is full: the group holding the most (10.0.0) gives its oldest. */
+    ck_assert_ptr_null(t_enter(&d, "10.0.2.0/24"));
+    ck_assert(a[1].evicted && !b.evicted && !a[2].evicted);
+    ck_assert_str_eq(a[1].why, "closed to make room for a newer connection: too many waiting "
+                               "for their TLS handshake or AUTH (limits.max_unauthenticated)");
+    ck_assert_uint_eq(admit_evicted(), 2);
     /* The Unix socket is not held up, nor counted. */
     ck_assert_ptr_null(admit_enter(&u, "unix uid=0", true, false));
     ck_assert_uint_eq(admit_unauthenticated(), 3);
     /* One that authenticates makes room; twice counts once. */
-    admit_authed(&s[0]);
-    admit_authed(&s[0]);
+    admit_authed(&b.slot);
+    admit_authed(&b.slot);
     ck_assert_uint_eq(admit_unauthenticated(), 2);
-    ck_assert_ptr_null(admit_enter(&s[3], "10.0.0.3", false, false));
-    admit_leave(&s[0]);
-    admit_leave(&s[0]);
-    admit_leave(&s[1]);
-    admit_leave(&s[2]);
-    admit_leave(&s[3]);
+    ck_assert_ptr_null(t_enter(&e, "10.0.3.0/24"));
+    ck_assert(!a[2].evicted && !d.evicted);
+    admit_leave(&b.slot);
+    admit_leave(&b.slot);
+    admit_leave(&a[2].slot);
+    admit_leave(&d.slot);
+    admit_leave(&e.slot);
     admit_leave(&u);
+    ck_assert_uint_eq(admit_unauthenticated(), 0);
+}
+END_TEST
+
+/*
+ * A connection whose AUTH waits in line keeps its place: its group's
+ * silent connections go first, then the newest in line.
+ */
+START_TEST(test_in_line_keeps_place)
+{
+    struct conf c;
+    struct t_conn a[4];
+
+    t_conf(&c, 100, 0, 100, 3, 0, "pw");
+    ck_assert_ptr_null(t_enter(&a[0], "127.0.0.0/8"));
+    ck_assert_ptr_null(t_enter(&a[1], "127.0.0.0/8"));
+    ck_assert_ptr_null(t_enter(&a[2], "127.0.0.0/8"));
+    admit_in_line(&a[0].slot);
+    admit_in_line(&a[2].slot);
+    ck_assert_ptr_null(t_enter(&a[3], "127.0.0.0/8"));
+    ck_assert(a[1].evicted && !a[0].evicted && !a[2].evicted);
+    admit_in_line(&a[3].slot);
+    ck_assert_ptr_null(t_enter(&a[1], "127.0.0.0/8"));
+    ck_assert(a[3].evicted && !a[0].evicted && !a[2].evicted);
+    admit_leave(&a[0].slot);
+    admit_leave(&a[1].slot);
+    admit_leave(&a[2].slot);
     ck_assert_uint_eq(admit_unauthenticated(), 0);
 }
 END_TEST
@@ -95,9 +176,9 @@ START_TEST(test_tls_handshake_is_pending)
 
     /* No password: a plain connection is let in at once, a TLS one after its handshake. */
     t_conf(&c, 100, 0, 1, 1, 0, "");
-    ck_assert_ptr_null(admit_enter(&a, "10.0.0.1", false, false));
+    ck_assert_ptr_null(admit_enter(&a, "10.0.0.0/24", false, false));
     ck_assert_uint_eq(admit_unauthenticated(), 0);
-    ck_assert_ptr_null(admit_enter(&b, "10.0.0.2", false, true));
+    ck_assert_ptr_null(admit_enter(&b, "10.0.1.0/24", false, true));
     ck_assert_uint_eq(admit_unauthenticated(), 1);
     admit_authed(&b);
     ck_assert_uint_eq(admit_unauthenticated(), 0);
@@ -114,9 +195,9 @@ START_TEST(test_unix_reserve_and_per_source)
     t_conf(&c, 4, 2, 100, 100, 0, "");
     admit_set_unix(true);
     ck_assert_ptr_null(admit_enter(&u[0], "unix uid=5", true, false));
-    ck_assert_ptr_null(admit_enter(&t[0], "10.0.0.1", false, false));
-    ck_assert_ptr_null(admit_enter(&t[1], "10.0.0.2", false, false));
-    ck_assert_str_eq(admit_enter(&t[2], "10.0.0.3", false, false),
+    ck_assert_ptr_null(admit_enter(&t[0], "10.0.0.0/24", false, false));
+    ck_assert_ptr_null(admit_enter(&t[1], "10.0.1.0/24", false, false));
+    ck_assert_str_eq(admit_enter(&t[2], "10.0.2.0/24", false, false),
                      "too many clients (limits.max_clients; limits.unix_reserved of them are "
                      "kept for the Unix socket)");
     ck_assert_ptr_null(admit_enter(&u[1], "unix uid=5", true, false));
@@ -129,16 +210,121 @@ START_TEST(test_unix_reserve_and_per_source)
     admit_set_unix(false);
 
     t_conf(&c, 100, 0, 100, 100, 2, "");
-    ck_assert_ptr_null(admit_enter(&t[0], "10.0.0.1", false, false));
-    ck_assert_ptr_null(admit_enter(&t[1], "10.0.0.1", false, false));
-    ck_assert_str_eq(admit_enter(&t[2], "10.0.0.1", false, false),
-                     "too many connections from this address (limits.max_clients_per_source)");
-    ck_assert_ptr_null(admit_enter(&t[2], "10.0.0.2", false, false));
+    ck_assert_ptr_null(admit_enter(&t[0], "10.0.0.0/24", false, false));
+    ck_assert_ptr_null(admit_enter(&t[1], "10.0.0.0/24", false, false));
+    ck_assert_str_eq(admit_enter(&t[2], "10.0.0.0/24", false, false),
+                     "too many connections from this address group "
+                     "(limits.max_clients_per_source)");
+    ck_assert_ptr_null(admit_enter(&t[2], "10.0.1.0/24", false, false));
     admit_leave(&t[0]);
-    ck_assert_ptr_null(admit_enter(&t[0], "10.0.0.1", false, false));
+    ck_assert_ptr_null(admit_enter(&t[0], "10.0.0.0/24", false, false));
     admit_leave(&t[0]);
     admit_leave(&t[1]);
     admit_leave(&t[2]);
+}
+END_TEST
+
+/* SipHash-2-4's test vectors (the paper's appendix): key 00..0f, input 00..len-1. */
+START_TEST(test_keyhash_vectors)
+{
+    unsigned char key[KEYHASH_KEY_BYTES], in[15];
+    size_t i;
+
+    for (i = 0; i < sizeof(key); i++) {
+        key[i] = (unsigned char)i;
+    }
+    for (i = 0; i < sizeof(in); i++) {
+        in[i] = (unsigned char)i;
+    }
+    keyhash_set_key(key);
+    ck_assert_uint_eq(keyhash(in, 0), 0x726fdb47dd0e0e31ULL);
+    ck_assert_uint_eq(keyhash(in, 8), 0x93f5f5799a932462ULL);
+    ck_assert_uint_eq(keyhash(in, 15), 0xa129ca6149be45e5ULL);
+    /* A second use of the one context gives the same (the key is kept). */
+    ck_assert_uint_eq(keyhash(in, 15), 0xa129ca6149be45e5ULL);
+}
+END_TEST
+
+#define T_S 1000000LL   /* one second, us */
+
+/* Wrong passwords from peer at now_us, n times. */
+static void
+t_fail(const char *peer, int n, int64_t now_us)
+{
+    while (n-- > 0) {
+        authlimit_failed(peer, 1, now_us);
+    }
+}
+
+/*
+ * A group's bucket: 10 wrong passwords, then one a second; every address
+ * of 127/8 is one group; another group is not affected.
+ */
+START_TEST(test_group_bucket)
+{
+    int64_t t0 = 1000 * T_S;
+
+    ck_assert_int_eq(authlimit_wait("127.0.0.1:1", t0), 0);
+    t_fail("127.0.0.1:1", 9, t0);
+    ck_assert_int_eq(authlimit_wait("127.0.0.2:1", t0), 0);
+    t_fail("127.0.0.2:1", 1, t0);
+    ck_assert_int_gt(authlimit_wait("127.9.9.9:1", t0), 0);
+    ck_assert_int_le(authlimit_wait("127.9.9.9:1", t0), T_S);
+    ck_assert_int_eq(authlimit_wait("10.0.0.1:1", t0), 0);
+    ck_assert_int_eq(authlimit_wait("127.0.0.1:1", t0 + T_S), 0);
+}
+END_TEST
+
+/*
+ * Bad input of a hash table: groups chosen to land in one place cannot
+ * push a group out while its bucket is in use (it would get a fresh one):
+ * with every slot it could land in held, newcomers share the overflow
+ * bucket, and the first group stays empty.  Thousands of groups (as many
+ * /24s as a botnet has) are bounded by the daemon's bucket: 100 at once,
+ * then 100 a second.
+ */
+START_TEST(test_no_fresh_bucket)
+{
+    int64_t t0 = 2000 * T_S;
+    char peer[64];
+    int i, checked = 0;
+
+    t_fail("10.9.9.1:1", AUTHLIMIT_BURST, t0);
+    ck_assert_int_gt(authlimit_wait("10.9.9.1:1", t0), 0);
+    for (i = 0; i < 20000; i++) {
+        snprintf(peer, sizeof(peer), "10.%d.%d.1:1", 20 + i / 256, i % 256);
+        if (authlimit_wait(peer, t0) == 0) {
+            checked++;
+            authlimit_failed(peer, 1, t0);
+        }
+    }
+    ck_assert_int_eq(checked, AUTHLIMIT_DAEMON_BURST - AUTHLIMIT_BURST);
+    ck_assert_int_gt(authlimit_wait("10.9.9.1:1", t0), 0);
+    /* A second later, about 100 more, and the first group has its token back. */
+    ck_assert_int_eq(authlimit_wait("10.9.9.1:1", t0 + T_S + 1), 0);
+}
+END_TEST
+
+/*
+ * An address that gave the right password has its own bucket: a guesser
+ * elsewhere in its group does not hold it up, and it cannot be used to
+ * guess more than one group's worth itself.
+ */
+START_TEST(test_known_address)
+{
+    int64_t t0 = 4000 * T_S;
+
+    t_fail("127.5.0.1:1", AUTHLIMIT_BURST, t0);
+    ck_assert_int_gt(authlimit_wait("127.0.0.1:9", t0), 0);
+    authlimit_passed("127.0.0.1:9", t0);
+    ck_assert_int_eq(authlimit_wait("127.0.0.1:10", t0), 0);
+    ck_assert_int_gt(authlimit_wait("127.5.0.2:1", t0), 0);
+    t_fail("127.0.0.1:11", AUTHLIMIT_BURST, t0);
+    ck_assert_int_gt(authlimit_wait("127.0.0.1:12", t0), 0);
+    /* Known for AUTHLIMIT_KNOWN_MS, then back on the group's path. */
+    ck_assert_int_eq(authlimit_wait("127.0.0.1:13", t0 + 20 * T_S), 0);
+    t_fail("127.5.0.1:1", AUTHLIMIT_BURST, t0 + AUTHLIMIT_KNOWN_MS * 1000LL + T_S);
+    ck_assert_int_gt(authlimit_wait("127.0.0.1:14", t0 + AUTHLIMIT_KNOWN_MS * 1000LL + T_S), 0);
 }
 END_TEST
 
@@ -148,8 +334,13 @@ admit_suite(void)
     Suite *s = suite_create("admit");
     TCase *tc = tcase_create("core");
 
-    tcase_add_test(tc, test_sources);
+    tcase_add_test(tc, test_groups);
     tcase_add_test(tc, test_unauthenticated_pool);
+    tcase_add_test(tc, test_in_line_keeps_place);
+    tcase_add_test(tc, test_keyhash_vectors);
+    tcase_add_test(tc, test_group_bucket);
+    tcase_add_test(tc, test_no_fresh_bucket);
+    tcase_add_test(tc, test_known_address);
     tcase_add_test(tc, test_tls_handshake_is_pending);
     tcase_add_test(tc, test_unix_reserve_and_per_source);
     suite_add_tcase(s, tc);
