@@ -213,9 +213,9 @@ START_TEST(auth_password)
     expect_wait_stat("auth_failures", 1, false, LOCAL_MS);
 
     /* A second daemon that makes the Unix socket AUTH too, and closes a
-       session that does not authenticate within idle_timeout_ms. */
+       session that does not authenticate within auth_timeout_ms. */
     o.auth_unix_required = true;
-    o.idle_timeout_ms = 800;
+    o.auth_timeout_ms = 800;
     ck_assert_msg(h_start_daemon(&o) == 0, "the second daemon did not start");
     u = h_connect_unix();
     ck_assert_int_ge(u, 0);

@@ -641,7 +641,7 @@ START_TEST(tls_refused_without_plaintext)
 }
 END_TEST
 
-#define LI_DEADLINE_MS  4000    /* limits.idle_timeout_ms of one_deadline_from_accept */
+#define LI_DEADLINE_MS  4000    /* limits.auth_timeout_ms of one_deadline_from_accept */
 #define LI_HANDSHAKE_LATE_MS 2000 /* the client starts its TLS handshake this late */
 
 /*
@@ -652,7 +652,7 @@ END_TEST
 START_TEST(one_deadline_from_accept)
 {
     struct h_daemon_opts o = { .retry_delay_ms = 100, .auth_password = "s3cret-pw",
-                               .idle_timeout_ms = LI_DEADLINE_MS };
+                               .auth_timeout_ms = LI_DEADLINE_MS };
     struct client_tls_opts topts = { NULL, NULL, NULL };
     struct client c;
     enum client_read r;
@@ -679,7 +679,7 @@ START_TEST(one_deadline_from_accept)
 }
 END_TEST
 
-#define LI_AUTH_DEADLINE_MS 3000 /* limits.idle_timeout_ms of auth_deadline_frees_slot */
+#define LI_AUTH_DEADLINE_MS 3000 /* limits.auth_timeout_ms of auth_deadline_frees_slot */
 #define LI_FLOOD_MS     1000    /* requests are sent this long, as fast as taken: their
                                    replies fill the kernel's buffers, then the daemon's
                                    (which stops reading) */
@@ -692,7 +692,7 @@ END_TEST
 START_TEST(auth_deadline_frees_slot)
 {
     struct h_daemon_opts o = { .retry_delay_ms = 100, .auth_password = "s3cret-pw",
-                               .idle_timeout_ms = LI_AUTH_DEADLINE_MS };
+                               .auth_timeout_ms = LI_AUTH_DEADLINE_MS };
     int u, fd, small = 4096, i;
     char sip[512], flood[4096];
     int64_t t0;
@@ -727,7 +727,7 @@ START_TEST(auth_deadline_frees_slot)
 }
 END_TEST
 
-#define LI_PAUSE_DEADLINE_MS 1000 /* limits.idle_timeout_ms of pending_slot_rst_and_pause */
+#define LI_PAUSE_DEADLINE_MS 1000 /* limits.auth_timeout_ms of pending_slot_rst_and_pause */
 
 /*
  * The unauthenticated pool gives a slot back however its connection
@@ -739,7 +739,7 @@ END_TEST
 START_TEST(pending_slot_rst_and_pause)
 {
     struct h_daemon_opts o = { .retry_delay_ms = 100, .auth_password = "s3cret-pw",
-                               .idle_timeout_ms = LI_PAUSE_DEADLINE_MS };
+                               .auth_timeout_ms = LI_PAUSE_DEADLINE_MS };
     struct linger lg = { 1, 0 };
     char *got;
     int u, fd, ok;

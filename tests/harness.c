@@ -1575,11 +1575,13 @@ h_write_conf(const struct h_daemon_opts *o)
        unless a test turns it on. */
     fprintf(f, "  restart_quarantine: %s\n", o->restart_quarantine ? "true" : "false");
     if (o->max_line_bytes != 0 || o->max_clients != 0 || o->max_locks_per_client != 0 ||
-        o->idle_timeout_ms != 0 || o->max_output_bytes != 0 || o->limits_yaml != NULL) {
+        o->idle_timeout_ms != 0 || o->auth_timeout_ms != 0 || o->max_output_bytes != 0
+        || o->limits_yaml != NULL) {
         fprintf(f, "limits:\n");
         h_conf_int(f, "max_line_bytes", o->max_line_bytes);
         h_conf_int(f, "max_clients", o->max_clients);
         h_conf_int(f, "idle_timeout_ms", o->idle_timeout_ms);
+        h_conf_int(f, "auth_timeout_ms", o->auth_timeout_ms);
         h_conf_int(f, "max_output_bytes", o->max_output_bytes);
         h_conf_int(f, "max_locks_per_client", o->max_locks_per_client);
         if (o->limits_yaml != NULL) {

@@ -396,6 +396,7 @@ struct h_daemon_opts {
     bool        restart_quarantine;     /* lock.restart_quarantine (false here,
                                            unlike the daemon's default) */
     int64_t     idle_timeout_ms;        /* limits.idle_timeout_ms */
+    int64_t     auth_timeout_ms;        /* limits.auth_timeout_ms */
     int64_t     max_output_bytes;       /* limits.max_output_bytes */
     int64_t     max_pending;            /* redis.max_pending */
     int64_t     down_after_ms;          /* redis.down_after_ms */
