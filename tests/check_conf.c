@@ -411,6 +411,7 @@ assert_defaults(const struct conf *conf)
     ck_assert_int_eq(conf->down_after_ms, 2000);
     ck_assert(conf->restart_quarantine);
     ck_assert_int_eq(conf->idle_timeout_ms, 30000);
+    ck_assert_int_eq(conf->auth_timeout_ms, 5000);
     ck_assert_int_eq(conf->max_output_bytes, 1048576);
     ck_assert_str_eq(conf->auth_password, "");
     ck_assert(conf->auth_unix_exempt);

@@ -362,7 +362,7 @@ START_TEST(metrics_format)
     static const char *const families[] = {
         "redlockd_build_info", "redlockd_uptime_seconds", "redlockd_connections",
         "redlockd_connections_accepted_total", "redlockd_connections_rejected_total",
-        "redlockd_auth_failures_total", "redlockd_auth_refused_total",
+        "redlockd_auth_failures_total", "redlockd_auth_held_total",
         "redlockd_clients_timed_out_total",
         "redlockd_clients_closed_output_total", "redlockd_locks_held", "redlockd_waiters",
         "redlockd_acquisitions_total", "redlockd_grants_total", "redlockd_fenced_grants_total",
