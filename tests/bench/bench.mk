@@ -9,6 +9,11 @@
 #   build/redlock-noisy  the noisy-neighbour row's load: held session locks,
 #                        a probe, and sessions flooding WATCH, STATUS and LIST
 #                        from several source addresses
+#   build/redlock-hostile  the hostile row's load: AUTH guessing from thousands
+#                        of loopback addresses, a flood of silent connections,
+#                        idle connections past the descriptor limit and a
+#                        /metrics slowloris, while legitimate clients connect,
+#                        AUTH and lock over TCP, TLS and the Unix socket
 #   build/run_bench      starts five masters and redlockd, runs the standard
 #                        table (with the counted and shared rows), the peer
 #                        rows (node tests/bench/peer/peer.js: redlockd
@@ -19,7 +24,7 @@
 #                        memory-counted, memory-lease, each on a fresh
 #                        daemon), prints the values against their targets
 
-BENCH_SMOKE_BINS := $(B)/redlock-bench $(B)/run_bench $(B)/redlock-noisy
+BENCH_SMOKE_BINS := $(B)/redlock-bench $(B)/run_bench $(B)/redlock-noisy $(B)/redlock-hostile
 BENCH_SECONDS ?= 10
 
 .PHONY: bench bench-smoke
@@ -36,6 +41,11 @@ $(B)/redlock-bench: $(B)/obj/tests/bench/redlock_bench.o $(CLIENT_OBJ)
 
 # The noisy-neighbour row's load (tests/bench/noisy_bench.c).
 $(B)/redlock-noisy: $(B)/obj/tests/bench/noisy_bench.o $(CLIENT_OBJ)
+	@echo "  LD      $@"
+	@$(CC) $(CFLAGS) $(HARDEN_LDFLAGS) -pthread -o $@ $^ $(PKG_LIBS) $(LDFLAGS)
+
+# The hostile row's load (tests/bench/hostile_bench.c).
+$(B)/redlock-hostile: $(B)/obj/tests/bench/hostile_bench.o $(CLIENT_OBJ)
 	@echo "  LD      $@"
 	@$(CC) $(CFLAGS) $(HARDEN_LDFLAGS) -pthread -o $@ $^ $(PKG_LIBS) $(LDFLAGS)
 

@@ -92,6 +92,22 @@
  * phases, 200 locks, 6 sessions from 2 addresses.  A run fails (both modes) without a result, a lock, a
  * probe in each phase or a read made, or with an unexpected reply.
  *
+ * The hostile row runs next, against a fresh daemon of its own with
+ * auth.password, listen.tls, the Unix socket asking for AUTH, /metrics
+ * and RLIMIT_NOFILE 512: build/redlock-hostile
+ * (tests/bench/hostile_bench.c; REDLOCK_HOSTILE_BIN, default beside
+ * redlock-bench) guesses AUTH from thousands of loopback addresses,
+ * floods the unauthenticated pool with silent connections, holds more
+ * idle connections than the daemon has descriptors and drips bytes into
+ * /metrics, for max(BENCH_SECONDS, 10) s (2 s and fewer attackers in
+ * smoke), while a legitimate client per transport (TCP, TLS, Unix)
+ * connects, AUTHs and locks every 100 ms and a scraper GETs /metrics
+ * every 500 ms; targets: 99 % of each transport's attempts admitted
+ * within 1 s, 99 % of the scrapes answered 200, checked guesses within
+ * daemon/authlimit.h's bounds.  It fails (both modes) only without a
+ * result.  BENCH_HOSTILE_ATTACKS=guess,pool,fds,slowloris runs some of
+ * the attacks only.
+ *
  * Then the resource rows, each against a fresh daemon (stopped and
  * started again, so that its RSS owes nothing to the earlier rows; the
  * masters stay), measured on the daemon process from /proc/<pid>:
@@ -150,6 +166,8 @@
  * (default: redlock-noisy beside redlock-bench), BENCH_UNIX=1 (talk
  * to the daemon over its Unix socket instead of TCP), BENCH_PEER=0 (skip
  * the peer rows), BENCH_PEER_DIR, BENCH_ONLY=noisy (the noisy-neighbour rows alone),
+ * BENCH_ONLY=hostile (the hostile row alone), REDLOCK_HOSTILE_BIN,
+ * BENCH_HOSTILE_ATTACKS,
  * BENCH_ONLY=list (the list-cpu rows
  * alone, on masters of their own).  Run from the source tree's root.
  * Exit status: 0, or 1 when the setup failed, a run (peer rows
@@ -1953,6 +1971,321 @@ runbench_noisy_targets(void)
                   runbench_nf(n, "flood_probe_errors"), "<=", 0);
 }
 
+/* ---- the hostile row ---- */
+
+#define RUNBENCH_HOSTILE_NOFILE     512     /* the daemon's RLIMIT_NOFILE, soft and hard */
+#define RUNBENCH_HOSTILE_PASSWORD   "bench-hostile-Zq7t2Lw9"   /* auth.password */
+#define RUNBENCH_HOSTILE_MIN_S      10.0    /* shortest attack (full run) */
+#define RUNBENCH_HOSTILE_SMOKE_S    "2"     /* the attack in --smoke */
+#define RUNBENCH_HOSTILE_EXIT_MS    60000   /* beyond the attack, the run's deadline to exit */
+#define RUNBENCH_HOSTILE_PCT        99.0    /* target: % admitted within 1 s, each transport */
+#define RUNBENCH_HOSTILE_GROUP_BURST 10.0   /* daemon/authlimit.h: AUTHLIMIT_BURST */
+#define RUNBENCH_HOSTILE_GROUP_RATE  1.0    /* a group's refill, a second */
+#define RUNBENCH_HOSTILE_ALL_BURST  100.0   /* AUTHLIMIT_DAEMON_BURST */
+#define RUNBENCH_HOSTILE_ALL_RATE   100.0   /* the daemon's refill, a second */
+
+/* The hostile row (build/redlock-hostile, tests/bench/hostile_bench.c) and what it printed. */
+static struct {
+    bool        ran;                /* a result line was read */
+    char        json[8192];         /* the result line */
+    long long   log_lines;          /* lines the daemon logged during the run */
+    char        attacks[64];        /* --attacks */
+} runbench_hostile_row;
+
+/* A number of the hostile row's result line; -1 when absent. */
+static double
+runbench_hf(const char *key)
+{
+    return runbench_field(runbench_hostile_row.json, key);
+}
+
+/* build/redlock-hostile: REDLOCK_HOSTILE_BIN, or beside redlock-bench. */
+static const char *
+runbench_hostile_bin(char *path, size_t size, const char *bin)
+{
+    const char *env = getenv("REDLOCK_HOSTILE_BIN"), *slash = strrchr(bin, '/');
+
+    if (env != NULL && env[0] != '\0') {
+        snprintf(path, size, "%s", env);
+    } else if (slash != NULL) {
+        snprintf(path, size, "%.*s/redlock-hostile", (int)(slash - bin), bin);
+    } else {
+        snprintf(path, size, "./build/redlock-hostile");
+    }
+    return path;
+}
+
+/*
+ * The hostile row: a fresh daemon with auth.password, listen.tls (the
+ * certificates of tests/tls/make-certs.sh, made in <dir>/hostile-certs),
+ * the Unix socket asking for AUTH too (auth.unix_exempt false), /metrics
+ * on a free port and RLIMIT_NOFILE RUNBENCH_HOSTILE_NOFILE; then
+ * redlock-hostile with every attack (BENCH_HOSTILE_ATTACKS may name
+ * fewer) for max(BENCH_SECONDS, 10) s (2 s and fewer attackers in
+ * smoke); the daemon is stopped after it.  Returns false when the row
+ * could not run (no daemon, no result); its figures are judged only
+ * against the targets.
+ */
+static bool
+runbench_hostile(const char *bin, const char *seconds, bool smoke)
+{
+    struct h_daemon_opts o;
+    struct runbench_child child;
+    const char *only = getenv("BENCH_HOSTILE_ATTACKS");
+    char certs[4096], cmd[8192 + 64], ca[4200], crt[4200], key[4200], target[64], tls[64];
+    char mport[16], attack_s[32], fdn[16], out[4096], line[sizeof(runbench_hostile_row.json)];
+    const char *argv[48];
+    size_t k = 0;
+    off_t off;
+    FILE *f;
+    int status, code;
+
+    snprintf(runbench_hostile_row.attacks, sizeof(runbench_hostile_row.attacks), "%s",
+             only != NULL && only[0] != '\0' ? only : "all");
+    snprintf(attack_s, sizeof(attack_s), "%g", smoke ? atof(RUNBENCH_HOSTILE_SMOKE_S)
+             : atof(seconds) > RUNBENCH_HOSTILE_MIN_S ? atof(seconds) : RUNBENCH_HOSTILE_MIN_S);
+    fprintf(stderr, "run_bench: hostile (%s s of attacks: %s; fresh daemon, RLIMIT_NOFILE %d)\n",
+            attack_s, runbench_hostile_row.attacks, RUNBENCH_HOSTILE_NOFILE);
+    snprintf(certs, sizeof(certs), "%s/hostile-certs", h_dir());
+    snprintf(cmd, sizeof(cmd), "sh %s '%s' >'%s/hostile-certs.log' 2>&1", RUNBENCH_MAKE_CERTS,
+             certs, h_dir());
+    status = system(cmd);
+    if (status == -1 || !WIFEXITED(status) || WEXITSTATUS(status) != 0) {
+        fprintf(stderr, "run_bench: hostile: %s failed (run from the source tree's root; see "
+                "%s/hostile-certs.log)\n", RUNBENCH_MAKE_CERTS, h_dir());
+        return false;
+    }
+    snprintf(ca, sizeof(ca), "%s/ca.crt", certs);
+    snprintf(crt, sizeof(crt), "%s/server.crt", certs);
+    snprintf(key, sizeof(key), "%s/server.key", certs);
+    if (h_daemon_pid() > 0) {
+        (void)h_stop_daemon();
+    }
+    memset(&o, 0, sizeof(o));
+    o.log_level = "warn";
+    o.auth_password = RUNBENCH_HOSTILE_PASSWORD;
+    o.auth_unix_required = true;
+    o.metrics_port = h_free_port();
+    o.tls_cert_file = crt;
+    o.tls_key_file = key;
+    o.nofile = RUNBENCH_HOSTILE_NOFILE;
+    if (o.metrics_port <= 0 || h_start_daemon(&o) != 0) {
+        fprintf(stderr, "run_bench: hostile: could not start a fresh daemon\n");
+        return false;
+    }
+    off = h_log_size();
+    snprintf(target, sizeof(target), "127.0.0.1:%d", h_daemon_port());
+    snprintf(tls, sizeof(tls), "127.0.0.1:%d", h_daemon_tls_port());
+    snprintf(mport, sizeof(mport), "%d", o.metrics_port);
+    /* Idle connections: more than the daemon's descriptors. */
+    snprintf(fdn, sizeof(fdn), "%d", RUNBENCH_HOSTILE_NOFILE + (smoke ? 50 : 100));
+    snprintf(out, sizeof(out), "%s/bench-hostile.out", h_dir());
+    argv[k++] = bin;
+    argv[k++] = "--target";
+    argv[k++] = target;
+    argv[k++] = "--tls-target";
+    argv[k++] = tls;
+    argv[k++] = "--tls-ca";
+    argv[k++] = ca;
+    argv[k++] = "--unix";
+    argv[k++] = h_daemon_unix_path();
+    argv[k++] = "--metrics-port";
+    argv[k++] = mport;
+    argv[k++] = "--password";
+    argv[k++] = RUNBENCH_HOSTILE_PASSWORD;
+    argv[k++] = "--attack-s";
+    argv[k++] = attack_s;
+    argv[k++] = "--attacks";
+    argv[k++] = runbench_hostile_row.attacks;
+    argv[k++] = "--fd-conns";
+    argv[k++] = fdn;
+    if (smoke) {
+        argv[k++] = "--guess-conns";
+        argv[k++] = "50";
+        argv[k++] = "--guess-addrs";
+        argv[k++] = "500";
+        argv[k++] = "--pool-conns";
+        argv[k++] = "16";
+        argv[k++] = "--slow-conns";
+        argv[k++] = "10";
+    }
+    argv[k] = NULL;
+    memset(&child, 0, sizeof(child));
+    child.out = out;
+    child.pid = h_spawn(argv, out);
+    if (child.pid < 0) {
+        (void)h_stop_daemon();
+        return false;
+    }
+    if (!h_wait_until(runbench_reaped, &child,
+                      (int64_t)(atof(attack_s) * 1000) + RUNBENCH_HOSTILE_EXIT_MS)) {
+        fprintf(stderr, "run_bench: hostile: redlock-hostile did not end in time\n");
+        runbench_child_end(&child);
+    }
+    code = h_decode_status(child.status);
+    runbench_hostile_row.log_lines = runbench_log_count(off, "");
+    f = fopen(out, "r");
+    while (f != NULL && fgets(line, sizeof(line), f) != NULL) {
+        if (strncmp(line, "{\"mode\":\"hostile\"", 17) == 0) {
+            line[strcspn(line, "\n")] = '\0';
+            snprintf(runbench_hostile_row.json, sizeof(runbench_hostile_row.json), "%s", line);
+            runbench_hostile_row.ran = true;
+        } else {
+            fprintf(stderr, "  (hostile) %s", line);
+        }
+    }
+    if (f != NULL) {
+        fclose(f);
+    }
+    if (code != 0 || !runbench_hostile_row.ran) {
+        fprintf(stderr, "run_bench: hostile: redlock-hostile exited with %d%s\n", code,
+                runbench_hostile_row.ran ? "" : " and printed no result");
+        runbench_hostile_row.ran = false;
+        h_print_daemon_log_tail(20);
+        (void)h_stop_daemon();
+        return false;
+    }
+    printf("%s\n", runbench_hostile_row.json);
+    (void)h_stop_daemon();
+    return true;
+}
+
+/* % of a count over another (0 without the second). */
+static double
+runbench_pct(double part, double whole)
+{
+    return whole > 0 ? 100.0 * part / whole : 0;
+}
+
+/* The checked guesses the bounds allow over s seconds: one group's, and the daemon's. */
+static double
+runbench_hostile_bound(double s, bool daemon_wide)
+{
+    return daemon_wide ? RUNBENCH_HOSTILE_ALL_BURST + RUNBENCH_HOSTILE_ALL_RATE * s
+                       : RUNBENCH_HOSTILE_GROUP_BURST + RUNBENCH_HOSTILE_GROUP_RATE * s;
+}
+
+/* The hostile table: each transport's admissions and latency, the scrapes, the attacks. */
+static void
+runbench_hostile_table(void)
+{
+    static const char *const ts[] = { "tcp", "tls", "unix" };
+    char key[64];
+    double s = runbench_hf("attack_s"), att, adm, first;
+    size_t i;
+
+    if (!runbench_hostile_row.ran) {
+        printf("\nhostile: %s\n", "(failed: no result)");
+        return;
+    }
+    printf("\nhostile (a fresh daemon: auth.password, listen.tls, the Unix socket with AUTH, "
+           "/metrics,\nRLIMIT_NOFILE %d; attacks %s for %.1f s; a legitimate client per "
+           "transport every %.0f ms,\nTCP and TLS from 127.0.0.1, started before the attacks; "
+           "admitted: AUTH and LOCK answered OK;\nlatency: connect to the LOCK's OK, us; "
+           "attempts started during the attacks)\n", RUNBENCH_HOSTILE_NOFILE,
+           runbench_hostile_row.attacks, s, runbench_hf("interval_ms"));
+    printf("  %-9s %8s %10s %11s %9s %9s %9s %9s  %s\n", "transport", "attempts", "admitted %",
+           "within 1s %", "p50", "p99", "max", "first", "not admitted: why");
+    for (i = 0; i < 3; i++) {
+        snprintf(key, sizeof(key), "%s_attempts", ts[i]);
+        att = runbench_hf(key);
+        snprintf(key, sizeof(key), "%s_admitted", ts[i]);
+        adm = runbench_hf(key);
+        snprintf(key, sizeof(key), "%s_first_us", ts[i]);
+        first = runbench_hf(key);
+        printf("  %-9s %8.0f %10.1f", ts[i], att, runbench_pct(adm, att));
+        snprintf(key, sizeof(key), "%s_within_1s", ts[i]);
+        printf(" %11.1f", runbench_pct(runbench_hf(key), att));
+        snprintf(key, sizeof(key), "%s_p50_us", ts[i]);
+        printf(" %9.0f", runbench_hf(key));
+        snprintf(key, sizeof(key), "%s_p99_us", ts[i]);
+        printf(" %9.0f", runbench_hf(key));
+        snprintf(key, sizeof(key), "%s_max_us", ts[i]);
+        printf(" %9.0f", runbench_hf(key));
+        if (first >= 0) {
+            printf(" %9.0f ", first);
+        } else {
+            printf(" %9s ", "refused");
+        }
+        {
+            static const char *const why[] = { "connect", "tls", "auth", "lock", "closed",
+                                               "timeout" };
+            size_t j;
+            bool any = false;
+
+            for (j = 0; j < sizeof(why) / sizeof(why[0]); j++) {
+                snprintf(key, sizeof(key), "%s_fail_%s", ts[i], why[j]);
+                if (runbench_hf(key) > 0) {
+                    printf(" %s %.0f", why[j], runbench_hf(key));
+                    any = true;
+                }
+            }
+            printf("%s\n", any ? "" : " -");
+        }
+    }
+    printf("  (first: the very first attempt, %.0f ms before the attacks began; every attempt "
+           "before them:\n  tcp %.0f of %.0f admitted, tls %.0f of %.0f, unix %.0f of %.0f)\n",
+           1000.0, runbench_hf("tcp_lead_admitted"), runbench_hf("tcp_lead_attempts"),
+           runbench_hf("tls_lead_admitted"), runbench_hf("tls_lead_attempts"),
+           runbench_hf("unix_lead_admitted"), runbench_hf("unix_lead_attempts"));
+    printf("  /metrics scrapes every 500 ms: %.0f, answered 200: %.0f (%.1f %%), slowest 200 "
+           "%.1f ms\n", runbench_hf("scrapes"), runbench_hf("scrapes_ok"),
+           runbench_pct(runbench_hf("scrapes_ok"), runbench_hf("scrapes")),
+           runbench_hf("scrape_max_us") / 1000.0);
+    printf("  guessing: %.0f connections at once from %.0f addresses of 127/8 (one address "
+           "group);\n    %.0f AUTHs sent, %.0f answered wrong password, %.0f closed without an "
+           "answer\n", runbench_hf("guess_conns"), runbench_hf("guess_addrs"),
+           runbench_hf("guesses_sent"), runbench_hf("guesses_wrong"),
+           runbench_hf("guesses_closed"));
+    printf("    checked (STATS auth_failures): %.0f, %.1f a second; bounds over %.1f s: one "
+           "group %.0f\n    (10 at once + 1/s), daemon-wide %.0f (100 at once + 100/s)\n",
+           runbench_hf("auth_failures"), s > 0 ? runbench_hf("auth_failures") / s : 0, s,
+           runbench_hostile_bound(s, false), runbench_hostile_bound(s, true));
+    printf("  pool flood: %.0f silent connections from each of %.0f addresses, %.0f opened in "
+           "all;\n  idle connections: %.0f (daemon RLIMIT_NOFILE %d), %.0f opened; slowloris: "
+           "%.0f on /metrics,\n  %.0f opened; the most attack connections open at once %.0f; "
+           "connects failed %.0f\n", runbench_hf("pool_conns"), runbench_hf("pool_addrs"),
+           runbench_hf("pool_opened"), runbench_hf("fd_conns"), RUNBENCH_HOSTILE_NOFILE,
+           runbench_hf("fd_opened"), runbench_hf("slow_conns"), runbench_hf("slow_opened"),
+           runbench_hf("max_open"), runbench_hf("connect_failed"));
+    printf("  STATS deltas: unauthenticated_evicted %.0f, auth_held %.0f, rejected_clients "
+           "%.0f,\n  metrics_rejected %.0f, metrics_timed_out %.0f; daemon log lines %lld\n",
+           runbench_hf("unauthenticated_evicted"), runbench_hf("auth_held"),
+           runbench_hf("rejected_clients"), runbench_hf("metrics_rejected"),
+           runbench_hf("metrics_timed_out"), runbench_hostile_row.log_lines);
+}
+
+/* The hostile row's targets. */
+static void
+runbench_hostile_targets(void)
+{
+    static const char *const ts[] = { "tcp", "tls", "unix" };
+    char key[64], what[64];
+    bool have = runbench_hostile_row.ran;
+    double s = runbench_hf("attack_s");
+    size_t i;
+
+    for (i = 0; i < 3; i++) {
+        snprintf(key, sizeof(key), "%s_attempts", ts[i]);
+        double att = runbench_hf(key);
+
+        snprintf(key, sizeof(key), "%s_within_1s", ts[i]);
+        snprintf(what, sizeof(what), "hostile %s: %% admitted within 1 s", ts[i]);
+        runbench_goal(what, have && att > 0, runbench_pct(runbench_hf(key), att), ">=",
+                      RUNBENCH_HOSTILE_PCT);
+    }
+    runbench_goal("hostile /metrics scrapes answered 200 %", have && runbench_hf("scrapes") > 0,
+                  runbench_pct(runbench_hf("scrapes_ok"), runbench_hf("scrapes")), ">=",
+                  RUNBENCH_HOSTILE_PCT);
+    runbench_goal("hostile checked guesses, one group (127/8)", have
+                  && runbench_hf("auth_failures") >= 0, runbench_hf("auth_failures"), "<=",
+                  runbench_hostile_bound(s, false));
+    runbench_goal("hostile checked guesses/s, daemon-wide", have
+                  && runbench_hf("auth_failures") >= 0 && s > 0,
+                  runbench_hf("auth_failures") / s, "<=",
+                  runbench_hostile_bound(s, true) / s);
+}
+
 /*
  * The measurements, then (not in a smoke run, whose 1 s runs and small
  * hold counts say nothing about them) the targets.
@@ -2027,6 +2360,7 @@ runbench_table(const char *seconds, bool smoke)
     runbench_release_row(cnt);
     runbench_list_table(seconds);
     runbench_noisy_table();
+    runbench_hostile_table();
     if (smoke) {
         printf("\ntargets: not judged in a smoke run (make bench judges them)\n");
         return;
@@ -2096,6 +2430,7 @@ runbench_table(const char *seconds, bool smoke)
     runbench_list_target();
     runbench_peer_targets();
     runbench_noisy_targets();
+    runbench_hostile_targets();
 }
 
 /* Judge one run of the table: false (with a message) when it failed. */
@@ -2501,7 +2836,7 @@ main(int argc, char **argv)
     const char *bin = getenv("REDLOCK_BENCH_BIN"), *env = getenv("BENCH_SECONDS");
     const char *unix_env = getenv("BENCH_UNIX"), *only = getenv("BENCH_ONLY");
     char masters[H_MASTERS_MAX * 24], target[4096], seconds[32], peer_dir[4096];
-    char noisy_bin[4096];
+    char noisy_bin[4096], hostile_bin[4096];
     bool smoke = false, good = true, use_unix;
     int64_t window_ms;
     size_t i, len = 0;
@@ -2577,6 +2912,19 @@ main(int argc, char **argv)
         }
         return good ? 0 : 1;
     }
+    if (only != NULL && strcmp(only, "hostile") == 0) {
+        /* The hostile row alone (on a daemon of its own). */
+        good = runbench_hostile(runbench_hostile_bin(hostile_bin, sizeof(hostile_bin), bin),
+                                seconds, smoke);
+        h_end();
+        h_suite_cleanup();
+        runbench_hostile_table();
+        if (!smoke) {
+            printf("\ntargets (report only)%36s   target\n", "value");
+            runbench_hostile_targets();
+        }
+        return good ? 0 : 1;
+    }
     for (i = 0; i < RUNBENCH_NRUNS; i++) {
         runbench_one(&runbench_runs[i], bin,
                      smoke && runbench_runs[i].smoke_seconds != NULL
@@ -2601,6 +2949,10 @@ main(int argc, char **argv)
     }
     runbench_idle_measure(smoke ? RUNBENCH_SMOKE_IDLE_MS : RUNBENCH_IDLE_MS);
     if (!runbench_noisy(runbench_noisy_bin(noisy_bin, sizeof(noisy_bin), bin), seconds, smoke)) {
+        good = false;
+    }
+    if (!runbench_hostile(runbench_hostile_bin(hostile_bin, sizeof(hostile_bin), bin), seconds,
+                          smoke)) {
         good = false;
     }
     if (!runbench_hold_one(&runbench_session, bin, use_unix, window_ms)) {
@@ -2632,7 +2984,7 @@ main(int argc, char **argv)
         if (good) {
             printf("\nbench-smoke: every mode ran, with pairs and no errors; every hold run held "
                    "all its locks, renewals ok; counted and shared holds within their kinds; "
-                   "the TLS rows ran; the peer rows %s\n",
+                   "the TLS rows and the hostile row ran; the peer rows %s\n",
                    runbench_peers_ran ? "ran" : "were skipped");
         } else {
             printf("\nbench-smoke: FAILED\n");
