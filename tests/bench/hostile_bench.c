@@ -56,8 +56,9 @@
  * password, guesses_closed, pool_opened, fd_opened, slow_opened,
  * connect_failed); the STATS deltas (auth_failures, auth_held,
  * unauthenticated_evicted, rejected_clients, metrics_rejected,
- * metrics_timed_out) and guess_groups (address groups the guesses came
- * from: 1, 127/8).
+ * metrics_timed_out), stats_window_s (from the STATS before to the one
+ * after: the window of those deltas) and guess_groups (address groups
+ * the guesses came from: 1, 127/8).
  *
  * Exit status: 0 when the run happened (its figures may miss their
  * targets), 1 when it could not (no STATS before the attacks, no
@@ -320,7 +321,7 @@ hostile_scrape_one(void)
     bool lead = client_now_ms() < hb.attack_start_ms || hb.attack_start_ms == 0;
     bool ok = false;
     enum client_read r;
-    char addr[64];
+    char addr[64], status[96] = "";
 
     snprintf(addr, sizeof(addr), "127.0.0.1:%d", hb.metrics_port);
     snprintf(req, sizeof(req), "GET /metrics HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close"
@@ -329,6 +330,7 @@ hostile_scrape_one(void)
     if (client_connect_tcp(&c, addr, deadline) == 0
         && client_write(&c, req, strlen(req), deadline) == 0
         && client_read_line(&c, deadline) == CLIENT_LINE) {
+        snprintf(status, sizeof(status), "%.80s", c.line);
         ok = strncmp(c.line, "HTTP/1.1 200", 12) == 0 || strncmp(c.line, "HTTP/1.0 200", 12) == 0;
         /* the body, to its end */
         while (ok && (r = client_read_line(&c, deadline)) == CLIENT_LINE) {
@@ -338,7 +340,7 @@ hostile_scrape_one(void)
         }
     }
     if (!ok) {
-        snprintf(hs.last_err, sizeof(hs.last_err), "%.150s", c.err[0] != '\0' ? c.err : c.line);
+        snprintf(hs.last_err, sizeof(hs.last_err), "%.150s", status[0] != '\0' ? status : c.err);
     }
     client_close(&c);
     us = hostile_now_us() - t0;
@@ -793,6 +795,7 @@ main(int argc, char **argv)
     pthread_t scraper;
     struct rlimit rl;
     long long before[HOSTILE_NSTATS], after[HOSTILE_NSTATS];
+    int64_t stats0_ms, stats1_ms;
     char host[64], port[16];
     bool have_after;
     int ch, i;
@@ -880,6 +883,7 @@ main(int argc, char **argv)
         return 1;
     }
     hostile_sleep_until(client_now_ms() + hb.lead_ms);
+    stats0_ms = client_now_ms();
     if (hostile_stats(before) != 0) {
         fprintf(stderr, "redlock-hostile: no STATS before the attacks\n");
         atomic_store(&hb.stop, true);
@@ -896,6 +900,7 @@ main(int argc, char **argv)
     pthread_join(scraper, NULL);
     hostile_sleep_until(hb.attack_end_ms + hb.settle_ms);
     have_after = hostile_stats(after) == 0;
+    stats1_ms = client_now_ms();
     printf("{\"mode\":\"hostile\",\"attack_s\":%.3f,\"interval_ms\":%lld,\"attacks\":\"%s%s%s%s\"",
            (double)(hb.attack_end_ms - hb.attack_start_ms) / 1000.0, (long long)hb.interval_ms,
            hb.on[HOSTILE_GUESS] ? "guess," : "", hb.on[HOSTILE_POOL] ? "pool," : "",
@@ -922,7 +927,8 @@ main(int argc, char **argv)
         printf(",\"%s\":%lld", hostile_stat_names[i],
                have_after && before[i] >= 0 && after[i] >= 0 ? after[i] - before[i] : -1LL);
     }
-    printf(",\"stats_after\":%s}\n", have_after ? "true" : "false");
+    printf(",\"stats_window_s\":%.3f,\"stats_after\":%s}\n",
+           (double)(stats1_ms - stats0_ms) / 1000.0, have_after ? "true" : "false");
     for (i = 0; i < HOSTILE_NT; i++) {
         free(legit[i].a);
     }
