@@ -3,12 +3,14 @@
  * authentication.
  */
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "conf/conf.h"
 #include "daemon/admit.h"
 #include "daemon/authlimit.h"
+#include "daemon/fdbudget.h"
 
 #define ADMIT_BUCKETS 4096          /* source hash table; chains are short */
 
@@ -26,11 +28,33 @@ static size_t               admit_held;         /* slots taken */
 static size_t               admit_net;          /* of those, by TCP/TLS connections */
 static size_t               admit_pending;      /* unauthenticated TCP/TLS connections */
 static struct admit_source *admit_table[ADMIT_BUCKETS];
+static size_t               admit_fd_slots = SIZE_MAX; /* what the descriptor limit leaves */
+static char                 admit_fd_why[160];  /* refusal naming the descriptor limit */
+static char                 admit_fd_why_net[224]; /* the same, for TCP/TLS past the reserve */
 
 void
 admit_set_conf(const struct conf *conf)
 {
     admit_conf = conf;
+}
+
+void
+admit_set_fd_slots(size_t slots, uint64_t limit)
+{
+    admit_fd_slots = slots;
+    snprintf(admit_fd_why, sizeof(admit_fd_why),
+             "too many clients (descriptor limit %llu: raise LimitNOFILE= or lower "
+             "limits.max_clients)", (unsigned long long)limit);
+    snprintf(admit_fd_why_net, sizeof(admit_fd_why_net),
+             "too many clients (descriptor limit %llu; limits.unix_reserved of the slots it "
+             "leaves are kept for the Unix socket: raise LimitNOFILE= or lower "
+             "limits.max_clients)", (unsigned long long)limit);
+}
+
+bool
+admit_is_fd_refusal(const char *why)
+{
+    return why == admit_fd_why || why == admit_fd_why_net;
 }
 
 void
@@ -102,18 +126,21 @@ admit_enter(struct admit_slot *slot, const char *source, bool is_unix, bool is_t
 {
     const struct conf *c = admit_conf;
     size_t slots = (size_t)c->max_clients;
+    bool by_fds = admit_fd_slots < slots;   /* the descriptor limit leaves fewer */
     bool pending = is_tls || admit_needs_auth(is_unix);
     struct admit_source *src;
 
-    if (admit_held >= slots) {
-        return "too many clients (limits.max_clients)";
+    if (by_fds) {
+        slots = admit_fd_slots;
     }
-    if (!is_unix && admit_unix
-        && admit_net + (size_t)(c->unix_reserved < c->max_clients ? c->unix_reserved
-                                                                   : c->max_clients - 1)
-           >= slots) {
-        return "too many clients (limits.max_clients; limits.unix_reserved of them are "
-               "kept for the Unix socket)";
+    if (admit_held >= slots) {
+        return by_fds ? admit_fd_why : "too many clients (limits.max_clients)";
+    }
+    if (!is_unix
+        && admit_net >= fdbudget_net_slots(slots, (size_t)c->unix_reserved, admit_unix)) {
+        return by_fds ? admit_fd_why_net
+                      : "too many clients (limits.max_clients; limits.unix_reserved of them "
+                        "are kept for the Unix socket)";
     }
     if (is_unix) {
         slot->source = NULL;
