@@ -26,6 +26,11 @@ struct stats {
     uint64_t connections;        /* session: open now */
     uint64_t connections_total;  /* session: accepted since start */
     uint64_t rejected_clients;   /* listener: refused by max_clients */
+    uint64_t rejected_descriptors; /* listener: of those, for the descriptor limit (past the
+                                      client slots it leaves, or out of descriptors and
+                                      refused from the spare one; /metrics' too) */
+    uint64_t client_slots;       /* listener: client slots in effect: limits.max_clients,
+                                    or fewer when the descriptor limit leaves fewer */
     uint64_t accept_failures;    /* listener: accept(2) failed (out of descriptors:
                                     accepting paused) */
     uint64_t auth_failures;      /* session: wrong AUTH passwords */
