@@ -81,6 +81,9 @@
     ROW(metrics_rejected, "redlockd_metrics_rejected_total", NULL, NULL, COUNTER, NUMBER,          \
         stats.metrics_rejected,                                                                    \
         "/metrics connections refused because of metrics.max_connections.")                       \
+    ROW(metrics_evicted, "redlockd_metrics_evicted_total", NULL, NULL, COUNTER, NUMBER,            \
+        stats.metrics_evicted,                                                                     \
+        "Slow /metrics connections closed to make room for new ones.")                            \
     ROW(metrics_timed_out, "redlockd_metrics_timed_out_total", NULL, NULL, COUNTER, NUMBER,        \
         stats.metrics_timed_out,                                                                   \
         "/metrics connections closed because a request was not answered within "                   \

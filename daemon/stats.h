@@ -39,7 +39,9 @@ struct stats {
     uint64_t clients_timed_out;  /* session: request line not finished in time */
     uint64_t clients_closed_output; /* session: replies not read, or too many */
     uint64_t metrics_rejected;   /* metrics: /metrics connections refused by
-                                    metrics.max_connections */
+                                    metrics.max_connections (none to evict) */
+    uint64_t metrics_evicted;    /* metrics: slow /metrics connections closed to
+                                    make room for a new one */
     uint64_t metrics_timed_out;  /* metrics: /metrics connections closed at
                                     metrics.request_timeout_ms */
     uint64_t labels_truncated;   /* session: default holder labels cut to 64 bytes */
