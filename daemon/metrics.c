@@ -56,6 +56,7 @@
  * and past that, evhttp would take a reply as written once the filter
  * had passed it on, and shut the socket before the bytes left.
  */
+#include <arpa/inet.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -73,6 +74,7 @@
 #include <event2/util.h>
 
 #include "conf/conf.h"
+#include "daemon/authlimit.h"
 #include "daemon/layout.h"
 #include "daemon/listener.h"
 #include "daemon/log.h"
@@ -97,13 +99,9 @@ static const char metrics_busy[] =
     "\r\n"
     "too many connections to /metrics: retry\n";
 
-/*
- * A connection's address group (metrics_group_of): the family and the
- * leading bytes that name the group, the rest zero.
- */
+/* A connection's address group (metrics_group_of), as authlimit_group() writes it. */
 struct metrics_group_key {
-    uint8_t family;         /* 4, 6, or 0 for an unknown peer (all one group) */
-    uint8_t prefix[8];      /* IPv4: 3 bytes (127/8: 1); IPv6: 8 */
+    char text[AUTHLIMIT_SOURCE_MAX];    /* "" for a peer that cannot be read (one group) */
 };
 
 /* One address group with counted connections (metrics_groups). */
@@ -373,39 +371,34 @@ metrics_log_closes(void)
 }
 
 /*
- * The address group of the peer of socket fd into *key: an IPv4 /24
- * (127/8 whole), an IPv6 /64, an IPv4-mapped IPv6 address as IPv4.  A
- * peer that cannot be read, or of another family, is family 0.
+ * The address group of the peer of socket fd into *key, by the rule of
+ * AUTH and the client slots (authlimit_group): an IPv4 /24 (127/8
+ * whole), an IPv6 /64, an IPv4-mapped IPv6 address as IPv4.  A peer that
+ * cannot be read, or of another family, is the group "".
  */
 static void
 metrics_group_of(int fd, struct metrics_group_key *key)
 {
-    static const uint8_t mapped[12] = { 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff };
     struct sockaddr_storage ss;
     socklen_t len = sizeof(ss);
-    const uint8_t *v4 = NULL;
+    char host[INET6_ADDRSTRLEN], peer[INET6_ADDRSTRLEN + 8];
 
     memset(key, 0, sizeof(*key));
     if (fd < 0 || getpeername(fd, (struct sockaddr *)&ss, &len) != 0) {
         return;
     }
-    if (ss.ss_family == AF_INET) {
-        v4 = (const uint8_t *)&((const struct sockaddr_in *)&ss)->sin_addr;
-    } else if (ss.ss_family == AF_INET6) {
-        const uint8_t *a = ((const struct sockaddr_in6 *)&ss)->sin6_addr.s6_addr;
-
-        if (memcmp(a, mapped, sizeof(mapped)) == 0) {
-            v4 = a + 12;
-        } else {
-            key->family = 6;
-            memcpy(key->prefix, a, 8);
-            return;
-        }
+    if (ss.ss_family == AF_INET
+        && inet_ntop(AF_INET, &((const struct sockaddr_in *)&ss)->sin_addr, host,
+                     sizeof(host)) != NULL) {
+        snprintf(peer, sizeof(peer), "%s:0", host);
+    } else if (ss.ss_family == AF_INET6
+               && inet_ntop(AF_INET6, &((const struct sockaddr_in6 *)&ss)->sin6_addr, host,
+                            sizeof(host)) != NULL) {
+        snprintf(peer, sizeof(peer), "[%s]:0", host);
     } else {
         return;
     }
-    key->family = 4;
-    memcpy(key->prefix, v4, v4[0] == 127 ? 1 : 3);
+    authlimit_group(peer, key->text, sizeof(key->text));
 }
 
 /* The group of key, made (with no connection) when there is none; NULL: no memory. */
