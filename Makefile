@@ -192,7 +192,8 @@ $(B)/check_readq: $(B)/obj/tests/check_readq.o $(B)/obj/daemon/readq.o $(B)/obj/
 $(B)/check_layout: $(B)/obj/tests/check_layout.o $(B)/obj/daemon/layout.o $(B)/obj/daemon/log.o \
                    $(B)/obj/daemon/util.o
 $(B)/check_admit: $(B)/obj/tests/check_admit.o $(B)/obj/daemon/admit.o \
-                  $(B)/obj/daemon/authlimit.o $(B)/obj/daemon/keyhash.o $(B)/obj/daemon/log.o \
+                  $(B)/obj/daemon/authlimit.o $(B)/obj/daemon/keyhash.o $(B)/obj/daemon/fdbudget.o \
+                  $(B)/obj/daemon/log.o \
                   $(B)/obj/daemon/util.o
 $(B)/check_redlock: $(B)/obj/tests/check_redlock.o $(LIB_OBJ)
 # The lease state machine without Redis: the engine's I/O is replaced by

@@ -44,7 +44,10 @@
  *      --limit, REDLOCK_PERMIT=I names the permit held (fences order the
  *      holders of one permit); otherwise it is removed too.
  *      $REDLOCKD_PASSWORD and $REDLOCKD_ADMIN_PASSWORD are removed: COMMAND
- *      gets no secret (a nested redlockctl must be given it again).  COMMAND is
+ *      gets no secret (a nested redlockctl must be given it again).  They
+ *      were removed at the start, their values overwritten in the block
+ *      /proc/<pid>/environ shows, so that COMMAND (same user) cannot read
+ *      them from redlockctl's either (ctl_scrub_secret()).  COMMAND is
  *      run with execvp(), never through a shell; -c STRING runs
  *      /bin/sh -c STRING.  It gets the signal mask redlockctl started with
  *      and PR_SET_PDEATHSIG(SIGKILL): if redlockctl dies (SIGKILL, OOM), its
@@ -170,7 +173,10 @@ static const struct {
     { "ping",   CTL_MODE_PING,   0, 0, "ping" },
 };
 
-/* The command line, after parsing; strings point into argv or environ. */
+/*
+ * The command line, after parsing; strings point into argv or environ,
+ * but for the password (ctl_password).
+ */
 struct ctl_opts {
     enum ctl_mode   mode;           /* what to do */
     const char     *unix_path;      /* Unix socket to use, or NULL */
@@ -198,6 +204,36 @@ struct ctl_opts {
     struct client_tls_opts tls_opts; /* --cacert, --cert, --key (NULL: not given) */
     const char     *tls_why;        /* the option that turned TLS on, for messages */
 };
+
+/*
+ * The password sent with AUTH, copied out of the environment (at most
+ * PROTO_WORD_MAX bytes: client_word_ok() checked it).
+ */
+static char ctl_password[PROTO_WORD_MAX + 1];
+
+/*
+ * Remove the variable name from the environment, and first overwrite its
+ * value with NUL bytes where it lies: the block the kernel placed on the
+ * stack at exec, which /proc/<pid>/environ (and ps e) shows to every
+ * process of the same user for as long as this one runs, COMMAND among
+ * them.  unsetenv(3) alone only drops the pointer to it.  Every entry
+ * "name=..." is overwritten (an environment may hold one twice); called
+ * before anything has changed the environment, so that its strings are
+ * still the kernel's.  The value's length stays visible.
+ */
+static void
+ctl_scrub_secret(const char *name)
+{
+    size_t len = strlen(name);
+    char **e;
+
+    for (e = environ; e != NULL && *e != NULL; e++) {
+        if (strncmp(*e, name, len) == 0 && (*e)[len] == '=') {
+            memset(*e + len + 1, '\0', strlen(*e + len + 1));
+        }
+    }
+    (void)unsetenv(name);
+}
 
 /* What a grant carried, for COMMAND's environment. */
 struct ctl_grant {
@@ -958,8 +994,11 @@ ctl_parse(int argc, char **argv, struct ctl_opts *o)
             ctl_usage_fail("%s must be 1..%d printable characters without spaces",
                            o->password_var, PROTO_WORD_MAX);
         }
-        o->password = env;
+        snprintf(ctl_password, sizeof(ctl_password), "%s", env);
+        o->password = ctl_password;
     }
+    ctl_scrub_secret("REDLOCKD_PASSWORD");
+    ctl_scrub_secret("REDLOCKD_ADMIN_PASSWORD");
 }
 
 /* ---- subcommands ---- */
@@ -1451,9 +1490,8 @@ ctl_spawn(const struct ctl_opts *o, const struct ctl_grant *g, bool handover)
     }
     sigaction(SIGCHLD, &ctl_origchld, NULL);
     sigprocmask(SIG_SETMASK, &ctl_origmask, NULL);
-    /* COMMAND gets no password of ours: it would be one more place to leak it. */
-    if (unsetenv("REDLOCKD_PASSWORD") != 0 || unsetenv("REDLOCKD_ADMIN_PASSWORD") != 0
-        || setenv("REDLOCK_NAME", o->name, 1) != 0
+    /* The passwords left the environment at the start (ctl_scrub_secret()). */
+    if (setenv("REDLOCK_NAME", o->name, 1) != 0
         || (g->fence[0] != '\0' ? setenv("REDLOCK_FENCE", g->fence, 1)
                                 : unsetenv("REDLOCK_FENCE")) != 0
         || (g->permit[0] != '\0' ? setenv("REDLOCK_PERMIT", g->permit, 1)

@@ -4,6 +4,7 @@
  * makes room for a new one.
  */
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -11,8 +12,11 @@
 #include "daemon/admit.h"
 #include "daemon/authlimit.h"
 #include "daemon/keyhash.h"
+#include "daemon/fdbudget.h"
 
 #define ADMIT_BUCKETS 4096          /* group hash table; chains are short */
+#define ADMIT_SLOTS_FULL "closed to make room for a newer connection: every client slot " \
+                         "is taken, and this one had not authenticated"
 
 /* One address group with connections open; freed when its last one closes. */
 struct admit_group {
@@ -32,11 +36,33 @@ static size_t               admit_pending;      /* unauthenticated TCP/TLS conne
 static uint64_t             admit_nevicted;     /* closed to make room */
 static struct admit_group  *admit_table[ADMIT_BUCKETS];
 static LIST_HEAD(, admit_group) admit_busy = LIST_HEAD_INITIALIZER(admit_busy);
+static size_t               admit_fd_slots = SIZE_MAX; /* what the descriptor limit leaves */
+static char                 admit_fd_why[160];  /* refusal naming the descriptor limit */
+static char                 admit_fd_why_net[224]; /* the same, for TCP/TLS past the reserve */
 
 void
 admit_set_conf(const struct conf *conf)
 {
     admit_conf = conf;
+}
+
+void
+admit_set_fd_slots(size_t slots, uint64_t limit)
+{
+    admit_fd_slots = slots;
+    snprintf(admit_fd_why, sizeof(admit_fd_why),
+             "too many clients (descriptor limit %llu: raise LimitNOFILE= or lower "
+             "limits.max_clients)", (unsigned long long)limit);
+    snprintf(admit_fd_why_net, sizeof(admit_fd_why_net),
+             "too many clients (descriptor limit %llu; limits.unix_reserved of the slots it "
+             "leaves are kept for the Unix socket: raise LimitNOFILE= or lower "
+             "limits.max_clients)", (unsigned long long)limit);
+}
+
+bool
+admit_is_fd_refusal(const char *why)
+{
+    return why == admit_fd_why || why == admit_fd_why_net;
 }
 
 void
@@ -173,19 +199,28 @@ admit_enter(struct admit_slot *slot, const char *group, bool is_unix, bool is_tl
 {
     const struct conf *c = admit_conf;
     size_t slots = (size_t)c->max_clients;
+    bool by_fds = admit_fd_slots < slots;   /* the descriptor limit leaves fewer */
     bool pending = is_tls || admit_needs_auth(is_unix);
     struct admit_group *g;
     const char *why;
 
-    if (admit_held >= slots) {
-        return "too many clients (limits.max_clients)";
+    if (by_fds) {
+        slots = admit_fd_slots;
     }
-    if (!is_unix && admit_unix
-        && admit_net + (size_t)(c->unix_reserved < c->max_clients ? c->unix_reserved
-                                                                   : c->max_clients - 1)
-           >= slots) {
-        return "too many clients (limits.max_clients; limits.unix_reserved of them are "
-               "kept for the Unix socket)";
+    /*
+     * Slots full (of max_clients, or of what the descriptor limit leaves):
+     * a connection that has not authenticated makes room, as in a full
+     * pool, so strangers cannot hold every slot either.
+     */
+    if (admit_held >= slots && !admit_make_room(admit_fullest(), ADMIT_SLOTS_FULL)) {
+        return by_fds ? admit_fd_why : "too many clients (limits.max_clients)";
+    }
+    if (!is_unix
+        && admit_net >= fdbudget_net_slots(slots, (size_t)c->unix_reserved, admit_unix)
+        && !admit_make_room(admit_fullest(), ADMIT_SLOTS_FULL)) {
+        return by_fds ? admit_fd_why_net
+                      : "too many clients (limits.max_clients; limits.unix_reserved of them "
+                        "are kept for the Unix socket)";
     }
     memset(slot, 0, sizeof(*slot));
     if (is_unix) {

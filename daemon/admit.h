@@ -1,8 +1,9 @@
 /*
  * admit.h: which connections may take a client slot.
  *
- * A connection holds one of limits.max_clients slots from accept to
- * close.  TCP and TLS connections take at most max_clients minus
+ * A connection holds one of limits.max_clients slots (fewer when the
+ * descriptor limit leaves fewer: admit_set_fd_slots) from accept to
+ * close.  TCP and TLS connections take at most those slots minus
  * limits.unix_reserved of them (when a Unix socket listens), so that an
  * operator can still connect (and BREAK) while they fill the rest.  A TCP or TLS
  * connection is "unauthenticated" until its TLS handshake is done and it
@@ -13,8 +14,9 @@
  * connections of any kind from one group (0: no limit).  A group is an
  * IPv4 /24 (127/8 as one), an IPv6 /64, as authlimit_group() writes it.
  *
- * A full unauthenticated pool (or group share) does not refuse a new
- * connection: the oldest unauthenticated connection of the group holding
+ * A full unauthenticated pool (or group share, or every client slot
+ * while some are unauthenticated) does not refuse a new connection: the
+ * oldest unauthenticated connection of the group holding
  * the most (of the new one's group, when that group's share is full) is
  * closed to make room, so that strangers holding connections open cannot
  * keep a client out, and a connection waiting there gains nothing.  A
@@ -57,6 +59,18 @@ struct admit_slot {
 
 /* Use conf's limits.* and auth.* from now on (start and reload). */
 void admit_set_conf(const struct conf *conf);
+
+/*
+ * The descriptor limit (RLIMIT_NOFILE's soft value) leaves slots client
+ * slots (daemon/fdbudget.h); when that is fewer than limits.max_clients,
+ * slots count in place of it, and a refusal names the limit: "too many
+ * clients (descriptor limit <limit>: raise LimitNOFILE= or lower
+ * limits.max_clients)".  Until called, max_clients alone counts.
+ */
+void admit_set_fd_slots(size_t slots, uint64_t limit);
+
+/* True when why, a text admit_enter() returned, names the descriptor limit. */
+bool admit_is_fd_refusal(const char *why);
 
 /* A Unix socket listens: the reserve of limits.unix_reserved applies. */
 void admit_set_unix(bool listening);

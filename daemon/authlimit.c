@@ -48,6 +48,8 @@ static TAILQ_HEAD(, authlimit_waiter) authlimit_line = TAILQ_HEAD_INITIALIZER(au
 static size_t authlimit_nline;
 static struct authlimit_waiter *authlimit_cursor;  /* next to look at in a walk, or NULL */
 static struct event *authlimit_timer;
+static int64_t authlimit_due_us = INT64_MAX;   /* no AUTH in line can be checked before
+                                                  this (the timer is set for it) */
 
 static int64_t  authlimit_log_tat;          /* the wrong-password lines' bucket */
 static uint64_t authlimit_log_dropped;      /* wrong-password lines not written since */
@@ -294,15 +296,21 @@ authlimit_passed(const char *peer, int64_t now_us)
 
 /* ---- the line ---- */
 
-/* Look at the line again after wait_us (0: in the next turn of the loop). */
+/*
+ * Look at the line again at at_us (monotonic; now or earlier: in the
+ * next turn of the loop), unless it is to be looked at sooner already.
+ */
 static void
-authlimit_arm(int64_t wait_us)
+authlimit_schedule(int64_t at_us, int64_t now_us)
 {
-    struct timeval tv = { (time_t)(wait_us / 1000000), (suseconds_t)(wait_us % 1000000) };
+    int64_t wait = at_us > now_us ? at_us - now_us : 0;
+    struct timeval tv = { (time_t)(wait / 1000000), (suseconds_t)(wait % 1000000) };
 
-    if (authlimit_timer != NULL) {
-        evtimer_add(authlimit_timer, &tv);
+    if (at_us >= authlimit_due_us || authlimit_timer == NULL) {
+        return;
     }
+    authlimit_due_us = at_us;
+    evtimer_add(authlimit_timer, &tv);
 }
 
 /*
@@ -321,6 +329,7 @@ authlimit_serve(evutil_socket_t fd, short what, void *arg)
     (void)fd;
     (void)what;
     (void)arg;
+    authlimit_due_us = INT64_MAX;
     authlimit_cursor = TAILQ_FIRST(&authlimit_line);
     while ((w = authlimit_cursor) != NULL) {
         authlimit_cursor = TAILQ_NEXT(w, link);
@@ -335,7 +344,7 @@ authlimit_serve(evutil_socket_t fd, short what, void *arg)
         w->ready(w);    /* may cancel others: authlimit_cancel moves the cursor on */
     }
     if (next >= 0) {
-        authlimit_arm(next);
+        authlimit_schedule(now + next, util_now_us());
     }
 }
 
@@ -350,10 +359,15 @@ authlimit_init(struct event_base *base)
 bool
 authlimit_begin(struct authlimit_waiter *w, const char *peer, authlimit_ready_fn ready)
 {
-    int64_t now = util_now_us();
+    int64_t now = util_now_us(), wait = authlimit_wait(peer, now);
     uint64_t held;
 
-    if (TAILQ_EMPTY(&authlimit_line) && authlimit_wait(peer, now) == 0) {
+    /*
+     * Its path has a token, and none in line can have one before the
+     * line's next turn: nobody it could overtake (an AUTH in line that
+     * shares a bucket with it would be served first, as the turn is due).
+     */
+    if (wait == 0 && (TAILQ_EMPTY(&authlimit_line) || now < authlimit_due_us)) {
         return true;
     }
     snprintf(w->peer, sizeof(w->peer), "%s", peer);
@@ -361,9 +375,7 @@ authlimit_begin(struct authlimit_waiter *w, const char *peer, authlimit_ready_fn
     w->queued = true;
     TAILQ_INSERT_TAIL(&authlimit_line, w, link);
     authlimit_nline++;
-    if (authlimit_timer != NULL && !evtimer_pending(authlimit_timer, NULL)) {
-        authlimit_arm(0);
-    }
+    authlimit_schedule(now + wait, now);
     if (log_every_due(&authlimit_held_log, now, &held)) {
         log_warn("AUTH waits for its turn to be checked (wrong passwords from its address "
                  "group or from everywhere used the tokens: %d at once, then one a second a "

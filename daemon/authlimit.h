@@ -92,7 +92,8 @@ void authlimit_init(struct event_base *base);
  * An AUTH from peer arrived.  Returns true when it may be checked now;
  * else w is put in line (ready is called once its turn has come, later,
  * from the event loop, unless it is cancelled) and false is returned.
- * An AUTH also waits, to keep arrival order, while any other is in line.
+ * An AUTH with a token also waits, to keep arrival order, when an AUTH in
+ * line may have its token by now (the line's turn is due).
  */
 bool authlimit_begin(struct authlimit_waiter *w, const char *peer, authlimit_ready_fn ready);
 

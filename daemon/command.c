@@ -388,13 +388,13 @@ static void
 command_auth_ready(struct authlimit_waiter *w)
 {
     struct command *c = COMMAND_OF(w, auth_wait);
+    struct session *s = c->s;
 
-    if (session_request_done(c->s)) {
+    /* (A session that closed left the line then: command_closed.) */
+    if (session_request_done(s)) {
         command_auth_check(c, c->auth_word, c->auth_len);
         command_auth_forget(c);
-        session_next(c->s);
-    } else {
-        command_auth_forget(c);
+        session_next(s);
     }
 }
 

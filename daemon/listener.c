@@ -2,6 +2,7 @@
  * listener.c: bind, accept, and refuse what admit.c does not let in.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <netdb.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
@@ -21,6 +22,7 @@
 #include "conf/conf.h"
 #include "daemon/admit.h"
 #include "daemon/authlimit.h"
+#include "daemon/fdbudget.h"
 #include "daemon/listener.h"
 #include "daemon/log.h"
 #include "daemon/notify.h"
@@ -32,14 +34,21 @@
 #define LISTENER_BACKLOG 511
 #define LISTENER_INHERITED_MAX 8    /* sockets taken from systemd */
 #define LISTENER_GUARDED_MAX (LISTENER_INHERITED_MAX + 4) /* ours, and /metrics' */
-#define LISTENER_PAUSE_MS 100       /* out of descriptors: no accept for this long */
-#define LISTENER_FD_SPARE 16        /* descriptors beyond the clients and the masters'
-                                       two links: listeners, log, DNS, /metrics */
+#define LISTENER_PAUSE_MS 100       /* no descriptor even for refusing: no accept for this long */
+#define LISTENER_SPARE_BATCH 64     /* connections refused from the spare at one wake-up */
+
+/* What a guarded listener serves, for refusing from the spare descriptor. */
+enum listener_kind {
+    LISTENER_PLAIN,                 /* clients over TCP or the Unix socket: told why */
+    LISTENER_TLS,                   /* clients over TLS: closed without a byte */
+    LISTENER_OTHER                  /* another module's (/metrics): closed */
+};
 
 static struct evconnlistener *listener_tcp;
 static struct evconnlistener *listener_unix;
 static struct evconnlistener *listener_tls;
 static bool                   listener_any_tls;     /* a TLS listener exists (bound or inherited) */
+static bool                   listener_any_unix;    /* a Unix one exists (bound or inherited) */
 static int                    listener_tls_tag;     /* its address is the accept arg of TLS listeners */
 static char                  *listener_unix_path;   /* file to remove at stop */
 static struct evconnlistener *listener_inherited[LISTENER_INHERITED_MAX]; /* socket activation */
@@ -53,7 +62,10 @@ static bool                   listener_public_tls;  /* an inherited TLS one is n
  * that cannot accept would be woken again at once, for ever.
  */
 static struct evconnlistener *listener_guarded[LISTENER_GUARDED_MAX];
+static enum listener_kind     listener_guarded_kind[LISTENER_GUARDED_MAX]; /* of each */
 static size_t                 listener_nguarded;
+static int                    listener_spare = -1;  /* /dev/null, closed to make room for
+                                                       refusing when out of descriptors */
 static struct event          *listener_resume_ev;   /* ends a pause */
 static struct log_every       listener_failed_log;  /* accept-failure lines */
 static struct log_every       listener_refused_log; /* refusal lines */
@@ -78,19 +90,24 @@ listener_describe(const struct sockaddr *sa, char *out, size_t size)
 }
 
 /*
- * A connection admit_enter() refused: "ERR LIMIT <why>" on a plain
- * socket; on a TLS one nothing (a reply before the handshake would be
- * plaintext, and a handshake is what the limits spare).  Logged at most
- * once per LOG_EVERY_US, with the refusals in between counted.
+ * A connection admit_enter() refused, or one accepted on the spare
+ * descriptor: "ERR LIMIT <why>" on a plain socket; on a TLS one nothing
+ * (a reply before the handshake would be plaintext, and a handshake is
+ * what the limits spare).  by_fds: refused for the descriptor limit.
+ * Logged at most once per LOG_EVERY_US, with the refusals in between
+ * counted.
  */
 static void
-listener_refuse(evutil_socket_t fd, const char *peer, bool tls, const char *why)
+listener_refuse(evutil_socket_t fd, const char *peer, bool tls, const char *why, bool by_fds)
 {
-    char line[256];
+    char line[320];
     uint64_t held;
     int n;
 
     stats.rejected_clients++;
+    if (by_fds) {
+        stats.rejected_descriptors++;
+    }
     if (!tls) {
         n = snprintf(line, sizeof(line), "ERR LIMIT %s\n", why);
         if (n > 0 && (size_t)n < sizeof(line)) {
@@ -134,7 +151,7 @@ listener_accept_cb(struct evconnlistener *lev, evutil_socket_t fd,
     }
     authlimit_group(peer, source, sizeof(source));
     if ((why = admit_enter(&slot, source, is_unix, tls)) != NULL) {
-        listener_refuse(fd, peer, tls, why);
+        listener_refuse(fd, peer, tls, why, admit_is_fd_refusal(why));
         return;
     }
     if (!is_unix) {
@@ -145,6 +162,81 @@ listener_accept_cb(struct evconnlistener *lev, evutil_socket_t fd,
     }
 }
 
+/* Open the spare descriptor when it is not open.  Returns 0, or -1 when it cannot be. */
+static int
+listener_spare_open(void)
+{
+    if (listener_spare < 0) {
+        listener_spare = open("/dev/null", O_RDONLY | O_CLOEXEC);
+    }
+    return listener_spare >= 0 ? 0 : -1;
+}
+
+/* RLIMIT_NOFILE's soft value now (FDBUDGET_UNLIMITED when none or unreadable). */
+static uint64_t
+listener_nofile(void)
+{
+    struct rlimit rl;
+
+    if (getrlimit(RLIMIT_NOFILE, &rl) != 0 || rl.rlim_cur == RLIM_INFINITY) {
+        return FDBUDGET_UNLIMITED;
+    }
+    return (uint64_t)rl.rlim_cur;
+}
+
+/*
+ * accept(2) on lev (of kind) failed for want of a descriptor, although
+ * the client slots are counted to fit the limit (descriptors taken
+ * elsewhere: the limit lowered under the daemon, a master's name
+ * resolved, files inherited).  Make room with the spare: close it,
+ * accept up to LISTENER_SPARE_BATCH waiting connections one at a time,
+ * refuse each ("ERR LIMIT ..." on a plain socket, nothing on TLS or
+ * /metrics) and close it, then open the spare again.  The listener thus
+ * empties its backlog instead of being woken for ever on a connection
+ * it cannot take.  Returns the connections refused, or -1 when even
+ * that found no descriptor or the spare cannot be opened again (then
+ * the caller pauses accepting).
+ */
+static int
+listener_refuse_spare(struct evconnlistener *lev, enum listener_kind kind)
+{
+    evutil_socket_t lfd = evconnlistener_get_fd(lev), fd;
+    struct sockaddr_storage ss;
+    socklen_t len;
+    char why[160], peer[64];
+    int n = 0, err = 0;
+
+    if (listener_spare < 0) {
+        return -1;
+    }
+    snprintf(why, sizeof(why), "too many clients (out of descriptors, descriptor limit %llu: "
+             "raise LimitNOFILE= or lower limits.max_clients)",
+             (unsigned long long)listener_nofile());
+    close(listener_spare);
+    listener_spare = -1;
+    while (n < LISTENER_SPARE_BATCH) {
+        len = sizeof(ss);
+        fd = accept4(lfd, (struct sockaddr *)&ss, &len, SOCK_CLOEXEC | SOCK_NONBLOCK);
+        if (fd < 0) {
+            err = errno;
+            break;
+        }
+        n++;
+        if (kind == LISTENER_OTHER) {
+            stats.rejected_descriptors++;
+            evutil_closesocket(fd);
+            continue;
+        }
+        listener_describe((struct sockaddr *)&ss, peer, sizeof(peer));
+        listener_refuse(fd, peer, kind == LISTENER_TLS, why, true);
+    }
+    if (listener_spare_open() != 0 || (n == 0 && err != EAGAIN && err != EWOULDBLOCK
+                                       && err != EINTR && err != ECONNABORTED)) {
+        return -1;
+    }
+    return n;
+}
+
 static void
 listener_resume_cb(evutil_socket_t fd, short what, void *arg)
 {
@@ -153,35 +245,51 @@ listener_resume_cb(evutil_socket_t fd, short what, void *arg)
     (void)fd;
     (void)what;
     (void)arg;
+    (void)listener_spare_open();
     for (i = 0; i < listener_nguarded; i++) {
         evconnlistener_enable(listener_guarded[i]);
     }
 }
 
 /*
- * accept(2) failed.  Out of descriptors (or kernel memory), every
- * listener stops for LISTENER_PAUSE_MS, so that the daemon does not spin
- * on a socket it cannot accept from; the connections wait in the
- * backlog.  The log says so at most once per LOG_EVERY_US, with
- * the failures in between counted.
+ * accept(2) failed.  Out of descriptors (EMFILE, ENFILE), the waiting
+ * connections are refused from the spare descriptor
+ * (listener_refuse_spare); the other listeners go on, so the Unix
+ * socket still takes the slots kept for it.  Only as a last resort,
+ * when there is no spare or it cannot be opened again, or the kernel is
+ * out of memory (ENOBUFS, ENOMEM), every listener stops for
+ * LISTENER_PAUSE_MS, so that the daemon does not spin on a socket it
+ * cannot accept from; the connections wait in the backlog.  The log says
+ * so at most once per LOG_EVERY_US, with the failures in between
+ * counted.
  */
 static void
 listener_error_cb(struct evconnlistener *lev, void *arg)
 {
     int err = EVUTIL_SOCKET_ERROR();
-    bool out = err == EMFILE || err == ENFILE || err == ENOBUFS || err == ENOMEM;
+    bool nofd = err == EMFILE || err == ENFILE;
+    bool out = nofd || err == ENOBUFS || err == ENOMEM;
+    enum listener_kind kind = LISTENER_OTHER;
     uint64_t held;
     struct timeval tv = { 0, LISTENER_PAUSE_MS * 1000 };
-    struct rlimit rl;
+    int refused = -1;
     size_t i;
 
     (void)arg;
     stats.accept_failures++;
-    if (out && listener_resume_ev == NULL) {
+    for (i = 0; i < listener_nguarded; i++) {
+        if (listener_guarded[i] == lev) {
+            kind = listener_guarded_kind[i];
+        }
+    }
+    if (nofd) {
+        refused = listener_refuse_spare(lev, kind);
+    }
+    if (out && refused < 0 && listener_resume_ev == NULL) {
         listener_resume_ev = evtimer_new(evconnlistener_get_base(lev), listener_resume_cb,
                                          NULL);
     }
-    if (out && listener_resume_ev != NULL) {
+    if (out && refused < 0 && listener_resume_ev != NULL) {
         for (i = 0; i < listener_nguarded; i++) {
             evconnlistener_disable(listener_guarded[i]);
         }
@@ -190,27 +298,44 @@ listener_error_cb(struct evconnlistener *lev, void *arg)
     if (!log_every_due(&listener_failed_log, util_now_us(), &held)) {
         return;
     }
-    if (out && getrlimit(RLIMIT_NOFILE, &rl) == 0) {
+    if (refused >= 0) {
         log_warn("accept failed: %s (descriptor limit %llu, %zu clients; %llu more failures "
-                 "since the last such line); accepting pauses %d ms each time: raise the "
+                 "since the last such line): the waiting connections are refused from the "
+                 "spare descriptor; raise the limit (LimitNOFILE=) or lower "
+                 "limits.max_clients", evutil_socket_error_to_string(err),
+                 (unsigned long long)listener_nofile(), session_count(),
+                 (unsigned long long)held);
+    } else if (out) {
+        log_warn("accept failed: %s (descriptor limit %llu, %zu clients; %llu more failures "
+                 "since the last such line)%s; accepting pauses %d ms each time: raise the "
                  "limit (LimitNOFILE=) or lower limits.max_clients",
-                 evutil_socket_error_to_string(err), (unsigned long long)rl.rlim_cur,
-                 session_count(), (unsigned long long)held, LISTENER_PAUSE_MS);
+                 evutil_socket_error_to_string(err), (unsigned long long)listener_nofile(),
+                 session_count(), (unsigned long long)held,
+                 nofd ? ", and no spare descriptor to refuse them with" : "",
+                 LISTENER_PAUSE_MS);
     } else {
         log_warn("accept failed: %s (%llu more failures since the last such line)",
                  evutil_socket_error_to_string(err), (unsigned long long)held);
     }
 }
 
-int
-listener_guard(struct evconnlistener *lev)
+/* Count lev, of kind, among the guarded listeners (listener_guard). */
+static int
+listener_guard_as(struct evconnlistener *lev, enum listener_kind kind)
 {
     if (listener_nguarded == LISTENER_GUARDED_MAX) {
         return -1;
     }
+    listener_guarded_kind[listener_nguarded] = kind;
     listener_guarded[listener_nguarded++] = lev;
     evconnlistener_set_error_cb(lev, listener_error_cb);
     return 0;
+}
+
+int
+listener_guard(struct evconnlistener *lev)
+{
+    return listener_guard_as(lev, LISTENER_OTHER);
 }
 
 void
@@ -220,50 +345,65 @@ listener_unguard(struct evconnlistener *lev)
 
     for (i = 0; i < listener_nguarded; i++) {
         if (listener_guarded[i] == lev) {
-            listener_guarded[i] = listener_guarded[--listener_nguarded];
+            listener_nguarded--;
+            listener_guarded[i] = listener_guarded[listener_nguarded];
+            listener_guarded_kind[i] = listener_guarded_kind[listener_nguarded];
             return;
         }
     }
 }
 
 /*
- * Raise the soft descriptor limit to the hard one, and say (warn) when
- * even that is below what limits.max_clients needs: one descriptor per
- * client, two per master, metrics.max_connections, and LISTENER_FD_SPARE.  Clients past the limit
- * would find accept(2) failing.
+ * Raise the soft descriptor limit to the hard one (an operator may have
+ * raised the hard one with prlimit(1) before a reload), and count the
+ * client slots it leaves (daemon/fdbudget.h): the listeners, ours and
+ * /metrics', two links per master, /metrics' connections, a few open
+ * for a moment and the spare.  The slots in effect go to admit.c and
+ * STATS client_slots; the log says them (info), or warns when the limit
+ * leaves fewer than limits.max_clients.  what: "start" or "reload".
  */
 static void
-listener_fd_budget(const struct conf *conf)
+listener_fd_budget(const struct conf *conf, const char *what)
 {
-    unsigned long long other = 2 * conf->nmasters + LISTENER_FD_SPARE
-                               + (conf->metrics.spec[0] != '\0'
-                                  ? (unsigned long long)conf->metrics_max_connections : 0);
-    unsigned long long need = (unsigned long long)conf->max_clients + other;
+    struct fdbudget_need need;
     struct rlimit rl;
+    uint64_t limit;
+    size_t slots, net, other;
+    bool metrics = conf->metrics.spec[0] != '\0';
 
-    if (getrlimit(RLIMIT_NOFILE, &rl) != 0) {
-        return;
-    }
-    if (rl.rlim_cur < rl.rlim_max) {
+    if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < rl.rlim_max) {
         rlim_t was = rl.rlim_cur;
 
         rl.rlim_cur = rl.rlim_max;
         if (setrlimit(RLIMIT_NOFILE, &rl) == 0) {
             log_info("descriptor limit raised from %llu to %llu", (unsigned long long)was,
                      (unsigned long long)rl.rlim_cur);
-        } else {
-            rl.rlim_cur = was;
         }
     }
-    if (rl.rlim_cur != RLIM_INFINITY && rl.rlim_cur < need) {
-        log_warn("descriptor limit %llu (hard %llu) is below the %llu that limits.max_clients "
-                 "%lld needs (one per client, two per master, /metrics' connections, %d spare): "
-                 "clients past about "
-                 "%llu wait while accepting pauses; raise LimitNOFILE= or lower "
-                 "limits.max_clients", (unsigned long long)rl.rlim_cur,
-                 (unsigned long long)rl.rlim_max, need, (long long)conf->max_clients,
-                 LISTENER_FD_SPARE,
-                 rl.rlim_cur > other ? (unsigned long long)rl.rlim_cur - other : 0ULL);
+    limit = listener_nofile();
+    need.nmasters = conf->nmasters;
+    need.listeners = listener_ninherited + (listener_tcp != NULL) + (listener_unix != NULL)
+                     + (listener_tls != NULL) + (metrics ? 1 : 0);
+    need.metrics_conns = metrics ? (size_t)conf->metrics_max_connections : 0;
+    other = fdbudget_other(&need);
+    slots = fdbudget_slots(limit, (size_t)conf->max_clients, &need);
+    net = fdbudget_net_slots(slots, (size_t)conf->unix_reserved, listener_any_unix);
+    admit_set_fd_slots(slots, limit);
+    stats.client_slots = slots;
+    if (limit == FDBUDGET_UNLIMITED) {
+        log_info("%s: no descriptor limit: %zu client slots (limits.max_clients), %zu of them "
+                 "for TCP and TLS", what, slots, net);
+    } else if (slots < (size_t)conf->max_clients) {
+        log_warn("%s: descriptor limit %llu leaves %zu client slots, fewer than "
+                 "limits.max_clients %lld (%zu descriptors for %zu masters, %zu listeners, "
+                 "/metrics and spare); %zu of them for TCP and TLS, the rest kept for the "
+                 "Unix socket; clients past them get ERR LIMIT: raise LimitNOFILE= or lower "
+                 "limits.max_clients", what, (unsigned long long)limit, slots,
+                 (long long)conf->max_clients, other, conf->nmasters, need.listeners, net);
+    } else {
+        log_info("%s: descriptor limit %llu: %zu client slots (limits.max_clients), %zu of "
+                 "them for TCP and TLS (%zu descriptors for the rest)", what,
+                 (unsigned long long)limit, slots, net, other);
     }
 }
 
@@ -311,7 +451,7 @@ listener_bind_tcp(struct event_base *base, const struct conf_addr *addr)
         log_error("listen.tcp %s: %s", addr->spec, why);
         return -1;
     }
-    listener_guard(listener_tcp);
+    listener_guard_as(listener_tcp, LISTENER_PLAIN);
     log_info("listening on tcp %s", addr->spec);
     return 0;
 }
@@ -350,7 +490,7 @@ listener_bind_tls(struct event_base *base, const struct conf *conf)
         return -1;
     }
     evconnlistener_set_cb(listener_tls, listener_accept_cb, &listener_tls_tag);
-    listener_guard(listener_tls);
+    listener_guard_as(listener_tls, LISTENER_TLS);
     listener_any_tls = true;
     log_info("listening on tls %s", conf->tls.spec);
     return 0;
@@ -406,8 +546,9 @@ listener_bind_unix(struct event_base *base, const char *path, unsigned mode)
         unlink(path);
         return -1;
     }
-    listener_guard(listener_unix);
+    listener_guard_as(listener_unix, LISTENER_PLAIN);
     admit_set_unix(true);
+    listener_any_unix = true;
     listener_unix_path = strdup(path);
     log_info("listening on unix %s (mode %04o)", path, mode);
     return 0;
@@ -490,6 +631,7 @@ listener_adopt(struct event_base *base, const struct conf *conf, int n)
         }
         if (ss.ss_family == AF_UNIX) {
             admit_set_unix(true);
+            listener_any_unix = true;
         }
         evutil_make_socket_nonblocking(fd);
         evutil_make_socket_closeonexec(fd);
@@ -500,7 +642,8 @@ listener_adopt(struct event_base *base, const struct conf *conf, int n)
             log_error("socket activation: cannot listen on descriptor %d", fd);
             return -1;
         }
-        listener_guard(listener_inherited[listener_ninherited++]);
+        listener_guard_as(listener_inherited[listener_ninherited++],
+                          tls ? LISTENER_TLS : LISTENER_PLAIN);
         listener_any_tls = listener_any_tls || tls;
         log_info("listening on %s%s (socket activation, descriptor %d)", tls ? "tls " : "",
                  addr, fd);
@@ -516,12 +659,16 @@ listener_start(struct event_base *base, const struct conf *conf)
     int n = notify_listen_fds();
 
     admit_set_conf(conf);
-    listener_fd_budget(conf);
+    if (listener_spare_open() != 0) {
+        log_error("cannot open /dev/null for the spare descriptor: %s", strerror(errno));
+        return -1;
+    }
     if (n > 0) {
         if (listener_adopt(base, conf, n) != 0) {
             listener_stop();
             return -1;
         }
+        listener_fd_budget(conf, "start");
         return 0;
     }
     if (conf->unix_enabled) {
@@ -547,6 +694,7 @@ listener_start(struct event_base *base, const struct conf *conf)
         listener_stop();
         return -1;
     }
+    listener_fd_budget(conf, "start");
     return 0;
 }
 
@@ -572,6 +720,7 @@ void
 listener_set_conf(const struct conf *conf)
 {
     admit_set_conf(conf);
+    listener_fd_budget(conf, "reload");
 }
 
 void
@@ -580,6 +729,10 @@ listener_stop(void)
     size_t i;
 
     listener_nguarded = 0;
+    if (listener_spare >= 0) {
+        close(listener_spare);
+        listener_spare = -1;
+    }
     if (listener_resume_ev != NULL) {
         event_free(listener_resume_ev);
         listener_resume_ev = NULL;
@@ -606,4 +759,5 @@ listener_stop(void)
         listener_unix_path = NULL;
         admit_set_unix(false);
     }
+    listener_any_unix = false;
 }

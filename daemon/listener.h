@@ -1,8 +1,14 @@
 /*
  * listener.h: the TCP, Unix and TLS listening sockets.
  *
- * Accepted connections become sessions (daemon/session.h).  Past
- * limits.max_clients a new connection is sent "ERR LIMIT ..." and closed.
+ * Accepted connections become sessions (daemon/session.h).  Past the
+ * client slots (limits.max_clients, or the fewer the descriptor limit
+ * leaves: daemon/fdbudget.h, counted at start and at each reload) a new
+ * connection is sent "ERR LIMIT ..." and closed (a TLS one without a
+ * byte).  A spare descriptor (/dev/null) is kept open: when accept(2)
+ * runs out of descriptors all the same, it is closed to accept and
+ * refuse the waiting connections, then opened again; only without it do
+ * the listeners pause.
  */
 #ifndef REDLOCKD_LISTENER_H
 #define REDLOCKD_LISTENER_H
@@ -18,8 +24,11 @@ struct conf_addr;
 /*
  * Bind the listeners named in conf (listen.tcp, listen.unix with
  * unix_mode, listen.tls after loading tls.* with daemon/tls.h), or take
- * systemd's sockets (one named "tls" speaks TLS).  A stale Unix socket file is replaced.  Returns 0, or -1
- * with the reason logged (address in use, permission, bad host).
+ * systemd's sockets (one named "tls" speaks TLS).  A stale Unix socket
+ * file is replaced.  Opens the spare descriptor, raises the soft
+ * descriptor limit to the hard one and counts the client slots it leaves
+ * (logged).  Returns 0, or -1 with the reason logged (address in use,
+ * permission, bad host, no /dev/null).
  */
 int listener_start(struct event_base *base, const struct conf *conf);
 
@@ -50,7 +59,11 @@ bool listener_tls_public(void);
 /* True when a TLS listener exists: a reload re-reads the certificates. */
 bool listener_has_tls(void);
 
-/* Use new limits from now on (reload). */
+/*
+ * Use new limits from now on (reload): conf's, and the client slots the
+ * descriptor limit leaves now (the soft limit raised to the hard one
+ * again, after an operator's prlimit(1)), logged.
+ */
 void listener_set_conf(const struct conf *conf);
 
 /* Stop accepting: close the sockets and remove the Unix socket file. */
@@ -58,9 +71,11 @@ void listener_stop(void);
 
 /*
  * Count lev (a listener of another module: /metrics) among the
- * listeners that pause together when accept(2) runs out of descriptors,
- * and give it the listeners' error callback.  Returns 0, or -1 when the
- * table is full (lev then spins on EMFILE as libevent does).
+ * listeners that refuse from the spare descriptor (closing, without a
+ * reply) when accept(2) runs out of descriptors, and pause together when
+ * that cannot be done, and give it the listeners' error callback.
+ * Returns 0, or -1 when the table is full (lev then spins on EMFILE as
+ * libevent does).
  */
 int listener_guard(struct evconnlistener *lev);
 

@@ -23,11 +23,30 @@
  * its socket (later in the same turn of the loop) the record finds
  * evhttp's connection, which is the argument of the bufferevent's
  * callbacks, and asks evhttp to tell it when the connection closes
- * (evhttp_connection_set_closecb).  Past metrics.max_connections a new
- * connection is sent a 503 and shut down; a request not answered within
+ * (evhttp_connection_set_closecb).  A request not answered within
  * metrics.request_timeout_ms of its first byte (of the accept, for the
  * first) has its connection shut down.  A shut-down socket reads as the
  * end of stream, and evhttp then frees the connection itself.
+ *
+ * The limit (metrics_conn_admit): at most metrics.max_connections
+ * connections in all, and at most half of them (rounded up) from one
+ * address group: an IPv4 /24, all of 127/8 as one, an IPv6 /64 (an
+ * IPv4-mapped address counts as IPv4).  A connection past either is not
+ * refused: the slowest connection in the way is shut down to make room
+ * (evicted): of the new one's group when that group holds its share,
+ * else of the group that holds the most.  Slowest means the one whose
+ * request has been under way longest (its first byte, or the accept,
+ * came longest ago), else the one idle longest.  So a slowloris client,
+ * which must hold connections open to do harm, loses the oldest of them
+ * to each newcomer, while a scraper's request, answered in a turn or
+ * two of the loop, is the newest in the table while it lasts; and a
+ * source flooding its own group can evict only within it while the
+ * other groups stay within their share.  Only connections that began
+ * their present state in this very turn of the loop are never evicted
+ * (a burst of them would otherwise evict one another before any was
+ * read); a newcomer that finds nothing else to evict in its way is
+ * answered 503 and shut down, which takes more than its group's share
+ * (or the whole table) of connections accepted at once.
  *
  * Why not a filter bufferevent, whose free hook would tell the close
  * without the callbacks' argument: evhttp 2.1 queues a reply while
@@ -37,12 +56,16 @@
  * and past that, evhttp would take a reply as written once the filter
  * had passed it on, and shut the socket before the bytes left.
  */
+#include <arpa/inet.h>
 #include <stdbool.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include <netinet/in.h>
 #include <sys/socket.h>
+#include <sys/time.h>
 
 #include <event2/buffer.h>
 #include <event2/bufferevent.h>
@@ -51,6 +74,7 @@
 #include <event2/util.h>
 
 #include "conf/conf.h"
+#include "daemon/authlimit.h"
 #include "daemon/layout.h"
 #include "daemon/listener.h"
 #include "daemon/log.h"
@@ -75,6 +99,20 @@ static const char metrics_busy[] =
     "\r\n"
     "too many connections to /metrics: retry\n";
 
+/* A connection's address group (metrics_group_of), as authlimit_group() writes it. */
+struct metrics_group_key {
+    char text[AUTHLIMIT_SOURCE_MAX];    /* "" for a peer that cannot be read (one group) */
+};
+
+/* One address group with counted connections (metrics_groups). */
+struct metrics_group {
+    struct metrics_group     *next;     /* in metrics_groups */
+    struct metrics_group_key  key;
+    int64_t                   nconns;   /* its counted connections (0 only while one
+                                           is admitted: metrics_conn_admit) */
+    struct metrics_conn      *victim;   /* scratch of metrics_conn_victim() */
+};
+
 /* Where a connection is in its life (struct metrics_conn). */
 enum metrics_conn_state {
     METRICS_CONN_NEW,       /* accepted; evhttp has not given it its socket yet */
@@ -96,19 +134,26 @@ struct metrics_conn {
     struct evbuffer_cb_entry *in_cb;    /* metrics_input_cb on bev's input; NULL while NEW */
     struct event             *timer;    /* the set-up while NEW, then the request deadline */
     enum metrics_conn_state   state;    /* see the enum */
-    bool                      counted;  /* within metrics.max_connections (not refused) */
+    bool                      counted;  /* takes a place (set up, neither refused,
+                                           evicted nor past its deadline) */
+    struct metrics_group     *group;    /* its address group while counted, else NULL */
+    int64_t                   since_us; /* util_now_us() when state began */
+    struct timeval            turn;     /* the loop's cached time then: its turn */
 };
 
 /* The server; NULL when metrics are off or not started. */
 static struct evhttp *metrics_http;
 static struct evconnlistener *metrics_listener; /* its socket, owned by metrics_http */
 static struct metrics_conn *metrics_conns;      /* every connection, newest first */
+static struct metrics_group *metrics_groups;    /* groups with counted connections */
 static int64_t metrics_nconns;          /* connections counted against the limit */
 static int64_t metrics_max_conns;       /* metrics.max_connections */
+static int64_t metrics_group_share;     /* of them from one address group */
 static int64_t metrics_timeout_ms;      /* metrics.request_timeout_ms */
 static struct log_every metrics_closes_log;    /* lines on refusals and deadlines */
 static uint64_t metrics_logged_rejected;    /* stats.metrics_rejected at that line */
 static uint64_t metrics_logged_timed_out;   /* stats.metrics_timed_out at that line */
+static uint64_t metrics_logged_evicted;     /* stats.metrics_evicted at that line */
 
 /* Append s as a label value: backslash, double quote and LF escaped. */
 static void
@@ -301,7 +346,7 @@ metrics_reply(struct evhttp_request *req, int code, const char *reason, const ch
 /* ---- connections: the limit and the request deadline ---- */
 
 /*
- * A line on refused and timed-out connections, at most one per
+ * A line on evicted, refused and timed-out connections, at most one per
  * LOG_EVERY_US, with the counts since the line before.
  */
 static void
@@ -312,14 +357,181 @@ metrics_log_closes(void)
     if (!log_every_due(&metrics_closes_log, util_now_us(), &held)) {
         return;
     }
-    log_warn("/metrics: %llu connections refused past metrics.max_connections (%lld) and "
+    log_warn("/metrics: %llu slow connections closed to make room for new ones and %llu "
+             "refused, past metrics.max_connections (%lld, %lld from one address group), and "
              "%llu closed past metrics.request_timeout_ms (%lld ms) since the last such line",
+             (unsigned long long)(stats.metrics_evicted - metrics_logged_evicted),
              (unsigned long long)(stats.metrics_rejected - metrics_logged_rejected),
-             (long long)metrics_max_conns,
+             (long long)metrics_max_conns, (long long)metrics_group_share,
              (unsigned long long)(stats.metrics_timed_out - metrics_logged_timed_out),
              (long long)metrics_timeout_ms);
+    metrics_logged_evicted = stats.metrics_evicted;
     metrics_logged_rejected = stats.metrics_rejected;
     metrics_logged_timed_out = stats.metrics_timed_out;
+}
+
+/*
+ * The address group of the peer of socket fd into *key, by the rule of
+ * AUTH and the client slots (authlimit_group): an IPv4 /24 (127/8
+ * whole), an IPv6 /64, an IPv4-mapped IPv6 address as IPv4.  A peer that
+ * cannot be read, or of another family, is the group "".
+ */
+static void
+metrics_group_of(int fd, struct metrics_group_key *key)
+{
+    struct sockaddr_storage ss;
+    socklen_t len = sizeof(ss);
+    char host[INET6_ADDRSTRLEN], peer[INET6_ADDRSTRLEN + 8];
+
+    memset(key, 0, sizeof(*key));
+    if (fd < 0 || getpeername(fd, (struct sockaddr *)&ss, &len) != 0) {
+        return;
+    }
+    if (ss.ss_family == AF_INET
+        && inet_ntop(AF_INET, &((const struct sockaddr_in *)&ss)->sin_addr, host,
+                     sizeof(host)) != NULL) {
+        snprintf(peer, sizeof(peer), "%s:0", host);
+    } else if (ss.ss_family == AF_INET6
+               && inet_ntop(AF_INET6, &((const struct sockaddr_in6 *)&ss)->sin6_addr, host,
+                            sizeof(host)) != NULL) {
+        snprintf(peer, sizeof(peer), "[%s]:0", host);
+    } else {
+        return;
+    }
+    authlimit_group(peer, key->text, sizeof(key->text));
+}
+
+/* The group of key, made (with no connection) when there is none; NULL: no memory. */
+static struct metrics_group *
+metrics_group_get(const struct metrics_group_key *key)
+{
+    struct metrics_group *g;
+
+    for (g = metrics_groups; g != NULL; g = g->next) {
+        if (memcmp(&g->key, key, sizeof(*key)) == 0) {
+            return g;
+        }
+    }
+    g = calloc(1, sizeof(*g));
+    if (g == NULL) {
+        return NULL;
+    }
+    g->key = *key;
+    g->next = metrics_groups;
+    metrics_groups = g;
+    return g;
+}
+
+/* Free g when no connection counts in it. */
+static void
+metrics_group_put(struct metrics_group *g)
+{
+    struct metrics_group **p;
+
+    if (g->nconns > 0) {
+        return;
+    }
+    for (p = &metrics_groups; *p != NULL; p = &(*p)->next) {
+        if (*p == g) {
+            *p = g->next;
+            break;
+        }
+    }
+    free(g);
+}
+
+/* c takes a place, in group g (from metrics_group_get). */
+static void
+metrics_conn_count(struct metrics_conn *c, struct metrics_group *g)
+{
+    c->counted = true;
+    c->group = g;
+    g->nconns++;
+    metrics_nconns++;
+}
+
+/* c gives its place up (nothing when it holds none). */
+static void
+metrics_conn_uncount(struct metrics_conn *c)
+{
+    if (!c->counted) {
+        return;
+    }
+    c->counted = false;
+    metrics_nconns--;
+    c->group->nconns--;
+    metrics_group_put(c->group);
+    c->group = NULL;
+}
+
+/* c enters state now: the time for metrics_conn_slower(), the turn for metrics_conn_evictable(). */
+static void
+metrics_conn_enter(struct metrics_conn *c, enum metrics_conn_state state)
+{
+    c->state = state;
+    c->since_us = util_now_us();
+    event_base_gettimeofday_cached(bufferevent_get_base(c->bev), &c->turn);
+}
+
+/*
+ * c may be evicted: it holds a place, and began its request (or its
+ * wait for the next) before this turn of the loop (now, its cached time).
+ */
+static bool
+metrics_conn_evictable(const struct metrics_conn *c, const struct timeval *now)
+{
+    return c->counted && (c->state == METRICS_CONN_REQUEST || c->state == METRICS_CONN_IDLE)
+           && (c->turn.tv_sec != now->tv_sec || c->turn.tv_usec != now->tv_usec);
+}
+
+/* a is slower than b (NULL: anything is): a request under way first, then the oldest. */
+static bool
+metrics_conn_slower(const struct metrics_conn *a, const struct metrics_conn *b)
+{
+    if (b == NULL) {
+        return true;
+    }
+    if (a->state != b->state) {
+        return a->state == METRICS_CONN_REQUEST;
+    }
+    return a->since_us < b->since_us;
+}
+
+/*
+ * The connection to evict for a newcomer of group g, or NULL when there
+ * is none to evict: g's slowest when g holds its share; else, when every
+ * place is taken, the slowest of the group that holds the most (of
+ * those with one to evict); else NULL (there is room).  *room is set to
+ * whether a place is needed.  One pass over the connections, one over
+ * the groups.
+ */
+static struct metrics_conn *
+metrics_conn_victim(const struct metrics_group *g, const struct timeval *now, bool *room)
+{
+    struct metrics_group *h, *most = NULL;
+    struct metrics_conn *c;
+
+    *room = g->nconns >= metrics_group_share || metrics_nconns >= metrics_max_conns;
+    if (!*room) {
+        return NULL;
+    }
+    for (h = metrics_groups; h != NULL; h = h->next) {
+        h->victim = NULL;
+    }
+    for (c = metrics_conns; c != NULL; c = c->next) {
+        if (metrics_conn_evictable(c, now) && metrics_conn_slower(c, c->group->victim)) {
+            c->group->victim = c;
+        }
+    }
+    if (g->nconns >= metrics_group_share) {
+        return g->victim;
+    }
+    for (h = metrics_groups; h != NULL; h = h->next) {
+        if (h->victim != NULL && (most == NULL || h->nconns > most->nconns)) {
+            most = h;
+        }
+    }
+    return most != NULL ? most->victim : NULL;
 }
 
 /* Forget c: out of the list and the count, its timer and itself freed. */
@@ -334,9 +546,7 @@ metrics_conn_free(struct metrics_conn *c)
     if (c->next != NULL) {
         c->next->prev = c->prev;
     }
-    if (c->counted) {
-        metrics_nconns--;
-    }
+    metrics_conn_uncount(c);
     event_free(c->timer);
     free(c);
 }
@@ -362,18 +572,19 @@ metrics_conn_begin(struct metrics_conn *c)
     struct timeval tv = { (time_t)(metrics_timeout_ms / 1000),
                           (suseconds_t)(metrics_timeout_ms % 1000 * 1000) };
 
-    c->state = METRICS_CONN_REQUEST;
+    metrics_conn_enter(c, METRICS_CONN_REQUEST);
     evtimer_add(c->timer, &tv);
 }
 
 /*
- * End c's connection: shut its socket down both ways.  evhttp reads the
- * end of stream (or fails its next write) and frees the connection,
- * which calls metrics_close_cb.
+ * End c's connection: shut its socket down both ways, and give its
+ * place up at once.  evhttp reads the end of stream (or fails its next
+ * write) and frees the connection, which calls metrics_close_cb.
  */
 static void
 metrics_conn_shut(struct metrics_conn *c)
 {
+    metrics_conn_uncount(c);
     c->state = METRICS_CONN_CLOSING;
     evtimer_del(c->timer);
     (void)shutdown(bufferevent_getfd(c->bev), SHUT_RDWR);
@@ -408,7 +619,7 @@ metrics_done_cb(struct evhttp_request *req, void *arg)
         metrics_conn_begin(c);
         return;
     }
-    c->state = METRICS_CONN_IDLE;
+    metrics_conn_enter(c, METRICS_CONN_IDLE);
     evtimer_del(c->timer);
 }
 
@@ -426,11 +637,49 @@ metrics_close_cb(struct evhttp_connection *evcon, void *arg)
 }
 
 /*
+ * Give c a place, evicting another connection when one is in the way
+ * (see the file comment).  Returns false when c must be refused: no
+ * connection in its way may be evicted, or no memory for its group.
+ */
+static bool
+metrics_conn_admit(struct metrics_conn *c)
+{
+    struct metrics_group_key key;
+    struct metrics_group *g;
+    struct metrics_conn *victim;
+    struct timeval now;
+    bool room;
+
+    metrics_group_of(bufferevent_getfd(c->bev), &key);
+    g = metrics_group_get(&key);
+    if (g == NULL) {
+        return false;
+    }
+    event_base_gettimeofday_cached(bufferevent_get_base(c->bev), &now);
+    victim = metrics_conn_victim(g, &now, &room);
+    if (room) {
+        if (victim == NULL) {
+            metrics_group_put(g);
+            return false;
+        }
+        stats.metrics_evicted++;
+        metrics_log_closes();
+        metrics_conn_shut(victim);  /* may free g, when it was victim's, and its last */
+        g = metrics_group_get(&key);
+        if (g == NULL) {
+            return false;
+        }
+    }
+    metrics_conn_count(c, g);
+    return true;
+}
+
+/*
  * The set-up, in the turn of the loop that accepted the connection,
  * after evhttp gave the bufferevent its socket and made its connection:
  * that connection is the argument of the bufferevent's callbacks.  Then
- * either a 503 and the end (past the limit) or the first request's
- * deadline.  Drops the reference metrics_bev_cb took.
+ * either a 503 and the end (no place: metrics_conn_admit) or the first
+ * request's deadline.  Drops the reference metrics_bev_cb took.
  */
 static void
 metrics_conn_setup(struct metrics_conn *c)
@@ -456,7 +705,7 @@ metrics_conn_setup(struct metrics_conn *c)
         metrics_conn_shut(c);
         return;
     }
-    if (!c->counted) {
+    if (!metrics_conn_admit(c)) {
         stats.metrics_rejected++;
         metrics_log_closes();
         (void)send(bufferevent_getfd(bev), metrics_busy, sizeof(metrics_busy) - 1,
@@ -487,9 +736,9 @@ metrics_timer_cb(evutil_socket_t fd, short what, void *arg)
 /*
  * evhttp accepted a connection and asks for its bufferevent: a socket
  * bufferevent (given the socket by evhttp, closing it when freed) and
- * its record, counted against metrics.max_connections unless the limit
- * is reached.  The set-up runs in this turn of the loop, before any
- * byte is read.  Returns NULL when out of memory: evhttp then makes a
+ * its record, which takes a place at the set-up (the peer is known
+ * then).  The set-up runs in this turn of the loop, before any byte is
+ * read.  Returns NULL when out of memory: evhttp then makes a
  * bufferevent of its own, and the connection is served unrecorded.
  */
 static struct bufferevent *
@@ -515,10 +764,6 @@ metrics_bev_cb(struct event_base *base, void *arg)
     }
     bufferevent_incref(c->bev);     /* stays valid until the set-up */
     c->state = METRICS_CONN_NEW;
-    c->counted = metrics_nconns < metrics_max_conns;
-    if (c->counted) {
-        metrics_nconns++;
-    }
     c->next = metrics_conns;
     if (metrics_conns != NULL) {
         metrics_conns->prev = c;
@@ -625,6 +870,7 @@ void
 metrics_set_conf(const struct conf *conf)
 {
     metrics_max_conns = conf->metrics_max_connections;
+    metrics_group_share = (metrics_max_conns + 1) / 2;
     metrics_timeout_ms = conf->metrics_request_timeout_ms;
 }
 

@@ -8,11 +8,15 @@
  * whose target is no path: 404).  A connection idle for 10 s (reading
  * or writing) is closed; request headers are limited to 8 KiB, bodies
  * to 1 KiB.  At most metrics.max_connections connections are open at
- * once (another is answered 503 and closed), and a request not answered
- * within metrics.request_timeout_ms of its first byte (of the accept,
- * for a connection's first request) has its connection closed; both
- * are counted (metrics_rejected, metrics_timed_out) and logged at most
- * once per 10 s.
+ * once, and half of them (rounded up) from one address group (an IPv4
+ * /24, all of 127/8, an IPv6 /64): a new connection past either closes
+ * the slowest connection in its way (the request under way longest,
+ * else the one idle longest; metrics_evicted), and is answered 503 and
+ * closed only when every one in its way came in the same turn of the
+ * loop (metrics_rejected).  A request not answered within
+ * metrics.request_timeout_ms of its first byte (of the accept, for a
+ * connection's first request) has its connection closed
+ * (metrics_timed_out).  All three are logged at most once per 10 s.
  */
 #ifndef REDLOCKD_METRICS_H
 #define REDLOCKD_METRICS_H

@@ -40,6 +40,9 @@
         snap->now_us - stats.start_us, "Time since the daemon started.")                           \
     ROW(connections, "redlockd_connections", NULL, NULL, GAUGE, NUMBER,                            \
         stats.connections, "Client connections open now.")                                         \
+    ROW(client_slots, "redlockd_client_slots", NULL, NULL, GAUGE, NUMBER, stats.client_slots,      \
+        "Client slots in effect: limits.max_clients, or fewer when the descriptor limit "         \
+        "(RLIMIT_NOFILE, read at start and reload) leaves fewer.")                                \
     ROW(connections_total, "redlockd_connections_accepted_total", NULL, NULL, COUNTER, NUMBER,     \
         stats.connections_total, "Client connections accepted.")                                   \
     ROW(unauthenticated, "redlockd_connections_unauthenticated", NULL, NULL, GAUGE, NUMBER,        \
@@ -51,8 +54,14 @@
     ROW(rejected_clients, "redlockd_connections_rejected_total", NULL, NULL, COUNTER, NUMBER,      \
         stats.rejected_clients,                                                                    \
         "Client connections refused by a connection limit (limits.max_clients and the others).")   \
+    ROW(rejected_descriptors, "redlockd_connections_rejected_descriptors_total", NULL, NULL,      \
+        COUNTER, NUMBER, stats.rejected_descriptors,                                              \
+        "Connections refused for the descriptor limit: past the client slots it leaves, or "      \
+        "accepted on the spare descriptor when out of descriptors.")                              \
     ROW(accept_failures, "redlockd_accept_failures_total", NULL, NULL, COUNTER, NUMBER,            \
-        stats.accept_failures, "accept() failures; out of descriptors, accepting pauses 100 ms.")  \
+        stats.accept_failures,                                                                    \
+        "accept() failures; out of descriptors, the waiting connections are refused from a "      \
+        "spare descriptor (accepting pauses 100 ms only when there is none).")  \
     ROW(auth_failures, "redlockd_auth_failures_total", NULL, NULL, COUNTER, NUMBER,                \
         stats.auth_failures, "AUTH requests with a wrong password.")                               \
     ROW(auth_held, "redlockd_auth_held_total", NULL, NULL, COUNTER, NUMBER,                        \
@@ -72,6 +81,9 @@
     ROW(metrics_rejected, "redlockd_metrics_rejected_total", NULL, NULL, COUNTER, NUMBER,          \
         stats.metrics_rejected,                                                                    \
         "/metrics connections refused because of metrics.max_connections.")                       \
+    ROW(metrics_evicted, "redlockd_metrics_evicted_total", NULL, NULL, COUNTER, NUMBER,            \
+        stats.metrics_evicted,                                                                     \
+        "Slow /metrics connections closed to make room for new ones.")                            \
     ROW(metrics_timed_out, "redlockd_metrics_timed_out_total", NULL, NULL, COUNTER, NUMBER,        \
         stats.metrics_timed_out,                                                                   \
         "/metrics connections closed because a request was not answered within "                   \

@@ -26,6 +26,11 @@ struct stats {
     uint64_t connections;        /* session: open now */
     uint64_t connections_total;  /* session: accepted since start */
     uint64_t rejected_clients;   /* listener: refused by max_clients */
+    uint64_t rejected_descriptors; /* listener: of those, for the descriptor limit (past the
+                                      client slots it leaves, or out of descriptors and
+                                      refused from the spare one; /metrics' too) */
+    uint64_t client_slots;       /* listener: client slots in effect: limits.max_clients,
+                                    or fewer when the descriptor limit leaves fewer */
     uint64_t accept_failures;    /* listener: accept(2) failed (out of descriptors:
                                     accepting paused) */
     uint64_t auth_failures;      /* session: wrong AUTH passwords */
@@ -34,7 +39,9 @@ struct stats {
     uint64_t clients_timed_out;  /* session: request line not finished in time */
     uint64_t clients_closed_output; /* session: replies not read, or too many */
     uint64_t metrics_rejected;   /* metrics: /metrics connections refused by
-                                    metrics.max_connections */
+                                    metrics.max_connections (none to evict) */
+    uint64_t metrics_evicted;    /* metrics: slow /metrics connections closed to
+                                    make room for a new one */
     uint64_t metrics_timed_out;  /* metrics: /metrics connections closed at
                                     metrics.request_timeout_ms */
     uint64_t labels_truncated;   /* session: default holder labels cut to 64 bytes */

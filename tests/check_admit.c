@@ -1,12 +1,14 @@
 /*
  * check_admit.c: client slots (daemon/admit.c), the address group a
  * peer counts in and the buckets of wrong AUTH passwords
- * (daemon/authlimit.c), and the keyed hash of their tables
- * (daemon/keyhash.c), without sockets: the counts, limits, choices and
+ * (daemon/authlimit.c), the keyed hash of their tables
+ * (daemon/keyhash.c), and the slots a descriptor limit leaves
+ * (daemon/fdbudget.c), without sockets: the counts, limits, choices and
  * texts on made-up connections and times.
  */
 #include <check.h>
 #include <stdbool.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -14,6 +16,7 @@
 #include "conf/conf.h"
 #include "daemon/admit.h"
 #include "daemon/authlimit.h"
+#include "daemon/fdbudget.h"
 #include "daemon/keyhash.h"
 #include "tests/runner.h"
 
@@ -328,6 +331,93 @@ START_TEST(test_known_address)
 }
 END_TEST
 
+/* The arithmetic of the descriptor budget. */
+START_TEST(test_fd_budget)
+{
+    struct fdbudget_need need = { 5, 2, 0 };
+    size_t other = FDBUDGET_BASE + 10 + 2 + FDBUDGET_TRANSIENT + FDBUDGET_SPARE;
+
+    ck_assert_uint_eq(fdbudget_other(&need), other);
+    /* /metrics' connections count too. */
+    need.metrics_conns = 16;
+    ck_assert_uint_eq(fdbudget_other(&need), other + 16);
+    need.metrics_conns = 0;
+    /* The smaller of max_clients and what the limit leaves. */
+    ck_assert_uint_eq(fdbudget_slots(100, 10000, &need), 100 - other);
+    ck_assert_uint_eq(fdbudget_slots(100, 10, &need), 10);
+    ck_assert_uint_eq(fdbudget_slots(1048576, 10000, &need), 10000);
+    ck_assert_uint_eq(fdbudget_slots(FDBUDGET_UNLIMITED, 10000, &need), 10000);
+    /* A limit that leaves nothing still leaves one slot; max_clients 0 is 1. */
+    ck_assert_uint_eq(fdbudget_slots(other, 10000, &need), 1);
+    ck_assert_uint_eq(fdbudget_slots(3, 10000, &need), 1);
+    ck_assert_uint_eq(fdbudget_slots(1000, 0, &need), 1);
+    ck_assert_uint_eq(fdbudget_slots(other + 1, 10000, &need), 1);
+    ck_assert_uint_eq(fdbudget_slots(other + 2, 10000, &need), 2);
+    /* TCP and TLS: the slots less the Unix socket's reserve, one left at least. */
+    ck_assert_uint_eq(fdbudget_net_slots(72, 16, true), 56);
+    ck_assert_uint_eq(fdbudget_net_slots(72, 16, false), 72);
+    ck_assert_uint_eq(fdbudget_net_slots(10, 16, true), 1);
+    ck_assert_uint_eq(fdbudget_net_slots(16, 16, true), 1);
+    ck_assert_uint_eq(fdbudget_net_slots(17, 16, true), 1);
+    ck_assert_uint_eq(fdbudget_net_slots(18, 16, true), 2);
+    ck_assert_uint_eq(fdbudget_net_slots(1, 16, true), 1);
+    ck_assert_uint_eq(fdbudget_net_slots(5, 0, true), 5);
+}
+END_TEST
+
+/*
+ * Slots the descriptor limit leaves count in place of max_clients when
+ * fewer, the reserve is taken from them, and a refusal names the limit.
+ */
+START_TEST(test_fd_slots)
+{
+    struct conf c;
+    struct admit_slot t[4] = { { 0 } }, u[3] = { { 0 } };
+    const char *why;
+
+    t_conf(&c, 100, 2, 100, 100, 0, "");
+    admit_set_unix(true);
+    admit_set_fd_slots(4, 64);
+    ck_assert_ptr_null(admit_enter(&t[0], "10.0.0.1", false, false));
+    ck_assert_ptr_null(admit_enter(&t[1], "10.0.0.2", false, false));
+    why = admit_enter(&t[2], "10.0.0.3", false, false);
+    ck_assert_str_eq(why, "too many clients (descriptor limit 64; limits.unix_reserved of the "
+                          "slots it leaves are kept for the Unix socket: raise LimitNOFILE= "
+                          "or lower limits.max_clients)");
+    ck_assert(admit_is_fd_refusal(why));
+    /* The Unix socket has its two. */
+    ck_assert_ptr_null(admit_enter(&u[0], "unix uid=0", true, false));
+    ck_assert_ptr_null(admit_enter(&u[1], "unix uid=0", true, false));
+    why = admit_enter(&u[2], "unix uid=0", true, false);
+    ck_assert_str_eq(why, "too many clients (descriptor limit 64: raise LimitNOFILE= or lower "
+                          "limits.max_clients)");
+    ck_assert(admit_is_fd_refusal(why));
+    /* A reload that raises the limit makes room; the other limits' texts stay theirs. */
+    admit_set_fd_slots(6, 128);
+    ck_assert_ptr_null(admit_enter(&t[2], "10.0.0.3", false, false));
+    ck_assert_ptr_null(admit_enter(&t[3], "10.0.0.4", false, false));
+    admit_leave(&t[3]);
+    /* Slots beyond max_clients: max_clients counts, and is named. */
+    admit_set_fd_slots(1000, 4096);
+    c.max_clients = 5;
+    admit_leave(&u[1]);
+    why = admit_enter(&t[3], "10.0.0.4", false, false);
+    ck_assert_str_eq(why, "too many clients (limits.max_clients; limits.unix_reserved of them "
+                          "are kept for the Unix socket)");
+    ck_assert(!admit_is_fd_refusal(why));
+    ck_assert_ptr_null(admit_enter(&u[1], "unix uid=0", true, false));
+    ck_assert_str_eq(admit_enter(&u[2], "unix uid=0", true, false),
+                     "too many clients (limits.max_clients)");
+    admit_leave(&t[0]);
+    admit_leave(&t[1]);
+    admit_leave(&t[2]);
+    admit_leave(&u[0]);
+    admit_leave(&u[1]);
+    admit_set_unix(false);
+    admit_set_fd_slots(SIZE_MAX, FDBUDGET_UNLIMITED);
+}
+END_TEST
+
 static Suite *
 admit_suite(void)
 {
@@ -343,6 +433,8 @@ admit_suite(void)
     tcase_add_test(tc, test_known_address);
     tcase_add_test(tc, test_tls_handshake_is_pending);
     tcase_add_test(tc, test_unix_reserve_and_per_source);
+    tcase_add_test(tc, test_fd_budget);
+    tcase_add_test(tc, test_fd_slots);
     suite_add_tcase(s, tc);
     return s;
 }

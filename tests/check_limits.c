@@ -29,6 +29,7 @@
 
 #include <arpa/inet.h>
 #include <netinet/in.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -311,63 +312,243 @@ li_log_lines(const char *text)
     return n;
 }
 
-#define LI_FD_LIMIT   64        /* the daemon's descriptor limit, soft and hard */
-#define LI_FD_CONNS   90        /* connections: more than it can accept */
-#define LI_FD_WINDOW_MS 2000    /* how long the daemon is watched out of descriptors */
-#define LI_FD_KEPT    20        /* connections kept open after the others left: they
-                                   fit in the limit */
+/* Start the daemon with a TLS listener (the harness's test certificates) and opts. */
+static void
+li_up_tls(struct h_daemon_opts *o)
+{
+    ck_assert_msg(h_begin(tcase_name()) == 0, "cannot create the test directory");
+    ck_assert_msg(h_make_certs() == 0, "tests/tls/make-certs.sh failed");
+    o->tls_cert_file = h_cert("server.crt");
+    o->tls_key_file = h_cert("server.key");
+    ck_assert_msg(h_start_masters(NMASTERS) == 0, "the masters did not start");
+    ck_assert_msg(h_start_daemon(o) == 0, "redlockd did not start (log above)");
+}
+
+/* Set daemon pid's descriptor limit (prlimit(2), as prlimit(1) does).  0, or -1 with errno. */
+static int
+li_set_nofile(pid_t pid, rlim_t soft, rlim_t hard)
+{
+    struct rlimit rl = { soft, hard };
+
+    return prlimit(pid, RLIMIT_NOFILE, &rl, NULL);
+}
+
+/* Unix-socket clients, each on a new connection, that answer PING with PONG within LOCAL_MS. */
+static int
+li_unix_pings(int n)
+{
+    int i, fd, answered = 0;
+    char *got;
+
+    for (i = 0; i < n; i++) {
+        fd = h_connect_unix();
+        got = fd >= 0 ? h_cmd(fd, "PING", LOCAL_MS) : NULL;
+        answered += got != NULL && strcmp(got, "PONG") == 0;
+        free(got);
+        if (fd >= 0) {
+            close(fd);
+        }
+    }
+    return answered;
+}
+
+/* A refused connection's first line starts with want, then the daemon closes it. */
+static void
+li_expect_line_eof(int fd, const char *want, const char *who)
+{
+    char *got = h_read_line(fd, LOCAL_MS);
+
+    ck_assert_msg(got != NULL && strncmp(got, want, strlen(want)) == 0,
+                  "%s got '%s', not '%s...'", who, got != NULL ? got : "(nothing)", want);
+    free(got);
+    ck_assert_msg(h_expect_eof(fd, LOCAL_MS), "%s: a refused connection stayed open", who);
+}
+
+#define LI_BUDGET_LIMIT 100     /* the daemon's descriptor limit, soft and hard */
+#define LI_BUDGET_CONNS 200     /* idle TCP connections: twice as many */
+#define LI_BUDGET_PINGS 10      /* Unix clients that must each be answered */
+#define LI_UNIX_RESERVED 16     /* limits.unix_reserved's default (max_clients 10000) */
 
 /*
- * Out of descriptors, the daemon does not spin: under a hard limit of 64
- * it warns at start that limits.max_clients does not fit, 90
- * connections leave it unable to accept, and over 2 s it then spends
- * little CPU (libevent's listener would retry accept(2) at once, for
- * ever) and logs one accept-failure line, not one per try.  Once
- * clients leave, a connection that waited in the backlog is served.
+ * Under a descriptor limit of 100, 200 idle TCP connections take the
+ * client slots that limit leaves to TCP (STATS client_slots less
+ * limits.unix_reserved), not every descriptor: each of 10 new Unix
+ * clients is answered, and the TCP clients past those slots get ERR
+ * LIMIT naming the descriptor limit.
  */
-START_TEST(out_of_descriptors_pauses)
+START_TEST(unix_kept_out_of_descriptors)
+{
+    struct h_daemon_opts o = { .retry_delay_ms = 100, .nofile = LI_BUDGET_LIMIT,
+                               .log_level = "info" };
+    int fds[LI_BUDGET_CONNS], u, i, answered;
+    long long slots = -1;
+
+    expect_up(NMASTERS, &o);
+    u = h_connect_unix();
+    ck_assert_int_ge(u, 0);
+    expect_wait_stat_on(u, "connections", 1);      /* the harness's own connections are gone */
+    for (i = 0; i < LI_BUDGET_CONNS; i++) {
+        fds[i] = expect_tcp();
+    }
+    answered = li_unix_pings(LI_BUDGET_PINGS);
+    fprintf(stderr, "unix_kept_out_of_descriptors: %d of %d Unix clients answered with %d "
+            "TCP connections open under a descriptor limit of %d\n", answered,
+            LI_BUDGET_PINGS, LI_BUDGET_CONNS, LI_BUDGET_LIMIT);
+    ck_assert_msg(answered == LI_BUDGET_PINGS, "%d of %d Unix clients answered PING within "
+                  "%d ms", answered, LI_BUDGET_PINGS, LOCAL_MS);
+    li_expect_line_eof(fds[LI_BUDGET_CONNS - 1], "ERR LIMIT too many clients (descriptor "
+                       "limit 100; limits.unix_reserved", "the last TCP client");
+    ck_assert_int_eq(h_stat(u, "client_slots", &slots), 0);
+    ck_assert_msg(slots > LI_UNIX_RESERVED && slots < LI_BUDGET_LIMIT,
+                  "client_slots %lld under a descriptor limit of %d", slots, LI_BUDGET_LIMIT);
+    expect_wait_stat_on(u, "rejected_descriptors",
+                        LI_BUDGET_CONNS - (slots - LI_UNIX_RESERVED));
+    ck_assert_msg(h_log_find(0, "start: descriptor limit 100 leaves", NULL, 0),
+                  "the start did not log the client slots the descriptor limit leaves");
+    EXPECT_REPLY(fds[0], "PING", "PONG");
+    EXPECT_REPLY(fds[slots - LI_UNIX_RESERVED - 1], "PING", "PONG");
+    for (i = 0; i < LI_BUDGET_CONNS; i++) {
+        close(fds[i]);
+    }
+    close(u);
+}
+END_TEST
+
+#define LI_RELOAD_HARD  300     /* the hard limit raised under the daemon */
+#define LI_RELOAD_LOWER 80      /* without the privilege to raise it: lowered to this */
+
+/*
+ * The budget is read again at reload: the operator raises the hard
+ * descriptor limit of the running daemon (prlimit(1)) and sends SIGHUP;
+ * the daemon raises its soft limit to it and client_slots grows by as
+ * much.  A test without the privilege to raise a hard limit lowers it
+ * instead, and the slots shrink by as much.
+ */
+START_TEST(descriptor_budget_reload)
+{
+    struct h_daemon_opts o = { .retry_delay_ms = 100, .nofile = LI_BUDGET_LIMIT,
+                               .log_level = "info" };
+    long long before = -1;
+    rlim_t now = LI_RELOAD_HARD;
+    off_t from;
+    int u;
+
+    expect_up(NMASTERS, &o);
+    u = h_connect_unix();
+    ck_assert_int_ge(u, 0);
+    ck_assert_int_eq(h_stat(u, "client_slots", &before), 0);
+    ck_assert_msg(before > 0 && before < LI_BUDGET_LIMIT, "client_slots %lld at start", before);
+    from = h_log_size();
+    if (li_set_nofile(h_daemon_pid(), LI_BUDGET_LIMIT, LI_RELOAD_HARD) != 0) {
+        ck_assert_msg(errno == EPERM, "prlimit: %s", strerror(errno));
+        now = LI_RELOAD_LOWER;
+        ck_assert_msg(li_set_nofile(h_daemon_pid(), now, now) == 0, "prlimit: %s",
+                      strerror(errno));
+    }
+    ck_assert_int_eq(h_signal_daemon(SIGHUP), 0);
+    ck_assert_msg(h_wait_log(from, "reload: done", 5000), "the reload did not finish");
+    expect_wait_stat_on(u, "client_slots", before + (long long)now - LI_BUDGET_LIMIT);
+    if (now == LI_RELOAD_HARD) {
+        ck_assert_msg(h_log_find(from, "descriptor limit raised from 100 to 300", NULL, 0),
+                      "the reload did not raise the soft limit to the hard one");
+    }
+    ck_assert_msg(h_log_find(from, now == LI_RELOAD_HARD ? "reload: descriptor limit 300 "
+                                                          : "reload: descriptor limit 80 ",
+                             NULL, 0),
+                  "the reload did not log the client slots");
+    close(u);
+}
+END_TEST
+
+#define LI_FD_LIMIT     128     /* the daemon's descriptor limit at start */
+#define LI_FD_LOWERED   48      /* then, under it, without a reload */
+#define LI_FD_HELD      60      /* clients served before it is lowered */
+#define LI_FD_MORE      30      /* connections after: no descriptor for them */
+#define LI_FD_KEPT      10      /* clients kept open after the others left */
+#define LI_FD_WINDOW_MS 2000    /* how long the daemon is watched out of descriptors */
+
+/* True when a new Unix client is answered PING. */
+static bool
+li_cond_unix_ping(void *arg)
+{
+    (void)arg;
+    return li_unix_pings(1) == 1;
+}
+
+/*
+ * Out of descriptors although the client slots fit (the limit lowered
+ * under the running daemon stands for descriptors taken elsewhere),
+ * every waiting connection is refused from the spare descriptor: a TCP
+ * client and a Unix one get ERR LIMIT naming the descriptor limit, a TLS
+ * one is closed without a byte, and nothing is left waiting, so the
+ * daemon spends little CPU and logs one accept-failure line.  Once
+ * clients leave, new ones are served.
+ */
+START_TEST(out_of_descriptors_refuses)
 {
     struct h_daemon_opts o = { .retry_delay_ms = 100, .nofile = LI_FD_LIMIT,
                                .log_level = "info" };
-    int fds[LI_FD_CONNS], i, lines;
-    long long cpu0, cpu1, hz = sysconf(_SC_CLK_TCK);
-    char *got;
+    int fds[LI_FD_HELD], more[LI_FD_MORE], u, v, t, i, lines;
+    long long cpu0, cpu1, hz = sysconf(_SC_CLK_TCK), failures = -1;
+    const char *want = "ERR LIMIT too many clients (out of descriptors, descriptor limit 48";
 
-    expect_up(NMASTERS, &o);
-    ck_assert_msg(h_log_find(0, "descriptor limit 64 (hard 64) is below", NULL, 0),
-                  "no warning at start that max_clients does not fit the descriptor limit");
-    fds[0] = expect_tcp();
-    EXPECT_REPLY(fds[0], "PING", "PONG");
-    for (i = 1; i < LI_FD_CONNS; i++) {
+    li_up_tls(&o);
+    u = h_connect_unix();
+    ck_assert_int_ge(u, 0);
+    expect_wait_stat_on(u, "connections", 1);
+    for (i = 0; i < LI_FD_HELD; i++) {
         fds[i] = expect_tcp();
-        ck_assert_int_eq(h_send(fds[i], "PING"), 0);
+        EXPECT_REPLY(fds[i], "PING", "PONG");
     }
-    ck_assert_msg(h_wait_log(0, "accept failed: Too many open files", 5000),
-                  "the daemon never ran out of descriptors (log above)");
+    ck_assert_msg(li_set_nofile(h_daemon_pid(), LI_FD_LOWERED, LI_FD_LOWERED) == 0,
+                  "prlimit: %s", strerror(errno));
+    for (i = 0; i < LI_FD_MORE; i++) {
+        more[i] = expect_tcp();
+    }
+    for (i = 0; i < LI_FD_MORE; i++) {
+        li_expect_line_eof(more[i], want, "a TCP client out of descriptors");
+        close(more[i]);
+    }
+    v = h_connect_unix();
+    ck_assert_int_ge(v, 0);
+    li_expect_line_eof(v, want, "a Unix client out of descriptors");
+    close(v);
+    t = h_tcp_connect(NULL, "127.0.0.1", h_daemon_tls_port(), 0);
+    ck_assert_int_ge(t, 0);
+    ck_assert_msg(h_expect_eof(t, LOCAL_MS), "a TLS client out of descriptors was not closed "
+                  "without a byte");
+    close(t);
     cpu0 = li_cpu_ticks(h_daemon_pid());
-    h_sleep_ms(LI_FD_WINDOW_MS);
+    h_sleep_ms(LI_FD_WINDOW_MS);    /* a measurement window, not a wait for a state */
     cpu1 = li_cpu_ticks(h_daemon_pid());
     lines = li_log_lines("accept failed");
-    fprintf(stderr, "out_of_descriptors_pauses: %lld ms of CPU in %d ms out of descriptors, "
+    fprintf(stderr, "out_of_descriptors_refuses: %lld ms of CPU in %d ms out of descriptors, "
             "%d accept-failure lines\n", (cpu1 - cpu0) * 1000 / hz, LI_FD_WINDOW_MS, lines);
     ck_assert_msg(cpu0 >= 0 && cpu1 >= 0, "cannot read the daemon's CPU time");
     ck_assert_msg((cpu1 - cpu0) * 1000 / hz < LI_FD_WINDOW_MS / 4,
                   "the daemon used %lld ms of CPU in %d ms out of descriptors: it spins",
                   (cpu1 - cpu0) * 1000 / hz, LI_FD_WINDOW_MS);
     ck_assert_msg(lines == 1, "%d accept-failure lines in the log, expected one", lines);
+    ck_assert_msg(h_log_find(0, "refused from the spare descriptor", NULL, 0),
+                  "the log does not say the connections were refused from the spare");
+    ck_assert_int_eq(h_stat(u, "accept_failures", &failures), 0);
+    ck_assert_msg(failures >= 1, "accept_failures %lld", failures);
+    expect_wait_stat_on(u, "rejected_descriptors", LI_FD_MORE + 2);
     EXPECT_REPLY(fds[0], "PING still", "PONG still");
-    /* Most clients leave: the last connection, still in the backlog, is served. */
-    for (i = 1; i < LI_FD_CONNS - LI_FD_KEPT; i++) {
+    /* Most clients leave: descriptors under the limit are free again. */
+    for (i = LI_FD_KEPT; i < LI_FD_HELD; i++) {
         close(fds[i]);
     }
-    got = h_read_line(fds[LI_FD_CONNS - 1], 5000);
-    ck_assert_msg(got != NULL && strcmp(got, "PONG") == 0,
-                  "the last connection got '%s' once clients left", got ? got : "(nothing)");
-    free(got);
-    for (i = LI_FD_CONNS - LI_FD_KEPT; i < LI_FD_CONNS; i++) {
+    ck_assert_msg(h_wait_until(li_cond_unix_ping, NULL, 5000),
+                  "no Unix client was served once clients left");
+    ck_assert_msg(h_wait_until(li_cond_ping, NULL, 5000),
+                  "no TCP client was served once clients left");
+    ck_assert_msg(h_log_find(0, "start: descriptor limit 128 leaves", NULL, 0),
+                  "no warning at start that max_clients does not fit the descriptor limit");
+    for (i = 0; i < LI_FD_KEPT; i++) {
         close(fds[i]);
     }
-    close(fds[0]);
+    close(u);
 }
 END_TEST
 
@@ -577,18 +758,6 @@ START_TEST(unix_slots_reserved)
     close(u2);
 }
 END_TEST
-
-/* Start the daemon with a TLS listener (the harness's test certificates) and opts. */
-static void
-li_up_tls(struct h_daemon_opts *o)
-{
-    ck_assert_msg(h_begin(tcase_name()) == 0, "cannot create the test directory");
-    ck_assert_msg(h_make_certs() == 0, "tests/tls/make-certs.sh failed");
-    o->tls_cert_file = h_cert("server.crt");
-    o->tls_key_file = h_cert("server.key");
-    ck_assert_msg(h_start_masters(NMASTERS) == 0, "the masters did not start");
-    ck_assert_msg(h_start_daemon(o) == 0, "redlockd did not start (log above)");
-}
 
 /*
  * A full daemon refuses a TLS connection without writing a byte: ERR
@@ -1079,7 +1248,9 @@ limits_suite(void)
     EXPECT_ADD(s, slowloris, TEST_TIMEOUT_40_S);
     EXPECT_ADD(s, non_reader_closed, TEST_TIMEOUT_40_S);
     EXPECT_ADD(s, max_clients, TEST_TIMEOUT_40_S);
-    EXPECT_ADD(s, out_of_descriptors_pauses, TEST_TIMEOUT_40_S);
+    EXPECT_ADD(s, out_of_descriptors_refuses, TEST_TIMEOUT_40_S);
+    EXPECT_ADD(s, unix_kept_out_of_descriptors, TEST_TIMEOUT_40_S);
+    EXPECT_ADD(s, descriptor_budget_reload, TEST_TIMEOUT_40_S);
     EXPECT_ADD(s, max_locks_per_client, TEST_TIMEOUT_40_S);
     EXPECT_ADD(s, unauthenticated_capped, TEST_TIMEOUT_40_S);
     EXPECT_ADD(s, clients_per_source_capped, TEST_TIMEOUT_40_S);

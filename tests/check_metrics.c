@@ -10,10 +10,12 @@
  * same moment, the latency histogram (cumulative, _count equal to the
  * acquisitions), a master's up going 1 -> 0 when it is killed, 404, 405
  * and HEAD, label values escaped, a stalled HTTP client closed by the
- * timeout, metrics.max_connections (503 past it) and
- * metrics.request_timeout_ms (a client that trickles its request is
- * closed; keep-alive scrapes are not), and a daemon that refuses to start when metrics.listen's
- * port is taken.  The report table both outputs are written from
+ * timeout, metrics.max_connections and its per-address-group half (the
+ * slowest connection in the way closed to make room, within the new
+ * one's group or the fullest; every scrape answered during a slowloris
+ * attack), metrics.request_timeout_ms (a client that trickles its
+ * request is closed; keep-alive scrapes are not), and a daemon that
+ * refuses to start when metrics.listen's port is taken.  The report table both outputs are written from
  * (daemon/report.h, linked in) is checked row by row: its rules, and
  * every row in STATS and in /metrics with the same value.
  */
@@ -30,6 +32,7 @@
 
 #include <arpa/inet.h>
 #include <netinet/in.h>
+#include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
 
@@ -1261,98 +1264,354 @@ mt_read_response(int fd, int64_t timeout_ms)
 }
 
 /*
- * Read fd until the daemon closes it (end of stream or a reset), within
- * timeout_ms; what came before goes to buf (size bytes, cut, NUL added).
- * Returns the bytes read, or (size_t)-1 when it stayed open.
+ * Two round trips on the lock port fd: every connection made to the
+ * metrics port before the call has been set up by the daemon, in an
+ * earlier turn of its loop than any made after (daemon/metrics.c spares
+ * a connection from eviction in the turn it began its state), and what
+ * it did then (an eviction's shut-down) is done.
  */
-static size_t
-mt_read_to_close(int fd, int64_t timeout_ms, char *buf, size_t size)
+static void
+mt_settle(int fd)
 {
-    int64_t deadline = h_now_ms() + timeout_ms;
-    size_t used = 0;
+    EXPECT_REPLY(fd, "PING", "PONG");
+    EXPECT_REPLY(fd, "PING", "PONG");
+}
 
-    buf[0] = '\0';
-    for (;;) {
-        struct pollfd pfd = { .fd = fd, .events = POLLIN };
-        int64_t left = deadline - h_now_ms();
-        char chunk[512];
-        ssize_t n;
+/* A new connection to the metrics port that sends half a request (under way from now). */
+static int
+mt_half_request(void)
+{
+    int fd = h_connect_port(mt_port);
 
-        if (left <= 0 || poll(&pfd, 1, (int)left) <= 0) {
-            return (size_t)-1;
-        }
-        n = recv(fd, chunk, sizeof(chunk), 0);
-        if (n == 0 || (n < 0 && errno == ECONNRESET)) {
-            return used;
-        }
-        if (n < 0) {
-            if (errno == EINTR) {
-                continue;
-            }
-            return (size_t)-1;
-        }
-        if (used + 1 < size) {
-            size_t k = (size_t)n < size - 1 - used ? (size_t)n : size - 1 - used;
+    ck_assert_msg(fd >= 0, "cannot connect to the metrics port");
+    ck_assert_int_eq(h_send_raw(fd, "GET /metr", 9), 0);
+    return fd;
+}
 
-            memcpy(buf + used, chunk, k);
-            used += k;
-            buf[used] = '\0';
-        }
-    }
+/* A new keep-alive connection whose first scrape was answered 200: idle from now. */
+static int
+mt_idle_keepalive(void)
+{
+    int fd = h_connect_port(mt_port);
+
+    ck_assert_msg(fd >= 0, "cannot connect to the metrics port");
+    ck_assert_int_eq(h_send_raw(fd, MT_KEEPALIVE_GET, strlen(MT_KEEPALIVE_GET)), 0);
+    ck_assert_int_eq(mt_read_response(fd, H_HTTP_MS), 200);
+    return fd;
+}
+
+/* STATS name over fd, which must be there. */
+static long long
+mt_stat_on(int fd, const char *name)
+{
+    long long v = -1;
+
+    ck_assert_msg(h_stat(fd, name, &v) == 0, "no STATS %s", name);
+    return v;
 }
 
 /*
- * metrics.max_connections: 4.  Four idle connections take every place;
- * a fifth is answered 503 (or closed) at once, long before the idle
- * timeout, and the lock port serves meanwhile.  When one of the four
- * goes, a scrape on a new connection gets 200.  The refusal is counted.
+ * metrics.max_connections: 4, hence 2 from one address group (all of
+ * 127/8 is one).  The group full, a new connection is not refused: the
+ * slowest connection of the group is closed to make room, and the new
+ * one's scrape gets 200.  Slowest: a request under way (even one newer)
+ * before a keep-alive connection that idles, then the one idle longest.
+ * The other stays open; each eviction is counted, nothing is refused,
+ * and the lock port serves meanwhile.  (Before eviction, the third
+ * connection here was answered 503.)
  */
 START_TEST(metrics_connection_cap)
 {
     struct h_daemon_opts opts;
-    int idle[4], fd, lock;
-    long long refused = -1;
-    char got[512];
-    size_t i, len;
-    int64_t t0;
+    int idle, half, idle2, lock;
 
     memset(&opts, 0, sizeof(opts));
     opts.metrics_max_connections = 4;
-    /* The idle four must outlive the test's steps: no request deadline cuts them. */
+    /* No request deadline cuts the slow ones during the test's steps. */
     opts.metrics_request_timeout_ms = 60000;
     mt_up_with(&opts);
     lock = expect_tcp();
-    for (i = 0; i < 4; i++) {
-        idle[i] = h_connect_port(mt_port);
-        ck_assert_msg(idle[i] >= 0, "cannot connect to the metrics port");
-    }
-    fd = h_connect_port(mt_port);
-    ck_assert_msg(fd >= 0, "cannot connect to the metrics port");
-    t0 = h_now_ms();
-    ck_assert_int_eq(h_send_raw(fd, MT_KEEPALIVE_GET, strlen(MT_KEEPALIVE_GET)), 0);
-    len = mt_read_to_close(fd, 3000, got, sizeof(got));
-    ck_assert_msg(len != (size_t)-1, "the fifth connection was not closed within 3 s");
-    ck_assert_msg(len == 0 || strncmp(got, "HTTP/1.1 503 ", 13) == 0,
-                  "the fifth connection got '%.40s', not 503 or nothing", got);
-    ck_assert_msg(h_now_ms() - t0 < 3000, "the fifth connection took %lld ms to close",
-                  (long long)(h_now_ms() - t0));
-    close(fd);
+    idle = mt_idle_keepalive();
+    half = mt_half_request();
+    mt_settle(lock);
+    /* The group holds its 2: a scrape closes the request under way, not the older idle one. */
+    ck_assert_msg(mt_cond_serving(NULL), "a scrape past the group's share was not answered 200");
+    ck_assert_msg(h_expect_eof(half, 3000), "the request under way was not closed");
+    ck_assert_msg(h_quiet(idle, 50), "the idle connection was closed");
+    ck_assert_int_eq(mt_stat_on(lock, "metrics_evicted"), 1);
     EXPECT_PREFIX(lock, "LOCK cap", "OK cap validity=");
-    /* The four are still open: no byte, no end of stream. */
-    for (i = 0; i < 4; i++) {
-        ck_assert_msg(h_quiet(idle[i], 0), "idle connection %zu was closed", i);
-    }
-    ck_assert_int_eq(h_stat(lock, "metrics_rejected", &refused), 0);
-    ck_assert_int_ge(refused, 1);
-    /* One goes: a new scrape gets its place (once the daemon has seen it go). */
-    close(idle[0]);
-    ck_assert_msg(h_wait_until(mt_cond_serving, NULL, 3000),
-                  "no 200 within 3 s after an idle connection closed");
+    /* Two idle ones: the one idle longest goes. */
+    idle2 = mt_idle_keepalive();
+    mt_settle(lock);
+    ck_assert_msg(mt_cond_serving(NULL), "a scrape past the group's share was not answered 200");
+    ck_assert_msg(h_expect_eof(idle, 3000), "the connection idle longest was not closed");
+    ck_assert_msg(h_quiet(idle2, 50), "the connection idle a shorter time was closed");
+    ck_assert_int_eq(mt_stat_on(lock, "metrics_evicted"), 2);
+    ck_assert_int_eq(mt_stat_on(lock, "metrics_rejected"), 0);
+    /* The keep-alive connection left still scrapes. */
+    ck_assert_int_eq(h_send_raw(idle2, MT_KEEPALIVE_GET, strlen(MT_KEEPALIVE_GET)), 0);
+    ck_assert_int_eq(mt_read_response(idle2, H_HTTP_MS), 200);
     EXPECT_PREFIX(lock, "UNLOCK cap", "OK cap");
-    for (i = 1; i < 4; i++) {
-        close(idle[i]);
+    close(half);
+    close(idle);
+    close(idle2);
+    close(lock);
+}
+END_TEST
+
+#define MT_SLOW_CONNS   40      /* slowloris connections */
+#define MT_SLOW_SOURCES 8       /* from 127.0.0.2 .. 127.0.0.9 */
+#define MT_SLOW_BYTE_MS 500     /* one byte of each this often */
+#define MT_SCRAPES      20      /* one every MT_SLOW_BYTE_MS */
+
+/*
+ * The slowloris attacker, in a child process until it is killed (at
+ * most 60 s): MT_SLOW_CONNS connections from MT_SLOW_SOURCES loopback
+ * addresses, each sending one byte of an endless request header every
+ * MT_SLOW_BYTE_MS (their times spread over that period), each re-opened
+ * at its next byte when the daemon closed it (a 503 or an eviction
+ * alike).
+ */
+static void
+mt_slowloris(void)
+{
+    static const char head[] = "GET /metrics HTTP/1.1\r\nHost: x\r\nX-Slow: ";
+    int fd[MT_SLOW_CONNS];
+    size_t sent[MT_SLOW_CONNS];
+    int64_t next[MT_SLOW_CONNS], start = h_now_ms(), stop = start + 60000;
+    size_t i, k;
+
+    for (i = 0; i < MT_SLOW_CONNS; i++) {
+        fd[i] = -1;
+        next[i] = start + (int64_t)i * MT_SLOW_BYTE_MS / MT_SLOW_CONNS;
+    }
+    while (h_now_ms() < stop) {
+        struct pollfd pfd;
+        char from[32], c;
+
+        for (i = 0, k = 1; k < MT_SLOW_CONNS; k++) {
+            if (next[k] < next[i]) {
+                i = k;
+            }
+        }
+        if (next[i] > h_now_ms()) {
+            h_sleep_ms(next[i] - h_now_ms());  /* pacing: the attack's own rhythm */
+        }
+        next[i] += MT_SLOW_BYTE_MS;
+        pfd.fd = fd[i];
+        pfd.events = POLLIN;
+        if (fd[i] >= 0 && poll(&pfd, 1, 0) == 1) {
+            close(fd[i]);   /* an answer or the end: closed by the daemon */
+            fd[i] = -1;
+        }
+        if (fd[i] < 0) {
+            snprintf(from, sizeof(from), "127.0.0.%zu", 2 + i % MT_SLOW_SOURCES);
+            fd[i] = h_tcp_connect(from, "127.0.0.1", mt_port, 0);
+            sent[i] = 0;
+        }
+        if (fd[i] < 0) {
+            continue;
+        }
+        c = sent[i] < sizeof(head) - 1 ? head[sent[i]] : 'a';
+        if (send(fd[i], &c, 1, MSG_NOSIGNAL | MSG_DONTWAIT) != 1) {
+            close(fd[i]);
+            fd[i] = -1;
+            continue;
+        }
+        sent[i]++;
+    }
+}
+
+/* STATS metrics_evicted + metrics_rejected >= 1 (a build without the first: the second). */
+static bool
+mt_cond_table_full(void *arg)
+{
+    long long evicted = 0, rejected = 0;
+
+    (void)arg;
+    (void)h_stat_once("metrics_evicted", &evicted);
+    return h_stat_once("metrics_rejected", &rejected) == 0 && evicted + rejected >= 1;
+}
+
+/*
+ * A slowloris attack on /metrics at the defaults (metrics.max_connections
+ * 16, 8 from one address group): 40 connections from 8 loopback
+ * addresses, each sending a byte every 500 ms and re-opened at its next
+ * byte when closed.  A scraper meanwhile, one GET every 500 ms on a new connection
+ * for 10 s: every scrape is answered 200 (before eviction, 5 to 12 of 20
+ * got 503).  The attack's connections are the ones closed, counted in
+ * metrics_evicted and told by the log's line.
+ */
+START_TEST(metrics_slowloris_scrapes_served)
+{
+    char statuses[MT_SCRAPES * 5 + 1] = "";
+    int failed = 0, i, lock;
+    pid_t attacker;
+
+    mt_up();
+    lock = expect_tcp();
+    attacker = fork();
+    ck_assert_int_ge(attacker, 0);
+    if (attacker == 0) {
+        (void)prctl(PR_SET_PDEATHSIG, SIGKILL);
+        mt_slowloris();
+        _exit(0);
+    }
+    /* The attack holds every place it may before the first scrape. */
+    if (!h_wait_until(mt_cond_table_full, NULL, 5000)) {
+        kill(attacker, SIGKILL);
+        waitpid(attacker, NULL, 0);
+        ck_abort_msg("the slowloris connections never filled /metrics's places");
+    }
+    for (i = 0; i < MT_SCRAPES; i++) {
+        struct h_http_resp r;
+        int64_t t0 = h_now_ms();
+        int status = 0;
+
+        if (mt_request("GET", "/metrics", &r) == 0) {
+            status = r.status;
+            h_http_free(&r);
+        }
+        failed += status != 200;
+        snprintf(statuses + strlen(statuses), sizeof(statuses) - strlen(statuses), " %d", status);
+        if (h_now_ms() - t0 < MT_SLOW_BYTE_MS) {
+            h_sleep_ms(MT_SLOW_BYTE_MS - (h_now_ms() - t0));    /* pacing: the scraper's */
+        }
+    }
+    kill(attacker, SIGKILL);
+    ck_assert_int_eq(waitpid(attacker, NULL, 0), attacker);
+    ck_assert_msg(failed == 0, "%d of %d scrapes under the slowloris attack failed:%s", failed,
+                  MT_SCRAPES, statuses);
+    ck_assert_int_ge(mt_stat_on(lock, "metrics_evicted"), 1);
+    ck_assert_msg(h_wait_log(0, "slow connections closed to make room", 3000),
+                  "no log line on the evictions");
+    EXPECT_PREFIX(lock, "LOCK sl", "OK sl validity=");
+    close(lock);
+}
+END_TEST
+
+/* A new connection from ::1 to the metrics port that sends half a request; -1: no IPv6. */
+static int
+mt_half_request6(void)
+{
+    struct sockaddr_in6 sa;
+    int fd = socket(AF_INET6, SOCK_STREAM | SOCK_CLOEXEC, 0);
+
+    if (fd < 0) {
+        return -1;
+    }
+    memset(&sa, 0, sizeof(sa));
+    sa.sin6_family = AF_INET6;
+    sa.sin6_addr = in6addr_loopback;
+    sa.sin6_port = htons((uint16_t)mt_port);
+    if (connect(fd, (struct sockaddr *)&sa, sizeof(sa)) != 0) {
+        close(fd);
+        return -1;
+    }
+    ck_assert_int_eq(h_send_raw(fd, "GET /metr", 9), 0);
+    return fd;
+}
+
+/*
+ * Address groups: metrics.listen on [::] (dual stack), max_connections 5,
+ * so 3 from one group.  ::1 (an IPv6 /64) holds 2 slow connections,
+ * 127.0.0.1 (127/8, IPv4-mapped here) its 3.  Six more slow ones from
+ * 127.0.0.1 each close the oldest of 127/8, never one of ::1's; a scrape
+ * from 127.0.0.1 is answered.  A third from ::1, within its share while
+ * every place is taken, closes the oldest of the group that holds the
+ * most (127/8).  (Before per-group shares and eviction, the newcomers
+ * were answered 503 and nothing was closed.)
+ */
+START_TEST(metrics_groups_evict_their_own)
+{
+    const char *bin = getenv("REDLOCKD_BIN");
+    const char *argv[4];
+    char conf[512], logp[512], peer[64];
+    int six[3], four[10], lock, tcp_port;
+    size_t i;
+    FILE *f;
+    pid_t pid;
+    int status;
+
+    if (bin == NULL || bin[0] == '\0') {
+        bin = "./build/redlockd";
+    }
+    ck_assert_msg(h_begin(tcase_name()) == 0, "cannot create the test directory");
+    mt_port = h_free_port();
+    tcp_port = h_free_port();
+    ck_assert_int_gt(mt_port, 0);
+    ck_assert_int_gt(tcp_port, 0);
+    snprintf(conf, sizeof(conf), "%s/groups.yml", h_dir());
+    snprintf(logp, sizeof(logp), "%s/groups.log", h_dir());
+    f = fopen(conf, "w");
+    ck_assert_ptr_nonnull(f);
+    /* /metrics needs no master up: one Unix socket that does not exist. */
+    fprintf(f, "listen:\n  tcp: \"127.0.0.1:%d\"\n  unix: \"\"\nmasters:\n"
+            "  - \"unix:%s/no-master.sock\"\nmetrics:\n  listen: \"[::]:%d\"\n"
+            "  allow_remote: true\n  max_connections: 5\n  request_timeout_ms: 60000\n"
+            "lock:\n  restart_quarantine: false\n", tcp_port, h_dir(), mt_port);
+    fclose(f);
+    argv[0] = bin;
+    argv[1] = "-c";
+    argv[2] = conf;
+    argv[3] = NULL;
+    pid = h_spawn(argv, logp);
+    ck_assert_int_gt(pid, 0);
+    ck_assert_msg(h_wait_until(mt_cond_serving, NULL, H_START_MS),
+                  "no /metrics within %d ms (see %s)", H_START_MS, logp);
+    six[0] = mt_half_request6();
+    if (six[0] < 0) {
+        fprintf(stderr, "metrics_groups_evict_their_own: skipped, no IPv6 loopback (%s)\n",
+                strerror(errno));
+        kill(pid, SIGTERM);
+        waitpid(pid, NULL, 0);
+        return;
+    }
+    lock = h_connect_port(tcp_port);
+    ck_assert_msg(lock >= 0, "cannot connect to the lock port");
+    six[1] = mt_half_request6();
+    ck_assert_int_ge(six[1], 0);
+    for (i = 0; i < 3; i++) {
+        four[i] = mt_half_request();
+    }
+    mt_settle(lock);
+    /* Every place is taken; 127/8 holds its share: its own go, oldest first. */
+    for (i = 3; i < 9; i++) {
+        four[i] = mt_half_request();
+        mt_settle(lock);
+        snprintf(peer, sizeof(peer), "127.0.0.1 newcomer %zu", i);
+        ck_assert_msg(h_expect_eof(four[i - 3], 3000), "%s: the oldest of 127/8 stayed", peer);
+        ck_assert_msg(h_quiet(six[0], 0) && h_quiet(six[1], 0), "%s closed one of ::1's", peer);
+    }
+    ck_assert_msg(mt_cond_serving(NULL), "a scrape from 127/8 at its share was not answered");
+    ck_assert_msg(h_expect_eof(four[6], 3000), "the scrape did not close 127/8's oldest");
+    ck_assert_msg(h_quiet(six[0], 50) && h_quiet(six[1], 0), "the scrape closed one of ::1's");
+    /* The scrape is over: one more from 127/8 takes the last place. */
+    four[9] = mt_half_request();
+    mt_settle(lock);
+    ck_assert_msg(h_quiet(four[7], 50), "127/8 within its share closed its own");
+    /* ::1 within its share, every place taken: the group that holds the most loses its oldest. */
+    six[2] = mt_half_request6();
+    ck_assert_int_ge(six[2], 0);
+    mt_settle(lock);
+    ck_assert_msg(h_expect_eof(four[7], 3000), "::1's third did not close 127/8's oldest");
+    ck_assert_msg(h_quiet(four[8], 50) && h_quiet(four[9], 0), "127/8's newer ones were closed");
+    for (i = 0; i < 3; i++) {
+        ck_assert_msg(h_quiet(six[i], 0), "::1's connection %zu was closed", i);
+    }
+    ck_assert_int_eq(mt_stat_on(lock, "metrics_evicted"), 8);
+    ck_assert_int_eq(mt_stat_on(lock, "metrics_rejected"), 0);
+    for (i = 0; i < 3; i++) {
+        close(six[i]);
+    }
+    for (i = 0; i < 10; i++) {
+        close(four[i]);
     }
     close(lock);
+    ck_assert_int_eq(kill(pid, SIGTERM), 0);
+    ck_assert_int_eq(waitpid(pid, &status, 0), pid);
+    ck_assert_msg(WIFEXITED(status) && WEXITSTATUS(status) == 0, "exit status %d",
+                  h_decode_status(status));
 }
 END_TEST
 
@@ -1546,6 +1805,10 @@ metrics_suite(void)
                     TEST_TIMEOUT_S);
     expect_add_case(s, "metrics_connection_cap", metrics_connection_cap, mt_teardown,
                     TEST_TIMEOUT_S);
+    expect_add_case(s, "metrics_slowloris_scrapes_served", metrics_slowloris_scrapes_served,
+                    mt_teardown, TEST_TIMEOUT_S);
+    expect_add_case(s, "metrics_groups_evict_their_own", metrics_groups_evict_their_own,
+                    mt_teardown, TEST_TIMEOUT_S);
     expect_add_case(s, "metrics_request_deadline", metrics_request_deadline, mt_teardown,
                     TEST_TIMEOUT_S);
     expect_add_case(s, "metrics_label_escapes", metrics_label_escapes, mt_teardown, TEST_TIMEOUT_S);

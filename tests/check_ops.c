@@ -13,6 +13,7 @@
  * mode included.  The systemd tests need a daemon built with libsystemd
  * and say so when they skip.
  */
+#include <ctype.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
@@ -778,6 +779,26 @@ ops_write_conf(const char *path, int tcp_port, const char *unix_path, const char
     ck_assert_msg(!ferror(f) && fclose(f) == 0, "cannot write %s", path);
 }
 
+/*
+ * The TCP and TLS share of the client slots that the daemon logging to
+ * log counted at start ("..., N of them for TCP and TLS"), or -1.
+ */
+static long long
+ops_net_slots_logged(const char *log)
+{
+    char *text = ops_read_file(log);
+    char *at = strstr(text, " of them for TCP and TLS"), *p;
+    long long n = -1;
+
+    if (at != NULL) {
+        for (p = at; p > text && isdigit((unsigned char)p[-1]); p--) {
+        }
+        n = p < at ? strtoll(p, NULL, 10) : -1;
+    }
+    free(text);
+    return n;
+}
+
 /* A listening TCP socket on addr (network order) and a free port; *port gets the port. */
 static int
 ops_listen_tcp(uint32_t addr, int *port)
@@ -928,6 +949,7 @@ START_TEST(socket_activation)
     struct ops_stat up = { -1, "masters_up", NMASTERS, -1 };
     struct ops_exit ex;
     struct stat st;
+    long long slots = -1;
     int fds[2], port, conf_port, t, u;
 
     if (!ops_have_systemd) {
@@ -972,6 +994,10 @@ START_TEST(socket_activation)
     ops_expect_line(u, "trylock over unix", "TRYLOCK sa", "BUSY sa ", log, CMD_MS);
     ops_expect_line(t, "unlock over tcp", "UNLOCK sa", "OK sa holds=0", log, CMD_MS);
     ops_expect_line(u, "lock over unix", "LOCK sa", "OK sa ", log, CMD_MS);
+    /* The inherited Unix socket keeps its reserve (limits.unix_reserved, 16) of the slots. */
+    ck_assert_int_eq(h_stat(t, "client_slots", &slots), 0);
+    ck_assert_msg(ops_net_slots_logged(log) == slots - 16, "of %lld client slots, %lld for "
+                  "TCP and TLS (log above)", slots, ops_net_slots_logged(log));
     close(t);
     close(u);
 

@@ -12,6 +12,7 @@
  * ERR PROTO 64, conflicts 1 and -E, lost 75, AUTH 77, 126/127, signals
  * 128+N), -w waiting through a loss of quorum instead of exiting 69, the
  * command's status passed through, its environment and process group,
+ * the passwords overwritten in redlockctl's own /proc/<pid>/environ,
  * no shell without -c, the lock held while the command runs and free as
  * soon as redlockctl exits, the command stopped (SIGTERM, then SIGKILL
  * to its whole group) when the quorum is taken away or the daemon goes,
@@ -1230,6 +1231,31 @@ START_TEST(auth_password)
 }
 END_TEST
 
+/*
+ * The passwords are gone from redlockctl's own /proc/<pid>/environ (the
+ * block the kernel wrote at exec, which unsetenv() alone leaves) while
+ * COMMAND runs, and from COMMAND's; redlockctl still authenticated with
+ * them.  The command, a child of redlockctl of the same user, looks.
+ */
+START_TEST(passwords_scrubbed_from_environ)
+{
+    struct h_daemon_opts o = { .auth_password = "Zq7pw-scrub-9f2c", .admin_password = "Zq7adm-31e" };
+
+    ct_up(&o);
+    setenv("REDLOCKD_PASSWORD", "Zq7pw-scrub-9f2c", 1);
+    setenv("REDLOCKD_ADMIN_PASSWORD", "Zq7adm-31e", 1);
+    ck_assert_int_eq(CT_RUN("scrub", "-H", ct_addr, "scrub", "-c",
+                            "[ -r /proc/$PPID/environ ] || exit 9; "
+                            "printf 'parent=%s/%s self=%s\\n' "
+                            "\"$(grep -a -c Zq7pw /proc/$PPID/environ)\" "
+                            "\"$(grep -a -c Zq7adm /proc/$PPID/environ)\" "
+                            "\"$(grep -a -c Zq7 /proc/$$/environ)\""), 0);
+    unsetenv("REDLOCKD_ADMIN_PASSWORD");
+    unsetenv("REDLOCKD_PASSWORD");
+    ct_assert_out_has("scrub", "parent=0/0 self=0");
+}
+END_TEST
+
 /* ---- a scripted stand-in for redlockd ---- */
 
 /* Listen on 127.0.0.1 (a free port, into *port), playing the daemon. */
@@ -2059,6 +2085,7 @@ ctl_suite(void)
     tcase_add_test(tc, subcommands);
     tcase_add_test(tc, environment_defaults);
     tcase_add_test(tc, auth_password);
+    tcase_add_test(tc, passwords_scrubbed_from_environ);
     tcase_add_test(tc, protocol_conversation);
     tcase_add_test(tc, labels_and_requests_sent);
     tcase_add_test(tc, list_holds);

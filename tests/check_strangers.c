@@ -29,6 +29,7 @@
 
 #include <check.h>
 
+#include "client/client.h"
 #include "daemon/authlimit.h"
 #include "tests/expect.h"
 #include "tests/harness.h"
@@ -313,11 +314,39 @@ END_TEST
 
 #define ST_NEWCOMERS 10     /* clients that try to get in through a full pool */
 
+/* AUTH over a new TLS connection from 127.0.0.9: true when answered OK within LOCAL_MS. */
+static bool
+st_tls_auth_ok(void)
+{
+    struct client_tls_opts topts = { NULL, NULL, NULL };
+    struct client c;
+    char addr[32];
+    bool ok = false;
+    int64_t deadline = h_now_ms() + LOCAL_MS;
+
+    snprintf(addr, sizeof(addr), "127.0.0.1:%d", h_daemon_tls_port());
+    topts.ca_file = h_cert("ca.crt");
+    client_init(&c, -1, 0);
+    if (client_connect_tcp(&c, addr, deadline) == 0
+        && client_start_tls(&c, "127.0.0.1", &topts, deadline) == 0
+        && client_send(&c, "AUTH " PASSWORD, deadline) == 0
+        && client_read_line(&c, deadline) == CLIENT_LINE) {
+        ok = strcmp(c.line, "OK") == 0;
+        if (!ok) {
+            fprintf(stderr, "TLS newcomer got '%s'\n", c.line);
+        }
+    } else {
+        fprintf(stderr, "TLS newcomer: %s\n", c.err);
+    }
+    client_close(&c);
+    return ok;
+}
+
 /*
  * Four addresses hold every slot of the unauthenticated pool with silent
  * connections, re-opened as they are closed: a newcomer with the right
- * password from a fifth address is let in every time (the oldest silent
- * one closed for it, told why), not refused.
+ * password from a fifth address is let in every time, over TCP and over
+ * TLS (the oldest silent one closed for it, told why), not refused.
  */
 START_TEST(pool_flood_admits_newcomer)
 {
@@ -326,9 +355,14 @@ START_TEST(pool_flood_admits_newcomer)
     struct st_crowd flood = { .base = 3, .naddrs = 4, .conns = 64, .line = "" };
     int64_t took;
     char *got;
-    int u, i, in = 0;
+    int u, i, in = 0, tls_in = 0;
 
-    expect_up(NMASTERS, &o);
+    ck_assert_msg(h_begin(tcase_name()) == 0, "cannot create the test directory");
+    ck_assert_msg(h_make_certs() == 0, "tests/tls/make-certs.sh failed");
+    o.tls_cert_file = h_cert("server.crt");
+    o.tls_key_file = h_cert("server.key");
+    ck_assert_msg(h_start_masters(NMASTERS) == 0, "the masters did not start");
+    ck_assert_msg(h_start_daemon(&o) == 0, "redlockd did not start (log above)");
     u = h_connect_unix();
     ck_assert_int_ge(u, 0);
     st_start(&flood);
@@ -341,10 +375,13 @@ START_TEST(pool_flood_admits_newcomer)
             fprintf(stderr, "newcomer %d got '%s'\n", i, got);
         }
         free(got);
+        tls_in += st_tls_auth_ok();
     }
     st_stop(&flood);
     ck_assert_msg(in == ST_NEWCOMERS, "%d of %d newcomers got in through a full pool", in,
                   ST_NEWCOMERS);
+    ck_assert_msg(tls_in == ST_NEWCOMERS, "%d of %d TLS newcomers got in through a full pool",
+                  tls_in, ST_NEWCOMERS);
     ck_assert_msg(atomic_load(&flood.limit) >= 1,
                   "no silent connection was told it was closed to make room");
     ck_assert(st_wait_stat(u, "unauthenticated_evicted", 1, LOCAL_MS));
