@@ -13,7 +13,9 @@
  *                An attempt is admitted when AUTH and LOCK were answered
  *                OK within --timeout-ms of its start; its latency runs
  *                from the start of the connect to the LOCK's OK read
- *                (CLOCK_MONOTONIC).  They start --lead-ms before the
+ *                (CLOCK_MONOTONIC); --legit-source binds the TCP and
+ *                TLS ones to another local address (another address
+ *                group: the easy case).  They start --lead-ms before the
  *                attacks (a service that was running when an attack
  *                began: the daemon knows its address by then).
  *     scraper    a thread GETting /metrics every --scrape-ms (a 200
@@ -80,6 +82,7 @@
 
 #include <arpa/inet.h>
 #include <netinet/in.h>
+#include <poll.h>
 #include <sys/epoll.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
@@ -155,6 +158,7 @@ static struct {
     int      port;                  /* TCP port */
     int      metrics_port;          /* /metrics port */
     char     password[256];         /* auth.password */
+    char     legit_source[64];      /* TCP and TLS clients bind() here; "": 127.0.0.1 */
     double   attack_s;              /* seconds of attacks */
     int64_t  lead_ms;               /* legitimate clients before the attacks */
     int64_t  settle_ms;             /* after the attacks, before the last STATS */
@@ -232,6 +236,53 @@ hostile_reply(struct client *c, int64_t deadline, bool *ok)
     return r == CLIENT_TIMEOUT ? HOSTILE_F_TIMEOUT : HOSTILE_F_CLOSED;
 }
 
+/*
+ * Connect c to the daemon's TCP or TLS port from hb.legit_source before
+ * deadline (bind() first).  0, or -1 with c->err.
+ */
+static int
+hostile_connect_from(struct client *c, const char *port_text, int64_t deadline)
+{
+    struct sockaddr_in src, dst;
+    struct pollfd pfd;
+    int fd, err = 0, fl;
+    socklen_t len = sizeof(err);
+    int64_t left;
+
+    memset(&src, 0, sizeof(src));
+    src.sin_family = AF_INET;
+    memset(&dst, 0, sizeof(dst));
+    dst.sin_family = AF_INET;
+    dst.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    dst.sin_port = htons((uint16_t)atoi(port_text));
+    fd = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+    if (fd < 0 || inet_pton(AF_INET, hb.legit_source, &src.sin_addr) != 1
+        || bind(fd, (struct sockaddr *)&src, sizeof(src)) != 0
+        || (connect(fd, (struct sockaddr *)&dst, sizeof(dst)) != 0 && errno != EINPROGRESS)) {
+        goto fail;
+    }
+    pfd.fd = fd;
+    pfd.events = POLLOUT;
+    do {
+        left = deadline - client_now_ms();
+        pfd.revents = 0;
+    } while (left > 0 && poll(&pfd, 1, (int)left) < 0 && errno == EINTR);
+    if (!(pfd.revents & (POLLOUT | POLLERR | POLLHUP))
+        || getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &len) != 0 || err != 0
+        || (fl = fcntl(fd, F_GETFL)) < 0 || fcntl(fd, F_SETFL, fl & ~O_NONBLOCK) != 0) {
+        errno = err != 0 ? err : ETIMEDOUT;
+        goto fail;
+    }
+    client_init(c, fd, 0);
+    return 0;
+fail:
+    snprintf(c->err, sizeof(c->err), "connect from %s: %s", hb.legit_source, strerror(errno));
+    if (fd >= 0) {
+        close(fd);
+    }
+    return -1;
+}
+
 /* One attempt: connect, AUTH, LOCK, UNLOCK, close. */
 static void
 hostile_attempt(struct hostile_legit *l, struct hostile_attempt *a)
@@ -247,10 +298,15 @@ hostile_attempt(struct hostile_legit *l, struct hostile_attempt *a)
     a->latency_us = -1;
     deadline = a->start_ms + hb.timeout_ms;
     client_init(&c, -1, 0);
-    if ((l->t == HOSTILE_UNIX ? client_connect_unix(&c, hb.unix_path, deadline)
-                              : client_connect_tcp(&c, l->t == HOSTILE_TLS ? hb.tls_target
-                                                                            : hb.target,
-                                                   deadline)) != 0) {
+    if (l->t != HOSTILE_UNIX && hb.legit_source[0] != '\0') {
+        if (hostile_connect_from(&c, strrchr(l->t == HOSTILE_TLS ? hb.tls_target : hb.target,
+                                             ':') + 1, deadline) != 0) {
+            a->fail = HOSTILE_F_CONNECT;
+            goto out;
+        }
+    } else if ((l->t == HOSTILE_UNIX ? client_connect_unix(&c, hb.unix_path, deadline)
+                : client_connect_tcp(&c, l->t == HOSTILE_TLS ? hb.tls_target : hb.target,
+                                     deadline)) != 0) {
         a->fail = HOSTILE_F_CONNECT;
         goto out;
     }
@@ -733,7 +789,7 @@ hostile_usage(void)
             "    [--settle-ms MS] [--interval-ms MS] [--scrape-ms MS] [--timeout-ms MS]\n"
             "    [--attacks guess,pool,fds,slowloris] [--guess-conns N] [--guess-addrs N]\n"
             "    [--pool-conns N] [--pool-addrs N] [--fd-conns N] [--fd-auth]\n"
-            "    [--slow-conns N] [--slow-ms MS]\n");
+            "    [--slow-conns N] [--slow-ms MS] [--legit-source IPV4]\n");
 }
 
 /* Parse --attacks: a comma list of guess, pool, fds, slowloris (or all, none).  0 or -1. */
@@ -789,6 +845,7 @@ main(int argc, char **argv)
         { "fd-auth", no_argument, NULL, 'F' },
         { "slow-conns", required_argument, NULL, 'w' },
         { "slow-ms", required_argument, NULL, 'W' },
+        { "legit-source", required_argument, NULL, 'L' },
         { NULL, 0, NULL, 0 }
     };
     struct hostile_legit legit[HOSTILE_NT];
@@ -842,6 +899,7 @@ main(int argc, char **argv)
         case 'F': hb.fd_auth = true; break;
         case 'w': hb.slow_conns = atoi(optarg); break;
         case 'W': hb.slow_ms = atoll(optarg); break;
+        case 'L': snprintf(hb.legit_source, sizeof(hb.legit_source), "%s", optarg); break;
         default: hostile_usage(); return 2;
         }
     }
@@ -901,7 +959,8 @@ main(int argc, char **argv)
     hostile_sleep_until(hb.attack_end_ms + hb.settle_ms);
     have_after = hostile_stats(after) == 0;
     stats1_ms = client_now_ms();
-    printf("{\"mode\":\"hostile\",\"attack_s\":%.3f,\"interval_ms\":%lld,\"attacks\":\"%s%s%s%s\"",
+    printf("{\"mode\":\"hostile\",\"legit_source\":\"%s\",\"attack_s\":%.3f,\"interval_ms\":%lld,\"attacks\":\"%s%s%s%s\"",
+           hb.legit_source[0] != '\0' ? hb.legit_source : "127.0.0.1",
            (double)(hb.attack_end_ms - hb.attack_start_ms) / 1000.0, (long long)hb.interval_ms,
            hb.on[HOSTILE_GUESS] ? "guess," : "", hb.on[HOSTILE_POOL] ? "pool," : "",
            hb.on[HOSTILE_FD] ? (hb.fd_auth ? "fds-auth," : "fds,") : "",

@@ -106,7 +106,8 @@
  * within 1 s, 99 % of the scrapes answered 200, checked guesses within
  * daemon/authlimit.h's bounds.  It fails (both modes) only without a
  * result.  BENCH_HOSTILE_ATTACKS=guess,pool,fds,slowloris runs some of
- * the attacks only.
+ * the attacks only; BENCH_HOSTILE_SOURCE=<a local IPv4 address> has the
+ * TCP and TLS clients connect from there (another address group).
  *
  * Then the resource rows, each against a fresh daemon (stopped and
  * started again, so that its RSS owes nothing to the earlier rows; the
@@ -2032,6 +2033,7 @@ runbench_hostile(const char *bin, const char *seconds, bool smoke)
     struct h_daemon_opts o;
     struct runbench_child child;
     const char *only = getenv("BENCH_HOSTILE_ATTACKS");
+    const char *from = getenv("BENCH_HOSTILE_SOURCE");
     char certs[4096], cmd[8192 + 64], ca[4200], crt[4200], key[4200], target[64], tls[64];
     char mport[16], attack_s[32], fdn[16], out[4096], line[sizeof(runbench_hostile_row.json)];
     const char *argv[48];
@@ -2099,6 +2101,10 @@ runbench_hostile(const char *bin, const char *seconds, bool smoke)
     argv[k++] = runbench_hostile_row.attacks;
     argv[k++] = "--fd-conns";
     argv[k++] = fdn;
+    if (from != NULL && from[0] != '\0') {
+        argv[k++] = "--legit-source";
+        argv[k++] = from;
+    }
     if (smoke) {
         argv[k++] = "--guess-conns";
         argv[k++] = "50";
@@ -2180,10 +2186,12 @@ runbench_hostile_table(void)
     }
     printf("\nhostile (a fresh daemon: auth.password, listen.tls, the Unix socket with AUTH, "
            "/metrics,\nRLIMIT_NOFILE %d; attacks %s for %.1f s; a legitimate client per "
-           "transport every %.0f ms,\nTCP and TLS from 127.0.0.1, started before the attacks; "
+           "transport every %.0f ms,\nTCP and TLS from %s, started before the attacks; "
            "admitted: AUTH and LOCK answered OK;\nlatency: connect to the LOCK's OK, us; "
            "attempts started during the attacks)\n", RUNBENCH_HOSTILE_NOFILE,
-           runbench_hostile_row.attacks, s, runbench_hf("interval_ms"));
+           runbench_hostile_row.attacks, s, runbench_hf("interval_ms"),
+           getenv("BENCH_HOSTILE_SOURCE") != NULL && getenv("BENCH_HOSTILE_SOURCE")[0] != '\0'
+           ? getenv("BENCH_HOSTILE_SOURCE") : "127.0.0.1");
     printf("  %-9s %8s %10s %11s %9s %9s %9s %9s  %s\n", "transport", "attempts", "admitted %",
            "within 1s %", "p50", "p99", "max", "first", "not admitted: why");
     for (i = 0; i < 3; i++) {
