@@ -49,8 +49,9 @@
  * For each transport (tcp_, tls_, unix_), over the attempts started
  * while the attacks ran: attempts, admitted, within_1s (admitted with a
  * latency <= 1 s), p50_us, p99_us, max_us (of the admitted), and why the
- * others failed (fail_connect, fail_tls, fail_auth: an answer other than
- * OK, fail_lock, fail_closed: the daemon closed it, fail_timeout); and
+ * others failed (fail_connect, fail_tls, fail_limit: ERR LIMIT, closed to
+ * make room or refused, fail_auth: another answer than OK to AUTH,
+ * fail_lock, fail_closed: the daemon closed it, fail_timeout); and
  * lead_attempts, lead_admitted, lead_max_us, first_us (the very first
  * attempt's latency, -1 when it was not admitted) for the lead before
  * the attacks.  Then scrapes, scrapes_ok, scrape_max_us; the attacks'
@@ -107,7 +108,8 @@ enum hostile_fail {
     HOSTILE_OK,
     HOSTILE_F_CONNECT,      /* the connect failed or timed out */
     HOSTILE_F_TLS,          /* the handshake failed or timed out */
-    HOSTILE_F_AUTH,         /* AUTH answered other than OK */
+    HOSTILE_F_LIMIT,        /* answered ERR LIMIT (closed to make room, or refused) */
+    HOSTILE_F_AUTH,         /* AUTH answered other than OK or ERR LIMIT */
     HOSTILE_F_LOCK,         /* LOCK answered other than OK */
     HOSTILE_F_CLOSED,       /* the daemon closed it before the LOCK's OK */
     HOSTILE_F_TIMEOUT,      /* no answer by the attempt's deadline */
@@ -115,7 +117,8 @@ enum hostile_fail {
 };
 
 static const char *const hostile_fnames[HOSTILE_NF] = {
-    "ok", "fail_connect", "fail_tls", "fail_auth", "fail_lock", "fail_closed", "fail_timeout"
+    "ok", "fail_connect", "fail_tls", "fail_limit", "fail_auth", "fail_lock", "fail_closed",
+    "fail_timeout"
 };
 
 /* One attempt of a legitimate client. */
@@ -320,7 +323,8 @@ hostile_attempt(struct hostile_legit *l, struct hostile_attempt *a)
         goto out;
     }
     if ((f = hostile_reply(&c, deadline, &ok)) != HOSTILE_OK || !ok) {
-        a->fail = f != HOSTILE_OK ? f : HOSTILE_F_AUTH;
+        a->fail = f != HOSTILE_OK ? f : client_is_err(c.line, "LIMIT") ? HOSTILE_F_LIMIT
+                                                                       : HOSTILE_F_AUTH;
         goto out;
     }
     snprintf(line, sizeof(line), "LOCK bench-hostile-%ld-%s", (long)getpid(),
@@ -330,7 +334,8 @@ hostile_attempt(struct hostile_legit *l, struct hostile_attempt *a)
         goto out;
     }
     if ((f = hostile_reply(&c, deadline, &ok)) != HOSTILE_OK || !ok) {
-        a->fail = f != HOSTILE_OK ? f : HOSTILE_F_LOCK;
+        a->fail = f != HOSTILE_OK ? f : client_is_err(c.line, "LIMIT") ? HOSTILE_F_LIMIT
+                                                                       : HOSTILE_F_LOCK;
         goto out;
     }
     a->latency_us = hostile_now_us() - t0;
@@ -343,7 +348,8 @@ hostile_attempt(struct hostile_legit *l, struct hostile_attempt *a)
 out:
     if (a->fail != HOSTILE_OK) {
         snprintf(l->last_err, sizeof(l->last_err), "%s: %.130s", hostile_fnames[a->fail],
-                 a->fail == HOSTILE_F_AUTH || a->fail == HOSTILE_F_LOCK ? c.line : c.err);
+                 a->fail == HOSTILE_F_AUTH || a->fail == HOSTILE_F_LOCK
+                 || a->fail == HOSTILE_F_LIMIT ? c.line : c.err);
     }
     client_close(&c);
 }

@@ -2221,8 +2221,8 @@ runbench_hostile_table(void)
             printf(" %9s ", "refused");
         }
         {
-            static const char *const why[] = { "connect", "tls", "auth", "lock", "closed",
-                                               "timeout" };
+            static const char *const why[] = { "connect", "tls", "limit", "auth", "lock",
+                                               "closed", "timeout" };
             size_t j;
             bool any = false;
 
