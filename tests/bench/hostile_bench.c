@@ -38,6 +38,8 @@
  *       slowloris  --slow-conns connections to /metrics from 127.0.4.<1..4>,
  *                  each sending one byte of a request that never ends
  *                  every --slow-ms, opened again when closed
+ *                (pool, fds and slowloris connections are opened again
+ *                --reopen-ms after they closed, default 0: at once)
  *     stats      the daemon's STATS (over the Unix socket, with AUTH)
  *                just before the attacks and --settle-ms after them
  *
@@ -169,6 +171,7 @@ static struct {
     int64_t  scrape_ms;             /* a scrape every */
     int64_t  timeout_ms;            /* an attempt's or a scrape's deadline */
     int64_t  slow_ms;               /* slowloris: a byte every */
+    int64_t  reopen_ms;             /* pool, fds, slowloris: open a closed one again after */
     int      guess_conns;           /* guessing connections at once */
     int      guess_addrs;           /* addresses they cycle through */
     int      pool_conns;            /* silent connections per pool address */
@@ -570,7 +573,7 @@ hostile_event(struct hostile_conn *c, uint32_t events, int64_t now)
         } else if (c->kind == HOSTILE_FD && hb.fd_auth && strncmp(buf, "OK", 2) == 0) {
             hc.fd_authed++;                 /* stays open, idle */
         } else if (c->kind == HOSTILE_SLOW) {
-            hostile_close(c, now);          /* answered (408, 503): again */
+            hostile_close(c, now + hb.reopen_ms);   /* answered (408, 503): again */
         }
         return;
     }
@@ -578,7 +581,7 @@ hostile_event(struct hostile_conn *c, uint32_t events, int64_t now)
     if (c->kind == HOSTILE_GUESS) {
         hc.guesses_closed++;
     }
-    hostile_close(c, now);
+    hostile_close(c, c->kind == HOSTILE_GUESS ? now : now + hb.reopen_ms);
 }
 
 /* Add n slots of kind, with source addresses from addr(i). */
@@ -795,7 +798,7 @@ hostile_usage(void)
             "    [--settle-ms MS] [--interval-ms MS] [--scrape-ms MS] [--timeout-ms MS]\n"
             "    [--attacks guess,pool,fds,slowloris] [--guess-conns N] [--guess-addrs N]\n"
             "    [--pool-conns N] [--pool-addrs N] [--fd-conns N] [--fd-auth]\n"
-            "    [--slow-conns N] [--slow-ms MS] [--legit-source IPV4]\n");
+            "    [--slow-conns N] [--slow-ms MS] [--legit-source IPV4] [--reopen-ms MS]\n");
 }
 
 /* Parse --attacks: a comma list of guess, pool, fds, slowloris (or all, none).  0 or -1. */
@@ -852,6 +855,7 @@ main(int argc, char **argv)
         { "slow-conns", required_argument, NULL, 'w' },
         { "slow-ms", required_argument, NULL, 'W' },
         { "legit-source", required_argument, NULL, 'L' },
+        { "reopen-ms", required_argument, NULL, 'R' },
         { NULL, 0, NULL, 0 }
     };
     struct hostile_legit legit[HOSTILE_NT];
@@ -905,6 +909,7 @@ main(int argc, char **argv)
         case 'F': hb.fd_auth = true; break;
         case 'w': hb.slow_conns = atoi(optarg); break;
         case 'W': hb.slow_ms = atoll(optarg); break;
+        case 'R': hb.reopen_ms = atoll(optarg); break;
         case 'L': snprintf(hb.legit_source, sizeof(hb.legit_source), "%s", optarg); break;
         default: hostile_usage(); return 2;
         }
@@ -913,7 +918,7 @@ main(int argc, char **argv)
         || hb.tls_ca[0] == '\0' || hb.unix_path[0] == '\0' || hb.metrics_port <= 0
         || hb.password[0] == '\0' || hb.attack_s <= 0 || hb.interval_ms <= 0
         || hb.scrape_ms <= 0 || hb.timeout_ms <= 0 || hb.guess_addrs <= 0
-        || hb.pool_addrs <= 0 || hb.pool_addrs > 250
+        || hb.pool_addrs <= 0 || hb.pool_addrs > 250 || hb.reopen_ms < 0
         || client_split_addr(hb.target, host, sizeof(host), port, sizeof(port)) != 0) {
         hostile_usage();
         return 2;
@@ -977,6 +982,7 @@ main(int argc, char **argv)
     printf(",\"scrapes\":%lld,\"scrapes_ok\":%lld,\"scrape_max_us\":%lld,\"lead_scrapes\":%lld,"
            "\"lead_scrapes_ok\":%lld", hs.scrapes, hs.ok, (long long)hs.max_us, hs.lead_scrapes,
            hs.lead_ok);
+    printf(",\"reopen_ms\":%lld", (long long)hb.reopen_ms);
     printf(",\"guess_conns\":%d,\"guess_addrs\":%d,\"guess_groups\":1,\"pool_conns\":%d,"
            "\"pool_addrs\":%d,\"fd_conns\":%d,\"slow_conns\":%d", hb.on[HOSTILE_GUESS]
            ? hb.guess_conns : 0, hb.guess_addrs, hb.on[HOSTILE_POOL] ? hb.pool_conns : 0,

@@ -108,7 +108,9 @@
  * result.  BENCH_HOSTILE_ATTACKS=guess,pool,fds,slowloris runs some of
  * the attacks only; BENCH_HOSTILE_SOURCE=<a local IPv4 address> has the
  * TCP and TLS clients connect from there (another address group);
- * BENCH_HOSTILE_FD_AUTH=1 has the idle connections AUTH first.
+ * BENCH_HOSTILE_FD_AUTH=1 has the idle connections AUTH first;
+ * BENCH_HOSTILE_REOPEN_MS=<ms> waits that long before opening a closed
+ * pool, fds or slowloris connection again (default: at once).
  *
  * Then the resource rows, each against a fresh daemon (stopped and
  * started again, so that its RSS owes nothing to the earlier rows; the
@@ -2036,6 +2038,7 @@ runbench_hostile(const char *bin, const char *seconds, bool smoke)
     const char *only = getenv("BENCH_HOSTILE_ATTACKS");
     const char *from = getenv("BENCH_HOSTILE_SOURCE");
     const char *fd_auth = getenv("BENCH_HOSTILE_FD_AUTH");
+    const char *reopen = getenv("BENCH_HOSTILE_REOPEN_MS");
     char certs[4096], cmd[8192 + 64], ca[4200], crt[4200], key[4200], target[64], tls[64];
     char mport[16], attack_s[32], fdn[16], out[4096], line[sizeof(runbench_hostile_row.json)];
     const char *argv[48];
@@ -2103,6 +2106,10 @@ runbench_hostile(const char *bin, const char *seconds, bool smoke)
     argv[k++] = runbench_hostile_row.attacks;
     argv[k++] = "--fd-conns";
     argv[k++] = fdn;
+    if (reopen != NULL && reopen[0] != '\0') {
+        argv[k++] = "--reopen-ms";
+        argv[k++] = reopen;
+    }
     if (fd_auth != NULL && strcmp(fd_auth, "1") == 0) {
         argv[k++] = "--fd-auth";
     }
