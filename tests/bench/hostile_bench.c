@@ -970,7 +970,8 @@ main(int argc, char **argv)
     hostile_sleep_until(hb.attack_end_ms + hb.settle_ms);
     have_after = hostile_stats(after) == 0;
     stats1_ms = client_now_ms();
-    printf("{\"mode\":\"hostile\",\"legit_source\":\"%s\",\"attack_s\":%.3f,\"interval_ms\":%lld,\"attacks\":\"%s%s%s%s\"",
+    printf("{\"mode\":\"hostile\",\"legit_source\":\"%s\",\"attack_s\":%.3f,"
+           "\"interval_ms\":%lld,\"attacks\":\"%s%s%s%s\"",
            hb.legit_source[0] != '\0' ? hb.legit_source : "127.0.0.1",
            (double)(hb.attack_end_ms - hb.attack_start_ms) / 1000.0, (long long)hb.interval_ms,
            hb.on[HOSTILE_GUESS] ? "guess," : "", hb.on[HOSTILE_POOL] ? "pool," : "",
