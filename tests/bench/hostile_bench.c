@@ -863,7 +863,7 @@ main(int argc, char **argv)
     struct rlimit rl;
     long long before[HOSTILE_NSTATS], after[HOSTILE_NSTATS];
     int64_t stats0_ms, stats1_ms;
-    char host[64], port[16];
+    char host[64], port[16], names[64];
     bool have_after;
     int ch, i;
 
@@ -970,13 +970,15 @@ main(int argc, char **argv)
     hostile_sleep_until(hb.attack_end_ms + hb.settle_ms);
     have_after = hostile_stats(after) == 0;
     stats1_ms = client_now_ms();
+    snprintf(names, sizeof(names), "%s%s%s%s", hb.on[HOSTILE_GUESS] ? ",guess" : "",
+             hb.on[HOSTILE_POOL] ? ",pool" : "",
+             hb.on[HOSTILE_FD] ? (hb.fd_auth ? ",fds-auth" : ",fds") : "",
+             hb.on[HOSTILE_SLOW] ? ",slowloris" : "");
     printf("{\"mode\":\"hostile\",\"legit_source\":\"%s\",\"attack_s\":%.3f,"
-           "\"interval_ms\":%lld,\"attacks\":\"%s%s%s%s\"",
+           "\"interval_ms\":%lld,\"attacks\":\"%s\"",
            hb.legit_source[0] != '\0' ? hb.legit_source : "127.0.0.1",
            (double)(hb.attack_end_ms - hb.attack_start_ms) / 1000.0, (long long)hb.interval_ms,
-           hb.on[HOSTILE_GUESS] ? "guess," : "", hb.on[HOSTILE_POOL] ? "pool," : "",
-           hb.on[HOSTILE_FD] ? (hb.fd_auth ? "fds-auth," : "fds,") : "",
-           hb.on[HOSTILE_SLOW] ? "slowloris" : "");
+           names[0] != '\0' ? names + 1 : "none");
     for (i = 0; i < HOSTILE_NT; i++) {
         hostile_print_transport(&legit[i]);
     }
