@@ -999,6 +999,14 @@ ctl_parse(int argc, char **argv, struct ctl_opts *o)
     }
     ctl_scrub_secret("REDLOCKD_PASSWORD");
     ctl_scrub_secret("REDLOCKD_ADMIN_PASSWORD");
+    if (o->password != NULL) {
+        /*
+         * Holding a password: no other process of the user may read this
+         * one's memory (/proc/<pid>/mem, ptrace) or dump it; COMMAND,
+         * once exec'd, is an ordinary process again.
+         */
+        (void)prctl(PR_SET_DUMPABLE, 0, 0, 0, 0);
+    }
 }
 
 /* ---- subcommands ---- */

@@ -24,8 +24,10 @@ struct admit_group {
     LIST_ENTRY(admit_group) busy;   /* in admit_busy while pending > 0 */
     size_t              conns;      /* TCP/TLS connections open */
     size_t              pending;    /* of those, unauthenticated */
+    size_t              in_line;    /* of those, with an AUTH waiting in line */
+    bool                known;      /* a known address (authlimit_admission) */
     TAILQ_HEAD(, admit_slot) slots; /* the pending ones settled, oldest first */
-    char                text[AUTHLIMIT_SOURCE_MAX];
+    char                text[AUTHLIMIT_SOURCE_MAX + 8];
 };
 
 static const struct conf   *admit_conf;
@@ -34,6 +36,7 @@ static size_t               admit_held;         /* slots taken */
 static size_t               admit_net;          /* of those, by TCP/TLS connections */
 static size_t               admit_pending;      /* unauthenticated TCP/TLS connections */
 static uint64_t             admit_nevicted;     /* closed to make room */
+static uint64_t             admit_seq;          /* connections entered, for their order */
 static struct admit_group  *admit_table[ADMIT_BUCKETS];
 static LIST_HEAD(, admit_group) admit_busy = LIST_HEAD_INITIALIZER(admit_busy);
 static size_t               admit_fd_slots = SIZE_MAX; /* what the descriptor limit leaves */
@@ -125,32 +128,44 @@ admit_release(struct admit_group *g)
 }
 
 /*
- * The connection of g to close to make room: its oldest pending one not
- * in the AUTH line, else the newest in it (those ahead keep their place).
- * NULL when g has none settled.
+ * The connection of g to close to make room: its oldest pending one whose
+ * AUTH is not waiting in line.  One in line is never closed: it did its
+ * part, and whatever came after it must not push it out.  NULL when g
+ * has none.
  */
 static struct admit_slot *
 admit_victim_in(struct admit_group *g)
 {
-    struct admit_slot *s, *in_line = NULL;
+    struct admit_slot *s;
 
     TAILQ_FOREACH(s, &g->slots, link) {
         if (!s->in_line) {
             return s;
         }
-        in_line = s;
     }
-    return in_line;
+    return NULL;
 }
 
-/* The group holding the most unauthenticated connections (ties: the first found). */
+/*
+ * The group to close a connection of, for room in the pool: of the
+ * groups with a connection that may be closed, a stranger group before a
+ * known address's, then the one holding the most, then the one whose
+ * oldest such connection is oldest.  NULL when none.
+ */
 static struct admit_group *
 admit_fullest(void)
 {
     struct admit_group *g, *most = NULL;
 
     LIST_FOREACH(g, &admit_busy, busy) {
-        if (most == NULL || g->pending > most->pending) {
+        if (g->pending == g->in_line) {
+            continue;
+        }
+        if (most == NULL || (most->known && !g->known)
+            || (most->known == g->known
+                && (g->pending > most->pending
+                    || (g->pending == most->pending
+                        && admit_victim_in(g)->seq < admit_victim_in(most)->seq)))) {
             most = g;
         }
     }
@@ -182,20 +197,22 @@ admit_room_for_pending(struct admit_group *g)
                                "address group: too many waiting for their TLS handshake "
                                "or AUTH (limits.max_unauthenticated_per_source)")) {
         return "too many connections from this address group waiting for their TLS "
-               "handshake or AUTH (limits.max_unauthenticated_per_source)";
+               "handshake or AUTH, every one with its AUTH in line "
+               "(limits.max_unauthenticated_per_source)";
     }
     if (admit_pending >= (size_t)c->max_unauthenticated
         && !admit_make_room(admit_fullest(), "closed to make room for a newer connection: "
                             "too many waiting for their TLS handshake or AUTH "
                             "(limits.max_unauthenticated)")) {
-        return "too many connections waiting for their TLS handshake or AUTH "
-               "(limits.max_unauthenticated)";
+        return "too many connections waiting for their TLS handshake or AUTH, every one "
+               "with its AUTH in line (limits.max_unauthenticated)";
     }
     return NULL;
 }
 
 const char *
-admit_enter(struct admit_slot *slot, const char *group, bool is_unix, bool is_tls)
+admit_enter(struct admit_slot *slot, const char *group, bool known, bool is_unix,
+            bool is_tls)
 {
     const struct conf *c = admit_conf;
     size_t slots = (size_t)c->max_clients;
@@ -229,8 +246,11 @@ admit_enter(struct admit_slot *slot, const char *group, bool is_unix, bool is_tl
         return NULL;
     }
     g = admit_find(group, false);
+    /* A stranger's connection makes room here too: the cap is no tool to keep a client out. */
     if (c->max_clients_per_source > 0 && g != NULL
-        && g->conns >= (size_t)c->max_clients_per_source) {
+        && g->conns >= (size_t)c->max_clients_per_source
+        && !admit_make_room(g, "closed to make room for a newer connection from the same "
+                               "address group (limits.max_clients_per_source)")) {
         return "too many connections from this address group (limits.max_clients_per_source)";
     }
     if (pending && (why = admit_room_for_pending(g)) != NULL) {
@@ -240,6 +260,7 @@ admit_enter(struct admit_slot *slot, const char *group, bool is_unix, bool is_tl
     if ((g = admit_find(group, true)) == NULL) {
         return "out of memory";
     }
+    g->known = known;
     g->conns++;
     admit_held++;
     admit_net++;
@@ -252,6 +273,7 @@ admit_enter(struct admit_slot *slot, const char *group, bool is_unix, bool is_tl
     slot->group = g;
     slot->pending = pending;
     slot->held = true;
+    slot->seq = ++admit_seq;
     return NULL;
 }
 
@@ -268,7 +290,10 @@ admit_settle(struct admit_slot *slot, admit_evict_fn evict)
 void
 admit_in_line(struct admit_slot *slot)
 {
-    slot->in_line = true;
+    if (slot->held && slot->pending && !slot->in_line) {
+        slot->in_line = true;
+        slot->group->in_line++;
+    }
 }
 
 void
@@ -281,6 +306,10 @@ admit_authed(struct admit_slot *slot)
     }
     slot->pending = false;
     admit_pending--;
+    if (slot->in_line) {
+        slot->in_line = false;
+        g->in_line--;
+    }
     if (slot->linked) {
         TAILQ_REMOVE(&g->slots, slot, link);
         slot->linked = false;

@@ -14,15 +14,19 @@
  * connections of any kind from one group (0: no limit).  A group is an
  * IPv4 /24 (127/8 as one), an IPv6 /64, as authlimit_group() writes it.
  *
- * A full unauthenticated pool (or group share, or every client slot
- * while some are unauthenticated) does not refuse a new connection: the
- * oldest unauthenticated connection of the group holding
- * the most (of the new one's group, when that group's share is full) is
+ * A full unauthenticated pool (or group share, or group cap, or every
+ * client slot while some are unauthenticated) does not refuse a new
+ * connection: the oldest unauthenticated connection of the group holding
+ * the most (of the new one's group, when its share or cap is full) is
  * closed to make room, so that strangers holding connections open cannot
  * keep a client out, and a connection waiting there gains nothing.  A
  * connection whose AUTH is waiting for its turn to be checked
- * (daemon/authlimit.h) keeps its place in that line: the newest of those
- * goes only when its group holds no other.
+ * (daemon/authlimit.h) is never closed to make room: when only such
+ * connections fill a share (or the pool), the newcomer is refused.  An
+ * address that gave the right password lately is a group of its own
+ * ("known <address>", authlimit_admission()), whose connections are
+ * closed to make room only when no stranger group has one to close: a
+ * flood from elsewhere in its group cannot push a known client out.
  *
  * The counts are owned here; a session owns its struct admit_slot and
  * tells this module when it authenticates and when it closes.
@@ -53,6 +57,7 @@ struct admit_slot {
     bool                pending;    /* counted as unauthenticated */
     bool                linked;     /* in its group's pending list (admit_settle) */
     bool                in_line;    /* its AUTH waits for its turn (admit_in_line) */
+    uint64_t            seq;        /* order of entry, from 1 */
     admit_evict_fn      evict;      /* how to close it to make room */
     TAILQ_ENTRY(admit_slot) link;   /* in group->pending, oldest first */
 };
@@ -83,16 +88,18 @@ void admit_set_unix(bool listening);
 bool admit_needs_auth(bool is_unix);
 
 /*
- * Take a slot for a new connection.  group is its address group
- * (ignored for is_unix); is_tls: its TLS handshake is still to come.
+ * Take a slot for a new connection.  group is its admission group
+ * (authlimit_admission(): its address group, or "known <address>" with
+ * known true; ignored for is_unix); is_tls: its TLS handshake is still to
+ * come.
  * When the unauthenticated pool or the group's share of it is full, an
  * older unauthenticated connection is closed to make room (see above;
  * its evict function runs before this returns).  Returns NULL with slot
  * filled, or, when a limit refuses it, a static text naming the limit
  * ("too many clients (limits.max_clients)"), slot then untouched.
  */
-const char *admit_enter(struct admit_slot *slot, const char *group, bool is_unix,
-                        bool is_tls);
+const char *admit_enter(struct admit_slot *slot, const char *group, bool known,
+                        bool is_unix, bool is_tls);
 
 /*
  * slot (a session's own copy of what admit_enter filled, at its final
@@ -100,7 +107,7 @@ const char *admit_enter(struct admit_slot *slot, const char *group, bool is_unix
  */
 void admit_settle(struct admit_slot *slot, admit_evict_fn evict);
 
-/* slot's AUTH waits in line to be checked: it is closed to make room last. */
+/* slot's AUTH waits in line to be checked: it is never closed to make room. */
 void admit_in_line(struct admit_slot *slot);
 
 /* slot's connection needs nothing more to be let in (idempotent). */

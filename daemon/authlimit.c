@@ -120,6 +120,24 @@ authlimit_group(const char *peer, char *out, size_t size)
     authlimit_parse(peer, exact, out, site, size < sizeof(exact) ? size : sizeof(exact));
 }
 
+static struct authlimit_entry *authlimit_known(const char *known_key, int64_t now_us);
+
+bool
+authlimit_admission(const char *peer, int64_t now_us, char *out, size_t size)
+{
+    char exact[AUTHLIMIT_SOURCE_MAX], group[AUTHLIMIT_SOURCE_MAX], site[AUTHLIMIT_SOURCE_MAX];
+    char key[AUTHLIMIT_KEY_MAX];
+
+    authlimit_parse(peer, exact, group, site, AUTHLIMIT_SOURCE_MAX);
+    snprintf(key, sizeof(key), "k %s", exact);
+    if (authlimit_known(key, now_us) != NULL) {
+        snprintf(out, size, "known %s", exact);
+        return true;
+    }
+    snprintf(out, size, "%s", group);
+    return false;
+}
+
 static void
 authlimit_keys(const char *peer, struct authlimit_keys *k)
 {
@@ -176,16 +194,16 @@ authlimit_find(const char *key, bool create, int64_t now_us)
     return slot;
 }
 
-/* A known address's entry, or NULL when the address is not known now. */
+/* A known address's entry ("k <address>"), or NULL when it is not known now. */
 static struct authlimit_entry *
-authlimit_known(const struct authlimit_keys *k, int64_t now_us)
+authlimit_known(const char *known_key, int64_t now_us)
 {
-    size_t i = (size_t)(keyhash(k->known, strlen(k->known)) % AUTHLIMIT_ENTRIES), n;
+    size_t i = (size_t)(keyhash(known_key, strlen(known_key)) % AUTHLIMIT_ENTRIES), n;
     struct authlimit_entry *e;
 
     for (n = 0; n < AUTHLIMIT_PROBE; n++) {
         e = &authlimit_table[(i + n) % AUTHLIMIT_ENTRIES];
-        if (strcmp(e->key, k->known) == 0) {
+        if (strcmp(e->key, known_key) == 0) {
             return e->known_until_us > now_us ? e : NULL;
         }
     }
@@ -203,7 +221,7 @@ authlimit_path(const struct authlimit_keys *k, bool create, int64_t now_us,
 {
     size_t n = 0;
 
-    if ((path[n] = authlimit_known(k, now_us)) != NULL) {
+    if ((path[n] = authlimit_known(k->known, now_us)) != NULL) {
         n++;
     } else {
         path[n++] = authlimit_find(k->group, create, now_us);

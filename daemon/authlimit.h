@@ -70,6 +70,14 @@ struct event_base;
  */
 void authlimit_group(const char *peer, char *out, size_t size);
 
+/*
+ * The admission group of a new connection from peer (daemon/admit.h),
+ * into out: "known <address>" when its exact address (an IPv4 address,
+ * an IPv6 /64, a Unix uid) gave the right password within
+ * AUTHLIMIT_KNOWN_MS, and true; else its address group, and false.
+ */
+bool authlimit_admission(const char *peer, int64_t now_us, char *out, size_t size);
+
 /* Called once the AUTH of w may be checked (never from inside authlimit_begin). */
 struct authlimit_waiter;
 typedef void (*authlimit_ready_fn)(struct authlimit_waiter *w);

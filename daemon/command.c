@@ -391,11 +391,17 @@ command_auth_ready(struct authlimit_waiter *w)
     struct session *s = c->s;
 
     /* (A session that closed left the line then: command_closed.) */
-    if (session_request_done(s)) {
-        command_auth_check(c, c->auth_word, c->auth_len);
-        command_auth_forget(c);
-        session_next(s);
+    if (!session_request_done(s)) {
+        return;
     }
+    if (command_conf->auth_password[0] == '\0' && command_conf->auth_admin_password[0] == '\0') {
+        /* A reload removed the passwords while it waited: nothing to check, no guess. */
+        session_error(s, PROTO_ERR_AUTH, "no password is configured (auth.password)");
+    } else {
+        command_auth_check(c, c->auth_word, c->auth_len);
+    }
+    command_auth_forget(c);
+    session_next(s);
 }
 
 /*

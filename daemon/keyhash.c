@@ -1,8 +1,7 @@
 /*
  * keyhash.c: SipHash-2-4 over OpenSSL's EVP_MAC, one context kept keyed.
  *
- * EVP_MAC_init() with no key starts a new message under the key given
- * before, so a hash costs an init, an update and a final on the one
+ * Each hash is an init (with the key), an update and a final on the one
  * context, with no allocation.
  */
 #include <openssl/core_names.h>
@@ -78,7 +77,8 @@ keyhash(const void *data, size_t len)
                       "hash with the key and FNV-1a instead");
         }
     }
-    if (keyhash_ctx != NULL && EVP_MAC_init(keyhash_ctx, NULL, 0, NULL)
+    /* The key again each time: a NULL key keeps the last one only in some OpenSSL 3 releases. */
+    if (keyhash_ctx != NULL && EVP_MAC_init(keyhash_ctx, keyhash_key, sizeof(keyhash_key), NULL)
         && EVP_MAC_update(keyhash_ctx, data, len)
         && EVP_MAC_final(keyhash_ctx, out, &out_len, sizeof(out)) && out_len == 8) {
         /* Little-endian, as the paper's reference code writes its output. */

@@ -126,13 +126,14 @@ static void
 listener_accept_cb(struct evconnlistener *lev, evutil_socket_t fd,
                    struct sockaddr *sa, int socklen, void *arg)
 {
-    char peer[64], source[AUTHLIMIT_SOURCE_MAX];
+    char peer[64], source[AUTHLIMIT_SOURCE_MAX + 8];
     struct admit_slot slot;
     const char *why;
     int one = 1;
     long uid = -1, pid = -1;
     bool tls = arg == &listener_tls_tag;
     bool is_unix = sa->sa_family == AF_UNIX;
+    bool known;
 
     (void)lev;
     (void)socklen;
@@ -149,8 +150,8 @@ listener_accept_cb(struct evconnlistener *lev, evutil_socket_t fd,
             pid = (long)cred.pid;
         }
     }
-    authlimit_group(peer, source, sizeof(source));
-    if ((why = admit_enter(&slot, source, is_unix, tls)) != NULL) {
+    known = authlimit_admission(peer, util_now_us(), source, sizeof(source));
+    if ((why = admit_enter(&slot, source, known, is_unix, tls)) != NULL) {
         listener_refuse(fd, peer, tls, why, admit_is_fd_refusal(why));
         return;
     }

@@ -1119,6 +1119,19 @@ session_close(struct session *s, const char *why)
     flush_leave(&s->flush);
     /* The bufferevent may outlive s a little (deferred callbacks): s's hook goes now. */
     evbuffer_remove_cb(bufferevent_get_output(s->bev), session_output_cb, s);
+    if (!SESSION_IS_TLS(s)) {
+        /*
+         * The descriptor goes now, not when the loop finalizes the
+         * bufferevent: connections closed to make room by the hundred in
+         * one accept callback must not run the daemon out of descriptors.
+         */
+        evutil_socket_t fd = bufferevent_getfd(s->bev);
+
+        bufferevent_setfd(s->bev, -1);
+        if (fd >= 0) {
+            evutil_closesocket(fd);
+        }
+    }
     bufferevent_free(s->bev);
     s->bev = NULL;
     s->in_close = true;

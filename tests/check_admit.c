@@ -90,7 +90,7 @@ t_enter(struct t_conn *t, const char *group)
     const char *why;
 
     memset(t, 0, sizeof(*t));
-    if ((why = admit_enter(&t->slot, group, false, false)) == NULL) {
+    if ((why = admit_enter(&t->slot, group, false, false, false)) == NULL) {
         admit_settle(&t->slot, t_evict);
     }
     return why;
@@ -127,7 +127,7 @@ START_TEST(test_unauthenticated_pool)
                                "for their TLS handshake or AUTH (limits.max_unauthenticated)");
     ck_assert_uint_eq(admit_evicted(), 2);
     /* The Unix socket is not held up, nor counted. */
-    ck_assert_ptr_null(admit_enter(&u, "unix uid=0", true, false));
+    ck_assert_ptr_null(admit_enter(&u, "unix uid=0", false, true, false));
     ck_assert_uint_eq(admit_unauthenticated(), 3);
     /* One that authenticates makes room; twice counts once. */
     admit_authed(&b.slot);
@@ -146,13 +146,14 @@ START_TEST(test_unauthenticated_pool)
 END_TEST
 
 /*
- * A connection whose AUTH waits in line keeps its place: its group's
- * silent connections go first, then the newest in line.
+ * A connection whose AUTH waits in line is never closed to make room:
+ * its group's silent ones go first, and when only connections in line
+ * fill the share, the newcomer is refused.
  */
 START_TEST(test_in_line_keeps_place)
 {
     struct conf c;
-    struct t_conn a[4];
+    struct t_conn a[5];
 
     t_conf(&c, 100, 0, 100, 3, 0, "pw");
     ck_assert_ptr_null(t_enter(&a[0], "127.0.0.0/8"));
@@ -163,11 +164,60 @@ START_TEST(test_in_line_keeps_place)
     ck_assert_ptr_null(t_enter(&a[3], "127.0.0.0/8"));
     ck_assert(a[1].evicted && !a[0].evicted && !a[2].evicted);
     admit_in_line(&a[3].slot);
-    ck_assert_ptr_null(t_enter(&a[1], "127.0.0.0/8"));
-    ck_assert(a[3].evicted && !a[0].evicted && !a[2].evicted);
+    ck_assert_str_eq(t_enter(&a[4], "127.0.0.0/8"),
+                     "too many connections from this address group waiting for their TLS "
+                     "handshake or AUTH, every one with its AUTH in line "
+                     "(limits.max_unauthenticated_per_source)");
+    ck_assert(!a[0].evicted && !a[2].evicted && !a[3].evicted);
+    /* One checked (let in) makes room. */
+    admit_authed(&a[0].slot);
+    ck_assert_ptr_null(t_enter(&a[4], "127.0.0.0/8"));
     admit_leave(&a[0].slot);
-    admit_leave(&a[1].slot);
     admit_leave(&a[2].slot);
+    admit_leave(&a[3].slot);
+    admit_leave(&a[4].slot);
+    ck_assert_uint_eq(admit_unauthenticated(), 0);
+}
+END_TEST
+
+/* Enter t from a known address's own group. */
+static const char *
+t_enter_known(struct t_conn *t, const char *group)
+{
+    const char *why;
+
+    memset(t, 0, sizeof(*t));
+    if ((why = admit_enter(&t->slot, group, true, false, false)) == NULL) {
+        admit_settle(&t->slot, t_evict);
+    }
+    return why;
+}
+
+/*
+ * A full pool closes a stranger group's connection before a known
+ * address's, however few the strangers hold; between strangers, the
+ * group holding the most, then the oldest connection.
+ */
+START_TEST(test_known_closed_last)
+{
+    struct conf c;
+    struct t_conn k[2], x, y[2], z;
+
+    t_conf(&c, 100, 0, 4, 4, 0, "pw");
+    ck_assert_ptr_null(t_enter_known(&k[0], "known 127.0.0.1"));
+    ck_assert_ptr_null(t_enter_known(&k[1], "known 127.0.0.1"));
+    ck_assert_ptr_null(t_enter(&x, "10.0.0.0/24"));
+    ck_assert_ptr_null(t_enter(&y[0], "10.0.1.0/24"));
+    /* Full: a stranger group goes first, the one whose connection is oldest (x). */
+    ck_assert_ptr_null(t_enter(&y[1], "10.0.1.0/24"));
+    ck_assert(x.evicted && !k[0].evicted && !k[1].evicted && !y[0].evicted);
+    /* Full again: 10.0.1 holds the most. */
+    ck_assert_ptr_null(t_enter(&z, "10.0.2.0/24"));
+    ck_assert(y[0].evicted && !y[1].evicted && !k[0].evicted);
+    admit_leave(&k[0].slot);
+    admit_leave(&k[1].slot);
+    admit_leave(&y[1].slot);
+    admit_leave(&z.slot);
     ck_assert_uint_eq(admit_unauthenticated(), 0);
 }
 END_TEST
@@ -179,9 +229,9 @@ START_TEST(test_tls_handshake_is_pending)
 
     /* No password: a plain connection is let in at once, a TLS one after its handshake. */
     t_conf(&c, 100, 0, 1, 1, 0, "");
-    ck_assert_ptr_null(admit_enter(&a, "10.0.0.0/24", false, false));
+    ck_assert_ptr_null(admit_enter(&a, "10.0.0.0/24", false, false, false));
     ck_assert_uint_eq(admit_unauthenticated(), 0);
-    ck_assert_ptr_null(admit_enter(&b, "10.0.1.0/24", false, true));
+    ck_assert_ptr_null(admit_enter(&b, "10.0.1.0/24", false, false, true));
     ck_assert_uint_eq(admit_unauthenticated(), 1);
     admit_authed(&b);
     ck_assert_uint_eq(admit_unauthenticated(), 0);
@@ -197,14 +247,14 @@ START_TEST(test_unix_reserve_and_per_source)
 
     t_conf(&c, 4, 2, 100, 100, 0, "");
     admit_set_unix(true);
-    ck_assert_ptr_null(admit_enter(&u[0], "unix uid=5", true, false));
-    ck_assert_ptr_null(admit_enter(&t[0], "10.0.0.0/24", false, false));
-    ck_assert_ptr_null(admit_enter(&t[1], "10.0.1.0/24", false, false));
-    ck_assert_str_eq(admit_enter(&t[2], "10.0.2.0/24", false, false),
+    ck_assert_ptr_null(admit_enter(&u[0], "unix uid=5", false, true, false));
+    ck_assert_ptr_null(admit_enter(&t[0], "10.0.0.0/24", false, false, false));
+    ck_assert_ptr_null(admit_enter(&t[1], "10.0.1.0/24", false, false, false));
+    ck_assert_str_eq(admit_enter(&t[2], "10.0.2.0/24", false, false, false),
                      "too many clients (limits.max_clients; limits.unix_reserved of them are "
                      "kept for the Unix socket)");
-    ck_assert_ptr_null(admit_enter(&u[1], "unix uid=5", true, false));
-    ck_assert_str_eq(admit_enter(&u[2], "unix uid=5", true, false),
+    ck_assert_ptr_null(admit_enter(&u[1], "unix uid=5", false, true, false));
+    ck_assert_str_eq(admit_enter(&u[2], "unix uid=5", false, true, false),
                      "too many clients (limits.max_clients)");
     admit_leave(&t[0]);
     admit_leave(&t[1]);
@@ -213,14 +263,14 @@ START_TEST(test_unix_reserve_and_per_source)
     admit_set_unix(false);
 
     t_conf(&c, 100, 0, 100, 100, 2, "");
-    ck_assert_ptr_null(admit_enter(&t[0], "10.0.0.0/24", false, false));
-    ck_assert_ptr_null(admit_enter(&t[1], "10.0.0.0/24", false, false));
-    ck_assert_str_eq(admit_enter(&t[2], "10.0.0.0/24", false, false),
+    ck_assert_ptr_null(admit_enter(&t[0], "10.0.0.0/24", false, false, false));
+    ck_assert_ptr_null(admit_enter(&t[1], "10.0.0.0/24", false, false, false));
+    ck_assert_str_eq(admit_enter(&t[2], "10.0.0.0/24", false, false, false),
                      "too many connections from this address group "
                      "(limits.max_clients_per_source)");
-    ck_assert_ptr_null(admit_enter(&t[2], "10.0.1.0/24", false, false));
+    ck_assert_ptr_null(admit_enter(&t[2], "10.0.1.0/24", false, false, false));
     admit_leave(&t[0]);
-    ck_assert_ptr_null(admit_enter(&t[0], "10.0.0.0/24", false, false));
+    ck_assert_ptr_null(admit_enter(&t[0], "10.0.0.0/24", false, false, false));
     admit_leave(&t[0]);
     admit_leave(&t[1]);
     admit_leave(&t[2]);
@@ -378,35 +428,35 @@ START_TEST(test_fd_slots)
     t_conf(&c, 100, 2, 100, 100, 0, "");
     admit_set_unix(true);
     admit_set_fd_slots(4, 64);
-    ck_assert_ptr_null(admit_enter(&t[0], "10.0.0.1", false, false));
-    ck_assert_ptr_null(admit_enter(&t[1], "10.0.0.2", false, false));
-    why = admit_enter(&t[2], "10.0.0.3", false, false);
+    ck_assert_ptr_null(admit_enter(&t[0], "10.0.0.1", false, false, false));
+    ck_assert_ptr_null(admit_enter(&t[1], "10.0.0.2", false, false, false));
+    why = admit_enter(&t[2], "10.0.0.3", false, false, false);
     ck_assert_str_eq(why, "too many clients (descriptor limit 64; limits.unix_reserved of the "
                           "slots it leaves are kept for the Unix socket: raise LimitNOFILE= "
                           "or lower limits.max_clients)");
     ck_assert(admit_is_fd_refusal(why));
     /* The Unix socket has its two. */
-    ck_assert_ptr_null(admit_enter(&u[0], "unix uid=0", true, false));
-    ck_assert_ptr_null(admit_enter(&u[1], "unix uid=0", true, false));
-    why = admit_enter(&u[2], "unix uid=0", true, false);
+    ck_assert_ptr_null(admit_enter(&u[0], "unix uid=0", false, true, false));
+    ck_assert_ptr_null(admit_enter(&u[1], "unix uid=0", false, true, false));
+    why = admit_enter(&u[2], "unix uid=0", false, true, false);
     ck_assert_str_eq(why, "too many clients (descriptor limit 64: raise LimitNOFILE= or lower "
                           "limits.max_clients)");
     ck_assert(admit_is_fd_refusal(why));
     /* A reload that raises the limit makes room; the other limits' texts stay theirs. */
     admit_set_fd_slots(6, 128);
-    ck_assert_ptr_null(admit_enter(&t[2], "10.0.0.3", false, false));
-    ck_assert_ptr_null(admit_enter(&t[3], "10.0.0.4", false, false));
+    ck_assert_ptr_null(admit_enter(&t[2], "10.0.0.3", false, false, false));
+    ck_assert_ptr_null(admit_enter(&t[3], "10.0.0.4", false, false, false));
     admit_leave(&t[3]);
     /* Slots beyond max_clients: max_clients counts, and is named. */
     admit_set_fd_slots(1000, 4096);
     c.max_clients = 5;
     admit_leave(&u[1]);
-    why = admit_enter(&t[3], "10.0.0.4", false, false);
+    why = admit_enter(&t[3], "10.0.0.4", false, false, false);
     ck_assert_str_eq(why, "too many clients (limits.max_clients; limits.unix_reserved of them "
                           "are kept for the Unix socket)");
     ck_assert(!admit_is_fd_refusal(why));
-    ck_assert_ptr_null(admit_enter(&u[1], "unix uid=0", true, false));
-    ck_assert_str_eq(admit_enter(&u[2], "unix uid=0", true, false),
+    ck_assert_ptr_null(admit_enter(&u[1], "unix uid=0", false, true, false));
+    ck_assert_str_eq(admit_enter(&u[2], "unix uid=0", false, true, false),
                      "too many clients (limits.max_clients)");
     admit_leave(&t[0]);
     admit_leave(&t[1]);
@@ -427,6 +477,7 @@ admit_suite(void)
     tcase_add_test(tc, test_groups);
     tcase_add_test(tc, test_unauthenticated_pool);
     tcase_add_test(tc, test_in_line_keeps_place);
+    tcase_add_test(tc, test_known_closed_last);
     tcase_add_test(tc, test_keyhash_vectors);
     tcase_add_test(tc, test_group_bucket);
     tcase_add_test(tc, test_no_fresh_bucket);

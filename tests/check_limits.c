@@ -634,7 +634,8 @@ li_wait_connections(int u, long long want)
  * Connections that never authenticate fill only their own pool, and a
  * full share of it does not keep a newcomer out: the group's oldest
  * waiting connection is closed for it, told why (every loopback address
- * is in one group, 127/8).  The Unix socket is not held up, and one that
+ * is in one group, 127/8, but 127.0.0.1, which the harness's AUTH made a
+ * known address of its own).  The Unix socket is not held up, and one that
  * authenticates leaves the pool and stays.
  */
 START_TEST(unauthenticated_capped)
@@ -649,10 +650,10 @@ START_TEST(unauthenticated_capped)
     expect_up(NMASTERS, &o);
     u = h_connect_unix();
     ck_assert_int_ge(u, 0);
-    a0 = li_connect_from("127.0.0.1");
-    a1 = li_connect_from("127.0.0.1");
+    a0 = li_connect_from("127.0.0.5");
+    a1 = li_connect_from("127.0.0.5");
     expect_wait_unauthenticated(u, 2);
-    b0 = li_connect_from("127.0.0.2");
+    b0 = li_connect_from("127.0.0.6");
     got = h_read_line(a0, LOCAL_MS);
     ck_assert_msg(got != NULL && strncmp(got, "ERR LIMIT closed to make room", 29) == 0
                   && strstr(got, "(limits.max_unauthenticated_per_source)") != NULL,
@@ -664,7 +665,7 @@ START_TEST(unauthenticated_capped)
     EXPECT_REPLY(u, "PING", "PONG");
     EXPECT_REPLY(a1, "AUTH s3cret-pw", "OK");
     expect_wait_unauthenticated(u, 1);
-    got = li_auth_from("127.0.0.3", "s3cret-pw");
+    got = li_auth_from("127.0.0.7", "s3cret-pw");
     ck_assert_msg(strcmp(got, "OK") == 0, "a newcomer got '%s'", got);
     free(got);
     EXPECT_REPLY(a1, "PING", "PONG");

@@ -314,7 +314,7 @@ END_TEST
 
 #define ST_NEWCOMERS 10     /* clients that try to get in through a full pool */
 
-/* AUTH over a new TLS connection from 127.0.0.9: true when answered OK within LOCAL_MS. */
+/* AUTH over a new TLS connection (from 127.0.0.1): true when answered OK within LOCAL_MS. */
 static bool
 st_tls_auth_ok(void)
 {
@@ -389,6 +389,60 @@ START_TEST(pool_flood_admits_newcomer)
 }
 END_TEST
 
+#define ST_KNOWN_TRIES 10    /* a known client's tries through the churn */
+
+/*
+ * Strangers elsewhere in 127/8 open connections as fast as the daemon
+ * closes them, half silent and half with a wrong AUTH (which waits in
+ * line): the group's share turns over thousands of times a second.  A
+ * client whose address gave the right password before is a group of its
+ * own and closed to make room last: it gets in every time, at once, over
+ * TCP and TLS.
+ */
+START_TEST(known_client_through_churn)
+{
+    struct h_daemon_opts o = { .retry_delay_ms = 100, .auth_password = PASSWORD };
+    struct st_crowd silent = { .base = 4, .naddrs = 50, .conns = 100, .line = "" };
+    struct st_crowd guess = { .base = 5, .naddrs = 50, .conns = 100, .line = "AUTH guess\n" };
+    int64_t took;
+    char *got;
+    int u, i, in = 0, tls_in = 0;
+
+    ck_assert_msg(h_begin(tcase_name()) == 0, "cannot create the test directory");
+    ck_assert_msg(h_make_certs() == 0, "tests/tls/make-certs.sh failed");
+    o.tls_cert_file = h_cert("server.crt");
+    o.tls_key_file = h_cert("server.key");
+    ck_assert_msg(h_start_masters(NMASTERS) == 0, "the masters did not start");
+    ck_assert_msg(h_start_daemon(&o) == 0, "redlockd did not start (log above)");
+    u = h_connect_unix();
+    ck_assert_int_ge(u, 0);
+    got = st_auth_from("127.0.0.1", PASSWORD, LOCAL_MS, &took);    /* known from now */
+    ck_assert_str_eq(got, "OK");
+    free(got);
+    st_start(&silent);
+    st_start(&guess);
+    ck_assert_msg(st_wait_stat(u, "unauthenticated_evicted", 1000, 5 * LOCAL_MS),
+                  "the strangers did not churn the pool");
+    for (i = 0; i < ST_KNOWN_TRIES; i++) {
+        got = st_auth_from("127.0.0.1", PASSWORD, LOCAL_MS, &took);
+        in += strcmp(got, "OK") == 0;
+        if (strcmp(got, "OK") != 0) {
+            fprintf(stderr, "known client, try %d: '%s' after %lld ms\n", i, got,
+                    (long long)took);
+        }
+        free(got);
+        tls_in += st_tls_auth_ok();
+    }
+    st_stop(&guess);
+    st_stop(&silent);
+    ck_assert_msg(in == ST_KNOWN_TRIES, "a known client got in %d of %d times through the churn",
+                  in, ST_KNOWN_TRIES);
+    ck_assert_msg(tls_in == ST_KNOWN_TRIES, "a known TLS client got in %d of %d times through "
+                  "the churn", tls_in, ST_KNOWN_TRIES);
+    close(u);
+}
+END_TEST
+
 static Suite *
 strangers_suite(void)
 {
@@ -397,6 +451,7 @@ strangers_suite(void)
     EXPECT_ADD(s, guesses_bounded_over_addresses, 60);
     EXPECT_ADD(s, right_password_behind_guesser, 60);
     EXPECT_ADD(s, pool_flood_admits_newcomer, 60);
+    EXPECT_ADD(s, known_client_through_churn, 60);
     return s;
 }
 
