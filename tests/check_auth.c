@@ -33,6 +33,7 @@
 #include <hiredis/hiredis.h>
 
 #include "client/client.h"
+#include "daemon/authlimit.h"
 #include "tests/expect.h"
 #include "tests/harness.h"
 #include "tests/runner.h"
@@ -145,6 +146,64 @@ START_TEST(password_change_ends_sessions)
     EXPECT_REPLY(b, "PING", "PONG");
     EXPECT_REPLY(u, "PING", "PONG");
     close(b);
+    close(u);
+}
+END_TEST
+
+#define AU_AHEAD 5   /* wrong AUTHs kept in line ahead of the right one */
+
+/* A TCP connection from source address from that sends line (no reply read). */
+static int
+au_send_from(const char *from, const char *line)
+{
+    int fd = h_tcp_connect(from, "127.0.0.1", h_daemon_port(), 0);
+
+    ck_assert_msg(fd >= 0, "connect from %s: %s", from, strerror(errno));
+    ck_assert_int_eq(h_send(fd, line), 0);
+    return fd;
+}
+
+/*
+ * AUTHs waiting in line for their turn when a reload removes
+ * auth.password: each is answered as an AUTH without a password to
+ * check ("no password is configured"), not as a wrong password, and no
+ * guess is counted; the session, let in by the reload, goes on.
+ */
+START_TEST(reload_while_auth_waits)
+{
+    struct h_daemon_opts o = { .retry_delay_ms = 100, .auth_password = "pw-one",
+                               .log_level = "info" };
+    int u, i, ahead[AU_AHEAD], right;
+    long long failures = -1;
+    char *got;
+
+    expect_up(NMASTERS, &o);
+    u = h_connect_unix();
+    ck_assert_int_ge(u, 0);
+    for (i = 0; i < AUTHLIMIT_BURST; i++) {     /* 127/8's bucket emptied */
+        ahead[0] = au_send_from("127.0.0.5", "AUTH guess");
+        free(h_read_line(ahead[0], LOCAL_MS));
+        close(ahead[0]);
+    }
+    for (i = 0; i < AU_AHEAD; i++) {
+        ahead[i] = au_send_from("127.0.0.5", "AUTH guess");
+    }
+    right = au_send_from("127.0.0.7", "AUTH pw-one");
+    expect_wait_stat("auth_waiting", AU_AHEAD + 1, false, LOCAL_MS);
+    au_conf_replace("password: \"pw-one\"", "password: \"\"");
+    au_reload();
+    got = h_read_line(right, LOCAL_MS);
+    ck_assert_msg(got != NULL && strcmp(got, "ERR AUTH no password is configured "
+                                        "(auth.password)") == 0,
+                  "the waiting AUTH got '%s'", got != NULL ? got : "(nothing)");
+    free(got);
+    EXPECT_REPLY(right, "PING", "PONG");
+    ck_assert_int_eq(h_stat(u, "auth_failures", &failures), 0);
+    ck_assert_int_eq(failures, AUTHLIMIT_BURST);
+    for (i = 0; i < AU_AHEAD; i++) {
+        close(ahead[i]);
+    }
+    close(right);
     close(u);
 }
 END_TEST
@@ -274,6 +333,7 @@ auth_suite(void)
     EXPECT_ADD(s, readable_secrets_warned, TEST_TIMEOUT_S);
     EXPECT_ADD(s, password_change_ends_sessions, TEST_TIMEOUT_S);
     EXPECT_ADD(s, reload_sets_and_clears_password, TEST_TIMEOUT_S);
+    EXPECT_ADD(s, reload_while_auth_waits, TEST_TIMEOUT_S);
     EXPECT_ADD(s, protected_mode_refuses, TEST_TIMEOUT_S);
     return s;
 }
