@@ -312,18 +312,6 @@ li_log_lines(const char *text)
     return n;
 }
 
-/* Start the daemon with a TLS listener (the harness's test certificates) and opts. */
-static void
-li_up_tls(struct h_daemon_opts *o)
-{
-    ck_assert_msg(h_begin(tcase_name()) == 0, "cannot create the test directory");
-    ck_assert_msg(h_make_certs() == 0, "tests/tls/make-certs.sh failed");
-    o->tls_cert_file = h_cert("server.crt");
-    o->tls_key_file = h_cert("server.key");
-    ck_assert_msg(h_start_masters(NMASTERS) == 0, "the masters did not start");
-    ck_assert_msg(h_start_daemon(o) == 0, "redlockd did not start (log above)");
-}
-
 /* Set daemon pid's descriptor limit (prlimit(2), as prlimit(1) does).  0, or -1 with errno. */
 static int
 li_set_nofile(pid_t pid, rlim_t soft, rlim_t hard)
@@ -492,7 +480,7 @@ START_TEST(out_of_descriptors_refuses)
     long long cpu0, cpu1, hz = sysconf(_SC_CLK_TCK), failures = -1;
     const char *want = "ERR LIMIT too many clients (out of descriptors, descriptor limit 48";
 
-    li_up_tls(&o);
+    expect_up_tls(NMASTERS, &o);
     u = h_connect_unix();
     ck_assert_int_ge(u, 0);
     expect_wait_stat_on(u, "connections", 1);
@@ -771,7 +759,7 @@ START_TEST(tls_refused_without_plaintext)
     size_t len = 0;
     char *got;
 
-    li_up_tls(&o);
+    expect_up_tls(NMASTERS, &o);
     li_unix_and_two_tcp(&u, &t0, &t1);
     fd = h_connect_port(h_daemon_tls_port());
     ck_assert_int_ge(fd, 0);
@@ -806,7 +794,7 @@ START_TEST(one_deadline_from_accept)
     char addr[32];
     int64_t t0;
 
-    li_up_tls(&o);
+    expect_up_tls(NMASTERS, &o);
     snprintf(addr, sizeof(addr), "127.0.0.1:%d", h_daemon_tls_port());
     topts.ca_file = h_cert("ca.crt");
     client_init(&c, -1, 0);

@@ -24,6 +24,7 @@
 #include <poll.h>
 #include <signal.h>
 #include <stdbool.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -1513,6 +1514,41 @@ mt_half_request6(void)
 }
 
 /*
+ * Start the daemon (REDLOCKD_BIN) with a config of the test's own,
+ * <name>.yml in the test directory, written from fmt (printf-style), its
+ * log in <name>.log (into logp, size bytes); wait until /metrics serves
+ * on mt_port.  Returns its pid (the caller stops it).
+ */
+static pid_t __attribute__((format(printf, 4, 5)))
+mt_spawn_own(const char *name, char *logp, size_t size, const char *fmt, ...)
+{
+    const char *bin = getenv("REDLOCKD_BIN");
+    const char *argv[4];
+    char conf[512];
+    va_list ap;
+    FILE *f;
+    pid_t pid;
+
+    snprintf(conf, sizeof(conf), "%s/%s.yml", h_dir(), name);
+    snprintf(logp, size, "%s/%s.log", h_dir(), name);
+    f = fopen(conf, "w");
+    ck_assert_ptr_nonnull(f);
+    va_start(ap, fmt);
+    vfprintf(f, fmt, ap);
+    va_end(ap);
+    fclose(f);
+    argv[0] = bin != NULL && bin[0] != '\0' ? bin : "./build/redlockd";
+    argv[1] = "-c";
+    argv[2] = conf;
+    argv[3] = NULL;
+    pid = h_spawn(argv, logp);
+    ck_assert_int_gt(pid, 0);
+    ck_assert_msg(h_wait_until(mt_cond_serving, NULL, H_START_MS),
+                  "no /metrics within %d ms (see %s)", H_START_MS, logp);
+    return pid;
+}
+
+/*
  * Address groups: metrics.listen on [::] (dual stack), max_connections 5,
  * so 3 from one group.  ::1 (an IPv6 /64) holds 2 slow connections,
  * 127.0.0.1 (127/8, IPv4-mapped here) its 3.  Six more slow ones from
@@ -1524,41 +1560,24 @@ mt_half_request6(void)
  */
 START_TEST(metrics_groups_evict_their_own)
 {
-    const char *bin = getenv("REDLOCKD_BIN");
-    const char *argv[4];
-    char conf[512], logp[512], peer[64];
+    char logp[512], peer[64];
     int six[3], four[10], lock, tcp_port;
     size_t i;
-    FILE *f;
     pid_t pid;
     int status;
 
-    if (bin == NULL || bin[0] == '\0') {
-        bin = "./build/redlockd";
-    }
     ck_assert_msg(h_begin(tcase_name()) == 0, "cannot create the test directory");
     mt_port = h_free_port();
     tcp_port = h_free_port();
     ck_assert_int_gt(mt_port, 0);
     ck_assert_int_gt(tcp_port, 0);
-    snprintf(conf, sizeof(conf), "%s/groups.yml", h_dir());
-    snprintf(logp, sizeof(logp), "%s/groups.log", h_dir());
-    f = fopen(conf, "w");
-    ck_assert_ptr_nonnull(f);
     /* /metrics needs no master up: one Unix socket that does not exist. */
-    fprintf(f, "listen:\n  tcp: \"127.0.0.1:%d\"\n  unix: \"\"\nmasters:\n"
-            "  - \"unix:%s/no-master.sock\"\nmetrics:\n  listen: \"[::]:%d\"\n"
-            "  allow_remote: true\n  max_connections: 5\n  request_timeout_ms: 60000\n"
-            "lock:\n  restart_quarantine: false\n", tcp_port, h_dir(), mt_port);
-    fclose(f);
-    argv[0] = bin;
-    argv[1] = "-c";
-    argv[2] = conf;
-    argv[3] = NULL;
-    pid = h_spawn(argv, logp);
-    ck_assert_int_gt(pid, 0);
-    ck_assert_msg(h_wait_until(mt_cond_serving, NULL, H_START_MS),
-                  "no /metrics within %d ms (see %s)", H_START_MS, logp);
+    pid = mt_spawn_own("groups", logp, sizeof(logp),
+                       "listen:\n  tcp: \"127.0.0.1:%d\"\n  unix: \"\"\nmasters:\n"
+                       "  - \"unix:%s/no-master.sock\"\nmetrics:\n  listen: \"[::]:%d\"\n"
+                       "  allow_remote: true\n  max_connections: 5\n"
+                       "  request_timeout_ms: 60000\n"
+                       "lock:\n  restart_quarantine: false\n", tcp_port, h_dir(), mt_port);
     six[0] = mt_half_request6();
     if (six[0] < 0) {
         fprintf(stderr, "metrics_groups_evict_their_own: skipped, no IPv6 loopback (%s)\n",
@@ -1687,37 +1706,19 @@ END_TEST
  */
 START_TEST(metrics_label_escapes)
 {
-    const char *bin = getenv("REDLOCKD_BIN");
-    const char *argv[4];
-    char conf[512], logp[512], want[512], *body;
-    FILE *f;
+    char logp[512], want[512], *body;
     pid_t pid;
     int status;
 
-    if (bin == NULL || bin[0] == '\0') {
-        bin = "./build/redlockd";
-    }
     ck_assert_msg(h_begin(tcase_name()) == 0, "cannot create the test directory");
     mt_port = h_free_port();
     ck_assert_int_gt(mt_port, 0);
-    snprintf(conf, sizeof(conf), "%s/escapes.yml", h_dir());
-    snprintf(logp, sizeof(logp), "%s/escapes.log", h_dir());
-    f = fopen(conf, "w");
-    ck_assert_ptr_nonnull(f);
     /* YAML "we\"ird\\na\nme.sock": the path is we"ird\na<LF>me.sock. */
-    fprintf(f, "listen:\n  tcp: \"127.0.0.1:%d\"\n  unix: \"\"\nmasters:\n"
-            "  - \"unix:%s/we\\\"ird\\\\na\\nme.sock\"\nmetrics:\n"
-            "  listen: \"127.0.0.1:%d\"\nlock:\n  restart_quarantine: false\n",
-            h_free_port(), h_dir(), mt_port);
-    fclose(f);
-    argv[0] = bin;
-    argv[1] = "-c";
-    argv[2] = conf;
-    argv[3] = NULL;
-    pid = h_spawn(argv, logp);
-    ck_assert_int_gt(pid, 0);
-    ck_assert_msg(h_wait_until(mt_cond_serving, NULL, H_START_MS),
-                  "no /metrics within %d ms (see %s)", H_START_MS, logp);
+    pid = mt_spawn_own("escapes", logp, sizeof(logp),
+                       "listen:\n  tcp: \"127.0.0.1:%d\"\n  unix: \"\"\nmasters:\n"
+                       "  - \"unix:%s/we\\\"ird\\\\na\\nme.sock\"\nmetrics:\n"
+                       "  listen: \"127.0.0.1:%d\"\nlock:\n  restart_quarantine: false\n",
+                       h_free_port(), h_dir(), mt_port);
     body = mt_scrape();
     mt_check_format(body);
     snprintf(want, sizeof(want),

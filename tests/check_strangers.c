@@ -343,6 +343,32 @@ st_tls_auth_ok(void)
 }
 
 /*
+ * n clients with the right password, each over TCP from address from,
+ * then over TLS: every one must get in within LOCAL_MS (what: who they
+ * are, for the message).
+ */
+static void
+st_expect_let_in(const char *from, int n, const char *what)
+{
+    int64_t took;
+    char *got;
+    int i, in = 0, tls_in = 0;
+
+    for (i = 0; i < n; i++) {
+        got = st_auth_from(from, PASSWORD, LOCAL_MS, &took);
+        in += strcmp(got, "OK") == 0;
+        if (strcmp(got, "OK") != 0) {
+            fprintf(stderr, "%s, try %d: '%s' after %lld ms\n", what, i, got,
+                    (long long)took);
+        }
+        free(got);
+        tls_in += st_tls_auth_ok();
+    }
+    ck_assert_msg(in == n && tls_in == n, "%s got in %d of %d times over TCP, %d over TLS",
+                  what, in, n, tls_in);
+}
+
+/*
  * Four addresses hold every slot of the unauthenticated pool with silent
  * connections, re-opened as they are closed: a newcomer with the right
  * password from a fifth address is let in every time, over TCP and over
@@ -353,35 +379,16 @@ START_TEST(pool_flood_admits_newcomer)
     struct h_daemon_opts o = { .retry_delay_ms = 100, .auth_password = PASSWORD,
                                .limits_yaml = "  max_unauthenticated: 64\n" };
     struct st_crowd flood = { .base = 3, .naddrs = 4, .conns = 64, .line = "" };
-    int64_t took;
-    char *got;
-    int u, i, in = 0, tls_in = 0;
+    int u;
 
-    ck_assert_msg(h_begin(tcase_name()) == 0, "cannot create the test directory");
-    ck_assert_msg(h_make_certs() == 0, "tests/tls/make-certs.sh failed");
-    o.tls_cert_file = h_cert("server.crt");
-    o.tls_key_file = h_cert("server.key");
-    ck_assert_msg(h_start_masters(NMASTERS) == 0, "the masters did not start");
-    ck_assert_msg(h_start_daemon(&o) == 0, "redlockd did not start (log above)");
+    expect_up_tls(NMASTERS, &o);
     u = h_connect_unix();
     ck_assert_int_ge(u, 0);
     st_start(&flood);
     ck_assert_msg(st_wait_stat(u, "unauthenticated", 64, 3 * LOCAL_MS),
                   "the silent connections did not fill the pool");
-    for (i = 0; i < ST_NEWCOMERS; i++) {
-        got = st_auth_from("127.0.0.9", PASSWORD, LOCAL_MS, &took);
-        in += strcmp(got, "OK") == 0;
-        if (strcmp(got, "OK") != 0) {
-            fprintf(stderr, "newcomer %d got '%s'\n", i, got);
-        }
-        free(got);
-        tls_in += st_tls_auth_ok();
-    }
+    st_expect_let_in("127.0.0.9", ST_NEWCOMERS, "a newcomer through a full pool");
     st_stop(&flood);
-    ck_assert_msg(in == ST_NEWCOMERS, "%d of %d newcomers got in through a full pool", in,
-                  ST_NEWCOMERS);
-    ck_assert_msg(tls_in == ST_NEWCOMERS, "%d of %d TLS newcomers got in through a full pool",
-                  tls_in, ST_NEWCOMERS);
     ck_assert_msg(atomic_load(&flood.limit) >= 1,
                   "no silent connection was told it was closed to make room");
     ck_assert(st_wait_stat(u, "unauthenticated_evicted", 1, LOCAL_MS));
@@ -406,14 +413,9 @@ START_TEST(known_client_through_churn)
     struct st_crowd guess = { .base = 5, .naddrs = 50, .conns = 100, .line = "AUTH guess\n" };
     int64_t took;
     char *got;
-    int u, i, in = 0, tls_in = 0;
+    int u;
 
-    ck_assert_msg(h_begin(tcase_name()) == 0, "cannot create the test directory");
-    ck_assert_msg(h_make_certs() == 0, "tests/tls/make-certs.sh failed");
-    o.tls_cert_file = h_cert("server.crt");
-    o.tls_key_file = h_cert("server.key");
-    ck_assert_msg(h_start_masters(NMASTERS) == 0, "the masters did not start");
-    ck_assert_msg(h_start_daemon(&o) == 0, "redlockd did not start (log above)");
+    expect_up_tls(NMASTERS, &o);
     u = h_connect_unix();
     ck_assert_int_ge(u, 0);
     got = st_auth_from("127.0.0.1", PASSWORD, LOCAL_MS, &took);    /* known from now */
@@ -423,22 +425,9 @@ START_TEST(known_client_through_churn)
     st_start(&guess);
     ck_assert_msg(st_wait_stat(u, "unauthenticated_evicted", 1000, 5 * LOCAL_MS),
                   "the strangers did not churn the pool");
-    for (i = 0; i < ST_KNOWN_TRIES; i++) {
-        got = st_auth_from("127.0.0.1", PASSWORD, LOCAL_MS, &took);
-        in += strcmp(got, "OK") == 0;
-        if (strcmp(got, "OK") != 0) {
-            fprintf(stderr, "known client, try %d: '%s' after %lld ms\n", i, got,
-                    (long long)took);
-        }
-        free(got);
-        tls_in += st_tls_auth_ok();
-    }
+    st_expect_let_in("127.0.0.1", ST_KNOWN_TRIES, "a known client through the churn");
     st_stop(&guess);
     st_stop(&silent);
-    ck_assert_msg(in == ST_KNOWN_TRIES, "a known client got in %d of %d times through the churn",
-                  in, ST_KNOWN_TRIES);
-    ck_assert_msg(tls_in == ST_KNOWN_TRIES, "a known TLS client got in %d of %d times through "
-                  "the churn", tls_in, ST_KNOWN_TRIES);
     close(u);
 }
 END_TEST

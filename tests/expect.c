@@ -155,6 +155,17 @@ expect_up(size_t nmasters, const struct h_daemon_opts *opts)
     ck_assert_msg(h_start_daemon(opts) == 0, "redlockd did not start (log above)");
 }
 
+void
+expect_up_tls(size_t nmasters, struct h_daemon_opts *opts)
+{
+    ck_assert_msg(h_begin(tcase_name()) == 0, "cannot create the test directory");
+    ck_assert_msg(h_make_certs() == 0, "tests/tls/make-certs.sh failed");
+    opts->tls_cert_file = h_cert("server.crt");
+    opts->tls_key_file = h_cert("server.key");
+    ck_assert_msg(h_start_masters(nmasters) == 0, "the masters did not start");
+    ck_assert_msg(h_start_daemon(opts) == 0, "redlockd did not start (log above)");
+}
+
 /*
  * Start of a test: a directory named for the test, n masters (with
  * append-only files when aof), and ndaemons daemons with opts (when

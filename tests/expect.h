@@ -213,6 +213,12 @@ void expect_key(const char *name, char *out, size_t size);
 void expect_up(size_t nmasters, const struct h_daemon_opts *opts);
 
 /*
+ * expect_up with a TLS listener too: the harness's test certificates
+ * (h_make_certs) are made and set in opts (tls_cert_file, tls_key_file).
+ */
+void expect_up_tls(size_t nmasters, struct h_daemon_opts *opts);
+
+/*
  * Start of a test: a directory named for the test, n masters (with
  * append-only files when aof), and ndaemons daemons with opts (when
  * NULL: a blocked LOCK retries after 0..100 ms, lock.key_prefix
