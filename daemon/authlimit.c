@@ -50,6 +50,7 @@ static struct authlimit_waiter *authlimit_cursor;  /* next to look at in a walk,
 static struct event *authlimit_timer;
 static int64_t authlimit_due_us = INT64_MAX;   /* no AUTH in line can be checked before
                                                   this (the timer is set for it) */
+static bool    authlimit_walk_added;           /* an AUTH joined the line during a walk */
 
 static int64_t  authlimit_log_tat;          /* the wrong-password lines' bucket */
 static uint64_t authlimit_log_dropped;      /* wrong-password lines not written since */
@@ -347,7 +348,9 @@ authlimit_serve(evutil_socket_t fd, short what, void *arg)
     (void)fd;
     (void)what;
     (void)arg;
-    authlimit_due_us = INT64_MAX;
+    /* An AUTH that comes during the walk (a ready session reads on) waits its turn. */
+    authlimit_due_us = now;
+    authlimit_walk_added = false;
     authlimit_cursor = TAILQ_FIRST(&authlimit_line);
     while ((w = authlimit_cursor) != NULL) {
         authlimit_cursor = TAILQ_NEXT(w, link);
@@ -361,7 +364,10 @@ authlimit_serve(evutil_socket_t fd, short what, void *arg)
         w->queued = false;
         w->ready(w);    /* may cancel others: authlimit_cancel moves the cursor on */
     }
-    if (next >= 0) {
+    authlimit_due_us = INT64_MAX;
+    if (authlimit_walk_added) {
+        authlimit_schedule(now, now);   /* the next turn looks at them */
+    } else if (next >= 0) {
         authlimit_schedule(now + next, util_now_us());
     }
 }
@@ -393,6 +399,7 @@ authlimit_begin(struct authlimit_waiter *w, const char *peer, authlimit_ready_fn
     w->queued = true;
     TAILQ_INSERT_TAIL(&authlimit_line, w, link);
     authlimit_nline++;
+    authlimit_walk_added = true;    /* (read only by a walk under way) */
     authlimit_schedule(now + wait, now);
     if (log_every_due(&authlimit_held_log, now, &held)) {
         log_warn("AUTH waits for its turn to be checked (wrong passwords from its address "
