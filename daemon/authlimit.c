@@ -402,12 +402,12 @@ authlimit_begin(struct authlimit_waiter *w, const char *peer, authlimit_ready_fn
     authlimit_walk_added = true;    /* (read only by a walk under way) */
     authlimit_schedule(now + wait, now);
     if (log_every_due(&authlimit_held_log, now, &held)) {
-        log_warn("AUTH waits for its turn to be checked (wrong passwords from its address "
-                 "group or from everywhere used the tokens: %d at once, then one a second a "
-                 "group, %d a second in all); %llu more waited since the last such line, %zu "
-                 "in line now; the last from %s", AUTHLIMIT_BURST,
-                 (int)(1000000 / AUTHLIMIT_DAEMON_REFILL_US), (unsigned long long)held,
-                 authlimit_nline, peer);
+        log_warn("AUTH from %s waits for its turn to be checked (wrong passwords from its "
+                 "address group or from everywhere used the tokens: %d at once, then one a "
+                 "second a group, %d a second in all); %zu in line now, %llu more waited "
+                 "since the last such line", peer, AUTHLIMIT_BURST,
+                 (int)(1000000 / AUTHLIMIT_DAEMON_REFILL_US), authlimit_nline,
+                 (unsigned long long)held);
     }
     return false;
 }
