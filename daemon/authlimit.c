@@ -394,7 +394,7 @@ authlimit_begin(struct authlimit_waiter *w, const char *peer, authlimit_ready_fn
     if (wait == 0 && (TAILQ_EMPTY(&authlimit_line) || now < authlimit_due_us)) {
         return true;
     }
-    snprintf(w->peer, sizeof(w->peer), "%s", peer);
+    w->peer = peer;
     w->ready = ready;
     w->queued = true;
     TAILQ_INSERT_TAIL(&authlimit_line, w, link);

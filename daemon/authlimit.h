@@ -90,7 +90,8 @@ struct authlimit_waiter {
     TAILQ_ENTRY(authlimit_waiter) link;     /* in the line */
     authlimit_ready_fn ready;               /* set by authlimit_begin */
     bool               queued;              /* in the line */
-    char               peer[AUTHLIMIT_SOURCE_MAX + 16]; /* the session's peer text */
+    const char        *peer;        /* the session's peer text, not owned: it outlives
+                                       the waiter (cancelled before its session goes) */
 };
 
 /* The timer that serves the line runs on base (once, at start). */
@@ -99,7 +100,8 @@ void authlimit_init(struct event_base *base);
 /*
  * An AUTH from peer arrived.  Returns true when it may be checked now;
  * else w is put in line (ready is called once its turn has come, later,
- * from the event loop, unless it is cancelled) and false is returned.
+ * from the event loop, unless it is cancelled) and false is returned;
+ * peer is kept by pointer meanwhile and must stay valid until then.
  * An AUTH with a token also waits, to keep arrival order, when an AUTH in
  * line may have its token by now (the line's turn is due).
  */
