@@ -62,11 +62,18 @@ server_tls_masters(const struct conf *conf)
 static void
 server_finish(void)
 {
+    static const struct timeval one_more = { 0, 0 };
+
     session_close_all();
     master_stop();
     master_eval_stop();
     channel_stop();
-    event_base_loopexit(server_base, NULL);
+    /*
+     * One more turn of the loop before it ends: a closed connection's
+     * deferred callbacks (the next turn's work) hold a reference to its
+     * bufferevent, which is freed only once they have run.
+     */
+    event_base_loopexit(server_base, &one_more);
 }
 
 static void
