@@ -234,6 +234,14 @@ authlimit_path(const struct authlimit_keys *k, bool create, int64_t now_us,
     return n;
 }
 
+/* The refill interval of bucket e, us: the daemon's, or a group's or address's. */
+static int64_t
+authlimit_refill_us(const struct authlimit_entry *e)
+{
+    return e == &authlimit_daemon ? AUTHLIMIT_DAEMON_REFILL_US
+                                  : AUTHLIMIT_REFILL_MS * (int64_t)1000;
+}
+
 /* us until bucket e has a token, 0 when it has one (NULL: a full bucket). */
 static int64_t
 authlimit_bucket_wait(const struct authlimit_entry *e, int64_t now_us)
@@ -241,12 +249,8 @@ authlimit_bucket_wait(const struct authlimit_entry *e, int64_t now_us)
     if (e == NULL) {
         return 0;
     }
-    if (e == &authlimit_daemon) {
-        return util_gcra_wait(e->tat_us, now_us, AUTHLIMIT_DAEMON_REFILL_US,
-                              AUTHLIMIT_DAEMON_BURST);
-    }
-    return util_gcra_wait(e->tat_us, now_us, AUTHLIMIT_REFILL_MS * (int64_t)1000,
-                          AUTHLIMIT_BURST);
+    return util_gcra_wait(e->tat_us, now_us, authlimit_refill_us(e),
+                          e == &authlimit_daemon ? AUTHLIMIT_DAEMON_BURST : AUTHLIMIT_BURST);
 }
 
 static int64_t
@@ -283,9 +287,7 @@ authlimit_failed(const char *peer, unsigned long long id, int64_t now_us)
     authlimit_keys(peer, &k);
     n = authlimit_path(&k, true, now_us, path);
     for (i = 0; i < n; i++) {
-        util_gcra_take(&path[i]->tat_us, now_us,
-                       path[i] == &authlimit_daemon ? AUTHLIMIT_DAEMON_REFILL_US
-                                                    : AUTHLIMIT_REFILL_MS * (int64_t)1000);
+        util_gcra_take(&path[i]->tat_us, now_us, authlimit_refill_us(path[i]));
     }
     if (util_gcra_wait(authlimit_log_tat, now_us, 1000000, AUTHLIMIT_LOG_BURST) == 0) {
         util_gcra_take(&authlimit_log_tat, now_us, 1000000);

@@ -338,6 +338,14 @@ command_ttl(struct session *s, const struct proto_cmd *cmd, int64_t *ttl)
     return 0;
 }
 
+/* auth.password or auth.admin_password is set: an AUTH has something to be compared with. */
+static bool
+command_has_password(void)
+{
+    return command_conf->auth_password[0] != '\0'
+           || command_conf->auth_admin_password[0] != '\0';
+}
+
 /* Wipe and free the password of an AUTH that waited. */
 static void
 command_auth_forget(struct command *c)
@@ -394,7 +402,7 @@ command_auth_ready(struct authlimit_waiter *w)
     if (!session_request_done(s)) {
         return;
     }
-    if (command_conf->auth_password[0] == '\0' && command_conf->auth_admin_password[0] == '\0') {
+    if (!command_has_password()) {
         /* A reload removed the passwords while it waited: nothing to check, no guess. */
         session_error(s, PROTO_ERR_AUTH, "no password is configured (auth.password)");
     } else {
@@ -415,7 +423,7 @@ command_auth(struct command *c, const char *word, size_t len)
 {
     struct session *s = c->s;
 
-    if (command_conf->auth_password[0] == '\0' && command_conf->auth_admin_password[0] == '\0') {
+    if (!command_has_password()) {
         session_error(s, PROTO_ERR_AUTH, "no password is configured (auth.password)");
         return;
     }

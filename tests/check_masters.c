@@ -1213,31 +1213,13 @@ ms_started_metric(const char *body, const char *family, size_t i)
     return ms_master_metric(body, family, i, addr);
 }
 
-/* Count the log lines (from offset 0) that contain text. */
-static size_t
-ms_log_count(const char *text)
-{
-    FILE *f = fopen(h_daemon_log_path(), "r");
-    char line[4096];
-    size_t n = 0;
-
-    if (f == NULL) {
-        return 0;
-    }
-    while (fgets(line, sizeof(line), f) != NULL) {
-        n += strstr(line, text) != NULL;
-    }
-    fclose(f);
-    return n;
-}
-
 /* For h_wait_until: the log has at least *(size_t *)arg lines with ms_wait_text. */
 static const char *ms_wait_text;
 
 static bool
 ms_cond_log_count(void *arg)
 {
-    return ms_log_count(ms_wait_text) >= *(size_t *)arg;
+    return expect_log_count(ms_wait_text) >= *(size_t *)arg;
 }
 
 /*
@@ -1369,7 +1351,7 @@ START_TEST(evicting_policy_warned)
     ck_assert_int_eq(h_master_cmd(1, NULL, "CLIENT KILL TYPE normal"), 0);
     ck_assert_msg(h_wait_stat("masters_evicting", 0, false, 8000, NULL),
                   "a reconnect after the fix still counts master 1 as evicting");
-    ck_assert_int_eq(ms_log_count(text), 2);
+    ck_assert_int_eq(expect_log_count(text), 2);
     body = ms_scrape(o.metrics_port);
     ck_assert_int_eq(h_metric_int(body, "redlockd_masters_evicting"), 0);
     ck_assert_int_eq(ms_started_metric(body, "redlockd_master_evicting_policy", 1), 0);

@@ -136,6 +136,23 @@ expect_log_has(const char *text)
     return h_log_find(0, text, NULL, 0);
 }
 
+size_t
+expect_log_count(const char *text)
+{
+    FILE *f = fopen(h_daemon_log_path(), "r");
+    char line[4096];
+    size_t n = 0;
+
+    if (f == NULL) {
+        return 0;
+    }
+    while (fgets(line, sizeof(line), f) != NULL) {
+        n += strstr(line, text) != NULL;
+    }
+    fclose(f);
+    return n;
+}
+
 /*
  * The key of lock name on the masters of a daemon started without a
  * lock.key_prefix (the harness's default), into out.

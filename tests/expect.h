@@ -203,6 +203,9 @@ long long expect_daemon_stat(size_t d, const char *name);
 /* True when the daemon log contains text. */
 bool expect_log_has(const char *text);
 
+/* Lines of the daemon log (from its start) that contain text; 0 when there is no log. */
+size_t expect_log_count(const char *text);
+
 /*
  * The key of lock name on the masters of a daemon started without a
  * lock.key_prefix (the harness's default), into out.
