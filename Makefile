@@ -143,7 +143,7 @@ PREV_RELEASE_DIR := build/release-$(UPGRADE_FROM)
 .DEFAULT_GOAL := all
 include $(wildcard tests/*/*.mk)
 
-.PHONY: all deps deps-run deps-faults deps-deb deb check-deb check check-asan check-faults check-valgrind check-build check-docs check-lua check-units check-hardening check-install check-nosd check-devrun check-python check-node check-go install test unit integration run clean
+.PHONY: all deps deps-run deps-faults deps-deb deb check-deb check check-steps check-busy check-asan check-faults check-valgrind check-build check-docs check-lua check-units check-hardening check-install check-nosd check-devrun check-python check-node check-go install test unit integration run clean
 all: $(B)/redlockd $(B)/redlockctl
 
 # The flags an object was built with: a change (hardening, a package
@@ -265,16 +265,33 @@ deps: deps-run
 	            || echo "deps: $$p could not be installed: its client's tests will be skipped"; \
 	    done; fi
 
-# Ends with the time it took (after deps): "make check: all passed in N s".
+# Every step runs even when one before it failed; the run ends with the
+# time it took (after deps) and either "make check: all passed in N s" or
+# "make check: FAILED after N s" and each failed test case (or step), one
+# a line, by suite (tests/step.sh).  make check BUSY=N runs it with N busy
+# loops beside it (tests/busy.sh), as on a machine other work shares.
+CHECK_STEPS = check-build check-docs check-lua test check-units \
+              $(if $(SANITIZE),,check-hardening) check-install check-nosd check-devrun \
+              check-python check-node check-go
 check: deps
-	@start=$$(date +%s); \
-	$(MAKE) check-build && $(MAKE) check-docs && $(MAKE) check-lua && $(MAKE) test && \
-	    $(MAKE) check-units && \
-	    $(if $(SANITIZE),,$(MAKE) check-hardening &&) $(MAKE) check-install && $(MAKE) check-nosd && $(MAKE) check-devrun && \
-	    $(MAKE) check-python && $(MAKE) check-node && $(MAKE) check-go; \
-	rc=$$?; secs=$$(( $$(date +%s) - start )); \
-	if [ $$rc -eq 0 ]; then echo "make check: all passed in $$secs s"; \
-	else echo "make check: FAILED after $$secs s"; fi; exit $$rc
+	@$(if $(BUSY),sh tests/busy.sh $(BUSY)) $(MAKE) --no-print-directory check-steps
+
+check-steps:
+	@mkdir -p $(B); failed=$(CURDIR)/$(B)/check-failed; : >"$$failed"; start=$$(date +%s); \
+	for s in $(CHECK_STEPS); do sh tests/step.sh "$$failed" "make $$s" $(MAKE) $$s; done; \
+	sh tests/step.sh --summary "$$failed" "make check" $$start
+
+# make check-busy [BUSY=2] [PASSES=1]: the end-to-end suites, PASSES times
+# over, with BUSY busy loops beside them (built first, on a quiet
+# machine); lists every failed test case of every pass.  Run it before a
+# change to anything timed (a test's deadline, a timer of the daemon).
+BUSY_PASSES = $(or $(PASSES),1)
+check-busy: deps $(INTEG_PREREQS)
+	@mkdir -p $(B); failed=$(CURDIR)/$(B)/busy-failed; : >"$$failed"; start=$$(date +%s); \
+	for p in $$(seq $(BUSY_PASSES)); do echo "== check-busy: pass $$p of $(BUSY_PASSES)"; \
+	    sh tests/step.sh "$$failed" "pass $$p" sh tests/busy.sh $(or $(BUSY),2) \
+	        $(MAKE) --no-print-directory integration; done; \
+	sh tests/step.sh --summary "$$failed" "make check-busy ($(or $(BUSY),2) busy loops, $(BUSY_PASSES) passes)" $$start
 
 # A past release (see PREV_RELEASE above), once.
 build/release-%/built:
@@ -287,21 +304,40 @@ SUITE_ENV = REDLOCKD_BIN=$(CURDIR)/$(B)/redlockd REDLOCKCTL_BIN=$(CURDIR)/$(B)/r
             REDIS_LIBC_BIN=$(CURDIR)/$(REDIS_LIBC) DELAY_PROXY_BIN=$(CURDIR)/$(B)/delay-proxy \
             CK_DEFAULT_TIMEOUT=$(CK_TIMEOUT) CK_TIMEOUT_MULTIPLIER=$(CK_MULT)
 
-test: $(B)/redlockd $(B)/redlockctl $(TEST_BINS) $(FUZZ_REPLAY_BINS) $(BENCH_SMOKE_BINS) \
-      $(REDIS_LIBC) $(B)/delay-proxy $(PREV_RELEASE_DIR)/built
+# make test and make integration run every suite even when one fails and
+# end by listing each failed test case (tests/step.sh; the suites write
+# their own lines, tests/runner.c), or, under make check (which sets
+# $$REDLOCKD_FAILED), leave the list to it.  STEPS_BEGIN and STEPS_END
+# open and close such a recipe; STEP runs one step of it.
+STEPS_BEGIN = mkdir -p $(B); failed=$${REDLOCKD_FAILED:-$(CURDIR)/$(B)/$@-failed}; \
+              [ -n "$${REDLOCKD_FAILED:-}" ] || : >"$$failed"; \
+              n0=$$(wc -l <"$$failed"); start=$$(date +%s);
+STEP        = sh tests/step.sh "$$failed"
+STEPS_END   = if [ -z "$${REDLOCKD_FAILED:-}" ]; then \
+                  sh tests/step.sh --summary "$$failed" "make $@" $$start; \
+              else [ "$$(wc -l <"$$failed")" -eq "$$n0" ]; fi
+RUN_SUITES  = for t in $(1); do echo "== $$t"; $(SUITE_ENV) $(STEP) $$t ./$(B)/$$t; done;
 ifneq ($(SANITIZE),)
-	@rm -rf $(SAN_LOGS) && mkdir -p $(SAN_LOGS)
+# Any sanitizer report fails the run: each log is printed, and listed.
+SAN_RESET   = rm -rf $(SAN_LOGS) && mkdir -p $(SAN_LOGS);
+SAN_REPORTS = if [ -n "$$(ls -A $(SAN_LOGS))" ]; then echo "sanitizer reports:"; \
+                  head -n 40 $(SAN_LOGS)/*; for r in $(SAN_LOGS)/*; do \
+                  echo "sanitizers: $$r: $$(grep -m 1 SUMMARY "$$r" || head -n 1 "$$r")" >>"$$failed"; \
+                  done; else echo "sanitizers: no report"; fi;
 endif
-	@set -e; for t in $(FUZZ_REPLAY_BINS); do echo "== $$t"; ./$$t; done
-	@set -e; for t in $(UNIT_TESTS) $(INTEG_TESTS); do \
-	    echo "== $$t"; $(SUITE_ENV) ./$(B)/$$t; done
-	@echo "== bench smoke (1 s per mode, so the benchmark never rots)"
-	@REDLOCKD_BIN=$(CURDIR)/$(B)/redlockd REDLOCK_BENCH_BIN=$(CURDIR)/$(B)/redlock-bench \
-	    ./$(B)/run_bench --smoke
-ifneq ($(SANITIZE),)
-	@if [ -n "$$(ls -A $(SAN_LOGS))" ]; then echo "sanitizer reports:"; \
-	    head -n 40 $(SAN_LOGS)/*; exit 1; fi; echo "sanitizers: no report"
-endif
+
+# What the end-to-end suites run: the programs they start.
+INTEG_PREREQS := $(B)/redlockd $(B)/redlockctl $(addprefix $(B)/,$(INTEG_TESTS)) $(REDIS_LIBC) \
+                 $(B)/delay-proxy $(PREV_RELEASE_DIR)/built
+
+test: $(INTEG_PREREQS) $(TEST_BINS) $(FUZZ_REPLAY_BINS) $(BENCH_SMOKE_BINS)
+	@$(STEPS_BEGIN) $(SAN_RESET) \
+	for t in $(FUZZ_REPLAY_BINS); do echo "== $$t"; $(STEP) $$t ./$$t; done; \
+	$(call RUN_SUITES,$(UNIT_TESTS) $(INTEG_TESTS)) \
+	echo "== bench smoke (1 s per mode, so the benchmark never rots)"; \
+	REDLOCKD_BIN=$(CURDIR)/$(B)/redlockd REDLOCK_BENCH_BIN=$(CURDIR)/$(B)/redlock-bench \
+	    $(STEP) "bench smoke" ./$(B)/run_bench --smoke; \
+	$(SAN_REPORTS) $(STEPS_END)
 
 # One suite as make test runs it: make check-<suite> (check-kinds runs
 # build/check_kinds; CASE=<test case> runs only that case), or
@@ -332,11 +368,10 @@ test-one:
 check-ctl: check-redlockctl
 
 unit: $(addprefix $(B)/,$(UNIT_TESTS))
-	@set -e; for t in $(UNIT_TESTS); do ./$(B)/$$t; done
+	@$(STEPS_BEGIN) $(call RUN_SUITES,$(UNIT_TESTS)) $(STEPS_END)
 
-integration: $(B)/redlockd $(B)/redlockctl $(addprefix $(B)/,$(INTEG_TESTS)) $(REDIS_LIBC) \
-             $(B)/delay-proxy $(PREV_RELEASE_DIR)/built
-	@set -e; for t in $(INTEG_TESTS); do echo "== $$t"; $(SUITE_ENV) ./$(B)/$$t; done
+integration: $(INTEG_PREREQS)
+	@$(STEPS_BEGIN) $(SAN_RESET) $(call RUN_SUITES,$(INTEG_TESTS)) $(SAN_REPORTS) $(STEPS_END)
 
 # The integration suites with the daemon under valgrind's memcheck: each
 # daemon writes build/valgrind/<pid>.log; any error or definite/indirect
@@ -371,8 +406,8 @@ deps-faults: deps
 	    DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq $(FAULT_DEB_PKGS); fi
 
 check-faults: deps-faults
-	$(MAKE) faults
-	$(MAKE) fuzz FUZZ_SECONDS=60
+	@$(STEPS_BEGIN) $(STEP) "make faults" $(MAKE) faults; \
+	$(STEP) "make fuzz" $(MAKE) fuzz FUZZ_SECONDS=60; $(STEPS_END)
 
 # The default goal builds both programs (a dry run into an empty directory).
 check-build:

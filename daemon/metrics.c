@@ -137,7 +137,9 @@ struct metrics_conn {
     bool                      counted;  /* takes a place (set up, neither refused,
                                            evicted nor past its deadline) */
     struct metrics_group     *group;    /* its address group while counted, else NULL */
-    int64_t                   since_us; /* util_now_us() when state began */
+    uint64_t                  since;    /* when state began: metrics_entries then, an
+                                           order (two set-ups in one turn can fall in
+                                           one microsecond, and must not tie) */
     struct timeval            turn;     /* the loop's cached time then: its turn */
 };
 
@@ -146,7 +148,7 @@ static struct evhttp *metrics_http;
 static struct evconnlistener *metrics_listener; /* its socket, owned by metrics_http */
 static struct metrics_conn *metrics_conns;      /* every connection, newest first */
 static struct metrics_group *metrics_groups;    /* groups with counted connections */
-static int64_t metrics_nconns;          /* connections counted against the limit */
+static uint64_t metrics_entries;        /* states begun by any connection, ever */
 static int64_t metrics_max_conns;       /* metrics.max_connections */
 static int64_t metrics_group_share;     /* of them from one address group */
 static int64_t metrics_timeout_ms;      /* metrics.request_timeout_ms */
@@ -447,7 +449,7 @@ metrics_conn_count(struct metrics_conn *c, struct metrics_group *g)
     c->counted = true;
     c->group = g;
     g->nconns++;
-    metrics_nconns++;
+    stats.metrics_connections++;
 }
 
 /* c gives its place up (nothing when it holds none). */
@@ -458,18 +460,21 @@ metrics_conn_uncount(struct metrics_conn *c)
         return;
     }
     c->counted = false;
-    metrics_nconns--;
+    stats.metrics_connections--;
     c->group->nconns--;
     metrics_group_put(c->group);
     c->group = NULL;
 }
 
-/* c enters state now: the time for metrics_conn_slower(), the turn for metrics_conn_evictable(). */
+/*
+ * c enters state now: its place in the order for metrics_conn_slower(),
+ * the turn for metrics_conn_evictable().
+ */
 static void
 metrics_conn_enter(struct metrics_conn *c, enum metrics_conn_state state)
 {
     c->state = state;
-    c->since_us = util_now_us();
+    c->since = ++metrics_entries;
     event_base_gettimeofday_cached(bufferevent_get_base(c->bev), &c->turn);
 }
 
@@ -494,7 +499,7 @@ metrics_conn_slower(const struct metrics_conn *a, const struct metrics_conn *b)
     if (a->state != b->state) {
         return a->state == METRICS_CONN_REQUEST;
     }
-    return a->since_us < b->since_us;
+    return a->since < b->since;
 }
 
 /*
@@ -511,7 +516,7 @@ metrics_conn_victim(const struct metrics_group *g, const struct timeval *now, bo
     struct metrics_group *h, *most = NULL;
     struct metrics_conn *c;
 
-    *room = g->nconns >= metrics_group_share || metrics_nconns >= metrics_max_conns;
+    *room = g->nconns >= metrics_group_share || stats.metrics_connections >= metrics_max_conns;
     if (!*room) {
         return NULL;
     }

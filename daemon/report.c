@@ -88,6 +88,9 @@
         stats.metrics_timed_out,                                                                   \
         "/metrics connections closed because a request was not answered within "                   \
         "metrics.request_timeout_ms.")                                                             \
+    ROW(metrics_connections, "redlockd_metrics_connections", NULL, NULL, GAUGE, NUMBER,            \
+        stats.metrics_connections,                                                                 \
+        "/metrics connections open now that count against metrics.max_connections.")              \
     ROW(labels_truncated, "redlockd_labels_truncated_total", NULL, NULL, COUNTER, NUMBER,          \
         stats.labels_truncated, "Default holder labels cut to 64 bytes.")                          \
     ROW(locks_held, "redlockd_locks_held", NULL, NULL, GAUGE, NUMBER, lock_count_held(),           \

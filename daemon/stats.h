@@ -44,6 +44,8 @@ struct stats {
                                     make room for a new one */
     uint64_t metrics_timed_out;  /* metrics: /metrics connections closed at
                                     metrics.request_timeout_ms */
+    int64_t  metrics_connections; /* metrics: /metrics connections holding a place
+                                    now (metrics.max_connections counts them) */
     uint64_t labels_truncated;   /* session: default holder labels cut to 64 bytes */
     uint64_t acquire_ok;         /* lock: LOCK/TRYLOCK granted (first grant) */
     uint64_t acquire_reentered;  /* lock: LOCK on a name already held */

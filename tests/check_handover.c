@@ -528,7 +528,10 @@ ho_monitor_tokens(redisContext *c, const char *stop, char (*out)[TOKEN_LEN + 1],
  * refused once while a (daemon 0) holds t, so its clean-up release is
  * sent, then granted once a lets go; every token master 0 saw in b's
  * refused try is then released again on every master, as a late copy
- * would be, and the grant must still be on all five.
+ * would be, and the grant must still be on every master that held it
+ * before.  That is a quorum at least, not always all five: once the
+ * quorum answered, a slow master's copy may still be on its way (it
+ * only adds to the count after) or never sent.
  */
 START_TEST(retry_token_outlives_late_release)
 {
@@ -536,7 +539,7 @@ START_TEST(retry_token_outlives_late_release)
     char seen[8][TOKEN_LEN + 1];
     redisContext *mon;
     redisReply *r;
-    size_t n, i, m;
+    size_t n, i, m, held;
     char *granted;
     int a, b;
 
@@ -561,8 +564,13 @@ START_TEST(retry_token_outlives_late_release)
     ck_assert_msg(strncmp(granted, "OK t validity=", 14) == 0, "b's LOCK t answered '%s'",
                   granted);
     free(granted);
-    granted = h_master_get(0, PREFIX "t");
-    ck_assert_msg(granted != NULL, "master 0 does not hold b's grant of t");
+    for (m = 0, granted = NULL; m < NMASTERS && granted == NULL; m++) {
+        granted = h_master_get(m, PREFIX "t");
+    }
+    ck_assert_msg(granted != NULL, "no master holds b's grant of t");
+    held = h_masters_holding(PREFIX "t", granted);
+    ck_assert_msg(held >= NMASTERS / 2 + 1, "b's grant (token %s) is on %zu masters, short of "
+                  "a quorum", granted, held);
     for (i = 0; i < n; i++) {
         for (m = 0; m < NMASTERS; m++) {
             ck_assert_int_eq(h_master_cmd(m, NULL, "EVAL %s 1 %s %s",
@@ -571,10 +579,10 @@ START_TEST(retry_token_outlives_late_release)
                                           PREFIX "t", seen[i]), 0);
         }
     }
-    ck_assert_msg(h_masters_holding(PREFIX "t", granted) == NMASTERS,
+    ck_assert_msg(h_masters_holding(PREFIX "t", granted) >= held,
                   "b's grant (token %s) is on %zu masters after late releases of its refused "
-                  "try's tokens: a token was reused after its release was sent", granted,
-                  h_masters_holding(PREFIX "t", granted));
+                  "try's tokens, %zu before: a token was reused after its release was sent",
+                  granted, h_masters_holding(PREFIX "t", granted), held);
     free(granted);
     close(a);
     close(b);

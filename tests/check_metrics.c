@@ -1265,17 +1265,16 @@ mt_read_response(int fd, int64_t timeout_ms)
 }
 
 /*
- * Two round trips on the lock port fd: every connection made to the
- * metrics port before the call has been set up by the daemon, in an
+ * Wait until STATS metrics_connections, read over the lock port fd, is
+ * n: every connection made to the metrics port before has been set up by
+ * the daemon (and any it evicted or closed given its place up), in an
  * earlier turn of its loop than any made after (daemon/metrics.c spares
- * a connection from eviction in the turn it began its state), and what
- * it did then (an eviction's shut-down) is done.
+ * a connection from eviction in the turn it began its state).
  */
 static void
-mt_settle(int fd)
+mt_wait_conns(int fd, long long n)
 {
-    EXPECT_REPLY(fd, "PING", "PONG");
-    EXPECT_REPLY(fd, "PING", "PONG");
+    expect_wait_stat_on(fd, "metrics_connections", n);
 }
 
 /* A new connection to the metrics port that sends half a request (under way from now). */
@@ -1334,16 +1333,17 @@ START_TEST(metrics_connection_cap)
     lock = expect_tcp();
     idle = mt_idle_keepalive();
     half = mt_half_request();
-    mt_settle(lock);
+    mt_wait_conns(lock, 2);
     /* The group holds its 2: a scrape closes the request under way, not the older idle one. */
     ck_assert_msg(mt_cond_serving(NULL), "a scrape past the group's share was not answered 200");
     ck_assert_msg(h_expect_eof(half, 3000), "the request under way was not closed");
     ck_assert_msg(h_quiet(idle, 50), "the idle connection was closed");
     ck_assert_int_eq(mt_stat_on(lock, "metrics_evicted"), 1);
     EXPECT_PREFIX(lock, "LOCK cap", "OK cap validity=");
-    /* Two idle ones: the one idle longest goes. */
+    /* Two idle ones (the scrape's place given up first): the one idle longest goes. */
+    mt_wait_conns(lock, 1);
     idle2 = mt_idle_keepalive();
-    mt_settle(lock);
+    mt_wait_conns(lock, 2);
     ck_assert_msg(mt_cond_serving(NULL), "a scrape past the group's share was not answered 200");
     ck_assert_msg(h_expect_eof(idle, 3000), "the connection idle longest was not closed");
     ck_assert_msg(h_quiet(idle2, 50), "the connection idle a shorter time was closed");
@@ -1590,14 +1590,20 @@ START_TEST(metrics_groups_evict_their_own)
     ck_assert_msg(lock >= 0, "cannot connect to the lock port");
     six[1] = mt_half_request6();
     ck_assert_int_ge(six[1], 0);
+    /*
+     * Each step waits for the daemon to have set the newcomer up (STATS
+     * metrics_connections or metrics_evicted moved): the connections are
+     * accepted in their own turns of the loop, as the test means them,
+     * however late a loaded machine delivers them.
+     */
     for (i = 0; i < 3; i++) {
         four[i] = mt_half_request();
     }
-    mt_settle(lock);
+    mt_wait_conns(lock, 5);
     /* Every place is taken; 127/8 holds its share: its own go, oldest first. */
     for (i = 3; i < 9; i++) {
         four[i] = mt_half_request();
-        mt_settle(lock);
+        expect_wait_stat_on(lock, "metrics_evicted", (long long)i - 2);
         snprintf(peer, sizeof(peer), "127.0.0.1 newcomer %zu", i);
         ck_assert_msg(h_expect_eof(four[i - 3], 3000), "%s: the oldest of 127/8 stayed", peer);
         ck_assert_msg(h_quiet(six[0], 0) && h_quiet(six[1], 0), "%s closed one of ::1's", peer);
@@ -1605,14 +1611,16 @@ START_TEST(metrics_groups_evict_their_own)
     ck_assert_msg(mt_cond_serving(NULL), "a scrape from 127/8 at its share was not answered");
     ck_assert_msg(h_expect_eof(four[6], 3000), "the scrape did not close 127/8's oldest");
     ck_assert_msg(h_quiet(six[0], 50) && h_quiet(six[1], 0), "the scrape closed one of ::1's");
-    /* The scrape is over: one more from 127/8 takes the last place. */
+    /* The scrape is over (its place given up): one more from 127/8 takes the last place. */
+    mt_wait_conns(lock, 4);
     four[9] = mt_half_request();
-    mt_settle(lock);
+    mt_wait_conns(lock, 5);
     ck_assert_msg(h_quiet(four[7], 50), "127/8 within its share closed its own");
+    ck_assert_int_eq(mt_stat_on(lock, "metrics_evicted"), 7);
     /* ::1 within its share, every place taken: the group that holds the most loses its oldest. */
     six[2] = mt_half_request6();
     ck_assert_int_ge(six[2], 0);
-    mt_settle(lock);
+    expect_wait_stat_on(lock, "metrics_evicted", 8);
     ck_assert_msg(h_expect_eof(four[7], 3000), "::1's third did not close 127/8's oldest");
     ck_assert_msg(h_quiet(four[8], 50) && h_quiet(four[9], 0), "127/8's newer ones were closed");
     for (i = 0; i < 3; i++) {
