@@ -1091,17 +1091,24 @@ START_TEST(read_flood_spares_quorum)
 }
 END_TEST
 
+#define LI_READ_ROUND_MS 5000   /* node_timeout_ms: how long a read holds its slot */
+
 /*
  * A STATUS over the daemon's read budget waits for its turn, and is
  * answered ERR LIMIT only when its own wait (limits.read_wait_ms) runs
- * out.  One read in flight at most; the master is stopped, so a read
- * holds the slot for a round's deadline (500 ms): b's STATUS waits 400
- * ms and is refused; c's, asked after that, is let in when a's read
- * ends and is answered by the master, running again.
+ * out.  One read in flight at most; the master is stopped, so a's read
+ * holds the slot until the master answers or the round's deadline
+ * (node_timeout_ms).  b's STATUS waits 400 ms and is refused; c's, asked
+ * after that, waits (STATS reads_waiting) and is let in as soon as the
+ * master, running again, has answered a's read.  The round's deadline
+ * is long (5 s) so that c is asked while a's read still holds the slot
+ * however slowly the machine runs: c has that deadline less b's wait.
  */
 START_TEST(status_waits_its_turn)
 {
-    struct h_daemon_opts o = { .retry_delay_ms = 100,
+    struct h_daemon_opts o = { .retry_delay_ms = 100, .node_timeout_ms = LI_READ_ROUND_MS,
+                               .min_ttl_ms = LI_READ_ROUND_MS + 1000,
+                               .down_after_ms = LI_READ_ROUND_MS + 1000,
                                .limits_yaml = "  max_reads_in_flight: 1\n"
                                               "  read_wait_ms: 400\n" };
     int a, b, c;
@@ -1114,21 +1121,23 @@ START_TEST(status_waits_its_turn)
     ck_assert_int_eq(h_signal_master(0, SIGSTOP), 0);
     ck_assert_int_eq(h_send(a, "STATUS sa"), 0);
     expect_wait_stat("reads_in_flight", 1, false, LOCAL_MS);
-    got = h_cmd(b, "STATUS sb", 5 * H_NODE_TIMEOUT_MS);
+    got = h_cmd(b, "STATUS sb", LI_READ_ROUND_MS);
     ck_assert_msg(got != NULL && strncmp(got, "ERR LIMIT ", 10) == 0
                   && strstr(got, "limits.read_wait_ms") != NULL, "b's STATUS: '%s'",
                   got != NULL ? got : "(none)");
     free(got);
     ck_assert_int_eq(expect_stat("reads_timed_out"), 1);
     ck_assert_int_eq(h_send(c, "STATUS sc"), 0);
+    expect_wait_stat("reads_waiting", 1, false, LOCAL_MS);
+    ck_assert_int_eq(expect_stat("reads_in_flight"), 1);
     ck_assert_int_eq(h_signal_master(0, SIGCONT), 0);
-    got = h_read_line(c, 5 * H_NODE_TIMEOUT_MS);
+    got = h_read_line(c, LI_READ_ROUND_MS);
     ck_assert_msg(got != NULL && strcmp(got, "FREE sc") == 0, "c's STATUS: '%s'",
                   got != NULL ? got : "(none)");
     free(got);
     ck_assert_int_eq(expect_stat("reads_waited"), 1);
     ck_assert_int_eq(expect_stat("reads_timed_out"), 1);
-    got = h_read_line(a, 5 * H_NODE_TIMEOUT_MS);
+    got = h_read_line(a, LI_READ_ROUND_MS);
     ck_assert_msg(got != NULL, "a's STATUS got no answer");
     free(got);
     expect_wait_stat("reads_in_flight", 0, false, LOCAL_MS);
