@@ -444,18 +444,21 @@ check-units: $(B)/redlockd
 	    $(B)/systemd/redlockd.socket $(B)/systemd/redlockd-tls.socket && echo "check-units: systemd-analyze verify passed"; fi
 
 # The daemon built without libsystemd: it builds, and check_ops passes
-# (its systemd tests print why they are skipped).
+# (its systemd tests print why they are skipped).  Never sanitized: the
+# build directory is build-nosd/ either way.
 check-nosd:
-	$(MAKE) NO_SYSTEMD=1 build-nosd/redlockd build-nosd/check_ops
+	$(MAKE) NO_SYSTEMD=1 SANITIZE= build-nosd/redlockd build-nosd/check_ops
 	REDLOCKD_BIN=$(CURDIR)/build-nosd/redlockd ./build-nosd/check_ops
 
 # make run's script (tests/dev-run.sh): Ctrl-C lets the daemon release its
 # locks before the masters stop, and a master restarted with
 # tests/dev-master.sh is stopped too; docs/using.md's shell scripts work as
-# written against it.  Uses make run's fixed ports; skipped when one is
-# taken.
+# written against it, and so does the front page's redlockctl line (which
+# names build/redlockctl: built plain under SANITIZE too).  Uses make
+# run's fixed ports; skipped when one is taken.
 check-devrun: $(B)/redlockd
-	@bash tests/check_devrun.sh $(B)/redlockd
+	@$(if $(SANITIZE),$(MAKE) --no-print-directory SANITIZE= build/redlockctl >/dev/null &&) \
+	    bash tests/check_devrun.sh $(B)/redlockd
 
 check-node: $(B)/redlockd
 	@if ! command -v node >/dev/null; then \
