@@ -584,6 +584,7 @@ health_clock_note(struct health *h, int64_t clock_us, int64_t sent_us, int64_t n
 {
     struct drift_step st;
 
+    h->counts.clock_readings++;
     if (drift_check(&h->clock, clock_us, sent_us, now, health_conf->drift_factor,
                     health_conf->min_ttl_ms * 1000, &st)
         && health_conf->clock_check) {

@@ -56,6 +56,8 @@ enum health_ask {
 struct health_counts {
     uint64_t  restarts;         /* restarts seen (a new run_id on reconnect) */
     uint64_t  clock_steps;      /* steps of its clock seen (lock.clock_check) */
+    uint64_t  clock_readings;   /* readings of its clock compared (daemon/drift.h):
+                                   the TIME of every answer and of the keeper */
     int       duplicate_of;     /* index of the master it is the same server as, or -1 */
     bool      evicting;         /* at its last connect: maxmemory set and a
                                    maxmemory-policy other than noeviction */

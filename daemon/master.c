@@ -1080,6 +1080,7 @@ master_get_stats(const struct master *m, struct master_stats *st)
     st->sub_up = m->sub.state == MASTER_UP;
     st->restarts = c.restarts;
     st->clock_steps = c.clock_steps;
+    st->clock_readings = c.clock_readings;
     st->duplicate_of = c.duplicate_of;
     st->evicting = c.evicting;
     st->maxmemory = c.maxmemory;

@@ -489,7 +489,12 @@ END_TEST
 #define STEP_MS         10000   /* the step, far above the ttl and the drift */
 #define TTL_MS          1500    /* the lock's ttl: a renewal every 500 ms */
 #define MAX_TTL_MS      3000    /* lock.max_ttl_ms: the quarantine is this + drift */
-#define SEEN_MS         3000    /* the daemon counts a step within this (renewals) */
+#define RENEW_MS        (TTL_MS / 3)    /* the watchdog renews every ttl/3 */
+#define KEEPER_MS       1250    /* a clock no answer read for 1 s gets a TIME, the
+                                   keeper looking every 250 ms (daemon/master.c) */
+#define SEEN_MS         (5 * KEEPER_MS) /* the daemon reads each clock within
+                                   KEEPER_MS, and counts a step at that reading;
+                                   five times over for a loaded machine */
 #define TEST_TIMEOUT_60_S 60  /* per test, unless CK_DEFAULT_TIMEOUT is set */
 
 static int qt_metrics_port;     /* the daemon's metrics.listen port */
@@ -527,16 +532,40 @@ qt_master_stat(size_t i, const char *what)
     return v;
 }
 
-/* Require STATS master.<i>.clock_steps to reach want within SEEN_MS. */
+/*
+ * Require STATS master.<i>.clock_steps to reach want within SEEN_MS; the
+ * message says how many readings of the clock the daemon took meanwhile
+ * (none: the deadline was too short; some: they were not counted).
+ */
 static void
 qt_wait_steps(size_t i, long long want)
 {
     char name[64];
-    long long seen;
+    long long seen, read0 = qt_master_stat(i, "clock_readings");
 
     snprintf(name, sizeof(name), "master.%zu.clock_steps", i);
     ck_assert_msg(h_wait_stat(name, want, false, SEEN_MS, &seen),
-                  "STAT %s is %lld, expected %lld within %d ms", name, seen, want, SEEN_MS);
+                  "STAT %s is %lld, expected %lld within %d ms; the daemon read that clock "
+                  "%lld times meanwhile", name, seen, want, SEEN_MS,
+                  qt_master_stat(i, "clock_readings") - read0);
+}
+
+/*
+ * Wait until the daemon holds a reading of master i's clock, so that
+ * the next one is compared with it: a step before the first reading is
+ * one the check cannot see (daemon/drift.h), and a quorum granted
+ * without master i's answer under load leaves it without one for a
+ * while.
+ */
+static void
+qt_wait_reading(size_t i)
+{
+    char name[64];
+    long long seen;
+
+    snprintf(name, sizeof(name), "master.%zu.clock_readings", i);
+    ck_assert_msg(h_wait_stat(name, 1, true, SEEN_MS, &seen),
+                  "the daemon read master %zu's clock %lld times in %d ms", i, seen, SEEN_MS);
 }
 
 /* /metrics sample family{master="i",addr="127.0.0.1:port"}, which must be there. */
@@ -630,8 +659,9 @@ qt_still_held(int fd, const char *name)
     long long renewals;
 
     ck_assert_int_eq(h_stat_once("renewals_ok", &renewals), 0);
-    ck_assert_msg(h_wait_stat("renewals_ok", renewals + 2, true, SEEN_MS, NULL),
-                  "the lease of %s was not renewed twice within %d ms", name, SEEN_MS);
+    ck_assert_msg(h_wait_stat("renewals_ok", renewals + 2, true, 5 * 2 * RENEW_MS, NULL),
+                  "the lease of %s was not renewed twice within %d ms", name,
+                  5 * 2 * RENEW_MS);
     ck_assert_msg(h_quiet(fd, 50), "the holder of %s was sent something", name);
     snprintf(status, sizeof(status), "STATUS %s", name);
     snprintf(want, sizeof(want), "HELD %s ttl=", name);
@@ -654,6 +684,7 @@ qt_step_under_lock(size_t i, int64_t step_ms)
     qt_up_clock(NULL);
     a = expect_tcp();
     EXPECT_PREFIX(a, "LOCK ck", "OK ck ");
+    qt_wait_reading(i);
     from = h_log_size();
     ck_assert_msg(h_master_clock_step(i, step_ms) == 0, "cannot step master %zu's clock", i);
     qt_wait_steps(i, 1);
