@@ -56,6 +56,8 @@ struct h_master {
     bool  aof;                      /* persistent: AOF in <dir>/master-<i> */
     enum h_master_kind kind;        /* plain, TLS only, or plain named rediss:// */
     char  cert[32];                 /* H_MASTER_TLS: <h_tls_dir>/<cert>.crt and .key */
+    bool  stopped;                  /* SIGSTOP'd by h_signal_master, not continued yet:
+                                       h_master_* ask it nothing (it would only time out) */
 };
 
 /* One redlockd the harness started (a slot of h_daemons). */
@@ -520,7 +522,7 @@ h_exited(pid_t pid, int *status)
 static redisContext *
 h_redis_connect_at(const char *addr, int port)
 {
-    struct timeval tv = { 0, H_REDIS_TIMEOUT_MS * 1000 };
+    struct timeval tv = { H_REDIS_TIMEOUT_MS / 1000, H_REDIS_TIMEOUT_MS % 1000 * 1000 };
     redisContext *c;
 
     c = redisConnectWithTimeout(addr, port, tv);
@@ -654,6 +656,7 @@ h_master_spawn(size_t i)
         return -1;
     }
     h_masters[i].pid = pid;
+    h_masters[i].stopped = false;
     return 0;
 }
 
@@ -753,7 +756,10 @@ h_master_addr(size_t i)
 redisContext *
 h_master_redis(size_t i)
 {
-    return h_master_alive(i) ? h_redis_connect_at(h_master_addr(i), h_masters[i].port) : NULL;
+    if (!h_master_alive(i) || h_masters[i].stopped) {
+        return NULL;
+    }
+    return h_redis_connect_at(h_master_addr(i), h_masters[i].port);
 }
 
 /* h_start_masters() and h_start_masters_aof(). */
@@ -938,10 +944,7 @@ h_master_lookup(size_t i, const char *key, char **value)
     int rc = -1;
 
     *value = NULL;
-    if (!h_master_alive(i)) {
-        return -1;
-    }
-    c = h_redis_connect_at(h_master_addr(i), h_masters[i].port);
+    c = h_master_redis(i);
     if (c == NULL) {
         return -1;
     }
@@ -967,10 +970,7 @@ h_master_cmd(size_t i, const char *password, const char *fmt, ...)
     va_list ap;
     int rc = -1;
 
-    if (!h_master_alive(i)) {
-        return -1;
-    }
-    c = h_redis_connect_at(h_master_addr(i), h_masters[i].port);
+    c = h_master_redis(i);
     if (c == NULL) {
         return -1;
     }
@@ -999,10 +999,13 @@ h_master_cmd(size_t i, const char *password, const char *fmt, ...)
 int
 h_signal_master(size_t i, int sig)
 {
-    if (!h_master_alive(i)) {
+    if (!h_master_alive(i) || kill(h_masters[i].pid, sig) != 0) {
         return -1;
     }
-    return kill(h_masters[i].pid, sig);
+    if (sig == SIGSTOP || sig == SIGCONT) {
+        h_masters[i].stopped = sig == SIGSTOP;
+    }
+    return 0;
 }
 
 char *
@@ -1021,10 +1024,7 @@ h_master_pttl(size_t i, const char *key)
     redisReply *r;
     long long ttl = H_PTTL_ERROR;
 
-    if (!h_master_alive(i)) {
-        return H_PTTL_ERROR;
-    }
-    c = h_redis_connect_at(h_master_addr(i), h_masters[i].port);
+    c = h_master_redis(i);
     if (c == NULL) {
         return H_PTTL_ERROR;
     }
@@ -1077,10 +1077,7 @@ h_master_reply(size_t i, const char *fmt, ...)
     redisReply *r;
     va_list ap;
 
-    if (!h_master_alive(i)) {
-        return NULL;
-    }
-    c = h_redis_connect_at(h_master_addr(i), h_masters[i].port);
+    c = h_master_redis(i);
     if (c == NULL) {
         return NULL;
     }
@@ -1416,7 +1413,7 @@ h_master_time(size_t i, int64_t *t, int64_t *before, int64_t *after)
     redisReply *r;
     int rc = -1;
 
-    if (!h_master_alive(i) || (c = h_redis_connect(h_masters[i].port)) == NULL) {
+    if ((c = h_master_redis(i)) == NULL) {
         return -1;
     }
     *before = h_real_us();

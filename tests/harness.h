@@ -45,7 +45,9 @@
 #define H_MASTERS_MAX       15      /* as many as the daemon accepts */
 #define H_DAEMONS_MAX       16      /* daemons per test (the bench starts a fresh one per row) */
 #define H_START_MS          5000    /* deadline for a master or the daemon to come up */
-#define H_REDIS_TIMEOUT_MS  500     /* connect and command timeout of h_master_* */
+#define H_REDIS_TIMEOUT_MS  5000    /* connect and command timeout of h_master_*: a
+                                       running master answers long before on a
+                                       loaded machine; a stopped one is not asked */
 #define H_PTTL_ABSENT       (-2)    /* h_master_pttl: no such key */
 #define H_PTTL_PERSIST      (-1)    /* h_master_pttl: key without expiry */
 #define H_PTTL_ERROR        (-3)    /* h_master_pttl: master down or bad reply */
@@ -207,8 +209,8 @@ const char *h_master_addr(size_t i);
 
 /*
  * A synchronous hiredis connection to master i at its address, with the
- * timeouts of h_redis_connect(); NULL when it is not running or the
- * connection failed.  Free it with redisFree().
+ * timeouts of h_redis_connect(); NULL when it is not running, stopped
+ * (h_signal_master) or the connection failed.  Free it with redisFree().
  */
 struct redisContext *h_master_redis(size_t i);
 
@@ -470,7 +472,12 @@ const char *h_redlockctl_bin(void);
  */
 char *h_read_all(int fd, size_t max, int64_t timeout_ms, size_t *len);
 
-/* Send a signal to master i's process (SIGSTOP, SIGCONT).  0 or -1. */
+/*
+ * Send a signal to master i's process (SIGSTOP, SIGCONT).  0 or -1.
+ * While it is stopped, h_master_redis and every h_master_* query treat
+ * it as not answering at once, as they do a killed master, instead of
+ * waiting H_REDIS_TIMEOUT_MS for it.
+ */
 int h_signal_master(size_t i, int sig);
 
 /*
