@@ -304,11 +304,11 @@ SUITE_ENV = REDLOCKD_BIN=$(CURDIR)/$(B)/redlockd REDLOCKCTL_BIN=$(CURDIR)/$(B)/r
             REDIS_LIBC_BIN=$(CURDIR)/$(REDIS_LIBC) DELAY_PROXY_BIN=$(CURDIR)/$(B)/delay-proxy \
             CK_DEFAULT_TIMEOUT=$(CK_TIMEOUT) CK_TIMEOUT_MULTIPLIER=$(CK_MULT)
 
-# make test and make integration run every suite even when one fails and
-# end by listing each failed test case (tests/step.sh; the suites write
-# their own lines, tests/runner.c), or, under make check (which sets
-# $$REDLOCKD_FAILED), leave the list to it.  STEPS_BEGIN and STEPS_END
-# open and close such a recipe; STEP runs one step of it.
+# make test, make unit, make integration and make check-faults run every
+# step even when one fails and end by listing each failed test case
+# (tests/step.sh, which reads them from Check's report), or, under make
+# check (which sets $REDLOCKD_FAILED), leave the list to it.  STEPS_BEGIN
+# and STEPS_END open and close such a recipe; STEP runs one step of it.
 STEPS_BEGIN = mkdir -p $(B); failed=$${REDLOCKD_FAILED:-$(CURDIR)/$(B)/$@-failed}; \
               [ -n "$${REDLOCKD_FAILED:-}" ] || : >"$$failed"; \
               n0=$$(wc -l <"$$failed"); start=$$(date +%s);
