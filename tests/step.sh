@@ -10,7 +10,8 @@
 #           "file:line:F:tcase:test:0: message" (E for an error: a crash,
 #           a signal, a timeout), listed as "NAME test (file:line): message";
 #         - Python's unittest ("FAIL: test_x (...)", "ERROR: ..."), Node's
-#           test runner ("not ok N - name") and Go's ("--- FAIL: TestX");
+#           test runner ("not ok N - name"), Go's ("--- FAIL: TestX") and
+#           the fault suite's ("failed: <scenario>: ...", tests/faults);
 #         - when it named no case, one line: NAME, its exit status, and the
 #           last line it printed.
 #       A step that runs steps itself (make test under make check) passes
@@ -64,7 +65,8 @@ cases=$(sed -n -E \
     -e 's/^([^: ]+):([0-9]+):[FE]:[^:]*:([^:]*):[0-9]+: (.*)$/\3 (\1:\2): \4/p' \
     -e 's/^(FAIL|ERROR): (.*)$/\1: \2/p' \
     -e 's/^ *not ok [0-9]+ - (.*)$/not ok: \1/p' \
-    -e 's/^ *--- FAIL: (.*)$/FAIL: \1/p' "$log")
+    -e 's/^ *--- FAIL: (.*)$/FAIL: \1/p' \
+    -e 's/^failed: (.*)$/\1/p' "$log")
 if [ -n "$cases" ]; then
     printf '%s\n' "$cases" | sed "s|^|$name |" >>"$failed"
 else

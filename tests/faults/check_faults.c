@@ -5434,6 +5434,17 @@ ft_print_table(const struct ft_run *runs, const bool *ran, double total)
             printf("note, %s: %s\n", runs[i].sc->name, runs[i].notes);
         }
     }
+    /* One line per failed scenario, which make check-faults lists at its end (tests/step.sh). */
+    for (i = 0; i < FT_NSCENARIOS; i++) {
+        const struct ft_run *r = &runs[i];
+
+        if (ran[i] && !r->passed) {
+            printf("failed: %s: %s, %zu violations (expected: %s)\n", r->sc->name,
+                   r->setup_failed ? "its set-up failed" : "judged", r->res.violations,
+                   !r->sc->negative ? "no violation"
+                   : r->sc->skip_announce ? "gap found" : "overlaps found");
+        }
+    }
 }
 
 /* ---- one process per run, the soak ---- */
