@@ -25,7 +25,6 @@
 #include "tests/harness.h"
 
 #define EXPECT_NC_MS    5000    /* deadline for one nc run, start to exit */
-#define EXPECT_LOCAL_MS 1000    /* deadline for a reply the daemon gives alone */
 
 const struct h_daemon_opts expect_opts = {
     .retry_delay_ms = 100,
@@ -418,7 +417,7 @@ void
 expect_wait_stat_on(int u, const char *name, long long want)
 {
     long long seen = -1;
-    int64_t deadline = h_now_ms() + EXPECT_LOCAL_MS;
+    int64_t deadline = h_now_ms() + H_PROMPT_MS;
 
     while (h_stat(u, name, &seen) == 0 && seen != want && h_now_ms() < deadline) {
         h_sleep_ms(10);

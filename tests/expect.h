@@ -275,8 +275,9 @@ const char *expect_nc_show(const struct expect_nc *r);
 long long expect_script_calls(size_t i);
 
 /*
- * Require STATS name to reach want in time, read over the Unix socket
- * (u): a TCP connection would count itself, or be refused.
+ * Require STATS name to reach want within H_PROMPT_MS, read over u: the
+ * Unix socket (a TCP connection would count itself, or be refused), or a
+ * connection of the caller's that the count already takes into account.
  */
 void expect_wait_stat_on(int u, const char *name, long long want);
 

@@ -45,6 +45,11 @@
 #define H_MASTERS_MAX       15      /* as many as the daemon accepts */
 #define H_DAEMONS_MAX       16      /* daemons per test (the bench starts a fresh one per row) */
 #define H_START_MS          5000    /* deadline for a master or the daemon to come up */
+#define H_PROMPT_MS         5000    /* deadline for what the daemon does at once, with
+                                       no timer of its own (a stat moved by a request or
+                                       a close, a log line, a push): it covers only the
+                                       machine's speed, loaded and sanitized, and costs
+                                       nothing when the test passes */
 #define H_REDIS_TIMEOUT_MS  5000    /* connect and command timeout of h_master_*: a
                                        running master answers long before on a
                                        loaded machine; a stopped one is not asked */
