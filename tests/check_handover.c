@@ -227,13 +227,13 @@ START_TEST(unlock_vanished_handover)
     w = expect_tcp();
     EXPECT_PREFIX(h, "LOCK y1", "OK y1 ");
     ck_assert_int_eq(h_send(w, "LOCK y1"), 0);
-    expect_wait_stat("waiters", 1, false, 3000);
+    expect_wait_stat("waiters", 1, false, H_PROMPT_MS);
     ck_assert_int_eq(h_stat_once("handovers", &before), 0);
     expect_del_everywhere(key);
     ck_assert_int_eq(h_send(h, "UNLOCK y1"), 0);
     expect_lost(h, "y1", CMD_MS, "H's UNLOCK y1 after DEL everywhere, first line");
     expect_line(h, "NOTHELD y1", CMD_MS, "H's UNLOCK y1 after DEL everywhere, second line");
-    got = h_read_line(w, 3000);
+    got = h_read_line(w, CMD_MS + H_PROMPT_MS);
     ck_assert_msg(got != NULL && h_is_reply(got, "OK", "y1"),
                   "the waiter's LOCK y1 got '%s', expected 'OK y1 ...'",
                   got != NULL ? got : "(nothing)");
@@ -417,7 +417,7 @@ START_TEST(subscribe_only_to_wait)
                   "PUBSUB NUMSUB %s: %lld %lld %lld %lld %lld, expected 1 each while b waits",
                   sub.channel, sub.seen[0], sub.seen[1], sub.seen[2], sub.seen[3], sub.seen[4]);
     want[0] = before + 1;
-    ck_assert_msg(h_wait_until(cond_subscribes, want, 2000) && want[1] == before + 1,
+    ck_assert_msg(h_wait_until(cond_subscribes, want, H_PROMPT_MS) && want[1] == before + 1,
                   "SUBSCRIBE calls on master 0: %lld, expected %lld", want[1], before + 1);
     EXPECT_REPLY(a, "UNLOCK w", "OK w holds=0");
     got = h_read_line(b, 5000);
@@ -668,7 +668,7 @@ START_TEST(pubsub_copies_after_busy)
     ck_assert_int_eq(h_master_cmd(0, NULL, "PUBLISH %s %s", PREFIX "c" RELEASED, token), 0);
     /* B tried on the early copy and found c busy: its pubsub wake-up is counted. */
     h_use_daemon(1);
-    ck_assert_msg(h_wait_stat("pubsub_wakeups", 1, true, 3000, &tries),
+    ck_assert_msg(h_wait_stat("pubsub_wakeups", 1, true, H_PROMPT_MS, &tries),
                   "daemon B did not act on the announcement (pubsub_wakeups %lld)", tries);
     ck_assert_msg(h_quiet(b, 300), "B's LOCK c was answered while A holds c");
     t_unlock = h_now_ms();

@@ -655,7 +655,7 @@ START_TEST(metrics_locks_lost_by_reason)
     for (i = 0; i < NMASTERS; i++) {
         ck_assert_int_eq(h_master_cmd(i, NULL, "DEL r"), 0);
     }
-    line = h_read_line(a, 2000);          /* the renewal at ttl/3 is denied */
+    line = h_read_line(a, 900 + H_PROMPT_MS);  /* the renewal at ttl/3 is denied */
     ck_assert_msg(line != NULL && strcmp(line, "! LOST r reason=renew") == 0, "got '%s'",
                   line != NULL ? line : "(nothing)");
     free(line);
@@ -664,7 +664,7 @@ START_TEST(metrics_locks_lost_by_reason)
     for (i = 0; i < 3; i++) {
         ck_assert_int_eq(h_kill_master(i), 0);
     }
-    line = h_read_line(a, 2000);          /* no quorum before the validity ends */
+    line = h_read_line(a, 900 + H_PROMPT_MS);  /* no quorum before the validity ends */
     ck_assert_msg(line != NULL && strcmp(line, "! LOST q reason=quorum") == 0, "got '%s'",
                   line != NULL ? line : "(nothing)");
     free(line);
@@ -1345,7 +1345,7 @@ START_TEST(metrics_connection_cap)
     mt_wait_conns(lock, 2);
     /* The group holds its 2: a scrape closes the request under way, not the older idle one. */
     ck_assert_msg(mt_cond_serving(NULL), "a scrape past the group's share was not answered 200");
-    ck_assert_msg(h_expect_eof(half, 3000), "the request under way was not closed");
+    ck_assert_msg(h_expect_eof(half, H_PROMPT_MS), "the request under way was not closed");
     ck_assert_msg(h_quiet(idle, 50), "the idle connection was closed");
     ck_assert_int_eq(mt_stat_on(lock, "metrics_evicted"), 1);
     EXPECT_PREFIX(lock, "LOCK cap", "OK cap validity=");
@@ -1354,7 +1354,8 @@ START_TEST(metrics_connection_cap)
     idle2 = mt_idle_keepalive();
     mt_wait_conns(lock, 2);
     ck_assert_msg(mt_cond_serving(NULL), "a scrape past the group's share was not answered 200");
-    ck_assert_msg(h_expect_eof(idle, 3000), "the connection idle longest was not closed");
+    ck_assert_msg(h_expect_eof(idle, H_PROMPT_MS),
+                  "the connection idle longest was not closed");
     ck_assert_msg(h_quiet(idle2, 50), "the connection idle a shorter time was closed");
     ck_assert_int_eq(mt_stat_on(lock, "metrics_evicted"), 2);
     ck_assert_int_eq(mt_stat_on(lock, "metrics_rejected"), 0);
@@ -1493,7 +1494,7 @@ START_TEST(metrics_slowloris_scrapes_served)
     ck_assert_msg(failed == 0, "%d of %d scrapes under the slowloris attack failed:%s", failed,
                   MT_SCRAPES, statuses);
     ck_assert_int_ge(mt_stat_on(lock, "metrics_evicted"), 1);
-    ck_assert_msg(h_wait_log(0, "slow connections closed to make room", 3000),
+    ck_assert_msg(h_wait_log(0, "slow connections closed to make room", H_PROMPT_MS),
                   "no log line on the evictions");
     EXPECT_PREFIX(lock, "LOCK sl", "OK sl validity=");
     close(lock);
@@ -1614,11 +1615,12 @@ START_TEST(metrics_groups_evict_their_own)
         four[i] = mt_half_request();
         expect_wait_stat_on(lock, "metrics_evicted", (long long)i - 2);
         snprintf(peer, sizeof(peer), "127.0.0.1 newcomer %zu", i);
-        ck_assert_msg(h_expect_eof(four[i - 3], 3000), "%s: the oldest of 127/8 stayed", peer);
+        ck_assert_msg(h_expect_eof(four[i - 3], H_PROMPT_MS), "%s: the oldest of 127/8 stayed",
+                      peer);
         ck_assert_msg(h_quiet(six[0], 0) && h_quiet(six[1], 0), "%s closed one of ::1's", peer);
     }
     ck_assert_msg(mt_cond_serving(NULL), "a scrape from 127/8 at its share was not answered");
-    ck_assert_msg(h_expect_eof(four[6], 3000), "the scrape did not close 127/8's oldest");
+    ck_assert_msg(h_expect_eof(four[6], H_PROMPT_MS), "the scrape did not close 127/8's oldest");
     ck_assert_msg(h_quiet(six[0], 50) && h_quiet(six[1], 0), "the scrape closed one of ::1's");
     /* The scrape is over (its place given up): one more from 127/8 takes the last place. */
     mt_wait_conns(lock, 4);
@@ -1630,7 +1632,7 @@ START_TEST(metrics_groups_evict_their_own)
     six[2] = mt_half_request6();
     ck_assert_int_ge(six[2], 0);
     expect_wait_stat_on(lock, "metrics_evicted", 8);
-    ck_assert_msg(h_expect_eof(four[7], 3000), "::1's third did not close 127/8's oldest");
+    ck_assert_msg(h_expect_eof(four[7], H_PROMPT_MS), "::1's third did not close 127/8's oldest");
     ck_assert_msg(h_quiet(four[8], 50) && h_quiet(four[9], 0), "127/8's newer ones were closed");
     for (i = 0; i < 3; i++) {
         ck_assert_msg(h_quiet(six[i], 0), "::1's connection %zu was closed", i);

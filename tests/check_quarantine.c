@@ -106,7 +106,7 @@ START_TEST(quarantine_fresh_masters)
     ck_assert_msg(expect_log_has("(lock.restart_quarantine)"),
                   "the log does not name the quarantine");
     expect_wait_stat("masters_quarantined", 0, false, 6000);
-    ck_assert_msg(h_wait_log(0, "restart quarantine over", 2000),
+    ck_assert_msg(h_wait_log(0, "restart quarantine over", H_PROMPT_MS),
                   "the end of the quarantine was not logged");
     EXPECT_PREFIX(a, "TRYLOCK qf", "OK qf ");
     EXPECT_REPLY(a, "UNLOCK qf", "OK qf holds=0");
@@ -744,7 +744,8 @@ qt_first_answer(const char *clock_check)
     qt_up_clock(clock_check);
     ck_assert_int_eq(h_kill_master(0), 0);
     ck_assert_int_eq(h_kill_master(1), 0);
-    ck_assert_msg(h_wait_stat("masters_up", 3, false, 5000, NULL), "masters 0 and 1 still up");
+    ck_assert_msg(h_wait_stat("masters_up", 3, false, H_PROMPT_MS, NULL),
+                  "masters 0 and 1 still up");
     a = expect_tcp();
     /* An answer from master 2 before the step, to compare with. */
     EXPECT_PREFIX(a, "LOCK before", "OK before ");
