@@ -55,8 +55,10 @@
 #define NMASTERS        5       /* masters per test */
 #define PREFIX          "kt:"   /* lock.key_prefix of every daemon */
 #define CMD_MS          2000    /* deadline for a reply that needs the masters */
-#define PROMPT_MS       2000    /* "at once": a hand-over, a wake-up, a freed permit
-                                   (the locks' ttl= is 20000, far above) */
+#define PROMPT_MS       5000    /* "at once": a hand-over, a wake-up, a freed permit;
+                                   no timer of the daemon's, so this covers only a
+                                   loaded, sanitized machine's speed (the locks' ttl=
+                                   is 20000, far above) */
 #define QUIET_MS        400     /* a waiter that must still be waiting: nothing for this long */
 #define EXIT_MS         10000   /* deadline for redlockctl to exit when it should */
 #define TEST_TIMEOUT_S  60      /* per test, unless CK_DEFAULT_TIMEOUT is set */
@@ -1624,7 +1626,7 @@ START_TEST(stale_limit_marker)
     free(got);
     snprintf(line, sizeof(line), "UNLOCK st token=%s", tok);
     EXPECT_REPLY(a, line, "OK st");
-    KT_WAIT_STATUS(a, "st", "FREE st", 3000);
+    KT_WAIT_STATUS(a, "st", "FREE st", 700 + PROMPT_MS);  /* the second lease's ttl */
     kt_key(key, sizeof(key), "st", "");
     got = EXPECT_CMD(a, "TRYLOCK st");
     ck_assert_msg(h_is_reply(got, "OK", "st"), "STATUS says FREE, but TRYLOCK st answered '%s' "
