@@ -47,12 +47,6 @@
 #define CLUSTER_TIMEOUT_S 120   /* per cluster test (test 5 restarts masters 20 times) */
 #define TOKEN_LEN       32      /* owner token: lowercase hex digits */
 
-/* Every daemon: a blocked LOCK retries after 0..100 ms; keys as in the spec. */
-static const struct h_daemon_opts cl_opts = {
-    .retry_delay_ms = 100,
-    .key_prefix = PREFIX,
-};
-
 /* arg: the channel.  Nobody subscribes to it on master 0. */
 static bool
 cond_no_subscriber_on_0(void *arg)
