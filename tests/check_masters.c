@@ -714,13 +714,13 @@ START_TEST(decided_round_withdrawn)
     EXPECT_REPLY(a, "UNLOCK wd", "OK wd holds=0");
     EXPECT_REPLY(a, "UNLOCK first", "OK first holds=0");
     ck_assert_int_eq(h_signal_master(1, SIGCONT), 0);
-    expect_wait_stat("queue_renew_depth", 0, false, LOCAL_MS);
+    expect_wait_stat("queue_renew_depth", 0, false, MS_PROMPT_MS);
     /* A read answered by every master follows everything written before it. */
     got = h_cmd(a, "STATUS wd", LOCAL_MS * 5);
     ck_assert_msg(got != NULL && strcmp(got, "FREE wd") == 0, "STATUS: '%s'",
                   got != NULL ? got : "(none)");
     free(got);
-    ck_assert_msg(h_wait_until(expect_cond_key_gone_alive, &w, LOCAL_MS),
+    ck_assert_msg(h_wait_until(expect_cond_key_gone_alive, &w, MS_PROMPT_MS),
                   "a master holds wd after its UNLOCK");
     ck_assert_int_eq(h_masters_holding("wd", NULL), 0);
     ck_assert_int_eq(expect_stat("master.1.reconnects"), 0);
@@ -783,7 +783,7 @@ START_TEST(burst_not_dropped)
         left += h_masters_holding(line, NULL);
     }
     ck_assert_msg(left == 0, "%zu keys of the closed session left on the masters", left);
-    expect_wait_stat("masters_up", NMASTERS, false, LOCAL_MS);
+    expect_wait_stat("masters_up", NMASTERS, false, MS_PROMPT_MS);
     for (i = 0; i < NMASTERS; i++) {
         snprintf(line, sizeof(line), "master.%zu.reconnects", i);
         ck_assert_int_eq(h_stat_once(line, &reconnects), 0);
@@ -1070,16 +1070,16 @@ START_TEST(partial_write_to_stopped_master)
     ck_assert_msg(v == 1, "master 0 is down after the test");
     ck_assert_int_eq(h_stat_once("master.0.reconnects", &v), 0);
     ck_assert_msg(v == 0, "master 0 was dropped and reconnected %lld times", v);
-    expect_wait_stat("masters_up", NMASTERS, false, LOCAL_MS);
+    expect_wait_stat("masters_up", NMASTERS, false, MS_PROMPT_MS);
     a = expect_tcp();
     EXPECT_PREFIX(a, "LOCK pw-fresh ttl=60000", "OK pw-fresh ");
-    ck_assert_msg(h_wait_until(ms_cond_key_everywhere, &key, LOCAL_MS),
+    ck_assert_msg(h_wait_until(ms_cond_key_everywhere, &key, MS_PROMPT_MS),
                   "pw-fresh is on %zu masters, expected all %d", h_masters_holding(key, NULL),
                   NMASTERS);
     v = h_master_pttl(0, key);
     ck_assert_msg(v > 50000, "pw-fresh has pttl %lld on master 0", v);
     EXPECT_REPLY(a, "UNLOCK pw-fresh", "OK pw-fresh holds=0");
-    ck_assert_msg(h_wait_until(expect_cond_key_gone_alive, &key, LOCAL_MS),
+    ck_assert_msg(h_wait_until(expect_cond_key_gone_alive, &key, MS_PROMPT_MS),
                   "pw-fresh stayed on a master after UNLOCK");
     close(a);
     for (i = 0; i < MS_PW_CONNS; i++) {
