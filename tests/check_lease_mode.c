@@ -618,8 +618,8 @@ START_TEST(lease_read_reset_delayed_ack)
         lm_read_ok_leave_pong("LOCK lrc limit=2 mode=lease ttl=9000 wait=0", token,
                               sizeof(token));
     }
-    ck_assert_msg(h_wait_until(lm_cond_connections_at_most, &base, LOCAL_MS),
-                  "the daemon did not close the 14 sessions within %d ms", LOCAL_MS);
+    ck_assert_msg(h_wait_until(lm_cond_connections_at_most, &base, LM_PROMPT_MS),
+                  "the daemon did not close the 14 sessions within %d ms", LM_PROMPT_MS);
     fd = expect_tcp();
     for (i = 0; i < 12; i++) {
         snprintf(name, sizeof(name), "lr%d", i);
