@@ -172,7 +172,7 @@ START_TEST(slowloris)
     ck_assert_msg(h_quiet(b, 1200), "the idle lock holder was sent something");
     EXPECT_PREFIX(b, "STATUS sl", "HELD sl ttl=");
     EXPECT_REPLY(b, "UNLOCK sl", "OK sl holds=0");
-    expect_wait_stat("clients_timed_out", 1, false, LOCAL_MS);
+    expect_wait_stat("clients_timed_out", 1, false, LI_PROMPT_MS);
     close(b);
 }
 END_TEST
@@ -218,7 +218,7 @@ START_TEST(non_reader_closed)
     ck_assert_msg(h_wait_until(expect_cond_key_gone_alive, &key,
                                o.idle_timeout_ms + LI_PROMPT_MS),
                   "the non-reader's lock was not released");
-    expect_wait_stat("clients_closed_output", 1, false, LOCAL_MS);
+    expect_wait_stat("clients_closed_output", 1, false, LI_PROMPT_MS);
     ck_assert_msg(expect_log_has("(limits.idle_timeout_ms): closing"),
                   "the log does not say why the client was closed");
     EXPECT_REPLY(b, "PING", "PONG");
@@ -775,7 +775,7 @@ START_TEST(tls_refused_without_plaintext)
                   got != NULL ? got : "");
     free(got);
     close(fd);
-    ck_assert_msg(h_wait_log(0, "TLS: closed without a reply", LOCAL_MS),
+    ck_assert_msg(h_wait_log(0, "TLS: closed without a reply", LI_PROMPT_MS),
                   "the refusal of a TLS client was not logged");
     close(t0);
     close(t1);
@@ -1127,7 +1127,7 @@ START_TEST(status_waits_its_turn)
     c = expect_tcp();
     ck_assert_int_eq(h_signal_master(0, SIGSTOP), 0);
     ck_assert_int_eq(h_send(a, "STATUS sa"), 0);
-    expect_wait_stat("reads_in_flight", 1, false, LOCAL_MS);
+    expect_wait_stat("reads_in_flight", 1, false, LI_PROMPT_MS);
     got = h_cmd(b, "STATUS sb", LI_READ_ROUND_MS);
     ck_assert_msg(got != NULL && strncmp(got, "ERR LIMIT ", 10) == 0
                   && strstr(got, "limits.read_wait_ms") != NULL, "b's STATUS: '%s'",
@@ -1135,7 +1135,7 @@ START_TEST(status_waits_its_turn)
     free(got);
     ck_assert_int_eq(expect_stat("reads_timed_out"), 1);
     ck_assert_int_eq(h_send(c, "STATUS sc"), 0);
-    expect_wait_stat("reads_waiting", 1, false, LOCAL_MS);
+    expect_wait_stat("reads_waiting", 1, false, LI_PROMPT_MS);
     ck_assert_int_eq(expect_stat("reads_in_flight"), 1);
     ck_assert_int_eq(h_signal_master(0, SIGCONT), 0);
     got = h_read_line(c, LI_READ_ROUND_MS);
@@ -1147,7 +1147,7 @@ START_TEST(status_waits_its_turn)
     got = h_read_line(a, LI_READ_ROUND_MS);
     ck_assert_msg(got != NULL, "a's STATUS got no answer");
     free(got);
-    expect_wait_stat("reads_in_flight", 0, false, LOCAL_MS);
+    expect_wait_stat("reads_in_flight", 0, false, LI_PROMPT_MS);
     close(a);
     close(b);
     close(c);
@@ -1174,11 +1174,11 @@ START_TEST(status_waiting_at_close)
     a = expect_tcp();
     ck_assert_int_eq(h_signal_master(0, SIGSTOP), 0);
     ck_assert_int_eq(h_send(a, "STATUS sa"), 0);
-    expect_wait_stat("reads_in_flight", 1, false, LOCAL_MS);
+    expect_wait_stat("reads_in_flight", 1, false, LI_PROMPT_MS);
     for (i = 0; i < 5; i++) {
         b = expect_tcp();
         ck_assert_int_eq(h_send(b, "STATUS sb"), 0);
-        expect_wait_stat("reads_waiting", i + 1, false, LOCAL_MS);
+        expect_wait_stat("reads_waiting", i + 1, false, LI_PROMPT_MS);
         close(b);
     }
     ck_assert_int_eq(expect_stat("reads_in_flight"), 1);
@@ -1240,7 +1240,7 @@ START_TEST(reads_budgeted)
     /* The budget is a second's: refilled within one. */
     ck_assert_msg(h_wait_until(li_cond_status_free, &fd, 1000 + LI_PROMPT_MS),
                   "STATUS was still refused %d ms later", 1000 + LI_PROMPT_MS);
-    expect_wait_stat("reads_refused", 2, true, LOCAL_MS);
+    expect_wait_stat("reads_refused", 2, true, LI_PROMPT_MS);
     close(fd);
 }
 END_TEST
