@@ -193,7 +193,7 @@ START_TEST(reload_while_auth_waits)
         ahead[i] = au_send_from("127.0.0.5", "AUTH guess");
     }
     right = au_send_from("127.0.0.7", "AUTH pw-one");
-    expect_wait_stat("auth_waiting", AU_AHEAD + 1, false, LOCAL_MS);
+    expect_wait_stat("auth_waiting", AU_AHEAD + 1, false, AU_PROMPT_MS);
     au_conf_replace("password: \"pw-one\"", "password: \"\"");
     au_reload();
     got = h_read_line(right, LOCAL_MS);
@@ -273,7 +273,7 @@ START_TEST(auth_password)
     EXPECT_REPLY(u, "PING", "PONG");
     EXPECT_PREFIX(u, "STATS", "STAT version ");
     close(u);
-    expect_wait_stat("auth_failures", 1, false, LOCAL_MS);
+    expect_wait_stat("auth_failures", 1, false, AU_PROMPT_MS);
 
     /* A second daemon that makes the Unix socket AUTH too, and closes a
        session that does not authenticate within auth_timeout_ms. */
