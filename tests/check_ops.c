@@ -405,7 +405,7 @@ START_TEST(reload_refuses_restart_keys)
                   "the refusal does not say that nothing was reloaded");
     ck_assert_msg(!h_log_find(mark, "reload: done", NULL, 0), "the reload was applied");
     EXPECT_PREFIX(a, "LOCK b", "ERR LIMIT ");
-    ck_assert_msg(h_wait_stat("masters_up", NMASTERS, false, LOCAL_MS, &up),
+    ck_assert_msg(h_wait_stat("masters_up", NMASTERS, false, OPS_PROMPT_MS, &up),
                   "masters_up is %lld after the refused reload", up);
     ck_assert_uint_eq(h_masters_holding("a", NULL), NMASTERS);
 
@@ -700,7 +700,7 @@ START_TEST(sd_notify_protocol)
     memset(&w, 0, sizeof(w));
     w.first = "READY=1";
     w.count = 1;
-    if (!h_wait_until(ops_cond_notify, &w, LOCAL_MS)) {
+    if (!h_wait_until(ops_cond_notify, &w, OPS_PROMPT_MS)) {
         ops_notify_dump();
         ck_abort_msg("no READY=1 from the daemon");
     }
@@ -741,7 +741,7 @@ START_TEST(sd_notify_protocol)
     w.first = "RELOADING=1";
     w.then = "READY=1";
     (void)OPS_RELOAD("reload: done");
-    if (!h_wait_until(ops_cond_notify, &w, LOCAL_MS)) {
+    if (!h_wait_until(ops_cond_notify, &w, OPS_PROMPT_MS)) {
         ops_notify_dump();
         ck_abort_msg("no RELOADING=1 followed by READY=1 after SIGHUP");
     }
@@ -753,7 +753,7 @@ START_TEST(sd_notify_protocol)
     w.first = "STOPPING=1";
     w.count = 1;
     ck_assert_int_eq(h_signal_daemon(SIGTERM), 0);
-    if (!h_wait_until(ops_cond_notify, &w, LOCAL_MS)) {
+    if (!h_wait_until(ops_cond_notify, &w, OPS_PROMPT_MS)) {
         ops_notify_dump();
         ck_abort_msg("no STOPPING=1 after SIGTERM");
     }
@@ -1386,12 +1386,12 @@ START_TEST(log_names_peers)
     EXPECT_REPLY(u, "PING", "PONG");
     snprintf(want, sizeof(want), "(unix uid=%u pid=%d): connected", (unsigned)getuid(),
              (int)getpid());
-    ck_assert_msg(h_wait_log(0, want, LOCAL_MS), "no log line with '%s'", want);
+    ck_assert_msg(h_wait_log(0, want, OPS_PROMPT_MS), "no log line with '%s'", want);
     close(u);
     t = expect_tcp();
     ck_assert_int_eq(h_send_raw(t, "LOCK \x1b[31mred\n", 15), 0);
     EXPECT_PREFIX(t, "PING", "ERR PROTO ");     /* the LOCK's answer comes first */
-    ck_assert_msg(h_wait_log(0, "(127.0.0.1:", LOCAL_MS), "no TCP peer in the log");
+    ck_assert_msg(h_wait_log(0, "(127.0.0.1:", OPS_PROMPT_MS), "no TCP peer in the log");
     ck_assert_msg(h_wait_log(0, "ERR PROTO LOCK: lock name has byte 0x1b at offset 0",
                              LOCAL_MS), "the refused line was not logged");
     ck_assert_msg(!h_log_find(0, "\x1b", NULL, 0), "a client's raw escape byte reached the log");
