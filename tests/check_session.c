@@ -952,9 +952,9 @@ START_TEST(close_cancels_own_waiter)
     ck_assert_msg(r != NULL && r->type == REDIS_REPLY_ARRAY, "SUBSCRIBE failed");
     freeReplyObject(r);
     ck_assert_int_eq(h_send(a, "LOCK ow mode=lease ttl=5000"), 0);
-    expect_wait_stat("waiters", 1, false, CMD_MS);
+    expect_wait_stat("waiters", 1, false, SE_PROMPT_MS);
     ck_assert_int_eq(h_send(b, "LOCK ow"), 0);
-    expect_wait_stat("waiters", 2, false, CMD_MS);
+    expect_wait_stat("waiters", 2, false, SE_PROMPT_MS);
     ck_assert_int_eq(h_stat_once("handovers", &handovers), 0);
 
     expect_reset(a);
@@ -963,7 +963,7 @@ START_TEST(close_cancels_own_waiter)
                   "B's LOCK ow got '%s' within %d ms of A's reset, expected 'OK ow ...'",
                   got != NULL ? got : "(nothing)", SE_HANDOVER_MS);
     free(got);
-    expect_wait_stat("handovers", handovers + 1, false, CMD_MS);
+    expect_wait_stat("handovers", handovers + 1, false, SE_PROMPT_MS);
     ck_assert_int_eq(h_stat_once("pubsub_wakeups", &wakeups), 0);
     ck_assert_msg(wakeups == 0, "B was woken by a release announcement (pubsub_wakeups %lld)",
                   wakeups);
@@ -992,7 +992,7 @@ START_TEST(queued_lock_input_ends)
     b = expect_tcp();
     EXPECT_PREFIX(a, "LOCK q1", "OK q1 ");
     ck_assert_int_eq(h_send(b, "LOCK q1"), 0);
-    expect_wait_stat("waiters", 1, false, CMD_MS);
+    expect_wait_stat("waiters", 1, false, SE_PROMPT_MS);
     t0 = h_now_ms();
     ck_assert_int_eq(shutdown(b, SHUT_WR), 0);
     got = h_read_line(b, SE_PROMPT_MS);
