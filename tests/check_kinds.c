@@ -55,8 +55,10 @@
 #define NMASTERS        5       /* masters per test */
 #define PREFIX          "kt:"   /* lock.key_prefix of every daemon */
 #define CMD_MS          2000    /* deadline for a reply that needs the masters */
-#define PROMPT_MS       2000    /* "at once": a hand-over, a wake-up, a freed permit
-                                   (the locks' ttl= is 20000, far above) */
+#define PROMPT_MS       5000    /* "at once": a hand-over, a wake-up, a freed permit;
+                                   no timer of the daemon's, so this covers only a
+                                   loaded, sanitized machine's speed (the locks' ttl=
+                                   is 20000, far above) */
 #define QUIET_MS        400     /* a waiter that must still be waiting: nothing for this long */
 #define EXIT_MS         10000   /* deadline for redlockctl to exit when it should */
 #define TEST_TIMEOUT_S  60      /* per test, unless CK_DEFAULT_TIMEOUT is set */
@@ -1185,15 +1187,21 @@ END_TEST
  * other three, one of which is stopped, so every decided round has seen
  * a leftover.  TRYLOCK is BUSY and a waiting LOCK waits (TIMEOUT); only
  * a refusal of another kind by so many masters that no quorum is
- * possible is ERR KIND.
+ * possible is ERR KIND.  The stopped master must not be dropped for its
+ * silence meanwhile (its link gone, the UNLOCK would find the token on
+ * two masters only): redis.down_after_ms is far longer than the test
+ * takes on a loaded machine (the default, 2 s, was not, beside two busy
+ * loops).
  */
 START_TEST(kind_minority_only_refuses)
 {
+    struct h_daemon_opts o = kt_opts;
     char permit[64], limit[64], *got;
     size_t i;
     int a, b;
 
-    kt_up(1, NULL);
+    o.down_after_ms = 20000;
+    kt_up(1, &o);
     a = expect_connect(0);
     b = expect_connect(0);
     kt_key(permit, sizeof(permit), "mk", " permit 0");
@@ -1624,7 +1632,7 @@ START_TEST(stale_limit_marker)
     free(got);
     snprintf(line, sizeof(line), "UNLOCK st token=%s", tok);
     EXPECT_REPLY(a, line, "OK st");
-    KT_WAIT_STATUS(a, "st", "FREE st", 3000);
+    KT_WAIT_STATUS(a, "st", "FREE st", 700 + PROMPT_MS);  /* the second lease's ttl */
     kt_key(key, sizeof(key), "st", "");
     got = EXPECT_CMD(a, "TRYLOCK st");
     ck_assert_msg(h_is_reply(got, "OK", "st"), "STATUS says FREE, but TRYLOCK st answered '%s' "
@@ -1641,7 +1649,10 @@ END_TEST
  * (a shared member's score and a permit with its limit marker), so
  * they outlive their ttl; and when two masters lose everything, the
  * renewals write both kinds back there (keys_restored counts them).
+ * The ttl, KT_RENEW_TTL_MS, leaves a renewal (every ttl/3) two thirds
+ * of it to be confirmed: with 1500 ms a loaded machine lost one.
  */
+#define KT_RENEW_TTL_MS 3000
 START_TEST(kinds_renewed_restored)
 {
     char permit_key[64], limit_key[64], set_key[64], suffix[32], *got;
@@ -1653,10 +1664,10 @@ START_TEST(kinds_renewed_restored)
     a = expect_connect(0);
     b = expect_connect(0);
     c = expect_connect(0);
-    got = KT_GRANT(a, "LOCK rn limit=2 ttl=1500", "rn");
+    got = KT_GRANT(a, "LOCK rn limit=2 ttl=3000", "rn");     /* KT_RENEW_TTL_MS */
     p = KT_PERMIT(got, 2);
     free(got);
-    got = KT_GRANT(b, "LOCK rs shared ttl=1500", "rs");
+    got = KT_GRANT(b, "LOCK rs shared ttl=3000", "rs");
     free(got);
     snprintf(suffix, sizeof(suffix), " permit %d", p);
     kt_key(permit_key, sizeof(permit_key), "rn", suffix);
@@ -1665,7 +1676,7 @@ START_TEST(kinds_renewed_restored)
 
     /* Three times the ttl later, both still held (polled while it passes). */
     {
-        int64_t end = h_now_ms() + 4500;
+        int64_t end = h_now_ms() + 3 * KT_RENEW_TTL_MS;
 
         while (h_now_ms() < end) {
             got = EXPECT_CMD(c, "STATUS rn");

@@ -35,6 +35,14 @@
 
 #define NMASTERS        5
 #define CMD_MS          3000    /* deadline for a reply that needs the masters */
+#define RG_PROMPT_MS    5000    /* deadline for what the daemon does at once, with no
+                                   timer of its own (a release, a log line once a stat
+                                   moved): it covers only a loaded, sanitized machine's
+                                   speed */
+#define RG_READ_MS      (2 * LAYOUT_BEAT_MS + RG_PROMPT_MS)
+                                /* deadline for a change in a registry to be seen, or
+                                   made: the daemon reads and writes it every
+                                   LAYOUT_BEAT_MS, and a beat may be under way */
 #define TEST_TIMEOUT_S  40
 #define REG_KEY         " layout"   /* the registry with the harness's key_prefix "" */
 #define NEWER_ID        "feedfacefeedface"
@@ -171,7 +179,7 @@ rg_log_count(size_t i, const char *text)
 static void
 rg_wait_cleaned(const char *key)
 {
-    int64_t end = h_now_ms() + 3000;
+    int64_t end = h_now_ms() + RG_PROMPT_MS;       /* released at once */
 
     while (h_masters_without(key) != NMASTERS && h_now_ms() < end) {
         h_sleep_ms(20);
@@ -237,7 +245,7 @@ START_TEST(registry_written_and_pruned)
                                       "0000000000000001 1 1 0 1000 0.2.0 gone:1"), 0);
     }
     for (i = 0; i < NMASTERS; i++) {
-        int64_t end = h_now_ms() + 3000;
+        int64_t end = h_now_ms() + RG_READ_MS;
 
         while (rg_nmembers(i) != 1 && h_now_ms() < end) {
             h_sleep_ms(50);
@@ -265,10 +273,10 @@ START_TEST(newer_layout_refuses)
     rg_up();
     a = expect_tcp();
     rg_write(0, 2, NEWER_ID, REDLOCKD_LAYOUT + 1, REDLOCKD_LAYOUT + 1, 0);
-    expect_wait_stat("master.1.layout_counted", 0, false, 3000);
+    expect_wait_stat("master.1.layout_counted", 0, false, RG_READ_MS);
     EXPECT_PREFIX(a, "TRYLOCK two", "OK two ");
     rg_write(2, 3, NEWER_ID, REDLOCKD_LAYOUT + 1, REDLOCKD_LAYOUT + 1, 0);
-    expect_wait_stat("master.2.layout_counted", 0, false, 3000);
+    expect_wait_stat("master.2.layout_counted", 0, false, RG_READ_MS);
     got = h_cmd(a, "TRYLOCK three", CMD_MS);
     ck_assert_msg(got != NULL && strncmp(got, "ERR NOQUORUM 5 of 5 masters answered, but 3 "
                                          "of them are not counted by their layout registry",
@@ -283,17 +291,18 @@ START_TEST(newer_layout_refuses)
     ck_assert_int_eq(expect_stat("master.2.layout_highest"), REDLOCKD_LAYOUT + 1);
     ck_assert_int_eq(expect_stat("master.3.layout_counted"), 1);
     ck_assert_msg(h_wait_log(at, "not counted: its layout registry shows daemon " NEWER_ID,
-                             2000), "the log does not say why");
+                             RG_PROMPT_MS), "the log does not say why");
 
     /* Refused at every read, warned once (the reason's numbers change each read). */
-    expect_wait_stat("master.2.layout_refusals", 4, true, 6000);
+    expect_wait_stat("master.2.layout_refusals", 4, true, 4 * LAYOUT_BEAT_MS + RG_PROMPT_MS);
     ck_assert_int_eq(rg_log_count(2, "not counted: its layout registry"), 1);
 
     rg_delete(0, 3, NEWER_ID);
-    expect_wait_stat("master.0.layout_counted", 1, false, 3000);
-    expect_wait_stat("master.2.layout_counted", 1, false, 3000);
+    expect_wait_stat("master.0.layout_counted", 1, false, RG_READ_MS);
+    expect_wait_stat("master.2.layout_counted", 1, false, RG_READ_MS);
     EXPECT_PREFIX(a, "TRYLOCK three", "OK three ");
-    ck_assert_msg(h_wait_log(at, "counted again", 2000), "the log does not say it is over");
+    ck_assert_msg(h_wait_log(at, "counted again", RG_PROMPT_MS),
+                  "the log does not say it is over");
     close(a);
 }
 END_TEST
@@ -311,10 +320,10 @@ START_TEST(newer_layout_beside)
     rg_up();
     a = expect_tcp();
     rg_write(0, NMASTERS, NEWER_ID, REDLOCKD_LAYOUT + 1, REDLOCKD_LAYOUT, 0);
-    expect_wait_stat("master.4.layout_highest", REDLOCKD_LAYOUT + 1, false, 3000);
+    expect_wait_stat("master.4.layout_highest", REDLOCKD_LAYOUT + 1, false, RG_READ_MS);
     EXPECT_PREFIX(a, "TRYLOCK ex", "OK ex ");
     rg_write(0, NMASTERS, NEWER_ID, REDLOCKD_LAYOUT + 1, REDLOCKD_LAYOUT, -1000);
-    expect_wait_stat("master.4.layout_counted", 0, false, 3000);
+    expect_wait_stat("master.4.layout_counted", 0, false, RG_READ_MS);
     got = h_cmd(a, "TRYLOCK ex2", CMD_MS);
     ck_assert_msg(got != NULL && strncmp(got, "ERR NOQUORUM ", 13) == 0
                   && strstr(got, "records again only since") != NULL,
@@ -334,7 +343,7 @@ START_TEST(unreadable_member_refuses)
     rg_up();
     a = expect_tcp();
     rg_write_raw(0, 3, "junk hello world");
-    expect_wait_stat("master.2.layout_counted", 0, false, 3000);
+    expect_wait_stat("master.2.layout_counted", 0, false, RG_READ_MS);
     got = h_cmd(a, "TRYLOCK j", CMD_MS);
     ck_assert_msg(got != NULL && strncmp(got, "ERR NOQUORUM ", 13) == 0
                   && strstr(got, "id 'junk', read as 'junk hello world'") != NULL
@@ -343,7 +352,7 @@ START_TEST(unreadable_member_refuses)
                   got ? got : "(nothing)");
     free(got);
     rg_delete(0, 3, "junk hello world");
-    expect_wait_stat("master.2.layout_counted", 1, false, 3000);
+    expect_wait_stat("master.2.layout_counted", 1, false, RG_READ_MS);
     EXPECT_PREFIX(a, "TRYLOCK j", "OK j ");
     close(a);
 }
@@ -404,7 +413,7 @@ START_TEST(legacy_daemon_entered)
     rep = redisCommand(sub, "SUBSCRIBE %s", LAYOUT_LEGACY_CHANNEL);
     ck_assert_msg(rep != NULL, "SUBSCRIBE failed");
     freeReplyObject(rep);
-    expect_wait_stat("master.1.legacy_seen", 1, false, 3000);
+    expect_wait_stat("master.1.legacy_seen", 1, false, RG_READ_MS);
     v = rg_member(1, LAYOUT_LEGACY_FIELD);
     ck_assert_msg(v != NULL && strcmp(v, "1 1 0 172800000 <0.2.0 -") == 0,
                   "master 1's legacy member: '%s'", v ? v : "(none)");
@@ -437,7 +446,7 @@ START_TEST(prefix_never_legacy)
     expect_begin();
     ck_assert_msg(h_start_masters(NMASTERS) == 0, "the masters did not start");
     ck_assert_msg(h_start_daemon(&o) == 0, "redlockd did not start (log above)");
-    expect_wait_stat("master.0.daemons_seen", 1, false, 3000);
+    expect_wait_stat("master.0.daemons_seen", 1, false, RG_READ_MS);
     ck_assert_msg(h_holds_for(rg_no_legacy, NULL, 2500, 100),
                   "a daemon with lock.key_prefix \"redlockd\" took itself for a legacy one");
     ck_assert_int_eq(h_master_numsub(0, "redlockd" LAYOUT_SENTINEL_SUFFIX), 1);

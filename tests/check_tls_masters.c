@@ -30,6 +30,17 @@
 #define NMASTERS        5       /* masters per test */
 #define CMD_MS          3000    /* deadline for a reply that needs the masters */
 #define UP_MS           20000   /* a restarted master is up again within this */
+#define TM_PROMPT_MS    5000    /* deadline for what the daemon does at once, with no
+                                   timer of its own (a killed master seen down, a
+                                   reload's log lines, a waiter woken by a release
+                                   announcement): it covers only a loaded, sanitized
+                                   machine's speed */
+#define TM_HANDSHAKE_MS 10000   /* deadline for a failed TLS handshake with a master to
+                                   be logged and counted: tried at once, but TLS under
+                                   the sanitizers on a loaded machine is slow */
+#define TM_RETRIES_MS   1050    /* the first three reconnects' backoff: 100, 200 and
+                                   400 ms, +50% jitter (daemon/master.c) */
+#define TM_TTL_MS       900     /* ttl of lock_renew_unlock_fence's lock */
 #define TEST_TIMEOUT_S  90      /* per test, unless CK_DEFAULT_TIMEOUT is set */
 
 static bool
@@ -109,11 +120,12 @@ START_TEST(lock_renew_unlock_fence)
     a = expect_connect(0);
     b = expect_connect(0);
 
-    EXPECT_PREFIX(a, "LOCK t ttl=900", "OK t validity=");
+    EXPECT_PREFIX(a, "LOCK t ttl=900", "OK t validity=");  /* TM_TTL_MS */
     EXPECT_PREFIX(b, "TRYLOCK t", "BUSY t ttl=");
-    /* A 900 ms lease held for 2.5 s: only renewals over TLS keep it. */
-    ck_assert_msg(h_wait_stat("renewals_ok", 3, true, 5000, NULL),
-                  "no renewals over TLS within 5 s");
+    /* A 900 ms lease held for 2.5 s: only renewals over TLS keep it (every ttl/3). */
+    ck_assert_msg(h_wait_stat("renewals_ok", 3, true, 3 * (TM_TTL_MS / 3) + TM_PROMPT_MS,
+                              NULL),
+                  "no 3 renewals over TLS within %d ms", 3 * (TM_TTL_MS / 3) + TM_PROMPT_MS);
     h_sleep_ms(1000);
     EXPECT_PREFIX(b, "TRYLOCK t", "BUSY t ttl=");
     EXPECT_REPLY(a, "UNLOCK t", "OK t holds=0");
@@ -215,7 +227,8 @@ START_TEST(pubsub_wakeup_two_daemons)
     h_sleep_ms(300);
     h_use_daemon(0);
     EXPECT_REPLY(a, "UNLOCK w", "OK w holds=0");
-    got = h_read_line(b, 2000);
+    /* Woken by the announcement (pubsub_wakeups below), not by the fallback retry. */
+    got = h_read_line(b, TM_PROMPT_MS);
     ck_assert_msg(got != NULL && strncmp(got, "OK w validity=", 14) == 0,
                   "the waiter on the second daemon answered '%s'", got ? got : "(nothing)");
     free(got);
@@ -241,7 +254,7 @@ START_TEST(master_killed_and_restarted)
     a = expect_connect(0);
 
     ck_assert_int_eq(h_kill_master(0), 0);
-    ck_assert_msg(h_wait_stat("master.0.up", 0, false, 5000, NULL), "master 0 still up");
+    ck_assert_msg(h_wait_stat("master.0.up", 0, false, TM_PROMPT_MS, NULL), "master 0 still up");
     EXPECT_PREFIX(a, "LOCK k", "OK k validity=");
     EXPECT_REPLY(a, "UNLOCK k", "OK k holds=0");
     ck_assert_int_eq(h_restart_master(0), 0);
@@ -266,10 +279,11 @@ tm_expect_failure(size_t i, const char *reason)
 
     snprintf(text, sizeof(text), "master rediss://127.0.0.1:%d: TLS handshake failed: %s",
              h_master_port(i), reason);
-    ck_assert_msg(h_wait_log(0, text, 10000), "no log line '%s'", text);
+    ck_assert_msg(h_wait_log(0, text, TM_HANDSHAKE_MS), "no log line '%s'", text);
     snprintf(stat, sizeof(stat), "master.%zu.tls_failures", i);
     /* Retried with backoff: the counter keeps growing. */
-    ck_assert_msg(h_wait_stat(stat, 3, true, 10000, NULL), "%s stays below 3", stat);
+    ck_assert_msg(h_wait_stat(stat, 3, true, TM_RETRIES_MS + 3 * TM_HANDSHAKE_MS, NULL),
+                  "%s stays below 3", stat);
     snprintf(stat, sizeof(stat), "master.%zu.up", i);
     ck_assert_int_eq(tm_stat(stat), 0);
 }
@@ -332,7 +346,8 @@ START_TEST(server_name)
     o.expect_masters_up = -1;
     ck_assert_msg(h_start_daemon(&o) == 0, "redlockd did not start (log above)");
     ck_assert_msg(h_wait_log(0, "TLS handshake failed: error:0A000086:SSL routines::"
-                             "certificate verify failed: hostname mismatch", 10000),
+                             "certificate verify failed: hostname mismatch",
+                             TM_HANDSHAKE_MS),
                   "no hostname mismatch logged");
     ck_assert_int_eq(tm_stat("masters_up"), 0);
     tm_teardown();
@@ -357,9 +372,9 @@ START_TEST(client_certificate_and_reload)
     tm_opts(&o);
     o.expect_masters_up = -1;
     ck_assert_msg(h_start_daemon(&o) == 0, "redlockd did not start (log above)");
-    ck_assert_msg(h_wait_log(0, "certificate required", 10000),
+    ck_assert_msg(h_wait_log(0, "certificate required", TM_HANDSHAKE_MS),
                   "no failure naming the missing client certificate");
-    ck_assert_msg(h_wait_stat("master.0.tls_failures", 1, true, 10000, NULL),
+    ck_assert_msg(h_wait_stat("master.0.tls_failures", 1, true, TM_HANDSHAKE_MS, NULL),
                   "the missing client certificate was not counted");
     ck_assert_int_eq(tm_stat("masters_up"), 0);
     h_stop_daemon();
@@ -377,9 +392,10 @@ START_TEST(client_certificate_and_reload)
     ck_assert(tm_sh(cmd));
     from = h_log_size();
     ck_assert_int_eq(h_signal_daemon(SIGHUP), 0);
-    ck_assert_msg(h_wait_log(from, "reload: redis.tls_cert_file", 5000),
+    ck_assert_msg(h_wait_log(from, "reload: redis.tls_cert_file", TM_PROMPT_MS),
                   "the broken client certificate was not refused with its reason");
-    ck_assert_msg(h_wait_log(from, "nothing was reloaded", 5000), "the reload was not refused");
+    ck_assert_msg(h_wait_log(from, "nothing was reloaded", TM_PROMPT_MS),
+                  "the reload was not refused");
     /* The old context stays: a master restarted is reached again. */
     ck_assert_int_eq(h_kill_master(1), 0);
     ck_assert_int_eq(h_restart_master(1), 0);
@@ -392,7 +408,8 @@ START_TEST(client_certificate_and_reload)
     from = h_log_size();
     ck_assert_int_eq(h_signal_daemon(SIGHUP), 0);
     ck_assert_msg(h_wait_log(from, "the client certificate and CAs for the rediss:// masters "
-                             "were read again", 5000), "the reload did not re-read the files");
+                             "were read again", TM_PROMPT_MS),
+                  "the reload did not re-read the files");
     EXPECT_PREFIX(a, "LOCK c", "OK c validity=");
     EXPECT_REPLY(a, "UNLOCK c", "OK c holds=0");
     close(a);

@@ -61,6 +61,13 @@
 #define BREAK_MS        8000    /* a BREAK waits three round deadlines more */
 #define WAKE_MS         5000    /* a hand-over or a LOST across daemons: far below the ttl */
 #define QUIET_MS        400     /* a waiter that must still be waiting: nothing for this long */
+#define UP_BEAT_MS      1000    /* the layout registry is read and written this often
+                                   (LAYOUT_BEAT_MS, daemon/layout.h) */
+#define UP_PROMPT_MS    5000    /* a loaded, sanitized machine's delay of what the
+                                   daemon does at once */
+#define UP_READ_MS      (2 * UP_BEAT_MS + UP_PROMPT_MS)
+                                /* deadline for the registry to show a change: a beat
+                                   may be under way, then one more, on a loaded machine */
 #define TTL             "ttl=20000"
 #define OLD             0       /* daemon index of the last release */
 #define NEW             1       /* and of this build */
@@ -545,11 +552,11 @@ START_TEST(upgrade_release_seen_as_legacy)
     h_use_daemon(NEW);
     for (i = 0; i < NMASTERS; i++) {
         snprintf(stat, sizeof(stat), "master.%zu.legacy_seen", i);
-        expect_wait_stat(stat, 1, false, 3000);
+        expect_wait_stat(stat, 1, false, UP_READ_MS);
         snprintf(stat, sizeof(stat), "master.%zu.layout_counted", i);
-        expect_wait_stat(stat, 1, false, 3000);
+        expect_wait_stat(stat, 1, false, UP_READ_MS);
         snprintf(stat, sizeof(stat), "master.%zu.daemons_seen", i);
-        expect_wait_stat(stat, 2, false, 3000);
+        expect_wait_stat(stat, 2, false, UP_READ_MS);
     }
     ck_assert_int_eq(expect_stat("masters_counted"), NMASTERS);
 }
