@@ -41,9 +41,6 @@
 #define NMASTERS        5
 #define CMD_MS          2000    /* deadline for a reply that needs the masters */
 #define LOCAL_MS        1000    /* deadline for a reply the daemon gives alone */
-#define AU_PROMPT_MS    5000    /* deadline for what the daemon does at once, with no
-                                   timer of its own (a reload's log lines after SIGHUP):
-                                   it covers only a loaded, sanitized machine's speed */
 #define TEST_TIMEOUT_S  40
 
 /*
@@ -62,14 +59,14 @@ START_TEST(readable_secrets_warned)
     from = h_log_size();
     ck_assert_int_eq(h_signal_daemon(SIGHUP), 0);
     ck_assert_msg(h_wait_log(from, "holds auth.password but is readable by every user "
-                             "(mode 0644)", AU_PROMPT_MS),
+                             "(mode 0644)", H_PROMPT_MS),
                   "no warning that the 0644 configuration holding auth.password is readable");
     ck_assert_int_eq(chmod(h_daemon_conf_path(), 0600), 0);
     from = h_log_size();
     ck_assert_int_eq(h_signal_daemon(SIGHUP), 0);
-    ck_assert_msg(h_wait_log(from, "SIGHUP: reloading", AU_PROMPT_MS),
+    ck_assert_msg(h_wait_log(from, "SIGHUP: reloading", H_PROMPT_MS),
                   "the reload did not start");
-    ck_assert_msg(h_wait_log(from, "reload: done", AU_PROMPT_MS), "the reload did not finish");
+    ck_assert_msg(h_wait_log(from, "reload: done", H_PROMPT_MS), "the reload did not finish");
     ck_assert_msg(!h_log_find(from, "readable by", NULL, 0),
                   "a 0600 configuration was still warned about");
 }
@@ -105,7 +102,7 @@ au_reload(void)
     off_t from = h_log_size();
 
     ck_assert_int_eq(h_signal_daemon(SIGHUP), 0);
-    ck_assert_msg(h_wait_log(from, "reload: done", AU_PROMPT_MS), "the reload was not applied");
+    ck_assert_msg(h_wait_log(from, "reload: done", H_PROMPT_MS), "the reload was not applied");
 }
 
 /*
@@ -193,7 +190,7 @@ START_TEST(reload_while_auth_waits)
         ahead[i] = au_send_from("127.0.0.5", "AUTH guess");
     }
     right = au_send_from("127.0.0.7", "AUTH pw-one");
-    expect_wait_stat("auth_waiting", AU_AHEAD + 1, false, AU_PROMPT_MS);
+    expect_wait_stat("auth_waiting", AU_AHEAD + 1, false, H_PROMPT_MS);
     au_conf_replace("password: \"pw-one\"", "password: \"\"");
     au_reload();
     got = h_read_line(right, LOCAL_MS);
@@ -273,7 +270,7 @@ START_TEST(auth_password)
     EXPECT_REPLY(u, "PING", "PONG");
     EXPECT_PREFIX(u, "STATS", "STAT version ");
     close(u);
-    expect_wait_stat("auth_failures", 1, false, AU_PROMPT_MS);
+    expect_wait_stat("auth_failures", 1, false, H_PROMPT_MS);
 
     /* A second daemon that makes the Unix socket AUTH too, and closes a
        session that does not authenticate within auth_timeout_ms. */
@@ -292,7 +289,7 @@ START_TEST(auth_password)
     close(u);
     a = expect_tcp();
     /* limits.auth_timeout_ms after the connection was accepted. */
-    got = h_read_line(a, o.auth_timeout_ms + AU_PROMPT_MS);
+    got = h_read_line(a, o.auth_timeout_ms + H_PROMPT_MS);
     ck_assert_msg(got != NULL && strncmp(got, "ERR AUTH no AUTH within 800 ms", 30) == 0,
                   "a silent TCP session got '%s'", got ? got : "(nothing)");
     free(got);

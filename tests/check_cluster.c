@@ -38,10 +38,6 @@
 #define NDAEMONS        2       /* daemons A (0) and B (1) */
 #define PREFIX          "redlock:"  /* lock.key_prefix of every daemon */
 #define CMD_MS          2000    /* deadline for a reply that needs the masters */
-#define CL_PROMPT_MS    5000    /* deadline for what is done at once, with no timer of
-                                   its own (a grant of a free name, a master seeing a
-                                   closed connection): it covers only a loaded,
-                                   sanitized machine's speed */
 #define CL_WAIT_MS      10000   /* wait= of the alternating grants */
 #define HARNESS_TIMEOUT_S 30    /* per harness self-test */
 #define CLUSTER_TIMEOUT_S 120   /* per cluster test (test 5 restarts masters 20 times) */
@@ -98,7 +94,7 @@ START_TEST(harness_two_daemons)
     for (i = 0; i < 50; i++) {
         int fd = i % 2 == 0 ? a : b;
 
-        got = h_cmd(fd, "LOCK hz wait=10000", CL_WAIT_MS + CL_PROMPT_MS);
+        got = h_cmd(fd, "LOCK hz wait=10000", CL_WAIT_MS + H_PROMPT_MS);
         ck_assert_msg(h_is_reply(got, "OK", "hz"), "grant %d on daemon %d: '%s'", i, i % 2,
                       got != NULL ? got : "(nothing)");
         free(got);
@@ -166,7 +162,7 @@ START_TEST(harness_aof_restart_keeps_data)
     ck_assert_int_eq(h_master_numsub(0, "chan"), 1);
     redisFree(sub);
     /* The server notices the closed connection a moment later. */
-    ck_assert_msg(h_wait_until(cond_no_subscriber_on_0, "chan", CL_PROMPT_MS),
+    ck_assert_msg(h_wait_until(cond_no_subscriber_on_0, "chan", H_PROMPT_MS),
                   "PUBSUB NUMSUB chan is %lld after the subscriber left",
                   h_master_numsub(0, "chan"));
     ck_assert_int_eq(h_master_numsub(5, "chan"), -1);

@@ -177,8 +177,6 @@ END_TEST
 #define NDAEMONS        2       /* daemons A (0) and B (1) */
 #define UP_MS           20000   /* a restarted master reconnects within this (backoff <= 5 s) */
 #define FE_WAIT_MS      10000   /* wait= of fenced_lock's LOCK */
-#define FE_PROMPT_MS    5000    /* deadline for a reply once the LOCK's wait is over: a
-                                   loaded, sanitized machine's speed */
 #define CLUSTER_TIMEOUT_S 120   /* per cluster test (test 5 restarts masters 20 times) */
 
 /* arg: unused.  Every daemon sees every master up. */
@@ -211,7 +209,7 @@ fenced_lock(int fd, const char *name, int64_t noquorum_ms, const char *what)
 
     snprintf(line, sizeof(line), "LOCK %s fence wait=%d", name, FE_WAIT_MS);
     for (;;) {
-        got = h_cmd(fd, line, FE_WAIT_MS + FE_PROMPT_MS);
+        got = h_cmd(fd, line, FE_WAIT_MS + H_PROMPT_MS);
         if (got == NULL || strncmp(got, "ERR NOQUORUM ", 13) != 0 || h_now_ms() >= deadline) {
             break;
         }

@@ -55,10 +55,6 @@
 #define NMASTERS        5       /* masters per test */
 #define PREFIX          "kt:"   /* lock.key_prefix of every daemon */
 #define CMD_MS          2000    /* deadline for a reply that needs the masters */
-#define PROMPT_MS       5000    /* "at once": a hand-over, a wake-up, a freed permit;
-                                   no timer of the daemon's, so this covers only a
-                                   loaded, sanitized machine's speed (the locks' ttl=
-                                   is 20000, far above) */
 #define QUIET_MS        400     /* a waiter that must still be waiting: nothing for this long */
 #define EXIT_MS         10000   /* deadline for redlockctl to exit when it should */
 #define TEST_TIMEOUT_S  60      /* per test, unless CK_DEFAULT_TIMEOUT is set */
@@ -265,10 +261,10 @@ kt_cond_keys_gone(void *arg)
     return true;
 }
 
-/* Require that no key of name is left on any master (within PROMPT_MS). */
+/* Require that no key of name is left on any master (within H_PROMPT_MS). */
 #define KT_KEYS_GONE(name) do {                                                 \
         struct kt_keys_gone g_ = { (name), "" };                                \
-        ck_assert_msg(h_wait_until(kt_cond_keys_gone, &g_, PROMPT_MS),          \
+        ck_assert_msg(h_wait_until(kt_cond_keys_gone, &g_, H_PROMPT_MS),        \
                       "line %d: keys of '%s' left on the masters: %s", __LINE__, (name), g_.seen); \
     } while (0)
 
@@ -304,7 +300,7 @@ kt_cond_key_count(void *arg)
 /* Wait until exactly want masters have key (any type). */
 #define KT_WAIT_KEY(key, want_) do {                                            \
         struct kt_key_count k_ = { (key), (want_), 0 };                         \
-        ck_assert_msg(h_wait_until(kt_cond_key_count, &k_, PROMPT_MS),          \
+        ck_assert_msg(h_wait_until(kt_cond_key_count, &k_, H_PROMPT_MS),        \
                       "line %d: key '%s' is on %zu masters, expected %zu", __LINE__, (key), \
                       k_.seen, (size_t)(want_));                                \
     } while (0)
@@ -347,7 +343,7 @@ kt_cond_gate(void *arg)
 /* Wait until the gate of name is on a quorum of masters, each with shared holders. */
 #define KT_WAIT_GATE(name) do {                                                 \
         struct kt_gate_wait g_ = { (name), "" };                                \
-        ck_assert_msg(h_wait_until(kt_cond_gate, &g_, PROMPT_MS),               \
+        ck_assert_msg(h_wait_until(kt_cond_gate, &g_, H_PROMPT_MS),             \
                       "line %d: the gate of '%s' is not on a quorum of masters with shared " \
                       "holders (s: holders, g: gate): %s", __LINE__, (name), g_.seen); \
     } while (0)
@@ -443,7 +439,7 @@ START_TEST(counted_admits_limit)
     got = EXPECT_CMD(s[0], "UNLOCK sem");
     ck_assert_str_eq(got, "OK sem holds=0");
     free(got);
-    got = EXPECT_READ(s[3], PROMPT_MS, "the waiting LOCK after an UNLOCK");
+    got = EXPECT_READ(s[3], H_PROMPT_MS, "the waiting LOCK after an UNLOCK");
     EXPECT_IS(got, "OK", "sem");
     EXPECT_FIELD(got, "holds", "1");
     ck_assert_msg(KT_PERMIT(got, 3) == permit[0], "the waiter got '%s', not the freed permit %d",
@@ -454,16 +450,16 @@ START_TEST(counted_admits_limit)
 
     /* A closed connection frees its permit at once. */
     close(s[1]);
-    KT_WAIT_STATUS(s[2], "sem", "holders=2", PROMPT_MS);
+    KT_WAIT_STATUS(s[2], "sem", "holders=2", H_PROMPT_MS);
     late = expect_connect(0);
     t0 = h_now_ms();
     got = KT_GRANT(late, "TRYLOCK sem limit=3 ttl=20000", "sem");
     ck_assert_msg(KT_PERMIT(got, 3) == permit[1], "'%s': expected the closed session's permit %d",
                   got, permit[1]);
-    ck_assert_msg(h_now_ms() - t0 < PROMPT_MS, "the freed permit took %lld ms",
+    ck_assert_msg(h_now_ms() - t0 < H_PROMPT_MS, "the freed permit took %lld ms",
                   (long long)(h_now_ms() - t0));
     free(got);
-    KT_WAIT_STATUS(late, "sem", "holders=3", PROMPT_MS);
+    KT_WAIT_STATUS(late, "sem", "holders=3", H_PROMPT_MS);
 
     /* All let go: nothing of the name stays on the masters, the limit marker included. */
     EXPECT_REPLY(s[2], "UNLOCK sem", "OK sem holds=0");
@@ -531,11 +527,11 @@ START_TEST(counted_two_daemons)
     ck_assert_msg(h_quiet(b2, QUIET_MS), "a third holder of limit=2 was let in");
     t0 = h_now_ms();
     EXPECT_REPLY(a1, "UNLOCK c2", "OK c2 holds=0");
-    got = EXPECT_READ(b2, PROMPT_MS, "B's waiter after A's UNLOCK");
+    got = EXPECT_READ(b2, H_PROMPT_MS, "B's waiter after A's UNLOCK");
     EXPECT_IS(got, "OK", "c2");
     ck_assert_msg(KT_PERMIT(got, 2) == pa, "B's waiter got '%s', A released permit %d", got, pa);
     free(got);
-    ck_assert_msg(h_now_ms() - t0 < PROMPT_MS, "took %lld ms", (long long)(h_now_ms() - t0));
+    ck_assert_msg(h_now_ms() - t0 < H_PROMPT_MS, "took %lld ms", (long long)(h_now_ms() - t0));
 
     /* Both holders on B now; A's TRYLOCK is BUSY; A's waiter gets a closed session's permit. */
     got = EXPECT_CMD(a2, "TRYLOCK c2 limit=2");
@@ -546,12 +542,12 @@ START_TEST(counted_two_daemons)
     ck_assert_msg(h_quiet(a2, QUIET_MS), "a third holder of limit=2 was let in");
     t0 = h_now_ms();
     close(b1);
-    got = EXPECT_READ(a2, PROMPT_MS, "A's waiter after B's holder closed");
+    got = EXPECT_READ(a2, H_PROMPT_MS, "A's waiter after B's holder closed");
     EXPECT_IS(got, "OK", "c2");
     ck_assert_msg(KT_PERMIT(got, 2) == pb, "A's waiter got '%s', B's closed holder had %d", got,
                   pb);
     free(got);
-    ck_assert_msg(h_now_ms() - t0 < PROMPT_MS, "took %lld ms", (long long)(h_now_ms() - t0));
+    ck_assert_msg(h_now_ms() - t0 < H_PROMPT_MS, "took %lld ms", (long long)(h_now_ms() - t0));
     EXPECT_REPLY(a2, "UNLOCK c2", "OK c2 holds=0");
     EXPECT_REPLY(b2, "UNLOCK c2", "OK c2 holds=0");
     KT_KEYS_GONE("c2");
@@ -787,7 +783,7 @@ START_TEST(kind_errors_masters)
     EXPECT_REPLY(a2, "LOCK w shared", "ERR KIND w is waited for with limit=1");
     EXPECT_REPLY(a2, "TRYLOCK w limit=2", "ERR KIND w is waited for with limit=1");
     EXPECT_REPLY(b, "UNLOCK w", "OK w holds=0");
-    got = EXPECT_READ(a, PROMPT_MS, "A's waiter on w");
+    got = EXPECT_READ(a, H_PROMPT_MS, "A's waiter on w");
     EXPECT_IS(got, "OK", "w");
     KT_PERMIT(got, 1);
     free(got);
@@ -803,7 +799,7 @@ START_TEST(kind_errors_masters)
     EXPECT_IS(got, "BUSY", "x");
     free(got);
     EXPECT_REPLY(b2, "UNLOCK x", "OK x holds=0");
-    got = EXPECT_READ(a, PROMPT_MS, "A's waiter on x");
+    got = EXPECT_READ(a, H_PROMPT_MS, "A's waiter on x");
     EXPECT_IS(got, "OK", "x");
     free(got);
     EXPECT_REPLY(a, "UNLOCK x", "OK x holds=0");
@@ -889,7 +885,7 @@ START_TEST(shared_together)
     kt_key(gate, sizeof(gate), "rw", " gate");
     ck_assert_msg(kt_masters_with(gate) == 0, "a TRYLOCK closed the gate");
     EXPECT_REPLY(r1, "UNLOCK rw", "OK rw holds=0");
-    KT_WAIT_STATUS(w, "rw", "holders=1", PROMPT_MS);
+    KT_WAIT_STATUS(w, "rw", "holders=1", H_PROMPT_MS);
     got = EXPECT_CMD(w, "TRYLOCK rw");
     EXPECT_IS(got, "BUSY", "rw");
     free(got);
@@ -938,13 +934,13 @@ START_TEST(shared_fifo_one_daemon)
                   "ahead of it");
     ck_assert_msg(h_quiet(w, 0), "the exclusive LOCK was answered while shared was held");
     EXPECT_REPLY(r1, "UNLOCK rw", "OK rw holds=0");
-    got = EXPECT_READ(w, PROMPT_MS, "the exclusive waiter after the reader left");
+    got = EXPECT_READ(w, H_PROMPT_MS, "the exclusive waiter after the reader left");
     EXPECT_IS(got, "OK", "rw");
     EXPECT_NO_FIELD(got, "kind");
     free(got);
     ck_assert_msg(h_quiet(r2, QUIET_MS), "the shared LOCK was granted while exclusive was held");
     EXPECT_REPLY(w, "UNLOCK rw", "OK rw holds=0");
-    got = EXPECT_READ(r2, PROMPT_MS, "the shared waiter after the writer left");
+    got = EXPECT_READ(r2, H_PROMPT_MS, "the shared waiter after the writer left");
     EXPECT_IS(got, "OK", "rw");
     EXPECT_FIELD(got, "kind", "shared");
     free(got);
@@ -981,13 +977,13 @@ START_TEST(queue_order)
     ck_assert_int_eq(h_send(w2, "LOCK q limit=1 ttl=20000 wait=15000"), 0);
     kt_wait_stat(0, "waiters", 2);
     EXPECT_REPLY(h, "UNLOCK q", "OK q holds=0");
-    got = EXPECT_READ(w1, PROMPT_MS, "the first counted waiter");
+    got = EXPECT_READ(w1, H_PROMPT_MS, "the first counted waiter");
     EXPECT_IS(got, "OK", "q");
     ck_assert_int_eq(KT_PERMIT(got, 1), 0);
     free(got);
     ck_assert_msg(h_quiet(w2, QUIET_MS), "the second waiter got in with the first (limit=1)");
     EXPECT_REPLY(w1, "UNLOCK q", "OK q holds=0");
-    got = EXPECT_READ(w2, PROMPT_MS, "the second counted waiter");
+    got = EXPECT_READ(w2, H_PROMPT_MS, "the second counted waiter");
     EXPECT_IS(got, "OK", "q");
     free(got);
     EXPECT_REPLY(w2, "UNLOCK q", "OK q holds=0");
@@ -1000,11 +996,11 @@ START_TEST(queue_order)
     ck_assert_int_eq(h_send(r2, "LOCK qs shared ttl=20000 wait=15000"), 0);
     kt_wait_stat(0, "waiters", 2);
     EXPECT_REPLY(h, "UNLOCK qs", "OK qs holds=0");
-    got = EXPECT_READ(r1, PROMPT_MS, "the first shared waiter");
+    got = EXPECT_READ(r1, H_PROMPT_MS, "the first shared waiter");
     EXPECT_IS(got, "OK", "qs");
     EXPECT_FIELD(got, "kind", "shared");
     free(got);
-    got = EXPECT_READ(r2, PROMPT_MS, "the second shared waiter");
+    got = EXPECT_READ(r2, H_PROMPT_MS, "the second shared waiter");
     EXPECT_IS(got, "OK", "qs");
     EXPECT_FIELD(got, "kind", "shared");
     free(got);
@@ -1058,13 +1054,13 @@ START_TEST(shared_gate_two_daemons)
     kt_wait_stat(0, "waiters", 1);
     ck_assert_msg(h_quiet(r3, QUIET_MS), "a new reader got in while a writer waited");
     EXPECT_REPLY(r1, "UNLOCK g", "OK g holds=0");
-    got = EXPECT_READ(w, PROMPT_MS, "the writer on B after A's reader left");
+    got = EXPECT_READ(w, H_PROMPT_MS, "the writer on B after A's reader left");
     EXPECT_IS(got, "OK", "g");
     free(got);
     KT_WAIT_KEY(gate, 0);
     ck_assert_msg(h_quiet(r3, QUIET_MS), "a reader got in while the writer held g");
     EXPECT_REPLY(w, "UNLOCK g", "OK g holds=0");
-    got = EXPECT_READ(r3, PROMPT_MS, "A's waiting reader after B's writer left");
+    got = EXPECT_READ(r3, H_PROMPT_MS, "A's waiting reader after B's writer left");
     EXPECT_IS(got, "OK", "g");
     EXPECT_FIELD(got, "kind", "shared");
     free(got);
@@ -1081,7 +1077,7 @@ START_TEST(shared_gate_two_daemons)
     got = EXPECT_CMD(r2, "TRYLOCK g shared");
     EXPECT_IS(got, "BUSY", "g");
     free(got);
-    got = EXPECT_READ(w, 1500 + PROMPT_MS, "the writer's wait running out");
+    got = EXPECT_READ(w, 1500 + H_PROMPT_MS, "the writer's wait running out");
     ck_assert_str_eq(got, "TIMEOUT g");
     free(got);
     KT_WAIT_KEY(gate, 0);
@@ -1397,7 +1393,7 @@ START_TEST(fences)
     kv.key = key;
     kv.value = value;
     kv.want = NMASTERS;
-    ck_assert_msg(h_wait_until(kt_cond_value, &kv, PROMPT_MS), "%s = %s on %zu masters, "
+    ck_assert_msg(h_wait_until(kt_cond_value, &kv, H_PROMPT_MS), "%s = %s on %zu masters, "
                   "expected all", key, value, kv.seen);
 
     got = KT_GRANT(a, "LOCK fs shared fence", "fs");
@@ -1632,7 +1628,7 @@ START_TEST(stale_limit_marker)
     free(got);
     snprintf(line, sizeof(line), "UNLOCK st token=%s", tok);
     EXPECT_REPLY(a, line, "OK st");
-    KT_WAIT_STATUS(a, "st", "FREE st", 700 + PROMPT_MS);  /* the second lease's ttl */
+    KT_WAIT_STATUS(a, "st", "FREE st", 700 + H_PROMPT_MS);  /* the second lease's ttl */
     kt_key(key, sizeof(key), "st", "");
     got = EXPECT_CMD(a, "TRYLOCK st");
     ck_assert_msg(h_is_reply(got, "OK", "st"), "STATUS says FREE, but TRYLOCK st answered '%s' "
@@ -1698,13 +1694,13 @@ START_TEST(kinds_renewed_restored)
     ck_assert_int_eq(h_master_cmd(1, NULL, "FLUSHALL"), 0);
     k.key = permit_key;
     k.want = NMASTERS;
-    ck_assert_msg(h_wait_until(kt_cond_key_count, &k, 2 * PROMPT_MS), "%s is back on %zu masters",
+    ck_assert_msg(h_wait_until(kt_cond_key_count, &k, 2 * H_PROMPT_MS), "%s is back on %zu masters",
                   permit_key, k.seen);
     k.key = limit_key;
-    ck_assert_msg(h_wait_until(kt_cond_key_count, &k, 2 * PROMPT_MS), "%s is back on %zu masters",
+    ck_assert_msg(h_wait_until(kt_cond_key_count, &k, 2 * H_PROMPT_MS), "%s is back on %zu masters",
                   limit_key, k.seen);
     k.key = set_key;
-    ck_assert_msg(h_wait_until(kt_cond_key_count, &k, 2 * PROMPT_MS), "%s is back on %zu masters",
+    ck_assert_msg(h_wait_until(kt_cond_key_count, &k, 2 * H_PROMPT_MS), "%s is back on %zu masters",
                   set_key, k.seen);
     ck_assert_msg(kt_stat(0, "keys_restored") >= restored + 4, "keys_restored went from %lld "
                   "to %lld", restored, kt_stat(0, "keys_restored"));
@@ -2112,7 +2108,7 @@ START_TEST(stats_counters)
     ck_assert_int_eq(h_send(c, "LOCK c1 limit=2 wait=10000"), 0);
     kt_wait_stat(0, "waiters", 1);
     EXPECT_REPLY(b, "UNLOCK c1", "OK c1 holds=0");
-    got = EXPECT_READ(c, PROMPT_MS, "the waiter on c1");
+    got = EXPECT_READ(c, H_PROMPT_MS, "the waiter on c1");
     EXPECT_IS(got, "OK", "c1");
     free(got);
     kt_wait_stat(0, "counted_grants", 4);

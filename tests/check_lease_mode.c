@@ -42,10 +42,6 @@
 #define QUORUM          3       /* NMASTERS / 2 + 1 */
 #define CMD_MS          2000    /* deadline for a reply that needs the masters */
 #define LOCAL_MS        1000    /* deadline for a reply the daemon gives alone */
-#define LM_PROMPT_MS    5000    /* deadline for what the daemon does at once, with no
-                                   timer of its own (a release after UNLOCK or after a
-                                   NOTHELD, a request sent to a master): it covers only
-                                   a loaded, sanitized machine's speed */
 #define LM_SHORT_TTL_MS 600     /* ttl of lease_expired_not_extended's lease */
 #define TEST_TIMEOUT_S  30      /* per test, unless CK_DEFAULT_TIMEOUT is set */
 
@@ -139,7 +135,7 @@ START_TEST(lease_expired_not_extended)
                   got != NULL ? got : "(nothing)");
     free(got);
     /* The masters expire it at its ttl (asked for it, they expire it then). */
-    ck_assert_msg(h_wait_until(expect_cond_key_gone, &key, LM_SHORT_TTL_MS + LM_PROMPT_MS),
+    ck_assert_msg(h_wait_until(expect_cond_key_gone, &key, LM_SHORT_TTL_MS + H_PROMPT_MS),
                   "the lease did not expire");
     snprintf(line, sizeof(line), "EXTEND e token=%s ttl=5000", tok);
     EXPECT_REPLY(a, line, "NOTHELD e");
@@ -407,9 +403,9 @@ START_TEST(lease_abrupt_close)
             ck_assert_int_eq(h_signal_master(m, SIGSTOP), 0);
         }
         fd = lm_abrupt_send(mid.base, i);
-        ck_assert_msg(h_wait_until(lm_cond_grows, &g, LM_PROMPT_MS),
+        ck_assert_msg(h_wait_until(lm_cond_grows, &g, H_PROMPT_MS),
                       "client %d: the daemon sent master 3 nothing within %d ms", i,
-                      LM_PROMPT_MS);
+                      H_PROMPT_MS);
         lm_abrupt_close(fd, i);
         for (m = 0; m < 3; m++) {
             ck_assert_int_eq(h_signal_master(m, SIGCONT), 0);
@@ -426,7 +422,7 @@ END_TEST
  * "NOTHELD <name>", with masters 3 and 4 (which still hold T) stopped
  * during the EXTEND when slow is true: continued once NOTHELD came, so
  * that their extensions land after the round was decided.  Then within
- * LM_PROMPT_MS no master holds T at the key (the daemon releases it at
+ * H_PROMPT_MS no master holds T at the key (the daemon releases it at
  * once; the ttl, 600 s, would not).
  */
 static void
@@ -463,16 +459,16 @@ lm_extend_notheld(int fd, const char *name, bool slow)
     kv.key = key;
     kv.value = token;
     kv.want = 0;
-    ck_assert_msg(h_wait_until(expect_cond_holding, &kv, LM_PROMPT_MS),
+    ck_assert_msg(h_wait_until(expect_cond_holding, &kv, H_PROMPT_MS),
                   "%s: %d ms after EXTEND's NOTHELD, %zu masters still hold the token "
-                  "(PTTL on master 3: %lld, on master 4: %lld)", name, LM_PROMPT_MS,
+                  "(PTTL on master 3: %lld, on master 4: %lld)", name, H_PROMPT_MS,
                   h_masters_holding(key, token), h_master_pttl(3, key),
                   h_master_pttl(4, key));
 }
 
 /*
  * A lease on lz with token T; its key deleted on 3 of 5 masters;
- * "EXTEND lz token=T ttl=600000" answers "NOTHELD lz", and within LM_PROMPT_MS
+ * "EXTEND lz token=T ttl=600000" answers "NOTHELD lz", and within H_PROMPT_MS
  * no master holds T at the key.  The same for lz2, with the two
  * masters that hold T stopped (SIGSTOP) during the EXTEND and
  * continued once NOTHELD came, so that their extensions come after
@@ -618,8 +614,8 @@ START_TEST(lease_read_reset_delayed_ack)
         lm_read_ok_leave_pong("LOCK lrc limit=2 mode=lease ttl=9000 wait=0", token,
                               sizeof(token));
     }
-    ck_assert_msg(h_wait_until(lm_cond_connections_at_most, &base, LM_PROMPT_MS),
-                  "the daemon did not close the 14 sessions within %d ms", LM_PROMPT_MS);
+    ck_assert_msg(h_wait_until(lm_cond_connections_at_most, &base, H_PROMPT_MS),
+                  "the daemon did not close the 14 sessions within %d ms", H_PROMPT_MS);
     fd = expect_tcp();
     for (i = 0; i < 12; i++) {
         snprintf(name, sizeof(name), "lr%d", i);
@@ -719,7 +715,7 @@ START_TEST(lease_from_other_daemon)
 
     snprintf(line, sizeof(line), "UNLOCK l token=%s", token);
     EXPECT_REPLY(b, line, "OK l");
-    ck_assert_msg(h_wait_until(lm_cond_key_gone, &key, LM_PROMPT_MS),
+    ck_assert_msg(h_wait_until(lm_cond_key_gone, &key, H_PROMPT_MS),
                   "key %s still on %zu masters after UNLOCK with its token", key,
                   NMASTERS - h_masters_without(key));
 

@@ -45,10 +45,6 @@
 #define NMASTERS        5       /* masters per test */
 #define CMD_MS          2000    /* deadline for a reply that needs the masters */
 #define LOCAL_MS        1000    /* deadline for a reply the daemon gives alone */
-#define LI_PROMPT_MS    5000    /* deadline for what the daemon does at once, with no
-                                   timer of its own (a closed client's slot free again,
-                                   a reload done): it covers only a loaded, sanitized
-                                   machine's speed */
 #define TEST_TIMEOUT_S  30      /* per test, unless CK_DEFAULT_TIMEOUT is set */
 
 /* The daemon's resident memory in KiB, from /proc, or -1. */
@@ -160,7 +156,7 @@ START_TEST(slowloris)
         }
     }
     /* limits.idle_timeout_ms after the first byte, which was before the loop ended. */
-    got = h_read_line(a, o.idle_timeout_ms + LI_PROMPT_MS);
+    got = h_read_line(a, o.idle_timeout_ms + H_PROMPT_MS);
     ck_assert_msg(got != NULL && strncmp(got, "ERR TIMEOUT ", 12) == 0,
                   "a trickled line got '%s', expected 'ERR TIMEOUT ...'", got ? got : "(nothing)");
     free(got);
@@ -172,7 +168,7 @@ START_TEST(slowloris)
     ck_assert_msg(h_quiet(b, 1200), "the idle lock holder was sent something");
     EXPECT_PREFIX(b, "STATUS sl", "HELD sl ttl=");
     EXPECT_REPLY(b, "UNLOCK sl", "OK sl holds=0");
-    expect_wait_stat("clients_timed_out", 1, false, LI_PROMPT_MS);
+    expect_wait_stat("clients_timed_out", 1, false, H_PROMPT_MS);
     close(b);
 }
 END_TEST
@@ -216,9 +212,9 @@ START_TEST(non_reader_closed)
     }
     /* Closed once its output has not moved for limits.idle_timeout_ms. */
     ck_assert_msg(h_wait_until(expect_cond_key_gone_alive, &key,
-                               o.idle_timeout_ms + LI_PROMPT_MS),
+                               o.idle_timeout_ms + H_PROMPT_MS),
                   "the non-reader's lock was not released");
-    expect_wait_stat("clients_closed_output", 1, false, LI_PROMPT_MS);
+    expect_wait_stat("clients_closed_output", 1, false, H_PROMPT_MS);
     ck_assert_msg(expect_log_has("(limits.idle_timeout_ms): closing"),
                   "the log does not say why the client was closed");
     EXPECT_REPLY(b, "PING", "PONG");
@@ -269,7 +265,7 @@ START_TEST(max_clients)
     EXPECT_REPLY(fds[0], "PING still", "PONG still");
     close(fds[0]);
     /* The daemon sees the close a moment later: then a new client fits. */
-    ck_assert_msg(h_wait_until(li_cond_ping, NULL, LI_PROMPT_MS),
+    ck_assert_msg(h_wait_until(li_cond_ping, NULL, H_PROMPT_MS),
                   "no client was served after one of three left");
     close(fds[1]);
     close(fds[2]);
@@ -441,7 +437,7 @@ START_TEST(descriptor_budget_reload)
                       strerror(errno));
     }
     ck_assert_int_eq(h_signal_daemon(SIGHUP), 0);
-    ck_assert_msg(h_wait_log(from, "reload: done", LI_PROMPT_MS), "the reload did not finish");
+    ck_assert_msg(h_wait_log(from, "reload: done", H_PROMPT_MS), "the reload did not finish");
     expect_wait_stat_on(u, "client_slots", before + (long long)now - LI_BUDGET_LIMIT);
     if (now == LI_RELOAD_HARD) {
         ck_assert_msg(h_log_find(from, "descriptor limit raised from 100 to 300", NULL, 0),
@@ -534,9 +530,9 @@ START_TEST(out_of_descriptors_refuses)
     for (i = LI_FD_KEPT; i < LI_FD_HELD; i++) {
         close(fds[i]);
     }
-    ck_assert_msg(h_wait_until(li_cond_unix_ping, NULL, LI_PROMPT_MS),
+    ck_assert_msg(h_wait_until(li_cond_unix_ping, NULL, H_PROMPT_MS),
                   "no Unix client was served once clients left");
-    ck_assert_msg(h_wait_until(li_cond_ping, NULL, LI_PROMPT_MS),
+    ck_assert_msg(h_wait_until(li_cond_ping, NULL, H_PROMPT_MS),
                   "no TCP client was served once clients left");
     ck_assert_msg(h_log_find(0, "start: descriptor limit 128 leaves", NULL, 0),
                   "no warning at start that max_clients does not fit the descriptor limit");
@@ -775,7 +771,7 @@ START_TEST(tls_refused_without_plaintext)
                   got != NULL ? got : "");
     free(got);
     close(fd);
-    ck_assert_msg(h_wait_log(0, "TLS: closed without a reply", LI_PROMPT_MS),
+    ck_assert_msg(h_wait_log(0, "TLS: closed without a reply", H_PROMPT_MS),
                   "the refusal of a TLS client was not logged");
     close(t0);
     close(t1);
@@ -1127,7 +1123,7 @@ START_TEST(status_waits_its_turn)
     c = expect_tcp();
     ck_assert_int_eq(h_signal_master(0, SIGSTOP), 0);
     ck_assert_int_eq(h_send(a, "STATUS sa"), 0);
-    expect_wait_stat("reads_in_flight", 1, false, LI_PROMPT_MS);
+    expect_wait_stat("reads_in_flight", 1, false, H_PROMPT_MS);
     got = h_cmd(b, "STATUS sb", LI_READ_ROUND_MS);
     ck_assert_msg(got != NULL && strncmp(got, "ERR LIMIT ", 10) == 0
                   && strstr(got, "limits.read_wait_ms") != NULL, "b's STATUS: '%s'",
@@ -1135,7 +1131,7 @@ START_TEST(status_waits_its_turn)
     free(got);
     ck_assert_int_eq(expect_stat("reads_timed_out"), 1);
     ck_assert_int_eq(h_send(c, "STATUS sc"), 0);
-    expect_wait_stat("reads_waiting", 1, false, LI_PROMPT_MS);
+    expect_wait_stat("reads_waiting", 1, false, H_PROMPT_MS);
     ck_assert_int_eq(expect_stat("reads_in_flight"), 1);
     ck_assert_int_eq(h_signal_master(0, SIGCONT), 0);
     got = h_read_line(c, LI_READ_ROUND_MS);
@@ -1147,7 +1143,7 @@ START_TEST(status_waits_its_turn)
     got = h_read_line(a, LI_READ_ROUND_MS);
     ck_assert_msg(got != NULL, "a's STATUS got no answer");
     free(got);
-    expect_wait_stat("reads_in_flight", 0, false, LI_PROMPT_MS);
+    expect_wait_stat("reads_in_flight", 0, false, H_PROMPT_MS);
     close(a);
     close(b);
     close(c);
@@ -1174,11 +1170,11 @@ START_TEST(status_waiting_at_close)
     a = expect_tcp();
     ck_assert_int_eq(h_signal_master(0, SIGSTOP), 0);
     ck_assert_int_eq(h_send(a, "STATUS sa"), 0);
-    expect_wait_stat("reads_in_flight", 1, false, LI_PROMPT_MS);
+    expect_wait_stat("reads_in_flight", 1, false, H_PROMPT_MS);
     for (i = 0; i < 5; i++) {
         b = expect_tcp();
         ck_assert_int_eq(h_send(b, "STATUS sb"), 0);
-        expect_wait_stat("reads_waiting", i + 1, false, LI_PROMPT_MS);
+        expect_wait_stat("reads_waiting", i + 1, false, H_PROMPT_MS);
         close(b);
     }
     ck_assert_int_eq(expect_stat("reads_in_flight"), 1);
@@ -1238,9 +1234,9 @@ START_TEST(reads_budgeted)
                   LI_READS_PER_S);
     EXPECT_REPLY(fd, "PING", "PONG");   /* other verbs are not budgeted */
     /* The budget is a second's: refilled within one. */
-    ck_assert_msg(h_wait_until(li_cond_status_free, &fd, 1000 + LI_PROMPT_MS),
-                  "STATUS was still refused %d ms later", 1000 + LI_PROMPT_MS);
-    expect_wait_stat("reads_refused", 2, true, LI_PROMPT_MS);
+    ck_assert_msg(h_wait_until(li_cond_status_free, &fd, 1000 + H_PROMPT_MS),
+                  "STATUS was still refused %d ms later", 1000 + H_PROMPT_MS);
+    expect_wait_stat("reads_refused", 2, true, H_PROMPT_MS);
     close(fd);
 }
 END_TEST

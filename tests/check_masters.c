@@ -52,10 +52,6 @@
 #define NMASTERS        5       /* masters per test */
 #define CMD_MS          2000    /* deadline for a reply that needs the masters */
 #define LOCAL_MS        1000    /* deadline for a reply the daemon gives alone */
-#define MS_PROMPT_MS    5000    /* deadline for what the daemon does at once, with no
-                                   timer of its own (a release, a dropped link seen, a
-                                   LOST after a pause, a line after a reconnect): it
-                                   covers only a loaded, sanitized machine's speed */
 #define MS_RECONNECT_MS 7500    /* longest wait before the daemon connects to a master
                                    again: the backoff's cap, 5 s, +50% jitter
                                    (daemon/master.c) */
@@ -136,7 +132,7 @@ START_TEST(three_masters_down_noquorum)
 
     /* TRYLOCK (and wait=0) answers at once; a waiting LOCK retries (check_session). */
     /* One round: the dead masters fail at once, or by the round's deadline. */
-    got = h_cmd(b, "TRYLOCK z", H_NODE_TIMEOUT_MS + MS_PROMPT_MS);
+    got = h_cmd(b, "TRYLOCK z", H_NODE_TIMEOUT_MS + H_PROMPT_MS);
     ck_assert_msg(got != NULL && strncmp(got, "ERR NOQUORUM ", 13) == 0,
                   "TRYLOCK z with 3 of 5 masters down answered '%s', "
                   "expected 'ERR NOQUORUM ...'", got != NULL ? got : "(nothing)");
@@ -148,13 +144,13 @@ START_TEST(three_masters_down_noquorum)
     free(got);
 
     /* The next renewal (every ttl/3) fails within a round's deadline. */
-    left = MS_H_TTL_MS / 3 + H_NODE_TIMEOUT_MS + MS_PROMPT_MS - (h_now_ms() - t_kill);
+    left = MS_H_TTL_MS / 3 + H_NODE_TIMEOUT_MS + H_PROMPT_MS - (h_now_ms() - t_kill);
     got = h_read_line(a, left > 0 ? left : 0);
     ck_assert_msg(got != NULL && (strcmp(got, "! LOST h reason=quorum") == 0
                                   || strcmp(got, "! LOST h reason=renew") == 0),
                   "the holder of h got '%s' within %d ms of losing 3 masters, "
                   "expected '! LOST h reason=quorum|renew'", got != NULL ? got : "(nothing)",
-                  MS_H_TTL_MS / 3 + H_NODE_TIMEOUT_MS + MS_PROMPT_MS);
+                  MS_H_TTL_MS / 3 + H_NODE_TIMEOUT_MS + H_PROMPT_MS);
     free(got);
     close(a);
     close(b);
@@ -181,10 +177,10 @@ START_TEST(masters_recover)
     }
     /* The daemon connects again after its backoff, then a round. */
     ck_assert_msg(h_wait_until(cond_trylock_ok, &name,
-                               MS_RECONNECT_MS + H_NODE_TIMEOUT_MS + MS_PROMPT_MS),
+                               MS_RECONNECT_MS + H_NODE_TIMEOUT_MS + H_PROMPT_MS),
                   "no TRYLOCK q succeeded within %d ms of the masters' return",
-                  MS_RECONNECT_MS + H_NODE_TIMEOUT_MS + MS_PROMPT_MS);
-    ck_assert_msg(h_wait_stat("masters_up", NMASTERS, false, MS_RECONNECT_MS + MS_PROMPT_MS,
+                  MS_RECONNECT_MS + H_NODE_TIMEOUT_MS + H_PROMPT_MS);
+    ck_assert_msg(h_wait_stat("masters_up", NMASTERS, false, MS_RECONNECT_MS + H_PROMPT_MS,
                               &up),
                   "STATS masters_up is %lld, expected %d", up, NMASTERS);
 }
@@ -250,7 +246,7 @@ START_TEST(stalled_master)
     EXPECT_LOCK_OK(b, "LOCK st", "st", 1, valid);
     EXPECT_REPLY(b, "UNLOCK st", "OK st holds=0");
     ck_assert_int_eq(h_signal_master(0, SIGCONT), 0);
-    ck_assert_msg(h_wait_until(expect_cond_key_gone, &key, MS_PROMPT_MS),
+    ck_assert_msg(h_wait_until(expect_cond_key_gone, &key, H_PROMPT_MS),
                   "key st left on a master after the stalled one resumed");
     ck_assert_msg(h_holds_for(expect_cond_key_gone, &key, 300, 10),
                   "a late SET from the stalled master's queue came back");
@@ -280,7 +276,7 @@ START_TEST(lost_before_validity_end)
         ck_assert_int_eq(h_signal_master(i, SIGSTOP), 0);
     }
     /* Read until well past the validity: the assertion is t_lost below. */
-    got = h_read_line(a, 3000 + MS_PROMPT_MS);
+    got = h_read_line(a, 3000 + H_PROMPT_MS);
     t_lost = h_now_ms();
     for (i = 0; i < 3; i++) {
         h_signal_master(i, SIGCONT);
@@ -376,9 +372,9 @@ START_TEST(relock_restarted_masters)
     kv.want = NMASTERS;
     /* A reconnect after the backoff, then the next renewal (every ttl/3) puts it back. */
     ck_assert_msg(h_wait_until(expect_cond_holding, &kv,
-                               MS_RECONNECT_MS + 3000 / 3 + MS_PROMPT_MS),
+                               MS_RECONNECT_MS + 3000 / 3 + H_PROMPT_MS),
                   "%d ms after masters 0 and 1 restarted empty, %zu of 5 masters hold the "
-                  "lock's token", MS_RECONNECT_MS + 3000 / 3 + MS_PROMPT_MS,
+                  "lock's token", MS_RECONNECT_MS + 3000 / 3 + H_PROMPT_MS,
                   h_masters_holding(key, token));
     for (i = 0; i < NMASTERS; i++) {
         pttl = h_master_pttl(i, key);
@@ -411,7 +407,7 @@ ms_lose_quorum(void)
     for (i = 0; i < 3; i++) {
         ck_assert_int_eq(h_kill_master(i), 0);
     }
-    expect_wait_stat("masters_up", 2, false, MS_PROMPT_MS);   /* refused at once */
+    expect_wait_stat("masters_up", 2, false, H_PROMPT_MS);   /* refused at once */
 }
 
 /*
@@ -444,7 +440,7 @@ START_TEST(lock_waits_out_outage)
     }
     t_back = h_now_ms();
     /* A reconnect after the backoff, a retry delay and a round. */
-    got = h_read_line(a, MS_RECONNECT_MS + 100 + H_NODE_TIMEOUT_MS + MS_PROMPT_MS);
+    got = h_read_line(a, MS_RECONNECT_MS + 100 + H_NODE_TIMEOUT_MS + H_PROMPT_MS);
     ck_assert_msg(got != NULL && h_is_reply(got, "OK", "n"),
                   "LOCK n got '%s' after the masters' return (after %lld ms), "
                   "expected 'OK n ...'", got != NULL ? got : "(nothing)",
@@ -463,7 +459,7 @@ END_TEST
  * today: fails; the LOCK answers 'ERR NOQUORUM ...' after 2 ms.
  */
 #define MS_NQ_WAIT_MS   1500    /* wait= of noquorum_after_wait's LOCK */
-#define MS_NQ_LATEST_MS (MS_NQ_WAIT_MS + H_NODE_TIMEOUT_MS + MS_PROMPT_MS)
+#define MS_NQ_LATEST_MS (MS_NQ_WAIT_MS + H_NODE_TIMEOUT_MS + H_PROMPT_MS)
                                 /* its answer comes by then: the wait, the round under
                                    way, a loaded machine */
 
@@ -494,7 +490,7 @@ START_TEST(noquorum_after_wait)
     ck_assert_msg(named, "'%s' names none of the dead masters", got);
     free(got);
     t0 = h_now_ms();
-    got = h_cmd(a, "TRYLOCK m", H_NODE_TIMEOUT_MS + MS_PROMPT_MS);
+    got = h_cmd(a, "TRYLOCK m", H_NODE_TIMEOUT_MS + H_PROMPT_MS);
     ck_assert_msg(got != NULL && strncmp(got, "ERR NOQUORUM", 12) == 0,
                   "TRYLOCK m with 3 of 5 masters down answered '%s' (after %lld ms)",
                   got != NULL ? got : "(nothing)", (long long)(h_now_ms() - t0));
@@ -576,13 +572,13 @@ START_TEST(silent_master_dropped)
         EXPECT_PREFIX(a, line, "OK ");
     }
     /* Dropped once redis.down_after_ms passed without a reply. */
-    expect_wait_stat("master.0.up", 0, false, o.down_after_ms + MS_PROMPT_MS);
+    expect_wait_stat("master.0.up", 0, false, o.down_after_ms + H_PROMPT_MS);
     ck_assert_msg(expect_log_has("(redis.down_after_ms)"),
                   "the log does not say why the master was dropped");
     /* The others carry on: quorum 3 of the 4 left. */
     EXPECT_PREFIX(a, "TRYLOCK sm9 ttl=5000", "OK sm9 ");
     ck_assert_int_eq(h_signal_master(0, SIGCONT), 0);
-    expect_wait_stat("master.0.up", 1, false, MS_RECONNECT_MS + MS_PROMPT_MS);
+    expect_wait_stat("master.0.up", 1, false, MS_RECONNECT_MS + H_PROMPT_MS);
     close(a);
 }
 END_TEST
@@ -600,7 +596,7 @@ END_TEST
  * granted as soon as a quorum is connected again, not in 30 s, and its
  * token must hold a quorum.
  */
-#define MS_GHOST_GRANT_MS (MS_RECONNECT_MS + 100 + 1000 + MS_PROMPT_MS)
+#define MS_GHOST_GRANT_MS (MS_RECONNECT_MS + 100 + 1000 + H_PROMPT_MS)
                                 /* w's grant comes by then (retry delay 100 ms,
                                    node_timeout 1000 ms), 30 s before the record expires */
 
@@ -617,13 +613,13 @@ START_TEST(ghost_of_dropped_try_taken_over)
     for (i = 0; i < 3; i++) {
         ck_assert_int_eq(h_signal_master(i, SIGSTOP), 0);
     }
-    got = h_cmd(a, "TRYLOCK other", o.node_timeout_ms + MS_PROMPT_MS);
+    got = h_cmd(a, "TRYLOCK other", o.node_timeout_ms + H_PROMPT_MS);
     ck_assert_msg(got != NULL && strncmp(got, "ERR NOQUORUM ", 13) == 0,
                   "TRYLOCK with 3 of 5 masters stopped answered '%s'",
                   got != NULL ? got : "(nothing)");
     free(got);
     ck_assert_int_eq(h_send(w, "LOCK g wait=20000"), 0);
-    expect_wait_stat("masters_up", 2, false, o.down_after_ms + MS_PROMPT_MS);
+    expect_wait_stat("masters_up", 2, false, o.down_after_ms + H_PROMPT_MS);
     for (i = 0; i < 3; i++) {
         ck_assert_int_eq(h_signal_master(i, SIGCONT), 0);
     }
@@ -714,13 +710,13 @@ START_TEST(decided_round_withdrawn)
     EXPECT_REPLY(a, "UNLOCK wd", "OK wd holds=0");
     EXPECT_REPLY(a, "UNLOCK first", "OK first holds=0");
     ck_assert_int_eq(h_signal_master(1, SIGCONT), 0);
-    expect_wait_stat("queue_renew_depth", 0, false, MS_PROMPT_MS);
+    expect_wait_stat("queue_renew_depth", 0, false, H_PROMPT_MS);
     /* A read answered by every master follows everything written before it. */
     got = h_cmd(a, "STATUS wd", LOCAL_MS * 5);
     ck_assert_msg(got != NULL && strcmp(got, "FREE wd") == 0, "STATUS: '%s'",
                   got != NULL ? got : "(none)");
     free(got);
-    ck_assert_msg(h_wait_until(expect_cond_key_gone_alive, &w, MS_PROMPT_MS),
+    ck_assert_msg(h_wait_until(expect_cond_key_gone_alive, &w, H_PROMPT_MS),
                   "a master holds wd after its UNLOCK");
     ck_assert_int_eq(h_masters_holding("wd", NULL), 0);
     ck_assert_int_eq(expect_stat("master.1.reconnects"), 0);
@@ -747,7 +743,7 @@ START_TEST(silence_drops_master)
         EXPECT_PREFIX(a, line, "OK ");
     }
     /* Dropped once redis.down_after_ms passed without a reply. */
-    expect_wait_stat("master.1.up", 0, false, o.down_after_ms + MS_PROMPT_MS);
+    expect_wait_stat("master.1.up", 0, false, o.down_after_ms + H_PROMPT_MS);
     ck_assert_msg(expect_log_has("(redis.down_after_ms)"),
                   "the log does not say why the master was dropped");
     ck_assert_int_eq(h_signal_master(1, SIGCONT), 0);
@@ -776,14 +772,14 @@ START_TEST(burst_not_dropped)
         EXPECT_PREFIX(a, line, "OK b");
     }
     close(a);
-    ck_assert_msg(h_wait_until(expect_cond_key_gone_alive, &key, MS_PROMPT_MS),
+    ck_assert_msg(h_wait_until(expect_cond_key_gone_alive, &key, H_PROMPT_MS),
                   "b39 was not released");
     for (i = 0, left = 0; i < 40; i++) {
         snprintf(line, sizeof(line), "b%zu", i);
         left += h_masters_holding(line, NULL);
     }
     ck_assert_msg(left == 0, "%zu keys of the closed session left on the masters", left);
-    expect_wait_stat("masters_up", NMASTERS, false, MS_PROMPT_MS);
+    expect_wait_stat("masters_up", NMASTERS, false, H_PROMPT_MS);
     for (i = 0; i < NMASTERS; i++) {
         snprintf(line, sizeof(line), "master.%zu.reconnects", i);
         ck_assert_int_eq(h_stat_once(line, &reconnects), 0);
@@ -1070,16 +1066,16 @@ START_TEST(partial_write_to_stopped_master)
     ck_assert_msg(v == 1, "master 0 is down after the test");
     ck_assert_int_eq(h_stat_once("master.0.reconnects", &v), 0);
     ck_assert_msg(v == 0, "master 0 was dropped and reconnected %lld times", v);
-    expect_wait_stat("masters_up", NMASTERS, false, MS_PROMPT_MS);
+    expect_wait_stat("masters_up", NMASTERS, false, H_PROMPT_MS);
     a = expect_tcp();
     EXPECT_PREFIX(a, "LOCK pw-fresh ttl=60000", "OK pw-fresh ");
-    ck_assert_msg(h_wait_until(ms_cond_key_everywhere, &key, MS_PROMPT_MS),
+    ck_assert_msg(h_wait_until(ms_cond_key_everywhere, &key, H_PROMPT_MS),
                   "pw-fresh is on %zu masters, expected all %d", h_masters_holding(key, NULL),
                   NMASTERS);
     v = h_master_pttl(0, key);
     ck_assert_msg(v > 50000, "pw-fresh has pttl %lld on master 0", v);
     EXPECT_REPLY(a, "UNLOCK pw-fresh", "OK pw-fresh holds=0");
-    ck_assert_msg(h_wait_until(expect_cond_key_gone_alive, &key, MS_PROMPT_MS),
+    ck_assert_msg(h_wait_until(expect_cond_key_gone_alive, &key, H_PROMPT_MS),
                   "pw-fresh stayed on a master after UNLOCK");
     close(a);
     for (i = 0; i < MS_PW_CONNS; i++) {
@@ -1134,7 +1130,7 @@ START_TEST(lost_keeps_keys_until_expiry)
         ck_assert_int_eq(h_kill_master(i), 0);
     }
     /* Read until well past the validity: the assertion is t_lost below. */
-    got = h_read_line(a, 3000 + MS_PROMPT_MS);
+    got = h_read_line(a, 3000 + H_PROMPT_MS);
     t_lost = h_now_ms();
     t_send_valid = t_send + valid;
     ck_assert_msg(got != NULL && strncmp(got, "! LOST lk reason=", 17) == 0,
@@ -1158,8 +1154,8 @@ START_TEST(lost_keeps_keys_until_expiry)
                   h_master_pttl(3, key), h_master_pttl(4, key));
     /* The masters expire them at the validity's end (shrunk: asserted above). */
     ck_assert_msg(h_wait_until(expect_cond_key_gone_alive, &key,
-                               t_send + valid + MS_PROMPT_MS - h_now_ms()),
-                  "lk was still on a master %d ms after its validity ended", MS_PROMPT_MS);
+                               t_send + valid + H_PROMPT_MS - h_now_ms()),
+                  "lk was still on a master %d ms after its validity ended", H_PROMPT_MS);
     close(a);
 }
 END_TEST
@@ -1203,13 +1199,13 @@ START_TEST(paused_daemon_lost_first)
     /* The fault itself: stopped for longer than pz's validity. */
     h_sleep_ms(valid + 500);
     ck_assert_int_eq(h_signal_daemon(SIGCONT), 0);
-    got = h_read_line(a, MS_PROMPT_MS);
+    got = h_read_line(a, H_PROMPT_MS);
     ck_assert_msg(got != NULL && strncmp(got, "! LOST pz reason=", 17) == 0,
                   "first line after the pause: expected '! LOST pz ...', got '%s'",
                   got ? got : "(nothing)");
     free(got);
     for (i = 0; i < 2; i++) {
-        got = h_read_line(a, MS_PROMPT_MS);
+        got = h_read_line(a, H_PROMPT_MS);
         ck_assert_msg(got != NULL, "after the LOST: nothing more");
         seen_ok += strncmp(got, "OK py ", 6) == 0;
         seen_pong += strcmp(got, "PONG after-pause") == 0;
@@ -1324,7 +1320,7 @@ START_TEST(duplicate_counts_once)
 
     /* B runs again: two servers of three answer, a quorum. */
     ck_assert_int_eq(h_signal_master(1, SIGCONT), 0);
-    ck_assert_msg(h_wait_stat("masters_up", 3, false, MS_RECONNECT_MS + MS_PROMPT_MS, NULL),
+    ck_assert_msg(h_wait_stat("masters_up", 3, false, MS_RECONNECT_MS + H_PROMPT_MS, NULL),
                   "B did not come back");
     /*
      * The duplicate is not asked: asked too, A would run each script
@@ -1390,11 +1386,11 @@ START_TEST(evicting_policy_warned)
     ck_assert_int_eq(h_master_cmd(1, NULL, "CLIENT KILL TYPE normal"), 0);
     ms_wait_text = text;
     want = 2;
-    ck_assert_msg(h_wait_until(ms_cond_log_count, &want, MS_RECONNECT_MS + MS_PROMPT_MS),
+    ck_assert_msg(h_wait_until(ms_cond_log_count, &want, MS_RECONNECT_MS + H_PROMPT_MS),
                   "the reconnect did not warn again");
     ck_assert_int_eq(h_master_cmd(1, NULL, "CONFIG SET maxmemory-policy noeviction"), 0);
     ck_assert_int_eq(h_master_cmd(1, NULL, "CLIENT KILL TYPE normal"), 0);
-    ck_assert_msg(h_wait_stat("masters_evicting", 0, false, MS_RECONNECT_MS + MS_PROMPT_MS,
+    ck_assert_msg(h_wait_stat("masters_evicting", 0, false, MS_RECONNECT_MS + H_PROMPT_MS,
                               NULL),
                   "a reconnect after the fix still counts master 1 as evicting");
     ck_assert_int_eq(expect_log_count(text), 2);
@@ -1454,9 +1450,9 @@ START_TEST(readme_acl_covers_every_kind)
         char stat[48];
 
         snprintf(stat, sizeof(stat), "master.%zu.layout_counted", i);
-        expect_wait_stat(stat, 1, false, 2 * MS_BEAT_MS + MS_PROMPT_MS);
+        expect_wait_stat(stat, 1, false, 2 * MS_BEAT_MS + H_PROMPT_MS);
         snprintf(stat, sizeof(stat), "master.%zu.subscriber_up", i);
-        expect_wait_stat(stat, 1, false, MS_PROMPT_MS);
+        expect_wait_stat(stat, 1, false, H_PROMPT_MS);
     }
     EXPECT_PREFIX(a, "LOCK x fence", "OK x validity=");
     EXPECT_PREFIX(a, "STATUS x", "HELD x ");
@@ -1471,7 +1467,7 @@ START_TEST(readme_acl_covers_every_kind)
     ck_assert_int_eq(h_send(b, "LOCK c limit=1 wait=30000"), 0);
     ck_assert(h_quiet(b, 300));
     EXPECT_REPLY(a, "UNLOCK c", "OK c holds=0");
-    got = h_read_line(b, MS_PROMPT_MS);
+    got = h_read_line(b, H_PROMPT_MS);
     ck_assert_msg(got != NULL && strncmp(got, "OK c validity=", 14) == 0,
                   "the waiter got '%s'", got != NULL ? got : "(nothing)");
     free(got);

@@ -44,9 +44,6 @@
 #define TEST_TIMEOUT_S  40
 #define WATCHDOG_USEC   "400000"
 #define OPS_WATCHDOG_MS 400     /* WATCHDOG_USEC: the service manager's limit between pings */
-#define OPS_PROMPT_MS   5000    /* deadline for what the daemon does at once, with no
-                                   timer of its own (a STATUS= once the masters are up):
-                                   it covers only a loaded, sanitized machine's speed */
 #define NOTIFY_MAX      512     /* datagrams kept per test */
 #define NOTIFY_SIZE     1024    /* longest datagram kept */
 
@@ -405,7 +402,7 @@ START_TEST(reload_refuses_restart_keys)
                   "the refusal does not say that nothing was reloaded");
     ck_assert_msg(!h_log_find(mark, "reload: done", NULL, 0), "the reload was applied");
     EXPECT_PREFIX(a, "LOCK b", "ERR LIMIT ");
-    ck_assert_msg(h_wait_stat("masters_up", NMASTERS, false, OPS_PROMPT_MS, &up),
+    ck_assert_msg(h_wait_stat("masters_up", NMASTERS, false, H_PROMPT_MS, &up),
                   "masters_up is %lld after the refused reload", up);
     ck_assert_uint_eq(h_masters_holding("a", NULL), NMASTERS);
 
@@ -601,7 +598,7 @@ START_TEST(sd_notify_status_quarantine)
     }
     ops_up(NULL);
     ops_start_notified(&o);
-    if (!h_wait_until(ops_cond_status, (void *)want, OPS_PROMPT_MS)) {
+    if (!h_wait_until(ops_cond_status, (void *)want, H_PROMPT_MS)) {
         ops_notify_dump();
         ck_abort_msg("no '%s...' among the messages", want);
     }
@@ -660,7 +657,7 @@ START_TEST(sd_notify_status_aof_always)
     ops_readme_status(want, sizeof(want));
     ck_assert_msg(h_start_masters_aof(NMASTERS) == 0, "the masters did not start");
     ops_start_notified(&o);
-    if (!h_wait_until(ops_cond_status, want, OPS_PROMPT_MS)) {
+    if (!h_wait_until(ops_cond_status, want, H_PROMPT_MS)) {
         ops_notify_dump();
         ck_abort_msg("no '%s...' among the messages (AOF-always masters quarantined?)", want);
     }
@@ -700,7 +697,7 @@ START_TEST(sd_notify_protocol)
     memset(&w, 0, sizeof(w));
     w.first = "READY=1";
     w.count = 1;
-    if (!h_wait_until(ops_cond_notify, &w, OPS_PROMPT_MS)) {
+    if (!h_wait_until(ops_cond_notify, &w, H_PROMPT_MS)) {
         ops_notify_dump();
         ck_abort_msg("no READY=1 from the daemon");
     }
@@ -741,7 +738,7 @@ START_TEST(sd_notify_protocol)
     w.first = "RELOADING=1";
     w.then = "READY=1";
     (void)OPS_RELOAD("reload: done");
-    if (!h_wait_until(ops_cond_notify, &w, OPS_PROMPT_MS)) {
+    if (!h_wait_until(ops_cond_notify, &w, H_PROMPT_MS)) {
         ops_notify_dump();
         ck_abort_msg("no RELOADING=1 followed by READY=1 after SIGHUP");
     }
@@ -753,7 +750,7 @@ START_TEST(sd_notify_protocol)
     w.first = "STOPPING=1";
     w.count = 1;
     ck_assert_int_eq(h_signal_daemon(SIGTERM), 0);
-    if (!h_wait_until(ops_cond_notify, &w, OPS_PROMPT_MS)) {
+    if (!h_wait_until(ops_cond_notify, &w, H_PROMPT_MS)) {
         ops_notify_dump();
         ck_abort_msg("no STOPPING=1 after SIGTERM");
     }
@@ -1386,12 +1383,12 @@ START_TEST(log_names_peers)
     EXPECT_REPLY(u, "PING", "PONG");
     snprintf(want, sizeof(want), "(unix uid=%u pid=%d): connected", (unsigned)getuid(),
              (int)getpid());
-    ck_assert_msg(h_wait_log(0, want, OPS_PROMPT_MS), "no log line with '%s'", want);
+    ck_assert_msg(h_wait_log(0, want, H_PROMPT_MS), "no log line with '%s'", want);
     close(u);
     t = expect_tcp();
     ck_assert_int_eq(h_send_raw(t, "LOCK \x1b[31mred\n", 15), 0);
     EXPECT_PREFIX(t, "PING", "ERR PROTO ");     /* the LOCK's answer comes first */
-    ck_assert_msg(h_wait_log(0, "(127.0.0.1:", OPS_PROMPT_MS), "no TCP peer in the log");
+    ck_assert_msg(h_wait_log(0, "(127.0.0.1:", H_PROMPT_MS), "no TCP peer in the log");
     ck_assert_msg(h_wait_log(0, "ERR PROTO LOCK: lock name has byte 0x1b at offset 0",
                              LOCAL_MS), "the refused line was not logged");
     ck_assert_msg(!h_log_find(0, "\x1b", NULL, 0), "a client's raw escape byte reached the log");

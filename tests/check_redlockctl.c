@@ -63,11 +63,6 @@
 #define CMD_MS          2000    /* deadline for a reply that needs the masters */
 #define EXIT_MS         10000   /* deadline for redlockctl to exit when it should */
 #define FILE_MS         5000    /* deadline for a command to leave a file */
-#define CT_PROMPT_MS    5000    /* deadline for what is done at once, with no timer of
-                                   its own (a waiter seen after redlockctl starts, a
-                                   process dead after SIGKILL or a signal, a name free
-                                   after its holder's connection closed): it covers
-                                   only a loaded, sanitized machine's speed */
 #define TEST_TIMEOUT_S  60
 #define CT_KIDS_MAX     64      /* redlockctl processes per test */
 #define CT_GROUPS_MAX   64      /* process groups the reaper kills */
@@ -846,7 +841,7 @@ START_TEST(conflict_exit_codes)
     t0 = h_now_ms();
     ck_assert_int_eq(CT_RUN("n", "-H", ct_addr, "-n", "cf", "-c", cmd), 1);
     took = h_now_ms() - t0;
-    ck_assert_msg(took < CT_PROMPT_MS, "-n took %lld ms", (long long)took);
+    ck_assert_msg(took < H_PROMPT_MS, "-n took %lld ms", (long long)took);
     out = ct_out("n");
     ck_assert_msg(out[0] == '\0', "-n printed '%s' (a conflict is silent)", out);
     free(out);
@@ -858,13 +853,13 @@ START_TEST(conflict_exit_codes)
     t0 = h_now_ms();
     ck_assert_int_eq(CT_RUN("w", "-H", ct_addr, "-w", "0.5", "-E", "9", "cf", "-c", cmd), 9);
     took = h_now_ms() - t0;
-    ck_assert_msg(took >= 500 && took < 500 + CT_PROMPT_MS, "-w 0.5 took %lld ms",
+    ck_assert_msg(took >= 500 && took < 500 + H_PROMPT_MS, "-w 0.5 took %lld ms",
                   (long long)took);
     ck_assert_msg(!ct_exists(marker), "the command ran without the lock");
 
     /* A waiter gets the name when it is released. */
     pid = CT_SPAWN("waiter", "-H", ct_addr, "-w", "20", "cf", "-c", cmd);
-    ct_wait_stat("waiters", 1, CT_PROMPT_MS);
+    ct_wait_stat("waiters", 1, H_PROMPT_MS);
     EXPECT_REPLY(a, "UNLOCK cf", "OK cf holds=0");
     ck_assert_int_eq(ct_wait(pid, EXIT_MS), 0);
     ck_assert_msg(ct_exists(marker), "the waiter did not run its command");
@@ -977,7 +972,7 @@ START_TEST(lost_kills_group_after_grace)
     ck_assert_int_eq(h_kill_master(1), 0);
     ck_assert_int_eq(h_kill_master(2), 0);
     /* The next renewal (every ttl/3, -t 1500) fails within a round's deadline. */
-    ck_assert_msg(h_wait_until(ct_cond_out, &lost, 1500 / 3 + H_NODE_TIMEOUT_MS + CT_PROMPT_MS),
+    ck_assert_msg(h_wait_until(ct_cond_out, &lost, 1500 / 3 + H_NODE_TIMEOUT_MS + H_PROMPT_MS),
                   "no 'lost' message");
     t_lost = h_now_ms();
     ck_assert_msg(h_holds_for(ct_cond_alive, &child, 700, 50),
@@ -987,9 +982,9 @@ START_TEST(lost_kills_group_after_grace)
     ck_assert_msg(h_now_ms() - t_lost >= 1300, "exit 75 only %lld ms after the loss",
                   (long long)(h_now_ms() - t_lost));
     ct_assert_out_has("run", "SIGKILL");
-    ck_assert_msg(h_wait_until(ct_cond_dead, &child, CT_PROMPT_MS),
+    ck_assert_msg(h_wait_until(ct_cond_dead, &child, H_PROMPT_MS),
                   "the command survived SIGKILL");
-    ck_assert_msg(h_wait_until(ct_cond_dead, &grandchild, CT_PROMPT_MS),
+    ck_assert_msg(h_wait_until(ct_cond_dead, &grandchild, H_PROMPT_MS),
                   "the command's child survived: the group was not killed");
 }
 END_TEST
@@ -1010,7 +1005,7 @@ START_TEST(daemon_gone)
     child = ct_wait_pid_file(pidf);
     ct_track_group(child);
     ck_assert_int_eq(h_signal_daemon(SIGKILL), 0);
-    ck_assert_int_eq(h_wait_daemon(CT_PROMPT_MS), 128 + SIGKILL);
+    ck_assert_int_eq(h_wait_daemon(H_PROMPT_MS), 128 + SIGKILL);
     ck_assert_int_eq(ct_wait(pid, EXIT_MS), 75);
     ct_assert_out_has("killed", "the connection to redlockd at");
     ck_assert_msg(!ct_alive(child), "the command still runs");
@@ -1104,13 +1099,13 @@ START_TEST(signal_while_waiting)
     for (i = 0; i < sizeof(ct_sigs) / sizeof(ct_sigs[0]); i++) {
         snprintf(tag, sizeof(tag), "w%zu", i);
         pid = CT_SPAWN(tag, "-H", ct_addr, "sw", "-c", cmd);
-        ct_wait_stat("waiters", 1, CT_PROMPT_MS);
+        ct_wait_stat("waiters", 1, H_PROMPT_MS);
         t0 = h_now_ms();
         ck_assert_int_eq(kill(pid, ct_sigs[i].sig), 0);
-        ck_assert_int_eq(ct_wait(pid, CT_PROMPT_MS), 128 + ct_sigs[i].sig);
-        ck_assert_msg(h_now_ms() - t0 < CT_PROMPT_MS, "SIG%s took %lld ms", ct_sigs[i].name,
+        ck_assert_int_eq(ct_wait(pid, H_PROMPT_MS), 128 + ct_sigs[i].sig);
+        ck_assert_msg(h_now_ms() - t0 < H_PROMPT_MS, "SIG%s took %lld ms", ct_sigs[i].name,
                       (long long)(h_now_ms() - t0));
-        ct_wait_stat("waiters", 0, CT_PROMPT_MS);
+        ct_wait_stat("waiters", 0, H_PROMPT_MS);
         out = ct_out(tag);
         ck_assert_msg(out[0] == '\0', "printed '%s'", out);
         free(out);
@@ -1143,11 +1138,11 @@ START_TEST(killed_redlockctl_kills_command)
     ct_track_group(child);
     ck_assert_int_eq(kill(pid, SIGKILL), 0);
     ck_assert_int_eq(ct_wait(pid, EXIT_MS), 128 + SIGKILL);
-    ck_assert_msg(h_wait_until(ct_cond_dead, &child, CT_PROMPT_MS),
+    ck_assert_msg(h_wait_until(ct_cond_dead, &child, H_PROMPT_MS),
                   "the command outlived redlockctl");
     t.fd = expect_tcp();
     t.name = "kr";
-    ck_assert_msg(h_wait_until(ct_cond_trylock, &t, CT_PROMPT_MS), "kr stayed held");
+    ck_assert_msg(h_wait_until(ct_cond_trylock, &t, H_PROMPT_MS), "kr stayed held");
     close(t.fd);
 }
 END_TEST
@@ -1568,7 +1563,7 @@ START_TEST(list_holds)
     ct_hold("a", "ls-a", "alpha-job", &ctl_a);
     ct_hold("b", "ls-b", NULL, &ctl_b);
     waiter = CT_SPAWN("w", "-H", ct_addr, "--label", "queued", "ls-a", "true");
-    ct_wait_stat("waiters", 1, CT_PROMPT_MS);
+    ct_wait_stat("waiters", 1, H_PROMPT_MS);
     a = expect_tcp();
     EXPECT_PREFIX(a, "LOCK other label=by-hand", "OK other ");
 
@@ -1709,7 +1704,7 @@ START_TEST(break_holder)
     free(out);
     ck_assert_int_eq(ct_wait(ctl, EXIT_MS), 75);
     ct_assert_out_has("holder", "reason=broken");
-    ck_assert_msg(h_wait_until(ct_cond_dead, &child, CT_PROMPT_MS),
+    ck_assert_msg(h_wait_until(ct_cond_dead, &child, H_PROMPT_MS),
                   "the command outlived its lock");
     t.fd = expect_tcp();
     t.name = "bk";

@@ -35,11 +35,7 @@
 
 #define NMASTERS        5
 #define CMD_MS          3000    /* deadline for a reply that needs the masters */
-#define RG_PROMPT_MS    5000    /* deadline for what the daemon does at once, with no
-                                   timer of its own (a release, a log line once a stat
-                                   moved): it covers only a loaded, sanitized machine's
-                                   speed */
-#define RG_READ_MS      (2 * LAYOUT_BEAT_MS + RG_PROMPT_MS)
+#define RG_READ_MS      (2 * LAYOUT_BEAT_MS + H_PROMPT_MS)
                                 /* deadline for a change in a registry to be seen, or
                                    made: the daemon reads and writes it every
                                    LAYOUT_BEAT_MS, and a beat may be under way */
@@ -179,7 +175,7 @@ rg_log_count(size_t i, const char *text)
 static void
 rg_wait_cleaned(const char *key)
 {
-    int64_t end = h_now_ms() + RG_PROMPT_MS;       /* released at once */
+    int64_t end = h_now_ms() + H_PROMPT_MS;       /* released at once */
 
     while (h_masters_without(key) != NMASTERS && h_now_ms() < end) {
         h_sleep_ms(20);
@@ -291,17 +287,17 @@ START_TEST(newer_layout_refuses)
     ck_assert_int_eq(expect_stat("master.2.layout_highest"), REDLOCKD_LAYOUT + 1);
     ck_assert_int_eq(expect_stat("master.3.layout_counted"), 1);
     ck_assert_msg(h_wait_log(at, "not counted: its layout registry shows daemon " NEWER_ID,
-                             RG_PROMPT_MS), "the log does not say why");
+                             H_PROMPT_MS), "the log does not say why");
 
     /* Refused at every read, warned once (the reason's numbers change each read). */
-    expect_wait_stat("master.2.layout_refusals", 4, true, 4 * LAYOUT_BEAT_MS + RG_PROMPT_MS);
+    expect_wait_stat("master.2.layout_refusals", 4, true, 4 * LAYOUT_BEAT_MS + H_PROMPT_MS);
     ck_assert_int_eq(rg_log_count(2, "not counted: its layout registry"), 1);
 
     rg_delete(0, 3, NEWER_ID);
     expect_wait_stat("master.0.layout_counted", 1, false, RG_READ_MS);
     expect_wait_stat("master.2.layout_counted", 1, false, RG_READ_MS);
     EXPECT_PREFIX(a, "TRYLOCK three", "OK three ");
-    ck_assert_msg(h_wait_log(at, "counted again", RG_PROMPT_MS),
+    ck_assert_msg(h_wait_log(at, "counted again", H_PROMPT_MS),
                   "the log does not say it is over");
     close(a);
 }

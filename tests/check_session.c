@@ -42,15 +42,9 @@
 #define DEFAULT_TTL     30000   /* lock.default_ttl_ms left at its default */
 #define CMD_MS          2000    /* deadline for a reply that needs the masters */
 #define LOCAL_MS        1000    /* deadline for a reply the daemon gives alone */
-#define SE_PROMPT_MS    5000    /* deadline for what the daemon does at once, with no
-                                   timer of its own (a key written to or released from
-                                   every master after OK, UNLOCK or a close, a LOST at
-                                   SIGTERM, a TIMEOUT at end of input): it covers only a
-                                   loaded, sanitized machine's speed, and far below the
-                                   default ttl (30 s) that would free a key anyway */
 #define SE_RETRY_MS     100     /* expect_opts' lock.retry_delay_ms: a blocked LOCK retries
                                    after 0 .. this */
-#define SE_HANDOVER_MS  (H_NODE_TIMEOUT_MS + SE_RETRY_MS + SE_PROMPT_MS)
+#define SE_HANDOVER_MS  (H_NODE_TIMEOUT_MS + SE_RETRY_MS + H_PROMPT_MS)
                                 /* deadline for a waiter's grant once the name is free:
                                    one retry delay and one round, on a loaded machine */
 #define SE_DRAIN_MS     2000    /* the daemon waits at most this for its releases at
@@ -240,9 +234,9 @@ START_TEST(key_on_masters)
     a = expect_tcp();
     EXPECT_LOCK_OK(a, "LOCK demo", "demo", 1, valid);
     ck_assert_msg(valid > 0 && valid <= DEFAULT_TTL, "validity=%lld", valid);
-    ck_assert_msg(h_wait_until(cond_key_on_all, &key, SE_PROMPT_MS),
+    ck_assert_msg(h_wait_until(cond_key_on_all, &key, H_PROMPT_MS),
                   "key 'demo' on %zu masters only, %d ms after OK",
-                  h_masters_holding("demo", NULL), SE_PROMPT_MS);
+                  h_masters_holding("demo", NULL), H_PROMPT_MS);
 
     token = h_master_get(0, "demo");
     ck_assert_msg(token != NULL, "no key 'demo' on master 0 after LOCK");
@@ -256,7 +250,7 @@ START_TEST(key_on_masters)
     }
 
     EXPECT_REPLY(a, "UNLOCK demo", "OK demo holds=0");
-    ck_assert_msg(h_wait_until(expect_cond_key_gone, &key, SE_PROMPT_MS),
+    ck_assert_msg(h_wait_until(expect_cond_key_gone, &key, H_PROMPT_MS),
                   "key 'demo' still on %zu masters after UNLOCK",
                   NMASTERS - h_masters_without("demo"));
     free(token);
@@ -333,7 +327,7 @@ START_TEST(lock_timeout)
 
     t0 = h_now_ms();
     /* The wait= timer, then a reply the daemon gives at once. */
-    got = h_cmd(b, "LOCK x wait=300", SE_WAIT_MS + SE_PROMPT_MS);
+    got = h_cmd(b, "LOCK x wait=300", SE_WAIT_MS + H_PROMPT_MS);
     elapsed = h_now_ms() - t0;
     ck_assert_msg(got != NULL && strcmp(got, "TIMEOUT x") == 0,
                   "LOCK x wait=300 answered '%s' after %lld ms, expected 'TIMEOUT x'",
@@ -355,15 +349,15 @@ START_TEST(close_frees_keys)
     expect_up(NMASTERS, &expect_opts);
     a = expect_tcp();
     EXPECT_LOCK_OK(a, "LOCK x", "x", 1, valid);
-    ck_assert_msg(h_wait_until(cond_key_on_all, &key, SE_PROMPT_MS),
+    ck_assert_msg(h_wait_until(cond_key_on_all, &key, H_PROMPT_MS),
                   "key 'x' on %zu masters only, %d ms after OK", h_masters_holding("x", NULL),
-                  SE_PROMPT_MS);
+                  H_PROMPT_MS);
 
     /* Released at once, not expired: the ttl (30 s) is far longer. */
     close(a);
-    ck_assert_msg(h_wait_until(expect_cond_key_gone, &key, SE_PROMPT_MS),
+    ck_assert_msg(h_wait_until(expect_cond_key_gone, &key, H_PROMPT_MS),
                   "key 'x' still on %zu masters %d ms after the holder closed",
-                  NMASTERS - h_masters_without("x"), SE_PROMPT_MS);
+                  NMASTERS - h_masters_without("x"), H_PROMPT_MS);
 }
 END_TEST
 
@@ -406,7 +400,7 @@ START_TEST(reentry)
     expect_up(NMASTERS, &expect_opts);
     a = expect_tcp();
     EXPECT_LOCK_OK(a, "LOCK r", "r", 1, valid);
-    ck_assert(h_wait_until(cond_key_on_all, &key, SE_PROMPT_MS));
+    ck_assert(h_wait_until(cond_key_on_all, &key, H_PROMPT_MS));
     token = h_master_get(0, "r");
     ck_assert_msg(token != NULL, "no key 'r' on master 0 after LOCK");
     EXPECT_LOCK_OK(a, "LOCK r", "r", 2, valid);
@@ -418,7 +412,7 @@ START_TEST(reentry)
                   h_masters_holding("r", token), NMASTERS);
 
     EXPECT_REPLY(a, "UNLOCK r", "OK r holds=0");
-    ck_assert_msg(h_wait_until(expect_cond_key_gone, &key, SE_PROMPT_MS),
+    ck_assert_msg(h_wait_until(expect_cond_key_gone, &key, H_PROMPT_MS),
                   "key 'r' still on %zu masters after the last UNLOCK",
                   NMASTERS - h_masters_without("r"));
     EXPECT_REPLY(a, "UNLOCK r", "NOTHELD r");
@@ -542,18 +536,18 @@ START_TEST(sigterm_releases)
 
     t0 = h_now_ms();
     ck_assert_int_eq(h_signal_daemon(SIGTERM), 0);
-    got = h_read_line(a, SE_PROMPT_MS);
+    got = h_read_line(a, H_PROMPT_MS);
     ck_assert_msg(got != NULL && strcmp(got, "! LOST k reason=shutdown") == 0,
                   "after SIGTERM the holder got '%s', expected '! LOST k reason=shutdown'",
                   got != NULL ? got : "(nothing)");
     free(got);
 
     /* The releases take at most the drain, then the daemon exits at once. */
-    left = SE_DRAIN_MS + SE_PROMPT_MS - (h_now_ms() - t0);
+    left = SE_DRAIN_MS + H_PROMPT_MS - (h_now_ms() - t0);
     rc = h_wait_daemon(left > 0 ? left : 0);
     ck_assert_msg(rc == 0, "redlockd %s %d ms after SIGTERM (status %d)",
                   rc == H_STILL_RUNNING ? "was still running" : "did not exit 0",
-                  SE_DRAIN_MS + SE_PROMPT_MS, rc);
+                  SE_DRAIN_MS + H_PROMPT_MS, rc);
     ck_assert_msg(h_masters_without("k") == NMASTERS,
                   "after the shutdown key 'k' is still on %zu masters",
                   NMASTERS - h_masters_without("k"));
@@ -603,14 +597,14 @@ START_TEST(pending_lock_cancelled_on_close)
     b = expect_tcp();
     EXPECT_LOCK_OK(a, "LOCK p", "p", 1, valid);
     ck_assert_int_eq(h_send(b, "LOCK p"), 0);
-    ck_assert_msg(h_wait_stat("waiters", 1, false, SE_PROMPT_MS, &waiting),
+    ck_assert_msg(h_wait_stat("waiters", 1, false, H_PROMPT_MS, &waiting),
                   "STATS waiters is %lld while B waits for p, expected 1", waiting);
     close(b);
 
     EXPECT_REPLY(a, "UNLOCK p", "OK p holds=0");
-    ck_assert_msg(h_wait_until(expect_cond_key_gone, &key, SE_PROMPT_MS),
+    ck_assert_msg(h_wait_until(expect_cond_key_gone, &key, H_PROMPT_MS),
                   "key 'p' still on %zu masters %d ms after the UNLOCK",
-                  NMASTERS - h_masters_without("p"), SE_PROMPT_MS);
+                  NMASTERS - h_masters_without("p"), H_PROMPT_MS);
     ck_assert_msg(h_holds_for(expect_cond_key_gone, &key, 500, 10),
                   "key 'p' came back on %zu masters after the waiter had closed",
                   NMASTERS - h_masters_without("p"));
@@ -663,12 +657,12 @@ START_TEST(noscript_retry)
         ck_assert_int_eq(h_master_cmd(i, NULL, "SCRIPT FLUSH"), 0);
     }
     EXPECT_REPLY(a, "UNLOCK ns", "OK ns holds=0");
-    ck_assert(h_wait_until(expect_cond_key_gone, &key, SE_PROMPT_MS));
+    ck_assert(h_wait_until(expect_cond_key_gone, &key, H_PROMPT_MS));
     close(a);
 }
 END_TEST
 
-#define NC_MS           (1000 + SE_PROMPT_MS) /* deadline for one nc run, start to exit:
+#define NC_MS           (1000 + H_PROMPT_MS) /* deadline for one nc run, start to exit:
                                    nc -q1 waits 1 s after its input, then the replies
                                    the daemon gives at once */
 #define TEST_TIMEOUT_40_S 40  /* per test, unless CK_DEFAULT_TIMEOUT is set */
@@ -734,7 +728,7 @@ END_TEST
 /*
  * `echo 'TRYLOCK x' | nc -q1 127.0.0.1 PORT` prints
  * "OK x validity=N holds=1", and once nc has gone the key is on no
- * master (released with the session) within SE_PROMPT_MS.
+ * master (released with the session) within H_PROMPT_MS.
  *
  * today: fails; nc prints nothing and exits 0 after 1010 ms
  * (netcat-openbsd 1.219's -q1 also shuts down its sending side at the
@@ -751,16 +745,16 @@ START_TEST(nc_trylock_q1)
     ck_assert_msg(se_is_session_ok(r.out, "x"),
                   "echo 'TRYLOCK x' | nc -q1: %s; expected 'OK x validity=N holds=1'",
                   expect_nc_show(&r));
-    ck_assert_msg(h_wait_until(se_cond_key_gone, key, SE_PROMPT_MS),
+    ck_assert_msg(h_wait_until(se_cond_key_gone, key, H_PROMPT_MS),
                   "key '%s' still on %zu masters %d ms after nc -q1 ended", key,
-                  h_masters_holding(key, NULL), SE_PROMPT_MS);
+                  h_masters_holding(key, NULL), H_PROMPT_MS);
 }
 END_TEST
 
 /*
  * The same two one-liners over the Unix socket: `nc -N -U path` prints
  * exactly "FREE x", and `nc -q1 -U path` gets the TRYLOCK's OK, whose
- * key is then released with the session within SE_PROMPT_MS.
+ * key is then released with the session within H_PROMPT_MS.
  *
  * today: fails at the first; 'STATUS x' over nc -N -U prints nothing
  * and exits 0 after 9 ms, as over TCP.
@@ -780,9 +774,9 @@ START_TEST(nc_unix_socket)
     ck_assert_msg(se_is_session_ok(r.out, "x"),
                   "echo 'TRYLOCK x' | nc -q1 -U: %s; expected 'OK x validity=N holds=1'",
                   expect_nc_show(&r));
-    ck_assert_msg(h_wait_until(se_cond_key_gone, key, SE_PROMPT_MS),
+    ck_assert_msg(h_wait_until(se_cond_key_gone, key, H_PROMPT_MS),
                   "key '%s' still on %zu masters %d ms after nc -q1 -U ended", key,
-                  h_masters_holding(key, NULL), SE_PROMPT_MS);
+                  h_masters_holding(key, NULL), H_PROMPT_MS);
 }
 END_TEST
 
@@ -825,15 +819,15 @@ START_TEST(nc_pipelined_eof)
                       "line 4: %s", expect_nc_show(&r));
     }
     ck_assert_msg(r.exit_ms >= 0, "nc -N did not end: %s", expect_nc_show(&r));
-    ck_assert_msg(h_wait_until(se_cond_key_gone, key, SE_PROMPT_MS),
+    ck_assert_msg(h_wait_until(se_cond_key_gone, key, H_PROMPT_MS),
                   "key '%s' still on %zu masters %d ms after the session ended", key,
-                  h_masters_holding(key, NULL), SE_PROMPT_MS);
+                  h_masters_holding(key, NULL), H_PROMPT_MS);
 }
 END_TEST
 
 /*
  * `printf 'LOCK held\n' | nc -N` on a name that another connection
- * holds is answered "TIMEOUT held" promptly (within SE_PROMPT_MS, far
+ * holds is answered "TIMEOUT held" promptly (within H_PROMPT_MS, far
  * below the holder's ttl) instead of waiting, and nc ends.
  *
  * today: fails; nc prints nothing and exits 0 after 8 ms (the pending
@@ -851,9 +845,9 @@ START_TEST(nc_lock_held_eof)
     ck_assert_msg(strcmp(r.out, "TIMEOUT held\n") == 0,
                   "printf 'LOCK held\\n' | nc -N: %s; expected 'TIMEOUT held'",
                   expect_nc_show(&r));
-    ck_assert_msg(r.first_ms >= 0 && r.first_ms <= SE_PROMPT_MS,
+    ck_assert_msg(r.first_ms >= 0 && r.first_ms <= H_PROMPT_MS,
                   "TIMEOUT held came after %lld ms, expected within %d ms",
-                  (long long)r.first_ms, SE_PROMPT_MS);
+                  (long long)r.first_ms, H_PROMPT_MS);
     ck_assert_msg(r.exit_ms >= 0, "nc -N did not end: %s", expect_nc_show(&r));
     EXPECT_PREFIX(h, "STATUS held", "HELD held ");
     close(h);
@@ -952,9 +946,9 @@ START_TEST(close_cancels_own_waiter)
     ck_assert_msg(r != NULL && r->type == REDIS_REPLY_ARRAY, "SUBSCRIBE failed");
     freeReplyObject(r);
     ck_assert_int_eq(h_send(a, "LOCK ow mode=lease ttl=5000"), 0);
-    expect_wait_stat("waiters", 1, false, SE_PROMPT_MS);
+    expect_wait_stat("waiters", 1, false, H_PROMPT_MS);
     ck_assert_int_eq(h_send(b, "LOCK ow"), 0);
-    expect_wait_stat("waiters", 2, false, SE_PROMPT_MS);
+    expect_wait_stat("waiters", 2, false, H_PROMPT_MS);
     ck_assert_int_eq(h_stat_once("handovers", &handovers), 0);
 
     expect_reset(a);
@@ -963,7 +957,7 @@ START_TEST(close_cancels_own_waiter)
                   "B's LOCK ow got '%s' within %d ms of A's reset, expected 'OK ow ...'",
                   got != NULL ? got : "(nothing)", SE_HANDOVER_MS);
     free(got);
-    expect_wait_stat("handovers", handovers + 1, false, SE_PROMPT_MS);
+    expect_wait_stat("handovers", handovers + 1, false, H_PROMPT_MS);
     ck_assert_int_eq(h_stat_once("pubsub_wakeups", &wakeups), 0);
     ck_assert_msg(wakeups == 0, "B was woken by a release announcement (pubsub_wakeups %lld)",
                   wakeups);
@@ -992,10 +986,10 @@ START_TEST(queued_lock_input_ends)
     b = expect_tcp();
     EXPECT_PREFIX(a, "LOCK q1", "OK q1 ");
     ck_assert_int_eq(h_send(b, "LOCK q1"), 0);
-    expect_wait_stat("waiters", 1, false, SE_PROMPT_MS);
+    expect_wait_stat("waiters", 1, false, H_PROMPT_MS);
     t0 = h_now_ms();
     ck_assert_int_eq(shutdown(b, SHUT_WR), 0);
-    got = h_read_line(b, SE_PROMPT_MS);
+    got = h_read_line(b, H_PROMPT_MS);
     ck_assert_msg(got != NULL && strcmp(got, "TIMEOUT q1") == 0,
                   "queued LOCK after end of input: got '%s' after %lld ms",
                   got != NULL ? got : "(nothing)", (long long)(h_now_ms() - t0));

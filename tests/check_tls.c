@@ -33,11 +33,6 @@
 #define NMASTERS        3       /* masters per test */
 #define CMD_MS          2000    /* deadline for a reply that needs the masters */
 #define TOOL_MS         10000   /* deadline for an openssl s_client run */
-#define TL_PROMPT_MS    5000    /* deadline for what the daemon does at once, with no
-                                   timer of its own (a failed handshake logged and
-                                   counted, a lock released after its session ended, a
-                                   waiter seen, a reload done): it covers only a loaded,
-                                   sanitized machine's speed */
 #define TEST_TIMEOUT_S  60      /* per test, unless CK_DEFAULT_TIMEOUT is set */
 #define TC_LINE_MAX     4096    /* longest line read by the test client */
 #define PASSWORD        "tls-test-password"
@@ -337,12 +332,12 @@ tt_session_kind(const char *out, bool *pong)
 
 /*
  * The first log line since from that says a TLS handshake failed
- * (within TL_PROMPT_MS), into line; fails the test when there is none.
+ * (within H_PROMPT_MS), into line; fails the test when there is none.
  */
 static void
 tt_failed_line(off_t from, char *line, size_t size)
 {
-    ck_assert_msg(h_wait_log(from, "TLS handshake failed: ", TL_PROMPT_MS),
+    ck_assert_msg(h_wait_log(from, "TLS handshake failed: ", H_PROMPT_MS),
                   "no 'TLS handshake failed' log line");
     ck_assert(h_log_find(from, "TLS handshake failed: ", line, size));
 }
@@ -371,7 +366,7 @@ START_TEST(s_client_one_liners)
                   && strstr(out, "\nBYE\n") != NULL, "s_client printed '%s'", out);
     free(out);
     /* The session ended: its lock was released. */
-    ck_assert_msg(h_wait_stat("locks_held", 0, false, TL_PROMPT_MS, NULL), "the lock stayed held");
+    ck_assert_msg(h_wait_stat("locks_held", 0, false, H_PROMPT_MS, NULL), "the lock stayed held");
     tt_teardown();
 }
 END_TEST
@@ -442,7 +437,7 @@ START_TEST(lock_unlock_watch)
     free(got);
     t = expect_connect(0);
     ck_assert_int_eq(h_send(t, "LOCK job wait=5000"), 0);
-    ck_assert_msg(h_wait_stat("waiters", 1, false, TL_PROMPT_MS, NULL), "no waiter on TCP");
+    ck_assert_msg(h_wait_stat("waiters", 1, false, H_PROMPT_MS, NULL), "no waiter on TCP");
     TC_REPLY(a, "STATUS job", "HELD job ttl=");
     TC_REPLY(a, "UNLOCK job", "OK job holds=0");
     got = EXPECT_READ(t, CMD_MS, "the TCP waiter");
@@ -481,9 +476,9 @@ START_TEST(client_cert_required)
     tt_s_client("PING\\nQUIT\\n", args, &out);
     ck_assert_msg(strstr(out, "PONG") == NULL, "served without a certificate: '%s'", out);
     free(out);
-    ck_assert_msg(h_wait_stat("tls_handshake_failures", 1, true, TL_PROMPT_MS, &n),
+    ck_assert_msg(h_wait_stat("tls_handshake_failures", 1, true, H_PROMPT_MS, &n),
                   "tls_handshake_failures is %lld", n);
-    ck_assert_msg(h_wait_log(from, "TLS handshake failed: ", TL_PROMPT_MS), "no log line");
+    ck_assert_msg(h_wait_log(from, "TLS handshake failed: ", H_PROMPT_MS), "no log line");
     ck_assert_msg(h_log_find(from, "certificate", NULL, 0), "the log does not say why");
     /* A certificate from another CA: refused too. */
     snprintf(args, sizeof(args), "-CAfile '%s' -cert '%s' -key '%s'", h_cert("ca.crt"),
@@ -491,7 +486,7 @@ START_TEST(client_cert_required)
     tt_s_client("PING\\nQUIT\\n", args, &out);
     ck_assert_msg(strstr(out, "PONG") == NULL, "served with another CA's certificate: '%s'", out);
     free(out);
-    ck_assert_msg(h_wait_stat("tls_handshake_failures", 2, true, TL_PROMPT_MS, &n),
+    ck_assert_msg(h_wait_stat("tls_handshake_failures", 2, true, H_PROMPT_MS, &n),
                   "tls_handshake_failures is %lld", n);
     /* redlockctl without a certificate says what is missing; to the plain
        port it says that port speaks no TLS, and plain to the TLS port that
@@ -592,7 +587,7 @@ START_TEST(reload_rotates_certificate)
     tt_copy("other.key", "live.key");
     from = h_log_size();
     ck_assert_int_eq(h_signal_daemon(SIGHUP), 0);
-    ck_assert_msg(h_wait_log(from, "reload: done", TL_PROMPT_MS), "the reload did not finish");
+    ck_assert_msg(h_wait_log(from, "reload: done", H_PROMPT_MS), "the reload did not finish");
     ck_assert_msg(h_log_find(from, "tls: loaded", NULL, 0), "the certificate was not re-read");
 
     c = tc_open("other-ca.crt", NULL, NULL);
@@ -699,7 +694,7 @@ START_TEST(session_resumption)
     ck_assert(tt_sh(cmd));
     from = h_log_size();
     ck_assert_int_eq(h_signal_daemon(SIGHUP), 0);
-    ck_assert_msg(h_wait_log(from, "reload: done", TL_PROMPT_MS), "the reload did not finish");
+    ck_assert_msg(h_wait_log(from, "reload: done", H_PROMPT_MS), "the reload did not finish");
     for (v = 0; v < 2; v++) {
         kind = tt_resume(versions[v], v, "-sess_in");
         ck_assert_msg(strcmp(kind, "New") == 0, "%s: after the CA changed: %s", versions[v],

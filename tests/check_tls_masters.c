@@ -30,11 +30,6 @@
 #define NMASTERS        5       /* masters per test */
 #define CMD_MS          3000    /* deadline for a reply that needs the masters */
 #define UP_MS           20000   /* a restarted master is up again within this */
-#define TM_PROMPT_MS    5000    /* deadline for what the daemon does at once, with no
-                                   timer of its own (a killed master seen down, a
-                                   reload's log lines, a waiter woken by a release
-                                   announcement): it covers only a loaded, sanitized
-                                   machine's speed */
 #define TM_HANDSHAKE_MS 10000   /* deadline for a failed TLS handshake with a master to
                                    be logged and counted: tried at once, but TLS under
                                    the sanitizers on a loaded machine is slow */
@@ -123,9 +118,9 @@ START_TEST(lock_renew_unlock_fence)
     EXPECT_PREFIX(a, "LOCK t ttl=900", "OK t validity=");  /* TM_TTL_MS */
     EXPECT_PREFIX(b, "TRYLOCK t", "BUSY t ttl=");
     /* A 900 ms lease held for 2.5 s: only renewals over TLS keep it (every ttl/3). */
-    ck_assert_msg(h_wait_stat("renewals_ok", 3, true, 3 * (TM_TTL_MS / 3) + TM_PROMPT_MS,
+    ck_assert_msg(h_wait_stat("renewals_ok", 3, true, 3 * (TM_TTL_MS / 3) + H_PROMPT_MS,
                               NULL),
-                  "no 3 renewals over TLS within %d ms", 3 * (TM_TTL_MS / 3) + TM_PROMPT_MS);
+                  "no 3 renewals over TLS within %d ms", 3 * (TM_TTL_MS / 3) + H_PROMPT_MS);
     h_sleep_ms(1000);
     EXPECT_PREFIX(b, "TRYLOCK t", "BUSY t ttl=");
     EXPECT_REPLY(a, "UNLOCK t", "OK t holds=0");
@@ -228,7 +223,7 @@ START_TEST(pubsub_wakeup_two_daemons)
     h_use_daemon(0);
     EXPECT_REPLY(a, "UNLOCK w", "OK w holds=0");
     /* Woken by the announcement (pubsub_wakeups below), not by the fallback retry. */
-    got = h_read_line(b, TM_PROMPT_MS);
+    got = h_read_line(b, H_PROMPT_MS);
     ck_assert_msg(got != NULL && strncmp(got, "OK w validity=", 14) == 0,
                   "the waiter on the second daemon answered '%s'", got ? got : "(nothing)");
     free(got);
@@ -254,7 +249,7 @@ START_TEST(master_killed_and_restarted)
     a = expect_connect(0);
 
     ck_assert_int_eq(h_kill_master(0), 0);
-    ck_assert_msg(h_wait_stat("master.0.up", 0, false, TM_PROMPT_MS, NULL), "master 0 still up");
+    ck_assert_msg(h_wait_stat("master.0.up", 0, false, H_PROMPT_MS, NULL), "master 0 still up");
     EXPECT_PREFIX(a, "LOCK k", "OK k validity=");
     EXPECT_REPLY(a, "UNLOCK k", "OK k holds=0");
     ck_assert_int_eq(h_restart_master(0), 0);
@@ -392,9 +387,9 @@ START_TEST(client_certificate_and_reload)
     ck_assert(tm_sh(cmd));
     from = h_log_size();
     ck_assert_int_eq(h_signal_daemon(SIGHUP), 0);
-    ck_assert_msg(h_wait_log(from, "reload: redis.tls_cert_file", TM_PROMPT_MS),
+    ck_assert_msg(h_wait_log(from, "reload: redis.tls_cert_file", H_PROMPT_MS),
                   "the broken client certificate was not refused with its reason");
-    ck_assert_msg(h_wait_log(from, "nothing was reloaded", TM_PROMPT_MS),
+    ck_assert_msg(h_wait_log(from, "nothing was reloaded", H_PROMPT_MS),
                   "the reload was not refused");
     /* The old context stays: a master restarted is reached again. */
     ck_assert_int_eq(h_kill_master(1), 0);
@@ -408,7 +403,7 @@ START_TEST(client_certificate_and_reload)
     from = h_log_size();
     ck_assert_int_eq(h_signal_daemon(SIGHUP), 0);
     ck_assert_msg(h_wait_log(from, "the client certificate and CAs for the rediss:// masters "
-                             "were read again", TM_PROMPT_MS),
+                             "were read again", H_PROMPT_MS),
                   "the reload did not re-read the files");
     EXPECT_PREFIX(a, "LOCK c", "OK c validity=");
     EXPECT_REPLY(a, "UNLOCK c", "OK c holds=0");

@@ -63,9 +63,7 @@
 #define QUIET_MS        400     /* a waiter that must still be waiting: nothing for this long */
 #define UP_BEAT_MS      1000    /* the layout registry is read and written this often
                                    (LAYOUT_BEAT_MS, daemon/layout.h) */
-#define UP_PROMPT_MS    5000    /* a loaded, sanitized machine's delay of what the
-                                   daemon does at once */
-#define UP_READ_MS      (2 * UP_BEAT_MS + UP_PROMPT_MS)
+#define UP_READ_MS      (2 * UP_BEAT_MS + H_PROMPT_MS)
                                 /* deadline for the registry to show a change: a beat
                                    may be under way, then one more, on a loaded machine */
 #define TTL             "ttl=20000"

@@ -26,9 +26,6 @@
 
 #define NMASTERS        5       /* masters per test */
 #define CMD_MS          2000    /* deadline for a reply that needs the masters */
-#define PUSH_MS         5000    /* a WATCH push after a change made anywhere: sent at
-                                   once (a release announcement, a reply), so this covers
-                                   only a loaded, sanitized machine's speed */
 #define QUIET_MS        400     /* nothing must come for this long */
 #define TEST_TIMEOUT_S  60      /* per test, unless CK_DEFAULT_TIMEOUT is set */
 #define ADMIN_PASSWORD  "admin-secret"
@@ -73,18 +70,18 @@ wt_host(void)
     return host;
 }
 
-/* Read a push that must come within PUSH_MS and start with prefix; caller frees. */
+/* Read a push that must come within H_PROMPT_MS and start with prefix; caller frees. */
 #define WT_PUSH(fd, prefix) wt_push_at((fd), (prefix), __LINE__)
 
 static char *
 wt_push_at(int fd, const char *prefix, int at)
 {
-    char *got = h_read_line(fd, PUSH_MS);
+    char *got = h_read_line(fd, H_PROMPT_MS);
 
 
     ck_assert_msg(got != NULL && strncmp(got, prefix, strlen(prefix)) == 0,
                   "line %d: expected a push '%s...' within %d ms, got '%s'", at, prefix,
-                  PUSH_MS, got != NULL ? got : "(nothing)");
+                  H_PROMPT_MS, got != NULL ? got : "(nothing)");
     return got;
 }
 
@@ -710,7 +707,7 @@ START_TEST(watch_follows_changes)
     EXPECT_FIELD(got, "label", "short");
     free(got);
     /* The lease's ttl (1500 ms), then a push sent at once. */
-    got = h_read_line(w, 1500 + PUSH_MS);
+    got = h_read_line(w, 1500 + H_PROMPT_MS);
     ck_assert_msg(got != NULL && strcmp(got, "! FREE lead") == 0,
                   "expected '! FREE lead' after the 1500 ms lease expired, got '%s' after "
                   "%lld ms", got != NULL ? got : "(nothing)", (long long)(h_now_ms() - t0));
@@ -1026,7 +1023,7 @@ START_TEST(watch_fence_never_written)
     got = h_read_line(w, 1000);
     ck_assert_msg(got == NULL, "pushed a grant never told: '%s'", got);
     /* The record's ttl (1500 ms, 1000 of them gone), then a push sent at once. */
-    got = h_read_line(w, 500 + PUSH_MS);
+    got = h_read_line(w, 500 + H_PROMPT_MS);
     ck_assert_msg(got != NULL && strcmp(got, "! FREE fy") == 0,
                   "expected '! FREE fy' after the record expired, got '%s' %lld ms after WATCH",
                   got != NULL ? got : "(nothing)", (long long)(h_now_ms() - t0));
