@@ -289,9 +289,11 @@ BUSY_PASSES = $(or $(PASSES),1)
 check-busy: deps $(INTEG_PREREQS)
 	@mkdir -p $(B); failed=$(CURDIR)/$(B)/busy-failed; : >"$$failed"; start=$$(date +%s); \
 	for p in $$(seq $(BUSY_PASSES)); do echo "== check-busy: pass $$p of $(BUSY_PASSES)"; \
-	    sh tests/step.sh "$$failed" "pass $$p" sh tests/busy.sh $(or $(BUSY),2) \
-	        $(MAKE) --no-print-directory integration; done; \
-	sh tests/step.sh --summary "$$failed" "make check-busy ($(or $(BUSY),2) busy loops, $(BUSY_PASSES) passes)" $$start
+	    : >"$$failed.pass"; sh tests/step.sh "$$failed.pass" "pass $$p" \
+	        sh tests/busy.sh $(or $(BUSY),2) $(MAKE) --no-print-directory integration; \
+	    sed "s/^/pass $$p: /" "$$failed.pass" >>"$$failed"; done; rm -f "$$failed.pass"; \
+	sh tests/step.sh --summary "$$failed" \
+	    "make check-busy ($(or $(BUSY),2) busy loops, $(BUSY_PASSES) passes)" $$start
 
 # A past release (see PREV_RELEASE above), once.
 build/release-%/built:
@@ -316,28 +318,36 @@ STEP        = sh tests/step.sh "$$failed"
 STEPS_END   = if [ -z "$${REDLOCKD_FAILED:-}" ]; then \
                   sh tests/step.sh --summary "$$failed" "make $@" $$start; \
               else [ "$$(wc -l <"$$failed")" -eq "$$n0" ]; fi
-RUN_SUITES  = for t in $(1); do echo "== $$t"; $(SUITE_ENV) $(STEP) $$t ./$(B)/$$t; done;
+# Each suite is built in its own step, so that one that does not compile
+# is listed and the others still run.
+RUN_SUITES  = for t in $(1); do echo "== $$t"; $(SAN_RESET) $(SUITE_ENV) $(STEP) $$t \
+                  sh -c "$(MAKE) -s --no-print-directory $(B)/$$t && exec ./$(B)/$$t"; \
+                  $(call SAN_CHECK,$$t) done;
 ifneq ($(SANITIZE),)
-# Any sanitizer report fails the run: each log is printed, and listed.
+# Any sanitizer report fails the run: the logs are cleared before each
+# step and read after it, printed, and listed with the step's name.
 SAN_RESET   = rm -rf $(SAN_LOGS) && mkdir -p $(SAN_LOGS);
-SAN_REPORTS = if [ -n "$$(ls -A $(SAN_LOGS))" ]; then echo "sanitizer reports:"; \
+SAN_CHECK   = if [ -n "$$(ls -A $(SAN_LOGS))" ]; then echo "sanitizer reports ($(1)):"; \
                   head -n 40 $(SAN_LOGS)/*; for r in $(SAN_LOGS)/*; do \
-                  echo "sanitizers: $$r: $$(grep -m 1 SUMMARY "$$r" || head -n 1 "$$r")" >>"$$failed"; \
-                  done; else echo "sanitizers: no report"; fi;
+                  echo "$(1) sanitizers: $${r\#\#*/}: $$(grep -m 1 SUMMARY "$$r" || head -n 1 "$$r")" \
+                  >>"$$failed"; done; fi;
+SAN_END     = tail -n +$$((n0 + 1)) "$$failed" | grep -q ' sanitizers: ' || echo "sanitizers: no report";
 endif
 
-# What the end-to-end suites run: the programs they start.
-INTEG_PREREQS := $(B)/redlockd $(B)/redlockctl $(addprefix $(B)/,$(INTEG_TESTS)) $(REDIS_LIBC) \
-                 $(B)/delay-proxy $(PREV_RELEASE_DIR)/built
+# What the end-to-end suites run (INTEG_TOOLS: the programs they start).
+INTEG_TOOLS   := $(B)/redlockd $(B)/redlockctl $(REDIS_LIBC) $(B)/delay-proxy \
+                 $(PREV_RELEASE_DIR)/built
+INTEG_PREREQS := $(INTEG_TOOLS) $(addprefix $(B)/,$(INTEG_TESTS))
 
-test: $(INTEG_PREREQS) $(TEST_BINS) $(FUZZ_REPLAY_BINS) $(BENCH_SMOKE_BINS)
-	@$(STEPS_BEGIN) $(SAN_RESET) \
-	for t in $(FUZZ_REPLAY_BINS); do echo "== $$t"; $(STEP) $$t ./$$t; done; \
+test: $(INTEG_TOOLS) $(FUZZ_REPLAY_BINS) $(BENCH_SMOKE_BINS)
+	@$(STEPS_BEGIN) \
+	for t in $(FUZZ_REPLAY_BINS); do echo "== $$t"; $(SAN_RESET) $(STEP) $$t ./$$t; \
+	    $(call SAN_CHECK,$$t) done; \
 	$(call RUN_SUITES,$(UNIT_TESTS) $(INTEG_TESTS)) \
-	echo "== bench smoke (1 s per mode, so the benchmark never rots)"; \
+	echo "== bench smoke (1 s per mode, so the benchmark never rots)"; $(SAN_RESET) \
 	REDLOCKD_BIN=$(CURDIR)/$(B)/redlockd REDLOCK_BENCH_BIN=$(CURDIR)/$(B)/redlock-bench \
 	    $(STEP) "bench smoke" ./$(B)/run_bench --smoke; \
-	$(SAN_REPORTS) $(STEPS_END)
+	$(call SAN_CHECK,bench smoke) $(SAN_END) $(STEPS_END)
 
 # One suite as make test runs it: make check-<suite> (check-kinds runs
 # build/check_kinds; CASE=<test case> runs only that case), or
@@ -367,11 +377,11 @@ test-one:
 # The name it had.
 check-ctl: check-redlockctl
 
-unit: $(addprefix $(B)/,$(UNIT_TESTS))
-	@$(STEPS_BEGIN) $(call RUN_SUITES,$(UNIT_TESTS)) $(STEPS_END)
+unit:
+	@$(STEPS_BEGIN) $(call RUN_SUITES,$(UNIT_TESTS)) $(SAN_END) $(STEPS_END)
 
-integration: $(INTEG_PREREQS)
-	@$(STEPS_BEGIN) $(SAN_RESET) $(call RUN_SUITES,$(INTEG_TESTS)) $(SAN_REPORTS) $(STEPS_END)
+integration: $(INTEG_TOOLS)
+	@$(STEPS_BEGIN) $(call RUN_SUITES,$(INTEG_TESTS)) $(SAN_END) $(STEPS_END)
 
 # The integration suites with the daemon under valgrind's memcheck: each
 # daemon writes build/valgrind/<pid>.log; any error or definite/indirect

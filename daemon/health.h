@@ -56,8 +56,10 @@ enum health_ask {
 struct health_counts {
     uint64_t  restarts;         /* restarts seen (a new run_id on reconnect) */
     uint64_t  clock_steps;      /* steps of its clock seen (lock.clock_check) */
-    uint64_t  clock_readings;   /* readings of its clock compared (daemon/drift.h):
-                                   the TIME of every answer and of the keeper */
+    uint64_t  clock_readings;   /* readings of its clock taken (daemon/drift.h): the
+                                   TIME of every answer and of the keeper; all but
+                                   the first after a start, restart or reload are
+                                   compared with the one before */
     int       duplicate_of;     /* index of the master it is the same server as, or -1 */
     bool      evicting;         /* at its last connect: maxmemory set and a
                                    maxmemory-policy other than noeviction */

@@ -94,7 +94,7 @@ struct master_stats {
     uint64_t restarts;          /* restarts seen (a new run_id on reconnect) */
     uint64_t tls_failures;      /* TLS handshakes that failed (either link) */
     uint64_t clock_steps;       /* steps of its clock seen (lock.clock_check) */
-    uint64_t clock_readings;    /* readings of its clock compared (health_counts) */
+    uint64_t clock_readings;    /* readings of its clock taken (health_counts) */
     int64_t  quarantine_ms;     /* restart or clock quarantine left (the longer),
                                    ms; 0 when none */
     int      duplicate_of;      /* index of the master it is the same server

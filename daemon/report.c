@@ -279,8 +279,8 @@
         "clock, larger than the drift allows (lock.clock_check).")                                 \
     ROW(clock_readings, "clock_readings", "redlockd_master_clock_readings_total", COUNTER,         \
         NUMBER, m->clock_readings,                                                                 \
-        "Readings of the master's clock compared with the one before (the TIME that comes "        \
-        "with every answer; with lock.clock_check, a TIME when none came for a second).")          \
+        "Readings of the master's clock taken for the clock check (the TIME that comes with "      \
+        "every answer; with lock.clock_check, a TIME when none came for a second).")               \
     ROW(quarantine_left, "quarantine_ms", "redlockd_master_quarantine_remaining_seconds",          \
         GAUGE, MS, m->quarantine_ms * 1000,                                                        \
         "Restart or clock quarantine left; 0 when the master's answers count.")                    \

@@ -299,20 +299,23 @@ cond_scripts(void *arg)
  * anything.  Split: no token keeps the name on a quorum, so the waiter
  * must try again after its short random delay (0 .. retry_delay_ms) and
  * get the name before the leftovers' ttl would have ended (however slow
- * the machine, waiting them out gets it no sooner).  Not split: one token
- * holds a quorum, and the waiter sleeps until that holder's ttl (a
- * release by a redlockd would have woken it): no OK before then.
+ * the machine, waiting them out gets it no sooner), and no retry of it is
+ * one timed by a holder's ttl (STATS fallback_retries stays).  Not split:
+ * one token holds a quorum, and the waiter sleeps until that holder's ttl
+ * (a release by a redlockd would have woken it): no OK before then, and
+ * the retry that gets it is counted in fallback_retries.
  */
 static void
 split_run(const struct split_case *sc)
 {
-    long long calls[2];
+    long long calls[2], fallbacks;
     int64_t t_set, t_del, t_ok;
     char line[160], *got;
     int a;
 
     expect_up_daemons(NMASTERS, false, 1, NULL);
     a = expect_connect(0);
+    fallbacks = expect_stat("fallback_retries");
     calls[0] = expect_script_calls(0);
     ck_assert_msg(calls[0] >= 0, "INFO commandstats failed on master 0");
     calls[0] += 4;
@@ -341,12 +344,20 @@ split_run(const struct split_case *sc)
                       "before their ttl ended: the leftovers were waited out", line,
                       (long long)(t_ok - t_set), (long long)(t_ok - t_del), SPLIT_TTL,
                       SPLIT_EARLY_MS);
+        ck_assert_msg(expect_stat("fallback_retries") == fallbacks,
+                      "'%s': a retry was timed by a leftover's ttl (fallback_retries %lld, "
+                      "was %lld) while no token held a quorum", line,
+                      expect_stat("fallback_retries"), fallbacks);
     } else {
         /* The first leftover was written at t_set or later: its ttl ends no sooner. */
         ck_assert_msg(t_ok - t_set >= SPLIT_TTL - 50,
                       "'%s' got the name %lld ms after one token took a quorum for %d ms: "
                       "the waiter polled instead of waiting for that holder", line,
                       (long long)(t_ok - t_set), SPLIT_TTL);
+        ck_assert_msg(expect_stat("fallback_retries") > fallbacks,
+                      "'%s': got the name without a retry timed by the holder's ttl "
+                      "(fallback_retries %lld, was %lld)", line,
+                      expect_stat("fallback_retries"), fallbacks);
     }
     snprintf(line, sizeof(line), "UNLOCK %s", sc->name);
     EXPECT_PREFIX(a, line, "OK ");

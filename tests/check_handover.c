@@ -349,7 +349,7 @@ cond_numsub(void *arg)
 static long long
 ho_master_calls(size_t i, const char *cmd)
 {
-    struct redisContext *c = h_redis_connect(h_master_port(i));
+    struct redisContext *c = h_master_redis(i);
     redisReply *r;
     long long calls = -1;
     char pat[64];
@@ -572,6 +572,8 @@ START_TEST(retry_token_outlives_late_release)
     ck_assert_msg(held >= NMASTERS / 2 + 1, "b's grant (token %s) is on %zu masters, short of "
                   "a quorum", granted, held);
     for (i = 0; i < n; i++) {
+        ck_assert_msg(strcmp(granted, seen[i]) != 0, "b's grant reuses the token %s of its "
+                      "refused try, whose release was sent", granted);
         for (m = 0; m < NMASTERS; m++) {
             ck_assert_int_eq(h_master_cmd(m, NULL, "EVAL %s 1 %s %s",
                                           "if redis.call('GET', KEYS[1]) == ARGV[1] then "

@@ -211,7 +211,7 @@ kt_key(char *out, size_t size, const char *name, const char *suffix)
 static long long
 kt_master_keys(size_t i, const char *pattern, char *list, size_t size)
 {
-    redisContext *c = h_redis_connect(h_master_port(i));
+    redisContext *c = h_master_redis(i);
     redisReply *r;
     long long n = -1;
     size_t j, used = 0;
@@ -1491,7 +1491,7 @@ END_TEST
 static void
 kt_member_besides(const char *key, const char *except, char *out)
 {
-    redisContext *c = h_redis_connect(h_master_port(0));
+    redisContext *c = h_master_redis(0);
     redisReply *r;
     size_t j, found = 0;
     bool array;
@@ -1524,7 +1524,7 @@ kt_member_delete(const char *key, const char *member)
     size_t i;
 
     for (i = 0; i < NMASTERS; i++) {
-        c = h_redis_connect(h_master_port(i));
+        c = h_master_redis(i);
         ck_assert_msg(c != NULL, "master %zu cannot be asked", i);
         r = redisCommand(c, "ZREM %s %s", key, member);
         n = r != NULL && r->type == REDIS_REPLY_INTEGER ? r->integer : -1;

@@ -962,7 +962,7 @@ ms_cond_calls(void *arg)
 static long long
 ms_master_dbsize(size_t i)
 {
-    redisContext *c = h_redis_connect(h_master_port(i));
+    redisContext *c = h_master_redis(i);
     redisReply *r;
     long long n = -1;
 

@@ -940,7 +940,7 @@ START_TEST(close_cancels_own_waiter)
      * one there at A's grant would look like another daemon waiting, to
      * which A's release would then go first (announced).
      */
-    sub = h_redis_connect(h_master_port(0));
+    sub = h_master_redis(0);
     ck_assert_msg(sub != NULL, "cannot connect to master 0");
     r = redisCommand(sub, "SUBSCRIBE %s", SE_PREFIX "ow" SE_RELEASED);
     ck_assert_msg(r != NULL && r->type == REDIS_REPLY_ARRAY, "SUBSCRIBE failed");

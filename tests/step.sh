@@ -47,8 +47,11 @@ before=$(wc -l <"$failed")
 log=$(mktemp) || exit 2
 rcfile=$(mktemp) || { rm -f "$log"; exit 2; }
 trap 'rm -f "$log" "$rcfile"' EXIT
-trap 'exit 130' INT
-trap 'exit 143' TERM
+# A signal ends this script by the same signal, so that a shell running a
+# loop of steps (bash too, which goes on when its child merely exits)
+# stops as well.
+trap 'rm -f "$log" "$rcfile"; trap - INT; kill -INT $$' INT
+trap 'rm -f "$log" "$rcfile"; trap - TERM; kill -TERM $$' TERM
 
 REDLOCKD_FAILED=$failed
 export REDLOCKD_FAILED
@@ -65,7 +68,7 @@ cases=$(sed -n -E \
     -e 's/^([^: ]+):([0-9]+):[FE]:[^:]*:([^:]*):[0-9]+: (.*)$/\3 (\1:\2): \4/p' \
     -e 's/^(FAIL|ERROR): (.*)$/\1: \2/p' \
     -e 's/^ *not ok [0-9]+ - (.*)$/not ok: \1/p' \
-    -e 's/^ *--- FAIL: (.*)$/FAIL: \1/p' \
+    -e 's/^(check-go: )? *--- FAIL: (.*)$/FAIL: \2/p' \
     -e 's/^failed: (.*)$/\1/p' "$log")
 if [ -n "$cases" ]; then
     printf '%s\n' "$cases" | sed "s|^|$name |" >>"$failed"
