@@ -45,6 +45,7 @@
 #include <hiredis/hiredis.h>
 
 #include "client/client.h"
+#include "daemon/layout.h"
 #include "tests/expect.h"
 #include "tests/harness.h"
 #include "tests/runner.h"
@@ -55,8 +56,6 @@
 #define MS_RECONNECT_MS 7500    /* longest wait before the daemon connects to a master
                                    again: the backoff's cap, 5 s, +50% jitter
                                    (daemon/master.c) */
-#define MS_BEAT_MS      1000    /* the layout registry is read this often (LAYOUT_BEAT_MS,
-                                   daemon/layout.h) */
 #define TEST_TIMEOUT_S  30      /* per test, unless CK_DEFAULT_TIMEOUT is set */
 
 /* arg: const char **name.  A fresh connection's TRYLOCK gets OK. */
@@ -1444,13 +1443,13 @@ START_TEST(readme_acl_covers_every_kind)
     b = expect_tcp();
     /*
      * The layout registry and the subscriber links' sentinel need nothing
-     * more: counted at a registry read (every MS_BEAT_MS), subscribed at once.
+     * more: counted at a registry read (every LAYOUT_BEAT_MS), subscribed at once.
      */
     for (i = 0; i < NMASTERS; i++) {
         char stat[48];
 
         snprintf(stat, sizeof(stat), "master.%zu.layout_counted", i);
-        expect_wait_stat(stat, 1, false, 2 * MS_BEAT_MS + H_PROMPT_MS);
+        expect_wait_stat(stat, 1, false, 2 * LAYOUT_BEAT_MS + H_PROMPT_MS);
         snprintf(stat, sizeof(stat), "master.%zu.subscriber_up", i);
         expect_wait_stat(stat, 1, false, H_PROMPT_MS);
     }

@@ -50,6 +50,7 @@
 
 #include <check.h>
 
+#include "daemon/layout.h"
 #include "tests/expect.h"
 #include "tests/harness.h"
 #include "tests/runner.h"
@@ -61,9 +62,7 @@
 #define BREAK_MS        8000    /* a BREAK waits three round deadlines more */
 #define WAKE_MS         5000    /* a hand-over or a LOST across daemons: far below the ttl */
 #define QUIET_MS        400     /* a waiter that must still be waiting: nothing for this long */
-#define UP_BEAT_MS      1000    /* the layout registry is read and written this often
-                                   (LAYOUT_BEAT_MS, daemon/layout.h) */
-#define UP_READ_MS      (2 * UP_BEAT_MS + H_PROMPT_MS)
+#define UP_READ_MS      (2 * LAYOUT_BEAT_MS + H_PROMPT_MS)
                                 /* deadline for the registry to show a change: a beat
                                    may be under way, then one more, on a loaded machine */
 #define TTL             "ttl=20000"
