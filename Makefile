@@ -143,7 +143,7 @@ PREV_RELEASE_DIR := build/release-$(UPGRADE_FROM)
 .DEFAULT_GOAL := all
 include $(wildcard tests/*/*.mk)
 
-.PHONY: all deps deps-run deps-faults deps-deb deb check-deb check check-steps check-busy check-asan check-faults check-valgrind check-build check-docs check-lua check-units check-hardening check-install check-nosd check-devrun check-python check-node check-go install test unit integration run clean
+.PHONY: all deps deps-run deps-faults deps-deb deb check-deb check check-steps check-busy check-asan check-faults check-valgrind check-build check-docs check-runner check-lua check-units check-hardening check-install check-nosd check-devrun check-python check-node check-go install test unit integration run clean
 all: $(B)/redlockd $(B)/redlockctl
 
 # The flags an object was built with: a change (hardening, a package
@@ -270,7 +270,7 @@ deps: deps-run
 # "make check: FAILED after N s" and each failed test case (or step), one
 # a line, by suite (tests/step.sh).  make check BUSY=N runs it with N busy
 # loops beside it (tests/busy.sh), as on a machine other work shares.
-CHECK_STEPS = check-build check-docs check-lua test check-units \
+CHECK_STEPS = check-build check-docs check-runner check-lua test check-units \
               $(if $(SANITIZE),,check-hardening) check-install check-nosd check-devrun \
               check-python check-node check-go
 check: deps
@@ -433,6 +433,11 @@ check-docs:
 	@sh tests/check_docs.sh
 	@python3 tests/check_confdocs.py
 	@python3 tests/check_layers.py
+
+# The step runner and the busy loops themselves (tests/check_runner.sh):
+# every failed case listed once, a command's status kept, no loop left.
+check-runner:
+	@sh tests/check_runner.sh
 
 # The masters' scripts, as the daemon sends them, pass luacheck
 # (tests/check_lua.sh; daemon/scripts/.luacheckrc).
