@@ -73,7 +73,7 @@ xreallocarray(void *p, size_t n, size_t size)
 
     if (size != 0 && n > SIZE_MAX / size)
         xmalloc_fail_size("reallocarray (overflow)", n, size);
-    q = realloc(p, n * size ? n * size : 1);
+    q = realloc(p, n * size != 0 ? n * size : 1);
     if (q == NULL)
         xmalloc_fail_size("realloc", n, size);
     return q;
