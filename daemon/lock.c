@@ -77,6 +77,7 @@
 #include "daemon/redlock.h"
 #include "daemon/stats.h"
 #include "daemon/util.h"
+#include "daemon/waiter.h"
 #include "proto/proto.h"
 
 #if PROTO_LABEL_MAX != REDLOCK_LABEL_MAX
@@ -131,31 +132,19 @@ struct hold {
     char                label[REDLOCK_LABEL_MAX + 1]; /* who holds it, for people */
 };
 
-/* A waiter's round in flight. */
-enum waiter_round {
-    WAITER_NO_ROUND,        /* none: its timer or a wake-up brings the next try */
-    WAITER_ACQUIRING,       /* its own try (waiter_try) */
-    WAITER_HANDING_OVER     /* a released lease's swap to it (hold_give_up) */
-};
-
-/* How a waiter waits. */
-enum waiter_wait {
-    WAITER_QUEUES,          /* queued until granted, or wait= ends (TIMEOUT) */
-    WAITER_ONCE_TIMEOUT,    /* one attempt, a refusal answers TIMEOUT (wait=0, or
-                               a client whose input ended) */
-    WAITER_ONCE_BUSY        /* one attempt, a refusal answers BUSY (TRYLOCK) */
-};
-
 /*
- * A pending LOCK.  Owned by this module; freed when answered.  A waiter
- * keeps its own copy of the key so that a cancelled waiter whose round
- * is still in flight can clean up after its entry is gone.
+ * A pending LOCK.  Owned by this module; freed when answered.  Its state,
+ * and everything the queue's decisions read, is its life (daemon/waiter.h,
+ * which moves it on); the rest is what the I/O needs.  A waiter keeps its
+ * own copy of the key so that a cancelled waiter whose round is still in
+ * flight can clean up after its entry is gone.
  */
 struct waiter {
-    struct lock        *lock;       /* entry, NULL once cancelled */
+    struct waiter_life  life;       /* its state and what the policy knows */
+    struct lock        *lock;       /* entry, NULL once out of the queue (cancelled) */
     struct lock_client *client;     /* who asked */
     TAILQ_ENTRY(waiter) link;       /* in lock->waiters */
-    struct event        retry;      /* retry, wake-up or wait= deadline */
+    struct event        retry;      /* its timer: a retry, a wake-up or the wait= deadline */
     char                token[UTIL_TOKEN_HEX + 1]; /* owner token of this try: a new one
                                        once a release of the last one was sent
                                        (waiter_retire_token) */
@@ -166,36 +155,16 @@ struct waiter {
                                        record may land late, and the next tries
                                        take it over (REDLOCK_ACQUIRE_ADOPT);
                                        "" when none */
-    int64_t             ttl_ms;     /* lease asked for */
-    int64_t             deadline_us;/* monotonic end of wait=, or INT64_MAX */
     int64_t             start_us;   /* monotonic time of lock_acquire(), for the latency */
-    enum waiter_wait    wait;       /* how long it waits, and what a refusal answers */
     bool                lease_mode; /* mode=lease: no lease struct once granted */
     bool                fence;      /* the grant carries a fencing token */
-    enum redlock_kind   kind;       /* the record it asks for */
     unsigned            slot;       /* a permit: the one it asks for now */
     unsigned            limit;      /* a permit: the name's limit */
-    unsigned            hops;       /* a permit: tries of other permits since it woke */
-    bool                hinted;     /* a permit: slot was named by a refusal */
-    bool                gated;      /* exclusive: a master closed the gate for it */
-    enum waiter_round   round;      /* the round in flight, if any */
-    bool                woken;      /* a release was announced during the round */
-    bool                fallback;   /* the timer is set at the holder's ttl */
-    bool                jittered;   /* the timer is set within the retry jitter (after a
-                                       split refusal, or another token's announcement):
-                                       announcements but its blocker's leave it be */
-    uint64_t            blocker;    /* with fallback: redlock_token_id of the holder it
-                                       waits for (refused on a quorum); 0: none known */
-    uint64_t            woken_id;   /* redlock_token_id of the last announcement heard
-                                       during its round (woken) */
     char                woken_by[UTIL_TOKEN_HEX]; /* token of the last release heard */
     char                retired[UTIL_TOKEN_HEX]; /* the last token it released: its own
                                        clean-up's announcement wakes nobody here */
-    bool                cancelled;  /* the client closed */
-    bool                broken;     /* a BREAK deleted its token during its round */
     char               *noquorum;   /* malloc'd text of the last attempt's NOQUORUM,
-                                       NULL when it had a quorum of answers */
-    int64_t             backoff_us; /* delay of the next retry after NOQUORUM */
+                                       while life.noquorum */
     char                label[REDLOCK_LABEL_MAX + 1]; /* the holder's label */
     bool                label_asked;/* written with the record on the masters (label=);
                                        else kept here only */
@@ -205,7 +174,7 @@ struct waiter {
 };
 
 /* One attempt only (TRYLOCK, wait=0, a client whose input ended): never queued behind. */
-#define WAITER_ONCE(w)      ((w)->wait != WAITER_QUEUES)
+#define W_ONCE(w)           WAITER_ONCE(&(w)->life)
 
 /* An UNLOCK, EXTEND or STATUS in flight. */
 struct lock_op {
@@ -234,10 +203,6 @@ struct lock_orphan {
     char                name[];     /* the lock's name */
 };
 
-#define LOCK_BACKOFF_MAX_US 500000  /* longest retry delay of a LOCK after NOQUORUM */
-#define LOCK_PERMIT_HOPS    3       /* other permits a counted LOCK tries at once when
-                                       its own was taken, before it waits */
-
 static struct event_base *lock_base;
 static const struct conf *lock_conf;
 static RB_HEAD(lock_tree, lock) lock_table = RB_INITIALIZER(&lock_table); /* by name */
@@ -245,7 +210,8 @@ static size_t             lock_nheld;    /* holds alive */
 static size_t             lock_nwaiters; /* waiters queued */
 static bool               lock_stopping;
 
-static void waiter_try(struct waiter *w);
+static void waiter_try(struct waiter *w, bool pick);
+static struct waiter_env waiter_env_now(void);
 static void lock_unlock_done(const struct redlock_result *rr, void *arg);
 static void lock_lease_lost(struct lease *l);
 static void lock_broken(const char *key, size_t key_len, const char *tokens,
@@ -504,30 +470,11 @@ lock_head(const struct lock *lk)
     struct waiter *w;
 
     TAILQ_FOREACH(w, &lk->waiters, link) {
-        if (!WAITER_ONCE(w)) {
+        if (!W_ONCE(w)) {
             return w;
         }
     }
     return NULL;
-}
-
-/*
- * Whether this daemon's holds of lk leave a head of kind something to
- * ask the masters: no exclusive hold for an exclusive or a shared head
- * (an exclusive head behind shared holds of this daemon asks anyway:
- * the masters refuse it, and close the gate so that no new shared
- * holder gets in, here or elsewhere), fewer than the limit for a permit.
- */
-static bool
-lock_room(const struct lock *lk, enum redlock_kind kind)
-{
-    switch (kind) {
-    case REDLOCK_EXCLUSIVE:
-    case REDLOCK_SHARED:
-        return lk->nexclusive == 0;
-    default:
-        return lk->nholders < lk->limit;
-    }
 }
 
 /* The head, when this daemon's holds leave it room to ask the masters; else NULL. */
@@ -536,7 +483,8 @@ lock_ready_head(const struct lock *lk)
 {
     struct waiter *w = lock_head(lk);
 
-    return w != NULL && lock_room(lk, w->kind) ? w : NULL;
+    return w != NULL && waiter_room(w->life.kind, lk->nholders, lk->nexclusive, lk->limit)
+           ? w : NULL;
 }
 
 /*
@@ -549,8 +497,8 @@ lock_queued_exclusive(const struct lock *lk)
     struct waiter *w;
 
     TAILQ_FOREACH(w, &lk->waiters, link) {
-        if (!WAITER_ONCE(w) && w->kind == REDLOCK_EXCLUSIVE) {
-            return w->ttl_ms;
+        if (!W_ONCE(w) && w->life.kind == REDLOCK_EXCLUSIVE) {
+            return w->life.ttl_ms;
         }
     }
     return 0;
@@ -596,7 +544,7 @@ waiter_rec(const struct waiter *w, struct redlock_rec *rec)
 {
     rec->base = w->key;
     rec->base_len = w->key_len;
-    rec->kind = w->kind;
+    rec->kind = w->life.kind;
     rec->slot = w->slot;
     rec->limit = w->limit;
     rec->labelled = waiter_label(w) != NULL;
@@ -633,13 +581,9 @@ lock_pick_slot(struct lock *lk)
  * it), at once after the round if it finds the name busy.
  */
 static void
-waiter_wake(struct waiter *w)
+waiter_rouse(struct waiter *w)
 {
-    w->fallback = false;
-    w->jittered = false;
-    if (w->round != WAITER_NO_ROUND) {
-        w->woken = true;
-    } else {
+    if (waiter_wake(&w->life)) {
         event_active(&w->retry, EV_TIMEOUT, 0);
     }
 }
@@ -651,7 +595,7 @@ lock_wake_head(struct lock *lk)
     struct waiter *w = lock_ready_head(lk);
 
     if (w != NULL) {
-        waiter_wake(w);
+        waiter_rouse(w);
     }
 }
 
@@ -790,51 +734,48 @@ lock_handover_done(const struct redlock_result *res, void *arg)
 
 /*
  * Give up a hold (UNLOCK to zero, or its session closed): hand it over
- * to the head waiter when there is one that asks for the same record
- * (an exclusive lock, or any permit: it takes this one) and the daemon
- * is not stopping, else compare-and-delete it on every master.  A shared
- * hold is never handed over: it keeps nobody else out but an exclusive
- * waiter, which may try once the last one here is gone.  op, when not NULL, is
- * the UNLOCK to answer once the masters did.  Frees the hold.
+ * to the head waiter, yield the name to another daemon's turn, or
+ * compare-and-delete it on every master (waiter_give_up decides).  op,
+ * when not NULL, is the UNLOCK to answer once the masters did.  Frees
+ * the hold.
  */
 static void
 hold_give_up(struct hold *h, struct lock_op *op)
 {
     struct lock *lk = h->lock;
-    struct waiter *w = lock_stopping ? NULL : lock_head(lk);
-    struct lock_handover *ho = NULL;
+    struct waiter *w = lock_head(lk);
+    struct waiter_env env = waiter_env_now();
+    struct waiter_give_up_step st;
+    struct lock_handover *ho;
     struct redlock_rec rec;
-    int64_t t = lock_conf->node_timeout_ms * 1000;
 
-    if (w != NULL && (w->kind != h->lease.rec.kind || w->kind == REDLOCK_SHARED)) {
-        w = NULL;       /* nothing to hand over: released, and the head is woken */
-    }
-    if (w != NULL && lk->remote && lk->turn_left == 0) {
-        /* End of this daemon's turn: let another daemon's head in first. */
+    st = waiter_give_up(w != NULL ? &w->life : NULL, h->lease.rec.kind, lock_stopping,
+                        lk->remote, lk->turn_left, lock_conf->node_timeout_ms * 1000, &env);
+    lk->turn_left = st.turn_left;
+    if (st.what == WAITER_GIVE_UP_YIELD) {
         stats.yields++;
-        lk->yield_until_us = util_now_us() + t / 2 + util_random(t / 2);
+        lk->yield_until_us = st.yield_until_us;
         memcpy(lk->yield_token, h->lease.token, UTIL_TOKEN_HEX);
-        w = NULL;
-    } else if (lk->turn_left > 0) {
-        lk->turn_left--;
     }
-    if (w != NULL && w->round == WAITER_NO_ROUND && (ho = malloc(sizeof(*ho))) != NULL) {
-        ho->waiter = w;
-        ho->op = op;
-        memcpy(ho->old_token, h->lease.token, sizeof(ho->old_token));
-        event_del(&w->retry);
-        w->round = WAITER_HANDING_OVER;
-        w->slot = h->lease.rec.slot;    /* a permit: the head takes this one */
-        waiter_rec(w, &rec);
-        if (redlock_acquire(&rec, w->token, w->ttl_ms, h->lease.token,
-                            (w->fence ? REDLOCK_ACQUIRE_FENCE : 0) | REDLOCK_ACQUIRE_PEERS,
-                            w->gate_id, waiter_label(w), lock_handover_done, ho) == 0) {
-            stats.releases++;
-            hold_drop(h);
-            return;
+    if (st.what == WAITER_GIVE_UP_HAND_OVER) {
+        ho = malloc(sizeof(*ho));
+        if (ho != NULL) {
+            ho->waiter = w;
+            ho->op = op;
+            memcpy(ho->old_token, h->lease.token, sizeof(ho->old_token));
+            event_del(&w->retry);
+            w->slot = h->lease.rec.slot;    /* a permit: the head takes this one */
+            waiter_rec(w, &rec);
+            if (redlock_acquire(&rec, w->token, w->life.ttl_ms, h->lease.token,
+                                (w->fence ? REDLOCK_ACQUIRE_FENCE : 0) | REDLOCK_ACQUIRE_PEERS,
+                                w->gate_id, waiter_label(w), lock_handover_done, ho) == 0) {
+                stats.releases++;
+                hold_drop(h);
+                return;
+            }
+            free(ho);
         }
-        w->round = WAITER_NO_ROUND;
-        free(ho);
+        w->life.state = WAITER_WAITING;     /* not handed over: woken when the hold goes */
     }
     if (redlock_release(&h->lease.rec, h->lease.token,
                         op != NULL ? lock_unlock_done : NULL, op) != 0) {
@@ -869,7 +810,7 @@ waiter_unqueue(struct waiter *w)
     lk->nwaiters--;
     lock_nwaiters--;
     w->lock = NULL;
-    if (!WAITER_ONCE(w) && --lk->nqueued == 0 && lk->watched) {
+    if (!W_ONCE(w) && --lk->nqueued == 0 && lk->watched) {
         lk->watched = false;
         lk->subscribe_until_us = 0;
         redlock_watch(lk->key, lk->key_len, false);
@@ -883,7 +824,7 @@ waiter_unqueue(struct waiter *w)
 static void
 waiter_free(struct waiter *w)
 {
-    if (w->gated && redlock_ungate(w->key, w->key_len, w->gate_id) != 0) {
+    if (w->life.gated && redlock_ungate(w->key, w->key_len, w->gate_id) != 0) {
         log_warn("lock %s: out of memory opening the gate; it expires by its ttl", w->key);
     }
     if (w->ghost[0] != '\0') {
@@ -960,15 +901,13 @@ lock_watch(struct lock *lk)
     return true;
 }
 
-/* Run the waiter's timer in delay_us from now, and never after its wait= deadline. */
+/* Run the waiter's timer at at_us (CLOCK_MONOTONIC; the policy kept it within wait=). */
 static void
-waiter_retry_in(struct waiter *w, int64_t delay_us, int64_t now)
+waiter_timer_at(struct waiter *w, int64_t at_us)
 {
+    int64_t delay_us = at_us - util_now_us();
     struct timeval tv;
 
-    if (delay_us > w->deadline_us - now) {
-        delay_us = w->deadline_us - now;
-    }
     if (delay_us < 0) {
         delay_us = 0;
     }
@@ -977,131 +916,110 @@ waiter_retry_in(struct waiter *w, int64_t delay_us, int64_t now)
     event_add(&w->retry, &tv);
 }
 
-/* Arm the waiter's timer for its wait= deadline (none for wait=inf). */
-static void
-waiter_wait(struct waiter *w, int64_t now)
+/* What every decision of the policy is given: now, the retry jitter, the draw. */
+static struct waiter_env
+waiter_env_now(void)
 {
-    if (!WAITER_ONCE(w)) {
+    struct waiter_env env = { util_now_us(), lock_conf->retry_delay_ms * 1000, util_random };
+
+    return env;
+}
+
+/* Queued: subscribe to the name's releases, and arm the timer for wait= (none for wait=inf). */
+static void
+waiter_wait(struct waiter *w)
+{
+    if (!W_ONCE(w)) {
         lock_watch(w->lock);
     }
-    if (w->deadline_us != INT64_MAX) {
-        waiter_retry_in(w, w->deadline_us - now, now);
+    if (w->life.deadline_us != INT64_MAX) {
+        waiter_timer_at(w, w->life.deadline_us);
     }
 }
 
 /*
- * The delay before a waiter's next try, us: at most half its ttl while a
- * master holds its gate, so that the gate (set for one ttl) is renewed
- * by the next try before it lapses.
- */
-static int64_t
-waiter_gate_delay(const struct waiter *w, int64_t delay_us)
-{
-    return w->gated && delay_us > w->ttl_ms * 1000 / 2 ? w->ttl_ms * 1000 / 2 : delay_us;
-}
-
-/*
- * A LOCK that may still wait met NOQUORUM: keep the text for the answer
- * at its deadline and retry with a jittered exponential backoff, from
- * lock.retry_delay_ms doubling to LOCK_BACKOFF_MAX_US (masters that
- * restart come back within it).
+ * Answer the waiter with a refusal or an end the policy chose (answer,
+ * not OK), counted in STATS.  ttl_ms: BUSY's holder time left; text:
+ * KIND's, or NOQUORUM's (NULL: the one kept from the last attempt).
  */
 static void
-waiter_backoff(struct waiter *w, const char *error, int64_t now)
+waiter_refuse(struct waiter *w, enum waiter_answer answer, int64_t ttl_ms, const char *text)
 {
-    char *copy = strdup(error);
-
-    if (copy != NULL) {
-        free(w->noquorum);
-        w->noquorum = copy;
-    }
-    if (w->backoff_us == 0) {
-        w->backoff_us = lock_conf->retry_delay_ms * 1000;
-    } else if (w->backoff_us < LOCK_BACKOFF_MAX_US) {
-        w->backoff_us *= 2;
-    }
-    if (w->backoff_us > LOCK_BACKOFF_MAX_US) {
-        w->backoff_us = LOCK_BACKOFF_MAX_US;
-    }
-    waiter_retry_in(w, waiter_gate_delay(w, w->backoff_us / 2
-                                            + util_random(w->backoff_us / 2 + 1)), now);
-}
-
-/* The waiter's wait= ran out: NOQUORUM when its last attempt lacked a quorum, else TIMEOUT. */
-static void
-waiter_expired(struct waiter *w)
-{
-    waiter_observe(w);
-    if (w->noquorum != NULL) {
+    switch (answer) {
+    case WAITER_ANSWER_BUSY:
+        stats.acquire_busy++;
+        waiter_observe(w);
+        waiter_finish(w, LOCK_BUSY, ttl_ms, NULL);
+        return;
+    case WAITER_ANSWER_NOQUORUM:
         stats.acquire_noquorum++;
-        waiter_finish(w, LOCK_NOQUORUM, 0, w->noquorum);
+        waiter_observe(w);
+        waiter_finish(w, LOCK_NOQUORUM, 0, text != NULL ? text : w->noquorum);
+        return;
+    case WAITER_ANSWER_KIND:
+        stats.kind_refusals++;
+        waiter_observe(w);
+        waiter_finish(w, LOCK_WRONG_KIND, 0, text);
+        return;
+    case WAITER_ANSWER_SHUTDOWN:
+        waiter_finish(w, LOCK_SHUTDOWN, 0, "the daemon is stopping");
+        return;
+    case WAITER_ANSWER_CANCELLED:
+        waiter_finish(w, LOCK_CANCELLED, 0, NULL);
+        return;
+    case WAITER_ANSWER_TIMEOUT:
+    default:
+        stats.acquire_timeout++;
+        waiter_observe(w);
+        waiter_finish(w, LOCK_TIMEOUT, 0, NULL);
         return;
     }
-    stats.acquire_timeout++;
-    waiter_finish(w, LOCK_TIMEOUT, 0, NULL);
 }
 
 /*
- * The name is not the waiter's and it may not wait: TRYLOCK is BUSY
- * (ttl_ms: the holder's time left), anything else its wait= ran out.
- */
-static void
-waiter_refused(struct waiter *w, int64_t ttl_ms)
-{
-    if (w->wait != WAITER_ONCE_BUSY) {
-        waiter_expired(w);
-        return;
-    }
-    stats.acquire_busy++;
-    waiter_observe(w);
-    waiter_finish(w, LOCK_BUSY, ttl_ms, NULL);
-}
-
-/*
- * The waiter's timer: a retry after BUSY, a wake-up (it became head, or
- * the local holder let go), or its wait= deadline.  Only the head asks
- * the masters, and only when no session of this daemon holds the name
- * (that one hands the lock over when it lets go).
+ * The waiter's timer: a retry, a wake-up (it became head, or the local
+ * holder let go), or its wait= deadline; waiter_on_timer says which.
  */
 static void
 waiter_timer_cb(evutil_socket_t fd, short what, void *arg)
 {
     struct waiter *w = arg;
-    int64_t now = util_now_us();
+    struct waiter_env env = waiter_env_now();
+    struct waiter_timer_step st;
+    struct lock *lk = w->lock;
+    bool ready;
 
     (void)fd;
     (void)what;
-    if (w->round != WAITER_NO_ROUND || w->lock == NULL) {
-        return;
+    if (lk == NULL) {
+        return;     /* cancelled in a round: its end answers it */
     }
-    w->jittered = false;
-    if (now >= w->deadline_us) {
-        waiter_expired(w);
-        return;
+    ready = w == lock_ready_head(lk);
+    st = waiter_on_timer(&w->life, &env, ready, lk->yield_until_us, lk->subscribe_until_us,
+                         ready && lk->subscribe_until_us != 0
+                         && redlock_watch_ready(lk->key, lk->key_len));
+    if (st.subscribed) {
+        lk->subscribe_until_us = 0;
     }
-    if (w == lock_ready_head(w->lock) && now < w->lock->yield_until_us) {
-        /* Yielded: another daemon goes first. */
-        waiter_retry_in(w, w->lock->yield_until_us - now, now);
-        return;
-    }
-    if (w->lock->subscribe_until_us != 0 && w == lock_ready_head(w->lock)) {
-        if (now < w->lock->subscribe_until_us
-            && !redlock_watch_ready(w->lock->key, w->lock->key_len)) {
-            /* Not heard everywhere yet (lock_watch): lock_subscribed wakes it. */
-            waiter_retry_in(w, w->lock->subscribe_until_us - now, now);
-            return;
-        }
-        w->lock->subscribe_until_us = 0;    /* confirmed, or no longer waited for */
-    }
-    if (w == lock_ready_head(w->lock)) {
-        if (w->fallback) {
+    switch (st.what) {
+    case WAITER_TIMER_EXPIRE:
+        waiter_refuse(w, waiter_refusal(&w->life), 0, NULL);
+        break;
+    case WAITER_TIMER_REARM:
+        waiter_timer_at(w, st.at_us);
+        break;
+    case WAITER_TIMER_QUEUE:
+        waiter_wait(w);
+        break;
+    case WAITER_TIMER_TRY:
+        if (st.fallback) {
             stats.fallback_retries++;     /* no announcement came in time */
         }
-        w->hops = 0;
-        waiter_try(w);
-        return;
+        waiter_try(w, true);
+        break;
+    case WAITER_TIMER_NOTHING:
+        break;
     }
-    waiter_wait(w, now);
 }
 
 /*
@@ -1140,9 +1058,9 @@ waiter_grant(struct waiter *w, const struct redlock_result *res, bool handover)
     if (res->fence > 0) {
         stats.fenced_grants++;
     }
-    if (w->kind == REDLOCK_SHARED) {
+    if (w->life.kind == REDLOCK_SHARED) {
         stats.shared_grants++;
-    } else if (w->kind == REDLOCK_PERMIT) {
+    } else if (w->life.kind == REDLOCK_PERMIT) {
         stats.counted_grants++;
     }
     waiter_rec(w, &rec);
@@ -1151,9 +1069,9 @@ waiter_grant(struct waiter *w, const struct redlock_result *res, bool handover)
     out.name = lk->name;
     out.name_len = lk->name_len;
     out.fence = res->fence;
-    out.kind = lock_kind_of(w->kind);
+    out.kind = lock_kind_of(w->life.kind);
     out.limit = w->limit;
-    out.permit = w->kind == REDLOCK_PERMIT ? (int)w->slot : -1;
+    out.permit = w->life.kind == REDLOCK_PERMIT ? (int)w->slot : -1;
     if (w->lease_mode) {
         /* Nothing to keep: the lock is the keys on the masters and the token. */
         char token[UTIL_TOKEN_HEX + 1], name[PROTO_NAME_MAX];
@@ -1192,10 +1110,10 @@ waiter_grant(struct waiter *w, const struct redlock_result *res, bool handover)
     lk->remote = res->subscribers > (lk->watched ? 1u : 0u);
     if (!handover) {
         /* A new turn: one hand-over for each session queued behind. */
-        lk->turn_left = lk->nqueued > 0 && !WAITER_ONCE(w) ? lk->nqueued - 1 : lk->nqueued;
+        lk->turn_left = waiter_turn(&w->life, lk->nqueued);
     }
     rec.base = lk->key;     /* the lease borrows the entry's key */
-    if (lease_start(&h->lease, &rec, w->token, w->ttl_ms, res->fence,
+    if (lease_start(&h->lease, &rec, w->token, w->life.ttl_ms, res->fence,
                     res->start_us, res->validity_end_us) != 0) {
         /* A lease nobody would renew or report lost must not be granted. */
         free(h);
@@ -1226,21 +1144,20 @@ waiter_grant(struct waiter *w, const struct redlock_result *res, bool handover)
 }
 
 /*
- * A release of the waiter's token was sent after the try res: its next
- * try takes a new one.  The release may reach a master late (after a
- * new link's requests, or held up in the network), and a
- * compare-and-delete that matched a later grant of the same token would
- * delete it there, behind the daemon's back.  When a master's link
- * failed after the try was sent, its record may also land there without
- * the release (the failed link cannot carry it): the
- * old token becomes the ghost, which the next tries take over instead
- * of waiting out its ttl.  False, the waiter answered, when getrandom
- * failed.
+ * A release of the waiter's token was sent: its next try takes a new
+ * one.  The release may reach a master late (after a new link's
+ * requests, or held up in the network), and a compare-and-delete that
+ * matched a later grant of the same token would delete it there, behind
+ * the daemon's back.  ghost: a master's link failed after the try was
+ * sent, so its record may also land there without the release (the
+ * failed link cannot carry it): the old token becomes the ghost, which
+ * the next tries take over instead of waiting out its ttl.  False, the
+ * waiter answered, when getrandom failed.
  */
 static bool
-waiter_retire_token(struct waiter *w, const struct redlock_result *res)
+waiter_retire_token(struct waiter *w, bool ghost)
 {
-    if (res->unanswered > 0) {
+    if (ghost) {
         memcpy(w->ghost, w->token, sizeof(w->ghost));
     }
     memcpy(w->retired, w->token, sizeof(w->retired));
@@ -1251,194 +1168,120 @@ waiter_retire_token(struct waiter *w, const struct redlock_result *res)
     return false;
 }
 
+/* What the policy reads of a round's end. */
+static struct waiter_round_end
+waiter_round_end(const struct waiter *w, const struct redlock_result *res)
+{
+    struct waiter_round_end r = {
+        .outcome = res->outcome,
+        .stopping = lock_stopping,
+        .uncounted = res->answered < master_count(),
+        .readers = res->readers,
+        .gated = res->gated,
+        .split = res->split,
+        .unanswered = res->unanswered > 0,
+        .watched = W_ONCE(w) || w->lock == NULL || w->lock->watched,
+        .free_slot = res->free_slot,
+        .holder_id = res->holder_id,
+        .ttl_ms = res->ttl_ms,
+    };
+
+    return r;
+}
+
+/* A round of the waiter ended (its own try, or a hand-over to it): carry out the policy's step. */
 static void
 waiter_acquired(const struct redlock_result *res, void *arg)
 {
     struct waiter *w = arg;
-    int64_t now = util_now_us(), delay;
-    bool woken = w->woken, handover = w->round == WAITER_HANDING_OVER, split;
+    struct waiter_env env = waiter_env_now();
+    struct waiter_round_end r = waiter_round_end(w, res);
+    bool handover = w->life.state == WAITER_HANDING_OVER;
+    struct waiter_round_step st = waiter_on_round(&w->life, &env, &r);
     struct redlock_rec rec;
+    char text[PROTO_NAME_MAX + 64];
 
-    w->round = WAITER_NO_ROUND;
-    w->woken = false;
-    /*
-     * A master closed our gate when it said so; one whose answer the
-     * round did not count (it came after the decision, or never) may
-     * have closed it too, unbeknown, when shared holders refused us
-     * elsewhere or when no quorum answered: count it as closed, so that
-     * the grant or the end of the wait opens it (waiter_free).  Unopened,
-     * it would keep every shared request out for a whole ttl while the
-     * name is free, and its expiry announces nothing.
-     */
-    w->gated = w->gated || res->gated
-               || (w->kind == REDLOCK_EXCLUSIVE && !WAITER_ONCE(w) && !handover
-                   && res->answered < master_count()
-                   && (res->readers || res->outcome == REDLOCK_NOQUORUM));
-    if (w->cancelled) {
-        /*
-         * Granted or not, nobody takes it now: release it where it may
-         * have landed, announced, and wake our own next head when done
-         * (a grant made during a hand-over must not stall the next
-         * waiter for the whole ttl).
-         */
-        lock_abandon(w->key + w->name_off, w->key_len - w->name_off, w->token);
-        waiter_finish(w, LOCK_CANCELLED, 0, NULL);
-        return;
-    }
     waiter_rec(w, &rec);
-    if (lock_stopping) {
+    if (st.abandon) {
+        /* Released where it may have landed, announced; our next head wakes when done. */
+        lock_abandon(w->key + w->name_off, w->key_len - w->name_off, w->token);
+    }
+    if (st.release) {
         redlock_release(&rec, w->token, NULL, NULL);
-        waiter_finish(w, LOCK_SHUTDOWN, 0, "the daemon is stopping");
+    }
+    if (st.retire && !waiter_retire_token(w, st.ghost)) {
         return;
     }
-    if (w->broken) {
-        /*
-         * A BREAK deleted this token on some master while the round ran:
-         * whatever the round says, it is no lock (its fence may be above
-         * the BREAK's).  Nothing of it stays; try again, if it may wait.
-         */
-        w->broken = false;
-        redlock_release(&rec, w->token, NULL, NULL);
-        if (!waiter_retire_token(w, res)) {
-            return;
-        }
-        if (WAITER_ONCE(w) || now >= w->deadline_us) {
-            waiter_refused(w, 0);
-            return;
-        }
-        waiter_retry_in(w, util_random(lock_conf->retry_delay_ms * 1000), now);
-        return;
-    }
-    /* GRANTED has validity left (redlock.h; a late grant is LATE). */
-    if (res->outcome == REDLOCK_GRANTED) {
-        waiter_grant(w, res, handover);
-        return;
-    }
-    /*
-     * Not granted: release everywhere, a set may have landed late (and
-     * announced where it deletes a mark: whoever it refused meanwhile
-     * must hear that it is gone; redlock.h says why contenders that split
-     * the vote are not put in step by it).
-     */
-    redlock_release(&rec, w->token, NULL, NULL);
-    if (!waiter_retire_token(w, res)) {
-        return;
-    }
-    if (res->outcome == REDLOCK_KIND) {
-        char text[PROTO_NAME_MAX + 64];
+    if (st.keep_noquorum) {
+        char *copy = strdup(res->error);
 
-        stats.kind_refusals++;
-        waiter_observe(w);
-        lock_kind_text(text, sizeof(text), w->key + w->name_off, w->key_len - w->name_off,
-                       res->error);
-        waiter_finish(w, LOCK_WRONG_KIND, 0, text);
-        return;
-    }
-    if (res->outcome == REDLOCK_BUSY && w->kind == REDLOCK_PERMIT && res->free_slot >= 0
-        && w->hops < LOCK_PERMIT_HOPS) {
-        /* Ours was taken, another one was free on the masters that answered: try it now. */
-        w->slot = (unsigned)res->free_slot;
-        w->hinted = true;
-        w->hops++;
-        waiter_try(w);
-        return;
-    }
-    if (res->outcome == REDLOCK_NOQUORUM) {
-        if (WAITER_ONCE(w) || now >= w->deadline_us) {
-            stats.acquire_noquorum++;
-            waiter_observe(w);
-            waiter_finish(w, LOCK_NOQUORUM, 0, res->error);
-            return;
+        if (copy != NULL) {
+            free(w->noquorum);
+            w->noquorum = copy;
         }
-        waiter_backoff(w, res->error, now);
-        return;
+    } else if (!w->life.noquorum) {
+        free(w->noquorum);      /* this attempt had a quorum of answers */
+        w->noquorum = NULL;
     }
-    free(w->noquorum);      /* this attempt had a quorum of answers */
-    w->noquorum = NULL;
-    w->backoff_us = 0;
-    if (w->wait == WAITER_ONCE_BUSY) {
-        waiter_refused(w, res->outcome == REDLOCK_BUSY ? res->ttl_ms : 0);
-        return;
+    if (st.watch) {
+        lock_watch(w->lock);
     }
-    if (now >= w->deadline_us) {
-        waiter_expired(w);
-        return;
+    switch (st.what) {
+    case WAITER_ROUND_GRANT:
+        waiter_grant(w, res, handover);
+        break;
+    case WAITER_ROUND_HOP:
+        w->slot = st.slot;
+        waiter_try(w, false);
+        break;
+    case WAITER_ROUND_RETRY:
+        waiter_timer_at(w, st.at_us);
+        break;
+    case WAITER_ROUND_ANSWER:
+        if (st.answer == WAITER_ANSWER_KIND) {
+            lock_kind_text(text, sizeof(text), w->key + w->name_off,
+                           w->key_len - w->name_off, res->error);
+        }
+        waiter_refuse(w, st.answer, st.ttl_ms,
+                      st.answer == WAITER_ANSWER_KIND ? text
+                      : st.answer == WAITER_ANSWER_NOQUORUM
+                        && res->outcome == REDLOCK_NOQUORUM ? res->error : NULL);
+        break;
     }
-    /*
-     * Retry: at once when a release was announced meanwhile; when the
-     * holder's lease runs out (a release announced before then wakes us
-     * sooner), plus jitter; after a random delay when no single token
-     * refused on a quorum of the masters (res->split: as far as the
-     * answers tell, the records in the way are partial grants of
-     * contenders that split the vote, which they give back at once, or
-     * leftovers of several holders) or its key never expires.  After a
-     * split, an announcement (another contender's clean-up, most likely)
-     * neither cuts the random delay short nor, heard during the round,
-     * makes it 0: that delay is what takes the contenders out of step,
-     * and it is within the retry jitter anyway.
-     */
-    delay = util_random(lock_conf->retry_delay_ms * 1000);
-    split = res->outcome == REDLOCK_BUSY && res->split;
-    if (!WAITER_ONCE(w) && lock_watch(w->lock)) {
-        /*
-         * Subscribed only now: a release made between this round and the
-         * subscription would never be heard, so try once more as soon as
-         * the subscription is confirmed (waiter_timer_cb waits for it).
-         */
-        delay = 0;
-    } else if (split) {
-        w->jittered = true;
-    } else if (woken && (w->kind != REDLOCK_EXCLUSIVE || res->holder_id == 0
-                         || res->holder_id == w->woken_id)) {
-        delay = 0;
-    } else if (woken) {
-        w->jittered = true;     /* another token's release: see lock_released */
-    } else if (res->outcome == REDLOCK_BUSY && res->ttl_ms > 0) {
-        w->fallback = true;
-        /* A permit or a shared hold may get in when any holder leaves. */
-        w->blocker = w->kind == REDLOCK_EXCLUSIVE ? res->holder_id : 0;
-        delay += res->ttl_ms * 1000;
-    }
-    waiter_retry_in(w, waiter_gate_delay(w, delay), now);
 }
 
 /*
- * Ask the masters.  A permit proposes the one a refusal pointed to, else
- * one this daemon does not hold.  A LOCK that queues marks the name as
- * waited for where it is refused (an exclusive one may close the gate
- * against new shared holders); with others queued behind it, a grant
- * also tells whether other daemons wait (turns: hold_give_up).
+ * Ask the masters (the policy moved the waiter to ACQUIRING).  A permit
+ * proposes one this daemon does not hold (pick), or the one a refusal
+ * pointed to (w->slot).  A LOCK that queues marks the name as waited for
+ * where it is refused (an exclusive one may close the gate against new
+ * shared holders); with others queued behind it, a grant also tells
+ * whether other daemons wait (turns: hold_give_up).
  */
 static void
-waiter_try(struct waiter *w)
+waiter_try(struct waiter *w, bool pick)
 {
     struct redlock_rec rec;
     unsigned flags = w->fence ? REDLOCK_ACQUIRE_FENCE : 0;
     const char *old = NULL;
 
-    if (!WAITER_ONCE(w)) {
-        flags |= REDLOCK_ACQUIRE_WAIT | (w->gated ? REDLOCK_ACQUIRE_GATED : 0);
+    if (!W_ONCE(w)) {
+        flags |= REDLOCK_ACQUIRE_WAIT | (w->life.gated ? REDLOCK_ACQUIRE_GATED : 0);
     }
     if (w->lock != NULL && w->lock->nqueued > 1) {
         flags |= REDLOCK_ACQUIRE_PEERS;
     }
-
-    if (w->kind == REDLOCK_PERMIT && !w->hinted && w->lock != NULL) {
+    if (w->life.kind == REDLOCK_PERMIT && pick && w->lock != NULL) {
         w->slot = lock_pick_slot(w->lock);
     }
-    w->hinted = false;
-    w->round = WAITER_ACQUIRING;
-    w->fallback = false;
-    w->jittered = false;
-    w->blocker = 0;
     waiter_rec(w, &rec);
     if (w->ghost[0] != '\0') {
         old = w->ghost;     /* an earlier try of ours that may have landed: take it over */
         flags |= REDLOCK_ACQUIRE_ADOPT;
     }
-    if (redlock_acquire(&rec, w->token, w->ttl_ms, old, flags, w->gate_id, waiter_label(w),
-                        waiter_acquired, w) != 0) {
-        w->round = WAITER_NO_ROUND;
+    if (redlock_acquire(&rec, w->token, w->life.ttl_ms, old, flags, w->gate_id,
+                        waiter_label(w), waiter_acquired, w) != 0) {
+        w->life.state = WAITER_WAITING;
         waiter_finish(w, LOCK_FAILED, 0, "out of memory");
     }
 }
@@ -1543,36 +1386,37 @@ lock_acquire(struct lock_client *c, const char *name, size_t name_len,
     w->name_off = lk->key_len - lk->name_len;
     w->lock = lk;
     w->client = c;
-    w->ttl_ms = req->ttl_ms;
     snprintf(w->label, sizeof(w->label), "%.*s",
              (int)(req->label_len < REDLOCK_LABEL_MAX ? req->label_len : REDLOCK_LABEL_MAX),
              req->label != NULL ? req->label : "");
     w->label_asked = req->label_asked;
     w->lease_mode = req->lease_mode;
     w->fence = req->fence || lock_conf->fence == CONF_FENCE_ALWAYS;
-    w->kind = kind;
     w->limit = lk->limit;
-    /* A client whose input ended cannot wait: one attempt (lock_client_drain). */
-    w->wait = req->trylock ? WAITER_ONCE_BUSY
-              : req->wait_ms == 0 || c->draining ? WAITER_ONCE_TIMEOUT : WAITER_QUEUES;
     w->start_us = start_us;
-    w->deadline_us = WAITER_ONCE(w) ? start_us
-                     : req->wait_ms < 0 ? INT64_MAX : start_us + req->wait_ms * 1000;
+    /* A client whose input ended cannot wait: one attempt (lock_client_drain). */
+    waiter_life_init(&w->life, kind, req->ttl_ms, req->wait_ms, req->trylock, c->draining,
+                     start_us);
     evtimer_assign(&w->retry, lock_base, waiter_timer_cb, w);
     TAILQ_INSERT_TAIL(&lk->waiters, w, link);
     lk->nwaiters++;
     lock_nwaiters++;
-    if (!WAITER_ONCE(w)) {
+    if (!W_ONCE(w)) {
         lk->nqueued++;
     }
     c->waiter = w;
-    if (WAITER_ONCE(w) && w->kind == REDLOCK_SHARED && (ttl = lock_queued_exclusive(lk)) > 0) {
+    ttl = lock_queued_exclusive(lk);
+    switch (waiter_start(&w->life, w == lock_ready_head(lk), ttl > 0)) {
+    case WAITER_START_REFUSE:
         /* A shared attempt never overtakes an exclusive LOCK queued here (its gate's ttl). */
-        waiter_refused(w, ttl);
-    } else if (WAITER_ONCE(w) || w == lock_ready_head(lk)) {
-        waiter_try(w);
-    } else {
-        waiter_wait(w, util_now_us());    /* behind others, or held here */
+        waiter_refuse(w, waiter_refusal(&w->life), ttl, NULL);
+        break;
+    case WAITER_START_TRY:
+        waiter_try(w, true);
+        break;
+    case WAITER_START_QUEUE:
+        waiter_wait(w);     /* behind others, or held here */
+        break;
     }
 }
 
@@ -1582,7 +1426,9 @@ lock_released(const char *key, size_t key_len, const char *token, size_t token_l
     size_t plen = strlen(lock_conf->key_prefix);
     struct lock *lk;
     struct waiter *w;
-    uint64_t id;
+    struct waiter_release rel;
+    struct waiter_release_step st;
+    struct waiter_env env;
 
     if (key_len <= plen || memcmp(key, lock_conf->key_prefix, plen) != 0) {
         return;
@@ -1592,58 +1438,28 @@ lock_released(const char *key, size_t key_len, const char *token, size_t token_l
     if (w == NULL) {
         return;
     }
-    if (util_now_us() < lk->yield_until_us) {
-        if (util_equal_secret(token, token_len, lk->yield_token, UTIL_TOKEN_HEX)) {
-            return;     /* our own yield's announcement: the head's timer is set */
-        }
+    rel.yielding = util_now_us() < lk->yield_until_us;
+    rel.own_yield = util_equal_secret(token, token_len, lk->yield_token, UTIL_TOKEN_HEX);
+    rel.own_retired = util_equal_secret(token, token_len, w->retired, UTIL_TOKEN_HEX);
+    rel.repeat = token_len == UTIL_TOKEN_HEX
+                 && util_equal_secret(token, token_len, w->woken_by, UTIL_TOKEN_HEX);
+    rel.id = redlock_token_id(token, token_len);
+    env = waiter_env_now();
+    st = waiter_on_release(&w->life, &env, &rel);
+    if (st.end_yield) {
         lk->yield_until_us = 0;     /* another daemon's turn ended: ours again */
     }
-    if (util_equal_secret(token, token_len, w->retired, UTIL_TOKEN_HEX)) {
-        return;     /* the clean-up of the head's own last try: for the others */
-    }
-    id = redlock_token_id(token, token_len);
-    if (w->round == WAITER_NO_ROUND && w->jittered && (w->blocker == 0 || id != w->blocker)) {
-        return;     /* its try is due within the jitter anyway (waiter_acquired) */
-    }
-    /*
-     * Every master announces the same release, and each copy says that
-     * its master has let the key go.  The first wakes the head; a copy
-     * that comes while the head's try is in flight makes it try again
-     * at once if that try finds the name busy (the masters process the
-     * release and our try in any order, so the try may have reached this
-     * master first); copies that come while it waits to try again do
-     * nothing more (the wake-up is pending already).  So a release makes
-     * at most one try per master that announced it, and none is lost.
-     */
-    if (token_len == UTIL_TOKEN_HEX
-        && util_equal_secret(token, token_len, w->woken_by, UTIL_TOKEN_HEX)) {
-        if (w->round == WAITER_NO_ROUND && !w->fallback) {
-            return;     /* the wake-up of the first copy is pending */
-        }
-    } else {
+    if (st.first_copy) {
         if (token_len == UTIL_TOKEN_HEX) {
             memcpy(w->woken_by, token, UTIL_TOKEN_HEX);
         }
         stats.pubsub_wakeups++;
     }
-    if (w->round == WAITER_NO_ROUND && w->fallback && w->blocker != 0 && id != w->blocker) {
-        /*
-         * Not the holder it waits for, which a quorum still held at its
-         * last try: most likely another waiter's clean-up of a partial
-         * grant (which deleted a mark there), which frees nothing; or
-         * the release of a holder that took over from its own by a
-         * hand-over.  Try within the jitter, not at once: waiters that
-         * wait for one holder and whose tries clean up after each other
-         * would otherwise wake each other in step for its whole ttl.
-         */
-        w->fallback = false;
-        w->jittered = true;
-        waiter_retry_in(w, waiter_gate_delay(w, util_random(lock_conf->retry_delay_ms * 1000)),
-                        util_now_us());
-        return;
+    if (st.what == WAITER_RELEASE_WAKE) {
+        event_active(&w->retry, EV_TIMEOUT, 0);
+    } else if (st.what == WAITER_RELEASE_REARM) {
+        waiter_timer_at(w, st.at_us);
     }
-    w->woken_id = id;
-    waiter_wake(w);
 }
 
 /*
@@ -1675,8 +1491,8 @@ lock_subscribed(const char *key, size_t key_len)
         lk->subscribe_until_us = 0;
     }
     w = lock_ready_head(lk);
-    if (w != NULL && !(w->round == WAITER_NO_ROUND && w->jittered)) {
-        waiter_wake(w);
+    if (w != NULL && waiter_on_subscribed(&w->life)) {
+        event_active(&w->retry, EV_TIMEOUT, 0);
     }
 }
 
@@ -1965,12 +1781,9 @@ lock_client_drain(struct lock_client *c)
     struct waiter *w = c->waiter;
 
     c->draining = true;
-    if (w != NULL && !w->cancelled) {
-        /* Its deadline is now: answered by its timer, or when its round ends. */
-        w->deadline_us = util_now_us();
-        if (w->round == WAITER_NO_ROUND) {
-            event_active(&w->retry, EV_TIMEOUT, 0);
-        }
+    /* Its deadline is now: answered by its timer, or when its round ends. */
+    if (w != NULL && waiter_drain(&w->life, util_now_us())) {
+        event_active(&w->retry, EV_TIMEOUT, 0);
     }
 }
 
@@ -1983,9 +1796,10 @@ lock_client_close(struct lock_client *c)
     c->closed = true;
     /* The waiter first: a released lock must not go to our own dying waiter. */
     if (w != NULL) {
-        w->cancelled = true;
+        bool now = waiter_cancel(&w->life);
+
         waiter_unqueue(w);
-        if (w->round == WAITER_NO_ROUND) {
+        if (now) {
             waiter_finish(w, LOCK_CANCELLED, 0, NULL);
         }
         /* Otherwise answered (LOCK_CANCELLED) when its round ends. */
@@ -2007,7 +1821,7 @@ lock_client_shutdown(struct lock_client *c)
         hold_report_lost(h, LEASE_REASON_SHUTDOWN);
         hold_give_up(h, NULL);
     }
-    if (w != NULL && w->round == WAITER_NO_ROUND) {
+    if (w != NULL && !WAITER_IN_ROUND(&w->life)) {
         waiter_finish(w, LOCK_SHUTDOWN, 0, "the daemon is stopping");
     }
 }
@@ -2046,12 +1860,12 @@ lock_list_one(struct lock *lk, int64_t now, lock_list_fn fn, void *arg)
     e.waiters = lk->nqueued;
     e.permit = -1;
     TAILQ_FOREACH(w, &lk->waiters, link) {
-        if (WAITER_ONCE(w)) {
+        if (W_ONCE(w)) {
             continue;       /* one attempt, answered at once: not waiting */
         }
         e.label = w->label;
         e.client = w->client;
-        e.kind = lock_kind_of(w->kind);
+        e.kind = lock_kind_of(w->life.kind);
         e.limit = w->limit;
         e.position = ++position;
         e.held_ms = (now - w->start_us) / 1000;
@@ -2206,8 +2020,8 @@ lock_broken(const char *key, size_t key_len, const char *tokens, size_t tokens_l
     if (lk != NULL) {
         /* A grant in flight whose token was broken is no grant (waiter_acquired). */
         TAILQ_FOREACH(w, &lk->waiters, link) {
-            if (w->round != WAITER_NO_ROUND && lock_token_among(w->token, tokens, tokens_len)) {
-                w->broken = true;
+            if (WAITER_IN_ROUND(&w->life) && lock_token_among(w->token, tokens, tokens_len)) {
+                w->life.broken = true;
             }
         }
     }
