@@ -599,6 +599,23 @@ lock_wake_head(struct lock *lk)
     }
 }
 
+/* Put a new hold (its lease started) in the table and the client's holds. */
+static void
+hold_insert(struct hold *h, struct lock *lk, struct lock_client *c)
+{
+    h->lock = lk;
+    h->client = c;
+    h->holds = 1;
+    TAILQ_INSERT_TAIL(&lk->holders, h, lock_link);
+    lk->nholders++;
+    if (h->lease.rec.kind == REDLOCK_EXCLUSIVE) {
+        lk->nexclusive++;
+    }
+    TAILQ_INSERT_TAIL(&c->holds, h, client_link);
+    c->nholds++;
+    lock_nheld++;
+}
+
 /*
  * Take a hold out of the table and the client, end its lease (unless
  * it is lost already), and free it.  The keys on the masters are not
@@ -1122,19 +1139,9 @@ waiter_grant(struct waiter *w, const struct redlock_result *res, bool handover)
         waiter_finish(w, LOCK_FAILED, 0, "out of memory");
         return;
     }
-    h->lock = lk;
-    h->client = c;
-    h->holds = 1;
     h->granted_us = res->start_us;
     memcpy(h->label, w->label, sizeof(h->label));
-    TAILQ_INSERT_TAIL(&lk->holders, h, lock_link);
-    lk->nholders++;
-    if (rec.kind == REDLOCK_EXCLUSIVE) {
-        lk->nexclusive++;
-    }
-    TAILQ_INSERT_TAIL(&c->holds, h, client_link);
-    c->nholds++;
-    lock_nheld++;
+    hold_insert(h, lk, c);
     out.holds = 1;
     out.validity_ms = lease_validity_left_ms(&h->lease, util_now_us());
     waiter_observe(w);
@@ -1286,6 +1293,57 @@ waiter_try(struct waiter *w, bool pick)
     }
 }
 
+/*
+ * The client asks again for a name it holds in session mode (h): the
+ * same kind, limit and fence only (else CONFLICT); the masters see one
+ * lock, only the count changes.
+ */
+static void
+lock_reenter(struct lock_client *c, struct hold *h, const char *name, size_t name_len,
+             const struct lock_request *req, int64_t start_us)
+{
+    enum redlock_kind kind = lock_record_kind(req->kind);
+    struct lock_result res;
+    char text[PROTO_NAME_MAX + 96];
+
+
+    if (h->lease.rec.kind != kind) {
+        snprintf(text, sizeof(text), "this session holds %.*s as %s lock; a re-entrant "
+                 "LOCK must ask for the same kind (UNLOCK it first)", (int)name_len, name,
+                 lock_kind_word(h->lease.rec.kind));
+        lock_reply(c, LOCK_CONFLICT, name, name_len, text);
+        return;
+    }
+    if (kind == REDLOCK_PERMIT && h->lease.rec.limit != req->limit) {
+        snprintf(text, sizeof(text), "this session holds %.*s with limit=%u; a re-entrant "
+                 "LOCK must ask for the same limit (UNLOCK it first)", (int)name_len, name,
+                 h->lease.rec.limit);
+        lock_reply(c, LOCK_CONFLICT, name, name_len, text);
+        return;
+    }
+    if (req->fence && h->lease.fence == 0) {
+        lock_reply(c, LOCK_CONFLICT, name, name_len,
+                   "this session holds the lock without a fence; a re-entrant LOCK "
+                   "cannot add one (UNLOCK it first)");
+        return;
+    }
+    /* Re-entry: the masters see one lock; only the count changes. */
+    h->holds++;
+    stats.acquire_reentered++;
+    stats_observe_acquire(util_now_us() - start_us);
+    memset(&res, 0, sizeof(res));
+    res.outcome = LOCK_OK;
+    res.name = name;
+    res.name_len = name_len;
+    res.holds = h->holds;
+    res.fence = h->lease.fence;
+    res.kind = req->kind;
+    res.limit = h->lease.rec.limit;
+    res.permit = kind == REDLOCK_PERMIT ? (int)h->lease.rec.slot : -1;
+    res.validity_ms = lease_validity_left_ms(&h->lease, util_now_us());
+    c->done(c, &res);
+}
+
 void
 lock_acquire(struct lock_client *c, const char *name, size_t name_len,
              const struct lock_request *req)
@@ -1309,43 +1367,7 @@ lock_acquire(struct lock_client *c, const char *name, size_t name_len,
         h = NULL;
     }
     if (!req->lease_mode && h != NULL) {
-        struct lock_result res;
-
-        if (h->lease.rec.kind != kind) {
-            snprintf(limit, sizeof(limit), "this session holds %.*s as %s lock; a re-entrant "
-                     "LOCK must ask for the same kind (UNLOCK it first)", (int)name_len, name,
-                     lock_kind_word(h->lease.rec.kind));
-            lock_reply(c, LOCK_CONFLICT, name, name_len, limit);
-            return;
-        }
-        if (kind == REDLOCK_PERMIT && h->lease.rec.limit != req->limit) {
-            snprintf(limit, sizeof(limit), "this session holds %.*s with limit=%u; a re-entrant "
-                     "LOCK must ask for the same limit (UNLOCK it first)", (int)name_len, name,
-                     h->lease.rec.limit);
-            lock_reply(c, LOCK_CONFLICT, name, name_len, limit);
-            return;
-        }
-        if (req->fence && h->lease.fence == 0) {
-            lock_reply(c, LOCK_CONFLICT, name, name_len,
-                       "this session holds the lock without a fence; a re-entrant LOCK "
-                       "cannot add one (UNLOCK it first)");
-            return;
-        }
-        /* Re-entry: the masters see one lock; only the count changes. */
-        h->holds++;
-        stats.acquire_reentered++;
-        stats_observe_acquire(util_now_us() - start_us);
-        memset(&res, 0, sizeof(res));
-        res.outcome = LOCK_OK;
-        res.name = name;
-        res.name_len = name_len;
-        res.holds = h->holds;
-        res.fence = h->lease.fence;
-        res.kind = req->kind;
-        res.limit = h->lease.rec.limit;
-        res.permit = kind == REDLOCK_PERMIT ? (int)h->lease.rec.slot : -1;
-        res.validity_ms = lease_validity_left_ms(&h->lease, util_now_us());
-        c->done(c, &res);
+        lock_reenter(c, h, name, name_len, req, start_us);
         return;
     }
     if (lk != NULL && !lock_kind_fits(lk, req, limit, sizeof(limit))) {
