@@ -14,6 +14,7 @@
 #include "daemon/redlock.h"
 #include "daemon/stats.h"
 #include "daemon/util.h"
+#include "daemon/xmalloc.h"
 
 #define LEASE_BATCH_MAX   512           /* keys in one script call */
 #define LEASE_WINDOW_US   20000         /* renew up to 20 ms early to batch */
@@ -137,22 +138,15 @@ lease_heap_down(size_t i)
     lease_heap_set(i, l);
 }
 
-static int
+static void
 lease_heap_push(struct lease *l)
 {
     if (lease_len == lease_cap) {
-        size_t cap = lease_cap ? 2 * lease_cap : 64;
-        struct lease **h = realloc(lease_heap, cap * sizeof(*h));
-
-        if (h == NULL) {
-            return -1;
-        }
-        lease_heap = h;
-        lease_cap = cap;
+        lease_cap = lease_cap ? 2 * lease_cap : 64;
+        lease_heap = xreallocarray(lease_heap, lease_cap, sizeof(*lease_heap));
     }
     lease_heap_set(lease_len++, l);
     lease_heap_up(l->heap_index);
-    return 0;
 }
 
 static void
@@ -241,7 +235,7 @@ lease_set_due(struct lease *l)
     }
 }
 
-int
+void
 lease_start(struct lease *l, const struct redlock_rec *rec, const char *token,
             int64_t ttl_ms, int64_t fence, int64_t start_us, int64_t validity_end_us)
 {
@@ -256,15 +250,10 @@ lease_start(struct lease *l, const struct redlock_rec *rec, const char *token,
     l->renew_at_us = start_us + ttl_ms * 1000 / 3;
     l->heap_index = LEASE_NO_INDEX;
     lease_set_due(l);
-    if (lease_heap_push(l) != 0) {
-        log_error("lease: out of memory watching a new lease");
-        l->state = LEASE_RELEASED;
-        return -1;
-    }
+    lease_heap_push(l);
     if (l->heap_index == 0) {
         lease_arm();
     }
-    return 0;
 }
 
 /* Leave HELD/RENEWING for state: out of the heap and any batch. */
@@ -499,11 +488,7 @@ lease_timer_cb(evutil_socket_t fd, short what, void *arg)
             break;
         }
         if (b == NULL) {
-            b = calloc(1, sizeof(*b));
-            if (b == NULL) {
-                log_error("lease: out of memory renewing; retrying");
-                break;
-            }
+            b = xcalloc(1, sizeof(*b));
         }
         l->state = LEASE_RENEWING;
         l->batch = b;

@@ -103,11 +103,10 @@ void lease_init(struct event_base *base, lease_lost_fn lost);
  * Start a lease granted by a round that began at start_us (monotonic)
  * with validity until validity_end_us: HELD, first renewal at start +
  * ttl/3.  rec is copied; rec->base must stay valid until the lease ends;
- * token is UTIL_TOKEN_HEX bytes, copied.  O(log n).  Returns 0, or -1
- * when out of memory (the lease is not watched: do not grant it).
+ * token is UTIL_TOKEN_HEX bytes, copied.  O(log n).
  */
-int lease_start(struct lease *l, const struct redlock_rec *rec, const char *token,
-                int64_t ttl_ms, int64_t fence, int64_t start_us, int64_t validity_end_us);
+void lease_start(struct lease *l, const struct redlock_rec *rec, const char *token,
+                 int64_t ttl_ms, int64_t fence, int64_t start_us, int64_t validity_end_us);
 
 /*
  * True while the lease may still be used at now_us (monotonic): HELD or

@@ -78,6 +78,7 @@
 #include "daemon/stats.h"
 #include "daemon/util.h"
 #include "daemon/waiter.h"
+#include "daemon/xmalloc.h"
 #include "proto/proto.h"
 
 #if PROTO_LABEL_MAX != REDLOCK_LABEL_MAX
@@ -306,6 +307,7 @@ lock_key_write(char *out, const char *name, size_t name_len)
     return plen + name_len;
 }
 
+/* The entry of name, made (with no holder and no waiter) when there is none. */
 static struct lock *
 lock_get(const char *name, size_t name_len)
 {
@@ -315,15 +317,8 @@ lock_get(const char *name, size_t name_len)
     if (lk != NULL) {
         return lk;
     }
-    lk = calloc(1, sizeof(*lk));
-    if (lk == NULL) {
-        return NULL;
-    }
-    lk->key = malloc(plen + name_len + 1);
-    if (lk->key == NULL) {
-        free(lk);
-        return NULL;
-    }
+    lk = xcalloc(1, sizeof(*lk));
+    lk->key = xmalloc(plen + name_len + 1);
     lk->key_len = lock_key_write(lk->key, name, name_len);
     lk->name = lk->key + plen;
     lk->name_len = name_len;
@@ -775,23 +770,21 @@ hold_give_up(struct hold *h, struct lock_op *op)
         memcpy(lk->yield_token, h->lease.token, UTIL_TOKEN_HEX);
     }
     if (st.what == WAITER_GIVE_UP_HAND_OVER) {
-        ho = malloc(sizeof(*ho));
-        if (ho != NULL) {
-            ho->waiter = w;
-            ho->op = op;
-            memcpy(ho->old_token, h->lease.token, sizeof(ho->old_token));
-            event_del(&w->retry);
-            w->slot = h->lease.rec.slot;    /* a permit: the head takes this one */
-            waiter_rec(w, &rec);
-            if (redlock_acquire(&rec, w->token, w->life.ttl_ms, h->lease.token,
-                                (w->fence ? REDLOCK_ACQUIRE_FENCE : 0) | REDLOCK_ACQUIRE_PEERS,
-                                w->gate_id, waiter_label(w), lock_handover_done, ho) == 0) {
-                stats.releases++;
-                hold_drop(h);
-                return;
-            }
-            free(ho);
+        ho = xmalloc(sizeof(*ho));
+        ho->waiter = w;
+        ho->op = op;
+        memcpy(ho->old_token, h->lease.token, sizeof(ho->old_token));
+        event_del(&w->retry);
+        w->slot = h->lease.rec.slot;    /* a permit: the head takes this one */
+        waiter_rec(w, &rec);
+        if (redlock_acquire(&rec, w->token, w->life.ttl_ms, h->lease.token,
+                            (w->fence ? REDLOCK_ACQUIRE_FENCE : 0) | REDLOCK_ACQUIRE_PEERS,
+                            w->gate_id, waiter_label(w), lock_handover_done, ho) == 0) {
+            stats.releases++;
+            hold_drop(h);
+            return;
         }
+        free(ho);
         w->life.state = WAITER_WAITING;     /* not handed over: woken when the hold goes */
     }
     if (redlock_release(&h->lease.rec, h->lease.token,
@@ -1106,13 +1099,7 @@ waiter_grant(struct waiter *w, const struct redlock_result *res, bool handover)
         c->done(c, &out);
         return;
     }
-    h = calloc(1, sizeof(*h));
-    if (h == NULL) {
-        stats.acquire_ok--;
-        redlock_release(&rec, w->token, NULL, NULL);
-        waiter_finish(w, LOCK_FAILED, 0, "out of memory");
-        return;
-    }
+    h = xcalloc(1, sizeof(*h));
     if ((old = lock_same_record(lk, &rec)) != NULL) {
         /*
          * A quorum granted us a record we believed held here: the old
@@ -1130,15 +1117,8 @@ waiter_grant(struct waiter *w, const struct redlock_result *res, bool handover)
         lk->turn_left = waiter_turn(&w->life, lk->nqueued);
     }
     rec.base = lk->key;     /* the lease borrows the entry's key */
-    if (lease_start(&h->lease, &rec, w->token, w->life.ttl_ms, res->fence,
-                    res->start_us, res->validity_end_us) != 0) {
-        /* A lease nobody would renew or report lost must not be granted. */
-        free(h);
-        stats.acquire_ok--;
-        redlock_release(&rec, w->token, NULL, NULL);
-        waiter_finish(w, LOCK_FAILED, 0, "out of memory");
-        return;
-    }
+    lease_start(&h->lease, &rec, w->token, w->life.ttl_ms, res->fence, res->start_us,
+                res->validity_end_us);
     h->granted_us = res->start_us;
     memcpy(h->label, w->label, sizeof(h->label));
     hold_insert(h, lk, c);
@@ -1220,12 +1200,8 @@ waiter_acquired(const struct redlock_result *res, void *arg)
         return;
     }
     if (st.keep_noquorum) {
-        char *copy = strdup(res->error);
-
-        if (copy != NULL) {
-            free(w->noquorum);
-            w->noquorum = copy;
-        }
+        free(w->noquorum);
+        w->noquorum = xstrdup(res->error);
     } else if (!w->life.noquorum) {
         free(w->noquorum);      /* this attempt had a quorum of answers */
         w->noquorum = NULL;
@@ -1382,20 +1358,13 @@ lock_acquire(struct lock_client *c, const char *name, size_t name_len,
         return;
     }
     lk = lock_get(name, name_len);
-    if (lk != NULL && lk->nholders == 0 && lk->nwaiters == 0) {
+    if (lk->nholders == 0 && lk->nwaiters == 0) {
         /* A new entry: the name is of the kind its first request asks for. */
         lk->counted = req->kind == LOCK_KIND_COUNTED;
         lk->limit = lk->counted ? req->limit : 0;
         lk->next_slot = lk->counted ? (unsigned)util_random(req->limit) : 0;
     }
-    w = lk != NULL ? calloc(1, sizeof(*w) + lk->key_len + 1) : NULL;
-    if (w == NULL) {
-        if (lk != NULL) {
-            lock_put(lk);
-        }
-        lock_reply(c, LOCK_FAILED, name, name_len, "out of memory");
-        return;
-    }
+    w = xcalloc(1, sizeof(*w) + lk->key_len + 1);
     if (util_token(w->token) != 0) {
         free(w);
         lock_put(lk);
