@@ -159,13 +159,13 @@ watch_put(struct watch_name *wn)
 
 /* The state of a read, as pushes show it. */
 static void
-watch_state_of(const struct watch_name *wn, const struct redlock_result *res,
+watch_state_of(const struct watch_name *wn, const struct redlock_status_result *res,
                struct watch_state *st)
 {
     memset(st, 0, sizeof(*st));
     st->name = wn->name;
     st->name_len = wn->name_len;
-    st->held = res->outcome == REDLOCK_HELD;
+    st->held = res->v.outcome == REDLOCK_HELD;
     if (!st->held) {
         return;
     }
@@ -179,28 +179,28 @@ watch_state_of(const struct watch_name *wn, const struct redlock_result *res,
         /* A hold of this daemon whose label lives here only. */
         (void)lock_hold_label(wn->name, wn->name_len, res->holder, &st->label, &st->held_ms);
     }
-    st->fence = res->fence;
+    st->fence = res->holder_fence;
 }
 
 /* What of a read decides whether it is a change. */
 static void
-watch_seen_of(const struct redlock_result *res, struct watch_seen *seen)
+watch_seen_of(const struct redlock_status_result *res, struct watch_seen *seen)
 {
     memset(seen, 0, sizeof(*seen));
-    seen->held = res->outcome == REDLOCK_HELD;
+    seen->held = res->v.outcome == REDLOCK_HELD;
     if (!seen->held) {
         return;
     }
     seen->kind = (char)res->kind;
     seen->holders = res->holders;
     seen->limit = res->limit;
-    seen->fence = res->fence;
+    seen->fence = res->holder_fence;
     memcpy(seen->holder, res->holder, sizeof(seen->holder));
     memcpy(seen->label, res->label, sizeof(seen->label));
 }
 
 static void
-watch_read_done(const struct redlock_result *res, void *arg)
+watch_read_done(const struct redlock_status_result *res, void *arg)
 {
     struct watch_name *wn = arg;
     struct watch_seen seen;
@@ -220,8 +220,8 @@ watch_read_done(const struct redlock_result *res, void *arg)
         watch_put(wn);
         return;
     }
-    if ((res->outcome != REDLOCK_HELD && res->outcome != REDLOCK_FREE)
-        || (res->outcome == REDLOCK_HELD && res->fence_pending)) {
+    if ((res->v.outcome != REDLOCK_HELD && res->v.outcome != REDLOCK_FREE)
+        || (res->v.outcome == REDLOCK_HELD && res->fence_pending)) {
         /*
          * Nothing true to say yet: no quorum, or a fenced grant whose fence
          * is not written back (its holder has not been told; watchers hear
@@ -256,9 +256,9 @@ watch_read_done(const struct redlock_result *res, void *arg)
     } else if (wn->settling) {
         wn->settling = false;
         watch_read_in(wn, watch_conf->node_timeout_ms * 1000);
-    } else if (res->outcome == REDLOCK_HELD && res->ttl_ms >= 0) {
+    } else if (res->v.outcome == REDLOCK_HELD && res->holders_ttl_ms >= 0) {
         /* An expiry announces nothing: look when the quorum said it ends. */
-        delay = res->ttl_ms * 1000 + WATCH_EXPIRY_MARGIN_US
+        delay = res->holders_ttl_ms * 1000 + WATCH_EXPIRY_MARGIN_US
                 + util_random(watch_conf->retry_delay_ms * 1000);
         watch_read_in(wn, delay);
     } else {
