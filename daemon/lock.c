@@ -246,7 +246,7 @@ static size_t             lock_nwaiters; /* waiters queued */
 static bool               lock_stopping;
 
 static void waiter_try(struct waiter *w);
-static void lock_unlock_done(const struct redlock_result *rr, void *arg);
+static void lock_unlock_done(const struct redlock_release_result *rr, void *arg);
 static void lock_lease_lost(struct lease *l);
 static void lock_broken(const char *key, size_t key_len, const char *tokens,
                         size_t tokens_len);
@@ -710,16 +710,16 @@ lock_lease_lost(struct lease *l)
     hold_drop(h);
 }
 
-static void waiter_acquired(const struct redlock_result *res, void *arg);
+static void waiter_acquired(const struct redlock_acquire_result *res, void *arg);
 
 /* The release of an orphaned token ended: our own head may try now. */
 static void
-lock_orphan_done(const struct redlock_result *res, void *arg)
+lock_orphan_done(const struct redlock_release_result *res, void *arg)
 {
     struct lock_orphan *o = arg;
     struct lock *lk;
 
-    if (res->confirmed > 0 && (lk = lock_find(o->name, o->name_len)) != NULL) {
+    if (res->v.confirmed > 0 && (lk = lock_find(o->name, o->name_len)) != NULL) {
         lock_wake_head(lk);
     }
     free(o);
@@ -759,11 +759,11 @@ lock_abandon(const char *name, size_t name_len, const char *token)
  * quorum still held its token and swapped it), then the waiter.
  */
 static void
-lock_handover_done(const struct redlock_result *res, void *arg)
+lock_handover_done(const struct redlock_acquire_result *res, void *arg)
 {
     struct lock_handover *ho = arg;
     struct waiter *w = ho->waiter;
-    struct redlock_result rel = *res;
+    struct redlock_release_result rel = { .v = res->v };
     struct redlock_rec rec;
 
     /*
@@ -776,9 +776,9 @@ lock_handover_done(const struct redlock_result *res, void *arg)
         rec.labelled = true;    /* the old holder's label, if it had one */
         redlock_release(&rec, ho->old_token, NULL, NULL);
     }
-    rel.confirmed = res->swapped;
-    rel.outcome = res->released;
-    if (res->outcome == REDLOCK_GRANTED && rel.outcome == REDLOCK_RELEASED) {
+    rel.v.confirmed = res->swapped;
+    rel.v.outcome = res->released;
+    if (res->v.outcome == REDLOCK_GRANTED && rel.v.outcome == REDLOCK_RELEASED) {
         stats.handovers++;
     }
     if (ho->op != NULL) {
@@ -1128,7 +1128,7 @@ lock_same_record(const struct lock *lk, const struct redlock_rec *rec)
 /* Turn a granted waiter into the entry's lease and answer OK; handover: its
  * round was a hand-over (the daemon's turn goes on). */
 static void
-waiter_grant(struct waiter *w, const struct redlock_result *res, bool handover)
+waiter_grant(struct waiter *w, const struct redlock_acquire_result *res, bool handover)
 {
     struct lock *lk = w->lock;
     struct lock_client *c = w->client;
@@ -1196,7 +1196,7 @@ waiter_grant(struct waiter *w, const struct redlock_result *res, bool handover)
     }
     rec.base = lk->key;     /* the lease borrows the entry's key */
     if (lease_start(&h->lease, &rec, w->token, w->ttl_ms, res->fence,
-                    res->start_us, res->validity_end_us) != 0) {
+                    res->v.start_us, res->validity_end_us) != 0) {
         /* A lease nobody would renew or report lost must not be granted. */
         free(h);
         stats.acquire_ok--;
@@ -1207,7 +1207,7 @@ waiter_grant(struct waiter *w, const struct redlock_result *res, bool handover)
     h->lock = lk;
     h->client = c;
     h->holds = 1;
-    h->granted_us = res->start_us;
+    h->granted_us = res->v.start_us;
     memcpy(h->label, w->label, sizeof(h->label));
     TAILQ_INSERT_TAIL(&lk->holders, h, lock_link);
     lk->nholders++;
@@ -1238,7 +1238,7 @@ waiter_grant(struct waiter *w, const struct redlock_result *res, bool handover)
  * failed.
  */
 static bool
-waiter_retire_token(struct waiter *w, const struct redlock_result *res)
+waiter_retire_token(struct waiter *w, const struct redlock_acquire_result *res)
 {
     if (res->unanswered > 0) {
         memcpy(w->ghost, w->token, sizeof(w->ghost));
@@ -1252,7 +1252,7 @@ waiter_retire_token(struct waiter *w, const struct redlock_result *res)
 }
 
 static void
-waiter_acquired(const struct redlock_result *res, void *arg)
+waiter_acquired(const struct redlock_acquire_result *res, void *arg)
 {
     struct waiter *w = arg;
     int64_t now = util_now_us(), delay;
@@ -1272,8 +1272,8 @@ waiter_acquired(const struct redlock_result *res, void *arg)
      */
     w->gated = w->gated || res->gated
                || (w->kind == REDLOCK_EXCLUSIVE && !WAITER_ONCE(w) && !handover
-                   && res->answered < master_count()
-                   && (res->readers || res->outcome == REDLOCK_NOQUORUM));
+                   && res->v.answered < master_count()
+                   && (res->readers || res->v.outcome == REDLOCK_NOQUORUM));
     if (w->cancelled) {
         /*
          * Granted or not, nobody takes it now: release it where it may
@@ -1310,7 +1310,7 @@ waiter_acquired(const struct redlock_result *res, void *arg)
         return;
     }
     /* GRANTED has validity left (redlock.h; a late grant is LATE). */
-    if (res->outcome == REDLOCK_GRANTED) {
+    if (res->v.outcome == REDLOCK_GRANTED) {
         waiter_grant(w, res, handover);
         return;
     }
@@ -1324,17 +1324,17 @@ waiter_acquired(const struct redlock_result *res, void *arg)
     if (!waiter_retire_token(w, res)) {
         return;
     }
-    if (res->outcome == REDLOCK_KIND) {
+    if (res->v.outcome == REDLOCK_KIND) {
         char text[PROTO_NAME_MAX + 64];
 
         stats.kind_refusals++;
         waiter_observe(w);
         lock_kind_text(text, sizeof(text), w->key + w->name_off, w->key_len - w->name_off,
-                       res->error);
+                       res->v.error);
         waiter_finish(w, LOCK_WRONG_KIND, 0, text);
         return;
     }
-    if (res->outcome == REDLOCK_BUSY && w->kind == REDLOCK_PERMIT && res->free_slot >= 0
+    if (res->v.outcome == REDLOCK_BUSY && w->kind == REDLOCK_PERMIT && res->free_slot >= 0
         && w->hops < LOCK_PERMIT_HOPS) {
         /* Ours was taken, another one was free on the masters that answered: try it now. */
         w->slot = (unsigned)res->free_slot;
@@ -1343,21 +1343,21 @@ waiter_acquired(const struct redlock_result *res, void *arg)
         waiter_try(w);
         return;
     }
-    if (res->outcome == REDLOCK_NOQUORUM) {
+    if (res->v.outcome == REDLOCK_NOQUORUM) {
         if (WAITER_ONCE(w) || now >= w->deadline_us) {
             stats.acquire_noquorum++;
             waiter_observe(w);
-            waiter_finish(w, LOCK_NOQUORUM, 0, res->error);
+            waiter_finish(w, LOCK_NOQUORUM, 0, res->v.error);
             return;
         }
-        waiter_backoff(w, res->error, now);
+        waiter_backoff(w, res->v.error, now);
         return;
     }
     free(w->noquorum);      /* this attempt had a quorum of answers */
     w->noquorum = NULL;
     w->backoff_us = 0;
     if (w->wait == WAITER_ONCE_BUSY) {
-        waiter_refused(w, res->outcome == REDLOCK_BUSY ? res->ttl_ms : 0);
+        waiter_refused(w, res->v.outcome == REDLOCK_BUSY ? res->busy_ttl_ms : 0);
         return;
     }
     if (now >= w->deadline_us) {
@@ -1378,7 +1378,7 @@ waiter_acquired(const struct redlock_result *res, void *arg)
      * and it is within the retry jitter anyway.
      */
     delay = util_random(lock_conf->retry_delay_ms * 1000);
-    split = res->outcome == REDLOCK_BUSY && res->split;
+    split = res->v.outcome == REDLOCK_BUSY && res->split;
     if (!WAITER_ONCE(w) && lock_watch(w->lock)) {
         /*
          * Subscribed only now: a release made between this round and the
@@ -1393,11 +1393,11 @@ waiter_acquired(const struct redlock_result *res, void *arg)
         delay = 0;
     } else if (woken) {
         w->jittered = true;     /* another token's release: see lock_released */
-    } else if (res->outcome == REDLOCK_BUSY && res->ttl_ms > 0) {
+    } else if (res->v.outcome == REDLOCK_BUSY && res->busy_ttl_ms > 0) {
         w->fallback = true;
         /* A permit or a shared hold may get in when any holder leaves. */
         w->blocker = w->kind == REDLOCK_EXCLUSIVE ? res->holder_id : 0;
-        delay += res->ttl_ms * 1000;
+        delay += res->busy_ttl_ms * 1000;
     }
     waiter_retry_in(w, waiter_gate_delay(w, delay), now);
 }
@@ -1695,7 +1695,7 @@ lock_op_lost(struct lock_op *op, enum lease_reason why, const char *detail)
 }
 
 static void
-lock_unlock_done(const struct redlock_result *rr, void *arg)
+lock_unlock_done(const struct redlock_release_result *rr, void *arg)
 {
     struct lock_op *op = arg;
     struct lock_result res;
@@ -1703,7 +1703,7 @@ lock_unlock_done(const struct redlock_result *rr, void *arg)
     char detail[64];
 
     memset(&res, 0, sizeof(res));
-    switch (rr->outcome) {
+    switch (rr->v.outcome) {
     case REDLOCK_RELEASED:
         res.outcome = LOCK_OK;
         res.holds = 0;
@@ -1718,7 +1718,7 @@ lock_unlock_done(const struct redlock_result *rr, void *arg)
          */
         if (!op->by_token) {
             snprintf(detail, sizeof(detail), "%zu of %zu masters still held it",
-                     rr->confirmed, master_count());
+                     rr->v.confirmed, master_count());
             lock_op_lost(op, LEASE_REASON_GONE, detail);
         }
         res.outcome = LOCK_NOTHELD;
@@ -1729,15 +1729,15 @@ lock_unlock_done(const struct redlock_result *rr, void *arg)
              * Not confirmed either: the session's hold is gone (nothing
              * renews it now) and its keys expire by their ttl.
              */
-            lock_op_lost(op, LEASE_REASON_QUORUM, rr->error);
+            lock_op_lost(op, LEASE_REASON_QUORUM, rr->v.error);
             res.outcome = LOCK_NOTHELD;
             break;
         }
         res.outcome = LOCK_NOQUORUM;
-        res.error = rr->error;
+        res.error = rr->v.error;
         break;
     }
-    if (op->by_token && rr->confirmed > 0) {
+    if (op->by_token && rr->v.confirmed > 0) {
         /* Our own waiters need not wait for the announcement. */
         lk = lock_find(op->key + op->name_off, op->key_len - op->name_off);
         if (lk != NULL) {
@@ -1811,13 +1811,13 @@ lock_release(struct lock_client *c, const char *name, size_t name_len, const cha
 }
 
 static void
-lock_extend_done(const struct redlock_result *rr, void *arg)
+lock_extend_done(const struct redlock_extend_one_result *rr, void *arg)
 {
     struct lock_op *op = arg;
     struct lock_result res;
 
     memset(&res, 0, sizeof(res));
-    switch (rr->outcome) {
+    switch (rr->v.outcome) {
     case REDLOCK_GRANTED:
         stats.extends_ok++;
         res.outcome = LOCK_OK;
@@ -1841,7 +1841,7 @@ lock_extend_done(const struct redlock_result *rr, void *arg)
         break;
     default:
         res.outcome = LOCK_NOQUORUM;
-        res.error = rr->error;
+        res.error = rr->v.error;
         break;
     }
     lock_op_finish(op, &res);
@@ -1867,20 +1867,20 @@ lock_extend(struct lock_client *c, const char *name, size_t name_len, const char
 }
 
 static void
-lock_status_done(const struct redlock_result *rr, void *arg)
+lock_status_done(const struct redlock_status_result *rr, void *arg)
 {
     struct lock_op *op = arg;
     struct lock_result res;
     struct lock *lk;
 
     memset(&res, 0, sizeof(res));
-    switch (rr->outcome) {
+    switch (rr->v.outcome) {
     case REDLOCK_FREE:
         res.outcome = LOCK_FREE;
         break;
     case REDLOCK_HELD:
         res.outcome = LOCK_HELD;
-        res.ttl_ms = rr->ttl_ms;
+        res.ttl_ms = rr->holders_ttl_ms;
         res.kind = lock_kind_of(rr->kind);
         res.holders = rr->holders;
         res.limit = rr->limit;
@@ -1897,7 +1897,7 @@ lock_status_done(const struct redlock_result *rr, void *arg)
         break;
     default:
         res.outcome = LOCK_NOQUORUM;
-        res.error = rr->error;
+        res.error = rr->v.error;
         break;
     }
     if (res.outcome == LOCK_HELD && res.label == NULL) {
@@ -2126,30 +2126,30 @@ lock_list(const char *prefix, size_t prefix_len, const char *after, size_t after
 }
 
 static void
-lock_break_done(const struct redlock_result *rr, void *arg)
+lock_break_done(const struct redlock_break_result *rr, void *arg)
 {
     struct lock_op *op = arg;
     struct lock_result res;
 
     memset(&res, 0, sizeof(res));
     res.permit = -1;
-    if (rr->outcome == REDLOCK_RELEASED) {
+    if (rr->v.outcome == REDLOCK_RELEASED) {
         res.outcome = LOCK_OK;
-        res.holders = rr->holders;
-        res.fence = rr->fence;
+        res.holders = rr->deleted;
+        res.fence = rr->fence_after;
         res.label = rr->label[0] != '\0' ? rr->label : NULL;
-        if (rr->holders > 0) {
+        if (rr->deleted > 0) {
             stats.breaks++;
         }
         log_warn("BREAK %s: %zu holder%s ended%s%s%s, fence now %lld",
-                 op->key + op->name_off, rr->holders, rr->holders == 1 ? "" : "s",
+                 op->key + op->name_off, rr->deleted, rr->deleted == 1 ? "" : "s",
                  res.label != NULL ? " (one was " : "", res.label != NULL ? res.label : "",
-                 res.label != NULL ? ")" : "", (long long)rr->fence);
+                 res.label != NULL ? ")" : "", (long long)rr->fence_after);
     } else {
         res.outcome = LOCK_NOQUORUM;
-        res.error = rr->error;
+        res.error = rr->v.error;
         log_warn("BREAK %s: not confirmed by a quorum (masters that ran it ended its holds "
-                 "there): %s", op->key + op->name_off, rr->error);
+                 "there): %s", op->key + op->name_off, rr->v.error);
     }
     lock_op_finish(op, &res);
 }
