@@ -319,16 +319,15 @@ typedef void (*redlock_broken_fn)(const char *key, size_t key_len, const char *t
 /*
  * Hear BREAKs: subscribe to prefix + REDLOCK_BROKEN_SUFFIX on every
  * master (prefix is lock.key_prefix, copied) and hand each message to
- * fn.  Call once, before master_start().  Returns 0, or -1 when out of
- * memory.
+ * fn.  Call once, before master_start().  Returns 0.
  */
 int redlock_on_break(const char *prefix, redlock_broken_fn fn);
 
 /*
  * Start (on) or stop (!on) hearing release announcements for key on
  * every master: a SUBSCRIBE to key + REDLOCK_CHANNEL_SUFFIX on each
- * master's subscriber link (daemon/master.h).  Returns 0, or -1 when out
- * of memory (then only the holder's ttl times the retries).  A master
+ * master's subscriber link (daemon/master.h).  Returns 0, or -1 when key
+ * is longer than REDLOCK_KEY_MAX (nothing is subscribed).  A master
  * delivers announcements only from its confirmation on
  * (redlock_on_subscribed, redlock_watch_ready).
  */
@@ -360,7 +359,8 @@ void redlock_on_subscribed(redlock_subscribed_fn fn);
  * daemon/master.h), whose messages go to the redlock_on_change()
  * function.  While any name is heard, the daemon is also subscribed to
  * REDLOCK_WATCHING_CHANNEL, without which the masters' scripts announce
- * no change at all.  Returns 0, or -1 when out of memory.
+ * no change at all.  Returns 0, or -1 when key is longer than
+ * REDLOCK_KEY_MAX (nothing is subscribed).
  */
 int redlock_watch_changes(const char *key, size_t key_len, bool on);
 
@@ -509,7 +509,10 @@ int64_t redlock_holder_ttl(int64_t *pttls, size_t nheld, size_t nfree, size_t qu
  * fence is set by the write-back of a fenced grant (0 otherwise).  The
  * label goes with the record: renewals extend it, releases delete it.
  *
- * Returns 0, or -1 when memory ran out (no callback).
+ * Returns 0, or -1 (no callback) when rec is REDLOCK_ANY, its key is
+ * too long or a PERMIT's slot and limit are out of range.  Memory
+ * running out aborts the daemon (daemon/xmalloc.h), here and in every
+ * operation below.
  */
 #define REDLOCK_ACQUIRE_FENCE 0x1u  /* raise and write back the fencing token */
 #define REDLOCK_ACQUIRE_WAIT  0x2u  /* queues if refused: mark the name, may gate */
@@ -543,7 +546,7 @@ int redlock_acquire(const struct redlock_rec *rec, const char *token, int64_t tt
  * subscribed to it.  Every release does, whatever it is: a client's
  * UNLOCK, and every clean-up (a grant not delivered: LATE, NOQUORUM, a
  * fence raise or write-back without a quorum; a token a BREAK broke
- * during its round; the daemon stopping; out of memory; what is left
+ * during its round; the daemon stopping; what is left
  * of a hand-over's old token).  The mark was set by a waiter that this
  * record refused; once the mark is gone nobody tells that waiter again,
  * and one that saw the record on a quorum (a grant that was then not
@@ -569,7 +572,7 @@ int redlock_acquire(const struct redlock_rec *rec, const char *token, int64_t tt
  * such waiters fall out of step instead of waking each other for the
  * holder's whole ttl.
  *
- * Returns 0 or -1 (no callback).
+ * Returns 0, or -1 when rec's key is too long (no callback).
  */
 int redlock_release(const struct redlock_rec *rec, const char *token, redlock_release_fn cb,
                     void *arg);
@@ -578,7 +581,7 @@ int redlock_release(const struct redlock_rec *rec, const char *token, redlock_re
  * Fire and forget: delete the gate of the name whose key is base where
  * it still holds token (an exclusive LOCK that stopped waiting), and
  * announce it, so that the shared waiters it held back try again.
- * Returns 0, or -1 when out of memory.
+ * Returns 0, or -1 when base is too long.
  */
 int redlock_ungate(const char *base, size_t base_len, const char *token);
 
@@ -590,7 +593,7 @@ int redlock_ungate(const char *base, size_t base_len, const char *token);
  * that is gone stays gone.  A renewal that failed may have pushed the
  * key a whole ttl further on a minority of masters; this brings it back,
  * so the name is free again when the lease would have ended.  Returns
- * 0, or -1 when out of memory.
+ * 0, or -1 when rec's key is too long.
  */
 int redlock_expire_at(const struct redlock_rec *rec, const char *token,
                       int64_t validity_end_us);
@@ -641,7 +644,7 @@ struct redlock_restore_item {
  * token, and every other quorum intersects it, so nobody else can hold
  * the name before the validity ends, and a key set to expire by then
  * grants nothing that was not ours.  Fire and forget; each key set is
- * counted in stats.keys_restored.  Returns 0, or -1 when out of memory.
+ * counted in stats.keys_restored.  Returns 0.
  */
 int redlock_restore(const struct redlock_restore_item *items, size_t n);
 
@@ -652,7 +655,8 @@ int redlock_restore(const struct redlock_restore_item *items, size_t n);
  * confirmed and the round ended within the validity the lock still had
  * (the quorum's old pttl less drift); NOTHELD when a quorum cannot
  * confirm (a majority do not hold token) or the validity had run out;
- * NOQUORUM when too few answered to tell.  Returns 0 or -1 (no callback).
+ * NOQUORUM when too few answered to tell.  Returns 0, or -1 when base
+ * is too long (no callback).
  */
 int redlock_extend_one(const char *base, size_t base_len, const char *token, int64_t ttl_ms,
                        redlock_extend_one_fn cb, void *arg);
@@ -667,8 +671,8 @@ int redlock_extend_one(const char *base, size_t base_len, const char *token, int
  * token may be NULL; res->holders_ttl_ms the time until enough records expire
  * that a quorum sees the name free, the longest over its holders), FREE,
  * or NOQUORUM.  Each master reads every holder of the name: O(limit)
- * for a counted name, O(holders) for a shared one.  Returns 0 or -1
- * (no callback).
+ * for a counted name, O(holders) for a shared one.  Returns 0, or -1
+ * when base is too long (no callback).
  */
 int redlock_status(const char *base, size_t base_len, const char *token,
                    redlock_status_fn cb, void *arg);
@@ -698,7 +702,7 @@ int redlock_status(const char *base, size_t base_len, const char *token,
  * Masters that missed it may keep a minority of the records, which no
  * quorum holds any more; a master that runs it late (it answered after
  * the first round's deadline) ends there the holds granted meanwhile.
- * Returns 0 or -1 (no callback).
+ * Returns 0, or -1 when base or prefix is too long (no callback).
  */
 int redlock_break(const char *base, size_t base_len, const char *prefix, redlock_break_fn cb,
                   void *arg);
@@ -709,7 +713,8 @@ int redlock_break(const char *base, size_t base_len, const char *prefix, redlock
  * Never re-creates a record that is gone.  The round waits for every
  * master (or its deadline), so that the result also says where a key
  * is missing (res->absent).  The caller decides, per item, with
- * redlock_renewal_verdict().  Returns 0 or -1 (no callback).
+ * redlock_renewal_verdict().  Returns 0, or -1 when an item's key is
+ * too long (no callback).
  */
 int redlock_extend(const struct redlock_extend_item *items, size_t n,
                    redlock_extend_fn cb, void *arg);
