@@ -13,6 +13,7 @@
 #include "conf/conf.h"
 #include "daemon/channel.h"
 #include "daemon/master.h"
+#include "daemon/xmalloc.h"
 
 /* Per master, where a channel's subscription stands. */
 enum channel_state {
@@ -217,17 +218,14 @@ channel_ready(const char *channel, size_t len)
     return true;
 }
 
-int
+void
 channel_subscribe(const char *channel, size_t len)
 {
     struct channel *ch = channel_find(channel, len);
     size_t i, n = master_count();
 
     if (ch == NULL) {
-        ch = calloc(1, sizeof(*ch) + len + 1);
-        if (ch == NULL) {
-            return -1;
-        }
+        ch = xcalloc(1, sizeof(*ch) + len + 1);
         memcpy(ch->name, channel, len);
         ch->len = len;
         ch->key = ch->name;
@@ -240,7 +238,6 @@ channel_subscribe(const char *channel, size_t len)
     for (i = 0; i < n; i++) {
         channel_sync(ch, i);
     }
-    return 0;
 }
 
 void

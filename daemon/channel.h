@@ -62,10 +62,9 @@ bool channel_ready(const char *channel, size_t len);
  * Want channel (len bytes, copied) on every master: subscribed at once
  * on the links that are up, on the others when they come up.  Counted:
  * each call must be undone by one channel_unsubscribe() (waiters and
- * watchers of a name share its channel).  Returns 0, or -1 when out of
- * memory (nothing to undo then).  O(channels wanted).
+ * watchers of a name share its channel).  O(channels wanted).
  */
-int channel_subscribe(const char *channel, size_t len);
+void channel_subscribe(const char *channel, size_t len);
 
 /* Undo one channel_subscribe(); after the last, channel is left on every
  * master (asynchronously). */

@@ -97,6 +97,21 @@ static const char *const command_kind_words[] = {
 
 static void command_lost_cb(struct lock_client *lc, const char *name, size_t name_len,
                             const char *reason);
+static void command_acquired(struct lock_client *lc, const struct lock_acquire_result *res);
+static void command_released(struct lock_client *lc, const struct lock_release_result *res);
+static void command_extended(struct lock_client *lc, const struct lock_extend_result *res);
+static void command_status_done(struct lock_client *lc, const struct lock_status_result *res);
+static void command_broken(struct lock_client *lc, const struct lock_break_result *res);
+
+/* What a session hears from the lock table: one reply writer per verb. */
+static const struct lock_hooks command_lock_hooks = {
+    .acquired = command_acquired,
+    .released = command_released,
+    .extended = command_extended,
+    .status = command_status_done,
+    .broken = command_broken,
+    .lost = command_lost_cb,
+};
 
 /*
  * May s see the label of a hold that is not its own?  (auth.show_labels:
@@ -108,87 +123,185 @@ command_sees_labels(const struct command *c)
     return command_conf->show_labels == CONF_LABELS_ALL || session_admin_by(c->s) != NULL;
 }
 
-/*
- * The kind words of an OK to LOCK (only for a shared or counted hold:
- * "kind=shared", "permit=I limit=N") or of HELD (always: "kind=...
- * holders=N", a counted name's "limit=N", this client's "permit=I").
- */
+/* A counted hold's words: "limit=N", and "permit=I" when permit >= 0. */
 static void
-command_reply_kind(struct proto_reply *r, const struct lock_result *res, bool status)
+command_reply_counted(struct proto_reply *r, enum lock_kind kind, unsigned limit, int permit)
 {
-    if (status || res->kind != LOCK_KIND_EXCLUSIVE) {
-        proto_reply_str(r, "kind", command_kind_words[res->kind]);
-    }
-    if (status) {
-        proto_reply_int(r, "holders", (int64_t)res->holders);
-    }
-    if (res->kind == LOCK_KIND_COUNTED) {
-        proto_reply_int(r, "limit", res->limit);
-        if (res->permit >= 0) {
-            proto_reply_int(r, "permit", res->permit);
+    if (kind == LOCK_KIND_COUNTED) {
+        proto_reply_int(r, "limit", limit);
+        if (permit >= 0) {
+            proto_reply_int(r, "permit", permit);
         }
     }
 }
 
+/*
+ * The reply to an outcome that every verb answers alike (TIMEOUT,
+ * NOTHELD and the errors) into r; the others ("OK name" and so on)
+ * only as a bare word and name, which no verb gives.  False for
+ * CANCELLED: nobody is to be answered.
+ */
+static bool
+command_reply_verdict(struct proto_reply *r, const struct lock_verdict *v)
+{
+    static const char *const words[] = {
+        [LOCK_OK] = "OK", [LOCK_BUSY] = "BUSY", [LOCK_TIMEOUT] = "TIMEOUT",
+        [LOCK_NOTHELD] = "NOTHELD", [LOCK_HELD] = "HELD", [LOCK_FREE] = "FREE",
+    };
+
+    switch (v->outcome) {
+    case LOCK_OK:
+    case LOCK_BUSY:
+    case LOCK_TIMEOUT:
+    case LOCK_NOTHELD:
+    case LOCK_HELD:
+    case LOCK_FREE:
+        proto_reply_start(r, words[v->outcome]);
+        proto_reply_word(r, v->name, v->name_len);
+        break;
+    case LOCK_NOQUORUM:
+        proto_reply_error(r, PROTO_ERR_NOQUORUM, v->error);
+        break;
+    case LOCK_CONFLICT:
+        proto_reply_error(r, PROTO_ERR_PROTO, v->error);
+        break;
+    case LOCK_SHUTDOWN:
+        proto_reply_error(r, PROTO_ERR_SHUTDOWN, v->error);
+        break;
+    case LOCK_LIMIT:
+    case LOCK_FAILED:
+        proto_reply_error(r, PROTO_ERR_LIMIT, v->error);
+        break;
+    case LOCK_WRONG_KIND:
+        proto_reply_error(r, PROTO_ERR_KIND, v->error);
+        break;
+    case LOCK_CANCELLED:
+        return false;
+    }
+    return true;
+}
+
+/* Send r (ended here; a no-op for an error reply) and go on to the next request. */
 static void
-command_done_cb(struct lock_client *lc, const struct lock_result *res)
+command_reply_send(struct command *c, struct proto_reply *r)
+{
+    proto_reply_end(r);
+    session_reply(c->s, r);
+    session_next(c->s);
+}
+
+/*
+ * LOCK or TRYLOCK ended: "OK name [token=] validity= [holds=] [fence=]
+ * [kind= ...]", "BUSY name ttl=", or the verdict.  A lease-mode grant
+ * whose session closed is released at once (nobody will read it).
+ */
+static void
+command_acquired(struct lock_client *lc, const struct lock_acquire_result *res)
 {
     struct command *c = COMMAND_OF(lc, lc);
     struct session *s = c->s;
+    const struct lock_verdict *v = &res->v;
     struct proto_reply r;
 
-    if (c->verb == PROTO_STATUS) {
-        readq_done(&c->status);     /* its read ended: the slot goes on */
-    }
     if (!session_request_done(s)) {
         /* Closed (c may be gone now). */
-        if (res->outcome == LOCK_OK && res->token != NULL) {
+        if (v->outcome == LOCK_OK && res->token != NULL) {
             /* A lease-mode grant nobody will read: release it now. */
-            lock_abandon(res->name, res->name_len, res->token);
+            lock_abandon(v->name, v->name_len, res->token);
         }
         return;
     }
-    switch (res->outcome) {
-    case LOCK_OK:
+    if (v->outcome == LOCK_OK) {
         proto_reply_start(&r, "OK");
-        proto_reply_word(&r, res->name, res->name_len);
-        if (c->verb == PROTO_BREAK) {
-            proto_reply_int(&r, "holders", (int64_t)res->holders);
-            proto_reply_int(&r, "fence", res->fence);
-            break;
-        }
+        proto_reply_word(&r, v->name, v->name_len);
         if (res->token != NULL) {
             proto_reply_str(&r, "token", res->token);
         }
-        if (c->verb == PROTO_LOCK || c->verb == PROTO_TRYLOCK || c->verb == PROTO_EXTEND) {
-            proto_reply_int(&r, "validity", res->validity_ms);
-        }
-        if (res->mode != LOCK_MODE_LEASE) {
+        proto_reply_int(&r, "validity", res->validity_ms);
+        if (res->token == NULL) {
             proto_reply_int(&r, "holds", res->holds);
         }
         if (res->fence > 0) {
             proto_reply_int(&r, "fence", res->fence);
         }
-        if (c->verb == PROTO_LOCK || c->verb == PROTO_TRYLOCK) {
-            command_reply_kind(&r, res, false);
+        if (res->kind != LOCK_KIND_EXCLUSIVE) {
+            proto_reply_str(&r, "kind", command_kind_words[res->kind]);
         }
-        break;
-    case LOCK_BUSY:
+        command_reply_counted(&r, res->kind, res->limit, res->permit);
+    } else if (v->outcome == LOCK_BUSY) {
         proto_reply_start(&r, "BUSY");
-        proto_reply_word(&r, res->name, res->name_len);
-        proto_reply_int(&r, "ttl", res->ttl_ms);
-        break;
-    case LOCK_TIMEOUT:
-        proto_reply_start(&r, "TIMEOUT");
-        proto_reply_word(&r, res->name, res->name_len);
-        break;
-    case LOCK_NOTHELD:
-        proto_reply_start(&r, "NOTHELD");
-        proto_reply_word(&r, res->name, res->name_len);
-        break;
-    case LOCK_HELD:
-        proto_reply_start(&r, "HELD");
-        proto_reply_word(&r, res->name, res->name_len);
+        proto_reply_word(&r, v->name, v->name_len);
+        proto_reply_int(&r, "ttl", res->busy_ttl_ms);
+    } else if (!command_reply_verdict(&r, v)) {
+        return;
+    }
+    proto_reply_end(&r);        /* a no-op for the error replies, already ended */
+    session_reply(s, &r);
+    if (v->outcome == LOCK_OK && res->token != NULL
+        && session_track_grant(s, v->name, v->name_len, res->token) != 0) {
+        /* Out of memory: the grant was released at once; the client learns it. */
+        command_lost_cb(&c->lc, v->name, v->name_len, "gone");
+    }
+    session_next(s);
+}
+
+/* UNLOCK ended: "OK name [holds=]" (holds= in session mode), or the verdict. */
+static void
+command_released(struct lock_client *lc, const struct lock_release_result *res)
+{
+    struct command *c = COMMAND_OF(lc, lc);
+    struct proto_reply r;
+
+    if (!session_request_done(c->s)) {
+        return;     /* closed (c may be gone now) */
+    }
+    if (!command_reply_verdict(&r, &res->v)) {
+        return;
+    }
+    if (res->v.outcome == LOCK_OK && res->mode != LOCK_MODE_LEASE) {
+        proto_reply_int(&r, "holds", res->holds);
+    }
+    command_reply_send(c, &r);
+}
+
+/* EXTEND ended: "OK name validity=", or the verdict. */
+static void
+command_extended(struct lock_client *lc, const struct lock_extend_result *res)
+{
+    struct command *c = COMMAND_OF(lc, lc);
+    struct proto_reply r;
+
+    if (!session_request_done(c->s)) {
+        return;     /* closed (c may be gone now) */
+    }
+    if (!command_reply_verdict(&r, &res->v)) {
+        return;
+    }
+    if (res->v.outcome == LOCK_OK) {
+        proto_reply_int(&r, "validity", res->validity_ms);
+    }
+    command_reply_send(c, &r);
+}
+
+/*
+ * STATUS ended: "HELD name ttl= owner= [mode=] [fence=] kind= holders=
+ * [limit= [permit=]] [label= held_ms=] [waiters=]", "FREE name
+ * [waiters=]", or the verdict.  Its read's slot goes on first.
+ */
+static void
+command_status_done(struct lock_client *lc, const struct lock_status_result *res)
+{
+    struct command *c = COMMAND_OF(lc, lc);
+    struct proto_reply r;
+
+    readq_done(&c->status);     /* its read ended: the slot goes on */
+    if (!session_request_done(c->s)) {
+        return;     /* closed (c may be gone now) */
+    }
+    if (!command_reply_verdict(&r, &res->v)) {
+        return;
+    }
+    if (res->v.outcome == LOCK_HELD) {
         proto_reply_int(&r, "ttl", res->ttl_ms);
         proto_reply_str(&r, "owner", res->owner_self ? "self" : "other");
         if (res->mode != LOCK_MODE_UNKNOWN) {
@@ -197,49 +310,38 @@ command_done_cb(struct lock_client *lc, const struct lock_result *res)
         if (res->fence > 0) {
             proto_reply_int(&r, "fence", res->fence);
         }
-        command_reply_kind(&r, res, true);
+        proto_reply_str(&r, "kind", command_kind_words[res->kind]);
+        proto_reply_int(&r, "holders", (int64_t)res->holders);
+        command_reply_counted(&r, res->kind, res->limit, res->permit);
         if (res->label != NULL && (res->owner_self || command_sees_labels(c))) {
             proto_reply_str(&r, "label", res->label);
             proto_reply_int(&r, "held_ms", res->held_ms);
         }
-        if (res->waiters > 0) {
-            proto_reply_int(&r, "waiters", (int64_t)res->waiters);
-        }
-        break;
-    case LOCK_FREE:
-        proto_reply_start(&r, "FREE");
-        proto_reply_word(&r, res->name, res->name_len);
-        if (res->waiters > 0) {
-            proto_reply_int(&r, "waiters", (int64_t)res->waiters);
-        }
-        break;
-    case LOCK_NOQUORUM:
-        proto_reply_error(&r, PROTO_ERR_NOQUORUM, res->error);
-        break;
-    case LOCK_CONFLICT:
-        proto_reply_error(&r, PROTO_ERR_PROTO, res->error);
-        break;
-    case LOCK_SHUTDOWN:
-        proto_reply_error(&r, PROTO_ERR_SHUTDOWN, res->error);
-        break;
-    case LOCK_LIMIT:
-    case LOCK_FAILED:
-        proto_reply_error(&r, PROTO_ERR_LIMIT, res->error);
-        break;
-    case LOCK_WRONG_KIND:
-        proto_reply_error(&r, PROTO_ERR_KIND, res->error);
-        break;
-    case LOCK_CANCELLED:
+    }
+    if ((res->v.outcome == LOCK_HELD || res->v.outcome == LOCK_FREE) && res->waiters > 0) {
+        proto_reply_int(&r, "waiters", (int64_t)res->waiters);
+    }
+    command_reply_send(c, &r);
+}
+
+/* BREAK ended: "OK name holders= fence=", or the verdict. */
+static void
+command_broken(struct lock_client *lc, const struct lock_break_result *res)
+{
+    struct command *c = COMMAND_OF(lc, lc);
+    struct proto_reply r;
+
+    if (!session_request_done(c->s)) {
+        return;     /* closed (c may be gone now) */
+    }
+    if (!command_reply_verdict(&r, &res->v)) {
         return;
     }
-    proto_reply_end(&r);        /* a no-op for the error replies, already ended */
-    session_reply(s, &r);
-    if (res->outcome == LOCK_OK && res->token != NULL
-        && session_track_grant(s, res->name, res->name_len, res->token) != 0) {
-        /* Out of memory: the grant was released at once; the client learns it. */
-        command_lost_cb(&c->lc, res->name, res->name_len, "gone");
+    if (res->v.outcome == LOCK_OK) {
+        proto_reply_int(&r, "holders", (int64_t)res->deleted);
+        proto_reply_int(&r, "fence", res->fence_after);
     }
-    session_next(s);
+    command_reply_send(c, &r);
 }
 
 /* A held lock is gone: push "! LOST <name> reason=<why>". */
@@ -692,7 +794,7 @@ static void
 command_status_timeout(evutil_socket_t fd, short what, void *arg)
 {
     struct command *c = arg;
-    struct lock_result res;
+    struct lock_status_result res;
     char text[160];
 
     (void)fd;
@@ -706,11 +808,12 @@ command_status_timeout(evutil_socket_t fd, short what, void *arg)
              "flight (limits.max_reads_in_flight), %zu waiting (limits.read_wait_ms)",
              (long long)command_conf->read_wait_ms, readq_in_flight(), readq_waiting());
     memset(&res, 0, sizeof(res));
-    res.outcome = LOCK_FAILED;
-    res.name = c->status_name;
-    res.name_len = c->status_name_len;
-    res.error = text;
-    command_done_cb(&c->lc, &res);
+    res.v.outcome = LOCK_FAILED;
+    res.v.name = c->status_name;
+    res.v.name_len = c->status_name_len;
+    res.v.error = text;
+    res.permit = -1;
+    command_status_done(&c->lc, &res);
 }
 
 /*
@@ -910,7 +1013,7 @@ command_open(struct session *s, void *state, const char *peer, bool is_unix, lon
     struct command *c = state;
 
     c->s = s;
-    lock_client_init(&c->lc, command_done_cb, command_lost_cb);
+    lock_client_init(&c->lc, &command_lock_hooks);
     readq_client_init(&c->reads);
     evtimer_assign(&c->status_timer, command_base, command_status_timeout, c);
     watch_client_init(&c->wc, command_watch_cb, &c->reads);

@@ -213,7 +213,7 @@ static bool               lock_stopping;
 
 static void waiter_try(struct waiter *w, bool pick);
 static struct waiter_env waiter_env_now(void);
-static void lock_unlock_done(const struct redlock_result *rr, void *arg);
+static void lock_unlock_done(const struct redlock_release_result *rr, void *arg);
 static void lock_lease_lost(struct lease *l);
 static void lock_broken(const char *key, size_t key_len, const char *tokens,
                         size_t tokens_len);
@@ -245,11 +245,10 @@ lock_set_shutdown(void)
 }
 
 void
-lock_client_init(struct lock_client *c, lock_done_fn done, lock_lost_fn lost)
+lock_client_init(struct lock_client *c, const struct lock_hooks *hooks)
 {
     memset(c, 0, sizeof(*c));
-    c->done = done;
-    c->lost = lost;
+    c->hooks = hooks;
     TAILQ_INIT(&c->holds);
 }
 
@@ -340,18 +339,39 @@ lock_put(struct lock *lk)
     free(lk);
 }
 
-static void
-lock_reply(struct lock_client *c, enum lock_outcome outcome, const char *name,
-           size_t name_len, const char *error)
-{
-    struct lock_result res;
+/* The verb a bare verdict answers (lock_reply): whose hook hears it. */
+enum lock_verb {
+    LOCK_VERB_ACQUIRE,  /* LOCK, TRYLOCK */
+    LOCK_VERB_RELEASE,  /* UNLOCK */
+    LOCK_VERB_EXTEND,   /* EXTEND */
+    LOCK_VERB_STATUS,   /* STATUS */
+    LOCK_VERB_BREAK     /* BREAK */
+};
 
-    memset(&res, 0, sizeof(res));
-    res.outcome = outcome;
-    res.name = name;
-    res.name_len = name_len;
-    res.error = error;
-    c->done(c, &res);
+/* Answer c's verb with an outcome and nothing more (its other fields 0, permit -1). */
+static void
+lock_reply(struct lock_client *c, enum lock_verb verb, enum lock_outcome outcome,
+           const char *name, size_t name_len, const char *error)
+{
+    struct lock_verdict v = { outcome, name, name_len, error };
+
+    switch (verb) {
+    case LOCK_VERB_ACQUIRE:
+        c->hooks->acquired(c, &(struct lock_acquire_result){ .v = v, .permit = -1 });
+        break;
+    case LOCK_VERB_RELEASE:
+        c->hooks->released(c, &(struct lock_release_result){ .v = v });
+        break;
+    case LOCK_VERB_EXTEND:
+        c->hooks->extended(c, &(struct lock_extend_result){ .v = v });
+        break;
+    case LOCK_VERB_STATUS:
+        c->hooks->status(c, &(struct lock_status_result){ .v = v, .permit = -1 });
+        break;
+    case LOCK_VERB_BREAK:
+        c->hooks->broken(c, &(struct lock_break_result){ .v = v });
+        break;
+    }
 }
 
 /* The record letter of a requested kind. */
@@ -448,14 +468,12 @@ lock_op_rec(const struct lock_op *op, struct redlock_rec *rec)
     return rec;
 }
 
-/* Answer the op's client with res (named after the op) and free the op. */
+/* Name v after the op (the name lives in op: free it after the hook). */
 static void
-lock_op_finish(struct lock_op *op, struct lock_result *res)
+lock_op_name(const struct lock_op *op, struct lock_verdict *v)
 {
-    res->name = op->key + op->name_off;
-    res->name_len = op->key_len - op->name_off;
-    op->client->done(op->client, res);
-    free(op);
+    v->name = op->key + op->name_off;
+    v->name_len = op->key_len - op->name_off;
 }
 
 /* The oldest waiter that queues (not a wait=0 attempt), or NULL. */
@@ -639,7 +657,7 @@ hold_drop(struct hold *h)
 static void
 hold_report_lost(struct hold *h, enum lease_reason why)
 {
-    h->client->lost(h->client, h->lock->name, h->lock->name_len, lease_reason_name(why));
+    h->client->hooks->lost(h->client, h->lock->name, h->lock->name_len, lease_reason_name(why));
 }
 
 /*
@@ -666,16 +684,16 @@ lock_lease_lost(struct lease *l)
     hold_drop(h);
 }
 
-static void waiter_acquired(const struct redlock_result *res, void *arg);
+static void waiter_acquired(const struct redlock_acquire_result *res, void *arg);
 
 /* The release of an orphaned token ended: our own head may try now. */
 static void
-lock_orphan_done(const struct redlock_result *res, void *arg)
+lock_orphan_done(const struct redlock_release_result *res, void *arg)
 {
     struct lock_orphan *o = arg;
     struct lock *lk;
 
-    if (res->confirmed > 0 && (lk = lock_find(o->name, o->name_len)) != NULL) {
+    if (res->v.confirmed > 0 && (lk = lock_find(o->name, o->name_len)) != NULL) {
         lock_wake_head(lk);
     }
     free(o);
@@ -715,11 +733,11 @@ lock_abandon(const char *name, size_t name_len, const char *token)
  * quorum still held its token and swapped it), then the waiter.
  */
 static void
-lock_handover_done(const struct redlock_result *res, void *arg)
+lock_handover_done(const struct redlock_acquire_result *res, void *arg)
 {
     struct lock_handover *ho = arg;
     struct waiter *w = ho->waiter;
-    struct redlock_result rel = *res;
+    struct redlock_release_result rel = { .v = res->v };
     struct redlock_rec rec;
 
     /*
@@ -732,9 +750,9 @@ lock_handover_done(const struct redlock_result *res, void *arg)
         rec.labelled = true;    /* the old holder's label, if it had one */
         redlock_release(&rec, ho->old_token, NULL, NULL);
     }
-    rel.confirmed = res->swapped;
-    rel.outcome = res->released;
-    if (res->outcome == REDLOCK_GRANTED && rel.outcome == REDLOCK_RELEASED) {
+    rel.v.confirmed = res->swapped;
+    rel.v.outcome = res->released;
+    if (res->v.outcome == REDLOCK_GRANTED && rel.v.outcome == REDLOCK_RELEASED) {
         stats.handovers++;
     }
     if (ho->op != NULL) {
@@ -791,13 +809,13 @@ hold_give_up(struct hold *h, struct lock_op *op)
                         op != NULL ? lock_unlock_done : NULL, op) != 0) {
         log_error("lock %s: out of memory releasing; it expires by its ttl", lk->key);
         if (op != NULL) {
-            struct lock_result res;
+            struct lock_release_result res = { .v = { .outcome = LOCK_FAILED } };
 
-            memset(&res, 0, sizeof(res));
-            res.outcome = LOCK_FAILED;
-            res.error = "out of memory; the lock expires by its ttl";
+            res.v.error = "out of memory; the lock expires by its ttl";
             hold_drop(h);
-            lock_op_finish(op, &res);
+            lock_op_name(op, &res.v);
+            op->client->hooks->released(op->client, &res);
+            free(op);
             return;
         }
     }
@@ -860,25 +878,26 @@ waiter_finish(struct waiter *w, enum lock_outcome outcome, int64_t ttl_ms,
               const char *error)
 {
     struct lock_client *c = w->client;
-    struct lock_result res;
+    struct lock_acquire_result res;
     char name[PROTO_NAME_MAX];
     char *owned = NULL;
 
-    /* Free first: done may start the client's next operation. */
+    /* Free first: the hook may start the client's next operation. */
     if (error != NULL && error == w->noquorum) {
         owned = w->noquorum;        /* the text outlives the waiter */
         w->noquorum = NULL;
     }
     memset(&res, 0, sizeof(res));
-    res.outcome = outcome;
-    res.name_len = w->key_len - w->name_off;
-    memcpy(name, w->key + w->name_off, res.name_len);
-    res.name = name;
-    res.ttl_ms = ttl_ms;
-    res.error = error;
+    res.v.outcome = outcome;
+    res.v.name_len = w->key_len - w->name_off;
+    memcpy(name, w->key + w->name_off, res.v.name_len);
+    res.v.name = name;
+    res.permit = -1;
+    res.busy_ttl_ms = ttl_ms;
+    res.v.error = error;
     c->waiter = NULL;
     waiter_free(w);
-    c->done(c, &res);
+    c->hooks->acquired(c, &res);
     free(owned);
 }
 
@@ -1056,11 +1075,11 @@ lock_same_record(const struct lock *lk, const struct redlock_rec *rec)
 /* Turn a granted waiter into the entry's lease and answer OK; handover: its
  * round was a hand-over (the daemon's turn goes on). */
 static void
-waiter_grant(struct waiter *w, const struct redlock_result *res, bool handover)
+waiter_grant(struct waiter *w, const struct redlock_acquire_result *res, bool handover)
 {
     struct lock *lk = w->lock;
     struct lock_client *c = w->client;
-    struct lock_result out;
+    struct lock_acquire_result out;
     struct redlock_rec rec;
     struct hold *h, *old;
 
@@ -1075,9 +1094,9 @@ waiter_grant(struct waiter *w, const struct redlock_result *res, bool handover)
     }
     waiter_rec(w, &rec);
     memset(&out, 0, sizeof(out));
-    out.outcome = LOCK_OK;
-    out.name = lk->name;
-    out.name_len = lk->name_len;
+    out.v.outcome = LOCK_OK;
+    out.v.name = lk->name;
+    out.v.name_len = lk->name_len;
     out.fence = res->fence;
     out.kind = lock_kind_of(w->life.kind);
     out.limit = w->limit;
@@ -1089,14 +1108,13 @@ waiter_grant(struct waiter *w, const struct redlock_result *res, bool handover)
         stats.lease_grants++;
         memcpy(token, w->token, sizeof(token));
         memcpy(name, lk->name, lk->name_len);   /* the entry may go with the waiter */
-        out.name = name;
-        out.mode = LOCK_MODE_LEASE;
+        out.v.name = name;
         out.token = token;
         out.validity_ms = (res->validity_end_us - util_now_us()) / 1000;
         waiter_observe(w);
         c->waiter = NULL;
         waiter_free(w);
-        c->done(c, &out);
+        c->hooks->acquired(c, &out);
         return;
     }
     h = xcalloc(1, sizeof(*h));
@@ -1117,9 +1135,9 @@ waiter_grant(struct waiter *w, const struct redlock_result *res, bool handover)
         lk->turn_left = waiter_turn(&w->life, lk->nqueued);
     }
     rec.base = lk->key;     /* the lease borrows the entry's key */
-    lease_start(&h->lease, &rec, w->token, w->life.ttl_ms, res->fence, res->start_us,
+    lease_start(&h->lease, &rec, w->token, w->life.ttl_ms, res->fence, res->v.start_us,
                 res->validity_end_us);
-    h->granted_us = res->start_us;
+    h->granted_us = res->v.start_us;
     memcpy(h->label, w->label, sizeof(h->label));
     hold_insert(h, lk, c);
     out.holds = 1;
@@ -1127,7 +1145,7 @@ waiter_grant(struct waiter *w, const struct redlock_result *res, bool handover)
     waiter_observe(w);
     c->waiter = NULL;
     waiter_free(w);
-    c->done(c, &out);
+    c->hooks->acquired(c, &out);
 }
 
 /*
@@ -1157,12 +1175,12 @@ waiter_retire_token(struct waiter *w, bool ghost)
 
 /* What the policy reads of a round's end. */
 static struct waiter_round_end
-waiter_round_end(const struct waiter *w, const struct redlock_result *res)
+waiter_round_end(const struct waiter *w, const struct redlock_acquire_result *res)
 {
     struct waiter_round_end r = {
-        .outcome = res->outcome,
+        .outcome = res->v.outcome,
         .stopping = lock_stopping,
-        .uncounted = res->answered < master_count(),
+        .uncounted = res->v.answered < master_count(),
         .readers = res->readers,
         .gated = res->gated,
         .split = res->split,
@@ -1170,7 +1188,7 @@ waiter_round_end(const struct waiter *w, const struct redlock_result *res)
         .watched = W_ONCE(w) || w->lock == NULL || w->lock->watched,
         .free_slot = res->free_slot,
         .holder_id = res->holder_id,
-        .ttl_ms = res->ttl_ms,
+        .ttl_ms = res->busy_ttl_ms,
     };
 
     return r;
@@ -1178,7 +1196,7 @@ waiter_round_end(const struct waiter *w, const struct redlock_result *res)
 
 /* A round of the waiter ended (its own try, or a hand-over to it): carry out the policy's step. */
 static void
-waiter_acquired(const struct redlock_result *res, void *arg)
+waiter_acquired(const struct redlock_acquire_result *res, void *arg)
 {
     struct waiter *w = arg;
     struct waiter_env env = waiter_env_now();
@@ -1201,7 +1219,7 @@ waiter_acquired(const struct redlock_result *res, void *arg)
     }
     if (st.keep_noquorum) {
         free(w->noquorum);
-        w->noquorum = xstrdup(res->error);
+        w->noquorum = xstrdup(res->v.error);
     } else if (!w->life.noquorum) {
         free(w->noquorum);      /* this attempt had a quorum of answers */
         w->noquorum = NULL;
@@ -1223,12 +1241,12 @@ waiter_acquired(const struct redlock_result *res, void *arg)
     case WAITER_ROUND_ANSWER:
         if (st.answer == WAITER_ANSWER_KIND) {
             lock_kind_text(text, sizeof(text), w->key + w->name_off,
-                           w->key_len - w->name_off, res->error);
+                           w->key_len - w->name_off, res->v.error);
         }
         waiter_refuse(w, st.answer, st.ttl_ms,
                       st.answer == WAITER_ANSWER_KIND ? text
                       : st.answer == WAITER_ANSWER_NOQUORUM
-                        && res->outcome == REDLOCK_NOQUORUM ? res->error : NULL);
+                        && res->v.outcome == REDLOCK_NOQUORUM ? res->v.error : NULL);
         break;
     }
 }
@@ -1279,7 +1297,7 @@ lock_reenter(struct lock_client *c, struct hold *h, const char *name, size_t nam
              const struct lock_request *req, int64_t start_us)
 {
     enum redlock_kind kind = lock_record_kind(req->kind);
-    struct lock_result res;
+    struct lock_acquire_result res;
     char text[PROTO_NAME_MAX + 96];
 
 
@@ -1287,18 +1305,18 @@ lock_reenter(struct lock_client *c, struct hold *h, const char *name, size_t nam
         snprintf(text, sizeof(text), "this session holds %.*s as %s lock; a re-entrant "
                  "LOCK must ask for the same kind (UNLOCK it first)", (int)name_len, name,
                  lock_kind_word(h->lease.rec.kind));
-        lock_reply(c, LOCK_CONFLICT, name, name_len, text);
+        lock_reply(c, LOCK_VERB_ACQUIRE, LOCK_CONFLICT, name, name_len, text);
         return;
     }
     if (kind == REDLOCK_PERMIT && h->lease.rec.limit != req->limit) {
         snprintf(text, sizeof(text), "this session holds %.*s with limit=%u; a re-entrant "
                  "LOCK must ask for the same limit (UNLOCK it first)", (int)name_len, name,
                  h->lease.rec.limit);
-        lock_reply(c, LOCK_CONFLICT, name, name_len, text);
+        lock_reply(c, LOCK_VERB_ACQUIRE, LOCK_CONFLICT, name, name_len, text);
         return;
     }
     if (req->fence && h->lease.fence == 0) {
-        lock_reply(c, LOCK_CONFLICT, name, name_len,
+        lock_reply(c, LOCK_VERB_ACQUIRE, LOCK_CONFLICT, name, name_len,
                    "this session holds the lock without a fence; a re-entrant LOCK "
                    "cannot add one (UNLOCK it first)");
         return;
@@ -1308,16 +1326,16 @@ lock_reenter(struct lock_client *c, struct hold *h, const char *name, size_t nam
     stats.acquire_reentered++;
     stats_observe_acquire(util_now_us() - start_us);
     memset(&res, 0, sizeof(res));
-    res.outcome = LOCK_OK;
-    res.name = name;
-    res.name_len = name_len;
+    res.v.outcome = LOCK_OK;
+    res.v.name = name;
+    res.v.name_len = name_len;
     res.holds = h->holds;
     res.fence = h->lease.fence;
     res.kind = req->kind;
     res.limit = h->lease.rec.limit;
     res.permit = kind == REDLOCK_PERMIT ? (int)h->lease.rec.slot : -1;
     res.validity_ms = lease_validity_left_ms(&h->lease, util_now_us());
-    c->done(c, &res);
+    c->hooks->acquired(c, &res);
 }
 
 void
@@ -1332,7 +1350,7 @@ lock_acquire(struct lock_client *c, const char *name, size_t name_len,
     enum redlock_kind kind = lock_record_kind(req->kind);
 
     if (lock_stopping) {
-        lock_reply(c, LOCK_SHUTDOWN, name, name_len, "the daemon is stopping");
+        lock_reply(c, LOCK_VERB_ACQUIRE, LOCK_SHUTDOWN, name, name_len, "the daemon is stopping");
         return;
     }
     lk = lock_find(name, name_len);
@@ -1348,13 +1366,13 @@ lock_acquire(struct lock_client *c, const char *name, size_t name_len,
     }
     if (lk != NULL && !lock_kind_fits(lk, req, limit, sizeof(limit))) {
         stats.kind_refusals++;
-        lock_reply(c, LOCK_WRONG_KIND, name, name_len, limit);
+        lock_reply(c, LOCK_VERB_ACQUIRE, LOCK_WRONG_KIND, name, name_len, limit);
         return;
     }
     if (!req->lease_mode && (int64_t)c->nholds >= lock_conf->max_locks_per_client) {
         snprintf(limit, sizeof(limit), "this session holds %zu locks (limits.max_locks_per_client)",
                  c->nholds);
-        lock_reply(c, LOCK_LIMIT, name, name_len, limit);
+        lock_reply(c, LOCK_VERB_ACQUIRE, LOCK_LIMIT, name, name_len, limit);
         return;
     }
     lk = lock_get(name, name_len);
@@ -1368,7 +1386,7 @@ lock_acquire(struct lock_client *c, const char *name, size_t name_len,
     if (util_token(w->token) != 0) {
         free(w);
         lock_put(lk);
-        lock_reply(c, LOCK_FAILED, name, name_len, "getrandom failed");
+        lock_reply(c, LOCK_VERB_ACQUIRE, LOCK_FAILED, name, name_len, "getrandom failed");
         return;
     }
     memcpy(w->gate_id, w->token, sizeof(w->gate_id));
@@ -1497,22 +1515,22 @@ lock_op_lost(struct lock_op *op, enum lease_reason why, const char *detail)
 {
     lease_note_lost(why);
     log_warn("lock %s: lost (%s) at UNLOCK: %s", op->key, lease_reason_name(why), detail);
-    op->client->lost(op->client, op->key + op->name_off, op->key_len - op->name_off,
+    op->client->hooks->lost(op->client, op->key + op->name_off, op->key_len - op->name_off,
                      lease_reason_name(why));
 }
 
 static void
-lock_unlock_done(const struct redlock_result *rr, void *arg)
+lock_unlock_done(const struct redlock_release_result *rr, void *arg)
 {
     struct lock_op *op = arg;
-    struct lock_result res;
+    struct lock_release_result res;
     struct lock *lk;
     char detail[64];
 
     memset(&res, 0, sizeof(res));
-    switch (rr->outcome) {
+    switch (rr->v.outcome) {
     case REDLOCK_RELEASED:
-        res.outcome = LOCK_OK;
+        res.v.outcome = LOCK_OK;
         res.holds = 0;
         res.mode = op->by_token ? LOCK_MODE_LEASE : LOCK_MODE_UNKNOWN;
         break;
@@ -1525,10 +1543,10 @@ lock_unlock_done(const struct redlock_result *rr, void *arg)
          */
         if (!op->by_token) {
             snprintf(detail, sizeof(detail), "%zu of %zu masters still held it",
-                     rr->confirmed, master_count());
+                     rr->v.confirmed, master_count());
             lock_op_lost(op, LEASE_REASON_GONE, detail);
         }
-        res.outcome = LOCK_NOTHELD;
+        res.v.outcome = LOCK_NOTHELD;
         break;
     default:
         if (!op->by_token) {
@@ -1536,22 +1554,24 @@ lock_unlock_done(const struct redlock_result *rr, void *arg)
              * Not confirmed either: the session's hold is gone (nothing
              * renews it now) and its keys expire by their ttl.
              */
-            lock_op_lost(op, LEASE_REASON_QUORUM, rr->error);
-            res.outcome = LOCK_NOTHELD;
+            lock_op_lost(op, LEASE_REASON_QUORUM, rr->v.error);
+            res.v.outcome = LOCK_NOTHELD;
             break;
         }
-        res.outcome = LOCK_NOQUORUM;
-        res.error = rr->error;
+        res.v.outcome = LOCK_NOQUORUM;
+        res.v.error = rr->v.error;
         break;
     }
-    if (op->by_token && rr->confirmed > 0) {
+    if (op->by_token && rr->v.confirmed > 0) {
         /* Our own waiters need not wait for the announcement. */
         lk = lock_find(op->key + op->name_off, op->key_len - op->name_off);
         if (lk != NULL) {
             lock_wake_head(lk);
         }
     }
-    lock_op_finish(op, &res);
+    lock_op_name(op, &res.v);
+    op->client->hooks->released(op->client, &res);
+    free(op);
 }
 
 /* An op that names a token (UNLOCK/EXTEND/STATUS token=); NULL when out of memory. */
@@ -1574,7 +1594,7 @@ lock_release(struct lock_client *c, const char *name, size_t name_len, const cha
     struct lock *lk;
     struct hold *l;
     struct lock_op *op;
-    struct lock_result res;
+    struct lock_release_result res;
     struct redlock_rec rec;
 
     if (token != NULL) {
@@ -1582,7 +1602,7 @@ lock_release(struct lock_client *c, const char *name, size_t name_len, const cha
         if (op == NULL || redlock_release(lock_op_rec(op, &rec), op->token,
                                           lock_unlock_done, op) != 0) {
             free(op);
-            lock_reply(c, LOCK_FAILED, name, name_len, "out of memory");
+            lock_reply(c, LOCK_VERB_RELEASE, LOCK_FAILED, name, name_len, "out of memory");
             return;
         }
         stats.releases++;
@@ -1594,23 +1614,23 @@ lock_release(struct lock_client *c, const char *name, size_t name_len, const cha
         l = NULL;       /* its validity ran out: reported lost just now */
     }
     if (l == NULL) {
-        lock_reply(c, LOCK_NOTHELD, name, name_len, NULL);
+        lock_reply(c, LOCK_VERB_RELEASE, LOCK_NOTHELD, name, name_len, NULL);
         return;
     }
     if (l->holds > 1) {
         l->holds--;
         memset(&res, 0, sizeof(res));
-        res.outcome = LOCK_OK;
-        res.name = name;
-        res.name_len = name_len;
+        res.v.outcome = LOCK_OK;
+        res.v.name = name;
+        res.v.name_len = name_len;
         res.holds = l->holds;
-        c->done(c, &res);
+        c->hooks->released(c, &res);
         return;
     }
     op = lock_op_new(c, name, name_len);
     if (op == NULL) {
         hold_drop(l);
-        lock_reply(c, LOCK_FAILED, name, name_len,
+        lock_reply(c, LOCK_VERB_RELEASE, LOCK_FAILED, name, name_len,
                    "out of memory; the lock expires by its ttl");
         return;
     }
@@ -1618,22 +1638,21 @@ lock_release(struct lock_client *c, const char *name, size_t name_len, const cha
 }
 
 static void
-lock_extend_done(const struct redlock_result *rr, void *arg)
+lock_extend_done(const struct redlock_extend_one_result *rr, void *arg)
 {
     struct lock_op *op = arg;
-    struct lock_result res;
+    struct lock_extend_result res;
 
     memset(&res, 0, sizeof(res));
-    switch (rr->outcome) {
+    switch (rr->v.outcome) {
     case REDLOCK_GRANTED:
         stats.extends_ok++;
-        res.outcome = LOCK_OK;
-        res.mode = LOCK_MODE_LEASE;
+        res.v.outcome = LOCK_OK;
         res.validity_ms = (rr->validity_end_us - util_now_us()) / 1000;
         break;
     case REDLOCK_NOTHELD:
         stats.extends_notheld++;
-        res.outcome = LOCK_NOTHELD;
+        res.v.outcome = LOCK_NOTHELD;
         /*
          * Not a lock (a minority, or a quorum too late).  Masters that
          * answered after the decision may have extended it too: delete
@@ -1647,11 +1666,13 @@ lock_extend_done(const struct redlock_result *rr, void *arg)
         }
         break;
     default:
-        res.outcome = LOCK_NOQUORUM;
-        res.error = rr->error;
+        res.v.outcome = LOCK_NOQUORUM;
+        res.v.error = rr->v.error;
         break;
     }
-    lock_op_finish(op, &res);
+    lock_op_name(op, &res.v);
+    op->client->hooks->extended(op->client, &res);
+    free(op);
 }
 
 void
@@ -1662,32 +1683,32 @@ lock_extend(struct lock_client *c, const char *name, size_t name_len, const char
 
     if (token == NULL) {
         stats.extends_notheld++;
-        lock_reply(c, LOCK_NOTHELD, name, name_len, NULL);
+        lock_reply(c, LOCK_VERB_EXTEND, LOCK_NOTHELD, name, name_len, NULL);
         return;
     }
     op = lock_op_token(c, name, name_len, token);
     if (op == NULL || redlock_extend_one(op->key, op->key_len, op->token, ttl_ms,
                                          lock_extend_done, op) != 0) {
         free(op);
-        lock_reply(c, LOCK_FAILED, name, name_len, "out of memory");
+        lock_reply(c, LOCK_VERB_EXTEND, LOCK_FAILED, name, name_len, "out of memory");
     }
 }
 
 static void
-lock_status_done(const struct redlock_result *rr, void *arg)
+lock_status_done(const struct redlock_status_result *rr, void *arg)
 {
     struct lock_op *op = arg;
-    struct lock_result res;
+    struct lock_status_result res;
     struct lock *lk;
 
     memset(&res, 0, sizeof(res));
-    switch (rr->outcome) {
+    switch (rr->v.outcome) {
     case REDLOCK_FREE:
-        res.outcome = LOCK_FREE;
+        res.v.outcome = LOCK_FREE;
         break;
     case REDLOCK_HELD:
-        res.outcome = LOCK_HELD;
-        res.ttl_ms = rr->ttl_ms;
+        res.v.outcome = LOCK_HELD;
+        res.ttl_ms = rr->holders_ttl_ms;
         res.kind = lock_kind_of(rr->kind);
         res.holders = rr->holders;
         res.limit = rr->limit;
@@ -1703,18 +1724,20 @@ lock_status_done(const struct redlock_result *rr, void *arg)
         }
         break;
     default:
-        res.outcome = LOCK_NOQUORUM;
-        res.error = rr->error;
+        res.v.outcome = LOCK_NOQUORUM;
+        res.v.error = rr->v.error;
         break;
     }
-    if (res.outcome == LOCK_HELD && res.label == NULL) {
+    if (res.v.outcome == LOCK_HELD && res.label == NULL) {
         /* A hold of this daemon whose label lives here only. */
         (void)lock_hold_label(op->key + op->name_off, op->key_len - op->name_off, rr->holder,
                               &res.label, &res.held_ms);
     }
     lk = lock_find(op->key + op->name_off, op->key_len - op->name_off);
     res.waiters = lk != NULL ? lk->nqueued : 0;
-    lock_op_finish(op, &res);
+    lock_op_name(op, &res.v);
+    op->client->hooks->status(op->client, &res);
+    free(op);
 }
 
 bool
@@ -1761,7 +1784,7 @@ lock_status(struct lock_client *c, const char *name, size_t name_len, const char
                                      op->by_token || op->holder_self ? op->token : NULL,
                                      lock_status_done, op) != 0) {
         free(op);
-        lock_reply(c, LOCK_FAILED, name, name_len, "out of memory");
+        lock_reply(c, LOCK_VERB_STATUS, LOCK_FAILED, name, name_len, "out of memory");
         return;
     }
 }
@@ -1931,32 +1954,33 @@ lock_list(const char *prefix, size_t prefix_len, const char *after, size_t after
 }
 
 static void
-lock_break_done(const struct redlock_result *rr, void *arg)
+lock_break_done(const struct redlock_break_result *rr, void *arg)
 {
     struct lock_op *op = arg;
-    struct lock_result res;
+    struct lock_break_result res;
 
     memset(&res, 0, sizeof(res));
-    res.permit = -1;
-    if (rr->outcome == REDLOCK_RELEASED) {
-        res.outcome = LOCK_OK;
-        res.holders = rr->holders;
-        res.fence = rr->fence;
+    if (rr->v.outcome == REDLOCK_RELEASED) {
+        res.v.outcome = LOCK_OK;
+        res.deleted = rr->deleted;
+        res.fence_after = rr->fence_after;
         res.label = rr->label[0] != '\0' ? rr->label : NULL;
-        if (rr->holders > 0) {
+        if (rr->deleted > 0) {
             stats.breaks++;
         }
         log_warn("BREAK %s: %zu holder%s ended%s%s%s, fence now %lld",
-                 op->key + op->name_off, rr->holders, rr->holders == 1 ? "" : "s",
+                 op->key + op->name_off, rr->deleted, rr->deleted == 1 ? "" : "s",
                  res.label != NULL ? " (one was " : "", res.label != NULL ? res.label : "",
-                 res.label != NULL ? ")" : "", (long long)rr->fence);
+                 res.label != NULL ? ")" : "", (long long)rr->fence_after);
     } else {
-        res.outcome = LOCK_NOQUORUM;
-        res.error = rr->error;
+        res.v.outcome = LOCK_NOQUORUM;
+        res.v.error = rr->v.error;
         log_warn("BREAK %s: not confirmed by a quorum (masters that ran it ended its holds "
-                 "there): %s", op->key + op->name_off, rr->error);
+                 "there): %s", op->key + op->name_off, rr->v.error);
     }
-    lock_op_finish(op, &res);
+    lock_op_name(op, &res.v);
+    op->client->hooks->broken(op->client, &res);
+    free(op);
 }
 
 void
@@ -1967,7 +1991,7 @@ lock_break(struct lock_client *c, const char *name, size_t name_len)
     if (op == NULL || redlock_break(op->key, op->key_len, lock_conf->key_prefix,
                                     lock_break_done, op) != 0) {
         free(op);
-        lock_reply(c, LOCK_FAILED, name, name_len, "out of memory");
+        lock_reply(c, LOCK_VERB_BREAK, LOCK_FAILED, name, name_len, "out of memory");
     }
 }
 

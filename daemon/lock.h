@@ -10,9 +10,10 @@
  *
  * Ownership: this module owns every struct lock, lease and waiter.  A
  * session embeds a struct lock_client, through which it asks for
- * operations and hears their results (done) and lost leases (lost).
+ * operations and hears their results (one hook per verb, each with the
+ * verb's own result type, struct lock_hooks) and lost leases (lost).
  *
- * Every operation ends with exactly one call of client->done, possibly
+ * Every operation ends with exactly one call of its verb's hook, possibly
  * before the operation function returns (re-entry, NOTHELD, errors
  * found at once).  A client has at most one operation in flight: the
  * line protocol answers in request order.
@@ -64,40 +65,96 @@ enum lock_mode {
     LOCK_MODE_LEASE     /* a lease-mode lock, known by its token */
 };
 
-/* The result handed to client->done; pointers valid during the call. */
-struct lock_result {
-    enum lock_outcome outcome;  /* see above */
+/*
+ * What every verb's result begins with: the outcome, the name it was
+ * about, and an error text.  Each verb has a result of its own that
+ * embeds it as v, with only the fields valid for that verb, and a hook
+ * of its own in struct lock_hooks.  Pointers are valid during the hook
+ * call only.
+ */
+struct lock_verdict {
+    enum lock_outcome outcome;  /* see above; each verb says which it gives */
     const char *name;           /* the lock name (not NUL-terminated) */
     size_t      name_len;       /* bytes in name */
-    int64_t     validity_ms;    /* OK after LOCK/EXTEND: validity left, ms */
-    unsigned    holds;          /* OK: re-entrant count after the operation */
-    enum lock_mode mode;        /* OK: LOCK_MODE_LEASE for a lease-mode grant,
-                                   UNLOCK token= or EXTEND (no hold count);
-                                   HELD: the mode when known */
-    const char *token;          /* OK after a lease-mode LOCK: the owner token,
-                                   NUL-terminated hex; NULL otherwise */
-    int64_t     fence;          /* OK after LOCK, HELD: fencing token, 0 if none */
-    int64_t     ttl_ms;         /* BUSY/HELD: holder's remaining ttl, ms or -1 */
-    bool        owner_self;     /* HELD: held by this client */
-    enum lock_kind kind;        /* OK after LOCK, HELD: the kind of hold */
+    const char *error;          /* NOQUORUM/LIMIT/FAILED/WRONG_KIND/CONFLICT/SHUTDOWN:
+                                   a one-line text; NULL otherwise */
+};
+
+/* LOCK and TRYLOCK (lock_acquire): OK, BUSY, TIMEOUT, NOQUORUM, LIMIT,
+ * CONFLICT, WRONG_KIND, SHUTDOWN, CANCELLED, FAILED. */
+struct lock_acquire_result {
+    struct lock_verdict v;      /* the verdict */
+    int64_t     validity_ms;    /* OK: validity left, ms */
+    unsigned    holds;          /* OK in session mode: the re-entrant count */
+    const char *token;          /* OK in lease mode: the owner token,
+                                   NUL-terminated hex; NULL in session mode */
+    int64_t     fence;          /* OK: the grant's fencing token, 0 if none */
+    enum lock_kind kind;        /* OK: the kind of hold */
+    unsigned    limit;          /* OK of a counted hold: the name's limit */
+    int         permit;         /* OK of a counted hold: its permit's index; else -1 */
+    int64_t     busy_ttl_ms;    /* BUSY: the holder's remaining ttl, ms, or -1 */
+};
+
+/* UNLOCK (lock_release): OK, NOTHELD, NOQUORUM, FAILED. */
+struct lock_release_result {
+    struct lock_verdict v;      /* the verdict */
+    unsigned    holds;          /* OK: the re-entrant count left (0: released) */
+    enum lock_mode mode;        /* OK: LOCK_MODE_LEASE for UNLOCK token= (no hold
+                                   count); else LOCK_MODE_UNKNOWN */
+};
+
+/* EXTEND (lock_extend): OK, NOTHELD, NOQUORUM, FAILED. */
+struct lock_extend_result {
+    struct lock_verdict v;      /* the verdict */
+    int64_t     validity_ms;    /* OK: the new lease's validity left, ms */
+};
+
+/* STATUS (lock_status): HELD, FREE, NOQUORUM, FAILED. */
+struct lock_status_result {
+    struct lock_verdict v;      /* the verdict */
+    int64_t     ttl_ms;         /* HELD: the holders' remaining ttl, ms, or -1 */
+    bool        owner_self;     /* HELD: held by this client (or by the token asked) */
+    enum lock_mode mode;        /* HELD by this client: session or lease;
+                                   else LOCK_MODE_UNKNOWN */
+    int64_t     fence;          /* HELD by this client in session mode: its
+                                   hold's fencing token; 0 if none or not known */
+    enum lock_kind kind;        /* HELD: the kind of the holders */
     size_t      holders;        /* HELD: holders of that kind now */
-    unsigned    limit;          /* OK after LOCK, HELD of a counted name: its limit */
-    int         permit;         /* OK after LOCK of a counted hold: the permit's
-                                   index; HELD: this client's permit; else -1 */
+    unsigned    limit;          /* HELD of a counted name: its limit */
+    int         permit;         /* HELD by this client in session mode, counted:
+                                   its permit; else -1 */
     const char *label;          /* HELD: the shown holder's label (NUL-terminated),
                                    NULL when it wrote none */
     int64_t     held_ms;        /* HELD with a label: how long that holder has held
                                    it, ms (-1 when unknown) */
     size_t      waiters;        /* HELD/FREE: LOCKs waiting on the name here */
-    const char *error;          /* NOQUORUM/LIMIT/FAILED/WRONG_KIND: a one-line text */
+};
+
+/* BREAK (lock_break): OK, NOQUORUM, FAILED. */
+struct lock_break_result {
+    struct lock_verdict v;      /* the verdict */
+    size_t      deleted;        /* OK: the most holders one master deleted */
+    int64_t     fence_after;    /* OK: the name's fencing counter after the break */
+    const char *label;          /* OK: a deleted holder's label, NULL when none */
 };
 
 struct lock_client;
 
-/* Callbacks a client provides; both run from the event loop. */
-typedef void (*lock_done_fn)(struct lock_client *c, const struct lock_result *res);
-typedef void (*lock_lost_fn)(struct lock_client *c, const char *name, size_t name_len,
-                             const char *reason);
+/*
+ * What a client hears, one hook per verb (each operation ends with one
+ * call of its verb's hook) and one for lost leases; all run from the
+ * event loop, or from inside the operation's call (see above).
+ */
+struct lock_hooks {
+    void (*acquired)(struct lock_client *c, const struct lock_acquire_result *res);
+    void (*released)(struct lock_client *c, const struct lock_release_result *res);
+    void (*extended)(struct lock_client *c, const struct lock_extend_result *res);
+    void (*status)(struct lock_client *c, const struct lock_status_result *res);
+    void (*broken)(struct lock_client *c, const struct lock_break_result *res);
+    /* A held lease is gone (reason: a LOST reason word). */
+    void (*lost)(struct lock_client *c, const char *name, size_t name_len,
+                 const char *reason);
+};
 
 struct hold;
 
@@ -105,8 +162,7 @@ TAILQ_HEAD(hold_list, hold);
 
 /* The lock side of a session; embedded in struct session. */
 struct lock_client {
-    lock_done_fn        done;       /* operation results */
-    lock_lost_fn        lost;       /* a held lease is gone */
+    const struct lock_hooks *hooks; /* what it hears (borrowed, static) */
     struct hold_list    holds;      /* session-mode holds, owned by lock.c */
     size_t              nholds;     /* entries in holds */
     struct waiter      *waiter;     /* pending LOCK, owned by lock.c */
@@ -123,8 +179,9 @@ void lock_init(struct event_base *base, const struct conf *conf);
 /* Use new settings from now on (reload). */
 void lock_set_conf(const struct conf *conf);
 
-/* Prepare a client: empty, with its two callbacks. */
-void lock_client_init(struct lock_client *c, lock_done_fn done, lock_lost_fn lost);
+/* Prepare a client: empty, hearing through hooks (borrowed: it must
+ * outlive the client; a static table). */
+void lock_client_init(struct lock_client *c, const struct lock_hooks *hooks);
 
 /* What a LOCK or TRYLOCK asks for. */
 struct lock_request {
@@ -243,7 +300,7 @@ void lock_abandon(const char *name, size_t name_len, const char *token);
  * more): cancel a pending LOCK (first, so that a released lock is never
  * handed to the client's own dying waiter), then release every lease on
  * the masters at once.  Calling it again does nothing more.  An operation in flight still ends
- * with one call of done (LOCK_CANCELLED, or the result of an UNLOCK or
+ * with one call of its hook (LOCK_CANCELLED, or the result of an UNLOCK or
  * STATUS round), possibly during this call: the client must stay
  * allocated until then.
  */
@@ -303,8 +360,8 @@ size_t lock_list(const char *prefix, size_t prefix_len, const char *after, size_
 
 /*
  * BREAK name: end the lock whoever holds it, through any daemon
- * (daemon/redlock.h redlock_break).  LOCK_OK with holders (the most a
- * master deleted), fence (the raised counter) and label (a deleted
+ * (daemon/redlock.h redlock_break).  LOCK_OK with deleted (the most a
+ * master deleted), fence_after (the raised counter) and label (a deleted
  * holder's, or NULL); LOCK_NOQUORUM.  The sessions that held it, here
  * or on other daemons, hear LOST reason=broken.  The caller checks the
  * right to ask.

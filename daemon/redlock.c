@@ -20,6 +20,7 @@
 #include "daemon/round.h"
 #include "daemon/stats.h"
 #include "daemon/util.h"
+#include "daemon/xmalloc.h"
 
 /* A macro's value as a string literal (the generated scripts.h uses it). */
 #define REDLOCK_STR(x)  #x
@@ -145,19 +146,12 @@ redlock_holder_ttl(int64_t *pttls, size_t nheld, size_t nfree, size_t quorum)
     return pttls[need - 1];
 }
 
-struct redlock_op *
-redlock_op_new(redlock_done_fn cb, void *arg, int64_t ttl_ms)
+void *
+redlock_op_new(size_t size, size_t per_master, void *arg)
 {
-    struct redlock_op *op;
-    size_t n = master_count();
+    struct redlock_op *op = xcalloc(1, size + master_count() * per_master);
 
-    op = calloc(1, sizeof(*op) + n * (sizeof(op->pttls[0]) + sizeof(op->who[0])));
-    if (op != NULL) {
-        op->who = (uint64_t *)(op->pttls + n);
-        op->cb = cb;
-        op->arg = arg;
-        op->ttl_ms = ttl_ms;
-    }
+    op->arg = arg;
     return op;
 }
 
@@ -187,7 +181,7 @@ redlock_append(char *buf, size_t size, size_t used, const char *fmt, ...)
  * its second entry was not asked.
  */
 void
-redlock_fill_error(struct redlock_result *res, struct round *r)
+redlock_fill_error(struct redlock_verdict *res, struct round *r)
 {
     size_t n = master_count(), size = sizeof(res->error), used, nq, nd, nc, nl;
     int64_t left_ms, clock_ms;
@@ -260,22 +254,11 @@ redlock_fill_error(struct redlock_result *res, struct round *r)
 
 /* Start a result from a decided round: times and answers. */
 void
-redlock_result_begin(struct redlock_result *res, struct round *r)
+redlock_result_begin(struct redlock_verdict *res, struct round *r)
 {
     memset(res, 0, sizeof(*res));
     res->start_us = round_start_us(r);
     res->answered = round_answered(r);
-}
-
-void
-redlock_op_free(struct redlock_op *op)
-{
-    free(op->keys);
-    free(op->fence_key);
-    free(op->label_key);
-    free(op->live);
-    free(op->holders);
-    free(op);
 }
 
 /*
@@ -314,16 +297,6 @@ redlock_keys_of(const struct redlock_rec *rec, struct redlock_keys *k)
         k->rec[k->rec_len] = '\0';
     }
     return 0;
-}
-
-/* A later round of op could not start (what): NOQUORUM to the caller, op freed. */
-void
-redlock_op_fail(struct redlock_op *op, const char *what)
-{
-    op->res.outcome = REDLOCK_NOQUORUM;
-    snprintf(op->res.error, sizeof(op->res.error), "%s: out of memory", what);
-    op->cb(&op->res, op->arg);
-    redlock_op_free(op);
 }
 
 /*

@@ -77,7 +77,7 @@ enum redlock_outcome {
                            still held our token (it was no longer a lock) */
     REDLOCK_NOTHELD,    /* extend: a quorum did not confirm within validity */
     REDLOCK_KIND,       /* acquire: not granted, and a master holds the name
-                           as another kind (res->error says which) */
+                           as another kind (v.error says which) */
     REDLOCK_NOQUORUM    /* fewer than a quorum of masters answered */
 };
 
@@ -119,45 +119,49 @@ enum redlock_renewal {
     REDLOCK_UNDECIDED   /* too few answers to tell; try again while valid */
 };
 
-/* The result of one acquire, release or status round. */
-struct redlock_result {
-    enum redlock_outcome outcome;       /* see above */
+/*
+ * What every operation's result begins with (the verdict of its round).
+ * Each operation has a result of its own that embeds it as v, and a
+ * callback of its own: the compiler says which fields an operation has.
+ */
+struct redlock_verdict {
+    enum redlock_outcome outcome;       /* see above; each operation's function
+                                           says which it gives */
     int64_t start_us;                   /* monotonic, before the first send */
+    size_t  answered;                   /* masters that answered */
+    size_t  confirmed;                  /* masters that said yes to what the
+                                           operation asks (its result type
+                                           says what that is) */
+    char    error[REDLOCK_ERROR_MAX];   /* NOQUORUM (and KIND): who failed and
+                                           how, NUL-terminated; "" otherwise */
+};
+
+/* An acquire's result (redlock_acquire); confirmed: masters that granted. */
+struct redlock_acquire_result {
+    struct redlock_verdict v;           /* GRANTED, BUSY, LATE, KIND, NOQUORUM */
     int64_t validity_end_us;            /* GRANTED: start + ttl - drift, us */
-    int64_t ttl_ms;                     /* BUSY/HELD: the holder's remaining
-                                           time as seen by a quorum, ms, or
+    int64_t busy_ttl_ms;                /* BUSY: the holder's remaining time as
+                                           seen by a quorum, ms, or
                                            REDLOCK_NO_EXPIRY */
-    bool    owner_self;                 /* HELD: our token is on a quorum */
-    size_t  confirmed;                  /* masters that granted (acquire),
-                                           deleted our key (release), extended
-                                           it (extend) or hold our token
-                                           (status) */
-    size_t  swapped;                    /* acquire with old_token (a hand-over):
-                                           masters where the key still held
-                                           old_token and was given the new one */
-    enum redlock_outcome released;      /* acquire with old_token: the verdict
-                                           on the releaser's token, as for a
-                                           release (redlock_release_verdict of
-                                           swapped; RELEASED, GONE, NOQUORUM with
-                                           res->error naming the silent masters) */
+    size_t  swapped;                    /* with old_token (a hand-over): masters
+                                           where the key still held old_token
+                                           and was given the new one */
+    enum redlock_outcome released;      /* with old_token: the verdict on the
+                                           releaser's token, as for a release
+                                           (redlock_release_verdict of swapped;
+                                           RELEASED, GONE, NOQUORUM with v.error
+                                           naming the silent masters) */
     size_t  subscribers;                /* GRANTED: the most clients subscribed
                                            to the name's release channel on a
                                            granting master (other daemons'
                                            waiters, and ours) */
-    int64_t fence;                      /* GRANTED with fence: the fencing
+    int64_t fence;                      /* GRANTED with FENCE: the grant's fencing
                                            token, written back to a majority;
-                                           status HELD: the shown holder's, from
-                                           its label (0 when none); break: the
-                                           name's counter after the raise;
                                            0 otherwise */
-    bool    fence_pending;              /* status HELD: the shown holder is a fenced
-                                           grant whose fence is not written back
-                                           anywhere yet (its grant is not told; a
-                                           watcher waits for the write-back) */
-    int     free_slot;                  /* acquire of a PERMIT, not granted: a
-                                           permit no answering master reported
-                                           held, worth trying next; -1 when
-                                           every permit was held somewhere */
+    int     free_slot;                  /* a PERMIT, not granted: a permit no
+                                           answering master reported held, worth
+                                           trying next; -1 when every permit was
+                                           held somewhere (or not a permit) */
     bool    split;                      /* BUSY: no single token refused on a
                                            quorum of the masters (each refusal
                                            names the token in the way; masters
@@ -167,47 +171,91 @@ struct redlock_result {
                                            answer looks split too): as a rule the
                                            records in the way are partial grants
                                            of contenders that split the vote, or
-                                           leftovers of several holders; ttl_ms
-                                           says when they expire, but a new try
-                                           may win much sooner */
+                                           leftovers of several holders;
+                                           busy_ttl_ms says when they expire, but
+                                           a new try may win much sooner */
     uint64_t holder_id;                 /* BUSY, not split: redlock_token_id() of the
                                            token that refused on a quorum (the
                                            holder a waiter waits for); 0 otherwise */
-    bool    gated;                      /* acquire of an exclusive record with gate:
-                                           a master closed the gate for this token
+    bool    gated;                      /* an exclusive record with WAIT: a master
+                                           closed the gate for this token
                                            (redlock_ungate() opens it) */
-    bool    readers;                    /* acquire of an exclusive record with gate:
-                                           a master that answered refused it for
-                                           shared holders (gate closed or not) */
-    enum redlock_kind kind;             /* status HELD: the kind of the holders */
-    size_t  holders;                    /* status HELD: holders no quorum could
-                                           take over now (1 for an exclusive lock);
-                                           break: the most holders a master deleted */
-    unsigned limit;                     /* status HELD of a counted name: its limit */
-    char    label[REDLOCK_LABEL_MAX + 1];/* status HELD: the label of the holder shown
-                                           (the one holding token when asked and
-                                           found, else the longest held), "" when it
-                                           wrote none; break: the first deleted one's */
-    int64_t held_ms;                    /* status HELD: how long that holder has held
-                                           it (the least any master says, on its own
-                                           clock), ms, or -1 when unknown */
-    char    holder[REDLOCK_WHO_MAX + 1];/* status HELD: that holder's token as the
-                                           masters have it (cut), to tell holders
-                                           apart; never shown to clients */
-    size_t  answered;                   /* masters that answered */
-    size_t  failed;                     /* acquire: masters where it was not sent,
-                                           its connection failed or its answer was
+    bool    readers;                    /* an exclusive record with WAIT: a master
+                                           that answered refused it for shared
+                                           holders (gate closed or not) */
+    size_t  failed;                     /* masters where it was not sent, its
+                                           connection failed or its answer was
                                            unusable (round_slot ROUND_FAILED); a
                                            pending one still runs it, in order */
-    size_t  unanswered;                 /* acquire: masters sent the request whose
-                                           link failed before a reply
+    size_t  unanswered;                 /* masters sent the request whose link
+                                           failed before a reply
                                            (round_unanswered): the token may land
                                            there late, with no release after it */
-    char    error[REDLOCK_ERROR_MAX];   /* when fewer than a quorum answered:
-                                           who failed and how */
 };
 
-typedef void (*redlock_done_fn)(const struct redlock_result *res, void *arg);
+/* A release's result (redlock_release): RELEASED, GONE or NOQUORUM;
+ * confirmed: masters that deleted our token. */
+struct redlock_release_result {
+    struct redlock_verdict v;           /* the verdict; nothing more */
+};
+
+/* One lease's extension (redlock_extend_one): GRANTED, NOTHELD or
+ * NOQUORUM; confirmed: masters that extended it. */
+struct redlock_extend_one_result {
+    struct redlock_verdict v;           /* the verdict */
+    int64_t validity_end_us;            /* GRANTED: the new lease's end, start +
+                                           ttl - drift, monotonic us */
+};
+
+/* A status read (redlock_status): HELD, FREE or NOQUORUM; confirmed: with
+ * owner_self, masters holding the token asked about, else 0. */
+struct redlock_status_result {
+    struct redlock_verdict v;           /* the verdict */
+    int64_t holders_ttl_ms;             /* HELD: the time until enough records
+                                           expire that a quorum sees the name
+                                           free, ms, or REDLOCK_NO_EXPIRY */
+    bool    owner_self;                 /* HELD: the token asked about is on a
+                                           quorum */
+    enum redlock_kind kind;             /* HELD: the kind of the holders */
+    size_t  holders;                    /* HELD: holders no quorum could take
+                                           over now (1 for an exclusive lock) */
+    unsigned limit;                     /* HELD of a counted name: its limit */
+    int64_t holder_fence;               /* HELD: the shown holder's fencing token,
+                                           from its label (0 when none) */
+    bool    fence_pending;              /* HELD: the shown holder is a fenced
+                                           grant whose fence is not written back
+                                           anywhere yet (its grant is not told; a
+                                           watcher waits for the write-back) */
+    char    label[REDLOCK_LABEL_MAX + 1];/* HELD: the label of the holder shown
+                                           (the one holding token when asked and
+                                           found, else the longest held), "" when
+                                           it wrote none */
+    int64_t held_ms;                    /* HELD: how long that holder has held it
+                                           (the least any master says, on its own
+                                           clock), ms, or -1 when unknown */
+    char    holder[REDLOCK_WHO_MAX + 1];/* HELD: that holder's token as the
+                                           masters have it (cut), to tell holders
+                                           apart; never shown to clients */
+};
+
+/* A BREAK's result (redlock_break): RELEASED or NOQUORUM; confirmed:
+ * masters that ran the first round. */
+struct redlock_break_result {
+    struct redlock_verdict v;           /* the verdict */
+    size_t  deleted;                    /* the most holders one master deleted */
+    int64_t fence_after;                /* RELEASED: the name's counter after the
+                                           second raise, written back */
+    char    label[REDLOCK_LABEL_MAX + 1];/* the first deleted holder's label, ""
+                                           when none */
+};
+
+/* Each operation's callback: res is valid during the call only. */
+typedef void (*redlock_acquire_fn)(const struct redlock_acquire_result *res, void *arg);
+typedef void (*redlock_release_fn)(const struct redlock_release_result *res, void *arg);
+typedef void (*redlock_extend_one_fn)(const struct redlock_extend_one_result *res,
+                                      void *arg);
+typedef void (*redlock_status_fn)(const struct redlock_status_result *res, void *arg);
+typedef void (*redlock_break_fn)(const struct redlock_break_result *res, void *arg);
 
 /* One lease in a batched extend. */
 struct redlock_extend_item {
@@ -271,16 +319,15 @@ typedef void (*redlock_broken_fn)(const char *key, size_t key_len, const char *t
 /*
  * Hear BREAKs: subscribe to prefix + REDLOCK_BROKEN_SUFFIX on every
  * master (prefix is lock.key_prefix, copied) and hand each message to
- * fn.  Call once, before master_start().  Returns 0, or -1 when out of
- * memory.
+ * fn.  Call once, before master_start().  Returns 0.
  */
 int redlock_on_break(const char *prefix, redlock_broken_fn fn);
 
 /*
  * Start (on) or stop (!on) hearing release announcements for key on
  * every master: a SUBSCRIBE to key + REDLOCK_CHANNEL_SUFFIX on each
- * master's subscriber link (daemon/master.h).  Returns 0, or -1 when out
- * of memory (then only the holder's ttl times the retries).  A master
+ * master's subscriber link (daemon/master.h).  Returns 0, or -1 when key
+ * is longer than REDLOCK_KEY_MAX (nothing is subscribed).  A master
  * delivers announcements only from its confirmation on
  * (redlock_on_subscribed, redlock_watch_ready).
  */
@@ -312,7 +359,8 @@ void redlock_on_subscribed(redlock_subscribed_fn fn);
  * daemon/master.h), whose messages go to the redlock_on_change()
  * function.  While any name is heard, the daemon is also subscribed to
  * REDLOCK_WATCHING_CHANNEL, without which the masters' scripts announce
- * no change at all.  Returns 0, or -1 when out of memory.
+ * no change at all.  Returns 0, or -1 when key is longer than
+ * REDLOCK_KEY_MAX (nothing is subscribed).
  */
 int redlock_watch_changes(const char *key, size_t key_len, bool on);
 
@@ -389,8 +437,8 @@ int64_t redlock_holder_ttl(int64_t *pttls, size_t nheld, size_t nfree, size_t qu
  * old_token, when not NULL, makes it a hand-over: on each master a key
  * that still holds old_token is given token at once (compare-and-swap),
  * so the key is never free between the two holders.  Every master that
- * answered then no longer holds old_token; res->answered tells the
- * releaser whether a quorum did (res->error names the others).
+ * answered then no longer holds old_token; res->v.answered tells the
+ * releaser whether a quorum did (res->v.error names the others).
  *
  * FENCE: once a quorum granted, a second round raises the name's
  * counter (key + REDLOCK_FENCE_SUFFIX) by one on every master where
@@ -420,7 +468,7 @@ int64_t redlock_holder_ttl(int64_t *pttls, size_t nheld, size_t nfree, size_t qu
  * shared hold asked as a permit, a permit asked as exclusive or shared)
  * refuses with its kind; when so many refuse so that no quorum of this
  * kind is possible (more than nmasters - quorum), the outcome is KIND and
- * res->error says "limit=3", "exclusive" or "shared"; fewer only refuse
+ * res->v.error says "limit=3", "exclusive" or "shared"; fewer only refuse
  * (BUSY: a leftover on a minority must not turn a wait into an error).  An
  * exclusive request on a name with live shared holders is BUSY (the
  * same family); with WAIT, a master where only shared holders keep it
@@ -461,7 +509,10 @@ int64_t redlock_holder_ttl(int64_t *pttls, size_t nheld, size_t nfree, size_t qu
  * fence is set by the write-back of a fenced grant (0 otherwise).  The
  * label goes with the record: renewals extend it, releases delete it.
  *
- * Returns 0, or -1 when memory ran out (no callback).
+ * Returns 0, or -1 (no callback) when rec is REDLOCK_ANY, its key is
+ * too long or a PERMIT's slot and limit are out of range.  Memory
+ * running out aborts the daemon (daemon/xmalloc.h), here and in every
+ * operation below.
  */
 #define REDLOCK_ACQUIRE_FENCE 0x1u  /* raise and write back the fencing token */
 #define REDLOCK_ACQUIRE_WAIT  0x2u  /* queues if refused: mark the name, may gate */
@@ -475,7 +526,7 @@ int64_t redlock_holder_ttl(int64_t *pttls, size_t nheld, size_t nfree, size_t qu
                                        acquire's */
 int redlock_acquire(const struct redlock_rec *rec, const char *token, int64_t ttl_ms,
                     const char *old_token, unsigned flags, const char *gate,
-                    const char *label, redlock_done_fn cb, void *arg);
+                    const char *label, redlock_acquire_fn cb, void *arg);
 
 /*
  * Compare-and-delete rec's record holding token on every master (a
@@ -483,7 +534,7 @@ int redlock_acquire(const struct redlock_rec *rec, const char *token, int64_t tt
  * its last permit; with REDLOCK_ANY, whichever record holds the token).
  * cb may be NULL.  Outcome
  * (redlock_release_verdict): RELEASED when a quorum confirmed the
- * delete of our token (res->confirmed counts them), GONE when the
+ * delete of our token (res->v.confirmed counts them), GONE when the
  * answers tell that fewer than a quorum still held the token, NOQUORUM
  * when too few answered to tell (redlock_release_verdict).  The
  * record's label goes with it when rec->labelled.
@@ -495,7 +546,7 @@ int redlock_acquire(const struct redlock_rec *rec, const char *token, int64_t tt
  * subscribed to it.  Every release does, whatever it is: a client's
  * UNLOCK, and every clean-up (a grant not delivered: LATE, NOQUORUM, a
  * fence raise or write-back without a quorum; a token a BREAK broke
- * during its round; the daemon stopping; out of memory; what is left
+ * during its round; the daemon stopping; what is left
  * of a hand-over's old token).  The mark was set by a waiter that this
  * record refused; once the mark is gone nobody tells that waiter again,
  * and one that saw the record on a quorum (a grant that was then not
@@ -521,16 +572,16 @@ int redlock_acquire(const struct redlock_rec *rec, const char *token, int64_t tt
  * such waiters fall out of step instead of waking each other for the
  * holder's whole ttl.
  *
- * Returns 0 or -1 (no callback).
+ * Returns 0, or -1 when rec's key is too long (no callback).
  */
-int redlock_release(const struct redlock_rec *rec, const char *token, redlock_done_fn cb,
+int redlock_release(const struct redlock_rec *rec, const char *token, redlock_release_fn cb,
                     void *arg);
 
 /*
  * Fire and forget: delete the gate of the name whose key is base where
  * it still holds token (an exclusive LOCK that stopped waiting), and
  * announce it, so that the shared waiters it held back try again.
- * Returns 0, or -1 when out of memory.
+ * Returns 0, or -1 when base is too long.
  */
 int redlock_ungate(const char *base, size_t base_len, const char *token);
 
@@ -542,7 +593,7 @@ int redlock_ungate(const char *base, size_t base_len, const char *token);
  * that is gone stays gone.  A renewal that failed may have pushed the
  * key a whole ttl further on a minority of masters; this brings it back,
  * so the name is free again when the lease would have ended.  Returns
- * 0, or -1 when out of memory.
+ * 0, or -1 when rec's key is too long.
  */
 int redlock_expire_at(const struct redlock_rec *rec, const char *token,
                       int64_t validity_end_us);
@@ -593,7 +644,7 @@ struct redlock_restore_item {
  * token, and every other quorum intersects it, so nobody else can hold
  * the name before the validity ends, and a key set to expire by then
  * grants nothing that was not ours.  Fire and forget; each key set is
- * counted in stats.keys_restored.  Returns 0, or -1 when out of memory.
+ * counted in stats.keys_restored.  Returns 0.
  */
 int redlock_restore(const struct redlock_restore_item *items, size_t n);
 
@@ -604,26 +655,27 @@ int redlock_restore(const struct redlock_restore_item *items, size_t n);
  * confirmed and the round ended within the validity the lock still had
  * (the quorum's old pttl less drift); NOTHELD when a quorum cannot
  * confirm (a majority do not hold token) or the validity had run out;
- * NOQUORUM when too few answered to tell.  Returns 0 or -1 (no callback).
+ * NOQUORUM when too few answered to tell.  Returns 0, or -1 when base
+ * is too long (no callback).
  */
 int redlock_extend_one(const char *base, size_t base_len, const char *token, int64_t ttl_ms,
-                       redlock_done_fn cb, void *arg);
+                       redlock_extend_one_fn cb, void *arg);
 
 /*
  * Read the name whose key is base on every master, whatever its kind:
  * HELD when some holder is on so many masters that no quorum could take
  * its place now (res->kind, res->holders of that sort, res->limit of a
- * counted name; res->label, held_ms, fence and holder of one holder:
+ * counted name; res->label, held_ms, holder_fence and holder of one holder:
  * the one holding token when it is on a quorum, else the one that has
  * held it longest; owner_self when a holder holding token is on a quorum;
- * token may be NULL; res->ttl_ms the time until enough records expire
+ * token may be NULL; res->holders_ttl_ms the time until enough records expire
  * that a quorum sees the name free, the longest over its holders), FREE,
  * or NOQUORUM.  Each master reads every holder of the name: O(limit)
- * for a counted name, O(holders) for a shared one.  Returns 0 or -1
- * (no callback).
+ * for a counted name, O(holders) for a shared one.  Returns 0, or -1
+ * when base is too long (no callback).
  */
 int redlock_status(const char *base, size_t base_len, const char *token,
-                   redlock_done_fn cb, void *arg);
+                   redlock_status_fn cb, void *arg);
 
 /*
  * BREAK: end every hold of the name whose key is base, whoever holds
@@ -643,15 +695,16 @@ int redlock_status(const char *base, size_t base_len, const char *token,
  * set-if-greater, as a fenced grant's is: every fence a grant it broke
  * was told is below it, and every grant that begins after it answered
  * gets a larger one.  RELEASED when both raises had a quorum and a
- * majority took the write-back: res->holders the most holders a master
- * deleted, res->fence the counter after the second raise, res->label
- * the first deleted holder's label; NOQUORUM otherwise (res->error).
+ * majority took the write-back: res->deleted the most holders a master
+ * deleted, res->fence_after the counter after the second raise,
+ * res->label the first deleted holder's label; NOQUORUM otherwise
+ * (res->v.error).
  * Masters that missed it may keep a minority of the records, which no
  * quorum holds any more; a master that runs it late (it answered after
  * the first round's deadline) ends there the holds granted meanwhile.
- * Returns 0 or -1 (no callback).
+ * Returns 0, or -1 when base or prefix is too long (no callback).
  */
-int redlock_break(const char *base, size_t base_len, const char *prefix, redlock_done_fn cb,
+int redlock_break(const char *base, size_t base_len, const char *prefix, redlock_break_fn cb,
                   void *arg);
 
 /*
@@ -660,7 +713,8 @@ int redlock_break(const char *base, size_t base_len, const char *prefix, redlock
  * Never re-creates a record that is gone.  The round waits for every
  * master (or its deadline), so that the result also says where a key
  * is missing (res->absent).  The caller decides, per item, with
- * redlock_renewal_verdict().  Returns 0 or -1 (no callback).
+ * redlock_renewal_verdict().  Returns 0, or -1 when an item's key is
+ * too long (no callback).
  */
 int redlock_extend(const struct redlock_extend_item *items, size_t n,
                    redlock_extend_fn cb, void *arg);

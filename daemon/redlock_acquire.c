@@ -16,6 +16,7 @@
 #include "daemon/round.h"
 #include "daemon/stats.h"
 #include "daemon/util.h"
+#include "daemon/xmalloc.h"
 
 /*
  * The text of a release (or a hand-over's swap) that a quorum answered
@@ -23,7 +24,7 @@
  * and the masters that did not answer, named, may hold it still.
  */
 static void
-redlock_unconfirmed_error(struct redlock_result *res, struct round *r, size_t confirmed,
+redlock_unconfirmed_error(struct redlock_verdict *res, struct round *r, size_t confirmed,
                           const char *at)
 {
     size_t used = redlock_append(res->error, sizeof(res->error), 0, "%zu of %zu masters "
@@ -96,7 +97,7 @@ redlock_token_id(const char *s, size_t len)
  * *id (when not NULL) gets that token's redlock_token_id (0 when none).
  */
 static size_t
-redlock_top_holder(const struct redlock_op *op, uint64_t *id)
+redlock_top_holder(const struct redlock_acquire_op *op, uint64_t *id)
 {
     size_t i, j, same, most = 0;
 
@@ -138,7 +139,7 @@ redlock_reply_is(const struct master_reply *e, const char *word)
  * one free.  Returns NULL, or what is wrong with it (op unchanged).
  */
 static const char *
-redlock_permits_of(struct redlock_op *op, const struct master_reply *reply)
+redlock_permits_of(struct redlock_acquire_op *op, const struct master_reply *reply)
 {
     size_t ne = master_reply_elements(reply), j;
     int64_t held, shortest, idx;
@@ -182,7 +183,7 @@ redlock_permits_of(struct redlock_op *op, const struct master_reply *reply)
  * holder.
  */
 static const char *
-redlock_refusal_of(struct redlock_op *op, const struct master_reply *reply)
+redlock_refusal_of(struct redlock_acquire_op *op, const struct master_reply *reply)
 {
     const struct master_reply *e0, *e1;
     size_t ne = master_reply_elements(reply), who_len;
@@ -226,7 +227,7 @@ static enum round_verdict
 redlock_acquire_reply(struct round *r, size_t i, const struct master_reply *reply,
                       void *arg)
 {
-    struct redlock_op *op = arg;
+    struct redlock_acquire_op *op = arg;
     size_t n = master_count(), q = redlock_quorum(n);
     int64_t v, subs, branch;
     char what[sizeof(op->kind_text)];
@@ -234,7 +235,7 @@ redlock_acquire_reply(struct round *r, size_t i, const struct master_reply *repl
 
     op->seen++;
     if (redlock_grant_of(reply, &v, &subs, &branch)) {
-        op->yes++;
+        op->b.yes++;
         if (branch == REDLOCK_BRANCH_SWAPPED) {
             op->swapped++;
         }
@@ -267,7 +268,7 @@ redlock_acquire_reply(struct round *r, size_t i, const struct master_reply *repl
      * failed in the round never reach us and count as due, so such a
      * round waits for the round's own end at most.
      */
-    if (op->yes >= q && (!op->handover || op->swapped >= q)) {
+    if (op->b.yes >= q && (!op->handover || op->swapped >= q)) {
         return ROUND_DECIDED;
     }
     if (op->nheld + op->nkind > n - q) {
@@ -288,7 +289,7 @@ redlock_acquire_reply(struct round *r, size_t i, const struct master_reply *repl
 static enum round_verdict
 redlock_fence_reply(struct round *r, size_t i, const struct master_reply *reply, void *arg)
 {
-    struct redlock_op *op = arg;
+    struct redlock_op *op = ((struct redlock_fence_wb *)arg)->op;
     size_t n = master_count(), q = redlock_quorum(n);
     long long v;
 
@@ -313,17 +314,17 @@ redlock_fence_reply(struct round *r, size_t i, const struct master_reply *reply,
  * it (see redlock_acquire in redlock.h).  Otherwise it is LATE.
  */
 static void
-redlock_check_left(struct redlock_result *res)
+redlock_check_left(struct redlock_acquire_result *res)
 {
     int64_t now = util_now_us(), min_left = res->fence > 0 ? round_timeout_us() : 1000;
 
-    if (res->outcome == REDLOCK_GRANTED && res->validity_end_us <= now + min_left) {
-        res->outcome = REDLOCK_LATE;
+    if (res->v.outcome == REDLOCK_GRANTED && res->validity_end_us <= now + min_left) {
+        res->v.outcome = REDLOCK_LATE;
     }
     /* A fenced grant is told within its span, or not at all (redlock_fence_span_us). */
-    if (res->outcome == REDLOCK_GRANTED && res->fence > 0
-        && now - res->start_us >= redlock_fence_span_us()) {
-        res->outcome = REDLOCK_LATE;
+    if (res->v.outcome == REDLOCK_GRANTED && res->fence > 0
+        && now - res->v.start_us >= redlock_fence_span_us()) {
+        res->v.outcome = REDLOCK_LATE;
     }
 }
 
@@ -333,29 +334,55 @@ redlock_fence_span_us(void)
     return REDLOCK_FENCE_ROUNDS * round_timeout_us();
 }
 
-/*
- * The write-back ended: the grant stands only if a majority has the
- * fence and, for a grant, still holds its record as it took it.
- */
+/* The end of an acquire: the caller's callback, then its state is freed. */
 static void
-redlock_fence_done(struct round *r, void *arg)
+redlock_acquire_end(struct redlock_acquire_op *op)
 {
-    struct redlock_op *op = arg;
+    op->cb(&op->res, op->b.arg);
+    free(op->live);
+    free(op->wb);
+    free(op);
+}
+
+void
+redlock_fence_error(const struct redlock_fence_wb *wb, struct round *r,
+                    struct redlock_verdict *v)
+{
     size_t n = master_count(), q = redlock_quorum(n);
     int used;
 
-    if (op->yes >= q) {
-        op->res.fence = op->fence;
+    v->outcome = REDLOCK_NOQUORUM;
+    used = snprintf(v->error, sizeof(v->error),
+                    "fence write-back: %zu of %zu masters confirmed%s, quorum is %zu: ",
+                    wb->op->yes, n, wb->record ? " the grant's record" : "", q);
+    round_describe_failures(r, v->error + used, sizeof(v->error) - (size_t)used);
+}
+
+/*
+ * A grant's write-back ended: the grant stands only if a majority has
+ * the fence and still holds its record as it took it.
+ */
+static void
+redlock_acquire_written(struct redlock_fence_wb *wb, struct round *r)
+{
+    struct redlock_acquire_op *op = (struct redlock_acquire_op *)(void *)wb->op;
+
+    if (op->b.yes >= redlock_quorum(master_count())) {
+        op->res.fence = wb->fence;
         redlock_check_left(&op->res);
     } else {
-        op->res.outcome = REDLOCK_NOQUORUM;
-        used = snprintf(op->res.error, sizeof(op->res.error),
-                        "fence write-back: %zu of %zu masters confirmed%s, quorum is %zu: ",
-                        op->yes, n, op->keys != NULL ? " the grant's record" : "", q);
-        round_describe_failures(r, op->res.error + used, sizeof(op->res.error) - (size_t)used);
+        redlock_fence_error(wb, r, &op->res.v);
     }
-    op->cb(&op->res, op->arg);
-    redlock_op_free(op);
+    redlock_acquire_end(op);
+}
+
+/* The write-back's round ended. */
+static void
+redlock_fence_done(struct round *r, void *arg)
+{
+    struct redlock_fence_wb *wb = arg;
+
+    wb->done(wb, r);
 }
 
 /*
@@ -369,40 +396,40 @@ redlock_fence_done(struct round *r, void *arg)
  * majority of confirmations it is not reported (PROTOCOL.md section 10).
  */
 void
-redlock_fence_write_back(struct redlock_op *op)
+redlock_fence_write_back(struct redlock_fence_wb *wb)
 {
     char value[24];
     const char *args[7];
     size_t lens[7], nkeys = 1, n;
 
-    op->yes = 0;
-    op->no = 0;
-    args[0] = op->fence_key;
-    lens[0] = op->fence_key_len;
-    if (op->keys != NULL) {
-        args[nkeys] = op->keys->rec;
-        lens[nkeys++] = op->keys->rec_len;
-        if (op->label_key != NULL) {
-            args[nkeys] = op->label_key;
-            lens[nkeys++] = op->label_key_len;
+    wb->op->yes = 0;
+    wb->op->no = 0;
+    args[0] = wb->fence_key;
+    lens[0] = wb->fence_key_len;
+    if (wb->record) {
+        args[nkeys] = wb->keys.rec;
+        lens[nkeys++] = wb->keys.rec_len;
+        if (wb->label_key_len > 0) {
+            args[nkeys] = wb->label_key;
+            lens[nkeys++] = wb->label_key_len;
         }
     }
     n = nkeys;
     args[n] = value;
-    lens[n++] = (size_t)snprintf(value, sizeof(value), "%lld", (long long)op->fence);
-    if (op->keys != NULL) {
-        args[n] = op->token;
+    lens[n++] = (size_t)snprintf(value, sizeof(value), "%lld", (long long)wb->fence);
+    if (wb->record) {
+        args[n] = wb->token;
         lens[n++] = UTIL_TOKEN_HEX;
-        args[n] = op->keys->kind;
+        args[n] = wb->keys.kind;
         lens[n++] = 1;
-        if (op->label_key != NULL) {
-            args[n] = op->base;
-            lens[n++] = op->base_len;
+        if (wb->label_key_len > 0) {
+            args[n] = wb->base;
+            lens[n++] = wb->base_len;
         }
     }
     if (round_start(redlock_scripts.fence, nkeys, n, args, lens, redlock_fence_reply,
-                    redlock_fence_done, op) != 0) {
-        redlock_op_fail(op, "fence write-back");
+                    redlock_fence_done, wb) != 0) {
+        xmalloc_fail("a fence write-back");
     }
 }
 
@@ -410,7 +437,7 @@ redlock_fence_write_back(struct redlock_op *op)
 static enum round_verdict
 redlock_raise_reply(struct round *r, size_t i, const struct master_reply *reply, void *arg)
 {
-    struct redlock_op *op = arg;
+    struct redlock_acquire_op *op = arg;
     size_t n = master_count(), q = redlock_quorum(n);
     long long v;
 
@@ -424,35 +451,35 @@ redlock_raise_reply(struct round *r, size_t i, const struct master_reply *reply,
     }
     if (v == 0) {
         round_fail(r, i, "the grant's record is gone there");
-        op->no++;
+        op->b.no++;
     } else {
-        op->yes++;
-        if (v > op->fence) {
-            op->fence = v;
+        op->b.yes++;
+        if (v > op->wb->fence) {
+            op->wb->fence = v;
         }
     }
-    return op->yes >= q || op->no > n - q ? ROUND_DECIDED : ROUND_CONTINUE;
+    return op->b.yes >= q || op->b.no > n - q ? ROUND_DECIDED : ROUND_CONTINUE;
 }
 
 /* The raise ended: with a quorum, write its largest counter back. */
 static void
 redlock_raise_done(struct round *r, void *arg)
 {
-    struct redlock_op *op = arg;
+    struct redlock_acquire_op *op = arg;
     size_t n = master_count(), q = redlock_quorum(n);
     int used;
 
-    if (op->yes >= q) {
-        redlock_fence_write_back(op);
+    if (op->b.yes >= q) {
+        redlock_fence_write_back(op->wb);
         return;
     }
-    op->res.outcome = REDLOCK_NOQUORUM;
-    used = snprintf(op->res.error, sizeof(op->res.error),
+    op->res.v.outcome = REDLOCK_NOQUORUM;
+    used = snprintf(op->res.v.error, sizeof(op->res.v.error),
                     "fence raise: %zu of %zu masters raised the counter where the grant "
-                    "held, quorum is %zu: ", op->yes, n, q);
-    round_describe_failures(r, op->res.error + used, sizeof(op->res.error) - (size_t)used);
-    op->cb(&op->res, op->arg);
-    redlock_op_free(op);
+                    "held, quorum is %zu: ", op->b.yes, n, q);
+    round_describe_failures(r, op->res.v.error + used,
+                            sizeof(op->res.v.error) - (size_t)used);
+    redlock_acquire_end(op);
 }
 
 /*
@@ -462,29 +489,30 @@ redlock_raise_done(struct round *r, void *arg)
  * every grant confirmed before this one was won (PROTOCOL.md section 10).
  */
 static void
-redlock_fence_raise(struct redlock_op *op)
+redlock_fence_raise(struct redlock_acquire_op *op)
 {
+    struct redlock_fence_wb *wb = op->wb;
     const char *args[6];
     size_t lens[6];
 
-    op->yes = 0;
-    op->no = 0;
-    op->fence = 0;
-    args[0] = op->fence_key;
-    lens[0] = op->fence_key_len;
-    args[1] = op->keys->rec;
-    lens[1] = op->keys->rec_len;
-    args[2] = op->token;
+    op->b.yes = 0;
+    op->b.no = 0;
+    wb->fence = 0;
+    args[0] = wb->fence_key;
+    lens[0] = wb->fence_key_len;
+    args[1] = wb->keys.rec;
+    lens[1] = wb->keys.rec_len;
+    args[2] = wb->token;
     lens[2] = UTIL_TOKEN_HEX;
-    args[3] = op->keys->kind;
+    args[3] = wb->keys.kind;
     lens[3] = 1;
-    args[4] = op->keys->aux;
-    lens[4] = op->keys->aux_len;
+    args[4] = wb->keys.aux;
+    lens[4] = wb->keys.aux_len;
     args[5] = REDLOCK_ANNOUNCE;
     lens[5] = sizeof(REDLOCK_ANNOUNCE) - 1;
     if (round_start(redlock_scripts.raise, 2, 6, args, lens, redlock_raise_reply, redlock_raise_done,
                     op) != 0) {
-        redlock_op_fail(op, "fence raise");
+        xmalloc_fail("a fence raise");
     }
 }
 
@@ -495,7 +523,7 @@ redlock_fence_raise(struct redlock_op *op)
  * holds every one.
  */
 static int
-redlock_free_slot(const struct redlock_op *op)
+redlock_free_slot(const struct redlock_acquire_op *op)
 {
     unsigned j, s, best = 0;
     uint16_t fewest = UINT16_MAX;
@@ -516,33 +544,34 @@ redlock_free_slot(const struct redlock_op *op)
 static void
 redlock_acquire_done(struct round *r, void *arg)
 {
-    struct redlock_op *op = arg;
-    struct redlock_result *res = &op->res;
+    struct redlock_acquire_op *op = arg;
+    struct redlock_acquire_result *res = &op->res;
     size_t n = master_count(), q = redlock_quorum(n), i;
     int64_t start = round_start_us(r), validity;
 
-    redlock_result_begin(res, r);
+    memset(res, 0, sizeof(*res));
+    redlock_result_begin(&res->v, r);
     for (i = 0; i < n; i++) {
         res->failed += round_slot(r, i) == ROUND_FAILED;   /* for a hand-over's clean-up */
     }
     res->unanswered = round_unanswered(r);
-    res->confirmed = op->yes;
+    res->v.confirmed = op->b.yes;
     res->swapped = op->swapped;
     res->subscribers = (size_t)op->subscribers;
     validity = redlock_validity_us(op->ttl_ms, round_end_us(r) - start,
                                    redlock_drift_factor);
-    if (op->yes >= q && validity > 0) {
-        res->outcome = REDLOCK_GRANTED;
+    if (op->b.yes >= q && validity > 0) {
+        res->v.outcome = REDLOCK_GRANTED;
         res->validity_end_us = start + op->ttl_ms * 1000
                                - redlock_drift_us(op->ttl_ms, redlock_drift_factor);
     } else if (op->nkind > n - q) {
         /* So many hold it as another kind that no quorum of this kind is possible. */
-        res->outcome = REDLOCK_KIND;
-        snprintf(res->error, sizeof(res->error), "%s", op->kind_text);
-    } else if (op->nheld + op->nkind > n - q || res->answered >= q) {
+        res->v.outcome = REDLOCK_KIND;
+        snprintf(res->v.error, sizeof(res->v.error), "%s", op->kind_text);
+    } else if (op->nheld + op->nkind > n - q || res->v.answered >= q) {
         /* A few masters of another kind (left over, or a minority) only refuse. */
-        res->outcome = REDLOCK_BUSY;
-        res->ttl_ms = redlock_holder_ttl(op->pttls, op->npttl, op->yes + op->nopen, q);
+        res->v.outcome = REDLOCK_BUSY;
+        res->busy_ttl_ms = redlock_holder_ttl(op->pttls, op->npttl, op->b.yes + op->nopen, q);
         /*
          * Split unless one token refused on a quorum: masters that
          * granted us, did not answer, or hold another kind (a minority)
@@ -553,101 +582,97 @@ redlock_acquire_done(struct round *r, void *arg)
             res->holder_id = 0;
         }
     } else {
-        res->outcome = REDLOCK_NOQUORUM;
+        res->v.outcome = REDLOCK_NOQUORUM;
     }
     res->free_slot = redlock_free_slot(op);
     res->gated = op->gated;
     res->readers = op->readers;
-    if (res->answered < q && res->outcome != REDLOCK_KIND) {
-        redlock_fill_error(res, r);     /* also for a hand-over's releaser */
+    if (res->v.answered < q && res->v.outcome != REDLOCK_KIND) {
+        redlock_fill_error(&res->v, r);     /* also for a hand-over's releaser */
     }
     if (op->handover) {
         /* The releaser's verdict: only masters that swapped held its token. */
-        res->released = redlock_release_verdict(res->answered, op->swapped, n);
-        if (res->released == REDLOCK_NOQUORUM && res->answered >= q
-            && res->outcome != REDLOCK_KIND) {
-            redlock_unconfirmed_error(res, r, op->swapped, " at the hand-over");
+        res->released = redlock_release_verdict(res->v.answered, op->swapped, n);
+        if (res->released == REDLOCK_NOQUORUM && res->v.answered >= q
+            && res->v.outcome != REDLOCK_KIND) {
+            redlock_unconfirmed_error(&res->v, r, op->swapped, " at the hand-over");
         }
     }
-    if (res->outcome == REDLOCK_GRANTED && op->fenced) {
+    if (res->v.outcome == REDLOCK_GRANTED && op->wb != NULL) {
         redlock_fence_raise(op);
         return;
     }
     redlock_check_left(res);
-    op->cb(res, op->arg);
-    redlock_op_free(op);
+    redlock_acquire_end(op);
+}
+
+/*
+ * A fenced acquire's raise and write-back: the counter's key (a permit
+ * counts on its own counter, the other kinds on the name's), the
+ * record's keys and token, and with a label its key and the name's.
+ */
+static struct redlock_fence_wb *
+redlock_acquire_wb(struct redlock_acquire_op *op, const struct redlock_rec *rec,
+                   const struct redlock_keys *k, const char *token, bool labelled)
+{
+    struct redlock_fence_wb *wb = xcalloc(1, sizeof(*wb));
+    const char *on = rec->kind == REDLOCK_PERMIT ? k->rec : rec->base;
+    size_t on_len = rec->kind == REDLOCK_PERMIT ? k->rec_len : rec->base_len;
+
+    wb->op = &op->b;
+    wb->done = redlock_acquire_written;
+    wb->record = true;
+    wb->fence_key_len = redlock_derived(wb->fence_key, on, on_len, REDLOCK_FENCE_SUFFIX);
+    wb->keys = *k;
+    memcpy(wb->token, token, UTIL_TOKEN_HEX);
+    if (labelled) {
+        /* The write-back puts the fence into the label as well. */
+        wb->label_key_len = redlock_derived(wb->label_key, k->rec, k->rec_len,
+                                            REDLOCK_LABEL_SUFFIX);
+        memcpy(wb->label_key + wb->label_key_len, token, UTIL_TOKEN_HEX);
+        wb->label_key_len += UTIL_TOKEN_HEX;
+        memcpy(wb->base, rec->base, rec->base_len);
+        wb->base_len = rec->base_len;
+    }
+    return wb;
 }
 
 int
 redlock_acquire(const struct redlock_rec *rec, const char *token, int64_t ttl_ms,
                 const char *old_token, unsigned flags, const char *gate,
-                const char *label, redlock_done_fn cb, void *arg)
+                const char *label, redlock_acquire_fn cb, void *arg)
 {
-    struct redlock_op *op;
+    struct redlock_acquire_op *op;
     struct redlock_keys k;
-    bool fence = (flags & REDLOCK_ACQUIRE_FENCE) != 0;
     char ttl[24];
     const char *args[12];
     size_t lens[12], nkeys, n = 0, label_len = label != NULL ? strlen(label) : 0;
 
-    if (rec->kind == REDLOCK_ANY || redlock_keys_of(rec, &k) != 0) {
+    if (rec->kind == REDLOCK_ANY || redlock_keys_of(rec, &k) != 0
+        || (rec->kind == REDLOCK_PERMIT && (rec->limit == 0 || rec->limit > REDLOCK_LIMIT_MAX
+                                            || rec->slot >= rec->limit))) {
         return -1;
     }
-    op = redlock_op_new(cb, arg, ttl_ms);
-    if (op == NULL) {
-        return -1;
-    }
-    op->fenced = fence;
+    op = redlock_op_new(sizeof(*op), sizeof(op->pttls[0]) + sizeof(op->who[0]), arg);
+    op->who = (uint64_t *)(op->pttls + master_count());
+    op->cb = cb;
+    op->ttl_ms = ttl_ms;
     op->handover = old_token != NULL && (flags & REDLOCK_ACQUIRE_ADOPT) == 0;
     op->kind = rec->kind;
     op->slot = rec->slot;
     op->limit = rec->limit;
     if (rec->kind == REDLOCK_PERMIT) {
-        if (rec->limit == 0 || rec->limit > REDLOCK_LIMIT_MAX || rec->slot >= rec->limit
-            || (op->live = calloc(rec->limit, sizeof(*op->live))) == NULL) {
-            redlock_op_free(op);
-            return -1;
-        }
+        op->live = xcalloc(rec->limit, sizeof(*op->live));
     }
     /* KEYS: the name, the record, then the counter when fenced. */
     args[n] = rec->base;
     lens[n++] = rec->base_len;
     args[n] = k.rec;
     lens[n++] = k.rec_len;
-    if (fence) {
-        /* A permit counts on its own counter; the other kinds on the name's. */
-        const char *on = rec->kind == REDLOCK_PERMIT ? k.rec : rec->base;
-        size_t on_len = rec->kind == REDLOCK_PERMIT ? k.rec_len : rec->base_len;
-
-        op->fence_key = malloc(on_len + sizeof(REDLOCK_FENCE_SUFFIX));
-        if (op->fence_key == NULL) {
-            redlock_op_free(op);
-            return -1;
-        }
-        op->fence_key_len = redlock_derived(op->fence_key, on, on_len, REDLOCK_FENCE_SUFFIX);
-        args[n] = op->fence_key;
-        lens[n++] = op->fence_key_len;
-        op->keys = malloc(sizeof(*op->keys));
-        if (op->keys == NULL) {
-            redlock_op_free(op);
-            return -1;
-        }
-        *op->keys = k;
-        memcpy(op->token, token, UTIL_TOKEN_HEX);
-        if (label_len > 0) {
-            /* The write-back puts the fence into the label as well. */
-            op->label_key = malloc(k.rec_len + sizeof(REDLOCK_LABEL_SUFFIX) + UTIL_TOKEN_HEX);
-            if (op->label_key == NULL) {
-                redlock_op_free(op);
-                return -1;
-            }
-            op->label_key_len = redlock_derived(op->label_key, k.rec, k.rec_len,
-                                                REDLOCK_LABEL_SUFFIX);
-            memcpy(op->base, rec->base, rec->base_len);
-            op->base_len = rec->base_len;
-            memcpy(op->label_key + op->label_key_len, token, UTIL_TOKEN_HEX);
-            op->label_key_len += UTIL_TOKEN_HEX;
-        }
+    if ((flags & REDLOCK_ACQUIRE_FENCE) != 0) {
+        op->wb = redlock_acquire_wb(op, rec, &k, token, label_len > 0);
+        args[n] = op->wb->fence_key;
+        lens[n++] = op->wb->fence_key_len;
     }
     nkeys = n;
     /* ARGV: token, ttl, peers, old token, kind, limit, wait, label, gate. */
@@ -675,8 +700,7 @@ redlock_acquire(const struct redlock_rec *rec, const char *token, int64_t ttl_ms
     lens[n++] = strlen(gate);
     if (round_start(redlock_scripts.acquire, nkeys, n, args, lens, redlock_acquire_reply,
                     redlock_acquire_done, op) != 0) {
-        redlock_op_free(op);
-        return -1;
+        xmalloc_fail("an acquire's round");
     }
     return 0;
 }
@@ -685,7 +709,7 @@ static enum round_verdict
 redlock_release_reply(struct round *r, size_t i, const struct master_reply *reply,
                       void *arg)
 {
-    struct redlock_op *op = arg;
+    struct redlock_release_op *op = arg;
 
     size_t n = master_count(), q = redlock_quorum(n);
 
@@ -694,9 +718,9 @@ redlock_release_reply(struct round *r, size_t i, const struct master_reply *repl
     } else if (op == NULL) {
         return ROUND_CONTINUE;
     } else if (master_reply_integer(reply) == 1) {
-        op->yes++;
+        op->b.yes++;
     } else {
-        op->no++;
+        op->b.no++;
     }
     /*
      * Decided once the verdict cannot change (redlock_release_verdict):
@@ -704,7 +728,7 @@ redlock_release_reply(struct round *r, size_t i, const struct master_reply *repl
      * quorum can (GONE).  The request reached every master already; the
      * later answers are only not waited for.
      */
-    return op != NULL && (op->yes >= q || op->no > n - q) ? ROUND_DECIDED : ROUND_CONTINUE;
+    return op != NULL && (op->b.yes >= q || op->b.no > n - q) ? ROUND_DECIDED : ROUND_CONTINUE;
 }
 
 enum redlock_outcome
@@ -723,26 +747,26 @@ redlock_release_verdict(size_t answered, size_t confirmed, size_t nmasters)
 static void
 redlock_release_done(struct round *r, void *arg)
 {
-    struct redlock_op *op = arg;
-    struct redlock_result res;
+    struct redlock_release_op *op = arg;
+    struct redlock_release_result res;
 
-    redlock_result_begin(&res, r);
-    res.confirmed = op->yes;
-    res.outcome = redlock_release_verdict(res.answered, res.confirmed, master_count());
-    if (res.outcome == REDLOCK_NOQUORUM && res.answered >= redlock_quorum(master_count())) {
-        redlock_unconfirmed_error(&res, r, res.confirmed, "");
-    } else if (res.outcome == REDLOCK_NOQUORUM) {
-        redlock_fill_error(&res, r);
+    redlock_result_begin(&res.v, r);
+    res.v.confirmed = op->b.yes;
+    res.v.outcome = redlock_release_verdict(res.v.answered, res.v.confirmed, master_count());
+    if (res.v.outcome == REDLOCK_NOQUORUM && res.v.answered >= redlock_quorum(master_count())) {
+        redlock_unconfirmed_error(&res.v, r, res.v.confirmed, "");
+    } else if (res.v.outcome == REDLOCK_NOQUORUM) {
+        redlock_fill_error(&res.v, r);
     }
-    op->cb(&res, op->arg);
-    redlock_op_free(op);
+    op->cb(&res, op->b.arg);
+    free(op);
 }
 
 int
-redlock_release(const struct redlock_rec *rec, const char *token, redlock_done_fn cb,
+redlock_release(const struct redlock_rec *rec, const char *token, redlock_release_fn cb,
                 void *arg)
 {
-    struct redlock_op *op = NULL;
+    struct redlock_release_op *op = NULL;
     struct redlock_keys k;
     const char *args[6] = { k.rec, token, REDLOCK_ANNOUNCE, k.kind, k.aux, k.label };
     size_t lens[6] = { 0, UTIL_TOKEN_HEX, sizeof(REDLOCK_ANNOUNCE) - 1, 1, 0, 1 };
@@ -753,16 +777,13 @@ redlock_release(const struct redlock_rec *rec, const char *token, redlock_done_f
     lens[0] = k.rec_len;
     lens[4] = k.aux_len;
     if (cb != NULL) {
-        op = redlock_op_new(cb, arg, 0);
-        if (op == NULL) {
-            return -1;
-        }
+        op = redlock_op_new(sizeof(*op), 0, arg);
+        op->cb = cb;
     }
     /* Sent to every master; answered once a verdict is sure (redlock_release_reply). */
     if (round_start(redlock_scripts.release, 1, 6, args, lens, redlock_release_reply,
                     cb != NULL ? redlock_release_done : NULL, op) != 0) {
-        free(op);
-        return -1;
+        xmalloc_fail("a release's round");
     }
     return 0;
 }
@@ -779,5 +800,8 @@ redlock_ungate(const char *base, size_t base_len, const char *token)
     }
     lens[0] = redlock_derived(gate, base, base_len, REDLOCK_GATE_SUFFIX);
     lens[2] = redlock_derived(channel, base, base_len, REDLOCK_CHANNEL_SUFFIX);
-    return round_start(redlock_scripts.ungate, 1, 3, args, lens, NULL, NULL, NULL);
+    if (round_start(redlock_scripts.ungate, 1, 3, args, lens, NULL, NULL, NULL) != 0) {
+        xmalloc_fail("an ungate's round");
+    }
+    return 0;
 }

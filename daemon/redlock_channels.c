@@ -17,6 +17,7 @@
 #include "daemon/round.h"
 #include "daemon/stats.h"
 #include "daemon/util.h"
+#include "daemon/xmalloc.h"
 
 static redlock_released_fn redlock_released_cb;
 static redlock_changed_fn  redlock_changed_cb;
@@ -107,15 +108,13 @@ redlock_on_break(const char *prefix, redlock_broken_fn fn)
     size_t plen = strlen(prefix);
 
     free(redlock_broken_chan);
-    redlock_broken_chan = malloc(plen + sizeof(REDLOCK_BROKEN_SUFFIX));
-    if (redlock_broken_chan == NULL) {
-        return -1;
-    }
+    redlock_broken_chan = xmalloc(plen + sizeof(REDLOCK_BROKEN_SUFFIX));
     redlock_broken_chan_len = redlock_derived(redlock_broken_chan, prefix, plen,
                                               REDLOCK_BROKEN_SUFFIX);
     redlock_broken_cb = fn;
     channel_on_message(redlock_message);
-    return channel_subscribe(redlock_broken_chan, redlock_broken_chan_len);
+    channel_subscribe(redlock_broken_chan, redlock_broken_chan_len);
+    return 0;
 }
 
 size_t
@@ -145,13 +144,10 @@ redlock_watch_changes(const char *key, size_t key_len, bool on)
     static const char watching[] = REDLOCK_WATCHING_CHANNEL;
 
     if (on) {
-        if (channel_subscribe(watching, sizeof(watching) - 1) != 0) {
-            return -1;
-        }
         if (redlock_subscribe(key, key_len, REDLOCK_CHANGED_SUFFIX, true) != 0) {
-            channel_unsubscribe(watching, sizeof(watching) - 1);
             return -1;
         }
+        channel_subscribe(watching, sizeof(watching) - 1);
         redlock_nwatched++;
         return 0;
     }
@@ -173,8 +169,9 @@ redlock_subscribe(const char *key, size_t key_len, const char *suffix, bool on)
     }
     len = redlock_derived(channel, key, key_len, suffix);
     if (on) {
-        return channel_subscribe(channel, len);
+        channel_subscribe(channel, len);
+    } else {
+        channel_unsubscribe(channel, len);
     }
-    channel_unsubscribe(channel, len);
     return 0;
 }

@@ -16,6 +16,7 @@
 #include "daemon/round.h"
 #include "daemon/stats.h"
 #include "daemon/util.h"
+#include "daemon/xmalloc.h"
 
 /* Batched extend state; freed in its done callback. */
 struct redlock_extend_op {
@@ -40,7 +41,7 @@ static enum round_verdict
 redlock_extend_one_reply(struct round *r, size_t i, const struct master_reply *reply,
                          void *arg)
 {
-    struct redlock_op *op = arg;
+    struct redlock_extend_one_op *op = arg;
     size_t n = master_count(), q = redlock_quorum(n);
     long long v;
 
@@ -50,56 +51,57 @@ redlock_extend_one_reply(struct round *r, size_t i, const struct master_reply *r
         return ROUND_CONTINUE;
     }
     if (v == -3) {
-        op->no++;
+        op->b.no++;
     } else {
-        op->pttls[op->yes++] = v;
+        op->pttls[op->b.yes++] = v;
     }
-    return op->yes >= q || op->no > n - q ? ROUND_DECIDED : ROUND_CONTINUE;
+    return op->b.yes >= q || op->b.no > n - q ? ROUND_DECIDED : ROUND_CONTINUE;
 }
 
 static void
 redlock_extend_one_done(struct round *r, void *arg)
 {
-    struct redlock_op *op = arg;
-    struct redlock_result res;
+    struct redlock_extend_one_op *op = arg;
+    struct redlock_extend_one_result res;
     size_t n = master_count(), q = redlock_quorum(n);
     int64_t elapsed = round_end_us(r) - round_start_us(r), left_ms, left_us;
 
-    redlock_result_begin(&res, r);
-    res.confirmed = op->yes;
-    if (op->yes >= q) {
+    memset(&res, 0, sizeof(res));
+    redlock_result_begin(&res.v, r);
+    res.v.confirmed = op->b.yes;
+    if (op->b.yes >= q) {
         /*
          * The lock stayed exclusive until fewer than a quorum of the old
          * keys remained: the q-th longest old pttl among the confirmers,
          * less drift.  The round must have ended within that.
          */
-        qsort(op->pttls, op->yes, sizeof(op->pttls[0]), redlock_cmp_pttl);
-        left_ms = op->pttls[op->yes - q];
+        qsort(op->pttls, op->b.yes, sizeof(op->pttls[0]), redlock_cmp_pttl);
+        left_ms = op->pttls[op->b.yes - q];
         left_us = left_ms == REDLOCK_NO_EXPIRY ? INT64_MAX
                   : left_ms * 1000 - redlock_drift_us(left_ms, redlock_drift_factor);
         if (elapsed < left_us
             && redlock_validity_us(op->ttl_ms, elapsed, redlock_drift_factor) > 0) {
-            res.outcome = REDLOCK_GRANTED;
-            res.validity_end_us = res.start_us + op->ttl_ms * 1000
+            res.v.outcome = REDLOCK_GRANTED;
+            res.validity_end_us = res.v.start_us + op->ttl_ms * 1000
                                   - redlock_drift_us(op->ttl_ms, redlock_drift_factor);
         } else {
-            res.outcome = REDLOCK_NOTHELD;
+            res.v.outcome = REDLOCK_NOTHELD;
         }
-    } else if (op->no > n - q) {
-        res.outcome = REDLOCK_NOTHELD;
+    } else if (op->b.no > n - q) {
+        res.v.outcome = REDLOCK_NOTHELD;
     } else {
-        res.outcome = REDLOCK_NOQUORUM;
-        redlock_fill_error(&res, r);
+        res.v.outcome = REDLOCK_NOQUORUM;
+        redlock_fill_error(&res.v, r);
     }
-    op->cb(&res, op->arg);
-    redlock_op_free(op);
+    op->cb(&res, op->b.arg);
+    free(op);
 }
 
 int
 redlock_extend_one(const char *base, size_t base_len, const char *token, int64_t ttl_ms,
-                   redlock_done_fn cb, void *arg)
+                   redlock_extend_one_fn cb, void *arg)
 {
-    struct redlock_op *op;
+    struct redlock_extend_one_op *op;
     char ttl[24];
     const char *args[5] = { base, token, ttl, "?", "" };
     size_t lens[5] = { base_len, UTIL_TOKEN_HEX, 0, 1, 0 };
@@ -107,15 +109,13 @@ redlock_extend_one(const char *base, size_t base_len, const char *token, int64_t
     if (base_len > REDLOCK_KEY_MAX) {
         return -1;
     }
-    op = redlock_op_new(cb, arg, ttl_ms);
-    if (op == NULL) {
-        return -1;
-    }
+    op = redlock_op_new(sizeof(*op), sizeof(op->pttls[0]), arg);
+    op->cb = cb;
+    op->ttl_ms = ttl_ms;
     lens[2] = (size_t)snprintf(ttl, sizeof(ttl), "%lld", (long long)ttl_ms);
     if (round_start(redlock_scripts.extend_one, 1, 5, args, lens, redlock_extend_one_reply,
                     redlock_extend_one_done, op) != 0) {
-        free(op);
-        return -1;
+        xmalloc_fail("an extend round");
     }
     return 0;
 }
@@ -137,7 +137,10 @@ redlock_expire_at(const struct redlock_rec *rec, const char *token, int64_t vali
     /* Plus drift, for masters whose clocks run fast. */
     ms += redlock_drift_us(ms > 0 ? ms : 0, redlock_drift_factor) / 1000;
     lens[2] = (size_t)snprintf(ttl, sizeof(ttl), "%lld", (long long)(ms > 0 ? ms : 1));
-    return round_start(redlock_scripts.extend_one, 1, 6, args, lens, NULL, NULL, NULL);
+    if (round_start(redlock_scripts.extend_one, 1, 6, args, lens, NULL, NULL, NULL) != 0) {
+        xmalloc_fail("an expiry's round");
+    }
+    return 0;
 }
 
 static enum round_verdict
@@ -221,13 +224,10 @@ redlock_extend(const struct redlock_extend_item *items, size_t n,
     for (i = 0; i < n; i++) {
         room += redlock_rec_room(items[i].rec);
     }
-    op = calloc(1, sizeof(*op) + n * sizeof(*op->absent) + 2 * n);
-    args = malloc(nargs * sizeof(*args));
-    lens = malloc(nargs * sizeof(*lens));
-    bytes = malloc(room);
-    if (op == NULL || args == NULL || lens == NULL || bytes == NULL) {
-        goto out;
-    }
+    op = xcalloc(1, sizeof(*op) + n * sizeof(*op->absent) + 2 * n);
+    args = xreallocarray(NULL, nargs, sizeof(*args));
+    lens = xreallocarray(NULL, nargs, sizeof(*lens));
+    bytes = xmalloc(room);
     op->cb = cb;
     op->arg = arg;
     op->n = n;
@@ -250,8 +250,11 @@ redlock_extend(const struct redlock_extend_item *items, size_t n,
         redlock_put(&p, k.aux, k.aux_len, &args[a + 3], &lens[a + 3]);
         redlock_put(&p, k.label, 1, &args[a + 4], &lens[a + 4]);
     }
-    rc = round_start(redlock_scripts.extend, n, nargs, args, lens, redlock_extend_reply,
-                     redlock_extend_done, op);
+    if (round_start(redlock_scripts.extend, n, nargs, args, lens, redlock_extend_reply,
+                    redlock_extend_done, op) != 0) {
+        xmalloc_fail("a renewal's round");
+    }
+    rc = 0;
 out:
     free(args);
     free(lens);
@@ -325,10 +328,7 @@ redlock_restore(const struct redlock_restore_item *items, size_t n)
             continue;
         }
         size = (size + 7) & ~(size_t)7;     /* the arrays after the bytes are aligned */
-        req = malloc(sizeof(*req) + size + 6 * cnt * (sizeof(*req->args) + sizeof(*req->lens)));
-        if (req == NULL) {
-            return -1;
-        }
+        req = xmalloc(sizeof(*req) + size + 6 * cnt * (sizeof(*req->args) + sizeof(*req->lens)));
         req->n = cnt;
         req->args = (const char **)(void *)(req->bytes + size);
         req->lens = (size_t *)(void *)(req->args + 6 * cnt);

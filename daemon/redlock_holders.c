@@ -15,6 +15,7 @@
 #include "daemon/round.h"
 #include "daemon/stats.h"
 #include "daemon/util.h"
+#include "daemon/xmalloc.h"
 
 /* One holder as one master named it (status). */
 struct redlock_holder {
@@ -30,46 +31,24 @@ struct redlock_holder {
 };
 
 /*
- * Keep one holder a master named; false when out of memory.  who is its
- * token there, info its label as the status script gives it ("<age>
- * <fence> <text>", or empty).
+ * Read a label as the status and break scripts give it ("<age> <fence>
+ * <text>", the fence '-' while a fenced grant's write-back is to come;
+ * info NUL-terminated after info_len bytes) into h's age_ms, fence,
+ * fence_pending and label; an empty or unreadable one leaves them
+ * unknown (age -1, fence 0, label "").
  */
-static bool
-redlock_holder_add(struct redlock_op *op, char kind, const char *id, size_t id_len,
-                   int64_t pttl, bool mine, const char *who, size_t who_len,
-                   const char *info, size_t info_len)
+static void
+redlock_label_parse(struct redlock_holder *h, const char *info, size_t info_len)
 {
-    struct redlock_holder *h;
     long long age, fence = 0;
     int off = 0, foff = 0;
     bool pending = false;
 
-    if (op->nholders == op->holders_cap) {
-        size_t cap = op->holders_cap == 0 ? 8 : op->holders_cap * 2;
-
-        h = realloc(op->holders, cap * sizeof(*h));
-        if (h == NULL) {
-            return false;
-        }
-        op->holders = h;
-        op->holders_cap = cap;
-    }
-    h = &op->holders[op->nholders++];
-    h->kind = kind;
-    memcpy(h->id, id, id_len);
-    h->id[id_len] = '\0';
-    h->pttl = pttl;
-    h->mine = mine;
-    snprintf(h->who, sizeof(h->who), "%.*s", (int)who_len, who);
     h->age_ms = -1;
     h->fence = 0;
     h->fence_pending = false;
     memset(h->label, 0, sizeof(h->label));
-    /*
-     * The script wrote it from a label of at most 64 printable bytes;
-     * trust no more.  "<age> <fence> <text>", the fence '-' while a fenced
-     * grant's write-back is to come.
-     */
+    /* The script wrote it from a label of at most 64 printable bytes; trust no more. */
     if (info_len > 0 && info_len < 128 && info[info_len] == '\0'
         && sscanf(info, "%lld %n", &age, &foff) == 1 && foff > 0) {
         if (info[foff] == '-' && info[foff + 1] == ' ') {
@@ -89,7 +68,31 @@ redlock_holder_add(struct redlock_op *op, char kind, const char *id, size_t id_l
         memcpy(h->label, info + off, info_len - (size_t)off);
         h->label[info_len - (size_t)off] = '\0';
     }
-    return true;
+}
+
+/*
+ * Keep one holder a master named.  who is its token there, info its
+ * label as the status script gives it ("<age> <fence> <text>", or empty).
+ */
+static void
+redlock_holder_add(struct redlock_status_op *op, char kind, const char *id, size_t id_len,
+                   int64_t pttl, bool mine, const char *who, size_t who_len,
+                   const char *info, size_t info_len)
+{
+    struct redlock_holder *h;
+
+    if (op->nholders == op->holders_cap) {
+        op->holders_cap = op->holders_cap == 0 ? 8 : op->holders_cap * 2;
+        op->holders = xreallocarray(op->holders, op->holders_cap, sizeof(*op->holders));
+    }
+    h = &op->holders[op->nholders++];
+    h->kind = kind;
+    memcpy(h->id, id, id_len);
+    h->id[id_len] = '\0';
+    h->pttl = pttl;
+    h->mine = mine;
+    snprintf(h->who, sizeof(h->who), "%.*s", (int)who_len, who);
+    redlock_label_parse(h, info, info_len);
 }
 
 /* {limit, then kind, id, pttl, mine, who, label per holder}: keep each holder. */
@@ -97,7 +100,7 @@ static enum round_verdict
 redlock_status_reply(struct round *r, size_t i, const struct master_reply *reply,
                      void *arg)
 {
-    struct redlock_op *op = arg;
+    struct redlock_status_op *op = arg;
     size_t ne = master_reply_elements(reply), j, len, id_len, who_len, info_len;
     const struct master_reply *e[6];
     const char *kind, *id, *who, *info;
@@ -129,12 +132,8 @@ redlock_status_reply(struct round *r, size_t i, const struct master_reply *reply
         if (who_len > REDLOCK_WHO_MAX) {
             who_len = REDLOCK_WHO_MAX;
         }
-        if (!redlock_holder_add(op, kind[0], id, id_len, master_reply_integer(e[2]),
-                                master_reply_integer(e[3]) == 1, who, who_len, info,
-                                info_len)) {
-            round_fail(r, i, "out of memory reading the status");
-            return ROUND_CONTINUE;
-        }
+        redlock_holder_add(op, kind[0], id, id_len, master_reply_integer(e[2]),
+                           master_reply_integer(e[3]) == 1, who, who_len, info, info_len);
     }
     if (master_reply_integer(master_reply_element(reply, 0)) > (int64_t)op->limit) {
         op->limit = (unsigned)master_reply_integer(master_reply_element(reply, 0));
@@ -154,7 +153,7 @@ redlock_status_reply(struct round *r, size_t i, const struct master_reply *reply
  */
 static void
 redlock_holder_show(const struct redlock_holder *hs, size_t j, size_t k, size_t q,
-                    struct redlock_result *res)
+                    struct redlock_status_result *res)
 {
     size_t i, m, n;
 
@@ -162,7 +161,7 @@ redlock_holder_show(const struct redlock_holder *hs, size_t j, size_t k, size_t 
     memset(res->label, 0, sizeof(res->label));
     memset(res->holder, 0, sizeof(res->holder));
     res->held_ms = -1;
-    res->fence = 0;
+    res->holder_fence = 0;
     res->fence_pending = false;
     for (i = j; i < k; i++) {
         for (n = 0, m = j; m < k; m++) {
@@ -186,13 +185,13 @@ redlock_holder_show(const struct redlock_holder *hs, size_t j, size_t k, size_t 
         if (res->held_ms < 0 || hs[i].age_ms < res->held_ms) {
             res->held_ms = hs[i].age_ms;
         }
-        if (hs[i].fence > res->fence) {
-            res->fence = hs[i].fence;
+        if (hs[i].fence > res->holder_fence) {
+            res->holder_fence = hs[i].fence;
         }
         res->fence_pending = res->fence_pending || hs[i].fence_pending;
     }
     /* Written back anywhere: that fence is the grant's. */
-    res->fence_pending = res->fence_pending && res->fence == 0;
+    res->fence_pending = res->fence_pending && res->holder_fence == 0;
 }
 
 /* The longest any master says holder entries [j, k) have held, ms, or -1. */
@@ -235,18 +234,19 @@ redlock_kind_rank(char kind)
 static void
 redlock_status_done(struct round *r, void *arg)
 {
-    struct redlock_op *op = arg;
-    struct redlock_result res;
+    struct redlock_status_op *op = arg;
+    struct redlock_status_result res;
     size_t q = redlock_quorum(master_count()), j, k, present, mine;
     int64_t ttl, age, shown_age = -2;
     bool shown_mine = false;
 
-    redlock_result_begin(&res, r);
-    res.outcome = REDLOCK_FREE;
+    memset(&res, 0, sizeof(res));
+    redlock_result_begin(&res.v, r);
+    res.v.outcome = REDLOCK_FREE;
     res.held_ms = -1;
-    if (res.answered < q) {
-        res.outcome = REDLOCK_NOQUORUM;
-        redlock_fill_error(&res, r);
+    if (res.v.answered < q) {
+        res.v.outcome = REDLOCK_NOQUORUM;
+        redlock_fill_error(&res.v, r);
         op->nholders = 0;
     }
     if (op->nholders > 0) {
@@ -260,31 +260,31 @@ redlock_status_done(struct round *r, void *arg)
             op->pttls[present++] = op->holders[k].pttl;
             mine += op->holders[k].mine;
         }
-        if (res.answered - present >= q) {
+        if (res.v.answered - present >= q) {
             continue;       /* a quorum sees it gone: not a holder */
         }
-        ttl = redlock_holder_ttl(op->pttls, present, res.answered - present, q);
-        if (res.outcome == REDLOCK_HELD
+        ttl = redlock_holder_ttl(op->pttls, present, res.v.answered - present, q);
+        if (res.v.outcome == REDLOCK_HELD
             && redlock_kind_rank(op->holders[j].kind) < redlock_kind_rank((char)res.kind)) {
             continue;
         }
-        if (res.outcome != REDLOCK_HELD || op->holders[j].kind != (char)res.kind) {
-            res.outcome = REDLOCK_HELD;
+        if (res.v.outcome != REDLOCK_HELD || op->holders[j].kind != (char)res.kind) {
+            res.v.outcome = REDLOCK_HELD;
             res.kind = (enum redlock_kind)op->holders[j].kind;
             res.holders = 0;
-            res.ttl_ms = 0;
+            res.holders_ttl_ms = 0;
             res.owner_self = false;
-            res.confirmed = 0;
+            res.v.confirmed = 0;
             shown_age = -2;
             shown_mine = false;
         }
         res.holders++;
-        if (res.ttl_ms != REDLOCK_NO_EXPIRY && (ttl == REDLOCK_NO_EXPIRY || ttl > res.ttl_ms)) {
-            res.ttl_ms = ttl;
+        if (res.holders_ttl_ms != REDLOCK_NO_EXPIRY && (ttl == REDLOCK_NO_EXPIRY || ttl > res.holders_ttl_ms)) {
+            res.holders_ttl_ms = ttl;
         }
         if (mine >= q) {
             res.owner_self = true;
-            res.confirmed = mine;
+            res.v.confirmed = mine;
         }
         /* Show the asker's own hold, else the one held longest. */
         age = redlock_holder_age(op->holders, j, k);
@@ -295,16 +295,18 @@ redlock_status_done(struct round *r, void *arg)
         }
     }
     res.limit = res.kind == REDLOCK_PERMIT ? op->limit : 0;
-    op->cb(&res, op->arg);
-    redlock_op_free(op);
+    op->cb(&res, op->b.arg);
+    free(op->holders);
+    free(op);
 }
 
 /* {holders deleted, the raised counter, the first holder's label}: keep the most. */
 static enum round_verdict
 redlock_break_reply(struct round *r, size_t i, const struct master_reply *reply, void *arg)
 {
-    struct redlock_op *op = arg;
+    struct redlock_break_op *op = arg;
     const struct master_reply *e[4];
+    struct redlock_holder h;
     size_t len;
     const char *info;
 
@@ -324,20 +326,20 @@ redlock_break_reply(struct round *r, size_t i, const struct master_reply *reply,
         }
         return ROUND_CONTINUE;
     }
-    op->yes++;
-    if ((size_t)master_reply_integer(e[0]) > op->res.holders) {
-        op->res.holders = (size_t)master_reply_integer(e[0]);
+    op->b.yes++;
+    if ((size_t)master_reply_integer(e[0]) > op->res.deleted) {
+        op->res.deleted = (size_t)master_reply_integer(e[0]);
     }
-    if (master_reply_integer(e[1]) > op->fence) {
-        op->fence = master_reply_integer(e[1]);
+    if (master_reply_integer(e[1]) > op->wb.fence) {
+        op->wb.fence = master_reply_integer(e[1]);
     }
-    if ((unsigned)master_reply_integer(e[3]) > op->break_limit) {
-        op->break_limit = (unsigned)master_reply_integer(e[3]);
+    if ((unsigned)master_reply_integer(e[3]) > op->limit) {
+        op->limit = (unsigned)master_reply_integer(e[3]);
     }
     info = master_reply_str(e[2], &len);
-    if (op->res.label[0] == '\0' && len > 0 && redlock_holder_add(op, 'x', "", 0, 0, false,
-                                                                 "", 0, info, len)) {
-        memcpy(op->res.label, op->holders[op->nholders - 1].label, sizeof(op->res.label));
+    if (op->res.label[0] == '\0' && len > 0) {
+        redlock_label_parse(&h, info, len);
+        memcpy(op->res.label, h.label, sizeof(op->res.label));
     }
     return ROUND_CONTINUE;
 }
@@ -346,38 +348,59 @@ redlock_break_reply(struct round *r, size_t i, const struct master_reply *reply,
 static enum round_verdict
 redlock_reraise_reply(struct round *r, size_t i, const struct master_reply *reply, void *arg)
 {
-    struct redlock_op *op = arg;
+    struct redlock_break_op *op = arg;
 
     if (master_reply_type(reply) != MASTER_REPLY_INTEGER || master_reply_integer(reply) < 1) {
         round_fail(r, i, "unexpected answer to the raise script");
         return ROUND_CONTINUE;
     }
-    op->yes++;
-    if (master_reply_integer(reply) > op->fence) {
-        op->fence = master_reply_integer(reply);
+    op->b.yes++;
+    if (master_reply_integer(reply) > op->wb.fence) {
+        op->wb.fence = master_reply_integer(reply);
     }
     return ROUND_CONTINUE;
+}
+
+/* The end of a BREAK: the caller's callback, then its state is freed. */
+static void
+redlock_break_end(struct redlock_break_op *op)
+{
+    op->cb(&op->res, op->b.arg);
+    free(op);
+}
+
+/* The BREAK's write-back ended: RELEASED with the counter when a majority took it. */
+static void
+redlock_break_written(struct redlock_fence_wb *wb, struct round *r)
+{
+    struct redlock_break_op *op = (struct redlock_break_op *)(void *)wb->op;
+
+    if (op->b.yes >= redlock_quorum(master_count())) {
+        op->res.fence_after = wb->fence;
+    } else {
+        redlock_fence_error(wb, r, &op->res.v);
+    }
+    redlock_break_end(op);
 }
 
 /* The second raise ended: with a quorum, write its largest counter back, then OK. */
 static void
 redlock_reraise_done(struct round *r, void *arg)
 {
-    struct redlock_op *op = arg;
-    struct redlock_result *res = &op->res;
+    struct redlock_break_op *op = arg;
+    struct redlock_verdict *v = &op->res.v;
     size_t n = master_count(), q = redlock_quorum(n);
     int used;
 
-    if (op->yes < q) {
-        res->outcome = REDLOCK_NOQUORUM;
-        used = snprintf(res->error, sizeof(res->error), "fence raise: %zu of %zu masters "
-                        "raised the counter, quorum is %zu: ", op->yes, n, q);
-        round_describe_failures(r, res->error + used, sizeof(res->error) - (size_t)used);
-        op->cb(res, op->arg);
-        redlock_op_free(op);
+    if (op->b.yes < q) {
+        v->outcome = REDLOCK_NOQUORUM;
+        used = snprintf(v->error, sizeof(v->error), "fence raise: %zu of %zu masters "
+                        "raised the counter, quorum is %zu: ", op->b.yes, n, q);
+        round_describe_failures(r, v->error + used, sizeof(v->error) - (size_t)used);
+        redlock_break_end(op);
         return;
     }
-    redlock_fence_write_back(op);
+    redlock_fence_write_back(&op->wb);
 }
 
 /*
@@ -388,19 +411,19 @@ redlock_reraise_done(struct round *r, void *arg)
 static void
 redlock_break_reraise(void *arg)
 {
-    struct redlock_op *op = arg;
+    struct redlock_break_op *op = arg;
     char seen[24], limit[16];
     /* The name's key is the counter's without its suffix. */
-    const char *args[4] = { op->fence_key, op->fence_key, seen, limit };
-    size_t lens[4] = { op->fence_key_len,
-                       op->fence_key_len - (sizeof(REDLOCK_FENCE_SUFFIX) - 1), 0, 0 };
+    const char *args[4] = { op->wb.fence_key, op->wb.fence_key, seen, limit };
+    size_t lens[4] = { op->wb.fence_key_len,
+                       op->wb.fence_key_len - (sizeof(REDLOCK_FENCE_SUFFIX) - 1), 0, 0 };
 
-    lens[2] = (size_t)snprintf(seen, sizeof(seen), "%lld", (long long)op->fence);
-    lens[3] = (size_t)snprintf(limit, sizeof(limit), "%u", op->break_limit);
-    op->yes = 0;
+    lens[2] = (size_t)snprintf(seen, sizeof(seen), "%lld", (long long)op->wb.fence);
+    lens[3] = (size_t)snprintf(limit, sizeof(limit), "%u", op->limit);
+    op->b.yes = 0;
     if (round_start(redlock_scripts.reraise, 2, 4, args, lens, redlock_reraise_reply,
                     redlock_reraise_done, op) != 0) {
-        redlock_op_fail(op, "fence raise");
+        xmalloc_fail("a BREAK's second raise");
     }
 }
 
@@ -413,38 +436,31 @@ redlock_break_reraise(void *arg)
 static void
 redlock_break_done(struct round *r, void *arg)
 {
-    struct redlock_op *op = arg;
-    struct redlock_result *res = &op->res;
-    size_t holders = res->holders;
-    char label[sizeof(res->label)];
+    struct redlock_break_op *op = arg;
+    struct redlock_verdict *v = &op->res.v;
     int64_t span = redlock_fence_span_us();
 
-    memcpy(label, res->label, sizeof(label));
-    redlock_result_begin(res, r);
-    res->holders = holders;
-    memcpy(res->label, label, sizeof(label));
-    res->held_ms = -1;
-    if (op->yes < redlock_quorum(master_count())) {
-        res->outcome = REDLOCK_NOQUORUM;
-        redlock_fill_error(res, r);
-        op->cb(res, op->arg);
-        redlock_op_free(op);
+    redlock_result_begin(v, r);
+    if (op->b.yes < redlock_quorum(master_count())) {
+        v->outcome = REDLOCK_NOQUORUM;
+        redlock_fill_error(v, r);
+        redlock_break_end(op);
         return;
     }
-    res->outcome = REDLOCK_RELEASED;
-    res->confirmed = op->yes;
+    v->outcome = REDLOCK_RELEASED;
+    v->confirmed = op->b.yes;
     /* Measured on another daemon's clock, which may run drift_factor slow. */
     span += (int64_t)((double)span * 2 * redlock_drift_factor) + 2000;
     if (round_after(span, redlock_break_reraise, op) != 0) {
-        redlock_op_fail(op, "fence raise");
+        xmalloc_fail("a BREAK's wait");
     }
 }
 
 int
-redlock_break(const char *base, size_t base_len, const char *prefix, redlock_done_fn cb,
+redlock_break(const char *base, size_t base_len, const char *prefix, redlock_break_fn cb,
               void *arg)
 {
-    struct redlock_op *op;
+    struct redlock_break_op *op;
     char channel[REDLOCK_DERIVED_MAX], bchan[REDLOCK_DERIVED_MAX];
     size_t plen = strlen(prefix);
     const char *args[3] = { base, channel, bchan };
@@ -453,46 +469,38 @@ redlock_break(const char *base, size_t base_len, const char *prefix, redlock_don
     if (base_len > REDLOCK_KEY_MAX || plen > REDLOCK_KEY_MAX) {
         return -1;
     }
-    op = redlock_op_new(cb, arg, 0);
-    if (op == NULL) {
-        return -1;
-    }
-    op->fence_key = malloc(base_len + sizeof(REDLOCK_FENCE_SUFFIX));
-    if (op->fence_key == NULL) {
-        redlock_op_free(op);
-        return -1;
-    }
-    op->fence_key_len = redlock_derived(op->fence_key, base, base_len, REDLOCK_FENCE_SUFFIX);
+    op = redlock_op_new(sizeof(*op), 0, arg);
+    op->cb = cb;
+    op->wb.op = &op->b;
+    op->wb.done = redlock_break_written;
+    op->wb.fence_key_len = redlock_derived(op->wb.fence_key, base, base_len,
+                                           REDLOCK_FENCE_SUFFIX);
     lens[0] = base_len;
     lens[1] = redlock_derived(channel, base, base_len, REDLOCK_CHANNEL_SUFFIX);
     lens[2] = redlock_derived(bchan, prefix, plen, REDLOCK_BROKEN_SUFFIX);
-    if (round_start(redlock_scripts.break_lock, 1, 3, args, lens, redlock_break_reply, redlock_break_done,
-                    op) != 0) {
-        redlock_op_free(op);
-        return -1;
+    if (round_start(redlock_scripts.break_lock, 1, 3, args, lens, redlock_break_reply,
+                    redlock_break_done, op) != 0) {
+        xmalloc_fail("a BREAK's round");
     }
     return 0;
 }
 
 int
 redlock_status(const char *base, size_t base_len, const char *token,
-               redlock_done_fn cb, void *arg)
+               redlock_status_fn cb, void *arg)
 {
-    struct redlock_op *op;
+    struct redlock_status_op *op;
     const char *args[2] = { base, token != NULL ? token : "" };
     size_t lens[2] = { base_len, token != NULL ? UTIL_TOKEN_HEX : 0 };
 
     if (base_len > REDLOCK_KEY_MAX) {
         return -1;
     }
-    op = redlock_op_new(cb, arg, 0);
-    if (op == NULL) {
-        return -1;
-    }
+    op = redlock_op_new(sizeof(*op), sizeof(op->pttls[0]), arg);
+    op->cb = cb;
     if (round_start(redlock_scripts.status, 1, 2, args, lens, redlock_status_reply,
                     redlock_status_done, op) != 0) {
-        redlock_op_free(op);
-        return -1;
+        xmalloc_fail("a status round");
     }
     return 0;
 }

@@ -1,7 +1,7 @@
 /*
  * redlock_op.h: what the files of the Redlock engine share, and nothing
  * outside them includes (daemon/redlock.h is the engine's interface):
- * the scripts' ids, the state of one operation, a record's keys, and
+ * the scripts' ids, each operation's state, a record's keys, and
  * the helpers every operation uses.  Defined in daemon/redlock.c;
  * used by daemon/redlock_acquire.c, daemon/redlock_holders.c,
  * daemon/redlock_extend.c and daemon/redlock_channels.c.
@@ -43,71 +43,119 @@ struct redlock_keys {
     size_t limit_len;                   /* bytes in limit */
 };
 
-/* Per-operation state; freed in its done callback. */
+/*
+ * What every operation of the engine shares, embedded as the first
+ * member (b) of each operation's own state below.  An operation's state
+ * is allocated by redlock_op_new() and freed by its last round's done
+ * callback, after the caller's callback ran.  Nothing fails it but its
+ * masters: memory running out aborts the daemon (daemon/xmalloc.h).
+ */
 struct redlock_op {
-    redlock_done_fn cb;             /* caller's callback */
-    void           *arg;            /* caller's argument */
-    int64_t         ttl_ms;         /* acquire/extend: the lease asked for */
-    size_t          yes;            /* masters that granted / confirmed */
-    size_t          swapped;        /* acquire: grants that swapped the old token */
-    size_t          no;             /* extend, release: masters where it is not ours */
-    size_t          nheld;          /* masters where someone else holds it */
-    uint64_t       *who;            /* acquire: per master in nheld, the token that
-                                       refused there (redlock_token_hash); room for
-                                       every master, in the block after pttls */
-    size_t          seen;           /* acquire: answers the reply callback read,
-                                       unreadable ones included */
-    size_t          self;           /* status: masters holding our token */
-    bool            fenced;         /* acquire: with a fencing counter */
-    bool            handover;       /* acquire: with an old token to swap */
-    int64_t         fence;          /* acquire: largest counter the raise saw;
-                                       break: the largest counter seen */
-    struct redlock_keys *keys;      /* fenced acquire: the record's keys, for the
-                                       raise (malloc'd); else NULL */
-    char            token[UTIL_TOKEN_HEX]; /* fenced acquire: the grant's token */
-    unsigned        break_limit;    /* break: the largest limit its first round
-                                       found (0: not a counted name) */
-    int64_t         subscribers;    /* acquire: most release-channel subscribers seen */
-    struct redlock_result res;      /* acquire: kept across the write-back */
-    char           *fence_key;      /* acquire: the counter's key, malloc'd */
-    size_t          fence_key_len;  /* bytes in fence_key */
-    char           *label_key;      /* acquire with a label and fence: the label's
-                                       key, malloc'd, for the write-back; else NULL */
-    size_t          label_key_len;  /* bytes in label_key */
-    char            base[REDLOCK_KEY_MAX]; /* with label_key: the name's key, whose
-                                       watchers the write-back tells */
-    size_t          base_len;       /* bytes in base */
-    size_t          npttl;          /* acquire, status: entries in pttls */
-    size_t          nopen;          /* acquire of a permit: masters that refused it
-                                       but have another permit free */
-    size_t          nkind;          /* acquire: masters holding another kind */
-    bool            gated;          /* acquire: a master closed the gate for us */
-    bool            readers;        /* acquire: a master refused us for shared holders */
-    char            kind_text[32];  /* acquire: what the first of them said */
-    enum redlock_kind kind;         /* acquire: the kind asked for */
-    unsigned        slot;           /* acquire of a permit: the one asked for */
-    unsigned        limit;          /* acquire of a permit: the name's limit */
-    size_t          nlists;         /* acquire of a permit: masters that listed theirs */
-    uint16_t       *live;           /* acquire of a permit: per permit, masters
-                                       that hold it (limit entries, malloc'd) */
-    struct redlock_holder *holders; /* status: every holder each master named */
-    size_t          nholders;       /* status: entries in holders */
-    size_t          holders_cap;    /* status: room in holders */
-    int64_t         pttls[];        /* per master: holder's pttl */
+    void   *arg;                    /* the caller's argument, for its callback */
+    size_t  yes;                    /* masters that said yes in the current round */
+    size_t  no;                     /* masters that said no in the current round */
 };
 
 /*
- * A new operation with room for every master's pttl and refusing token
- * (zeroed); NULL when out of memory.  Freed with redlock_op_free().
+ * A fencing counter's raise and write-back (redlock_fence_write_back):
+ * part of a fenced acquire and of a BREAK.  Its rounds count on op's
+ * tallies.
  */
-struct redlock_op *redlock_op_new(redlock_done_fn cb, void *arg, int64_t ttl_ms);
+struct redlock_fence_wb {
+    struct redlock_op *op;          /* the operation it belongs to */
+    void  (*done)(struct redlock_fence_wb *wb, struct round *r); /* the write-back
+                                       ended (op->yes masters confirmed) */
+    int64_t fence;                  /* the largest counter seen: what is written */
+    bool    record;                 /* confirm the grant's record (acquire); false:
+                                       every master that takes it confirms (BREAK) */
+    struct redlock_keys keys;       /* record: the grant's record's keys */
+    char    token[UTIL_TOKEN_HEX];  /* record: the grant's token */
+    char    fence_key[REDLOCK_DERIVED_MAX]; /* the counter's key */
+    size_t  fence_key_len;          /* bytes in fence_key */
+    char    label_key[REDLOCK_DERIVED_MAX + UTIL_TOKEN_HEX]; /* record with a label:
+                                       the label's key, for the write-back */
+    size_t  label_key_len;          /* bytes in label_key; 0: no label */
+    char    base[REDLOCK_KEY_MAX];  /* with a label: the name's key, whose
+                                       watchers the write-back tells */
+    size_t  base_len;               /* bytes in base */
+};
 
-/* Free op and what it owns (keys, fence and label keys, holders, permits). */
-void redlock_op_free(struct redlock_op *op);
+/* An acquire (daemon/redlock_acquire.c); yes: grants, no: unused. */
+struct redlock_acquire_op {
+    struct redlock_op b;            /* arg and tallies */
+    redlock_acquire_fn cb;          /* the caller's callback */
+    int64_t         ttl_ms;         /* the lease asked for */
+    enum redlock_kind kind;         /* the kind asked for */
+    unsigned        slot;           /* a permit: the one asked for */
+    unsigned        limit;          /* a permit: the name's limit */
+    bool            handover;       /* with an old token to swap */
+    size_t          swapped;        /* grants that swapped the old token */
+    size_t          nheld;          /* masters where someone else holds it */
+    size_t          seen;           /* answers the reply callback read,
+                                       unreadable ones included */
+    size_t          npttl;          /* entries in pttls */
+    size_t          nopen;          /* a permit: masters that refused it but have
+                                       another permit free */
+    size_t          nkind;          /* masters holding another kind */
+    size_t          nlists;         /* a permit: masters that listed theirs */
+    int64_t         subscribers;    /* most release-channel subscribers seen */
+    bool            gated;          /* a master closed the gate for us */
+    bool            readers;        /* a master refused us for shared holders */
+    char            kind_text[32];  /* what the first master of another kind said */
+    uint16_t       *live;           /* a permit: per permit, masters that hold it
+                                       (limit entries, owned); else NULL */
+    struct redlock_fence_wb *wb;    /* fenced: the raise and write-back (owned);
+                                       else NULL */
+    struct redlock_acquire_result res; /* kept across the raise and write-back */
+    uint64_t       *who;            /* per master in nheld, the token that refused
+                                       there (redlock_token_id); room for every
+                                       master, in the block after pttls */
+    int64_t         pttls[];        /* per refusing master: the holder's pttl */
+};
 
-/* A later round of op could not start (what): NOQUORUM to its caller, and
- * op is freed. */
-void redlock_op_fail(struct redlock_op *op, const char *what);
+/* A release (daemon/redlock_acquire.c); yes: deleted, no: not ours there. */
+struct redlock_release_op {
+    struct redlock_op b;            /* arg and tallies */
+    redlock_release_fn cb;          /* the caller's callback */
+};
+
+/* One lease's extension (daemon/redlock_extend.c); yes: extended (their old
+ * pttls in pttls), no: not ours there. */
+struct redlock_extend_one_op {
+    struct redlock_op b;            /* arg and tallies */
+    redlock_extend_one_fn cb;       /* the caller's callback */
+    int64_t         ttl_ms;         /* the lease asked for */
+    int64_t         pttls[];        /* per confirming master: the old pttl */
+};
+
+/* A status read (daemon/redlock_holders.c); no tallies. */
+struct redlock_status_op {
+    struct redlock_op b;            /* arg */
+    redlock_status_fn cb;           /* the caller's callback */
+    unsigned        limit;          /* the largest limit a master named */
+    struct redlock_holder *holders; /* every holder each master named (owned) */
+    size_t          nholders;       /* entries in holders */
+    size_t          holders_cap;    /* room in holders */
+    int64_t         pttls[];        /* per master: one holder's pttl */
+};
+
+/* A BREAK (daemon/redlock_holders.c); yes: masters that ran the current round. */
+struct redlock_break_op {
+    struct redlock_op b;            /* arg and tallies */
+    redlock_break_fn cb;            /* the caller's callback */
+    unsigned        limit;          /* the largest limit its first round found
+                                       (0: not a counted name) */
+    struct redlock_break_result res;/* kept across its rounds */
+    struct redlock_fence_wb wb;     /* the second raise's write-back (wb.fence:
+                                       the largest counter seen) */
+};
+
+/*
+ * A new operation's state of size bytes plus per_master bytes for each
+ * master (for its flexible array), zeroed, with b.arg set.  Never NULL
+ * (daemon/xmalloc.h).  The operation's done callback frees it.
+ */
+void *redlock_op_new(size_t size, size_t per_master, void *arg);
 
 /*
  * Append to buf (size bytes in all, used taken) what fmt says, cut at
@@ -116,12 +164,13 @@ void redlock_op_fail(struct redlock_op *op, const char *what);
 size_t redlock_append(char *buf, size_t size, size_t used, const char *fmt, ...)
     __attribute__((format(printf, 4, 5)));
 
-/* The text of a NOQUORUM from the decided round r, into res->error:
+/* The text of a NOQUORUM from the decided round r, into v->error:
  * answers, quarantines, duplicates, and what failed. */
-void redlock_fill_error(struct redlock_result *res, struct round *r);
+void redlock_fill_error(struct redlock_verdict *v, struct round *r);
 
-/* Start a result from a decided round r: its start time and answers. */
-void redlock_result_begin(struct redlock_result *res, struct round *r);
+/* Start a result's verdict from a decided round r: its start time and
+ * answers; everything else 0 (v->error ""). */
+void redlock_result_begin(struct redlock_verdict *v, struct round *r);
 
 /*
  * Fill k with rec's keys: the record (the name's key, for an exclusive
@@ -154,10 +203,15 @@ size_t redlock_derived(char *out, const char *key, size_t key_len, const char *s
 /* qsort order of pttls, shortest first; REDLOCK_NO_EXPIRY sorts last. */
 int redlock_cmp_pttl(const void *a, const void *b);
 
-/* Write op's fence (the largest counter seen) back to every master before
+/* Write wb->fence (the largest counter seen) back to every master before
  * the grant is told (daemon/redlock_acquire.c), confirmed only where the
- * grant's record (op->keys) still holds op->token; BREAK uses it too,
- * without a record (op->keys NULL: every master that takes it confirms). */
-void redlock_fence_write_back(struct redlock_op *op);
+ * grant's record (wb->keys) still holds wb->token; BREAK uses it too,
+ * without a record (wb->record false: every master that takes it
+ * confirms).  Counts on wb->op's tallies; calls wb->done at the end. */
+void redlock_fence_write_back(struct redlock_fence_wb *wb);
+
+/* The NOQUORUM text of a write-back that fewer than a quorum confirmed. */
+void redlock_fence_error(const struct redlock_fence_wb *wb, struct round *r,
+                         struct redlock_verdict *v);
 
 #endif /* REDLOCKD_REDLOCK_OP_H */

@@ -264,7 +264,7 @@ struct waiter_release_step waiter_on_release(struct waiter_life *wl,
  * waits out the jitter.  Returns waiter_wake()'s answer, false when not woken. */
 bool waiter_on_subscribed(struct waiter_life *wl);
 
-/* What a round's end told (a summary of struct redlock_result). */
+/* What a round's end told (a summary of struct redlock_acquire_result). */
 struct waiter_round_end {
     enum redlock_outcome outcome;
     bool     stopping;          /* the daemon is stopping */

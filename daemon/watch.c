@@ -21,6 +21,7 @@
 #include "daemon/stats.h"
 #include "daemon/util.h"
 #include "daemon/watch.h"
+#include "daemon/xmalloc.h"
 
 #define WATCH_BACKOFF_MAX_US  2000000   /* longest retry delay of a read without quorum */
 #define WATCH_EXPIRY_MARGIN_US 20000    /* read an expiring name this long after the
@@ -159,13 +160,13 @@ watch_put(struct watch_name *wn)
 
 /* The state of a read, as pushes show it. */
 static void
-watch_state_of(const struct watch_name *wn, const struct redlock_result *res,
+watch_state_of(const struct watch_name *wn, const struct redlock_status_result *res,
                struct watch_state *st)
 {
     memset(st, 0, sizeof(*st));
     st->name = wn->name;
     st->name_len = wn->name_len;
-    st->held = res->outcome == REDLOCK_HELD;
+    st->held = res->v.outcome == REDLOCK_HELD;
     if (!st->held) {
         return;
     }
@@ -179,28 +180,28 @@ watch_state_of(const struct watch_name *wn, const struct redlock_result *res,
         /* A hold of this daemon whose label lives here only. */
         (void)lock_hold_label(wn->name, wn->name_len, res->holder, &st->label, &st->held_ms);
     }
-    st->fence = res->fence;
+    st->fence = res->holder_fence;
 }
 
 /* What of a read decides whether it is a change. */
 static void
-watch_seen_of(const struct redlock_result *res, struct watch_seen *seen)
+watch_seen_of(const struct redlock_status_result *res, struct watch_seen *seen)
 {
     memset(seen, 0, sizeof(*seen));
-    seen->held = res->outcome == REDLOCK_HELD;
+    seen->held = res->v.outcome == REDLOCK_HELD;
     if (!seen->held) {
         return;
     }
     seen->kind = (char)res->kind;
     seen->holders = res->holders;
     seen->limit = res->limit;
-    seen->fence = res->fence;
+    seen->fence = res->holder_fence;
     memcpy(seen->holder, res->holder, sizeof(seen->holder));
     memcpy(seen->label, res->label, sizeof(seen->label));
 }
 
 static void
-watch_read_done(const struct redlock_result *res, void *arg)
+watch_read_done(const struct redlock_status_result *res, void *arg)
 {
     struct watch_name *wn = arg;
     struct watch_seen seen;
@@ -220,8 +221,8 @@ watch_read_done(const struct redlock_result *res, void *arg)
         watch_put(wn);
         return;
     }
-    if ((res->outcome != REDLOCK_HELD && res->outcome != REDLOCK_FREE)
-        || (res->outcome == REDLOCK_HELD && res->fence_pending)) {
+    if ((res->v.outcome != REDLOCK_HELD && res->v.outcome != REDLOCK_FREE)
+        || (res->v.outcome == REDLOCK_HELD && res->fence_pending)) {
         /*
          * Nothing true to say yet: no quorum, or a fenced grant whose fence
          * is not written back (its holder has not been told; watchers hear
@@ -256,9 +257,9 @@ watch_read_done(const struct redlock_result *res, void *arg)
     } else if (wn->settling) {
         wn->settling = false;
         watch_read_in(wn, watch_conf->node_timeout_ms * 1000);
-    } else if (res->outcome == REDLOCK_HELD && res->ttl_ms >= 0) {
+    } else if (res->v.outcome == REDLOCK_HELD && res->holders_ttl_ms >= 0) {
         /* An expiry announces nothing: look when the quorum said it ends. */
-        delay = res->ttl_ms * 1000 + WATCH_EXPIRY_MARGIN_US
+        delay = res->holders_ttl_ms * 1000 + WATCH_EXPIRY_MARGIN_US
                 + util_random(watch_conf->retry_delay_ms * 1000);
         watch_read_in(wn, delay);
     } else {
@@ -276,7 +277,7 @@ watch_read_start(struct readq_job *j, void *arg)
     if (redlock_status(wn->key, wn->key_len, NULL, watch_read_done, wn) != 0) {
         wn->reading = false;
         readq_done(&wn->job);
-        log_warn("watch %s: out of memory reading it; trying again", wn->key);
+        log_warn("watch %s: its key is too long to read; trying again", wn->key);
         watch_read_in(wn, WATCH_BACKOFF_MAX_US);
     }
 }
@@ -321,22 +322,19 @@ watch_subscribe(struct watch_name *wn)
     wn->subscribed = true;
     if (redlock_watch_changes(wn->key, wn->key_len, true) != 0) {
         wn->subscribed = false;
-        log_warn("watch %s: out of memory subscribing; changes are seen at expiry only",
-                 wn->key);
+        log_warn("watch %s: its key is too long to subscribe; changes are seen at expiry "
+                 "only", wn->key);
     }
 }
 
-/* A new entry for name, subscribed and being read; NULL when out of memory. */
+/* A new entry for name, subscribed and being read. */
 static struct watch_name *
 watch_name_new(const char *name, size_t name_len)
 {
     size_t plen = strlen(watch_conf->key_prefix);
-    struct watch_name *wn = calloc(1, sizeof(*wn));
+    struct watch_name *wn = xcalloc(1, sizeof(*wn));
 
-    if (wn == NULL || (wn->key = malloc(plen + name_len + 1)) == NULL) {
-        free(wn);
-        return NULL;
-    }
+    wn->key = xmalloc(plen + name_len + 1);
     memcpy(wn->key, watch_conf->key_prefix, plen);
     memcpy(wn->key + plen, name, name_len);
     wn->key[plen + name_len] = '\0';
@@ -346,9 +344,7 @@ watch_name_new(const char *name, size_t name_len)
     TAILQ_INIT(&wn->watchers);
     evtimer_assign(&wn->timer, watch_base, watch_timer_cb, wn);
     if (tsearch(wn, &watch_root, watch_cmp) == NULL) {
-        free(wn->key);
-        free(wn);
-        return NULL;
+        xmalloc_fail("a watched name's entry");
     }
     watch_subscribe(wn);
     /*
@@ -397,11 +393,9 @@ watch_add(struct watch_client *c, const char *name, size_t name_len, const char 
                  "(limits.max_watches)";
         return -1;
     }
-    w = calloc(1, sizeof(*w));
-    if (w == NULL || (wn == NULL && (wn = watch_name_new(name, name_len)) == NULL)) {
-        free(w);
-        *error = "out of memory";
-        return -1;
+    w = xcalloc(1, sizeof(*w));
+    if (wn == NULL) {
+        wn = watch_name_new(name, name_len);
     }
     if (!wn->subscribed) {
         /*

@@ -86,7 +86,7 @@ void watch_client_init(struct watch_client *c, watch_push_fn push, struct readq_
  * Returns 0 for a new watch, 1 for one the client had already, or -1
  * with a one-line text in *error (static storage): the client watches
  * limits.max_locks_per_client names already, all sessions together
- * watch limits.max_watches, or memory ran out.
+ * watch limits.max_watches, or the name's key is too long.
  */
 int watch_add(struct watch_client *c, const char *name, size_t name_len,
               const char **error);
