@@ -199,7 +199,7 @@ static const struct conf_directive conf_directives[] = {
       1, 60000, 0, "200",
       "a blocked LOCK retries after a random 0..retry_delay_ms, ms", NULL },
     { "lock", "key_prefix", CONF_T_STRING, offsetof(struct conf, key_prefix),
-      0, 256, CONF_NO_RELOAD, "redlock:",
+      0, CONF_KEY_PREFIX_MAX, CONF_NO_RELOAD, "redlock:",
       "prepended to a lock name to form the Redis key (\"\" to share keys with Redlock "
       "libraries that lock bare names)", NULL },
     { "lock", "fence", CONF_T_ENUM, offsetof(struct conf, fence),

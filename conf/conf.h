@@ -20,6 +20,7 @@
 #define CONF_MASTERS_MAX    15
 #define CONF_HOST_MAX       256
 #define CONF_PATH_MAX       108     /* sun_path, with NUL */
+#define CONF_KEY_PREFIX_MAX 256     /* lock.key_prefix, bytes */
 
 /* Log levels, most severe first; LOG_* in daemon/log.h uses the same order. */
 enum conf_log_level {

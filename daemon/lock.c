@@ -84,6 +84,14 @@
 #if PROTO_LABEL_MAX != REDLOCK_LABEL_MAX
 #error "a label of the protocol must fit the masters' record of it"
 #endif
+/*
+ * Every key of the table (lock.key_prefix, at most CONF_KEY_PREFIX_MAX
+ * bytes, and a name) fits the engine's: its calls never refuse one, so
+ * the table does not check their returns.
+ */
+#if CONF_KEY_PREFIX_MAX + PROTO_NAME_MAX > REDLOCK_KEY_MAX
+#error "lock.key_prefix and a name must fit a key of the masters"
+#endif
 
 /*
  * One name.  Owned by the table; freed when it has neither holder nor
@@ -226,9 +234,7 @@ lock_init(struct event_base *base, const struct conf *conf)
     lock_conf = conf;
     redlock_on_release(lock_released);
     redlock_on_subscribed(lock_subscribed);
-    if (redlock_on_break(conf->key_prefix, lock_broken) != 0) {
-        log_error("out of memory subscribing to BREAK announcements");
-    }
+    redlock_on_break(conf->key_prefix, lock_broken);
     lease_init(base, lock_lease_lost);
 }
 
@@ -441,17 +447,15 @@ static struct lock_op *
 lock_op_new(struct lock_client *c, const char *name, size_t name_len)
 {
     size_t plen = strlen(lock_conf->key_prefix);
-    struct lock_op *op = malloc(sizeof(*op) + plen + name_len + 1);
+    struct lock_op *op = xmalloc(sizeof(*op) + plen + name_len + 1);
 
-    if (op != NULL) {
-        op->client = c;
-        op->holder_self = false;
-        op->by_token = false;
-        op->fence = 0;
-        op->permit = -1;
-        op->key_len = lock_key_write(op->key, name, name_len);
-        op->name_off = plen;
-    }
+    op->client = c;
+    op->holder_self = false;
+    op->by_token = false;
+    op->fence = 0;
+    op->permit = -1;
+    op->key_len = lock_key_write(op->key, name, name_len);
+    op->name_off = plen;
     return op;
 }
 
@@ -702,17 +706,10 @@ lock_orphan_done(const struct redlock_release_result *res, void *arg)
 void
 lock_abandon(const char *name, size_t name_len, const char *token)
 {
-    struct lock_orphan *o = malloc(sizeof(*o) + name_len);
+    struct lock_orphan *o = xmalloc(sizeof(*o) + name_len);
     char key[REDLOCK_DERIVED_MAX];
-    size_t plen = strlen(lock_conf->key_prefix);
     struct redlock_rec rec;
 
-    if (o == NULL || plen + name_len > REDLOCK_KEY_MAX) {
-        free(o);
-        log_error("lock %.*s: cannot release an undelivered grant; it expires by its ttl",
-                  (int)name_len, name);
-        return;
-    }
     o->name_len = name_len;
     memcpy(o->name, name, name_len);
     rec.base = key;
@@ -721,11 +718,7 @@ lock_abandon(const char *name, size_t name_len, const char *token)
     rec.slot = 0;
     rec.limit = 0;
     rec.labelled = true;
-    if (redlock_release(&rec, token, lock_orphan_done, o) != 0) {
-        free(o);
-        log_error("lock %.*s: out of memory releasing an undelivered grant; it expires "
-                  "by its ttl", (int)name_len, name);
-    }
+    redlock_release(&rec, token, lock_orphan_done, o);
 }
 
 /*
@@ -795,29 +788,12 @@ hold_give_up(struct hold *h, struct lock_op *op)
         event_del(&w->retry);
         w->slot = h->lease.rec.slot;    /* a permit: the head takes this one */
         waiter_rec(w, &rec);
-        if (redlock_acquire(&rec, w->token, w->life.ttl_ms, h->lease.token,
-                            (w->fence ? REDLOCK_ACQUIRE_FENCE : 0) | REDLOCK_ACQUIRE_PEERS,
-                            w->gate_id, waiter_label(w), lock_handover_done, ho) == 0) {
-            stats.releases++;
-            hold_drop(h);
-            return;
-        }
-        free(ho);
-        w->life.state = WAITER_WAITING;     /* not handed over: woken when the hold goes */
-    }
-    if (redlock_release(&h->lease.rec, h->lease.token,
-                        op != NULL ? lock_unlock_done : NULL, op) != 0) {
-        log_error("lock %s: out of memory releasing; it expires by its ttl", lk->key);
-        if (op != NULL) {
-            struct lock_release_result res = { .v = { .outcome = LOCK_FAILED } };
-
-            res.v.error = "out of memory; the lock expires by its ttl";
-            hold_drop(h);
-            lock_op_name(op, &res.v);
-            op->client->hooks->released(op->client, &res);
-            free(op);
-            return;
-        }
+        redlock_acquire(&rec, w->token, w->life.ttl_ms, h->lease.token,
+                        (w->fence ? REDLOCK_ACQUIRE_FENCE : 0) | REDLOCK_ACQUIRE_PEERS,
+                        w->gate_id, waiter_label(w), lock_handover_done, ho);
+    } else {
+        redlock_release(&h->lease.rec, h->lease.token, op != NULL ? lock_unlock_done : NULL,
+                        op);
     }
     stats.releases++;
     hold_drop(h);
@@ -852,8 +828,8 @@ waiter_unqueue(struct waiter *w)
 static void
 waiter_free(struct waiter *w)
 {
-    if (w->life.gated && redlock_ungate(w->key, w->key_len, w->gate_id) != 0) {
-        log_warn("lock %s: out of memory opening the gate; it expires by its ttl", w->key);
+    if (w->life.gated) {
+        redlock_ungate(w->key, w->key_len, w->gate_id);
     }
     if (w->ghost[0] != '\0') {
         /* Wherever the ghost landed and was not taken over (another permit, say). */
@@ -921,10 +897,8 @@ lock_watch(struct lock *lk)
         return false;
     }
     lk->watched = true;
-    if (redlock_watch(lk->key, lk->key_len, true) != 0) {
-        log_warn("lock %s: out of memory subscribing; waiters retry at the holder's expiry",
-                 lk->key);
-    } else if (!redlock_watch_ready(lk->key, lk->key_len)) {
+    redlock_watch(lk->key, lk->key_len, true);
+    if (!redlock_watch_ready(lk->key, lk->key_len)) {
         lk->subscribe_until_us = util_now_us() + lock_conf->node_timeout_ms * 1000;
     }
     return true;
@@ -1280,11 +1254,8 @@ waiter_try(struct waiter *w, bool pick)
         old = w->ghost;     /* an earlier try of ours that may have landed: take it over */
         flags |= REDLOCK_ACQUIRE_ADOPT;
     }
-    if (redlock_acquire(&rec, w->token, w->life.ttl_ms, old, flags, w->gate_id,
-                        waiter_label(w), waiter_acquired, w) != 0) {
-        w->life.state = WAITER_WAITING;
-        waiter_finish(w, LOCK_FAILED, 0, "out of memory");
-    }
+    redlock_acquire(&rec, w->token, w->life.ttl_ms, old, flags, w->gate_id, waiter_label(w),
+                    waiter_acquired, w);
 }
 
 /*
@@ -1574,17 +1545,15 @@ lock_unlock_done(const struct redlock_release_result *rr, void *arg)
     free(op);
 }
 
-/* An op that names a token (UNLOCK/EXTEND/STATUS token=); NULL when out of memory. */
+/* An op that names a token (UNLOCK/EXTEND/STATUS token=). */
 static struct lock_op *
 lock_op_token(struct lock_client *c, const char *name, size_t name_len, const char *token)
 {
     struct lock_op *op = lock_op_new(c, name, name_len);
 
-    if (op != NULL) {
-        op->by_token = true;
-        memcpy(op->token, token, UTIL_TOKEN_HEX);
-        op->token[UTIL_TOKEN_HEX] = '\0';
-    }
+    op->by_token = true;
+    memcpy(op->token, token, UTIL_TOKEN_HEX);
+    op->token[UTIL_TOKEN_HEX] = '\0';
     return op;
 }
 
@@ -1599,12 +1568,7 @@ lock_release(struct lock_client *c, const char *name, size_t name_len, const cha
 
     if (token != NULL) {
         op = lock_op_token(c, name, name_len, token);
-        if (op == NULL || redlock_release(lock_op_rec(op, &rec), op->token,
-                                          lock_unlock_done, op) != 0) {
-            free(op);
-            lock_reply(c, LOCK_VERB_RELEASE, LOCK_FAILED, name, name_len, "out of memory");
-            return;
-        }
+        redlock_release(lock_op_rec(op, &rec), op->token, lock_unlock_done, op);
         stats.releases++;
         return;
     }
@@ -1627,14 +1591,7 @@ lock_release(struct lock_client *c, const char *name, size_t name_len, const cha
         c->hooks->released(c, &res);
         return;
     }
-    op = lock_op_new(c, name, name_len);
-    if (op == NULL) {
-        hold_drop(l);
-        lock_reply(c, LOCK_VERB_RELEASE, LOCK_FAILED, name, name_len,
-                   "out of memory; the lock expires by its ttl");
-        return;
-    }
-    hold_give_up(l, op);
+    hold_give_up(l, lock_op_new(c, name, name_len));
 }
 
 static void
@@ -1660,10 +1617,7 @@ lock_extend_done(const struct redlock_extend_one_result *rr, void *arg)
          */
         struct redlock_rec rec;
 
-        if (redlock_release(lock_op_rec(op, &rec), op->token, NULL, NULL) != 0) {
-            log_warn("lock %s: out of memory releasing after EXTEND; its keys expire "
-                     "by their ttl", op->key);
-        }
+        redlock_release(lock_op_rec(op, &rec), op->token, NULL, NULL);
         break;
     default:
         res.v.outcome = LOCK_NOQUORUM;
@@ -1687,11 +1641,7 @@ lock_extend(struct lock_client *c, const char *name, size_t name_len, const char
         return;
     }
     op = lock_op_token(c, name, name_len, token);
-    if (op == NULL || redlock_extend_one(op->key, op->key_len, op->token, ttl_ms,
-                                         lock_extend_done, op) != 0) {
-        free(op);
-        lock_reply(c, LOCK_VERB_EXTEND, LOCK_FAILED, name, name_len, "out of memory");
-    }
+    redlock_extend_one(op->key, op->key_len, op->token, ttl_ms, lock_extend_done, op);
 }
 
 static void
@@ -1773,20 +1723,15 @@ lock_status(struct lock_client *c, const char *name, size_t name_len, const char
         op = lock_op_new(c, name, name_len);
         struct hold *h = lk != NULL ? client_hold(c, lk) : NULL;
 
-        if (op != NULL && h != NULL) {
+        if (h != NULL) {
             op->holder_self = true;
             op->fence = h->lease.fence;
             op->permit = h->lease.rec.kind == REDLOCK_PERMIT ? (int)h->lease.rec.slot : -1;
             memcpy(op->token, h->lease.token, sizeof(op->token));
         }
     }
-    if (op == NULL || redlock_status(op->key, op->key_len,
-                                     op->by_token || op->holder_self ? op->token : NULL,
-                                     lock_status_done, op) != 0) {
-        free(op);
-        lock_reply(c, LOCK_VERB_STATUS, LOCK_FAILED, name, name_len, "out of memory");
-        return;
-    }
+    redlock_status(op->key, op->key_len, op->by_token || op->holder_self ? op->token : NULL,
+                   lock_status_done, op);
 }
 
 void
@@ -1988,11 +1933,7 @@ lock_break(struct lock_client *c, const char *name, size_t name_len)
 {
     struct lock_op *op = lock_op_new(c, name, name_len);
 
-    if (op == NULL || redlock_break(op->key, op->key_len, lock_conf->key_prefix,
-                                    lock_break_done, op) != 0) {
-        free(op);
-        lock_reply(c, LOCK_VERB_BREAK, LOCK_FAILED, name, name_len, "out of memory");
-    }
+    redlock_break(op->key, op->key_len, lock_conf->key_prefix, lock_break_done, op);
 }
 
 /* Whether token is one of the space-separated words of tokens. */
