@@ -327,10 +327,7 @@ lease_found_lost(struct lease *l, enum lease_reason why)
 {
     lease_lose(l, why);
     log_warn("lock %.*s: lost (%s)", (int)l->rec.base_len, l->rec.base, lease_reason_name(why));
-    if (redlock_expire_at(&l->rec, l->token, l->validity_end_us) != 0) {
-        log_warn("lock %.*s: out of memory; its keys expire at their own time",
-                 (int)l->rec.base_len, l->rec.base);
-    }
+    redlock_expire_at(&l->rec, l->token, l->validity_end_us);
     lease_lost_cb(l);
 }
 
@@ -417,9 +414,8 @@ lease_renewed(const struct redlock_extend_result *res, void *arg)
         lease_set_due(l);
         lease_heap_update(l);
     }
-    if (nrestore > 0 && redlock_restore(restore, nrestore) != 0) {
-        log_warn("lease: out of memory restoring %zu lost lock keys; retried next renewal",
-                 nrestore);
+    if (nrestore > 0) {
+        redlock_restore(restore, nrestore);
     }
     free(b);
     lease_arm();
