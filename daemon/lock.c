@@ -70,6 +70,7 @@
 #include <event2/event_struct.h>
 
 #include "conf/conf.h"
+#include "daemon/ctx.h"
 #include "daemon/lease.h"
 #include "daemon/lock.h"
 #include "daemon/log.h"
@@ -238,8 +239,6 @@ struct lock_orphan {
 #define LOCK_PERMIT_HOPS    3       /* other permits a counted LOCK tries at once when
                                        its own was taken, before it waits */
 
-static struct event_base *lock_base;
-static const struct conf *lock_conf;
 static RB_HEAD(lock_tree, lock) lock_table = RB_INITIALIZER(&lock_table); /* by name */
 static size_t             lock_nheld;    /* holds alive */
 static size_t             lock_nwaiters; /* waiters queued */
@@ -253,22 +252,14 @@ static void lock_broken(const char *key, size_t key_len, const char *tokens,
 static void lock_subscribed(const char *key, size_t key_len);
 
 void
-lock_init(struct event_base *base, const struct conf *conf)
+lock_init(void)
 {
-    lock_base = base;
-    lock_conf = conf;
     redlock_on_release(lock_released);
     redlock_on_subscribed(lock_subscribed);
-    if (redlock_on_break(conf->key_prefix, lock_broken) != 0) {
+    if (redlock_on_break(ctx.conf->key_prefix, lock_broken) != 0) {
         log_error("out of memory subscribing to BREAK announcements");
     }
-    lease_init(base, lock_lease_lost);
-}
-
-void
-lock_set_conf(const struct conf *conf)
-{
-    lock_conf = conf;
+    lease_init(ctx.base, lock_lease_lost);
 }
 
 void
@@ -332,9 +323,9 @@ lock_find(const char *name, size_t name_len)
 static size_t
 lock_key_write(char *out, const char *name, size_t name_len)
 {
-    size_t plen = strlen(lock_conf->key_prefix);
+    size_t plen = strlen(ctx.conf->key_prefix);
 
-    memcpy(out, lock_conf->key_prefix, plen);
+    memcpy(out, ctx.conf->key_prefix, plen);
     memcpy(out + plen, name, name_len);
     out[plen + name_len] = '\0';
     return plen + name_len;
@@ -344,7 +335,7 @@ static struct lock *
 lock_get(const char *name, size_t name_len)
 {
     struct lock *lk = lock_find(name, name_len);
-    size_t plen = strlen(lock_conf->key_prefix);
+    size_t plen = strlen(ctx.conf->key_prefix);
 
     if (lk != NULL) {
         return lk;
@@ -459,7 +450,7 @@ lock_kind_fits(const struct lock *lk, const struct lock_request *req, char *out,
 static struct lock_op *
 lock_op_new(struct lock_client *c, const char *name, size_t name_len)
 {
-    size_t plen = strlen(lock_conf->key_prefix);
+    size_t plen = strlen(ctx.conf->key_prefix);
     struct lock_op *op = malloc(sizeof(*op) + plen + name_len + 1);
 
     if (op != NULL) {
@@ -730,7 +721,7 @@ lock_abandon(const char *name, size_t name_len, const char *token)
 {
     struct lock_orphan *o = malloc(sizeof(*o) + name_len);
     char key[REDLOCK_DERIVED_MAX];
-    size_t plen = strlen(lock_conf->key_prefix);
+    size_t plen = strlen(ctx.conf->key_prefix);
     struct redlock_rec rec;
 
     if (o == NULL || plen + name_len > REDLOCK_KEY_MAX) {
@@ -804,7 +795,7 @@ hold_give_up(struct hold *h, struct lock_op *op)
     struct waiter *w = lock_stopping ? NULL : lock_head(lk);
     struct lock_handover *ho = NULL;
     struct redlock_rec rec;
-    int64_t t = lock_conf->node_timeout_ms * 1000;
+    int64_t t = ctx.conf->node_timeout_ms * 1000;
 
     if (w != NULL && (w->kind != h->lease.rec.kind || w->kind == REDLOCK_SHARED)) {
         w = NULL;       /* nothing to hand over: released, and the head is woken */
@@ -955,7 +946,7 @@ lock_watch(struct lock *lk)
         log_warn("lock %s: out of memory subscribing; waiters retry at the holder's expiry",
                  lk->key);
     } else if (!redlock_watch_ready(lk->key, lk->key_len)) {
-        lk->subscribe_until_us = util_now_us() + lock_conf->node_timeout_ms * 1000;
+        lk->subscribe_until_us = util_now_us() + ctx.conf->node_timeout_ms * 1000;
     }
     return true;
 }
@@ -1016,7 +1007,7 @@ waiter_backoff(struct waiter *w, const char *error, int64_t now)
         w->noquorum = copy;
     }
     if (w->backoff_us == 0) {
-        w->backoff_us = lock_conf->retry_delay_ms * 1000;
+        w->backoff_us = ctx.conf->retry_delay_ms * 1000;
     } else if (w->backoff_us < LOCK_BACKOFF_MAX_US) {
         w->backoff_us *= 2;
     }
@@ -1306,7 +1297,7 @@ waiter_acquired(const struct redlock_result *res, void *arg)
             waiter_refused(w, 0);
             return;
         }
-        waiter_retry_in(w, util_random(lock_conf->retry_delay_ms * 1000), now);
+        waiter_retry_in(w, util_random(ctx.conf->retry_delay_ms * 1000), now);
         return;
     }
     /* GRANTED has validity left (redlock.h; a late grant is LATE). */
@@ -1377,7 +1368,7 @@ waiter_acquired(const struct redlock_result *res, void *arg)
      * makes it 0: that delay is what takes the contenders out of step,
      * and it is within the retry jitter anyway.
      */
-    delay = util_random(lock_conf->retry_delay_ms * 1000);
+    delay = util_random(ctx.conf->retry_delay_ms * 1000);
     split = res->outcome == REDLOCK_BUSY && res->split;
     if (!WAITER_ONCE(w) && lock_watch(w->lock)) {
         /*
@@ -1510,7 +1501,7 @@ lock_acquire(struct lock_client *c, const char *name, size_t name_len,
         lock_reply(c, LOCK_WRONG_KIND, name, name_len, limit);
         return;
     }
-    if (!req->lease_mode && (int64_t)c->nholds >= lock_conf->max_locks_per_client) {
+    if (!req->lease_mode && (int64_t)c->nholds >= ctx.conf->max_locks_per_client) {
         snprintf(limit, sizeof(limit), "this session holds %zu locks (limits.max_locks_per_client)",
                  c->nholds);
         lock_reply(c, LOCK_LIMIT, name, name_len, limit);
@@ -1549,7 +1540,7 @@ lock_acquire(struct lock_client *c, const char *name, size_t name_len,
              req->label != NULL ? req->label : "");
     w->label_asked = req->label_asked;
     w->lease_mode = req->lease_mode;
-    w->fence = req->fence || lock_conf->fence == CONF_FENCE_ALWAYS;
+    w->fence = req->fence || ctx.conf->fence == CONF_FENCE_ALWAYS;
     w->kind = kind;
     w->limit = lk->limit;
     /* A client whose input ended cannot wait: one attempt (lock_client_drain). */
@@ -1558,7 +1549,7 @@ lock_acquire(struct lock_client *c, const char *name, size_t name_len,
     w->start_us = start_us;
     w->deadline_us = WAITER_ONCE(w) ? start_us
                      : req->wait_ms < 0 ? INT64_MAX : start_us + req->wait_ms * 1000;
-    evtimer_assign(&w->retry, lock_base, waiter_timer_cb, w);
+    evtimer_assign(&w->retry, ctx.base, waiter_timer_cb, w);
     TAILQ_INSERT_TAIL(&lk->waiters, w, link);
     lk->nwaiters++;
     lock_nwaiters++;
@@ -1579,12 +1570,12 @@ lock_acquire(struct lock_client *c, const char *name, size_t name_len,
 void
 lock_released(const char *key, size_t key_len, const char *token, size_t token_len)
 {
-    size_t plen = strlen(lock_conf->key_prefix);
+    size_t plen = strlen(ctx.conf->key_prefix);
     struct lock *lk;
     struct waiter *w;
     uint64_t id;
 
-    if (key_len <= plen || memcmp(key, lock_conf->key_prefix, plen) != 0) {
+    if (key_len <= plen || memcmp(key, ctx.conf->key_prefix, plen) != 0) {
         return;
     }
     lk = lock_find(key + plen, key_len - plen);
@@ -1638,7 +1629,7 @@ lock_released(const char *key, size_t key_len, const char *token, size_t token_l
          */
         w->fallback = false;
         w->jittered = true;
-        waiter_retry_in(w, waiter_gate_delay(w, util_random(lock_conf->retry_delay_ms * 1000)),
+        waiter_retry_in(w, waiter_gate_delay(w, util_random(ctx.conf->retry_delay_ms * 1000)),
                         util_now_us());
         return;
     }
@@ -1657,11 +1648,11 @@ lock_released(const char *key, size_t key_len, const char *token, size_t token_l
 static void
 lock_subscribed(const char *key, size_t key_len)
 {
-    size_t plen = strlen(lock_conf->key_prefix);
+    size_t plen = strlen(ctx.conf->key_prefix);
     struct lock *lk;
     struct waiter *w;
 
-    if (key_len <= plen || memcmp(key, lock_conf->key_prefix, plen) != 0) {
+    if (key_len <= plen || memcmp(key, ctx.conf->key_prefix, plen) != 0) {
         return;
     }
     lk = lock_find(key + plen, key_len - plen);
@@ -2159,7 +2150,7 @@ lock_break(struct lock_client *c, const char *name, size_t name_len)
 {
     struct lock_op *op = lock_op_new(c, name, name_len);
 
-    if (op == NULL || redlock_break(op->key, op->key_len, lock_conf->key_prefix,
+    if (op == NULL || redlock_break(op->key, op->key_len, ctx.conf->key_prefix,
                                     lock_break_done, op) != 0) {
         free(op);
         lock_reply(c, LOCK_FAILED, name, name_len, "out of memory");
@@ -2194,12 +2185,12 @@ lock_token_among(const char *token, const char *tokens, size_t len)
 static void
 lock_broken(const char *key, size_t key_len, const char *tokens, size_t tokens_len)
 {
-    size_t plen = strlen(lock_conf->key_prefix);
+    size_t plen = strlen(ctx.conf->key_prefix);
     struct lock *lk;
     struct hold *h;
     struct waiter *w;
 
-    if (key_len <= plen || memcmp(key, lock_conf->key_prefix, plen) != 0) {
+    if (key_len <= plen || memcmp(key, ctx.conf->key_prefix, plen) != 0) {
         return;
     }
     lk = lock_find(key + plen, key_len - plen);
