@@ -193,6 +193,7 @@ $(B)/check_layout: $(B)/obj/tests/check_layout.o $(B)/obj/daemon/layout.o $(B)/o
                    $(B)/obj/daemon/util.o
 $(B)/check_admit: $(B)/obj/tests/check_admit.o $(B)/obj/daemon/admit.o \
                   $(B)/obj/daemon/authlimit.o $(B)/obj/daemon/keyhash.o $(B)/obj/daemon/fdbudget.o \
+                  $(B)/obj/daemon/ctx.o \
                   $(B)/obj/daemon/log.o \
                   $(B)/obj/daemon/util.o
 $(B)/check_redlock: $(B)/obj/tests/check_redlock.o $(LIB_OBJ)

@@ -37,6 +37,7 @@
 #include <hiredis/hiredis.h>
 
 #include "conf/conf.h"
+#include "daemon/ctx.h"
 #include "daemon/flush.h"
 #include "daemon/health.h"
 #include "daemon/layout.h"
@@ -46,6 +47,7 @@
 #include "daemon/redisev.h"
 #include "daemon/tls.h"
 #include "daemon/util.h"
+#include "daemon/xmalloc.h"
 
 #define MASTER_BACKOFF_MIN_MS   100
 #define MASTER_BACKOFF_MAX_MS   5000
@@ -68,9 +70,7 @@
 static char master_sentinel[300];
 
 
-static struct event_base *master_base;
 static struct evdns_base *master_dns;       /* only when a master has a host name */
-const struct conf        *master_conf;
 static struct master     *masters;
 static size_t             nmasters;
 static struct event      *master_keeper;    /* the clock keeper's periodic timer */
@@ -275,7 +275,7 @@ master_layout_send(struct master *m, redisev_reply_fn fn, void *privdata)
     char key[300];   /* lock.key_prefix: 256 bytes at most */
     int klen;
 
-    klen = snprintf(key, sizeof(key), "%s%s", master_conf->key_prefix, LAYOUT_KEY_SUFFIX);
+    klen = snprintf(key, sizeof(key), "%s%s", ctx.conf->key_prefix, LAYOUT_KEY_SUFFIX);
     argv[0] = "EVAL";
     argv[1] = layout_script();
     argv[2] = "1";
@@ -312,7 +312,7 @@ master_layout_read(struct master *m, const redisReply *reply, int64_t sent_us)
                  "EVAL of daemon/scripts/layout.lua on key '%.40s%s'; a NOPERM means the "
                  "ACL user lacks one of +eval +time +zadd +zrem +zrange +zremrangebyscore "
                  "+pexpire +pubsub|numsub, a WRONGTYPE that the key holds something else)",
-                 reply->str, master_conf->key_prefix, LAYOUT_KEY_SUFFIX);
+                 reply->str, ctx.conf->key_prefix, LAYOUT_KEY_SUFFIX);
         layout_answer(m->index, m->addr->spec, sent_us, 0, NULL, 0, bad);
         return 0;
     }
@@ -351,7 +351,7 @@ master_layout_read(struct master *m, const redisReply *reply, int64_t sent_us)
             snprintf(what, sizeof(what), "%s", bad);
             snprintf(bad, sizeof(bad), "its layout registry '%.40s%s' has %.300s (if no "
                      "redlockd wrote it, find it with ZRANGE and delete it with ZREM)",
-                     master_conf->key_prefix, LAYOUT_KEY_SUFFIX, what);
+                     ctx.conf->key_prefix, LAYOUT_KEY_SUFFIX, what);
             break;
         }
     }
@@ -444,8 +444,8 @@ master_connect_cb(struct redisev *ac, bool ok)
     }
     m->state = MASTER_HANDSHAKE;
     m->pending = 0;
-    pass = master_conf->redis_password;
-    user = master_conf->redis_username;
+    pass = ctx.conf->redis_password;
+    user = ctx.conf->redis_username;
     if (pass != NULL && pass[0] != '\0') {
         if (user != NULL && user[0] != '\0') {
             rc = redisev_command(ac, master_handshake_cb,
@@ -593,7 +593,7 @@ master_connect_to(struct master_link *m, const char *numeric_host)
     opts.addrlen = sslen;
     opts.ssl = NULL;
     if (m->addr->tls) {
-        const char *name = master_conf->redis_tls_server_name;
+        const char *name = ctx.conf->redis_tls_server_name;
 
         opts.ssl = tls_client_session_new(name != NULL && name[0] != '\0' ? name
                                                                           : m->addr->host);
@@ -610,7 +610,7 @@ master_connect_to(struct master_link *m, const char *numeric_host)
     opts.on_disconnect = master_disconnect_cb;
     opts.on_push = master_sub_cb;
     opts.data = m;
-    ac = redisev_connect(master_base, &opts, why, sizeof(why));
+    ac = redisev_connect(ctx.base, &opts, why, sizeof(why));
     if (ac == NULL) {
         snprintf(m->why, sizeof(m->why), "%s", why);
         log_debug("master %s: connect failed: %s", m->addr->spec, why);
@@ -623,7 +623,7 @@ master_connect_to(struct master_link *m, const char *numeric_host)
     m->state = MASTER_CONNECTING;
     m->drop_now = false;
     if (!evtimer_pending(m->timer, NULL)) {
-        master_schedule(m, master_conf->connect_timeout_ms);
+        master_schedule(m, ctx.conf->connect_timeout_ms);
     }
 }
 
@@ -677,7 +677,7 @@ master_connect(struct master_link *m)
     hints.ai_socktype = SOCK_STREAM;
     m->state = MASTER_CONNECTING;
     m->resolving = true;
-    master_schedule(m, master_conf->connect_timeout_ms);
+    master_schedule(m, ctx.conf->connect_timeout_ms);
     req = evdns_getaddrinfo(master_dns, m->addr->host, NULL, &hints, master_resolved_cb, m);
     if (m->resolving) {
         m->dns_req = req;   /* NULL when the callback already ran */
@@ -695,7 +695,7 @@ master_link_sent(struct master_link *k)
         k->progress_us = util_now_us();
     }
     if (!evtimer_pending(k->timer, NULL)) {
-        master_schedule(k, master_conf->down_after_ms);
+        master_schedule(k, ctx.conf->down_after_ms);
     }
 }
 
@@ -731,8 +731,8 @@ master_check_silence(struct master_link *k)
         return;
     }
     silent_ms = (util_now_us() - k->progress_us) / 1000;
-    if (silent_ms < master_conf->down_after_ms) {
-        master_schedule(k, master_conf->down_after_ms - silent_ms);
+    if (silent_ms < ctx.conf->down_after_ms) {
+        master_schedule(k, ctx.conf->down_after_ms - silent_ms);
         return;
     }
     snprintf(why, sizeof(why), "no reply for %lld ms with %d requests pending "
@@ -762,10 +762,10 @@ master_timer_cb(evutil_socket_t fd, short what, void *arg)
             m->master->stats.tls_failures++;
             snprintf(why, sizeof(why), "TLS handshake failed: no answer within %lld ms "
                      "(redis.connect_timeout_ms); is it a TLS port?",
-                     (long long)master_conf->connect_timeout_ms);
+                     (long long)ctx.conf->connect_timeout_ms);
         } else {
             snprintf(why, sizeof(why), "connect timeout after %lld ms",
-                     (long long)master_conf->connect_timeout_ms);
+                     (long long)ctx.conf->connect_timeout_ms);
         }
         master_drop(m, why);
         break;
@@ -791,7 +791,7 @@ master_link_init(struct master *m, struct master_link *k, bool subscriber)
     k->state = MASTER_DOWN;
     k->backoff_ms = MASTER_BACKOFF_MIN_MS;
     snprintf(k->why, sizeof(k->why), "not connected yet");
-    k->timer = evtimer_new(master_base, master_timer_cb, k);
+    k->timer = evtimer_new(ctx.base, master_timer_cb, k);
     if (k->timer == NULL) {
         log_error("out of memory allocating a timer");
         return -1;
@@ -800,19 +800,14 @@ master_link_init(struct master *m, struct master_link *k, bool subscriber)
 }
 
 int
-master_start(struct event_base *base, const struct conf *conf)
+master_start(void)
 {
+    const struct conf *conf = ctx.conf;
     struct timeval tv;
     size_t i;
 
-    master_base = base;
-    master_conf = conf;
     nmasters = conf->nmasters;
-    masters = calloc(nmasters, sizeof(*masters));
-    if (masters == NULL) {
-        log_error("out of memory allocating %zu masters", nmasters);
-        return -1;
-    }
+    masters = xcalloc(nmasters, sizeof(*masters));
     for (i = 0; i < nmasters; i++) {
         struct master *m = &masters[i];
 
@@ -826,23 +821,23 @@ master_start(struct event_base *base, const struct conf *conf)
     }
     snprintf(master_sentinel, sizeof(master_sentinel), "%.256s%s", conf->key_prefix,
              LAYOUT_SENTINEL_SUFFIX);
-    if (health_start(base, conf) != 0 || layout_start(nmasters) != 0) {
+    health_start();
+    if (layout_start(nmasters) != 0) {
         return -1;
     }
     for (i = 0; i < nmasters; i++) {
         if (!masters[i].addr->is_unix && !master_host_is_numeric(masters[i].addr->host)
             && master_dns == NULL) {
-            master_dns = evdns_base_new(base, EVDNS_BASE_INITIALIZE_NAMESERVERS);
+            master_dns = evdns_base_new(ctx.base, EVDNS_BASE_INITIALIZE_NAMESERVERS);
             if (master_dns == NULL) {
                 log_error("cannot start the DNS resolver for master host names");
                 return -1;
             }
         }
     }
-    master_keeper = event_new(base, -1, EV_PERSIST, master_keeper_cb, NULL);
+    master_keeper = event_new(ctx.base, -1, EV_PERSIST, master_keeper_cb, NULL);
     if (master_keeper == NULL) {
-        log_error("out of memory allocating a timer");
-        return -1;
+        xmalloc_fail("the clock keeper's timer");
     }
     tv.tv_sec = 0;
     tv.tv_usec = MASTER_CLOCK_TICK_MS * 1000;
@@ -855,17 +850,16 @@ master_start(struct event_base *base, const struct conf *conf)
 }
 
 void
-master_set_conf(const struct conf *conf)
+master_apply(const struct conf *prev)
 {
     size_t i;
 
-    master_conf = conf;
     for (i = 0; i < nmasters; i++) {
-        masters[i].addr = &conf->masters[i];
+        masters[i].addr = &ctx.conf->masters[i];
         masters[i].cmd.addr = masters[i].addr;
         masters[i].sub.addr = masters[i].addr;
     }
-    health_set_conf(conf);
+    health_apply(prev);
 }
 
 /* Close one link at exit (pending callbacks run with NULL). */
@@ -1202,7 +1196,7 @@ master_keeper_cb(evutil_socket_t fd, short what, void *arg)
                 layout_failed(i);
             }
         }
-        if (!master_conf->clock_check || m->clock_probing || layout_inflight(i)
+        if (!ctx.conf->clock_check || m->clock_probing || layout_inflight(i)
             || health_clock_fresh(i, now, MASTER_CLOCK_FRESH_MS)) {
             continue;
         }

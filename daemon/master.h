@@ -44,7 +44,6 @@
 
 #include "daemon/layout.h"
 
-struct event_base;
 struct conf;
 struct master;
 struct master_req;
@@ -181,20 +180,23 @@ void master_queue_stats(enum master_class cls, uint64_t *depth, uint64_t *writte
                         uint64_t *wait_us, uint64_t *expired);
 
 /*
- * Create a connection for every master in conf and begin connecting.
- * conf must outlive the masters (until master_stop()).  Returns 0, or -1
- * when memory ran out (logged).  Masters that cannot be reached are not
- * an error: they are retried with backoff.
+ * Create a connection for every master in ctx.conf, on ctx.base
+ * (daemon/ctx.h), and begin connecting.  The settings (timeouts,
+ * max_pending, down_after_ms, AUTH, the quarantine settings) are read
+ * from ctx.conf when used.  Returns 0, or -1 when the layout registry or
+ * the DNS resolver cannot start (logged); out of memory aborts
+ * (daemon/xmalloc.h).  Masters that cannot be reached are not an error:
+ * they are retried with backoff.
  */
-int master_start(struct event_base *base, const struct conf *conf);
+int master_start(void);
 
 /*
- * Use new settings from now on (reload): timeouts, max_pending,
- * down_after_ms, the quarantine setting, AUTH for later connects.  The
- * masters' addresses must be the same as before (the caller checked,
- * conf_restart_changes()); conf must outlive the masters.
+ * After a reload (ctx.conf is the new settings, prev the old ones): the
+ * masters' addresses point into the new settings, and health_apply()
+ * runs.  The addresses must be the same as before (the caller checked,
+ * conf_restart_changes()).
  */
-void master_set_conf(const struct conf *conf);
+void master_apply(const struct conf *prev);
 
 /* Close every connection (pending callbacks run with NULL) and free all. */
 void master_stop(void);

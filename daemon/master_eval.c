@@ -13,6 +13,7 @@
 #include <hiredis/hiredis.h>
 
 #include "conf/conf.h"
+#include "daemon/ctx.h"
 #include "daemon/flush.h"
 #include "daemon/health.h"
 #include "daemon/log.h"
@@ -20,6 +21,7 @@
 #include "daemon/master_link.h"
 #include "daemon/redisev.h"
 #include "daemon/util.h"
+#include "daemon/xmalloc.h"
 
 #define MASTER_BATCH_MAX        128     /* requests in one batch call, at most */
 #define MASTER_ARGV_STACK       16
@@ -491,7 +493,7 @@ static bool
 master_has_room(const struct master *m)
 {
     return m->cmd.state == MASTER_UP && m->cmd.ac != NULL && !m->cmd.drop_now
-           && m->cmd.inflight < master_conf->max_pending;
+           && m->cmd.inflight < ctx.conf->max_pending;
 }
 
 /* Take req out of its queue: it is written (or failed) now. */
@@ -555,7 +557,7 @@ master_queue_expire(struct master *m, int64_t now)
 {
     struct master_queue *q = &m->queue;
     struct master_req *req, *stale = NULL, **tail = &stale;
-    int64_t limit_us = master_conf->node_timeout_ms * 1000;
+    int64_t limit_us = ctx.conf->node_timeout_ms * 1000;
     char why[MASTER_WHY_MAX];
     int c;
 
@@ -573,7 +575,7 @@ master_queue_expire(struct master *m, int64_t now)
     if (stale != NULL) {
         snprintf(why, sizeof(why), "not written within %lld ms: the daemon's queue to this "
                  "master was full (redis.max_pending calls unanswered)",
-                 (long long)master_conf->node_timeout_ms);
+                 (long long)ctx.conf->node_timeout_ms);
         master_requests_fail(m, stale, why);
     }
 }

@@ -123,9 +123,6 @@ struct master_req {
     int64_t             sent_us;    /* monotonic send time */
 };
 
-/* The settings in use (daemon/master.c's; master_start, master_set_conf). */
-extern const struct conf *master_conf;
-
 /*
  * A request was sent on k: count it, and make sure the link's timer
  * watches for silence (daemon/master.c).

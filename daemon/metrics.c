@@ -75,6 +75,7 @@
 
 #include "conf/conf.h"
 #include "daemon/authlimit.h"
+#include "daemon/ctx.h"
 #include "daemon/layout.h"
 #include "daemon/listener.h"
 #include "daemon/log.h"
@@ -149,9 +150,9 @@ static struct evconnlistener *metrics_listener; /* its socket, owned by metrics_
 static struct metrics_conn *metrics_conns;      /* every connection, newest first */
 static struct metrics_group *metrics_groups;    /* groups with counted connections */
 static uint64_t metrics_entries;        /* states begun by any connection, ever */
-static int64_t metrics_max_conns;       /* metrics.max_connections */
-static int64_t metrics_group_share;     /* of them from one address group */
-static int64_t metrics_timeout_ms;      /* metrics.request_timeout_ms */
+/* metrics.max_connections, and the share of them one address group may hold. */
+#define METRICS_MAX_CONNS   (ctx.conf->metrics_max_connections)
+#define METRICS_GROUP_SHARE ((METRICS_MAX_CONNS + 1) / 2)
 static struct log_every metrics_closes_log;    /* lines on refusals and deadlines */
 static uint64_t metrics_logged_rejected;    /* stats.metrics_rejected at that line */
 static uint64_t metrics_logged_timed_out;   /* stats.metrics_timed_out at that line */
@@ -364,9 +365,9 @@ metrics_log_closes(void)
              "%llu closed past metrics.request_timeout_ms (%lld ms) since the last such line",
              (unsigned long long)(stats.metrics_evicted - metrics_logged_evicted),
              (unsigned long long)(stats.metrics_rejected - metrics_logged_rejected),
-             (long long)metrics_max_conns, (long long)metrics_group_share,
+             (long long)METRICS_MAX_CONNS, (long long)METRICS_GROUP_SHARE,
              (unsigned long long)(stats.metrics_timed_out - metrics_logged_timed_out),
-             (long long)metrics_timeout_ms);
+             (long long)ctx.conf->metrics_request_timeout_ms);
     metrics_logged_evicted = stats.metrics_evicted;
     metrics_logged_rejected = stats.metrics_rejected;
     metrics_logged_timed_out = stats.metrics_timed_out;
@@ -516,7 +517,8 @@ metrics_conn_victim(const struct metrics_group *g, const struct timeval *now, bo
     struct metrics_group *h, *most = NULL;
     struct metrics_conn *c;
 
-    *room = g->nconns >= metrics_group_share || stats.metrics_connections >= metrics_max_conns;
+    *room = g->nconns >= METRICS_GROUP_SHARE
+            || stats.metrics_connections >= METRICS_MAX_CONNS;
     if (!*room) {
         return NULL;
     }
@@ -528,7 +530,7 @@ metrics_conn_victim(const struct metrics_group *g, const struct timeval *now, bo
             c->group->victim = c;
         }
     }
-    if (g->nconns >= metrics_group_share) {
+    if (g->nconns >= METRICS_GROUP_SHARE) {
         return g->victim;
     }
     for (h = metrics_groups; h != NULL; h = h->next) {
@@ -574,8 +576,8 @@ metrics_conn_find(const struct evhttp_connection *evcon)
 static void
 metrics_conn_begin(struct metrics_conn *c)
 {
-    struct timeval tv = { (time_t)(metrics_timeout_ms / 1000),
-                          (suseconds_t)(metrics_timeout_ms % 1000 * 1000) };
+    int64_t ms = ctx.conf->metrics_request_timeout_ms;
+    struct timeval tv = { (time_t)(ms / 1000), (suseconds_t)(ms % 1000 * 1000) };
 
     metrics_conn_enter(c, METRICS_CONN_REQUEST);
     evtimer_add(c->timer, &tv);
@@ -824,9 +826,9 @@ metrics_request_cb(struct evhttp_request *req, void *arg)
 }
 
 int
-metrics_start(struct event_base *base, const struct conf *conf)
+metrics_start(void)
 {
-    const struct conf_addr *a = &conf->metrics;
+    const struct conf_addr *a = &ctx.conf->metrics;
     struct evhttp_bound_socket *bound = NULL;
     struct evconnlistener *lev;
     char why[160];
@@ -834,7 +836,7 @@ metrics_start(struct event_base *base, const struct conf *conf)
     if (a->spec[0] == '\0') {
         return 0;
     }
-    metrics_http = evhttp_new(base);
+    metrics_http = evhttp_new(ctx.base);
     if (metrics_http == NULL) {
         log_error("metrics.listen %s: cannot create the HTTP server", a->spec);
         return -1;
@@ -849,8 +851,7 @@ metrics_start(struct event_base *base, const struct conf *conf)
     evhttp_set_timeout(metrics_http, METRICS_TIMEOUT_S);
     evhttp_set_gencb(metrics_http, metrics_request_cb, NULL);
     evhttp_set_bevcb(metrics_http, metrics_bev_cb, NULL);
-    metrics_set_conf(conf);
-    lev = listener_bind_inet(base, a, NULL, why, sizeof(why));
+    lev = listener_bind_inet(ctx.base, a, NULL, why, sizeof(why));
     if (lev != NULL) {
         bound = evhttp_bind_listener(metrics_http, lev);   /* frees lev with the server */
         if (bound == NULL) {
@@ -869,14 +870,6 @@ metrics_start(struct event_base *base, const struct conf *conf)
     }
     log_info("metrics on http://%s%s", a->spec, METRICS_PATH);
     return 0;
-}
-
-void
-metrics_set_conf(const struct conf *conf)
-{
-    metrics_max_conns = conf->metrics_max_connections;
-    metrics_group_share = (metrics_max_conns + 1) / 2;
-    metrics_timeout_ms = conf->metrics_request_timeout_ms;
 }
 
 void

@@ -345,13 +345,7 @@ redisev_connect(struct event_base *base, const struct redisev_opts *opts, char *
 {
     struct redisev *l;
 
-    if (flush_init(base) != 0) {
-        snprintf(why, size, "out of memory");
-        if (opts->ssl != NULL) {
-            SSL_free(opts->ssl);
-        }
-        return NULL;
-    }
+    flush_init(base);
     l = calloc(1, sizeof(*l));
     if (l == NULL || (l->reader = redisReaderCreate()) == NULL
         || (l->out = evbuffer_new()) == NULL) {

@@ -9,6 +9,7 @@
 #include <event2/event_struct.h>
 
 #include "conf/conf.h"
+#include "daemon/ctx.h"
 #include "daemon/health.h"
 #include "daemon/layout.h"
 #include "daemon/log.h"
@@ -67,28 +68,13 @@ struct round {
     struct round_master masters[];   /* one per master */
 };
 
-static struct event_base *round_base;
-static int64_t            round_timeout_ms = 50;
 static size_t             rounds_live;
 static size_t             rounds_undecided;
-
-void
-round_init(struct event_base *base, int64_t node_timeout_ms)
-{
-    round_base = base;
-    round_timeout_ms = node_timeout_ms;
-}
-
-void
-round_set_timeout(int64_t node_timeout_ms)
-{
-    round_timeout_ms = node_timeout_ms;
-}
 
 int64_t
 round_timeout_us(void)
 {
-    return round_timeout_ms * 1000;
+    return ctx.conf->node_timeout_ms * 1000;
 }
 
 /* Note why master i of r is not counted by its layout registry (layout_why). */
@@ -292,8 +278,8 @@ round_start(int script, size_t nkeys, size_t nargs,
     r->done_cb = done_cb;
     r->arg = arg;
     r->nmasters = n;
-    r->timeout_ms = round_timeout_ms;
-    event_assign(&r->deadline, round_base, -1, 0, round_deadline_cb, r);
+    r->timeout_ms = ctx.conf->node_timeout_ms;
+    event_assign(&r->deadline, ctx.base, -1, 0, round_deadline_cb, r);
     rounds_live++;
     rounds_undecided++;
 
@@ -380,7 +366,7 @@ round_after(int64_t delay_us, round_later_fn fn, void *arg)
     l->arg = arg;
     tv.tv_sec = (time_t)(delay_us / 1000000);
     tv.tv_usec = (suseconds_t)(delay_us % 1000000);
-    if (event_base_once(round_base, -1, EV_TIMEOUT, round_later_cb, l, &tv) != 0) {
+    if (event_base_once(ctx.base, -1, EV_TIMEOUT, round_later_cb, l, &tv) != 0) {
         free(l);
         return -1;
     }

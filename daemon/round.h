@@ -32,7 +32,6 @@
 #include <stddef.h>
 #include <stdint.h>
 
-struct event_base;
 struct master_reply;
 struct round;
 
@@ -62,13 +61,8 @@ typedef enum round_verdict (*round_reply_fn)(struct round *r, size_t master,
 /* Called once when the round is decided; r is valid only during the call. */
 typedef void (*round_done_fn)(struct round *r, void *arg);
 
-/* Set the event base and the per-round deadline (lock.node_timeout_ms). */
-void round_init(struct event_base *base, int64_t node_timeout_ms);
-
-/* Change the deadline for rounds started from now on, ms. */
-void round_set_timeout(int64_t node_timeout_ms);
-
-/* The deadline of a round started now, us. */
+/* The deadline of a round started now, us: lock.node_timeout_ms of ctx.conf
+ * (daemon/ctx.h), read when the round starts; rounds run on ctx.base. */
 int64_t round_timeout_us(void);
 
 /*

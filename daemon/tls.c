@@ -382,9 +382,8 @@ tls_ctx_client_policy(SSL_CTX *ctx, const struct conf *conf, char *why, size_t s
     return 0;
 }
 
-/* A context from the files of conf, or NULL with the reason in why. */
-static SSL_CTX *
-tls_ctx_new(const struct conf *conf, char *why, size_t size)
+SSL_CTX *
+tls_server_ctx_new(const struct conf *conf, char *why, size_t size)
 {
     SSL_CTX *ctx;
     STACK_OF(X509_NAME) *names;
@@ -447,11 +446,18 @@ fail:
 int
 tls_load(const struct conf *conf, char *why, size_t size)
 {
-    SSL_CTX *ctx = tls_ctx_new(conf, why, size);
+    SSL_CTX *ctx = tls_server_ctx_new(conf, why, size);
 
     if (ctx == NULL) {
         return -1;
     }
+    tls_server_use(ctx, conf);
+    return 0;
+}
+
+void
+tls_server_use(SSL_CTX *ctx, const struct conf *conf)
+{
     /* Open sessions hold references of their own to the old context. */
     SSL_CTX_free(tls_ctx);
     tls_ctx = ctx;
@@ -464,7 +470,6 @@ tls_load(const struct conf *conf, char *why, size_t size)
              conf->tls_client_ca_file[0] != '\0' ? conf->tls_client_crl_file : "",
              conf->tls_client_ca_file[0] != '\0' && conf->tls_client_names.n > 0
                  ? ", names from tls.client_names" : "");
-    return 0;
 }
 
 bool
