@@ -329,12 +329,7 @@ master_layout_read(struct master *m, const redisReply *reply, int64_t sent_us)
     now_ms = strtoll(reply->element[0]->str, NULL, 10) * 1000
              + strtoll(reply->element[1]->str, NULL, 10) / 1000;
     n = reply->elements / 2 - 1;
-    entries = calloc(n ? n : 1, sizeof(*entries));
-    if (entries == NULL) {
-        log_error("out of memory reading master %s's layout registry", m->addr->spec);
-        layout_answer(m->index, m->addr->spec, sent_us, 0, NULL, 0, "out of memory reading it");
-        return 0;
-    }
+    entries = xcalloc(n ? n : 1, sizeof(*entries));
     bad[0] = '\0';
     for (k = 0; k < n; k++) {
         const redisReply *f = reply->element[2 + 2 * k], *v = reply->element[3 + 2 * k];
@@ -781,8 +776,8 @@ master_timer_cb(evutil_socket_t fd, short what, void *arg)
     }
 }
 
-/* Prepare one link of m; -1 when out of memory. */
-static int
+/* Prepare one link of m. */
+static void
 master_link_init(struct master *m, struct master_link *k, bool subscriber)
 {
     k->master = m;
@@ -793,10 +788,8 @@ master_link_init(struct master *m, struct master_link *k, bool subscriber)
     snprintf(k->why, sizeof(k->why), "not connected yet");
     k->timer = evtimer_new(ctx.base, master_timer_cb, k);
     if (k->timer == NULL) {
-        log_error("out of memory allocating a timer");
-        return -1;
+        xmalloc_fail("a master link's timer");
     }
-    return 0;
 }
 
 int
@@ -814,10 +807,8 @@ master_start(void)
         m->index = i;
         m->addr = &conf->masters[i];
         m->stats.rtt_us = -1;
-        if (master_link_init(m, &m->cmd, false) != 0
-            || master_link_init(m, &m->sub, true) != 0) {
-            return -1;
-        }
+        master_link_init(m, &m->cmd, false);
+        master_link_init(m, &m->sub, true);
     }
     snprintf(master_sentinel, sizeof(master_sentinel), "%.256s%s", conf->key_prefix,
              LAYOUT_SENTINEL_SUFFIX);

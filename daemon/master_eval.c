@@ -78,9 +78,10 @@ master_script(const char *text, bool clock)
     size_t head = strlen(head_text), len = strlen(text), tail = strlen(tail_text);
     char *wrapped;
 
-    if (nscripts == MASTER_SCRIPTS_MAX || (wrapped = malloc(head + len + tail + 1)) == NULL) {
+    if (nscripts == MASTER_SCRIPTS_MAX) {
         return -1;
     }
+    wrapped = xmalloc(head + len + tail + 1);
     memcpy(wrapped, head_text, head);
     memcpy(wrapped + head, text, len);
     memcpy(wrapped + head + len, tail_text, tail + 1);
@@ -149,13 +150,8 @@ master_send(struct master *m, struct master_req *req, bool use_eval,
                                           shared->len);
     }
     if (argc > MASTER_ARGV_STACK) {
-        argv = malloc(argc * sizeof(*argv));
-        lens = malloc(argc * sizeof(*lens));
-        if (argv == NULL || lens == NULL) {
-            free(argv);
-            free(lens);
-            return REDIS_ERR;
-        }
+        argv = xreallocarray(NULL, argc, sizeof(*argv));
+        lens = xreallocarray(NULL, argc, sizeof(*lens));
     }
     argv[0] = use_eval ? "EVAL" : "EVALSHA";
     lens[0] = strlen(argv[0]);
@@ -170,12 +166,11 @@ master_send(struct master *m, struct master_req *req, bool use_eval,
     if (shared != NULL && shared->cmd == NULL) {
         int len = redisFormatCommandArgv(&shared->cmd, (int)argc, argv, lens);
 
-        if (len >= 0) {
-            shared->len = (size_t)len;
-            memcpy(shared->sha, m->sha[req->script], sizeof(shared->sha));
-        } else {
-            shared->cmd = NULL;     /* out of memory: each master formats its own */
+        if (len < 0) {
+            xmalloc_fail("a script's command for the masters");
         }
+        shared->len = (size_t)len;
+        memcpy(shared->sha, m->sha[req->script], sizeof(shared->sha));
     }
     if (master_shared_fits(shared, m, req->script)) {
         rc = redisev_formatted(m->cmd.ac, master_reply_cb, req, shared->cmd,
@@ -371,10 +366,7 @@ master_batch_write(struct master *m, struct master_batch_req *b, bool use_eval)
         argc += req->nargs;
         nkeys += req->nkeys;
     }
-    block = malloc(argc * (sizeof(*argv) + sizeof(*lens)) + (b->n + 1) * sizeof(*nums));
-    if (block == NULL) {
-        return REDIS_ERR;
-    }
+    block = xmalloc(argc * (sizeof(*argv) + sizeof(*lens)) + (b->n + 1) * sizeof(*nums));
     argv = block;
     lens = (size_t *)(argv + argc);
     nums = (char (*)[3][24])(lens + argc);
@@ -599,9 +591,7 @@ master_call_write(struct master *m, struct master_req *items, size_t n, int64_t 
     if (n == 1) {
         return master_send(m, items, false, NULL);
     }
-    if ((b = malloc(sizeof(*b))) == NULL) {
-        return REDIS_ERR;
-    }
+    b = xmalloc(sizeof(*b));
     b->m = m;
     b->items = items;
     b->n = n;
@@ -749,10 +739,7 @@ master_eval(struct master *m, int script, size_t nkeys, size_t nargs,
         m->stats.errors++;
         return -1;
     }
-    req = malloc(sizeof(*req));
-    if (req == NULL) {
-        return -1;
-    }
+    req = xmalloc(sizeof(*req));
     req->m = m;
     req->cb = cb;
     req->arg = arg;
