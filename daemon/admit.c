@@ -14,6 +14,7 @@
 #include "daemon/authlimit.h"
 #include "daemon/keyhash.h"
 #include "daemon/fdbudget.h"
+#include "daemon/xmalloc.h"
 
 #define ADMIT_BUCKETS 4096          /* group hash table; chains are short */
 #define ADMIT_SLOTS_FULL "closed to make room for a newer connection: every client slot " \
@@ -82,7 +83,7 @@ admit_bucket(const char *text)
     return (size_t)(keyhash(text, strlen(text)) % ADMIT_BUCKETS);
 }
 
-/* The entry of group, made (with no connections) when create; NULL if none or no memory. */
+/* The entry of group, made (with no connections) when create; NULL if none. */
 static struct admit_group *
 admit_find(const char *group, bool create)
 {
@@ -93,9 +94,10 @@ admit_find(const char *group, bool create)
             return g;
         }
     }
-    if (!create || (g = calloc(1, sizeof(*g))) == NULL) {
+    if (!create) {
         return NULL;
     }
+    g = xcalloc(1, sizeof(*g));
     strncpy(g->text, group, sizeof(g->text) - 1);
     TAILQ_INIT(&g->slots);
     g->next = *head;
@@ -251,9 +253,7 @@ admit_enter(struct admit_slot *slot, const char *group, bool known, bool is_unix
         return why;
     }
     /* Making room may have freed g. */
-    if ((g = admit_find(group, true)) == NULL) {
-        return "out of memory";
-    }
+    g = admit_find(group, true);
     g->known = known;
     g->conns++;
     admit_held++;

@@ -31,6 +31,7 @@
 #include "daemon/stats.h"
 #include "daemon/tls.h"
 #include "daemon/util.h"
+#include "daemon/xmalloc.h"
 
 #define LISTENER_BACKLOG 511
 #define LISTENER_INHERITED_MAX 8    /* sockets taken from systemd */
@@ -551,7 +552,7 @@ listener_bind_unix(struct event_base *base, const char *path, unsigned mode)
     listener_guard_as(listener_unix, LISTENER_PLAIN);
     admit_set_unix(true);
     listener_any_unix = true;
-    listener_unix_path = strdup(path);
+    listener_unix_path = xstrdup(path);
     log_info("listening on unix %s (mode %04o)", path, mode);
     return 0;
 }

@@ -1,14 +1,14 @@
 /*
  * master.c: the links to the Redis masters: connect, handshake,
  * reconnect with backoff, silence and drop; the subscriber links'
- * answers (handed to daemon/channel.c through the hooks); the clock
- * keeper's TIME.  The requests sent over the command links are
- * daemon/master_eval.c's; what a master says about itself in the
+ * answers (handed to daemon/channel.c through the hooks).  The requests
+ * sent over the command links are daemon/master_eval.c's; the clock
+ * keeper and the layout registry's reads daemon/master_keeper.c's; what a master says about itself in the
  * handshake is judged by daemon/health.c.
  *
  * With daemon/redisev.c (the transport: a libevent bufferevent, plain or
- * TLS, with hiredis's reader and formatter), daemon/master_eval.c and
- * daemon/health.c, the only files that include hiredis.  What this code
+ * TLS, with hiredis's reader and formatter), daemon/master_eval.c,
+ * daemon/master_keeper.c and daemon/health.c, the only files that include hiredis.  What this code
  * relies on (daemon/redisev.h): a failed connect calls the connect
  * callback with ok false and the link is freed after it; when a
  * connected link fails every pending callback runs with a NULL reply,
@@ -56,9 +56,6 @@
 #define MASTER_STEP_ASK(a)      (-3 - (int)(a)) /* handshake step: health_ask a */
 #define MASTER_STEP_IS_ASK(s)   ((s) <= -3)
 #define MASTER_ASK_OF(s)        ((enum health_ask)(-3 - (s)))
-#define MASTER_CLOCK_TICK_MS    250     /* how often the clock keeper looks */
-#define MASTER_CLOCK_FRESH_MS   1000    /* a clock reading older than this is renewed
-                                           with a TIME (master_keeper_cb) */
 
 
 
@@ -69,13 +66,10 @@
  * sees them (daemon/layout.h). */
 static char master_sentinel[300];
 
-
 static struct evdns_base *master_dns;       /* only when a master has a host name */
 static struct master     *masters;
 static size_t             nmasters;
-static struct event      *master_keeper;    /* the clock keeper's periodic timer */
 
-static void master_keeper_cb(evutil_socket_t fd, short what, void *arg);
 
 
 static const struct master_hooks *master_hooks;  /* the subscriber links' user */
@@ -260,100 +254,6 @@ master_link_up(struct master_link *m)
     } else if (master_hooks != NULL) {
         master_hooks->sub_up(m->master->index);
     }
-}
-
-/*
- * Send master m the layout registry's script (daemon/layout.h) on its
- * command link, answered to fn with privdata.  Returns REDIS_OK or
- * REDIS_ERR.
- */
-static int
-master_layout_send(struct master *m, redisev_reply_fn fn, void *privdata)
-{
-    const char *argv[4 + LAYOUT_ARGS];
-    size_t lens[4 + LAYOUT_ARGS], n;
-    char key[300];   /* lock.key_prefix: 256 bytes at most */
-    int klen;
-
-    klen = snprintf(key, sizeof(key), "%s%s", ctx.conf->key_prefix, LAYOUT_KEY_SUFFIX);
-    argv[0] = "EVAL";
-    argv[1] = layout_script();
-    argv[2] = "1";
-    argv[3] = key;
-    n = layout_args(argv + 4, lens + 4);
-    lens[0] = 4;
-    lens[1] = strlen(argv[1]);
-    lens[2] = 1;
-    lens[3] = (size_t)klen;
-    m->layout_sent_us = util_now_us();
-    layout_sent(m->index, m->layout_sent_us);
-    return redisev_command_argv(m->cmd.ac, fn, privdata, (int)(4 + n), argv, lens);
-}
-
-/*
- * Read the registry's answer {TIME's seconds, microseconds, id, value,
- * ...} of a read sent at sent_us, hand its TIME to the clock check and
- * the rest to daemon/layout.c.  An error reply (an ACL
- * that forbids the registry, say) or a member that cannot be read is a
- * verdict that refuses, with the reason.  Returns 0, or -1 when the
- * answer is not of that shape at all (the caller drops the link).
- */
-static int
-master_layout_read(struct master *m, const redisReply *reply, int64_t sent_us)
-{
-    struct layout_entry *entries;
-    char bad[LAYOUT_WHY_MAX];
-    redisReply time = { 0 };
-    long long now_ms;
-    size_t n, k;
-
-    if (reply->type == REDIS_REPLY_ERROR) {
-        snprintf(bad, sizeof(bad), "its layout registry answered an error: %.150s (the "
-                 "EVAL of daemon/scripts/layout.lua on key '%.40s%s'; a NOPERM means the "
-                 "ACL user lacks one of +eval +time +zadd +zrem +zrange +zremrangebyscore "
-                 "+pexpire +pubsub|numsub, a WRONGTYPE that the key holds something else)",
-                 reply->str, ctx.conf->key_prefix, LAYOUT_KEY_SUFFIX);
-        layout_answer(m->index, m->addr->spec, sent_us, 0, NULL, 0, bad);
-        return 0;
-    }
-    if (reply->type != REDIS_REPLY_ARRAY || reply->elements < 2 || reply->elements % 2 != 0
-        || reply->element[0]->type != REDIS_REPLY_STRING
-        || reply->element[1]->type != REDIS_REPLY_STRING) {
-        return -1;
-    }
-    /* The master's TIME, as the clock keeper's TIME would give it. */
-    time.type = REDIS_REPLY_ARRAY;
-    time.elements = 2;
-    time.element = reply->element;
-    health_clock_time(m->index, &time, sent_us, util_now_us());
-    now_ms = strtoll(reply->element[0]->str, NULL, 10) * 1000
-             + strtoll(reply->element[1]->str, NULL, 10) / 1000;
-    n = reply->elements / 2 - 1;
-    entries = xcalloc(n ? n : 1, sizeof(*entries));
-    bad[0] = '\0';
-    for (k = 0; k < n; k++) {
-        const redisReply *f = reply->element[2 + 2 * k], *v = reply->element[3 + 2 * k];
-
-        if (f->type != REDIS_REPLY_STRING || v->type != REDIS_REPLY_STRING) {
-            snprintf(bad, sizeof(bad), "its layout registry answered a member that is not "
-                     "a string");
-            break;
-        }
-        if (layout_parse(f->str, f->len, v->str, v->len, &entries[k], bad,
-                         sizeof(bad)) != 0) {
-            char what[LAYOUT_WHY_MAX];
-
-            snprintf(what, sizeof(what), "%s", bad);
-            snprintf(bad, sizeof(bad), "its layout registry '%.40s%s' has %.300s (if no "
-                     "redlockd wrote it, find it with ZRANGE and delete it with ZREM)",
-                     ctx.conf->key_prefix, LAYOUT_KEY_SUFFIX, what);
-            break;
-        }
-    }
-    layout_answer(m->index, m->addr->spec, sent_us, now_ms, entries, k,
-                  bad[0] != '\0' ? bad : NULL);
-    free(entries);
-    return 0;
 }
 
 static void
@@ -796,7 +696,6 @@ int
 master_start(void)
 {
     const struct conf *conf = ctx.conf;
-    struct timeval tv;
     size_t i;
 
     nmasters = conf->nmasters;
@@ -826,13 +725,7 @@ master_start(void)
             }
         }
     }
-    master_keeper = event_new(ctx.base, -1, EV_PERSIST, master_keeper_cb, NULL);
-    if (master_keeper == NULL) {
-        xmalloc_fail("the clock keeper's timer");
-    }
-    tv.tv_sec = 0;
-    tv.tv_usec = MASTER_CLOCK_TICK_MS * 1000;
-    event_add(master_keeper, &tv);
+    master_keeper_start();
     for (i = 0; i < nmasters; i++) {
         master_connect(&masters[i].cmd);
         master_connect(&masters[i].sub);
@@ -877,10 +770,7 @@ master_stop(void)
 {
     size_t i;
 
-    if (master_keeper != NULL) {
-        event_free(master_keeper);
-        master_keeper = NULL;
-    }
+    master_keeper_stop();
     for (i = 0; i < nmasters; i++) {
         /* Down first, so that no callback below queues anything more here. */
         struct master_req *queued;
@@ -1108,93 +998,4 @@ master_status_text(const struct master *m)
         break;
     }
     return m->status;
-}
-
-/*
- * The answer to a TIME of the clock keeper: {seconds, microseconds} as
- * strings.  A malformed one is logged once per connection and ignored.
- */
-static void
-master_keeper_reply_cb(struct redisev *ac, void *r, void *privdata)
-{
-    redisReply *reply = r;
-    struct master *m = privdata;
-    int64_t now = util_now_us();
-
-    m->clock_probing = false;
-    if (m->cmd.ac == ac) {
-        master_link_answered(&m->cmd, true, now);
-    }
-    if (reply == NULL) {
-        return;     /* the link went down; the failure is the scripts' to report */
-    }
-    health_clock_time(m->index, reply, m->clock_probe_sent_us, now);
-}
-
-/* The answer to a heartbeat of the layout registry. */
-static void
-master_layout_cb(struct redisev *ac, void *r, void *privdata)
-{
-    redisReply *reply = r;
-    struct master *m = privdata;
-
-    if (m->cmd.ac == ac) {
-        master_link_answered(&m->cmd, true, util_now_us());
-    }
-    if (reply == NULL) {
-        layout_failed(m->index);
-        return;     /* the link went down */
-    }
-    if (master_layout_read(m, reply, m->layout_sent_us) != 0) {
-        m->stats.errors++;
-        layout_answer(m->index, m->addr->spec, m->layout_sent_us, 0, NULL, 0,
-                      "its layout registry answered something other than "
-                      "{time, id, value...}");
-    }
-}
-
-/*
- * The keeper: every LAYOUT_BEAT_MS each master is sent the layout
- * registry's heartbeat, whose answer carries the master's TIME too.  With
- * lock.clock_check, a master whose last clock reading is older than
- * MASTER_CLOCK_FRESH_MS and has no heartbeat on its way is sent a TIME, so that
- * the next answer of a round is compared with a young reference and
- * the drift allowance stays small (daemon/drift.h).  A daemon that is
- * busy reads every clock from the rounds' answers and sends no TIME.
- */
-static void
-master_keeper_cb(evutil_socket_t fd, short what, void *arg)
-{
-    const char *argv[1] = { "TIME" };
-    const size_t lens[1] = { 4 };
-    int64_t now = util_now_us();
-    size_t i;
-
-    (void)fd;
-    (void)what;
-    (void)arg;
-    for (i = 0; i < nmasters; i++) {
-        struct master *m = &masters[i];
-
-        if (m->cmd.state != MASTER_UP || m->cmd.ac == NULL || m->cmd.drop_now) {
-            continue;
-        }
-        /* The layout registry's heartbeat (daemon/layout.h), which reads the clock too. */
-        if (layout_due(i, now)) {
-            if (master_layout_send(m, master_layout_cb, m) == REDIS_OK) {
-                master_link_sent(&m->cmd);
-            } else {
-                layout_failed(i);
-            }
-        }
-        if (!ctx.conf->clock_check || m->clock_probing || layout_inflight(i)
-            || health_clock_fresh(i, now, MASTER_CLOCK_FRESH_MS)) {
-            continue;
-        }
-        m->clock_probe_sent_us = now;
-        if (redisev_command_argv(m->cmd.ac, master_keeper_reply_cb, m, 1, argv, lens) == 0) {
-            m->clock_probing = true;
-            master_link_sent(&m->cmd);
-        }
-    }
 }

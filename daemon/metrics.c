@@ -84,6 +84,7 @@
 #include "daemon/report.h"
 #include "daemon/stats.h"
 #include "daemon/util.h"
+#include "daemon/xmalloc.h"
 
 #define METRICS_PATH            "/metrics"
 #define METRICS_CONTENT_TYPE    "text/plain; version=0.0.4; charset=utf-8"
@@ -335,11 +336,9 @@ metrics_reply(struct evhttp_request *req, int code, const char *reason, const ch
 {
     struct evbuffer *body = evbuffer_new();
 
-    if (body == NULL) {
-        evhttp_send_error(req, HTTP_INTERNAL, NULL);
-        return;
+    if (body == NULL || evbuffer_add(body, text, strlen(text)) != 0) {
+        xmalloc_fail("a /metrics reply");
     }
-    evbuffer_add(body, text, strlen(text));
     evhttp_add_header(evhttp_request_get_output_headers(req), "Content-Type",
                       "text/plain; charset=utf-8");
     metrics_send(req, code, reason, body);
@@ -404,7 +403,7 @@ metrics_group_of(int fd, struct metrics_group_key *key)
     authlimit_group(peer, key->text, sizeof(key->text));
 }
 
-/* The group of key, made (with no connection) when there is none; NULL: no memory. */
+/* The group of key, made (with no connection) when there is none. */
 static struct metrics_group *
 metrics_group_get(const struct metrics_group_key *key)
 {
@@ -415,10 +414,7 @@ metrics_group_get(const struct metrics_group_key *key)
             return g;
         }
     }
-    g = calloc(1, sizeof(*g));
-    if (g == NULL) {
-        return NULL;
-    }
+    g = xcalloc(1, sizeof(*g));
     g->key = *key;
     g->next = metrics_groups;
     metrics_groups = g;
@@ -646,7 +642,7 @@ metrics_close_cb(struct evhttp_connection *evcon, void *arg)
 /*
  * Give c a place, evicting another connection when one is in the way
  * (see the file comment).  Returns false when c must be refused: no
- * connection in its way may be evicted, or no memory for its group.
+ * connection in its way may be evicted.
  */
 static bool
 metrics_conn_admit(struct metrics_conn *c)
@@ -659,9 +655,6 @@ metrics_conn_admit(struct metrics_conn *c)
 
     metrics_group_of(bufferevent_getfd(c->bev), &key);
     g = metrics_group_get(&key);
-    if (g == NULL) {
-        return false;
-    }
     event_base_gettimeofday_cached(bufferevent_get_base(c->bev), &now);
     victim = metrics_conn_victim(g, &now, &room);
     if (room) {
@@ -673,9 +666,6 @@ metrics_conn_admit(struct metrics_conn *c)
         metrics_log_closes();
         metrics_conn_shut(victim);  /* may free g, when it was victim's, and its last */
         g = metrics_group_get(&key);
-        if (g == NULL) {
-            return false;
-        }
     }
     metrics_conn_count(c, g);
     return true;
@@ -745,29 +735,18 @@ metrics_timer_cb(evutil_socket_t fd, short what, void *arg)
  * bufferevent (given the socket by evhttp, closing it when freed) and
  * its record, which takes a place at the set-up (the peer is known
  * then).  The set-up runs in this turn of the loop, before any byte is
- * read.  Returns NULL when out of memory: evhttp then makes a
- * bufferevent of its own, and the connection is served unrecorded.
+ * read.
  */
 static struct bufferevent *
 metrics_bev_cb(struct event_base *base, void *arg)
 {
-    struct metrics_conn *c = calloc(1, sizeof(*c));
+    struct metrics_conn *c = xcalloc(1, sizeof(*c));
 
     (void)arg;
-    if (c == NULL) {
-        return NULL;
-    }
     c->bev = bufferevent_socket_new(base, -1, BEV_OPT_CLOSE_ON_FREE);
     c->timer = evtimer_new(base, metrics_timer_cb, c);
     if (c->bev == NULL || c->timer == NULL) {
-        if (c->bev != NULL) {
-            bufferevent_free(c->bev);
-        }
-        if (c->timer != NULL) {
-            event_free(c->timer);
-        }
-        free(c);
-        return NULL;
+        xmalloc_fail("a /metrics connection");
     }
     bufferevent_incref(c->bev);     /* stays valid until the set-up */
     c->state = METRICS_CONN_NEW;
@@ -815,8 +794,7 @@ metrics_request_cb(struct evhttp_request *req, void *arg)
     }
     body = evbuffer_new();
     if (body == NULL) {
-        evhttp_send_error(req, HTTP_INTERNAL, NULL);
-        return;
+        xmalloc_fail("a /metrics reply");
     }
     metrics_write(body);
     evhttp_add_header(headers, "Content-Type", METRICS_CONTENT_TYPE);

@@ -16,6 +16,7 @@
 #include "daemon/master.h"
 #include "daemon/round.h"
 #include "daemon/util.h"
+#include "daemon/xmalloc.h"
 
 #define ROUND_WHY_MAX 160
 
@@ -86,7 +87,7 @@ round_layout_note(struct round *r, size_t i)
 
     r->layout_daemon |= refused;
     if (r->layout_why == NULL && why[0] != '\0') {
-        r->layout_why = strdup(why);    /* NULL when out of memory: no reason given */
+        r->layout_why = xstrdup(why);
     }
 }
 
@@ -253,18 +254,11 @@ round_start(int script, size_t nkeys, size_t nargs,
     struct master_shared shared = { NULL, 0, "" };
     char *p;
 
-    r = calloc(1, sizeof(*r) + n * sizeof(r->masters[0]));
-    if (r == NULL) {
-        return -1;
-    }
+    r = xcalloc(1, sizeof(*r) + n * sizeof(r->masters[0]));
     for (i = 0; i < nargs; i++) {
         bytes += lens[i];
     }
-    r->args = malloc(nargs * (sizeof(*r->args) + sizeof(*r->lens)) + bytes + 1);
-    if (r->args == NULL) {
-        free(r);
-        return -1;
-    }
+    r->args = xmalloc(nargs * (sizeof(*r->args) + sizeof(*r->lens)) + bytes + 1);
     r->lens = (size_t *)(r->args + nargs);
     p = (char *)(r->lens + nargs);
     for (i = 0; i < nargs; i++) {
@@ -356,19 +350,15 @@ round_later_cb(evutil_socket_t fd, short what, void *arg)
 int
 round_after(int64_t delay_us, round_later_fn fn, void *arg)
 {
-    struct round_later *l = malloc(sizeof(*l));
+    struct round_later *l = xmalloc(sizeof(*l));
     struct timeval tv;
 
-    if (l == NULL) {
-        return -1;
-    }
     l->fn = fn;
     l->arg = arg;
     tv.tv_sec = (time_t)(delay_us / 1000000);
     tv.tv_usec = (suseconds_t)(delay_us % 1000000);
     if (event_base_once(ctx.base, -1, EV_TIMEOUT, round_later_cb, l, &tv) != 0) {
-        free(l);
-        return -1;
+        xmalloc_fail("a timer between two rounds");
     }
     return 0;
 }

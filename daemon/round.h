@@ -73,8 +73,8 @@ int64_t round_timeout_us(void);
  * release after a failed acquire).
  *
  * The decision is always delivered from the event loop, never from
- * inside round_start().  Returns 0, or -1 when memory ran out (no
- * callback will be called).
+ * inside round_start().  Returns 0 (out of memory aborts,
+ * daemon/xmalloc.h; the int is kept for its callers).
  */
 int round_start(int script, size_t nkeys, size_t nargs,
                 const char *const *args, const size_t *lens,
@@ -84,9 +84,9 @@ typedef void (*round_later_fn)(void *arg);
 
 /*
  * Call fn(arg) from the event loop once delay_us (monotonic) have
- * passed: a wait between two rounds of one operation.  Returns 0, or -1
- * when out of memory (fn will not be called).  A call still pending
- * when the daemon stops is dropped.
+ * passed: a wait between two rounds of one operation.  Returns 0 (out
+ * of memory aborts, daemon/xmalloc.h; the int is kept for its callers).
+ * A call still pending when the daemon stops is dropped.
  */
 int round_after(int64_t delay_us, round_later_fn fn, void *arg);
 

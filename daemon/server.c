@@ -154,22 +154,6 @@ server_status(char *buf, size_t size)
 }
 
 /*
- * SIGHUP: read the file again.  A file with errors is rejected whole and
- * the running settings stay.  The listeners, the masters, metrics.listen
- * and lock.key_prefix cannot change under live sessions and held locks
- * (a lock's majority is counted over the masters it was granted on, and
- * its keys carry the prefix): a file that changes them is refused whole,
- * with the reason logged.  Everything else applies at once: limits, log
- * level, lock defaults and timeouts (sessions already open keep their
- * socket timeouts until they reconnect).  With a TLS listener the
- * certificate, key and client CAs (tls.*) are read again, even when
- * their names did not change (rotation in place); a file that does not
- * load refuses the reload whole, and the running certificates stay.  New
- * TLS sessions use the new ones; sessions already open are not touched.
- * With rediss:// masters, the client side (redis.tls_*) is read again
- * the same way: new links to the masters use it.
- */
-/*
  * Warn (as ssh does for keys) about a file that holds a secret and that
  * others may read: readable by everyone, or by a group that is not the
  * daemon's own (a config owned by root and group redlockd, mode 0640, is
@@ -465,6 +449,23 @@ server_reload_apply(struct conf *next, void **staged)
              (long long)next->max_clients);
 }
 
+/*
+ * SIGHUP: read the file again.  A file with errors is rejected whole and
+ * the running settings stay.  The listeners, the masters, metrics.listen
+ * and lock.key_prefix cannot change under live sessions and held locks
+ * (a lock's majority is counted over the masters it was granted on, and
+ * its keys carry the prefix): a file that changes them is refused whole,
+ * with the reason logged.  Everything else applies at once: limits, log
+ * level, lock defaults and timeouts (sessions already open keep their
+ * socket timeouts until they reconnect).  With a TLS listener the
+ * certificate, key and client CAs (tls.*) are read again, even when
+ * their names did not change (rotation in place); a file that does not
+ * load refuses the reload whole, and the running certificates stay.  New
+ * TLS sessions use the new ones; sessions already open are not touched.
+ * With rediss:// masters, the client side (redis.tls_*) is read again
+ * the same way: new links to the masters use it.  The steps are the
+ * rows of server_reload_rows, checked all, then applied all.
+ */
 static void
 server_reload(void)
 {
@@ -736,10 +737,7 @@ server_run(struct conf *conf)
         sigs[i] = evsignal_new(ctx.base, signums[i], server_signal_cb, NULL);
         evsignal_add(sigs[i], NULL);
     }
-    if (notify_start(ctx.base, server_status) != 0) {
-        rc = 1;
-        goto out;
-    }
+    notify_start(ctx.base, server_status);
     log_info("redlockd %s ready: %zu masters, quorum %zu%s", REDLOCKD_VERSION,
              master_count(), redlock_quorum(master_count()),
              notify_available() ? "" : " (built without libsystemd)");
@@ -751,7 +749,6 @@ server_run(struct conf *conf)
         log_error("event loop failed");
         rc = 1;
     }
-out:
     notify_stop();
 
     for (i = 0; i < 3; i++) {

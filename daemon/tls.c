@@ -19,6 +19,7 @@
 #include "conf/conf.h"
 #include "daemon/log.h"
 #include "daemon/tls.h"
+#include "daemon/xmalloc.h"
 
 #define TLS_REFUSAL_SIZE    512     /* room for why a client certificate was refused */
 #define TLS_SUBJECT_SIZE    200     /* room for a certificate's subject in that text */
@@ -62,9 +63,7 @@ tls_ctx_base(const SSL_METHOD *method, char *why, size_t size)
     ERR_clear_error();
     ctx = SSL_CTX_new(method);
     if (ctx == NULL) {
-        snprintf(why, size, "cannot create a TLS context (out of memory)");
-        ERR_clear_error();
-        return NULL;
+        xmalloc_fail("a TLS context");
     }
     if (SSL_CTX_set_min_proto_version(ctx, TLS1_2_VERSION) != 1) {
         snprintf(why, size, "cannot require TLS 1.2 or later");
@@ -484,15 +483,16 @@ tls_session_new(void)
     char *refusal;
     SSL *ssl;
 
-    if (tls_ctx == NULL || (ssl = SSL_new(tls_ctx)) == NULL) {
+    if (tls_ctx == NULL) {
         return NULL;
     }
+    if ((ssl = SSL_new(tls_ctx)) == NULL) {
+        xmalloc_fail("a client's TLS session");
+    }
     /* Freed with ssl (tls_refusal_free). */
-    refusal = calloc(1, TLS_REFUSAL_SIZE);
-    if (refusal == NULL || SSL_set_ex_data(ssl, tls_refusal_idx, refusal) != 1) {
-        free(refusal);
-        SSL_free(ssl);
-        return NULL;
+    refusal = xcalloc(1, TLS_REFUSAL_SIZE);
+    if (SSL_set_ex_data(ssl, tls_refusal_idx, refusal) != 1) {
+        xmalloc_fail("a client's TLS session");
     }
     return ssl;
 }
@@ -571,8 +571,11 @@ tls_client_session_new(const char *name)
     bool numeric;
     SSL *ssl;
 
-    if (tls_client_ctx == NULL || (ssl = SSL_new(tls_client_ctx)) == NULL) {
+    if (tls_client_ctx == NULL) {
         return NULL;
+    }
+    if ((ssl = SSL_new(tls_client_ctx)) == NULL) {
+        xmalloc_fail("a master link's TLS session");
     }
     numeric = inet_pton(AF_INET, name, buf) == 1 || inet_pton(AF_INET6, name, buf) == 1;
     if (numeric) {

@@ -51,7 +51,8 @@ bool tls_ready(void);
 
 /*
  * A new server-side SSL for an accepted client, from the current
- * context; NULL when no context is loaded or out of memory.  The caller
+ * context; NULL when no context is loaded (out of memory aborts,
+ * daemon/xmalloc.h).  The caller
  * owns it (SSL_free, or the bufferevent that took it).
  */
 SSL *tls_session_new(void);
@@ -97,7 +98,8 @@ void tls_client_use(SSL_CTX *ctx);
 /*
  * A new client SSL for a master, checking the certificate's name against
  * name (a host name, also sent as SNI, or a numeric address); NULL when
- * no client context is loaded or out of memory.
+ * no client context is loaded or OpenSSL refuses the name (out of memory
+ * aborts, daemon/xmalloc.h).
  */
 SSL *tls_client_session_new(const char *name);
 
