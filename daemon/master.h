@@ -144,7 +144,7 @@ typedef void (*master_reply_fn)(struct master *m, const struct master_reply *rep
  * release: was the token there), never votes that grant or confirm a
  * lock; they cost the master one TIME call less.  Returns the script's
  * id for master_eval(), numbered from 0, or -1 when MASTER_SCRIPTS_MAX
- * are registered or memory ran out.
+ * are registered (out of memory aborts, daemon/xmalloc.h).
  */
 int master_script(const char *text, bool clock);
 

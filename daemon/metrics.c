@@ -698,9 +698,7 @@ metrics_conn_setup(struct metrics_conn *c)
     c->in_cb = evbuffer_add_cb(bufferevent_get_input(bev), metrics_input_cb, c);
     bufferevent_decref(bev);    /* evhttp holds its own */
     if (c->in_cb == NULL) {
-        /* No memory: the requests cannot be timed, so the connection goes. */
-        metrics_conn_shut(c);
-        return;
+        xmalloc_fail("a /metrics connection's read callback");
     }
     if (!metrics_conn_admit(c)) {
         stats.metrics_rejected++;

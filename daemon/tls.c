@@ -299,8 +299,7 @@ tls_ctx_set_id_context(SSL_CTX *ctx, const struct conf *conf, char *why, size_t 
     int rc = -1;
 
     if (md == NULL || EVP_DigestInit_ex(md, EVP_sha256(), NULL) != 1) {
-        snprintf(why, size, "cannot compute the TLS session id context (out of memory)");
-        goto out;
+        xmalloc_fail("the TLS session id context's digest");
     }
     tls_digest_part(md, "redlockd client verification", 28);
     if (tls_digest_file(md, "tls.client_ca_file", conf->tls_client_ca_file, why, size) != 0
@@ -391,8 +390,7 @@ tls_server_ctx_new(const struct conf *conf, char *why, size_t size)
     if (tls_refusal_idx < 0) {
         tls_refusal_idx = SSL_get_ex_new_index(0, NULL, NULL, NULL, tls_refusal_free);
         if (tls_refusal_idx < 0) {
-            snprintf(why, size, "cannot create a TLS context (out of memory)");
-            return NULL;
+            xmalloc_fail("a TLS context's data index");
         }
     }
     if ((ctx = tls_ctx_base(TLS_server_method(), why, size)) == NULL) {
