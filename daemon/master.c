@@ -734,7 +734,7 @@ master_start(void)
 }
 
 void
-master_apply(const struct conf *prev)
+master_apply(void)
 {
     size_t i;
 
@@ -743,7 +743,6 @@ master_apply(const struct conf *prev)
         masters[i].cmd.addr = masters[i].addr;
         masters[i].sub.addr = masters[i].addr;
     }
-    health_apply(prev);
 }
 
 /* Close one link at exit (pending callbacks run with NULL). */

@@ -191,12 +191,11 @@ void master_queue_stats(enum master_class cls, uint64_t *depth, uint64_t *writte
 int master_start(void);
 
 /*
- * After a reload (ctx.conf is the new settings, prev the old ones): the
- * masters' addresses point into the new settings, and health_apply()
- * runs.  The addresses must be the same as before (the caller checked,
- * conf_restart_changes()).
+ * After a reload (ctx.conf is the new settings): the masters' addresses
+ * point into the new settings.  They must be the same as before (the
+ * caller checked, conf_restart_changes()).
  */
-void master_apply(const struct conf *prev);
+void master_apply(void);
 
 /* Close every connection (pending callbacks run with NULL) and free all. */
 void master_stop(void);

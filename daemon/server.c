@@ -328,8 +328,16 @@ server_apply_quarantine(const struct conf *prev, void *staged)
 static void
 server_apply_masters(const struct conf *prev, void *staged)
 {
+    (void)prev;
     (void)staged;
-    master_apply(prev);
+    master_apply();
+}
+
+static void
+server_apply_health(const struct conf *prev, void *staged)
+{
+    (void)staged;
+    health_apply(prev);
 }
 
 static void
@@ -387,6 +395,7 @@ static const struct server_reload_row server_reload_rows[] = {
     { "drift_factor",     NULL, server_apply_drift, NULL },
     { "quarantine",       NULL, server_apply_quarantine, NULL },
     { "masters",          NULL, server_apply_masters, NULL },
+    { "quarantine switches", NULL, server_apply_health, NULL },
     { "sessions",         NULL, server_apply_sessions, NULL },
     { "reads",            NULL, server_apply_reads, NULL },
     { "listener",         NULL, server_apply_listener, NULL },
