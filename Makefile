@@ -191,9 +191,10 @@ $(B)/check_drift: $(B)/obj/tests/check_drift.o $(B)/obj/daemon/drift.o
 $(B)/check_waiter: $(B)/obj/tests/check_waiter.o $(B)/obj/daemon/waiter.o
 $(B)/check_readq: $(B)/obj/tests/check_readq.o $(B)/obj/daemon/readq.o $(B)/obj/daemon/util.o
 $(B)/check_layout: $(B)/obj/tests/check_layout.o $(B)/obj/daemon/layout.o $(B)/obj/daemon/log.o \
-                   $(B)/obj/daemon/util.o
+                   $(B)/obj/daemon/util.o $(B)/obj/daemon/xmalloc.o
 $(B)/check_admit: $(B)/obj/tests/check_admit.o $(B)/obj/daemon/admit.o \
                   $(B)/obj/daemon/authlimit.o $(B)/obj/daemon/keyhash.o $(B)/obj/daemon/fdbudget.o \
+                  $(B)/obj/daemon/ctx.o $(B)/obj/daemon/xmalloc.o \
                   $(B)/obj/daemon/log.o \
                   $(B)/obj/daemon/util.o
 $(B)/check_redlock: $(B)/obj/tests/check_redlock.o $(LIB_OBJ)

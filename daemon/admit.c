@@ -10,9 +10,11 @@
 
 #include "conf/conf.h"
 #include "daemon/admit.h"
+#include "daemon/ctx.h"
 #include "daemon/authlimit.h"
 #include "daemon/keyhash.h"
 #include "daemon/fdbudget.h"
+#include "daemon/xmalloc.h"
 
 #define ADMIT_BUCKETS 4096          /* group hash table; chains are short */
 #define ADMIT_SLOTS_FULL "closed to make room for a newer connection: every client slot " \
@@ -30,7 +32,6 @@ struct admit_group {
     char                text[AUTHLIMIT_SOURCE_MAX + 8];
 };
 
-static const struct conf   *admit_conf;
 static bool                 admit_unix;         /* a Unix socket listens */
 static size_t               admit_held;         /* slots taken */
 static size_t               admit_net;          /* of those, by TCP/TLS connections */
@@ -42,12 +43,6 @@ static LIST_HEAD(, admit_group) admit_busy = LIST_HEAD_INITIALIZER(admit_busy);
 static size_t               admit_fd_slots = SIZE_MAX; /* what the descriptor limit leaves */
 static char                 admit_fd_why[160];  /* refusal naming the descriptor limit */
 static char                 admit_fd_why_net[224]; /* the same, for TCP/TLS past the reserve */
-
-void
-admit_set_conf(const struct conf *conf)
-{
-    admit_conf = conf;
-}
 
 void
 admit_set_fd_slots(size_t slots, uint64_t limit)
@@ -77,9 +72,9 @@ admit_set_unix(bool listening)
 bool
 admit_needs_auth(bool is_unix)
 {
-    const char *pass = admit_conf->auth_password;
+    const char *pass = ctx.conf->auth_password;
 
-    return pass != NULL && pass[0] != '\0' && !(is_unix && admit_conf->auth_unix_exempt);
+    return pass != NULL && pass[0] != '\0' && !(is_unix && ctx.conf->auth_unix_exempt);
 }
 
 static size_t
@@ -88,7 +83,7 @@ admit_bucket(const char *text)
     return (size_t)(keyhash(text, strlen(text)) % ADMIT_BUCKETS);
 }
 
-/* The entry of group, made (with no connections) when create; NULL if none or no memory. */
+/* The entry of group, made (with no connections) when create; NULL if none. */
 static struct admit_group *
 admit_find(const char *group, bool create)
 {
@@ -99,9 +94,10 @@ admit_find(const char *group, bool create)
             return g;
         }
     }
-    if (!create || (g = calloc(1, sizeof(*g))) == NULL) {
+    if (!create) {
         return NULL;
     }
+    g = xcalloc(1, sizeof(*g));
     strncpy(g->text, group, sizeof(g->text) - 1);
     TAILQ_INIT(&g->slots);
     g->next = *head;
@@ -190,7 +186,7 @@ admit_make_room(struct admit_group *g, const char *why)
 static const char *
 admit_room_for_pending(struct admit_group *g)
 {
-    const struct conf *c = admit_conf;
+    const struct conf *c = ctx.conf;
 
     if (g != NULL && g->pending >= (size_t)c->max_unauthenticated_per_source
         && !admit_make_room(g, "closed to make room for a newer connection from the same "
@@ -214,7 +210,7 @@ const char *
 admit_enter(struct admit_slot *slot, const char *group, bool known, bool is_unix,
             bool is_tls)
 {
-    const struct conf *c = admit_conf;
+    const struct conf *c = ctx.conf;
     size_t slots = (size_t)c->max_clients;
     bool by_fds = admit_fd_slots < slots;   /* the descriptor limit leaves fewer */
     bool pending = is_tls || admit_needs_auth(is_unix);
@@ -257,9 +253,7 @@ admit_enter(struct admit_slot *slot, const char *group, bool known, bool is_unix
         return why;
     }
     /* Making room may have freed g. */
-    if ((g = admit_find(group, true)) == NULL) {
-        return "out of memory";
-    }
+    g = admit_find(group, true);
     g->known = known;
     g->conns++;
     admit_held++;

@@ -62,9 +62,6 @@ struct admit_slot {
     TAILQ_ENTRY(admit_slot) link;   /* in group->pending, oldest first */
 };
 
-/* Use conf's limits.* and auth.* from now on (start and reload). */
-void admit_set_conf(const struct conf *conf);
-
 /*
  * The descriptor limit (RLIMIT_NOFILE's soft value) leaves slots client
  * slots (daemon/fdbudget.h); when that is fewer than limits.max_clients,

@@ -22,6 +22,7 @@
 #include "daemon/keyhash.h"
 #include "daemon/log.h"
 #include "daemon/util.h"
+#include "daemon/xmalloc.h"
 
 #define AUTHLIMIT_KEY_MAX (AUTHLIMIT_SOURCE_MAX + 2)   /* "g " or "k " and a text */
 #define AUTHLIMIT_PATH_MAX 3                            /* buckets on a path */
@@ -379,6 +380,9 @@ authlimit_init(struct event_base *base)
 {
     if (authlimit_timer == NULL) {
         authlimit_timer = evtimer_new(base, authlimit_serve, NULL);
+        if (authlimit_timer == NULL) {
+            xmalloc_fail("the AUTH line's timer");
+        }
     }
 }
 

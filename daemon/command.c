@@ -15,6 +15,7 @@
 #include "conf/conf.h"
 #include "daemon/authlimit.h"
 #include "daemon/command.h"
+#include "daemon/ctx.h"
 #include "daemon/layout.h"
 #include "daemon/lock.h"
 #include "daemon/log.h"
@@ -81,8 +82,6 @@ struct command {
 #define COMMAND_OF(p, member) \
     ((struct command *)(void *)((char *)(p) - offsetof(struct command, member)))
 
-static const struct conf *command_conf;
-static struct event_base *command_base;
 /* LISTs whose client read their last step, in turn: the next steps to write. */
 static TAILQ_HEAD(, command_list) command_lists_due = TAILQ_HEAD_INITIALIZER(command_lists_due);
 static struct event       command_list_turn; /* zero timer: the next COMMAND_LIST_TURN steps */
@@ -120,7 +119,7 @@ static const struct lock_hooks command_lock_hooks = {
 static bool
 command_sees_labels(const struct command *c)
 {
-    return command_conf->show_labels == CONF_LABELS_ALL || session_admin_by(c->s) != NULL;
+    return ctx.conf->show_labels == CONF_LABELS_ALL || session_admin_by(c->s) != NULL;
 }
 
 /* A counted hold's words: "limit=N", and "permit=I" when permit >= 0. */
@@ -429,11 +428,11 @@ command_ttl(struct session *s, const struct proto_cmd *cmd, int64_t *ttl)
 {
     char text[160];
 
-    *ttl = cmd->has_ttl ? cmd->ttl_ms : command_conf->default_ttl_ms;
-    if (*ttl < command_conf->min_ttl_ms || *ttl > command_conf->max_ttl_ms) {
+    *ttl = cmd->has_ttl ? cmd->ttl_ms : ctx.conf->default_ttl_ms;
+    if (*ttl < ctx.conf->min_ttl_ms || *ttl > ctx.conf->max_ttl_ms) {
         snprintf(text, sizeof(text), "%s: ttl=%lld out of range %lld..%lld",
                  proto_verb_name(cmd->verb), (long long)*ttl,
-                 (long long)command_conf->min_ttl_ms, (long long)command_conf->max_ttl_ms);
+                 (long long)ctx.conf->min_ttl_ms, (long long)ctx.conf->max_ttl_ms);
         session_error(s, PROTO_ERR_PROTO, text);
         return -1;
     }
@@ -444,8 +443,8 @@ command_ttl(struct session *s, const struct proto_cmd *cmd, int64_t *ttl)
 static bool
 command_has_password(void)
 {
-    return command_conf->auth_password[0] != '\0'
-           || command_conf->auth_admin_password[0] != '\0';
+    return ctx.conf->auth_password[0] != '\0'
+           || ctx.conf->auth_admin_password[0] != '\0';
 }
 
 /* Wipe and free the password of an AUTH that waited. */
@@ -470,8 +469,8 @@ static void
 command_auth_check(struct command *c, const char *word, size_t len)
 {
     struct session *s = c->s;
-    const char *pass = command_conf->auth_password;
-    const char *admin = command_conf->auth_admin_password;
+    const char *pass = ctx.conf->auth_password;
+    const char *admin = ctx.conf->auth_admin_password;
     struct proto_reply r;
     enum session_auth by = SESSION_AUTH_PASSWORD;
 
@@ -738,7 +737,7 @@ command_list_turn_cb(evutil_socket_t fd, short what, void *arg)
 static int64_t
 command_read_every_us(void)
 {
-    return 1000000 / command_conf->reads_per_second;
+    return 1000000 / ctx.conf->reads_per_second;
 }
 
 /*
@@ -752,14 +751,14 @@ command_read_budget(struct command *c)
 {
     struct session *s = c->s;
     int64_t wait = util_gcra_wait(c->reads_tat_us, util_now_us(), command_read_every_us(),
-                                  command_conf->reads_per_second);
+                                  ctx.conf->reads_per_second);
     char text[160];
 
     if (wait > 0) {
         stats.reads_refused++;
         snprintf(text, sizeof(text), "more than %lld STATUS and WATCH a second "
                  "(limits.reads_per_second): try again in %lld ms",
-                 (long long)command_conf->reads_per_second, (long long)(wait + 999) / 1000);
+                 (long long)ctx.conf->reads_per_second, (long long)(wait + 999) / 1000);
         session_error(s, PROTO_ERR_LIMIT, text);
         return -1;
     }
@@ -806,7 +805,7 @@ command_status_timeout(evutil_socket_t fd, short what, void *arg)
     stats.reads_timed_out++;
     snprintf(text, sizeof(text), "no turn to read the masters within %lld ms: %zu reads in "
              "flight (limits.max_reads_in_flight), %zu waiting (limits.read_wait_ms)",
-             (long long)command_conf->read_wait_ms, readq_in_flight(), readq_waiting());
+             (long long)ctx.conf->read_wait_ms, readq_in_flight(), readq_waiting());
     memset(&res, 0, sizeof(res));
     res.v.outcome = LOCK_FAILED;
     res.v.name = c->status_name;
@@ -837,8 +836,8 @@ command_status(struct command *c, const char *name, size_t name_len, const char 
         memcpy(c->status_token, token, PROTO_TOKEN_LEN);
         c->status_token[PROTO_TOKEN_LEN] = '\0';
     }
-    tv.tv_sec = (time_t)(command_conf->read_wait_ms / 1000);
-    tv.tv_usec = (suseconds_t)(command_conf->read_wait_ms % 1000 * 1000);
+    tv.tv_sec = (time_t)(ctx.conf->read_wait_ms / 1000);
+    tv.tv_usec = (suseconds_t)(ctx.conf->read_wait_ms % 1000 * 1000);
     event_add(&c->status_timer, &tv);
 }
 
@@ -855,7 +854,7 @@ command_line(struct session *s, void *state, const struct proto_cmd *cmd)
     size_t i;
     int rc;
 
-    if (!session_authed(s) && command_conf->auth_password[0] != '\0'
+    if (!session_authed(s) && ctx.conf->auth_password[0] != '\0'
         && cmd->verb != PROTO_AUTH && cmd->verb != PROTO_QUIT) {
         session_error(s, PROTO_ERR_AUTH, "authentication required: send "
                       "AUTH <password> first");
@@ -893,10 +892,10 @@ command_line(struct session *s, void *state, const struct proto_cmd *cmd)
         req.label_asked = cmd->has_label;
         req.limit = 0;
         if (cmd->has_limit) {
-            if (cmd->limit > command_conf->max_limit) {
+            if (cmd->limit > ctx.conf->max_limit) {
                 snprintf(text, sizeof(text), "%s: limit=%lld out of range 1..%lld "
                          "(lock.max_limit)", proto_verb_name(cmd->verb),
-                         (long long)cmd->limit, (long long)command_conf->max_limit);
+                         (long long)cmd->limit, (long long)ctx.conf->max_limit);
                 session_error(s, PROTO_ERR_PROTO, text);
                 return;
             }
@@ -1015,7 +1014,7 @@ command_open(struct session *s, void *state, const char *peer, bool is_unix, lon
     c->s = s;
     lock_client_init(&c->lc, &command_lock_hooks);
     readq_client_init(&c->reads);
-    evtimer_assign(&c->status_timer, command_base, command_status_timeout, c);
+    evtimer_assign(&c->status_timer, ctx.base, command_status_timeout, c);
     watch_client_init(&c->wc, command_watch_cb, &c->reads);
     command_default_label(c, peer, is_unix, uid, pid);
 }
@@ -1101,25 +1100,14 @@ static const struct session_hooks command_hooks = {
 };
 
 void
-command_init(struct event_base *base, const struct conf *conf)
+command_init(void)
 {
-    evtimer_assign(&command_list_turn, base, command_list_turn_cb, NULL);
-    command_conf = conf;
-    command_base = base;
-    readq_set_max(conf->max_reads_in_flight);
+    evtimer_assign(&command_list_turn, ctx.base, command_list_turn_cb, NULL);
     if (gethostname(command_host, sizeof(command_host)) != 0
         || !util_printable_word(command_host, strnlen(command_host, sizeof(command_host)))) {
         snprintf(command_host, sizeof(command_host), "localhost");
     }
     command_host[sizeof(command_host) - 1] = '\0';
-    session_init(base, conf, &command_hooks);
-    authlimit_init(base);
-}
-
-void
-command_set_conf(const struct conf *conf)
-{
-    session_set_conf(conf);
-    command_conf = conf;
-    readq_set_max(conf->max_reads_in_flight);
+    session_init(&command_hooks);
+    authlimit_init(ctx.base);
 }

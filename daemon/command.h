@@ -20,13 +20,10 @@ struct event_base;
 
 /*
  * Start the sessions (daemon/session.h, session_init) with this
- * module's hooks, on base with conf's settings (limits.*, lock.*,
- * auth.*); conf must outlive them or be replaced with
- * command_set_conf().  The host name for default labels is read here.
+ * module's hooks.  The settings (limits.*, lock.*, auth.*) are read from
+ * ctx.conf when used and timers run on ctx.base (daemon/ctx.h).  The
+ * host name for default labels is read here.
  */
-void command_init(struct event_base *base, const struct conf *conf);
-
-/* Use new settings from now on (reload): the sessions' too (session_set_conf). */
-void command_set_conf(const struct conf *conf);
+void command_init(void);
 
 #endif /* REDLOCKD_COMMAND_H */

@@ -7,6 +7,7 @@
 #include <event2/event.h>
 
 #include "daemon/flush.h"
+#include "daemon/xmalloc.h"
 
 static TAILQ_HEAD(, flush_entry) flush_list = TAILQ_HEAD_INITIALIZER(flush_list);
 static struct event *flush_ev;
@@ -26,13 +27,15 @@ flush_cb(evutil_socket_t fd, short what, void *arg)
     }
 }
 
-int
+void
 flush_init(struct event_base *base)
 {
     if (flush_ev == NULL) {
         flush_ev = event_new(base, -1, 0, flush_cb, NULL);
+        if (flush_ev == NULL) {
+            xmalloc_fail("the flush event");
+        }
     }
-    return flush_ev != NULL ? 0 : -1;
 }
 
 void

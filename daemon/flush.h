@@ -35,10 +35,10 @@ struct flush_entry {
 };
 
 /*
- * Create the flush event on base.  Returns 0, or -1 when libevent could
- * not allocate it.  Idempotent.
+ * Create the flush event on base.  Idempotent.  libevent failing to
+ * allocate it aborts (daemon/xmalloc.h).
  */
-int flush_init(struct event_base *base);
+void flush_init(struct event_base *base);
 
 /* Set e's writer (e not listed). */
 void flush_entry_init(struct flush_entry *e, flush_fn fn);

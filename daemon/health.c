@@ -12,10 +12,12 @@
 #include <hiredis/hiredis.h>
 
 #include "conf/conf.h"
+#include "daemon/ctx.h"
 #include "daemon/drift.h"
 #include "daemon/health.h"
 #include "daemon/log.h"
 #include "daemon/util.h"
+#include "daemon/xmalloc.h"
 
 /* What one master said about itself.  Owned by this module (the array). */
 struct health {
@@ -40,7 +42,6 @@ struct health {
     struct health_counts counts;
 };
 
-static const struct conf *health_conf;
 static struct health     *healths;
 static size_t             nhealths;
 static int64_t            health_quarantine_ms; /* the caller's, ms */
@@ -61,7 +62,7 @@ static void health_quarantine_arm(struct health *h, int64_t now);
 static const char *
 health_name(const struct health *h)
 {
-    return health_conf->masters[h->index].spec;
+    return ctx.conf->masters[h->index].spec;
 }
 
 static void
@@ -90,18 +91,13 @@ health_quarantine_cb(evutil_socket_t fd, short what_ev, void *arg)
     health_quarantine_arm(h, now);
 }
 
-int
-health_start(struct event_base *base, const struct conf *conf)
+void
+health_start(void)
 {
     size_t i;
 
-    health_conf = conf;
-    nhealths = conf->nmasters;
-    healths = calloc(nhealths, sizeof(*healths));
-    if (healths == NULL) {
-        log_error("out of memory allocating %zu masters", nhealths);
-        return -1;
-    }
+    nhealths = ctx.conf->nmasters;
+    healths = xcalloc(nhealths, sizeof(*healths));
     for (i = 0; i < nhealths; i++) {
         struct health *h = &healths[i];
 
@@ -109,23 +105,21 @@ health_start(struct event_base *base, const struct conf *conf)
         h->uptime_s = -1;
         h->aof = -1;
         h->counts.duplicate_of = -1;
-        h->quarantine_timer = evtimer_new(base, health_quarantine_cb, h);
+        h->quarantine_timer = evtimer_new(ctx.base, health_quarantine_cb, h);
         if (h->quarantine_timer == NULL) {
-            log_error("out of memory allocating a timer");
-            return -1;
+            xmalloc_fail("a master's quarantine timer");
         }
     }
-    return 0;
 }
 
 void
-health_set_conf(const struct conf *conf)
+health_apply(const struct conf *prev)
 {
+    const struct conf *conf = ctx.conf;
     int64_t now = util_now_us();
     size_t i, ended = 0, clocked = 0;
-    bool check_on = conf->clock_check && !health_conf->clock_check;
+    bool check_on = conf->clock_check && !prev->clock_check;
 
-    health_conf = conf;
     for (i = 0; i < nhealths; i++) {
         struct health *h = &healths[i];
 
@@ -372,7 +366,7 @@ static void
 health_refused(struct health *h, enum health_ask ask, const char *err)
 {
     if (ask == HEALTH_APPENDFSYNC && !h->fsync_refusal_logged
-        && health_conf->restart_quarantine) {
+        && ctx.conf->restart_quarantine) {
         h->fsync_refusal_logged = true;
         log_warn("master %s: CONFIG GET appendfsync refused (%.100s): appendfsync cannot "
                  "be read, so the daemon cannot tell that the master persists every "
@@ -380,7 +374,7 @@ health_refused(struct health *h, enum health_ask ask, const char *err)
                  "user +config|get to exempt a master with appendfsync always)",
                  health_name(h), err);
     } else if (ask == HEALTH_INFO_PERSISTENCE && !h->persist_refusal_logged
-               && health_conf->restart_quarantine) {
+               && ctx.conf->restart_quarantine) {
         h->persist_refusal_logged = true;
         log_warn("master %s: INFO persistence refused (%.100s): whether it persists every "
                  "write cannot be read, so a restart quarantine still applies to it",
@@ -421,7 +415,7 @@ health_answer(size_t i, enum health_ask ask, const redisReply *reply, char *why,
         }
         return 0;
     }
-    if (reply->type == REDIS_REPLY_ERROR && !health_conf->restart_quarantine) {
+    if (reply->type == REDIS_REPLY_ERROR && !ctx.conf->restart_quarantine) {
         /* Only needed for the quarantine (an ACL user without +info). */
         log_warn("master %s: INFO server refused (%.100s): restarts, and a server "
                  "listed twice in masters, will not be noticed", health_name(h), reply->str);
@@ -475,7 +469,7 @@ health_quarantine_begin(struct health *h)
 
     h->quarantine_until_us = 0;
     health_quarantine_arm(h, now);
-    if (!health_conf->restart_quarantine || h->uptime_s < 0) {
+    if (!ctx.conf->restart_quarantine || h->uptime_s < 0) {
         return;
     }
     /*
@@ -585,9 +579,9 @@ health_clock_note(struct health *h, int64_t clock_us, int64_t sent_us, int64_t n
     struct drift_step st;
 
     h->counts.clock_readings++;
-    if (drift_check(&h->clock, clock_us, sent_us, now, health_conf->drift_factor,
-                    health_conf->min_ttl_ms * 1000, &st)
-        && health_conf->clock_check) {
+    if (drift_check(&h->clock, clock_us, sent_us, now, ctx.conf->drift_factor,
+                    ctx.conf->min_ttl_ms * 1000, &st)
+        && ctx.conf->clock_check) {
         health_clock_stepped(h, &st, now);
     }
 }

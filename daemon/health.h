@@ -38,7 +38,6 @@
 #include <stdint.h>
 
 struct conf;
-struct event_base;
 struct redisReply;
 
 /* The questions a command link's handshake asks, in this order. */
@@ -68,18 +67,20 @@ struct health_counts {
 };
 
 /*
- * Prepare the state of conf's masters (conf must outlive them, until
- * health_stop()).  Returns 0, or -1 when memory ran out (logged).
+ * Prepare the state of ctx.conf's masters, with their timers on ctx.base
+ * (daemon/ctx.h).  The settings (lock.restart_quarantine,
+ * lock.clock_check, drift_factor, min_ttl_ms) are read from ctx.conf
+ * when used.  Out of memory aborts (daemon/xmalloc.h).
  */
-int health_start(struct event_base *base, const struct conf *conf);
+void health_start(void);
 
 /*
- * Use new settings from now on (reload; the same masters, in the same
- * order): a lock.restart_quarantine or lock.clock_check turned off
- * ends those quarantines at once (logged); a clock check turned on
- * forgets old readings (daemon/drift.h).
+ * After a reload (ctx.conf is the new settings, prev the old ones; the
+ * same masters, in the same order): a lock.restart_quarantine or
+ * lock.clock_check turned off ends those quarantines at once (logged);
+ * a clock check turned on forgets old readings (daemon/drift.h).
  */
-void health_set_conf(const struct conf *conf);
+void health_apply(const struct conf *prev);
 
 /*
  * How long a restarted master, or one whose clock stepped, stays out of

@@ -16,6 +16,7 @@
 #include "daemon/layout.h"
 #include "daemon/log.h"
 #include "daemon/scripts.h"
+#include "daemon/xmalloc.h"
 
 /* Per master: what its registry said at the last read. */
 struct layout_master {
@@ -185,11 +186,7 @@ layout_start(size_t nmasters)
     for (i = 0; i < sizeof(raw); i++) {
         snprintf(layout_id + 2 * i, 3, "%02x", raw[i]);
     }
-    layout_masters = calloc(nmasters ? nmasters : 1, sizeof(*layout_masters));
-    if (layout_masters == NULL) {
-        log_error("out of memory allocating the layout registry's state");
-        return -1;
-    }
+    layout_masters = xcalloc(nmasters ? nmasters : 1, sizeof(*layout_masters));
     layout_n = nmasters;
     layout_format_args();
     return 0;

@@ -22,6 +22,7 @@
 #include "conf/conf.h"
 #include "daemon/admit.h"
 #include "daemon/authlimit.h"
+#include "daemon/ctx.h"
 #include "daemon/fdbudget.h"
 #include "daemon/listener.h"
 #include "daemon/log.h"
@@ -30,6 +31,7 @@
 #include "daemon/stats.h"
 #include "daemon/tls.h"
 #include "daemon/util.h"
+#include "daemon/xmalloc.h"
 
 #define LISTENER_BACKLOG 511
 #define LISTENER_INHERITED_MAX 8    /* sockets taken from systemd */
@@ -550,7 +552,7 @@ listener_bind_unix(struct event_base *base, const char *path, unsigned mode)
     listener_guard_as(listener_unix, LISTENER_PLAIN);
     admit_set_unix(true);
     listener_any_unix = true;
-    listener_unix_path = strdup(path);
+    listener_unix_path = xstrdup(path);
     log_info("listening on unix %s (mode %04o)", path, mode);
     return 0;
 }
@@ -655,11 +657,12 @@ listener_adopt(struct event_base *base, const struct conf *conf, int n)
 }
 
 int
-listener_start(struct event_base *base, const struct conf *conf)
+listener_start(void)
 {
+    struct event_base *base = ctx.base;
+    const struct conf *conf = ctx.conf;
     int n = notify_listen_fds();
 
-    admit_set_conf(conf);
     if (listener_spare_open() != 0) {
         log_error("cannot open /dev/null for the spare descriptor: %s", strerror(errno));
         return -1;
@@ -718,10 +721,9 @@ listener_has_tls(void)
 }
 
 void
-listener_set_conf(const struct conf *conf)
+listener_apply(void)
 {
-    admit_set_conf(conf);
-    listener_fd_budget(conf, "reload");
+    listener_fd_budget(ctx.conf, "reload");
 }
 
 void

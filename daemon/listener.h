@@ -22,15 +22,16 @@ struct conf;
 struct conf_addr;
 
 /*
- * Bind the listeners named in conf (listen.tcp, listen.unix with
+ * Bind the listeners named in ctx.conf (daemon/ctx.h; listen.tcp, listen.unix with
  * unix_mode, listen.tls after loading tls.* with daemon/tls.h), or take
  * systemd's sockets (one named "tls" speaks TLS).  A stale Unix socket
  * file is replaced.  Opens the spare descriptor, raises the soft
  * descriptor limit to the hard one and counts the client slots it leaves
- * (logged).  Returns 0, or -1 with the reason logged (address in use,
- * permission, bad host, no /dev/null).
+ * (logged).  The listeners run on ctx.base.  Returns 0, or -1 with the
+ * reason logged (address in use, permission, bad host, no /dev/null).
+ * limits.* and auth.* are read from ctx.conf when a client comes.
  */
-int listener_start(struct event_base *base, const struct conf *conf);
+int listener_start(void);
 
 /*
  * Bind and listen on a "host:port" address (a name is resolved with
@@ -60,11 +61,11 @@ bool listener_tls_public(void);
 bool listener_has_tls(void);
 
 /*
- * Use new limits from now on (reload): conf's, and the client slots the
- * descriptor limit leaves now (the soft limit raised to the hard one
+ * After a reload (ctx.conf is the new settings): count the client slots
+ * the descriptor limit leaves now (the soft limit raised to the hard one
  * again, after an operator's prlimit(1)), logged.
  */
-void listener_set_conf(const struct conf *conf);
+void listener_apply(void);
 
 /* Stop accepting: close the sockets and remove the Unix socket file. */
 void listener_stop(void);

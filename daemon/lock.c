@@ -70,6 +70,7 @@
 #include <event2/event_struct.h>
 
 #include "conf/conf.h"
+#include "daemon/ctx.h"
 #include "daemon/lease.h"
 #include "daemon/lock.h"
 #include "daemon/log.h"
@@ -212,8 +213,6 @@ struct lock_orphan {
     char                name[];     /* the lock's name */
 };
 
-static struct event_base *lock_base;
-static const struct conf *lock_conf;
 static RB_HEAD(lock_tree, lock) lock_table = RB_INITIALIZER(&lock_table); /* by name */
 static size_t             lock_nheld;    /* holds alive */
 static size_t             lock_nwaiters; /* waiters queued */
@@ -228,20 +227,12 @@ static void lock_broken(const char *key, size_t key_len, const char *tokens,
 static void lock_subscribed(const char *key, size_t key_len);
 
 void
-lock_init(struct event_base *base, const struct conf *conf)
+lock_init(void)
 {
-    lock_base = base;
-    lock_conf = conf;
     redlock_on_release(lock_released);
     redlock_on_subscribed(lock_subscribed);
-    redlock_on_break(conf->key_prefix, lock_broken);
-    lease_init(base, lock_lease_lost);
-}
-
-void
-lock_set_conf(const struct conf *conf)
-{
-    lock_conf = conf;
+    redlock_on_break(ctx.conf->key_prefix, lock_broken);
+    lease_init(ctx.base, lock_lease_lost);
 }
 
 void
@@ -304,9 +295,9 @@ lock_find(const char *name, size_t name_len)
 static size_t
 lock_key_write(char *out, const char *name, size_t name_len)
 {
-    size_t plen = strlen(lock_conf->key_prefix);
+    size_t plen = strlen(ctx.conf->key_prefix);
 
-    memcpy(out, lock_conf->key_prefix, plen);
+    memcpy(out, ctx.conf->key_prefix, plen);
     memcpy(out + plen, name, name_len);
     out[plen + name_len] = '\0';
     return plen + name_len;
@@ -317,7 +308,7 @@ static struct lock *
 lock_get(const char *name, size_t name_len)
 {
     struct lock *lk = lock_find(name, name_len);
-    size_t plen = strlen(lock_conf->key_prefix);
+    size_t plen = strlen(ctx.conf->key_prefix);
 
     if (lk != NULL) {
         return lk;
@@ -446,7 +437,7 @@ lock_kind_fits(const struct lock *lk, const struct lock_request *req, char *out,
 static struct lock_op *
 lock_op_new(struct lock_client *c, const char *name, size_t name_len)
 {
-    size_t plen = strlen(lock_conf->key_prefix);
+    size_t plen = strlen(ctx.conf->key_prefix);
     struct lock_op *op = xmalloc(sizeof(*op) + plen + name_len + 1);
 
     op->client = c;
@@ -773,7 +764,7 @@ hold_give_up(struct hold *h, struct lock_op *op)
     struct redlock_rec rec;
 
     st = waiter_give_up(w != NULL ? &w->life : NULL, h->lease.rec.kind, lock_stopping,
-                        lk->remote, lk->turn_left, lock_conf->node_timeout_ms * 1000, &env);
+                        lk->remote, lk->turn_left, ctx.conf->node_timeout_ms * 1000, &env);
     lk->turn_left = st.turn_left;
     if (st.what == WAITER_GIVE_UP_YIELD) {
         stats.yields++;
@@ -899,7 +890,7 @@ lock_watch(struct lock *lk)
     lk->watched = true;
     redlock_watch(lk->key, lk->key_len, true);
     if (!redlock_watch_ready(lk->key, lk->key_len)) {
-        lk->subscribe_until_us = util_now_us() + lock_conf->node_timeout_ms * 1000;
+        lk->subscribe_until_us = util_now_us() + ctx.conf->node_timeout_ms * 1000;
     }
     return true;
 }
@@ -923,7 +914,7 @@ waiter_timer_at(struct waiter *w, int64_t at_us)
 static struct waiter_env
 waiter_env_now(void)
 {
-    struct waiter_env env = { util_now_us(), lock_conf->retry_delay_ms * 1000, util_random };
+    struct waiter_env env = { util_now_us(), ctx.conf->retry_delay_ms * 1000, util_random };
 
     return env;
 }
@@ -1340,7 +1331,7 @@ lock_acquire(struct lock_client *c, const char *name, size_t name_len,
         lock_reply(c, LOCK_VERB_ACQUIRE, LOCK_WRONG_KIND, name, name_len, limit);
         return;
     }
-    if (!req->lease_mode && (int64_t)c->nholds >= lock_conf->max_locks_per_client) {
+    if (!req->lease_mode && (int64_t)c->nholds >= ctx.conf->max_locks_per_client) {
         snprintf(limit, sizeof(limit), "this session holds %zu locks (limits.max_locks_per_client)",
                  c->nholds);
         lock_reply(c, LOCK_VERB_ACQUIRE, LOCK_LIMIT, name, name_len, limit);
@@ -1371,13 +1362,13 @@ lock_acquire(struct lock_client *c, const char *name, size_t name_len,
              req->label != NULL ? req->label : "");
     w->label_asked = req->label_asked;
     w->lease_mode = req->lease_mode;
-    w->fence = req->fence || lock_conf->fence == CONF_FENCE_ALWAYS;
+    w->fence = req->fence || ctx.conf->fence == CONF_FENCE_ALWAYS;
     w->limit = lk->limit;
     w->start_us = start_us;
     /* A client whose input ended cannot wait: one attempt (lock_client_drain). */
     waiter_life_init(&w->life, kind, req->ttl_ms, req->wait_ms, req->trylock, c->draining,
                      start_us);
-    evtimer_assign(&w->retry, lock_base, waiter_timer_cb, w);
+    evtimer_assign(&w->retry, ctx.base, waiter_timer_cb, w);
     TAILQ_INSERT_TAIL(&lk->waiters, w, link);
     lk->nwaiters++;
     lock_nwaiters++;
@@ -1403,14 +1394,14 @@ lock_acquire(struct lock_client *c, const char *name, size_t name_len,
 void
 lock_released(const char *key, size_t key_len, const char *token, size_t token_len)
 {
-    size_t plen = strlen(lock_conf->key_prefix);
+    size_t plen = strlen(ctx.conf->key_prefix);
     struct lock *lk;
     struct waiter *w;
     struct waiter_release rel;
     struct waiter_release_step st;
     struct waiter_env env;
 
-    if (key_len <= plen || memcmp(key, lock_conf->key_prefix, plen) != 0) {
+    if (key_len <= plen || memcmp(key, ctx.conf->key_prefix, plen) != 0) {
         return;
     }
     lk = lock_find(key + plen, key_len - plen);
@@ -1453,11 +1444,11 @@ lock_released(const char *key, size_t key_len, const char *token, size_t token_l
 static void
 lock_subscribed(const char *key, size_t key_len)
 {
-    size_t plen = strlen(lock_conf->key_prefix);
+    size_t plen = strlen(ctx.conf->key_prefix);
     struct lock *lk;
     struct waiter *w;
 
-    if (key_len <= plen || memcmp(key, lock_conf->key_prefix, plen) != 0) {
+    if (key_len <= plen || memcmp(key, ctx.conf->key_prefix, plen) != 0) {
         return;
     }
     lk = lock_find(key + plen, key_len - plen);
@@ -1933,7 +1924,7 @@ lock_break(struct lock_client *c, const char *name, size_t name_len)
 {
     struct lock_op *op = lock_op_new(c, name, name_len);
 
-    redlock_break(op->key, op->key_len, lock_conf->key_prefix, lock_break_done, op);
+    redlock_break(op->key, op->key_len, ctx.conf->key_prefix, lock_break_done, op);
 }
 
 /* Whether token is one of the space-separated words of tokens. */
@@ -1964,12 +1955,12 @@ lock_token_among(const char *token, const char *tokens, size_t len)
 static void
 lock_broken(const char *key, size_t key_len, const char *tokens, size_t tokens_len)
 {
-    size_t plen = strlen(lock_conf->key_prefix);
+    size_t plen = strlen(ctx.conf->key_prefix);
     struct lock *lk;
     struct hold *h;
     struct waiter *w;
 
-    if (key_len <= plen || memcmp(key, lock_conf->key_prefix, plen) != 0) {
+    if (key_len <= plen || memcmp(key, ctx.conf->key_prefix, plen) != 0) {
         return;
     }
     lk = lock_find(key + plen, key_len - plen);

@@ -171,13 +171,10 @@ struct lock_client {
 };
 
 /*
- * Set the event base and the settings (lock.* and limits.*); conf must
- * outlive the module or be replaced with lock_set_conf().
+ * Register with the engine.  The settings (lock.* and limits.*) are read
+ * from ctx.conf when used and timers run on ctx.base (daemon/ctx.h).
  */
-void lock_init(struct event_base *base, const struct conf *conf);
-
-/* Use new settings from now on (reload). */
-void lock_set_conf(const struct conf *conf);
+void lock_init(void);
 
 /* Prepare a client: empty, hearing through hooks (borrowed: it must
  * outlive the client; a static table). */

@@ -1,14 +1,14 @@
 /*
  * master.c: the links to the Redis masters: connect, handshake,
  * reconnect with backoff, silence and drop; the subscriber links'
- * answers (handed to daemon/channel.c through the hooks); the clock
- * keeper's TIME.  The requests sent over the command links are
- * daemon/master_eval.c's; what a master says about itself in the
+ * answers (handed to daemon/channel.c through the hooks).  The requests
+ * sent over the command links are daemon/master_eval.c's; the clock
+ * keeper and the layout registry's reads daemon/master_keeper.c's; what a master says about itself in the
  * handshake is judged by daemon/health.c.
  *
  * With daemon/redisev.c (the transport: a libevent bufferevent, plain or
- * TLS, with hiredis's reader and formatter), daemon/master_eval.c and
- * daemon/health.c, the only files that include hiredis.  What this code
+ * TLS, with hiredis's reader and formatter), daemon/master_eval.c,
+ * daemon/master_keeper.c and daemon/health.c, the only files that include hiredis.  What this code
  * relies on (daemon/redisev.h): a failed connect calls the connect
  * callback with ok false and the link is freed after it; when a
  * connected link fails every pending callback runs with a NULL reply,
@@ -37,6 +37,7 @@
 #include <hiredis/hiredis.h>
 
 #include "conf/conf.h"
+#include "daemon/ctx.h"
 #include "daemon/flush.h"
 #include "daemon/health.h"
 #include "daemon/layout.h"
@@ -46,6 +47,7 @@
 #include "daemon/redisev.h"
 #include "daemon/tls.h"
 #include "daemon/util.h"
+#include "daemon/xmalloc.h"
 
 #define MASTER_BACKOFF_MIN_MS   100
 #define MASTER_BACKOFF_MAX_MS   5000
@@ -54,9 +56,6 @@
 #define MASTER_STEP_ASK(a)      (-3 - (int)(a)) /* handshake step: health_ask a */
 #define MASTER_STEP_IS_ASK(s)   ((s) <= -3)
 #define MASTER_ASK_OF(s)        ((enum health_ask)(-3 - (s)))
-#define MASTER_CLOCK_TICK_MS    250     /* how often the clock keeper looks */
-#define MASTER_CLOCK_FRESH_MS   1000    /* a clock reading older than this is renewed
-                                           with a TIME (master_keeper_cb) */
 
 
 
@@ -67,15 +66,10 @@
  * sees them (daemon/layout.h). */
 static char master_sentinel[300];
 
-
-static struct event_base *master_base;
 static struct evdns_base *master_dns;       /* only when a master has a host name */
-const struct conf        *master_conf;
 static struct master     *masters;
 static size_t             nmasters;
-static struct event      *master_keeper;    /* the clock keeper's periodic timer */
 
-static void master_keeper_cb(evutil_socket_t fd, short what, void *arg);
 
 
 static const struct master_hooks *master_hooks;  /* the subscriber links' user */
@@ -262,105 +256,6 @@ master_link_up(struct master_link *m)
     }
 }
 
-/*
- * Send master m the layout registry's script (daemon/layout.h) on its
- * command link, answered to fn with privdata.  Returns REDIS_OK or
- * REDIS_ERR.
- */
-static int
-master_layout_send(struct master *m, redisev_reply_fn fn, void *privdata)
-{
-    const char *argv[4 + LAYOUT_ARGS];
-    size_t lens[4 + LAYOUT_ARGS], n;
-    char key[300];   /* lock.key_prefix: 256 bytes at most */
-    int klen;
-
-    klen = snprintf(key, sizeof(key), "%s%s", master_conf->key_prefix, LAYOUT_KEY_SUFFIX);
-    argv[0] = "EVAL";
-    argv[1] = layout_script();
-    argv[2] = "1";
-    argv[3] = key;
-    n = layout_args(argv + 4, lens + 4);
-    lens[0] = 4;
-    lens[1] = strlen(argv[1]);
-    lens[2] = 1;
-    lens[3] = (size_t)klen;
-    m->layout_sent_us = util_now_us();
-    layout_sent(m->index, m->layout_sent_us);
-    return redisev_command_argv(m->cmd.ac, fn, privdata, (int)(4 + n), argv, lens);
-}
-
-/*
- * Read the registry's answer {TIME's seconds, microseconds, id, value,
- * ...} of a read sent at sent_us, hand its TIME to the clock check and
- * the rest to daemon/layout.c.  An error reply (an ACL
- * that forbids the registry, say) or a member that cannot be read is a
- * verdict that refuses, with the reason.  Returns 0, or -1 when the
- * answer is not of that shape at all (the caller drops the link).
- */
-static int
-master_layout_read(struct master *m, const redisReply *reply, int64_t sent_us)
-{
-    struct layout_entry *entries;
-    char bad[LAYOUT_WHY_MAX];
-    redisReply time = { 0 };
-    long long now_ms;
-    size_t n, k;
-
-    if (reply->type == REDIS_REPLY_ERROR) {
-        snprintf(bad, sizeof(bad), "its layout registry answered an error: %.150s (the "
-                 "EVAL of daemon/scripts/layout.lua on key '%.40s%s'; a NOPERM means the "
-                 "ACL user lacks one of +eval +time +zadd +zrem +zrange +zremrangebyscore "
-                 "+pexpire +pubsub|numsub, a WRONGTYPE that the key holds something else)",
-                 reply->str, master_conf->key_prefix, LAYOUT_KEY_SUFFIX);
-        layout_answer(m->index, m->addr->spec, sent_us, 0, NULL, 0, bad);
-        return 0;
-    }
-    if (reply->type != REDIS_REPLY_ARRAY || reply->elements < 2 || reply->elements % 2 != 0
-        || reply->element[0]->type != REDIS_REPLY_STRING
-        || reply->element[1]->type != REDIS_REPLY_STRING) {
-        return -1;
-    }
-    /* The master's TIME, as the clock keeper's TIME would give it. */
-    time.type = REDIS_REPLY_ARRAY;
-    time.elements = 2;
-    time.element = reply->element;
-    health_clock_time(m->index, &time, sent_us, util_now_us());
-    now_ms = strtoll(reply->element[0]->str, NULL, 10) * 1000
-             + strtoll(reply->element[1]->str, NULL, 10) / 1000;
-    n = reply->elements / 2 - 1;
-    entries = calloc(n ? n : 1, sizeof(*entries));
-    if (entries == NULL) {
-        log_error("out of memory reading master %s's layout registry", m->addr->spec);
-        layout_answer(m->index, m->addr->spec, sent_us, 0, NULL, 0, "out of memory reading it");
-        return 0;
-    }
-    bad[0] = '\0';
-    for (k = 0; k < n; k++) {
-        const redisReply *f = reply->element[2 + 2 * k], *v = reply->element[3 + 2 * k];
-
-        if (f->type != REDIS_REPLY_STRING || v->type != REDIS_REPLY_STRING) {
-            snprintf(bad, sizeof(bad), "its layout registry answered a member that is not "
-                     "a string");
-            break;
-        }
-        if (layout_parse(f->str, f->len, v->str, v->len, &entries[k], bad,
-                         sizeof(bad)) != 0) {
-            char what[LAYOUT_WHY_MAX];
-
-            snprintf(what, sizeof(what), "%s", bad);
-            snprintf(bad, sizeof(bad), "its layout registry '%.40s%s' has %.300s (if no "
-                     "redlockd wrote it, find it with ZRANGE and delete it with ZREM)",
-                     master_conf->key_prefix, LAYOUT_KEY_SUFFIX, what);
-            break;
-        }
-    }
-    layout_answer(m->index, m->addr->spec, sent_us, now_ms, entries, k,
-                  bad[0] != '\0' ? bad : NULL);
-    free(entries);
-    return 0;
-}
-
 static void
 master_handshake_cb(struct redisev *ac, void *r, void *privdata)
 {
@@ -444,8 +339,8 @@ master_connect_cb(struct redisev *ac, bool ok)
     }
     m->state = MASTER_HANDSHAKE;
     m->pending = 0;
-    pass = master_conf->redis_password;
-    user = master_conf->redis_username;
+    pass = ctx.conf->redis_password;
+    user = ctx.conf->redis_username;
     if (pass != NULL && pass[0] != '\0') {
         if (user != NULL && user[0] != '\0') {
             rc = redisev_command(ac, master_handshake_cb,
@@ -593,7 +488,7 @@ master_connect_to(struct master_link *m, const char *numeric_host)
     opts.addrlen = sslen;
     opts.ssl = NULL;
     if (m->addr->tls) {
-        const char *name = master_conf->redis_tls_server_name;
+        const char *name = ctx.conf->redis_tls_server_name;
 
         opts.ssl = tls_client_session_new(name != NULL && name[0] != '\0' ? name
                                                                           : m->addr->host);
@@ -610,7 +505,7 @@ master_connect_to(struct master_link *m, const char *numeric_host)
     opts.on_disconnect = master_disconnect_cb;
     opts.on_push = master_sub_cb;
     opts.data = m;
-    ac = redisev_connect(master_base, &opts, why, sizeof(why));
+    ac = redisev_connect(ctx.base, &opts, why, sizeof(why));
     if (ac == NULL) {
         snprintf(m->why, sizeof(m->why), "%s", why);
         log_debug("master %s: connect failed: %s", m->addr->spec, why);
@@ -623,7 +518,7 @@ master_connect_to(struct master_link *m, const char *numeric_host)
     m->state = MASTER_CONNECTING;
     m->drop_now = false;
     if (!evtimer_pending(m->timer, NULL)) {
-        master_schedule(m, master_conf->connect_timeout_ms);
+        master_schedule(m, ctx.conf->connect_timeout_ms);
     }
 }
 
@@ -677,7 +572,7 @@ master_connect(struct master_link *m)
     hints.ai_socktype = SOCK_STREAM;
     m->state = MASTER_CONNECTING;
     m->resolving = true;
-    master_schedule(m, master_conf->connect_timeout_ms);
+    master_schedule(m, ctx.conf->connect_timeout_ms);
     req = evdns_getaddrinfo(master_dns, m->addr->host, NULL, &hints, master_resolved_cb, m);
     if (m->resolving) {
         m->dns_req = req;   /* NULL when the callback already ran */
@@ -695,7 +590,7 @@ master_link_sent(struct master_link *k)
         k->progress_us = util_now_us();
     }
     if (!evtimer_pending(k->timer, NULL)) {
-        master_schedule(k, master_conf->down_after_ms);
+        master_schedule(k, ctx.conf->down_after_ms);
     }
 }
 
@@ -731,8 +626,8 @@ master_check_silence(struct master_link *k)
         return;
     }
     silent_ms = (util_now_us() - k->progress_us) / 1000;
-    if (silent_ms < master_conf->down_after_ms) {
-        master_schedule(k, master_conf->down_after_ms - silent_ms);
+    if (silent_ms < ctx.conf->down_after_ms) {
+        master_schedule(k, ctx.conf->down_after_ms - silent_ms);
         return;
     }
     snprintf(why, sizeof(why), "no reply for %lld ms with %d requests pending "
@@ -762,10 +657,10 @@ master_timer_cb(evutil_socket_t fd, short what, void *arg)
             m->master->stats.tls_failures++;
             snprintf(why, sizeof(why), "TLS handshake failed: no answer within %lld ms "
                      "(redis.connect_timeout_ms); is it a TLS port?",
-                     (long long)master_conf->connect_timeout_ms);
+                     (long long)ctx.conf->connect_timeout_ms);
         } else {
             snprintf(why, sizeof(why), "connect timeout after %lld ms",
-                     (long long)master_conf->connect_timeout_ms);
+                     (long long)ctx.conf->connect_timeout_ms);
         }
         master_drop(m, why);
         break;
@@ -781,8 +676,8 @@ master_timer_cb(evutil_socket_t fd, short what, void *arg)
     }
 }
 
-/* Prepare one link of m; -1 when out of memory. */
-static int
+/* Prepare one link of m. */
+static void
 master_link_init(struct master *m, struct master_link *k, bool subscriber)
 {
     k->master = m;
@@ -791,62 +686,46 @@ master_link_init(struct master *m, struct master_link *k, bool subscriber)
     k->state = MASTER_DOWN;
     k->backoff_ms = MASTER_BACKOFF_MIN_MS;
     snprintf(k->why, sizeof(k->why), "not connected yet");
-    k->timer = evtimer_new(master_base, master_timer_cb, k);
+    k->timer = evtimer_new(ctx.base, master_timer_cb, k);
     if (k->timer == NULL) {
-        log_error("out of memory allocating a timer");
-        return -1;
+        xmalloc_fail("a master link's timer");
     }
-    return 0;
 }
 
 int
-master_start(struct event_base *base, const struct conf *conf)
+master_start(void)
 {
-    struct timeval tv;
+    const struct conf *conf = ctx.conf;
     size_t i;
 
-    master_base = base;
-    master_conf = conf;
     nmasters = conf->nmasters;
-    masters = calloc(nmasters, sizeof(*masters));
-    if (masters == NULL) {
-        log_error("out of memory allocating %zu masters", nmasters);
-        return -1;
-    }
+    masters = xcalloc(nmasters, sizeof(*masters));
     for (i = 0; i < nmasters; i++) {
         struct master *m = &masters[i];
 
         m->index = i;
         m->addr = &conf->masters[i];
         m->stats.rtt_us = -1;
-        if (master_link_init(m, &m->cmd, false) != 0
-            || master_link_init(m, &m->sub, true) != 0) {
-            return -1;
-        }
+        master_link_init(m, &m->cmd, false);
+        master_link_init(m, &m->sub, true);
     }
     snprintf(master_sentinel, sizeof(master_sentinel), "%.256s%s", conf->key_prefix,
              LAYOUT_SENTINEL_SUFFIX);
-    if (health_start(base, conf) != 0 || layout_start(nmasters) != 0) {
+    health_start();
+    if (layout_start(nmasters) != 0) {
         return -1;
     }
     for (i = 0; i < nmasters; i++) {
         if (!masters[i].addr->is_unix && !master_host_is_numeric(masters[i].addr->host)
             && master_dns == NULL) {
-            master_dns = evdns_base_new(base, EVDNS_BASE_INITIALIZE_NAMESERVERS);
+            master_dns = evdns_base_new(ctx.base, EVDNS_BASE_INITIALIZE_NAMESERVERS);
             if (master_dns == NULL) {
                 log_error("cannot start the DNS resolver for master host names");
                 return -1;
             }
         }
     }
-    master_keeper = event_new(base, -1, EV_PERSIST, master_keeper_cb, NULL);
-    if (master_keeper == NULL) {
-        log_error("out of memory allocating a timer");
-        return -1;
-    }
-    tv.tv_sec = 0;
-    tv.tv_usec = MASTER_CLOCK_TICK_MS * 1000;
-    event_add(master_keeper, &tv);
+    master_keeper_start();
     for (i = 0; i < nmasters; i++) {
         master_connect(&masters[i].cmd);
         master_connect(&masters[i].sub);
@@ -855,17 +734,15 @@ master_start(struct event_base *base, const struct conf *conf)
 }
 
 void
-master_set_conf(const struct conf *conf)
+master_apply(void)
 {
     size_t i;
 
-    master_conf = conf;
     for (i = 0; i < nmasters; i++) {
-        masters[i].addr = &conf->masters[i];
+        masters[i].addr = &ctx.conf->masters[i];
         masters[i].cmd.addr = masters[i].addr;
         masters[i].sub.addr = masters[i].addr;
     }
-    health_set_conf(conf);
 }
 
 /* Close one link at exit (pending callbacks run with NULL). */
@@ -892,10 +769,7 @@ master_stop(void)
 {
     size_t i;
 
-    if (master_keeper != NULL) {
-        event_free(master_keeper);
-        master_keeper = NULL;
-    }
+    master_keeper_stop();
     for (i = 0; i < nmasters; i++) {
         /* Down first, so that no callback below queues anything more here. */
         struct master_req *queued;
@@ -1123,93 +997,4 @@ master_status_text(const struct master *m)
         break;
     }
     return m->status;
-}
-
-/*
- * The answer to a TIME of the clock keeper: {seconds, microseconds} as
- * strings.  A malformed one is logged once per connection and ignored.
- */
-static void
-master_keeper_reply_cb(struct redisev *ac, void *r, void *privdata)
-{
-    redisReply *reply = r;
-    struct master *m = privdata;
-    int64_t now = util_now_us();
-
-    m->clock_probing = false;
-    if (m->cmd.ac == ac) {
-        master_link_answered(&m->cmd, true, now);
-    }
-    if (reply == NULL) {
-        return;     /* the link went down; the failure is the scripts' to report */
-    }
-    health_clock_time(m->index, reply, m->clock_probe_sent_us, now);
-}
-
-/* The answer to a heartbeat of the layout registry. */
-static void
-master_layout_cb(struct redisev *ac, void *r, void *privdata)
-{
-    redisReply *reply = r;
-    struct master *m = privdata;
-
-    if (m->cmd.ac == ac) {
-        master_link_answered(&m->cmd, true, util_now_us());
-    }
-    if (reply == NULL) {
-        layout_failed(m->index);
-        return;     /* the link went down */
-    }
-    if (master_layout_read(m, reply, m->layout_sent_us) != 0) {
-        m->stats.errors++;
-        layout_answer(m->index, m->addr->spec, m->layout_sent_us, 0, NULL, 0,
-                      "its layout registry answered something other than "
-                      "{time, id, value...}");
-    }
-}
-
-/*
- * The keeper: every LAYOUT_BEAT_MS each master is sent the layout
- * registry's heartbeat, whose answer carries the master's TIME too.  With
- * lock.clock_check, a master whose last clock reading is older than
- * MASTER_CLOCK_FRESH_MS and has no heartbeat on its way is sent a TIME, so that
- * the next answer of a round is compared with a young reference and
- * the drift allowance stays small (daemon/drift.h).  A daemon that is
- * busy reads every clock from the rounds' answers and sends no TIME.
- */
-static void
-master_keeper_cb(evutil_socket_t fd, short what, void *arg)
-{
-    const char *argv[1] = { "TIME" };
-    const size_t lens[1] = { 4 };
-    int64_t now = util_now_us();
-    size_t i;
-
-    (void)fd;
-    (void)what;
-    (void)arg;
-    for (i = 0; i < nmasters; i++) {
-        struct master *m = &masters[i];
-
-        if (m->cmd.state != MASTER_UP || m->cmd.ac == NULL || m->cmd.drop_now) {
-            continue;
-        }
-        /* The layout registry's heartbeat (daemon/layout.h), which reads the clock too. */
-        if (layout_due(i, now)) {
-            if (master_layout_send(m, master_layout_cb, m) == REDIS_OK) {
-                master_link_sent(&m->cmd);
-            } else {
-                layout_failed(i);
-            }
-        }
-        if (!master_conf->clock_check || m->clock_probing || layout_inflight(i)
-            || health_clock_fresh(i, now, MASTER_CLOCK_FRESH_MS)) {
-            continue;
-        }
-        m->clock_probe_sent_us = now;
-        if (redisev_command_argv(m->cmd.ac, master_keeper_reply_cb, m, 1, argv, lens) == 0) {
-            m->clock_probing = true;
-            master_link_sent(&m->cmd);
-        }
-    }
 }

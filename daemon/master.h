@@ -44,7 +44,6 @@
 
 #include "daemon/layout.h"
 
-struct event_base;
 struct conf;
 struct master;
 struct master_req;
@@ -145,7 +144,7 @@ typedef void (*master_reply_fn)(struct master *m, const struct master_reply *rep
  * release: was the token there), never votes that grant or confirm a
  * lock; they cost the master one TIME call less.  Returns the script's
  * id for master_eval(), numbered from 0, or -1 when MASTER_SCRIPTS_MAX
- * are registered or memory ran out.
+ * are registered (out of memory aborts, daemon/xmalloc.h).
  */
 int master_script(const char *text, bool clock);
 
@@ -181,20 +180,22 @@ void master_queue_stats(enum master_class cls, uint64_t *depth, uint64_t *writte
                         uint64_t *wait_us, uint64_t *expired);
 
 /*
- * Create a connection for every master in conf and begin connecting.
- * conf must outlive the masters (until master_stop()).  Returns 0, or -1
- * when memory ran out (logged).  Masters that cannot be reached are not
- * an error: they are retried with backoff.
+ * Create a connection for every master in ctx.conf, on ctx.base
+ * (daemon/ctx.h), and begin connecting.  The settings (timeouts,
+ * max_pending, down_after_ms, AUTH, the quarantine settings) are read
+ * from ctx.conf when used.  Returns 0, or -1 when the layout registry or
+ * the DNS resolver cannot start (logged); out of memory aborts
+ * (daemon/xmalloc.h).  Masters that cannot be reached are not an error:
+ * they are retried with backoff.
  */
-int master_start(struct event_base *base, const struct conf *conf);
+int master_start(void);
 
 /*
- * Use new settings from now on (reload): timeouts, max_pending,
- * down_after_ms, the quarantine setting, AUTH for later connects.  The
- * masters' addresses must be the same as before (the caller checked,
- * conf_restart_changes()); conf must outlive the masters.
+ * After a reload (ctx.conf is the new settings): the masters' addresses
+ * point into the new settings.  They must be the same as before (the
+ * caller checked, conf_restart_changes()).
  */
-void master_set_conf(const struct conf *conf);
+void master_apply(void);
 
 /* Close every connection (pending callbacks run with NULL) and free all. */
 void master_stop(void);

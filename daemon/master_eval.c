@@ -13,6 +13,7 @@
 #include <hiredis/hiredis.h>
 
 #include "conf/conf.h"
+#include "daemon/ctx.h"
 #include "daemon/flush.h"
 #include "daemon/health.h"
 #include "daemon/log.h"
@@ -20,6 +21,7 @@
 #include "daemon/master_link.h"
 #include "daemon/redisev.h"
 #include "daemon/util.h"
+#include "daemon/xmalloc.h"
 
 #define MASTER_BATCH_MAX        128     /* requests in one batch call, at most */
 #define MASTER_ARGV_STACK       16
@@ -76,9 +78,10 @@ master_script(const char *text, bool clock)
     size_t head = strlen(head_text), len = strlen(text), tail = strlen(tail_text);
     char *wrapped;
 
-    if (nscripts == MASTER_SCRIPTS_MAX || (wrapped = malloc(head + len + tail + 1)) == NULL) {
+    if (nscripts == MASTER_SCRIPTS_MAX) {
         return -1;
     }
+    wrapped = xmalloc(head + len + tail + 1);
     memcpy(wrapped, head_text, head);
     memcpy(wrapped + head, text, len);
     memcpy(wrapped + head + len, tail_text, tail + 1);
@@ -147,13 +150,8 @@ master_send(struct master *m, struct master_req *req, bool use_eval,
                                           shared->len);
     }
     if (argc > MASTER_ARGV_STACK) {
-        argv = malloc(argc * sizeof(*argv));
-        lens = malloc(argc * sizeof(*lens));
-        if (argv == NULL || lens == NULL) {
-            free(argv);
-            free(lens);
-            return REDIS_ERR;
-        }
+        argv = xreallocarray(NULL, argc, sizeof(*argv));
+        lens = xreallocarray(NULL, argc, sizeof(*lens));
     }
     argv[0] = use_eval ? "EVAL" : "EVALSHA";
     lens[0] = strlen(argv[0]);
@@ -168,12 +166,11 @@ master_send(struct master *m, struct master_req *req, bool use_eval,
     if (shared != NULL && shared->cmd == NULL) {
         int len = redisFormatCommandArgv(&shared->cmd, (int)argc, argv, lens);
 
-        if (len >= 0) {
-            shared->len = (size_t)len;
-            memcpy(shared->sha, m->sha[req->script], sizeof(shared->sha));
-        } else {
-            shared->cmd = NULL;     /* out of memory: each master formats its own */
+        if (len < 0) {
+            xmalloc_fail("a script's command for the masters");
         }
+        shared->len = (size_t)len;
+        memcpy(shared->sha, m->sha[req->script], sizeof(shared->sha));
     }
     if (master_shared_fits(shared, m, req->script)) {
         rc = redisev_formatted(m->cmd.ac, master_reply_cb, req, shared->cmd,
@@ -369,10 +366,7 @@ master_batch_write(struct master *m, struct master_batch_req *b, bool use_eval)
         argc += req->nargs;
         nkeys += req->nkeys;
     }
-    block = malloc(argc * (sizeof(*argv) + sizeof(*lens)) + (b->n + 1) * sizeof(*nums));
-    if (block == NULL) {
-        return REDIS_ERR;
-    }
+    block = xmalloc(argc * (sizeof(*argv) + sizeof(*lens)) + (b->n + 1) * sizeof(*nums));
     argv = block;
     lens = (size_t *)(argv + argc);
     nums = (char (*)[3][24])(lens + argc);
@@ -491,7 +485,7 @@ static bool
 master_has_room(const struct master *m)
 {
     return m->cmd.state == MASTER_UP && m->cmd.ac != NULL && !m->cmd.drop_now
-           && m->cmd.inflight < master_conf->max_pending;
+           && m->cmd.inflight < ctx.conf->max_pending;
 }
 
 /* Take req out of its queue: it is written (or failed) now. */
@@ -555,7 +549,7 @@ master_queue_expire(struct master *m, int64_t now)
 {
     struct master_queue *q = &m->queue;
     struct master_req *req, *stale = NULL, **tail = &stale;
-    int64_t limit_us = master_conf->node_timeout_ms * 1000;
+    int64_t limit_us = ctx.conf->node_timeout_ms * 1000;
     char why[MASTER_WHY_MAX];
     int c;
 
@@ -573,7 +567,7 @@ master_queue_expire(struct master *m, int64_t now)
     if (stale != NULL) {
         snprintf(why, sizeof(why), "not written within %lld ms: the daemon's queue to this "
                  "master was full (redis.max_pending calls unanswered)",
-                 (long long)master_conf->node_timeout_ms);
+                 (long long)ctx.conf->node_timeout_ms);
         master_requests_fail(m, stale, why);
     }
 }
@@ -597,9 +591,7 @@ master_call_write(struct master *m, struct master_req *items, size_t n, int64_t 
     if (n == 1) {
         return master_send(m, items, false, NULL);
     }
-    if ((b = malloc(sizeof(*b))) == NULL) {
-        return REDIS_ERR;
-    }
+    b = xmalloc(sizeof(*b));
     b->m = m;
     b->items = items;
     b->n = n;
@@ -747,10 +739,7 @@ master_eval(struct master *m, int script, size_t nkeys, size_t nargs,
         m->stats.errors++;
         return -1;
     }
-    req = malloc(sizeof(*req));
-    if (req == NULL) {
-        return -1;
-    }
+    req = xmalloc(sizeof(*req));
     req->m = m;
     req->cb = cb;
     req->arg = arg;

@@ -4,8 +4,9 @@
  * interface).  daemon/master.c keeps the links' life (connect,
  * handshake, reconnect, drop); daemon/master_eval.c the requests sent
  * over the command link (the scripts, EVALSHA with its NOSCRIPT retry,
- * the per-iteration batch, the replies).  master_eval.c uses master.c,
- * never the other way round.
+ * the per-iteration batch, the replies); daemon/master_keeper.c the
+ * clock keeper and the layout registry's reads.  master_eval.c uses
+ * master.c, never the other way round.
  */
 #ifndef REDLOCKD_MASTER_LINK_H
 #define REDLOCKD_MASTER_LINK_H
@@ -17,10 +18,12 @@
 
 #include "daemon/flush.h"
 #include "daemon/master.h"
+#include "daemon/redisev.h"
 
 struct conf;
 struct event;
 struct evdns_getaddrinfo_request;
+struct redisReply;
 struct redisev;
 
 #define MASTER_SCRIPTS_MAX      16
@@ -123,9 +126,6 @@ struct master_req {
     int64_t             sent_us;    /* monotonic send time */
 };
 
-/* The settings in use (daemon/master.c's; master_start, master_set_conf). */
-extern const struct conf *master_conf;
-
 /*
  * A request was sent on k: count it, and make sure the link's timer
  * watches for silence (daemon/master.c).
@@ -137,6 +137,25 @@ void master_link_answered(struct master_link *k, bool answered, int64_t now_us);
 
 /* k's requests will not be answered: tell whoever the link worked for. */
 void master_link_lost(struct master_link *k);
+
+/*
+ * Send master m the layout registry's script (daemon/layout.h) on its
+ * command link, answered to fn with privdata (daemon/master_keeper.c).
+ * Returns REDIS_OK or REDIS_ERR.
+ */
+int master_layout_send(struct master *m, redisev_reply_fn fn, void *privdata);
+
+/*
+ * Read the registry's answer to a read of m sent at sent_us (reply is a
+ * redisReply): its TIME to the clock check, the rest to daemon/layout.c.
+ * Returns 0, or -1 when the answer is not of that shape at all (the
+ * caller drops the link).
+ */
+int master_layout_read(struct master *m, const struct redisReply *reply, int64_t sent_us);
+
+/* Start and stop the clock keeper's timer on ctx.base (daemon/master_keeper.c). */
+void master_keeper_start(void);
+void master_keeper_stop(void);
 
 /*
  * Load text (kept, not copied: it must live until exit) with SCRIPT LOAD

@@ -75,6 +75,7 @@
 
 #include "conf/conf.h"
 #include "daemon/authlimit.h"
+#include "daemon/ctx.h"
 #include "daemon/layout.h"
 #include "daemon/listener.h"
 #include "daemon/log.h"
@@ -83,6 +84,7 @@
 #include "daemon/report.h"
 #include "daemon/stats.h"
 #include "daemon/util.h"
+#include "daemon/xmalloc.h"
 
 #define METRICS_PATH            "/metrics"
 #define METRICS_CONTENT_TYPE    "text/plain; version=0.0.4; charset=utf-8"
@@ -149,9 +151,9 @@ static struct evconnlistener *metrics_listener; /* its socket, owned by metrics_
 static struct metrics_conn *metrics_conns;      /* every connection, newest first */
 static struct metrics_group *metrics_groups;    /* groups with counted connections */
 static uint64_t metrics_entries;        /* states begun by any connection, ever */
-static int64_t metrics_max_conns;       /* metrics.max_connections */
-static int64_t metrics_group_share;     /* of them from one address group */
-static int64_t metrics_timeout_ms;      /* metrics.request_timeout_ms */
+/* metrics.max_connections, and the share of them one address group may hold. */
+#define METRICS_MAX_CONNS   (ctx.conf->metrics_max_connections)
+#define METRICS_GROUP_SHARE ((METRICS_MAX_CONNS + 1) / 2)
 static struct log_every metrics_closes_log;    /* lines on refusals and deadlines */
 static uint64_t metrics_logged_rejected;    /* stats.metrics_rejected at that line */
 static uint64_t metrics_logged_timed_out;   /* stats.metrics_timed_out at that line */
@@ -334,11 +336,9 @@ metrics_reply(struct evhttp_request *req, int code, const char *reason, const ch
 {
     struct evbuffer *body = evbuffer_new();
 
-    if (body == NULL) {
-        evhttp_send_error(req, HTTP_INTERNAL, NULL);
-        return;
+    if (body == NULL || evbuffer_add(body, text, strlen(text)) != 0) {
+        xmalloc_fail("a /metrics reply");
     }
-    evbuffer_add(body, text, strlen(text));
     evhttp_add_header(evhttp_request_get_output_headers(req), "Content-Type",
                       "text/plain; charset=utf-8");
     metrics_send(req, code, reason, body);
@@ -364,9 +364,9 @@ metrics_log_closes(void)
              "%llu closed past metrics.request_timeout_ms (%lld ms) since the last such line",
              (unsigned long long)(stats.metrics_evicted - metrics_logged_evicted),
              (unsigned long long)(stats.metrics_rejected - metrics_logged_rejected),
-             (long long)metrics_max_conns, (long long)metrics_group_share,
+             (long long)METRICS_MAX_CONNS, (long long)METRICS_GROUP_SHARE,
              (unsigned long long)(stats.metrics_timed_out - metrics_logged_timed_out),
-             (long long)metrics_timeout_ms);
+             (long long)ctx.conf->metrics_request_timeout_ms);
     metrics_logged_evicted = stats.metrics_evicted;
     metrics_logged_rejected = stats.metrics_rejected;
     metrics_logged_timed_out = stats.metrics_timed_out;
@@ -403,7 +403,7 @@ metrics_group_of(int fd, struct metrics_group_key *key)
     authlimit_group(peer, key->text, sizeof(key->text));
 }
 
-/* The group of key, made (with no connection) when there is none; NULL: no memory. */
+/* The group of key, made (with no connection) when there is none. */
 static struct metrics_group *
 metrics_group_get(const struct metrics_group_key *key)
 {
@@ -414,10 +414,7 @@ metrics_group_get(const struct metrics_group_key *key)
             return g;
         }
     }
-    g = calloc(1, sizeof(*g));
-    if (g == NULL) {
-        return NULL;
-    }
+    g = xcalloc(1, sizeof(*g));
     g->key = *key;
     g->next = metrics_groups;
     metrics_groups = g;
@@ -516,7 +513,8 @@ metrics_conn_victim(const struct metrics_group *g, const struct timeval *now, bo
     struct metrics_group *h, *most = NULL;
     struct metrics_conn *c;
 
-    *room = g->nconns >= metrics_group_share || stats.metrics_connections >= metrics_max_conns;
+    *room = g->nconns >= METRICS_GROUP_SHARE
+            || stats.metrics_connections >= METRICS_MAX_CONNS;
     if (!*room) {
         return NULL;
     }
@@ -528,7 +526,7 @@ metrics_conn_victim(const struct metrics_group *g, const struct timeval *now, bo
             c->group->victim = c;
         }
     }
-    if (g->nconns >= metrics_group_share) {
+    if (g->nconns >= METRICS_GROUP_SHARE) {
         return g->victim;
     }
     for (h = metrics_groups; h != NULL; h = h->next) {
@@ -574,8 +572,8 @@ metrics_conn_find(const struct evhttp_connection *evcon)
 static void
 metrics_conn_begin(struct metrics_conn *c)
 {
-    struct timeval tv = { (time_t)(metrics_timeout_ms / 1000),
-                          (suseconds_t)(metrics_timeout_ms % 1000 * 1000) };
+    int64_t ms = ctx.conf->metrics_request_timeout_ms;
+    struct timeval tv = { (time_t)(ms / 1000), (suseconds_t)(ms % 1000 * 1000) };
 
     metrics_conn_enter(c, METRICS_CONN_REQUEST);
     evtimer_add(c->timer, &tv);
@@ -644,7 +642,7 @@ metrics_close_cb(struct evhttp_connection *evcon, void *arg)
 /*
  * Give c a place, evicting another connection when one is in the way
  * (see the file comment).  Returns false when c must be refused: no
- * connection in its way may be evicted, or no memory for its group.
+ * connection in its way may be evicted.
  */
 static bool
 metrics_conn_admit(struct metrics_conn *c)
@@ -657,9 +655,6 @@ metrics_conn_admit(struct metrics_conn *c)
 
     metrics_group_of(bufferevent_getfd(c->bev), &key);
     g = metrics_group_get(&key);
-    if (g == NULL) {
-        return false;
-    }
     event_base_gettimeofday_cached(bufferevent_get_base(c->bev), &now);
     victim = metrics_conn_victim(g, &now, &room);
     if (room) {
@@ -671,9 +666,6 @@ metrics_conn_admit(struct metrics_conn *c)
         metrics_log_closes();
         metrics_conn_shut(victim);  /* may free g, when it was victim's, and its last */
         g = metrics_group_get(&key);
-        if (g == NULL) {
-            return false;
-        }
     }
     metrics_conn_count(c, g);
     return true;
@@ -706,9 +698,7 @@ metrics_conn_setup(struct metrics_conn *c)
     c->in_cb = evbuffer_add_cb(bufferevent_get_input(bev), metrics_input_cb, c);
     bufferevent_decref(bev);    /* evhttp holds its own */
     if (c->in_cb == NULL) {
-        /* No memory: the requests cannot be timed, so the connection goes. */
-        metrics_conn_shut(c);
-        return;
+        xmalloc_fail("a /metrics connection's read callback");
     }
     if (!metrics_conn_admit(c)) {
         stats.metrics_rejected++;
@@ -743,29 +733,18 @@ metrics_timer_cb(evutil_socket_t fd, short what, void *arg)
  * bufferevent (given the socket by evhttp, closing it when freed) and
  * its record, which takes a place at the set-up (the peer is known
  * then).  The set-up runs in this turn of the loop, before any byte is
- * read.  Returns NULL when out of memory: evhttp then makes a
- * bufferevent of its own, and the connection is served unrecorded.
+ * read.
  */
 static struct bufferevent *
 metrics_bev_cb(struct event_base *base, void *arg)
 {
-    struct metrics_conn *c = calloc(1, sizeof(*c));
+    struct metrics_conn *c = xcalloc(1, sizeof(*c));
 
     (void)arg;
-    if (c == NULL) {
-        return NULL;
-    }
     c->bev = bufferevent_socket_new(base, -1, BEV_OPT_CLOSE_ON_FREE);
     c->timer = evtimer_new(base, metrics_timer_cb, c);
     if (c->bev == NULL || c->timer == NULL) {
-        if (c->bev != NULL) {
-            bufferevent_free(c->bev);
-        }
-        if (c->timer != NULL) {
-            event_free(c->timer);
-        }
-        free(c);
-        return NULL;
+        xmalloc_fail("a /metrics connection");
     }
     bufferevent_incref(c->bev);     /* stays valid until the set-up */
     c->state = METRICS_CONN_NEW;
@@ -813,8 +792,7 @@ metrics_request_cb(struct evhttp_request *req, void *arg)
     }
     body = evbuffer_new();
     if (body == NULL) {
-        evhttp_send_error(req, HTTP_INTERNAL, NULL);
-        return;
+        xmalloc_fail("a /metrics reply");
     }
     metrics_write(body);
     evhttp_add_header(headers, "Content-Type", METRICS_CONTENT_TYPE);
@@ -824,9 +802,9 @@ metrics_request_cb(struct evhttp_request *req, void *arg)
 }
 
 int
-metrics_start(struct event_base *base, const struct conf *conf)
+metrics_start(void)
 {
-    const struct conf_addr *a = &conf->metrics;
+    const struct conf_addr *a = &ctx.conf->metrics;
     struct evhttp_bound_socket *bound = NULL;
     struct evconnlistener *lev;
     char why[160];
@@ -834,7 +812,7 @@ metrics_start(struct event_base *base, const struct conf *conf)
     if (a->spec[0] == '\0') {
         return 0;
     }
-    metrics_http = evhttp_new(base);
+    metrics_http = evhttp_new(ctx.base);
     if (metrics_http == NULL) {
         log_error("metrics.listen %s: cannot create the HTTP server", a->spec);
         return -1;
@@ -849,8 +827,7 @@ metrics_start(struct event_base *base, const struct conf *conf)
     evhttp_set_timeout(metrics_http, METRICS_TIMEOUT_S);
     evhttp_set_gencb(metrics_http, metrics_request_cb, NULL);
     evhttp_set_bevcb(metrics_http, metrics_bev_cb, NULL);
-    metrics_set_conf(conf);
-    lev = listener_bind_inet(base, a, NULL, why, sizeof(why));
+    lev = listener_bind_inet(ctx.base, a, NULL, why, sizeof(why));
     if (lev != NULL) {
         bound = evhttp_bind_listener(metrics_http, lev);   /* frees lev with the server */
         if (bound == NULL) {
@@ -869,14 +846,6 @@ metrics_start(struct event_base *base, const struct conf *conf)
     }
     log_info("metrics on http://%s%s", a->spec, METRICS_PATH);
     return 0;
-}
-
-void
-metrics_set_conf(const struct conf *conf)
-{
-    metrics_max_conns = conf->metrics_max_connections;
-    metrics_group_share = (metrics_max_conns + 1) / 2;
-    metrics_timeout_ms = conf->metrics_request_timeout_ms;
 }
 
 void

@@ -21,23 +21,17 @@
 #ifndef REDLOCKD_METRICS_H
 #define REDLOCKD_METRICS_H
 
-struct event_base;
-struct conf;
 
 /*
- * Start serving on conf->metrics on base (nothing when metrics.listen is
- * ""); conf is read during the call only.  Returns 0, or -1 with the
- * reason logged, naming metrics.listen (the host does not resolve, or
- * the address cannot be bound: in use, not local, no permission).
+ * Start serving on metrics.listen of ctx.conf on ctx.base (daemon/ctx.h;
+ * nothing when metrics.listen is "").  Returns 0, or -1 with the reason
+ * logged, naming metrics.listen (the host does not resolve, or the
+ * address cannot be bound: in use, not local, no permission).
+ * metrics.max_connections and metrics.request_timeout_ms are read from
+ * ctx.conf when used, so a reload reaches them at once; open connections
+ * stay, and a request keeps the deadline it began with.
  */
-int metrics_start(struct event_base *base, const struct conf *conf);
-
-/*
- * Use conf's metrics.max_connections and metrics.request_timeout_ms from
- * now on (at start, and on a reload); conf is read during the call only.
- * Open connections stay; a request keeps the deadline it began with.
- */
-void metrics_set_conf(const struct conf *conf);
+int metrics_start(void);
 
 /*
  * Stop serving: close the socket and every connection, free the server.

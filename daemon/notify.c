@@ -13,6 +13,7 @@
 
 #include "daemon/log.h"
 #include "daemon/notify.h"
+#include "daemon/xmalloc.h"
 
 #define NOTIFY_STATUS_MS    2000    /* STATUS= refresh without a watchdog */
 #define NOTIFY_STATUS_MAX   256
@@ -66,7 +67,7 @@ notify_timer_cb(evutil_socket_t fd, short what, void *arg)
 }
 #endif
 
-int
+void
 notify_start(struct event_base *base, notify_status_fn status)
 {
 #ifdef HAVE_LIBSYSTEMD
@@ -88,12 +89,11 @@ notify_start(struct event_base *base, notify_status_fn status)
                  (unsigned long long)(usec / 1000), (long long)notify_interval_ms);
     }
     if (getenv("NOTIFY_SOCKET") == NULL) {
-        return 0;   /* not run by a service manager: nothing to refresh */
+        return;     /* not run by a service manager: nothing to refresh */
     }
     notify_timer = event_new(base, -1, EV_PERSIST, notify_timer_cb, NULL);
     if (notify_timer == NULL) {
-        log_error("out of memory allocating the notify timer");
-        return -1;
+        xmalloc_fail("the notify timer");
     }
     tv.tv_sec = (time_t)(notify_interval_ms / 1000);
     tv.tv_usec = (suseconds_t)((notify_interval_ms % 1000) * 1000);
@@ -102,7 +102,6 @@ notify_start(struct event_base *base, notify_status_fn status)
     (void)base;
     notify_status = status;
 #endif
-    return 0;
 }
 
 void

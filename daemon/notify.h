@@ -23,10 +23,9 @@ typedef void (*notify_status_fn)(char *buf, size_t size);
  * Start: when the unit has WatchdogSec= (WATCHDOG_USEC for this pid),
  * send WATCHDOG=1 from the event loop every half interval, so that a
  * stuck loop is restarted; every 2 s (or with each ping) refresh
- * STATUS= from status().  Returns 0, or -1 when a timer could not be
- * allocated (logged).
+ * STATUS= from status().  Out of memory aborts (daemon/xmalloc.h).
  */
-int notify_start(struct event_base *base, notify_status_fn status);
+void notify_start(struct event_base *base, notify_status_fn status);
 
 /* READY=1 with the current STATUS= (start-up done, or a reload done). */
 void notify_ready(void);

@@ -23,6 +23,7 @@
 
 #include "daemon/flush.h"
 #include "daemon/redisev.h"
+#include "daemon/xmalloc.h"
 
 #define REDISEV_FIFO_MIN    16
 #define REDISEV_ERR_MAX     256
@@ -95,16 +96,13 @@ redisev_flush(struct flush_entry *e)
     }
 }
 
-static int
+static void
 redisev_push_cb(struct redisev *l, redisev_reply_fn fn, void *privdata)
 {
     if (l->n == l->cap) {
         size_t cap = l->cap ? l->cap * 2 : REDISEV_FIFO_MIN, i;
-        struct redisev_cb *fifo = malloc(cap * sizeof(*fifo));
+        struct redisev_cb *fifo = xreallocarray(NULL, cap, sizeof(*fifo));
 
-        if (fifo == NULL) {
-            return -1;
-        }
         for (i = 0; i < l->n; i++) {
             fifo[i] = l->fifo[(l->head + i) % l->cap];
         }
@@ -116,7 +114,6 @@ redisev_push_cb(struct redisev *l, redisev_reply_fn fn, void *privdata)
     l->fifo[(l->head + l->n) % l->cap].fn = fn;
     l->fifo[(l->head + l->n) % l->cap].privdata = privdata;
     l->n++;
-    return 0;
 }
 
 static struct redisev_cb
@@ -345,18 +342,10 @@ redisev_connect(struct event_base *base, const struct redisev_opts *opts, char *
 {
     struct redisev *l;
 
-    if (flush_init(base) != 0) {
-        snprintf(why, size, "out of memory");
-        if (opts->ssl != NULL) {
-            SSL_free(opts->ssl);
-        }
-        return NULL;
-    }
-    l = calloc(1, sizeof(*l));
-    if (l == NULL || (l->reader = redisReaderCreate()) == NULL
-        || (l->out = evbuffer_new()) == NULL) {
-        snprintf(why, size, "out of memory");
-        goto fail;
+    flush_init(base);
+    l = xcalloc(1, sizeof(*l));
+    if ((l->reader = redisReaderCreate()) == NULL || (l->out = evbuffer_new()) == NULL) {
+        xmalloc_fail("a master link's buffers");
     }
     l->opts = *opts;
     l->opts.addr = NULL;
@@ -369,8 +358,7 @@ redisev_connect(struct event_base *base, const struct redisev_opts *opts, char *
         l->bev = bufferevent_socket_new(base, -1, BEV_OPT_CLOSE_ON_FREE);
     }
     if (l->bev == NULL) {
-        snprintf(why, size, "out of memory");
-        goto fail;
+        xmalloc_fail("a master link's bufferevent");
     }
     bufferevent_setcb(l->bev, redisev_read_cb, redisev_write_cb, redisev_event_cb, l);
     if (bufferevent_socket_connect(l->bev, (struct sockaddr *)opts->addr,
@@ -378,31 +366,13 @@ redisev_connect(struct event_base *base, const struct redisev_opts *opts, char *
         int err = EVUTIL_SOCKET_ERROR();
 
         snprintf(why, size, "%s", err ? evutil_socket_error_to_string(err) : "connect failed");
-        bufferevent_free(l->bev);
-        l->bev = NULL;
-        l->ssl = NULL;      /* freed with the bufferevent */
-        goto fail;
+        bufferevent_free(l->bev);   /* and the SSL with it */
+        redisReaderFree(l->reader);
+        evbuffer_free(l->out);
+        free(l);
+        return NULL;
     }
     return l;
-
-fail:
-    if (l != NULL) {
-        if (l->reader != NULL) {
-            redisReaderFree(l->reader);
-        }
-        if (l->out != NULL) {
-            evbuffer_free(l->out);
-        }
-        if (l->bev != NULL) {
-            bufferevent_free(l->bev);
-        } else if (l->ssl != NULL) {
-            SSL_free(l->ssl);
-        }
-        free(l);
-    } else if (opts->ssl != NULL) {
-        SSL_free(opts->ssl);
-    }
-    return NULL;
 }
 
 void *
@@ -444,14 +414,11 @@ redisev_formatted(struct redisev *l, redisev_reply_fn fn, void *privdata, const 
     if (l->closing) {
         return -1;
     }
-    if ((fn != NULL || !l->opts.subscriber) && redisev_push_cb(l, fn, privdata) != 0) {
-        return -1;
+    if (fn != NULL || !l->opts.subscriber) {
+        redisev_push_cb(l, fn, privdata);
     }
     if (evbuffer_add(l->out, cmd, len) != 0) {
-        if (fn != NULL || !l->opts.subscriber) {
-            l->n--;     /* the one just pushed */
-        }
-        return -1;
+        xmalloc_fail("a request to a master");
     }
     redisev_list(l);
     return 0;
@@ -468,7 +435,7 @@ redisev_command(struct redisev *l, redisev_reply_fn fn, void *privdata, const ch
     len = redisvFormatCommand(&cmd, fmt, ap);
     va_end(ap);
     if (len < 0) {
-        return -1;
+        xmalloc_fail("a command for a master");
     }
     rc = redisev_formatted(l, fn, privdata, cmd, (size_t)len);
     redisFreeCommand(cmd);
@@ -484,7 +451,7 @@ redisev_command_argv(struct redisev *l, redisev_reply_fn fn, void *privdata, int
 
     len = redisFormatCommandArgv(&cmd, argc, argv, lens);
     if (len < 0) {
-        return -1;
+        xmalloc_fail("a command for a master");
     }
     rc = redisev_formatted(l, fn, privdata, cmd, (size_t)len);
     redisFreeCommand(cmd);

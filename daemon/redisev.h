@@ -63,7 +63,8 @@ struct redisev_opts {
 
 /*
  * Begin connecting.  Returns the link, or NULL with the reason in why
- * (the SSL, if any, is freed then).  The callbacks run later, from the
+ * when the connect fails at once (the SSL, if any, is freed then); out
+ * of memory aborts (daemon/xmalloc.h).  The callbacks run later, from the
  * loop.
  */
 struct redisev *redisev_connect(struct event_base *base, const struct redisev_opts *opts,
@@ -84,8 +85,9 @@ bool redisev_tls_handshaking(const struct redisev *l);
 /*
  * Queue a command: printf-like (hiredis's redisvFormatCommand), an argv,
  * or one formatted already.  fn NULL on a subscriber link: the answer is
- * a push (SUBSCRIBE, UNSUBSCRIBE).  Returns 0, or -1 when out of memory
- * or the link is closing (fn will not be called).
+ * a push (SUBSCRIBE, UNSUBSCRIBE).  Returns 0, or -1 when the link is
+ * closing (fn will not be called).  Out of memory aborts
+ * (daemon/xmalloc.h).
  */
 int redisev_command(struct redisev *l, redisev_reply_fn fn, void *privdata,
                     const char *fmt, ...) __attribute__((format(printf, 4, 5)));

@@ -9,12 +9,14 @@
 #include <event2/event_struct.h>
 
 #include "conf/conf.h"
+#include "daemon/ctx.h"
 #include "daemon/health.h"
 #include "daemon/layout.h"
 #include "daemon/log.h"
 #include "daemon/master.h"
 #include "daemon/round.h"
 #include "daemon/util.h"
+#include "daemon/xmalloc.h"
 
 #define ROUND_WHY_MAX 160
 
@@ -67,28 +69,13 @@ struct round {
     struct round_master masters[];   /* one per master */
 };
 
-static struct event_base *round_base;
-static int64_t            round_timeout_ms = 50;
 static size_t             rounds_live;
 static size_t             rounds_undecided;
-
-void
-round_init(struct event_base *base, int64_t node_timeout_ms)
-{
-    round_base = base;
-    round_timeout_ms = node_timeout_ms;
-}
-
-void
-round_set_timeout(int64_t node_timeout_ms)
-{
-    round_timeout_ms = node_timeout_ms;
-}
 
 int64_t
 round_timeout_us(void)
 {
-    return round_timeout_ms * 1000;
+    return ctx.conf->node_timeout_ms * 1000;
 }
 
 /* Note why master i of r is not counted by its layout registry (layout_why). */
@@ -100,7 +87,7 @@ round_layout_note(struct round *r, size_t i)
 
     r->layout_daemon |= refused;
     if (r->layout_why == NULL && why[0] != '\0') {
-        r->layout_why = strdup(why);    /* NULL when out of memory: no reason given */
+        r->layout_why = xstrdup(why);
     }
 }
 
@@ -267,18 +254,11 @@ round_start(int script, size_t nkeys, size_t nargs,
     struct master_shared shared = { NULL, 0, "" };
     char *p;
 
-    r = calloc(1, sizeof(*r) + n * sizeof(r->masters[0]));
-    if (r == NULL) {
-        return -1;
-    }
+    r = xcalloc(1, sizeof(*r) + n * sizeof(r->masters[0]));
     for (i = 0; i < nargs; i++) {
         bytes += lens[i];
     }
-    r->args = malloc(nargs * (sizeof(*r->args) + sizeof(*r->lens)) + bytes + 1);
-    if (r->args == NULL) {
-        free(r);
-        return -1;
-    }
+    r->args = xmalloc(nargs * (sizeof(*r->args) + sizeof(*r->lens)) + bytes + 1);
     r->lens = (size_t *)(r->args + nargs);
     p = (char *)(r->lens + nargs);
     for (i = 0; i < nargs; i++) {
@@ -292,8 +272,8 @@ round_start(int script, size_t nkeys, size_t nargs,
     r->done_cb = done_cb;
     r->arg = arg;
     r->nmasters = n;
-    r->timeout_ms = round_timeout_ms;
-    event_assign(&r->deadline, round_base, -1, 0, round_deadline_cb, r);
+    r->timeout_ms = ctx.conf->node_timeout_ms;
+    event_assign(&r->deadline, ctx.base, -1, 0, round_deadline_cb, r);
     rounds_live++;
     rounds_undecided++;
 
@@ -370,19 +350,15 @@ round_later_cb(evutil_socket_t fd, short what, void *arg)
 int
 round_after(int64_t delay_us, round_later_fn fn, void *arg)
 {
-    struct round_later *l = malloc(sizeof(*l));
+    struct round_later *l = xmalloc(sizeof(*l));
     struct timeval tv;
 
-    if (l == NULL) {
-        return -1;
-    }
     l->fn = fn;
     l->arg = arg;
     tv.tv_sec = (time_t)(delay_us / 1000000);
     tv.tv_usec = (suseconds_t)(delay_us % 1000000);
-    if (event_base_once(round_base, -1, EV_TIMEOUT, round_later_cb, l, &tv) != 0) {
-        free(l);
-        return -1;
+    if (event_base_once(ctx.base, -1, EV_TIMEOUT, round_later_cb, l, &tv) != 0) {
+        xmalloc_fail("a timer between two rounds");
     }
     return 0;
 }

@@ -32,7 +32,6 @@
 #include <stddef.h>
 #include <stdint.h>
 
-struct event_base;
 struct master_reply;
 struct round;
 
@@ -62,13 +61,8 @@ typedef enum round_verdict (*round_reply_fn)(struct round *r, size_t master,
 /* Called once when the round is decided; r is valid only during the call. */
 typedef void (*round_done_fn)(struct round *r, void *arg);
 
-/* Set the event base and the per-round deadline (lock.node_timeout_ms). */
-void round_init(struct event_base *base, int64_t node_timeout_ms);
-
-/* Change the deadline for rounds started from now on, ms. */
-void round_set_timeout(int64_t node_timeout_ms);
-
-/* The deadline of a round started now, us. */
+/* The deadline of a round started now, us: lock.node_timeout_ms of ctx.conf
+ * (daemon/ctx.h), read when the round starts; rounds run on ctx.base. */
 int64_t round_timeout_us(void);
 
 /*
@@ -79,8 +73,8 @@ int64_t round_timeout_us(void);
  * release after a failed acquire).
  *
  * The decision is always delivered from the event loop, never from
- * inside round_start().  Returns 0, or -1 when memory ran out (no
- * callback will be called).
+ * inside round_start().  Returns 0 (out of memory aborts,
+ * daemon/xmalloc.h; the int is kept for its callers).
  */
 int round_start(int script, size_t nkeys, size_t nargs,
                 const char *const *args, const size_t *lens,
@@ -90,9 +84,9 @@ typedef void (*round_later_fn)(void *arg);
 
 /*
  * Call fn(arg) from the event loop once delay_us (monotonic) have
- * passed: a wait between two rounds of one operation.  Returns 0, or -1
- * when out of memory (fn will not be called).  A call still pending
- * when the daemon stops is dropped.
+ * passed: a wait between two rounds of one operation.  Returns 0 (out
+ * of memory aborts, daemon/xmalloc.h; the int is kept for its callers).
+ * A call still pending when the daemon stops is dropped.
  */
 int round_after(int64_t delay_us, round_later_fn fn, void *arg);
 

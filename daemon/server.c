@@ -13,6 +13,7 @@
 #include "conf/conf.h"
 #include "daemon/channel.h"
 #include "daemon/command.h"
+#include "daemon/ctx.h"
 #include "daemon/flush.h"
 #include "daemon/health.h"
 #include "daemon/layout.h"
@@ -23,6 +24,7 @@
 #include "daemon/metrics.h"
 #include "daemon/notify.h"
 #include "daemon/redlock.h"
+#include "daemon/readq.h"
 #include "daemon/round.h"
 #include "daemon/server.h"
 #include "daemon/session.h"
@@ -31,15 +33,12 @@
 #include "daemon/util.h"
 #include "daemon/watch.h"
 #include "daemon/lease.h"
+#include "daemon/xmalloc.h"
 
 #define SERVER_DRAIN_MS     2000    /* longest wait for releases at shutdown */
 #define SERVER_DRAIN_POLL   10      /* ms between drain checks */
 
-struct stats stats;
-
-static struct event_base *server_base;
-static struct conf       *server_conf;      /* the settings in use */
-static bool               server_conf_owned;/* server_conf came from a reload: ours to free */
+static struct conf       *server_owned;     /* ctx.conf when a reload loaded it: ours to free */
 static struct event      *server_drain;     /* shutdown drain check */
 static int64_t            server_drain_end; /* monotonic us */
 static bool               server_stopping;
@@ -73,7 +72,7 @@ server_finish(void)
      * deferred callbacks (the next turn's work) hold a reference to its
      * bufferevent, which is freed only once they have run.
      */
-    event_base_loopexit(server_base, &one_more);
+    event_base_loopexit(ctx.base, &one_more);
 }
 
 static void
@@ -155,22 +154,6 @@ server_status(char *buf, size_t size)
 }
 
 /*
- * SIGHUP: read the file again.  A file with errors is rejected whole and
- * the running settings stay.  The listeners, the masters, metrics.listen
- * and lock.key_prefix cannot change under live sessions and held locks
- * (a lock's majority is counted over the masters it was granted on, and
- * its keys carry the prefix): a file that changes them is refused whole,
- * with the reason logged.  Everything else applies at once: limits, log
- * level, lock defaults and timeouts (sessions already open keep their
- * socket timeouts until they reconnect).  With a TLS listener the
- * certificate, key and client CAs (tls.*) are read again, even when
- * their names did not change (rotation in place); a file that does not
- * load refuses the reload whole, and the running certificates stay.  New
- * TLS sessions use the new ones; sessions already open are not touched.
- * With rediss:// masters, the client side (redis.tls_*) is read again
- * the same way: new links to the masters use it.
- */
-/*
  * Warn (as ssh does for keys) about a file that holds a secret and that
  * others may read: readable by everyone, or by a group that is not the
  * daemon's own (a config owned by root and group redlockd, mode 0640, is
@@ -212,111 +195,320 @@ server_check_secrets(const struct conf *conf)
     server_check_secret_file(conf->redis_tls_key_file, "redis.tls_key_file", "a private key");
 }
 
+/* A reload is refused when a socket from systemd reaches other hosts and
+ * next leaves it without a password (protected mode). */
+static int
+server_check_protected(const struct conf *next, void **staged, char *why, size_t size)
+{
+    (void)staged;
+    if (listener_needs_auth() && next->auth_password[0] == '\0') {
+        snprintf(why, size, "auth.password is empty, but a socket from systemd accepts "
+                 "connections from other hosts (protected mode); nothing was reloaded");
+        return -1;
+    }
+    if (listener_tls_public() && next->auth_password[0] == '\0'
+        && next->tls_client_ca_file[0] == '\0') {
+        snprintf(why, size, "neither auth.password nor tls.client_ca_file is set, but a TLS "
+                 "socket from systemd accepts connections from other hosts (protected "
+                 "mode); nothing was reloaded");
+        return -1;
+    }
+    return 0;
+}
+
+/* Settings that take a restart (conf_restart_changes) must not change. */
+static int
+server_check_restart(const struct conf *next, void **staged, char *why, size_t size)
+{
+    char changed[256];
+
+    (void)staged;
+    if (conf_restart_changes(ctx.conf, next, changed, sizeof(changed)) > 0) {
+        snprintf(why, size, "%s changed, which takes a restart (the sessions' locks are "
+                 "bound to the masters, listeners and key prefix they began with); "
+                 "nothing was reloaded", changed);
+        return -1;
+    }
+    return 0;
+}
+
+/* rediss:// masters: the client side of next (redis.tls_*), loaded now,
+ * put in use by server_apply_tls_masters. */
+static int
+server_check_tls_masters(const struct conf *next, void **staged, char *why, size_t size)
+{
+    char reason[512];
+
+    if (!server_tls_masters(next)) {
+        return 0;
+    }
+    *staged = tls_client_ctx_new(next, reason, sizeof(reason));
+    if (*staged == NULL) {
+        snprintf(why, size, "%s; nothing was reloaded (the running client certificate "
+                 "for the masters stays)", reason);
+        return -1;
+    }
+    return 0;
+}
+
+static void
+server_apply_tls_masters(const struct conf *prev, void *staged)
+{
+    (void)prev;
+    if (staged != NULL) {
+        tls_client_use(staged);
+        log_info("reload: the client certificate and CAs for the rediss:// masters were "
+                 "read again");
+    }
+}
+
+/* A TLS listener: the certificates of next (tls.*), read again even when
+ * their names did not change (rotation in place). */
+static int
+server_check_tls_listener(const struct conf *next, void **staged, char *why, size_t size)
+{
+    char reason[512];
+
+    if (!listener_has_tls()) {
+        return 0;
+    }
+    if (next->tls_cert_file[0] == '\0' || next->tls_key_file[0] == '\0') {
+        snprintf(why, size, "the TLS listener needs tls.cert_file and tls.key_file; "
+                 "nothing was reloaded");
+        return -1;
+    }
+    *staged = tls_server_ctx_new(next, reason, sizeof(reason));
+    if (*staged == NULL) {
+        snprintf(why, size, "%s; nothing was reloaded (the running certificates stay)",
+                 reason);
+        return -1;
+    }
+    return 0;
+}
+
+static void
+server_apply_tls_listener(const struct conf *prev, void *staged)
+{
+    (void)prev;
+    if (staged != NULL) {
+        tls_server_use(staged, ctx.conf);
+    }
+}
+
+static void
+server_discard_tls(void *staged)
+{
+    SSL_CTX_free(staged);
+}
+
+static void
+server_apply_log(const struct conf *prev, void *staged)
+{
+    (void)prev;
+    (void)staged;
+    log_set_level((enum log_level)ctx.conf->log_level);
+}
+
+static void
+server_apply_drift(const struct conf *prev, void *staged)
+{
+    (void)prev;
+    (void)staged;
+    redlock_set_drift(ctx.conf->drift_factor);
+}
+
+static void
+server_apply_quarantine(const struct conf *prev, void *staged)
+{
+    (void)prev;
+    (void)staged;
+    server_set_quarantine(ctx.conf);
+}
+
+static void
+server_apply_masters(const struct conf *prev, void *staged)
+{
+    (void)prev;
+    (void)staged;
+    master_apply();
+}
+
+static void
+server_apply_health(const struct conf *prev, void *staged)
+{
+    (void)staged;
+    health_apply(prev);
+}
+
+static void
+server_apply_sessions(const struct conf *prev, void *staged)
+{
+    (void)staged;
+    session_apply(prev);
+}
+
+static void
+server_apply_reads(const struct conf *prev, void *staged)
+{
+    (void)prev;
+    (void)staged;
+    readq_set_max(ctx.conf->max_reads_in_flight);
+}
+
+static void
+server_apply_listener(const struct conf *prev, void *staged)
+{
+    (void)prev;
+    (void)staged;
+    listener_apply();
+}
+
+/*
+ * The reload table.  A reload checks every row against the settings
+ * loaded (next), then, when every check passed, makes next the settings
+ * in use (ctx.conf) and applies every row, in this order.  A row is
+ * needed only for what cannot be read from ctx.conf when it is used: a
+ * refusal, something prepared from files (the TLS contexts), or a value
+ * derived from a setting.  A new setting read at its use needs no row.
+ */
+struct server_reload_row {
+    const char *what;
+    /* next against what runs (ctx.conf).  Changes nothing in use; may
+     * prepare *staged for apply.  Returns 0, or -1 with the whole refusal
+     * in why.  NULL: nothing to check. */
+    int  (*check)(const struct conf *next, void **staged, char *why, size_t size);
+    /* ctx.conf is the new settings, prev the old ones.  Cannot fail.
+     * NULL: nothing to apply. */
+    void (*apply)(const struct conf *prev, void *staged);
+    /* Frees what check staged, when a later row refused the reload. */
+    void (*discard)(void *staged);
+};
+
+static const struct server_reload_row server_reload_rows[] = {
+    { "protected mode",   server_check_protected, NULL, NULL },
+    { "restart-only",     server_check_restart, NULL, NULL },
+    { "masters' TLS",     server_check_tls_masters, server_apply_tls_masters,
+                          server_discard_tls },
+    { "listener TLS",     server_check_tls_listener, server_apply_tls_listener,
+                          server_discard_tls },
+    { "log.level",        NULL, server_apply_log, NULL },
+    { "drift_factor",     NULL, server_apply_drift, NULL },
+    { "quarantine",       NULL, server_apply_quarantine, NULL },
+    { "masters",          NULL, server_apply_masters, NULL },
+    { "quarantine switches", NULL, server_apply_health, NULL },
+    { "sessions",         NULL, server_apply_sessions, NULL },
+    { "reads",            NULL, server_apply_reads, NULL },
+    { "listener",         NULL, server_apply_listener, NULL },
+};
+
+#define SERVER_RELOAD_ROWS (sizeof(server_reload_rows) / sizeof(server_reload_rows[0]))
+
+/*
+ * Check every row of the table against next, staging into staged[].
+ * Returns 0, or -1 with the refusal logged and everything staged freed.
+ */
+static int
+server_reload_check(const struct conf *next, void **staged)
+{
+    const struct server_reload_row *row;
+    char why[768];
+    size_t i, j;
+
+    for (i = 0; i < SERVER_RELOAD_ROWS; i++) {
+        row = &server_reload_rows[i];
+        if (row->check == NULL || row->check(next, &staged[i], why, sizeof(why)) == 0) {
+            continue;
+        }
+        log_error("reload: %s", why);
+        for (j = 0; j <= i; j++) {
+            if (server_reload_rows[j].discard != NULL && staged[j] != NULL) {
+                server_reload_rows[j].discard(staged[j]);
+            }
+        }
+        return -1;
+    }
+    return 0;
+}
+
+/*
+ * next passed every check: it becomes the settings in use, every row
+ * applies it, and the settings before are freed (when a reload had
+ * loaded them: the ones main.c read stay its own).
+ */
+static void
+server_reload_apply(struct conf *next, void **staged)
+{
+    const struct conf *prev = ctx.conf;
+    size_t i;
+
+    ctx.conf = next;
+    for (i = 0; i < SERVER_RELOAD_ROWS; i++) {
+        if (server_reload_rows[i].apply != NULL) {
+            server_reload_rows[i].apply(prev, staged[i]);
+        }
+    }
+    if (server_owned != NULL) {
+        conf_free(server_owned);
+        free(server_owned);
+    }
+    server_owned = next;
+    log_info("reload: done (log.level %s, default_ttl_ms %lld, node_timeout_ms %lld, "
+             "max_clients %lld)", conf_log_level_name(next->log_level),
+             (long long)next->default_ttl_ms, (long long)next->node_timeout_ms,
+             (long long)next->max_clients);
+}
+
+/*
+ * SIGHUP: read the file again.  A file with errors is rejected whole and
+ * the running settings stay.  The listeners, the masters, metrics.listen
+ * and lock.key_prefix cannot change under live sessions and held locks
+ * (a lock's majority is counted over the masters it was granted on, and
+ * its keys carry the prefix): a file that changes them is refused whole,
+ * with the reason logged.  Everything else applies at once: limits, log
+ * level, lock defaults and timeouts (sessions already open keep their
+ * socket timeouts until they reconnect).  With a TLS listener the
+ * certificate, key and client CAs (tls.*) are read again, even when
+ * their names did not change (rotation in place); a file that does not
+ * load refuses the reload whole, and the running certificates stay.  New
+ * TLS sessions use the new ones; sessions already open are not touched.
+ * With rediss:// masters, the client side (redis.tls_*) is read again
+ * the same way: new links to the masters use it.  The steps are the
+ * rows of server_reload_rows, checked all, then applied all.
+ */
 static void
 server_reload(void)
 {
+    void *staged[SERVER_RELOAD_ROWS] = { NULL };
     struct conf *next;
     struct conf_msgs msgs;
-    SSL_CTX *client_ctx = NULL;
-    char changed[256], why[512];
     size_t i;
 
     notify_reloading();
-    log_info("SIGHUP: reloading %s", server_conf->file);
-    next = calloc(1, sizeof(*next));
-    if (next == NULL) {
-        log_error("reload: out of memory; keeping the running configuration");
-        notify_ready();
-        return;
-    }
+    log_info("SIGHUP: reloading %s", ctx.conf->file);
+    next = xcalloc(1, sizeof(*next));
     memset(&msgs, 0, sizeof(msgs));
-    if (conf_load(server_conf->file, next, &msgs) != 0) {
+    if (conf_load(ctx.conf->file, next, &msgs) != 0) {
         for (i = 0; i < msgs.n; i++) {
             log_write(msgs.list[i].is_error ? LOG_ERROR : LOG_WARN, "reload: %s",
                       msgs.list[i].text);
         }
         log_error("reload: %s has %zu error%s; keeping the running configuration",
-                  server_conf->file, msgs.nerrors, msgs.nerrors == 1 ? "" : "s");
-        goto keep;
-    }
-    for (i = 0; i < msgs.n; i++) {
-        log_warn("reload: %s", msgs.list[i].text);
-    }
-    server_check_secrets(next);
-    if (listener_needs_auth() && next->auth_password[0] == '\0') {
-        log_error("reload: auth.password is empty, but a socket from systemd accepts "
-                  "connections from other hosts (protected mode); nothing was reloaded");
-        goto keep;
-    }
-    if (listener_tls_public() && next->auth_password[0] == '\0'
-        && next->tls_client_ca_file[0] == '\0') {
-        log_error("reload: neither auth.password nor tls.client_ca_file is set, but a TLS "
-                  "socket from systemd accepts connections from other hosts (protected "
-                  "mode); nothing was reloaded");
-        goto keep;
-    }
-    if (conf_restart_changes(server_conf, next, changed, sizeof(changed)) > 0) {
-        log_error("reload: %s changed, which takes a restart (the sessions' locks are "
-                  "bound to the masters, listeners and key prefix they began with); "
-                  "nothing was reloaded", changed);
-        goto keep;
-    }
-    if (server_tls_masters(next)) {
-        /* Checked now, put in use only when everything below loaded too. */
-        client_ctx = tls_client_ctx_new(next, why, sizeof(why));
-        if (client_ctx == NULL) {
-            log_error("reload: %s; nothing was reloaded (the running client certificate "
-                      "for the masters stays)", why);
-            goto keep;
+                  ctx.conf->file, msgs.nerrors, msgs.nerrors == 1 ? "" : "s");
+    } else {
+        for (i = 0; i < msgs.n; i++) {
+            log_warn("reload: %s", msgs.list[i].text);
+        }
+        server_check_secrets(next);
+        if (server_reload_check(next, staged) == 0) {
+            server_reload_apply(next, staged);
+            next = NULL;
         }
     }
-    if (listener_has_tls()) {
-        /* Last: once loaded, the new context is in use (nothing below can fail). */
-        if (next->tls_cert_file[0] == '\0' || next->tls_key_file[0] == '\0') {
-            log_error("reload: the TLS listener needs tls.cert_file and tls.key_file; "
-                      "nothing was reloaded");
-            goto keep;
-        }
-        if (tls_load(next, why, sizeof(why)) != 0) {
-            log_error("reload: %s; nothing was reloaded (the running certificates stay)",
-                      why);
-            SSL_CTX_free(client_ctx);
-            goto keep;
-        }
-    }
-    if (client_ctx != NULL) {
-        tls_client_use(client_ctx);
-        log_info("reload: the client certificate and CAs for the rediss:// masters were "
-                 "read again");
-    }
-    log_set_level((enum log_level)next->log_level);
-    redlock_set_drift(next->drift_factor);
-    round_set_timeout(next->node_timeout_ms);
-    server_set_quarantine(next);
-    master_set_conf(next);
-    lock_set_conf(next);
-    watch_set_conf(next);
-    command_set_conf(next);
-    listener_set_conf(next);
-    metrics_set_conf(next);
-    if (server_conf_owned) {
-        conf_free(server_conf);
-        free(server_conf);
-    }
-    server_conf = next;
-    server_conf_owned = true;
     conf_msgs_free(&msgs);
-    log_info("reload: done (log.level %s, default_ttl_ms %lld, node_timeout_ms %lld, "
-             "max_clients %lld)", conf_log_level_name(next->log_level),
-             (long long)next->default_ttl_ms, (long long)next->node_timeout_ms,
-             (long long)next->max_clients);
-    notify_ready();
-    return;
-
-keep:
-    conf_msgs_free(&msgs);
-    conf_free(next);
-    free(next);
+    if (next != NULL) {
+        conf_free(next);
+        free(next);
+    }
     notify_ready();
 }
 
@@ -344,7 +536,7 @@ server_signal_cb(evutil_socket_t sig, short what, void *arg)
     listener_stop();
     session_shutdown_all();
     server_drain_end = util_now_us() + SERVER_DRAIN_MS * 1000;
-    server_drain = evtimer_new(server_base, server_drain_cb, NULL);
+    server_drain = evtimer_new(ctx.base, server_drain_cb, NULL);
     event_active(server_drain, EV_TIMEOUT, 0);
 }
 
@@ -398,7 +590,7 @@ server_probe_cb(evutil_socket_t fd, short what, void *arg)
     for (i = 0; i < n && server_probe_decided(i); i++) {
     }
     if (i == n || util_now_us() >= p->deadline_us) {
-        event_base_loopexit(server_base, NULL);
+        event_base_loopexit(ctx.base, NULL);
     }
 }
 
@@ -411,33 +603,24 @@ server_reach(struct conf *conf)
     size_t i, n, q;
 
     signal(SIGPIPE, SIG_IGN);
-    server_conf = conf;
+    ctx.conf = conf;
     log_set_level(LOG_ERROR);   /* what a master says is printed below */
-    server_base = event_base_new();
-    if (server_base == NULL) {
+    ctx.base = event_base_new();
+    if (ctx.base == NULL) {
         fprintf(stderr, "error cannot create the event loop\n");
         return 1;
     }
-    round_init(server_base, conf->node_timeout_ms);
-    if (flush_init(server_base) != 0) {
-        fprintf(stderr, "error cannot create the flush event\n");
-        event_base_free(server_base);
-        return 1;
-    }
+    flush_init(ctx.base);
     server_set_quarantine(conf);
-    if (server_tls_client(conf) != 0) {
-        event_base_free(server_base);
-        return 1;
-    }
     layout_set_probe(true);
-    if (master_start(server_base, conf) != 0) {
-        event_base_free(server_base);
+    if (server_tls_client(conf) != 0 || master_start() != 0) {
+        event_base_free(ctx.base);
         return 1;
     }
     probe.deadline_us = util_now_us() + (conf->connect_timeout_ms + 1000) * 1000;
-    probe.timer = event_new(server_base, -1, EV_PERSIST, server_probe_cb, &probe);
+    probe.timer = event_new(ctx.base, -1, EV_PERSIST, server_probe_cb, &probe);
     event_add(probe.timer, &tv);
-    event_base_dispatch(server_base);
+    event_base_dispatch(ctx.base);
     event_free(probe.timer);
 
     n = master_count();
@@ -465,93 +648,105 @@ server_reach(struct conf *conf)
     master_eval_stop();
     tls_stop();
     flush_stop();
-    event_base_free(server_base);
-    server_conf = NULL;
+    event_base_free(ctx.base);
+    ctx.base = NULL;
+    ctx.conf = NULL;
     return sum.counted >= q ? 0 : 69;   /* EX_UNAVAILABLE */
 }
 
-int
-server_run(struct conf *conf)
+/* The event loop, with precise timers and two priorities; NULL (logged)
+ * when libevent cannot make it. */
+static struct event_base *
+server_base_new(void)
 {
     struct event_config *cfg;
-    struct event *sigs[3];
-    const int signums[3] = { SIGTERM, SIGINT, SIGHUP };
-    int i, rc = 0;
-
-    signal(SIGPIPE, SIG_IGN);
-    server_conf = conf;
-    stats.start_us = util_now_us();
-    log_set_level((enum log_level)conf->log_level);
-    server_check_secrets(conf);
+    struct event_base *base;
 
     cfg = event_config_new();
     if (cfg == NULL) {
         log_error("cannot create the event loop");
-        return 1;
+        return NULL;
     }
     /* CLOCK_MONOTONIC without coarse ticks for every timer. */
     event_config_set_flag(cfg, EVENT_BASE_FLAG_PRECISE_TIMER);
-    server_base = event_base_new_with_config(cfg);
+    base = event_base_new_with_config(cfg);
     event_config_free(cfg);
-    if (server_base == NULL) {
+    if (base == NULL) {
         log_error("cannot create the event loop");
-        return 1;
+        return NULL;
     }
     /*
      * Two priorities: 0 for the lease timer alone (daemon/lease.h: after
      * a pause, LOST before anything else), 1, the default, for the rest.
      */
-    if (event_base_priority_init(server_base, 2) != 0) {
+    if (event_base_priority_init(base, 2) != 0) {
         log_error("cannot set the event loop's priorities");
-        event_base_free(server_base);
-        return 1;
+        event_base_free(base);
+        return NULL;
     }
+    return base;
+}
 
+/*
+ * Start every module on ctx, bottom floor first.  Returns 0, or -1 with
+ * the reason logged and what had started stopped (the caller frees the
+ * event base).
+ */
+static int
+server_start_modules(const struct conf *conf)
+{
     if (redlock_init(conf->drift_factor) != 0) {
         log_error("out of memory registering the scripts");
-        event_base_free(server_base);
-        return 1;
+        return -1;
     }
-    round_init(server_base, conf->node_timeout_ms);
-    if (flush_init(server_base) != 0) {
-        log_error("cannot create the flush event");
-        event_base_free(server_base);
-        return 1;
-    }
-    lock_init(server_base, conf);
-    watch_init(server_base, conf);
-    command_init(server_base, conf);
-    if (listener_start(server_base, conf) != 0) {
-        event_base_free(server_base);
-        return 1;
-    }
-    if (metrics_start(server_base, conf) != 0) {
-        listener_stop();
-        event_base_free(server_base);
-        return 1;
+    flush_init(ctx.base);
+    lock_init();
+    watch_init();
+    command_init();
+    readq_set_max(conf->max_reads_in_flight);
+    if (listener_start() != 0) {
+        return -1;
     }
     server_set_quarantine(conf);
-    if (server_tls_client(conf) != 0) {
+    if (metrics_start() != 0 || server_tls_client(conf) != 0) {
         metrics_stop();
         listener_stop();
-        event_base_free(server_base);
-        return 1;
+        return -1;
     }
     channel_start();
-    if (master_start(server_base, conf) != 0) {
+    if (master_start() != 0) {
         metrics_stop();
         listener_stop();
-        event_base_free(server_base);
+        return -1;
+    }
+    return 0;
+}
+
+int
+server_run(struct conf *conf)
+{
+    struct event *sigs[3];
+    const int signums[3] = { SIGTERM, SIGINT, SIGHUP };
+    int i, rc = 0;
+
+    signal(SIGPIPE, SIG_IGN);
+    ctx.conf = conf;
+    stats.start_us = util_now_us();
+    log_set_level((enum log_level)conf->log_level);
+    server_check_secrets(conf);
+    if ((ctx.base = server_base_new()) == NULL) {
+        return 1;
+    }
+    if (server_start_modules(conf) != 0) {
+        event_base_free(ctx.base);
+        ctx.base = NULL;
         return 1;
     }
     for (i = 0; i < 3; i++) {
-        sigs[i] = evsignal_new(server_base, signums[i], server_signal_cb, NULL);
+        sigs[i] = evsignal_new(ctx.base, signums[i], server_signal_cb, NULL);
         evsignal_add(sigs[i], NULL);
     }
-    if (notify_start(server_base, server_status) != 0) {
-        rc = 1;
-        goto out;
-    }
+    notify_start(ctx.base, server_status);
     log_info("redlockd %s ready: %zu masters, quorum %zu%s", REDLOCKD_VERSION,
              master_count(), redlock_quorum(master_count()),
              notify_available() ? "" : " (built without libsystemd)");
@@ -559,11 +754,10 @@ server_run(struct conf *conf)
        waiting for a quorum, which could hang the boot. */
     notify_ready();
 
-    if (event_base_dispatch(server_base) < 0) {
+    if (event_base_dispatch(ctx.base) < 0) {
         log_error("event loop failed");
         rc = 1;
     }
-out:
     notify_stop();
 
     for (i = 0; i < 3; i++) {
@@ -577,12 +771,14 @@ out:
     lease_stop();
     tls_stop();
     flush_stop();
-    event_base_free(server_base);
-    if (server_conf_owned) {
-        conf_free(server_conf);
-        free(server_conf);
+    event_base_free(ctx.base);
+    ctx.base = NULL;
+    if (server_owned != NULL) {
+        conf_free(server_owned);
+        free(server_owned);
+        server_owned = NULL;
     }
-    server_conf = NULL;
+    ctx.conf = NULL;
     log_info("stopped");
     return rc;
 }

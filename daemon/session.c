@@ -25,6 +25,7 @@
 
 #include "conf/conf.h"
 #include "daemon/admit.h"
+#include "daemon/ctx.h"
 #include "daemon/flush.h"
 #include "daemon/lock.h"
 #include "daemon/log.h"
@@ -118,8 +119,6 @@ struct session {
 #define SESSION_IS_TLS(s)   ((s)->kind >= SESSION_TLS_HANDSHAKE)
 #define SESSION_LINES_PER_TURN 16   /* requests of one session per turn of the loop */
 
-static struct event_base *session_base;
-static const struct conf *session_conf;
 static TAILQ_HEAD(, session) sessions = TAILQ_HEAD_INITIALIZER(sessions);
 static size_t             session_n;
 static uint64_t           session_next_id = 1;
@@ -183,13 +182,10 @@ session_defer(struct session *s)
 }
 
 void
-session_init(struct event_base *base, const struct conf *conf,
-             const struct session_hooks *hooks)
+session_init(const struct session_hooks *hooks)
 {
-    session_base = base;
-    session_conf = conf;
     session_hooks = hooks;
-    evtimer_assign(&session_turn, base, session_turn_cb, NULL);
+    evtimer_assign(&session_turn, ctx.base, session_turn_cb, NULL);
 }
 
 size_t
@@ -221,7 +217,7 @@ session_check_output(struct session *s)
 {
     size_t out = evbuffer_get_length(bufferevent_get_output(s->bev));
 
-    if (!s->overflow && out > (size_t)session_conf->max_output_bytes) {
+    if (!s->overflow && out > (size_t)ctx.conf->max_output_bytes) {
         s->overflow = true;
         bufferevent_disable(s->bev, EV_READ);
         event_del(&s->timer);
@@ -673,8 +669,9 @@ session_reauth(struct session *s, const struct conf *old, const struct conf *nex
 }
 
 void
-session_set_conf(const struct conf *conf)
+session_apply(const struct conf *prev)
 {
+    const struct conf *conf = ctx.conf;
     struct session *s;
 
     /*
@@ -682,20 +679,19 @@ session_set_conf(const struct conf *conf)
      * take a new limits.max_line_bytes at once.
      */
     TAILQ_FOREACH(s, &sessions, link) {
-        session_reauth(s, session_conf, conf);
+        session_reauth(s, prev, conf);
         if (s->bev != NULL) {
             bufferevent_setwatermark(s->bev, EV_READ, 0,
                                      SESSION_READ_HIGH + 2 * (size_t)conf->max_line_bytes);
         }
     }
-    session_conf = conf;
 }
 
 /* Reading pauses past this much unsent output (and resumes below SESSION_OUT_LOW). */
 static size_t
 session_out_high(void)
 {
-    size_t half = (size_t)session_conf->max_output_bytes / 2;
+    size_t half = (size_t)ctx.conf->max_output_bytes / 2;
 
     return half < SESSION_OUT_HIGH ? half : SESSION_OUT_HIGH;
 }
@@ -728,8 +724,8 @@ session_watch_partial(struct session *s)
     if (eol.pos >= 0) {
         event_del(&s->timer);
     } else if (!evtimer_pending(&s->timer, NULL)) {
-        tv.tv_sec = (time_t)(session_conf->idle_timeout_ms / 1000);
-        tv.tv_usec = (suseconds_t)((session_conf->idle_timeout_ms % 1000) * 1000);
+        tv.tv_sec = (time_t)(ctx.conf->idle_timeout_ms / 1000);
+        tv.tv_usec = (suseconds_t)((ctx.conf->idle_timeout_ms % 1000) * 1000);
         evtimer_add(&s->timer, &tv);
     }
 }
@@ -783,7 +779,7 @@ session_timer_cb(evutil_socket_t fd, short what, void *arg)
         stats.tls_handshake_failures++;
         log_info("client %llu (%s): TLS handshake not done within %lld ms "
                  "(limits.auth_timeout_ms), closing", (unsigned long long)s->id, s->peer,
-                 (long long)session_conf->auth_timeout_ms);
+                 (long long)ctx.conf->auth_timeout_ms);
         session_close(s, "TLS handshake timed out");
         return;
     }
@@ -799,24 +795,24 @@ session_timer_cb(evutil_socket_t fd, short what, void *arg)
                  "limits.max_output_bytes (%lld): closing",
                  (unsigned long long)s->id, s->peer,
                  evbuffer_get_length(bufferevent_get_output(s->bev)),
-                 (long long)session_conf->max_output_bytes);
+                 (long long)ctx.conf->max_output_bytes);
         session_close(s, "output over limits.max_output_bytes");
         return;
     }
     stats.clients_timed_out++;
     if (s->auth == SESSION_AUTH_WAITING) {
         log_info("client %llu (%s): no AUTH within %lld ms, closing",
-                 (unsigned long long)s->id, s->peer, (long long)session_conf->auth_timeout_ms);
+                 (unsigned long long)s->id, s->peer, (long long)ctx.conf->auth_timeout_ms);
         snprintf(text, sizeof(text), "no AUTH within %lld ms (limits.auth_timeout_ms)",
-                 (long long)session_conf->auth_timeout_ms);
+                 (long long)ctx.conf->auth_timeout_ms);
         session_error(s, PROTO_ERR_AUTH, text);
         session_close_now(s, "no AUTH in time");
         return;
     }
     log_info("client %llu (%s): request line not completed within %lld ms, closing",
-             (unsigned long long)s->id, s->peer, (long long)session_conf->idle_timeout_ms);
+             (unsigned long long)s->id, s->peer, (long long)ctx.conf->idle_timeout_ms);
     snprintf(text, sizeof(text), "request line not completed within %lld ms "
-             "(limits.idle_timeout_ms)", (long long)session_conf->idle_timeout_ms);
+             "(limits.idle_timeout_ms)", (long long)ctx.conf->idle_timeout_ms);
     session_error(s, PROTO_ERR_TIMEOUT, text);
     session_quit(s);
 }
@@ -829,7 +825,7 @@ session_process(struct session *s)
     struct evbuffer_ptr eol;
     struct proto_cmd cmd;
     struct proto_error err;
-    size_t eol_len, max = (size_t)session_conf->max_line_bytes;
+    size_t eol_len, max = (size_t)ctx.conf->max_line_bytes;
     char text[96];
     unsigned char *line;
     unsigned lines = 0;
@@ -1072,7 +1068,7 @@ session_event_cb(struct bufferevent *bev, short what, void *arg)
         log_warn("client %llu (%s): read none of %zu bytes of replies for %lld ms "
                  "(limits.idle_timeout_ms): closing", (unsigned long long)s->id, s->peer,
                  evbuffer_get_length(bufferevent_get_output(s->bev)),
-                 (long long)session_conf->idle_timeout_ms);
+                 (long long)ctx.conf->idle_timeout_ms);
         session_close(s, "replies not read");
     } else if (what & BEV_EVENT_EOF) {
         session_input_end(s);
@@ -1165,7 +1161,7 @@ session_accept(evutil_socket_t fd, const char *peer, bool is_unix, bool is_tls, 
             return -1;
         }
         /* Freeing the bufferevent frees ssl and closes fd. */
-        s->bev = bufferevent_openssl_socket_new(session_base, fd, ssl,
+        s->bev = bufferevent_openssl_socket_new(ctx.base, fd, ssl,
                                                 BUFFEREVENT_SSL_ACCEPTING,
                                                 BEV_OPT_CLOSE_ON_FREE
                                                 | BEV_OPT_DEFER_CALLBACKS);
@@ -1173,7 +1169,7 @@ session_accept(evutil_socket_t fd, const char *peer, bool is_unix, bool is_tls, 
             bufferevent_openssl_set_allow_dirty_shutdown(s->bev, 1);
         }
     } else {
-        s->bev = bufferevent_socket_new(session_base, fd,
+        s->bev = bufferevent_socket_new(ctx.base, fd,
                                         BEV_OPT_CLOSE_ON_FREE | BEV_OPT_DEFER_CALLBACKS);
     }
     if (s->bev == NULL) {
@@ -1194,7 +1190,7 @@ session_accept(evutil_socket_t fd, const char *peer, bool is_unix, bool is_tls, 
     if (is_unix && uid == 0) {
         s->admin_by = "uid 0 on the Unix socket";
     }
-    evtimer_assign(&s->timer, session_base, session_timer_cb, s);
+    evtimer_assign(&s->timer, ctx.base, session_timer_cb, s);
     s->admit = *slot;           /* the session gives the slot back at close */
     admit_settle(&s->admit, session_evict);
     s->auth = admit_needs_auth(is_unix) ? SESSION_AUTH_WAITING : SESSION_AUTH_NOT_NEEDED;
@@ -1209,18 +1205,18 @@ session_accept(evutil_socket_t fd, const char *peer, bool is_unix, bool is_tls, 
     bufferevent_setcb(s->bev, session_read_cb, session_write_cb, session_event_cb, s);
     /* Stop reading while a LOCK waits and this much is buffered. */
     bufferevent_setwatermark(s->bev, EV_READ, 0,
-                             SESSION_READ_HIGH + 2 * (size_t)session_conf->max_line_bytes);
+                             SESSION_READ_HIGH + 2 * (size_t)ctx.conf->max_line_bytes);
     /* The write callback runs once the output drains below this. */
     bufferevent_setwatermark(s->bev, EV_WRITE, SESSION_OUT_LOW, 0);
     /* Pending output that makes no progress this long: the client does not read. */
-    tv.tv_sec = (time_t)(session_conf->idle_timeout_ms / 1000);
-    tv.tv_usec = (suseconds_t)((session_conf->idle_timeout_ms % 1000) * 1000);
+    tv.tv_sec = (time_t)(ctx.conf->idle_timeout_ms / 1000);
+    tv.tv_usec = (suseconds_t)((ctx.conf->idle_timeout_ms % 1000) * 1000);
     bufferevent_set_timeouts(s->bev, NULL, &tv);
     if (s->auth == SESSION_AUTH_WAITING || is_tls) {
         /* A session that never authenticates (or never finishes its TLS
            handshake) must not keep a client slot. */
-        tv.tv_sec = (time_t)(session_conf->auth_timeout_ms / 1000);
-        tv.tv_usec = (suseconds_t)((session_conf->auth_timeout_ms % 1000) * 1000);
+        tv.tv_sec = (time_t)(ctx.conf->auth_timeout_ms / 1000);
+        tv.tv_usec = (suseconds_t)((ctx.conf->auth_timeout_ms % 1000) * 1000);
         evtimer_add(&s->timer, &tv);
     }
     /*

@@ -69,14 +69,14 @@ struct session_hooks {
 };
 
 /*
- * Set the event base, the settings (limits.*, auth.*) and the layer
- * above (hooks, kept until exit).
+ * Set the layer above (hooks, kept until exit).  The settings (limits.*,
+ * auth.*) are read from ctx.conf when used and sessions run on ctx.base
+ * (daemon/ctx.h).
  */
-void session_init(struct event_base *base, const struct conf *conf,
-                  const struct session_hooks *hooks);
+void session_init(const struct session_hooks *hooks);
 
 /*
- * Use new settings from now on (reload).  A session whose password
+ * After a reload (ctx.conf is the new settings, prev the old ones).  A session whose password
  * changed ends (the secret it showed is no longer one), unless no
  * password is needed any more; one let in without AUTH that now needs
  * one ends too, unless it is still in its TLS handshake (it must then
@@ -84,7 +84,7 @@ void session_init(struct event_base *base, const struct conf *conf,
  * longer needed is let in; sessions a client certificate let in stay.
  * A new limits.max_line_bytes applies at once.
  */
-void session_set_conf(const struct conf *conf);
+void session_apply(const struct conf *prev);
 
 /*
  * Start a session on an accepted socket.  peer describes the client for

@@ -19,6 +19,7 @@
 #include "conf/conf.h"
 #include "daemon/log.h"
 #include "daemon/tls.h"
+#include "daemon/xmalloc.h"
 
 #define TLS_REFUSAL_SIZE    512     /* room for why a client certificate was refused */
 #define TLS_SUBJECT_SIZE    200     /* room for a certificate's subject in that text */
@@ -62,9 +63,7 @@ tls_ctx_base(const SSL_METHOD *method, char *why, size_t size)
     ERR_clear_error();
     ctx = SSL_CTX_new(method);
     if (ctx == NULL) {
-        snprintf(why, size, "cannot create a TLS context (out of memory)");
-        ERR_clear_error();
-        return NULL;
+        xmalloc_fail("a TLS context");
     }
     if (SSL_CTX_set_min_proto_version(ctx, TLS1_2_VERSION) != 1) {
         snprintf(why, size, "cannot require TLS 1.2 or later");
@@ -300,8 +299,7 @@ tls_ctx_set_id_context(SSL_CTX *ctx, const struct conf *conf, char *why, size_t 
     int rc = -1;
 
     if (md == NULL || EVP_DigestInit_ex(md, EVP_sha256(), NULL) != 1) {
-        snprintf(why, size, "cannot compute the TLS session id context (out of memory)");
-        goto out;
+        xmalloc_fail("the TLS session id context's digest");
     }
     tls_digest_part(md, "redlockd client verification", 28);
     if (tls_digest_file(md, "tls.client_ca_file", conf->tls_client_ca_file, why, size) != 0
@@ -382,9 +380,8 @@ tls_ctx_client_policy(SSL_CTX *ctx, const struct conf *conf, char *why, size_t s
     return 0;
 }
 
-/* A context from the files of conf, or NULL with the reason in why. */
-static SSL_CTX *
-tls_ctx_new(const struct conf *conf, char *why, size_t size)
+SSL_CTX *
+tls_server_ctx_new(const struct conf *conf, char *why, size_t size)
 {
     SSL_CTX *ctx;
     STACK_OF(X509_NAME) *names;
@@ -393,8 +390,7 @@ tls_ctx_new(const struct conf *conf, char *why, size_t size)
     if (tls_refusal_idx < 0) {
         tls_refusal_idx = SSL_get_ex_new_index(0, NULL, NULL, NULL, tls_refusal_free);
         if (tls_refusal_idx < 0) {
-            snprintf(why, size, "cannot create a TLS context (out of memory)");
-            return NULL;
+            xmalloc_fail("a TLS context's data index");
         }
     }
     if ((ctx = tls_ctx_base(TLS_server_method(), why, size)) == NULL) {
@@ -447,11 +443,18 @@ fail:
 int
 tls_load(const struct conf *conf, char *why, size_t size)
 {
-    SSL_CTX *ctx = tls_ctx_new(conf, why, size);
+    SSL_CTX *ctx = tls_server_ctx_new(conf, why, size);
 
     if (ctx == NULL) {
         return -1;
     }
+    tls_server_use(ctx, conf);
+    return 0;
+}
+
+void
+tls_server_use(SSL_CTX *ctx, const struct conf *conf)
+{
     /* Open sessions hold references of their own to the old context. */
     SSL_CTX_free(tls_ctx);
     tls_ctx = ctx;
@@ -464,7 +467,6 @@ tls_load(const struct conf *conf, char *why, size_t size)
              conf->tls_client_ca_file[0] != '\0' ? conf->tls_client_crl_file : "",
              conf->tls_client_ca_file[0] != '\0' && conf->tls_client_names.n > 0
                  ? ", names from tls.client_names" : "");
-    return 0;
 }
 
 bool
@@ -479,15 +481,16 @@ tls_session_new(void)
     char *refusal;
     SSL *ssl;
 
-    if (tls_ctx == NULL || (ssl = SSL_new(tls_ctx)) == NULL) {
+    if (tls_ctx == NULL) {
         return NULL;
     }
+    if ((ssl = SSL_new(tls_ctx)) == NULL) {
+        xmalloc_fail("a client's TLS session");
+    }
     /* Freed with ssl (tls_refusal_free). */
-    refusal = calloc(1, TLS_REFUSAL_SIZE);
-    if (refusal == NULL || SSL_set_ex_data(ssl, tls_refusal_idx, refusal) != 1) {
-        free(refusal);
-        SSL_free(ssl);
-        return NULL;
+    refusal = xcalloc(1, TLS_REFUSAL_SIZE);
+    if (SSL_set_ex_data(ssl, tls_refusal_idx, refusal) != 1) {
+        xmalloc_fail("a client's TLS session");
     }
     return ssl;
 }
@@ -566,8 +569,11 @@ tls_client_session_new(const char *name)
     bool numeric;
     SSL *ssl;
 
-    if (tls_client_ctx == NULL || (ssl = SSL_new(tls_client_ctx)) == NULL) {
+    if (tls_client_ctx == NULL) {
         return NULL;
+    }
+    if ((ssl = SSL_new(tls_client_ctx)) == NULL) {
+        xmalloc_fail("a master link's TLS session");
     }
     numeric = inet_pton(AF_INET, name, buf) == 1 || inet_pton(AF_INET6, name, buf) == 1;
     if (numeric) {

@@ -34,12 +34,25 @@ struct conf;
  */
 int tls_load(const struct conf *conf, char *why, size_t size);
 
+/*
+ * tls_load() in two steps, so that a reload can check every file before
+ * it changes anything: tls_server_ctx_new() reads tls.* of conf into a
+ * new context and returns it (the caller owns it: SSL_CTX_free when it
+ * is not used), or NULL with the reason in why, as tls_load; nothing in
+ * use changes.  tls_server_use() makes ctx, built from conf, the one new
+ * sessions use (taking it; sessions already open keep theirs) and logs
+ * what was loaded.
+ */
+SSL_CTX *tls_server_ctx_new(const struct conf *conf, char *why, size_t size);
+void tls_server_use(SSL_CTX *ctx, const struct conf *conf);
+
 /* True when a context is loaded (tls_load succeeded once). */
 bool tls_ready(void);
 
 /*
  * A new server-side SSL for an accepted client, from the current
- * context; NULL when no context is loaded or out of memory.  The caller
+ * context; NULL when no context is loaded (out of memory aborts,
+ * daemon/xmalloc.h).  The caller
  * owns it (SSL_free, or the bufferevent that took it).
  */
 SSL *tls_session_new(void);
@@ -85,7 +98,8 @@ void tls_client_use(SSL_CTX *ctx);
 /*
  * A new client SSL for a master, checking the certificate's name against
  * name (a host name, also sent as SNI, or a numeric address); NULL when
- * no client context is loaded or out of memory.
+ * no client context is loaded or OpenSSL refuses the name (out of memory
+ * aborts, daemon/xmalloc.h).
  */
 SSL *tls_client_session_new(const char *name);
 

@@ -15,6 +15,7 @@
 #include <event2/event_struct.h>
 
 #include "conf/conf.h"
+#include "daemon/ctx.h"
 #include "daemon/lock.h"
 #include "daemon/log.h"
 #include "daemon/redlock.h"
@@ -72,8 +73,6 @@ struct watcher {
     bool                 synced;        /* it was told the current state */
 };
 
-static struct event_base *watch_base;
-static const struct conf *watch_conf;
 static void              *watch_root;   /* tsearch tree of struct watch_name */
 
 static void watch_read(struct watch_name *wn);
@@ -105,17 +104,9 @@ watch_find_key(const char *key, size_t key_len)
 }
 
 void
-watch_init(struct event_base *base, const struct conf *conf)
+watch_init(void)
 {
-    watch_base = base;
-    watch_conf = conf;
     redlock_on_change(watch_changed);
-}
-
-void
-watch_set_conf(const struct conf *conf)
-{
-    watch_conf = conf;
 }
 
 void
@@ -229,7 +220,7 @@ watch_read_done(const struct redlock_status_result *res, void *arg)
          * it with its fence, and the write-back announces itself, as does
          * the release of a grant that fails).  Read again after a backoff.
          */
-        wn->backoff_us = wn->backoff_us == 0 ? watch_conf->retry_delay_ms * 1000
+        wn->backoff_us = wn->backoff_us == 0 ? ctx.conf->retry_delay_ms * 1000
                          : wn->backoff_us * 2;
         if (wn->backoff_us > WATCH_BACKOFF_MAX_US) {
             wn->backoff_us = WATCH_BACKOFF_MAX_US;
@@ -256,11 +247,11 @@ watch_read_done(const struct redlock_status_result *res, void *arg)
         watch_read_in(wn, 0);
     } else if (wn->settling) {
         wn->settling = false;
-        watch_read_in(wn, watch_conf->node_timeout_ms * 1000);
+        watch_read_in(wn, ctx.conf->node_timeout_ms * 1000);
     } else if (res->v.outcome == REDLOCK_HELD && res->holders_ttl_ms >= 0) {
         /* An expiry announces nothing: look when the quorum said it ends. */
         delay = res->holders_ttl_ms * 1000 + WATCH_EXPIRY_MARGIN_US
-                + util_random(watch_conf->retry_delay_ms * 1000);
+                + util_random(ctx.conf->retry_delay_ms * 1000);
         watch_read_in(wn, delay);
     } else {
         event_del(&wn->timer);
@@ -331,18 +322,18 @@ watch_subscribe(struct watch_name *wn)
 static struct watch_name *
 watch_name_new(const char *name, size_t name_len)
 {
-    size_t plen = strlen(watch_conf->key_prefix);
+    size_t plen = strlen(ctx.conf->key_prefix);
     struct watch_name *wn = xcalloc(1, sizeof(*wn));
 
     wn->key = xmalloc(plen + name_len + 1);
-    memcpy(wn->key, watch_conf->key_prefix, plen);
+    memcpy(wn->key, ctx.conf->key_prefix, plen);
     memcpy(wn->key + plen, name, name_len);
     wn->key[plen + name_len] = '\0';
     wn->key_len = plen + name_len;
     wn->name = wn->key + plen;
     wn->name_len = name_len;
     TAILQ_INIT(&wn->watchers);
-    evtimer_assign(&wn->timer, watch_base, watch_timer_cb, wn);
+    evtimer_assign(&wn->timer, ctx.base, watch_timer_cb, wn);
     if (tsearch(wn, &watch_root, watch_cmp) == NULL) {
         xmalloc_fail("a watched name's entry");
     }
@@ -360,7 +351,7 @@ watch_name_new(const char *name, size_t name_len)
 int
 watch_add(struct watch_client *c, const char *name, size_t name_len, const char **error)
 {
-    size_t plen = strlen(watch_conf->key_prefix);
+    size_t plen = strlen(ctx.conf->key_prefix);
     char key[REDLOCK_KEY_MAX + 1];
     struct watch_name *wn;
     struct watcher *w;
@@ -369,7 +360,7 @@ watch_add(struct watch_client *c, const char *name, size_t name_len, const char 
         *error = "the lock's key is too long (lock.key_prefix + name)";
         return -1;
     }
-    memcpy(key, watch_conf->key_prefix, plen);
+    memcpy(key, ctx.conf->key_prefix, plen);
     memcpy(key + plen, name, name_len);
     wn = watch_find_key(key, plen + name_len);
     if (wn != NULL) {
@@ -383,12 +374,12 @@ watch_add(struct watch_client *c, const char *name, size_t name_len, const char 
             }
         }
     }
-    if ((int64_t)c->n >= watch_conf->max_locks_per_client) {
+    if ((int64_t)c->n >= ctx.conf->max_locks_per_client) {
         *error = "this session watches as many names as it may hold locks "
                  "(limits.max_locks_per_client)";
         return -1;
     }
-    if ((int64_t)stats.watching >= watch_conf->max_watches) {
+    if ((int64_t)stats.watching >= ctx.conf->max_watches) {
         *error = "the daemon's sessions have as many WATCHes open as it allows "
                  "(limits.max_watches)";
         return -1;

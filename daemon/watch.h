@@ -65,12 +65,10 @@ struct watch_client {
     size_t               n;         /* entries in watchers */
 };
 
-/* Set the event base and the settings (lock.*, limits.*).  Call once,
- * after redlock_init(). */
-void watch_init(struct event_base *base, const struct conf *conf);
-
-/* Use new settings from now on (reload). */
-void watch_set_conf(const struct conf *conf);
+/* Register with the engine.  Call once, after redlock_init().  The
+ * settings (lock.*, limits.*) are read from ctx.conf when used and
+ * timers run on ctx.base (daemon/ctx.h). */
+void watch_init(void);
 
 /*
  * Prepare a client: no watches, pushes to push, its reads made in turn

@@ -16,6 +16,7 @@
 #include "conf/conf.h"
 #include "daemon/admit.h"
 #include "daemon/authlimit.h"
+#include "daemon/ctx.h"
 #include "daemon/fdbudget.h"
 #include "daemon/keyhash.h"
 #include "tests/runner.h"
@@ -33,7 +34,7 @@ t_conf(struct conf *c, int64_t max_clients, int64_t reserved, int64_t pending,
     c->max_clients_per_source = per_source;
     c->auth_password = (char *)password;
     c->auth_unix_exempt = true;
-    admit_set_conf(c);
+    ctx.conf = c;   /* what server.c sets (daemon/ctx.h) */
 }
 
 /* The group of peer, as a string to compare. */
