@@ -19,7 +19,7 @@
  * here.  channel_ready() tells whether every master whose subscriber
  * link is up has confirmed, and the confirmation receiver hears each
  * confirmation (the first, and the ones after a link came back), so
- * that a user can order what it sends after them (daemon/lock.c: a
+ * that a user can order what it sends after them (daemon/lock_queue.c: a
  * waiter's try, whose refusal asks for a message).
  */
 #ifndef REDLOCKD_CHANNEL_H

@@ -1,7 +1,7 @@
 /*
  * redlock_channels.c: the names' channels on the masters, routed to the
  * daemon's modules: a name's release announcements for its waiters
- * (daemon/lock.c), its changes for its watchers (daemon/watch.c), and
+ * (daemon/lock_queue.c), its changes for its watchers (daemon/watch.c), and
  * the daemons' BREAK channel.  Subscriptions go through daemon/channel.h.
  */
 #include <stdarg.h>
