@@ -25,6 +25,7 @@
 #include "daemon/stats.h"
 #include "daemon/util.h"
 #include "daemon/watch.h"
+#include "daemon/xmalloc.h"
 #include "proto/proto.h"
 
 #define COMMAND_LIST_NAMES  1024          /* names per step of a LIST */
@@ -95,9 +96,6 @@ static const char *const command_kind_words[] = {
     [LOCK_KIND_COUNTED] = "counted",
 };
 
-static void command_lost_cb(struct lock_client *lc, const char *name, size_t name_len,
-                            const char *reason);
-
 /*
  * May s see the label of a hold that is not its own?  (auth.show_labels:
  * labels name hosts, users and processes.)
@@ -128,6 +126,49 @@ command_reply_kind(struct proto_reply *r, const struct lock_result *res, bool st
             proto_reply_int(r, "permit", res->permit);
         }
     }
+}
+
+/*
+ * A lease-mode grant whose OK is on its way to the client: what its
+ * delivery receipt needs to release it.  Owned by the receipt; freed
+ * when it is given.
+ */
+struct command_grant {
+    char    token[UTIL_TOKEN_HEX];  /* the lease's token */
+    size_t  name_len;               /* bytes in name */
+    char    name[];                 /* the lock's name */
+};
+
+/*
+ * The receipt of a lease-mode grant's OK.  Not delivered: nobody knows
+ * the token, so the lease is released on the masters now
+ * (lock_abandon) rather than at its ttl.  A reply that may have been
+ * read is kept: the client would use a lock it no longer holds.
+ */
+static void
+command_grant_receipt(struct session *s, void *arg, bool delivered)
+{
+    struct command_grant *g = arg;
+
+    if (!delivered) {
+        log_info("client %llu (%s): the OK of lease %.*s never reached the client; "
+                 "releasing it", session_id(s), session_peer(s), (int)g->name_len, g->name);
+        lock_abandon(g->name, g->name_len, g->token);
+    }
+    free(g);
+}
+
+/* Write r, the OK of the lease-mode grant res, with a delivery receipt. */
+static void
+command_reply_grant(struct session *s, const struct proto_reply *r,
+                    const struct lock_result *res)
+{
+    struct command_grant *g = xmalloc(sizeof(*g) + res->name_len);
+
+    memcpy(g->token, res->token, UTIL_TOKEN_HEX);
+    g->name_len = res->name_len;
+    memcpy(g->name, res->name, res->name_len);
+    session_reply_tracked(s, r, command_grant_receipt, g);
 }
 
 static void
@@ -233,11 +274,10 @@ command_done_cb(struct lock_client *lc, const struct lock_result *res)
         return;
     }
     proto_reply_end(&r);        /* a no-op for the error replies, already ended */
-    session_reply(s, &r);
-    if (res->outcome == LOCK_OK && res->token != NULL
-        && session_track_grant(s, res->name, res->name_len, res->token) != 0) {
-        /* Out of memory: the grant was released at once; the client learns it. */
-        command_lost_cb(&c->lc, res->name, res->name_len, "gone");
+    if (res->outcome == LOCK_OK && res->token != NULL) {
+        command_reply_grant(s, &r, res);    /* released if it never reaches the client */
+    } else {
+        session_reply(s, &r);
     }
     session_next(s);
 }
