@@ -779,18 +779,135 @@ command_status(struct command *c, const char *name, size_t name_len, const char 
     event_add(&c->status_timer, &tv);
 }
 
+/*
+ * LOCK and TRYLOCK: check ttl= (mode=lease needs one) and limit=
+ * against the config, else ERR PROTO; then the request begins, answered
+ * by command_done_cb.
+ */
+static void
+command_lock(struct command *c, const struct proto_cmd *cmd)
+{
+    struct session *s = c->s;
+    struct lock_request req;
+    char text[160];
+
+    if (cmd->mode == PROTO_MODE_LEASE && !cmd->has_ttl) {
+        snprintf(text, sizeof(text), "%s: mode=lease needs ttl= (nothing renews a lease)",
+                 proto_verb_name(cmd->verb));
+        session_error(s, PROTO_ERR_PROTO, text);
+        return;
+    }
+    if (command_ttl(s, cmd, &req.ttl_ms) != 0) {
+        return;
+    }
+    req.wait_ms = cmd->verb == PROTO_TRYLOCK ? 0
+                  : cmd->has_wait ? cmd->wait_ms : PROTO_WAIT_INF;
+    req.trylock = cmd->verb == PROTO_TRYLOCK;
+    req.lease_mode = cmd->mode == PROTO_MODE_LEASE;
+    req.fence = cmd->fence;
+    req.kind = cmd->shared ? LOCK_KIND_SHARED
+               : cmd->has_limit ? LOCK_KIND_COUNTED : LOCK_KIND_EXCLUSIVE;
+    req.label = cmd->has_label ? cmd->label : c->label;
+    req.label_len = cmd->has_label ? cmd->label_len : strlen(c->label);
+    req.label_asked = cmd->has_label;
+    req.limit = 0;
+    if (cmd->has_limit) {
+        if (cmd->limit > command_conf->max_limit) {
+            snprintf(text, sizeof(text), "%s: limit=%lld out of range 1..%lld "
+                     "(lock.max_limit)", proto_verb_name(cmd->verb),
+                     (long long)cmd->limit, (long long)command_conf->max_limit);
+            session_error(s, PROTO_ERR_PROTO, text);
+            return;
+        }
+        req.limit = (unsigned)cmd->limit;
+    }
+    session_request_begin(s);
+    lock_acquire(&c->lc, cmd->name, cmd->name_len, &req);
+}
+
+/* HELP: a line per verb, then END. */
+static void
+command_help(struct session *s)
+{
+    size_t i;
+
+    for (i = 0; proto_help[i] != NULL; i++) {
+        evbuffer_add_printf(session_output(s), "HELP %s\n", proto_help[i]);
+    }
+    evbuffer_add(session_output(s), "END\n", 4);
+    session_wrote(s);
+}
+
+/* LIST [prefix]: its state, and its first step queued behind the other LISTs'. */
+static void
+command_list_begin(struct command *c, const struct proto_cmd *cmd)
+{
+    c->list = xcalloc(1, sizeof(*c->list));
+    c->list->c = c;
+    c->list->prefix_len = cmd->word != NULL ? cmd->word_len : 0;
+    memcpy(c->list->prefix, cmd->word != NULL ? cmd->word : "", c->list->prefix_len);
+    session_pace(c->s, true);
+    command_list_later(c);  /* even the first step waits for its turn */
+}
+
+/*
+ * WATCH name: within the session's read budget (a new watch is a read
+ * and subscriptions; one already there costs nothing), answered "OK
+ * name", or ERR LIMIT.
+ */
+static void
+command_watch(struct command *c, const struct proto_cmd *cmd)
+{
+    struct proto_reply r;
+    const char *err;
+    int rc;
+
+    if (command_read_budget(c) != 0) {
+        return;
+    }
+    rc = watch_add(&c->wc, cmd->name, cmd->name_len, &err);
+    if (rc < 0) {
+        session_error(c->s, PROTO_ERR_LIMIT, err);
+        return;
+    }
+    if (rc == 0) {
+        command_read_taken(c);
+    }
+    proto_reply_start(&r, "OK");
+    proto_reply_word(&r, cmd->name, cmd->name_len);
+    proto_reply_end(&r);
+    session_reply(c->s, &r);
+}
+
+/* BREAK name: only with the admin right; the audit line either way. */
+static void
+command_break(struct command *c, const struct proto_cmd *cmd)
+{
+    struct session *s = c->s;
+
+    if (session_admin_by(s) == NULL) {
+        log_warn("client %llu (%s, label %s): BREAK %.*s refused: not admin",
+                 session_id(s), session_peer(s), c->label, (int)cmd->name_len,
+                 cmd->name);
+        session_error(s, PROTO_ERR_DENIED, "BREAK needs the admin right: AUTH with "
+                      "auth.admin_password, or uid 0 on the Unix socket");
+        return;
+    }
+    /* The audit line of who asked; lock.c logs what it ended, whatever comes of us. */
+    log_warn("client %llu (%s, label %s, admin by %s): BREAK %.*s",
+             session_id(s), session_peer(s), c->label, session_admin_by(s),
+             (int)cmd->name_len, cmd->name);
+    session_request_begin(s);
+    lock_break(&c->lc, cmd->name, cmd->name_len);
+}
+
 /* Run one parsed request (the session's line hook). */
 static void
 command_line(struct session *s, void *state, const struct proto_cmd *cmd)
 {
     struct command *c = state;
     struct proto_reply r;
-    struct lock_request req;
-    char text[160];
-    const char *err;
     int64_t ttl;
-    size_t i;
-    int rc;
 
     if (!session_authed(s) && command_conf->auth_password[0] != '\0'
         && cmd->verb != PROTO_AUTH && cmd->verb != PROTO_QUIT) {
@@ -809,38 +926,7 @@ command_line(struct session *s, void *state, const struct proto_cmd *cmd)
         return;
     case PROTO_LOCK:
     case PROTO_TRYLOCK:
-        if (cmd->mode == PROTO_MODE_LEASE && !cmd->has_ttl) {
-            snprintf(text, sizeof(text), "%s: mode=lease needs ttl= (nothing renews a lease)",
-                     proto_verb_name(cmd->verb));
-            session_error(s, PROTO_ERR_PROTO, text);
-            return;
-        }
-        if (command_ttl(s, cmd, &req.ttl_ms) != 0) {
-            return;
-        }
-        req.wait_ms = cmd->verb == PROTO_TRYLOCK ? 0
-                      : cmd->has_wait ? cmd->wait_ms : PROTO_WAIT_INF;
-        req.trylock = cmd->verb == PROTO_TRYLOCK;
-        req.lease_mode = cmd->mode == PROTO_MODE_LEASE;
-        req.fence = cmd->fence;
-        req.kind = cmd->shared ? LOCK_KIND_SHARED
-                   : cmd->has_limit ? LOCK_KIND_COUNTED : LOCK_KIND_EXCLUSIVE;
-        req.label = cmd->has_label ? cmd->label : c->label;
-        req.label_len = cmd->has_label ? cmd->label_len : strlen(c->label);
-        req.label_asked = cmd->has_label;
-        req.limit = 0;
-        if (cmd->has_limit) {
-            if (cmd->limit > command_conf->max_limit) {
-                snprintf(text, sizeof(text), "%s: limit=%lld out of range 1..%lld "
-                         "(lock.max_limit)", proto_verb_name(cmd->verb),
-                         (long long)cmd->limit, (long long)command_conf->max_limit);
-                session_error(s, PROTO_ERR_PROTO, text);
-                return;
-            }
-            req.limit = (unsigned)cmd->limit;
-        }
-        session_request_begin(s);
-        lock_acquire(&c->lc, cmd->name, cmd->name_len, &req);
+        command_lock(c, cmd);
         return;
     case PROTO_UNLOCK:
         session_request_begin(s);
@@ -874,11 +960,7 @@ command_line(struct session *s, void *state, const struct proto_cmd *cmd)
         proto_reply_int(&r, "layout", REDLOCKD_LAYOUT);
         break;
     case PROTO_HELP:
-        for (i = 0; proto_help[i] != NULL; i++) {
-            evbuffer_add_printf(session_output(s), "HELP %s\n", proto_help[i]);
-        }
-        evbuffer_add(session_output(s), "END\n", 4);
-        session_wrote(s);
+        command_help(s);
         return;
     case PROTO_STATS:
         command_stats(s);
@@ -889,51 +971,18 @@ command_line(struct session *s, void *state, const struct proto_cmd *cmd)
         session_quit(s);
         return;
     case PROTO_LIST:
-        if ((c->list = calloc(1, sizeof(*c->list))) == NULL) {
-            session_error(s, PROTO_ERR_LIMIT, "out of memory listing");
-            return;
-        }
-        c->list->c = c;
-        c->list->prefix_len = cmd->word != NULL ? cmd->word_len : 0;
-        memcpy(c->list->prefix, cmd->word != NULL ? cmd->word : "", c->list->prefix_len);
-        session_pace(s, true);
-        command_list_later(c);  /* even the first step waits for its turn */
+        command_list_begin(c, cmd);
         return;
     case PROTO_WATCH:
-        if (command_read_budget(c) != 0) {
-            return;
-        }
-        rc = watch_add(&c->wc, cmd->name, cmd->name_len, &err);
-        if (rc < 0) {
-            session_error(s, PROTO_ERR_LIMIT, err);
-            return;
-        }
-        if (rc == 0) {
-            command_read_taken(c);  /* a new watch: a read and subscriptions */
-        }
-        proto_reply_start(&r, "OK");
-        proto_reply_word(&r, cmd->name, cmd->name_len);
-        break;
+        command_watch(c, cmd);
+        return;
     case PROTO_UNWATCH:
         watch_remove(&c->wc, cmd->name, cmd->name_len);
         proto_reply_start(&r, "OK");
         proto_reply_word(&r, cmd->name, cmd->name_len);
         break;
     case PROTO_BREAK:
-        if (session_admin_by(s) == NULL) {
-            log_warn("client %llu (%s, label %s): BREAK %.*s refused: not admin",
-                     session_id(s), session_peer(s), c->label, (int)cmd->name_len,
-                     cmd->name);
-            session_error(s, PROTO_ERR_DENIED, "BREAK needs the admin right: AUTH with "
-                          "auth.admin_password, or uid 0 on the Unix socket");
-            return;
-        }
-        /* The audit line of who asked; lock.c logs what it ended, whatever comes of us. */
-        log_warn("client %llu (%s, label %s, admin by %s): BREAK %.*s",
-                 session_id(s), session_peer(s), c->label, session_admin_by(s),
-                 (int)cmd->name_len, cmd->name);
-        session_request_begin(s);
-        lock_break(&c->lc, cmd->name, cmd->name_len);
+        command_break(c, cmd);
         return;
     case PROTO_VERB_COUNT:
         return;
