@@ -71,9 +71,9 @@ struct command {
     char                label[PROTO_LABEL_MAX + 1]; /* default holder label:
                                        "<host>:<peer>" */
     struct command_list *list;      /* a LIST being written, step by step, else NULL
-                                       (malloc'd: an idle session keeps none) */
+                                       (xcalloc'd: an idle session keeps none) */
     struct authlimit_waiter auth_wait; /* its AUTH, waiting for its turn to be checked */
-    char               *auth_word;  /* that AUTH's password (malloc'd, wiped when freed),
+    char               *auth_word;  /* that AUTH's password (xstrndup'd, wiped when freed),
                                        else NULL */
     size_t              auth_len;   /* bytes in auth_word */
 };
@@ -471,13 +471,7 @@ command_auth(struct command *c, const char *word, size_t len)
         command_auth_check(c, word, len);
         return;
     }
-    if ((c->auth_word = malloc(len + 1)) == NULL) {
-        authlimit_cancel(&c->auth_wait);
-        session_error(s, PROTO_ERR_LIMIT, "out of memory");
-        return;
-    }
-    memcpy(c->auth_word, word, len);
-    c->auth_word[len] = '\0';
+    c->auth_word = xstrndup(word, len);
     c->auth_len = len;
     stats.auth_held++;
     session_request_begin(s);
