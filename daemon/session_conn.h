@@ -4,8 +4,9 @@
  * (daemon/session.h is the module's interface).  daemon/session.c keeps
  * the connection's life (accept, TLS, AUTH state, request lines,
  * back-pressure, quit, close); daemon/session_receipt.c the delivery
- * receipts of tracked replies.  session_receipt.c uses nothing of
- * session.c but this record.
+ * receipts of tracked replies.  session_receipt.c calls session.c only
+ * through daemon/session.h (session_reply); session.c calls it through
+ * the three functions below.
  */
 #ifndef REDLOCKD_SESSION_CONN_H
 #define REDLOCKD_SESSION_CONN_H
