@@ -348,8 +348,8 @@ session_quit_flushed(struct session *s)
     int64_t now = util_now_us();
 
     session_receipts_confirm(s);
-    /* A pending error (remembered for the settling) ends the wait. */
-    if (s->receipts != NULL && session_take_error(s) == 0) {
+    /* A reset or a pending error (remembered for the settling) ends the wait. */
+    if (s->receipts != NULL && !s->peer_reset && session_take_error(s) == 0) {
         if (s->linger_until_us == 0) {
             s->linger_until_us = now + SESSION_LINGER_MS * 1000;
             session_hooks->release(s->state);   /* its session-mode locks go now */

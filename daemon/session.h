@@ -203,7 +203,8 @@ typedef void (*session_receipt_fn)(struct session *s, void *arg, bool delivered)
  * Write a reply, as session_reply() does, and give fn its receipt once
  * its fate is known.  Delivered: on TCP and TLS once the reply was
  * written to the socket; on the Unix socket once more output was
- * written after it or the client read everything (SIOCOUTQ 0).  Not
+ * written after it or the client read everything (SIOCOUTQ 0, and no
+ * reset: a client that closes with data unread empties that count too).  Not
  * delivered, at close: a reply never written to the socket, or, on the
  * Unix socket, the last bytes written before the client reset the
  * connection.  A reply that may have been read is never called lost

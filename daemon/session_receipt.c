@@ -65,8 +65,9 @@ session_receipt_give(struct session *s, bool delivered)
  * read it, and nothing the socket tells proves it did not: a peer that
  * read the reply and reset the connection may have delayed the ACK that
  * would have said so).  On a Unix socket: more output was written after
- * it, or the peer read everything (SIOCOUTQ 0).  What remains is judged
- * at close by session_receipts_settle().
+ * it, or the peer read everything (SIOCOUTQ 0 with no reset pending: a
+ * peer that closes with data unread empties the count too, and resets).
+ * What remains is judged at close by session_receipts_settle().
  */
 void
 session_receipts_confirm(struct session *s)
@@ -82,6 +83,14 @@ session_receipts_confirm(struct session *s)
     } else {
         if (ioctl((int)bufferevent_getfd(s->bev), SIOCOUTQ, &queued) != 0) {
             return;     /* cannot tell: keep them until it can */
+        }
+        /*
+         * Nothing queued is no read when the peer reset: closing with
+         * data unread, it set the reset before its kernel dropped that
+         * data (so the reset is seen here, after the count).
+         */
+        if (queued == 0 && (s->peer_reset || session_take_error(s) != 0)) {
+            queued = 1;
         }
         done = queued == 0 ? s->out_sent : s->out_sent - (s->out_sent > 0);
     }
