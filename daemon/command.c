@@ -26,6 +26,7 @@
 #include "daemon/stats.h"
 #include "daemon/util.h"
 #include "daemon/watch.h"
+#include "daemon/xmalloc.h"
 #include "proto/proto.h"
 
 #define COMMAND_LIST_NAMES  1024          /* names per step of a LIST */
@@ -71,9 +72,9 @@ struct command {
     char                label[PROTO_LABEL_MAX + 1]; /* default holder label:
                                        "<host>:<peer>" */
     struct command_list *list;      /* a LIST being written, step by step, else NULL
-                                       (malloc'd: an idle session keeps none) */
+                                       (xcalloc'd: an idle session keeps none) */
     struct authlimit_waiter auth_wait; /* its AUTH, waiting for its turn to be checked */
-    char               *auth_word;  /* that AUTH's password (malloc'd, wiped when freed),
+    char               *auth_word;  /* that AUTH's password (xstrndup'd, wiped when freed),
                                        else NULL */
     size_t              auth_len;   /* bytes in auth_word */
 };
@@ -190,10 +191,48 @@ command_reply_send(struct command *c, struct proto_reply *r)
 }
 
 /*
- * LOCK or TRYLOCK ended: "OK name [token=] validity= [holds=] [fence=]
- * [kind= ...]", "BUSY name ttl=", or the verdict.  A lease-mode grant
- * whose session closed is released at once (nobody will read it).
+ * A lease-mode grant whose OK is on its way to the client: what its
+ * delivery receipt needs to release it.  Owned by the receipt; freed
+ * when it is given.
  */
+struct command_grant {
+    char    token[UTIL_TOKEN_HEX];  /* the lease's token */
+    size_t  name_len;               /* bytes in name */
+    char    name[];                 /* the lock's name */
+};
+
+/*
+ * The receipt of a lease-mode grant's OK.  Not delivered: nobody knows
+ * the token, so the lease is released on the masters now
+ * (lock_abandon) rather than at its ttl.  A reply that may have been
+ * read is kept: the client would use a lock it no longer holds.
+ */
+static void
+command_grant_receipt(struct session *s, void *arg, bool delivered)
+{
+    struct command_grant *g = arg;
+
+    if (!delivered) {
+        log_info("client %llu (%s): the OK of lease %.*s never reached the client; "
+                 "releasing it", session_id(s), session_peer(s), (int)g->name_len, g->name);
+        lock_abandon(g->name, g->name_len, g->token);
+    }
+    free(g);
+}
+
+/* Write r, the OK of the lease-mode grant res, with a delivery receipt. */
+static void
+command_reply_grant(struct session *s, const struct proto_reply *r,
+                    const struct lock_acquire_result *res)
+{
+    struct command_grant *g = xmalloc(sizeof(*g) + res->v.name_len);
+
+    memcpy(g->token, res->token, UTIL_TOKEN_HEX);
+    g->name_len = res->v.name_len;
+    memcpy(g->name, res->v.name, res->v.name_len);
+    session_reply_tracked(s, r, command_grant_receipt, g);
+}
+
 static void
 command_acquired(struct lock_client *lc, const struct lock_acquire_result *res)
 {
@@ -235,11 +274,10 @@ command_acquired(struct lock_client *lc, const struct lock_acquire_result *res)
         return;
     }
     proto_reply_end(&r);        /* a no-op for the error replies, already ended */
-    session_reply(s, &r);
-    if (v->outcome == LOCK_OK && res->token != NULL
-        && session_track_grant(s, v->name, v->name_len, res->token) != 0) {
-        /* Out of memory: the grant was released at once; the client learns it. */
-        command_lost_cb(&c->lc, v->name, v->name_len, "gone");
+    if (v->outcome == LOCK_OK && res->token != NULL) {
+        command_reply_grant(s, &r, res);    /* released if it never reaches the client */
+    } else {
+        session_reply(s, &r);
     }
     session_next(s);
 }
@@ -532,13 +570,7 @@ command_auth(struct command *c, const char *word, size_t len)
         command_auth_check(c, word, len);
         return;
     }
-    if ((c->auth_word = malloc(len + 1)) == NULL) {
-        authlimit_cancel(&c->auth_wait);
-        session_error(s, PROTO_ERR_LIMIT, "out of memory");
-        return;
-    }
-    memcpy(c->auth_word, word, len);
-    c->auth_word[len] = '\0';
+    c->auth_word = xstrndup(word, len);
     c->auth_len = len;
     stats.auth_held++;
     session_request_begin(s);
@@ -841,18 +873,135 @@ command_status(struct command *c, const char *name, size_t name_len, const char 
     event_add(&c->status_timer, &tv);
 }
 
+/*
+ * LOCK and TRYLOCK: check ttl= (mode=lease needs one) and limit=
+ * against the config, else ERR PROTO; then the request begins, answered
+ * by command_done_cb.
+ */
+static void
+command_lock(struct command *c, const struct proto_cmd *cmd)
+{
+    struct session *s = c->s;
+    struct lock_request req;
+    char text[160];
+
+    if (cmd->mode == PROTO_MODE_LEASE && !cmd->has_ttl) {
+        snprintf(text, sizeof(text), "%s: mode=lease needs ttl= (nothing renews a lease)",
+                 proto_verb_name(cmd->verb));
+        session_error(s, PROTO_ERR_PROTO, text);
+        return;
+    }
+    if (command_ttl(s, cmd, &req.ttl_ms) != 0) {
+        return;
+    }
+    req.wait_ms = cmd->verb == PROTO_TRYLOCK ? 0
+                  : cmd->has_wait ? cmd->wait_ms : PROTO_WAIT_INF;
+    req.trylock = cmd->verb == PROTO_TRYLOCK;
+    req.lease_mode = cmd->mode == PROTO_MODE_LEASE;
+    req.fence = cmd->fence;
+    req.kind = cmd->shared ? LOCK_KIND_SHARED
+               : cmd->has_limit ? LOCK_KIND_COUNTED : LOCK_KIND_EXCLUSIVE;
+    req.label = cmd->has_label ? cmd->label : c->label;
+    req.label_len = cmd->has_label ? cmd->label_len : strlen(c->label);
+    req.label_asked = cmd->has_label;
+    req.limit = 0;
+    if (cmd->has_limit) {
+        if (cmd->limit > ctx.conf->max_limit) {
+            snprintf(text, sizeof(text), "%s: limit=%lld out of range 1..%lld "
+                     "(lock.max_limit)", proto_verb_name(cmd->verb),
+                     (long long)cmd->limit, (long long)ctx.conf->max_limit);
+            session_error(s, PROTO_ERR_PROTO, text);
+            return;
+        }
+        req.limit = (unsigned)cmd->limit;
+    }
+    session_request_begin(s);
+    lock_acquire(&c->lc, cmd->name, cmd->name_len, &req);
+}
+
+/* HELP: a line per verb, then END. */
+static void
+command_help(struct session *s)
+{
+    size_t i;
+
+    for (i = 0; proto_help[i] != NULL; i++) {
+        evbuffer_add_printf(session_output(s), "HELP %s\n", proto_help[i]);
+    }
+    evbuffer_add(session_output(s), "END\n", 4);
+    session_wrote(s);
+}
+
+/* LIST [prefix]: its state, and its first step queued behind the other LISTs'. */
+static void
+command_list_begin(struct command *c, const struct proto_cmd *cmd)
+{
+    c->list = xcalloc(1, sizeof(*c->list));
+    c->list->c = c;
+    c->list->prefix_len = cmd->word != NULL ? cmd->word_len : 0;
+    memcpy(c->list->prefix, cmd->word != NULL ? cmd->word : "", c->list->prefix_len);
+    session_pace(c->s, true);
+    command_list_later(c);  /* even the first step waits for its turn */
+}
+
+/*
+ * WATCH name: within the session's read budget (a new watch is a read
+ * and subscriptions; one already there costs nothing), answered "OK
+ * name", or ERR LIMIT.
+ */
+static void
+command_watch(struct command *c, const struct proto_cmd *cmd)
+{
+    struct proto_reply r;
+    const char *err;
+    int rc;
+
+    if (command_read_budget(c) != 0) {
+        return;
+    }
+    rc = watch_add(&c->wc, cmd->name, cmd->name_len, &err);
+    if (rc < 0) {
+        session_error(c->s, PROTO_ERR_LIMIT, err);
+        return;
+    }
+    if (rc == 0) {
+        command_read_taken(c);
+    }
+    proto_reply_start(&r, "OK");
+    proto_reply_word(&r, cmd->name, cmd->name_len);
+    proto_reply_end(&r);
+    session_reply(c->s, &r);
+}
+
+/* BREAK name: only with the admin right; the audit line either way. */
+static void
+command_break(struct command *c, const struct proto_cmd *cmd)
+{
+    struct session *s = c->s;
+
+    if (session_admin_by(s) == NULL) {
+        log_warn("client %llu (%s, label %s): BREAK %.*s refused: not admin",
+                 session_id(s), session_peer(s), c->label, (int)cmd->name_len,
+                 cmd->name);
+        session_error(s, PROTO_ERR_DENIED, "BREAK needs the admin right: AUTH with "
+                      "auth.admin_password, or uid 0 on the Unix socket");
+        return;
+    }
+    /* The audit line of who asked; lock.c logs what it ended, whatever comes of us. */
+    log_warn("client %llu (%s, label %s, admin by %s): BREAK %.*s",
+             session_id(s), session_peer(s), c->label, session_admin_by(s),
+             (int)cmd->name_len, cmd->name);
+    session_request_begin(s);
+    lock_break(&c->lc, cmd->name, cmd->name_len);
+}
+
 /* Run one parsed request (the session's line hook). */
 static void
 command_line(struct session *s, void *state, const struct proto_cmd *cmd)
 {
     struct command *c = state;
     struct proto_reply r;
-    struct lock_request req;
-    char text[160];
-    const char *err;
     int64_t ttl;
-    size_t i;
-    int rc;
 
     if (!session_authed(s) && ctx.conf->auth_password[0] != '\0'
         && cmd->verb != PROTO_AUTH && cmd->verb != PROTO_QUIT) {
@@ -871,38 +1020,7 @@ command_line(struct session *s, void *state, const struct proto_cmd *cmd)
         return;
     case PROTO_LOCK:
     case PROTO_TRYLOCK:
-        if (cmd->mode == PROTO_MODE_LEASE && !cmd->has_ttl) {
-            snprintf(text, sizeof(text), "%s: mode=lease needs ttl= (nothing renews a lease)",
-                     proto_verb_name(cmd->verb));
-            session_error(s, PROTO_ERR_PROTO, text);
-            return;
-        }
-        if (command_ttl(s, cmd, &req.ttl_ms) != 0) {
-            return;
-        }
-        req.wait_ms = cmd->verb == PROTO_TRYLOCK ? 0
-                      : cmd->has_wait ? cmd->wait_ms : PROTO_WAIT_INF;
-        req.trylock = cmd->verb == PROTO_TRYLOCK;
-        req.lease_mode = cmd->mode == PROTO_MODE_LEASE;
-        req.fence = cmd->fence;
-        req.kind = cmd->shared ? LOCK_KIND_SHARED
-                   : cmd->has_limit ? LOCK_KIND_COUNTED : LOCK_KIND_EXCLUSIVE;
-        req.label = cmd->has_label ? cmd->label : c->label;
-        req.label_len = cmd->has_label ? cmd->label_len : strlen(c->label);
-        req.label_asked = cmd->has_label;
-        req.limit = 0;
-        if (cmd->has_limit) {
-            if (cmd->limit > ctx.conf->max_limit) {
-                snprintf(text, sizeof(text), "%s: limit=%lld out of range 1..%lld "
-                         "(lock.max_limit)", proto_verb_name(cmd->verb),
-                         (long long)cmd->limit, (long long)ctx.conf->max_limit);
-                session_error(s, PROTO_ERR_PROTO, text);
-                return;
-            }
-            req.limit = (unsigned)cmd->limit;
-        }
-        session_request_begin(s);
-        lock_acquire(&c->lc, cmd->name, cmd->name_len, &req);
+        command_lock(c, cmd);
         return;
     case PROTO_UNLOCK:
         session_request_begin(s);
@@ -936,11 +1054,7 @@ command_line(struct session *s, void *state, const struct proto_cmd *cmd)
         proto_reply_int(&r, "layout", REDLOCKD_LAYOUT);
         break;
     case PROTO_HELP:
-        for (i = 0; proto_help[i] != NULL; i++) {
-            evbuffer_add_printf(session_output(s), "HELP %s\n", proto_help[i]);
-        }
-        evbuffer_add(session_output(s), "END\n", 4);
-        session_wrote(s);
+        command_help(s);
         return;
     case PROTO_STATS:
         command_stats(s);
@@ -951,51 +1065,18 @@ command_line(struct session *s, void *state, const struct proto_cmd *cmd)
         session_quit(s);
         return;
     case PROTO_LIST:
-        if ((c->list = calloc(1, sizeof(*c->list))) == NULL) {
-            session_error(s, PROTO_ERR_LIMIT, "out of memory listing");
-            return;
-        }
-        c->list->c = c;
-        c->list->prefix_len = cmd->word != NULL ? cmd->word_len : 0;
-        memcpy(c->list->prefix, cmd->word != NULL ? cmd->word : "", c->list->prefix_len);
-        session_pace(s, true);
-        command_list_later(c);  /* even the first step waits for its turn */
+        command_list_begin(c, cmd);
         return;
     case PROTO_WATCH:
-        if (command_read_budget(c) != 0) {
-            return;
-        }
-        rc = watch_add(&c->wc, cmd->name, cmd->name_len, &err);
-        if (rc < 0) {
-            session_error(s, PROTO_ERR_LIMIT, err);
-            return;
-        }
-        if (rc == 0) {
-            command_read_taken(c);  /* a new watch: a read and subscriptions */
-        }
-        proto_reply_start(&r, "OK");
-        proto_reply_word(&r, cmd->name, cmd->name_len);
-        break;
+        command_watch(c, cmd);
+        return;
     case PROTO_UNWATCH:
         watch_remove(&c->wc, cmd->name, cmd->name_len);
         proto_reply_start(&r, "OK");
         proto_reply_word(&r, cmd->name, cmd->name_len);
         break;
     case PROTO_BREAK:
-        if (session_admin_by(s) == NULL) {
-            log_warn("client %llu (%s, label %s): BREAK %.*s refused: not admin",
-                     session_id(s), session_peer(s), c->label, (int)cmd->name_len,
-                     cmd->name);
-            session_error(s, PROTO_ERR_DENIED, "BREAK needs the admin right: AUTH with "
-                          "auth.admin_password, or uid 0 on the Unix socket");
-            return;
-        }
-        /* The audit line of who asked; lock.c logs what it ended, whatever comes of us. */
-        log_warn("client %llu (%s, label %s, admin by %s): BREAK %.*s",
-                 session_id(s), session_peer(s), c->label, session_admin_by(s),
-                 (int)cmd->name_len, cmd->name);
-        session_request_begin(s);
-        lock_break(&c->lc, cmd->name, cmd->name_len);
+        command_break(c, cmd);
         return;
     case PROTO_VERB_COUNT:
         return;

@@ -161,7 +161,7 @@ listener_accept_cb(struct evconnlistener *lev, evutil_socket_t fd,
         setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
     }
     if (session_accept(fd, peer, is_unix, tls, uid, pid, &slot) != 0) {
-        log_error("out of memory accepting a client");
+        log_error("a TLS client was accepted with no TLS context loaded; closed");
     }
 }
 

@@ -285,10 +285,13 @@ void lock_released(const char *key, size_t key_len, const char *token, size_t to
 void lock_client_drain(struct lock_client *c);
 
 /*
- * A lease-mode grant whose OK could not be delivered (its connection
- * closed first): nobody knows the token, so compare-and-delete it on
- * every master now (announced; this daemon's waiters on the name are
- * woken when it is done).  token is UTIL_TOKEN_HEX bytes.
+ * A lease-mode grant whose OK never reached its client (its session
+ * closed before the answer, or the reply's delivery receipt said so:
+ * daemon/session.h, session_reply_tracked; daemon/command.c calls this,
+ * the session knows no locks): nobody knows the token, so
+ * compare-and-delete it on every master now (announced; this daemon's
+ * waiters on the name are woken when it is done).  token is
+ * UTIL_TOKEN_HEX bytes.
  */
 void lock_abandon(const char *name, size_t name_len, const char *token);
 

@@ -283,7 +283,8 @@ typedef void (*redlock_extend_fn)(const struct redlock_extend_result *res, void 
 /*
  * Register the scripts with daemon/master.h and keep the algorithm's
  * parameters.  Call once before master_start().  Returns 0, or -1 when
- * a script could not be registered (out of memory).
+ * a script could not be registered (more than MASTER_SCRIPTS_MAX: a
+ * build's error; out of memory aborts).
  */
 int redlock_init(double drift_factor);
 

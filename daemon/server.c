@@ -696,7 +696,7 @@ static int
 server_start_modules(const struct conf *conf)
 {
     if (redlock_init(conf->drift_factor) != 0) {
-        log_error("out of memory registering the scripts");
+        log_error("the masters' scripts could not be registered (more than the link allows)");
         return -1;
     }
     flush_init(ctx.base);

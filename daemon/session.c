@@ -1,19 +1,16 @@
 /*
  * session.c: one client connection: its socket and TLS, its AUTH state,
- * request lines, back-pressure, the delivery of lease grants, linger
- * and close.  The verbs are daemon/command.c's.
+ * request lines, back-pressure, linger and close.  The delivery receipts
+ * are daemon/session_receipt.c's, the connection's record
+ * daemon/session_conn.h's; the verbs are daemon/command.c's.
  */
 #include <errno.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/ioctl.h>
 #include <sys/queue.h>
-#include <sys/socket.h>
 #include <unistd.h>
-
-#include <linux/sockios.h>
 
 #include <openssl/err.h>
 
@@ -27,96 +24,21 @@
 #include "daemon/admit.h"
 #include "daemon/ctx.h"
 #include "daemon/flush.h"
-#include "daemon/lock.h"
 #include "daemon/log.h"
 #include "daemon/session.h"
+#include "daemon/session_conn.h"
 #include "daemon/stats.h"
 #include "daemon/tls.h"
 #include "daemon/util.h"
+#include "daemon/xmalloc.h"
 #include "proto/proto.h"
 
 #define SESSION_READ_HIGH   (64 * 1024)   /* input buffered while a LOCK waits */
 #define SESSION_OUT_HIGH    (256 * 1024)  /* stop reading past this much unsent output */
 #define SESSION_OUT_LOW     (64 * 1024)   /* ... and resume below this */
-#define SESSION_LINGER_MS   2000          /* longest wait at close for lease grants to be read */
+#define SESSION_LINGER_MS   2000          /* longest wait at close for tracked replies to be read */
 #define SESSION_LINGER_TICK_MS 5          /* how often that wait looks */
 
-/*
- * A lease-mode grant whose OK the client may not have received yet.
- * Owned by its session; freed once the reply may have been read
- * (session_grants_confirm), or at close, after the token was released
- * on the masters when the reply provably never reached the client
- * (session_grants_settle; nobody else knows the token).
- */
-struct session_grant {
-    struct session_grant *next;     /* next younger grant, or NULL */
-    uint64_t              end;      /* output offset just after its reply */
-    char                  token[UTIL_TOKEN_HEX];  /* the lease's token */
-    size_t                name_len; /* bytes in name */
-    char                  name[];   /* the lock's name */
-};
-
-/* Where a session's life stands. */
-enum session_phase {
-    SESSION_OPEN,           /* requests are read and answered */
-    SESSION_QUITTING,       /* QUIT, TOOLONG, a refused AUTH, the end of input
-                               answered: close once the output is flushed */
-    SESSION_CLOSED          /* closed; freed once no request is in flight */
-};
-
-/* What the next request line waits for. */
-enum session_turn {
-    SESSION_READY,          /* nothing: it is handed over when complete */
-    SESSION_REQUEST,        /* a request's answer (session_request_begin) */
-    SESSION_PACED           /* output written in steps (session_pace) */
-};
-
-/* The kind of connection. */
-enum session_link {
-    SESSION_TCP,            /* a plain TCP listener */
-    SESSION_UNIX,           /* the Unix socket */
-    SESSION_TLS_HANDSHAKE,  /* a TLS listener, handshake not done (bev is an OpenSSL one) */
-    SESSION_TLS             /* a TLS listener, handshake done */
-};
-
-/*
- * One client connection.  Owned by this module (the sessions list);
- * freed once it is closed and no request is in flight.
- */
-struct session {
-    struct bufferevent *bev;        /* the socket, NULL once closed */
-    TAILQ_ENTRY(session) link;      /* in sessions */
-    uint64_t            id;         /* for logs, from 1 */
-    char                peer[SESSION_PEER_MAX]; /* peer address, for logs */
-    enum session_phase  phase;
-    enum session_turn   turn;
-    enum session_link   kind;
-    enum session_auth   auth;       /* what let it in: a reload that changes what it
-                                       gave ends it (session_reauth) */
-    const char         *admin_by;   /* may BREAK, and why ("auth.admin_password", "uid 0
-                                       on the Unix socket"; static), else NULL */
-    bool                in_close;   /* inside session_close() */
-    bool                processing; /* inside session_process() */
-    bool                out_blocked;/* reading paused: the client does not read */
-    bool                overflow;   /* unsent output over limits.max_output_bytes */
-    bool                input_ended;/* end of input: answer what came, then quit */
-    bool                peer_reset; /* the peer reset the connection (ECONNRESET,
-                                       EPIPE): it did not read everything */
-    struct event        timer;      /* accept deadline; partial line deadline;
-                                       overflow close; quit */
-    struct session_grant *grants;   /* lease grants not confirmed delivered, oldest first */
-    struct session_grant **grants_tail; /* where the next grant is linked */
-    uint64_t            out_sent;   /* output bytes written to the socket
-                                       (session_output_cb) */
-    struct flush_entry  flush;      /* plain sockets: output waits in the flush list */
-    int64_t             linger_until_us; /* quitting: wait for grants until then */
-    struct admit_slot   admit;      /* its client slot (daemon/admit.h) */
-    bool                deferred;   /* lines left for the next turn (session_ready) */
-    TAILQ_ENTRY(session) ready_link;/* in session_ready while deferred */
-    max_align_t         state[];    /* the hooks' state, session_hooks.size bytes */
-};
-
-#define SESSION_IS_TLS(s)   ((s)->kind >= SESSION_TLS_HANDSHAKE)
 #define SESSION_LINES_PER_TURN 16   /* requests of one session per turn of the loop */
 
 static TAILQ_HEAD(, session) sessions = TAILQ_HEAD_INITIALIZER(sessions);
@@ -229,7 +151,9 @@ void
 session_reply(struct session *s, const struct proto_reply *r)
 {
     if (s->bev != NULL) {
-        bufferevent_write(s->bev, r->buf, r->len);
+        if (bufferevent_write(s->bev, r->buf, r->len) != 0) {
+            xmalloc_fail("a client's reply");
+        }
         session_check_output(s);
     }
 }
@@ -328,105 +252,10 @@ session_stopping(void)
 }
 
 /*
- * Read (which clears) the socket's pending error; a reset by the peer
- * (ECONNRESET, EPIPE) is remembered in peer_reset.  Returns the error, 0
- * when none.
- */
-static int
-session_take_error(struct session *s)
-{
-    int err = 0;
-    socklen_t len = sizeof(err);
-
-    if (getsockopt((int)bufferevent_getfd(s->bev), SOL_SOCKET, SO_ERROR, &err, &len) != 0) {
-        return 0;
-    }
-    if (err == ECONNRESET || err == EPIPE) {
-        s->peer_reset = true;
-    }
-    return err;
-}
-
-/*
- * Free the grants whose replies cannot be proved lost any more.  On TCP
- * and TLS: every grant whose reply was written to the socket (the peer
- * may have read it, and nothing the socket tells proves it did not: a
- * peer that read the reply and reset the connection may have delayed
- * the ACK that would have said so).  On a Unix socket: more output was
- * written after it, or the peer read everything (SIOCOUTQ 0).  What
- * remains is judged at close by session_grants_settle().
- */
-static void
-session_grants_confirm(struct session *s)
-{
-    struct session_grant *g;
-    int queued = 0;
-    uint64_t done;
-
-    if (s->grants == NULL || s->bev == NULL) {
-        return;
-    }
-    if (s->kind != SESSION_UNIX) {
-        done = s->out_sent;
-    } else {
-        if (ioctl((int)bufferevent_getfd(s->bev), SIOCOUTQ, &queued) != 0) {
-            return;     /* cannot tell: keep them until it can */
-        }
-        done = queued == 0 ? s->out_sent : s->out_sent - (s->out_sent > 0);
-    }
-    while ((g = s->grants) != NULL && g->end <= done) {
-        s->grants = g->next;
-        free(g);
-    }
-    if (s->grants == NULL) {
-        s->grants_tail = &s->grants;
-    }
-}
-
-/*
- * The session closes: release the lease grants whose replies provably
- * never reached the client, and free the list.  A reply is lost when it
- * was never written to the socket, or, on a Unix socket, when the peer
- * reset the connection and the reply was the last bytes written: a Unix
- * peer resets only when it closes with unread data, and unread data
- * always includes the end of the stream, so the reply's last line was
- * not read whole.  On TCP a reset proves nothing (an abortive close
- * resets after reading everything, and the ACK of what was read may
- * still be delayed), and on TLS the socket's bytes are records, not
- * replies: there a reply written to the socket is kept until its ttl.
- * A reply that may have been read is never released: the client would
- * use a lock it no longer holds.
- */
-static void
-session_grants_settle(struct session *s)
-{
-    struct session_grant *g;
-    bool lost;
-
-    if (s->grants == NULL) {
-        return;
-    }
-    session_take_error(s);
-    while ((g = s->grants) != NULL) {
-        s->grants = g->next;
-        lost = g->end > s->out_sent
-               || (s->kind == SESSION_UNIX && s->peer_reset && g->end == s->out_sent);
-        if (lost) {
-            log_info("client %llu (%s): the OK of lease %.*s never reached the client; "
-                     "releasing it", (unsigned long long)s->id, s->peer, (int)g->name_len,
-                     g->name);
-            lock_abandon(g->name, g->name_len, g->token);
-        }
-        free(g);
-    }
-    s->grants_tail = &s->grants;
-}
-
-/*
  * The output buffer changed.  Bytes added: a plain socket joins the
  * flush list (session_flush writes them at the end of the loop
  * iteration); a TLS one is written by its bufferevent.  Bytes left (to
- * the socket): count them, confirm grants.
+ * the socket): count them, confirm receipts.
  */
 static void
 session_output_cb(struct evbuffer *buf, const struct evbuffer_cb_info *info, void *arg)
@@ -439,7 +268,7 @@ session_output_cb(struct evbuffer *buf, const struct evbuffer_cb_info *info, voi
     }
     s->out_sent += info->n_deleted;
     if (info->n_deleted > 0) {
-        session_grants_confirm(s);
+        session_receipts_confirm(s);
     }
 }
 
@@ -501,44 +330,11 @@ session_flush(struct flush_entry *e)
 }
 
 /*
- * A lease-mode OK was just written to the output buffer: keep its token
- * until the reply is confirmed delivered (session_close releases what
- * is still here).  Out of memory: the token cannot be kept, so the
- * grant is released at once and the caller tells the client (LOST).
- */
-int
-session_track_grant(struct session *s, const char *name, size_t name_len, const char *token)
-{
-    struct evbuffer *out;
-    struct session_grant *g;
-
-    if (s->bev == NULL) {
-        return 0;
-    }
-    out = bufferevent_get_output(s->bev);
-    g = malloc(sizeof(*g) + name_len);
-    if (g == NULL) {
-        log_error("client %llu (%s): out of memory tracking a lease grant; releasing it",
-                  (unsigned long long)s->id, s->peer);
-        lock_abandon(name, name_len, token);
-        return -1;
-    }
-    g->next = NULL;
-    g->end = s->out_sent + evbuffer_get_length(out);
-    memcpy(g->token, token, UTIL_TOKEN_HEX);
-    g->name_len = name_len;
-    memcpy(g->name, name, name_len);
-    *s->grants_tail = g;
-    s->grants_tail = &g->next;
-    return 0;
-}
-
-/*
  * A quitting session's output is all written to the socket: close now,
- * unless lease grants are not confirmed delivered yet; then look again
- * every SESSION_LINGER_TICK_MS, for at most SESSION_LINGER_MS, so that a
- * token the client received is not released and one it never got (it
- * closed without reading) is released at once.
+ * unless tracked replies are not confirmed delivered yet; then look
+ * again every SESSION_LINGER_TICK_MS, for at most SESSION_LINGER_MS, so
+ * that a reply the client read gets its receipt as delivered and one it
+ * never read (it closed without reading) as lost, at once.
  */
 static void
 session_quit_flushed(struct session *s)
@@ -546,9 +342,9 @@ session_quit_flushed(struct session *s)
     struct timeval tv = { 0, SESSION_LINGER_TICK_MS * 1000 };
     int64_t now = util_now_us();
 
-    session_grants_confirm(s);
-    /* A pending error (remembered for the settling) ends the wait. */
-    if (s->grants != NULL && session_take_error(s) == 0) {
+    session_receipts_confirm(s);
+    /* A reset or a pending error (remembered for the settling) ends the wait. */
+    if (s->receipts != NULL && !s->peer_reset && session_take_error(s) == 0) {
         if (s->linger_until_us == 0) {
             s->linger_until_us = now + SESSION_LINGER_MS * 1000;
             session_hooks->release(s->state);   /* its session-mode locks go now */
@@ -896,7 +692,7 @@ static void
 session_read_cb(struct bufferevent *bev, void *arg)
 {
     (void)bev;
-    session_grants_confirm(arg);    /* more from the client: it likely read them */
+    session_receipts_confirm(arg);    /* more from the client: it likely read them */
     session_process(arg);
 }
 
@@ -1100,8 +896,8 @@ session_close(struct session *s, const char *why)
     session_n--;
     stats.connections--;
     admit_leave(&s->admit);
-    /* Lease grants whose OK never reached the client: nobody knows their tokens. */
-    session_grants_settle(s);
+    /* The receipts left: a reply that never reached the client says so now. */
+    session_receipts_settle(s);
     if (s->kind == SESSION_TLS && !s->peer_reset
         && evbuffer_get_length(bufferevent_get_output(s->bev)) == 0) {
         /* close_notify, so that the client knows it read everything. */
@@ -1146,47 +942,31 @@ session_accept(evutil_socket_t fd, const char *peer, bool is_unix, bool is_tls, 
     struct timeval tv;
     SSL *ssl = NULL;
 
-    s = calloc(1, sizeof(*s) + session_hooks->size);
-    if (s == NULL) {
+    if (is_tls && (ssl = tls_session_new()) == NULL) {
         admit_leave(slot);
         evutil_closesocket(fd);
         return -1;
     }
+    s = xcalloc(1, sizeof(*s) + session_hooks->size);
     if (is_tls) {
-        ssl = tls_session_new();
-        if (ssl == NULL) {
-            admit_leave(slot);
-            evutil_closesocket(fd);
-            free(s);
-            return -1;
-        }
         /* Freeing the bufferevent frees ssl and closes fd. */
         s->bev = bufferevent_openssl_socket_new(ctx.base, fd, ssl,
                                                 BUFFEREVENT_SSL_ACCEPTING,
                                                 BEV_OPT_CLOSE_ON_FREE
                                                 | BEV_OPT_DEFER_CALLBACKS);
-        if (s->bev != NULL) {
-            bufferevent_openssl_set_allow_dirty_shutdown(s->bev, 1);
-        }
     } else {
         s->bev = bufferevent_socket_new(ctx.base, fd,
                                         BEV_OPT_CLOSE_ON_FREE | BEV_OPT_DEFER_CALLBACKS);
     }
-    if (s->bev == NULL) {
-        admit_leave(slot);
-        SSL_free(ssl);
-        evutil_closesocket(fd);
-        free(s);
-        return -1;
+    if (s->bev == NULL
+        || evbuffer_add_cb(bufferevent_get_output(s->bev), session_output_cb, s) == NULL) {
+        xmalloc_fail("a client's connection");
+    }
+    if (is_tls) {
+        bufferevent_openssl_set_allow_dirty_shutdown(s->bev, 1);
     }
     flush_entry_init(&s->flush, session_flush);
-    s->grants_tail = &s->grants;
-    if (evbuffer_add_cb(bufferevent_get_output(s->bev), session_output_cb, s) == NULL) {
-        admit_leave(slot);
-        bufferevent_free(s->bev);   /* closes fd (and frees ssl) */
-        free(s);
-        return -1;
-    }
+    s->receipts_tail = &s->receipts;
     if (is_unix && uid == 0) {
         s->admin_by = "uid 0 on the Unix socket";
     }

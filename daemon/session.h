@@ -8,9 +8,11 @@
  * the TLS handshake, the AUTH state and the deadline from accept,
  * back-pressure (a client that does not read its replies gets no more
  * of them), the bound on unsent output, the end of input, QUIT, and the
- * close, at which it releases lease grants whose replies provably never
- * reached the client (daemon/lock.h, lock_abandon) and tells the layer
- * above, whose locks then go too.
+ * close, at which it tells the layer above, whose locks then go too.  It
+ * knows no locks: a reply whose delivery matters to the layer above (a
+ * lease-mode grant, whose token nobody else knows) is written with a
+ * delivery receipt (session_reply_tracked), and the layer above decides
+ * what an undelivered one means.
  */
 #ifndef REDLOCKD_SESSION_H
 #define REDLOCKD_SESSION_H
@@ -99,8 +101,9 @@ void session_apply(const struct conf *prev);
  * (tls_handshake_failures).
  * slot is the client slot admit_enter() gave the connection; the session
  * takes it over (and gives it back at close, or here on failure).
- * Takes ownership of fd (closed on failure).  Returns 0, or -1 when out
- * of memory.
+ * Takes ownership of fd (closed on failure).  Returns 0, or -1 when no
+ * TLS session could be made for it (tls_session_new); out of memory
+ * aborts (daemon/xmalloc.h).
  *
  * Limits: a request line must be complete within limits.idle_timeout_ms
  * of its first byte (ERR TIMEOUT, then close); unsent output that makes
@@ -187,14 +190,31 @@ void session_next(struct session *s);
 void session_quit(struct session *s);
 
 /*
- * A lease-mode grant's OK was just written: keep its token until the
- * reply is confirmed delivered; at close, a reply that provably never
- * reached the client has its grant released (lock_abandon).  name and
- * token are copied.  Returns 0, or -1 when out of memory: the grant was
- * released at once and the caller tells the client (LOST).
+ * The receipt of a reply written with session_reply_tracked(), given
+ * once: delivered is true when the reply may have been read, false when
+ * it provably never reached the client.  s is the session it was
+ * written to, closing when delivered is false or inside its close
+ * (session_id and session_peer may be read; nothing may be written).
+ * arg is the caller's, to free in either case.
  */
-int session_track_grant(struct session *s, const char *name, size_t name_len,
-                        const char *token);
+typedef void (*session_receipt_fn)(struct session *s, void *arg, bool delivered);
+
+/*
+ * Write a reply, as session_reply() does, and give fn its receipt once
+ * its fate is known.  Delivered: on TCP and TLS once the reply was
+ * written to the socket; on the Unix socket once more output was
+ * written after it or the client read everything (SIOCOUTQ 0, and no
+ * reset: a client that closes with data unread empties that count too).  Not
+ * delivered, at close: a reply never written to the socket, or, on the
+ * Unix socket, the last bytes written before the client reset the
+ * connection.  A reply that may have been read is never called lost
+ * (on TCP a reset proves nothing: the client's kernel may have taken it
+ * and delayed its ACK).  A session that quits (session_quit) lingers up
+ * to 2 s, once its output is written, for the receipts left, looking
+ * every 5 ms.  On a closed session fn gets false at once.
+ */
+void session_reply_tracked(struct session *s, const struct proto_reply *r,
+                           session_receipt_fn fn, void *arg);
 
 /* Let s in (AUTH answered): by says with what; the admin password also
  * gives the admin right. */
