@@ -36,7 +36,10 @@ $(B)/obj/tests/faults/%.o: tests/faults/%.c
 	@echo "  CC      $<"
 	@$(CC) $(ALL_CFLAGS) -c -o $@ $<
 
-$(B)/rmw-client: $(B)/obj/tests/faults/rmw_client.o $(CLIENT_OBJ)
+# What the client programs share (tests/faults/client_common.h).
+FAULT_CLIENT_OBJ := $(B)/obj/tests/faults/client_common.o $(CLIENT_OBJ)
+
+$(B)/rmw-client: $(B)/obj/tests/faults/rmw_client.o $(FAULT_CLIENT_OBJ)
 	@echo "  LD      $@"
 	@$(CC) $(CFLAGS) $(HARDEN_LDFLAGS) -o $@ $^ $(PKG_LIBS) $(LDFLAGS)
 
@@ -44,7 +47,7 @@ $(B)/delay-proxy: $(B)/obj/tests/faults/delay_proxy.o
 	@echo "  LD      $@"
 	@$(CC) $(CFLAGS) $(HARDEN_LDFLAGS) -o $@ $^ $(PKG_LIBS) $(LDFLAGS)
 
-$(B)/break-client: $(B)/obj/tests/faults/break_client.o $(CLIENT_OBJ)
+$(B)/break-client: $(B)/obj/tests/faults/break_client.o $(FAULT_CLIENT_OBJ)
 	@echo "  LD      $@"
 	@$(CC) $(CFLAGS) $(HARDEN_LDFLAGS) -o $@ $^ $(PKG_LIBS) $(LDFLAGS)
 
