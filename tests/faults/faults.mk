@@ -51,7 +51,12 @@ $(B)/break-client: $(B)/obj/tests/faults/break_client.o $(FAULT_CLIENT_OBJ)
 	@echo "  LD      $@"
 	@$(CC) $(CFLAGS) $(HARDEN_LDFLAGS) -o $@ $^ $(PKG_LIBS) $(LDFLAGS)
 
-$(B)/check_faults: $(B)/obj/tests/faults/check_faults.o $(B)/obj/tests/faults/checker.o \
+# The suite's files (tests/faults/faults.h): main and the table, one run,
+# the processes of a run, the schedules by family, the checker's self-test.
+FAULTS_SUITE_OBJ := $(addprefix $(B)/obj/tests/faults/,check_faults.o run.o procs.o \
+                      sched_masters.o sched_clients.o sched_clock.o sched_net.o \
+                      sched_pause.o sched_timing.o self_test.o)
+$(B)/check_faults: $(FAULTS_SUITE_OBJ) $(B)/obj/tests/faults/checker.o \
                    $(B)/obj/tests/faults/netns.o $(HARNESS_OBJ)
 	@echo "  LD      $@"
 	@$(CC) $(CFLAGS) $(HARDEN_LDFLAGS) -o $@ $^ $(PKG_LIBS) $(LDFLAGS)
