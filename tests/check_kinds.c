@@ -71,6 +71,7 @@ static pid_t kt_kids[KT_KIDS_MAX];      /* redlockctl processes not reaped yet *
 
 /* ---- fixture ---- */
 
+/* After a test that passed: the redlockctl processes it left killed, then h_end(). */
 static void
 kt_teardown(void)
 {

@@ -305,8 +305,6 @@ mt_check_format(const char *body)
     }
 }
 
-/* ---- set-up ---- */
-
 /* ---- tests ---- */
 
 /* True when every master's redlockd_master_last_rtt_seconds is a number. */
