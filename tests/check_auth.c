@@ -308,7 +308,7 @@ START_TEST(protected_mode_refuses)
     FILE *f, *p;
     int rc;
 
-    ck_assert_msg(h_begin(tcase_name()) == 0, "cannot create the test directory");
+    EXPECT_SETUP();
     snprintf(path, sizeof(path), "%s/open.yml", h_dir());
     f = fopen(path, "w");
     ck_assert_ptr_nonnull(f);

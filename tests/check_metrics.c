@@ -1547,7 +1547,7 @@ START_TEST(metrics_groups_evict_their_own)
     pid_t pid;
     int status;
 
-    ck_assert_msg(h_begin(tcase_name()) == 0, "cannot create the test directory");
+    EXPECT_SETUP();
     mt_port = h_free_port();
     tcp_port = h_free_port();
     ck_assert_int_gt(mt_port, 0);
@@ -1700,7 +1700,7 @@ START_TEST(metrics_label_escapes)
     pid_t pid;
     int status;
 
-    ck_assert_msg(h_begin(tcase_name()) == 0, "cannot create the test directory");
+    EXPECT_SETUP();
     mt_port = h_free_port();
     ck_assert_int_gt(mt_port, 0);
     /* YAML "we\"ird\\na\nme.sock": the path is we"ird\na<LF>me.sock. */

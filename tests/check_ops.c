@@ -1243,7 +1243,7 @@ START_TEST(help_and_usage)
     size_t i;
     int rc;
 
-    ck_assert_msg(h_begin(tcase_name()) == 0, "cannot create the test directory");
+    EXPECT_SETUP();
     for (i = 0; i < 2; i++) {
         rc = ops_run_bin("help", good[i], &out, &err);
         ck_assert_msg(rc == 0, "redlockd %s exited %d; stderr: %s", good[i][0], rc, err);
@@ -1302,7 +1302,7 @@ START_TEST(config_test_unix_dir)
     char *out, *err;
     int rc;
 
-    ck_assert_msg(h_begin(tcase_name()) == 0, "cannot create the test directory");
+    EXPECT_SETUP();
     snprintf(conf, sizeof(conf), "%s/missing-dir.yml", h_dir());
     snprintf(port, sizeof(port), "%d", h_free_port());
     snprintf(text, sizeof(text),

@@ -780,12 +780,8 @@ START_TEST(idle_daemon_sees_step)
     char *got;
     int h, c;
 
-    ck_assert_msg(h_begin(tcase_name()) == 0, "cannot create the test directory");
-    ck_assert_msg(h_clock_masters((1u << 2) | (1u << 3) | (1u << 4)) == 0,
-                  "no steppable master (build/redis-libc/redis-server and libfaketime)");
-    ck_assert_msg(h_start_masters(NMASTERS) == 0, "the masters did not start");
-    ck_assert_msg(h_start_daemon(&o) == 0, "the first daemon did not start (log above)");
-    ck_assert_msg(h_start_daemon(&o) == 0, "the second daemon did not start (log above)");
+    EXPECT_SETUP(.masters = NMASTERS, .clock_masters = (1u << 2) | (1u << 3) | (1u << 4),
+                 .daemons = 2, .opts = &o);
     h_use_daemon(1);
     c = expect_tcp();
     EXPECT_PREFIX(c, "LOCK warm", "OK warm ");

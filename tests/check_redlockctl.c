@@ -479,7 +479,7 @@ START_TEST(usage_errors)
     size_t i;
     int code;
 
-    ck_assert_msg(h_begin(tcase_name()) == 0, "cannot create the test directory");
+    EXPECT_SETUP();
     /* Should a case be taken as valid, it must not find a real daemon. */
     setenv("REDLOCKD_ADDR", "127.0.0.1:1", 1);
     for (i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
@@ -532,7 +532,7 @@ START_TEST(daemon_unreachable)
     char marker[CT_PATH_MAX], cmd[CT_CMD_MAX], addr[64], sock[CT_PATH_MAX], *out;
     int port;
 
-    ck_assert_msg(h_begin(tcase_name()) == 0, "cannot create the test directory");
+    EXPECT_SETUP();
     port = h_free_port();
     ck_assert_int_gt(port, 0);
     snprintf(addr, sizeof(addr), "127.0.0.1:%d", port);
@@ -1377,7 +1377,7 @@ START_TEST(protocol_conversation)
     int lfd, fd, port;
     pid_t pid;
 
-    ck_assert_msg(h_begin(tcase_name()) == 0, "cannot create the test directory");
+    EXPECT_SETUP();
     lfd = ct_fake_listen(&port);
     snprintf(addr, sizeof(addr), "127.0.0.1:%d", port);
 
@@ -1439,7 +1439,7 @@ START_TEST(labels_and_requests_sent)
     int lfd, port;
     pid_t pid;
 
-    ck_assert_msg(h_begin(tcase_name()) == 0, "cannot create the test directory");
+    EXPECT_SETUP();
     lfd = ct_fake_listen(&port);
     snprintf(addr, sizeof(addr), "127.0.0.1:%d", port);
 
@@ -1836,13 +1836,6 @@ END_TEST
 
 /* ---- TLS ---- */
 
-/* Make the test certificates (tests/tls/make-certs.sh, h_make_certs). */
-static void
-ct_tls_certs(void)
-{
-    ck_assert_msg(h_make_certs() == 0, "tests/tls/make-certs.sh failed (see make-certs.log)");
-}
-
 /* The certificate file name into out (h_cert). */
 static const char *
 ct_tls_file(char *out, size_t size, const char *name)
@@ -1909,8 +1902,7 @@ START_TEST(tls_verification)
     size_t i;
     int port;
 
-    ck_assert_msg(h_begin(tcase_name()) == 0, "cannot create the test directory");
-    ct_tls_certs();
+    EXPECT_SETUP(.certs = true);
     ct_tls_file(ca, sizeof(ca), "ca.crt");
     for (i = 0; i < sizeof(refused) / sizeof(refused[0]); i++) {
         snprintf(srv, sizeof(srv), "server%zu", i);
@@ -2005,8 +1997,7 @@ START_TEST(tls_daemon)
     int port, code = -1;
     FILE *f;
 
-    ck_assert_msg(h_begin(tcase_name()) == 0, "cannot create the test directory");
-    ct_tls_certs();
+    EXPECT_SETUP(.certs = true);
     if (!ct_daemon_has_tls(why, sizeof(why))) {
         printf("check_redlockctl: tls_daemon skipped: this redlockd has no TLS listener "
                "(redlockd -t on a config with listen.tls: %s)\n", why);
