@@ -1028,12 +1028,11 @@ START_TEST(socket_activation_tls)
         ops_skip("redlockd was built without libsystemd (ldd $REDLOCKD_BIN)");
         return;
     }
-    EXPECT_SETUP(.masters = NMASTERS);
+    EXPECT_SETUP(.masters = NMASTERS, .certs = true);
     snprintf(conf, sizeof(conf), "%s/activated-tls.yml", h_dir());
     snprintf(log, sizeof(log), "%s/activated-tls.log", h_dir());
     snprintf(certs, sizeof(certs), "%s/certs", h_dir());     /* h_make_certs's */
     snprintf(out, sizeof(out), "%s/s_client.out", h_dir());
-    ck_assert_msg(h_make_certs() == 0, "tests/tls/make-certs.sh failed (see make-certs.log)");
     fds[0] = ops_listen_tcp(htonl(INADDR_LOOPBACK), &port);
     fds[1] = ops_listen_tcp(htonl(INADDR_LOOPBACK), &tls_port);
     ops_write_conf(conf, h_free_port(), "", NULL);

@@ -1997,13 +1997,12 @@ START_TEST(tls_daemon)
     int port, code = -1;
     FILE *f;
 
-    EXPECT_SETUP(.certs = true);
+    EXPECT_SETUP(.certs = true, .masters = NMASTERS);
     if (!ct_daemon_has_tls(why, sizeof(why))) {
         printf("check_redlockctl: tls_daemon skipped: this redlockd has no TLS listener "
                "(redlockd -t on a config with listen.tls: %s)\n", why);
         return;
     }
-    ck_assert_msg(h_start_masters(NMASTERS) == 0, "the masters did not start");
     port = h_free_port();
     snprintf(addr, sizeof(addr), "127.0.0.1:%d", port);
     ct_path(conf, sizeof(conf), "tls.yml");
