@@ -818,24 +818,26 @@ START_TEST(client_names)
 }
 END_TEST
 
+#define TT_ADD(s, test) expect_add_case((s), #test, (test), h_end, TEST_TIMEOUT_S)
+
 static Suite *
 tls_suite(void)
 {
     Suite *s = suite_create("redlockd clients over TLS");
 
-    EXPECT_ADD(s, s_client_one_liners, TEST_TIMEOUT_S);
-    EXPECT_ADD(s, end_of_input, TEST_TIMEOUT_S);
-    EXPECT_ADD(s, lock_unlock_watch, TEST_TIMEOUT_S);
-    EXPECT_ADD(s, client_cert_required, TEST_TIMEOUT_S);
-    EXPECT_ADD(s, verified_needs_no_auth, TEST_TIMEOUT_S);
-    EXPECT_ADD(s, tls_without_client_ca_needs_auth, TEST_TIMEOUT_S);
-    EXPECT_ADD(s, reload_rotates_certificate, TEST_TIMEOUT_S);
-    EXPECT_ADD(s, reload_broken_key_refused, TEST_TIMEOUT_S);
-    EXPECT_ADD(s, session_resumption, TEST_TIMEOUT_S);
-    EXPECT_ADD(s, ciphers_default_aead_only, TEST_TIMEOUT_S);
-    EXPECT_ADD(s, ciphers_configured, TEST_TIMEOUT_S);
-    EXPECT_ADD(s, client_crl_revoked, TEST_TIMEOUT_S);
-    EXPECT_ADD(s, client_names, TEST_TIMEOUT_S);
+    TT_ADD(s, s_client_one_liners);
+    TT_ADD(s, end_of_input);
+    TT_ADD(s, lock_unlock_watch);
+    TT_ADD(s, client_cert_required);
+    TT_ADD(s, verified_needs_no_auth);
+    TT_ADD(s, tls_without_client_ca_needs_auth);
+    TT_ADD(s, reload_rotates_certificate);
+    TT_ADD(s, reload_broken_key_refused);
+    TT_ADD(s, session_resumption);
+    TT_ADD(s, ciphers_default_aead_only);
+    TT_ADD(s, ciphers_configured);
+    TT_ADD(s, client_crl_revoked);
+    TT_ADD(s, client_names);
     return s;
 }
 

@@ -422,19 +422,21 @@ START_TEST(mixed_plain_and_tls)
 }
 END_TEST
 
+#define TM_ADD(s, test) expect_add_case((s), #test, (test), h_end, TEST_TIMEOUT_S)
+
 static Suite *
 tls_masters_suite(void)
 {
     Suite *s = suite_create("redlockd masters over TLS");
 
-    EXPECT_ADD(s, lock_renew_unlock_fence, TEST_TIMEOUT_S);
-    EXPECT_ADD(s, tls_end_to_end, TEST_TIMEOUT_S);
-    EXPECT_ADD(s, pubsub_wakeup_two_daemons, TEST_TIMEOUT_S);
-    EXPECT_ADD(s, master_killed_and_restarted, TEST_TIMEOUT_S);
-    EXPECT_ADD(s, handshake_failures, TEST_TIMEOUT_S);
-    EXPECT_ADD(s, server_name, TEST_TIMEOUT_S);
-    EXPECT_ADD(s, client_certificate_and_reload, TEST_TIMEOUT_S);
-    EXPECT_ADD(s, mixed_plain_and_tls, TEST_TIMEOUT_S);
+    TM_ADD(s, lock_renew_unlock_fence);
+    TM_ADD(s, tls_end_to_end);
+    TM_ADD(s, pubsub_wakeup_two_daemons);
+    TM_ADD(s, master_killed_and_restarted);
+    TM_ADD(s, handshake_failures);
+    TM_ADD(s, server_name);
+    TM_ADD(s, client_certificate_and_reload);
+    TM_ADD(s, mixed_plain_and_tls);
     return s;
 }
 

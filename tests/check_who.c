@@ -1012,22 +1012,24 @@ START_TEST(watch_fence_never_written)
 }
 END_TEST
 
+#define WT_ADD(s, test) expect_add_case((s), #test, (test), h_end, TEST_TIMEOUT_S)
+
 static Suite *
 who_suite(void)
 {
     Suite *s = suite_create("redlockd who holds what");
 
-    EXPECT_ADD(s, label_across_daemons, TEST_TIMEOUT_S);
-    EXPECT_ADD(s, list_holds_and_waiters, TEST_TIMEOUT_S);
-    EXPECT_ADD(s, labels_shown_to_admins_only, TEST_TIMEOUT_S);
-    EXPECT_ADD(s, list_in_steps, TEST_TIMEOUT_S);
-    EXPECT_ADD(s, list_cost_per_page, TEST_TIMEOUT_S);
-    EXPECT_ADD(s, list_exactly_once_under_churn, TEST_TIMEOUT_S);
-    EXPECT_ADD(s, watch_follows_changes, TEST_TIMEOUT_S);
-    EXPECT_ADD(s, watch_waits_for_the_fence, TEST_TIMEOUT_S);
-    EXPECT_ADD(s, watch_fence_never_written, TEST_TIMEOUT_S);
-    EXPECT_ADD(s, break_ends_the_lock, TEST_TIMEOUT_S);
-    EXPECT_ADD(s, break_shared_and_counted, TEST_TIMEOUT_S);
+    WT_ADD(s, label_across_daemons);
+    WT_ADD(s, list_holds_and_waiters);
+    WT_ADD(s, labels_shown_to_admins_only);
+    WT_ADD(s, list_in_steps);
+    WT_ADD(s, list_cost_per_page);
+    WT_ADD(s, list_exactly_once_under_churn);
+    WT_ADD(s, watch_follows_changes);
+    WT_ADD(s, watch_waits_for_the_fence);
+    WT_ADD(s, watch_fence_never_written);
+    WT_ADD(s, break_ends_the_lock);
+    WT_ADD(s, break_shared_and_counted);
     return s;
 }
 
