@@ -54,7 +54,7 @@ START_TEST(readable_secrets_warned)
                                .log_level = "info" };
     off_t from;
 
-    expect_up(NMASTERS, &o);
+    EXPECT_SETUP(.masters = NMASTERS, .daemons = 1, .opts = &o);
     ck_assert_int_eq(chmod(h_daemon_conf_path(), 0644), 0);
     from = h_log_size();
     ck_assert_int_eq(h_signal_daemon(SIGHUP), 0);
@@ -118,7 +118,7 @@ START_TEST(password_change_ends_sessions)
     char *got;
     int a, b, u;
 
-    expect_up(NMASTERS, &o);
+    EXPECT_SETUP(.masters = NMASTERS, .daemons = 1, .opts = &o);
     a = expect_tcp();
     EXPECT_REPLY(a, "AUTH old-pw", "OK");
     EXPECT_PREFIX(a, "LOCK pc", "OK pc ");
@@ -178,7 +178,7 @@ START_TEST(reload_while_auth_waits)
     long long failures = -1;
     char *got;
 
-    expect_up(NMASTERS, &o);
+    EXPECT_SETUP(.masters = NMASTERS, .daemons = 1, .opts = &o);
     u = h_connect_unix();
     ck_assert_int_ge(u, 0);
     for (i = 0; i < AUTHLIMIT_BURST; i++) {     /* 127/8's bucket emptied */
@@ -221,7 +221,7 @@ START_TEST(reload_sets_and_clears_password)
     int u, p;
     char *got;
 
-    expect_up(NMASTERS, &o);
+    EXPECT_SETUP(.masters = NMASTERS, .daemons = 1, .opts = &o);
     u = h_connect_unix();
     ck_assert_int_ge(u, 0);
     p = expect_tcp();
@@ -253,7 +253,7 @@ START_TEST(auth_password)
     char *got;
     int a, u;
 
-    expect_up(NMASTERS, &o);
+    EXPECT_SETUP(.masters = NMASTERS, .daemons = 1, .opts = &o);
     a = expect_tcp();
     EXPECT_PREFIX(a, "PING", "ERR AUTH authentication required");
     EXPECT_PREFIX(a, "LOCK x", "ERR AUTH authentication required");
@@ -308,7 +308,7 @@ START_TEST(protected_mode_refuses)
     FILE *f, *p;
     int rc;
 
-    ck_assert_msg(h_begin(tcase_name()) == 0, "cannot create the test directory");
+    EXPECT_SETUP();
     snprintf(path, sizeof(path), "%s/open.yml", h_dir());
     f = fopen(path, "w");
     ck_assert_ptr_nonnull(f);

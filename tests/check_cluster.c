@@ -62,7 +62,7 @@ START_TEST(harness_two_daemons)
     int port0, port1, a, b, i;
     char *got;
 
-    expect_up_daemons(NMASTERS, false, NDAEMONS, NULL);
+    EXPECT_SETUP(.masters = NMASTERS, .daemons = NDAEMONS, .opts = &expect_prefix_opts);
     ck_assert_uint_eq(h_daemon_count(), NDAEMONS);
     ck_assert_uint_eq(h_current_daemon(), 0);
     pid0 = h_daemon_pid();
@@ -130,8 +130,7 @@ START_TEST(harness_aof_restart_keeps_data)
     char *v;
     size_t i;
 
-    ck_assert(h_begin(tcase_name()) == 0);
-    ck_assert(h_start_masters_aof(2) == 0);
+    EXPECT_SETUP(.masters = 2, .aof = true);
     sets = h_master_calls(0, "set");
     ck_assert_msg(sets >= 0, "INFO commandstats failed");
     for (i = 0; i < 2; i++) {
@@ -174,8 +173,7 @@ START_TEST(harness_plain_restart_is_empty)
 {
     char *v;
 
-    ck_assert(h_begin(tcase_name()) == 0);
-    ck_assert(h_start_masters(1) == 0);
+    EXPECT_SETUP(.masters = 1);
     ck_assert_int_eq(h_master_cmd(0, NULL, "SET %s %s", "gone", "v"), 0);
     ck_assert_int_eq(h_kill_master(0), 0);
     ck_assert(h_restart_master(0) == 0);
@@ -313,7 +311,7 @@ split_run(const struct split_case *sc)
     char line[160], *got;
     int a;
 
-    expect_up_daemons(NMASTERS, false, 1, NULL);
+    EXPECT_SETUP(.masters = NMASTERS, .daemons = 1, .opts = &expect_prefix_opts);
     a = expect_connect(0);
     fallbacks = expect_stat("fallback_retries");
     calls[0] = expect_script_calls(0);
@@ -484,7 +482,7 @@ START_TEST(batch_one_call_per_iteration)
     int fd[BATCH_LOCKS + 1];
     size_t i;
 
-    expect_up_daemons(NMASTERS, false, 1, NULL);
+    EXPECT_SETUP(.masters = NMASTERS, .daemons = 1, .opts = &expect_prefix_opts);
     for (i = 0; i <= BATCH_LOCKS; i++) {
         fd[i] = h_connect_tcp();
         ck_assert_int_ge(fd[i], 0);

@@ -77,7 +77,7 @@ START_TEST(fence_basics)
     char *got;
     int a, b, i;
 
-    expect_up(NMASTERS, &expect_opts);
+    EXPECT_SETUP(.masters = NMASTERS, .daemons = 1, .opts = &expect_opts);
     a = expect_tcp();
     b = expect_tcp();
     for (i = 0; i < 20; i++) {
@@ -134,7 +134,7 @@ START_TEST(fence_counter_corrupt)
     char *got;
     int a;
 
-    expect_up(NMASTERS, &expect_opts);
+    EXPECT_SETUP(.masters = NMASTERS, .daemons = 1, .opts = &expect_opts);
     for (i = 0; i < NMASTERS; i++) {
         ck_assert_int_eq(h_master_cmd(i, NULL, "SET %s %s", "bad fence", "xyz"), 0);
     }
@@ -159,9 +159,7 @@ START_TEST(fence_always)
     int a;
 
     o.fence = "always";
-    ck_assert_msg(h_begin(tcase_name()) == 0, "cannot create the test directory");
-    ck_assert_msg(h_start_masters(NMASTERS) == 0, "the masters did not start");
-    ck_assert_msg(h_start_daemon(&o) == 0, "redlockd did not start (log above)");
+    EXPECT_SETUP(.masters = NMASTERS, .daemons = 1, .opts = &o);
     a = expect_tcp();
     got = h_cmd(a, "LOCK x", CMD_MS);
     ck_assert_msg(reply_fence(got) == 1, "LOCK x answered '%s'", got != NULL ? got : "(nothing)");
@@ -237,7 +235,7 @@ START_TEST(fence_increases_two_daemons)
     char what[64];
     int fd[NDAEMONS], i, d;
 
-    expect_up_daemons(NMASTERS, false, NDAEMONS, NULL);
+    EXPECT_SETUP(.masters = NMASTERS, .daemons = NDAEMONS, .opts = &expect_prefix_opts);
     for (d = 0; d < NDAEMONS; d++) {
         fd[d] = expect_connect((size_t)d);
     }
@@ -282,7 +280,8 @@ START_TEST(fence_increases_changing_majorities)
     size_t step, k, d, len;
     int fd[NDAEMONS];
 
-    expect_up_daemons(NMASTERS, true, NDAEMONS, NULL);
+    EXPECT_SETUP(.masters = NMASTERS, .aof = true, .daemons = NDAEMONS,
+                 .opts = &expect_prefix_opts);
     for (d = 0; d < NDAEMONS; d++) {
         fd[d] = expect_connect(d);
     }
@@ -320,14 +319,6 @@ END_TEST
 
 #define TEST_TIMEOUT_60_S 60  /* per test, unless CK_DEFAULT_TIMEOUT is set */
 #define ADMIN_PASSWORD  "admin-secret"
-
-/* Start of a test: its directory and the masters (no daemon yet). */
-static void
-fc_up(void)
-{
-    ck_assert_msg(h_begin(tcase_name()) == 0, "cannot create the test directory");
-    ck_assert_msg(h_start_masters(NMASTERS) == 0, "the masters did not start");
-}
 
 /* A key and two masters that must both hold it, or both lack it. */
 struct fc_where {
@@ -420,7 +411,7 @@ START_TEST(fence_rises_across_daemons)
     int g1, g2, r;
     size_t i;
 
-    fc_up();
+    EXPECT_SETUP(.masters = NMASTERS);
     for (i = 0; i < NMASTERS; i++) {
         ck_assert_int_eq(h_master_cmd(i, NULL, "SET %s %s", "fx fence",
                                       i == FA_A ? "10" : "5"), 0);
@@ -534,7 +525,7 @@ START_TEST(break_fence_above_broken_grant)
     int x, w;
     size_t i;
 
-    fc_up();
+    EXPECT_SETUP(.masters = NMASTERS);
     for (i = 0; i < NMASTERS; i++) {
         ck_assert_int_eq(h_master_cmd(i, NULL, "SET %s %s", "bx fence", "5"), 0);
         if (i > 0) {
@@ -647,7 +638,7 @@ START_TEST(fence_write_back_finds_record_gone)
     int a, b;
     size_t i;
 
-    fc_up();
+    EXPECT_SETUP(.masters = NMASTERS);
     for (i = 0; i < NMASTERS; i++) {
         ck_assert_int_eq(h_master_cmd(i, NULL, "SET %s %s", "wb fence", FW_COUNTER), 0);
         vias[i] = expect_proxy_start(i, FW_LINK_MS, false);

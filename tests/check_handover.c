@@ -59,7 +59,7 @@ START_TEST(fairness_one_daemon)
     char *got;
     int i;
 
-    expect_up(NMASTERS, &expect_opts);
+    EXPECT_SETUP(.masters = NMASTERS, .daemons = 1, .opts = &expect_opts);
     for (i = 0; i < FAIR_SESSIONS; i++) {
         pfd[i].fd = expect_tcp();
         pfd[i].events = POLLIN;
@@ -160,7 +160,7 @@ START_TEST(handover_never_free)
     int fd[2], i, holder = 0;
     char *got;
 
-    expect_up(NMASTERS, &expect_opts);
+    EXPECT_SETUP(.masters = NMASTERS, .daemons = 1, .opts = &expect_opts);
     fd[0] = expect_tcp();
     fd[1] = expect_tcp();
     EXPECT_LOCK_OK(fd[0], "LOCK ho", "ho", 1, valid);
@@ -221,7 +221,7 @@ START_TEST(unlock_vanished_handover)
     char key[64], *got;
     int h, w;
 
-    expect_up(NMASTERS, &expect_opts);
+    EXPECT_SETUP(.masters = NMASTERS, .daemons = 1, .opts = &expect_opts);
     expect_key("y1", key, sizeof(key));
     h = expect_tcp();
     w = expect_tcp();
@@ -270,7 +270,7 @@ START_TEST(waiter_leaves_handover)
     char *got;
     int h, w1, w2;
 
-    expect_up(3, &expect_opts);
+    EXPECT_SETUP(.masters = 3, .daemons = 1, .opts = &expect_opts);
     h = expect_tcp();
     w1 = expect_tcp();
     w2 = expect_tcp();
@@ -394,7 +394,7 @@ START_TEST(subscribe_only_to_wait)
     char cmd[64], *got;
     int a, b, i;
 
-    expect_up_daemons(NMASTERS, false, 1, NULL);
+    EXPECT_SETUP(.masters = NMASTERS, .daemons = 1, .opts = &expect_prefix_opts);
     a = expect_connect(0);
     b = expect_connect(0);
     before = ho_master_calls(0, "subscribe");
@@ -456,7 +456,7 @@ START_TEST(handover_one_call)
     char *got;
     int a, b;
 
-    expect_up_daemons(NMASTERS, false, 1, NULL);
+    EXPECT_SETUP(.masters = NMASTERS, .daemons = 1, .opts = &expect_prefix_opts);
     a = expect_connect(0);
     b = expect_connect(0);
     EXPECT_PREFIX(a, "LOCK h", "OK h validity=");
@@ -543,7 +543,7 @@ START_TEST(retry_token_outlives_late_release)
     char *granted;
     int a, b;
 
-    expect_up_daemons(NMASTERS, false, NDAEMONS, NULL);
+    EXPECT_SETUP(.masters = NMASTERS, .daemons = NDAEMONS, .opts = &expect_prefix_opts);
     a = expect_connect(0);
     b = expect_connect(1);
     EXPECT_PREFIX(a, "LOCK t", "OK t validity=");
@@ -599,7 +599,7 @@ START_TEST(pubsub_wakes_other_daemon)
     char *got;
     int a, b;
 
-    expect_up_daemons(NMASTERS, false, NDAEMONS, NULL);
+    EXPECT_SETUP(.masters = NMASTERS, .daemons = NDAEMONS, .opts = &expect_prefix_opts);
     a = expect_connect(0);
     b = expect_connect(1);
     EXPECT_PREFIX(a, "LOCK n ttl=30000", "OK n validity=");
@@ -658,7 +658,7 @@ START_TEST(pubsub_copies_after_busy)
     char *token, *got;
     int a, b;
 
-    expect_up_daemons(NMASTERS, false, NDAEMONS, NULL);
+    EXPECT_SETUP(.masters = NMASTERS, .daemons = NDAEMONS, .opts = &expect_prefix_opts);
     a = expect_connect(0);
     b = expect_connect(1);
     EXPECT_PREFIX(a, "LOCK c ttl=30000", "OK c validity=");
@@ -714,7 +714,7 @@ START_TEST(fallback_after_expiry)
     int a;
 
     opts.retry_delay_ms = 50;
-    expect_up_daemons(NMASTERS, false, 1, &opts);
+    EXPECT_SETUP(.masters = NMASTERS, .daemons = 1, .opts = &opts);
     a = expect_connect(0);
     for (i = 0; i < NMASTERS; i++) {
         before[i] = expect_script_calls(i);
@@ -819,7 +819,7 @@ ho_wake_setup(const char *name, struct tries_want *tries, char *unlock, size_t s
     char key[64], line[64], *token;
     size_t i;
 
-    expect_up_daemons(NMASTERS, false, 1, NULL);
+    EXPECT_SETUP(.masters = NMASTERS, .daemons = 1, .opts = &expect_prefix_opts);
     for (i = 0; i < NMASTERS; i++) {
         via[i] = expect_proxy_start(i, WAKE_SUB_MS, true);
     }
@@ -967,7 +967,7 @@ START_TEST(foreign_announcements_pace_a_waiter)
     char token[TOKEN_LEN + 1];
     int i, b;
 
-    expect_up_daemons(NMASTERS, false, 1, &ho_opts);
+    EXPECT_SETUP(.masters = NMASTERS, .daemons = 1, .opts = &ho_opts);
     for (i = 0; i < NMASTERS; i++) {
         ck_assert_int_eq(h_master_cmd((size_t)i, NULL, "SET %s %s PX %d", PREFIX "p",
                                       FOREIGN_TOKEN, WAKE_TTL_MS), 0);
@@ -1017,8 +1017,7 @@ START_TEST(cleanup_release_announces)
     char *got;
     int a, b;
 
-    ck_assert_msg(h_begin(tcase_name()) == 0, "cannot create the test directory");
-    ck_assert_msg(h_start_masters(NMASTERS) == 0, "the masters did not start");
+    EXPECT_SETUP(.masters = NMASTERS);
     for (i = 0; i < NMASTERS; i++) {
         via[i] = expect_proxy_start(i, WAKE_LINK_MS, false);
     }
@@ -1082,8 +1081,7 @@ START_TEST(unheard_gate_opens)
     char *got;
     int a, r, s;
 
-    ck_assert_msg(h_begin(tcase_name()) == 0, "cannot create the test directory");
-    ck_assert_msg(h_start_masters(NMASTERS) == 0, "the masters did not start");
+    EXPECT_SETUP(.masters = NMASTERS);
     for (i = 0; i < NMASTERS; i++) {
         via[i] = expect_proxy_start(i, WAKE_LINK_MS, false);
     }
@@ -1146,7 +1144,7 @@ START_TEST(fairness_two_daemons)
     char *got;
     int i;
 
-    expect_up_daemons(NMASTERS, false, NDAEMONS, NULL);
+    EXPECT_SETUP(.masters = NMASTERS, .daemons = NDAEMONS, .opts = &expect_prefix_opts);
     for (i = 0; i < FAIR_SESSIONS; i++) {
         pfd[i].fd = expect_connect((size_t)(i % NDAEMONS));
         pfd[i].events = POLLIN;

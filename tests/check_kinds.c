@@ -71,22 +71,7 @@ static pid_t kt_kids[KT_KIDS_MAX];      /* redlockctl processes not reaped yet *
 
 /* ---- fixture ---- */
 
-/* Start of a test: its directory, the masters, ndaemons daemons (0 current). */
-static void
-kt_up(size_t ndaemons, const struct h_daemon_opts *opts)
-{
-    size_t i;
-
-    memset(kt_kids, 0, sizeof(kt_kids));
-    ck_assert_msg(h_begin(tcase_name()) == 0, "cannot create the test directory");
-    ck_assert_msg(h_start_masters(NMASTERS) == 0, "the masters did not start");
-    for (i = 0; i < ndaemons; i++) {
-        ck_assert_msg(h_start_daemon(opts != NULL ? opts : &kt_opts) == 0,
-                      "redlockd %zu did not start (log above)", i);
-    }
-    h_use_daemon(0);
-}
-
+/* After a test that passed: the redlockctl processes it left killed, then h_end(). */
 static void
 kt_teardown(void)
 {
@@ -398,7 +383,7 @@ START_TEST(counted_admits_limit)
     char *got;
     size_t i;
 
-    kt_up(1, NULL);
+    EXPECT_SETUP(.masters = NMASTERS, .daemons = 1, .opts = &kt_opts);
     for (i = 0; i < 4; i++) {
         s[i] = expect_connect(0);
     }
@@ -492,7 +477,7 @@ START_TEST(counted_two_daemons)
     int64_t t0;
     char *got;
 
-    kt_up(2, NULL);
+    EXPECT_SETUP(.masters = NMASTERS, .daemons = 2, .opts = &kt_opts);
     a1 = expect_connect(0);
     a2 = expect_connect(0);
     b1 = expect_connect(1);
@@ -570,7 +555,7 @@ START_TEST(kind_errors_local)
     int h, o;
     char *got, key[64];
 
-    kt_up(1, NULL);
+    EXPECT_SETUP(.masters = NMASTERS, .daemons = 1, .opts = &kt_opts);
     h = expect_connect(0);
     o = expect_connect(0);
 
@@ -675,7 +660,7 @@ START_TEST(kind_max_limit_reload)
     long size;
     int o;
 
-    kt_up(1, NULL);
+    EXPECT_SETUP(.masters = NMASTERS, .daemons = 1, .opts = &kt_opts);
     o = expect_connect(0);
     EXPECT_REPLY(o, "LOCK m limit=1001", "ERR PROTO LOCK: limit=1001 out of range 1..1000 "
                  "(lock.max_limit)");
@@ -725,7 +710,7 @@ START_TEST(kind_errors_masters)
     int a, a2, b, b2;
     char *got, tok[33], line[128], key[64];
 
-    kt_up(2, NULL);
+    EXPECT_SETUP(.masters = NMASTERS, .daemons = 2, .opts = &kt_opts);
     a = expect_connect(0);
     a2 = expect_connect(0);
     b = expect_connect(1);
@@ -824,7 +809,7 @@ START_TEST(reentry_other_limit)
     int h, o;
     char *got;
 
-    kt_up(1, NULL);
+    EXPECT_SETUP(.masters = NMASTERS, .daemons = 1, .opts = &kt_opts);
     h = expect_connect(0);
     o = expect_connect(0);
     got = KT_GRANT(h, "LOCK r limit=2", "r");
@@ -853,7 +838,7 @@ START_TEST(shared_together)
     int r1, r2, w;
     char *got, gate[64];
 
-    kt_up(1, NULL);
+    EXPECT_SETUP(.masters = NMASTERS, .daemons = 1, .opts = &kt_opts);
     r1 = expect_connect(0);
     r2 = expect_connect(0);
     w = expect_connect(0);
@@ -920,7 +905,7 @@ START_TEST(shared_fifo_one_daemon)
     int r1, r2, w;
     char *got;
 
-    kt_up(1, NULL);
+    EXPECT_SETUP(.masters = NMASTERS, .daemons = 1, .opts = &kt_opts);
     r1 = expect_connect(0);
     r2 = expect_connect(0);
     w = expect_connect(0);
@@ -964,7 +949,7 @@ START_TEST(queue_order)
     int h, w1, w2, r1, r2;
     char *got;
 
-    kt_up(1, NULL);
+    EXPECT_SETUP(.masters = NMASTERS, .daemons = 1, .opts = &kt_opts);
     h = expect_connect(0);
     w1 = expect_connect(0);
     w2 = expect_connect(0);
@@ -1032,7 +1017,7 @@ START_TEST(shared_gate_two_daemons)
     int r1, r2, r3, w;
     char *got, gate[64];
 
-    kt_up(2, NULL);
+    EXPECT_SETUP(.masters = NMASTERS, .daemons = 2, .opts = &kt_opts);
     r1 = expect_connect(0);
     r2 = expect_connect(0);
     r3 = expect_connect(0);
@@ -1105,7 +1090,7 @@ START_TEST(shared_gate_writer_leaves)
     int r1, r2, w;
     char *got, gate[64];
 
-    kt_up(2, NULL);
+    EXPECT_SETUP(.masters = NMASTERS, .daemons = 2, .opts = &kt_opts);
     r1 = expect_connect(0);
     r2 = expect_connect(0);
     w = expect_connect(1);
@@ -1141,7 +1126,7 @@ START_TEST(shared_local_writer_not_overtaken)
     int r1, r2, w;
     char *got, gate[64];
 
-    kt_up(1, NULL);
+    EXPECT_SETUP(.masters = NMASTERS, .daemons = 1, .opts = &kt_opts);
     r1 = expect_connect(0);
     r2 = expect_connect(0);
     w = expect_connect(0);
@@ -1197,7 +1182,7 @@ START_TEST(kind_minority_only_refuses)
     int a, b;
 
     o.down_after_ms = 20000;
-    kt_up(1, &o);
+    EXPECT_SETUP(.masters = NMASTERS, .daemons = 1, .opts = &o);
     a = expect_connect(0);
     b = expect_connect(0);
     kt_key(permit, sizeof(permit), "mk", " permit 0");
@@ -1236,7 +1221,7 @@ START_TEST(kind_garbage_limit_key)
     size_t i;
     int a;
 
-    kt_up(1, NULL);
+    EXPECT_SETUP(.masters = NMASTERS, .daemons = 1, .opts = &kt_opts);
     a = expect_connect(0);
     kt_key(limit, sizeof(limit), "gk", "");
     for (i = 0; i < NMASTERS; i++) {
@@ -1324,7 +1309,7 @@ START_TEST(lease_token_ops)
     char *got, tok[33], line[160];
     int p1, p2;
 
-    kt_up(1, NULL);
+    EXPECT_SETUP(.masters = NMASTERS, .daemons = 1, .opts = &kt_opts);
     a = expect_connect(0);
     b = expect_connect(0);
     kt_lease_round(a, b, "lc", "limit=2");
@@ -1371,7 +1356,7 @@ START_TEST(fences)
     struct kt_keyval kv;
     int a, b;
 
-    kt_up(1, NULL);
+    EXPECT_SETUP(.masters = NMASTERS, .daemons = 1, .opts = &kt_opts);
     a = expect_connect(0);
     b = expect_connect(0);
     got = KT_GRANT(a, "LOCK f limit=1 fence", "f");
@@ -1460,7 +1445,7 @@ START_TEST(permit_gone_lost)
     int a, b, p;
     size_t i;
 
-    kt_up(1, NULL);
+    EXPECT_SETUP(.masters = NMASTERS, .daemons = 1, .opts = &kt_opts);
     a = expect_connect(0);
     b = expect_connect(0);
     got = KT_GRANT(a, "LOCK pg limit=2 ttl=20000", "pg");
@@ -1551,7 +1536,7 @@ START_TEST(shared_gone_lost)
     char *got, key[64], tok_a[33], tok_b[33], tok_c[33];
     int a, b, c, w;
 
-    kt_up(1, NULL);
+    EXPECT_SETUP(.masters = NMASTERS, .daemons = 1, .opts = &kt_opts);
     a = expect_connect(0);
     b = expect_connect(0);
     c = expect_connect(0);
@@ -1619,7 +1604,7 @@ START_TEST(stale_limit_marker)
     char *got, tok[33], line[128], key[64];
     int a;
 
-    kt_up(1, NULL);
+    EXPECT_SETUP(.masters = NMASTERS, .daemons = 1, .opts = &kt_opts);
     a = expect_connect(0);
     got = KT_GRANT(a, "LOCK st limit=2 mode=lease ttl=20000", "st");
     kt_token(got, tok);
@@ -1656,7 +1641,7 @@ START_TEST(kinds_renewed_restored)
     long long restored;
     int a, b, c, p;
 
-    kt_up(1, NULL);
+    EXPECT_SETUP(.masters = NMASTERS, .daemons = 1, .opts = &kt_opts);
     a = expect_connect(0);
     b = expect_connect(0);
     c = expect_connect(0);
@@ -1912,7 +1897,7 @@ START_TEST(ctl_limit)
     int seen_permit[2] = { 0, 0 }, fd, code;
     pid_t st;
 
-    kt_up(1, NULL);
+    EXPECT_SETUP(.masters = NMASTERS, .daemons = 1, .opts = &kt_opts);
     setenv("REDLOCK_PERMIT", "stale", 1);   /* must be replaced for the command */
     memset(&files, 0, sizeof(files));
     for (i = 0; i < 3; i++) {
@@ -1989,7 +1974,7 @@ START_TEST(ctl_shared)
     int code;
     size_t i;
 
-    kt_up(1, NULL);
+    EXPECT_SETUP(.masters = NMASTERS, .daemons = 1, .opts = &kt_opts);
     setenv("REDLOCK_PERMIT", "stale", 1);
     memset(&files, 0, sizeof(files));
     for (i = 0; i < 2; i++) {
@@ -2062,7 +2047,7 @@ START_TEST(stats_counters)
     mport = h_free_port();
     ck_assert(mport > 0);
     opts.metrics_port = mport;
-    kt_up(1, &opts);
+    EXPECT_SETUP(.masters = NMASTERS, .daemons = 1, .opts = &opts);
     a = expect_connect(0);
     b = expect_connect(0);
     c = expect_connect(0);

@@ -63,7 +63,7 @@ START_TEST(lease_mode)
     long long valid, pttl;
     int a, b;
 
-    expect_up(NMASTERS, &expect_opts);
+    EXPECT_SETUP(.masters = NMASTERS, .daemons = 1, .opts = &expect_opts);
     a = expect_tcp();
     b = expect_tcp();
     EXPECT_REPLY(a, "LOCK l mode=lease", "ERR PROTO LOCK: mode=lease needs ttl= (nothing renews a lease)");
@@ -128,7 +128,7 @@ START_TEST(lease_expired_not_extended)
     const char *key = "e";
     int a;
 
-    expect_up(NMASTERS, &expect_opts);
+    EXPECT_SETUP(.masters = NMASTERS, .daemons = 1, .opts = &expect_opts);
     a = expect_tcp();
     got = h_cmd(a, "LOCK e mode=lease ttl=600", CMD_MS);    /* LM_SHORT_TTL_MS */
     ck_assert_msg(reply_token(got, tok), "LOCK mode=lease answered '%s'",
@@ -176,7 +176,7 @@ START_TEST(lease_nc_grants)
     long long v;
     int i, u;
 
-    expect_up(NMASTERS, &expect_opts);
+    EXPECT_SETUP(.masters = NMASTERS, .daemons = 1, .opts = &expect_opts);
     u = expect_tcp();
     for (i = 0; i < LEASE_TRIES; i++) {
         snprintf(name, sizeof(name), "job5_%d", i);
@@ -373,7 +373,7 @@ START_TEST(lease_abrupt_close)
     size_t m;
     int i, fd, delivered = 0;
 
-    expect_up(NMASTERS, &expect_opts);
+    EXPECT_SETUP(.masters = NMASTERS, .daemons = 1, .opts = &expect_opts);
     for (i = 0; i < ABRUPT_AT_ONCE; i++) {
         /*
          * Three masters hold every command for 200 ms (less than a round's
@@ -483,7 +483,7 @@ START_TEST(extend_notheld_cleans)
 {
     int a;
 
-    expect_up(NMASTERS, &expect_opts);
+    EXPECT_SETUP(.masters = NMASTERS, .daemons = 1, .opts = &expect_opts);
     a = expect_tcp();
     lm_extend_notheld(a, "lz", false);
     lm_extend_notheld(a, "lz2", true);
@@ -519,7 +519,7 @@ START_TEST(lease_read_then_reset)
     size_t i;
     int fd;
 
-    expect_up(NMASTERS, &expect_opts);
+    EXPECT_SETUP(.masters = NMASTERS, .daemons = 1, .opts = &expect_opts);
     for (i = 0; i < 2; i++) {
         fd = i == 0 ? h_connect_unix() : expect_tcp();
         ck_assert(fd >= 0);
@@ -604,7 +604,7 @@ START_TEST(lease_read_reset_delayed_ack)
     long long base = 0;
     int i, fd;
 
-    expect_up(NMASTERS, &expect_opts);
+    EXPECT_SETUP(.masters = NMASTERS, .daemons = 1, .opts = &expect_opts);
     ck_assert_int_eq(h_stat_once("connections", &base), 0);
     for (i = 0; i < 12; i++) {
         snprintf(line, sizeof(line), "LOCK lr%d mode=lease ttl=9000 wait=0", i);
@@ -730,7 +730,7 @@ START_TEST(lease_from_other_daemon)
     size_t i, extended = 0;
     int a, b;
 
-    expect_up_daemons(NMASTERS, false, NDAEMONS, NULL);
+    EXPECT_SETUP(.masters = NMASTERS, .daemons = NDAEMONS, .opts = &expect_prefix_opts);
     a = expect_connect(0);
     got = h_cmd(a, "LOCK l mode=lease ttl=5000", CMD_MS);
     ck_assert_msg(h_is_reply(got, "OK", "l") && h_reply_field(got, "token", token, sizeof(token))

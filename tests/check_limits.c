@@ -85,7 +85,7 @@ START_TEST(client_never_reads)
     ssize_t n;
     int a, b;
 
-    expect_up(NMASTERS, &expect_opts);
+    EXPECT_SETUP(.masters = NMASTERS, .daemons = 1, .opts = &expect_opts);
     a = expect_tcp();
     b = expect_tcp();
     EXPECT_LOCK_OK(b, "LOCK nr", "nr", 1, valid);
@@ -136,7 +136,7 @@ START_TEST(slowloris)
     char *got;
     int a, b, i;
 
-    expect_up(NMASTERS, &o);
+    EXPECT_SETUP(.masters = NMASTERS, .daemons = 1, .opts = &o);
     a = expect_tcp();
     b = expect_tcp();
     EXPECT_PREFIX(b, "LOCK sl", "OK sl ");
@@ -189,7 +189,7 @@ START_TEST(non_reader_closed)
     ssize_t n;
     int a, b, one = 4096;
 
-    expect_up(NMASTERS, &o);
+    EXPECT_SETUP(.masters = NMASTERS, .daemons = 1, .opts = &o);
     a = expect_tcp();
     b = expect_tcp();
     /* A small receive buffer, so the daemon's output backs up sooner. */
@@ -250,7 +250,7 @@ START_TEST(max_clients)
     int fds[3], extra, i;
     char *got;
 
-    expect_up(NMASTERS, &o);
+    EXPECT_SETUP(.masters = NMASTERS, .daemons = 1, .opts = &o);
     for (i = 0; i < 3; i++) {
         fds[i] = expect_tcp();
         EXPECT_REPLY(fds[i], "PING", "PONG");
@@ -374,7 +374,7 @@ START_TEST(unix_kept_out_of_descriptors)
     int fds[LI_BUDGET_CONNS], u, i, answered;
     long long slots = -1;
 
-    expect_up(NMASTERS, &o);
+    EXPECT_SETUP(.masters = NMASTERS, .daemons = 1, .opts = &o);
     u = h_connect_unix();
     ck_assert_int_ge(u, 0);
     expect_wait_stat_on(u, "connections", 1);      /* the harness's own connections are gone */
@@ -424,7 +424,7 @@ START_TEST(descriptor_budget_reload)
     off_t from;
     int u;
 
-    expect_up(NMASTERS, &o);
+    EXPECT_SETUP(.masters = NMASTERS, .daemons = 1, .opts = &o);
     u = h_connect_unix();
     ck_assert_int_ge(u, 0);
     ck_assert_int_eq(h_stat(u, "client_slots", &before), 0);
@@ -483,7 +483,7 @@ START_TEST(out_of_descriptors_refuses)
     long long cpu0, cpu1, hz = sysconf(_SC_CLK_TCK), failures = -1;
     const char *want = "ERR LIMIT too many clients (out of descriptors, descriptor limit 48";
 
-    expect_up_tls(NMASTERS, &o);
+    EXPECT_SETUP(.masters = NMASTERS, .tls_cert = "server", .daemons = 1, .opts = &o);
     u = h_connect_unix();
     ck_assert_int_ge(u, 0);
     expect_wait_stat_on(u, "connections", 1);
@@ -549,7 +549,7 @@ START_TEST(max_locks_per_client)
     struct h_daemon_opts o = { .retry_delay_ms = 100, .max_locks_per_client = 2 };
     int a;
 
-    expect_up(NMASTERS, &o);
+    EXPECT_SETUP(.masters = NMASTERS, .daemons = 1, .opts = &o);
     a = expect_tcp();
     EXPECT_PREFIX(a, "LOCK m1", "OK m1 ");
     EXPECT_PREFIX(a, "LOCK m2", "OK m2 ");
@@ -638,7 +638,7 @@ START_TEST(unauthenticated_capped)
     long long evicted = -1;
     char *got;
 
-    expect_up(NMASTERS, &o);
+    EXPECT_SETUP(.masters = NMASTERS, .daemons = 1, .opts = &o);
     u = h_connect_unix();
     ck_assert_int_ge(u, 0);
     a0 = li_connect_from("127.0.0.5");
@@ -698,7 +698,7 @@ START_TEST(clients_per_source_capped)
                                .limits_yaml = "  max_clients_per_source: 2\n" };
     int a0, a1, b0, u;
 
-    expect_up(NMASTERS, &o);
+    EXPECT_SETUP(.masters = NMASTERS, .daemons = 1, .opts = &o);
     u = h_connect_unix();
     ck_assert_int_ge(u, 0);
     li_wait_connections(u, 1);      /* the harness's own connections are gone */
@@ -730,7 +730,7 @@ START_TEST(unix_slots_reserved)
     int t0, t1, u0, u1, u2;
     char *got;
 
-    expect_up(NMASTERS, &o);
+    EXPECT_SETUP(.masters = NMASTERS, .daemons = 1, .opts = &o);
     li_unix_and_two_tcp(&u0, &t0, &t1);
     li_expect_refused("127.0.0.1", "limits.unix_reserved");
     u1 = h_connect_unix();
@@ -762,7 +762,7 @@ START_TEST(tls_refused_without_plaintext)
     size_t len = 0;
     char *got;
 
-    expect_up_tls(NMASTERS, &o);
+    EXPECT_SETUP(.masters = NMASTERS, .tls_cert = "server", .daemons = 1, .opts = &o);
     li_unix_and_two_tcp(&u, &t0, &t1);
     fd = h_connect_port(h_daemon_tls_port());
     ck_assert_int_ge(fd, 0);
@@ -797,7 +797,7 @@ START_TEST(one_deadline_from_accept)
     char addr[32];
     int64_t t0;
 
-    expect_up_tls(NMASTERS, &o);
+    EXPECT_SETUP(.masters = NMASTERS, .tls_cert = "server", .daemons = 1, .opts = &o);
     snprintf(addr, sizeof(addr), "127.0.0.1:%d", h_daemon_tls_port());
     topts.ca_file = h_cert("ca.crt");
     client_init(&c, -1, 0);
@@ -835,7 +835,7 @@ START_TEST(auth_deadline_frees_slot)
     char sip[512], flood[4096];
     int64_t t0;
 
-    expect_up(NMASTERS, &o);
+    EXPECT_SETUP(.masters = NMASTERS, .daemons = 1, .opts = &o);
     u = h_connect_unix();
     ck_assert_int_ge(u, 0);
     t0 = h_now_ms();
@@ -882,7 +882,7 @@ START_TEST(pending_slot_rst_and_pause)
     char *got;
     int u, fd, ok;
 
-    expect_up(NMASTERS, &o);
+    EXPECT_SETUP(.masters = NMASTERS, .daemons = 1, .opts = &o);
     u = h_connect_unix();
     ck_assert_int_ge(u, 0);
     fd = li_connect_from("127.0.0.1");
@@ -954,7 +954,7 @@ START_TEST(watches_capped_globally)
     int a, b;
     char *got;
 
-    expect_up(NMASTERS, &o);
+    EXPECT_SETUP(.masters = NMASTERS, .daemons = 1, .opts = &o);
     a = expect_tcp();
     b = expect_tcp();
     li_watch(a, "wa");
@@ -1010,7 +1010,7 @@ li_read_flood(size_t nmasters)
     size_t off, j;
     long long most = 0, v;
 
-    expect_up(nmasters, &o);
+    EXPECT_SETUP(.masters = nmasters, .daemons = 1, .opts = &o);
     by = expect_tcp();
     probe = expect_tcp();
     EXPECT_PREFIX(by, "LOCK bystander ttl=1000", "OK bystander");
@@ -1117,7 +1117,7 @@ START_TEST(status_waits_its_turn)
     int a, b, c;
     char *got;
 
-    expect_up(1, &o);
+    EXPECT_SETUP(.masters = 1, .daemons = 1, .opts = &o);
     a = expect_tcp();
     b = expect_tcp();
     c = expect_tcp();
@@ -1166,7 +1166,7 @@ START_TEST(status_waiting_at_close)
     int a, b, i;
     char *got;
 
-    expect_up(1, &o);
+    EXPECT_SETUP(.masters = 1, .daemons = 1, .opts = &o);
     a = expect_tcp();
     ck_assert_int_eq(h_signal_master(0, SIGSTOP), 0);
     ck_assert_int_eq(h_send(a, "STATUS sa"), 0);
@@ -1212,7 +1212,7 @@ START_TEST(reads_budgeted)
     int fd, i;
     char *got;
 
-    expect_up(NMASTERS, &o);
+    EXPECT_SETUP(.masters = NMASTERS, .daemons = 1, .opts = &o);
     fd = expect_tcp();
     calls0 = h_master_calls(0, "evalsha");
     for (i = 0; i < LI_READS_PER_S; i++) {

@@ -88,7 +88,7 @@ START_TEST(two_masters_down)
     size_t i;
     int a;
 
-    expect_up(NMASTERS, &expect_opts);
+    EXPECT_SETUP(.masters = NMASTERS, .daemons = 1, .opts = &expect_opts);
     ck_assert_int_eq(h_kill_master(0), 0);
     ck_assert_int_eq(h_kill_master(1), 0);
     a = expect_tcp();
@@ -119,7 +119,7 @@ START_TEST(three_masters_down_noquorum)
     size_t i;
     int a, b;
 
-    expect_up(NMASTERS, &expect_opts);
+    EXPECT_SETUP(.masters = NMASTERS, .daemons = 1, .opts = &expect_opts);
     a = expect_tcp();
     b = expect_tcp();
     EXPECT_LOCK_OK(a, "LOCK h ttl=1000", "h", 1, valid);
@@ -163,7 +163,7 @@ START_TEST(masters_recover)
     size_t i;
     int a;
 
-    expect_up(NMASTERS, &expect_opts);
+    EXPECT_SETUP(.masters = NMASTERS, .daemons = 1, .opts = &expect_opts);
     for (i = 0; i < 3; i++) {
         ck_assert_int_eq(h_kill_master(i), 0);
     }
@@ -197,8 +197,7 @@ START_TEST(auth)
     size_t i;
     int a;
 
-    ck_assert(h_begin(tcase_name()) == 0);
-    ck_assert(h_start_masters(NMASTERS) == 0);
+    EXPECT_SETUP(.masters = NMASTERS);
     for (i = 0; i < NMASTERS; i++) {
         ck_assert_int_eq(h_master_cmd(i, NULL, "CONFIG SET requirepass %s", "s3cret"), 0);
     }
@@ -235,7 +234,7 @@ START_TEST(stalled_master)
     long long valid;
     int a, b;
 
-    expect_up(NMASTERS, &expect_opts);
+    EXPECT_SETUP(.masters = NMASTERS, .daemons = 1, .opts = &expect_opts);
     ck_assert_int_eq(h_signal_master(0, SIGSTOP), 0);
     a = expect_tcp();
     b = expect_tcp();
@@ -267,7 +266,7 @@ START_TEST(lost_before_validity_end)
     size_t i;
     int a;
 
-    expect_up(NMASTERS, &expect_opts);
+    EXPECT_SETUP(.masters = NMASTERS, .daemons = 1, .opts = &expect_opts);
     a = expect_tcp();
     t_send = h_now_ms();
     EXPECT_LOCK_OK(a, "LOCK lv ttl=3000", "lv", 1, valid);
@@ -305,7 +304,7 @@ START_TEST(daemon_paused_past_lease)
     char *got;
     int a;
 
-    expect_up(NMASTERS, &expect_opts);
+    EXPECT_SETUP(.masters = NMASTERS, .daemons = 1, .opts = &expect_opts);
     a = expect_tcp();
     EXPECT_LOCK_OK(a, "LOCK pz ttl=700", "pz", 1, valid);
     ck_assert_int_eq(h_signal_daemon(SIGSTOP), 0);
@@ -356,7 +355,7 @@ START_TEST(relock_restarted_masters)
     int a;
 
     o.restart_quarantine = false;
-    expect_up(NMASTERS, &o);
+    EXPECT_SETUP(.masters = NMASTERS, .daemons = 1, .opts = &o);
     expect_key("two", key, sizeof(key));
     a = expect_tcp();
     EXPECT_PREFIX(a, "LOCK two ttl=3000", "OK two ");
@@ -425,7 +424,7 @@ START_TEST(lock_waits_out_outage)
     size_t i;
     int a;
 
-    expect_up(NMASTERS, &expect_opts);
+    EXPECT_SETUP(.masters = NMASTERS, .daemons = 1, .opts = &expect_opts);
     ms_lose_quorum();
     a = expect_tcp();
     ck_assert_int_eq(h_send(a, "LOCK n wait=60000"), 0);
@@ -470,7 +469,7 @@ START_TEST(noquorum_after_wait)
     size_t i;
     int a;
 
-    expect_up(NMASTERS, &expect_opts);
+    EXPECT_SETUP(.masters = NMASTERS, .daemons = 1, .opts = &expect_opts);
     ms_lose_quorum();
     a = expect_tcp();
     t0 = h_now_ms();
@@ -508,7 +507,7 @@ START_TEST(unlock_without_quorum)
     size_t i;
     int a;
 
-    expect_up(NMASTERS, &expect_opts);
+    EXPECT_SETUP(.masters = NMASTERS, .daemons = 1, .opts = &expect_opts);
     a = expect_tcp();
     EXPECT_PREFIX(a, "LOCK nq1", "OK nq1 ");
     for (i = 0; i < 3; i++) {
@@ -535,7 +534,7 @@ START_TEST(unlock_silent_holder_not_gone)
     size_t i;
     int a;
 
-    expect_up(NMASTERS, &expect_opts);
+    EXPECT_SETUP(.masters = NMASTERS, .daemons = 1, .opts = &expect_opts);
     expect_key("sg1", key, sizeof(key));
     for (i = 3; i < NMASTERS; i++) {
         ck_assert_int_eq(h_master_cmd(i, NULL, "SET %s someone-else", key), 0);
@@ -563,7 +562,7 @@ START_TEST(silent_master_dropped)
     char line[64];
     int a, i;
 
-    expect_up(NMASTERS, &o);
+    EXPECT_SETUP(.masters = NMASTERS, .daemons = 1, .opts = &o);
     a = expect_tcp();
     ck_assert_int_eq(h_signal_master(0, SIGSTOP), 0);
     for (i = 0; i < 3; i++) {
@@ -606,7 +605,7 @@ START_TEST(ghost_of_dropped_try_taken_over)
     char *got, *value;
     int a, w, i;
 
-    expect_up(NMASTERS, &o);
+    EXPECT_SETUP(.masters = NMASTERS, .daemons = 1, .opts = &o);
     a = expect_tcp();
     w = expect_tcp();
     for (i = 0; i < 3; i++) {
@@ -658,7 +657,7 @@ START_TEST(queue_not_taken_for_failure)
     char line[64];
     int a, i;
 
-    expect_up(NMASTERS, &o);
+    EXPECT_SETUP(.masters = NMASTERS, .daemons = 1, .opts = &o);
     a = expect_tcp();
     ck_assert_int_eq(h_signal_master(1, SIGSTOP), 0);
     /* Well past 4 calls for master 1, each a round that ends at its deadline. */
@@ -700,7 +699,7 @@ START_TEST(decided_round_withdrawn)
     char *got;
     int a;
 
-    expect_up(NMASTERS, &o);
+    EXPECT_SETUP(.masters = NMASTERS, .daemons = 1, .opts = &o);
     a = expect_tcp();
     ck_assert_int_eq(h_signal_master(1, SIGSTOP), 0);
     EXPECT_PREFIX(a, "TRYLOCK first ttl=30000", "OK first");
@@ -734,7 +733,7 @@ START_TEST(silence_drops_master)
     char line[64];
     int a, i;
 
-    expect_up(NMASTERS, &o);
+    EXPECT_SETUP(.masters = NMASTERS, .daemons = 1, .opts = &o);
     a = expect_tcp();
     ck_assert_int_eq(h_signal_master(1, SIGSTOP), 0);
     for (i = 0; i < 10; i++) {
@@ -764,7 +763,7 @@ START_TEST(burst_not_dropped)
     size_t i, left;
     int a;
 
-    expect_up(NMASTERS, &o);
+    EXPECT_SETUP(.masters = NMASTERS, .daemons = 1, .opts = &o);
     a = expect_tcp();
     for (i = 0; i < 40; i++) {
         snprintf(line, sizeof(line), "LOCK b%zu ttl=30000", i);
@@ -1001,7 +1000,7 @@ START_TEST(partial_write_to_stopped_master)
     int a, port, conns = -1;
     bool failed = false;
 
-    expect_up(NMASTERS, &o);
+    EXPECT_SETUP(.masters = NMASTERS, .daemons = 1, .opts = &o);
     port = h_master_port(0);
     memset(p, 0, sizeof(p));
     for (i = 0; i < MS_PW_CONNS; i++) {
@@ -1118,7 +1117,7 @@ START_TEST(lost_keeps_keys_until_expiry)
     size_t i;
     int a;
 
-    expect_up(NMASTERS, &o);
+    EXPECT_SETUP(.masters = NMASTERS, .daemons = 1, .opts = &o);
     a = expect_tcp();
     t_send = h_now_ms();
     got = h_cmd(a, "LOCK lk ttl=3000", CMD_MS);
@@ -1178,7 +1177,7 @@ START_TEST(paused_daemon_lost_first)
     size_t i;
     int a, seen_ok = 0, seen_pong = 0;
 
-    expect_up(NMASTERS, &o);
+    EXPECT_SETUP(.masters = NMASTERS, .daemons = 1, .opts = &o);
     a = expect_tcp();
     got = h_cmd(a, "LOCK pz ttl=1000", CMD_MS);
     ck_assert_msg(got != NULL && h_reply_int(got, "validity", &valid), "LOCK pz: '%s'",
@@ -1278,10 +1277,9 @@ START_TEST(duplicate_counts_once)
     long long calls, after;
     int a, i;
 
-    expect_begin();
+    EXPECT_SETUP(.masters = 2);
     o.metrics_port = h_free_port();
     ck_assert_int_gt(o.metrics_port, 0);
-    ck_assert_msg(h_start_masters(2) == 0, "the masters did not start");
     snprintf(again, sizeof(again), "localhost:%d", h_master_port(0));
     extra[0] = again;
     extra[1] = NULL;
@@ -1352,9 +1350,8 @@ START_TEST(evicting_policy_warned)
     char text[160], line[512], *body;
     size_t want;
 
-    expect_begin();
     ck_assert_int_gt(o.metrics_port, 0);
-    ck_assert_msg(h_start_masters(3) == 0, "the masters did not start");
+    EXPECT_SETUP(.masters = 3);
     ck_assert_int_eq(h_master_cmd(1, NULL, "CONFIG SET maxmemory 100mb"), 0);
     ck_assert_int_eq(h_master_cmd(1, NULL, "CONFIG SET maxmemory-policy allkeys-lru"), 0);
     ck_assert_int_eq(h_master_cmd(2, NULL, "CONFIG SET maxmemory 100mb"), 0);
@@ -1420,7 +1417,6 @@ START_TEST(readme_acl_covers_every_kind)
     size_t i;
     int a, b;
 
-    expect_begin();
     f = fopen("docs/production.md", "r");
     ck_assert_msg(f != NULL, "docs/production.md not found (run from the repository root)");
     rule[0] = '\0';
@@ -1431,7 +1427,7 @@ START_TEST(readme_acl_covers_every_kind)
                   "docs/production.md has no line '    user redlockd on ...'");
     rule[strcspn(rule, "\n")] = '\0';
     ck_assert_msg(strchr(rule, '%') == NULL, "the ACL line has a '%%'");
-    ck_assert_msg(h_start_masters(NMASTERS) == 0, "the masters did not start");
+    EXPECT_SETUP(.masters = NMASTERS);
     for (i = 0; i < NMASTERS; i++) {
         char cmd[2100];
 

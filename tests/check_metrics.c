@@ -305,35 +305,6 @@ mt_check_format(const char *body)
     }
 }
 
-/* ---- set-up ---- */
-
-/* Masters and a daemon with opts (metrics_port is set here). */
-static void
-mt_up_with(struct h_daemon_opts *opts)
-{
-    ck_assert_msg(h_begin(tcase_name()) == 0, "cannot create the test directory");
-    ck_assert_msg(h_start_masters(NMASTERS) == 0, "the masters did not start");
-    mt_port = h_free_port();
-    ck_assert_msg(mt_port > 0, "no free port");
-    opts->metrics_port = mt_port;
-    ck_assert_msg(h_start_daemon(opts) == 0, "redlockd did not start (log above)");
-}
-
-static void
-mt_up(void)
-{
-    struct h_daemon_opts opts;
-
-    memset(&opts, 0, sizeof(opts));
-    mt_up_with(&opts);
-}
-
-static void
-mt_teardown(void)
-{
-    h_end();
-}
-
 /* ---- tests ---- */
 
 /* True when every master's redlockd_master_last_rtt_seconds is a number. */
@@ -394,7 +365,7 @@ START_TEST(metrics_format)
     double v;
     int fd;
 
-    mt_up();
+    EXPECT_SETUP(.masters = NMASTERS, .daemons = 1, .metrics_port = &mt_port);
     ck_assert_int_eq(mt_request("GET", "/metrics", &r), 0);
     ck_assert_int_eq(r.status, 200);
     ck_assert_msg(mt_header(r.head, "Content-Type", ct, sizeof(ct)), "no Content-Type");
@@ -484,7 +455,7 @@ START_TEST(metrics_counts_match_stats)
     int a, b;
     size_t i;
 
-    mt_up();
+    EXPECT_SETUP(.masters = NMASTERS, .daemons = 1, .metrics_port = &mt_port);
     body = mt_scrape();
     ck_assert_int_eq(mt_int(body, "redlockd_acquisitions_total{outcome=\"ok\"}"), 0);
     ck_assert_int_eq(mt_int(body, "redlockd_locks_held"), 0);
@@ -545,7 +516,7 @@ START_TEST(metrics_histogram)
     double sum;
     int a, b, i;
 
-    mt_up();
+    EXPECT_SETUP(.masters = NMASTERS, .daemons = 1, .metrics_port = &mt_port);
     a = expect_tcp();
     b = expect_tcp();
     EXPECT_PREFIX(a, "LOCK h", "OK h validity=");                /* ok */
@@ -622,7 +593,7 @@ START_TEST(metrics_master_down)
     char series[128], stat[64], *body;
     size_t i;
 
-    mt_up();
+    EXPECT_SETUP(.masters = NMASTERS, .daemons = 1, .metrics_port = &mt_port);
     ck_assert(mt_cond_master_up(&c));
     ck_assert_int_eq(h_kill_master(2), 0);
     c.want = 0;
@@ -649,7 +620,7 @@ START_TEST(metrics_locks_lost_by_reason)
     size_t i;
     int a;
 
-    mt_up();
+    EXPECT_SETUP(.masters = NMASTERS, .daemons = 1, .metrics_port = &mt_port);
     a = expect_tcp();
     EXPECT_PREFIX(a, "LOCK r ttl=900", "OK r validity=");
     for (i = 0; i < NMASTERS; i++) {
@@ -1020,7 +991,7 @@ START_TEST(metrics_table_in_both_outputs)
     size_t i, k;
     int fd, tries;
 
-    mt_up();
+    EXPECT_SETUP(.masters = NMASTERS, .daemons = 1, .metrics_port = &mt_port);
     fd = expect_tcp();
     /* Our connection is the only one (the start-up's STATS may still be closing). */
     for (tries = 0; tries < 100 && (h_stat(fd, "connections", &conns) != 0 || conns != 1);
@@ -1124,7 +1095,7 @@ START_TEST(metrics_paths_and_methods)
     struct h_http_resp r;
     char v[128];
 
-    mt_up();
+    EXPECT_SETUP(.masters = NMASTERS, .daemons = 1, .metrics_port = &mt_port);
     ck_assert_int_eq(mt_request("GET", "/other", &r), 0);
     ck_assert_int_eq(r.status, 404);
     h_http_free(&r);
@@ -1186,7 +1157,7 @@ START_TEST(metrics_stalled_client_closed)
 
     memset(&opts, 0, sizeof(opts));
     opts.metrics_request_timeout_ms = 60000;
-    mt_up_with(&opts);
+    EXPECT_SETUP(.masters = NMASTERS, .daemons = 1, .opts = &opts, .metrics_port = &mt_port);
     fd = h_connect_port(mt_port);
     ck_assert_msg(fd >= 0, "cannot connect to the metrics port");
     ck_assert_int_eq(h_send_raw(fd, "GET /metr", 9), 0);
@@ -1338,7 +1309,7 @@ START_TEST(metrics_connection_cap)
     opts.metrics_max_connections = 4;
     /* No request deadline cuts the slow ones during the test's steps. */
     opts.metrics_request_timeout_ms = 60000;
-    mt_up_with(&opts);
+    EXPECT_SETUP(.masters = NMASTERS, .daemons = 1, .opts = &opts, .metrics_port = &mt_port);
     lock = expect_tcp();
     idle = mt_idle_keepalive();
     half = mt_half_request();
@@ -1459,7 +1430,7 @@ START_TEST(metrics_slowloris_scrapes_served)
     int failed = 0, i, lock;
     pid_t attacker;
 
-    mt_up();
+    EXPECT_SETUP(.masters = NMASTERS, .daemons = 1, .metrics_port = &mt_port);
     lock = expect_tcp();
     attacker = fork();
     ck_assert_int_ge(attacker, 0);
@@ -1576,7 +1547,7 @@ START_TEST(metrics_groups_evict_their_own)
     pid_t pid;
     int status;
 
-    ck_assert_msg(h_begin(tcase_name()) == 0, "cannot create the test directory");
+    EXPECT_SETUP();
     mt_port = h_free_port();
     tcp_port = h_free_port();
     ck_assert_int_gt(mt_port, 0);
@@ -1669,7 +1640,7 @@ START_TEST(metrics_request_deadline)
 
     memset(&opts, 0, sizeof(opts));
     opts.metrics_request_timeout_ms = 1500;
-    mt_up_with(&opts);
+    EXPECT_SETUP(.masters = NMASTERS, .daemons = 1, .opts = &opts, .metrics_port = &mt_port);
     lock = expect_tcp();
 
     t0 = h_now_ms();
@@ -1729,7 +1700,7 @@ START_TEST(metrics_label_escapes)
     pid_t pid;
     int status;
 
-    ck_assert_msg(h_begin(tcase_name()) == 0, "cannot create the test directory");
+    EXPECT_SETUP();
     mt_port = h_free_port();
     ck_assert_int_gt(mt_port, 0);
     /* YAML "we\"ird\\na\nme.sock": the path is we"ird\na<LF>me.sock. */
@@ -1765,8 +1736,7 @@ START_TEST(metrics_port_taken)
     size_t n;
     int fd, errfd, saved, rc, port;
 
-    ck_assert_msg(h_begin(tcase_name()) == 0, "cannot create the test directory");
-    ck_assert_msg(h_start_masters(NMASTERS) == 0, "the masters did not start");
+    EXPECT_SETUP(.masters = NMASTERS);
     fd = h_tcp_listen(htonl(INADDR_LOOPBACK), 1, &port);
     ck_assert_msg(fd >= 0, "cannot listen on 127.0.0.1: %s", strerror(errno));
     memset(&opts, 0, sizeof(opts));
@@ -1809,30 +1779,30 @@ metrics_suite(void)
 {
     Suite *s = suite_create("redlockd Prometheus metrics");
 
-    expect_add_case(s, "metrics_format", metrics_format, mt_teardown, TEST_TIMEOUT_S);
-    expect_add_case(s, "metrics_counts_match_stats", metrics_counts_match_stats, mt_teardown,
+    expect_add_case(s, "metrics_format", metrics_format, h_end, TEST_TIMEOUT_S);
+    expect_add_case(s, "metrics_counts_match_stats", metrics_counts_match_stats, h_end,
                     TEST_TIMEOUT_S);
-    expect_add_case(s, "metrics_histogram", metrics_histogram, mt_teardown, TEST_TIMEOUT_S);
-    expect_add_case(s, "metrics_master_down", metrics_master_down, mt_teardown, TEST_TIMEOUT_S);
-    expect_add_case(s, "metrics_locks_lost_by_reason", metrics_locks_lost_by_reason, mt_teardown,
+    expect_add_case(s, "metrics_histogram", metrics_histogram, h_end, TEST_TIMEOUT_S);
+    expect_add_case(s, "metrics_master_down", metrics_master_down, h_end, TEST_TIMEOUT_S);
+    expect_add_case(s, "metrics_locks_lost_by_reason", metrics_locks_lost_by_reason, h_end,
                     TEST_TIMEOUT_S);
-    expect_add_case(s, "metrics_table_rules", metrics_table_rules, mt_teardown, TEST_TIMEOUT_S);
-    expect_add_case(s, "metrics_table_in_both_outputs", metrics_table_in_both_outputs, mt_teardown,
+    expect_add_case(s, "metrics_table_rules", metrics_table_rules, h_end, TEST_TIMEOUT_S);
+    expect_add_case(s, "metrics_table_in_both_outputs", metrics_table_in_both_outputs, h_end,
                     TEST_TIMEOUT_S);
-    expect_add_case(s, "metrics_paths_and_methods", metrics_paths_and_methods, mt_teardown,
+    expect_add_case(s, "metrics_paths_and_methods", metrics_paths_and_methods, h_end,
                     TEST_TIMEOUT_S);
-    expect_add_case(s, "metrics_stalled_client_closed", metrics_stalled_client_closed, mt_teardown,
+    expect_add_case(s, "metrics_stalled_client_closed", metrics_stalled_client_closed, h_end,
                     TEST_TIMEOUT_S);
-    expect_add_case(s, "metrics_connection_cap", metrics_connection_cap, mt_teardown,
+    expect_add_case(s, "metrics_connection_cap", metrics_connection_cap, h_end,
                     TEST_TIMEOUT_S);
     expect_add_case(s, "metrics_slowloris_scrapes_served", metrics_slowloris_scrapes_served,
-                    mt_teardown, TEST_TIMEOUT_S);
+                    h_end, TEST_TIMEOUT_S);
     expect_add_case(s, "metrics_groups_evict_their_own", metrics_groups_evict_their_own,
-                    mt_teardown, TEST_TIMEOUT_S);
-    expect_add_case(s, "metrics_request_deadline", metrics_request_deadline, mt_teardown,
+                    h_end, TEST_TIMEOUT_S);
+    expect_add_case(s, "metrics_request_deadline", metrics_request_deadline, h_end,
                     TEST_TIMEOUT_S);
-    expect_add_case(s, "metrics_label_escapes", metrics_label_escapes, mt_teardown, TEST_TIMEOUT_S);
-    expect_add_case(s, "metrics_port_taken", metrics_port_taken, mt_teardown, TEST_TIMEOUT_S);
+    expect_add_case(s, "metrics_label_escapes", metrics_label_escapes, h_end, TEST_TIMEOUT_S);
+    expect_add_case(s, "metrics_port_taken", metrics_port_taken, h_end, TEST_TIMEOUT_S);
     return s;
 }
 

@@ -56,16 +56,6 @@ static bool  ops_have_systemd;  /* set in main(): the daemon links libsystemd */
 /* ---- helpers ---- */
 
 static void
-ops_up(const struct h_daemon_opts *opts)
-{
-    ck_assert_msg(h_begin(tcase_name()) == 0, "cannot create the test directory");
-    ck_assert_msg(h_start_masters(NMASTERS) == 0, "the masters did not start");
-    if (opts != NULL) {
-        ck_assert_msg(h_start_daemon(opts) == 0, "redlockd did not start (log above)");
-    }
-}
-
-static void
 ops_keep_fd(int fd)
 {
     size_t i;
@@ -277,7 +267,7 @@ START_TEST(reload_applies)
     off_t mark;
     int a, i;
 
-    ops_up(&o);
+    EXPECT_SETUP(.masters = NMASTERS, .daemons = 1, .opts = &o);
     path = h_daemon_conf_path();
     a = expect_tcp();
     EXPECT_PREFIX(a, "LOCK a", "OK a ");
@@ -325,7 +315,7 @@ START_TEST(reload_rejects_errors)
     off_t mark;
     int a, b, lineno;
 
-    ops_up(&o);
+    EXPECT_SETUP(.masters = NMASTERS, .daemons = 1, .opts = &o);
     path = h_daemon_conf_path();
     a = expect_tcp();
     EXPECT_PREFIX(a, "LOCK a", "OK a ");
@@ -382,7 +372,7 @@ START_TEST(reload_refuses_restart_keys)
     off_t mark;
     int a, b, port, new_port;
 
-    ops_up(&o);
+    EXPECT_SETUP(.masters = NMASTERS, .daemons = 1, .opts = &o);
     path = h_daemon_conf_path();
     port = h_daemon_port();
     a = expect_tcp();
@@ -596,7 +586,7 @@ START_TEST(sd_notify_status_quarantine)
         ops_skip("redlockd was built without libsystemd (ldd $REDLOCKD_BIN)");
         return;
     }
-    ops_up(NULL);
+    EXPECT_SETUP(.masters = NMASTERS);
     ops_start_notified(&o);
     if (!h_wait_until(ops_cond_status, (void *)want, H_PROMPT_MS)) {
         ops_notify_dump();
@@ -653,9 +643,8 @@ START_TEST(sd_notify_status_aof_always)
         ops_skip("redlockd was built without libsystemd (ldd $REDLOCKD_BIN)");
         return;
     }
-    ck_assert_msg(h_begin(tcase_name()) == 0, "cannot create the test directory");
     ops_readme_status(want, sizeof(want));
-    ck_assert_msg(h_start_masters_aof(NMASTERS) == 0, "the masters did not start");
+    EXPECT_SETUP(.masters = NMASTERS, .aof = true);
     ops_start_notified(&o);
     if (!h_wait_until(ops_cond_status, want, H_PROMPT_MS)) {
         ops_notify_dump();
@@ -686,7 +675,7 @@ START_TEST(sd_notify_protocol)
         ops_skip("redlockd was built without libsystemd (ldd $REDLOCKD_BIN)");
         return;
     }
-    ops_up(NULL);
+    EXPECT_SETUP(.masters = NMASTERS);
     ops_start_notified(&o);
     ck_assert_msg(!h_log_find(0, "(built without libsystemd)", NULL, 0),
                   "ldd finds libsystemd but the daemon says it was built without");
@@ -963,7 +952,7 @@ START_TEST(socket_activation)
         ops_skip("redlockd was built without libsystemd (ldd $REDLOCKD_BIN)");
         return;
     }
-    ops_up(NULL);
+    EXPECT_SETUP(.masters = NMASTERS);
     snprintf(conf, sizeof(conf), "%s/activated.yml", h_dir());
     snprintf(log, sizeof(log), "%s/activated.log", h_dir());
     snprintf(sock, sizeof(sock), "%s/activated.sock", h_dir());
@@ -1039,12 +1028,11 @@ START_TEST(socket_activation_tls)
         ops_skip("redlockd was built without libsystemd (ldd $REDLOCKD_BIN)");
         return;
     }
-    ops_up(NULL);
+    EXPECT_SETUP(.masters = NMASTERS, .certs = true);
     snprintf(conf, sizeof(conf), "%s/activated-tls.yml", h_dir());
     snprintf(log, sizeof(log), "%s/activated-tls.log", h_dir());
     snprintf(certs, sizeof(certs), "%s/certs", h_dir());     /* h_make_certs's */
     snprintf(out, sizeof(out), "%s/s_client.out", h_dir());
-    ck_assert_msg(h_make_certs() == 0, "tests/tls/make-certs.sh failed (see make-certs.log)");
     fds[0] = ops_listen_tcp(htonl(INADDR_LOOPBACK), &port);
     fds[1] = ops_listen_tcp(htonl(INADDR_LOOPBACK), &tls_port);
     ops_write_conf(conf, h_free_port(), "", NULL);
@@ -1108,7 +1096,7 @@ START_TEST(socket_activation_protected_mode)
         ops_skip("redlockd was built without libsystemd (ldd $REDLOCKD_BIN)");
         return;
     }
-    ops_up(NULL);
+    EXPECT_SETUP(.masters = NMASTERS);
     snprintf(conf, sizeof(conf), "%s/open.yml", h_dir());
     snprintf(log, sizeof(log), "%s/open.log", h_dir());
     snprintf(conf_sock, sizeof(conf_sock), "%s/conf.sock", h_dir());
@@ -1254,7 +1242,7 @@ START_TEST(help_and_usage)
     size_t i;
     int rc;
 
-    ck_assert_msg(h_begin(tcase_name()) == 0, "cannot create the test directory");
+    EXPECT_SETUP();
     for (i = 0; i < 2; i++) {
         rc = ops_run_bin("help", good[i], &out, &err);
         ck_assert_msg(rc == 0, "redlockd %s exited %d; stderr: %s", good[i][0], rc, err);
@@ -1313,7 +1301,7 @@ START_TEST(config_test_unix_dir)
     char *out, *err;
     int rc;
 
-    ck_assert_msg(h_begin(tcase_name()) == 0, "cannot create the test directory");
+    EXPECT_SETUP();
     snprintf(conf, sizeof(conf), "%s/missing-dir.yml", h_dir());
     snprintf(port, sizeof(port), "%d", h_free_port());
     snprintf(text, sizeof(text),
@@ -1377,7 +1365,7 @@ START_TEST(log_names_peers)
     char want[96];
     int u, t;
 
-    ops_up(&o);
+    EXPECT_SETUP(.masters = NMASTERS, .daemons = 1, .opts = &o);
     u = h_connect_unix();
     ck_assert_int_ge(u, 0);
     EXPECT_REPLY(u, "PING", "PONG");

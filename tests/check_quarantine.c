@@ -60,16 +60,6 @@
 
 static int64_t qt_masters_started_ms;   /* just before the masters were started */
 
-/* Start of a test: its directory, five masters (noting when), the daemon with opts. */
-static void
-qt_up(const struct h_daemon_opts *opts)
-{
-    ck_assert_msg(h_begin(tcase_name()) == 0, "cannot create the test directory");
-    qt_masters_started_ms = h_now_ms();
-    ck_assert_msg(h_start_masters(NMASTERS) == 0, "the masters did not start");
-    ck_assert_msg(h_start_daemon(opts) == 0, "redlockd did not start (log above)");
-}
-
 /*
  * Masters that have just started are quarantined for max_ttl_ms (plus
  * drift): no quorum at first, the NOQUORUM text and STATS say why, and
@@ -83,7 +73,8 @@ START_TEST(quarantine_fresh_masters)
     char *got;
     int a;
 
-    qt_up(&o);
+    qt_masters_started_ms = h_now_ms();
+    EXPECT_SETUP(.masters = NMASTERS, .daemons = 1, .opts = &o);
     a = expect_tcp();
     ck_assert_int_eq(h_stat_once("masters_quarantined", &left), 0);
     ck_assert_msg(left >= 3, "only %lld masters quarantined just after they started", left);
@@ -134,7 +125,8 @@ qt_restart_scenario(bool quarantine)
     int a, b;
     size_t i;
 
-    qt_up(&o);
+    qt_masters_started_ms = h_now_ms();
+    EXPECT_SETUP(.masters = NMASTERS, .daemons = 1, .opts = &o);
     if (quarantine) {
         /* Fresh masters: wait until they count. */
         expect_wait_stat("masters_quarantined", 0, false, 8000);
@@ -239,8 +231,7 @@ START_TEST(wall_clock_jump)
         fprintf(stderr, "wall_clock_jump: skipped: %s not installed\n", FAKETIME_LIB);
         return;
     }
-    ck_assert_msg(h_begin(tcase_name()) == 0, "cannot create the test directory");
-    ck_assert_msg(h_start_masters(NMASTERS) == 0, "the masters did not start");
+    EXPECT_SETUP(.masters = NMASTERS);
     snprintf(path, sizeof(path), "%s/faketime", h_dir());
     f = fopen(path, "w");
     ck_assert_ptr_nonnull(f);
@@ -328,7 +319,7 @@ START_TEST(restore_skips_quarantined)
     o.restart_quarantine = true;
     o.max_ttl_ms = 3000;
     o.default_ttl_ms = 3000;
-    expect_up(NMASTERS, &o);
+    EXPECT_SETUP(.masters = NMASTERS, .daemons = 1, .opts = &o);
     /* The fresh masters are quarantined too: wait until they count. */
     ck_assert_msg(h_wait_stat("masters_quarantined", 0, false, 8000, &left),
                   "masters still quarantined after 8 s (%lld)", left);
@@ -403,9 +394,7 @@ START_TEST(aof_always_not_quarantined)
 {
     int a;
 
-    expect_begin();
-    ck_assert_msg(h_start_masters_aof(NMASTERS) == 0, "the masters did not start");
-    ck_assert_msg(h_start_daemon(&qt_prod) == 0, "redlockd did not start (log above)");
+    EXPECT_SETUP(.masters = NMASTERS, .aof = true, .daemons = 1, .opts = &qt_prod);
     a = expect_tcp();
     EXPECT_PREFIX(a, "TRYLOCK fresh", "OK fresh ");
     EXPECT_REPLY(a, "UNLOCK fresh", "OK fresh holds=0");
@@ -428,8 +417,7 @@ START_TEST(appendfsync_unreadable_keeps_quarantine)
     size_t i;
     int a;
 
-    expect_begin();
-    ck_assert_msg(h_start_masters_aof(NMASTERS) == 0, "the masters did not start");
+    EXPECT_SETUP(.masters = NMASTERS, .aof = true);
     for (i = 0; i < NMASTERS; i++) {
         ck_assert_int_eq(h_master_cmd(i, NULL, "ACL SETUSER default -config"), 0);
     }
@@ -460,9 +448,7 @@ START_TEST(quarantine_says_why_and_reload_ends_it)
     char *got;
     int a;
 
-    expect_begin();
-    ck_assert_msg(h_start_masters(NMASTERS) == 0, "the masters did not start");
-    ck_assert_msg(h_start_daemon(&qt_prod) == 0, "redlockd did not start (log above)");
+    EXPECT_SETUP(.masters = NMASTERS, .daemons = 1, .opts = &qt_prod);
     ck_assert_int_eq(expect_stat("masters_quarantined"), NMASTERS);
     a = expect_tcp();
     got = h_cmd(a, "TRYLOCK nq", CMD_MS);
@@ -499,26 +485,9 @@ END_TEST
 
 static int qt_metrics_port;     /* the daemon's metrics.listen port */
 
-/* Start a test: masters 2 and 3 steppable, a daemon with clock_check ("true", "false", NULL). */
-static void
-qt_up_clock(const char *clock_check)
-{
-    struct h_daemon_opts o = {
-        .retry_delay_ms = 100,
-        .default_ttl_ms = TTL_MS,
-        .max_ttl_ms = MAX_TTL_MS,
-        .clock_check = clock_check,
-    };
-
-    ck_assert_msg(h_begin(tcase_name()) == 0, "cannot create the test directory");
-    ck_assert_msg(h_clock_masters(CLOCK_MASTERS) == 0,
-                  "no steppable master (build/redis-libc/redis-server and libfaketime)");
-    ck_assert_msg(h_start_masters(NMASTERS) == 0, "the masters did not start");
-    qt_metrics_port = h_free_port();
-    ck_assert_msg(qt_metrics_port > 0, "no free port");
-    o.metrics_port = qt_metrics_port;
-    ck_assert_msg(h_start_daemon(&o) == 0, "redlockd did not start (log above)");
-}
+/* The clock tests' daemon, with lock.clock_check check ("true", "false", NULL). */
+#define QT_CLOCK_OPTS(check) (struct h_daemon_opts){ .retry_delay_ms = 100,   \
+        .default_ttl_ms = TTL_MS, .max_ttl_ms = MAX_TTL_MS, .clock_check = (check) }
 
 /* STATS master.<i>.<what>, which must be there. */
 static long long
@@ -681,7 +650,8 @@ qt_step_under_lock(size_t i, int64_t step_ms)
     off_t from;
     int a;
 
-    qt_up_clock(NULL);
+    EXPECT_SETUP(.masters = NMASTERS, .clock_masters = CLOCK_MASTERS, .daemons = 1,
+                 .opts = &QT_CLOCK_OPTS(NULL), .metrics_port = &qt_metrics_port);
     a = expect_tcp();
     EXPECT_PREFIX(a, "LOCK ck", "OK ck ");
     qt_wait_reading(i);
@@ -741,7 +711,8 @@ qt_first_answer(const char *clock_check)
     char *got;
     int a;
 
-    qt_up_clock(clock_check);
+    EXPECT_SETUP(.masters = NMASTERS, .clock_masters = CLOCK_MASTERS, .daemons = 1,
+                 .opts = &QT_CLOCK_OPTS(clock_check), .metrics_port = &qt_metrics_port);
     ck_assert_int_eq(h_kill_master(0), 0);
     ck_assert_int_eq(h_kill_master(1), 0);
     ck_assert_msg(h_wait_stat("masters_up", 3, false, H_PROMPT_MS, NULL),
@@ -809,12 +780,8 @@ START_TEST(idle_daemon_sees_step)
     char *got;
     int h, c;
 
-    ck_assert_msg(h_begin(tcase_name()) == 0, "cannot create the test directory");
-    ck_assert_msg(h_clock_masters((1u << 2) | (1u << 3) | (1u << 4)) == 0,
-                  "no steppable master (build/redis-libc/redis-server and libfaketime)");
-    ck_assert_msg(h_start_masters(NMASTERS) == 0, "the masters did not start");
-    ck_assert_msg(h_start_daemon(&o) == 0, "the first daemon did not start (log above)");
-    ck_assert_msg(h_start_daemon(&o) == 0, "the second daemon did not start (log above)");
+    EXPECT_SETUP(.masters = NMASTERS, .clock_masters = (1u << 2) | (1u << 3) | (1u << 4),
+                 .daemons = 2, .opts = &o);
     h_use_daemon(1);
     c = expect_tcp();
     EXPECT_PREFIX(c, "LOCK warm", "OK warm ");
@@ -852,7 +819,8 @@ START_TEST(check_off_counts_nothing)
     size_t i;
     int a;
 
-    qt_up_clock("false");
+    EXPECT_SETUP(.masters = NMASTERS, .clock_masters = CLOCK_MASTERS, .daemons = 1,
+                 .opts = &QT_CLOCK_OPTS("false"), .metrics_port = &qt_metrics_port);
     a = expect_tcp();
     EXPECT_PREFIX(a, "LOCK ck", "OK ck ");
     ck_assert_msg(h_master_clock_step(2, STEP_MS) == 0, "cannot step master 2's clock");
@@ -887,7 +855,8 @@ START_TEST(killed_master_leaves_no_faketime_files)
     long long pid = -1;
     const char *p;
 
-    qt_up_clock(NULL);
+    EXPECT_SETUP(.masters = NMASTERS, .clock_masters = CLOCK_MASTERS, .daemons = 1,
+                 .opts = &QT_CLOCK_OPTS(NULL), .metrics_port = &qt_metrics_port);
     r = h_master_redis(2);
     ck_assert_msg(r != NULL, "cannot connect to master 2");
     rep = redisCommand(r, "INFO server");

@@ -69,7 +69,6 @@
 #define CT_PATH_MAX     512     /* paths in the test directory */
 #define CT_CMD_MAX      2048    /* shell command lines */
 
-static char  ct_addr[64];                   /* "127.0.0.1:<daemon port>" */
 static pid_t ct_kids[CT_KIDS_MAX];          /* redlockctl processes not reaped yet */
 static int   ct_reaper_fd = -1;             /* write end of the reaper's pipe */
 static pid_t ct_reaper_pid;                 /* the reaper */
@@ -165,6 +164,16 @@ ct_kid_forget(pid_t pid)
             ct_kids[i] = 0;
         }
     }
+}
+
+/* "127.0.0.1:<port>" of the current daemon, for -H (a static buffer, rewritten by each call). */
+static const char *
+ct_addr(void)
+{
+    static char addr[64];
+
+    snprintf(addr, sizeof(addr), "127.0.0.1:%d", h_daemon_port());
+    return addr;
 }
 
 /* <test dir>/<name> into out. */
@@ -392,16 +401,6 @@ ct_cond_out(void *arg)
     return found;
 }
 
-/* Start the masters and the daemon. */
-static void
-ct_up(const struct h_daemon_opts *opts)
-{
-    ck_assert_msg(h_begin(tcase_name()) == 0, "cannot create the test directory");
-    ck_assert_msg(h_start_masters(NMASTERS) == 0, "the masters did not start");
-    ck_assert_msg(h_start_daemon(opts) == 0, "redlockd did not start (log above)");
-    snprintf(ct_addr, sizeof(ct_addr), "127.0.0.1:%d", h_daemon_port());
-}
-
 /* arg: struct ct_try.  TRYLOCK name on fd answered OK (the lock is then held on fd). */
 struct ct_try {
     int         fd;     /* connection to try on */
@@ -480,7 +479,7 @@ START_TEST(usage_errors)
     size_t i;
     int code;
 
-    ck_assert_msg(h_begin(tcase_name()) == 0, "cannot create the test directory");
+    EXPECT_SETUP();
     /* Should a case be taken as valid, it must not find a real daemon. */
     setenv("REDLOCKD_ADDR", "127.0.0.1:1", 1);
     for (i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
@@ -533,7 +532,7 @@ START_TEST(daemon_unreachable)
     char marker[CT_PATH_MAX], cmd[CT_CMD_MAX], addr[64], sock[CT_PATH_MAX], *out;
     int port;
 
-    ck_assert_msg(h_begin(tcase_name()) == 0, "cannot create the test directory");
+    EXPECT_SETUP();
     port = h_free_port();
     ck_assert_int_gt(port, 0);
     snprintf(addr, sizeof(addr), "127.0.0.1:%d", port);
@@ -565,10 +564,10 @@ START_TEST(daemon_refuses_request)
 {
     char marker[CT_PATH_MAX], cmd[CT_CMD_MAX];
 
-    ct_up(NULL);
+    EXPECT_SETUP(.masters = NMASTERS, .daemons = 1);
     ct_path(marker, sizeof(marker), "marker");
     snprintf(cmd, sizeof(cmd), "touch '%s'", marker);
-    ck_assert_int_eq(CT_RUN("ttl", "-H", ct_addr, "-t", "50", "rq", "-c", cmd), 64);
+    ck_assert_int_eq(CT_RUN("ttl", "-H", ct_addr(), "-t", "50", "rq", "-c", cmd), 64);
     ct_assert_out_has("ttl", "out of range");
     ck_assert_msg(!ct_exists(marker), "the command ran without the lock");
 }
@@ -583,19 +582,19 @@ START_TEST(no_quorum)
 {
     char marker[CT_PATH_MAX], cmd[CT_CMD_MAX], *out;
 
-    ct_up(NULL);
+    EXPECT_SETUP(.masters = NMASTERS, .daemons = 1);
     ct_path(marker, sizeof(marker), "marker");
     snprintf(cmd, sizeof(cmd), "touch '%s'", marker);
     ck_assert_int_eq(h_kill_master(0), 0);
     ck_assert_int_eq(h_kill_master(1), 0);
     ck_assert_int_eq(h_kill_master(2), 0);
-    ck_assert_int_eq(CT_RUN("wait", "-H", ct_addr, "-w", "1", "nq", "-c", cmd), 69);
+    ck_assert_int_eq(CT_RUN("wait", "-H", ct_addr(), "-w", "1", "nq", "-c", cmd), 69);
     out = ct_out("wait");
     ck_assert_msg(ct_lines(out) == 1 && strstr(out, "NOQUORUM") != NULL, "printed '%s'", out);
     free(out);
-    ck_assert_int_eq(CT_RUN("try", "-H", ct_addr, "-n", "nq", "-c", cmd), 69);
+    ck_assert_int_eq(CT_RUN("try", "-H", ct_addr(), "-n", "nq", "-c", cmd), 69);
     ct_assert_out_has("try", "NOQUORUM");
-    ck_assert_int_eq(CT_RUN("status", "-H", ct_addr, "status", "nq"), 69);
+    ck_assert_int_eq(CT_RUN("status", "-H", ct_addr(), "status", "nq"), 69);
     ct_assert_out_has("status", "NOQUORUM");
     ck_assert_msg(!ct_exists(marker), "the command ran without the lock");
 }
@@ -631,7 +630,7 @@ START_TEST(wait_rides_out_outage)
     size_t i;
     int code, fd;
 
-    ct_up(NULL);
+    EXPECT_SETUP(.masters = NMASTERS, .daemons = 1);
     ct_path(marker, sizeof(marker), "marker");
     snprintf(cmd, sizeof(cmd), "touch '%s'", marker);
     for (i = 0; i < 3; i++) {
@@ -646,7 +645,7 @@ START_TEST(wait_rides_out_outage)
     free(got);
     close(fd);
     t0 = h_now_ms();
-    w.pid = CT_SPAWN("wait", "-H", ct_addr, "-w", "20", "ro", "-c", cmd);
+    w.pid = CT_SPAWN("wait", "-H", ct_addr(), "-w", "20", "ro", "-c", cmd);
     w.marker = marker;
     if (!h_holds_for(ct_cond_waiting, &w, 2000, 20)) {
         out = ct_out("wait");
@@ -697,7 +696,7 @@ START_TEST(exit_status_passthrough)
     int fd, code;
     struct ct_try t;
 
-    ct_up(NULL);
+    EXPECT_SETUP(.masters = NMASTERS, .daemons = 1);
     ct_path(noexec, sizeof(noexec), "not-executable");
     fd = open(noexec, O_WRONLY | O_CREAT | O_CLOEXEC, 0644);
     ck_assert_int_ge(fd, 0);
@@ -705,7 +704,7 @@ START_TEST(exit_status_passthrough)
     for (i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
         n = 0;
         argv[n++] = "-H";
-        argv[n++] = ct_addr;
+        argv[n++] = ct_addr();
         argv[n++] = "-n";
         argv[n++] = "-E";
         argv[n++] = "99";
@@ -738,14 +737,14 @@ START_TEST(command_environment)
     char envf[CT_PATH_MAX], pidf[CT_PATH_MAX], cmd[CT_CMD_MAX], *s, *out;
     long f1, f2, pid, pgid;
 
-    ct_up(NULL);
+    EXPECT_SETUP(.masters = NMASTERS, .daemons = 1);
     ct_path(envf, sizeof(envf), "env");
     snprintf(cmd, sizeof(cmd),
              "printf '%%s|%%s\\n' \"$REDLOCK_NAME\" \"${REDLOCK_FENCE-unset}\" >> '%s'", envf);
     setenv("REDLOCK_FENCE", "12345", 1);    /* stale, from an outer redlockctl */
-    ck_assert_int_eq(CT_RUN("plain", "-H", ct_addr, "envname", "-c", cmd), 0);
-    ck_assert_int_eq(CT_RUN("fence1", "-H", ct_addr, "--fence", "envname", "-c", cmd), 0);
-    ck_assert_int_eq(CT_RUN("fence2", "-H", ct_addr, "--fence", "envname", "-c", cmd), 0);
+    ck_assert_int_eq(CT_RUN("plain", "-H", ct_addr(), "envname", "-c", cmd), 0);
+    ck_assert_int_eq(CT_RUN("fence1", "-H", ct_addr(), "--fence", "envname", "-c", cmd), 0);
+    ck_assert_int_eq(CT_RUN("fence2", "-H", ct_addr(), "--fence", "envname", "-c", cmd), 0);
     s = ct_slurp(envf);
     ck_assert_ptr_nonnull(s);
     ck_assert_msg(sscanf(s, "envname|unset\nenvname|%ld\nenvname|%ld\n", &f1, &f2) == 2,
@@ -756,7 +755,7 @@ START_TEST(command_environment)
     /* Its own process group: the shell reads its pgrp from /proc. */
     ct_path(pidf, sizeof(pidf), "pid");
     snprintf(cmd, sizeof(cmd), "echo $$ $(cut -d' ' -f5 /proc/$$/stat) > '%s'", pidf);
-    ck_assert_int_eq(CT_RUN("pgrp", "-H", ct_addr, "envname", "-c", cmd), 0);
+    ck_assert_int_eq(CT_RUN("pgrp", "-H", ct_addr(), "envname", "-c", cmd), 0);
     s = ct_slurp(pidf);
     ck_assert_ptr_nonnull(s);
     ck_assert_int_eq(sscanf(s, "%ld %ld", &pid, &pgid), 2);
@@ -766,7 +765,7 @@ START_TEST(command_environment)
                   (long)getpgrp());
 
     /* COMMAND is exec'd, not given to a shell. */
-    ck_assert_int_eq(CT_RUN("noshell", "-H", ct_addr, "envname", "--", "printf", "%s\\n",
+    ck_assert_int_eq(CT_RUN("noshell", "-H", ct_addr(), "envname", "--", "printf", "%s\\n",
                             "a b", "$HOME", "*", ";"), 0);
     out = ct_out("noshell");
     ck_assert_str_eq(out, "a b\n$HOME\n*\n;\n");
@@ -786,12 +785,12 @@ START_TEST(held_while_running)
     char *got;
     int a, i;
 
-    ct_up(NULL);
+    EXPECT_SETUP(.masters = NMASTERS, .daemons = 1);
     ct_path(started, sizeof(started), "started");
     ct_path(go, sizeof(go), "go");
     snprintf(cmd, sizeof(cmd),
              "echo > '%s'; while [ ! -e '%s' ]; do sleep 0.02; done; exit 5", started, go);
-    pid = CT_SPAWN("run", "-H", ct_addr, "hw", "-c", cmd);
+    pid = CT_SPAWN("run", "-H", ct_addr(), "hw", "-c", cmd);
     ck_assert_msg(h_wait_until(ct_cond_file, started, FILE_MS), "the command did not start");
     a = expect_tcp();
     got = h_cmd(a, "TRYLOCK hw", CMD_MS);
@@ -799,7 +798,7 @@ START_TEST(held_while_running)
                   got ? got : "(nothing)");
     free(got);
     EXPECT_PREFIX(a, "STATUS hw", "HELD hw ttl=");
-    ck_assert_int_eq(CT_RUN("status", "-H", ct_addr, "status", "hw"), 0);
+    ck_assert_int_eq(CT_RUN("status", "-H", ct_addr(), "status", "hw"), 0);
     ct_assert_out_has("status", "hw: held");
     ck_assert_int_eq(close(open(go, O_WRONLY | O_CREAT | O_CLOEXEC, 0644)), 0);
     ck_assert_int_eq(ct_wait(pid, EXIT_MS), 5);
@@ -807,12 +806,12 @@ START_TEST(held_while_running)
     t.name = "hw";
     ck_assert_msg(ct_cond_trylock(&t), "hw was still held after redlockctl exited");
     EXPECT_REPLY(a, "UNLOCK hw", "OK hw holds=0");
-    ck_assert_int_eq(CT_RUN("free", "-H", ct_addr, "status", "hw"), 1);
+    ck_assert_int_eq(CT_RUN("free", "-H", ct_addr(), "status", "hw"), 1);
     ct_assert_out_has("free", "hw: free");
     /* Back to back: each run finds the name free. */
     for (i = 0; i < 5; i++) {
         snprintf(tag, sizeof(tag), "seq%d", i);
-        ck_assert_int_eq(CT_RUN(tag, "-H", ct_addr, "-n", "-E", "99", "hw", "true"), 0);
+        ck_assert_int_eq(CT_RUN(tag, "-H", ct_addr(), "-n", "-E", "99", "hw", "true"), 0);
     }
     close(a);
 }
@@ -832,33 +831,33 @@ START_TEST(conflict_exit_codes)
     pid_t pid;
     int a;
 
-    ct_up(NULL);
+    EXPECT_SETUP(.masters = NMASTERS, .daemons = 1);
     ct_path(marker, sizeof(marker), "marker");
     snprintf(cmd, sizeof(cmd), "touch '%s'", marker);
     a = expect_tcp();
     EXPECT_PREFIX(a, "LOCK cf", "OK cf ");
 
     t0 = h_now_ms();
-    ck_assert_int_eq(CT_RUN("n", "-H", ct_addr, "-n", "cf", "-c", cmd), 1);
+    ck_assert_int_eq(CT_RUN("n", "-H", ct_addr(), "-n", "cf", "-c", cmd), 1);
     took = h_now_ms() - t0;
     ck_assert_msg(took < H_PROMPT_MS, "-n took %lld ms", (long long)took);
     out = ct_out("n");
     ck_assert_msg(out[0] == '\0', "-n printed '%s' (a conflict is silent)", out);
     free(out);
-    ck_assert_int_eq(CT_RUN("nE", "-H", ct_addr, "-n", "-E", "3", "cf", "-c", cmd), 3);
-    ck_assert_int_eq(CT_RUN("w0", "-H", ct_addr, "-w", "0", "cf", "-c", cmd), 1);
-    ck_assert_int_eq(CT_RUN("nv", "-H", ct_addr, "-v", "-n", "cf", "-c", cmd), 1);
+    ck_assert_int_eq(CT_RUN("nE", "-H", ct_addr(), "-n", "-E", "3", "cf", "-c", cmd), 3);
+    ck_assert_int_eq(CT_RUN("w0", "-H", ct_addr(), "-w", "0", "cf", "-c", cmd), 1);
+    ck_assert_int_eq(CT_RUN("nv", "-H", ct_addr(), "-v", "-n", "cf", "-c", cmd), 1);
     ct_assert_out_has("nv", "'cf' is held by someone else");
 
     t0 = h_now_ms();
-    ck_assert_int_eq(CT_RUN("w", "-H", ct_addr, "-w", "0.5", "-E", "9", "cf", "-c", cmd), 9);
+    ck_assert_int_eq(CT_RUN("w", "-H", ct_addr(), "-w", "0.5", "-E", "9", "cf", "-c", cmd), 9);
     took = h_now_ms() - t0;
     ck_assert_msg(took >= 500 && took < 500 + H_PROMPT_MS, "-w 0.5 took %lld ms",
                   (long long)took);
     ck_assert_msg(!ct_exists(marker), "the command ran without the lock");
 
     /* A waiter gets the name when it is released. */
-    pid = CT_SPAWN("waiter", "-H", ct_addr, "-w", "20", "cf", "-c", cmd);
+    pid = CT_SPAWN("waiter", "-H", ct_addr(), "-w", "20", "cf", "-c", cmd);
     ct_wait_stat("waiters", 1, H_PROMPT_MS);
     EXPECT_REPLY(a, "UNLOCK cf", "OK cf holds=0");
     ck_assert_int_eq(ct_wait(pid, EXIT_MS), 0);
@@ -880,7 +879,7 @@ START_TEST(serialize)
     pid_t pids[N];
     int i, code, n = 0;
 
-    ct_up(NULL);
+    EXPECT_SETUP(.masters = NMASTERS, .daemons = 1);
     ct_path(dir, sizeof(dir), "inside");
     ct_path(fences, sizeof(fences), "fences");
     snprintf(cmd, sizeof(cmd),
@@ -889,7 +888,7 @@ START_TEST(serialize)
     t0 = h_now_ms();
     for (i = 0; i < N; i++) {
         snprintf(tag, sizeof(tag), "c%d", i);
-        pids[i] = CT_SPAWN(tag, "-H", ct_addr, "-w", "30", "--fence", "same", "-c", cmd);
+        pids[i] = CT_SPAWN(tag, "-H", ct_addr(), "-w", "30", "--fence", "same", "-c", cmd);
     }
     for (i = 0; i < N; i++) {
         code = ct_wait(pids[i], 30000);
@@ -927,11 +926,11 @@ START_TEST(lost_terminates_command)
     pid_t pid, child;
     int64_t t0, took;
 
-    ct_up(NULL);
+    EXPECT_SETUP(.masters = NMASTERS, .daemons = 1);
     ct_path(pidf, sizeof(pidf), "pid");
     snprintf(cmd, sizeof(cmd), "echo $$ > '%s'; exec sleep 30", pidf);
     /* -k: CT_LT_GRACE_MS */
-    pid = CT_SPAWN("run", "-H", ct_addr, "-t", "1500", "-k", "10", "lt", "-c", cmd);
+    pid = CT_SPAWN("run", "-H", ct_addr(), "-t", "1500", "-k", "10", "lt", "-c", cmd);
     child = ct_wait_pid_file(pidf);
     ct_track_group(child);
     t0 = h_now_ms();
@@ -959,12 +958,12 @@ START_TEST(lost_kills_group_after_grace)
     pid_t pid, child, grandchild;
     int64_t t_lost;
 
-    ct_up(NULL);
+    EXPECT_SETUP(.masters = NMASTERS, .daemons = 1);
     ct_path(pidf, sizeof(pidf), "pid");
     ct_path(gpidf, sizeof(gpidf), "gpid");
     snprintf(cmd, sizeof(cmd),
              "trap '' TERM; sleep 30 & echo $! > '%s'; echo $$ > '%s'; wait", gpidf, pidf);
-    pid = CT_SPAWN("run", "-H", ct_addr, "-t", "1500", "-k", "2", "lg", "-c", cmd);
+    pid = CT_SPAWN("run", "-H", ct_addr(), "-t", "1500", "-k", "2", "lg", "-c", cmd);
     child = ct_wait_pid_file(pidf);
     ct_track_group(child);
     grandchild = ct_wait_pid_file(gpidf);
@@ -998,10 +997,10 @@ START_TEST(daemon_gone)
     char pidf[CT_PATH_MAX], cmd[CT_CMD_MAX];
     pid_t pid, child;
 
-    ct_up(NULL);
+    EXPECT_SETUP(.masters = NMASTERS, .daemons = 1);
     ct_path(pidf, sizeof(pidf), "pid1");
     snprintf(cmd, sizeof(cmd), "echo $$ > '%s'; exec sleep 30", pidf);
-    pid = CT_SPAWN("killed", "-H", ct_addr, "dg", "-c", cmd);
+    pid = CT_SPAWN("killed", "-H", ct_addr(), "dg", "-c", cmd);
     child = ct_wait_pid_file(pidf);
     ct_track_group(child);
     ck_assert_int_eq(h_signal_daemon(SIGKILL), 0);
@@ -1011,11 +1010,10 @@ START_TEST(daemon_gone)
     ck_assert_msg(!ct_alive(child), "the command still runs");
 
     ck_assert_msg(h_start_daemon(NULL) == 0, "the second redlockd did not start");
-    snprintf(ct_addr, sizeof(ct_addr), "127.0.0.1:%d", h_daemon_port());
     ct_path(pidf, sizeof(pidf), "pid2");
     snprintf(cmd, sizeof(cmd), "echo $$ > '%s'; exec sleep 30", pidf);
     /* (dg itself stays taken until its lease ends: nobody deleted its keys) */
-    pid = CT_SPAWN("stopped", "-H", ct_addr, "dg2", "-c", cmd);
+    pid = CT_SPAWN("stopped", "-H", ct_addr(), "dg2", "-c", cmd);
     child = ct_wait_pid_file(pidf);
     ct_track_group(child);
     ck_assert_int_eq(h_stop_daemon(), 0);
@@ -1046,7 +1044,7 @@ START_TEST(signals_forwarded)
     pid_t pid, child;
     size_t i;
 
-    ct_up(NULL);
+    EXPECT_SETUP(.masters = NMASTERS, .daemons = 1);
     for (i = 0; i < sizeof(ct_sigs) / sizeof(ct_sigs[0]); i++) {
         snprintf(name, sizeof(name), "pid%zu", i);
         ct_path(pidf, sizeof(pidf), name);
@@ -1056,7 +1054,7 @@ START_TEST(signals_forwarded)
                  "trap 'echo got-%s > \"%s\"; exit 3' %s; echo $$ > '%s'; "
                  "while :; do sleep 0.02; done", ct_sigs[i].name, trapped, ct_sigs[i].name, pidf);
         snprintf(tag, sizeof(tag), "sig%zu", i);
-        pid = CT_SPAWN(tag, "-H", ct_addr, "sf", "-c", cmd);
+        pid = CT_SPAWN(tag, "-H", ct_addr(), "sf", "-c", cmd);
         child = ct_wait_pid_file(pidf);
         ct_track_group(child);
         ck_assert_int_eq(kill(pid, ct_sigs[i].sig), 0);
@@ -1068,7 +1066,7 @@ START_TEST(signals_forwarded)
     }
     ct_path(pidf, sizeof(pidf), "pid-plain");
     snprintf(cmd, sizeof(cmd), "echo $$ > '%s'; exec sleep 30", pidf);
-    pid = CT_SPAWN("plain", "-H", ct_addr, "sf", "-c", cmd);
+    pid = CT_SPAWN("plain", "-H", ct_addr(), "sf", "-c", cmd);
     child = ct_wait_pid_file(pidf);
     ct_track_group(child);
     ck_assert_int_eq(kill(pid, SIGTERM), 0);
@@ -1091,14 +1089,14 @@ START_TEST(signal_while_waiting)
     size_t i;
     int a;
 
-    ct_up(NULL);
+    EXPECT_SETUP(.masters = NMASTERS, .daemons = 1);
     ct_path(marker, sizeof(marker), "marker");
     snprintf(cmd, sizeof(cmd), "touch '%s'", marker);
     a = expect_tcp();
     EXPECT_PREFIX(a, "LOCK sw", "OK sw ");
     for (i = 0; i < sizeof(ct_sigs) / sizeof(ct_sigs[0]); i++) {
         snprintf(tag, sizeof(tag), "w%zu", i);
-        pid = CT_SPAWN(tag, "-H", ct_addr, "sw", "-c", cmd);
+        pid = CT_SPAWN(tag, "-H", ct_addr(), "sw", "-c", cmd);
         ct_wait_stat("waiters", 1, H_PROMPT_MS);
         t0 = h_now_ms();
         ck_assert_int_eq(kill(pid, ct_sigs[i].sig), 0);
@@ -1130,10 +1128,10 @@ START_TEST(killed_redlockctl_kills_command)
     struct ct_try t;
     pid_t pid, child;
 
-    ct_up(NULL);
+    EXPECT_SETUP(.masters = NMASTERS, .daemons = 1);
     ct_path(pidf, sizeof(pidf), "pid");
     snprintf(cmd, sizeof(cmd), "echo $$ > '%s'; exec sleep 30", pidf);
-    pid = CT_SPAWN("run", "-H", ct_addr, "kr", "-c", cmd);
+    pid = CT_SPAWN("run", "-H", ct_addr(), "kr", "-c", cmd);
     child = ct_wait_pid_file(pidf);
     ct_track_group(child);
     ck_assert_int_eq(kill(pid, SIGKILL), 0);
@@ -1156,13 +1154,13 @@ START_TEST(subcommands)
     size_t i;
     int a;
 
-    ct_up(NULL);
-    ck_assert_int_eq(CT_RUN("ping", "-H", ct_addr, "ping"), 0);
+    EXPECT_SETUP(.masters = NMASTERS, .daemons = 1);
+    ck_assert_int_eq(CT_RUN("ping", "-H", ct_addr(), "ping"), 0);
     out = ct_out("ping");
-    ck_assert_msg(strncmp(out, "PONG from redlockd ", 19) == 0 && strstr(out, ct_addr) != NULL
+    ck_assert_msg(strncmp(out, "PONG from redlockd ", 19) == 0 && strstr(out, ct_addr()) != NULL
                   && ct_lines(out) == 1, "ping printed '%s'", out);
     free(out);
-    ck_assert_int_eq(CT_RUN("stats", "-H", ct_addr, "stats"), 0);
+    ck_assert_int_eq(CT_RUN("stats", "-H", ct_addr(), "stats"), 0);
     ct_assert_out_has("stats", "masters_up");
     ct_assert_out_has("stats", "masters:");
     ct_assert_out_has("stats", "addr");
@@ -1170,16 +1168,16 @@ START_TEST(subcommands)
         snprintf(port, sizeof(port), "127.0.0.1:%d", h_master_port(i));
         ct_assert_out_has("stats", port);
     }
-    ck_assert_int_eq(CT_RUN("free", "-H", ct_addr, "status", "sub"), 1);
+    ck_assert_int_eq(CT_RUN("free", "-H", ct_addr(), "status", "sub"), 1);
     ct_assert_out_has("free", "sub: free");
     a = expect_tcp();
     EXPECT_PREFIX(a, "LOCK sub", "OK sub ");
-    ck_assert_int_eq(CT_RUN("held", "-H", ct_addr, "status", "sub"), 0);
+    ck_assert_int_eq(CT_RUN("held", "-H", ct_addr(), "status", "sub"), 0);
     ct_assert_out_has("held", "sub: held by ");        /* the label the daemon gave */
     ct_assert_out_has("held", ":127.0.0.1:");
     ct_assert_out_has("held", ", lease ends in ");
     /* A name spelled like a subcommand, after --. */
-    ck_assert_int_eq(CT_RUN("lockping", "-H", ct_addr, "--", "ping", "-c", "exit 4"), 4);
+    ck_assert_int_eq(CT_RUN("lockping", "-H", ct_addr(), "--", "ping", "-c", "exit 4"), 4);
     close(a);
 }
 END_TEST
@@ -1189,16 +1187,16 @@ START_TEST(environment_defaults)
 {
     char m[CT_PATH_MAX], cmd[CT_CMD_MAX], *s;
 
-    ct_up(NULL);
+    EXPECT_SETUP(.masters = NMASTERS, .daemons = 1);
     ct_path(m, sizeof(m), "m");
     snprintf(cmd, sizeof(cmd), "echo x >> '%s'", m);
-    setenv("REDLOCKD_ADDR", ct_addr, 1);
+    setenv("REDLOCKD_ADDR", ct_addr(), 1);
     ck_assert_int_eq(CT_RUN("addr", "ed", "-c", cmd), 0);
     setenv("REDLOCKD_SOCKET", h_daemon_unix_path(), 1);
     setenv("REDLOCKD_ADDR", "127.0.0.1:1", 1);
     ck_assert_int_eq(CT_RUN("socket", "ed", "-c", cmd), 0);
     setenv("REDLOCKD_SOCKET", "/nonexistent.sock", 1);
-    ck_assert_int_eq(CT_RUN("cmdline", "-H", ct_addr, "ed", "-c", cmd), 0);
+    ck_assert_int_eq(CT_RUN("cmdline", "-H", ct_addr(), "ed", "-c", cmd), 0);
     unsetenv("REDLOCKD_SOCKET");
     unsetenv("REDLOCKD_ADDR");
     ck_assert_int_eq(CT_RUN("S", "-S", h_daemon_unix_path(), "ed", "-c", cmd), 0);
@@ -1215,26 +1213,26 @@ START_TEST(auth_password)
     struct h_daemon_opts o = { .auth_password = "s3cret" };
     char marker[CT_PATH_MAX], cmd[CT_CMD_MAX];
 
-    ct_up(&o);
+    EXPECT_SETUP(.masters = NMASTERS, .daemons = 1, .opts = &o);
     ct_path(marker, sizeof(marker), "marker");
     snprintf(cmd, sizeof(cmd), "touch '%s'", marker);
-    ck_assert_int_eq(CT_RUN("none", "-H", ct_addr, "au", "-c", cmd), 77);
+    ck_assert_int_eq(CT_RUN("none", "-H", ct_addr(), "au", "-c", cmd), 77);
     ct_assert_out_has("none", "REDLOCKD_PASSWORD");
     setenv("REDLOCKD_PASSWORD", "wrong", 1);
-    ck_assert_int_eq(CT_RUN("wrong", "-H", ct_addr, "au", "-c", cmd), 77);
+    ck_assert_int_eq(CT_RUN("wrong", "-H", ct_addr(), "au", "-c", cmd), 77);
     ct_assert_out_has("wrong", "wrong password");
-    ck_assert_int_eq(CT_RUN("ping-wrong", "-H", ct_addr, "ping"), 77);
+    ck_assert_int_eq(CT_RUN("ping-wrong", "-H", ct_addr(), "ping"), 77);
     ck_assert_msg(!ct_exists(marker), "the command ran without the lock");
     setenv("REDLOCKD_PASSWORD", "s3cret", 1);
-    ck_assert_int_eq(CT_RUN("right", "-H", ct_addr, "au", "-c", cmd), 0);
+    ck_assert_int_eq(CT_RUN("right", "-H", ct_addr(), "au", "-c", cmd), 0);
     ck_assert_msg(ct_exists(marker), "the command did not run");
     /* The command does not inherit the passwords: it gets no secret it did not ask for. */
     setenv("REDLOCKD_ADMIN_PASSWORD", "adm1n", 1);
-    ck_assert_int_eq(CT_RUN("secrets", "-H", ct_addr, "au", "-c",
+    ck_assert_int_eq(CT_RUN("secrets", "-H", ct_addr(), "au", "-c",
                             "echo \"pw=[$REDLOCKD_PASSWORD] admin=[$REDLOCKD_ADMIN_PASSWORD]\""), 0);
     ct_assert_out_has("secrets", "pw=[] admin=[]");
     unsetenv("REDLOCKD_ADMIN_PASSWORD");
-    ck_assert_int_eq(CT_RUN("ping", "-H", ct_addr, "ping"), 0);
+    ck_assert_int_eq(CT_RUN("ping", "-H", ct_addr(), "ping"), 0);
     /* The Unix socket is exempt (auth.unix_exempt): no password needed. */
     unsetenv("REDLOCKD_PASSWORD");
     ck_assert_int_eq(CT_RUN("unix", "-S", h_daemon_unix_path(), "au", "-c", "exit 6"), 6);
@@ -1254,10 +1252,10 @@ START_TEST(passwords_scrubbed_from_environ)
     struct h_daemon_opts o = { .auth_password = "Zq7pw-scrub-9f2c", .admin_password = "Zq7adm-31e" };
     char *out;
 
-    ct_up(&o);
+    EXPECT_SETUP(.masters = NMASTERS, .daemons = 1, .opts = &o);
     setenv("REDLOCKD_PASSWORD", "Zq7pw-scrub-9f2c", 1);
     setenv("REDLOCKD_ADMIN_PASSWORD", "Zq7adm-31e", 1);
-    ck_assert_int_eq(CT_RUN("scrub", "-H", ct_addr, "scrub", "-c",
+    ck_assert_int_eq(CT_RUN("scrub", "-H", ct_addr(), "scrub", "-c",
                             "e=/proc/$PPID/environ; "
                             "printf 'parent=%s/%s self=%s\\n' "
                             "\"$(grep -a -c Zq7pw $e 2>/dev/null || true)\" "
@@ -1379,7 +1377,7 @@ START_TEST(protocol_conversation)
     int lfd, fd, port;
     pid_t pid;
 
-    ck_assert_msg(h_begin(tcase_name()) == 0, "cannot create the test directory");
+    EXPECT_SETUP();
     lfd = ct_fake_listen(&port);
     snprintf(addr, sizeof(addr), "127.0.0.1:%d", port);
 
@@ -1441,7 +1439,7 @@ START_TEST(labels_and_requests_sent)
     int lfd, port;
     pid_t pid;
 
-    ck_assert_msg(h_begin(tcase_name()) == 0, "cannot create the test directory");
+    EXPECT_SETUP();
     lfd = ct_fake_listen(&port);
     snprintf(addr, sizeof(addr), "127.0.0.1:%d", port);
 
@@ -1505,9 +1503,9 @@ ct_hold(const char *tag, const char *name, const char *label, pid_t *ctl)
     ct_path(pidf, sizeof(pidf), file);
     snprintf(cmd, sizeof(cmd), "echo $$ > '%s'; exec sleep 30", pidf);
     if (label != NULL) {
-        *ctl = CT_SPAWN(tag, "-H", ct_addr, "--fence", "--label", label, name, "-c", cmd);
+        *ctl = CT_SPAWN(tag, "-H", ct_addr(), "--fence", "--label", label, name, "-c", cmd);
     } else {
-        *ctl = CT_SPAWN(tag, "-H", ct_addr, "--fence", name, "-c", cmd);
+        *ctl = CT_SPAWN(tag, "-H", ct_addr(), "--fence", name, "-c", cmd);
     }
     child = ct_wait_pid_file(pidf);
     ct_track_group(child);
@@ -1559,15 +1557,15 @@ START_TEST(list_holds)
     long long v;
     int a;
 
-    ct_up(NULL);
+    EXPECT_SETUP(.masters = NMASTERS, .daemons = 1);
     ct_hold("a", "ls-a", "alpha-job", &ctl_a);
     ct_hold("b", "ls-b", NULL, &ctl_b);
-    waiter = CT_SPAWN("w", "-H", ct_addr, "--label", "queued", "ls-a", "true");
+    waiter = CT_SPAWN("w", "-H", ct_addr(), "--label", "queued", "ls-a", "true");
     ct_wait_stat("waiters", 1, H_PROMPT_MS);
     a = expect_tcp();
     EXPECT_PREFIX(a, "LOCK other label=by-hand", "OK other ");
 
-    ck_assert_int_eq(CT_RUN("list", "-H", ct_addr, "list"), 0);
+    ck_assert_int_eq(CT_RUN("list", "-H", ct_addr(), "list"), 0);
     out = ct_out("list");
     ck_assert_msg(ct_lines(out) == 4 && strstr(out, "END") == NULL, "list printed '%s'", out);
     ck_assert_msg(ct_out_line(out, "HELD ls-a ", line, sizeof(line)), "no ls-a in '%s'", out);
@@ -1587,11 +1585,11 @@ START_TEST(list_holds)
     ck_assert_msg(strstr(out, "ls-b") < strstr(out, "other"), "not in name order: '%s'", out);
     free(out);
 
-    ck_assert_int_eq(CT_RUN("prefix", "-H", ct_addr, "list", "ls-"), 0);
+    ck_assert_int_eq(CT_RUN("prefix", "-H", ct_addr(), "list", "ls-"), 0);
     out = ct_out("prefix");
     ck_assert_msg(ct_lines(out) == 3 && strstr(out, "other") == NULL, "printed '%s'", out);
     free(out);
-    ck_assert_int_eq(CT_RUN("none", "-H", ct_addr, "list", "zz"), 0);
+    ck_assert_int_eq(CT_RUN("none", "-H", ct_addr(), "list", "zz"), 0);
     out = ct_out("none");
     ck_assert_str_eq(out, "redlockctl: nothing under 'zz' is held or waited for through this "
                      "redlockd\n");
@@ -1616,10 +1614,10 @@ START_TEST(watch_changes)
     pid_t w, ctl, child;
     int b;
 
-    ct_up(NULL);
+    EXPECT_SETUP(.masters = NMASTERS, .daemons = 1);
     ck_assert_msg(h_start_daemon(NULL) == 0, "the second daemon did not start");
     h_use_daemon(0);
-    w = CT_SPAWN("watch", "-H", ct_addr, "watch", "wn");
+    w = CT_SPAWN("watch", "-H", ct_addr(), "watch", "wn");
     t.text = "FREE wn\n";
     ck_assert_msg(h_wait_until(ct_cond_out, &t, FILE_MS), "no FREE wn first");
 
@@ -1657,14 +1655,14 @@ START_TEST(watch_changes)
     ck_assert_msg(ct_lines(out) == 5, "watch printed '%s'", out);
     free(out);
 
-    w = CT_SPAWN("int", "-H", ct_addr, "watch", "wn");
+    w = CT_SPAWN("int", "-H", ct_addr(), "watch", "wn");
     t.tag = "int";
     t.text = "FREE wn\n";
     ck_assert_msg(h_wait_until(ct_cond_out, &t, FILE_MS), "no FREE wn first");
     ck_assert_int_eq(kill(w, SIGINT), 0);
     ck_assert_int_eq(ct_wait(w, EXIT_MS), 0);
 
-    w = CT_SPAWN("gone", "-H", ct_addr, "watch", "wn");
+    w = CT_SPAWN("gone", "-H", ct_addr(), "watch", "wn");
     t.tag = "gone";
     ck_assert_msg(h_wait_until(ct_cond_out, &t, FILE_MS), "no FREE wn first");
     h_stop_daemon();
@@ -1685,9 +1683,9 @@ START_TEST(break_holder)
     pid_t ctl, child;
     long long n;
 
-    ct_up(NULL);
+    EXPECT_SETUP(.masters = NMASTERS, .daemons = 1);
     child = ct_hold("holder", "bk", "victim", &ctl);
-    ck_assert_int_eq(CT_RUN("tcp", "-H", ct_addr, "break", "bk"), 77);
+    ck_assert_int_eq(CT_RUN("tcp", "-H", ct_addr(), "break", "bk"), 77);
     ct_assert_out_has("tcp", "refused BREAK bk");
     ck_assert_msg(ct_alive(child), "a refused break stopped the holder");
     if (geteuid() != 0) {
@@ -1724,14 +1722,14 @@ START_TEST(break_admin_password)
     struct h_daemon_opts o = { .admin_password = "adm1n" };
     pid_t ctl, child;
 
-    ct_up(&o);
+    EXPECT_SETUP(.masters = NMASTERS, .daemons = 1, .opts = &o);
     child = ct_hold("holder", "ba", NULL, &ctl);
     setenv("REDLOCKD_ADMIN_PASSWORD", "wrong", 1);
-    ck_assert_int_eq(CT_RUN("wrong", "-H", ct_addr, "break", "ba"), 77);
+    ck_assert_int_eq(CT_RUN("wrong", "-H", ct_addr(), "break", "ba"), 77);
     ct_assert_out_has("wrong", "wrong password");
     ck_assert_msg(ct_alive(child), "a refused break stopped the holder");
     setenv("REDLOCKD_ADMIN_PASSWORD", "adm1n", 1);
-    ck_assert_int_eq(CT_RUN("admin", "-H", ct_addr, "break", "ba"), 0);
+    ck_assert_int_eq(CT_RUN("admin", "-H", ct_addr(), "break", "ba"), 0);
     ct_assert_out_has("admin", "broken ba: holders=1 fence=");
     ck_assert_int_eq(ct_wait(ctl, EXIT_MS), 75);
     ct_assert_out_has("holder", "reason=broken");
@@ -1811,10 +1809,10 @@ START_TEST(terminal_foreground)
     pid_t pid, child;
     int master;
 
-    ct_up(NULL);
+    EXPECT_SETUP(.masters = NMASTERS, .daemons = 1);
     snprintf(cmd, sizeof(cmd),
              "read x; echo \"got:$x\"; echo \"fg:$(cut -d' ' -f5,8 /proc/$$/stat)\"; exit 4");
-    pid = ct_spawn_pty(&master, (const char *const[]){ "-H", ct_addr, "tty", "-c", cmd, NULL });
+    pid = ct_spawn_pty(&master, (const char *const[]){ "-H", ct_addr(), "tty", "-c", cmd, NULL });
     ck_assert_int_eq(write(master, "hello\n", 6), 6);
     ck_assert_int_eq(ct_pty_wait(master, pid, out, sizeof(out), EXIT_MS), 4);
     close(master);
@@ -1826,7 +1824,7 @@ START_TEST(terminal_foreground)
     ct_path(pidf, sizeof(pidf), "pid");
     snprintf(cmd, sizeof(cmd), "echo $$ > '%s'; exec sleep 30", pidf);
     out[0] = '\0';
-    pid = ct_spawn_pty(&master, (const char *const[]){ "-H", ct_addr, "tty", "-c", cmd, NULL });
+    pid = ct_spawn_pty(&master, (const char *const[]){ "-H", ct_addr(), "tty", "-c", cmd, NULL });
     child = ct_wait_pid_file(pidf);
     ct_track_group(child);
     ck_assert_int_eq(write(master, "\003", 1), 1);
@@ -1837,13 +1835,6 @@ START_TEST(terminal_foreground)
 END_TEST
 
 /* ---- TLS ---- */
-
-/* Make the test certificates (tests/tls/make-certs.sh, h_make_certs). */
-static void
-ct_tls_certs(void)
-{
-    ck_assert_msg(h_make_certs() == 0, "tests/tls/make-certs.sh failed (see make-certs.log)");
-}
 
 /* The certificate file name into out (h_cert). */
 static const char *
@@ -1911,8 +1902,7 @@ START_TEST(tls_verification)
     size_t i;
     int port;
 
-    ck_assert_msg(h_begin(tcase_name()) == 0, "cannot create the test directory");
-    ct_tls_certs();
+    EXPECT_SETUP(.certs = true);
     ct_tls_file(ca, sizeof(ca), "ca.crt");
     for (i = 0; i < sizeof(refused) / sizeof(refused[0]); i++) {
         snprintf(srv, sizeof(srv), "server%zu", i);
@@ -2007,14 +1997,12 @@ START_TEST(tls_daemon)
     int port, code = -1;
     FILE *f;
 
-    ck_assert_msg(h_begin(tcase_name()) == 0, "cannot create the test directory");
-    ct_tls_certs();
+    EXPECT_SETUP(.certs = true, .masters = NMASTERS);
     if (!ct_daemon_has_tls(why, sizeof(why))) {
         printf("check_redlockctl: tls_daemon skipped: this redlockd has no TLS listener "
                "(redlockd -t on a config with listen.tls: %s)\n", why);
         return;
     }
-    ck_assert_msg(h_start_masters(NMASTERS) == 0, "the masters did not start");
     port = h_free_port();
     snprintf(addr, sizeof(addr), "127.0.0.1:%d", port);
     ct_path(conf, sizeof(conf), "tls.yml");

@@ -184,14 +184,6 @@ rg_wait_cleaned(const char *key)
                   "on %zu masters", key, NMASTERS - h_masters_without(key));
 }
 
-static void
-rg_up(void)
-{
-    expect_begin();
-    ck_assert_msg(h_start_masters(NMASTERS) == 0, "the masters did not start");
-    ck_assert_msg(h_start_daemon(&expect_opts) == 0, "redlockd did not start (log above)");
-}
-
 /* The daemon's id, from STATS (malloc'd). */
 static char *
 rg_daemon_id(int fd)
@@ -218,7 +210,7 @@ START_TEST(registry_written_and_pruned)
     int a;
     size_t i;
 
-    rg_up();
+    EXPECT_SETUP(.masters = NMASTERS, .daemons = 1, .opts = &expect_opts);
     a = expect_tcp();
     id = rg_daemon_id(a);
     ck_assert_uint_eq(strlen(id), LAYOUT_ID_LEN);
@@ -266,7 +258,7 @@ START_TEST(newer_layout_refuses)
     char *got;
     int a;
 
-    rg_up();
+    EXPECT_SETUP(.masters = NMASTERS, .daemons = 1, .opts = &expect_opts);
     a = expect_tcp();
     rg_write(0, 2, NEWER_ID, REDLOCKD_LAYOUT + 1, REDLOCKD_LAYOUT + 1, 0);
     expect_wait_stat("master.1.layout_counted", 0, false, RG_READ_MS);
@@ -313,7 +305,7 @@ START_TEST(newer_layout_beside)
     char *got;
     int a;
 
-    rg_up();
+    EXPECT_SETUP(.masters = NMASTERS, .daemons = 1, .opts = &expect_opts);
     a = expect_tcp();
     rg_write(0, NMASTERS, NEWER_ID, REDLOCKD_LAYOUT + 1, REDLOCKD_LAYOUT, 0);
     expect_wait_stat("master.4.layout_highest", REDLOCKD_LAYOUT + 1, false, RG_READ_MS);
@@ -336,7 +328,7 @@ START_TEST(unreadable_member_refuses)
     char *got;
     int a;
 
-    rg_up();
+    EXPECT_SETUP(.masters = NMASTERS, .daemons = 1, .opts = &expect_opts);
     a = expect_tcp();
     rg_write_raw(0, 3, "junk hello world");
     expect_wait_stat("master.2.layout_counted", 0, false, RG_READ_MS);
@@ -370,7 +362,7 @@ START_TEST(paused_daemon_reads_again)
     char *got;
     int a;
 
-    rg_up();
+    EXPECT_SETUP(.masters = NMASTERS, .daemons = 1, .opts = &expect_opts);
     a = expect_tcp();
     EXPECT_PREFIX(a, "TRYLOCK before", "OK before ");
     ck_assert_int_eq(h_signal_daemon(SIGSTOP), 0);
@@ -402,7 +394,7 @@ START_TEST(legacy_daemon_entered)
     char *v;
     int a;
 
-    rg_up();
+    EXPECT_SETUP(.masters = NMASTERS, .daemons = 1, .opts = &expect_opts);
     a = expect_tcp();
     sub = h_master_redis(1);
     ck_assert_msg(sub != NULL, "cannot connect to master 1");
@@ -439,9 +431,7 @@ START_TEST(prefix_never_legacy)
     struct h_daemon_opts o = expect_opts;
 
     o.key_prefix = "redlockd";
-    expect_begin();
-    ck_assert_msg(h_start_masters(NMASTERS) == 0, "the masters did not start");
-    ck_assert_msg(h_start_daemon(&o) == 0, "redlockd did not start (log above)");
+    EXPECT_SETUP(.masters = NMASTERS, .daemons = 1, .opts = &o);
     expect_wait_stat("master.0.daemons_seen", 1, false, RG_READ_MS);
     ck_assert_msg(h_holds_for(rg_no_legacy, NULL, 2500, 100),
                   "a daemon with lock.key_prefix \"redlockd\" took itself for a legacy one");
@@ -489,7 +479,7 @@ START_TEST(reach_reports)
     char out[8192];
     int rc;
 
-    rg_up();
+    EXPECT_SETUP(.masters = NMASTERS, .daemons = 1, .opts = &expect_opts);
     rc = rg_reach(out, sizeof(out));
     ck_assert_msg(rc == 0 && strstr(out, "5 of 5 masters count for layout") != NULL
                   && strstr(out, "up, counted; its registry: 1 daemon, layouts 1 to 1")

@@ -38,13 +38,15 @@
 
 static redisContext *sc_redis;  /* the test's master */
 
-static void
-sc_up(void)
+/* The test's master, connected at the first call (sc_teardown closes it). */
+static redisContext *
+sc_master(void)
 {
-    ck_assert_msg(h_begin(tcase_name()) == 0, "cannot create the test directory");
-    ck_assert_msg(h_start_masters(1) == 0, "the master did not start");
-    sc_redis = h_master_redis(0);
-    ck_assert_msg(sc_redis != NULL, "cannot connect to the master");
+    if (sc_redis == NULL) {
+        sc_redis = h_master_redis(0);
+        ck_assert_msg(sc_redis != NULL, "cannot connect to the master");
+    }
+    return sc_redis;
 }
 
 static void
@@ -87,7 +89,7 @@ sc_run(const char *body, int nkeys, ...)
         argv[argc++] = w;
     }
     va_end(ap);
-    r = redisCommandArgv(sc_redis, argc, argv, NULL);
+    r = redisCommandArgv(sc_master(), argc, argv, NULL);
     free(text);
     ck_assert_msg(r != NULL, "EVAL: no answer (%s)", sc_redis->errstr);
     return r;
@@ -101,7 +103,7 @@ sc_cmd(const char *fmt, ...)
     va_list ap;
 
     va_start(ap, fmt);
-    r = redisvCommand(sc_redis, fmt, ap);
+    r = redisvCommand(sc_master(), fmt, ap);
     va_end(ap);
     ck_assert_msg(r != NULL, "%s: no answer (%s)", fmt, sc_redis->errstr);
     return r;
@@ -203,7 +205,7 @@ START_TEST(acquire_grant_refuse_handover)
     redisReply *r;
     long long p;
 
-    sc_up();
+    EXPECT_SETUP(.masters = 1);
     r = sc_acquire_x(TOK_A, "5000", "", "");
     ck_assert_int_eq(sc_elem(r, 0), 1);
     ck_assert_int_eq(sc_elem(r, 2), 1);         /* set on a free record */
@@ -249,7 +251,7 @@ START_TEST(acquire_label_no_counter)
     char *v;
     long long g;
 
-    sc_up();
+    EXPECT_SETUP(.masters = 1);
     r = sc_run(REDLOCK_LUA_ACQUIRE, 3, "n", "n", "n fence", TOK_A, "5000", "", "",
                "x", "", "0", "job-7 host=h", NULL);
     ck_assert_int_eq(sc_elem(r, 0), 1);
@@ -268,7 +270,7 @@ START_TEST(acquire_kinds_and_permits)
 {
     redisReply *r;
 
-    sc_up();
+    EXPECT_SETUP(.masters = 1);
     r = sc_run(REDLOCK_LUA_ACQUIRE, 2, "n", "n permit 0", TOK_A, "5000", "c", "", "p", "2", "0",
                "", NULL);
     ck_assert_int_eq(sc_elem(r, 0), 1);
@@ -339,7 +341,7 @@ START_TEST(kinds_share_the_name_key)
     redisReply *r;
     long long n;
 
-    sc_up();
+    EXPECT_SETUP(.masters = 1);
     n = sc_commands_of(sc_grant_a, &r);
     ck_assert_int_eq(sc_elem(r, 0), 1);
     freeReplyObject(r);
@@ -408,7 +410,7 @@ START_TEST(raise_only_for_the_holder)
     redisReply *r;
     long long p0;
 
-    sc_up();
+    EXPECT_SETUP(.masters = 1);
     sc_hold(TOK_A, NULL);
     r = sc_run(REDLOCK_LUA_RAISE, 2, "n fence", "n", TOK_A, "x", "", NULL);
     ck_assert_int_eq(r->integer, 1);
@@ -444,7 +446,7 @@ START_TEST(fence_write_back_never_lowers)
     redisReply *r;
     char *v;
 
-    sc_up();
+    EXPECT_SETUP(.masters = 1);
     freeReplyObject(sc_cmd("SET %s %s", "n fence", "10"));
     sc_hold(TOK_A, "123 0 job");
     r = sc_run(REDLOCK_LUA_FENCE, 3, "n fence", "n", "n label " TOK_A, "7", TOK_A, "x", "n",
@@ -497,7 +499,7 @@ START_TEST(fence_write_back_confirms_record)
 {
     redisReply *r;
 
-    sc_up();
+    EXPECT_SETUP(.masters = 1);
     /* Exclusive: ours, gone, someone else's. */
     sc_hold(TOK_A, "1 - job");
     ck_assert_int_eq(sc_write_back("n", TOK_A, "x", "3"), 1);
@@ -539,7 +541,7 @@ START_TEST(reraise_above_what_was_seen)
 {
     redisReply *r;
 
-    sc_up();
+    EXPECT_SETUP(.masters = 1);
     freeReplyObject(sc_cmd("SET %s %s", "n fence", "5"));
     freeReplyObject(sc_cmd("SET %s %s", "n permit 1 fence", "3"));
     r = sc_run(REDLOCK_LUA_RERAISE, 2, "n fence", "n", "9", "2", NULL);
@@ -559,7 +561,7 @@ START_TEST(release_compare_and_delete)
 {
     redisReply *r;
 
-    sc_up();
+    EXPECT_SETUP(.masters = 1);
     sc_hold(TOK_A, "1 0 job");
     r = sc_run(REDLOCK_LUA_RELEASE, 1, "n", TOK_B, "1", "x", "", "1", NULL);
     ck_assert_int_eq(r->integer, 0);
@@ -588,7 +590,7 @@ START_TEST(announce_only_to_listeners)
     redisReply *r;
     long long p0;
 
-    sc_up();
+    EXPECT_SETUP(.masters = 1);
     p0 = sc_publishes();
     r = sc_acquire_x(TOK_A, "5000", "", "");
     ck_assert_int_eq(sc_elem(r, 0), 1);
@@ -648,7 +650,7 @@ START_TEST(extend_never_creates)
     redisReply *r;
     long long p;
 
-    sc_up();
+    EXPECT_SETUP(.masters = 1);
     r = sc_run(REDLOCK_LUA_EXTEND_ONE, 1, "n", TOK_A, "9000", "x", "", NULL);
     ck_assert_int_eq(r->integer, -3);
     freeReplyObject(r);
@@ -677,7 +679,7 @@ START_TEST(restore_only_where_absent)
 {
     redisReply *r;
 
-    sc_up();
+    EXPECT_SETUP(.masters = 1);
     freeReplyObject(sc_cmd("SET m %s PX 5000", TOK_B));
     r = sc_run(REDLOCK_LUA_RESTORE, 2, "n", "m", TOK_A, "4000", "x", "", "", TOK_A, "4000", "x",
                "", "", NULL);
@@ -693,7 +695,7 @@ START_TEST(ungate_with_its_token)
 {
     redisReply *r;
 
-    sc_up();
+    EXPECT_SETUP(.masters = 1);
     freeReplyObject(sc_cmd("SET %s %s PX 5000", "n gate", TOK_A));
     r = sc_run(REDLOCK_LUA_UNGATE, 1, "n gate", TOK_B, "n released", NULL);
     ck_assert_int_eq(r->integer, 0);
@@ -716,7 +718,7 @@ START_TEST(later_tries_gate_and_take_over)
 {
     redisReply *r;
 
-    sc_up();
+    EXPECT_SETUP(.masters = 1);
     freeReplyObject(sc_cmd("ZADD n %s %s", "99999999999999", TOK_A));
     freeReplyObject(sc_cmd("PEXPIRE n 5000"));
     r = sc_run(REDLOCK_LUA_ACQUIRE, 2, "n", "n", TOK_B, "5000", "", "", "x", "", "1", "",
@@ -760,7 +762,7 @@ START_TEST(status_names_the_holder)
 {
     redisReply *r;
 
-    sc_up();
+    EXPECT_SETUP(.masters = 1);
     sc_hold(TOK_A, "1 4 job");
     r = sc_run(REDLOCK_LUA_STATUS, 1, "n", TOK_A, NULL);
     ck_assert_int_eq(sc_elem(r, 0), 0);         /* not a counted name */
@@ -778,7 +780,7 @@ START_TEST(break_ends_every_hold)
 {
     redisReply *r;
 
-    sc_up();
+    EXPECT_SETUP(.masters = 1);
     sc_hold(TOK_A, NULL);
     freeReplyObject(sc_cmd("SET %s %s", "n fence", "6"));
     r = sc_run(REDLOCK_LUA_BREAK, 1, "n", "n released", "broken", NULL);
@@ -808,7 +810,7 @@ START_TEST(batch_items_apart)
     redisReply *r;
     long long t0, t1;
 
-    sc_up();
+    EXPECT_SETUP(.masters = 1);
     freeReplyObject(sc_cmd("SET %s %s", "m fence", "x"));
     sc_hold(TOK_C, NULL);
     freeReplyObject(sc_cmd("RENAME n m"));
@@ -849,7 +851,7 @@ START_TEST(batch_malformed_runs_nothing)
 {
     redisReply *r;
 
-    sc_up();
+    EXPECT_SETUP(.masters = 1);
     r = sc_run(REDLOCK_LUA_BATCH, 2, "n", "n",
                "acquire", "2", "8", TOK_A, "5000", "", "", "x", "", "0", "",
                "release", "1", "5", TOK_A, "", "x", "", NULL);

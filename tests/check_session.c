@@ -230,7 +230,7 @@ START_TEST(key_on_masters)
     size_t i;
     int a;
 
-    expect_up(NMASTERS, &expect_opts);
+    EXPECT_SETUP(.masters = NMASTERS, .daemons = 1, .opts = &expect_opts);
     a = expect_tcp();
     EXPECT_LOCK_OK(a, "LOCK demo", "demo", 1, valid);
     ck_assert_msg(valid > 0 && valid <= DEFAULT_TTL, "validity=%lld", valid);
@@ -264,7 +264,7 @@ START_TEST(trylock_busy)
     long long ttl = 0, valid;
     int a, b, u;
 
-    expect_up(NMASTERS, &expect_opts);
+    EXPECT_SETUP(.masters = NMASTERS, .daemons = 1, .opts = &expect_opts);
     a = expect_tcp();
     b = expect_tcp();
     u = se_connect_unix();
@@ -294,7 +294,7 @@ START_TEST(blocked_lock_gets_it)
     char *got;
     int a, b;
 
-    expect_up(NMASTERS, &expect_opts);
+    EXPECT_SETUP(.masters = NMASTERS, .daemons = 1, .opts = &expect_opts);
     a = expect_tcp();
     b = expect_tcp();
     EXPECT_LOCK_OK(a, "LOCK x", "x", 1, valid);
@@ -320,7 +320,7 @@ START_TEST(lock_timeout)
     char *got;
     int a, b;
 
-    expect_up(NMASTERS, &expect_opts);
+    EXPECT_SETUP(.masters = NMASTERS, .daemons = 1, .opts = &expect_opts);
     a = expect_tcp();
     b = expect_tcp();
     EXPECT_LOCK_OK(a, "LOCK x", "x", 1, valid);
@@ -346,7 +346,7 @@ START_TEST(close_frees_keys)
     long long valid;
     int a;
 
-    expect_up(NMASTERS, &expect_opts);
+    EXPECT_SETUP(.masters = NMASTERS, .daemons = 1, .opts = &expect_opts);
     a = expect_tcp();
     EXPECT_LOCK_OK(a, "LOCK x", "x", 1, valid);
     ck_assert_msg(h_wait_until(cond_key_on_all, &key, H_PROMPT_MS),
@@ -368,7 +368,7 @@ START_TEST(watchdog)
     char *token;
     int a;
 
-    expect_up(NMASTERS, &expect_opts);
+    EXPECT_SETUP(.masters = NMASTERS, .daemons = 1, .opts = &expect_opts);
     a = expect_tcp();
     w.fd = expect_tcp();
     w.name = "w";
@@ -397,7 +397,7 @@ START_TEST(reentry)
     char *token;
     int a;
 
-    expect_up(NMASTERS, &expect_opts);
+    EXPECT_SETUP(.masters = NMASTERS, .daemons = 1, .opts = &expect_opts);
     a = expect_tcp();
     EXPECT_LOCK_OK(a, "LOCK r", "r", 1, valid);
     ck_assert(h_wait_until(cond_key_on_all, &key, H_PROMPT_MS));
@@ -435,7 +435,7 @@ START_TEST(protocol_errors)
     size_t i;
     int a, b, c;
 
-    expect_up(NMASTERS, &expect_opts);
+    EXPECT_SETUP(.masters = NMASTERS, .daemons = 1, .opts = &expect_opts);
     a = expect_tcp();
     b = expect_tcp();
     c = expect_tcp();
@@ -480,7 +480,7 @@ START_TEST(misc_verbs)
     long long valid;
     int a, n, i;
 
-    expect_up(NMASTERS, &expect_opts);
+    EXPECT_SETUP(.masters = NMASTERS, .daemons = 1, .opts = &expect_opts);
     a = expect_tcp();
     EXPECT_REPLY(a, "PING hello", "PONG hello");
     EXPECT_REPLY(a, "PING", "PONG");
@@ -530,7 +530,7 @@ START_TEST(sigterm_releases)
     char *got;
     int a, rc;
 
-    expect_up(NMASTERS, &expect_opts);
+    EXPECT_SETUP(.masters = NMASTERS, .daemons = 1, .opts = &expect_opts);
     a = expect_tcp();
     EXPECT_LOCK_OK(a, "LOCK k", "k", 1, valid);
 
@@ -561,7 +561,7 @@ START_TEST(status)
     char *got;
     int a, b;
 
-    expect_up(NMASTERS, &expect_opts);
+    EXPECT_SETUP(.masters = NMASTERS, .daemons = 1, .opts = &expect_opts);
     a = expect_tcp();
     b = expect_tcp();
     EXPECT_REPLY(a, "STATUS s", "FREE s");
@@ -592,7 +592,7 @@ START_TEST(pending_lock_cancelled_on_close)
     long long valid, waiters = -1;
     int a, b;
 
-    expect_up(NMASTERS, &expect_opts);
+    EXPECT_SETUP(.masters = NMASTERS, .daemons = 1, .opts = &expect_opts);
     a = expect_tcp();
     b = expect_tcp();
     EXPECT_LOCK_OK(a, "LOCK p", "p", 1, valid);
@@ -619,7 +619,7 @@ START_TEST(validity)
     long long valid = -1;
     int a;
 
-    expect_up(NMASTERS, &expect_opts);
+    EXPECT_SETUP(.masters = NMASTERS, .daemons = 1, .opts = &expect_opts);
     a = expect_tcp();
     EXPECT_LOCK_OK(a, "LOCK v ttl=2000", "v", 1, valid);
     ck_assert_msg(valid > 1900 && valid <= 2000,
@@ -640,7 +640,7 @@ START_TEST(noscript_retry)
     size_t i;
     int a;
 
-    expect_up(NMASTERS, &expect_opts);
+    EXPECT_SETUP(.masters = NMASTERS, .daemons = 1, .opts = &expect_opts);
     for (i = 0; i < NMASTERS; i++) {
         ck_assert_int_eq(h_master_cmd(i, NULL, "SCRIPT FLUSH"), 0);
     }
@@ -717,7 +717,7 @@ START_TEST(nc_status_eof)
 {
     struct expect_nc r;
 
-    expect_up(NMASTERS, &expect_opts);
+    EXPECT_SETUP(.masters = NMASTERS, .daemons = 1, .opts = &expect_opts);
     expect_nc_tcp("-N", "STATUS x\n", &r);
     ck_assert_msg(strcmp(r.out, "FREE x\n") == 0 && r.exit_ms >= 0,
                   "printf 'STATUS x\\n' | nc -N: %s; expected 'FREE x\\n' and an exit",
@@ -739,7 +739,7 @@ START_TEST(nc_trylock_q1)
     char key[64];
     struct expect_nc r;
 
-    expect_up(NMASTERS, &expect_opts);
+    EXPECT_SETUP(.masters = NMASTERS, .daemons = 1, .opts = &expect_opts);
     expect_key("x", key, sizeof(key));
     expect_nc_tcp("-q1", "TRYLOCK x\n", &r);
     ck_assert_msg(se_is_session_ok(r.out, "x"),
@@ -764,7 +764,7 @@ START_TEST(nc_unix_socket)
     char key[64];
     struct expect_nc r;
 
-    expect_up(NMASTERS, &expect_opts);
+    EXPECT_SETUP(.masters = NMASTERS, .daemons = 1, .opts = &expect_opts);
     expect_key("x", key, sizeof(key));
     se_nc_unix("-N", "STATUS x\n", &r);
     ck_assert_msg(strcmp(r.out, "FREE x\n") == 0 && r.exit_ms >= 0,
@@ -796,7 +796,7 @@ START_TEST(nc_pipelined_eof)
     long long v;
     int n = 0;
 
-    expect_up(NMASTERS, &expect_opts);
+    EXPECT_SETUP(.masters = NMASTERS, .daemons = 1, .opts = &expect_opts);
     expect_key("b", key, sizeof(key));
     expect_nc_tcp("-N", "PING\nSTATUS a\nTRYLOCK b\nSTATUS b\n", &r);
     ck_assert_msg(r.len > 0 && r.out[r.len - 1] == '\n', "nc -N: %s", expect_nc_show(&r));
@@ -838,7 +838,7 @@ START_TEST(nc_lock_held_eof)
     struct expect_nc r;
     int h;
 
-    expect_up(NMASTERS, &expect_opts);
+    EXPECT_SETUP(.masters = NMASTERS, .daemons = 1, .opts = &expect_opts);
     h = expect_tcp();
     EXPECT_PREFIX(h, "LOCK held ttl=30000", "OK held ");
     expect_nc_tcp("-N", "LOCK held\n", &r);
@@ -864,7 +864,7 @@ START_TEST(nc_trailing_bytes)
 {
     struct expect_nc r;
 
-    expect_up(NMASTERS, &expect_opts);
+    EXPECT_SETUP(.masters = NMASTERS, .daemons = 1, .opts = &expect_opts);
     expect_nc_tcp("-N", "PING\nPING", &r);
     ck_assert_msg(strcmp(r.out, "PONG\n") == 0 && r.exit_ms >= 0,
                   "printf 'PING\\nPING' | nc -N: %s; expected 'PONG\\n' and an exit",
@@ -890,7 +890,7 @@ START_TEST(unlock_keys_vanished)
     char key[64];
     int a;
 
-    expect_up(NMASTERS, &expect_opts);
+    EXPECT_SETUP(.masters = NMASTERS, .daemons = 1, .opts = &expect_opts);
     expect_key("x1", key, sizeof(key));
     a = expect_tcp();
     EXPECT_PREFIX(a, "LOCK x1", "OK x1 ");
@@ -931,7 +931,7 @@ START_TEST(close_cancels_own_waiter)
     char *got;
     int a, b;
 
-    expect_up(NMASTERS, &expect_opts);
+    EXPECT_SETUP(.masters = NMASTERS, .daemons = 1, .opts = &expect_opts);
     a = expect_tcp();
     b = expect_tcp();
     EXPECT_PREFIX(a, "LOCK ow", "OK ow ");
@@ -981,7 +981,7 @@ START_TEST(queued_lock_input_ends)
     char *got;
     int a, b;
 
-    expect_up(NMASTERS, &expect_opts);
+    EXPECT_SETUP(.masters = NMASTERS, .daemons = 1, .opts = &expect_opts);
     a = expect_tcp();
     b = expect_tcp();
     EXPECT_PREFIX(a, "LOCK q1", "OK q1 ");

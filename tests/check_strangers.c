@@ -224,7 +224,7 @@ START_TEST(guesses_bounded_over_addresses)
     int64_t t0, secs;
     int u;
 
-    expect_up(NMASTERS, &o);
+    EXPECT_SETUP(.masters = NMASTERS, .daemons = 1, .opts = &o);
     u = h_connect_unix();
     ck_assert_int_ge(u, 0);
     t0 = h_now_ms();
@@ -270,7 +270,7 @@ START_TEST(right_password_behind_guesser)
     char *got;
     int u, i;
 
-    expect_up(NMASTERS, &o);
+    EXPECT_SETUP(.masters = NMASTERS, .daemons = 1, .opts = &o);
     u = h_connect_unix();
     ck_assert_int_ge(u, 0);
     got = st_auth_from("127.0.0.5", PASSWORD, ST_LET_IN_MS, &took);    /* known from now */
@@ -373,7 +373,7 @@ START_TEST(pool_flood_admits_newcomer)
     struct st_crowd flood = { .base = 3, .naddrs = 4, .conns = 64, .line = "" };
     int u;
 
-    expect_up_tls(NMASTERS, &o);
+    EXPECT_SETUP(.masters = NMASTERS, .tls_cert = "server", .daemons = 1, .opts = &o);
     u = h_connect_unix();
     ck_assert_int_ge(u, 0);
     st_start(&flood);
@@ -407,7 +407,7 @@ START_TEST(known_client_through_churn)
     char *got;
     int u;
 
-    expect_up_tls(NMASTERS, &o);
+    EXPECT_SETUP(.masters = NMASTERS, .tls_cert = "server", .daemons = 1, .opts = &o);
     u = h_connect_unix();
     ck_assert_int_ge(u, 0);
     got = st_auth_from("127.0.0.1", PASSWORD, ST_LET_IN_MS, &took);    /* known from now */

@@ -56,74 +56,21 @@ tt_sh(const char *cmd)
 }
 
 /*
- * The directory and certificates of a test, with live.crt and live.key
- * (copies of server.crt and server.key, or of the pair named server).
+ * Start of a test: the certificates, live.crt and live.key copied from
+ * the pair named server (which a test overwrites to rotate them), the
+ * masters, and the daemon with *o (retries after 0..100 ms, set
+ * there), listening on TLS with the live pair; then any further fields
+ * of struct expect_setup (tests/expect.h).
  */
-static void
-tt_prepare(const char *server)
-{
-    char cmd[8192];
+#define TT_SETUP(server, o, ...) do {                                            \
+        (o)->retry_delay_ms = 100;                                              \
+        EXPECT_SETUP(.copies = TT_LIVE(server), .tls_cert = "live",             \
+                     .masters = NMASTERS, .daemons = 1, .opts = (o), __VA_ARGS__); \
+    } while (0)
 
-    ck_assert_msg(h_begin(tcase_name()) == 0, "cannot create the test directory");
-    ck_assert_msg(h_make_certs() == 0, "tests/tls/make-certs.sh failed (see make-certs.log)");
-    snprintf(cmd, sizeof(cmd), "cp '%s/certs/%s.crt' '%s' && cp '%s/certs/%s.key' '%s'",
-             h_dir(), server, h_cert("live.crt"), h_dir(), server, h_cert("live.key"));
-    ck_assert_msg(tt_sh(cmd), "%s failed", cmd);
-}
-
-/*
- * The path of a file of the certificate directory, in a buffer of the
- * test's own (h_cert's are reused): at most TT_FILES per test.
- */
-#define TT_FILES 8
-
-static const char *
-tt_file(const char *name)
-{
-    static char paths[TT_FILES][4200];
-    static int next;
-    char *p = paths[next++ % TT_FILES];
-
-    snprintf(p, sizeof(paths[0]), "%s", h_cert(name));
-    return p;
-}
-
-/*
- * Start the masters and the daemon with opts, listen.tls with live.crt
- * and live.key, and with client_ca, tls.client_ca_file ca.crt (else
- * whatever opts says).
- */
-static void
-tt_start(struct h_daemon_opts *opts, bool client_ca)
-{
-    ck_assert_msg(h_start_masters(NMASTERS) == 0, "the masters did not start");
-    opts->tls_cert_file = tt_file("live.crt");
-    opts->tls_key_file = tt_file("live.key");
-    if (client_ca) {
-        opts->tls_client_ca_file = tt_file("ca.crt");
-    }
-    opts->retry_delay_ms = 100;
-    ck_assert_msg(h_start_daemon(opts) == 0, "redlockd did not start (log above)");
-}
-
-/*
- * Start: the directory, certificates, masters; the daemon with opts,
- * listen.tls with live.crt and live.key (copies of server.*), and with
- * client_ca, tls.client_ca_file ca.crt.
- */
-static void
-tt_up(struct h_daemon_opts *opts, bool client_ca)
-{
-    tt_prepare("server");
-    opts->tls_client_ca_file = NULL;
-    tt_start(opts, client_ca);
-}
-
-static void
-tt_teardown(void)
-{
-    h_end();
-}
+/* The copies of TT_SETUP: the pair named server as live.crt and live.key. */
+#define TT_LIVE(server) \
+    (const char *const[]){ server ".crt", "live.crt", server ".key", "live.key", NULL }
 
 /*
  * Connect over TLS to the daemon's listen.tls, verifying its certificate
@@ -354,7 +301,7 @@ START_TEST(s_client_one_liners)
     struct h_daemon_opts opts = { 0 };
     char args[9000], *out;
 
-    tt_up(&opts, false);
+    TT_SETUP("server", &opts);
     snprintf(args, sizeof(args), "-verify_return_error -CAfile '%s'", h_cert("ca.crt"));
     ck_assert_int_eq(tt_s_client("PING\\nSTATUS x\\nQUIT\\n", args, &out), 0);
     ck_assert_msg(strcmp(out, "PONG\nFREE x\nBYE\n") == 0, "s_client printed '%s'", out);
@@ -367,7 +314,7 @@ START_TEST(s_client_one_liners)
     free(out);
     /* The session ended: its lock was released. */
     ck_assert_msg(h_wait_stat("locks_held", 0, false, H_PROMPT_MS, NULL), "the lock stayed held");
-    tt_teardown();
+    h_end();
 }
 END_TEST
 
@@ -383,7 +330,7 @@ START_TEST(end_of_input)
     char *got;
     int pass;
 
-    tt_up(&opts, false);
+    TT_SETUP("server", &opts);
     for (pass = 0; pass < 2; pass++) {
         c = tc_open("ca.crt", NULL, NULL);
         ck_assert_ptr_nonnull(c);
@@ -407,7 +354,7 @@ START_TEST(end_of_input)
         ck_assert_msg(got == NULL, "pass %d: after the replies: '%s'", pass, got);
         tc_close(c);
     }
-    tt_teardown();
+    h_end();
 }
 END_TEST
 
@@ -421,7 +368,7 @@ START_TEST(lock_unlock_watch)
     char *got;
     int t;
 
-    tt_up(&opts, false);
+    TT_SETUP("server", &opts);
     a = tc_open("ca.crt", NULL, NULL);
     w = tc_open("ca.crt", NULL, NULL);
     ck_assert_ptr_nonnull(a);
@@ -450,7 +397,7 @@ START_TEST(lock_unlock_watch)
     close(t);
     tc_close(a);
     tc_close(w);
-    tt_teardown();
+    h_end();
 }
 END_TEST
 
@@ -470,7 +417,7 @@ START_TEST(client_cert_required)
     struct tc *c;
     int fd;
 
-    tt_up(&opts, true);
+    TT_SETUP("server", &opts, .tls_client_ca = "ca.crt");
     from = h_log_size();
     snprintf(args, sizeof(args), "-CAfile '%s'", h_cert("ca.crt"));
     tt_s_client("PING\\nQUIT\\n", args, &out);
@@ -509,7 +456,7 @@ START_TEST(client_cert_required)
     ck_assert_ptr_nonnull(c);
     TC_REPLY(c, "PING", "PONG");
     tc_close(c);
-    tt_teardown();
+    h_end();
 }
 END_TEST
 
@@ -520,7 +467,7 @@ START_TEST(verified_needs_no_auth)
     struct tc *c;
     int fd;
 
-    tt_up(&opts, true);
+    TT_SETUP("server", &opts, .tls_client_ca = "ca.crt");
     c = tc_open("ca.crt", "client.crt", "client.key");
     ck_assert_ptr_nonnull(c);
     TC_REPLY(c, "PING", "PONG");
@@ -531,7 +478,7 @@ START_TEST(verified_needs_no_auth)
     EXPECT_REPLY(fd, "PING", "PONG");
     close(fd);
     tc_close(c);
-    tt_teardown();
+    h_end();
 }
 END_TEST
 
@@ -541,14 +488,14 @@ START_TEST(tls_without_client_ca_needs_auth)
     struct h_daemon_opts opts = { .auth_password = PASSWORD };
     struct tc *c;
 
-    tt_up(&opts, false);
+    TT_SETUP("server", &opts);
     c = tc_open("ca.crt", NULL, NULL);
     ck_assert_ptr_nonnull(c);
     TC_REPLY(c, "PING", "ERR AUTH");
     TC_REPLY(c, "AUTH " PASSWORD, "OK");
     TC_REPLY(c, "PING", "PONG");
     tc_close(c);
-    tt_teardown();
+    h_end();
 }
 END_TEST
 
@@ -576,7 +523,7 @@ START_TEST(reload_rotates_certificate)
     char issuer[256];
     off_t from;
 
-    tt_up(&opts, false);
+    TT_SETUP("server", &opts);
     old = tc_open("ca.crt", NULL, NULL);
     ck_assert_ptr_nonnull(old);
     tc_issuer(old, issuer, sizeof(issuer));
@@ -601,7 +548,7 @@ START_TEST(reload_rotates_certificate)
     TC_REPLY(old, "PING", "PONG");
     TC_REPLY(old, "UNLOCK kept", "OK kept holds=0");
     tc_close(old);
-    tt_teardown();
+    h_end();
 }
 END_TEST
 
@@ -613,7 +560,7 @@ START_TEST(reload_broken_key_refused)
     char issuer[256], line[1024], cmd[9000];
     off_t from;
 
-    tt_up(&opts, false);
+    TT_SETUP("server", &opts);
     tt_copy("other.crt", "live.crt");
     snprintf(cmd, sizeof(cmd), "printf 'not a key\\n' > '%s'", h_cert("live.key"));
     ck_assert(tt_sh(cmd));
@@ -632,7 +579,7 @@ START_TEST(reload_broken_key_refused)
     ck_assert_str_eq(issuer, "redlockd test CA");
     TC_REPLY(c, "PING", "PONG");
     tc_close(c);
-    tt_teardown();
+    h_end();
 }
 END_TEST
 
@@ -676,10 +623,11 @@ START_TEST(session_resumption)
     off_t from;
     size_t v;
 
-    tt_prepare("server");
-    tt_copy("ca.crt", "live-ca.crt");
-    opts.tls_client_ca_file = tt_file("live-ca.crt");
-    tt_start(&opts, false);
+    opts.retry_delay_ms = 100;
+    EXPECT_SETUP(.copies = (const char *const[]){ "server.crt", "live.crt", "server.key",
+                                                  "live.key", "ca.crt", "live-ca.crt", NULL },
+                 .tls_cert = "live", .tls_client_ca = "live-ca.crt", .masters = NMASTERS,
+                 .daemons = 1, .opts = &opts);
     for (v = 0; v < 2; v++) {
         kind = tt_resume(versions[v], v, "-sess_out");
         ck_assert_msg(strcmp(kind, "New") == 0, "%s: first connection: %s", versions[v], kind);
@@ -700,7 +648,7 @@ START_TEST(session_resumption)
         ck_assert_msg(strcmp(kind, "New") == 0, "%s: after the CA changed: %s", versions[v],
                       kind);
     }
-    tt_teardown();
+    h_end();
 }
 END_TEST
 
@@ -723,8 +671,7 @@ START_TEST(ciphers_default_aead_only)
     off_t from;
     size_t i;
 
-    tt_prepare("server-rsa");
-    tt_start(&opts, false);
+    TT_SETUP("server-rsa", &opts);
     for (i = 0; i < 3; i++) {
         from = h_log_size();
         snprintf(args, sizeof(args), "-tls1_2 -cipher %s -CAfile '%s'", refused[i],
@@ -747,7 +694,7 @@ START_TEST(ciphers_default_aead_only)
     tt_s_client("PING\\nQUIT\\n", args, &out);
     ck_assert_msg(strcmp(out, "PONG\nBYE\n") == 0, "TLS 1.3: '%s'", out);
     free(out);
-    tt_teardown();
+    h_end();
 }
 END_TEST
 
@@ -763,8 +710,7 @@ START_TEST(ciphers_configured)
     char args[9000], cmd[9000], line[2048], *out;
     off_t from;
 
-    tt_prepare("server-rsa");
-    tt_start(&opts, false);
+    TT_SETUP("server-rsa", &opts);
     snprintf(args, sizeof(args), "-tls1_2 -cipher AES128-SHA -CAfile '%s'", h_cert("ca.crt"));
     tt_s_client("PING\\nQUIT\\n", args, &out);
     ck_assert_msg(strcmp(out, "PONG\nBYE\n") == 0, "AES128-SHA allowed: '%s'", out);
@@ -798,7 +744,7 @@ START_TEST(ciphers_configured)
     tt_s_client("PING\\nQUIT\\n", args, &out);
     ck_assert_msg(strcmp(out, "PONG\nBYE\n") == 0, "the old ciphers are gone: '%s'", out);
     free(out);
-    tt_teardown();
+    h_end();
 }
 END_TEST
 
@@ -815,9 +761,7 @@ START_TEST(client_crl_revoked)
     char args[9000], line[2048], *out;
     off_t from;
 
-    tt_prepare("server");
-    opts.tls_client_crl_file = tt_file("ca.crl");
-    tt_start(&opts, true);
+    TT_SETUP("server", &opts, .tls_client_ca = "ca.crt", .tls_client_crl = "ca.crl");
     from = h_log_size();
     snprintf(args, sizeof(args), "-CAfile '%s' -cert '%s' -key '%s'", h_cert("ca.crt"),
              h_cert("revoked.crt"), h_cert("revoked.key"));
@@ -833,7 +777,7 @@ START_TEST(client_crl_revoked)
     tt_s_client("PING\\nQUIT\\n", args, &out);
     ck_assert_msg(strcmp(out, "PONG\nBYE\n") == 0, "a good certificate: '%s'", out);
     free(out);
-    tt_teardown();
+    h_end();
 }
 END_TEST
 
@@ -849,8 +793,7 @@ START_TEST(client_names)
     char args[9000], line[2048], *out;
     off_t from;
 
-    tt_prepare("server");
-    tt_start(&opts, true);
+    TT_SETUP("server", &opts, .tls_client_ca = "ca.crt");
     /* client.crt: CN redlockd-test-client; named.crt: DNS worker.example. */
     snprintf(args, sizeof(args), "-CAfile '%s' -cert '%s' -key '%s'", h_cert("ca.crt"),
              h_cert("client.crt"), h_cert("client.key"));
@@ -871,11 +814,11 @@ START_TEST(client_names)
     tt_failed_line(from, line, sizeof(line));
     ck_assert_msg(strstr(line, "subject CN=stranger-client not in tls.client_names") != NULL
                   && strstr(line, "lib(0)") == NULL, "the log line is '%s'", line);
-    tt_teardown();
+    h_end();
 }
 END_TEST
 
-#define TT_ADD(s, test) expect_add_case((s), #test, (test), tt_teardown, TEST_TIMEOUT_S)
+#define TT_ADD(s, test) expect_add_case((s), #test, (test), h_end, TEST_TIMEOUT_S)
 
 static Suite *
 tls_suite(void)

@@ -46,20 +46,9 @@ tm_sh(const char *cmd)
     return status != -1 && WIFEXITED(status) && WEXITSTATUS(status) == 0;
 }
 
-/* The test directory and its certificates; masters over TLS use them. */
-static void
-tm_begin(bool auth_clients)
-{
-    char cmd[8192];
-
-    ck_assert_msg(h_begin(tcase_name()) == 0, "cannot create the test directory");
-    ck_assert_msg(h_make_certs() == 0, "tests/tls/make-certs.sh failed (see make-certs.log)");
-    snprintf(cmd, sizeof(cmd), "cp '%s' '%s' && cp '%s' '%s'", h_cert("client.crt"),
-             h_cert("live-client.crt"), h_cert("client.key"), h_cert("live-client.key"));
-    ck_assert_msg(tm_sh(cmd), "%s failed", cmd);
-    snprintf(cmd, sizeof(cmd), "%s/certs", h_dir());     /* where h_make_certs put them */
-    h_tls_masters(cmd, auth_clients);
-}
+/* The copies every test makes: client.crt and client.key as live-client.crt and .key. */
+#define TM_LIVE (const char *const[]){ "client.crt", "live-client.crt", "client.key", \
+                                       "live-client.key", NULL }
 
 /* n more masters of kind with certificate cert. */
 static void
@@ -79,12 +68,6 @@ tm_opts(struct h_daemon_opts *o)
     memset(o, 0, sizeof(*o));
     o->redis_tls_ca_file = h_cert("ca.crt");
     o->retry_delay_ms = 100;
-}
-
-static void
-tm_teardown(void)
-{
-    h_end();
 }
 
 /* STATS value of name on the current daemon; fails the test when absent. */
@@ -108,7 +91,7 @@ START_TEST(lock_renew_unlock_fence)
     char *got;
     int a, b;
 
-    tm_begin(false);
+    EXPECT_SETUP(.copies = TM_LIVE, .tls_masters = true);
     tm_add(NMASTERS, H_MASTER_TLS, NULL);
     tm_opts(&o);
     ck_assert_msg(h_start_daemon(&o) == 0, "redlockd did not start (log above)");
@@ -141,7 +124,7 @@ START_TEST(lock_renew_unlock_fence)
     ck_assert_int_eq(tm_stat("master.4.subscriber_up"), 1);
     close(a);
     close(b);
-    tm_teardown();
+    h_end();
 }
 END_TEST
 
@@ -160,7 +143,7 @@ START_TEST(tls_end_to_end)
     int n = 0;
     const char *want[] = { "OK e2e validity=", "HELD e2e ttl=", "OK e2e holds=0", "BYE" };
 
-    tm_begin(true);
+    EXPECT_SETUP(.copies = TM_LIVE, .tls_masters = true, .tls_masters_auth = true);
     tm_add(NMASTERS, H_MASTER_TLS, NULL);
     tm_opts(&o);
     o.redis_tls_cert_file = h_cert("client.crt");
@@ -196,7 +179,7 @@ START_TEST(tls_end_to_end)
     ck_assert_msg(access(marker, F_OK) == 0, "redlockctl's command did not run");
     ck_assert_int_eq(tm_stat("master.0.tls_failures"), 0);
     ck_assert_int_eq(tm_stat("tls_handshake_failures"), 0);
-    tm_teardown();
+    h_end();
 }
 END_TEST
 
@@ -207,7 +190,7 @@ START_TEST(pubsub_wakeup_two_daemons)
     char *got;
     int a, b;
 
-    tm_begin(false);
+    EXPECT_SETUP(.copies = TM_LIVE, .tls_masters = true);
     tm_add(NMASTERS, H_MASTER_TLS, NULL);
     tm_opts(&o);
     /* A slow fallback retry: only the announcement wakes the waiter in time. */
@@ -232,7 +215,7 @@ START_TEST(pubsub_wakeup_two_daemons)
     EXPECT_REPLY(b, "UNLOCK w", "OK w holds=0");
     close(a);
     close(b);
-    tm_teardown();
+    h_end();
 }
 END_TEST
 
@@ -242,7 +225,7 @@ START_TEST(master_killed_and_restarted)
     struct h_daemon_opts o;
     int a;
 
-    tm_begin(false);
+    EXPECT_SETUP(.copies = TM_LIVE, .tls_masters = true);
     tm_add(NMASTERS, H_MASTER_TLS, NULL);
     tm_opts(&o);
     ck_assert_msg(h_start_daemon(&o) == 0, "redlockd did not start (log above)");
@@ -262,7 +245,7 @@ START_TEST(master_killed_and_restarted)
     EXPECT_PREFIX(a, "LOCK k", "OK k validity=");
     EXPECT_REPLY(a, "UNLOCK k", "OK k holds=0");
     close(a);
-    tm_teardown();
+    h_end();
 }
 END_TEST
 
@@ -292,7 +275,7 @@ START_TEST(handshake_failures)
     struct h_daemon_opts o;
     int a;
 
-    tm_begin(false);
+    EXPECT_SETUP(.copies = TM_LIVE, .tls_masters = true);
     tm_add(3, H_MASTER_TLS, NULL);
     tm_add(1, H_MASTER_TLS, "other");           /* 3: signed by an unknown CA */
     tm_add(1, H_MASTER_TLS, "wrongname");       /* 4: for wrong.example */
@@ -316,7 +299,7 @@ START_TEST(handshake_failures)
     a = expect_connect(0);
     EXPECT_PREFIX(a, "PING", "PONG");
     close(a);
-    tm_teardown();
+    h_end();
 }
 END_TEST
 
@@ -326,7 +309,7 @@ START_TEST(server_name)
     struct h_daemon_opts o;
     int a;
 
-    tm_begin(false);
+    EXPECT_SETUP(.copies = TM_LIVE, .tls_masters = true);
     tm_add(3, H_MASTER_TLS, NULL);
     tm_opts(&o);
     o.redis_tls_server_name = "localhost";
@@ -345,7 +328,7 @@ START_TEST(server_name)
                              TM_HANDSHAKE_MS),
                   "no hostname mismatch logged");
     ck_assert_int_eq(tm_stat("masters_up"), 0);
-    tm_teardown();
+    h_end();
 }
 END_TEST
 
@@ -362,7 +345,7 @@ START_TEST(client_certificate_and_reload)
     off_t from;
     int a;
 
-    tm_begin(true);
+    EXPECT_SETUP(.copies = TM_LIVE, .tls_masters = true, .tls_masters_auth = true);
     tm_add(3, H_MASTER_TLS, NULL);
     tm_opts(&o);
     o.expect_masters_up = -1;
@@ -408,7 +391,7 @@ START_TEST(client_certificate_and_reload)
     EXPECT_PREFIX(a, "LOCK c", "OK c validity=");
     EXPECT_REPLY(a, "UNLOCK c", "OK c holds=0");
     close(a);
-    tm_teardown();
+    h_end();
 }
 END_TEST
 
@@ -418,7 +401,7 @@ START_TEST(mixed_plain_and_tls)
     struct h_daemon_opts o;
     int a;
 
-    tm_begin(false);
+    EXPECT_SETUP(.copies = TM_LIVE, .tls_masters = true);
     tm_add(2, H_MASTER_PLAIN, NULL);
     tm_add(3, H_MASTER_TLS, NULL);
     tm_opts(&o);
@@ -435,11 +418,11 @@ START_TEST(mixed_plain_and_tls)
     EXPECT_PREFIX(a, "LOCK m2", "OK m2 validity=");
     EXPECT_REPLY(a, "UNLOCK m2", "OK m2 holds=0");
     close(a);
-    tm_teardown();
+    h_end();
 }
 END_TEST
 
-#define TM_ADD(s, test) expect_add_case((s), #test, (test), tm_teardown, TEST_TIMEOUT_S)
+#define TM_ADD(s, test) expect_add_case((s), #test, (test), h_end, TEST_TIMEOUT_S)
 
 static Suite *
 tls_masters_suite(void)

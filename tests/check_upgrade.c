@@ -84,37 +84,20 @@ up_prev_bin(void)
     return bin;
 }
 
-/*
- * Five masters, daemon 0 of the last release and daemon 1 of this
- * build, both with lock.key_prefix PREFIX and auth.admin_password ADMIN.
- */
-static void
-up_start(void)
-{
-    struct h_daemon_opts o = expect_opts;
-    const char *now = getenv("REDLOCKD_BIN");
-    char *mine = now != NULL ? strdup(now) : NULL;
+/* The daemons' options: lock.key_prefix PREFIX and auth.admin_password ADMIN. */
+static const struct h_daemon_opts up_opts = {
+    .retry_delay_ms = 100,
+    .key_prefix = PREFIX,
+    .admin_password = ADMIN,
+    .default_ttl_ms = 20000,
+};
 
-    o.key_prefix = PREFIX;
-    o.admin_password = ADMIN;
-    o.default_ttl_ms = 20000;
-    expect_begin();
-    ck_assert_msg(h_start_masters(NMASTERS) == 0, "masters did not start");
-    /* The one way the harness picks a daemon's binary: $REDLOCKD_BIN at its start. */
-    ck_assert(setenv("REDLOCKD_BIN", up_prev_bin(), 1) == 0);
-    o.known_keys_only = true;
-    ck_assert_msg(h_start_daemon(&o) == 0, "the last release's daemon (%s) did not start",
-                  up_prev_bin());
-    if (mine != NULL) {
-        ck_assert(setenv("REDLOCKD_BIN", mine, 1) == 0);
-        free(mine);
-    } else {
-        ck_assert(unsetenv("REDLOCKD_BIN") == 0);
-    }
-    o.known_keys_only = false;
-    ck_assert_msg(h_start_daemon(&o) == 0, "this build's daemon did not start");
-    ck_assert_uint_eq(h_daemon_count(), 2);
-}
+/*
+ * Start of a test: five masters, daemon OLD of the last release and
+ * daemon NEW of this build, both with up_opts.
+ */
+#define UP_SETUP() EXPECT_SETUP(.masters = NMASTERS, .daemons = 2, .opts = &up_opts, \
+                                .builds = (const char *const[]){ up_prev_bin(), NULL })
 
 /* Which build daemon d is, for messages. */
 static const char *
@@ -124,14 +107,15 @@ up_via(size_t d)
 }
 
 /*
- * Start the test's masters and daemons (up_start), then run body both
+ * Start the test's masters and daemons (UP_SETUP), then run body both
  * ways: a the old build and b this one, then the other way round; way
  * ("old", "new") names the first one, for names of its own.
  */
 static void
 up_each_way(void (*body)(size_t a, size_t b, const char *way))
 {
-    up_start();
+    UP_SETUP();
+    ck_assert_uint_eq(h_daemon_count(), 2);
     body(OLD, NEW, "old");
     body(NEW, OLD, "new");
 }
@@ -503,8 +487,7 @@ START_TEST(upgrade_old_config_left_out)
 
     o.key_prefix = PREFIX;
     o.limits_yaml = "  max_reads_in_flight: 8\n";
-    expect_begin();
-    ck_assert_msg(h_start_masters(NMASTERS) == 0, "masters did not start");
+    EXPECT_SETUP(.masters = NMASTERS);
     ck_assert(setenv("REDLOCKD_BIN", up_prev_bin(), 1) == 0);
     o.known_keys_only = true;
     ck_assert_msg(h_start_daemon(&o) == 0, "the last release's daemon did not start with the "
@@ -545,7 +528,8 @@ START_TEST(upgrade_release_seen_as_legacy)
     char stat[48];
     size_t i;
 
-    up_start();
+    UP_SETUP();
+    ck_assert_uint_eq(h_daemon_count(), 2);
     h_use_daemon(NEW);
     for (i = 0; i < NMASTERS; i++) {
         snprintf(stat, sizeof(stat), "master.%zu.legacy_seen", i);

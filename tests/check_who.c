@@ -36,27 +36,6 @@ static const struct h_daemon_opts wt_opts = {
     .admin_password = ADMIN_PASSWORD,
 };
 
-/* Start of a test: its directory, the masters, ndaemons daemons (0 current). */
-static void
-wt_up(size_t ndaemons, const struct h_daemon_opts *opts)
-{
-    size_t i;
-
-    ck_assert_msg(h_begin(tcase_name()) == 0, "cannot create the test directory");
-    ck_assert_msg(h_start_masters(NMASTERS) == 0, "the masters did not start");
-    for (i = 0; i < ndaemons; i++) {
-        ck_assert_msg(h_start_daemon(opts != NULL ? opts : &wt_opts) == 0,
-                      "redlockd %zu did not start (log above)", i);
-    }
-    h_use_daemon(0);
-}
-
-static void
-wt_teardown(void)
-{
-    h_end();
-}
-
 /* The host name a daemon on this machine puts in its default labels. */
 static const char *
 wt_host(void)
@@ -120,7 +99,7 @@ START_TEST(label_across_daemons)
     long long held;
     int64_t t0;
 
-    wt_up(2, NULL);
+    EXPECT_SETUP(.masters = NMASTERS, .daemons = 2, .opts = &wt_opts);
     a = expect_connect(0);
     b = expect_connect(1);
     got = EXPECT_CMD(a, "LOCK job ttl=5000 label=backup@db7");
@@ -227,7 +206,7 @@ START_TEST(list_holds_and_waiters)
     char *got, *lines[8];
     int n = 0, i;
 
-    wt_up(1, NULL);
+    EXPECT_SETUP(.masters = NMASTERS, .daemons = 1, .opts = &wt_opts);
     a = expect_connect(0);
     b = expect_connect(0);
     c = expect_connect(0);
@@ -302,7 +281,7 @@ START_TEST(labels_shown_to_admins_only)
     char *got;
 
     o.show_labels = "admin";
-    wt_up(1, &o);
+    EXPECT_SETUP(.masters = NMASTERS, .daemons = 1, .opts = &o);
     a = expect_connect(0);
     b = expect_connect(0);
     adm = expect_connect(0);
@@ -372,7 +351,7 @@ START_TEST(list_in_steps)
     int a, b, i, seen = 0;
     long long closed = -1;
 
-    wt_up(1, &opts);
+    EXPECT_SETUP(.masters = NMASTERS, .daemons = 1, .opts = &opts);
     a = expect_connect(0);
     b = expect_connect(0);
     for (i = 0; i < N; i++) {
@@ -489,7 +468,7 @@ START_TEST(list_cost_per_page)
     struct wt_lister l;
     size_t i;
 
-    wt_up(1, NULL);
+    EXPECT_SETUP(.masters = NMASTERS, .daemons = 1, .opts = &wt_opts);
     for (i = 0; i < NSESS; i++) {
         fds[i] = expect_connect(0);
     }
@@ -564,7 +543,7 @@ START_TEST(list_exactly_once_under_churn)
     size_t i;
     int idx;
 
-    wt_up(1, &opts);
+    EXPECT_SETUP(.masters = NMASTERS, .daemons = 1, .opts = &opts);
     for (i = 0; i < NSESS; i++) {
         fds[i] = expect_connect(0);
     }
@@ -658,7 +637,7 @@ START_TEST(watch_follows_changes)
     long long f1, f2;
     int64_t t0;
 
-    wt_up(2, NULL);
+    EXPECT_SETUP(.masters = NMASTERS, .daemons = 2, .opts = &wt_opts);
     w = expect_connect(1);
     a = expect_connect(0);
     b = expect_connect(0);
@@ -810,7 +789,7 @@ START_TEST(break_ends_the_lock)
     long long f, g, n = 0;
     off_t log0;
 
-    wt_up(2, NULL);
+    EXPECT_SETUP(.masters = NMASTERS, .daemons = 2, .opts = &wt_opts);
     h = expect_connect(0);
     x = expect_connect(1);
     w = expect_connect(0);
@@ -896,7 +875,7 @@ START_TEST(break_shared_and_counted)
     int r0, r1, p0, p1, x;
     char *got;
 
-    wt_up(2, NULL);
+    EXPECT_SETUP(.masters = NMASTERS, .daemons = 2, .opts = &wt_opts);
     r0 = expect_connect(0);
     r1 = expect_connect(1);
     p0 = expect_connect(0);
@@ -959,7 +938,7 @@ START_TEST(watch_waits_for_the_fence)
     char *got;
     size_t i;
 
-    wt_up(1, NULL);
+    EXPECT_SETUP(.masters = NMASTERS, .daemons = 1, .opts = &wt_opts);
     w = expect_connect(0);
     s = expect_connect(0);
     snprintf(label_key, sizeof(label_key), "fx label %s", tok);
@@ -1010,7 +989,7 @@ START_TEST(watch_fence_never_written)
     int w;
     size_t i;
 
-    wt_up(1, NULL);
+    EXPECT_SETUP(.masters = NMASTERS, .daemons = 1, .opts = &wt_opts);
     w = expect_connect(0);
     snprintf(label_key, sizeof(label_key), "fy label %s", tok);
     for (i = 0; i < NMASTERS; i++) {
@@ -1033,7 +1012,7 @@ START_TEST(watch_fence_never_written)
 }
 END_TEST
 
-#define WT_ADD(s, test) expect_add_case((s), #test, (test), wt_teardown, TEST_TIMEOUT_S)
+#define WT_ADD(s, test) expect_add_case((s), #test, (test), h_end, TEST_TIMEOUT_S)
 
 static Suite *
 who_suite(void)

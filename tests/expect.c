@@ -30,8 +30,7 @@ const struct h_daemon_opts expect_opts = {
     .retry_delay_ms = 100,
 };
 
-/* expect_up_daemons' daemons when it is given no options. */
-static const struct h_daemon_opts expect_up_daemons_opts = {
+const struct h_daemon_opts expect_prefix_opts = {
     .retry_delay_ms = 100,
     .key_prefix = "redlock:",
 };
@@ -111,13 +110,6 @@ expect_stat(const char *name)
     return v;
 }
 
-/* Start of a test: its directory, named for the test (h_begin), or the test fails. */
-void
-expect_begin(void)
-{
-    ck_assert_msg(h_begin(tcase_name()) == 0, "cannot create the test directory");
-}
-
 /* STATS counter name of daemon d over a connection of its own; -1 if absent. */
 long long
 expect_daemon_stat(size_t d, const char *name)
@@ -162,45 +154,107 @@ expect_key(const char *name, char *out, size_t size)
     ck_assert((size_t)snprintf(out, size, "%s%s", "", name) < size);
 }
 
-/* Start of a test: its directory, nmasters masters, the daemon with opts. */
-void
-expect_up(size_t nmasters, const struct h_daemon_opts *opts)
+/* Copy file from to file to (both in the certificates' directory), or fail the test. */
+static void
+expect_copy_cert(const char *from, const char *to)
 {
-    ck_assert_msg(h_begin(tcase_name()) == 0, "cannot create the test directory");
-    ck_assert_msg(h_start_masters(nmasters) == 0, "the masters did not start");
-    ck_assert_msg(h_start_daemon(opts) == 0, "redlockd did not start (log above)");
-}
+    char src[PATH_MAX + 64], buf[4096];
+    ssize_t n;
+    int in, out;
 
-void
-expect_up_tls(size_t nmasters, struct h_daemon_opts *opts)
-{
-    ck_assert_msg(h_begin(tcase_name()) == 0, "cannot create the test directory");
-    ck_assert_msg(h_make_certs() == 0, "tests/tls/make-certs.sh failed");
-    opts->tls_cert_file = h_cert("server.crt");
-    opts->tls_key_file = h_cert("server.key");
-    ck_assert_msg(h_start_masters(nmasters) == 0, "the masters did not start");
-    ck_assert_msg(h_start_daemon(opts) == 0, "redlockd did not start (log above)");
-}
-
-/*
- * Start of a test: a directory named for the test, n masters (with
- * append-only files when aof), and ndaemons daemons with opts (when
- * NULL: a blocked LOCK retries after 0..100 ms, lock.key_prefix
- * "redlock:").  Daemon 0 is current afterwards.
- */
-void
-expect_up_daemons(size_t nmasters, bool aof, size_t ndaemons, const struct h_daemon_opts *opts)
-{
-    size_t i;
-
-    ck_assert_msg(h_begin(tcase_name()) == 0, "cannot create the test directory");
-    ck_assert_msg((aof ? h_start_masters_aof(nmasters) : h_start_masters(nmasters)) == 0,
-                  "the masters did not start");
-    for (i = 0; i < ndaemons; i++) {
-        ck_assert_msg(h_start_daemon(opts != NULL ? opts : &expect_up_daemons_opts) == 0,
-                      "redlockd %zu did not start (log above)", i);
+    snprintf(src, sizeof(src), "%s", h_cert(from));
+    in = open(src, O_RDONLY | O_CLOEXEC);
+    ck_assert_msg(in >= 0, "cannot read %s: %s", src, strerror(errno));
+    out = open(h_cert(to), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+    ck_assert_msg(out >= 0, "cannot write %s: %s", h_cert(to), strerror(errno));
+    while ((n = read(in, buf, sizeof(buf))) > 0) {
+        ck_assert_msg(write(out, buf, (size_t)n) == n, "cannot write %s", h_cert(to));
     }
-    if (ndaemons > 0) {
+    ck_assert_msg(n == 0, "cannot read %s", src);
+    close(in);
+    ck_assert_msg(close(out) == 0, "cannot write %s", h_cert(to));
+}
+
+/* Start daemon d of s with o, on the build s names for it (an older one) or $REDLOCKD_BIN. */
+static void
+expect_setup_daemon(const struct expect_setup *s, size_t d, struct h_daemon_opts *o)
+{
+    const char *bin = s->builds != NULL ? s->builds[d] : NULL;
+    const char *now = getenv("REDLOCKD_BIN");
+    char *mine = now != NULL ? strdup(now) : NULL;
+    int rc;
+
+    if (bin == NULL) {
+        free(mine);
+        ck_assert_msg(h_start_daemon(o) == 0, "redlockd %zu did not start (log above)", d);
+        return;
+    }
+    /* The one way the harness picks a daemon's binary: $REDLOCKD_BIN at its start. */
+    ck_assert(setenv("REDLOCKD_BIN", bin, 1) == 0);
+    o->known_keys_only = true;
+    rc = h_start_daemon(o);
+    o->known_keys_only = s->opts != NULL && s->opts->known_keys_only;
+    ck_assert(mine != NULL ? setenv("REDLOCKD_BIN", mine, 1) == 0
+                           : unsetenv("REDLOCKD_BIN") == 0);
+    free(mine);
+    ck_assert_msg(rc == 0, "redlockd %zu (%s) did not start (log above)", d, bin);
+}
+
+void
+expect_setup(const struct expect_setup *s)
+{
+    struct h_daemon_opts o = { 0 };
+    char cert[PATH_MAX + 64], key[PATH_MAX + 64], ca[PATH_MAX + 64], crl[PATH_MAX + 64];
+    char dir[PATH_MAX + 64];
+    const char *const *c;
+    size_t d;
+
+    if (s->opts != NULL) {
+        o = *s->opts;
+    }
+    ck_assert_msg(h_begin(tcase_name()) == 0, "cannot create the test directory");
+    if (s->certs || s->copies != NULL || s->tls_cert != NULL || s->tls_client_ca != NULL
+        || s->tls_client_crl != NULL || s->tls_masters) {
+        ck_assert_msg(h_make_certs() == 0, "tests/tls/make-certs.sh failed (see make-certs.log)");
+    }
+    for (c = s->copies; c != NULL && c[0] != NULL; c += 2) {
+        expect_copy_cert(c[0], c[1]);
+    }
+    if (s->tls_cert != NULL) {
+        snprintf(cert, sizeof(cert), "%s/certs/%s.crt", h_dir(), s->tls_cert);
+        snprintf(key, sizeof(key), "%s/certs/%s.key", h_dir(), s->tls_cert);
+        o.tls_cert_file = cert;
+        o.tls_key_file = key;
+    }
+    if (s->tls_client_ca != NULL) {
+        snprintf(ca, sizeof(ca), "%s", h_cert(s->tls_client_ca));
+        o.tls_client_ca_file = ca;
+    }
+    if (s->tls_client_crl != NULL) {
+        snprintf(crl, sizeof(crl), "%s", h_cert(s->tls_client_crl));
+        o.tls_client_crl_file = crl;
+    }
+    if (s->tls_masters) {
+        snprintf(dir, sizeof(dir), "%s/certs", h_dir());
+        h_tls_masters(dir, s->tls_masters_auth);
+    }
+    if (s->clock_masters != 0) {
+        ck_assert_msg(h_clock_masters(s->clock_masters) == 0,
+                      "no steppable master (build/redis-libc/redis-server and libfaketime)");
+    }
+    if (s->masters > 0) {
+        ck_assert_msg((s->aof ? h_start_masters_aof(s->masters) : h_start_masters(s->masters))
+                      == 0, "the masters did not start");
+    }
+    if (s->metrics_port != NULL) {
+        *s->metrics_port = h_free_port();
+        ck_assert_msg(*s->metrics_port > 0, "no free port");
+        o.metrics_port = *s->metrics_port;
+    }
+    for (d = 0; d < s->daemons; d++) {
+        expect_setup_daemon(s, d, &o);
+    }
+    if (s->daemons > 0) {
         h_use_daemon(0);
     }
 }

@@ -194,9 +194,6 @@ void expect_wait_stat(const char *name, long long want, bool at_least, int64_t t
 /* STATS counter name of the current daemon, which must be there. */
 long long expect_stat(const char *name);
 
-/* Start of a test: its directory, named for the test (h_begin), or the test fails. */
-void expect_begin(void);
-
 /* STATS counter name of daemon d over a connection of its own; -1 if absent. */
 long long expect_daemon_stat(size_t d, const char *name);
 
@@ -212,23 +209,61 @@ size_t expect_log_count(const char *text);
  */
 void expect_key(const char *name, char *out, size_t size);
 
-/* Start of a test: its directory, nmasters masters, the daemon with opts. */
-void expect_up(size_t nmasters, const struct h_daemon_opts *opts);
+/*
+ * What a test starts with (expect_setup): the one set-up of every
+ * end-to-end suite.  Zero is "none" for every field, so a test names
+ * only what it needs:
+ *
+ *     EXPECT_SETUP(.masters = NMASTERS, .daemons = 1, .opts = &expect_opts);
+ */
+struct expect_setup {
+    size_t      masters;        /* redis-server masters to start (h_start_masters); 0: none */
+    bool        aof;            /* with append-only files, fsync'd always, so that a
+                                   killed master comes back with its data
+                                   (h_start_masters_aof) */
+    uint32_t    clock_masters;  /* bit i: master i runs under libfaketime, its wall
+                                   clock stepped by h_master_clock_step (h_clock_masters;
+                                   needs $REDIS_LIBC_BIN and libfaketime) */
+    bool        certs;          /* make the test certificates (h_make_certs) first; any
+                                   field below that names one implies it */
+    const char *const *copies;  /* pairs of file names in the certificates' directory,
+                                   NULL-terminated: each first one copied to the second
+                                   (a copy a test overwrites to rotate a certificate) */
+    const char *tls_cert;       /* the daemons listen on TLS too (listen.tls on a free
+                                   port), with certs/<tls_cert>.crt and .key; NULL: not */
+    const char *tls_client_ca;  /* and ask clients for a certificate signed by
+                                   certs/<tls_client_ca> (tls.client_ca_file, a
+                                   file name: "ca.crt"); NULL: as opts says */
+    const char *tls_client_crl; /* certs/<tls_client_crl> as tls.client_crl_file;
+                                   NULL: as opts says */
+    bool        tls_masters;    /* masters added later (h_add_master) use the
+                                   certificates (h_tls_masters), */
+    bool        tls_masters_auth; /* and ask the daemons for a client certificate */
+    int        *metrics_port;   /* not NULL: a free port, stored here, on which the
+                                   daemons serve /metrics (metrics.listen) */
+    size_t      daemons;        /* daemons to start, all with opts; daemon 0 is
+                                   current afterwards; 0: none */
+    const struct h_daemon_opts *opts; /* their options (NULL: the harness's defaults);
+                                   the fields above are added to a copy */
+    const char *const *builds;  /* NULL, or per daemon the binary it runs instead of
+                                   $REDLOCKD_BIN (NULL entry: $REDLOCKD_BIN), an older
+                                   build, started with known_keys_only */
+};
 
 /*
- * expect_up with a TLS listener too: the harness's test certificates
- * (h_make_certs) are made and set in opts (tls_cert_file, tls_key_file).
+ * Start of a test, as s says, in this order: the test's directory,
+ * named for the test (h_begin); the certificates and their copies; the
+ * masters; the daemons.  Anything that does not start fails the test
+ * (the reason, and a daemon's log tail, printed).  h_end() (the teardown
+ * of EXPECT_ADD) stops it all.
  */
-void expect_up_tls(size_t nmasters, struct h_daemon_opts *opts);
+void expect_setup(const struct expect_setup *s);
 
-/*
- * Start of a test: a directory named for the test, n masters (with
- * append-only files when aof), and ndaemons daemons with opts (when
- * NULL: a blocked LOCK retries after 0..100 ms, lock.key_prefix
- * "redlock:").  Daemon 0 is current afterwards.
- */
-void expect_up_daemons(size_t nmasters, bool aof, size_t ndaemons,
-                       const struct h_daemon_opts *opts);
+/* expect_setup() with the fields named in place: EXPECT_SETUP(.masters = 5, .daemons = 1). */
+#define EXPECT_SETUP(...) expect_setup(&(const struct expect_setup){ __VA_ARGS__ })
+
+/* The daemon options of tests whose keys are "redlock:<name>": expect_opts with that prefix. */
+extern const struct h_daemon_opts expect_prefix_opts;
 
 /* arg: const char **key.  The key is absent from every master. */
 bool expect_cond_key_gone(void *arg);

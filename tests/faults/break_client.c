@@ -32,35 +32,26 @@
  * Exit status: 0 stopped or done, 2 bad usage, 4 the log could not be
  * written.
  */
-#include <errno.h>
-#include <fcntl.h>
 #include <getopt.h>
-#include <signal.h>
-#include <stdarg.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "client/client.h"
+#include "tests/faults/client_common.h"
 
 #define BRK_PORTS_MAX       8       /* daemons it may know */
 #define BRK_NAMES_MAX       8       /* names it may break */
-#define BRK_ADDR_MAX        64      /* a daemon's address, "ADDR:PORT" */
 #define BRK_NAME_MAX        64      /* longest lock name accepted here */
-#define BRK_LINE_MAX        2048    /* longest line logged */
 #define BRK_CONNECT_MS      2000    /* connect to a daemon */
 #define BRK_REPLY_MS        10000   /* an answer within this */
 
-#define BRK_EXIT_USAGE      2
-#define BRK_EXIT_LOG        4
-
 /* Command-line settings; filled once by brk_parse_args. */
 struct brk_opts {
-    char        addrs[BRK_PORTS_MAX][BRK_ADDR_MAX]; /* "ADDR:PORT" of each daemon */
+    char        addrs[BRK_PORTS_MAX][CC_ADDR_MAX]; /* "ADDR:PORT" of each daemon */
     int         ports[BRK_PORTS_MAX];   /* the port of each, for the log */
     size_t      nports;                 /* entries in addrs and ports */
     char        names[BRK_NAMES_MAX][BRK_NAME_MAX + 1]; /* names to break */
@@ -73,87 +64,6 @@ struct brk_opts {
 };
 
 static struct brk_opts brk_o;               /* settings */
-static int brk_log_fd = -1;                 /* the log, O_APPEND */
-static volatile sig_atomic_t brk_stop;      /* SIGTERM seen */
-static uint64_t brk_rng;                    /* xorshift64 state */
-
-static int64_t
-brk_now_us(void)
-{
-    struct timespec ts;
-
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
-}
-
-/* A number in lo..hi (inclusive). */
-static long
-brk_random(long lo, long hi)
-{
-    brk_rng ^= brk_rng << 13;
-    brk_rng ^= brk_rng >> 7;
-    brk_rng ^= brk_rng << 17;
-    return hi <= lo ? lo : lo + (long)(brk_rng % (uint64_t)(hi - lo + 1));
-}
-
-/* Append one line (a newline is added) to the log with a single write. */
-__attribute__((format(printf, 1, 2)))
-static void
-brk_log(const char *fmt, ...)
-{
-    char line[BRK_LINE_MAX + 256];
-    va_list ap;
-    int n;
-
-    va_start(ap, fmt);
-    n = vsnprintf(line, sizeof(line) - 1, fmt, ap);
-    va_end(ap);
-    if (n < 0) {
-        return;
-    }
-    if ((size_t)n > sizeof(line) - 2) {
-        n = (int)sizeof(line) - 2;
-    }
-    line[n++] = '\n';
-    if (write(brk_log_fd, line, (size_t)n) != n) {
-        _exit(BRK_EXIT_LOG);
-    }
-}
-
-/* A daemon line made printable for the log (spaces stay). */
-static void
-brk_printable(const char *in, char *out, size_t size)
-{
-    size_t i;
-
-    for (i = 0; in[i] != '\0' && i + 1 < size; i++) {
-        out[i] = in[i] >= 0x20 && in[i] < 0x7f ? in[i] : '?';
-    }
-    out[i] = '\0';
-}
-
-static void
-brk_term_cb(int sig)
-{
-    (void)sig;
-    brk_stop = 1;
-}
-
-/* Sleep ms; false when SIGTERM cut it short. */
-static bool
-brk_sleep_ms(long ms)
-{
-    struct timespec ts;
-
-    ts.tv_sec = ms / 1000;
-    ts.tv_nsec = (ms % 1000) * 1000000L;
-    while (nanosleep(&ts, &ts) != 0 && errno == EINTR) {
-        if (brk_stop) {
-            return false;
-        }
-    }
-    return !brk_stop;
-}
 
 /*
  * The next line that is not a push, into c->line, before deadline_ms.
@@ -186,7 +96,7 @@ brk_reply(struct client *c, int64_t deadline_ms)
 static void
 brk_one(const char *name, size_t d)
 {
-    char line[BRK_NAME_MAX + 16], shown[BRK_LINE_MAX];
+    char line[BRK_NAME_MAX + 16], shown[CC_LINE_MAX];
     struct client c;
     int64_t deadline = client_now_ms() + BRK_REPLY_MS, sent_us;
     long long holders = -1, fence = -1;
@@ -195,22 +105,22 @@ brk_one(const char *name, size_t d)
 
     client_init(&c, -1, 0);
     if (client_connect_tcp(&c, brk_o.addrs[d], client_now_ms() + BRK_CONNECT_MS) != 0) {
-        brk_log("ERROR %lld cannot connect to port %d: %s", (long long)brk_now_us(),
+        cc_log("ERROR %lld cannot connect to port %d: %s", (long long)cc_now_us(),
                 brk_o.ports[d], c.err);
         return;
     }
     snprintf(line, sizeof(line), "AUTH %s", brk_o.password);
     if (client_send(&c, line, deadline) != 0 || !brk_reply(&c, deadline)
         || strcmp(c.line, "OK") != 0) {
-        brk_printable(c.line, shown, sizeof(shown));
-        brk_log("ERROR %lld AUTH through port %d answered: %s", (long long)brk_now_us(),
+        cc_printable(c.line, shown, sizeof(shown));
+        cc_log("ERROR %lld AUTH through port %d answered: %s", (long long)cc_now_us(),
                 brk_o.ports[d], shown);
         client_close(&c);
         return;
     }
     snprintf(line, sizeof(line), "BREAK %s", name);
-    sent_us = brk_now_us();
-    brk_log("BREAK %lld name=%s port=%d", (long long)sent_us, name, brk_o.ports[d]);
+    sent_us = cc_now_us();
+    cc_log("BREAK %lld name=%s port=%d", (long long)sent_us, name, brk_o.ports[d]);
     got = client_send(&c, line, deadline) == 0 && brk_reply(&c, deadline);
     if (got && client_is_reply(c.line, "OK", name)) {
         if (client_field_int(c.line, "holders", &v)) {
@@ -219,12 +129,12 @@ brk_one(const char *name, size_t d)
         if (client_field_int(c.line, "fence", &v)) {
             fence = v;
         }
-        brk_log("BROKEN %lld name=%s holders=%lld fence=%lld sent_us=%lld port=%d",
-                (long long)brk_now_us(), name, holders, fence, (long long)sent_us,
+        cc_log("BROKEN %lld name=%s holders=%lld fence=%lld sent_us=%lld port=%d",
+                (long long)cc_now_us(), name, holders, fence, (long long)sent_us,
                 brk_o.ports[d]);
     } else {
-        brk_printable(got ? c.line : "(none)", shown, sizeof(shown));
-        brk_log("BREAKERR %lld name=%s sent_us=%lld port=%d answer=%s", (long long)brk_now_us(),
+        cc_printable(got ? c.line : "(none)", shown, sizeof(shown));
+        cc_log("BREAKERR %lld name=%s sent_us=%lld port=%d answer=%s", (long long)cc_now_us(),
                 name, (long long)sent_us, brk_o.ports[d], shown);
     }
     client_close(&c);
@@ -236,45 +146,7 @@ brk_usage(void)
     fprintf(stderr, "usage: break-client -p [ADDR:]PORT[,...] -a ADMIN_PASSWORD "
             "-n NAME[,NAME...] -l LOG\n"
             "                    [-i MIN_MS-MAX_MS] [-c COUNT]\n");
-    exit(BRK_EXIT_USAGE);
-}
-
-/* A non-negative decimal number, or usage. */
-static long
-brk_number(const char *s)
-{
-    char *end;
-    long v;
-
-    errno = 0;
-    v = strtol(s, &end, 10);
-    if (errno != 0 || end == s || *end != '\0' || v < 0) {
-        brk_usage();
-    }
-    return v;
-}
-
-/* One -p entry, "PORT" (127.0.0.1) or "ADDR:PORT". */
-static void
-brk_add_daemon(const char *entry)
-{
-    const char *colon = strrchr(entry, ':');
-    size_t i = brk_o.nports;
-
-    if (i == BRK_PORTS_MAX) {
-        brk_usage();
-    }
-    if (colon == NULL) {
-        brk_o.ports[i] = (int)brk_number(entry);
-        snprintf(brk_o.addrs[i], sizeof(brk_o.addrs[i]), "127.0.0.1:%d", brk_o.ports[i]);
-    } else {
-        if (colon == entry || strlen(entry) >= sizeof(brk_o.addrs[i])) {
-            brk_usage();
-        }
-        brk_o.ports[i] = (int)brk_number(colon + 1);
-        memcpy(brk_o.addrs[i], entry, strlen(entry) + 1);
-    }
-    brk_o.nports++;
+    exit(CC_EXIT_USAGE);
 }
 
 static void
@@ -288,10 +160,8 @@ brk_parse_args(int argc, char **argv)
     while ((opt = getopt(argc, argv, "p:a:n:l:i:c:")) != -1) {
         switch (opt) {
         case 'p':
-            for (tok = strtok_r(optarg, ",", &save); tok != NULL;
-                 tok = strtok_r(NULL, ",", &save)) {
-                brk_add_daemon(tok);
-            }
+            brk_o.nports = cc_daemon_list(optarg, brk_o.addrs, brk_o.ports, brk_o.nports,
+                                          BRK_PORTS_MAX, brk_usage);
             break;
         case 'a':
             brk_o.password = optarg;
@@ -314,11 +184,11 @@ brk_parse_args(int argc, char **argv)
                 brk_usage();
             }
             *dash = '\0';
-            brk_o.min_ms = brk_number(optarg);
-            brk_o.max_ms = brk_number(dash + 1);
+            brk_o.min_ms = cc_number(optarg, brk_usage);
+            brk_o.max_ms = cc_number(dash + 1, brk_usage);
             break;
         case 'c':
-            brk_o.count = brk_number(optarg);
+            brk_o.count = cc_number(optarg, brk_usage);
             break;
         default:
             brk_usage();
@@ -334,37 +204,28 @@ int
 main(int argc, char **argv)
 {
     char names[BRK_NAMES_MAX * (BRK_NAME_MAX + 1)] = "";
-    struct sigaction sa;
     long done = 0;
+    int rc;
     size_t i, len = 0;
 
     brk_parse_args(argc, argv);
-    brk_log_fd = open(brk_o.log_path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
-    if (brk_log_fd < 0) {
-        fprintf(stderr, "break-client: %s: %s\n", brk_o.log_path, strerror(errno));
-        return BRK_EXIT_LOG;
+    rc = cc_start("break-client", brk_o.log_path);
+    if (rc != 0) {
+        return rc;
     }
-    brk_rng = (uint64_t)brk_now_us() * 0x9e3779b97f4a7c15ULL ^ (uint64_t)getpid();
-    brk_rng |= 1;
-    /* No SA_RESTART: SIGTERM must cut a pause short. */
-    memset(&sa, 0, sizeof(sa));
-    sa.sa_handler = brk_term_cb;
-    sigemptyset(&sa.sa_mask);
-    sigaction(SIGTERM, &sa, NULL);
-    signal(SIGPIPE, SIG_IGN);
     for (i = 0; i < brk_o.nnames; i++) {
         len += (size_t)snprintf(names + len, sizeof(names) - len, "%s%s", i > 0 ? "," : "",
                                 brk_o.names[i]);
     }
-    brk_log("START %lld pid=%d names=%s", (long long)brk_now_us(), (int)getpid(), names);
-    while (!brk_stop && (brk_o.count == 0 || done < brk_o.count)) {
-        if (!brk_sleep_ms(brk_random(brk_o.min_ms, brk_o.max_ms))) {
+    cc_log("START %lld pid=%d names=%s", (long long)cc_now_us(), (int)getpid(), names);
+    while (!cc_stop && (brk_o.count == 0 || done < brk_o.count)) {
+        if (!cc_sleep_ms(cc_random(brk_o.min_ms, brk_o.max_ms), true)) {
             break;
         }
-        brk_one(brk_o.names[brk_random(0, (long)brk_o.nnames - 1)],
-                (size_t)brk_random(0, (long)brk_o.nports - 1));
+        brk_one(brk_o.names[cc_random(0, (long)brk_o.nnames - 1)],
+                (size_t)cc_random(0, (long)brk_o.nports - 1));
         done++;
     }
-    brk_log("EXIT %lld breaks=%ld", (long long)brk_now_us(), done);
+    cc_log("EXIT %lld breaks=%ld", (long long)cc_now_us(), done);
     return 0;
 }

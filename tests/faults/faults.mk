@@ -36,7 +36,10 @@ $(B)/obj/tests/faults/%.o: tests/faults/%.c
 	@echo "  CC      $<"
 	@$(CC) $(ALL_CFLAGS) -c -o $@ $<
 
-$(B)/rmw-client: $(B)/obj/tests/faults/rmw_client.o $(CLIENT_OBJ)
+# What the client programs share (tests/faults/client_common.h).
+FAULT_CLIENT_OBJ := $(B)/obj/tests/faults/client_common.o $(CLIENT_OBJ)
+
+$(B)/rmw-client: $(B)/obj/tests/faults/rmw_client.o $(FAULT_CLIENT_OBJ)
 	@echo "  LD      $@"
 	@$(CC) $(CFLAGS) $(HARDEN_LDFLAGS) -o $@ $^ $(PKG_LIBS) $(LDFLAGS)
 
@@ -44,11 +47,16 @@ $(B)/delay-proxy: $(B)/obj/tests/faults/delay_proxy.o
 	@echo "  LD      $@"
 	@$(CC) $(CFLAGS) $(HARDEN_LDFLAGS) -o $@ $^ $(PKG_LIBS) $(LDFLAGS)
 
-$(B)/break-client: $(B)/obj/tests/faults/break_client.o $(CLIENT_OBJ)
+$(B)/break-client: $(B)/obj/tests/faults/break_client.o $(FAULT_CLIENT_OBJ)
 	@echo "  LD      $@"
 	@$(CC) $(CFLAGS) $(HARDEN_LDFLAGS) -o $@ $^ $(PKG_LIBS) $(LDFLAGS)
 
-$(B)/check_faults: $(B)/obj/tests/faults/check_faults.o $(B)/obj/tests/faults/checker.o \
+# The suite's files (tests/faults/faults.h): main and the table, one run,
+# the processes of a run, the schedules by family, the checker's self-test.
+FAULTS_SUITE_OBJ := $(addprefix $(B)/obj/tests/faults/,check_faults.o run.o procs.o \
+                      sched_masters.o sched_clients.o sched_clock.o sched_net.o \
+                      sched_pause.o sched_timing.o self_test.o)
+$(B)/check_faults: $(FAULTS_SUITE_OBJ) $(B)/obj/tests/faults/checker.o \
                    $(B)/obj/tests/faults/netns.o $(HARNESS_OBJ)
 	@echo "  LD      $@"
 	@$(CC) $(CFLAGS) $(HARDEN_LDFLAGS) -o $@ $^ $(PKG_LIBS) $(LDFLAGS)

@@ -145,11 +145,10 @@
 #include <hiredis/hiredis.h>
 
 #include "client/client.h"
+#include "tests/faults/client_common.h"
 
 #define RMW_PORTS_MAX       8       /* daemons a client may know */
-#define RMW_ADDR_MAX        64      /* a daemon's address, "ADDR:PORT" */
 #define RMW_NAME_MAX        64      /* longest lock name accepted here */
-#define RMW_LINE_MAX        2048    /* longest reply line (PROTOCOL.md 4) */
 #define RMW_CONNECT_MS      2000    /* connect to a daemon */
 #define RMW_REPLY_SLACK_MS  10000   /* a reply may take this long beyond wait= */
 #define RMW_REDIS_MS        2000    /* counter redis: connect and command timeout */
@@ -159,9 +158,7 @@
 #define RMW_LEASE_MARGIN_MS 50      /* a lease section writes only this long before its deadline */
 #define RMW_TOKEN_MAX       64      /* room for a lease token (32 hex digits) */
 
-#define RMW_EXIT_USAGE      2
 #define RMW_EXIT_COUNTER    3
-#define RMW_EXIT_LOG        4
 
 /* The counter's write: unconditional (so that an overlap does lose an
    update), and it keeps the writer's fence to answer the previous one:
@@ -205,7 +202,7 @@ static const char rmw_guarded_read_script[] =
 /* Command-line settings; filled once by rmw_parse_args. */
 struct rmw_opts {
     int         ports[RMW_PORTS_MAX];   /* daemon TCP ports, preferred first */
-    char        addrs[RMW_PORTS_MAX][RMW_ADDR_MAX]; /* "ADDR:PORT" of each */
+    char        addrs[RMW_PORTS_MAX][CC_ADDR_MAX]; /* "ADDR:PORT" of each */
     size_t      nports;                 /* entries in ports and addrs */
     int         counter_port;           /* redis-server holding the counter */
     const char *name;                   /* lock name */
@@ -246,36 +243,14 @@ struct rmw_conn {
 };
 
 static struct rmw_opts rmw_o;               /* settings */
-static int rmw_log_fd = -1;                 /* the event log, O_APPEND */
-static volatile sig_atomic_t rmw_stop;      /* SIGTERM seen */
-static uint64_t rmw_rng;                    /* xorshift64 state */
 
-/* ---- time, randomness, logging ---- */
-
-static int64_t
-rmw_now_us(void)
-{
-    struct timespec ts;
-
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
-}
-
-/* A number in lo..hi (inclusive). */
-static long
-rmw_random(long lo, long hi)
-{
-    rmw_rng ^= rmw_rng << 13;
-    rmw_rng ^= rmw_rng >> 7;
-    rmw_rng ^= rmw_rng << 17;
-    return hi <= lo ? lo : lo + (long)(rmw_rng % (uint64_t)(hi - lo + 1));
-}
+/* ---- chances and fences ---- */
 
 /* True in pct percent of the calls. */
 static bool
 rmw_chance(int pct)
 {
-    return pct > 0 && rmw_random(0, 99) < pct;
+    return pct > 0 && cc_random(0, 99) < pct;
 }
 
 /* A fence as this client logs it: the grant's, plus -Z (missing stays -1). */
@@ -283,69 +258,6 @@ static long long
 rmw_shown_fence(long long fence)
 {
     return fence < 0 ? fence : fence + rmw_o.fake_fence;
-}
-
-/* Sleep ms; returns early (false) when SIGTERM arrives and stop_aborts. */
-static bool
-rmw_sleep_ms(long ms, bool stop_aborts)
-{
-    struct timespec ts;
-
-    if (ms <= 0) {
-        return !(stop_aborts && rmw_stop);
-    }
-    ts.tv_sec = ms / 1000;
-    ts.tv_nsec = (ms % 1000) * 1000000L;
-    while (nanosleep(&ts, &ts) != 0 && errno == EINTR) {
-        if (stop_aborts && rmw_stop) {
-            return false;
-        }
-    }
-    return !(stop_aborts && rmw_stop);
-}
-
-/* Append one line (a newline is added) to the log with a single write. */
-__attribute__((format(printf, 1, 2)))
-static void
-rmw_log(const char *fmt, ...)
-{
-    char line[RMW_LINE_MAX + 256];
-    va_list ap;
-    int n;
-
-    va_start(ap, fmt);
-    n = vsnprintf(line, sizeof(line) - 1, fmt, ap);
-    va_end(ap);
-    if (n < 0) {
-        return;
-    }
-    if ((size_t)n > sizeof(line) - 2) {
-        n = (int)sizeof(line) - 2;
-    }
-    line[n++] = '\n';
-    if (write(rmw_log_fd, line, (size_t)n) != n) {
-        /* A client that cannot log is useless to the checker. */
-        _exit(RMW_EXIT_LOG);
-    }
-}
-
-/* Copy a daemon line into a log field: spaces stay, other bytes are printable. */
-static void
-rmw_printable(const char *in, char *out, size_t size)
-{
-    size_t i;
-
-    for (i = 0; in[i] != '\0' && i + 1 < size; i++) {
-        out[i] = in[i] >= 0x20 && in[i] < 0x7f ? in[i] : '?';
-    }
-    out[i] = '\0';
-}
-
-static void
-rmw_term_cb(int sig)
-{
-    (void)sig;
-    rmw_stop = 1;
 }
 
 /* ---- the daemon connection ---- */
@@ -365,7 +277,7 @@ static int rmw_reply(struct rmw_conn *c, int64_t deadline_us);
 static int
 rmw_auth(struct rmw_conn *c)
 {
-    char req[RMW_LINE_MAX], shown[RMW_LINE_MAX];
+    char req[CC_LINE_MAX], shown[CC_LINE_MAX];
 
     if (rmw_o.password == NULL) {
         return 0;
@@ -374,12 +286,12 @@ rmw_auth(struct rmw_conn *c)
     if (rmw_send(c, req) != 0) {
         return -1;
     }
-    if (rmw_reply(c, rmw_now_us() + RMW_CONNECT_MS * 1000LL) == 1
+    if (rmw_reply(c, cc_now_us() + RMW_CONNECT_MS * 1000LL) == 1
         && strcmp(c->cl.line, "OK") == 0) {
         return 0;
     }
-    rmw_printable(c->eof ? "(connection closed)" : c->cl.line, shown, sizeof(shown));
-    rmw_log("ERROR %lld AUTH answered: %s", (long long)rmw_now_us(), shown);
+    cc_printable(c->eof ? "(connection closed)" : c->cl.line, shown, sizeof(shown));
+    cc_log("ERROR %lld AUTH answered: %s", (long long)cc_now_us(), shown);
     return -1;
 }
 
@@ -410,10 +322,10 @@ rmw_connect(struct rmw_conn *c)
 
     for (tries = 0; tries < rmw_o.nports; tries++) {
         if (rmw_connect_one(c, c->next) == 0) {
-            rmw_log("CONNECT %lld port=%d", (long long)rmw_now_us(), c->port);
+            cc_log("CONNECT %lld port=%d", (long long)cc_now_us(), c->port);
             return 0;
         }
-        if (errno == EINTR && rmw_stop) {
+        if (errno == EINTR && cc_stop) {
             return -1;
         }
         /* This one refused: the next attempt goes to the next daemon. */
@@ -436,7 +348,7 @@ rmw_reset(struct rmw_conn *c)
         return;
     }
     setsockopt(c->cl.fd, SOL_SOCKET, SO_LINGER, &lg, sizeof(lg));
-    rmw_log("RESET %lld port=%d", (long long)rmw_now_us(), c->port);
+    cc_log("RESET %lld port=%d", (long long)cc_now_us(), c->port);
     rmw_disconnect(c);
 }
 
@@ -455,7 +367,7 @@ rmw_send(struct rmw_conn *c, const char *line)
 static void
 rmw_push(struct rmw_conn *c)
 {
-    char shown[RMW_LINE_MAX];
+    char shown[CC_LINE_MAX];
 
     bool lost = client_is_reply(c->cl.line, "! LOST", rmw_o.name);
 
@@ -465,8 +377,8 @@ rmw_push(struct rmw_conn *c)
             c->lost_reason[0] = '\0';
         }
     }
-    rmw_printable(c->cl.line, shown, sizeof(shown));
-    rmw_log("PUSH %lld %s%s", (long long)rmw_now_us(), shown,
+    cc_printable(c->cl.line, shown, sizeof(shown));
+    cc_log("PUSH %lld %s%s", (long long)cc_now_us(), shown,
             lost && rmw_o.ignore_lost ? " (ignored: -I)" : "");
 }
 
@@ -490,7 +402,7 @@ rmw_reply(struct rmw_conn *c, int64_t deadline_us)
         case CLIENT_TIMEOUT:
             return 0;
         case CLIENT_INTR:
-            if (rmw_stop) {
+            if (cc_stop) {
                 return -2;
             }
             continue;
@@ -514,7 +426,7 @@ static void
 rmw_watch(struct rmw_conn *c, long ms)
 {
     int64_t deadline = client_now_ms() + ms;
-    char shown[RMW_LINE_MAX];
+    char shown[CC_LINE_MAX];
 
     while (!c->eof) {
         switch (client_read_line(&c->cl, c->lost ? 0 : deadline)) {
@@ -523,8 +435,8 @@ rmw_watch(struct rmw_conn *c, long ms)
                 rmw_push(c);
             } else {
                 /* No request is outstanding inside a section. */
-                rmw_printable(c->cl.line, shown, sizeof(shown));
-                rmw_log("UNEXPECTED %lld %s", (long long)rmw_now_us(), shown);
+                cc_printable(c->cl.line, shown, sizeof(shown));
+                cc_log("UNEXPECTED %lld %s", (long long)cc_now_us(), shown);
             }
             continue;
         case CLIENT_INTR:
@@ -570,7 +482,7 @@ struct rmw_grant {
 static int
 rmw_acquire(struct rmw_conn *c, struct rmw_grant *g, bool lease)
 {
-    char req[RMW_NAME_MAX + 128], shown[RMW_LINE_MAX], kind[32] = "";
+    char req[RMW_NAME_MAX + 128], shown[CC_LINE_MAX], kind[32] = "";
     const char *line = c->cl.line;
     long wait = rmw_o.poll_ms > 0 ? 0 : rmw_o.wait_ms;
     int rc;
@@ -584,27 +496,27 @@ rmw_acquire(struct rmw_conn *c, struct rmw_grant *g, bool lease)
              wait, lease ? " mode=lease" : "", kind);
     g->lease = lease;
     for (;;) {
-        if (rmw_stop) {
+        if (cc_stop) {
             return -2;
         }
         c->lost = false;
         c->lost_reason[0] = '\0';
-        g->sent_us = rmw_now_us();
+        g->sent_us = cc_now_us();
         if (wait > 0) {
             /* The checker's liveness: waiting from here to the next line but a PUSH. */
-            rmw_log("WAIT %lld name=%s wait=%ld port=%d", (long long)g->sent_us, rmw_o.name,
+            cc_log("WAIT %lld name=%s wait=%ld port=%d", (long long)g->sent_us, rmw_o.name,
                     wait, c->port);
         }
         if (rmw_send(c, req) != 0) {
             return -1;
         }
-        rc = rmw_reply(c, rmw_now_us() + (int64_t)(wait + RMW_REPLY_SLACK_MS) * 1000);
+        rc = rmw_reply(c, cc_now_us() + (int64_t)(wait + RMW_REPLY_SLACK_MS) * 1000);
         if (rc == -2) {
             return -2;
         }
         if (rc == 0) {
-            rmw_log("ERROR %lld no reply to LOCK within %ld ms; reconnecting",
-                    (long long)rmw_now_us(), wait + RMW_REPLY_SLACK_MS);
+            cc_log("ERROR %lld no reply to LOCK within %ld ms; reconnecting",
+                    (long long)cc_now_us(), wait + RMW_REPLY_SLACK_MS);
             return -1;
         }
         if (rc < 0) {
@@ -622,33 +534,33 @@ rmw_acquire(struct rmw_conn *c, struct rmw_grant *g, bool lease)
                 g->token[0] = '\0';
             }
             if (lease && (g->token[0] == '\0' || g->validity < 0)) {
-                rmw_printable(line, shown, sizeof(shown));
-                rmw_log("ERROR %lld a lease's OK without token= or validity=: %s",
-                        (long long)rmw_now_us(), shown);
+                cc_printable(line, shown, sizeof(shown));
+                cc_log("ERROR %lld a lease's OK without token= or validity=: %s",
+                        (long long)cc_now_us(), shown);
                 return -1;
             }
             return 0;
         }
-        rmw_printable(line, shown, sizeof(shown));
+        cc_printable(line, shown, sizeof(shown));
         if (client_is_status(line, "TIMEOUT")) {
             if (rmw_o.poll_ms == 0) {
-                rmw_log("TIMEOUT %lld", (long long)rmw_now_us());
+                cc_log("TIMEOUT %lld", (long long)cc_now_us());
             }
-            if (!rmw_sleep_ms(rmw_o.poll_ms, true)) {
+            if (!cc_sleep_ms(rmw_o.poll_ms, true)) {
                 return -2;
             }
         } else if (client_is_err(line, "NOQUORUM")) {
-            rmw_log("NOQUORUM %lld %s", (long long)rmw_now_us(), client_err_text(shown));
-            if (!rmw_sleep_ms(rmw_random(RMW_NOQUORUM_MIN_MS, RMW_NOQUORUM_MAX_MS), true)) {
+            cc_log("NOQUORUM %lld %s", (long long)cc_now_us(), client_err_text(shown));
+            if (!cc_sleep_ms(cc_random(RMW_NOQUORUM_MIN_MS, RMW_NOQUORUM_MAX_MS), true)) {
                 return -2;
             }
         } else if (client_is_err(line, "SHUTDOWN")) {
-            rmw_log("ERROR %lld %s", (long long)rmw_now_us(), shown);
+            cc_log("ERROR %lld %s", (long long)cc_now_us(), shown);
             return -1;
         } else {
             /* Not an answer this client expects: note it and try again. */
-            rmw_log("ERROR %lld LOCK answered: %s", (long long)rmw_now_us(), shown);
-            if (!rmw_sleep_ms(RMW_NOQUORUM_MAX_MS, true)) {
+            cc_log("ERROR %lld LOCK answered: %s", (long long)cc_now_us(), shown);
+            if (!cc_sleep_ms(RMW_NOQUORUM_MAX_MS, true)) {
                 return -2;
             }
         }
@@ -659,23 +571,23 @@ rmw_acquire(struct rmw_conn *c, struct rmw_grant *g, bool lease)
 static void
 rmw_unlock(struct rmw_conn *c)
 {
-    char req[RMW_NAME_MAX + 16], shown[RMW_LINE_MAX];
+    char req[RMW_NAME_MAX + 16], shown[CC_LINE_MAX];
     int rc;
 
     snprintf(req, sizeof(req), "UNLOCK %s", rmw_o.name);
     if (rmw_send(c, req) != 0) {
-        rmw_log("UNLOCK %lld send failed", (long long)rmw_now_us());
+        cc_log("UNLOCK %lld send failed", (long long)cc_now_us());
         return;
     }
     /* Not interrupted by SIGTERM: the reply comes within a round. */
     do {
-        rc = rmw_reply(c, rmw_now_us() + RMW_REPLY_SLACK_MS * 1000LL);
+        rc = rmw_reply(c, cc_now_us() + RMW_REPLY_SLACK_MS * 1000LL);
     } while (rc == -2);
     if (rc == 1) {
-        rmw_printable(c->cl.line, shown, sizeof(shown));
-        rmw_log("UNLOCK %lld %s", (long long)rmw_now_us(), shown);
+        cc_printable(c->cl.line, shown, sizeof(shown));
+        cc_log("UNLOCK %lld %s", (long long)cc_now_us(), shown);
     } else {
-        rmw_log("UNLOCK %lld no reply (%s)", (long long)rmw_now_us(),
+        cc_log("UNLOCK %lld no reply (%s)", (long long)cc_now_us(),
                 rc == 0 ? "timeout" : "connection closed");
         c->eof = true;
     }
@@ -691,8 +603,8 @@ rmw_counter_connect(void)
 
     r = redisConnectWithTimeout("127.0.0.1", rmw_o.counter_port, tv);
     if (r == NULL || r->err != 0 || redisSetTimeout(r, tv) != REDIS_OK) {
-        rmw_log("ERROR %lld cannot connect to the counter on port %d: %s",
-                (long long)rmw_now_us(), rmw_o.counter_port,
+        cc_log("ERROR %lld cannot connect to the counter on port %d: %s",
+                (long long)cc_now_us(), rmw_o.counter_port,
                 r != NULL ? r->errstr : "out of memory");
         if (r != NULL) {
             redisFree(r);
@@ -828,30 +740,30 @@ rmw_work(redisContext *counter, const char *id, long long fence, long long value
         /* A reader: the counter must be what it was at the start. */
         rc = rmw_counter_read(counter, id, fence, false, &reread, &prev);
         if (rc < 0) {
-            rmw_log("ABORT %lld fence=%lld why=counter", (long long)rmw_now_us(), shown);
+            cc_log("ABORT %lld fence=%lld why=counter", (long long)cc_now_us(), shown);
             return -1;
         }
         if (rc == 0) {
-            rmw_log("REJECT %lld fence=%lld prev_fence=%lld", (long long)rmw_now_us(), shown,
+            cc_log("REJECT %lld fence=%lld prev_fence=%lld", (long long)cc_now_us(), shown,
                     prev);
         } else {
-            rmw_log("END %lld fence=%lld read=%lld reread=%lld", (long long)rmw_now_us(),
+            cc_log("END %lld fence=%lld read=%lld reread=%lld", (long long)cc_now_us(),
                     shown, value, reread);
         }
         return 0;
     }
-    rmw_log("WRITE %lld fence=%lld value=%lld", (long long)rmw_now_us(), shown, value + 1);
+    cc_log("WRITE %lld fence=%lld value=%lld", (long long)cc_now_us(), shown, value + 1);
     rc = rmw_counter_put(counter, id, value + 1, fence, &prev);
     if (rc < 0) {
-        rmw_log("ERROR %lld the counter's write failed", (long long)rmw_now_us());
+        cc_log("ERROR %lld the counter's write failed", (long long)cc_now_us());
         return -1;
     }
     if (rc == 0) {
         /* Refused: a later holder wrote (or, -G, read) first. */
-        rmw_log("REJECT %lld fence=%lld prev_fence=%lld", (long long)rmw_now_us(), shown, prev);
+        cc_log("REJECT %lld fence=%lld prev_fence=%lld", (long long)cc_now_us(), shown, prev);
     } else {
-        rmw_log("END %lld fence=%lld read=%lld wrote=%lld prev_fence=%lld",
-                (long long)rmw_now_us(), shown, value, value + 1, prev);
+        cc_log("END %lld fence=%lld read=%lld wrote=%lld prev_fence=%lld",
+                (long long)cc_now_us(), shown, value, value + 1, prev);
     }
     return 0;
 }
@@ -868,10 +780,10 @@ rmw_first_read(redisContext *counter, const char *id, long long fence, long long
     int rc = rmw_counter_read(counter, id, fence, !rmw_o.shared, value, &seen);
 
     if (rc < 0) {
-        rmw_log("ABORT %lld fence=%lld why=counter", (long long)rmw_now_us(),
+        cc_log("ABORT %lld fence=%lld why=counter", (long long)cc_now_us(),
                 rmw_shown_fence(fence));
     } else if (rc == 0) {
-        rmw_log("REJECT %lld fence=%lld prev_fence=%lld", (long long)rmw_now_us(),
+        cc_log("REJECT %lld fence=%lld prev_fence=%lld", (long long)cc_now_us(),
                 rmw_shown_fence(fence), seen);
     }
     return rc;
@@ -893,7 +805,7 @@ rmw_begin(const struct rmw_grant *g, int64_t begin_us, int64_t acquire_us, int p
     } else if (g->lease) {
         snprintf(lease, sizeof(lease), " mode=lease token=%s", g->token);
     }
-    rmw_log("BEGIN %lld name=%s fence=%lld validity=%lld acquire_us=%lld port=%d pid=%d "
+    cc_log("BEGIN %lld name=%s fence=%lld validity=%lld acquire_us=%lld port=%d pid=%d "
             "kind=%s%s%s", (long long)begin_us, rmw_o.name, rmw_shown_fence(g->fence),
             g->validity, (long long)acquire_us, port, (int)getpid(), g->kind, extra, lease);
 }
@@ -916,17 +828,17 @@ rmw_session_section(struct rmw_conn *c, redisContext *counter, const struct rmw_
         return -1;
     }
     if (rc > 0) {
-        rmw_watch(c, rmw_random(rmw_o.sleep_min_ms, rmw_o.sleep_max_ms));
+        rmw_watch(c, cc_random(rmw_o.sleep_min_ms, rmw_o.sleep_max_ms));
         /* The check before the write: only what already arrived. */
         rmw_watch(c, 0);
         if (c->lost || c->eof) {
             if (c->lost && c->lost_reason[0] != '\0') {
                 snprintf(reason, sizeof(reason), " reason=%s", c->lost_reason);
             }
-            rmw_log("ABORT %lld fence=%lld why=%s%s", (long long)rmw_now_us(),
+            cc_log("ABORT %lld fence=%lld why=%s%s", (long long)cc_now_us(),
                     rmw_shown_fence(fence), c->lost ? "lost" : "eof", reason);
             if (c->eof) {
-                rmw_log("DISCONNECT %lld port=%d", (long long)rmw_now_us(), c->port);
+                cc_log("DISCONNECT %lld port=%d", (long long)cc_now_us(), c->port);
                 rmw_disconnect(c);
             }
             return 0;
@@ -937,7 +849,7 @@ rmw_session_section(struct rmw_conn *c, redisContext *counter, const struct rmw_
     }
     rmw_unlock(c);
     if (c->eof) {
-        rmw_log("DISCONNECT %lld port=%d", (long long)rmw_now_us(), c->port);
+        cc_log("DISCONNECT %lld port=%d", (long long)cc_now_us(), c->port);
         rmw_disconnect(c);
     }
     return 0;
@@ -959,16 +871,16 @@ rmw_side(size_t d, const char *line, char *out, size_t size, int *port, int64_t 
     memset(&side, 0, sizeof(side));
     client_init(&side.cl, -1, 0);
     *port = 0;
-    *sent_us = rmw_now_us();
+    *sent_us = cc_now_us();
     for (tries = 0; tries < rmw_o.nports; tries++, d = (d + 1) % rmw_o.nports) {
         if (rmw_connect_one(&side, d) != 0) {
             continue;
         }
         *port = side.port;
-        *sent_us = rmw_now_us();
+        *sent_us = cc_now_us();
         if (rmw_send(&side, line) == 0) {
             do {
-                rc = rmw_reply(&side, rmw_now_us() + RMW_REPLY_SLACK_MS * 1000LL);
+                rc = rmw_reply(&side, cc_now_us() + RMW_REPLY_SLACK_MS * 1000LL);
             } while (rc == -2);
         }
         if (rc == 1) {
@@ -994,15 +906,15 @@ rmw_lease_send(struct rmw_conn *c, size_t granted, const char *line, char *out, 
     int rc;
 
     if (rmw_o.nports > 1 && rmw_chance(rmw_o.other_pct)) {
-        d = (granted + (size_t)rmw_random(1, (long)rmw_o.nports - 1)) % rmw_o.nports;
+        d = (granted + (size_t)cc_random(1, (long)rmw_o.nports - 1)) % rmw_o.nports;
     } else if (c->cl.fd >= 0 && c->next == granted && !c->eof) {
         *port = c->port;
-        *sent_us = rmw_now_us();
+        *sent_us = cc_now_us();
         if (rmw_send(c, line) != 0) {
             return 0;
         }
         do {
-            rc = rmw_reply(c, rmw_now_us() + RMW_REPLY_SLACK_MS * 1000LL);
+            rc = rmw_reply(c, cc_now_us() + RMW_REPLY_SLACK_MS * 1000LL);
         } while (rc == -2);
         if (rc != 1) {
             c->eof = true;
@@ -1053,7 +965,7 @@ rmw_lease_extend(struct rmw_conn *c, const struct rmw_grant *g, size_t granted,
         snprintf(more, sizeof(more), " validity=%lld deadline_us=%lld", validity,
                  (long long)*deadline_us);
     }
-    rmw_log("EXTEND %lld fence=%lld answer=%s%s port=%d", (long long)rmw_now_us(),
+    cc_log("EXTEND %lld fence=%lld answer=%s%s port=%d", (long long)cc_now_us(),
             rmw_shown_fence(g->fence), word, more, port);
     return strcmp(word, "NOTHELD") == 0 ? 1 : 0;
 }
@@ -1068,7 +980,7 @@ rmw_lease_release(struct rmw_conn *c, const struct rmw_grant *g, size_t granted)
 
     snprintf(req, sizeof(req), "UNLOCK %s token=%s", rmw_o.name, g->token);
     got = rmw_lease_send(c, granted, req, ans, sizeof(ans), &port, &sent_us);
-    rmw_log("RELEASE %lld fence=%lld sent_us=%lld answer=%s port=%d", (long long)rmw_now_us(),
+    cc_log("RELEASE %lld fence=%lld sent_us=%lld answer=%s port=%d", (long long)cc_now_us(),
             rmw_shown_fence(g->fence), (long long)sent_us, rmw_answer_word(got, ans), port);
 }
 
@@ -1096,9 +1008,9 @@ rmw_lease_section(struct rmw_conn *c, redisContext *counter, const struct rmw_gr
     }
     rmw_counter_id(g, id, sizeof(id));
     /* A grant that waited long in the queue has little validity left on our count. */
-    if (track && deadline - rmw_now_us() < rmw_o.ttl_ms * 1000 / 2
+    if (track && deadline - cc_now_us() < rmw_o.ttl_ms * 1000 / 2
         && rmw_lease_extend(c, g, granted, &deadline) != 0) {
-        rmw_log("ABORT %lld fence=%lld why=notheld", (long long)rmw_now_us(),
+        cc_log("ABORT %lld fence=%lld why=notheld", (long long)cc_now_us(),
                 rmw_shown_fence(g->fence));
         rc = 0;
     }
@@ -1109,13 +1021,13 @@ rmw_lease_section(struct rmw_conn *c, redisContext *counter, const struct rmw_gr
         return -1;
     }
     if (rc > 0) {
-        rmw_sleep_ms(rmw_random(rmw_o.sleep_min_ms, rmw_o.sleep_max_ms), false);
+        cc_sleep_ms(cc_random(rmw_o.sleep_min_ms, rmw_o.sleep_max_ms), false);
         if (track && rmw_chance(rmw_o.extend_pct)
             && rmw_lease_extend(c, g, granted, &deadline) != 0) {
-            rmw_log("ABORT %lld fence=%lld why=notheld", (long long)rmw_now_us(),
+            cc_log("ABORT %lld fence=%lld why=notheld", (long long)cc_now_us(),
                     rmw_shown_fence(g->fence));
-        } else if (track && rmw_now_us() + RMW_LEASE_MARGIN_MS * 1000 > deadline) {
-            rmw_log("ABORT %lld fence=%lld why=expired", (long long)rmw_now_us(),
+        } else if (track && cc_now_us() + RMW_LEASE_MARGIN_MS * 1000 > deadline) {
+            cc_log("ABORT %lld fence=%lld why=expired", (long long)cc_now_us(),
                     rmw_shown_fence(g->fence));
         } else if (rmw_work(counter, id, g->fence, value) != 0) {
             return -1;
@@ -1137,29 +1049,14 @@ rmw_usage(void)
             "                  [-a PASSWORD]\n"
             "                  [-F | -G] [-m LEASE_PCT] [-R RESET_PCT] [-E EXTEND_PCT]\n"
             "                  [-X OTHER_PCT] [-Z FENCE_DELTA]\n");
-    exit(RMW_EXIT_USAGE);
-}
-
-/* A non-negative decimal number, or usage. */
-static long
-rmw_number(const char *s)
-{
-    char *end;
-    long v;
-
-    errno = 0;
-    v = strtol(s, &end, 10);
-    if (errno != 0 || end == s || *end != '\0' || v < 0) {
-        rmw_usage();
-    }
-    return v;
+    exit(CC_EXIT_USAGE);
 }
 
 /* A percentage 0..100, or usage. */
 static int
 rmw_percent(const char *s)
 {
-    long v = rmw_number(s);
+    long v = cc_number(s, rmw_usage);
 
     if (v > 100) {
         rmw_usage();
@@ -1182,28 +1079,10 @@ rmw_signed(const char *s)
     return v;
 }
 
-/* One -p entry, "PORT" (127.0.0.1) or "ADDR:PORT", into slot i. */
-static void
-rmw_add_daemon(size_t i, const char *entry)
-{
-    const char *colon = strrchr(entry, ':');
-
-    if (colon == NULL) {
-        rmw_o.ports[i] = (int)rmw_number(entry);
-        snprintf(rmw_o.addrs[i], sizeof(rmw_o.addrs[i]), "127.0.0.1:%d", rmw_o.ports[i]);
-        return;
-    }
-    if (colon == entry || strlen(entry) >= sizeof(rmw_o.addrs[i])) {
-        rmw_usage();
-    }
-    rmw_o.ports[i] = (int)rmw_number(colon + 1);
-    memcpy(rmw_o.addrs[i], entry, strlen(entry) + 1);
-}
-
 static void
 rmw_parse_args(int argc, char **argv)
 {
-    char *tok, *save, *dash;
+    char *dash;
     int opt;
 
     rmw_o.ttl_ms = 3000;
@@ -1213,16 +1092,11 @@ rmw_parse_args(int argc, char **argv)
     while ((opt = getopt(argc, argv, "p:r:n:l:c:t:w:s:P:k:L:SIa:FGm:R:E:X:Z:")) != -1) {
         switch (opt) {
         case 'p':
-            for (tok = strtok_r(optarg, ",", &save); tok != NULL;
-                 tok = strtok_r(NULL, ",", &save)) {
-                if (rmw_o.nports == RMW_PORTS_MAX) {
-                    rmw_usage();
-                }
-                rmw_add_daemon(rmw_o.nports++, tok);
-            }
+            rmw_o.nports = cc_daemon_list(optarg, rmw_o.addrs, rmw_o.ports, rmw_o.nports,
+                                          RMW_PORTS_MAX, rmw_usage);
             break;
         case 'r':
-            rmw_o.counter_port = (int)rmw_number(optarg);
+            rmw_o.counter_port = (int)cc_number(optarg, rmw_usage);
             break;
         case 'n':
             rmw_o.name = optarg;
@@ -1231,39 +1105,39 @@ rmw_parse_args(int argc, char **argv)
             rmw_o.log_path = optarg;
             break;
         case 'c':
-            rmw_o.sections = rmw_number(optarg);
+            rmw_o.sections = cc_number(optarg, rmw_usage);
             break;
         case 't':
-            rmw_o.ttl_ms = rmw_number(optarg);
+            rmw_o.ttl_ms = cc_number(optarg, rmw_usage);
             break;
         case 'w':
-            rmw_o.wait_ms = rmw_number(optarg);
+            rmw_o.wait_ms = cc_number(optarg, rmw_usage);
             break;
         case 's':
             dash = strchr(optarg, '-');
             if (dash != NULL) {
                 *dash = '\0';
-                rmw_o.sleep_max_ms = rmw_number(dash + 1);
+                rmw_o.sleep_max_ms = cc_number(dash + 1, rmw_usage);
             }
-            rmw_o.sleep_min_ms = rmw_number(optarg);
+            rmw_o.sleep_min_ms = cc_number(optarg, rmw_usage);
             if (dash == NULL) {
                 rmw_o.sleep_max_ms = rmw_o.sleep_min_ms;
             }
             break;
         case 'P':
-            rmw_o.poll_ms = rmw_number(optarg);
+            rmw_o.poll_ms = cc_number(optarg, rmw_usage);
             break;
         case 'k':
             dash = strchr(optarg, '-');
             if (dash != NULL) {
                 *dash = '\0';
-                rmw_o.think_min_ms = rmw_number(optarg);
+                rmw_o.think_min_ms = cc_number(optarg, rmw_usage);
                 optarg = dash + 1;
             }
-            rmw_o.think_ms = rmw_number(optarg);
+            rmw_o.think_ms = cc_number(optarg, rmw_usage);
             break;
         case 'L':
-            rmw_o.limit = rmw_number(optarg);
+            rmw_o.limit = cc_number(optarg, rmw_usage);
             if (rmw_o.limit == 0) {
                 rmw_usage();
             }
@@ -1316,7 +1190,6 @@ int
 main(int argc, char **argv)
 {
     static struct rmw_conn c;
-    struct sigaction sa;
     redisContext *counter;
     struct rmw_grant g;
     int64_t first_us = 0, begin_us;
@@ -1326,22 +1199,14 @@ main(int argc, char **argv)
 
     rmw_parse_args(argc, argv);
     client_init(&c.cl, -1, 0);
-    rmw_log_fd = open(rmw_o.log_path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
-    if (rmw_log_fd < 0) {
-        fprintf(stderr, "rmw-client: %s: %s\n", rmw_o.log_path, strerror(errno));
-        return RMW_EXIT_LOG;
+    /* cc_start: a SIGTERM interrupts a blocked LOCK (no SA_RESTART). */
+    rc = cc_start("rmw-client", rmw_o.log_path);
+    if (rc != 0) {
+        return rc;
     }
-    rmw_rng = (uint64_t)rmw_now_us() * 0x9e3779b97f4a7c15ULL ^ (uint64_t)getpid();
-    rmw_rng |= 1;
-    /* No SA_RESTART: a SIGTERM must interrupt a blocked LOCK. */
-    memset(&sa, 0, sizeof(sa));
-    sa.sa_handler = rmw_term_cb;
-    sigemptyset(&sa.sa_mask);
-    sigaction(SIGTERM, &sa, NULL);
-    signal(SIGPIPE, SIG_IGN);
 
-    rmw_log("START %lld pid=%d name=%s ttl=%ld sleep=%ld-%ld poll=%ld sections=%ld kind=%s "
-            "limit=%ld lease=%d reset=%d extend=%d other=%d%s%s%s", (long long)rmw_now_us(),
+    cc_log("START %lld pid=%d name=%s ttl=%ld sleep=%ld-%ld poll=%ld sections=%ld kind=%s "
+            "limit=%ld lease=%d reset=%d extend=%d other=%d%s%s%s", (long long)cc_now_us(),
             (int)getpid(), rmw_o.name, rmw_o.ttl_ms, rmw_o.sleep_min_ms, rmw_o.sleep_max_ms,
             rmw_o.poll_ms, rmw_o.sections,
             rmw_o.shared ? "shared" : rmw_o.limit > 0 ? "counted" : "exclusive", rmw_o.limit,
@@ -1349,20 +1214,20 @@ main(int argc, char **argv)
             rmw_o.ignore_lost ? " ignore_lost=1" : "", rmw_o.fenced ? " fenced=1" : "",
             rmw_o.guarded ? " guarded=1" : "");
     if (rmw_o.fake_fence != 0) {
-        rmw_log("FAKE %lld every fence logged is the grant's %+lld (a negative control)",
-                (long long)rmw_now_us(), rmw_o.fake_fence);
+        cc_log("FAKE %lld every fence logged is the grant's %+lld (a negative control)",
+                (long long)cc_now_us(), rmw_o.fake_fence);
     }
     counter = rmw_counter_connect();
     if (counter == NULL) {
         return RMW_EXIT_COUNTER;
     }
-    while (!rmw_stop && (rmw_o.sections == 0 || done < rmw_o.sections)) {
+    while (!cc_stop && (rmw_o.sections == 0 || done < rmw_o.sections)) {
         if (c.cl.fd < 0 && rmw_connect(&c) != 0) {
-            rmw_sleep_ms(RMW_RECONNECT_MS, true);
+            cc_sleep_ms(RMW_RECONNECT_MS, true);
             continue;
         }
         if (first_us == 0) {
-            first_us = rmw_now_us();
+            first_us = cc_now_us();
         }
         lease = rmw_chance(rmw_o.lease_pct);
         rc = rmw_acquire(&c, &g, lease);
@@ -1370,12 +1235,12 @@ main(int argc, char **argv)
             break;
         }
         if (rc == -1) {
-            rmw_log("DISCONNECT %lld port=%d", (long long)rmw_now_us(), c.port);
+            cc_log("DISCONNECT %lld port=%d", (long long)cc_now_us(), c.port);
             rmw_disconnect(&c);
             continue;
         }
         /* The section: from here on SIGTERM waits for its end. */
-        begin_us = rmw_now_us();
+        begin_us = cc_now_us();
         done++;
         if (lease) {
             rc = rmw_lease_section(&c, counter, &g, begin_us, begin_us - first_us);
@@ -1387,9 +1252,9 @@ main(int argc, char **argv)
         if (rc != 0) {
             return RMW_EXIT_COUNTER;
         }
-        rmw_sleep_ms(rmw_random(rmw_o.think_min_ms, rmw_o.think_ms), true);
+        cc_sleep_ms(cc_random(rmw_o.think_min_ms, rmw_o.think_ms), true);
     }
-    rmw_log("EXIT %lld sections=%ld", (long long)rmw_now_us(), done);
+    cc_log("EXIT %lld sections=%ld", (long long)cc_now_us(), done);
     rmw_disconnect(&c);
     redisFree(counter);
     return 0;
