@@ -663,7 +663,7 @@ START_TEST(lease_unread_at_end_of_input)
     ssize_t n;
     int fd;
 
-    expect_up(NMASTERS, &expect_opts);
+    EXPECT_SETUP(.masters = NMASTERS, .daemons = 1, .opts = &expect_opts);
     fd = h_connect_unix();
     ck_assert(fd >= 0);
     ck_assert_int_eq(h_send(fd, "LOCK lu mode=lease ttl=600000"), 0);
