@@ -566,6 +566,7 @@ server_tls_client(const struct conf *conf)
 struct server_probe {
     struct event *timer;
     int64_t       deadline_us;  /* give up on masters not decided by then */
+    int           rc;           /* the exit status the report gave */
 };
 
 /* Master i is decided for the probe: up with its registry read, or down
@@ -579,49 +580,18 @@ server_probe_decided(size_t i)
     return (st.state == MASTER_UP && st.layout.read) || st.down_known;
 }
 
-static void
-server_probe_cb(evutil_socket_t fd, short what, void *arg)
+/*
+ * Print what --reach found of each master and whether this daemon could
+ * grant; the exit status: 0, or 69 (EX_UNAVAILABLE) without a quorum.
+ * Called when the probe decides, so that what is printed is what was
+ * decided on (a master found down may be connecting again a moment
+ * later).
+ */
+static int
+server_reach_report(void)
 {
-    struct server_probe *p = arg;
-    size_t i, n = master_count();
-
-    (void)fd;
-    (void)what;
-    for (i = 0; i < n && server_probe_decided(i); i++) {
-    }
-    if (i == n || util_now_us() >= p->deadline_us) {
-        event_base_loopexit(ctx.base, NULL);
-    }
-}
-
-int
-server_reach(struct conf *conf)
-{
-    struct server_probe probe;
     struct master_summary sum;
-    struct timeval tv = { 0, 50000 };
     size_t i, n, q;
-
-    signal(SIGPIPE, SIG_IGN);
-    ctx.conf = conf;
-    log_set_level(LOG_ERROR);   /* what a master says is printed below */
-    ctx.base = event_base_new();
-    if (ctx.base == NULL) {
-        fprintf(stderr, "error cannot create the event loop\n");
-        return 1;
-    }
-    flush_init(ctx.base);
-    server_set_quarantine(conf);
-    layout_set_probe(true);
-    if (server_tls_client(conf) != 0 || master_start() != 0) {
-        event_base_free(ctx.base);
-        return 1;
-    }
-    probe.deadline_us = util_now_us() + (conf->connect_timeout_ms + 1000) * 1000;
-    probe.timer = event_new(ctx.base, -1, EV_PERSIST, server_probe_cb, &probe);
-    event_add(probe.timer, &tv);
-    event_base_dispatch(ctx.base);
-    event_free(probe.timer);
 
     n = master_count();
     q = redlock_quorum(n);
@@ -644,6 +614,52 @@ server_reach(struct conf *conf)
     printf("%zu of %zu masters count for layout %d, quorum %zu: %s\n", sum.counted, n,
            REDLOCKD_LAYOUT, q, sum.counted >= q ? "this daemon can grant"
            : "this daemon could not grant now");
+    return sum.counted >= q ? 0 : 69;   /* EX_UNAVAILABLE */
+}
+
+static void
+server_probe_cb(evutil_socket_t fd, short what, void *arg)
+{
+    struct server_probe *p = arg;
+    size_t i, n = master_count();
+
+    (void)fd;
+    (void)what;
+    for (i = 0; i < n && server_probe_decided(i); i++) {
+    }
+    if (i == n || util_now_us() >= p->deadline_us) {
+        p->rc = server_reach_report();
+        event_base_loopexit(ctx.base, NULL);
+    }
+}
+
+int
+server_reach(struct conf *conf)
+{
+    struct server_probe probe = { .rc = 1 };
+    struct timeval tv = { 0, 50000 };
+
+    signal(SIGPIPE, SIG_IGN);
+    ctx.conf = conf;
+    log_set_level(LOG_ERROR);   /* what a master says is printed below */
+    ctx.base = event_base_new();
+    if (ctx.base == NULL) {
+        fprintf(stderr, "error cannot create the event loop\n");
+        return 1;
+    }
+    flush_init(ctx.base);
+    server_set_quarantine(conf);
+    layout_set_probe(true);
+    if (server_tls_client(conf) != 0 || master_start() != 0) {
+        event_base_free(ctx.base);
+        return 1;
+    }
+    probe.deadline_us = util_now_us() + (conf->connect_timeout_ms + 1000) * 1000;
+    probe.timer = event_new(ctx.base, -1, EV_PERSIST, server_probe_cb, &probe);
+    event_add(probe.timer, &tv);
+    event_base_dispatch(ctx.base);
+    event_free(probe.timer);
+
     master_stop();
     master_eval_stop();
     tls_stop();
@@ -651,7 +667,7 @@ server_reach(struct conf *conf)
     event_base_free(ctx.base);
     ctx.base = NULL;
     ctx.conf = NULL;
-    return sum.counted >= q ? 0 : 69;   /* EX_UNAVAILABLE */
+    return probe.rc;
 }
 
 /* The event loop, with precise timers and two priorities; NULL (logged)
