@@ -181,6 +181,23 @@ command_reply_verdict(struct proto_reply *r, const struct lock_verdict *v)
     return true;
 }
 
+/*
+ * The start of a verb's reply: the session's command, with r started by
+ * command_reply_verdict(); NULL when nothing is to be written (the
+ * session closed meanwhile, and c may be gone; or CANCELLED).
+ */
+static struct command *
+command_reply_begin(struct lock_client *lc, const struct lock_verdict *v,
+                    struct proto_reply *r)
+{
+    struct command *c = COMMAND_OF(lc, lc);
+
+    if (!session_request_done(c->s) || !command_reply_verdict(r, v)) {
+        return NULL;
+    }
+    return c;
+}
+
 /* Send r (ended here; a no-op for an error reply) and go on to the next request. */
 static void
 command_reply_send(struct command *c, struct proto_reply *r)
@@ -286,13 +303,10 @@ command_acquired(struct lock_client *lc, const struct lock_acquire_result *res)
 static void
 command_released(struct lock_client *lc, const struct lock_release_result *res)
 {
-    struct command *c = COMMAND_OF(lc, lc);
     struct proto_reply r;
+    struct command *c = command_reply_begin(lc, &res->v, &r);
 
-    if (!session_request_done(c->s)) {
-        return;     /* closed (c may be gone now) */
-    }
-    if (!command_reply_verdict(&r, &res->v)) {
+    if (c == NULL) {
         return;
     }
     if (res->v.outcome == LOCK_OK && res->mode != LOCK_MODE_LEASE) {
@@ -305,13 +319,10 @@ command_released(struct lock_client *lc, const struct lock_release_result *res)
 static void
 command_extended(struct lock_client *lc, const struct lock_extend_result *res)
 {
-    struct command *c = COMMAND_OF(lc, lc);
     struct proto_reply r;
+    struct command *c = command_reply_begin(lc, &res->v, &r);
 
-    if (!session_request_done(c->s)) {
-        return;     /* closed (c may be gone now) */
-    }
-    if (!command_reply_verdict(&r, &res->v)) {
+    if (c == NULL) {
         return;
     }
     if (res->v.outcome == LOCK_OK) {
@@ -328,14 +339,11 @@ command_extended(struct lock_client *lc, const struct lock_extend_result *res)
 static void
 command_status_done(struct lock_client *lc, const struct lock_status_result *res)
 {
-    struct command *c = COMMAND_OF(lc, lc);
     struct proto_reply r;
+    struct command *c;
 
-    readq_done(&c->status);     /* its read ended: the slot goes on */
-    if (!session_request_done(c->s)) {
-        return;     /* closed (c may be gone now) */
-    }
-    if (!command_reply_verdict(&r, &res->v)) {
+    readq_done(&COMMAND_OF(lc, lc)->status);   /* its read ended: the slot goes on */
+    if ((c = command_reply_begin(lc, &res->v, &r)) == NULL) {
         return;
     }
     if (res->v.outcome == LOCK_HELD) {
@@ -365,13 +373,10 @@ command_status_done(struct lock_client *lc, const struct lock_status_result *res
 static void
 command_broken(struct lock_client *lc, const struct lock_break_result *res)
 {
-    struct command *c = COMMAND_OF(lc, lc);
     struct proto_reply r;
+    struct command *c = command_reply_begin(lc, &res->v, &r);
 
-    if (!session_request_done(c->s)) {
-        return;     /* closed (c may be gone now) */
-    }
-    if (!command_reply_verdict(&r, &res->v)) {
+    if (c == NULL) {
         return;
     }
     if (res->v.outcome == LOCK_OK) {
