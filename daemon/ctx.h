@@ -4,8 +4,8 @@
  *
  * server.c fills it once at start-up (ctx.base, ctx.conf) and, on a
  * reload that passed every check, points ctx.conf at the new settings
- * after every module's apply step ran and before the old settings are
- * freed.  Every other module only reads it, from the event loop's
+ * before the apply rows run (each is given the old settings too) and
+ * frees the old settings after them.  Every other module only reads it, from the event loop's
  * thread: a setting is read at the moment it is used
  * (ctx.conf->node_timeout_ms), never copied, so a reload reaches every
  * user at once.  A module keeps a value of its own only when it derives

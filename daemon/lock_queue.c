@@ -44,7 +44,7 @@
  * the mark in place (the name is never free, and the new holder's
  * release announces); a BREAK announces every token it ends, and an
  * ungate its gate, mark or none (a writer counts its gate as closed
- * wherever an answer of its rounds was not counted, waiter_acquired, so
+ * wherever an answer of its rounds was not counted, daemon/waiter.c, so
  * that no gate it did not hear of outlives its wait unannounced); the
  * channel is left only once no LOCK of the name queues here.  What is
  * left is the holder's expiry, which announces nothing and which the

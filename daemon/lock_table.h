@@ -257,6 +257,12 @@ void lock_subscribed(const char *key, size_t key_len);
 
 /* ---- defined in lock_verbs.c ---- */
 
+/*
+ * An UNLOCK's release (or a hand-over's verdict on the released lease)
+ * ended: answer the op's client OK only where a quorum confirmed its
+ * token, else NOTHELD (a session's hold is then reported lost first) or
+ * NOQUORUM; frees the op.  arg: the struct lock_op.
+ */
 void lock_unlock_done(const struct redlock_release_result *rr, void *arg);
 
 /*

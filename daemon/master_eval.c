@@ -575,8 +575,8 @@ master_queue_expire(struct master *m, int64_t now)
 /*
  * Write the call that starts at items (n requests, linked by next):
  * one request as its own script, more as one call of the batch script.
- * Returns REDIS_OK, or REDIS_ERR when out of memory or the connection
- * refused the write (nothing was written).
+ * Returns REDIS_OK, or REDIS_ERR when the connection refused the write
+ * (nothing was written; out of memory aborts).
  */
 static int
 master_call_write(struct master *m, struct master_req *items, size_t n, int64_t now)
@@ -631,7 +631,7 @@ master_queue_write(struct master *m, bool in_loop)
             if (!in_loop) {
                 return;     /* stays queued: the iteration's end tries again */
             }
-            log_warn("master %s: out of memory, or the connection refused the write",
+            log_warn("master %s: the connection refused the write",
                      m->addr->spec);
             up = false;
             break;
@@ -646,7 +646,7 @@ master_queue_write(struct master *m, bool in_loop)
     if (in_loop && !up && master_queued(m) > 0) {
         items = master_queue_take(m);
         master_requests_fail(m, items, m->cmd.state == MASTER_UP
-                             ? "out of memory, or the connection refused the write"
+                             ? "the connection refused the write"
                              : master_status_text(m));
         return;
     }

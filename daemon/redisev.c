@@ -201,7 +201,9 @@ redisev_dispatch(struct redisev *l)
         }
         for (i = 0; i < nvec; i++) {
             if (redisReaderFeed(l->reader, vec[i].iov_base, vec[i].iov_len) != REDIS_OK) {
-                redisev_fail(l, "out of memory");
+                /* hiredis's reader fails only out of memory here (an error
+                 * it found in a reply is taken below, and the link closes). */
+                redisev_fail(l, "the reply reader failed (out of memory)");
                 return;
             }
             evbuffer_drain(in, vec[i].iov_len);

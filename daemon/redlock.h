@@ -559,7 +559,7 @@ int redlock_acquire(const struct redlock_rec *rec, const char *token, int64_t tt
  * refusal (no single token on a quorum), and a waiter whose last
  * refusal was split retries after a random delay within
  * lock.retry_delay_ms that an announcement does not bring forward
- * (daemon/lock_queue.c, waiter_acquired and lock_released), and its own
+ * (daemon/waiter.c, waiter_retry and waiter_on_release), and its own
  * clean-up's announcement wakes nobody of its own daemon.  What an
  * announcement brings forward is a waiter sleeping until a holder's
  * ttl, which only a refusal by a token on a quorum sets, never a

@@ -69,8 +69,9 @@ struct session {
     bool                out_blocked;/* reading paused: the client does not read */
     bool                overflow;   /* unsent output over limits.max_output_bytes */
     bool                input_ended;/* end of input: answer what came, then quit */
-    bool                peer_reset; /* the peer reset the connection (ECONNRESET,
-                                       EPIPE): it did not read everything */
+    bool                peer_reset; /* the connection failed (a reset by the peer,
+                                       ECONNRESET or EPIPE, or another socket
+                                       error): it did not read everything */
     struct event        timer;      /* accept deadline; partial line deadline;
                                        overflow close; quit */
     struct session_receipt *receipts; /* tracked replies not settled, oldest first
@@ -89,9 +90,9 @@ struct session {
 #define SESSION_IS_TLS(s)   ((s)->kind >= SESSION_TLS_HANDSHAKE)
 
 /*
- * Read (which clears) the socket's pending error of open s; a reset by
- * the peer (ECONNRESET, EPIPE) is remembered in peer_reset.  Returns the
- * error, 0 when none.
+ * Read (which clears) the socket's pending error of open s; any error
+ * (a reset by the peer, ECONNRESET or EPIPE, most often) is remembered
+ * in peer_reset.  Returns the error, 0 when none.
  */
 int session_take_error(struct session *s);
 

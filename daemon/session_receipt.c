@@ -39,7 +39,8 @@ session_take_error(struct session *s)
     if (getsockopt((int)bufferevent_getfd(s->bev), SOL_SOCKET, SO_ERROR, &err, &len) != 0) {
         return 0;
     }
-    if (err == ECONNRESET || err == EPIPE) {
+    if (err != 0) {
+        /* A reset (ECONNRESET, EPIPE), or any other error: what was unread is lost. */
         s->peer_reset = true;
     }
     return err;

@@ -63,7 +63,9 @@ tls_ctx_base(const SSL_METHOD *method, char *why, size_t size)
     ERR_clear_error();
     ctx = SSL_CTX_new(method);
     if (ctx == NULL) {
-        xmalloc_fail("a TLS context");
+        /* Out of memory, or OpenSSL's configuration (a provider) failed: refused. */
+        tls_fail("cannot create a TLS context", "(OpenSSL)", why, size);
+        return NULL;
     }
     if (SSL_CTX_set_min_proto_version(ctx, TLS1_2_VERSION) != 1) {
         snprintf(why, size, "cannot require TLS 1.2 or later");
@@ -298,8 +300,14 @@ tls_ctx_set_id_context(SSL_CTX *ctx, const struct conf *conf, char *why, size_t 
     size_t i;
     int rc = -1;
 
-    if (md == NULL || EVP_DigestInit_ex(md, EVP_sha256(), NULL) != 1) {
+    if (md == NULL) {
         xmalloc_fail("the TLS session id context's digest");
+    }
+    if (EVP_DigestInit_ex(md, EVP_sha256(), NULL) != 1) {
+        /* SHA-256 not available (OpenSSL's configuration): refused, not a crash. */
+        snprintf(why, size, "cannot digest the client verification settings (SHA-256)");
+        EVP_MD_CTX_free(md);
+        return -1;
     }
     tls_digest_part(md, "redlockd client verification", 28);
     if (tls_digest_file(md, "tls.client_ca_file", conf->tls_client_ca_file, why, size) != 0

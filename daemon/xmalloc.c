@@ -21,15 +21,17 @@ xmalloc_abort(const char *what, const char *fn, size_t n, size_t size)
     char line[256];
     int len;
 
-    if (fn != NULL)
+    if (fn != NULL) {
         len = snprintf(line, sizeof(line), "error out of memory: %s of %zu x %zu bytes; "
                        "stopping (leases end by their ttl on the masters)\n", fn, n, size);
-    else
+    } else {
         len = snprintf(line, sizeof(line), "error out of memory: %s; "
                        "stopping (leases end by their ttl on the masters)\n", what);
-    if (len > 0)
+    }
+    if (len > 0) {
         (void)!write(STDERR_FILENO, line, (size_t)len < sizeof(line) ? (size_t)len
                                                                      : sizeof(line) - 1);
+    }
     abort();
 }
 
@@ -51,8 +53,9 @@ xmalloc(size_t size)
 {
     void *p = malloc(size ? size : 1);
 
-    if (p == NULL)
+    if (p == NULL) {
         xmalloc_fail_size("malloc", 1, size);
+    }
     return p;
 }
 
@@ -61,8 +64,9 @@ xcalloc(size_t n, size_t size)
 {
     void *p = calloc(n ? n : 1, size ? size : 1);
 
-    if (p == NULL)
+    if (p == NULL) {
         xmalloc_fail_size("calloc", n, size);
+    }
     return p;
 }
 
@@ -71,11 +75,13 @@ xreallocarray(void *p, size_t n, size_t size)
 {
     void *q;
 
-    if (size != 0 && n > SIZE_MAX / size)
+    if (size != 0 && n > SIZE_MAX / size) {
         xmalloc_fail_size("reallocarray (overflow)", n, size);
+    }
     q = realloc(p, n * size != 0 ? n * size : 1);
-    if (q == NULL)
+    if (q == NULL) {
         xmalloc_fail_size("realloc", n, size);
+    }
     return q;
 }
 
