@@ -229,10 +229,11 @@ lock_kind_text(char *out, size_t size, const char *name, size_t name_len, const 
 bool
 lock_kind_fits(const struct lock *lk, const struct lock_request *req, char *out, size_t size)
 {
-    bool counted = req->kind == LOCK_KIND_COUNTED;
+    enum waiter_fit fit = waiter_kind_fits(lk->counted, lk->limit, lk->nholders,
+                                           req->kind == LOCK_KIND_COUNTED, req->limit);
     char what[32];
 
-    if (lk->counted == counted && (!counted || lk->limit == req->limit)) {
+    if (fit == WAITER_FITS) {
         return true;
     }
     if (lk->counted) {
@@ -240,7 +241,7 @@ lock_kind_fits(const struct lock *lk, const struct lock_request *req, char *out,
     } else {
         snprintf(what, sizeof(what), "%s", lk->nexclusive > 0 ? "exclusive" : "shared");
     }
-    if (lk->nholders > 0) {
+    if (fit == WAITER_HELD_AS) {
         lock_kind_text(out, size, lk->name, lk->name_len, what);
     } else {
         snprintf(out, size, "%.*s is waited for %s%s", (int)lk->name_len, lk->name,

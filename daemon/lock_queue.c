@@ -153,29 +153,18 @@ waiter_rec(const struct waiter *w, struct redlock_rec *rec)
     rec->labelled = waiter_label(w) != NULL;
 }
 
-/*
- * A permit for a counted head to propose: the next one, from a point
- * that moves on with each proposal, that no hold of this daemon has.
- */
+/* A permit for a counted head to propose: one no hold of this daemon has (waiter_pick_permit). */
 static unsigned
 lock_pick_slot(struct lock *lk)
 {
     unsigned char mine[(REDLOCK_LIMIT_MAX + 7) / 8];
     struct hold *h;
-    unsigned j, s;
 
     memset(mine, 0, sizeof(mine));
     TAILQ_FOREACH(h, &lk->holders, lock_link) {
         mine[h->lease.rec.slot / 8] |= (unsigned char)(1u << (h->lease.rec.slot % 8));
     }
-    for (j = 0; j < lk->limit; j++) {
-        s = (lk->next_slot + j) % lk->limit;
-        if (!(mine[s / 8] & (1u << (s % 8)))) {
-            lk->next_slot = (s + 1) % lk->limit;
-            return s;
-        }
-    }
-    return lk->next_slot;
+    return waiter_pick_permit(mine, lk->limit, &lk->next_slot);
 }
 
 /*

@@ -38,6 +38,31 @@ waiter_room(enum redlock_kind kind, size_t nholders, size_t nexclusive, unsigned
     }
 }
 
+enum waiter_fit
+waiter_kind_fits(bool name_counted, unsigned name_limit, size_t nholders, bool req_counted,
+                 unsigned req_limit)
+{
+    if (name_counted == req_counted && (!req_counted || name_limit == req_limit)) {
+        return WAITER_FITS;
+    }
+    return nholders > 0 ? WAITER_HELD_AS : WAITER_WAITED_AS;
+}
+
+unsigned
+waiter_pick_permit(const unsigned char *held, unsigned limit, unsigned *next)
+{
+    unsigned j, s;
+
+    for (j = 0; j < limit; j++) {
+        s = (*next + j) % limit;
+        if (!(held[s / 8] & (1u << (s % 8)))) {
+            *next = (s + 1) % limit;
+            return s;
+        }
+    }
+    return *next;
+}
+
 /* Its try goes to the masters. */
 static void
 waiter_trying(struct waiter_life *wl)

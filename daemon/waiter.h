@@ -35,9 +35,11 @@
  * becomes now.
  *
  * The policy's other decisions live here too: whether a name's holds
- * here leave a head of a kind room to ask the masters (waiter_room), a
- * hold given up going to the head, to another daemon's turn or to the
- * masters (waiter_give_up), and the turn a grant starts.
+ * here leave a head of a kind room to ask the masters (waiter_room),
+ * whether a LOCK's kind fits the name's (waiter_kind_fits), which permit
+ * a counted head proposes (waiter_pick_permit), a hold given up going to
+ * the head, to another daemon's turn or to the masters (waiter_give_up),
+ * and the turn a grant starts.
  */
 #ifndef REDLOCKD_WAITER_H
 #define REDLOCKD_WAITER_H
@@ -164,6 +166,32 @@ void waiter_life_init(struct waiter_life *wl, enum redlock_kind kind, int64_t tt
  * shared holder gets in), fewer than the limit for a permit.
  */
 bool waiter_room(enum redlock_kind kind, size_t nholders, size_t nexclusive, unsigned limit);
+
+/* Whether a LOCK's kind fits the kind a name has here (waiter_kind_fits). */
+enum waiter_fit {
+    WAITER_FITS,            /* the same family (and limit) */
+    WAITER_HELD_AS,         /* no: held here as another kind (ERR KIND, "is held") */
+    WAITER_WAITED_AS        /* no: only waited for here as another kind */
+};
+
+/*
+ * A name has here the kind its first request asked for: counted with
+ * name_limit, or else the exclusive/shared family; nholders holds of it
+ * are kept here.  A LOCK asking for counted with req_limit, or the
+ * other family, fits when both are the same family and, counted, the
+ * same limit: one name is one kind of lock on the masters.
+ */
+enum waiter_fit waiter_kind_fits(bool name_counted, unsigned name_limit, size_t nholders,
+                                 bool req_counted, unsigned req_limit);
+
+/*
+ * The permit a counted head proposes: the first one from *next (in
+ * 0..limit-1) on, going round, that is not set in held (a bitmap of
+ * limit bits: the permits this daemon holds); *next moves past it, so
+ * that heads spread over the permits.  When every permit is held here,
+ * *next itself (the masters refuse it).  limit >= 1.
+ */
+unsigned waiter_pick_permit(const unsigned char *held, unsigned limit, unsigned *next);
 
 /* What a new LOCK does first (waiter_start). */
 enum waiter_start_step {

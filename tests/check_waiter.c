@@ -88,6 +88,39 @@ START_TEST(room_by_kind)
 }
 END_TEST
 
+START_TEST(kind_fits_by_family)
+{
+    ck_assert_int_eq(waiter_kind_fits(false, 0, 2, false, 0), WAITER_FITS);
+    ck_assert_int_eq(waiter_kind_fits(true, 3, 1, true, 3), WAITER_FITS);
+    ck_assert_int_eq(waiter_kind_fits(true, 3, 1, true, 4), WAITER_HELD_AS);
+    ck_assert_int_eq(waiter_kind_fits(true, 3, 0, true, 4), WAITER_WAITED_AS);
+    ck_assert_int_eq(waiter_kind_fits(false, 0, 1, true, 2), WAITER_HELD_AS);
+    ck_assert_int_eq(waiter_kind_fits(true, 2, 0, false, 0), WAITER_WAITED_AS);
+}
+END_TEST
+
+START_TEST(pick_permit_rotates_and_skips_held)
+{
+    unsigned char held[2] = { 0, 0 };
+    unsigned next = 2;
+
+    ck_assert_uint_eq(waiter_pick_permit(held, 4, &next), 2);
+    ck_assert_uint_eq(next, 3);
+    ck_assert_uint_eq(waiter_pick_permit(held, 4, &next), 3);
+    ck_assert_uint_eq(next, 0);         /* round the limit */
+    held[0] = 0x03;                     /* permits 0 and 1 held here */
+    ck_assert_uint_eq(waiter_pick_permit(held, 4, &next), 2);
+    ck_assert_uint_eq(next, 3);
+    held[0] = 0x0f;                     /* every permit held here */
+    ck_assert_uint_eq(waiter_pick_permit(held, 4, &next), 3);
+    ck_assert_uint_eq(next, 3);
+    held[0] = 0x00;
+    held[1] = 0x01;                     /* permit 8 of 10 */
+    next = 8;
+    ck_assert_uint_eq(waiter_pick_permit(held, 10, &next), 9);
+}
+END_TEST
+
 START_TEST(start_try_queue_refuse)
 {
     struct waiter_life wl = t_queued(REDLOCK_EXCLUSIVE);
@@ -612,6 +645,8 @@ waiter_suite(void)
 
     tcase_add_test(tc, life_init_wait_modes);
     tcase_add_test(tc, room_by_kind);
+    tcase_add_test(tc, kind_fits_by_family);
+    tcase_add_test(tc, pick_permit_rotates_and_skips_held);
     tcase_add_test(tc, start_try_queue_refuse);
     tcase_add_test(tc, wake_outside_and_inside_round);
     tcase_add_test(tc, timer_paths);
