@@ -2969,6 +2969,45 @@ runbench_cmp_daemons(const struct h_daemon_opts *o)
 }
 
 /*
+ * Before round round: both daemons restarted with o in each other's
+ * place (h_restart_daemon: the same slot, port and log, the other
+ * binary), in odd rounds the base's binary in the first daemon's slot,
+ * in even ones this build's.  Each side thus runs half its rounds as
+ * either process of the test: in a self-comparison the process started
+ * first was steadily faster on some rows (up to 1.15 on
+ * uncontended-64, whichever binary it ran).  Returns true, or false
+ * with the reason printed.
+ */
+static bool
+runbench_cmp_place(const struct h_daemon_opts *o, int round)
+{
+    size_t slot[RUNBENCH_SIDES];
+    int side;
+
+    slot[RUNBENCH_CURRENT] = (size_t)(round % 2);
+    slot[RUNBENCH_BASE] = (size_t)(1 - round % 2);
+    if (runbench_cmp.daemon[RUNBENCH_CURRENT] == slot[RUNBENCH_CURRENT]) {
+        return true;
+    }
+    for (side = 0; side < RUNBENCH_SIDES; side++) {
+        h_use_daemon(slot[side]);
+        (void)h_stop_daemon();
+    }
+    for (side = 0; side < RUNBENCH_SIDES; side++) {
+        h_use_daemon(slot[side]);
+        if (setenv("REDLOCKD_BIN", runbench_cmp.bin[side], 1) != 0
+            || h_restart_daemon(o) != 0) {
+            fprintf(stderr, "run_bench: compare: the %s daemon (%s) did not start again\n",
+                    side == RUNBENCH_CURRENT ? "current" : "base", runbench_cmp.bin[side]);
+            (void)setenv("REDLOCKD_BIN", runbench_cmp.bin[RUNBENCH_CURRENT], 1);
+            return false;
+        }
+        runbench_cmp.daemon[side] = slot[side];
+    }
+    return setenv("REDLOCKD_BIN", runbench_cmp.bin[RUNBENCH_CURRENT], 1) == 0;
+}
+
+/*
  * One run of a comparison row on one side's daemon: a fresh copy of the
  * row (its label, mode, connections and arguments; its output file
  * <label>-<side>-<round>), judged as the standard rows are.  Its
@@ -3011,27 +3050,31 @@ runbench_cmp_one(struct runbench_cmp *c, int side, int round, const char *bin,
 
 /*
  * The comparison rows of one setup (tls or not; in --smoke only those
- * marked smoke), each rounds times on each daemon, interleaved: current
- * then base in even rounds, base then current in odd ones (ABBA), so a
- * load on the machine that grows or fades through a row weighs on both
- * sides alike.  False when a run failed.
+ * marked smoke) on the daemons started with o, rounds times: each
+ * round places the daemons (runbench_cmp_place), then runs every row
+ * once on each, current then base in even rounds and base then current
+ * in odd ones (ABBA), so that load from elsewhere that grows or fades
+ * weighs on both sides alike.  False when a run or a restart failed.
  */
 static bool
-runbench_cmp_setup_rows(bool tls, const char *bin, const char *masters, const char *tls_ca,
-                        bool use_unix)
+runbench_cmp_setup_rows(bool tls, const struct h_daemon_opts *o, const char *bin,
+                        const char *masters, const char *tls_ca, bool use_unix)
 {
     struct runbench_cmp *c;
     bool good = true;
     int round, first;
     size_t i;
 
-    for (i = 0; i < RUNBENCH_NCMP; i++) {
-        c = &runbench_cmp_rows[i];
-        if (c->tls != tls || (runbench_smoke && !c->smoke)) {
-            continue;
+    for (round = 0; round < runbench_cmp.rounds; round++) {
+        if (!runbench_cmp_place(o, round)) {
+            return false;
         }
-        for (round = 0; round < runbench_cmp.rounds; round++) {
-            first = round % 2 == 0 ? RUNBENCH_CURRENT : RUNBENCH_BASE;
+        first = round % 2 == 0 ? RUNBENCH_CURRENT : RUNBENCH_BASE;
+        for (i = 0; i < RUNBENCH_NCMP; i++) {
+            c = &runbench_cmp_rows[i];
+            if (c->tls != tls || (runbench_smoke && !c->smoke)) {
+                continue;
+            }
             good = runbench_cmp_one(c, first, round, bin, masters, tls_ca, use_unix) && good;
             good = runbench_cmp_one(c, RUNBENCH_SIDES - 1 - first, round, bin, masters, tls_ca,
                                     use_unix) && good;
@@ -3118,7 +3161,7 @@ runbench_compare(const char *bin, bool use_unix, int64_t window_ms)
         return false;
     }
     runbench_masters_list(masters, sizeof(masters));
-    good = runbench_cmp_setup_rows(false, bin, masters, NULL, use_unix);
+    good = runbench_cmp_setup_rows(false, &o, bin, masters, NULL, use_unix);
     if (!runbench_smoke) {
         good = runbench_cmp_memory(bin, use_unix, window_ms) && good;
     }
@@ -3133,7 +3176,7 @@ runbench_compare(const char *bin, bool use_unix, int64_t window_ms)
         h_end();
         return false;
     }
-    good = runbench_cmp_setup_rows(true, bin, NULL, runbench_tls_files.ca, false) && good;
+    good = runbench_cmp_setup_rows(true, &o, bin, NULL, runbench_tls_files.ca, false) && good;
     h_end();
     return good;
 }
@@ -3164,10 +3207,11 @@ runbench_median(const double *v, int n)
 }
 
 /*
- * One measure of a comparison row: the medians over the rounds of each
- * side (with that many decimals), and their ratio current / base ("n/a"
- * when either is missing).
- * Returns the ratio, or -1.
+ * One measure of a comparison row: the median over the rounds of each
+ * side (with that many decimals), and the ratio: the median of the
+ * rounds' own ratios (a round's current over the same round's base,
+ * measured a few seconds apart), "n/a" when a side has none.  Returns
+ * the ratio, or -1.
  */
 static double
 runbench_cmp_cells(const double v[RUNBENCH_SIDES][RUNBENCH_CMP_ROUNDS_MAX],
@@ -3175,13 +3219,21 @@ runbench_cmp_cells(const double v[RUNBENCH_SIDES][RUNBENCH_CMP_ROUNDS_MAX],
 {
     double cur = runbench_median(v[RUNBENCH_CURRENT], runs[RUNBENCH_CURRENT]);
     double base = runbench_median(v[RUNBENCH_BASE], runs[RUNBENCH_BASE]);
+    double q[RUNBENCH_CMP_ROUNDS_MAX], ratio;
+    int i, n = 0;
 
-    if (cur < 0 || base <= 0) {
+    for (i = 0; i < runs[RUNBENCH_CURRENT] && i < runs[RUNBENCH_BASE]; i++) {
+        if (v[RUNBENCH_CURRENT][i] >= 0 && v[RUNBENCH_BASE][i] > 0) {
+            q[n++] = v[RUNBENCH_CURRENT][i] / v[RUNBENCH_BASE][i];
+        }
+    }
+    ratio = runbench_median(q, n);
+    if (cur < 0 || base <= 0 || ratio < 0) {
         printf(" %9s %9s %6s", "-", "-", "n/a");
         return -1;
     }
-    printf(" %9.*f %9.*f %6.2f", decimals, cur, decimals, base, cur / base);
-    return cur / base;
+    printf(" %9.*f %9.*f %6.2f", decimals, cur, decimals, base, ratio);
+    return ratio;
 }
 
 /* The range of the rounds' own pairs/s ratios (current / base of one round), "lo-hi". */
@@ -3267,8 +3319,9 @@ runbench_cmp_table(void)
 
     printf("\nagainst %s (this build's daemon / the base's, on the same masters at the same "
            "time:\n%d round%s of %s s per row on each, interleaved current, base, base, current, "
-           "...;\nmedians over the rounds; ratios current / base; spread: the rounds' own pairs/s "
-           "ratios;\nslower: pairs/s ratio < %.2f, or p50, cpu us/pair or renewal CPU ratio > "
+           "...,\nthe two daemons swapping places each round; medians over the rounds; ratio: the "
+           "median of the\nrounds' own ratios current / base; spread: the lowest and highest "
+           "of them for pairs/s;\nslower: pairs/s ratio < %.2f, or p50, cpu us/pair or renewal CPU ratio > "
            "%.2f,\nor bytes per lock ratio > %.2f; report only)\n", runbench_cmp.name,
            runbench_cmp.rounds, runbench_cmp.rounds == 1 ? "" : "s", runbench_cmp.seconds,
            RUNBENCH_CMP_PPS, RUNBENCH_CMP_TIME,
