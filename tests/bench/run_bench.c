@@ -2886,7 +2886,7 @@ runbench_noisy_bin(char *path, size_t size, const char *bin)
 #define RUNBENCH_CMP_ROUNDS     6       /* rounds per row (BENCH_COMPARE_ROUNDS) */
 #define RUNBENCH_CMP_ROUNDS_MAX 12      /* at most */
 #define RUNBENCH_CMP_MEM_ROUNDS 2       /* memory-session rounds at most (2 fresh daemons each) */
-#define RUNBENCH_CMP_RUN_MIN_S  0.5     /* shortest run: BENCH_SECONDS / rounds, at least this */
+#define RUNBENCH_CMP_RUN_MIN_S  1.0     /* shortest run: BENCH_SECONDS / rounds, at least this */
 #define RUNBENCH_CMP_PPS        0.90    /* slower: pairs/s ratio below this */
 #define RUNBENCH_CMP_TIME       1.15    /* slower: p50 or cpu us/pair ratio above this */
 #define RUNBENCH_CMP_MEM        1.10    /* slower: memory-session bytes per lock ratio above */
@@ -3381,7 +3381,7 @@ runbench_cmp_init(const char *seconds)
     if (runbench_cmp.rounds > RUNBENCH_CMP_ROUNDS_MAX) {
         runbench_cmp.rounds = RUNBENCH_CMP_ROUNDS_MAX;
     }
-    /* A row's BENCH_SECONDS on each daemon, in rounds runs of at least 0.5 s. */
+    /* A row's BENCH_SECONDS on each daemon, in rounds runs of at least 1 s. */
     snprintf(runbench_cmp.seconds, sizeof(runbench_cmp.seconds), "%.2f", runbench_smoke
              ? atof(RUNBENCH_SMOKE_CMP_S) : atof(seconds) / runbench_cmp.rounds
              > RUNBENCH_CMP_RUN_MIN_S ? atof(seconds) / runbench_cmp.rounds
