@@ -161,6 +161,23 @@
  *                          mode (and peer row, when they ran) printed a
  *                          JSON line with pairs > 0 and errors == 0
  *
+ * Against a base (REDLOCKD_BASE_BIN, another build's daemon; make
+ * bench BASE=<commit> builds it): after the other rows, or alone with
+ * BENCH_ONLY=compare, five fresh masters and two daemons on them, this
+ * build's and the base's; uncontended-1, -64, hot-50, counted-64,
+ * shared-64+1 and the two fence rows run BENCH_COMPARE_ROUNDS times
+ * (default 6) on each, for BENCH_SECONDS / rounds (at least 1 s) a run,
+ * interleaved current, base, base, current, ... with the daemons
+ * swapping places each round; then memory-session on fresh daemons of
+ * each side (2 rounds), then the TLS rows on two TLS daemons the same
+ * way.  The table "against <base>" (BENCH_BASE_NAME, default the path)
+ * gives each side's medians and the median of the rounds' own ratios
+ * current / base for pairs/s, p50, cpu us/pair (memory-session: bytes
+ * per lock, renewal CPU), and marks "slower" a row beyond the noise
+ * band (RUNBENCH_CMP_*); reported only, never a failure.  --smoke
+ * compares too, uncontended-64 alone, one round of 0.5 s, against
+ * REDLOCKD_BASE_BIN or, without it, this build's daemon itself.
+ *
  * The targets are reported, never enforced.  A hold run that did not
  * get every lock, saw an error or a LOST line, or (renewal CPU) saw a
  * failed renewal or none at all is a failure in both modes.
@@ -173,7 +190,9 @@
  * BENCH_ONLY=hostile (the hostile row alone), REDLOCK_HOSTILE_BIN,
  * BENCH_HOSTILE_ATTACKS,
  * BENCH_ONLY=list (the list-cpu rows
- * alone, on masters of their own).  Run from the source tree's root.
+ * alone, on masters of their own), REDLOCKD_BASE_BIN, BENCH_BASE_NAME,
+ * BENCH_COMPARE_ROUNDS, BENCH_ONLY=compare (the comparison alone).  Run
+ * from the source tree's root.
  * Exit status: 0, or 1 when the setup failed, a run (peer rows
  * included, when they ran) printed no JSON line, a hold run failed
  * (above), a counted or shared row broke its checks, or (smoke) a run
