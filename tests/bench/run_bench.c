@@ -3344,12 +3344,13 @@ runbench_cmp_table(void)
 
     printf("\nagainst %s (this build's daemon / the base's, on the same masters at the same "
            "time:\n%d round%s of a %s s run per row on each, interleaved current, base, base, "
-           "current, ...;\nthe two daemons swap places each round; medians over the rounds; ratio: the median of the rounds' own ratios "
-           "current / base;\nspread: the lowest and highest of them for pairs/s; slower: "
-           "pairs/s ratio < %.2f,\nor p50 or cpu us/pair ratio > %.2f, or bytes per lock > %.2f "
-           "or renewal CPU > %.2f;\nreport only)\n", runbench_cmp.name, runbench_cmp.rounds,
-           runbench_cmp.rounds == 1 ? "" : "s", runbench_cmp.seconds,
-           RUNBENCH_CMP_PPS, RUNBENCH_CMP_TIME, RUNBENCH_CMP_MEM, RUNBENCH_CMP_RENEW);
+           "current, ...;\nthe two daemons swap places each round; medians over the rounds; "
+           "ratio: the median\nof the rounds' own ratios current / base; spread: the lowest and "
+           "highest of them for\npairs/s; slower: pairs/s ratio < %.2f, or p50 or cpu us/pair "
+           "ratio > %.2f, or bytes\nper lock > %.2f or renewal CPU > %.2f; report only)\n",
+           runbench_cmp.name, runbench_cmp.rounds, runbench_cmp.rounds == 1 ? "" : "s",
+           runbench_cmp.seconds, RUNBENCH_CMP_PPS, RUNBENCH_CMP_TIME, RUNBENCH_CMP_MEM,
+           RUNBENCH_CMP_RENEW);
     printf("  %-20s %9s %9s %6s %9s %9s %6s %9s %9s %6s %11s\n", "run", "pairs/s", "base",
            "ratio", "p50 us", "base", "ratio", "cpu/pair", "base", "ratio", "spread");
     for (i = 0; i < RUNBENCH_NCMP; i++) {
