@@ -2995,10 +2995,10 @@ runbench_cmp_daemons(const struct h_daemon_opts *o)
  * place (h_restart_daemon: the same slot, port and log, the other
  * binary), in odd rounds the base's binary in the first daemon's slot,
  * in even ones this build's.  Each side thus runs half its rounds as
- * either process of the test: in a self-comparison the process started
- * first was steadily faster on some rows (up to 1.15 on
- * uncontended-64, whichever binary it ran).  Returns true, or false
- * with the reason printed.
+ * either process of the test, so nothing that favours one process (in
+ * early self-comparisons the one started first won uncontended-64 in
+ * six rounds out of six, whichever binary it ran; load, perhaps) can
+ * favour one side.  Returns true, or false with the reason printed.
  */
 static bool
 runbench_cmp_place(const struct h_daemon_opts *o, int round)
