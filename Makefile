@@ -19,6 +19,9 @@
 #   make check-faults  fault-injection suite and a short fuzzing run
 #   make fuzz       libFuzzer targets (clang), FUZZ_SECONDS each
 #   make bench      the benchmark table (tests/bench/), BENCH_SECONDS per mode
+#   make bench BASE=<commit>, make bench-compare BASE=<commit>
+#                   the table and (or only) this daemon against that commit's,
+#                   interleaved on the same masters, as ratios (report only)
 #   make install    binaries, units, example config, man pages (PREFIX, DESTDIR)
 #   make clean
 

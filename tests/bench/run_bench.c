@@ -161,6 +161,23 @@
  *                          mode (and peer row, when they ran) printed a
  *                          JSON line with pairs > 0 and errors == 0
  *
+ * Against a base (REDLOCKD_BASE_BIN, another build's daemon; make
+ * bench BASE=<commit> builds it): after the other rows, or alone with
+ * BENCH_ONLY=compare, five fresh masters and two daemons on them, this
+ * build's and the base's; uncontended-1, -64, hot-50, counted-64,
+ * shared-64+1 and the two fence rows run BENCH_COMPARE_ROUNDS times
+ * (default 6) on each, for BENCH_SECONDS / rounds (at least 1 s) a run,
+ * interleaved current, base, base, current, ... with the daemons
+ * swapping places each round; then memory-session on fresh daemons of
+ * each side (2 rounds), then the TLS rows on two TLS daemons the same
+ * way.  The table "against <base>" (BENCH_BASE_NAME, default the path)
+ * gives each side's medians and the median of the rounds' own ratios
+ * current / base for pairs/s, p50, cpu us/pair (memory-session: bytes
+ * per lock, renewal CPU), and marks "slower" a row beyond the noise
+ * band (RUNBENCH_CMP_*); reported only, never a failure.  --smoke
+ * compares too, uncontended-64 alone, one round of 0.5 s, against
+ * REDLOCKD_BASE_BIN or, without it, this build's daemon itself.
+ *
  * The targets are reported, never enforced.  A hold run that did not
  * get every lock, saw an error or a LOST line, or (renewal CPU) saw a
  * failed renewal or none at all is a failure in both modes.
@@ -173,7 +190,9 @@
  * BENCH_ONLY=hostile (the hostile row alone), REDLOCK_HOSTILE_BIN,
  * BENCH_HOSTILE_ATTACKS,
  * BENCH_ONLY=list (the list-cpu rows
- * alone, on masters of their own).  Run from the source tree's root.
+ * alone, on masters of their own), REDLOCKD_BASE_BIN, BENCH_BASE_NAME,
+ * BENCH_COMPARE_ROUNDS, BENCH_ONLY=compare (the comparison alone).  Run
+ * from the source tree's root.
  * Exit status: 0, or 1 when the setup failed, a run (peer rows
  * included, when they ran) printed no JSON line, a hold run failed
  * (above), a counted or shared row broke its checks, or (smoke) a run
@@ -2471,28 +2490,31 @@ runbench_judge(const struct runbench_run *r, bool smoke)
     return true;
 }
 
+/* The certificates of a TLS setup (h_daemon_opts point into them while it runs). */
+static struct {
+    char certs[4096];                   /* <test dir>/certs */
+    char ca[4200];                      /* ca.crt: the clients verify the daemon with it */
+    char crt[4200];                     /* server.crt: the daemon's and the masters' */
+    char key[4200];                     /* server.key */
+} runbench_tls_files;
+
 /*
- * The TLS rows, on a setup of their own: a test directory with the
- * certificates of tests/tls/make-certs.sh, five TLS-only masters, and a
- * daemon reaching them over TLS and listening on listen.tls.  Called
- * with no test running; ends its own.  True when every TLS run passed.
+ * The TLS setup in the current test: the certificates of
+ * tests/tls/make-certs.sh made in <test dir>/certs, five TLS-only
+ * masters, and o filled (log level warn) for a daemon that reaches them
+ * over TLS and listens on listen.tls.  Returns true, or false with the
+ * reason printed.
  */
 static bool
-runbench_tls(const char *bin, const char *seconds)
+runbench_tls_setup(struct h_daemon_opts *o)
 {
-    struct h_daemon_opts o;
-    char certs[4096], cmd[8192 + 64], ca[4200], crt[4200], key[4200], target[64];
-    bool good = true;
+    char cmd[8192 + 64];
     size_t i;
     int status;
 
-    if (h_begin("bench-tls") != 0) {
-        fprintf(stderr, "run_bench: tls: cannot create the test directory\n");
-        return false;
-    }
-    snprintf(certs, sizeof(certs), "%s/certs", h_dir());
+    snprintf(runbench_tls_files.certs, sizeof(runbench_tls_files.certs), "%s/certs", h_dir());
     snprintf(cmd, sizeof(cmd), "sh %s '%s' >'%s/make-certs.log' 2>&1", RUNBENCH_MAKE_CERTS,
-             certs, h_dir());
+             runbench_tls_files.certs, h_dir());
     status = system(cmd);
     if (status == -1 || !WIFEXITED(status) || WEXITSTATUS(status) != 0) {
         fprintf(stderr, "run_bench: tls: %s failed (run from the source tree's root; "
@@ -2501,26 +2523,52 @@ runbench_tls(const char *bin, const char *seconds)
         if (system(cmd) != 0) {
             fprintf(stderr, "run_bench: tls: %s/make-certs.log cannot be shown\n", h_dir());
         }
-        h_end();
         return false;
     }
-    snprintf(ca, sizeof(ca), "%s/ca.crt", certs);
-    snprintf(crt, sizeof(crt), "%s/server.crt", certs);
-    snprintf(key, sizeof(key), "%s/server.key", certs);
-    h_tls_masters(certs, false);
+    snprintf(runbench_tls_files.ca, sizeof(runbench_tls_files.ca), "%s/ca.crt",
+             runbench_tls_files.certs);
+    snprintf(runbench_tls_files.crt, sizeof(runbench_tls_files.crt), "%s/server.crt",
+             runbench_tls_files.certs);
+    snprintf(runbench_tls_files.key, sizeof(runbench_tls_files.key), "%s/server.key",
+             runbench_tls_files.certs);
+    h_tls_masters(runbench_tls_files.certs, false);
     runbench_masters_tls = true;
     for (i = 0; i < RUNBENCH_MASTERS; i++) {
         if (h_add_master(H_MASTER_TLS, NULL) != 0) {
             fprintf(stderr, "run_bench: tls: a TLS master did not start\n");
-            h_end();
             return false;
         }
     }
-    memset(&o, 0, sizeof(o));
-    o.log_level = "warn";
-    o.redis_tls_ca_file = ca;
-    o.tls_cert_file = crt;
-    o.tls_key_file = key;
+    memset(o, 0, sizeof(*o));
+    o->log_level = "warn";
+    o->redis_tls_ca_file = runbench_tls_files.ca;
+    o->tls_cert_file = runbench_tls_files.crt;
+    o->tls_key_file = runbench_tls_files.key;
+    return true;
+}
+
+/*
+ * The TLS rows, on a setup of their own (runbench_tls_setup): a test
+ * directory with the certificates, five TLS-only masters, and a daemon
+ * reaching them over TLS and listening on listen.tls.  Called with no
+ * test running; ends its own.  True when every TLS run passed.
+ */
+static bool
+runbench_tls(const char *bin, const char *seconds)
+{
+    struct h_daemon_opts o;
+    char target[64];
+    bool good = true;
+    size_t i;
+
+    if (h_begin("bench-tls") != 0) {
+        fprintf(stderr, "run_bench: tls: cannot create the test directory\n");
+        return false;
+    }
+    if (!runbench_tls_setup(&o)) {
+        h_end();
+        return false;
+    }
     if (h_start_daemon(&o) != 0) {
         fprintf(stderr, "run_bench: tls: could not start the daemon\n");
         h_end();
@@ -2528,7 +2576,7 @@ runbench_tls(const char *bin, const char *seconds)
     }
     snprintf(target, sizeof(target), "127.0.0.1:%d", h_daemon_tls_port());
     for (i = 0; i < RUNBENCH_NTLS; i++) {
-        runbench_one(&runbench_tls_runs[i], bin, seconds, target, NULL, ca);
+        runbench_one(&runbench_tls_runs[i], bin, seconds, target, NULL, runbench_tls_files.ca);
         good = runbench_judge(&runbench_tls_runs[i], runbench_smoke) && good;
     }
     if (!good) {
@@ -2852,6 +2900,515 @@ runbench_noisy_bin(char *path, size_t size, const char *bin)
     return path;
 }
 
+/* ---- against a base: this build's daemon and another's, in one run ---- */
+
+#define RUNBENCH_CMP_ROUNDS     6       /* rounds per row (BENCH_COMPARE_ROUNDS) */
+#define RUNBENCH_CMP_ROUNDS_MAX 12      /* at most */
+#define RUNBENCH_CMP_MEM_ROUNDS 2       /* memory-session rounds at most (2 fresh daemons each) */
+#define RUNBENCH_CMP_RUN_MIN_S  1.0     /* shortest run: BENCH_SECONDS / rounds, at least this */
+#define RUNBENCH_CMP_PPS        0.90    /* slower: pairs/s ratio below this */
+#define RUNBENCH_CMP_TIME       1.15    /* slower: p50 or cpu us/pair ratio above this */
+#define RUNBENCH_CMP_MEM        1.10    /* slower: memory-session bytes per lock ratio above */
+#define RUNBENCH_CMP_RENEW      1.25    /* slower: its renewal CPU ratio above this */
+#define RUNBENCH_SMOKE_CMP_S    "0.5"   /* --smoke: seconds of each run of its one row */
+
+/* The two daemons of a comparison. */
+enum runbench_side {
+    RUNBENCH_CURRENT,                   /* this build's (REDLOCKD_BIN) */
+    RUNBENCH_BASE,                      /* the base's (REDLOCKD_BASE_BIN) */
+    RUNBENCH_SIDES
+};
+
+/*
+ * One row of the comparison: a row of the standard table (or of the TLS
+ * rows), run rounds times on each daemon, and each run's figures.
+ */
+struct runbench_cmp {
+    size_t      row;                    /* index in runbench_runs, or runbench_tls_runs */
+    bool        tls;                    /* a TLS row (on the TLS setup) */
+    bool        smoke;                  /* runs in --smoke too */
+    bool        failed;                 /* a run failed (no result, or its checks) */
+    int         runs[RUNBENCH_SIDES];   /* runs with a result, each side */
+    double      pps[RUNBENCH_SIDES][RUNBENCH_CMP_ROUNDS_MAX];  /* pairs/s of each run */
+    double      p50[RUNBENCH_SIDES][RUNBENCH_CMP_ROUNDS_MAX];  /* acquire p50, us */
+    double      cpu[RUNBENCH_SIDES][RUNBENCH_CMP_ROUNDS_MAX];  /* daemon cpu us/pair; -1 none */
+};
+
+static struct runbench_cmp runbench_cmp_rows[] = {
+    { .row = RUNBENCH_UNC1 },
+    { .row = RUNBENCH_UNC64, .smoke = true },
+    { .row = RUNBENCH_HOT50 },
+    { .row = RUNBENCH_COUNTED64 },
+    { .row = RUNBENCH_SHARED64 },
+    { .row = RUNBENCH_UNC1F },
+    { .row = RUNBENCH_UNC64F },
+    { .row = RUNBENCH_UNC1_TLS, .tls = true },
+    { .row = RUNBENCH_UNC64_TLS, .tls = true },
+};
+
+#define RUNBENCH_NCMP   (sizeof(runbench_cmp_rows) / sizeof(runbench_cmp_rows[0]))
+
+/* memory-session on each daemon: bytes per lock and the renewal CPU, each run. */
+static struct {
+    bool        ran;                    /* the memory rows were run */
+    bool        failed;                 /* a hold run failed */
+    int         runs[RUNBENCH_SIDES];   /* hold runs measured, each side */
+    double      per_lock[RUNBENCH_SIDES][RUNBENCH_CMP_ROUNDS_MAX]; /* bytes per lock */
+    double      cpu_pct[RUNBENCH_SIDES][RUNBENCH_CMP_ROUNDS_MAX];  /* renewal CPU, %; -1 none */
+} runbench_cmp_mem;
+
+/* The comparison's settings (main fills them from the environment). */
+static struct {
+    bool        on;                     /* compare (REDLOCKD_BASE_BIN, or --smoke) */
+    const char *name;                   /* the base as the table names it */
+    char        bin[RUNBENCH_SIDES][4096];  /* each side's daemon binary */
+    int         rounds;                 /* rounds per row */
+    char        seconds[32];            /* --duration of each run */
+    size_t      daemon[RUNBENCH_SIDES]; /* each side's daemon in the current test */
+} runbench_cmp;
+
+/*
+ * Start each side's daemon on the current test's masters with o (the
+ * harness reads REDLOCKD_BIN at each start; it is this build's again
+ * afterwards).  Returns true, or false with the reason printed.
+ */
+static bool
+runbench_cmp_daemons(const struct h_daemon_opts *o)
+{
+    int side;
+
+    for (side = 0; side < RUNBENCH_SIDES; side++) {
+        if (setenv("REDLOCKD_BIN", runbench_cmp.bin[side], 1) != 0
+            || h_start_daemon(o) != 0) {
+            fprintf(stderr, "run_bench: compare: the %s daemon (%s) did not start\n",
+                    side == RUNBENCH_CURRENT ? "current" : "base", runbench_cmp.bin[side]);
+            (void)setenv("REDLOCKD_BIN", runbench_cmp.bin[RUNBENCH_CURRENT], 1);
+            return false;
+        }
+        runbench_cmp.daemon[side] = h_current_daemon();
+    }
+    return setenv("REDLOCKD_BIN", runbench_cmp.bin[RUNBENCH_CURRENT], 1) == 0;
+}
+
+/*
+ * Before round round: both daemons restarted with o in each other's
+ * place (h_restart_daemon: the same slot, port and log, the other
+ * binary), in odd rounds the base's binary in the first daemon's slot,
+ * in even ones this build's.  Each side thus runs half its rounds as
+ * either process of the test, so nothing that favours one process (in
+ * early self-comparisons the one started first won uncontended-64 in
+ * six rounds out of six, whichever binary it ran; load, perhaps) can
+ * favour one side.  Returns true, or false with the reason printed.
+ */
+static bool
+runbench_cmp_place(const struct h_daemon_opts *o, int round)
+{
+    size_t slot[RUNBENCH_SIDES];
+    int side;
+
+    slot[RUNBENCH_CURRENT] = (size_t)(round % 2);
+    slot[RUNBENCH_BASE] = (size_t)(1 - round % 2);
+    if (runbench_cmp.daemon[RUNBENCH_CURRENT] == slot[RUNBENCH_CURRENT]) {
+        return true;
+    }
+    for (side = 0; side < RUNBENCH_SIDES; side++) {
+        h_use_daemon(slot[side]);
+        (void)h_stop_daemon();
+    }
+    for (side = 0; side < RUNBENCH_SIDES; side++) {
+        h_use_daemon(slot[side]);
+        if (setenv("REDLOCKD_BIN", runbench_cmp.bin[side], 1) != 0
+            || h_restart_daemon(o) != 0) {
+            fprintf(stderr, "run_bench: compare: the %s daemon (%s) did not start again\n",
+                    side == RUNBENCH_CURRENT ? "current" : "base", runbench_cmp.bin[side]);
+            (void)setenv("REDLOCKD_BIN", runbench_cmp.bin[RUNBENCH_CURRENT], 1);
+            return false;
+        }
+        runbench_cmp.daemon[side] = slot[side];
+    }
+    return setenv("REDLOCKD_BIN", runbench_cmp.bin[RUNBENCH_CURRENT], 1) == 0;
+}
+
+/*
+ * One run of a comparison row on one side's daemon: a fresh copy of the
+ * row (its label, mode, connections and arguments; its output file
+ * <label>-<side>-<round>), judged as the standard rows are.  Its
+ * figures are kept in c.  False when it failed.
+ */
+static bool
+runbench_cmp_one(struct runbench_cmp *c, int side, int round, const char *bin,
+                 const char *masters, const char *tls_ca, bool use_unix)
+{
+    const struct runbench_run *row = c->tls ? &runbench_tls_runs[c->row] : &runbench_runs[c->row];
+    struct runbench_run r;
+    char label[96], target[4096];
+    int n;
+
+    memset(&r, 0, sizeof(r));
+    snprintf(label, sizeof(label), "%s-%s-%d", row->label,
+             side == RUNBENCH_CURRENT ? "current" : "base", round + 1);
+    r.label = label;
+    r.mode = row->mode;
+    r.conns = row->conns;
+    memcpy(r.extra, row->extra, sizeof(r.extra));
+    h_use_daemon(runbench_cmp.daemon[side]);
+    if (c->tls) {
+        snprintf(target, sizeof(target), "127.0.0.1:%d", h_daemon_tls_port());
+    } else {
+        runbench_target(target, sizeof(target), use_unix);
+    }
+    runbench_one(&r, bin, runbench_cmp.seconds, target, masters, tls_ca);
+    if (!runbench_judge(&r, runbench_smoke)) {
+        c->failed = true;
+        h_print_daemon_log_tail(20);
+        return false;
+    }
+    n = c->runs[side]++;
+    c->pps[side][n] = r.pps;
+    c->p50[side][n] = r.p50;
+    c->cpu[side][n] = r.cpu_ok ? r.cpu_us : -1;
+    return true;
+}
+
+/*
+ * The comparison rows of one setup (tls or not; in --smoke only those
+ * marked smoke) on the daemons started with o, rounds times: each
+ * round places the daemons (runbench_cmp_place), then runs every row
+ * once on each, current then base in even rounds and base then current
+ * in odd ones (ABBA), so that load from elsewhere that grows or fades
+ * weighs on both sides alike.  False when a run or a restart failed.
+ */
+static bool
+runbench_cmp_setup_rows(bool tls, const struct h_daemon_opts *o, const char *bin,
+                        const char *masters, const char *tls_ca, bool use_unix)
+{
+    struct runbench_cmp *c;
+    bool good = true;
+    int round, first;
+    size_t i;
+
+    for (round = 0; round < runbench_cmp.rounds; round++) {
+        if (!runbench_cmp_place(o, round)) {
+            return false;
+        }
+        first = round % 2 == 0 ? RUNBENCH_CURRENT : RUNBENCH_BASE;
+        for (i = 0; i < RUNBENCH_NCMP; i++) {
+            c = &runbench_cmp_rows[i];
+            if (c->tls != tls || (runbench_smoke && !c->smoke)) {
+                continue;
+            }
+            good = runbench_cmp_one(c, first, round, bin, masters, tls_ca, use_unix) && good;
+            good = runbench_cmp_one(c, RUNBENCH_SIDES - 1 - first, round, bin, masters, tls_ca,
+                                    use_unix) && good;
+        }
+    }
+    return good;
+}
+
+/*
+ * memory-session on each side, interleaved as the rows are, in at most
+ * RUNBENCH_CMP_MEM_ROUNDS rounds (memory is steadier than time, and each
+ * run grants 10000 locks): each run on a fresh daemon of that side's
+ * binary (runbench_hold_one), its bytes per lock and renewal CPU over
+ * window_ms kept.  False when a hold run failed.
+ */
+static bool
+runbench_cmp_memory(const char *bin, bool use_unix, int64_t window_ms)
+{
+    struct runbench_hold h;
+    char label[64];
+    bool good = true;
+    int round, k, side, n;
+
+    runbench_cmp_mem.ran = true;
+    for (round = 0; round < runbench_cmp.rounds && round < RUNBENCH_CMP_MEM_ROUNDS; round++) {
+        for (k = 0; k < RUNBENCH_SIDES; k++) {
+            side = round % 2 == 0 ? k : RUNBENCH_SIDES - 1 - k;
+            h = runbench_session;
+            snprintf(label, sizeof(label), "%s-%s-%d", runbench_session.label,
+                     side == RUNBENCH_CURRENT ? "current" : "base", round + 1);
+            h.label = label;
+            if (setenv("REDLOCKD_BIN", runbench_cmp.bin[side], 1) != 0
+                || !runbench_hold_one(&h, bin, use_unix, window_ms)) {
+                h_print_daemon_log_tail(20);
+                runbench_cmp_mem.failed = true;
+                good = false;
+                continue;
+            }
+            n = runbench_cmp_mem.runs[side]++;
+            runbench_cmp_mem.per_lock[side][n] = runbench_per_lock(&h);
+            runbench_cmp_mem.cpu_pct[side][n] = h.cpu_ok ? h.cpu_pct : -1;
+        }
+    }
+    (void)setenv("REDLOCKD_BIN", runbench_cmp.bin[RUNBENCH_CURRENT], 1);
+    return good;
+}
+
+/* "127.0.0.1:<port>,..." of the current test's masters, into buf. */
+static void
+runbench_masters_list(char *buf, size_t size)
+{
+    size_t i, len = 0;
+
+    buf[0] = '\0';
+    for (i = 0; i < RUNBENCH_MASTERS && len < size; i++) {
+        len += (size_t)snprintf(buf + len, size - len, "%s127.0.0.1:%d", i > 0 ? "," : "",
+                                h_master_port(i));
+    }
+}
+
+/*
+ * The comparison: a test of its own with five masters and both daemons
+ * for the plain rows (then, not in --smoke, memory-session on fresh
+ * daemons of each side), then a TLS test of its own with both daemons
+ * for the TLS rows.  Called with no test running.  False when a run or
+ * a setup failed.
+ */
+static bool
+runbench_compare(const char *bin, bool use_unix, int64_t window_ms)
+{
+    struct h_daemon_opts o;
+    char masters[H_MASTERS_MAX * 24];
+    bool good;
+
+    fprintf(stderr, "run_bench: compare against %s (%s), %d round%s of %s s per row\n",
+            runbench_cmp.name, runbench_cmp.bin[RUNBENCH_BASE], runbench_cmp.rounds,
+            runbench_cmp.rounds == 1 ? "" : "s", runbench_cmp.seconds);
+    memset(&o, 0, sizeof(o));
+    o.log_level = "warn";
+    runbench_masters_tls = false;
+    if (h_begin("bench-compare") != 0 || h_start_masters(RUNBENCH_MASTERS) != 0
+        || !runbench_cmp_daemons(&o)) {
+        fprintf(stderr, "run_bench: compare: could not start the masters and both daemons\n");
+        h_end();
+        return false;
+    }
+    runbench_masters_list(masters, sizeof(masters));
+    good = runbench_cmp_setup_rows(false, &o, bin, masters, NULL, use_unix);
+    if (!runbench_smoke) {
+        good = runbench_cmp_memory(bin, use_unix, window_ms) && good;
+    }
+    h_end();
+    if (runbench_smoke) {
+        return good;
+    }
+    if (h_begin("bench-compare-tls") != 0 || !runbench_tls_setup(&o)
+        || !runbench_cmp_daemons(&o)) {
+        fprintf(stderr, "run_bench: compare: could not start the TLS masters and both "
+                "daemons\n");
+        h_end();
+        return false;
+    }
+    good = runbench_cmp_setup_rows(true, &o, bin, NULL, runbench_tls_files.ca, false) && good;
+    h_end();
+    return good;
+}
+
+/* The median of the n values of v that are >= 0 (-1 when none). */
+static double
+runbench_median(const double *v, int n)
+{
+    double s[RUNBENCH_CMP_ROUNDS_MAX], t;
+    int i, j, m = 0;
+
+    for (i = 0; i < n; i++) {
+        if (v[i] >= 0) {
+            s[m++] = v[i];
+        }
+    }
+    for (i = 1; i < m; i++) {
+        for (j = i; j > 0 && s[j - 1] > s[j]; j--) {
+            t = s[j];
+            s[j] = s[j - 1];
+            s[j - 1] = t;
+        }
+    }
+    if (m == 0) {
+        return -1;
+    }
+    return m % 2 == 1 ? s[m / 2] : (s[m / 2 - 1] + s[m / 2]) / 2;
+}
+
+/*
+ * One measure of a comparison row: the median over the rounds of each
+ * side (with that many decimals), and the ratio: the median of the
+ * rounds' own ratios (a round's current over the same round's base,
+ * measured a few seconds apart), "n/a" when a side has none.  Returns
+ * the ratio, or -1.
+ */
+static double
+runbench_cmp_cells(const double v[RUNBENCH_SIDES][RUNBENCH_CMP_ROUNDS_MAX],
+                   const int runs[RUNBENCH_SIDES], int decimals)
+{
+    double cur = runbench_median(v[RUNBENCH_CURRENT], runs[RUNBENCH_CURRENT]);
+    double base = runbench_median(v[RUNBENCH_BASE], runs[RUNBENCH_BASE]);
+    double q[RUNBENCH_CMP_ROUNDS_MAX], ratio;
+    int i, n = 0;
+
+    for (i = 0; i < runs[RUNBENCH_CURRENT] && i < runs[RUNBENCH_BASE]; i++) {
+        if (v[RUNBENCH_CURRENT][i] >= 0 && v[RUNBENCH_BASE][i] > 0) {
+            q[n++] = v[RUNBENCH_CURRENT][i] / v[RUNBENCH_BASE][i];
+        }
+    }
+    ratio = runbench_median(q, n);
+    if (cur < 0 || base <= 0 || ratio < 0) {
+        printf(" %9s %9s %6s", "-", "-", "n/a");
+        return -1;
+    }
+    printf(" %9.*f %9.*f %6.2f", decimals, cur, decimals, base, ratio);
+    return ratio;
+}
+
+/* The range of the rounds' own pairs/s ratios (current / base of one round), "lo-hi". */
+static void
+runbench_cmp_spread(const struct runbench_cmp *c)
+{
+    double lo = 0, hi = 0, q;
+    int i, n = c->runs[RUNBENCH_CURRENT] < c->runs[RUNBENCH_BASE]
+               ? c->runs[RUNBENCH_CURRENT] : c->runs[RUNBENCH_BASE];
+
+    for (i = 0; i < n; i++) {
+        q = c->pps[RUNBENCH_BASE][i] > 0 ? c->pps[RUNBENCH_CURRENT][i] / c->pps[RUNBENCH_BASE][i]
+                                         : 0;
+        lo = i == 0 || q < lo ? q : lo;
+        hi = i == 0 || q > hi ? q : hi;
+    }
+    if (n == 0) {
+        printf(" %11s", "-");
+    } else {
+        printf(" %5.2f-%-5.2f", lo, hi);
+    }
+}
+
+/* One row of the comparison table; true when it is slower beyond the noise band. */
+static bool
+runbench_cmp_row(const struct runbench_cmp *c)
+{
+    const struct runbench_run *row = c->tls ? &runbench_tls_runs[c->row] : &runbench_runs[c->row];
+    double pps, p50, cpu;
+    bool slower;
+
+    printf("  %-20s", row->label);
+    if (c->failed || c->runs[RUNBENCH_CURRENT] == 0 || c->runs[RUNBENCH_BASE] == 0) {
+        printf(" (failed)\n");
+        return false;
+    }
+    pps = runbench_cmp_cells(c->pps, c->runs, 0);
+    p50 = runbench_cmp_cells(c->p50, c->runs, 0);
+    cpu = runbench_cmp_cells(c->cpu, c->runs, 1);
+    runbench_cmp_spread(c);
+    slower = (pps >= 0 && pps < RUNBENCH_CMP_PPS) || p50 > RUNBENCH_CMP_TIME
+             || cpu > RUNBENCH_CMP_TIME;
+    printf("  %s%s%s%s\n", slower ? "slower:" : "ok",
+           pps >= 0 && pps < RUNBENCH_CMP_PPS ? " pairs/s" : "",
+           p50 > RUNBENCH_CMP_TIME ? " p50" : "", cpu > RUNBENCH_CMP_TIME ? " cpu" : "");
+    return slower;
+}
+
+/* The memory-session line of the comparison table; true when it is slower (larger). */
+static bool
+runbench_cmp_mem_row(void)
+{
+    double per_lock, cpu;
+    bool slower;
+
+    printf("\n  %-20s %9s %9s %6s %9s %9s %6s   (%d round%s, a fresh daemon a run)\n", "",
+           "bytes/lk", "base", "ratio", "renew %", "base", "ratio",
+           runbench_cmp_mem.runs[RUNBENCH_CURRENT],
+           runbench_cmp_mem.runs[RUNBENCH_CURRENT] == 1 ? "" : "s");
+    printf("  %-20s", runbench_session.label);
+    if (runbench_cmp_mem.failed || runbench_cmp_mem.runs[RUNBENCH_CURRENT] == 0
+        || runbench_cmp_mem.runs[RUNBENCH_BASE] == 0) {
+        printf(" (failed)\n");
+        return false;
+    }
+    per_lock = runbench_cmp_cells(runbench_cmp_mem.per_lock, runbench_cmp_mem.runs, 0);
+    cpu = runbench_cmp_cells(runbench_cmp_mem.cpu_pct, runbench_cmp_mem.runs, 2);
+    slower = per_lock > RUNBENCH_CMP_MEM || cpu > RUNBENCH_CMP_RENEW;
+    printf("  %s%s%s\n", slower ? "slower:" : "ok", per_lock > RUNBENCH_CMP_MEM ? " memory" : "",
+           cpu > RUNBENCH_CMP_RENEW ? " renewal cpu" : "");
+    return slower;
+}
+
+/*
+ * The comparison table: each row's medians over the rounds on this
+ * build's daemon and on the base's, their ratios (current / base), the
+ * range of the rounds' own pairs/s ratios, and whether the row is
+ * slower beyond the noise band.  Reported, never judged: the exit
+ * status does not depend on it.
+ */
+static void
+runbench_cmp_table(void)
+{
+    size_t i, slower = 0;
+
+    printf("\nagainst %s (this build's daemon / the base's, on the same masters at the same "
+           "time:\n%d round%s of a %s s run per row on each, interleaved current, base, base, "
+           "current, ...;\nthe two daemons swap places each round; medians over the rounds; "
+           "ratio: the median\nof the rounds' own ratios current / base; spread: the lowest and "
+           "highest of them for\npairs/s; slower: pairs/s ratio < %.2f, or p50 or cpu us/pair "
+           "ratio > %.2f, or bytes\nper lock > %.2f or renewal CPU > %.2f; report only)\n",
+           runbench_cmp.name, runbench_cmp.rounds, runbench_cmp.rounds == 1 ? "" : "s",
+           runbench_cmp.seconds, RUNBENCH_CMP_PPS, RUNBENCH_CMP_TIME, RUNBENCH_CMP_MEM,
+           RUNBENCH_CMP_RENEW);
+    printf("  %-20s %9s %9s %6s %9s %9s %6s %9s %9s %6s %11s\n", "run", "pairs/s", "base",
+           "ratio", "p50 us", "base", "ratio", "cpu/pair", "base", "ratio", "spread");
+    for (i = 0; i < RUNBENCH_NCMP; i++) {
+        if (!runbench_smoke || runbench_cmp_rows[i].smoke) {
+            slower += runbench_cmp_row(&runbench_cmp_rows[i]);
+        }
+    }
+    if (runbench_cmp_mem.ran) {
+        slower += runbench_cmp_mem_row();
+    }
+    printf("  %zu row%s slower than %s beyond the noise band\n", slower, slower == 1 ? "" : "s",
+           runbench_cmp.name);
+}
+
+/*
+ * The comparison's settings from the environment: REDLOCKD_BASE_BIN
+ * (the base's daemon; in --smoke without it, this build's daemon
+ * against itself), BENCH_BASE_NAME, BENCH_COMPARE_ROUNDS; the current
+ * daemon is REDLOCKD_BIN's.  Returns 0, or -1 when the base cannot be
+ * run (the reason printed).
+ */
+static int
+runbench_cmp_init(const char *seconds)
+{
+    const char *cur = getenv("REDLOCKD_BIN"), *base = getenv("REDLOCKD_BASE_BIN");
+    const char *name = getenv("BENCH_BASE_NAME"), *rounds = getenv("BENCH_COMPARE_ROUNDS");
+
+    if (cur == NULL || cur[0] == '\0') {
+        cur = "./build/redlockd";
+    }
+    runbench_cmp.on = runbench_smoke || (base != NULL && base[0] != '\0');
+    if (!runbench_cmp.on) {
+        return 0;
+    }
+    if (base == NULL || base[0] == '\0') {
+        base = cur;
+        name = "itself";
+    }
+    if (access(base, X_OK) != 0) {
+        fprintf(stderr, "run_bench: REDLOCKD_BASE_BIN=%s: %s\n", base, strerror(errno));
+        return -1;
+    }
+    snprintf(runbench_cmp.bin[RUNBENCH_CURRENT], sizeof(runbench_cmp.bin[0]), "%s", cur);
+    snprintf(runbench_cmp.bin[RUNBENCH_BASE], sizeof(runbench_cmp.bin[0]), "%s", base);
+    runbench_cmp.name = name != NULL && name[0] != '\0' ? name : base;
+    runbench_cmp.rounds = runbench_smoke ? 1 : rounds != NULL && atoi(rounds) > 0
+                          ? atoi(rounds) : RUNBENCH_CMP_ROUNDS;
+    if (runbench_cmp.rounds > RUNBENCH_CMP_ROUNDS_MAX) {
+        runbench_cmp.rounds = RUNBENCH_CMP_ROUNDS_MAX;
+    }
+    /* A row's BENCH_SECONDS on each daemon, in rounds runs of at least 1 s. */
+    snprintf(runbench_cmp.seconds, sizeof(runbench_cmp.seconds), "%.2f", runbench_smoke
+             ? atof(RUNBENCH_SMOKE_CMP_S) : atof(seconds) / runbench_cmp.rounds
+             > RUNBENCH_CMP_RUN_MIN_S ? atof(seconds) / runbench_cmp.rounds
+             : RUNBENCH_CMP_RUN_MIN_S);
+    return 0;
+}
+
 int
 main(int argc, char **argv)
 {
@@ -2862,13 +3419,13 @@ main(int argc, char **argv)
     char noisy_bin[4096], hostile_bin[4096];
     bool smoke = false, good = true, use_unix;
     int64_t window_ms;
-    size_t i, len = 0;
+    size_t i;
 
     if (argc == 2 && strcmp(argv[1], "--smoke") == 0) {
         smoke = runbench_smoke = true;
     } else if (argc != 1) {
         fprintf(stderr, "usage: run_bench [--smoke]   (environment: BENCH_SECONDS, "
-                "REDLOCKD_BIN, REDLOCK_BENCH_BIN, BENCH_UNIX)\n");
+                "REDLOCKD_BIN, REDLOCKD_BASE_BIN, REDLOCK_BENCH_BIN, BENCH_UNIX)\n");
         return 2;
     }
     setvbuf(stdout, NULL, _IOLBF, 0);
@@ -2889,6 +3446,14 @@ main(int argc, char **argv)
     } else if (window_ms < RUNBENCH_CPU_MIN_MS) {
         window_ms = RUNBENCH_CPU_MIN_MS;
     }
+    if (runbench_cmp_init(seconds) != 0) {
+        return 1;
+    }
+    if (only != NULL && strcmp(only, "compare") == 0 && !runbench_cmp.on) {
+        fprintf(stderr, "run_bench: BENCH_ONLY=compare needs REDLOCKD_BASE_BIN (make "
+                "bench-compare BASE=<commit>)\n");
+        return 2;
+    }
     if (runbench_raise_nofile((runbench_session.conns > runbench_counted.conns
                                ? runbench_session.conns : runbench_counted.conns)
                               + RUNBENCH_CLIENTS_SPARE) != 0
@@ -2897,6 +3462,13 @@ main(int argc, char **argv)
     }
     runbench_session_max.locks = runbench_session_max.conns
         = smoke ? RUNBENCH_SMOKE_SESSION : runbench_max_sessions();
+    if (only != NULL && strcmp(only, "compare") == 0) {
+        /* The comparison alone (on masters and daemons of its own). */
+        good = runbench_compare(bin, use_unix, window_ms);
+        h_suite_cleanup();
+        runbench_cmp_table();
+        return good ? 0 : 1;
+    }
     memset(&o, 0, sizeof(o));
     o.log_level = "warn";
     if (h_begin("bench") != 0 || h_start_masters(RUNBENCH_MASTERS) != 0
@@ -2905,10 +3477,7 @@ main(int argc, char **argv)
         h_suite_cleanup();
         return 1;
     }
-    for (i = 0; i < RUNBENCH_MASTERS; i++) {
-        len += (size_t)snprintf(masters + len, sizeof(masters) - len, "%s127.0.0.1:%d",
-                                i > 0 ? "," : "", h_master_port(i));
-    }
+    runbench_masters_list(masters, sizeof(masters));
     runbench_target(target, sizeof(target), use_unix);
     if (only != NULL && strcmp(only, "list") == 0) {
         /* The list-cpu rows alone. */
@@ -3001,14 +3570,20 @@ main(int argc, char **argv)
     if (!runbench_tls(bin, seconds)) {
         good = false;
     }
+    if (runbench_cmp.on && !runbench_compare(bin, use_unix, window_ms)) {
+        good = false;
+    }
     h_suite_cleanup();
     runbench_table(seconds, smoke);
+    if (runbench_cmp.on) {
+        runbench_cmp_table();
+    }
     if (smoke) {
         if (good) {
             printf("\nbench-smoke: every mode ran, with pairs and no errors; every hold run held "
                    "all its locks, renewals ok; counted and shared holds within their kinds; "
-                   "the TLS rows and the hostile row ran; the peer rows %s\n",
-                   runbench_peers_ran ? "ran" : "were skipped");
+                   "the TLS rows, the hostile row and the comparison against %s ran; the peer "
+                   "rows %s\n", runbench_cmp.name, runbench_peers_ran ? "ran" : "were skipped");
         } else {
             printf("\nbench-smoke: FAILED\n");
         }
