@@ -1290,6 +1290,47 @@ mt_stat_on(int fd, const char *name)
     return v;
 }
 
+/* Close fd with a reset (SO_LINGER 0): what it had not sent or read is dropped. */
+static void
+mt_reset(int fd)
+{
+    struct linger lg = { 1, 0 };
+
+    ck_assert_int_eq(setsockopt(fd, SOL_SOCKET, SO_LINGER, &lg, sizeof(lg)), 0);
+    close(fd);
+}
+
+/*
+ * A scraper that resets its connections (SO_LINGER 0), one in the
+ * middle of a request and one idle with its last answer unread, gives
+ * their places back: metrics_connections returns to 0, the next scrape
+ * is answered 200 with nothing evicted, and the lock port serves.
+ */
+START_TEST(metrics_reset_gives_place_back)
+{
+    struct h_daemon_opts opts;
+    int half, idle, lock;
+
+    memset(&opts, 0, sizeof(opts));
+    opts.metrics_max_connections = 4;       /* 2 for the group of 127/8 */
+    opts.metrics_request_timeout_ms = 60000;    /* no deadline closes them meanwhile */
+    EXPECT_SETUP(.masters = NMASTERS, .daemons = 1, .opts = &opts, .metrics_port = &mt_port);
+    lock = expect_tcp();
+    half = mt_half_request();
+    idle = h_connect_port(mt_port);
+    ck_assert_msg(idle >= 0, "cannot connect to the metrics port");
+    ck_assert_int_eq(h_send_raw(idle, MT_KEEPALIVE_GET, strlen(MT_KEEPALIVE_GET)), 0);
+    mt_wait_conns(lock, 2);
+    mt_reset(half);
+    mt_reset(idle);         /* its answer, if it came, unread */
+    mt_wait_conns(lock, 0);
+    ck_assert_msg(mt_cond_serving(NULL), "a scrape after the resets was not answered 200");
+    ck_assert_int_eq(mt_stat_on(lock, "metrics_evicted"), 0);
+    EXPECT_PREFIX(lock, "LOCK rst", "OK rst validity=");
+    close(lock);
+}
+END_TEST
+
 /*
  * metrics.max_connections: 4, hence 2 from one address group (all of
  * 127/8 is one).  The group full, a new connection is not refused: the
@@ -1795,6 +1836,8 @@ metrics_suite(void)
                     TEST_TIMEOUT_S);
     expect_add_case(s, "metrics_connection_cap", metrics_connection_cap, h_end,
                     TEST_TIMEOUT_S);
+    expect_add_case(s, "metrics_reset_gives_place_back", metrics_reset_gives_place_back,
+                    h_end, TEST_TIMEOUT_S);
     expect_add_case(s, "metrics_slowloris_scrapes_served", metrics_slowloris_scrapes_served,
                     h_end, TEST_TIMEOUT_S);
     expect_add_case(s, "metrics_groups_evict_their_own", metrics_groups_evict_their_own,
