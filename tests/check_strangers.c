@@ -388,6 +388,56 @@ START_TEST(pool_flood_admits_newcomer)
 }
 END_TEST
 
+#define ST_HELD_CONNS  (AUTHLIMIT_BURST + 4)   /* guesses from one address: the last
+                                                   ones wait for their turn */
+
+/*
+ * AUTHs that wait for their turn to be checked, their connections reset
+ * (SO_LINGER 0) in line: each gives its turn and its slot back at once
+ * (auth_waiting and unauthenticated to 0), nothing is checked for them
+ * afterwards, and the right password from the same address group gets
+ * in.  A leaked turn would hold every later AUTH of the group behind a
+ * connection that is gone.
+ */
+START_TEST(held_auth_reset_gives_turn_back)
+{
+    struct h_daemon_opts o = { .retry_delay_ms = 100, .auth_password = PASSWORD };
+    struct linger lg = { 1, 0 };
+    long long failures = -1, after = -1;
+    int fds[ST_HELD_CONNS];
+    int64_t took;
+    char *got;
+    int u, i;
+
+    EXPECT_SETUP(.masters = NMASTERS, .daemons = 1, .opts = &o);
+    u = h_connect_unix();
+    ck_assert_int_ge(u, 0);
+    for (i = 0; i < ST_HELD_CONNS; i++) {
+        fds[i] = h_tcp_connect("127.0.0.3", "127.0.0.1", h_daemon_port(), 0);
+        ck_assert_msg(fds[i] >= 0, "connect from 127.0.0.3: %s", strerror(errno));
+        ck_assert_int_eq(h_send_raw(fds[i], "AUTH guess\n", 11), 0);
+    }
+    ck_assert_msg(st_wait_stat(u, "auth_waiting", 1, ST_LET_IN_MS),
+                  "no AUTH waited for its turn after %d guesses", ST_HELD_CONNS);
+    for (i = 0; i < ST_HELD_CONNS; i++) {
+        ck_assert_int_eq(setsockopt(fds[i], SOL_SOCKET, SO_LINGER, &lg, sizeof(lg)), 0);
+        close(fds[i]);
+    }
+    expect_wait_stat_on(u, "auth_waiting", 0);
+    expect_wait_unauthenticated(u, 0);
+    ck_assert_int_eq(h_stat(u, "auth_failures", &failures), 0);
+    got = st_auth_from("127.0.0.4", PASSWORD, ST_LET_IN_MS, &took);
+    ck_assert_msg(strcmp(got, "OK") == 0, "the right password after the resets got '%s' "
+                  "after %lld ms", got, (long long)took);
+    free(got);
+    ck_assert_int_eq(h_stat(u, "auth_failures", &after), 0);
+    ck_assert_msg(after == failures, "%lld wrong passwords were checked for connections "
+                  "that were gone", after - failures);
+    EXPECT_REPLY(u, "PING", "PONG");
+    close(u);
+}
+END_TEST
+
 #define ST_KNOWN_TRIES 10    /* a known client's tries through the churn */
 #define ST_CHURNED     100   /* evictions that show the strangers' share is full and
                                 turning over (each of their groups holds a few slots) */
@@ -442,6 +492,7 @@ strangers_suite(void)
     EXPECT_ADD(s, right_password_behind_guesser, 60);
     EXPECT_ADD(s, pool_flood_admits_newcomer, 60);
     EXPECT_ADD(s, known_client_through_churn, 60);
+    EXPECT_ADD(s, held_auth_reset_gives_turn_back, 60);
     return s;
 }
 
