@@ -405,10 +405,10 @@ lock_broken(const char *key, size_t key_len, const char *tokens, size_t tokens_l
     }
     lk = lock_find(key + plen, key_len - plen);
     if (lk != NULL) {
-        /* A grant in flight whose token was broken is no grant (waiter_acquired). */
+        /* A grant in flight whose token was broken is no grant (waiter_broken). */
         TAILQ_FOREACH(w, &lk->waiters, link) {
-            if (WAITER_IN_ROUND(&w->life) && lock_token_among(w->token, tokens, tokens_len)) {
-                w->life.broken = true;
+            if (lock_token_among(w->token, tokens, tokens_len)) {
+                waiter_broken(&w->life);
             }
         }
     }

@@ -475,6 +475,14 @@ waiter_turn(const struct waiter_life *granted, size_t nqueued)
     return nqueued > 0 && !WAITER_ONCE(granted) ? nqueued - 1 : nqueued;
 }
 
+void
+waiter_broken(struct waiter_life *wl)
+{
+    if (WAITER_IN_ROUND(wl)) {
+        wl->broken = true;
+    }
+}
+
 bool
 waiter_drain(struct waiter_life *wl, int64_t now_us)
 {

@@ -387,6 +387,14 @@ bool waiter_drain(struct waiter_life *wl, int64_t now_us);
  */
 bool waiter_cancel(struct waiter_life *wl);
 
+/*
+ * A BREAK announced the end of the waiter's token: when a round is in
+ * flight, whatever it returns is no lock (its fence may be above the
+ * BREAK's), and its end releases it and tries again (waiter_on_round).
+ * Nothing outside a round (its next try takes a new token).
+ */
+void waiter_broken(struct waiter_life *wl);
+
 /* Readable names of a state and a timer, for logs and tests. */
 const char *waiter_state_name(enum waiter_state state);
 const char *waiter_timer_name(enum waiter_timer timer);

@@ -270,16 +270,21 @@ START_TEST(round_broken_grant_is_no_lock)
     struct waiter_round_step st;
 
     waiter_start(&wl, true, false);
-    wl.broken = true;
+    waiter_broken(&wl);
     st = waiter_on_round(&wl, &env, &r);
     ck_assert_int_eq(st.what, WAITER_ROUND_RETRY);
     ck_assert(st.release && st.retire && st.ghost);
     ck_assert(!wl.broken);
     ck_assert(st.at_us == T_NOW_US + T_RETRY_US);
+    /* A BREAK heard outside a round changes nothing: the next try takes a new token. */
+    wl = t_queued(REDLOCK_EXCLUSIVE);
+    waiter_start(&wl, false, false);
+    waiter_broken(&wl);
+    ck_assert(!wl.broken);
     /* One attempt: refused (TRYLOCK BUSY with no ttl). */
     waiter_life_init(&wl, REDLOCK_EXCLUSIVE, T_TTL_MS, 0, true, false, T_NOW_US);
     waiter_start(&wl, true, false);
-    wl.broken = true;
+    waiter_broken(&wl);
     st = waiter_on_round(&wl, &env, &r);
     ck_assert_int_eq(st.what, WAITER_ROUND_ANSWER);
     ck_assert_int_eq(st.answer, WAITER_ANSWER_BUSY);
