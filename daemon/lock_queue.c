@@ -355,23 +355,22 @@ waiter_finish(struct waiter *w, enum lock_outcome outcome, int64_t ttl_ms,
  * Until every master whose subscriber link is up confirmed it, a
  * refusal's mark could be deleted by a release that publishes to
  * nobody: the head's next try waits for the confirmations
- * (waiter_timer_cb, lock_subscribed), one round deadline at most, so
+ * (waiter_on_timer, lock_subscribed), one round deadline at most, so
  * that a slow or dead subscriber link never stalls a waiter for long
  * (its confirmation, when it comes, makes the head try again).
- * Returns true when the subscription starts now.
+ * Nothing when the name is watched already.
  */
-static bool
+static void
 lock_watch(struct lock *lk)
 {
     if (lk->watched) {
-        return false;
+        return;
     }
     lk->watched = true;
     redlock_watch(lk->key, lk->key_len, true);
     if (!redlock_watch_ready(lk->key, lk->key_len)) {
         lk->subscribe_until_us = util_now_us() + ctx.conf->node_timeout_ms * 1000;
     }
-    return true;
 }
 
 /* Run the waiter's timer at at_us (CLOCK_MONOTONIC; the policy kept it within wait=). */
