@@ -106,7 +106,7 @@ HARNESS_OBJ := $(B)/obj/tests/harness.o $(CLIENT_OBJ)
 SUITE_OBJ  := $(HARNESS_OBJ) $(B)/obj/tests/expect.o
 
 UNIT_TESTS := check_proto check_conf check_redlock check_lease check_client check_drift \
-              check_admit check_readq check_layout check_waiter
+              check_admit check_readq check_layout check_waiter check_reach
 # Unit suites are named for the module they test, end-to-end suites for
 # the feature they cover (tests/README.md is the index).
 INTEG_TESTS := check_session check_handover check_kinds check_lease_mode check_fence check_who \
@@ -192,6 +192,7 @@ $(B)/check_conf: $(B)/obj/tests/check_conf.o $(B)/obj/conf/conf.o
 $(B)/check_client: $(B)/obj/tests/check_client.o $(CLIENT_OBJ)
 $(B)/check_drift: $(B)/obj/tests/check_drift.o $(B)/obj/daemon/drift.o
 $(B)/check_waiter: $(B)/obj/tests/check_waiter.o $(B)/obj/daemon/waiter.o
+$(B)/check_reach: $(B)/obj/tests/check_reach.o $(B)/obj/daemon/reach.o
 $(B)/check_readq: $(B)/obj/tests/check_readq.o $(B)/obj/daemon/readq.o $(B)/obj/daemon/util.o
 $(B)/check_layout: $(B)/obj/tests/check_layout.o $(B)/obj/daemon/layout.o $(B)/obj/daemon/log.o \
                    $(B)/obj/daemon/util.o $(B)/obj/daemon/xmalloc.o

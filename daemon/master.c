@@ -938,8 +938,21 @@ master_tally(struct master_summary *sum)
         sum->duplicate += c.duplicate_of >= 0;
         counts = layout_counts(i, now);
         sum->layout_refused += !counts;
-        sum->counted += left == 0 && c.duplicate_of < 0 && counts;
+        sum->counted += master_counted(i, now);
     }
+}
+
+bool
+master_counted(size_t i, int64_t now_us)
+{
+    struct health_counts c;
+
+    if (i >= nmasters || masters[i].cmd.state != MASTER_UP) {
+        return false;
+    }
+    health_get_counts(i, &c);
+    return health_any_quarantine_left_ms(i, now_us) == 0 && c.duplicate_of < 0
+           && layout_counts(i, now_us);
 }
 
 void

@@ -218,6 +218,14 @@ const char *master_name(const struct master *m);
 /* Fill *sum with the masters' state now.  O(masters). */
 void master_tally(struct master_summary *sum);
 
+/*
+ * Whether master i's answers count now (now_us: util_now_us()): its
+ * command link is up, it is in no quarantine, it is no duplicate of an
+ * entry before it, and the layout registry counts it -- what
+ * master_summary.counted adds up.  False for an index out of range.
+ */
+bool master_counted(size_t i, int64_t now_us);
+
 /* Copy m's counters into st. */
 void master_get_stats(const struct master *m, struct master_stats *st);
 

@@ -23,6 +23,7 @@
 #include "daemon/master.h"
 #include "daemon/metrics.h"
 #include "daemon/notify.h"
+#include "daemon/reach.h"
 #include "daemon/redlock.h"
 #include "daemon/readq.h"
 #include "daemon/round.h"
@@ -569,17 +570,6 @@ struct server_probe {
     int           rc;           /* the exit status the report gave */
 };
 
-/* Master i is decided for the probe: up with its registry read, or down
- * after a connect attempt. */
-static bool
-server_probe_decided(size_t i)
-{
-    struct master_stats st;
-
-    master_get_stats(master_at(i), &st);
-    return (st.state == MASTER_UP && st.layout.read) || st.down_known;
-}
-
 /*
  * Print what --reach found of each master and whether this daemon could
  * grant; the exit status: 0, or 69 (EX_UNAVAILABLE) without a quorum.
@@ -625,7 +615,7 @@ server_probe_cb(evutil_socket_t fd, short what, void *arg)
 
     (void)fd;
     (void)what;
-    for (i = 0; i < n && server_probe_decided(i); i++) {
+    for (i = 0; i < n && reach_master_decided(i); i++) {
     }
     if (i == n || util_now_us() >= p->deadline_us) {
         p->rc = server_reach_report();
@@ -735,6 +725,7 @@ server_start_modules(const struct conf *conf)
         listener_stop();
         return -1;
     }
+    reach_start();
     return 0;
 }
 
@@ -775,6 +766,7 @@ server_run(struct conf *conf)
         rc = 1;
     }
     notify_stop();
+    reach_stop();
 
     for (i = 0; i < 3; i++) {
         event_free(sigs[i]);

@@ -1483,6 +1483,73 @@ START_TEST(readme_acl_covers_every_kind)
 }
 END_TEST
 
+/* Lines of the daemon's log that contain text. */
+static size_t
+ms_log_count(const char *text)
+{
+    char line[8192];
+    size_t n = 0;
+    FILE *f = fopen(h_daemon_log_path(), "r");
+
+    ck_assert_msg(f != NULL, "cannot read %s", h_daemon_log_path());
+    while (fgets(line, sizeof(line), f) != NULL) {
+        n += strstr(line, text) != NULL;
+    }
+    fclose(f);
+    return n;
+}
+
+/*
+ * The daemon says what it cannot reach: masters that refuse connections
+ * from the start are named, with the verdict on the quorum, once; a
+ * quorum regained and every master back are said; a master lost later
+ * is named, with how many more may fail.
+ */
+START_TEST(reach_said_in_log)
+{
+    char line[4096], want[64];
+    off_t at;
+    size_t i;
+
+    EXPECT_SETUP(.masters = NMASTERS);
+    for (i = 0; i < 3; i++) {
+        ck_assert_int_eq(h_kill_master(i), 0);
+    }
+    ck_assert(h_start_daemon(&expect_opts) == 0);
+    ck_assert_msg(h_wait_log(0, "masters not counted (3 of 5): ", H_PROMPT_MS + 1000),
+                  "no warning naming the 3 masters that refuse connections");
+    ck_assert(h_log_find(0, "masters not counted (3 of 5): ", line, sizeof(line)));
+    for (i = 0; i < 3; i++) {
+        snprintf(want, sizeof(want), "127.0.0.1:%d down (", h_master_port(i));
+        ck_assert_msg(strstr(line, want) != NULL, "'%s' does not name %s", line, want);
+    }
+    ck_assert_msg(strstr(line, "quorum 3 NOT reachable: 2 count") != NULL,
+                  "'%s' does not say the quorum is out of reach", line);
+
+    at = h_log_size();
+    for (i = 0; i < 3; i++) {
+        ck_assert_msg(h_restart_master(i) == 0, "master %zu did not restart", i);
+    }
+    ck_assert_msg(h_wait_log(at, "quorum regained: ", MS_RECONNECT_MS + H_PROMPT_MS),
+                  "no 'quorum regained' within %d ms of the masters' return",
+                  MS_RECONNECT_MS + H_PROMPT_MS);
+    ck_assert_msg(h_wait_log(at, "masters: all 5 count again, quorum 3",
+                             MS_RECONNECT_MS + H_PROMPT_MS),
+                  "no line saying every master counts again");
+    /* The same set is said once, however long it lasts. */
+    ck_assert_uint_eq(ms_log_count("masters not counted (3 of 5): "), 1);
+
+    at = h_log_size();
+    ck_assert_int_eq(h_kill_master(4), 0);
+    snprintf(want, sizeof(want), "masters not counted (1 of 5): 127.0.0.1:%d ",
+             h_master_port(4));
+    ck_assert_msg(h_wait_log(at, want, H_PROMPT_MS + 1000), "no warning naming master 4");
+    ck_assert(h_log_find(at, want, line, sizeof(line)));
+    ck_assert_msg(strstr(line, "quorum 3 reachable: 4 count, 1 more may fail") != NULL,
+                  "'%s' does not say the quorum is reachable", line);
+}
+END_TEST
+
 static Suite *
 masters_suite(void)
 {
@@ -1512,6 +1579,7 @@ masters_suite(void)
     EXPECT_ADD(s, duplicate_counts_once, TEST_TIMEOUT_40_S);
     EXPECT_ADD(s, evicting_policy_warned, TEST_TIMEOUT_40_S);
     EXPECT_ADD(s, readme_acl_covers_every_kind, TEST_TIMEOUT_40_S);
+    EXPECT_ADD(s, reach_said_in_log, TEST_TIMEOUT_40_S);
     return s;
 }
 
