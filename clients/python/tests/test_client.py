@@ -3,6 +3,7 @@
 import asyncio
 import os
 import signal
+import socket
 import subprocess
 import sys
 import tempfile
@@ -204,6 +205,119 @@ class Basics(ClientTest):
             a.lock("two words")
         with self.assertRaises(redlockd.ProtocolError):
             a.lock("py-ttl", ttl=1).acquire()
+
+
+class Bounds(ClientTest):
+    """Arguments out of the protocol's bounds are refused before anything
+    is sent, with an error that says what is wrong and the bound."""
+
+    def assertRefused(self, exc, message, fn, *args, **kw):
+        with self.assertRaises(exc) as cm:
+            fn(*args, **kw)
+        self.assertEqual(str(cm.exception), message)
+
+    def test_names(self):
+        a = self.client()
+        self.assertRefused(ValueError, "lock name is 300 bytes; at most 250", a.lock, "n" * 300)
+        self.assertRefused(ValueError, "lock name is 251 bytes; at most 250", a.lock, "é" + "n" * 249)
+        self.assertRefused(ValueError, "lock name is empty; it must be 1 to 250 bytes", a.lock, "")
+        self.assertRefused(ValueError, "lock name contains a space (at byte 3); it must be one "
+                           "word of printable ASCII (0x21 to 0x7e)", a.lock, "two words")
+        self.assertRefused(ValueError, "lock name has byte 0x0a at offset 3; it must be "
+                           "printable ASCII (0x21 to 0x7e) without spaces", a.status, "two\nPING")
+        self.assertRefused(ValueError, "lock name has byte 0xc3 at offset 0; it must be "
+                           "printable ASCII (0x21 to 0x7e) without spaces", a.lock, "été")
+        self.assertRefused(TypeError, "lock name must be a str, not int", a.lock, 42)
+        self.assertRefused(ValueError, "lock name is 300 bytes; at most 250",
+                           a.lease, "n" * 300, ttl=1000)
+        self.assertRefused(ValueError, "lock name is 300 bytes; at most 250",
+                           a.break_lock, "n" * 300)
+        # The longest name is taken, and nothing refused was sent: the
+        # session answers in step.
+        with a.lock("n" * 250, timeout=5) as lk:
+            self.assertEqual(lk.holds, 1)
+        self.assertTrue(a.ping())
+
+    def test_other_arguments(self):
+        a = self.client()
+        self.assertRefused(ValueError, "label is 65 bytes; at most 64",
+                           a.lock("py-bounds", label="l" * 65).acquire)
+        self.assertRefused(ValueError, "label contains a space (at byte 3); it must be one word "
+                           "of printable ASCII (0x21 to 0x7e)",
+                           a.lock("py-bounds", label="has space").acquire)
+        self.assertRefused(ValueError, "ttl is 0 ms; it must be 1 to 4000000000000 ms",
+                           a.lock("py-bounds", ttl=0).acquire)
+        self.assertRefused(ValueError, "limit is 2000; it must be 1 to 1000",
+                           a.lock("py-bounds", limit=2000).acquire)
+        self.assertRefused(ValueError, "token is 3 characters; it must be 32 lowercase hex "
+                           "digits (as the lease's grant gave it)", a.release, "py-bounds", "abc")
+        self.assertRefused(ValueError, "token has 'G' at offset 0; it must be 32 lowercase hex "
+                           "digits (as the lease's grant gave it)",
+                           a.extend, "py-bounds", "G" * 32, 1000)
+        self.assertRefused(ValueError, "prefix is 251 bytes; at most 250", a.list, "p" * 251)
+        self.assertRefused(ValueError, "password is 251 bytes; at most 250",
+                           redlockd.Client, self.d.address, password="p" * 251)
+        self.assertTrue(a.ping())
+        self.assertIsNone(a.status("py-bounds"))
+
+
+class DefaultOrder(ClientTest):
+    """Without an address or environment, a Client tries the Unix socket
+    (DEFAULT_SOCKET) and then TCP (DEFAULT_ADDRESS), as redlockctl does."""
+
+    def setUp(self):
+        for k in ("REDLOCKD_SOCKET", "REDLOCKD_ADDR"):
+            if k in os.environ:
+                self.addCleanup(os.environ.__setitem__, k, os.environ.pop(k))
+        for k in ("DEFAULT_SOCKET", "DEFAULT_ADDRESS"):
+            self.addCleanup(setattr, redlockd, k, getattr(redlockd, k))
+        self.dir = tempfile.mkdtemp(prefix="redlockd-py-order.")
+        self.addCleanup(subprocess.run, ["rm", "-rf", self.dir], check=False)
+        # An address nothing listens on.
+        with socket.socket() as s:
+            s.bind(("127.0.0.1", 0))
+            self.dead = "127.0.0.1:%d" % s.getsockname()[1]
+
+    def label(self, c, name):
+        with c.lock(name, timeout=5):
+            return c.status(name)["label"]
+
+    def test_socket_first(self):
+        redlockd.DEFAULT_SOCKET, redlockd.DEFAULT_ADDRESS = self.d.sock, self.dead
+        c = redlockd.Client()
+        self.addCleanup(c.close)
+        self.assertEqual(c.address, "unix:" + self.d.sock)
+        self.assertIn(":uid=", self.label(c, "py-order-unix"))   # the daemon saw a Unix peer
+
+    def test_tcp_when_the_socket_fails(self):
+        stale = os.path.join(self.dir, "stale.sock")   # a socket file nobody listens on
+        with socket.socket(socket.AF_UNIX) as s:
+            s.bind(stale)
+        redlockd.DEFAULT_ADDRESS = self.d.address
+        for path in (stale, os.path.join(self.dir, "absent.sock")):
+            redlockd.DEFAULT_SOCKET = path
+            c = redlockd.Client()
+            self.addCleanup(c.close)
+            self.assertEqual(c.address, self.d.address)
+            self.assertIn(":127.0.0.1:", self.label(c, "py-order-tcp"))
+
+    def test_neither(self):
+        redlockd.DEFAULT_SOCKET = os.path.join(self.dir, "absent.sock")
+        redlockd.DEFAULT_ADDRESS = self.dead
+        with self.assertRaises(ConnectionRefusedError) as cm:
+            redlockd.Client()
+        self.assertIn(f"{redlockd.DEFAULT_SOCKET}: No such file or directory; "
+                      f"{self.dead}: Connection refused", str(cm.exception))
+
+    def test_environment_before_the_socket(self):
+        redlockd.DEFAULT_SOCKET, redlockd.DEFAULT_ADDRESS = self.d.sock, self.dead
+        os.environ["REDLOCKD_ADDR"] = self.d.address
+        try:
+            c = redlockd.Client()
+            self.addCleanup(c.close)
+        finally:
+            del os.environ["REDLOCKD_ADDR"]
+        self.assertEqual(c.address, self.d.address)
 
 
 class DocExample(ClientTest):
