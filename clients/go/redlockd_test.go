@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -318,6 +319,118 @@ func TestClient(t *testing.T) {
 		})
 		if err := w.Ping(ctx); err != nil {
 			t.Fatal(err)
+		}
+	})
+
+	// Arguments out of the protocol's bounds are refused before anything is
+	// sent, with an error that says what is wrong and the bound.
+	t.Run("bounds named in the errors", func(t *testing.T) {
+		a := dial(t, d.addr(), nil)
+		refused := func(err error, want string) {
+			t.Helper()
+			if err == nil || err.Error() != want || !errors.Is(err, ErrProtocol) {
+				t.Errorf("got %v, want %q (matching ErrProtocol)", err, want)
+			}
+		}
+		lock := func(name string, o *LockOptions) error { _, err := a.Lock(ctx, name, o); return err }
+		long := strings.Repeat("n", 300)
+		ascii := "it must be one word of printable ASCII (0x21 to 0x7e)"
+		printable := "it must be printable ASCII (0x21 to 0x7e) without spaces"
+		refused(lock(long, nil), "lock name is 300 bytes; at most 250")
+		refused(lock("é"+strings.Repeat("n", 249), nil), "lock name is 251 bytes; at most 250")
+		refused(lock("", nil), "lock name is empty; it must be 1 to 250 bytes")
+		refused(lock("two words", nil), "lock name contains a space (at byte 3); "+ascii)
+		_, _, err := a.Status(ctx, "two\nPING", "")
+		refused(err, "lock name has byte 0x0a at offset 3; "+printable)
+		refused(lock("été", nil), "lock name has byte 0xc3 at offset 0; "+printable)
+		_, err = a.Lease(ctx, long, time.Second, nil)
+		refused(err, "lock name is 300 bytes; at most 250")
+		refused(a.Break(ctx, long), "lock name is 300 bytes; at most 250")
+		refused(a.Release(ctx, long, strings.Repeat("a", 32)), "lock name is 300 bytes; at most 250")
+		refused(lock("go-bounds", &LockOptions{Label: strings.Repeat("l", 65)}), "label is 65 bytes; at most 64")
+		refused(lock("go-bounds", &LockOptions{Label: "has space"}), "label contains a space (at byte 3); "+ascii)
+		refused(lock("go-bounds", &LockOptions{TTL: time.Microsecond}), "ttl is 1µs; it must be 1ms to 4000000000000ms")
+		refused(lock("go-bounds", &LockOptions{Limit: 2000}), "limit is 2000; it must be 1 to 1000")
+		hex := "it must be 32 lowercase hex digits (as the lease's grant gave it)"
+		refused(a.Release(ctx, "go-bounds", "abc"), "token is 3 bytes; "+hex)
+		_, err = a.Extend(ctx, "go-bounds", strings.Repeat("G", 32), time.Second)
+		refused(err, "token has 'G' at offset 0; "+hex)
+		_, err = a.List(ctx, strings.Repeat("p", 251))
+		refused(err, "prefix is 251 bytes; at most 250")
+		_, err = Dial(ctx, d.addr(), &Options{Password: strings.Repeat("p", 251)})
+		refused(err, "password is 251 bytes; at most 250")
+		// The longest name is taken, and nothing refused was sent: the
+		// session answers in step.
+		l, err := a.Lock(ctx, strings.Repeat("n", 250), nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := l.Unlock(); err != nil {
+			t.Fatal(err)
+		}
+		if held, _, err := a.Status(ctx, "go-bounds", ""); held || err != nil {
+			t.Fatalf("go-bounds: held %v, %v", held, err)
+		}
+	})
+
+	// Without an address or environment: the Unix socket (DefaultSocket),
+	// then TCP (DefaultAddress), as redlockctl does.
+	t.Run("default order: the Unix socket, then TCP", func(t *testing.T) {
+		t.Setenv("REDLOCKD_SOCKET", "")
+		t.Setenv("REDLOCKD_ADDR", "")
+		t.Cleanup(func() { defaultSocket, defaultAddress = DefaultSocket, DefaultAddress })
+		dir := t.TempDir()
+		dead := fmt.Sprintf("127.0.0.1:%d", freePort(t))
+		label := func(c *Client, name string) string {
+			t.Helper()
+			l, err := c.Lock(ctx, name, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer func() { _ = l.Unlock() }()
+			_, f, err := c.Status(ctx, name, "")
+			if err != nil {
+				t.Fatal(err)
+			}
+			return f["label"]
+		}
+
+		defaultSocket, defaultAddress = d.sock, dead
+		c := dial(t, "", nil)
+		if c.Address() != "unix:"+d.sock || !strings.Contains(label(c, "go-order-unix"), ":uid=") {
+			t.Fatalf("connected to %s", c.Address()) // the daemon saw a TCP peer
+		}
+
+		// A socket file nobody listens on, and no file: TCP.
+		stale := filepath.Join(dir, "stale.sock")
+		ln, err := net.Listen("unix", stale)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ln.(*net.UnixListener).SetUnlinkOnClose(false)
+		ln.Close()
+		for _, sock := range []string{stale, filepath.Join(dir, "absent.sock")} {
+			defaultSocket, defaultAddress = sock, d.addr()
+			c := dial(t, "", nil)
+			if c.Address() != d.addr() || !strings.Contains(label(c, "go-order-tcp"), ":127.0.0.1:") {
+				t.Fatalf("with %s: connected to %s", sock, c.Address())
+			}
+		}
+
+		// Neither: the error names both.
+		defaultSocket, defaultAddress = filepath.Join(dir, "absent.sock"), dead
+		_, err = Dial(ctx, "", nil)
+		want := "cannot connect to redlockd: " + defaultSocket + ": no such file or directory; " +
+			dead + ": connection refused"
+		if err == nil || err.Error() != want || !errors.Is(err, syscall.ECONNREFUSED) {
+			t.Fatalf("got %v, want %q", err, want)
+		}
+
+		// The environment comes before the default socket.
+		defaultSocket, defaultAddress = d.sock, dead
+		t.Setenv("REDLOCKD_ADDR", d.addr())
+		if c := dial(t, "", nil); c.Address() != d.addr() {
+			t.Fatalf("with $REDLOCKD_ADDR: connected to %s", c.Address())
 		}
 	})
 
