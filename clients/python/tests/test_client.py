@@ -320,24 +320,54 @@ class DefaultOrder(ClientTest):
         self.assertEqual(c.address, self.d.address)
 
 
-class DocExample(ClientTest):
-    """The example of docs/using.md, as written but for the address: it
-    holds the lock and stops with "lost: broken" when the lock is broken."""
+def fenced(path, lang, heading=None):
+    """The code blocks of path fenced as lang (```lang), in order; only
+    those of the section under heading when it is given."""
+    with open(os.path.join(ROOT, path)) as f:
+        text = f.read()
+    if heading is not None:
+        text = text[text.index(heading):]
+        end = text.find("\n## ", 1)
+        text = text if end < 0 else text[:end]
+    blocks = []
+    for part in text.split("```" + lang + "\n")[1:]:
+        blocks.append(part[:part.index("```")])
+    return blocks
 
-    def test_example_hears_the_loss(self):
-        with open(os.path.join(ROOT, "docs", "using.md")) as f:
-            doc = f.read()
-        section = doc[doc.index("## Using it from Python"):]
-        code = section[section.index("```python\n") + 10:]
-        code = code[:code.index("```")].replace("127.0.0.1:7379", self.d.address)
-        path = os.path.join(tempfile.mkdtemp(prefix="redlockd-py-doc."), "example.py")
-        self.addCleanup(subprocess.run, ["rm", "-rf", os.path.dirname(path)], check=False)
+
+class DocExample(ClientTest):
+    """The examples of docs/using.md and README.md, as written (but for the
+    address of docs/using.md's, and /path/to/redlockd): they hold the lock
+    and stop with "lost: broken" when the lock is broken, and the README's
+    install commands work without a package index."""
+
+    def scratch(self):
+        d = tempfile.mkdtemp(prefix="redlockd-py-doc.")
+        self.addCleanup(subprocess.run, ["rm", "-rf", d], check=False)
+        return d
+
+    def env(self):
+        """The environment of an example: the daemon found through
+        $REDLOCKD_ADDR, as the README's Client() without an address finds it."""
+        env = dict(os.environ, REDLOCKD_ADDR=self.d.address)
+        env.pop("REDLOCKD_SOCKET", None)
+        return env
+
+    def run_example(self, code, script=None):
+        """Start code as a file (through the shell line script, in which
+        job.py names it), its output piped."""
+        path = os.path.join(self.scratch(), "job.py")
         with open(path, "w") as f:
             f.write(code)
-        env = dict(os.environ, PYTHONPATH=os.path.join(ROOT, "clients", "python"))
-        proc = subprocess.Popen([sys.executable, path], stdout=subprocess.PIPE,
-                                stderr=subprocess.STDOUT, env=env, text=True)
+        if script is None:
+            script = f"PYTHONPATH={ROOT}/clients/python python3 job.py"
+        script = script.replace("/path/to/redlockd", ROOT).replace("python3 ", sys.executable + " ")
+        proc = subprocess.Popen(["sh", "-c", script], cwd=os.path.dirname(path), env=self.env(),
+                                stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
         self.addCleanup(proc.kill)
+        return proc
+
+    def hears_the_loss(self, proc):
         first = proc.stdout.readline()
         self.assertTrue(first.startswith("held with fence "), first)
         admin = self.client()
@@ -345,6 +375,51 @@ class DocExample(ClientTest):
         admin.break_lock("nightly")
         out, _ = proc.communicate(timeout=5)
         self.assertEqual((proc.returncode, out.strip()), (1, "lost: broken"))
+
+    def test_example_hears_the_loss(self):
+        code = fenced("docs/using.md", "python", "## Using it from Python")[0]
+        self.hears_the_loss(self.run_example(code.replace("127.0.0.1:7379", self.d.address)))
+
+    def test_readme_example_hears_the_loss(self):
+        # Run through the README's own PYTHONPATH line.
+        install = fenced("clients/python/README.md", "sh", "## Installing")
+        self.hears_the_loss(self.run_example(
+            fenced("clients/python/README.md", "python", "## Using it")[0], install[1].strip()))
+
+    def test_readme_lease_example(self):
+        code = fenced("clients/python/README.md", "python")[1]
+        self.assertIn("client.lease(", code)
+        out, _ = self.run_example(code).communicate(timeout=10)
+        self.assertTrue(out.startswith("took Lease('report', token='"), out)
+        self.assertIsNone(self.client().status("report"))
+
+    def test_readme_install_without_an_index(self):
+        """The README's venv commands, with --no-index: no package index is
+        asked (and the build's leftovers in the tree are ignored by git)."""
+        script = fenced("clients/python/README.md", "sh", "## Installing")[0]
+        self.assertIn("--no-index", script)
+        here = os.path.join(ROOT, "clients", "python")
+        leftovers = [os.path.join(here, "build"), os.path.join(here, "redlockd.egg-info")]
+        for p in leftovers:
+            if not os.path.exists(p):
+                self.addCleanup(subprocess.run, ["rm", "-rf", p], check=False)
+        d = self.scratch()
+        # Debian's python3 (which the README speaks of), whatever runs the tests.
+        python3 = "/usr/bin/python3" if os.path.exists("/usr/bin/python3") else sys.executable
+        script = script.replace("/path/to/redlockd", ROOT).replace("python3 ", python3 + " ")
+        run = subprocess.run(["sh", "-ec", script], cwd=d,
+                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                             timeout=120)
+        self.assertEqual(run.returncode, 0, run.stdout)
+        where = subprocess.run([os.path.join(d, "venv", "bin", "python"), "-c",
+                                "import redlockd; print(redlockd.__file__)"],
+                               stdout=subprocess.PIPE, text=True, cwd=d, check=True).stdout
+        self.assertTrue(where.startswith(os.path.join(d, "venv") + "/"), where)
+        if os.path.isdir(os.path.join(ROOT, ".git")) or os.path.isfile(os.path.join(ROOT, ".git")):
+            untracked = subprocess.run(["git", "-C", ROOT, "ls-files", "--others",
+                                        "--exclude-standard", "clients/python"],
+                                       stdout=subprocess.PIPE, text=True, check=True).stdout
+            self.assertEqual(untracked, "", "pip left files git does not ignore")
 
 
 class MastersStopped(ClientTest):
