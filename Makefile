@@ -490,7 +490,10 @@ check-node: $(B)/redlockd
 	if command -v npm >/dev/null; then \
 	    tmp=$$(mktemp -d) && trap 'rm -rf "$$tmp"' EXIT && \
 	    timeout 120 npm pack --silent --offline --no-update-notifier --pack-destination "$$tmp" >/dev/null && \
-	    echo "check-node: npm pack made $$(ls "$$tmp")"; \
+	    echo "check-node: npm pack made $$(ls "$$tmp")" && \
+	    (cd "$$tmp" && timeout 120 npm install --offline --no-audit --no-fund --no-update-notifier --silent \
+	        ./redlockd-*.tgz && node -e "require('redlockd')") && \
+	    echo "check-node: npm install --offline installed it"; \
 	else echo "check-node: npm missing: the package is not packed"; fi
 
 # The binaries are hardened as a Debian package's are (HARDEN_CFLAGS).

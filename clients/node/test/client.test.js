@@ -11,6 +11,7 @@ const { Daemon, Relay, ADMIN_PASSWORD, makeCerts, waitUntil, within, aborted, fr
 
 // Every test has a deadline; a test that passes takes well under a second.
 const T = { timeout: 30000 };
+const ROOT = path.resolve(__dirname, '..', '..', '..');
 
 test('the client', { timeout: 120000 }, async (t) => {
   const d = await Daemon.start();
@@ -253,32 +254,81 @@ test('the client', { timeout: 120000 }, async (t) => {
   });
 });
 
-test('the example of docs/using.md hears the loss', T, async (t) => {
+/* The code blocks of file (from the tree's root) fenced as lang, in order;
+ * only those of the section under heading when it is given. */
+function fenced(file, lang, heading) {
+  let text = fs.readFileSync(path.join(ROOT, file), 'utf8');
+  if (heading !== undefined) {
+    text = text.slice(text.indexOf(heading));
+    const end = text.indexOf('\n## ', 1);
+    if (end >= 0) text = text.slice(0, end);
+  }
+  return text.split(`\`\`\`${lang}\n`).slice(1).map((part) => part.slice(0, part.indexOf('```')));
+}
+
+/* Run code as job.js in dir, against a daemon of its own found through
+ * $REDLOCKD_ADDR (as connect() without an address finds it; docs/using.md's
+ * example names the address, replaced), and check that it holds the lock
+ * and stops with "lost: broken" when the lock is broken. */
+async function hearsTheLoss(t, dir, code) {
   const { spawn } = require('node:child_process');
-  const root = path.resolve(__dirname, '..', '..', '..');
-  const doc = fs.readFileSync(path.join(root, 'docs', 'using.md'), 'utf8');
-  const section = doc.slice(doc.indexOf('## Using it from Node.js'));
-  let code = section.slice(section.indexOf('```js\n') + 6);
-  code = code.slice(0, code.indexOf('```'));
   const d = await Daemon.start();
-  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'redlockd-node-doc.'));
-  t.after(() => { d.stop(); fs.rmSync(dir, { recursive: true, force: true }); });
-  code = code.replace('127.0.0.1:7379', d.address)
-    .replace("require('./clients/node')", `require(${JSON.stringify(path.join(root, 'clients', 'node'))})`);
-  fs.writeFileSync(path.join(dir, 'example.js'), code);
-  const child = spawn(process.execPath, [path.join(dir, 'example.js')], { stdio: ['ignore', 'pipe', 'pipe'] });
+  t.after(() => d.stop());
+  fs.writeFileSync(path.join(dir, 'job.js'), code.replace('127.0.0.1:7379', d.address));
+  const env = { ...process.env, REDLOCKD_ADDR: d.address };
+  delete env.REDLOCKD_SOCKET;
+  const child = spawn(process.execPath, ['job.js'], { cwd: dir, env, stdio: ['ignore', 'pipe', 'pipe'] });
   t.after(() => child.kill('SIGKILL'));
   let out = '';
   child.stdout.on('data', (x) => { out += x; });
   child.stderr.on('data', (x) => { out += x; });
   const exited = new Promise((resolve) => child.on('exit', resolve));
-  await waitUntil(() => out.includes('held with fence '), 5000, 'the example holding the lock');
+  await waitUntil(() => out.includes('held with fence ') || child.exitCode !== null, 5000,
+                  'the example holding the lock');
+  assert.match(out, /^held with fence \d+\n$/);
   const admin = await redlockd.connect(d.address);
   t.after(() => admin.close());
   await admin.command(`AUTH ${ADMIN_PASSWORD}`);
   await admin.breakLock('nightly');
   assert.equal(await within(exited, 5000, 'the example stopping'), 1);
   assert.match(out, /\nlost: broken\n$/);
+}
+
+function scratch(t) {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'redlockd-node-doc.'));
+  t.after(() => fs.rmSync(dir, { recursive: true, force: true }));
+  return dir;
+}
+
+test('the example of docs/using.md hears the loss', T, async (t) => {
+  const code = fenced('docs/using.md', 'js', '## Using it from Node.js')[0]
+    .replace("require('./clients/node')", `require(${JSON.stringify(path.join(ROOT, 'clients', 'node'))})`);
+  await hearsTheLoss(t, scratch(t), code);
+});
+
+// The README's install line, run as written in a project of its own, with
+// npm kept offline; then its example, as written.
+test('the README installs offline and its example hears the loss', T, async (t) => {
+  const { execFileSync } = require('node:child_process');
+  const dir = scratch(t);
+  const install = fenced('clients/node/README.md', 'sh', '## Installing');
+  assert.equal(install.length, 1);
+  let npm = true;
+  try { execFileSync('npm', ['--version'], { stdio: 'ignore' }); } catch { npm = false; }
+  if (npm) {
+    execFileSync('sh', ['-ec', install[0].replace('/path/to/redlockd', ROOT)], {
+      cwd: dir, stdio: 'pipe', timeout: 60000,
+      env: { ...process.env, npm_config_offline: 'true', npm_config_audit: 'false',
+             npm_config_fund: 'false', npm_config_update_notifier: 'false' },
+    });
+  } else {
+    t.diagnostic('npm is missing: node_modules/redlockd linked by hand, as npm install of a folder does');
+    fs.mkdirSync(path.join(dir, 'node_modules'));
+    fs.symlinkSync(path.join(ROOT, 'clients', 'node'), path.join(dir, 'node_modules', 'redlockd'));
+  }
+  const code = fenced('clients/node/README.md', 'js', '## Using it');
+  assert.equal(code.length, 1);
+  await hearsTheLoss(t, dir, code[0]);
 });
 
 test('AUTH from $REDLOCKD_PASSWORD', T, async (t) => {
