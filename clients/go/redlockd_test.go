@@ -5,6 +5,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"go/ast"
+	"go/format"
+	"go/parser"
+	"go/token"
 	"net"
 	"os"
 	"os/exec"
@@ -502,32 +506,86 @@ func TestTLSClientCertificate(t *testing.T) {
 	}
 }
 
-// The example of docs/using.md, built in a module of its own as the doc
-// says (a replace directive pointing here) and run as written but for
-// the address: it holds the lock and stops with "lost: broken" when the
-// lock is broken.
-func TestDocExample(t *testing.T) {
-	if _, err := exec.LookPath("go"); err != nil {
-		t.Skip("no go command to build the example with")
-	}
+// fenced is the code blocks of file (from the tree's root) fenced as lang,
+// in order; only those of the section under heading when it is not "".
+func fenced(t *testing.T, file, lang, heading string) []string {
+	t.Helper()
 	here, err := os.Getwd()
 	if err != nil {
 		t.Fatal(err)
 	}
-	doc, err := os.ReadFile(filepath.Join(here, "..", "..", "docs", "using.md"))
+	doc, err := os.ReadFile(filepath.Join(here, "..", "..", file))
 	if err != nil {
 		t.Fatal(err)
 	}
-	section := string(doc)[strings.Index(string(doc), "## Using it from Go"):]
-	code := section[strings.Index(section, "```go\n")+6:]
-	code = code[:strings.Index(code, "```")]
-	d := startDaemon(t, "", "")
-	code = strings.Replace(code, "127.0.0.1:7379", d.addr(), 1)
-	dir := t.TempDir()
-	mod := "module myjob\n\ngo 1.19\n\nrequire redlockd v0.0.0\n\nreplace redlockd => " + here + "\n"
-	if err := os.WriteFile(filepath.Join(dir, "go.mod"), []byte(mod), 0o644); err != nil {
+	text := string(doc)
+	if heading != "" {
+		text = text[strings.Index(text, heading):]
+		if end := strings.Index(text[1:], "\n## "); end >= 0 {
+			text = text[:end+1]
+		}
+	}
+	var blocks []string
+	for _, part := range strings.Split(text, "```"+lang+"\n")[1:] {
+		blocks = append(blocks, part[:strings.Index(part, "```")])
+	}
+	return blocks
+}
+
+// deferBeforeExit names the functions of a Go file that defer a call and
+// also call os.Exit or log.Fatal*, which end the process without running
+// the deferred calls (an Unlock, a Close).
+func deferBeforeExit(t *testing.T, code string) []string {
+	t.Helper()
+	f, err := parser.ParseFile(token.NewFileSet(), "main.go", code, 0)
+	if err != nil {
 		t.Fatal(err)
 	}
+	var bad []string
+	for _, decl := range f.Decls {
+		fn, ok := decl.(*ast.FuncDecl)
+		if !ok || fn.Body == nil {
+			continue
+		}
+		defers, exits := false, false
+		ast.Inspect(fn.Body, func(n ast.Node) bool {
+			switch n := n.(type) {
+			case *ast.FuncLit:
+				return false // a function of its own
+			case *ast.DeferStmt:
+				defers = true
+			case *ast.CallExpr:
+				if sel, ok := n.Fun.(*ast.SelectorExpr); ok {
+					if pkg, ok := sel.X.(*ast.Ident); ok && ((pkg.Name == "os" && sel.Sel.Name == "Exit") ||
+						(pkg.Name == "log" && strings.HasPrefix(sel.Sel.Name, "Fatal"))) {
+						exits = true
+					}
+				}
+			}
+			return true
+		})
+		if defers && exits {
+			bad = append(bad, fn.Name.Name)
+		}
+	}
+	return bad
+}
+
+// hearsTheLoss builds main.go in dir (a module that requires redlockd) and
+// runs it against a daemon of its own, found through $REDLOCKD_ADDR (as
+// Dial with "" finds it; docs/using.md's example names the address,
+// replaced): it holds the lock and stops with "lost: broken", exit status
+// 1, when the lock is broken.  The code is gofmt'd and defers nothing in
+// a function that calls os.Exit.
+func hearsTheLoss(t *testing.T, dir, code string) {
+	if bad := deferBeforeExit(t, code); len(bad) > 0 {
+		t.Errorf("%v defer calls and call os.Exit, which runs none of them", bad)
+	}
+	if formatted, err := format.Source([]byte(code)); err != nil || string(formatted) != code {
+		t.Errorf("the example is not gofmt'd (%v):\n%s", err, formatted)
+	}
+	d := startDaemon(t, "", "")
+	code = strings.Replace(code, "127.0.0.1:7379", d.addr(), 1)
 	if err := os.WriteFile(filepath.Join(dir, "main.go"), []byte(code), 0o644); err != nil {
 		t.Fatal(err)
 	}
@@ -539,6 +597,7 @@ func TestDocExample(t *testing.T) {
 		t.Fatalf("go build: %v\n%s", err, out)
 	}
 	run := exec.CommandContext(ctx, filepath.Join(dir, "example"))
+	run.Env = append(os.Environ(), "REDLOCKD_SOCKET=", "REDLOCKD_ADDR="+d.addr())
 	out, err := run.StdoutPipe()
 	if err != nil {
 		t.Fatal(err)
@@ -574,4 +633,51 @@ func TestDocExample(t *testing.T) {
 	case <-time.After(5 * time.Second):
 		t.Fatal("the example did not stop within 5 s of the BREAK")
 	}
+}
+
+// The example of docs/using.md, built in a module of its own as the doc
+// says (a replace directive pointing here) and run as written but for
+// the address.
+func TestDocExample(t *testing.T) {
+	if _, err := exec.LookPath("go"); err != nil {
+		t.Skip("no go command to build the example with")
+	}
+	here, err := os.Getwd()
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	mod := "module myjob\n\ngo 1.19\n\nrequire redlockd v0.0.0\n\nreplace redlockd => " + here + "\n"
+	if err := os.WriteFile(filepath.Join(dir, "go.mod"), []byte(mod), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	hearsTheLoss(t, dir, fenced(t, "docs/using.md", "go", "## Using it from Go")[0])
+}
+
+// The README's install lines, run as written (but for /path/to/redlockd)
+// with no module proxy, then its example, as written.
+func TestReadmeExample(t *testing.T) {
+	if _, err := exec.LookPath("go"); err != nil {
+		t.Skip("no go command to build the example with")
+	}
+	root, err := filepath.Abs(filepath.Join("..", ".."))
+	if err != nil {
+		t.Fatal(err)
+	}
+	install := fenced(t, "clients/go/README.md", "sh", "## Installing")
+	if len(install) != 1 {
+		t.Fatalf("%d install blocks", len(install))
+	}
+	dir := t.TempDir()
+	sh := exec.Command("sh", "-ec", strings.ReplaceAll(install[0], "/path/to/redlockd", root))
+	sh.Dir = dir
+	sh.Env = append(os.Environ(), "GOWORK=off", "GOPROXY=off", "GOFLAGS=-mod=mod")
+	if out, err := sh.CombinedOutput(); err != nil {
+		t.Fatalf("%s: %v\n%s", install[0], err, out)
+	}
+	code := fenced(t, "clients/go/README.md", "go", "## Using it")
+	if len(code) != 1 {
+		t.Fatalf("%d examples", len(code))
+	}
+	hearsTheLoss(t, dir, code[0])
 }
