@@ -34,7 +34,7 @@ DEB_PKGS := $(RUN_DEB_PKGS) check faketime libsystemd-dev lua-check
 # The client libraries' toolchains (clients/): installed one by one, and a
 # language whose toolchain cannot be installed is skipped by make check with
 # one line saying so.
-CLIENT_DEB_PKGS := python3 python3-pip python3-setuptools nodejs golang-go
+CLIENT_DEB_PKGS := python3 python3-pip python3-setuptools python3-venv nodejs golang-go
 VERSION := 0.2.0
 
 # Lazy (=) so that pkg-config runs after `make deps` installed the packages.
@@ -261,7 +261,7 @@ deps: deps-run
 	    echo "installing missing packages: $(DEB_PKGS)"; \
 	    $(SUDO) apt-get update -qq && \
 	    DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq $(DEB_PKGS); fi
-	@if /usr/bin/python3 -c 'import setuptools' 2>/dev/null \
+	@if /usr/bin/python3 -c 'import setuptools, ensurepip' 2>/dev/null \
 	    && /usr/bin/python3 -m pip --version >/dev/null 2>&1 \
 	    && command -v node >/dev/null && command -v go >/dev/null; then :; else \
 	    echo "installing the client libraries' toolchains: $(CLIENT_DEB_PKGS)"; \
@@ -491,7 +491,10 @@ check-node: $(B)/redlockd
 	if command -v npm >/dev/null; then \
 	    tmp=$$(mktemp -d) && trap 'rm -rf "$$tmp"' EXIT && \
 	    timeout 120 npm pack --silent --offline --no-update-notifier --pack-destination "$$tmp" >/dev/null && \
-	    echo "check-node: npm pack made $$(ls "$$tmp")"; \
+	    echo "check-node: npm pack made $$(ls "$$tmp")" && \
+	    (cd "$$tmp" && timeout 120 npm install --offline --no-audit --no-fund --no-update-notifier --silent \
+	        ./redlockd-*.tgz && node -e "require('redlockd')") && \
+	    echo "check-node: npm install --offline installed it"; \
 	else echo "check-node: npm missing: the package is not packed"; fi
 
 # The binaries are hardened as a Debian package's are (HARDEN_CFLAGS).

@@ -26,8 +26,27 @@ import (
 	"time"
 )
 
-// DefaultAddress is where Dial connects without an address or environment.
-const DefaultAddress = "127.0.0.1:7379"
+// Where Dial connects without an address or environment, in this order,
+// as redlockctl does: DefaultSocket when a connection to it succeeds, else
+// DefaultAddress.
+const (
+	DefaultSocket  = "/run/redlockd/redlockd.sock"
+	DefaultAddress = "127.0.0.1:7379"
+)
+
+// The defaults Dial uses (the tests point them elsewhere).
+var defaultSocket, defaultAddress = DefaultSocket, DefaultAddress
+
+// The protocol's bounds (proto/PROTOCOL.md): checked before sending, and an
+// argument out of them is refused with an error that names the bound and
+// what is wrong (and matches ErrProtocol).
+const (
+	NameMax  = 250           // bytes of a lock name, a List prefix, a password
+	LabelMax = 64            // bytes of a holder label (LockOptions.Label)
+	TokenLen = 32            // lowercase hex digits of a lease's token
+	LimitMax = 1000          // permits of a counted hold (lock.max_limit is at most this)
+	TTLMax   = 4000000000000 // ms, the largest number the protocol reads
+)
 
 // Sentinel errors: compare with errors.Is.
 var (
@@ -90,9 +109,57 @@ func fieldsOf(words []string) Fields {
 	return out
 }
 
-func checkWord(what, v string) error {
-	if v == "" || len(v) > 250 || strings.ContainsAny(v, " \t\r\n") {
-		return fmt.Errorf("%s %q: one word of printable bytes without spaces: %w", what, v, ErrProtocol)
+// badArgument is an argument refused before sending: it matches ErrProtocol.
+type badArgument struct{ text string }
+
+func (e *badArgument) Error() string        { return e.text }
+func (e *badArgument) Is(target error) bool { return target == ErrProtocol }
+
+func refuse(format string, args ...interface{}) error {
+	return &badArgument{fmt.Sprintf(format, args...)}
+}
+
+// checkWord: v is one word of 1 to longest bytes, each printable ASCII but
+// the space (0x21 to 0x7e).  The value itself is not repeated in the error
+// (it may be a password).
+func checkWord(what, v string, longest int) error {
+	if v == "" {
+		return refuse("%s is empty; it must be 1 to %d bytes", what, longest)
+	}
+	if len(v) > longest {
+		return refuse("%s is %d bytes; at most %d", what, len(v), longest)
+	}
+	for i := 0; i < len(v); i++ {
+		if v[i] == ' ' {
+			return refuse("%s contains a space (at byte %d); it must be one word of printable ASCII (0x21 to 0x7e)", what, i)
+		}
+		if v[i] < 0x21 || v[i] > 0x7e {
+			return refuse("%s has byte 0x%02x at offset %d; it must be printable ASCII (0x21 to 0x7e) without spaces", what, v[i], i)
+		}
+	}
+	return nil
+}
+
+func checkName(name string) error { return checkWord("lock name", name, NameMax) }
+
+// checkToken: token is 32 lowercase hex digits.
+func checkToken(token string) error {
+	const need = "it must be 32 lowercase hex digits (as the lease's grant gave it)"
+	if len(token) != TokenLen {
+		return refuse("token is %d bytes; %s", len(token), need)
+	}
+	for i := 0; i < len(token); i++ {
+		if c := token[i]; (c < '0' || c > '9') && (c < 'a' || c > 'f') {
+			return refuse("token has %q at offset %d; %s", c, i, need)
+		}
+	}
+	return nil
+}
+
+// checkTTL: a ttl of 1 ms to TTLMax ms.
+func checkTTL(ttl time.Duration) error {
+	if ms := ttl.Milliseconds(); ms < 1 || ms > TTLMax {
+		return refuse("ttl is %v; it must be 1ms to %dms", ttl, int64(TTLMax))
 	}
 	return nil
 }
@@ -125,6 +192,7 @@ type reply struct {
 // Client is one connection to redlockd: one session.
 type Client struct {
 	conn    net.Conn
+	address string
 	timeout time.Duration
 
 	wmu     sync.Mutex // writes, and pending's order
@@ -140,11 +208,20 @@ type Client struct {
 }
 
 // Dial connects to address: "host:port", "[v6]:port", "unix:/path" or a
-// path; "" means $REDLOCKD_SOCKET, else $REDLOCKD_ADDR, else
-// DefaultAddress.
+// path; "" means $REDLOCKD_SOCKET, else $REDLOCKD_ADDR, else DefaultSocket
+// (/run/redlockd/redlockd.sock) when a connection to it succeeds, else
+// DefaultAddress (127.0.0.1:7379), as redlockctl does; with TLS,
+// $REDLOCKD_ADDR else DefaultAddress.  Client.Address says where it
+// connected.
 func Dial(ctx context.Context, address string, o *Options) (*Client, error) {
 	if o == nil {
 		o = &Options{}
+	}
+	if address == "" && (o.TLS != nil || o.CAFile != "" || o.CertFile != "") {
+		// TLS is for a TCP address: no Unix socket is tried.
+		if address = os.Getenv("REDLOCKD_ADDR"); address == "" {
+			address = defaultAddress
+		}
 	}
 	if address == "" {
 		address = os.Getenv("REDLOCKD_SOCKET")
@@ -152,9 +229,36 @@ func Dial(ctx context.Context, address string, o *Options) (*Client, error) {
 	if address == "" {
 		address = os.Getenv("REDLOCKD_ADDR")
 	}
-	if address == "" {
-		address = DefaultAddress
+	if address != "" {
+		return dialAddress(ctx, address, o)
 	}
+	c, err := dialAddress(ctx, "unix:"+defaultSocket, o)
+	if err == nil {
+		return c, nil
+	}
+	c, err2 := dialAddress(ctx, defaultAddress, o)
+	if err2 != nil {
+		return nil, fmt.Errorf("cannot connect to redlockd: %s: %v; %s: %w", defaultSocket,
+			unwrapOp(err), defaultAddress, unwrapOp(err2))
+	}
+	return c, nil
+}
+
+// unwrapOp is the cause of a dial's *net.OpError ("connection refused"),
+// without the addresses, which the caller names.
+func unwrapOp(err error) error {
+	var op *net.OpError
+	if errors.As(err, &op) && op.Err != nil {
+		var sys *os.SyscallError
+		if errors.As(op.Err, &sys) {
+			return sys.Err
+		}
+		return op.Err
+	}
+	return err
+}
+
+func dialAddress(ctx context.Context, address string, o *Options) (*Client, error) {
 	timeout := o.Timeout
 	if timeout == 0 {
 		timeout = 10 * time.Second
@@ -207,7 +311,7 @@ func Dial(ctx context.Context, address string, o *Options) (*Client, error) {
 		}
 		conn = tc
 	}
-	c := &Client{conn: conn, timeout: timeout, locks: map[string][]*Lock{},
+	c := &Client{conn: conn, address: address, timeout: timeout, locks: map[string][]*Lock{},
 		watches: map[string]chan Event{}, gone: make(chan struct{})}
 	go c.readLoop()
 	pass := o.Password
@@ -215,7 +319,7 @@ func Dial(ctx context.Context, address string, o *Options) (*Client, error) {
 		pass = os.Getenv("REDLOCKD_PASSWORD")
 	}
 	if pass != "" {
-		if err := checkWord("password", pass); err != nil {
+		if err := checkWord("password", pass, NameMax); err != nil {
 			c.Close()
 			return nil, err
 		}
@@ -226,6 +330,10 @@ func Dial(ctx context.Context, address string, o *Options) (*Client, error) {
 	}
 	return c, nil
 }
+
+// Address is where the client connected: the address given to Dial, or the
+// one of the environment or the defaults it took.
+func (c *Client) Address() string { return c.address }
 
 // Close ends the connection: the session ends and its locks are released.
 func (c *Client) Close() error {
@@ -453,13 +561,21 @@ func (c *Client) take(ctx context.Context, name string, o *LockOptions, lease bo
 	if o == nil {
 		o = &LockOptions{}
 	}
-	if err := checkWord("lock name", name); err != nil {
+	if err := checkName(name); err != nil {
 		return nil, err
 	}
 	if o.Label != "" {
-		if err := checkWord("label", o.Label); err != nil {
+		if err := checkWord("label", o.Label, LabelMax); err != nil {
 			return nil, err
 		}
+	}
+	if o.TTL != 0 {
+		if err := checkTTL(o.TTL); err != nil {
+			return nil, err
+		}
+	}
+	if o.Limit < 0 || o.Limit > LimitMax {
+		return nil, refuse("limit is %d; it must be 1 to %d", o.Limit, LimitMax)
 	}
 	words := []string{"TRYLOCK", name}
 	wait := false
@@ -659,6 +775,9 @@ type Lease struct {
 
 // Lease takes name in lease mode for ttl; nothing renews it.
 func (c *Client) Lease(ctx context.Context, name string, ttl time.Duration, o *LockOptions) (*Lease, error) {
+	if err := checkTTL(ttl); err != nil {
+		return nil, err
+	}
 	oo := LockOptions{}
 	if o != nil {
 		oo = *o
@@ -680,7 +799,13 @@ func (c *Client) Lease(ctx context.Context, name string, ttl time.Duration, o *L
 // Extend renews a lease by its token for ttl; ErrNotHeld once it expired
 // (an expired lease is never taken again).
 func (c *Client) Extend(ctx context.Context, name, token string, ttl time.Duration) (time.Duration, error) {
-	if err := checkWord("token", token); err != nil {
+	if err := checkName(name); err != nil {
+		return 0, err
+	}
+	if err := checkToken(token); err != nil {
+		return 0, err
+	}
+	if err := checkTTL(ttl); err != nil {
 		return 0, err
 	}
 	rep, err := c.command(ctx, fmt.Sprintf("EXTEND %s token=%s ttl=%d", name, token, ttl.Milliseconds()), false)
@@ -695,7 +820,10 @@ func (c *Client) Extend(ctx context.Context, name, token string, ttl time.Durati
 
 // Release ends a lease by its token (compare-and-delete); ErrNotHeld when gone.
 func (c *Client) Release(ctx context.Context, name, token string) error {
-	if err := checkWord("token", token); err != nil {
+	if err := checkName(name); err != nil {
+		return err
+	}
+	if err := checkToken(token); err != nil {
 		return err
 	}
 	rep, err := c.command(ctx, fmt.Sprintf("UNLOCK %s token=%s", name, token), false)
@@ -710,11 +838,14 @@ func (c *Client) Release(ctx context.Context, name, token string) error {
 
 // Status reads name on the masters: held, and the HELD reply's fields.
 func (c *Client) Status(ctx context.Context, name, token string) (bool, Fields, error) {
-	if err := checkWord("lock name", name); err != nil {
+	if err := checkName(name); err != nil {
 		return false, nil, err
 	}
 	line := "STATUS " + name
 	if token != "" {
+		if err := checkToken(token); err != nil {
+			return false, nil, err
+		}
 		line += " token=" + token
 	}
 	rep, err := c.command(ctx, line, false)
@@ -738,6 +869,9 @@ type Listing struct {
 func (c *Client) List(ctx context.Context, prefix string) ([]Listing, error) {
 	line := "LIST"
 	if prefix != "" {
+		if err := checkWord("prefix", prefix, NameMax); err != nil {
+			return nil, err
+		}
 		line += " " + prefix
 	}
 	rep, err := c.command(ctx, line, true)
@@ -761,6 +895,9 @@ func (c *Client) Ping(ctx context.Context) error {
 
 // Break ends every hold of name (needs the admin right: ErrDenied).
 func (c *Client) Break(ctx context.Context, name string) error {
+	if err := checkName(name); err != nil {
+		return err
+	}
 	_, err := c.command(ctx, "BREAK "+name, false)
 	return err
 }
@@ -775,7 +912,7 @@ type Event struct {
 // Watch name: a channel of its state now, then each change, until ctx
 // ends (then UNWATCH) or the connection does (the channel closes).
 func (c *Client) Watch(ctx context.Context, name string) (<-chan Event, error) {
-	if err := checkWord("lock name", name); err != nil {
+	if err := checkName(name); err != nil {
 		return nil, err
 	}
 	ch := make(chan Event, 64)

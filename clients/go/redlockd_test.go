@@ -5,6 +5,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"go/ast"
+	"go/format"
+	"go/parser"
+	"go/token"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -321,6 +326,118 @@ func TestClient(t *testing.T) {
 		}
 	})
 
+	// Arguments out of the protocol's bounds are refused before anything is
+	// sent, with an error that says what is wrong and the bound.
+	t.Run("bounds named in the errors", func(t *testing.T) {
+		a := dial(t, d.addr(), nil)
+		refused := func(err error, want string) {
+			t.Helper()
+			if err == nil || err.Error() != want || !errors.Is(err, ErrProtocol) {
+				t.Errorf("got %v, want %q (matching ErrProtocol)", err, want)
+			}
+		}
+		lock := func(name string, o *LockOptions) error { _, err := a.Lock(ctx, name, o); return err }
+		long := strings.Repeat("n", 300)
+		ascii := "it must be one word of printable ASCII (0x21 to 0x7e)"
+		printable := "it must be printable ASCII (0x21 to 0x7e) without spaces"
+		refused(lock(long, nil), "lock name is 300 bytes; at most 250")
+		refused(lock("é"+strings.Repeat("n", 249), nil), "lock name is 251 bytes; at most 250")
+		refused(lock("", nil), "lock name is empty; it must be 1 to 250 bytes")
+		refused(lock("two words", nil), "lock name contains a space (at byte 3); "+ascii)
+		_, _, err := a.Status(ctx, "two\nPING", "")
+		refused(err, "lock name has byte 0x0a at offset 3; "+printable)
+		refused(lock("été", nil), "lock name has byte 0xc3 at offset 0; "+printable)
+		_, err = a.Lease(ctx, long, time.Second, nil)
+		refused(err, "lock name is 300 bytes; at most 250")
+		refused(a.Break(ctx, long), "lock name is 300 bytes; at most 250")
+		refused(a.Release(ctx, long, strings.Repeat("a", 32)), "lock name is 300 bytes; at most 250")
+		refused(lock("go-bounds", &LockOptions{Label: strings.Repeat("l", 65)}), "label is 65 bytes; at most 64")
+		refused(lock("go-bounds", &LockOptions{Label: "has space"}), "label contains a space (at byte 3); "+ascii)
+		refused(lock("go-bounds", &LockOptions{TTL: time.Microsecond}), "ttl is 1µs; it must be 1ms to 4000000000000ms")
+		refused(lock("go-bounds", &LockOptions{Limit: 2000}), "limit is 2000; it must be 1 to 1000")
+		hex := "it must be 32 lowercase hex digits (as the lease's grant gave it)"
+		refused(a.Release(ctx, "go-bounds", "abc"), "token is 3 bytes; "+hex)
+		_, err = a.Extend(ctx, "go-bounds", strings.Repeat("G", 32), time.Second)
+		refused(err, "token has 'G' at offset 0; "+hex)
+		_, err = a.List(ctx, strings.Repeat("p", 251))
+		refused(err, "prefix is 251 bytes; at most 250")
+		_, err = Dial(ctx, d.addr(), &Options{Password: strings.Repeat("p", 251)})
+		refused(err, "password is 251 bytes; at most 250")
+		// The longest name is taken, and nothing refused was sent: the
+		// session answers in step.
+		l, err := a.Lock(ctx, strings.Repeat("n", 250), nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := l.Unlock(); err != nil {
+			t.Fatal(err)
+		}
+		if held, _, err := a.Status(ctx, "go-bounds", ""); held || err != nil {
+			t.Fatalf("go-bounds: held %v, %v", held, err)
+		}
+	})
+
+	// Without an address or environment: the Unix socket (DefaultSocket),
+	// then TCP (DefaultAddress), as redlockctl does.
+	t.Run("default order: the Unix socket, then TCP", func(t *testing.T) {
+		t.Setenv("REDLOCKD_SOCKET", "")
+		t.Setenv("REDLOCKD_ADDR", "")
+		t.Cleanup(func() { defaultSocket, defaultAddress = DefaultSocket, DefaultAddress })
+		dir := t.TempDir()
+		dead := fmt.Sprintf("127.0.0.1:%d", freePort(t))
+		label := func(c *Client, name string) string {
+			t.Helper()
+			l, err := c.Lock(ctx, name, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer func() { _ = l.Unlock() }()
+			_, f, err := c.Status(ctx, name, "")
+			if err != nil {
+				t.Fatal(err)
+			}
+			return f["label"]
+		}
+
+		defaultSocket, defaultAddress = d.sock, dead
+		c := dial(t, "", nil)
+		if c.Address() != "unix:"+d.sock || !strings.Contains(label(c, "go-order-unix"), ":uid=") {
+			t.Fatalf("connected to %s", c.Address()) // the daemon saw a TCP peer
+		}
+
+		// A socket file nobody listens on, and no file: TCP.
+		stale := filepath.Join(dir, "stale.sock")
+		ln, err := net.Listen("unix", stale)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ln.(*net.UnixListener).SetUnlinkOnClose(false)
+		ln.Close()
+		for _, sock := range []string{stale, filepath.Join(dir, "absent.sock")} {
+			defaultSocket, defaultAddress = sock, d.addr()
+			c := dial(t, "", nil)
+			if c.Address() != d.addr() || !strings.Contains(label(c, "go-order-tcp"), ":127.0.0.1:") {
+				t.Fatalf("with %s: connected to %s", sock, c.Address())
+			}
+		}
+
+		// Neither: the error names both.
+		defaultSocket, defaultAddress = filepath.Join(dir, "absent.sock"), dead
+		_, err = Dial(ctx, "", nil)
+		want := "cannot connect to redlockd: " + defaultSocket + ": no such file or directory; " +
+			dead + ": connection refused"
+		if err == nil || err.Error() != want || !errors.Is(err, syscall.ECONNREFUSED) {
+			t.Fatalf("got %v, want %q", err, want)
+		}
+
+		// The environment comes before the default socket.
+		defaultSocket, defaultAddress = d.sock, dead
+		t.Setenv("REDLOCKD_ADDR", d.addr())
+		if c := dial(t, "", nil); c.Address() != d.addr() {
+			t.Fatalf("with $REDLOCKD_ADDR: connected to %s", c.Address())
+		}
+	})
+
 	t.Run("unix socket", func(t *testing.T) {
 		c := dial(t, "unix:"+d.sock, nil)
 		l, err := c.Lock(ctx, "go-unix", nil)
@@ -389,32 +506,86 @@ func TestTLSClientCertificate(t *testing.T) {
 	}
 }
 
-// The example of docs/using.md, built in a module of its own as the doc
-// says (a replace directive pointing here) and run as written but for
-// the address: it holds the lock and stops with "lost: broken" when the
-// lock is broken.
-func TestDocExample(t *testing.T) {
-	if _, err := exec.LookPath("go"); err != nil {
-		t.Skip("no go command to build the example with")
-	}
+// fenced is the code blocks of file (from the tree's root) fenced as lang,
+// in order; only those of the section under heading when it is not "".
+func fenced(t *testing.T, file, lang, heading string) []string {
+	t.Helper()
 	here, err := os.Getwd()
 	if err != nil {
 		t.Fatal(err)
 	}
-	doc, err := os.ReadFile(filepath.Join(here, "..", "..", "docs", "using.md"))
+	doc, err := os.ReadFile(filepath.Join(here, "..", "..", file))
 	if err != nil {
 		t.Fatal(err)
 	}
-	section := string(doc)[strings.Index(string(doc), "## Using it from Go"):]
-	code := section[strings.Index(section, "```go\n")+6:]
-	code = code[:strings.Index(code, "```")]
-	d := startDaemon(t, "", "")
-	code = strings.Replace(code, "127.0.0.1:7379", d.addr(), 1)
-	dir := t.TempDir()
-	mod := "module myjob\n\ngo 1.19\n\nrequire redlockd v0.0.0\n\nreplace redlockd => " + here + "\n"
-	if err := os.WriteFile(filepath.Join(dir, "go.mod"), []byte(mod), 0o644); err != nil {
+	text := string(doc)
+	if heading != "" {
+		text = text[strings.Index(text, heading):]
+		if end := strings.Index(text[1:], "\n## "); end >= 0 {
+			text = text[:end+1]
+		}
+	}
+	var blocks []string
+	for _, part := range strings.Split(text, "```"+lang+"\n")[1:] {
+		blocks = append(blocks, part[:strings.Index(part, "```")])
+	}
+	return blocks
+}
+
+// deferBeforeExit names the functions of a Go file that defer a call and
+// also call os.Exit or log.Fatal*, which end the process without running
+// the deferred calls (an Unlock, a Close).
+func deferBeforeExit(t *testing.T, code string) []string {
+	t.Helper()
+	f, err := parser.ParseFile(token.NewFileSet(), "main.go", code, 0)
+	if err != nil {
 		t.Fatal(err)
 	}
+	var bad []string
+	for _, decl := range f.Decls {
+		fn, ok := decl.(*ast.FuncDecl)
+		if !ok || fn.Body == nil {
+			continue
+		}
+		defers, exits := false, false
+		ast.Inspect(fn.Body, func(n ast.Node) bool {
+			switch n := n.(type) {
+			case *ast.FuncLit:
+				return false // a function of its own
+			case *ast.DeferStmt:
+				defers = true
+			case *ast.CallExpr:
+				if sel, ok := n.Fun.(*ast.SelectorExpr); ok {
+					if pkg, ok := sel.X.(*ast.Ident); ok && ((pkg.Name == "os" && sel.Sel.Name == "Exit") ||
+						(pkg.Name == "log" && strings.HasPrefix(sel.Sel.Name, "Fatal"))) {
+						exits = true
+					}
+				}
+			}
+			return true
+		})
+		if defers && exits {
+			bad = append(bad, fn.Name.Name)
+		}
+	}
+	return bad
+}
+
+// hearsTheLoss builds main.go in dir (a module that requires redlockd) and
+// runs it against a daemon of its own, found through $REDLOCKD_ADDR (as
+// Dial with "" finds it; docs/using.md's example names the address,
+// replaced): it holds the lock and stops with "lost: broken", exit status
+// 1, when the lock is broken.  The code is gofmt'd and defers nothing in
+// a function that calls os.Exit.
+func hearsTheLoss(t *testing.T, dir, code string) {
+	if bad := deferBeforeExit(t, code); len(bad) > 0 {
+		t.Errorf("%v defer calls and call os.Exit, which runs none of them", bad)
+	}
+	if formatted, err := format.Source([]byte(code)); err != nil || string(formatted) != code {
+		t.Errorf("the example is not gofmt'd (%v):\n%s", err, formatted)
+	}
+	d := startDaemon(t, "", "")
+	code = strings.Replace(code, "127.0.0.1:7379", d.addr(), 1)
 	if err := os.WriteFile(filepath.Join(dir, "main.go"), []byte(code), 0o644); err != nil {
 		t.Fatal(err)
 	}
@@ -426,6 +597,7 @@ func TestDocExample(t *testing.T) {
 		t.Fatalf("go build: %v\n%s", err, out)
 	}
 	run := exec.CommandContext(ctx, filepath.Join(dir, "example"))
+	run.Env = append(os.Environ(), "REDLOCKD_SOCKET=", "REDLOCKD_ADDR="+d.addr())
 	out, err := run.StdoutPipe()
 	if err != nil {
 		t.Fatal(err)
@@ -461,4 +633,51 @@ func TestDocExample(t *testing.T) {
 	case <-time.After(5 * time.Second):
 		t.Fatal("the example did not stop within 5 s of the BREAK")
 	}
+}
+
+// The example of docs/using.md, built in a module of its own as the doc
+// says (a replace directive pointing here) and run as written but for
+// the address.
+func TestDocExample(t *testing.T) {
+	if _, err := exec.LookPath("go"); err != nil {
+		t.Skip("no go command to build the example with")
+	}
+	here, err := os.Getwd()
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	mod := "module myjob\n\ngo 1.19\n\nrequire redlockd v0.0.0\n\nreplace redlockd => " + here + "\n"
+	if err := os.WriteFile(filepath.Join(dir, "go.mod"), []byte(mod), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	hearsTheLoss(t, dir, fenced(t, "docs/using.md", "go", "## Using it from Go")[0])
+}
+
+// The README's install lines, run as written (but for /path/to/redlockd)
+// with no module proxy, then its example, as written.
+func TestReadmeExample(t *testing.T) {
+	if _, err := exec.LookPath("go"); err != nil {
+		t.Skip("no go command to build the example with")
+	}
+	root, err := filepath.Abs(filepath.Join("..", ".."))
+	if err != nil {
+		t.Fatal(err)
+	}
+	install := fenced(t, "clients/go/README.md", "sh", "## Installing")
+	if len(install) != 1 {
+		t.Fatalf("%d install blocks", len(install))
+	}
+	dir := t.TempDir()
+	sh := exec.Command("sh", "-ec", strings.ReplaceAll(install[0], "/path/to/redlockd", root))
+	sh.Dir = dir
+	sh.Env = append(os.Environ(), "GOWORK=off", "GOPROXY=off", "GOFLAGS=-mod=mod")
+	if out, err := sh.CombinedOutput(); err != nil {
+		t.Fatalf("%s: %v\n%s", install[0], err, out)
+	}
+	code := fenced(t, "clients/go/README.md", "go", "## Using it")
+	if len(code) != 1 {
+		t.Fatalf("%d examples", len(code))
+	}
+	hearsTheLoss(t, dir, code[0])
 }

@@ -56,7 +56,17 @@ export interface WatchEvent {
 }
 
 export class Client {
+  /**
+   * Without an address: $REDLOCKD_SOCKET, else $REDLOCKD_ADDR, else the Unix
+   * socket defaults.socket when a connection to it succeeds, else
+   * defaults.address, as redlockctl does (with TLS: $REDLOCKD_ADDR, else
+   * defaults.address).  Arguments out of the protocol's bounds (NAME_MAX,
+   * LABEL_MAX, TOKEN_LEN, LIMIT_MAX, TTL_MAX) reject with a TypeError
+   * naming the bound, before anything is sent.
+   */
   static connect(address?: string, opts?: ConnectOptions): Promise<Client>;
+  /** Where the client connected. */
+  readonly address: string;
   readonly closed: boolean;
   acquire(name: string, opts?: LockOptions): Promise<Lock>;
   using<T>(name: string, opts: LockOptions, fn: (signal: AbortSignal, lock: Lock) => Promise<T>): Promise<T>;
@@ -74,6 +84,19 @@ export class Client {
 }
 
 export function connect(address?: string, opts?: ConnectOptions): Promise<Client>;
+
+/** Where connect() goes without an address or environment, in this order. */
+export const defaults: { socket: string; address: string };
+/** Bytes of a lock name, a LIST prefix, a password (250). */
+export const NAME_MAX: number;
+/** Bytes of a holder label (64). */
+export const LABEL_MAX: number;
+/** Lowercase hex digits of a lease's token (32). */
+export const TOKEN_LEN: number;
+/** Permits of a counted hold (1000). */
+export const LIMIT_MAX: number;
+/** ms: the largest ttl the protocol reads (4000000000000). */
+export const TTL_MAX: number;
 
 export class RedlockdError extends Error {
   readonly code: string;

@@ -16,7 +16,18 @@ const net = require('node:net');
 const tls = require('node:tls');
 const fs = require('node:fs');
 
-const DEFAULT_ADDRESS = '127.0.0.1:7379';
+/* Where connect() goes without an address or environment, in this order,
+ * as redlockctl does: the daemon's Unix socket when a connection to it
+ * succeeds, else its TCP address. */
+const defaults = { socket: '/run/redlockd/redlockd.sock', address: '127.0.0.1:7379' };
+
+/* The protocol's bounds (proto/PROTOCOL.md): checked before sending, and
+ * an argument out of them is refused saying which bound and what is wrong. */
+const NAME_MAX = 250;        // bytes of a lock name, a LIST prefix, a password
+const LABEL_MAX = 64;        // bytes of a holder label (label=)
+const TOKEN_LEN = 32;        // lowercase hex digits of a lease's token
+const LIMIT_MAX = 1000;      // permits of a counted hold (lock.max_limit is at most this)
+const TTL_MAX = 4000000000000; // ms, the largest number the protocol reads
 
 class RedlockdError extends Error {
   constructor(code, text) {
@@ -56,12 +67,48 @@ function fields(words) {
   return out;
 }
 
-function word(what, value) {
-  if (typeof value !== 'string' || value === '' || /[\s]/.test(value)
-      || Buffer.byteLength(value) > 250) {
-    throw new TypeError(`${what} ${JSON.stringify(value)}: one word of printable bytes without spaces`);
+/* value, when it is one word of 1 to longest bytes, each printable ASCII
+ * but the space (0x21 to 0x7e); else a TypeError saying what is wrong and
+ * the bound (the value itself is not repeated: it may be a password). */
+function word(what, value, longest = NAME_MAX) {
+  if (typeof value !== 'string') {
+    throw new TypeError(`${what} must be a string, not ${value === null ? 'null' : typeof value}`);
+  }
+  const raw = Buffer.from(value);
+  if (raw.length === 0) throw new TypeError(`${what} is empty; it must be 1 to ${longest} bytes`);
+  if (raw.length > longest) throw new TypeError(`${what} is ${raw.length} bytes; at most ${longest}`);
+  for (let i = 0; i < raw.length; i++) {
+    if (raw[i] === 0x20) {
+      throw new TypeError(`${what} contains a space (at byte ${i}); it must be one word of printable ASCII (0x21 to 0x7e)`);
+    }
+    if (raw[i] < 0x21 || raw[i] > 0x7e) {
+      throw new TypeError(`${what} has byte 0x${raw[i].toString(16).padStart(2, '0')} at offset ${i}; `
+                          + 'it must be printable ASCII (0x21 to 0x7e) without spaces');
+    }
   }
   return value;
+}
+
+/* token, when it is 32 lowercase hex digits; else a TypeError. */
+function tokenWord(token) {
+  const need = `it must be ${TOKEN_LEN} lowercase hex digits (as the lease's grant gave it)`;
+  if (typeof token !== 'string') throw new TypeError(`token must be a string, not ${typeof token}`);
+  if (token.length !== TOKEN_LEN) throw new TypeError(`token is ${token.length} characters; ${need}`);
+  const bad = token.search(/[^0-9a-f]/);
+  if (bad >= 0) throw new TypeError(`token has '${token[bad]}' at offset ${bad}; ${need}`);
+  return token;
+}
+
+/* Math.trunc(value), when it is a number from lowest to highest; else a TypeError. */
+function number(what, value, lowest, highest, unit = '') {
+  if (typeof value !== 'number' || Number.isNaN(value)) {
+    throw new TypeError(`${what} must be a number, not ${typeof value}`);
+  }
+  const n = Math.trunc(value);
+  if (!(n >= lowest && n <= highest)) {
+    throw new TypeError(`${what} is ${value}${unit}; it must be ${lowest} to ${highest}${unit}`);
+  }
+  return n;
 }
 
 function errorOf(words) {
@@ -118,15 +165,39 @@ function parseAddress(address) {
 class Client {
   /*
    * connect(address, opts): address "host:port", "[v6]:port", "unix:/path"
-   * or a path; without one $REDLOCKD_SOCKET, else $REDLOCKD_ADDR, else
-   * 127.0.0.1:7379.  opts: password (else $REDLOCKD_PASSWORD), tls (true
+   * or a path; without one $REDLOCKD_SOCKET, else $REDLOCKD_ADDR, else the
+   * Unix socket defaults.socket (/run/redlockd/redlockd.sock) when a
+   * connection to it succeeds, else defaults.address (127.0.0.1:7379), as
+   * redlockctl does; with TLS, $REDLOCKD_ADDR else 127.0.0.1:7379.
+   * client.address says where it connected.  opts: password (else $REDLOCKD_PASSWORD), tls (true
    * or tls.connect options), ca, cert, key (file names), timeoutMs for
    * connecting and each reply that is no wait for a lock.
    */
   static async connect(address, opts = {}) {
-    const c = new Client(address || process.env.REDLOCKD_SOCKET || process.env.REDLOCKD_ADDR
-                         || DEFAULT_ADDRESS, opts);
-    await c.ready;
+    const useTls = opts.tls || opts.ca || opts.cert;
+    if (!address && useTls) {
+      // TLS is for a TCP address: no Unix socket is tried.
+      address = process.env.REDLOCKD_ADDR || defaults.address;
+    }
+    address = address || process.env.REDLOCKD_SOCKET || process.env.REDLOCKD_ADDR;
+    let c;
+    if (address) {
+      c = new Client(address, opts);
+      await c.ready;
+    } else {
+      c = new Client(`unix:${defaults.socket}`, opts);
+      try {
+        await c.ready;
+      } catch (e) {
+        c = new Client(defaults.address, opts);
+        try {
+          await c.ready;
+        } catch (e2) {
+          throw new ConnectionLost('CONNECT', `cannot connect to redlockd: ${defaults.socket}: `
+                                   + `${e.code || e.message}; ${defaults.address}: ${e2.code || e2.message}`);
+        }
+      }
+    }
     const password = opts.password !== undefined ? opts.password : process.env.REDLOCKD_PASSWORD;
     if (password) {
       try {
@@ -269,11 +340,11 @@ class Client {
 
   static opts(o) {
     const out = [];
-    if (o.ttl !== undefined) out.push(`ttl=${Math.trunc(o.ttl)}`);
+    if (o.ttl !== undefined) out.push(`ttl=${number('ttl', o.ttl, 1, TTL_MAX, ' ms')}`);
     if (o.fence) out.push('fence');
     if (o.shared) out.push('shared');
-    if (o.limit !== undefined) out.push(`limit=${Math.trunc(o.limit)}`);
-    if (o.label !== undefined) out.push(`label=${word('label', o.label)}`);
+    if (o.limit !== undefined) out.push(`limit=${number('limit', o.limit, 1, LIMIT_MAX)}`);
+    if (o.label !== undefined) out.push(`label=${word('label', o.label, LABEL_MAX)}`);
     return out;
   }
 
@@ -350,21 +421,21 @@ class Client {
 
   /* EXTEND a lease by token; its validity (ms).  NotHeld once it expired. */
   async extend(name, token, ttl) {
-    const r = await this.command(`EXTEND ${word('lock name', name)} token=${word('token', token)} ttl=${Math.trunc(ttl)}`);
+    const r = await this.command(`EXTEND ${word('lock name', name)} token=${tokenWord(token)} ttl=${number('ttl', ttl, 1, TTL_MAX, ' ms')}`);
     if (r[0] === 'NOTHELD') throw new NotHeld('NOTHELD', r.slice(1).join(' '));
     return fields(r.slice(2)).validity;
   }
 
   /* Release a lease by token (compare-and-delete); NotHeld when gone. */
   async release(name, token) {
-    const r = await this.command(`UNLOCK ${word('lock name', name)} token=${word('token', token)}`);
+    const r = await this.command(`UNLOCK ${word('lock name', name)} token=${tokenWord(token)}`);
     if (r[0] === 'NOTHELD') throw new NotHeld('NOTHELD', r.slice(1).join(' '));
   }
 
   /* STATUS: null when free, else the HELD fields. */
   async status(name, { token } = {}) {
     let line = `STATUS ${word('lock name', name)}`;
-    if (token !== undefined) line += ` token=${word('token', token)}`;
+    if (token !== undefined) line += ` token=${tokenWord(token)}`;
     const r = await this.command(line);
     return r[0] === 'FREE' ? null : fields(r.slice(2));
   }
@@ -435,6 +506,7 @@ class Client {
 
 module.exports = {
   Client, Lock, RedlockdError, Busy, Timeout, NotHeld, NoQuorum, Denied, ProtocolError,
-  LimitError, AuthError, KindError, ShuttingDown, ConnectionLost,
+  LimitError, AuthError, KindError, ShuttingDown, ConnectionLost, defaults,
+  NAME_MAX, LABEL_MAX, TOKEN_LEN, LIMIT_MAX, TTL_MAX,
   connect: (address, opts) => Client.connect(address, opts),
 };

@@ -3,11 +3,15 @@
 const test = require('node:test');
 const assert = require('node:assert');
 const fs = require('node:fs');
+const net = require('node:net');
+const os = require('node:os');
+const path = require('node:path');
 const redlockd = require('..');
-const { Daemon, Relay, ADMIN_PASSWORD, makeCerts, waitUntil, within, aborted } = require('./harness');
+const { Daemon, Relay, ADMIN_PASSWORD, makeCerts, waitUntil, within, aborted, freePort } = require('./harness');
 
 // Every test has a deadline; a test that passes takes well under a second.
 const T = { timeout: 30000 };
+const ROOT = path.resolve(__dirname, '..', '..', '..');
 
 test('the client', { timeout: 120000 }, async (t) => {
   const d = await Daemon.start();
@@ -157,36 +161,174 @@ test('the client', { timeout: 120000 }, async (t) => {
     await assert.rejects(a.acquire('two words'), TypeError);
     await assert.rejects(a.acquire('js-ttl', { ttl: 1 }), redlockd.ProtocolError);
   });
+
+  // Arguments out of the protocol's bounds are refused before anything is
+  // sent, with an error that says what is wrong and the bound.
+  await t.test('bounds named in the errors', T, async () => {
+    const a = await client();
+    const refused = (p, message) => assert.rejects(p, (e) => {
+      assert.ok(e instanceof TypeError, e);
+      assert.equal(e.message, message);
+      return true;
+    });
+    const ascii = 'it must be one word of printable ASCII (0x21 to 0x7e)';
+    const printable = 'it must be printable ASCII (0x21 to 0x7e) without spaces';
+    await refused(a.acquire('n'.repeat(300)), 'lock name is 300 bytes; at most 250');
+    await refused(a.acquire(`é${'n'.repeat(249)}`), 'lock name is 251 bytes; at most 250');
+    await refused(a.acquire(''), 'lock name is empty; it must be 1 to 250 bytes');
+    await refused(a.acquire('two words'), `lock name contains a space (at byte 3); ${ascii}`);
+    await refused(a.status('two\nPING'), `lock name has byte 0x0a at offset 3; ${printable}`);
+    await refused(a.acquire('été'), `lock name has byte 0xc3 at offset 0; ${printable}`);
+    await refused(a.acquire(42), 'lock name must be a string, not number');
+    await refused(a.lease('n'.repeat(300), { ttl: 1000 }), 'lock name is 300 bytes; at most 250');
+    await refused(a.breakLock('n'.repeat(300)), 'lock name is 300 bytes; at most 250');
+    await refused(a.acquire('js-bounds', { label: 'l'.repeat(65) }), 'label is 65 bytes; at most 64');
+    await refused(a.acquire('js-bounds', { label: 'has space' }), `label contains a space (at byte 3); ${ascii}`);
+    await refused(a.acquire('js-bounds', { ttl: 0 }), 'ttl is 0 ms; it must be 1 to 4000000000000 ms');
+    await refused(a.acquire('js-bounds', { limit: 2000 }), 'limit is 2000; it must be 1 to 1000');
+    const hex = "it must be 32 lowercase hex digits (as the lease's grant gave it)";
+    await refused(a.release('js-bounds', 'abc'), `token is 3 characters; ${hex}`);
+    await refused(a.extend('js-bounds', 'G'.repeat(32), 1000), `token has 'G' at offset 0; ${hex}`);
+    await refused(a.list('p'.repeat(251)), 'prefix is 251 bytes; at most 250');
+    await refused(redlockd.connect(d.address, { password: 'p'.repeat(251) }), 'password is 251 bytes; at most 250');
+    // The longest name is taken, and nothing refused was sent: the session
+    // answers in step.
+    await a.using('n'.repeat(250), { timeout: 5000 }, async (signal, lk) => assert.equal(lk.holds, 1));
+    assert.ok(await a.ping());
+    assert.equal(await a.status('js-bounds'), null);
+  });
+
+  // Without an address or environment: the Unix socket (defaults.socket),
+  // then TCP (defaults.address), as redlockctl does.
+  await t.test('default order: the Unix socket, then TCP', T, async (tt) => {
+    const saved = { ...redlockd.defaults };
+    const env = { s: process.env.REDLOCKD_SOCKET, a: process.env.REDLOCKD_ADDR };
+    delete process.env.REDLOCKD_SOCKET;
+    delete process.env.REDLOCKD_ADDR;
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'redlockd-node-order.'));
+    tt.after(() => {
+      Object.assign(redlockd.defaults, saved);
+      if (env.s !== undefined) process.env.REDLOCKD_SOCKET = env.s;
+      if (env.a !== undefined) process.env.REDLOCKD_ADDR = env.a;
+      fs.rmSync(dir, { recursive: true, force: true });
+    });
+    const dead = `127.0.0.1:${await freePort()}`;
+    const label = async (c, name) => c.using(name, { timeout: 5000 }, async () => (await c.status(name)).label);
+    const connect = async () => { const c = await redlockd.connect(); opened.push(c); return c; };
+
+    Object.assign(redlockd.defaults, { socket: d.sock, address: dead });
+    let c = await connect();
+    assert.equal(c.address, `unix:${d.sock}`);
+    assert.match(await label(c, 'js-order-unix'), /:uid=/);      // the daemon saw a Unix peer
+
+    // A socket file nobody listens on, and no file: TCP.
+    const stale = path.join(dir, 'stale.sock');
+    const srv = net.createServer();
+    await new Promise((resolve) => srv.listen(stale, resolve));
+    fs.linkSync(stale, `${stale}.kept`);                          // kept when the server closes
+    await new Promise((resolve) => srv.close(resolve));
+    for (const sock of [`${stale}.kept`, path.join(dir, 'absent.sock')]) {
+      Object.assign(redlockd.defaults, { socket: sock, address: d.address });
+      c = await connect();
+      assert.equal(c.address, d.address);
+      assert.match(await label(c, 'js-order-tcp'), /:127\.0\.0\.1:/);
+    }
+
+    // Neither: the error names both.
+    Object.assign(redlockd.defaults, { socket: path.join(dir, 'absent.sock'), address: dead });
+    await assert.rejects(redlockd.connect(), (e) => {
+      assert.ok(e instanceof redlockd.ConnectionLost, e);
+      assert.equal(e.text, `cannot connect to redlockd: ${redlockd.defaults.socket}: ENOENT; ${dead}: ECONNREFUSED`);
+      return true;
+    });
+
+    // The environment comes before the default socket.
+    Object.assign(redlockd.defaults, { socket: d.sock, address: dead });
+    process.env.REDLOCKD_ADDR = d.address;
+    try {
+      c = await connect();
+    } finally {
+      delete process.env.REDLOCKD_ADDR;
+    }
+    assert.equal(c.address, d.address);
+  });
 });
 
-test('the example of docs/using.md hears the loss', T, async (t) => {
-  const path = require('node:path');
-  const os = require('node:os');
+/* The code blocks of file (from the tree's root) fenced as lang, in order;
+ * only those of the section under heading when it is given. */
+function fenced(file, lang, heading) {
+  let text = fs.readFileSync(path.join(ROOT, file), 'utf8');
+  if (heading !== undefined) {
+    text = text.slice(text.indexOf(heading));
+    const end = text.indexOf('\n## ', 1);
+    if (end >= 0) text = text.slice(0, end);
+  }
+  return text.split(`\`\`\`${lang}\n`).slice(1).map((part) => part.slice(0, part.indexOf('```')));
+}
+
+/* Run code as job.js in dir, against a daemon of its own found through
+ * $REDLOCKD_ADDR (as connect() without an address finds it; docs/using.md's
+ * example names the address, replaced), and check that it holds the lock
+ * and stops with "lost: broken" when the lock is broken. */
+async function hearsTheLoss(t, dir, code) {
   const { spawn } = require('node:child_process');
-  const root = path.resolve(__dirname, '..', '..', '..');
-  const doc = fs.readFileSync(path.join(root, 'docs', 'using.md'), 'utf8');
-  const section = doc.slice(doc.indexOf('## Using it from Node.js'));
-  let code = section.slice(section.indexOf('```js\n') + 6);
-  code = code.slice(0, code.indexOf('```'));
   const d = await Daemon.start();
-  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'redlockd-node-doc.'));
-  t.after(() => { d.stop(); fs.rmSync(dir, { recursive: true, force: true }); });
-  code = code.replace('127.0.0.1:7379', d.address)
-    .replace("require('./clients/node')", `require(${JSON.stringify(path.join(root, 'clients', 'node'))})`);
-  fs.writeFileSync(path.join(dir, 'example.js'), code);
-  const child = spawn(process.execPath, [path.join(dir, 'example.js')], { stdio: ['ignore', 'pipe', 'pipe'] });
+  t.after(() => d.stop());
+  fs.writeFileSync(path.join(dir, 'job.js'), code.replace('127.0.0.1:7379', d.address));
+  const env = { ...process.env, REDLOCKD_ADDR: d.address };
+  delete env.REDLOCKD_SOCKET;
+  const child = spawn(process.execPath, ['job.js'], { cwd: dir, env, stdio: ['ignore', 'pipe', 'pipe'] });
   t.after(() => child.kill('SIGKILL'));
   let out = '';
   child.stdout.on('data', (x) => { out += x; });
   child.stderr.on('data', (x) => { out += x; });
   const exited = new Promise((resolve) => child.on('exit', resolve));
-  await waitUntil(() => out.includes('held with fence '), 5000, 'the example holding the lock');
+  await waitUntil(() => out.includes('held with fence ') || child.exitCode !== null, 5000,
+                  'the example holding the lock');
+  assert.match(out, /^held with fence \d+\n$/);
   const admin = await redlockd.connect(d.address);
   t.after(() => admin.close());
   await admin.command(`AUTH ${ADMIN_PASSWORD}`);
   await admin.breakLock('nightly');
   assert.equal(await within(exited, 5000, 'the example stopping'), 1);
   assert.match(out, /\nlost: broken\n$/);
+}
+
+function scratch(t) {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'redlockd-node-doc.'));
+  t.after(() => fs.rmSync(dir, { recursive: true, force: true }));
+  return dir;
+}
+
+test('the example of docs/using.md hears the loss', T, async (t) => {
+  const code = fenced('docs/using.md', 'js', '## Using it from Node.js')[0]
+    .replace("require('./clients/node')", `require(${JSON.stringify(path.join(ROOT, 'clients', 'node'))})`);
+  await hearsTheLoss(t, scratch(t), code);
+});
+
+// The README's install line, run as written in a project of its own, with
+// npm kept offline; then its example, as written.
+test('the README installs offline and its example hears the loss', T, async (t) => {
+  const { execFileSync } = require('node:child_process');
+  const dir = scratch(t);
+  const install = fenced('clients/node/README.md', 'sh', '## Installing');
+  assert.equal(install.length, 1);
+  let npm = true;
+  try { execFileSync('npm', ['--version'], { stdio: 'ignore' }); } catch { npm = false; }
+  if (npm) {
+    execFileSync('sh', ['-ec', install[0].replace('/path/to/redlockd', ROOT)], {
+      cwd: dir, stdio: 'pipe', timeout: 60000,
+      env: { ...process.env, npm_config_offline: 'true', npm_config_audit: 'false',
+             npm_config_fund: 'false', npm_config_update_notifier: 'false' },
+    });
+  } else {
+    t.diagnostic('npm is missing: node_modules/redlockd linked by hand, as npm install of a folder does');
+    fs.mkdirSync(path.join(dir, 'node_modules'));
+    fs.symlinkSync(path.join(ROOT, 'clients', 'node'), path.join(dir, 'node_modules', 'redlockd'));
+  }
+  const code = fenced('clients/node/README.md', 'js', '## Using it');
+  assert.equal(code.length, 1);
+  await hearsTheLoss(t, dir, code[0]);
 });
 
 test('AUTH from $REDLOCKD_PASSWORD', T, async (t) => {

@@ -175,4 +175,4 @@ function makeCerts() {
   return dir;
 }
 
-module.exports = { Daemon, Relay, ADMIN_PASSWORD, makeCerts, waitUntil, within, aborted };
+module.exports = { Daemon, Relay, ADMIN_PASSWORD, makeCerts, waitUntil, within, aborted, freePort };

@@ -41,7 +41,19 @@ __all__ = [
 
 __version__ = "0.1.0"
 
+# Where a Client goes without an address or environment, in this order, as
+# redlockctl does: the daemon's Unix socket when a connection to it
+# succeeds, else its TCP address.
+DEFAULT_SOCKET = "/run/redlockd/redlockd.sock"
 DEFAULT_ADDRESS = "127.0.0.1:7379"
+
+# The protocol's bounds (proto/PROTOCOL.md): the client checks them before
+# sending, and says which one an argument broke.
+NAME_MAX = 250          # bytes of a lock name, a LIST prefix, a password
+LABEL_MAX = 64          # bytes of a holder label (label=)
+TOKEN_LEN = 32          # lowercase hex digits of a lease's token
+LIMIT_MAX = 1000        # permits of a counted hold (lock.max_limit is at most this)
+TTL_MAX = 4000000000000  # ms, the largest number the protocol reads
 
 
 class RedlockdError(Exception):
@@ -119,10 +131,51 @@ def _fields(words):
     return out
 
 
-def _check_word(what, value):
-    if not value or any(c in value for c in " \r\n") or len(value.encode()) > 250:
-        raise ValueError(f"{what} {value!r}: one word of printable bytes without spaces")
+def _check_word(what, value, longest=NAME_MAX):
+    """value, when it is one word of 1 to ``longest`` bytes, each printable
+    ASCII but the space (0x21 to 0x7e); else ValueError (TypeError when it
+    is no str) saying what is wrong and the bound.  The value itself is
+    not repeated (it may be a password)."""
+    if not isinstance(value, str):
+        raise TypeError(f"{what} must be a str, not {type(value).__name__}")
+    raw = value.encode()
+    if not raw:
+        raise ValueError(f"{what} is empty; it must be 1 to {longest} bytes")
+    if len(raw) > longest:
+        raise ValueError(f"{what} is {len(raw)} bytes; at most {longest}")
+    for i, b in enumerate(raw):
+        if b == 0x20:
+            raise ValueError(f"{what} contains a space (at byte {i}); it must be one word "
+                             "of printable ASCII (0x21 to 0x7e)")
+        if not 0x21 <= b <= 0x7e:
+            raise ValueError(f"{what} has byte 0x{b:02x} at offset {i}; it must be "
+                             "printable ASCII (0x21 to 0x7e) without spaces")
     return value
+
+
+def _check_token(token):
+    """token, when it is 32 lowercase hex digits; else TypeError or ValueError."""
+    if not isinstance(token, str):
+        raise TypeError(f"token must be a str, not {type(token).__name__}")
+    if len(token) != TOKEN_LEN:
+        raise ValueError(f"token is {len(token)} characters; it must be {TOKEN_LEN} "
+                         "lowercase hex digits (as the lease's grant gave it)")
+    for i, c in enumerate(token):
+        if c not in "0123456789abcdef":
+            raise ValueError(f"token has {c!r} at offset {i}; it must be {TOKEN_LEN} "
+                             "lowercase hex digits (as the lease's grant gave it)")
+    return token
+
+
+def _check_number(what, value, lowest, highest, unit=""):
+    """value as an int, when it is a number from lowest to highest; else
+    TypeError or ValueError naming the range."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise TypeError(f"{what} must be a number, not {type(value).__name__}")
+    n = int(value)
+    if not lowest <= n <= highest:
+        raise ValueError(f"{what} is {value}{unit}; it must be {lowest} to {highest}{unit}")
+    return n
 
 
 def _in_thread(fn):
@@ -254,8 +307,8 @@ class Lease:
 
 
 def _env_address():
-    return (os.environ.get("REDLOCKD_SOCKET") or os.environ.get("REDLOCKD_ADDR")
-            or DEFAULT_ADDRESS)
+    """The address of $REDLOCKD_SOCKET, else $REDLOCKD_ADDR; None without both."""
+    return os.environ.get("REDLOCKD_SOCKET") or os.environ.get("REDLOCKD_ADDR") or None
 
 
 class Client:
@@ -263,7 +316,11 @@ class Client:
 
     ``address`` is ``"host:port"``, ``"[v6]:port"``, ``"unix:/path"`` or a
     path (``/run/redlockd/redlockd.sock``); without it ``$REDLOCKD_SOCKET``,
-    else ``$REDLOCKD_ADDR``, else ``127.0.0.1:7379``.  ``password`` (else
+    else ``$REDLOCKD_ADDR``, else the Unix socket ``DEFAULT_SOCKET``
+    (``/run/redlockd/redlockd.sock``) when a connection to it succeeds,
+    else ``DEFAULT_ADDRESS`` (``127.0.0.1:7379``), as redlockctl does;
+    with TLS, ``$REDLOCKD_ADDR`` else ``127.0.0.1:7379``.  ``address``
+    then says where it connected.  ``password`` (else
     ``$REDLOCKD_PASSWORD``) is sent with AUTH first.  ``tls=True`` (or an
     ``ssl.SSLContext``) speaks TLS, verifying the daemon against ``cafile``
     (else the system's CAs) and presenting ``certfile``/``keyfile`` when
@@ -273,11 +330,30 @@ class Client:
 
     def __init__(self, address=None, *, password=None, tls=False, cafile=None,
                  certfile=None, keyfile=None, server_hostname=None, timeout=10.0):
-        self.address = address or _env_address()
         self.timeout = timeout
         self.closed = False
-        self._sock = self._connect(self.address, tls, cafile, certfile, keyfile,
-                                   server_hostname)
+        if address is None and tls:
+            # TLS is for a TCP address: no Unix socket is tried.
+            address = os.environ.get("REDLOCKD_ADDR") or DEFAULT_ADDRESS
+        address = address or _env_address()
+        if address:
+            self._sock = self._connect(address, tls, cafile, certfile, keyfile,
+                                       server_hostname)
+        else:
+            address = "unix:" + DEFAULT_SOCKET
+            try:
+                self._sock = self._connect(address, tls, cafile, certfile, keyfile,
+                                           server_hostname)
+            except OSError as e:
+                address = DEFAULT_ADDRESS
+                try:
+                    self._sock = self._connect(address, tls, cafile, certfile, keyfile,
+                                               server_hostname)
+                except OSError as e2:
+                    raise ConnectionRefusedError(
+                        e2.errno, f"cannot connect to redlockd: {DEFAULT_SOCKET}: "
+                        f"{e.strerror or e}; {DEFAULT_ADDRESS}: {e2.strerror or e2}") from e2
+        self.address = address
         self._request_lock = threading.Lock()   # one request at a time
         # The socket is non-blocking and every recv and send holds _io_lock:
         # an SSL object must not be read and written by two threads at
@@ -311,7 +387,11 @@ class Client:
             path = address[5:] if address.startswith("unix:") else address
             sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
             sock.settimeout(self.timeout)
-            sock.connect(path)
+            try:
+                sock.connect(path)
+            except BaseException:
+                sock.close()
+                raise
             host = None
         else:
             host, sep, port = address.rpartition(":")
@@ -475,15 +555,15 @@ class Client:
     def _opts(ttl=None, shared=False, limit=None, fence=False, label=None):
         out = []
         if ttl is not None:
-            out.append(f"ttl={int(ttl)}")
+            out.append(f"ttl={_check_number('ttl', ttl, 1, TTL_MAX, ' ms')}")
         if fence:
             out.append("fence")
         if shared:
             out.append("shared")
         if limit is not None:
-            out.append(f"limit={int(limit)}")
+            out.append(f"limit={_check_number('limit', limit, 1, LIMIT_MAX)}")
         if label is not None:
-            out.append("label=" + _check_word("label", label))
+            out.append("label=" + _check_word("label", label, LABEL_MAX))
         return out
 
     def _take(self, name, timeout, opts, lease=False, on_reply=None):
@@ -573,7 +653,8 @@ class Client:
         """EXTEND a lease by its token to ``ttl`` ms from now; the validity (ms).
         Never re-acquires an expired lease: NotHeld when it is gone."""
         reply = self._command(f"EXTEND {_check_word('lock name', name)} "
-                              f"token={_check_word('token', token)} ttl={int(ttl)}")
+                              f"token={_check_token(token)} "
+                              f"ttl={_check_number('ttl', ttl, 1, TTL_MAX, ' ms')}")
         if reply[0] == "NOTHELD":
             raise NotHeld("NOTHELD", " ".join(reply[1:]))
         return _fields(reply[2:]).get("validity")
@@ -581,7 +662,7 @@ class Client:
     def release(self, name, token):
         """Release a lease by its token (compare-and-delete); NotHeld when gone."""
         reply = self._command(f"UNLOCK {_check_word('lock name', name)} "
-                              f"token={_check_word('token', token)}")
+                              f"token={_check_token(token)}")
         if reply[0] == "NOTHELD":
             raise NotHeld("NOTHELD", " ".join(reply[1:]))
 
@@ -592,7 +673,7 @@ class Client:
         (``ttl``, ``owner``, ``kind``, ``holders``, ``label``...)."""
         line = "STATUS " + _check_word("lock name", name)
         if token is not None:
-            line += " token=" + _check_word("token", token)
+            line += " token=" + _check_token(token)
         reply = self._command(line)
         return None if reply[0] == "FREE" else _fields(reply[2:])
 

@@ -3,6 +3,7 @@
 import asyncio
 import os
 import signal
+import socket
 import subprocess
 import sys
 import tempfile
@@ -206,24 +207,167 @@ class Basics(ClientTest):
             a.lock("py-ttl", ttl=1).acquire()
 
 
-class DocExample(ClientTest):
-    """The example of docs/using.md, as written but for the address: it
-    holds the lock and stops with "lost: broken" when the lock is broken."""
+class Bounds(ClientTest):
+    """Arguments out of the protocol's bounds are refused before anything
+    is sent, with an error that says what is wrong and the bound."""
 
-    def test_example_hears_the_loss(self):
-        with open(os.path.join(ROOT, "docs", "using.md")) as f:
-            doc = f.read()
-        section = doc[doc.index("## Using it from Python"):]
-        code = section[section.index("```python\n") + 10:]
-        code = code[:code.index("```")].replace("127.0.0.1:7379", self.d.address)
-        path = os.path.join(tempfile.mkdtemp(prefix="redlockd-py-doc."), "example.py")
-        self.addCleanup(subprocess.run, ["rm", "-rf", os.path.dirname(path)], check=False)
+    def assertRefused(self, exc, message, fn, *args, **kw):
+        with self.assertRaises(exc) as cm:
+            fn(*args, **kw)
+        self.assertEqual(str(cm.exception), message)
+
+    def test_names(self):
+        a = self.client()
+        self.assertRefused(ValueError, "lock name is 300 bytes; at most 250", a.lock, "n" * 300)
+        self.assertRefused(ValueError, "lock name is 251 bytes; at most 250", a.lock, "é" + "n" * 249)
+        self.assertRefused(ValueError, "lock name is empty; it must be 1 to 250 bytes", a.lock, "")
+        self.assertRefused(ValueError, "lock name contains a space (at byte 3); it must be one "
+                           "word of printable ASCII (0x21 to 0x7e)", a.lock, "two words")
+        self.assertRefused(ValueError, "lock name has byte 0x0a at offset 3; it must be "
+                           "printable ASCII (0x21 to 0x7e) without spaces", a.status, "two\nPING")
+        self.assertRefused(ValueError, "lock name has byte 0xc3 at offset 0; it must be "
+                           "printable ASCII (0x21 to 0x7e) without spaces", a.lock, "été")
+        self.assertRefused(TypeError, "lock name must be a str, not int", a.lock, 42)
+        self.assertRefused(ValueError, "lock name is 300 bytes; at most 250",
+                           a.lease, "n" * 300, ttl=1000)
+        self.assertRefused(ValueError, "lock name is 300 bytes; at most 250",
+                           a.break_lock, "n" * 300)
+        # The longest name is taken, and nothing refused was sent: the
+        # session answers in step.
+        with a.lock("n" * 250, timeout=5) as lk:
+            self.assertEqual(lk.holds, 1)
+        self.assertTrue(a.ping())
+
+    def test_other_arguments(self):
+        a = self.client()
+        self.assertRefused(ValueError, "label is 65 bytes; at most 64",
+                           a.lock("py-bounds", label="l" * 65).acquire)
+        self.assertRefused(ValueError, "label contains a space (at byte 3); it must be one word "
+                           "of printable ASCII (0x21 to 0x7e)",
+                           a.lock("py-bounds", label="has space").acquire)
+        self.assertRefused(ValueError, "ttl is 0 ms; it must be 1 to 4000000000000 ms",
+                           a.lock("py-bounds", ttl=0).acquire)
+        self.assertRefused(ValueError, "limit is 2000; it must be 1 to 1000",
+                           a.lock("py-bounds", limit=2000).acquire)
+        self.assertRefused(ValueError, "token is 3 characters; it must be 32 lowercase hex "
+                           "digits (as the lease's grant gave it)", a.release, "py-bounds", "abc")
+        self.assertRefused(ValueError, "token has 'G' at offset 0; it must be 32 lowercase hex "
+                           "digits (as the lease's grant gave it)",
+                           a.extend, "py-bounds", "G" * 32, 1000)
+        self.assertRefused(ValueError, "prefix is 251 bytes; at most 250", a.list, "p" * 251)
+        self.assertRefused(ValueError, "password is 251 bytes; at most 250",
+                           redlockd.Client, self.d.address, password="p" * 251)
+        self.assertTrue(a.ping())
+        self.assertIsNone(a.status("py-bounds"))
+
+
+class DefaultOrder(ClientTest):
+    """Without an address or environment, a Client tries the Unix socket
+    (DEFAULT_SOCKET) and then TCP (DEFAULT_ADDRESS), as redlockctl does."""
+
+    def setUp(self):
+        for k in ("REDLOCKD_SOCKET", "REDLOCKD_ADDR"):
+            if k in os.environ:
+                self.addCleanup(os.environ.__setitem__, k, os.environ.pop(k))
+        for k in ("DEFAULT_SOCKET", "DEFAULT_ADDRESS"):
+            self.addCleanup(setattr, redlockd, k, getattr(redlockd, k))
+        self.dir = tempfile.mkdtemp(prefix="redlockd-py-order.")
+        self.addCleanup(subprocess.run, ["rm", "-rf", self.dir], check=False)
+        # An address nothing listens on.
+        with socket.socket() as s:
+            s.bind(("127.0.0.1", 0))
+            self.dead = "127.0.0.1:%d" % s.getsockname()[1]
+
+    def label(self, c, name):
+        with c.lock(name, timeout=5):
+            return c.status(name)["label"]
+
+    def test_socket_first(self):
+        redlockd.DEFAULT_SOCKET, redlockd.DEFAULT_ADDRESS = self.d.sock, self.dead
+        c = redlockd.Client()
+        self.addCleanup(c.close)
+        self.assertEqual(c.address, "unix:" + self.d.sock)
+        self.assertIn(":uid=", self.label(c, "py-order-unix"))   # the daemon saw a Unix peer
+
+    def test_tcp_when_the_socket_fails(self):
+        stale = os.path.join(self.dir, "stale.sock")   # a socket file nobody listens on
+        with socket.socket(socket.AF_UNIX) as s:
+            s.bind(stale)
+        redlockd.DEFAULT_ADDRESS = self.d.address
+        for path in (stale, os.path.join(self.dir, "absent.sock")):
+            redlockd.DEFAULT_SOCKET = path
+            c = redlockd.Client()
+            self.addCleanup(c.close)
+            self.assertEqual(c.address, self.d.address)
+            self.assertIn(":127.0.0.1:", self.label(c, "py-order-tcp"))
+
+    def test_neither(self):
+        redlockd.DEFAULT_SOCKET = os.path.join(self.dir, "absent.sock")
+        redlockd.DEFAULT_ADDRESS = self.dead
+        with self.assertRaises(ConnectionRefusedError) as cm:
+            redlockd.Client()
+        self.assertIn(f"{redlockd.DEFAULT_SOCKET}: No such file or directory; "
+                      f"{self.dead}: Connection refused", str(cm.exception))
+
+    def test_environment_before_the_socket(self):
+        redlockd.DEFAULT_SOCKET, redlockd.DEFAULT_ADDRESS = self.d.sock, self.dead
+        os.environ["REDLOCKD_ADDR"] = self.d.address
+        try:
+            c = redlockd.Client()
+            self.addCleanup(c.close)
+        finally:
+            del os.environ["REDLOCKD_ADDR"]
+        self.assertEqual(c.address, self.d.address)
+
+
+def fenced(path, lang, heading=None):
+    """The code blocks of path fenced as lang (```lang), in order; only
+    those of the section under heading when it is given."""
+    with open(os.path.join(ROOT, path)) as f:
+        text = f.read()
+    if heading is not None:
+        text = text[text.index(heading):]
+        end = text.find("\n## ", 1)
+        text = text if end < 0 else text[:end]
+    blocks = []
+    for part in text.split("```" + lang + "\n")[1:]:
+        blocks.append(part[:part.index("```")])
+    return blocks
+
+
+class DocExample(ClientTest):
+    """The examples of docs/using.md and README.md, as written (but for the
+    address of docs/using.md's, and /path/to/redlockd): they hold the lock
+    and stop with "lost: broken" when the lock is broken, and the README's
+    install commands work without a package index."""
+
+    def scratch(self):
+        d = tempfile.mkdtemp(prefix="redlockd-py-doc.")
+        self.addCleanup(subprocess.run, ["rm", "-rf", d], check=False)
+        return d
+
+    def env(self):
+        """The environment of an example: the daemon found through
+        $REDLOCKD_ADDR, as the README's Client() without an address finds it."""
+        env = dict(os.environ, REDLOCKD_ADDR=self.d.address)
+        env.pop("REDLOCKD_SOCKET", None)
+        return env
+
+    def run_example(self, code, script=None):
+        """Start code as a file (through the shell line script, in which
+        job.py names it), its output piped."""
+        path = os.path.join(self.scratch(), "job.py")
         with open(path, "w") as f:
             f.write(code)
-        env = dict(os.environ, PYTHONPATH=os.path.join(ROOT, "clients", "python"))
-        proc = subprocess.Popen([sys.executable, path], stdout=subprocess.PIPE,
-                                stderr=subprocess.STDOUT, env=env, text=True)
+        if script is None:
+            script = f"PYTHONPATH={ROOT}/clients/python python3 job.py"
+        script = script.replace("/path/to/redlockd", ROOT).replace("python3 ", sys.executable + " ")
+        proc = subprocess.Popen(["sh", "-c", script], cwd=os.path.dirname(path), env=self.env(),
+                                stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
         self.addCleanup(proc.kill)
+        return proc
+
+    def hears_the_loss(self, proc):
         first = proc.stdout.readline()
         self.assertTrue(first.startswith("held with fence "), first)
         admin = self.client()
@@ -231,6 +375,54 @@ class DocExample(ClientTest):
         admin.break_lock("nightly")
         out, _ = proc.communicate(timeout=5)
         self.assertEqual((proc.returncode, out.strip()), (1, "lost: broken"))
+
+    def test_example_hears_the_loss(self):
+        code = fenced("docs/using.md", "python", "## Using it from Python")[0]
+        self.hears_the_loss(self.run_example(code.replace("127.0.0.1:7379", self.d.address)))
+
+    def test_readme_example_hears_the_loss(self):
+        # Run through the README's own PYTHONPATH line.
+        install = fenced("clients/python/README.md", "sh", "## Installing")
+        self.hears_the_loss(self.run_example(
+            fenced("clients/python/README.md", "python", "## Using it")[0], install[1].strip()))
+
+    def test_readme_lease_example(self):
+        code = fenced("clients/python/README.md", "python")[1]
+        self.assertIn("client.lease(", code)
+        out, _ = self.run_example(code).communicate(timeout=10)
+        self.assertTrue(out.startswith("took Lease('report', token='"), out)
+        self.assertIsNone(self.client().status("report"))
+
+    def test_readme_install_without_an_index(self):
+        """The README's venv commands, with --no-index: no package index is
+        asked (and the build's leftovers in the tree are ignored by git)."""
+        script = fenced("clients/python/README.md", "sh", "## Installing")[0]
+        self.assertIn("--no-index", script)
+        here = os.path.join(ROOT, "clients", "python")
+        leftovers = [os.path.join(here, "build"), os.path.join(here, "redlockd.egg-info")]
+        for p in leftovers:
+            if not os.path.exists(p):
+                self.addCleanup(subprocess.run, ["rm", "-rf", p], check=False)
+        d = self.scratch()
+        # Debian's python3 (which the README speaks of), whatever runs the tests.
+        python3 = "/usr/bin/python3" if os.path.exists("/usr/bin/python3") else sys.executable
+        if (subprocess.run([python3, "-c", "import ensurepip"], stderr=subprocess.DEVNULL).returncode
+                and os.geteuid() != 0):
+            self.skipTest("python3-venv is missing (make deps installs it as root)")
+        script = script.replace("/path/to/redlockd", ROOT).replace("python3 ", python3 + " ")
+        run = subprocess.run(["sh", "-ec", script], cwd=d,
+                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                             timeout=120)
+        self.assertEqual(run.returncode, 0, run.stdout)
+        where = subprocess.run([os.path.join(d, "venv", "bin", "python"), "-c",
+                                "import redlockd; print(redlockd.__file__)"],
+                               stdout=subprocess.PIPE, text=True, cwd=d, check=True).stdout
+        self.assertTrue(where.startswith(os.path.join(d, "venv") + "/"), where)
+        if os.path.isdir(os.path.join(ROOT, ".git")) or os.path.isfile(os.path.join(ROOT, ".git")):
+            untracked = subprocess.run(["git", "-C", ROOT, "ls-files", "--others",
+                                        "--exclude-standard", "clients/python"],
+                                       stdout=subprocess.PIPE, text=True, check=True).stdout
+            self.assertEqual(untracked, "", "pip left files git does not ignore")
 
 
 class MastersStopped(ClientTest):
