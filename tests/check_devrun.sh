@@ -33,10 +33,10 @@ bad() { say "FAIL: $*"; fail=1; }
 # with a config of free ports (its masters, listen.tcp) whose metrics port
 # is taken, it fails at once, naming that port, its key and what holds it,
 # and starts no master.  Ports of its own, so this part always runs.
-free_port() {       # a port nothing listens on, from 20000..59999
+free_port() {       # a port nothing listens on, below the ephemeral ports
     local p i
     for i in $(seq 1 50); do
-        p=$((20000 + RANDOM % 40000))
+        p=$((20000 + RANDOM % 12000))
         (exec 5<>"/dev/tcp/127.0.0.1/$p") 2>/dev/null || { echo "$p"; return 0; }
     done
     return 1

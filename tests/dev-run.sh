@@ -42,7 +42,8 @@ config_ports() {
               line = substr(line, RSTART + RLENGTH)
           } }' "$1"
 }
-ports=$(config_ports "$config" | awk '$1 == "masters" { print $2 }' | tr '\n' ' ')
+ports=$(config_ports "$config" | awk '$1 == "masters" { print $2 }' | xargs)
+tcp_port=$(config_ports "$config" | awk '$1 == "listen.tcp" { print $2 }')
 listens=$(config_ports "$config" | awk '$1 != "masters"' | tr '\n' ' ')
 if [ -z "$ports" ]; then
     echo "dev-run: $config names no master HOST:PORT" >&2
@@ -105,7 +106,7 @@ for port in $ports; do
     "$here/dev-master.sh" "$port" || exit 1
 done
 echo "dev-run: masters up on ports $ports; starting redlockd" >&2
-echo "dev-run: clients: nc -N 127.0.0.1 7379, or nc -U run/redlockd.sock; for" \
+echo "dev-run: clients: nc -N 127.0.0.1 ${tcp_port:-7379}, or nc -U run/redlockd.sock; for" \
      "redlockctl in another shell: export REDLOCKD_SOCKET=$PWD/run/redlockd.sock" >&2
 setsid "$bin" -c "$config" &
 daemon_pid=$!
