@@ -372,7 +372,7 @@ ctl_usage(FILE *out)
           "with TLS, -H, else $REDLOCKD_ADDR, else 127.0.0.1:7379 (-S is an error).\n"
           "$REDLOCKD_PASSWORD, when set, is sent with AUTH first (for break,\n"
           "$REDLOCKD_ADMIN_PASSWORD when set).  To lock a name spelled status, list,\n"
-          "watch, break, stats or ping, put -- before it.\n"
+          "watch, break, stats or ping (or like a mistyped one), put -- before it.\n"
           "\n"
           "list [PREFIX]: the names this daemon holds or waits for, one line each.\n"
           "watch NAME: a line whenever NAME is taken or freed, through any daemon,\n"
