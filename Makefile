@@ -454,7 +454,7 @@ check-lua:
 # (pointing at this build); skipped, with the reason, when unavailable.
 check-units: $(B)/redlockd
 	@mkdir -p $(B)/systemd
-	@sed -e 's|@bindir@|$(CURDIR)/$(B)|g' -e 's|@sysconfdir@|$(CURDIR)/conf|g' \
+	@sed -e '/^# Template: /d' -e 's|@bindir@|$(CURDIR)/$(B)|g' -e 's|@sysconfdir@|$(CURDIR)/conf|g' \
 	    systemd/redlockd.service > $(B)/systemd/redlockd.service
 	@cp systemd/redlockd.socket systemd/redlockd-tls.socket $(B)/systemd/
 	@if ! command -v systemd-analyze >/dev/null; then \
@@ -540,6 +540,8 @@ check-install: $(B)/redlockd $(B)/redlockctl
 	    [ -s $$d/$$f ] || { echo "check-install: $$f missing"; exit 1; }; done; \
 	grep -q '^ExecStart=/usr/bin/redlockd -c /etc/redlockd/redlockd.yml$$' \
 	    $$d/usr/lib/systemd/system/redlockd.service; \
+	! grep -n 'make install\|@[a-z]*@' $$d/usr/lib/systemd/system/* $$d/usr/lib/sysusers.d/* \
+	    || { echo "check-install: an installed unit speaks of its template"; exit 1; }; \
 	mkdir -p $$d/run/redlockd; \
 	sed 's|"/run/redlockd/|"$(CURDIR)/'"$$d"'/run/redlockd/|' $$d/etc/redlockd/redlockd.yml \
 	    > $$d/redlockd-t.yml; \
@@ -569,7 +571,7 @@ install: $(B)/redlockd $(B)/redlockctl
 	    $(DESTDIR)$(MANDIR)/man8
 	install -m 0755 $(B)/redlockd $(B)/redlockctl $(DESTDIR)$(BINDIR)/
 	@# Without libsystemd the daemon cannot say READY=1 or ping the watchdog.
-	sed -e 's|@bindir@|$(BINDIR)|g' -e 's|@sysconfdir@|$(SYSCONFDIR)|g' \
+	sed -e '/^# Template: /d' -e 's|@bindir@|$(BINDIR)|g' -e 's|@sysconfdir@|$(SYSCONFDIR)|g' \
 	    $(if $(HAVE_SYSTEMD),,-e 's|^Type=notify$$|Type=exec|' -e '/^WatchdogSec=/d' \
 	    -e '/^NotifyAccess=/d') \
 	    systemd/redlockd.service > $(DESTDIR)$(UNITDIR)/redlockd.service

@@ -100,13 +100,15 @@
  *     126, 127         COMMAND could not be executed, or was not found
  *     128 + N          signal N made redlockctl give up while waiting
  *     status: 0 NAME is held, 1 NAME is free
- *     list, break: 0; watch: 0 after SIGINT or SIGTERM, 69 when the
- *                      connection ends
+ *     list: 0; break: 0 a hold ended, 1 NAME was not held (its fence
+ *                      is raised all the same); watch: 0 after SIGINT or
+ *                      SIGTERM, 69 when the connection ends
  *
  * A conflict (exit 1 or -E) is silent, like flock(1), so that a cron job
  * with -n does not mail anybody; -v reports it.  Every other failure prints
  * one line on stderr.  Times are measured on CLOCK_MONOTONIC.
  */
+#include <ctype.h>
 #include <errno.h>
 #include <getopt.h>
 #include <limits.h>
@@ -370,7 +372,7 @@ ctl_usage(FILE *out)
           "with TLS, -H, else $REDLOCKD_ADDR, else 127.0.0.1:7379 (-S is an error).\n"
           "$REDLOCKD_PASSWORD, when set, is sent with AUTH first (for break,\n"
           "$REDLOCKD_ADMIN_PASSWORD when set).  To lock a name spelled status, list,\n"
-          "watch, break, stats or ping, put -- before it.\n"
+          "watch, break, stats or ping (or like a mistyped one), put -- before it.\n"
           "\n"
           "list [PREFIX]: the names this daemon holds or waits for, one line each.\n"
           "watch NAME: a line whenever NAME is taken or freed, through any daemon,\n"
@@ -389,8 +391,8 @@ ctl_usage(FILE *out)
           "refused, no quorum of masters, or another redlockd error; 71: fork failed; 75: the lock was lost while COMMAND ran;\n"
           "77: AUTH refused or needed, or break refused (not admin); 126/127: COMMAND\n"
           "not executable / not found; 128+N: signal N while waiting for the lock.\n"
-          "status: 0 held, 1 free.  watch: 0 after SIGINT or SIGTERM, 69 when the\n"
-          "connection ends.\n",
+          "status: 0 held, 1 free.  break: 0 a hold ended, 1 NAME was not held.\n"
+          "watch: 0 after SIGINT or SIGTERM, 69 when the connection ends.\n",
           out);
 }
 
@@ -404,6 +406,112 @@ ctl_usage_fail(const char *fmt, ...)
     ctl_vmsg("Try 'redlockctl -h' for more information.\n", fmt, ap);
     va_end(ap);
     exit(EX_USAGE);
+}
+
+/*
+ * The edit distance between a and b, ASCII letters compared without
+ * case: insertions, deletions, substitutions and swaps of two neighbours
+ * each count 1 (optimal string alignment, Damerau 1964).  Words longer
+ * than CTL_TYPO_MAX bytes are not compared: returns CTL_TYPO_MAX.
+ */
+#define CTL_TYPO_MAX 16
+static int
+ctl_typo_distance(const char *a, const char *b)
+{
+    int d[CTL_TYPO_MAX + 1][CTL_TYPO_MAX + 1];
+    size_t la = strlen(a), lb = strlen(b), i, j;
+    int cost, best;
+
+    if (la >= CTL_TYPO_MAX || lb >= CTL_TYPO_MAX) {
+        return CTL_TYPO_MAX;
+    }
+    for (i = 0; i <= la; i++) {
+        d[i][0] = (int)i;
+    }
+    for (j = 0; j <= lb; j++) {
+        d[0][j] = (int)j;
+    }
+    for (i = 1; i <= la; i++) {
+        for (j = 1; j <= lb; j++) {
+            cost = tolower((unsigned char)a[i - 1]) != tolower((unsigned char)b[j - 1]);
+            best = d[i - 1][j] + 1;
+            if (d[i][j - 1] + 1 < best) {
+                best = d[i][j - 1] + 1;
+            }
+            if (d[i - 1][j - 1] + cost < best) {
+                best = d[i - 1][j - 1] + cost;
+            }
+            if (i > 1 && j > 1
+                && tolower((unsigned char)a[i - 1]) == tolower((unsigned char)b[j - 2])
+                && tolower((unsigned char)a[i - 2]) == tolower((unsigned char)b[j - 1])
+                && d[i - 2][j - 2] + 1 < best) {
+                best = d[i - 2][j - 2] + 1;
+            }
+            d[i][j] = best;
+        }
+    }
+    return d[la][lb];
+}
+
+/*
+ * The subcommand that word, not one itself, looks like a typo of, or
+ * NULL: the same word in other case, one edit away (two for a word of 5
+ * letters or more: "stauts", "brake"), or a prefix of 3 letters or more
+ * ("stat").  The closest wins; the table's order breaks ties.  The
+ * caller asks only when the words after it could not run as a command
+ * (none, or the first is not found), so that a lock named "batch" (one
+ * edit from "watch") still runs its command.
+ */
+static const char *
+ctl_typo_of(const char *word)
+{
+    const char *best = NULL;
+    size_t i, len = strlen(word), n = sizeof(ctl_subcommands) / sizeof(ctl_subcommands[0]);
+    int dist, best_dist = CTL_TYPO_MAX;
+
+    for (i = 0; i < n; i++) {
+        const char *sub = ctl_subcommands[i].word;
+
+        dist = ctl_typo_distance(word, sub);
+        if (len >= 3 && len < strlen(sub) && strncmp(word, sub, len) == 0) {
+            dist = 1;
+        }
+        if (dist <= (len >= 5 ? 2 : 1) && dist < best_dist) {
+            best = sub;
+            best_dist = dist;
+        }
+    }
+    return best;
+}
+
+/*
+ * Whether execvp() could run file: a path with a '/' that is executable,
+ * or an executable file of that name in a directory of $PATH (execvp's
+ * default when unset).
+ */
+static bool
+ctl_runnable(const char *file)
+{
+    const char *path = getenv("PATH"), *dir, *end;
+    char buf[PATH_MAX];
+
+    if (strchr(file, '/') != NULL) {
+        return access(file, X_OK) == 0;
+    }
+    for (dir = path != NULL ? path : "/bin:/usr/bin"; ; dir = end + 1) {
+        end = strchr(dir, ':');
+        if (end == NULL) {
+            end = dir + strlen(dir);
+        }
+        if (snprintf(buf, sizeof(buf), "%.*s/%s", end == dir ? 1 : (int)(end - dir),
+                     end == dir ? "." : dir, file) < (int)sizeof(buf)
+            && access(buf, X_OK) == 0) {
+            return true;
+        }
+        if (*end == '\0') {
+            return false;
+        }
+    }
 }
 
 /* A decimal integer 0..max, digits only.  0 or -1. */
@@ -948,6 +1056,26 @@ ctl_parse(int argc, char **argv, struct ctl_opts *o)
         o->mode = ctl_subcommands[sub].mode;
         o->name = nops > 1 ? ops[1] : NULL;
     } else {
+        const char *typo = NULL, *cmd;
+        bool runs;
+
+        /*
+         * "redlockctl staus report": a typo of status, not a lock named
+         * staus for a command `report` that does not exist.
+         */
+        if (!dashdash) {
+            cmd = nops > 1 && strcmp(ops[1], "--") == 0 ? (nops > 2 ? ops[2] : NULL)
+                  : nops > 1 ? ops[1] : NULL;
+            runs = o->shell_cmd != NULL || (nops > 1 && strcmp(ops[1], "-c") == 0)
+                   || (cmd != NULL && ctl_runnable(cmd));
+            typo = runs ? NULL : ctl_typo_of(ops[0]);
+        }
+
+        if (typo != NULL) {
+            ctl_usage_fail("unknown subcommand '%s'; did you mean '%s'? (to lock a name "
+                           "spelled like a subcommand, put -- before it: redlockctl [options] "
+                           "-- %s COMMAND)", ops[0], typo, ops[0]);
+        }
         o->mode = CTL_MODE_LOCK;
         o->name = ops[0];
         ops++;
@@ -1036,18 +1164,55 @@ ctl_cmd_ping(struct ctl_conn *c)
 }
 
 
-/* status NAME: prints what the masters say; 0 when held, 1 when free. */
+/*
+ * Whether a session of this daemon holds NAME (LIST NAME has a HELD line
+ * for exactly that name; LIST shows session holds only): the daemon then
+ * renews it itself while the holder's connection is open.  Lines of
+ * longer names that share the prefix are read and skipped.
+ */
+static bool
+ctl_held_by_session_here(const struct ctl_opts *o, struct ctl_conn *c)
+{
+    char req[PROTO_NAME_MAX + 8];
+    const char *line;
+    size_t len = strlen(o->name);
+    bool found = false;
+
+    snprintf(req, sizeof(req), "LIST %s", o->name);
+    ctl_request(c, req);
+    for (;;) {
+        line = ctl_reply(c, "LIST", client_now_ms() + CTL_REPLY_MS);
+        if (strcmp(line, "END") == 0) {
+            return found;
+        }
+        if (client_is_status(line, "ERR")) {
+            ctl_fail_err(o, c, req, line);
+        }
+        if (strncmp(line, "HELD ", 5) == 0 && strncmp(line + 5, o->name, len) == 0
+            && line[5 + len] == ' ') {
+            found = true;
+        }
+    }
+}
+
+/*
+ * status NAME: prints what the masters say; 0 when held, 1 when free.
+ * The lease's end is worded by who renews it: a session of this daemon
+ * is renewed by the daemon; anything else (a lease-mode holder, a session
+ * of another daemon, a Redlock library) cannot be told apart by STATUS.
+ */
 static int
 ctl_cmd_status(const struct ctl_opts *o, struct ctl_conn *c)
 {
     char req[PROTO_NAME_MAX + 16], ttl[32], fence[32], left[48];
     char kind[16], holders[24], limit[16], label[PROTO_LABEL_MAX + 1], waiters[24];
-    const char *reply;
+    char reply[CLIENT_LINE_MAX + 1];
     int64_t ms;
 
     snprintf(req, sizeof(req), "STATUS %s", o->name);
     ctl_request(c, req);
-    reply = ctl_reply(c, "STATUS", client_now_ms() + CTL_REPLY_MS);
+    /* A copy: the LIST below reads into the connection's line. */
+    snprintf(reply, sizeof(reply), "%s", ctl_reply(c, "STATUS", client_now_ms() + CTL_REPLY_MS));
     if (!client_field(reply, "waiters", waiters, sizeof(waiters))) {
         waiters[0] = '\0';
     }
@@ -1073,7 +1238,12 @@ ctl_cmd_status(const struct ctl_opts *o, struct ctl_conn *c)
             printf(", without expiry (a key without a TTL: it may never be freed)");
         } else if (ctl_parse_int(ttl, PROTO_NUMBER_MAX, &ms) == 0) {
             ctl_seconds_text(ms, left, sizeof(left));
-            printf(", lease ends in %s unless its holder renews it", left);
+            if (ctl_held_by_session_here(o, c)) {
+                printf(", renewed by this redlockd while its holder's connection is open "
+                       "(lease ends in %s if not renewed)", left);
+            } else {
+                printf(", lease ends in %s unless renewed", left);
+            }
         }
     }
     if (client_field(reply, "fence", fence, sizeof(fence))) {
@@ -1177,18 +1347,28 @@ ctl_cmd_watch(const struct ctl_opts *o, struct ctl_conn *c)
 
 /*
  * break NAME: BREAK; prints "broken NAME: holders=N fence=F" (the
- * reply's fields) and returns 0.  A session that is not admin is 77.
+ * reply's fields) and returns 0.  When no master had a holder to delete
+ * (holders=0) it prints "NAME: was not held; its fence is now F" and
+ * returns 1, as status does for a free name: the daemon raised the fence
+ * all the same (proto/PROTOCOL.md, BREAK).  A session that is not admin
+ * is 77.
  */
 static int
 ctl_cmd_break(const struct ctl_opts *o, struct ctl_conn *c)
 {
-    char req[PROTO_NAME_MAX + 16];
+    char req[PROTO_NAME_MAX + 16], fence[32];
     const char *reply;
+    int64_t holders;
 
     snprintf(req, sizeof(req), "BREAK %s", o->name);
     ctl_request(c, req);
     reply = ctl_reply(c, req, client_now_ms() + CTL_REPLY_MS);
     if (client_is_reply(reply, "OK", o->name)) {
+        if (client_field_int(reply, "holders", &holders) && holders == 0
+            && client_field(reply, "fence", fence, sizeof(fence))) {
+            printf("%s: was not held; its fence is now %s\n", o->name, fence);
+            return 1;
+        }
         printf("broken %s:%s\n", o->name, reply + strlen("OK ") + strlen(o->name));
         return 0;
     }

@@ -39,12 +39,22 @@ struct health {
     struct drift_ref    clock;      /* the last reading of its clock (daemon/drift.h) */
     bool                clock_bad_logged;    /* an answer without its TIME was logged
                                                 on this connection */
+    bool                exempt_pending;      /* its "persists every write" note waits
+                                                for health_exempt_cb */
     struct health_counts counts;
 };
 
 static struct health     *healths;
 static size_t             nhealths;
 static int64_t            health_quarantine_ms; /* the caller's, ms */
+
+/*
+ * Masters that come up together (every master at the daemon's start) are
+ * exempt from the restart quarantine for the same reason: their notes are
+ * gathered for this long and logged as one line naming them all.
+ */
+#define HEALTH_EXEMPT_NOTE_MS   250
+static struct event      *health_exempt_timer;  /* logs the gathered notes */
 
 /* Each question's words (at most HEALTH_ASK_WORDS). */
 static const char *const health_words[HEALTH_NASKS][HEALTH_ASK_WORDS] = {
@@ -91,11 +101,63 @@ health_quarantine_cb(evutil_socket_t fd, short what_ev, void *arg)
     health_quarantine_arm(h, now);
 }
 
+/*
+ * Log the gathered "persists every write" notes (health_quarantine_begin):
+ * one master's as it was, several in one line with the longest uptime.
+ */
+static void
+health_exempt_cb(evutil_socket_t fd, short what_ev, void *arg)
+{
+    char names[1024];
+    size_t i, n = 0, used = 0, left_out = 0;
+    long long most_s = 0;
+    const struct health *one = NULL;
+
+    (void)fd;
+    (void)what_ev;
+    (void)arg;
+    names[0] = '\0';
+    for (i = 0; i < nhealths; i++) {
+        struct health *h = &healths[i];
+        int w;
+
+        if (!h->exempt_pending) {
+            continue;
+        }
+        h->exempt_pending = false;
+        one = h;
+        n++;
+        most_s = h->uptime_s > most_s ? h->uptime_s : most_s;
+        w = snprintf(names + used, sizeof(names) - used, "%s%s", n > 1 ? ", " : "",
+                     health_name(h));
+        if (w < 0 || (size_t)w >= sizeof(names) - used) {
+            names[used] = '\0';
+            left_out++;
+        } else {
+            used += (size_t)w;
+        }
+    }
+    if (n == 1) {
+        log_info("master %s: up for %lld s only, but it persists every write before "
+                 "answering (aof_enabled:1, appendfsync always), so its restart lost no "
+                 "lock: no restart quarantine", health_name(one), one->uptime_s);
+    } else if (n > 1) {
+        log_info("%zu masters, %s%s: up for %lld s or less, but each persists every write "
+                 "before answering (aof_enabled:1, appendfsync always), so no restart of "
+                 "theirs lost a lock: no restart quarantine", n, names,
+                 left_out > 0 ? " and more" : "", most_s);
+    }
+}
+
 void
 health_start(void)
 {
     size_t i;
 
+    health_exempt_timer = evtimer_new(ctx.base, health_exempt_cb, NULL);
+    if (health_exempt_timer == NULL) {
+        xmalloc_fail("the timer of the masters' persistence notes");
+    }
     nhealths = ctx.conf->nmasters;
     healths = xcalloc(nhealths, sizeof(*healths));
     for (i = 0; i < nhealths; i++) {
@@ -161,6 +223,11 @@ health_stop(void)
 {
     size_t i;
 
+    if (health_exempt_timer != NULL) {
+        health_exempt_cb(-1, 0, NULL);      /* the notes still gathered */
+        event_free(health_exempt_timer);
+        health_exempt_timer = NULL;
+    }
     for (i = 0; i < nhealths; i++) {
         if (healths[i].quarantine_timer != NULL) {
             event_free(healths[i].quarantine_timer);
@@ -487,9 +554,13 @@ health_quarantine_begin(struct health *h)
         return;
     }
     if (h->aof == 1 && strcmp(h->appendfsync, "always") == 0) {
-        log_info("master %s: up for %lld s only, but it persists every write before "
-                 "answering (aof_enabled:1, appendfsync always), so its restart lost no "
-                 "lock: no restart quarantine", health_name(h), h->uptime_s);
+        /* Logged a moment later, in one line with the others that came up with it. */
+        h->exempt_pending = true;
+        if (!evtimer_pending(health_exempt_timer, NULL)) {
+            struct timeval tv = { 0, HEALTH_EXEMPT_NOTE_MS * 1000 };
+
+            evtimer_add(health_exempt_timer, &tv);
+        }
         return;
     }
     if (h->aof < 0) {

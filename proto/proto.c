@@ -684,15 +684,19 @@ proto_opt_find(const char *s, size_t len)
 
 /*
  * Parse one option word w for verb vd.  seen holds the bits of the
- * options already given on this line and is updated.
+ * options already given on this line and is updated.  prev is the option
+ * word before w, or NULL when w follows the name (or the verb): a bare
+ * word after "label=has" is the rest of a label with a space, and the
+ * error says so rather than blame the name.
  */
 static int
 proto_parse_option(const struct proto_verbdef *vd, const struct proto_word *w,
-                   uint32_t *seen, struct proto_cmd *cmd, struct proto_error *err)
+                   const struct proto_word *prev, uint32_t *seen, struct proto_cmd *cmd,
+                   struct proto_error *err)
 {
     const struct proto_optdef *def;
     const char *eq, *val;
-    char quoted[PROTO_QUOTE_MAX];
+    char quoted[PROTO_QUOTE_MAX], quoted_prev[PROTO_QUOTE_MAX];
     size_t keylen, vallen;
     int id;
 
@@ -700,6 +704,17 @@ proto_parse_option(const struct proto_verbdef *vd, const struct proto_word *w,
     keylen = eq != NULL ? (size_t)(eq - w->s) : w->len;
     id = keylen > 0 ? proto_opt_find(w->s, keylen) : -1;
 
+    if (eq == NULL && (id < 0 || !proto_opts[id].flag) && prev != NULL) {
+        const char *peq = memchr(prev->s, '=', prev->len);
+
+        proto_fail(err, PROTO_ERR_PROTO, "%s: unexpected argument '%s' after '%s' (%s"
+                   "options are key=value)", vd->name, proto_quote(quoted, w->s, w->len),
+                   proto_quote(quoted_prev, prev->s, prev->len),
+                   peq == NULL ? ""
+                   : proto_opt_find(prev->s, (size_t)(peq - prev->s)) == PROTO_OPT_LABEL
+                   ? "a label has no spaces; " : "an option's value has no spaces; ");
+        return -1;
+    }
     if (eq == NULL && (id < 0 || !proto_opts[id].flag)) {
         proto_fail(err, PROTO_ERR_PROTO,
                    vd->args == PROTO_ARGS_NAME
@@ -783,7 +798,7 @@ proto_parse(const char *line, size_t len, struct proto_cmd *cmd,
 {
     const struct proto_verbdef *vd = NULL;
     struct proto_lexer lx;
-    struct proto_word w;
+    struct proto_word w, prev = { 0 };
     char quoted[PROTO_QUOTE_MAX];
     uint32_t seen = 0;
     int i;
@@ -857,9 +872,10 @@ proto_parse(const char *line, size_t len, struct proto_cmd *cmd,
             proto_fail(err, PROTO_ERR_PROTO, "%s: too many arguments", vd->name);
             return -1;
         }
-        if (proto_parse_option(vd, &w, &seen, cmd, err) != 0) {
+        if (proto_parse_option(vd, &w, seen != 0 ? &prev : NULL, &seen, cmd, err) != 0) {
             return -1;
         }
+        prev = w;
     }
     if (!proto_has_required(vd, cmd->verb, seen, err)) {
         return -1;

@@ -13,7 +13,9 @@
 # child in the background; the script must exit 7, and the lock must be
 # free once it has ended, or been killed).
 #
-# dev-run.sh uses fixed ports (7001..7005, 7379, 9379): the check is
+# First, with a config of its own on free ports, that dev-run.sh refuses
+# a taken metrics port before it starts anything.  The rest runs
+# conf/dev.yml, whose ports are fixed (7001..7005, 7379, 9379): it is
 # skipped, saying so, when one of them is taken (a `make run` elsewhere).
 #
 # usage: tests/check_devrun.sh BUILD/redlockd      (from the repository root)
@@ -26,6 +28,65 @@ fail=0
 
 say() { echo "check_devrun: $*"; }
 bad() { say "FAIL: $*"; fail=1; }
+
+# dev-run.sh checks every port of its config before it starts anything:
+# with a config of free ports (its masters, listen.tcp) whose metrics port
+# is taken, it fails at once, naming that port, its key and what holds it,
+# and starts no master.  Ports of its own, so this part always runs.
+free_port() {       # a port nothing listens on, below the ephemeral ports
+    local p i
+    for i in $(seq 1 50); do
+        p=$((20000 + RANDOM % 12000))
+        (exec 5<>"/dev/tcp/127.0.0.1/$p") 2>/dev/null || { echo "$p"; return 0; }
+    done
+    return 1
+}
+m1=$(free_port) && m2=$(free_port) && m3=$(free_port) && tcp_port=$(free_port) &&
+    busy_port=$(free_port) || { say "FAIL: no free port found"; rm -rf "$tmp"; exit 1; }
+nc -lk 127.0.0.1 "$busy_port" </dev/null >/dev/null 2>&1 &
+busy_pid=$!
+i=0
+until (exec 5<>"/dev/tcp/127.0.0.1/$busy_port") 2>/dev/null; do
+    i=$((i + 1))
+    if [ "$i" -gt 100 ]; then
+        kill "$busy_pid" 2>/dev/null
+        say "FAIL: nc did not listen on $busy_port"; rm -rf "$tmp"; exit 1
+    fi
+    sleep 0.05
+done
+cat > "$tmp/busy.yml" <<EOF2
+listen:
+  tcp: "127.0.0.1:$tcp_port"
+  unix: ""
+masters: ["127.0.0.1:$m1", "127.0.0.1:$m2", "127.0.0.1:$m3"]
+metrics:
+  listen: "127.0.0.1:$busy_port"   # taken
+EOF2
+timeout -k 5 20 bash tests/dev-run.sh "$bin" "$tmp/busy.yml" >"$tmp/busy.log" 2>&1
+rc=$?
+for port in $m1 $m2 $m3 $tcp_port; do
+    if (exec 5<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null; then
+        bad "a taken metrics port: dev-run.sh started something on $port"
+        redis-cli -p "$port" shutdown nosave >/dev/null 2>&1
+    fi
+done
+rm -rf "run/$m1" "run/$m2" "run/$m3"
+kill "$busy_pid" 2>/dev/null
+wait "$busy_pid" 2>/dev/null
+[ "$rc" -eq 1 ] || bad "a taken metrics port: dev-run.sh exited $rc, not 1"
+grep -q "port $busy_port (metrics.listen in $tmp/busy.yml) is already in use" "$tmp/busy.log" ||
+    bad "a taken metrics port: dev-run.sh did not name it: $(cat "$tmp/busy.log")"
+if command -v ss >/dev/null; then
+    grep -q "in use by nc (pid $busy_pid)" "$tmp/busy.log" ||
+        bad "a taken metrics port: dev-run.sh did not say nc (pid $busy_pid) holds it: $(cat "$tmp/busy.log")"
+fi
+grep -q "starting redlockd\|masters up" "$tmp/busy.log" &&
+    bad "a taken metrics port: dev-run.sh started masters first"
+if [ "$fail" -ne 0 ]; then
+    rm -rf "$tmp"
+    exit 1
+fi
+say "a taken metrics port: refused before anything started ($(head -1 "$tmp/busy.log"))"
 
 for port in $ports 7379 9379; do
     if (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null; then
@@ -247,7 +308,7 @@ done
 grep -q "shutdown: every lock released" "$tmp/run.log" ||
     bad "the daemon did not say 'shutdown: every lock released'"
 grep -q "second SIG" "$tmp/run.log" && bad "the daemon got a second signal"
-grep -q "dev-run: stopped redlockd and the five masters" "$tmp/run.log" ||
+grep -q "dev-run: stopped redlockd and the masters" "$tmp/run.log" ||
     bad "dev-run.sh did not say it stopped everything"
 for port in $ports 7379; do
     (exec 4<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null && bad "127.0.0.1:$port still listening"

@@ -635,6 +635,18 @@ START_TEST(test_option_errors)
               "LOCK: unexpected argument 'ttl' (a lock name has no spaces; options are key=value)");
     parse_err("TRYLOCK a inf", PROTO_ERR_PROTO,
               "TRYLOCK: unexpected argument 'inf' (a lock name has no spaces; options are key=value)");
+    /* A bare word after an option: the option's value had a space, not the name. */
+    parse_err("TRYLOCK x label=has space", PROTO_ERR_PROTO,
+              "TRYLOCK: unexpected argument 'space' after 'label=has' (a label has no spaces; "
+              "options are key=value)");
+    parse_err("LOCK x LABEL=a b", PROTO_ERR_PROTO,
+              "LOCK: unexpected argument 'b' after 'LABEL=a' (a label has no spaces; "
+              "options are key=value)");
+    parse_err("LOCK x ttl=5 000", PROTO_ERR_PROTO,
+              "LOCK: unexpected argument '000' after 'ttl=5' (an option's value has no spaces; "
+              "options are key=value)");
+    parse_err("LOCK x fence xyz", PROTO_ERR_PROTO,
+              "LOCK: unexpected argument 'xyz' after 'fence' (options are key=value)");
     parse_err("LOCK a =5", PROTO_ERR_PROTO, "LOCK: option '=5' has no key");
     parse_err("LOCK a ttl=", PROTO_ERR_PROTO, "LOCK: option 'ttl' has no value");
     parse_err("LOCK a WAIT=", PROTO_ERR_PROTO, "LOCK: option 'wait' has no value");

@@ -310,6 +310,17 @@ ct_assert_out_has(const char *tag, const char *text)
     free(out);
 }
 
+/* Whether redlockctl <tag> printed text. */
+static bool
+ct_out_has(const char *tag, const char *text)
+{
+    char *out = ct_out(tag);
+    bool has = strstr(out, text) != NULL;
+
+    free(out);
+    return has;
+}
+
 static bool
 ct_exists(const char *path)
 {
@@ -523,6 +534,38 @@ START_TEST(usage_errors)
     ct_assert_out_has("help", "Usage: redlockctl [options] NAME [--] COMMAND [ARGS...]");
     ck_assert_int_eq(CT_RUN("version", "-V"), 0);
     ct_assert_out_has("version", "redlockctl ");
+}
+END_TEST
+
+/*
+ * A first word a few edits from a subcommand, whose command could not
+ * run (none, or not found): exit 64 with "did you mean", no lock taken.
+ * With -- before it, or with a command that runs, it is a lock name.
+ */
+START_TEST(subcommand_typo)
+{
+    char *out;
+
+    EXPECT_SETUP();
+    /* Should a case be taken as a lock, it must not find a real daemon. */
+    setenv("REDLOCKD_ADDR", "127.0.0.1:1", 1);
+    ck_assert_int_eq(CT_RUN("staus", "staus", "report"), 64);
+    ct_assert_out_has("staus", "unknown subcommand 'staus'; did you mean 'status'?");
+    ct_assert_out_has("staus", "put -- before it");
+    ck_assert_int_eq(CT_RUN("brake", "brake", "deploy"), 64);
+    ct_assert_out_has("brake", "did you mean 'break'?");
+    ck_assert_int_eq(CT_RUN("stat", "stat"), 64);
+    ct_assert_out_has("stat", "did you mean 'status'?");
+    ck_assert_int_eq(CT_RUN("pnig", "-H", "127.0.0.1:1", "pnig"), 64);
+    ct_assert_out_has("pnig", "did you mean 'ping'?");
+    /* Lock names: the connection is tried (and fails, 69). */
+    ck_assert_int_eq(CT_RUN("dashdash", "--", "staus", "report"), 69);
+    ck_assert_int_eq(CT_RUN("batch", "batch", "true"), 69);
+    ck_assert_int_eq(CT_RUN("shell", "lost", "-c", "report"), 69);
+    out = ct_out("batch");
+    ck_assert_msg(strstr(out, "unknown subcommand") == NULL, "a lock named batch: '%s'", out);
+    free(out);
+    unsetenv("REDLOCKD_ADDR");
 }
 END_TEST
 
@@ -1175,7 +1218,17 @@ START_TEST(subcommands)
     ck_assert_int_eq(CT_RUN("held", "-H", ct_addr(), "status", "sub"), 0);
     ct_assert_out_has("held", "sub: held by ");        /* the label the daemon gave */
     ct_assert_out_has("held", ":127.0.0.1:");
-    ct_assert_out_has("held", ", lease ends in ");
+    /* A session's lease is renewed by the daemon, not by its holder. */
+    ct_assert_out_has("held", ", renewed by this redlockd while its holder's connection is "
+                      "open (lease ends in ");
+    ck_assert_msg(!ct_out_has("held", "unless"), "a session lock said 'unless'");
+    /* A lease-mode lock: nothing renews it but its holder's EXTEND. */
+    EXPECT_PREFIX(a, "LOCK subl mode=lease ttl=30000", "OK subl token=");
+    ck_assert_int_eq(CT_RUN("lease", "-H", ct_addr(), "status", "subl"), 0);
+    ct_assert_out_has("lease", ", lease ends in ");
+    ct_assert_out_has("lease", " unless renewed");
+    ck_assert_msg(!ct_out_has("lease", "renewed by this redlockd"),
+                  "a lease-mode lock said the daemon renews it");
     /* A name spelled like a subcommand, after --. */
     ck_assert_int_eq(CT_RUN("lockping", "-H", ct_addr(), "--", "ping", "-c", "exit 4"), 4);
     close(a);
@@ -1674,7 +1727,8 @@ END_TEST
 /*
  * break: refused to a session that is not admin (77); done by root over
  * the Unix socket: "broken NAME: holders=1 fence=F", the holder's
- * redlockctl reads ! LOST reason=broken (75), the name is free.
+ * redlockctl reads ! LOST reason=broken (75), the name is free.  A name
+ * nobody held: "NAME: was not held; its fence is now F", exit 1.
  */
 START_TEST(break_holder)
 {
@@ -1708,8 +1762,9 @@ START_TEST(break_holder)
     t.name = "bk";
     ck_assert_msg(ct_cond_trylock(&t), "bk is still held after the break");
     close(t.fd);
-    ck_assert_int_eq(CT_RUN("free", "-S", h_daemon_unix_path(), "break", "bk-free"), 0);
-    ct_assert_out_has("free", "broken bk-free: holders=0");
+    /* A name nobody held: said so, and exit 1 (as status says of a free name). */
+    ck_assert_int_eq(CT_RUN("free", "-S", h_daemon_unix_path(), "break", "bk-free"), 1);
+    ct_assert_out_has("free", "bk-free: was not held; its fence is now ");
 }
 END_TEST
 
@@ -2074,6 +2129,7 @@ ctl_suite(void)
         tcase_set_timeout(tc, TEST_TIMEOUT_S);
     }
     tcase_add_test(tc, usage_errors);
+    tcase_add_test(tc, subcommand_typo);
     tcase_add_test(tc, daemon_unreachable);
     tcase_add_test(tc, daemon_refuses_request);
     tcase_add_test(tc, no_quorum);

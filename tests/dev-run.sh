@@ -1,7 +1,7 @@
 #!/bin/bash
-# Start five local redis-server masters on 127.0.0.1:7001..7005 (each
-# persisting every write, data under run/, see tests/dev-master.sh) and redlockd in
-# the foreground.  Ctrl-C or SIGTERM stops the daemon and then the
+# Start the local redis-server masters of CONFIG (conf/dev.yml: five, on
+# 127.0.0.1:7001..7005; each persisting every write, data under run/, see
+# tests/dev-master.sh) and redlockd in the foreground.  Ctrl-C or SIGTERM stops the daemon and then the
 # masters; nothing is left running.
 #
 # The daemon and the masters run in sessions of their own, so the
@@ -15,13 +15,40 @@
 # take the deletes anyway.)  A second Ctrl-C during that stop is passed
 # on: the daemon then exits at once.
 #
+# The ports come from CONFIG: the masters' (started here, one
+# tests/dev-master.sh each), and every other "HOST:PORT" it names
+# (listen.tcp, metrics.listen, tls.listen): each must be free before
+# anything starts.
+#
 # usage: tests/dev-run.sh BUILD/redlockd CONFIG
 set -u
 bin=$1
 config=$2
 here=$(dirname "$0")
-ports="7001 7002 7003 7004 7005"
-mkdir -p run
+
+# CONFIG's "HOST:PORT" strings, one "KEY PORT" line each: KEY is
+# "masters" for an item of the masters list (block or [flow] style),
+# else the key the address is given to (listen.tcp, metrics.listen);
+# comments skipped.
+config_ports() {
+    awk '{ sub(/#.*/, "") }
+        /^[A-Za-z_]+:/ { top = $1; sub(/:$/, "", top) }
+        { line = $0
+          key = line; sub(/^[ \t-]*/, "", key); sub(/:.*/, "", key)
+          while (match(line, /"[^"]*:[0-9]+"/)) {
+              addr = substr(line, RSTART + 1, RLENGTH - 2)
+              port = addr; sub(/.*:/, "", port)
+              print (top == "masters" ? "masters" : top == key ? key : top "." key), port
+              line = substr(line, RSTART + RLENGTH)
+          } }' "$1"
+}
+ports=$(config_ports "$config" | awk '$1 == "masters" { print $2 }' | xargs)
+tcp_port=$(config_ports "$config" | awk '$1 == "listen.tcp" { print $2 }')
+listens=$(config_ports "$config" | awk '$1 != "masters"' | tr '\n' ' ')
+if [ -z "$ports" ]; then
+    echo "dev-run: $config names no master HOST:PORT" >&2
+    exit 1
+fi
 started=false
 
 stop() {
@@ -50,25 +77,36 @@ stop() {
         rm -f "run/$port/redis.pid"
     done
     rm -f run/redlockd.sock
-    echo "dev-run: stopped redlockd and the five masters" >&2
+    echo "dev-run: stopped redlockd and the masters" >&2
 }
 trap stop EXIT
 trap 'exit 0' INT TERM
 
-# Refuse to borrow somebody else's Redis or redlockd on our ports.
-for port in $ports 7379; do
+# Refuse to borrow somebody else's Redis or redlockd on our ports, and
+# to start masters that a daemon unable to bind would then leave: every
+# port of CONFIG is checked before anything starts.
+taken=0
+set -- $(for port in $ports; do echo "masters $port"; done) $listens
+while [ $# -ge 2 ]; do
+    what=$1 port=$2
+    shift 2
     if (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null; then
-        echo "dev-run: 127.0.0.1:$port is already in use; stop what listens there first" >&2
-        exit 1
+        by=$(ss -Hltnp "sport = :$port" 2>/dev/null | grep -o '(("[^"]*",pid=[0-9]*' |
+             head -1 | sed 's/(("\(.*\)",pid=\(.*\)/ by \1 (pid \2)/')
+        echo "dev-run: port $port ($what in $config) is already in use${by}; stop what" \
+             "listens there first (nothing was started)" >&2
+        taken=1
     fi
 done
+[ "$taken" -eq 0 ] || exit 1
 
+mkdir -p run
 started=true
 for port in $ports; do
     "$here/dev-master.sh" "$port" || exit 1
 done
-echo "dev-run: masters up on 127.0.0.1:7001..7005; starting redlockd" >&2
-echo "dev-run: clients: nc -N 127.0.0.1 7379, or nc -U run/redlockd.sock; for" \
+echo "dev-run: masters up on ports $ports; starting redlockd" >&2
+echo "dev-run: clients: nc -N 127.0.0.1 ${tcp_port:-7379}, or nc -U run/redlockd.sock; for" \
      "redlockctl in another shell: export REDLOCKD_SOCKET=$PWD/run/redlockd.sock" >&2
 setsid "$bin" -c "$config" &
 daemon_pid=$!
