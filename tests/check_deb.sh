@@ -233,6 +233,7 @@ EOF2
         bad "postinst did not start redlockd through /etc/init.d/redlockd: $(cat "$tmp/reinstall.log")"
     fi
     ipid=$(cat /run/redlockd.pid 2>/dev/null)
+    [ -n "$ipid" ] && pids+=("$ipid")     # killed on exit, whatever user it runs as
     if [ -n "$ipid" ] && [ "$(ps -o user=,comm= -p "$ipid" | tr -s ' ')" = "redlockd redlockd" ]; then
         say "the init script's daemon runs as user redlockd (pid $ipid)"
     else
@@ -288,6 +289,20 @@ EOF2
     gone "$ipid" && bad "the daemon is gone after a refused reload"
     held_on 3 || bad "deb-init is no longer held after a refused reload"
 
+    # A file -t accepts but the daemon refuses (a listener changed needs a
+    # restart): reload fails with the daemon's words; the daemon runs on.
+    sed "s/127.0.0.1:$iport/127.0.0.1:$(free_port)/" "$tmp/conf.good" >"$conf"
+    if init_d reload; then
+        bad "reload of a changed listener succeeded: $(cat "$tmp/init.out")"
+    elif grep -q '^error reload: .*listen.tcp' "$tmp/init.out"; then
+        say "reload of a changed listener refused: $(tr -s '\n' ' ' <"$tmp/init.out")"
+    else
+        bad "reload of a changed listener failed without the daemon's words: $(cat "$tmp/init.out")"
+    fi
+    gone "$ipid" && bad "the daemon is gone after a refused reload"
+    cp -p "$tmp/conf.good" "$conf"
+    printf 'masters: 42\n' >>"$conf"
+
     # start refuses a bad file (with the daemon stopped, below) and says why.
     # stop: TERM; the process is gone, its lock released on every master.
     if init_d stop && gone "$ipid" && [ ! -e /run/redlockd.pid ]; then
@@ -323,11 +338,13 @@ EOF2
     cp -p "$tmp/conf.good" "$conf"
     service redlockd start >"$tmp/init.out" 2>&1 || bad "service redlockd start: $(cat "$tmp/init.out")"
     ipid=$(cat /run/redlockd.pid 2>/dev/null)
+    [ -n "$ipid" ] && pids+=("$ipid")
     wait_for 10 "the started redlockd with 5 masters up" iup
     # restart: a new process, the old one gone.
     if init_d restart && npid=$(cat /run/redlockd.pid) && [ "$npid" != "$ipid" ] && gone "$ipid"; then
         say "restart: $(tr -s '\n' ' ' <"$tmp/init.out")(pid $ipid, then $npid)"
         ipid=$npid
+        pids+=("$ipid")
     else
         bad "restart: $(cat "$tmp/init.out")"
     fi
