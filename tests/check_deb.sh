@@ -97,6 +97,17 @@ wait_for() {        # SECONDS WHAT COMMAND...: until COMMAND succeeds
     return 1
 }
 
+# Whether a live (not zombie) redlockd of user redlockd runs, from /proc
+# (procps may be missing in a container).
+daemon_runs() {
+    local d
+    for d in /proc/[0-9]*; do
+        [ "$(stat -c %U "$d" 2>/dev/null)" = redlockd ] &&
+            grep -qs '^[0-9]* (redlockd) [^Z]' "$d/stat" && return 0
+    done
+    return 1
+}
+
 # ---- install ----
 if ! DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "$(realpath "$deb")" \
         >"$tmp/install.log" 2>&1; then
@@ -113,7 +124,7 @@ if [ "$init" = sysv ]; then
     else
         bad "postinst did not say that policy-rc.d forbade the start: $(cat "$tmp/install.log")"
     fi
-    pgrep -u redlockd -x redlockd >/dev/null && bad "a redlockd runs although policy-rc.d forbade it"
+    daemon_runs && bad "a redlockd runs although policy-rc.d forbade it"
 fi
 dpkg -L redlockd | sort >"$tmp/files"
 
@@ -234,7 +245,7 @@ EOF2
     fi
     ipid=$(cat /run/redlockd.pid 2>/dev/null)
     [ -n "$ipid" ] && pids+=("$ipid")     # killed on exit, whatever user it runs as
-    if [ -n "$ipid" ] && [ "$(ps -o user=,comm= -p "$ipid" | tr -s ' ')" = "redlockd redlockd" ]; then
+    if [ -n "$ipid" ] && [ "$(stat -c %U "/proc/$ipid" 2>/dev/null) $(cat "/proc/$ipid/comm" 2>/dev/null)" = "redlockd redlockd" ]; then
         say "the init script's daemon runs as user redlockd (pid $ipid)"
     else
         bad "no redlockd of user redlockd in /run/redlockd.pid ('$ipid')"
@@ -320,7 +331,7 @@ EOF2
     else
         bad "start with a bad file failed without saying why: $(cat "$tmp/init.out")"
     fi
-    pgrep -u redlockd -x redlockd >/dev/null && bad "a redlockd runs after a refused start"
+    daemon_runs && bad "a redlockd runs after a refused start"
     # A file -t accepts, but a listener the daemon cannot bind (a master's
     # port): start waits for it to say ready, sees it exit, and says why.
     sed "s/127.0.0.1:$iport/127.0.0.1:${mports[0]}/" "$tmp/conf.good" >"$conf"
@@ -368,8 +379,8 @@ for f in /etc/systemd/system/*.wants/redlockd* /var/lib/systemd/deb-systemd-help
     [ -e "$f" ] || [ -L "$f" ] && left="$left $f"
 done
 dpkg-statoverride --list /etc/redlockd/redlockd.yml >/dev/null && left="$left (a dpkg-statoverride)"
-if [ "$init" = sysv ] && [ -n "${ipid:-}" ] && ! gone "$ipid"; then
-    left="$left (the daemon, pid $ipid, still running)"
+if [ "$init" = sysv ] && daemon_runs; then
+    left="$left (a redlockd of user redlockd, still running)"
 fi
 if [ -n "$left" ]; then
     bad "left after purge:$left"
