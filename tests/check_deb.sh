@@ -125,6 +125,10 @@ if [ "$init" = sysv ]; then
         bad "postinst did not say that policy-rc.d forbade the start: $(cat "$tmp/install.log")"
     fi
     daemon_runs && bad "a redlockd runs although policy-rc.d forbade it"
+elif grep -q '^redlockd: .*systemctl status redlockd' "$tmp/install.log"; then
+    say "postinst: $(grep '^redlockd: ' "$tmp/install.log")"
+else
+    bad "postinst did not say what systemd started: $(cat "$tmp/install.log")"
 fi
 dpkg -L redlockd | sort >"$tmp/files"
 
@@ -360,6 +364,19 @@ EOF2
         bad "restart: $(cat "$tmp/init.out")"
     fi
     wait_for 10 "the restarted redlockd with 5 masters up" iup
+    # An upgrade (a reinstall: /usr/bin/redlockd replaced) restarts the
+    # daemon that runs the replaced binary.
+    if DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --reinstall \
+            -o Dpkg::Options::=--force-confold "$(realpath "$deb")" >"$tmp/reinstall.log" 2>&1 &&
+       npid=$(cat /run/redlockd.pid) && [ "$npid" != "$ipid" ] && gone "$ipid" &&
+       grep -q '^redlockd: systemd is not running here: started by /etc/init.d/redlockd' "$tmp/reinstall.log"; then
+        say "upgrade: the running daemon (pid $ipid) restarted (pid $npid)"
+        ipid=$npid
+        pids+=("$ipid")
+    else
+        bad "upgrade did not restart the running daemon (pid $ipid): $(cat "$tmp/reinstall.log")"
+    fi
+    wait_for 10 "the upgraded redlockd with 5 masters up" iup
 fi
 
 # ---- purge: nothing left but the user and group ----
