@@ -295,8 +295,8 @@ metrics_write(struct evbuffer *out)
                         REDLOCKD_LAYOUT_OLDEST);
     metrics_family(out, "redlockd_descriptors_open", "gauge",
                    "Descriptors the daemon has open now (clients, masters, listeners, "
-                   "/metrics), against redlockd_descriptor_limit; -1 when they cannot be "
-                   "counted (no /proc).");
+                   "/metrics), against redlockd_descriptor_limit; the limit when none is left "
+                   "to count them with, -1 when they cannot be counted (no /proc).");
     evbuffer_add_printf(out, "redlockd_descriptors_open %lld\n",
                         (long long)fdbudget_open((int64_t)stats.descriptor_limit));
     for (k = 0; k < report_nrows; k++) {
