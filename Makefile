@@ -15,6 +15,8 @@
 #   make check-docs    the docs link no file outside the repository and
 #                   mention no issue numbers (make check runs it)
 #   make check-lua  luacheck on the masters' scripts (daemon/scripts/)
+#   make check-alerts  the Prometheus rules (promtool check and test rules) and
+#                   the Grafana dashboard against a real daemon's /metrics
 #   make check-hardening  the binaries are hardened as a Debian package's are
 #   make check-faults  fault-injection suite and a short fuzzing run
 #   make fuzz       libFuzzer targets (clang), FUZZ_SECONDS each
@@ -30,7 +32,7 @@ PKGS    := libevent libevent_openssl openssl hiredis yaml-0.1
 # What building and `make run` need (deps-run), and what the tests add (deps).
 RUN_DEB_PKGS := build-essential pkg-config libevent-dev libhiredis-dev libyaml-dev \
                 redis-server netcat-openbsd libssl-dev openssl libbsd-dev
-DEB_PKGS := $(RUN_DEB_PKGS) check faketime libsystemd-dev lua-check
+DEB_PKGS := $(RUN_DEB_PKGS) check faketime libsystemd-dev lua-check prometheus python3-yaml
 # The client libraries' toolchains (clients/): installed one by one, and a
 # language whose toolchain cannot be installed is skipped by make check with
 # one line saying so.
@@ -146,7 +148,7 @@ PREV_RELEASE_DIR := build/release-$(UPGRADE_FROM)
 .DEFAULT_GOAL := all
 include $(wildcard tests/*/*.mk)
 
-.PHONY: all deps deps-run deps-faults deps-deb deb check-deb check check-steps check-busy check-asan check-faults check-valgrind check-build check-docs check-runner check-lua check-units check-hardening check-install check-nosd check-devrun check-python check-node check-go install test unit integration run clean
+.PHONY: all deps deps-run deps-faults deps-deb deb check-deb check check-steps check-busy check-asan check-faults check-valgrind check-build check-docs check-runner check-lua check-units check-hardening check-install check-nosd check-devrun check-alerts check-python check-node check-go install test unit integration run clean
 all: $(B)/redlockd $(B)/redlockctl
 
 # The flags an object was built with: a change (hardening, a package
@@ -257,7 +259,8 @@ deps: deps-run
 	@if pkg-config --exists $(PKGS) $(CLIENT_PKGS) $(HEADER_PKGS) check libsystemd 2>/dev/null \
 	    && command -v redis-server >/dev/null && command -v openssl >/dev/null \
 	    && command -v nc >/dev/null && command -v cc >/dev/null \
-	    && command -v faketime >/dev/null && command -v luacheck >/dev/null; then :; else \
+	    && command -v faketime >/dev/null && command -v luacheck >/dev/null \
+    && command -v promtool >/dev/null && python3 -c 'import yaml' 2>/dev/null; then :; else \
 	    echo "installing missing packages: $(DEB_PKGS)"; \
 	    $(SUDO) apt-get update -qq && \
 	    DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq $(DEB_PKGS); fi
@@ -278,7 +281,7 @@ deps: deps-run
 # loops beside it (tests/busy.sh), as on a machine other work shares.
 CHECK_STEPS = check-build check-docs check-runner check-lua test check-units \
               $(if $(SANITIZE),,check-hardening) check-install check-nosd check-devrun \
-              check-python check-node check-go
+              check-python check-node check-go check-alerts
 check: deps
 	@$(if $(BUSY),sh tests/busy.sh $(BUSY)) $(MAKE) --no-print-directory check-steps
 
@@ -450,6 +453,12 @@ check-runner:
 check-lua:
 	@B=$(B) sh tests/check_lua.sh
 
+# The Prometheus rules and the Grafana dashboard (conf/prometheus/,
+# conf/grafana/): promtool check and test rules, then every metric and
+# label they name against this daemon's /metrics (tests/check_alerts.sh).
+check-alerts: $(B)/redlockd
+	@bash tests/check_alerts.sh $(B)/redlockd
+
 # systemd-analyze verify on the units as make install writes them
 # (pointing at this build); skipped, with the reason, when unavailable.
 check-units: $(B)/redlockd
@@ -536,7 +545,8 @@ check-install: $(B)/redlockd $(B)/redlockctl
 	    usr/lib/systemd/system/redlockd-tls.socket \
 	    usr/lib/sysusers.d/redlockd.conf etc/redlockd/redlockd.yml \
 	    usr/share/man/man8/redlockd.8 usr/share/man/man1/redlockctl.1 \
-	    usr/share/man/man5/redlockd.yml.5; do \
+	    usr/share/man/man5/redlockd.yml.5 usr/share/redlockd/redlockd.rules.yml \
+    usr/share/redlockd/redlockd.json; do \
 	    [ -s $$d/$$f ] || { echo "check-install: $$f missing"; exit 1; }; done; \
 	grep -q '^ExecStart=/usr/bin/redlockd -c /etc/redlockd/redlockd.yml$$' \
 	    $$d/usr/lib/systemd/system/redlockd.service; \
@@ -555,7 +565,7 @@ check-install: $(B)/redlockd $(B)/redlockctl
 	if command -v groff >/dev/null; then for m in $$d/usr/share/man/man*/*; do \
 	    [ -z "$$(groff -man -Tutf8 -ww -z $$m 2>&1)" ] || { echo "check-install: $$m:"; \
 	    groff -man -Tutf8 -ww -z $$m; exit 1; }; done; fi; \
-	echo "check-install: make install DESTDIR=... PREFIX=/usr put all 10 files in place"
+	echo "check-install: make install DESTDIR=... PREFIX=/usr put all 12 files in place"
 
 # make install [PREFIX=/usr/local] [DESTDIR=]: the config goes to /etc
 # (SYSCONFDIR) and is never overwritten; units to $(PREFIX)/lib/systemd.
@@ -565,6 +575,7 @@ SYSCONFDIR ?= /etc
 MANDIR     ?= $(PREFIX)/share/man
 UNITDIR    ?= $(PREFIX)/lib/systemd/system
 SYSUSERSDIR ?= $(PREFIX)/lib/sysusers.d
+DATADIR    ?= $(PREFIX)/share/redlockd
 install: $(B)/redlockd $(B)/redlockctl
 	install -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(UNITDIR) $(DESTDIR)$(SYSUSERSDIR) \
 	    $(DESTDIR)$(SYSCONFDIR)/redlockd $(DESTDIR)$(MANDIR)/man1 $(DESTDIR)$(MANDIR)/man5 \
@@ -586,6 +597,10 @@ install: $(B)/redlockd $(B)/redlockctl
 	install -m 0644 client/redlockctl.1 $(DESTDIR)$(MANDIR)/man1/
 	install -m 0644 conf/redlockd.yml.5 $(DESTDIR)$(MANDIR)/man5/
 	install -m 0644 daemon/redlockd.8 $(DESTDIR)$(MANDIR)/man8/
+	@# The Prometheus rules and the Grafana dashboard (docs/operating.md).
+	install -d $(DESTDIR)$(DATADIR)
+	install -m 0644 conf/prometheus/redlockd.rules.yml conf/grafana/redlockd.json \
+	    $(DESTDIR)$(DATADIR)/
 
 # The Debian package (debian/, debhelper): built from a copy of the tree
 # under $(B)/deb/src, so that the .deb, .changes and .buildinfo land in

@@ -1,6 +1,10 @@
 /*
- * fdbudget.c: the client slots a descriptor limit leaves (fdbudget.h).
+ * fdbudget.c: the client slots a descriptor limit leaves, and the
+ * descriptors open now (fdbudget.h).
  */
+#include <dirent.h>
+#include <errno.h>
+
 #include "daemon/fdbudget.h"
 
 size_t
@@ -30,4 +34,23 @@ fdbudget_net_slots(size_t slots, size_t reserved, bool unix_listens)
         return slots;
     }
     return slots - (reserved < slots ? reserved : slots - 1);
+}
+
+int64_t
+fdbudget_open(int64_t limit)
+{
+    DIR *dir = opendir("/proc/self/fd");
+    struct dirent *e;
+    int64_t n = 0;
+
+    if (dir == NULL) {
+        return errno == EMFILE || errno == ENFILE ? limit : -1;
+    }
+    while ((e = readdir(dir)) != NULL) {
+        if (e->d_name[0] != '.') {
+            n++;
+        }
+    }
+    closedir(dir);
+    return n > 0 ? n - 1 : 0;
 }

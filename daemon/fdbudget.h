@@ -11,7 +11,9 @@
  * clients that can be accepted; the client slots in effect are the
  * smaller of that and limits.max_clients (daemon/admit.h counts them).
  * A pure computation: daemon/listener.c reads the limit at start and at
- * every reload and hands the result to daemon/admit.c.
+ * every reload and hands the result to daemon/admit.c.  Beside it,
+ * fdbudget_open() counts the descriptors open now, for /metrics
+ * (daemon/report.c), where an alert compares them with the limit.
  *
  * The constants were measured in /proc/<pid>/fd of a running daemon
  * with 1 to 15 masters: 0-2, an epoll, a timerfd and libevent's signal
@@ -62,5 +64,16 @@ size_t fdbudget_slots(uint64_t limit, size_t max_clients, const struct fdbudget_
  * to slots - 1 so that one is always left; all of them otherwise.
  */
 size_t fdbudget_net_slots(size_t slots, size_t reserved, bool unix_listens);
+
+/*
+ * Descriptors this process has open now: the entries of /proc/self/fd,
+ * less the one the listing itself takes (a read that costs time in
+ * proportion to them: /metrics reads it once per scrape, STATS never).
+ * Returns limit (the soft RLIMIT_NOFILE as read at start or reload) when
+ * the listing found no descriptor left to open (EMFILE, ENFILE): then
+ * every one is taken; -1 when /proc/self/fd cannot be read otherwise
+ * (no /proc), errno set.
+ */
+int64_t fdbudget_open(int64_t limit);
 
 #endif /* REDLOCKD_FDBUDGET_H */

@@ -393,6 +393,7 @@ listener_fd_budget(const struct conf *conf, const char *what)
     net = fdbudget_net_slots(slots, (size_t)conf->unix_reserved, listener_any_unix);
     admit_set_fd_slots(slots, limit);
     stats.client_slots = slots;
+    stats.descriptor_limit = limit == FDBUDGET_UNLIMITED ? 0 : limit;
     if (limit == FDBUDGET_UNLIMITED) {
         log_info("%s: no descriptor limit: %zu client slots (limits.max_clients), %zu of them "
                  "for TCP and TLS", what, slots, net);

@@ -77,6 +77,7 @@
 #include "daemon/authlimit.h"
 #include "daemon/ctx.h"
 #include "daemon/layout.h"
+#include "daemon/fdbudget.h"
 #include "daemon/listener.h"
 #include "daemon/log.h"
 #include "daemon/master.h"
@@ -270,8 +271,11 @@ metrics_write_masters(struct evbuffer *out, struct report_snap *snap)
 }
 
 /*
- * The whole exposition: build info, then every row of the report table
- * (daemon/report.h) that has a family, in its order, then the masters'.
+ * The whole exposition: build info and the descriptors open, then every
+ * row of the report table (daemon/report.h) that has a family, in its
+ * order, then the masters'.  The descriptors open are counted here, once
+ * per scrape, and are not in STATS: the count lists /proc/self/fd, in
+ * time proportional to them, and a client can send STATS at any rate.
  */
 static void
 metrics_write(struct evbuffer *out)
@@ -289,6 +293,12 @@ metrics_write(struct evbuffer *out)
     metrics_escape(out, REDLOCKD_VERSION);
     evbuffer_add_printf(out, "\",layout=\"%d\",layout_oldest=\"%d\"} 1\n", REDLOCKD_LAYOUT,
                         REDLOCKD_LAYOUT_OLDEST);
+    metrics_family(out, "redlockd_descriptors_open", "gauge",
+                   "Descriptors the daemon has open now (clients, masters, listeners, "
+                   "/metrics), against redlockd_descriptor_limit; the limit when none is left "
+                   "to count them with, -1 when they cannot be counted (no /proc).");
+    evbuffer_add_printf(out, "redlockd_descriptors_open %lld\n",
+                        (long long)fdbudget_open((int64_t)stats.descriptor_limit));
     for (k = 0; k < report_nrows; k++) {
         row = &report_rows[k];
         if (row->family == NULL) {

@@ -43,6 +43,10 @@
     ROW(client_slots, "redlockd_client_slots", NULL, NULL, GAUGE, NUMBER, stats.client_slots,      \
         "Client slots in effect: limits.max_clients, or fewer when the descriptor limit "         \
         "(RLIMIT_NOFILE, read at start and reload) leaves fewer.")                                \
+    ROW(descriptor_limit, "redlockd_descriptor_limit", NULL, NULL, GAUGE, NUMBER,                 \
+        stats.descriptor_limit,                                                                    \
+        "The descriptor limit (RLIMIT_NOFILE's soft value, read at start and reload); "           \
+        "0 when there is none.")                                                                   \
     ROW(connections_total, "redlockd_connections_accepted_total", NULL, NULL, COUNTER, NUMBER,     \
         stats.connections_total, "Client connections accepted.")                                   \
     ROW(unauthenticated, "redlockd_connections_unauthenticated", NULL, NULL, GAUGE, NUMBER,        \

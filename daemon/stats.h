@@ -31,6 +31,9 @@ struct stats {
                                       refused from the spare one; /metrics' too) */
     uint64_t client_slots;       /* listener: client slots in effect: limits.max_clients,
                                     or fewer when the descriptor limit leaves fewer */
+    uint64_t descriptor_limit;   /* listener: RLIMIT_NOFILE's soft value read at start
+                                    and reload (after raising it to the hard one);
+                                    0 when there is none */
     uint64_t accept_failures;    /* listener: accept(2) failed (out of descriptors:
                                     accepting paused) */
     uint64_t auth_failures;      /* session: wrong AUTH passwords */

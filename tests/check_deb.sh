@@ -143,6 +143,7 @@ esac
 for f in /usr/bin/redlockd /usr/bin/redlockctl /etc/init.d/redlockd /lib/systemd/system/redlockd.service \
          /lib/systemd/system/redlockd.socket /lib/systemd/system/redlockd-tls.socket \
          /usr/lib/sysusers.d/redlockd.conf /usr/share/man/man8/redlockd.8.gz \
+         /usr/share/redlockd/redlockd.rules.yml /usr/share/redlockd/redlockd.json \
          /usr/share/man/man5/redlockd.yml.5.gz /usr/share/man/man1/redlockctl.1.gz; do
     [ -e "$f" ] || bad "$f was not installed"
 done

@@ -336,6 +336,7 @@ START_TEST(metrics_format)
 {
     static const char *const families[] = {
         "redlockd_build_info", "redlockd_uptime_seconds", "redlockd_connections",
+        "redlockd_descriptors_open", "redlockd_descriptor_limit",
         "redlockd_connections_accepted_total", "redlockd_connections_rejected_total",
         "redlockd_auth_failures_total", "redlockd_auth_held_total",
         "redlockd_clients_timed_out_total",
@@ -376,6 +377,13 @@ START_TEST(metrics_format)
         ck_assert_msg(strstr(r.body, series) != NULL, "no family %s", families[i]);
     }
     ck_assert_int_eq(mt_int(r.body, "redlockd_masters"), NMASTERS);
+    /* The descriptors open: at least the masters' two links each, under the limit. */
+    ck_assert_msg(mt_int(r.body, "redlockd_descriptors_open") >= 2 * NMASTERS
+                  && mt_int(r.body, "redlockd_descriptors_open")
+                         < mt_int(r.body, "redlockd_descriptor_limit"),
+                  "redlockd_descriptors_open %lld, redlockd_descriptor_limit %lld",
+                  mt_int(r.body, "redlockd_descriptors_open"),
+                  mt_int(r.body, "redlockd_descriptor_limit"));
     snprintf(series, sizeof(series), "redlockd_build_info{version=\"%s\",layout=\"%d\","
              "layout_oldest=\"%d\"} 1\n", REDLOCKD_VERSION, REDLOCKD_LAYOUT,
              REDLOCKD_LAYOUT_OLDEST);
@@ -950,7 +958,8 @@ mt_family_known(const char *name)
 {
     size_t k;
 
-    if (strcmp(name, "redlockd_build_info") == 0) {
+    /* Written by daemon/metrics.c itself, not from the table. */
+    if (strcmp(name, "redlockd_build_info") == 0 || strcmp(name, "redlockd_descriptors_open") == 0) {
         return true;
     }
     for (k = 0; k < report_nrows; k++) {
@@ -1815,6 +1824,65 @@ START_TEST(metrics_port_taken)
 }
 END_TEST
 
+#define MT_FD_LIMIT   200   /* the daemon's descriptor limit, soft and hard */
+#define MT_FD_CLIENTS 40    /* TCP clients opened on top of the test's own */
+
+/*
+ * redlockd_descriptor_limit (STATS descriptor_limit) is the limit the
+ * daemon runs under, and redlockd_descriptors_open, the count an alert
+ * divides by it, follows the daemon's descriptors: 40 more clients raise
+ * it by at least 40 and stay under the limit, and closing them brings it
+ * back.
+ */
+START_TEST(metrics_descriptors_against_limit)
+{
+    struct h_daemon_opts o = { .nofile = MT_FD_LIMIT };
+    int fds[MT_FD_CLIENTS], fd, i;
+    long long before, during, after = -1;
+    int64_t deadline;
+    char *body;
+
+    EXPECT_SETUP(.masters = NMASTERS, .daemons = 1, .metrics_port = &mt_port, .opts = &o);
+    fd = expect_tcp();
+    expect_wait_stat_on(fd, "connections", 1);
+    expect_wait_stat_on(fd, "descriptor_limit", MT_FD_LIMIT);
+    body = mt_scrape();
+    ck_assert_int_eq(mt_int(body, "redlockd_descriptor_limit"), MT_FD_LIMIT);
+    before = mt_int(body, "redlockd_descriptors_open");
+    free(body);
+    ck_assert_msg(before > 2 * NMASTERS && before < MT_FD_LIMIT,
+                  "redlockd_descriptors_open %lld with %d masters and one client", before,
+                  NMASTERS);
+    for (i = 0; i < MT_FD_CLIENTS; i++) {
+        fds[i] = expect_tcp();
+    }
+    expect_wait_stat_on(fd, "connections", 1 + MT_FD_CLIENTS);
+    body = mt_scrape();
+    during = mt_int(body, "redlockd_descriptors_open");
+    free(body);
+    ck_assert_msg(during >= before + MT_FD_CLIENTS && during < MT_FD_LIMIT,
+                  "redlockd_descriptors_open %lld with %d clients more, %lld before", during,
+                  MT_FD_CLIENTS, before);
+    for (i = 0; i < MT_FD_CLIENTS; i++) {
+        close(fds[i]);
+    }
+    expect_wait_stat_on(fd, "connections", 1);
+    deadline = h_now_ms() + H_PROMPT_MS;
+    while (h_now_ms() < deadline) {
+        body = mt_scrape();
+        after = mt_int(body, "redlockd_descriptors_open");
+        free(body);
+        if (after <= before) {
+            break;
+        }
+        h_sleep_ms(20);
+    }
+    ck_assert_msg(after <= before, "redlockd_descriptors_open %lld once the clients closed, "
+                  "%lld before them", after, before);
+    close(fd);
+}
+END_TEST
+
 static Suite *
 metrics_suite(void)
 {
@@ -1846,6 +1914,8 @@ metrics_suite(void)
                     TEST_TIMEOUT_S);
     expect_add_case(s, "metrics_label_escapes", metrics_label_escapes, h_end, TEST_TIMEOUT_S);
     expect_add_case(s, "metrics_port_taken", metrics_port_taken, h_end, TEST_TIMEOUT_S);
+    expect_add_case(s, "metrics_descriptors_against_limit", metrics_descriptors_against_limit,
+                    h_end, TEST_TIMEOUT_S);
     return s;
 }
 
