@@ -26,6 +26,7 @@
 
 #include "conf/conf.h"
 #include "daemon/ctx.h"
+#include "daemon/events.h"
 #include "daemon/lease.h"
 #include "daemon/lock.h"
 #include "daemon/lock_table.h"
@@ -53,6 +54,7 @@
 bool            lock_stopping; /* lock_set_shutdown() was called */
 static RB_HEAD(lock_tree, lock) lock_table = RB_INITIALIZER(&lock_table); /* by name */
 static size_t   lock_nheld;    /* holds alive */
+static size_t   lock_nnames;   /* entries in lock_table */
 
 static void lock_lease_lost(struct lease *l);
 
@@ -83,6 +85,12 @@ size_t
 lock_count_held(void)
 {
     return lock_nheld;
+}
+
+size_t
+lock_count_names(void)
+{
+    return lock_nnames;
 }
 
 /* Order entries by name bytes, then length (a name before its extensions). */
@@ -146,6 +154,7 @@ lock_get(const char *name, size_t name_len)
     TAILQ_INIT(&lk->waiters);
     TAILQ_INIT(&lk->holders);
     RB_INSERT(lock_tree, &lock_table, lk);
+    lock_nnames++;
     return lk;
 }
 
@@ -157,6 +166,7 @@ lock_put(struct lock *lk)
         return;
     }
     RB_REMOVE(lock_tree, &lock_table, lk);
+    lock_nnames--;
     free(lk->key);
     free(lk);
 }
@@ -318,10 +328,15 @@ hold_drop(struct hold *h)
     lock_put(lk);
 }
 
-/* Push "! LOST" for a hold to its client (the hold is still there). */
+/*
+ * Push "! LOST" for a hold to its client (the hold is still there), and
+ * note it among the recent events (daemon/events.h).
+ */
 static void
 hold_report_lost(struct hold *h, enum lease_reason why)
 {
+    events_note(EVENTS_LOST, h->lock->name, h->lock->name_len, h->label,
+                lease_reason_name(why));
     h->client->hooks->lost(h->client, h->lock->name, h->lock->name_len, lease_reason_name(why));
 }
 
@@ -523,6 +538,21 @@ lock_list_first(const char *prefix, size_t prefix_len, const char *after, size_t
         lk = RB_NEXT(lock_tree, &lock_table, lk);
     }
     return lk;
+}
+
+size_t
+lock_view(size_t max_names, lock_list_fn fn, void *arg)
+{
+    int64_t now = util_now_us();
+    struct lock *lk;
+    size_t n = 0;
+
+    for (lk = RB_MIN(lock_tree, &lock_table); lk != NULL && n < max_names;
+         lk = RB_NEXT(lock_tree, &lock_table, lk)) {
+        lock_list_one(lk, now, fn, arg);
+        n++;
+    }
+    return n;
 }
 
 size_t

@@ -368,8 +368,21 @@ size_t lock_list(const char *prefix, size_t prefix_len, const char *after, size_
  */
 void lock_break(struct lock_client *c, const char *name, size_t name_len);
 
+/*
+ * The status page's view (daemon/status_page.h): visit the first
+ * max_names names of the table in name order, calling fn for each of
+ * their holds, then each of their queued LOCKs, as lock_list() does,
+ * but without a cursor and without counting in STATS (a page is no
+ * LIST).  fn must not change the table.  O(max_names + log n).
+ * Returns the names visited.
+ */
+size_t lock_view(size_t max_names, lock_list_fn fn, void *arg);
+
 /* Counters for STATS. */
 size_t lock_count_held(void);
 size_t lock_count_waiters(void);
+
+/* Names in the table now: held or waited for here.  O(1). */
+size_t lock_count_names(void);
 
 #endif /* REDLOCKD_LOCK_H */

@@ -15,6 +15,7 @@
 
 #include "conf/conf.h"
 #include "daemon/ctx.h"
+#include "daemon/events.h"
 #include "daemon/lease.h"
 #include "daemon/lock.h"
 #include "daemon/lock_table.h"
@@ -75,6 +76,8 @@ lock_op_lost(struct lock_op *op, enum lease_reason why, const char *detail)
 {
     lease_note_lost(why);
     log_warn("lock %s: lost (%s) at UNLOCK: %s", op->key, lease_reason_name(why), detail);
+    events_note(EVENTS_LOST, op->key + op->name_off, op->key_len - op->name_off, NULL,
+                lease_reason_name(why));
     op->client->hooks->lost(op->client, op->key + op->name_off, op->key_len - op->name_off,
                      lease_reason_name(why));
 }
@@ -334,9 +337,13 @@ lock_break_done(const struct redlock_break_result *rr, void *arg)
 {
     struct lock_op *op = arg;
     struct lock_break_result res;
+    char why[EVENTS_REASON_MAX + 1];
 
     memset(&res, 0, sizeof(res));
+    snprintf(why, sizeof(why), "no quorum");
     if (rr->v.outcome == REDLOCK_RELEASED) {
+        snprintf(why, sizeof(why), "holders=%zu fence=%lld", rr->deleted,
+                 (long long)rr->fence_after);
         res.v.outcome = LOCK_OK;
         res.deleted = rr->deleted;
         res.fence_after = rr->fence_after;
@@ -354,6 +361,8 @@ lock_break_done(const struct redlock_break_result *rr, void *arg)
         log_warn("BREAK %s: not confirmed by a quorum (masters that ran it ended its holds "
                  "there): %s", op->key + op->name_off, rr->v.error);
     }
+    events_note(EVENTS_BREAK, op->key + op->name_off, op->key_len - op->name_off, res.label,
+                why);
     lock_op_name(op, &res.v);
     op->client->hooks->broken(op->client, &res);
     free(op);

@@ -9,9 +9,10 @@
  * per family, names prefixed "redlockd_", counters ending in "_total",
  * durations in seconds.
  *
- * The server answers /metrics to GET and HEAD, 405 to the other methods
- * evhttp knows (it answers 501 to the rest itself), and 404 to every
- * other path.  evhttp bounds what a client may
+ * The server answers /metrics, and / (the status page,
+ * daemon/status_page.h, which writes it), to GET and HEAD, 405 to the
+ * other methods evhttp knows (it answers 501 to the rest itself), and
+ * 404 to every other path.  evhttp bounds what a client may
  * send (headers, body) and closes a connection that makes no progress
  * for METRICS_TIMEOUT_S, in either direction.
  *
@@ -84,6 +85,7 @@
 #include "daemon/metrics.h"
 #include "daemon/report.h"
 #include "daemon/stats.h"
+#include "daemon/status_page.h"
 #include "daemon/util.h"
 #include "daemon/xmalloc.h"
 
@@ -769,7 +771,7 @@ metrics_bev_cb(struct event_base *base, void *arg)
 
 /* ---- requests ---- */
 
-/* Every request: /metrics to GET and HEAD, else 404 or 405. */
+/* Every request: /metrics and / (the status page) to GET and HEAD, else 404 or 405. */
 static void
 metrics_request_cb(struct evhttp_request *req, void *arg)
 {
@@ -779,6 +781,7 @@ metrics_request_cb(struct evhttp_request *req, void *arg)
     struct evkeyvalq *headers = evhttp_request_get_output_headers(req);
     struct metrics_conn *c = metrics_conn_find(evhttp_request_get_connection(req));
     struct evbuffer *body;
+    bool page;
 
     (void)arg;
     if (c != NULL) {
@@ -790,22 +793,32 @@ metrics_request_cb(struct evhttp_request *req, void *arg)
             return;
         }
     }
-    if (path == NULL || strcmp(path, METRICS_PATH) != 0) {
-        metrics_reply(req, HTTP_NOTFOUND, "Not Found", "not found: try GET /metrics\n");
+    page = path != NULL && strcmp(path, STATUS_PAGE_PATH) == 0;
+    if (path == NULL || (!page && strcmp(path, METRICS_PATH) != 0)) {
+        metrics_reply(req, HTTP_NOTFOUND, "Not Found",
+                      "not found: try GET /metrics, or GET / for the status page\n");
         return;
     }
     if (cmd != EVHTTP_REQ_GET && cmd != EVHTTP_REQ_HEAD) {
         evhttp_add_header(headers, "Allow", "GET, HEAD");
         metrics_reply(req, HTTP_BADMETHOD, "Method Not Allowed",
-                      "method not allowed: /metrics answers GET and HEAD\n");
+                      page ? "method not allowed: / answers GET and HEAD\n"
+                           : "method not allowed: /metrics answers GET and HEAD\n");
         return;
     }
     body = evbuffer_new();
     if (body == NULL) {
         xmalloc_fail("a /metrics reply");
     }
-    metrics_write(body);
-    evhttp_add_header(headers, "Content-Type", METRICS_CONTENT_TYPE);
+    if (page) {
+        status_page_write(body);
+        evhttp_add_header(headers, "Content-Type", STATUS_PAGE_CONTENT_TYPE);
+        evhttp_add_header(headers, "Content-Security-Policy", STATUS_PAGE_CSP);
+        evhttp_add_header(headers, "X-Content-Type-Options", "nosniff");
+    } else {
+        metrics_write(body);
+        evhttp_add_header(headers, "Content-Type", METRICS_CONTENT_TYPE);
+    }
     evhttp_add_header(headers, "Cache-Control", "no-store");
     metrics_send(req, HTTP_OK, "OK", body);
     evbuffer_free(body);

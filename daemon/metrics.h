@@ -3,7 +3,9 @@
  *
  * GET (or HEAD) /metrics on metrics.listen answers the daemon's counters
  * in the Prometheus text format, version 0.0.4: the values STATS shows,
- * read when the request arrives.  Any other path answers 404, another
+ * read when the request arrives; GET (or HEAD) / answers the status
+ * page (daemon/status_page.h), read the same way.  Any other path
+ * answers 404, another
  * method 405 (one evhttp does not know, such as PROPFIND: 501; CONNECT,
  * whose target is no path: 404).  A connection idle for 10 s (reading
  * or writing) is closed; request headers are limited to 8 KiB, bodies
