@@ -114,7 +114,7 @@ UNIT_TESTS := check_proto check_conf check_redlock check_lease check_client chec
 INTEG_TESTS := check_session check_handover check_kinds check_lease_mode check_fence check_who \
                check_masters check_quarantine check_limits check_auth check_cluster check_tls \
                check_tls_masters check_metrics check_ops check_redlockctl check_scripts \
-               check_registry check_upgrade check_strangers
+               check_registry check_upgrade check_strangers check_page
 TEST_BINS  := $(addprefix $(B)/,$(UNIT_TESTS) $(INTEG_TESTS))
 
 CK_TIMEOUT ?= 120
@@ -234,6 +234,8 @@ $(B)/check_redlockctl: $(B)/obj/tests/check_redlockctl.o $(SUITE_OBJ)
 # The daemon's objects too: metrics_table_rules and metrics_table_in_both_outputs
 # walk its report table (daemon/report.h).
 $(B)/check_metrics: $(B)/obj/tests/check_metrics.o $(SUITE_OBJ) $(LIB_OBJ)
+# The status page over HTTP and in headless Chromium (tests/png_bands.py reads its screenshot).
+$(B)/check_page: $(B)/obj/tests/check_page.o $(SUITE_OBJ)
 # Each script of daemon/scripts/ on a real master, without the daemon.
 $(B)/check_scripts: $(B)/obj/tests/check_scripts.o $(SUITE_OBJ)
 $(B)/obj/tests/check_scripts.o: $(B)/gen/daemon/scripts.h
