@@ -221,9 +221,19 @@ pg_count(const char *hay, const char *needle)
     return n;
 }
 
+/* What a failure shows of a page: from its <body> on (its CSS before is long). */
+static const char *
+pg_excerpt(const char *page)
+{
+    const char *b = strstr(page, "<body>");
+
+    return b != NULL ? b : page;
+}
+
 /* The page must hold text. */
 #define PG_HAS(body, text) \
-    ck_assert_msg(strstr((body), (text)) != NULL, "the page lacks '%s':\n%s", (text), (body))
+    ck_assert_msg(strstr((body), (text)) != NULL, "the page lacks '%s':\n%.1500s", (text), \
+                  pg_excerpt(body))
 
 /*
  * The value of header name (case-insensitive) in a header block into
@@ -344,7 +354,7 @@ START_TEST(page_shows_the_fleet)
     }
     /* No byte a client sent becomes markup; every one is shown as text. */
     ck_assert_msg(strstr(r.body, "<script") == NULL && strcasestr(r.body, "<b>") == NULL,
-                  "a label reached the page unescaped:\n%s", r.body);
+                  "a label reached the page unescaped:\n%.1500s", pg_excerpt(r.body));
     PG_HAS(r.body, "<td class=\"label\">" LABEL_SCRIPT_ESC "</td>");
     PG_HAS(r.body, "<td class=\"label\">" LABEL_QUOTES_ESC "</td>");
     ck_assert_int_eq(pg_count(r.body, "<tr class=\"hold\">"), 3);
@@ -363,7 +373,7 @@ START_TEST(page_shows_the_fleet)
     PG_HAS(r.body, "<td class=\"bad\">LOST</td><td>doomed</td><td class=\"label\">"
                    "doomed-holder</td><td>renew</td>");
     ck_assert_msg(strstr(r.body, "<td>broken</td>") < strstr(r.body, "<td>renew</td>"),
-                  "the events are not newest first:\n%s", r.body);
+                  "the events are not newest first:\n%.1500s", pg_excerpt(r.body));
     if (getenv("REDLOCKD_PAGE_TIMES") != NULL) {
         fprintf(stderr, "check_page: the page is %zu bytes\n", r.body_len);
     }
@@ -385,11 +395,11 @@ START_TEST(page_shows_the_fleet)
         dom = pg_slurp(path);
         ck_assert_msg(pg_count(dom, "<tr class=\"hold\">") == 3 && pg_count(dom,
                       "<tr class=\"waiter\">") == 1 && pg_count(dom, "<tr class=\"event\">")
-                      == 3, "the browser's DOM lacks the rows:\n%s", dom);
-        ck_assert_msg(strstr(dom, "<script") == NULL, "the DOM has a script element:\n%s",
-                      dom);
+                      == 3, "the browser's DOM lacks the rows:\n%.1500s", pg_excerpt(dom));
+        ck_assert_msg(strstr(dom, "<script") == NULL, "the DOM has a script element:\n%.1500s",
+                      pg_excerpt(dom));
         ck_assert_msg(strstr(dom, LABEL_SCRIPT_ESC) != NULL, "the DOM lacks the label as "
-                      "text:\n%s", dom);
+                      "text:\n%.1500s", pg_excerpt(dom));
         free(dom);
 
         snprintf(path, sizeof(path), "%s/page.png", h_dir());
