@@ -19,6 +19,7 @@
 
 #include <event2/buffer.h>
 
+#include "conf/conf.h"
 #include "daemon/ctx.h"
 #include "daemon/events.h"
 #include "daemon/lock.h"
@@ -134,6 +135,21 @@ status_page_text(struct evbuffer *out, const char *s)
         return;
     }
     status_page_escape(out, s, strlen(s));
+}
+
+/*
+ * A holder's label, NUL-terminated (NULL or "": "-"), or, when
+ * auth.show_labels keeps labels for admin sessions (the page has no
+ * session, so it has no admin right), a word saying so.
+ */
+static void
+status_page_label(struct evbuffer *out, const char *label)
+{
+    if (ctx.conf->show_labels != CONF_LABELS_ALL) {
+        evbuffer_add_printf(out, "<span class=\"quiet\">hidden</span>");
+        return;
+    }
+    status_page_text(out, label);
 }
 
 /* A duration of ms milliseconds for people: "850 ms", "12.3 s", "4 min 3 s", "2 h 5 min". */
@@ -304,7 +320,7 @@ status_page_row_cb(const struct lock_listing *e, void *arg)
         evbuffer_add_printf(out, "</td><td>");
         status_page_kind(out, e);
         evbuffer_add_printf(out, "</td><td class=\"label\">");
-        status_page_text(out, e->label);
+        status_page_label(out, e->label);
         evbuffer_add_printf(out, "</td><td class=\"n\">");
         if (e->fence > 0) {
             evbuffer_add_printf(out, "%lld", (long long)e->fence);
@@ -322,7 +338,7 @@ status_page_row_cb(const struct lock_listing *e, void *arg)
     status_page_escape(out, e->name, e->name_len);
     evbuffer_add_printf(out, "</td><td class=\"n\">%zu of %zu</td><td class=\"label\">",
                         e->position, e->waiters);
-    status_page_text(out, e->label);
+    status_page_label(out, e->label);
     evbuffer_add_printf(out, "</td><td>");
     status_page_kind(out, e);
     evbuffer_add_printf(out, "</td><td class=\"n\">");
@@ -351,6 +367,10 @@ status_page_locks(struct evbuffer *out)
                         "<th>waiters</th></tr></thead><tbody>\n");
     shown = lock_view(STATUS_PAGE_MAX_NAMES, status_page_row_cb, &w);
     evbuffer_add_printf(out, "</tbody></table>\n");
+    if (ctx.conf->show_labels != CONF_LABELS_ALL) {
+        evbuffer_add_printf(out, "<p class=\"quiet\" id=\"hidden\">Labels hidden: "
+                            "auth.show_labels is admin.</p>\n");
+    }
     if (w.rows == 0) {
         evbuffer_add_printf(out, "<p class=\"quiet\">Nothing held here.</p>\n");
     }
@@ -391,7 +411,7 @@ status_page_events(struct evbuffer *out, int64_t now_us)
                             e->kind == EVENTS_LOST ? "bad" : "warn", events_kind_name(e->kind));
         status_page_escape(out, e->name, e->name_len);
         evbuffer_add_printf(out, "</td><td class=\"label\">");
-        status_page_text(out, e->label);
+        status_page_label(out, e->label);
         evbuffer_add_printf(out, "</td><td>");
         status_page_text(out, e->reason);
         evbuffer_add_printf(out, "</td></tr>\n");

@@ -20,7 +20,9 @@
  * browser), and it reloads itself every STATUS_PAGE_REFRESH_S seconds
  * (<meta http-equiv="refresh">).  Every byte that comes from a client
  * or a master (a name, a label, a reason, a master's address or error)
- * is escaped (status_page_escape).  It owns no state: it reads the
+ * is escaped (status_page_escape).  Labels follow auth.show_labels: the
+ * page has no session and so no admin right, and with "admin" it shows
+ * none.  It owns no state: it reads the
  * other modules' views (lock_view, master_get_stats, events_get, the
  * counters) and writes.
  */

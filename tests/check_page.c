@@ -20,7 +20,8 @@
  *     table: its header band of its colour and width, and one band of
  *     alternating colour per held name;
  *   - more names than the page shows: it shows STATUS_PAGE_MAX_NAMES
- *     and says how many more there are.
+ *     and says how many more there are; with auth.show_labels: admin
+ *     it shows no label (the page has no admin right).
  * With REDLOCKD_PAGE_TIMES=1 the page's size and the browser's times
  * are printed; REDLOCKD_PAGE_SHOT=<file> keeps a copy of the screenshot.
  */
@@ -436,7 +437,8 @@ END_TEST
 
 /*
  * More names than the page shows: STATUS_PAGE_MAX_NAMES rows, the first
- * by name, and a line saying how many more there are.
+ * by name, and a line saying how many more there are.  With
+ * auth.show_labels: admin, no label is shown.
  */
 START_TEST(page_bounded)
 {
@@ -447,6 +449,7 @@ START_TEST(page_bounded)
     char line[64], want[128], *got;
     int fd, i;
 
+    o.show_labels = "admin";
     EXPECT_SETUP(.masters = NMASTERS, .daemons = 1, .opts = &o, .metrics_port = &pg_port);
     fd = expect_tcp();
     for (i = 0; i < n; i++) {
@@ -470,6 +473,11 @@ START_TEST(page_bounded)
     PG_HAS(r.body, want);
     snprintf(want, sizeof(want), "%d holds of %d names", n, n);
     PG_HAS(r.body, want);
+    /* auth.show_labels: admin, and the page has no admin right: no label shown. */
+    ck_assert_msg(strstr(r.body, ">l0<") == NULL && strstr(r.body, ">l1<") == NULL,
+                  "a label is shown with auth.show_labels: admin:\n%.1500s", pg_excerpt(r.body));
+    PG_HAS(r.body, "<td class=\"label\"><span class=\"quiet\">hidden</span></td>");
+    PG_HAS(r.body, "Labels hidden: auth.show_labels is admin.");
     if (getenv("REDLOCKD_PAGE_TIMES") != NULL) {
         fprintf(stderr, "check_page: with %d names the page is %zu bytes\n", n, r.body_len);
     }
