@@ -248,6 +248,11 @@ $(TEST_BINS):
 	@echo "  LD      $@"
 	@$(CC) $(CFLAGS) $(HARDEN_LDFLAGS) -o $@ $^ $(PKG_LIBS) $(CHECK_LIBS) $(WRAP_LDFLAGS) $(LDFLAGS)
 
+# The status page's browser test (tests/check_page.c): headless Chromium and
+# a font for it to draw with; make deps installs them (without Chromium's
+# recommended packages), and as root a missing chromium fails that test.
+PAGE_DEB_PKGS := chromium fonts-dejavu-core
+
 # Install whatever Debian packages are missing; nothing when all are found.
 deps-run:
 	@if pkg-config --exists $(PKGS) $(CLIENT_PKGS) $(HEADER_PKGS) 2>/dev/null \
@@ -275,6 +280,11 @@ deps: deps-run
 	        DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq $$p >/dev/null 2>&1 \
 	            || echo "deps: $$p could not be installed: its client's tests will be skipped"; \
 	    done; fi
+	@if command -v chromium >/dev/null && [ -e /usr/share/fonts/truetype/dejavu/DejaVuSans.ttf ]; \
+	    then :; else echo "installing missing packages: $(PAGE_DEB_PKGS)"; \
+	    $(SUDO) apt-get update -qq && \
+	    DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq --no-install-recommends \
+	        $(PAGE_DEB_PKGS); fi
 
 # Every step runs even when one before it failed; the run ends with the
 # time it took (after deps) and either "make check: all passed in N s" or
