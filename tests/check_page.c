@@ -5,7 +5,7 @@
  * Real redis-server masters and the real daemon on free loopback ports
  * (tests/harness.h).  A fleet with something to show: names held with
  * labels, one of them HTML ("<script>..."), one with every character
- * HTML quotes; a LOCK waiting; a lease lost (its keys deleted on every
+ * HTML quotes, one name with < > & in it; a LOCK waiting; a lease lost (its keys deleted on every
  * master: reason=renew); a BREAK through an admin session (the BREAK,
  * and its holder's LOST reason=broken).  Then:
  *   - the page over HTTP: its type, its Content-Security-Policy, the
@@ -310,7 +310,7 @@ START_TEST(page_shows_the_fleet)
     /* Three names held, with labels; one LOCK waiting on the first. */
     a = pg_hold("alpha", LABEL_SCRIPT);
     b = pg_hold("beta", LABEL_QUOTES);
-    g = pg_hold("gamma", "plain-label");
+    g = pg_hold("<gamma>&", "plain-label");    /* a name may hold < > & too */
     w = expect_tcp();
     ck_assert_int_eq(h_send(w, "LOCK alpha wait=60000 label=waiter-w"), 0);
     expect_wait_stat("waiters", 1, false, CMD_MS);
@@ -354,13 +354,14 @@ START_TEST(page_shows_the_fleet)
         PG_HAS(r.body, v);
     }
     /* No byte a client sent becomes markup; every one is shown as text. */
-    ck_assert_msg(strstr(r.body, "<script") == NULL && strcasestr(r.body, "<b>") == NULL,
+    ck_assert_msg(strstr(r.body, "<script") == NULL && strcasestr(r.body, "<b>") == NULL
+                  && strstr(r.body, "<gamma>") == NULL,
                   "a label reached the page unescaped:\n%.1500s", pg_excerpt(r.body));
     PG_HAS(r.body, "<td class=\"label\">" LABEL_SCRIPT_ESC "</td>");
     PG_HAS(r.body, "<td class=\"label\">" LABEL_QUOTES_ESC "</td>");
     ck_assert_int_eq(pg_count(r.body, "<tr class=\"hold\">"), 3);
     PG_HAS(r.body, "<tr class=\"hold\"><td>alpha</td><td>exclusive</td>");
-    PG_HAS(r.body, "<tr class=\"hold\"><td>gamma</td><td>exclusive</td>"
+    PG_HAS(r.body, "<tr class=\"hold\"><td>&lt;gamma&gt;&amp;</td><td>exclusive</td>"
                    "<td class=\"label\">plain-label</td>");
     ck_assert_int_eq(pg_count(r.body, "<tr class=\"waiter\">"), 1);
     PG_HAS(r.body, "<tr class=\"waiter\"><td>alpha</td><td class=\"n\">1 of 1</td>"
