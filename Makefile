@@ -235,7 +235,8 @@ $(B)/check_redlockctl: $(B)/obj/tests/check_redlockctl.o $(SUITE_OBJ)
 # walk its report table (daemon/report.h).
 $(B)/check_metrics: $(B)/obj/tests/check_metrics.o $(SUITE_OBJ) $(LIB_OBJ)
 # The status page over HTTP and in headless Chromium (tests/png_bands.py reads its screenshot).
-$(B)/check_page: $(B)/obj/tests/check_page.o $(SUITE_OBJ)
+# The daemon's objects too: page_health_and_escape calls daemon/status_page.c.
+$(B)/check_page: $(B)/obj/tests/check_page.o $(SUITE_OBJ) $(LIB_OBJ)
 # Each script of daemon/scripts/ on a real master, without the daemon.
 $(B)/check_scripts: $(B)/obj/tests/check_scripts.o $(SUITE_OBJ)
 $(B)/obj/tests/check_scripts.o: $(B)/gen/daemon/scripts.h

@@ -19,6 +19,8 @@
  *     tests/png_bands.py reads (stdlib only), holds the held names'
  *     table: its header band of its colour and width, and one band of
  *     alternating colour per held name;
+ *   - what the page decides without I/O (status_page.c, linked in): a
+ *     master's health from its counters, and the escape of every byte;
  *   - more names than the page shows: it shows STATUS_PAGE_MAX_NAMES
  *     and says how many more there are; with auth.show_labels: admin
  *     it shows no label (the page has no admin right).
@@ -39,7 +41,9 @@
 #include <sys/wait.h>
 
 #include <check.h>
+#include <event2/buffer.h>
 
+#include "daemon/master.h"
 #include "daemon/status_page.h"
 #include "tests/expect.h"
 #include "tests/harness.h"
@@ -448,6 +452,7 @@ START_TEST(page_bounded)
     struct h_daemon_opts o = expect_opts;
     struct h_http_resp r;
     char line[64], want[128], *got;
+    int64_t t0, t_get;
     int fd, i;
 
     o.show_labels = "admin";
@@ -463,7 +468,9 @@ START_TEST(page_bounded)
         ck_assert_msg(strncmp(got, want, strlen(want)) == 0, "got '%s'", got);
         free(got);
     }
+    t0 = h_now_ms();
     pg_request("GET", "/", &r);
+    t_get = h_now_ms() - t0;
     ck_assert_int_eq(r.status, 200);
     ck_assert_int_eq(pg_count(r.body, "<tr class=\"hold\">"), STATUS_PAGE_MAX_NAMES);
     snprintf(want, sizeof(want), "<tr class=\"hold\"><td>n%04d</td>", STATUS_PAGE_MAX_NAMES - 1);
@@ -480,10 +487,53 @@ START_TEST(page_bounded)
     PG_HAS(r.body, "<td class=\"label\"><span class=\"quiet\">hidden</span></td>");
     PG_HAS(r.body, "Labels hidden: auth.show_labels is admin.");
     if (getenv("REDLOCKD_PAGE_TIMES") != NULL) {
-        fprintf(stderr, "check_page: with %d names the page is %zu bytes\n", n, r.body_len);
+        fprintf(stderr, "check_page: with %d names the page is %zu bytes, fetched in %lld ms\n",
+                n, r.body_len, (long long)t_get);
     }
     h_http_free(&r);
     close(fd);
+}
+END_TEST
+
+/*
+ * What the page decides without I/O: a master's health from its
+ * counters, and the escape of every byte a client or a master may send.
+ */
+START_TEST(page_health_and_escape)
+{
+    struct master_stats st;
+    struct evbuffer *out = evbuffer_new();
+    const char in[] = "a<b>&\"c'd\x07\x80\\e";
+    const char want[] = "a&lt;b&gt;&amp;&quot;c&#39;d\\x07\\x80\\e";
+    char got[128];
+    size_t n;
+
+    memset(&st, 0, sizeof(st));
+    st.duplicate_of = -1;
+    st.layout_counts = true;
+    st.state = MASTER_UP;
+    ck_assert_int_eq(status_page_health(&st), STATUS_PAGE_COUNTED);
+    st.layout_counts = false;
+    ck_assert_int_eq(status_page_health(&st), STATUS_PAGE_NOT_COUNTED);
+    st.quarantine_ms = 1500;
+    ck_assert_int_eq(status_page_health(&st), STATUS_PAGE_QUARANTINED);
+    st.duplicate_of = 0;
+    ck_assert_int_eq(status_page_health(&st), STATUS_PAGE_DUPLICATE);
+    st.state = MASTER_HANDSHAKE;
+    ck_assert_int_eq(status_page_health(&st), STATUS_PAGE_CONNECTING);
+    st.state = MASTER_CONNECTING;
+    ck_assert_int_eq(status_page_health(&st), STATUS_PAGE_CONNECTING);
+    st.state = MASTER_DOWN;
+    ck_assert_int_eq(status_page_health(&st), STATUS_PAGE_DOWN);
+    ck_assert_str_eq(status_page_health_name(STATUS_PAGE_DOWN), "down");
+    ck_assert_str_eq(status_page_health_name(STATUS_PAGE_COUNTED), "up");
+
+    ck_assert_ptr_nonnull(out);
+    status_page_escape(out, in, sizeof(in) - 1);
+    n = evbuffer_remove(out, got, sizeof(got) - 1);
+    got[n] = '\0';
+    ck_assert_str_eq(got, want);
+    evbuffer_free(out);
 }
 END_TEST
 
@@ -492,6 +542,7 @@ page_suite(void)
 {
     Suite *s = suite_create("redlockd status page");
 
+    EXPECT_ADD(s, page_health_and_escape, TEST_TIMEOUT_S);
     EXPECT_ADD(s, page_shows_the_fleet, TEST_TIMEOUT_S);
     EXPECT_ADD(s, page_bounded, TEST_TIMEOUT_S);
     return s;
