@@ -867,7 +867,8 @@ metrics_start(void)
         metrics_http = NULL;
         return -1;
     }
-    log_info("metrics on http://%s%s", a->spec, METRICS_PATH);
+    log_info("metrics on http://%s%s, the status page on http://%s%s", a->spec, METRICS_PATH,
+             a->spec, STATUS_PAGE_PATH);
     return 0;
 }
 
