@@ -23,7 +23,8 @@
  *     master's health from its counters, and the escape of every byte;
  *   - more names than the page shows: it shows STATUS_PAGE_MAX_NAMES
  *     and says how many more there are; with auth.show_labels: admin
- *     it shows no label (the page has no admin right).
+ *     it shows no label (the page has no admin right); then masters
+ *     killed: one shown down, and then no quorum.
  * With REDLOCKD_PAGE_TIMES=1 the page's size and the browser's times
  * are printed; REDLOCKD_PAGE_SHOT=<file> keeps a copy of the screenshot.
  */
@@ -281,6 +282,24 @@ pg_request(const char *method, const char *path, struct h_http_resp *r)
                   path);
 }
 
+/* Whether GET / answers 200 with text (arg) in it. */
+static bool
+pg_cond_page_has(void *arg)
+{
+    struct h_http_resp r;
+    char req[256];
+    bool has;
+
+    snprintf(req, sizeof(req), "GET / HTTP/1.1\r\nHost: 127.0.0.1:%d\r\nConnection: close"
+             "\r\n\r\n", pg_port);
+    if (h_http(pg_port, req, &r) != 0) {
+        return false;
+    }
+    has = r.status == 200 && strstr(r.body, arg) != NULL;
+    h_http_free(&r);
+    return has;
+}
+
 /* ---- the tests ---- */
 
 /* A session that takes name with label and must be granted. */
@@ -443,7 +462,8 @@ END_TEST
 /*
  * More names than the page shows: STATUS_PAGE_MAX_NAMES rows, the first
  * by name, and a line saying how many more there are.  With
- * auth.show_labels: admin, no label is shown.
+ * auth.show_labels: admin, no label is shown.  Then masters killed: the
+ * first shown down with its reason, the second takes the quorum.
  */
 START_TEST(page_bounded)
 {
@@ -491,6 +511,21 @@ START_TEST(page_bounded)
                 n, r.body_len, (long long)t_get);
     }
     h_http_free(&r);
+
+    /* Masters going down: each shown down, then no quorum. */
+    ck_assert_int_eq(h_kill_master(0), 0);
+    ck_assert_msg(h_wait_until(pg_cond_page_has, "2 of 3 masters up and counted", 5000),
+                  "the page did not show master 0 down within 5 s");
+    pg_request("GET", "/", &r);
+    snprintf(want, sizeof(want), "<td>127.0.0.1:%d</td><td class=\"bad\">down</td><td>down (",
+             h_master_port(0));
+    PG_HAS(r.body, want);
+    PG_HAS(r.body, "quorum reachable");
+    h_http_free(&r);
+    ck_assert_int_eq(h_kill_master(1), 0);
+    ck_assert_msg(h_wait_until(pg_cond_page_has, "NO QUORUM</span>: 1 of 3 masters up and "
+                               "counted, quorum 2", 5000),
+                  "the page did not show the quorum lost within 5 s");
     close(fd);
 }
 END_TEST
