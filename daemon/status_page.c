@@ -60,8 +60,11 @@ static const char status_page_css[] =
     ".quiet{color:#555}";
 
 enum status_page_health
-status_page_health(const struct master_stats *st)
+status_page_health(const struct master_stats *st, bool counted)
 {
+    if (counted) {
+        return STATUS_PAGE_COUNTED;
+    }
     if (st->state == MASTER_DOWN) {
         return STATUS_PAGE_DOWN;
     }
@@ -74,10 +77,7 @@ status_page_health(const struct master_stats *st)
     if (st->quarantine_ms > 0) {
         return STATUS_PAGE_QUARANTINED;
     }
-    if (!st->layout_counts) {
-        return STATUS_PAGE_NOT_COUNTED;
-    }
-    return STATUS_PAGE_COUNTED;
+    return STATUS_PAGE_NOT_COUNTED;
 }
 
 const char *
@@ -259,6 +259,7 @@ status_page_masters(struct evbuffer *out)
     struct master_stats st;
     enum status_page_health h;
     size_t i, n = master_count();
+    int64_t now = util_now_us();
 
     evbuffer_add_printf(out, "<h2>Masters</h2>\n<table class=\"t\" id=\"masters\"><tr>"
                         "<th>#</th><th>address</th><th>health</th><th>detail</th>"
@@ -268,7 +269,7 @@ status_page_masters(struct evbuffer *out)
         struct master *m = master_at(i);
 
         master_get_stats(m, &st);
-        h = status_page_health(&st);
+        h = status_page_health(&st, master_counted(i, now));
         evbuffer_add_printf(out, "<tr class=\"master\"><td class=\"n\">%zu</td><td>", i);
         status_page_text(out, master_name(m));
         evbuffer_add_printf(out, "</td><td class=\"%s\">%s</td><td>",

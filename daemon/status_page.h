@@ -55,12 +55,13 @@ enum status_page_health {
 };
 
 /*
- * What a master's counters (master_get_stats) say of its health, the
- * first that applies in the order of the enum from the bottom up: down,
- * connecting, then, once up, duplicate, quarantined, not counted, else
- * counted.  Pure.
+ * A master's health on the page: counted (master_counted(), the rule
+ * the quorum line's count adds up, so the two always agree), else why
+ * not, from its counters (master_get_stats), the first that applies:
+ * down, connecting, a duplicate, quarantined, else not counted (its
+ * layout registry).  Pure.
  */
-enum status_page_health status_page_health(const struct master_stats *st);
+enum status_page_health status_page_health(const struct master_stats *st, bool counted);
 
 /* The health as one word for the page ("counted", "down", ...): a static string. */
 const char *status_page_health_name(enum status_page_health h);
