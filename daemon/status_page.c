@@ -52,7 +52,7 @@ static const char status_page_css[] =
     "table.held th{background:" STATUS_PAGE_HELD_HEAD "}"
     "table.held tr.hold:nth-child(odd) td{background:" STATUS_PAGE_HELD_ODD "}"
     "table.held tr.hold:nth-child(even) td{background:" STATUS_PAGE_HELD_EVEN "}"
-    "table.held td{overflow:hidden;white-space:nowrap;text-overflow:ellipsis}"
+    "table.held td{overflow-wrap:anywhere}"
     ".ok{color:#0a6b1f;font-weight:bold}"
     ".bad{color:#b00020;font-weight:bold}"
     ".warn{color:#8a5a00;font-weight:bold}"
