@@ -32,7 +32,7 @@ PKGS    := libevent libevent_openssl openssl hiredis yaml-0.1
 # What building and `make run` need (deps-run), and what the tests add (deps).
 RUN_DEB_PKGS := build-essential pkg-config libevent-dev libhiredis-dev libyaml-dev \
                 redis-server netcat-openbsd libssl-dev openssl libbsd-dev
-DEB_PKGS := $(RUN_DEB_PKGS) check faketime libsystemd-dev lua-check prometheus python3-yaml
+DEB_PKGS := $(RUN_DEB_PKGS) check faketime libsystemd-dev lua-check python3-yaml
 # The client libraries' toolchains (clients/): installed one by one, and a
 # language whose toolchain cannot be installed is skipped by make check with
 # one line saying so.
@@ -249,10 +249,12 @@ $(TEST_BINS):
 	@echo "  LD      $@"
 	@$(CC) $(CFLAGS) $(HARDEN_LDFLAGS) -o $@ $^ $(PKG_LIBS) $(CHECK_LIBS) $(WRAP_LDFLAGS) $(LDFLAGS)
 
-# The status page's browser test (tests/check_page.c): headless Chromium and
-# a font for it to draw with; make deps installs them (without Chromium's
-# recommended packages), and as root a missing chromium fails that test.
-PAGE_DEB_PKGS := chromium fonts-dejavu-core
+# The monitoring checks' tools, installed without their recommended
+# packages (no node exporter, no desktop): promtool from prometheus for
+# make check-alerts, and headless Chromium with a font to draw with for
+# the status page's browser test (tests/check_page.c).  As root, a
+# missing tool fails its test.
+TOOL_DEB_PKGS := prometheus chromium fonts-dejavu-core
 
 # Install whatever Debian packages are missing; nothing when all are found.
 deps-run:
@@ -268,7 +270,7 @@ deps: deps-run
 	    && command -v redis-server >/dev/null && command -v openssl >/dev/null \
 	    && command -v nc >/dev/null && command -v cc >/dev/null \
 	    && command -v faketime >/dev/null && command -v luacheck >/dev/null \
-    && command -v promtool >/dev/null && python3 -c 'import yaml' 2>/dev/null; then :; else \
+	    && python3 -c 'import yaml' 2>/dev/null; then :; else \
 	    echo "installing missing packages: $(DEB_PKGS)"; \
 	    $(SUDO) apt-get update -qq && \
 	    DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq $(DEB_PKGS); fi
@@ -281,11 +283,12 @@ deps: deps-run
 	        DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq $$p >/dev/null 2>&1 \
 	            || echo "deps: $$p could not be installed: its client's tests will be skipped"; \
 	    done; fi
-	@if command -v chromium >/dev/null && [ -e /usr/share/fonts/truetype/dejavu/DejaVuSans.ttf ]; \
-	    then :; else echo "installing missing packages: $(PAGE_DEB_PKGS)"; \
+	@if command -v promtool >/dev/null && command -v chromium >/dev/null \
+	    && [ -e /usr/share/fonts/truetype/dejavu/DejaVuSans.ttf ]; \
+	    then :; else echo "installing missing packages: $(TOOL_DEB_PKGS)"; \
 	    $(SUDO) apt-get update -qq && \
 	    DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq --no-install-recommends \
-	        $(PAGE_DEB_PKGS); fi
+	        $(TOOL_DEB_PKGS); fi
 
 # Every step runs even when one before it failed; the run ends with the
 # time it took (after deps) and either "make check: all passed in N s" or
