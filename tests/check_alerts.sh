@@ -16,6 +16,7 @@
 set -u
 daemon=$1
 say() { echo "check-alerts: $*"; }
+bad() { say "FAIL: $*"; }
 
 if ! command -v promtool >/dev/null; then
     if [ "$(id -u)" -ne 0 ]; then
@@ -43,19 +44,7 @@ cleanup() {
 }
 trap cleanup EXIT
 
-free_port() {
-    python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'
-}
-wait_for() {        # SECONDS WHAT COMMAND...: until COMMAND succeeds
-    local secs=$1 what=$2 _
-    shift 2
-    for _ in $(seq 1 $((secs * 20))); do
-        "$@" >/dev/null 2>&1 && return 0
-        sleep 0.05
-    done
-    say "FAIL: $what: not within $secs s"
-    return 1
-}
+. tests/lib.sh     # free_port, wait_for
 
 masters=""
 for _ in 1 2 3; do

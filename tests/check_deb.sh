@@ -83,19 +83,7 @@ else
     set_policy 101
 fi
 
-free_port() {
-    python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'
-}
-wait_for() {        # SECONDS WHAT COMMAND...: until COMMAND succeeds
-    local secs=$1 what=$2 _
-    shift 2
-    for _ in $(seq 1 $((secs * 20))); do
-        "$@" >/dev/null 2>&1 && return 0
-        sleep 0.05
-    done
-    bad "$what: not within $secs s"
-    return 1
-}
+. tests/lib.sh     # free_port, wait_for
 
 # Whether a live (not zombie) redlockd of user redlockd runs, from /proc
 # (procps may be missing in a container).

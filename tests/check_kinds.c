@@ -657,7 +657,6 @@ START_TEST(kind_max_limit_reload)
     char conf[KT_PATH_MAX], *text, *at, *got;
     off_t from;
     FILE *f;
-    long size;
     int o;
 
     EXPECT_SETUP(.masters = NMASTERS, .daemons = 1, .opts = &kt_opts);
@@ -666,15 +665,7 @@ START_TEST(kind_max_limit_reload)
                  "(lock.max_limit)");
     /* Put max_limit: 5 into the lock: section and reload. */
     snprintf(conf, sizeof(conf), "%s", h_daemon_conf_path());
-    f = fopen(conf, "re");
-    ck_assert_ptr_nonnull(f);
-    ck_assert_int_eq(fseek(f, 0, SEEK_END), 0);
-    size = ftell(f);
-    rewind(f);
-    text = calloc(1, (size_t)size + 1);
-    ck_assert_ptr_nonnull(text);
-    ck_assert_int_eq(fread(text, 1, (size_t)size, f), (size_t)size);
-    fclose(f);
+    text = expect_read_file(conf);
     at = strstr(text, "\nlock:\n");
     ck_assert_msg(at != NULL, "no lock: section in %s", conf);
     at += strlen("\nlock:\n");

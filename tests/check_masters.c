@@ -1483,22 +1483,6 @@ START_TEST(readme_acl_covers_every_kind)
 }
 END_TEST
 
-/* Lines of the daemon's log that contain text. */
-static size_t
-ms_log_count(const char *text)
-{
-    char line[8192];
-    size_t n = 0;
-    FILE *f = fopen(h_daemon_log_path(), "r");
-
-    ck_assert_msg(f != NULL, "cannot read %s", h_daemon_log_path());
-    while (fgets(line, sizeof(line), f) != NULL) {
-        n += strstr(line, text) != NULL;
-    }
-    fclose(f);
-    return n;
-}
-
 /*
  * The daemon says what it cannot reach: masters that refuse connections
  * from the start are named, with the verdict on the quorum, once; a
@@ -1537,7 +1521,7 @@ START_TEST(reach_said_in_log)
                              MS_RECONNECT_MS + H_PROMPT_MS),
                   "no line saying every master counts again");
     /* The same set is said once, however long it lasts. */
-    ck_assert_uint_eq(ms_log_count("masters not counted (3 of 5): "), 1);
+    ck_assert_uint_eq(expect_log_count("masters not counted (3 of 5): "), 1);
 
     at = h_log_size();
     ck_assert_int_eq(h_kill_master(4), 0);

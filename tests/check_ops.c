@@ -98,27 +98,6 @@ ops_skip(const char *why)
     fflush(stdout);
 }
 
-/* A whole file as a NUL-terminated malloc'd string. */
-static char *
-ops_read_file(const char *path)
-{
-    FILE *f = fopen(path, "re");
-    char *text;
-    long size;
-
-    ck_assert_msg(f != NULL, "cannot open %s: %s", path, strerror(errno));
-    ck_assert_int_eq(fseek(f, 0, SEEK_END), 0);
-    size = ftell(f);
-    ck_assert_int_ge(size, 0);
-    rewind(f);
-    text = malloc((size_t)size + 1);
-    ck_assert_ptr_nonnull(text);
-    ck_assert_msg(fread(text, 1, (size_t)size, f) == (size_t)size, "short read of %s", path);
-    text[size] = '\0';
-    fclose(f);
-    return text;
-}
-
 /* Write text to path through path.tmp and rename(2), as an editor would. */
 static void
 ops_write_atomic(const char *path, const char *text)
@@ -273,7 +252,7 @@ START_TEST(reload_applies)
     EXPECT_PREFIX(a, "LOCK a", "OK a ");
     EXPECT_PREFIX(a, "LOCK b", "ERR LIMIT ");
 
-    conf = ops_read_file(path);
+    conf = expect_read_file(path);
     ops_replace(&conf, "  max_locks_per_client: 1\n", "  max_locks_per_client: 5\n");
     ops_replace(&conf, "  level: debug\n", "  level: info\n");
     ops_write_atomic(path, conf);
@@ -320,7 +299,7 @@ START_TEST(reload_rejects_errors)
     a = expect_tcp();
     EXPECT_PREFIX(a, "LOCK a", "OK a ");
 
-    good = ops_read_file(path);
+    good = expect_read_file(path);
     conf = strdup(good);
     ck_assert_ptr_nonnull(conf);
     ops_replace(&conf, "  max_locks_per_client: 1\n", "  max_locks_per_client: 5\n");
@@ -377,7 +356,7 @@ START_TEST(reload_refuses_restart_keys)
     port = h_daemon_port();
     a = expect_tcp();
     EXPECT_PREFIX(a, "LOCK a", "OK a ");
-    orig = ops_read_file(path);
+    orig = expect_read_file(path);
     ops_replace(&orig, "  max_locks_per_client: 1\n", "  max_locks_per_client: 5\n");
 
     /* 1. Drop the last master. */
@@ -782,7 +761,7 @@ ops_write_conf(const char *path, int tcp_port, const char *unix_path, const char
 static long long
 ops_net_slots_logged(const char *log)
 {
-    char *text = ops_read_file(log);
+    char *text = expect_read_file(log);
     char *at = strstr(text, " of them for TCP and TLS"), *p;
     long long n = -1;
 
@@ -911,7 +890,7 @@ ops_cond_exited(void *arg)
 static void
 ops_print_file(const char *path)
 {
-    char *text = ops_read_file(path);
+    char *text = expect_read_file(path);
 
     fprintf(stderr, "---- %s ----\n%s---- end ----\n", path, text);
     free(text);
@@ -1051,7 +1030,7 @@ START_TEST(socket_activation_tls)
              "-quiet -CAfile '%s/ca.crt' -connect 127.0.0.1:%d > '%s' 2>/dev/null", certs,
              tls_port, out);
     ck_assert_msg(system(cmd) == 0, "%s failed", cmd);
-    text = ops_read_file(out);
+    text = expect_read_file(out);
     if (strcmp(text, "PONG tls\nBYE\n") != 0) {
         ops_print_file(log);
         ck_abort_msg("openssl s_client through the socket named tls printed '%s'", text);
@@ -1077,7 +1056,7 @@ static bool
 ops_cond_file_has(void *arg)
 {
     const char *const *ft = arg;
-    char *all = ops_read_file(ft[0]);
+    char *all = expect_read_file(ft[0]);
     bool found = strstr(all, ft[1]) != NULL;
 
     free(all);
@@ -1111,7 +1090,7 @@ START_TEST(socket_activation_protected_mode)
     }
     ops_child = 0;
     code = h_decode_status(ex.status);
-    all = ops_read_file(log);
+    all = expect_read_file(log);
     snprintf(text, sizeof(text), "%s", all);
     free(all);
     ck_assert_msg(code != 0 && code < 128, "exit status %d; log:\n%s", code, text);
@@ -1224,8 +1203,8 @@ ops_run_bin(const char *tag, const char *const args[], char **out, char **err)
         }
         usleep(10000);
     }
-    *out = ops_read_file(out_path);
-    *err = ops_read_file(err_path);
+    *out = expect_read_file(out_path);
+    *err = expect_read_file(err_path);
     return h_decode_status(status);
 }
 

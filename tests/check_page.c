@@ -191,27 +191,6 @@ pg_browse(const char *bin, const char *flag, const char *url, const char *out_pa
     return (long long)(h_now_ms() - t0);
 }
 
-/* The whole of a file (malloc'd, NUL-terminated); the test fails when it cannot be read. */
-static char *
-pg_slurp(const char *path)
-{
-    FILE *f = fopen(path, "r");
-    char *buf;
-    long n;
-
-    ck_assert_msg(f != NULL, "cannot open %s: %s", path, strerror(errno));
-    ck_assert_int_eq(fseek(f, 0, SEEK_END), 0);
-    n = ftell(f);
-    ck_assert_int_ge(n, 0);
-    rewind(f);
-    buf = malloc((size_t)n + 1);
-    ck_assert_ptr_nonnull(buf);
-    ck_assert_int_eq(fread(buf, 1, (size_t)n, f), (size_t)n);
-    buf[n] = '\0';
-    fclose(f);
-    return buf;
-}
-
 /* ---- reading the page ---- */
 
 /* Occurrences of needle in hay. */
@@ -417,7 +396,7 @@ START_TEST(page_shows_the_fleet)
         snprintf(url, sizeof(url), "http://127.0.0.1:%d/", pg_port);
         snprintf(path, sizeof(path), "%s/dom.html", h_dir());
         t_dom = pg_browse(bin, "--dump-dom", url, path);
-        dom = pg_slurp(path);
+        dom = expect_read_file(path);
         ck_assert_msg(pg_count(dom, "<tr class=\"hold\">") == 3 && pg_count(dom,
                       "<tr class=\"waiter\">") == 1 && pg_count(dom, "<tr class=\"event\">")
                       == 3, "the browser's DOM lacks the rows:\n%.1500s", pg_excerpt(dom));

@@ -144,6 +144,26 @@ expect_log_count(const char *text)
     return n;
 }
 
+char *
+expect_read_file(const char *path)
+{
+    FILE *f = fopen(path, "re");
+    char *text;
+    long size;
+
+    ck_assert_msg(f != NULL, "cannot open %s: %s", path, strerror(errno));
+    ck_assert_int_eq(fseek(f, 0, SEEK_END), 0);
+    size = ftell(f);
+    ck_assert_int_ge(size, 0);
+    rewind(f);
+    text = malloc((size_t)size + 1);
+    ck_assert_ptr_nonnull(text);
+    ck_assert_msg(fread(text, 1, (size_t)size, f) == (size_t)size, "short read of %s", path);
+    text[size] = '\0';
+    fclose(f);
+    return text;
+}
+
 /*
  * The key of lock name on the masters of a daemon started without a
  * lock.key_prefix (the harness's default), into out.

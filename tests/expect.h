@@ -204,6 +204,12 @@ bool expect_log_has(const char *text);
 size_t expect_log_count(const char *text);
 
 /*
+ * The whole of the file at path, NUL-terminated: malloc'd, the caller
+ * frees it.  The current test fails, naming path, when it cannot be read.
+ */
+char *expect_read_file(const char *path);
+
+/*
  * The key of lock name on the masters of a daemon started without a
  * lock.key_prefix (the harness's default), into out.
  */
