@@ -43,10 +43,16 @@ free_port() {       # a port nothing listens on, below the ephemeral ports
 }
 m1=$(free_port) && m2=$(free_port) && m3=$(free_port) && tcp_port=$(free_port) &&
     busy_port=$(free_port) || { say "FAIL: no free port found"; rm -rf "$tmp"; exit 1; }
-nc -lk 127.0.0.1 "$busy_port" </dev/null >/dev/null 2>&1 &
+# On ::1 where the host has it: a port taken on another address than
+# 127.0.0.1 is taken all the same.
+busy_host=127.0.0.1 busy_spec=127.0.0.1
+if grep -qs '^0\{31\}1 ' /proc/net/if_inet6; then
+    busy_host=::1 busy_spec='[::1]'
+fi
+nc -lk "$busy_host" "$busy_port" </dev/null >/dev/null 2>&1 &
 busy_pid=$!
 i=0
-until (exec 5<>"/dev/tcp/127.0.0.1/$busy_port") 2>/dev/null; do
+until (exec 5<>"/dev/tcp/$busy_host/$busy_port") 2>/dev/null; do
     i=$((i + 1))
     if [ "$i" -gt 100 ]; then
         kill "$busy_pid" 2>/dev/null
@@ -60,7 +66,7 @@ listen:
   unix: ""
 masters: ["127.0.0.1:$m1", "127.0.0.1:$m2", "127.0.0.1:$m3"]
 metrics:
-  listen: "127.0.0.1:$busy_port"   # taken
+  listen: "$busy_spec:$busy_port"   # taken
 EOF2
 timeout -k 5 20 bash tests/dev-run.sh "$bin" "$tmp/busy.yml" >"$tmp/busy.log" 2>&1
 rc=$?
@@ -86,7 +92,7 @@ if [ "$fail" -ne 0 ]; then
     rm -rf "$tmp"
     exit 1
 fi
-say "a taken metrics port: refused before anything started ($(head -1 "$tmp/busy.log"))"
+say "a taken metrics port ($busy_spec): refused before anything started ($(head -1 "$tmp/busy.log"))"
 
 for port in $ports 7379 9379; do
     if (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null; then

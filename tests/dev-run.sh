@@ -44,7 +44,9 @@ config_ports() {
 }
 ports=$(config_ports "$config" | awk '$1 == "masters" { print $2 }' | xargs)
 tcp_port=$(config_ports "$config" | awk '$1 == "listen.tcp" { print $2 }')
-listens=$(config_ports "$config" | awk '$1 != "masters"' | tr '\n' ' ')
+# Only the keys that listen: a quoted "x:123" elsewhere (a password) is no port.
+listens=$(config_ports "$config" |
+          awk '$1 == "listen.tcp" || $1 == "metrics.listen" || $1 == "tls.listen"' | tr '\n' ' ')
 if [ -z "$ports" ]; then
     echo "dev-run: $config names no master HOST:PORT" >&2
     exit 1
@@ -82,6 +84,16 @@ stop() {
 trap stop EXIT
 trap 'exit 0' INT TERM
 
+# Whether something listens on TCP port $1, on any address (0.0.0.0, ::,
+# ::1 or another): ss sees them all; without ss, a connect to 127.0.0.1.
+port_taken() {
+    if command -v ss >/dev/null; then
+        [ -n "$(ss -Hltn "sport = :$1" 2>/dev/null)" ]
+    else
+        (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null
+    fi
+}
+
 # Refuse to borrow somebody else's Redis or redlockd on our ports, and
 # to start masters that a daemon unable to bind would then leave: every
 # port of CONFIG is checked before anything starts.
@@ -90,7 +102,7 @@ set -- $(for port in $ports; do echo "masters $port"; done) $listens
 while [ $# -ge 2 ]; do
     what=$1 port=$2
     shift 2
-    if (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null; then
+    if port_taken "$port"; then
         by=$(ss -Hltnp "sport = :$port" 2>/dev/null | grep -o '(("[^"]*",pid=[0-9]*' |
              head -1 | sed 's/(("\(.*\)",pid=\(.*\)/ by \1 (pid \2)/')
         echo "dev-run: port $port ($what in $config) is already in use${by}; stop what" \
