@@ -229,19 +229,25 @@ func Dial(ctx context.Context, address string, o *Options) (*Client, error) {
 	if address == "" {
 		address = os.Getenv("REDLOCKD_ADDR")
 	}
-	if address != "" {
-		return dialAddress(ctx, address, o)
+	if address == "" {
+		// Only a failed connection moves on to TCP: AUTH is sent once, on
+		// the connection chosen, so a refused password is not tried twice.
+		conn, err := connect(ctx, "unix:"+defaultSocket, o)
+		if err == nil {
+			return session(ctx, conn, "unix:"+defaultSocket, o)
+		}
+		conn, err2 := connect(ctx, defaultAddress, o)
+		if err2 != nil {
+			return nil, fmt.Errorf("cannot connect to redlockd: %s: %v; %s: %w", defaultSocket,
+				unwrapOp(err), defaultAddress, unwrapOp(err2))
+		}
+		return session(ctx, conn, defaultAddress, o)
 	}
-	c, err := dialAddress(ctx, "unix:"+defaultSocket, o)
-	if err == nil {
-		return c, nil
+	conn, err := connect(ctx, address, o)
+	if err != nil {
+		return nil, err
 	}
-	c, err2 := dialAddress(ctx, defaultAddress, o)
-	if err2 != nil {
-		return nil, fmt.Errorf("cannot connect to redlockd: %s: %v; %s: %w", defaultSocket,
-			unwrapOp(err), defaultAddress, unwrapOp(err2))
-	}
-	return c, nil
+	return session(ctx, conn, address, o)
 }
 
 // unwrapOp is the cause of a dial's *net.OpError ("connection refused"),
@@ -258,12 +264,18 @@ func unwrapOp(err error) error {
 	return err
 }
 
-func dialAddress(ctx context.Context, address string, o *Options) (*Client, error) {
-	timeout := o.Timeout
-	if timeout == 0 {
-		timeout = 10 * time.Second
+// timeoutOf is o.Timeout, 10 s when it is 0.
+func timeoutOf(o *Options) time.Duration {
+	if o.Timeout == 0 {
+		return 10 * time.Second
 	}
-	d := net.Dialer{Timeout: timeout}
+	return o.Timeout
+}
+
+// connect opens the connection to address, with the TLS handshake when o
+// asks for TLS; nothing is sent to the daemon.
+func connect(ctx context.Context, address string, o *Options) (net.Conn, error) {
+	d := net.Dialer{Timeout: timeoutOf(o)}
 	network, where := "tcp", address
 	if strings.HasPrefix(address, "unix:") {
 		network, where = "unix", address[5:]
@@ -311,7 +323,13 @@ func dialAddress(ctx context.Context, address string, o *Options) (*Client, erro
 		}
 		conn = tc
 	}
-	c := &Client{conn: conn, address: address, timeout: timeout, locks: map[string][]*Lock{},
+	return conn, nil
+}
+
+// session makes the Client of conn, connected to address, and sends AUTH when
+// o or $REDLOCKD_PASSWORD has a password; conn is closed on an error.
+func session(ctx context.Context, conn net.Conn, address string, o *Options) (*Client, error) {
+	c := &Client{conn: conn, address: address, timeout: timeoutOf(o), locks: map[string][]*Lock{},
 		watches: map[string]chan Event{}, gone: make(chan struct{})}
 	go c.readLoop()
 	pass := o.Password

@@ -13,6 +13,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -457,6 +458,45 @@ func TestAuthFromEnvironment(t *testing.T) {
 	}
 	if _, err := Dial(context.Background(), d.addr(), &Options{Password: "wrong"}); !errors.Is(err, ErrAuth) {
 		t.Fatalf("wrong password: %v", err)
+	}
+}
+
+// A refused AUTH is not a failed connection: Dial without an address sends
+// the password once, on the connection it chose (the Unix socket here), and
+// does not try TCP with it too.
+func TestAuthRefusedOnDefaultSocket(t *testing.T) {
+	d := startDaemon(t, "go-secret", "")
+	t.Setenv("REDLOCKD_SOCKET", "")
+	t.Setenv("REDLOCKD_ADDR", "")
+	t.Setenv("REDLOCKD_PASSWORD", "")
+	t.Cleanup(func() { defaultSocket, defaultAddress = DefaultSocket, DefaultAddress })
+	failures := func(t *testing.T) int {
+		t.Helper()
+		for _, line := range strings.Split(ask("unix", d.sock, "STATS\n", "END\n"), "\n") {
+			if strings.HasPrefix(line, "STAT auth_failures ") {
+				n, err := strconv.Atoi(strings.TrimPrefix(line, "STAT auth_failures "))
+				if err != nil {
+					t.Fatal(line)
+				}
+				return n
+			}
+		}
+		t.Fatal("STATS has no auth_failures")
+		return 0
+	}
+	dead := fmt.Sprintf("127.0.0.1:%d", freePort(t))
+	for _, tcp := range []string{dead, d.addr()} {
+		t.Run("TCP default "+tcp, func(t *testing.T) {
+			defaultSocket, defaultAddress = d.sock, tcp
+			before := failures(t)
+			_, err := Dial(context.Background(), "", &Options{Password: "wrong"})
+			if !errors.Is(err, ErrAuth) {
+				t.Errorf("got %v, want ErrAuth", err)
+			}
+			if after := failures(t); after != before+1 {
+				t.Errorf("auth_failures %d -> %d, want one more", before, after)
+			}
+		})
 	}
 }
 
