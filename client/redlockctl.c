@@ -1165,53 +1165,24 @@ ctl_cmd_ping(struct ctl_conn *c)
 
 
 /*
- * Whether a session of this daemon holds NAME (LIST NAME has a HELD line
- * for exactly that name; LIST shows session holds only): the daemon then
- * renews it itself while the holder's connection is open.  Lines of
- * longer names that share the prefix are read and skipped.
- */
-static bool
-ctl_held_by_session_here(const struct ctl_opts *o, struct ctl_conn *c)
-{
-    char req[PROTO_NAME_MAX + 8];
-    const char *line;
-    size_t len = strlen(o->name);
-    bool found = false;
-
-    snprintf(req, sizeof(req), "LIST %s", o->name);
-    ctl_request(c, req);
-    for (;;) {
-        line = ctl_reply(c, "LIST", client_now_ms() + CTL_REPLY_MS);
-        if (strcmp(line, "END") == 0) {
-            return found;
-        }
-        if (client_is_status(line, "ERR")) {
-            ctl_fail_err(o, c, req, line);
-        }
-        if (strncmp(line, "HELD ", 5) == 0 && strncmp(line + 5, o->name, len) == 0
-            && line[5 + len] == ' ') {
-            found = true;
-        }
-    }
-}
-
-/*
  * status NAME: prints what the masters say; 0 when held, 1 when free.
- * The lease's end is worded by who renews it: a session of this daemon
- * is renewed by the daemon; anything else (a lease-mode holder, a session
- * of another daemon, a Redlock library) cannot be told apart by STATUS.
+ * The lease's end is worded by who renews it: STATUS's renewer=watchdog
+ * says a session of this daemon holds the name (the daemon's own table,
+ * one lookup), which the daemon renews itself; anything else (a
+ * lease-mode holder, a session of another daemon, a Redlock library, or
+ * a daemon too old to send the field) makes no claim.
  */
 static int
 ctl_cmd_status(const struct ctl_opts *o, struct ctl_conn *c)
 {
     char req[PROTO_NAME_MAX + 16], ttl[32], fence[32], left[48];
     char kind[16], holders[24], limit[16], label[PROTO_LABEL_MAX + 1], waiters[24];
-    char reply[CLIENT_LINE_MAX + 1];
+    char renewer[16], reply[CLIENT_LINE_MAX + 1];
     int64_t ms;
 
     snprintf(req, sizeof(req), "STATUS %s", o->name);
     ctl_request(c, req);
-    /* A copy: the LIST below reads into the connection's line. */
+    /* A copy of the reply, read field by field below. */
     snprintf(reply, sizeof(reply), "%s", ctl_reply(c, "STATUS", client_now_ms() + CTL_REPLY_MS));
     if (!client_field(reply, "waiters", waiters, sizeof(waiters))) {
         waiters[0] = '\0';
@@ -1238,7 +1209,8 @@ ctl_cmd_status(const struct ctl_opts *o, struct ctl_conn *c)
             printf(", without expiry (a key without a TTL: it may never be freed)");
         } else if (ctl_parse_int(ttl, PROTO_NUMBER_MAX, &ms) == 0) {
             ctl_seconds_text(ms, left, sizeof(left));
-            if (ctl_held_by_session_here(o, c)) {
+            if (client_field(reply, "renewer", renewer, sizeof(renewer))
+                && strcmp(renewer, "watchdog") == 0) {
                 printf(", renewed by this redlockd while its holder's connection is open "
                        "(lease ends in %s if not renewed)", left);
             } else {

@@ -256,7 +256,7 @@ command_extended(struct lock_client *lc, const struct lock_extend_result *res)
 
 /*
  * STATUS ended: "HELD name ttl= owner= [mode=] [fence=] kind= holders=
- * [limit= [permit=]] [label= held_ms=] [waiters=]", "FREE name
+ * [limit= [permit=]] [label= held_ms=] [renewer=watchdog] [waiters=]", "FREE name
  * [waiters=]", or the verdict.  Its read's slot goes on first.
  */
 void
@@ -284,6 +284,9 @@ command_status_done(struct lock_client *lc, const struct lock_status_result *res
         if (res->label != NULL && (res->owner_self || command_sees_labels(c))) {
             proto_reply_str(&r, "label", res->label);
             proto_reply_int(&r, "held_ms", res->held_ms);
+        }
+        if (res->renewed_here) {
+            proto_reply_str(&r, "renewer", "watchdog");
         }
     }
     if ((res->v.outcome == LOCK_HELD || res->v.outcome == LOCK_FREE) && res->waiters > 0) {

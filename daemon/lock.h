@@ -128,6 +128,8 @@ struct lock_status_result {
     int64_t     held_ms;        /* HELD with a label: how long that holder has held
                                    it, ms (-1 when unknown) */
     size_t      waiters;        /* HELD/FREE: LOCKs waiting on the name here */
+    bool        renewed_here;   /* HELD: a session of this daemon holds the name,
+                                   so this daemon's watchdog renews that hold */
 };
 
 /* BREAK (lock_break): OK, NOQUORUM, FAILED. */

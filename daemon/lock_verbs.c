@@ -283,6 +283,8 @@ lock_status_done(const struct redlock_status_result *rr, void *arg)
     }
     lk = lock_find(op->key + op->name_off, op->key_len - op->name_off);
     res.waiters = lk != NULL ? lk->nqueued : 0;
+    /* Read here, not asked of the masters: the table holds session holds only. */
+    res.renewed_here = res.v.outcome == LOCK_HELD && lk != NULL && lk->nholders > 0;
     lock_op_name(op, &res.v);
     op->client->hooks->status(op->client, &res);
     free(op);

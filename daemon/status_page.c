@@ -302,7 +302,7 @@ status_page_masters(struct evbuffer *out)
 struct status_page_walk {
     struct evbuffer *out;   /* the page */
     bool held;              /* this walk writes holds (else waiting LOCKs) */
-    size_t rows;            /* rows written */
+    size_t rows;            /* rows written, at most STATUS_PAGE_MAX_ROWS */
 };
 
 static void
@@ -311,8 +311,8 @@ status_page_row_cb(const struct lock_listing *e, void *arg)
     struct status_page_walk *w = arg;
     struct evbuffer *out = w->out;
 
-    if (e->held != w->held) {
-        return;
+    if (e->held != w->held || w->rows >= STATUS_PAGE_MAX_ROWS) {
+        return;     /* the other table's, or past the rows shown (counted) */
     }
     w->rows++;
     if (e->held) {
@@ -351,7 +351,7 @@ static void
 status_page_locks(struct evbuffer *out)
 {
     struct status_page_walk w = { out, true, 0 };
-    size_t names = lock_count_names(), shown;
+    size_t names = lock_count_names(), shown, more;
 
     evbuffer_add_printf(out, "<h2>Held here</h2>\n<p>%zu hold%s of %zu name%s held or waited "
                         "for through this daemon (session mode; a lease-mode lock lives on "
@@ -381,6 +381,13 @@ status_page_locks(struct evbuffer *out)
                             "shows them all).</p>\n", names - shown,
                             names - shown == 1 ? "" : "s", STATUS_PAGE_MAX_NAMES);
     }
+    if (w.rows == STATUS_PAGE_MAX_ROWS && lock_count_held() > w.rows) {
+        more = lock_count_held() - w.rows;
+        evbuffer_add_printf(out, "<p class=\"more\" id=\"more-holds\">%zu more hold%s not "
+                            "shown (the page shows at most %d holds; LIST or redlockctl list "
+                            "shows them all).</p>\n", more, more == 1 ? "" : "s",
+                            STATUS_PAGE_MAX_ROWS);
+    }
 
     w.held = false;
     w.rows = 0;
@@ -390,6 +397,13 @@ status_page_locks(struct evbuffer *out)
                         lock_count_waiters(), lock_count_waiters() == 1 ? "" : "s");
     (void)lock_view(STATUS_PAGE_MAX_NAMES, status_page_row_cb, &w);
     evbuffer_add_printf(out, "</table>\n");
+    if (lock_count_waiters() > w.rows) {
+        more = lock_count_waiters() - w.rows;
+        evbuffer_add_printf(out, "<p class=\"more\" id=\"more-waiting\">%zu more waiting "
+                            "LOCK%s not shown (the page shows at most %d, of the first %d "
+                            "names; LIST or redlockctl list shows them all).</p>\n", more,
+                            more == 1 ? "" : "s", STATUS_PAGE_MAX_ROWS, STATUS_PAGE_MAX_NAMES);
+    }
 }
 
 static void

@@ -11,9 +11,12 @@
  * the names this daemon's sessions hold, one row per hold (name, kind,
  * holder's label, fencing token, time held, lease left, waiters on the
  * name), and the LOCKs waiting (name, place in line, label, kind, time
- * waited), at most STATUS_PAGE_MAX_NAMES names (the page says how many
- * more there are); and the recent LOST and BREAK events
- * (daemon/events.h).
+ * waited), of at most STATUS_PAGE_MAX_NAMES names and at most
+ * STATUS_PAGE_MAX_ROWS rows in each of the two tables, whichever limit
+ * comes first (a shared or counted name has a row per hold and per
+ * waiter, so names alone would not bound it; the page says how many more
+ * names, holds and waiting LOCKs there are); and the recent LOST and
+ * BREAK events (daemon/events.h).
  *
  * The page is plain HTML with inline CSS: no script, nothing loaded from
  * anywhere (the answer's Content-Security-Policy says so to the
@@ -43,6 +46,8 @@ struct evbuffer;
                                     "img-src data:; base-uri 'none'; form-action 'none'"
 #define STATUS_PAGE_REFRESH_S       5       /* the page reloads itself, seconds */
 #define STATUS_PAGE_MAX_NAMES       200     /* names shown; the rest are counted */
+/* Rows shown in each of the two tables (holds, waiting LOCKs); the rest are counted. */
+#define STATUS_PAGE_MAX_ROWS        500
 
 /* A master's health on the page, from its counters (status_page_health). */
 enum status_page_health {
@@ -77,9 +82,11 @@ void status_page_escape(struct evbuffer *out, const char *s, size_t len);
 
 /*
  * Write the whole page, as it is now, into out (appended; the caller
- * owns out).  Its size is bounded: at most STATUS_PAGE_MAX_NAMES names,
- * their holds and waiters (bounded by the clients), EVENTS_MAX events,
- * the masters.  Never fails (out of memory aborts, daemon/xmalloc.h).
+ * owns out).  Its size is bounded: at most STATUS_PAGE_MAX_ROWS holds
+ * and STATUS_PAGE_MAX_ROWS waiting LOCKs, of at most STATUS_PAGE_MAX_NAMES
+ * names, EVENTS_MAX events, the masters.  The walk still visits every
+ * hold and waiter of the names shown, but writes none
+ * past the rows.  Never fails (out of memory aborts, daemon/xmalloc.h).
  */
 void status_page_write(struct evbuffer *out);
 

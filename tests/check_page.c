@@ -510,6 +510,70 @@ START_TEST(page_bounded)
 END_TEST
 
 /*
+ * Rows are bounded as well as names: one shared name with more holders
+ * than STATUS_PAGE_MAX_ROWS, and one exclusive name with more LOCKs
+ * waiting than that, each session a connection of its own (a session
+ * holds a name once).  Each table shows STATUS_PAGE_MAX_ROWS rows and
+ * says how many more there are, so one busy name cannot grow the page
+ * to a row per client.
+ */
+START_TEST(page_rows_bounded)
+{
+    enum { EXTRA = 7, N = STATUS_PAGE_MAX_ROWS + EXTRA + 1 };
+    static int fds[N];
+    struct h_http_resp r;
+    char line[64], want[128], *got;
+    int i;
+
+    EXPECT_SETUP(.masters = NMASTERS, .daemons = 1, .metrics_port = &pg_port);
+    for (i = 0; i < N; i++) {
+        fds[i] = expect_tcp();
+        snprintf(line, sizeof(line), "TRYLOCK s shared label=r%d", i);
+        ck_assert_int_eq(h_send(fds[i], line), 0);
+    }
+    for (i = 0; i < N; i++) {
+        got = EXPECT_READ(fds[i], CMD_MS, "a shared TRYLOCK");
+        ck_assert_msg(strncmp(got, "OK s ", 5) == 0, "got '%s'", got);
+        free(got);
+    }
+    /* w held by the first session, waited for by all the others. */
+    ck_assert_int_eq(h_send(fds[0], "TRYLOCK w"), 0);
+    got = EXPECT_READ(fds[0], CMD_MS, "TRYLOCK w");
+    ck_assert_msg(strncmp(got, "OK w ", 5) == 0, "got '%s'", got);
+    free(got);
+    for (i = 1; i < N; i++) {
+        snprintf(line, sizeof(line), "LOCK w wait=inf label=q%d", i);
+        ck_assert_int_eq(h_send(fds[i], line), 0);
+    }
+    snprintf(want, sizeof(want), "<p>%d LOCKs waiting.</p>", N - 1);
+    ck_assert_msg(h_wait_until(pg_cond_page_has, want, 10000),
+                  "the page did not show %d LOCKs waiting within 10 s", N - 1);
+
+    pg_request("GET", "/", &r);
+    ck_assert_int_eq(r.status, 200);
+    snprintf(want, sizeof(want), "%d holds of 2 names", N + 1);
+    PG_HAS(r.body, want);
+    ck_assert_int_eq(pg_count(r.body, "<tr class=\"hold\">"), STATUS_PAGE_MAX_ROWS);
+    ck_assert_int_eq(pg_count(r.body, "<tr class=\"waiter\">"), STATUS_PAGE_MAX_ROWS);
+    /* s's holders come first by name; the rest of s's and w's hold are counted. */
+    snprintf(want, sizeof(want), "%d more holds not shown", N + 1 - STATUS_PAGE_MAX_ROWS);
+    PG_HAS(r.body, want);
+    snprintf(want, sizeof(want), "%d more waiting LOCKs not shown", EXTRA);
+    PG_HAS(r.body, want);
+    ck_assert_msg(strstr(r.body, "id=\"more\"") == NULL, "names said not shown:\n%.1500s",
+                  pg_excerpt(r.body));
+    if (getenv("REDLOCKD_PAGE_TIMES") != NULL) {
+        fprintf(stderr, "check_page: with %d holds and %d waiting the page is %zu bytes\n",
+                N + 1, N - 1, r.body_len);
+    }
+    h_http_free(&r);
+    for (i = 0; i < N; i++) {
+        close(fds[i]);
+    }
+}
+END_TEST
+
+/*
  * What the page decides without I/O: a master's health from its
  * counters, and the escape of every byte a client or a master may send.
  */
@@ -561,6 +625,7 @@ page_suite(void)
     EXPECT_ADD(s, page_health_and_escape, TEST_TIMEOUT_S);
     EXPECT_ADD(s, page_shows_the_fleet, TEST_TIMEOUT_S);
     EXPECT_ADD(s, page_bounded, TEST_TIMEOUT_S);
+    EXPECT_ADD(s, page_rows_bounded, TEST_TIMEOUT_S);
     return s;
 }
 

@@ -1194,6 +1194,7 @@ END_TEST
 START_TEST(subcommands)
 {
     char port[32], *out;
+    long long steps0, steps1;
     size_t i;
     int a;
 
@@ -1215,7 +1216,12 @@ START_TEST(subcommands)
     ct_assert_out_has("free", "sub: free");
     a = expect_tcp();
     EXPECT_PREFIX(a, "LOCK sub", "OK sub ");
+    /* Names sharing its prefix: status reads none of them (no LIST). */
+    EXPECT_PREFIX(a, "LOCK sub-1", "OK sub-1 ");
+    ck_assert_int_eq(h_stat(a, "list_steps", &steps0), 0);
     ck_assert_int_eq(CT_RUN("held", "-H", ct_addr(), "status", "sub"), 0);
+    ck_assert_int_eq(h_stat(a, "list_steps", &steps1), 0);
+    ck_assert_msg(steps1 == steps0, "status sub made %lld LIST steps", steps1 - steps0);
     ct_assert_out_has("held", "sub: held by ");        /* the label the daemon gave */
     ct_assert_out_has("held", ":127.0.0.1:");
     /* A session's lease is renewed by the daemon, not by its holder. */

@@ -64,9 +64,9 @@ parse_busy(const char *line, const char *name, long long *ttl)
 
 /*
  * True when line is exactly "HELD <name> ttl=N owner=<owner>" with the
- * mode of one's own hold, the kind, and the holder's label and time
- * held (every lock of this suite is taken through the daemon, which
- * labels it).
+ * mode of one's own hold, the kind, the holder's label and time held
+ * (every lock of this suite is taken through the daemon, which labels
+ * it), and renewer=watchdog, which one's own hold always has.
  */
 static bool
 parse_held(const char *line, const char *name, const char *owner, long long *ttl)
@@ -89,8 +89,15 @@ parse_held(const char *line, const char *name, const char *owner, long long *ttl
         return false;
     }
     p = strchr(p + 32, ' ');
-    return p != NULL && strncmp(p, " held_ms=", 9) == 0 && p[9] >= '0' && p[9] <= '9'
-           && strspn(p + 9, "0123456789") == strlen(p + 9);
+    if (p == NULL || strncmp(p, " held_ms=", 9) != 0 || p[9] < '0' || p[9] > '9') {
+        return false;
+    }
+    p += 9 + strspn(p + 9, "0123456789");
+    /* One's own session hold is renewed by this daemon's watchdog; another's may be. */
+    if (strcmp(p, " renewer=watchdog") == 0) {
+        return true;
+    }
+    return *p == '\0' && strcmp(owner, "self") != 0;
 }
 
 /*

@@ -29,7 +29,10 @@
  *   - UNLOCK through one daemon hands the name to a LOCK waiting
  *     through the other;
  *   - this build enters the release, which has no layout registry, as
- *     "legacy" on every master and counts them all.
+ *     "legacy" on every master and counts them all;
+ *   - this build's redlockctl status claims the daemon renews a session's
+ *     lock only where this build's daemon says so (renewer=watchdog); the
+ *     release, which never says, gets the wording without the claim.
  *
  * A build whose keys differ from the release's fails these cases: with
  * the build from just before the keys of shared and counted holds moved
@@ -543,6 +546,61 @@ START_TEST(upgrade_release_seen_as_legacy)
 }
 END_TEST
 
+/* Run this build's redlockctl "status <name>" against daemon d; its output in path. */
+static void
+up_ctl_status(size_t d, const char *name, const char *path)
+{
+    const char *ctl = getenv("REDLOCKCTL_BIN");
+    char addr[64];
+    const char *argv[] = { ctl, "-H", addr, "status", name, NULL };
+
+    ck_assert_msg(ctl != NULL && access(ctl, X_OK) == 0, "no redlockctl: set REDLOCKCTL_BIN");
+    h_use_daemon(d);
+    snprintf(addr, sizeof(addr), "127.0.0.1:%d", h_daemon_port());
+    ck_assert_msg(up_run(argv, path) == 0, "redlockctl status %s through %s did not exit 0 "
+                  "(see %s)", name, up_via(d), path);
+}
+
+/*
+ * This build's redlockctl status says the daemon renews a session's lock
+ * only when the daemon says so (STATUS's renewer=watchdog, which only
+ * this build sends, for its own sessions); the release, which does not
+ * say, gets the wording that makes no claim, as does a hold of the other
+ * daemon.
+ */
+START_TEST(upgrade_status_wording)
+{
+    const char *here = "renewed by this redlockd while", *no_claim = " unless renewed";
+    char out[PATH_MAX + 32];
+    int fo, fn;
+
+    UP_SETUP();
+    fo = expect_connect(OLD);
+    fn = expect_connect(NEW);
+    free(up_granted(fo, "LOCK st-old " TTL, "st-old", OLD, "a session of the old build"));
+    free(up_granted(fn, "LOCK st-new " TTL, "st-new", NEW, "a session of this build"));
+
+    snprintf(out, sizeof(out), "%s/status-old-old.out", h_dir());
+    up_ctl_status(OLD, "st-old", out);
+    ck_assert_msg(up_file_has(out, no_claim) && !up_file_has(out, here), "status of the "
+                  "release's own session through the release: see %s", out);
+    snprintf(out, sizeof(out), "%s/status-new-old.out", h_dir());
+    up_ctl_status(NEW, "st-old", out);
+    ck_assert_msg(up_file_has(out, no_claim) && !up_file_has(out, here), "status of the "
+                  "release's session through this build: see %s", out);
+    snprintf(out, sizeof(out), "%s/status-new-new.out", h_dir());
+    up_ctl_status(NEW, "st-new", out);
+    ck_assert_msg(up_file_has(out, here) && !up_file_has(out, no_claim), "status of this "
+                  "build's own session through it: see %s", out);
+    snprintf(out, sizeof(out), "%s/status-old-new.out", h_dir());
+    up_ctl_status(OLD, "st-new", out);
+    ck_assert_msg(up_file_has(out, no_claim) && !up_file_has(out, here), "status of this "
+                  "build's session through the release: see %s", out);
+    close(fo);
+    close(fn);
+}
+END_TEST
+
 static Suite *
 upgrade_suite(void)
 {
@@ -556,6 +614,7 @@ upgrade_suite(void)
     EXPECT_ADD(s, upgrade_fence_order, 60);
     EXPECT_ADD(s, upgrade_break_frees, 90);
     EXPECT_ADD(s, upgrade_unlock_wakes_other, 90);
+    EXPECT_ADD(s, upgrade_status_wording, 60);
     return s;
 }
 

@@ -90,7 +90,9 @@ wt_label_keys(const char *name)
 /*
  * A label given on one daemon is read through the other, with the time
  * held; without label= the daemon names the client; the label lives and
- * dies with the record on every master; STATUS says how many wait here.
+ * dies with the record on every master; STATUS says how many wait here,
+ * and renewer=watchdog when a session of the daemon asked holds the name
+ * (not another daemon's, not a lease-mode lock).
  */
 START_TEST(label_across_daemons)
 {
@@ -113,6 +115,7 @@ START_TEST(label_across_daemons)
     held = EXPECT_INT(got, "held_ms");
     ck_assert_msg(held >= 0 && held < 2000, "'%s': held_ms out of 0..2000", got);
     EXPECT_NO_FIELD(got, "waiters");
+    EXPECT_NO_FIELD(got, "renewer");        /* held through daemon 0, not 1 */
     free(got);
     /* held_ms grows with the hold, on the masters' clocks. */
     h_sleep_ms(300);
@@ -132,6 +135,7 @@ START_TEST(label_across_daemons)
     free(got);
     got = EXPECT_CMD(a, "STATUS job");
     EXPECT_FIELD(got, "owner", "self");
+    EXPECT_FIELD(got, "renewer", "watchdog");
     EXPECT_NO_FIELD(got, "waiters");
     free(got);
     EXPECT_REPLY(a, "UNLOCK job", "OK job holds=0");
@@ -158,11 +162,20 @@ START_TEST(label_across_daemons)
     EXPECT_FIELD(got, "owner", "other");
     ck_assert_msg(strstr(got, want) != NULL, "'%s' lacks '%s<port>'", got, want);
     ck_assert_msg(EXPECT_INT(got, "held_ms") >= 0, "'%s'", got);
+    /* Another session of the holding daemon: that daemon renews it. */
+    EXPECT_FIELD(got, "renewer", "watchdog");
     free(got);
     got = EXPECT_CMD(b, "STATUS tcpjob");
     EXPECT_IS(got, "HELD", "tcpjob");
     EXPECT_NO_FIELD(got, "label");
     EXPECT_NO_FIELD(got, "held_ms");
+    EXPECT_NO_FIELD(got, "renewer");
+    free(got);
+    /* A lease-mode lock taken through daemon 0: its holder renews it, not the daemon. */
+    EXPECT_PREFIX(c, "LOCK leasejob mode=lease ttl=5000", "OK leasejob token=");
+    got = EXPECT_CMD(a, "STATUS leasejob");
+    EXPECT_IS(got, "HELD", "leasejob");
+    EXPECT_NO_FIELD(got, "renewer");
     free(got);
     ck_assert_int_eq(wt_label_keys("tcpjob"), 0);
     /* ... and on the Unix socket, the client's uid and pid. */
