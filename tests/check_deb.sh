@@ -344,7 +344,7 @@ EOF2
     fi
     [ -e /run/redlockd.pid ] && bad "/run/redlockd.pid left by a failed start"
 
-    # start again (service(8)): purge must stop it.
+    # start again (service(8)).
     cp -p "$tmp/conf.good" "$conf"
     service redlockd start >"$tmp/init.out" 2>&1 || bad "service redlockd start: $(cat "$tmp/init.out")"
     ipid=$(cat /run/redlockd.pid 2>/dev/null)
