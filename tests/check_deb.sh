@@ -390,7 +390,7 @@ EOF2
     init_d reload &
     rpid=$!
     # shellcheck disable=SC2317  # run by wait_for
-    hup_pending() { [ $((0x$(awk '/^ShdPnd:/ { print $2 }' "/proc/$ipid/status") & 2)) -ne 0 ]; }
+    hup_pending() { [ $((0x$(awk '/^ShdPnd:/ { print $2 }' "/proc/$ipid/status") & 1)) -ne 0 ]; }  # bit 0: signal 1
     wait_for 10 "the reload's SIGHUP pending" hup_pending
     kill -KILL "$ipid"
     if wait "$rpid"; then
@@ -538,7 +538,9 @@ while True:
 fi
 
 # ---- purge: nothing left but the user and group ----
-if ! DEBIAN_FRONTEND=noninteractive apt-get purge -y -qq redlockd >"$tmp/purge.log" 2>&1; then
+# (without systemd, the purge above forbidden to stop the daemon was the last)
+if dpkg-query -W -f='${Status}' redlockd 2>/dev/null | grep -q installed &&
+   ! DEBIAN_FRONTEND=noninteractive apt-get purge -y -qq redlockd >"$tmp/purge.log" 2>&1; then
     cat "$tmp/purge.log"
     bad "apt-get purge redlockd failed"
 fi
