@@ -15,10 +15,16 @@
 # configuration pointed at the test's masters and free ports, a reinstall
 # lets postinst start the daemon through the init script (it must say so);
 # a lock through the installed redlockctl, reload (logged; a bad file fails
-# it and the daemon runs on), a start refused on a bad file, stop (the
-# process gone, the lock released on the masters), and a purge of a
-# running daemon, leaving no init links, log or pid file.  The machine's
-# own policy-rc.d is put back on exit.
+# it and the daemon runs on; a daemon stopped by SIGSTOP gives no verdict
+# and fails it, one killed during it fails it, log.level warn is said to
+# hide the verdict), a start refused on a bad file, stop (the process gone,
+# the lock released on the masters); zombies (a daemon adopted by a parent
+# that never reaps, python3's PR_SET_CHILD_SUBREAPER): status, start,
+# restart and stop take a zombie for stopped; an upgrade whose restart
+# redlockd -t refuses (postinst says the previous version runs), remove
+# stopping the daemon, and a purge that policy-rc.d forbids to stop it
+# (it says so, with the pid), leaving no init links, log or pid file.
+# The machine's own policy-rc.d is put back on exit.
 #
 # usage: tests/check_deb.sh DEB_DIR     (from the repository root)
 set -u
@@ -338,7 +344,7 @@ EOF2
     fi
     [ -e /run/redlockd.pid ] && bad "/run/redlockd.pid left by a failed start"
 
-    # start again (service(8)): purge must stop it.
+    # start again (service(8)).
     cp -p "$tmp/conf.good" "$conf"
     service redlockd start >"$tmp/init.out" 2>&1 || bad "service redlockd start: $(cat "$tmp/init.out")"
     ipid=$(cat /run/redlockd.pid 2>/dev/null)
@@ -353,6 +359,127 @@ EOF2
         bad "restart: $(cat "$tmp/init.out")"
     fi
     wait_for 10 "the restarted redlockd with 5 masters up" iup
+
+    # reload's verdict is the daemon's.  A daemon that cannot answer
+    # (stopped by SIGSTOP: the SIGHUP waits) gives none in 5 s: a failure.
+    kill -STOP "$ipid"
+    from=$(stat -c %s "$log")
+    if init_d reload; then
+        bad "reload of a stopped daemon succeeded: $(cat "$tmp/init.out")"
+    elif grep -q 'redlockd: no reload verdict in 5 s; see /var/log/redlockd/redlockd.log' "$tmp/init.out"; then
+        say "reload without a verdict: $(tr -s '\n' ' ' <"$tmp/init.out")"
+    else
+        bad "reload of a stopped daemon failed without saying why: $(cat "$tmp/init.out")"
+    fi
+    kill -CONT "$ipid"
+    # shellcheck disable=SC2317  # run by wait_for
+    logged() { tail -c +$((from + 1)) "$log" | grep -q "$1"; }
+    wait_for 10 "the pending SIGHUP's reload: done" logged 'reload: done'
+    # log.level warn hides "reload: done": no refusal in 2 s is success, said so.
+    printf 'log:\n  level: warn\n' >>"$conf"
+    if init_d reload && grep -q '(no refusal logged; log.level warn hides the verdict)' "$tmp/init.out"; then
+        say "reload at log.level warn: $(tr -s '\n' ' ' <"$tmp/init.out")"
+    else
+        bad "reload at log.level warn: $(cat "$tmp/init.out")"
+    fi
+    cp -p "$tmp/conf.good" "$conf"
+    init_d reload || bad "reload back to log.level info: $(cat "$tmp/init.out")"
+    # A daemon that dies during the reload: a failure, with its last lines.
+    # (the SIGHUP waits in a stopped daemon, which is then killed)
+    kill -STOP "$ipid"
+    init_d reload &
+    rpid=$!
+    # shellcheck disable=SC2317  # run by wait_for
+    hup_pending() { [ $((0x$(awk '/^ShdPnd:/ { print $2 }' "/proc/$ipid/status") & 1)) -ne 0 ]; }  # bit 0: signal 1
+    wait_for 10 "the reload's SIGHUP pending" hup_pending
+    kill -KILL "$ipid"
+    if wait "$rpid"; then
+        bad "reload of a daemon that died succeeded: $(cat "$tmp/init.out")"
+    elif grep -q 'redlockd: the daemon exited during the reload; see /var/log/redlockd/redlockd.log' "$tmp/init.out"; then
+        say "reload of a daemon that died: $(tr -s '\n' ' ' <"$tmp/init.out")"
+    else
+        bad "reload of a daemon that died failed without saying so: $(cat "$tmp/init.out")"
+    fi
+    wait_for 5 "the killed daemon gone" gone "$ipid"
+
+    # Zombies: a daemon that exited, not reaped by its parent (a container's
+    # PID 1 that does not reap) is not running.  noreap_init_d runs the init
+    # script under a parent that adopts the orphans (the daemon
+    # start-stop-daemon put in the background) and never reaps them.
+    zombie() { grep -qs "^$1 (redlockd) Z" "/proc/$1/stat"; }
+    noreap_init_d() {   # ACTION
+        rm -f "$tmp/noreap.rc"
+        python3 -c '
+import ctypes, os, signal, subprocess, sys
+if ctypes.CDLL(None, use_errno=True).prctl(36, 1, 0, 0, 0) != 0:  # PR_SET_CHILD_SUBREAPER
+    sys.exit("prctl: " + os.strerror(ctypes.get_errno()))
+rc = subprocess.call(sys.argv[2:])
+with open(sys.argv[1] + ".new", "w") as f:
+    f.write("%d\n" % rc)
+os.rename(sys.argv[1] + ".new", sys.argv[1])
+while True:
+    signal.pause()
+' "$tmp/noreap.rc" /etc/init.d/redlockd "$1" >"$tmp/init.out" 2>&1 &
+        noreap=$!
+        pids+=("$noreap")
+        disown
+        wait_for 30 "/etc/init.d/redlockd $1 under a parent that does not reap" test -s "$tmp/noreap.rc" ||
+            return 1
+        return "$(cat "$tmp/noreap.rc")"
+    }
+    # start after a daemon killed: its pid file is stale.
+    if noreap_init_d start && zpid=$(cat /run/redlockd.pid) && [ "$zpid" != "$ipid" ] &&
+       [ "$(awk '{ print $4 }' "/proc/$zpid/stat")" = "$noreap" ]; then
+        pids+=("$zpid")
+        wait_for 10 "the redlockd adopted by a parent that does not reap, 5 masters up" iup
+    else
+        bad "start under a parent that does not reap: $(cat "$tmp/init.out") (pid $(cat /run/redlockd.pid 2>/dev/null), parent $noreap)"
+    fi
+    # It dies (TERM, not from the script): a zombie; status: not running.
+    kill -TERM "$zpid"
+    if wait_for 10 "pid $zpid a zombie" zombie "$zpid"; then
+        init_d status
+        rc=$?
+        if [ $rc -eq 1 ] && grep -q "redlockd is not running (pid $zpid exited: a zombie" "$tmp/init.out"; then
+            say "status of a zombie: $(cat "$tmp/init.out")"
+        else
+            bad "status of a zombie (pid $zpid): exit $rc, $(cat "$tmp/init.out")"
+        fi
+    fi
+    # start: the zombie is no daemon.
+    if noreap_init_d start && npid=$(cat /run/redlockd.pid) && [ "$npid" != "$zpid" ] &&
+       ! grep -q 'already running' "$tmp/init.out" && daemon_runs; then
+        say "start over a zombie: $(tr -s '\n' ' ' <"$tmp/init.out")(pid $npid)"
+        zpid=$npid
+        pids+=("$zpid")
+        wait_for 10 "the redlockd started over a zombie, 5 masters up" iup
+    else
+        bad "start over a zombie (pid $zpid): $(cat "$tmp/init.out")"
+    fi
+    # restart and stop: the stopped daemon stays a zombie; both succeed at once.
+    t0=$SECONDS
+    if noreap_init_d restart && npid=$(cat /run/redlockd.pid) && [ "$npid" != "$zpid" ] &&
+       zombie "$zpid" && daemon_runs; then
+        say "restart leaving a zombie: $(tr -s '\n' ' ' <"$tmp/init.out")(pid $zpid, then $npid; $((SECONDS - t0)) s)"
+        zpid=$npid
+        pids+=("$zpid")
+        wait_for 10 "the redlockd restarted over a zombie, 5 masters up" iup
+    else
+        bad "restart leaving a zombie (pid $zpid): $(cat "$tmp/init.out"); zombie: $(zombie "$zpid" && echo yes || echo no)"
+    fi
+    t0=$SECONDS
+    if init_d stop && zombie "$zpid" && [ ! -e /run/redlockd.pid ]; then
+        say "stop leaving a zombie: $(tr -s '\n' ' ' <"$tmp/init.out")(pid $zpid; $((SECONDS - t0)) s)"
+    else
+        bad "stop leaving a zombie (pid $zpid): $(cat "$tmp/init.out"); zombie: $(zombie "$zpid" && echo yes || echo no)"
+    fi
+    init_d status
+    [ $? -eq 3 ] || bad "status after stop, a zombie left: $(cat "$tmp/init.out") (exit 3 expected)"
+    daemon_runs && bad "a redlockd runs after stop"
+    init_d start || bad "start: $(cat "$tmp/init.out")"
+    ipid=$(cat /run/redlockd.pid 2>/dev/null)
+    [ -n "$ipid" ] && pids+=("$ipid")
+    wait_for 10 "the started redlockd with 5 masters up" iup
     # An upgrade (a reinstall: /usr/bin/redlockd replaced) restarts the
     # daemon that runs the replaced binary.
     if DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --reinstall \
@@ -366,10 +493,54 @@ EOF2
         bad "upgrade did not restart the running daemon (pid $ipid): $(cat "$tmp/reinstall.log")"
     fi
     wait_for 10 "the upgraded redlockd with 5 masters up" iup
+    # An upgrade whose restart redlockd -t refuses: the previous daemon runs
+    # on its deleted binary, and postinst says so (not "started").
+    printf 'masters: 42\n' >>"$conf"
+    if DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --reinstall \
+            -o Dpkg::Options::=--force-confold "$(realpath "$deb")" >"$tmp/reinstall.log" 2>&1 &&
+       grep -q "^redlockd: the running redlockd (pid $ipid) is the previous version: its restart failed" "$tmp/reinstall.log" &&
+       ! grep -q 'started by /etc/init.d/redlockd' "$tmp/reinstall.log"; then
+        say "upgrade refused by redlockd -t: $(grep -A1 '^redlockd: ' "$tmp/reinstall.log" | tr -s ' \n' ' ')"
+    else
+        bad "upgrade refused by redlockd -t (pid $ipid): $(cat "$tmp/reinstall.log")"
+    fi
+    cp -p "$tmp/conf.good" "$conf"
+    init_d restart || bad "restart after the refused upgrade: $(cat "$tmp/init.out")"
+    ipid=$(cat /run/redlockd.pid 2>/dev/null)
+    [ -n "$ipid" ] && pids+=("$ipid")
+    wait_for 10 "the restarted redlockd with 5 masters up" iup
+
+    # remove stops it; a reinstall starts it again.
+    if DEBIAN_FRONTEND=noninteractive apt-get remove -y -qq redlockd >"$tmp/remove.log" 2>&1 &&
+       gone "$ipid" && [ ! -e /run/redlockd.pid ]; then
+        say "remove stopped the daemon (pid $ipid)"
+    else
+        bad "remove did not stop the daemon (pid $ipid): $(cat "$tmp/remove.log")"
+    fi
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq -o Dpkg::Options::=--force-confold \
+        "$(realpath "$deb")" >"$tmp/reinstall.log" 2>&1 ||
+        bad "install after remove: $(cat "$tmp/reinstall.log")"
+    ipid=$(cat /run/redlockd.pid 2>/dev/null)
+    [ -n "$ipid" ] && pids+=("$ipid")
+    wait_for 10 "the reinstalled redlockd with 5 masters up" iup
+    # A purge that policy-rc.d forbids to stop it: the daemon runs on, and
+    # the purge says so with its pid before removing its pid file.
+    set_policy 101
+    if DEBIAN_FRONTEND=noninteractive apt-get purge -y -qq redlockd >"$tmp/purge.log" 2>&1 &&
+       grep -q "^redlockd: redlockd (pid $ipid) still runs: policy-rc.d forbade stopping it; stop it with: kill -TERM $ipid" "$tmp/purge.log" &&
+       ! gone "$ipid"; then
+        say "purge forbidden to stop: $(grep '^redlockd: ' "$tmp/purge.log" | tr -s ' \n' ' ')"
+    else
+        bad "purge forbidden to stop the daemon (pid $ipid) did not say so: $(cat "$tmp/purge.log")"
+    fi
+    kill -TERM "$ipid"
+    wait_for 10 "the daemon left by the purge stopped" gone "$ipid"
 fi
 
 # ---- purge: nothing left but the user and group ----
-if ! DEBIAN_FRONTEND=noninteractive apt-get purge -y -qq redlockd >"$tmp/purge.log" 2>&1; then
+# (without systemd, the purge above forbidden to stop the daemon was the last)
+if dpkg-query -W -f='${Status}' redlockd 2>/dev/null | grep -q installed &&
+   ! DEBIAN_FRONTEND=noninteractive apt-get purge -y -qq redlockd >"$tmp/purge.log" 2>&1; then
     cat "$tmp/purge.log"
     bad "apt-get purge redlockd failed"
 fi
