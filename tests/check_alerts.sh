@@ -44,25 +44,16 @@ cleanup() {
 }
 trap cleanup EXIT
 
-. tests/lib.sh     # free_port, wait_for
+. tests/lib.sh     # free_port, wait_for, start_masters
 
-masters=""
-for _ in 1 2 3; do
-    port=$(free_port)
-    mkdir -p "$tmp/m$port"
-    redis-server --port "$port" --bind 127.0.0.1 --save "" --appendonly yes \
-        --appendfsync always --dir "$tmp/m$port" --logfile "$tmp/m$port/log" &
-    pids+=($!)
-    masters="$masters\"127.0.0.1:$port\", "
-    wait_for 5 "master $port" redis-cli -p "$port" ping || exit 1
-done
+start_masters 3 || exit 1
 port=$(free_port)
 mport=$(free_port)
 cat >"$tmp/redlockd.yml" <<EOF
 listen:
   tcp: "127.0.0.1:$port"
   unix: "$tmp/redlockd.sock"
-masters: [${masters%, }]
+masters: [$masters]
 metrics:
   listen: "127.0.0.1:$mport"
 EOF

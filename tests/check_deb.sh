@@ -89,7 +89,7 @@ else
     set_policy 101
 fi
 
-. tests/lib.sh     # free_port, wait_for
+. tests/lib.sh     # free_port, wait_for, start_masters
 
 # Whether a live (not zombie) redlockd of user redlockd runs, from /proc
 # (procps may be missing in a container).
@@ -167,23 +167,13 @@ else
 fi
 
 # ---- the installed daemon against five masters, a lock by redlockctl ----
-masters=""
-for _ in 1 2 3 4 5; do
-    port=$(free_port)
-    mkdir -p "$tmp/m$port"
-    redis-server --port "$port" --bind 127.0.0.1 --save "" --appendonly yes \
-        --appendfsync always --dir "$tmp/m$port" --logfile "$tmp/m$port/log" &
-    pids+=($!)
-    disown
-    masters="$masters\"127.0.0.1:$port\", "
-    wait_for 5 "master $port" redis-cli -p "$port" ping
-done
+start_masters 5
 port=$(free_port)
 cat >"$tmp/redlockd.yml" <<EOF2
 listen:
   tcp: "127.0.0.1:$port"
   unix: ""
-masters: [${masters%, }]
+masters: [$masters]
 metrics:
   listen: ""
 EOF2
@@ -228,7 +218,7 @@ if [ "$init" = sysv ]; then
 listen:
   tcp: "127.0.0.1:$iport"
   unix: "/run/redlockd/redlockd.sock"
-masters: [${masters%, }]
+masters: [$masters]
 metrics:
   listen: "127.0.0.1:$mport"
 EOF2

@@ -20,3 +20,24 @@ wait_for() {
     bad "$what: not within $secs s"
     return 1
 }
+
+# start_masters N: N redis-server masters on free loopback ports, each
+# persisting every write under $tmp/m<port>; their pids are added to the
+# caller's pids array (its cleanup kills them) and masters gets their
+# addresses as a YAML flow list's items ("127.0.0.1:P", ...).  1 when one
+# did not answer PING within 5 s (bad said which).
+start_masters() {
+    local _ port
+    masters=""
+    for _ in $(seq 1 "$1"); do
+        port=$(free_port)
+        mkdir -p "$tmp/m$port"
+        redis-server --port "$port" --bind 127.0.0.1 --save "" --appendonly yes \
+            --appendfsync always --dir "$tmp/m$port" --logfile "$tmp/m$port/log" &
+        pids+=($!)
+        disown      # no "Killed" notice when the caller's cleanup kills it
+        masters="$masters\"127.0.0.1:$port\", "
+        wait_for 5 "master $port" redis-cli -p "$port" ping || return 1
+    done
+    masters=${masters%, }
+}
