@@ -23,8 +23,10 @@
  *     master's health from its counters, and the escape of every byte;
  *   - more names than the page shows: it shows STATUS_PAGE_MAX_NAMES
  *     and says how many more there are; with auth.show_labels: admin
- *     it shows no label (the page has no admin right); then masters
- *     killed: one shown down, and then no quorum.
+ *     it shows no label (the page has no admin right); nothing held and
+ *     one hold said as sentences; then masters killed: one shown down
+ *     with "-" for its stale round trip and the quorum amber ("0 more
+ *     may fail"), and then no quorum.
  * With REDLOCKD_PAGE_TIMES=1 the page's size and the browser's times
  * are printed; REDLOCKD_PAGE_SHOT=<file> keeps a copy of the screenshot.
  */
