@@ -103,14 +103,14 @@ health_quarantine_cb(evutil_socket_t fd, short what_ev, void *arg)
 
 /*
  * Log the gathered "persists every write" notes (health_quarantine_begin):
- * one master's as it was, several in one line with the longest uptime.
+ * one master's with its uptime, several in one short line (make run's
+ * five start together).
  */
 static void
 health_exempt_cb(evutil_socket_t fd, short what_ev, void *arg)
 {
     char names[1024];
     size_t i, n = 0, used = 0, left_out = 0;
-    long long most_s = 0;
     const struct health *one = NULL;
 
     (void)fd;
@@ -127,7 +127,6 @@ health_exempt_cb(evutil_socket_t fd, short what_ev, void *arg)
         h->exempt_pending = false;
         one = h;
         n++;
-        most_s = h->uptime_s > most_s ? h->uptime_s : most_s;
         w = snprintf(names + used, sizeof(names) - used, "%s%s", n > 1 ? ", " : "",
                      health_name(h));
         if (w < 0 || (size_t)w >= sizeof(names) - used) {
@@ -138,14 +137,11 @@ health_exempt_cb(evutil_socket_t fd, short what_ev, void *arg)
         }
     }
     if (n == 1) {
-        log_info("master %s: up for %lld s only, but it persists every write before "
-                 "answering (aof_enabled:1, appendfsync always), so its restart lost no "
-                 "lock: no restart quarantine", health_name(one), one->uptime_s);
+        log_info("no restart quarantine for %s: just started (up %lld s), but it persists "
+                 "every write (appendfsync always)", health_name(one), one->uptime_s);
     } else if (n > 1) {
-        log_info("%zu masters, %s%s: up for %lld s or less, but each persists every write "
-                 "before answering (aof_enabled:1, appendfsync always), so no restart of "
-                 "theirs lost a lock: no restart quarantine", n, names,
-                 left_out > 0 ? " and more" : "", most_s);
+        log_info("no restart quarantine for %s%s: just started, but each persists every write "
+                 "(appendfsync always)", names, left_out > 0 ? " and more" : "");
     }
 }
 

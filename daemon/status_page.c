@@ -241,10 +241,17 @@ status_page_quorum(struct evbuffer *out)
 
     master_tally(&sum);
     reachable = sum.counted >= q;
-    evbuffer_add_printf(out, "<h2>Quorum</h2>\n<p id=\"quorum\"><span class=\"%s\">%s</span>: "
-                        "%zu of %zu masters up and counted, quorum %zu",
-                        reachable ? "ok" : "bad",
-                        reachable ? "quorum reachable" : "NO QUORUM", sum.counted, n, q);
+    if (reachable) {
+        /* The margin, as the log says it (daemon/reach_watch.c); amber when it is 0. */
+        evbuffer_add_printf(out, "<h2>Quorum</h2>\n<p id=\"quorum\"><span class=\"%s\">"
+                            "quorum reachable: %zu count, %zu more may fail</span>; ",
+                            sum.counted > q ? "ok" : "warn", sum.counted, sum.counted - q);
+    } else {
+        evbuffer_add_printf(out, "<h2>Quorum</h2>\n<p id=\"quorum\"><span class=\"bad\">"
+                            "NO QUORUM</span>: ");
+    }
+    evbuffer_add_printf(out, "%zu of %zu masters up and counted, quorum %zu", sum.counted, n,
+                        q);
     if (sum.up != sum.counted) {
         evbuffer_add_printf(out, " (%zu up, of which %zu quarantined, %zu duplicate, "
                             "%zu not counted for their layout registry)", sum.up,
@@ -263,8 +270,10 @@ status_page_masters(struct evbuffer *out)
 
     evbuffer_add_printf(out, "<h2>Masters</h2>\n<table class=\"t\" id=\"masters\"><tr>"
                         "<th>#</th><th>address</th><th>health</th><th>detail</th>"
-                        "<th>subscriber</th><th>round trip</th><th>errors</th>"
-                        "<th>reconnects</th></tr>\n");
+                        "<th>subscriber</th><th title=\"the last request's, while the "
+                        "command link is up\">round trip</th><th>errors</th>"
+                        "<th title=\"connections made again after the first\">"
+                        "reconnects made</th></tr>\n");
     for (i = 0; i < n; i++) {
         struct master *m = master_at(i);
 
@@ -285,7 +294,7 @@ status_page_masters(struct evbuffer *out)
         }
         evbuffer_add_printf(out, "</td><td>%s</td><td class=\"n\">",
                             st.sub_up ? "up" : "down");
-        if (st.rtt_us >= 0) {
+        if (st.rtt_us >= 0 && st.state == MASTER_UP) {     /* else stale: the link is not up */
             evbuffer_add_printf(out, "%lld.%03lld ms", (long long)(st.rtt_us / 1000),
                                 (long long)(st.rtt_us % 1000));
         } else {
@@ -353,11 +362,18 @@ status_page_locks(struct evbuffer *out)
     struct status_page_walk w = { out, true, 0 };
     size_t names = lock_count_names(), shown, more;
 
-    evbuffer_add_printf(out, "<h2>Held here</h2>\n<p>%zu hold%s of %zu name%s held or waited "
-                        "for through this daemon (session mode; a lease-mode lock lives on "
-                        "the masters only); a session's lease is renewed by the daemon while "
-                        "the session lasts.</p>\n", lock_count_held(),
-                        lock_count_held() == 1 ? "" : "s", names, names == 1 ? "" : "s");
+    if (names == 0) {
+        evbuffer_add_printf(out, "<h2>Held here</h2>\n<p id=\"holds\">Nothing is held or "
+                            "waited for through this daemon (session mode; a lease-mode lock "
+                            "lives on the masters only).</p>\n");
+    } else {
+        evbuffer_add_printf(out, "<h2>Held here</h2>\n<p id=\"holds\">%zu hold%s of %zu "
+                            "name%s held or waited for through this daemon (session mode; a "
+                            "lease-mode lock lives on the masters only); a session's lease is "
+                            "renewed by the daemon while the session lasts.</p>\n",
+                            lock_count_held(), lock_count_held() == 1 ? "" : "s", names,
+                            names == 1 ? "" : "s");
+    }
     evbuffer_add_printf(out, "<table class=\"held\" id=\"held\"><colgroup>"
                         "<col style=\"width:28%%\"><col style=\"width:14%%\">"
                         "<col style=\"width:20%%\"><col style=\"width:8%%\">"
@@ -372,7 +388,7 @@ status_page_locks(struct evbuffer *out)
         evbuffer_add_printf(out, "<p class=\"quiet\" id=\"hidden\">Labels hidden: "
                             "auth.show_labels is admin.</p>\n");
     }
-    if (w.rows == 0) {
+    if (w.rows == 0 && names > 0) {     /* names == 0 was said above */
         evbuffer_add_printf(out, "<p class=\"quiet\">Nothing held here.</p>\n");
     }
     if (names > shown) {

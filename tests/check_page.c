@@ -23,8 +23,10 @@
  *     master's health from its counters, and the escape of every byte;
  *   - more names than the page shows: it shows STATUS_PAGE_MAX_NAMES
  *     and says how many more there are; with auth.show_labels: admin
- *     it shows no label (the page has no admin right); then masters
- *     killed: one shown down, and then no quorum.
+ *     it shows no label (the page has no admin right); nothing held and
+ *     one hold said as sentences; then masters killed: one shown down
+ *     with "-" for its stale round trip and the quorum amber ("0 more
+ *     may fail"), and then no quorum.
  * With REDLOCKD_PAGE_TIMES=1 the page's size and the browser's times
  * are printed; REDLOCKD_PAGE_SHOT=<file> keeps a copy of the screenshot.
  */
@@ -206,6 +208,15 @@ pg_count(const char *hay, const char *needle)
     return n;
 }
 
+/* Whether needle occurs in [from, end). */
+static bool
+pg_within(const char *from, const char *end, const char *needle)
+{
+    const char *at = strstr(from, needle);
+
+    return at != NULL && at + strlen(needle) <= end;
+}
+
 /* What a failure shows of a page: from its <body> on (its CSS before is long). */
 static const char *
 pg_excerpt(const char *page)
@@ -349,7 +360,8 @@ START_TEST(page_shows_the_fleet)
     snprintf(v, sizeof(v), "%d of %d masters up and counted, quorum %d", NMASTERS, NMASTERS,
              NMASTERS / 2 + 1);
     PG_HAS(r.body, v);
-    PG_HAS(r.body, "quorum reachable");
+    /* The margin as the log says it; green while one more may fail. */
+    PG_HAS(r.body, "<span class=\"ok\">quorum reachable: 3 count, 1 more may fail</span>");
     for (i = 0; i < NMASTERS; i++) {
         snprintf(v, sizeof(v), "<td>127.0.0.1:%d</td><td class=\"ok\">up</td>",
                  h_master_port(i));
@@ -451,17 +463,29 @@ START_TEST(page_bounded)
     struct h_daemon_opts o = expect_opts;
     struct h_http_resp r;
     char line[64], want[128], *got;
+    const char *row, *end;
     int64_t t0, t_get;
     int fd, i;
 
     o.show_labels = "admin";
     EXPECT_SETUP(.masters = NMASTERS, .daemons = 1, .opts = &o, .metrics_port = &pg_port);
+    /* Nothing yet, then one hold: said as people say it. */
+    pg_request("GET", "/", &r);
+    ck_assert_int_eq(r.status, 200);
+    PG_HAS(r.body, "<p id=\"holds\">Nothing is held or waited for through this daemon");
+    ck_assert_msg(strstr(r.body, "0 holds") == NULL && strstr(r.body, "Nothing held here")
+                  == NULL, "an empty daemon said awkwardly:\n%.1500s", pg_excerpt(r.body));
+    h_http_free(&r);
     fd = expect_tcp();
-    for (i = 0; i < n; i++) {
+    EXPECT_PREFIX(fd, "TRYLOCK n0000 label=l0", "OK n0000 ");
+    pg_request("GET", "/", &r);
+    PG_HAS(r.body, "<p id=\"holds\">1 hold of 1 name held or waited for through this daemon");
+    h_http_free(&r);
+    for (i = 1; i < n; i++) {
         snprintf(line, sizeof(line), "TRYLOCK n%04d label=l%d", i, i);
         ck_assert_int_eq(h_send(fd, line), 0);
     }
-    for (i = 0; i < n; i++) {
+    for (i = 1; i < n; i++) {
         got = EXPECT_READ(fd, CMD_MS, "a TRYLOCK");
         snprintf(want, sizeof(want), "OK n%04d ", i);
         ck_assert_msg(strncmp(got, want, strlen(want)) == 0, "got '%s'", got);
@@ -499,7 +523,15 @@ START_TEST(page_bounded)
     snprintf(want, sizeof(want), "<td>127.0.0.1:%d</td><td class=\"bad\">down</td><td>down (",
              h_master_port(0));
     PG_HAS(r.body, want);
-    PG_HAS(r.body, "quorum reachable");
+    /* Its last round trip is stale while its link is down: "-", not the last figure. */
+    row = strstr(r.body, want);
+    end = strstr(row, "</tr>");
+    ck_assert_msg(end != NULL, "master 0's row does not end");
+    ck_assert_msg(pg_within(row, end, "</td><td>down</td><td class=\"n\">-</td>"),
+                  "master 0 is down and its round trip is not '-': %.*s", (int)(end - row),
+                  row);
+    /* 2 counted, quorum 2: reachable, but no master more may fail (amber). */
+    PG_HAS(r.body, "<span class=\"warn\">quorum reachable: 2 count, 0 more may fail</span>");
     h_http_free(&r);
     ck_assert_int_eq(h_kill_master(1), 0);
     ck_assert_msg(h_wait_until(pg_cond_page_has, "NO QUORUM</span>: 1 of 3 masters up and "
