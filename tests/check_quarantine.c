@@ -348,6 +348,9 @@ START_TEST(restore_skips_quarantined)
 END_TEST
 
 #define LOG_MS          3000    /* deadline for a log line */
+#define QT_RECONNECT_MS 7500    /* longest wait before the daemon connects to a master
+                                   again: the backoff's cap, 5 s, +50% jitter
+                                   (daemon/master.c) */
 #define PROD_MAX_TTL_MS 3600000 /* lock.max_ttl_ms of conf/redlockd.yml */
 #define PROD_TTL_MS     30000   /* lock.default_ttl_ms of conf/redlockd.yml */
 
@@ -392,7 +395,8 @@ qt_reload_with(const char *from, const char *to)
  */
 START_TEST(aof_always_not_quarantined)
 {
-    char line[1024], port[32], *at;
+    char line[1024], port[32], want[96], *at;
+    off_t from;
     size_t i;
     int a, named;
 
@@ -423,6 +427,19 @@ START_TEST(aof_always_not_quarantined)
         named += strstr(line, port) != NULL;
     }
     ck_assert_msg(named >= 2, "the line names %d masters: '%s'", named, line);
+
+    /* One master restarted alone gets the one-master form of the line. */
+    from = h_log_size();
+    ck_assert_int_eq(h_kill_master(0), 0);
+    ck_assert_msg(h_restart_master(0) == 0, "master 0 did not restart");
+    snprintf(want, sizeof(want), "no restart quarantine for 127.0.0.1:%d: just started (up ",
+             h_master_port(0));
+    ck_assert_msg(h_wait_log(from, want, QT_RECONNECT_MS + LOG_MS),
+                  "no one-master line '%s...' after master 0 restarted alone", want);
+    ck_assert_msg(h_log_find(from, want, line, sizeof(line)), "the line went away");
+    ck_assert_msg(strstr(line, "but it persists every write (appendfsync always)") != NULL,
+                  "not the one-master form: '%s'", line);
+    ck_assert_int_eq(expect_stat("master.0.quarantine_ms"), 0);
 }
 END_TEST
 
