@@ -453,6 +453,39 @@ class Auth(ClientTest):
         with self.assertRaises(redlockd.AuthError):
             redlockd.Client(self.d.address, password="wrong")
 
+    def auth_failures(self):
+        with socket.socket(socket.AF_UNIX) as s:
+            s.settimeout(5)
+            s.connect(self.d.sock)
+            s.sendall(b"STATS\n")
+            data = b""
+            while not data.endswith(b"END\n"):
+                chunk = s.recv(65536)
+                self.assertTrue(chunk, "STATS cut short")
+                data += chunk
+        for line in data.decode().splitlines():
+            if line.startswith("STAT auth_failures "):
+                return int(line.split()[2])
+        self.fail("STATS has no auth_failures")
+
+    def test_refused_on_the_default_socket(self):
+        """A refused AUTH on the default socket ends there: no TCP try."""
+        for k in ("REDLOCKD_SOCKET", "REDLOCKD_ADDR", "REDLOCKD_PASSWORD"):
+            if k in os.environ:
+                self.addCleanup(os.environ.__setitem__, k, os.environ.pop(k))
+        for k in ("DEFAULT_SOCKET", "DEFAULT_ADDRESS"):
+            self.addCleanup(setattr, redlockd, k, getattr(redlockd, k))
+        with socket.socket() as s:
+            s.bind(("127.0.0.1", 0))
+            dead = "127.0.0.1:%d" % s.getsockname()[1]
+        for tcp in (dead, self.d.address):
+            with self.subTest(tcp=tcp):
+                redlockd.DEFAULT_SOCKET, redlockd.DEFAULT_ADDRESS = self.d.sock, tcp
+                before = self.auth_failures()
+                with self.assertRaises(redlockd.AuthError):
+                    redlockd.Client(password="wrong")
+                self.assertEqual(self.auth_failures(), before + 1)
+
 
 class DaemonKilled(unittest.TestCase):
     def test_killed_daemon_loses_the_lock(self):
