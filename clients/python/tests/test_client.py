@@ -530,6 +530,38 @@ class Tls(unittest.TestCase):
             finally:
                 bad.close()
 
+    def test_no_address_skips_the_unix_sockets(self):
+        """With TLS and no address: $REDLOCKD_ADDR, else DEFAULT_ADDRESS,
+        never $REDLOCKD_SOCKET or DEFAULT_SOCKET, though both are live."""
+        certs = tempfile.mkdtemp(prefix="redlockd-py-certs.")
+        self.addCleanup(subprocess.run, ["rm", "-rf", certs], check=False)
+        subprocess.run(["sh", os.path.join(ROOT, "tests", "tls", "make-certs.sh"), certs],
+                       check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        d = Daemon(tls_dir=certs)
+        self.addCleanup(d.stop)
+        for k in ("REDLOCKD_SOCKET", "REDLOCKD_ADDR"):
+            if k in os.environ:
+                self.addCleanup(os.environ.__setitem__, k, os.environ.pop(k))
+            self.addCleanup(os.environ.pop, k, None)
+        for k in ("DEFAULT_SOCKET", "DEFAULT_ADDRESS"):
+            self.addCleanup(setattr, redlockd, k, getattr(redlockd, k))
+        tls_address = f"127.0.0.1:{d.tls_port}"
+        redlockd.DEFAULT_SOCKET = os.environ["REDLOCKD_SOCKET"] = d.sock
+        files = dict(cafile=f"{certs}/ca.crt", certfile=f"{certs}/client.crt",
+                     keyfile=f"{certs}/client.key")
+        for env, default in ((tls_address, d.address), (None, tls_address)):
+            with self.subTest(env=env, default=default):
+                if env:
+                    os.environ["REDLOCKD_ADDR"] = env
+                else:
+                    os.environ.pop("REDLOCKD_ADDR", None)
+                redlockd.DEFAULT_ADDRESS = default
+                c = redlockd.Client(tls=True, timeout=5, **files)
+                self.addCleanup(c.close)
+                self.assertEqual(c.address, tls_address)
+                self.assertTrue(c.ping())
+                c.close()
+
 
 if __name__ == "__main__":
     unittest.main()
