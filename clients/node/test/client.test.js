@@ -345,6 +345,40 @@ test('AUTH from $REDLOCKD_PASSWORD', T, async (t) => {
   await assert.rejects(redlockd.connect(d.address, { password: 'wrong' }), redlockd.AuthError);
 });
 
+// A refused AUTH on the default socket ends there: no TCP try, one failure.
+test('AUTH refused on the default socket', T, async (t) => {
+  const d = await Daemon.start({ password: 'js-secret' });
+  const saved = { ...redlockd.defaults };
+  const env = {};
+  for (const k of ['REDLOCKD_SOCKET', 'REDLOCKD_ADDR', 'REDLOCKD_PASSWORD']) { env[k] = process.env[k]; delete process.env[k]; }
+  t.after(() => {
+    d.stop();
+    Object.assign(redlockd.defaults, saved);
+    for (const k of Object.keys(env)) if (env[k] !== undefined) process.env[k] = env[k];
+  });
+  const failures = () => new Promise((resolve, reject) => {
+    const s = net.connect({ path: d.sock });
+    let data = '';
+    s.setTimeout(5000, () => { s.destroy(); reject(new Error('STATS: no reply')); });
+    s.on('error', reject);
+    s.on('connect', () => s.write('STATS\n'));
+    s.on('data', (b) => {
+      data += b;
+      if (!data.endsWith('END\n')) return;
+      s.destroy();
+      const m = /^STAT auth_failures (\d+)$/m.exec(data);
+      if (m) resolve(Number(m[1])); else reject(new Error('STATS has no auth_failures'));
+    });
+  });
+  const dead = `127.0.0.1:${await freePort()}`;
+  for (const tcp of [dead, d.address]) {
+    Object.assign(redlockd.defaults, { socket: d.sock, address: tcp });
+    const before = await failures();
+    await assert.rejects(redlockd.connect(undefined, { password: 'wrong' }), redlockd.AuthError, `TCP default ${tcp}`);
+    assert.equal(await failures(), before + 1, `TCP default ${tcp}`);
+  }
+});
+
 test('a killed daemon: the lock is lost, calls reject', T, async (t) => {
   const d = await Daemon.start();
   t.after(() => d.stop());

@@ -453,6 +453,39 @@ class Auth(ClientTest):
         with self.assertRaises(redlockd.AuthError):
             redlockd.Client(self.d.address, password="wrong")
 
+    def auth_failures(self):
+        with socket.socket(socket.AF_UNIX) as s:
+            s.settimeout(5)
+            s.connect(self.d.sock)
+            s.sendall(b"STATS\n")
+            data = b""
+            while not data.endswith(b"END\n"):
+                chunk = s.recv(65536)
+                self.assertTrue(chunk, "STATS cut short")
+                data += chunk
+        for line in data.decode().splitlines():
+            if line.startswith("STAT auth_failures "):
+                return int(line.split()[2])
+        self.fail("STATS has no auth_failures")
+
+    def test_refused_on_the_default_socket(self):
+        """A refused AUTH on the default socket ends there: no TCP try."""
+        for k in ("REDLOCKD_SOCKET", "REDLOCKD_ADDR", "REDLOCKD_PASSWORD"):
+            if k in os.environ:
+                self.addCleanup(os.environ.__setitem__, k, os.environ.pop(k))
+        for k in ("DEFAULT_SOCKET", "DEFAULT_ADDRESS"):
+            self.addCleanup(setattr, redlockd, k, getattr(redlockd, k))
+        with socket.socket() as s:
+            s.bind(("127.0.0.1", 0))
+            dead = "127.0.0.1:%d" % s.getsockname()[1]
+        for tcp in (dead, self.d.address):
+            with self.subTest(tcp=tcp):
+                redlockd.DEFAULT_SOCKET, redlockd.DEFAULT_ADDRESS = self.d.sock, tcp
+                before = self.auth_failures()
+                with self.assertRaises(redlockd.AuthError):
+                    redlockd.Client(password="wrong")
+                self.assertEqual(self.auth_failures(), before + 1)
+
 
 class DaemonKilled(unittest.TestCase):
     def test_killed_daemon_loses_the_lock(self):
@@ -496,6 +529,38 @@ class Tls(unittest.TestCase):
                 bad.ping()
             finally:
                 bad.close()
+
+    def test_no_address_skips_the_unix_sockets(self):
+        """With TLS and no address: $REDLOCKD_ADDR, else DEFAULT_ADDRESS,
+        never $REDLOCKD_SOCKET or DEFAULT_SOCKET, though both are live."""
+        certs = tempfile.mkdtemp(prefix="redlockd-py-certs.")
+        self.addCleanup(subprocess.run, ["rm", "-rf", certs], check=False)
+        subprocess.run(["sh", os.path.join(ROOT, "tests", "tls", "make-certs.sh"), certs],
+                       check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        d = Daemon(tls_dir=certs)
+        self.addCleanup(d.stop)
+        for k in ("REDLOCKD_SOCKET", "REDLOCKD_ADDR"):
+            if k in os.environ:
+                self.addCleanup(os.environ.__setitem__, k, os.environ.pop(k))
+            self.addCleanup(os.environ.pop, k, None)
+        for k in ("DEFAULT_SOCKET", "DEFAULT_ADDRESS"):
+            self.addCleanup(setattr, redlockd, k, getattr(redlockd, k))
+        tls_address = f"127.0.0.1:{d.tls_port}"
+        redlockd.DEFAULT_SOCKET = os.environ["REDLOCKD_SOCKET"] = d.sock
+        files = dict(cafile=f"{certs}/ca.crt", certfile=f"{certs}/client.crt",
+                     keyfile=f"{certs}/client.key")
+        for env, default in ((tls_address, d.address), (None, tls_address)):
+            with self.subTest(env=env, default=default):
+                if env:
+                    os.environ["REDLOCKD_ADDR"] = env
+                else:
+                    os.environ.pop("REDLOCKD_ADDR", None)
+                redlockd.DEFAULT_ADDRESS = default
+                c = redlockd.Client(tls=True, timeout=5, **files)
+                self.addCleanup(c.close)
+                self.assertEqual(c.address, tls_address)
+                self.assertTrue(c.ping())
+                c.close()
 
 
 if __name__ == "__main__":
