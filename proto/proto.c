@@ -1051,6 +1051,19 @@ proto_reply_word(struct proto_reply *r, const char *word, size_t len)
     proto_reply_put(r, word, len, PROTO_ESC_WORD);
 }
 
+void
+proto_reply_words(struct proto_reply *r, const char *text, size_t len)
+{
+    const char *sp;
+
+    while (text != NULL && len > 0 && (sp = memchr(text, ' ', len)) != NULL) {
+        proto_reply_word(r, text, (size_t)(sp - text));
+        len -= (size_t)(sp - text) + 1;
+        text = sp + 1;
+    }
+    proto_reply_word(r, text, len);
+}
+
 /* Append " key=": the start of a key=value option. */
 static void
 proto_reply_key(struct proto_reply *r, const char *key)

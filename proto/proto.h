@@ -174,6 +174,13 @@ void proto_reply_start(struct proto_reply *r, const char *status);
  */
 void proto_reply_word(struct proto_reply *r, const char *word, size_t len);
 
+/*
+ * Append the words of text (len bytes, words separated by single spaces:
+ * a lock name, or the names of a set as the daemon joins them), each as
+ * proto_reply_word() appends one.
+ */
+void proto_reply_words(struct proto_reply *r, const char *text, size_t len);
+
 /* Append " key=value" with a signed decimal value. */
 void proto_reply_int(struct proto_reply *r, const char *key, int64_t value);
 
