@@ -569,12 +569,6 @@ command_lock(struct command *c, const struct proto_cmd *cmd)
     struct lock_name names[PROTO_SET_MAX];
     char text[160];
 
-    if (cmd->nnames > 1 && cmd->fence) {
-        snprintf(text, sizeof(text), "%s: 'fence' takes one name (a set's fencing tokens "
-                 "are not supported yet)", proto_verb_name(cmd->verb));
-        session_error(s, PROTO_ERR_PROTO, text);
-        return;
-    }
 
     if (cmd->mode == PROTO_MODE_LEASE && !cmd->has_ttl) {
         snprintf(text, sizeof(text), "%s: mode=lease needs ttl= (nothing renews a lease)",

@@ -199,7 +199,9 @@ command_acquired(struct lock_client *lc, const struct lock_acquire_result *res)
         if (res->token == NULL) {
             proto_reply_int(&r, "holds", res->holds);
         }
-        if (res->fence > 0) {
+        if (res->fences != NULL) {
+            proto_reply_str(&r, "fence", res->fences);
+        } else if (res->fence > 0) {
             proto_reply_int(&r, "fence", res->fence);
         }
         if (res->kind != LOCK_KIND_EXCLUSIVE) {

@@ -89,6 +89,9 @@ struct lock_acquire_result {
     const char *token;          /* OK in lease mode: the owner token,
                                    NUL-terminated hex; NULL in session mode */
     int64_t     fence;          /* OK: the grant's fencing token, 0 if none */
+    const char *fences;         /* OK of a fenced set: each name's fencing token, in
+                                   the order the names were given, separated by
+                                   commas ("5,9"); NULL otherwise (fence is then 0) */
     enum lock_kind kind;        /* OK: the kind of hold */
     unsigned    limit;          /* OK of a counted hold: the name's limit */
     int         permit;         /* OK of a counted hold: its permit's index; else -1 */

@@ -46,6 +46,8 @@
 #include "daemon/xmalloc.h"
 #include "proto/proto.h"
 
+_Static_assert(PROTO_SET_MAX == REDLOCK_SET_MAX, "a set's names: one limit");
+
 /* Canonical order of two names: their bytes, then the shorter first. */
 static int
 lock_name_cmp(const struct lock_name *a, const struct lock_name *b)
@@ -108,6 +110,85 @@ lock_set_ready(const struct lock_set *set)
     return true;
 }
 
+static const char *lock_set_fence_text(const int64_t *fences, size_t n, char *out,
+                                       size_t size);
+
+/* A fenced set's grant being given its fences, one name at a time, all at once. */
+struct lock_set_fencing {
+    struct waiter      *lead;       /* whose round won */
+    size_t              left;       /* names whose fence is still to come */
+    struct redlock_acquire_result res; /* the set's round's, then the worst fence's */
+    struct lock_set_fence {
+        struct lock_set_fencing *f; /* back to this */
+        size_t          i;          /* the member */
+    }                   job[];      /* one per member */
+};
+
+/* One name's fence came (or failed); the last one ends the set's round. */
+static void
+lock_set_fenced(const struct redlock_acquire_result *res, void *arg)
+{
+    struct lock_set_fence *job = arg;
+    struct lock_set_fencing *f = job->f;
+    struct waiter *lead = f->lead;
+
+    if (res->v.outcome == REDLOCK_GRANTED) {
+        lead->set->fences[job->i] = res->fence;
+    } else if (f->res.v.outcome == REDLOCK_GRANTED) {
+        /* No fence, no grant: the set's round ends as this name's did (LATE, NOQUORUM). */
+        f->res.v.outcome = res->v.outcome;
+        memcpy(f->res.v.error, res->v.error, sizeof(f->res.v.error));
+    }
+    if (--f->left > 0) {
+        return;
+    }
+    waiter_acquired(&f->res, lead);
+    free(f);
+}
+
+/*
+ * A fenced set's round ended: won, each name gets its fence (raised and
+ * written back, as a fenced LOCK's, all names at once); otherwise the
+ * round's end is the waiter's.
+ */
+static void
+lock_set_won(const struct redlock_acquire_result *res, void *arg)
+{
+    struct waiter *lead = arg;
+    const struct lock_set *set = lead->set;
+    struct lock_set_fencing *f;
+    struct redlock_rec rec;
+    size_t i;
+
+    if (res->v.outcome != REDLOCK_GRANTED) {
+        waiter_acquired(res, lead);
+        return;
+    }
+    f = xcalloc(1, sizeof(*f) + set->n * sizeof(f->job[0]));
+    f->lead = lead;
+    f->left = set->n;
+    f->res = *res;
+    for (i = 0; i < set->n; i++) {
+        f->job[i].f = f;
+        f->job[i].i = i;
+    }
+    for (i = 0; i < set->n; i++) {
+        rec.base = set->member[i]->key;
+        rec.base_len = set->member[i]->key_len;
+        rec.kind = REDLOCK_EXCLUSIVE;
+        rec.slot = 0;
+        rec.limit = 0;
+        rec.labelled = lead->label_asked && lead->label[0] != '\0';
+        if (redlock_fence_grant(&rec, lead->token, res, lock_set_fenced, &f->job[i]) != 0) {
+            struct redlock_acquire_result bad = *res;
+
+            bad.v.outcome = REDLOCK_NOQUORUM;
+            snprintf(bad.v.error, sizeof(bad.v.error), "a name's fence could not be asked for");
+            lock_set_fenced(&bad, &f->job[i]);
+        }
+    }
+}
+
 void
 lock_set_try(struct waiter *lead)
 {
@@ -124,9 +205,12 @@ lock_set_try(struct waiter *lead)
         old = lead->ghost;     /* an earlier try of ours that may have landed: take it over */
         flags |= REDLOCK_ACQUIRE_ADOPT;
     }
+    if (lead->fence) {
+        flags |= REDLOCK_ACQUIRE_FENCE;
+    }
     if (redlock_acquire_set(bases, lens, set->n, lead->token, lead->life.ttl_ms, old, flags,
                             lead->label_asked && lead->label[0] != '\0' ? lead->label : NULL,
-                            waiter_acquired, lead) != 0) {
+                            lead->fence ? lock_set_won : waiter_acquired, lead) != 0) {
         waiter_finish(lead, LOCK_FAILED, 0, "a set the engine refused");
     }
 }
@@ -215,11 +299,15 @@ lock_set_grant(struct waiter *lead, const struct redlock_acquire_result *res)
     struct hold_set *hs;
     struct hold *h, *old;
     struct lock *lk;
-    char *text = set->text;
+    char *text = set->text, fences[REDLOCK_SET_MAX * 21];
+    int64_t given[REDLOCK_SET_MAX];
     size_t i;
 
     stats.acquire_ok++;
     stats.set_grants++;
+    if (lead->fence) {
+        stats.fenced_grants++;
+    }
     set->text = NULL;       /* the answer's name: ours now */
     memset(&out, 0, sizeof(out));
     out.v.outcome = LOCK_OK;
@@ -227,6 +315,12 @@ lock_set_grant(struct waiter *lead, const struct redlock_acquire_result *res)
     out.v.name_len = set->text_len;
     out.kind = LOCK_KIND_EXCLUSIVE;
     out.permit = -1;
+    if (lead->fence) {
+        for (i = 0; i < set->n; i++) {
+            given[set->given[i]] = set->fences[i];
+        }
+        out.fences = lock_set_fence_text(given, set->n, fences, sizeof(fences));
+    }
     if (lead->lease_mode) {
         char token[UTIL_TOKEN_HEX + 1];
 
@@ -263,8 +357,8 @@ lock_set_grant(struct waiter *lead, const struct redlock_acquire_result *res)
         lk->remote = false;
         lk->turn_left = waiter_turn(&lead->life, lk->nqueued);
         h = xcalloc(1, sizeof(*h));
-        lease_start(&h->lease, &rec, lead->token, lead->life.ttl_ms, 0, res->v.start_us,
-                    res->validity_end_us);
+        lease_start(&h->lease, &rec, lead->token, lead->life.ttl_ms,
+                    lead->fence ? set->fences[i] : 0, res->v.start_us, res->validity_end_us);
         h->granted_us = res->v.start_us;
         memcpy(h->label, lead->label, sizeof(h->label));
         hold_insert(h, lk, c);
@@ -278,6 +372,20 @@ lock_set_grant(struct waiter *lead, const struct redlock_acquire_result *res)
     c->waiter = NULL;
     waiter_free(lead);
     c->hooks->acquired(c, &out);
+}
+
+/* The fences (n of them, in the client's order) as "5,9", into out; returns out. */
+static const char *
+lock_set_fence_text(const int64_t *fences, size_t n, char *out, size_t size)
+{
+    size_t i, used = 0;
+
+    out[0] = '\0';
+    for (i = 0; i < n && used < size; i++) {
+        used += (size_t)snprintf(out + used, size - used, "%s%lld", i > 0 ? "," : "",
+                                 (long long)fences[i]);
+    }
+    return out;
 }
 
 /*
@@ -336,13 +444,20 @@ lock_set_conflict(char *out, size_t size, const struct hold *h, const char *verb
 
 /* The session asks again for a set it holds: only the count changes. */
 static void
-lock_set_reenter(struct lock_client *c, struct hold_set *hs, const char *text, size_t len,
-                 const struct lock_request *req, int64_t start_us)
+lock_set_reenter(struct lock_client *c, struct hold_set *hs, const struct lock_name *names,
+                 const char *text, size_t len, const struct lock_request *req,
+                 int64_t start_us)
 {
     struct lock_acquire_result res;
+    char fences[REDLOCK_SET_MAX * 21];
+    int64_t given[REDLOCK_SET_MAX];
     size_t i;
 
-    if (req->fence) {
+    given[0] = 0;
+    for (i = 0; i < hs->n; i++) {
+        given[i] = client_hold(c, lock_find(names[i].s, names[i].len))->lease.fence;
+    }
+    if (req->fence && given[0] == 0) {
         lock_reply(c, LOCK_VERB_ACQUIRE, LOCK_CONFLICT, text, len,
                    "this session holds the set without a fence; a re-entrant LOCK "
                    "cannot add one (UNLOCK it first)");
@@ -361,6 +476,9 @@ lock_set_reenter(struct lock_client *c, struct hold_set *hs, const char *text, s
     res.kind = LOCK_KIND_EXCLUSIVE;
     res.permit = -1;
     res.validity_ms = lease_validity_left_ms(&hs->hold[0]->lease, util_now_us());
+    if (given[0] > 0) {
+        res.fences = lock_set_fence_text(given, hs->n, fences, sizeof(fences));
+    }
     c->hooks->acquired(c, &res);
 }
 
@@ -425,7 +543,7 @@ lock_acquire_set(struct lock_client *c, const struct lock_name *names, size_t n,
     }
     hs = lock_set_held(c, names, n, &held, &one);
     if (!req->lease_mode && hs != NULL) {
-        lock_set_reenter(c, hs, text, len, req, start_us);
+        lock_set_reenter(c, hs, names, text, len, req, start_us);
         free(text);
         return;
     }
@@ -456,8 +574,10 @@ lock_acquire_set(struct lock_client *c, const struct lock_name *names, size_t n,
     for (i = 0; i < n; i++) {
         set->member[i] = lock_set_member(c, &names[idx[i]], req, start_us);
         set->member[i]->set = set;
+        set->given[i] = idx[i];
     }
     lead = set->member[0];
+    lead->fence = req->fence || ctx.conf->fence == CONF_FENCE_ALWAYS;
     if (util_token(lead->token) != 0) {
         waiter_finish(lead, LOCK_FAILED, 0, "getrandom failed");
         return;

@@ -123,6 +123,8 @@ struct waiter {
  */
 struct lock_set {
     size_t              n;          /* names, 2..PROTO_SET_MAX */
+    size_t              given[REDLOCK_SET_MAX]; /* member i's place in the client's list */
+    int64_t             fences[REDLOCK_SET_MAX]; /* a fenced grant: member i's fence */
     char               *text;       /* malloc'd: the names as the client gave them,
                                        one space between two (replies, LOST) */
     size_t              text_len;   /* bytes in text */

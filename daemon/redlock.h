@@ -532,6 +532,21 @@ int redlock_acquire(const struct redlock_rec *rec, const char *token, int64_t tt
 #define REDLOCK_SET_MAX 64  /* most names one set acquire takes */
 
 /*
+ * Give a grant already won its fencing token: the round that won rec's
+ * exclusive record for token (won: its result, GRANTED, copied) is
+ * followed by the raise and write-back a fenced redlock_acquire() makes
+ * (PROTOCOL.md section 10), and cb gets won with the fence, or with
+ * NOQUORUM (the raise or write-back lacked a quorum; the text says
+ * which) or LATE (redlock_acquire's rule for a fenced grant, from won's
+ * start).  A set's grant gives each of its names its own (lock_set.c).
+ * With rec->labelled, the label written with the record gets the fence.
+ * Returns 0, or -1 (nothing sent) for a bad argument.
+ */
+int redlock_fence_grant(const struct redlock_rec *rec, const char *token,
+                        const struct redlock_acquire_result *won, redlock_acquire_fn cb,
+                        void *arg);
+
+/*
  * Acquire a set: the exclusive records of n names (bases[i], base_lens[i]
  * bytes each, borrowed until the call returns: the names' keys, 2 ..
  * REDLOCK_SET_MAX of them, no two the same, in the canonical order of
@@ -545,8 +560,10 @@ int redlock_acquire(const struct redlock_rec *rec, const char *token, int64_t tt
  * is counted on a majority), LATE or NOQUORUM, as for one name.  flags:
  * REDLOCK_ACQUIRE_WAIT marks the refusing name as waited for;
  * REDLOCK_ACQUIRE_ADOPT with old_token takes over a set an earlier try of
- * the same waiter may have left; no gate, peers, hand-over or fence.
- * label, when not NULL, is written with each name's record.  On any
+ * the same waiter may have left; REDLOCK_ACQUIRE_FENCE only marks the
+ * labels' fence as to come ('-'): the caller then gives each name its
+ * fence (redlock_fence_grant); no gate, peers or hand-over.  label, when
+ * not NULL, is written with each name's record.  On any
  * outcome but GRANTED the caller releases token on every name (nothing
  * of it counts).  Returns 0, or -1 (nothing sent) for a bad argument.
  *

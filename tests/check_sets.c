@@ -472,6 +472,61 @@ START_TEST(set_lease_mode)
 }
 END_TEST
 
+/*
+ * A fenced set: each name its own fence, in the order the names were
+ * given, each above the last grant of that name and written back to the
+ * name's counter; re-entry repeats them in the new order.
+ */
+START_TEST(set_fences)
+{
+    char *got, fence[64], want[64], key[64];
+    long long fa, fb, f;
+    int s;
+
+    EXPECT_SETUP(.masters = NMASTERS, .daemons = 1, .opts = &st_opts);
+    s = expect_connect(0);
+    for (f = 0; f < 3; f++) {
+        got = EXPECT_CMD(s, "LOCK a fence ttl=10000");
+        EXPECT_IS(got, "OK", "a");
+        free(got);
+        EXPECT_REPLY(s, "UNLOCK a", "OK a holds=0");
+    }
+    got = EXPECT_CMD(s, "LOCK b a fence ttl=10000 label=job7");
+    EXPECT_IS(got, "OK", "b a");
+    ck_assert_msg(h_reply_field(got, "fence", fence, sizeof(fence))
+                  && sscanf(fence, "%lld,%lld", &fb, &fa) == 2, "no two fences: '%s'", got);
+    free(got);
+    ck_assert_msg(fa > 3 && fb >= 1, "fences %lld (a) and %lld (b): a was granted 3 times", fa,
+                  fb);
+    snprintf(want, sizeof(want), "%lld", fa);
+    ck_assert_uint_ge(h_masters_holding(PREFIX "a fence", want), NMASTERS / 2 + 1);
+    got = EXPECT_CMD(s, "STATUS a");
+    EXPECT_IS(got, "HELD", "a");
+    ck_assert_int_eq(EXPECT_INT(got, "fence"), fa);
+    EXPECT_FIELD(got, "label", "job7");
+    free(got);
+    got = EXPECT_CMD(s, "LOCK a b fence");
+    EXPECT_IS(got, "OK", "a b");
+    snprintf(want, sizeof(want), "%lld,%lld", fa, fb);
+    EXPECT_FIELD(got, "fence", want);
+    EXPECT_FIELD(got, "holds", "2");
+    free(got);
+    EXPECT_REPLY(s, "UNLOCK a b", "OK a b holds=1");
+    EXPECT_REPLY(s, "UNLOCK a b", "OK a b holds=0");
+    snprintf(key, sizeof(key), "LOCK a fence ttl=10000");
+    got = EXPECT_CMD(s, key);
+    ck_assert_msg(EXPECT_INT(got, "fence") > fa, "a's next fence is not above the set's: '%s'",
+                  got);
+    free(got);
+    /* A set without a fence: no fence= at all. */
+    got = EXPECT_CMD(s, "LOCK c d ttl=10000");
+    EXPECT_IS(got, "OK", "c d");
+    EXPECT_NO_FIELD(got, "fence");
+    free(got);
+    close(s);
+}
+END_TEST
+
 /* The limits and errors of sets. */
 START_TEST(set_errors)
 {
@@ -521,6 +576,7 @@ sets_suite(void)
     ST_ADD(s, set_close_frees);
     ST_ADD(s, set_reentry_and_conflicts);
     ST_ADD(s, set_lease_mode);
+    ST_ADD(s, set_fences);
     ST_ADD(s, set_errors);
     return s;
 }

@@ -3,7 +3,10 @@
 -- token, ttl, '1' when the request waits if refused ('0' for one
 -- attempt), an old token of ours whose records may be here ('' for
 -- none: an earlier try whose link failed, taken over as acquire.lua
--- takes over a ghost), and the holders' label ('' for none).
+-- takes over a ghost), the holders' label ('' for none), and the fence
+-- field of the labels: '0' for a grant without one, '-' for a fenced
+-- grant whose fences the daemon raises and writes back next (fence.lua
+-- then puts each name's fence in its label).
 --
 -- A first pass reads every name and writes nothing but the removal of
 -- leftovers (a set of shared holders that all expired, a limit key whose
@@ -16,13 +19,15 @@
 -- Only when every name is free, or holds the token (or the old token),
 -- does the second pass write the token on every name (SET PX; an old
 -- token's label goes), with the label when asked ("<grant ms> 0
--- <text>", as acquire.lua writes it), and tell watchers.  The grant
+-- <text>", as acquire.lua writes it), and tell watchers (a fenced grant's
+-- write-back tells them again once its label has the fence).  The grant
 -- answers {1, 0, 1} (acquire.lua's shape: no peer count, branch
 -- "set"), so the daemon reads it as it reads a single name's.
 -- uses prelude.lua
 -- in the batch
 
 local tok, px, wait, old, label = ARGV[1], ARGV[2], ARGV[3], ARGV[4] or '', ARGV[5] or ''
+local fenced = ARGV[6] or '0'
 local ms = tonumber(px)
 for i = 1, #KEYS do
   local k = KEYS[i]
@@ -50,7 +55,7 @@ for i = 1, #KEYS do
   redis.call('SET', k, tok, 'PX', px)
   if old ~= '' then redis.call('DEL', k .. ' label ' .. old) end
   if label ~= '' then
-    redis.call('SET', k .. ' label ' .. tok, now .. ' 0 ' .. label, 'PX', px)
+    redis.call('SET', k .. ' label ' .. tok, now .. ' ' .. fenced .. ' ' .. label, 'PX', px)
   end
   rl_announce(k, tok)
 end
