@@ -24,6 +24,7 @@
  * waiter is still waiting.  CK_RUN_CASE=<test> ./build/check_sets runs
  * one.
  */
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -83,9 +84,17 @@ st_cond_gone(void *arg)
     return st_held_on(arg) == 0;
 }
 
+/* The key of name is on a quorum of the masters. */
+static bool
+st_cond_held(void *arg)
+{
+    return st_held_on(arg) >= NMASTERS / 2 + 1;
+}
+
 #define ST_GONE(name) \
     ck_assert_msg(h_wait_until(st_cond_gone, (void *)(name), GRANT_MS), \
-                  "%s is still on %zu masters", (name), st_held_on(name))
+                  "%s is still on %zu masters (line %d; value '%s')", (name), st_held_on(name), \
+                  __LINE__, st_value(0, name))
 
 /* Every name of names (NULL-terminated) holds one and the same token on every master. */
 static void
@@ -527,6 +536,79 @@ START_TEST(set_fences)
 }
 END_TEST
 
+/*
+ * A grant nobody reads is released at once, every name of it: a session
+ * that resets its connection while its set's round is on the masters,
+ * and a lease-mode set whose OK is provably never read (a Unix socket
+ * closed with it unread: on TCP a reply written counts as read, since a
+ * reset there proves nothing).  Another client then gets the set long
+ * before the ttl.
+ */
+START_TEST(set_undelivered_released)
+{
+    const char *const lines[] = { "LOCK a b ttl=30000", "LOCK a b mode=lease ttl=30000" };
+    char *got;
+    size_t i;
+    int s, o;
+
+    EXPECT_SETUP(.masters = NMASTERS, .daemons = 1, .opts = &st_opts);
+    o = expect_connect(0);
+    for (i = 0; i < 2; i++) {
+        s = i == 0 ? expect_connect(0) : h_connect_unix();
+        ck_assert_int_ge(s, 0);
+        ck_assert_int_eq(h_send(s, lines[i]), 0);
+        if (i == 0) {
+            expect_reset(s);
+        } else {
+            ck_assert(h_wait_until(st_cond_held, (void *)"b", CMD_MS));
+            close(s);       /* the OK unread */
+        }
+        ST_GONE("a");
+        ST_GONE("b");
+        got = EXPECT_CMD(o, "LOCK b a ttl=30000 wait=5000");
+        EXPECT_IS(got, "OK", "b a");
+        free(got);
+        EXPECT_REPLY(o, "UNLOCK a b", "OK a b holds=0");
+    }
+    close(o);
+}
+END_TEST
+
+/*
+ * A paused daemon's set: while it is stopped past the ttl, the other
+ * daemon grants the set to its own client; once it runs again its
+ * holder hears one LOST for the set, and nothing it does then deletes
+ * the new holder's keys.
+ */
+START_TEST(set_paused_daemon)
+{
+    static const char *const ab[] = { "a", "b", NULL };
+    char token[128], *got;
+    int h, w;
+
+    EXPECT_SETUP(.masters = NMASTERS, .daemons = 2, .opts = &st_opts);
+    h = expect_connect(0);
+    w = expect_connect(1);
+    got = EXPECT_CMD(h, "LOCK a b ttl=1000");
+    EXPECT_IS(got, "OK", "a b");
+    free(got);
+    h_use_daemon(0);
+    ck_assert_int_eq(h_signal_daemon(SIGSTOP), 0);
+    got = EXPECT_CMD(w, "LOCK b a ttl=20000 wait=10000");
+    ck_assert_msg(h_is_reply(got, "OK", "b a"), "the other daemon's set: '%s'", got);
+    free(got);
+    st_held_together(ab);
+    snprintf(token, sizeof(token), "%s", st_value(0, "a"));
+    ck_assert_int_eq(h_signal_daemon(SIGCONT), 0);
+    expect_lost(h, "a b", 4000, "the paused daemon's set");
+    ck_assert(h_quiet(h, QUIET_MS));        /* one LOST */
+    st_held_together(ab);
+    ck_assert_str_eq(st_value(0, "a"), token);
+    close(h);
+    close(w);
+}
+END_TEST
+
 /* The limits and errors of sets. */
 START_TEST(set_errors)
 {
@@ -577,6 +659,8 @@ sets_suite(void)
     ST_ADD(s, set_reentry_and_conflicts);
     ST_ADD(s, set_lease_mode);
     ST_ADD(s, set_fences);
+    ST_ADD(s, set_undelivered_released);
+    ST_ADD(s, set_paused_daemon);
     ST_ADD(s, set_errors);
     return s;
 }
