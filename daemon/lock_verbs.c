@@ -426,7 +426,7 @@ lock_broken(const char *key, size_t key_len, const char *tokens, size_t tokens_l
         /* A grant in flight whose token was broken is no grant (waiter_broken). */
         TAILQ_FOREACH(w, &lk->waiters, link) {
             if (lock_token_among(w->token, tokens, tokens_len)) {
-                waiter_broken(&w->life);
+                waiter_broken(&W_LEAD(w)->life);    /* a set's try is its lead's */
             }
         }
     }

@@ -44,10 +44,11 @@
 #define TEST_TIMEOUT_S  60      /* per test, unless CK_DEFAULT_TIMEOUT is set */
 #define ROUNDS          15      /* sets taken by each client of the no-deadlock test */
 
-/* Every daemon: a blocked LOCK retries after 0..100 ms; keys under PREFIX. */
+/* Every daemon: a blocked LOCK retries after 0..100 ms; keys under PREFIX; BREAK's password. */
 static const struct h_daemon_opts st_opts = {
     .retry_delay_ms = 100,
     .key_prefix = PREFIX,
+    .admin_password = "admin-secret",
 };
 
 /* The value of name's key on master i, "" when absent (static buffer). */
@@ -609,6 +610,38 @@ START_TEST(set_paused_daemon)
 }
 END_TEST
 
+/*
+ * An operator's BREAK of one name of a set, through the other daemon:
+ * the holder hears one LOST naming the set (reason=broken), and the set's
+ * other names are released.
+ */
+START_TEST(set_break_one_name)
+{
+    char *got;
+    int h, op;
+
+    EXPECT_SETUP(.masters = NMASTERS, .daemons = 2, .opts = &st_opts);
+    h = expect_connect(0);
+    op = expect_connect(1);
+    got = EXPECT_CMD(h, "LOCK a b c ttl=20000");
+    EXPECT_IS(got, "OK", "a b c");
+    free(got);
+    EXPECT_PREFIX(op, "AUTH admin-secret", "OK");
+    got = EXPECT_CMD(op, "BREAK b");
+    EXPECT_IS(got, "OK", "b");
+    free(got);
+    got = EXPECT_READ(h, GRANT_MS, "the set's LOST");
+    ck_assert_msg(strcmp(got, "! LOST a b c reason=broken") == 0, "got '%s'", got);
+    free(got);
+    ST_GONE("a");
+    ST_GONE("c");
+    ck_assert(h_quiet(h, QUIET_MS));
+    EXPECT_REPLY(h, "UNLOCK a b c", "NOTHELD a b c");
+    close(h);
+    close(op);
+}
+END_TEST
+
 /* The limits and errors of sets. */
 START_TEST(set_errors)
 {
@@ -661,6 +694,7 @@ sets_suite(void)
     ST_ADD(s, set_fences);
     ST_ADD(s, set_undelivered_released);
     ST_ADD(s, set_paused_daemon);
+    ST_ADD(s, set_break_one_name);
     ST_ADD(s, set_errors);
     return s;
 }
