@@ -114,7 +114,7 @@ UNIT_TESTS := check_proto check_conf check_redlock check_lease check_client chec
 INTEG_TESTS := check_session check_handover check_kinds check_lease_mode check_fence check_who \
                check_masters check_quarantine check_limits check_auth check_cluster check_tls \
                check_tls_masters check_metrics check_ops check_redlockctl check_scripts \
-               check_registry check_upgrade check_strangers check_page
+               check_registry check_upgrade check_strangers check_page check_sets
 TEST_BINS  := $(addprefix $(B)/,$(UNIT_TESTS) $(INTEG_TESTS))
 
 CK_TIMEOUT ?= 120
@@ -226,6 +226,7 @@ $(B)/check_registry: $(B)/obj/tests/check_registry.o $(SUITE_OBJ)
 $(B)/check_limits: $(B)/obj/tests/check_limits.o $(SUITE_OBJ)
 $(B)/check_auth: $(B)/obj/tests/check_auth.o $(SUITE_OBJ)
 $(B)/check_strangers: $(B)/obj/tests/check_strangers.o $(SUITE_OBJ)
+$(B)/check_sets: $(B)/obj/tests/check_sets.o $(SUITE_OBJ)
 $(B)/check_cluster: $(B)/obj/tests/check_cluster.o $(SUITE_OBJ)
 $(B)/check_tls: $(B)/obj/tests/check_tls.o $(SUITE_OBJ)
 $(B)/check_tls_masters: $(B)/obj/tests/check_tls_masters.o $(SUITE_OBJ)

@@ -549,12 +549,26 @@ command_status(struct command *c, const char *name, size_t name_len, const char 
  * against the config, else ERR PROTO; then the request begins, answered
  * by command_done_cb.
  */
+/* The names of a request that takes several, as the lock table takes them. */
+static void
+command_names(const struct proto_cmd *cmd, struct lock_name *names)
+{
+    size_t i;
+
+    for (i = 0; i < cmd->nnames; i++) {
+        names[i].s = cmd->names[i].s;
+        names[i].len = cmd->names[i].len;
+    }
+}
+
 static void
 command_lock(struct command *c, const struct proto_cmd *cmd)
 {
     struct session *s = c->s;
     struct lock_request req;
+    struct lock_name names[PROTO_SET_MAX];
     char text[160];
+
 
     if (cmd->mode == PROTO_MODE_LEASE && !cmd->has_ttl) {
         snprintf(text, sizeof(text), "%s: mode=lease needs ttl= (nothing renews a lease)",
@@ -587,6 +601,11 @@ command_lock(struct command *c, const struct proto_cmd *cmd)
         req.limit = (unsigned)cmd->limit;
     }
     session_request_begin(s);
+    if (cmd->nnames > 1) {
+        command_names(cmd, names);
+        lock_acquire_set(&c->lc, names, cmd->nnames, &req);
+        return;
+    }
     lock_acquire(&c->lc, cmd->name, cmd->name_len, &req);
 }
 
@@ -672,6 +691,7 @@ command_line(struct session *s, void *state, const struct proto_cmd *cmd)
 {
     struct command *c = state;
     struct proto_reply r;
+    struct lock_name names[PROTO_SET_MAX];
     int64_t ttl;
 
     if (!session_authed(s) && ctx.conf->auth_password[0] != '\0'
@@ -695,6 +715,11 @@ command_line(struct session *s, void *state, const struct proto_cmd *cmd)
         return;
     case PROTO_UNLOCK:
         session_request_begin(s);
+        if (cmd->nnames > 1) {
+            command_names(cmd, names);
+            lock_release_set(&c->lc, names, cmd->nnames, cmd->token);
+            return;
+        }
         lock_release(&c->lc, cmd->name, cmd->name_len, cmd->token);
         return;
     case PROTO_STATUS:
@@ -711,6 +736,11 @@ command_line(struct session *s, void *state, const struct proto_cmd *cmd)
             return;
         }
         session_request_begin(s);
+        if (cmd->nnames > 1) {
+            command_names(cmd, names);
+            lock_extend_set(&c->lc, names, cmd->nnames, cmd->token, ttl);
+            return;
+        }
         lock_extend(&c->lc, cmd->name, cmd->name_len, cmd->token, ttl);
         return;
     case PROTO_PING:

@@ -80,7 +80,7 @@ command_reply_verdict(struct proto_reply *r, const struct lock_verdict *v)
     case LOCK_HELD:
     case LOCK_FREE:
         proto_reply_start(r, words[v->outcome]);
-        proto_reply_word(r, v->name, v->name_len);
+        proto_reply_words(r, v->name, v->name_len);
         break;
     case LOCK_NOQUORUM:
         proto_reply_error(r, PROTO_ERR_NOQUORUM, v->error);
@@ -191,7 +191,7 @@ command_acquired(struct lock_client *lc, const struct lock_acquire_result *res)
     }
     if (v->outcome == LOCK_OK) {
         proto_reply_start(&r, "OK");
-        proto_reply_word(&r, v->name, v->name_len);
+        proto_reply_words(&r, v->name, v->name_len);
         if (res->token != NULL) {
             proto_reply_str(&r, "token", res->token);
         }
@@ -199,7 +199,9 @@ command_acquired(struct lock_client *lc, const struct lock_acquire_result *res)
         if (res->token == NULL) {
             proto_reply_int(&r, "holds", res->holds);
         }
-        if (res->fence > 0) {
+        if (res->fences != NULL) {
+            proto_reply_str(&r, "fence", res->fences);
+        } else if (res->fence > 0) {
             proto_reply_int(&r, "fence", res->fence);
         }
         if (res->kind != LOCK_KIND_EXCLUSIVE) {
@@ -208,7 +210,7 @@ command_acquired(struct lock_client *lc, const struct lock_acquire_result *res)
         command_reply_counted(&r, res->kind, res->limit, res->permit);
     } else if (v->outcome == LOCK_BUSY) {
         proto_reply_start(&r, "BUSY");
-        proto_reply_word(&r, v->name, v->name_len);
+        proto_reply_words(&r, v->name, v->name_len);
         proto_reply_int(&r, "ttl", res->busy_ttl_ms);
     } else if (!command_reply_verdict(&r, v)) {
         return;
@@ -322,7 +324,7 @@ command_lost_cb(struct lock_client *lc, const char *name, size_t name_len,
 
     proto_reply_start(&r, "!");
     proto_reply_word(&r, "LOST", 4);
-    proto_reply_word(&r, name, name_len);
+    proto_reply_words(&r, name, name_len);
     proto_reply_str(&r, "reason", reason);
     proto_reply_end(&r);
     session_reply(c->s, &r);

@@ -322,6 +322,14 @@ hold_drop(struct hold *h)
     if (h->lease.rec.kind == REDLOCK_EXCLUSIVE) {
         lk->nexclusive--;
     }
+    if (h->set != NULL) {
+        h->set->hold[h->set_index] = NULL;
+        if (--h->set->left == 0) {
+            event_del(&h->set->reap);
+            free(h->set->text);
+            free(h->set);
+        }
+    }
     lock_wake_head(lk);
     lock_nheld--;
     free(h);
@@ -335,9 +343,20 @@ hold_drop(struct hold *h)
 static void
 hold_report_lost(struct hold *h, enum lease_reason why)
 {
-    events_note(EVENTS_LOST, h->lock->name, h->lock->name_len, h->label,
-                lease_reason_name(why));
-    h->client->hooks->lost(h->client, h->lock->name, h->lock->name_len, lease_reason_name(why));
+    const char *name = h->lock->name;
+    size_t len = h->lock->name_len;
+
+    if (h->set != NULL) {
+        /* A set is lost as one: one LOST naming it. */
+        if (h->set->reported) {
+            return;
+        }
+        h->set->reported = true;
+        name = h->set->text;
+        len = h->set->text_len;
+    }
+    events_note(EVENTS_LOST, name, len, h->label, lease_reason_name(why));
+    h->client->hooks->lost(h->client, name, len, lease_reason_name(why));
 }
 
 /*
@@ -351,6 +370,10 @@ hold_lost(struct hold *h, enum lease_reason why)
     lease_lose(&h->lease, why);
     log_warn("lock %s: lost (%s)", h->lock->key, lease_reason_name(why));
     hold_report_lost(h, why);
+    if (h->set != NULL) {
+        hold_set_lost(h);
+        return;
+    }
     hold_drop(h);
 }
 
@@ -361,6 +384,10 @@ lock_lease_lost(struct lease *l)
     struct hold *h = (struct hold *)(void *)((char *)l - offsetof(struct hold, lease));
 
     hold_report_lost(h, l->reason);
+    if (h->set != NULL) {
+        hold_set_lost(h);
+        return;
+    }
     hold_drop(h);
 }
 
@@ -380,10 +407,18 @@ lock_orphan_done(const struct redlock_release_result *res, void *arg)
 void
 lock_abandon(const char *name, size_t name_len, const char *token)
 {
-    struct lock_orphan *o = xmalloc(sizeof(*o) + name_len);
+    struct lock_orphan *o;
     char key[REDLOCK_DERIVED_MAX];
     struct redlock_rec rec;
+    const char *sp = memchr(name, ' ', name_len);
 
+    if (sp != NULL) {
+        /* A set's names: each one (a name has no space). */
+        lock_abandon(name, (size_t)(sp - name), token);
+        lock_abandon(sp + 1, name_len - (size_t)(sp - name) - 1, token);
+        return;
+    }
+    o = xmalloc(sizeof(*o) + name_len);
     o->name_len = name_len;
     memcpy(o->name, name, name_len);
     rec.base = key;

@@ -89,6 +89,9 @@ struct lock_acquire_result {
     const char *token;          /* OK in lease mode: the owner token,
                                    NUL-terminated hex; NULL in session mode */
     int64_t     fence;          /* OK: the grant's fencing token, 0 if none */
+    const char *fences;         /* OK of a fenced set: each name's fencing token, in
+                                   the order the names were given, separated by
+                                   commas ("5,9"); NULL otherwise (fence is then 0) */
     enum lock_kind kind;        /* OK: the kind of hold */
     unsigned    limit;          /* OK of a counted hold: the name's limit */
     int         permit;         /* OK of a counted hold: its permit's index; else -1 */
@@ -246,6 +249,53 @@ void lock_release(struct lock_client *c, const char *name, size_t name_len,
 void lock_extend(struct lock_client *c, const char *name, size_t name_len,
                  const char *token, int64_t ttl_ms);
 
+/* One name of a set (borrowed: valid for the call). */
+struct lock_name {
+    const char *s;      /* the name's bytes, not NUL-terminated */
+    size_t      len;    /* 1..PROTO_NAME_MAX */
+};
+
+/*
+ * LOCK / TRYLOCK n1 .. nk (2 <= n <= PROTO_SET_MAX, no two the same,
+ * exclusive, as req asks otherwise): granted only when a quorum of
+ * masters give the client every name at once (redlock_acquire_set), and
+ * answered as lock_acquire() answers one name, the verdict's name being
+ * the names as given, separated by single spaces.  The set waits in the
+ * queue of every one of its names here, and asks the masters only when
+ * it heads them all (PROTOCOL.md section 6, "Several names at once").
+ * In session mode the grant is one hold per name, renewed as any hold;
+ * losing one loses the set (one lost() call naming the set, and the
+ * other names are released).  The same set asked again by the session
+ * is re-entered; a set that shares a name with a hold of the session
+ * (alone, or in another set) is answered LOCK_CONFLICT.  Outcomes as
+ * lock_acquire's; LOCK_WRONG_KIND when a name is held or waited for
+ * here, or on a majority, as a counted name.
+ */
+void lock_acquire_set(struct lock_client *c, const struct lock_name *names, size_t n,
+                      const struct lock_request *req);
+
+/*
+ * UNLOCK n1 .. nk: without token, the session's set with exactly those
+ * names (in any order): its count is decremented, or every name is given
+ * up (hold_give_up) at zero; a set the session does not hold whole is
+ * answered LOCK_CONFLICT when it holds some of the names, LOCK_NOTHELD
+ * when none.  With token: each name's token is compare-and-deleted as
+ * lock_release() does.  One answer for the set: LOCK_OK when every
+ * name's was; else NOQUORUM when any was, else NOTHELD (a session's set
+ * is then reported lost first, once).
+ */
+void lock_release_set(struct lock_client *c, const struct lock_name *names, size_t n,
+                      const char *token);
+
+/*
+ * EXTEND n1 .. nk token ttl: each name as lock_extend(); LOCK_OK with
+ * the least validity when every name's was OK; otherwise the set is no
+ * lock: its token is released on every name, and the answer is NOQUORUM
+ * when any was, else NOTHELD.
+ */
+void lock_extend_set(struct lock_client *c, const struct lock_name *names, size_t n,
+                     const char *token, int64_t ttl_ms);
+
 /*
  * STATUS name: ask the masters.  With token, owner_self says whether a
  * quorum holds that token (a lease-mode lock); without, whether this
@@ -293,7 +343,8 @@ void lock_client_drain(struct lock_client *c);
  * the session knows no locks): nobody knows the token, so
  * compare-and-delete it on every master now (announced; this daemon's
  * waiters on the name are woken when it is done).  token is
- * UTIL_TOKEN_HEX bytes.
+ * UTIL_TOKEN_HEX bytes.  name may be a set's names, separated by single
+ * spaces (a set's OK names them so): each one is released.
  */
 void lock_abandon(const char *name, size_t name_len, const char *token);
 

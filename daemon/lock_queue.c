@@ -84,7 +84,6 @@
 static size_t   lock_nwaiters; /* waiters queued */
 
 static struct waiter_env waiter_env_now(void);
-static void waiter_acquired(const struct redlock_acquire_result *res, void *arg);
 static void waiter_try(struct waiter *w, bool pick);
 
 size_t
@@ -108,7 +107,7 @@ lock_head(const struct lock *lk)
 }
 
 /* The head, when this daemon's holds leave it room to ask the masters; else NULL. */
-static struct waiter *
+struct waiter *
 lock_ready_head(const struct lock *lk)
 {
     struct waiter *w = lock_head(lk);
@@ -175,6 +174,7 @@ lock_pick_slot(struct lock *lk)
 static void
 waiter_rouse(struct waiter *w)
 {
+    w = W_LEAD(w);      /* a set looks again as a whole */
     if (waiter_wake(&w->life)) {
         event_active(&w->retry, EV_TIMEOUT, 0);
     }
@@ -242,6 +242,11 @@ hold_give_up(struct hold *h, struct lock_op *op)
     struct lock_handover *ho;
     struct redlock_rec rec;
 
+    if (w != NULL && w->set != NULL) {
+        /* A set takes its names all at once, never one by hand-over: released, and woken. */
+        w = NULL;
+    }
+
     st = waiter_give_up(w != NULL ? &w->life : NULL, h->lease.rec.kind, lock_stopping,
                         lk->remote, lk->turn_left, ctx.conf->node_timeout_ms * 1000, &env);
     lk->turn_left = st.turn_left;
@@ -269,9 +274,9 @@ hold_give_up(struct hold *h, struct lock_op *op)
     hold_drop(h);
 }
 
-/* Detach a waiter from its entry (the entry may be freed). */
-void
-waiter_unqueue(struct waiter *w)
+/* Detach one waiter from its entry (the entry may be freed). */
+static void
+waiter_unqueue_one(struct waiter *w)
 {
     struct lock *lk = w->lock;
     bool was_head;
@@ -295,24 +300,44 @@ waiter_unqueue(struct waiter *w)
     lock_put(lk);
 }
 
-static void
+/* Detach a waiter from its entry, a set's lead from every one of its names'. */
+void
+waiter_unqueue(struct waiter *w)
+{
+    size_t i;
+
+    if (w->set == NULL) {
+        waiter_unqueue_one(w);
+        return;
+    }
+    for (i = 0; i < w->set->n; i++) {
+        waiter_unqueue_one(w->set->member[i]);
+    }
+}
+
+void
 waiter_free(struct waiter *w)
 {
     if (w->life.gated) {
         redlock_ungate(w->key, w->key_len, w->gate_id);
     }
-    if (w->ghost[0] != '\0') {
+    if (w->ghost[0] != '\0' && w->set != NULL) {
+        lock_set_release(w, w->ghost, true);
+    } else if (w->ghost[0] != '\0') {
         /* Wherever the ghost landed and was not taken over (another permit, say). */
         lock_abandon(w->key + w->name_off, w->key_len - w->name_off, w->ghost);
     }
     waiter_unqueue(w);
+    if (w->set != NULL) {
+        lock_set_free(w);
+    }
     event_del(&w->retry);
     free(w->noquorum);
     free(w);
 }
 
 /* The waiter's LOCK/TRYLOCK is answered with an outcome STATS counts: its latency. */
-static void
+void
 waiter_observe(const struct waiter *w)
 {
     stats_observe_acquire(util_now_us() - w->start_us);
@@ -326,7 +351,7 @@ waiter_finish(struct waiter *w, enum lock_outcome outcome, int64_t ttl_ms,
     struct lock_client *c = w->client;
     struct lock_acquire_result res;
     char name[PROTO_NAME_MAX];
-    char *owned = NULL;
+    char *owned = NULL, *text = NULL;
 
     /* Free first: the hook may start the client's next operation. */
     if (error != NULL && error == w->noquorum) {
@@ -335,9 +360,16 @@ waiter_finish(struct waiter *w, enum lock_outcome outcome, int64_t ttl_ms,
     }
     memset(&res, 0, sizeof(res));
     res.v.outcome = outcome;
-    res.v.name_len = w->key_len - w->name_off;
-    memcpy(name, w->key + w->name_off, res.v.name_len);
-    res.v.name = name;
+    if (w->set != NULL) {
+        text = w->set->text;        /* the set's names outlive it */
+        res.v.name = text;
+        res.v.name_len = w->set->text_len;
+        w->set->text = NULL;
+    } else {
+        res.v.name_len = w->key_len - w->name_off;
+        memcpy(name, w->key + w->name_off, res.v.name_len);
+        res.v.name = name;
+    }
     res.permit = -1;
     res.busy_ttl_ms = ttl_ms;
     res.v.error = error;
@@ -345,6 +377,7 @@ waiter_finish(struct waiter *w, enum lock_outcome outcome, int64_t ttl_ms,
     waiter_free(w);
     c->hooks->acquired(c, &res);
     free(owned);
+    free(text);
 }
 
 /*
@@ -398,10 +431,16 @@ waiter_env_now(void)
 }
 
 /* Queued: subscribe to the name's releases, and arm the timer for wait= (none for wait=inf). */
-static void
+void
 waiter_wait(struct waiter *w)
 {
-    if (!W_ONCE(w)) {
+    size_t i;
+
+    if (!W_ONCE(w) && w->set != NULL) {
+        for (i = 0; i < w->set->n; i++) {
+            lock_watch(w->set->member[i]->lock);
+        }
+    } else if (!W_ONCE(w)) {
         lock_watch(w->lock);
     }
     if (w->life.deadline_us != INT64_MAX) {
@@ -414,7 +453,7 @@ waiter_wait(struct waiter *w)
  * not OK), counted in STATS.  ttl_ms: BUSY's holder time left; text:
  * KIND's, or NOQUORUM's (NULL: the one kept from the last attempt).
  */
-static void
+void
 waiter_refuse(struct waiter *w, enum waiter_answer answer, int64_t ttl_ms, const char *text)
 {
     switch (answer) {
@@ -458,20 +497,31 @@ waiter_timer_cb(evutil_socket_t fd, short what, void *arg)
     struct waiter *w = arg;
     struct waiter_env env = waiter_env_now();
     struct waiter_timer_step st;
-    struct lock *lk = w->lock;
-    bool ready;
+    struct lock *lk = w->lock, *m;
+    int64_t yield_until = 0, subscribe_until = 0;
+    bool ready, watch_ready = true;
+    size_t i, n = w->set != NULL ? w->set->n : 1;
 
     (void)fd;
     (void)what;
     if (lk == NULL) {
         return;     /* cancelled in a round: its end answers it */
     }
-    ready = w == lock_ready_head(lk);
-    st = waiter_on_timer(&w->life, &env, ready, lk->yield_until_us, lk->subscribe_until_us,
-                         ready && lk->subscribe_until_us != 0
-                         && redlock_watch_ready(lk->key, lk->key_len));
-    if (st.subscribed) {
-        lk->subscribe_until_us = 0;
+    /* A set: ready when it heads every name; held back by any name's yield or subscription. */
+    ready = w->set != NULL ? lock_set_ready(w->set) : w == lock_ready_head(lk);
+    for (i = 0; i < n; i++) {
+        m = w->set != NULL ? w->set->member[i]->lock : lk;
+        yield_until = m->yield_until_us > yield_until ? m->yield_until_us : yield_until;
+        if (m->subscribe_until_us != 0) {
+            subscribe_until = m->subscribe_until_us > subscribe_until ? m->subscribe_until_us
+                              : subscribe_until;
+            watch_ready = watch_ready && redlock_watch_ready(m->key, m->key_len);
+        }
+    }
+    st = waiter_on_timer(&w->life, &env, ready, yield_until, subscribe_until,
+                         ready && subscribe_until != 0 && watch_ready);
+    for (i = 0; st.subscribed && i < n; i++) {
+        (w->set != NULL ? w->set->member[i]->lock : lk)->subscribe_until_us = 0;
     }
     switch (st.what) {
     case WAITER_TIMER_EXPIRE:
@@ -595,6 +645,23 @@ waiter_retire_token(struct waiter *w, bool ghost)
     return false;
 }
 
+/* Whether every name the waiter queues for is subscribed to (lock_watch). */
+static bool
+waiter_watched(const struct waiter *w)
+{
+    size_t i;
+
+    if (w->set == NULL) {
+        return w->lock == NULL || w->lock->watched;
+    }
+    for (i = 0; i < w->set->n; i++) {
+        if (w->set->member[i]->lock != NULL && !w->set->member[i]->lock->watched) {
+            return false;
+        }
+    }
+    return true;
+}
+
 /* What the policy reads of a round's end. */
 static struct waiter_round_end
 waiter_round_end(const struct waiter *w, const struct redlock_acquire_result *res)
@@ -607,7 +674,7 @@ waiter_round_end(const struct waiter *w, const struct redlock_acquire_result *re
         .gated = res->gated,
         .split = res->split,
         .unanswered = res->unanswered > 0,
-        .watched = W_ONCE(w) || w->lock == NULL || w->lock->watched,
+        .watched = W_ONCE(w) || waiter_watched(w),
         .free_slot = res->free_slot,
         .holder_id = res->holder_id,
         .ttl_ms = res->busy_ttl_ms,
@@ -617,7 +684,7 @@ waiter_round_end(const struct waiter *w, const struct redlock_acquire_result *re
 }
 
 /* A round of the waiter ended (its own try, or a hand-over to it): carry out the policy's step. */
-static void
+void
 waiter_acquired(const struct redlock_acquire_result *res, void *arg)
 {
     struct waiter *w = arg;
@@ -629,11 +696,15 @@ waiter_acquired(const struct redlock_acquire_result *res, void *arg)
     char text[PROTO_NAME_MAX + 64];
 
     waiter_rec(w, &rec);
-    if (st.abandon) {
+    if (st.abandon && w->set != NULL) {
+        lock_set_release(w, w->token, true);
+    } else if (st.abandon) {
         /* Released where it may have landed, announced; our next head wakes when done. */
         lock_abandon(w->key + w->name_off, w->key_len - w->name_off, w->token);
     }
-    if (st.release) {
+    if (st.release && w->set != NULL) {
+        lock_set_release(w, w->token, false);
+    } else if (st.release) {
         redlock_release(&rec, w->token, NULL, NULL);
     }
     if (st.retire && !waiter_retire_token(w, st.ghost)) {
@@ -646,12 +717,20 @@ waiter_acquired(const struct redlock_acquire_result *res, void *arg)
         free(w->noquorum);      /* this attempt had a quorum of answers */
         w->noquorum = NULL;
     }
-    if (st.watch) {
+    if (st.watch && w->set != NULL) {
+        for (size_t i = 0; i < w->set->n; i++) {
+            lock_watch(w->set->member[i]->lock);
+        }
+    } else if (st.watch) {
         lock_watch(w->lock);
     }
     switch (st.what) {
     case WAITER_ROUND_GRANT:
-        waiter_grant(w, res, handover);
+        if (w->set != NULL) {
+            lock_set_grant(w, res);
+        } else {
+            waiter_grant(w, res, handover);
+        }
         break;
     case WAITER_ROUND_HOP:
         w->slot = st.slot;
@@ -661,7 +740,10 @@ waiter_acquired(const struct redlock_acquire_result *res, void *arg)
         waiter_timer_at(w, st.at_us);
         break;
     case WAITER_ROUND_ANSWER:
-        if (st.answer == WAITER_ANSWER_KIND) {
+        if (st.answer == WAITER_ANSWER_KIND && w->set != NULL) {
+            snprintf(text, sizeof(text), "a name of the set is held with %.*s; a set's "
+                     "names are held exclusively", 32, res->v.error);
+        } else if (st.answer == WAITER_ANSWER_KIND) {
             lock_kind_text(text, sizeof(text), w->key + w->name_off,
                            w->key_len - w->name_off, res->v.error);
         }
@@ -688,6 +770,11 @@ waiter_try(struct waiter *w, bool pick)
     unsigned flags = w->fence ? REDLOCK_ACQUIRE_FENCE : 0;
     const char *old = NULL;
 
+    if (w->set != NULL) {
+        lock_set_try(w);
+        return;
+    }
+
     if (!W_ONCE(w)) {
         flags |= REDLOCK_ACQUIRE_WAIT | (w->life.gated ? REDLOCK_ACQUIRE_GATED : 0);
     }
@@ -704,6 +791,19 @@ waiter_try(struct waiter *w, bool pick)
     }
     redlock_acquire(&rec, w->token, w->life.ttl_ms, old, flags, w->gate_id, waiter_label(w),
                     waiter_acquired, w);
+}
+
+void
+waiter_enqueue(struct waiter *w, struct lock *lk)
+{
+    w->lock = lk;
+    evtimer_assign(&w->retry, ctx.base, waiter_timer_cb, w);
+    TAILQ_INSERT_TAIL(&lk->waiters, w, link);
+    lk->nwaiters++;
+    lock_nwaiters++;
+    if (!W_ONCE(w)) {
+        lk->nqueued++;
+    }
 }
 
 /*
@@ -763,7 +863,7 @@ lock_acquire(struct lock_client *c, const char *name, size_t name_len,
     struct lock *lk;
     struct waiter *w;
     struct hold *h = NULL;
-    char limit[PROTO_NAME_MAX + 96];
+    char limit[PROTO_NAME_MAX * 2 + 192];
     int64_t start_us = util_now_us(), ttl;
     enum redlock_kind kind = lock_record_kind(req->kind);
 
@@ -777,6 +877,11 @@ lock_acquire(struct lock_client *c, const char *name, size_t name_len,
         /* Its validity ran out before the timer said so: lost (reported), not re-entered. */
         lk = lock_find(name, name_len);
         h = NULL;
+    }
+    if (!req->lease_mode && h != NULL && h->set != NULL) {
+        lock_set_conflict(limit, sizeof(limit), h, "a LOCK");
+        lock_reply(c, LOCK_VERB_ACQUIRE, LOCK_CONFLICT, name, name_len, limit);
+        return;
     }
     if (!req->lease_mode && h != NULL) {
         lock_reenter(c, h, name, name_len, req, start_us);
@@ -824,13 +929,7 @@ lock_acquire(struct lock_client *c, const char *name, size_t name_len,
     /* A client whose input ended cannot wait: one attempt (lock_client_drain). */
     waiter_life_init(&w->life, kind, req->ttl_ms, req->wait_ms, req->trylock, c->draining,
                      start_us);
-    evtimer_assign(&w->retry, ctx.base, waiter_timer_cb, w);
-    TAILQ_INSERT_TAIL(&lk->waiters, w, link);
-    lk->nwaiters++;
-    lock_nwaiters++;
-    if (!W_ONCE(w)) {
-        lk->nqueued++;
-    }
+    waiter_enqueue(w, lk);
     c->waiter = w;
     ttl = lock_queued_exclusive(lk);
     switch (waiter_start(&w->life, w == lock_ready_head(lk), ttl > 0)) {
@@ -865,6 +964,7 @@ lock_released(const char *key, size_t key_len, const char *token, size_t token_l
     if (w == NULL) {
         return;
     }
+    w = W_LEAD(w);      /* a set hears its names' releases as one */
     rel.yielding = util_now_us() < lk->yield_until_us;
     rel.own_yield = util_equal_secret(token, token_len, lk->yield_token, UTIL_TOKEN_HEX);
     rel.own_retired = util_equal_secret(token, token_len, w->retired, UTIL_TOKEN_HEX);
@@ -918,7 +1018,8 @@ lock_subscribed(const char *key, size_t key_len)
         lk->subscribe_until_us = 0;
     }
     w = lock_ready_head(lk);
-    if (w != NULL && waiter_on_subscribed(&w->life)) {
+    if (w != NULL && waiter_on_subscribed(&W_LEAD(w)->life)) {
+        w = W_LEAD(w);
         event_active(&w->retry, EV_TIMEOUT, 0);
     }
 }

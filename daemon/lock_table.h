@@ -64,6 +64,8 @@ struct hold {
     TAILQ_ENTRY(hold)   client_link;/* in client->holds */
     TAILQ_ENTRY(hold)   lock_link;  /* in lock->holders */
     unsigned            holds;      /* re-entrant count, >= 1 */
+    struct hold_set    *set;        /* the set it is part of (lock_set.c), or NULL */
+    size_t              set_index;  /* its place in set->hold[] */
     int64_t             granted_us; /* monotonic time of the grant (LIST's held_ms) */
     char                label[REDLOCK_LABEL_MAX + 1]; /* who holds it, for people */
 };
@@ -104,9 +106,50 @@ struct waiter {
     char                label[REDLOCK_LABEL_MAX + 1]; /* the holder's label */
     bool                label_asked;/* written with the record on the masters (label=);
                                        else kept here only */
+    struct lock_set    *set;        /* a set LOCK's member (lock_set.c), or NULL for a
+                                       LOCK of one name */
     size_t              name_off;   /* name = key + name_off */
     size_t              key_len;    /* bytes in key */
     char                key[];      /* prefix + name, NUL-terminated */
+};
+
+/*
+ * A LOCK of several names (lock_set.c): one waiter per name, each in its
+ * name's queue, all with the same token.  The first in canonical order
+ * leads: its life alone is moved on by the policy, its timer alone runs,
+ * and it alone is the client's waiter; the others only hold their place
+ * in their queues, and anything that wakes one wakes the lead.  Owned by
+ * the lead; freed with it.
+ */
+struct lock_set {
+    size_t              n;          /* names, 2..PROTO_SET_MAX */
+    size_t              given[REDLOCK_SET_MAX]; /* member i's place in the client's list */
+    int64_t             fences[REDLOCK_SET_MAX]; /* a fenced grant: member i's fence */
+    char               *text;       /* malloc'd: the names as the client gave them,
+                                       one space between two (replies, LOST) */
+    size_t              text_len;   /* bytes in text */
+    struct waiter      *member[];   /* by canonical order (lock_set_order); member[0]
+                                       leads */
+};
+
+/* The waiter whose life decides for w: its set's lead, or w itself. */
+#define W_LEAD(w)           ((w)->set != NULL ? (w)->set->member[0] : (w))
+
+/*
+ * The holds of a granted set (lock_set.c): one per name, one lease each,
+ * all with the set's token; they are released together, and losing any
+ * one loses them all (the client hears one LOST naming the set).  Freed
+ * when its last hold is dropped.
+ */
+struct hold_set {
+    size_t              n;          /* names */
+    size_t              left;       /* holds not dropped yet */
+    bool                reported;   /* the client heard LOST for the set */
+    struct event        reap;       /* after a loss: gives up the other holds on the
+                                       next loop turn (lock_set.c) */
+    char               *text;       /* malloc'd: as struct lock_set's */
+    size_t              text_len;   /* bytes in text */
+    struct hold        *hold[];     /* by canonical order; NULL once dropped */
 };
 
 /* One attempt only (TRYLOCK, wait=0, a client whose input ended): never queued behind. */
@@ -255,7 +298,81 @@ void waiter_finish(struct waiter *w, enum lock_outcome outcome, int64_t ttl_ms,
  */
 void lock_subscribed(const char *key, size_t key_len);
 
+/* The head, when this daemon's holds leave it room to ask the masters; else NULL. */
+struct waiter *lock_ready_head(const struct lock *lk);
+
+/*
+ * Put a new waiter (its life started) at the tail of lk's queue, its
+ * timer ready; w->lock becomes lk.
+ */
+void waiter_enqueue(struct waiter *w, struct lock *lk);
+
+/* A round of a waiter ended (its own try, or a hand-over to it): the policy's step. */
+void waiter_acquired(const struct redlock_acquire_result *res, void *arg);
+
+/*
+ * Free an answered waiter (a set's lead: its members and the set too):
+ * out of its queues, its timer stopped, its gate opened and its ghost
+ * released.
+ */
+void waiter_free(struct waiter *w);
+
+/* Queued: subscribe to the names' releases, and arm the timer for wait=. */
+void waiter_wait(struct waiter *w);
+
+/*
+ * A waiter's LOCK is answered with an outcome STATS counts (answer, not
+ * OK): ttl_ms, BUSY's time left; text, KIND's or NOQUORUM's.
+ */
+void waiter_refuse(struct waiter *w, enum waiter_answer answer, int64_t ttl_ms,
+                   const char *text);
+
+/* The client's LOCK of name (the set's text for a set) is answered: its latency. */
+void waiter_observe(const struct waiter *w);
+
+/* ---- defined in lock_set.c ---- */
+
+/*
+ * Whether every member of the set is the ready head of its name here:
+ * only then does the lead ask the masters.
+ */
+bool lock_set_ready(const struct lock_set *set);
+
+/* Ask the masters for the whole set (the lead's try): one script per master. */
+void lock_set_try(struct waiter *lead);
+
+/* The set's round granted it: its holds (or, in lease mode, its token) to the client. */
+void lock_set_grant(struct waiter *lead, const struct redlock_acquire_result *res);
+
+/*
+ * Release the lead's token on every name of its set (a try that did not
+ * win, or a grant not delivered); abandon: as lock_abandon, so that our
+ * own heads look again once done.
+ */
+void lock_set_release(struct waiter *lead, const char *token, bool abandon);
+
+/* Free a set's members but the lead, and the set (the lead's waiter_free). */
+void lock_set_free(struct waiter *lead);
+
+/*
+ * A hold of a set was lost (its lease, or this module's verdict): the
+ * client hears one LOST for the set (unless it heard it already), and
+ * the set's other holds are given up (hold_give_up).  Called after h's
+ * own LOST was pushed; drops h.
+ */
+void hold_set_lost(struct hold *h);
+
+/*
+ * The text of CONFLICT, into out, for verb ("a LOCK", "an UNLOCK") of
+ * names that share the session's hold h without being its set.
+ */
+void lock_set_conflict(char *out, size_t size, const struct hold *h, const char *verb);
+
 /* ---- defined in lock_verbs.c ---- */
+
+/* An UNLOCK or STATUS op for name, with its own copy of the key. */
+struct lock_op *lock_op_new(struct lock_client *c, const char *name, size_t name_len);
+
 
 /*
  * An UNLOCK's release (or a hand-over's verdict on the released lease)

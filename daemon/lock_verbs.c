@@ -29,7 +29,7 @@
 #include "proto/proto.h"
 
 /* An UNLOCK or STATUS op for name, with its own copy of the key. */
-static struct lock_op *
+struct lock_op *
 lock_op_new(struct lock_client *c, const char *name, size_t name_len)
 {
     size_t plen = strlen(ctx.conf->key_prefix);
@@ -177,6 +177,13 @@ lock_release(struct lock_client *c, const char *name, size_t name_len, const cha
     }
     if (l == NULL) {
         lock_reply(c, LOCK_VERB_RELEASE, LOCK_NOTHELD, name, name_len, NULL);
+        return;
+    }
+    if (l->set != NULL) {
+        char text[PROTO_NAME_MAX * 2 + 192];
+
+        lock_set_conflict(text, sizeof(text), l, "an UNLOCK");
+        lock_reply(c, LOCK_VERB_RELEASE, LOCK_CONFLICT, name, name_len, text);
         return;
     }
     if (l->holds > 1) {
@@ -419,7 +426,7 @@ lock_broken(const char *key, size_t key_len, const char *tokens, size_t tokens_l
         /* A grant in flight whose token was broken is no grant (waiter_broken). */
         TAILQ_FOREACH(w, &lk->waiters, link) {
             if (lock_token_among(w->token, tokens, tokens_len)) {
-                waiter_broken(&w->life);
+                waiter_broken(&W_LEAD(w)->life);    /* a set's try is its lead's */
             }
         }
     }

@@ -26,7 +26,7 @@ struct evdns_getaddrinfo_request;
 struct redisReply;
 struct redisev;
 
-#define MASTER_SCRIPTS_MAX      16
+#define MASTER_SCRIPTS_MAX      24
 #define MASTER_WHY_MAX          256
 
 /* For log lines: which of a master's two links. */

@@ -529,6 +529,52 @@ int redlock_acquire(const struct redlock_rec *rec, const char *token, int64_t tt
                     const char *old_token, unsigned flags, const char *gate,
                     const char *label, redlock_acquire_fn cb, void *arg);
 
+#define REDLOCK_SET_MAX 64  /* most names one set acquire takes */
+
+/*
+ * Give a grant already won its fencing token: the round that won rec's
+ * exclusive record for token (won: its result, GRANTED, copied) is
+ * followed by the raise and write-back a fenced redlock_acquire() makes
+ * (PROTOCOL.md section 10), and cb gets won with the fence, or with
+ * NOQUORUM (the raise or write-back lacked a quorum; the text says
+ * which) or LATE (redlock_acquire's rule for a fenced grant, from won's
+ * start).  A set's grant gives each of its names its own (lock_set.c).
+ * With rec->labelled, the label written with the record gets the fence.
+ * Returns 0, or -1 (nothing sent) for a bad argument.
+ */
+int redlock_fence_grant(const struct redlock_rec *rec, const char *token,
+                        const struct redlock_acquire_result *won, redlock_acquire_fn cb,
+                        void *arg);
+
+/*
+ * Acquire a set: the exclusive records of n names (bases[i], base_lens[i]
+ * bytes each, borrowed until the call returns: the names' keys, 2 ..
+ * REDLOCK_SET_MAX of them, no two the same, in the canonical order of
+ * every caller, so that every master sees one order) for token, all at
+ * once: each master runs one script (daemon/scripts/acquire_set.lua) that
+ * writes token on every name, or on none when any name is held by
+ * someone else there.  The round is redlock_acquire()'s: GRANTED when a
+ * quorum granted the whole set within the validity (start + ttl -
+ * drift); otherwise BUSY (busy_ttl_ms, split and holder_id describe the
+ * first name, in that order, that each master found held), KIND (a name
+ * is counted on a majority), LATE or NOQUORUM, as for one name.  flags:
+ * REDLOCK_ACQUIRE_WAIT marks the refusing name as waited for;
+ * REDLOCK_ACQUIRE_ADOPT with old_token takes over a set an earlier try of
+ * the same waiter may have left; REDLOCK_ACQUIRE_FENCE only marks the
+ * labels' fence as to come ('-'): the caller then gives each name its
+ * fence (redlock_fence_grant); no gate, peers or hand-over.  label, when
+ * not NULL, is written with each name's record.  On any
+ * outcome but GRANTED the caller releases token on every name (nothing
+ * of it counts).  Returns 0, or -1 (nothing sent) for a bad argument.
+ *
+ * Source: the Redlock algorithm (redlock_acquire), with the set's names
+ * taken in one script per master (PROTOCOL.md section 6, "Several names
+ * at once").
+ */
+int redlock_acquire_set(const char *const *bases, const size_t *base_lens, size_t n,
+                        const char *token, int64_t ttl_ms, const char *old_token,
+                        unsigned flags, const char *label, redlock_acquire_fn cb, void *arg);
+
 /*
  * Compare-and-delete rec's record holding token on every master (a
  * shared holder's member; a permit's key, deleting the name's limit with

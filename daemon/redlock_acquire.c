@@ -705,6 +705,74 @@ redlock_acquire(const struct redlock_rec *rec, const char *token, int64_t ttl_ms
     return 0;
 }
 
+int
+redlock_fence_grant(const struct redlock_rec *rec, const char *token,
+                    const struct redlock_acquire_result *won, redlock_acquire_fn cb, void *arg)
+{
+    struct redlock_acquire_op *op;
+    struct redlock_keys k;
+
+    if (rec->kind != REDLOCK_EXCLUSIVE || redlock_keys_of(rec, &k) != 0
+        || won->v.outcome != REDLOCK_GRANTED) {
+        return -1;
+    }
+    op = redlock_op_new(sizeof(*op), sizeof(op->pttls[0]) + sizeof(op->who[0]), arg);
+    op->who = (uint64_t *)(op->pttls + master_count());
+    op->cb = cb;
+    op->kind = REDLOCK_EXCLUSIVE;
+    op->res = *won;
+    op->wb = redlock_acquire_wb(op, rec, &k, token, rec->labelled);
+    redlock_fence_raise(op);
+    return 0;
+}
+
+int
+redlock_acquire_set(const char *const *bases, const size_t *base_lens, size_t n,
+                    const char *token, int64_t ttl_ms, const char *old_token, unsigned flags,
+                    const char *label, redlock_acquire_fn cb, void *arg)
+{
+    struct redlock_acquire_op *op;
+    const char *args[REDLOCK_SET_MAX + 6];
+    size_t lens[REDLOCK_SET_MAX + 6], i, na;
+    char ttl[24];
+
+    if (n < 2 || n > REDLOCK_SET_MAX) {
+        return -1;
+    }
+    for (i = 0; i < n; i++) {
+        if (base_lens[i] == 0 || base_lens[i] > REDLOCK_KEY_MAX) {
+            return -1;
+        }
+        args[i] = bases[i];
+        lens[i] = base_lens[i];
+    }
+    op = redlock_op_new(sizeof(*op), sizeof(op->pttls[0]) + sizeof(op->who[0]), arg);
+    op->who = (uint64_t *)(op->pttls + master_count());
+    op->cb = cb;
+    op->ttl_ms = ttl_ms;
+    op->kind = REDLOCK_EXCLUSIVE;
+    /* ARGV: token, ttl, wait, old token, label, the labels' fence. */
+    na = n;
+    args[na] = token;
+    lens[na++] = UTIL_TOKEN_HEX;
+    args[na] = ttl;
+    lens[na++] = (size_t)snprintf(ttl, sizeof(ttl), "%lld", (long long)ttl_ms);
+    args[na] = (flags & REDLOCK_ACQUIRE_WAIT) != 0 ? "1" : "0";
+    lens[na++] = 1;
+    old_token = (flags & REDLOCK_ACQUIRE_ADOPT) != 0 ? old_token : NULL;
+    args[na] = old_token != NULL ? old_token : "";
+    lens[na++] = old_token != NULL ? UTIL_TOKEN_HEX : 0;
+    args[na] = label != NULL ? label : "";
+    lens[na++] = label != NULL ? strlen(label) : 0;
+    args[na] = (flags & REDLOCK_ACQUIRE_FENCE) != 0 ? "-" : "0";
+    lens[na++] = 1;
+    if (round_start(redlock_scripts.acquire_set, n, na, args, lens, redlock_acquire_reply,
+                    redlock_acquire_done, op) != 0) {
+        xmalloc_fail("a set acquire's round");
+    }
+    return 0;
+}
+
 static enum round_verdict
 redlock_release_reply(struct round *r, size_t i, const struct master_reply *reply,
                       void *arg)

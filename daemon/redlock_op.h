@@ -22,7 +22,7 @@ struct redlock_holder;      /* daemon/redlock_holders.c */
 /* The masters' scripts (daemon/scripts/), as master_script() numbered them. */
 struct redlock_scripts {
     int acquire, release, extend, status, fence, extend_one, restore, ungate;
-    int break_lock, raise, reraise, batch;
+    int break_lock, raise, reraise, batch, acquire_set;
 };
 
 /* Registered by redlock_init(); read-only after it. */

@@ -195,6 +195,8 @@
         stats.shared_grants, "Grants of a shared hold.")                                           \
     ROW(counted_grants, "redlockd_counted_grants_total", NULL, NULL, COUNTER, NUMBER,              \
         stats.counted_grants, "Grants of a permit of a counted name (limit=N).")                   \
+    ROW(set_grants, "redlockd_set_grants_total", NULL, NULL, COUNTER, NUMBER,                      \
+        stats.set_grants, "Grants of a set of several names, held all at once.")                   \
     ROW(kind_refusals, "redlockd_kind_refusals_total", NULL, NULL, COUNTER, NUMBER,                \
         stats.kind_refusals,                                                                       \
         "LOCKs refused with ERR KIND: the name is held or waited for as another kind.")            \

@@ -71,6 +71,7 @@ struct stats {
     uint64_t fenced_grants;      /* lock: grants that carried a fence */
     uint64_t shared_grants;      /* lock: grants of a shared hold */
     uint64_t counted_grants;     /* lock: grants of a permit of a counted name */
+    uint64_t set_grants;         /* lock: grants of a set of names (LOCK n1 n2 ..) */
     uint64_t kind_refusals;      /* lock: LOCKs answered ERR KIND */
     uint64_t lease_grants;       /* lock: mode=lease grants */
     uint64_t extends_ok;         /* lock: EXTEND answered OK */

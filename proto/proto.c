@@ -43,6 +43,8 @@ enum proto_esc {
 enum proto_args {
     PROTO_ARGS_NONE,    /* nothing at all: VERSION, HELP, QUIT, STATS */
     PROTO_ARGS_NAME,    /* a lock name, required */
+    PROTO_ARGS_NAMES,   /* one lock name or more (a set), required: LOCK,
+                           TRYLOCK, UNLOCK, EXTEND */
     PROTO_ARGS_WORD,    /* one word, optional: PING, LIST */
     PROTO_ARGS_SECRET   /* one word, required, never quoted in errors: AUTH */
 };
@@ -191,13 +193,13 @@ static const struct proto_optdef proto_opts[PROTO_OPT_COUNT] = {
 
 static const struct proto_verbdef proto_verbs[PROTO_VERB_COUNT] = {
     [PROTO_LOCK] = {
-        "LOCK", PROTO_ARGS_NAME, PROTO_LOCK_OPTS | PROTO_OPT_BIT(PROTO_OPT_WAIT)
+        "LOCK", PROTO_ARGS_NAMES, PROTO_LOCK_OPTS | PROTO_OPT_BIT(PROTO_OPT_WAIT)
     },
-    [PROTO_TRYLOCK]      = { "TRYLOCK", PROTO_ARGS_NAME, PROTO_LOCK_OPTS },
-    [PROTO_UNLOCK]       = { "UNLOCK", PROTO_ARGS_NAME, PROTO_OPT_BIT(PROTO_OPT_TOKEN) },
+    [PROTO_TRYLOCK]      = { "TRYLOCK", PROTO_ARGS_NAMES, PROTO_LOCK_OPTS },
+    [PROTO_UNLOCK]       = { "UNLOCK", PROTO_ARGS_NAMES, PROTO_OPT_BIT(PROTO_OPT_TOKEN) },
     [PROTO_STATUS]       = { "STATUS", PROTO_ARGS_NAME, PROTO_OPT_BIT(PROTO_OPT_TOKEN) },
     [PROTO_EXTEND] = {
-        "EXTEND", PROTO_ARGS_NAME, PROTO_OPT_BIT(PROTO_OPT_TOKEN) | PROTO_OPT_BIT(PROTO_OPT_TTL)
+        "EXTEND", PROTO_ARGS_NAMES, PROTO_OPT_BIT(PROTO_OPT_TOKEN) | PROTO_OPT_BIT(PROTO_OPT_TTL)
     },
     [PROTO_PING]         = { "PING", PROTO_ARGS_WORD, 0 },
     [PROTO_VERSION_VERB] = { "VERSION", PROTO_ARGS_NONE, 0 },
@@ -226,13 +228,13 @@ static const struct proto_required proto_required[] = {
 };
 
 const char *const proto_help[PROTO_VERB_COUNT + 1] = {
-    [PROTO_LOCK]         = "LOCK <name> [ttl=MS] [wait=MS|inf] [mode=session|lease] [fence] "
+    [PROTO_LOCK]         = "LOCK <name>... [ttl=MS] [wait=MS|inf] [mode=session|lease] [fence] "
                            "[shared|limit=N] [label=TEXT]",
-    [PROTO_TRYLOCK]      = "TRYLOCK <name> [ttl=MS] [mode=session|lease] [fence] [shared|limit=N] "
+    [PROTO_TRYLOCK]      = "TRYLOCK <name>... [ttl=MS] [mode=session|lease] [fence] [shared|limit=N] "
                            "[label=TEXT]",
-    [PROTO_UNLOCK]       = "UNLOCK <name> [token=HEX]",
+    [PROTO_UNLOCK]       = "UNLOCK <name>... [token=HEX]",
     [PROTO_STATUS]       = "STATUS <name> [token=HEX]",
-    [PROTO_EXTEND]       = "EXTEND <name> token=HEX ttl=MS",
+    [PROTO_EXTEND]       = "EXTEND <name>... token=HEX ttl=MS",
     [PROTO_PING]         = "PING [word]",
     [PROTO_VERSION_VERB] = "VERSION",
     [PROTO_HELP]         = "HELP",
@@ -682,6 +684,54 @@ proto_opt_find(const char *s, size_t len)
     return -1;
 }
 
+/* Whether w, after a name, is another name: a bare word that is no flag option. */
+static bool
+proto_is_name(const struct proto_word *w)
+{
+    int id;
+
+    if (memchr(w->s, '=', w->len) != NULL) {
+        return false;
+    }
+    id = proto_opt_find(w->s, w->len);
+    return id < 0 || !proto_opts[id].flag;
+}
+
+/*
+ * Check the lock name w and add it to cmd's names (the first one is
+ * also cmd->name): at most PROTO_SET_MAX of them, no two the same.
+ */
+static int
+proto_add_name(const struct proto_verbdef *vd, const struct proto_word *w,
+               struct proto_cmd *cmd, struct proto_error *err)
+{
+    char quoted[PROTO_QUOTE_MAX];
+    size_t i;
+
+    if (proto_check_word(w, PROTO_NAME_MAX, vd->name, "lock name", err) != 0) {
+        return -1;
+    }
+    if (cmd->nnames == PROTO_SET_MAX) {
+        proto_fail(err, PROTO_ERR_PROTO, "%s: more than %d lock names (a set has at most %d)",
+                   vd->name, PROTO_SET_MAX, PROTO_SET_MAX);
+        return -1;
+    }
+    for (i = 0; i < cmd->nnames; i++) {
+        if (cmd->names[i].len == w->len && memcmp(cmd->names[i].s, w->s, w->len) == 0) {
+            proto_fail(err, PROTO_ERR_PROTO, "%s: lock name '%s' given twice", vd->name,
+                       proto_quote(quoted, w->s, w->len));
+            return -1;
+        }
+    }
+    if (cmd->nnames == 0) {
+        cmd->name = w->s;
+        cmd->name_len = w->len;
+    }
+    cmd->names[cmd->nnames].s = w->s;
+    cmd->names[cmd->nnames++].len = w->len;
+    return 0;
+}
+
 /*
  * Parse one option word w for verb vd.  seen holds the bits of the
  * options already given on this line and is updated.  prev is the option
@@ -801,6 +851,7 @@ proto_parse(const char *line, size_t len, struct proto_cmd *cmd,
     struct proto_word w, prev = { 0 };
     char quoted[PROTO_QUOTE_MAX];
     uint32_t seen = 0;
+    bool pending = false;   /* w holds a word read after the names, not parsed yet */
     int i;
 
     if (line == NULL) {
@@ -835,15 +886,22 @@ proto_parse(const char *line, size_t len, struct proto_cmd *cmd,
 
     switch (vd->args) {
     case PROTO_ARGS_NAME:
+    case PROTO_ARGS_NAMES:
         if (!proto_next_word(&lx, &w)) {
             proto_fail(err, PROTO_ERR_PROTO, "%s: missing lock name", vd->name);
             return -1;
         }
-        if (proto_check_word(&w, PROTO_NAME_MAX, vd->name, "lock name", err) != 0) {
+        if (proto_add_name(vd, &w, cmd, err) != 0) {
             return -1;
         }
-        cmd->name = w.s;
-        cmd->name_len = w.len;
+        /* More names: the bare words up to the first option (w, then pending). */
+        while (vd->args == PROTO_ARGS_NAMES && (pending = proto_next_word(&lx, &w))
+               && proto_is_name(&w)) {
+            pending = false;
+            if (proto_add_name(vd, &w, cmd, err) != 0) {
+                return -1;
+            }
+        }
         break;
     case PROTO_ARGS_WORD:
         if (proto_next_word(&lx, &w)) {
@@ -867,7 +925,8 @@ proto_parse(const char *line, size_t len, struct proto_cmd *cmd,
         break;
     }
 
-    while (proto_next_word(&lx, &w)) {
+    while (pending || proto_next_word(&lx, &w)) {
+        pending = false;
         if (vd->opts == 0) {
             proto_fail(err, PROTO_ERR_PROTO, "%s: too many arguments", vd->name);
             return -1;
@@ -888,6 +947,11 @@ proto_parse(const char *line, size_t len, struct proto_cmd *cmd,
                        vd->name, proto_opts[ex->a].key, proto_opts[ex->b].key, ex->why);
             return -1;
         }
+    }
+    if (cmd->nnames > 1 && (cmd->shared || cmd->has_limit)) {
+        proto_fail(err, PROTO_ERR_PROTO, "%s: '%s' takes one name (a set of names is "
+                   "held exclusively)", vd->name, cmd->shared ? "shared" : "limit");
+        return -1;
     }
     return 0;
 }
@@ -985,6 +1049,19 @@ proto_reply_word(struct proto_reply *r, const char *word, size_t len)
     }
     proto_reply_put(r, " ", 1, PROTO_ESC_RAW);
     proto_reply_put(r, word, len, PROTO_ESC_WORD);
+}
+
+void
+proto_reply_words(struct proto_reply *r, const char *text, size_t len)
+{
+    const char *sp;
+
+    while (text != NULL && len > 0 && (sp = memchr(text, ' ', len)) != NULL) {
+        proto_reply_word(r, text, (size_t)(sp - text));
+        len -= (size_t)(sp - text) + 1;
+        text = sp + 1;
+    }
+    proto_reply_word(r, text, len);
 }
 
 /* Append " key=": the start of a key=value option. */

@@ -23,6 +23,8 @@
 #define PROTO_REPLY_MAX     2048     /* longest reply line, with LF */
 #define PROTO_TOKEN_LEN     32       /* owner token: lowercase hex digits */
 #define PROTO_LABEL_MAX     64       /* longest holder label (label=), bytes */
+#define PROTO_SET_MAX       64       /* most names one LOCK, TRYLOCK, UNLOCK or
+                                        EXTEND takes (a set, held all at once) */
 
 /* Request verbs; PROTO_VERB_COUNT is not a verb. */
 enum proto_verb {
@@ -72,8 +74,16 @@ enum proto_mode {
  */
 struct proto_cmd {
     enum proto_verb verb;       /* which request */
-    const char      *name;      /* lock name, or NULL when the verb has none */
+    const char      *name;      /* lock name, or NULL when the verb has none; the
+                                   first of names[] when the verb takes several */
     size_t          name_len;   /* bytes in name, 1..PROTO_NAME_MAX */
+    size_t          nnames;     /* names given: 1..PROTO_SET_MAX for LOCK, TRYLOCK,
+                                   UNLOCK and EXTEND (no two the same), 1 for the
+                                   other verbs with a name, else 0 */
+    struct proto_name {
+        const char  *s;         /* the name's first byte, in the line */
+        size_t      len;        /* bytes, 1..PROTO_NAME_MAX */
+    }               names[PROTO_SET_MAX]; /* in the order given; names[0] is name */
     bool            has_ttl;    /* ttl= was given */
     int64_t         ttl_ms;     /* ttl= value, ms (range is checked by the caller) */
     bool            has_wait;   /* wait= was given */
@@ -163,6 +173,13 @@ void proto_reply_start(struct proto_reply *r, const char *status);
  * escaped twice).
  */
 void proto_reply_word(struct proto_reply *r, const char *word, size_t len);
+
+/*
+ * Append the words of text (len bytes, words separated by single spaces:
+ * a lock name, or the names of a set as the daemon joins them), each as
+ * proto_reply_word() appends one.
+ */
+void proto_reply_words(struct proto_reply *r, const char *text, size_t len);
 
 /* Append " key=value" with a signed decimal value. */
 void proto_reply_int(struct proto_reply *r, const char *key, int64_t value);

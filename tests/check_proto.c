@@ -216,6 +216,57 @@ START_TEST(test_lock_wait_inf)
 }
 END_TEST
 
+/* Several names: the bare words before the first option, in the order given. */
+START_TEST(test_lock_sets)
+{
+    struct proto_cmd cmd;
+    char line[64 * 8 + 64];
+    size_t len, i;
+
+    cmd = parse_ok("LOCK b a c ttl=3000 fence");
+    ck_assert_uint_eq(cmd.nnames, 3);
+    ck_bytes_eq(cmd.name, cmd.name_len, "b");
+    ck_bytes_eq(cmd.names[0].s, cmd.names[0].len, "b");
+    ck_bytes_eq(cmd.names[1].s, cmd.names[1].len, "a");
+    ck_bytes_eq(cmd.names[2].s, cmd.names[2].len, "c");
+    ck_assert(cmd.has_ttl && cmd.fence);
+    cmd = parse_ok("LOCK one");
+    ck_assert_uint_eq(cmd.nnames, 1);
+    cmd = parse_ok("STATUS one");
+    ck_assert_uint_eq(cmd.nnames, 1);
+    /* A flag word ends the names; a name with '=' can only come first. */
+    cmd = parse_ok("TRYLOCK x y fence");
+    ck_assert_uint_eq(cmd.nnames, 2);
+    ck_assert(cmd.fence);
+    cmd = parse_ok("LOCK fence y");
+    ck_assert_uint_eq(cmd.nnames, 2);
+    ck_bytes_eq(cmd.name, cmd.name_len, "fence");
+    ck_assert(!cmd.fence);
+    cmd = parse_ok("UNLOCK a b token=0123456789abcdef0123456789abcdef");
+    ck_assert_uint_eq(cmd.nnames, 2);
+    ck_assert(cmd.has_token);
+    cmd = parse_ok("EXTEND a b token=0123456789abcdef0123456789abcdef ttl=500");
+    ck_assert_uint_eq(cmd.nnames, 2);
+    parse_err("LOCK a b fence c", PROTO_ERR_PROTO,
+              "LOCK: unexpected argument 'c' after 'fence' (options are key=value)");
+    parse_err("LOCK a b\x01", PROTO_ERR_PROTO, "LOCK: lock name has byte 0x01 at offset 1");
+    parse_err("LOCK a b shared", PROTO_ERR_PROTO,
+              "LOCK: 'shared' takes one name (a set of names is held exclusively)");
+    parse_err("TRYLOCK a b limit=3", PROTO_ERR_PROTO,
+              "TRYLOCK: 'limit' takes one name (a set of names is held exclusively)");
+    /* At most PROTO_SET_MAX names. */
+    len = (size_t)snprintf(line, sizeof(line), "LOCK");
+    for (i = 0; i < PROTO_SET_MAX; i++) {
+        len += (size_t)snprintf(line + len, sizeof(line) - len, " n%zu", i);
+    }
+    cmd = parse_ok(line);
+    ck_assert_uint_eq(cmd.nnames, PROTO_SET_MAX);
+    ck_bytes_eq(cmd.names[PROTO_SET_MAX - 1].s, cmd.names[PROTO_SET_MAX - 1].len, "n63");
+    snprintf(line + len, sizeof(line) - len, " n64 ttl=5");
+    parse_err(line, PROTO_ERR_PROTO, "LOCK: more than 64 lock names (a set has at most 64)");
+}
+END_TEST
+
 START_TEST(test_trylock)
 {
     struct proto_cmd cmd;
@@ -257,7 +308,7 @@ START_TEST(test_unlock_status)
 
     parse_err("UNLOCK", PROTO_ERR_PROTO, "UNLOCK: missing lock name");
     parse_err("STATUS", PROTO_ERR_PROTO, "STATUS: missing lock name");
-    parse_err("UNLOCK a b", PROTO_ERR_PROTO, "UNLOCK: unexpected argument 'b' (a lock name has no spaces; options are key=value)");
+    parse_err("UNLOCK a a", PROTO_ERR_PROTO, "UNLOCK: lock name 'a' given twice");
     parse_err("STATUS a b", PROTO_ERR_PROTO, "STATUS: unexpected argument 'b' (a lock name has no spaces; options are key=value)");
     /* UNLOCK and STATUS take no options at all. */
     parse_err("UNLOCK a ttl=5", PROTO_ERR_PROTO, "UNLOCK: unknown option 'ttl'");
@@ -589,9 +640,8 @@ START_TEST(test_name_bytes)
                   "TRYLOCK: lock name has byte 0x00 at offset 0");
     parse_err("UNLOCK x\x1f", PROTO_ERR_PROTO, "UNLOCK: lock name has byte 0x1f at offset 1");
     parse_err("STATUS \x01", PROTO_ERR_PROTO, "STATUS: lock name has byte 0x01 at offset 0");
-    /* A space ends the name: what follows is another word. */
-    parse_err("LOCK a b", PROTO_ERR_PROTO,
-              "LOCK: unexpected argument 'b' (a lock name has no spaces; options are key=value)");
+    /* A space ends the name: what follows is another word (for LOCK, another name). */
+    parse_err("LOCK a b a", PROTO_ERR_PROTO, "LOCK: lock name 'a' given twice");
     parse_err("STATUS a b", PROTO_ERR_PROTO, "STATUS: unexpected argument 'b' (a lock name has no spaces; options are key=value)");
 }
 END_TEST
@@ -629,12 +679,10 @@ START_TEST(test_option_errors)
     parse_err("LOCK a tt=1", PROTO_ERR_PROTO, "LOCK: unknown option 'tt'");
     parse_err("LOCK a foo=", PROTO_ERR_PROTO, "LOCK: unknown option 'foo'");
     parse_err("LOCK a f\x01o=1", PROTO_ERR_PROTO, "LOCK: unknown option 'f\\x01o'");
-    parse_err("LOCK a xyz", PROTO_ERR_PROTO,
-              "LOCK: unexpected argument 'xyz' (a lock name has no spaces; options are key=value)");
-    parse_err("LOCK a ttl", PROTO_ERR_PROTO,
-              "LOCK: unexpected argument 'ttl' (a lock name has no spaces; options are key=value)");
-    parse_err("TRYLOCK a inf", PROTO_ERR_PROTO,
-              "TRYLOCK: unexpected argument 'inf' (a lock name has no spaces; options are key=value)");
+    parse_err("STATUS a xyz", PROTO_ERR_PROTO,
+              "STATUS: unexpected argument 'xyz' (a lock name has no spaces; options are key=value)");
+    parse_err("WATCH a ttl", PROTO_ERR_PROTO,
+              "WATCH: too many arguments");
     /* A bare word after an option: the option's value had a space, not the name. */
     parse_err("TRYLOCK x label=has space", PROTO_ERR_PROTO,
               "TRYLOCK: unexpected argument 'space' after 'label=has' (a label has no spaces; "
@@ -767,9 +815,9 @@ START_TEST(test_long_words_in_errors)
                   "LOCK: unknown option 'kkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkk...'");
     free(line);
 
-    line = make_line("TRYLOCK a ", 'z', 5000, "", &len);
+    line = make_line("STATUS a ", 'z', 5000, "", &len);
     parse_err_len(line, len, PROTO_ERR_PROTO,
-                  "TRYLOCK: unexpected argument 'zzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzz...' "
+                  "STATUS: unexpected argument 'zzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzz...' "
                   "(a lock name has no spaces; options are key=value)");
     free(line);
 
@@ -1012,11 +1060,11 @@ END_TEST
 START_TEST(test_help)
 {
     static const char *const expected[] = {
-        "LOCK <name> [ttl=MS] [wait=MS|inf] [mode=session|lease] [fence] [shared|limit=N] "
+        "LOCK <name>... [ttl=MS] [wait=MS|inf] [mode=session|lease] [fence] [shared|limit=N] "
         "[label=TEXT]",
-        "TRYLOCK <name> [ttl=MS] [mode=session|lease] [fence] [shared|limit=N] [label=TEXT]",
-        "UNLOCK <name> [token=HEX]",
-        "STATUS <name> [token=HEX]", "EXTEND <name> token=HEX ttl=MS", "PING [word]", "VERSION",
+        "TRYLOCK <name>... [ttl=MS] [mode=session|lease] [fence] [shared|limit=N] [label=TEXT]",
+        "UNLOCK <name>... [token=HEX]",
+        "STATUS <name> [token=HEX]", "EXTEND <name>... token=HEX ttl=MS", "PING [word]", "VERSION",
         "HELP", "QUIT", "STATS", "AUTH <password>", "LIST [prefix]", "WATCH <name>",
         "UNWATCH <name>", "BREAK <name>",
     };
@@ -1188,10 +1236,10 @@ START_TEST(test_reply_error_from_parser)
     struct proto_error err;
     struct proto_reply r;
 
-    ck_assert_int_eq(proto_parse("LOCK a\\b c", 10, &cmd, &err), -1);
+    ck_assert_int_eq(proto_parse("STATUS a\\b c", 12, &cmd, &err), -1);
     proto_reply_error(&r, err.code, err.text);
     ck_assert_str_eq(reply_str(&r),
-                     "ERR PROTO LOCK: unexpected argument 'c' (a lock name has no spaces; options are key=value)\n");
+                     "ERR PROTO STATUS: unexpected argument 'c' (a lock name has no spaces; options are key=value)\n");
     ck_assert_int_eq(proto_parse("\\x", 2, &cmd, &err), -1);
     proto_reply_error(&r, err.code, err.text);
     ck_assert_str_eq(reply_str(&r), "ERR UNKNOWN unknown verb '\\x5cx' (HELP lists the verbs)\n");
@@ -1419,6 +1467,7 @@ proto_suite(void)
     tcase_add_test(tc, test_lock_options);
     tcase_add_test(tc, test_lock_wait_inf);
     tcase_add_test(tc, test_trylock);
+    tcase_add_test(tc, test_lock_sets);
     tcase_add_test(tc, test_unlock_status);
     tcase_add_test(tc, test_ping);
     tcase_add_test(tc, test_auth);

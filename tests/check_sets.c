@@ -1,0 +1,702 @@
+/*
+ * check_sets.c: several names at once (LOCK n1 .. nk), end to end.
+ *
+ * Real redis-server masters, one or two real redlockd processes on the
+ * same masters, real sockets (tests/harness.h).  Every daemon uses
+ * lock.key_prefix PREFIX, so the keys read on the masters are
+ * "<prefix><name>".
+ *
+ * Covered: a set is granted whole (every name's key holds one token on
+ * a quorum) and released whole; a refused try leaves no name of the set
+ * on any master (all or none, TRYLOCK and a waiting LOCK); first in,
+ * first out with single-name waiters on the same names, both ways; a
+ * set and its reverse on two daemons, with singles on the same names,
+ * all finish (no deadlock); a set woken by the release of whichever name
+ * kept it out, through another daemon; losing one name loses the set
+ * (one LOST naming it) and frees the others; a closed session frees its
+ * set, and a closed waiter lets the queue behind it go; re-entry of the
+ * same set, CONFLICT for a set sharing a name with a hold and for a
+ * part of a set; lease mode (token UNLOCK and EXTEND of the set); the
+ * limits and errors; STATS set_grants.
+ *
+ * Waiting is always for a condition with a deadline; the only timed
+ * checks are "nothing arrives for N ms" (h_quiet), which show that a
+ * waiter is still waiting.  CK_RUN_CASE=<test> ./build/check_sets runs
+ * one.
+ */
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <check.h>
+
+#include "tests/expect.h"
+#include "tests/harness.h"
+#include "tests/runner.h"
+
+#define NMASTERS        5       /* masters per test */
+#define PREFIX          "st:"   /* lock.key_prefix of every daemon */
+#define CMD_MS          2000    /* deadline for a reply that needs the masters */
+#define GRANT_MS        5000    /* deadline for a waiter's grant once the way is free */
+#define QUIET_MS        400     /* a waiter that must still be waiting: nothing for this long */
+#define TEST_TIMEOUT_S  60      /* per test, unless CK_DEFAULT_TIMEOUT is set */
+#define ROUNDS          15      /* sets taken by each client of the no-deadlock test */
+
+/* Every daemon: a blocked LOCK retries after 0..100 ms; keys under PREFIX; BREAK's password. */
+static const struct h_daemon_opts st_opts = {
+    .retry_delay_ms = 100,
+    .key_prefix = PREFIX,
+    .admin_password = "admin-secret",
+};
+
+/* The value of name's key on master i, "" when absent (static buffer). */
+static const char *
+st_value(size_t i, const char *name)
+{
+    static char out[128];
+    char key[64];
+    char *v;
+
+    snprintf(key, sizeof(key), PREFIX "%s", name);
+    v = h_master_get(i, key);
+    snprintf(out, sizeof(out), "%s", v != NULL ? v : "");
+    free(v);
+    return out;
+}
+
+/* How many masters hold name's key at all. */
+static size_t
+st_held_on(const char *name)
+{
+    size_t i, n = 0;
+
+    for (i = 0; i < NMASTERS; i++) {
+        n += st_value(i, name)[0] != '\0';
+    }
+    return n;
+}
+
+/* The key of name is gone from every master. */
+static bool
+st_cond_gone(void *arg)
+{
+    return st_held_on(arg) == 0;
+}
+
+/* The key of name is on a quorum of the masters. */
+static bool
+st_cond_held(void *arg)
+{
+    return st_held_on(arg) >= NMASTERS / 2 + 1;
+}
+
+#define ST_GONE(name) \
+    ck_assert_msg(h_wait_until(st_cond_gone, (void *)(name), GRANT_MS), \
+                  "%s is still on %zu masters (line %d; value '%s')", (name), st_held_on(name), \
+                  __LINE__, st_value(0, name))
+
+/* Every name of names (NULL-terminated) holds one and the same token on every master. */
+static void
+st_held_together(const char *const *names)
+{
+    char first[128];
+    size_t i, j;
+
+    snprintf(first, sizeof(first), "%s", st_value(0, names[0]));
+    ck_assert_msg(first[0] != '\0', "%s is not on master 0", names[0]);
+    for (i = 0; names[i] != NULL; i++) {
+        for (j = 0; j < NMASTERS; j++) {
+            ck_assert_msg(strcmp(st_value(j, names[i]), first) == 0,
+                          "master %zu: %s holds '%s', %s holds '%s'", j, names[i],
+                          st_value(j, names[i]), names[0], first);
+        }
+    }
+}
+
+/*
+ * names (one space between two) are held now by one holder: the value
+ * of the first name's key on most masters is on a quorum of every
+ * name's keys.
+ */
+static void
+st_held_by_quorum(const char *names)
+{
+    char list[64], token[128], *p, *save = NULL;
+    size_t i, n;
+
+    snprintf(list, sizeof(list), "%s", names);
+    p = strtok_r(list, " ", &save);
+    token[0] = '\0';
+    for (i = 0; i < NMASTERS && token[0] == '\0'; i++) {
+        snprintf(token, sizeof(token), "%s", st_value(i, p));
+    }
+    for (; p != NULL; p = strtok_r(NULL, " ", &save)) {
+        for (i = 0, n = 0; i < NMASTERS; i++) {
+            n += strcmp(st_value(i, p), token) == 0;
+        }
+        ck_assert_msg(n >= NMASTERS / 2 + 1, "%s (held with %s) holds '%s' on only %zu masters",
+                      p, names, token, n);
+    }
+}
+
+/* A set is granted whole and released whole; the reply names it as given. */
+START_TEST(set_granted_whole)
+{
+    static const char *const abc[] = { "a", "b", "c", NULL };
+    char *got;
+    long long v;
+    int s;
+
+    EXPECT_SETUP(.masters = NMASTERS, .daemons = 1, .opts = &st_opts);
+    s = expect_connect(0);
+    got = EXPECT_CMD(s, "LOCK c a b ttl=10000");
+    EXPECT_IS(got, "OK", "c a b");
+    EXPECT_FIELD(got, "holds", "1");
+    v = EXPECT_INT(got, "validity");
+    ck_assert_msg(v > 0 && v <= 10000, "validity out of range: '%s'", got);
+    free(got);
+    st_held_together(abc);
+    got = EXPECT_CMD(s, "STATUS b");
+    EXPECT_IS(got, "HELD", "b");
+    EXPECT_FIELD(got, "owner", "self");
+    free(got);
+    ck_assert_int_eq(expect_stat("set_grants"), 1);
+    EXPECT_REPLY(s, "UNLOCK b c a", "OK b c a holds=0");
+    ck_assert_uint_eq(st_held_on("a") + st_held_on("b") + st_held_on("c"), 0);
+    close(s);
+}
+END_TEST
+
+/* A refused set leaves none of its names anywhere: TRYLOCK and a waiting LOCK. */
+START_TEST(set_all_or_none)
+{
+    char *got;
+    int a, b;
+
+    EXPECT_SETUP(.masters = NMASTERS, .daemons = 1, .opts = &st_opts);
+    a = expect_connect(0);
+    b = expect_connect(0);
+    got = EXPECT_CMD(b, "LOCK b ttl=20000");
+    EXPECT_IS(got, "OK", "b");
+    free(got);
+    got = EXPECT_CMD(a, "TRYLOCK a b c ttl=20000");
+    EXPECT_IS(got, "BUSY", "a b c");
+    ck_assert_msg(EXPECT_INT(got, "ttl") > 0, "BUSY without the holder's ttl: '%s'", got);
+    free(got);
+    ck_assert_uint_eq(st_held_on("a"), 0);
+    ck_assert_uint_eq(st_held_on("c"), 0);
+    /* Waiting: still nothing of it while b is held. */
+    ck_assert_int_eq(h_send(a, "LOCK a b c ttl=20000 wait=20000"), 0);
+    ck_assert(h_quiet(a, QUIET_MS));
+    ck_assert_uint_eq(st_held_on("a"), 0);
+    ck_assert_uint_eq(st_held_on("c"), 0);
+    EXPECT_REPLY(b, "UNLOCK b", "OK b holds=0");
+    got = EXPECT_READ(a, GRANT_MS, "the set once b was free");
+    EXPECT_IS(got, "OK", "a b c");
+    free(got);
+    close(a);
+    close(b);
+}
+END_TEST
+
+/*
+ * First in, first out with single names, both ways: a single LOCK queued
+ * behind a waiting set does not take a name of the set that is free on
+ * the masters, and a set queued behind a single LOCK waits for it.
+ */
+START_TEST(set_fifo_with_singles)
+{
+    int holder, set, single, early;
+    char *got;
+
+    EXPECT_SETUP(.masters = NMASTERS, .daemons = 1, .opts = &st_opts);
+    holder = expect_connect(0);
+    set = expect_connect(0);
+    single = expect_connect(0);
+    early = expect_connect(0);
+    got = EXPECT_CMD(holder, "LOCK x ttl=20000");
+    EXPECT_IS(got, "OK", "x");
+    free(got);
+    /* early queues for x before the set; single for y after it. */
+    ck_assert_int_eq(h_send(early, "LOCK x ttl=20000"), 0);
+    expect_wait_stat("waiters", 1, false, CMD_MS);
+    ck_assert_int_eq(h_send(set, "LOCK x y ttl=20000"), 0);
+    ck_assert_int_eq(h_send(single, "LOCK y ttl=20000"), 0);
+    /* y is free on the masters, but the set is first in its queue. */
+    ck_assert(h_quiet(single, QUIET_MS));
+    ck_assert_uint_eq(st_held_on("y"), 0);
+    EXPECT_REPLY(holder, "UNLOCK x", "OK x holds=0");
+    got = EXPECT_READ(early, GRANT_MS, "the single LOCK queued before the set");
+    EXPECT_IS(got, "OK", "x");
+    free(got);
+    ck_assert(h_quiet(set, QUIET_MS));
+    ck_assert(h_quiet(single, 1));
+    EXPECT_REPLY(early, "UNLOCK x", "OK x holds=0");
+    got = EXPECT_READ(set, GRANT_MS, "the set");
+    EXPECT_IS(got, "OK", "x y");
+    free(got);
+    ck_assert(h_quiet(single, QUIET_MS));
+    EXPECT_REPLY(set, "UNLOCK x y", "OK x y holds=0");
+    got = EXPECT_READ(single, GRANT_MS, "the single LOCK queued behind the set");
+    EXPECT_IS(got, "OK", "y");
+    free(got);
+    close(holder);
+    close(set);
+    close(single);
+    close(early);
+}
+END_TEST
+
+/*
+ * Overlapping sets in opposite orders on two daemons, and single names
+ * beside them: every client takes its lock ROUNDS times; nobody is stuck
+ * (no deadlock), and no two of them hold a name at once (each one checks,
+ * while it holds, that its names' keys hold its token on a quorum).
+ */
+START_TEST(set_no_deadlock_two_daemons)
+{
+    static const char *const lines[] = {
+        "LOCK p q ttl=10000", "LOCK q p ttl=10000", "LOCK q r p ttl=10000", "LOCK p ttl=10000",
+        "LOCK q ttl=10000",
+    };
+    static const char *const names[] = { "p q", "q p", "q r p", "p", "q" };
+    static const char *const unlocks[] = {
+        "UNLOCK p q", "UNLOCK q p", "UNLOCK q r p", "UNLOCK p", "UNLOCK q",
+    };
+    enum { NC = 5 };
+    int fd[NC], done[NC] = { 0 }, holding[NC] = { 0 };
+    size_t i, finished = 0;
+    int64_t end;
+    char *got;
+
+    EXPECT_SETUP(.masters = NMASTERS, .daemons = 2, .opts = &st_opts);
+    for (i = 0; i < NC; i++) {
+        fd[i] = expect_connect(i % 2);
+        ck_assert_int_eq(h_send(fd[i], lines[i]), 0);
+    }
+    end = h_now_ms() + 40000;
+    while (finished < NC && h_now_ms() < end) {
+        for (i = 0; i < NC; i++) {
+            if (done[i] == ROUNDS) {
+                continue;
+            }
+            got = h_read_line(fd[i], 20);
+            if (got == NULL) {
+                continue;
+            }
+            if (!holding[i]) {
+                EXPECT_IS(got, "OK", names[i]);
+                st_held_by_quorum(names[i]);
+            }
+            free(got);
+            if (!holding[i]) {
+                holding[i] = 1;
+                ck_assert_int_eq(h_send(fd[i], unlocks[i]), 0);
+            } else {
+                holding[i] = 0;
+                if (++done[i] == ROUNDS) {
+                    finished++;
+                } else {
+                    ck_assert_int_eq(h_send(fd[i], lines[i]), 0);
+                }
+            }
+        }
+    }
+    for (i = 0; i < NC; i++) {
+        ck_assert_msg(done[i] == ROUNDS, "'%s' finished %d of %d rounds in 40 s", lines[i],
+                      done[i], ROUNDS);
+        close(fd[i]);
+    }
+}
+END_TEST
+
+/*
+ * A waiting set is woken by the release of whichever name keeps it out,
+ * made through another daemon, long before the holders' ttl: first b's
+ * holder lets go (a is still held: refused again, on a), then a's.
+ */
+START_TEST(set_woken_by_each_name)
+{
+    int h1, h2, set;
+    int64_t t0;
+    char *got;
+
+    EXPECT_SETUP(.masters = NMASTERS, .daemons = 2, .opts = &st_opts);
+    h1 = expect_connect(1);
+    h2 = expect_connect(1);
+    set = expect_connect(0);
+    got = EXPECT_CMD(h1, "LOCK a ttl=30000");
+    EXPECT_IS(got, "OK", "a");
+    free(got);
+    got = EXPECT_CMD(h2, "LOCK b ttl=30000");
+    EXPECT_IS(got, "OK", "b");
+    free(got);
+    ck_assert_int_eq(h_send(set, "LOCK a b ttl=30000"), 0);
+    ck_assert(h_quiet(set, QUIET_MS));
+    EXPECT_REPLY(h2, "UNLOCK b", "OK b holds=0");
+    ck_assert(h_quiet(set, QUIET_MS));
+    ck_assert_uint_eq(st_held_on("b"), 0);
+    t0 = h_now_ms();
+    EXPECT_REPLY(h1, "UNLOCK a", "OK a holds=0");
+    got = EXPECT_READ(set, GRANT_MS, "the set once a and b were free");
+    EXPECT_IS(got, "OK", "a b");
+    free(got);
+    ck_assert_msg(h_now_ms() - t0 < 20000, "woken by the ttl, not by the release");
+    close(h1);
+    close(h2);
+    close(set);
+}
+END_TEST
+
+/* Losing one name loses the set: one LOST naming it, and the other names go. */
+START_TEST(set_lost_whole)
+{
+    char key[64];
+    char *got;
+    int s;
+
+    EXPECT_SETUP(.masters = NMASTERS, .daemons = 1, .opts = &st_opts);
+    s = expect_connect(0);
+    got = EXPECT_CMD(s, "LOCK m n o ttl=1500");
+    EXPECT_IS(got, "OK", "m n o");
+    free(got);
+    snprintf(key, sizeof(key), PREFIX "n");
+    expect_del_everywhere(key);
+    expect_lost(s, "m n o", 4000, "the set whose n vanished");
+    ST_GONE("m");
+    ST_GONE("o");
+    ck_assert(h_quiet(s, QUIET_MS));        /* one LOST, not three */
+    EXPECT_REPLY(s, "UNLOCK m n o", "NOTHELD m n o");
+    got = EXPECT_CMD(s, "LOCK m n o ttl=1500");
+    EXPECT_IS(got, "OK", "m n o");
+    free(got);
+    close(s);
+}
+END_TEST
+
+/* A closed session frees its set; a closed waiter lets the queue behind it go. */
+START_TEST(set_close_frees)
+{
+    int a, w, behind, holder;
+    char *got;
+
+    EXPECT_SETUP(.masters = NMASTERS, .daemons = 1, .opts = &st_opts);
+    a = expect_connect(0);
+    got = EXPECT_CMD(a, "LOCK a b ttl=20000");
+    EXPECT_IS(got, "OK", "a b");
+    free(got);
+    close(a);
+    ST_GONE("a");
+    ST_GONE("b");
+
+    holder = expect_connect(0);
+    w = expect_connect(0);
+    behind = expect_connect(0);
+    got = EXPECT_CMD(holder, "LOCK b ttl=20000");
+    EXPECT_IS(got, "OK", "b");
+    free(got);
+    ck_assert_int_eq(h_send(w, "LOCK a b ttl=20000"), 0);
+    expect_wait_stat("waiters", 2, false, CMD_MS);      /* one per name */
+    ck_assert_int_eq(h_send(behind, "LOCK a ttl=20000"), 0);
+    ck_assert(h_quiet(behind, QUIET_MS));
+    expect_reset(w);
+    got = EXPECT_READ(behind, GRANT_MS, "the LOCK behind the closed set");
+    EXPECT_IS(got, "OK", "a");
+    free(got);
+    expect_wait_stat("waiters", 0, false, CMD_MS);
+    close(holder);
+    close(behind);
+}
+END_TEST
+
+/* Re-entry of the same set; CONFLICT for a part of it or a set sharing a name. */
+START_TEST(set_reentry_and_conflicts)
+{
+    char *got;
+    int s;
+
+    EXPECT_SETUP(.masters = NMASTERS, .daemons = 1, .opts = &st_opts);
+    s = expect_connect(0);
+    got = EXPECT_CMD(s, "LOCK a b ttl=10000");
+    EXPECT_IS(got, "OK", "a b");
+    free(got);
+    got = EXPECT_CMD(s, "LOCK b a ttl=10000");
+    EXPECT_IS(got, "OK", "b a");
+    EXPECT_FIELD(got, "holds", "2");
+    free(got);
+    EXPECT_PREFIX(s, "LOCK a", "ERR PROTO this session holds a as part of the set a b");
+    EXPECT_PREFIX(s, "LOCK a c", "ERR PROTO this session holds a as part of the set a b");
+    EXPECT_PREFIX(s, "UNLOCK a", "ERR PROTO this session holds a as part of the set a b");
+    EXPECT_PREFIX(s, "UNLOCK a c", "ERR PROTO this session holds a as part of the set a b");
+    EXPECT_REPLY(s, "UNLOCK a b", "OK a b holds=1");
+    EXPECT_REPLY(s, "UNLOCK b a", "OK b a holds=0");
+    got = EXPECT_CMD(s, "LOCK c ttl=10000");
+    EXPECT_IS(got, "OK", "c");
+    free(got);
+    EXPECT_PREFIX(s, "LOCK c d", "ERR PROTO this session holds c on its own");
+    EXPECT_REPLY(s, "UNLOCK d e", "NOTHELD d e");
+    close(s);
+}
+END_TEST
+
+/* Lease mode: one token for the set; EXTEND and UNLOCK by it, of the whole set. */
+START_TEST(set_lease_mode)
+{
+    static const char *const xy[] = { "x", "y", NULL };
+    char line[128], token[40], *got;
+    int s, o;
+
+    EXPECT_SETUP(.masters = NMASTERS, .daemons = 1, .opts = &st_opts);
+    s = expect_connect(0);
+    o = expect_connect(0);
+    got = EXPECT_CMD(s, "LOCK y x mode=lease ttl=5000");
+    EXPECT_IS(got, "OK", "y x");
+    ck_assert(h_reply_field(got, "token", token, sizeof(token)) && h_is_token(token));
+    EXPECT_NO_FIELD(got, "holds");
+    free(got);
+    st_held_together(xy);
+    ck_assert_str_eq(st_value(0, "x"), token);
+    snprintf(line, sizeof(line), "EXTEND x y token=%s ttl=9000", token);
+    got = EXPECT_CMD(o, line);
+    EXPECT_IS(got, "OK", "x y");
+    ck_assert_msg(EXPECT_INT(got, "validity") > 5000, "EXTEND kept the old ttl: '%s'", got);
+    free(got);
+    snprintf(line, sizeof(line), "UNLOCK x y token=%s", token);
+    EXPECT_REPLY(o, line, "OK x y");
+    ck_assert_uint_eq(st_held_on("x") + st_held_on("y"), 0);
+    snprintf(line, sizeof(line), "EXTEND x y token=%s ttl=9000", token);
+    EXPECT_REPLY(o, line, "NOTHELD x y");
+    /* A set only partly held by the token: NOTHELD, and nothing of it stays. */
+    got = EXPECT_CMD(s, "LOCK x y mode=lease ttl=5000");
+    EXPECT_IS(got, "OK", "x y");
+    ck_assert(h_reply_field(got, "token", token, sizeof(token)));
+    free(got);
+    snprintf(line, sizeof(line), "EXTEND x y z token=%s ttl=9000", token);
+    EXPECT_REPLY(o, line, "NOTHELD x y z");
+    ST_GONE("x");
+    ST_GONE("y");
+    close(s);
+    close(o);
+}
+END_TEST
+
+/*
+ * A fenced set: each name its own fence, in the order the names were
+ * given, each above the last grant of that name and written back to the
+ * name's counter; re-entry repeats them in the new order.
+ */
+START_TEST(set_fences)
+{
+    char *got, fence[64], want[64], key[64];
+    long long fa, fb, f;
+    int s;
+
+    EXPECT_SETUP(.masters = NMASTERS, .daemons = 1, .opts = &st_opts);
+    s = expect_connect(0);
+    for (f = 0; f < 3; f++) {
+        got = EXPECT_CMD(s, "LOCK a fence ttl=10000");
+        EXPECT_IS(got, "OK", "a");
+        free(got);
+        EXPECT_REPLY(s, "UNLOCK a", "OK a holds=0");
+    }
+    got = EXPECT_CMD(s, "LOCK b a fence ttl=10000 label=job7");
+    EXPECT_IS(got, "OK", "b a");
+    ck_assert_msg(h_reply_field(got, "fence", fence, sizeof(fence))
+                  && sscanf(fence, "%lld,%lld", &fb, &fa) == 2, "no two fences: '%s'", got);
+    free(got);
+    ck_assert_msg(fa > 3 && fb >= 1, "fences %lld (a) and %lld (b): a was granted 3 times", fa,
+                  fb);
+    snprintf(want, sizeof(want), "%lld", fa);
+    ck_assert_uint_ge(h_masters_holding(PREFIX "a fence", want), NMASTERS / 2 + 1);
+    got = EXPECT_CMD(s, "STATUS a");
+    EXPECT_IS(got, "HELD", "a");
+    ck_assert_int_eq(EXPECT_INT(got, "fence"), fa);
+    EXPECT_FIELD(got, "label", "job7");
+    free(got);
+    got = EXPECT_CMD(s, "LOCK a b fence");
+    EXPECT_IS(got, "OK", "a b");
+    snprintf(want, sizeof(want), "%lld,%lld", fa, fb);
+    EXPECT_FIELD(got, "fence", want);
+    EXPECT_FIELD(got, "holds", "2");
+    free(got);
+    EXPECT_REPLY(s, "UNLOCK a b", "OK a b holds=1");
+    EXPECT_REPLY(s, "UNLOCK a b", "OK a b holds=0");
+    snprintf(key, sizeof(key), "LOCK a fence ttl=10000");
+    got = EXPECT_CMD(s, key);
+    ck_assert_msg(EXPECT_INT(got, "fence") > fa, "a's next fence is not above the set's: '%s'",
+                  got);
+    free(got);
+    /* A set without a fence: no fence= at all. */
+    got = EXPECT_CMD(s, "LOCK c d ttl=10000");
+    EXPECT_IS(got, "OK", "c d");
+    EXPECT_NO_FIELD(got, "fence");
+    free(got);
+    close(s);
+}
+END_TEST
+
+/*
+ * A grant nobody reads is released at once, every name of it: a session
+ * that resets its connection while its set's round is on the masters,
+ * and a lease-mode set whose OK is provably never read (a Unix socket
+ * closed with it unread: on TCP a reply written counts as read, since a
+ * reset there proves nothing).  Another client then gets the set long
+ * before the ttl.
+ */
+START_TEST(set_undelivered_released)
+{
+    const char *const lines[] = { "LOCK a b ttl=30000", "LOCK a b mode=lease ttl=30000" };
+    char *got;
+    size_t i;
+    int s, o;
+
+    EXPECT_SETUP(.masters = NMASTERS, .daemons = 1, .opts = &st_opts);
+    o = expect_connect(0);
+    for (i = 0; i < 2; i++) {
+        s = i == 0 ? expect_connect(0) : h_connect_unix();
+        ck_assert_int_ge(s, 0);
+        ck_assert_int_eq(h_send(s, lines[i]), 0);
+        if (i == 0) {
+            expect_reset(s);
+        } else {
+            ck_assert(h_wait_until(st_cond_held, (void *)"b", CMD_MS));
+            close(s);       /* the OK unread */
+        }
+        ST_GONE("a");
+        ST_GONE("b");
+        got = EXPECT_CMD(o, "LOCK b a ttl=30000 wait=5000");
+        EXPECT_IS(got, "OK", "b a");
+        free(got);
+        EXPECT_REPLY(o, "UNLOCK a b", "OK a b holds=0");
+    }
+    close(o);
+}
+END_TEST
+
+/*
+ * A paused daemon's set: while it is stopped past the ttl, the other
+ * daemon grants the set to its own client; once it runs again its
+ * holder hears one LOST for the set, and nothing it does then deletes
+ * the new holder's keys.
+ */
+START_TEST(set_paused_daemon)
+{
+    static const char *const ab[] = { "a", "b", NULL };
+    char token[128], *got;
+    int h, w;
+
+    EXPECT_SETUP(.masters = NMASTERS, .daemons = 2, .opts = &st_opts);
+    h = expect_connect(0);
+    w = expect_connect(1);
+    got = EXPECT_CMD(h, "LOCK a b ttl=1000");
+    EXPECT_IS(got, "OK", "a b");
+    free(got);
+    h_use_daemon(0);
+    ck_assert_int_eq(h_signal_daemon(SIGSTOP), 0);
+    got = EXPECT_CMD(w, "LOCK b a ttl=20000 wait=10000");
+    ck_assert_msg(h_is_reply(got, "OK", "b a"), "the other daemon's set: '%s'", got);
+    free(got);
+    st_held_together(ab);
+    snprintf(token, sizeof(token), "%s", st_value(0, "a"));
+    ck_assert_int_eq(h_signal_daemon(SIGCONT), 0);
+    expect_lost(h, "a b", 4000, "the paused daemon's set");
+    ck_assert(h_quiet(h, QUIET_MS));        /* one LOST */
+    st_held_together(ab);
+    ck_assert_str_eq(st_value(0, "a"), token);
+    close(h);
+    close(w);
+}
+END_TEST
+
+/*
+ * An operator's BREAK of one name of a set, through the other daemon:
+ * the holder hears one LOST naming the set (reason=broken), and the set's
+ * other names are released.
+ */
+START_TEST(set_break_one_name)
+{
+    char *got;
+    int h, op;
+
+    EXPECT_SETUP(.masters = NMASTERS, .daemons = 2, .opts = &st_opts);
+    h = expect_connect(0);
+    op = expect_connect(1);
+    got = EXPECT_CMD(h, "LOCK a b c ttl=20000");
+    EXPECT_IS(got, "OK", "a b c");
+    free(got);
+    EXPECT_PREFIX(op, "AUTH admin-secret", "OK");
+    got = EXPECT_CMD(op, "BREAK b");
+    EXPECT_IS(got, "OK", "b");
+    free(got);
+    got = EXPECT_READ(h, GRANT_MS, "the set's LOST");
+    ck_assert_msg(strcmp(got, "! LOST a b c reason=broken") == 0, "got '%s'", got);
+    free(got);
+    ST_GONE("a");
+    ST_GONE("c");
+    ck_assert(h_quiet(h, QUIET_MS));
+    EXPECT_REPLY(h, "UNLOCK a b c", "NOTHELD a b c");
+    close(h);
+    close(op);
+}
+END_TEST
+
+/* The limits and errors of sets. */
+START_TEST(set_errors)
+{
+    char *got;
+    size_t i;
+    int s, o;
+
+    EXPECT_SETUP(.masters = NMASTERS, .daemons = 1, .opts = &st_opts);
+    s = expect_connect(0);
+    o = expect_connect(0);
+    EXPECT_REPLY(s, "LOCK a b shared",
+                 "ERR PROTO LOCK: 'shared' takes one name (a set of names is held exclusively)");
+    EXPECT_REPLY(s, "LOCK a a", "ERR PROTO LOCK: lock name 'a' given twice");
+    got = EXPECT_CMD(o, "LOCK k limit=2 ttl=10000");
+    EXPECT_IS(got, "OK", "k");
+    free(got);
+    EXPECT_PREFIX(s, "LOCK j k", "ERR KIND k is held with limit=2");
+    EXPECT_REPLY(o, "UNLOCK k", "OK k holds=0");
+    /* Through the masters only: a counted name with a live permit, held elsewhere. */
+    for (i = 0; i < NMASTERS; i++) {
+        ck_assert_int_eq(h_master_cmd(i, NULL, "HSET %s limit 2 1 1", PREFIX "w"), 0);
+        ck_assert_int_eq(h_master_cmd(i, NULL, "SET %s elsewhere PX 20000",
+                                      PREFIX "w permit 1"), 0);
+    }
+    EXPECT_PREFIX(s, "LOCK v w wait=0", "ERR KIND a name of the set is held with limit=2");
+    ck_assert_uint_eq(st_held_on("v"), 0);
+    close(s);
+    close(o);
+}
+END_TEST
+
+/* ---- the suite ---- */
+
+#define ST_ADD(s, test) expect_add_case((s), #test, (test), h_end, TEST_TIMEOUT_S)
+
+static Suite *
+sets_suite(void)
+{
+    Suite *s = suite_create("redlockd sets");
+
+    ST_ADD(s, set_granted_whole);
+    ST_ADD(s, set_all_or_none);
+    ST_ADD(s, set_fifo_with_singles);
+    ST_ADD(s, set_no_deadlock_two_daemons);
+    ST_ADD(s, set_woken_by_each_name);
+    ST_ADD(s, set_lost_whole);
+    ST_ADD(s, set_close_frees);
+    ST_ADD(s, set_reentry_and_conflicts);
+    ST_ADD(s, set_lease_mode);
+    ST_ADD(s, set_fences);
+    ST_ADD(s, set_undelivered_released);
+    ST_ADD(s, set_paused_daemon);
+    ST_ADD(s, set_break_one_name);
+    ST_ADD(s, set_errors);
+    return s;
+}
+
+const struct runner runner_main = { "check_sets", sets_suite, h_suite_init, h_suite_cleanup };
