@@ -544,6 +544,24 @@ waiter_timer_cb(evutil_socket_t fd, short what, void *arg)
     }
 }
 
+void
+waiter_grant_lease(struct waiter *w, const struct redlock_acquire_result *res,
+                   struct lock_acquire_result *out)
+{
+    struct lock_client *c = w->client;
+    char token[UTIL_TOKEN_HEX + 1];
+
+    /* Nothing to keep: the lock is the keys on the masters and the token. */
+    stats.lease_grants++;
+    memcpy(token, w->token, sizeof(token));
+    out->token = token;
+    out->validity_ms = (res->validity_end_us - util_now_us()) / 1000;
+    waiter_observe(w);
+    c->waiter = NULL;
+    waiter_free(w);
+    c->hooks->acquired(c, out);
+}
+
 /* Turn a granted waiter into the entry's lease and answer OK; handover: its
  * round was a hand-over (the daemon's turn goes on). */
 static void
@@ -574,19 +592,11 @@ waiter_grant(struct waiter *w, const struct redlock_acquire_result *res, bool ha
     out.limit = w->limit;
     out.permit = w->life.kind == REDLOCK_PERMIT ? (int)w->slot : -1;
     if (w->lease_mode) {
-        /* Nothing to keep: the lock is the keys on the masters and the token. */
-        char token[UTIL_TOKEN_HEX + 1], name[PROTO_NAME_MAX];
+        char name[PROTO_NAME_MAX];
 
-        stats.lease_grants++;
-        memcpy(token, w->token, sizeof(token));
         memcpy(name, lk->name, lk->name_len);   /* the entry may go with the waiter */
         out.v.name = name;
-        out.token = token;
-        out.validity_ms = (res->validity_end_us - util_now_us()) / 1000;
-        waiter_observe(w);
-        c->waiter = NULL;
-        waiter_free(w);
-        c->hooks->acquired(c, &out);
+        waiter_grant_lease(w, res, &out);
         return;
     }
     h = xcalloc(1, sizeof(*h));

@@ -322,16 +322,7 @@ lock_set_grant(struct waiter *lead, const struct redlock_acquire_result *res)
         out.fences = lock_set_fence_text(given, set->n, fences, sizeof(fences));
     }
     if (lead->lease_mode) {
-        char token[UTIL_TOKEN_HEX + 1];
-
-        stats.lease_grants++;
-        memcpy(token, lead->token, sizeof(token));
-        out.token = token;
-        out.validity_ms = (res->validity_end_us - util_now_us()) / 1000;
-        waiter_observe(lead);
-        c->waiter = NULL;
-        waiter_free(lead);
-        c->hooks->acquired(c, &out);
+        waiter_grant_lease(lead, res, &out);
         free(text);
         return;
     }

@@ -327,6 +327,14 @@ void waiter_wait(struct waiter *w);
 void waiter_refuse(struct waiter *w, enum waiter_answer answer, int64_t ttl_ms,
                    const char *text);
 
+/*
+ * A lease-mode grant (res) of w: out (its name set by the caller, and
+ * valid until this returns) gets the token and the validity, the waiter
+ * is freed, and its client hears OK.
+ */
+void waiter_grant_lease(struct waiter *w, const struct redlock_acquire_result *res,
+                        struct lock_acquire_result *out);
+
 /* The client's LOCK of name (the set's text for a set) is answered: its latency. */
 void waiter_observe(const struct waiter *w);
 
