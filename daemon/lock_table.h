@@ -104,6 +104,8 @@ struct waiter {
     char                label[REDLOCK_LABEL_MAX + 1]; /* the holder's label */
     bool                label_asked;/* written with the record on the masters (label=);
                                        else kept here only */
+    int64_t             delay_ms;   /* the lock-delay its hold asks for, ms; 0: none */
+    bool                delayed;    /* its last try was refused by a lock-delay */
     size_t              name_off;   /* name = key + name_off */
     size_t              key_len;    /* bytes in key */
     char                key[];      /* prefix + name, NUL-terminated */

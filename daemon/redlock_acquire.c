@@ -220,6 +220,10 @@ redlock_refusal_of(struct redlock_acquire_op *op, const struct master_reply *rep
         op->pttls[op->npttl++] = pttl;
     }
     op->who[op->nheld++] = redlock_token_id(who, who_len);
+    if (who_len > sizeof(REDLOCK_DELAY_MARK) - 1
+        && memcmp(who, REDLOCK_DELAY_MARK, sizeof(REDLOCK_DELAY_MARK) - 1) == 0) {
+        op->delay_id = op->who[op->nheld - 1];  /* a lock-delay, not a holder */
+    }
     return NULL;
 }
 
@@ -581,6 +585,7 @@ redlock_acquire_done(struct round *r, void *arg)
         if (res->split) {
             res->holder_id = 0;
         }
+        res->delayed = !res->split && op->delay_id != 0 && res->holder_id == op->delay_id;
     } else {
         res->v.outcome = REDLOCK_NOQUORUM;
     }
@@ -644,7 +649,7 @@ redlock_acquire(const struct redlock_rec *rec, const char *token, int64_t ttl_ms
 {
     struct redlock_acquire_op *op;
     struct redlock_keys k;
-    char ttl[24];
+    char ttl[24], delay[24];
     const char *args[12];
     size_t lens[12], nkeys, n = 0, label_len = label != NULL ? strlen(label) : 0;
 
@@ -675,7 +680,7 @@ redlock_acquire(const struct redlock_rec *rec, const char *token, int64_t ttl_ms
         lens[n++] = op->wb->fence_key_len;
     }
     nkeys = n;
-    /* ARGV: token, ttl, peers, old token, kind, limit, wait, label, gate. */
+    /* ARGV: token, ttl, peers, old token, kind, limit, wait, label, gate[, delay]. */
     args[n] = token;
     lens[n++] = UTIL_TOKEN_HEX;
     args[n] = ttl;
@@ -698,6 +703,11 @@ redlock_acquire(const struct redlock_rec *rec, const char *token, int64_t ttl_ms
            && memcmp(gate, token, UTIL_TOKEN_HEX) != 0 ? gate : "";
     args[n] = gate;
     lens[n++] = strlen(gate);
+    if (rec->kind == REDLOCK_EXCLUSIVE && rec->delay_ms > 0) {
+        /* A hold with a lock-delay keeps it on the masters: the delay's ms. */
+        args[n] = delay;
+        lens[n++] = (size_t)snprintf(delay, sizeof(delay), "%lld", (long long)rec->delay_ms);
+    }
     if (round_start(redlock_scripts.acquire, nkeys, n, args, lens, redlock_acquire_reply,
                     redlock_acquire_done, op) != 0) {
         xmalloc_fail("an acquire's round");
@@ -762,30 +772,52 @@ redlock_release_done(struct round *r, void *arg)
     free(op);
 }
 
-int
-redlock_release(const struct redlock_rec *rec, const char *token, redlock_release_fn cb,
-                void *arg)
+/* A release, and with delay_ms > 0 the lock-delay it starts (ARGV[6]). */
+static int
+redlock_release_with(const struct redlock_rec *rec, const char *token, int64_t delay_ms,
+                     redlock_release_fn cb, void *arg)
 {
     struct redlock_release_op *op = NULL;
     struct redlock_keys k;
-    const char *args[6] = { k.rec, token, REDLOCK_ANNOUNCE, k.kind, k.aux, k.label };
-    size_t lens[6] = { 0, UTIL_TOKEN_HEX, sizeof(REDLOCK_ANNOUNCE) - 1, 1, 0, 1 };
+    char delay[24];
+    const char *args[7] = { k.rec, token, REDLOCK_ANNOUNCE, k.kind, k.aux, k.label, delay };
+    size_t lens[7] = { 0, UTIL_TOKEN_HEX, sizeof(REDLOCK_ANNOUNCE) - 1, 1, 0, 1, 0 };
 
     if (redlock_keys_of(rec, &k) != 0) {
         return -1;
     }
     lens[0] = k.rec_len;
     lens[4] = k.aux_len;
+    if (delay_ms > 0) {
+        lens[6] = (size_t)snprintf(delay, sizeof(delay), "%lld", (long long)delay_ms);
+    }
     if (cb != NULL) {
         op = redlock_op_new(sizeof(*op), 0, arg);
         op->cb = cb;
     }
     /* Sent to every master; answered once a verdict is sure (redlock_release_reply). */
-    if (round_start(redlock_scripts.release, 1, 6, args, lens, redlock_release_reply,
-                    cb != NULL ? redlock_release_done : NULL, op) != 0) {
+    if (round_start(redlock_scripts.release, 1, delay_ms > 0 ? 7 : 6, args, lens,
+                    redlock_release_reply, cb != NULL ? redlock_release_done : NULL, op) != 0) {
         xmalloc_fail("a release's round");
     }
     return 0;
+}
+
+int
+redlock_release(const struct redlock_rec *rec, const char *token, redlock_release_fn cb,
+                void *arg)
+{
+    return redlock_release_with(rec, token, 0, cb, arg);
+}
+
+int
+redlock_release_delayed(const struct redlock_rec *rec, const char *token, int64_t delay_ms,
+                        redlock_release_fn cb, void *arg)
+{
+    if (rec->kind != REDLOCK_EXCLUSIVE) {
+        return -1;
+    }
+    return redlock_release_with(rec, token, delay_ms > 0 ? delay_ms : 1, cb, arg);
 }
 
 int
