@@ -124,13 +124,14 @@ dl_expect_status_delayed(int fd, const char *name, long long max_ms)
 /*
  * A session that held with delay= closes: the name is refused, as a
  * delay, through the same daemon and a second one, STATUS says so on
- * both, and it is granted once the delay is over.  The marks are on
- * every master, with the holder's token after "delay ".
+ * both, and it is granted once the delay is over, first to a LOCK that
+ * waited through the second daemon.  The marks are on every master,
+ * with the holder's token after "delay ".
  */
 START_TEST(delay_after_close)
 {
-    int a, b, c;
-    char *v;
+    int a, b, c, w;
+    char *v, *got;
     size_t i;
 
     EXPECT_SETUP(.masters = NMASTERS, .daemons = 2, .opts = &dl_opts);
@@ -140,6 +141,10 @@ START_TEST(delay_after_close)
     h_use_daemon(1);
     c = expect_tcp();
     EXPECT_PREFIX(a, "LOCK dc delay=1500", "OK dc validity=");
+    /* A LOCK that waits through the second daemon, from before the close. */
+    w = expect_tcp();
+    ck_assert_int_eq(h_send(w, "LOCK dc"), 0);
+    expect_wait_stat("waiters", 1, false, CMD_MS);
     /* The delay it asked for is next to its record, for a BREAK. */
     v = h_master_get(0, "dc delay");
     ck_assert_msg(v != NULL && strncmp(v, "1500 ", 5) == 0, "master 0 has 'dc delay' = '%s'",
@@ -159,9 +164,16 @@ START_TEST(delay_after_close)
         v = h_master_get(i, "dc delay");
         ck_assert_msg(v == NULL, "master %zu kept 'dc delay' = '%s'", i, v);
     }
+    /* The waiter is granted once the delay is over (nothing announces it: its timer). */
+    got = h_read_line(w, GRANT_MS);
+    ck_assert_msg(got != NULL && strncmp(got, "OK dc validity=", 15) == 0,
+                  "the second daemon's waiter got '%s'", got != NULL ? got : "(nothing)");
+    free(got);
+    EXPECT_REPLY(w, "UNLOCK dc", "OK dc holds=0");
     dl_expect_granted(c, "dc", GRANT_MS, "second daemon after the delay");
     close(b);
     close(c);
+    close(w);
 }
 END_TEST
 
