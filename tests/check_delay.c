@@ -22,6 +22,7 @@
  * (tests/harness.h).  Each test is a test case of its own:
  * CK_RUN_CASE=<test> ./build/check_delay runs one.
  */
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -294,6 +295,42 @@ START_TEST(delay_after_lost)
 END_TEST
 
 /*
+ * The masters pause (SIGSTOP) under a hold with a delay: its renewals
+ * get no quorum and the daemon reports it lost (reason=quorum); the
+ * release that starts the delay waits in the links, runs when the
+ * masters resume, and the name is refused as a delay before it is
+ * granted.  The masters resume well within redis.down_after_ms, which
+ * is raised so that the daemon keeps its links (a daemon that drops
+ * them cannot start the delay there: PROTOCOL.md section 9, Lock-delay).
+ */
+START_TEST(delay_after_masters_paused)
+{
+    static const struct h_daemon_opts opts = {
+        .retry_delay_ms = 100,
+        .down_after_ms = 20000,
+    };
+    int a, b;
+    size_t i;
+
+    EXPECT_SETUP(.masters = NMASTERS, .daemons = 1, .opts = &opts);
+    a = expect_tcp();
+    b = expect_tcp();
+    EXPECT_PREFIX(a, "LOCK dp ttl=900 delay=1500", "OK dp validity=");
+    for (i = 0; i < NMASTERS; i++) {
+        ck_assert_int_eq(h_signal_master(i, SIGSTOP), 0);
+    }
+    expect_lost(a, "dp", 5000, "the holder whose masters paused");
+    for (i = 0; i < NMASTERS; i++) {
+        ck_assert_int_eq(h_signal_master(i, SIGCONT), 0);
+    }
+    dl_expect_delayed(b, "dp", DELAY_MS + 900, "after the masters resumed");
+    dl_expect_granted(b, "dp", GRANT_MS, "after the delay");
+    close(a);
+    close(b);
+}
+END_TEST
+
+/*
  * lock.delay_ms is the delay of an exclusive session-mode LOCK without
  * delay=; delay=0 asks for none; a shared hold has none.
  */
@@ -442,6 +479,7 @@ delay_suite(void)
     DL_ADD(s, delay_waiter_waits_it_out);
     DL_ADD(s, delay_after_break);
     DL_ADD(s, delay_after_lost);
+    DL_ADD(s, delay_after_masters_paused);
     DL_ADD(s, delay_default_from_conf);
     DL_ADD(s, delay_refused_options);
     DL_ADD(s, delay_costs_nothing_unasked);
