@@ -238,14 +238,14 @@ END_TEST
 
 /*
  * An operator's BREAK, through the other daemon, starts the delay the
- * holder asked for (the masters kept it at grant); the holder hears
- * LOST reason=broken.  A BREAK during a delay leaves the delay alone.
- * The delay is long here: a BREAK answers three round deadlines after
+ * holder asked for (the masters kept it at grant), even while the
+ * holder's daemon is stopped; the holder hears LOST reason=broken.  A
+ * BREAK during a delay leaves the delay alone.  The delay is long here: a BREAK answers three round deadlines after
  * the masters ran it (PROTOCOL.md, BREAK), and the delay runs from then.
  */
 START_TEST(delay_after_break)
 {
-    int a, adm, b;
+    int a, adm, b, c;
 
     EXPECT_SETUP(.masters = NMASTERS, .daemons = 2, .opts = &dl_opts);
     h_use_daemon(0);
@@ -253,9 +253,18 @@ START_TEST(delay_after_break)
     b = expect_tcp();
     h_use_daemon(1);
     adm = expect_tcp();
+    c = expect_tcp();
     EXPECT_REPLY(adm, "AUTH " ADMIN_PASSWORD, "OK");
     EXPECT_PREFIX(a, "LOCK db delay=6000", "OK db validity=");
+    /*
+     * The holder's daemon is stopped: it cannot hear the BREAK and start
+     * the delay itself; the masters do, from the delay the grant kept.
+     */
+    h_use_daemon(0);
+    ck_assert_int_eq(h_signal_daemon(SIGSTOP), 0);
     EXPECT_PREFIX(adm, "BREAK db", "OK db holders=1 ");
+    dl_expect_delayed(c, "db", 6000, "after BREAK, the holder's daemon stopped");
+    ck_assert_int_eq(h_signal_daemon(SIGCONT), 0);
     expect_lost(a, "db", CMD_MS, "the broken holder");
     dl_expect_delayed(b, "db", 6000, "after BREAK");
     dl_expect_status_delayed(adm, "db", 6000);
@@ -266,6 +275,7 @@ START_TEST(delay_after_break)
     close(a);
     close(adm);
     close(b);
+    close(c);
 }
 END_TEST
 
