@@ -240,8 +240,9 @@ END_TEST
  * An operator's BREAK, through the other daemon, starts the delay the
  * holder asked for (the masters kept it at grant), even while the
  * holder's daemon is stopped; the holder hears LOST reason=broken.  A
- * BREAK during a delay leaves the delay alone.  The delay is long here: a BREAK answers three round deadlines after
- * the masters ran it (PROTOCOL.md, BREAK), and the delay runs from then.
+ * BREAK during a delay leaves the delay alone.  The delay is long
+ * here: a BREAK answers three round deadlines after the masters ran it
+ * (PROTOCOL.md, BREAK), and the delay runs from then.
  */
 START_TEST(delay_after_break)
 {
