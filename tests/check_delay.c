@@ -55,6 +55,31 @@ static const struct h_daemon_opts dl_default_opts = {
     .delay_ms = DELAY_MS,
 };
 
+/* arg: the name.  Every master holds the delay mark in the name's key. */
+static bool
+dl_cond_marked(void *arg)
+{
+    const char *name = arg;
+    size_t i;
+    bool all = true;
+
+    for (i = 0; i < h_master_count() && all; i++) {
+        char *v = h_master_get(i, name);
+
+        all = v != NULL && strncmp(v, "delay ", 6) == 0;
+        free(v);
+    }
+    return all;
+}
+
+/* The release that starts name's delay ran on every master (a close is seen by its daemon later). */
+static void
+dl_wait_marked(const char *name)
+{
+    ck_assert_msg(h_wait_until(dl_cond_marked, (void *)name, CMD_MS),
+                  "the delay mark of %s is not on every master", name);
+}
+
 /*
  * A TRYLOCK of name on fd must be refused by a lock-delay: "BUSY <name>
  * ttl=T delayed=T" with 0 <= T <= max_ms.
@@ -152,6 +177,7 @@ START_TEST(delay_after_close)
                   v != NULL ? v : "(none)");
     free(v);
     close(a);
+    dl_wait_marked("dc");
     dl_expect_delayed(b, "dc", DELAY_MS, "same daemon");
     dl_expect_delayed(c, "dc", DELAY_MS, "second daemon");
     dl_expect_status_delayed(b, "dc", DELAY_MS);
@@ -342,6 +368,51 @@ START_TEST(delay_after_masters_paused)
 END_TEST
 
 /*
+ * A daemon of the last release (no lock-delay) beside this one honours
+ * the mark as a holder: its TRYLOCK is BUSY (without delayed=, which it
+ * does not know) for at most the delay, and its waiting LOCK is granted
+ * once the delay is over.  ($REDLOCKD_PREV_BIN: make builds it.)
+ */
+START_TEST(delay_honoured_by_last_release)
+{
+    const char *prev = getenv("REDLOCKD_PREV_BIN");
+    long long ttl = -2;
+    int a, c, w;
+    char *got;
+
+    ck_assert_msg(prev != NULL && prev[0] != '\0' && access(prev, X_OK) == 0,
+                  "no daemon of the last release: set REDLOCKD_PREV_BIN (make check-delay "
+                  "builds it and sets it)");
+    EXPECT_SETUP(.masters = NMASTERS, .daemons = 2, .opts = &dl_opts,
+                 .builds = (const char *const[]){ prev, NULL });
+    h_use_daemon(0);
+    c = expect_tcp();
+    w = expect_tcp();
+    h_use_daemon(1);
+    a = expect_tcp();
+    EXPECT_PREFIX(a, "LOCK dr delay=1500", "OK dr validity=");
+    h_use_daemon(0);
+    ck_assert_int_eq(h_send(w, "LOCK dr"), 0);
+    expect_wait_stat("waiters", 1, false, CMD_MS);
+    close(a);
+    dl_wait_marked("dr");
+    got = h_cmd(c, "TRYLOCK dr", CMD_MS);
+    ck_assert_msg(got != NULL && strncmp(got, "BUSY dr ", 8) == 0
+                  && h_reply_int(got, "ttl", &ttl) && ttl >= 0 && ttl <= DELAY_MS,
+                  "the last release's TRYLOCK answered '%s' during the delay",
+                  got != NULL ? got : "(nothing)");
+    free(got);
+    got = h_read_line(w, GRANT_MS);
+    ck_assert_msg(got != NULL && strncmp(got, "OK dr validity=", 15) == 0,
+                  "the last release's waiter got '%s'", got != NULL ? got : "(nothing)");
+    free(got);
+    EXPECT_REPLY(w, "UNLOCK dr", "OK dr holds=0");
+    close(c);
+    close(w);
+}
+END_TEST
+
+/*
  * lock.delay_ms is the delay of an exclusive session-mode LOCK without
  * delay=; delay=0 asks for none; a shared hold has none.
  */
@@ -354,6 +425,7 @@ START_TEST(delay_default_from_conf)
     b = expect_tcp();
     EXPECT_PREFIX(a, "LOCK dd", "OK dd validity=");
     close(a);
+    dl_wait_marked("dd");
     dl_expect_delayed(b, "dd", DELAY_MS, "lock.delay_ms");
 
     a = expect_tcp();
@@ -491,6 +563,7 @@ delay_suite(void)
     DL_ADD(s, delay_after_break);
     DL_ADD(s, delay_after_lost);
     DL_ADD(s, delay_after_masters_paused);
+    DL_ADD(s, delay_honoured_by_last_release);
     DL_ADD(s, delay_default_from_conf);
     DL_ADD(s, delay_refused_options);
     DL_ADD(s, delay_costs_nothing_unasked);
