@@ -301,6 +301,12 @@ redlock_keys_of(const struct redlock_rec *rec, struct redlock_keys *k)
     return 0;
 }
 
+int64_t
+redlock_record_ms(const struct redlock_rec *rec, int64_t ttl_ms)
+{
+    return rec->kind == REDLOCK_EXCLUSIVE && rec->delay_ms > 0 ? ttl_ms + rec->delay_ms : ttl_ms;
+}
+
 /*
  * Write key + suffix and a NUL into out, which has room for key_len +
  * strlen(suffix) + 1 bytes (REDLOCK_DERIVED_MAX for any key up to

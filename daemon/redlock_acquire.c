@@ -684,7 +684,8 @@ redlock_acquire(const struct redlock_rec *rec, const char *token, int64_t ttl_ms
     args[n] = token;
     lens[n++] = UTIL_TOKEN_HEX;
     args[n] = ttl;
-    lens[n++] = (size_t)snprintf(ttl, sizeof(ttl), "%lld", (long long)ttl_ms);
+    lens[n++] = (size_t)snprintf(ttl, sizeof(ttl), "%lld",
+                                 (long long)redlock_record_ms(rec, ttl_ms));
     args[n] = (flags & REDLOCK_ACQUIRE_PEERS) != 0 ? "1" : "";
     lens[n++] = (flags & REDLOCK_ACQUIRE_PEERS) != 0 ? 1 : 0;
     args[n] = old_token != NULL ? old_token : "";

@@ -249,7 +249,8 @@ redlock_extend(const struct redlock_extend_item *items, size_t n,
         redlock_put(&p, k.rec, k.rec_len, &args[i], &lens[i]);
         redlock_put(&p, items[i].token, UTIL_TOKEN_HEX, &args[a], &lens[a]);
         redlock_put(&p, ttl, (size_t)snprintf(ttl, sizeof(ttl), "%lld",
-                                              (long long)items[i].ttl_ms),
+                                              (long long)redlock_record_ms(items[i].rec,
+                                                                           items[i].ttl_ms)),
                     &args[a + 1], &lens[a + 1]);
         redlock_put(&p, k.kind, 1, &args[a + 2], &lens[a + 2]);
         redlock_put(&p, k.aux, k.aux_len, &args[a + 3], &lens[a + 3]);

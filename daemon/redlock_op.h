@@ -45,6 +45,15 @@ struct redlock_keys {
 };
 
 /*
+ * How long rec's record is written to live on the masters for a lease
+ * of ttl_ms: the ttl, plus the lock-delay of an exclusive hold that
+ * asked for one, so that a hold whose daemon dies (and writes no delay
+ * mark) still keeps the name from others for its delay after its lease.
+ * The validity reported is still counted from ttl_ms alone.  Pure.
+ */
+int64_t redlock_record_ms(const struct redlock_rec *rec, int64_t ttl_ms);
+
+/*
  * What every operation of the engine shares, embedded as the first
  * member (b) of each operation's own state below.  An operation's state
  * is allocated by redlock_op_new() and freed by its last round's done

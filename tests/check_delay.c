@@ -413,6 +413,42 @@ START_TEST(delay_honoured_by_last_release)
 END_TEST
 
 /*
+ * The holder's daemon is killed (SIGKILL: it writes no mark): the hold
+ * still keeps the name for its delay after its lease, since its record
+ * was written, and renewed, to live for ttl + delay.  Through the other
+ * daemon TRYLOCK answers BUSY with a ttl above the lease's own 900 ms
+ * (the record's time left: at most ttl + delay), until it is granted.
+ */
+START_TEST(delay_after_daemon_killed)
+{
+    long long ttl = -2;
+    int a, c;
+    char *got;
+
+    EXPECT_SETUP(.masters = NMASTERS, .daemons = 2, .opts = &dl_opts);
+    h_use_daemon(0);
+    a = expect_tcp();
+    h_use_daemon(1);
+    c = expect_tcp();
+    EXPECT_PREFIX(a, "LOCK dk ttl=900 delay=5000", "OK dk validity=");
+    h_sleep_ms(400);        /* a renewal or more: each writes ttl + delay again */
+    h_use_daemon(0);
+    ck_assert_int_eq(h_signal_daemon(SIGKILL), 0);
+    ck_assert_int_eq(h_wait_daemon(CMD_MS), 128 + SIGKILL);
+    h_use_daemon(1);
+    got = h_cmd(c, "TRYLOCK dk", CMD_MS);
+    ck_assert_msg(got != NULL && strncmp(got, "BUSY dk ", 8) == 0
+                  && h_reply_int(got, "ttl", &ttl) && ttl > 1000 && ttl <= 5900,
+                  "TRYLOCK answered '%s' after the holder's daemon was killed, expected BUSY "
+                  "with 1000 < ttl <= 5900", got != NULL ? got : "(nothing)");
+    free(got);
+    dl_expect_granted(c, "dk", GRANT_MS, "after the lease and its delay");
+    close(a);
+    close(c);
+}
+END_TEST
+
+/*
  * lock.delay_ms is the delay of an exclusive session-mode LOCK without
  * delay=; delay=0 asks for none; a shared hold has none.
  */
@@ -563,6 +599,7 @@ delay_suite(void)
     DL_ADD(s, delay_after_break);
     DL_ADD(s, delay_after_lost);
     DL_ADD(s, delay_after_masters_paused);
+    DL_ADD(s, delay_after_daemon_killed);
     DL_ADD(s, delay_honoured_by_last_release);
     DL_ADD(s, delay_default_from_conf);
     DL_ADD(s, delay_refused_options);
