@@ -3,8 +3,9 @@
  * to end, on one daemon and across two.
  *
  * A hold that asked for a delay and ended without UNLOCK (its session
- * closed, the daemon lost it, an operator's BREAK) keeps the name from
- * every client, through every daemon, for the delay: TRYLOCK answers
+ * closed, the daemon lost it, an operator's BREAK, its daemon killed)
+ * keeps the name from every client, through every daemon, for the
+ * delay: TRYLOCK answers
  * BUSY with delayed=, STATUS answers FREE with delayed=, a waiter of the
  * same daemon is not handed the hold but waits the delay out, and then
  * the name is granted.  UNLOCK ends a hold with no delay, and a LOCK
