@@ -235,8 +235,10 @@ void lock_wake_head(struct lock *lk);
  * Give up a hold (UNLOCK to zero, or its session closed): hand it over
  * to the head waiter, yield the name to another daemon's turn, or
  * compare-and-delete it on every master (waiter_give_up decides).  op,
- * when not NULL, is the UNLOCK to answer once the masters did.  Frees
- * the hold.
+ * when not NULL, is the UNLOCK to answer once the masters did.  Without
+ * one (its session closed, the daemon stopping), a hold with a lock-delay
+ * is never handed over: it is released with its delay
+ * (redlock_release_delayed).  Frees the hold.
  */
 void hold_give_up(struct hold *h, struct lock_op *op);
 
