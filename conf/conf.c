@@ -216,6 +216,10 @@ static const struct conf_directive conf_directives[] = {
     { "lock", "max_limit", CONF_T_INT, offsetof(struct conf, max_limit),
       1, 1000, 0, "1000",
       "largest limit= of a counted LOCK (each master reads up to this many permits)", NULL },
+    { "lock", "delay_ms", CONF_T_MS, offsetof(struct conf, delay_ms),
+      0, 86400000, 0, "0",
+      "lock-delay of an exclusive session-mode LOCK without delay=: after its hold ends "
+      "without UNLOCK, nobody is granted the name for this long, ms; 0 for none", NULL },
 
     { "limits", "max_clients", CONF_T_INT, offsetof(struct conf, max_clients),
       1, 1000000, 0, "10000",
@@ -1634,6 +1638,7 @@ conf_check(struct conf_state *st)
     size_t user = conf_must_find("redis", "username");
     size_t pass = conf_must_find("redis", "password");
     size_t def = conf_must_find("lock", "default_ttl_ms");
+    size_t delay = conf_must_find("lock", "delay_ms");
     size_t min = conf_must_find("lock", "min_ttl_ms");
     size_t max = conf_must_find("lock", "max_ttl_ms");
     size_t node = conf_must_find("lock", "node_timeout_ms");
@@ -1702,6 +1707,8 @@ conf_check(struct conf_state *st)
         conf_check_order(st, min, def, false, "");
         conf_check_order(st, def, max, false, "");
     }
+    conf_check_order(st, delay, max, false,
+                     ": a lock-delay is bounded as a lease is (delay= too)");
     conf_check_order(st, node, min, true,
                      ": a round must end well before the shortest lease expires");
     conf_check_order(st, node, down, true,

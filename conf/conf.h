@@ -114,6 +114,8 @@ struct conf {
     enum conf_fence fence;          /* when grants carry a fencing token */
     bool     restart_quarantine;    /* a restarted master votes after max_ttl_ms */
     bool     clock_check;           /* a master whose clock steps votes after max_ttl_ms */
+    int64_t  delay_ms;              /* lock-delay of an exclusive session LOCK without
+                                       delay=, ms; 0: none */
 
     /* limits: */
     int64_t  max_clients;           /* connections at once */

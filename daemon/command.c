@@ -545,6 +545,37 @@ command_status(struct command *c, const char *name, size_t name_len, const char 
 }
 
 /*
+ * The lock-delay of a LOCK or TRYLOCK (req's kind and mode set): delay=
+ * within 0..lock.max_ttl_ms, for a session-mode hold only, else
+ * lock.delay_ms for an exclusive session-mode hold (0 for the others).
+ * 0, or -1 with an ERR PROTO sent.
+ */
+static int
+command_delay(struct session *s, const struct proto_cmd *cmd, struct lock_request *req)
+{
+    char text[160];
+
+    req->delay_ms = 0;
+    if (cmd->has_delay && req->lease_mode) {
+        snprintf(text, sizeof(text), "%s: delay= needs mode=session (a lease ends by UNLOCK "
+                 "or by its ttl, and no daemon sees it end)", proto_verb_name(cmd->verb));
+        session_error(s, PROTO_ERR_PROTO, text);
+        return -1;
+    }
+    if (cmd->has_delay && cmd->delay_ms > ctx.conf->max_ttl_ms) {
+        snprintf(text, sizeof(text), "%s: delay=%lld out of range 0..%lld (lock.max_ttl_ms)",
+                 proto_verb_name(cmd->verb), (long long)cmd->delay_ms,
+                 (long long)ctx.conf->max_ttl_ms);
+        session_error(s, PROTO_ERR_PROTO, text);
+        return -1;
+    }
+    if (req->kind == LOCK_KIND_EXCLUSIVE && !req->lease_mode) {
+        req->delay_ms = cmd->has_delay ? cmd->delay_ms : ctx.conf->delay_ms;
+    }
+    return 0;
+}
+
+/*
  * LOCK and TRYLOCK: check ttl= (mode=lease needs one) and limit=
  * against the config, else ERR PROTO; then the request begins, answered
  * by command_done_cb.
@@ -599,6 +630,9 @@ command_lock(struct command *c, const struct proto_cmd *cmd)
             return;
         }
         req.limit = (unsigned)cmd->limit;
+    }
+    if (command_delay(s, cmd, &req) != 0) {
+        return;
     }
     session_request_begin(s);
     if (cmd->nnames > 1) {

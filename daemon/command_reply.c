@@ -212,6 +212,10 @@ command_acquired(struct lock_client *lc, const struct lock_acquire_result *res)
         proto_reply_start(&r, "BUSY");
         proto_reply_words(&r, v->name, v->name_len);
         proto_reply_int(&r, "ttl", res->busy_ttl_ms);
+        if (res->delayed) {
+            /* No holder: a lock-delay; a key=value, which old clients skip. */
+            proto_reply_int(&r, "delayed", res->busy_ttl_ms);
+        }
     } else if (!command_reply_verdict(&r, v)) {
         return;
     }
@@ -290,6 +294,9 @@ command_status_done(struct lock_client *lc, const struct lock_status_result *res
         if (res->renewed_here) {
             proto_reply_str(&r, "renewer", "watchdog");
         }
+    }
+    if (res->v.outcome == LOCK_FREE && res->delayed_ms != 0) {
+        proto_reply_int(&r, "delayed", res->delayed_ms);
     }
     if ((res->v.outcome == LOCK_HELD || res->v.outcome == LOCK_FREE) && res->waiters > 0) {
         proto_reply_int(&r, "waiters", (int64_t)res->waiters);

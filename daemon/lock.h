@@ -96,6 +96,8 @@ struct lock_acquire_result {
     unsigned    limit;          /* OK of a counted hold: the name's limit */
     int         permit;         /* OK of a counted hold: its permit's index; else -1 */
     int64_t     busy_ttl_ms;    /* BUSY: the holder's remaining ttl, ms, or -1 */
+    bool        delayed;        /* BUSY: no holder, but a lock-delay is in force;
+                                   busy_ttl_ms is its time left */
 };
 
 /* UNLOCK (lock_release): OK, NOTHELD, NOQUORUM, FAILED. */
@@ -133,6 +135,8 @@ struct lock_status_result {
     size_t      waiters;        /* HELD/FREE: LOCKs waiting on the name here */
     bool        renewed_here;   /* HELD: a session of this daemon holds the name,
                                    so this daemon's watchdog renews that hold */
+    int64_t     delayed_ms;     /* FREE: a lock-delay is in force for this long,
+                                   ms (-1: its mark has no expiry); 0: none */
 };
 
 /* BREAK (lock_break): OK, NOQUORUM, FAILED. */
@@ -204,6 +208,11 @@ struct lock_request {
                            the lock on the masters, for every daemon to show;
                            else (a default label) it is kept here only, for
                            this daemon's LIST, STATUS and WATCH */
+    int64_t  delay_ms;  /* an exclusive session-mode hold's lock-delay, ms (0:
+                           none; checked by the caller): when the hold ends
+                           without UNLOCK (its session closes, it is lost, a
+                           BREAK), nobody is granted the name for that long;
+                           the hold is then never handed over */
 };
 
 /*

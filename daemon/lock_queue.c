@@ -150,6 +150,7 @@ waiter_rec(const struct waiter *w, struct redlock_rec *rec)
     rec->slot = w->slot;
     rec->limit = w->limit;
     rec->labelled = waiter_label(w) != NULL;
+    rec->delay_ms = w->delay_ms;
 }
 
 /* A permit for a counted head to propose: one no hold of this daemon has (waiter_pick_permit). */
@@ -241,12 +242,17 @@ hold_give_up(struct hold *h, struct lock_op *op)
     struct waiter_give_up_step st;
     struct lock_handover *ho;
     struct redlock_rec rec;
+    /* Ended without UNLOCK (op NULL: closed, shut down): its lock-delay applies. */
+    bool delay = op == NULL && h->lease.rec.delay_ms > 0;
 
-    if (w != NULL && w->set != NULL) {
-        /* A set takes its names all at once, never one by hand-over: released, and woken. */
+    if (delay || (w != NULL && w->set != NULL)) {
+        /*
+         * No hand-over, no turn: nobody gets it during the delay; and a
+         * set takes its names all at once, never one by hand-over
+         * (released, and woken).
+         */
         w = NULL;
     }
-
     st = waiter_give_up(w != NULL ? &w->life : NULL, h->lease.rec.kind, lock_stopping,
                         lk->remote, lk->turn_left, ctx.conf->node_timeout_ms * 1000, &env);
     lk->turn_left = st.turn_left;
@@ -266,6 +272,9 @@ hold_give_up(struct hold *h, struct lock_op *op)
         redlock_acquire(&rec, w->token, w->life.ttl_ms, h->lease.token,
                         (w->fence ? REDLOCK_ACQUIRE_FENCE : 0) | REDLOCK_ACQUIRE_PEERS,
                         w->gate_id, waiter_label(w), lock_handover_done, ho);
+    } else if (delay) {
+        redlock_release_delayed(&h->lease.rec, h->lease.token, h->lease.rec.delay_ms, NULL,
+                                NULL);
     } else {
         redlock_release(&h->lease.rec, h->lease.token, op != NULL ? lock_unlock_done : NULL,
                         op);
@@ -372,6 +381,7 @@ waiter_finish(struct waiter *w, enum lock_outcome outcome, int64_t ttl_ms,
     }
     res.permit = -1;
     res.busy_ttl_ms = ttl_ms;
+    res.delayed = outcome == LOCK_BUSY && w->delayed;
     res.v.error = error;
     c->waiter = NULL;
     waiter_free(w);
@@ -705,6 +715,8 @@ waiter_acquired(const struct redlock_acquire_result *res, void *arg)
     struct redlock_rec rec;
     char text[PROTO_NAME_MAX + 64];
 
+    w->delayed = res->v.outcome == REDLOCK_BUSY && res->delayed;
+
     waiter_rec(w, &rec);
     if (st.abandon && w->set != NULL) {
         lock_set_release(w, w->token, true);
@@ -932,6 +944,7 @@ lock_acquire(struct lock_client *c, const char *name, size_t name_len,
              (int)(req->label_len < REDLOCK_LABEL_MAX ? req->label_len : REDLOCK_LABEL_MAX),
              req->label != NULL ? req->label : "");
     w->label_asked = req->label_asked;
+    w->delay_ms = kind == REDLOCK_EXCLUSIVE && !req->lease_mode ? req->delay_ms : 0;
     w->lease_mode = req->lease_mode;
     w->fence = req->fence || ctx.conf->fence == CONF_FENCE_ALWAYS;
     w->limit = lk->limit;

@@ -95,6 +95,21 @@ lock_set_text(const struct lock_name *names, size_t n, size_t *len)
     return text;
 }
 
+/* The exclusive record of the set's member i, as its hold will have it. */
+static void
+lock_set_rec(const struct waiter *lead, size_t i, struct redlock_rec *rec)
+{
+    const struct waiter *m = lead->set->member[i];
+
+    rec->base = m->key;
+    rec->base_len = m->key_len;
+    rec->kind = REDLOCK_EXCLUSIVE;
+    rec->slot = 0;
+    rec->limit = 0;
+    rec->labelled = lead->label_asked && lead->label[0] != '\0';
+    rec->delay_ms = lead->delay_ms;
+}
+
 bool
 lock_set_ready(const struct lock_set *set)
 {
@@ -173,12 +188,7 @@ lock_set_won(const struct redlock_acquire_result *res, void *arg)
         f->job[i].i = i;
     }
     for (i = 0; i < set->n; i++) {
-        rec.base = set->member[i]->key;
-        rec.base_len = set->member[i]->key_len;
-        rec.kind = REDLOCK_EXCLUSIVE;
-        rec.slot = 0;
-        rec.limit = 0;
-        rec.labelled = lead->label_asked && lead->label[0] != '\0';
+        lock_set_rec(lead, i, &rec);
         if (redlock_fence_grant(&rec, lead->token, res, lock_set_fenced, &f->job[i]) != 0) {
             struct redlock_acquire_result bad = *res;
 
@@ -208,7 +218,8 @@ lock_set_try(struct waiter *lead)
     if (lead->fence) {
         flags |= REDLOCK_ACQUIRE_FENCE;
     }
-    if (redlock_acquire_set(bases, lens, set->n, lead->token, lead->life.ttl_ms, old, flags,
+    if (redlock_acquire_set(bases, lens, set->n, lead->token, lead->life.ttl_ms,
+                            lead->delay_ms, old, flags,
                             lead->label_asked && lead->label[0] != '\0' ? lead->label : NULL,
                             lead->fence ? lock_set_won : waiter_acquired, lead) != 0) {
         waiter_finish(lead, LOCK_FAILED, 0, "a set the engine refused");
@@ -229,12 +240,7 @@ lock_set_release(struct waiter *lead, const char *token, bool abandon)
             lock_abandon(m->key + m->name_off, m->key_len - m->name_off, token);
             continue;
         }
-        rec.base = m->key;
-        rec.base_len = m->key_len;
-        rec.kind = REDLOCK_EXCLUSIVE;
-        rec.slot = 0;
-        rec.limit = 0;
-        rec.labelled = lead->label_asked;
+        lock_set_rec(lead, i, &rec);
         redlock_release(&rec, token, NULL, NULL);
     }
 }
@@ -333,12 +339,8 @@ lock_set_grant(struct waiter *lead, const struct redlock_acquire_result *res)
     evtimer_assign(&hs->reap, ctx.base, hold_set_reap_cb, hs);
     for (i = 0; i < set->n; i++) {
         lk = set->member[i]->lock;
+        lock_set_rec(lead, i, &rec);
         rec.base = lk->key;     /* the lease borrows the entry's key */
-        rec.base_len = lk->key_len;
-        rec.kind = REDLOCK_EXCLUSIVE;
-        rec.slot = 0;
-        rec.limit = 0;
-        rec.labelled = lead->label_asked && lead->label[0] != '\0';
         if ((old = lock_same_record(lk, &rec)) != NULL) {
             /* As for one name (waiter_grant): the older lease's keys are gone. */
             log_warn("lock %s: granted again in a set while held here; the older lease "
@@ -569,6 +571,7 @@ lock_acquire_set(struct lock_client *c, const struct lock_name *names, size_t n,
     }
     lead = set->member[0];
     lead->fence = req->fence || ctx.conf->fence == CONF_FENCE_ALWAYS;
+    lead->delay_ms = req->lease_mode ? 0 : req->delay_ms;
     if (util_token(lead->token) != 0) {
         waiter_finish(lead, LOCK_FAILED, 0, "getrandom failed");
         return;

@@ -108,6 +108,8 @@ struct waiter {
                                        else kept here only */
     struct lock_set    *set;        /* a set LOCK's member (lock_set.c), or NULL for a
                                        LOCK of one name */
+    int64_t             delay_ms;   /* the lock-delay its hold asks for, ms; 0: none */
+    bool                delayed;    /* its last try was refused by a lock-delay */
     size_t              name_off;   /* name = key + name_off */
     size_t              key_len;    /* bytes in key */
     char                key[];      /* prefix + name, NUL-terminated */
@@ -276,8 +278,10 @@ void lock_wake_head(struct lock *lk);
  * Give up a hold (UNLOCK to zero, or its session closed): hand it over
  * to the head waiter, yield the name to another daemon's turn, or
  * compare-and-delete it on every master (waiter_give_up decides).  op,
- * when not NULL, is the UNLOCK to answer once the masters did.  Frees
- * the hold.
+ * when not NULL, is the UNLOCK to answer once the masters did.  Without
+ * one (its session closed, the daemon stopping), a hold with a lock-delay
+ * is never handed over: it is released with its delay
+ * (redlock_release_delayed).  Frees the hold.
  */
 void hold_give_up(struct hold *h, struct lock_op *op);
 

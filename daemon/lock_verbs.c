@@ -260,6 +260,7 @@ lock_status_done(const struct redlock_status_result *rr, void *arg)
     switch (rr->v.outcome) {
     case REDLOCK_FREE:
         res.v.outcome = LOCK_FREE;
+        res.delayed_ms = rr->delayed_ms;
         break;
     case REDLOCK_HELD:
         res.v.outcome = LOCK_HELD;
@@ -443,7 +444,13 @@ lock_broken(const char *key, size_t key_len, const char *tokens, size_t tokens_l
         if (h == NULL) {
             return;
         }
-        redlock_release(&h->lease.rec, h->lease.token, NULL, NULL);
+        if (h->lease.rec.delay_ms > 0) {
+            /* What the BREAK missed ends as the hold would: with its lock-delay. */
+            redlock_release_delayed(&h->lease.rec, h->lease.token, h->lease.rec.delay_ms,
+                                    NULL, NULL);
+        } else {
+            redlock_release(&h->lease.rec, h->lease.token, NULL, NULL);
+        }
         hold_lost(h, LEASE_REASON_BROKEN);      /* may free lk */
     }
 }

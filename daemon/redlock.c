@@ -286,7 +286,9 @@ redlock_keys_of(const struct redlock_rec *rec, struct redlock_keys *k)
     k->limit[0] = '\0';
     k->kind[0] = (char)rec->kind;
     k->kind[1] = '\0';
-    k->label[0] = rec->labelled ? '1' : '0';
+    /* The holder's flags (prelude.lua, rl_flags): 1 a label, 2 a stored lock-delay. */
+    k->label[0] = (char)('0' + (rec->labelled ? 1 : 0)
+                         + (rec->kind == REDLOCK_EXCLUSIVE && rec->delay_ms > 0 ? 2 : 0));
     k->label[1] = '\0';
     if (rec->kind == REDLOCK_PERMIT) {
         n = snprintf(k->rec + rec->base_len, sizeof(k->rec) - rec->base_len, "%s%u",
@@ -300,6 +302,12 @@ redlock_keys_of(const struct redlock_rec *rec, struct redlock_keys *k)
         k->rec[k->rec_len] = '\0';
     }
     return 0;
+}
+
+int64_t
+redlock_record_ms(const struct redlock_rec *rec, int64_t ttl_ms)
+{
+    return rec->kind == REDLOCK_EXCLUSIVE && rec->delay_ms > 0 ? ttl_ms + rec->delay_ms : ttl_ms;
 }
 
 /*

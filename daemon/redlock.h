@@ -53,6 +53,11 @@
 #define REDLOCK_WATCHING_CHANNEL "redlockd watching" /* every daemon with a WATCH is
                                                subscribed to it on every master; grants
                                                and releases tell watchers only then */
+#define REDLOCK_DELAY_SUFFIX   " delay"     /* "<ms> <token>": the lock-delay an exclusive
+                                               hold asked for, with its record's expiry,
+                                               read by BREAK */
+#define REDLOCK_DELAY_MARK     "delay "     /* + the ended hold's token: the name's key
+                                               during a lock-delay (SET NX fails on it) */
 #define REDLOCK_LABEL_MAX      64           /* longest holder label, bytes */
 #define REDLOCK_WHO_MAX        64           /* most bytes of a holder's token kept by a
                                                status (a foreign client's may be longer) */
@@ -109,6 +114,10 @@ struct redlock_rec {
     unsigned           limit;   /* PERMIT: the name's limit, 1..REDLOCK_LIMIT_MAX */
     bool               labelled;/* the holder may have a label on the masters (a
                                    release then deletes it; false saves the command) */
+    int64_t            delay_ms;/* EXCLUSIVE: the lock-delay the hold asked for, ms,
+                                   kept on the masters with its record (written by
+                                   its grant, extended by renewals, deleted by
+                                   releases); 0: none, and nothing is sent */
 };
 
 /* What a batched renewal came to for one lease (redlock_renewal_verdict). */
@@ -183,6 +192,9 @@ struct redlock_acquire_result {
     bool    readers;                    /* an exclusive record with WAIT: a master
                                            that answered refused it for shared
                                            holders (gate closed or not) */
+    bool    delayed;                    /* BUSY, not split: what refused on a quorum
+                                           is a lock-delay (REDLOCK_DELAY_MARK), not
+                                           a holder; busy_ttl_ms is its time left */
     size_t  failed;                     /* masters where it was not sent, its
                                            connection failed or its answer was
                                            unusable (round_slot ROUND_FAILED); a
@@ -236,6 +248,11 @@ struct redlock_status_result {
     char    holder[REDLOCK_WHO_MAX + 1];/* HELD: that holder's token as the
                                            masters have it (cut), to tell holders
                                            apart; never shown to clients */
+    int64_t delayed_ms;                 /* FREE: the time until enough lock-delay
+                                           marks expire that a quorum could grant
+                                           the name, ms (REDLOCK_NO_EXPIRY: one
+                                           needed never does); 0 when no delay
+                                           is in force on a quorum */
 };
 
 /* A BREAK's result (redlock_break): RELEASED or NOQUORUM; confirmed:
@@ -572,8 +589,9 @@ int redlock_fence_grant(const struct redlock_rec *rec, const char *token,
  * at once").
  */
 int redlock_acquire_set(const char *const *bases, const size_t *base_lens, size_t n,
-                        const char *token, int64_t ttl_ms, const char *old_token,
-                        unsigned flags, const char *label, redlock_acquire_fn cb, void *arg);
+                        const char *token, int64_t ttl_ms, int64_t delay_ms,
+                        const char *old_token, unsigned flags, const char *label,
+                        redlock_acquire_fn cb, void *arg);
 
 /*
  * Compare-and-delete rec's record holding token on every master (a
@@ -625,6 +643,21 @@ int redlock_release(const struct redlock_rec *rec, const char *token, redlock_re
                     void *arg);
 
 /*
+ * A release that starts a lock-delay (the hold ended without UNLOCK: its
+ * session closed, its daemon lost it, a BREAK): as redlock_release, and
+ * in the same script call, on each master where the name's key is free
+ * afterwards (the record was ours and is deleted, or it was gone
+ * already), the key is set to REDLOCK_DELAY_MARK + token for delay_ms
+ * (SET NX PX), which every acquire refuses until it expires (BUSY,
+ * res->delayed).  A master where someone else holds the name is left
+ * alone.  Only for an EXCLUSIVE rec; delay_ms > 0.  Chubby's
+ * lock-delay (Burrows, "The Chubby lock service", section 2.4).
+ * Returns 0, or -1 when rec's key is too long or rec is not exclusive.
+ */
+int redlock_release_delayed(const struct redlock_rec *rec, const char *token,
+                            int64_t delay_ms, redlock_release_fn cb, void *arg);
+
+/*
  * Fire and forget: delete the gate of the name whose key is base where
  * it still holds token (an exclusive LOCK that stopped waiting), and
  * announce it, so that the shared waiters it held back try again.
@@ -640,7 +673,10 @@ int redlock_ungate(const char *base, size_t base_len, const char *token);
  * that is gone stays gone.  A renewal that failed may have pushed the
  * key a whole ttl further on a minority of masters; this brings it back,
  * so the name is free again when the lease would have ended.  Returns
- * 0, or -1 when rec's key is too long.
+ * 0, or -1 when rec's key is too long.  A hold with a lock-delay
+ * (rec->delay_ms) instead starts it (redlock_release_delayed) to end
+ * rec->delay_ms after that same moment: its key holds the delay mark
+ * from now until then, which keeps the holder's window as well.
  */
 int redlock_expire_at(const struct redlock_rec *rec, const char *token,
                       int64_t validity_end_us);

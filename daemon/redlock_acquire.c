@@ -220,6 +220,10 @@ redlock_refusal_of(struct redlock_acquire_op *op, const struct master_reply *rep
         op->pttls[op->npttl++] = pttl;
     }
     op->who[op->nheld++] = redlock_token_id(who, who_len);
+    if (who_len > sizeof(REDLOCK_DELAY_MARK) - 1
+        && memcmp(who, REDLOCK_DELAY_MARK, sizeof(REDLOCK_DELAY_MARK) - 1) == 0) {
+        op->delay_id = op->who[op->nheld - 1];  /* a lock-delay, not a holder */
+    }
     return NULL;
 }
 
@@ -581,6 +585,7 @@ redlock_acquire_done(struct round *r, void *arg)
         if (res->split) {
             res->holder_id = 0;
         }
+        res->delayed = !res->split && op->delay_id != 0 && res->holder_id == op->delay_id;
     } else {
         res->v.outcome = REDLOCK_NOQUORUM;
     }
@@ -644,7 +649,7 @@ redlock_acquire(const struct redlock_rec *rec, const char *token, int64_t ttl_ms
 {
     struct redlock_acquire_op *op;
     struct redlock_keys k;
-    char ttl[24];
+    char ttl[24], delay[24];
     const char *args[12];
     size_t lens[12], nkeys, n = 0, label_len = label != NULL ? strlen(label) : 0;
 
@@ -675,11 +680,12 @@ redlock_acquire(const struct redlock_rec *rec, const char *token, int64_t ttl_ms
         lens[n++] = op->wb->fence_key_len;
     }
     nkeys = n;
-    /* ARGV: token, ttl, peers, old token, kind, limit, wait, label, gate. */
+    /* ARGV: token, ttl, peers, old token, kind, limit, wait, label, gate[, delay]. */
     args[n] = token;
     lens[n++] = UTIL_TOKEN_HEX;
     args[n] = ttl;
-    lens[n++] = (size_t)snprintf(ttl, sizeof(ttl), "%lld", (long long)ttl_ms);
+    lens[n++] = (size_t)snprintf(ttl, sizeof(ttl), "%lld",
+                                 (long long)redlock_record_ms(rec, ttl_ms));
     args[n] = (flags & REDLOCK_ACQUIRE_PEERS) != 0 ? "1" : "";
     lens[n++] = (flags & REDLOCK_ACQUIRE_PEERS) != 0 ? 1 : 0;
     args[n] = old_token != NULL ? old_token : "";
@@ -698,6 +704,11 @@ redlock_acquire(const struct redlock_rec *rec, const char *token, int64_t ttl_ms
            && memcmp(gate, token, UTIL_TOKEN_HEX) != 0 ? gate : "";
     args[n] = gate;
     lens[n++] = strlen(gate);
+    if (rec->kind == REDLOCK_EXCLUSIVE && rec->delay_ms > 0) {
+        /* A hold with a lock-delay keeps it on the masters: the delay's ms. */
+        args[n] = delay;
+        lens[n++] = (size_t)snprintf(delay, sizeof(delay), "%lld", (long long)rec->delay_ms);
+    }
     if (round_start(redlock_scripts.acquire, nkeys, n, args, lens, redlock_acquire_reply,
                     redlock_acquire_done, op) != 0) {
         xmalloc_fail("an acquire's round");
@@ -728,13 +739,13 @@ redlock_fence_grant(const struct redlock_rec *rec, const char *token,
 
 int
 redlock_acquire_set(const char *const *bases, const size_t *base_lens, size_t n,
-                    const char *token, int64_t ttl_ms, const char *old_token, unsigned flags,
-                    const char *label, redlock_acquire_fn cb, void *arg)
+                    const char *token, int64_t ttl_ms, int64_t delay_ms, const char *old_token,
+                    unsigned flags, const char *label, redlock_acquire_fn cb, void *arg)
 {
     struct redlock_acquire_op *op;
-    const char *args[REDLOCK_SET_MAX + 6];
-    size_t lens[REDLOCK_SET_MAX + 6], i, na;
-    char ttl[24];
+    const char *args[REDLOCK_SET_MAX + 7];
+    size_t lens[REDLOCK_SET_MAX + 7], i, na;
+    char ttl[24], delay[24];
 
     if (n < 2 || n > REDLOCK_SET_MAX) {
         return -1;
@@ -751,12 +762,14 @@ redlock_acquire_set(const char *const *bases, const size_t *base_lens, size_t n,
     op->cb = cb;
     op->ttl_ms = ttl_ms;
     op->kind = REDLOCK_EXCLUSIVE;
-    /* ARGV: token, ttl, wait, old token, label, the labels' fence. */
+    /* ARGV: token, ttl, wait, old token, label, the labels' fence[, delay]. */
     na = n;
     args[na] = token;
     lens[na++] = UTIL_TOKEN_HEX;
     args[na] = ttl;
-    lens[na++] = (size_t)snprintf(ttl, sizeof(ttl), "%lld", (long long)ttl_ms);
+    /* A hold with a lock-delay writes its records for ttl + delay (redlock_record_ms). */
+    lens[na++] = (size_t)snprintf(ttl, sizeof(ttl), "%lld",
+                                  (long long)(ttl_ms + (delay_ms > 0 ? delay_ms : 0)));
     args[na] = (flags & REDLOCK_ACQUIRE_WAIT) != 0 ? "1" : "0";
     lens[na++] = 1;
     old_token = (flags & REDLOCK_ACQUIRE_ADOPT) != 0 ? old_token : NULL;
@@ -766,6 +779,10 @@ redlock_acquire_set(const char *const *bases, const size_t *base_lens, size_t n,
     lens[na++] = label != NULL ? strlen(label) : 0;
     args[na] = (flags & REDLOCK_ACQUIRE_FENCE) != 0 ? "-" : "0";
     lens[na++] = 1;
+    if (delay_ms > 0) {
+        args[na] = delay;
+        lens[na++] = (size_t)snprintf(delay, sizeof(delay), "%lld", (long long)delay_ms);
+    }
     if (round_start(redlock_scripts.acquire_set, n, na, args, lens, redlock_acquire_reply,
                     redlock_acquire_done, op) != 0) {
         xmalloc_fail("a set acquire's round");
@@ -830,30 +847,52 @@ redlock_release_done(struct round *r, void *arg)
     free(op);
 }
 
-int
-redlock_release(const struct redlock_rec *rec, const char *token, redlock_release_fn cb,
-                void *arg)
+/* A release, and with delay_ms > 0 the lock-delay it starts (ARGV[6]). */
+static int
+redlock_release_with(const struct redlock_rec *rec, const char *token, int64_t delay_ms,
+                     redlock_release_fn cb, void *arg)
 {
     struct redlock_release_op *op = NULL;
     struct redlock_keys k;
-    const char *args[6] = { k.rec, token, REDLOCK_ANNOUNCE, k.kind, k.aux, k.label };
-    size_t lens[6] = { 0, UTIL_TOKEN_HEX, sizeof(REDLOCK_ANNOUNCE) - 1, 1, 0, 1 };
+    char delay[24];
+    const char *args[7] = { k.rec, token, REDLOCK_ANNOUNCE, k.kind, k.aux, k.label, delay };
+    size_t lens[7] = { 0, UTIL_TOKEN_HEX, sizeof(REDLOCK_ANNOUNCE) - 1, 1, 0, 1, 0 };
 
     if (redlock_keys_of(rec, &k) != 0) {
         return -1;
     }
     lens[0] = k.rec_len;
     lens[4] = k.aux_len;
+    if (delay_ms > 0) {
+        lens[6] = (size_t)snprintf(delay, sizeof(delay), "%lld", (long long)delay_ms);
+    }
     if (cb != NULL) {
         op = redlock_op_new(sizeof(*op), 0, arg);
         op->cb = cb;
     }
     /* Sent to every master; answered once a verdict is sure (redlock_release_reply). */
-    if (round_start(redlock_scripts.release, 1, 6, args, lens, redlock_release_reply,
-                    cb != NULL ? redlock_release_done : NULL, op) != 0) {
+    if (round_start(redlock_scripts.release, 1, delay_ms > 0 ? 7 : 6, args, lens,
+                    redlock_release_reply, cb != NULL ? redlock_release_done : NULL, op) != 0) {
         xmalloc_fail("a release's round");
     }
     return 0;
+}
+
+int
+redlock_release(const struct redlock_rec *rec, const char *token, redlock_release_fn cb,
+                void *arg)
+{
+    return redlock_release_with(rec, token, 0, cb, arg);
+}
+
+int
+redlock_release_delayed(const struct redlock_rec *rec, const char *token, int64_t delay_ms,
+                        redlock_release_fn cb, void *arg)
+{
+    if (rec->kind != REDLOCK_EXCLUSIVE) {
+        return -1;
+    }
+    return redlock_release_with(rec, token, delay_ms > 0 ? delay_ms : 1, cb, arg);
 }
 
 int

@@ -136,6 +136,11 @@ redlock_expire_at(const struct redlock_rec *rec, const char *token, int64_t vali
     lens[4] = k.aux_len;
     /* Plus drift, for masters whose clocks run fast. */
     ms += redlock_drift_us(ms > 0 ? ms : 0, redlock_drift_factor) / 1000;
+    if (rec->kind == REDLOCK_EXCLUSIVE && rec->delay_ms > 0) {
+        /* The hold ended unreleased: its lock-delay runs from that end. */
+        return redlock_release_delayed(rec, token, (ms > 0 ? ms : 0) + rec->delay_ms, NULL,
+                                       NULL);
+    }
     lens[2] = (size_t)snprintf(ttl, sizeof(ttl), "%lld", (long long)(ms > 0 ? ms : 1));
     if (round_start(redlock_scripts.extend_one, 1, 6, args, lens, NULL, NULL, NULL) != 0) {
         xmalloc_fail("an expiry's round");
@@ -244,7 +249,8 @@ redlock_extend(const struct redlock_extend_item *items, size_t n,
         redlock_put(&p, k.rec, k.rec_len, &args[i], &lens[i]);
         redlock_put(&p, items[i].token, UTIL_TOKEN_HEX, &args[a], &lens[a]);
         redlock_put(&p, ttl, (size_t)snprintf(ttl, sizeof(ttl), "%lld",
-                                              (long long)items[i].ttl_ms),
+                                              (long long)redlock_record_ms(items[i].rec,
+                                                                           items[i].ttl_ms)),
                     &args[a + 1], &lens[a + 1]);
         redlock_put(&p, k.kind, 1, &args[a + 2], &lens[a + 2]);
         redlock_put(&p, k.aux, k.aux_len, &args[a + 3], &lens[a + 3]);

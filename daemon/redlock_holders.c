@@ -121,7 +121,7 @@ redlock_status_reply(struct round *r, size_t i, const struct master_reply *reply
             || master_reply_type(e[4]) != MASTER_REPLY_STRING
             || master_reply_type(e[5]) != MASTER_REPLY_STRING
             || (kind = master_reply_str(e[0], &len), len != 1)
-            || strchr("xps", kind[0]) == NULL
+            || strchr("xpsd", kind[0]) == NULL
             || (id = master_reply_str(e[1], &id_len), id_len > UTIL_TOKEN_HEX)
             || master_reply_integer(e[2]) < -1) {
             round_fail(r, i, "unexpected answer to the status script");
@@ -264,6 +264,10 @@ redlock_status_done(struct round *r, void *arg)
             continue;       /* a quorum sees it gone: not a holder */
         }
         ttl = redlock_holder_ttl(op->pttls, present, res.v.answered - present, q);
+        if (op->holders[j].kind == 'd') {
+            res.delayed_ms = ttl;   /* a lock-delay on enough masters: no holder */
+            continue;
+        }
         if (res.v.outcome == REDLOCK_HELD
             && redlock_kind_rank(op->holders[j].kind) < redlock_kind_rank((char)res.kind)) {
             continue;

@@ -38,10 +38,20 @@ struct redlock_keys {
     char   aux[REDLOCK_DERIVED_MAX];    /* a permit's limit key, else "" */
     size_t aux_len;                     /* bytes in aux */
     char   kind[2];                     /* the kind's letter and NUL */
-    char   label[2];                    /* "1" when the holder may have a label, else "0" */
+    char   label[2];                    /* the holder's flags: "0", "1" when it may have
+                                           a label, + 2 with a lock-delay (rl_flags) */
     char   limit[12];                   /* a permit's limit, else "" */
     size_t limit_len;                   /* bytes in limit */
 };
+
+/*
+ * How long rec's record is written to live on the masters for a lease
+ * of ttl_ms: the ttl, plus the lock-delay of an exclusive hold that
+ * asked for one, so that a hold whose daemon dies (and writes no delay
+ * mark) still keeps the name from others for its delay after its lease.
+ * The validity reported is still counted from ttl_ms alone.  Pure.
+ */
+int64_t redlock_record_ms(const struct redlock_rec *rec, int64_t ttl_ms);
 
 /*
  * What every operation of the engine shares, embedded as the first
@@ -107,6 +117,8 @@ struct redlock_acquire_op {
     struct redlock_fence_wb *wb;    /* fenced: the raise and write-back (owned);
                                        else NULL */
     struct redlock_acquire_result res; /* kept across the raise and write-back */
+    uint64_t        delay_id;       /* the id (redlock_token_id) of a lock-delay
+                                       mark that refused us somewhere; 0: none */
     uint64_t       *who;            /* per master in nheld, the token that refused
                                        there (redlock_token_id); room for every
                                        master, in the block after pttls */

@@ -59,6 +59,7 @@ enum proto_opt_id {
     PROTO_OPT_LIMIT,
     PROTO_OPT_SHARED,
     PROTO_OPT_LABEL,
+    PROTO_OPT_DELAY,
     PROTO_OPT_COUNT
 };
 
@@ -185,11 +186,18 @@ static const struct proto_optdef proto_opts[PROTO_OPT_COUNT] = {
         .has_off = offsetof(struct proto_cmd, has_label),
         .val_off = 0,       /* the setter stores cmd->label itself */
     },
+    [PROTO_OPT_DELAY] = {
+        .key = "delay", .flag = false, .set = proto_opt_ms, .min = 0,
+        .inf = NULL, .inf_value = 0,
+        .has_off = offsetof(struct proto_cmd, has_delay),
+        .val_off = offsetof(struct proto_cmd, delay_ms),
+    },
 };
 
 #define PROTO_LOCK_OPTS     (PROTO_OPT_BIT(PROTO_OPT_TTL) | PROTO_OPT_BIT(PROTO_OPT_MODE) \
                              | PROTO_OPT_BIT(PROTO_OPT_FENCE) | PROTO_OPT_BIT(PROTO_OPT_LIMIT) \
-                             | PROTO_OPT_BIT(PROTO_OPT_SHARED) | PROTO_OPT_BIT(PROTO_OPT_LABEL))
+                             | PROTO_OPT_BIT(PROTO_OPT_SHARED) | PROTO_OPT_BIT(PROTO_OPT_LABEL) \
+                             | PROTO_OPT_BIT(PROTO_OPT_DELAY))
 
 static const struct proto_verbdef proto_verbs[PROTO_VERB_COUNT] = {
     [PROTO_LOCK] = {
@@ -217,6 +225,8 @@ static const struct proto_verbdef proto_verbs[PROTO_VERB_COUNT] = {
 static const struct proto_exclusive proto_exclusives[] = {
     { PROTO_OPT_SHARED, PROTO_OPT_LIMIT,
       " (a name is one kind: shared, or counted with limit=N)" },
+    { PROTO_OPT_SHARED, PROTO_OPT_DELAY, " (a lock-delay is for an exclusive lock)" },
+    { PROTO_OPT_LIMIT, PROTO_OPT_DELAY, " (a lock-delay is for an exclusive lock)" },
 };
 
 /* The required options, in the order a line missing several reports them. */
@@ -229,9 +239,9 @@ static const struct proto_required proto_required[] = {
 
 const char *const proto_help[PROTO_VERB_COUNT + 1] = {
     [PROTO_LOCK]         = "LOCK <name>... [ttl=MS] [wait=MS|inf] [mode=session|lease] [fence] "
-                           "[shared|limit=N] [label=TEXT]",
+                           "[shared|limit=N] [label=TEXT] [delay=MS]",
     [PROTO_TRYLOCK]      = "TRYLOCK <name>... [ttl=MS] [mode=session|lease] [fence] [shared|limit=N] "
-                           "[label=TEXT]",
+                           "[label=TEXT] [delay=MS]",
     [PROTO_UNLOCK]       = "UNLOCK <name>... [token=HEX]",
     [PROTO_STATUS]       = "STATUS <name> [token=HEX]",
     [PROTO_EXTEND]       = "EXTEND <name>... token=HEX ttl=MS",

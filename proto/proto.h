@@ -105,6 +105,9 @@ struct proto_cmd {
     const char      *label;     /* label= value: 1..PROTO_LABEL_MAX bytes of
                                    0x21-0x7E, not NUL-terminated; NULL if absent */
     size_t          label_len;  /* bytes in label */
+    bool            has_delay;  /* delay= was given */
+    int64_t         delay_ms;   /* delay= value: the lock-delay, ms, >= 0 (the upper
+                                   bound is checked by the caller) */
 };
 
 /* Why a line was refused: the class and a one-line text for the client. */

@@ -286,6 +286,12 @@ static const struct fixture bad_fixtures[] = {
     { FX("ttl-default-max.yml"), {
         "E " FX("ttl-default-max.yml") ":4:19: lock.default_ttl_ms (7200000) must be at most "
         "lock.max_ttl_ms (3600000, the default)" } },
+    { FX("delay-max.yml"), {
+        "E " FX("delay-max.yml") ":4:13: lock.delay_ms (7200000) must be at most "
+        "lock.max_ttl_ms (3600000, the default): a lock-delay is bounded as a lease is "
+        "(delay= too)" } },
+    { FX("delay-bad.yml"), {
+        "E " FX("delay-bad.yml") ":4:13: lock.delay_ms: expected an integer, got '2s'" } },
     { FX("node-timeout.yml"), {
         "E " FX("node-timeout.yml") ":4:20: lock.node_timeout_ms (100) must be less than "
         "lock.min_ttl_ms (100, the default): a round must end well before the shortest "
@@ -384,6 +390,7 @@ assert_defaults(const struct conf *conf)
     ck_assert_int_eq(conf->tcp.port, 7379);
     ck_assert_str_eq(conf->tcp.spec, "127.0.0.1:7379");
     ck_assert(conf->unix_enabled);
+    ck_assert_int_eq(conf->delay_ms, 0);     /* no lock-delay unless set */
     ck_assert_str_eq(conf->unix_path, "/run/redlockd/redlockd.sock");
     ck_assert_uint_eq(conf->unix_mode, 0660);
     ck_assert_str_eq(conf->redis_username, "");

@@ -428,6 +428,31 @@ START_TEST(test_kind_options)
 }
 END_TEST
 
+/* delay=MS on LOCK and TRYLOCK: 0 allowed, exclusive only, no other verb. */
+START_TEST(test_delay_option)
+{
+    struct proto_cmd cmd;
+
+    cmd = parse_ok("LOCK a delay=1500");
+    ck_assert(cmd.has_delay && cmd.delay_ms == 1500);
+    cmd = parse_ok("TRYLOCK a DELAY=0");
+    ck_assert(cmd.has_delay && cmd.delay_ms == 0);
+    cmd = parse_ok("LOCK a");
+    ck_assert(!cmd.has_delay && cmd.delay_ms == 0);
+    parse_err("LOCK a delay=x", PROTO_ERR_PROTO,
+              "LOCK: bad value for 'delay': 'x' (expected milliseconds)");
+    parse_err("LOCK a delay=", PROTO_ERR_PROTO, "LOCK: option 'delay' has no value");
+    parse_err("LOCK a delay=1 delay=2", PROTO_ERR_PROTO, "LOCK: option 'delay' given twice");
+    parse_err("LOCK a shared delay=5", PROTO_ERR_PROTO,
+              "LOCK: 'shared' and 'delay' cannot go together (a lock-delay is for an "
+              "exclusive lock)");
+    parse_err("TRYLOCK a delay=5 limit=2", PROTO_ERR_PROTO,
+              "TRYLOCK: 'limit' and 'delay' cannot go together (a lock-delay is for an "
+              "exclusive lock)");
+    parse_err("UNLOCK a delay=5", PROTO_ERR_PROTO, "UNLOCK: unknown option 'delay'");
+}
+END_TEST
+
 START_TEST(test_lease_and_fence_options)
 {
     static const char tok[] = "0123456789abcdef0123456789abcdef";
@@ -1061,8 +1086,9 @@ START_TEST(test_help)
 {
     static const char *const expected[] = {
         "LOCK <name>... [ttl=MS] [wait=MS|inf] [mode=session|lease] [fence] [shared|limit=N] "
-        "[label=TEXT]",
-        "TRYLOCK <name>... [ttl=MS] [mode=session|lease] [fence] [shared|limit=N] [label=TEXT]",
+        "[label=TEXT] [delay=MS]",
+        "TRYLOCK <name>... [ttl=MS] [mode=session|lease] [fence] [shared|limit=N] [label=TEXT] "
+        "[delay=MS]",
         "UNLOCK <name>... [token=HEX]",
         "STATUS <name> [token=HEX]", "EXTEND <name>... token=HEX ttl=MS", "PING [word]", "VERSION",
         "HELP", "QUIT", "STATS", "AUTH <password>", "LIST [prefix]", "WATCH <name>",
@@ -1474,6 +1500,7 @@ proto_suite(void)
     tcase_add_test(tc, test_no_argument_verbs);
     tcase_add_test(tc, test_unknown_verb);
     tcase_add_test(tc, test_kind_options);
+    tcase_add_test(tc, test_delay_option);
     suite_add_tcase(s, tc);
 
     tc = tcase_create("framing");

@@ -799,6 +799,89 @@ START_TEST(break_ends_every_hold)
 END_TEST
 
 /*
+ * Lock-delay: a grant with a delay keeps it next to its record; a
+ * release with a delay leaves the mark "delay <token>" in the name's key
+ * for that long (where the name is free afterwards: the record was ours,
+ * or was gone; never over another holder's), which refuses every kind
+ * as a holder would and which STATUS shows as a delay ('d'), not a
+ * holder; a BREAK starts the stored delay.
+ */
+START_TEST(delay_mark_refuses_every_kind)
+{
+    redisReply *r;
+    long long p;
+
+    EXPECT_SETUP(.masters = 1);
+    r = sc_run(REDLOCK_LUA_ACQUIRE, 2, "n", "n", TOK_A, "5000", "", "", "x", "", "0", "", "",
+               "2000", NULL);
+    ck_assert_int_eq(sc_elem(r, 0), 1);
+    freeReplyObject(r);
+    sc_expect_value("n delay", "2000 " TOK_A);
+    ck_assert_int_gt(sc_int("PTTL %s", "n delay"), 4000);
+
+    r = sc_run(REDLOCK_LUA_RELEASE, 1, "n", TOK_A, "1", "x", "", "2", "2000", NULL);
+    ck_assert_int_eq(r->integer, 1);
+    freeReplyObject(r);
+    sc_expect_value("n", "delay " TOK_A);
+    sc_expect_value("n delay", NULL);
+    p = sc_int("PTTL %s", "n");
+    ck_assert_msg(p > 1000 && p <= 2000, "the mark's pttl is %lld", p);
+
+    /* Every kind is refused, told the mark's time left. */
+    r = sc_acquire_x(TOK_B, "5000", "", "");
+    ck_assert_msg(sc_elem(r, 0) > 1000 && sc_elem(r, 0) <= 2000, "pttl %lld", sc_elem(r, 0));
+    ck_assert_str_eq(sc_elem_str(r, 1), "delay " TOK_A);
+    freeReplyObject(r);
+    r = sc_run(REDLOCK_LUA_ACQUIRE, 2, "n", "n", TOK_B, "5000", "", "", "s", "", "0", "", "",
+               NULL);
+    ck_assert_str_eq(sc_elem_str(r, 1), "delay " TOK_A);
+    freeReplyObject(r);
+    r = sc_run(REDLOCK_LUA_ACQUIRE, 2, "n", "n permit 0", TOK_B, "5000", "", "", "p", "2", "0",
+               "", "", NULL);
+    ck_assert_str_eq(sc_elem_str(r, 1), "delay " TOK_A);
+    ck_assert_int_eq(sc_elem(r, 2), 2);         /* every permit held: full until it ends */
+    freeReplyObject(r);
+    sc_expect_value("n", "delay " TOK_A);
+
+    r = sc_run(REDLOCK_LUA_STATUS, 1, "n", TOK_B, NULL);
+    ck_assert_msg(r->type == REDIS_REPLY_ARRAY && r->elements == 7, "status: %zu elements",
+                  r->elements);
+    ck_assert_str_eq(sc_elem_str(r, 1), "d");
+    ck_assert_int_gt(sc_elem(r, 3), 1000);
+    freeReplyObject(r);
+
+    /* A BREAK during a delay ends no holder and keeps it. */
+    r = sc_run(REDLOCK_LUA_BREAK, 1, "n", "n released", "broken", NULL);
+    ck_assert_int_eq(sc_elem(r, 0), 0);
+    freeReplyObject(r);
+    sc_expect_value("n", "delay " TOK_A);
+
+    /* Another holder's record is never written over; a free name is marked. */
+    freeReplyObject(sc_cmd("SET n %s PX 5000", TOK_C));
+    r = sc_run(REDLOCK_LUA_RELEASE, 1, "n", TOK_A, "1", "x", "", "2", "2000", NULL);
+    ck_assert_int_eq(r->integer, 0);
+    freeReplyObject(r);
+    sc_expect_value("n", TOK_C);
+    freeReplyObject(sc_cmd("DEL n"));
+    r = sc_run(REDLOCK_LUA_RELEASE, 1, "n", TOK_A, "1", "x", "", "2", "2000", NULL);
+    ck_assert_int_eq(r->integer, 0);
+    freeReplyObject(r);
+    sc_expect_value("n", "delay " TOK_A);
+
+    /* A BREAK of a holder with a stored delay starts it. */
+    freeReplyObject(sc_cmd("DEL n"));
+    freeReplyObject(sc_cmd("SET n %s PX 5000", TOK_B));
+    freeReplyObject(sc_cmd("SET %s %s PX 5000", "n delay", "3000 " TOK_B));
+    r = sc_run(REDLOCK_LUA_BREAK, 1, "n", "n released", "broken", NULL);
+    ck_assert_int_eq(sc_elem(r, 0), 1);
+    freeReplyObject(r);
+    sc_expect_value("n", "delay " TOK_B);
+    ck_assert_int_gt(sc_int("PTTL %s", "n"), 2000);
+    sc_expect_value("n delay", NULL);
+}
+END_TEST
+
+/*
  * A batch answers item by item: a grant, a refusal naming the holder,
  * another grant, an item that failed (a counter that is not an integer)
  * with its own error, a release that was not ours, an item whose script
@@ -907,6 +990,7 @@ scripts_suite(void)
     SC_ADD(s, ungate_with_its_token);
     SC_ADD(s, status_names_the_holder);
     SC_ADD(s, break_ends_every_hold);
+    SC_ADD(s, delay_mark_refuses_every_kind);
     SC_ADD(s, batch_items_apart);
     SC_ADD(s, batch_malformed_runs_nothing);
     SC_ADD(s, embedded_constants);

@@ -123,14 +123,22 @@ st_held_together(const char *const *names)
 static void
 st_held_by_quorum(const char *names)
 {
-    char list[64], token[128], *p, *save = NULL;
-    size_t i, n;
+    char list[64], token[128], cand[128], *p, *save = NULL;
+    size_t i, j, n, best;
 
     snprintf(list, sizeof(list), "%s", names);
     p = strtok_r(list, " ", &save);
+    /* The holder's token: the first name's value on most masters (others may keep leftovers). */
     token[0] = '\0';
-    for (i = 0; i < NMASTERS && token[0] == '\0'; i++) {
-        snprintf(token, sizeof(token), "%s", st_value(i, p));
+    for (i = 0, best = 0; i < NMASTERS; i++) {
+        snprintf(cand, sizeof(cand), "%s", st_value(i, p));
+        for (j = 0, n = 0; j < NMASTERS; j++) {
+            n += strcmp(st_value(j, p), cand) == 0;
+        }
+        if (cand[0] != '\0' && n > best) {
+            best = n;
+            snprintf(token, sizeof(token), "%s", cand);
+        }
     }
     for (; p != NULL; p = strtok_r(NULL, " ", &save)) {
         for (i = 0, n = 0; i < NMASTERS; i++) {
@@ -642,6 +650,42 @@ START_TEST(set_break_one_name)
 }
 END_TEST
 
+/*
+ * A set with a lock-delay, ended by a close: each of its names is kept
+ * from everyone for the delay (a single TRYLOCK and a set TRYLOCK are
+ * BUSY with delayed=), then a waiting set gets them; UNLOCK leaves none.
+ */
+START_TEST(set_delay)
+{
+    char *got;
+    int a, o;
+
+    EXPECT_SETUP(.masters = NMASTERS, .daemons = 1, .opts = &st_opts);
+    o = expect_connect(0);
+    a = expect_connect(0);
+    got = EXPECT_CMD(a, "LOCK a b ttl=10000 delay=1500");
+    EXPECT_IS(got, "OK", "a b");
+    free(got);
+    close(a);
+    got = EXPECT_CMD(o, "TRYLOCK b ttl=10000");
+    EXPECT_IS(got, "BUSY", "b");
+    ck_assert_msg(EXPECT_INT(got, "delayed") <= 1500, "'%s'", got);
+    free(got);
+    got = EXPECT_CMD(o, "TRYLOCK a b ttl=10000");
+    EXPECT_IS(got, "BUSY", "a b");
+    ck_assert_msg(EXPECT_INT(got, "delayed") <= 1500, "'%s'", got);
+    free(got);
+    got = EXPECT_CMD(o, "LOCK b a ttl=10000 wait=10000 delay=1500");
+    ck_assert_msg(h_is_reply(got, "OK", "b a"), "the set after the delay: '%s'", got);
+    free(got);
+    EXPECT_REPLY(o, "UNLOCK a b", "OK a b holds=0");
+    got = EXPECT_CMD(o, "TRYLOCK a b ttl=10000");
+    EXPECT_IS(got, "OK", "a b");
+    free(got);
+    close(o);
+}
+END_TEST
+
 /* The limits and errors of sets. */
 START_TEST(set_errors)
 {
@@ -695,6 +739,7 @@ sets_suite(void)
     ST_ADD(s, set_undelivered_released);
     ST_ADD(s, set_paused_daemon);
     ST_ADD(s, set_break_one_name);
+    ST_ADD(s, set_delay);
     ST_ADD(s, set_errors);
     return s;
 }

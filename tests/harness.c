@@ -1556,6 +1556,7 @@ h_write_conf(const struct h_daemon_opts *o)
             (long long)(o->min_ttl_ms != 0 ? o->min_ttl_ms : H_MIN_TTL_MS));
     h_conf_int(f, "max_ttl_ms", o->max_ttl_ms);
     h_conf_int(f, "retry_delay_ms", o->retry_delay_ms);
+    h_conf_int(f, "delay_ms", o->delay_ms);     /* not written when 0 */
     /* Tests read the masters' keys by the lock's name: no prefix unless asked. */
     fprintf(f, "  key_prefix: \"%s\"\n", o->key_prefix != NULL ? o->key_prefix : "");
     /* Only when asked: a daemon without these settings must still start. */

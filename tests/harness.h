@@ -385,6 +385,7 @@ struct h_daemon_opts {
     int64_t     max_ttl_ms;             /* lock.max_ttl_ms */
     int64_t     node_timeout_ms;        /* lock.node_timeout_ms (H_NODE_TIMEOUT_MS when 0) */
     int64_t     retry_delay_ms;         /* lock.retry_delay_ms */
+    int64_t     delay_ms;               /* lock.delay_ms (not written when 0) */
     int64_t     max_line_bytes;         /* limits.max_line_bytes */
     int64_t     max_clients;            /* limits.max_clients */
     int64_t     max_locks_per_client;   /* limits.max_locks_per_client */

@@ -6,7 +6,16 @@
 -- exclusive one may close the gate; '2': a master closed it for this
 -- waiter before), the holder's label ('' for none), and what names the
 -- waiter in its gate ('' for the token: a waiter's token changes from
--- one try to the next, the gate's owner does not).
+-- one try to the next, the gate's owner does not), and, for an exclusive
+-- hold that asked for a lock-delay, its ms ('' or absent for none).
+--
+-- Lock-delay: a name whose key holds a delay mark (rl_delayed) refuses
+-- every kind as a holder would, {pttl, mark}: its SET NX fails, and the
+-- mark is the same on every master, so waiters wait for its pttl as for
+-- one holder on a quorum.  A grant with a delay writes "<ms> <token>"
+-- at the name's key + RL_DELAY_KEY with the record's expiry (renewals
+-- extend it, releases delete it), so that a BREAK through any daemon
+-- starts the delay the holder asked for.
 --
 -- The name's key holds whichever kind holds the name (prelude.lua), so
 -- an exclusive request on a free name is one SET NX and reads no more;
@@ -133,6 +142,13 @@ else
     local kind = rl_other_limit(base, limit)
     if kind then return {'kind', kind} end
   elseif t ~= 'none' then
+    -- A lock-delay keeps every permit out, full until it ends.
+    local d = rl_delayed(base)
+    if d then
+      local out = {d, rl_str(base), tonumber(limit), d}
+      for i = 0, tonumber(limit) - 1 do out[i + 5] = i end
+      return rl_refused(base, ms, ARGV[7], out)
+    end
     return {'kind', 'exclusive'}
   end
   if old ~= '' and redis.pcall('GET', k) == old then
@@ -167,6 +183,10 @@ if c == 'x' and ARGV[7] == '2' and rl_str(base .. ' gate') == gid then
   redis.call('DEL', base .. ' gate')
 end
 if granted == 2 then redis.call('DEL', k .. ' label ' .. old) end
+if c == 'x' and (ARGV[10] or '') ~= '' then
+  -- A hold with a lock-delay keeps it next to its record, for a BREAK.
+  redis.call('SET', base .. RL_DELAY_KEY, ARGV[10] .. ' ' .. tok, 'PX', px)
+end
 if ARGV[8] ~= '' then
   -- A fenced grant's fence is written back later (fence.lua): '-' until then.
   redis.call('SET', k .. ' label ' .. tok, rl_now() .. (fkey and ' - ' or ' 0 ') .. ARGV[8],

@@ -6,7 +6,11 @@
 -- takes over a ghost), the holders' label ('' for none), and the fence
 -- field of the labels: '0' for a grant without one, '-' for a fenced
 -- grant whose fences the daemon raises and writes back next (fence.lua
--- then puts each name's fence in its label).
+-- then puts each name's fence in its label), and for holds that asked
+-- for a lock-delay its ms ('' or absent for none), kept next to each
+-- record as acquire.lua keeps it (ttl is then the record's, ttl + delay).
+-- A name under a lock-delay (its key holds the delay's mark) refuses the
+-- set as a holder would: its GET is a string that is not the token.
 --
 -- A first pass reads every name and writes nothing but the removal of
 -- leftovers (a set of shared holders that all expired, a limit key whose
@@ -28,6 +32,7 @@
 
 local tok, px, wait, old, label = ARGV[1], ARGV[2], ARGV[3], ARGV[4] or '', ARGV[5] or ''
 local fenced = ARGV[6] or '0'
+local delay = ARGV[7] or ''
 local ms = tonumber(px)
 for i = 1, #KEYS do
   local k = KEYS[i]
@@ -56,6 +61,9 @@ for i = 1, #KEYS do
   if old ~= '' then redis.call('DEL', k .. ' label ' .. old) end
   if label ~= '' then
     redis.call('SET', k .. ' label ' .. tok, now .. ' ' .. fenced .. ' ' .. label, 'PX', px)
+  end
+  if delay ~= '' then
+    redis.call('SET', k .. RL_DELAY_KEY, delay .. ' ' .. tok, 'PX', px)
   end
   rl_announce(k, tok)
 end

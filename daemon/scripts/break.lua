@@ -10,7 +10,11 @@
 -- deleted, the name's counter after the raise, the first holder's
 -- label as "<age> <fence> <text>" or '', the limit of a counted name or
 -- 0}, or an error naming a counter that is not an integer, checked
--- first: that master then changes nothing.
+-- first: that master then changes nothing.  An exclusive holder that
+-- asked for a lock-delay (its "<ms> <token>" next to the name's key,
+-- written at grant) leaves the delay mark for that long, as if its
+-- session had closed; a delay already in force is not a holder, and
+-- stays.
 -- uses prelude.lua
 
 local base, chan, bchan = KEYS[1], ARGV[1], ARGV[2]
@@ -43,13 +47,24 @@ local function gone(k, tok)
   end
 end
 local t = redis.call('TYPE', base).ok
+local delay, mark = nil, rl_delayed(base)
 if t == 'zset' then
   local m = redis.call('ZRANGEBYSCORE', base, '(' .. rl_now(), '+inf')
   for i = 1, #m do gone(base, m[i]) end
-elseif t ~= 'none' and not n then
-  gone(base, rl_str(base))
+elseif t ~= 'none' and not n and not mark then
+  local who = rl_str(base)
+  gone(base, who)
+  -- The lock-delay the holder asked for (kept at grant) starts now.
+  if who then delay = rl_hold_delay(base, who) end
+  if delay then delay = {delay, who} end
 end
-redis.call('DEL', base, base .. ' gate')
+if mark then
+  -- A delay in force is no holder: it stays, and so does the key.
+  redis.call('DEL', base .. ' gate')
+else
+  redis.call('DEL', base, base .. ' gate')
+end
+if delay then rl_delay(base, delay[2], delay[1]) end
 for i = 1, #permits do
   gone(permits[i], rl_str(permits[i]))
   redis.call('DEL', permits[i])

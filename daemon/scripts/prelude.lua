@@ -216,3 +216,44 @@ local function rl_find(base, tok)
   end
   return 'x', base, ''
 end
+
+-- Lock-delay (PROTOCOL.md section 9).  A hold that ended without UNLOCK
+-- leaves the name's key holding RL_DELAY_MARK .. its token, for the
+-- delay it asked for: every SET NX fails on it, so a request that does
+-- not ask pays nothing to honour it, and Redlock libraries and older
+-- daemons see a holder and wait too.  The ms left of that delay on the
+-- name base, or nil when none is in force (a free name, a holder).
+-- Call it where a request found base taken (its SET NX failed), or on
+-- any name of a request that must not be granted during a delay.
+local function rl_delayed(base)
+  local v = rl_str(base)
+  if v and string.sub(v, 1, #RL_DELAY_MARK) == RL_DELAY_MARK then
+    return redis.call('PTTL', base)
+  end
+  return nil
+end
+-- The flags word of a record's holder ('0' .. '3'): bit 1, it may have a
+-- label; bit 2, it asked for a lock-delay, kept in base .. RL_DELAY_KEY
+-- as "<ms> <token>" with the record's expiry.  Two booleans.
+local function rl_flags(f)
+  local n = tonumber(f or '0') or 0
+  return n % 2 == 1, n >= 2
+end
+-- The hold tok of base (an exclusive record) ended without UNLOCK: its
+-- stored delay, if any ("<ms> <tok>" at base .. RL_DELAY_KEY), as ms, or
+-- nil.  The key goes with the hold either way.
+local function rl_hold_delay(base, tok)
+  local v = rl_str(base .. RL_DELAY_KEY)
+  if not v then return nil end
+  local ms, who = string.match(v, '^(%d+) (.+)$')
+  if who ~= tok then return nil end
+  redis.call('DEL', base .. RL_DELAY_KEY)
+  return tonumber(ms)
+end
+-- Start the delay of the hold tok on base, ms long: only where the name's
+-- key is free now (its record was just deleted, or is gone).
+local function rl_delay(base, tok, ms)
+  if ms and ms > 0 then
+    redis.call('SET', base, RL_DELAY_MARK .. tok, 'NX', 'PX', ms)
+  end
+end

@@ -9,13 +9,23 @@
 -- tell the masters' copies of one announcement apart from a new one;
 -- nobody waits, nothing is published.  Every deleted record (announced
 -- or not: a failed grant's clean-up too) is told to watchers on the
--- name's changes channel, when anyone watches (rl_announce).
+-- name's changes channel, when anyone watches (rl_announce).  ARGV[5]
+-- is the holder's flags (rl_flags: '2' or '3' when it asked for a
+-- lock-delay, whose stored delay goes with it).  ARGV[6], when given,
+-- is a lock-delay in ms to start on an exclusive name (its holder ended
+-- without UNLOCK): the key gets the delay mark wherever it is free after
+-- the delete, whether the record was ours there or was already gone
+-- (a lost hold), never over someone else's record.
 -- uses prelude.lua
 -- in the batch
 
 local c, k, aux = ARGV[3], KEYS[1], ARGV[4] or ''
 if c == '?' then c, k, aux = rl_find(KEYS[1], ARGV[1]) end
-local gone = rl_delete(c, k, ARGV[1], aux, ARGV[5] ~= '0')
+local label, delayed = rl_flags(ARGV[5])
+local gone = rl_delete(c, k, ARGV[1], aux, label)
+local delay = tonumber(ARGV[6] or '')
+if delayed and c == 'x' then rl_hold_delay(k, ARGV[1]) end
+if delay and c == 'x' then rl_delay(k, ARGV[1], delay) end
 if gone == 0 then return 0 end
 local base = rl_base(c, k, aux)
 if gone == 2 and ARGV[2] == '1' then

@@ -3,6 +3,7 @@
 -- the record tells: '' for a key that is not a string), its label as
 -- "<age ms> <fence> <text>" ('' when it wrote none)}.  The id is '' for
 -- the exclusive key, the permit's index, or a shared holder's token.
+-- A lock-delay in force is the entry {'d', '', its pttl, 0, '', ''}.
 -- uses prelude.lua
 
 local base, tok, out = KEYS[1], ARGV[1], {0}
@@ -15,7 +16,11 @@ local function add(c, id, pttl, mine, k, who)
   out[#out + 1] = rl_info(k, who) or ''
 end
 local t = redis.call('TYPE', base).ok
-if t ~= 'none' and t ~= 'zset' and not (t == 'hash' and rl_limit(base)) then
+local d = t == 'string' and rl_delayed(base)
+if d then
+  -- A lock-delay in force: kind 'd', no holder.
+  add('d', '', d, 0, base, nil)
+elseif t ~= 'none' and t ~= 'zset' and not (t == 'hash' and rl_limit(base)) then
   local who = rl_str(base)
   local mine = 0
   if tok ~= '' and who == tok then mine = 1 end
