@@ -801,6 +801,12 @@ func deferBeforeExit(t *testing.T, code string) []string {
 // 1, when the lock is broken.  The code is gofmt'd and defers nothing in
 // a function that calls os.Exit.
 func hearsTheLoss(t *testing.T, dir, code string) {
+	hearsTheLossOf(t, dir, code, "nightly", "held with fence ")
+}
+
+// hearsTheLossOf is hearsTheLoss for an example that holds name (among
+// others, maybe) and prints first before anything else once it does.
+func hearsTheLossOf(t *testing.T, dir, code, name, first string) {
 	if bad := deferBeforeExit(t, code); len(bad) > 0 {
 		t.Errorf("%v defer calls and call os.Exit, which runs none of them", bad)
 	}
@@ -831,11 +837,11 @@ func hearsTheLoss(t *testing.T, dir, code string) {
 	}
 	t.Cleanup(func() { _ = run.Process.Kill() })
 	lines := bufio.NewScanner(out)
-	if !lines.Scan() || !strings.HasPrefix(lines.Text(), "held with fence ") {
+	if !lines.Scan() || !strings.HasPrefix(lines.Text(), first) {
 		t.Fatalf("the example printed %q first", lines.Text())
 	}
 	admin := dial(t, d.addr(), &Options{Password: adminPassword})
-	if err := admin.Break(ctx, "nightly"); err != nil {
+	if err := admin.Break(ctx, name); err != nil {
 		t.Fatal(err)
 	}
 	done := make(chan string, 1)
@@ -875,6 +881,29 @@ func TestDocExample(t *testing.T) {
 		t.Fatal(err)
 	}
 	hearsTheLoss(t, dir, fenced(t, "docs/using.md", "go", "## Using it from Go")[0])
+}
+
+// The example of docs/using.md's "Several names at once", built as
+// TestDocExample builds its: both names held, a fence each, and the whole
+// set lost when one of them is broken.
+func TestDocSetsExample(t *testing.T) {
+	if _, err := exec.LookPath("go"); err != nil {
+		t.Skip("no go command to build the example with")
+	}
+	here, err := os.Getwd()
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	mod := "module myjob\n\ngo 1.19\n\nrequire redlockd v0.0.0\n\nreplace redlockd => " + here + "\n"
+	if err := os.WriteFile(filepath.Join(dir, "go.mod"), []byte(mod), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	code := fenced(t, "docs/using.md", "go", "## Several names at once")[0]
+	if !strings.Contains(code, "LockMany(") {
+		t.Fatal("the sets example takes no set")
+	}
+	hearsTheLossOf(t, dir, code, "account-42", "held with fences [")
 }
 
 // The README's install lines, run as written (but for /path/to/redlockd)

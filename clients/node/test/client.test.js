@@ -360,7 +360,7 @@ function fenced(file, lang, heading) {
  * $REDLOCKD_ADDR (as connect() without an address finds it; docs/using.md's
  * example names the address, replaced), and check that it holds the lock
  * and stops with "lost: broken" when the lock is broken. */
-async function hearsTheLoss(t, dir, code) {
+async function hearsTheLoss(t, dir, code, { name = 'nightly', first = /^held with fence \d+\n$/ } = {}) {
   const { spawn } = require('node:child_process');
   const d = await Daemon.start();
   t.after(() => d.stop());
@@ -373,13 +373,13 @@ async function hearsTheLoss(t, dir, code) {
   child.stdout.on('data', (x) => { out += x; });
   child.stderr.on('data', (x) => { out += x; });
   const exited = new Promise((resolve) => child.on('exit', resolve));
-  await waitUntil(() => out.includes('held with fence ') || child.exitCode !== null, 5000,
+  await waitUntil(() => out.includes('held with fence') || child.exitCode !== null, 5000,
                   'the example holding the lock');
-  assert.match(out, /^held with fence \d+\n$/);
+  assert.match(out, first);
   const admin = await redlockd.connect(d.address);
   t.after(() => admin.close());
   await admin.command(`AUTH ${ADMIN_PASSWORD}`);
-  await admin.breakLock('nightly');
+  await admin.breakLock(name);
   assert.equal(await within(exited, 5000, 'the example stopping'), 1);
   assert.match(out, /\nlost: broken\n$/);
 }
@@ -394,6 +394,15 @@ test('the example of docs/using.md hears the loss', T, async (t) => {
   const code = fenced('docs/using.md', 'js', '## Using it from Node.js')[0]
     .replace("require('./clients/node')", `require(${JSON.stringify(path.join(ROOT, 'clients', 'node'))})`);
   await hearsTheLoss(t, scratch(t), code);
+});
+
+// docs/using.md's "Several names at once": both names held, a fence each,
+// and the whole set lost when one of them is broken.
+test('the sets example of docs/using.md hears the loss', T, async (t) => {
+  const code = fenced('docs/using.md', 'js', '## Several names at once')[0]
+    .replace("require('./clients/node')", `require(${JSON.stringify(path.join(ROOT, 'clients', 'node'))})`);
+  assert.match(code, /usingMany\(/);
+  await hearsTheLoss(t, scratch(t), code, { name: 'account-42', first: /^held with fences \d+,\d+\n$/ });
 });
 
 // The README's install line, run as written in a project of its own, with

@@ -476,18 +476,26 @@ class DocExample(ClientTest):
         self.addCleanup(proc.kill)
         return proc
 
-    def hears_the_loss(self, proc):
+    def hears_the_loss(self, proc, name="nightly", first_line="held with fence "):
         first = proc.stdout.readline()
-        self.assertTrue(first.startswith("held with fence "), first)
+        self.assertTrue(first.startswith(first_line), first)
         admin = self.client()
         admin._command("AUTH " + ADMIN_PASSWORD)
-        admin.break_lock("nightly")
+        admin.break_lock(name)
         out, _ = proc.communicate(timeout=5)
         self.assertEqual((proc.returncode, out.strip()), (1, "lost: broken"))
 
     def test_example_hears_the_loss(self):
         code = fenced("docs/using.md", "python", "## Using it from Python")[0]
         self.hears_the_loss(self.run_example(code.replace("127.0.0.1:7379", self.d.address)))
+
+    def test_sets_example_hears_the_loss(self):
+        """docs/using.md's "Several names at once": both names held, with a
+        fence each, and the whole set lost when one of them is broken."""
+        code = fenced("docs/using.md", "python", "## Several names at once")[0]
+        self.assertIn("lock_many(", code)
+        proc = self.run_example(code.replace("127.0.0.1:7379", self.d.address))
+        self.hears_the_loss(proc, "account-42", "held with fences [")
 
     def test_readme_example_hears_the_loss(self):
         # Run through the README's own PYTHONPATH line.
