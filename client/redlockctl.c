@@ -6,6 +6,7 @@
  *                [--label TEXT] [--tls] [--cacert FILE] [--cert FILE --key FILE]
  *                [-v] NAME [--] COMMAND [ARGS...]
  *     redlockctl [options] NAME -c 'SHELL COMMAND'
+ *     redlockctl [options] -N NAME [-N NAME...] [--] COMMAND [ARGS...]
  *     redlockctl [-S SOCKET | -H HOST:PORT] status NAME
  *     redlockctl [-S SOCKET | -H HOST:PORT] list [PREFIX]
  *     redlockctl [-S SOCKET | -H HOST:PORT] watch NAME
@@ -37,9 +38,17 @@
  *      -n/-w: wait forever (wait=inf).  The label tells others who holds
  *      the name (LIST, STATUS, WATCH): --label TEXT, else
  *      <host>:<pid>:<command name> (ctl_default_label()).
+ *      With -N NAME (repeated: --name), the names are one set, taken all
+ *      or none in one request (LOCK a b c ...: the names in the order
+ *      given, at most PROTO_SET_MAX, none twice); every step below treats
+ *      the set as one lock: its OK, its LOST and its UNLOCK name the
+ *      whole set, and losing any name loses the set.  A set is held
+ *      exclusively (no -s or --limit).
  *   3. Fork COMMAND: its own process group (setpgid), REDLOCK_NAME=NAME and
  *      REDLOCK_FENCE=N in its environment when the grant carried a fence
- *      (--fence, or lock.fence: always); otherwise REDLOCK_FENCE is removed,
+ *      (--fence, or lock.fence: always; for a set, REDLOCK_NAME is the
+ *      names joined by spaces and REDLOCK_FENCE their fences joined by
+ *      commas, in the same order); otherwise REDLOCK_FENCE is removed,
  *      so that a nested redlockctl never passes on a stale one.  With
  *      --limit, REDLOCK_PERMIT=I names the permit held (fences order the
  *      holders of one permit); otherwise it is removed too.
@@ -196,7 +205,9 @@ struct ctl_opts {
     const char     *label;          /* --label TEXT, or NULL: ctl_default_label() */
     const char     *shell_cmd;      /* -c STRING, or NULL */
     const char     *name;           /* the lock name (lock, status, watch, break), or
-                                       the prefix of list (NULL: none) */
+                                       the prefix of list (NULL: none); with -N, the
+                                       set's names joined by spaces (ctl_set_text) */
+    size_t          nset;           /* -N names given (0: NAME, or not a lock) */
     char          **argv;           /* COMMAND and its arguments (NULL with -c) */
     const char     *password;       /* $REDLOCKD_PASSWORD, or NULL; for break
                                        $REDLOCKD_ADMIN_PASSWORD first */
@@ -212,6 +223,12 @@ struct ctl_opts {
  * PROTO_WORD_MAX bytes: client_word_ok() checked it).
  */
 static char ctl_password[PROTO_WORD_MAX + 1];
+
+/* The names of -N, in the order given (they point into argv). */
+static const char *ctl_set[PROTO_SET_MAX];
+
+/* The names of -N joined by spaces, as the protocol's lines name a set. */
+static char ctl_set_text[PROTO_SET_MAX * (PROTO_NAME_MAX + 1)];
 
 /*
  * Remove the variable name from the environment, and first overwrite its
@@ -239,7 +256,8 @@ ctl_scrub_secret(const char *name)
 
 /* What a grant carried, for COMMAND's environment. */
 struct ctl_grant {
-    char    fence[32];              /* the fencing token's digits, or "" */
+    char    fence[PROTO_SET_MAX * 21]; /* the fencing token's digits (a set's: each
+                                       name's, joined by commas), or "" */
     char    permit[16];             /* a counted hold's permit, or "" */
 };
 
@@ -327,7 +345,8 @@ ctl_usage(FILE *out)
     size_t i;
 
     fputs("Usage: redlockctl [options] NAME [--] COMMAND [ARGS...]\n"
-          "       redlockctl [options] NAME -c 'SHELL COMMAND'\n", out);
+          "       redlockctl [options] NAME -c 'SHELL COMMAND'\n"
+          "       redlockctl [options] -N NAME [-N NAME...] [--] COMMAND [ARGS...]\n", out);
     for (i = 0; i < sizeof(ctl_subcommands) / sizeof(ctl_subcommands[0]); i++) {
         fprintf(out, "       redlockctl [-S SOCKET | -H HOST:PORT] %s\n",
                 ctl_subcommands[i].usage);
@@ -348,6 +367,9 @@ ctl_usage(FILE *out)
           "  -k SECONDS     when the lock is lost: SIGTERM to COMMAND's process group,\n"
           "                 SIGKILL when COMMAND exits or SECONDS later (default 5)\n"
           "  -c STRING      run /bin/sh -c STRING (COMMAND is never run by a shell)\n"
+          "  -N, --name NAME\n"
+          "                 lock NAME too: several -N take a set of names, all or none,\n"
+          "                 held and lost as one (then no NAME argument: COMMAND follows)\n"
           "  --fence        ask for a fencing token, passed as REDLOCK_FENCE\n"
           "  -s, --shared   a shared hold: with other shared holders, never with an\n"
           "                 exclusive one (flock -s)\n"
@@ -860,6 +882,34 @@ ctl_parse_tls(struct ctl_opts *o)
     }
 }
 
+/*
+ * -N NAME: one more name of the set, checked as a lock name, at most
+ * PROTO_SET_MAX of them, none twice; ctl_set_text keeps them joined by
+ * spaces.  A bad one is a usage error.
+ */
+static void
+ctl_parse_set_name(struct ctl_opts *o, const char *name)
+{
+    size_t i, len;
+
+    if (!client_word_ok(name, PROTO_NAME_MAX)) {
+        ctl_usage_fail("-N: bad lock name '%s' (1..%d printable ASCII characters, no spaces)",
+                       name, PROTO_NAME_MAX);
+    }
+    if (o->nset == PROTO_SET_MAX) {
+        ctl_usage_fail("-N: more than %d names (a set takes at most %d)", PROTO_SET_MAX,
+                       PROTO_SET_MAX);
+    }
+    for (i = 0; i < o->nset; i++) {
+        if (strcmp(ctl_set[i], name) == 0) {
+            ctl_usage_fail("-N: lock name '%s' given twice", name);
+        }
+    }
+    ctl_set[o->nset++] = name;
+    len = strlen(ctl_set_text);
+    snprintf(ctl_set_text + len, sizeof(ctl_set_text) - len, "%s%s", len > 0 ? " " : "", name);
+}
+
 static void
 ctl_parse(int argc, char **argv, struct ctl_opts *o)
 {
@@ -868,6 +918,7 @@ ctl_parse(int argc, char **argv, struct ctl_opts *o)
         { "shared",  no_argument, NULL, 's' },
         { "limit",   required_argument, NULL, 'L' },
         { "label",   required_argument, NULL, 'B' },
+        { "name",    required_argument, NULL, 'N' },
         { "tls",     no_argument, NULL, 'T' },
         { "cacert",  required_argument, NULL, 'A' },
         { "cert",    required_argument, NULL, 'C' },
@@ -888,7 +939,7 @@ ctl_parse(int argc, char **argv, struct ctl_opts *o)
     o->conflict_code = CTL_EXIT_CONFLICT;
     o->grace_ms = CTL_GRACE_MS;
     opterr = 0;
-    while ((ch = getopt_long(argc, argv, "+nw:t:E:k:c:S:H:svhV", longopts, NULL)) != -1) {
+    while ((ch = getopt_long(argc, argv, "+nw:t:E:k:c:S:H:N:svhV", longopts, NULL)) != -1) {
         if (optarg != NULL) {
             last_arg = optarg;
         }
@@ -925,6 +976,10 @@ ctl_parse(int argc, char **argv, struct ctl_opts *o)
         case 'c':
             o->shell_cmd = optarg;
             lock_opt = "-c";
+            break;
+        case 'N':
+            ctl_parse_set_name(o, optarg);
+            lock_opt = "-N";
             break;
         case 'S':
             o->unix_path = optarg;
@@ -988,7 +1043,7 @@ ctl_parse(int argc, char **argv, struct ctl_opts *o)
                                optopt == 'L' ? "limit" : optopt == 'B' ? "label"
                                : optopt == 'A' ? "cacert" : optopt == 'C' ? "cert" : "key");
             }
-            if (optopt != 0 && strchr("wtEkcSH", optopt) != NULL) {
+            if (optopt != 0 && strchr("wtEkcSHN", optopt) != NULL) {
                 ctl_usage_fail("option -%c needs a value", optopt);
             } else if (optopt != 0) {
                 ctl_usage_fail("unknown option -%c", optopt);
@@ -1033,16 +1088,23 @@ ctl_parse(int argc, char **argv, struct ctl_opts *o)
     if (o->shared && o->limit > 0) {
         ctl_usage_fail("-s and --limit exclude each other (a name is one kind)");
     }
+    if (o->nset > 1 && (o->shared || o->limit > 0)) {
+        ctl_usage_fail("%s takes one name: a set of names (-N) is held exclusively",
+                       o->shared ? "-s" : "--limit");
+    }
     /* Subcommands. */
-    if (nops == 0) {
+    if (nops == 0 && o->nset > 0 && o->shell_cmd == NULL) {
+        ctl_usage_fail("no COMMAND to run under '%s'", ctl_set_text);
+    }
+    if (nops == 0 && o->nset == 0) {
         ctl_usage_fail("no lock NAME");
     }
-    for (sub = 0; !dashdash && sub < nsubs; sub++) {
+    for (sub = 0; nops > 0 && !dashdash && sub < nsubs; sub++) {
         if (strcmp(ops[0], ctl_subcommands[sub].word) == 0) {
             break;
         }
     }
-    if (!dashdash && sub < nsubs) {
+    if (nops > 0 && !dashdash && sub < nsubs) {
         if (lock_opt != NULL) {
             ctl_usage_fail("%s is not used with '%s'", lock_opt, ops[0]);
         }
@@ -1063,7 +1125,7 @@ ctl_parse(int argc, char **argv, struct ctl_opts *o)
          * "redlockctl staus report": a typo of status, not a lock named
          * staus for a command `report` that does not exist.
          */
-        if (!dashdash) {
+        if (!dashdash && o->nset == 0) {
             cmd = nops > 1 && strcmp(ops[1], "--") == 0 ? (nops > 2 ? ops[2] : NULL)
                   : nops > 1 ? ops[1] : NULL;
             runs = o->shell_cmd != NULL || (nops > 1 && strcmp(ops[1], "-c") == 0)
@@ -1077,9 +1139,13 @@ ctl_parse(int argc, char **argv, struct ctl_opts *o)
                            "-- %s COMMAND)", ops[0], typo, ops[0]);
         }
         o->mode = CTL_MODE_LOCK;
-        o->name = ops[0];
-        ops++;
-        nops--;
+        if (o->nset > 0) {
+            o->name = ctl_set_text;     /* the names came with -N: COMMAND follows */
+        } else {
+            o->name = ops[0];
+            ops++;
+            nops--;
+        }
         if (nops > 0 && strcmp(ops[0], "-c") == 0) {
             if (o->shell_cmd != NULL || nops != 2) {
                 ctl_usage_fail("-c takes exactly one argument, the whole command");
@@ -1106,7 +1172,7 @@ ctl_parse(int argc, char **argv, struct ctl_opts *o)
             o->nowait = true;
         }
     }
-    if (o->name != NULL && !client_word_ok(o->name, PROTO_NAME_MAX)) {
+    if (o->name != NULL && o->nset == 0 && !client_word_ok(o->name, PROTO_NAME_MAX)) {
         ctl_usage_fail("bad %s (1..%d printable ASCII characters, no spaces)",
                        o->mode == CTL_MODE_LIST ? "prefix" : "lock name", PROTO_NAME_MAX);
     }
@@ -1495,21 +1561,33 @@ ctl_cmd_stats(const struct ctl_opts *o, struct ctl_conn *c)
 
 /* ---- the lock and the command ---- */
 
-/* Keep in out (size bytes) the digits of field key of reply; "" when absent or not digits. */
+/*
+ * Keep in out (size bytes) the digits of field key of reply; "" when
+ * absent or not digits.  With lists, numbers joined by commas (a set's
+ * fence=F1,F2) pass too.
+ */
 static void
-ctl_digits(const char *reply, const char *key, char *out, size_t size)
+ctl_digits_of(const char *reply, const char *key, char *out, size_t size, bool lists)
 {
     size_t i;
 
     out[0] = '\0';
     if (client_field(reply, key, out, size)) {
         for (i = 0; out[i] != '\0'; i++) {
-            if (out[i] < '0' || out[i] > '9') {
+            if ((out[i] < '0' || out[i] > '9')
+                && !(lists && out[i] == ',' && i > 0 && out[i + 1] != '\0' && out[i - 1] != ',')) {
                 out[0] = '\0';
                 break;
             }
         }
     }
+}
+
+/* ctl_digits_of() for one number. */
+static void
+ctl_digits(const char *reply, const char *key, char *out, size_t size)
+{
+    ctl_digits_of(reply, key, out, size, false);
 }
 
 /*
@@ -1548,7 +1626,8 @@ static void
 ctl_acquire(const struct ctl_opts *o, struct ctl_conn *c, struct ctl_grant *g)
 {
     const char *verb = o->nowait ? "TRYLOCK" : "LOCK", *reply;
-    char req[PROTO_NAME_MAX + CTL_LABEL_MAX + 128], what[PROTO_NAME_MAX + 16], ttl[32];
+    char req[sizeof(ctl_set_text) + CTL_LABEL_MAX + 128], what[sizeof(ctl_set_text) + 16];
+    char ttl[32];
     char label[CTL_LABEL_MAX + 1], left[48];
     int64_t deadline, ms;
     size_t len;
@@ -1587,7 +1666,7 @@ ctl_acquire(const struct ctl_opts *o, struct ctl_conn *c, struct ctl_grant *g)
     }
     reply = ctl_reply(c, what, deadline);
     if (client_is_reply(reply, "OK", o->name)) {
-        ctl_digits(reply, "fence", g->fence, sizeof(g->fence));
+        ctl_digits_of(reply, "fence", g->fence, sizeof(g->fence), o->nset > 1);
         ctl_digits(reply, "permit", g->permit, sizeof(g->permit));
         if (o->verbose) {
             if (!client_field(reply, "validity", ttl, sizeof(ttl))) {
@@ -1774,7 +1853,7 @@ static void
 ctl_release(const struct ctl_opts *o, struct ctl_conn *c)
 {
     int64_t deadline = client_now_ms() + CTL_REPLY_MS;
-    char req[PROTO_NAME_MAX + 16];
+    char req[sizeof(ctl_set_text) + 16];
     int sig = 0;
 
     snprintf(req, sizeof(req), "UNLOCK %s", o->name);

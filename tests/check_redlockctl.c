@@ -29,7 +29,11 @@
  * certificate checked against openssl s_server (wrong CA, wrong name,
  * expired: 69 with OpenSSL's reason; a verified line both ways), and
  * end to end against redlockd's TLS listener, skipped with a message
- * when this redlockd has none.
+ * when this redlockd has none.  Sets (-N NAME, repeated): every name
+ * held while the command runs, REDLOCK_NAME and REDLOCK_FENCE in the
+ * order given, all released after; refused whole (exit 1, nothing
+ * taken) when one name is held; the command stopped (75) once when one
+ * name's key vanishes, the others freed; the usage errors of -N.
  *
  * Cleanup: Check ends a failed test with _exit(), so no teardown runs
  * then.  redlockctl gets PR_SET_PDEATHSIG from h_spawn() and gives it to
@@ -952,6 +956,178 @@ START_TEST(serialize)
     }
     ck_assert_msg(n == N, "%d commands ran, expected %d: %s", n, N, s);
     free(s);
+}
+END_TEST
+
+/* ---- sets (-N) ---- */
+
+/*
+ * -N zz -N aa: both names held while the command runs (TRYLOCK elsewhere
+ * BUSY for each, status per name says held), REDLOCK_NAME and
+ * REDLOCK_FENCE name them in the order given, and both are free the
+ * moment redlockctl exits with the command's status.
+ */
+START_TEST(set_held_while_running)
+{
+    char started[CT_PATH_MAX], go[CT_PATH_MAX], envf[CT_PATH_MAX], cmd[CT_CMD_MAX];
+    char line[64], *got, *s;
+    static const char *const names[] = { "zz", "aa" };
+    long fz, fa;
+    struct ct_try t;
+    size_t i;
+    pid_t pid;
+    int a;
+
+    EXPECT_SETUP(.masters = NMASTERS, .daemons = 1);
+    a = expect_tcp();
+    /* zz's fence moves ahead of aa's, so that the order of REDLOCK_FENCE shows. */
+    EXPECT_PREFIX(a, "LOCK zz fence", "OK zz ");
+    EXPECT_REPLY(a, "UNLOCK zz", "OK zz holds=0");
+    ct_path(started, sizeof(started), "started");
+    ct_path(go, sizeof(go), "go");
+    ct_path(envf, sizeof(envf), "env");
+    snprintf(cmd, sizeof(cmd),
+             "printf '%%s|%%s\n' \"$REDLOCK_NAME\" \"$REDLOCK_FENCE\" > '%s'; echo > '%s'; "
+             "while [ ! -e '%s' ]; do sleep 0.02; done; exit 5", envf, started, go);
+    pid = CT_SPAWN("run", "-H", ct_addr(), "--fence", "-N", "zz", "-N", "aa", "-c", cmd);
+    ck_assert_msg(h_wait_until(ct_cond_file, started, FILE_MS), "the command did not start");
+    for (i = 0; i < 2; i++) {
+        snprintf(line, sizeof(line), "TRYLOCK %s", names[i]);
+        got = h_cmd(a, line, CMD_MS);
+        ck_assert_msg(got != NULL && h_is_reply(got, "BUSY", names[i]), "%s: '%s'", line,
+                      got ? got : "(nothing)");
+        free(got);
+    }
+    ck_assert_int_eq(CT_RUN("status", "-H", ct_addr(), "status", "aa"), 0);
+    ct_assert_out_has("status", "aa: held");
+    s = ct_slurp(envf);
+    ck_assert_ptr_nonnull(s);
+    ck_assert_msg(sscanf(s, "zz aa|%ld,%ld\n", &fz, &fa) == 2, "the command saw: %s", s);
+    ck_assert_msg(fz > fa && fa >= 1, "fences %ld,%ld are not zz's then aa's", fz, fa);
+    free(s);
+    ck_assert_int_eq(close(open(go, O_WRONLY | O_CREAT | O_CLOEXEC, 0644)), 0);
+    ck_assert_int_eq(ct_wait(pid, EXIT_MS), 5);
+    t.fd = a;
+    for (i = 0; i < 2; i++) {
+        t.name = names[i];
+        ck_assert_msg(ct_cond_trylock(&t), "%s was still held after redlockctl exited",
+                      names[i]);
+    }
+    close(a);
+}
+END_TEST
+
+/*
+ * One name of the set held elsewhere: -n exits 1 without running the
+ * command and leaves the other name free (the set is refused whole); a
+ * waiter runs once the name is released.
+ */
+START_TEST(set_refused_whole)
+{
+    char marker[CT_PATH_MAX], cmd[CT_CMD_MAX];
+    struct ct_try t;
+    pid_t pid;
+    int a, b;
+
+    EXPECT_SETUP(.masters = NMASTERS, .daemons = 1);
+    ct_path(marker, sizeof(marker), "marker");
+    snprintf(cmd, sizeof(cmd), "touch '%s'", marker);
+    a = expect_tcp();
+    b = expect_tcp();
+    EXPECT_PREFIX(a, "LOCK sb", "OK sb ");
+    ck_assert_int_eq(CT_RUN("n", "-H", ct_addr(), "-n", "-N", "sa", "-N", "sb", "-c", cmd), 1);
+    ck_assert_int_eq(CT_RUN("nv", "-H", ct_addr(), "-v", "-n", "-N", "sa", "-N", "sb", "-c",
+                            cmd), 1);
+    ct_assert_out_has("nv", "'sa sb' is held by someone else");
+    ck_assert_msg(!ct_exists(marker), "the command ran without the set");
+    t.fd = b;
+    t.name = "sa";
+    ck_assert_msg(ct_cond_trylock(&t), "a refused set left sa held");
+    EXPECT_REPLY(b, "UNLOCK sa", "OK sa holds=0");
+
+    pid = CT_SPAWN("waiter", "-H", ct_addr(), "-w", "20", "-N", "sa", "-N", "sb", "-c", cmd);
+    ct_wait_stat("waiters", 2, H_PROMPT_MS);      /* one per name of the set */
+    EXPECT_REPLY(a, "UNLOCK sb", "OK sb holds=0");
+    ck_assert_int_eq(ct_wait(pid, EXIT_MS), 0);
+    ck_assert_msg(ct_exists(marker), "the waiter did not run its command");
+    close(a);
+    close(b);
+}
+END_TEST
+
+/*
+ * One name's key deleted on every master behind the daemon's back: the
+ * daemon's watchdog pushes one LOST for the set, the command is stopped
+ * (75), and the set's other name is freed.
+ */
+START_TEST(set_lost_stops_command)
+{
+    char pidf[CT_PATH_MAX], cmd[CT_CMD_MAX];
+    struct ct_try t;
+    pid_t pid, child;
+    int a;
+
+    EXPECT_SETUP(.masters = NMASTERS, .daemons = 1);
+    ct_path(pidf, sizeof(pidf), "pid");
+    snprintf(cmd, sizeof(cmd), "echo $$ > '%s'; exec sleep 30", pidf);
+    pid = CT_SPAWN("run", "-H", ct_addr(), "-t", "600", "-k", "10", "-N", "la", "-N", "lb",
+                   "-c", cmd);
+    child = ct_wait_pid_file(pidf);
+    ct_track_group(child);
+    expect_del_everywhere("lb");
+    ck_assert_int_eq(ct_wait(pid, EXIT_MS), 75);
+    ct_assert_out_has("run", "lost the lock 'la lb' while the command ran (reason=");
+    ck_assert_msg(!ct_alive(child), "the command still runs");
+    a = expect_tcp();
+    t.fd = a;
+    t.name = "la";
+    ck_assert_msg(h_wait_until(ct_cond_trylock, &t, CMD_MS), "la was not freed with the set");
+    close(a);
+}
+END_TEST
+
+/* -N's usage errors: exit 64 with the reason, before any connection. */
+START_TEST(set_usage_errors)
+{
+    static const struct {
+        const char *args[10];
+        const char *says;
+    } cases[] = {
+        { { "-N", "a", "-N", "a", "true", NULL }, "-N: lock name 'a' given twice" },
+        { { "-N", "bad\001name", "true", NULL }, "-N: bad lock name" },
+        { { "-N", "a", "-N", "b", "-s", "true", NULL }, "-s takes one name" },
+        { { "-N", "a", "-N", "b", "--limit", "2", "true", NULL }, "--limit takes one name" },
+        { { "-N", "a", "-N", "b", NULL }, "no COMMAND to run under 'a b'" },
+        { { "-N", "a", "status", "a", NULL }, "-N is not used with 'status'" },
+        { { "-N", NULL }, "option -N needs a value" },
+    };
+    const char *many[2 * 65 + 3];
+    char names[65][8], tag[16], out[CT_PATH_MAX];
+    size_t i, n = 0;
+    pid_t pid;
+
+    EXPECT_SETUP();
+    setenv("REDLOCKD_ADDR", "127.0.0.1:1", 1);
+    for (i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        snprintf(tag, sizeof(tag), "case%zu", i);
+        ck_assert_msg(ct_run(tag, cases[i].args) == 64, "case %zu did not exit 64", i);
+        ct_assert_out_has(tag, cases[i].says);
+    }
+    /* More arguments than ct_spawn() takes: h_spawn() directly. */
+    many[n++] = h_redlockctl_bin();
+    for (i = 0; i < 65; i++) {
+        snprintf(names[i], sizeof(names[i]), "n%zu", i);
+        many[n++] = "-N";
+        many[n++] = names[i];
+    }
+    many[n++] = "true";
+    many[n] = NULL;
+    ct_path(out, sizeof(out), "many.out");
+    pid = h_spawn(many, out);
+    ck_assert_int_gt(pid, 0);
+    ct_kid_add(pid);
+    ck_assert_int_eq(ct_wait(pid, EXIT_MS), 64);
+    ct_assert_out_has("many", "-N: more than 64 names");
 }
 END_TEST
 
@@ -2145,6 +2321,10 @@ ctl_suite(void)
     tcase_add_test(tc, held_while_running);
     tcase_add_test(tc, conflict_exit_codes);
     tcase_add_test(tc, serialize);
+    tcase_add_test(tc, set_held_while_running);
+    tcase_add_test(tc, set_refused_whole);
+    tcase_add_test(tc, set_lost_stops_command);
+    tcase_add_test(tc, set_usage_errors);
     tcase_add_test(tc, lost_terminates_command);
     tcase_add_test(tc, lost_kills_group_after_grace);
     tcase_add_test(tc, daemon_gone);

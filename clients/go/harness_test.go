@@ -36,6 +36,7 @@ type daemon struct {
 	tlsPort int
 	sock    string
 	masters []*exec.Cmd
+	ports   []int // the masters'
 	proc    *exec.Cmd
 }
 
@@ -98,6 +99,7 @@ func startDaemon(t *testing.T, password, tlsDir string) *daemon {
 		d.masters = append(d.masters, cmd)
 		ports = append(ports, p)
 	}
+	d.ports = ports
 	for _, p := range ports {
 		addr := fmt.Sprintf("127.0.0.1:%d", p)
 		waitUntil(t, 5*time.Second, "master "+addr, func() bool {
@@ -139,6 +141,18 @@ func startDaemon(t *testing.T, password, tlsDir string) *daemon {
 }
 
 func (d *daemon) addr() string { return fmt.Sprintf("127.0.0.1:%d", d.port) }
+
+// delEverywhere deletes key on every master, behind the daemon's back.
+func (d *daemon) delEverywhere(t *testing.T, key string) {
+	t.Helper()
+	for _, p := range d.ports {
+		r := ask("tcp", fmt.Sprintf("127.0.0.1:%d", p),
+			fmt.Sprintf("*2\r\n$3\r\nDEL\r\n$%d\r\n%s\r\n", len(key), key), "\n")
+		if !strings.HasPrefix(r, ":") {
+			t.Fatalf("DEL %s on master %d: %q", key, p, r)
+		}
+	}
+}
 
 func (d *daemon) signalMasters(sig syscall.Signal, n int) {
 	for _, m := range d.masters[:n] {

@@ -46,6 +46,7 @@ const (
 	TokenLen = 32            // lowercase hex digits of a lease's token
 	LimitMax = 1000          // permits of a counted hold (lock.max_limit is at most this)
 	TTLMax   = 4000000000000 // ms, the largest number the protocol reads
+	SetMax   = 64            // names of one set (LockMany, LeaseMany)
 )
 
 // Sentinel errors: compare with errors.Is.
@@ -141,6 +142,50 @@ func checkWord(what, v string, longest int) error {
 }
 
 func checkName(name string) error { return checkWord("lock name", name, NameMax) }
+
+// checkNames: names is 1 to SetMax lock names, none given twice.
+func checkNames(names []string) error {
+	if len(names) < 1 || len(names) > SetMax {
+		return refuse("a set of %d names; it must be 1 to %d", len(names), SetMax)
+	}
+	seen := make(map[string]bool, len(names))
+	for _, n := range names {
+		if err := checkName(n); err != nil {
+			return err
+		}
+		if seen[n] {
+			return refuse("lock name %q is given twice", n)
+		}
+		seen[n] = true
+	}
+	return nil
+}
+
+// fencesOf reads a set's fence=F1,F2 (nil without one).
+func fencesOf(v string) []int64 {
+	if v == "" {
+		return nil
+	}
+	var out []int64
+	for _, f := range strings.Split(v, ",") {
+		n, _ := strconv.ParseInt(f, 10, 64)
+		out = append(out, n)
+	}
+	return out
+}
+
+// pushNames: the names of a push ("! LOST a b c reason=..."), the words
+// after the kind up to the first key=value.
+func pushNames(words []string) []string {
+	var out []string
+	for _, w := range words[2:] {
+		if strings.Contains(w, "=") {
+			break
+		}
+		out = append(out, w)
+	}
+	return out
+}
 
 // checkToken: token is 32 lowercase hex digits.
 func checkToken(token string) error {
@@ -426,11 +471,28 @@ func (c *Client) push(words []string) {
 	name := words[2]
 	switch words[1] {
 	case "LOST":
+		// One push names a whole set; a set's Lock is entered under each
+		// of its names, and told once.
+		names := pushNames(words)
 		c.mu.Lock()
-		held := c.locks[name]
-		delete(c.locks, name)
+		var held []*Lock
+		seen := map[*Lock]bool{}
+		for _, n := range names {
+			for _, lk := range c.locks[n] {
+				if !seen[lk] {
+					seen[lk] = true
+					held = append(held, lk)
+				}
+			}
+			delete(c.locks, n)
+		}
+		for _, lk := range held {
+			for _, n := range lk.Names {
+				c.forget(n, lk)
+			}
+		}
 		c.mu.Unlock()
-		reason := fieldsOf(words[3:])["reason"]
+		reason := fieldsOf(words[2+len(names):])["reason"]
 		if reason == "" {
 			reason = "unknown"
 		}
@@ -574,14 +636,18 @@ func (o *LockOptions) words() []string {
 // take sends LOCK (waiting until ctx's deadline, or for ever) or TRYLOCK.
 // grant, if given, runs in the reader with a grant's fields as it is read;
 // abandon runs after it when ctx ended first, and must not block.
-func (c *Client) take(ctx context.Context, name string, o *LockOptions, lease bool,
+func (c *Client) take(ctx context.Context, names []string, o *LockOptions, lease bool,
 	grant func(Fields), abandon func([]string)) (Fields, error) {
 	if o == nil {
 		o = &LockOptions{}
 	}
-	if err := checkName(name); err != nil {
+	if err := checkNames(names); err != nil {
 		return nil, err
 	}
+	if len(names) > 1 && (o.Shared || o.Limit != 0) {
+		return nil, refuse("a set of names is held exclusively: no Shared or Limit")
+	}
+	name := strings.Join(names, " ")
 	if o.Label != "" {
 		if err := checkWord("label", o.Label, LabelMax); err != nil {
 			return nil, err
@@ -635,12 +701,16 @@ func (c *Client) take(ctx context.Context, name string, o *LockOptions, lease bo
 	return nil, fail(ErrProtocol, "REPLY", strings.Join(rep.words, " "))
 }
 
-// Lock is one session-mode hold.
+// Lock is one session-mode hold: of one name (Lock), or of a set of
+// names at once (LockMany), which is one hold, released whole and lost
+// whole.
 type Lock struct {
 	c        *Client
-	Name     string
+	Name     string        // the name; a set's names joined by spaces
+	Names    []string      // the names, in the order given (one for Lock)
 	Validity time.Duration // left when granted
-	Fence    int64         // its fencing token (0 without Fence)
+	Fence    int64         // its fencing token (0 without Fence; a set's: Fences)
+	Fences   []int64       // each name's fencing token, in the order of Names (with Fence)
 	Permit   int           // a counted hold's permit, else -1
 	ctx      context.Context
 	cancel   context.CancelFunc
@@ -649,9 +719,13 @@ type Lock struct {
 	unlocked bool // Unlock was called (and did not fail)
 }
 
-func newLock(c *Client, name string, f Fields) *Lock {
-	lk := &Lock{c: c, Name: name, Validity: time.Duration(f.Int("validity")) * time.Millisecond,
-		Fence: f.Int("fence"), Permit: -1}
+func newLock(c *Client, names []string, f Fields) *Lock {
+	lk := &Lock{c: c, Name: strings.Join(names, " "), Names: names,
+		Validity: time.Duration(f.Int("validity")) * time.Millisecond,
+		Fences:   fencesOf(f["fence"]), Permit: -1}
+	if len(names) == 1 {
+		lk.Fence = f.Int("fence")
+	}
 	if p, ok := f["permit"]; ok {
 		lk.Permit, _ = strconv.Atoi(p)
 	}
@@ -666,15 +740,30 @@ func newLock(c *Client, name string, f Fields) *Lock {
 // released at once.  Taking a name this session holds already adds a hold:
 // each Lock is one, and a "! LOST" of the name ends them all.
 func (c *Client) Lock(ctx context.Context, name string, o *LockOptions) (*Lock, error) {
+	return c.lock(ctx, []string{name}, o)
+}
+
+// LockMany takes every name of names (1 to SetMax, none twice) in session
+// mode, all or none (LOCK a b c): one Lock, whose Unlock releases them
+// all, and whose Context is cancelled once when any of them is lost (the
+// daemon then releases the others).  It waits as Lock does; o.Try makes
+// one try (ErrBusy when any name is held, and nothing is taken).  Shared
+// and Limit are refused: a set is held exclusively.  The daemon takes the
+// names in an order of its own; Fences come in the order of names.
+func (c *Client) LockMany(ctx context.Context, names []string, o *LockOptions) (*Lock, error) {
+	return c.lock(ctx, append([]string(nil), names...), o)
+}
+
+func (c *Client) lock(ctx context.Context, names []string, o *LockOptions) (*Lock, error) {
 	var lk *Lock // made by the reader as the grant is read
-	grant := func(f Fields) { lk = c.hold(newLock(c, name, f)) }
+	grant := func(f Fields) { lk = c.hold(newLock(c, names, f)) }
 	late := func(words []string) {
 		if words[0] == "OK" {
 			c.unhold(lk, -1)
 			go func() { _ = lk.release() }()
 		}
 	}
-	if _, err := c.take(ctx, name, o, false, grant, late); err != nil {
+	if _, err := c.take(ctx, names, o, false, grant, late); err != nil {
 		return nil, err
 	}
 	return lk, nil
@@ -684,9 +773,26 @@ func (c *Client) Lock(ctx context.Context, name string, o *LockOptions) (*Lock, 
 // in the reader, so the connection has not ended yet (ended then finds it).
 func (c *Client) hold(lk *Lock) *Lock {
 	c.mu.Lock()
-	c.locks[lk.Name] = append(c.locks[lk.Name], lk)
+	for _, n := range lk.Names {
+		c.locks[n] = append(c.locks[n], lk)
+	}
 	c.mu.Unlock()
 	return lk
+}
+
+// forget takes lk out of name's entry in the session's locks (under c.mu).
+func (c *Client) forget(name string, lk *Lock) {
+	var rest []*Lock
+	for _, other := range c.locks[name] {
+		if other != lk {
+			rest = append(rest, other)
+		}
+	}
+	if len(rest) == 0 {
+		delete(c.locks, name)
+	} else {
+		c.locks[name] = rest
+	}
 }
 
 // unhold: lk's hold is released, and holds is how many the session has
@@ -694,22 +800,17 @@ func (c *Client) hold(lk *Lock) *Lock {
 // name ends.
 func (c *Client) unhold(lk *Lock, holds int64) {
 	c.mu.Lock()
-	held := c.locks[lk.Name]
-	var rest []*Lock
-	for _, other := range held {
-		if other != lk {
-			rest = append(rest, other)
-		}
-	}
 	var ended []*Lock
-	if holds == 0 {
-		ended = rest
-		rest = nil
-	}
-	if len(rest) == 0 {
-		delete(c.locks, lk.Name)
-	} else {
-		c.locks[lk.Name] = rest
+	for i, n := range lk.Names {
+		c.forget(n, lk)
+		if holds == 0 {
+			if i == 0 {
+				ended = c.locks[n]
+			}
+			for _, other := range c.locks[n] {
+				c.forget(n, other)
+			}
+		}
 	}
 	c.mu.Unlock()
 	lk.lose("released")
@@ -784,15 +885,30 @@ func (l *Lock) release() error {
 }
 
 // Lease is a lease-mode grant: it belongs to its Token, not to a connection.
+// A set's (LeaseMany) has its Names and their Fences; ExtendMany and
+// ReleaseMany take them.
 type Lease struct {
-	Name     string
+	Name     string // the name; a set's names joined by spaces
+	Names    []string
 	Token    string
 	Validity time.Duration
-	Fence    int64
+	Fence    int64   // a single name's fencing token (with Fence)
+	Fences   []int64 // each name's, in the order of Names (with Fence)
 }
 
 // Lease takes name in lease mode for ttl; nothing renews it.
 func (c *Client) Lease(ctx context.Context, name string, ttl time.Duration, o *LockOptions) (*Lease, error) {
+	return c.lease(ctx, []string{name}, ttl, o)
+}
+
+// LeaseMany takes every name of names in lease mode for ttl, all or none:
+// one token for the set, which ExtendMany and ReleaseMany take with the
+// same names (in any order).  Nothing renews it.
+func (c *Client) LeaseMany(ctx context.Context, names []string, ttl time.Duration, o *LockOptions) (*Lease, error) {
+	return c.lease(ctx, append([]string(nil), names...), ttl, o)
+}
+
+func (c *Client) lease(ctx context.Context, names []string, ttl time.Duration, o *LockOptions) (*Lease, error) {
 	if err := checkTTL(ttl); err != nil {
 		return nil, err
 	}
@@ -803,23 +919,35 @@ func (c *Client) Lease(ctx context.Context, name string, ttl time.Duration, o *L
 	oo.TTL = ttl
 	late := func(words []string) {
 		if t := fieldsOf(words[2:])["token"]; words[0] == "OK" && t != "" {
-			go func() { _ = c.Release(context.Background(), name, t) }()
+			go func() { _ = c.ReleaseMany(context.Background(), names, t) }()
 		}
 	}
-	f, err := c.take(ctx, name, &oo, true, nil, late)
+	f, err := c.take(ctx, names, &oo, true, nil, late)
 	if err != nil {
 		return nil, err
 	}
-	return &Lease{Name: name, Token: f["token"], Fence: f.Int("fence"),
-		Validity: time.Duration(f.Int("validity")) * time.Millisecond}, nil
+	ls := &Lease{Name: strings.Join(names, " "), Names: names, Token: f["token"],
+		Fences: fencesOf(f["fence"]), Validity: time.Duration(f.Int("validity")) * time.Millisecond}
+	if len(names) == 1 {
+		ls.Fence = f.Int("fence")
+	}
+	return ls, nil
 }
 
 // Extend renews a lease by its token for ttl; ErrNotHeld once it expired
 // (an expired lease is never taken again).
 func (c *Client) Extend(ctx context.Context, name, token string, ttl time.Duration) (time.Duration, error) {
-	if err := checkName(name); err != nil {
+	return c.ExtendMany(ctx, []string{name}, token, ttl)
+}
+
+// ExtendMany renews a set's lease (LeaseMany) by its token for ttl, every
+// name at once; names in any order, exactly the set.  ErrNotHeld when the
+// token no longer holds them all.
+func (c *Client) ExtendMany(ctx context.Context, names []string, token string, ttl time.Duration) (time.Duration, error) {
+	if err := checkNames(names); err != nil {
 		return 0, err
 	}
+	name := strings.Join(names, " ")
 	if err := checkToken(token); err != nil {
 		return 0, err
 	}
@@ -838,9 +966,16 @@ func (c *Client) Extend(ctx context.Context, name, token string, ttl time.Durati
 
 // Release ends a lease by its token (compare-and-delete); ErrNotHeld when gone.
 func (c *Client) Release(ctx context.Context, name, token string) error {
-	if err := checkName(name); err != nil {
+	return c.ReleaseMany(ctx, []string{name}, token)
+}
+
+// ReleaseMany ends a set's lease (LeaseMany) by its token, every name at
+// once; names in any order, exactly the set.  ErrNotHeld when gone.
+func (c *Client) ReleaseMany(ctx context.Context, names []string, token string) error {
+	if err := checkNames(names); err != nil {
 		return err
 	}
+	name := strings.Join(names, " ")
 	if err := checkToken(token); err != nil {
 		return err
 	}

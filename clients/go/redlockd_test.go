@@ -268,6 +268,189 @@ func TestClient(t *testing.T) {
 		}
 	})
 
+	t.Run("set granted whole, fences in order, unlocked whole", func(t *testing.T) {
+		a, b := dial(t, d.addr(), nil), dial(t, d.addr(), nil)
+		z, err := a.Lock(ctx, "go-set-z", &LockOptions{Fence: true}) // z's fence moves ahead
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := z.Unlock(); err != nil {
+			t.Fatal(err)
+		}
+		names := []string{"go-set-z", "go-set-a"}
+		l, err := a.LockMany(ctx, names, &LockOptions{Fence: true, Label: "go-set"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if l.Name != "go-set-z go-set-a" || len(l.Names) != 2 || len(l.Fences) != 2 || l.Validity <= 0 {
+			t.Fatalf("set: %+v", l)
+		}
+		for i, n := range names {
+			_, f, err := a.Status(ctx, n, "")
+			if err != nil || f["owner"] != "self" || f.Int("fence") != l.Fences[i] {
+				t.Fatalf("%s: %v %v, fences %v", n, f, err, l.Fences)
+			}
+			if _, f, _ := b.Status(ctx, n, ""); f["owner"] != "other" {
+				t.Fatalf("%s for another session: %v", n, f)
+			}
+		}
+		if l.Fences[0] <= l.Fences[1] {
+			t.Fatalf("fences %v are not in the order given", l.Fences)
+		}
+		if err := l.Unlock(); err != nil {
+			t.Fatal(err)
+		}
+		for _, n := range names {
+			if held, _, _ := b.Status(ctx, n, ""); held {
+				t.Fatalf("%s still held after Unlock", n)
+			}
+		}
+		if l.LostReason() != "released" {
+			t.Fatalf("reason %q", l.LostReason())
+		}
+	})
+
+	t.Run("set refused whole when one name is held", func(t *testing.T) {
+		a, b := dial(t, d.addr(), nil), dial(t, d.addr(), nil)
+		held, err := a.Lock(ctx, "go-set-held", nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		names := []string{"go-set-free", "go-set-held"}
+		_, err = b.LockMany(ctx, names, &LockOptions{Try: true})
+		if !errors.Is(err, ErrBusy) || !strings.HasPrefix(err.Error(), "BUSY go-set-free go-set-held ttl=") {
+			t.Fatalf("try: %v", err)
+		}
+		if h, _, _ := a.Status(ctx, "go-set-free", ""); h {
+			t.Fatal("a refused set left a name held")
+		}
+		short, cancel := context.WithTimeout(ctx, 200*time.Millisecond)
+		defer cancel()
+		if _, err := b.LockMany(short, names, nil); !errors.Is(err, ErrTimeout) {
+			t.Fatalf("wait: %v", err)
+		}
+		if err := held.Unlock(); err != nil {
+			t.Fatal(err)
+		}
+		l, err := b.LockMany(ctx, names, &LockOptions{Try: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		_ = l.Unlock()
+		if _, err := b.LockMany(ctx, []string{"go-dup", "go-dup"}, nil); !errors.Is(err, ErrProtocol) {
+			t.Fatalf("a name twice: %v", err)
+		}
+		if _, err := b.LockMany(ctx, names, &LockOptions{Shared: true}); !errors.Is(err, ErrProtocol) {
+			t.Fatalf("a shared set: %v", err)
+		}
+	})
+
+	t.Run("set lost once when one of its keys vanishes", func(t *testing.T) {
+		a, b := dial(t, d.addr(), nil), dial(t, d.addr(), nil)
+		names := []string{"go-lost-1", "go-lost-2", "go-lost-3"}
+		l, err := a.LockMany(ctx, names, &LockOptions{TTL: 600 * time.Millisecond})
+		if err != nil {
+			t.Fatal(err)
+		}
+		d.delEverywhere(t, "redlock:go-lost-2")
+		select {
+		case <-l.Context().Done():
+		case <-time.After(5 * time.Second):
+			t.Fatal("no loss signal for the set")
+		}
+		if r := l.LostReason(); r != "gone" && r != "renew" {
+			t.Fatalf("reason %q", r)
+		}
+		waitUntil(t, 5*time.Second, "the other names released", func() bool {
+			h1, _, _ := b.Status(ctx, "go-lost-1", "")
+			h3, _, _ := b.Status(ctx, "go-lost-3", "")
+			return !h1 && !h3
+		})
+		a.mu.Lock()
+		left := len(a.locks)
+		a.mu.Unlock()
+		if left != 0 {
+			t.Fatalf("%d names still entered after the loss", left)
+		}
+		if err := l.Unlock(); !errors.Is(err, ErrNotHeld) {
+			t.Fatalf("Unlock after the loss: %v", err)
+		}
+	})
+
+	t.Run("LOST right behind a set's grant reaches the set", func(t *testing.T) {
+		r := startRelay(t, d.addr())
+		a := dial(t, r.addr(), nil)
+		r.hold()
+		type result struct {
+			lk  *Lock
+			err error
+		}
+		res := make(chan result, 1)
+		go func() {
+			lk, err := a.LockMany(ctx, []string{"go-behind-1", "go-behind-2"},
+				&LockOptions{TTL: 300 * time.Millisecond})
+			res <- result{lk, err}
+		}()
+		waitUntil(t, 5*time.Second, "the relay holds the OK", func() bool {
+			return strings.Contains(r.holds(), "OK go-behind-1 go-behind-2 ")
+		})
+		d.delEverywhere(t, "redlock:go-behind-1")
+		waitUntil(t, 5*time.Second, "the relay holds the LOST", func() bool {
+			return strings.Contains(r.holds(), "! LOST go-behind-1 go-behind-2 ")
+		})
+		r.flush() // the OK and the LOST in one read
+		var got result
+		select {
+		case got = <-res:
+		case <-time.After(5 * time.Second):
+			t.Fatal("no reply to LockMany")
+		}
+		if got.err != nil {
+			t.Fatal(got.err)
+		}
+		select {
+		case <-got.lk.Context().Done():
+		case <-time.After(5 * time.Second):
+			t.Fatal("the LOST behind the set's grant was dropped")
+		}
+	})
+
+	t.Run("set lease extended and released by token", func(t *testing.T) {
+		a, b := dial(t, d.addr(), nil), dial(t, d.addr(), nil)
+		ls, err := a.LeaseMany(ctx, []string{"go-lset-b", "go-lset-a"}, 5*time.Second, &LockOptions{Fence: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(ls.Names) != 2 || len(ls.Fences) != 2 || len(ls.Token) != TokenLen {
+			t.Fatalf("lease: %+v", ls)
+		}
+		a.Close()
+		if _, f, _ := b.Status(ctx, "go-lset-a", ls.Token); f["owner"] != "self" {
+			t.Fatalf("status by token: %v", f)
+		}
+		if v, err := b.ExtendMany(ctx, []string{"go-lset-a", "go-lset-b"}, ls.Token, 9*time.Second); err != nil || v <= 5*time.Second {
+			t.Fatalf("extend: %v %v", v, err)
+		}
+		if _, err := b.ExtendMany(ctx, []string{"go-lset-a", "go-lset-b", "go-lset-c"}, ls.Token, time.Second); !errors.Is(err, ErrNotHeld) {
+			t.Fatalf("extend of a larger set: %v", err)
+		}
+		ls, err = b.LeaseMany(ctx, []string{"go-lset-b", "go-lset-a"}, 5*time.Second, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := b.ReleaseMany(ctx, ls.Names, ls.Token); err != nil {
+			t.Fatal(err)
+		}
+		for _, n := range ls.Names {
+			if h, _, _ := b.Status(ctx, n, ""); h {
+				t.Fatalf("%s held after ReleaseMany", n)
+			}
+		}
+		if err := b.ReleaseMany(ctx, ls.Names, ls.Token); !errors.Is(err, ErrNotHeld) {
+			t.Fatalf("second release: %v", err)
+		}
+	})
+
 	t.Run("LOST when masters stop", func(t *testing.T) {
 		a := dial(t, d.addr(), nil)
 		l, err := a.Lock(ctx, "go-quorum", &LockOptions{TTL: time.Second})
@@ -618,6 +801,12 @@ func deferBeforeExit(t *testing.T, code string) []string {
 // 1, when the lock is broken.  The code is gofmt'd and defers nothing in
 // a function that calls os.Exit.
 func hearsTheLoss(t *testing.T, dir, code string) {
+	hearsTheLossOf(t, dir, code, "nightly", "held with fence ")
+}
+
+// hearsTheLossOf is hearsTheLoss for an example that holds name (among
+// others, maybe) and prints first before anything else once it does.
+func hearsTheLossOf(t *testing.T, dir, code, name, first string) {
 	if bad := deferBeforeExit(t, code); len(bad) > 0 {
 		t.Errorf("%v defer calls and call os.Exit, which runs none of them", bad)
 	}
@@ -648,11 +837,11 @@ func hearsTheLoss(t *testing.T, dir, code string) {
 	}
 	t.Cleanup(func() { _ = run.Process.Kill() })
 	lines := bufio.NewScanner(out)
-	if !lines.Scan() || !strings.HasPrefix(lines.Text(), "held with fence ") {
+	if !lines.Scan() || !strings.HasPrefix(lines.Text(), first) {
 		t.Fatalf("the example printed %q first", lines.Text())
 	}
 	admin := dial(t, d.addr(), &Options{Password: adminPassword})
-	if err := admin.Break(ctx, "nightly"); err != nil {
+	if err := admin.Break(ctx, name); err != nil {
 		t.Fatal(err)
 	}
 	done := make(chan string, 1)
@@ -692,6 +881,29 @@ func TestDocExample(t *testing.T) {
 		t.Fatal(err)
 	}
 	hearsTheLoss(t, dir, fenced(t, "docs/using.md", "go", "## Using it from Go")[0])
+}
+
+// The example of docs/using.md's "Several names at once", built as
+// TestDocExample builds its: both names held, a fence each, and the whole
+// set lost when one of them is broken.
+func TestDocSetsExample(t *testing.T) {
+	if _, err := exec.LookPath("go"); err != nil {
+		t.Skip("no go command to build the example with")
+	}
+	here, err := os.Getwd()
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	mod := "module myjob\n\ngo 1.19\n\nrequire redlockd v0.0.0\n\nreplace redlockd => " + here + "\n"
+	if err := os.WriteFile(filepath.Join(dir, "go.mod"), []byte(mod), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	code := fenced(t, "docs/using.md", "go", "## Several names at once")[0]
+	if !strings.Contains(code, "LockMany(") {
+		t.Fatal("the sets example takes no set")
+	}
+	hearsTheLossOf(t, dir, code, "account-42", "held with fences [")
 }
 
 // The README's install lines, run as written (but for /path/to/redlockd)

@@ -42,6 +42,24 @@ export class Lock {
   release(): Promise<void>;
 }
 
+/** A session-mode hold of several names at once (acquireMany): one hold, lost whole. */
+export class LockSet extends Lock {
+  /** The names, in the order given. */
+  readonly names: string[];
+  /** Their fencing tokens, in the order of names (with fence). */
+  readonly fences?: number[];
+}
+
+/** Options of a set: those of a single lock but shared and limit. */
+export type SetOptions = Omit<LockOptions, 'shared' | 'limit'>;
+
+export interface LeaseSet {
+  names: string[];
+  token: string;
+  validity: number;
+  fences?: number[];
+}
+
 export interface Lease {
   name: string;
   token: string;
@@ -72,8 +90,14 @@ export class Client {
   using<T>(name: string, opts: LockOptions, fn: (signal: AbortSignal, lock: Lock) => Promise<T>): Promise<T>;
   using<T>(name: string, fn: (signal: AbortSignal, lock: Lock) => Promise<T>): Promise<T>;
   lease(name: string, opts: LockOptions & { ttl: number }): Promise<Lease>;
-  extend(name: string, token: string, ttl: number): Promise<number>;
-  release(name: string, token: string): Promise<void>;
+  /** Every name of names (1 to SET_MAX, none twice), all or none. */
+  acquireMany(names: string[], opts?: SetOptions): Promise<LockSet>;
+  usingMany<T>(names: string[], opts: SetOptions, fn: (signal: AbortSignal, lock: LockSet) => Promise<T>): Promise<T>;
+  usingMany<T>(names: string[], fn: (signal: AbortSignal, lock: LockSet) => Promise<T>): Promise<T>;
+  leaseMany(names: string[], opts: SetOptions & { ttl: number }): Promise<LeaseSet>;
+  /** name: a name, or the names of a LeaseSet (any order). */
+  extend(name: string | string[], token: string, ttl: number): Promise<number>;
+  release(name: string | string[], token: string): Promise<void>;
   status(name: string, opts?: { token?: string }): Promise<Record<string, string | number> | null>;
   list(prefix?: string): Promise<Array<Record<string, string | number>>>;
   stats(): Promise<Record<string, string | number>>;
@@ -97,6 +121,8 @@ export const TOKEN_LEN: number;
 export const LIMIT_MAX: number;
 /** ms: the largest ttl the protocol reads (4000000000000). */
 export const TTL_MAX: number;
+/** Names of one set (64). */
+export const SET_MAX: number;
 
 export class RedlockdError extends Error {
   readonly code: string;

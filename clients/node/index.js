@@ -28,6 +28,7 @@ const LABEL_MAX = 64;        // bytes of a holder label (label=)
 const TOKEN_LEN = 32;        // lowercase hex digits of a lease's token
 const LIMIT_MAX = 1000;      // permits of a counted hold (lock.max_limit is at most this)
 const TTL_MAX = 4000000000000; // ms, the largest number the protocol reads
+const SET_MAX = 64;          // names of one set (LOCK n1 .. nk)
 
 class RedlockdError extends Error {
   constructor(code, text) {
@@ -89,6 +90,45 @@ function word(what, value, longest = NAME_MAX) {
   return value;
 }
 
+/* names (an array of 1 to SET_MAX lock names, none twice) as a copy;
+ * else a TypeError saying what is wrong. */
+function nameList(names) {
+  if (!Array.isArray(names)) {
+    throw new TypeError(`names must be an array of strings, not ${names === null ? 'null' : typeof names}`);
+  }
+  if (names.length < 1 || names.length > SET_MAX) {
+    throw new TypeError(`a set of ${names.length} names; it must be 1 to ${SET_MAX}`);
+  }
+  const seen = new Set();
+  for (const n of names) {
+    word('lock name', n);
+    if (seen.has(n)) throw new TypeError(`lock name ${JSON.stringify(n)} is given twice`);
+    seen.add(n);
+  }
+  return [...names];
+}
+
+/* What a request names: a name, or a set of them (an array) as its words. */
+function nameWords(name) {
+  return Array.isArray(name) ? nameList(name).join(' ') : word('lock name', name);
+}
+
+/* The fences of a set's reply (fence=F1,F2) as an array of numbers. */
+function fenceList(value) {
+  return value === undefined ? undefined : String(value).split(',').map(Number);
+}
+
+/* The names of a push (! LOST a b c reason=...): the words after the
+ * kind, up to the first key=value. */
+function pushNames(words) {
+  const out = [];
+  for (const w of words.slice(2)) {
+    if (w.includes('=')) break;
+    out.push(w);
+  }
+  return out;
+}
+
 /* token, when it is 32 lowercase hex digits; else a TypeError. */
 function tokenWord(token) {
   const need = `it must be ${TOKEN_LEN} lowercase hex digits (as the lease's grant gave it)`;
@@ -123,6 +163,7 @@ class Lock {
   constructor(client, name, f) {
     this.client = client;
     this.name = name;
+    this.names = [name];
     this.validity = f.validity;
     this.holds = f.holds;
     this.fence = f.fence;
@@ -146,6 +187,19 @@ class Lock {
       onReply: (w) => { if (w[0] === 'OK') this.client.unhold(this, fields(w.slice(2)).holds || 0); },
     });
     if (r[0] === 'NOTHELD') throw new NotHeld('NOTHELD', r.slice(1).join(' '));
+  }
+}
+
+/* A session-mode hold of several names at once (LOCK a b c), all or none:
+ * one hold, released whole, and lost whole when any of its names is lost
+ * (its signal aborts once).  names: in the order given; fences: their
+ * fencing tokens in that order (with fence); name: the names joined by
+ * spaces, as the protocol's lines write them. */
+class LockSet extends Lock {
+  constructor(client, names, f) {
+    super(client, names.join(' '), f);
+    this.names = names;
+    this.fences = fenceList(f.fence);
   }
 }
 
@@ -289,11 +343,19 @@ class Client {
     const kind = words[1];
     const name = words[2];
     if (kind === 'LOST') {
-      const held = this.locks.get(name) || [];
-      this.locks.delete(name);
+      // One push names a whole set; a LockSet is entered under each of
+      // its names, and told once.
+      const names = pushNames(words);
+      const held = new Set();
+      for (const n of names) {
+        for (const lk of this.locks.get(n) || []) held.add(lk);
+        this.locks.delete(n);
+      }
+      for (const lk of held) for (const n of lk.names) this.forget(n, lk);
+      const reason = fields(words.slice(2 + names.length)).reason || 'unknown';
       for (const lk of held) {
         lk.holds = 0;
-        lk.markLost(fields(words.slice(3)).reason || 'unknown');
+        lk.markLost(reason);
       }
     } else if (kind === 'HELD' || kind === 'FREE') {
       const w = this.watches.get(name);
@@ -303,7 +365,9 @@ class Client {
 
   onEnd() {
     this.closed = true;
-    for (const held of this.locks.values()) for (const lk of held) lk.markLost('connection');
+    const all = new Set();
+    for (const held of this.locks.values()) for (const lk of held) all.add(lk);
+    for (const lk of all) lk.markLost('connection');
     this.locks.clear();
     for (const w of this.watches.values()) w.put(null);
     const pending = this.pending;
@@ -351,7 +415,7 @@ class Client {
   /* LOCK or TRYLOCK; the OK's fields, or what grant(fields) made of them
    * as the reply was read. */
   async take(name, o, lease, grant) {
-    word('lock name', name);
+    name = nameWords(name);
     let words;
     let waitMs;
     if (o.timeout === 0) {
@@ -377,20 +441,32 @@ class Client {
 
   /* A hold of this session: entered in locks, where "! LOST" finds it. */
   hold(lk) {
-    let held = this.locks.get(lk.name);
-    if (!held) this.locks.set(lk.name, (held = new Set()));
-    held.add(lk);
+    for (const n of lk.names) {
+      let held = this.locks.get(n);
+      if (!held) this.locks.set(n, (held = new Set()));
+      held.add(lk);
+    }
     return lk;
+  }
+
+  /* lk no longer in the entry of name n. */
+  forget(n, lk) {
+    const held = this.locks.get(n);
+    if (!held) return;
+    held.delete(lk);
+    if (held.size === 0) this.locks.delete(n);
   }
 
   /* lk's hold released; holds: how many the session still has. */
   unhold(lk, holds) {
     lk.holds = 0;
-    const held = this.locks.get(lk.name);
-    if (!held) return;
-    held.delete(lk);
-    for (const other of held) other.holds = holds;
-    if (holds === 0 || held.size === 0) this.locks.delete(lk.name);
+    for (const n of lk.names) {
+      const held = this.locks.get(n);
+      if (!held) continue;
+      held.delete(lk);
+      for (const other of held) other.holds = holds;
+      if (holds === 0 || held.size === 0) this.locks.delete(n);
+    }
   }
 
   /*
@@ -412,6 +488,39 @@ class Client {
     }
   }
 
+  /*
+   * acquireMany(names, {timeout, ttl, fence, label}): a LockSet of this
+   * session holding every name of the array names (1 to SET_MAX, none
+   * twice), all or none; the options of acquire but shared and limit,
+   * which a set does not take.
+   */
+  async acquireMany(names, o = {}) {
+    names = nameList(names);
+    if (o.shared || o.limit !== undefined) throw new TypeError('a set of names is held exclusively: no shared or limit');
+    return this.take(names, o, false, (f) => this.hold(new LockSet(this, names, f)));
+  }
+
+  /* Run fn(signal, lockSet) holding every name of names; released after. */
+  async usingMany(names, o, fn) {
+    if (typeof o === 'function') { fn = o; o = {}; }
+    const lk = await this.acquireMany(names, o);
+    try {
+      return await fn(lk.signal, lk);
+    } finally {
+      if (!lk.lost && !this.closed) await lk.release();
+    }
+  }
+
+  /* Lease mode for a set: {names, token, validity, fences}; one token for
+   * the set, which extend and release take with the names (any order). */
+  async leaseMany(names, o) {
+    names = nameList(names);
+    if (!o || o.ttl === undefined) throw new TypeError('a lease needs ttl (ms)');
+    if (o.shared || o.limit !== undefined) throw new TypeError('a set of names is held exclusively: no shared or limit');
+    const f = await this.take(names, o, true);
+    return { names, token: f.token, validity: f.validity, fences: fenceList(f.fence) };
+  }
+
   /* Lease mode: {name, token, validity, fence}; nothing renews it. */
   async lease(name, o) {
     if (!o || o.ttl === undefined) throw new TypeError('a lease needs ttl (ms)');
@@ -419,16 +528,18 @@ class Client {
     return { name, token: f.token, validity: f.validity, fence: f.fence };
   }
 
-  /* EXTEND a lease by token; its validity (ms).  NotHeld once it expired. */
+  /* EXTEND a lease by token; its validity (ms).  NotHeld once it expired.
+   * name: a name, or the array of names of a set's lease. */
   async extend(name, token, ttl) {
-    const r = await this.command(`EXTEND ${word('lock name', name)} token=${tokenWord(token)} ttl=${number('ttl', ttl, 1, TTL_MAX, ' ms')}`);
+    const r = await this.command(`EXTEND ${nameWords(name)} token=${tokenWord(token)} ttl=${number('ttl', ttl, 1, TTL_MAX, ' ms')}`);
     if (r[0] === 'NOTHELD') throw new NotHeld('NOTHELD', r.slice(1).join(' '));
-    return fields(r.slice(2)).validity;
+    return fields(r.slice(1)).validity;
   }
 
-  /* Release a lease by token (compare-and-delete); NotHeld when gone. */
+  /* Release a lease by token (compare-and-delete); NotHeld when gone.
+   * name: a name, or the array of names of a set's lease. */
   async release(name, token) {
-    const r = await this.command(`UNLOCK ${word('lock name', name)} token=${tokenWord(token)}`);
+    const r = await this.command(`UNLOCK ${nameWords(name)} token=${tokenWord(token)}`);
     if (r[0] === 'NOTHELD') throw new NotHeld('NOTHELD', r.slice(1).join(' '));
   }
 
@@ -505,8 +616,8 @@ class Client {
 }
 
 module.exports = {
-  Client, Lock, RedlockdError, Busy, Timeout, NotHeld, NoQuorum, Denied, ProtocolError,
+  Client, Lock, LockSet, RedlockdError, Busy, Timeout, NotHeld, NoQuorum, Denied, ProtocolError,
   LimitError, AuthError, KindError, ShuttingDown, ConnectionLost, defaults,
-  NAME_MAX, LABEL_MAX, TOKEN_LEN, LIMIT_MAX, TTL_MAX,
+  NAME_MAX, LABEL_MAX, TOKEN_LEN, LIMIT_MAX, TTL_MAX, SET_MAX,
   connect: (address, opts) => Client.connect(address, opts),
 };

@@ -115,6 +115,96 @@ test('the client', { timeout: 120000 }, async (t) => {
     assert.equal(second.holds + first.holds, 0);
   });
 
+  await t.test('a set: granted whole, fences in the order given, released whole', T, async () => {
+    const a = await client();
+    const b = await client();
+    await (await a.acquire('js-set-z', { fence: true })).release();   // z's fence moves ahead
+    const out = await a.usingMany(['js-set-z', 'js-set-a'], { fence: true, label: 'js-set' }, async (signal, ls) => {
+      assert.deepEqual(ls.names, ['js-set-z', 'js-set-a']);
+      assert.equal(ls.holds, 1);
+      assert.ok(ls.validity > 0);
+      assert.equal(ls.fences.length, 2);
+      for (let i = 0; i < 2; i++) {
+        assert.equal((await b.status(ls.names[i])).owner, 'other');
+        assert.equal((await a.status(ls.names[i])).fence, ls.fences[i]);
+      }
+      assert.ok(ls.fences[0] > ls.fences[1], 'the fences are not in the order given');
+      return ls;
+    });
+    assert.equal(out.holds, 0);
+    assert.equal(out.lost, false);
+    assert.equal(await b.status('js-set-z'), null);
+    assert.equal(await b.status('js-set-a'), null);
+  });
+
+  await t.test('a set is refused whole when one name is held', T, async () => {
+    const a = await client();
+    const b = await client();
+    const lk = await a.acquire('js-set-held');
+    await assert.rejects(b.acquireMany(['js-set-free', 'js-set-held'], { timeout: 0 }),
+                         (e) => e instanceof redlockd.Busy && e.text.startsWith('js-set-free js-set-held ttl='));
+    assert.equal(await a.status('js-set-free'), null, 'a refused set left a name held');
+    await assert.rejects(b.acquireMany(['js-set-free', 'js-set-held'], { timeout: 200 }), redlockd.Timeout);
+    assert.equal(await a.status('js-set-free'), null);
+    await lk.release();
+    await (await b.acquireMany(['js-set-free', 'js-set-held'], { timeout: 0 })).release();
+  });
+
+  await t.test('a set whose key vanished is lost once, whole', T, async () => {
+    const a = await client();
+    const b = await client();
+    let calls = 0;
+    const ls = await a.acquireMany(['js-lost-1', 'js-lost-2', 'js-lost-3'], { ttl: 600 });
+    ls.signal.addEventListener('abort', () => { calls++; });
+    await d.delEverywhere('redlock:js-lost-2');
+    await within(aborted(ls.signal), 5000, 'the loss signal of the set');
+    assert.ok(['gone', 'renew'].includes(ls.lostReason), ls.lostReason);
+    assert.equal(ls.holds, 0);
+    await waitUntil(async () => (await b.status('js-lost-1')) === null && (await b.status('js-lost-3')) === null,
+                    5000, 'the other names released');
+    assert.equal(calls, 1);
+    assert.equal(a.locks.size, 0);
+    await assert.rejects(ls.release(), redlockd.NotHeld);
+    await (await a.acquireMany(['js-lost-1', 'js-lost-2', 'js-lost-3'], { timeout: 0 })).release();
+  });
+
+  await t.test('a LOST right behind a set\'s grant, in one read, reaches the set', T, async () => {
+    const relay = await Relay.start(d.port);
+    t.after(() => relay.close());
+    const viaRelay = await redlockd.connect(relay.address);
+    opened.push(viaRelay);
+    relay.hold();
+    const taking = viaRelay.acquireMany(['js-behind-1', 'js-behind-2'], { ttl: 300 });
+    await waitUntil(() => relay.held().includes('OK js-behind-1 js-behind-2'), 5000, 'the grant held back');
+    await d.delEverywhere('redlock:js-behind-1');
+    await waitUntil(() => relay.held().includes('! LOST js-behind-1 js-behind-2'), 5000, 'the LOST held back');
+    relay.flush();
+    const ls = await within(taking, 5000, 'the grant');
+    await within(aborted(ls.signal), 5000, 'the set lost');
+    assert.equal(ls.holds, 0);
+    assert.equal(viaRelay.locks.size, 0);
+  });
+
+  await t.test('a set in lease mode: one token, extended and released whole', T, async () => {
+    const a = await client();
+    const b = await client();
+    const lease = await a.leaseMany(['js-lset-b', 'js-lset-a'], { ttl: 5000, fence: true });
+    assert.deepEqual(lease.names, ['js-lset-b', 'js-lset-a']);
+    assert.equal(lease.fences.length, 2);
+    a.close();
+    assert.equal((await b.status('js-lset-a', { token: lease.token })).owner, 'self');
+    assert.ok((await b.extend(['js-lset-a', 'js-lset-b'], lease.token, 9000)) > 5000);
+    await assert.rejects(b.extend(['js-lset-a', 'js-lset-b', 'js-lset-c'], lease.token, 9000), redlockd.NotHeld);
+    const again = await b.leaseMany(['js-lset-b', 'js-lset-a'], { ttl: 5000 });
+    await b.release(again.names, again.token);
+    assert.equal(await b.status('js-lset-a'), null);
+    assert.equal(await b.status('js-lset-b'), null);
+    await assert.rejects(b.release(['js-lset-a', 'js-lset-b'], again.token), redlockd.NotHeld);
+    await assert.rejects(b.acquireMany(['js-dup', 'js-dup']), TypeError);
+    await assert.rejects(b.acquireMany([]), TypeError);
+    await assert.rejects(b.acquireMany('js-one-string'), TypeError);
+  });
+
   await t.test('BREAK needs the admin right', T, async () => {
     const a = await client();
     await assert.rejects(a.breakLock('js-nobody'), redlockd.Denied);
@@ -270,7 +360,7 @@ function fenced(file, lang, heading) {
  * $REDLOCKD_ADDR (as connect() without an address finds it; docs/using.md's
  * example names the address, replaced), and check that it holds the lock
  * and stops with "lost: broken" when the lock is broken. */
-async function hearsTheLoss(t, dir, code) {
+async function hearsTheLoss(t, dir, code, { name = 'nightly', first = /^held with fence \d+\n$/ } = {}) {
   const { spawn } = require('node:child_process');
   const d = await Daemon.start();
   t.after(() => d.stop());
@@ -283,13 +373,13 @@ async function hearsTheLoss(t, dir, code) {
   child.stdout.on('data', (x) => { out += x; });
   child.stderr.on('data', (x) => { out += x; });
   const exited = new Promise((resolve) => child.on('exit', resolve));
-  await waitUntil(() => out.includes('held with fence ') || child.exitCode !== null, 5000,
+  await waitUntil(() => out.includes('held with fence') || child.exitCode !== null, 5000,
                   'the example holding the lock');
-  assert.match(out, /^held with fence \d+\n$/);
+  assert.match(out, first);
   const admin = await redlockd.connect(d.address);
   t.after(() => admin.close());
   await admin.command(`AUTH ${ADMIN_PASSWORD}`);
-  await admin.breakLock('nightly');
+  await admin.breakLock(name);
   assert.equal(await within(exited, 5000, 'the example stopping'), 1);
   assert.match(out, /\nlost: broken\n$/);
 }
@@ -304,6 +394,15 @@ test('the example of docs/using.md hears the loss', T, async (t) => {
   const code = fenced('docs/using.md', 'js', '## Using it from Node.js')[0]
     .replace("require('./clients/node')", `require(${JSON.stringify(path.join(ROOT, 'clients', 'node'))})`);
   await hearsTheLoss(t, scratch(t), code);
+});
+
+// docs/using.md's "Several names at once": both names held, a fence each,
+// and the whole set lost when one of them is broken.
+test('the sets example of docs/using.md hears the loss', T, async (t) => {
+  const code = fenced('docs/using.md', 'js', '## Several names at once')[0]
+    .replace("require('./clients/node')", `require(${JSON.stringify(path.join(ROOT, 'clients', 'node'))})`);
+  assert.match(code, /usingMany\(/);
+  await hearsTheLoss(t, scratch(t), code, { name: 'account-42', first: /^held with fences \d+,\d+\n$/ });
 });
 
 // The README's install line, run as written in a project of its own, with

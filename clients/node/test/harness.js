@@ -115,6 +115,15 @@ class Daemon {
 
   get address() { return `127.0.0.1:${this.port}`; }
 
+  /* DEL key on every master, behind the daemon's back. */
+  async delEverywhere(key) {
+    for (const m of this.masters) {
+      const r = await ask({ port: m.port, host: '127.0.0.1' },
+                          `*2\r\n$3\r\nDEL\r\n$${Buffer.byteLength(key)}\r\n${key}\r\n`, (x) => x.includes('\n'));
+      if (r === null || !r.startsWith(':')) throw new Error(`DEL ${key} on master ${m.port}: ${r}`);
+    }
+  }
+
   signalMasters(sig, n) { for (const m of this.masters.slice(0, n)) m.proc.kill(sig); }
 
   stop() {

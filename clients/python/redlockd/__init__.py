@@ -34,7 +34,7 @@ import ssl
 import threading
 
 __all__ = [
-    "Client", "Lock", "Lease", "Event", "RedlockdError", "Busy", "Timeout",
+    "Client", "Lock", "LockSet", "Lease", "LeaseSet", "Event", "RedlockdError", "Busy", "Timeout",
     "NoQuorum", "Denied", "ProtocolError", "LimitError", "AuthError", "KindError",
     "ShuttingDown", "ConnectionLost", "NotHeld",
 ]
@@ -54,6 +54,7 @@ LABEL_MAX = 64          # bytes of a holder label (label=)
 TOKEN_LEN = 32          # lowercase hex digits of a lease's token
 LIMIT_MAX = 1000        # permits of a counted hold (lock.max_limit is at most this)
 TTL_MAX = 4000000000000  # ms, the largest number the protocol reads
+SET_MAX = 64            # names of one set (LOCK n1 .. nk)
 
 
 class RedlockdError(Exception):
@@ -153,6 +154,48 @@ def _check_word(what, value, longest=NAME_MAX):
     return value
 
 
+def _check_names(names):
+    """names (a list or tuple of str) as a tuple, when it is 1 to SET_MAX
+    lock names, none given twice; else TypeError or ValueError."""
+    if isinstance(names, (str, bytes)) or not isinstance(names, (list, tuple)):
+        raise TypeError(f"names must be a list of str, not {type(names).__name__}")
+    if not 1 <= len(names) <= SET_MAX:
+        raise ValueError(f"a set of {len(names)} names; it must be 1 to {SET_MAX}")
+    seen = set()
+    for n in names:
+        _check_word("lock name", n)
+        if n in seen:
+            raise ValueError(f"lock name {n!r} is given twice")
+        seen.add(n)
+    return tuple(names)
+
+
+def _name_words(name):
+    """What a request names: one lock name (a str), or a set of them (a
+    list or tuple) as its words joined by spaces."""
+    if isinstance(name, (list, tuple)):
+        return " ".join(_check_names(name))
+    return _check_word("lock name", name)
+
+
+def _fences(value):
+    """The fences of a set's reply (``fence=F1,F2``) as a list of int; None without."""
+    if value is None:
+        return None
+    return [int(v) for v in str(value).split(",")]
+
+
+def _push_names(words):
+    """The names of a push (``! LOST a b c reason=...``): the words after
+    the kind, up to the first ``key=value``."""
+    out = []
+    for w in words[2:]:
+        if "=" in w:
+            break
+        out.append(w)
+    return out
+
+
 def _check_token(token):
     """token, when it is 32 lowercase hex digits; else TypeError or ValueError."""
     if not isinstance(token, str):
@@ -222,6 +265,7 @@ class Lock:
     def __init__(self, client, name, timeout, ttl, shared, limit, fence, label, on_lost):
         self._client = client
         self.name = _check_word("lock name", name)
+        self.names = (self.name,)
         self.timeout = timeout
         self.ttl = ttl
         self.shared = shared
@@ -293,6 +337,30 @@ class Lock:
             self.on_lost(self)
 
 
+class LockSet(Lock):
+    """A session-mode hold of several names at once (``LOCK a b c``), made
+    by :meth:`Client.lock_many`: granted when this session holds every
+    name on a quorum of masters, never a part of them.
+
+    It is one hold: ``release()`` releases every name, and losing any name
+    loses the set (the daemon releases the others and sends one ``! LOST``
+    naming the set): ``lost`` is set once, ``on_lost`` called once.
+    ``names`` is the tuple of names in the order given, ``fences`` (with
+    ``fence=True``) their fencing tokens in that order; ``name`` is the
+    names joined by spaces, as the protocol's lines write them.
+    """
+
+    def __init__(self, client, names, timeout, ttl, fence, label, on_lost):
+        names = _check_names(names)
+        super().__init__(client, names[0], timeout, ttl, False, None, fence, label, on_lost)
+        self.names = names
+        self.name = " ".join(names)
+        self.fences = None
+
+    def __repr__(self):
+        return f"LockSet({list(self.names)!r}, holds={self.holds}, fences={self.fences})"
+
+
 class Lease:
     """A lease-mode grant: it belongs to no connection, only to its token."""
 
@@ -304,6 +372,21 @@ class Lease:
 
     def __repr__(self):
         return f"Lease({self.name!r}, token={self.token!r}, validity={self.validity})"
+
+
+class LeaseSet:
+    """A lease-mode grant of several names (:meth:`Client.lease_many`): one
+    token for the whole set; ``fences`` in the order of ``names``."""
+
+    def __init__(self, names, token, validity, fences):
+        self.names = names
+        self.token = token
+        self.validity = validity
+        self.fences = fences
+
+    def __repr__(self):
+        return (f"LeaseSet({list(self.names)!r}, token={self.token!r}, "
+                f"validity={self.validity})")
 
 
 def _env_address():
@@ -494,9 +577,23 @@ class Client:
             return
         kind, name = words[1], words[2]
         if kind == "LOST":
-            reason = _fields(words[3:]).get("reason", "unknown")
+            # One push names a whole set: each Lock is told once, though
+            # a LockSet is entered under every name of its set.
+            names = _push_names(words)
+            reason = _fields(words[2 + len(names):]).get("reason", "unknown")
+            held = []
             with self._state_lock:
-                held = self._locks.pop(name, [])
+                for n in names:
+                    for lk in self._locks.pop(n, []):
+                        if lk not in held:
+                            held.append(lk)
+                for lk in held:
+                    for n in lk.names:
+                        rest = [o for o in self._locks.get(n, []) if o is not lk]
+                        if rest:
+                            self._locks[n] = rest
+                        else:
+                            self._locks.pop(n, None)
             for lk in held:
                 lk.holds = 0
                 lk._mark_lost(reason)
@@ -510,7 +607,9 @@ class Client:
         """The connection is gone: every lock with it, every waiter told."""
         self.closed = True
         with self._state_lock:
-            locks = [lk for held in self._locks.values() for lk in held]
+            locks = []
+            for held in self._locks.values():
+                locks += [lk for lk in held if lk not in locks]
             self._locks = {}
             watches = list(self._watches.values())
         for lk in locks:
@@ -610,11 +709,14 @@ class Client:
             lk.validity = f.get("validity")
             lk.holds = f.get("holds", 1)
             lk.fence = f.get("fence")
+            if isinstance(lk, LockSet):
+                lk.fences = _fences(lk.fence)
             lk.permit = f.get("permit")
             lk.lost.clear()
             lk.lost_reason = None
             with self._state_lock:
-                self._locks.setdefault(lk.name, []).append(lk)
+                for n in lk.names:
+                    self._locks.setdefault(n, []).append(lk)
 
         self._take(lk.name, lk.timeout,
                    self._opts(lk.ttl, lk.shared, lk.limit, lk.want_fence, lk.label),
@@ -624,20 +726,35 @@ class Client:
         def released(words):
             if words[0] != "OK":
                 return
-            holds = _fields(words[2:]).get("holds", 0)
+            holds = _fields(words[1 + len(lk.names):]).get("holds", 0)
             lk.holds = 0
             with self._state_lock:
-                held = self._locks.get(lk.name, [])
-                if lk in held:
-                    held.remove(lk)
-                for other in held:
-                    other.holds = holds
-                if holds == 0 or not held:
-                    self._locks.pop(lk.name, None)
+                for n in lk.names:
+                    held = self._locks.get(n, [])
+                    if lk in held:
+                        held.remove(lk)
+                    for other in held:
+                        other.holds = holds
+                    if holds == 0 or not held:
+                        self._locks.pop(n, None)
 
         reply = self._command("UNLOCK " + lk.name, on_reply=released)
         if reply[0] == "NOTHELD":
             raise NotHeld("NOTHELD", " ".join(reply[1:]))
+
+    def lock_many(self, names, timeout=None, ttl=None, fence=False, label=None,
+                  on_lost=None):
+        """A session-mode :class:`LockSet` of several names, all or none
+        (``LOCK a b c``), to use with ``with`` (or acquire()).
+
+        ``names`` is a list of 1 to SET_MAX (64) lock names, none twice;
+        the order does not matter to the daemon (it takes the names in one
+        order of its own), but ``fences`` come in the order given.  The
+        options are those of :meth:`lock` but for ``shared`` and ``limit``,
+        which a set does not take.  ``on_lost(lockset)`` runs once when
+        any of its names is lost.
+        """
+        return LockSet(self, names, timeout, ttl, fence, label, on_lost)
 
     # ---- lease mode ----
 
@@ -649,19 +766,30 @@ class Client:
                        self._opts(ttl, shared, limit, fence, label), lease=True)
         return Lease(name, f["token"], f.get("validity"), f.get("fence"))
 
+    def lease_many(self, names, ttl, timeout=None, fence=False, label=None):
+        """Take a set of names in lease mode for ``ttl`` ms, all or none: a
+        :class:`LeaseSet` with one token for the set, which extend() and
+        release() take with the same names (a list, in any order)."""
+        names = _check_names(names)
+        f = self._take(" ".join(names), timeout, self._opts(ttl, False, None, fence, label),
+                       lease=True)
+        return LeaseSet(names, f["token"], f.get("validity"), _fences(f.get("fence")))
+
     def extend(self, name, token, ttl):
         """EXTEND a lease by its token to ``ttl`` ms from now; the validity (ms).
-        Never re-acquires an expired lease: NotHeld when it is gone."""
-        reply = self._command(f"EXTEND {_check_word('lock name', name)} "
+        Never re-acquires an expired lease: NotHeld when it is gone.
+        ``name`` is a name, or the list of names of a :class:`LeaseSet`."""
+        reply = self._command(f"EXTEND {_name_words(name)} "
                               f"token={_check_token(token)} "
                               f"ttl={_check_number('ttl', ttl, 1, TTL_MAX, ' ms')}")
         if reply[0] == "NOTHELD":
             raise NotHeld("NOTHELD", " ".join(reply[1:]))
-        return _fields(reply[2:]).get("validity")
+        return _fields(reply[1:]).get("validity")
 
     def release(self, name, token):
-        """Release a lease by its token (compare-and-delete); NotHeld when gone."""
-        reply = self._command(f"UNLOCK {_check_word('lock name', name)} "
+        """Release a lease by its token (compare-and-delete); NotHeld when gone.
+        ``name`` is a name, or the list of names of a :class:`LeaseSet`."""
+        reply = self._command(f"UNLOCK {_name_words(name)} "
                               f"token={_check_token(token)}")
         if reply[0] == "NOTHELD":
             raise NotHeld("NOTHELD", " ".join(reply[1:]))

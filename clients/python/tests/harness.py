@@ -123,6 +123,14 @@ class Daemon:
     def address(self):
         return f"127.0.0.1:{self.port}"
 
+    def del_everywhere(self, key):
+        """DEL key on every master, behind the daemon's back."""
+        for port, _ in self.masters:
+            with socket.create_connection(("127.0.0.1", port), timeout=2) as s:
+                s.sendall(b"*2\r\n$3\r\nDEL\r\n$%d\r\n%s\r\n" % (len(key), key.encode()))
+                if not s.recv(64).startswith(b":"):
+                    raise AssertionError(f"DEL {key} on master {port} failed")
+
     def signal_masters(self, sig, n):
         for _, p in self.masters[:n]:
             p.send_signal(sig)

@@ -207,6 +207,115 @@ class Basics(ClientTest):
             a.lock("py-ttl", ttl=1).acquire()
 
 
+class Sets(ClientTest):
+    """Several names at once (lock_many, lease_many): one hold, one loss."""
+
+    def test_set_granted_with_fences_in_order_and_released(self):
+        a, b = self.client(), self.client()
+        with a.lock("py-set-z", fence=True):     # z's fence moves ahead of a's
+            pass
+        with a.lock_many(["py-set-z", "py-set-a"], fence=True, label="py-set") as ls:
+            self.assertEqual(ls.names, ("py-set-z", "py-set-a"))
+            self.assertEqual(ls.holds, 1)
+            self.assertGreater(ls.validity, 0)
+            self.assertEqual(len(ls.fences), 2)
+            for name, fence in zip(ls.names, ls.fences):
+                self.assertEqual(b.status(name)["owner"], "other")
+                self.assertEqual(a.status(name)["fence"], fence, name)
+            self.assertGreater(ls.fences[0], ls.fences[1], "the fences are not in the order given")
+        self.assertEqual(ls.holds, 0)
+        self.assertIsNone(b.status("py-set-z"))
+        self.assertIsNone(b.status("py-set-a"))
+        self.assertFalse(ls.lost.is_set())
+        with b.lock("py-set-a", timeout=0):     # free for anyone now
+            pass
+
+    def test_set_refused_whole_when_one_name_is_held(self):
+        a, b = self.client(), self.client()
+        with a.lock("py-set-held"):
+            with self.assertRaises(redlockd.Busy) as cm:
+                b.lock_many(["py-set-free", "py-set-held"], timeout=0).acquire()
+            self.assertTrue(str(cm.exception).startswith("BUSY py-set-free py-set-held ttl="),
+                            str(cm.exception))
+            self.assertIsNone(a.status("py-set-free"), "a refused set left a name held")
+            with self.assertRaises(redlockd.Timeout):
+                b.lock_many(["py-set-free", "py-set-held"], timeout=0.2).acquire()
+            self.assertIsNone(a.status("py-set-free"))
+        with b.lock_many(["py-set-free", "py-set-held"], timeout=0):
+            self.assertEqual(a.status("py-set-held")["owner"], "other")
+
+    def test_set_lost_once_when_one_key_vanishes(self):
+        a, b = self.client(), self.client()
+        seen = []
+        ls = a.lock_many(["py-lost-1", "py-lost-2", "py-lost-3"], ttl=600,
+                         on_lost=lambda lk: seen.append(lk.lost_reason)).acquire()
+        self.d.del_everywhere("redlock:py-lost-2")
+        self.assertTrue(ls.lost.wait(5), "no loss signal for the set")
+        self.assertEqual(ls.holds, 0)
+        wait_until(lambda: b.status("py-lost-1") is None and b.status("py-lost-3") is None,
+                   5, "the set's other names released")
+        self.assertTrue(a.ping())   # the pushes sent before the PONG are read
+        self.assertEqual(len(seen), 1, seen)
+        self.assertEqual(a._locks, {})
+        with self.assertRaises(redlockd.NotHeld):
+            ls.release()
+        with a.lock_many(["py-lost-1", "py-lost-2", "py-lost-3"], timeout=0):
+            pass
+
+    def test_set_lost_right_behind_its_grant(self):
+        # The OK of a set and the ! LOST of it arrive in one read: the set
+        # is recorded as the OK is read, and the LOST reaches it.
+        relay = Relay(self.d.port)
+        self.addCleanup(relay.close)
+        a = redlockd.Client(relay.address)
+        self.addCleanup(a.close)
+        relay.hold()
+        ls = a.lock_many(["py-behind-1", "py-behind-2"], ttl=300)
+        taker = threading.Thread(target=ls.acquire)
+        taker.start()
+        self.addCleanup(taker.join, 5)
+        wait_until(lambda: "OK py-behind-1 py-behind-2" in relay.held(), 5,
+                   "the grant held back")
+        self.d.del_everywhere("redlock:py-behind-1")
+        wait_until(lambda: "! LOST py-behind-1 py-behind-2" in relay.held(), 5,
+                   "the LOST held back")
+        relay.flush()
+        taker.join(5)
+        self.assertFalse(taker.is_alive(), "the grant did not come")
+        self.assertTrue(ls.lost.wait(5), "the set was not told")
+        self.assertEqual(ls.holds, 0)
+        self.assertEqual(a._locks, {})
+
+    def test_set_lease_by_token(self):
+        a, b = self.client(), self.client()
+        lease = a.lease_many(["py-lset-b", "py-lset-a"], ttl=5000, fence=True)
+        self.assertEqual(lease.names, ("py-lset-b", "py-lset-a"))
+        self.assertEqual(len(lease.fences), 2)
+        a.close()   # a lease outlives its connection
+        self.assertEqual(b.status("py-lset-a", token=lease.token)["owner"], "self")
+        self.assertGreater(b.extend(["py-lset-a", "py-lset-b"], lease.token, 9000), 5000)
+        with self.assertRaises(redlockd.NotHeld):
+            b.extend(["py-lset-a", "py-lset-b", "py-lset-c"], lease.token, 9000)
+        lease = b.lease_many(["py-lset-b", "py-lset-a"], ttl=5000)
+        b.release(list(lease.names), lease.token)
+        self.assertIsNone(b.status("py-lset-a"))
+        self.assertIsNone(b.status("py-lset-b"))
+        with self.assertRaises(redlockd.NotHeld):
+            b.release(["py-lset-a", "py-lset-b"], lease.token)
+
+    def test_set_arguments_checked_here(self):
+        a = self.client()
+        with self.assertRaises(ValueError):
+            a.lock_many(["py-dup", "py-dup"])
+        with self.assertRaises(ValueError):
+            a.lock_many([])
+        with self.assertRaises(ValueError):
+            a.lock_many(["n%d" % i for i in range(redlockd.SET_MAX + 1)])
+        with self.assertRaises(TypeError):
+            a.lock_many("py-one-string")
+        self.assertTrue(a.ping())
+
+
 class Bounds(ClientTest):
     """Arguments out of the protocol's bounds are refused before anything
     is sent, with an error that says what is wrong and the bound."""
@@ -367,18 +476,26 @@ class DocExample(ClientTest):
         self.addCleanup(proc.kill)
         return proc
 
-    def hears_the_loss(self, proc):
+    def hears_the_loss(self, proc, name="nightly", first_line="held with fence "):
         first = proc.stdout.readline()
-        self.assertTrue(first.startswith("held with fence "), first)
+        self.assertTrue(first.startswith(first_line), first)
         admin = self.client()
         admin._command("AUTH " + ADMIN_PASSWORD)
-        admin.break_lock("nightly")
+        admin.break_lock(name)
         out, _ = proc.communicate(timeout=5)
         self.assertEqual((proc.returncode, out.strip()), (1, "lost: broken"))
 
     def test_example_hears_the_loss(self):
         code = fenced("docs/using.md", "python", "## Using it from Python")[0]
         self.hears_the_loss(self.run_example(code.replace("127.0.0.1:7379", self.d.address)))
+
+    def test_sets_example_hears_the_loss(self):
+        """docs/using.md's "Several names at once": both names held, with a
+        fence each, and the whole set lost when one of them is broken."""
+        code = fenced("docs/using.md", "python", "## Several names at once")[0]
+        self.assertIn("lock_many(", code)
+        proc = self.run_example(code.replace("127.0.0.1:7379", self.d.address))
+        self.hears_the_loss(proc, "account-42", "held with fences [")
 
     def test_readme_example_hears_the_loss(self):
         # Run through the README's own PYTHONPATH line.
