@@ -59,7 +59,7 @@ $(B)/break-client: $(B)/obj/tests/faults/break_client.o $(FAULT_CLIENT_OBJ)
 # the processes of a run, the schedules by family, the checker's self-test.
 FAULTS_SUITE_OBJ := $(addprefix $(B)/obj/tests/faults/,check_faults.o run.o procs.o \
                       sched_masters.o sched_clients.o sched_clock.o sched_net.o \
-                      sched_pause.o sched_timing.o self_test.o)
+                      sched_pause.o sched_timing.o sched_sets.o self_test.o)
 $(B)/check_faults: $(FAULTS_SUITE_OBJ) $(B)/obj/tests/faults/checker.o \
                    $(B)/obj/tests/faults/netns.o $(HARNESS_OBJ)
 	@echo "  LD      $@"
