@@ -41,7 +41,10 @@
  * writer of rw inside a shared section, and on brk-x fences out of
  * order, a break-after and a break-broken finding.  Daemons built to
  * announce no release (REDLOCKD_SKIP_ANNOUNCE_BIN): a name free for
- * longer than the liveness bound while its waiters sleep.  The upgrade
+ * longer than the liveness bound while its waiters sleep.  Daemons built
+ * to take a set's names one by one, holding what they won
+ * (REDLOCKD_SET_BY_NAME_BIN): a set deadlocked (waiting while all its
+ * names are free) or starved.  The upgrade
  * schedule with the build from before the keys of shared and counted
  * holds moved in place of the release: a double grant across the
  * builds on a shared/exclusive or a counted name.  When no
@@ -248,7 +251,7 @@ static const struct ft_scenario ft_scenarios[] = {
       .fault = ft_sched_sets },
     { .name = "sets-control",
       .what = "the same with daemons built to take a set's names one by one, holding what "
-              "they won (negative control: must report a set waiting on free names)",
+              "they won (negative control: must report a set deadlocked or starved)",
       .fault = ft_sched_sets, .negative = true, .set_by_name = true },
     { .name = "upgrade",
       .what = "daemons 0 and 1 of the last release, 2 of this build, on the same masters; "
@@ -348,7 +351,7 @@ ft_print_table(const struct ft_run *runs, const bool *ran, double total)
            "counter, or a shared holder read it twice).\n"
            "violations: all kinds together (overlap, over-limit, fence, stale-write,\n"
            "lost-update, dirty-read, break-after, break-broken, validity, liveness,\n"
-           "recovery, never-full, open, log, external);\n"
+           "starvation, recovery, never-full, open, log, external);\n"
            "expected: what the scenario must show.\n"
            "max acquire: longest time from a section's first LOCK to its OK (retries included).\n"
            "max gap: longest time a name was free while a client waited for it, outside the\n"

@@ -999,7 +999,7 @@ ft_run_scenario(const struct ft_scenario *sc, struct ft_run *r)
     r->seconds = (double)(ft_now_us() - r->start_us) / 1e6;
     printf("    => %s (%s) in %.1f s\n", r->passed ? "PASS" : "FAIL",
            !sc->negative ? "expected: no violation"
-           : sc->set_by_name ? "expected: a set waiting on free names reported"
+           : sc->set_by_name ? "expected: a set deadlocked or starved reported"
            : sc->skip_announce ? "expected: a name free too long reported"
            : "expected: double grants reported",
            r->seconds);

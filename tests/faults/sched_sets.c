@@ -95,20 +95,23 @@ ft_sets_notes(struct ft_run *r)
 }
 
 /*
- * Hold and wait shows as a set waiting while every one of its names is
- * free on the clients' count (the names its daemon won for it are held
- * by nobody's section): a set liveness finding.  Starvation alone does
- * not tell it from a daemon that is merely unfair to sets.
+ * Hold and wait shows as a deadlock, a set waiting while every one of
+ * its names is free on the clients' count (the names its daemon won
+ * for it are held by nobody's section): a set liveness finding; or, when
+ * the set of one daemon never wins its first name while the other
+ * daemon's holders keep taking them, as starvation.
  */
 bool
 ft_sets_negative_seen(struct ft_run *r)
 {
-    bool ok = r->res.set_liveness > 0;
+    bool ok = r->res.set_liveness > 0 || r->res.counts[CHECKER_STARVATION] > 0;
 
-    ft_note(r, "negative control: a set waiting while its names were free %s (%zu set "
-            "liveness findings, longest %.0f ms, bound %d ms; %zu starvation findings)",
+    ft_note(r, "negative control: a set deadlocked or starved %s (%zu set liveness findings, "
+            "a set waiting while its names were free up to %.0f ms, bound %d ms; %zu "
+            "starvation findings, a set waiting up to %.0f ms, bound %d ms)",
             ok ? "reported" : "NOT reported", r->res.set_liveness,
             (double)r->res.max_set_gap_us / 1e3, FT_LIVE_BOUND_MS,
-            r->res.counts[CHECKER_STARVATION]);
+            r->res.counts[CHECKER_STARVATION], (double)r->res.max_set_wait_us / 1e3,
+            FT_SET_WAIT_BOUND_MS);
     return ok;
 }
