@@ -787,7 +787,8 @@ void ft_sched_sets(struct ft_run *r);
 /* The notes of a sets run: sets granted, their waits, the longest ones. */
 void ft_sets_notes(struct ft_run *r);
 
-/* The sets control's expectation: a set deadlocked (waited while all its names were free) or starved. */
+/* The sets control's expectation: a set deadlocked (it waited while all its names
+   were free) or starved. */
 bool ft_sets_negative_seen(struct ft_run *r);
 
 /* ---- self_test.c: the checker's self-test ---- */
