@@ -69,6 +69,33 @@ ft_sched_sets(struct ft_run *r)
     r->heal_us = ft_now_us();
 }
 
+/*
+ * What each daemon's STATS say of its waiters at the end (not judged):
+ * its set grants, its LOCKs answered TIMEOUT, its retries timed by a
+ * holder's ttl (no release woke the waiter) and its yields.
+ */
+static void
+ft_sets_stats(struct ft_run *r)
+{
+    static const char *const stats[] = { "set_grants", "acquire_timeout", "fallback_retries",
+                                         "yields" };
+    char line[256];
+    long long v;
+    size_t d, k, used;
+
+    for (d = 0; d < r->ndaemons; d++) {
+        h_use_daemon(d);
+        used = (size_t)snprintf(line, sizeof(line), "daemon %zu STATS:", d);
+        for (k = 0; k < sizeof(stats) / sizeof(stats[0]) && used < sizeof(line); k++) {
+            if (h_stat_once(stats[k], &v) != 0) {
+                v = -1;
+            }
+            used += (size_t)snprintf(line + used, sizeof(line) - used, " %s %lld", stats[k], v);
+        }
+        ft_note(r, "%s", line);
+    }
+}
+
 void
 ft_sets_notes(struct ft_run *r)
 {
@@ -92,6 +119,7 @@ ft_sets_notes(struct ft_run *r)
             r->res.max_set_wait_us < 0 ? -1.0 : (double)r->res.max_set_wait_us / 1e3,
             r->res.max_set_wait_name[0] != '\0' ? r->res.max_set_wait_name : "-",
             FT_SET_WAIT_BOUND_MS, r->res.counts[CHECKER_STARVATION]);
+    ft_sets_stats(r);
 }
 
 /*
