@@ -199,9 +199,101 @@ lock_set_won(const struct redlock_acquire_result *res, void *arg)
     }
 }
 
+#ifdef REDLOCKD_FAULT_SET_BY_NAME
+/*
+ * The fault suite's negative control for sets (tests/faults/README.md,
+ * "Sets"), never in the daemon: a set taken one name at a time, one
+ * Redlock round per name in the order the client gave them, keeping
+ * every name it won while it waits for the next (hold and wait).  A
+ * refused name is asked again after retry_delay_ms, the names already
+ * won again with it (the same token: renewed), until the wait= runs
+ * out; only then is everything released.  Two daemons taking {p,q} and
+ * {q,p} deadlock.
+ */
+struct lock_set_chain {
+    struct waiter      *lead;
+    size_t              k;          /* the place, in the client's order, being taken */
+    redlock_acquire_fn  done;       /* the set's round's end */
+    struct redlock_acquire_result res; /* this pass: the first name's, the earliest end */
+    struct event        retry;
+};
+
+static void lock_set_chain_next(struct lock_set_chain *ch);
+
+static void
+lock_set_chain_cb(const struct redlock_acquire_result *res, void *arg)
+{
+    struct lock_set_chain *ch = arg;
+    struct waiter *lead = ch->lead;
+    struct timeval tv;
+
+    if (res->v.outcome == REDLOCK_GRANTED) {
+        if (ch->k == 0) {
+            ch->res = *res;
+        } else if (res->validity_end_us < ch->res.validity_end_us) {
+            ch->res.validity_end_us = res->validity_end_us;
+        }
+        if (++ch->k < lead->set->n) {
+            lock_set_chain_next(ch);
+            return;
+        }
+        res = &ch->res;
+    } else if (res->v.outcome == REDLOCK_BUSY && !W_ONCE(lead)
+               && lead->life.state != WAITER_CANCELLED
+               && util_now_us() < lead->life.deadline_us) {
+        ch->k = 0;      /* hold what was won; take it all again, in order */
+        tv.tv_sec = ctx.conf->retry_delay_ms / 1000;
+        tv.tv_usec = (ctx.conf->retry_delay_ms % 1000) * 1000;
+        evtimer_add(&ch->retry, &tv);
+        return;
+    }
+    ch->done(res, lead);
+    free(ch);
+}
+
+static void
+lock_set_chain_retry_cb(evutil_socket_t fd, short what, void *arg)
+{
+    (void)fd;
+    (void)what;
+    lock_set_chain_next(arg);
+}
+
+static void
+lock_set_chain_next(struct lock_set_chain *ch)
+{
+    const struct lock_set *set = ch->lead->set;
+    struct redlock_acquire_result bad;
+    struct redlock_rec rec;
+    size_t i;
+
+    for (i = 0; i + 1 < set->n && set->given[i] != ch->k; i++) {
+        continue;
+    }
+    memset(&rec, 0, sizeof(rec));
+    rec.base = set->member[i]->key;
+    rec.base_len = set->member[i]->key_len;
+    rec.kind = REDLOCK_EXCLUSIVE;
+    if (redlock_acquire(&rec, ch->lead->token, ch->lead->life.ttl_ms, NULL,
+                        REDLOCK_ACQUIRE_WAIT, NULL, NULL, lock_set_chain_cb, ch) != 0) {
+        memset(&bad, 0, sizeof(bad));
+        bad.v.outcome = REDLOCK_NOQUORUM;
+        lock_set_chain_cb(&bad, ch);
+    }
+}
+#endif
+
 void
 lock_set_try(struct waiter *lead)
 {
+#ifdef REDLOCKD_FAULT_SET_BY_NAME
+    struct lock_set_chain *ch = xcalloc(1, sizeof(*ch));
+
+    ch->lead = lead;
+    ch->done = lead->fence ? lock_set_won : waiter_acquired;
+    evtimer_assign(&ch->retry, ctx.base, lock_set_chain_retry_cb, ch);
+    lock_set_chain_next(ch);
+#else
     const struct lock_set *set = lead->set;
     const char *bases[PROTO_SET_MAX], *old = NULL;
     size_t lens[PROTO_SET_MAX], i;
@@ -224,6 +316,7 @@ lock_set_try(struct waiter *lead)
                             lead->fence ? lock_set_won : waiter_acquired, lead) != 0) {
         waiter_finish(lead, LOCK_FAILED, 0, "a set the engine refused");
     }
+#endif
 }
 
 void

@@ -41,7 +41,10 @@
  * writer of rw inside a shared section, and on brk-x fences out of
  * order, a break-after and a break-broken finding.  Daemons built to
  * announce no release (REDLOCKD_SKIP_ANNOUNCE_BIN): a name free for
- * longer than the liveness bound while its waiters sleep.  The upgrade
+ * longer than the liveness bound while its waiters sleep.  Daemons built
+ * to take a set's names one by one, holding what they won
+ * (REDLOCKD_SET_BY_NAME_BIN): a set deadlocked (waiting while all its
+ * names are free) or starved.  The upgrade
  * schedule with the build from before the keys of shared and counted
  * holds moved in place of the release: a double grant across the
  * builds on a shared/exclusive or a counted name.  When no
@@ -125,6 +128,8 @@ const char *ft_proxy_bin;    /* delay-proxy */
 const char *ft_break_bin;    /* break-client */
 const char *ft_skip_bin;     /* the daemon that announces no release
                                        (REDLOCKD_SKIP_ANNOUNCE_BIN) */
+const char *ft_set_by_name_bin; /* the daemon that takes a set's names one by one
+                                       (REDLOCKD_SET_BY_NAME_BIN) */
 const char *ft_new_bin;      /* this build ($REDLOCKD_BIN at the start; NULL: the
                                        harness's default) */
 const char *ft_prev_bin;     /* the last release (REDLOCKD_PREV_BIN) */
@@ -240,6 +245,14 @@ static const struct ft_scenario ft_scenarios[] = {
       .what = "the same with daemons built to announce no release (negative control: must "
               "report the name free while its waiters sleep)",
       .fault = ft_sched_liveness, .negative = true, .kinds = true, .skip_announce = true },
+    { .name = "sets",
+      .what = "sets {p,q} and {q,r,p} through daemon 0, {q,p} through daemon 1, singles on "
+              "each name; SIGSTOP masters 3 and 4 for 1.5 s",
+      .fault = ft_sched_sets },
+    { .name = "sets-control",
+      .what = "the same with daemons built to take a set's names one by one, holding what "
+              "they won (negative control: must report a set deadlocked or starved)",
+      .fault = ft_sched_sets, .negative = true, .set_by_name = true },
     { .name = "upgrade",
       .what = "daemons 0 and 1 of the last release, 2 of this build, on the same masters; "
               "BREAKs, leases; a rolling restart: 0 and 1 upgraded, 2 rolled back",
@@ -331,14 +344,14 @@ ft_print_table(const struct ft_run *runs, const bool *ran, double total)
                (double)r->res.max_acquire_us / 1e3, (double)r->res.max_gap_us / 1e3,
                (double)r->res.recovery_us / 1e3,
                !r->sc->negative ? "no violation"
-               : r->sc->skip_announce ? "gap found" : "overlaps found",
+               : r->sc->skip_announce || r->sc->set_by_name ? "gap found" : "overlaps found",
                r->passed ? "PASS" : "FAIL");
     }
     printf("\nsections: grants (BEGIN); completed: sections that ended well (END: wrote the\n"
            "counter, or a shared holder read it twice).\n"
            "violations: all kinds together (overlap, over-limit, fence, stale-write,\n"
            "lost-update, dirty-read, break-after, break-broken, validity, liveness,\n"
-           "recovery, never-full, open, log, external);\n"
+           "starvation, recovery, never-full, open, log, external);\n"
            "expected: what the scenario must show.\n"
            "max acquire: longest time from a section's first LOCK to its OK (retries included).\n"
            "max gap: longest time a name was free while a client waited for it, outside the\n"
@@ -358,7 +371,8 @@ ft_print_table(const struct ft_run *runs, const bool *ran, double total)
             printf("failed: %s: %s, %zu violations (expected: %s)\n", r->sc->name,
                    r->setup_failed ? "its set-up failed" : "judged", r->res.violations,
                    !r->sc->negative ? "no violation"
-                   : r->sc->skip_announce ? "gap found" : "overlaps found");
+                   : r->sc->skip_announce || r->sc->set_by_name ? "gap found"
+                   : "overlaps found");
         }
     }
 }
@@ -538,7 +552,8 @@ ft_print_soak(const struct ft_soak *agg, const struct ft_soak_fail *fails, size_
                (double)a->worst_acquire_us / 1e3, (double)a->worst_gap_us / 1e3,
                (double)a->worst_recovery_us / 1e3,
                !ft_scenarios[i].negative ? "no violation"
-               : ft_scenarios[i].skip_announce ? "gap found" : "overlaps found", result);
+               : ft_scenarios[i].skip_announce || ft_scenarios[i].set_by_name ? "gap found"
+               : "overlaps found", result);
     }
     printf("\nruns: runs finished; sections and violations: summed over them (a negative\n"
            "control's are the ones it must show); worst acquire, worst gap and worst\n"
@@ -615,6 +630,10 @@ main(int argc, char **argv)
     ft_proxy_bin = getenv("DELAY_PROXY_BIN");
     if (ft_proxy_bin == NULL || ft_proxy_bin[0] == '\0') {
         ft_proxy_bin = "./build/delay-proxy";
+    }
+    ft_set_by_name_bin = getenv("REDLOCKD_SET_BY_NAME_BIN");
+    if (ft_set_by_name_bin != NULL && ft_set_by_name_bin[0] == '\0') {
+        ft_set_by_name_bin = NULL;
     }
     ft_skip_bin = getenv("REDLOCKD_SKIP_ANNOUNCE_BIN");
     if (ft_skip_bin != NULL && ft_skip_bin[0] == '\0') {

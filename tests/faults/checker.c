@@ -29,6 +29,7 @@ static const char *const checker_kind_names[CHECKER_KINDS] = {
     [CHECKER_BREAK_BROKEN] = "break-broken",
     [CHECKER_VALIDITY] = "validity",
     [CHECKER_LIVENESS] = "liveness",
+    [CHECKER_STARVATION] = "starvation",
     [CHECKER_RECOVERY] = "recovery",
     [CHECKER_NEVER_FULL] = "never-full",
     [CHECKER_OPEN] = "open",
@@ -447,6 +448,103 @@ checker_free_at_eof(struct checker_sections *out, size_t first,
     }
 }
 
+/*
+ * The BEGIN of a set (name=P,Q,... fence=F1,F2,...): one section per
+ * name, sections v[first..first+n) of out, each with its name and its
+ * fence.  Returns n, or 0 when memory ran out.
+ */
+static size_t
+checker_begin_set(struct checker_sections *out, size_t idx, long long pid, long long ttl,
+                  int64_t ts, const char *line, const char *path, size_t lineno, FILE *report,
+                  size_t *errors)
+{
+    char names[CHECKER_NAME_MAX + 1], fences[512] = "", *np, *fp, *ns = NULL, *fs = NULL;
+    struct checker_section *sec;
+    size_t n = 0, i;
+    long long set;
+
+    checker_field_word(line, "name", names, sizeof(names));
+    checker_field_word(line, "fence", fences, sizeof(fences));
+    fp = strtok_r(fences, ",", &fs);
+    for (np = strtok_r(names, ",", &ns); np != NULL; np = strtok_r(NULL, ",", &ns)) {
+        sec = checker_begin(out, idx, pid, ttl, ts, line, path, lineno, report, errors);
+        if (sec == NULL) {
+            return 0;
+        }
+        snprintf(sec->name, sizeof(sec->name), "%s", np);
+        sec->fence = fp != NULL ? strtoll(fp, NULL, 10) : -1;
+        sec->set_index = n++;
+        fp = fp != NULL ? strtok_r(NULL, ",", &fs) : NULL;
+    }
+    checker_field_word(line, "name", names, sizeof(names));
+    for (i = out->n - n; i < out->n; i++) {
+        out->v[i].set = n;
+        snprintf(out->v[i].set_names, sizeof(out->v[i].set_names), "%s", names);
+    }
+    if (n < 2 || fp != NULL || out->v[out->n - 1].fence < 0
+        || !checker_field_ll(line, "set", &set) || set != (long long)n) {
+        checker_log_error(report, errors, path, "line %zu: a set's BEGIN without one fence per "
+                          "name, or with set= not its number of names", lineno);
+    }
+    return n;
+}
+
+/*
+ * A WRITE, END, ABORT or REJECT inside a set's section (sections
+ * v[first..first+n) of out): the names it lists (name=P,Q with
+ * fence=F1,F2; without name=, every name still open) get it, each as a
+ * section of its own.  True when every name of the set has its outcome.
+ */
+static bool
+checker_set_line(struct checker_sections *out, size_t first, size_t n, const char *word,
+                 int64_t ts, const char *line, const char *path, size_t lineno, FILE *report,
+                 size_t *errors)
+{
+    char names[CHECKER_NAME_MAX + 1], fences[512] = "", *np, *fp, *ns = NULL, *fs = NULL;
+    struct checker_section *sec;
+    size_t i, done = 0;
+    bool all = !checker_field_word(line, "name", names, sizeof(names));
+
+    if (strcmp(word, "EXTEND") == 0 || strcmp(word, "RELEASE") == 0) {
+        checker_log_error(report, errors, path, "line %zu: %s in a set's section", lineno, word);
+        return false;
+    }
+    checker_field_word(line, "fence", fences, sizeof(fences));
+    fp = strtok_r(fences, ",", &fs);
+    np = all ? NULL : strtok_r(names, ",", &ns);
+    for (i = 0; i < n; i++) {
+        sec = &out->v[first + i];
+        if (all ? sec->how != CHECKER_END_NONE : np == NULL || strcmp(sec->name, np) != 0) {
+            continue;
+        }
+        if (!all && (fp == NULL || strtoll(fp, NULL, 10) != sec->fence)) {
+            checker_log_error(report, errors, path, "line %zu: %s of %s with another fence "
+                              "than its BEGIN", lineno, word, sec->name);
+        }
+        if (strcmp(word, "WRITE") == 0) {
+            sec->write_started = true;
+        } else if (sec->how != CHECKER_END_NONE) {
+            checker_log_error(report, errors, path, "line %zu: a second %s of %s", lineno, word,
+                              sec->name);
+        } else {
+            checker_outcome(sec, word, ts, line, path, lineno, report, errors);
+        }
+        if (!all) {
+            np = strtok_r(NULL, ",", &ns);
+            fp = fp != NULL ? strtok_r(NULL, ",", &fs) : NULL;
+            i = SIZE_MAX;       /* the next name may come before this one in the set */
+        }
+    }
+    if (np != NULL) {
+        checker_log_error(report, errors, path, "line %zu: %s of %s, not a name of the set",
+                          lineno, word, np);
+    }
+    for (i = 0; i < n; i++) {
+        done += out->v[first + i].how != CHECKER_END_NONE;
+    }
+    return done == n;
+}
+
 /* Read one log; its sections are appended to out. */
 static int
 checker_load_one(const struct checker_log *lg, size_t idx, struct checker_sections *out,
@@ -454,7 +552,7 @@ checker_load_one(const struct checker_log *lg, size_t idx, struct checker_sectio
 {
     struct checker_section *sec;
     char *line = NULL, word[16], needle[CHECKER_NAME_MAX + 32];
-    size_t cap = 0, lineno = 0, cur = SIZE_MAX, last = SIZE_MAX;
+    size_t cap = 0, lineno = 0, cur = SIZE_MAX, last = SIZE_MAX, cur_n = 1, last_n = 1, j;
     long long ts, v, pid = -1, ttl = 0;
     int64_t write_end = 0;
     size_t first = out->n, wait = SIZE_MAX;
@@ -491,9 +589,11 @@ checker_load_one(const struct checker_log *lg, size_t idx, struct checker_sectio
             wait = out->nw - 1;
         } else if (strcmp(word, "UNLOCK") == 0) {
             /* A session's UNLOCK answered: "OK <name> holds=0" frees the name. */
-            if (last != SIZE_MAX && cur == SIZE_MAX && !out->v[last].lease
-                && out->v[last].free_us == 0) {
-                sec = &out->v[last];
+            for (j = last; last != SIZE_MAX && cur == SIZE_MAX && j < last + last_n; j++) {
+                sec = &out->v[j];
+                if (sec->lease || sec->free_us != 0) {
+                    continue;
+                }
                 sec->free_us = strstr(line, " OK ") != NULL
                                && checker_field_ll(line, "holds", &v) && v == 0
                                ? ts : checker_plus_ttl(sec, ts);
@@ -507,23 +607,43 @@ checker_load_one(const struct checker_log *lg, size_t idx, struct checker_sectio
             if (cur != SIZE_MAX) {
                 checker_log_error(report, errors, lg->path,
                                   "line %zu: BEGIN inside a section", lineno);
-                out->v[cur].how = CHECKER_END_NONE;
-                out->v[cur].end_us = CHECKER_OPEN_END;
+                for (j = cur; j < cur + cur_n; j++) {
+                    if (cur_n == 1 || out->v[j].how == CHECKER_END_NONE) {
+                        out->v[j].how = CHECKER_END_NONE;
+                        out->v[j].end_us = CHECKER_OPEN_END;
+                    }
+                }
             }
-            sec = checker_begin(out, idx, pid, ttl, ts, line, lg->path, lineno, report, errors);
+            if (checker_field_word(line, "name", needle, sizeof(needle))
+                && strchr(needle, ',') != NULL) {
+                cur_n = checker_begin_set(out, idx, pid, ttl, ts, line, lg->path, lineno,
+                                          report, errors);
+                sec = cur_n > 0 ? &out->v[out->n - cur_n] : NULL;
+            } else {
+                cur_n = 1;
+                sec = checker_begin(out, idx, pid, ttl, ts, line, lg->path, lineno, report,
+                                    errors);
+            }
             if (sec == NULL) {
                 free(line);
                 fclose(f);
                 return -1;
             }
-            cur = out->n - 1;
+            cur = out->n - cur_n;
             last = cur;
+            last_n = cur_n;
             write_end = 0;
         } else if (strcmp(word, "PUSH") == 0) {
             /* A LOST reason=broken read in a section or after it, before the next one. */
-            if (last != SIZE_MAX) {
-                sec = &out->v[last];
-                snprintf(needle, sizeof(needle), " ! LOST %s reason=broken", sec->name);
+            for (j = last; last != SIZE_MAX && j < last + last_n; j++) {
+                sec = &out->v[j];
+                snprintf(needle, sizeof(needle), " ! LOST %s reason=broken",
+                         sec->set > 0 ? sec->set_names : sec->name);
+                if (sec->set > 0) {
+                    for (char *q = needle; *q != '\0'; q++) {
+                        *q = *q == ',' ? ' ' : *q;   /* the push names the set with spaces */
+                    }
+                }
                 if (strstr(line, needle) != NULL && sec->broken_us == 0) {
                     sec->broken_us = ts;
                 }
@@ -534,6 +654,13 @@ checker_load_one(const struct checker_log *lg, size_t idx, struct checker_sectio
             if (cur == SIZE_MAX) {
                 checker_log_error(report, errors, lg->path, "line %zu: %s outside a section",
                                   lineno, word);
+                continue;
+            }
+            if (cur_n > 1) {
+                if (checker_set_line(out, cur, cur_n, word, ts, line, lg->path, lineno, report,
+                                     errors)) {
+                    cur = SIZE_MAX;
+                }
                 continue;
             }
             sec = &out->v[cur];
@@ -586,8 +713,10 @@ checker_load_one(const struct checker_log *lg, size_t idx, struct checker_sectio
             }
         }
     }
-    if (cur != SIZE_MAX) {
-        checker_close_at_eof(out, cur, lg);
+    for (j = cur; cur != SIZE_MAX && j < cur + cur_n; j++) {
+        if (out->v[j].how == CHECKER_END_NONE) {
+            checker_close_at_eof(out, j, lg);
+        }
     }
     if (wait != SIZE_MAX && lg->killed_us > 0) {
         out->w[wait].to_us = lg->killed_us;
@@ -845,6 +974,8 @@ checker_who(const struct checker_section *s, bool kinds, char *buf, size_t size)
 
     if (s->hold == CHECKER_HOLD_COUNTED) {
         snprintf(what, sizeof(what), "permit %d, ", s->permit);
+    } else if (s->set > 0) {
+        snprintf(what, sizeof(what), "set of %zu, ", s->set);
     } else if (kinds) {
         snprintf(what, sizeof(what), "%s, ",
                  s->hold == CHECKER_HOLD_SHARED ? "shared" : "exclusive");
@@ -1336,6 +1467,7 @@ checker_each(struct checker_ctx *x, const struct checker_sections *all,
         const struct checker_section *s = &all->v[i];
 
         x->res->sections++;
+        x->res->set_grants += s->set > 0 && s->set_index == 0;
         x->res->leases += s->lease;
         x->res->late_writes += s->late_write;
         if (s->acquire_us > x->res->max_acquire_us) {
@@ -1711,6 +1843,188 @@ checker_live_name(struct checker_ctx *x, const struct checker_input *in,
     free(fr);
 }
 
+/*
+ * The free intervals of the name np (a NUL-terminated copy) from the
+ * sections v[0..n) (by name, then begin): the name's own (a name with
+ * no section is free throughout).  malloc'd, *count of them; NULL when
+ * memory ran out.
+ */
+static struct checker_free *
+checker_free_of(struct checker_section **v, size_t n, const char *np, size_t *count)
+{
+    struct checker_free *fr;
+    size_t i, j;
+
+    for (i = 0; i < n && strcmp(v[i]->name, np) != 0; i++) {
+        continue;
+    }
+    for (j = i; j < n && strcmp(v[j]->name, np) == 0; j++) {
+        continue;
+    }
+    if (j > i) {
+        return checker_free_intervals(v + i, j - i, count);
+    }
+    fr = calloc(1, sizeof(*fr));
+    if (fr != NULL) {
+        fr->from_us = INT64_MIN;
+        fr->to_us = INT64_MAX;
+        *count = 1;
+    }
+    return fr;
+}
+
+/*
+ * The times when every name of the set (names: "P,Q,...") is free at
+ * once: the intersection of each name's free intervals.  malloc'd, in
+ * time order, *count of them; NULL when memory ran out.
+ */
+static struct checker_free *
+checker_set_free(struct checker_section **v, size_t n, const char *names, size_t *count)
+{
+    char copy[CHECKER_NAME_MAX + 1], *np, *ns = NULL;
+    struct checker_free *acc = NULL, *one, *both;
+    size_t na = 0, no = 0, nb, a, b;
+
+    snprintf(copy, sizeof(copy), "%s", names);
+    for (np = strtok_r(copy, ",", &ns); np != NULL; np = strtok_r(NULL, ",", &ns)) {
+        one = checker_free_of(v, n, np, &no);
+        if (one == NULL) {
+            free(acc);
+            return NULL;
+        }
+        if (acc == NULL) {
+            acc = one;
+            na = no;
+            continue;
+        }
+        both = malloc((na + no + 1) * sizeof(*both));
+        if (both == NULL) {
+            free(acc);
+            free(one);
+            return NULL;
+        }
+        for (a = 0, b = 0, nb = 0; a < na && b < no;) {
+            int64_t from = acc[a].from_us > one[b].from_us ? acc[a].from_us : one[b].from_us;
+            int64_t to = acc[a].to_us < one[b].to_us ? acc[a].to_us : one[b].to_us;
+
+            if (from < to) {
+                memset(&both[nb], 0, sizeof(both[nb]));
+                both[nb].from_us = from;
+                both[nb++].to_us = to;
+            }
+            if (acc[a].to_us < one[b].to_us) {
+                a++;
+            } else {
+                b++;
+            }
+        }
+        free(acc);
+        free(one);
+        acc = both;
+        na = nb;
+    }
+    *count = na;
+    return acc;
+}
+
+/*
+ * The waits of sets (name=P,Q,...), w[0..nw) by name then send: while
+ * one waits, the longest judged time every name of its set is free at
+ * once (above the bound: liveness), and how long it waits, judged
+ * (above set_wait_bound_us: starvation).
+ */
+static void
+checker_set_liveness(struct checker_ctx *x, const struct checker_input *in,
+                     struct checker_section **v, size_t n, const struct checker_wait *const *w,
+                     size_t nw)
+{
+    struct checker_free *fr = NULL, *f, *at;
+    size_t i, nf = 0, lo, hi, mid;
+    int64_t a, b, part, skipped, gap, waited;
+    const char *group = NULL;
+
+    for (i = 0; i < nw; i++) {
+        if (strchr(w[i]->name, ',') == NULL) {
+            continue;
+        }
+        x->res->set_waits++;
+        if (group == NULL || strcmp(group, w[i]->name) != 0) {
+            free(fr);
+            group = w[i]->name;
+            fr = checker_set_free(v, n, group, &nf);
+            if (fr == NULL) {
+                return;
+            }
+        }
+        waited = checker_judged_part(in, w[i]->from_us, w[i]->to_us, &skipped);
+        if (waited > x->res->max_set_wait_us) {
+            x->res->max_set_wait_us = waited;
+            x->res->max_set_wait_pid = w[i]->pid;
+            snprintf(x->res->max_set_wait_name, sizeof(x->res->max_set_wait_name), "%s",
+                     w[i]->name);
+        }
+        if (in->set_wait_bound_us > 0 && waited > in->set_wait_bound_us) {
+            checker_note(x, CHECKER_STARVATION, "set %s: pid %ld (port %d) waited from @%.6f "
+                         "to @%.6f (%s): %.0f ms judged (bound %.0f ms)", w[i]->name,
+                         w[i]->pid, w[i]->port, checker_s(w[i]->from_us),
+                         w[i]->to_us == CHECKER_OPEN_END ? 0.0 : checker_s(w[i]->to_us),
+                         w[i]->to_us == CHECKER_OPEN_END ? "never answered" : "answered",
+                         (double)waited / 1e3, (double)in->set_wait_bound_us / 1e3);
+        }
+        lo = 0;
+        hi = nf;
+        while (lo < hi) {
+            mid = lo + (hi - lo) / 2;
+            if (fr[mid].to_us <= w[i]->from_us) {
+                lo = mid + 1;
+            } else {
+                hi = mid;
+            }
+        }
+        gap = 0;
+        at = NULL;
+        for (f = fr + lo; f < fr + nf && f->from_us < w[i]->to_us; f++) {
+            a = f->from_us > w[i]->from_us ? f->from_us : w[i]->from_us;
+            b = f->to_us < w[i]->to_us ? f->to_us : w[i]->to_us;
+            part = b > a ? checker_judged_part(in, a, b, &skipped) : 0;
+            if (b > a && skipped > x->res->max_gap_skipped_us) {
+                x->res->max_gap_skipped_us = skipped;
+            }
+            if (part > gap) {
+                gap = part;
+                at = f;
+            }
+        }
+        if (at == NULL) {
+            continue;
+        }
+        if (gap > x->res->max_set_gap_us) {
+            x->res->max_set_gap_us = gap;
+            x->res->max_set_gap_pid = w[i]->pid;
+            snprintf(x->res->max_set_gap_name, sizeof(x->res->max_set_gap_name), "%s",
+                     w[i]->name);
+        }
+        if (gap > x->res->max_gap_us) {
+            x->res->max_gap_us = gap;
+            x->res->max_gap_at_us = at->from_us > w[i]->from_us ? at->from_us : w[i]->from_us;
+            x->res->max_gap_pid = w[i]->pid;
+            snprintf(x->res->max_gap_name, sizeof(x->res->max_gap_name), "%s", w[i]->name);
+        }
+        if (in->live_bound_us > 0 && gap > in->live_bound_us) {
+            x->res->set_liveness++;
+            checker_note(x, CHECKER_LIVENESS, "set %s: every name free from @%.6f to @%.6f "
+                         "while pid %ld (port %d) waited (LOCK sent @%.6f, answered @%.6f): "
+                         "%.0f ms judged (bound %.0f ms)", w[i]->name,
+                         checker_s(at->from_us > w[i]->from_us ? at->from_us : w[i]->from_us),
+                         at->to_us == INT64_MAX ? 0.0 : checker_s(at->to_us), w[i]->pid,
+                         w[i]->port, checker_s(w[i]->from_us),
+                         w[i]->to_us == CHECKER_OPEN_END ? 0.0 : checker_s(w[i]->to_us),
+                         (double)gap / 1e3, (double)in->live_bound_us / 1e3);
+        }
+    }
+    free(fr);
+}
+
 /* Liveness of every name with sections: v[0..n) by name and begin. */
 static void
 checker_liveness(struct checker_ctx *x, const struct checker_input *in,
@@ -1721,7 +2035,7 @@ checker_liveness(struct checker_ctx *x, const struct checker_input *in,
     int c;
 
     x->res->waits = all->nw;
-    if (in->live_bound_us <= 0 || n == 0) {
+    if ((in->live_bound_us <= 0 && in->set_wait_bound_us <= 0) || n == 0) {
         return;
     }
     w = malloc(all->nw * sizeof(*w) + 1);
@@ -1732,7 +2046,7 @@ checker_liveness(struct checker_ctx *x, const struct checker_input *in,
         w[i] = &all->w[i];
     }
     qsort(w, all->nw, sizeof(*w), checker_cmp_wait);
-    for (i = 0; i < n; i = j) {
+    for (i = 0; in->live_bound_us > 0 && i < n; i = j) {
         for (j = i + 1; j < n && strcmp(v[j]->name, v[i]->name) == 0; j++) {
             continue;
         }
@@ -1746,6 +2060,7 @@ checker_liveness(struct checker_ctx *x, const struct checker_input *in,
         checker_live_name(x, in, v + i, j - i, w + k, m - k);
         k = m;
     }
+    checker_set_liveness(x, in, v, n, w, all->nw);
     free(w);
 }
 
@@ -1764,6 +2079,8 @@ checker_run(const struct checker_input *in, FILE *report, struct checker_result 
     out->recovery_us = -1;
     out->max_gap_us = -1;
     out->max_gap_skipped_us = -1;
+    out->max_set_gap_us = -1;
+    out->max_set_wait_us = -1;
     rc = checker_load(in->logs, in->nlogs, &all, report, &log_errors);
     if (checker_load_breaks(in->break_logs, in->nbreak_logs, &breaks, report,
                             &log_errors) != 0) {

@@ -72,7 +72,12 @@
  *   validity     a grant whose reported validity is not in (0, ttl]
  *   liveness     outside the fault windows, a name was free (checker.h,
  *                "Liveness" below) for longer than the bound while a client
- *                waited for it (its LOCK with wait= sent, not yet answered)
+ *                waited for it (its LOCK with wait= sent, not yet answered);
+ *                for a set, every name of the set was free at once that
+ *                long while the set waited ("Sets" below)
+ *   starvation   outside the fault windows, a set waited (its LOCK with
+ *                wait= sent, not yet answered) longer than set_wait_bound_us,
+ *                whether or not its names were free
  *   recovery     after the heal, a name was not granted again within the
  *                bound
  *   never-full   a name listed in full_names never had its full number of
@@ -111,6 +116,18 @@
  * before live_until_us, is its gap; a gap above live_bound_us is a
  * liveness finding (one per free interval, naming its longest waiter).
  *
+ * Sets.  A BEGIN with name=P,Q,... (and fence=F1,F2,..., set=N) is the
+ * grant of a set (LOCK P Q ...): it is one section on each of its names,
+ * with that name's fence, judged on each name as any other section
+ * (overlap, fence order, stale write, lost update, liveness).  The
+ * lines that follow name the names they concern (WRITE, END of one
+ * name; ABORT of the whole set; a line without name= concerns every
+ * name still open), and each name's section ends at its own outcome.
+ * A wait with name=P,Q,... is a set's: it does not count as a wait for
+ * P or Q alone (the set cannot take P while Q is held); it is judged on
+ * the times when every one of its names is free at once (liveness), and
+ * on its length (starvation).
+ *
  * Reports go to a FILE (one line per finding, at most a few per kind,
  * then a count of the rest).
  */
@@ -138,6 +155,7 @@ enum checker_kind {
     CHECKER_BREAK_BROKEN,
     CHECKER_VALIDITY,
     CHECKER_LIVENESS,
+    CHECKER_STARVATION,
     CHECKER_RECOVERY,
     CHECKER_NEVER_FULL,
     CHECKER_OPEN,
@@ -215,6 +233,10 @@ struct checker_section {
     int64_t          free_us;           /* the name is surely free of this hold from
                                            here (see "Liveness" above);
                                            CHECKER_OPEN_END when never */
+    size_t           set;               /* names of the set it is part of ("Sets"
+                                           above), 0 for a single name */
+    size_t           set_index;         /* its place in the set's BEGIN */
+    char             set_names[CHECKER_NAME_MAX + 1]; /* the set, "P,Q,...", or "" */
 };
 
 /* A LOCK with wait= in flight (WAIT to its answer); owned by a struct checker_sections. */
@@ -295,6 +317,8 @@ struct checker_input {
                                                    clients were told to stop); 0: no end */
     FILE                         *all_findings; /* every finding, past the report's
                                                    limit too (NULL: none) */
+    int64_t                       set_wait_bound_us; /* longest judged wait of a set
+                                                   (starvation); 0: not judged */
 };
 
 /* What the checker saw of one name (the first CHECKER_NAMES_MAX names). */
@@ -354,6 +378,16 @@ struct checker_result {
     int64_t max_gap_skipped_us;         /* the same inside the fault windows (not
                                            judged), -1 when none */
     size_t  waits;                      /* waits (LOCKs with wait=) in the logs */
+    size_t  set_grants;                 /* grants of sets (each also a section per name) */
+    size_t  set_waits;                  /* waits of sets */
+    size_t  set_liveness;               /* liveness findings on sets */
+    int64_t max_set_gap_us;             /* longest judged time every name of a set was
+                                           free while it waited, -1 when none */
+    long    max_set_gap_pid;            /* its waiter */
+    char    max_set_gap_name[CHECKER_NAME_MAX + 1]; /* the set, "P,Q" */
+    int64_t max_set_wait_us;            /* longest judged wait of a set, -1 when none */
+    long    max_set_wait_pid;           /* its waiter */
+    char    max_set_wait_name[CHECKER_NAME_MAX + 1]; /* the set */
     struct checker_name_stat names[CHECKER_NAMES_MAX]; /* per name, in name order */
     size_t  nnames;                     /* entries in names */
 };

@@ -111,6 +111,16 @@ extern const char *const ft_names[FT_NAMES];
 #define FT_HOT_SEM          "hot-sem"
 #define FT_HOT_RW           "hot-rw"
 #define FT_RUN_NAMES        8       /* names of one run: regular, kinds, hot ones */
+/*
+ * The sets schedules (sched_sets.c): three names that sets of two and
+ * three take in opposite orders through the two daemons, with single
+ * holders of each beside them.
+ */
+#define FT_SET_P            "set-p"
+#define FT_SET_Q            "set-q"
+#define FT_SET_R            "set-r"
+#define FT_SETS_WARMUP_MS   8000    /* clients run this long before the fault */
+#define FT_SET_WAIT_BOUND_MS 5000   /* a set waits at most this long, judged (starvation) */
 
 /* What an rmw-client asks for besides its name (-L, -S), and how it behaves (-I, ...). */
 struct ft_kind {
@@ -259,6 +269,9 @@ struct ft_run {
     int64_t  stop_us;               /* the clients were told to stop */
     const char *neg_live;           /* negative control: a name that must show a
                                        liveness finding (NULL: none) */
+    bool     sets;                  /* the sets schedules' clients run (FT_SET_*) */
+    bool     neg_sets;              /* negative control: a set must starve, or wait while
+                                       its names are free longer than the bound */
     struct h_daemon_opts dopts;     /* the daemons' options (a restart writes them again) */
     bool     old[FT_DAEMONS_MAX];   /* daemon d runs the scenario's past release now */
     struct {
@@ -301,6 +314,8 @@ struct ft_scenario {
     bool        strict;             /* a REJECT excuses no overlap (checker_input) */
     bool        skip_announce;      /* the daemons are the build that announces no
                                        release (REDLOCKD_FAULT_SKIP_ANNOUNCE) */
+    bool        set_by_name;        /* the daemons are the build that takes a set's
+                                       names one by one (REDLOCKD_FAULT_SET_BY_NAME) */
     int         release;            /* FT_RELEASE_PREV or FT_RELEASE_CONTROL: the daemons
                                        of old_daemons run that past build, the others
                                        this one (the upgrade schedules); 0: none */
@@ -324,6 +339,8 @@ extern const char *ft_proxy_bin;    /* delay-proxy */
 extern const char *ft_break_bin;    /* break-client */
 extern const char *ft_skip_bin;     /* the daemon that announces no release
                                        (REDLOCKD_SKIP_ANNOUNCE_BIN) */
+extern const char *ft_set_by_name_bin; /* the daemon that takes a set's names one by one
+                                       (REDLOCKD_SET_BY_NAME_BIN) */
 extern const char *ft_new_bin;      /* this build ($REDLOCKD_BIN at the start; NULL: the
                                        harness's default) */
 extern const char *ft_prev_bin;     /* the last release (REDLOCKD_PREV_BIN) */
@@ -750,6 +767,29 @@ void ft_sched_liveness(struct ft_run *r);
  * and come back.  Both builds serve the names at every moment.
  */
 void ft_sched_upgrade(struct ft_run *r);
+
+/* ---- sched_sets.c: sets of names ---- */
+
+/*
+ * The sets schedules (tests/faults/README.md, "Sets"): sets of two and
+ * three names taken in opposite orders through the two daemons ({set-p,
+ * set-q} through daemon 0, {set-q, set-p} through daemon 1, {set-q,
+ * set-r, set-p} through daemon 0), single holders of each name through
+ * both; after FT_SETS_WARMUP_MS, masters 3 and 4 are stopped for
+ * FT_SHORT_STOP_MS (the three others are exactly a quorum, so every set
+ * needs all of them).  In the negative control the daemons take a
+ * set's names one by one, holding what they won (hold and wait): the
+ * checker must report a set that starves, or waits while its names are
+ * free.
+ */
+void ft_sched_sets(struct ft_run *r);
+
+/* The notes of a sets run: sets granted, their waits, the longest ones. */
+void ft_sets_notes(struct ft_run *r);
+
+/* The sets control's expectation: a set deadlocked (it waited while all its names
+   were free) or starved. */
+bool ft_sets_negative_seen(struct ft_run *r);
 
 /* ---- self_test.c: the checker's self-test ---- */
 

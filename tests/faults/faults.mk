@@ -12,6 +12,10 @@
 #                        the daemon built with REDLOCKD_FAULT_SKIP_ANNOUNCE: it
 #                        announces no release (the liveness control's daemon),
 #                        in a build directory of its own
+#   build/set-by-name/redlockd
+#                        the daemon built with REDLOCKD_FAULT_SET_BY_NAME: it
+#                        takes a set's names one by one, holding what it won
+#                        while it waits for the next (the sets control's daemon)
 #   build/release-<commit>/redlockd
 #                        past builds from the repository's history (the
 #                        Makefile's PREV_RELEASE and PREV_RELEASE_CONTROL,
@@ -55,7 +59,7 @@ $(B)/break-client: $(B)/obj/tests/faults/break_client.o $(FAULT_CLIENT_OBJ)
 # the processes of a run, the schedules by family, the checker's self-test.
 FAULTS_SUITE_OBJ := $(addprefix $(B)/obj/tests/faults/,check_faults.o run.o procs.o \
                       sched_masters.o sched_clients.o sched_clock.o sched_net.o \
-                      sched_pause.o sched_timing.o self_test.o)
+                      sched_pause.o sched_timing.o sched_sets.o self_test.o)
 $(B)/check_faults: $(FAULTS_SUITE_OBJ) $(B)/obj/tests/faults/checker.o \
                    $(B)/obj/tests/faults/netns.o $(HARNESS_OBJ)
 	@echo "  LD      $@"
@@ -69,6 +73,13 @@ $(SKIP_ANNOUNCE_B)/redlockd: FORCE
 	@$(MAKE) --no-print-directory B=$(SKIP_ANNOUNCE_B) \
 	    CPPFLAGS='$(CPPFLAGS) -DREDLOCKD_FAULT_SKIP_ANNOUNCE' $@
 
+# The sets control's daemon (tests/faults/README.md, "Sets"): the same
+# sources with REDLOCKD_FAULT_SET_BY_NAME, in a directory of its own.
+SET_BY_NAME_B := $(B)/set-by-name
+$(SET_BY_NAME_B)/redlockd: FORCE
+	@$(MAKE) --no-print-directory B=$(SET_BY_NAME_B) \
+	    CPPFLAGS='$(CPPFLAGS) -DREDLOCKD_FAULT_SET_BY_NAME' $@
+
 # One build for every build directory (it is not this project's code).
 REDIS_LIBC := build/redis-libc/redis-server
 $(REDIS_LIBC): tests/faults/build-redis-libc.sh
@@ -78,15 +89,19 @@ FAULTS_RELEASES := build/release-$(PREV_RELEASE)/built build/release-$(PREV_RELE
 FAULTS_RELEASE_ENV = REDLOCKD_PREV_BIN=$(CURDIR)/build/release-$(PREV_RELEASE)/redlockd \
     REDLOCKD_PREV_CONTROL_BIN=$(CURDIR)/build/release-$(PREV_RELEASE_CONTROL)/redlockd
 
-faults: $(B)/redlockd $(FAULTS_BINS) $(REDIS_LIBC) $(SKIP_ANNOUNCE_B)/redlockd $(FAULTS_RELEASES)
+faults: $(B)/redlockd $(FAULTS_BINS) $(REDIS_LIBC) $(SKIP_ANNOUNCE_B)/redlockd \
+    $(SET_BY_NAME_B)/redlockd $(FAULTS_RELEASES)
 	REDLOCKD_BIN=$(CURDIR)/$(B)/redlockd RMW_CLIENT_BIN=$(CURDIR)/$(B)/rmw-client \
 	    REDLOCKD_SKIP_ANNOUNCE_BIN=$(CURDIR)/$(SKIP_ANNOUNCE_B)/redlockd $(FAULTS_RELEASE_ENV) \
+	    REDLOCKD_SET_BY_NAME_BIN=$(CURDIR)/$(SET_BY_NAME_B)/redlockd \
 	    REDIS_LIBC_BIN=$(CURDIR)/$(REDIS_LIBC) DELAY_PROXY_BIN=$(CURDIR)/$(B)/delay-proxy \
 	    BREAK_CLIENT_BIN=$(CURDIR)/$(B)/break-client ./$(B)/check_faults
 
-soak: $(B)/redlockd $(FAULTS_BINS) $(REDIS_LIBC) $(SKIP_ANNOUNCE_B)/redlockd $(FAULTS_RELEASES)
+soak: $(B)/redlockd $(FAULTS_BINS) $(REDIS_LIBC) $(SKIP_ANNOUNCE_B)/redlockd \
+    $(SET_BY_NAME_B)/redlockd $(FAULTS_RELEASES)
 	REDLOCKD_BIN=$(CURDIR)/$(B)/redlockd RMW_CLIENT_BIN=$(CURDIR)/$(B)/rmw-client \
 	    REDLOCKD_SKIP_ANNOUNCE_BIN=$(CURDIR)/$(SKIP_ANNOUNCE_B)/redlockd $(FAULTS_RELEASE_ENV) \
+	    REDLOCKD_SET_BY_NAME_BIN=$(CURDIR)/$(SET_BY_NAME_B)/redlockd \
 	    REDIS_LIBC_BIN=$(CURDIR)/$(REDIS_LIBC) DELAY_PROXY_BIN=$(CURDIR)/$(B)/delay-proxy \
 	    BREAK_CLIENT_BIN=$(CURDIR)/$(B)/break-client FAULTS_SOAK_MINUTES=$(SOAK_MINUTES) \
 	    ./$(B)/check_faults

@@ -29,6 +29,23 @@
  * holder's reads are refused the same way but raise nothing (shared
  * holders are granted in any fence order).
  *
+ * With -n P,Q,... (two or more names, comma-separated) it locks a set:
+ * LOCK P Q ... fence, one grant for all of them with one fence per name
+ * (OK P Q ... fence=F1,F2 in the order given), then the same guarded
+ * read-modify-write on counter:P, counter:Q, ... under that one grant,
+ * each name's write with its own fence:
+ *
+ *     BEGIN us name=P,Q fence=F1,F2 validity=V ... kind=exclusive set=2
+ *     WRITE us name=P fence=F1 value=X
+ *     END   us name=P fence=F1 read=R wrote=X prev_fence=PF
+ *     WRITE us name=Q fence=F2 value=Y
+ *     END   us name=Q fence=F2 read=R2 wrote=Y prev_fence=PF2
+ *     ABORT us name=P,Q fence=F1,F2 why=lost|eof [reason=R]   (instead: no write)
+ *     WAIT  us name=P,Q wait=W port=P
+ *
+ * A set is a session hold only (no -L, -S, -m, -F, -G with it); "! LOST
+ * P Q ..." loses it whole, and UNLOCK P Q releases it.
+ *
  * With -m P, P percent of the sections take the lock as a lease
  * (LOCK <name> mode=lease ttl=T ..., answered with a token; nothing
  * renews it and no "! LOST" comes for it).  Such a section:
@@ -157,6 +174,7 @@
 #define RMW_NOQUORUM_MAX_MS 100
 #define RMW_LEASE_MARGIN_MS 50      /* a lease section writes only this long before its deadline */
 #define RMW_TOKEN_MAX       64      /* room for a lease token (32 hex digits) */
+#define RMW_SET_MAX         8       /* names of a set (-n P,Q,...) */
 
 #define RMW_EXIT_COUNTER    3
 
@@ -205,7 +223,13 @@ struct rmw_opts {
     char        addrs[RMW_PORTS_MAX][CC_ADDR_MAX]; /* "ADDR:PORT" of each */
     size_t      nports;                 /* entries in ports and addrs */
     int         counter_port;           /* redis-server holding the counter */
-    const char *name;                   /* lock name */
+    const char *name;                   /* lock name (a set's: its names, comma-separated,
+                                           as the logs say it) */
+    char        wire[RMW_NAME_MAX + 1]; /* the name as the protocol says it (a set's:
+                                           space-separated) */
+    char        names[RMW_SET_MAX][RMW_NAME_MAX + 1]; /* a set's names; names[0] = name
+                                           otherwise */
+    size_t      nnames;                 /* names locked at once: 1, or a set's 2.. */
     const char *log_path;               /* this client's event log */
     long        sections;               /* sections to run; 0: until SIGTERM */
     long        ttl_ms;                 /* ttl= of each LOCK */
@@ -369,7 +393,7 @@ rmw_push(struct rmw_conn *c)
 {
     char shown[CC_LINE_MAX];
 
-    bool lost = client_is_reply(c->cl.line, "! LOST", rmw_o.name);
+    bool lost = client_is_reply(c->cl.line, "! LOST", rmw_o.wire);
 
     if (lost && !rmw_o.ignore_lost) {
         c->lost = true;
@@ -464,7 +488,9 @@ rmw_field(const char *line, const char *key)
 
 /* What the OK of a LOCK said. */
 struct rmw_grant {
-    long long fence;                /* fence=, -1 when absent */
+    long long fence;                /* fence=, -1 when absent (a set's: its first) */
+    long long fences[RMW_SET_MAX];  /* a set's: each name's, in the order given; -1
+                                       when absent */
     long long validity;             /* validity=, -1 when absent */
     long long limit;                /* limit= (a counted hold), -1 when absent */
     long long permit;               /* permit= (a counted hold), -1 when absent */
@@ -473,6 +499,39 @@ struct rmw_grant {
     char      token[RMW_TOKEN_MAX]; /* token= (a lease), "" when absent */
     int64_t   sent_us;              /* when the LOCK that was granted was sent */
 };
+
+/* A set's OK: fence=F1,F2,... into g->fences (one per name, else -1 each). */
+static void
+rmw_set_fences(const char *line, struct rmw_grant *g)
+{
+    char list[RMW_SET_MAX * 24], *p, *end;
+    size_t i;
+
+    for (i = 0; i < RMW_SET_MAX; i++) {
+        g->fences[i] = -1;
+    }
+    if (rmw_o.nnames < 2 || !client_field(line, "fence", list, sizeof(list))) {
+        return;
+    }
+    p = list;
+    for (i = 0; i < rmw_o.nnames; i++) {
+        errno = 0;
+        g->fences[i] = strtoll(p, &end, 10);
+        if (errno != 0 || end == p || (*end != ',' && *end != '\0')
+            || (*end == '\0') != (i + 1 == rmw_o.nnames)) {
+            break;
+        }
+        p = end + 1;
+    }
+    if (i < rmw_o.nnames) {
+        cc_log("ERROR %lld a set's OK without one fence per name: fence=%s",
+                (long long)cc_now_us(), list);
+        for (i = 0; i < rmw_o.nnames; i++) {
+            g->fences[i] = -1;
+        }
+    }
+    g->fence = g->fences[0];
+}
 
 /*
  * Take the lock, retrying through TIMEOUT and ERR NOQUORUM.  Returns 0
@@ -492,7 +551,7 @@ rmw_acquire(struct rmw_conn *c, struct rmw_grant *g, bool lease)
     } else if (rmw_o.limit > 0) {
         snprintf(kind, sizeof(kind), " limit=%ld", rmw_o.limit);
     }
-    snprintf(req, sizeof(req), "LOCK %s ttl=%ld wait=%ld%s fence%s", rmw_o.name, rmw_o.ttl_ms,
+    snprintf(req, sizeof(req), "LOCK %s ttl=%ld wait=%ld%s fence%s", rmw_o.wire, rmw_o.ttl_ms,
              wait, lease ? " mode=lease" : "", kind);
     g->lease = lease;
     for (;;) {
@@ -522,8 +581,9 @@ rmw_acquire(struct rmw_conn *c, struct rmw_grant *g, bool lease)
         if (rc < 0) {
             return -1;
         }
-        if (client_is_reply(line, "OK", rmw_o.name)) {
+        if (client_is_reply(line, "OK", rmw_o.wire)) {
             g->fence = rmw_field(line, "fence");
+            rmw_set_fences(line, g);
             g->validity = rmw_field(line, "validity");
             g->limit = rmw_field(line, "limit");
             g->permit = rmw_field(line, "permit");
@@ -574,7 +634,7 @@ rmw_unlock(struct rmw_conn *c)
     char req[RMW_NAME_MAX + 16], shown[CC_LINE_MAX];
     int rc;
 
-    snprintf(req, sizeof(req), "UNLOCK %s", rmw_o.name);
+    snprintf(req, sizeof(req), "UNLOCK %s", rmw_o.wire);
     if (rmw_send(c, req) != 0) {
         cc_log("UNLOCK %lld send failed", (long long)cc_now_us());
         return;
@@ -789,12 +849,33 @@ rmw_first_read(redisContext *counter, const char *id, long long fence, long long
     return rc;
 }
 
+/* A set's fences as its lines say them: "F1,F2,..." (with -Z, each shifted). */
+static void
+rmw_fence_list(const struct rmw_grant *g, char *out, size_t size)
+{
+    size_t i, used = 0;
+
+    out[0] = '\0';
+    for (i = 0; i < rmw_o.nnames && used < size; i++) {
+        used += (size_t)snprintf(out + used, size - used, "%s%lld", i > 0 ? "," : "",
+                                 rmw_shown_fence(g->fences[i]));
+    }
+}
+
 /* The BEGIN line of a grant. */
 static void
 rmw_begin(const struct rmw_grant *g, int64_t begin_us, int64_t acquire_us, int port,
           int64_t deadline_us)
 {
-    char extra[64] = "", lease[RMW_TOKEN_MAX + 64] = "";
+    char extra[64] = "", lease[RMW_TOKEN_MAX + 64] = "", fences[RMW_SET_MAX * 24];
+
+    if (rmw_o.nnames > 1) {
+        rmw_fence_list(g, fences, sizeof(fences));
+        cc_log("BEGIN %lld name=%s fence=%s validity=%lld acquire_us=%lld port=%d pid=%d "
+                "kind=exclusive set=%zu", (long long)begin_us, rmw_o.name, fences, g->validity,
+                (long long)acquire_us, port, (int)getpid(), rmw_o.nnames);
+        return;
+    }
 
     if (strcmp(g->kind, "counted") == 0) {
         snprintf(extra, sizeof(extra), " limit=%lld permit=%lld", g->limit, g->permit);
@@ -846,6 +927,62 @@ rmw_session_section(struct rmw_conn *c, redisContext *counter, const struct rmw_
         if (rmw_work(counter, id, fence, value) != 0) {
             return -1;
         }
+    }
+    rmw_unlock(c);
+    if (c->eof) {
+        cc_log("DISCONNECT %lld port=%d", (long long)cc_now_us(), c->port);
+        rmw_disconnect(c);
+    }
+    return 0;
+}
+
+/*
+ * A set's section (-n P,Q,...): one grant, the read-modify-write of
+ * every name's counter under it, each with the name's own fence; one
+ * LOST (or a closed connection) before the writes ends it with no
+ * write.  Returns 0, or -1 when the counter failed.
+ */
+static int
+rmw_set_section(struct rmw_conn *c, redisContext *counter, const struct rmw_grant *g)
+{
+    char fences[RMW_SET_MAX * 24], reason[32] = "";
+    long long values[RMW_SET_MAX], prev, shown;
+    size_t i;
+    int rc;
+
+    rmw_fence_list(g, fences, sizeof(fences));
+    for (i = 0; i < rmw_o.nnames; i++) {
+        if (rmw_counter_get(counter, rmw_o.names[i], &values[i]) != 0) {
+            cc_log("ABORT %lld name=%s fence=%s why=counter", (long long)cc_now_us(),
+                    rmw_o.name, fences);
+            return -1;
+        }
+    }
+    rmw_watch(c, cc_random(rmw_o.sleep_min_ms, rmw_o.sleep_max_ms));
+    rmw_watch(c, 0);
+    if (c->lost || c->eof) {
+        if (c->lost && c->lost_reason[0] != '\0') {
+            snprintf(reason, sizeof(reason), " reason=%s", c->lost_reason);
+        }
+        cc_log("ABORT %lld name=%s fence=%s why=%s%s", (long long)cc_now_us(), rmw_o.name,
+                fences, c->lost ? "lost" : "eof", reason);
+        if (c->eof) {
+            cc_log("DISCONNECT %lld port=%d", (long long)cc_now_us(), c->port);
+            rmw_disconnect(c);
+        }
+        return 0;
+    }
+    for (i = 0; i < rmw_o.nnames; i++) {
+        shown = rmw_shown_fence(g->fences[i]);
+        cc_log("WRITE %lld name=%s fence=%lld value=%lld", (long long)cc_now_us(),
+                rmw_o.names[i], shown, values[i] + 1);
+        rc = rmw_counter_put(counter, rmw_o.names[i], values[i] + 1, g->fences[i], &prev);
+        if (rc < 0) {
+            cc_log("ERROR %lld the counter's write failed", (long long)cc_now_us());
+            return -1;
+        }
+        cc_log("END %lld name=%s fence=%lld read=%lld wrote=%lld prev_fence=%lld",
+                (long long)cc_now_us(), rmw_o.names[i], shown, values[i], values[i] + 1, prev);
     }
     rmw_unlock(c);
     if (c->eof) {
@@ -933,10 +1070,10 @@ rmw_answer_word(int got, const char *line)
     if (!got) {
         return "none";
     }
-    if (client_is_reply(line, "OK", rmw_o.name)) {
+    if (client_is_reply(line, "OK", rmw_o.wire)) {
         return "OK";
     }
-    if (client_is_reply(line, "NOTHELD", rmw_o.name)) {
+    if (client_is_reply(line, "NOTHELD", rmw_o.wire)) {
         return "NOTHELD";
     }
     return client_is_err(line, "NOQUORUM") ? "NOQUORUM" : "ERR";
@@ -956,7 +1093,7 @@ rmw_lease_extend(struct rmw_conn *c, const struct rmw_grant *g, size_t granted,
     long long validity;
     int port, got;
 
-    snprintf(req, sizeof(req), "EXTEND %s token=%s ttl=%ld", rmw_o.name, g->token,
+    snprintf(req, sizeof(req), "EXTEND %s token=%s ttl=%ld", rmw_o.wire, g->token,
              rmw_o.ttl_ms);
     got = rmw_lease_send(c, granted, req, ans, sizeof(ans), &port, &sent_us);
     word = rmw_answer_word(got, ans);
@@ -978,7 +1115,7 @@ rmw_lease_release(struct rmw_conn *c, const struct rmw_grant *g, size_t granted)
     int64_t sent_us;
     int port, got;
 
-    snprintf(req, sizeof(req), "UNLOCK %s token=%s", rmw_o.name, g->token);
+    snprintf(req, sizeof(req), "UNLOCK %s token=%s", rmw_o.wire, g->token);
     got = rmw_lease_send(c, granted, req, ans, sizeof(ans), &port, &sent_us);
     cc_log("RELEASE %lld fence=%lld sent_us=%lld answer=%s port=%d", (long long)cc_now_us(),
             rmw_shown_fence(g->fence), (long long)sent_us, rmw_answer_word(got, ans), port);
@@ -1043,7 +1180,7 @@ static void
 rmw_usage(void)
 {
     fprintf(stderr,
-            "usage: rmw-client -p [ADDR:]PORT[,...] -r COUNTER_PORT -n NAME -l LOG\n"
+            "usage: rmw-client -p [ADDR:]PORT[,...] -r COUNTER_PORT -n NAME[,NAME...] -l LOG\n"
             "                  [-c SECTIONS] [-t TTL_MS] [-w WAIT_MS] [-s MIN_MS[-MAX_MS]]\n"
             "                  [-P POLL_MS] [-k [MIN_MS-]THINK_MS] [-L LIMIT | -S] [-I]\n"
             "                  [-a PASSWORD]\n"
@@ -1077,6 +1214,37 @@ rmw_signed(const char *s)
         rmw_usage();
     }
     return v;
+}
+
+/* -n P,Q,...: the set's names (each a protocol word, no two the same), or the one name. */
+static void
+rmw_split_set(void)
+{
+    const char *p = rmw_o.name, *end;
+    size_t i, len, used = 0;
+
+    for (rmw_o.nnames = 0; *p != '\0'; rmw_o.nnames++) {
+        end = strchr(p, ',');
+        len = end != NULL ? (size_t)(end - p) : strlen(p);
+        if (rmw_o.nnames == RMW_SET_MAX || len == 0) {
+            rmw_usage();
+        }
+        memcpy(rmw_o.names[rmw_o.nnames], p, len);
+        rmw_o.names[rmw_o.nnames][len] = '\0';
+        for (i = 0; i < rmw_o.nnames; i++) {
+            if (strcmp(rmw_o.names[i], rmw_o.names[rmw_o.nnames]) == 0) {
+                rmw_usage();
+            }
+        }
+        used += (size_t)snprintf(rmw_o.wire + used, sizeof(rmw_o.wire) - used, "%s%s",
+                                 used > 0 ? " " : "", rmw_o.names[rmw_o.nnames]);
+        p = end != NULL ? end + 1 : p + len;
+    }
+    /* A set is an exclusive session hold, written unguarded. */
+    if (rmw_o.nnames > 1 && (rmw_o.limit > 0 || rmw_o.shared || rmw_o.lease_pct > 0
+                             || rmw_o.fenced || rmw_o.guarded)) {
+        rmw_usage();
+    }
 }
 
 static void
@@ -1184,6 +1352,7 @@ rmw_parse_args(int argc, char **argv)
         || (rmw_o.fenced && rmw_o.guarded)) {
         rmw_usage();
     }
+    rmw_split_set();
 }
 
 int
@@ -1244,6 +1413,9 @@ main(int argc, char **argv)
         done++;
         if (lease) {
             rc = rmw_lease_section(&c, counter, &g, begin_us, begin_us - first_us);
+        } else if (rmw_o.nnames > 1) {
+            rmw_begin(&g, begin_us, begin_us - first_us, c.port, 0);
+            rc = rmw_set_section(&c, counter, &g);
         } else {
             rmw_begin(&g, begin_us, begin_us - first_us, c.port, 0);
             rc = rmw_session_section(&c, counter, &g);

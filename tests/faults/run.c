@@ -777,6 +777,11 @@ ft_judge(struct ft_run *r)
     if (r->step) {
         ft_add_counter(counters, &n, FT_STEP_L, -1);
     }
+    if (r->sets) {
+        ft_add_counter(counters, &n, FT_SET_P, -1);
+        ft_add_counter(counters, &n, FT_SET_Q, -1);
+        ft_add_counter(counters, &n, FT_SET_R, -1);
+    }
     for (i = 0; i < r->noperators; i++) {
         oplogs[i] = r->oplogs[i];
     }
@@ -808,6 +813,7 @@ ft_judge(struct ft_run *r)
     in.live_skip = r->windows;
     in.nlive_skip = r->nwindows;
     in.live_until_us = r->stop_us;
+    in.set_wait_bound_us = r->sets ? FT_SET_WAIT_BOUND_MS * 1000LL : 0;
     snprintf(path, sizeof(path), "%s/findings.log", r->dir);
     in.all_findings = fopen(path, "we");
     printf("    checker:\n");
@@ -854,7 +860,12 @@ ft_judge(struct ft_run *r)
         checker_add_external(&r->res, stdout, "%s", r->external[i]);
     }
     ft_note_live(r);
-    if (r->sc->negative && r->neg_live != NULL) {
+    if (r->sets) {
+        ft_sets_notes(r);
+    }
+    if (r->sc->negative && r->neg_sets) {
+        r->passed = !r->setup_failed && ft_sets_negative_seen(r);
+    } else if (r->sc->negative && r->neg_live != NULL) {
         r->passed = !r->setup_failed && ft_live_negative_seen(r);
     } else if (r->sc->negative && r->sc->release != 0) {
         r->passed = !r->setup_failed && ft_upgrade_negative_seen(r);
@@ -956,6 +967,11 @@ ft_run_scenario(const struct ft_scenario *sc, struct ft_run *r)
                         "(REDLOCKD_SKIP_ANNOUNCE_BIN; make faults builds one)");
     } else if (sc->skip_announce && setenv("REDLOCKD_BIN", ft_skip_bin, 1) != 0) {
         ft_setup_failed(r, "setenv REDLOCKD_BIN: %s", strerror(errno));
+    } else if (sc->set_by_name && ft_set_by_name_bin == NULL) {
+        ft_setup_failed(r, "no daemon built with REDLOCKD_FAULT_SET_BY_NAME "
+                        "(REDLOCKD_SET_BY_NAME_BIN; make faults builds one)");
+    } else if (sc->set_by_name && setenv("REDLOCKD_BIN", ft_set_by_name_bin, 1) != 0) {
+        ft_setup_failed(r, "setenv REDLOCKD_BIN: %s", strerror(errno));
     } else if (ft_setup(r) != 0) {
         ft_setup_failed(r, "the masters, daemons or clients did not start");
     } else {
@@ -983,6 +999,7 @@ ft_run_scenario(const struct ft_scenario *sc, struct ft_run *r)
     r->seconds = (double)(ft_now_us() - r->start_us) / 1e6;
     printf("    => %s (%s) in %.1f s\n", r->passed ? "PASS" : "FAIL",
            !sc->negative ? "expected: no violation"
+           : sc->set_by_name ? "expected: a set deadlocked or starved reported"
            : sc->skip_announce ? "expected: a name free too long reported"
            : "expected: double grants reported",
            r->seconds);

@@ -614,6 +614,121 @@ ft_self_test_live(size_t *n)
     return bad;
 }
 
+/*
+ * Synthetic cases of sets (README, "Sets"): up to four client logs on
+ * names "x" and "y", their final counters, and the kinds the checker
+ * must find (bits; 0: none).  Liveness is judged against FT_LIVE_BOUND
+ * (500 us) and a set's wait against FT_SET_BOUND.
+ */
+struct ft_set_case {
+    const char *what;               /* for the failure message */
+    const char *logs[4];            /* client logs (NULL: empty) */
+    long long   counter_x;          /* final counter of "x" */
+    long long   counter_y;          /* final counter of "y" */
+    unsigned    expect;             /* kinds that must be found */
+};
+
+#define FT_SET_BOUND    2000    /* the self-test's set wait bound, us */
+#define FT_XY(t, fx, fy) "BEGIN " #t " name=x,y fence=" #fx "," #fy " validity=2900 " \
+                         "kind=exclusive set=2\n"
+#define FT_XY_END(t, n, f, r) "WRITE " #t " name=" #n " fence=" #f " value=" #r "\n" \
+                              "END " #t " name=" #n " fence=" #f " read=0 wrote=" #r \
+                              " prev_fence=0\n"
+#define FT_XY_UN(t)     "UNLOCK " #t " OK x y holds=0\n"
+#define FT_ONE(n, b, e, u, f, r) "BEGIN " #b " name=" #n " fence=" #f " validity=2900\n" \
+                                 "END " #e " fence=" #f " read=0 wrote=" #r \
+                                 " prev_fence=0\nUNLOCK " #u " OK " #n " holds=0\n"
+#define FT_WXY(t)       "WAIT " #t " name=x,y wait=10000 port=1\n"
+
+static const struct ft_set_case ft_set_cases[] = {
+    { "a set, then singles on each of its names (clean)",
+      { FT_START FT_XY(1000, 1, 1) FT_XY_END(1100, x, 1, 1) FT_XY_END(1150, y, 1, 1)
+        FT_XY_UN(1200),
+        FT_START FT_ONE(x, 1300, 1400, 1450, 2, 2), FT_START FT_ONE(y, 1300, 1400, 1450, 2, 2),
+        NULL }, 2, 2, 0 },
+    { "a single on y granted inside the set's section (an overlap on y)",
+      { FT_START FT_XY(1000, 1, 1) FT_XY_END(1100, x, 1, 1) FT_XY_END(1150, y, 1, 1)
+        FT_XY_UN(1200),
+        FT_START FT_ONE(y, 1120, 1300, 1350, 2, 2), NULL, NULL }, 1, 2,
+      FT_BIT(CHECKER_OVERLAP) },
+    { "a set whose fence of y is not above the last single's",
+      { FT_START FT_ONE(y, 500, 600, 650, 5, 1),
+        FT_START FT_XY(1000, 1, 5) FT_XY_END(1100, x, 1, 1) FT_XY_END(1150, y, 5, 2)
+        FT_XY_UN(1200), NULL, NULL }, 1, 2, FT_BIT(CHECKER_FENCE) },
+    { "a set that lost its lock writes nothing; a single after its ABORT",
+      { FT_START FT_XY(1000, 1, 1) "ABORT 1100 name=x,y fence=1,1 why=lost reason=renew\n",
+        FT_START FT_ONE(x, 1200, 1300, 1350, 2, 1), NULL, NULL }, 1, 0, 0 },
+    { "a set's write of y that never came counts as no write (a lost update on y)",
+      { FT_START FT_XY(1000, 1, 1) FT_XY_END(1100, x, 1, 1) FT_XY_END(1150, y, 1, 1)
+        FT_XY_UN(1200), NULL, NULL, NULL }, 1, 0, FT_BIT(CHECKER_LOST_UPDATE) },
+    { "a set waits while x and y are free at once (liveness)",
+      { FT_START FT_ONE(x, 1000, 1100, 1200, 1, 1),
+        FT_START FT_ONE(y, 1000, 1150, 1250, 1, 1),
+        FT_START FT_WXY(1050) FT_XY(2000, 2, 2) FT_XY_END(2100, x, 2, 2)
+        FT_XY_END(2150, y, 2, 2) FT_XY_UN(2200), NULL }, 2, 2, FT_BIT(CHECKER_LIVENESS) },
+    { "a set waits while x is free and y held, then y free and x held (clean)",
+      { FT_START FT_ONE(x, 1000, 1100, 1200, 1, 1) FT_ONE(x, 1800, 2600, 2650, 2, 2),
+        FT_START FT_ONE(y, 1000, 1700, 1900, 1, 1),
+        FT_START FT_WXY(1050) FT_XY(2700, 3, 2) FT_XY_END(2750, x, 3, 3)
+        FT_XY_END(2760, y, 2, 2) FT_XY_UN(2800), NULL }, 3, 2, 0 },
+    { "a set that waits longer than its bound while its names are held (starvation)",
+      { FT_START FT_ONE(x, 1000, 3500, 3600, 1, 1), FT_START FT_ONE(y, 1000, 3500, 3600, 1, 1),
+        FT_START FT_WXY(1050) FT_XY(3700, 2, 2) FT_XY_END(3750, x, 2, 2)
+        FT_XY_END(3760, y, 2, 2) FT_XY_UN(3800), NULL }, 2, 2, FT_BIT(CHECKER_STARVATION) },
+    { "a set's BEGIN with one fence for two names",
+      { FT_START "BEGIN 1000 name=x,y fence=1 validity=2900 kind=exclusive set=2\n"
+        "ABORT 1100 name=x,y fence=1 why=lost\n", NULL, NULL, NULL }, 0, 0,
+      FT_BIT(CHECKER_LOG) | FT_BIT(CHECKER_FENCE) },
+};
+
+/* The sets' cases (ft_set_cases): how many were misjudged; *n: how many ran. */
+static size_t
+ft_self_test_sets(size_t *n)
+{
+    char paths[4][PATH_MAX + 16];
+    struct checker_log logs[4];
+    struct checker_counter counters[2] = { { "x", 0, false, 0 }, { "y", 0, false, 0 } };
+    struct checker_input in;
+    struct checker_result res;
+    size_t i, j, k, bad = 0;
+    bool ok;
+
+    *n = sizeof(ft_set_cases) / sizeof(ft_set_cases[0]);
+    for (i = 0; i < *n; i++) {
+        const struct ft_set_case *c = &ft_set_cases[i];
+
+        for (j = 0; j < 4; j++) {
+            snprintf(paths[j], sizeof(paths[j]), "%s/selftest-s%zu.log", ft_dir, j);
+            if (ft_write_file(paths[j], c->logs[j] != NULL ? c->logs[j] : "") != 0) {
+                fprintf(stderr, "faults: self-test: cannot write %s\n", paths[j]);
+                return *n;
+            }
+            logs[j].path = paths[j];
+            logs[j].killed_us = 0;
+        }
+        counters[0].value = c->counter_x;
+        counters[1].value = c->counter_y;
+        memset(&in, 0, sizeof(in));
+        in.logs = logs;
+        in.nlogs = 4;
+        in.counters = counters;
+        in.ncounters = 2;
+        in.live_bound_us = FT_LIVE_BOUND;
+        in.set_wait_bound_us = FT_SET_BOUND;
+        ok = checker_run(&in, NULL, &res) == 0;
+        for (k = 0; k < CHECKER_KINDS; k++) {
+            ok = ok && ((c->expect & FT_BIT(k)) ? res.counts[k] > 0 : res.counts[k] == 0);
+        }
+        if (!ok) {
+            fprintf(stderr, "faults: self-test: the checker misjudged %s; it found:\n",
+                    c->what);
+            checker_run(&in, stderr, &res);
+            bad++;
+        }
+    }
+    return bad;
+}
+
 /* Run the checker on every case; 0 when it finds exactly what it should. */
 int
 ft_self_test(void)
@@ -624,7 +739,7 @@ ft_self_test(void)
     struct checker_counter counter = { "x", 0, false, 0 };
     struct checker_input in;
     struct checker_result res;
-    size_t i, k, f, t, l, bad = 0;
+    size_t i, k, f, t, l, st, bad = 0;
     bool ok;
 
     snprintf(pa, sizeof(pa), "%s/selftest-a.log", ft_dir);
@@ -666,7 +781,8 @@ ft_self_test(void)
     bad += ft_self_test_fences(&f);
     bad += ft_self_test_timing(&t);
     bad += ft_self_test_live(&l);
-    printf("checker self-test: %zu synthetic histories, %zu misjudged\n", i + k + f + t + l,
-           bad);
+    bad += ft_self_test_sets(&st);
+    printf("checker self-test: %zu synthetic histories, %zu misjudged\n",
+           i + k + f + t + l + st, bad);
     return bad == 0 ? 0 : -1;
 }
