@@ -162,7 +162,8 @@ lock_set_fenced(const struct redlock_acquire_result *res, void *arg)
 }
 
 /*
- * A fenced set's round ended: won, each name gets its fence (raised and
+ * A set's round ended.  Claims made for it are noted (dropped when it
+ * goes).  A fenced set that won gets each name's fence (raised and
  * written back, as a fenced LOCK's, all names at once); otherwise the
  * round's end is the waiter's.
  */
@@ -170,12 +171,15 @@ static void
 lock_set_won(const struct redlock_acquire_result *res, void *arg)
 {
     struct waiter *lead = arg;
-    const struct lock_set *set = lead->set;
+    struct lock_set *set = lead->set;
     struct lock_set_fencing *f;
     struct redlock_rec rec;
     size_t i;
 
-    if (res->v.outcome != REDLOCK_GRANTED) {
+    if (res->claimed) {
+        set->claimed = true;
+    }
+    if (res->v.outcome != REDLOCK_GRANTED || !lead->fence) {
         waiter_acquired(res, lead);
         return;
     }
@@ -313,7 +317,7 @@ lock_set_try(struct waiter *lead)
     if (redlock_acquire_set(bases, lens, set->n, lead->token, lead->life.ttl_ms,
                             lead->delay_ms, old, flags,
                             lead->label_asked && lead->label[0] != '\0' ? lead->label : NULL,
-                            lead->fence ? lock_set_won : waiter_acquired, lead) != 0) {
+                            lead->gate_id, lock_set_won, lead) != 0) {
         waiter_finish(lead, LOCK_FAILED, 0, "a set the engine refused");
     }
 #endif
@@ -342,7 +346,17 @@ void
 lock_set_free(struct waiter *lead)
 {
     struct lock_set *set = lead->set;
-    size_t i;
+    const char *bases[REDLOCK_SET_MAX];
+    size_t lens[REDLOCK_SET_MAX], i;
+
+    if (set->claimed) {
+        /* Granted or given up: what it claimed goes (a minority may keep claims). */
+        for (i = 0; i < set->n; i++) {
+            bases[i] = set->member[i]->key;
+            lens[i] = set->member[i]->key_len;
+        }
+        redlock_unclaim(bases, lens, set->n, lead->gate_id);
+    }
 
     for (i = 1; i < set->n; i++) {
         struct waiter *m = set->member[i];
@@ -669,6 +683,7 @@ lock_acquire_set(struct lock_client *c, const struct lock_name *names, size_t n,
         waiter_finish(lead, LOCK_FAILED, 0, "getrandom failed");
         return;
     }
+    memcpy(lead->gate_id, lead->token, sizeof(lead->gate_id));  /* names its claims */
     for (i = 1; i < n; i++) {
         memcpy(set->member[i]->token, lead->token, sizeof(lead->token));
     }

@@ -125,6 +125,8 @@ struct waiter {
  */
 struct lock_set {
     size_t              n;          /* names, 2..PROTO_SET_MAX */
+    bool                claimed;    /* a try claimed names for it somewhere: they are
+                                       dropped when it goes (redlock_unclaim) */
     size_t              given[REDLOCK_SET_MAX]; /* member i's place in the client's list */
     int64_t             fences[REDLOCK_SET_MAX]; /* a fenced grant: member i's fence */
     char               *text;       /* malloc'd: the names as the client gave them,

@@ -68,13 +68,15 @@ redlock_init(double drift_factor)
      */
     redlock_scripts.batch = master_script(REDLOCK_LUA_BATCH, true);
     redlock_scripts.acquire_set = master_script(REDLOCK_LUA_ACQUIRE_SET, true);
+    redlock_scripts.unclaim = master_script(REDLOCK_LUA_UNCLAIM, false);
     if (redlock_scripts.batch < 0 || master_script_batch(redlock_scripts.acquire, redlock_scripts.batch, "acquire") != 0
         || master_script_batch(redlock_scripts.release, redlock_scripts.batch, "release") != 0
         || master_script_batch(redlock_scripts.extend_one, redlock_scripts.batch, "extend_one") != 0
         || master_script_batch(redlock_scripts.raise, redlock_scripts.batch, "raise") != 0
         || master_script_batch(redlock_scripts.fence, redlock_scripts.batch, "fence") != 0
         || master_script_batch(redlock_scripts.acquire_set, redlock_scripts.batch,
-                               "acquire_set") != 0) {
+                               "acquire_set") != 0
+        || master_script_batch(redlock_scripts.unclaim, redlock_scripts.batch, "unclaim") != 0) {
         return -1;
     }
     /*

@@ -58,6 +58,10 @@
                                                read by BREAK */
 #define REDLOCK_DELAY_MARK     "delay "     /* + the ended hold's token: the name's key
                                                during a lock-delay (SET NX fails on it) */
+#define REDLOCK_CLAIM_MARK     "claim "     /* + a waiting set's id: a free name's key that
+                                               the set reserved while it waits for a later
+                                               name of it (acquire_set.lua); SET NX fails
+                                               on it, so other requests wait for the set */
 #define REDLOCK_LABEL_MAX      64           /* longest holder label, bytes */
 #define REDLOCK_WHO_MAX        64           /* most bytes of a holder's token kept by a
                                                status (a foreign client's may be longer) */
@@ -192,6 +196,8 @@ struct redlock_acquire_result {
     bool    readers;                    /* an exclusive record with WAIT: a master
                                            that answered refused it for shared
                                            holders (gate closed or not) */
+    bool    claimed;                    /* a set with WAIT: a master claimed names
+                                           for it (redlock_acquire_set) */
     bool    delayed;                    /* BUSY, not split: what refused on a quorum
                                            is a lock-delay (REDLOCK_DELAY_MARK), not
                                            a holder; busy_ttl_ms is its time left */
@@ -576,6 +582,11 @@ int redlock_fence_grant(const struct redlock_rec *rec, const char *token,
  * first name, in that order, that each master found held), KIND (a name
  * is counted on a majority), LATE or NOQUORUM, as for one name.  flags:
  * REDLOCK_ACQUIRE_WAIT marks the refusing name as waited for;
+ * REDLOCK_ACQUIRE_WAIT also claims, on each master that refuses the set at
+ * a name, the free names before it (in the canonical order), for the set
+ * id (UTIL_TOKEN_HEX bytes, the same for every try of one LOCK): nobody
+ * else takes them until the set is granted or drops them
+ * (redlock_unclaim); res->claimed says a master did.
  * REDLOCK_ACQUIRE_ADOPT with old_token takes over a set an earlier try of
  * the same waiter may have left; REDLOCK_ACQUIRE_FENCE only marks the
  * labels' fence as to come ('-'): the caller then gives each name its
@@ -591,7 +602,18 @@ int redlock_fence_grant(const struct redlock_rec *rec, const char *token,
 int redlock_acquire_set(const char *const *bases, const size_t *base_lens, size_t n,
                         const char *token, int64_t ttl_ms, int64_t delay_ms,
                         const char *old_token, unsigned flags, const char *label,
-                        redlock_acquire_fn cb, void *arg);
+                        const char *id, redlock_acquire_fn cb, void *arg);
+
+/*
+ * Drop the claims a waiting set made (redlock_acquire_set: id, its
+ * UTIL_TOKEN_HEX bytes) on its names (bases, base_lens, n, as there) on
+ * every master: a key that still holds the claim goes, and its release
+ * is announced where a request it refused waits.  Sent once the set was
+ * granted (a minority of masters may keep claims) or gave up; nothing
+ * answers.  Returns 0, or -1 for a bad argument.
+ */
+int redlock_unclaim(const char *const *bases, const size_t *base_lens, size_t n,
+                    const char *id);
 
 /*
  * Compare-and-delete rec's record holding token on every master (a

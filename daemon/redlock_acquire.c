@@ -213,6 +213,9 @@ redlock_refusal_of(struct redlock_acquire_op *op, const struct master_reply *rep
     } else if (ne == 3 && op->kind == REDLOCK_EXCLUSIVE
                && redlock_reply_is(master_reply_element(reply, 2), "shared")) {
         op->readers = true;     /* {left, who, 'shared'}: shared holders, another's gate */
+    } else if (ne == 3 && op->kind == REDLOCK_EXCLUSIVE
+               && redlock_reply_is(master_reply_element(reply, 2), "claim")) {
+        op->claimed = true;     /* {pttl, who, 'claim'}: a set claimed names here */
     } else if (ne != 2) {
         return "the acquire script refused with unexpected elements";
     }
@@ -592,6 +595,7 @@ redlock_acquire_done(struct round *r, void *arg)
     res->free_slot = redlock_free_slot(op);
     res->gated = op->gated;
     res->readers = op->readers;
+    res->claimed = op->claimed;
     if (res->v.answered < q && res->v.outcome != REDLOCK_KIND) {
         redlock_fill_error(&res->v, r);     /* also for a hand-over's releaser */
     }
@@ -740,11 +744,12 @@ redlock_fence_grant(const struct redlock_rec *rec, const char *token,
 int
 redlock_acquire_set(const char *const *bases, const size_t *base_lens, size_t n,
                     const char *token, int64_t ttl_ms, int64_t delay_ms, const char *old_token,
-                    unsigned flags, const char *label, redlock_acquire_fn cb, void *arg)
+                    unsigned flags, const char *label, const char *id, redlock_acquire_fn cb,
+                    void *arg)
 {
     struct redlock_acquire_op *op;
-    const char *args[REDLOCK_SET_MAX + 7];
-    size_t lens[REDLOCK_SET_MAX + 7], i, na;
+    const char *args[REDLOCK_SET_MAX + 8];
+    size_t lens[REDLOCK_SET_MAX + 8], i, na;
     char ttl[24], delay[24];
 
     if (n < 2 || n > REDLOCK_SET_MAX) {
@@ -762,7 +767,7 @@ redlock_acquire_set(const char *const *bases, const size_t *base_lens, size_t n,
     op->cb = cb;
     op->ttl_ms = ttl_ms;
     op->kind = REDLOCK_EXCLUSIVE;
-    /* ARGV: token, ttl, wait, old token, label, the labels' fence[, delay]. */
+    /* ARGV: token, ttl, wait, old token, label, the labels' fence, delay, the set's id. */
     na = n;
     args[na] = token;
     lens[na++] = UTIL_TOKEN_HEX;
@@ -779,13 +784,41 @@ redlock_acquire_set(const char *const *bases, const size_t *base_lens, size_t n,
     lens[na++] = label != NULL ? strlen(label) : 0;
     args[na] = (flags & REDLOCK_ACQUIRE_FENCE) != 0 ? "-" : "0";
     lens[na++] = 1;
-    if (delay_ms > 0) {
-        args[na] = delay;
-        lens[na++] = (size_t)snprintf(delay, sizeof(delay), "%lld", (long long)delay_ms);
-    }
+    args[na] = delay;
+    lens[na++] = delay_ms > 0 ? (size_t)snprintf(delay, sizeof(delay), "%lld",
+                                                 (long long)delay_ms) : 0;
+    /* The set's id names its claims; a first try's is its token: nothing to send then. */
+    id = id != NULL && memcmp(id, token, UTIL_TOKEN_HEX) != 0 ? id : "";
+    args[na] = id;
+    lens[na++] = strlen(id);
     if (round_start(redlock_scripts.acquire_set, n, na, args, lens, redlock_acquire_reply,
                     redlock_acquire_done, op) != 0) {
         xmalloc_fail("a set acquire's round");
+    }
+    return 0;
+}
+
+int
+redlock_unclaim(const char *const *bases, const size_t *base_lens, size_t n, const char *id)
+{
+    const char *args[REDLOCK_SET_MAX + 2];
+    size_t lens[REDLOCK_SET_MAX + 2], i;
+    char claim[sizeof(REDLOCK_CLAIM_MARK) + UTIL_TOKEN_HEX];
+
+    if (n > REDLOCK_SET_MAX) {
+        return -1;
+    }
+    for (i = 0; i < n; i++) {
+        args[i] = bases[i];
+        lens[i] = base_lens[i];
+    }
+    args[n] = claim;
+    lens[n] = (size_t)snprintf(claim, sizeof(claim), "%s%.*s", REDLOCK_CLAIM_MARK,
+                               UTIL_TOKEN_HEX, id);
+    args[n + 1] = REDLOCK_ANNOUNCE;
+    lens[n + 1] = sizeof(REDLOCK_ANNOUNCE) - 1;
+    if (round_start(redlock_scripts.unclaim, n, n + 2, args, lens, NULL, NULL, NULL) != 0) {
+        xmalloc_fail("an unclaim's round");
     }
     return 0;
 }

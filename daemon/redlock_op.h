@@ -22,7 +22,7 @@ struct redlock_holder;      /* daemon/redlock_holders.c */
 /* The masters' scripts (daemon/scripts/), as master_script() numbered them. */
 struct redlock_scripts {
     int acquire, release, extend, status, fence, extend_one, restore, ungate;
-    int break_lock, raise, reraise, batch, acquire_set;
+    int break_lock, raise, reraise, batch, acquire_set, unclaim;
 };
 
 /* Registered by redlock_init(); read-only after it. */
@@ -111,6 +111,7 @@ struct redlock_acquire_op {
     int64_t         subscribers;    /* most release-channel subscribers seen */
     bool            gated;          /* a master closed the gate for us */
     bool            readers;        /* a master refused us for shared holders */
+    bool            claimed;        /* a set: a master claimed names for it */
     char            kind_text[32];  /* what the first master of another kind said */
     uint16_t       *live;           /* a permit: per permit, masters that hold it
                                        (limit entries, owned); else NULL */

@@ -686,6 +686,67 @@ START_TEST(set_delay)
 }
 END_TEST
 
+/*
+ * Claims: a set waiting for its later name keeps its earlier names, free
+ * on the masters, from other daemons (a TRYLOCK there is BUSY); once the
+ * set is granted no claim is left anywhere; a set that gives up drops its
+ * claims, and a LOCK the claim kept out is woken by that (long before the
+ * claim's ttl).
+ */
+START_TEST(set_claims)
+{
+    char *got;
+    size_t i;
+    int h, set, other, late;
+    int64_t t0;
+
+    EXPECT_SETUP(.masters = NMASTERS, .daemons = 2, .opts = &st_opts);
+    h = expect_connect(1);
+    other = expect_connect(1);
+    set = expect_connect(0);
+    late = expect_connect(1);
+    got = EXPECT_CMD(h, "LOCK b ttl=20000");
+    EXPECT_IS(got, "OK", "b");
+    free(got);
+    ck_assert_int_eq(h_send(set, "LOCK b a ttl=20000"), 0);
+    ck_assert(h_wait_until(st_cond_held, (void *)"a", CMD_MS));
+    ck_assert_msg(strncmp(st_value(0, "a"), "claim ", 6) == 0, "a holds '%s'", st_value(0, "a"));
+    got = EXPECT_CMD(other, "TRYLOCK a ttl=20000");
+    EXPECT_IS(got, "BUSY", "a");
+    free(got);
+    EXPECT_REPLY(h, "UNLOCK b", "OK b holds=0");
+    got = EXPECT_READ(set, GRANT_MS, "the set once b was free");
+    EXPECT_IS(got, "OK", "b a");
+    free(got);
+    st_held_by_quorum("a b");
+    for (i = 0; i < NMASTERS; i++) {
+        ck_assert_msg(strncmp(st_value(i, "a"), "claim ", 6) != 0, "master %zu kept the claim", i);
+    }
+    EXPECT_REPLY(set, "UNLOCK a b", "OK a b holds=0");
+
+    /* A set that gives up: its claim goes, and the LOCK it kept out gets the name. */
+    got = EXPECT_CMD(h, "LOCK b ttl=20000");
+    EXPECT_IS(got, "OK", "b");
+    free(got);
+    ck_assert_int_eq(h_send(set, "LOCK a b ttl=20000 wait=1500"), 0);
+    ck_assert(h_wait_until(st_cond_held, (void *)"a", CMD_MS));
+    ck_assert_int_eq(h_send(late, "LOCK a ttl=20000 wait=15000"), 0);
+    ck_assert(h_quiet(late, QUIET_MS));
+    t0 = h_now_ms();
+    got = EXPECT_READ(set, 5000, "the set's TIMEOUT");
+    EXPECT_IS(got, "TIMEOUT", "a b");
+    free(got);
+    got = EXPECT_READ(late, GRANT_MS, "the LOCK the claim kept out");
+    EXPECT_IS(got, "OK", "a");
+    free(got);
+    ck_assert_msg(h_now_ms() - t0 < 10000, "woken by the claim's ttl, not by its drop");
+    close(h);
+    close(other);
+    close(set);
+    close(late);
+}
+END_TEST
+
 /* The limits and errors of sets. */
 START_TEST(set_errors)
 {
@@ -740,6 +801,7 @@ sets_suite(void)
     ST_ADD(s, set_paused_daemon);
     ST_ADD(s, set_break_one_name);
     ST_ADD(s, set_delay);
+    ST_ADD(s, set_claims);
     ST_ADD(s, set_errors);
     return s;
 }

@@ -3,54 +3,86 @@
 -- token, ttl, '1' when the request waits if refused ('0' for one
 -- attempt), an old token of ours whose records may be here ('' for
 -- none: an earlier try whose link failed, taken over as acquire.lua
--- takes over a ghost), the holders' label ('' for none), and the fence
--- field of the labels: '0' for a grant without one, '-' for a fenced
--- grant whose fences the daemon raises and writes back next (fence.lua
--- then puts each name's fence in its label), and for holds that asked
--- for a lock-delay its ms ('' or absent for none), kept next to each
--- record as acquire.lua keeps it (ttl is then the record's, ttl + delay).
--- A name under a lock-delay (its key holds the delay's mark) refuses the
--- set as a holder would: its GET is a string that is not the token.
+-- takes over a ghost), the holders' label ('' for none), the fence
+-- field of the labels ('0' for a grant without one, '-' for a fenced
+-- grant whose fences the daemon raises and writes back next: fence.lua
+-- then puts each name's fence in its label), for holds that asked for a
+-- lock-delay its ms ('' for none: kept next to each record as
+-- acquire.lua keeps it; ttl is then the record's, ttl + delay), and the
+-- set's id, which names its claims ('' for the token: the token changes
+-- from one try to the next, the id does not).
 --
 -- A first pass reads every name and writes nothing but the removal of
 -- leftovers (a set of shared holders that all expired, a limit key whose
 -- permits all expired): the first name that keeps the set out answers
 -- as acquire.lua's refusal of that name, {pttl, who} (a live shared
--- holder: the one whose hold ends last), and marks it as waited for
--- when the request waits (rl_refused), so that its release announces;
--- a name held as counted answers {'kind', 'limit=N'}.  Nothing of the
--- set is written then: no master ever keeps part of a set from a try.
--- Only when every name is free, or holds the token (or the old token),
--- does the second pass write the token on every name (SET PX; an old
--- token's label goes), with the label when asked ("<grant ms> 0
--- <text>", as acquire.lua writes it), and tell watchers (a fenced grant's
--- write-back tells them again once its label has the fence).  The grant
--- answers {1, 0, 1} (acquire.lua's shape: no peer count, branch
--- "set"), so the daemon reads it as it reads a single name's.
+-- holder: the one whose hold ends last; a name under a lock-delay or
+-- claimed by another set: its mark, as a holder), and marks it as waited
+-- for when the request waits (rl_refused), so that its release
+-- announces; a name held as counted answers {'kind', 'limit=N'}.  No
+-- name of the set is granted then: no master ever keeps part of a set
+-- from a try.
+--
+-- Claims.  A set that waits and is refused at its i-th name claims the
+-- names before it, in the canonical order, that are free here: their
+-- keys get RL_CLAIM_MARK .. id for the refusing holder's time left plus
+-- ttl (renewed by each try), so that nobody else takes them meanwhile
+-- (their SET NX fails as on a holder) and the set finds them free when
+-- the i-th name is released; it then answers {pttl, who, 'claim'}.  A
+-- claim is not a grant: nothing is held, the key only refuses others.
+-- Claims never make a cycle: a set claims only names below the one it
+-- waits for, so one that waits for a name claimed by another waits for a
+-- set that waits, itself, for a name above that one.  The daemon drops
+-- a set's claims once it is granted or gives up (unclaim.lua).
+--
+-- Only when every name is free, claimed by this set or holds the token
+-- (or the old token) does the second pass write the token on every name
+-- (SET PX, over the set's claims; an old token's label goes), with the
+-- label when asked ("<grant ms> <fence> <text>", as acquire.lua writes
+-- it), and tell watchers (a fenced grant's write-back tells them again
+-- once its label has the fence).  The grant answers {1, 0, 1}
+-- (acquire.lua's shape: no peer count, branch "set"), so the daemon reads
+-- it as it reads a single name's.
 -- uses prelude.lua
 -- in the batch
 
 local tok, px, wait, old, label = ARGV[1], ARGV[2], ARGV[3], ARGV[4] or '', ARGV[5] or ''
-local fenced = ARGV[6] or '0'
-local delay = ARGV[7] or ''
-local ms = tonumber(px)
+local fenced, delay = ARGV[6] or '0', ARGV[7] or ''
+local id = ARGV[8] or ''
+if id == '' then id = tok end
+local ms, mine = tonumber(px), RL_CLAIM_MARK .. id
+-- The refusal at the i-th name: claim the free names before it, then answer.
+local function refused(i, out)
+  if wait ~= '0' then
+    local p = tonumber(out[1]) or 0
+    if p < 0 then p = 0 end
+    for j = 1, i - 1 do
+      local v = redis.pcall('GET', KEYS[j])
+      if not v or v == mine then
+        redis.call('SET', KEYS[j], mine, 'PX', p + ms)
+        out[3] = 'claim'
+      end
+    end
+  end
+  return rl_refused(KEYS[i], ms, wait, out)
+end
 for i = 1, #KEYS do
   local k = KEYS[i]
   local v = redis.pcall('GET', k)
   if type(v) == 'string' then
-    if v ~= tok and (old == '' or v ~= old) then
-      return rl_refused(k, ms, wait, {redis.call('PTTL', k), v})
+    if v ~= tok and v ~= mine and (old == '' or v ~= old) then
+      return refused(i, {redis.call('PTTL', k), v})
     end
   elseif v then
     local t = redis.call('TYPE', k).ok
     if t == 'zset' then
       local r = rl_last_reader(k)
-      if r then return rl_refused(k, ms, wait, r) end
+      if r then return refused(i, r) end
     elseif t == 'hash' and rl_limit(k) then
       local kind = rl_other_limit(k, '')
       if kind then return {'kind', kind} end
     else
-      return rl_refused(k, ms, wait, {redis.call('PTTL', k), ''})
+      return refused(i, {redis.call('PTTL', k), ''})
     end
   end
 end

@@ -19,7 +19,7 @@
 # RL_WATCHING the quoted REDLOCK_CHANGED_SUFFIX, REDLOCK_CHANNEL_SUFFIX,
 # REDLOCK_WAITING_SUFFIX and REDLOCK_WATCHING_CHANNEL (daemon/redlock.h),
 # and RL_DELAY_KEY and RL_DELAY_MARK the quoted REDLOCK_DELAY_SUFFIX and
-# REDLOCK_DELAY_MARK;
+# REDLOCK_DELAY_MARK, and RL_CLAIM_MARK the quoted REDLOCK_CLAIM_MARK;
 # the file that includes OUT defines REDLOCK_XSTR.  The Makefile runs it; daemon/redlock.c includes
 # the result, and tests/check_lua.sh lints what --lua prints.
 set -eu
@@ -66,6 +66,7 @@ tmp=$out.tmp
             -e "s/RL_WAITING/'\" REDLOCK_WAITING_SUFFIX \"'/g" \
             -e "s/RL_DELAY_KEY/'\" REDLOCK_DELAY_SUFFIX \"'/g" \
             -e "s/RL_DELAY_MARK/'\" REDLOCK_DELAY_MARK \"'/g" \
+            -e "s/RL_CLAIM_MARK/'\" REDLOCK_CLAIM_MARK \"'/g" \
             -e "s/RL_WATCHING/'\" REDLOCK_WATCHING_CHANNEL \"'/g"
         echo '    ""'
     done
