@@ -15,6 +15,7 @@
  *   QUORUM=1    the wrong quorum
  *   UNFAIR      with LIVE: the retry delays never separate the tries
  *   ALL_CLIENTS with LIVE: all five clients (the run takes longer)
+ *   OUTAGE      master 2 may stop for good, at any moment (or never)
  */
 
 #define M       3               /* masters */
@@ -57,6 +58,29 @@ byte want[NC];                  /* the names of the try (or release) sent */
 byte held[NC];                  /* the names granted on a quorum */
 byte ended;                      /* clients that took and released all */
 
+/* The masters that are down, as a mask: master 2 may stop for good (with
+ * OUTAGE).  Its keys stay as they were; the daemons' links to it drop
+ * what they had in flight (a try that found its deadline: not granted)
+ * and drop what is sent to it from then on. */
+byte down;
+
+#ifdef OUTAGE
+#define DROP(c)     acq[c] = acq[c] & 3; rel[c] = rel[c] & 3
+active proctype outage()
+{
+    if
+    :: d_step {
+        down = 4;
+        DROP(0); DROP(1); DROP(2); DROP(3);
+#if NC > 4
+        DROP(4)
+#endif
+    }
+    :: skip                     /* or never */
+    fi
+}
+#endif
+
 /* Each daemon's FIFO queue of each name: client number plus one, head in
  * slot 0. */
 byte q[ND * NN * QL];
@@ -72,11 +96,12 @@ byte q[ND * NN * QL];
 #define ALL_FREE(m, w, c) \
     ((!IN(w, 0) || FREE_FOR(m, 0, c)) && (!IN(w, 1) || FREE_FOR(m, 1, c)) \
      && (!IN(w, 2) || FREE_FOR(m, 2, c)))
-/* Every name of w is free for c on a quorum: what wakes a refused waiter
- * (the release announced on a name's channel, or its retry timer). */
+/* Every name of w is free for c on a quorum of the masters that are up:
+ * what wakes a refused waiter (the release announced on a name's channel,
+ * or its retry timer). */
+#define UP_FREE(m, w, c)    ((!BIT(down, m) && ALL_FREE(m, w, c)) -> 1 : 0)
 #define FREE_ON_QUORUM(w, c) \
-    ((ALL_FREE(0, w, c) -> 1 : 0) + (ALL_FREE(1, w, c) -> 1 : 0) \
-     + (ALL_FREE(2, w, c) -> 1 : 0) >= QUORUM)
+    (UP_FREE(0, w, c) + UP_FREE(1, w, c) + UP_FREE(2, w, c) >= QUORUM)
 
 /* Client c is at the head of every queue of its daemon d named in w. */
 #define HEAD_OF(d, n, w, c) (!IN(w, n) || QI(d, n, 0) == (c) + 1)
@@ -126,9 +151,12 @@ ltl every_client_ends { <> (ended == NC) }
     fi
 #endif
 
-/* Compare-and-delete of each name of want[c] on master m. */
+/* Compare-and-delete of each name of want[c] on master m, when it is up. */
 #define DELETE(m, n, c) \
-    if :: IN(want[c], n) && KEY(m, n) == (c) + 1 -> KEY(m, n) = 0 :: else fi
+    if \
+    :: IN(want[c], n) && KEY(m, n) == (c) + 1 && !BIT(down, m) -> KEY(m, n) = 0 \
+    :: else \
+    fi
 
 /* The deletes of a hold's release on every master in one step (see the
  * README: a late delete is the same to others as a longer hold there). */
@@ -230,7 +258,7 @@ inline lock(d, w, c)
 #else
         acq[c] == 0 && rel[c] == 0 ->
 #endif
-        want[c] = w; acq[c] = ALLM
+        want[c] = w; acq[c] = ALLM - down
     };
         /* every master answers (none is down); then decide */
         if
@@ -247,7 +275,7 @@ inline lock(d, w, c)
         :: d_step {
             acq[c] == 0 && COUNT(yes[c]) < QUORUM ->
             /* delete where it was granted */
-            rel[c] = yes[c]; yes[c] = 0
+            rel[c] = yes[c] & (ALLM - down); yes[c] = 0
         };
             /* the deletes answered, the try is over; sleep until the
              * names are free */
