@@ -63,11 +63,13 @@ run one-by-one-liveness 'acceptance cycle' -DONE_BY_ONE -DLIVE -- -DNFAIR=4 -- -
 run partial-set 'assertion violated' -DPARTIAL -- -DSAFETY -- -m20000
 run quorum-of-one 'assertion violated' -DQUORUM=1 -- -DSAFETY -- -m20000
 
-failed=0
+# The verdicts in order; the last line names the runs that failed, which
+# is what tests/step.sh quotes.
+failed=
 for r in safety liveness unfair one-by-one one-by-one-liveness partial-set quorum-of-one; do
     if [ -s "$out/$r/verdict" ]; then cat "$out/$r/verdict"; else
-        echo "check-model: $r: FAILED: no verdict"; failed=1; fi
-    grep -q '^check-model: [a-z-]*: FAILED' "$out/$r/verdict" 2>/dev/null && failed=1
+        echo "check-model: $r: FAILED: no verdict"; failed="$failed $r"; continue; fi
+    grep -q '^check-model: [a-z-]*: FAILED' "$out/$r/verdict" && failed="$failed $r"
 done
-[ $failed = 0 ] && echo "check-model: every run as expected"
-exit $failed
+[ -z "$failed" ] || { echo "check-model: FAILED:$failed"; exit 1; }
+echo "check-model: every run as expected"
