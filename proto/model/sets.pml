@@ -56,7 +56,7 @@ byte rel[NC];
 byte yes[NC];
 byte want[NC];                  /* the names of the try (or release) sent */
 byte held[NC];                  /* the names granted on a quorum */
-byte ended;                      /* clients that took and released all */
+byte ended;                     /* clients that took and released all */
 
 /* The masters that are down, as a mask: master 2 may stop for good (with
  * OUTAGE).  Its keys stay as they were; the daemons' links to it drop
@@ -65,7 +65,7 @@ byte ended;                      /* clients that took and released all */
 byte down;
 
 #ifdef OUTAGE
-#define DROP(c)     acq[c] = acq[c] & 3; rel[c] = rel[c] & 3
+#define DROP(c)     acq[c] = acq[c] & (ALLM - 4); rel[c] = rel[c] & (ALLM - 4)
 active proctype outage()
 {
     if
@@ -260,7 +260,8 @@ inline lock(d, w, c)
 #endif
         want[c] = w; acq[c] = ALLM - down
     };
-        /* every master answers (none is down); then decide */
+        /* every master that is up answers (a down one's link dropped
+         * the try: the deadline); then decide */
         if
         :: d_step {
             acq[c] == 0 && COUNT(yes[c]) >= QUORUM ->
