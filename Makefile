@@ -18,6 +18,7 @@
 #   make check-alerts  the Prometheus rules (promtool check and test rules) and
 #                   the Grafana dashboard against a real daemon's /metrics
 #   make check-hardening  the binaries are hardened as a Debian package's are
+#   make check-model  SPIN on the set protocol's model (proto/model/)
 #   make check-faults  fault-injection suite and a short fuzzing run
 #   make fuzz       libFuzzer targets (clang), FUZZ_SECONDS each
 #   make bench      the benchmark table (tests/bench/), BENCH_SECONDS per mode
@@ -300,6 +301,7 @@ deps: deps-run
 CHECK_STEPS = check-build check-docs check-runner check-lua test check-units \
               $(if $(SANITIZE),,check-hardening) check-install check-nosd check-devrun \
               check-python check-node check-go check-alerts
+CHECK_STEPS += $(if $(SANITIZE),,check-model)
 check: deps
 	@$(if $(BUSY),sh tests/busy.sh $(BUSY)) $(MAKE) --no-print-directory check-steps
 
@@ -441,6 +443,23 @@ deps-faults: deps
 	    echo "installing missing packages: $(FAULT_DEB_PKGS)"; \
 	    $(SUDO) apt-get update -qq && \
 	    DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq $(FAULT_DEB_PKGS); fi
+
+# make check-model: SPIN (Debian's spin) checks the model of the set
+# protocol, proto/model/sets.pml: the protocol passes, its mutations fail
+# (proto/model/README.md).  pan is compiled with gcc under $(B)/model/.
+# Installed when missing; a machine where it cannot be installed fails.
+# Not under SANITIZE: the model is the same for both runs.
+MODEL_DEB_PKGS := spin
+.PHONY: deps-model check-model
+deps-model:
+	@if command -v spin >/dev/null; then :; else \
+	    echo "installing missing packages: $(MODEL_DEB_PKGS)"; \
+	    $(SUDO) apt-get update -qq && \
+	    DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq $(MODEL_DEB_PKGS); fi
+	@command -v spin >/dev/null || { echo "check-model: spin could not be installed"; exit 1; }
+
+check-model: deps-model
+	@PAN_CC=gcc sh proto/model/check.sh $(B)/model
 
 check-faults: deps-faults
 	@$(STEPS_BEGIN) $(STEP) "make faults" $(MAKE) faults; \
