@@ -23,6 +23,8 @@
 #define PROTO_REPLY_MAX     2048     /* longest reply line, with LF */
 #define PROTO_TOKEN_LEN     32       /* owner token: lowercase hex digits */
 #define PROTO_LABEL_MAX     64       /* longest holder label (label=), bytes */
+#define PROTO_PERMIT_MAX    999      /* largest permit= of CHECK (a counted name has
+                                        at most 1000 permits) */
 
 /* Request verbs; PROTO_VERB_COUNT is not a verb. */
 enum proto_verb {
@@ -41,6 +43,7 @@ enum proto_verb {
     PROTO_WATCH,
     PROTO_UNWATCH,
     PROTO_BREAK,
+    PROTO_CHECK,
     PROTO_VERB_COUNT
 };
 
@@ -95,6 +98,10 @@ struct proto_cmd {
     const char      *label;     /* label= value: 1..PROTO_LABEL_MAX bytes of
                                    0x21-0x7E, not NUL-terminated; NULL if absent */
     size_t          label_len;  /* bytes in label */
+    bool            has_fence_value; /* CHECK's fence= was given */
+    int64_t         fence_value;/* CHECK's fence= value: a fencing token, >= 1 */
+    bool            has_permit; /* CHECK's permit= was given */
+    int64_t         permit;     /* CHECK's permit= value: 0..PROTO_PERMIT_MAX */
 };
 
 /* Why a line was refused: the class and a one-line text for the client. */

@@ -12,7 +12,14 @@
 -- grant's label, whose fence field then becomes ARGV[1] (its expiry
 -- kept) where the record holds, so that readers see the fence the
 -- holder is told, and the grant is announced to watchers of the name
--- ARGV[4] when anyone watches.
+-- ARGV[4] when anyone watches.  Where the grant is confirmed here, its
+-- fence is kept for CHECK (check.lua) in the hash <record> fenced, field
+-- the token, value ARGV[1]: only a fenced grant writes it, a lock
+-- without a fence costs nothing.  The hash has no expiry, like the
+-- counter: a field whose token no longer holds the record answers
+-- nothing.  An exclusive key's or a permit's hash keeps this grant's
+-- field alone; a shared holder's drops the fields of holders no longer
+-- in the sorted set (O(fields), fenced shared grants only).
 -- uses prelude.lua
 -- in the batch
 
@@ -42,5 +49,18 @@ if v then
 end
 if c < tonumber(ARGV[1]) then
   redis.call('SET', KEYS[1], ARGV[1])
+end
+if KEYS[2] and held == 1 then
+  local fk = KEYS[2] .. ' fenced'
+  if ARGV[3] == 's' and redis.call('TYPE', fk).ok == 'hash' then
+    local old, now = redis.call('HKEYS', fk), rl_now()
+    for i = 1, #old do
+      local s = redis.call('ZSCORE', KEYS[2], old[i])
+      if not s or tonumber(s) <= now then redis.call('HDEL', fk, old[i]) end
+    end
+  else
+    redis.call('DEL', fk)
+  end
+  redis.call('HSET', fk, ARGV[2], ARGV[1])
 end
 return held
