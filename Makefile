@@ -114,7 +114,7 @@ UNIT_TESTS := check_proto check_conf check_redlock check_lease check_client chec
 INTEG_TESTS := check_session check_handover check_kinds check_lease_mode check_fence check_who \
                check_masters check_quarantine check_limits check_auth check_cluster check_tls \
                check_tls_masters check_metrics check_ops check_redlockctl check_scripts \
-               check_registry check_upgrade check_strangers check_page
+               check_registry check_upgrade check_strangers check_page check_check
 TEST_BINS  := $(addprefix $(B)/,$(UNIT_TESTS) $(INTEG_TESTS))
 
 CK_TIMEOUT ?= 120
@@ -217,6 +217,7 @@ $(B)/check_lease_mode: $(B)/obj/tests/check_lease_mode.o $(SUITE_OBJ)
 # Some links between daemons and masters go through build/delay-proxy
 # (tests/faults/faults.mk), which make test and make integration build.
 $(B)/check_fence: $(B)/obj/tests/check_fence.o $(SUITE_OBJ)
+$(B)/check_check: $(B)/obj/tests/check_check.o $(SUITE_OBJ)
 $(B)/check_who: $(B)/obj/tests/check_who.o $(SUITE_OBJ)
 $(B)/check_masters: $(B)/obj/tests/check_masters.o $(SUITE_OBJ)
 # Masters 2 and 3 of the clock tests run the libc build of redis-server

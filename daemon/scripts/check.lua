@@ -6,7 +6,8 @@
 -- is not ''; else any live shared holder) whose field in the record's
 -- fences hash (the record's key + ' fenced', written by fence.lua's
 -- write-back where the record held that grant's token, and by nothing
--- else) is that fence.  A holder with no field there (a grant without a
+-- else) is that fence, and, for an exclusive key or a permit, whose
+-- counter is still that fence.  A holder with no field there (a grant without a
 -- fence, a record put back by a restore, a grant of a daemon before
 -- CHECK) is someone else's as far as this master can tell.  Answers
 -- {state, pttl, limit}: state 1 the grant holds its record here (pttl:
@@ -28,8 +29,13 @@ local function anyone()
   end
   return true
 end
+-- Record k's holder who was told fence, and no fenced grant or BREAK of
+-- the record has raised its counter (k .. ' fence') since: so a token
+-- that holds the record again (written back by hand, or by a Redlock
+-- library given a lease's token) after a later grant is not current.
 local function fenced(k, who)
   return redis.pcall('HGET', k .. ' fenced', who) == fence
+         and redis.pcall('GET', k .. ' fence') == fence
 end
 if fence == '' then
   local c, k = rl_find(base, tok)
@@ -66,6 +72,7 @@ if t == 'zset' then
   if type(fs) == 'table' and not fs.err then
     for i = 1, #toks do
       local left = math.floor(tonumber(m[2 * i]) - now)
+      -- Other shared holders raise the name's counter legitimately: not read.
       if fs[i] == fence and left > best then best = left end
     end
   end
