@@ -290,12 +290,13 @@ START_TEST(check_token_form)
 END_TEST
 
 /*
- * The same token holds the record again after a later fenced grant (as
- * when a program hands a lease's token to a Redlock library, which
- * writes it back): by token it is that token's record, but the fence it
- * was told is stale, since a later grant raised the counter.  Caught: a
- * CHECK that reads the grant's fence per token but not the counter
- * answered CURRENT.
+ * The same token holds the record again after a later fenced grant, or
+ * after a BREAK (as when a program hands a lease's token to a Redlock
+ * library, which writes it back): by token it is that token's record,
+ * but the fence it was told is stale.  Caught: a CHECK that reads the
+ * grant's fence per token but not the counter answered CURRENT after
+ * the BREAK (the BREAK raises the counter and leaves the fences hash
+ * alone; a later fenced grant's write-back empties it).
  */
 START_TEST(check_same_token_again)
 {
@@ -318,6 +319,18 @@ START_TEST(check_same_token_again)
     f2 = ck_lock(b, "LOCK job fence", NULL);
     EXPECT_REPLY(b, "UNLOCK job", "OK job holds=0");
     ck_assert_int_gt(f2, f1);
+    for (i = 0; i < NMASTERS; i++) {
+        ck_assert_int_eq(h_master_cmd(i, NULL, "SET %s %s PX %s", "job", t1, "20000"), 0);
+    }
+    ck_current(b, "job", ck_token(t1));
+    ck_stale(b, "job", ck_fence(f1), "other");
+
+    /* After a BREAK, which raised the counter and left the fence of the grant kept. */
+    EXPECT_REPLY(b, "AUTH " ADMIN_PASSWORD, "OK");
+    EXPECT_PREFIX(b, "BREAK job", "OK job holders=1 fence=");
+    f1 = ck_lock(a, "LOCK job mode=lease ttl=20000 fence", t1);
+    ck_current(b, "job", ck_fence(f1));
+    EXPECT_PREFIX(b, "BREAK job", "OK job holders=1 fence=");
     for (i = 0; i < NMASTERS; i++) {
         ck_assert_int_eq(h_master_cmd(i, NULL, "SET %s %s PX %s", "job", t1, "20000"), 0);
     }
