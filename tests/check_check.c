@@ -18,10 +18,14 @@
  * (tests/harness.h).  Each test is a test case of its own:
  * CK_RUN_CASE=<test> ./build/check_check runs one.
  */
+#include <ctype.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+
+#include <sys/stat.h>
+#include <sys/wait.h>
 
 #include <check.h>
 
@@ -354,8 +358,8 @@ END_TEST
  */
 START_TEST(check_shared_counted)
 {
-    long long s1, s2, p1, p2;
-    char *got;
+    long long s1, s2, p1, p2, pa = -1, pb = -1;
+    char *got, wa[64], wb[64];
     int a, b, c;
 
     EXPECT_SETUP(.masters = NMASTERS, .daemons = 1, .opts = &ck_opts);
@@ -376,26 +380,32 @@ START_TEST(check_shared_counted)
     EXPECT_REPLY(a, "UNLOCK sh", "OK sh holds=0");
 
     /* Two permits, each with its own counter: both told fence 1. */
-    p1 = ck_lock(a, "LOCK sem limit=2 fence", NULL);
-    p2 = ck_lock(b, "LOCK sem limit=2 fence", NULL);
-    ck_assert_int_eq(p1, 1);
-    ck_assert_int_eq(p2, 1);
+    got = EXPECT_CMD(a, "LOCK sem limit=2 fence");
+    ck_assert_msg(h_reply_int(got, "fence", &p1) && p1 == 1 && h_reply_int(got, "permit", &pa),
+                  "'%s'", got);
+    free(got);
+    got = EXPECT_CMD(b, "LOCK sem limit=2 fence");
+    ck_assert_msg(h_reply_int(got, "fence", &p2) && p2 == 1 && h_reply_int(got, "permit", &pb)
+                  && pa + pb == 1, "'%s' after permit %lld", got, pa);
+    free(got);
+    snprintf(wa, sizeof(wa), "fence=1 permit=%lld", pa);
+    snprintf(wb, sizeof(wb), "fence=1 permit=%lld", pb);
     got = h_cmd(c, "CHECK sem fence=1", CMD_MS);
     ck_assert_msg(got != NULL && strncmp(got, "ERR KIND sem is held with limit=2: ", 35) == 0,
                   "CHECK of a counted name without permit= answered '%s'",
                   got != NULL ? got : "(nothing)");
     free(got);
-    ck_current(c, "sem", "fence=1 permit=0");
-    ck_current(c, "sem", "fence=1 permit=1");
+    ck_current(c, "sem", wa);
+    ck_current(c, "sem", wb);
     ck_stale(c, "sem", "fence=1 permit=2", "other");
     EXPECT_REPLY(a, "UNLOCK sem", "OK sem holds=0");
-    ck_stale(c, "sem", "fence=1 permit=0", "other");
-    ck_current(c, "sem", "fence=1 permit=1");
-    (void)ck_lock(a, "LOCK sem limit=2", NULL);
-    ck_stale(c, "sem", "fence=1 permit=0", "other");
+    ck_stale(c, "sem", wa, "other");
+    ck_current(c, "sem", wb);
+    (void)ck_lock(a, "LOCK sem limit=2", NULL);    /* the free permit: a's old one */
+    ck_stale(c, "sem", wa, "other");
     EXPECT_REPLY(b, "UNLOCK sem", "OK sem holds=0");
     EXPECT_REPLY(a, "UNLOCK sem", "OK sem holds=0");
-    ck_stale(c, "sem", "fence=1 permit=1", "free");
+    ck_stale(c, "sem", wb, "free");
     close(a);
     close(b);
     close(c);
@@ -555,6 +565,137 @@ START_TEST(check_cost)
 }
 END_TEST
 
+/*
+ * The Nth ``` block (the fences' lines left out) of docs/using.md's
+ * section "## Checking a grant before a write", malloc'd; the test fails
+ * when it is not there.
+ */
+static char *
+ck_doc_block(int n)
+{
+    char cmd[512];
+    char *out;
+    size_t len;
+    FILE *f;
+
+    snprintf(cmd, sizeof(cmd), "awk -v n=%d '/^## Checking a grant before a write/ { s = 1; next }"
+             " s && /^## / { exit } s && /^```/ { if (on) exit; inb = !inb; if (inb && ++k == n) on = 1;"
+             " next }"
+             " on { print }' docs/using.md", n);
+    f = popen(cmd, "r");
+    ck_assert_msg(f != NULL, "cannot run awk on docs/using.md");
+    out = calloc(1, 65536);
+    ck_assert_ptr_nonnull(out);
+    len = fread(out, 1, 65535, f);
+    (void)pclose(f);
+    ck_assert_msg(len > 0, "docs/using.md: block %d of 'Checking a grant before "
+                  "a write' not found", n);
+    return out;
+}
+
+/* a and b are the same with every run of digits taken as equal. */
+static bool
+ck_same_but_numbers(const char *a, const char *b)
+{
+    while (*a != '\0' && *b != '\0') {
+        if (isdigit((unsigned char)*a) && isdigit((unsigned char)*b)) {
+            while (isdigit((unsigned char)*a)) {
+                a++;
+            }
+            while (isdigit((unsigned char)*b)) {
+                b++;
+            }
+            continue;
+        }
+        if (*a++ != *b++) {
+            return false;
+        }
+    }
+    return *a == *b;
+}
+
+/*
+ * docs/using.md, "Checking a grant before a write", as written: the
+ * netcat session (its printf's input sent with nc -N, the replies the
+ * same but for the numbers), and the script, run with redlockctl on the
+ * PATH and REDLOCKD_ADDR set, its write a command of that name on the
+ * PATH: it writes while the grant holds (exit 0) and refuses once it
+ * was released (exit 1).
+ */
+START_TEST(check_using_doc)
+{
+    char *block, *nl, *p, input[1024], path[512], cmd[2048], *want, *dir;
+    struct expect_nc r;
+    size_t k = 0;
+    long long f;
+    FILE *sh;
+    int a, rc;
+
+    EXPECT_SETUP(.masters = NMASTERS, .daemons = 1, .opts = &ck_opts);
+    block = ck_doc_block(1);
+    ck_assert_msg(strncmp(block, "$ printf '", 10) == 0, "block 1 starts '%.40s'", block);
+    nl = strchr(block, '\n');
+    ck_assert_ptr_nonnull(nl);
+    *nl = '\0';
+    ck_assert_msg(strstr(block, "' | nc -N 127.0.0.1 7379") != NULL, "'%s'", block);
+    for (p = block + 10; *p != '\'' && k + 1 < sizeof(input); p++) {
+        if (p[0] == '\\' && p[1] == 'n') {
+            input[k++] = '\n';
+            p++;
+        } else {
+            input[k++] = *p;
+        }
+    }
+    input[k] = '\0';
+    want = nl + 1;
+    expect_nc_tcp("-N", input, &r);
+    printf("check_using_doc: the netcat session printed:\n%s", r.out);
+    ck_assert_msg(ck_same_but_numbers(r.out, want), "the doc's netcat session printed %s, "
+                  "the doc says '%s'", expect_nc_show(&r), want);
+    free(block);
+
+    block = ck_doc_block(2);
+    ck_assert_msg(strncmp(block, "#!/bin/sh\n", 10) == 0, "block 2 starts '%.40s'", block);
+    snprintf(path, sizeof(path), "%s/apply-if-current", h_dir());
+    sh = fopen(path, "w");
+    ck_assert_ptr_nonnull(sh);
+    fputs(block, sh);
+    fclose(sh);
+    /* The write: a command of that name, on the PATH. */
+    snprintf(cmd, sizeof(cmd), "%s/apply-the-write", h_dir());
+    sh = fopen(cmd, "w");
+    ck_assert_ptr_nonnull(sh);
+    fputs("#!/bin/sh\necho applied\n", sh);
+    fclose(sh);
+    ck_assert_int_eq(chmod(cmd, 0755), 0);
+    free(block);
+    dir = strdup(h_redlockctl_bin());
+    *strrchr(dir, '/') = '\0';
+    a = expect_tcp();
+    f = ck_lock(a, "LOCK report fence", NULL);
+    snprintf(cmd, sizeof(cmd), "PATH='%s':'%s':\"$PATH\" REDLOCKD_ADDR=127.0.0.1:%d "
+             "REDLOCKD_SOCKET= sh %s report %lld > %s.out 2>&1", dir, h_dir(), h_daemon_port(),
+             path, f, path);
+    rc = system(cmd);
+    ck_assert_msg(WIFEXITED(rc) && WEXITSTATUS(rc) == 0, "the script exited %d while the grant "
+                  "held", WEXITSTATUS(rc));
+    snprintf(input, sizeof(input), "%s.out", path);
+    block = expect_read_file(input);
+    ck_assert_msg(strcmp(block, "applied\n") == 0, "the script printed '%s'", block);
+    free(block);
+    EXPECT_REPLY(a, "UNLOCK report", "OK report holds=0");
+    rc = system(cmd);
+    ck_assert_msg(WIFEXITED(rc) && WEXITSTATUS(rc) == 1, "the script exited %d after UNLOCK",
+                  WEXITSTATUS(rc));
+    block = expect_read_file(input);
+    snprintf(cmd, sizeof(cmd), "refused: fence %lld of report is no longer current\n", f);
+    ck_assert_msg(strcmp(block, cmd) == 0, "the script printed '%s'", block);
+    free(block);
+    free(dir);
+    close(a);
+}
+END_TEST
+
 static Suite *
 check_suite(void)
 {
@@ -571,6 +712,7 @@ check_suite(void)
     EXPECT_ADD(s, check_noquorum, TEST_TIMEOUT_S);
     EXPECT_ADD(s, check_bad_lines, TEST_TIMEOUT_S);
     EXPECT_ADD(s, check_cost, TEST_TIMEOUT_S);
+    EXPECT_ADD(s, check_using_doc, TEST_TIMEOUT_S);
     return s;
 }
 
