@@ -525,8 +525,11 @@ END_TEST
  */
 START_TEST(check_cost)
 {
-    enum { SEQ = 20, CONC = 40 };
-    long long calls0, calls1, cmds0, cmds1, scripts;
+    enum { SEQ = 20, CONC = 40, NCMDS = 7 };
+    static const char *const names[NCMDS] = { "evalsha", "time", "type", "get", "hget",
+                                              "pttl", "hmget" };
+    long long calls0, calls1, cmds0, cmds1, scripts, by0[NCMDS];
+    size_t k;
     int a, fds[CONC], i;
     char *got;
 
@@ -538,12 +541,20 @@ START_TEST(check_cost)
     }
     calls0 = expect_script_calls(0);
     cmds0 = h_master_commands(0, &scripts);
+    for (k = 0; k < NCMDS; k++) {
+        by0[k] = h_master_calls(0, names[k]);
+    }
     for (i = 0; i < SEQ; i++) {
         ck_current(a, "job", "fence=1");
     }
     calls1 = expect_script_calls(0);
     cmds1 = h_master_commands(0, &scripts);
     ck_assert_int_eq(calls1 - calls0, SEQ);
+    printf("check_cost: per CHECK on master 0 (INFO commandstats):");
+    for (k = 0; k < NCMDS; k++) {
+        printf(" %s %.1f", names[k], (double)(h_master_calls(0, names[k]) - by0[k]) / SEQ);
+    }
+    printf("\n");
     printf("check_cost: %d CHECKs one by one: %lld script calls, %lld commands on master 0 "
            "(%.1f a CHECK, the call included)\n", SEQ, calls1 - calls0, cmds1 - cmds0,
            (double)(cmds1 - cmds0) / SEQ);
