@@ -527,7 +527,7 @@ START_TEST(check_cost)
 {
     enum { SEQ = 20, CONC = 40, NCMDS = 7 };
     static const char *const names[NCMDS] = { "evalsha", "time", "type", "get", "hget",
-                                              "pttl", "hmget" };
+                                              "pttl", "exists" };
     long long calls0, calls1, cmds0, cmds1, scripts, by0[NCMDS];
     size_t k;
     int a, fds[CONC], i;

@@ -18,8 +18,8 @@
 -- without a fence costs nothing.  The hash has no expiry, like the
 -- counter: a field whose token no longer holds the record answers
 -- nothing.  An exclusive key's or a permit's hash keeps this grant's
--- field alone; a shared holder's drops the fields of holders no longer
--- in the sorted set (O(fields), fenced shared grants only).
+-- field alone; a shared holder's keeps the fields of the live holders
+-- too (O(holders), fenced shared grants only).
 -- uses prelude.lua
 -- in the batch
 
@@ -51,16 +51,21 @@ if c < tonumber(ARGV[1]) then
   redis.call('SET', KEYS[1], ARGV[1])
 end
 if KEYS[2] and held == 1 then
-  local fk = KEYS[2] .. ' fenced'
+  -- Only commands of the ACL in docs/production.md: no HKEYS, no HGETALL.
+  local fk, keep = KEYS[2] .. ' fenced', {}
   if ARGV[3] == 's' and redis.call('TYPE', fk).ok == 'hash' then
-    local old, now = redis.call('HKEYS', fk), rl_now()
-    for i = 1, #old do
-      local s = redis.call('ZSCORE', KEYS[2], old[i])
-      if not s or tonumber(s) <= now then redis.call('HDEL', fk, old[i]) end
+    local live = redis.call('ZRANGEBYSCORE', KEYS[2], '(' .. rl_now(), '+inf')
+    for i = 1, #live do
+      local f = redis.call('HGET', fk, live[i])
+      if f then
+        keep[#keep + 1] = live[i]
+        keep[#keep + 1] = f
+      end
     end
-  else
-    redis.call('DEL', fk)
   end
-  redis.call('HSET', fk, ARGV[2], ARGV[1])
+  redis.call('DEL', fk)
+  keep[#keep + 1] = ARGV[2]
+  keep[#keep + 1] = ARGV[1]
+  redis.call('HSET', fk, unpack(keep))
 end
 return held
