@@ -556,34 +556,6 @@ command_status(struct command *c, const char *name, size_t name_len, const char 
 }
 
 /*
- * CHECK: a read of the masters in the session's turn, as STATUS's
- * (command_status), with what it reads copied when it has to wait.
- */
-static void
-command_check(struct command *c, const struct proto_cmd *cmd)
-{
-    int permit = cmd->has_permit ? (int)cmd->permit : -1;
-    struct timeval tv;
-
-    if (readq_ask(&c->reads, &c->status, command_status_start, c)) {
-        lock_check(&c->lc, cmd->name, cmd->name_len, cmd->token, cmd->fence_value, permit);
-        return;
-    }
-    memcpy(c->status_name, cmd->name, cmd->name_len);
-    c->status_name_len = cmd->name_len;
-    c->status_token[0] = '\0';
-    if (cmd->token != NULL) {
-        memcpy(c->status_token, cmd->token, PROTO_TOKEN_LEN);
-        c->status_token[PROTO_TOKEN_LEN] = '\0';
-    }
-    c->check_fence = cmd->fence_value;
-    c->check_permit = permit;
-    tv.tv_sec = (time_t)(ctx.conf->read_wait_ms / 1000);
-    tv.tv_usec = (suseconds_t)(ctx.conf->read_wait_ms % 1000 * 1000);
-    event_add(&c->status_timer, &tv);
-}
-
-/*
  * LOCK and TRYLOCK: check ttl= (mode=lease needs one) and limit=
  * against the config, else ERR PROTO; then the request begins, answered
  * by command_done_cb.
@@ -703,6 +675,34 @@ command_break(struct command *c, const struct proto_cmd *cmd)
              (int)cmd->name_len, cmd->name);
     session_request_begin(s);
     lock_break(&c->lc, cmd->name, cmd->name_len);
+}
+
+/*
+ * CHECK: a read of the masters in the session's turn, as STATUS's
+ * (command_status), with what it reads copied when it has to wait.
+ */
+static void
+command_check(struct command *c, const struct proto_cmd *cmd)
+{
+    int permit = cmd->has_permit ? (int)cmd->permit : -1;
+    struct timeval tv;
+
+    if (readq_ask(&c->reads, &c->status, command_status_start, c)) {
+        lock_check(&c->lc, cmd->name, cmd->name_len, cmd->token, cmd->fence_value, permit);
+        return;
+    }
+    memcpy(c->status_name, cmd->name, cmd->name_len);
+    c->status_name_len = cmd->name_len;
+    c->status_token[0] = '\0';
+    if (cmd->token != NULL) {
+        memcpy(c->status_token, cmd->token, PROTO_TOKEN_LEN);
+        c->status_token[PROTO_TOKEN_LEN] = '\0';
+    }
+    c->check_fence = cmd->fence_value;
+    c->check_permit = permit;
+    tv.tv_sec = (time_t)(ctx.conf->read_wait_ms / 1000);
+    tv.tv_usec = (suseconds_t)(ctx.conf->read_wait_ms % 1000 * 1000);
+    event_add(&c->status_timer, &tv);
 }
 
 /* Run one parsed request (the session's line hook). */

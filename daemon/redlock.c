@@ -62,7 +62,6 @@ redlock_init(double drift_factor)
     redlock_scripts.break_lock = master_script(REDLOCK_LUA_BREAK, true);
     redlock_scripts.raise = master_script(REDLOCK_LUA_RAISE, true);
     redlock_scripts.reraise = master_script(REDLOCK_LUA_RERAISE, true);
-    redlock_scripts.check = master_script(REDLOCK_LUA_CHECK, true);
     /*
      * The per-lock scripts of one loop iteration go to each master in one
      * call (daemon/scripts/batch.lua), whatever clients asked for them.
@@ -72,8 +71,7 @@ redlock_init(double drift_factor)
         || master_script_batch(redlock_scripts.release, redlock_scripts.batch, "release") != 0
         || master_script_batch(redlock_scripts.extend_one, redlock_scripts.batch, "extend_one") != 0
         || master_script_batch(redlock_scripts.raise, redlock_scripts.batch, "raise") != 0
-        || master_script_batch(redlock_scripts.fence, redlock_scripts.batch, "fence") != 0
-        || master_script_batch(redlock_scripts.check, redlock_scripts.batch, "check") != 0) {
+        || master_script_batch(redlock_scripts.fence, redlock_scripts.batch, "fence") != 0) {
         return -1;
     }
     /*
@@ -84,14 +82,20 @@ redlock_init(double drift_factor)
     if (master_script_class(redlock_scripts.extend, MASTER_CLASS_RENEW) != 0
         || master_script_class(redlock_scripts.restore, MASTER_CLASS_RENEW) != 0
         || master_script_class(redlock_scripts.release, MASTER_CLASS_RENEW) != 0
-        || master_script_class(redlock_scripts.status, MASTER_CLASS_READ) != 0
+        || master_script_class(redlock_scripts.status, MASTER_CLASS_READ) != 0) {
+        return -1;
+    }
+    /* CHECK's read (daemon/redlock_check.c): batched, in the reads class. */
+    redlock_scripts.check = master_script(REDLOCK_LUA_CHECK, true);
+    if (redlock_scripts.check < 0
+        || master_script_batch(redlock_scripts.check, redlock_scripts.batch, "check") != 0
         || master_script_class(redlock_scripts.check, MASTER_CLASS_READ) != 0) {
         return -1;
     }
     return redlock_scripts.acquire < 0 || redlock_scripts.release < 0 || redlock_scripts.extend < 0 || redlock_scripts.status < 0
            || redlock_scripts.fence < 0 || redlock_scripts.extend_one < 0 || redlock_scripts.restore < 0
            || redlock_scripts.ungate < 0 || redlock_scripts.break_lock < 0 || redlock_scripts.raise < 0
-           || redlock_scripts.reraise < 0 || redlock_scripts.check < 0 ? -1 : 0;
+           || redlock_scripts.reraise < 0 ? -1 : 0;
 }
 
 void

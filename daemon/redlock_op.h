@@ -22,9 +22,9 @@ struct redlock_holder;      /* daemon/redlock_holders.c */
 
 /* The masters' scripts (daemon/scripts/), as master_script() numbered them. */
 struct redlock_scripts {
+    int check;                          /* CHECK (daemon/redlock_check.c) */
     int acquire, release, extend, status, fence, extend_one, restore, ungate;
     int break_lock, raise, reraise, batch;
-    int check;                          /* CHECK (daemon/redlock_check.c) */
 };
 
 /* Registered by redlock_init(); read-only after it. */

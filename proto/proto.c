@@ -54,11 +54,11 @@ enum proto_opt_id {
     PROTO_OPT_MODE,
     PROTO_OPT_TOKEN,
     PROTO_OPT_FENCE,
+    PROTO_OPT_FENCE_VALUE,  /* CHECK's fence=N: the same key as the flag, with a value */
+    PROTO_OPT_PERMIT,
     PROTO_OPT_LIMIT,
     PROTO_OPT_SHARED,
     PROTO_OPT_LABEL,
-    PROTO_OPT_FENCE_VALUE,  /* CHECK's fence=N: the same key as the flag, with a value */
-    PROTO_OPT_PERMIT,
     PROTO_OPT_COUNT
 };
 
@@ -170,6 +170,18 @@ static const struct proto_optdef proto_opts[PROTO_OPT_COUNT] = {
         .has_off = offsetof(struct proto_cmd, fence),
         .val_off = 0,
     },
+    [PROTO_OPT_FENCE_VALUE] = {
+        .key = "fence", .flag = false, .set = proto_opt_number, .min = 1,
+        .inf = NULL, .inf_value = 0,
+        .has_off = offsetof(struct proto_cmd, has_fence_value),
+        .val_off = offsetof(struct proto_cmd, fence_value),
+    },
+    [PROTO_OPT_PERMIT] = {
+        .key = "permit", .flag = false, .set = proto_opt_number, .min = 0,
+        .inf = NULL, .inf_value = PROTO_PERMIT_MAX,     /* inf_value: the largest */
+        .has_off = offsetof(struct proto_cmd, has_permit),
+        .val_off = offsetof(struct proto_cmd, permit),
+    },
     [PROTO_OPT_LIMIT] = {
         .key = "limit", .flag = false, .set = proto_opt_count, .min = 1,
         .inf = NULL, .inf_value = 0,
@@ -187,18 +199,6 @@ static const struct proto_optdef proto_opts[PROTO_OPT_COUNT] = {
         .inf = NULL, .inf_value = 0,
         .has_off = offsetof(struct proto_cmd, has_label),
         .val_off = 0,       /* the setter stores cmd->label itself */
-    },
-    [PROTO_OPT_FENCE_VALUE] = {
-        .key = "fence", .flag = false, .set = proto_opt_number, .min = 1,
-        .inf = NULL, .inf_value = 0,
-        .has_off = offsetof(struct proto_cmd, has_fence_value),
-        .val_off = offsetof(struct proto_cmd, fence_value),
-    },
-    [PROTO_OPT_PERMIT] = {
-        .key = "permit", .flag = false, .set = proto_opt_number, .min = 0,
-        .inf = NULL, .inf_value = PROTO_PERMIT_MAX,     /* inf_value: the largest */
-        .has_off = offsetof(struct proto_cmd, has_permit),
-        .val_off = offsetof(struct proto_cmd, permit),
     },
 };
 
@@ -234,11 +234,11 @@ static const struct proto_verbdef proto_verbs[PROTO_VERB_COUNT] = {
 
 /* Options that exclude each other. */
 static const struct proto_exclusive proto_exclusives[] = {
-    { PROTO_OPT_SHARED, PROTO_OPT_LIMIT,
-      " (a name is one kind: shared, or counted with limit=N)" },
     { PROTO_OPT_FENCE_VALUE, PROTO_OPT_TOKEN,
       " (CHECK asks about one grant: by its fence, or by a lease's token)" },
     { PROTO_OPT_PERMIT, PROTO_OPT_TOKEN, " (a token names its permit itself)" },
+    { PROTO_OPT_SHARED, PROTO_OPT_LIMIT,
+      " (a name is one kind: shared, or counted with limit=N)" },
 };
 
 /* The required options, in the order a line missing several reports them. */

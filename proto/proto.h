@@ -90,6 +90,10 @@ struct proto_cmd {
     const char      *token;     /* token= value, PROTO_TOKEN_LEN lowercase hex
                                    digits, not NUL-terminated; NULL if absent */
     bool            fence;      /* the bare word "fence" was given */
+    bool            has_fence_value; /* CHECK's fence= was given */
+    int64_t         fence_value;/* CHECK's fence= value: a fencing token, >= 1 */
+    bool            has_permit; /* CHECK's permit= was given */
+    int64_t         permit;     /* CHECK's permit= value: 0..PROTO_PERMIT_MAX */
     bool            has_limit;  /* limit= was given */
     int64_t         limit;      /* limit= value: holders at once, >= 1 (the upper
                                    bound is checked by the caller) */
@@ -98,10 +102,6 @@ struct proto_cmd {
     const char      *label;     /* label= value: 1..PROTO_LABEL_MAX bytes of
                                    0x21-0x7E, not NUL-terminated; NULL if absent */
     size_t          label_len;  /* bytes in label */
-    bool            has_fence_value; /* CHECK's fence= was given */
-    int64_t         fence_value;/* CHECK's fence= value: a fencing token, >= 1 */
-    bool            has_permit; /* CHECK's permit= was given */
-    int64_t         permit;     /* CHECK's permit= value: 0..PROTO_PERMIT_MAX */
 };
 
 /* Why a line was refused: the class and a one-line text for the client. */
