@@ -967,15 +967,6 @@ proto_parse(const char *line, size_t len, struct proto_cmd *cmd,
     if (!proto_has_required(vd, cmd->verb, seen, err)) {
         return -1;
     }
-    for (i = 0; i < (int)(sizeof(proto_exclusives) / sizeof(proto_exclusives[0])); i++) {
-        const struct proto_exclusive *ex = &proto_exclusives[i];
-
-        if ((seen & PROTO_OPT_BIT(ex->a)) && (seen & PROTO_OPT_BIT(ex->b))) {
-            proto_fail(err, PROTO_ERR_PROTO, "%s: '%s' and '%s' cannot go together%s",
-                       vd->name, proto_opts[ex->a].key, proto_opts[ex->b].key, ex->why);
-            return -1;
-        }
-    }
     if (cmd->has_permit && !cmd->has_fence_value && !cmd->has_token) {
         proto_fail(err, PROTO_ERR_PROTO, "CHECK: 'permit' goes with fence=");
         return -1;
@@ -984,6 +975,15 @@ proto_parse(const char *line, size_t len, struct proto_cmd *cmd,
         proto_fail(err, PROTO_ERR_PROTO, "CHECK: missing fence= or token= (the grant to "
                    "check: the fence it was told, or a lease's token)");
         return -1;
+    }
+    for (i = 0; i < (int)(sizeof(proto_exclusives) / sizeof(proto_exclusives[0])); i++) {
+        const struct proto_exclusive *ex = &proto_exclusives[i];
+
+        if ((seen & PROTO_OPT_BIT(ex->a)) && (seen & PROTO_OPT_BIT(ex->b))) {
+            proto_fail(err, PROTO_ERR_PROTO, "%s: '%s' and '%s' cannot go together%s",
+                       vd->name, proto_opts[ex->a].key, proto_opts[ex->b].key, ex->why);
+            return -1;
+        }
     }
     return 0;
 }

@@ -19,12 +19,12 @@
 #define PROTO_WORD_MAX      250      /* longest PING word, bytes */
 #define PROTO_NUMBER_MAX    INT64_C(4000000000000) /* largest ttl=/wait= value, ms */
 #define PROTO_WAIT_INF      (-1)     /* wait=inf */
+#define PROTO_PERMIT_MAX    999      /* largest permit= of CHECK (a counted name has
+                                        at most 1000 permits) */
 #define PROTO_ERRTEXT_MAX   160      /* room for an error text, with NUL */
 #define PROTO_REPLY_MAX     2048     /* longest reply line, with LF */
 #define PROTO_TOKEN_LEN     32       /* owner token: lowercase hex digits */
 #define PROTO_LABEL_MAX     64       /* longest holder label (label=), bytes */
-#define PROTO_PERMIT_MAX    999      /* largest permit= of CHECK (a counted name has
-                                        at most 1000 permits) */
 
 /* Request verbs; PROTO_VERB_COUNT is not a verb. */
 enum proto_verb {
