@@ -112,7 +112,8 @@ UNIT_TESTS := check_proto check_conf check_redlock check_lease check_client chec
               check_admit check_readq check_layout check_waiter check_reach
 # Unit suites are named for the module they test, end-to-end suites for
 # the feature they cover (tests/README.md is the index).
-INTEG_TESTS := check_session check_handover check_kinds check_lease_mode check_fence check_who \
+INTEG_TESTS := check_session check_handover check_kinds check_lease_mode check_fence check_check \
+               check_who \
                check_masters check_quarantine check_limits check_auth check_cluster check_tls \
                check_tls_masters check_metrics check_ops check_redlockctl check_scripts \
                check_registry check_upgrade check_strangers check_page check_sets check_delay
@@ -214,6 +215,7 @@ $(B)/check_lease: WRAP_LDFLAGS := -Wl,--wrap=redlock_extend,--wrap=redlock_resto
 $(B)/check_session: $(B)/obj/tests/check_session.o $(SUITE_OBJ)
 $(B)/check_handover: $(B)/obj/tests/check_handover.o $(SUITE_OBJ)
 $(B)/check_kinds: $(B)/obj/tests/check_kinds.o $(SUITE_OBJ)
+$(B)/check_check: $(B)/obj/tests/check_check.o $(SUITE_OBJ)
 $(B)/check_lease_mode: $(B)/obj/tests/check_lease_mode.o $(SUITE_OBJ)
 # Some links between daemons and masters go through build/delay-proxy
 # (tests/faults/faults.mk), which make test and make integration build.

@@ -11,6 +11,7 @@
  *     redlockctl [-S SOCKET | -H HOST:PORT] list [PREFIX]
  *     redlockctl [-S SOCKET | -H HOST:PORT] watch NAME
  *     redlockctl [-S SOCKET | -H HOST:PORT] break NAME
+ *     redlockctl [-S SOCKET | -H HOST:PORT] check NAME --fence F [--permit I] | --token T
  *     redlockctl [-S SOCKET | -H HOST:PORT] stats
  *     redlockctl [-S SOCKET | -H HOST:PORT] ping
  *
@@ -109,6 +110,7 @@
  *     126, 127         COMMAND could not be executed, or was not found
  *     128 + N          signal N made redlockctl give up while waiting
  *     status: 0 NAME is held, 1 NAME is free
+ *     check: 0 the grant is current, 1 it is stale
  *     list: 0; break: 0 a hold ended, 1 NAME was not held (its fence
  *                      is raised all the same); watch: 0 after SIGINT or
  *                      SIGTERM, 69 when the connection ends
@@ -164,6 +166,7 @@ enum ctl_mode {
     CTL_MODE_LIST,      /* list [PREFIX] */
     CTL_MODE_WATCH,     /* watch NAME */
     CTL_MODE_BREAK,     /* break NAME */
+    CTL_MODE_CHECK,     /* check NAME --fence F [--permit I] | --token T */
     CTL_MODE_STATS,     /* stats */
     CTL_MODE_PING       /* ping */
 };
@@ -180,9 +183,13 @@ static const struct {
     { "list",   CTL_MODE_LIST,   0, 1, "list [PREFIX]" },
     { "watch",  CTL_MODE_WATCH,  1, 1, "watch NAME" },
     { "break",  CTL_MODE_BREAK,  1, 1, "break NAME" },
+    { "check",  CTL_MODE_CHECK,  3, 5, "check NAME --fence F [--permit I] | --token T" },
     { "stats",  CTL_MODE_STATS,  0, 0, "stats" },
     { "ping",   CTL_MODE_PING,   0, 0, "ping" },
 };
+
+struct ctl_opts;
+static void ctl_parse_check(struct ctl_opts *o, char **words, int n);
 
 /*
  * The command line, after parsing; strings point into argv or environ,
@@ -216,6 +223,9 @@ struct ctl_opts {
                                        REDLOCKD_TLS=1 */
     struct client_tls_opts tls_opts; /* --cacert, --cert, --key (NULL: not given) */
     const char     *tls_why;        /* the option that turned TLS on, for messages */
+    const char     *check_fence;    /* check's --fence F, or NULL */
+    const char     *check_permit;   /* check's --permit I, or NULL */
+    const char     *check_token;    /* check's --token T, or NULL */
 };
 
 /*
@@ -399,7 +409,9 @@ ctl_usage(FILE *out)
           "list [PREFIX]: the names this daemon holds or waits for, one line each.\n"
           "watch NAME: a line whenever NAME is taken or freed, through any daemon,\n"
           "until SIGINT or SIGTERM.  break NAME: end whoever's hold on NAME (an admin\n"
-          "session: auth.admin_password, or root on the Unix socket).\n"
+          "session: auth.admin_password, or root on the Unix socket).  check NAME: is\n"
+          "the grant told fence F (and permit I, for --limit), or lease token T, still\n"
+          "NAME's current one on a quorum of the masters?\n"
           "\n"
           "COMMAND runs in its own process group with REDLOCK_NAME=NAME, and with\n"
           "REDLOCK_FENCE=N when the grant carried a fence (else REDLOCK_FENCE is\n"
@@ -414,6 +426,7 @@ ctl_usage(FILE *out)
           "77: AUTH refused or needed, or break refused (not admin); 126/127: COMMAND\n"
           "not executable / not found; 128+N: signal N while waiting for the lock.\n"
           "status: 0 held, 1 free.  break: 0 a hold ended, 1 NAME was not held.\n"
+          "check: 0 the grant is current, 1 it is stale.\n"
           "watch: 0 after SIGINT or SIGTERM, 69 when the connection ends.\n",
           out);
 }
@@ -910,6 +923,42 @@ ctl_parse_set_name(struct ctl_opts *o, const char *name)
     snprintf(ctl_set_text + len, sizeof(ctl_set_text) - len, "%s%s", len > 0 ? " " : "", name);
 }
 
+/*
+ * check's words after NAME (n of them): --fence F [--permit I], or --token
+ * T, each value as the protocol takes it (the daemon checks the rest).
+ */
+static void
+ctl_parse_check(struct ctl_opts *o, char **words, int n)
+{
+    int64_t v;
+    int i;
+
+    for (i = 0; i + 1 < n; i += 2) {
+        if (strcmp(words[i], "--fence") == 0 && o->check_fence == NULL) {
+            if (ctl_parse_int(words[i + 1], PROTO_NUMBER_MAX, &v) != 0 || v == 0) {
+                ctl_usage_fail("check: bad fence '%s' (a number, at least 1)", words[i + 1]);
+            }
+            o->check_fence = words[i + 1];
+        } else if (strcmp(words[i], "--permit") == 0 && o->check_permit == NULL) {
+            if (ctl_parse_int(words[i + 1], PROTO_PERMIT_MAX, &v) != 0) {
+                ctl_usage_fail("check: bad permit '%s' (0..%d)", words[i + 1], PROTO_PERMIT_MAX);
+            }
+            o->check_permit = words[i + 1];
+        } else if (strcmp(words[i], "--token") == 0 && o->check_token == NULL) {
+            if (!client_word_ok(words[i + 1], PROTO_TOKEN_LEN)) {
+                ctl_usage_fail("check: bad token '%s'", words[i + 1]);
+            }
+            o->check_token = words[i + 1];
+        } else {
+            break;
+        }
+    }
+    if (i != n || (o->check_fence == NULL) == (o->check_token == NULL)
+        || (o->check_permit != NULL && o->check_fence == NULL)) {
+        ctl_usage_fail("usage: redlockctl check NAME --fence F [--permit I] | --token T");
+    }
+}
+
 static void
 ctl_parse(int argc, char **argv, struct ctl_opts *o)
 {
@@ -1117,6 +1166,9 @@ ctl_parse(int argc, char **argv, struct ctl_opts *o)
         }
         o->mode = ctl_subcommands[sub].mode;
         o->name = nops > 1 ? ops[1] : NULL;
+        if (o->mode == CTL_MODE_CHECK) {
+            ctl_parse_check(o, ops + 2, nops - 2);
+        }
     } else {
         const char *typo = NULL, *cmd;
         bool runs;
@@ -1953,6 +2005,50 @@ done:
     return ch.code;
 }
 
+/*
+ * check NAME --fence F [--permit I] | --token T: CHECK; prints "NAME:
+ * current, ..." and returns 0, or "NAME: stale (...)" and returns 1;
+ * an error exits as for the other subcommands.
+ */
+static int
+ctl_cmd_check(const struct ctl_opts *o, struct ctl_conn *c)
+{
+    char req[PROTO_NAME_MAX + 96], reason[16], ttl[32], left[48];
+    const char *reply;
+    int64_t ms;
+
+    if (o->check_token != NULL) {
+        snprintf(req, sizeof(req), "CHECK %s token=%s", o->name, o->check_token);
+    } else {
+        snprintf(req, sizeof(req), "CHECK %s fence=%s%s%s", o->name, o->check_fence,
+                 o->check_permit != NULL ? " permit=" : "",
+                 o->check_permit != NULL ? o->check_permit : "");
+    }
+    ctl_request(c, req);
+    reply = ctl_reply(c, "CHECK", client_now_ms() + CTL_REPLY_MS);
+    if (client_is_reply(reply, "CURRENT", o->name)) {
+        printf("%s: current", o->name);
+        if (client_field(reply, "ttl", ttl, sizeof(ttl)) && strcmp(ttl, "-1") != 0
+            && ctl_parse_int(ttl, PROTO_NUMBER_MAX, &ms) == 0) {
+            ctl_seconds_text(ms, left, sizeof(left));
+            printf(" (on a quorum of the masters for %s more unless renewed)", left);
+        }
+        printf("\n");
+        return 0;
+    }
+    if (client_is_reply(reply, "STALE", o->name)
+        && client_field(reply, "reason", reason, sizeof(reason))) {
+        printf("%s: stale (%s)\n", o->name,
+               strcmp(reason, "free") == 0 ? "nobody holds it"
+               : strcmp(reason, "other") == 0 ? "another grant holds it"
+               : strcmp(reason, "mixed") == 0 ? "the grant is on fewer than a quorum of the masters"
+               : reason);
+        return 1;
+    }
+    ctl_fail_err(o, c, req, reply);
+    return EX_UNAVAILABLE;
+}
+
 int
 main(int argc, char **argv)
 {
@@ -1974,6 +2070,8 @@ main(int argc, char **argv)
         return ctl_cmd_watch(&o, &conn);
     case CTL_MODE_BREAK:
         return ctl_cmd_break(&o, &conn);
+    case CTL_MODE_CHECK:
+        return ctl_cmd_check(&o, &conn);
     case CTL_MODE_STATS:
         return ctl_cmd_stats(&o, &conn);
     case CTL_MODE_LOCK:

@@ -459,7 +459,7 @@ command_read_budget(struct command *c)
 
     if (wait > 0) {
         stats.reads_refused++;
-        snprintf(text, sizeof(text), "more than %lld STATUS and WATCH a second "
+        snprintf(text, sizeof(text), "more than %lld STATUS, WATCH and CHECK a second "
                  "(limits.reads_per_second): try again in %lld ms",
                  (long long)ctx.conf->reads_per_second, (long long)(wait + 999) / 1000);
         session_error(s, PROTO_ERR_LIMIT, text);
@@ -483,6 +483,12 @@ command_status_start(struct readq_job *j, void *arg)
 
     (void)j;
     event_del(&c->status_timer);
+    if (c->verb == PROTO_CHECK) {
+        lock_check(&c->lc, c->status_name, c->status_name_len,
+                   c->status_token[0] != '\0' ? c->status_token : NULL, c->check_fence,
+                   c->check_permit);
+        return;
+    }
     lock_status(&c->lc, c->status_name, c->status_name_len,
                 c->status_token[0] != '\0' ? c->status_token : NULL);
 }
@@ -509,6 +515,11 @@ command_status_timeout(evutil_socket_t fd, short what, void *arg)
     snprintf(text, sizeof(text), "no turn to read the masters within %lld ms: %zu reads in "
              "flight (limits.max_reads_in_flight), %zu waiting (limits.read_wait_ms)",
              (long long)ctx.conf->read_wait_ms, readq_in_flight(), readq_waiting());
+    if (c->verb == PROTO_CHECK) {
+        command_check_done(&c->lc, &(struct lock_check_result){
+            .v = { LOCK_FAILED, c->status_name, c->status_name_len, text } });
+        return;
+    }
     memset(&res, 0, sizeof(res));
     res.v.outcome = LOCK_FAILED;
     res.v.name = c->status_name;
@@ -719,6 +730,34 @@ command_break(struct command *c, const struct proto_cmd *cmd)
     lock_break(&c->lc, cmd->name, cmd->name_len);
 }
 
+/*
+ * CHECK: a read of the masters in the session's turn, as STATUS's
+ * (command_status), with what it reads copied when it has to wait.
+ */
+static void
+command_check(struct command *c, const struct proto_cmd *cmd)
+{
+    int permit = cmd->has_permit ? (int)cmd->permit : -1;
+    struct timeval tv;
+
+    if (readq_ask(&c->reads, &c->status, command_status_start, c)) {
+        lock_check(&c->lc, cmd->name, cmd->name_len, cmd->token, cmd->fence_value, permit);
+        return;
+    }
+    memcpy(c->status_name, cmd->name, cmd->name_len);
+    c->status_name_len = cmd->name_len;
+    c->status_token[0] = '\0';
+    if (cmd->token != NULL) {
+        memcpy(c->status_token, cmd->token, PROTO_TOKEN_LEN);
+        c->status_token[PROTO_TOKEN_LEN] = '\0';
+    }
+    c->check_fence = cmd->fence_value;
+    c->check_permit = permit;
+    tv.tv_sec = (time_t)(ctx.conf->read_wait_ms / 1000);
+    tv.tv_usec = (suseconds_t)(ctx.conf->read_wait_ms % 1000 * 1000);
+    event_add(&c->status_timer, &tv);
+}
+
 /* Run one parsed request (the session's line hook). */
 static void
 command_line(struct session *s, void *state, const struct proto_cmd *cmd)
@@ -812,6 +851,15 @@ command_line(struct session *s, void *state, const struct proto_cmd *cmd)
         break;
     case PROTO_BREAK:
         command_break(c, cmd);
+        return;
+    case PROTO_CHECK:
+        /* A read of the masters, within the session's budget, as STATUS. */
+        if (command_read_budget(c) != 0) {
+            return;
+        }
+        command_read_taken(c);
+        session_request_begin(s);
+        command_check(c, cmd);
         return;
     case PROTO_VERB_COUNT:
         return;

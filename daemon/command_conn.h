@@ -40,6 +40,9 @@ struct command {
     char                status_name[PROTO_NAME_MAX]; /* a waiting STATUS's name */
     size_t              status_name_len;
     char                status_token[PROTO_TOKEN_LEN + 1]; /* and its token=, or "" */
+    int64_t             check_fence;/* a waiting CHECK's fence= (its name and token=
+                                       are status_name and status_token) */
+    int                 check_permit;/* and its permit=, or -1 */
     char                label[PROTO_LABEL_MAX + 1]; /* default holder label:
                                        "<host>:<peer>" */
     struct command_list *list;      /* a LIST being written, step by step, else NULL
@@ -73,5 +76,13 @@ bool command_sees_labels(const struct command *c);
  * name ...", "FREE name ..." or the verdict, is written.  command_reply.c.
  */
 void command_status_done(struct lock_client *lc, const struct lock_status_result *res);
+
+/*
+ * CHECK ended with res (also called by command.c for a CHECK that found
+ * no turn to read): its read's slot goes on, and the reply, "CURRENT
+ * name ttl=", "STALE name reason=" or the verdict, is written.
+ * command_reply.c.
+ */
+void command_check_done(struct lock_client *lc, const struct lock_check_result *res);
 
 #endif /* REDLOCKD_COMMAND_CONN_H */

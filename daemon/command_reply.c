@@ -43,6 +43,7 @@ const struct lock_hooks command_lock_hooks = {
     .extended = command_extended,
     .status = command_status_done,
     .broken = command_broken,
+    .checked = command_check_done,
     .lost = command_lost_cb,
 };
 
@@ -300,6 +301,37 @@ command_status_done(struct lock_client *lc, const struct lock_status_result *res
     }
     if ((res->v.outcome == LOCK_HELD || res->v.outcome == LOCK_FREE) && res->waiters > 0) {
         proto_reply_int(&r, "waiters", (int64_t)res->waiters);
+    }
+    command_reply_send(c, &r);
+}
+
+/*
+ * CHECK ended: "CURRENT name ttl=", "STALE name reason=free|other|mixed",
+ * or the verdict.  Its read's slot goes on first.
+ */
+void
+command_check_done(struct lock_client *lc, const struct lock_check_result *res)
+{
+    static const char *const why[] = {
+        [LOCK_STALE_FREE] = "free", [LOCK_STALE_OTHER] = "other", [LOCK_STALE_MIXED] = "mixed",
+    };
+    struct command *c = COMMAND_OF(lc, lc);
+    struct proto_reply r;
+
+    readq_done(&c->status);     /* its read ended: the slot goes on */
+    if (!session_request_done(c->s)) {
+        return;                 /* closed (c may be gone now) */
+    }
+    if (res->v.outcome == LOCK_HELD) {
+        proto_reply_start(&r, "CURRENT");
+        proto_reply_word(&r, res->v.name, res->v.name_len);
+        proto_reply_int(&r, "ttl", res->ttl_ms);
+    } else if (res->v.outcome == LOCK_NOTHELD) {
+        proto_reply_start(&r, "STALE");
+        proto_reply_word(&r, res->v.name, res->v.name_len);
+        proto_reply_str(&r, "reason", why[res->stale]);
+    } else if (!command_reply_verdict(&r, &res->v)) {
+        return;
     }
     command_reply_send(c, &r);
 }

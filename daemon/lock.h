@@ -147,6 +147,22 @@ struct lock_break_result {
     const char *label;          /* OK: a deleted holder's label, NULL when none */
 };
 
+/* Why a CHECK's grant is not current (lock_check_result.stale). */
+enum lock_stale {
+    LOCK_STALE_FREE,    /* nobody holds the name on a quorum */
+    LOCK_STALE_OTHER,   /* others hold it on a quorum */
+    LOCK_STALE_MIXED    /* the masters disagree; the grant is not on a quorum */
+};
+
+/* CHECK (lock_check): HELD (current), NOTHELD (stale), WRONG_KIND,
+ * NOQUORUM, FAILED. */
+struct lock_check_result {
+    struct lock_verdict v;      /* the verdict */
+    int64_t     ttl_ms;         /* HELD: the time it stays on a quorum without a
+                                   renewal, ms, or -1 */
+    enum lock_stale stale;      /* NOTHELD: why */
+};
+
 struct lock_client;
 
 /*
@@ -160,6 +176,7 @@ struct lock_hooks {
     void (*extended)(struct lock_client *c, const struct lock_extend_result *res);
     void (*status)(struct lock_client *c, const struct lock_status_result *res);
     void (*broken)(struct lock_client *c, const struct lock_break_result *res);
+    void (*checked)(struct lock_client *c, const struct lock_check_result *res);
     /* A held lease is gone (reason: a LOST reason word). */
     void (*lost)(struct lock_client *c, const char *name, size_t name_len,
                  const char *reason);
@@ -312,6 +329,16 @@ void lock_extend_set(struct lock_client *c, const struct lock_name *names, size_
  */
 void lock_status(struct lock_client *c, const char *name, size_t name_len,
                  const char *token);
+
+/*
+ * CHECK name: is one grant the name's current one on a quorum?  token
+ * (UTIL_TOKEN_HEX bytes): the grant holding it, any kind; else fence (>=
+ * 1) and, for a counted name, permit (>= 0; -1 for none): the grant told
+ * that fence (daemon/redlock.h, redlock_check).  Answered through
+ * hooks->checked; counted in stats.check_current and check_stale.
+ */
+void lock_check(struct lock_client *c, const char *name, size_t name_len, const char *token,
+                int64_t fence, int permit);
 
 /*
  * The label of the hold of name (lock.key_prefix not included) whose

@@ -90,6 +90,13 @@ redlock_init(double drift_factor)
         || master_script_class(redlock_scripts.status, MASTER_CLASS_READ) != 0) {
         return -1;
     }
+    /* CHECK's read (daemon/redlock_check.c): batched, in the reads class. */
+    redlock_scripts.check = master_script(REDLOCK_LUA_CHECK, true);
+    if (redlock_scripts.check < 0
+        || master_script_batch(redlock_scripts.check, redlock_scripts.batch, "check") != 0
+        || master_script_class(redlock_scripts.check, MASTER_CLASS_READ) != 0) {
+        return -1;
+    }
     return redlock_scripts.acquire < 0 || redlock_scripts.release < 0 || redlock_scripts.extend < 0 || redlock_scripts.status < 0
            || redlock_scripts.fence < 0 || redlock_scripts.extend_one < 0 || redlock_scripts.restore < 0
            || redlock_scripts.ungate < 0 || redlock_scripts.break_lock < 0 || redlock_scripts.raise < 0

@@ -272,6 +272,31 @@ struct redlock_break_result {
                                            when none */
 };
 
+/* Why a CHECK's grant is not current (redlock_check). */
+enum redlock_check_reason {
+    REDLOCK_CHECK_FREE,     /* a quorum of the masters hold no record of the name */
+    REDLOCK_CHECK_OTHER,    /* a quorum hold it for other grants (or for one
+                               whose fence they have no entry for) */
+    REDLOCK_CHECK_MIXED     /* neither: the answers disagree (the grant on a
+                               minority, the rest free or held by others) */
+};
+
+/*
+ * A CHECK's result (redlock_check): HELD when the grant is on a quorum
+ * (current), NOTHELD when it is not even counting every master that did
+ * not answer as holding it (reason says why), KIND when a quorum say the
+ * name is counted and no permit was named (limit: its limit), else
+ * NOQUORUM (v.error); confirmed: masters that hold the grant.
+ */
+struct redlock_check_result {
+    struct redlock_verdict v;           /* the verdict */
+    int64_t ttl_ms;                     /* HELD: the time until fewer than a
+                                           quorum would hold it without a
+                                           renewal, ms, or REDLOCK_NO_EXPIRY */
+    enum redlock_check_reason reason;   /* NOTHELD: why */
+    unsigned limit;                     /* KIND: the counted name's limit */
+};
+
 /* Each operation's callback: res is valid during the call only. */
 typedef void (*redlock_acquire_fn)(const struct redlock_acquire_result *res, void *arg);
 typedef void (*redlock_release_fn)(const struct redlock_release_result *res, void *arg);
@@ -279,6 +304,7 @@ typedef void (*redlock_extend_one_fn)(const struct redlock_extend_one_result *re
                                       void *arg);
 typedef void (*redlock_status_fn)(const struct redlock_status_result *res, void *arg);
 typedef void (*redlock_break_fn)(const struct redlock_break_result *res, void *arg);
+typedef void (*redlock_check_fn)(const struct redlock_check_result *res, void *arg);
 
 /* One lease in a batched extend. */
 struct redlock_extend_item {
@@ -781,6 +807,21 @@ int redlock_extend_one(const char *base, size_t base_len, const char *token, int
  */
 int redlock_status(const char *base, size_t base_len, const char *token,
                    redlock_status_fn cb, void *arg);
+
+/*
+ * CHECK: is one grant of the name whose key is base current, now?  By
+ * token (token: UTIL_TOKEN_HEX bytes, fence 0): a quorum of the masters
+ * hold token's record, whatever its kind.  By fence (token NULL, fence
+ * >= 1): a quorum hold the name's record (the exclusive key, permit
+ * `permit` when permit >= 0, else any live shared holder) for the
+ * holder whose fence.lua write-back kept fence for its token
+ * (daemon/scripts/check.lua says how).  One read-only script per
+ * master, batched with the other per-name calls of the loop iteration,
+ * in the reads class.  Returns 0, or -1 when base is too long (no
+ * callback).
+ */
+int redlock_check(const char *base, size_t base_len, const char *token, int64_t fence,
+                  int permit, redlock_check_fn cb, void *arg);
 
 /*
  * BREAK: end every hold of the name whose key is base, whoever holds

@@ -4,7 +4,8 @@
  * the scripts' ids, each operation's state, a record's keys, and
  * the helpers every operation uses.  Defined in daemon/redlock.c;
  * used by daemon/redlock_acquire.c, daemon/redlock_holders.c,
- * daemon/redlock_extend.c and daemon/redlock_channels.c.
+ * daemon/redlock_extend.c, daemon/redlock_channels.c and
+ * daemon/redlock_check.c.
  */
 #ifndef REDLOCKD_REDLOCK_OP_H
 #define REDLOCKD_REDLOCK_OP_H
@@ -21,6 +22,7 @@ struct redlock_holder;      /* daemon/redlock_holders.c */
 
 /* The masters' scripts (daemon/scripts/), as master_script() numbered them. */
 struct redlock_scripts {
+    int check;                          /* CHECK (daemon/redlock_check.c) */
     int acquire, release, extend, status, fence, extend_one, restore, ungate;
     int break_lock, raise, reraise, batch, acquire_set, unclaim;
 };
@@ -150,6 +152,17 @@ struct redlock_status_op {
     size_t          nholders;       /* entries in holders */
     size_t          holders_cap;    /* room in holders */
     int64_t         pttls[];        /* per master: one holder's pttl */
+};
+
+/* A CHECK (daemon/redlock_check.c); yes: masters that hold the grant, no:
+ * masters where someone else holds the name. */
+struct redlock_check_op {
+    struct redlock_op b;            /* arg and tallies */
+    redlock_check_fn cb;            /* the caller's callback */
+    size_t          nfree;          /* masters where nobody holds it */
+    size_t          nkind;          /* masters that say the name is counted */
+    unsigned        limit;          /* the largest limit they named */
+    int64_t         pttls[];        /* per master that holds the grant: its pttl */
 };
 
 /* A BREAK (daemon/redlock_holders.c); yes: masters that ran the current round. */

@@ -210,6 +210,10 @@
         stats.extends_ok, "EXTEND requests by answer.")                                            \
     ROW(extends_notheld, "redlockd_extends_total", "result", "notheld", COUNTER, NUMBER,           \
         stats.extends_notheld, NULL)                                                               \
+    ROW(check_current, "redlockd_checks_total", "result", "current", COUNTER, NUMBER,              \
+        stats.check_current, "CHECK requests answered CURRENT or STALE, by answer.")              \
+    ROW(check_stale, "redlockd_checks_total", "result", "stale", COUNTER, NUMBER,                  \
+        stats.check_stale, NULL)                                                                   \
     ROW(subscriptions, "redlockd_subscriptions", NULL, NULL, GAUGE, NUMBER,                        \
         redlock_subscriptions(),                                                                   \
         "Names' channels subscribed now (queued waiters' and watchers').")                       \

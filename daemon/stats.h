@@ -76,6 +76,8 @@ struct stats {
     uint64_t lease_grants;       /* lock: mode=lease grants */
     uint64_t extends_ok;         /* lock: EXTEND answered OK */
     uint64_t extends_notheld;    /* lock: EXTEND answered NOTHELD */
+    uint64_t check_current;      /* lock: CHECK answered CURRENT */
+    uint64_t check_stale;        /* lock: CHECK answered STALE */
     uint64_t pubsub_wakeups;     /* lock: waiters woken by a release announcement */
     uint64_t fallback_retries;   /* lock: retries timed by the holder's ttl */
     uint64_t watches;            /* watch: WATCH requests accepted */

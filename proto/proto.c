@@ -56,6 +56,8 @@ enum proto_opt_id {
     PROTO_OPT_MODE,
     PROTO_OPT_TOKEN,
     PROTO_OPT_FENCE,
+    PROTO_OPT_FENCE_VALUE,  /* CHECK's fence=N: the same key as the flag, with a value */
+    PROTO_OPT_PERMIT,
     PROTO_OPT_LIMIT,
     PROTO_OPT_SHARED,
     PROTO_OPT_LABEL,
@@ -136,6 +138,9 @@ static int proto_opt_count(const struct proto_optdef *def, const char *val, size
 static int proto_opt_label(const struct proto_optdef *def, const char *val, size_t len,
                            struct proto_cmd *cmd, const char *verb,
                            struct proto_error *err);
+static int proto_opt_number(const struct proto_optdef *def, const char *val, size_t len,
+                            struct proto_cmd *cmd, const char *verb,
+                            struct proto_error *err);
 
 static const struct proto_optdef proto_opts[PROTO_OPT_COUNT] = {
     [PROTO_OPT_TTL] = {
@@ -167,6 +172,18 @@ static const struct proto_optdef proto_opts[PROTO_OPT_COUNT] = {
         .inf = NULL, .inf_value = 0,
         .has_off = offsetof(struct proto_cmd, fence),
         .val_off = 0,
+    },
+    [PROTO_OPT_FENCE_VALUE] = {
+        .key = "fence", .flag = false, .set = proto_opt_number, .min = 1,
+        .inf = NULL, .inf_value = 0,
+        .has_off = offsetof(struct proto_cmd, has_fence_value),
+        .val_off = offsetof(struct proto_cmd, fence_value),
+    },
+    [PROTO_OPT_PERMIT] = {
+        .key = "permit", .flag = false, .set = proto_opt_number, .min = 0,
+        .inf = NULL, .inf_value = PROTO_PERMIT_MAX,     /* inf_value: the largest */
+        .has_off = offsetof(struct proto_cmd, has_permit),
+        .val_off = offsetof(struct proto_cmd, permit),
     },
     [PROTO_OPT_LIMIT] = {
         .key = "limit", .flag = false, .set = proto_opt_count, .min = 1,
@@ -219,10 +236,17 @@ static const struct proto_verbdef proto_verbs[PROTO_VERB_COUNT] = {
     [PROTO_WATCH]        = { "WATCH", PROTO_ARGS_NAME, 0 },
     [PROTO_UNWATCH]      = { "UNWATCH", PROTO_ARGS_NAME, 0 },
     [PROTO_BREAK]        = { "BREAK", PROTO_ARGS_NAME, 0 },
+    [PROTO_CHECK] = {
+        "CHECK", PROTO_ARGS_NAME, PROTO_OPT_BIT(PROTO_OPT_FENCE_VALUE)
+                                  | PROTO_OPT_BIT(PROTO_OPT_PERMIT) | PROTO_OPT_BIT(PROTO_OPT_TOKEN)
+    },
 };
 
 /* Options that exclude each other. */
 static const struct proto_exclusive proto_exclusives[] = {
+    { PROTO_OPT_FENCE_VALUE, PROTO_OPT_TOKEN,
+      " (CHECK asks about one grant: by its fence, or by a lease's token)" },
+    { PROTO_OPT_PERMIT, PROTO_OPT_TOKEN, " (a token names its permit itself)" },
     { PROTO_OPT_SHARED, PROTO_OPT_LIMIT,
       " (a name is one kind: shared, or counted with limit=N)" },
     { PROTO_OPT_SHARED, PROTO_OPT_DELAY, " (a lock-delay is for an exclusive lock)" },
@@ -255,6 +279,7 @@ const char *const proto_help[PROTO_VERB_COUNT + 1] = {
     [PROTO_WATCH]        = "WATCH <name>",
     [PROTO_UNWATCH]      = "UNWATCH <name>",
     [PROTO_BREAK]        = "BREAK <name>",
+    [PROTO_CHECK]        = "CHECK <name> fence=N [permit=I] | token=HEX",
     [PROTO_VERB_COUNT]   = NULL,
 };
 
@@ -558,6 +583,38 @@ proto_opt_count(const struct proto_optdef *def, const char *val, size_t len,
     return 0;
 }
 
+/*
+ * Setter for CHECK's fence= (a fencing token) and permit= (a permit's
+ * index): a number from def->min; permit= at most def->inf_value.
+ */
+static int
+proto_opt_number(const struct proto_optdef *def, const char *val, size_t len,
+                 struct proto_cmd *cmd, const char *verb, struct proto_error *err)
+{
+    const char *what = def->min > 0 ? "a fencing token" : "a permit's index";
+    char quoted[PROTO_QUOTE_MAX];
+    int64_t v;
+
+    if (proto_parse_number(val, len, &v) != 0) {
+        proto_fail(err, PROTO_ERR_PROTO, "%s: bad value for '%s': '%s' (expected %s)",
+                   verb, def->key, proto_quote(quoted, val, len), what);
+        return -1;
+    }
+    if (v < def->min) {
+        proto_fail(err, PROTO_ERR_PROTO, "%s: %s must be at least %" PRId64, verb, def->key,
+                   def->min);
+        return -1;
+    }
+    if (def->inf_value > 0 && v > def->inf_value) {
+        proto_fail(err, PROTO_ERR_PROTO, "%s: %s=%" PRId64 " out of range 0..%" PRId64
+                   " (a counted name has at most %" PRId64 " permits)", verb, def->key, v,
+                   def->inf_value, def->inf_value + 1);
+        return -1;
+    }
+    *(int64_t *)(void *)((char *)cmd + def->val_off) = v;
+    return 0;
+}
+
 /* Setter for mode=: "session" or "lease", case-insensitive. */
 static int
 proto_opt_mode(const struct proto_optdef *def, const char *val, size_t len,
@@ -743,6 +800,24 @@ proto_add_name(const struct proto_verbdef *vd, const struct proto_word *w,
 }
 
 /*
+ * Another row of proto_opts with the key of row id that vd accepts (fence
+ * is LOCK's flag and CHECK's fence=N), or -1.
+ */
+static int
+proto_opt_other_row(const struct proto_verbdef *vd, int id)
+{
+    int i;
+
+    for (i = 0; i < PROTO_OPT_COUNT; i++) {
+        if (i != id && (vd->opts & PROTO_OPT_BIT(i))
+            && strcmp(proto_opts[i].key, proto_opts[id].key) == 0) {
+            return i;
+        }
+    }
+    return -1;
+}
+
+/*
  * Parse one option word w for verb vd.  seen holds the bits of the
  * options already given on this line and is updated.  prev is the option
  * word before w, or NULL when w follows the name (or the verb): a bare
@@ -763,6 +838,18 @@ proto_parse_option(const struct proto_verbdef *vd, const struct proto_word *w,
     eq = memchr(w->s, '=', w->len);
     keylen = eq != NULL ? (size_t)(eq - w->s) : w->len;
     id = keylen > 0 ? proto_opt_find(w->s, keylen) : -1;
+    if (id >= 0 && !(vd->opts & PROTO_OPT_BIT(id))) {
+        id = proto_opt_other_row(vd, id);
+        if (id >= 0 && eq == NULL) {
+            /* CHECK's fence=N, given as LOCK's bare word. */
+            proto_fail(err, PROTO_ERR_PROTO, "%s: option '%s' has no value", vd->name,
+                       proto_opts[id].key);
+            return -1;
+        }
+        if (id < 0) {
+            id = proto_opt_find(w->s, keylen);
+        }
+    }
 
     if (eq == NULL && (id < 0 || !proto_opts[id].flag) && prev != NULL) {
         const char *peq = memchr(prev->s, '=', prev->len);
@@ -947,6 +1034,15 @@ proto_parse(const char *line, size_t len, struct proto_cmd *cmd,
         prev = w;
     }
     if (!proto_has_required(vd, cmd->verb, seen, err)) {
+        return -1;
+    }
+    if (cmd->has_permit && !cmd->has_fence_value && !cmd->has_token) {
+        proto_fail(err, PROTO_ERR_PROTO, "CHECK: 'permit' goes with fence=");
+        return -1;
+    }
+    if (cmd->verb == PROTO_CHECK && !cmd->has_fence_value && !cmd->has_token) {
+        proto_fail(err, PROTO_ERR_PROTO, "CHECK: missing fence= or token= (the grant to "
+                   "check: the fence it was told, or a lease's token)");
         return -1;
     }
     for (i = 0; i < (int)(sizeof(proto_exclusives) / sizeof(proto_exclusives[0])); i++) {

@@ -19,6 +19,8 @@
 #define PROTO_WORD_MAX      250      /* longest PING word, bytes */
 #define PROTO_NUMBER_MAX    INT64_C(4000000000000) /* largest ttl=/wait= value, ms */
 #define PROTO_WAIT_INF      (-1)     /* wait=inf */
+#define PROTO_PERMIT_MAX    999      /* largest permit= of CHECK (a counted name has
+                                        at most 1000 permits) */
 #define PROTO_ERRTEXT_MAX   160      /* room for an error text, with NUL */
 #define PROTO_REPLY_MAX     2048     /* longest reply line, with LF */
 #define PROTO_TOKEN_LEN     32       /* owner token: lowercase hex digits */
@@ -43,6 +45,7 @@ enum proto_verb {
     PROTO_WATCH,
     PROTO_UNWATCH,
     PROTO_BREAK,
+    PROTO_CHECK,
     PROTO_VERB_COUNT
 };
 
@@ -97,6 +100,10 @@ struct proto_cmd {
     const char      *token;     /* token= value, PROTO_TOKEN_LEN lowercase hex
                                    digits, not NUL-terminated; NULL if absent */
     bool            fence;      /* the bare word "fence" was given */
+    bool            has_fence_value; /* CHECK's fence= was given */
+    int64_t         fence_value;/* CHECK's fence= value: a fencing token, >= 1 */
+    bool            has_permit; /* CHECK's permit= was given */
+    int64_t         permit;     /* CHECK's permit= value: 0..PROTO_PERMIT_MAX */
     bool            has_limit;  /* limit= was given */
     int64_t         limit;      /* limit= value: holders at once, >= 1 (the upper
                                    bound is checked by the caller) */

@@ -1402,8 +1402,8 @@ END_TEST
  * to every master, and the settings it goes with: the layout registry
  * counts every master, the subscriber links come up, every kind of hold
  * (exclusive with a fence, shared, counted, a waiter woken by a release
- * announcement, STATUS, lease mode by token) works through it, and no
- * master logged an ACL refusal.
+ * announcement, STATUS, lease mode by token, CHECK of each) works
+ * through it, and no master logged an ACL refusal.
  */
 START_TEST(readme_acl_covers_every_kind)
 {
@@ -1450,14 +1450,18 @@ START_TEST(readme_acl_covers_every_kind)
         expect_wait_stat(stat, 1, false, H_PROMPT_MS);
     }
     EXPECT_PREFIX(a, "LOCK x fence", "OK x validity=");
+    EXPECT_PREFIX(b, "CHECK x fence=1", "CURRENT x ttl=");
     EXPECT_PREFIX(a, "STATUS x", "HELD x ");
     EXPECT_REPLY(a, "UNLOCK x", "OK x holds=0");
-    EXPECT_PREFIX(a, "LOCK r shared", "OK r validity=");
+    EXPECT_PREFIX(a, "LOCK r shared fence", "OK r validity=");
     EXPECT_PREFIX(b, "LOCK r shared fence", "OK r validity=");
+    EXPECT_PREFIX(a, "CHECK r fence=1", "CURRENT r ttl=");
+    EXPECT_PREFIX(a, "CHECK r fence=2", "CURRENT r ttl=");
     EXPECT_PREFIX(a, "STATUS r", "HELD r ");
     EXPECT_REPLY(a, "UNLOCK r", "OK r holds=0");
     EXPECT_REPLY(b, "UNLOCK r", "OK r holds=0");
     EXPECT_PREFIX(a, "LOCK c limit=1 fence", "OK c validity=");
+    EXPECT_PREFIX(b, "CHECK c fence=1 permit=0", "CURRENT c ttl=");
     /* b waits; a's release is announced on the channel and hands c over. */
     ck_assert_int_eq(h_send(b, "LOCK c limit=1 wait=30000"), 0);
     ck_assert(h_quiet(b, 300));
@@ -1472,6 +1476,8 @@ START_TEST(readme_acl_covers_every_kind)
     ck_assert_msg(got != NULL && h_reply_field(got, "token", token, sizeof(token)),
                   "lease-mode LOCK answered '%s'", got != NULL ? got : "(nothing)");
     free(got);
+    snprintf(rule, sizeof(rule), "CHECK l token=%s", token);
+    EXPECT_PREFIX(a, rule, "CURRENT l ttl=");
     snprintf(rule, sizeof(rule), "EXTEND l token=%s ttl=5000", token);
     EXPECT_PREFIX(a, rule, "OK l validity=");
     snprintf(rule, sizeof(rule), "UNLOCK l token=%s", token);

@@ -992,7 +992,7 @@ START_TEST(test_verb_names)
 {
     static const char *const names[PROTO_VERB_COUNT] = {
         "LOCK", "TRYLOCK", "UNLOCK", "STATUS", "EXTEND", "PING", "VERSION", "HELP", "QUIT",
-        "STATS", "AUTH", "LIST", "WATCH", "UNWATCH", "BREAK",
+        "STATS", "AUTH", "LIST", "WATCH", "UNWATCH", "BREAK", "CHECK",
     };
     char line[80];
     struct proto_cmd cmd;
@@ -1002,9 +1002,10 @@ START_TEST(test_verb_names)
         ck_assert_str_eq(proto_verb_name((enum proto_verb)i), names[i]);
         /* Every name parses back to its verb (the first five and the last
            three need a lock name, EXTEND its two options too). */
-        snprintf(line, sizeof(line), "%s%s%s", names[i],
+        snprintf(line, sizeof(line), "%s%s%s%s", names[i],
                  i <= PROTO_EXTEND || i == PROTO_AUTH || i >= PROTO_WATCH ? " n" : "",
-                 i == PROTO_EXTEND ? " token=0123456789abcdef0123456789abcdef ttl=1" : "");
+                 i == PROTO_EXTEND ? " token=0123456789abcdef0123456789abcdef ttl=1" : "",
+                 i == PROTO_CHECK ? " fence=1" : "");
         cmd = parse_ok(line);
         ck_assert_int_eq(cmd.verb, i);
     }
@@ -1064,6 +1065,57 @@ START_TEST(test_visibility_verbs)
 }
 END_TEST
 
+/* CHECK <name> fence=N [permit=I] | token=HEX: exactly one grant to check. */
+START_TEST(test_check_verb)
+{
+    struct proto_cmd cmd;
+
+    cmd = parse_ok("CHECK job fence=0042");
+    ck_assert_int_eq(cmd.verb, PROTO_CHECK);
+    ck_bytes_eq(cmd.name, cmd.name_len, "job");
+    ck_assert(cmd.has_fence_value && cmd.fence_value == 42 && !cmd.has_permit);
+    ck_assert(!cmd.fence);      /* not LOCK's flag */
+    cmd = parse_ok("check sem FENCE=7 permit=0");
+    ck_assert(cmd.has_permit && cmd.permit == 0 && cmd.fence_value == 7);
+    cmd = parse_ok("CHECK job token=0123456789abcdef0123456789abcdef");
+    ck_assert(cmd.token != NULL && !cmd.has_fence_value);
+    parse_err("CHECK job", PROTO_ERR_PROTO, "CHECK: missing fence= or token= (the grant to "
+              "check: the fence it was told, or a lease's token)");
+    parse_err("CHECK", PROTO_ERR_PROTO, "CHECK: missing lock name");
+    parse_err("CHECK job fence=1 token=0123456789abcdef0123456789abcdef", PROTO_ERR_PROTO,
+              "CHECK: 'fence' and 'token' cannot go together (CHECK asks about one grant: by "
+              "its fence, or by a lease's token)");
+    parse_err("CHECK job fence", PROTO_ERR_PROTO, "CHECK: option 'fence' has no value");
+    parse_err("CHECK job fence=", PROTO_ERR_PROTO, "CHECK: option 'fence' has no value");
+    parse_err("CHECK job fence=0", PROTO_ERR_PROTO, "CHECK: fence must be at least 1");
+    parse_err("CHECK job fence=-1", PROTO_ERR_PROTO,
+              "CHECK: bad value for 'fence': '-1' (expected a fencing token)");
+    parse_err("CHECK job fence=abc", PROTO_ERR_PROTO,
+              "CHECK: bad value for 'fence': 'abc' (expected a fencing token)");
+    parse_err("CHECK job fence=4000000000001", PROTO_ERR_PROTO,
+              "CHECK: bad value for 'fence': '4000000000001' (expected a fencing token)");
+    parse_err("CHECK job fence=1 fence=2", PROTO_ERR_PROTO, "CHECK: option 'fence' given twice");
+    parse_err("CHECK job token=xyz", PROTO_ERR_PROTO, "CHECK: bad value for 'token': 'xyz' "
+              "(expected 32 lowercase hex digits)");
+    parse_err("CHECK job permit=1", PROTO_ERR_PROTO, "CHECK: 'permit' goes with fence=");
+    parse_err("CHECK job permit=1 token=0123456789abcdef0123456789abcdef", PROTO_ERR_PROTO,
+              "CHECK: 'permit' and 'token' cannot go together (a token names its permit "
+              "itself)");
+    parse_err("CHECK job fence=1 permit=1000", PROTO_ERR_PROTO,
+              "CHECK: permit=1000 out of range 0..999 (a counted name has at most 1000 "
+              "permits)");
+    parse_err("CHECK job fence=1 permit=x", PROTO_ERR_PROTO,
+              "CHECK: bad value for 'permit': 'x' (expected a permit's index)");
+    parse_err("CHECK job fence=1 ttl=5", PROTO_ERR_PROTO, "CHECK: unknown option 'ttl'");
+    parse_err("CHECK job other fence=1", PROTO_ERR_PROTO, "CHECK: unexpected argument 'other' "
+              "(a lock name has no spaces; options are key=value)");
+    /* LOCK's fence stays a flag, and the others still do not take fence=. */
+    parse_err("LOCK job fence=3", PROTO_ERR_PROTO, "LOCK: option 'fence' takes no value");
+    parse_err("STATUS job fence=3", PROTO_ERR_PROTO, "STATUS: unknown option 'fence'");
+    parse_err("LOCK job permit=3", PROTO_ERR_PROTO, "LOCK: unknown option 'permit'");
+}
+END_TEST
+
 START_TEST(test_errcode_names)
 {
     ck_assert_str_eq(proto_errcode_name(PROTO_ERR_PROTO), "PROTO");
@@ -1092,7 +1144,7 @@ START_TEST(test_help)
         "UNLOCK <name>... [token=HEX]",
         "STATUS <name> [token=HEX]", "EXTEND <name>... token=HEX ttl=MS", "PING [word]", "VERSION",
         "HELP", "QUIT", "STATS", "AUTH <password>", "LIST [prefix]", "WATCH <name>",
-        "UNWATCH <name>", "BREAK <name>",
+        "UNWATCH <name>", "BREAK <name>", "CHECK <name> fence=N [permit=I] | token=HEX",
     };
     const char *verb;
     size_t i, n, vlen;
@@ -1537,6 +1589,7 @@ proto_suite(void)
     tcase_add_test(tc, test_lease_and_fence_options);
     tcase_add_test(tc, test_label_option);
     tcase_add_test(tc, test_visibility_verbs);
+    tcase_add_test(tc, test_check_verb);
     suite_add_tcase(s, tc);
 
     tc = tcase_create("reply");

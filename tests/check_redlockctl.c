@@ -463,6 +463,15 @@ START_TEST(usage_errors)
         { "status", NULL },
         { "status", "a", "b", NULL },
         { "status", "bad name", NULL },
+        { "check", "name", NULL },
+        { "check", "name", "--fence", NULL },
+        { "check", "name", "--fence", "0", NULL },
+        { "check", "name", "--fence", "x", NULL },
+        { "check", "name", "--permit", "1", NULL },
+        { "check", "name", "--fence", "1", "--token", "0123456789abcdef0123456789abcdef",
+          NULL },
+        { "check", "name", "--fence", "1", "--permit", "1000", NULL },
+        { "--fence", "check", "name", "--fence", "1", NULL },
         { "stats", "extra", NULL },
         { "-n", "ping", NULL },
         { "--fence", "stats", NULL },
@@ -1417,6 +1426,46 @@ START_TEST(subcommands)
 }
 END_TEST
 
+/*
+ * check NAME --fence F [--permit I] | --token T: 0 and "current" while
+ * the grant holds, 1 and "stale (...)" once it does not; a counted name
+ * without --permit is refused (64).
+ */
+START_TEST(check_subcommand)
+{
+    char *got, tok[33], fence[24];
+    long long f;
+    int a;
+
+    EXPECT_SETUP(.masters = NMASTERS, .daemons = 1);
+    a = expect_tcp();
+    got = EXPECT_CMD(a, "LOCK ck mode=lease ttl=30000 fence");
+    ck_assert_msg(h_reply_int(got, "fence", &f) && strstr(got, " token=") != NULL, "'%s'", got);
+    memcpy(tok, strstr(got, " token=") + 7, 32);
+    tok[32] = '\0';
+    free(got);
+    snprintf(fence, sizeof(fence), "%lld", f);
+    ck_assert_int_eq(CT_RUN("cur", "-H", ct_addr(), "check", "ck", "--fence", fence), 0);
+    ct_assert_out_has("cur", "ck: current (on a quorum of the masters for ");
+    ck_assert_int_eq(CT_RUN("tok", "-H", ct_addr(), "check", "ck", "--token", tok), 0);
+    ct_assert_out_has("tok", "ck: current");
+    snprintf(fence, sizeof(fence), "%lld", f + 1);
+    ck_assert_int_eq(CT_RUN("other", "-H", ct_addr(), "check", "ck", "--fence", fence), 1);
+    ct_assert_out_has("other", "ck: stale (another grant holds it)");
+    ck_assert_int_eq(CT_RUN("free", "-H", ct_addr(), "check", "nobody", "--token", tok), 1);
+    ct_assert_out_has("free", "nobody: stale (nobody holds it)");
+    got = EXPECT_CMD(a, "LOCK sem limit=2 fence");
+    ck_assert_msg(h_reply_int(got, "permit", &f) && f >= 0 && f < 2, "'%s'", got);
+    free(got);
+    snprintf(fence, sizeof(fence), "%lld", f);
+    ck_assert_int_eq(CT_RUN("kind", "-H", ct_addr(), "check", "sem", "--fence", "1"), 64);
+    ct_assert_out_has("kind", "needs permit=I");
+    ck_assert_int_eq(CT_RUN("permit", "-H", ct_addr(), "check", "sem", "--fence", "1",
+                            "--permit", fence), 0);
+    close(a);
+}
+END_TEST
+
 /* $REDLOCKD_ADDR and $REDLOCKD_SOCKET, in that order after -S/-H. */
 START_TEST(environment_defaults)
 {
@@ -2332,6 +2381,7 @@ ctl_suite(void)
     tcase_add_test(tc, signal_while_waiting);
     tcase_add_test(tc, killed_redlockctl_kills_command);
     tcase_add_test(tc, subcommands);
+    tcase_add_test(tc, check_subcommand);
     tcase_add_test(tc, environment_defaults);
     tcase_add_test(tc, auth_password);
     tcase_add_test(tc, passwords_scrubbed_from_environ);

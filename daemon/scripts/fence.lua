@@ -12,7 +12,14 @@
 -- grant's label, whose fence field then becomes ARGV[1] (its expiry
 -- kept) where the record holds, so that readers see the fence the
 -- holder is told, and the grant is announced to watchers of the name
--- ARGV[4] when anyone watches.
+-- ARGV[4] when anyone watches.  Where the grant is confirmed here, its
+-- fence is kept for CHECK (check.lua) in the hash <record> fenced, field
+-- the token, value ARGV[1]: only a fenced grant writes it, a lock
+-- without a fence costs nothing.  The hash has no expiry, like the
+-- counter: a field whose token no longer holds the record answers
+-- nothing.  An exclusive key's or a permit's hash keeps this grant's
+-- field alone; a shared holder's keeps the fields of the live holders
+-- too (O(holders), fenced shared grants only).
 -- uses prelude.lua
 -- in the batch
 
@@ -42,5 +49,23 @@ if v then
 end
 if c < tonumber(ARGV[1]) then
   redis.call('SET', KEYS[1], ARGV[1])
+end
+if KEYS[2] and held == 1 then
+  -- Only commands of the ACL in docs/production.md: no HKEYS, no HGETALL.
+  local fk, keep = KEYS[2] .. ' fenced', {}
+  if ARGV[3] == 's' and redis.call('TYPE', fk).ok == 'hash' then
+    local live = redis.call('ZRANGEBYSCORE', KEYS[2], '(' .. rl_now(), '+inf')
+    for i = 1, #live do
+      local f = redis.call('HGET', fk, live[i])
+      if f then
+        keep[#keep + 1] = live[i]
+        keep[#keep + 1] = f
+      end
+    end
+  end
+  redis.call('DEL', fk)
+  keep[#keep + 1] = ARGV[2]
+  keep[#keep + 1] = ARGV[1]
+  redis.call('HSET', fk, unpack(keep))
 end
 return held
