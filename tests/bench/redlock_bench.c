@@ -60,7 +60,9 @@
  *                  ends, and the daemon releases what it held).  The
  *                  clients' view of each name is checked as counted's
  *                  is: a name held by two connections at once (clashes)
- *                  is an error too
+ *                  is an error too; with --own, connection i always
+ *                  takes the same two names, its own (2C names): no
+ *                  contention, what a set costs by itself
  *     list         C connections (default 1), each looping LIST (no
  *                  prefix) and reading its lines to END; a LIST counts
  *                  when its END was read before the end of the run.
@@ -208,6 +210,7 @@ struct bench_opts {
     bool            fence;                      /* uncontended, hot: LOCK ... fence, and
                                                    every OK's fence= above the one before */
     bool            set;                        /* pairs: LOCK a b (else two single LOCKs) */
+    bool            own;                        /* pairs: each connection on a pair of its own */
 };
 
 /* Latencies of one kind, in microseconds; grows. */
@@ -1087,7 +1090,10 @@ bench_pair_pick(struct bench_conn *c)
 {
     size_t n = (size_t)bench_opt.names, a = bench_pair_rand(n), b = bench_pair_rand(n - 1);
 
-    if (b >= a) {
+    if (bench_opt.own) {
+        a = 2 * c->idx;
+        b = a + 1;
+    } else if (b >= a) {
         b++;
     }
     c->pair[0] = a < b ? a : b;
@@ -2170,8 +2176,9 @@ bench_print(void)
                bench_opt.limit, bench_opt.fill, bench_seen.max_holders, bench_seen.clashes);
     }
     if (bench_opt.mode == BENCH_PAIRS) {
-        printf(",\"set\":%d,\"names\":%ld,\"wait_ms\":%d,\"max_held\":%" PRIu64
-               ",\"clashes\":%" PRIu64, bench_opt.set ? 1 : 0, bench_opt.names,
+        printf(",\"set\":%d,\"own\":%d,\"names\":%ld,\"wait_ms\":%d,\"max_held\":%" PRIu64
+               ",\"clashes\":%" PRIu64, bench_opt.set ? 1 : 0, bench_opt.own ? 1 : 0,
+               bench_opt.names,
                BENCH_PAIRS_WAIT_MS, bench_seen.max_holders, bench_seen.clashes);
     }
     if (bench_opt.mode == BENCH_SHARED) {
@@ -2215,6 +2222,8 @@ bench_usage(FILE *f)
             "                           pairs: the names the pairs are drawn from (default\n"
             "                           20, at least 2)\n"
             "  -S, --set                pairs: LOCK a b as one set (else LOCK a, LOCK b)\n"
+            "  -O, --own                pairs: connection i always on names 2i and 2i+1\n"
+            "                           (--names is then 2 * connections)\n"
             "  -f, --fill F             counted: F permits taken first by lease-mode LOCKs\n"
             "                           (F < limit; they expire 30 s after the run)\n"
             "  -w, --writers W          shared: exclusive loops besides the readers (default 1)\n"
@@ -2285,6 +2294,7 @@ bench_parse(int argc, char **argv)
         { "tls-name", required_argument, NULL, 'N' },
         { "fence", no_argument, NULL, 'F' },
         { "set", no_argument, NULL, 'S' },
+        { "own", no_argument, NULL, 'O' },
         { "help", no_argument, NULL, 'h' },
         { NULL, 0, NULL, 0 }
     };
@@ -2299,7 +2309,7 @@ bench_parse(int argc, char **argv)
     bench_opt.writers = 1;
     bench_opt.duration_s = 10;
     bench_opt.ttl_ms = 10000;
-    while ((ch = getopt_long(argc, argv, "m:c:n:l:k:f:w:d:t:T:M:C:N:FSh", longs, NULL)) != -1) {
+    while ((ch = getopt_long(argc, argv, "m:c:n:l:k:f:w:d:t:T:M:C:N:FSOh", longs, NULL)) != -1) {
         switch (ch) {
         case 'm':
             bench_opt.mode_name = optarg;
@@ -2374,6 +2384,9 @@ bench_parse(int argc, char **argv)
         case 'S':
             bench_opt.set = true;
             break;
+        case 'O':
+            bench_opt.own = true;
+            break;
         case 'h':
             bench_usage(stdout);
             exit(0);
@@ -2422,6 +2435,9 @@ bench_parse(int argc, char **argv)
                           : bench_opt.mode == BENCH_LEASE_HOLD ? BENCH_LEASE_CONNS
                           : bench_opt.mode == BENCH_NAMES_HOLD ? BENCH_LEASE_CONNS : 1;
     }
+    if (bench_opt.own && bench_opt.mode == BENCH_PAIRS) {
+        bench_opt.names = 2 * bench_opt.conns;
+    }
     if (bench_opt.names == 0) {
         bench_opt.names = bench_opt.mode == BENCH_PAIRS ? BENCH_PAIRS_NAMES : 1;
     }
@@ -2429,8 +2445,8 @@ bench_parse(int argc, char **argv)
         fprintf(stderr, "redlock-bench: --mode pairs needs --names 2 or more\n");
         return -1;
     }
-    if (bench_opt.set && bench_opt.mode != BENCH_PAIRS) {
-        fprintf(stderr, "redlock-bench: --set is for the pairs mode\n");
+    if ((bench_opt.set || bench_opt.own) && bench_opt.mode != BENCH_PAIRS) {
+        fprintf(stderr, "redlock-bench: --set and --own are for the pairs mode\n");
         return -1;
     }
     if (bench_opt.mode == BENCH_COUNTED && bench_opt.limit < 0) {

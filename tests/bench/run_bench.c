@@ -36,6 +36,10 @@
  *                     a b (one set)
  *     pairs-50-singles --mode pairs: the same pairs taken as two single
  *                     LOCKs in byte order, released together
+ *     pairs-64-own-set --mode pairs --set --own: 64 connections, each
+ *                     looping LOCK a b / UNLOCK a b on two names of its
+ *                     own: what a set costs without contention, beside
+ *                     uncontended-64 (a single lock without contention)
  *
  * each with fairness, errors (a TIMEOUT after wait= 10 s: something is
  * stuck) and the names the clients saw held by two connections at once
@@ -293,6 +297,7 @@
 #define RUNBENCH_PAIRS_CMDS     1.5     /* target: commands per set / per single lock */
 #define RUNBENCH_CMDS_MAX       64      /* commands told apart in a breakdown */
 #define RUNBENCH_CMD_NAME       48      /* a command's name in INFO commandstats */
+#define RUNBENCH_PAIRS_COLS     4       /* the rows the pairs table sets side by side */
 
 /* Calls of one command (INFO commandstats), summed over the masters. */
 struct runbench_cmd {
@@ -369,6 +374,8 @@ static struct runbench_run runbench_runs[] = {
     { .label = "pairs-50-set", .mode = "pairs", .conns = 50, .extra = { "--set" },
       .by_cmd = true },
     { .label = "pairs-50-singles", .mode = "pairs", .conns = 50, .by_cmd = true },
+    { .label = "pairs-64-own-set", .mode = "pairs", .conns = 64, .extra = { "--set", "--own" },
+      .by_cmd = true },
 };
 
 #define RUNBENCH_NRUNS  (sizeof(runbench_runs) / sizeof(runbench_runs[0]))
@@ -447,7 +454,8 @@ enum {
     RUNBENCH_UNC1F,
     RUNBENCH_UNC64F,
     RUNBENCH_PAIRS_SET,
-    RUNBENCH_PAIRS_SINGLES
+    RUNBENCH_PAIRS_SINGLES,
+    RUNBENCH_PAIRS_OWN
 };
 
 /* The number after "\"key\":" in a JSON line; -1 when absent. */
@@ -1596,24 +1604,25 @@ runbench_cmd_per_pair(const struct runbench_run *r, const char *name)
 static void
 runbench_pairs_table(void)
 {
-    const struct runbench_run *rows[3] = {
-        &runbench_runs[RUNBENCH_UNC64], &runbench_runs[RUNBENCH_PAIRS_SET],
-        &runbench_runs[RUNBENCH_PAIRS_SINGLES]
+    const struct runbench_run *rows[RUNBENCH_PAIRS_COLS] = {
+        &runbench_runs[RUNBENCH_UNC64], &runbench_runs[RUNBENCH_PAIRS_OWN],
+        &runbench_runs[RUNBENCH_PAIRS_SET], &runbench_runs[RUNBENCH_PAIRS_SINGLES]
     };
     const struct runbench_run *r;
     const char *name;
-    double v[3], sum[3] = { 0, 0, 0 };
+    double v[RUNBENCH_PAIRS_COLS], sum[RUNBENCH_PAIRS_COLS] = { 0, 0, 0, 0 };
     size_t i, j, k;
-    bool seen;
+    bool seen, some;
 
     printf("\npairs of names: 50 connections, each on a random pair of 20 names; set: LOCK a b "
            "(the two\nin a random order), UNLOCK a b; singles: LOCK a, then LOCK b (byte order), "
            "then UNLOCK b\nand UNLOCK a pipelined; wait=10 s (a TIMEOUT: stuck); acquire: the "
-           "first LOCK sent\nto the grant of both (us)\n");
+           "first LOCK sent\nto the grant of both (us); pairs-64-own-set: 64 connections, each "
+           "on two names of its own\n");
     printf("  %-18s %9s %8s %8s %8s %9s %7s %8s %10s\n", "run", "pairs/s", "acq p50", "acq p99",
            "rel p50", "fairness", "errors", "clashes", "most held");
-    for (i = 1; i < 3; i++) {
-        r = rows[i];
+    for (i = 0; i < RUNBENCH_PAIRS_COLS - 1; i++) {
+        r = rows[(i + 1) % (RUNBENCH_PAIRS_COLS - 1) + 1];     /* set, singles, own */
         if (!r->ok) {
             printf("  %-18s %9s\n", r->label, "(failed)");
             continue;
@@ -1623,11 +1632,11 @@ runbench_pairs_table(void)
                runbench_field(r->json, "max_held"), runbench_sane(r, false) ? "ok" : "FAILED");
     }
     printf("\ncommands per pair per master, by command (INFO commandstats over the row; a pair "
-           "of\nuncontended-64 is one single lock, of pairs-50-set one set of two names, of\n"
-           "pairs-50-singles two single locks)\n");
-    printf("  %-20s %15s %13s %17s %13s\n", "command", "uncontended-64", "pairs-50-set",
-           "pairs-50-singles", "set - single");
-    for (i = 0; i < 3; i++) {
+           "of\nuncontended-64 is one single lock, of the set rows one set of two names, of\n"
+           "pairs-50-singles two single locks; the last column: pairs-50-set - uncontended-64)\n");
+    printf("  %-16s %15s %17s %13s %17s %13s\n", "command", "uncontended-64", "pairs-64-own-set",
+           "pairs-50-set", "pairs-50-singles", "set - single");
+    for (i = 0; i < RUNBENCH_PAIRS_COLS; i++) {
         for (k = 0; rows[i]->ok && k < rows[i]->cmds.n; k++) {
             name = rows[i]->cmds.cmd[k].name;
             seen = false;
@@ -1637,18 +1646,20 @@ runbench_pairs_table(void)
             if (seen) {
                 continue;   /* printed with an earlier row's commands */
             }
-            for (j = 0; j < 3; j++) {
+            some = false;
+            for (j = 0; j < RUNBENCH_PAIRS_COLS; j++) {
                 v[j] = runbench_cmd_per_pair(rows[j], name);
                 sum[j] += v[j];
+                some = some || v[j] >= 0.005;
             }
-            if (v[0] < 0.005 && v[1] < 0.005 && v[2] < 0.005) {
-                continue;
+            if (some) {
+                printf("  %-16s %15.2f %17.2f %13.2f %17.2f %+13.2f\n", name, v[0], v[1], v[2],
+                       v[3], v[2] - v[0]);
             }
-            printf("  %-20s %15.2f %13.2f %17.2f %+13.2f\n", name, v[0], v[1], v[2], v[1] - v[0]);
         }
     }
-    printf("  %-20s %15.2f %13.2f %17.2f %+13.2f\n", "all", sum[0], sum[1], sum[2],
-           sum[1] - sum[0]);
+    printf("  %-16s %15.2f %17.2f %13.2f %17.2f %+13.2f\n", "all", sum[0], sum[1], sum[2],
+           sum[3], sum[2] - sum[0]);
 }
 
 /* The targets of the pairs rows. */
@@ -1658,6 +1669,7 @@ runbench_pairs_targets(void)
     const struct runbench_run *u64 = &runbench_runs[RUNBENCH_UNC64];
     const struct runbench_run *ps = &runbench_runs[RUNBENCH_PAIRS_SET];
     const struct runbench_run *pn = &runbench_runs[RUNBENCH_PAIRS_SINGLES];
+    const struct runbench_run *po = &runbench_runs[RUNBENCH_PAIRS_OWN];
 
     runbench_ratio("pairs-50 pairs/s, set / singles", ps->ok && pn->ok, ps->pps, pn->pps, false,
                    RUNBENCH_PAIRS_PPS);
@@ -1683,6 +1695,13 @@ runbench_pairs_targets(void)
                ps->m_scripts, u64->m_scripts);
     } else {
         printf("  %-44s %10s   info\n", "script calls per set / per lock", "n/a");
+    }
+    if (po->ok && po->m_ok && u64->ok && u64->m_ok && u64->m_cmds > 0) {
+        printf("  %-44s %10.2f   info (both uncontended; scripts %.2f)\n",
+               "commands per set / per lock, own names", po->m_cmds / u64->m_cmds,
+               u64->m_scripts > 0 ? po->m_scripts / u64->m_scripts : 0.0);
+    } else {
+        printf("  %-44s %10s   info\n", "commands per set / per lock, own names", "n/a");
     }
     if (ps->ok && ps->m_ok && pn->ok && pn->m_ok && pn->m_cmds > 0) {
         printf("  %-44s %10.2f   info (scripts %.2f)\n", "commands per set / per 2 singles",
@@ -2771,7 +2790,7 @@ runbench_judge(const struct runbench_run *r, bool smoke)
 
 /* The rows BENCH_ONLY=pairs runs: a single lock's (uncontended-64) and the pairs rows. */
 static const size_t runbench_pairs_rows[] = {
-    RUNBENCH_UNC64, RUNBENCH_PAIRS_SET, RUNBENCH_PAIRS_SINGLES
+    RUNBENCH_UNC64, RUNBENCH_PAIRS_SET, RUNBENCH_PAIRS_SINGLES, RUNBENCH_PAIRS_OWN
 };
 
 /* BENCH_ONLY=pairs: run those rows; false when one failed. */
