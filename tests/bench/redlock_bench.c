@@ -246,6 +246,14 @@ struct bench_seen {
                                pairs: the same per name */
 };
 
+/* Where a pairs connection is in its loop. */
+enum bench_pair_step {
+    BENCH_PAIR_LOCK_FIRST,      /* singles: LOCK pair[0] sent */
+    BENCH_PAIR_LOCK_BOTH,       /* set: LOCK of both sent; singles: LOCK pair[1] sent */
+    BENCH_PAIR_HELD,            /* both granted, UNLOCK not yet sent */
+    BENCH_PAIR_UNLOCK           /* UNLOCK(s) sent, unlocks_due replies to read */
+};
+
 /* One daemon connection (uncontended, hot); owned by bench_conns. */
 struct bench_conn {
     size_t              idx;                    /* index in bench_conns */
@@ -266,7 +274,7 @@ struct bench_conn {
     uint64_t            listed;                 /* list: lines of the LIST being read */
     size_t              pair[2];                /* pairs: the names' indices, in byte order */
     bool                swap;                   /* pairs --set: LOCK/UNLOCK say pair[1] first */
-    int                 step;                   /* pairs: enum bench_pair_step */
+    enum bench_pair_step step;                  /* pairs: where it is in its loop */
     size_t              unlocks_due;            /* pairs: UNLOCK replies still to read */
     void (*on_line)(struct bench_conn *c, const char *line, size_t len); /* per reply line
                                                    (NUL-terminated, as evbuffer_readln
@@ -1039,14 +1047,6 @@ bench_fill_free(void)
 }
 
 /* ---- pairs: two names at once, as a set or as two single LOCKs ---- */
-
-/* Where a pairs connection is in its loop. */
-enum bench_pair_step {
-    BENCH_PAIR_LOCK_FIRST,      /* singles: LOCK pair[0] sent */
-    BENCH_PAIR_LOCK_BOTH,       /* set: LOCK of both sent; singles: LOCK pair[1] sent */
-    BENCH_PAIR_HELD,            /* both granted, UNLOCK not yet sent */
-    BENCH_PAIR_UNLOCK           /* UNLOCK(s) sent, unlocks_due replies to read */
-};
 
 /* The names, bench-<pid>-<k>, sorted in byte order (the order singles take them in). */
 static char (*bench_pair_names)[BENCH_NAME_MAX];
