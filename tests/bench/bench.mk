@@ -5,7 +5,7 @@
 # tests/bench/run_bench.c.
 #
 #   build/redlock-bench  the load generator (uncontended, hot, counted,
-#                        shared, direct, rtt, hold, lease-hold)
+#                        shared, pairs, direct, rtt, hold, lease-hold)
 #   build/redlock-noisy  the noisy-neighbour row's load: held session locks,
 #                        a probe, and sessions flooding WATCH, STATUS and LIST
 #                        from several source addresses

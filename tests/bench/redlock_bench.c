@@ -42,6 +42,27 @@
  *                  ttl=<ttl>), pipelined as lease-hold's over C
  *                  connections (default 8), held until the hold ends:
  *                  a lock table of N names for LIST to walk
+ *     pairs        C connections (default 50) on --names K names
+ *                  (bench-<pid>-<k>, default 20), each looping: pick a
+ *                  random pair of them, take both, release both; with
+ *                  --set as one set, LOCK a b (the two in a random
+ *                  order, so that the daemon's canonical order does the
+ *                  work) and UNLOCK a b; without, as two single LOCKs in
+ *                  byte order: LOCK a, then LOCK b once a is granted,
+ *                  then UNLOCK b and UNLOCK a pipelined.  A pair counts
+ *                  when both names are released; its acquire latency
+ *                  runs from the first LOCK sent to the grant of the
+ *                  second name (of the set).  Every LOCK says
+ *                  wait=BENCH_PAIRS_WAIT_MS (10 s), so a TIMEOUT means
+ *                  something is stuck: any reply other than OK (naming
+ *                  the names asked for, in their order) is an error,
+ *                  printed, and its connection is closed (its session
+ *                  ends, and the daemon releases what it held).  The
+ *                  clients' view of each name is checked as counted's
+ *                  is: a name held by two connections at once (clashes)
+ *                  is an error too; with --own, connection i always
+ *                  takes the same two names, its own (2C names): no
+ *                  contention, what a set costs by itself
  *     list         C connections (default 1), each looping LIST (no
  *                  prefix) and reading its lines to END; a LIST counts
  *                  when its END was read before the end of the run.
@@ -50,7 +71,7 @@
  *                  LIST) and errors (a line that is neither HELD, WAIT
  *                  nor END, a closed connection)
  *
- * Holders seen by the clients (counted, shared): a connection counts as
+ * Holders seen by the clients (counted, shared, pairs): a connection counts as
  * a holder from the moment its OK is read to the moment its UNLOCK is
  * sent.  The UNLOCKs answering the OKs read in one pass of the event
  * loop are sent together after that pass, so OKs read together are
@@ -148,6 +169,9 @@
 #define BENCH_COUNTED_LIMIT 8           /* counted: default --limit */
 #define BENCH_FILL_CONNS    8           /* counted --fill: connections carrying it */
 #define BENCH_LIMIT_MAX     1000        /* --limit upper bound (the daemon's) */
+#define BENCH_PAIRS_CONNS   50          /* pairs: default connections */
+#define BENCH_PAIRS_NAMES   20          /* pairs: default --names */
+#define BENCH_PAIRS_WAIT_MS 10000       /* pairs: wait= of every LOCK (a TIMEOUT: stuck) */
 
 enum bench_mode {
     BENCH_UNCONTENDED,
@@ -159,7 +183,8 @@ enum bench_mode {
     BENCH_NAMES_HOLD,
     BENCH_LIST,
     BENCH_COUNTED,
-    BENCH_SHARED
+    BENCH_SHARED,
+    BENCH_PAIRS
 };
 
 /* Command-line settings; static storage, lives for the whole run. */
@@ -184,6 +209,8 @@ struct bench_opts {
     const char     *tls_name;                   /* --tls-name: the name to verify */
     bool            fence;                      /* uncontended, hot: LOCK ... fence, and
                                                    every OK's fence= above the one before */
+    bool            set;                        /* pairs: LOCK a b (else two single LOCKs) */
+    bool            own;                        /* pairs: each connection on a pair of its own */
 };
 
 /* Latencies of one kind, in microseconds; grows. */
@@ -213,8 +240,18 @@ struct bench_seen {
     uint64_t  wholders;     /* shared: writers holding now */
     uint64_t  mixed;        /* shared: OKs of a writer read while anyone else held,
                                or of a reader while a writer held */
-    uint64_t  clashes;      /* counted: OKs naming a permit another connection held */
-    size_t   *permit_of;    /* counted: per permit, 1 + the index of its holder, 0 none */
+    uint64_t  clashes;      /* counted: OKs naming a permit another connection held;
+                               pairs: OKs naming a name another connection held */
+    size_t   *permit_of;    /* counted: per permit, 1 + the index of its holder, 0 none;
+                               pairs: the same per name */
+};
+
+/* Where a pairs connection is in its loop. */
+enum bench_pair_step {
+    BENCH_PAIR_LOCK_FIRST,      /* singles: LOCK pair[0] sent */
+    BENCH_PAIR_LOCK_BOTH,       /* set: LOCK of both sent; singles: LOCK pair[1] sent */
+    BENCH_PAIR_HELD,            /* both granted, UNLOCK not yet sent */
+    BENCH_PAIR_UNLOCK           /* UNLOCK(s) sent, unlocks_due replies to read */
 };
 
 /* One daemon connection (uncontended, hot); owned by bench_conns. */
@@ -235,6 +272,10 @@ struct bench_conn {
     size_t              outstanding;            /* lease-hold, names-hold: LOCKs not yet
                                                    answered */
     uint64_t            listed;                 /* list: lines of the LIST being read */
+    size_t              pair[2];                /* pairs: the names' indices, in byte order */
+    bool                swap;                   /* pairs --set: LOCK/UNLOCK say pair[1] first */
+    enum bench_pair_step step;                  /* pairs: where it is in its loop */
+    size_t              unlocks_due;            /* pairs: UNLOCK replies still to read */
     void (*on_line)(struct bench_conn *c, const char *line, size_t len); /* per reply line
                                                    (NUL-terminated, as evbuffer_readln
                                                    gives it, and len bytes) */
@@ -307,6 +348,10 @@ static const char bench_release_lua[] =
 
 static void bench_conn_send_lock(struct bench_conn *c);
 static void bench_loop_acquire(struct bench_loop *l);
+static void bench_pair_send(struct bench_conn *c);
+static void bench_pair_flush(struct bench_conn *c);
+static void bench_pair_line(struct bench_conn *c, const char *line, size_t len);
+static void bench_pair_drop(struct bench_conn *c, size_t k);
 
 /* ---- small helpers ---- */
 
@@ -421,6 +466,10 @@ bench_conn_send_lock(struct bench_conn *c)
 {
     struct evbuffer *out = bufferevent_get_output(c->bev);
 
+    if (bench_opt.mode == BENCH_PAIRS) {
+        bench_pair_send(c);
+        return;
+    }
     c->locking = true;
     c->sent_us = bench_now_us();
     if (bench_opt.mode == BENCH_COUNTED) {
@@ -555,6 +604,10 @@ bench_flush_cb(evutil_socket_t fd, short what, void *arg)
     while ((c = bench_unlocks) != NULL) {
         bench_unlocks = c->next_unlock;
         c->next_unlock = NULL;
+        if (bench_opt.mode == BENCH_PAIRS) {
+            bench_pair_flush(c);
+            continue;
+        }
         bench_seen_drop(c);
         if (!bench_stopping && !c->dead) {
             bench_conn_send_unlock(c);
@@ -625,8 +678,9 @@ bench_conn_read_cb(struct bufferevent *bev, void *arg)
     size_t len;
     char *line;
 
-    while ((line = evbuffer_readln(bufferevent_get_input(bev), &len,
-                                   EVBUFFER_EOL_LF)) != NULL) {
+    /* c->bev goes NULL when a line made c close its connection (pairs). */
+    while (c->bev != NULL && (line = evbuffer_readln(bufferevent_get_input(bev), &len,
+                                                     EVBUFFER_EOL_LF)) != NULL) {
         c->on_line(c, line, len);
         free(line);
     }
@@ -671,6 +725,11 @@ bench_conn_event_cb(struct bufferevent *bev, short what, void *arg)
             /* Could not even connect: nothing to measure. */
             fprintf(stderr, "redlock-bench: cannot connect to %s\n", bench_opt.target);
             exit(1);
+        }
+        if (bench_opt.mode == BENCH_PAIRS) {
+            /* Its session ended: the daemon released what it held. */
+            bench_pair_drop(c, c->pair[0]);
+            bench_pair_drop(c, c->pair[1]);
         }
         bench_conn_kill(c);
     }
@@ -987,6 +1046,242 @@ bench_fill_free(void)
     }
 }
 
+/* ---- pairs: two names at once, as a set or as two single LOCKs ---- */
+
+/* The names, bench-<pid>-<k>, sorted in byte order (the order singles take them in). */
+static char (*bench_pair_names)[BENCH_NAME_MAX];
+
+static int
+bench_pair_cmp(const void *a, const void *b)
+{
+    return strcmp(a, b);
+}
+
+/* --names K names for the pairs mode, in byte order; 0, or -1 out of memory. */
+static int
+bench_pair_names_init(long pid)
+{
+    size_t k, n = (size_t)bench_opt.names;
+
+    bench_pair_names = calloc(n, sizeof(*bench_pair_names));
+    if (bench_pair_names == NULL) {
+        return -1;
+    }
+    for (k = 0; k < n; k++) {
+        snprintf(bench_pair_names[k], BENCH_NAME_MAX, "bench-%ld-%zu", pid, k);
+    }
+    qsort(bench_pair_names, n, sizeof(*bench_pair_names), bench_pair_cmp);
+    return 0;
+}
+
+/* A random number below n (n > 0), from the token generator's state. */
+static size_t
+bench_pair_rand(size_t n)
+{
+    bench_rng ^= bench_rng >> 12;
+    bench_rng ^= bench_rng << 25;
+    bench_rng ^= bench_rng >> 27;
+    return (size_t)((bench_rng * 2685821657736338717ULL) >> 33) % n;
+}
+
+/* The next pair of c: two different names, pair[0] before pair[1] in byte order. */
+static void
+bench_pair_pick(struct bench_conn *c)
+{
+    size_t n = (size_t)bench_opt.names, a = bench_pair_rand(n), b = bench_pair_rand(n - 1);
+
+    if (bench_opt.own) {
+        a = 2 * c->idx;
+        b = a + 1;
+    } else if (b >= a) {
+        b++;
+    }
+    c->pair[0] = a < b ? a : b;
+    c->pair[1] = a < b ? b : a;
+    c->swap = bench_pair_rand(2) == 1;
+}
+
+/* The name of c's pair that a set's LOCK and UNLOCK say i-th (0 or 1). */
+static const char *
+bench_pair_said(const struct bench_conn *c, size_t i)
+{
+    return bench_pair_names[c->pair[c->swap ? 1 - i : i]];
+}
+
+/* Start c's next pair: its first LOCK. */
+static void
+bench_pair_send(struct bench_conn *c)
+{
+    struct evbuffer *out = bufferevent_get_output(c->bev);
+
+    bench_pair_pick(c);
+    c->locking = true;
+    c->sent_us = bench_now_us();
+    if (bench_opt.set) {
+        c->step = BENCH_PAIR_LOCK_BOTH;
+        evbuffer_add_printf(out, "LOCK %s %s ttl=%ld wait=%d\n", bench_pair_said(c, 0),
+                            bench_pair_said(c, 1), bench_opt.ttl_ms, BENCH_PAIRS_WAIT_MS);
+    } else {
+        c->step = BENCH_PAIR_LOCK_FIRST;
+        evbuffer_add_printf(out, "LOCK %s ttl=%ld wait=%d\n", bench_pair_names[c->pair[0]],
+                            bench_opt.ttl_ms, BENCH_PAIRS_WAIT_MS);
+    }
+}
+
+/*
+ * c read the OK of name k: it holds k from now until its UNLOCK is
+ * sent.  Another connection holding k at the same time is a clash.
+ */
+static void
+bench_pair_take(struct bench_conn *c, size_t k)
+{
+    if (bench_seen.permit_of[k] != 0) {
+        bench_st.errors++;
+        if (++bench_seen.clashes <= BENCH_DIAG_MAX) {
+            fprintf(stderr, "redlock-bench: conn %zu granted %s, which conn %zu holds\n",
+                    c->idx, bench_pair_names[k], bench_seen.permit_of[k] - 1);
+        }
+    }
+    bench_seen.permit_of[k] = c->idx + 1;
+    if (++bench_seen.holders > bench_seen.max_holders) {
+        bench_seen.max_holders = bench_seen.holders;
+    }
+}
+
+/* c no longer holds name k (its UNLOCK is being sent, or its connection closed). */
+static void
+bench_pair_drop(struct bench_conn *c, size_t k)
+{
+    if (bench_seen.permit_of[k] == c->idx + 1) {
+        bench_seen.permit_of[k] = 0;
+        bench_seen.holders--;
+    }
+}
+
+/*
+ * A reply that is not the expected OK: an error, printed; c's
+ * connection closes (its session ends, and the daemon releases what it
+ * held), so that nobody waits behind a stuck connection.
+ */
+static void
+bench_pair_fail(struct bench_conn *c, const char *line, size_t len)
+{
+    bench_st.errors++;
+    if (bench_st.errors <= BENCH_DIAG_MAX) {
+        fprintf(stderr, "redlock-bench: conn %zu: unexpected reply to %s %s%s%s: %.*s; "
+                "closing the connection\n", c->idx, c->step == BENCH_PAIR_UNLOCK ? "UNLOCK"
+                : "LOCK", c->step == BENCH_PAIR_LOCK_FIRST ? bench_pair_names[c->pair[0]]
+                : bench_opt.set ? bench_pair_said(c, 0) : bench_pair_names[c->pair[1]],
+                bench_opt.set ? " " : "", bench_opt.set ? bench_pair_said(c, 1) : "",
+                (int)len, line);
+    }
+    bench_pair_drop(c, c->pair[0]);
+    bench_pair_drop(c, c->pair[1]);
+    bufferevent_free(c->bev);
+    c->bev = NULL;
+    bench_conn_kill(c);
+}
+
+/*
+ * The OK to a LOCK of c's: it must name what was asked, in the order it
+ * was asked ("OK a b validity=..."); true when it does.
+ */
+static bool
+bench_pair_ok_names(const struct bench_conn *c, const char *line)
+{
+    char want[2 * BENCH_NAME_MAX + 8];
+    size_t n;
+
+    if (bench_opt.set) {
+        n = (size_t)snprintf(want, sizeof(want), "OK %s %s", bench_pair_said(c, 0),
+                             bench_pair_said(c, 1));
+    } else {
+        n = (size_t)snprintf(want, sizeof(want), "OK %s",
+                             bench_pair_names[c->pair[c->step == BENCH_PAIR_LOCK_FIRST ? 0 : 1]]);
+    }
+    return strncmp(line, want, n) == 0 && (line[n] == ' ' || line[n] == '\0');
+}
+
+/* After the pass in which c was granted both names: release them. */
+static void
+bench_pair_flush(struct bench_conn *c)
+{
+    struct evbuffer *out;
+
+    bench_pair_drop(c, c->pair[1]);
+    bench_pair_drop(c, c->pair[0]);
+    if (bench_stopping || c->dead || c->bev == NULL) {
+        return;
+    }
+    out = bufferevent_get_output(c->bev);
+    c->step = BENCH_PAIR_UNLOCK;
+    c->rel_sent_us = bench_now_us();
+    if (bench_opt.set) {
+        c->unlocks_due = 1;
+        evbuffer_add_printf(out, "UNLOCK %s %s\n", bench_pair_said(c, 0), bench_pair_said(c, 1));
+    } else {
+        c->unlocks_due = 2;
+        evbuffer_add_printf(out, "UNLOCK %s\nUNLOCK %s\n", bench_pair_names[c->pair[1]],
+                            bench_pair_names[c->pair[0]]);
+    }
+}
+
+/* One reply line from the daemon to a pairs connection. */
+static void
+bench_pair_line(struct bench_conn *c, const char *line, size_t len)
+{
+    int64_t now;
+
+    if (client_is_push(line)) {
+        /* ! LOST: never expected in a healthy run. */
+        if (!bench_stopping) {
+            bench_st.errors++;
+            fprintf(stderr, "redlock-bench: conn %zu: %.*s\n", c->idx, (int)len, line);
+        }
+        return;
+    }
+    if (bench_stopping) {
+        return;
+    }
+    if (!client_is_status(line, "OK") || c->step == BENCH_PAIR_HELD
+        || (c->step != BENCH_PAIR_UNLOCK && !bench_pair_ok_names(c, line))) {
+        bench_pair_fail(c, line, len);
+        return;
+    }
+    now = bench_now_us();
+    switch (c->step) {
+    case BENCH_PAIR_LOCK_FIRST:
+        bench_pair_take(c, c->pair[0]);
+        c->step = BENCH_PAIR_LOCK_BOTH;
+        evbuffer_add_printf(bufferevent_get_output(c->bev), "LOCK %s ttl=%ld wait=%d\n",
+                            bench_pair_names[c->pair[1]], bench_opt.ttl_ms,
+                            BENCH_PAIRS_WAIT_MS);
+        break;
+    case BENCH_PAIR_LOCK_BOTH:
+        bench_lat_add(&bench_st.lat, now - c->sent_us);
+        c->acquired++;
+        c->locking = false;
+        if (bench_opt.set) {
+            bench_pair_take(c, c->pair[0]);
+        }
+        bench_pair_take(c, c->pair[1]);
+        /* Held until the UNLOCKs go, after this pass of the loop. */
+        c->step = BENCH_PAIR_HELD;
+        c->next_unlock = bench_unlocks;
+        bench_unlocks = c;
+        event_active(bench_flush, EV_TIMEOUT, 0);
+        break;
+    default:
+        if (--c->unlocks_due > 0) {
+            break;
+        }
+        bench_lat_add(&bench_st.rel, now - c->rel_sent_us);
+        bench_st.pairs++;
+        bench_pair_send(c);
+        break;
+    }
+}
+
 /* Open the looping connections; the clock starts once all are up. */
 static void
 bench_open_loops(void)
@@ -994,7 +1289,9 @@ bench_open_loops(void)
     size_t i;
 
     for (i = 0; i < bench_nconns; i++) {
-        if (bench_conn_open(&bench_conns[i], bench_conn_line, bench_conn_event_cb) != 0) {
+        if (bench_conn_open(&bench_conns[i], bench_opt.mode == BENCH_PAIRS ? bench_pair_line
+                                                                          : bench_conn_line,
+                            bench_conn_event_cb) != 0) {
             fprintf(stderr, "redlock-bench: cannot open connection %zu\n", i);
             exit(1);
         }
@@ -1019,9 +1316,15 @@ bench_run_daemon(void)
     bench_flush = event_new(bench_base, -1, 0, bench_flush_cb, NULL);
     if (bench_opt.mode == BENCH_COUNTED) {
         bench_seen.permit_of = calloc((size_t)bench_opt.limit, sizeof(*bench_seen.permit_of));
+    } else if (bench_opt.mode == BENCH_PAIRS) {
+        bench_seen.permit_of = calloc((size_t)bench_opt.names, sizeof(*bench_seen.permit_of));
+        if (bench_pair_names_init(pid) != 0) {
+            return -1;
+        }
     }
     if (bench_conns == NULL || bench_flush == NULL
-        || (bench_opt.mode == BENCH_COUNTED && bench_seen.permit_of == NULL)) {
+        || ((bench_opt.mode == BENCH_COUNTED || bench_opt.mode == BENCH_PAIRS)
+            && bench_seen.permit_of == NULL)) {
         return -1;
     }
     bench_alive = n;
@@ -1034,7 +1337,7 @@ bench_run_daemon(void)
         } else if (bench_opt.mode == BENCH_SHARED) {
             snprintf(bench_conns[i].name, BENCH_NAME_MAX, "bench-%ld-rw", pid);
             bench_conns[i].writer = i >= (size_t)bench_opt.conns;
-        } else {
+        } else if (bench_opt.mode != BENCH_PAIRS) {
             snprintf(bench_conns[i].name, BENCH_NAME_MAX, "bench-%ld-u%zu", pid, i);
         }
     }
@@ -1840,7 +2143,8 @@ bench_print(void)
     double secs = (double)(bench_st.end_us - bench_st.start_us) / 1e6;
     uint64_t amin, amax, sum;
     bool daemon = bench_opt.mode == BENCH_UNCONTENDED || bench_opt.mode == BENCH_HOT
-                  || bench_opt.mode == BENCH_COUNTED || bench_opt.mode == BENCH_SHARED;
+                  || bench_opt.mode == BENCH_COUNTED || bench_opt.mode == BENCH_SHARED
+                  || bench_opt.mode == BENCH_PAIRS;
 
     if (secs <= 0) {
         secs = 1e-6;
@@ -1862,7 +2166,7 @@ bench_print(void)
                bench_lat_pct(&bench_st.rel, 50), bench_lat_pct(&bench_st.rel, 99));
     }
     if (bench_opt.mode == BENCH_HOT || bench_opt.mode == BENCH_COUNTED
-        || bench_opt.mode == BENCH_SHARED) {
+        || bench_opt.mode == BENCH_SHARED || bench_opt.mode == BENCH_PAIRS) {
         /* shared: the readers only */
         bench_acq_range(0, (size_t)bench_opt.conns, &amin, &amax, &sum);
         printf(",\"min_acq\":%" PRIu64 ",\"max_acq\":%" PRIu64, amin, amax);
@@ -1870,6 +2174,12 @@ bench_print(void)
     if (bench_opt.mode == BENCH_COUNTED) {
         printf(",\"limit\":%ld,\"fill\":%ld,\"max_holders\":%" PRIu64 ",\"clashes\":%" PRIu64,
                bench_opt.limit, bench_opt.fill, bench_seen.max_holders, bench_seen.clashes);
+    }
+    if (bench_opt.mode == BENCH_PAIRS) {
+        printf(",\"set\":%d,\"own\":%d,\"names\":%ld,\"wait_ms\":%d,\"max_held\":%" PRIu64
+               ",\"clashes\":%" PRIu64, bench_opt.set ? 1 : 0, bench_opt.own ? 1 : 0,
+               bench_opt.names,
+               BENCH_PAIRS_WAIT_MS, bench_seen.max_holders, bench_seen.clashes);
     }
     if (bench_opt.mode == BENCH_SHARED) {
         bench_acq_range((size_t)bench_opt.conns, bench_nconns, &amin, &amax, &sum);
@@ -1894,12 +2204,13 @@ static void
 bench_usage(FILE *f)
 {
     fprintf(f,
-            "usage: redlock-bench --mode uncontended|hot|counted|shared|direct|rtt|hold|\n"
-            "                            lease-hold|names-hold|list [options]\n"
+            "usage: redlock-bench --mode uncontended|hot|counted|shared|pairs|direct|rtt|\n"
+            "                            hold|lease-hold|names-hold|list [options]\n"
             "  -m, --mode MODE          what to measure (see the head of redlock_bench.c)\n"
             "  -c, --connections N      connections (uncontended, hot, counted, shared:\n"
             "                           the readers, hold, lease-hold) or loops (direct);\n"
-            "                           default 1, hot 50, counted and shared 64, direct 64,\n"
+            "                           default 1, hot and pairs 50, counted and shared 64,\n"
+            "                           direct 64,\n"
             "                           hold 100 (one lock each), lease-hold and names-hold\n"
             "                           8, list 1; rtt always 1\n"
             "  -n, --locks N            lease-hold: lease-mode LOCKs to send, names-hold:\n"
@@ -1907,7 +2218,12 @@ bench_usage(FILE *f)
             "  -l, --limit N            counted: the name's limit (default 8); hold: ask\n"
             "                           for permits of counted names with this limit\n"
             "  -k, --names K            hold with --limit: connection i asks for name\n"
-            "                           i mod K (default 1); connections <= K * limit\n"
+            "                           i mod K (default 1); connections <= K * limit;\n"
+            "                           pairs: the names the pairs are drawn from (default\n"
+            "                           20, at least 2)\n"
+            "  -S, --set                pairs: LOCK a b as one set (else LOCK a, LOCK b)\n"
+            "  -O, --own                pairs: connection i always on names 2i and 2i+1\n"
+            "                           (--names is then 2 * connections)\n"
             "  -f, --fill F             counted: F permits taken first by lease-mode LOCKs\n"
             "                           (F < limit; they expire 30 s after the run)\n"
             "  -w, --writers W          shared: exclusive loops besides the readers (default 1)\n"
@@ -1926,8 +2242,9 @@ bench_usage(FILE *f)
             "  -h, --help\n"
             "Prints one JSON line: pairs, pairs_per_s, p50/p90/p99/max acquire latency\n"
             "in microseconds, errors, rel_p50/p99 release latency (daemon modes), for\n"
-            "hot, counted and shared min_acq/max_acq per connection, for counted\n"
-            "max_holders and clashes, for shared max_readers, mixed and writer_*.  The\n"
+            "hot, counted, shared and pairs min_acq/max_acq per connection, for counted\n"
+            "max_holders and clashes, for pairs set, names, max_held and clashes, for\n"
+            "shared max_readers, mixed and writer_*.  The\n"
             "hold modes print {\"event\":\"held\",...} once every LOCK was answered,\n"
             "then, when the hold ends, asked, held, grant_seconds, hold_seconds, lost\n"
             "and errors.\n");
@@ -1976,6 +2293,8 @@ bench_parse(int argc, char **argv)
         { "tls-ca", required_argument, NULL, 'C' },
         { "tls-name", required_argument, NULL, 'N' },
         { "fence", no_argument, NULL, 'F' },
+        { "set", no_argument, NULL, 'S' },
+        { "own", no_argument, NULL, 'O' },
         { "help", no_argument, NULL, 'h' },
         { NULL, 0, NULL, 0 }
     };
@@ -1985,12 +2304,12 @@ bench_parse(int argc, char **argv)
     bench_opt.conns = -1;
     bench_opt.locks = BENCH_LEASE_LOCKS;
     bench_opt.limit = -1;
-    bench_opt.names = 1;
+    bench_opt.names = 0;    /* not given: 1, pairs 20 (below) */
     bench_opt.fill = 0;
     bench_opt.writers = 1;
     bench_opt.duration_s = 10;
     bench_opt.ttl_ms = 10000;
-    while ((ch = getopt_long(argc, argv, "m:c:n:l:k:f:w:d:t:T:M:C:N:Fh", longs, NULL)) != -1) {
+    while ((ch = getopt_long(argc, argv, "m:c:n:l:k:f:w:d:t:T:M:C:N:FSOh", longs, NULL)) != -1) {
         switch (ch) {
         case 'm':
             bench_opt.mode_name = optarg;
@@ -2062,6 +2381,12 @@ bench_parse(int argc, char **argv)
         case 'F':
             bench_opt.fence = true;
             break;
+        case 'S':
+            bench_opt.set = true;
+            break;
+        case 'O':
+            bench_opt.own = true;
+            break;
         case 'h':
             bench_usage(stdout);
             exit(0);
@@ -2092,6 +2417,8 @@ bench_parse(int argc, char **argv)
         bench_opt.mode = BENCH_COUNTED;
     } else if (strcmp(bench_opt.mode_name, "shared") == 0) {
         bench_opt.mode = BENCH_SHARED;
+    } else if (strcmp(bench_opt.mode_name, "pairs") == 0) {
+        bench_opt.mode = BENCH_PAIRS;
     } else {
         fprintf(stderr, "redlock-bench: unknown mode '%s'\n", bench_opt.mode_name);
         return -1;
@@ -2100,12 +2427,27 @@ bench_parse(int argc, char **argv)
         bench_opt.conns = 1;
     } else if (bench_opt.conns < 0) {
         bench_opt.conns = bench_opt.mode == BENCH_HOT ? 50
+                          : bench_opt.mode == BENCH_PAIRS ? BENCH_PAIRS_CONNS
                           : bench_opt.mode == BENCH_DIRECT ? 64
                           : bench_opt.mode == BENCH_COUNTED ? 64
                           : bench_opt.mode == BENCH_SHARED ? 64
                           : bench_opt.mode == BENCH_HOLD ? BENCH_HOLD_CONNS
                           : bench_opt.mode == BENCH_LEASE_HOLD ? BENCH_LEASE_CONNS
                           : bench_opt.mode == BENCH_NAMES_HOLD ? BENCH_LEASE_CONNS : 1;
+    }
+    if (bench_opt.own && bench_opt.mode == BENCH_PAIRS) {
+        bench_opt.names = 2 * bench_opt.conns;
+    }
+    if (bench_opt.names == 0) {
+        bench_opt.names = bench_opt.mode == BENCH_PAIRS ? BENCH_PAIRS_NAMES : 1;
+    }
+    if (bench_opt.mode == BENCH_PAIRS && bench_opt.names < 2) {
+        fprintf(stderr, "redlock-bench: --mode pairs needs --names 2 or more\n");
+        return -1;
+    }
+    if ((bench_opt.set || bench_opt.own) && bench_opt.mode != BENCH_PAIRS) {
+        fprintf(stderr, "redlock-bench: --set and --own are for the pairs mode\n");
+        return -1;
     }
     if (bench_opt.mode == BENCH_COUNTED && bench_opt.limit < 0) {
         bench_opt.limit = BENCH_COUNTED_LIMIT;
@@ -2234,6 +2576,7 @@ main(int argc, char **argv)
     free(bench_st.wlat.us);
     free(bench_st.wrel.us);
     free(bench_seen.permit_of);
+    free(bench_pair_names);
     if (bench_flush != NULL) {
         event_free(bench_flush);
     }

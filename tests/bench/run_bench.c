@@ -28,8 +28,28 @@
  *                     held by lease-mode locks (--fill 999); acquire and
  *                     release p50 and their ratios to grant-l1
  *
- * A counted or shared row that breaks those checks fails the run (both
- * modes); the figures are reported, never judged.
+ * The pairs rows of the standard table (sets of names against single
+ * LOCKs):
+ *
+ *     pairs-50-set    --mode pairs --set: 50 connections, each looping
+ *                     on a random pair of 20 names, LOCK a b / UNLOCK
+ *                     a b (one set)
+ *     pairs-50-singles --mode pairs: the same pairs taken as two single
+ *                     LOCKs in byte order, released together
+ *     pairs-64-own-set --mode pairs --set --own: 64 connections, each
+ *                     looping LOCK a b / UNLOCK a b on two names of its
+ *                     own: what a set costs without contention, beside
+ *                     uncontended-64 (a single lock without contention)
+ *
+ * each with fairness, errors (a TIMEOUT after wait= 10 s: something is
+ * stuck) and the names the clients saw held by two connections at once
+ * (clashes; must be 0); targets: set pairs/s / singles pairs/s >= 1.0,
+ * the masters' commands per set / per single lock (uncontended-64) <=
+ * 1.5.  For them and uncontended-64 the commands each master ran are
+ * also broken down by command (INFO commandstats before and after).
+ *
+ * A counted, shared or pairs row that breaks those checks fails the run
+ * (both modes); the figures are reported, never judged.
  *
  * The peer rows run next, against the same masters and daemon: node
  * tests/bench/peer/peer.js, one Node.js program with one worker loop,
@@ -190,7 +210,8 @@
  * BENCH_ONLY=hostile (the hostile row alone), REDLOCK_HOSTILE_BIN,
  * BENCH_HOSTILE_ATTACKS,
  * BENCH_ONLY=list (the list-cpu rows
- * alone, on masters of their own), REDLOCKD_BASE_BIN, BENCH_BASE_NAME,
+ * alone, on masters of their own), BENCH_ONLY=pairs (uncontended-64 and
+ * the pairs rows alone), REDLOCKD_BASE_BIN, BENCH_BASE_NAME,
  * BENCH_COMPARE_ROUNDS, BENCH_ONLY=compare (the comparison alone).  Run
  * from the source tree's root.
  * Exit status: 0, or 1 when the setup failed, a run (peer rows
@@ -209,6 +230,8 @@
 #include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
+
+#include <hiredis/hiredis.h>
 
 #include "tests/harness.h"
 
@@ -270,6 +293,24 @@
 #define RUNBENCH_LIST_TTL_MS    600000  /* list-cpu: no renewal during the run */
 #define RUNBENCH_LIST_RATIO     2.0     /* target: CPU per step, 100k / 1k names held */
 #define RUNBENCH_SMOKE_LIST_S   "0.3"   /* --smoke: seconds of each LIST run */
+#define RUNBENCH_PAIRS_PPS      1.0     /* target: pairs-50 pairs/s, set / singles */
+#define RUNBENCH_PAIRS_CMDS     1.5     /* target: commands per set / per single lock */
+#define RUNBENCH_CMDS_MAX       64      /* commands told apart in a breakdown */
+#define RUNBENCH_CMD_NAME       48      /* a command's name in INFO commandstats */
+#define RUNBENCH_PAIRS_COLS     4       /* the rows the pairs table sets side by side */
+
+/* Calls of one command (INFO commandstats), summed over the masters. */
+struct runbench_cmd {
+    char      name[RUNBENCH_CMD_NAME];  /* "evalsha", "set", "client|setname" */
+    long long calls;                    /* its calls */
+};
+
+/* What the masters ran by command at one moment: RUNBENCH_CMDS_MAX at most. */
+struct runbench_cmds {
+    bool                ok;             /* every master answered */
+    size_t              n;              /* entries in cmd */
+    struct runbench_cmd cmd[RUNBENCH_CMDS_MAX];
+};
 
 /* One entry of the standard table and what its run printed. */
 struct runbench_run {
@@ -307,13 +348,15 @@ struct runbench_run {
     double      m_cpu_us;               /* the masters' CPU per pair, all of them, us */
     bool        c_ok;                   /* c_cpu_us was measured */
     double      c_cpu_us;               /* the client program's CPU per pair, us */
+    bool        by_cmd;                 /* break the masters' commands down by command */
+    struct runbench_cmds cmds;          /* by_cmd: calls per command over the run (deltas) */
 };
 
 /* Counted rows pass their limit (and fill) to redlock-bench --mode counted. */
 static struct runbench_run runbench_runs[] = {
     { .label = "rtt", .mode = "rtt", .conns = 1 },
     { .label = "uncontended-1", .mode = "uncontended", .conns = 1 },
-    { .label = "uncontended-64", .mode = "uncontended", .conns = 64 },
+    { .label = "uncontended-64", .mode = "uncontended", .conns = 64, .by_cmd = true },
     { .label = "hot-50", .mode = "hot", .conns = 50 },
     { .label = "direct-1", .mode = "direct", .conns = 1 },
     { .label = "direct-64", .mode = "direct", .conns = 64 },
@@ -328,6 +371,11 @@ static struct runbench_run runbench_runs[] = {
     { .label = "uncontended-1-fence", .mode = "uncontended", .conns = 1, .extra = { "--fence" } },
     { .label = "uncontended-64-fence", .mode = "uncontended", .conns = 64,
       .extra = { "--fence" } },
+    { .label = "pairs-50-set", .mode = "pairs", .conns = 50, .extra = { "--set" },
+      .by_cmd = true },
+    { .label = "pairs-50-singles", .mode = "pairs", .conns = 50, .by_cmd = true },
+    { .label = "pairs-64-own-set", .mode = "pairs", .conns = 64, .extra = { "--set", "--own" },
+      .by_cmd = true },
 };
 
 #define RUNBENCH_NRUNS  (sizeof(runbench_runs) / sizeof(runbench_runs[0]))
@@ -404,7 +452,10 @@ enum {
     RUNBENCH_GRANT1000,
     RUNBENCH_GRANTFULL,
     RUNBENCH_UNC1F,
-    RUNBENCH_UNC64F
+    RUNBENCH_UNC64F,
+    RUNBENCH_PAIRS_SET,
+    RUNBENCH_PAIRS_SINGLES,
+    RUNBENCH_PAIRS_OWN
 };
 
 /* The number after "\"key\":" in a JSON line; -1 when absent. */
@@ -543,6 +594,109 @@ runbench_masters_sample(struct runbench_masters *m)
     m->ok = true;
 }
 
+/* "cmdstat_<name>:calls=N,..." of one master, added into m. */
+static void
+runbench_cmds_add(struct runbench_cmds *m, const char *info)
+{
+    const char *p, *colon;
+    size_t len, k;
+    long long calls;
+
+    for (p = strstr(info, "cmdstat_"); p != NULL; p = strstr(p + 1, "\ncmdstat_")) {
+        if (*p == '\n') {
+            p++;
+        }
+        p += strlen("cmdstat_");
+        colon = strchr(p, ':');
+        if (colon == NULL || strncmp(colon, ":calls=", 7) != 0
+            || (len = (size_t)(colon - p)) >= RUNBENCH_CMD_NAME) {
+            continue;
+        }
+        calls = strtoll(colon + 7, NULL, 10);
+        for (k = 0; k < m->n; k++) {
+            if (strlen(m->cmd[k].name) == len && strncmp(m->cmd[k].name, p, len) == 0) {
+                break;
+            }
+        }
+        if (k == m->n) {
+            if (m->n == RUNBENCH_CMDS_MAX) {
+                continue;
+            }
+            memcpy(m->cmd[k].name, p, len);
+            m->cmd[k].name[len] = '\0';
+            m->cmd[k].calls = 0;
+            m->n++;
+        }
+        m->cmd[k].calls += calls;
+    }
+}
+
+/* The masters' calls by command (INFO commandstats of each), summed. */
+static void
+runbench_cmds_sample(struct runbench_cmds *m)
+{
+    redisContext *rc;
+    redisReply *r;
+    size_t i;
+
+    memset(m, 0, sizeof(*m));
+    if (runbench_masters_tls) {
+        return;
+    }
+    for (i = 0; i < RUNBENCH_MASTERS; i++) {
+        rc = h_master_redis(i);
+        r = rc != NULL ? redisCommand(rc, "INFO commandstats") : NULL;
+        if (r == NULL || r->type != REDIS_REPLY_STRING) {
+            if (r != NULL) {
+                freeReplyObject(r);
+            }
+            if (rc != NULL) {
+                redisFree(rc);
+            }
+            return;
+        }
+        runbench_cmds_add(m, r->str);
+        freeReplyObject(r);
+        redisFree(rc);
+    }
+    m->ok = true;
+}
+
+/* The calls of command name in m; 0 when absent. */
+static long long
+runbench_cmds_calls(const struct runbench_cmds *m, const char *name)
+{
+    size_t k;
+
+    for (k = 0; k < m->n; k++) {
+        if (strcmp(m->cmd[k].name, name) == 0) {
+            return m->cmd[k].calls;
+        }
+    }
+    return 0;
+}
+
+/* d = after - before, by command (the commands of after). */
+static void
+runbench_cmds_delta(struct runbench_cmds *d, const struct runbench_cmds *before,
+                    const struct runbench_cmds *after)
+{
+    size_t k;
+
+    memset(d, 0, sizeof(*d));
+    if (!before->ok || !after->ok) {
+        return;
+    }
+    for (k = 0; k < after->n; k++) {
+        d->cmd[d->n] = after->cmd[k];
+        d->cmd[d->n].calls -= runbench_cmds_calls(before, after->cmd[k].name);
+        if (d->cmd[d->n].calls > 0) {
+            d->n++;
+        }
+    }
+    d->ok = true;
+}
+
 /* True when the row talks to the daemon (its CPU per pair is measured). */
 static bool
 runbench_on_daemon(const struct runbench_run *r)
@@ -565,11 +719,16 @@ runbench_exec(struct runbench_run *r, const char *const argv[])
     char out[4096];
     long long cpu0 = -1, cpu1 = -1;
     struct runbench_masters m0, m1;
+    struct runbench_cmds k0, k1;
     struct rusage ru;
     pid_t pid, dpid = runbench_on_daemon(r) ? h_daemon_pid() : 0;
     int status = 0, code;
 
     snprintf(out, sizeof(out), "%s/bench-%s.out", h_dir(), r->label);
+    if (r->by_cmd) {
+        /* Outside m0..m1, so that its INFOs do not count in m_cmds. */
+        runbench_cmds_sample(&k0);
+    }
     runbench_masters_sample(&m0);
     if (dpid > 0) {
         cpu0 = runbench_cpu_ns(dpid);
@@ -588,6 +747,10 @@ runbench_exec(struct runbench_run *r, const char *const argv[])
         cpu1 = runbench_cpu_ns(dpid);
     }
     runbench_masters_sample(&m1);
+    if (r->by_cmd) {
+        runbench_cmds_sample(&k1);
+        runbench_cmds_delta(&r->cmds, &k0, &k1);
+    }
     code = h_decode_status(status);
     r->ok = runbench_read_json(out, r->json, sizeof(r->json));
     if (code != 0 || !r->ok) {
@@ -742,6 +905,14 @@ runbench_sane(const struct runbench_run *r, bool say)
         }
         fprintf(stderr, "run_bench: %s: %.0f holders seen at once (limit %.0f), %.0f permit "
                 "clashes\n", r->label, r->max_holders, r->limit, r->clashes);
+        return false;
+    }
+    if (strcmp(r->mode, "pairs") == 0 && r->clashes != 0) {
+        if (!say) {
+            return false;
+        }
+        fprintf(stderr, "run_bench: %s: %.0f grants of a name another connection held\n",
+                r->label, r->clashes);
         return false;
     }
     if (strcmp(r->mode, "shared") == 0 && (r->mixed != 0 || r->w_acq <= 0)) {
@@ -1413,6 +1584,131 @@ runbench_kinds_table(const struct runbench_run *c64, const struct runbench_run *
     runbench_grant_row(g1, g1);
     runbench_grant_row(&runbench_runs[RUNBENCH_GRANT1000], g1);
     runbench_grant_row(&runbench_runs[RUNBENCH_GRANTFULL], g1);
+}
+
+/* Calls of command name per pair per master in row r's breakdown; 0 when none. */
+static double
+runbench_cmd_per_pair(const struct runbench_run *r, const char *name)
+{
+    if (!r->ok || !r->cmds.ok || r->pairs <= 0) {
+        return 0;
+    }
+    return (double)runbench_cmds_calls(&r->cmds, name) / RUNBENCH_MASTERS / r->pairs;
+}
+
+/*
+ * The pairs rows side by side (the same random pairs of names, taken as
+ * one set or as two single LOCKs), and what the masters ran per pair,
+ * command by command, beside a single lock's pair (uncontended-64).
+ */
+static void
+runbench_pairs_table(void)
+{
+    const struct runbench_run *rows[RUNBENCH_PAIRS_COLS] = {
+        &runbench_runs[RUNBENCH_UNC64], &runbench_runs[RUNBENCH_PAIRS_OWN],
+        &runbench_runs[RUNBENCH_PAIRS_SET], &runbench_runs[RUNBENCH_PAIRS_SINGLES]
+    };
+    const struct runbench_run *r;
+    const char *name;
+    double v[RUNBENCH_PAIRS_COLS], sum[RUNBENCH_PAIRS_COLS] = { 0, 0, 0, 0 };
+    size_t i, j, k;
+    bool seen, some;
+
+    printf("\npairs of names: 50 connections, each on a random pair of 20 names; set: LOCK a b "
+           "(the two\nin a random order), UNLOCK a b; singles: LOCK a, then LOCK b (byte order), "
+           "then UNLOCK b\nand UNLOCK a pipelined; wait=10 s (a TIMEOUT: stuck); acquire: the "
+           "first LOCK sent\nto the grant of both (us); pairs-64-own-set: 64 connections, each "
+           "on two names of its own\n");
+    printf("  %-18s %9s %8s %8s %8s %9s %7s %8s %10s\n", "run", "pairs/s", "acq p50", "acq p99",
+           "rel p50", "fairness", "errors", "clashes", "most held");
+    for (i = 0; i < RUNBENCH_PAIRS_COLS - 1; i++) {
+        r = rows[(i + 1) % (RUNBENCH_PAIRS_COLS - 1) + 1];     /* set, singles, own */
+        if (!r->ok) {
+            printf("  %-18s %9s\n", r->label, "(failed)");
+            continue;
+        }
+        printf("  %-18s %9.0f %8.0f %8.0f %8.0f %9.2f %7.0f %8.0f %10.0f   %s\n", r->label,
+               r->pps, r->p50, r->p99, r->rel_p50, runbench_fairness(r), r->errors, r->clashes,
+               runbench_field(r->json, "max_held"), runbench_sane(r, false) ? "ok" : "FAILED");
+    }
+    printf("\ncommands per pair per master, by command (INFO commandstats over the row; a pair "
+           "of\nuncontended-64 is one single lock, of the set rows one set of two names, of\n"
+           "pairs-50-singles two single locks; the last column: pairs-50-set - uncontended-64)\n");
+    printf("  %-16s %15s %17s %13s %17s %13s\n", "command", "uncontended-64", "pairs-64-own-set",
+           "pairs-50-set", "pairs-50-singles", "set - single");
+    for (i = 0; i < RUNBENCH_PAIRS_COLS; i++) {
+        for (k = 0; rows[i]->ok && k < rows[i]->cmds.n; k++) {
+            name = rows[i]->cmds.cmd[k].name;
+            seen = false;
+            for (j = 0; j < i && !seen; j++) {
+                seen = rows[j]->ok && runbench_cmds_calls(&rows[j]->cmds, name) > 0;
+            }
+            if (seen) {
+                continue;   /* printed with an earlier row's commands */
+            }
+            some = false;
+            for (j = 0; j < RUNBENCH_PAIRS_COLS; j++) {
+                v[j] = runbench_cmd_per_pair(rows[j], name);
+                sum[j] += v[j];
+                some = some || v[j] >= 0.005;
+            }
+            if (some) {
+                printf("  %-16s %15.2f %17.2f %13.2f %17.2f %+13.2f\n", name, v[0], v[1], v[2],
+                       v[3], v[2] - v[0]);
+            }
+        }
+    }
+    printf("  %-16s %15.2f %17.2f %13.2f %17.2f %+13.2f\n", "all", sum[0], sum[1], sum[2],
+           sum[3], sum[2] - sum[0]);
+}
+
+/* The targets of the pairs rows. */
+static void
+runbench_pairs_targets(void)
+{
+    const struct runbench_run *u64 = &runbench_runs[RUNBENCH_UNC64];
+    const struct runbench_run *ps = &runbench_runs[RUNBENCH_PAIRS_SET];
+    const struct runbench_run *pn = &runbench_runs[RUNBENCH_PAIRS_SINGLES];
+    const struct runbench_run *po = &runbench_runs[RUNBENCH_PAIRS_OWN];
+
+    runbench_ratio("pairs-50 pairs/s, set / singles", ps->ok && pn->ok, ps->pps, pn->pps, false,
+                   RUNBENCH_PAIRS_PPS);
+    if (ps->ok && pn->ok && pn->p99 > 0) {
+        printf("  %-44s %10.2f   info (p50 %.2f)\n", "pairs-50 acquire p99, set / singles",
+               ps->p99 / pn->p99, pn->p50 > 0 ? ps->p50 / pn->p50 : 0.0);
+    } else {
+        printf("  %-44s %10s   info\n", "pairs-50 acquire p99, set / singles", "n/a");
+    }
+    if (ps->ok && pn->ok) {
+        printf("  %-44s %10.2f   info (singles: %.2f)\n", "pairs-50-set fairness min/max",
+               runbench_fairness(ps), runbench_fairness(pn));
+    } else {
+        printf("  %-44s %10s   info\n", "pairs-50-set fairness min/max", "n/a");
+    }
+    runbench_goal("pairs-50-set errors (a TIMEOUT: stuck)", ps->ok, ps->errors, "<=", 0);
+    runbench_goal("pairs-50-singles errors (a TIMEOUT: stuck)", pn->ok, pn->errors, "<=", 0);
+    runbench_ratio("commands per set / per lock (uncontended-64)", ps->ok && ps->m_ok && u64->ok
+                   && u64->m_ok, ps->m_cmds, u64->m_cmds, true, RUNBENCH_PAIRS_CMDS);
+    if (ps->ok && ps->m_ok && u64->ok && u64->m_ok && u64->m_scripts > 0) {
+        printf("  %-44s %10.2f   info (%.2f against %.2f a master)\n",
+               "script calls per set / per lock", ps->m_scripts / u64->m_scripts,
+               ps->m_scripts, u64->m_scripts);
+    } else {
+        printf("  %-44s %10s   info\n", "script calls per set / per lock", "n/a");
+    }
+    if (po->ok && po->m_ok && u64->ok && u64->m_ok && u64->m_cmds > 0) {
+        printf("  %-44s %10.2f   info (both uncontended; scripts %.2f)\n",
+               "commands per set / per lock, own names", po->m_cmds / u64->m_cmds,
+               u64->m_scripts > 0 ? po->m_scripts / u64->m_scripts : 0.0);
+    } else {
+        printf("  %-44s %10s   info\n", "commands per set / per lock, own names", "n/a");
+    }
+    if (ps->ok && ps->m_ok && pn->ok && pn->m_ok && pn->m_cmds > 0) {
+        printf("  %-44s %10.2f   info (scripts %.2f)\n", "commands per set / per 2 singles",
+               ps->m_cmds / pn->m_cmds, pn->m_scripts > 0 ? ps->m_scripts / pn->m_scripts : 0.0);
+    } else {
+        printf("  %-44s %10s   info\n", "commands per set / per 2 singles", "n/a");
+    }
 }
 
 /* The "cpu us/pair" cell: the daemon's CPU per pair, "-" for a row without the daemon. */
@@ -2365,6 +2661,7 @@ runbench_table(const char *seconds, bool smoke)
         }
     }
     runbench_kinds_table(c64, sh);
+    runbench_pairs_table();
     runbench_peer_table();
     runbench_cost_table();
     if (runbench_idle.ok) {
@@ -2469,6 +2766,7 @@ runbench_table(const char *seconds, bool smoke)
     runbench_goal("sessions-max renewal % of a core per 10,000", max->cpu_ok,
                   max->cpu_ok ? max->cpu_pct * 10000.0 / (double)max->locks : 0, "<=",
                   RUNBENCH_RENEW_PCT_10K);
+    runbench_pairs_targets();
     runbench_list_target();
     runbench_peer_targets();
     runbench_noisy_targets();
@@ -2488,6 +2786,62 @@ runbench_judge(const struct runbench_run *r, bool smoke)
         return false;
     }
     return true;
+}
+
+/* The rows BENCH_ONLY=pairs runs: a single lock's (uncontended-64) and the pairs rows. */
+static const size_t runbench_pairs_rows[] = {
+    RUNBENCH_UNC64, RUNBENCH_PAIRS_SET, RUNBENCH_PAIRS_SINGLES, RUNBENCH_PAIRS_OWN
+};
+
+/* BENCH_ONLY=pairs: run those rows; false when one failed. */
+static bool
+runbench_pairs_only(const char *bin, const char *seconds, const char *target,
+                    const char *masters, bool smoke)
+{
+    struct runbench_run *r;
+    bool good = true;
+    size_t i;
+
+    for (i = 0; i < sizeof(runbench_pairs_rows) / sizeof(runbench_pairs_rows[0]); i++) {
+        r = &runbench_runs[runbench_pairs_rows[i]];
+        runbench_one(r, bin, seconds, target, masters, NULL);
+        if (!runbench_judge(r, smoke)) {
+            good = false;
+        }
+    }
+    if (!good) {
+        h_print_daemon_log_tail(20);
+    }
+    return good;
+}
+
+/* BENCH_ONLY=pairs: their rows of the standard table, the pairs table, costs and targets. */
+static void
+runbench_pairs_only_table(const char *seconds, bool smoke)
+{
+    size_t i;
+
+    printf("\nredlock-bench, %s s per mode, %d masters (latencies: acquire, us)\n",
+           seconds, RUNBENCH_MASTERS);
+    printf("  %-18s %5s %10s %8s %8s %8s %9s %7s %11s %13s\n", "run", "conns", "pairs/s",
+           "p50", "p90", "p99", "max", "errors", "cpu us/pair", "acq min/max");
+    for (i = 0; i < sizeof(runbench_pairs_rows) / sizeof(runbench_pairs_rows[0]); i++) {
+        runbench_row(&runbench_runs[runbench_pairs_rows[i]]);
+    }
+    runbench_pairs_table();
+    printf("\ncost per pair (commands and script calls: per master; CPU: us, all five masters, "
+           "the daemon, the client)\n");
+    printf("  %-22s %9s %9s %11s %11s %11s %11s\n", "run", "commands", "scripts", "masters cpu",
+           "daemon cpu", "client cpu", "whole cpu");
+    for (i = 0; i < sizeof(runbench_pairs_rows) / sizeof(runbench_pairs_rows[0]); i++) {
+        runbench_cost_row(&runbench_runs[runbench_pairs_rows[i]]);
+    }
+    if (smoke) {
+        printf("\ntargets: not judged in a smoke run (make bench judges them)\n");
+        return;
+    }
+    printf("\ntargets (report only)%36s   target\n", "value");
+    runbench_pairs_targets();
 }
 
 /* The certificates of a TLS setup (h_daemon_opts point into them while it runs). */
@@ -3489,6 +3843,14 @@ main(int argc, char **argv)
             printf("\ntargets (report only)%36s   target\n", "value");
             runbench_list_target();
         }
+        return good ? 0 : 1;
+    }
+    if (only != NULL && strcmp(only, "pairs") == 0) {
+        /* uncontended-64 (a single lock's cost) and the pairs rows alone. */
+        good = runbench_pairs_only(bin, seconds, target, masters, smoke);
+        h_end();
+        h_suite_cleanup();
+        runbench_pairs_only_table(seconds, smoke);
         return good ? 0 : 1;
     }
     if (only != NULL && strcmp(only, "noisy") == 0) {
