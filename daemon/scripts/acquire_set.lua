@@ -12,9 +12,11 @@
 -- set's id, which names its claims ('' for the token: the token changes
 -- from one try to the next, the id does not).
 --
--- A first pass reads every name and writes nothing but the removal of
--- leftovers (a set of shared holders that all expired, a limit key whose
--- permits all expired): the first name that keeps the set out answers
+-- A first pass takes each free name with SET NX (a free set, the common
+-- case, costs one command per name) and reads the others; it writes
+-- nothing else but the removal of leftovers (a set of shared holders that
+-- all expired, a limit key whose permits all expired).  The first name
+-- that keeps the set out gives back what the pass took, and answers
 -- as acquire.lua's refusal of that name, {pttl, who} (a live shared
 -- holder: the one whose hold ends last; a name under a lock-delay or
 -- claimed by another set: its mark, as a holder), and marks it as waited
@@ -66,30 +68,50 @@ local function refused(i, out)
   end
   return rl_refused(KEYS[i], ms, wait, out)
 end
+-- The names this call took with SET NX (free ones), given back when a later
+-- name refuses the set: nothing of a refused try stays.
+local won = {}
+local function undo()
+  for j = 1, #KEYS do
+    if won[j] then redis.call('DEL', KEYS[j]) end
+  end
+end
 for i = 1, #KEYS do
   local k = KEYS[i]
-  local v = redis.pcall('GET', k)
-  if type(v) == 'string' then
-    if v ~= tok and v ~= mine and (old == '' or v ~= old) then
-      return refused(i, {redis.call('PTTL', k), v})
-    end
-  elseif v then
-    local t = redis.call('TYPE', k).ok
-    if t == 'zset' then
-      local r = rl_last_reader(k)
-      if r then return refused(i, r) end
-    elseif t == 'hash' and rl_limit(k) then
-      local kind = rl_other_limit(k, '')
-      if kind then return {'kind', kind} end
+  if redis.call('SET', k, tok, 'NX', 'PX', px) then
+    won[i] = true
+  else
+    local v = redis.pcall('GET', k)
+    if type(v) == 'string' then
+      if v ~= tok and v ~= mine and (old == '' or v ~= old) then
+        undo()
+        return refused(i, {redis.call('PTTL', k), v})
+      end
     else
-      return refused(i, {redis.call('PTTL', k), ''})
+      local t = redis.call('TYPE', k).ok
+      if t == 'zset' then
+        local r = rl_last_reader(k)
+        if r then
+          undo()
+          return refused(i, r)
+        end
+      elseif t == 'hash' and rl_limit(k) then
+        local kind = rl_other_limit(k, '')
+        if kind then
+          undo()
+          return {'kind', kind}
+        end
+      else
+        undo()
+        return refused(i, {redis.call('PTTL', k), ''})
+      end
     end
   end
 end
 local now = rl_now()
 for i = 1, #KEYS do
   local k = KEYS[i]
-  redis.call('SET', k, tok, 'PX', px)
+  if not won[i] then redis.call('SET', k, tok, 'PX', px) end
   if old ~= '' then redis.call('DEL', k .. ' label ' .. old) end
   if label ~= '' then
     redis.call('SET', k .. ' label ' .. tok, now .. ' ' .. fenced .. ' ' .. label, 'PX', px)
