@@ -673,6 +673,102 @@ START_TEST(set_errors)
 }
 END_TEST
 
+/* ---- found in review: each case shows a bug of the set's mechanism ---- */
+
+#define RV_LINK_MS      500     /* delay each way of the slow daemon's links to masters 2..4 */
+#define RV_NODE_MS      2000    /* its round deadline: above a slow round (2 x RV_LINK_MS) */
+
+/* Every master holds name's key with one and the same value. */
+static bool
+rv_cond_same_everywhere(void *arg)
+{
+    char first[128];
+    size_t i;
+
+    snprintf(first, sizeof(first), "%s", st_value(0, arg));
+    if (first[0] == '\0') {
+        return false;
+    }
+    for (i = 1; i < NMASTERS; i++) {
+        if (strcmp(st_value(i, arg), first) != 0) {
+            return false;
+        }
+    }
+    return true;
+}
+
+/*
+ * A BREAK of a set's name that lands while the set's round is on the
+ * masters makes that round no lock (as for one name: waiter_broken).
+ * lock_broken() finds the waiter by comparing the token of each waiter
+ * queued for the broken name; a set's members other than its lead keep
+ * the token of the set's first try (lock_acquire_set copies it once),
+ * while the lead takes a new token after each refused try
+ * (waiter_retire_token).  So a BREAK of any name but the first (in
+ * canonical order) during the set's second try goes unnoticed: the
+ * client hears OK for a set one of whose names is gone from every
+ * master (free for anyone), and a LOST a moment later.
+ *
+ * D0 reaches masters 2..4 through RV_LINK_MS proxies, 0 and 1 directly,
+ * so its round lasts 2 x RV_LINK_MS while the BREAK's announcement from
+ * masters 0 and 1 reaches it at once.  The set's first try is refused
+ * (b held through D1), the second one (new token) is on the masters when
+ * the BREAK of b runs.
+ */
+START_TEST(set_break_during_second_try)
+{
+    const char *via[NMASTERS] = { NULL };
+    struct h_daemon_opts o = st_opts;
+    char *got;
+    size_t i;
+    int h, s, op;
+
+    EXPECT_SETUP(.masters = NMASTERS);
+    for (i = 2; i < NMASTERS; i++) {
+        via[i] = expect_proxy_start(i, RV_LINK_MS, false);
+    }
+    o.node_timeout_ms = RV_NODE_MS;
+    o.min_ttl_ms = RV_NODE_MS + 1000;
+    o.down_after_ms = 4 * RV_NODE_MS;
+    o.master_addrs = via;
+    ck_assert_msg(h_start_daemon(&o) == 0, "D0 did not start (log above)");
+    o.master_addrs = NULL;
+    ck_assert_msg(h_start_daemon(&o) == 0, "D1 did not start (log above)");
+    h = expect_connect(1);
+    op = expect_connect(1);
+    s = expect_connect(0);
+    EXPECT_PREFIX(op, "AUTH admin-secret", "OK");
+    got = EXPECT_CMD(h, "LOCK b ttl=30000");
+    EXPECT_IS(got, "OK", "b");
+    free(got);
+    /* The first try, at full speed: refused on b (its token is then retired). */
+    ck_assert_int_eq(h_send(s, "LOCK a b ttl=30000 wait=20000"), 0);
+    ck_assert(h_quiet(s, QUIET_MS));
+    ck_assert_uint_eq(st_held_on("a"), 0);
+    expect_proxies_on();
+    /* b's release wakes the set: its second try, with a new token, is slow. */
+    EXPECT_REPLY(h, "UNLOCK b", "OK b holds=0");
+    ck_assert_msg(h_wait_until(rv_cond_same_everywhere, (void *)"b", CMD_MS),
+                  "the set's second try did not reach every master");
+    /* It ran everywhere; its answers from masters 2..4 are still on their way. */
+    /* Its first round deletes b at once; its answer takes three round deadlines more. */
+    ck_assert_int_eq(h_send(op, "BREAK b"), 0);
+    ck_assert_msg(h_wait_until(st_cond_gone, (void *)"b", CMD_MS), "the BREAK did not delete b");
+    ck_assert_msg(h_quiet(s, 1), "the set was answered before the BREAK ran");
+    got = EXPECT_READ(s, 4 * RV_NODE_MS, "the set after the BREAK");
+    ck_assert_msg(h_is_reply(got, "OK", "a b"), "the set: '%s'", got);
+    free(got);
+    /* OK means a quorum holds every name of the set for this client now. */
+    ck_assert_msg(st_held_on("b") >= NMASTERS / 2 + 1,
+                  "OK a b told while b is on %zu masters (the BREAK deleted it during the "
+                  "round, unnoticed); a is on %zu", st_held_on("b"), st_held_on("a"));
+    st_held_by_quorum("a b");
+    close(h);
+    close(s);
+    close(op);
+}
+END_TEST
+
 /* ---- the suite ---- */
 
 #define ST_ADD(s, test) expect_add_case((s), #test, (test), h_end, TEST_TIMEOUT_S)
@@ -696,6 +792,7 @@ sets_suite(void)
     ST_ADD(s, set_paused_daemon);
     ST_ADD(s, set_break_one_name);
     ST_ADD(s, set_errors);
+    ST_ADD(s, set_break_during_second_try);
     return s;
 }
 
