@@ -769,6 +769,89 @@ START_TEST(set_break_during_second_try)
 }
 END_TEST
 
+/*
+ * Two readers on daemon 1 keep a shared hold of a all the time, taking
+ * turns (the next one's LOCK is granted before the last one's UNLOCK),
+ * from before line is sent on w (through daemon 0) until it is
+ * answered: its reply, or NULL by deadline_ms.  A reader's LOCK that is not granted within a second is
+ * held back by an exclusive waiter's gate (acquire.lua): the churn stops
+ * there, the last reader lets go, and w's answer is awaited alone.
+ */
+static char *
+rv_shared_churn(int w, const char *line, int64_t deadline_ms)
+{
+    int r[2], holder, pending = -1;
+    int64_t sent = 0;
+    char *got;
+
+    r[0] = expect_connect(1);
+    r[1] = expect_connect(1);
+    got = EXPECT_CMD(r[0], "LOCK a shared ttl=10000");
+    EXPECT_IS(got, "OK", "a");
+    free(got);
+    holder = 0;
+    ck_assert_int_eq(h_send(w, line), 0);
+    while (h_now_ms() < deadline_ms) {
+        if ((got = h_read_line(w, 1)) != NULL) {
+            break;
+        }
+        if (holder < 0) {
+            continue;
+        }
+        if (pending < 0) {
+            pending = 1 - holder;
+            ck_assert_int_eq(h_send(r[pending], "LOCK a shared ttl=10000 wait=20000"), 0);
+            sent = h_now_ms();
+        }
+        if ((got = h_read_line(r[pending], 5)) != NULL) {
+            EXPECT_IS(got, "OK", "a");
+            free(got);
+            EXPECT_REPLY(r[holder], "UNLOCK a", "OK a holds=0");
+            holder = pending;
+            pending = -1;
+        } else if (h_now_ms() - sent > 1000) {
+            /* Held back by a gate: the readers stop coming in. */
+            EXPECT_REPLY(r[holder], "UNLOCK a", "OK a holds=0");
+            holder = -1;
+        }
+    }
+    close(r[0]);
+    close(r[1]);
+    return got;
+}
+
+/*
+ * A set is starved by shared holders of one of its names that take
+ * turns through another daemon.  A single exclusive LOCK refused by
+ * shared holders closes the name's gate on the masters (acquire.lua), so
+ * that new shared holders wait behind it and the name drains; a set's
+ * try (acquire_set.lua) refused by shared holders closes no gate, so the
+ * readers keep coming in and the set waits until its wait= ends, with
+ * both its names free of any exclusive holder all along.  First the
+ * single LOCK, as the control: granted through the same churn.
+ */
+START_TEST(set_starved_by_shared_turns)
+{
+    char *got;
+    int w;
+
+    EXPECT_SETUP(.masters = NMASTERS, .daemons = 2, .opts = &st_opts);
+    w = expect_connect(0);
+    got = rv_shared_churn(w, "LOCK a ttl=10000 wait=6000", h_now_ms() + 8000);
+    ck_assert_msg(got != NULL && h_is_reply(got, "OK", "a"),
+                  "the control: a single LOCK through the readers' turns got '%s'",
+                  got != NULL ? got : "(nothing)");
+    free(got);
+    EXPECT_REPLY(w, "UNLOCK a", "OK a holds=0");
+    got = rv_shared_churn(w, "LOCK a b ttl=10000 wait=6000", h_now_ms() + 8000);
+    ck_assert_msg(got != NULL && h_is_reply(got, "OK", "a b"),
+                  "a set through the readers' turns got '%s' (a single LOCK of a was granted)",
+                  got != NULL ? got : "(nothing)");
+    free(got);
+    close(w);
+}
+END_TEST
+
 /* ---- the suite ---- */
 
 #define ST_ADD(s, test) expect_add_case((s), #test, (test), h_end, TEST_TIMEOUT_S)
@@ -793,6 +876,7 @@ sets_suite(void)
     ST_ADD(s, set_break_one_name);
     ST_ADD(s, set_errors);
     ST_ADD(s, set_break_during_second_try);
+    ST_ADD(s, set_starved_by_shared_turns);
     return s;
 }
 
