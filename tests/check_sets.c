@@ -852,6 +852,50 @@ START_TEST(set_starved_by_shared_turns)
 }
 END_TEST
 
+/*
+ * A set whose OK does not fit in a reply line (PROTOCOL.md: at most
+ * 2048 bytes; only an ERR's free text is ever cut).  With
+ * limits.max_line_bytes raised (up to 1 MiB), a LOCK of 64 names of 250
+ * bytes is accepted, granted, and its OK, which repeats the names before
+ * token= and validity=, is cut: a lease-mode holder never learns its
+ * token (the lock stays on the masters, unreleasable, until its ttl; its
+ * delivery receipt counts it as read), a session-mode one gets an OK
+ * with no validity.  Either the request is refused (the names too long
+ * for the reply) or the reply carries everything.
+ */
+START_TEST(set_reply_fits)
+{
+    struct h_daemon_opts o = st_opts;
+    static char line[64 * 251 + 128];
+    char token[64], *got, *p;
+    size_t i;
+    int s;
+
+    o.max_line_bytes = 20000;
+    EXPECT_SETUP(.masters = NMASTERS);
+    ck_assert_msg(h_start_daemon(&o) == 0, "the daemon did not start (log above)");
+    s = expect_connect(0);
+    p = line + sprintf(line, "LOCK");
+    for (i = 0; i < 64; i++) {
+        p += sprintf(p, " %02zu", i);
+        memset(p, 'n', 248);
+        p += 248;
+    }
+    sprintf(p, " mode=lease ttl=10000");
+    got = h_cmd(s, line, CMD_MS);
+    ck_assert_msg(got != NULL, "no reply to a LOCK of 64 names of 250 bytes");
+    if (strncmp(got, "ERR ", 4) != 0) {
+        ck_assert_msg(strncmp(got, "OK ", 3) == 0, "the set: '%.80s...'", got);
+        ck_assert_msg(h_reply_field(got, "token", token, sizeof(token)) && h_is_token(token),
+                      "a lease-mode set's OK without its token (%zu bytes, ends '%s')",
+                      strlen(got), got + (strlen(got) > 60 ? strlen(got) - 60 : 0));
+        ck_assert_msg(EXPECT_INT(got, "validity") > 0, "no validity");
+    }
+    free(got);
+    close(s);
+}
+END_TEST
+
 /* ---- the suite ---- */
 
 #define ST_ADD(s, test) expect_add_case((s), #test, (test), h_end, TEST_TIMEOUT_S)
@@ -877,6 +921,7 @@ sets_suite(void)
     ST_ADD(s, set_errors);
     ST_ADD(s, set_break_during_second_try);
     ST_ADD(s, set_starved_by_shared_turns);
+    ST_ADD(s, set_reply_fits);
     return s;
 }
 
