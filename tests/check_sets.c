@@ -123,14 +123,27 @@ st_held_together(const char *const *names)
 static void
 st_held_by_quorum(const char *names)
 {
-    char list[64], token[128], *p, *save = NULL;
-    size_t i, n;
+    char list[64], token[128], seen[NMASTERS][128], *p, *save = NULL;
+    size_t i, j, n, best = 0;
 
     snprintf(list, sizeof(list), "%s", names);
     p = strtok_r(list, " ", &save);
+    /*
+     * The value on most masters: a master outside the holder's quorum
+     * may show, for a moment, another client's try that it then releases.
+     */
+    for (i = 0; i < NMASTERS; i++) {
+        snprintf(seen[i], sizeof(seen[i]), "%s", st_value(i, p));
+    }
     token[0] = '\0';
-    for (i = 0; i < NMASTERS && token[0] == '\0'; i++) {
-        snprintf(token, sizeof(token), "%s", st_value(i, p));
+    for (i = 0; i < NMASTERS; i++) {
+        for (j = 0, n = 0; j < NMASTERS; j++) {
+            n += seen[i][0] != '\0' && strcmp(seen[i], seen[j]) == 0;
+        }
+        if (n > best) {
+            best = n;
+            snprintf(token, sizeof(token), "%.127s", seen[i]);
+        }
     }
     for (; p != NULL; p = strtok_r(NULL, " ", &save)) {
         for (i = 0, n = 0; i < NMASTERS; i++) {
