@@ -909,6 +909,46 @@ START_TEST(set_reply_fits)
 }
 END_TEST
 
+/*
+ * A deadlock that only the sets' first in, first out makes: a session
+ * holds b and asks for c (names taken in one order, b before c, the
+ * usual way to avoid deadlocks), while the set {a b} waits for b and the
+ * set {a c}, queued after it, waits behind it for a.  c is free on every
+ * master and nobody holds it, yet the LOCK of c queues behind {a c},
+ * which waits behind {a b}, which waits for b, which the LOCK of c's
+ * session holds: nobody can move, for ever with wait=inf.  Without sets
+ * (or with the sets asked for through another daemon) the LOCK of c is
+ * granted at once.
+ */
+START_TEST(set_fifo_deadlock_with_holder)
+{
+    char *got;
+    int h, s1, s2;
+
+    EXPECT_SETUP(.masters = NMASTERS, .daemons = 1, .opts = &st_opts);
+    h = expect_connect(0);
+    s1 = expect_connect(0);
+    s2 = expect_connect(0);
+    got = EXPECT_CMD(h, "LOCK b ttl=20000");
+    EXPECT_IS(got, "OK", "b");
+    free(got);
+    ck_assert_int_eq(h_send(s1, "LOCK a b ttl=20000"), 0);
+    expect_wait_stat("waiters", 2, false, CMD_MS);
+    ck_assert_int_eq(h_send(s2, "LOCK a c ttl=20000"), 0);
+    expect_wait_stat("waiters", 4, false, CMD_MS);
+    ck_assert_uint_eq(st_held_on("c"), 0);
+    got = h_cmd(h, "LOCK c ttl=20000 wait=3000", 3000 + CMD_MS);
+    ck_assert_msg(got != NULL && h_is_reply(got, "OK", "c"),
+                  "LOCK c, free on every master, by the holder of b: '%s' (it waits behind "
+                  "the set a c, which waits behind the set a b, which waits for b)",
+                  got != NULL ? got : "(nothing)");
+    free(got);
+    close(h);
+    close(s1);
+    close(s2);
+}
+END_TEST
+
 /* ---- the suite ---- */
 
 #define ST_ADD(s, test) expect_add_case((s), #test, (test), h_end, TEST_TIMEOUT_S)
@@ -935,6 +975,7 @@ sets_suite(void)
     ST_ADD(s, set_break_during_second_try);
     ST_ADD(s, set_starved_by_shared_turns);
     ST_ADD(s, set_reply_fits);
+    ST_ADD(s, set_fifo_deadlock_with_holder);
     return s;
 }
 
