@@ -918,7 +918,8 @@ END_TEST
  * which waits behind {a b}, which waits for b, which the LOCK of c's
  * session holds: nobody can move, for ever with wait=inf.  Without sets
  * (or with the sets asked for through another daemon) the LOCK of c is
- * granted at once.
+ * granted at once.  The same with two parties: the holder of b asks for
+ * d while the set {b d} waits for b.
  */
 START_TEST(set_fifo_deadlock_with_holder)
 {
@@ -932,6 +933,19 @@ START_TEST(set_fifo_deadlock_with_holder)
     got = EXPECT_CMD(h, "LOCK b ttl=20000");
     EXPECT_IS(got, "OK", "b");
     free(got);
+    /* Two parties: the set {b d} waits for b and heads d's queue. */
+    ck_assert_int_eq(h_send(s1, "LOCK b d ttl=20000"), 0);
+    expect_wait_stat("waiters", 2, false, CMD_MS);
+    got = h_cmd(h, "LOCK d ttl=20000 wait=3000", 3000 + CMD_MS);
+    ck_assert_msg(got != NULL && h_is_reply(got, "OK", "d"),
+                  "LOCK d, free on every master, by the holder of b: '%s' (it waits behind "
+                  "the set b d, which waits for b)", got != NULL ? got : "(nothing)");
+    free(got);
+    EXPECT_REPLY(h, "UNLOCK d", "OK d holds=0");
+    expect_reset(s1);
+    expect_wait_stat("waiters", 0, false, CMD_MS);
+    s1 = expect_connect(0);
+    /* Three: the LOCK of c behind {a c}, behind {a b}, which waits for b. */
     ck_assert_int_eq(h_send(s1, "LOCK a b ttl=20000"), 0);
     expect_wait_stat("waiters", 2, false, CMD_MS);
     ck_assert_int_eq(h_send(s2, "LOCK a c ttl=20000"), 0);
