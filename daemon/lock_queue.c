@@ -900,6 +900,11 @@ lock_acquire(struct lock_client *c, const char *name, size_t name_len,
         lk = lock_find(name, name_len);
         h = NULL;
     }
+    if (h != NULL && h->set != NULL && h->set->reported) {
+        hold_set_settle(h);     /* part of a set lost already: gone now */
+        lk = lock_find(name, name_len);
+        h = NULL;
+    }
     if (!req->lease_mode && h != NULL && h->set != NULL) {
         lock_set_conflict(limit, sizeof(limit), h, "a LOCK");
         lock_reply(c, LOCK_VERB_ACQUIRE, LOCK_CONFLICT, name, name_len, limit);

@@ -377,6 +377,13 @@ void lock_set_free(struct waiter *lead);
 void hold_set_lost(struct hold *h);
 
 /*
+ * Before h is used for a request: when h's set was lost already (its
+ * client told, its other holds about to be given up on the next loop
+ * turn), they are all given up now, h with them.  h may be freed.
+ */
+void hold_set_settle(struct hold *h);
+
+/*
  * The text of CONFLICT, into out, for verb ("a LOCK", "an UNLOCK") of
  * names that share the session's hold h without being its set.
  */

@@ -119,6 +119,7 @@ for i = 1, #KEYS do
   if delay ~= '' then
     redis.call('SET', k .. RL_DELAY_KEY, delay .. ' ' .. tok, 'PX', px)
   end
-  rl_announce(k, tok)
+  -- A fenced grant is told to watchers at its write-back, with its fence.
+  if fenced == '0' then rl_announce(k, tok) end
 end
 return {1, 0, 1}
