@@ -327,7 +327,11 @@ waiter_unqueue(struct waiter *w)
 void
 waiter_free(struct waiter *w)
 {
-    if (w->life.gated) {
+    if (w->life.gated && w->set != NULL) {
+        for (size_t i = 0; i < w->set->n; i++) {
+            redlock_ungate(w->set->member[i]->key, w->set->member[i]->key_len, w->gate_id);
+        }
+    } else if (w->life.gated) {
         redlock_ungate(w->key, w->key_len, w->gate_id);
     }
     if (w->ghost[0] != '\0' && w->set != NULL) {

@@ -301,7 +301,8 @@ lock_set_try(struct waiter *lead)
     const struct lock_set *set = lead->set;
     const char *bases[PROTO_SET_MAX], *old = NULL;
     size_t lens[PROTO_SET_MAX], i;
-    unsigned flags = W_ONCE(lead) ? 0 : REDLOCK_ACQUIRE_WAIT;
+    unsigned flags = W_ONCE(lead) ? 0
+                     : REDLOCK_ACQUIRE_WAIT | (lead->life.gated ? REDLOCK_ACQUIRE_GATED : 0);
 
     for (i = 0; i < set->n; i++) {
         bases[i] = set->member[i]->key;
