@@ -227,13 +227,17 @@ START_TEST(set_all_or_none)
 END_TEST
 
 /*
- * First in, first out with single names, both ways: a single LOCK queued
- * behind a waiting set does not take a name of the set that is free on
- * the masters, and a set queued behind a single LOCK waits for it.
+ * First in, first out with single names: a set waits for a single LOCK
+ * queued before it; a single LOCK queued behind a set that heads its
+ * name's queue waits for the set even though the name is free on the
+ * masters; and a single LOCK of a later name of a set that waits for an
+ * earlier one goes by it (the set keeps its place: it waits for that
+ * LOCK's hold when its earlier name frees, and LOCKs that come later
+ * wait behind it again).
  */
 START_TEST(set_fifo_with_singles)
 {
-    int holder, set, single, early;
+    int holder, set, single, early, later;
     char *got;
 
     EXPECT_SETUP(.masters = NMASTERS, .daemons = 1, .opts = &st_opts);
@@ -241,36 +245,62 @@ START_TEST(set_fifo_with_singles)
     set = expect_connect(0);
     single = expect_connect(0);
     early = expect_connect(0);
+    later = expect_connect(0);
+
+    /* A set queued behind a single LOCK waits for it. */
     got = EXPECT_CMD(holder, "LOCK x ttl=20000");
     EXPECT_IS(got, "OK", "x");
     free(got);
-    /* early queues for x before the set; single for y after it. */
     ck_assert_int_eq(h_send(early, "LOCK x ttl=20000"), 0);
     expect_wait_stat("waiters", 1, false, CMD_MS);
     ck_assert_int_eq(h_send(set, "LOCK x y ttl=20000"), 0);
+    /* y comes after x: while the set waits for x, a LOCK of y goes by. */
     ck_assert_int_eq(h_send(single, "LOCK y ttl=20000"), 0);
-    /* y is free on the masters, but the set is first in its queue. */
-    ck_assert(h_quiet(single, QUIET_MS));
-    ck_assert_uint_eq(st_held_on("y"), 0);
+    got = EXPECT_READ(single, GRANT_MS, "the LOCK of y, past the set that waits for x");
+    EXPECT_IS(got, "OK", "y");
+    free(got);
     EXPECT_REPLY(holder, "UNLOCK x", "OK x holds=0");
     got = EXPECT_READ(early, GRANT_MS, "the single LOCK queued before the set");
     EXPECT_IS(got, "OK", "x");
     free(got);
-    ck_assert(h_quiet(set, QUIET_MS));
-    ck_assert(h_quiet(single, 1));
     EXPECT_REPLY(early, "UNLOCK x", "OK x holds=0");
+    /* x is the set's now (it heads x's queue); it waits for y's holder. */
+    ck_assert(h_quiet(set, QUIET_MS));
+    ck_assert_int_eq(h_send(later, "LOCK y ttl=20000"), 0);
+    EXPECT_REPLY(single, "UNLOCK y", "OK y holds=0");
     got = EXPECT_READ(set, GRANT_MS, "the set");
     EXPECT_IS(got, "OK", "x y");
+    free(got);
+    ck_assert(h_quiet(later, QUIET_MS));
+    EXPECT_REPLY(set, "UNLOCK x y", "OK x y holds=0");
+    got = EXPECT_READ(later, GRANT_MS, "the LOCK of y queued behind the set");
+    EXPECT_IS(got, "OK", "y");
+    free(got);
+    EXPECT_REPLY(later, "UNLOCK y", "OK y holds=0");
+
+    /* A single LOCK behind a set that heads its name waits, the name free on the masters. */
+    got = EXPECT_CMD(holder, "LOCK y ttl=20000");
+    EXPECT_IS(got, "OK", "y");
+    free(got);
+    ck_assert_int_eq(h_send(set, "LOCK y x ttl=20000"), 0);
+    expect_wait_stat("waiters", 2, false, CMD_MS);
+    ck_assert_int_eq(h_send(single, "LOCK x ttl=20000"), 0);
+    ck_assert(h_quiet(single, QUIET_MS));
+    ck_assert_uint_eq(st_granted_on("x"), 0);
+    EXPECT_REPLY(holder, "UNLOCK y", "OK y holds=0");
+    got = EXPECT_READ(set, GRANT_MS, "the set once y was free");
+    EXPECT_IS(got, "OK", "y x");
     free(got);
     ck_assert(h_quiet(single, QUIET_MS));
     EXPECT_REPLY(set, "UNLOCK x y", "OK x y holds=0");
     got = EXPECT_READ(single, GRANT_MS, "the single LOCK queued behind the set");
-    EXPECT_IS(got, "OK", "y");
+    EXPECT_IS(got, "OK", "x");
     free(got);
     close(holder);
     close(set);
     close(single);
     close(early);
+    close(later);
 }
 END_TEST
 
