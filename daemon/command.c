@@ -591,6 +591,37 @@ command_delay(struct session *s, const struct proto_cmd *cmd, struct lock_reques
  * against the config, else ERR PROTO; then the request begins, answered
  * by command_done_cb.
  */
+/*
+ * Whether the answers to a request of several names fit one reply line
+ * (PROTO_REPLY_MAX): they repeat every name, then their fields (a
+ * LOCK's: token=, validity=, holds= and a fence per name).  Else ERR
+ * PROTO, naming how many bytes the names may take.
+ */
+static int
+command_names_fit(struct session *s, const struct proto_cmd *cmd)
+{
+    size_t i, len = cmd->nnames - 1, fields, room;
+    bool lock = cmd->verb == PROTO_LOCK || cmd->verb == PROTO_TRYLOCK;
+    bool fenced = cmd->fence || ctx.conf->fence == CONF_FENCE_ALWAYS;
+    char text[200];
+
+    for (i = 0; i < cmd->nnames; i++) {
+        len += cmd->names[i].len;
+    }
+    /* "OK " + the names + the fields + LF: " token=" 32, " validity=" and " holds=" 20 digits each. */
+    fields = 3 + 7 + PROTO_TOKEN_LEN + 10 + 20 + 7 + 20 + 1
+             + (lock && fenced ? 7 + cmd->nnames * 21 : 0);
+    room = PROTO_REPLY_MAX - fields;
+    if (len <= room) {
+        return 0;
+    }
+    snprintf(text, sizeof(text), "%s: the names take %zu bytes, but a set's answer names them "
+             "all on one line: at most %zu bytes of names%s", proto_verb_name(cmd->verb), len,
+             room, lock && fenced ? " with fences" : "");
+    session_error(s, PROTO_ERR_PROTO, text);
+    return -1;
+}
+
 /* The names of a request that takes several, as the lock table takes them. */
 static void
 command_names(const struct proto_cmd *cmd, struct lock_name *names)
@@ -643,6 +674,9 @@ command_lock(struct command *c, const struct proto_cmd *cmd)
         req.limit = (unsigned)cmd->limit;
     }
     if (command_delay(s, cmd, &req) != 0) {
+        return;
+    }
+    if (cmd->nnames > 1 && command_names_fit(s, cmd) != 0) {
         return;
     }
     session_request_begin(s);
@@ -787,6 +821,9 @@ command_line(struct session *s, void *state, const struct proto_cmd *cmd)
         command_lock(c, cmd);
         return;
     case PROTO_UNLOCK:
+        if (cmd->nnames > 1 && command_names_fit(s, cmd) != 0) {
+            return;
+        }
         session_request_begin(s);
         if (cmd->nnames > 1) {
             command_names(cmd, names);
@@ -805,7 +842,8 @@ command_line(struct session *s, void *state, const struct proto_cmd *cmd)
         return;
     case PROTO_EXTEND:
         /* The parser made sure of token= and ttl=. */
-        if (command_ttl(s, cmd, &ttl) != 0) {
+        if (command_ttl(s, cmd, &ttl) != 0
+            || (cmd->nnames > 1 && command_names_fit(s, cmd) != 0)) {
             return;
         }
         session_request_begin(s);

@@ -316,8 +316,7 @@ void lock_release_set(struct lock_client *c, const struct lock_name *names, size
 /*
  * EXTEND n1 .. nk token ttl: each name as lock_extend(); LOCK_OK with
  * the least validity when every name's was OK; otherwise the set is no
- * lock: its token is released on every name, and the answer is NOQUORUM
- * when any was, else NOTHELD.
+ * lock: its token is released on every name, and the answer is NOTHELD.
  */
 void lock_extend_set(struct lock_client *c, const struct lock_name *names, size_t n,
                      const char *token, int64_t ttl_ms);

@@ -82,6 +82,7 @@
 #include "proto/proto.h"
 
 static size_t   lock_nwaiters; /* waiters queued */
+static uint64_t lock_epoch = 1; /* bumped when a queue or a hold changes (lock_changed) */
 
 static struct waiter_env waiter_env_now(void);
 static void waiter_try(struct waiter *w, bool pick);
@@ -92,14 +93,54 @@ lock_count_waiters(void)
     return lock_nwaiters;
 }
 
-/* The oldest waiter that queues (not a wait=0 attempt), or NULL. */
+/*
+ * Whether w stands in its name's line.  A LOCK of one name always does.
+ * A set's member does only while every member before it (in the
+ * canonical order) is the ready head of its name: a set keeps its place
+ * in the queues of the names up to the first one it waits for, and lets
+ * the LOCKs behind it in the later ones go, so that it never makes a
+ * LOCK wait that it waits for itself (a session holding a name of the
+ * set, asking for a later one).  Each answer looks only at names below
+ * w's, so the question always ends; it is kept until the queues or the
+ * holds change (lock_changed).
+ */
+static bool
+waiter_in_line(struct waiter *w)
+{
+    const struct lock_set *set = w->set;
+    bool ok = true;
+    size_t i;
+
+    if (set == NULL) {
+        return true;
+    }
+    if (w->line_epoch == lock_epoch) {
+        return w->in_line;
+    }
+    for (i = 0; ok && set->member[i] != w; i++) {
+        struct waiter *m = set->member[i];
+
+        ok = m->lock != NULL && m == lock_ready_head(m->lock);
+    }
+    w->line_epoch = lock_epoch;
+    w->in_line = ok;
+    return ok;
+}
+
+void
+lock_changed(void)
+{
+    lock_epoch++;
+}
+
+/* The oldest waiter that queues (not a wait=0 attempt) and stands in line, or NULL. */
 static struct waiter *
 lock_head(const struct lock *lk)
 {
     struct waiter *w;
 
     TAILQ_FOREACH(w, &lk->waiters, link) {
-        if (!W_ONCE(w)) {
+        if (!W_ONCE(w) && waiter_in_line(w)) {
             return w;
         }
     }
@@ -179,6 +220,12 @@ waiter_rouse(struct waiter *w)
     if (waiter_wake(&w->life)) {
         event_active(&w->retry, EV_TIMEOUT, 0);
     }
+}
+
+void
+lock_wake_set(struct waiter *w)
+{
+    waiter_rouse(w);
 }
 
 /* Let the name's head, if any and if this daemon's holds leave it room, look again. */
@@ -295,6 +342,7 @@ waiter_unqueue_one(struct waiter *w)
     }
     was_head = w == lock_head(lk);
     TAILQ_REMOVE(&lk->waiters, w, link);
+    lock_changed();
     lk->nwaiters--;
     lock_nwaiters--;
     w->lock = NULL;
@@ -327,7 +375,11 @@ waiter_unqueue(struct waiter *w)
 void
 waiter_free(struct waiter *w)
 {
-    if (w->life.gated) {
+    if (w->life.gated && w->set != NULL) {
+        for (size_t i = 0; i < w->set->n; i++) {
+            redlock_ungate(w->set->member[i]->key, w->set->member[i]->key_len, w->gate_id);
+        }
+    } else if (w->life.gated) {
         redlock_ungate(w->key, w->key_len, w->gate_id);
     }
     if (w->ghost[0] != '\0' && w->set != NULL) {
@@ -526,6 +578,16 @@ waiter_timer_cb(evutil_socket_t fd, short what, void *arg)
             subscribe_until = m->subscribe_until_us > subscribe_until ? m->subscribe_until_us
                               : subscribe_until;
             watch_ready = watch_ready && redlock_watch_ready(m->key, m->key_len);
+        }
+    }
+    if (!ready && w->set != NULL && w->set->woke_epoch != lock_epoch) {
+        /* Not ready: the LOCKs behind its members that stand aside may go (waiter_in_line). */
+        w->set->woke_epoch = lock_epoch;
+        for (i = 0; i < n; i++) {
+            if (w->set->member[i]->lock != NULL
+                && lock_head(w->set->member[i]->lock) != w->set->member[i]) {
+                lock_wake_head(w->set->member[i]->lock);
+            }
         }
     }
     st = waiter_on_timer(&w->life, &env, ready, yield_until, subscribe_until,
@@ -818,6 +880,7 @@ waiter_try(struct waiter *w, bool pick)
 void
 waiter_enqueue(struct waiter *w, struct lock *lk)
 {
+    lock_changed();
     w->lock = lk;
     evtimer_assign(&w->retry, ctx.base, waiter_timer_cb, w);
     TAILQ_INSERT_TAIL(&lk->waiters, w, link);
@@ -897,6 +960,11 @@ lock_acquire(struct lock_client *c, const char *name, size_t name_len,
     if (lk != NULL && (h = client_hold(c, lk)) != NULL
         && !lease_check(&h->lease, util_now_us())) {
         /* Its validity ran out before the timer said so: lost (reported), not re-entered. */
+        lk = lock_find(name, name_len);
+        h = NULL;
+    }
+    if (h != NULL && h->set != NULL && h->set->reported) {
+        hold_set_settle(h);     /* part of a set lost already: gone now */
         lk = lock_find(name, name_len);
         h = NULL;
     }

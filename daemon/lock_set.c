@@ -301,7 +301,8 @@ lock_set_try(struct waiter *lead)
     const struct lock_set *set = lead->set;
     const char *bases[PROTO_SET_MAX], *old = NULL;
     size_t lens[PROTO_SET_MAX], i;
-    unsigned flags = W_ONCE(lead) ? 0 : REDLOCK_ACQUIRE_WAIT;
+    unsigned flags = W_ONCE(lead) ? 0
+                     : REDLOCK_ACQUIRE_WAIT | (lead->life.gated ? REDLOCK_ACQUIRE_GATED : 0);
 
     for (i = 0; i < set->n; i++) {
         bases[i] = set->member[i]->key;
@@ -503,18 +504,24 @@ lock_set_held(struct lock_client *c, const struct lock_name *names, size_t n, si
     struct hold *h;
     size_t i;
 
+    /*
+     * First the holds whose lease ran out (reported lost now) and the sets
+     * already lost: gone before anything is counted, so that nothing
+     * counted below is freed by a later name's loss.
+     */
+    for (i = 0; i < n; i++) {
+        lk = lock_find(names[i].s, names[i].len);
+        h = lk != NULL ? client_hold(c, lk) : NULL;
+        if (h != NULL && lease_check(&h->lease, util_now_us()) && h->set != NULL
+            && h->set->reported) {
+            hold_set_reap_cb(-1, 0, h->set);
+        }
+    }
     *held = 0;
     *one = NULL;
     for (i = 0; i < n; i++) {
         lk = lock_find(names[i].s, names[i].len);
         h = lk != NULL ? client_hold(c, lk) : NULL;
-        if (h != NULL && !lease_check(&h->lease, util_now_us())) {
-            h = NULL;       /* its validity ran out: reported lost just now */
-        }
-        if (h != NULL && h->set != NULL && h->set->reported) {
-            hold_set_reap_cb(-1, 0, h->set);
-            h = NULL;
-        }
         if (h == NULL) {
             continue;
         }
@@ -526,6 +533,14 @@ lock_set_held(struct lock_client *c, const struct lock_name *names, size_t n, si
         *one = h;
     }
     return *held == n && hs != NULL && hs->n == n ? hs : NULL;
+}
+
+void
+hold_set_settle(struct hold *h)
+{
+    if (h->set != NULL && h->set->reported) {
+        hold_set_reap_cb(-1, 0, h->set);
+    }
 }
 
 void
@@ -790,6 +805,7 @@ lock_multi_extended(struct lock_client *lc, const struct lock_extend_result *er)
     if (m->outcome != LOCK_OK) {
         /* Not every name was extended: the set is no lock; nothing of it stays. */
         lock_abandon(m->text, m->text_len, m->token);
+        m->outcome = LOCK_NOTHELD;
     }
     memset(&res, 0, sizeof(res));
     res.v.outcome = m->outcome;

@@ -108,6 +108,9 @@ struct waiter {
                                        else kept here only */
     struct lock_set    *set;        /* a set LOCK's member (lock_set.c), or NULL for a
                                        LOCK of one name */
+    uint64_t            line_epoch; /* a set's member: when in_line was found */
+    bool                in_line;    /* a set's member: it stands in its name's line
+                                       (waiter_in_line in lock_queue.c) */
     int64_t             delay_ms;   /* the lock-delay its hold asks for, ms; 0: none */
     bool                delayed;    /* its last try was refused by a lock-delay */
     size_t              name_off;   /* name = key + name_off */
@@ -127,6 +130,8 @@ struct lock_set {
     size_t              n;          /* names, 2..PROTO_SET_MAX */
     bool                claimed;    /* a try claimed names for it somewhere: they are
                                        dropped when it goes (redlock_unclaim) */
+    uint64_t            woke_epoch; /* the last lock_changed() at which, not ready, it
+                                       woke the LOCKs behind its members */
     size_t              given[REDLOCK_SET_MAX]; /* member i's place in the client's list */
     int64_t             fences[REDLOCK_SET_MAX]; /* a fenced grant: member i's fence */
     char               *text;       /* malloc'd: the names as the client gave them,
@@ -308,6 +313,16 @@ void lock_subscribed(const char *key, size_t key_len);
 struct waiter *lock_ready_head(const struct lock *lk);
 
 /*
+ * A queue or a hold changed: what a set's member found of its line
+ * (waiter_in_line) is to be found again.  Called by every change of
+ * either (waiter_enqueue, waiter_unqueue, hold_insert, hold_drop).
+ */
+void lock_changed(void);
+
+/* A set's member w: its set looks again, as when a release of one of its names is heard. */
+void lock_wake_set(struct waiter *w);
+
+/*
  * Put a new waiter (its life started) at the tail of lk's queue, its
  * timer ready; w->lock becomes lk.
  */
@@ -375,6 +390,13 @@ void lock_set_free(struct waiter *lead);
  * own LOST was pushed; drops h.
  */
 void hold_set_lost(struct hold *h);
+
+/*
+ * Before h is used for a request: when h's set was lost already (its
+ * client told, its other holds about to be given up on the next loop
+ * turn), they are all given up now, h with them.  h may be freed.
+ */
+void hold_set_settle(struct hold *h);
 
 /*
  * The text of CONFLICT, into out, for verb ("a LOCK", "an UNLOCK") of

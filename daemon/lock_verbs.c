@@ -175,6 +175,10 @@ lock_release(struct lock_client *c, const char *name, size_t name_len, const cha
     if (l != NULL && !lease_check(&l->lease, util_now_us())) {
         l = NULL;       /* its validity ran out: reported lost just now */
     }
+    if (l != NULL && l->set != NULL && l->set->reported) {
+        hold_set_settle(l);     /* part of a set lost already (reported): gone now */
+        l = NULL;
+    }
     if (l == NULL) {
         lock_reply(c, LOCK_VERB_RELEASE, LOCK_NOTHELD, name, name_len, NULL);
         return;
@@ -426,8 +430,9 @@ lock_broken(const char *key, size_t key_len, const char *tokens, size_t tokens_l
     if (lk != NULL) {
         /* A grant in flight whose token was broken is no grant (waiter_broken). */
         TAILQ_FOREACH(w, &lk->waiters, link) {
-            if (lock_token_among(w->token, tokens, tokens_len)) {
-                waiter_broken(&W_LEAD(w)->life);    /* a set's try is its lead's */
+            /* A set's try is its lead's, with the lead's token (its members keep the first). */
+            if (lock_token_among(W_LEAD(w)->token, tokens, tokens_len)) {
+                waiter_broken(&W_LEAD(w)->life);
             }
         }
     }

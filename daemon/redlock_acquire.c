@@ -174,6 +174,38 @@ redlock_permits_of(struct redlock_acquire_op *op, const struct master_reply *rep
 }
 
 /*
+ * The words after an exclusive refusal's {pttl, who}, at most one of each
+ * (acquire.lua, acquire_set.lua): 'gate', this master closed our gate
+ * (shared holders refused us); 'shared', shared holders refused us and
+ * another's gate is there; 'claim', a set claimed names for us here.
+ * Returns NULL, or what is wrong with them (op unchanged).
+ */
+static const char *
+redlock_refusal_words(struct redlock_acquire_op *op, const struct master_reply *reply)
+{
+    size_t ne = master_reply_elements(reply), j;
+    bool gate = false, shared = false, claim = false;
+
+    if (ne > 5) {
+        return "the acquire script refused with unexpected elements";
+    }
+    for (j = 2; j < ne; j++) {
+        const struct master_reply *e = master_reply_element(reply, j);
+        bool *seen = redlock_reply_is(e, "gate") ? &gate : redlock_reply_is(e, "shared")
+                     ? &shared : redlock_reply_is(e, "claim") ? &claim : NULL;
+
+        if (seen == NULL || *seen || (gate && shared)) {
+            return "the acquire script refused with unexpected elements";
+        }
+        *seen = true;
+    }
+    op->gated = op->gated || gate;
+    op->readers = op->readers || gate || shared;
+    op->claimed = op->claimed || claim;
+    return NULL;
+}
+
+/*
  * A refusal (see the acquire script): {pttl, who}, or for an exclusive
  * request kept out by shared holders {left, who}, {left, who, 'gate'} or
  * {left, who, 'shared'} (a waiting one: the gate closed for it, or another's),
@@ -206,16 +238,10 @@ redlock_refusal_of(struct redlock_acquire_op *op, const struct master_reply *rep
         if ((why = redlock_permits_of(op, reply)) != NULL) {
             return why;
         }
-    } else if (ne == 3 && op->kind == REDLOCK_EXCLUSIVE
-               && redlock_reply_is(master_reply_element(reply, 2), "gate")) {
-        op->gated = true;       /* {left, who, 'gate'}: this master closed our gate */
-        op->readers = true;
-    } else if (ne == 3 && op->kind == REDLOCK_EXCLUSIVE
-               && redlock_reply_is(master_reply_element(reply, 2), "shared")) {
-        op->readers = true;     /* {left, who, 'shared'}: shared holders, another's gate */
-    } else if (ne == 3 && op->kind == REDLOCK_EXCLUSIVE
-               && redlock_reply_is(master_reply_element(reply, 2), "claim")) {
-        op->claimed = true;     /* {pttl, who, 'claim'}: a set claimed names here */
+    } else if (op->kind == REDLOCK_EXCLUSIVE && ne > 2) {
+        if ((why = redlock_refusal_words(op, reply)) != NULL) {
+            return why;
+        }
     } else if (ne != 2) {
         return "the acquire script refused with unexpected elements";
     }
@@ -775,7 +801,8 @@ redlock_acquire_set(const char *const *bases, const size_t *base_lens, size_t n,
     /* A hold with a lock-delay writes its records for ttl + delay (redlock_record_ms). */
     lens[na++] = (size_t)snprintf(ttl, sizeof(ttl), "%lld",
                                   (long long)(ttl_ms + (delay_ms > 0 ? delay_ms : 0)));
-    args[na] = (flags & REDLOCK_ACQUIRE_WAIT) != 0 ? "1" : "0";
+    args[na] = (flags & REDLOCK_ACQUIRE_GATED) != 0 ? "2"
+               : (flags & REDLOCK_ACQUIRE_WAIT) != 0 ? "1" : "0";
     lens[na++] = 1;
     old_token = (flags & REDLOCK_ACQUIRE_ADOPT) != 0 ? old_token : NULL;
     args[na] = old_token != NULL ? old_token : "";

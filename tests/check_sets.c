@@ -78,6 +78,18 @@ st_held_on(const char *name)
     return n;
 }
 
+/* How many masters grant name to someone: hold it with anything but a waiting set's claim. */
+static size_t
+st_granted_on(const char *name)
+{
+    size_t i, n = 0;
+
+    for (i = 0; i < NMASTERS; i++) {
+        n += st_value(i, name)[0] != '\0' && strncmp(st_value(i, name), "claim ", 6) != 0;
+    }
+    return n;
+}
+
 /* The key of name is gone from every master. */
 static bool
 st_cond_gone(void *arg)
@@ -123,21 +135,26 @@ st_held_together(const char *const *names)
 static void
 st_held_by_quorum(const char *names)
 {
-    char list[64], token[128], cand[128], *p, *save = NULL;
-    size_t i, j, n, best;
+    char list[64], token[128], seen[NMASTERS][128], *p, *save = NULL;
+    size_t i, j, n, best = 0;
 
     snprintf(list, sizeof(list), "%s", names);
     p = strtok_r(list, " ", &save);
-    /* The holder's token: the first name's value on most masters (others may keep leftovers). */
+    /*
+     * The value on most masters: a master outside the holder's quorum
+     * may show, for a moment, another client's try that it then releases.
+     */
+    for (i = 0; i < NMASTERS; i++) {
+        snprintf(seen[i], sizeof(seen[i]), "%s", st_value(i, p));
+    }
     token[0] = '\0';
-    for (i = 0, best = 0; i < NMASTERS; i++) {
-        snprintf(cand, sizeof(cand), "%s", st_value(i, p));
+    for (i = 0; i < NMASTERS; i++) {
         for (j = 0, n = 0; j < NMASTERS; j++) {
-            n += strcmp(st_value(j, p), cand) == 0;
+            n += seen[i][0] != '\0' && strcmp(seen[i], seen[j]) == 0;
         }
-        if (cand[0] != '\0' && n > best) {
+        if (n > best) {
             best = n;
-            snprintf(token, sizeof(token), "%s", cand);
+            snprintf(token, sizeof(token), "%.127s", seen[i]);
         }
     }
     for (; p != NULL; p = strtok_r(NULL, " ", &save)) {
@@ -198,7 +215,7 @@ START_TEST(set_all_or_none)
     /* Waiting: still nothing of it while b is held. */
     ck_assert_int_eq(h_send(a, "LOCK a b c ttl=20000 wait=20000"), 0);
     ck_assert(h_quiet(a, QUIET_MS));
-    ck_assert_uint_eq(st_held_on("a"), 0);
+    ck_assert_uint_eq(st_granted_on("a"), 0);     /* claimed at most: a claim is no grant */
     ck_assert_uint_eq(st_held_on("c"), 0);
     EXPECT_REPLY(b, "UNLOCK b", "OK b holds=0");
     got = EXPECT_READ(a, GRANT_MS, "the set once b was free");
@@ -210,13 +227,17 @@ START_TEST(set_all_or_none)
 END_TEST
 
 /*
- * First in, first out with single names, both ways: a single LOCK queued
- * behind a waiting set does not take a name of the set that is free on
- * the masters, and a set queued behind a single LOCK waits for it.
+ * First in, first out with single names: a set waits for a single LOCK
+ * queued before it; a single LOCK queued behind a set that heads its
+ * name's queue waits for the set even though the name is free on the
+ * masters; and a single LOCK of a later name of a set that waits for an
+ * earlier one goes by it (the set keeps its place: it waits for that
+ * LOCK's hold when its earlier name frees, and LOCKs that come later
+ * wait behind it again).
  */
 START_TEST(set_fifo_with_singles)
 {
-    int holder, set, single, early;
+    int holder, set, single, early, later;
     char *got;
 
     EXPECT_SETUP(.masters = NMASTERS, .daemons = 1, .opts = &st_opts);
@@ -224,36 +245,62 @@ START_TEST(set_fifo_with_singles)
     set = expect_connect(0);
     single = expect_connect(0);
     early = expect_connect(0);
+    later = expect_connect(0);
+
+    /* A set queued behind a single LOCK waits for it. */
     got = EXPECT_CMD(holder, "LOCK x ttl=20000");
     EXPECT_IS(got, "OK", "x");
     free(got);
-    /* early queues for x before the set; single for y after it. */
     ck_assert_int_eq(h_send(early, "LOCK x ttl=20000"), 0);
     expect_wait_stat("waiters", 1, false, CMD_MS);
     ck_assert_int_eq(h_send(set, "LOCK x y ttl=20000"), 0);
+    /* y comes after x: while the set waits for x, a LOCK of y goes by. */
     ck_assert_int_eq(h_send(single, "LOCK y ttl=20000"), 0);
-    /* y is free on the masters, but the set is first in its queue. */
-    ck_assert(h_quiet(single, QUIET_MS));
-    ck_assert_uint_eq(st_held_on("y"), 0);
+    got = EXPECT_READ(single, GRANT_MS, "the LOCK of y, past the set that waits for x");
+    EXPECT_IS(got, "OK", "y");
+    free(got);
     EXPECT_REPLY(holder, "UNLOCK x", "OK x holds=0");
     got = EXPECT_READ(early, GRANT_MS, "the single LOCK queued before the set");
     EXPECT_IS(got, "OK", "x");
     free(got);
-    ck_assert(h_quiet(set, QUIET_MS));
-    ck_assert(h_quiet(single, 1));
     EXPECT_REPLY(early, "UNLOCK x", "OK x holds=0");
+    /* x is the set's now (it heads x's queue); it waits for y's holder. */
+    ck_assert(h_quiet(set, QUIET_MS));
+    ck_assert_int_eq(h_send(later, "LOCK y ttl=20000"), 0);
+    EXPECT_REPLY(single, "UNLOCK y", "OK y holds=0");
     got = EXPECT_READ(set, GRANT_MS, "the set");
     EXPECT_IS(got, "OK", "x y");
+    free(got);
+    ck_assert(h_quiet(later, QUIET_MS));
+    EXPECT_REPLY(set, "UNLOCK x y", "OK x y holds=0");
+    got = EXPECT_READ(later, GRANT_MS, "the LOCK of y queued behind the set");
+    EXPECT_IS(got, "OK", "y");
+    free(got);
+    EXPECT_REPLY(later, "UNLOCK y", "OK y holds=0");
+
+    /* A single LOCK behind a set that heads its name waits, the name free on the masters. */
+    got = EXPECT_CMD(holder, "LOCK y ttl=20000");
+    EXPECT_IS(got, "OK", "y");
+    free(got);
+    ck_assert_int_eq(h_send(set, "LOCK y x ttl=20000"), 0);
+    expect_wait_stat("waiters", 2, false, CMD_MS);
+    ck_assert_int_eq(h_send(single, "LOCK x ttl=20000"), 0);
+    ck_assert(h_quiet(single, QUIET_MS));
+    ck_assert_uint_eq(st_granted_on("x"), 0);
+    EXPECT_REPLY(holder, "UNLOCK y", "OK y holds=0");
+    got = EXPECT_READ(set, GRANT_MS, "the set once y was free");
+    EXPECT_IS(got, "OK", "y x");
     free(got);
     ck_assert(h_quiet(single, QUIET_MS));
     EXPECT_REPLY(set, "UNLOCK x y", "OK x y holds=0");
     got = EXPECT_READ(single, GRANT_MS, "the single LOCK queued behind the set");
-    EXPECT_IS(got, "OK", "y");
+    EXPECT_IS(got, "OK", "x");
     free(got);
     close(holder);
     close(set);
     close(single);
     close(early);
+    close(later);
 }
 END_TEST
 
@@ -778,6 +825,286 @@ START_TEST(set_errors)
 }
 END_TEST
 
+/* ---- found in review: each case shows a bug of the set's mechanism ---- */
+
+#define RV_LINK_MS      500     /* delay each way of the slow daemon's links to masters 2..4 */
+#define RV_NODE_MS      2000    /* its round deadline: above a slow round (2 x RV_LINK_MS) */
+
+/* Every master holds name's key with one and the same value. */
+static bool
+rv_cond_same_everywhere(void *arg)
+{
+    char first[128];
+    size_t i;
+
+    snprintf(first, sizeof(first), "%s", st_value(0, arg));
+    if (first[0] == '\0') {
+        return false;
+    }
+    for (i = 1; i < NMASTERS; i++) {
+        if (strcmp(st_value(i, arg), first) != 0) {
+            return false;
+        }
+    }
+    return true;
+}
+
+/*
+ * A BREAK of a set's name that lands while the set's round is on the
+ * masters makes that round no lock (as for one name: waiter_broken).
+ * lock_broken() finds the waiter by comparing the token of each waiter
+ * queued for the broken name; a set's members other than its lead keep
+ * the token of the set's first try (lock_acquire_set copies it once),
+ * while the lead takes a new token after each refused try
+ * (waiter_retire_token).  So a BREAK of any name but the first (in
+ * canonical order) during the set's second try goes unnoticed: the
+ * client hears OK for a set one of whose names is gone from every
+ * master (free for anyone), and a LOST a moment later.
+ *
+ * D0 reaches masters 2..4 through RV_LINK_MS proxies, 0 and 1 directly,
+ * so its round lasts 2 x RV_LINK_MS while the BREAK's announcement from
+ * masters 0 and 1 reaches it at once.  The set's first try is refused
+ * (b held through D1), the second one (new token) is on the masters when
+ * the BREAK of b runs.
+ */
+START_TEST(set_break_during_second_try)
+{
+    const char *via[NMASTERS] = { NULL };
+    struct h_daemon_opts o = st_opts;
+    char *got;
+    size_t i;
+    int h, s, op;
+
+    EXPECT_SETUP(.masters = NMASTERS);
+    for (i = 2; i < NMASTERS; i++) {
+        via[i] = expect_proxy_start(i, RV_LINK_MS, false);
+    }
+    o.node_timeout_ms = RV_NODE_MS;
+    o.min_ttl_ms = RV_NODE_MS + 1000;
+    o.down_after_ms = 4 * RV_NODE_MS;
+    o.master_addrs = via;
+    ck_assert_msg(h_start_daemon(&o) == 0, "D0 did not start (log above)");
+    o.master_addrs = NULL;
+    ck_assert_msg(h_start_daemon(&o) == 0, "D1 did not start (log above)");
+    h = expect_connect(1);
+    op = expect_connect(1);
+    s = expect_connect(0);
+    EXPECT_PREFIX(op, "AUTH admin-secret", "OK");
+    got = EXPECT_CMD(h, "LOCK b ttl=30000");
+    EXPECT_IS(got, "OK", "b");
+    free(got);
+    /* The first try, at full speed: refused on b (its token is then retired). */
+    ck_assert_int_eq(h_send(s, "LOCK a b ttl=30000 wait=20000"), 0);
+    ck_assert(h_quiet(s, QUIET_MS));
+    ck_assert_uint_eq(st_granted_on("a"), 0);     /* claimed at most */
+    expect_proxies_on();
+    /* b's release wakes the set: its second try, with a new token, is slow. */
+    EXPECT_REPLY(h, "UNLOCK b", "OK b holds=0");
+    ck_assert_msg(h_wait_until(rv_cond_same_everywhere, (void *)"b", CMD_MS),
+                  "the set's second try did not reach every master");
+    /* It ran everywhere; its answers from masters 2..4 are still on their way. */
+    /* Its first round deletes b at once; its answer takes three round deadlines more. */
+    ck_assert_int_eq(h_send(op, "BREAK b"), 0);
+    ck_assert_msg(h_wait_until(st_cond_gone, (void *)"b", CMD_MS), "the BREAK did not delete b");
+    ck_assert_msg(h_quiet(s, 1), "the set was answered before the BREAK ran");
+    got = EXPECT_READ(s, 4 * RV_NODE_MS, "the set after the BREAK");
+    ck_assert_msg(h_is_reply(got, "OK", "a b"), "the set: '%s'", got);
+    free(got);
+    /* OK means a quorum holds every name of the set for this client now. */
+    ck_assert_msg(st_held_on("b") >= NMASTERS / 2 + 1,
+                  "OK a b told while b is on %zu masters (the BREAK deleted it during the "
+                  "round, unnoticed); a is on %zu", st_held_on("b"), st_held_on("a"));
+    st_held_by_quorum("a b");
+    close(h);
+    close(s);
+    close(op);
+}
+END_TEST
+
+/*
+ * Two readers on daemon 1 keep a shared hold of a all the time, taking
+ * turns (the next one's LOCK is granted before the last one's UNLOCK),
+ * from before line is sent on w (through daemon 0) until it is
+ * answered: its reply, or NULL by deadline_ms.  A reader's LOCK that is not granted within a second is
+ * held back by an exclusive waiter's gate (acquire.lua): the churn stops
+ * there, the last reader lets go, and w's answer is awaited alone.
+ */
+static char *
+rv_shared_churn(int w, const char *line, int64_t deadline_ms)
+{
+    int r[2], holder, pending = -1;
+    int64_t sent = 0;
+    char *got;
+
+    r[0] = expect_connect(1);
+    r[1] = expect_connect(1);
+    got = EXPECT_CMD(r[0], "LOCK a shared ttl=10000");
+    EXPECT_IS(got, "OK", "a");
+    free(got);
+    holder = 0;
+    ck_assert_int_eq(h_send(w, line), 0);
+    while (h_now_ms() < deadline_ms) {
+        if ((got = h_read_line(w, 1)) != NULL) {
+            break;
+        }
+        if (holder < 0) {
+            continue;
+        }
+        if (pending < 0) {
+            pending = 1 - holder;
+            ck_assert_int_eq(h_send(r[pending], "LOCK a shared ttl=10000 wait=20000"), 0);
+            sent = h_now_ms();
+        }
+        if ((got = h_read_line(r[pending], 5)) != NULL) {
+            EXPECT_IS(got, "OK", "a");
+            free(got);
+            EXPECT_REPLY(r[holder], "UNLOCK a", "OK a holds=0");
+            holder = pending;
+            pending = -1;
+        } else if (h_now_ms() - sent > 1000) {
+            /* Held back by a gate: the readers stop coming in. */
+            EXPECT_REPLY(r[holder], "UNLOCK a", "OK a holds=0");
+            holder = -1;
+        }
+    }
+    close(r[0]);
+    close(r[1]);
+    return got;
+}
+
+/*
+ * A set is starved by shared holders of one of its names that take
+ * turns through another daemon.  A single exclusive LOCK refused by
+ * shared holders closes the name's gate on the masters (acquire.lua), so
+ * that new shared holders wait behind it and the name drains; a set's
+ * try (acquire_set.lua) refused by shared holders closes no gate, so the
+ * readers keep coming in and the set waits until its wait= ends, with
+ * both its names free of any exclusive holder all along.  First the
+ * single LOCK, as the control: granted through the same churn.
+ */
+START_TEST(set_starved_by_shared_turns)
+{
+    char *got;
+    int w;
+
+    EXPECT_SETUP(.masters = NMASTERS, .daemons = 2, .opts = &st_opts);
+    w = expect_connect(0);
+    got = rv_shared_churn(w, "LOCK a ttl=10000 wait=6000", h_now_ms() + 8000);
+    ck_assert_msg(got != NULL && h_is_reply(got, "OK", "a"),
+                  "the control: a single LOCK through the readers' turns got '%s'",
+                  got != NULL ? got : "(nothing)");
+    free(got);
+    EXPECT_REPLY(w, "UNLOCK a", "OK a holds=0");
+    got = rv_shared_churn(w, "LOCK a b ttl=10000 wait=6000", h_now_ms() + 8000);
+    ck_assert_msg(got != NULL && h_is_reply(got, "OK", "a b"),
+                  "a set through the readers' turns got '%s' (a single LOCK of a was granted)",
+                  got != NULL ? got : "(nothing)");
+    free(got);
+    close(w);
+}
+END_TEST
+
+/*
+ * A set whose OK does not fit in a reply line (PROTOCOL.md: at most
+ * 2048 bytes; only an ERR's free text is ever cut).  With
+ * limits.max_line_bytes raised (up to 1 MiB), a LOCK of 64 names of 250
+ * bytes is accepted, granted, and its OK, which repeats the names before
+ * token= and validity=, is cut: a lease-mode holder never learns its
+ * token (the lock stays on the masters, unreleasable, until its ttl; its
+ * delivery receipt counts it as read), a session-mode one gets an OK
+ * with no validity.  Either the request is refused (the names too long
+ * for the reply) or the reply carries everything.
+ */
+START_TEST(set_reply_fits)
+{
+    struct h_daemon_opts o = st_opts;
+    static char line[64 * 251 + 128];
+    char token[64], *got, *p;
+    size_t i;
+    int s;
+
+    o.max_line_bytes = 20000;
+    EXPECT_SETUP(.masters = NMASTERS);
+    ck_assert_msg(h_start_daemon(&o) == 0, "the daemon did not start (log above)");
+    s = expect_connect(0);
+    p = line + sprintf(line, "LOCK");
+    for (i = 0; i < 64; i++) {
+        p += sprintf(p, " %02zu", i);
+        memset(p, 'n', 248);
+        p += 248;
+    }
+    sprintf(p, " mode=lease ttl=10000");
+    got = h_cmd(s, line, CMD_MS);
+    ck_assert_msg(got != NULL, "no reply to a LOCK of 64 names of 250 bytes");
+    if (strncmp(got, "ERR ", 4) == 0) {
+        ck_assert_msg(strncmp(got, "ERR PROTO LOCK: the names take 16063 bytes, but a set's "
+                      "answer names them all on one line", 85) == 0, "'%s'", got);
+    } else {
+        ck_assert_msg(strncmp(got, "OK ", 3) == 0, "the set: '%.80s...'", got);
+        ck_assert_msg(h_reply_field(got, "token", token, sizeof(token)) && h_is_token(token),
+                      "a lease-mode set's OK without its token (%zu bytes, ends '%s')",
+                      strlen(got), got + (strlen(got) > 60 ? strlen(got) - 60 : 0));
+        ck_assert_msg(EXPECT_INT(got, "validity") > 0, "no validity");
+    }
+    free(got);
+    close(s);
+}
+END_TEST
+
+/*
+ * A deadlock that only the sets' first in, first out makes: a session
+ * holds b and asks for c (names taken in one order, b before c, the
+ * usual way to avoid deadlocks), while the set {a b} waits for b and the
+ * set {a c}, queued after it, waits behind it for a.  c is free on every
+ * master and nobody holds it, yet the LOCK of c queues behind {a c},
+ * which waits behind {a b}, which waits for b, which the LOCK of c's
+ * session holds: nobody can move, for ever with wait=inf.  Without sets
+ * (or with the sets asked for through another daemon) the LOCK of c is
+ * granted at once.  The same with two parties: the holder of b asks for
+ * d while the set {b d} waits for b.
+ */
+START_TEST(set_fifo_deadlock_with_holder)
+{
+    char *got;
+    int h, s1, s2;
+
+    EXPECT_SETUP(.masters = NMASTERS, .daemons = 1, .opts = &st_opts);
+    h = expect_connect(0);
+    s1 = expect_connect(0);
+    s2 = expect_connect(0);
+    got = EXPECT_CMD(h, "LOCK b ttl=20000");
+    EXPECT_IS(got, "OK", "b");
+    free(got);
+    /* Two parties: the set {b d} waits for b and heads d's queue. */
+    ck_assert_int_eq(h_send(s1, "LOCK b d ttl=20000"), 0);
+    expect_wait_stat("waiters", 2, false, CMD_MS);
+    got = h_cmd(h, "LOCK d ttl=20000 wait=3000", 3000 + CMD_MS);
+    ck_assert_msg(got != NULL && h_is_reply(got, "OK", "d"),
+                  "LOCK d, free on every master, by the holder of b: '%s' (it waits behind "
+                  "the set b d, which waits for b)", got != NULL ? got : "(nothing)");
+    free(got);
+    EXPECT_REPLY(h, "UNLOCK d", "OK d holds=0");
+    expect_reset(s1);
+    expect_wait_stat("waiters", 0, false, CMD_MS);
+    s1 = expect_connect(0);
+    /* Three: the LOCK of c behind {a c}, behind {a b}, which waits for b. */
+    ck_assert_int_eq(h_send(s1, "LOCK a b ttl=20000"), 0);
+    expect_wait_stat("waiters", 2, false, CMD_MS);
+    ck_assert_int_eq(h_send(s2, "LOCK a c ttl=20000"), 0);
+    expect_wait_stat("waiters", 4, false, CMD_MS);
+    ck_assert_uint_eq(st_held_on("c"), 0);
+    got = h_cmd(h, "LOCK c ttl=20000 wait=3000", 3000 + CMD_MS);
+    ck_assert_msg(got != NULL && h_is_reply(got, "OK", "c"),
+                  "LOCK c, free on every master, by the holder of b: '%s' (it waits behind "
+                  "the set a c, which waits behind the set a b, which waits for b)",
+                  got != NULL ? got : "(nothing)");
+    free(got);
+    close(h);
+    close(s1);
+    close(s2);
+}
+END_TEST
+
 /* ---- the suite ---- */
 
 #define ST_ADD(s, test) expect_add_case((s), #test, (test), h_end, TEST_TIMEOUT_S)
@@ -803,6 +1130,10 @@ sets_suite(void)
     ST_ADD(s, set_delay);
     ST_ADD(s, set_claims);
     ST_ADD(s, set_errors);
+    ST_ADD(s, set_break_during_second_try);
+    ST_ADD(s, set_starved_by_shared_turns);
+    ST_ADD(s, set_reply_fits);
+    ST_ADD(s, set_fifo_deadlock_with_holder);
     return s;
 }
 

@@ -1,7 +1,8 @@
 -- Acquire a set: every name of KEYS (the names' keys, in the daemon's
 -- canonical order), exclusively, all at once or not at all.  ARGV:
 -- token, ttl, '1' when the request waits if refused ('0' for one
--- attempt), an old token of ours whose records may be here ('' for
+-- attempt; '2': it waits, and a master closed a gate for it before), an
+-- old token of ours whose records may be here ('' for
 -- none: an earlier try whose link failed, taken over as acquire.lua
 -- takes over a ghost), the holders' label ('' for none), the fence
 -- field of the labels ('0' for a grant without one, '-' for a fenced
@@ -24,6 +25,12 @@
 -- announces; a name held as counted answers {'kind', 'limit=N'}.  No
 -- name of the set is granted then: no master ever keeps part of a set
 -- from a try.
+--
+-- Gates.  A set that waits and is refused by live shared holders of a
+-- name closes that name's gate for its id, as a single exclusive request
+-- does (acquire.lua), so that new shared holders wait behind it; its
+-- grant opens its gates (with '2'), and the daemon opens what is left when
+-- the set goes (ungate.lua, per name).
 --
 -- Claims.  A set that waits and is refused at its i-th name claims the
 -- names before it, in the canonical order, that are free here: their
@@ -53,7 +60,8 @@ local fenced, delay = ARGV[6] or '0', ARGV[7] or ''
 local id = ARGV[8] or ''
 if id == '' then id = tok end
 local ms, mine = tonumber(px), RL_CLAIM_MARK .. id
--- The refusal at the i-th name: claim the free names before it, then answer.
+-- The refusal at the i-th name: claim the free names before it, then answer
+-- ('claim' added to the answer when it claimed any).
 local function refused(i, out)
   if wait ~= '0' then
     local p = tonumber(out[1]) or 0
@@ -62,11 +70,28 @@ local function refused(i, out)
       local v = redis.pcall('GET', KEYS[j])
       if not v or v == mine then
         redis.call('SET', KEYS[j], mine, 'PX', p + ms)
-        out[3] = 'claim'
+        if out[#out] ~= 'claim' then out[#out + 1] = 'claim' end
       end
     end
   end
   return rl_refused(KEYS[i], ms, wait, out)
+end
+-- Live shared holders refuse the set at the i-th name: when it waits it
+-- closes the name's gate, as acquire.lua's exclusive request does, so that
+-- new shared holders wait behind it ({left, who, 'gate'}; 'shared' when
+-- another's gate is there).
+local function readers(i, r)
+  if wait ~= '0' then
+    local gk = KEYS[i] .. ' gate'
+    local g = rl_str(gk)
+    if not g or g == id then
+      redis.call('SET', gk, id, 'PX', ms)
+      r[3] = 'gate'
+    else
+      r[3] = 'shared'
+    end
+  end
+  return refused(i, r)
 end
 -- The names this call took with SET NX (free ones), given back when a later
 -- name refuses the set: nothing of a refused try stays.
@@ -93,7 +118,7 @@ for i = 1, #KEYS do
         local r = rl_last_reader(k)
         if r then
           undo()
-          return refused(i, r)
+          return readers(i, r)
         end
       elseif t == 'hash' and rl_limit(k) then
         local kind = rl_other_limit(k, '')
@@ -112,6 +137,8 @@ local now = rl_now()
 for i = 1, #KEYS do
   local k = KEYS[i]
   if not won[i] then redis.call('SET', k, tok, 'PX', px) end
+  -- A set that closed gates on its way opens them with its grant.
+  if wait == '2' and rl_str(k .. ' gate') == id then redis.call('DEL', k .. ' gate') end
   if old ~= '' then redis.call('DEL', k .. ' label ' .. old) end
   if label ~= '' then
     redis.call('SET', k .. ' label ' .. tok, now .. ' ' .. fenced .. ' ' .. label, 'PX', px)
@@ -119,6 +146,7 @@ for i = 1, #KEYS do
   if delay ~= '' then
     redis.call('SET', k .. RL_DELAY_KEY, delay .. ' ' .. tok, 'PX', px)
   end
-  rl_announce(k, tok)
+  -- A fenced grant is told to watchers at its write-back, with its fence.
+  if fenced == '0' then rl_announce(k, tok) end
 end
 return {1, 0, 1}
