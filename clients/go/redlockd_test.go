@@ -1115,6 +1115,70 @@ func TestDocSetsExample(t *testing.T) {
 	hearsTheLossOf(t, dir, code, "account-42", "held with fences [")
 }
 
+// outputOf builds docs/using.md's Go example under heading (which calls
+// needs) as TestDocExample builds its, runs it to its end against a
+// daemon of its own (the address replaced), and returns what it printed.
+func outputOf(t *testing.T, heading, needs string) string {
+	if _, err := exec.LookPath("go"); err != nil {
+		t.Skip("no go command to build the example with")
+	}
+	blocks := fenced(t, "docs/using.md", "go", heading)
+	if len(blocks) != 1 || !strings.Contains(blocks[0], needs) {
+		t.Fatalf("%d Go examples under %s, or none with %s", len(blocks), heading, needs)
+	}
+	code := blocks[0]
+	if bad := deferBeforeExit(t, code); len(bad) > 0 {
+		t.Errorf("%v defer calls and call os.Exit, which runs none of them", bad)
+	}
+	if formatted, err := format.Source([]byte(code)); err != nil || string(formatted) != code {
+		t.Errorf("the example is not gofmt'd (%v):\n%s", err, formatted)
+	}
+	here, err := os.Getwd()
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	mod := "module myjob\n\ngo 1.19\n\nrequire redlockd v0.0.0\n\nreplace redlockd => " + here + "\n"
+	if err := os.WriteFile(filepath.Join(dir, "go.mod"), []byte(mod), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	d := startDaemon(t, "", "")
+	code = strings.ReplaceAll(code, "127.0.0.1:7379", d.addr())
+	if err := os.WriteFile(filepath.Join(dir, "main.go"), []byte(code), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	ctx := testContext(t, 120*time.Second)
+	build := exec.CommandContext(ctx, "go", "build", "-o", "example", ".")
+	build.Dir = dir
+	build.Env = append(os.Environ(), "GOWORK=off", "GOFLAGS=-mod=mod", "GOPROXY=off")
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
+	}
+	rctx, cancel := context.WithTimeout(ctx, 20*time.Second)
+	defer cancel()
+	out, err := exec.CommandContext(rctx, filepath.Join(dir, "example")).CombinedOutput()
+	if err != nil {
+		t.Fatalf("the example: %v\n%s", err, out)
+	}
+	return string(out)
+}
+
+// docs/using.md's "Checking a grant before a write": current while held,
+// stale with reason free once released.
+func TestDocCheckExample(t *testing.T) {
+	if out := outputOf(t, "## Checking a grant before a write", ".Check("); out != "true <nil>\nfalse free <nil>\n" {
+		t.Fatalf("the example printed %q", out)
+	}
+}
+
+// docs/using.md's "Lock-delay": a try refused by the delay of a holder
+// that vanished, then the name granted once it ran out.
+func TestDocDelayExample(t *testing.T) {
+	if out := outputOf(t, "## Lock-delay", "Delay:"); out != "delayed: true\nheld\n" {
+		t.Fatalf("the example printed %q", out)
+	}
+}
+
 // The README's install lines, run as written (but for /path/to/redlockd)
 // with no module proxy, then its example, as written.
 func TestReadmeExample(t *testing.T) {

@@ -521,6 +521,40 @@ test('the sets example of docs/using.md hears the loss', T, async (t) => {
   await hearsTheLoss(t, scratch(t), code, { name: 'account-42', first: /^held with fences \d+,\d+\n$/ });
 });
 
+/* The output of docs/using.md's JavaScript example under heading (which
+ * calls needs), run to its end as written (but for the address and the
+ * path of the client) against a daemon of its own. */
+async function outputOf(t, heading, needs) {
+  const { execFile } = require('node:child_process');
+  const blocks = fenced('docs/using.md', 'js', heading);
+  assert.equal(blocks.length, 1, heading);
+  assert.ok(blocks[0].includes(needs), `the example under ${heading} has no ${needs}`);
+  const d = await Daemon.start();
+  t.after(() => d.stop());
+  const dir = scratch(t);
+  fs.writeFileSync(path.join(dir, 'job.js'), blocks[0]
+    .replace("require('./clients/node')", `require(${JSON.stringify(path.join(ROOT, 'clients', 'node'))})`)
+    .replaceAll('127.0.0.1:7379', d.address));
+  return new Promise((resolve, reject) => {
+    execFile(process.execPath, ['job.js'], { cwd: dir, timeout: 20000 }, (err, stdout, stderr) => {
+      if (err) reject(new Error(`the example failed: ${err.message}\n${stdout}${stderr}`));
+      else resolve(stdout + stderr);
+    });
+  });
+}
+
+// docs/using.md's "Checking a grant before a write": current while held,
+// stale with reason free once released.
+test('the check example of docs/using.md', T, async (t) => {
+  assert.equal(await outputOf(t, '## Checking a grant before a write', '.check('), 'true\nfalse free\n');
+});
+
+// docs/using.md's "Lock-delay": a try refused by the delay of a holder
+// that vanished, then the name granted once it ran out.
+test('the delay example of docs/using.md', T, async (t) => {
+  assert.equal(await outputOf(t, '## Lock-delay', 'delay:'), 'delayed: true\nheld\n');
+});
+
 // The README's install line, run as written in a project of its own, with
 // npm kept offline; then its example, as written.
 test('the README installs offline and its example hears the loss', T, async (t) => {

@@ -631,6 +631,29 @@ class DocExample(ClientTest):
         proc = self.run_example(code.replace("127.0.0.1:7379", self.d.address))
         self.hears_the_loss(proc, "account-42", "held with fences [")
 
+    def output_of(self, heading, needs):
+        """The output of docs/using.md's Python example under heading
+        (which calls needs), run to its end as written (but for the address)."""
+        blocks = fenced("docs/using.md", "python", heading)
+        self.assertEqual(len(blocks), 1, heading)
+        self.assertIn(needs, blocks[0])
+        proc = self.run_example(blocks[0].replace("127.0.0.1:7379", self.d.address))
+        out, _ = proc.communicate(timeout=20)
+        self.assertEqual(proc.returncode, 0, out)
+        return out
+
+    def test_check_example(self):
+        """docs/using.md's "Checking a grant before a write": current while
+        held, stale with reason free once released."""
+        out = self.output_of("## Checking a grant before a write", ".check(")
+        self.assertEqual(out, "True\nFalse free\n")
+
+    def test_delay_example(self):
+        """docs/using.md's "Lock-delay": a try refused by the delay of a
+        holder that vanished, then the name granted once it ran out."""
+        out = self.output_of("## Lock-delay", "delay=")
+        self.assertEqual(out, "delayed: True\nheld\n")
+
     def test_readme_example_hears_the_loss(self):
         # Run through the README's own PYTHONPATH line.
         install = fenced("clients/python/README.md", "sh", "## Installing")
