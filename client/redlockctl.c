@@ -3,7 +3,7 @@
  *
  *     redlockctl [-S SOCKET | -H HOST:PORT] [-n | -w SECONDS] [-t TTL_MS]
  *                [-E CODE] [-k GRACE_SECONDS] [--fence] [-s | --limit N]
- *                [--label TEXT] [--tls] [--cacert FILE] [--cert FILE --key FILE]
+ *                [--label TEXT] [--delay MS] [--tls] [--cacert FILE] [--cert FILE --key FILE]
  *                [-v] NAME [--] COMMAND [ARGS...]
  *     redlockctl [options] NAME -c 'SHELL COMMAND'
  *     redlockctl [options] -N NAME [-N NAME...] [--] COMMAND [ARGS...]
@@ -34,7 +34,7 @@
  *      system's CAs) and name HOST; --cert and --key are presented
  *      when the daemon asks for a client certificate.
  *   2. Take NAME in session mode: LOCK NAME [ttl=] [wait=] [fence]
- *      [shared | limit=N] label=TEXT, or TRYLOCK for -n and -w 0.  The
+ *      [shared | limit=N] [delay=MS] label=TEXT, or TRYLOCK for -n and -w 0.  The
  *      lock lives as long as this connection; the daemon renews it.  No
  *      -n/-w: wait forever (wait=inf).  The label tells others who holds
  *      the name (LIST, STATUS, WATCH): --label TEXT, else
@@ -210,6 +210,8 @@ struct ctl_opts {
     int64_t         limit;          /* --limit N: a counted hold; 0: exclusive */
     bool            verbose;        /* -v */
     const char     *label;          /* --label TEXT, or NULL: ctl_default_label() */
+    int64_t         delay_ms;       /* --delay MS, a lock-delay; -1: not given (the
+                                       daemon's lock.delay_ms) */
     const char     *shell_cmd;      /* -c STRING, or NULL */
     const char     *name;           /* the lock name (lock, status, watch, break), or
                                        the prefix of list (NULL: none); with -N, the
@@ -388,6 +390,9 @@ ctl_usage(FILE *out)
           "  --label TEXT   who holds NAME, as list, status and watch show it: 1..64\n"
           "                 printable characters without spaces (default\n"
           "                 HOST:PID:COMMAND, PID redlockctl's, 'sh' for -c)\n"
+          "  --delay MS     a lock-delay: if the hold ends without a release (redlockctl\n"
+          "                 killed, the lock lost), nobody gets NAME for MS milliseconds\n"
+          "                 (default: the daemon's lock.delay_ms; 0: none); exclusive only\n"
           "  --tls          TLS to redlockd at -H HOST:PORT, checking that its certificate\n"
           "                 names HOST and chains to a CA of the system (REDLOCKD_TLS=1\n"
           "                 in the environment does the same)\n"
@@ -967,6 +972,7 @@ ctl_parse(int argc, char **argv, struct ctl_opts *o)
         { "shared",  no_argument, NULL, 's' },
         { "limit",   required_argument, NULL, 'L' },
         { "label",   required_argument, NULL, 'B' },
+        { "delay",   required_argument, NULL, 'D' },
         { "name",    required_argument, NULL, 'N' },
         { "tls",     no_argument, NULL, 'T' },
         { "cacert",  required_argument, NULL, 'A' },
@@ -985,6 +991,7 @@ ctl_parse(int argc, char **argv, struct ctl_opts *o)
 
     memset(o, 0, sizeof(*o));
     o->wait_ms = -1;
+    o->delay_ms = -1;
     o->conflict_code = CTL_EXIT_CONFLICT;
     o->grace_ms = CTL_GRACE_MS;
     opterr = 0;
@@ -1058,6 +1065,12 @@ ctl_parse(int argc, char **argv, struct ctl_opts *o)
             o->label = optarg;
             lock_opt = "--label";
             break;
+        case 'D':
+            if (ctl_parse_int(optarg, PROTO_NUMBER_MAX, &o->delay_ms) != 0) {
+                ctl_usage_fail("--delay: bad delay '%s' (milliseconds, 0 for none)", optarg);
+            }
+            lock_opt = "--delay";
+            break;
         case 'T':
             o->tls = true;
             o->tls_why = "--tls";
@@ -1087,9 +1100,10 @@ ctl_parse(int argc, char **argv, struct ctl_opts *o)
             printf("redlockctl %s\n", REDLOCKD_VERSION);
             exit(0);
         default:
-            if (optopt != 0 && strchr("LBACK", optopt) != NULL) {
+            if (optopt != 0 && strchr("LBACKD", optopt) != NULL) {
                 ctl_usage_fail("option --%s needs a value",
                                optopt == 'L' ? "limit" : optopt == 'B' ? "label"
+                               : optopt == 'D' ? "delay"
                                : optopt == 'A' ? "cacert" : optopt == 'C' ? "cert" : "key");
             }
             if (optopt != 0 && strchr("wtEkcSHN", optopt) != NULL) {
@@ -1136,6 +1150,10 @@ ctl_parse(int argc, char **argv, struct ctl_opts *o)
 
     if (o->shared && o->limit > 0) {
         ctl_usage_fail("-s and --limit exclude each other (a name is one kind)");
+    }
+    if (o->delay_ms >= 0 && (o->shared || o->limit > 0)) {
+        ctl_usage_fail("--delay is for an exclusive lock (not with %s)",
+                       o->shared ? "-s" : "--limit");
     }
     if (o->nset > 1 && (o->shared || o->limit > 0)) {
         ctl_usage_fail("%s takes one name: a set of names (-N) is held exclusively",
@@ -1295,7 +1313,7 @@ ctl_cmd_status(const struct ctl_opts *o, struct ctl_conn *c)
 {
     char req[PROTO_NAME_MAX + 16], ttl[32], fence[32], left[48];
     char kind[16], holders[24], limit[16], label[PROTO_LABEL_MAX + 1], waiters[24];
-    char renewer[16], reply[CLIENT_LINE_MAX + 1];
+    char renewer[16], reply[CLIENT_LINE_MAX + 1], delayed[48];
     int64_t ms;
 
     snprintf(req, sizeof(req), "STATUS %s", o->name);
@@ -1306,7 +1324,13 @@ ctl_cmd_status(const struct ctl_opts *o, struct ctl_conn *c)
         waiters[0] = '\0';
     }
     if (client_is_reply(reply, "FREE", o->name)) {
-        printf("%s: free%s%s%s\n", o->name, waiters[0] != '\0' ? ", " : "", waiters,
+        delayed[0] = '\0';
+        if (client_field(reply, "delayed", ttl, sizeof(ttl))
+            && ctl_parse_int(ttl, PROTO_NUMBER_MAX, &ms) == 0) {
+            snprintf(delayed, sizeof(delayed), ", kept by a lock-delay for %lld ms more",
+                     (long long)ms);
+        }
+        printf("%s: free%s%s%s%s\n", o->name, delayed, waiters[0] != '\0' ? ", " : "", waiters,
                waiters[0] != '\0' ? " waiting through this redlockd" : "");
         return 1;
     }
@@ -1701,6 +1725,10 @@ ctl_acquire(const struct ctl_opts *o, struct ctl_conn *c, struct ctl_grant *g)
         len += (size_t)snprintf(req + len, sizeof(req) - len, " limit=%lld",
                                 (long long)o->limit);
     }
+    if (o->delay_ms >= 0) {
+        len += (size_t)snprintf(req + len, sizeof(req) - len, " delay=%lld",
+                                (long long)o->delay_ms);
+    }
     if (o->label != NULL) {
         snprintf(label, sizeof(label), "%s", o->label);
     } else {
@@ -1733,6 +1761,12 @@ ctl_acquire(const struct ctl_opts *o, struct ctl_conn *c, struct ctl_grant *g)
     if (client_is_reply(reply, "BUSY", o->name) || client_is_reply(reply, "TIMEOUT", o->name)) {
         if (o->verbose && reply[0] == 'B') {
             left[0] = '\0';
+            if (client_field(reply, "delayed", ttl, sizeof(ttl))
+                && ctl_parse_int(ttl, PROTO_NUMBER_MAX, &ms) == 0) {
+                ctl_msg("'%s' is kept by a lock-delay for %lld ms more (its last hold "
+                        "ended without a release)", o->name, (long long)ms);
+                exit(o->conflict_code);
+            }
             if (client_field(reply, "ttl", ttl, sizeof(ttl))
                 && ctl_parse_int(ttl, PROTO_NUMBER_MAX, &ms) == 0) {
                 snprintf(left, sizeof(left), " (its lease ends in %lld ms unless renewed)",

@@ -1466,6 +1466,72 @@ START_TEST(check_subcommand)
 }
 END_TEST
 
+/*
+ * Run redlockctl -n -v <names...> true (tag) until the daemon refuses it
+ * by a lock-delay (deadline 5 s): a grant (exit 0) fails the test, a
+ * refusal by a holder (its hold not yet ended) is tried again.
+ */
+static void
+ct_until_delayed(const char *tag, const char *n1, const char *n2)
+{
+    int64_t deadline = h_now_ms() + 5000;
+    int code;
+
+    for (;;) {
+        if (n2 == NULL) {
+            code = CT_RUN(tag, "-H", ct_addr(), "-n", "-v", n1, "true");
+        } else {
+            code = CT_RUN(tag, "-H", ct_addr(), "-n", "-v", "-N", n1, "-N", n2, "true");
+        }
+        ck_assert_msg(code == 1, "%s: -n exited %d (0: granted, the delay did not keep it)",
+                      tag, code);
+        if (ct_out_has(tag, "is kept by a lock-delay for ")) {
+            return;
+        }
+        ck_assert_msg(h_now_ms() < deadline, "%s: never refused by a delay", tag);
+        usleep(20000);
+    }
+}
+
+/*
+ * --delay MS: a redlockctl killed while it holds a name (its command
+ * kills it), or a set (-N), leaves each name kept for the delay: -n is
+ * refused saying so (exit 1), status says free and kept, -w waits the
+ * delay out; --delay with -s or --limit, with a subcommand, or with a
+ * bad value is a usage error (64).
+ */
+START_TEST(delay_option)
+{
+    EXPECT_SETUP(.masters = NMASTERS, .daemons = 1);
+    ck_assert_int_eq(CT_RUN("dbad", "-H", ct_addr(), "--delay", "x", "dl", "true"), 64);
+    ck_assert_int_eq(CT_RUN("dneg", "-H", ct_addr(), "--delay", "-1", "dl", "true"), 64);
+    ck_assert_int_eq(CT_RUN("dshared", "-H", ct_addr(), "-s", "--delay", "5", "dl", "true"), 64);
+    ct_assert_out_has("dshared", "--delay is for an exclusive lock (not with -s)");
+    ck_assert_int_eq(CT_RUN("dlimit", "-H", ct_addr(), "--limit", "2", "--delay", "5", "dl",
+                            "true"), 64);
+    ck_assert_int_eq(CT_RUN("dstatus", "-H", ct_addr(), "--delay", "5", "status", "dl"), 64);
+    ck_assert_int_eq(CT_RUN("dnone", "-H", ct_addr(), "--delay"), 64);
+    ct_assert_out_has("dnone", "option --delay needs a value");
+
+    (void)CT_RUN("dkill", "-H", ct_addr(), "--delay", "2000", "dl", "--", "sh", "-c",
+                 "kill -9 $PPID");
+    ct_until_delayed("dtry", "dl", NULL);
+    ck_assert_int_eq(CT_RUN("dstat", "-H", ct_addr(), "status", "dl"), 1);
+    ct_assert_out_has("dstat", "dl: free, kept by a lock-delay for ");
+    ck_assert_int_eq(CT_RUN("dwait", "-H", ct_addr(), "-w", "10", "dl", "true"), 0);
+
+    (void)CT_RUN("dskill", "-H", ct_addr(), "--delay", "2000", "-N", "ds1", "-N", "ds2", "--",
+                 "sh", "-c", "kill -9 $PPID");
+    ct_until_delayed("dstry", "ds2", NULL);
+    ct_until_delayed("dsboth", "ds1", "ds2");
+    ck_assert_int_eq(CT_RUN("dswait", "-H", ct_addr(), "-w", "10", "-N", "ds1", "-N", "ds2",
+                            "true"), 0);
+    /* Released by its UNLOCK, a hold with a delay leaves none. */
+    ck_assert_int_eq(CT_RUN("dunlock", "-H", ct_addr(), "--delay", "2000", "dl", "true"), 0);
+    ck_assert_int_eq(CT_RUN("dnodelay", "-H", ct_addr(), "-n", "dl", "true"), 0);
+}
+END_TEST
+
 /* $REDLOCKD_ADDR and $REDLOCKD_SOCKET, in that order after -S/-H. */
 START_TEST(environment_defaults)
 {
@@ -2382,6 +2448,7 @@ ctl_suite(void)
     tcase_add_test(tc, killed_redlockctl_kills_command);
     tcase_add_test(tc, subcommands);
     tcase_add_test(tc, check_subcommand);
+    tcase_add_test(tc, delay_option);
     tcase_add_test(tc, environment_defaults);
     tcase_add_test(tc, auth_password);
     tcase_add_test(tc, passwords_scrubbed_from_environ);

@@ -41,12 +41,14 @@ var defaultSocket, defaultAddress = DefaultSocket, DefaultAddress
 // argument out of them is refused with an error that names the bound and
 // what is wrong (and matches ErrProtocol).
 const (
-	NameMax  = 250           // bytes of a lock name, a List prefix, a password
-	LabelMax = 64            // bytes of a holder label (LockOptions.Label)
-	TokenLen = 32            // lowercase hex digits of a lease's token
-	LimitMax = 1000          // permits of a counted hold (lock.max_limit is at most this)
-	TTLMax   = 4000000000000 // ms, the largest number the protocol reads
-	SetMax   = 64            // names of one set (LockMany, LeaseMany)
+	NameMax   = 250           // bytes of a lock name, a List prefix, a password
+	LabelMax  = 64            // bytes of a holder label (LockOptions.Label)
+	TokenLen  = 32            // lowercase hex digits of a lease's token
+	LimitMax  = 1000          // permits of a counted hold (lock.max_limit is at most this)
+	TTLMax    = 4000000000000 // ms, the largest number the protocol reads
+	SetMax    = 64            // names of one set (LockMany, LeaseMany)
+	FenceMax  = 4000000000000 // the largest fence Check reads
+	PermitMax = 999           // the largest permit Check reads
 )
 
 // Sentinel errors: compare with errors.Is.
@@ -72,10 +74,16 @@ var codes = map[string]error{
 
 // Error is a reply that refused a request: the protocol's Code ("NOQUORUM",
 // or "BUSY", "TIMEOUT", "NOTHELD") and the daemon's Text, for people.
+// A BUSY (errors.As into *Error) also has TTL, the holder's time left,
+// and Delayed, when a lock-delay refused it (BUSY <name> ttl=MS
+// delayed=MS: nobody holds the name, but its last hold ended without a
+// release), the delay's time left; 0 when a holder refused it.
 type Error struct {
-	Code string
-	Text string
-	kind error
+	Code    string
+	Text    string
+	TTL     time.Duration
+	Delayed time.Duration
+	kind    error
 }
 
 func (e *Error) Error() string { return strings.TrimSpace(e.Code + " " + e.Text) }
@@ -611,7 +619,16 @@ type LockOptions struct {
 	Limit  int           // a counted hold of Limit permits
 	Fence  bool          // ask for a fencing token
 	Label  string        // who holds it, for LIST, STATUS and WATCH
+	// Delay is a lock-delay: nobody is granted the name for that long
+	// after the hold ends without Unlock (the connection closed, the lock
+	// lost or broken).  0: the daemon's lock.delay_ms; NoDelay: none.
+	// Exclusive session-mode locks only.
+	Delay time.Duration
 }
+
+// NoDelay as LockOptions.Delay asks for no lock-delay, whatever the
+// daemon's lock.delay_ms.
+const NoDelay time.Duration = -1
 
 func (o *LockOptions) words() []string {
 	var out []string
@@ -629,6 +646,11 @@ func (o *LockOptions) words() []string {
 	}
 	if o.Label != "" {
 		out = append(out, "label="+o.Label)
+	}
+	if o.Delay == NoDelay {
+		out = append(out, "delay=0")
+	} else if o.Delay != 0 {
+		out = append(out, "delay="+strconv.FormatInt(o.Delay.Milliseconds(), 10))
 	}
 	return out
 }
@@ -660,6 +682,9 @@ func (c *Client) take(ctx context.Context, names []string, o *LockOptions, lease
 	}
 	if o.Limit < 0 || o.Limit > LimitMax {
 		return nil, refuse("limit is %d; it must be 1 to %d", o.Limit, LimitMax)
+	}
+	if o.Delay != NoDelay && (o.Delay < 0 || o.Delay.Milliseconds() > TTLMax) {
+		return nil, refuse("delay is %v; it must be 0 to %dms, or NoDelay", o.Delay, int64(TTLMax))
 	}
 	words := []string{"TRYLOCK", name}
 	wait := false
@@ -694,7 +719,10 @@ func (c *Client) take(ctx context.Context, names []string, o *LockOptions, lease
 	case "OK":
 		return fieldsOf(rep.words[2:]), nil
 	case "BUSY":
-		return nil, fail(ErrBusy, "BUSY", strings.Join(rep.words[1:], " "))
+		f := fieldsOf(rep.words[1:])
+		return nil, &Error{Code: "BUSY", Text: strings.Join(rep.words[1:], " "), kind: ErrBusy,
+			TTL:     time.Duration(f.Int("ttl")) * time.Millisecond,
+			Delayed: time.Duration(f.Int("delayed")) * time.Millisecond}
 	case "TIMEOUT":
 		return nil, fail(ErrTimeout, "TIMEOUT", strings.Join(rep.words[1:], " "))
 	}
@@ -989,7 +1017,10 @@ func (c *Client) ReleaseMany(ctx context.Context, names []string, token string) 
 	return nil
 }
 
-// Status reads name on the masters: held, and the HELD reply's fields.
+// Status reads name on the masters: held, and the HELD reply's fields.  A
+// name nobody holds has the FREE reply's fields (nil without any): during
+// a lock-delay, "delayed" is its time left in ms (Fields.Int("delayed")),
+// and no LOCK is granted the name until it ends.
 func (c *Client) Status(ctx context.Context, name, token string) (bool, Fields, error) {
 	if err := checkName(name); err != nil {
 		return false, nil, err
@@ -1006,9 +1037,73 @@ func (c *Client) Status(ctx context.Context, name, token string) (bool, Fields, 
 		return false, nil, err
 	}
 	if rep.words[0] == "FREE" {
+		if len(rep.words) > 2 {
+			return false, fieldsOf(rep.words[2:]), nil
+		}
 		return false, nil, nil
 	}
 	return true, fieldsOf(rep.words[2:]), nil
+}
+
+// Checked is the answer of Check and CheckToken.
+type Checked struct {
+	Current bool          // a quorum of the masters hold the grant, now
+	TTL     time.Duration // when Current: how long it stays on a quorum unless renewed (-1ms: no expiry)
+	Reason  string        // when stale: "free" (nobody holds the name), "other" (another grant does) or "mixed"
+}
+
+// Check asks whether the grant of name that was told fence is still the
+// name's current one on a quorum of the masters, now: for a resource
+// that cannot store a fence, before each write (refuse it unless
+// Current).  permit is the permit of a counted name's grant, or -1 (as
+// Lock.Permit is for other holds), so Check(ctx, l.Name, l.Fence,
+// l.Permit) checks a Lock l.  ErrNoQuorum when too few masters answered
+// to tell; ErrKind for a counted name's fence without its permit.
+func (c *Client) Check(ctx context.Context, name string, fence int64, permit int) (Checked, error) {
+	if err := checkName(name); err != nil {
+		return Checked{}, err
+	}
+	if fence < 1 || fence > FenceMax {
+		return Checked{}, refuse("fence is %d; it must be 1 to %d", fence, int64(FenceMax))
+	}
+	line := fmt.Sprintf("CHECK %s fence=%d", name, fence)
+	if permit >= 0 {
+		if permit > PermitMax {
+			return Checked{}, refuse("permit is %d; it must be 0 to %d, or -1 for none", permit, PermitMax)
+		}
+		line += " permit=" + strconv.Itoa(permit)
+	}
+	return c.check(ctx, line)
+}
+
+// CheckToken asks whether the lease of token (Lease.Token) still holds
+// name on a quorum of the masters, now; errors as for Check.
+func (c *Client) CheckToken(ctx context.Context, name, token string) (Checked, error) {
+	if err := checkName(name); err != nil {
+		return Checked{}, err
+	}
+	if err := checkToken(token); err != nil {
+		return Checked{}, err
+	}
+	return c.check(ctx, "CHECK "+name+" token="+token)
+}
+
+func (c *Client) check(ctx context.Context, line string) (Checked, error) {
+	rep, err := c.command(ctx, line, false)
+	if err != nil {
+		return Checked{}, err
+	}
+	if len(rep.words) < 2 {
+		return Checked{}, fail(ErrProtocol, "REPLY", strings.Join(rep.words, " "))
+	}
+	f := fieldsOf(rep.words[2:])
+	switch rep.words[0] {
+	case "CURRENT":
+		return Checked{Current: true, TTL: time.Duration(f.Int("ttl")) * time.Millisecond}, nil
+	case "STALE":
+		return Checked{Reason: f["reason"]}, nil
+	}
+	return Checked{}, fail(ErrProtocol, "REPLY", strings.Join(rep.words, " "))
 }
 
 // Listing is one line of List.

@@ -451,6 +451,215 @@ func TestClient(t *testing.T) {
 		}
 	})
 
+	// Lock-delay: a hold that ends without Unlock (its client closed)
+	// keeps the name from everyone for the delay.
+	vanish := func(t *testing.T, take func(c *Client) error) {
+		gone := dial(t, d.addr(), nil)
+		if err := take(gone); err != nil {
+			t.Fatal(err)
+		}
+		gone.Close()
+	}
+	// delayedBusy waits (deadline 5 s) for a try on name refused by a
+	// lock-delay, and returns its error; a grant fails the test.
+	delayedBusy := func(t *testing.T, c *Client, name string) *Error {
+		var busy *Error
+		waitUntil(t, 5*time.Second, name+" refused by a delay", func() bool {
+			l, err := c.Lock(ctx, name, &LockOptions{Try: true})
+			if err == nil {
+				_ = l.Unlock()
+				t.Fatalf("%s was granted: the vanished holder's delay did not keep it", name)
+			}
+			if !errors.As(err, &busy) || !errors.Is(err, ErrBusy) {
+				t.Fatalf("try: %v", err)
+			}
+			return busy.Delayed > 0
+		})
+		return busy
+	}
+
+	t.Run("delay keeps a single name, then it is granted", func(t *testing.T) {
+		b := dial(t, d.addr(), nil)
+		vanish(t, func(c *Client) error {
+			_, err := c.Lock(ctx, "go-delay", &LockOptions{Delay: 2 * time.Second})
+			return err
+		})
+		busy := delayedBusy(t, b, "go-delay")
+		if busy.Delayed > 2*time.Second || busy.TTL != busy.Delayed {
+			t.Fatalf("BUSY: ttl %v delayed %v", busy.TTL, busy.Delayed)
+		}
+		held, f, err := b.Status(ctx, "go-delay", "")
+		if err != nil || held || f.Int("delayed") <= 0 || f.Int("delayed") > 2000 || f["owner"] != "" {
+			t.Fatalf("status: %v %v %v", held, f, err)
+		}
+		wctx, cancel := context.WithTimeout(ctx, 10*time.Second) // waits the delay out
+		defer cancel()
+		l, err := b.Lock(wctx, "go-delay", nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := l.Unlock(); err != nil {
+			t.Fatal(err)
+		}
+		if held, f, _ := b.Status(ctx, "go-delay", ""); held || f.Int("delayed") != 0 {
+			t.Fatalf("Unlock left a delay: %v", f)
+		}
+	})
+
+	t.Run("delay keeps a set, then it is granted", func(t *testing.T) {
+		b := dial(t, d.addr(), nil)
+		names := []string{"go-dset-1", "go-dset-2"}
+		vanish(t, func(c *Client) error {
+			_, err := c.LockMany(ctx, names, &LockOptions{Delay: 2 * time.Second})
+			return err
+		})
+		delayedBusy(t, b, "go-dset-2")
+		if _, f, _ := b.Status(ctx, "go-dset-1", ""); f.Int("delayed") <= 0 {
+			t.Fatalf("status of the set's other name: %v", f)
+		}
+		var busy *Error
+		if _, err := b.LockMany(ctx, names, &LockOptions{Try: true}); !errors.As(err, &busy) || busy.Delayed <= 0 {
+			t.Fatalf("try of the set: %v", err)
+		}
+		wctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+		defer cancel()
+		l, err := b.LockMany(wctx, names, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := l.Unlock(); err != nil {
+			t.Fatal(err)
+		}
+	})
+
+	t.Run("a holder's BUSY is no delay; NoDelay; shared refused", func(t *testing.T) {
+		a, b := dial(t, d.addr(), nil), dial(t, d.addr(), nil)
+		l, err := a.Lock(ctx, "go-nodelay", &LockOptions{Delay: 2 * time.Second})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var busy *Error
+		if _, err := b.Lock(ctx, "go-nodelay", &LockOptions{Try: true}); !errors.As(err, &busy) ||
+			busy.Delayed != 0 || busy.TTL <= 0 {
+			t.Fatalf("try while held: %v", err)
+		}
+		if err := l.Unlock(); err != nil {
+			t.Fatal(err)
+		}
+		vanish(t, func(c *Client) error {
+			_, err := c.Lock(ctx, "go-nodelay", &LockOptions{Delay: NoDelay})
+			return err
+		})
+		waitUntil(t, 5*time.Second, "go-nodelay granted at once after a NoDelay hold", func() bool {
+			l, err := b.Lock(ctx, "go-nodelay", &LockOptions{Try: true})
+			if errors.As(err, &busy) && busy.Delayed > 0 {
+				t.Fatalf("NoDelay left a delay: %v", err)
+			}
+			if err == nil {
+				_ = l.Unlock()
+			}
+			return err == nil
+		})
+		if _, err := a.Lock(ctx, "go-delay-sh", &LockOptions{Shared: true, Delay: time.Second}); !errors.Is(err, ErrProtocol) {
+			t.Fatalf("shared with a delay: %v", err)
+		}
+		if _, err := a.Lock(ctx, "go-delay-sh", &LockOptions{Delay: -2}); !errors.Is(err, ErrProtocol) {
+			t.Fatalf("a negative delay: %v", err)
+		}
+	})
+
+	t.Run("check a fenced grant, released, then another's", func(t *testing.T) {
+		a, b := dial(t, d.addr(), nil), dial(t, d.addr(), nil)
+		l1, err := a.Lock(ctx, "go-ck", &LockOptions{Fence: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if ck, err := b.Check(ctx, "go-ck", l1.Fence, l1.Permit); err != nil || !ck.Current || ck.TTL <= 0 || ck.Reason != "" {
+			t.Fatalf("while held: %+v %v", ck, err)
+		}
+		if err := l1.Unlock(); err != nil {
+			t.Fatal(err)
+		}
+		if ck, err := b.Check(ctx, "go-ck", l1.Fence, -1); err != nil || ck != (Checked{Reason: "free"}) {
+			t.Fatalf("after Unlock: %+v %v", ck, err)
+		}
+		l2, err := b.Lock(ctx, "go-ck", &LockOptions{Fence: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer l2.Unlock()
+		if ck, err := a.Check(ctx, "go-ck", l1.Fence, -1); err != nil || ck != (Checked{Reason: "other"}) {
+			t.Fatalf("after another grant: %+v %v", ck, err)
+		}
+		if ck, err := a.Check(ctx, "go-ck", l2.Fence, -1); err != nil || !ck.Current {
+			t.Fatalf("the other grant: %+v %v", ck, err)
+		}
+		set, err := a.LockMany(ctx, []string{"go-ck-s1", "go-ck-s2"}, &LockOptions{Fence: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer set.Unlock()
+		for i, n := range set.Names {
+			if ck, err := a.Check(ctx, n, set.Fences[i], -1); err != nil || !ck.Current {
+				t.Fatalf("%s of the set: %+v %v", n, ck, err)
+			}
+		}
+	})
+
+	t.Run("check a lease by token; a counted name needs its permit", func(t *testing.T) {
+		a, b := dial(t, d.addr(), nil), dial(t, d.addr(), nil)
+		ls, err := a.Lease(ctx, "go-ck-lease", 5*time.Second, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if ck, err := b.CheckToken(ctx, "go-ck-lease", ls.Token); err != nil || !ck.Current {
+			t.Fatalf("lease: %+v %v", ck, err)
+		}
+		if err := a.Release(ctx, "go-ck-lease", ls.Token); err != nil {
+			t.Fatal(err)
+		}
+		if ck, err := b.CheckToken(ctx, "go-ck-lease", ls.Token); err != nil || ck != (Checked{Reason: "free"}) {
+			t.Fatalf("released lease: %+v %v", ck, err)
+		}
+		other, err := a.Lease(ctx, "go-ck-lease", 5*time.Second, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer a.Release(ctx, "go-ck-lease", other.Token)
+		if ck, err := b.CheckToken(ctx, "go-ck-lease", ls.Token); err != nil || ck != (Checked{Reason: "other"}) {
+			t.Fatalf("after another lease: %+v %v", ck, err)
+		}
+		p, err := a.Lock(ctx, "go-ck-sem", &LockOptions{Limit: 2, Fence: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer p.Unlock()
+		if _, err := a.Check(ctx, "go-ck-sem", p.Fence, -1); !errors.Is(err, ErrKind) {
+			t.Fatalf("counted without its permit: %v", err)
+		}
+		if ck, err := a.Check(ctx, "go-ck-sem", p.Fence, p.Permit); err != nil || !ck.Current {
+			t.Fatalf("counted with its permit: %+v %v", ck, err)
+		}
+		for _, bad := range []error{
+			func() error { _, err := a.Check(ctx, "go-ck-arg", 0, -1); return err }(),
+			func() error { _, err := a.Check(ctx, "go-ck-arg", 1, 1000); return err }(),
+			func() error { _, err := a.CheckToken(ctx, "go-ck-arg", "abc"); return err }(),
+		} {
+			if !errors.Is(bad, ErrProtocol) {
+				t.Fatalf("a bad argument: %v", bad)
+			}
+		}
+	})
+
+	t.Run("check with too few masters is ErrNoQuorum", func(t *testing.T) {
+		a := dial(t, d.addr(), nil)
+		d.signalMasters(syscall.SIGSTOP, 3)
+		defer d.signalMasters(syscall.SIGCONT, 3)
+		if _, err := a.Check(ctx, "go-ck-nq", 1, -1); !errors.Is(err, ErrNoQuorum) {
+			t.Fatalf("check: %v", err)
+		}
+	})
+
 	t.Run("LOST when masters stop", func(t *testing.T) {
 		a := dial(t, d.addr(), nil)
 		l, err := a.Lock(ctx, "go-quorum", &LockOptions{TTL: time.Second})
@@ -904,6 +1113,70 @@ func TestDocSetsExample(t *testing.T) {
 		t.Fatal("the sets example takes no set")
 	}
 	hearsTheLossOf(t, dir, code, "account-42", "held with fences [")
+}
+
+// outputOf builds docs/using.md's Go example under heading (which calls
+// needs) as TestDocExample builds its, runs it to its end against a
+// daemon of its own (the address replaced), and returns what it printed.
+func outputOf(t *testing.T, heading, needs string) string {
+	if _, err := exec.LookPath("go"); err != nil {
+		t.Skip("no go command to build the example with")
+	}
+	blocks := fenced(t, "docs/using.md", "go", heading)
+	if len(blocks) != 1 || !strings.Contains(blocks[0], needs) {
+		t.Fatalf("%d Go examples under %s, or none with %s", len(blocks), heading, needs)
+	}
+	code := blocks[0]
+	if bad := deferBeforeExit(t, code); len(bad) > 0 {
+		t.Errorf("%v defer calls and call os.Exit, which runs none of them", bad)
+	}
+	if formatted, err := format.Source([]byte(code)); err != nil || string(formatted) != code {
+		t.Errorf("the example is not gofmt'd (%v):\n%s", err, formatted)
+	}
+	here, err := os.Getwd()
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	mod := "module myjob\n\ngo 1.19\n\nrequire redlockd v0.0.0\n\nreplace redlockd => " + here + "\n"
+	if err := os.WriteFile(filepath.Join(dir, "go.mod"), []byte(mod), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	d := startDaemon(t, "", "")
+	code = strings.ReplaceAll(code, "127.0.0.1:7379", d.addr())
+	if err := os.WriteFile(filepath.Join(dir, "main.go"), []byte(code), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	ctx := testContext(t, 120*time.Second)
+	build := exec.CommandContext(ctx, "go", "build", "-o", "example", ".")
+	build.Dir = dir
+	build.Env = append(os.Environ(), "GOWORK=off", "GOFLAGS=-mod=mod", "GOPROXY=off")
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
+	}
+	rctx, cancel := context.WithTimeout(ctx, 20*time.Second)
+	defer cancel()
+	out, err := exec.CommandContext(rctx, filepath.Join(dir, "example")).CombinedOutput()
+	if err != nil {
+		t.Fatalf("the example: %v\n%s", err, out)
+	}
+	return string(out)
+}
+
+// docs/using.md's "Checking a grant before a write": current while held,
+// stale with reason free once released.
+func TestDocCheckExample(t *testing.T) {
+	if out := outputOf(t, "## Checking a grant before a write", ".Check("); out != "true <nil>\nfalse free <nil>\n" {
+		t.Fatalf("the example printed %q", out)
+	}
+}
+
+// docs/using.md's "Lock-delay": a try refused by the delay of a holder
+// that vanished, then the name granted once it ran out.
+func TestDocDelayExample(t *testing.T) {
+	if out := outputOf(t, "## Lock-delay", "Delay:"); out != "delayed: true\nheld\n" {
+		t.Fatalf("the example printed %q", out)
+	}
 }
 
 // The README's install lines, run as written (but for /path/to/redlockd)

@@ -23,7 +23,14 @@ export interface LockOptions {
   limit?: number;
   fence?: boolean;
   label?: string;
+  /** Lock-delay, ms: nobody is granted the name for that long after the hold ends without a release (default: the daemon's lock.delay_ms; 0: none). */
+  delay?: number;
 }
+
+/** The answer of check(): current with its ttl (ms, -1: no expiry), or stale and why. */
+export type Checked =
+  | { current: true; ttl: number }
+  | { current: false; reason: 'free' | 'other' | 'mixed' };
 
 export type LostReason = 'renew' | 'quorum' | 'gone' | 'shutdown' | 'broken' | 'connection';
 
@@ -98,7 +105,10 @@ export class Client {
   /** name: a name, or the names of a LeaseSet (any order). */
   extend(name: string | string[], token: string, ttl: number): Promise<number>;
   release(name: string | string[], token: string): Promise<void>;
+  /** null when free; a name kept by a lock-delay: { state: 'FREE', delayed: ms }. */
   status(name: string, opts?: { token?: string }): Promise<Record<string, string | number> | null>;
+  /** Is the grant told fence (and permit) on name, or the lease of token, still current? */
+  check(name: string, grant: { fence: number; permit?: number } | { token: string }): Promise<Checked>;
   list(prefix?: string): Promise<Array<Record<string, string | number>>>;
   stats(): Promise<Record<string, string | number>>;
   ping(): Promise<boolean>;
@@ -128,7 +138,12 @@ export class RedlockdError extends Error {
   readonly code: string;
   readonly text: string;
 }
-export class Busy extends RedlockdError {}
+export class Busy extends RedlockdError {
+  /** The holder's time left, ms. */
+  readonly ttl?: number;
+  /** A lock-delay's time left, ms (BUSY ... delayed=MS); undefined when a holder refused. */
+  readonly delayed?: number;
+}
 export class Timeout extends RedlockdError {}
 export class NotHeld extends RedlockdError {}
 export class NoQuorum extends RedlockdError {}

@@ -29,6 +29,8 @@ const TOKEN_LEN = 32;        // lowercase hex digits of a lease's token
 const LIMIT_MAX = 1000;      // permits of a counted hold (lock.max_limit is at most this)
 const TTL_MAX = 4000000000000; // ms, the largest number the protocol reads
 const SET_MAX = 64;          // names of one set (LOCK n1 .. nk)
+const FENCE_MAX = 4000000000000; // the largest fence CHECK reads (fence=)
+const PERMIT_MAX = 999;      // the largest permit CHECK reads (permit=)
 
 class RedlockdError extends Error {
   constructor(code, text) {
@@ -38,7 +40,18 @@ class RedlockdError extends Error {
     this.text = text;
   }
 }
-class Busy extends RedlockdError {}
+/* BUSY <name> ttl=MS [delayed=MS]: ttl is the holder's time left;
+ * delayed, when the refusal is a lock-delay (nobody holds the name, but
+ * its last hold ended without UNLOCK), the delay's time left, else
+ * undefined. */
+class Busy extends RedlockdError {
+  constructor(code, text) {
+    super(code, text);
+    const f = fields(String(text).split(' '));
+    this.ttl = f.ttl;
+    this.delayed = f.delayed;
+  }
+}
 class Timeout extends RedlockdError {}
 class NotHeld extends RedlockdError {}
 class NoQuorum extends RedlockdError {}
@@ -409,6 +422,7 @@ class Client {
     if (o.shared) out.push('shared');
     if (o.limit !== undefined) out.push(`limit=${number('limit', o.limit, 1, LIMIT_MAX)}`);
     if (o.label !== undefined) out.push(`label=${word('label', o.label, LABEL_MAX)}`);
+    if (o.delay !== undefined) out.push(`delay=${number('delay', o.delay, 0, TTL_MAX, ' ms')}`);
     return out;
   }
 
@@ -471,7 +485,10 @@ class Client {
 
   /*
    * acquire(name, {timeout (ms; 0: one try, Busy when held; default: for
-   * ever), ttl, shared, limit, fence, label}): a Lock of this session.
+   * ever), ttl, shared, limit, fence, label, delay}): a Lock of this
+   * session.  delay (ms): a lock-delay, nobody is granted the name for
+   * that long after the hold ends without a release (undefined: the
+   * daemon's lock.delay_ms; 0: none); exclusive locks only.
    */
   async acquire(name, o = {}) {
     return this.take(name, o, false, (f) => this.hold(new Lock(this, name, f)));
@@ -489,7 +506,7 @@ class Client {
   }
 
   /*
-   * acquireMany(names, {timeout, ttl, fence, label}): a LockSet of this
+   * acquireMany(names, {timeout, ttl, fence, label, delay}): a LockSet of this
    * session holding every name of the array names (1 to SET_MAX, none
    * twice), all or none; the options of acquire but shared and limit,
    * which a set does not take.
@@ -543,12 +560,46 @@ class Client {
     if (r[0] === 'NOTHELD') throw new NotHeld('NOTHELD', r.slice(1).join(' '));
   }
 
-  /* STATUS: null when free, else the HELD fields. */
+  /* STATUS: null when free, else the HELD fields.  A name nobody holds
+   * but a lock-delay keeps from being granted (FREE <name> delayed=MS) is
+   * no null: {state: 'FREE', delayed: MS}, without owner. */
   async status(name, { token } = {}) {
     let line = `STATUS ${word('lock name', name)}`;
     if (token !== undefined) line += ` token=${tokenWord(token)}`;
     const r = await this.command(line);
-    return r[0] === 'FREE' ? null : fields(r.slice(2));
+    const f = fields(r.slice(2));
+    if (r[0] !== 'FREE') return f;
+    return f.delayed === undefined ? null : { state: 'FREE', ...f };
+  }
+
+  /*
+   * check(name, {fence, permit} | {token}): CHECK whether that grant of
+   * name (told fence, with permit for a counted name's; or the lease of
+   * token) is still its current one on a quorum of the masters, now.
+   * {current: true, ttl} (ttl: ms it stays on a quorum unless renewed,
+   * -1: no expiry), or {current: false, reason} (reason: 'free', 'other'
+   * or 'mixed').  For a resource that cannot store a fence: ask before
+   * each write and refuse it unless current.  Rejects with NoQuorum when
+   * too few masters answered, KindError for a counted name's fence
+   * without its permit.
+   */
+  async check(name, { fence, permit, token } = {}) {
+    let line = `CHECK ${word('lock name', name)}`;
+    if ((fence === undefined) === (token === undefined)) {
+      throw new TypeError('check needs fence or token, and not both');
+    }
+    if (token !== undefined) {
+      if (permit !== undefined) throw new TypeError('permit goes with fence, not token');
+      line += ` token=${tokenWord(token)}`;
+    } else {
+      line += ` fence=${number('fence', fence, 1, FENCE_MAX)}`;
+      if (permit !== undefined) line += ` permit=${number('permit', permit, 0, PERMIT_MAX)}`;
+    }
+    const r = await this.command(line);
+    const f = fields(r.slice(2));
+    if (r[0] === 'CURRENT') return { current: true, ttl: f.ttl };
+    if (r[0] === 'STALE') return { current: false, reason: f.reason };
+    throw new ProtocolError('REPLY', r.join(' '));
   }
 
   /* LIST: one object per hold or waiting LOCK, with state and name. */

@@ -246,6 +246,122 @@ test('the client', { timeout: 120000 }, async (t) => {
     });
   });
 
+  // Lock-delay: a hold that ends without a release (its client closed)
+  // keeps the name from everyone for the delay: a try is refused with
+  // Busy.delayed, status says delayed, a LOCK that may wait waits it out.
+  const vanish = async (take) => {
+    const gone = await client();
+    await take(gone);
+    gone.close();
+  };
+  // A try refused by the delay (deadline 5 s); a grant fails the test.
+  const delayedBusy = async (c, name) => {
+    let busy;
+    await waitUntil(async () => {
+      try {
+        await (await c.acquire(name, { timeout: 0 })).release();
+      } catch (e) {
+        if (!(e instanceof redlockd.Busy)) throw e;
+        busy = e;
+        return e.delayed !== undefined;
+      }
+      throw new Error(`${name} was granted: the vanished holder's delay did not keep it`);
+    }, 5000, `${name} refused by a delay`);
+    return busy;
+  };
+
+  await t.test('delay: a single name kept for the delay, then granted', T, async () => {
+    const b = await client();
+    await vanish((c) => c.acquire('js-delay', { delay: 2000 }));
+    const busy = await delayedBusy(b, 'js-delay');
+    assert.ok(busy.delayed > 0 && busy.delayed <= 2000, String(busy.delayed));
+    assert.equal(busy.ttl, busy.delayed);
+    const st = await b.status('js-delay');
+    assert.notEqual(st, null, 'a delayed name read as plainly free');
+    assert.equal(st.state, 'FREE');
+    assert.equal(st.owner, undefined);
+    assert.ok(st.delayed <= 2000);
+    const lk = await b.acquire('js-delay', { timeout: 10000 });   // waits the delay out
+    await lk.release();
+    assert.equal(await b.status('js-delay'), null, 'UNLOCK left a delay');
+  });
+
+  await t.test('delay: a set kept for the delay, then granted', T, async () => {
+    const b = await client();
+    const names = ['js-dset-1', 'js-dset-2'];
+    await vanish((c) => c.acquireMany(names, { delay: 2000 }));
+    assert.ok((await delayedBusy(b, 'js-dset-2')).delayed > 0);
+    assert.ok((await b.status('js-dset-1')).delayed > 0);
+    await assert.rejects(b.acquireMany(names, { timeout: 0 }),
+                         (e) => e instanceof redlockd.Busy && e.delayed !== undefined);
+    await b.usingMany(names, { timeout: 10000 }, async () => {
+      assert.equal((await b.status('js-dset-1')).owner, 'self');
+    });
+  });
+
+  await t.test('delay: a holder\'s BUSY is no delay; shared refused', T, async () => {
+    const a = await client();
+    const b = await client();
+    await a.using('js-nodelay', { delay: 2000 }, async () => {
+      await assert.rejects(b.acquire('js-nodelay', { timeout: 0 }),
+                           (e) => e instanceof redlockd.Busy && e.delayed === undefined && e.ttl > 0);
+    });
+    await (await b.acquire('js-nodelay', { timeout: 0 })).release();   // released: no delay
+    await assert.rejects(a.acquire('js-delay-sh', { shared: true, delay: 1000 }), redlockd.ProtocolError);
+    await assert.rejects(a.acquire('js-delay-sh', { delay: -1 }), TypeError);
+  });
+
+  await t.test('check: a fenced grant, then released, then another\'s', T, async () => {
+    const a = await client();
+    const b = await client();
+    const l1 = await a.acquire('js-ck', { fence: true });
+    const cur = await b.check('js-ck', { fence: l1.fence });
+    assert.equal(cur.current, true);
+    assert.ok(cur.ttl > 0);
+    await l1.release();
+    assert.deepEqual(await b.check('js-ck', { fence: l1.fence }), { current: false, reason: 'free' });
+    await b.using('js-ck', { fence: true }, async (signal, l2) => {
+      assert.deepEqual(await a.check('js-ck', { fence: l1.fence }), { current: false, reason: 'other' });
+      assert.equal((await a.check('js-ck', { fence: l2.fence })).current, true);
+    });
+    const set = await a.acquireMany(['js-ck-s1', 'js-ck-s2'], { fence: true });
+    for (let i = 0; i < 2; i++) {
+      assert.equal((await a.check(set.names[i], { fence: set.fences[i] })).current, true);
+    }
+    await set.release();
+  });
+
+  await t.test('check: a lease by token; a counted name needs its permit', T, async () => {
+    const a = await client();
+    const b = await client();
+    const lease = await a.lease('js-ck-lease', { ttl: 5000 });
+    assert.equal((await b.check('js-ck-lease', { token: lease.token })).current, true);
+    await a.release('js-ck-lease', lease.token);
+    assert.equal((await b.check('js-ck-lease', { token: lease.token })).reason, 'free');
+    const other = await a.lease('js-ck-lease', { ttl: 5000 });
+    assert.equal((await b.check('js-ck-lease', { token: lease.token })).reason, 'other');
+    await a.release('js-ck-lease', other.token);
+    const p = await a.acquire('js-ck-sem', { limit: 2, fence: true });
+    await assert.rejects(a.check('js-ck-sem', { fence: p.fence }), redlockd.KindError);
+    assert.equal((await a.check('js-ck-sem', { fence: p.fence, permit: p.permit })).current, true);
+    await p.release();
+    await assert.rejects(a.check('js-ck-arg'), TypeError);
+    await assert.rejects(a.check('js-ck-arg', { fence: 1, token: '0'.repeat(32) }), TypeError);
+    await assert.rejects(a.check('js-ck-arg', { fence: 0 }), TypeError);
+    await assert.rejects(a.check('js-ck-arg', { fence: 1, permit: 1000 }), TypeError);
+    assert.ok(await a.ping());
+  });
+
+  await t.test('check: too few masters is NoQuorum', T, async () => {
+    const a = await client();
+    d.signalMasters('SIGSTOP', 3);
+    try {
+      await assert.rejects(a.check('js-ck-nq', { fence: 1 }), redlockd.NoQuorum);
+    } finally {
+      d.signalMasters('SIGCONT', 3);
+    }
+  });
+
   await t.test('bad names refused before sending', T, async () => {
     const a = await client();
     await assert.rejects(a.acquire('two words'), TypeError);
@@ -403,6 +519,40 @@ test('the sets example of docs/using.md hears the loss', T, async (t) => {
     .replace("require('./clients/node')", `require(${JSON.stringify(path.join(ROOT, 'clients', 'node'))})`);
   assert.match(code, /usingMany\(/);
   await hearsTheLoss(t, scratch(t), code, { name: 'account-42', first: /^held with fences \d+,\d+\n$/ });
+});
+
+/* The output of docs/using.md's JavaScript example under heading (which
+ * calls needs), run to its end as written (but for the address and the
+ * path of the client) against a daemon of its own. */
+async function outputOf(t, heading, needs) {
+  const { execFile } = require('node:child_process');
+  const blocks = fenced('docs/using.md', 'js', heading);
+  assert.equal(blocks.length, 1, heading);
+  assert.ok(blocks[0].includes(needs), `the example under ${heading} has no ${needs}`);
+  const d = await Daemon.start();
+  t.after(() => d.stop());
+  const dir = scratch(t);
+  fs.writeFileSync(path.join(dir, 'job.js'), blocks[0]
+    .replace("require('./clients/node')", `require(${JSON.stringify(path.join(ROOT, 'clients', 'node'))})`)
+    .replaceAll('127.0.0.1:7379', d.address));
+  return new Promise((resolve, reject) => {
+    execFile(process.execPath, ['job.js'], { cwd: dir, timeout: 20000 }, (err, stdout, stderr) => {
+      if (err) reject(new Error(`the example failed: ${err.message}\n${stdout}${stderr}`));
+      else resolve(stdout + stderr);
+    });
+  });
+}
+
+// docs/using.md's "Checking a grant before a write": current while held,
+// stale with reason free once released.
+test('the check example of docs/using.md', T, async (t) => {
+  assert.equal(await outputOf(t, '## Checking a grant before a write', '.check('), 'true\nfalse free\n');
+});
+
+// docs/using.md's "Lock-delay": a try refused by the delay of a holder
+// that vanished, then the name granted once it ran out.
+test('the delay example of docs/using.md', T, async (t) => {
+  assert.equal(await outputOf(t, '## Lock-delay', 'delay:'), 'delayed: true\nheld\n');
 });
 
 // The README's install line, run as written in a project of its own, with

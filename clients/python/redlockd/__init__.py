@@ -34,7 +34,8 @@ import ssl
 import threading
 
 __all__ = [
-    "Client", "Lock", "LockSet", "Lease", "LeaseSet", "Event", "RedlockdError", "Busy", "Timeout",
+    "Client", "Lock", "LockSet", "Lease", "LeaseSet", "Event", "Checked", "RedlockdError", "Busy",
+    "Timeout",
     "NoQuorum", "Denied", "ProtocolError", "LimitError", "AuthError", "KindError",
     "ShuttingDown", "ConnectionLost", "NotHeld",
 ]
@@ -54,6 +55,8 @@ LABEL_MAX = 64          # bytes of a holder label (label=)
 TOKEN_LEN = 32          # lowercase hex digits of a lease's token
 LIMIT_MAX = 1000        # permits of a counted hold (lock.max_limit is at most this)
 TTL_MAX = 4000000000000  # ms, the largest number the protocol reads
+FENCE_MAX = 4000000000000  # the largest fence CHECK reads (fence=)
+PERMIT_MAX = 999        # the largest permit CHECK reads (permit=)
 SET_MAX = 64            # names of one set (LOCK n1 .. nk)
 
 
@@ -71,7 +74,19 @@ class RedlockdError(Exception):
 
 
 class Busy(RedlockdError):
-    """A try (``timeout=0``) found the name held: ``BUSY <name> ttl=MS``."""
+    """A try (``timeout=0``) found the name held: ``BUSY <name> ttl=MS``.
+
+    ``ttl`` is the holder's time left (ms, as the reply says), and
+    ``delayed`` the time left of a lock-delay (``BUSY <name> ttl=MS
+    delayed=MS``: nobody holds the name, but its last holder's hold ended
+    without UNLOCK), ``None`` when the refusal is no delay.
+    """
+
+    def __init__(self, code, text):
+        super().__init__(code, text)
+        f = _fields(text.split(" "))
+        self.ttl = f.get("ttl")
+        self.delayed = f.get("delayed")
 
 
 class Timeout(RedlockdError):
@@ -262,7 +277,8 @@ class Lock:
     released or lost.
     """
 
-    def __init__(self, client, name, timeout, ttl, shared, limit, fence, label, on_lost):
+    def __init__(self, client, name, timeout, ttl, shared, limit, fence, label, on_lost,
+                 delay=None):
         self._client = client
         self.name = _check_word("lock name", name)
         self.names = (self.name,)
@@ -272,6 +288,7 @@ class Lock:
         self.limit = limit
         self.want_fence = fence
         self.label = label
+        self.delay = delay
         self.on_lost = on_lost
         self.lost = threading.Event()
         self.lost_reason = None
@@ -350,15 +367,41 @@ class LockSet(Lock):
     names joined by spaces, as the protocol's lines write them.
     """
 
-    def __init__(self, client, names, timeout, ttl, fence, label, on_lost):
+    def __init__(self, client, names, timeout, ttl, fence, label, on_lost, delay=None):
         names = _check_names(names)
-        super().__init__(client, names[0], timeout, ttl, False, None, fence, label, on_lost)
+        super().__init__(client, names[0], timeout, ttl, False, None, fence, label, on_lost,
+                         delay)
         self.names = names
         self.name = " ".join(names)
         self.fences = None
 
     def __repr__(self):
         return f"LockSet({list(self.names)!r}, holds={self.holds}, fences={self.fences})"
+
+
+class Checked:
+    """The answer of :meth:`Client.check`: true when the grant is current.
+
+    ``current`` (bool); ``ttl``, when current, the ms it stays on a
+    quorum unless renewed (-1: no expiry); ``reason``, when stale,
+    ``"free"`` (nobody holds the name: released, expired or broken),
+    ``"other"`` (another grant holds it) or ``"mixed"`` (the masters
+    disagree).
+    """
+
+    def __init__(self, name, current, reason, ttl):
+        self.name = name
+        self.current = current
+        self.reason = reason
+        self.ttl = ttl
+
+    def __bool__(self):
+        return self.current
+
+    def __repr__(self):
+        if self.current:
+            return f"Checked({self.name!r}, current, ttl={self.ttl})"
+        return f"Checked({self.name!r}, stale, reason={self.reason!r})"
 
 
 class Lease:
@@ -651,7 +694,7 @@ class Client:
                 lines.append(words)
 
     @staticmethod
-    def _opts(ttl=None, shared=False, limit=None, fence=False, label=None):
+    def _opts(ttl=None, shared=False, limit=None, fence=False, label=None, delay=None):
         out = []
         if ttl is not None:
             out.append(f"ttl={_check_number('ttl', ttl, 1, TTL_MAX, ' ms')}")
@@ -663,6 +706,8 @@ class Client:
             out.append(f"limit={_check_number('limit', limit, 1, LIMIT_MAX)}")
         if label is not None:
             out.append("label=" + _check_word("label", label, LABEL_MAX))
+        if delay is not None:
+            out.append(f"delay={_check_number('delay', delay, 0, TTL_MAX, ' ms')}")
         return out
 
     def _take(self, name, timeout, opts, lease=False, on_reply=None):
@@ -689,7 +734,7 @@ class Client:
         return _fields(reply[2:])
 
     def lock(self, name, timeout=None, ttl=None, shared=False, limit=None, fence=False,
-             label=None, on_lost=None):
+             label=None, on_lost=None, delay=None):
         """A session-mode :class:`Lock` to use with ``with`` (or acquire()).
 
         ``timeout``: seconds to wait (None: for ever; 0: one try, Busy when
@@ -697,8 +742,12 @@ class Client:
         ``limit=N`` ask for a shared or counted hold; ``fence`` a fencing
         token; ``label`` names the holder for LIST, STATUS and WATCH.
         ``on_lost(lock)`` runs in the reader thread when the lock is lost.
+        ``delay`` (ms) is a lock-delay: when the hold ends without a
+        release (the connection closed, the lock lost or broken), nobody
+        is granted the name for that long (None: the daemon's
+        ``lock.delay_ms``; 0: none).  Exclusive locks only.
         """
-        return Lock(self, name, timeout, ttl, shared, limit, fence, label, on_lost)
+        return Lock(self, name, timeout, ttl, shared, limit, fence, label, on_lost, delay)
 
     def _acquire(self, lk):
         def granted(words):
@@ -719,7 +768,7 @@ class Client:
                     self._locks.setdefault(n, []).append(lk)
 
         self._take(lk.name, lk.timeout,
-                   self._opts(lk.ttl, lk.shared, lk.limit, lk.want_fence, lk.label),
+                   self._opts(lk.ttl, lk.shared, lk.limit, lk.want_fence, lk.label, lk.delay),
                    on_reply=granted)
 
     def _release(self, lk):
@@ -743,7 +792,7 @@ class Client:
             raise NotHeld("NOTHELD", " ".join(reply[1:]))
 
     def lock_many(self, names, timeout=None, ttl=None, fence=False, label=None,
-                  on_lost=None):
+                  on_lost=None, delay=None):
         """A session-mode :class:`LockSet` of several names, all or none
         (``LOCK a b c``), to use with ``with`` (or acquire()).
 
@@ -752,9 +801,10 @@ class Client:
         order of its own), but ``fences`` come in the order given.  The
         options are those of :meth:`lock` but for ``shared`` and ``limit``,
         which a set does not take.  ``on_lost(lockset)`` runs once when
-        any of its names is lost.
+        any of its names is lost.  ``delay`` applies to every name of
+        the set.
         """
-        return LockSet(self, names, timeout, ttl, fence, label, on_lost)
+        return LockSet(self, names, timeout, ttl, fence, label, on_lost, delay)
 
     # ---- lease mode ----
 
@@ -798,12 +848,45 @@ class Client:
 
     def status(self, name, token=None):
         """STATUS: ``None`` when free, else the ``HELD`` reply's fields
-        (``ttl``, ``owner``, ``kind``, ``holders``, ``label``...)."""
+        (``ttl``, ``owner``, ``kind``, ``holders``, ``label``...).  A
+        name nobody holds but a lock-delay keeps from being granted
+        (``FREE <name> delayed=MS``) is no ``None``: its fields are
+        ``state`` ``"FREE"`` and ``delayed`` (ms left), and no ``owner``."""
         line = "STATUS " + _check_word("lock name", name)
         if token is not None:
             line += " token=" + _check_token(token)
         reply = self._command(line)
-        return None if reply[0] == "FREE" else _fields(reply[2:])
+        f = _fields(reply[2:])
+        if reply[0] == "FREE":
+            if "delayed" not in f:
+                return None
+            f["state"] = "FREE"
+        return f
+
+    def check(self, name, fence=None, permit=None, token=None):
+        """CHECK whether one grant of ``name`` is still its current one on
+        a quorum of the masters, now: the grant told ``fence`` (with
+        ``permit``, for a counted name's), or the lease of ``token``.  A
+        :class:`Checked`, true when current.  For a resource that cannot
+        store a fence: ask before each write, and refuse it unless
+        current.  NoQuorum when too few masters answered to tell;
+        KindError for a counted name's fence without its permit."""
+        line = "CHECK " + _check_word("lock name", name)
+        if (fence is None) == (token is None):
+            raise ValueError("check needs fence= or token=, and not both")
+        if token is not None:
+            if permit is not None:
+                raise ValueError("permit= goes with fence=, not token=")
+            line += " token=" + _check_token(token)
+        else:
+            line += f" fence={_check_number('fence', fence, 1, FENCE_MAX)}"
+            if permit is not None:
+                line += f" permit={_check_number('permit', permit, 0, PERMIT_MAX)}"
+        reply = self._command(line)
+        if reply[0] not in ("CURRENT", "STALE"):
+            raise ProtocolError("REPLY", " ".join(reply))
+        f = _fields(reply[2:])
+        return Checked(name, reply[0] == "CURRENT", f.get("reason"), f.get("ttl"))
 
     def list(self, prefix=None):
         """LIST: one dict per hold or waiting LOCK of this daemon, with

@@ -316,6 +316,140 @@ class Sets(ClientTest):
         self.assertTrue(a.ping())
 
 
+class DelayAndCheck(ClientTest):
+    """Lock-delay (delay=, Busy.delayed, status()'s delayed) and check()."""
+
+    def vanish(self, take):
+        """take(client) on a client of its own, then that client closed
+        without a release: its hold ends as a vanished holder's does."""
+        gone = redlockd.Client(self.d.address)
+        self.addCleanup(gone.close)
+        take(gone)
+        gone.close()
+
+    def wait_delayed(self, c, name):
+        """Wait (deadline 5 s) until a try on name is refused by a
+        lock-delay; that Busy.  A grant fails the test: no delay held it."""
+        deadline = time.monotonic() + 5
+        while True:
+            try:
+                c.lock(name, timeout=0).acquire()
+            except redlockd.Busy as e:
+                if e.delayed is not None:
+                    return e
+            else:
+                self.fail(f"{name} was granted: the vanished holder's delay did not keep it")
+            self.assertLess(time.monotonic(), deadline, f"{name} never refused by a delay")
+            time.sleep(0.02)
+
+    def test_single_name_kept_for_the_delay_then_granted(self):
+        b = self.client()
+        self.vanish(lambda c: c.lock("py-delay", delay=2000).acquire())
+        busy = self.wait_delayed(b, "py-delay")
+        self.assertGreater(busy.delayed, 0)
+        self.assertLessEqual(busy.delayed, 2000)
+        self.assertEqual(busy.ttl, busy.delayed)
+        st = b.status("py-delay")
+        self.assertIsNotNone(st, "a delayed name read as plainly free")
+        self.assertEqual(st["state"], "FREE")
+        self.assertNotIn("owner", st)
+        self.assertLessEqual(st["delayed"], 2000)
+        with b.lock("py-delay", timeout=10) as lk:   # waits the delay out
+            self.assertEqual(lk.holds, 1)
+        self.assertIsNone(b.status("py-delay"), "UNLOCK left a delay")
+
+    def test_set_kept_for_the_delay_then_granted(self):
+        b = self.client()
+        names = ["py-dset-1", "py-dset-2"]
+        self.vanish(lambda c: c.lock_many(names, delay=2000).acquire())
+        self.assertGreater(self.wait_delayed(b, "py-dset-2").delayed, 0)
+        self.assertGreater(b.status("py-dset-1").get("delayed", 0), 0)
+        with self.assertRaises(redlockd.Busy) as cm:
+            b.lock_many(names, timeout=0).acquire()
+        self.assertIsNotNone(cm.exception.delayed)
+        with b.lock_many(names, timeout=10):
+            self.assertEqual(b.status("py-dset-1")["owner"], "self")
+
+    def test_busy_of_a_holder_is_no_delay(self):
+        a, b = self.client(), self.client()
+        with a.lock("py-nodelay", delay=2000):
+            with self.assertRaises(redlockd.Busy) as cm:
+                b.lock("py-nodelay", timeout=0).acquire()
+            self.assertIsNone(cm.exception.delayed)
+            self.assertGreater(cm.exception.ttl, 0)
+        with b.lock("py-nodelay", timeout=0):    # released: no delay
+            pass
+
+    def test_delay_refused_for_shared_and_checked_here(self):
+        a = self.client()
+        with self.assertRaises(redlockd.ProtocolError):
+            a.lock("py-delay-sh", shared=True, delay=1000).acquire()
+        with self.assertRaises(ValueError):
+            a.lock("py-delay-sh", delay=-1).acquire()
+        self.assertTrue(a.ping())
+
+    def test_check_fenced_grant(self):
+        a, b = self.client(), self.client()
+        with a.lock("py-ck", fence=True) as l1:
+            ck = b.check("py-ck", fence=l1.fence)
+            self.assertTrue(ck)
+            self.assertEqual((ck.current, ck.reason), (True, None))
+            self.assertGreater(ck.ttl, 0)
+        ck = b.check("py-ck", fence=l1.fence)
+        self.assertFalse(ck)
+        self.assertEqual((ck.current, ck.reason, ck.ttl), (False, "free", None))
+        with b.lock("py-ck", fence=True) as l2:
+            self.assertEqual(a.check("py-ck", fence=l1.fence).reason, "other")
+            self.assertTrue(a.check("py-ck", fence=l2.fence))
+
+    def test_check_set_fences(self):
+        a = self.client()
+        with a.lock_many(["py-ck-s1", "py-ck-s2"], fence=True) as ls:
+            for name, fence in zip(ls.names, ls.fences):
+                self.assertTrue(a.check(name, fence=fence), name)
+        self.assertEqual(a.check("py-ck-s2", fence=ls.fences[1]).reason, "free")
+
+    def test_check_lease_by_token(self):
+        a, b = self.client(), self.client()
+        lease = a.lease("py-ck-lease", ttl=5000)
+        self.assertTrue(b.check("py-ck-lease", token=lease.token))
+        a.release("py-ck-lease", lease.token)
+        self.assertEqual(b.check("py-ck-lease", token=lease.token).reason, "free")
+        other = a.lease("py-ck-lease", ttl=5000)
+        self.addCleanup(a.release, "py-ck-lease", other.token)
+        self.assertEqual(b.check("py-ck-lease", token=lease.token).reason, "other")
+
+    def test_check_counted_needs_its_permit(self):
+        a = self.client()
+        with a.lock("py-ck-sem", limit=2, fence=True) as lk:
+            with self.assertRaises(redlockd.KindError):
+                a.check("py-ck-sem", fence=lk.fence)
+            self.assertTrue(a.check("py-ck-sem", fence=lk.fence, permit=lk.permit))
+
+    def test_check_no_quorum(self):
+        a = self.client()
+        self.d.signal_masters(signal.SIGSTOP, 3)
+        try:
+            with self.assertRaises(redlockd.NoQuorum):
+                a.check("py-ck-nq", fence=1)
+        finally:
+            self.d.signal_masters(signal.SIGCONT, 3)
+
+    def test_check_arguments_checked_here(self):
+        a = self.client()
+        with self.assertRaises(ValueError):
+            a.check("py-ck-arg")
+        with self.assertRaises(ValueError):
+            a.check("py-ck-arg", fence=1, token="0" * 32)
+        with self.assertRaises(ValueError):
+            a.check("py-ck-arg", token="0" * 32, permit=0)
+        with self.assertRaises(ValueError):
+            a.check("py-ck-arg", fence=0)
+        with self.assertRaises(ValueError):
+            a.check("py-ck-arg", fence=1, permit=1000)
+        self.assertTrue(a.ping())
+
+
 class Bounds(ClientTest):
     """Arguments out of the protocol's bounds are refused before anything
     is sent, with an error that says what is wrong and the bound."""
@@ -496,6 +630,29 @@ class DocExample(ClientTest):
         self.assertIn("lock_many(", code)
         proc = self.run_example(code.replace("127.0.0.1:7379", self.d.address))
         self.hears_the_loss(proc, "account-42", "held with fences [")
+
+    def output_of(self, heading, needs):
+        """The output of docs/using.md's Python example under heading
+        (which calls needs), run to its end as written (but for the address)."""
+        blocks = fenced("docs/using.md", "python", heading)
+        self.assertEqual(len(blocks), 1, heading)
+        self.assertIn(needs, blocks[0])
+        proc = self.run_example(blocks[0].replace("127.0.0.1:7379", self.d.address))
+        out, _ = proc.communicate(timeout=20)
+        self.assertEqual(proc.returncode, 0, out)
+        return out
+
+    def test_check_example(self):
+        """docs/using.md's "Checking a grant before a write": current while
+        held, stale with reason free once released."""
+        out = self.output_of("## Checking a grant before a write", ".check(")
+        self.assertEqual(out, "True\nFalse free\n")
+
+    def test_delay_example(self):
+        """docs/using.md's "Lock-delay": a try refused by the delay of a
+        holder that vanished, then the name granted once it ran out."""
+        out = self.output_of("## Lock-delay", "delay=")
+        self.assertEqual(out, "delayed: True\nheld\n")
 
     def test_readme_example_hears_the_loss(self):
         # Run through the README's own PYTHONPATH line.
