@@ -26,6 +26,8 @@
 #define FT_DAEMONS_MAX      3       /* daemons of any scenario */
 #define FT_PREFIX           "redlock:"  /* lock.key_prefix */
 #define FT_FENCE_SUFFIX     " fence"    /* fence counters: kept forever by design */
+#define FT_FENCED_SUFFIX    " fenced"   /* the fences CHECK reads (<record> fenced): kept
+                                           forever by design, as the counters */
 #define FT_REGISTRY         FT_PREFIX " layout" /* the masters' layout registry (PROTOCOL.md
                                                section 9): kept for days by design */
 #define FT_TTL_MS           3000    /* lock.default_ttl_ms and the clients' ttl= */

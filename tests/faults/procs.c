@@ -235,8 +235,8 @@ ft_counter_value(const char *name)
 }
 
 /*
- * Lock keys (FT_PREFIX*, fence counters and the layout registry
- * excluded) on every master:
+ * Lock keys (FT_PREFIX*, fence counters, the fences CHECK reads and the
+ * layout registry excluded) on every master:
  * their number, or -1 when a master could not be asked.  The first few
  * are described in desc.
  */
@@ -246,7 +246,7 @@ ft_lock_keys(char *desc, size_t size)
     char cursor[32];
     redisContext *c;
     redisReply *rep;
-    size_t i, k, len, slen = strlen(FT_FENCE_SUFFIX), used = 0;
+    size_t i, k, len, slen = strlen(FT_FENCE_SUFFIX), dlen = strlen(FT_FENCED_SUFFIX), used = 0;
     long n = 0;
 
     desc[0] = '\0';
@@ -272,6 +272,7 @@ ft_lock_keys(char *desc, size_t size)
 
                 len = key->len;
                 if ((len >= slen && memcmp(key->str + len - slen, FT_FENCE_SUFFIX, slen) == 0)
+                    || (len >= dlen && memcmp(key->str + len - dlen, FT_FENCED_SUFFIX, dlen) == 0)
                     || (len == strlen(FT_REGISTRY) && memcmp(key->str, FT_REGISTRY, len) == 0)) {
                     continue;
                 }
