@@ -1105,6 +1105,88 @@ START_TEST(set_fifo_deadlock_with_holder)
 }
 END_TEST
 
+/* ---- found in the second review (claims, prefix lines, gates): failing until fixed ---- */
+
+#define R2_LINK_MS      300     /* delay each way of D0's links to masters 0 and 1 */
+#define R2_NODE_MS      2000    /* D0's round deadline: above a slow round (2 x R2_LINK_MS) */
+
+/* name's key on master i holds a claim. */
+static bool
+r2_claimed_on(size_t i, const char *name)
+{
+    return strncmp(st_value(i, name), "claim ", 6) == 0;
+}
+
+/* Masters 0 and 1 both hold a claim of name. */
+static bool
+r2_cond_claimed_01(void *arg)
+{
+    return r2_claimed_on(0, arg) && r2_claimed_on(1, arg);
+}
+
+/* Neither master 0 nor master 1 holds a claim of name. */
+static bool
+r2_cond_no_claim_01(void *arg)
+{
+    return !r2_claimed_on(0, arg) && !r2_claimed_on(1, arg);
+}
+
+/*
+ * A set granted by a quorum leaves its claims on the minority that
+ * refused it.  b is held by someone else on masters 0 and 1 only (a
+ * minority: a leftover, another client's failed try); D0 reaches those
+ * two through slow links.  LOCK a b (it waits, so it may claim) is
+ * granted by masters 2..4 at once: the round is decided there
+ * (redlock_acquire_reply, op->b.yes >= q) and the slow answers of 0 and
+ * 1, refusals at b that claimed a ({pttl, who, 'claim'}), are never
+ * read, so res->claimed stays false, set->claimed too, and lock_set_free
+ * sends no unclaim.  After UNLOCK a b, masters 0 and 1 keep "claim <id>"
+ * on a for b's time left plus the set's ttl (80 s here), refusing a to
+ * everyone: PROTOCOL.md says the daemon deletes what is left of a set's
+ * claims on every master once it is granted or gives up.  The same holds
+ * for a gate closed by a late answer ('gate': res->gated, life.gated,
+ * waiter_free's ungate).  Fix: a set that waits sends the unclaim when it
+ * goes whatever its answers said (or keep reading the round's late
+ * answers into set->claimed / life.gated).
+ */
+START_TEST(set_claim_left_on_minority)
+{
+    const char *via[NMASTERS] = { NULL };
+    struct h_daemon_opts o = st_opts;
+    char *got;
+    size_t i;
+    int s;
+
+    EXPECT_SETUP(.masters = NMASTERS);
+    for (i = 0; i < 2; i++) {
+        via[i] = expect_proxy_start(i, R2_LINK_MS, false);
+    }
+    o.node_timeout_ms = R2_NODE_MS;
+    o.min_ttl_ms = R2_NODE_MS + 1000;
+    o.down_after_ms = 4 * R2_NODE_MS;
+    o.master_addrs = via;
+    ck_assert_msg(h_start_daemon(&o) == 0, "D0 did not start (log above)");
+    s = expect_connect(0);
+    expect_proxies_on();
+    for (i = 0; i < 2; i++) {
+        ck_assert_int_eq(h_master_cmd(i, NULL, "SET %s elsewhere PX 60000", PREFIX "b"), 0);
+    }
+    got = EXPECT_CMD(s, "LOCK a b ttl=20000 wait=10000");
+    EXPECT_IS(got, "OK", "a b");
+    free(got);
+    /* The slow masters' answers: they refused at b and claimed a. */
+    ck_assert_msg(h_wait_until(r2_cond_claimed_01, (void *)"a", CMD_MS),
+                  "masters 0 and 1 did not claim a (a: '%s', '%s')", st_value(0, "a"),
+                  st_value(1, "a"));
+    EXPECT_REPLY(s, "UNLOCK a b", "OK a b holds=0");
+    ck_assert_msg(h_wait_until(r2_cond_no_claim_01, (void *)"a", GRANT_MS),
+                  "the set was granted and released, but its claims of a stay on masters 0 "
+                  "and 1 ('%s', '%s'): nobody drops them",
+                  st_value(0, "a"), st_value(1, "a"));
+    close(s);
+}
+END_TEST
+
 /* ---- the suite ---- */
 
 #define ST_ADD(s, test) expect_add_case((s), #test, (test), h_end, TEST_TIMEOUT_S)
@@ -1134,6 +1216,7 @@ sets_suite(void)
     ST_ADD(s, set_starved_by_shared_turns);
     ST_ADD(s, set_reply_fits);
     ST_ADD(s, set_fifo_deadlock_with_holder);
+    ST_ADD(s, set_claim_left_on_minority);
     return s;
 }
 
