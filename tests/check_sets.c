@@ -1187,6 +1187,70 @@ START_TEST(set_claim_left_on_minority)
 }
 END_TEST
 
+/*
+ * A wake-up lost when a set's member stops standing in line.  The set
+ * T = {a c} waits for a, held here by h: T stands in a's line, not in
+ * c's.  The set S = {c d}, queued after T, heads c and d; refused on the
+ * masters at c (held through D1), it waits, standing in d's line: the
+ * LOCK d of l, queued here after S, waits for S, as first in, first out
+ * asks.  h's UNLOCK a makes T the ready head of a, so T stands in c's
+ * line before S: S cannot have c (a LOCK before it there), its member d
+ * stops standing in line (waiter_in_line), and l, with nobody before it
+ * in d's line and d free on every master, may go.  But only the head of
+ * a is roused (hold_drop's lock_wake_head): T tries, S is never roused
+ * (the woke_epoch wake-ups run only in the timer of a set that is not
+ * ready), so nobody wakes l, which sleeps until its wait= ends (or until
+ * S's fallback timer, at c's holder's ttl: a minute here).  Were l's session the holder
+ * of c, that is the deadlock set_fifo_deadlock_with_holder is about,
+ * back through a third set.  Fix: when lock_changed() makes a waiter the
+ * head of a queue (a set member that starts or stops standing in line),
+ * rouse the new head of every queue whose head changed, e.g. the heads of
+ * every name of each set queued on the lock whose holds or queue changed
+ * (as hold_insert does for sets), transitively, or recompute the heads of
+ * the queues of the sets involved after each change.
+ */
+START_TEST(set_line_change_wakes_nobody)
+{
+    char *got;
+    int h, t, s, l, c1;
+
+    EXPECT_SETUP(.masters = NMASTERS, .daemons = 2, .opts = &st_opts);
+    h = expect_connect(0);
+    t = expect_connect(0);
+    s = expect_connect(0);
+    l = expect_connect(0);
+    c1 = expect_connect(1);
+    h_use_daemon(0);        /* STATS below: D0's */
+    got = EXPECT_CMD(c1, "LOCK c ttl=60000");
+    EXPECT_IS(got, "OK", "c");
+    free(got);
+    got = EXPECT_CMD(h, "LOCK a ttl=20000");
+    EXPECT_IS(got, "OK", "a");
+    free(got);
+    ck_assert_int_eq(h_send(t, "LOCK a c ttl=20000"), 0);
+    expect_wait_stat("waiters", 2, false, CMD_MS);
+    ck_assert_int_eq(h_send(s, "LOCK c d ttl=20000"), 0);
+    expect_wait_stat("waiters", 4, false, CMD_MS);
+    ck_assert(h_quiet(s, QUIET_MS));        /* refused at c on the masters: it waits */
+    ck_assert_int_eq(h_send(l, "LOCK d ttl=20000 wait=60000"), 0);
+    expect_wait_stat("waiters", 5, false, CMD_MS);
+    ck_assert(h_quiet(l, QUIET_MS));        /* behind S in d's line */
+    EXPECT_REPLY(h, "UNLOCK a", "OK a holds=0");
+    ck_assert_uint_eq(st_held_on("d"), 0);
+    got = h_read_line(l, GRANT_MS);
+    ck_assert_msg(got != NULL && h_is_reply(got, "OK", "d"),
+                  "LOCK d, free on every master, answered '%s' in %d ms: T = {a c} now stands "
+                  "in c's line before S = {c d}, so S lets the LOCKs behind it in d go, but "
+                  "nobody woke the LOCK of d", got != NULL ? got : "(nothing)", GRANT_MS);
+    free(got);
+    close(h);
+    close(t);
+    close(s);
+    close(l);
+    close(c1);
+}
+END_TEST
+
 /* ---- the suite ---- */
 
 #define ST_ADD(s, test) expect_add_case((s), #test, (test), h_end, TEST_TIMEOUT_S)
@@ -1217,6 +1281,7 @@ sets_suite(void)
     ST_ADD(s, set_reply_fits);
     ST_ADD(s, set_fifo_deadlock_with_holder);
     ST_ADD(s, set_claim_left_on_minority);
+    ST_ADD(s, set_line_change_wakes_nobody);
     return s;
 }
 
