@@ -1251,6 +1251,53 @@ START_TEST(set_line_change_wakes_nobody)
 }
 END_TEST
 
+/*
+ * A dead daemon's claims outlive its set by the holder's ttl.  The set
+ * {a b} (ttl=2000, wait=3000) waits on D0 for b, held through D1 with a
+ * ttl of a minute, and claims a on every master for b's time left plus
+ * its own ttl (acquire_set.lua's refused(): p + ms).  D0 dies (SIGKILL):
+ * nobody waits for a any more, and the set would have given up within
+ * 3 s anyway, but a stays claimed for about a minute, refusing every
+ * LOCK a: a LOCK a through D1 is refused long after the dead set's ttl
+ * and wait= (here: within GRANT_MS of the death, 2.5 times its ttl).
+ * PROTOCOL.md says a daemon that dies "leaves its claims to expire"; the
+ * expiry is tied to someone else's lease (a lock of an hour: an hour).
+ * Fix: claim for the set's ttl only (never past its wait= deadline), and
+ * have the waiting set renew its claims from its own timer every third
+ * of its ttl while it sleeps (only a waiting set pays for it), instead
+ * of sleeping until the holder's ttl.
+ */
+START_TEST(set_dead_daemon_claims_outlive_it)
+{
+    char *got;
+    int h, s, l;
+
+    EXPECT_SETUP(.masters = NMASTERS, .daemons = 2, .opts = &st_opts);
+    h = expect_connect(1);
+    l = expect_connect(1);
+    s = expect_connect(0);
+    got = EXPECT_CMD(h, "LOCK b ttl=60000");
+    EXPECT_IS(got, "OK", "b");
+    free(got);
+    ck_assert_int_eq(h_send(s, "LOCK a b ttl=2000 wait=3000"), 0);
+    ck_assert(h_wait_until(st_cond_held, (void *)"a", CMD_MS));
+    ck_assert_msg(strncmp(st_value(0, "a"), "claim ", 6) == 0, "a holds '%s'", st_value(0, "a"));
+    h_use_daemon(0);
+    ck_assert_int_eq(h_signal_daemon(SIGKILL), 0);
+    ck_assert_int_eq(h_wait_daemon(CMD_MS), 128 + SIGKILL);
+    close(s);
+    got = h_cmd(l, "LOCK a ttl=20000 wait=5000", GRANT_MS + CMD_MS);
+    ck_assert_msg(got != NULL && h_is_reply(got, "OK", "a"),
+                  "LOCK a, claimed by a set (ttl=2000 wait=3000) whose daemon died, answered "
+                  "'%s'; a still holds '%s' for %lld ms more (b's time left plus the set's ttl)",
+                  got != NULL ? got : "(nothing)", st_value(0, "a"),
+                  h_master_pttl(0, PREFIX "a"));
+    free(got);
+    close(h);
+    close(l);
+}
+END_TEST
+
 /* ---- the suite ---- */
 
 #define ST_ADD(s, test) expect_add_case((s), #test, (test), h_end, TEST_TIMEOUT_S)
@@ -1282,6 +1329,7 @@ sets_suite(void)
     ST_ADD(s, set_fifo_deadlock_with_holder);
     ST_ADD(s, set_claim_left_on_minority);
     ST_ADD(s, set_line_change_wakes_nobody);
+    ST_ADD(s, set_dead_daemon_claims_outlive_it);
     return s;
 }
 
