@@ -1298,6 +1298,50 @@ START_TEST(set_dead_daemon_claims_outlive_it)
 }
 END_TEST
 
+/*
+ * A claim is a hold for the one who waits on it.  The session x holds b
+ * through D1; the set {a b} waits on D0 for b and claims a on every
+ * master.  x then asks for a (nobody holds it: before claims it got it
+ * at once): the claim refuses it, so x waits for the set, which waits
+ * for x's b: a deadlock until a wait= runs out (with no wait=, forever),
+ * across two daemons, which no first in, first out of one daemon can
+ * break.  PROTOCOL.md's "No hold-and-wait, so no deadlock between
+ * daemons" counts the set as holding nothing, but its claim keeps a from
+ * others while it waits for b: hold and wait, for any client that holds
+ * a name and then asks for a lower one (the doc accepts that inside one
+ * daemon; across daemons a client cannot even see why).  Fix (one of):
+ * a claim refuses only sets (whose all-or-none tries cannot hold and
+ * wait), not single LOCKs; or a single LOCK refused only by claims for
+ * longer than the claimer's ttl takes the name over; or document that
+ * names held one at a time must be taken in byte order across every
+ * daemon, and have the daemon refuse (ERR) a LOCK of a lower name by a
+ * session holding a higher one instead of hanging.
+ */
+START_TEST(set_claim_deadlocks_holder_asking)
+{
+    char *got;
+    int x, s;
+
+    EXPECT_SETUP(.masters = NMASTERS, .daemons = 2, .opts = &st_opts);
+    x = expect_connect(1);
+    s = expect_connect(0);
+    got = EXPECT_CMD(x, "LOCK b ttl=20000");
+    EXPECT_IS(got, "OK", "b");
+    free(got);
+    ck_assert_int_eq(h_send(s, "LOCK a b ttl=20000"), 0);
+    ck_assert(h_wait_until(st_cond_held, (void *)"a", CMD_MS));
+    ck_assert_uint_eq(st_granted_on("a"), 0);     /* claimed, held by nobody */
+    got = h_cmd(x, "LOCK a ttl=20000 wait=3000", 3000 + CMD_MS);
+    ck_assert_msg(got != NULL && h_is_reply(got, "OK", "a"),
+                  "LOCK a by the holder of b, a held by nobody: '%s' (a is claimed by the set "
+                  "a b, which waits for b: each waits for the other)",
+                  got != NULL ? got : "(nothing)");
+    free(got);
+    close(x);
+    close(s);
+}
+END_TEST
+
 /* ---- the suite ---- */
 
 #define ST_ADD(s, test) expect_add_case((s), #test, (test), h_end, TEST_TIMEOUT_S)
@@ -1330,6 +1374,7 @@ sets_suite(void)
     ST_ADD(s, set_claim_left_on_minority);
     ST_ADD(s, set_line_change_wakes_nobody);
     ST_ADD(s, set_dead_daemon_claims_outlive_it);
+    ST_ADD(s, set_claim_deadlocks_holder_asking);
     return s;
 }
 
