@@ -1342,6 +1342,54 @@ START_TEST(set_claim_deadlocks_holder_asking)
 }
 END_TEST
 
+/*
+ * An older daemon (the last release, $REDLOCKD_PREV_BIN) waiting for a
+ * name a set claimed, when the set gives up.  The set {a b} on D1 (this
+ * build) waits for b, held through D0, and claims a; the LOCK a of D0
+ * (the last release) is refused by the claim, a holder to it, and marks
+ * a as waited for.
+ * When the set's wait= runs out, unclaim.lua deletes the claim and the
+ * mark and announces the release on a's channel with the claim as the
+ * token; the older daemon's LOCK a must then be granted at once, as
+ * this build's is (set_claims), not at the claim's ttl (b's time left
+ * plus the set's ttl: 40 s here).
+ */
+START_TEST(set_claim_dropped_wakes_older_daemon)
+{
+    const char *bin = getenv("REDLOCKD_PREV_BIN");
+    char *got;
+    int h, s, l;
+
+    ck_assert_msg(bin != NULL && bin[0] != '\0' && access(bin, X_OK) == 0,
+                  "no daemon of the last release: set REDLOCKD_PREV_BIN, got '%s'",
+                  bin != NULL ? bin : "(unset)");
+    EXPECT_SETUP(.masters = NMASTERS, .daemons = 2, .opts = &st_opts,
+                 .builds = (const char *const[]){ bin, NULL });
+    h = expect_connect(0);
+    s = expect_connect(1);
+    l = expect_connect(0);
+    got = EXPECT_CMD(h, "LOCK b ttl=20000");
+    EXPECT_IS(got, "OK", "b");
+    free(got);
+    ck_assert_int_eq(h_send(s, "LOCK a b ttl=20000 wait=1500"), 0);
+    ck_assert(h_wait_until(st_cond_held, (void *)"a", CMD_MS));
+    ck_assert_msg(strncmp(st_value(0, "a"), "claim ", 6) == 0, "a holds '%s'", st_value(0, "a"));
+    ck_assert_int_eq(h_send(l, "LOCK a ttl=20000 wait=60000"), 0);
+    ck_assert(h_quiet(l, QUIET_MS));
+    got = EXPECT_READ(s, 5000, "the set's TIMEOUT");
+    EXPECT_IS(got, "TIMEOUT", "a b");
+    free(got);
+    got = h_read_line(l, GRANT_MS);
+    ck_assert_msg(got != NULL && h_is_reply(got, "OK", "a"),
+                  "the older daemon's LOCK a, once the claim was dropped: '%s' within %d ms "
+                  "(a holds '%s')", got != NULL ? got : "(nothing)", GRANT_MS, st_value(0, "a"));
+    free(got);
+    close(h);
+    close(s);
+    close(l);
+}
+END_TEST
+
 /* ---- the suite ---- */
 
 #define ST_ADD(s, test) expect_add_case((s), #test, (test), h_end, TEST_TIMEOUT_S)
@@ -1375,6 +1423,7 @@ sets_suite(void)
     ST_ADD(s, set_line_change_wakes_nobody);
     ST_ADD(s, set_dead_daemon_claims_outlive_it);
     ST_ADD(s, set_claim_deadlocks_holder_asking);
+    ST_ADD(s, set_claim_dropped_wakes_older_daemon);
     return s;
 }
 
