@@ -1117,13 +1117,6 @@ r2_claimed_on(size_t i, const char *name)
     return strncmp(st_value(i, name), "claim ", 6) == 0;
 }
 
-/* Masters 0 and 1 both hold a claim of name. */
-static bool
-r2_cond_claimed_01(void *arg)
-{
-    return r2_claimed_on(0, arg) && r2_claimed_on(1, arg);
-}
-
 /* Neither master 0 nor master 1 holds a claim of name. */
 static bool
 r2_cond_no_claim_01(void *arg)
@@ -1174,10 +1167,11 @@ START_TEST(set_claim_left_on_minority)
     got = EXPECT_CMD(s, "LOCK a b ttl=20000 wait=10000");
     EXPECT_IS(got, "OK", "a b");
     free(got);
-    /* The slow masters' answers: they refused at b and claimed a. */
-    ck_assert_msg(h_wait_until(r2_cond_claimed_01, (void *)"a", CMD_MS),
-                  "masters 0 and 1 did not claim a (a: '%s', '%s')", st_value(0, "a"),
-                  st_value(1, "a"));
+    /*
+     * The slow masters' answers refused at b and claimed a; the daemon
+     * drops what a try that not every master granted may have claimed,
+     * behind that try on each link, so the claims may already be gone.
+     */
     EXPECT_REPLY(s, "UNLOCK a b", "OK a b holds=0");
     ck_assert_msg(h_wait_until(r2_cond_no_claim_01, (void *)"a", GRANT_MS),
                   "the set was granted and released, but its claims of a stay on masters 0 "
@@ -1235,8 +1229,8 @@ START_TEST(set_line_change_wakes_nobody)
     ck_assert_int_eq(h_send(l, "LOCK d ttl=20000 wait=60000"), 0);
     expect_wait_stat("waiters", 5, false, CMD_MS);
     ck_assert(h_quiet(l, QUIET_MS));        /* behind S in d's line */
-    EXPECT_REPLY(h, "UNLOCK a", "OK a holds=0");
     ck_assert_uint_eq(st_held_on("d"), 0);
+    EXPECT_REPLY(h, "UNLOCK a", "OK a holds=0");
     got = h_read_line(l, GRANT_MS);
     ck_assert_msg(got != NULL && h_is_reply(got, "OK", "d"),
                   "LOCK d, free on every master, answered '%s' in %d ms: T = {a c} now stands "
