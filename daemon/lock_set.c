@@ -237,6 +237,8 @@ lock_set_chain_cb(const struct redlock_acquire_result *res, void *arg)
     struct waiter *lead = ch->lead;
     struct timeval tv;
 
+    tv.tv_sec = ctx.conf->retry_delay_ms / 1000;
+    tv.tv_usec = (ctx.conf->retry_delay_ms % 1000) * 1000;
     if (res->v.outcome == REDLOCK_GRANTED) {
         if (ch->k == 0) {
             ch->res = *res;
@@ -244,7 +246,8 @@ lock_set_chain_cb(const struct redlock_acquire_result *res, void *arg)
             ch->res.validity_end_us = res->validity_end_us;
         }
         if (++ch->k < lead->set->n) {
-            lock_set_chain_next(ch);
+            /* The next name after a pause, as a client taking them one by one would. */
+            evtimer_add(&ch->retry, &tv);
             return;
         }
         res = &ch->res;
@@ -252,8 +255,6 @@ lock_set_chain_cb(const struct redlock_acquire_result *res, void *arg)
                && lead->life.state != WAITER_CANCELLED
                && util_now_us() < lead->life.deadline_us) {
         ch->k = 0;      /* hold what was won; take it all again, in order */
-        tv.tv_sec = ctx.conf->retry_delay_ms / 1000;
-        tv.tv_usec = (ctx.conf->retry_delay_ms % 1000) * 1000;
         evtimer_add(&ch->retry, &tv);
         return;
     }
