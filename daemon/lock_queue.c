@@ -83,6 +83,13 @@
 
 static size_t   lock_nwaiters; /* waiters queued */
 static uint64_t lock_epoch = 1; /* bumped when a queue or a hold changes (lock_changed) */
+static TAILQ_HEAD(, lock_set) lock_sets = TAILQ_HEAD_INITIALIZER(lock_sets); /* waiting sets */
+static struct event lock_reline_ev;    /* lock_reline_cb, made active by lock_changed */
+static bool     lock_reline_assigned;  /* lock_reline_ev was assigned */
+static bool     lock_reline_pending;   /* lock_reline_ev is active */
+
+static void waiter_rouse(struct waiter *w);
+static struct waiter *lock_head(const struct lock *lk);
 
 static struct waiter_env waiter_env_now(void);
 static void waiter_try(struct waiter *w, bool pick);
@@ -127,10 +134,84 @@ waiter_in_line(struct waiter *w)
     return ok;
 }
 
+/*
+ * A set that is not ready lets the LOCKs behind its members that stand
+ * aside go (waiter_in_line): the head of each of its names that is not
+ * its member is woken, once for each change of the queues or holds.
+ */
+static void
+lock_set_let_by(struct lock_set *set)
+{
+    size_t i;
+
+    if (set->woke_epoch == lock_epoch) {
+        return;
+    }
+    set->woke_epoch = lock_epoch;
+    for (i = 0; i < set->n; i++) {
+        struct waiter *m = set->member[i];
+
+        if (m->lock != NULL && lock_head(m->lock) != m) {
+            lock_wake_head(m->lock);
+        }
+    }
+}
+
+/*
+ * After changes of the queues or the holds, on the next loop turn: which
+ * of a set's members stand in line may have changed without any event on
+ * their names (another set's member before them started or stopped
+ * standing in line).  Each waiting set outside a round that became ready
+ * is woken; one that is not ready lets the LOCKs behind its members by.
+ */
+static void
+lock_reline_cb(evutil_socket_t fd, short what, void *arg)
+{
+    struct lock_set *set;
+    bool ready;
+
+    (void)fd;
+    (void)what;
+    (void)arg;
+    lock_reline_pending = false;
+    TAILQ_FOREACH(set, &lock_sets, link) {
+        struct waiter *lead = set->member[0];
+
+        if (lead->lock == NULL || WAITER_IN_ROUND(&lead->life)) {
+            continue;
+        }
+        ready = lock_set_ready(set);
+        if (ready && !set->was_ready) {
+            waiter_rouse(lead);
+        } else if (!ready) {
+            lock_set_let_by(set);
+        }
+        set->was_ready = ready;
+    }
+}
+
 void
 lock_changed(void)
 {
     lock_epoch++;
+    if (!lock_reline_pending && !TAILQ_EMPTY(&lock_sets)) {
+        if (!lock_reline_assigned) {
+            evtimer_assign(&lock_reline_ev, ctx.base, lock_reline_cb, NULL);
+            lock_reline_assigned = true;
+        }
+        lock_reline_pending = true;
+        event_active(&lock_reline_ev, EV_TIMEOUT, 0);
+    }
+}
+
+void
+lock_set_listed(struct lock_set *set, bool on)
+{
+    if (on) {
+        TAILQ_INSERT_TAIL(&lock_sets, set, link);
+    } else {
+        TAILQ_REMOVE(&lock_sets, set, link);
+    }
 }
 
 /* The oldest waiter that queues (not a wait=0 attempt) and stands in line, or NULL. */
@@ -580,15 +661,8 @@ waiter_timer_cb(evutil_socket_t fd, short what, void *arg)
             watch_ready = watch_ready && redlock_watch_ready(m->key, m->key_len);
         }
     }
-    if (!ready && w->set != NULL && w->set->woke_epoch != lock_epoch) {
-        /* Not ready: the LOCKs behind its members that stand aside may go (waiter_in_line). */
-        w->set->woke_epoch = lock_epoch;
-        for (i = 0; i < n; i++) {
-            if (w->set->member[i]->lock != NULL
-                && lock_head(w->set->member[i]->lock) != w->set->member[i]) {
-                lock_wake_head(w->set->member[i]->lock);
-            }
-        }
+    if (!ready && w->set != NULL) {
+        lock_set_let_by(w->set);
     }
     st = waiter_on_timer(&w->life, &env, ready, yield_until, subscribe_until,
                          ready && subscribe_until != 0 && watch_ready);

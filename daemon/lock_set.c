@@ -39,6 +39,7 @@
 #include "daemon/lock.h"
 #include "daemon/lock_table.h"
 #include "daemon/log.h"
+#include "daemon/master.h"
 #include "daemon/redlock.h"
 #include "daemon/stats.h"
 #include "daemon/util.h"
@@ -176,7 +177,12 @@ lock_set_won(const struct redlock_acquire_result *res, void *arg)
     struct redlock_rec rec;
     size_t i;
 
-    if (res->claimed) {
+    /*
+     * A master that refused a waiting try may have claimed names for it,
+     * and one that answered after the round was decided (or not at all)
+     * is not heard: every try that not every master granted counts.
+     */
+    if (res->claimed || (!W_ONCE(lead) && res->v.confirmed < master_count())) {
         set->claimed = true;
     }
     if (res->v.outcome != REDLOCK_GRANTED || !lead->fence) {
@@ -231,6 +237,8 @@ lock_set_chain_cb(const struct redlock_acquire_result *res, void *arg)
     struct waiter *lead = ch->lead;
     struct timeval tv;
 
+    tv.tv_sec = ctx.conf->retry_delay_ms / 1000;
+    tv.tv_usec = (ctx.conf->retry_delay_ms % 1000) * 1000;
     if (res->v.outcome == REDLOCK_GRANTED) {
         if (ch->k == 0) {
             ch->res = *res;
@@ -238,7 +246,8 @@ lock_set_chain_cb(const struct redlock_acquire_result *res, void *arg)
             ch->res.validity_end_us = res->validity_end_us;
         }
         if (++ch->k < lead->set->n) {
-            lock_set_chain_next(ch);
+            /* The next name after a pause, as a client taking them one by one would. */
+            evtimer_add(&ch->retry, &tv);
             return;
         }
         res = &ch->res;
@@ -246,8 +255,6 @@ lock_set_chain_cb(const struct redlock_acquire_result *res, void *arg)
                && lead->life.state != WAITER_CANCELLED
                && util_now_us() < lead->life.deadline_us) {
         ch->k = 0;      /* hold what was won; take it all again, in order */
-        tv.tv_sec = ctx.conf->retry_delay_ms / 1000;
-        tv.tv_usec = (ctx.conf->retry_delay_ms % 1000) * 1000;
         evtimer_add(&ch->retry, &tv);
         return;
     }
@@ -350,6 +357,7 @@ lock_set_free(struct waiter *lead)
     const char *bases[REDLOCK_SET_MAX];
     size_t lens[REDLOCK_SET_MAX], i;
 
+    lock_set_listed(set, false);
     if (set->claimed) {
         /* Granted or given up: what it claimed goes (a minority may keep claims). */
         for (i = 0; i < set->n; i++) {
@@ -691,6 +699,7 @@ lock_acquire_set(struct lock_client *c, const struct lock_name *names, size_t n,
         set->member[i]->set = set;
         set->given[i] = idx[i];
     }
+    lock_set_listed(set, true);
     lead = set->member[0];
     lead->fence = req->fence || ctx.conf->fence == CONF_FENCE_ALWAYS;
     lead->delay_ms = req->lease_mode ? 0 : req->delay_ms;

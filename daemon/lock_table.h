@@ -130,6 +130,9 @@ struct lock_set {
     size_t              n;          /* names, 2..PROTO_SET_MAX */
     bool                claimed;    /* a try claimed names for it somewhere: they are
                                        dropped when it goes (redlock_unclaim) */
+    bool                was_ready;  /* ready at the last look after a change
+                                       (lock_reline_cb) */
+    TAILQ_ENTRY(lock_set) link;     /* in the waiting sets (lock_set_listed) */
     uint64_t            woke_epoch; /* the last lock_changed() at which, not ready, it
                                        woke the LOCKs behind its members */
     size_t              given[REDLOCK_SET_MAX]; /* member i's place in the client's list */
@@ -318,6 +321,9 @@ struct waiter *lock_ready_head(const struct lock *lk);
  * either (waiter_enqueue, waiter_unqueue, hold_insert, hold_drop).
  */
 void lock_changed(void);
+
+/* A set starts (on) or ends (!on) waiting: it is looked at after each lock_changed(). */
+void lock_set_listed(struct lock_set *set, bool on);
 
 /* A set's member w: its set looks again, as when a release of one of its names is heard. */
 void lock_wake_set(struct waiter *w);

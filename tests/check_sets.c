@@ -1105,6 +1105,285 @@ START_TEST(set_fifo_deadlock_with_holder)
 }
 END_TEST
 
+/* ---- found in the second review (claims, prefix lines, gates): failing until fixed ---- */
+
+#define R2_LINK_MS      300     /* delay each way of D0's links to masters 0 and 1 */
+#define R2_NODE_MS      2000    /* D0's round deadline: above a slow round (2 x R2_LINK_MS) */
+
+/* name's key on master i holds a claim. */
+static bool
+r2_claimed_on(size_t i, const char *name)
+{
+    return strncmp(st_value(i, name), "claim ", 6) == 0;
+}
+
+/* Neither master 0 nor master 1 holds a claim of name. */
+static bool
+r2_cond_no_claim_01(void *arg)
+{
+    return !r2_claimed_on(0, arg) && !r2_claimed_on(1, arg);
+}
+
+/*
+ * A set granted by a quorum leaves its claims on the minority that
+ * refused it.  b is held by someone else on masters 0 and 1 only (a
+ * minority: a leftover, another client's failed try); D0 reaches those
+ * two through slow links.  LOCK a b (it waits, so it may claim) is
+ * granted by masters 2..4 at once: the round is decided there
+ * (redlock_acquire_reply, op->b.yes >= q) and the slow answers of 0 and
+ * 1, refusals at b that claimed a ({pttl, who, 'claim'}), are never
+ * read, so res->claimed stays false, set->claimed too, and lock_set_free
+ * sends no unclaim.  After UNLOCK a b, masters 0 and 1 keep "claim <id>"
+ * on a for b's time left plus the set's ttl (80 s here), refusing a to
+ * everyone: PROTOCOL.md says the daemon deletes what is left of a set's
+ * claims on every master once it is granted or gives up.  The same holds
+ * for a gate closed by a late answer ('gate': res->gated, life.gated,
+ * waiter_free's ungate).  Fix: a set that waits sends the unclaim when it
+ * goes whatever its answers said (or keep reading the round's late
+ * answers into set->claimed / life.gated).
+ */
+START_TEST(set_claim_left_on_minority)
+{
+    const char *via[NMASTERS] = { NULL };
+    struct h_daemon_opts o = st_opts;
+    char *got;
+    size_t i;
+    int s;
+
+    EXPECT_SETUP(.masters = NMASTERS);
+    for (i = 0; i < 2; i++) {
+        via[i] = expect_proxy_start(i, R2_LINK_MS, false);
+    }
+    o.node_timeout_ms = R2_NODE_MS;
+    o.min_ttl_ms = R2_NODE_MS + 1000;
+    o.down_after_ms = 4 * R2_NODE_MS;
+    o.master_addrs = via;
+    ck_assert_msg(h_start_daemon(&o) == 0, "D0 did not start (log above)");
+    s = expect_connect(0);
+    expect_proxies_on();
+    for (i = 0; i < 2; i++) {
+        ck_assert_int_eq(h_master_cmd(i, NULL, "SET %s elsewhere PX 60000", PREFIX "b"), 0);
+    }
+    got = EXPECT_CMD(s, "LOCK a b ttl=20000 wait=10000");
+    EXPECT_IS(got, "OK", "a b");
+    free(got);
+    /*
+     * The slow masters' answers refused at b and claimed a; the daemon
+     * drops what a try that not every master granted may have claimed,
+     * behind that try on each link, so the claims may already be gone.
+     */
+    EXPECT_REPLY(s, "UNLOCK a b", "OK a b holds=0");
+    ck_assert_msg(h_wait_until(r2_cond_no_claim_01, (void *)"a", GRANT_MS),
+                  "the set was granted and released, but its claims of a stay on masters 0 "
+                  "and 1 ('%s', '%s'): nobody drops them",
+                  st_value(0, "a"), st_value(1, "a"));
+    close(s);
+}
+END_TEST
+
+/*
+ * A wake-up lost when a set's member stops standing in line.  The set
+ * T = {a c} waits for a, held here by h: T stands in a's line, not in
+ * c's.  The set S = {c d}, queued after T, heads c and d; refused on the
+ * masters at c (held through D1), it waits, standing in d's line: the
+ * LOCK d of l, queued here after S, waits for S, as first in, first out
+ * asks.  h's UNLOCK a makes T the ready head of a, so T stands in c's
+ * line before S: S cannot have c (a LOCK before it there), its member d
+ * stops standing in line (waiter_in_line), and l, with nobody before it
+ * in d's line and d free on every master, may go.  But only the head of
+ * a is roused (hold_drop's lock_wake_head): T tries, S is never roused
+ * (the woke_epoch wake-ups run only in the timer of a set that is not
+ * ready), so nobody wakes l, which sleeps until its wait= ends (or until
+ * S's fallback timer, at c's holder's ttl: a minute here).  Were l's session the holder
+ * of c, that is the deadlock set_fifo_deadlock_with_holder is about,
+ * back through a third set.  Fix: when lock_changed() makes a waiter the
+ * head of a queue (a set member that starts or stops standing in line),
+ * rouse the new head of every queue whose head changed, e.g. the heads of
+ * every name of each set queued on the lock whose holds or queue changed
+ * (as hold_insert does for sets), transitively, or recompute the heads of
+ * the queues of the sets involved after each change.
+ */
+START_TEST(set_line_change_wakes_nobody)
+{
+    char *got;
+    int h, t, s, l, c1;
+
+    EXPECT_SETUP(.masters = NMASTERS, .daemons = 2, .opts = &st_opts);
+    h = expect_connect(0);
+    t = expect_connect(0);
+    s = expect_connect(0);
+    l = expect_connect(0);
+    c1 = expect_connect(1);
+    h_use_daemon(0);        /* STATS below: D0's */
+    got = EXPECT_CMD(c1, "LOCK c ttl=60000");
+    EXPECT_IS(got, "OK", "c");
+    free(got);
+    got = EXPECT_CMD(h, "LOCK a ttl=20000");
+    EXPECT_IS(got, "OK", "a");
+    free(got);
+    ck_assert_int_eq(h_send(t, "LOCK a c ttl=20000"), 0);
+    expect_wait_stat("waiters", 2, false, CMD_MS);
+    ck_assert_int_eq(h_send(s, "LOCK c d ttl=20000"), 0);
+    expect_wait_stat("waiters", 4, false, CMD_MS);
+    ck_assert(h_quiet(s, QUIET_MS));        /* refused at c on the masters: it waits */
+    ck_assert_int_eq(h_send(l, "LOCK d ttl=20000 wait=60000"), 0);
+    expect_wait_stat("waiters", 5, false, CMD_MS);
+    ck_assert(h_quiet(l, QUIET_MS));        /* behind S in d's line */
+    ck_assert_uint_eq(st_held_on("d"), 0);
+    EXPECT_REPLY(h, "UNLOCK a", "OK a holds=0");
+    got = h_read_line(l, GRANT_MS);
+    ck_assert_msg(got != NULL && h_is_reply(got, "OK", "d"),
+                  "LOCK d, free on every master, answered '%s' in %d ms: T = {a c} now stands "
+                  "in c's line before S = {c d}, so S lets the LOCKs behind it in d go, but "
+                  "nobody woke the LOCK of d", got != NULL ? got : "(nothing)", GRANT_MS);
+    free(got);
+    close(h);
+    close(t);
+    close(s);
+    close(l);
+    close(c1);
+}
+END_TEST
+
+/*
+ * A dead daemon's claims outlive its set by the holder's ttl.  The set
+ * {a b} (ttl=2000, wait=3000) waits on D0 for b, held through D1 with a
+ * ttl of a minute, and claims a on every master for b's time left plus
+ * its own ttl (acquire_set.lua's refused(): p + ms).  D0 dies (SIGKILL):
+ * nobody waits for a any more, and the set would have given up within
+ * 3 s anyway, but a stays claimed for about a minute, refusing every
+ * LOCK a: a LOCK a through D1 is refused long after the dead set's ttl
+ * and wait= (here: within GRANT_MS of the death, 2.5 times its ttl).
+ * PROTOCOL.md says a daemon that dies "leaves its claims to expire"; the
+ * expiry is tied to someone else's lease (a lock of an hour: an hour).
+ * Fix: claim for the set's ttl only (never past its wait= deadline), and
+ * have the waiting set renew its claims from its own timer every third
+ * of its ttl while it sleeps (only a waiting set pays for it), instead
+ * of sleeping until the holder's ttl.
+ */
+START_TEST(set_dead_daemon_claims_outlive_it)
+{
+    char *got;
+    int h, s, l;
+
+    EXPECT_SETUP(.masters = NMASTERS, .daemons = 2, .opts = &st_opts);
+    h = expect_connect(1);
+    l = expect_connect(1);
+    s = expect_connect(0);
+    got = EXPECT_CMD(h, "LOCK b ttl=60000");
+    EXPECT_IS(got, "OK", "b");
+    free(got);
+    ck_assert_int_eq(h_send(s, "LOCK a b ttl=2000 wait=3000"), 0);
+    ck_assert(h_wait_until(st_cond_held, (void *)"a", CMD_MS));
+    ck_assert_msg(strncmp(st_value(0, "a"), "claim ", 6) == 0, "a holds '%s'", st_value(0, "a"));
+    h_use_daemon(0);
+    ck_assert_int_eq(h_signal_daemon(SIGKILL), 0);
+    ck_assert_int_eq(h_wait_daemon(CMD_MS), 128 + SIGKILL);
+    close(s);
+    got = h_cmd(l, "LOCK a ttl=20000 wait=5000", GRANT_MS + CMD_MS);
+    ck_assert_msg(got != NULL && h_is_reply(got, "OK", "a"),
+                  "LOCK a, claimed by a set (ttl=2000 wait=3000) whose daemon died, answered "
+                  "'%s'; a still holds '%s' for %lld ms more (b's time left plus the set's ttl)",
+                  got != NULL ? got : "(nothing)", st_value(0, "a"),
+                  h_master_pttl(0, PREFIX "a"));
+    free(got);
+    close(h);
+    close(l);
+}
+END_TEST
+
+/*
+ * A claim is a hold for the one who waits on it.  The session x holds b
+ * through D1; the set {a b} waits on D0 for b and claims a on every
+ * master.  x then asks for a (nobody holds it: before claims it got it
+ * at once): the claim refuses it, so x waits for the set, which waits
+ * for x's b: a deadlock until a wait= runs out (with no wait=, forever),
+ * across two daemons, which no first in, first out of one daemon can
+ * break.  PROTOCOL.md's "No hold-and-wait, so no deadlock between
+ * daemons" counts the set as holding nothing, but its claim keeps a from
+ * others while it waits for b: hold and wait, for any client that holds
+ * a name and then asks for a lower one (the doc accepts that inside one
+ * daemon; across daemons a client cannot even see why).  Fix (one of):
+ * a claim refuses only sets (whose all-or-none tries cannot hold and
+ * wait), not single LOCKs; or a single LOCK refused only by claims for
+ * longer than the claimer's ttl takes the name over; or document that
+ * names held one at a time must be taken in byte order across every
+ * daemon, and have the daemon refuse (ERR) a LOCK of a lower name by a
+ * session holding a higher one instead of hanging.
+ */
+START_TEST(set_claim_deadlocks_holder_asking)
+{
+    char *got;
+    int x, s;
+
+    EXPECT_SETUP(.masters = NMASTERS, .daemons = 2, .opts = &st_opts);
+    x = expect_connect(1);
+    s = expect_connect(0);
+    got = EXPECT_CMD(x, "LOCK b ttl=20000");
+    EXPECT_IS(got, "OK", "b");
+    free(got);
+    ck_assert_int_eq(h_send(s, "LOCK a b ttl=20000"), 0);
+    ck_assert(h_wait_until(st_cond_held, (void *)"a", CMD_MS));
+    ck_assert_uint_eq(st_granted_on("a"), 0);     /* claimed, held by nobody */
+    got = h_cmd(x, "LOCK a ttl=20000 wait=3000", 3000 + CMD_MS);
+    ck_assert_msg(got != NULL && h_is_reply(got, "OK", "a"),
+                  "LOCK a by the holder of b, a held by nobody: '%s' (a is claimed by the set "
+                  "a b, which waits for b: each waits for the other)",
+                  got != NULL ? got : "(nothing)");
+    free(got);
+    close(x);
+    close(s);
+}
+END_TEST
+
+/*
+ * An older daemon (the last release, $REDLOCKD_PREV_BIN) waiting for a
+ * name a set claimed, when the set gives up.  The set {a b} on D1 (this
+ * build) waits for b, held through D0, and claims a; the LOCK a of D0
+ * (the last release) is refused by the claim, a holder to it, and marks
+ * a as waited for.
+ * When the set's wait= runs out, unclaim.lua deletes the claim and the
+ * mark and announces the release on a's channel with the claim as the
+ * token; the older daemon's LOCK a must then be granted at once, as
+ * this build's is (set_claims), not at the claim's ttl (b's time left
+ * plus the set's ttl: 40 s here).
+ */
+START_TEST(set_claim_dropped_wakes_older_daemon)
+{
+    const char *bin = getenv("REDLOCKD_PREV_BIN");
+    char *got;
+    int h, s, l;
+
+    ck_assert_msg(bin != NULL && bin[0] != '\0' && access(bin, X_OK) == 0,
+                  "no daemon of the last release: set REDLOCKD_PREV_BIN, got '%s'",
+                  bin != NULL ? bin : "(unset)");
+    EXPECT_SETUP(.masters = NMASTERS, .daemons = 2, .opts = &st_opts,
+                 .builds = (const char *const[]){ bin, NULL });
+    h = expect_connect(0);
+    s = expect_connect(1);
+    l = expect_connect(0);
+    got = EXPECT_CMD(h, "LOCK b ttl=20000");
+    EXPECT_IS(got, "OK", "b");
+    free(got);
+    ck_assert_int_eq(h_send(s, "LOCK a b ttl=20000 wait=1500"), 0);
+    ck_assert(h_wait_until(st_cond_held, (void *)"a", CMD_MS));
+    ck_assert_msg(strncmp(st_value(0, "a"), "claim ", 6) == 0, "a holds '%s'", st_value(0, "a"));
+    ck_assert_int_eq(h_send(l, "LOCK a ttl=20000 wait=60000"), 0);
+    ck_assert(h_quiet(l, QUIET_MS));
+    got = EXPECT_READ(s, 5000, "the set's TIMEOUT");
+    EXPECT_IS(got, "TIMEOUT", "a b");
+    free(got);
+    got = h_read_line(l, GRANT_MS);
+    ck_assert_msg(got != NULL && h_is_reply(got, "OK", "a"),
+                  "the older daemon's LOCK a, once the claim was dropped: '%s' within %d ms "
+                  "(a holds '%s')", got != NULL ? got : "(nothing)", GRANT_MS, st_value(0, "a"));
+    free(got);
+    close(h);
+    close(s);
+    close(l);
+}
+END_TEST
+
 /* ---- the suite ---- */
 
 #define ST_ADD(s, test) expect_add_case((s), #test, (test), h_end, TEST_TIMEOUT_S)
@@ -1134,6 +1413,11 @@ sets_suite(void)
     ST_ADD(s, set_starved_by_shared_turns);
     ST_ADD(s, set_reply_fits);
     ST_ADD(s, set_fifo_deadlock_with_holder);
+    ST_ADD(s, set_claim_left_on_minority);
+    ST_ADD(s, set_line_change_wakes_nobody);
+    ST_ADD(s, set_dead_daemon_claims_outlive_it);
+    ST_ADD(s, set_claim_deadlocks_holder_asking);
+    ST_ADD(s, set_claim_dropped_wakes_older_daemon);
     return s;
 }
 

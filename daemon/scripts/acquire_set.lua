@@ -34,8 +34,9 @@
 --
 -- Claims.  A set that waits and is refused at its i-th name claims the
 -- names before it, in the canonical order, that are free here: their
--- keys get RL_CLAIM_MARK .. id for the refusing holder's time left plus
--- ttl (renewed by each try), so that nobody else takes them meanwhile
+-- keys get RL_CLAIM_MARK .. id for the set's ttl (renewed by each try;
+-- a dead daemon's claims last no longer than its locks would), so that
+-- nobody else takes them meanwhile
 -- (their SET NX fails as on a holder) and the set finds them free when
 -- the i-th name is released; it then answers {pttl, who, 'claim'}.  A
 -- claim is not a grant: nothing is held, the key only refuses others.
@@ -64,12 +65,10 @@ local ms, mine = tonumber(px), RL_CLAIM_MARK .. id
 -- ('claim' added to the answer when it claimed any).
 local function refused(i, out)
   if wait ~= '0' then
-    local p = tonumber(out[1]) or 0
-    if p < 0 then p = 0 end
     for j = 1, i - 1 do
       local v = redis.pcall('GET', KEYS[j])
       if not v or v == mine then
-        redis.call('SET', KEYS[j], mine, 'PX', p + ms)
+        redis.call('SET', KEYS[j], mine, 'PX', px)
         if out[#out] ~= 'claim' then out[#out + 1] = 'claim' end
       end
     end
