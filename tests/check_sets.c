@@ -1384,6 +1384,71 @@ START_TEST(set_claim_dropped_wakes_older_daemon)
 }
 END_TEST
 
+/* Neither master 0 nor master 1 has a gate on the key of name. */
+static bool
+r2_cond_no_gate_01(void *arg)
+{
+    char key[64];
+    long long p0, p1;
+
+    snprintf(key, sizeof(key), PREFIX "%s gate", (const char *)arg);
+    p0 = h_master_pttl(0, key);
+    p1 = h_master_pttl(1, key);
+    return p0 == H_PTTL_ABSENT && p1 == H_PTTL_ABSENT;
+}
+
+/*
+ * The gate's form of set_claim_left_on_minority: b has live shared
+ * holders on masters 0 and 1 only, which D0 reaches through slow links.
+ * LOCK a b is granted by masters 2..4 before the slow masters' answers,
+ * refusals by readers that closed b's gate for the set ({left, who,
+ * 'gate', 'claim'}), are read: res->gated stays false, so does the
+ * waiter's life.gated, and waiter_free opens no gate.  After UNLOCK a b
+ * the gate stays closed on masters 0 and 1 for the set's ttl (20 s),
+ * holding back new shared holders of b there for a set that is gone.
+ * Fix: as for claims, a set that waited opens its gates when it goes
+ * whatever its answers said (or late answers still count).
+ */
+START_TEST(set_gate_left_on_minority)
+{
+    const char *via[NMASTERS] = { NULL };
+    struct h_daemon_opts o = st_opts;
+    char *got;
+    size_t i;
+    int s;
+
+    EXPECT_SETUP(.masters = NMASTERS);
+    for (i = 0; i < 2; i++) {
+        via[i] = expect_proxy_start(i, R2_LINK_MS, false);
+    }
+    o.node_timeout_ms = R2_NODE_MS;
+    o.min_ttl_ms = R2_NODE_MS + 1000;
+    o.down_after_ms = 4 * R2_NODE_MS;
+    o.master_addrs = via;
+    ck_assert_msg(h_start_daemon(&o) == 0, "D0 did not start (log above)");
+    s = expect_connect(0);
+    expect_proxies_on();
+    for (i = 0; i < 2; i++) {
+        /* A live shared holder (its expiry far ahead on the master's clock). */
+        ck_assert_int_eq(h_master_cmd(i, NULL, "ZADD %s 99999999999999 reader", PREFIX "b"), 0);
+        ck_assert_int_eq(h_master_cmd(i, NULL, "PEXPIRE %s 60000", PREFIX "b"), 0);
+    }
+    got = EXPECT_CMD(s, "LOCK a b ttl=20000 wait=10000");
+    EXPECT_IS(got, "OK", "a b");
+    free(got);
+    EXPECT_REPLY(s, "UNLOCK a b", "OK a b holds=0");
+    /* The slow masters' answers: they closed b's gate (and claimed a). */
+    ck_assert_msg(h_wait_until(r2_cond_claimed_01, (void *)"a", CMD_MS),
+                  "masters 0 and 1 did not claim a (a: '%s', '%s')", st_value(0, "a"),
+                  st_value(1, "a"));
+    ck_assert_msg(h_wait_until(r2_cond_no_gate_01, (void *)"b", GRANT_MS),
+                  "the set was granted and released, but the gate it closed on b stays on "
+                  "masters 0 and 1 (%lld and %lld ms left)",
+                  h_master_pttl(0, PREFIX "b gate"), h_master_pttl(1, PREFIX "b gate"));
+    close(s);
+}
+END_TEST
+
 /* ---- the suite ---- */
 
 #define ST_ADD(s, test) expect_add_case((s), #test, (test), h_end, TEST_TIMEOUT_S)
@@ -1418,6 +1483,7 @@ sets_suite(void)
     ST_ADD(s, set_dead_daemon_claims_outlive_it);
     ST_ADD(s, set_claim_deadlocks_holder_asking);
     ST_ADD(s, set_claim_dropped_wakes_older_daemon);
+    ST_ADD(s, set_gate_left_on_minority);
     return s;
 }
 
