@@ -89,7 +89,7 @@ static bool     lock_reline_assigned;  /* lock_reline_ev was assigned */
 static bool     lock_reline_pending;   /* lock_reline_ev is active */
 
 static void waiter_rouse(struct waiter *w);
-static struct waiter *lock_head(const struct lock *lk);
+static struct waiter *lock_head(struct lock *lk);
 
 static struct waiter_env waiter_env_now(void);
 static void waiter_try(struct waiter *w, bool pick);
@@ -149,10 +149,16 @@ lock_set_let_by(struct lock_set *set)
     }
     set->woke_epoch = lock_epoch;
     for (i = 0; i < set->n; i++) {
-        struct waiter *m = set->member[i];
+        struct waiter *m = set->member[i], *h;
 
-        if (m->lock != NULL && lock_head(m->lock) != m) {
-            lock_wake_head(m->lock);
+        /*
+         * Only a LOCK of one name that sleeps until it is told it heads
+         * its queue: a set there is looked at by lock_reline_cb, and a
+         * waiter with a timer or a round of its own needs nothing.
+         */
+        if (m->lock != NULL && (h = lock_ready_head(m->lock)) != NULL && h != m
+            && h->set == NULL && h->life.state == WAITER_QUEUED) {
+            waiter_rouse(h);
         }
     }
 }
@@ -214,23 +220,32 @@ lock_set_listed(struct lock_set *set, bool on)
     }
 }
 
-/* The oldest waiter that queues (not a wait=0 attempt) and stands in line, or NULL. */
+/*
+ * The oldest waiter that queues (not a wait=0 attempt) and stands in
+ * line, or NULL; kept until the queues or the holds change
+ * (lock_changed), so that looking again costs nothing.
+ */
 static struct waiter *
-lock_head(const struct lock *lk)
+lock_head(struct lock *lk)
 {
     struct waiter *w;
 
+    if (lk->head_epoch == lock_epoch) {
+        return lk->head;
+    }
     TAILQ_FOREACH(w, &lk->waiters, link) {
         if (!W_ONCE(w) && waiter_in_line(w)) {
-            return w;
+            break;
         }
     }
-    return NULL;
+    lk->head = w;
+    lk->head_epoch = lock_epoch;
+    return w;
 }
 
 /* The head, when this daemon's holds leave it room to ask the masters; else NULL. */
 struct waiter *
-lock_ready_head(const struct lock *lk)
+lock_ready_head(struct lock *lk)
 {
     struct waiter *w = lock_head(lk);
 
@@ -301,12 +316,6 @@ waiter_rouse(struct waiter *w)
     if (waiter_wake(&w->life)) {
         event_active(&w->retry, EV_TIMEOUT, 0);
     }
-}
-
-void
-lock_wake_set(struct waiter *w)
-{
-    waiter_rouse(w);
 }
 
 /* Let the name's head, if any and if this daemon's holds leave it room, look again. */
@@ -456,7 +465,8 @@ waiter_unqueue(struct waiter *w)
 void
 waiter_free(struct waiter *w)
 {
-    if (w->life.gated && w->set != NULL) {
+    if (w->set != NULL && (w->life.gated || w->set->claimed)) {
+        /* A set's gates: where a master said so, or may have, unheard (lock_set_won). */
         for (size_t i = 0; i < w->set->n; i++) {
             redlock_ungate(w->set->member[i]->key, w->set->member[i]->key_len, w->gate_id);
         }

@@ -915,6 +915,10 @@ START_TEST(set_break_during_second_try)
                   "OK a b told while b is on %zu masters (the BREAK deleted it during the "
                   "round, unnoticed); a is on %zu", st_held_on("b"), st_held_on("a"));
     st_held_by_quorum("a b");
+    /* The BREAK's answer: its rounds are over before the daemons stop. */
+    got = EXPECT_READ(op, 8 * RV_NODE_MS, "the BREAK's answer");
+    ck_assert_msg(strncmp(got, "OK b", 4) == 0, "the BREAK: '%s'", got);
+    free(got);
     close(h);
     close(s);
     close(op);
@@ -1437,10 +1441,7 @@ START_TEST(set_gate_left_on_minority)
     EXPECT_IS(got, "OK", "a b");
     free(got);
     EXPECT_REPLY(s, "UNLOCK a b", "OK a b holds=0");
-    /* The slow masters' answers: they closed b's gate (and claimed a). */
-    ck_assert_msg(h_wait_until(r2_cond_claimed_01, (void *)"a", CMD_MS),
-                  "masters 0 and 1 did not claim a (a: '%s', '%s')", st_value(0, "a"),
-                  st_value(1, "a"));
+    /* The slow masters' answers closed b's gate (and claimed a): the daemon opens it. */
     ck_assert_msg(h_wait_until(r2_cond_no_gate_01, (void *)"b", GRANT_MS),
                   "the set was granted and released, but the gate it closed on b stays on "
                   "masters 0 and 1 (%lld and %lld ms left)",
