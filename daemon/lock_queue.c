@@ -862,6 +862,21 @@ waiter_acquired(const struct redlock_acquire_result *res, void *arg)
     char text[PROTO_NAME_MAX + 64];
 
     w->delayed = res->v.outcome == REDLOCK_BUSY && res->delayed;
+    if (res->v.outcome == REDLOCK_BUSY && res->claim_held && w->set == NULL) {
+        /*
+         * Refused by a waiting set's claim (no hold: the set waits for a
+         * later name).  After its own ttl of that, it takes the claim
+         * over: the set may wait for a name this client holds.
+         */
+        if (w->claim_since_us == 0) {
+            w->claim_since_us = env.now_us;
+        } else if (env.now_us - w->claim_since_us >= w->life.ttl_ms * 1000) {
+            w->take_claim = true;
+        }
+    } else if (res->v.outcome != REDLOCK_GRANTED) {
+        w->claim_since_us = 0;
+        w->take_claim = false;
+    }
 
     waiter_rec(w, &rec);
     if (st.abandon && w->set != NULL) {
@@ -905,7 +920,10 @@ waiter_acquired(const struct redlock_acquire_result *res, void *arg)
         waiter_try(w, false);
         break;
     case WAITER_ROUND_RETRY:
-        waiter_timer_at(w, st.at_us);
+        /* Refused by a claim: look again once its ttl of claims is over, not the claim's. */
+        waiter_timer_at(w, w->claim_since_us != 0
+                           && w->claim_since_us + w->life.ttl_ms * 1000 < st.at_us
+                           ? w->claim_since_us + w->life.ttl_ms * 1000 : st.at_us);
         break;
     case WAITER_ROUND_ANSWER:
         if (st.answer == WAITER_ANSWER_KIND && w->set != NULL) {
@@ -956,6 +974,9 @@ waiter_try(struct waiter *w, bool pick)
     if (w->ghost[0] != '\0') {
         old = w->ghost;     /* an earlier try of ours that may have landed: take it over */
         flags |= REDLOCK_ACQUIRE_ADOPT;
+    }
+    if (w->take_claim) {
+        flags |= REDLOCK_ACQUIRE_TAKE_CLAIM;
     }
     redlock_acquire(&rec, w->token, w->life.ttl_ms, old, flags, w->gate_id, waiter_label(w),
                     waiter_acquired, w);

@@ -115,6 +115,10 @@ struct waiter {
                                        (waiter_in_line in lock_queue.c) */
     int64_t             delay_ms;   /* the lock-delay its hold asks for, ms; 0: none */
     bool                delayed;    /* its last try was refused by a lock-delay */
+    int64_t             claim_since_us; /* CLOCK_MONOTONIC of the first of its tries in a
+                                       row that a waiting set's claim refused; 0: none */
+    bool                take_claim; /* it waited on claims for its ttl: its next tries
+                                       take a claim over (REDLOCK_ACQUIRE_TAKE_CLAIM) */
     size_t              name_off;   /* name = key + name_off */
     size_t              key_len;    /* bytes in key */
     char                key[];      /* prefix + name, NUL-terminated */

@@ -1297,23 +1297,13 @@ START_TEST(set_dead_daemon_claims_outlive_it)
 END_TEST
 
 /*
- * A claim is a hold for the one who waits on it.  The session x holds b
- * through D1; the set {a b} waits on D0 for b and claims a on every
- * master.  x then asks for a (nobody holds it: before claims it got it
- * at once): the claim refuses it, so x waits for the set, which waits
- * for x's b: a deadlock until a wait= runs out (with no wait=, forever),
- * across two daemons, which no first in, first out of one daemon can
- * break.  PROTOCOL.md's "No hold-and-wait, so no deadlock between
- * daemons" counts the set as holding nothing, but its claim keeps a from
- * others while it waits for b: hold and wait, for any client that holds
- * a name and then asks for a lower one (the doc accepts that inside one
- * daemon; across daemons a client cannot even see why).  Fix (one of):
- * a claim refuses only sets (whose all-or-none tries cannot hold and
- * wait), not single LOCKs; or a single LOCK refused only by claims for
- * longer than the claimer's ttl takes the name over; or document that
- * names held one at a time must be taken in byte order across every
- * daemon, and have the daemon refuse (ERR) a LOCK of a lower name by a
- * session holding a higher one instead of hanging.
+ * A claim is no hold, and a LOCK of one name does not wait on it for
+ * ever.  The session x holds b through D1; the set {a b} waits on D0 for
+ * b and claims a on every master.  x then asks for a (nobody holds it):
+ * the claim refuses it, so x would wait for the set, which waits for x's
+ * b (x takes names against the byte order, but it cannot see the set).
+ * After x's own ttl of refusals by claims, its LOCK takes the claim over:
+ * granted, then the set gets both names once x lets go.
  */
 START_TEST(set_claim_deadlocks_holder_asking)
 {
@@ -1329,11 +1319,17 @@ START_TEST(set_claim_deadlocks_holder_asking)
     ck_assert_int_eq(h_send(s, "LOCK a b ttl=20000"), 0);
     ck_assert(h_wait_until(st_cond_held, (void *)"a", CMD_MS));
     ck_assert_uint_eq(st_granted_on("a"), 0);     /* claimed, held by nobody */
-    got = h_cmd(x, "LOCK a ttl=20000 wait=3000", 3000 + CMD_MS);
+    got = h_cmd(x, "LOCK a ttl=1000 wait=8000", 8000 + CMD_MS);
     ck_assert_msg(got != NULL && h_is_reply(got, "OK", "a"),
                   "LOCK a by the holder of b, a held by nobody: '%s' (a is claimed by the set "
                   "a b, which waits for b: each waits for the other)",
                   got != NULL ? got : "(nothing)");
+    free(got);
+    ck_assert(h_quiet(s, QUIET_MS));
+    EXPECT_REPLY(x, "UNLOCK a", "OK a holds=0");
+    EXPECT_REPLY(x, "UNLOCK b", "OK b holds=0");
+    got = EXPECT_READ(s, GRANT_MS, "the set once x let go");
+    EXPECT_IS(got, "OK", "a b");
     free(got);
     close(x);
     close(s);
