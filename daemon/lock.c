@@ -291,18 +291,10 @@ client_hold(const struct lock_client *c, const struct lock *lk)
 void
 hold_insert(struct hold *h, struct lock *lk, struct lock_client *c)
 {
-    struct waiter *w;
-
     h->lock = lk;
     h->client = c;
     h->holds = 1;
-    lock_changed();
-    /* A set queued here may not be ready any more: it looks again (and lets others by). */
-    TAILQ_FOREACH(w, &lk->waiters, link) {
-        if (w->set != NULL) {
-            lock_wake_set(w);
-        }
-    }
+    lock_changed();     /* a set queued here may not be ready any more (lock_reline_cb) */
     TAILQ_INSERT_TAIL(&lk->holders, h, lock_link);
     lk->nholders++;
     if (h->lease.rec.kind == REDLOCK_EXCLUSIVE) {

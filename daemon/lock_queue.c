@@ -89,7 +89,7 @@ static bool     lock_reline_assigned;  /* lock_reline_ev was assigned */
 static bool     lock_reline_pending;   /* lock_reline_ev is active */
 
 static void waiter_rouse(struct waiter *w);
-static struct waiter *lock_head(const struct lock *lk);
+static struct waiter *lock_head(struct lock *lk);
 
 static struct waiter_env waiter_env_now(void);
 static void waiter_try(struct waiter *w, bool pick);
@@ -149,10 +149,16 @@ lock_set_let_by(struct lock_set *set)
     }
     set->woke_epoch = lock_epoch;
     for (i = 0; i < set->n; i++) {
-        struct waiter *m = set->member[i];
+        struct waiter *m = set->member[i], *h;
 
-        if (m->lock != NULL && lock_head(m->lock) != m) {
-            lock_wake_head(m->lock);
+        /*
+         * Only a LOCK of one name that sleeps until it is told it heads
+         * its queue: a set there is looked at by lock_reline_cb, and a
+         * waiter with a timer or a round of its own needs nothing.
+         */
+        if (m->lock != NULL && (h = lock_ready_head(m->lock)) != NULL && h != m
+            && h->set == NULL && h->life.state == WAITER_QUEUED) {
+            waiter_rouse(h);
         }
     }
 }
@@ -214,23 +220,32 @@ lock_set_listed(struct lock_set *set, bool on)
     }
 }
 
-/* The oldest waiter that queues (not a wait=0 attempt) and stands in line, or NULL. */
+/*
+ * The oldest waiter that queues (not a wait=0 attempt) and stands in
+ * line, or NULL; kept until the queues or the holds change
+ * (lock_changed), so that looking again costs nothing.
+ */
 static struct waiter *
-lock_head(const struct lock *lk)
+lock_head(struct lock *lk)
 {
     struct waiter *w;
 
+    if (lk->head_epoch == lock_epoch) {
+        return lk->head;
+    }
     TAILQ_FOREACH(w, &lk->waiters, link) {
         if (!W_ONCE(w) && waiter_in_line(w)) {
-            return w;
+            break;
         }
     }
-    return NULL;
+    lk->head = w;
+    lk->head_epoch = lock_epoch;
+    return w;
 }
 
 /* The head, when this daemon's holds leave it room to ask the masters; else NULL. */
 struct waiter *
-lock_ready_head(const struct lock *lk)
+lock_ready_head(struct lock *lk)
 {
     struct waiter *w = lock_head(lk);
 
@@ -301,12 +316,6 @@ waiter_rouse(struct waiter *w)
     if (waiter_wake(&w->life)) {
         event_active(&w->retry, EV_TIMEOUT, 0);
     }
-}
-
-void
-lock_wake_set(struct waiter *w)
-{
-    waiter_rouse(w);
 }
 
 /* Let the name's head, if any and if this daemon's holds leave it room, look again. */
@@ -456,7 +465,8 @@ waiter_unqueue(struct waiter *w)
 void
 waiter_free(struct waiter *w)
 {
-    if (w->life.gated && w->set != NULL) {
+    if (w->set != NULL && (w->life.gated || w->set->claimed)) {
+        /* A set's gates: where a master said so, or may have, unheard (lock_set_won). */
         for (size_t i = 0; i < w->set->n; i++) {
             redlock_ungate(w->set->member[i]->key, w->set->member[i]->key_len, w->gate_id);
         }
@@ -852,6 +862,21 @@ waiter_acquired(const struct redlock_acquire_result *res, void *arg)
     char text[PROTO_NAME_MAX + 64];
 
     w->delayed = res->v.outcome == REDLOCK_BUSY && res->delayed;
+    if (res->v.outcome == REDLOCK_BUSY && res->claim_held && w->set == NULL) {
+        /*
+         * Refused by a waiting set's claim (no hold: the set waits for a
+         * later name).  After its own ttl of that, it takes the claim
+         * over: the set may wait for a name this client holds.
+         */
+        if (w->claim_since_us == 0) {
+            w->claim_since_us = env.now_us;
+        } else if (env.now_us - w->claim_since_us >= w->life.ttl_ms * 1000) {
+            w->take_claim = true;
+        }
+    } else if (res->v.outcome != REDLOCK_GRANTED) {
+        w->claim_since_us = 0;
+        w->take_claim = false;
+    }
 
     waiter_rec(w, &rec);
     if (st.abandon && w->set != NULL) {
@@ -895,7 +920,10 @@ waiter_acquired(const struct redlock_acquire_result *res, void *arg)
         waiter_try(w, false);
         break;
     case WAITER_ROUND_RETRY:
-        waiter_timer_at(w, st.at_us);
+        /* Refused by a claim: look again once its ttl of claims is over, not the claim's. */
+        waiter_timer_at(w, w->claim_since_us != 0
+                           && w->claim_since_us + w->life.ttl_ms * 1000 < st.at_us
+                           ? w->claim_since_us + w->life.ttl_ms * 1000 : st.at_us);
         break;
     case WAITER_ROUND_ANSWER:
         if (st.answer == WAITER_ANSWER_KIND && w->set != NULL) {
@@ -946,6 +974,9 @@ waiter_try(struct waiter *w, bool pick)
     if (w->ghost[0] != '\0') {
         old = w->ghost;     /* an earlier try of ours that may have landed: take it over */
         flags |= REDLOCK_ACQUIRE_ADOPT;
+    }
+    if (w->take_claim) {
+        flags |= REDLOCK_ACQUIRE_TAKE_CLAIM;
     }
     redlock_acquire(&rec, w->token, w->life.ttl_ms, old, flags, w->gate_id, waiter_label(w),
                     waiter_acquired, w);

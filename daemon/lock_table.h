@@ -38,6 +38,8 @@ struct lock {
     unsigned            limit;      /* counted: the limit */
     unsigned            next_slot;  /* counted: the permit to propose next */
     TAILQ_HEAD(, waiter) waiters;   /* pending LOCKs, oldest first */
+    struct waiter      *head;       /* lock_head()'s answer at head_epoch (lock_queue.c) */
+    uint64_t            head_epoch; /* the lock_changed() epoch head was found at; 0 none */
     size_t              nwaiters;   /* entries in waiters */
     size_t              nqueued;    /* of them, not wait=0 */
     bool                watched;    /* subscribed to the name's release channel:
@@ -113,6 +115,10 @@ struct waiter {
                                        (waiter_in_line in lock_queue.c) */
     int64_t             delay_ms;   /* the lock-delay its hold asks for, ms; 0: none */
     bool                delayed;    /* its last try was refused by a lock-delay */
+    int64_t             claim_since_us; /* CLOCK_MONOTONIC of the first of its tries in a
+                                       row that a waiting set's claim refused; 0: none */
+    bool                take_claim; /* it waited on claims for its ttl: its next tries
+                                       take a claim over (REDLOCK_ACQUIRE_TAKE_CLAIM) */
     size_t              name_off;   /* name = key + name_off */
     size_t              key_len;    /* bytes in key */
     char                key[];      /* prefix + name, NUL-terminated */
@@ -128,8 +134,9 @@ struct waiter {
  */
 struct lock_set {
     size_t              n;          /* names, 2..PROTO_SET_MAX */
-    bool                claimed;    /* a try claimed names for it somewhere: they are
-                                       dropped when it goes (redlock_unclaim) */
+    bool                claimed;    /* a try may have claimed names (or closed gates)
+                                       for it somewhere: they are dropped when it goes
+                                       (redlock_unclaim, redlock_ungate) */
     bool                was_ready;  /* ready at the last look after a change
                                        (lock_reline_cb) */
     TAILQ_ENTRY(lock_set) link;     /* in the waiting sets (lock_set_listed) */
@@ -313,7 +320,7 @@ void waiter_finish(struct waiter *w, enum lock_outcome outcome, int64_t ttl_ms,
 void lock_subscribed(const char *key, size_t key_len);
 
 /* The head, when this daemon's holds leave it room to ask the masters; else NULL. */
-struct waiter *lock_ready_head(const struct lock *lk);
+struct waiter *lock_ready_head(struct lock *lk);
 
 /*
  * A queue or a hold changed: what a set's member found of its line
@@ -325,8 +332,6 @@ void lock_changed(void);
 /* A set starts (on) or ends (!on) waiting: it is looked at after each lock_changed(). */
 void lock_set_listed(struct lock_set *set, bool on);
 
-/* A set's member w: its set looks again, as when a release of one of its names is heard. */
-void lock_wake_set(struct waiter *w);
 
 /*
  * Put a new waiter (its life started) at the tail of lk's queue, its

@@ -198,6 +198,8 @@ struct redlock_acquire_result {
                                            holders (gate closed or not) */
     bool    claimed;                    /* a set with WAIT: a master claimed names
                                            for it (redlock_acquire_set) */
+    bool    claim_held;                 /* BUSY, not split: what refused on a quorum is
+                                           a waiting set's claim (REDLOCK_CLAIM_MARK) */
     bool    delayed;                    /* BUSY, not split: what refused on a quorum
                                            is a lock-delay (REDLOCK_DELAY_MARK), not
                                            a holder; busy_ttl_ms is its time left */
@@ -574,6 +576,9 @@ int64_t redlock_holder_ttl(int64_t *pttls, size_t nheld, size_t nfree, size_t qu
                                        late: its record is taken over like a
                                        hand-over's, and the result is a plain
                                        acquire's */
+#define REDLOCK_ACQUIRE_TAKE_CLAIM 0x20u /* an exclusive request that has waited on a
+                                       set's claim of the name for its ttl takes it
+                                       over (a claim holds nothing) */
 int redlock_acquire(const struct redlock_rec *rec, const char *token, int64_t ttl_ms,
                     const char *old_token, unsigned flags, const char *gate,
                     const char *label, redlock_acquire_fn cb, void *arg);

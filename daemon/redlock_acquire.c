@@ -253,6 +253,10 @@ redlock_refusal_of(struct redlock_acquire_op *op, const struct master_reply *rep
         && memcmp(who, REDLOCK_DELAY_MARK, sizeof(REDLOCK_DELAY_MARK) - 1) == 0) {
         op->delay_id = op->who[op->nheld - 1];  /* a lock-delay, not a holder */
     }
+    if (who_len > sizeof(REDLOCK_CLAIM_MARK) - 1
+        && memcmp(who, REDLOCK_CLAIM_MARK, sizeof(REDLOCK_CLAIM_MARK) - 1) == 0) {
+        op->claim_id = op->who[op->nheld - 1];  /* a waiting set's claim, not a holder */
+    }
     return NULL;
 }
 
@@ -615,6 +619,7 @@ redlock_acquire_done(struct round *r, void *arg)
             res->holder_id = 0;
         }
         res->delayed = !res->split && op->delay_id != 0 && res->holder_id == op->delay_id;
+        res->claim_held = !res->split && op->claim_id != 0 && res->holder_id == op->claim_id;
     } else {
         res->v.outcome = REDLOCK_NOQUORUM;
     }
@@ -680,8 +685,8 @@ redlock_acquire(const struct redlock_rec *rec, const char *token, int64_t ttl_ms
     struct redlock_acquire_op *op;
     struct redlock_keys k;
     char ttl[24], delay[24];
-    const char *args[12];
-    size_t lens[12], nkeys, n = 0, label_len = label != NULL ? strlen(label) : 0;
+    const char *args[14];
+    size_t lens[14], nkeys, n = 0, label_len = label != NULL ? strlen(label) : 0;
 
     if (rec->kind == REDLOCK_ANY || redlock_keys_of(rec, &k) != 0
         || (rec->kind == REDLOCK_PERMIT && (rec->limit == 0 || rec->limit > REDLOCK_LIMIT_MAX
@@ -734,10 +739,16 @@ redlock_acquire(const struct redlock_rec *rec, const char *token, int64_t ttl_ms
            && memcmp(gate, token, UTIL_TOKEN_HEX) != 0 ? gate : "";
     args[n] = gate;
     lens[n++] = strlen(gate);
-    if (rec->kind == REDLOCK_EXCLUSIVE && rec->delay_ms > 0) {
+    if (rec->kind == REDLOCK_EXCLUSIVE
+        && (rec->delay_ms > 0 || (flags & REDLOCK_ACQUIRE_TAKE_CLAIM) != 0)) {
         /* A hold with a lock-delay keeps it on the masters: the delay's ms. */
         args[n] = delay;
-        lens[n++] = (size_t)snprintf(delay, sizeof(delay), "%lld", (long long)rec->delay_ms);
+        lens[n++] = rec->delay_ms > 0 ? (size_t)snprintf(delay, sizeof(delay), "%lld",
+                                                         (long long)rec->delay_ms) : 0;
+    }
+    if (rec->kind == REDLOCK_EXCLUSIVE && (flags & REDLOCK_ACQUIRE_TAKE_CLAIM) != 0) {
+        args[n] = "1";
+        lens[n++] = 1;
     }
     if (round_start(redlock_scripts.acquire, nkeys, n, args, lens, redlock_acquire_reply,
                     redlock_acquire_done, op) != 0) {

@@ -114,6 +114,7 @@ struct redlock_acquire_op {
     bool            gated;          /* a master closed the gate for us */
     bool            readers;        /* a master refused us for shared holders */
     bool            claimed;        /* a set: a master claimed names for it */
+    uint64_t        claim_id;       /* redlock_token_id of a claim that refused us, 0 none */
     char            kind_text[32];  /* what the first master of another kind said */
     uint16_t       *live;           /* a permit: per permit, masters that hold it
                                        (limit entries, owned); else NULL */

@@ -915,6 +915,10 @@ START_TEST(set_break_during_second_try)
                   "OK a b told while b is on %zu masters (the BREAK deleted it during the "
                   "round, unnoticed); a is on %zu", st_held_on("b"), st_held_on("a"));
     st_held_by_quorum("a b");
+    /* The BREAK's answer: its rounds are over before the daemons stop. */
+    got = EXPECT_READ(op, 8 * RV_NODE_MS, "the BREAK's answer");
+    ck_assert_msg(strncmp(got, "OK b", 4) == 0, "the BREAK: '%s'", got);
+    free(got);
     close(h);
     close(s);
     close(op);
@@ -1293,23 +1297,13 @@ START_TEST(set_dead_daemon_claims_outlive_it)
 END_TEST
 
 /*
- * A claim is a hold for the one who waits on it.  The session x holds b
- * through D1; the set {a b} waits on D0 for b and claims a on every
- * master.  x then asks for a (nobody holds it: before claims it got it
- * at once): the claim refuses it, so x waits for the set, which waits
- * for x's b: a deadlock until a wait= runs out (with no wait=, forever),
- * across two daemons, which no first in, first out of one daemon can
- * break.  PROTOCOL.md's "No hold-and-wait, so no deadlock between
- * daemons" counts the set as holding nothing, but its claim keeps a from
- * others while it waits for b: hold and wait, for any client that holds
- * a name and then asks for a lower one (the doc accepts that inside one
- * daemon; across daemons a client cannot even see why).  Fix (one of):
- * a claim refuses only sets (whose all-or-none tries cannot hold and
- * wait), not single LOCKs; or a single LOCK refused only by claims for
- * longer than the claimer's ttl takes the name over; or document that
- * names held one at a time must be taken in byte order across every
- * daemon, and have the daemon refuse (ERR) a LOCK of a lower name by a
- * session holding a higher one instead of hanging.
+ * A claim is no hold, and a LOCK of one name does not wait on it for
+ * ever.  The session x holds b through D1; the set {a b} waits on D0 for
+ * b and claims a on every master.  x then asks for a (nobody holds it):
+ * the claim refuses it, so x would wait for the set, which waits for x's
+ * b (x takes names against the byte order, but it cannot see the set).
+ * After x's own ttl of refusals by claims, its LOCK takes the claim over:
+ * granted, then the set gets both names once x lets go.
  */
 START_TEST(set_claim_deadlocks_holder_asking)
 {
@@ -1325,11 +1319,17 @@ START_TEST(set_claim_deadlocks_holder_asking)
     ck_assert_int_eq(h_send(s, "LOCK a b ttl=20000"), 0);
     ck_assert(h_wait_until(st_cond_held, (void *)"a", CMD_MS));
     ck_assert_uint_eq(st_granted_on("a"), 0);     /* claimed, held by nobody */
-    got = h_cmd(x, "LOCK a ttl=20000 wait=3000", 3000 + CMD_MS);
+    got = h_cmd(x, "LOCK a ttl=1000 wait=8000", 8000 + CMD_MS);
     ck_assert_msg(got != NULL && h_is_reply(got, "OK", "a"),
                   "LOCK a by the holder of b, a held by nobody: '%s' (a is claimed by the set "
                   "a b, which waits for b: each waits for the other)",
                   got != NULL ? got : "(nothing)");
+    free(got);
+    ck_assert(h_quiet(s, QUIET_MS));
+    EXPECT_REPLY(x, "UNLOCK a", "OK a holds=0");
+    EXPECT_REPLY(x, "UNLOCK b", "OK b holds=0");
+    got = EXPECT_READ(s, GRANT_MS, "the set once x let go");
+    EXPECT_IS(got, "OK", "a b");
     free(got);
     close(x);
     close(s);
@@ -1384,6 +1384,68 @@ START_TEST(set_claim_dropped_wakes_older_daemon)
 }
 END_TEST
 
+/* Neither master 0 nor master 1 has a gate on the key of name. */
+static bool
+r2_cond_no_gate_01(void *arg)
+{
+    char key[64];
+    long long p0, p1;
+
+    snprintf(key, sizeof(key), PREFIX "%s gate", (const char *)arg);
+    p0 = h_master_pttl(0, key);
+    p1 = h_master_pttl(1, key);
+    return p0 == H_PTTL_ABSENT && p1 == H_PTTL_ABSENT;
+}
+
+/*
+ * The gate's form of set_claim_left_on_minority: b has live shared
+ * holders on masters 0 and 1 only, which D0 reaches through slow links.
+ * LOCK a b is granted by masters 2..4 before the slow masters' answers,
+ * refusals by readers that closed b's gate for the set ({left, who,
+ * 'gate', 'claim'}), are read: res->gated stays false, so does the
+ * waiter's life.gated, and waiter_free opens no gate.  After UNLOCK a b
+ * the gate stays closed on masters 0 and 1 for the set's ttl (20 s),
+ * holding back new shared holders of b there for a set that is gone.
+ * Fix: as for claims, a set that waited opens its gates when it goes
+ * whatever its answers said (or late answers still count).
+ */
+START_TEST(set_gate_left_on_minority)
+{
+    const char *via[NMASTERS] = { NULL };
+    struct h_daemon_opts o = st_opts;
+    char *got;
+    size_t i;
+    int s;
+
+    EXPECT_SETUP(.masters = NMASTERS);
+    for (i = 0; i < 2; i++) {
+        via[i] = expect_proxy_start(i, R2_LINK_MS, false);
+    }
+    o.node_timeout_ms = R2_NODE_MS;
+    o.min_ttl_ms = R2_NODE_MS + 1000;
+    o.down_after_ms = 4 * R2_NODE_MS;
+    o.master_addrs = via;
+    ck_assert_msg(h_start_daemon(&o) == 0, "D0 did not start (log above)");
+    s = expect_connect(0);
+    expect_proxies_on();
+    for (i = 0; i < 2; i++) {
+        /* A live shared holder (its expiry far ahead on the master's clock). */
+        ck_assert_int_eq(h_master_cmd(i, NULL, "ZADD %s 99999999999999 reader", PREFIX "b"), 0);
+        ck_assert_int_eq(h_master_cmd(i, NULL, "PEXPIRE %s 60000", PREFIX "b"), 0);
+    }
+    got = EXPECT_CMD(s, "LOCK a b ttl=20000 wait=10000");
+    EXPECT_IS(got, "OK", "a b");
+    free(got);
+    EXPECT_REPLY(s, "UNLOCK a b", "OK a b holds=0");
+    /* The slow masters' answers closed b's gate (and claimed a): the daemon opens it. */
+    ck_assert_msg(h_wait_until(r2_cond_no_gate_01, (void *)"b", GRANT_MS),
+                  "the set was granted and released, but the gate it closed on b stays on "
+                  "masters 0 and 1 (%lld and %lld ms left)",
+                  h_master_pttl(0, PREFIX "b gate"), h_master_pttl(1, PREFIX "b gate"));
+    close(s);
+}
+END_TEST
+
 /* ---- the suite ---- */
 
 #define ST_ADD(s, test) expect_add_case((s), #test, (test), h_end, TEST_TIMEOUT_S)
@@ -1418,6 +1480,7 @@ sets_suite(void)
     ST_ADD(s, set_dead_daemon_claims_outlive_it);
     ST_ADD(s, set_claim_deadlocks_holder_asking);
     ST_ADD(s, set_claim_dropped_wakes_older_daemon);
+    ST_ADD(s, set_gate_left_on_minority);
     return s;
 }
 

@@ -7,7 +7,10 @@
 -- waiter before), the holder's label ('' for none), and what names the
 -- waiter in its gate ('' for the token: a waiter's token changes from
 -- one try to the next, the gate's owner does not), and, for an exclusive
--- hold that asked for a lock-delay, its ms ('' or absent for none).
+-- hold that asked for a lock-delay, its ms ('' or absent for none), and
+-- '1' when an exclusive request may take over a waiting set's claim
+-- (acquire_set.lua) on the name: it has waited on claims for its ttl
+-- (a claim is no hold: nothing is taken from anyone).
 --
 -- Lock-delay: a name whose key holds a delay mark (rl_delayed) refuses
 -- every kind as a holder would, {pttl, mark}: its SET NX fails, and the
@@ -89,9 +92,14 @@ if c == 'x' then
     granted = 1
   else
     local t = redis.call('TYPE', k).ok
-    if t == 'string' and redis.call('GET', k) == tok then
+    local v = t == 'string' and redis.call('GET', k) or nil
+    if v == tok then
       rl_expire(c, k, tok, ms, aux, false)
       granted = 3
+    elseif v and ARGV[11] == '1' and string.sub(v, 1, #RL_CLAIM_MARK) == RL_CLAIM_MARK then
+      -- A set's claim this request has waited on for its ttl: taken over.
+      redis.call('SET', k, tok, 'PX', px)
+      granted = 1
     elseif t == 'hash' and rl_limit(base) then
       local kind = rl_other_limit(base, limit)
       if kind then return {'kind', kind} end
