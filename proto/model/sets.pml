@@ -16,6 +16,9 @@
  *   UNFAIR      with LIVE: the retry delays never separate the tries
  *   ALL_CLIENTS with LIVE: all five clients (the run takes longer)
  *   OUTAGE      master 2 may stop for good, at any moment (or never)
+ *   CLAIM_GIVEN the wrong claims: a master scans a set's names, and claims
+ *               those before the refusing one, in the order the client
+ *               wrote them, not in the canonical order
  */
 
 #define M       3               /* masters */
@@ -42,17 +45,21 @@
 #define B 2
 #define C 4
 
-/* A name's key on a master: 0 free, else the holder's token.  A client's
- * token is its number plus one (see the README: a link delivers in order,
- * so a late delete never meets a later try of the same client). */
+/* A name's key on a master: 0 free, else the holder's token, or a waiting
+ * set's claim.  A client's token is its number plus one (see the README: a
+ * link delivers in order, so a late delete never meets a later try of the
+ * same client); its set's claim ("claim <set id>") is its number plus 9. */
 byte key[M * NN];
 #define KEY(m, n)       key[(m) * NN + (n)]
+#define CLAIM(c)        ((c) + 9)
 
 /* What a daemon has in flight for each client, as masks over the masters:
  * acq, a try not yet served by that master; rel, a delete not yet served;
- * yes, the masters that granted the current try. */
+ * unc, an unclaim (the set's claims dropped) not yet served; yes, the
+ * masters that granted the current try. */
 byte acq[NC];
 byte rel[NC];
+byte unc[NC];
 byte yes[NC];
 byte want[NC];                  /* the names of the try (or release) sent */
 byte held[NC];                  /* the names granted on a quorum */
@@ -64,23 +71,6 @@ byte ended;                     /* clients that took and released all */
  * and drop what is sent to it from then on. */
 byte down;
 
-#ifdef OUTAGE
-#define DROP(c)     acq[c] = acq[c] & (ALLM - 4); rel[c] = rel[c] & (ALLM - 4)
-active proctype outage()
-{
-    if
-    :: d_step {
-        down = 4;
-        DROP(0); DROP(1); DROP(2); DROP(3);
-#if NC > 4
-        DROP(4)
-#endif
-    }
-    :: skip                     /* or never */
-    fi
-}
-#endif
-
 /* Each daemon's FIFO queue of each name: client number plus one, head in
  * slot 0. */
 byte q[ND * NN * QL];
@@ -89,31 +79,80 @@ byte q[ND * NN * QL];
 #define BIT(x, i)       (((x) >> (i)) & 1)
 #define COUNT(x)        (BIT(x, 0) + BIT(x, 1) + BIT(x, 2))
 
-/* On master m, name n is free for client c (unset, or c's own token). */
-#define FREE_FOR(m, n, c)   (KEY(m, n) == 0 || KEY(m, n) == (c) + 1)
+/* On master m, name n is free for client c (unset, c's own token, or its
+ * own claim: a claim refuses everyone else, as a holder does). */
+#define FREE_FOR(m, n, c) \
+    (KEY(m, n) == 0 || KEY(m, n) == (c) + 1 || KEY(m, n) == CLAIM(c))
 #define IN(w, n)            BIT(w, n)
 /* On master m, every name of w is free for c. */
 #define ALL_FREE(m, w, c) \
     ((!IN(w, 0) || FREE_FOR(m, 0, c)) && (!IN(w, 1) || FREE_FOR(m, 1, c)) \
      && (!IN(w, 2) || FREE_FOR(m, 2, c)))
-/* Every name of w is free for c on a quorum of the masters that are up:
- * what wakes a refused waiter (the release announced on a name's channel,
- * or its retry timer). */
+/* Every name of w is free for c on a quorum of the masters that are up. */
 #define UP_FREE(m, w, c)    ((!BIT(down, m) && ALL_FREE(m, w, c)) -> 1 : 0)
 #define FREE_ON_QUORUM(w, c) \
     (UP_FREE(0, w, c) + UP_FREE(1, w, c) + UP_FREE(2, w, c) >= QUORUM)
+
+/* What refuses w for c on master m: the key of the first name of w (in the
+ * canonical order) that is not free for c, a token or a claim; 0 when
+ * every name is free for c. */
+#define REFUSER(m, w, c) \
+    ((IN(w, 0) && !FREE_FOR(m, 0, c)) -> KEY(m, 0) : \
+     ((IN(w, 1) && !FREE_FOR(m, 1, c)) -> KEY(m, 1) : \
+      ((IN(w, 2) && !FREE_FOR(m, 2, c)) -> KEY(m, 2) : 0)))
+#define UP_REFUSED_BY(m, v, w, c) \
+    ((!BIT(down, m) && REFUSER(m, w, c) == (v)) -> 1 : 0)
+/* The token or claim v refuses w for c on a quorum of the masters up. */
+#define REFUSED_BY(v, w, c) \
+    (UP_REFUSED_BY(0, v, w, c) + UP_REFUSED_BY(1, v, w, c) \
+     + UP_REFUSED_BY(2, v, w, c) >= QUORUM)
+/* One holder (a token or a claim) refuses w for c on a quorum. */
+#define REFUSES(m, w, c) \
+    (!BIT(down, m) && REFUSER(m, w, c) != 0 && REFUSED_BY(REFUSER(m, w, c), w, c))
+#define ONE_REFUSER(w, c) \
+    (REFUSES(0, w, c) || REFUSES(1, w, c) || REFUSES(2, w, c))
+/* What wakes a refused waiter, as the daemon's retry rule (PROTOCOL.md,
+ * section 6): its names free on a quorum (the release or unclaim of what
+ * refused it is announced, or its ttl runs out), or no single holder or
+ * claim refusing it on a quorum (a split vote: a retry after a random
+ * delay).  Only that one holder's or claim's going ends its sleep, and the
+ * model takes the daemon to sleep until then. */
+#define WAKE(w, c)  (FREE_ON_QUORUM(w, c) || !ONE_REFUSER(w, c))
 
 /* Client c is at the head of every queue of its daemon d named in w. */
 #define HEAD_OF(d, n, w, c) (!IN(w, n) || QI(d, n, 0) == (c) + 1)
 #define AT_HEAD(d, w, c) \
     (HEAD_OF(d, 0, w, c) && HEAD_OF(d, 1, w, c) && HEAD_OF(d, 2, w, c))
 
+/* The masters where a key holds c's claim, as a mask. */
+#define HAS_CLAIM(m, c) \
+    ((KEY(m, 0) == CLAIM(c) || KEY(m, 1) == CLAIM(c) || KEY(m, 2) == CLAIM(c)) -> (1 << (m)) : 0)
+#define CLAIMED_ON(c)   (HAS_CLAIM(0, c) | HAS_CLAIM(1, c) | HAS_CLAIM(2, c))
+
 #ifdef LIVE
+/* No unclaim is in flight. */
+#if NC > 4
+#define NO_UNCLAIM  ((unc[0] | unc[1] | unc[2] | unc[3] | unc[4]) == 0)
+#else
+#define NO_UNCLAIM  ((unc[0] | unc[1] | unc[2] | unc[3]) == 0)
+#endif
 /* The fairness random retry delays give: from some moment on (the
  * process separate has run), a try starts only while no other try is in
- * flight.  Weak fairness (pan -f) makes that moment come. */
+ * flight, nor the unclaim of a set granted before.  Weak fairness (pan
+ * -f) makes that moment come. */
 bool calm;
 byte inflight;                  /* tries sent and not yet drained */
+/* Once calm: the client that started the last try, as a mask, until
+ * something else changes the masters' keys (a grant, a release, an
+ * unclaim, the outage).  When its try is refused, a retry would meet the
+ * keys its try left and end the same way (the try was alone, and from the
+ * keys it leaves, the same masters grant and the same names refuse); the
+ * random delays let the others try first, which the model says by keeping
+ * it asleep until something changes.  (Weak fairness alone lets a client
+ * that retries in vain, again and again, keep another that is awake from
+ * ever trying.) */
+byte same;
+#define CHANGED(c)  if :: calm -> same = (c) :: else fi
 
 #ifndef UNFAIR
 active proctype separate()
@@ -123,6 +162,30 @@ active proctype separate()
 #endif
 
 ltl every_client_ends { <> (ended == NC) }
+#define RETRY(c)    (!calm || !BIT(same, c))
+#else
+#define RETRY(c)    1
+#define CHANGED(c)  skip
+#endif
+
+#ifdef OUTAGE
+#define DROP(c) \
+    acq[c] = acq[c] & (ALLM - 4); rel[c] = rel[c] & (ALLM - 4); \
+    unc[c] = unc[c] & (ALLM - 4)
+active proctype outage()
+{
+    if
+    :: d_step {
+        down = 4;
+        CHANGED(0);
+        DROP(0); DROP(1); DROP(2); DROP(3);
+#if NC > 4
+        DROP(4)
+#endif
+    }
+    :: skip                     /* or never */
+    fi
+}
 #endif
 
 /* ---- A master: one script call is one atomic step on its own keys. ---- */
@@ -141,15 +204,52 @@ ltl every_client_ends { <> (ended == NC) }
 #define ACQUIRE_SET(m, c, ok) \
     ok = false; STEP(m, 0, c, ok); STEP(m, 1, c, ok); STEP(m, 2, c, ok)
 #else
-/* acquire_set: every name free (or ours) on this master, so every name
- * set; otherwise nothing changes. */
+/* acquire_set: every name free (or ours, or claimed by this set) on this
+ * master, so every name set, over the set's claims; otherwise no name is
+ * set, and the set claims the names before the first one that refused it,
+ * in the canonical order (CLAIM_BEFORE), that are free here.  (A
+ * single-name request claims nothing: no name comes before its one.) */
 #define ACQUIRE_SET(m, c, ok) \
     ok = ALL_FREE(m, want[c], c); \
     if \
     :: ok -> TAKE(m, 0, c); TAKE(m, 1, c); TAKE(m, 2, c) \
-    :: else \
+    :: else -> CLAIM_BEFORE(m, c) \
     fi
 #endif
+
+/* Claim name n for c on master m when it is free there. */
+#define CLAIM_FREE(m, n, c) \
+    if :: KEY(m, n) == 0 -> KEY(m, n) = CLAIM(c) :: else fi
+#ifdef CLAIM_GIVEN
+/* The wrong claims: in the order the client wrote the names.  Client 2
+ * wrote B A: refused at A with B free, it claims B (refused at B, it
+ * claims nothing); every other client wrote its names in the canonical
+ * order. */
+#define CLAIM_BEFORE(m, c) \
+    if \
+    :: (c) == 2 -> if :: FREE_FOR(m, 1, c) -> CLAIM_FREE(m, 1, c) :: else fi \
+    :: else -> CLAIM_CANONICAL(m, c) \
+    fi
+#else
+#define CLAIM_BEFORE(m, c)  CLAIM_CANONICAL(m, c)
+#endif
+/* The names of the set before the first that refused it, in the
+ * canonical order, which are free: A when B or C refused, B when C did. */
+#define CLAIM_CANONICAL(m, c) \
+    if \
+    :: IN(want[c], 0) && FREE_FOR(m, 0, c) -> \
+        CLAIM_FREE(m, 0, c); \
+        if \
+        :: IN(want[c], 1) && FREE_FOR(m, 1, c) -> CLAIM_FREE(m, 1, c) \
+        :: else \
+        fi \
+    :: !IN(want[c], 0) && IN(want[c], 1) && FREE_FOR(m, 1, c) -> CLAIM_FREE(m, 1, c) \
+    :: else \
+    fi
+
+/* Unclaim: delete name n on master m where it still holds c's claim. */
+#define UNCLAIM(m, n, c) \
+    if :: KEY(m, n) == CLAIM(c) -> KEY(m, n) = 0 :: else fi
 
 /* Compare-and-delete of each name of want[c] on master m, when it is up. */
 #define DELETE(m, n, c) \
@@ -166,11 +266,12 @@ ltl every_client_ends { <> (ended == NC) }
     DELETE(2, 0, c); DELETE(2, 1, c); DELETE(2, 2, c); \
     want[c] = 0
 
-/* Serve client c's request on master m: its try, or (after the try, the
- * link being in order) its delete. */
+/* Serve client c's request on master m: its try (after an unclaim sent
+ * before it, the link being in order), or (after the try) its delete, or
+ * its unclaim. */
 #define SERVE(c) \
     :: d_step { \
-        BIT(acq[c], m) -> \
+        BIT(acq[c], m) && !BIT(unc[c], m) -> \
         ACQUIRE_SET(m, c, ok); \
         if \
         :: ok -> yes[c] = yes[c] | (1 << m) \
@@ -183,6 +284,12 @@ ltl every_client_ends { <> (ended == NC) }
         BIT(rel[c], m) && !BIT(acq[c], m) -> \
         DELETE(m, 0, c); DELETE(m, 1, c); DELETE(m, 2, c); \
         rel[c] = rel[c] & (ALLM - (1 << m)) \
+    } \
+    :: d_step { \
+        BIT(unc[c], m) -> \
+        UNCLAIM(m, 0, c); UNCLAIM(m, 1, c); UNCLAIM(m, 2, c); \
+        unc[c] = unc[c] & (ALLM - (1 << m)); \
+        CHANGED(0) \
     }
 
 proctype master(byte m)
@@ -253,8 +360,9 @@ inline lock(d, w, c)
     do
     :: atomic {
 #ifdef LIVE
-        (!calm || inflight == 0) && acq[c] == 0 && rel[c] == 0 ->
+        (!calm || (inflight == 0 && NO_UNCLAIM)) && acq[c] == 0 && rel[c] == 0 ->
         inflight++;
+        CHANGED(1 << (c));
 #else
         acq[c] == 0 && rel[c] == 0 ->
 #endif
@@ -267,7 +375,12 @@ inline lock(d, w, c)
             acq[c] == 0 && COUNT(yes[c]) >= QUORUM ->
             EXCLUSIVE(w, c);
             held[c] = held[c] | w;
-            yes[c] = 0
+            yes[c] = 0;
+            /* granted: the set's claims go (a master that refused it may
+             * keep some); sent where there are some, as the daemon sends
+             * it when a master answered that it claimed */
+            unc[c] = CLAIMED_ON(c) & (ALLM - down);
+            CHANGED(0)
 #ifdef LIVE
             ; inflight--
 #endif
@@ -278,15 +391,15 @@ inline lock(d, w, c)
             /* delete where it was granted */
             rel[c] = yes[c] & (ALLM - down); yes[c] = 0
         };
-            /* the deletes answered, the try is over; sleep until the
-             * names are free */
+            /* the deletes answered, the try is over; sleep until woken
+             * (its claims stay) */
             d_step {
                 rel[c] == 0 -> want[c] = 0
 #ifdef LIVE
                 ; inflight--
 #endif
             };
-            FREE_ON_QUORUM(w, c)
+            WAKE(w, c) && RETRY(c)
         fi
     od
 }
@@ -309,8 +422,10 @@ proctype client(byte c; byte d; byte first; byte second)
         /* hold, then release: delete on every master, leave the queues
          * (atomic, not d_step: lock() ends with a jump here) */
         atomic {
+            unc[c] == 0 ->      /* the link sent the unclaim first */
             want[c] = held[c];
             RELEASE_ALL(c);
+            CHANGED(0);
             DEQ(d, 0, held[c], c); DEQ(d, 1, held[c], c);
             DEQ(d, 2, held[c], c);
             held[c] = 0
