@@ -19,6 +19,8 @@
  *   CLAIM_GIVEN the wrong claims: a master scans a set's names, and claims
  *               those before the refusing one, in the order the client
  *               wrote them, not in the canonical order
+ *   CLAIM_AFTER the wrong claims: a refused set claims every free name of
+ *               it, those after the refusing one too
  */
 
 #define M       3               /* masters */
@@ -31,9 +33,9 @@
 #define DEMAND  1               /* how many times each client locks */
 #endif
 #define ND      3               /* daemons */
-/* Clients: five, or four in the liveness run (LIVE without ALL_CLIENTS
- * leaves out the single A of daemon 1, to keep the run short). */
-#if defined(LIVE) && !defined(ALL_CLIENTS)
+/* Clients: five, or four in the liveness run and with FOUR (without
+ * ALL_CLIENTS: the single A of daemon 1 left out, to keep the run short). */
+#if (defined(LIVE) || defined(FOUR)) && !defined(ALL_CLIENTS)
 #define NC      4
 #else
 #define NC      5
@@ -230,6 +232,13 @@ active proctype outage()
     :: (c) == 2 -> if :: FREE_FOR(m, 1, c) -> CLAIM_FREE(m, 1, c) :: else fi \
     :: else -> CLAIM_CANONICAL(m, c) \
     fi
+#elif defined(CLAIM_AFTER)
+/* The wrong claims: every name of the set that is free here, after the
+ * refusing one as well as before it. */
+#define CLAIM_BEFORE(m, c) \
+    if :: IN(want[c], 0) -> CLAIM_FREE(m, 0, c) :: else fi; \
+    if :: IN(want[c], 1) -> CLAIM_FREE(m, 1, c) :: else fi; \
+    if :: IN(want[c], 2) -> CLAIM_FREE(m, 2, c) :: else fi
 #else
 #define CLAIM_BEFORE(m, c)  CLAIM_CANONICAL(m, c)
 #endif
