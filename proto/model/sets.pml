@@ -14,7 +14,9 @@
  *               is free and answers granted when it set any (a partial set)
  *   QUORUM=1    the wrong quorum
  *   UNFAIR      with LIVE: the retry delays never separate the tries
- *   ALL_CLIENTS with LIVE: all five clients (the run takes longer)
+ *   FOUR        without LIVE: four clients (the single A of daemon 1 left
+ *               out, as in the liveness run), to keep a run short
+ *   ALL_CLIENTS with LIVE or FOUR: all five clients (the run takes longer)
  *   OUTAGE      master 2 may stop for good, at any moment (or never)
  *   CLAIM_GIVEN the wrong claims: a master scans a set's names, and claims
  *               those before the refusing one, in the order the client
