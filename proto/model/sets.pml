@@ -67,6 +67,7 @@ byte unc[NC];
 byte yes[NC];
 byte want[NC];                  /* the names of the try (or release) sent */
 byte held[NC];                  /* the names granted on a quorum */
+byte blocker[NC];               /* what a sleeping waiter waits to go */
 byte ended;                     /* clients that took and released all */
 
 /* The masters that are down, as a mask: master 2 may stop for good (with
@@ -110,18 +111,22 @@ byte q[ND * NN * QL];
 #define REFUSED_BY(v, w, c) \
     (UP_REFUSED_BY(0, v, w, c) + UP_REFUSED_BY(1, v, w, c) \
      + UP_REFUSED_BY(2, v, w, c) >= QUORUM)
-/* One holder (a token or a claim) refuses w for c on a quorum. */
+/* What refuses w for c on master m refuses it on a quorum. */
 #define REFUSES(m, w, c) \
     (!BIT(down, m) && REFUSER(m, w, c) != 0 && REFUSED_BY(REFUSER(m, w, c), w, c))
-#define ONE_REFUSER(w, c) \
-    (REFUSES(0, w, c) || REFUSES(1, w, c) || REFUSES(2, w, c))
+/* The one holder (a token or a claim) that refuses w for c on a quorum, or
+ * 0 when there is none (a split vote, or free on a quorum). */
+#define BLOCKER(w, c) \
+    (REFUSES(0, w, c) -> REFUSER(0, w, c) : \
+     (REFUSES(1, w, c) -> REFUSER(1, w, c) : \
+      (REFUSES(2, w, c) -> REFUSER(2, w, c) : 0)))
 /* What wakes a refused waiter, as the daemon's retry rule (PROTOCOL.md,
- * section 6): its names free on a quorum (the release or unclaim of what
- * refused it is announced, or its ttl runs out), or no single holder or
- * claim refusing it on a quorum (a split vote: a retry after a random
- * delay).  Only that one holder's or claim's going ends its sleep, and the
- * model takes the daemon to sleep until then. */
-#define WAKE(w, c)  (FREE_ON_QUORUM(w, c) || !ONE_REFUSER(w, c))
+ * section 6): when one holder or claim refused it on a quorum (its
+ * blocker), that one's going (its release or unclaim is announced, or its
+ * ttl runs out), even when another refuses a later name; otherwise (a
+ * split vote) a retry after a random delay, at once here. */
+#define WOKEN(w, c) \
+    (blocker[c] == 0 || !REFUSED_BY(blocker[c], w, c))
 
 /* Client c is at the head of every queue of its daemon d named in w. */
 #define HEAD_OF(d, n, w, c) (!IN(w, n) || QI(d, n, 0) == (c) + 1)
@@ -405,12 +410,14 @@ inline lock(d, w, c)
             /* the deletes answered, the try is over; sleep until woken
              * (its claims stay) */
             d_step {
-                rel[c] == 0 -> want[c] = 0
+                rel[c] == 0 -> want[c] = 0;
+                blocker[c] = BLOCKER(w, c)
 #ifdef LIVE
                 ; inflight--
 #endif
             };
-            WAKE(w, c) && RETRY(c)
+            WOKEN(w, c) && RETRY(c);
+            blocker[c] = 0
         fi
     od
 }
