@@ -93,11 +93,6 @@ byte q[ND * NN * QL];
 #define ALL_FREE(m, w, c) \
     ((!IN(w, 0) || FREE_FOR(m, 0, c)) && (!IN(w, 1) || FREE_FOR(m, 1, c)) \
      && (!IN(w, 2) || FREE_FOR(m, 2, c)))
-/* Every name of w is free for c on a quorum of the masters that are up. */
-#define UP_FREE(m, w, c)    ((!BIT(down, m) && ALL_FREE(m, w, c)) -> 1 : 0)
-#define FREE_ON_QUORUM(w, c) \
-    (UP_FREE(0, w, c) + UP_FREE(1, w, c) + UP_FREE(2, w, c) >= QUORUM)
-
 /* What refuses w for c on master m: the key of the first name of w (in the
  * canonical order) that is not free for c, a token or a claim; 0 when
  * every name is free for c. */
