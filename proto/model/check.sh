@@ -67,13 +67,15 @@ run partial-set 'assertion violated' -DPARTIAL -- -DSAFETY -- -m20000
 run quorum-of-one 'assertion violated' -DQUORUM=1 -- -DSAFETY -- -m20000
 run claims-given-order 'invalid end state' -DCLAIM_GIVEN -- -DSAFETY -- -m20000
 run claims-after 'invalid end state' -DCLAIM_AFTER -- -DSAFETY -- -m20000
+run turns pass -DLIVE -DTURNS -- -DNFAIR=4 -- -a -f -m1000000
+run turns-no-claims 'acceptance cycle' -DLIVE -DTURNS -DNO_CLAIMS -- -DNFAIR=4 -- -a -f -m20000
 wait
 
 # The verdicts in order; the last line names the runs that failed, which
 # is what tests/step.sh quotes.
 failed=
 for r in safety safety-five liveness unfair one-by-one one-by-one-liveness partial-set \
-         quorum-of-one claims-given-order claims-after; do
+         quorum-of-one claims-given-order claims-after turns turns-no-claims; do
     if [ -s "$out/$r/verdict" ]; then cat "$out/$r/verdict"; else
         echo "check-model: $r: FAILED: no verdict"; failed="$failed $r"; continue; fi
     grep -q '^check-model: [a-z-]*: FAILED' "$out/$r/verdict" && failed="$failed $r"

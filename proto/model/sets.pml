@@ -23,6 +23,12 @@
  *               wrote them, not in the canonical order
  *   CLAIM_AFTER the wrong claims: a refused set claims every free name of
  *               it, those after the refusing one too
+ *   TURNS       with LIVE: other clients, the set {A,B} of daemon 0 and
+ *               single LOCKs of A (daemon 1) and B (daemon 2) that lock
+ *               again and again, for ever, and the LTL claim that the set
+ *               is granted; a first try waits for the waiters woken
+ *               before it
+ *   NO_CLAIMS   the protocol without claims (with TURNS: the set starves)
  */
 
 #define M       3               /* masters */
@@ -37,7 +43,7 @@
 #define ND      3               /* daemons */
 /* Clients: five, or four in the liveness run and with FOUR (without
  * ALL_CLIENTS: the single A of daemon 1 left out, to keep the run short). */
-#if (defined(LIVE) || defined(FOUR)) && !defined(ALL_CLIENTS)
+#if (defined(LIVE) || defined(FOUR) || defined(TURNS)) && !defined(ALL_CLIENTS)
 #define NC      4
 #else
 #define NC      5
@@ -68,6 +74,26 @@ byte yes[NC];
 byte want[NC];                  /* the names of the try (or release) sent */
 byte held[NC];                  /* the names granted on a quorum */
 byte blocker[NC];               /* what a sleeping waiter waits to go */
+#ifdef TURNS
+/* The turns model (with LIVE): once calm, a LOCK's first try waits for
+ * the waiters that are awake and tried before (woken by a release, they
+ * retry at once, ahead of a request that comes after), and for the fresh
+ * ones of lower number (one order among first tries). */
+byte wset[NC];                  /* the names a client waits for */
+byte napping;                   /* the clients between a refused try and its retry */
+byte fresh;                     /* the clients whose LOCK has not tried yet */
+#define AWAKE(c) (BIT(napping, c) && WOKEN(wset[c], c) && RETRY(c))
+#define BEFORE(o, c) ((o) != (c) && AWAKE(o) && (!BIT(fresh, o) || (o) < (c)))
+#define FIRST(c) (!calm || !BIT(fresh, c) || !(BEFORE(0, c) || BEFORE(1, c) || BEFORE(2, c)))
+#define NAP(c)  napping = napping | (1 << (c))
+#define UNNAP(c)  napping = napping & (255 - (1 << (c))); fresh = fresh & (255 - (1 << (c)))
+#define NEW(c)  fresh = fresh | (1 << (c))
+#else
+#define FIRST(c)   1
+#define NAP(c)  skip
+#define UNNAP(c)  skip
+#define NEW(c)  skip
+#endif
 byte ended;                     /* clients that took and released all */
 
 /* The masters that are down, as a mask: master 2 may stop for good (with
@@ -165,7 +191,11 @@ active proctype separate()
 }
 #endif
 
+#ifdef TURNS
+ltl the_set_ends { <> (ended == 1) }
+#else
 ltl every_client_ends { <> (ended == NC) }
+#endif
 #define RETRY(c)    (!calm || !BIT(same, c))
 #else
 #define RETRY(c)    1
@@ -241,6 +271,8 @@ active proctype outage()
     if :: IN(want[c], 0) -> CLAIM_FREE(m, 0, c) :: else fi; \
     if :: IN(want[c], 1) -> CLAIM_FREE(m, 1, c) :: else fi; \
     if :: IN(want[c], 2) -> CLAIM_FREE(m, 2, c) :: else fi
+#elif defined(NO_CLAIMS)
+#define CLAIM_BEFORE(m, c)  skip
 #else
 #define CLAIM_BEFORE(m, c)  CLAIM_CANONICAL(m, c)
 #endif
@@ -366,18 +398,19 @@ end:
  * of each queue, then try on every master until a quorum grants. */
 inline lock(d, w, c)
 {
-    d_step { ENQ(d, 0, w, c); ENQ(d, 1, w, c); ENQ(d, 2, w, c) };
+    d_step { ENQ(d, 0, w, c); ENQ(d, 1, w, c); ENQ(d, 2, w, c); NAP(c); NEW(c) };
     AT_HEAD(d, w, c);
     do
     :: atomic {
 #ifdef LIVE
-        (!calm || (inflight == 0 && NO_UNCLAIM)) && acq[c] == 0 && rel[c] == 0 ->
+        (!calm || (inflight == 0 && NO_UNCLAIM && FIRST(c))) && acq[c] == 0 && rel[c] == 0 ->
         inflight++;
         CHANGED(1 << (c));
 #else
         acq[c] == 0 && rel[c] == 0 ->
 #endif
-        want[c] = w; acq[c] = ALLM - down
+        want[c] = w; acq[c] = ALLM - down;
+        UNNAP(c)
     };
         /* every master that is up answers (a down one's link dropped
          * the try: the deadline); then decide */
@@ -406,7 +439,8 @@ inline lock(d, w, c)
              * (its claims stay) */
             d_step {
                 rel[c] == 0 -> want[c] = 0;
-                blocker[c] = BLOCKER(w, c)
+                blocker[c] = BLOCKER(w, c);
+                NAP(c)
 #ifdef LIVE
                 ; inflight--
 #endif
@@ -430,6 +464,9 @@ proctype client(byte c; byte d; byte first; byte second)
         :: else
         fi;
 #else
+#ifdef TURNS
+        wset[c] = first | second;
+#endif
         lock(d, first | second, c);
 #endif
         /* hold, then release: delete on every master, leave the queues
@@ -443,7 +480,11 @@ proctype client(byte c; byte d; byte first; byte second)
             DEQ(d, 2, held[c], c);
             held[c] = 0
         };
+#ifdef TURNS
+        if :: c == 0 -> round++ :: else fi   /* the singles lock for ever */
+#else
         round++
+#endif
     :: else -> break
     od;
     ended++
@@ -453,6 +494,11 @@ init
 {
     atomic {
         run master(0); run master(1); run master(2);
+#ifdef TURNS
+        run client(0, 0, A, B);
+        run client(1, 1, A, 0);
+        run client(2, 2, B, 0)
+#else
         /* daemon 0: the set {A,B}, written A B, and a single B behind it */
         run client(0, 0, A, B);
         run client(1, 0, B, 0);
@@ -463,6 +509,7 @@ init
 #if NC > 4
         /* daemon 1: a single A behind the set */
         run client(4, 1, A, 0)
+#endif
 #endif
     }
 }
