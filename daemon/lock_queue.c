@@ -420,17 +420,15 @@ hold_give_up(struct hold *h, struct lock_op *op)
     hold_drop(h);
 }
 
-/* Detach one waiter from its entry (the entry may be freed). */
+/* Detach one waiter from its entry (the entry may be freed); was_head: it headed its queue. */
 static void
-waiter_unqueue_one(struct waiter *w)
+waiter_unqueue_one(struct waiter *w, bool was_head)
 {
     struct lock *lk = w->lock;
-    bool was_head;
 
     if (lk == NULL) {
         return;
     }
-    was_head = w == lock_head(lk);
     TAILQ_REMOVE(&lk->waiters, w, link);
     lock_changed();
     lk->nwaiters--;
@@ -453,12 +451,25 @@ waiter_unqueue(struct waiter *w)
 {
     size_t i;
 
+    bool heads[REDLOCK_SET_MAX];
+
     if (w->set == NULL) {
-        waiter_unqueue_one(w);
+        waiter_unqueue_one(w, w->lock != NULL && w == lock_head(w->lock));
         return;
     }
+    /*
+     * Which members head their queues, found before any of them goes: a
+     * member stands in line only behind the ones before it, so once they
+     * are gone it would not look like the head it was, and the LOCK
+     * behind it would not be woken.
+     */
     for (i = 0; i < w->set->n; i++) {
-        waiter_unqueue_one(w->set->member[i]);
+        struct waiter *m = w->set->member[i];
+
+        heads[i] = m->lock != NULL && m == lock_head(m->lock);
+    }
+    for (i = 0; i < w->set->n; i++) {
+        waiter_unqueue_one(w->set->member[i], heads[i]);
     }
 }
 

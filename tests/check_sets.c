@@ -1446,6 +1446,75 @@ START_TEST(set_gate_left_on_minority)
 }
 END_TEST
 
+/*
+ * Third review: a wake-up lost when a set leaves.  x holds a through D1;
+ * the set {a b} waits on D0 (ready here: it tried, a refused it) and
+ * stands in b's line, so the LOCK b behind it on D0 waits for it though
+ * b is free.  The set's wait= runs out: waiter_unqueue detaches member a
+ * first, then member b, whose was_head (lock_head after lock_changed)
+ * is found false, member a being detached already (waiter_in_line: a
+ * member before it not queued); lock_wake_head(b) is not called, the
+ * set is no longer listed for lock_reline_cb, and the LOCK b sleeps
+ * until its own wait= though b is free.  (set_close_frees covers the
+ * set's first name only.  Fix: decide was_head for every member before
+ * detaching any, or wake the head of every name of a set that leaves.)
+ */
+START_TEST(set_leaving_wakes_later_name)
+{
+    char *got;
+    int x, s, l;
+
+    EXPECT_SETUP(.masters = NMASTERS, .daemons = 2, .opts = &st_opts);
+    x = expect_connect(1);
+    s = expect_connect(0);
+    l = expect_connect(0);
+    got = EXPECT_CMD(x, "LOCK a ttl=20000");
+    EXPECT_IS(got, "OK", "a");
+    free(got);
+    ck_assert_int_eq(h_send(s, "LOCK a b ttl=20000 wait=1500"), 0);
+    expect_wait_stat("waiters", 2, false, CMD_MS);      /* one per name */
+    ck_assert_int_eq(h_send(l, "LOCK b ttl=20000 wait=10000"), 0);
+    ck_assert(h_quiet(l, QUIET_MS));
+    got = EXPECT_READ(s, 5000, "the set's TIMEOUT");
+    EXPECT_IS(got, "TIMEOUT", "a b");
+    free(got);
+    got = h_read_line(l, GRANT_MS);
+    ck_assert_msg(got != NULL && h_is_reply(got, "OK", "b"),
+                  "LOCK b, behind the set a b that gave up, b free on every master: '%s' within "
+                  "%d ms (b holds '%s')", got != NULL ? got : "(nothing)", GRANT_MS,
+                  st_value(0, "b"));
+    free(got);
+    close(x);
+    close(s);
+    close(l);
+}
+END_TEST
+
+/*
+ * A claim refuses a counted LOCK as a holder would (BUSY, with the
+ * claim's time left), not as a name of another kind (ERR KIND).
+ */
+START_TEST(set_claim_refuses_counted_busy)
+{
+    char *got;
+    int x, s;
+
+    EXPECT_SETUP(.masters = NMASTERS, .daemons = 2, .opts = &st_opts);
+    x = expect_connect(1);
+    s = expect_connect(0);
+    got = EXPECT_CMD(x, "LOCK b ttl=20000");
+    EXPECT_IS(got, "OK", "b");
+    free(got);
+    ck_assert_int_eq(h_send(s, "LOCK a b ttl=20000"), 0);
+    ck_assert(h_wait_until(st_cond_held, (void *)"a", CMD_MS));
+    got = EXPECT_CMD(x, "TRYLOCK a limit=2 ttl=20000");
+    ck_assert_msg(h_is_reply(got, "BUSY", "a"), "a counted TRYLOCK of a claimed name: '%s'", got);
+    free(got);
+    close(x);
+    close(s);
+}
+END_TEST
+
 /* ---- the suite ---- */
 
 #define ST_ADD(s, test) expect_add_case((s), #test, (test), h_end, TEST_TIMEOUT_S)
@@ -1481,6 +1550,8 @@ sets_suite(void)
     ST_ADD(s, set_claim_deadlocks_holder_asking);
     ST_ADD(s, set_claim_dropped_wakes_older_daemon);
     ST_ADD(s, set_gate_left_on_minority);
+    ST_ADD(s, set_leaving_wakes_later_name);
+    ST_ADD(s, set_claim_refuses_counted_busy);
     return s;
 }
 

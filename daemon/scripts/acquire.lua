@@ -150,8 +150,13 @@ else
     local kind = rl_other_limit(base, limit)
     if kind then return {'kind', kind} end
   elseif t ~= 'none' then
-    -- A lock-delay keeps every permit out, full until it ends.
+    -- A lock-delay keeps every permit out, full until it ends; so does a
+    -- waiting set's claim (acquire_set.lua), as a holder would.
     local d = rl_delayed(base)
+    local m = rl_str(base)
+    if not d and m and string.sub(m, 1, #RL_CLAIM_MARK) == RL_CLAIM_MARK then
+      d = redis.call('PTTL', base)
+    end
     if d then
       local out = {d, rl_str(base), tonumber(limit), d}
       for i = 0, tonumber(limit) - 1 do out[i + 5] = i end
