@@ -825,7 +825,7 @@ START_TEST(set_errors)
 }
 END_TEST
 
-/* ---- found in review: each case shows a bug of the set's mechanism ---- */
+/* ---- the attacker's cases: BREAK, shared turns, long sets, holders asking for more ---- */
 
 #define RV_LINK_MS      500     /* delay each way of the slow daemon's links to masters 2..4 */
 #define RV_NODE_MS      2000    /* its round deadline: above a slow round (2 x RV_LINK_MS) */
@@ -851,21 +851,14 @@ rv_cond_same_everywhere(void *arg)
 
 /*
  * A BREAK of a set's name that lands while the set's round is on the
- * masters makes that round no lock (as for one name: waiter_broken).
- * lock_broken() finds the waiter by comparing the token of each waiter
- * queued for the broken name; a set's members other than its lead keep
- * the token of the set's first try (lock_acquire_set copies it once),
- * while the lead takes a new token after each refused try
- * (waiter_retire_token).  So a BREAK of any name but the first (in
- * canonical order) during the set's second try goes unnoticed: the
- * client hears OK for a set one of whose names is gone from every
- * master (free for anyone), and a LOST a moment later.
- *
- * D0 reaches masters 2..4 through RV_LINK_MS proxies, 0 and 1 directly,
- * so its round lasts 2 x RV_LINK_MS while the BREAK's announcement from
- * masters 0 and 1 reaches it at once.  The set's first try is refused
- * (b held through D1), the second one (new token) is on the masters when
- * the BREAK of b runs.
+ * masters makes that round no lock (as for one name: waiter_broken),
+ * whichever name it breaks and whichever try it is: the set's lead takes
+ * a new token after each refused try, and the BREAK is matched against
+ * that token.  D0 reaches masters 2..4 through RV_LINK_MS proxies, 0 and
+ * 1 directly, so its round lasts 2 x RV_LINK_MS while the BREAK's
+ * announcement from masters 0 and 1 reaches it at once.  The set's first
+ * try is refused (b held through D1); the second one (a new token) is on
+ * the masters when the BREAK of b runs: the OK must hold every name.
  */
 START_TEST(set_break_during_second_try)
 {
@@ -977,14 +970,10 @@ rv_shared_churn(int w, const char *line, int64_t deadline_ms)
 }
 
 /*
- * A set is starved by shared holders of one of its names that take
- * turns through another daemon.  A single exclusive LOCK refused by
- * shared holders closes the name's gate on the masters (acquire.lua), so
- * that new shared holders wait behind it and the name drains; a set's
- * try (acquire_set.lua) refused by shared holders closes no gate, so the
- * readers keep coming in and the set waits until its wait= ends, with
- * both its names free of any exclusive holder all along.  First the
- * single LOCK, as the control: granted through the same churn.
+ * A set is not starved by shared holders of one of its names that take
+ * turns through another daemon: refused by them, it closes the name's
+ * gate on the masters, as a single exclusive LOCK does (acquire.lua), so
+ * that new shared holders wait behind it and the name drains.
  */
 START_TEST(set_starved_by_shared_turns)
 {
@@ -1009,15 +998,11 @@ START_TEST(set_starved_by_shared_turns)
 END_TEST
 
 /*
- * A set whose OK does not fit in a reply line (PROTOCOL.md: at most
- * 2048 bytes; only an ERR's free text is ever cut).  With
- * limits.max_line_bytes raised (up to 1 MiB), a LOCK of 64 names of 250
- * bytes is accepted, granted, and its OK, which repeats the names before
- * token= and validity=, is cut: a lease-mode holder never learns its
- * token (the lock stays on the masters, unreleasable, until its ttl; its
- * delivery receipt counts it as read), a session-mode one gets an OK
- * with no validity.  Either the request is refused (the names too long
- * for the reply) or the reply carries everything.
+ * A set whose OK could not fit one reply line (PROTOCOL.md: at most 2048
+ * bytes; only an ERR's free text is ever cut) is refused with ERR PROTO
+ * naming how many bytes of names fit: with limits.max_line_bytes raised,
+ * a lease-mode LOCK of 64 names of 250 bytes, whose OK would have lost
+ * its token= and validity=.
  */
 START_TEST(set_reply_fits)
 {
@@ -1056,16 +1041,12 @@ START_TEST(set_reply_fits)
 END_TEST
 
 /*
- * A deadlock that only the sets' first in, first out makes: a session
- * holds b and asks for c (names taken in one order, b before c, the
- * usual way to avoid deadlocks), while the set {a b} waits for b and the
- * set {a c}, queued after it, waits behind it for a.  c is free on every
- * master and nobody holds it, yet the LOCK of c queues behind {a c},
- * which waits behind {a b}, which waits for b, which the LOCK of c's
- * session holds: nobody can move, for ever with wait=inf.  Without sets
- * (or with the sets asked for through another daemon) the LOCK of c is
- * granted at once.  The same with two parties: the holder of b asks for
- * d while the set {b d} waits for b.
+ * First in, first out makes no deadlock out of names taken in order: a
+ * session holds b and asks for c while the set {a b} waits for b and the
+ * set {a c}, queued after it, waits behind it for a: c, free on every
+ * master, is granted (the sets keep their places only up to the first
+ * name they wait for).  The same with two parties: the holder of b asks
+ * for d while the set {b d} waits for b.
  */
 START_TEST(set_fifo_deadlock_with_holder)
 {
@@ -1109,7 +1090,7 @@ START_TEST(set_fifo_deadlock_with_holder)
 }
 END_TEST
 
-/* ---- found in the second review (claims, prefix lines, gates): failing until fixed ---- */
+/* ---- claims, lines and gates under slow links, dead daemons and older daemons ---- */
 
 #define R2_LINK_MS      300     /* delay each way of D0's links to masters 0 and 1 */
 #define R2_NODE_MS      2000    /* D0's round deadline: above a slow round (2 x R2_LINK_MS) */
@@ -1129,22 +1110,12 @@ r2_cond_no_claim_01(void *arg)
 }
 
 /*
- * A set granted by a quorum leaves its claims on the minority that
- * refused it.  b is held by someone else on masters 0 and 1 only (a
- * minority: a leftover, another client's failed try); D0 reaches those
- * two through slow links.  LOCK a b (it waits, so it may claim) is
- * granted by masters 2..4 at once: the round is decided there
- * (redlock_acquire_reply, op->b.yes >= q) and the slow answers of 0 and
- * 1, refusals at b that claimed a ({pttl, who, 'claim'}), are never
- * read, so res->claimed stays false, set->claimed too, and lock_set_free
- * sends no unclaim.  After UNLOCK a b, masters 0 and 1 keep "claim <id>"
- * on a for b's time left plus the set's ttl (80 s here), refusing a to
- * everyone: PROTOCOL.md says the daemon deletes what is left of a set's
- * claims on every master once it is granted or gives up.  The same holds
- * for a gate closed by a late answer ('gate': res->gated, life.gated,
- * waiter_free's ungate).  Fix: a set that waits sends the unclaim when it
- * goes whatever its answers said (or keep reading the round's late
- * answers into set->claimed / life.gated).
+ * A set granted by a quorum leaves no claim on a slow minority that
+ * refused it: b is held by someone else on masters 0 and 1 only, which
+ * D0 reaches through slow links; LOCK a b is granted by masters 2..4
+ * before the slow answers (refusals at b that claimed a) are read.  The
+ * daemon drops the claims of any try that not every master granted, so
+ * after UNLOCK a b no claim of a is left on masters 0 and 1.
  */
 START_TEST(set_claim_left_on_minority)
 {
@@ -1186,26 +1157,15 @@ START_TEST(set_claim_left_on_minority)
 END_TEST
 
 /*
- * A wake-up lost when a set's member stops standing in line.  The set
- * T = {a c} waits for a, held here by h: T stands in a's line, not in
- * c's.  The set S = {c d}, queued after T, heads c and d; refused on the
- * masters at c (held through D1), it waits, standing in d's line: the
- * LOCK d of l, queued here after S, waits for S, as first in, first out
- * asks.  h's UNLOCK a makes T the ready head of a, so T stands in c's
- * line before S: S cannot have c (a LOCK before it there), its member d
- * stops standing in line (waiter_in_line), and l, with nobody before it
- * in d's line and d free on every master, may go.  But only the head of
- * a is roused (hold_drop's lock_wake_head): T tries, S is never roused
- * (the woke_epoch wake-ups run only in the timer of a set that is not
- * ready), so nobody wakes l, which sleeps until its wait= ends (or until
- * S's fallback timer, at c's holder's ttl: a minute here).  Were l's session the holder
- * of c, that is the deadlock set_fifo_deadlock_with_holder is about,
- * back through a third set.  Fix: when lock_changed() makes a waiter the
- * head of a queue (a set member that starts or stops standing in line),
- * rouse the new head of every queue whose head changed, e.g. the heads of
- * every name of each set queued on the lock whose holds or queue changed
- * (as hold_insert does for sets), transitively, or recompute the heads of
- * the queues of the sets involved after each change.
+ * A LOCK behind a set's member that stops standing in line is woken.
+ * The set T = {a c} waits for a, held here by h: T stands in a's line,
+ * not in c's.  The set S = {c d}, queued after T, heads c and d; refused
+ * on the masters at c (held through D1), it waits, standing in d's line,
+ * and the LOCK d of l, queued after it, waits for it.  h's UNLOCK a makes
+ * T the ready head of a, so T stands in c's line before S, S's member d
+ * stops standing in line, and l, with nobody before it and d free on
+ * every master, is granted (lock_reline_cb looks at every waiting set
+ * after each change).
  */
 START_TEST(set_line_change_wakes_nobody)
 {
@@ -1250,20 +1210,10 @@ START_TEST(set_line_change_wakes_nobody)
 END_TEST
 
 /*
- * A dead daemon's claims outlive its set by the holder's ttl.  The set
+ * A dead daemon's claims last no longer than the set's own ttl.  The set
  * {a b} (ttl=2000, wait=3000) waits on D0 for b, held through D1 with a
- * ttl of a minute, and claims a on every master for b's time left plus
- * its own ttl (acquire_set.lua's refused(): p + ms).  D0 dies (SIGKILL):
- * nobody waits for a any more, and the set would have given up within
- * 3 s anyway, but a stays claimed for about a minute, refusing every
- * LOCK a: a LOCK a through D1 is refused long after the dead set's ttl
- * and wait= (here: within GRANT_MS of the death, 2.5 times its ttl).
- * PROTOCOL.md says a daemon that dies "leaves its claims to expire"; the
- * expiry is tied to someone else's lease (a lock of an hour: an hour).
- * Fix: claim for the set's ttl only (never past its wait= deadline), and
- * have the waiting set renew its claims from its own timer every third
- * of its ttl while it sleeps (only a waiting set pays for it), instead
- * of sleeping until the holder's ttl.
+ * ttl of a minute, and claims a.  D0 dies (SIGKILL): a LOCK a through D1
+ * is granted within GRANT_MS, not when b's holder's ttl is over.
  */
 START_TEST(set_dead_daemon_claims_outlive_it)
 {
@@ -1341,12 +1291,10 @@ END_TEST
  * name a set claimed, when the set gives up.  The set {a b} on D1 (this
  * build) waits for b, held through D0, and claims a; the LOCK a of D0
  * (the last release) is refused by the claim, a holder to it, and marks
- * a as waited for.
- * When the set's wait= runs out, unclaim.lua deletes the claim and the
- * mark and announces the release on a's channel with the claim as the
- * token; the older daemon's LOCK a must then be granted at once, as
- * this build's is (set_claims), not at the claim's ttl (b's time left
- * plus the set's ttl: 40 s here).
+ * a as waited for.  When the set's wait= runs out, unclaim.lua deletes
+ * the claim and the mark and announces the release on a's channel with
+ * the claim as the token: the older daemon's LOCK a is granted at once,
+ * as this build's is (set_claims), not when the claim expires.
  */
 START_TEST(set_claim_dropped_wakes_older_daemon)
 {
@@ -1399,15 +1347,11 @@ r2_cond_no_gate_01(void *arg)
 
 /*
  * The gate's form of set_claim_left_on_minority: b has live shared
- * holders on masters 0 and 1 only, which D0 reaches through slow links.
- * LOCK a b is granted by masters 2..4 before the slow masters' answers,
- * refusals by readers that closed b's gate for the set ({left, who,
- * 'gate', 'claim'}), are read: res->gated stays false, so does the
- * waiter's life.gated, and waiter_free opens no gate.  After UNLOCK a b
- * the gate stays closed on masters 0 and 1 for the set's ttl (20 s),
- * holding back new shared holders of b there for a set that is gone.
- * Fix: as for claims, a set that waited opens its gates when it goes
- * whatever its answers said (or late answers still count).
+ * holders on masters 0 and 1 only, which D0 reaches through slow links;
+ * LOCK a b is granted by masters 2..4 before the slow answers (refusals
+ * by readers that closed b's gate for the set) are read.  The daemon
+ * opens the gates of any set whose try not every master granted, so
+ * after UNLOCK a b no gate of b is left on masters 0 and 1.
  */
 START_TEST(set_gate_left_on_minority)
 {
@@ -1447,17 +1391,11 @@ START_TEST(set_gate_left_on_minority)
 END_TEST
 
 /*
- * Third review: a wake-up lost when a set leaves.  x holds a through D1;
- * the set {a b} waits on D0 (ready here: it tried, a refused it) and
- * stands in b's line, so the LOCK b behind it on D0 waits for it though
- * b is free.  The set's wait= runs out: waiter_unqueue detaches member a
- * first, then member b, whose was_head (lock_head after lock_changed)
- * is found false, member a being detached already (waiter_in_line: a
- * member before it not queued); lock_wake_head(b) is not called, the
- * set is no longer listed for lock_reline_cb, and the LOCK b sleeps
- * until its own wait= though b is free.  (set_close_frees covers the
- * set's first name only.  Fix: decide was_head for every member before
- * detaching any, or wake the head of every name of a set that leaves.)
+ * A set that goes wakes the LOCK behind each of its members that headed
+ * its queue.  x holds a through D1; the set {a b} waits on D0 and stands
+ * in b's line, so the LOCK b behind it on D0 waits for it though b is
+ * free.  The set's wait= runs out: the LOCK b is granted at once (which
+ * members headed their queues is found before any of them goes).
  */
 START_TEST(set_leaving_wakes_later_name)
 {
