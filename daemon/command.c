@@ -688,6 +688,32 @@ command_lock(struct command *c, const struct proto_cmd *cmd)
     lock_acquire(&c->lc, cmd->name, cmd->name_len, &req);
 }
 
+/* UNLOCK and EXTEND, of one name or of a set; answered by command_done_cb. */
+static void
+command_unlock_extend(struct command *c, const struct proto_cmd *cmd)
+{
+    struct session *s = c->s;
+    struct lock_name names[PROTO_SET_MAX];
+    int64_t ttl = 0;
+
+    /* The parser made sure of EXTEND's token= and ttl=. */
+    if ((cmd->verb == PROTO_EXTEND && command_ttl(s, cmd, &ttl) != 0)
+        || (cmd->nnames > 1 && command_names_fit(s, cmd) != 0)) {
+        return;
+    }
+    session_request_begin(s);
+    command_names(cmd, names);
+    if (cmd->verb == PROTO_UNLOCK && cmd->nnames > 1) {
+        lock_release_set(&c->lc, names, cmd->nnames, cmd->token);
+    } else if (cmd->verb == PROTO_UNLOCK) {
+        lock_release(&c->lc, cmd->name, cmd->name_len, cmd->token);
+    } else if (cmd->nnames > 1) {
+        lock_extend_set(&c->lc, names, cmd->nnames, cmd->token, ttl);
+    } else {
+        lock_extend(&c->lc, cmd->name, cmd->name_len, cmd->token, ttl);
+    }
+}
+
 /* HELP: a line per verb, then END. */
 static void
 command_help(struct session *s)
@@ -798,8 +824,6 @@ command_line(struct session *s, void *state, const struct proto_cmd *cmd)
 {
     struct command *c = state;
     struct proto_reply r;
-    struct lock_name names[PROTO_SET_MAX];
-    int64_t ttl;
 
     if (!session_authed(s) && ctx.conf->auth_password[0] != '\0'
         && cmd->verb != PROTO_AUTH && cmd->verb != PROTO_QUIT) {
@@ -821,16 +845,8 @@ command_line(struct session *s, void *state, const struct proto_cmd *cmd)
         command_lock(c, cmd);
         return;
     case PROTO_UNLOCK:
-        if (cmd->nnames > 1 && command_names_fit(s, cmd) != 0) {
-            return;
-        }
-        session_request_begin(s);
-        if (cmd->nnames > 1) {
-            command_names(cmd, names);
-            lock_release_set(&c->lc, names, cmd->nnames, cmd->token);
-            return;
-        }
-        lock_release(&c->lc, cmd->name, cmd->name_len, cmd->token);
+    case PROTO_EXTEND:
+        command_unlock_extend(c, cmd);
         return;
     case PROTO_STATUS:
         if (command_read_budget(c) != 0) {
@@ -839,20 +855,6 @@ command_line(struct session *s, void *state, const struct proto_cmd *cmd)
         command_read_taken(c);
         session_request_begin(s);
         command_status(c, cmd->name, cmd->name_len, cmd->token);
-        return;
-    case PROTO_EXTEND:
-        /* The parser made sure of token= and ttl=. */
-        if (command_ttl(s, cmd, &ttl) != 0
-            || (cmd->nnames > 1 && command_names_fit(s, cmd) != 0)) {
-            return;
-        }
-        session_request_begin(s);
-        if (cmd->nnames > 1) {
-            command_names(cmd, names);
-            lock_extend_set(&c->lc, names, cmd->nnames, cmd->token, ttl);
-            return;
-        }
-        lock_extend(&c->lc, cmd->name, cmd->name_len, cmd->token, ttl);
         return;
     case PROTO_PING:
         proto_reply_start(&r, "PONG");

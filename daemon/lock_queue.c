@@ -83,12 +83,6 @@
 
 static size_t   lock_nwaiters; /* waiters queued */
 static uint64_t lock_epoch = 1; /* bumped when a queue or a hold changes (lock_changed) */
-static TAILQ_HEAD(, lock_set) lock_sets = TAILQ_HEAD_INITIALIZER(lock_sets); /* waiting sets */
-static struct event lock_reline_ev;    /* lock_reline_cb, made active by lock_changed */
-static bool     lock_reline_assigned;  /* lock_reline_ev was assigned */
-static bool     lock_reline_pending;   /* lock_reline_ev is active */
-
-static void waiter_rouse(struct waiter *w);
 static struct waiter *lock_head(struct lock *lk);
 
 static struct waiter_env waiter_env_now(void);
@@ -134,90 +128,17 @@ waiter_in_line(struct waiter *w)
     return ok;
 }
 
-/*
- * A set that is not ready lets the LOCKs behind its members that stand
- * aside go (waiter_in_line): the head of each of its names that is not
- * its member is woken, once for each change of the queues or holds.
- */
-static void
-lock_set_let_by(struct lock_set *set)
-{
-    size_t i;
-
-    if (set->woke_epoch == lock_epoch) {
-        return;
-    }
-    set->woke_epoch = lock_epoch;
-    for (i = 0; i < set->n; i++) {
-        struct waiter *m = set->member[i], *h;
-
-        /*
-         * Only a LOCK of one name that sleeps until it is told it heads
-         * its queue: a set there is looked at by lock_reline_cb, and a
-         * waiter with a timer or a round of its own needs nothing.
-         */
-        if (m->lock != NULL && (h = lock_ready_head(m->lock)) != NULL && h != m
-            && h->set == NULL && h->life.state == WAITER_QUEUED) {
-            waiter_rouse(h);
-        }
-    }
-}
-
-/*
- * After changes of the queues or the holds, on the next loop turn: which
- * of a set's members stand in line may have changed without any event on
- * their names (another set's member before them started or stopped
- * standing in line).  Each waiting set outside a round that became ready
- * is woken; one that is not ready lets the LOCKs behind its members by.
- */
-static void
-lock_reline_cb(evutil_socket_t fd, short what, void *arg)
-{
-    struct lock_set *set;
-    bool ready;
-
-    (void)fd;
-    (void)what;
-    (void)arg;
-    lock_reline_pending = false;
-    TAILQ_FOREACH(set, &lock_sets, link) {
-        struct waiter *lead = set->member[0];
-
-        if (lead->lock == NULL || WAITER_IN_ROUND(&lead->life)) {
-            continue;
-        }
-        ready = lock_set_ready(set);
-        if (ready && !set->was_ready) {
-            waiter_rouse(lead);
-        } else if (!ready) {
-            lock_set_let_by(set);
-        }
-        set->was_ready = ready;
-    }
-}
-
 void
 lock_changed(void)
 {
     lock_epoch++;
-    if (!lock_reline_pending && !TAILQ_EMPTY(&lock_sets)) {
-        if (!lock_reline_assigned) {
-            evtimer_assign(&lock_reline_ev, ctx.base, lock_reline_cb, NULL);
-            lock_reline_assigned = true;
-        }
-        lock_reline_pending = true;
-        event_active(&lock_reline_ev, EV_TIMEOUT, 0);
-    }
+    lock_set_changed();
 }
 
-void
-lock_set_listed(struct lock_set *set, bool on)
+uint64_t
+lock_epoch_now(void)
 {
-    if (on) {
-        TAILQ_INSERT_TAIL(&lock_sets, set, link);
-    } else {
-        TAILQ_REMOVE(&lock_sets, set, link);
-    }
+    return lock_epoch;
 }
 
 /*
@@ -309,7 +230,7 @@ lock_pick_slot(struct lock *lk)
  * when its round is in flight (that round may have run before what woke
  * it), at once after the round if it finds the name busy.
  */
-static void
+void
 waiter_rouse(struct waiter *w)
 {
     w = W_LEAD(w);      /* a set looks again as a whole */

@@ -725,6 +725,93 @@ lock_acquire_set(struct lock_client *c, const struct lock_name *names, size_t n,
     }
 }
 
+/* ---- the waiting sets, looked at again after each change ---- */
+
+static TAILQ_HEAD(, lock_set) lock_sets = TAILQ_HEAD_INITIALIZER(lock_sets); /* waiting sets */
+static struct event lock_reline_ev;    /* lock_reline_cb, made active by lock_set_changed */
+static bool     lock_reline_assigned;  /* lock_reline_ev was assigned */
+static bool     lock_reline_pending;   /* lock_reline_ev is active */
+
+void
+lock_set_let_by(struct lock_set *set)
+{
+    size_t i;
+
+    if (set->woke_epoch == lock_epoch_now()) {
+        return;
+    }
+    set->woke_epoch = lock_epoch_now();
+    for (i = 0; i < set->n; i++) {
+        struct waiter *m = set->member[i], *h;
+
+        /*
+         * Only a LOCK of one name that sleeps until it is told it heads
+         * its queue: a set there is looked at by lock_reline_cb, and a
+         * waiter with a timer or a round of its own needs nothing.
+         */
+        if (m->lock != NULL && (h = lock_ready_head(m->lock)) != NULL && h != m
+            && h->set == NULL && h->life.state == WAITER_QUEUED) {
+            waiter_rouse(h);
+        }
+    }
+}
+
+/*
+ * After changes of the queues or the holds, on the next loop turn: which
+ * of a set's members stand in line may have changed without any event on
+ * their names (another set's member before them started or stopped
+ * standing in line).  Each waiting set outside a round that became ready
+ * is woken; one that is not ready lets the LOCKs behind its members by.
+ */
+static void
+lock_reline_cb(evutil_socket_t fd, short what, void *arg)
+{
+    struct lock_set *set;
+    bool ready;
+
+    (void)fd;
+    (void)what;
+    (void)arg;
+    lock_reline_pending = false;
+    TAILQ_FOREACH(set, &lock_sets, link) {
+        struct waiter *lead = set->member[0];
+
+        if (lead->lock == NULL || WAITER_IN_ROUND(&lead->life)) {
+            continue;
+        }
+        ready = lock_set_ready(set);
+        if (ready && !set->was_ready) {
+            waiter_rouse(lead);
+        } else if (!ready) {
+            lock_set_let_by(set);
+        }
+        set->was_ready = ready;
+    }
+}
+
+void
+lock_set_changed(void)
+{
+    if (!lock_reline_pending && !TAILQ_EMPTY(&lock_sets)) {
+        if (!lock_reline_assigned) {
+            evtimer_assign(&lock_reline_ev, ctx.base, lock_reline_cb, NULL);
+            lock_reline_assigned = true;
+        }
+        lock_reline_pending = true;
+        event_active(&lock_reline_ev, EV_TIMEOUT, 0);
+    }
+}
+
+void
+lock_set_listed(struct lock_set *set, bool on)
+{
+    if (on) {
+        TAILQ_INSERT_TAIL(&lock_sets, set, link);
+    } else {
+        TAILQ_REMOVE(&lock_sets, set, link);
+    }
+}
+
 /* ---- UNLOCK and EXTEND of several names: one answer for the set ---- */
 
 /* An UNLOCK or EXTEND of several names: each name's op answers the proxy. */

@@ -329,8 +329,32 @@ struct waiter *lock_ready_head(struct lock *lk);
  */
 void lock_changed(void);
 
+/* The number of lock_changed() calls so far (waiter_in_line's memo). */
+uint64_t lock_epoch_now(void);
+
+/*
+ * Let a waiter look again: from its timer on the next loop turn, or,
+ * when its round is in flight, at once after the round if it finds the
+ * name busy.  A set's member rouses its lead.
+ */
+void waiter_rouse(struct waiter *w);
+
+/* ---- defined in lock_set.c (the waiting sets) ---- */
+
 /* A set starts (on) or ends (!on) waiting: it is looked at after each lock_changed(). */
 void lock_set_listed(struct lock_set *set, bool on);
+
+/*
+ * A queue or a hold changed (lock_changed): on the next loop turn each
+ * waiting set looks again (lock_reline_cb).
+ */
+void lock_set_changed(void);
+
+/*
+ * A set that is not ready lets the sleeping single LOCKs behind its
+ * members that stand aside go, once per change.
+ */
+void lock_set_let_by(struct lock_set *set);
 
 
 /*
