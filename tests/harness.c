@@ -41,7 +41,7 @@
 #define H_STOP_MS           5000    /* h_stop_daemon: SIGTERM, then SIGKILL */
 #define H_TAIL_LINES        40      /* log lines shown for a failed test */
 #define H_TAIL_BYTES        (64 * 1024) /* at most this much of a log is read */
-#define H_STATS_LINE_MS     5000    /* deadline per line of a STATS reply (a busy machine) */
+#define H_STATS_LINE_MS     1000    /* deadline per line of a STATS reply */
 #define H_CONNECT_MS        10000   /* deadline of h_connect_* (loopback: at once) */
 #define H_FAKETIME_LIB      "/usr/lib/x86_64-linux-gnu/faketime/libfaketime.so.1"
 #define H_REDIS_LIBC_BIN    "./build/redis-libc/redis-server"   /* without $REDIS_LIBC_BIN */
