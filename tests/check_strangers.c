@@ -7,8 +7,7 @@
  * number of log lines; a client with the right password behind an address
  * that is being guessed from gets in within seconds, and at once once its
  * address is known; connections that never authenticate, re-opened as
- * they are closed, cannot keep a newcomer out of the unauthenticated pool,
- * nor cost a holder that authenticated before its lock: its renewals go on.
+ * they are closed, cannot keep a newcomer out of the unauthenticated pool.
  *
  * The strangers are a thread of non-blocking sockets (struct st_crowd)
  * bound to loopback addresses of their own; the clients are the test's.
@@ -484,57 +483,6 @@ START_TEST(known_client_through_churn)
 }
 END_TEST
 
-#define ST_HOLD_TTL_MS  3000    /* the holder's ttl: renewed every 1 s */
-#define ST_RENEWALS     5       /* renewals the holder must get through the churn */
-
-/*
- * The same churn of strangers from 100 addresses, while a client that
- * authenticated before holds a session lock: the watchdog renews it
- * every ttl/3 all through (renewals go before everything else the
- * daemon does), no renewal fails, and the holder hears no LOST.
- */
-START_TEST(holder_renewed_through_churn)
-{
-    struct h_daemon_opts o = { .retry_delay_ms = 100, .auth_password = PASSWORD };
-    struct st_crowd silent = { .base = 4, .naddrs = 50, .conns = 100, .line = "" };
-    struct st_crowd guess = { .base = 5, .naddrs = 50, .conns = 100, .line = "AUTH guess\n" };
-    long long ok0 = -1, failed0 = -1, failed = -1;
-    char line[64], *got;
-    int u, h;
-
-    EXPECT_SETUP(.masters = NMASTERS, .daemons = 1, .opts = &o);
-    u = h_connect_unix();
-    ck_assert_int_ge(u, 0);
-    h = h_tcp_connect("127.0.0.1", "127.0.0.1", h_daemon_port(), 0);
-    ck_assert_int_ge(h, 0);
-    EXPECT_REPLY(h, "AUTH " PASSWORD, "OK");
-    snprintf(line, sizeof(line), "LOCK held ttl=%d", ST_HOLD_TTL_MS);
-    EXPECT_PREFIX(h, line, "OK held validity=");
-    st_start(&silent);
-    st_start(&guess);
-    ck_assert_msg(st_wait_stat(u, "unauthenticated_evicted", ST_CHURNED, ST_LET_IN_MS),
-                  "the strangers did not churn the pool");
-    ck_assert_int_eq(h_stat(u, "renewals_ok", &ok0), 0);
-    ck_assert_int_eq(h_stat(u, "renewals_failed", &failed0), 0);
-    /* The churn goes on while the watchdog renews ST_RENEWALS times. */
-    ck_assert_msg(st_wait_stat(u, "renewals_ok", ok0 + ST_RENEWALS,
-                               ST_RENEWALS * ST_HOLD_TTL_MS / 3 + ST_LET_IN_MS),
-                  "fewer than %d renewals within %d ms of churn", ST_RENEWALS,
-                  ST_RENEWALS * ST_HOLD_TTL_MS / 3 + ST_LET_IN_MS);
-    ck_assert_int_eq(h_stat(u, "renewals_failed", &failed), 0);
-    ck_assert_msg(atomic_load(&silent.opened) + atomic_load(&guess.opened) > 2 * 100,
-                  "the strangers stopped opening connections");
-    st_stop(&guess);
-    st_stop(&silent);
-    ck_assert_msg(failed == failed0, "%lld renewals failed through the churn", failed - failed0);
-    got = h_read_line(h, 0);
-    ck_assert_msg(got == NULL, "the holder heard '%s' through the churn", got);
-    EXPECT_PREFIX(h, "STATUS held", "HELD held ");
-    close(h);
-    close(u);
-}
-END_TEST
-
 static Suite *
 strangers_suite(void)
 {
@@ -545,7 +493,6 @@ strangers_suite(void)
     EXPECT_ADD(s, pool_flood_admits_newcomer, 60);
     EXPECT_ADD(s, known_client_through_churn, 60);
     EXPECT_ADD(s, held_auth_reset_gives_turn_back, 60);
-    EXPECT_ADD(s, holder_renewed_through_churn, 60);
     return s;
 }
 
