@@ -40,13 +40,29 @@ type daemon struct {
 	proc    *exec.Cmd
 }
 
+// givenPorts: the ports freePort handed out in this run (a port just handed out
+// may be free again until its server binds it).
+var (
+	givenPortsMu sync.Mutex
+	givenPorts   = map[int]bool{}
+)
+
 func freePort(t *testing.T) int {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
+	for {
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		port := l.Addr().(*net.TCPAddr).Port
+		l.Close()
+		givenPortsMu.Lock()
+		seen := givenPorts[port]
+		givenPorts[port] = true
+		givenPortsMu.Unlock()
+		if !seen {
+			return port
+		}
 	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port
 }
 
 func waitUntil(t *testing.T, d time.Duration, what string, cond func() bool) {

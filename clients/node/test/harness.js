@@ -44,12 +44,22 @@ function aborted(signal) {
   return new Promise((resolve) => signal.addEventListener('abort', resolve, { once: true }));
 }
 
-function freePort() {
-  return new Promise((resolve, reject) => {
-    const s = net.createServer();
-    s.listen(0, '127.0.0.1', () => { const { port } = s.address(); s.close(() => resolve(port)); });
-    s.on('error', reject);
-  });
+/* A free port of 127.0.0.1 this run has not handed out before: a port just handed
+ * out may be free again until its server binds it. */
+const givenPorts = new Set();
+
+async function freePort() {
+  for (;;) {
+    const port = await new Promise((resolve, reject) => {
+      const s = net.createServer();
+      s.listen(0, '127.0.0.1', () => { const a = s.address(); s.close(() => resolve(a.port)); });
+      s.on('error', reject);
+    });
+    if (!givenPorts.has(port)) {
+      givenPorts.add(port);
+      return port;
+    }
+  }
 }
 
 async function waitUntil(cond, ms, what) {

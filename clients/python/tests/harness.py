@@ -37,10 +37,19 @@ atexit.register(_kill_all)
 signal.signal(signal.SIGTERM, lambda signum, frame: sys.exit(128 + signum))
 
 
+_given_ports = set()
+
+
 def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+    """A free port of 127.0.0.1 that this run has not handed out before: a
+    port just handed out may be free again until its server binds it."""
+    while True:
+        with socket.socket() as s:
+            s.bind(("127.0.0.1", 0))
+            port = s.getsockname()[1]
+        if port not in _given_ports:
+            _given_ports.add(port)
+            return port
 
 
 def wait_until(cond, timeout, what):
