@@ -141,7 +141,15 @@ until (exec 4<>/dev/tcp/127.0.0.1/7379 && echo PING >&4 && read -r -t 1 l <&4 \
     sleep 0.05
 done
 # docs/using.md's way to stop and restart one master while `make run` runs;
-# the daemon reconnects to it, and dev-run.sh stops it at the end.
+# the daemon reconnects to it, and dev-run.sh stops it at the end.  First
+# the daemon's link to it is up (said once in its log), so that the second
+# "up" below can only be the reconnection.
+i=0
+until grep -q 'master 127.0.0.1:7003: up' "$tmp/run.log"; do
+    i=$((i + 1))
+    [ "$i" -gt 200 ] && { bad "the daemon's link to master 7003 never came up"; break; }
+    sleep 0.05
+done
 redis-cli -p 7003 shutdown >/dev/null 2>&1
 tests/dev-master.sh 7003 || bad "tests/dev-master.sh 7003 failed"
 i=0
